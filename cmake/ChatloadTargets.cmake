@@ -1,0 +1,17 @@
+# Per-target compile settings shared by every chatload target (no global flags).
+
+# chatload_target(TARGET): warnings, sanitizers and the project's feature macros.
+function(chatload_target target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wshadow -Wstrict-prototypes
+                                           -Wmissing-prototypes -Wno-unused-parameter)
+  target_compile_definitions(${target} PRIVATE _GNU_SOURCE
+                             CHATLOAD_VERSION="${PROJECT_VERSION}")
+  if(CHATLOAD_SANITIZE)
+    string(REPLACE "," ";" _san "${CHATLOAD_SANITIZE}")
+    foreach(s IN LISTS _san)
+      target_compile_options(${target} PRIVATE -fsanitize=${s} -fno-omit-frame-pointer
+                                               -fno-sanitize-recover=all)
+      target_link_options(${target} PRIVATE -fsanitize=${s})
+    endforeach()
+  endif()
+endfunction()

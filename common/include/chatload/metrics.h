@@ -1,0 +1,129 @@
+/* The measurement record: every histogram and counter one agent worker fills for one stage
+ * (or one interval of it), mergeable exactly and carried on the wire as a delta. */
+#ifndef CHATLOAD_METRICS_H
+#define CHATLOAD_METRICS_H
+
+#include "chatload/err.h"
+#include "chatload/hist.h"
+
+#include <msgpack.h>
+#include <stdint.h>
+
+/* Latency histograms, values in microseconds (DESIGN §4 defines each). */
+enum cl_lat {
+	CL_LAT_QUEUE,	   /* intended start -> handed to libcurl (dispatch lag) */
+	CL_LAT_TTFB,	   /* sent -> response headers */
+	CL_LAT_TTFT,	   /* sent -> first token-bearing chunk (reasoning or content) */
+	CL_LAT_TTFC,	   /* sent -> first content-bearing chunk */
+	CL_LAT_ITL,	   /* gap between consecutive token-bearing chunks (per chunk) */
+	CL_LAT_TPOT,	   /* (e2e - ttft) / (output_tokens - 1), per request */
+	CL_LAT_E2E,	   /* sent -> last token chunk */
+	CL_LAT_E2E_SCHED,  /* intended start -> last token chunk */
+	CL_LAT_LOOP_LAG,   /* event-loop lag: timer due -> timer handled (client health) */
+	CL_LAT__COUNT
+};
+
+/* Count histograms (tokens), values are plain counts. */
+enum cl_cnt {
+	CL_CNT_TOKENS_PER_CHUNK, /* tokens carried by each token-bearing chunk */
+	CL_CNT_OUTPUT_TOKENS,	 /* output tokens per completed request */
+	CL_CNT_REASONING_TOKENS, /* reasoning tokens per completed request */
+	CL_CNT_PROMPT_TOKENS,	 /* prompt tokens per completed request (from usage) */
+	CL_CNT__COUNT
+};
+
+/* Counters.  Errors are by class (DESIGN §4); tokens are counted as received. */
+enum cl_ctr {
+	CL_CTR_STARTED,		  /* requests handed to libcurl */
+	CL_CTR_COMPLETED,	  /* ended with [DONE] (or clean end) and no error */
+	CL_CTR_CUT,		  /* cancelled at the end of the stage after drain (not errors) */
+	CL_CTR_ERR_CONNECT,
+	CL_CTR_ERR_TLS,
+	CL_CTR_ERR_HTTP_4XX,	  /* 4xx other than 429 */
+	CL_CTR_ERR_HTTP_429,
+	CL_CTR_ERR_HTTP_5XX,
+	CL_CTR_ERR_TIMEOUT,
+	CL_CTR_ERR_STREAM_MALFORMED,
+	CL_CTR_ERR_STREAM_INCOMPLETE, /* ended without [DONE] */
+	CL_CTR_ERR_STREAM_ERROR,      /* an error object arrived inside the stream */
+	CL_CTR_ERR_OTHER,
+	CL_CTR_OUTPUT_TOKENS,	  /* output tokens received (usage-corrected at request end) */
+	CL_CTR_REASONING_TOKENS,  /* of which reasoning */
+	CL_CTR_PROMPT_TOKENS,
+	CL_CTR_CHUNKS,		  /* token-bearing chunks received */
+	CL_CTR_BYTES,		  /* response body bytes received */
+	CL_CTR_USAGE_FROM_SERVER, /* completed requests whose counts came from `usage` */
+	CL_CTR_USAGE_FROM_CHUNKS, /* completed requests whose counts came from counting chunks */
+	CL_CTR_GOOD,		  /* completed requests meeting every per-request SLO (goodput) */
+	CL_CTR__COUNT
+};
+
+#define CL_CTR_FIRST_ERROR CL_CTR_ERR_CONNECT
+#define CL_CTR_LAST_ERROR CL_CTR_ERR_OTHER
+#define CL_ERR_SAMPLES_MAX 4
+#define CL_ERR_SAMPLE_BODY_MAX 256
+
+/* One kept error: its class (an enum cl_ctr error value), HTTP status (0 if none) and the
+ * first bytes of the body or message, NUL-terminated. */
+struct cl_err_sample {
+	int32_t ctr;
+	int32_t http_status;
+	char body[CL_ERR_SAMPLE_BODY_MAX];
+};
+
+/*
+ * Client health gauges for one interval, per agent.  Merging takes the max of each
+ * (the worst agent decides whether a stage was client-bound).
+ */
+struct cl_health {
+	double cpu_pct;		 /* process CPU over the interval, 100 = one core */
+	double cpu_pct_capacity; /* cores the agent may use * 100 */
+	int64_t rss_bytes;
+	int64_t inflight;	 /* streams in flight at the end of the interval (summed on merge) */
+};
+
+struct cl_metrics {
+	struct cl_hist lat[CL_LAT__COUNT];
+	struct cl_hist cnt[CL_CNT__COUNT];
+	uint64_t ctr[CL_CTR__COUNT];
+	struct cl_health health;
+	uint32_t n_err_samples;
+	struct cl_err_sample err_samples[CL_ERR_SAMPLES_MAX];
+};
+
+/* Stable snake_case names used on the wire and in results ("ttft", "tokens_per_chunk",
+ * "err_http_5xx"...).  Index out of range -> NULL. */
+const char *cl_lat_name(int i);
+const char *cl_cnt_name(int i);
+const char *cl_ctr_name(int i);
+/* Reverse lookups; -1 when unknown. */
+int cl_lat_from_name(const char *name);
+int cl_cnt_from_name(const char *name);
+int cl_ctr_from_name(const char *name);
+
+/* Histogram configuration of each kind: latencies 1 us .. 1 h, counts 1 .. 10^7; 3 digits. */
+const struct cl_hist_cfg *cl_metrics_lat_cfg(void);
+const struct cl_hist_cfg *cl_metrics_cnt_cfg(void);
+
+/* Allocates every histogram (fixed memory, a few MiB).  On failure leaves m destroyable. */
+int cl_metrics_init(struct cl_metrics *m);
+/* Frees; safe on zeroed and partly initialised records. */
+void cl_metrics_destroy(struct cl_metrics *m);
+/* Zeroes all values, keeping memory (O(size of the histograms)). */
+void cl_metrics_reset(struct cl_metrics *m);
+/* dst += src exactly: histograms merged, counters added, health maxed (inflight summed),
+ * error samples appended up to the cap. */
+int cl_metrics_merge(struct cl_metrics *dst, const struct cl_metrics *src);
+/* Keeps an error sample if fewer than CL_ERR_SAMPLES_MAX are kept (truncates body). */
+void cl_metrics_add_err_sample(struct cl_metrics *m, int ctr, int http_status, const char *body,
+			       size_t body_len);
+
+/* Encodes m as a msgpack map {lat:{name:hist}, cnt:{...}, ctr:{name:n}, health:{...},
+ * errs:[...]}, omitting empty histograms and zero counters. */
+int cl_metrics_pack(const struct cl_metrics *m, msgpack_packer *pk);
+/* Decodes into an initialised m (values added to what m holds, so decoding a delta into an
+ * accumulator merges it).  Hostile input: every type and index is checked; unknown metric
+ * names are rejected.  On error m may hold part of the data; fills err. */
+int cl_metrics_unpack_add(struct cl_metrics *m, const msgpack_object *obj, struct cl_err *err);
+
+#endif

@@ -1,0 +1,84 @@
+/* What an agent is told to do: the target, pre-rendered request bodies, and per-stage load
+ * shares; plus the apportionment that splits a load exactly among agents and workers. */
+#ifndef CHATLOAD_PLAN_H
+#define CHATLOAD_PLAN_H
+
+#include "chatload/err.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Largest-remainder apportionment: splits total into n shares proportional to weights
+ * (ties go to the lower index), so the shares always sum exactly to total.  All-zero
+ * weights are treated as equal weights.  CL_EINVAL when n == 0.
+ */
+int cl_apportion(uint64_t total, const uint32_t *weights, size_t n, uint64_t *out);
+/* Proportional split of a real quantity (a rate); shares sum to total up to rounding. */
+int cl_apportion_real(double total, const uint32_t *weights, size_t n, double *out);
+
+enum cl_load_mode { CL_MODE_CONCURRENCY = 0, CL_MODE_RATE = 1 };
+enum cl_arrival { CL_ARRIVAL_CONSTANT = 0, CL_ARRIVAL_POISSON = 1, CL_ARRIVAL_GAMMA = 2 };
+
+const char *cl_load_mode_name(enum cl_load_mode m);
+const char *cl_arrival_name(enum cl_arrival a);
+
+/* Where requests go and how they are sent.  Strings are owned (freed by cl_plan_free). */
+struct cl_target_plan {
+	char *base_url;	   /* e.g. "http://127.0.0.1:8000/v1" (no trailing slash) */
+	char *model;	   /* model name put in every request body */
+	char *api_key_env; /* env var holding the key on the agent host; NULL: none */
+	char **headers;	   /* extra "Name: value" headers */
+	size_t n_headers;
+	bool http2;
+	bool tls_verify; /* default true */
+	char *ca_file;
+	int64_t connect_timeout_us;
+};
+
+/* One load level for one agent (the coordinator's share) or one worker (the agent's). */
+struct cl_stage_plan {
+	uint32_t index;
+	char *name;
+	enum cl_load_mode mode;
+	uint32_t concurrency; /* closed loop: streams in flight; rate mode: cap, 0 = none */
+	double rate_per_s;    /* rate mode only */
+	enum cl_arrival arrival;
+	double gamma_shape;	/* gamma arrivals: shape k (CV^2 = 1/k); k<1 is burstier */
+	int64_t duration_us;	/* measured window; 0 when bounded by requests */
+	uint64_t requests;	/* requests to start; 0 when bounded by duration */
+	int64_t ramp_us;	/* linear ramp of concurrency (or rate) from ramp_from */
+	uint32_t ramp_from;	/* concurrency at the start of the ramp */
+	int64_t drain_timeout_us; /* after the window, in-flight requests may finish this long */
+	uint64_t seed;		/* arrival RNG seed (per stage and share) */
+};
+
+/* A request body rendered once before the stage (no JSON building on the hot path). */
+struct cl_request_body {
+	char *json;
+	size_t len;
+	uint32_t prompt_chars;
+};
+
+struct cl_workload_plan {
+	struct cl_request_body *bodies;
+	size_t n_bodies;
+	int64_t request_timeout_us;
+	uint32_t max_tokens;
+};
+
+/* Frees owned strings/arrays; safe on zeroed and partly filled structures. */
+void cl_target_plan_free(struct cl_target_plan *t);
+void cl_stage_plan_free(struct cl_stage_plan *s);
+void cl_workload_plan_free(struct cl_workload_plan *w);
+
+/*
+ * Splits one stage among n parties with the given weights (worker counts): concurrency,
+ * requests and rate cap apportioned exactly, rate split proportionally, ramp_from too.
+ * out[i] gets deep copies (name duplicated); seeds are made distinct per share.
+ */
+int cl_stage_plan_split(const struct cl_stage_plan *stage, const uint32_t *weights, size_t n,
+			struct cl_stage_plan *out);
+
+#endif

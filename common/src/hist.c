@@ -1,0 +1,2 @@
+/* hist: being written. */
+typedef int cl_placeholder_hist;

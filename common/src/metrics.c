@@ -1,0 +1,2 @@
+/* metrics: being written. */
+typedef int cl_placeholder_metrics;

@@ -1,0 +1,2 @@
+/* plan: being written. */
+typedef int cl_placeholder_plan;

@@ -1,0 +1,2 @@
+/* scenario: being written. */
+typedef int cl_placeholder_scenario;

@@ -1,0 +1,2 @@
+/* wire: being written. */
+typedef int cl_placeholder_wire;

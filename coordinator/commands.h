@@ -1,0 +1,8 @@
+/* The coordinator's subcommands; each parses its own flags and returns a process exit code
+ * (enum cl_exit). */
+#ifndef CHATLOAD_COMMANDS_H
+#define CHATLOAD_COMMANDS_H
+
+int cmd_validate(int argc, char **argv);
+
+#endif
