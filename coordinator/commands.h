@@ -4,5 +4,8 @@
 #define CHATLOAD_COMMANDS_H
 
 int cmd_validate(int argc, char **argv);
+int cmd_probe(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
 
 #endif

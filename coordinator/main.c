@@ -15,6 +15,9 @@ struct command {
 
 static const struct command commands[] = {
 	{ "validate", cmd_validate, "check scenarios and print the resolved plan" },
+	{ "probe", cmd_probe, "run the readiness gate alone against a URL" },
+	{ "report", cmd_report, "re-render a saved results.json as table, csv, md or html" },
+	{ "compare", cmd_compare, "compare two results.json files and flag regressions" },
 };
 
 static void usage(FILE *out)

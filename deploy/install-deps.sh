@@ -12,7 +12,7 @@ packages=(
   libjansson-dev                       # JSON off the hot path (datasets, results, reports)
   libevent-dev                         # chatload-sim's HTTP server
   libcmocka-dev                        # unit tests
-  python3                              # integration-test driver (standard library only)
+  python3 python3-jsonschema           # integration-test driver; results schema check
   iproute2 openssl                     # multi-host namespace test, TLS test certificates
 )
 

@@ -1,0 +1,2 @@
+/* workload: being written. */
+typedef int cl_placeholder_workload;
