@@ -10,7 +10,10 @@
 
 /*
  * Range and precision.  Every value v in [lowest, highest] is recorded in a bucket whose
- * width is at most v / 10^sigfigs (so reported percentiles are within that relative error).
+ * width is at most max(v / 10^sigfigs, 2^floor(log2(lowest))) (so reported percentiles are
+ * within that error; with lowest = 1 the width is 1 up to 2*10^sigfigs, i.e. relative error
+ * below 10^-sigfigs everywhere).  lowest is the resolution unit, as in HdrHistogram.
+ * highest must not exceed INT64_MAX / 2.
  * Values below lowest are recorded as lowest; values above highest are counted in
  * `overflow` (and in count and max), never silently lost.
  */
@@ -81,5 +84,8 @@ int cl_hist_pack(const struct cl_hist *h, msgpack_packer *pk);
  * the whole encoding validated.
  */
 int cl_hist_unpack_add(struct cl_hist *h, const msgpack_object *obj, struct cl_err *err);
+/* Runs every check cl_hist_unpack_add makes, without touching h: lets a caller validate a
+ * whole message before adding any of it (cl_metrics_unpack_add does). */
+int cl_hist_unpack_check(const struct cl_hist *h, const msgpack_object *obj, struct cl_err *err);
 
 #endif
