@@ -6,6 +6,11 @@ function(chatload_target target)
                                            -Wmissing-prototypes -Wno-unused-parameter)
   target_compile_definitions(${target} PRIVATE _GNU_SOURCE
                              CHATLOAD_VERSION="${PROJECT_VERSION}")
+  if(CHATLOAD_FUZZ)
+    # Coverage feedback for the libraries the fuzz targets exercise, not only the targets.
+    target_compile_options(${target} PRIVATE -fsanitize=fuzzer-no-link,address,undefined)
+    target_link_options(${target} PRIVATE -fsanitize=address,undefined)
+  endif()
   if(CHATLOAD_SANITIZE)
     string(REPLACE "," ";" _san "${CHATLOAD_SANITIZE}")
     foreach(s IN LISTS _san)
