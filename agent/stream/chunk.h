@@ -1,0 +1,58 @@
+/* Zero-allocation decoder of one OpenAI-style chat.completion.chunk (one SSE event's data). */
+#ifndef CHATLOAD_CHUNK_H
+#define CHATLOAD_CHUNK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Deepest nesting of arrays/objects accepted (the top-level value is depth 1). */
+#define CL_CHUNK_MAX_DEPTH 64
+
+/*
+ * What one chunk says.  "Absent" covers a field of an unexpected type: a content that is
+ * null or a number, a usage that is not an object, a token count that is not a
+ * non-negative integer.  When a key is repeated, the last occurrence counts (as in
+ * jansson and most JSON libraries).
+ */
+struct cl_chunk {
+	bool done;             /* data was exactly "[DONE]" */
+	bool is_error;         /* top-level "error" object present (mid-stream error) */
+	int error_code;        /* error.code if an integer that fits an int, else 0 */
+	const char *error_msg; /* error.message: points into the input (still JSON-escaped,
+	                        * without the quotes), NULL if none or not a string */
+	size_t error_msg_len;
+	uint32_t n_choices;     /* elements in "choices" (of any type) */
+	bool has_content;       /* some choice has a non-empty delta.content string */
+	bool has_reasoning;     /* some choice has non-empty delta.reasoning_content or
+	                         * delta.reasoning */
+	bool has_role;          /* some choice has a string delta.role */
+	size_t content_bytes;   /* raw (escaped) bytes of content text, summed over choices */
+	size_t reasoning_bytes; /* the same for reasoning; a choice carrying both
+	                         * reasoning_content and reasoning counts the longer once */
+	char finish_reason[24]; /* "" if null/absent, else the first choice's non-empty
+	                         * finish_reason, unescaped, NUL-terminated, truncated to 23
+	                         * bytes at a UTF-8 character boundary */
+	bool has_usage;         /* a non-null "usage" object */
+	int64_t prompt_tokens, completion_tokens, reasoning_tokens; /* -1 when absent */
+};
+
+/*
+ * Decodes one chunk's data (an event's data, `len` bytes, need not be NUL-terminated).
+ * Never allocates; stack use is bounded (recursion no deeper than CL_CHUNK_MAX_DEPTH).
+ *
+ * Returns 0, or CL_EPARSE for anything that is not exactly one valid JSON value (RFC 8259:
+ * objects, arrays, strings with their escapes and UTF-8 checked, numbers, true, false,
+ * null; surrounding whitespace allowed; nesting over CL_CHUNK_MAX_DEPTH and trailing
+ * garbage rejected): the whole text is validated, not only the fields read.  Escaped lone
+ * surrogates ("\ud800") are accepted.  "[DONE]" is not JSON but gives 0 with done set.
+ *
+ * Read: choices[].delta.{content, reasoning_content, reasoning, role},
+ * choices[].finish_reason, usage.{prompt_tokens, completion_tokens,
+ * completion_tokens_details.reasoning_tokens}, error.{code, message}.  Everything else
+ * (llama.cpp's timings, ids, logprobs...) is validated and skipped.  On CL_EPARSE *out is
+ * left as for an empty chunk (nothing present), never half-filled.
+ */
+int cl_chunk_decode(const char *data, size_t len, struct cl_chunk *out);
+
+#endif

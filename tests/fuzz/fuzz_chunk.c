@@ -1,0 +1,32 @@
+/* libFuzzer target: the chunk decoder, checked against jansson on every input. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../stream/chunk_oracle.h"
+#include "chatload/err.h"
+#include "chunk.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const char *s = (const char *)data;
+	struct cl_chunk c;
+	struct oracle_result r;
+
+	int rc = cl_chunk_decode(s, size, &c);
+	if (rc != 0 && rc != CL_EPARSE)
+		abort();
+	if (!memchr(c.finish_reason, '\0', sizeof(c.finish_reason)))
+		abort();
+	if (c.content_bytes > size || c.reasoning_bytes > size)
+		abort();
+	oracle_check(s, size, rc, &c, &r);
+	if (r.verdict == ORACLE_MISMATCH) {
+		fprintf(stderr, "mismatch with jansson: %s\n", r.detail);
+		abort();
+	}
+	return 0;
+}
