@@ -1,0 +1,46 @@
+/* The control channel's transports: nng listen/dial with the options the protocol needs
+ * (message cap, resend time), TLS configuration, and the rule that plaintext tcp:// stays
+ * on loopback unless the operator says --insecure. */
+#ifndef CHATLOAD_TRANSPORT_H
+#define CHATLOAD_TRANSPORT_H
+
+#include "chatload/err.h"
+
+#include <nng/nng.h>
+#include <stdbool.h>
+
+struct cl_tls_opts {
+	const char *ca_file;	 /* verify the peer against this CA (PEM); NULL: no verification
+				  * on the server side, required on the client side */
+	const char *cert_file;	 /* our certificate (PEM); required to listen on tls+tcp:// */
+	const char *key_file;	 /* its private key (PEM) */
+	const char *server_name; /* client: name to verify; NULL: the URL's host */
+};
+
+/* True for URLs whose traffic cannot leave this machine or is encrypted: ipc://, inproc://,
+ * tls+tcp://, and tcp:// to 127.0.0.0/8, ::1 or localhost. */
+bool cl_transport_is_safe(const char *url);
+
+/*
+ * Opens a listener on sock for url with NNG_OPT_RECVMAXSZ = CL_WIRE_MAX_MSG and, for
+ * tls+tcp://, a server TLS config from tls (cert and key required; with ca_file, client
+ * certificates are required and verified).  Plaintext tcp:// off loopback is refused
+ * (CL_EREFUSED) unless insecure.  Returns 0 or a CL_E* code with err naming the URL.
+ */
+int cl_transport_listen(nng_socket sock, const char *url, const struct cl_tls_opts *tls,
+			bool insecure, struct cl_err *err);
+
+/*
+ * Starts a dialer on sock for url (non-blocking: nng keeps redialling in the background
+ * with its reconnect backoff), with the same message cap and, for tls+tcp://, a client TLS
+ * config (ca_file required: the coordinator is always verified; cert/key optional, for
+ * client certificates).  Same plaintext rule as listening.
+ */
+int cl_transport_dial(nng_socket sock, const char *url, const struct cl_tls_opts *tls,
+		      bool insecure, struct cl_err *err);
+
+/* Describes the remote address of the pipe a message came on ("tcp 127.0.0.1:43122",
+ * "ipc", "unknown") into buf. */
+char *cl_transport_peer(nng_msg *msg, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,362 @@
+/* The coordinator<->agent wire protocol: message structs, the msgpack codec every message goes
+ * through, hostile-input pre-validation, and the protocol's timing constants.  docs/protocol.md
+ * is the authority on the format; this header is its C side. */
+#ifndef CHATLOAD_WIRE_H
+#define CHATLOAD_WIRE_H
+
+#include "chatload/err.h"
+#include "chatload/metrics.h"
+#include "chatload/plan.h"
+#include "chatload/readiness.h"
+
+#include <msgpack.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- Constants ------------------------------------------------------------------------ */
+
+/* The protocol version.  A message carrying any other `proto` is refused (CL_EVERSION). */
+#define CL_PROTO_VERSION 1
+
+/* Largest message either side accepts: set NNG_OPT_RECVMAXSZ to this before listening or
+ * dialing (nng drops larger messages silently otherwise).  The encoder refuses to exceed it. */
+#define CL_WIRE_MAX_MSG (64u << 20)
+/* Deepest container nesting accepted (the top-level map is depth 1). */
+#define CL_WIRE_MAX_DEPTH 16
+/* Most msgpack objects (every scalar, string, array, map, key and value counts one) accepted
+ * in one message.  Together with the per-container check this bounds what msgpack-c
+ * allocates for a message to about 24 bytes per object, twice that at worst with its zone
+ * chunk rounding (docs/protocol.md, "Hostile input"). */
+#define CL_WIRE_MAX_OBJECTS (1u << 21)
+
+/* Per-field caps, in bytes (strings) or entries (arrays).  Both the encoder and the decoder
+ * enforce them, so whatever one side encodes the other decodes. */
+#define CL_WIRE_MAX_RUN     256         /* run id */
+#define CL_WIRE_MAX_VERSION 64          /* HELLO.version */
+#define CL_WIRE_MAX_HOST    255         /* HELLO.host */
+#define CL_WIRE_MAX_TOKEN   256         /* HELLO.token */
+#define CL_WIRE_MAX_CAPS    32          /* HELLO.caps entries ... */
+#define CL_WIRE_MAX_CAP     32          /* ... of at most this many bytes each */
+#define CL_WIRE_MAX_REASON  1024        /* REFUSE.reason */
+#define CL_WIRE_MAX_ERROR   1024        /* REPORT.error, POLL.error */
+#define CL_WIRE_MAX_URL     2048        /* target.base_url */
+#define CL_WIRE_MAX_NAME    256         /* target.model, target.api_key_env, stage.name */
+#define CL_WIRE_MAX_PATH    4096        /* target.ca_file */
+#define CL_WIRE_MAX_HEADERS 64          /* target.headers entries ... */
+#define CL_WIRE_MAX_HEADER  8192        /* ... of at most this many bytes each */
+#define CL_WIRE_MAX_BODIES  (1u << 18)  /* workload.bodies entries (262144) */
+#define CL_WIRE_MAX_BODY    (16u << 20) /* one request body (JSON text), and probe/warmup bodies */
+#define CL_WIRE_MAX_PROMPT  (1u << 20)  /* PROBE.prompt */
+
+/*
+ * Timing of a session (docs/protocol.md, "Liveness").  The REQ resend time must exceed the
+ * long-poll hold, or nng would resend every held POLL.
+ */
+#define CL_WIRE_RESEND_MS        2000     /* NNG_OPT_REQ_RESENDTIME on the agent's REQ socket */
+#define CL_WIRE_POLL_HOLD_US     1000000  /* the coordinator holds a POLL at most this long */
+#define CL_WIRE_MISSING_US       3000000  /* no request from an agent this long: `missing` */
+#define CL_WIRE_LOST_US          10000000 /* ... this long: `lost` */
+#define CL_WIRE_AGENT_SILENCE_US 10000000 /* no reply this long: the agent stops all load */
+
+/* ---- Enumerations (their wire spellings are in docs/protocol.md) --------------------- */
+
+/* Message types.  0 is no message, so a zeroed struct cl_msg is empty. */
+enum cl_msg_type {
+	CL_MSG_NONE = 0,
+	CL_MSG_HELLO,   /* agent -> coordinator: join */
+	CL_MSG_POLL,    /* agent -> coordinator: state, asks for the next command */
+	CL_MSG_REPORT,  /* agent -> coordinator: a metrics delta or a gate result */
+	CL_MSG_WELCOME, /* reply to HELLO: accepted */
+	CL_MSG_REFUSE,  /* reply to anything: refused, the session ends */
+	CL_MSG_CMD,     /* reply to POLL: what to do */
+	CL_MSG_ACK,     /* reply to REPORT: received (envelope seq = the report's seq) */
+	CL_MSG__COUNT
+};
+
+/* What an agent is doing, as it says in POLL. */
+enum cl_agent_state {
+	CL_AGENT_IDLE = 0,
+	CL_AGENT_PREPARING,
+	CL_AGENT_READY,
+	CL_AGENT_RUNNING,
+	CL_AGENT_DRAINING,
+	CL_AGENT_DONE,
+	CL_AGENT_FAILED,
+	CL_AGENT__COUNT
+};
+
+/* Commands carried by CMD. */
+enum cl_cmd {
+	CL_CMD_NOOP = 0, /* nothing new: never applied, its cmd_seq means nothing */
+	CL_CMD_PROBE,    /* run the readiness gate, then REPORT kind probe */
+	CL_CMD_WARMUP,   /* send warmup requests, then REPORT kind warmup */
+	CL_CMD_PREPARE,  /* take the target and workload; set up connections and workers */
+	CL_CMD_START_AT, /* start a stage at a coordinator-clock instant */
+	CL_CMD_STOP,     /* end the stage's window now: drain, then REPORT final */
+	CL_CMD_ABORT,    /* stop all load at once (no drain), go idle */
+	CL_CMD_QUIT,     /* stop everything and exit */
+	CL_CMD__COUNT
+};
+
+/* What a REPORT carries. */
+enum cl_report_kind {
+	CL_REPORT_INTERVAL = 0, /* the delta of one reporting interval of a running stage */
+	CL_REPORT_FINAL,        /* the stage's remaining delta after the drain; the stage's last */
+	CL_REPORT_PROBE,        /* the readiness gate's result */
+	CL_REPORT_WARMUP,       /* the warmup's metrics (excluded from results) */
+	CL_REPORT__COUNT
+};
+
+/* Wire names ("HELLO", "START_AT", "running", "final"); NULL when out of range. */
+const char *cl_msg_type_name(int type);
+const char *cl_cmd_name(int cmd);
+const char *cl_agent_state_name(int state);
+const char *cl_report_kind_name(int kind);
+/* Reverse lookups (exact, case-sensitive); -1 when unknown. */
+int cl_msg_type_from_name(const char *name);
+int cl_cmd_from_name(const char *name);
+int cl_agent_state_from_name(const char *name);
+int cl_report_kind_from_name(const char *name);
+
+/* ---- Messages --------------------------------------------------------------------------
+ *
+ * Ownership.  Every pointer in a message is either owned by it or borrowed, as `owned` says:
+ * - cl_wire_decode builds an owned message: every string, array, plan, metrics record and
+ *   readiness result it points to was allocated for it, and cl_msg_free frees them.
+ * - A message built to be encoded is normally not owned (owned == false, as when zeroed): it
+ *   points at the caller's data (a plan, a metrics record, string literals), cl_wire_encode
+ *   only reads it, and cl_msg_free leaves the pointees alone.  A caller that wants the message
+ *   to own what it points to sets owned = true; then every pointer in it must be heap memory
+ *   of the same shape as a decoded message's (a decoded message may be moved by struct copy,
+ *   leaving the source zeroed).
+ *
+ * Strings are NUL-terminated and never contain a NUL byte.  In a decoded message a required
+ * string is never NULL (it may be ""); an optional string is NULL when the field was absent.
+ * When encoding, NULL for a required string is sent as "" and NULL for an optional one omits
+ * the field.  Times named *_us are microseconds: t_send_us / t_recv_us are the agent's
+ * CLOCK_MONOTONIC, t_coord_* the coordinator's (docs/protocol.md, "Clocks").
+ */
+
+/* HELLO: an agent asks to join (envelope agent 0, run "" or the run it was started for). */
+struct cl_msg_hello {
+	char *version; /* chatload version of the agent, e.g. "0.1.0" */
+	char *host;    /* the agent's host name */
+	uint32_t workers;
+	char **caps; /* capabilities, e.g. "http2", "tls" */
+	size_t n_caps;
+	char *token; /* shared secret ("" when none); compare with cl_wire_token_equal */
+	int64_t pid;
+	int64_t t_send_us;
+};
+
+/* POLL: the agent's state; the reply is the oldest command it has not applied, or NOOP. */
+struct cl_msg_poll {
+	enum cl_agent_state state;
+	uint64_t applied_seq; /* cmd_seq of the last command the agent applied (0: none) */
+	double cpu_pct;       /* process CPU since the previous POLL, 100 = one core */
+	int64_t rss_bytes;
+	int64_t inflight; /* streams in flight */
+	int64_t loop_lag_us;
+	int64_t t_send_us;
+	char *error; /* optional: why state is `failed` */
+	/* optional: the agent's clock-offset estimate (coordinator - agent) and the rtt of the
+	 * sample it came from; clock_rtt_us 0 means "no estimate yet" (then not sent) */
+	int64_t clock_offset_us;
+	int64_t clock_rtt_us;
+};
+
+/* REPORT: measurements.  Reports are deltas since the previous report of the same stage. */
+struct cl_msg_report {
+	enum cl_report_kind kind;
+	uint32_t stage;    /* stage index (probe: 0; warmup: the WARMUP stage's) */
+	uint32_t interval; /* 0-based interval index; final: the number of intervals before it */
+	int64_t span_us;   /* agent time the delta covers; 0 when unknown (optional on the wire) */
+	struct cl_metrics *metrics;            /* required except for kind probe; NULL: absent */
+	struct cl_readiness_result *readiness; /* required for kind probe; NULL: absent */
+	int64_t t_send_us;
+	char *error; /* optional: why the agent failed the stage */
+	/* optional, first report of a stage: how late the agent's start was against START_AT
+	 * (agent clock converted with its offset estimate); 0 when on time or unknown */
+	int64_t start_skew_us;
+};
+
+/* WELCOME: the coordinator accepted a HELLO.  The envelope's run is the run the agent joins. */
+struct cl_msg_welcome {
+	uint32_t agent_id; /* the agent's id from now on (also the envelope's agent) */
+	int64_t report_interval_us;
+	int64_t t_coord_us;      /* coordinator clock when the reply was sent */
+	int64_t t_coord_recv_us; /* ... when the request arrived; 0: same as t_coord_us */
+};
+
+/* REFUSE: the coordinator will not serve this request; the session ends. */
+struct cl_msg_refuse {
+	char *reason; /* for people: "bad token", "version 0.2.0 does not match 0.1.0" */
+};
+
+/* PROBE: run the readiness gate (DESIGN §5) with these settings. */
+struct cl_cmd_probe {
+	int64_t timeout_us;
+	int64_t request_timeout_us;
+	uint32_t consecutive;
+	int64_t backoff_initial_us;
+	int64_t backoff_max_us;
+	uint64_t seed;         /* backoff jitter seed */
+	char *body_json;       /* optional: the rendered probe body */
+	char *prompt;          /* optional: used to render a body when body_json is absent */
+	uint32_t max_tokens;   /* ditto (0: the gate's default) */
+	char *extra_body_json; /* optional: ditto */
+	struct cl_target_plan *target; /* optional: NULL probes the target given by PREPARE */
+};
+
+/* WARMUP: warmup requests, excluded from results. */
+struct cl_cmd_warmup {
+	struct cl_stage_plan stage; /* this agent's share: requests, duration, concurrency */
+	uint32_t max_tokens;
+	int64_t request_timeout_us; /* 0: the workload's */
+	char *body_json;            /* optional: NULL uses the prepared workload's bodies */
+};
+
+/* PREPARE: what to load and how (the pre-rendered bodies travel here, once). */
+struct cl_cmd_prepare {
+	struct cl_target_plan target;
+	struct cl_workload_plan workload;
+};
+
+/* START_AT: run a stage from an instant on the coordinator's clock. */
+struct cl_cmd_start_at {
+	struct cl_stage_plan stage; /* this agent's share of the stage */
+	int64_t start_at_coord_us;  /* convert with cl_clock_est_to_local */
+};
+
+/* STOP: end the window of a stage now (drain, then REPORT final). */
+struct cl_cmd_stop {
+	uint32_t stage;
+};
+
+/* CMD: the reply to a POLL.  Commands are idempotent by cmd_seq: the agent applies one only
+ * when cmd_seq > its applied_seq, so a resent or repeated reply does nothing twice. */
+struct cl_msg_cmd {
+	enum cl_cmd cmd;
+	uint64_t cmd_seq;
+	int64_t t_coord_us;      /* coordinator clock when the reply was sent */
+	int64_t t_coord_recv_us; /* ... when the POLL arrived; 0: same as t_coord_us */
+	union {                  /* selected by cmd; NOOP, ABORT and QUIT have no arguments */
+		struct cl_cmd_probe probe;
+		struct cl_cmd_warmup warmup;
+		struct cl_cmd_prepare prepare;
+		struct cl_cmd_start_at start_at;
+		struct cl_cmd_stop stop;
+	};
+};
+
+/* One message: the envelope every message carries, and its type's fields. */
+struct cl_msg {
+	enum cl_msg_type type;
+	uint32_t proto; /* decode: the peer's version; encode: ignored (CL_PROTO_VERSION sent) */
+	char *run;      /* run id ("" until WELCOME) */
+	uint32_t agent; /* agent id (0 until WELCOME) */
+	uint64_t seq;   /* requests: the agent's request counter; replies: the request's seq */
+	bool owned;     /* see "Ownership" above */
+	union {         /* selected by type; ACK has no fields of its own */
+		struct cl_msg_hello hello;
+		struct cl_msg_poll poll;
+		struct cl_msg_report report;
+		struct cl_msg_welcome welcome;
+		struct cl_msg_refuse refuse;
+		struct cl_msg_cmd cmd;
+	};
+};
+
+/*
+ * Frees what m owns (everything it points to when m->owned, nothing otherwise) and zeroes
+ * it.  Safe on NULL, zeroed, and partly decoded messages.
+ */
+void cl_msg_free(struct cl_msg *m);
+
+/* ---- Codec ---------------------------------------------------------------------------- */
+
+/*
+ * Appends the msgpack encoding of m to out (an initialised sbuffer; normally empty, since
+ * one nng message carries one encoding).  proto is always CL_PROTO_VERSION.  Checks what
+ * the decoder would: enums in range, strings within their caps and without NUL bytes (or,
+ * for names and headers, control characters), finite numbers, non-negative durations, and
+ * finally the whole encoding through cl_wire_check; so anything it encodes, cl_wire_decode
+ * accepts.  Returns 0; CL_EINVAL (a field named in err) or CL_ETOOBIG (over a cap or
+ * CL_WIRE_MAX_MSG); CL_ENOMEM.  On failure out is restored to its previous size.
+ * Does not block; allocates only in out.
+ */
+int cl_wire_encode(const struct cl_msg *m, msgpack_sbuffer *out, struct cl_err *err);
+
+/*
+ * Decodes one message from buf[0..len), which is treated as hostile.  In order:
+ * 1. cl_wire_check on the raw bytes, before msgpack-c allocates anything;
+ * 2. msgpack-c unpacks (allocating at most ~24 bytes per object, see docs/protocol.md);
+ * 3. the top level must be a map; `proto` is read first and must equal CL_PROTO_VERSION;
+ * 4. every field is type- and range-checked, strings against their caps; unknown keys are
+ *    ignored, duplicate known keys refused.
+ * out is overwritten (free a previous message first) and, on success, owned: release it
+ * with cl_msg_free.  Returns 0, or fills err with a reason naming the field and returns
+ * CL_EPARSE (not well-formed msgpack: truncated, trailing bytes, a count larger than the
+ * bytes left, too deep), CL_ETOOBIG (len > CL_WIRE_MAX_MSG, too many objects, a string over
+ * its cap), CL_EVERSION (proto differs: the message names both versions), CL_EPROTO (a
+ * missing field, a wrong type, an unknown type/cmd/state/kind, a value out of range), or
+ * CL_ENOMEM.  On failure out owns nothing; its proto, type and seq keep what was read, for
+ * logging.  buf is not referenced after return.
+ */
+int cl_wire_decode(const void *buf, size_t len, struct cl_msg *out, struct cl_err *err);
+
+/* What cl_wire_check saw. */
+struct cl_wire_stats {
+	uint64_t objects;   /* every msgpack object, map keys and values included */
+	uint32_t max_depth; /* deepest container (top-level container = 1; 0: a bare scalar) */
+};
+
+/*
+ * The pre-validator: walks the raw msgpack in buf once, allocating nothing, and accepts it
+ * only if it is exactly one well-formed object (no truncation, no trailing bytes, no 0xc1),
+ * no container claims more elements than the bytes left could hold (each needs >= 1 byte),
+ * nesting is at most CL_WIRE_MAX_DEPTH, and there are at most CL_WIRE_MAX_OBJECTS objects.
+ * Returns 0 (and fills st when not NULL), CL_EPARSE or CL_ETOOBIG with the byte offset in err.
+ */
+int cl_wire_check(const void *buf, size_t len, struct cl_wire_stats *st, struct cl_err *err);
+
+/* ---- Helpers the protocol prescribes --------------------------------------------------- */
+
+/*
+ * Compares a received token with the expected one in time that depends only on the length
+ * of the expected token (never on where they differ).  NULL is treated as "".
+ */
+bool cl_wire_token_equal(const char *expected, const char *received);
+
+/*
+ * Clock-offset estimate from request/reply timestamps, NTP style: for a request sent at
+ * t_send (agent clock), received at t_coord_recv and answered at t_coord (coordinator
+ * clock), the reply received at t_recv (agent clock):
+ *   rtt    = (t_recv - t_send) - (t_coord - t_coord_recv)
+ *   offset = ((t_coord_recv - t_send) + (t_coord - t_recv)) / 2      (coordinator - agent)
+ * which is t_coord - (t_send + t_recv) / 2 when the reply is immediate.  The estimate is the
+ * sample with the lowest rtt among the last CL_CLOCK_EST_WINDOW (lowest rtt = least queueing
+ * asymmetry; a window, so slow drift between the clocks is followed).  Fixed memory; a
+ * zeroed struct is an empty estimator.
+ */
+#define CL_CLOCK_EST_WINDOW 32
+struct cl_clock_est {
+	int64_t rtt_us[CL_CLOCK_EST_WINDOW];
+	int64_t offset_us[CL_CLOCK_EST_WINDOW];
+	uint32_t n;     /* samples held (<= window) */
+	uint32_t next;  /* ring position of the next sample */
+	uint64_t total; /* samples ever added */
+};
+
+/* Adds one exchange; t_coord_recv_us 0 means "same as t_coord_us".  Samples with a negative
+ * rtt (clock misuse) are ignored.  Returns true if the sample was kept. */
+bool cl_clock_est_add(struct cl_clock_est *e, int64_t t_send_us, int64_t t_coord_recv_us,
+                      int64_t t_coord_us, int64_t t_recv_us);
+/* The current estimate: false when there is no sample yet.  rtt_us may be NULL. */
+bool cl_clock_est_get(const struct cl_clock_est *e, int64_t *offset_us, int64_t *rtt_us);
+/* Converts a coordinator-clock instant to the agent's clock with the current estimate
+ * (coord_us itself when there is no sample). */
+int64_t cl_clock_est_to_local(const struct cl_clock_est *e, int64_t coord_us);
+
+#endif

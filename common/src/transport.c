@@ -1,0 +1,213 @@
+/* nng listen/dial helpers with the protocol's options and the plaintext rule. */
+#include "chatload/transport.h"
+
+#include "chatload/buf.h"
+#include "chatload/wire.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <nng/supplemental/tls/tls.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+static bool host_is_loopback(const char *host, size_t len)
+{
+	char h[256];
+	if (len >= sizeof(h))
+		return false;
+	memcpy(h, host, len);
+	h[len] = '\0';
+	if (strcasecmp(h, "localhost") == 0 || strcmp(h, "::1") == 0 || strcmp(h, "[::1]") == 0)
+		return true;
+	struct in_addr a;
+	if (inet_pton(AF_INET, h, &a) == 1)
+		return (ntohl(a.s_addr) >> 24) == 127;
+	return false;
+}
+
+bool cl_transport_is_safe(const char *url)
+{
+	if (!url)
+		return false;
+	if (strncmp(url, "ipc://", 6) == 0 || strncmp(url, "inproc://", 9) == 0 ||
+	    strncmp(url, "tls+tcp://", 10) == 0)
+		return true;
+	const char *host = NULL;
+	if (strncmp(url, "tcp://", 6) == 0)
+		host = url + 6;
+	else if (strncmp(url, "tcp4://", 7) == 0)
+		host = url + 7;
+	else if (strncmp(url, "tcp6://", 7) == 0)
+		host = url + 7;
+	if (!host)
+		return false;
+	const char *end;
+	if (host[0] == '[') {
+		end = strchr(host, ']');
+		if (!end)
+			return false;
+		return host_is_loopback(host + 1, (size_t)(end - host - 1));
+	}
+	end = strrchr(host, ':');
+	return host_is_loopback(host, end ? (size_t)(end - host) : strlen(host));
+}
+
+static int read_pem(const char *path, struct cl_buf *b, const char *what, struct cl_err *err)
+{
+	cl_buf_init(b, 1u << 20);
+	if (cl_buf_read_file(b, path) != 0)
+		return cl_err_set(err, CL_EIO, "cannot read %s '%s': %s", what, path,
+				  strerror(errno));
+	return 0;
+}
+
+static int make_tls(nng_tls_mode mode, const char *url, const struct cl_tls_opts *tls,
+		    nng_tls_config **out, struct cl_err *err)
+{
+	nng_tls_config *cfg = NULL;
+	struct cl_buf cert = { 0 }, key = { 0 };
+	int rc = nng_tls_config_alloc(&cfg, mode);
+	if (rc != 0) {
+		rc = cl_err_set(err, CL_ESYS, "cannot set up TLS for '%s': %s", url,
+				nng_strerror(rc));
+		goto out;
+	}
+	if (tls && tls->cert_file) {
+		if (!tls->key_file) {
+			rc = cl_err_set(err, CL_EINVAL, "TLS certificate '%s' given without a key",
+					tls->cert_file);
+			goto out;
+		}
+		if ((rc = read_pem(tls->cert_file, &cert, "TLS certificate", err)) != 0 ||
+		    (rc = read_pem(tls->key_file, &key, "TLS key", err)) != 0)
+			goto out;
+		rc = nng_tls_config_own_cert(cfg, cert.data, key.data, NULL);
+		if (rc != 0) {
+			rc = cl_err_set(err, CL_EINVAL, "TLS certificate '%s' / key '%s' rejected: %s",
+					tls->cert_file, tls->key_file, nng_strerror(rc));
+			goto out;
+		}
+	} else if (mode == NNG_TLS_MODE_SERVER) {
+		rc = cl_err_set(err, CL_EINVAL,
+				"listening on '%s' needs a TLS certificate and key (agents.tls.cert, "
+				"agents.tls.key)",
+				url);
+		goto out;
+	}
+	if (tls && tls->ca_file) {
+		rc = nng_tls_config_ca_file(cfg, tls->ca_file);
+		if (rc == 0)
+			rc = nng_tls_config_auth_mode(cfg, NNG_TLS_AUTH_MODE_REQUIRED);
+		if (rc != 0) {
+			rc = cl_err_set(err, CL_EINVAL, "TLS CA file '%s' rejected: %s", tls->ca_file,
+					nng_strerror(rc));
+			goto out;
+		}
+	} else if (mode == NNG_TLS_MODE_CLIENT) {
+		rc = cl_err_set(err, CL_EINVAL,
+				"dialing '%s' needs a CA file to verify the coordinator (--tls-ca)", url);
+		goto out;
+	} else {
+		nng_tls_config_auth_mode(cfg, NNG_TLS_AUTH_MODE_NONE);
+	}
+	if (mode == NNG_TLS_MODE_CLIENT && tls && tls->server_name)
+		nng_tls_config_server_name(cfg, tls->server_name);
+	*out = cfg;
+	cfg = NULL;
+	rc = 0;
+out:
+	if (cfg)
+		nng_tls_config_free(cfg);
+	cl_buf_free(&cert);
+	cl_buf_free(&key);
+	return rc;
+}
+
+int cl_transport_listen(nng_socket sock, const char *url, const struct cl_tls_opts *tls,
+			bool insecure, struct cl_err *err)
+{
+	if (!insecure && !cl_transport_is_safe(url))
+		return cl_err_set(err, CL_EREFUSED,
+				  "refusing plaintext '%s' off loopback: use tls+tcp:// or pass "
+				  "--insecure",
+				  url);
+	nng_listener l;
+	nng_tls_config *cfg = NULL;
+	int rc = nng_listener_create(&l, sock, url);
+	if (rc != 0)
+		return cl_err_set(err, CL_EINVAL, "cannot listen on '%s': %s", url, nng_strerror(rc));
+	nng_listener_set_size(l, NNG_OPT_RECVMAXSZ, CL_WIRE_MAX_MSG);
+	if (strncmp(url, "tls+tcp://", 10) == 0) {
+		if ((rc = make_tls(NNG_TLS_MODE_SERVER, url, tls, &cfg, err)) != 0) {
+			nng_listener_close(l);
+			return rc;
+		}
+		nng_listener_set_ptr(l, NNG_OPT_TLS_CONFIG, cfg);
+		nng_tls_config_free(cfg); /* the listener holds its own reference */
+	}
+	rc = nng_listener_start(l, 0);
+	if (rc != 0) {
+		nng_listener_close(l);
+		return cl_err_set(err, CL_ESYS, "cannot listen on '%s': %s", url, nng_strerror(rc));
+	}
+	return 0;
+}
+
+int cl_transport_dial(nng_socket sock, const char *url, const struct cl_tls_opts *tls,
+		      bool insecure, struct cl_err *err)
+{
+	if (!insecure && !cl_transport_is_safe(url))
+		return cl_err_set(err, CL_EREFUSED,
+				  "refusing plaintext '%s' off loopback: use tls+tcp:// or pass "
+				  "--insecure",
+				  url);
+	nng_dialer d;
+	nng_tls_config *cfg = NULL;
+	int rc = nng_dialer_create(&d, sock, url);
+	if (rc != 0)
+		return cl_err_set(err, CL_EINVAL, "cannot dial '%s': %s", url, nng_strerror(rc));
+	nng_dialer_set_size(d, NNG_OPT_RECVMAXSZ, CL_WIRE_MAX_MSG);
+	nng_dialer_set_ms(d, NNG_OPT_RECONNMINT, 100);
+	nng_dialer_set_ms(d, NNG_OPT_RECONNMAXT, 2000);
+	if (strncmp(url, "tls+tcp://", 10) == 0) {
+		if ((rc = make_tls(NNG_TLS_MODE_CLIENT, url, tls, &cfg, err)) != 0) {
+			nng_dialer_close(d);
+			return rc;
+		}
+		nng_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, cfg);
+		nng_tls_config_free(cfg);
+	}
+	rc = nng_dialer_start(d, NNG_FLAG_NONBLOCK);
+	if (rc != 0) {
+		nng_dialer_close(d);
+		return cl_err_set(err, CL_ESYS, "cannot dial '%s': %s", url, nng_strerror(rc));
+	}
+	return 0;
+}
+
+char *cl_transport_peer(nng_msg *msg, char *buf, size_t n)
+{
+	snprintf(buf, n, "unknown peer");
+	nng_pipe p = nng_msg_get_pipe(msg);
+	nng_sockaddr sa;
+	if (nng_pipe_id(p) < 0 || nng_pipe_get_addr(p, NNG_OPT_REMADDR, &sa) != 0)
+		return buf;
+	char ip[INET6_ADDRSTRLEN] = "?";
+	switch (sa.s_family) {
+	case NNG_AF_INET:
+		inet_ntop(AF_INET, &sa.s_in.sa_addr, ip, sizeof(ip));
+		snprintf(buf, n, "%s:%u", ip, ntohs(sa.s_in.sa_port));
+		break;
+	case NNG_AF_INET6:
+		inet_ntop(AF_INET6, sa.s_in6.sa_addr, ip, sizeof(ip));
+		snprintf(buf, n, "[%s]:%u", ip, ntohs(sa.s_in6.sa_port));
+		break;
+	case NNG_AF_IPC:
+		snprintf(buf, n, "ipc peer");
+		break;
+	default:
+		break;
+	}
+	return buf;
+}
