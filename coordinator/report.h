@@ -1,0 +1,38 @@
+/* Renderers of a results document: terminal table, CSV, Markdown and a self-contained HTML
+ * page with SVG charts.  Each reads only the document, so `chatload report results.json`
+ * prints exactly what the run printed. */
+#ifndef CHATLOAD_REPORT_H
+#define CHATLOAD_REPORT_H
+
+#include <jansson.h>
+#include <stdio.h>
+
+enum cl_report_format {
+	CL_REPORT_TABLE = 0, /* aligned text for a terminal */
+	CL_REPORT_CSV = 1,   /* one row per stage, columns in docs/results.md */
+	CL_REPORT_MD = 2,    /* report.md */
+	CL_REPORT_HTML = 3,  /* report.html: one file, inline CSS and SVG, no scripts */
+};
+
+/* "table", "csv", "md" (or "markdown"), "html" -> format.  0 or CL_EINVAL. */
+int cl_report_parse_format(const char *name, enum cl_report_format *out);
+
+/*
+ * Writes doc in format f to out.  doc may come from a file: missing or mistyped fields are
+ * shown as "-", never trusted.  Does not close out.  Returns 0, or CL_EIO when writing
+ * failed (ferror on out), CL_EINVAL for an unknown format.
+ */
+int cl_report_render(const json_t *doc, enum cl_report_format f, FILE *out);
+
+/* The individual renderers (cl_report_render dispatches to them). */
+int cl_report_table(const json_t *doc, FILE *out);
+int cl_report_csv(const json_t *doc, FILE *out);
+int cl_report_md(const json_t *doc, FILE *out);
+int cl_report_html(const json_t *doc, FILE *out);
+
+/* The CSV columns, in order (a stable interface: documented in docs/results.md):
+ * cl_report_csv_column(i) for i < cl_report_csv_n_columns(), NULL past the end. */
+size_t cl_report_csv_n_columns(void);
+const char *cl_report_csv_column(size_t i);
+
+#endif

@@ -1,0 +1,156 @@
+/* What every report format shares: the dispatcher, number formatting, and the stage summary
+ * row (so the terminal, Markdown and HTML tables show the same cells). */
+#include "report.h"
+#include "results.h"
+#include "results_internal.h"
+
+#include "chatload/err.h"
+#include "chatload/exitcode.h"
+
+#include <math.h>
+#include <string.h>
+#include <strings.h>
+
+int cl_report_parse_format(const char *name, enum cl_report_format *out)
+{
+	static const struct {
+		const char *name;
+		enum cl_report_format f;
+	} names[] = {{"table", CL_REPORT_TABLE},
+	             {"csv", CL_REPORT_CSV},
+	             {"md", CL_REPORT_MD},
+	             {"markdown", CL_REPORT_MD},
+	             {"html", CL_REPORT_HTML}};
+	for (size_t i = 0; name && i < sizeof(names) / sizeof(names[0]); i++) {
+		if (strcasecmp(name, names[i].name) == 0) {
+			*out = names[i].f;
+			return 0;
+		}
+	}
+	return CL_EINVAL;
+}
+
+int cl_report_render(const json_t *doc, enum cl_report_format f, FILE *out)
+{
+	switch (f) {
+	case CL_REPORT_TABLE:
+		return cl_report_table(doc, out);
+	case CL_REPORT_CSV:
+		return cl_report_csv(doc, out);
+	case CL_REPORT_MD:
+		return cl_report_md(doc, out);
+	case CL_REPORT_HTML:
+		return cl_report_html(doc, out);
+	}
+	return CL_EINVAL;
+}
+
+const char *const rp_col_names[RP__COLS] = {
+    "stage",       "load",       "status",     "req/s",       "out tok/s",  "TTFT p50 ms",
+    "TTFT p99 ms", "ITL p50 ms", "ITL p99 ms", "TPOT p50 ms", "E2E p50 ms", "errors",
+};
+const bool rp_col_numeric[RP__COLS] = {false, true, false, true, true, true,
+                                       true,  true, true,  true, true, true};
+
+char *rp_fmt_ms(char *buf, size_t n, double ms)
+{
+	if (!isfinite(ms))
+		return rj_fmt(buf, n, NAN, 0);
+	/* Thresholds sit where rounding would carry into the next digit (9.996 -> "10.0"). */
+	return rj_fmt(buf, n, ms, ms < 9.995 ? 2 : ms < 999.95 ? 1 : 0);
+}
+
+char *rp_fmt_rate(char *buf, size_t n, double v)
+{
+	if (!isfinite(v))
+		return rj_fmt(buf, n, NAN, 0);
+	return rj_fmt(buf, n, v, v < 9.995 ? 2 : v < 999.95 ? 1 : 0);
+}
+
+char *rp_fmt_big(char *buf, size_t n, double v)
+{
+	if (!isfinite(v))
+		return rj_fmt(buf, n, NAN, 0);
+	/* Below 10,000 the digits are few enough to read whole. */
+	static const struct {
+		double at, div;
+		const char *suffix;
+	} steps[] = {{1e12, 1e12, "T"}, {1e9, 1e9, "G"}, {1e6, 1e6, "M"}, {1e4, 1e3, "k"}};
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		if (fabs(v) >= steps[i].at) {
+			snprintf(buf, n, "%.3g%s", v / steps[i].div, steps[i].suffix);
+			return buf;
+		}
+	}
+	snprintf(buf, n, "%.0f", v);
+	return buf;
+}
+
+char *rp_fmt_slo_value(char *buf, size_t n, double v, const char *unit)
+{
+	if (!isfinite(v))
+		return rj_fmt(buf, n, NAN, 0);
+	if (unit && strcmp(unit, "ratio") == 0)
+		snprintf(buf, n, "%.3g%%", v * 100);
+	else if (unit && strcmp(unit, "ms") == 0)
+		snprintf(buf, n, "%s ms", rp_fmt_ms((char[32]){0}, 32, v));
+	else
+		snprintf(buf, n, "%s/s", rp_fmt_rate((char[32]){0}, 32, v));
+	return buf;
+}
+
+const char *rp_verdict_word(const json_t *doc)
+{
+	const json_t *pass = cl_results_get(doc, "verdict.pass");
+	double evaluated = cl_results_num(doc, "verdict.evaluated");
+	if (!json_is_boolean(pass))
+		return "-";
+	if (json_is_true(pass) && evaluated == 0)
+		return "NO SLO";
+	return json_is_true(pass) ? "PASS" : "FAIL";
+}
+
+char *rp_exit_text(char *buf, size_t n, const json_t *doc)
+{
+	const json_t *code = json_object_get(doc, "exit_code");
+	if (!json_is_integer(code)) {
+		snprintf(buf, n, "- (run not finished)");
+		return buf;
+	}
+	json_int_t c = json_integer_value(code);
+	const char *what = c == CL_EXIT_OK           ? "ok"
+	                   : c == CL_EXIT_FAILED     ? "run failed"
+	                   : c == CL_EXIT_USAGE      ? "bad input"
+	                   : c == CL_EXIT_NOT_READY  ? "target not ready"
+	                   : c == CL_EXIT_SLO_BREACH ? "SLO breached"
+	                                             : "unknown";
+	snprintf(buf, n, "%lld (%s)", (long long)c, what);
+	return buf;
+}
+
+void rp_stage_row(const json_t *s, struct rp_row *row)
+{
+	static const struct {
+		int col;
+		const char *path;
+	} ms[] = {{RP_TTFT50, "latency_ms.ttft.p50"}, {RP_TTFT99, "latency_ms.ttft.p99"},
+	          {RP_ITL50, "latency_ms.itl.p50"},   {RP_ITL99, "latency_ms.itl.p99"},
+	          {RP_TPOT50, "latency_ms.tpot.p50"}, {RP_E2E50, "latency_ms.e2e.p50"}};
+	memset(row, 0, sizeof(*row));
+	snprintf(row->cell[RP_STAGE], RP_CELL_MAX, "%s", cl_results_str(s, "name", "-"));
+	rj_stage_load(s, row->cell[RP_LOAD], RP_CELL_MAX);
+	const char *status = cl_results_str(s, "status", "-");
+	bool bound = json_is_true(cl_results_get(s, "client.client_bound"));
+	snprintf(row->cell[RP_STATUS], RP_CELL_MAX, "%s%s", status, bound ? " (client-bound)" : "");
+	rp_fmt_rate(row->cell[RP_RPS], RP_CELL_MAX, cl_results_num(s, "throughput.requests_per_s"));
+	rp_fmt_rate(row->cell[RP_OTPS], RP_CELL_MAX,
+	            cl_results_num(s, "throughput.output_tokens_per_s"));
+	for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++)
+		rp_fmt_ms(row->cell[ms[i].col], RP_CELL_MAX, cl_results_num(s, ms[i].path));
+	double errors = cl_results_num(s, "requests.errors_total");
+	double rate = cl_results_num(s, "requests.error_rate");
+	if (isfinite(errors) && errors > 0 && isfinite(rate))
+		snprintf(row->cell[RP_ERRORS], RP_CELL_MAX, "%.0f (%.2g%%)", errors, rate * 100);
+	else
+		rj_fmt_count(row->cell[RP_ERRORS], RP_CELL_MAX, errors);
+}

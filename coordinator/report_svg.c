@@ -1,0 +1,207 @@
+/* Inline SVG line charts for report.html: honest axes from zero, round tick values, a grid,
+ * a legend and hover titles on the points; plain attributes, so the markup is valid XML. */
+#include "results_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+#define ML      64 /* margins around the plot area, px */
+#define MR      16
+#define MT      48
+#define MB      46
+#define TITLE_X 14
+#define FONT    "font-family=\"system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif\""
+
+struct axis {
+	double lo, hi, step;
+};
+
+/* A round step (1, 2 or 5 times a power of ten) giving about `target` intervals. */
+static double nice_step(double range, int target)
+{
+	double raw = range / target;
+	double mag = pow(10, floor(log10(raw)));
+	double f = raw / mag;
+	double nf = f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10;
+	return nf * mag;
+}
+
+static struct axis make_axis(double max, int target)
+{
+	struct axis a = {0, 1, 0.2};
+	if (!isfinite(max) || max <= 0)
+		return a;
+	a.step = nice_step(max, target);
+	a.hi = ceil(max / a.step - 1e-9) * a.step;
+	if (a.hi <= 0)
+		a.hi = a.step;
+	return a;
+}
+
+static void fmt_tick(char *buf, size_t n, double v, double step)
+{
+	if (fabs(v) >= 10000 && step >= 1000)
+		snprintf(buf, n, "%gk", v / 1000);
+	else if (step >= 1)
+		snprintf(buf, n, "%.0f", v);
+	else
+		snprintf(buf, n, "%.*f", (int)ceil(-log10(step) - 1e-9), v);
+}
+
+static void fmt_value(char *buf, size_t n, double v)
+{
+	if (fabs(v) >= 100)
+		snprintf(buf, n, "%.0f", v);
+	else if (fabs(v) >= 10)
+		snprintf(buf, n, "%.1f", v);
+	else
+		snprintf(buf, n, "%.2f", v);
+}
+
+void rp_svg_chart(FILE *out, const struct rp_chart *c)
+{
+	int w = c->width > 0 ? c->width : 560, h = c->height > 0 ? c->height : 300;
+	double max_x = 0, max_y = 0;
+	size_t points = 0;
+	for (size_t s = 0; s < c->n_series; s++) {
+		for (size_t i = 0; i < c->series[s].n; i++) {
+			double x = c->series[s].x[i], y = c->series[s].y[i];
+			if (!isfinite(x) || !isfinite(y))
+				continue;
+			points++;
+			max_x = x > max_x ? x : max_x;
+			max_y = y > max_y ? y : max_y;
+		}
+	}
+	struct axis ax = make_axis(max_x, 6), ay = make_axis(max_y, 5);
+	if (c->integer_y && ay.step < 1) {
+		ay.step = 1;
+		ay.hi = ceil(max_y) > 0 ? ceil(max_y) : 1;
+	}
+	double pw = w - ML - MR, ph = h - MT - MB;
+#define PX(x) (ML + ((x)-ax.lo) / (ax.hi - ax.lo) * pw)
+#define PY(y) (h - MB - ((y)-ay.lo) / (ay.hi - ay.lo) * ph)
+
+	fprintf(out,
+	        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+	        "viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"",
+	        w, h, w, h);
+	rj_put_xml(out, c->title);
+	fprintf(out, "\" " FONT ">\n<title>");
+	rj_put_xml(out, c->title);
+	fprintf(out,
+	        "</title>\n<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n",
+	        w, h);
+	fprintf(out,
+	        "<text x=\"%d\" y=\"18\" font-size=\"14\" font-weight=\"600\" fill=\"#111827\">",
+	        TITLE_X);
+	rj_put_xml(out, c->title);
+	fputs("</text>\n", out);
+
+	/* Legend on one line under the title; ~6.6 px per character at 12 px. */
+	double lx = ML;
+	for (size_t s = 0; s < c->n_series; s++) {
+		const struct rp_series *se = &c->series[s];
+		fprintf(out,
+		        "<line x1=\"%.1f\" y1=\"32\" x2=\"%.1f\" y2=\"32\" stroke=\"%s\" "
+		        "stroke-width=\"2.5\"%s/>",
+		        lx, lx + 18, se->color, se->dashed ? " stroke-dasharray=\"5 3\"" : "");
+		fprintf(out, "<text x=\"%.1f\" y=\"36\" font-size=\"12\" fill=\"#374151\">",
+		        lx + 23);
+		rj_put_xml(out, se->name);
+		fputs("</text>\n", out);
+		lx += 23 + 6.6 * (double)strlen(se->name ? se->name : "") + 18;
+	}
+
+	/* Grid and y ticks. */
+	char label[48];
+	for (double v = ay.lo; v <= ay.hi + ay.step * 1e-6; v += ay.step) {
+		double y = PY(v);
+		fprintf(out,
+		        "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"%s\" "
+		        "stroke-width=\"1\"/>",
+		        ML, y, w - MR, y, v == ay.lo ? "#6b7280" : "#e5e7eb");
+		fmt_tick(label, sizeof(label), v, ay.step);
+		fprintf(out,
+		        "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" fill=\"#4b5563\" "
+		        "text-anchor=\"end\">%s</text>\n",
+		        ML - 6, y + 4, label);
+	}
+	/* x ticks. */
+	for (double v = ax.lo; v <= ax.hi + ax.step * 1e-6; v += ax.step) {
+		double x = PX(v);
+		fprintf(out,
+		        "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#6b7280\" "
+		        "stroke-width=\"1\"/>",
+		        x, h - MB, x, h - MB + 5);
+		fmt_tick(label, sizeof(label), v, ax.step);
+		fprintf(out,
+		        "<text x=\"%.1f\" y=\"%d\" font-size=\"11\" fill=\"#4b5563\" "
+		        "text-anchor=\"middle\">%s</text>\n",
+		        x, h - MB + 18, label);
+	}
+	fprintf(out, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#6b7280\"/>\n", ML, MT,
+	        ML, h - MB);
+	/* Axis labels. */
+	fprintf(out,
+	        "<text x=\"%.1f\" y=\"%d\" font-size=\"12\" fill=\"#111827\" "
+	        "text-anchor=\"middle\">",
+	        ML + pw / 2, h - 8);
+	rj_put_xml(out, c->x_label);
+	fprintf(out,
+	        "</text>\n<text x=\"14\" y=\"%.1f\" font-size=\"12\" fill=\"#111827\" "
+	        "text-anchor=\"middle\" transform=\"rotate(-90 14 %.1f)\">",
+	        MT + ph / 2, MT + ph / 2);
+	rj_put_xml(out, c->y_label);
+	fputs("</text>\n", out);
+
+	if (points == 0) {
+		fprintf(out,
+		        "<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\" fill=\"#6b7280\" "
+		        "text-anchor=\"middle\">no data</text>\n",
+		        ML + pw / 2, MT + ph / 2);
+	}
+	/* Lines, broken where a value is missing; dots (with tooltips) when few enough to
+	 * tell apart. */
+	for (size_t s = 0; s < c->n_series; s++) {
+		const struct rp_series *se = &c->series[s];
+		bool open = false;
+		for (size_t i = 0; i < se->n; i++) {
+			double x = se->x[i], y = se->y[i];
+			if (!isfinite(x) || !isfinite(y)) {
+				if (open)
+					fputs("\"/>\n", out);
+				open = false;
+				continue;
+			}
+			if (!open)
+				fprintf(out,
+				        "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" "
+				        "stroke-linejoin=\"round\"%s points=\"",
+				        se->color, se->dashed ? " stroke-dasharray=\"5 3\"" : "");
+			fprintf(out, "%s%.1f,%.1f", open ? " " : "", PX(x), PY(y));
+			open = true;
+		}
+		if (open)
+			fputs("\"/>\n", out);
+		if (se->n > 80)
+			continue;
+		for (size_t i = 0; i < se->n; i++) {
+			double x = se->x[i], y = se->y[i];
+			if (!isfinite(x) || !isfinite(y))
+				continue;
+			char xs[32], ys[32];
+			fmt_value(xs, sizeof(xs), x);
+			fmt_value(ys, sizeof(ys), y);
+			fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>",
+			        PX(x), PY(y), se->color);
+			rj_put_xml(out, se->name);
+			fputs(" at ", out);
+			rj_put_xml(out, c->point_label ? c->point_label : "");
+			fprintf(out, "%s: %s</title></circle>\n", xs, ys);
+		}
+	}
+	fputs("</svg>\n", out);
+#undef PX
+#undef PY
+}

@@ -1,0 +1,181 @@
+/* The run's results: ONE JSON document (results.json, schema "chatload.results/1") built
+ * from merged metrics, checkpointed to disk as the run goes, rendered by every report. */
+#ifndef CHATLOAD_RESULTS_H
+#define CHATLOAD_RESULTS_H
+
+#include "chatload/err.h"
+#include "chatload/hist.h"
+#include "chatload/metrics.h"
+#include "chatload/readiness.h"
+#include "chatload/scenario.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * How the run loop uses this module (one coordinator thread; nothing here is thread-safe):
+ *
+ *   cl_results_create(scenario, path, argc, argv, out_dir, &r, &err);  // makes the dir
+ *   cl_results_set_readiness(r, &gate);        // after the gate (also when it failed)
+ *   cl_results_set_warmup(r, &warmup_metrics); // after warmup
+ *   cl_results_set_agents(r, agents, n);       // after the fleet joined; again on loss
+ *   for each stage i:
+ *       every report interval: cl_results_add_interval(r, i, t_s, &delta, interval_s);
+ *       at its end:            cl_results_finish_stage(r, i, &s->stages[i], &cumulative,
+ *                                                      window_s, "ok", NULL);
+ *       if (s->slo_abort_on_breach && cl_results_breach_count(r) > 0) stop;
+ *   cl_results_finish(r, complete, hint, &code);       // verdict, estimates, every format
+ *   cl_report_render(cl_results_doc(r), CL_REPORT_TABLE, stdout);  // report.h
+ *   cl_results_destroy(r);
+ *   return code;
+ *
+ * Files in the output directory: results.json (rewritten atomically after every stage and
+ * at the end), intervals.jsonl (one line per stage interval, appended and flushed as it
+ * arrives, so a killed run loses at most the interval in flight), and at the end
+ * results.csv, report.md and report.html as output.formats asks.  docs/results.md is the
+ * reference for every field.
+ */
+
+#define CL_RESULTS_SCHEMA        "chatload.results/1"
+#define CL_RESULTS_SCHEMA_PREFIX "chatload.results/"
+#define CL_RESULTS_SCHEMA_MAJOR  1
+/* Largest results.json `report` and `compare` will read. */
+#define CL_RESULTS_MAX_FILE_BYTES (256u << 20)
+/* Intervals kept per stage inside results.json: past this the document keeps every other
+ * one (stride doubles), so a 12-hour soak stays small; intervals.jsonl keeps them all. */
+#define CL_RESULTS_MAX_INTERVALS 1800
+/* A stage is client-bound when, in any interval, the busiest agent used more than this
+ * share of its CPU capacity ... */
+#define CL_RESULTS_CLIENT_CPU_FRACTION 0.85
+/* ... or when the stage's dispatch lag (queue) p99 or event-loop lag p99 exceeds this. */
+#define CL_RESULTS_CLIENT_LAG_US 50000
+
+struct cl_results;
+
+/* One agent as the fleet saw it (strings are copied). */
+struct cl_results_agent {
+	uint32_t id;
+	const char *host;
+	uint32_t workers;
+	int64_t clock_offset_us; /* coordinator time - agent time */
+	int64_t start_skew_us;   /* worst measured start skew over the stages */
+	bool lost;
+};
+
+/*
+ * Starts a run's results.  Copies what it needs from s (name, file, stages, slos,
+ * estimate, output formats), so s need not outlive r.  scenario_path is hashed (SHA-256
+ * of the file's bytes; the field is null when it cannot be read) and may be NULL.  argv
+ * (argc entries) is recorded as command_line.  The output directory is out_dir when given
+ * (used as is, created if missing); otherwise `<s->output.dir or "results">/<name>-<UTC
+ * stamp>/`, made unique with a "-2", "-3"... suffix, with a `latest` symlink next to it.
+ * Creates the directory and intervals.jsonl (truncating one left in a reused out_dir) and
+ * writes an initial results.json (complete: false).  On failure returns a negative CL_E*
+ * code, fills err and sets *out to NULL.
+ */
+int cl_results_create(const struct cl_scenario *s, const char *scenario_path, int argc, char **argv,
+                      const char *out_dir, struct cl_results **out, struct cl_err *err);
+
+/* Records the readiness gate's outcome (copied).  rr NULL: the gate did not run. */
+void cl_results_set_readiness(struct cl_results *r, const struct cl_readiness_result *rr);
+
+/* Records warmup totals (requests started, completed, errors) from the merged warmup
+ * metrics; they are excluded from every stage. */
+void cl_results_set_warmup(struct cl_results *r, const struct cl_metrics *warmup);
+
+/* Replaces the agents list (copied).  Call again when an agent is lost. */
+int cl_results_set_agents(struct cl_results *r, const struct cl_results_agent *agents, size_t n);
+
+/*
+ * One report interval of stage `stage` (index into the scenario's stages): `interval` holds
+ * the merged deltas of that interval, t_s the end of the interval in seconds since the
+ * stage started, interval_s its length.  Appends a line to intervals.jsonl and flushes it;
+ * keeps a copy for the stage's `intervals` and its client-health verdict.  Does not
+ * rewrite results.json.  CL_EINVAL (bad index, stage already finished), CL_EIO.
+ */
+int cl_results_add_interval(struct cl_results *r, size_t stage, double t_s,
+                            const struct cl_metrics *interval, double interval_s);
+
+/*
+ * Stage `stage` ended: st is its scenario entry, cumulative the stage's merged metrics,
+ * window_s the measured window in seconds (the throughput denominator), status one of
+ * "ok", "failed", "degraded", "interrupted" with an optional reason (copied).  Builds the
+ * stage's summary (counts, throughput, latency percentiles, client health, stored
+ * histograms), evaluates the SLOs that apply to it, and rewrites results.json atomically.
+ * CL_EINVAL (bad index or status, window_s < 0), CL_ESTATE (stage already finished),
+ * CL_ENOMEM, CL_EIO (the document is still updated in memory).
+ */
+int cl_results_finish_stage(struct cl_results *r, size_t stage, const struct cl_scn_stage *st,
+                            const struct cl_metrics *cumulative, double window_s,
+                            const char *status, const char *reason);
+
+/* SLO breaches found so far (for slo.abort_on_breach).  0 when none. */
+size_t cl_results_breach_count(const struct cl_results *r);
+
+/*
+ * Ends the run: final verdict, estimates, warnings, finished_at, complete and exit_code,
+ * then writes results.json and the other output.formats.  exit_code_hint is what the run
+ * loop knows (CL_EXIT_OK, or CL_EXIT_FAILED / CL_EXIT_NOT_READY / ...; CL_EXIT_SLO_BREACH
+ * when it stopped early for slo.abort_on_breach, since an incomplete run is otherwise a
+ * failed one).  The exit code is:
+ * the hint when it is not 0; else 1 when the run is incomplete or a stage failed; else 99
+ * when an SLO was breached; else 0.  *exit_code_out is always set (1 when a file could not
+ * be written, in which case the first error is returned and the others still attempted).
+ * May be called once.
+ */
+int cl_results_finish(struct cl_results *r, bool complete, int exit_code_hint, int *exit_code_out);
+
+/* The document (owned by r; valid until destroy).  Never NULL after a successful create. */
+const json_t *cl_results_doc(const struct cl_results *r);
+/* The output directory (owned by r). */
+const char *cl_results_dir(const struct cl_results *r);
+/* The first I/O error seen, as a message; "" when none. */
+const char *cl_results_last_error(const struct cl_results *r);
+
+/* Frees r and closes intervals.jsonl.  Accepts NULL.  Writes nothing. */
+void cl_results_destroy(struct cl_results *r);
+
+/* -- the stored histogram form ----------------------------------------------------------
+ * {"lowest", "highest", "sigfigs", "total", "overflow", "min", "max", "sum",
+ *  "buckets": [[value, count], ...]} with every number an integer; value is the bucket's
+ * highest equivalent value, buckets ascending; min/max/sum are null when total is 0.
+ */
+
+/* Encodes h.  Returns a new reference or NULL (out of memory). */
+json_t *cl_results_hist_to_json(const struct cl_hist *h);
+
+/*
+ * Rebuilds a histogram from its stored form: initialises h from the stored configuration
+ * and fills it so that every percentile, the mean, min, max, count and overflow equal the
+ * original's exactly.  j is untrusted (a file): every field is type-checked, bucket values
+ * must lie in [lowest, the top of the bucket holding highest] and ascend by bucket, counts positive
+ * and summing (with overflow) to total, and the bucket list no longer than the configuration
+ * allows. On failure returns CL_EPARSE (or CL_EINVAL for an impossible configuration, CL_ENOMEM),
+ * fills err naming the field, and leaves h destroyable.
+ */
+int cl_results_hist_from_json(const json_t *j, struct cl_hist *h, struct cl_err *err);
+
+/* -- reading documents (renderers, compare) -------------------------------------------
+ * Lenient accessors for documents read from files: a dotted path of object keys
+ * ("throughput.requests_per_s"); missing or mistyped fields give NULL / NAN / def. */
+const json_t *cl_results_get(const json_t *o, const char *path);
+double cl_results_num(const json_t *o, const char *path);
+const char *cl_results_str(const json_t *o, const char *path, const char *def);
+
+/*
+ * Reads and parses a results file (or a directory holding results.json), checks the
+ * schema version and the shape every consumer relies on (cl_results_check).  On failure
+ * returns CL_EIO / CL_ETOOBIG / CL_EPARSE / CL_EVERSION with err naming the file and the
+ * field ("'new.json': stages[1].latency_ms: expected an object").  *out is a new reference.
+ */
+int cl_results_load(const char *path, json_t **out, struct cl_err *err);
+
+/* Checks doc's schema version and structure; err names the first bad field. */
+int cl_results_check(const json_t *doc, struct cl_err *err);
+
+/* SHA-256 of a buffer as 64 lower-case hex digits plus NUL into hex[65]. */
+void cl_results_sha256_hex(const void *data, size_t len, char hex[65]);
+
+#endif

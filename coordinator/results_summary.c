@@ -1,0 +1,205 @@
+/* Rebuilds the verdict, estimates and warnings of a results document from its finished
+ * stages (results_summary.c; results.c calls it before every write). */
+#include "results.h"
+#include "results_internal.h"
+#include "verdict.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int verdict_json(struct cl_results *r, json_t **out)
+{
+	json_t *checks = json_array(), *breaches = json_array();
+	size_t evaluated = 0;
+	*out = NULL;
+	if (!checks || !breaches)
+		goto fail;
+	for (size_t i = 0; i < r->n_stages; i++) {
+		size_t k;
+		json_t *c;
+		json_array_foreach(r->stages[i].checks, k, c)
+		{
+			evaluated++;
+			if (json_array_append(checks, c) != 0)
+				goto fail;
+			if (!json_is_true(json_object_get(c, "pass")) &&
+			    json_array_append(breaches, c) != 0)
+				goto fail;
+		}
+	}
+	/* At the end, an SLO written for one stage that never finished cannot be proven met. */
+	for (size_t i = 0; r->finished && i < r->n_slos; i++) {
+		const struct cl_scn_slo *slo = &r->slos[i];
+		if (!slo->stage)
+			continue;
+		bool ran = false;
+		for (size_t s = 0; s < r->n_stages; s++)
+			ran = ran || (r->stages[s].finished && r->stages[s].name &&
+			              strcmp(r->stages[s].name, slo->stage) == 0);
+		if (ran)
+			continue;
+		json_t *c =
+		    json_pack("{s:s,s:s,s:f,s:n,s:s,s:b,s:s}", "slo", slo->key, "stage", slo->stage,
+		              "limit", cl_verdict_to_unit(slo, slo->limit), "measured", "unit",
+		              cl_verdict_unit(slo), "pass", 0, "note", "stage did not run");
+		evaluated++;
+		if (!c || json_array_append(checks, c) != 0 ||
+		    json_array_append(breaches, c) != 0) {
+			json_decref(c);
+			goto fail;
+		}
+		json_decref(c);
+	}
+	r->breaches = json_array_size(breaches);
+	/* pass is about SLOs only (complete and exit_code say whether the run worked); with no
+	 * SLO to check nothing was breached, and evaluated: 0 says so. */
+	*out = json_pack("{s:b,s:I,s:o,s:o}", "pass", r->breaches == 0, "evaluated",
+	                 (json_int_t)evaluated, "checks", checks, "breaches", breaches);
+	return *out ? 0 : CL_ENOMEM;
+fail:
+	json_decref(checks);
+	json_decref(breaches);
+	return CL_ENOMEM;
+}
+
+static json_t *estimates_json(struct cl_results *r)
+{
+	const json_t *stages = json_object_get(r->doc, "stages");
+	size_t n = json_array_size(stages);
+	struct cl_stage_ref *refs = calloc(n ? n : 1, sizeof(*refs));
+	json_t *arr = json_array();
+	if (!refs || !arr)
+		goto fail;
+	for (size_t i = 0; i < n; i++) {
+		const json_t *s = json_array_get(stages, i);
+		refs[i].name = json_string_value(json_object_get(s, "name"));
+		refs[i].concurrency_mode =
+		    strcmp(cl_results_str(s, "mode", ""), "concurrency") == 0;
+		refs[i].concurrency =
+		    (uint32_t)json_integer_value(json_object_get(s, "concurrency"));
+	}
+	long at = cl_verdict_find_stage(r->from_stage, refs, n);
+	const json_t *s = at >= 0 ? json_array_get(stages, (size_t)at) : NULL;
+	double rps = s ? cl_results_num(s, "throughput.requests_per_s") : NAN;
+	double tpr = s ? cl_results_num(s, "tokens.output_per_request.mean") : NAN;
+	if (s && isnan(tpr)) {
+		double done = cl_results_num(s, "requests.completed");
+		tpr = done > 0 ? cl_results_num(s, "tokens.output") / done : NAN;
+	}
+	for (size_t i = 0; i < r->n_samples; i++) {
+		double hours = NAN, tokens = NAN;
+		if (s)
+			cl_verdict_estimate(r->samples[i], rps, tpr, &hours, &tokens);
+		const char *note = s ? (isnan(hours) ? "no completed requests in that stage" : NULL)
+		                     : (r->from_stage ? "that stage did not run" : "no stage ran");
+		json_t *e = json_pack(
+		    "{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "samples", rj_uint(r->samples[i]),
+		    "from_stage",
+		    s ? json_deep_copy(json_object_get(s, "name")) : rj_str(r->from_stage),
+		    "stage_index", s ? json_integer(at) : json_null(), "requests_per_s",
+		    rj_real(rps), "output_tokens_per_request", rj_real(tpr), "hours",
+		    rj_real(rj_sig(hours, 6)), "output_tokens", rj_real(rj_round(tokens, 0)),
+		    "note", note ? json_string(note) : json_null());
+		if (rj_append(arr, e))
+			goto fail;
+	}
+	free(refs);
+	return arr;
+fail:
+	free(refs);
+	json_decref(arr);
+	return NULL;
+}
+
+static int warn(json_t *arr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int warn(json_t *arr, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	return rj_append(arr, rj_str(buf));
+}
+
+static json_t *warnings_json(struct cl_results *r)
+{
+	json_t *w = json_array();
+	if (!w)
+		return NULL;
+	const json_t *stages = json_object_get(r->doc, "stages");
+	size_t i;
+	const json_t *s;
+	int rc = 0;
+	json_array_foreach(stages, i, s)
+	{
+		const char *name = cl_results_str(s, "name", "");
+		const char *status = cl_results_str(s, "status", "ok");
+		const char *reason = cl_results_str(s, "reason", NULL);
+		if (strcmp(status, "ok") != 0)
+			rc |= warn(w, "stage '%s' %s%s%s", name, status, reason ? ": " : "",
+			           reason ? reason : "");
+		if (json_is_true(cl_results_get(s, "client.client_bound"))) {
+			char why[128] = "";
+			size_t k;
+			const json_t *x;
+			json_array_foreach(cl_results_get(s, "client.reasons"), k, x)
+			{
+				size_t l = strlen(why);
+				snprintf(why + l, sizeof(why) - l, "%s%s", l ? ", " : "",
+				         json_string_value(x));
+			}
+			rc |= warn(w,
+			           "stage '%s' was client-bound (%s): its numbers describe the "
+			           "client, not the server; add agents or workers",
+			           name, why);
+		}
+		const char *src = cl_results_str(s, "tokens.source", "usage");
+		if (strcmp(src, "chunks") == 0 || strcmp(src, "mixed") == 0)
+			rc |= warn(w,
+			           "stage '%s': some token counts come from counting chunks "
+			           "(the server sent no usage)",
+			           name);
+	}
+	json_array_foreach(json_object_get(r->doc, "agents"), i, s)
+	{
+		if (json_is_true(json_object_get(s, "lost")))
+			rc |= warn(w, "agent %lld (%s) was lost",
+			           (long long)json_integer_value(json_object_get(s, "id")),
+			           cl_results_str(s, "host", "?"));
+	}
+	/* A stage that reported intervals but was never finished has no summary: say so, and
+	 * where its intervals are. */
+	for (size_t k = 0; r->finished && k < r->n_stages; k++) {
+		if (r->stages[k].seen && !r->stages[k].finished)
+			rc |= warn(w,
+			           "stage '%s' never finished: its %llu intervals are only in "
+			           "intervals.jsonl",
+			           r->stages[k].name ? r->stages[k].name : "",
+			           (unsigned long long)r->stages[k].seen);
+	}
+	if (r->finished && !json_is_true(json_object_get(r->doc, "complete")))
+		rc |= warn(w, "the run did not complete: %zu of %zu stages finished",
+		           json_array_size(stages), r->n_stages);
+	if (rc) {
+		json_decref(w);
+		return NULL;
+	}
+	return w;
+}
+
+int rs_summarise(struct cl_results *r)
+{
+	json_t *verdict = NULL;
+	int rc = verdict_json(r, &verdict);
+	if (rc != 0)
+		return rc;
+	if (json_object_set_new(r->doc, "verdict", verdict) != 0)
+		return CL_ENOMEM;
+	if (rj_set(r->doc, "estimates", estimates_json(r)) ||
+	    rj_set(r->doc, "warnings", warnings_json(r)))
+		return CL_ENOMEM;
+	return 0;
+}

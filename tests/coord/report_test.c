@@ -1,0 +1,312 @@
+/* The renderers on a real results document: CSV header and rows, well-formed Markdown
+ * tables, self-contained HTML with charts, the terminal table, and documents from hostile
+ * files (wrong types, missing fields) rendered without trusting them. */
+#include "coord_metrics.h"
+#include "report.h"
+#include "results.h"
+
+#include "chatload/exitcode.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <string.h>
+
+/* A finished run of three stages, one with a name that needs quoting everywhere. */
+static json_t *build_doc(void)
+{
+	char tmpl[] = "/tmp/chatload-report-test-XXXXXX";
+	char *dir = mkdtemp(tmpl);
+	assert_non_null(dir);
+	struct cl_scenario s;
+	const uint32_t conc[] = {1, 8, 32};
+	tm_scenario(&s, "report <test> & \"co\"", conc, 3);
+	free(s.stages[2].name);
+	s.stages[2].name = strdup("big, \"quoted\" | piped");
+	tm_add_slo(&s, "ttft_p99", CL_SLO_LATENCY, CL_LAT_TTFT, 99, 10e3, NULL); /* breached */
+	struct cl_results *r = NULL;
+	struct cl_err err = {0};
+	assert_int_equal(cl_results_create(&s, NULL, 0, NULL, dir, &r, &err), 0);
+	struct cl_metrics iv = {0}, cum = {0};
+	assert_int_equal(cl_metrics_init(&iv), 0);
+	assert_int_equal(cl_metrics_init(&cum), 0);
+	uint64_t seed = 1;
+	for (size_t st = 0; st < 3; st++) {
+		cl_metrics_reset(&cum);
+		for (int k = 0; k < 4; k++) {
+			struct tm_traffic t = {.requests = 10 * (uint32_t)(st + 1),
+			                       .errors_5xx = st == 2 ? 1 : 0,
+			                       .ttft_ms = 100.0 * (double)(st + 1),
+			                       .itl_ms = 10,
+			                       .output_tokens = 20,
+			                       .prompt_tokens = 5,
+			                       .tokens_per_chunk = 1,
+			                       .queue_ms = 0.1,
+			                       .inflight = (int64_t)conc[st]};
+			cl_metrics_reset(&iv);
+			tm_record(&iv, &seed, &t);
+			assert_int_equal(cl_results_add_interval(r, st, k + 1.0, &iv, 1.0), 0);
+			assert_int_equal(cl_metrics_merge(&cum, &iv), 0);
+		}
+		assert_int_equal(
+		    cl_results_finish_stage(r, st, &s.stages[st], &cum, 4.0, "ok", NULL), 0);
+	}
+	int code;
+	assert_int_equal(cl_results_finish(r, true, CL_EXIT_OK, &code), 0);
+	assert_int_equal(code, CL_EXIT_SLO_BREACH);
+	json_t *doc = json_deep_copy(cl_results_doc(r));
+	cl_metrics_destroy(&iv);
+	cl_metrics_destroy(&cum);
+	cl_results_destroy(r);
+	tm_scenario_free(&s);
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+	return doc;
+}
+
+/* Renders into a malloc'd string. */
+static char *render(const json_t *doc, enum cl_report_format f)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+	assert_non_null(out);
+	assert_int_equal(cl_report_render(doc, f, out), 0);
+	fclose(out);
+	return text;
+}
+
+/* Splits one CSV record (RFC 4180 quoting) into fields; returns the count. */
+static size_t csv_fields(const char *line, char fields[][128], size_t max)
+{
+	size_t n = 0, o = 0;
+	bool quoted = false;
+	for (const char *p = line;; p++) {
+		if (quoted) {
+			if (*p == '"' && p[1] == '"') {
+				fields[n][o++] = '"';
+				p++;
+			} else if (*p == '"') {
+				quoted = false;
+			} else {
+				fields[n][o++] = *p;
+			}
+			continue;
+		}
+		if (*p == '"') {
+			quoted = true;
+		} else if (*p == ',' || *p == '\0') {
+			fields[n][o] = '\0';
+			n++;
+			o = 0;
+			if (*p == '\0' || n == max)
+				return n;
+		} else {
+			fields[n][o++] = *p;
+		}
+	}
+}
+
+static void test_csv(void **state)
+{
+	json_t *doc = build_doc();
+	char *text = render(doc, CL_REPORT_CSV);
+	size_t ncol = cl_report_csv_n_columns();
+	assert_true(ncol > 40);
+	assert_null(cl_report_csv_column(ncol));
+	char *save = NULL;
+	char(*fields)[128] = calloc(ncol + 8, 128);
+	int row = 0;
+	for (char *line = strtok_r(text, "\r\n", &save); line;
+	     line = strtok_r(NULL, "\r\n", &save)) {
+		size_t n = csv_fields(line, fields, ncol + 8);
+		assert_int_equal(n, ncol);
+		if (row == 0) {
+			for (size_t c = 0; c < ncol; c++)
+				assert_string_equal(fields[c], cl_report_csv_column(c));
+		} else {
+			const json_t *st = json_array_get(json_object_get(doc, "stages"), row - 1);
+			assert_string_equal(fields[1], cl_results_str(st, "name", ""));
+			assert_string_equal(fields[2], "ok");
+			/* Numbers as in the document. */
+			assert_float_equal(strtod(fields[22], NULL),
+			                   cl_results_num(st, "throughput.requests_per_s"), 1e-9);
+			assert_string_equal(cl_report_csv_column(22), "requests_per_s");
+			assert_string_equal(fields[ncol - 1], "false"); /* slo_pass: breached */
+		}
+		row++;
+	}
+	assert_int_equal(row, 4);
+	free(fields);
+	free(text);
+	json_decref(doc);
+}
+
+/* Counts the cells of a Markdown table row: unescaped pipes minus one. */
+static int md_cells(const char *line)
+{
+	int pipes = 0;
+	for (const char *p = line; *p; p++) {
+		if (*p == '\\' && p[1]) {
+			p++;
+			continue;
+		}
+		pipes += *p == '|';
+	}
+	return pipes - 1;
+}
+
+static void test_markdown(void **state)
+{
+	json_t *doc = build_doc();
+	char *text = render(doc, CL_REPORT_MD);
+	assert_non_null(strstr(text, "# chatload results: report \\<test\\> & \"co\""));
+	assert_non_null(strstr(text, "## Stages"));
+	assert_non_null(strstr(text, "## Verdict"));
+	/* Every table: a header, a rule with the same number of cells, rows likewise. */
+	int tables = 0, width = -1;
+	bool in_table = false;
+	char *save = NULL;
+	const char *prev = "";
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (line[0] != '|') {
+			in_table = false;
+			prev = line;
+			continue;
+		}
+		int cells = md_cells(line);
+		if (!in_table) {
+			in_table = true;
+			width = cells;
+			tables++;
+		} else {
+			assert_int_equal(cells, width);
+		}
+		if (strncmp(line, "|---", 4) == 0)
+			assert_int_equal(prev[0], '|'); /* the rule follows its header */
+		prev = line;
+	}
+	assert_true(tables >= 4);
+	free(text);
+	text = render(doc, CL_REPORT_MD);
+	assert_non_null(strstr(text, "big, \"quoted\" \\| piped"));
+	assert_non_null(strstr(text, "BREACH"));
+	free(text);
+	json_decref(doc);
+}
+
+static size_t count(const char *hay, const char *needle)
+{
+	size_t n = 0;
+	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+static void test_html(void **state)
+{
+	json_t *doc = build_doc();
+	char *text = render(doc, CL_REPORT_HTML);
+	assert_int_equal(strncmp(text, "<!DOCTYPE html>", 15), 0);
+	/* 4 charts against load + 4 per stage timeline. */
+	assert_int_equal(count(text, "<svg "), 4 + 3 * 4);
+	assert_int_equal(count(text, "</svg>"), 4 + 3 * 4);
+	/* Self-contained: no scripts, nothing fetched (no src, href, CSS url() or @import). */
+	assert_int_equal(count(text, "<script"), 0);
+	assert_int_equal(count(text, "<link"), 0);
+	assert_int_equal(count(text, "src="), 0);
+	assert_int_equal(count(text, "href="), 0);
+	assert_int_equal(count(text, "url("), 0);
+	assert_int_equal(count(text, "@import"), 0);
+	/* Text from the document is escaped. */
+	assert_non_null(strstr(text, "report &lt;test&gt; &amp; &quot;co&quot;"));
+	assert_null(strstr(text, "<test>"));
+	assert_non_null(strstr(text, "BREACH"));
+	free(text);
+	json_decref(doc);
+}
+
+static void test_table(void **state)
+{
+	json_t *doc = build_doc();
+	char *text = render(doc, CL_REPORT_TABLE);
+	assert_non_null(strstr(text, "TTFT p99 ms"));
+	assert_non_null(strstr(text, "big, \"quoted\" | piped"));
+	assert_non_null(strstr(text, "verdict: FAIL (3 of 3 SLO checks breached)"));
+	assert_non_null(strstr(text, "breach: ttft_p99 on stage 'c1'"));
+	assert_non_null(strstr(text, "results: /tmp/chatload-report-test-"));
+	/* Aligned: every stage row as long as the header (numbers right-aligned). */
+	char *save = NULL;
+	size_t header_len = 0;
+	int rows = 0;
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(line, "stage ", 6) == 0)
+			header_len = strlen(line);
+		else if (header_len && rows < 3 && (line[0] == 'c' || line[0] == 'b')) {
+			assert_int_equal(strlen(line), header_len);
+			rows++;
+		}
+	}
+	assert_int_equal(rows, 3);
+	free(text);
+	json_decref(doc);
+}
+
+/* Documents a file could hold: nothing is trusted, everything renders. */
+static void test_hostile_documents(void **state)
+{
+	const char *docs[] = {
+	    "{}",
+	    "[]",
+	    "{\"stages\": 5, \"warnings\": {}, \"verdict\": []}",
+	    "{\"stages\": [5, \"x\", null, {\"name\": 7, \"latency_ms\": \"fast\", "
+	    "\"intervals\": [1, {\"t_s\": \"a\"}, {\"t_s\": 1e308, \"output_tokens_per_s\": "
+	    "-1e308}], \"mode\": \"rate\", \"rate\": \"x\"}], \"warnings\": [1, null, "
+	    "\"<b>\"], \"verdict\": {\"pass\": 3, \"checks\": [{\"limit\": \"x\"}], \"breaches\": "
+	    "[7, {\"note\": 3}]}, \"estimates\": [{\"samples\": -1}], \"agents\": [{\"id\": "
+	    "\"q\"}], \"readiness\": {\"phases\": 3}, \"warmup\": {}}",
+	};
+	for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+		json_error_t je;
+		json_t *doc = json_loads(docs[i], JSON_DECODE_ANY, &je);
+		assert_non_null(doc);
+		for (int f = CL_REPORT_TABLE; f <= CL_REPORT_HTML; f++) {
+			char *text = render(doc, (enum cl_report_format)f);
+			assert_non_null(text);
+			if (f == CL_REPORT_HTML)
+				assert_null(strstr(text, "<b>"));
+			free(text);
+		}
+		json_decref(doc);
+	}
+}
+
+static void test_parse_format(void **state)
+{
+	enum cl_report_format f;
+	assert_int_equal(cl_report_parse_format("csv", &f), 0);
+	assert_int_equal(f, CL_REPORT_CSV);
+	assert_int_equal(cl_report_parse_format("Markdown", &f), 0);
+	assert_int_equal(f, CL_REPORT_MD);
+	assert_int_equal(cl_report_parse_format("pdf", &f), CL_EINVAL);
+	assert_int_equal(cl_report_parse_format(NULL, &f), CL_EINVAL);
+	json_t *empty = json_object();
+	assert_int_equal(cl_report_render(empty, (enum cl_report_format)9, stdout), CL_EINVAL);
+	json_decref(empty);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_csv),
+	    cmocka_unit_test(test_markdown),
+	    cmocka_unit_test(test_html),
+	    cmocka_unit_test(test_table),
+	    cmocka_unit_test(test_hostile_documents),
+	    cmocka_unit_test(test_parse_format),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
