@@ -1,0 +1,615 @@
+/* One attempt of each readiness phase (connect, /models, a streamed generation) over blocking
+ * libcurl, classified as ok, not yet or fatal with a short human reason. */
+#include "probe_http.h"
+
+#include "readiness.h"
+#include "stream/chunk.h"
+#include "stream/sse.h"
+
+#include "chatload/clock.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MESSAGE_MAX_BYTES 200 /* of a server's message quoted in last_error */
+#define MODELS_LISTED_MAX 8   /* model names quoted when the wanted one is missing */
+
+static void set_error(struct cl_probe_attempt *a, enum cl_probe_outcome outcome, const char *fmt,
+                      ...) __attribute__((format(printf, 3, 4)));
+
+static void set_error(struct cl_probe_attempt *a, enum cl_probe_outcome outcome, const char *fmt,
+                      ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(a->error, sizeof(a->error), fmt, ap);
+	va_end(ap);
+	a->outcome = outcome;
+}
+
+static void attempt_clear(struct cl_probe_attempt *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->ttft_us = a->total_us = -1;
+}
+
+/* ---- message extraction ------------------------------------------------------------------ */
+
+/* Length of the longest prefix of s[0..n) that does not end inside a UTF-8 sequence. */
+static size_t utf8_cut(const char *s, size_t n)
+{
+	size_t i = n;
+	size_t back = 0;
+	while (i > 0 && back < 4 && ((unsigned char)s[i - 1] & 0xC0) == 0x80)
+		i--, back++;
+	if (i == 0)
+		return n;
+	unsigned char lead = (unsigned char)s[i - 1];
+	size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+	return back + 1 >= need ? n : i - 1;
+}
+
+/* Copies text into out as one printable line, at most MESSAGE_MAX_BYTES ("..." when cut). */
+static void copy_line(const char *text, size_t len, char *out, size_t n)
+{
+	size_t max = n - 1 < MESSAGE_MAX_BYTES ? n - 1 : MESSAGE_MAX_BYTES;
+	size_t o = 0;
+	bool space = false, cut = false;
+	while (len && (*text == ' ' || *text == '\t' || *text == '\r' || *text == '\n'))
+		text++, len--;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)text[i];
+		if (ch < 0x20 || ch == 0x7F) {
+			space = o > 0;
+			continue;
+		}
+		if (o + (space ? 2 : 1) > max) {
+			cut = true;
+			break;
+		}
+		if (space)
+			out[o++] = ' ';
+		space = false;
+		out[o++] = (char)ch;
+	}
+	if (cut && max >= 3) {
+		o = utf8_cut(out, o > max - 3 ? max - 3 : o);
+		memcpy(out + o, "...", 3);
+		o += 3;
+	} else {
+		o = utf8_cut(out, o); /* the text itself may stop inside a character */
+	}
+	out[o] = '\0';
+}
+
+/* Finds the human message in an OpenAI-style (or FastAPI / TGI / llama.cpp) error JSON. */
+static bool json_message(const char *body, size_t len, char *out, size_t n)
+{
+	json_t *root = json_loadb(body, len, JSON_DECODE_ANY, NULL);
+	json_t *msg = NULL;
+	if (!json_is_object(root))
+		goto out;
+	json_t *e = json_object_get(root, "error");
+	if (json_is_object(e))
+		msg = json_object_get(e, "message");
+	else if (json_is_string(e))
+		msg = e;
+	if (!json_is_string(msg))
+		msg = json_object_get(root, "message");
+	if (!json_is_string(msg)) {
+		json_t *d = json_object_get(root, "detail");
+		if (json_is_array(d)) /* FastAPI validation errors: [{"msg": ...}] */
+			d = json_object_get(json_array_get(d, 0), "msg");
+		msg = d;
+	}
+out:;
+	bool found = json_is_string(msg) && json_string_length(msg) > 0;
+	if (found)
+		copy_line(json_string_value(msg), json_string_length(msg), out, n);
+	json_decref(root);
+	return found;
+}
+
+void cl_probe_http_error_text(long status, const char *body, size_t len, char *out, size_t n)
+{
+	char msg[MESSAGE_MAX_BYTES + 8];
+	msg[0] = '\0';
+	if (body && len && !json_message(body, len, msg, sizeof(msg))) {
+		size_t i = 0;
+		while (i < len &&
+		       (body[i] == ' ' || body[i] == '\t' || body[i] == '\r' || body[i] == '\n'))
+			i++;
+		/* An HTML error page says nothing a person needs in one line. */
+		if (i < len && body[i] != '<' && body[i] != '{') {
+			const char *nl = memchr(body + i, '\n', len - i);
+			copy_line(body + i, nl ? (size_t)(nl - body - i) : len - i, msg,
+			          sizeof(msg));
+		}
+	}
+	if (msg[0])
+		snprintf(out, n, "HTTP %ld \"%s\"", status, msg);
+	else
+		snprintf(out, n, "HTTP %ld", status);
+}
+
+/* ---- connection setup -------------------------------------------------------------------- */
+
+int cl_probe_http_init(struct cl_probe_http *h, const struct cl_target_plan *target,
+                       volatile int *cancel, struct cl_err *err)
+{
+	memset(h, 0, sizeof(*h));
+	h->target = target;
+	h->cancel = cancel;
+	struct curl_slist *l;
+	if (target->api_key_env && *target->api_key_env) {
+		const char *key = getenv(target->api_key_env);
+		if (!key || !*key)
+			return cl_err_set(err, CL_EREFUSED,
+			                  "environment variable '%s' (the API key) is not set",
+			                  target->api_key_env);
+		char *line = NULL;
+		size_t keylen = strlen(key);
+		line = malloc(keylen + 32);
+		if (!line)
+			goto nomem;
+		snprintf(line, keylen + 32, "Authorization: Bearer %s", key);
+		l = curl_slist_append(h->headers, line);
+		explicit_bzero(line, keylen + 32);
+		free(line);
+		if (!l)
+			goto nomem;
+		h->headers = l;
+		h->has_key = true;
+	}
+	for (size_t i = 0; i < target->n_headers; i++) {
+		if (!(l = curl_slist_append(h->headers, target->headers[i])))
+			goto nomem;
+		h->headers = l;
+	}
+	/* The chat list repeats the common one: curl takes one list per request. */
+	for (struct curl_slist *p = h->headers; p; p = p->next) {
+		if (!(l = curl_slist_append(h->chat_headers, p->data)))
+			goto nomem;
+		h->chat_headers = l;
+	}
+	static const char *const chat[] = {"Content-Type: application/json",
+	                                   "Accept: text/event-stream",
+	                                   "Expect:" /* no 100-continue round trip */};
+	for (size_t i = 0; i < sizeof(chat) / sizeof(chat[0]); i++) {
+		if (!(l = curl_slist_append(h->chat_headers, chat[i])))
+			goto nomem;
+		h->chat_headers = l;
+	}
+	h->easy = curl_easy_init();
+	if (!h->easy)
+		goto nomem;
+	return 0;
+nomem:
+	return cl_err_set(err, CL_ENOMEM, "out of memory preparing the readiness probe");
+}
+
+void cl_probe_http_destroy(struct cl_probe_http *h)
+{
+	if (!h)
+		return;
+	if (h->easy)
+		curl_easy_cleanup(h->easy);
+	curl_slist_free_all(h->headers);
+	curl_slist_free_all(h->chat_headers);
+	h->easy = NULL;
+	h->headers = h->chat_headers = NULL;
+}
+
+static int on_xferinfo(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+	struct cl_probe_http *h = ctx;
+	return h->cancel && *h->cancel ? 1 : 0;
+}
+
+static long to_ms(int64_t us)
+{
+	return us <= 1000 ? 1 : (long)(us / 1000);
+}
+
+/* Options every request shares; the handle keeps its connections across resets. */
+static void setup(struct cl_probe_http *h, CURL *e, const char *url, int64_t timeout_us,
+                  struct curl_slist *headers)
+{
+	const struct cl_target_plan *t = h->target;
+	int64_t connect_us =
+	    t->connect_timeout_us > 0 ? t->connect_timeout_us : CL_PROBE_DEFAULT_CONNECT_TIMEOUT_US;
+	if (connect_us > timeout_us)
+		connect_us = timeout_us;
+	curl_easy_reset(e);
+	h->errbuf[0] = '\0';
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, h->errbuf);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, to_ms(timeout_us));
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, to_ms(connect_us));
+	curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_xferinfo);
+	curl_easy_setopt(e, CURLOPT_XFERINFODATA, h);
+	curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, t->tls_verify ? 1L : 0L);
+	curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, t->tls_verify ? 2L : 0L);
+	if (t->ca_file)
+		curl_easy_setopt(e, CURLOPT_CAINFO, t->ca_file);
+	curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
+	                 t->http2 ? (long)CURL_HTTP_VERSION_2TLS : (long)CURL_HTTP_VERSION_1_1);
+	curl_easy_setopt(e, CURLOPT_USERAGENT, "chatload/" CHATLOAD_VERSION);
+	if (headers)
+		curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
+}
+
+/* {base}/suffix, with any trailing '/' of base dropped.  NULL when out of memory. */
+static char *make_url(const char *base, const char *suffix)
+{
+	size_t bl = strlen(base);
+	while (bl && base[bl - 1] == '/')
+		bl--;
+	size_t n = bl + strlen(suffix) + 1;
+	char *url = malloc(n);
+	if (url)
+		snprintf(url, n, "%.*s%s", (int)bl, base, suffix);
+	return url;
+}
+
+/* Classifies a failed transfer (no HTTP status to go by). */
+static void transfer_failure(struct cl_probe_http *h, CURL *e, CURLcode rc, int64_t timeout_us,
+                             const char *what, struct cl_probe_attempt *a)
+{
+	char d[32];
+	long os_errno = 0;
+	const char *detail = h->errbuf[0] ? h->errbuf : curl_easy_strerror(rc);
+	switch (rc) {
+	case CURLE_ABORTED_BY_CALLBACK:
+		if (h->cancel && *h->cancel) {
+			set_error(a, CL_PROBE_CANCELLED, "cancelled");
+			return;
+		}
+		break;
+	case CURLE_COULDNT_CONNECT:
+		curl_easy_getinfo(e, CURLINFO_OS_ERRNO, &os_errno);
+		if (os_errno == ECONNREFUSED)
+			set_error(a, CL_PROBE_RETRY, "connection refused");
+		else
+			set_error(a, CL_PROBE_RETRY, "cannot connect: %s", detail);
+		return;
+	case CURLE_OPERATION_TIMEDOUT:
+		set_error(a, CL_PROBE_RETRY, "%stimed out after %s", what,
+		          cl_probe_format_secs(timeout_us, d, sizeof(d)));
+		return;
+	case CURLE_COULDNT_RESOLVE_HOST:
+		set_error(a, CL_PROBE_RETRY, "cannot resolve host: %s", detail);
+		return;
+	case CURLE_GOT_NOTHING:
+		set_error(a, CL_PROBE_RETRY, "empty reply from server");
+		return;
+	case CURLE_URL_MALFORMAT:
+	case CURLE_UNSUPPORTED_PROTOCOL:
+		set_error(a, CL_PROBE_FATAL, "unusable URL '%s': %s", h->target->base_url, detail);
+		return;
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_CACERT_BADFILE:
+	case CURLE_SSL_CERTPROBLEM:
+	case CURLE_SSL_CRL_BADFILE:
+	case CURLE_SSL_ISSUER_ERROR:
+		set_error(a, CL_PROBE_FATAL, "TLS: %s", detail);
+		return;
+	case CURLE_RECV_ERROR:
+	case CURLE_SEND_ERROR:
+	case CURLE_PARTIAL_FILE:
+		set_error(a, CL_PROBE_RETRY, "connection lost: %s", detail);
+		return;
+	default:
+		break;
+	}
+	set_error(a, CL_PROBE_RETRY, "%s", detail);
+}
+
+/* 4xx answers that no amount of waiting fixes: the request or its credentials are wrong. */
+static bool fatal_status(long status)
+{
+	switch (status) {
+	case 400:
+	case 401:
+	case 403:
+	case 404:
+	case 405:
+	case 413:
+	case 422:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static void http_failure(struct cl_probe_http *h, long status, const struct cl_buf *body,
+                         const char *hint404, struct cl_probe_attempt *a)
+{
+	char text[sizeof(a->error)];
+	cl_probe_http_error_text(status, body->data, body->len, text, sizeof(text));
+	a->http_status = status;
+	if (status >= 300 && status < 400) {
+		/* Redirects are not followed (a POST would lose its body): the URL is wrong. */
+		char *loc = NULL;
+		curl_easy_getinfo(h->easy, CURLINFO_REDIRECT_URL, &loc);
+		set_error(a, CL_PROBE_FATAL, "HTTP %ld redirect to '%s' (use that URL)", status,
+		          loc ? loc : "?");
+		return;
+	}
+	if (!fatal_status(status)) {
+		set_error(a, CL_PROBE_RETRY, "%s", text);
+		return;
+	}
+	const char *hint = "";
+	if ((status == 401 || status == 403) && !h->has_key)
+		hint = " (no API key sent: set target.api_key_env / --api-key-env)";
+	else if (status == 404)
+		hint = hint404;
+	set_error(a, CL_PROBE_FATAL, "%s%s", text, hint);
+}
+
+/* ---- phases ------------------------------------------------------------------------------ */
+
+void cl_probe_http_connect(struct cl_probe_http *h, int64_t timeout_us, struct cl_probe_attempt *a)
+{
+	attempt_clear(a);
+	/* A connect-only handle of its own: curl never reuses such a connection for requests. */
+	CURL *e = curl_easy_init();
+	if (!e) {
+		set_error(a, CL_PROBE_RETRY, "out of memory");
+		return;
+	}
+	setup(h, e, h->target->base_url, timeout_us, NULL);
+	curl_easy_setopt(e, CURLOPT_CONNECT_ONLY, 1L);
+	CURLcode rc = curl_easy_perform(e);
+	if (rc == CURLE_OK)
+		a->outcome = CL_PROBE_OK;
+	else
+		transfer_failure(h, e, rc, timeout_us, "connect ", a);
+	curl_easy_cleanup(e);
+}
+
+struct capture {
+	struct cl_buf *buf;
+	bool too_big;
+};
+
+static size_t on_body(char *p, size_t size, size_t nmemb, void *ctx)
+{
+	struct capture *c = ctx;
+	size_t n = size * nmemb;
+	if (cl_buf_append(c->buf, p, n) != 0) {
+		c->too_big = true;
+		return 0;
+	}
+	return n;
+}
+
+/* Checks a 200 answer of /models and picks the model. */
+static void read_models(const struct cl_buf *body, const char *want, struct cl_probe_attempt *a)
+{
+	json_t *root = json_loadb(body->data ? body->data : "", body->len, 0, NULL);
+	json_t *data = json_object_get(root, "data");
+	if (!json_is_array(data)) {
+		set_error(a, CL_PROBE_FATAL,
+		          "answer is not an OpenAI model list (is the URL right? it usually ends "
+		          "in /v1)");
+		goto out;
+	}
+	size_t i, n = json_array_size(data);
+	json_t *m;
+	if (n == 0) {
+		set_error(a, CL_PROBE_RETRY, "no models listed yet");
+		goto out;
+	}
+	json_array_foreach(data, i, m)
+	{
+		const char *id = json_string_value(json_object_get(m, "id"));
+		if (id && (!want || strcmp(id, want) == 0)) {
+			snprintf(a->model, sizeof(a->model), "%s", id);
+			a->outcome = CL_PROBE_OK;
+			goto out;
+		}
+	}
+	if (!want) {
+		set_error(a, CL_PROBE_FATAL, "no model listed has an 'id'");
+		goto out;
+	}
+	/* Which models it does list is what the person needs to fix the scenario. */
+	struct cl_buf list = {0};
+	cl_buf_init(&list, 256);
+	size_t shown = 0;
+	json_array_foreach(data, i, m)
+	{
+		const char *id = json_string_value(json_object_get(m, "id"));
+		if (!id || shown == MODELS_LISTED_MAX)
+			continue;
+		if (cl_buf_printf(&list, "%s'%s'", shown ? ", " : "", id) != 0)
+			break;
+		shown++;
+	}
+	if (n > shown)
+		cl_buf_printf(&list, " and %zu more", n - shown);
+	set_error(a, CL_PROBE_FATAL, "model '%s' is not listed; the server lists %s", want,
+	          list.data ? list.data : "nothing usable");
+	cl_buf_free(&list);
+out:
+	json_decref(root);
+}
+
+void cl_probe_http_models(struct cl_probe_http *h, const char *want_model, int64_t timeout_us,
+                          struct cl_probe_attempt *a)
+{
+	attempt_clear(a);
+	struct cl_buf body;
+	cl_buf_init(&body, CL_PROBE_MODELS_MAX_BYTES);
+	struct capture cap = {&body, false};
+	char *url = make_url(h->target->base_url, "/models");
+	if (!url) {
+		set_error(a, CL_PROBE_RETRY, "out of memory");
+		return;
+	}
+	setup(h, h->easy, url, timeout_us, h->headers);
+	curl_easy_setopt(h->easy, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(h->easy, CURLOPT_WRITEDATA, &cap);
+	CURLcode rc = curl_easy_perform(h->easy);
+	long status = 0;
+	curl_easy_getinfo(h->easy, CURLINFO_RESPONSE_CODE, &status);
+	a->http_status = status;
+	if (rc == CURLE_WRITE_ERROR && cap.too_big)
+		set_error(a, CL_PROBE_FATAL, "answer is larger than %u MiB",
+		          CL_PROBE_MODELS_MAX_BYTES >> 20);
+	else if (rc != CURLE_OK)
+		transfer_failure(h, h->easy, rc, timeout_us, "", a);
+	else if (status != 200)
+		http_failure(h, status, &body, " (is the URL right? it usually ends in /v1)", a);
+	else
+		read_models(&body, want_model, a);
+	cl_buf_free(&body);
+	free(url);
+}
+
+/* State of one streamed generation. */
+struct gen {
+	struct cl_probe_http *h;
+	struct cl_sse_parser sse;
+	struct cl_buf errbody; /* a non-200 answer's body, for its message */
+	long status;
+	bool status_known;
+	size_t events;
+	bool token, done, finish, malformed, stream_error;
+	int64_t first_token_us; /* monotonic */
+	char problem[300];      /* malformed chunk / stream error text */
+};
+
+static int on_event(void *ctx, const char *data, size_t len)
+{
+	struct gen *g = ctx;
+	struct cl_chunk ch;
+	g->events++;
+	if (g->done)
+		return 0; /* anything after [DONE] is not ours to judge */
+	if (cl_chunk_decode(data, len, &ch) != 0) {
+		char snippet[64];
+		copy_line(data, len < 48 ? len : 48, snippet, sizeof(snippet));
+		snprintf(g->problem, sizeof(g->problem), "malformed chunk in stream: '%s'",
+		         snippet);
+		g->malformed = true;
+		return 1;
+	}
+	if (ch.done) {
+		g->done = true;
+		return 0;
+	}
+	if (ch.is_error) {
+		char msg[MESSAGE_MAX_BYTES + 8];
+		if (json_message(data, len, msg, sizeof(msg)))
+			snprintf(g->problem, sizeof(g->problem), "error in stream: \"%s\"", msg);
+		else
+			snprintf(g->problem, sizeof(g->problem), "error in stream");
+		g->stream_error = true;
+		return 1;
+	}
+	if ((ch.has_content || ch.has_reasoning) && !g->token) {
+		g->token = true;
+		g->first_token_us = cl_mono_us();
+	}
+	if (ch.finish_reason[0])
+		g->finish = true;
+	return 0;
+}
+
+static size_t on_stream(char *p, size_t size, size_t nmemb, void *ctx)
+{
+	struct gen *g = ctx;
+	size_t n = size * nmemb;
+	if (!g->status_known) {
+		curl_easy_getinfo(g->h->easy, CURLINFO_RESPONSE_CODE, &g->status);
+		g->status_known = true;
+	}
+	if (g->status != 200) {
+		/* Keep the start of an error body; the rest is read and dropped. */
+		size_t room = g->errbody.max - g->errbody.len;
+		cl_buf_append(&g->errbody, p, n < room ? n : room);
+		return n;
+	}
+	int rc = cl_sse_feed(&g->sse, p, n, on_event, g);
+	if (rc == CL_ETOOBIG) {
+		snprintf(g->problem, sizeof(g->problem), "stream event larger than %u KiB",
+		         CL_PROBE_EVENT_MAX_BYTES >> 10);
+		g->malformed = true;
+	}
+	return rc ? 0 : n;
+}
+
+void cl_probe_http_generate(struct cl_probe_http *h, const char *body_json, int64_t timeout_us,
+                            struct cl_probe_attempt *a)
+{
+	attempt_clear(a);
+	struct gen g = {.h = h};
+	cl_buf_init(&g.errbody, CL_PROBE_ERRBODY_MAX_BYTES);
+	char *url = make_url(h->target->base_url, "/chat/completions");
+	if (!url || cl_sse_init(&g.sse, CL_PROBE_EVENT_MAX_BYTES) != 0) {
+		set_error(a, CL_PROBE_RETRY, "out of memory");
+		goto out;
+	}
+	setup(h, h->easy, url, timeout_us, h->chat_headers);
+	curl_easy_setopt(h->easy, CURLOPT_POSTFIELDS, body_json);
+	curl_easy_setopt(h->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body_json));
+	curl_easy_setopt(h->easy, CURLOPT_WRITEFUNCTION, on_stream);
+	curl_easy_setopt(h->easy, CURLOPT_WRITEDATA, &g);
+	int64_t t0 = cl_mono_us();
+	CURLcode rc = curl_easy_perform(h->easy);
+	int64_t t_end = cl_mono_us();
+	long status = 0;
+	curl_easy_getinfo(h->easy, CURLINFO_RESPONSE_CODE, &status);
+	a->http_status = status;
+	if (rc != CURLE_OK && (g.malformed || g.stream_error)) {
+		set_error(a, CL_PROBE_RETRY, "%s", g.problem);
+		goto out;
+	}
+	if (rc != CURLE_OK && !(status && status != 200)) {
+		transfer_failure(h, h->easy, rc, timeout_us, "", a);
+		goto out;
+	}
+	if (status != 200) {
+		http_failure(h, status, &g.errbody,
+		             " (unknown model, or the URL does not serve /chat/completions)", a);
+		goto out;
+	}
+	if (!g.token) {
+		char *ctype = NULL;
+		curl_easy_getinfo(h->easy, CURLINFO_CONTENT_TYPE, &ctype);
+		/* A server that answers a streamed request with one JSON body will not start
+		 * streaming by being asked again. */
+		if (g.events == 0 && ctype && !strstr(ctype, "text/event-stream"))
+			set_error(a, CL_PROBE_FATAL,
+			          "response is not an event stream (Content-Type: %s)", ctype);
+		else
+			set_error(a, CL_PROBE_RETRY, "stream ended without tokens");
+		goto out;
+	}
+	if (!g.done && !(g.finish && !cl_sse_pending(&g.sse))) {
+		set_error(a, CL_PROBE_RETRY, "stream ended without [DONE]");
+		goto out;
+	}
+	/* "Sent" is when curl had connected and was about to send: the probe's TTFT is then the
+	 * server's, like the engine's, not the connection set-up's. */
+	curl_off_t pre_us = 0;
+	curl_easy_getinfo(h->easy, CURLINFO_PRETRANSFER_TIME_T, &pre_us);
+	int64_t sent = t0 + (int64_t)pre_us;
+	a->ttft_us = g.first_token_us > sent ? g.first_token_us - sent : 0;
+	a->total_us = t_end > sent ? t_end - sent : 0;
+	a->outcome = CL_PROBE_OK;
+out:
+	cl_sse_destroy(&g.sse);
+	cl_buf_free(&g.errbody);
+	free(url);
+}

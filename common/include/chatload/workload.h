@@ -1,0 +1,74 @@
+/* Request-body rendering: turns a scenario's workload (inline prompts, a dataset file or
+ * synthetic prompts) into pre-rendered chat-completions bodies, once, before any load. */
+#ifndef CHATLOAD_WORKLOAD_H
+#define CHATLOAD_WORKLOAD_H
+
+#include "chatload/err.h"
+#include "chatload/plan.h"
+#include "chatload/scenario.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CL_WORKLOAD_MAX_FILE_BYTES   (256u << 20)  /* dataset files larger than this are refused */
+#define CL_WORKLOAD_MAX_LINE_BYTES   (8u << 20)    /* one dataset record (line) at most */
+#define CL_WORKLOAD_MAX_BODIES       1000000u      /* rendered bodies in one plan at most */
+#define CL_WORKLOAD_MAX_TOTAL_BYTES  (1024u << 20) /* all rendered bodies together at most */
+#define CL_WORKLOAD_MAX_SYNTH_TOKENS (1u << 20)    /* one synthetic prompt at most */
+
+/*
+ * Renders the scenario's workload into out->bodies (one per prompt), for `model` (not NULL:
+ * the caller resolves "first listed model" before rendering).  Blocks on file I/O; not for the
+ * hot path.  On success out owns everything (cl_workload_plan_free); on failure out is freed
+ * and zeroed and err names the problem, for datasets as "file:line: what is wrong".
+ *
+ * Sources (s->workload.kind):
+ *  - prompts: one body per inline prompt, with workload.system_prompt as the system message.
+ *  - dataset: the file s->workload.dataset, opened as given (the scenario loader has already
+ *    resolved it against the scenario's directory).  Formats: JSONL of OpenAI records
+ *    {"messages":[...]} (sent as written, minus any trailing non-user turns, which are the
+ *    record's reference answers; system_prompt is added only when the record has no system
+ *    message), JSONL of ShareGPT records {"conversations":[{"from":"human","value":...}]}
+ *    (the system turn or top-level "system" if present, else system_prompt, then the first
+ *    human turn), or plain text, one prompt per non-blank line.  CL_DATASET_AUTO decides per
+ *    file from its first non-blank line: a JSON object with "messages" is OpenAI, with
+ *    "conversations" ShareGPT; a line not starting with '{' means text.  Every record must
+ *    then match the format.  dataset_limit (0: all) stops after that many records.  Caps:
+ *    CL_WORKLOAD_MAX_FILE_BYTES per file, CL_WORKLOAD_MAX_LINE_BYTES per line (CL_ETOOBIG).
+ *  - synthetic: workload.synthetic_count prompts, lengths in tokens drawn from a normal
+ *    distribution {mean, stddev} clamped to [min, max], about 4 characters per token, words
+ *    from a fixed vocabulary, deterministic for workload.seed; prompt i starts with its own
+ *    number so no two prompts share a prefix-cache entry from their first token.
+ *
+ * Each body is {"model", "messages", "max_tokens": workload.max_tokens (omitted when 0),
+ * "stream": true, "stream_options": {"include_usage": true}} merged with target.body_json by
+ * cl_workload_merge_json's rules (the scenario's keys win; objects merge key by key; a null
+ * removes our key), except "stream", which is always true.  Output is compact JSON.
+ * prompt_chars is the byte length of all message text (system included).
+ */
+int cl_workload_render(const struct cl_scenario *s, const char *model, struct cl_workload_plan *out,
+                       struct cl_err *err);
+
+/*
+ * Renders one probe body (readiness or warmup): {"model", "messages": [{"role": "user",
+ * "content": prompt}], "max_tokens", "stream": true, "stream_options": {"include_usage":
+ * true}} merged with extra_body_json (NULL or a JSON object text; for readiness this is
+ * readiness.body merged over target.body, see cl_workload_merge_json) with the same rules as
+ * cl_workload_render.  *json_out is malloc'd, owned by the caller.  CL_EINVAL (bad argument or
+ * extra body not a JSON object) / CL_ENOMEM with err filled.
+ */
+int cl_workload_render_probe(const char *model, const char *prompt, uint32_t max_tokens,
+                             const char *extra_body_json, char **json_out, struct cl_err *err);
+
+/*
+ * Merges the JSON object text over_json over base_json (either may be NULL: then the other
+ * is copied; both NULL gives NULL) in the manner of RFC 7386 JSON merge patch: a key in over
+ * replaces the one in base, two objects merge key by key recursively, and a null in over
+ * removes the key.  *json_out is malloc'd compact JSON or NULL.  CL_EINVAL with err naming
+ * which argument is not a JSON object.  Used to put readiness.body / warmup.body over
+ * target.body.
+ */
+int cl_workload_merge_json(const char *base_json, const char *over_json, char **json_out,
+                           struct cl_err *err);
+
+#endif
