@@ -1,10 +1,352 @@
-/* chatload validate: placeholder until the scenario loader lands. */
+/* chatload validate: loads scenarios, prints every error with its position, or the resolved
+ * plan with every default shown. */
 #include "commands.h"
 
+#include "chatload/exitcode.h"
+#include "chatload/metrics.h"
+#include "chatload/scenario.h"
+#include "chatload/sim_options.h"
+#include "chatload/units.h"
+
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *out)
+{
+	fprintf(
+	    out,
+	    "usage: chatload validate [--set KEY.PATH=VALUE]... SCENARIO...\n\n"
+	    "Checks each scenario and prints the plan it resolves to, defaults included.\n"
+	    "Errors are printed as file:line:column: message.\n\n"
+	    "options:\n"
+	    "  --set KEY.PATH=VALUE  override a value before checking, e.g.\n"
+	    "                        --set stages.0.duration=30s --set target.model=x\n"
+	    "                        (list entries by index; VALUE is YAML, so [1,2] is a list)\n"
+	    "  -h, --help            show this help\n\n"
+	    "exit codes: 0 every scenario is valid, 2 a scenario has errors or cannot be read\n");
+}
+
+static const char *dur(int64_t us, char *buf, size_t n)
+{
+	if (us == 0)
+		return "0";
+	return cl_format_duration_us(us, buf, n);
+}
+
+static const char *or_none(const char *s, const char *none)
+{
+	return s ? s : none;
+}
+
+static void print_target(const struct cl_scenario *s)
+{
+	const struct cl_scn_target *t = &s->target;
+	char a[32];
+	printf("target:\n");
+	if (t->simulator) {
+		printf("  built-in simulator (chatload-sim)\n");
+		/* every setting a scenario may give, in the table's order, defaults marked */
+		for (size_t i = 0; i < cl_sim_options_count; i++) {
+			const struct cl_sim_option *o = &cl_sim_options[i];
+			const char *given = NULL;
+			for (size_t k = 0; k < t->n_sim && !given; k++) {
+				if (strcmp(t->sim[k].key, o->name) == 0)
+					given = t->sim[k].value;
+			}
+			if (given)
+				printf("  simulator %s: %s\n", o->name, given);
+			else if (o->scenario && o->def)
+				printf("  simulator %s: %s (default)\n", o->name, o->def);
+		}
+	} else {
+		printf("  url: %s\n", t->url);
+	}
+	printf("  model: %s\n", or_none(t->model, "(the first model /v1/models lists)"));
+	if (t->api_key_env)
+		printf("  api key: from $%s (read on each agent host)\n", t->api_key_env);
+	else
+		printf("  api key: none\n");
+	printf("  extra body: %s\n", or_none(t->body_json, "none"));
+	for (size_t i = 0; i < t->n_headers; i++)
+		printf("  header: %s\n", t->headers[i]);
+	printf("  http2: %s\n", t->http2 ? "yes" : "no");
+	printf("  tls verify: %s%s%s\n", t->tls_verify ? "yes" : "no", t->ca_file ? ", ca " : "",
+	       t->ca_file ? t->ca_file : "");
+	printf("  connect timeout: %s\n", dur(t->connect_timeout_us, a, sizeof(a)));
+}
+
+static void print_agents(const struct cl_scn_agents *a)
+{
+	char b[32];
+	printf("agents:\n");
+	printf("  local: %u\n", a->local);
+	if (a->listen) {
+		printf("  listen: %s\n", a->listen);
+		printf("  expect: %u remote\n", a->expect);
+	}
+	if (a->workers)
+		printf("  workers per agent: %u\n", a->workers);
+	else
+		printf("  workers per agent: one per core of the agent's host\n");
+	printf("  join timeout: %s\n", dur(a->join_timeout_us, b, sizeof(b)));
+	printf("  on loss: %s\n", a->on_loss == CL_ON_LOSS_CONTINUE ? "continue" : "fail");
+	printf("  report interval: %s\n", dur(a->report_interval_us, b, sizeof(b)));
+	if (a->token_env)
+		printf("  token from: $%s\n", a->token_env);
+	if (a->token_file)
+		printf("  token from: %s\n", a->token_file);
+	if (a->tls_cert)
+		printf("  tls: cert %s, key %s%s%s\n", a->tls_cert, or_none(a->tls_key, "-"),
+		       a->tls_ca ? ", ca " : "", a->tls_ca ? a->tls_ca : "");
+}
+
+static void print_readiness(const struct cl_scn_readiness *r)
+{
+	char a[32], b[32];
+	printf("readiness:\n");
+	if (!r->enabled) {
+		printf("  disabled\n");
+		return;
+	}
+	printf("  timeout: %s\n", dur(r->timeout_us, a, sizeof(a)));
+	printf("  prompt: \"%s\"\n", or_none(r->prompt, ""));
+	printf("  max tokens: %u\n", r->max_tokens);
+	printf("  consecutive successes: %u\n", r->consecutive);
+	printf("  request timeout: %s\n", dur(r->request_timeout_us, a, sizeof(a)));
+	printf("  backoff: %s to %s\n", dur(r->backoff_initial_us, a, sizeof(a)),
+	       dur(r->backoff_max_us, b, sizeof(b)));
+	if (r->body_json)
+		printf("  extra body: %s\n", r->body_json);
+}
+
+static void print_warmup(const struct cl_scn_warmup *w)
+{
+	char a[32];
+	printf("warmup:\n");
+	if (!w->requests && !w->duration_us) {
+		printf("  none\n");
+		return;
+	}
+	if (w->requests)
+		printf("  requests: %u\n", w->requests);
+	else
+		printf("  duration: %s\n", dur(w->duration_us, a, sizeof(a)));
+	printf("  concurrency: %u\n", w->concurrency);
+	printf("  max tokens: %u\n", w->max_tokens);
+	printf("  request timeout: %s\n", dur(w->request_timeout_us, a, sizeof(a)));
+	printf("  fail on error: %s\n", w->fail_on_error ? "yes" : "no");
+	if (w->body_json)
+		printf("  extra body: %s\n", w->body_json);
+}
+
+static void print_workload(const struct cl_scn_workload *w)
+{
+	static const char *const formats[] = { "auto", "openai", "sharegpt", "text" };
+	char a[32];
+	printf("workload:\n");
+	switch (w->kind) {
+	case CL_WORKLOAD_PROMPTS:
+		printf("  prompts: %zu inline\n", w->n_prompts);
+		for (size_t i = 0; i < w->n_prompts && i < 5; i++) {
+			size_t len = strlen(w->prompts[i]);
+			printf("    - \"%.*s%s\"\n", (int)(len > 60 ? 60 : len), w->prompts[i],
+			       len > 60 ? "..." : "");
+		}
+		if (w->n_prompts > 5)
+			printf("    ... and %zu more\n", w->n_prompts - 5);
+		break;
+	case CL_WORKLOAD_DATASET:
+		printf("  dataset: %s (format %s", w->dataset, formats[w->dataset_format]);
+		if (w->dataset_limit)
+			printf(", first %u records", w->dataset_limit);
+		printf(")\n");
+		break;
+	case CL_WORKLOAD_SYNTHETIC:
+		printf("  synthetic: %u prompts of %g tokens (stddev %g, %u..%u)\n",
+		       w->synthetic_count, w->synthetic_input.mean, w->synthetic_input.stddev,
+		       w->synthetic_input.min, w->synthetic_input.max);
+		break;
+	}
+	if (w->system_prompt)
+		printf("  system prompt: \"%s\"\n", w->system_prompt);
+	printf("  max tokens: %u\n", w->max_tokens);
+	printf("  request timeout: %s\n", dur(w->request_timeout_us, a, sizeof(a)));
+	printf("  drain timeout: %s\n", dur(w->drain_timeout_us, a, sizeof(a)));
+	printf("  seed: %llu\n", (unsigned long long)w->seed);
+}
+
+static void print_stages(const struct cl_scenario *s)
+{
+	char a[32], load[96], bound[48];
+	printf("stages: %zu\n", s->n_stages);
+	printf("  %-3s %-16s %-12s %-34s %-16s %s\n", "#", "name", "mode", "load", "bound", "ramp");
+	for (size_t i = 0; i < s->n_stages; i++) {
+		const struct cl_scn_stage *st = &s->stages[i];
+		if (st->mode == CL_MODE_CONCURRENCY) {
+			snprintf(load, sizeof(load), "concurrency %u", st->concurrency);
+		} else {
+			int n = snprintf(load, sizeof(load), "%g/s %s", st->rate_per_s,
+					 cl_arrival_name(st->arrival));
+			if (st->arrival == CL_ARRIVAL_GAMMA && n > 0 && (size_t)n < sizeof(load))
+				n += snprintf(load + n, sizeof(load) - (size_t)n, " (shape %g)",
+					      st->gamma_shape);
+			if (st->concurrency && n > 0 && (size_t)n < sizeof(load))
+				snprintf(load + n, sizeof(load) - (size_t)n, ", cap %u",
+					 st->concurrency);
+		}
+		if (st->requests)
+			snprintf(bound, sizeof(bound), "%llu requests",
+				 (unsigned long long)st->requests);
+		else
+			snprintf(bound, sizeof(bound), "%s", dur(st->duration_us, a, sizeof(a)));
+		printf("  %-3zu %-16s %-12s %-34s %-16s %s\n", i, st->name,
+		       cl_load_mode_name(st->mode), load, bound,
+		       st->ramp_us ? dur(st->ramp_us, a, sizeof(a)) : "-");
+	}
+}
+
+static void print_slos(const struct cl_scenario *s)
+{
+	char a[32];
+	printf("slo:\n");
+	if (!s->n_slos)
+		printf("  none\n");
+	for (size_t i = 0; i < s->n_slos; i++) {
+		const struct cl_scn_slo *o = &s->slos[i];
+		const char *stage = o->stage ? o->stage : "every stage";
+		switch (o->kind) {
+		case CL_SLO_LATENCY:
+			if (o->percentile < 0)
+				printf("  %s: mean %s <= %s (%s)\n", o->key, cl_lat_name(o->lat),
+				       dur((int64_t)o->limit, a, sizeof(a)), stage);
+			else
+				printf("  %s: p%g of %s <= %s (%s)\n", o->key, o->percentile,
+				       cl_lat_name(o->lat), dur((int64_t)o->limit, a, sizeof(a)),
+				       stage);
+			break;
+		case CL_SLO_ERROR_RATE:
+			printf("  %s: errors <= %g%% (%s)\n", o->key, o->limit * 100, stage);
+			break;
+		case CL_SLO_MIN_OUTPUT_TPS:
+			printf("  %s: output tokens/s >= %g (%s)\n", o->key, o->limit, stage);
+			break;
+		case CL_SLO_MIN_REQUEST_RATE:
+			printf("  %s: completed requests/s >= %g (%s)\n", o->key, o->limit, stage);
+			break;
+		}
+	}
+	printf("  abort on breach: %s\n", s->slo_abort_on_breach ? "yes" : "no");
+}
+
+static void print_plan(const struct cl_scenario *s)
+{
+	printf("scenario: %s (%s)\n", s->name, s->file);
+	if (s->description)
+		printf("description: %s\n", s->description);
+	print_target(s);
+	print_agents(&s->agents);
+	print_readiness(&s->readiness);
+	print_warmup(&s->warmup);
+	print_workload(&s->workload);
+	print_stages(s);
+	print_slos(s);
+	printf("estimate:\n");
+	if (!s->estimate.n_samples) {
+		printf("  none\n");
+	} else {
+		printf("  samples:");
+		for (size_t i = 0; i < s->estimate.n_samples; i++)
+			printf(" %llu", (unsigned long long)s->estimate.samples[i]);
+		printf("\n  from stage: %s\n", or_none(s->estimate.from_stage, "(the last stage)"));
+	}
+	static const char *const fmt[] = { "json", "csv", "md", "html" };
+	printf("output:\n  dir: %s\n  formats:",
+	       or_none(s->output.dir, "results/<name>-<UTC time>/"));
+	for (int i = 0; i < 4; i++) {
+		if (s->output.formats & (1u << i))
+			printf(" %s", fmt[i]);
+	}
+	printf("\n");
+}
+
+/* Prints every diagnostic of one file; returns how many. */
+static size_t print_diags(const struct cl_diags *d)
+{
+	char line[1024];
+	for (size_t i = 0; i < d->n; i++)
+		fprintf(stderr, "%s\n", cl_err_format(&d->items[i], line, sizeof(line)));
+	if (d->dropped)
+		fprintf(stderr, "... and %zu more error%s\n", d->dropped,
+			d->dropped == 1 ? "" : "s");
+	return d->n + d->dropped;
+}
 
 int cmd_validate(int argc, char **argv)
 {
-	fprintf(stderr, "chatload validate: scenario loader not built yet\n");
-	return 1;
+	const char **sets = calloc((size_t)argc + 1, sizeof(char *));
+	const char **files = calloc((size_t)argc + 1, sizeof(char *));
+	size_t n_sets = 0, n_files = 0;
+	int rc = CL_EXIT_USAGE;
+	if (!sets || !files) {
+		fprintf(stderr, "chatload validate: out of memory\n");
+		goto out;
+	}
+	bool options = true;
+	for (int i = 1; i < argc; i++) {
+		const char *arg = argv[i];
+		if (options && strcmp(arg, "--") == 0) {
+			options = false;
+		} else if (options && (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0)) {
+			usage(stdout);
+			rc = CL_EXIT_OK;
+			goto out;
+		} else if (options && strcmp(arg, "--set") == 0) {
+			if (i + 1 >= argc) {
+				fprintf(stderr,
+					"chatload validate: '--set' needs KEY.PATH=VALUE\n");
+				goto out;
+			}
+			sets[n_sets++] = argv[++i];
+		} else if (options && strncmp(arg, "--set=", 6) == 0) {
+			sets[n_sets++] = arg + 6;
+		} else if (options && arg[0] == '-' && arg[1]) {
+			fprintf(stderr, "chatload validate: unknown option '%s'\n", arg);
+			usage(stderr);
+			goto out;
+		} else {
+			files[n_files++] = arg;
+		}
+	}
+	if (!n_files) {
+		fprintf(stderr, "chatload validate: no scenario given\n");
+		usage(stderr);
+		goto out;
+	}
+
+	size_t bad = 0;
+	for (size_t i = 0; i < n_files; i++) {
+		struct cl_scenario s;
+		struct cl_diags d = { 0 };
+		int lrc = cl_scenario_load_file(files[i], sets, &s, &d);
+		if (lrc == 0) {
+			if (i)
+				printf("\n");
+			print_plan(&s);
+		} else {
+			bad++;
+			if (!print_diags(&d))
+				fprintf(stderr, "%s: %s\n", files[i], cl_strerror(lrc));
+		}
+		fflush(stdout);
+		cl_diags_free(&d);
+		cl_scenario_free(&s);
+	}
+	rc = bad ? CL_EXIT_USAGE : CL_EXIT_OK;
+	if (bad && n_files > 1)
+		fprintf(stderr, "%zu of %zu scenarios have errors\n", bad, n_files);
+out:
+	free(sets);
+	free(files);
+	return rc;
 }

@@ -77,6 +77,11 @@ void cl_workload_plan_free(struct cl_workload_plan *w);
  * Splits one stage among n parties with the given weights (worker counts): concurrency,
  * requests and rate cap apportioned exactly, rate split proportionally, ramp_from too.
  * out[i] gets deep copies (name duplicated); seeds are made distinct per share.
+ * A party's share never asks the impossible: in concurrency mode requests and ramp_from
+ * follow the concurrency shares (a party with 0 streams gets 0 requests, ramp_from never
+ * exceeds a party's concurrency); in rate mode with a cap, a party whose cap share is 0 gets
+ * rate 0 (a 0 cap would otherwise read as "no cap").  CL_EINVAL (n == 0, NULL), CL_ENOMEM;
+ * on failure out holds nothing to free.
  */
 int cl_stage_plan_split(const struct cl_stage_plan *stage, const uint32_t *weights, size_t n,
 			struct cl_stage_plan *out);

@@ -29,7 +29,7 @@ struct cl_scn_target {
 	bool http2;
 	bool tls_verify;
 	char *ca_file;
-	int64_t connect_timeout_us;
+	int64_t connect_timeout_us; /* default 10s */
 	bool simulator; /* target.simulator given: the run starts chatload-sim */
 	struct cl_sim_kv *sim;
 	size_t n_sim;
@@ -55,7 +55,7 @@ struct cl_scn_agents {
 struct cl_scn_readiness {
 	bool enabled;		    /* default true */
 	int64_t timeout_us;	    /* default 15m */
-	char *prompt;		    /* default asks for a one-word answer */
+	char *prompt;		    /* default asks for a one-word answer (filled by the loader) */
 	uint32_t max_tokens;	    /* default 16 */
 	int64_t request_timeout_us; /* default 5m */
 	uint32_t consecutive;	    /* default 2 */
@@ -103,11 +103,11 @@ struct cl_scn_workload {
 
 /* One load level after expansion (a sweep becomes one stage per value). */
 struct cl_scn_stage {
-	char *name; /* given, or generated: "c8", "r20/s" */
+	char *name; /* given, or generated: "c8", "r20" (per second); a named sweep "x-c8" */
 	enum cl_load_mode mode;
 	uint32_t concurrency; /* concurrency mode; in rate mode an optional cap (0 = none) */
 	double rate_per_s;
-	enum cl_arrival arrival;
+	enum cl_arrival arrival; /* rate mode; default poisson */
 	double gamma_shape; /* default 1 (= poisson) */
 	int64_t duration_us;
 	uint64_t requests;
@@ -128,14 +128,15 @@ struct cl_scn_slo {
 	int lat;	/* enum cl_lat for CL_SLO_LATENCY */
 	double percentile; /* 0..100; -1 means mean */
 	double limit;	/* µs for latency; fraction for error rate; per second otherwise */
-	char *stage;	/* NULL: every stage */
+	char *stage;	/* NULL: every stage; a number in the file is resolved to a stage name */
 	int line;
 };
 
 struct cl_scn_estimate {
 	uint64_t *samples;
 	size_t n_samples;
-	char *from_stage; /* stage name, or a concurrency written as a number ("32") */
+	char *from_stage; /* stage name (a concurrency written as a number, "32", is resolved to
+			     that stage's name by the loader); NULL: the last stage */
 };
 
 enum cl_output_format { CL_FMT_JSON = 1, CL_FMT_CSV = 2, CL_FMT_MD = 4, CL_FMT_HTML = 8 };

@@ -1,0 +1,681 @@
+/* The scenario loader's sections: target (with the simulator's settings), agents, readiness,
+ * warmup and workload, each read from its YAML mapping (stages: scenario_stages.c). */
+#include "chatload/scenario.h"
+
+#include "chatload/sim_options.h"
+#include "chatload/units.h"
+
+#include "scenario_int.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SEC  1000000LL
+#define DAY  (86400LL * SEC)
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+static struct scn_loader *L(struct scn_ctx *c)
+{
+	return (struct scn_loader *)c;
+}
+
+/* Where a key that is unknown in one section belongs, for "(it belongs under 'workload')". */
+static const struct {
+	const char *key;
+	const char *section;
+} misplaced[] = {
+	{ "max_tokens", "workload" },
+	{ "request_timeout", "workload" },
+	{ "prompts", "workload" },
+	{ "dataset", "workload" },
+	{ "synthetic", "workload" },
+	{ "system_prompt", "workload" },
+	{ "drain_timeout", "workload" },
+	{ "url", "target" },
+	{ "model", "target" },
+	{ "simulator", "target" },
+	{ "api_key_env", "target" },
+	{ "headers", "target" },
+	{ "body", "target" },
+	{ "local", "agents" },
+	{ "listen", "agents" },
+	{ "workers", "agents" },
+	{ "concurrency", "stages" },
+	{ "rate", "stages" },
+	{ "duration", "stages" },
+	{ "ramp", "stages" },
+	{ "abort_on_breach", "slo" },
+	{ "error_rate", "slo" },
+	{ "ttft_p99", "slo" },
+	{ "samples", "estimate" },
+	{ "formats", "output" },
+	{ "dir", "output" },
+	{ "ttft", "target.simulator" },
+	{ "itl", "target.simulator" },
+	{ "output_tokens", "target.simulator" },
+	{ "max_batch", "target.simulator" },
+};
+
+const char *scn_hint_for(const char *key)
+{
+	for (size_t i = 0; i < N(misplaced); i++) {
+		if (strcmp(misplaced[i].key, key) == 0)
+			return misplaced[i].section;
+	}
+	return NULL;
+}
+
+/* ---- target ---- */
+
+static void conv_url(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	struct cl_scn_target *t = obj;
+	char got[96];
+	if (scn_get_str(c, v, true, &t->url) != 0)
+		return;
+	const char *u = t->url;
+	const char *host = NULL;
+	if (strncasecmp(u, "http://", 7) == 0)
+		host = u + 7;
+	else if (strncasecmp(u, "https://", 8) == 0)
+		host = u + 8;
+	if (!host) {
+		scn_error(c, v, "%s must start with http:// or https://, got %s", scn_path(c),
+			  scn_describe(v, got, sizeof(got)));
+		return;
+	}
+	if (!*host || *host == '/' || *host == ':') {
+		scn_error(c, v, "%s has no host, got %s", scn_path(c),
+			  scn_describe(v, got, sizeof(got)));
+		return;
+	}
+	for (const char *p = u; *p; p++) {
+		if (isspace((unsigned char)*p) || (unsigned char)*p < 0x20) {
+			scn_error(c, v, "%s must not contain spaces or control characters, got %s",
+				  scn_path(c), scn_describe(v, got, sizeof(got)));
+			return;
+		}
+	}
+	size_t len = strlen(t->url);
+	while (len > (size_t)(host - u) + 1 && t->url[len - 1] == '/')
+		t->url[--len] = '\0';
+}
+
+/* True for the output-tokens forms chatload-sim documents: N, request, uniform:A-B,
+ * normal:M,SD. */
+static bool output_tokens_spec_ok(const char *s)
+{
+	uint64_t a, b;
+	char x[32], y[32];
+	if (strcmp(s, "request") == 0)
+		return true;
+	if (cl_parse_u64(s, 10000000, &a) == 0)
+		return true;
+	const char *sep;
+	if (strncmp(s, "uniform:", 8) == 0 && (sep = strchr(s + 8, '-'))) {
+		snprintf(x, sizeof(x), "%.*s", (int)(sep - s - 8), s + 8);
+		snprintf(y, sizeof(y), "%s", sep + 1);
+		return cl_parse_u64(x, 10000000, &a) == 0 && cl_parse_u64(y, 10000000, &b) == 0 &&
+		       a <= b;
+	}
+	double m, sd;
+	if (strncmp(s, "normal:", 7) == 0 && (sep = strchr(s + 7, ','))) {
+		snprintf(x, sizeof(x), "%.*s", (int)(sep - s - 7), s + 7);
+		snprintf(y, sizeof(y), "%s", sep + 1);
+		return cl_parse_double(x, &m) == 0 && cl_parse_double(y, &sd) == 0 && m > 0 &&
+		       sd >= 0;
+	}
+	return false;
+}
+
+struct sim_arg {
+	struct cl_scn_target *t;
+	const struct ynode *seen[64];
+};
+
+static void sim_pair(struct scn_ctx *c, const struct ynode *k, const struct ynode *v, bool merged,
+		     void *argp)
+{
+	struct sim_arg *a = argp;
+	char got[96];
+	if (k->kind != YN_SCALAR) {
+		scn_error(c, k, "keys in %s must be option names, got %s", scn_path(c),
+			  scn_describe(k, got, sizeof(got)));
+		return;
+	}
+	const struct cl_sim_option *o = cl_sim_option_find(k->str);
+	if (!o) {
+		/* suggest in the spelling the user chose: output_tokens or output-tokens */
+		bool underscore = strchr(k->str, '_') != NULL || strchr(k->str, '-') == NULL;
+		char names[64][32];
+		const char *list[64];
+		size_t n = 0;
+		for (size_t i = 0; i < cl_sim_options_count && n < 64; i++) {
+			if (!cl_sim_options[i].scenario)
+				continue;
+			snprintf(names[n], sizeof(names[n]), "%s", cl_sim_options[i].name);
+			for (char *p = names[n]; underscore && *p; p++)
+				*p = *p == '-' ? '_' : *p;
+			list[n] = names[n];
+			n++;
+		}
+		scn_unknown_key(c, k, list, n, NULL);
+		return;
+	}
+	if (!o->scenario) {
+		scn_error(c, k,
+			  "'%s' is a setting of the chatload-sim process, not of a scenario's "
+			  "simulator",
+			  k->str);
+		return;
+	}
+	size_t idx = (size_t)(o - cl_sim_options);
+	if (idx < 64 && a->seen[idx]) {
+		if (!merged)
+			scn_error(c, k, "duplicate key '%s' in %s", k->str, scn_path(c));
+		return;
+	}
+	if (idx < 64)
+		a->seen[idx] = k;
+	size_t mark = scn_path_key(c, k->str);
+	const char *value = NULL;
+	bool ok = false;
+	int64_t dur;
+	uint64_t u;
+	double d;
+	bool b;
+	switch (o->kind) {
+	case CL_SIMOPT_DURATION:
+		ok = scn_get_dur(c, v, 0, 0, &dur) == 0;
+		break;
+	case CL_SIMOPT_INT:
+		ok = scn_get_u64(c, v, 0, 1000000000, &u) == 0;
+		break;
+	case CL_SIMOPT_FLOAT: {
+		bool prob = strncmp(o->name, "fault-", 6) == 0 || strcmp(o->name, "jitter") == 0;
+		ok = scn_get_double(c, v, 0, prob ? 1 : 1e308, &d) == 0;
+		break;
+	}
+	case CL_SIMOPT_BOOL:
+		if ((ok = scn_get_bool(c, v, &b) == 0))
+			value = b ? "true" : "false";
+		break;
+	case CL_SIMOPT_STRING:
+		ok = scn_scalar(c, v, "a string");
+		if (ok && strcmp(o->name, "output-tokens") == 0 && !output_tokens_spec_ok(v->str)) {
+			scn_error(
+			    c, v,
+			    "%s must be N, request, uniform:MIN-MAX or normal:MEAN,SD, got %s",
+			    scn_path(c), scn_describe(v, got, sizeof(got)));
+			ok = false;
+		}
+		break;
+	}
+	scn_path_pop(c, mark);
+	if (!ok)
+		return;
+	if (!value)
+		value = v->str;
+	struct cl_scn_target *t = a->t;
+	struct cl_sim_kv *kv = realloc(t->sim, (t->n_sim + 1) * sizeof(*kv));
+	if (!kv) {
+		c->oom = true;
+		return;
+	}
+	t->sim = kv;
+	kv[t->n_sim].key = strdup(o->name);
+	kv[t->n_sim].value = strdup(value);
+	t->n_sim++;
+	if (!kv[t->n_sim - 1].key || !kv[t->n_sim - 1].value)
+		c->oom = true;
+	if (strcmp(o->name, "model") == 0)
+		L(c)->sim_model = v;
+}
+
+static void conv_simulator(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	struct cl_scn_target *t = obj;
+	char got[96];
+	bool b;
+	t->simulator = true;
+	if (ynode_is_null(v))
+		return;
+	if (v->kind == YN_SCALAR && cl_parse_bool(v->str, &b) == 0) {
+		t->simulator = b;
+		return;
+	}
+	if (v->kind != YN_MAP) {
+		scn_error(c, v,
+			  "%s must be a mapping of simulator settings (e.g. { ttft: 100ms, "
+			  "itl: 10ms }), got %s",
+			  scn_path(c), scn_describe(v, got, sizeof(got)));
+		return;
+	}
+	struct sim_arg a = { .t = t };
+	scn_map_each(c, v, sim_pair, &a);
+}
+
+static void header_pair(struct scn_ctx *c, const struct ynode *k, const struct ynode *v,
+			bool merged, void *argp)
+{
+	struct cl_scn_target *t = argp;
+	char got[96];
+	if (k->kind != YN_SCALAR || k->len == 0 || strlen(k->str) != k->len) {
+		scn_error(c, k, "header names in %s must be strings, got %s", scn_path(c),
+			  scn_describe(k, got, sizeof(got)));
+		return;
+	}
+	/* HTTP header names are case-insensitive: a second one is a duplicate, unless merged */
+	for (size_t i = 0; i < t->n_headers; i++) {
+		if (strncasecmp(t->headers[i], k->str, k->len) == 0 &&
+		    t->headers[i][k->len] == ':') {
+			if (!merged)
+				scn_error(c, k, "duplicate header '%s' in %s", k->str, scn_path(c));
+			return;
+		}
+	}
+	for (const char *p = k->str; *p; p++) {
+		if (!isalnum((unsigned char)*p) && !strchr("!#$%&'*+-.^_`|~", *p)) {
+			scn_error(c, k, "%s: '%s' is not a valid HTTP header name", scn_path(c),
+				  k->str);
+			return;
+		}
+	}
+	if (t->n_headers >= SCN_MAX_HEADERS) {
+		scn_error(c, k, "%s has more than %d headers", scn_path(c), SCN_MAX_HEADERS);
+		return;
+	}
+	size_t mark = scn_path_key(c, k->str);
+	bool ok = scn_scalar(c, v, "a string");
+	if (ok && strpbrk(v->str, "\r\n")) {
+		scn_error(c, v, "%s must not contain line breaks", scn_path(c));
+		ok = false;
+	}
+	scn_path_pop(c, mark);
+	if (!ok)
+		return;
+	char **h = realloc(t->headers, (t->n_headers + 1) * sizeof(*h));
+	if (!h) {
+		c->oom = true;
+		return;
+	}
+	t->headers = h;
+	if (asprintf(&h[t->n_headers], "%s: %s", k->str, v->str) < 0) {
+		c->oom = true;
+		return;
+	}
+	t->n_headers++;
+}
+
+static void conv_headers(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	char got[96];
+	if (ynode_is_null(v))
+		return;
+	if (v->kind != YN_MAP) {
+		scn_error(c, v, "%s must be a mapping of header names to values, got %s",
+			  scn_path(c), scn_describe(v, got, sizeof(got)));
+		return;
+	}
+	scn_map_each(c, v, header_pair, obj);
+}
+
+/* Request fields chatload writes itself; a body may not replace them. */
+static const struct {
+	const char *key;
+	const char *why;
+} reserved_fields[] = {
+	{ "model", "set target.model instead" },
+	{ "messages", "prompts come from the workload" },
+	{ "prompt", "prompts come from the workload" },
+	{ "stream", "requests always stream" },
+	{ "max_tokens", "set max_tokens in the section instead" },
+};
+
+static void reserved_pair(struct scn_ctx *c, const struct ynode *k, const struct ynode *v,
+			  bool merged, void *arg)
+{
+	for (size_t r = 0; k->kind == YN_SCALAR && r < N(reserved_fields); r++) {
+		if (strcmp(k->str, reserved_fields[r].key) == 0)
+			scn_error(c, k, "%s.%s is set by chatload (%s)", scn_path(c), k->str,
+				  reserved_fields[r].why);
+	}
+}
+
+static void check_body(struct scn_ctx *c, const struct ynode *v)
+{
+	scn_map_each(c, v, reserved_pair, NULL);
+}
+
+static void conv_target_body(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	struct cl_scn_target *t = obj;
+	check_body(c, v);
+	scn_get_json(c, v, &t->body_json);
+}
+
+static const struct scn_field target_fields[] = {
+	SCN_CUSTOM("url", conv_url),
+	SCN_CUSTOM("simulator", conv_simulator),
+	SCN_FIELD("model", SCN_F_NESTR, struct cl_scn_target, model),
+	SCN_FIELD("api_key_env", SCN_F_ENV, struct cl_scn_target, api_key_env),
+	SCN_CUSTOM("body", conv_target_body),
+	SCN_CUSTOM("headers", conv_headers),
+	SCN_FIELD("http2", SCN_F_BOOL, struct cl_scn_target, http2),
+	SCN_FIELD("tls_verify", SCN_F_BOOL, struct cl_scn_target, tls_verify),
+	SCN_FIELD("ca_file", SCN_F_NESTR, struct cl_scn_target, ca_file),
+	SCN_RANGE("connect_timeout", SCN_F_DUR, struct cl_scn_target, connect_timeout_us, 1, DAY),
+};
+
+void scn_conv_target(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	struct scn_loader *l = L(c);
+	scn_fields(c, v, target_fields, N(target_fields), &l->s->target, l->target, scn_hint_for);
+}
+
+/* ---- agents ---- */
+
+static void conv_listen(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	static const char *const schemes[] = { "tcp://",     "tcp4://",     "tcp6://",
+					       "tls+tcp://", "tls+tcp4://", "tls+tcp6://",
+					       "ipc://" };
+	struct cl_scn_agents *a = obj;
+	char got[96];
+	if (scn_get_str(c, v, true, &a->listen) != 0)
+		return;
+	for (size_t i = 0; i < N(schemes); i++) {
+		size_t l = strlen(schemes[i]);
+		if (strncmp(a->listen, schemes[i], l) == 0 && a->listen[l])
+			return;
+	}
+	scn_error(c, v,
+		  "%s must be an address such as tls+tcp://0.0.0.0:7700 or tcp://"
+		  "127.0.0.1:7700, got %s",
+		  scn_path(c), scn_describe(v, got, sizeof(got)));
+}
+
+static void conv_on_loss(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	static const char *const names[] = { "fail", "continue" };
+	int x;
+	if (scn_get_enum(c, v, names, N(names), &x) == 0)
+		((struct cl_scn_agents *)obj)->on_loss = (enum cl_on_loss)x;
+}
+
+static const struct scn_field agents_tls_fields[] = {
+	SCN_FIELD("cert", SCN_F_NESTR, struct cl_scn_agents, tls_cert),
+	SCN_FIELD("key", SCN_F_NESTR, struct cl_scn_agents, tls_key),
+	SCN_FIELD("ca", SCN_F_NESTR, struct cl_scn_agents, tls_ca),
+};
+
+static void conv_agents_tls(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	const struct ynode *seen[N(agents_tls_fields)] = { 0 };
+	scn_fields(c, v, agents_tls_fields, N(agents_tls_fields), obj, seen, NULL);
+	if (!seen[0] != !seen[1])
+		scn_error(c, seen[0] ? seen[0] : seen[1], "%s needs both cert and key",
+			  scn_path(c));
+}
+
+static void conv_agents_local(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	struct cl_scn_agents *a = obj;
+	L(c)->given.agents_local = true;
+	scn_get_u32(c, v, 0, 256, &a->local);
+}
+
+static const struct scn_field agents_fields[] = {
+	SCN_CUSTOM("local", conv_agents_local),
+	SCN_CUSTOM("listen", conv_listen),
+	SCN_RANGE("expect", SCN_F_U32, struct cl_scn_agents, expect, 0, 10000),
+	SCN_RANGE("join_timeout", SCN_F_DUR, struct cl_scn_agents, join_timeout_us, 1, DAY),
+	SCN_CUSTOM("on_loss", conv_on_loss),
+	SCN_RANGE("workers", SCN_F_U32, struct cl_scn_agents, workers, 0, 1024),
+	SCN_FIELD("token_env", SCN_F_ENV, struct cl_scn_agents, token_env),
+	SCN_FIELD("token_file", SCN_F_NESTR, struct cl_scn_agents, token_file),
+	SCN_CUSTOM("tls", conv_agents_tls),
+	SCN_RANGE("report_interval", SCN_F_DUR, struct cl_scn_agents, report_interval_us, 100000,
+		  60 * SEC),
+};
+
+void scn_conv_agents(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	struct scn_loader *l = L(c);
+	scn_fields(c, v, agents_fields, N(agents_fields), &l->s->agents, l->agents, scn_hint_for);
+}
+
+/* ---- readiness and warmup ---- */
+
+static void conv_backoff(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	static const struct scn_field f[] = {
+		SCN_RANGE("initial", SCN_F_DUR, struct cl_scn_readiness, backoff_initial_us, 1,
+			  DAY),
+		SCN_RANGE("max", SCN_F_DUR, struct cl_scn_readiness, backoff_max_us, 1, DAY),
+	};
+	const struct ynode *seen[N(f)] = { 0 };
+	struct cl_scn_readiness *r = obj;
+	scn_fields(c, v, f, N(f), obj, seen, NULL);
+	if (r->backoff_initial_us > r->backoff_max_us)
+		scn_error(c,
+			  seen[1]   ? seen[1]
+			  : seen[0] ? seen[0]
+				    : v,
+			  "%s.initial must not be longer than %s.max", scn_path(c), scn_path(c));
+}
+
+static void conv_probe_body(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	check_body(c, v);
+	scn_get_json(c, v, obj);
+}
+
+static void conv_readiness_body(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	conv_probe_body(c, v, &((struct cl_scn_readiness *)obj)->body_json);
+}
+
+static const struct scn_field readiness_fields[] = {
+	SCN_FIELD("enabled", SCN_F_BOOL, struct cl_scn_readiness, enabled),
+	SCN_RANGE("timeout", SCN_F_DUR, struct cl_scn_readiness, timeout_us, 1, 7 * DAY),
+	SCN_FIELD("prompt", SCN_F_NESTR, struct cl_scn_readiness, prompt),
+	SCN_RANGE("max_tokens", SCN_F_U32, struct cl_scn_readiness, max_tokens, 1, 1000000),
+	SCN_RANGE("request_timeout", SCN_F_DUR, struct cl_scn_readiness, request_timeout_us, 1,
+		  DAY),
+	SCN_RANGE("consecutive", SCN_F_U32, struct cl_scn_readiness, consecutive, 1, 1000),
+	SCN_CUSTOM("body", conv_readiness_body),
+	SCN_CUSTOM("backoff", conv_backoff),
+};
+
+void scn_conv_readiness(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	struct cl_scn_readiness *r = &L(c)->s->readiness;
+	const struct ynode *seen[N(readiness_fields)] = { 0 };
+	bool b;
+	/* "readiness: false" switches the gate off */
+	if (v && v->kind == YN_SCALAR && !ynode_is_null(v) && cl_parse_bool(v->str, &b) == 0) {
+		r->enabled = b;
+		return;
+	}
+	scn_fields(c, v, readiness_fields, N(readiness_fields), r, seen, scn_hint_for);
+}
+
+static void conv_warmup_body(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	conv_probe_body(c, v, &((struct cl_scn_warmup *)obj)->body_json);
+}
+
+static const struct scn_field warmup_fields[] = {
+	SCN_RANGE("requests", SCN_F_U32, struct cl_scn_warmup, requests, 0, 1000000),
+	SCN_RANGE("duration", SCN_F_DUR, struct cl_scn_warmup, duration_us, 0, DAY),
+	SCN_RANGE("concurrency", SCN_F_U32, struct cl_scn_warmup, concurrency, 1, 1000000),
+	SCN_RANGE("max_tokens", SCN_F_U32, struct cl_scn_warmup, max_tokens, 1, 10000000),
+	SCN_RANGE("request_timeout", SCN_F_DUR, struct cl_scn_warmup, request_timeout_us, 1, DAY),
+	SCN_CUSTOM("body", conv_warmup_body),
+	SCN_FIELD("fail_on_error", SCN_F_BOOL, struct cl_scn_warmup, fail_on_error),
+};
+
+void scn_conv_warmup(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	struct scn_loader *l = L(c);
+	const struct ynode **seen = l->warmup;
+	scn_fields(c, v, warmup_fields, N(warmup_fields), &l->s->warmup, seen, scn_hint_for);
+	l->given.warmup_max_tokens = seen[3] != NULL;
+	l->given.warmup_request_timeout = seen[4] != NULL;
+	if (seen[0] && seen[1])
+		scn_error(c, seen[1], "%s: set requests or duration, not both", scn_path(c));
+}
+
+/* ---- workload ---- */
+
+static void conv_prompts(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	struct cl_scn_workload *w = obj;
+	char got[96];
+	if (!v || v->kind != YN_SEQ) {
+		scn_error(c, v, "%s must be a list of prompt strings, got %s", scn_path(c),
+			  scn_describe(v, got, sizeof(got)));
+		return;
+	}
+	if (v->n == 0) {
+		scn_error(c, v, "%s is empty: give at least one prompt", scn_path(c));
+		return;
+	}
+	w->prompts = calloc(v->n, sizeof(char *));
+	if (!w->prompts) {
+		c->oom = true;
+		return;
+	}
+	for (size_t i = 0; i < v->n; i++) {
+		size_t mark = scn_path_index(c, i);
+		char *p = NULL;
+		if (scn_get_str(c, v->kids[i], true, &p) == 0)
+			w->prompts[w->n_prompts++] = p;
+		scn_path_pop(c, mark);
+	}
+}
+
+static void conv_dataset_format(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	static const char *const names[] = { "auto", "openai", "sharegpt", "text" };
+	int x;
+	if (scn_get_enum(c, v, names, N(names), &x) == 0)
+		((struct cl_scn_workload *)obj)->dataset_format = (enum cl_dataset_format)x;
+}
+
+static void conv_input_tokens(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	static const struct scn_field f[] = {
+		SCN_DRANGE("mean", struct cl_len_dist, mean, 1, 1e6),
+		SCN_DRANGE("stddev", struct cl_len_dist, stddev, 0, 1e6),
+		SCN_RANGE("min", SCN_F_U32, struct cl_len_dist, min, 1, 1000000),
+		SCN_RANGE("max", SCN_F_U32, struct cl_len_dist, max, 1, 1000000),
+	};
+	struct cl_len_dist *d = obj;
+	struct scn_loader *l = L(c);
+	/* "input_tokens: 512" is a fixed length */
+	if (v && v->kind == YN_SCALAR && !ynode_is_null(v)) {
+		uint32_t n;
+		if (scn_get_u32(c, v, 1, 1000000, &n) == 0)
+			d->mean = n;
+		return;
+	}
+	const struct ynode *seen[N(f)] = { 0 };
+	scn_fields(c, v, f, N(f), d, seen, NULL);
+	if (!seen[0])
+		scn_error(c, v, "%s needs a mean (e.g. { mean: 512, stddev: 128 })", scn_path(c));
+	l->given.synthetic_min = seen[2] != NULL;
+	l->given.synthetic_max = seen[3] != NULL;
+	if (seen[2] && seen[3] && d->min > d->max)
+		scn_error(c, seen[3], "%s.max must not be below %s.min", scn_path(c), scn_path(c));
+	else if (seen[0] && seen[3] && d->mean > d->max)
+		scn_error(c, seen[3], "%s.max must not be below the mean", scn_path(c));
+	else if (seen[0] && seen[2] && d->mean < d->min)
+		scn_error(c, seen[2], "%s.min must not be above the mean", scn_path(c));
+}
+
+static void conv_synthetic(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	static const struct scn_field f[] = {
+		SCN_CUSTOM_AT("input_tokens", struct cl_scn_workload, synthetic_input,
+			      conv_input_tokens),
+		SCN_RANGE("count", SCN_F_U32, struct cl_scn_workload, synthetic_count, 1, 100000),
+	};
+	struct cl_scn_workload *w = obj;
+	const struct ynode *seen[N(f)] = { 0 };
+	char got[96];
+	w->kind = CL_WORKLOAD_SYNTHETIC;
+	if (!v || v->kind != YN_MAP) {
+		scn_error(c, v,
+			  "%s must be a mapping such as { input_tokens: { mean: 512 } }, got %s",
+			  scn_path(c), scn_describe(v, got, sizeof(got)));
+		return;
+	}
+	scn_fields(c, v, f, N(f), w, seen, NULL);
+	if (!seen[0])
+		scn_error(c, v, "%s needs input_tokens (e.g. { mean: 512 })", scn_path(c));
+}
+
+static const struct scn_field workload_fields[] = {
+	SCN_CUSTOM("prompts", conv_prompts),
+	SCN_FIELD("dataset", SCN_F_NESTR, struct cl_scn_workload, dataset),
+	SCN_CUSTOM("dataset_format", conv_dataset_format),
+	SCN_RANGE("dataset_limit", SCN_F_U32, struct cl_scn_workload, dataset_limit, 0, 100000000),
+	SCN_CUSTOM("synthetic", conv_synthetic),
+	SCN_FIELD("system_prompt", SCN_F_STR, struct cl_scn_workload, system_prompt),
+	SCN_RANGE("seed", SCN_F_U64, struct cl_scn_workload, seed, 0, INT64_MAX),
+	SCN_RANGE("max_tokens", SCN_F_U32, struct cl_scn_workload, max_tokens, 1, 10000000),
+	SCN_RANGE("request_timeout", SCN_F_DUR, struct cl_scn_workload, request_timeout_us, 1, DAY),
+	SCN_RANGE("drain_timeout", SCN_F_DUR, struct cl_scn_workload, drain_timeout_us, 0, DAY),
+};
+
+static void resolve_dataset(struct scn_ctx *c, struct cl_scn_workload *w, const struct ynode *at)
+{
+	if (w->dataset[0] != '/' && c->dir[0]) {
+		char *p = NULL;
+		if (asprintf(&p, "%s/%s", c->dir, w->dataset) < 0) {
+			c->oom = true;
+			return;
+		}
+		free(w->dataset);
+		w->dataset = p;
+	}
+	struct stat st;
+	if (stat(w->dataset, &st) != 0 || access(w->dataset, R_OK) != 0)
+		scn_error(c, at, "workload.dataset: cannot open '%s': %s", w->dataset,
+			  strerror(errno));
+	else if (S_ISDIR(st.st_mode))
+		scn_error(c, at, "workload.dataset: '%s' is a directory", w->dataset);
+}
+
+void scn_conv_workload(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	struct scn_loader *l = L(c);
+	struct cl_scn_workload *w = &l->s->workload;
+	const struct ynode **seen = l->workload;
+	scn_fields(c, v, workload_fields, N(workload_fields), w, seen, scn_hint_for);
+	int sources = !!seen[0] + !!seen[1] + !!seen[4];
+	l->given.workload_source = sources > 0;
+	if (sources > 1) {
+		scn_error(c, seen[4] ? seen[4] : seen[1],
+			  "workload: prompts, dataset and synthetic are exclusive; choose one");
+		return;
+	}
+	if (seen[1]) {
+		w->kind = CL_WORKLOAD_DATASET;
+		if (w->dataset)
+			resolve_dataset(c, w, l->workload[1]);
+	}
+	if (!seen[1] && (seen[2] || seen[3]))
+		scn_error(c, seen[2] ? seen[2] : seen[3],
+			  "workload.%s only applies with workload.dataset",
+			  seen[2] ? "dataset_format" : "dataset_limit");
+}

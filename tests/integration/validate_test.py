@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""chatload validate, end to end: every example scenario validates and prints its plan, every
+bad scenario fails with exit 2 and its expected file:line:col message, --set works."""
+import glob
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+
+BIN = os.environ.get("CHATLOAD_BIN", "chatload")
+SRC = os.environ.get("CHATLOAD_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+SCENARIOS = sorted(glob.glob(os.path.join(SRC, "scenarios", "*.yaml")))
+BAD_DIR = os.path.join(SRC, "tests", "data", "bad-scenarios")
+EXPECT = re.compile(r"# expect: (?:(\d+):(\d+): )?(.*)")
+
+
+def validate(*args, timeout=30):
+    p = subprocess.run([BIN, "validate", *args], capture_output=True, timeout=timeout)
+    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+
+
+def expectations(path):
+    """(line, col, text) from the file's leading '# expect:' lines, or its .expect sidecar."""
+    side = path[:-5] + ".expect"
+    with open(side if os.path.exists(side) else path, "rb") as f:
+        text = f.read().decode("utf-8", "replace")
+    out = []
+    for line in text.split("\n"):
+        m = EXPECT.match(line)
+        if not m:
+            break
+        out.append((m.group(1), m.group(2), m.group(3)))
+    return out
+
+
+class Examples(unittest.TestCase):
+    def test_every_example_validates(self):
+        self.assertGreaterEqual(len(SCENARIOS), 5)
+        for path in SCENARIOS:
+            with self.subTest(scenario=os.path.basename(path)):
+                rc, out, err = validate(path)
+                self.assertEqual(rc, 0, err)
+                self.assertEqual(err, "")
+                for section in ("scenario:", "target:", "agents:", "readiness:", "warmup:",
+                                "workload:", "stages:", "slo:", "estimate:", "output:"):
+                    self.assertIn("\n" + section if section != "scenario:" else section, out)
+
+    def test_quickstart_plan(self):
+        rc, out, err = validate(os.path.join(SRC, "scenarios", "quickstart.yaml"))
+        self.assertEqual(rc, 0, err)
+        self.assertIn("built-in simulator", out)
+        self.assertIn("simulator ttft: 100ms", out)
+        self.assertIn("simulator output-tokens: 64", out)
+        self.assertIn("simulator max-batch: 32", out)
+        self.assertIn("  local: 2\n", out)
+        self.assertIn("  requests: 2\n", out)  # warmup
+        self.assertIn("stages: 4\n", out)
+        rows = re.findall(r"^  (\d+)\s+(\S+)\s+(concurrency|rate)\s+(.*?)\s{2,}(\S+(?: requests)?)\s+(\S+)$",
+                          out, re.M)
+        self.assertEqual([(r[0], r[1], r[4]) for r in rows],
+                         [("0", "c1", "4 requests"), ("1", "c4", "5.00s"), ("2", "c8", "5.00s"),
+                          ("3", "c16", "5.00s")])
+        # defaults are shown
+        self.assertIn("timeout: 15m00s", out)
+        self.assertIn("consecutive successes: 2", out)
+        self.assertIn("formats: json csv md html", out)
+
+    def test_sweep_plan(self):
+        rc, out, err = validate(os.path.join(SRC, "scenarios", "sweep.yaml"))
+        self.assertEqual(rc, 0, err)
+        self.assertIn("url: http://127.0.0.1:30001/v1", out)
+        self.assertIn("model: kimi-k2", out)
+        self.assertIn('extra body: {"temperature":0.6}', out)
+        for c in (8, 16, 32, 48, 64):
+            self.assertRegex(out, r"\n  \d+\s+c%d\s+concurrency\s+concurrency %d\s+2m00s\s+10.00s\n"
+                             % (c, c))
+        self.assertIn("samples: 100000 200000 500000 900000", out)
+        self.assertIn("from stage: c32", out)
+        self.assertIn("ttft_p99: p99 of ttft <= 2.00s (every stage)", out)
+
+    def test_several_files(self):
+        rc, out, err = validate(*SCENARIOS)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(out.count("\nstages: "), len(SCENARIOS))
+
+
+class BadScenarios(unittest.TestCase):
+    def test_every_bad_file(self):
+        files = sorted(glob.glob(os.path.join(BAD_DIR, "*.yaml")))
+        self.assertGreaterEqual(len(files), 24)
+        for path in files:
+            with self.subTest(bad=os.path.basename(path)):
+                exp = expectations(path)
+                self.assertTrue(exp, "no '# expect:' line")
+                rc, out, err = validate(path)
+                self.assertEqual(rc, 2, err)
+                self.assertEqual(out, "")
+                for line, col, text in exp:
+                    if line:
+                        want = "%s:%s:%s: " % (path, line, col)
+                        hit = [l for l in err.splitlines() if l.startswith(want) and text in l]
+                    else:
+                        hit = [l for l in err.splitlines() if text in l]
+                    self.assertTrue(hit, "no '%s%s' in:\n%s" % (
+                        "%s:%s: " % (line, col) if line else "", text, err))
+                # every line is an error about this file
+                for l in err.splitlines():
+                    self.assertTrue(l.startswith(path + ":") or l.startswith("... and "), l)
+
+    def test_generated(self):
+        with tempfile.TemporaryDirectory() as d:
+            big = os.path.join(d, "big.yaml")
+            with open(big, "w") as f:
+                f.write("target: { simulator: {} }\ndescription: '")
+                f.write("x" * (4 << 20))
+                f.write("'\n")
+            rc, out, err = validate(big)
+            self.assertEqual(rc, 2)
+            self.assertEqual(err, "%s: the scenario is larger than 4 MiB; refusing to read it\n" % big)
+
+            deep = os.path.join(d, "deep.yaml")
+            with open(deep, "w") as f:
+                f.write("target:\n  body: " + "[" * 100 + "]" * 100 + "\n")
+            rc, out, err = validate(deep)
+            self.assertEqual(rc, 2)
+            self.assertIn("%s:2:" % deep, err)
+            self.assertIn("the document is nested deeper than 32 levels", err)
+
+    def test_missing_file(self):
+        rc, out, err = validate("no-such-scenario.yaml")
+        self.assertEqual(rc, 2)
+        self.assertEqual(err, "cannot open scenario 'no-such-scenario.yaml': No such file or directory\n")
+
+    def test_good_and_bad_together(self):
+        good = os.path.join(SRC, "scenarios", "quickstart.yaml")
+        bad = os.path.join(BAD_DIR, "negative-concurrency.yaml")
+        rc, out, err = validate(good, bad)
+        self.assertEqual(rc, 2)
+        self.assertIn("scenario: quickstart", out)
+        self.assertIn("stages[1].concurrency must be a positive integer, got '-4'", err)
+        self.assertIn("1 of 2 scenarios have errors", err)
+
+
+class Overrides(unittest.TestCase):
+    QUICK = os.path.join(SRC, "scenarios", "quickstart.yaml")
+
+    def test_set_values(self):
+        rc, out, err = validate("--set", "stages.1.concurrency=[2, 3]", "--set=target.model=m",
+                                "--set", "target.simulator.ttft=5ms", self.QUICK)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("stages: 3\n", out)
+        self.assertRegex(out, r"\n  1\s+c2\s+concurrency")
+        self.assertRegex(out, r"\n  2\s+c3\s+concurrency")
+        self.assertIn("model: m\n", out)
+        self.assertIn("simulator ttft: 5ms", out)
+
+    def test_set_applies_to_each_file(self):
+        soak = os.path.join(SRC, "scenarios", "soak.yaml")
+        rc, out, err = validate("--set", "workload.max_tokens=77", self.QUICK, soak)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(out.count("max tokens: 77"), 4)  # warmup follows workload in both
+
+    def test_set_errors(self):
+        rc, out, err = validate("--set", "stages.9.duration=1s", self.QUICK)
+        self.assertEqual(rc, 2)
+        self.assertIn("%s: --set stages.9.duration=1s: no stage 9" % self.QUICK, err)
+        rc, out, err = validate("--set", "stages.0.concurency=3", self.QUICK)
+        self.assertEqual(rc, 2)
+        self.assertIn("--set stages.0.concurency=3: unknown key 'concurency' in stages[0] "
+                      "(did you mean 'concurrency'?)", err)
+        rc, out, err = validate("--set", "nonsense", self.QUICK)
+        self.assertEqual(rc, 2)
+        self.assertIn("expected KEY.PATH=VALUE", err)
+        rc, out, err = validate("--set")
+        self.assertEqual(rc, 2)
+
+
+class Usage(unittest.TestCase):
+    def test_help(self):
+        rc, out, err = validate("--help")
+        self.assertEqual(rc, 0)
+        self.assertIn("usage: chatload validate", out)
+        self.assertIn("--set", out)
+
+    def test_bad_usage(self):
+        self.assertEqual(validate("--bogus", "x.yaml")[0], 2)
+        rc, out, err = validate()
+        self.assertEqual(rc, 2)
+        self.assertIn("no scenario given", err)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
