@@ -10,43 +10,65 @@
 #define B CL_SIMOPT_BOOL
 
 const struct cl_sim_option cl_sim_options[] = {
-	/* process-level */
-	{ "listen", S, "HOST:PORT", "127.0.0.1:0", "address to listen on (port 0 picks one)", false },
-	{ "port-file", S, "FILE", NULL, "write the bound port to FILE once listening", false },
-	{ "truth-log", S, "FILE", NULL, "write one JSON line per request with the true timings", false },
-	{ "max-body", S, "SIZE", "1MiB", "largest request body accepted (413 beyond)", false },
-	{ "max-connections", I, "N", "20000", "connections served at once", false },
-	/* model and protocol */
-	{ "model", S, "NAME", "chatload-sim", "model name served (others get 404)", true },
-	{ "api-key", S, "KEY", NULL, "require 'Authorization: Bearer KEY' (401 otherwise)", true },
-	/* timing */
-	{ "ttft", D, "DUR", "100ms", "time from request to first token", true },
-	{ "itl", D, "DUR", "10ms", "interval between tokens", true },
-	{ "output-tokens", S, "SPEC", "request",
-	  "output length: N, 'request' (max_tokens), uniform:MIN-MAX or normal:MEAN,SD", true },
-	{ "reasoning-tokens", I, "N", "0", "reasoning tokens emitted first (a thinking model)", true },
-	{ "tokens-per-chunk", I, "N", "1", "tokens per SSE chunk (>1: speculative decoding)", true },
-	{ "jitter", F, "FRAC", "0", "relative jitter on ttft and itl (0.1 = +-10%)", true },
-	{ "seed", I, "N", "1", "seed for jitter, lengths and faults", true },
-	{ "prefill-per-token", D, "DUR", "0", "extra time to first token per prompt token", true },
-	/* capacity */
-	{ "max-batch", I, "N", "0", "requests decoding at once, the rest queue (0: unlimited)", true },
-	{ "itl-per-active", D, "DUR", "0", "added to itl for each active stream beyond the first", true },
-	/* readiness phases */
-	{ "loading-for", D, "DUR", "0", "every endpoint answers 503 'Loading model' until DUR", true },
-	{ "chat-ready-after", D, "DUR", "0", "chat completions answer 503 until DUR", true },
-	/* faults */
-	{ "fault-500", F, "P", "0", "probability of HTTP 500", true },
-	{ "fault-429", F, "P", "0", "probability of HTTP 429 with Retry-After", true },
-	{ "retry-after", I, "SECONDS", "1", "Retry-After value sent with 429", true },
-	{ "fault-drop", F, "P", "0", "probability of dropping the connection mid-stream", true },
-	{ "fault-malformed", F, "P", "0", "probability of a malformed JSON chunk mid-stream", true },
-	{ "fault-error-chunk", F, "P", "0", "probability of an error object inside the stream", true },
-	{ "fault-no-usage", F, "P", "0", "probability of omitting the usage chunk", true },
-	{ "fault-no-done", F, "P", "0", "probability of ending without [DONE]", true },
-	{ "fault-stall", F, "P", "0", "probability of a stall (see --stall-for, --stall-at)", true },
-	{ "stall-for", D, "DUR", "1s", "length of an injected stall", true },
-	{ "stall-at", I, "N", "1", "token index at which a stall starts", true },
+    /* process-level */
+    {"listen", S, "HOST:PORT", "127.0.0.1:0",
+     "address to listen on (port 0 picks one); loopback only unless --allow-remote", false},
+    {"allow-remote", B, NULL, NULL, "permit a non-loopback --listen address", false},
+    {"port-file", S, "FILE", NULL,
+     "write the bound port to FILE once listening (atomically: temp file + rename)", false},
+    {"truth-log", S, "FILE", NULL,
+     "write one JSON line per chat request with the true timings (flushed every 100ms)", false},
+    {"stats-file", S, "FILE", NULL,
+     "write chunk lateness statistics (scheduled vs actual) as JSON at exit", false},
+    {"max-body", S, "SIZE", "1MiB", "largest request body accepted (413 beyond)", false},
+    {"max-connections", I, "N", "20000", "connections served at once (more are closed)", false},
+    {"grace", D, "DUR", "5s",
+     "on SIGTERM/SIGINT, time decoding streams get to finish before they are cut", false},
+    /* model and protocol */
+    {"model", S, "NAME", "chatload-sim",
+     "model name served, or a comma-separated list (others get 404)", true},
+    {"api-key", S, "KEY", NULL, "require 'Authorization: Bearer KEY' on /v1 (401 otherwise)", true},
+    {"reasoning-field", S, "NAME", "reasoning_content",
+     "delta field of reasoning tokens: reasoning_content (vLLM, SGLang) or reasoning", true},
+    /* timing */
+    {"ttft", D, "DUR", "100ms", "time from getting a batch slot to the first token", true},
+    {"itl", D, "DUR", "10ms", "interval between tokens", true},
+    {"output-tokens", S, "SPEC", "request",
+     "output length: 'request' (max_completion_tokens, else max_tokens, else 128), N, "
+     "uniform:MIN-MAX or normal:MEAN,SD (all capped by the request's max)",
+     true},
+    {"reasoning-tokens", I, "N", "0",
+     "reasoning tokens emitted first, counted in the output (a thinking model)", true},
+    {"tokens-per-chunk", I, "N", "1", "tokens per SSE chunk (>1: speculative decoding)", true},
+    {"jitter", F, "FRAC", "0", "relative jitter on ttft and itl (0.1 = +-10%)", true},
+    {"seed", I, "N", "1", "seed for jitter, lengths and faults", true},
+    {"prefill-per-token", D, "DUR", "0", "extra time to first token per prompt token", true},
+    /* capacity */
+    {"max-batch", I, "N", "0", "requests decoding at once, the rest queue (0: unlimited)", true},
+    {"itl-per-active", D, "DUR", "0", "added to itl for each active stream beyond the first", true},
+    /* readiness phases */
+    {"loading-for", D, "DUR", "0",
+     "every endpoint answers 503 'Loading model' until DUR after start", true},
+    {"chat-ready-after", D, "DUR", "0",
+     "chat completions answer 503 until DUR after start (models and health answer)", true},
+    /* faults */
+    {"fault-500", F, "P", "0", "probability of HTTP 500", true},
+    {"fault-429", F, "P", "0", "probability of HTTP 429 with Retry-After", true},
+    {"retry-after", I, "SECONDS", "1", "Retry-After value sent with 429", true},
+    {"fault-drop", F, "P", "0", "probability of dropping the connection mid-stream", true},
+    {"fault-malformed", F, "P", "0", "probability of a malformed JSON chunk mid-stream", true},
+    {"fault-error-chunk", F, "P", "0", "probability of an error object inside the stream", true},
+    {"fault-no-usage", F, "P", "0", "probability of omitting the usage chunk", true},
+    {"fault-no-done", F, "P", "0", "probability of ending without [DONE]", true},
+    {"fault-stall", F, "P", "0", "probability of a stall (see --stall-for, --stall-at)", true},
+    {"stall-for", D, "DUR", "1s", "length of an injected stall", true},
+    {"stall-at", I, "N", "1", "tokens sent before an injected stall", true},
+    {"fault-at", I, "N", NULL,
+     "tokens sent before a drop, malformed or error chunk (default: half the output)", true},
+    {"fault-schedule", S, "LIST", NULL,
+     "faults by request number, e.g. 'drop@2,500@5' (names: 500 429 drop malformed "
+     "error-chunk no-usage no-done stall); overrides the probabilities",
+     true},
 };
 
 const size_t cl_sim_options_count = sizeof(cl_sim_options) / sizeof(cl_sim_options[0]);

@@ -1,0 +1,257 @@
+/* Request routing and policy of chatload-sim (see api.h). */
+#include "api.h"
+
+#include "chat.h"
+#include "chatload/clock.h"
+#include "faults.h"
+#include "render.h"
+#include "rng.h"
+#include "conn.h"
+#include "stream.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define DEFAULT_OUTPUT_TOKENS 128
+
+/* llama.cpp's answer while the model loads (tests/data/streams/README.md). */
+static bool answer_loading(struct cl_sim_conn *c)
+{
+	return cl_sim_conn_error(c, 503, NULL, "Loading model", "unavailable_error", NULL);
+}
+
+static bool answer_json(struct cl_sim_conn *c, int status, const struct cl_buf *b)
+{
+	return cl_sim_conn_respond(c, status, NULL, b->data ? b->data : "", b->len);
+}
+
+static bool method_not_allowed(struct cl_sim_conn *c, const char *allow)
+{
+	char hdr[64];
+	snprintf(hdr, sizeof(hdr), "Allow: %s\r\n", allow);
+	return cl_sim_conn_error(c, 405, hdr, "method not allowed", "invalid_request_error",
+				 "method_not_allowed");
+}
+
+/* Compares in time independent of where the strings differ. */
+static bool equal_ct(const char *a, size_t an, const char *b, size_t bn)
+{
+	unsigned char d = an != bn;
+	size_t n = an < bn ? an : bn;
+	for (size_t i = 0; i < n; i++)
+		d |= (unsigned char)(a[i] ^ b[i]);
+	return d == 0;
+}
+
+static bool authorized(const struct cl_sim_config *cfg, const struct cl_sim_http_req *req)
+{
+	if (!cfg->api_key)
+		return true;
+	if (!req->has_auth || req->auth_too_long || strncmp(req->auth, "Bearer ", 7) != 0)
+		return false;
+	return equal_ct(req->auth + 7, strlen(req->auth + 7), cfg->api_key, strlen(cfg->api_key));
+}
+
+static const char *find_model(const struct cl_sim_config *cfg, const char *name)
+{
+	for (size_t i = 0; i < cfg->n_models; i++)
+		if (strcmp(cfg->models[i], name) == 0)
+			return cfg->models[i];
+	return NULL;
+}
+
+static uint32_t pick_length(const struct cl_sim_config *cfg, struct cl_sim_stream *st,
+			    uint32_t req_max)
+{
+	double x;
+	uint32_t n;
+	switch (cfg->len_kind) {
+	case CL_SIM_LEN_FIXED:
+		n = cfg->len_a;
+		break;
+	case CL_SIM_LEN_UNIFORM:
+		n = cfg->len_a +
+		    (uint32_t)(cl_sim_rng_next(&st->rng) % ((uint64_t)cfg->len_b - cfg->len_a + 1));
+		break;
+	case CL_SIM_LEN_NORMAL:
+		x = llround(cfg->len_mean + cfg->len_sd * cl_sim_rng_normal(&st->rng));
+		n = x < 1 ? 1 : x > CL_SIM_MAX_OUTPUT ? CL_SIM_MAX_OUTPUT : (uint32_t)x;
+		break;
+	case CL_SIM_LEN_REQUEST:
+	default:
+		n = req_max ? req_max : DEFAULT_OUTPUT_TOKENS;
+		break;
+	}
+	if (req_max && n >= req_max) {
+		n = req_max;
+		st->finish_length = true;
+	}
+	return n;
+}
+
+/* A request that passed every check: fault, length, then a stream or a fault answer. */
+static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl_sim_chat_req *cr,
+			const char *model, int64_t now)
+{
+	const struct cl_sim_config *cfg = s->cfg;
+	struct cl_sim_stream *st = &c->st;
+
+	st->seq = ++s->next_seq;
+	snprintf(st->id, sizeof(st->id), "chatcmpl-sim-%llu", (unsigned long long)st->seq);
+	st->model = model;
+	st->created_s = cl_wall_us() / 1000000;
+	st->stream = cr->stream;
+	st->include_usage = cr->stream && cr->include_usage;
+	st->continuous_usage = cr->stream && cr->continuous_usage;
+	st->rng = cl_sim_rng_for(cfg->seed, st->seq);
+	st->fault = cl_sim_fault_pick(cfg, st->seq, &st->rng);
+	st->prompt_tokens = cl_sim_chat_prompt_tokens(cr->prompt_chars);
+	st->planned_tokens = pick_length(cfg, st, cr->max_tokens);
+	st->planned_reasoning =
+	    cfg->reasoning_tokens < st->planned_tokens ? cfg->reasoning_tokens : st->planned_tokens;
+	st->fault_tok = cl_sim_fault_token(cfg, st->planned_tokens);
+	st->stall_tok = cl_sim_fault_stall_token(cfg, st->planned_tokens);
+
+	char hdr[256] = "";
+	size_t hl = 0;
+	if (st->has_request_id)
+		hl = (size_t)snprintf(hdr, sizeof(hdr), "X-Request-Id: %s\r\n", st->request_id);
+	if (st->fault == CL_SIM_FAULT_500) {
+		cl_sim_stream_log_rejected(s, st, 500);
+		cl_sim_conn_error(c, 500, hdr,
+				  "simulated internal server error (chatload-sim fault 500)",
+				  "server_error", "internal_error");
+		return;
+	}
+	if (st->fault == CL_SIM_FAULT_429) {
+		snprintf(hdr + hl, sizeof(hdr) - hl, "Retry-After: %u\r\n", cfg->retry_after_s);
+		cl_sim_stream_log_rejected(s, st, 429);
+		cl_sim_conn_error(c, 429, hdr, "Rate limit reached (chatload-sim fault 429)",
+				  "rate_limit_error", "rate_limit_exceeded");
+		return;
+	}
+	cl_sim_stream_begin(s, st, now);
+}
+
+static void handle_chat(struct cl_sim *s, struct cl_sim_conn *c, const char *body, size_t len,
+			int64_t now)
+{
+	struct cl_sim_stream *st = &c->st;
+	struct cl_sim_chat_req cr;
+	char msg[512];
+	const char *code;
+	const char *model = s->cfg->models[0];
+
+	if (cl_sim_chat_parse(body, len, &cr, msg, sizeof(msg), &code) != 0) {
+		cl_sim_stream_log_rejected(s, st, 400);
+		cl_sim_conn_error(c, 400, NULL, msg, "invalid_request_error", code);
+		return;
+	}
+	st->stream = cr.stream;
+	if (cr.has_model) {
+		model = cr.model_too_long ? NULL : find_model(s->cfg, cr.model);
+		if (!model) {
+			snprintf(msg, sizeof(msg), "The model `%s%s` does not exist.", cr.model,
+				 cr.model_too_long ? "..." : "");
+			cl_sim_stream_log_rejected(s, st, 404);
+			cl_sim_conn_error(c, 404, NULL, msg, "invalid_request_error",
+					  "model_not_found");
+			return;
+		}
+	}
+	accept_chat(s, c, &cr, model, now);
+}
+
+void cl_sim_api_handle(struct cl_sim *s, struct cl_sim_conn *c, const struct cl_sim_http_req *req,
+		       const char *body, size_t body_len)
+{
+	const struct cl_sim_config *cfg = s->cfg;
+	struct cl_sim_stream *st = &c->st;
+	int64_t now = cl_mono_us();
+	int64_t since = now - s->start_us;
+	bool is_chat = strcmp(req->path, "/v1/chat/completions") == 0;
+	bool get = strcmp(req->method, "GET") == 0;
+	struct cl_buf b = { .max = 1 << 20 };
+
+	memset(st, 0, sizeof(*st));
+	st->conn = c;
+	st->heap_idx = SIZE_MAX;
+	st->arrival_us = now;
+	if (req->has_request_id) {
+		st->has_request_id = true;
+		snprintf(st->request_id, sizeof(st->request_id), "%s", req->request_id);
+	}
+
+	if (s->draining) {
+		if (is_chat)
+			cl_sim_stream_log_rejected(s, st, 503);
+		cl_sim_conn_error(c, 503, NULL, "server is shutting down", "unavailable_error",
+				  "unavailable");
+		return;
+	}
+	if (since < cfg->loading_for_us) {
+		if (is_chat)
+			cl_sim_stream_log_rejected(s, st, 503);
+		answer_loading(c);
+		return;
+	}
+	if (strcmp(req->path, "/health") == 0) {
+		if (!get) {
+			method_not_allowed(c, "GET");
+			return;
+		}
+		cl_buf_puts(&b, "{\"status\":\"ok\"}");
+		answer_json(c, 200, &b);
+		goto out;
+	}
+	if (strncmp(req->path, "/v1/", 4) == 0 && !authorized(cfg, req)) {
+		if (is_chat)
+			cl_sim_stream_log_rejected(s, st, 401);
+		cl_sim_conn_error(c, 401, "WWW-Authenticate: Bearer\r\n",
+				  "Incorrect API key provided", "invalid_request_error",
+				  "invalid_api_key");
+		return;
+	}
+	if (strcmp(req->path, "/v1/models") == 0) {
+		if (!get) {
+			method_not_allowed(c, "GET");
+			return;
+		}
+		cl_sim_render_models(&b, cfg, NULL, s->start_wall_s);
+		answer_json(c, 200, &b);
+		goto out;
+	}
+	if (strncmp(req->path, "/v1/models/", 11) == 0) {
+		const char *m = find_model(cfg, req->path + 11);
+		if (!get) {
+			method_not_allowed(c, "GET");
+			return;
+		}
+		if (!m) {
+			cl_sim_conn_error(c, 404, NULL, "model not found", "invalid_request_error",
+					  "model_not_found");
+			return;
+		}
+		cl_sim_render_models(&b, cfg, m, s->start_wall_s);
+		answer_json(c, 200, &b);
+		goto out;
+	}
+	if (!is_chat) {
+		cl_sim_conn_error(c, 404, NULL, "not found", "invalid_request_error", "not_found");
+		return;
+	}
+	if (strcmp(req->method, "POST") != 0) {
+		cl_sim_stream_log_rejected(s, st, 405);
+		method_not_allowed(c, "POST");
+		return;
+	}
+	if (since < cfg->chat_ready_after_us) {
+		cl_sim_stream_log_rejected(s, st, 503);
+		answer_loading(c);
+		return;
+	}
+	handle_chat(s, c, body, body_len, now);
+out:
+	cl_buf_free(&b);
+}

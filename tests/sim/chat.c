@@ -1,0 +1,161 @@
+/* Chat completions request decoding for chatload-sim (see chat.h). */
+#include "chat.h"
+
+#include "chatload/err.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MAX_MESSAGES 100000
+
+static uint64_t utf8_chars(const char *s, size_t n)
+{
+	uint64_t chars = 0;
+	for (size_t i = 0; i < n; i++)
+		if (((unsigned char)s[i] & 0xc0) != 0x80)
+			chars++;
+	return chars;
+}
+
+/* Characters of a message's content: a string, or an array of parts with "text". */
+static int content_chars(json_t *content, uint64_t *chars)
+{
+	if (!content || json_is_null(content))
+		return 0;
+	if (json_is_string(content)) {
+		*chars += utf8_chars(json_string_value(content), json_string_length(content));
+		return 0;
+	}
+	if (!json_is_array(content))
+		return CL_EINVAL;
+	size_t i;
+	json_t *part;
+	json_array_foreach(content, i, part)
+	{
+		if (!json_is_object(part))
+			return CL_EINVAL;
+		json_t *text = json_object_get(part, "text");
+		if (json_is_string(text))
+			*chars += utf8_chars(json_string_value(text), json_string_length(text));
+	}
+	return 0;
+}
+
+static int get_bool(json_t *obj, const char *key, bool *out, char *msg, size_t n, const char **code)
+{
+	json_t *v = json_object_get(obj, key);
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_boolean(v)) {
+		snprintf(msg, n, "'%s' must be a boolean", key);
+		*code = "invalid_type";
+		return CL_EINVAL;
+	}
+	*out = json_is_true(v);
+	return 0;
+}
+
+static int get_max(json_t *root, const char *key, uint32_t *out, char *msg, size_t n,
+		   const char **code)
+{
+	json_t *v = json_object_get(root, key);
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+	    json_integer_value(v) > CL_SIM_MAX_OUTPUT) {
+		snprintf(msg, n, "'%s' must be an integer from 1 to %d", key, CL_SIM_MAX_OUTPUT);
+		*code = "invalid_value";
+		return CL_EINVAL;
+	}
+	*out = (uint32_t)json_integer_value(v);
+	return 0;
+}
+
+int cl_sim_chat_parse(const char *body, size_t len, struct cl_sim_chat_req *req, char *msg,
+		      size_t n, const char **code)
+{
+	json_error_t jerr;
+	json_t *root = NULL;
+	int rc = CL_EINVAL;
+	uint32_t max_tokens = 0, max_completion = 0;
+
+	memset(req, 0, sizeof(*req));
+	*code = "invalid_request";
+	root = json_loadb(body, len, 0, &jerr);
+	if (!root) {
+		snprintf(msg, n, "invalid JSON body: %s (line %d, column %d)", jerr.text, jerr.line,
+			 jerr.column);
+		*code = "invalid_json";
+		return CL_EPARSE;
+	}
+	if (!json_is_object(root)) {
+		snprintf(msg, n, "the request body must be a JSON object");
+		goto out;
+	}
+	json_t *messages = json_object_get(root, "messages");
+	if (!messages) {
+		snprintf(msg, n, "'messages' is a required property");
+		*code = "missing_required_parameter";
+		goto out;
+	}
+	if (!json_is_array(messages) || json_array_size(messages) == 0 ||
+	    json_array_size(messages) > MAX_MESSAGES) {
+		snprintf(msg, n, "'messages' must be a non-empty array of messages");
+		*code = "invalid_type";
+		goto out;
+	}
+	size_t i;
+	json_t *m;
+	json_array_foreach(messages, i, m)
+	{
+		if (!json_is_object(m) ||
+		    content_chars(json_object_get(m, "content"), &req->prompt_chars) != 0) {
+			snprintf(msg, n,
+				 "messages[%zu] must be an object with string or text-part "
+				 "content",
+				 i);
+			*code = "invalid_type";
+			goto out;
+		}
+	}
+	json_t *model = json_object_get(root, "model");
+	if (model && !json_is_null(model)) {
+		if (!json_is_string(model)) {
+			snprintf(msg, n, "'model' must be a string");
+			*code = "invalid_type";
+			goto out;
+		}
+		req->has_model = true;
+		req->model_too_long = json_string_length(model) >= sizeof(req->model);
+		snprintf(req->model, sizeof(req->model), "%s", json_string_value(model));
+	}
+	if (get_bool(root, "stream", &req->stream, msg, n, code) ||
+	    get_max(root, "max_tokens", &max_tokens, msg, n, code) ||
+	    get_max(root, "max_completion_tokens", &max_completion, msg, n, code))
+		goto out;
+	req->max_tokens = max_completion ? max_completion : max_tokens;
+	json_t *so = json_object_get(root, "stream_options");
+	if (so && !json_is_null(so)) {
+		if (!json_is_object(so)) {
+			snprintf(msg, n, "'stream_options' must be an object");
+			*code = "invalid_type";
+			goto out;
+		}
+		if (get_bool(so, "include_usage", &req->include_usage, msg, n, code) ||
+		    get_bool(so, "continuous_usage_stats", &req->continuous_usage, msg, n, code))
+			goto out;
+	}
+	/* As vLLM: per-chunk usage only when usage was asked for at all. */
+	req->continuous_usage = req->continuous_usage && req->include_usage;
+	rc = 0;
+out:
+	json_decref(root);
+	return rc;
+}
+
+uint32_t cl_sim_chat_prompt_tokens(uint64_t chars)
+{
+	uint64_t t = (chars + 3) / 4;
+	return t > UINT32_MAX ? UINT32_MAX : (uint32_t)t;
+}

@@ -1,0 +1,34 @@
+/* Decoding of a chat completions request body (untrusted JSON, via jansson): the one place
+ * chatload-sim reads what a client sent in a body. */
+#ifndef CHATLOAD_SIM_CHAT_H
+#define CHATLOAD_SIM_CHAT_H
+
+#include "config.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct cl_sim_chat_req {
+	bool has_model;
+	bool model_too_long;
+	char model[CL_SIM_MODEL_MAX];
+	bool stream;
+	bool include_usage;
+	bool continuous_usage; /* vLLM's stream_options.continuous_usage_stats */
+	uint32_t max_tokens;   /* max_completion_tokens, else max_tokens; 0: not given */
+	uint64_t prompt_chars; /* Unicode characters in every message's text content */
+};
+
+/*
+ * Decodes body[0..len).  Returns 0 with req filled, or a negative CL_E* code with a human
+ * message in msg (size n) and the OpenAI error code (static text) in *code: a 400 answer.
+ * Allocates only inside jansson and frees before returning.
+ */
+int cl_sim_chat_parse(const char *body, size_t len, struct cl_sim_chat_req *req, char *msg,
+		      size_t n, const char **code);
+
+/* ceil(chars / 4): the prompt token estimate (documented in docs/simulator.md). */
+uint32_t cl_sim_chat_prompt_tokens(uint64_t chars);
+
+#endif

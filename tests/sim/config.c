@@ -1,0 +1,467 @@
+/* chatload-sim's flag parser: argv -> struct cl_sim_config through the shared option table. */
+#include "config.h"
+
+#include "chatload/sim_options.h"
+#include "chatload/units.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MAX_OPTS 96
+
+static const char *const fault_names[CL_SIM_FAULT_COUNT] = {
+	[CL_SIM_FAULT_NONE] = NULL,
+	[CL_SIM_FAULT_500] = "500",
+	[CL_SIM_FAULT_429] = "429",
+	[CL_SIM_FAULT_DROP] = "drop",
+	[CL_SIM_FAULT_MALFORMED] = "malformed",
+	[CL_SIM_FAULT_ERROR_CHUNK] = "error-chunk",
+	[CL_SIM_FAULT_NO_USAGE] = "no-usage",
+	[CL_SIM_FAULT_NO_DONE] = "no-done",
+	[CL_SIM_FAULT_STALL] = "stall",
+};
+
+/* The option behind each fault probability, in enum order. */
+static const char *const fault_flags[CL_SIM_FAULT_COUNT] = {
+	[CL_SIM_FAULT_500] = "fault-500",
+	[CL_SIM_FAULT_429] = "fault-429",
+	[CL_SIM_FAULT_DROP] = "fault-drop",
+	[CL_SIM_FAULT_MALFORMED] = "fault-malformed",
+	[CL_SIM_FAULT_ERROR_CHUNK] = "fault-error-chunk",
+	[CL_SIM_FAULT_NO_USAGE] = "fault-no-usage",
+	[CL_SIM_FAULT_NO_DONE] = "fault-no-done",
+	[CL_SIM_FAULT_STALL] = "fault-stall",
+};
+
+const char *cl_sim_fault_name(enum cl_sim_fault f)
+{
+	return (f > CL_SIM_FAULT_NONE && f < CL_SIM_FAULT_COUNT) ? fault_names[f] : NULL;
+}
+
+/* Prints text word-wrapped to 100 columns from column col, continuation lines indented to
+ * column col as well. */
+static void print_wrapped(FILE *f, const char *text, int col)
+{
+	const char *p = text;
+	int at = col;
+	bool line_start = true;
+	while (*p) {
+		const char *sp = strchr(p, ' ');
+		int wl = sp ? (int)(sp - p) : (int)strlen(p);
+		if (!line_start && at + 1 + wl > 100) {
+			fprintf(f, "\n%*s", col, "");
+			at = col;
+			line_start = true;
+		}
+		if (!line_start) {
+			fputc(' ', f);
+			at++;
+		}
+		fwrite(p, 1, (size_t)wl, f);
+		at += wl;
+		line_start = false;
+		p += wl;
+		while (*p == ' ')
+			p++;
+	}
+	fputc('\n', f);
+}
+
+void cl_sim_config_help(FILE *f)
+{
+	fprintf(f,
+		"usage: chatload-sim [OPTION...]\n\n"
+		"An OpenAI-compatible streaming chat completions server with exact, configurable\n"
+		"timing, readiness phases and injected faults (see docs/simulator.md).\n\n"
+		"Options (--name VALUE or --name=VALUE):\n");
+	for (size_t i = 0; i < cl_sim_options_count; i++) {
+		const struct cl_sim_option *o = &cl_sim_options[i];
+		char left[64], help[512];
+		snprintf(left, sizeof(left), "--%s%s%s", o->name, o->metavar ? " " : "",
+			 o->metavar ? o->metavar : "");
+		snprintf(help, sizeof(help), "%s%s%s%s", o->help, o->def ? " (default " : "",
+			 o->def ? o->def : "", o->def ? ")" : "");
+		fprintf(f, "  %-24s ", left);
+		print_wrapped(f, help, 27);
+	}
+	fprintf(f, "  %-24s %s\n  %-24s %s\n\n", "-h, --help", "show this help and exit",
+		"--version", "show the version and exit");
+	fprintf(f, "Durations: 500us, 20ms, 1.5s, 2m.  Sizes: 512, 64KiB, 1MiB.\n"
+		   "Endpoints: POST /v1/chat/completions, GET /v1/models, GET /v1/models/ID,\n"
+		   "GET /health.  Logging: CHATLOAD_LOG=debug|info|warn|error|quiet (stderr).\n"
+		   "Signals: SIGTERM/SIGINT stop accepting, let decoding streams finish within\n"
+		   "--grace, cut the rest, flush the truth log and exit 0.  SIGUSR1 restarts the\n"
+		   "chunk lateness statistics (for benchmarks).\n");
+}
+
+/* Looks a value up by option name (the name must be in the table). */
+static const char *val(const char *const *vals, const char *name)
+{
+	const struct cl_sim_option *o = cl_sim_option_find(name);
+	return o ? vals[o - cl_sim_options] : NULL;
+}
+
+static int get_duration(const char *const *vals, const char *name, int64_t *out, struct cl_err *err)
+{
+	const char *v = val(vals, name);
+	if (!v)
+		return 0;
+	int rc = cl_parse_duration_us(v, out, err);
+	if (rc)
+		cl_err_prefix(err, "--%s", name);
+	return rc;
+}
+
+static int get_u32(const char *const *vals, const char *name, uint32_t max, uint32_t *out,
+		   struct cl_err *err)
+{
+	const char *v = val(vals, name);
+	uint64_t x;
+	if (!v)
+		return 0;
+	int rc = cl_parse_u64(v, max, &x);
+	if (rc == CL_ERANGE)
+		return cl_err_set(err, rc, "--%s: '%s' is out of range (at most %u)", name, v, max);
+	if (rc)
+		return cl_err_set(err, rc, "--%s: '%s' is not a non-negative integer", name, v);
+	*out = (uint32_t)x;
+	return 0;
+}
+
+static int get_prob(const char *const *vals, const char *name, double max, double *out,
+		    struct cl_err *err)
+{
+	const char *v = val(vals, name);
+	double x;
+	if (!v)
+		return 0;
+	if (cl_parse_double(v, &x) != 0 || x < 0 || x > max)
+		return cl_err_set(err, CL_EINVAL, "--%s: '%s' is not a number in [0, %g]", name, v,
+				  max);
+	*out = x;
+	return 0;
+}
+
+/* Splits "A<sep>B" into two u32s. */
+static int parse_pair(const char *text, char sep, uint64_t *a, uint64_t *b, bool real, double *da,
+		      double *db)
+{
+	char left[32], right[32];
+	const char *s = strchr(text, sep);
+	if (!s || (size_t)(s - text) >= sizeof(left) || strlen(s + 1) >= sizeof(right))
+		return CL_EINVAL;
+	memcpy(left, text, (size_t)(s - text));
+	left[s - text] = '\0';
+	strcpy(right, s + 1);
+	if (real)
+		return (cl_parse_double(left, da) || cl_parse_double(right, db)) ? CL_EINVAL : 0;
+	return (cl_parse_u64(left, CL_SIM_MAX_OUTPUT, a) ||
+		cl_parse_u64(right, CL_SIM_MAX_OUTPUT, b))
+		   ? CL_EINVAL
+		   : 0;
+}
+
+static int parse_output_tokens(struct cl_sim_config *cfg, const char *v, struct cl_err *err)
+{
+	uint64_t a = 0, b = 0;
+	double da = 0, db = 0;
+	if (strcmp(v, "request") == 0) {
+		cfg->len_kind = CL_SIM_LEN_REQUEST;
+		return 0;
+	}
+	if (strncmp(v, "uniform:", 8) == 0) {
+		if (parse_pair(v + 8, '-', &a, &b, false, NULL, NULL) || a < 1 || b < a)
+			goto bad;
+		cfg->len_kind = CL_SIM_LEN_UNIFORM;
+		cfg->len_a = (uint32_t)a;
+		cfg->len_b = (uint32_t)b;
+		return 0;
+	}
+	if (strncmp(v, "normal:", 7) == 0) {
+		if (parse_pair(v + 7, ',', NULL, NULL, true, &da, &db) || da < 1 || db < 0 ||
+		    da > CL_SIM_MAX_OUTPUT)
+			goto bad;
+		cfg->len_kind = CL_SIM_LEN_NORMAL;
+		cfg->len_mean = da;
+		cfg->len_sd = db;
+		return 0;
+	}
+	if (cl_parse_u64(v, CL_SIM_MAX_OUTPUT, &a) == 0 && a >= 1) {
+		cfg->len_kind = CL_SIM_LEN_FIXED;
+		cfg->len_a = (uint32_t)a;
+		return 0;
+	}
+bad:
+	return cl_err_set(
+	    err, CL_EINVAL,
+	    "--output-tokens: invalid '%s' (expected request, N >= 1, uniform:MIN-MAX "
+	    "or normal:MEAN,SD)",
+	    v);
+}
+
+static int parse_models(struct cl_sim_config *cfg, const char *v, struct cl_err *err)
+{
+	const char *p = v;
+	cfg->n_models = 0;
+	for (;;) {
+		const char *comma = strchr(p, ',');
+		size_t n = comma ? (size_t)(comma - p) : strlen(p);
+		if (n == 0 || n >= CL_SIM_MODEL_MAX)
+			return cl_err_set(err, CL_EINVAL, "--model: invalid name list '%s'", v);
+		if (cfg->n_models == CL_SIM_MAX_MODELS)
+			return cl_err_set(err, CL_ERANGE, "--model: at most %d models",
+					  CL_SIM_MAX_MODELS);
+		for (size_t i = 0; i < n; i++) {
+			unsigned char ch = (unsigned char)p[i];
+			/* The name is copied into JSON and headers verbatim: keep it plain. */
+			if (ch < 0x21 || ch == '"' || ch == '\\' || ch == 0x7f)
+				return cl_err_set(err, CL_EINVAL,
+						  "--model: invalid character in '%.*s'", (int)n,
+						  p);
+		}
+		memcpy(cfg->models[cfg->n_models], p, n);
+		cfg->models[cfg->n_models][n] = '\0';
+		cfg->n_models++;
+		if (!comma)
+			return 0;
+		p = comma + 1;
+	}
+}
+
+static int parse_schedule(struct cl_sim_config *cfg, const char *v, struct cl_err *err)
+{
+	const char *p = v;
+	cfg->n_schedule = 0;
+	while (*p) {
+		const char *comma = strchr(p, ',');
+		size_t n = comma ? (size_t)(comma - p) : strlen(p);
+		char item[64], num[32];
+		const char *at;
+		uint64_t seq;
+		enum cl_sim_fault f = CL_SIM_FAULT_NONE;
+		if (n == 0 || n >= sizeof(item))
+			goto bad;
+		memcpy(item, p, n);
+		item[n] = '\0';
+		at = strchr(item, '@');
+		if (!at || strlen(at + 1) >= sizeof(num))
+			goto bad;
+		strcpy(num, at + 1);
+		for (int i = 1; i < CL_SIM_FAULT_COUNT; i++) {
+			size_t l = strlen(fault_names[i]);
+			if ((size_t)(at - item) == l && strncmp(item, fault_names[i], l) == 0)
+				f = (enum cl_sim_fault)i;
+		}
+		if (f == CL_SIM_FAULT_NONE || cl_parse_u64(num, UINT64_MAX, &seq) || seq == 0)
+			goto bad;
+		if (cfg->n_schedule == CL_SIM_MAX_SCHEDULE)
+			return cl_err_set(err, CL_ERANGE, "--fault-schedule: at most %d entries",
+					  CL_SIM_MAX_SCHEDULE);
+		cfg->schedule[cfg->n_schedule].seq = seq;
+		cfg->schedule[cfg->n_schedule].fault = f;
+		cfg->n_schedule++;
+		if (!comma)
+			break;
+		p = comma + 1;
+	}
+	return 0;
+bad:
+	return cl_err_set(err, CL_EINVAL,
+			  "--fault-schedule: invalid '%s' (expected NAME@N[,NAME@N...], e.g. "
+			  "drop@2,500@5)",
+			  v);
+}
+
+/* Splits "host:port", "[v6]:port" into cfg->listen_host / listen_port. */
+static int parse_listen(struct cl_sim_config *cfg, const char *v, struct cl_err *err)
+{
+	const char *host = v, *port;
+	size_t host_len;
+	if (v[0] == '[') {
+		const char *close = strchr(v, ']');
+		if (!close || close[1] != ':')
+			goto bad;
+		host = v + 1;
+		host_len = (size_t)(close - host);
+		port = close + 2;
+	} else {
+		const char *colon = strrchr(v, ':');
+		if (!colon)
+			goto bad;
+		host_len = (size_t)(colon - v);
+		port = colon + 1;
+	}
+	uint64_t pn;
+	if (host_len == 0 || host_len >= sizeof(cfg->listen_host) ||
+	    cl_parse_u64(port, 65535, &pn) != 0)
+		goto bad;
+	memcpy(cfg->listen_host, host, host_len);
+	cfg->listen_host[host_len] = '\0';
+	snprintf(cfg->listen_port, sizeof(cfg->listen_port), "%u", (unsigned)pn);
+	return 0;
+bad:
+	return cl_err_set(err, CL_EINVAL,
+			  "--listen: invalid address '%s' (expected HOST:PORT or [V6]:PORT)", v);
+}
+
+/* Suggests the option nearest to an unknown name (shared prefix), or NULL. */
+static const char *nearest_option(const char *name)
+{
+	const char *best = NULL;
+	size_t best_len = 2;
+	for (size_t i = 0; i < cl_sim_options_count; i++) {
+		const char *o = cl_sim_options[i].name;
+		size_t l = 0;
+		while (o[l] && name[l] && o[l] == name[l])
+			l++;
+		if (l > best_len) {
+			best_len = l;
+			best = o;
+		}
+	}
+	return best;
+}
+
+static int collect(const char **vals, int argc, char **argv, struct cl_err *err)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		char name[64];
+		const char *eq, *value = NULL;
+		size_t n;
+		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			cl_sim_config_help(stdout);
+			return 1;
+		}
+		if (strcmp(a, "--version") == 0) {
+			printf("chatload-sim %s\n", CHATLOAD_VERSION);
+			return 1;
+		}
+		if (strncmp(a, "--", 2) != 0)
+			return cl_err_set(err, CL_EINVAL, "unexpected argument '%s'", a);
+		a += 2;
+		eq = strchr(a, '=');
+		n = eq ? (size_t)(eq - a) : strlen(a);
+		if (n >= sizeof(name))
+			return cl_err_set(err, CL_EINVAL, "unknown option '--%s'", a);
+		memcpy(name, a, n);
+		name[n] = '\0';
+		const struct cl_sim_option *o = cl_sim_option_find(name);
+		if (!o) {
+			const char *near = nearest_option(name);
+			if (near)
+				return cl_err_set(err, CL_EINVAL,
+						  "unknown option '--%s' (did you mean '--%s'?)",
+						  name, near);
+			return cl_err_set(err, CL_EINVAL, "unknown option '--%s'", name);
+		}
+		if (eq) {
+			value = eq + 1;
+		} else if (o->kind == CL_SIMOPT_BOOL) {
+			value = "true";
+		} else {
+			if (i + 1 >= argc)
+				return cl_err_set(err, CL_EINVAL,
+						  "option '--%s' needs a value (%s)", o->name,
+						  o->metavar ? o->metavar : "VALUE");
+			value = argv[++i];
+		}
+		vals[o - cl_sim_options] = value;
+	}
+	return 0;
+}
+
+int cl_sim_config_parse(struct cl_sim_config *cfg, int argc, char **argv, struct cl_err *err)
+{
+	const char *vals[MAX_OPTS] = { 0 };
+	const char *v;
+	uint64_t u;
+	int rc;
+
+	if (cl_sim_options_count > MAX_OPTS)
+		return cl_err_set(err, CL_ERANGE, "option table too large");
+	memset(cfg, 0, sizeof(*cfg));
+	for (size_t i = 0; i < cl_sim_options_count; i++)
+		vals[i] = cl_sim_options[i].def;
+	rc = collect(vals, argc, argv, err);
+	if (rc)
+		return rc;
+
+	if ((rc = parse_listen(cfg, val(vals, "listen"), err)))
+		return rc;
+	if ((v = val(vals, "allow-remote")) && cl_parse_bool(v, &cfg->allow_remote))
+		return cl_err_set(err, CL_EINVAL, "--allow-remote: '%s' is not a boolean", v);
+	cfg->port_file = val(vals, "port-file");
+	cfg->truth_log = val(vals, "truth-log");
+	cfg->stats_file = val(vals, "stats-file");
+	if ((rc = cl_parse_size(val(vals, "max-body"), &cfg->max_body, err)))
+		return cl_err_prefix(err, "--max-body");
+	if (cfg->max_body > (1ull << 30))
+		return cl_err_set(err, CL_ERANGE, "--max-body: at most 1GiB");
+	if ((rc = get_u32(vals, "max-connections", 1000000, &cfg->max_connections, err)))
+		return rc;
+	if (cfg->max_connections < 1)
+		return cl_err_set(err, CL_ERANGE, "--max-connections: must be at least 1");
+	if ((rc = get_duration(vals, "grace", &cfg->grace_us, err)))
+		return rc;
+
+	if ((rc = parse_models(cfg, val(vals, "model"), err)))
+		return rc;
+	cfg->api_key = val(vals, "api-key");
+	cfg->reasoning_field = val(vals, "reasoning-field");
+	if (strcmp(cfg->reasoning_field, "reasoning_content") != 0 &&
+	    strcmp(cfg->reasoning_field, "reasoning") != 0)
+		return cl_err_set(
+		    err, CL_EINVAL,
+		    "--reasoning-field: '%s' is neither reasoning_content nor reasoning",
+		    cfg->reasoning_field);
+
+	if ((rc = get_duration(vals, "ttft", &cfg->ttft_us, err)) ||
+	    (rc = get_duration(vals, "itl", &cfg->itl_us, err)) ||
+	    (rc = get_duration(vals, "prefill-per-token", &cfg->prefill_per_token_us, err)) ||
+	    (rc = get_duration(vals, "itl-per-active", &cfg->itl_per_active_us, err)) ||
+	    (rc = get_duration(vals, "loading-for", &cfg->loading_for_us, err)) ||
+	    (rc = get_duration(vals, "chat-ready-after", &cfg->chat_ready_after_us, err)) ||
+	    (rc = get_duration(vals, "stall-for", &cfg->stall_for_us, err)))
+		return rc;
+	if ((rc = parse_output_tokens(cfg, val(vals, "output-tokens"), err)))
+		return rc;
+	if ((rc = get_u32(vals, "reasoning-tokens", CL_SIM_MAX_OUTPUT, &cfg->reasoning_tokens,
+			  err)) ||
+	    (rc = get_u32(vals, "tokens-per-chunk", CL_SIM_MAX_TPC, &cfg->tokens_per_chunk, err)) ||
+	    (rc = get_u32(vals, "max-batch", 1000000, &cfg->max_batch, err)) ||
+	    (rc = get_u32(vals, "retry-after", 86400, &cfg->retry_after_s, err)) ||
+	    (rc = get_u32(vals, "stall-at", CL_SIM_MAX_OUTPUT, &cfg->stall_at, err)))
+		return rc;
+	if (cfg->tokens_per_chunk < 1)
+		return cl_err_set(err, CL_ERANGE, "--tokens-per-chunk: must be at least 1");
+	if ((rc = get_prob(vals, "jitter", 1.0, &cfg->jitter, err)))
+		return rc;
+	v = val(vals, "seed");
+	if (cl_parse_u64(v, UINT64_MAX, &cfg->seed))
+		return cl_err_set(err, CL_EINVAL, "--seed: '%s' is not a non-negative integer", v);
+	cfg->fault_at = -1;
+	if ((v = val(vals, "fault-at"))) {
+		if (cl_parse_u64(v, CL_SIM_MAX_OUTPUT, &u))
+			return cl_err_set(err, CL_EINVAL, "--fault-at: '%s' is not a token count",
+					  v);
+		cfg->fault_at = (int64_t)u;
+	}
+
+	double total = 0;
+	for (int f = 1; f < CL_SIM_FAULT_COUNT; f++) {
+		if ((rc = get_prob(vals, fault_flags[f], 1.0, &cfg->fault_p[f], err)))
+			return rc;
+		total += cfg->fault_p[f];
+	}
+	/* One uniform draw picks at most one fault, so the intervals must fit in [0, 1]. */
+	if (total > 1.0 + 1e-9)
+		return cl_err_set(err, CL_ERANGE,
+				  "fault probabilities add up to %g (at most 1: a request gets at "
+				  "most one fault)",
+				  total);
+	if ((v = val(vals, "fault-schedule")) && (rc = parse_schedule(cfg, v, err)))
+		return rc;
+	return 0;
+}

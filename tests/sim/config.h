@@ -1,0 +1,102 @@
+/* chatload-sim's typed configuration, parsed from argv through the shared option table. */
+#ifndef CHATLOAD_SIM_CONFIG_H
+#define CHATLOAD_SIM_CONFIG_H
+
+#include "chatload/err.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define CL_SIM_MAX_MODELS   8
+#define CL_SIM_MODEL_MAX    128     /* bytes of one model name */
+#define CL_SIM_MAX_SCHEDULE 256     /* entries of --fault-schedule */
+#define CL_SIM_MAX_OUTPUT   1000000 /* output tokens one request may ask for */
+#define CL_SIM_MAX_TPC      256     /* --tokens-per-chunk */
+
+/* How output length is chosen (--output-tokens). */
+enum cl_sim_len_kind {
+	CL_SIM_LEN_REQUEST, /* the request's max_completion_tokens / max_tokens, else 128 */
+	CL_SIM_LEN_FIXED,
+	CL_SIM_LEN_UNIFORM, /* integer uniform in [a, b] */
+	CL_SIM_LEN_NORMAL,  /* rounded normal(mean, sd), at least 1 */
+};
+
+/* The injectable faults; the order is the order of the probability intervals. */
+enum cl_sim_fault {
+	CL_SIM_FAULT_NONE = 0,
+	CL_SIM_FAULT_500,
+	CL_SIM_FAULT_429,
+	CL_SIM_FAULT_DROP,
+	CL_SIM_FAULT_MALFORMED,
+	CL_SIM_FAULT_ERROR_CHUNK,
+	CL_SIM_FAULT_NO_USAGE,
+	CL_SIM_FAULT_NO_DONE,
+	CL_SIM_FAULT_STALL,
+	CL_SIM_FAULT_COUNT
+};
+
+/* The fault's name as written in --fault-schedule and the truth log ("drop"); NULL for none. */
+const char *cl_sim_fault_name(enum cl_sim_fault f);
+
+struct cl_sim_sched_entry {
+	uint64_t seq; /* 1-based number of the accepted chat request */
+	enum cl_sim_fault fault;
+};
+
+struct cl_sim_config {
+	/* process */
+	char listen_host[256];
+	char listen_port[16];
+	bool allow_remote;
+	const char *port_file;  /* NULL: none */
+	const char *truth_log;  /* NULL: none */
+	const char *stats_file; /* NULL: none */
+	uint64_t max_body;
+	uint32_t max_connections;
+	int64_t grace_us;
+	/* model and protocol */
+	char models[CL_SIM_MAX_MODELS][CL_SIM_MODEL_MAX];
+	size_t n_models;
+	const char *api_key; /* NULL: no authentication */
+	const char *reasoning_field;
+	/* timing */
+	int64_t ttft_us;
+	int64_t itl_us;
+	int64_t prefill_per_token_us;
+	enum cl_sim_len_kind len_kind;
+	uint32_t len_a, len_b; /* fixed: a; uniform: [a, b] */
+	double len_mean, len_sd;
+	uint32_t reasoning_tokens;
+	uint32_t tokens_per_chunk;
+	double jitter;
+	uint64_t seed;
+	/* capacity */
+	uint32_t max_batch; /* 0: unlimited */
+	int64_t itl_per_active_us;
+	/* readiness */
+	int64_t loading_for_us;
+	int64_t chat_ready_after_us;
+	/* faults */
+	double fault_p[CL_SIM_FAULT_COUNT];
+	uint32_t retry_after_s;
+	int64_t stall_for_us;
+	uint32_t stall_at;
+	int64_t fault_at; /* tokens before a mid-stream fault; -1: half the output */
+	struct cl_sim_sched_entry schedule[CL_SIM_MAX_SCHEDULE];
+	size_t n_schedule;
+};
+
+/*
+ * Fills cfg from the option table's defaults and then argv (argv[0] skipped).  Flags are
+ * `--name VALUE`, `--name=VALUE`, and for booleans `--name` alone.  Returns 0, 1 when
+ * --help or --version was given (the text is already printed on stdout; exit 0), or a
+ * negative CL_E* code with a message in err.  String fields point into argv or static
+ * storage, so argv must outlive cfg.
+ */
+int cl_sim_config_parse(struct cl_sim_config *cfg, int argc, char **argv, struct cl_err *err);
+
+/* Prints the usage text, generated from the option table, to f. */
+void cl_sim_config_help(FILE *f);
+
+#endif

@@ -1,0 +1,27 @@
+/* libFuzzer target: chatload-sim's decoding of untrusted request bytes (HTTP head, chunked
+ * body, chat completions JSON).  Built with -DCHATLOAD_FUZZ=ON (clang). */
+#include "chat.h"
+#include "http.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const char *p = (const char *)data;
+	struct cl_sim_http_req req;
+	struct cl_buf body = { .max = 1 << 16 };
+	struct cl_sim_chat_req chat;
+	char msg[256];
+	const char *code;
+	size_t used;
+
+	if (cl_sim_http_parse(p, size, &req) == 1 && req.head_len <= size)
+		cl_sim_http_dechunk(p + req.head_len, size - req.head_len, &body, &used);
+	cl_sim_http_dechunk(p, size, &body, &used);
+	cl_buf_free(&body);
+	cl_sim_chat_parse(p, size, &chat, msg, sizeof(msg), &code);
+	return 0;
+}

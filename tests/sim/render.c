@@ -1,0 +1,253 @@
+/* Response rendering for chatload-sim (see render.h). */
+#include "render.h"
+
+#include "chatload/err.h"
+
+#include <string.h>
+
+/* Deterministic words, so a stream reads as text and the same request always says the
+ * same thing.  Every word is JSON-safe (no quotes, backslashes or control characters). */
+static const char *const content_words[] = {
+	" The",     " simulator", " streams", " tokens", " at",        " exact", " times,",
+	" so",      " load",      " tests",   " can",    " compare",   " what",  " they",
+	" measure", " with",      " what",    " really", " happened.", " Each",  " chunk",
+	" leaves",  " when",      " its",     " last",   " token",     " is",    " due,",
+	" and",     " the",       " truth",   " log",    " records",   " both",  " times.",
+};
+static const char *const reasoning_words[] = {
+	" Let",   " me", " think", " about", " what",   " the",    " user", " asks,",
+	" weigh", " a",  " few",   " ways",  " to",     " say",    " it,",  " and",
+	" plan",  " a",  " short", " clear", " answer", " first.",
+};
+#define N_CONTENT   (sizeof(content_words) / sizeof(content_words[0]))
+#define N_REASONING (sizeof(reasoning_words) / sizeof(reasoning_words[0]))
+
+void cl_sim_render_tokens(struct cl_sim_w *w, uint64_t seq, uint32_t first, uint32_t n,
+			  bool reasoning)
+{
+	for (uint32_t i = first; i < first + n; i++) {
+		/* request 1 starts at the first word; later ones further along */
+		const char *word = reasoning ? reasoning_words[(seq - 1 + i) % N_REASONING]
+					     : content_words[(seq - 1 + i) % N_CONTENT];
+		cl_sim_w_str(w, word);
+	}
+}
+
+static void render_usage_obj(struct cl_sim_w *w, uint32_t prompt, uint32_t completion,
+			     uint32_t reasoning)
+{
+	CL_SIM_W_LIT(w, "{\"prompt_tokens\":");
+	cl_sim_w_u64(w, prompt);
+	CL_SIM_W_LIT(w, ",\"completion_tokens\":");
+	cl_sim_w_u64(w, completion);
+	CL_SIM_W_LIT(w, ",\"total_tokens\":");
+	cl_sim_w_u64(w, (uint64_t)prompt + completion);
+	CL_SIM_W_LIT(w, ",\"completion_tokens_details\":{\"reasoning_tokens\":");
+	cl_sim_w_u64(w, reasoning);
+	CL_SIM_W_LIT(w, "}}");
+}
+
+static uint32_t reasoning_among(const struct cl_sim_stream *st, uint32_t tokens)
+{
+	return tokens < st->planned_reasoning ? tokens : st->planned_reasoning;
+}
+
+static void render_head(struct cl_sim_w *w, const struct cl_sim_stream *st)
+{
+	CL_SIM_W_LIT(w, "data: {\"id\":\"");
+	cl_sim_w_str(w, st->id);
+	CL_SIM_W_LIT(w, "\",\"object\":\"chat.completion.chunk\",\"created\":");
+	cl_sim_w_i64(w, st->created_s);
+	CL_SIM_W_LIT(w, ",\"model\":\"");
+	cl_sim_w_str(w, st->model);
+	CL_SIM_W_LIT(w, "\",\"choices\":[");
+}
+
+void cl_sim_render_chunk(struct cl_sim_w *w, const struct cl_sim_config *cfg,
+			 const struct cl_sim_stream *st, const struct cl_sim_chunk *ch)
+{
+	render_head(w, st);
+	CL_SIM_W_LIT(w, "{\"index\":0,\"delta\":{");
+	if (ch->role) {
+		CL_SIM_W_LIT(w, "\"role\":\"assistant\",\"content\":\"\"");
+	} else {
+		uint32_t a = ch->first_token, b = ch->first_token + ch->n_tokens;
+		uint32_t r_end = b < st->planned_reasoning ? b : st->planned_reasoning;
+		bool any = false;
+		if (a < r_end) {
+			CL_SIM_W_LIT(w, "\"");
+			cl_sim_w_str(w, cfg->reasoning_field);
+			CL_SIM_W_LIT(w, "\":\"");
+			cl_sim_render_tokens(w, st->seq, a, r_end - a, true);
+			CL_SIM_W_LIT(w, "\"");
+			any = true;
+			a = r_end;
+		}
+		if (a < b) {
+			if (any)
+				CL_SIM_W_LIT(w, ",");
+			CL_SIM_W_LIT(w, "\"content\":\"");
+			cl_sim_render_tokens(w, st->seq, a - st->planned_reasoning, b - a, false);
+			CL_SIM_W_LIT(w, "\"");
+		}
+	}
+	CL_SIM_W_LIT(w, "},\"logprobs\":null,\"finish_reason\":");
+	if (ch->finish) {
+		CL_SIM_W_LIT(w, "\"");
+		cl_sim_w_str(w, ch->finish);
+		CL_SIM_W_LIT(w, "\"");
+	} else {
+		CL_SIM_W_LIT(w, "null");
+	}
+	CL_SIM_W_LIT(w, "}]");
+	if (st->continuous_usage) {
+		uint32_t done = ch->role ? 0 : ch->first_token + ch->n_tokens;
+		CL_SIM_W_LIT(w, ",\"usage\":");
+		render_usage_obj(w, st->prompt_tokens, done, reasoning_among(st, done));
+	} else if (st->include_usage) {
+		CL_SIM_W_LIT(w, ",\"usage\":null");
+	}
+	CL_SIM_W_LIT(w, "}\n\n");
+}
+
+void cl_sim_render_usage(struct cl_sim_w *w, const struct cl_sim_stream *st)
+{
+	render_head(w, st);
+	CL_SIM_W_LIT(w, "],\"usage\":");
+	render_usage_obj(w, st->prompt_tokens, st->sent_tokens,
+			 reasoning_among(st, st->sent_tokens));
+	CL_SIM_W_LIT(w, "}\n\n");
+}
+
+void cl_sim_render_done(struct cl_sim_w *w)
+{
+	CL_SIM_W_LIT(w, "data: [DONE]\n\n");
+}
+
+void cl_sim_render_error_event(struct cl_sim_w *w)
+{
+	CL_SIM_W_LIT(w, "data: {\"error\":{\"object\":\"error\",\"message\":\"simulated error "
+			"inside the stream (chatload-sim fault error-chunk)\",\"type\":"
+			"\"InternalServerError\",\"param\":null,\"code\":500}}\n\n");
+}
+
+void cl_sim_render_malformed(struct cl_sim_w *w, const struct cl_sim_stream *st)
+{
+	/* Cut inside a string: no JSON parser can accept it. */
+	CL_SIM_W_LIT(w, "data: {\"id\":\"");
+	cl_sim_w_str(w, st->id);
+	CL_SIM_W_LIT(w, "\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,"
+			"\"delta\":{\"content\":\"trunc\n\n");
+}
+
+/* Appends tokens [first, first+n) to out, a batch at a time through a stack buffer. */
+static int append_tokens(struct cl_buf *out, uint64_t seq, uint32_t first, uint32_t n,
+			 bool reasoning)
+{
+	char tmp[4096];
+	while (n > 0) {
+		uint32_t batch = n < 256 ? n : 256; /* 256 words of <= 12 bytes fit */
+		struct cl_sim_w w;
+		cl_sim_w_init(&w, tmp, sizeof(tmp));
+		cl_sim_render_tokens(&w, seq, first, batch, reasoning);
+		int rc = cl_buf_append(out, tmp, cl_sim_w_len(&w, tmp));
+		if (rc)
+			return rc;
+		first += batch;
+		n -= batch;
+	}
+	return 0;
+}
+
+int cl_sim_render_completion(struct cl_buf *out, const struct cl_sim_config *cfg,
+			     const struct cl_sim_stream *st, bool with_usage)
+{
+	char tmp[512];
+	struct cl_sim_w w;
+	uint32_t n = st->planned_tokens, r = st->planned_reasoning;
+	int rc;
+
+	cl_sim_w_init(&w, tmp, sizeof(tmp));
+	CL_SIM_W_LIT(&w, "{\"id\":\"");
+	cl_sim_w_str(&w, st->id);
+	CL_SIM_W_LIT(&w, "\",\"object\":\"chat.completion\",\"created\":");
+	cl_sim_w_i64(&w, st->created_s);
+	CL_SIM_W_LIT(&w, ",\"model\":\"");
+	cl_sim_w_str(&w, st->model);
+	CL_SIM_W_LIT(&w, "\",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\","
+			 "\"content\":\"");
+	if ((rc = cl_buf_append(out, tmp, cl_sim_w_len(&w, tmp))))
+		return rc;
+	if ((rc = append_tokens(out, st->seq, r, n - r, false)))
+		return rc;
+	if ((rc = cl_buf_puts(out, "\"")))
+		return rc;
+	if (r > 0) {
+		if ((rc = cl_buf_printf(out, ",\"%s\":\"", cfg->reasoning_field)) ||
+		    (rc = append_tokens(out, st->seq, 0, r, true)) || (rc = cl_buf_puts(out, "\"")))
+			return rc;
+	}
+	cl_sim_w_init(&w, tmp, sizeof(tmp));
+	CL_SIM_W_LIT(&w, "},\"logprobs\":null,\"finish_reason\":\"");
+	cl_sim_w_str(&w, st->finish_length ? "length" : "stop");
+	CL_SIM_W_LIT(&w, "\"}]");
+	if (with_usage) {
+		CL_SIM_W_LIT(&w, ",\"usage\":");
+		render_usage_obj(&w, st->prompt_tokens, n, r);
+	}
+	CL_SIM_W_LIT(&w, "}");
+	return cl_buf_append(out, tmp, cl_sim_w_len(&w, tmp));
+}
+
+static int render_model(struct cl_buf *out, const char *id, int64_t created_s)
+{
+	return cl_buf_printf(out,
+			     "{\"id\":\"%s\",\"object\":\"model\",\"created\":%lld,\"owned_by\":"
+			     "\"chatload-sim\",\"root\":\"%s\",\"parent\":null}",
+			     id, (long long)created_s, id);
+}
+
+int cl_sim_render_models(struct cl_buf *out, const struct cl_sim_config *cfg, const char *id,
+			 int64_t created_s)
+{
+	int rc;
+	if (id)
+		return render_model(out, id, created_s);
+	if ((rc = cl_buf_puts(out, "{\"object\":\"list\",\"data\":[")))
+		return rc;
+	for (size_t i = 0; i < cfg->n_models; i++) {
+		if ((i && (rc = cl_buf_puts(out, ","))) ||
+		    (rc = render_model(out, cfg->models[i], created_s)))
+			return rc;
+	}
+	return cl_buf_puts(out, "]}");
+}
+
+int cl_sim_render_error(struct cl_buf *out, const char *message, const char *type, const char *code,
+			int status)
+{
+	char tmp[1024];
+	struct cl_sim_w w;
+	cl_sim_w_init(&w, tmp, sizeof(tmp));
+	if (!code) {
+		/* llama.cpp's field order, as captured in tests/data/streams/README.md */
+		CL_SIM_W_LIT(&w, "{\"error\":{\"code\":");
+		cl_sim_w_i64(&w, status);
+		CL_SIM_W_LIT(&w, ",\"message\":");
+		cl_sim_w_json(&w, message, strlen(message));
+		CL_SIM_W_LIT(&w, ",\"type\":");
+		cl_sim_w_json(&w, type, strlen(type));
+		CL_SIM_W_LIT(&w, "}}");
+	} else {
+		CL_SIM_W_LIT(&w, "{\"error\":{\"message\":");
+		cl_sim_w_json(&w, message, strlen(message));
+		CL_SIM_W_LIT(&w, ",\"type\":");
+		cl_sim_w_json(&w, type, strlen(type));
+		CL_SIM_W_LIT(&w, ",\"param\":null,\"code\":");
+		cl_sim_w_json(&w, code, strlen(code));
+		CL_SIM_W_LIT(&w, "}}");
+	}
+	if (w.overflow)
+		return CL_ETOOBIG;
+	return cl_buf_append(out, tmp, cl_sim_w_len(&w, tmp));
+}

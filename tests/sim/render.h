@@ -1,0 +1,62 @@
+/* chatload-sim's response text: chat.completion.chunk events in the OpenAI/vLLM shape, the
+ * non-streamed chat.completion, the model list and OpenAI-style error bodies. */
+#ifndef CHATLOAD_SIM_RENDER_H
+#define CHATLOAD_SIM_RENDER_H
+
+#include "chatload/buf.h"
+#include "config.h"
+#include "sim.h"
+#include "wbuf.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* One chat.completion.chunk event. */
+struct cl_sim_chunk {
+	bool role;            /* the opening chunk: delta {"role":"assistant","content":""} */
+	uint32_t first_token; /* index of its first token in the output */
+	uint32_t n_tokens;    /* tokens it carries (reasoning first, then content) */
+	const char *finish;   /* finish_reason, NULL: null */
+};
+
+/*
+ * Appends `data: {chunk}\n\n` to w.  Usage: none without include_usage; `"usage":null`
+ * with it; the cumulative usage (tokens up to and including this chunk) with
+ * continuous_usage.  Never allocates.
+ */
+void cl_sim_render_chunk(struct cl_sim_w *w, const struct cl_sim_config *cfg,
+			 const struct cl_sim_stream *st, const struct cl_sim_chunk *ch);
+
+/* Appends the usage-only final event (`"choices":[]`) counting st->sent_tokens. */
+void cl_sim_render_usage(struct cl_sim_w *w, const struct cl_sim_stream *st);
+
+/* Appends `data: [DONE]\n\n`. */
+void cl_sim_render_done(struct cl_sim_w *w);
+
+/* Appends an error object event `data: {"error":{...}}\n\n` (a fault mid-stream). */
+void cl_sim_render_error_event(struct cl_sim_w *w);
+
+/* Appends an event whose JSON is cut short (a fault mid-stream). */
+void cl_sim_render_malformed(struct cl_sim_w *w, const struct cl_sim_stream *st);
+
+/* Renders the whole non-streamed chat.completion for st's planned output into out
+ * (allocates; not a hot path).  0 or CL_ENOMEM / CL_ETOOBIG. */
+int cl_sim_render_completion(struct cl_buf *out, const struct cl_sim_config *cfg,
+			     const struct cl_sim_stream *st, bool with_usage);
+
+/* The /v1/models list (all served models), or one model object when id is not NULL. */
+int cl_sim_render_models(struct cl_buf *out, const struct cl_sim_config *cfg, const char *id,
+			 int64_t created_s);
+
+/* `{"error":{"message":...,"type":...,"param":null,"code":...}}` with a string code, or an
+ * integer code when code is NULL (llama.cpp's shape, used for 503 "Loading model"). */
+int cl_sim_render_error(struct cl_buf *out, const char *message, const char *type, const char *code,
+			int status);
+
+/* The text of reasoning or content tokens [first, first + n) of request seq (indices count
+ * within their kind; each kind has its own vocabulary), appended to w without quotes;
+ * JSON-safe by construction. */
+void cl_sim_render_tokens(struct cl_sim_w *w, uint64_t seq, uint32_t first, uint32_t n,
+			  bool reasoning);
+
+#endif

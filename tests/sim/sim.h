@@ -1,0 +1,129 @@
+/* chatload-sim's shared state: the server, its connections and the stream each one carries. */
+#ifndef CHATLOAD_SIM_SIM_H
+#define CHATLOAD_SIM_SIM_H
+
+#include "chatload/buf.h"
+#include "config.h"
+#include "stats.h"
+#include "truth.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct event;
+struct event_base;
+struct cl_sim;
+struct cl_sim_conn;
+
+enum cl_sim_phase {
+	CL_SIM_PHASE_IDLE = 0, /* no request on this connection */
+	CL_SIM_PHASE_QUEUED,   /* waiting for a batch slot */
+	CL_SIM_PHASE_RUNNING,  /* holding a slot, in the timer heap */
+};
+
+/*
+ * One chat completion being generated.  Embedded in its connection (HTTP/1.1 carries one
+ * response at a time), so a stream costs no allocation.  Times are CLOCK_MONOTONIC µs.
+ */
+struct cl_sim_stream {
+	enum cl_sim_phase phase;
+	uint64_t seq; /* 1-based number among accepted chat requests */
+	char id[40];  /* the response id, "chatcmpl-sim-<seq>" */
+	const char *model;
+	int64_t created_s; /* wall-clock seconds for the "created" field */
+	bool stream;
+	bool include_usage;
+	bool continuous_usage;
+	bool has_request_id;
+	char request_id[132];
+	enum cl_sim_fault fault;
+	uint64_t rng;
+
+	uint32_t prompt_tokens;
+	uint32_t planned_tokens;    /* completion tokens, reasoning included */
+	uint32_t planned_reasoning; /* the first planned_reasoning tokens are reasoning */
+	bool finish_length;         /* finish_reason "length": the request's max was reached */
+	uint32_t sent_tokens;
+	uint32_t chunks;    /* token-bearing chunks sent */
+	uint32_t fault_tok; /* the chunk carrying this token is where a mid-stream fault hits */
+	uint32_t stall_tok; /* the chunk carrying this token is delayed by --stall-for */
+	uint32_t next_n;    /* tokens in the chunk due at deadline_us */
+	bool stalled;
+
+	int64_t arrival_us;
+	int64_t start_us; /* got its batch slot */
+	int64_t sched_first_us, act_first_us;
+	int64_t sched_last_us, act_last_us; /* of the last chunk sent so far */
+	int64_t deadline_us;                /* when the next chunk is due */
+	int64_t max_late_us;
+
+	size_t heap_idx; /* position in the timer heap, SIZE_MAX when not in it */
+	struct cl_sim_stream *qprev, *qnext; /* batch wait queue */
+	struct cl_sim_conn *conn;
+};
+
+/* A client connection.  Pooled: freed ones go on a free list and are reused. */
+struct cl_sim_conn {
+	struct cl_sim *sim;
+	int fd;
+	uint64_t gen; /* bumped at every reuse: a callee can tell c was closed under it */
+	bool in_use;
+	bool busy;        /* a response is in progress (the stream or a delayed answer) */
+	bool keep_alive;  /* of the current request */
+	bool close_after; /* close once the backlog is written */
+	bool continue_sent;
+	struct event *ev_read;
+	struct event *ev_write;
+	bool write_armed;
+	struct cl_buf in;   /* bytes read and not yet consumed, capped */
+	struct cl_buf out;  /* bytes the socket did not take yet, capped */
+	struct cl_buf body; /* a decoded chunked request body */
+	size_t out_off;     /* written prefix of out */
+	struct cl_sim_stream st;
+	struct cl_sim_conn *prev, *next; /* the list of open connections, or the free list */
+};
+
+struct cl_sim {
+	const struct cl_sim_config *cfg;
+	bool inited;
+	struct event_base *base;
+	int64_t start_us;     /* process start: readiness phases count from here */
+	int64_t start_wall_s; /* the same instant in Unix seconds ("created" of models) */
+	int listen_fd;
+	int spare_fd; /* held for shedding connections when out of descriptors */
+	int port;     /* the bound port */
+	struct event *ev_listen;
+	struct event *ev_sigterm, *ev_sigint, *ev_sigusr1;
+	struct event *ev_grace;
+	struct event *ev_flush;  /* truth log flush every 100 ms */
+	uint64_t ticks;          /* of ev_flush */
+	uint64_t chunks_at_tick; /* stats.chunks at the last debug line */
+	bool draining;
+	uint32_t n_conns;
+	struct cl_sim_conn *conns; /* open connections */
+	struct cl_sim_conn *free_conns;
+
+	/* the timer heap of running streams, ordered by deadline_us */
+	struct cl_sim_stream **heap;
+	size_t heap_len, heap_cap;
+	struct event *ev_timer;
+	int64_t timer_armed_us; /* deadline the timer is armed for, 0: not armed */
+	bool in_timer;          /* inside the timer callback: it re-arms at the end */
+
+	/* the capacity model */
+	uint32_t active; /* streams holding a batch slot */
+	struct cl_sim_stream *q_head, *q_tail;
+	uint32_t queued;
+
+	uint64_t next_seq;
+	struct cl_sim_truth truth;
+	struct cl_sim_stats stats;
+	char *scratch; /* rendering space for one write, CL_SIM_SCRATCH bytes */
+	char *rbuf;    /* receive space, CL_SIM_SCRATCH bytes */
+};
+
+#define CL_SIM_SCRATCH     (64 * 1024)
+#define CL_SIM_BACKLOG_MAX (1u << 20) /* unsent bytes per connection before it is cut */
+
+#endif

@@ -1,0 +1,315 @@
+/* Chunk timing, rendering and in-stream faults of chatload-sim (see stream.h). */
+#include "stream.h"
+
+#include "chatload/clock.h"
+#include "chatload/log.h"
+#include "render.h"
+#include "rng.h"
+#include "sched.h"
+#include "conn.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Room before the SSE payload for the HTTP chunk size line, and after it for the chunk's
+ * CRLF and the terminating "0\r\n\r\n". */
+#define FRAME_HEAD 16
+#define FRAME_TAIL 16
+
+static void log_stream(struct cl_sim *s, const struct cl_sim_stream *st, int http_status,
+		       const char *outcome, int64_t now_us)
+{
+	struct cl_sim_truth_rec r = {
+		.id = st->seq ? st->id : NULL,
+		.seq = st->seq,
+		.request_id = st->has_request_id ? st->request_id : NULL,
+		.model = st->model,
+		.stream = st->stream,
+		.http_status = http_status,
+		.outcome = outcome,
+		.fault = cl_sim_fault_name(st->fault),
+		.arrival_us = st->arrival_us,
+		.queued_us = st->start_us                       ? st->start_us - st->arrival_us
+			     : st->phase == CL_SIM_PHASE_QUEUED ? now_us - st->arrival_us
+								: 0,
+		.sched_first_us = st->sched_first_us,
+		.act_first_us = st->act_first_us,
+		.sched_last_us = st->sched_last_us,
+		.act_last_us = st->act_last_us,
+		.max_late_us = st->max_late_us,
+		.prompt_tokens = st->prompt_tokens,
+		.planned_tokens = st->planned_tokens,
+		.output_tokens = st->sent_tokens,
+		.reasoning_tokens = st->sent_tokens < st->planned_reasoning ? st->sent_tokens
+									    : st->planned_reasoning,
+		.chunks = st->chunks,
+	};
+	cl_sim_truth_record(&s->truth, &r);
+}
+
+void cl_sim_stream_log_rejected(struct cl_sim *s, const struct cl_sim_stream *st, int status)
+{
+	s->stats.rejected++;
+	log_stream(s, st, status, NULL, 0);
+}
+
+/* A token interval of n tokens at the current batch size, jittered. */
+static int64_t chunk_interval(struct cl_sim *s, struct cl_sim_stream *st, uint32_t n)
+{
+	return cl_sim_rng_jitter(&st->rng, (int64_t)n * cl_sim_sched_itl_us(s), s->cfg->jitter);
+}
+
+static uint32_t tokens_in_next(const struct cl_sim *s, const struct cl_sim_stream *st)
+{
+	uint32_t left = st->planned_tokens - st->sent_tokens;
+	return left < s->cfg->tokens_per_chunk ? left : s->cfg->tokens_per_chunk;
+}
+
+/* Adds the stall to the chunk that carries token stall_tok. */
+static void maybe_stall(struct cl_sim *s, struct cl_sim_stream *st, uint32_t first, uint32_t n)
+{
+	if (st->fault == CL_SIM_FAULT_STALL && !st->stalled && first <= st->stall_tok &&
+	    st->stall_tok < first + n) {
+		st->deadline_us += s->cfg->stall_for_us;
+		st->stalled = true;
+	}
+}
+
+void cl_sim_stream_start(struct cl_sim *s, struct cl_sim_stream *st, int64_t start_us)
+{
+	const struct cl_sim_config *cfg = s->cfg;
+	int64_t ttft = cl_sim_rng_jitter(
+	    &st->rng, cfg->ttft_us + cfg->prefill_per_token_us * (int64_t)st->prompt_tokens,
+	    cfg->jitter);
+	int64_t first_token_us = start_us + ttft;
+
+	st->phase = CL_SIM_PHASE_RUNNING;
+	st->start_us = start_us;
+	if (st->stream) {
+		st->next_n = tokens_in_next(s, st);
+		st->deadline_us = first_token_us + chunk_interval(s, st, st->next_n - 1);
+		maybe_stall(s, st, 0, st->next_n);
+	} else {
+		/* One answer when the last token is due; the batch size is read once. */
+		st->sched_first_us = first_token_us;
+		st->deadline_us = first_token_us + chunk_interval(s, st, st->planned_tokens - 1);
+		maybe_stall(s, st, 0, st->planned_tokens);
+	}
+	cl_sim_sched_push(s, st);
+}
+
+bool cl_sim_stream_begin(struct cl_sim *s, struct cl_sim_stream *st, int64_t now_us)
+{
+	struct cl_sim_conn *c = st->conn;
+	s->stats.requests++;
+	if (st->stream) {
+		char head[512];
+		int n = snprintf(head, sizeof(head),
+				 "HTTP/1.1 200 OK\r\nServer: chatload-sim\r\nContent-Type: "
+				 "text/event-stream; charset=utf-8\r\nCache-Control: no-cache\r\n"
+				 "Transfer-Encoding: chunked\r\n%s%s%s%s\r\n",
+				 st->has_request_id ? "X-Request-Id: " : "",
+				 st->has_request_id ? st->request_id : "",
+				 st->has_request_id ? "\r\n" : "",
+				 (!c->keep_alive || s->draining) ? "Connection: close\r\n" : "");
+		if (n < 0 || (size_t)n >= sizeof(head) || cl_sim_conn_write(c, head, (size_t)n)) {
+			s->stats.client_gone++;
+			log_stream(s, st, 200, "client_gone", now_us);
+			cl_sim_conn_close(c, NULL);
+			return false;
+		}
+	}
+	cl_sim_batch_admit(s, st, now_us);
+	return true;
+}
+
+/* The response is over (logged): give the slot back as of the scheduled end. */
+static void end_stream(struct cl_sim *s, struct cl_sim_stream *st, int http_status, int64_t now_us)
+{
+	s->stats.completed++;
+	log_stream(s, st, http_status, NULL, now_us);
+	st->phase = CL_SIM_PHASE_IDLE;
+	cl_sim_batch_release(s, st->deadline_us);
+}
+
+static void record_late(struct cl_sim *s, struct cl_sim_stream *st, int64_t actual_us)
+{
+	int64_t late = actual_us - st->deadline_us;
+	cl_sim_stats_late(&s->stats, st->deadline_us, actual_us);
+	if (late > st->max_late_us)
+		st->max_late_us = late;
+}
+
+/* The non-streamed answer, sent whole when its last token is due. */
+static void fire_whole(struct cl_sim *s, struct cl_sim_stream *st, int64_t now_us)
+{
+	struct cl_sim_conn *c = st->conn;
+	struct cl_buf body = { .max = 64u << 20 };
+	char hdr[200] = "";
+	int status = 200;
+	int rc;
+
+	if (st->has_request_id)
+		snprintf(hdr, sizeof(hdr), "X-Request-Id: %s\r\n", st->request_id);
+	if (st->fault == CL_SIM_FAULT_DROP) {
+		end_stream(s, st, 0, now_us);
+		cl_sim_conn_close(c, NULL);
+		return;
+	}
+	if (st->fault == CL_SIM_FAULT_ERROR_CHUNK) {
+		status = 500;
+		rc = cl_sim_render_error(&body, "simulated error (chatload-sim fault error-chunk)",
+					 "server_error", "internal_error", 500);
+	} else {
+		rc =
+		    cl_sim_render_completion(&body, s->cfg, st, st->fault != CL_SIM_FAULT_NO_USAGE);
+		if (st->fault == CL_SIM_FAULT_MALFORMED)
+			body.len /= 2; /* cut the JSON in half */
+		if (!rc)
+			st->sent_tokens = st->planned_tokens;
+	}
+	if (rc) {
+		CL_WARN("cannot render a response of %u tokens: %s", st->planned_tokens,
+			cl_strerror(rc));
+		cl_buf_free(&body);
+		end_stream(s, st, 0, now_us);
+		cl_sim_conn_close(c, NULL);
+		return;
+	}
+	int64_t actual = cl_mono_us();
+	record_late(s, st, actual);
+	st->act_first_us = actual;
+	st->sched_last_us = st->deadline_us;
+	st->act_last_us = actual;
+	end_stream(s, st, status, now_us);
+	uint64_t gen = c->gen;
+	if (cl_sim_conn_respond(c, status, hdr, body.data, body.len) && c->gen == gen)
+		cl_sim_conn_resume(c);
+	cl_buf_free(&body);
+}
+
+static bool fault_hits(const struct cl_sim_stream *st, enum cl_sim_fault f, uint32_t first,
+		       uint32_t n)
+{
+	return st->fault == f && first <= st->fault_tok && st->fault_tok < first + n;
+}
+
+void cl_sim_stream_fire(struct cl_sim *s, struct cl_sim_stream *st, int64_t now_us)
+{
+	const struct cl_sim_config *cfg = s->cfg;
+	struct cl_sim_conn *c = st->conn;
+	if (!st->stream) {
+		fire_whole(s, st, now_us);
+		return;
+	}
+	uint32_t a = st->sent_tokens, n = st->next_n, b = a + n;
+	bool last = b >= st->planned_tokens;
+	bool end = false, tokens = true;
+	char *payload = s->scratch + FRAME_HEAD;
+	struct cl_sim_w w;
+
+	if (fault_hits(st, CL_SIM_FAULT_DROP, a, n)) {
+		end_stream(s, st, 200, now_us);
+		cl_sim_conn_close(c, NULL);
+		return;
+	}
+	cl_sim_w_init(&w, payload, CL_SIM_SCRATCH - FRAME_HEAD - FRAME_TAIL);
+	if (st->chunks == 0) {
+		struct cl_sim_chunk role = { .role = true };
+		cl_sim_render_chunk(&w, cfg, st, &role);
+	}
+	if (fault_hits(st, CL_SIM_FAULT_MALFORMED, a, n))
+		cl_sim_render_malformed(&w, st);
+	if (fault_hits(st, CL_SIM_FAULT_ERROR_CHUNK, a, n)) {
+		/* vLLM's shape: the error object, then [DONE]. */
+		cl_sim_render_error_event(&w);
+		cl_sim_render_done(&w);
+		end = true;
+		tokens = false;
+	} else {
+		struct cl_sim_chunk ch = {
+			.first_token = a,
+			.n_tokens = n,
+			.finish = last ? (st->finish_length ? "length" : "stop") : NULL,
+		};
+		cl_sim_render_chunk(&w, cfg, st, &ch);
+		if (last) {
+			st->sent_tokens = b; /* the usage chunk counts this one */
+			if (st->include_usage && st->fault != CL_SIM_FAULT_NO_USAGE)
+				cl_sim_render_usage(&w, st);
+			if (st->fault != CL_SIM_FAULT_NO_DONE)
+				cl_sim_render_done(&w);
+			end = true;
+		}
+	}
+	if (w.overflow) {
+		/* cannot happen: a chunk is bounded by CL_SIM_MAX_TPC words */
+		CL_ERROR("chunk of %u tokens does not fit the render buffer", n);
+		end_stream(s, st, 200, now_us);
+		cl_sim_conn_close(c, NULL);
+		return;
+	}
+
+	/* HTTP/1.1 chunked framing around the SSE events. */
+	size_t len = cl_sim_w_len(&w, payload);
+	char hex[FRAME_HEAD];
+	int hn = snprintf(hex, sizeof(hex), "%zx\r\n", len);
+	char *start = payload - hn;
+	memcpy(start, hex, (size_t)hn);
+	char *tail = payload + len;
+	memcpy(tail, "\r\n", 2);
+	tail += 2;
+	if (end) {
+		memcpy(tail, "0\r\n\r\n", 5);
+		tail += 5;
+	}
+
+	int64_t actual = cl_mono_us();
+	if (cl_sim_conn_write(c, start, (size_t)(tail - start))) {
+		if (last)
+			st->sent_tokens = a;
+		cl_sim_conn_close(c, "client_gone");
+		return;
+	}
+	record_late(s, st, actual);
+	if (tokens) {
+		if (st->chunks == 0) {
+			st->sched_first_us = st->deadline_us;
+			st->act_first_us = actual;
+		}
+		st->chunks++;
+		st->sent_tokens = b;
+		st->sched_last_us = st->deadline_us;
+		st->act_last_us = actual;
+		s->stats.chunks++;
+	}
+	if (end) {
+		end_stream(s, st, 200, now_us);
+		cl_sim_conn_done(c);
+		return;
+	}
+	st->next_n = tokens_in_next(s, st);
+	st->deadline_us += chunk_interval(s, st, st->next_n);
+	maybe_stall(s, st, b, st->next_n);
+	cl_sim_sched_push(s, st);
+}
+
+void cl_sim_stream_abort(struct cl_sim *s, struct cl_sim_stream *st, const char *outcome)
+{
+	int64_t now = cl_mono_us();
+	enum cl_sim_phase phase = st->phase;
+	if (outcome) {
+		if (strcmp(outcome, "cut") == 0)
+			s->stats.cut++;
+		else
+			s->stats.client_gone++;
+		log_stream(s, st, st->stream ? 200 : 0, outcome, now);
+	}
+	st->phase = CL_SIM_PHASE_IDLE;
+	if (phase == CL_SIM_PHASE_RUNNING) {
+		cl_sim_sched_remove(s, st);
+		cl_sim_batch_release(s, now);
+	} else if (phase == CL_SIM_PHASE_QUEUED) {
+		cl_sim_batch_unqueue(s, st);
+	}
+}
