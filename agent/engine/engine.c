@@ -1,0 +1,607 @@
+/* The engine's control side: create/start/stop/collect/wait/destroy, called from the agent's
+ * control thread; each call hands work to the workers without touching their hot path. */
+#include "internal.h"
+
+#include "chatload/clock.h"
+#include "chatload/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#define COLLECT_HANDOFF_US 1000000 /* longest wait for one worker's swap */
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc;
+
+static void curl_init_once(void)
+{
+	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+const char *cl_engine_state_name(enum cl_engine_state s)
+{
+	switch (s) {
+	case CL_ENGINE_IDLE:
+		return "idle";
+	case CL_ENGINE_WAITING:
+		return "waiting";
+	case CL_ENGINE_RAMPING:
+		return "ramping";
+	case CL_ENGINE_RUNNING:
+		return "running";
+	case CL_ENGINE_DRAINING:
+		return "draining";
+	case CL_ENGINE_DONE:
+		return "done";
+	}
+	return "unknown";
+}
+
+static char *dup_or_null(const char *s, bool *oom)
+{
+	if (!s)
+		return NULL;
+	char *d = strdup(s);
+	if (!d)
+		*oom = true;
+	return d;
+}
+
+static int copy_target(struct cl_target_plan *d, const struct cl_target_plan *s)
+{
+	bool oom = false;
+	memset(d, 0, sizeof(*d));
+	d->base_url = dup_or_null(s->base_url, &oom);
+	d->model = dup_or_null(s->model, &oom);
+	d->api_key_env = dup_or_null(s->api_key_env, &oom);
+	d->ca_file = dup_or_null(s->ca_file, &oom);
+	d->http2 = s->http2;
+	d->tls_verify = s->tls_verify;
+	d->connect_timeout_us = s->connect_timeout_us;
+	if (s->n_headers) {
+		d->headers = calloc(s->n_headers, sizeof(*d->headers));
+		if (!d->headers)
+			return CL_ENOMEM;
+		d->n_headers = s->n_headers;
+		for (size_t i = 0; i < s->n_headers; i++)
+			d->headers[i] = dup_or_null(s->headers[i], &oom);
+	}
+	return oom ? CL_ENOMEM : 0;
+}
+
+static int copy_workload(struct cl_workload_plan *d, const struct cl_workload_plan *s)
+{
+	memset(d, 0, sizeof(*d));
+	d->request_timeout_us = s->request_timeout_us;
+	d->max_tokens = s->max_tokens;
+	d->bodies = calloc(s->n_bodies, sizeof(*d->bodies));
+	if (!d->bodies)
+		return CL_ENOMEM;
+	d->n_bodies = s->n_bodies;
+	for (size_t i = 0; i < s->n_bodies; i++) {
+		d->bodies[i].len = s->bodies[i].len;
+		d->bodies[i].prompt_chars = s->bodies[i].prompt_chars;
+		d->bodies[i].json = malloc(s->bodies[i].len + 1);
+		if (!d->bodies[i].json)
+			return CL_ENOMEM;
+		memcpy(d->bodies[i].json, s->bodies[i].json, s->bodies[i].len);
+		d->bodies[i].json[s->bodies[i].len] = '\0';
+	}
+	return 0;
+}
+
+static bool prefix_ok(const char *p)
+{
+	size_t n = strlen(p);
+	if (n == 0 || n > CL_ENGINE_MAX_PREFIX)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = p[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '.' || c == '_' || c == ':' || c == '-'))
+			return false;
+	}
+	return true;
+}
+
+/* A header line must not smuggle a second header or a request line in. */
+static bool header_ok(const char *h)
+{
+	return h && strchr(h, ':') && !strpbrk(h, "\r\n");
+}
+
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+			CL_WARN("cannot raise the open-file limit: %s", strerror(errno));
+	}
+}
+
+/* Checks libcurl accepts the options every slot will use (e.g. HTTP/2 built in). */
+static int probe_curl(struct cl_engine *e, struct cl_err *err)
+{
+	CURL *h = curl_easy_init();
+	if (!h)
+		return cl_err_set(err, CL_ENOMEM, "cannot create a curl handle");
+	int rc = 0;
+	CURLcode c = curl_easy_setopt(h, CURLOPT_HTTP_VERSION, e->http_version);
+	if (c != CURLE_OK)
+		rc = cl_err_set(err, CL_EINVAL, "libcurl cannot speak %s: %s",
+				e->target.http2 ? "HTTP/2" : "HTTP/1.1", curl_easy_strerror(c));
+	else if ((c = curl_easy_setopt(h, CURLOPT_URL, e->url)) != CURLE_OK)
+		rc = cl_err_set(err, CL_EINVAL, "bad target url '%s': %s", e->target.base_url,
+				curl_easy_strerror(c));
+	curl_easy_cleanup(h);
+	return rc;
+}
+
+static int build_headers(struct cl_engine *e, struct cl_err *err)
+{
+	static const char *fixed[] = {
+		"Content-Type: application/json",
+		"Accept: text/event-stream",
+		/* curl would otherwise send Expect: 100-continue for large bodies and wait. */
+		"Expect:",
+		("User-Agent: chatload/" CHATLOAD_VERSION),
+	};
+	size_t nfixed = sizeof(fixed) / sizeof(fixed[0]);
+	if (e->target.api_key_env) {
+		const char *key = getenv(e->target.api_key_env);
+		if (!key || !*key)
+			CL_WARN("'%s' is not set: requests go without an API key",
+				e->target.api_key_env);
+		else if (strpbrk(key, "\r\n"))
+			return cl_err_set(err, CL_EINVAL,
+					  "the API key in '%s' contains a line break",
+					  e->target.api_key_env);
+		else if (asprintf(&e->auth_header, "Authorization: Bearer %s", key) < 0) {
+			e->auth_header = NULL;
+			return cl_err_set(err, CL_ENOMEM, "out of memory");
+		}
+	}
+	for (size_t i = 0; i < e->target.n_headers; i++) {
+		if (!header_ok(e->target.headers[i]))
+			return cl_err_set(err, CL_EINVAL, "bad header '%s': want 'Name: value'",
+					  e->target.headers[i] ? e->target.headers[i] : "");
+	}
+	e->hdr_text = calloc(nfixed + 1 + e->target.n_headers, sizeof(*e->hdr_text));
+	if (!e->hdr_text)
+		return cl_err_set(err, CL_ENOMEM, "out of memory");
+	size_t n = 0;
+	for (size_t i = 0; i < nfixed; i++)
+		e->hdr_text[n++] = fixed[i];
+	if (e->auth_header)
+		e->hdr_text[n++] = e->auth_header;
+	/* Extra headers last: curl lets a later line replace an earlier one of the same name,
+	 * so a scenario can override Accept or User-Agent. */
+	for (size_t i = 0; i < e->target.n_headers; i++)
+		e->hdr_text[n++] = e->target.headers[i];
+	e->n_hdr_text = n;
+	return 0;
+}
+
+static int validate_cfg(const struct cl_engine_cfg *cfg, struct cl_err *err)
+{
+	if (!cfg || !cfg->target || !cfg->workload)
+		return cl_err_set(err, CL_EINVAL, "engine needs a target and a workload");
+	const char *u = cfg->target->base_url;
+	if (!u || (strncmp(u, "http://", 7) != 0 && strncmp(u, "https://", 8) != 0))
+		return cl_err_set(err, CL_EINVAL, "bad target url '%s': want http:// or https://",
+				  u ? u : "");
+	if (cfg->workload->n_bodies == 0 || !cfg->workload->bodies)
+		return cl_err_set(err, CL_EINVAL, "workload has no request bodies");
+	for (size_t i = 0; i < cfg->workload->n_bodies; i++) {
+		if (!cfg->workload->bodies[i].json)
+			return cl_err_set(err, CL_EINVAL, "request body %zu is missing", i);
+	}
+	if (cfg->request_id_prefix && !prefix_ok(cfg->request_id_prefix))
+		return cl_err_set(err, CL_EINVAL,
+				  "bad request id prefix '%s': want 1-%d of [A-Za-z0-9._:-]",
+				  cfg->request_id_prefix, CL_ENGINE_MAX_PREFIX);
+	return 0;
+}
+
+int cl_engine_create(const struct cl_engine_cfg *cfg, struct cl_engine **out, struct cl_err *err)
+{
+	*out = NULL;
+	int rc = validate_cfg(cfg, err);
+	if (rc)
+		return rc;
+	pthread_once(&curl_once, curl_init_once);
+	if (curl_init_rc != CURLE_OK)
+		return cl_err_set(err, CL_ESYS, "cannot initialise libcurl: %s",
+				  curl_easy_strerror(curl_init_rc));
+	raise_nofile();
+
+	struct cl_engine *e = calloc(1, sizeof(*e));
+	if (!e)
+		return cl_err_set(err, CL_ENOMEM, "out of memory");
+	e->log_fd = -1;
+	atomic_init(&e->log_failed, false);
+	rc = CL_ESYS;
+	if (pthread_mutex_init(&e->mu, NULL) != 0)
+		goto fail_msg;
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	if (pthread_cond_init(&e->cv, &ca) != 0) {
+		pthread_condattr_destroy(&ca);
+		pthread_mutex_destroy(&e->mu);
+		goto fail_msg;
+	}
+	pthread_condattr_destroy(&ca);
+	e->sync_init = true;
+	if (pthread_mutex_init(&e->collect_mu, NULL) != 0)
+		goto fail_msg;
+	e->collect_mu_init = true;
+
+	if ((rc = copy_target(&e->target, cfg->target)) != 0 ||
+	    (rc = copy_workload(&e->workload, cfg->workload)) != 0) {
+		cl_err_set(err, rc, "out of memory copying the plan");
+		goto fail;
+	}
+	snprintf(e->prefix, sizeof(e->prefix), "%s",
+		 cfg->request_id_prefix ? cfg->request_id_prefix : "cl");
+	size_t ul = strlen(e->target.base_url);
+	while (ul > 0 && e->target.base_url[ul - 1] == '/')
+		ul--;
+	if (asprintf(&e->url, "%.*s/chat/completions", (int)ul, e->target.base_url) < 0) {
+		e->url = NULL;
+		rc = cl_err_set(err, CL_ENOMEM, "out of memory");
+		goto fail;
+	}
+	if (e->target.http2)
+		e->http_version = strncmp(e->url, "https://", 8) == 0
+				      ? (long)CURL_HTTP_VERSION_2TLS
+				      : (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE;
+	else
+		e->http_version = (long)CURL_HTTP_VERSION_1_1;
+	e->good_ttft_us = cfg->good_ttft_us;
+	e->good_tpot_us = cfg->good_tpot_us;
+	e->good_e2e_us = cfg->good_e2e_us;
+	if ((rc = build_headers(e, err)) != 0 || (rc = probe_curl(e, err)) != 0)
+		goto fail;
+
+	if (cfg->request_log_path) {
+		e->log_fd = open(cfg->request_log_path,
+				 O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+		if (e->log_fd < 0) {
+			rc = cl_err_set(err, CL_EIO, "cannot open request log '%s': %s",
+					cfg->request_log_path, strerror(errno));
+			goto fail;
+		}
+	}
+
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	e->nworkers = cfg->workers ? cfg->workers : (ncpu > 0 ? (uint32_t)ncpu : 1);
+	uint32_t max_streams = cfg->max_streams ? cfg->max_streams : CL_ENGINE_DEFAULT_MAX_STREAMS;
+	e->slots_per_worker = (max_streams + e->nworkers - 1) / e->nworkers;
+	e->workers = calloc(e->nworkers, sizeof(*e->workers));
+	if (!e->workers) {
+		rc = cl_err_set(err, CL_ENOMEM, "out of memory");
+		goto fail;
+	}
+	for (uint32_t i = 0; i < e->nworkers; i++) {
+		if ((rc = cl_worker_init(&e->workers[i], e, i, e->slots_per_worker, err)) != 0)
+			goto fail;
+	}
+	for (uint32_t i = 0; i < e->nworkers; i++) {
+		int prc =
+		    pthread_create(&e->workers[i].thread, NULL, cl_worker_main, &e->workers[i]);
+		if (prc != 0) {
+			rc = cl_err_set(err, CL_ESYS, "cannot start worker thread %u: %s", i,
+					strerror(prc));
+			goto fail;
+		}
+		e->workers[i].thread_started = true;
+	}
+	*out = e;
+	return 0;
+fail_msg:
+	cl_err_set(err, rc, "cannot create the engine's locks");
+fail:
+	cl_engine_destroy(e);
+	return rc;
+}
+
+/* Share of the rate-mode ramp start for one worker: the agent's ramp_from in proportion to
+ * the worker's rate (the split apportions ramp_from as an integer, too coarse for rates). */
+static double worker_r0(const struct cl_stage_plan *share, const struct cl_stage_plan *part)
+{
+	if (!(share->rate_per_s > 0))
+		return 0;
+	return (double)share->ramp_from * part->rate_per_s / share->rate_per_s;
+}
+
+static int check_share(struct cl_engine *e, const struct cl_stage_plan *s,
+		       const struct cl_stage_plan *parts, struct cl_err *err)
+{
+	if (s->duration_us <= 0 && s->requests == 0)
+		return cl_err_set(err, CL_EINVAL, "stage needs a duration or a request count");
+	if (s->duration_us < 0 || s->ramp_us < 0 || s->drain_timeout_us < 0)
+		return cl_err_set(err, CL_EINVAL, "stage times must not be negative");
+	if (s->mode == CL_MODE_RATE) {
+		if (!(s->rate_per_s > 0) || !(s->rate_per_s < 1e7))
+			return cl_err_set(err, CL_EINVAL, "rate %g/s out of range", s->rate_per_s);
+		if (s->arrival == CL_ARRIVAL_GAMMA && !(s->gamma_shape > 0))
+			return cl_err_set(err, CL_EINVAL, "gamma arrivals need a positive shape");
+	} else if (s->mode != CL_MODE_CONCURRENCY) {
+		return cl_err_set(err, CL_EINVAL, "unknown load mode %d", (int)s->mode);
+	}
+	for (uint32_t i = 0; i < e->nworkers; i++) {
+		if (s->mode == CL_MODE_CONCURRENCY && parts[i].concurrency > e->slots_per_worker)
+			return cl_err_set(err, CL_EINVAL,
+					  "concurrency %u over %u workers needs more than their %u "
+					  "stream slots each (raise max_streams)",
+					  s->concurrency, e->nworkers, e->slots_per_worker);
+	}
+	return 0;
+}
+
+int cl_engine_start(struct cl_engine *e, const struct cl_stage_plan *share, int64_t start_mono_us,
+		    struct cl_err *err)
+{
+	if (!e || !share)
+		return cl_err_set(err, CL_EINVAL, "no engine or stage");
+	enum cl_engine_state stt = cl_engine_state(e);
+	if (stt != CL_ENGINE_IDLE && stt != CL_ENGINE_DONE)
+		return cl_err_set(err, CL_ESTATE, "a stage is %s", cl_engine_state_name(stt));
+	int rc;
+	uint32_t *weights = calloc(e->nworkers, sizeof(*weights));
+	struct cl_stage_plan *parts = calloc(e->nworkers, sizeof(*parts));
+	if (!weights || !parts) {
+		rc = cl_err_set(err, CL_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (uint32_t i = 0; i < e->nworkers; i++)
+		weights[i] = 1;
+	if ((rc = cl_stage_plan_split(share, weights, e->nworkers, parts)) != 0) {
+		cl_err_set(err, rc, "cannot split the stage among %u workers", e->nworkers);
+		goto out;
+	}
+	if ((rc = check_share(e, share, parts, err)) != 0)
+		goto out;
+
+	/* Constant arrivals of equal-rate workers interleave: worker k of n starts k/n of a
+	 * gap late. */
+	uint32_t n_rate = 0, k_rate = 0;
+	for (uint32_t i = 0; i < e->nworkers; i++)
+		n_rate += parts[i].rate_per_s > 0;
+	pthread_mutex_lock(&e->mu);
+	e->done_workers = 0;
+	e->started = true;
+	pthread_mutex_unlock(&e->mu);
+	for (uint32_t i = 0; i < e->nworkers; i++) {
+		struct cl_worker *w = &e->workers[i];
+		pthread_mutex_lock(&w->mu);
+		cl_stage_plan_free(&w->next_plan);
+		w->next_plan = parts[i];
+		free(w->next_plan.name); /* the worker keeps no name */
+		w->next_plan.name = NULL;
+		memset(&parts[i], 0, sizeof(parts[i]));
+		w->next_start_us = start_mono_us;
+		w->next_r0 = worker_r0(share, &w->next_plan);
+		w->next_phase = 0;
+		if (share->mode == CL_MODE_RATE && w->next_plan.rate_per_s > 0 && n_rate)
+			w->next_phase = (double)k_rate++ / n_rate;
+		atomic_store(&w->phase, CL_ENGINE_WAITING);
+		atomic_store(&w->unsent_backlog, 0);
+		atomic_store(&w->ramp_started, 0);
+		atomic_store(&w->ramp_finished, 0);
+		pthread_mutex_unlock(&w->mu);
+		atomic_fetch_or(&w->cmd, CL_CMD_START);
+		cl_worker_poke(w);
+	}
+	rc = 0;
+out:
+	for (uint32_t i = 0; parts && i < e->nworkers; i++)
+		cl_stage_plan_free(&parts[i]);
+	free(parts);
+	free(weights);
+	return rc;
+}
+
+static int64_t rss_bytes(void)
+{
+	FILE *f = fopen("/proc/self/statm", "re");
+	if (!f)
+		return 0;
+	long pages_total = 0, pages_rss = 0;
+	int k = fscanf(f, "%ld %ld", &pages_total, &pages_rss);
+	fclose(f);
+	if (k != 2)
+		return 0;
+	return (int64_t)pages_rss * sysconf(_SC_PAGESIZE);
+}
+
+int cl_engine_collect(struct cl_engine *e, struct cl_metrics *acc)
+{
+	if (!e || !acc)
+		return CL_EINVAL;
+	int rc = 0;
+	double cpu_pct = 0;
+	int64_t inflight = 0;
+	pthread_mutex_lock(&e->collect_mu);
+	/* Ask everyone first, so the workers swap in parallel rather than one after another. */
+	for (uint32_t i = 0; i < e->nworkers; i++) {
+		struct cl_worker *w = &e->workers[i];
+		pthread_mutex_lock(&w->mu);
+		if (!w->collect_outstanding) {
+			w->collect_req++;
+			w->collect_outstanding = true;
+		}
+		pthread_mutex_unlock(&w->mu);
+		atomic_store(&w->collect_wanted, true);
+		cl_worker_poke(w);
+	}
+	struct timespec dl;
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_sec += COLLECT_HANDOFF_US / 1000000;
+	for (uint32_t i = 0; i < e->nworkers; i++) {
+		struct cl_worker *w = &e->workers[i];
+		pthread_mutex_lock(&w->mu);
+		while (w->collect_ack != w->collect_req) {
+			if (pthread_cond_timedwait(&w->cv, &w->mu, &dl) == ETIMEDOUT)
+				break;
+		}
+		bool acked = w->collect_ack == w->collect_req;
+		int64_t cpu = w->swap_cpu_us, mono = w->swap_mono_us;
+		pthread_mutex_unlock(&w->mu);
+		if (!acked) {
+			rc = CL_ETIMEDOUT;
+			continue;
+		}
+		/* The worker touches spare again only after the next request, so no lock. */
+		int mrc = cl_metrics_merge(acc, w->spare);
+		if (mrc && !rc)
+			rc = mrc;
+		cl_metrics_reset(w->spare);
+		w->collect_outstanding = false;
+		if (mono > w->prev_mono_us && w->prev_mono_us > 0)
+			cpu_pct += 100.0 * (double)(cpu - w->prev_cpu_us) /
+				   (double)(mono - w->prev_mono_us);
+		w->prev_cpu_us = cpu;
+		w->prev_mono_us = mono;
+		inflight += atomic_load(&w->inflight);
+	}
+	pthread_mutex_unlock(&e->collect_mu);
+	struct cl_health *h = &acc->health;
+	if (cpu_pct > h->cpu_pct)
+		h->cpu_pct = cpu_pct;
+	if (e->nworkers * 100.0 > h->cpu_pct_capacity)
+		h->cpu_pct_capacity = e->nworkers * 100.0;
+	int64_t rss = rss_bytes();
+	if (rss > h->rss_bytes)
+		h->rss_bytes = rss;
+	h->inflight += inflight;
+	return rc;
+}
+
+enum cl_engine_state cl_engine_state(struct cl_engine *e)
+{
+	if (!e)
+		return CL_ENGINE_IDLE;
+	pthread_mutex_lock(&e->mu);
+	bool started = e->started;
+	pthread_mutex_unlock(&e->mu);
+	if (!started)
+		return CL_ENGINE_IDLE;
+	int least = CL_ENGINE_DONE;
+	for (uint32_t i = 0; i < e->nworkers; i++) {
+		int ph = atomic_load_explicit(&e->workers[i].phase, memory_order_acquire);
+		if (ph < least)
+			least = ph;
+	}
+	return (enum cl_engine_state)least;
+}
+
+int cl_engine_stop(struct cl_engine *e, bool cut_now)
+{
+	if (!e)
+		return CL_EINVAL;
+	for (uint32_t i = 0; i < e->nworkers; i++) {
+		atomic_fetch_or(&e->workers[i].cmd, CL_CMD_STOP | (cut_now ? CL_CMD_CUT : 0u));
+		cl_worker_poke(&e->workers[i]);
+	}
+	return 0;
+}
+
+int cl_engine_wait(struct cl_engine *e, int64_t timeout_us)
+{
+	if (!e)
+		return CL_EINVAL;
+	struct timespec dl;
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	if (timeout_us >= 0) {
+		int64_t ns = dl.tv_nsec + (timeout_us % 1000000) * 1000;
+		dl.tv_sec += (time_t)(timeout_us / 1000000 + ns / 1000000000);
+		dl.tv_nsec = (long)(ns % 1000000000);
+	}
+	int rc = 0;
+	pthread_mutex_lock(&e->mu);
+	if (!e->started) {
+		rc = CL_ESTATE;
+	} else {
+		while (e->done_workers < e->nworkers) {
+			if (timeout_us < 0) {
+				pthread_cond_wait(&e->cv, &e->mu);
+			} else if (pthread_cond_timedwait(&e->cv, &e->mu, &dl) == ETIMEDOUT) {
+				rc = e->done_workers < e->nworkers ? CL_ETIMEDOUT : 0;
+				break;
+			}
+		}
+	}
+	pthread_mutex_unlock(&e->mu);
+	return rc;
+}
+
+int64_t cl_engine_inflight(struct cl_engine *e)
+{
+	int64_t n = 0;
+	for (uint32_t i = 0; e && i < e->nworkers; i++)
+		n += atomic_load_explicit(&e->workers[i].inflight, memory_order_relaxed);
+	return n;
+}
+
+void cl_engine_stats(struct cl_engine *e, struct cl_engine_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (!e)
+		return;
+	st->workers = e->nworkers;
+	st->slots_per_worker = e->slots_per_worker;
+	for (uint32_t i = 0; i < e->nworkers; i++) {
+		st->unsent_backlog += atomic_load(&e->workers[i].unsent_backlog);
+		st->ramp_started += atomic_load(&e->workers[i].ramp_started);
+		st->ramp_finished += atomic_load(&e->workers[i].ramp_finished);
+		st->loop_turns += atomic_load(&e->workers[i].loop_turns);
+		st->socket_events += atomic_load(&e->workers[i].socket_events);
+	}
+}
+
+void cl_engine_destroy(struct cl_engine *e)
+{
+	if (!e)
+		return;
+	for (uint32_t i = 0; e->workers && i < e->nworkers; i++) {
+		struct cl_worker *w = &e->workers[i];
+		if (!w->thread_started)
+			continue;
+		atomic_fetch_or(&w->cmd, CL_CMD_QUIT);
+		cl_worker_poke(w);
+	}
+	for (uint32_t i = 0; e->workers && i < e->nworkers; i++) {
+		struct cl_worker *w = &e->workers[i];
+		if (w->thread_started)
+			pthread_join(w->thread, NULL);
+		w->thread_started = false;
+		cl_worker_destroy(w);
+	}
+	free(e->workers);
+	if (e->log_fd >= 0)
+		close(e->log_fd);
+	if (e->auth_header) {
+		explicit_bzero(e->auth_header, strlen(e->auth_header));
+		free(e->auth_header);
+	}
+	free(e->hdr_text);
+	free(e->url);
+	cl_target_plan_free(&e->target);
+	cl_workload_plan_free(&e->workload);
+	if (e->collect_mu_init)
+		pthread_mutex_destroy(&e->collect_mu);
+	if (e->sync_init) {
+		pthread_mutex_destroy(&e->mu);
+		pthread_cond_destroy(&e->cv);
+	}
+	free(e);
+}

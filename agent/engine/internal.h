@@ -1,0 +1,232 @@
+/* The engine's private structures: the engine, its workers, their stream slots and stage
+ * state, shared by engine.c (control), worker.c (event loop, load model) and request.c. */
+#ifndef CHATLOAD_ENGINE_INTERNAL_H
+#define CHATLOAD_ENGINE_INTERNAL_H
+
+#include "arrival.h"
+#include "engine.h"
+
+#include "sse.h"
+
+#include "chatload/clock.h"
+#include "chatload/metrics.h"
+#include "chatload/plan.h"
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define CL_ENGINE_MAX_EVENT_BYTES (64u * 1024u) /* one SSE event larger is stream_malformed */
+#define CL_ENGINE_LOG_BUF         (64u * 1024u) /* per-worker request log buffer */
+#define CL_ENGINE_PROBE_US        10000         /* loop-lag probe period */
+#define CL_ENGINE_EPOLL_BATCH     256
+#define CL_ENGINE_REQID_MAX       128
+#define CL_ENGINE_SHARD_SLOTS     256 /* HTTP/1.1 streams per libcurl multi handle */
+
+struct cl_worker;
+
+/*
+ * One libcurl multi handle with its own connection cache.  A worker spreads its slots over
+ * several: libcurl 7.88 walks every cached connection to the host each time a request
+ * starts (ConnectionExists), so one cache of thousands of connections costs O(N) per
+ * request; shards of CL_ENGINE_SHARD_SLOTS keep that walk short.  All shards share the
+ * worker's epoll fd and curl timerfd.  HTTP/2 multiplexes onto few connections, so it uses
+ * one shard.
+ */
+struct cl_shard {
+	struct cl_worker *w;
+	CURLM *multi;
+	uint32_t index;
+	int64_t due_us; /* when curl wants socket_action(TIMEOUT); INT64_MAX none */
+	bool kick;      /* curl asked for a timeout "now" */
+	bool dirty;     /* curl ran on it this turn: look for finished transfers */
+};
+
+/* One stream slot: everything a request needs, prepared once and reused. */
+struct cl_slot {
+	CURL *easy; /* NULL until first used (prepared lazily, then kept) */
+	struct cl_worker *w;
+	struct cl_shard *shard;
+	uint32_t index;
+	bool busy;
+	bool in_window; /* intended start inside the measured window: its latencies count */
+
+	/* one request's record (reset when the slot is taken) */
+	uint64_t seq;
+	int64_t intended_us;      /* when the load model wanted it to start */
+	int64_t handed_us;        /* curl_multi_add_handle: "sent" for every latency */
+	int64_t sent_us;          /* libcurl about to write it on a connected socket (log only) */
+	int64_t headers_us;       /* the final response's status line arrived */
+	int64_t first_us;         /* first token-bearing chunk */
+	int64_t first_content_us; /* first content chunk */
+	int64_t last_us;          /* latest token-bearing chunk */
+	int http_status;
+	bool done_seen;          /* data: [DONE] */
+	int err_ctr;             /* class decided while streaming (malformed, stream error), 0 */
+	uint32_t n_tok_chunks;   /* token-bearing chunks */
+	uint32_t n_prov_chunks;  /* ... whose token count was not told by usage (counted 1) */
+	int64_t tok_exact;       /* tokens of the other chunks, from cumulative usage deltas */
+	int64_t last_ct;         /* last cumulative completion_tokens seen on a token chunk */
+	int64_t tok_counted;     /* tokens added to CL_CTR_OUTPUT_TOKENS-style running count */
+	int64_t tok_counted_win; /* ... of which received inside the window */
+	int64_t rtok_counted, rtok_counted_win; /* the same for reasoning tokens */
+	int64_t usage_ct, usage_rt, usage_pt;   /* last usage seen, -1 absent */
+	uint64_t bytes;
+	size_t sample_len;
+	char sample[CL_ERR_SAMPLE_BODY_MAX]; /* first bytes of an error body / bad event */
+
+	struct cl_sse_parser sse;
+	struct curl_slist *hdrs; /* n_hdrs nodes owned by the slot, data shared (see request.c) */
+	char reqid[CL_ENGINE_REQID_MAX]; /* "X-Request-Id: <prefix>-<worker>-<seq>" */
+	char errbuf[CURL_ERROR_SIZE];
+};
+
+/* The part of one stage a worker runs (worker-thread state only). */
+struct cl_stage_run {
+	bool active;
+	struct cl_stage_plan plan; /* this worker's share; name not kept */
+	int64_t start_us, win_start_us, win_end_us, drain_deadline_us;
+	bool by_requests;  /* bounded by requests (else by duration) */
+	uint64_t to_start; /* by_requests: measured requests still to start */
+	bool stopping;     /* stop() or window over: start nothing more */
+	/* closed loop */
+	uint32_t users; /* virtual users begun (ramp levels reached) */
+	/* open loop */
+	struct cl_arrivals arr;
+	bool arrivals_over; /* no arrival will be started any more */
+	uint32_t cap;       /* in-flight cap (slots or the plan's cap) */
+	int64_t retry_us;   /* a start failed: no start attempt before this */
+	int64_t probe_due_us;
+};
+
+/* Commands from the control thread (bits in cl_worker.cmd). */
+enum { CL_CMD_START = 1u, CL_CMD_STOP = 2u, CL_CMD_CUT = 4u, CL_CMD_QUIT = 8u };
+
+struct cl_worker {
+	struct cl_engine *e;
+	uint32_t index;
+	pthread_t thread;
+	bool thread_started;
+	int epfd, cmdfd, pacefd, curlfd;
+	struct cl_shard *shards;
+	uint32_t nshards;
+	uint32_t shard_slots; /* slots per shard: slot i is in shard i / shard_slots */
+
+	struct cl_slot *slots;
+	uint32_t nslots;
+	uint32_t *free_stack; /* indices of free slots, LIFO so warm handles are reused */
+	uint32_t nfree;
+
+	struct cl_metrics mrec[2];
+	struct cl_metrics *active; /* filled by the worker */
+	struct cl_metrics *spare;  /* handed to the collector at a swap */
+
+	/* control-thread handoff, under mu */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool sync_init;
+	atomic_uint cmd;
+	struct cl_stage_plan next_plan;
+	int64_t next_start_us;
+	double next_phase, next_r0;
+	uint64_t collect_req; /* written by the collector, under mu */
+	uint64_t collect_ack; /* written by the worker after a swap, under mu */
+	atomic_bool collect_wanted;
+	int64_t swap_cpu_us, swap_mono_us; /* the worker's clocks at the last swap */
+	/* collector-side */
+	bool collect_outstanding;
+	int64_t prev_cpu_us, prev_mono_us;
+
+	atomic_int phase; /* enum cl_engine_state */
+	atomic_int_fast64_t inflight;
+	atomic_uint_fast64_t unsent_backlog, ramp_started, ramp_finished;
+	atomic_uint_fast64_t loop_turns, socket_events; /* epoll_wait returns, socket events */
+
+	/* worker-thread state */
+	struct cl_stage_run st;
+	int64_t now_us;        /* when epoll_wait returned (loop bookkeeping, not data times) */
+	int64_t recv_us;       /* receive time of the bytes being decoded (cl_on_body) */
+	int64_t last_end_us;   /* when the latest request ended (closed-loop next start) */
+	bool tick;             /* the stage logic has something to look at (a request ended, the
+				* pace timer fired): run it this turn */
+	int64_t curl_armed_us; /* what curlfd is armed for; INT64_MAX disarmed */
+	bool curl_kick;        /* some shard asked for a timeout "now" */
+	int64_t pace_armed_us;
+	uint64_t seq;
+	size_t body_rr;
+	char *log_buf;
+	size_t log_len;
+};
+
+struct cl_engine {
+	uint32_t nworkers;
+	uint32_t slots_per_worker;
+	struct cl_worker *workers;
+
+	struct cl_target_plan target;
+	struct cl_workload_plan workload;
+	char prefix[CL_ENGINE_MAX_PREFIX + 1];
+	char *url;             /* base_url + "/chat/completions" */
+	char *auth_header;     /* "Authorization: Bearer ..." or NULL; wiped at destroy */
+	const char **hdr_text; /* the shared header lines every slot sends, n_hdr_text */
+	size_t n_hdr_text;
+	long http_version;
+	int64_t good_ttft_us, good_tpot_us, good_e2e_us;
+	int log_fd; /* -1: no request log */
+	atomic_bool log_failed;
+
+	pthread_mutex_t mu; /* guards done_workers; cv signalled when a worker is DONE */
+	pthread_cond_t cv;
+	bool sync_init;
+	uint32_t done_workers;
+	bool started; /* a stage has been started at least once */
+	pthread_mutex_t collect_mu;
+	bool collect_mu_init;
+};
+
+/* worker.c */
+/* Sets up w (fds, multi, slots, metrics); on failure w is left destroyable. */
+int cl_worker_init(struct cl_worker *w, struct cl_engine *e, uint32_t index, uint32_t nslots,
+		   struct cl_err *err);
+/* Frees what cl_worker_init made; the thread must have been joined.  Safe on zeroed. */
+void cl_worker_destroy(struct cl_worker *w);
+void *cl_worker_main(void *arg);
+/* Wakes the worker for a command already posted in w->cmd / collect_req. */
+void cl_worker_poke(struct cl_worker *w);
+
+/* request.c */
+/* Prepares the slot's easy handle, header nodes and SSE parser once.  0 or CL_ENOMEM. */
+int cl_slot_prepare(struct cl_slot *s);
+void cl_slot_destroy(struct cl_slot *s);
+/* Takes a free slot and hands a request to libcurl.  false when no slot could be used. */
+bool cl_request_start(struct cl_worker *w, int64_t intended_us);
+/* Ends the slot's request: cut (CL_CTR_CUT) when cut, else classified from res. */
+void cl_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bool cut);
+/* Writes the buffered request log lines. */
+void cl_reqlog_flush(struct cl_worker *w);
+/* curl callbacks */
+size_t cl_on_header(char *p, size_t size, size_t n, void *ud);
+size_t cl_on_body(char *p, size_t size, size_t n, void *ud);
+
+/*
+ * The receive time of bytes libcurl hands a callback: the clock read on the spot (a vDSO
+ * call, ~20 ns per read).  It is never earlier than the bytes' arrival, so measured times
+ * err late only (by the wakeup and whatever the loop handled first), never early — an
+ * earlier design stamped a whole epoll batch with its wakeup time, which is usually closer
+ * but gives bytes that arrive while the batch is handled a time before they existed.
+ */
+static inline int64_t cl_stamp(const struct cl_worker *w)
+{
+	(void)w;
+	return cl_mono_us();
+}
+
+/* Whether t is inside the worker's measured window. */
+static inline bool cl_in_window(const struct cl_worker *w, int64_t t_us)
+{
+	return w->st.active && t_us >= w->st.win_start_us && t_us < w->st.win_end_us;
+}
+
+#endif

@@ -1,0 +1,738 @@
+/* One engine worker thread: epoll + timerfds + eventfd around a libcurl multi (multi_socket
+ * API), the stage's phases, and the closed- and open-loop load models that start requests. */
+#include "internal.h"
+
+#include "chatload/clock.h"
+#include "chatload/log.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+/* epoll data: the kind of fd in the top byte, a socket's shard in bits 32-55, the fd low. */
+enum { TAG_SOCK = 0, TAG_CMD = 1, TAG_PACE = 2, TAG_CURL = 3 };
+#define TAG(t, shard, fd) (((uint64_t)(t) << 56) | ((uint64_t)(shard) << 32) | (uint32_t)(fd))
+
+/* Rounds of "start requests, let curl send them" per loop turn before yielding to epoll. */
+#define KICK_ROUNDS 8
+/* After a request could not be started (out of memory), wait this long before retrying. */
+#define START_RETRY_US 10000
+
+static int64_t thread_cpu_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Arms a CLOCK_MONOTONIC timerfd for the absolute time at_us (INT64_MAX disarms). */
+static void arm_timer(int fd, int64_t at_us)
+{
+	struct itimerspec its;
+	memset(&its, 0, sizeof(its));
+	if (at_us != INT64_MAX) {
+		if (at_us < 1)
+			at_us = 1; /* an all-zero value would disarm */
+		its.it_value.tv_sec = at_us / 1000000;
+		its.it_value.tv_nsec = (long)(at_us % 1000000) * 1000;
+	}
+	timerfd_settime(fd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+/* ---- libcurl multi_socket glue ---- */
+
+static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp)
+{
+	struct cl_shard *sh = userp;
+	struct cl_worker *w = sh->w;
+	if (what == CURL_POLL_REMOVE) {
+		epoll_ctl(w->epfd, EPOLL_CTL_DEL, fd, NULL);
+		return 0;
+	}
+	struct epoll_event ev = { .events = 0, .data.u64 = TAG(TAG_SOCK, sh->index, fd) };
+	if (what & CURL_POLL_IN)
+		ev.events |= EPOLLIN;
+	if (what & CURL_POLL_OUT)
+		ev.events |= EPOLLOUT;
+	if (socketp) {
+		if (epoll_ctl(w->epfd, EPOLL_CTL_MOD, fd, &ev) == 0 || errno != ENOENT)
+			return 0;
+	}
+	if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev) != 0 && errno == EEXIST)
+		epoll_ctl(w->epfd, EPOLL_CTL_MOD, fd, &ev);
+	curl_multi_assign(sh->multi, fd, (void *)1);
+	return 0;
+}
+
+/*
+ * curl's wish for a socket_action(TIMEOUT) call.  It is not obeyed here (curl must not be
+ * re-entered from its callback): the loop re-arms the timerfd once per turn, and only when
+ * the wish is earlier than what is armed, so a chunk costs no timerfd_settime.
+ */
+static int on_timer(CURLM *multi, long timeout_ms, void *userp)
+{
+	struct cl_shard *sh = userp;
+	if (timeout_ms < 0) {
+		sh->due_us = INT64_MAX;
+	} else if (timeout_ms == 0) {
+		sh->kick = true;
+		sh->w->curl_kick = true;
+		sh->due_us = INT64_MAX;
+	} else {
+		sh->due_us = cl_mono_us() + (int64_t)timeout_ms * 1000;
+	}
+	return 0;
+}
+
+static void reap(struct cl_worker *w)
+{
+	for (uint32_t i = 0; i < w->nshards; i++) {
+		struct cl_shard *sh = &w->shards[i];
+		if (!sh->dirty)
+			continue;
+		sh->dirty = false;
+		CURLMsg *msg;
+		int left;
+		while ((msg = curl_multi_info_read(sh->multi, &left))) {
+			if (msg->msg != CURLMSG_DONE)
+				continue;
+			CURLcode res = msg->data.result;
+			struct cl_slot *s = NULL;
+			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&s);
+			if (s && s->busy)
+				cl_request_finish(w, s, res, false);
+		}
+	}
+}
+
+static void curl_timeout_action(struct cl_shard *sh)
+{
+	int running;
+	curl_multi_socket_action(sh->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+	sh->dirty = true;
+}
+
+static void cut_all(struct cl_worker *w)
+{
+	w->now_us = cl_mono_us();
+	for (uint32_t i = 0; i < w->nslots; i++) {
+		if (w->slots[i].busy)
+			cl_request_finish(w, &w->slots[i], CURLE_OK, true);
+	}
+}
+
+/* ---- the stage ---- */
+
+static int phase(const struct cl_worker *w)
+{
+	return atomic_load_explicit(&w->phase, memory_order_relaxed);
+}
+
+static void set_phase(struct cl_worker *w, int ph)
+{
+	atomic_store_explicit(&w->phase, ph, memory_order_release);
+}
+
+static int64_t inflight(const struct cl_worker *w)
+{
+	return atomic_load_explicit(&w->inflight, memory_order_relaxed);
+}
+
+static void stage_done(struct cl_worker *w)
+{
+	struct cl_engine *e = w->e;
+	w->st.active = false;
+	cl_reqlog_flush(w);
+	set_phase(w, CL_ENGINE_DONE);
+	pthread_mutex_lock(&e->mu);
+	e->done_workers++;
+	pthread_cond_broadcast(&e->cv);
+	pthread_mutex_unlock(&e->mu);
+}
+
+/* Whether a request intended at t may still be started. */
+static bool may_start(const struct cl_stage_run *st, int64_t t)
+{
+	if (st->stopping || t >= st->win_end_us)
+		return false;
+	if (st->by_requests && t >= st->win_start_us && st->to_start == 0)
+		return false;
+	return true;
+}
+
+/* The measured window closes at at_us: start nothing more; drain, then cut. */
+static void close_window(struct cl_worker *w, int64_t at_us, int64_t now)
+{
+	struct cl_stage_run *st = &w->st;
+	st->stopping = true;
+	if (at_us < st->win_end_us)
+		st->win_end_us = at_us;
+	if (st->plan.mode == CL_MODE_RATE && !st->arrivals_over) {
+		/* Arrivals due in the window still waiting behind the cap: say how many. */
+		uint64_t n = 0;
+		int64_t t;
+		while ((t = cl_arrivals_peek(&st->arr)) < st->win_end_us && t <= now &&
+		       n < (1u << 24)) {
+			n++;
+			cl_arrivals_advance(&st->arr);
+		}
+		if (n)
+			atomic_fetch_add(&w->unsent_backlog, n);
+		st->arrivals_over = true;
+	}
+	st->drain_deadline_us = at_us + st->plan.drain_timeout_us;
+	set_phase(w, CL_ENGINE_DRAINING);
+}
+
+static void pump_closed(struct cl_worker *w, int64_t now)
+{
+	struct cl_stage_run *st = &w->st;
+	uint32_t c = st->plan.concurrency;
+	uint32_t from = st->plan.ramp_from < c ? st->plan.ramp_from : c;
+	/* A user whose request ended starts the next at once: intended = when the end was
+	 * seen, so the dispatch delay shows as queue time. */
+	int64_t ended = w->last_end_us ? w->last_end_us : now;
+	while (inflight(w) < st->users && may_start(st, ended)) {
+		if (!cl_request_start(w, ended)) {
+			st->retry_us = now + START_RETRY_US;
+			return;
+		}
+	}
+	uint32_t target = cl_ramp_target(st->start_us, st->plan.ramp_us, from, c, now);
+	while (st->users < target) {
+		int64_t due =
+		    cl_ramp_level_due(st->start_us, st->plan.ramp_us, from, c, st->users + 1);
+		if (!may_start(st, due))
+			return;
+		if (!cl_request_start(w, due)) {
+			st->retry_us = now + START_RETRY_US;
+			return;
+		}
+		st->users++;
+	}
+}
+
+static void pump_open(struct cl_worker *w, int64_t now)
+{
+	struct cl_stage_run *st = &w->st;
+	while (!st->arrivals_over) {
+		int64_t t = cl_arrivals_peek(&st->arr);
+		if (t > now)
+			return;
+		if (!may_start(st, t)) {
+			st->arrivals_over = true;
+			return;
+		}
+		/* Over the cap the arrival waits, its intended start kept: the queue is implicit
+		 * (arrivals are generated lazily), so it costs no memory however long. */
+		if (inflight(w) >= st->cap)
+			return;
+		if (!cl_request_start(w, t)) {
+			st->retry_us = now + START_RETRY_US;
+			return;
+		}
+		cl_arrivals_advance(&st->arr);
+	}
+}
+
+/* The next moment the stage needs the loop's attention. */
+static int64_t next_due(const struct cl_worker *w, int ph)
+{
+	const struct cl_stage_run *st = &w->st;
+	int64_t due = st->probe_due_us;
+#define MIN_DUE(x)                                                                                 \
+	do {                                                                                       \
+		int64_t x_ = (x);                                                                  \
+		if (x_ < due)                                                                      \
+			due = x_;                                                                  \
+	} while (0)
+	switch (ph) {
+	case CL_ENGINE_WAITING:
+		MIN_DUE(st->start_us);
+		break;
+	case CL_ENGINE_RAMPING:
+	case CL_ENGINE_RUNNING:
+		if (ph == CL_ENGINE_RAMPING)
+			MIN_DUE(st->win_start_us);
+		if (!st->by_requests)
+			MIN_DUE(st->win_end_us);
+		/* Only starts that could happen now count (a due time in the past that cannot
+		 * be acted on would spin the loop), and none before a failed start's retry. */
+		if (st->plan.mode == CL_MODE_CONCURRENCY) {
+			uint32_t c = st->plan.concurrency;
+			uint32_t from = st->plan.ramp_from < c ? st->plan.ramp_from : c;
+			int64_t lv = st->users < c
+					 ? cl_ramp_level_due(st->start_us, st->plan.ramp_us, from,
+							     c, st->users + 1)
+					 : INT64_MAX;
+			if (lv != INT64_MAX && may_start(st, lv) && w->nfree > 0)
+				MIN_DUE(lv > st->retry_us ? lv : st->retry_us);
+			if (inflight(w) < st->users && may_start(st, w->last_end_us) &&
+			    w->nfree > 0) /* replacements deferred by KICK_ROUNDS */
+				MIN_DUE(w->last_end_us > st->retry_us ? w->last_end_us
+								      : st->retry_us);
+		} else if (!st->arrivals_over && inflight(w) < st->cap) {
+			int64_t t = cl_arrivals_peek(&st->arr);
+			MIN_DUE(t > st->retry_us ? t : st->retry_us);
+		}
+		break;
+	case CL_ENGINE_DRAINING:
+		MIN_DUE(st->drain_deadline_us);
+		break;
+	default:
+		break;
+	}
+#undef MIN_DUE
+	return due;
+}
+
+static void stage_tick(struct cl_worker *w)
+{
+	struct cl_stage_run *st = &w->st;
+	if (!st->active)
+		return;
+	int64_t now = cl_mono_us();
+	int ph = phase(w);
+	if (ph == CL_ENGINE_WAITING && now >= st->start_us)
+		ph = st->plan.ramp_us > 0 ? CL_ENGINE_RAMPING : CL_ENGINE_RUNNING;
+	if (ph == CL_ENGINE_RAMPING && now >= st->win_start_us)
+		ph = CL_ENGINE_RUNNING;
+	if (ph != phase(w))
+		set_phase(w, ph);
+	if (ph == CL_ENGINE_RUNNING && !st->by_requests && now >= st->win_end_us) {
+		close_window(w, st->win_end_us, now);
+		ph = CL_ENGINE_DRAINING;
+	}
+	if (ph == CL_ENGINE_RAMPING || ph == CL_ENGINE_RUNNING) {
+		if (st->plan.mode == CL_MODE_CONCURRENCY)
+			pump_closed(w, now);
+		else
+			pump_open(w, now);
+	}
+	if (ph == CL_ENGINE_RUNNING && st->by_requests && st->to_start == 0 && inflight(w) == 0) {
+		/* The last measured request has finished: that is the end of the window. */
+		if (now < st->win_end_us)
+			st->win_end_us = now;
+		stage_done(w);
+		return;
+	}
+	if (ph == CL_ENGINE_DRAINING) {
+		if (inflight(w) == 0) {
+			stage_done(w);
+			return;
+		}
+		if (now >= st->drain_deadline_us) {
+			cut_all(w);
+			stage_done(w);
+			return;
+		}
+	}
+	int64_t due = next_due(w, ph);
+	if (due != w->pace_armed_us) {
+		arm_timer(w->pacefd, due);
+		w->pace_armed_us = due;
+	}
+}
+
+static void stage_begin(struct cl_worker *w, const struct cl_stage_plan *p, int64_t start_us,
+			double phase_frac, double r0)
+{
+	struct cl_stage_run *st = &w->st;
+	memset(st, 0, sizeof(*st));
+	st->plan = *p;
+	st->plan.name = NULL;
+	st->active = true;
+	st->start_us = start_us;
+	st->win_start_us = start_us + (p->ramp_us > 0 ? p->ramp_us : 0);
+	st->by_requests = p->requests > 0;
+	st->win_end_us = st->by_requests ? INT64_MAX : st->win_start_us + p->duration_us;
+	st->to_start = p->requests;
+	st->cap = w->nslots;
+	if (p->mode == CL_MODE_RATE && p->concurrency > 0 && p->concurrency < w->nslots)
+		st->cap = p->concurrency;
+	st->probe_due_us = cl_mono_us() + CL_ENGINE_PROBE_US;
+	w->pace_armed_us = -1; /* force an arm */
+	w->last_end_us = 0;
+	set_phase(w, CL_ENGINE_WAITING);
+
+	bool idle;
+	if (p->mode == CL_MODE_CONCURRENCY) {
+		idle = p->concurrency == 0;
+	} else {
+		idle = !(p->rate_per_s > 0);
+		cl_arrivals_init(&st->arr, p->arrival, p->gamma_shape, r0, p->rate_per_s, start_us,
+				 p->ramp_us, p->seed, phase_frac);
+	}
+	if (st->by_requests && p->requests == 0)
+		idle = true;
+	if (idle) {
+		stage_done(w);
+		return;
+	}
+	stage_tick(w);
+}
+
+static void stage_stop(struct cl_worker *w, bool cut_now)
+{
+	struct cl_stage_run *st = &w->st;
+	if (!st->active)
+		return;
+	int64_t now = cl_mono_us();
+	int ph = phase(w);
+	if (ph == CL_ENGINE_WAITING) {
+		stage_done(w);
+		return;
+	}
+	if (ph == CL_ENGINE_RAMPING || ph == CL_ENGINE_RUNNING)
+		close_window(w, now, now);
+	if (cut_now)
+		st->drain_deadline_us = now;
+	stage_tick(w);
+}
+
+/* ---- control ---- */
+
+void cl_worker_poke(struct cl_worker *w)
+{
+	uint64_t one = 1;
+	ssize_t k = write(w->cmdfd, &one, sizeof(one));
+	(void)k; /* EAGAIN: the counter is already non-zero, the worker will wake */
+}
+
+/* Returns true when the worker must quit. */
+static bool handle_commands(struct cl_worker *w)
+{
+	unsigned c = atomic_exchange(&w->cmd, 0);
+	if (c & CL_CMD_QUIT)
+		return true;
+	if (c & CL_CMD_START) {
+		struct cl_stage_plan p;
+		pthread_mutex_lock(&w->mu);
+		p = w->next_plan;
+		int64_t start_us = w->next_start_us;
+		double ph = w->next_phase, r0 = w->next_r0;
+		pthread_mutex_unlock(&w->mu);
+		stage_begin(w, &p, start_us, ph, r0);
+	}
+	if (c & (CL_CMD_STOP | CL_CMD_CUT))
+		stage_stop(w, (c & CL_CMD_CUT) != 0);
+	return false;
+}
+
+/* Hands the record filled since the last swap to the collector (a safe point: no callback
+ * of this worker is running). */
+static void maybe_swap(struct cl_worker *w)
+{
+	if (!atomic_exchange(&w->collect_wanted, false))
+		return;
+	pthread_mutex_lock(&w->mu);
+	if (w->collect_ack != w->collect_req) {
+		struct cl_metrics *t = w->active;
+		w->active = w->spare;
+		w->spare = t;
+		w->swap_cpu_us = thread_cpu_us();
+		w->swap_mono_us = cl_mono_us();
+		w->collect_ack = w->collect_req;
+		pthread_cond_broadcast(&w->cv);
+	}
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* Lets curl send what was just started (and whatever else wants a timeout now). */
+static void run_kicks(struct cl_worker *w)
+{
+	if (!w->curl_kick)
+		return;
+	w->curl_kick = false;
+	w->now_us = cl_mono_us();
+	for (uint32_t i = 0; i < w->nshards; i++) {
+		struct cl_shard *sh = &w->shards[i];
+		if (sh->kick) {
+			sh->kick = false;
+			curl_timeout_action(sh);
+		}
+	}
+	reap(w);
+}
+
+static void sync_curl_timer(struct cl_worker *w)
+{
+	int64_t due = INT64_MAX;
+	for (uint32_t i = 0; i < w->nshards; i++) {
+		struct cl_shard *sh = &w->shards[i];
+		if (sh->kick) {
+			/* Still wants "now" after KICK_ROUNDS: come back through epoll at once. */
+			sh->kick = false;
+			sh->due_us = cl_mono_us();
+		}
+		if (sh->due_us < due)
+			due = sh->due_us;
+	}
+	w->curl_kick = false;
+	if (due < w->curl_armed_us) {
+		arm_timer(w->curlfd, due);
+		w->curl_armed_us = due;
+	}
+}
+
+static void on_curl_timer(struct cl_worker *w)
+{
+	uint64_t x;
+	ssize_t k = read(w->curlfd, &x, sizeof(x));
+	(void)k;
+	w->curl_armed_us = INT64_MAX;
+	for (uint32_t i = 0; i < w->nshards; i++) {
+		struct cl_shard *sh = &w->shards[i];
+		int64_t due = sh->due_us;
+		if (w->now_us < due)
+			continue; /* not yet (the timer served another shard, or an old wish) */
+		curl_timeout_action(sh);
+		/* curl only calls on_timer when its earliest deadline changes; if it did not,
+		 * the deadline just served is gone. */
+		if (sh->due_us == due)
+			sh->due_us = INT64_MAX;
+	}
+}
+
+static void on_pace_timer(struct cl_worker *w)
+{
+	uint64_t x;
+	ssize_t k = read(w->pacefd, &x, sizeof(x));
+	int64_t armed = w->pace_armed_us;
+	w->pace_armed_us = INT64_MAX;
+	if (k != (ssize_t)sizeof(x) || !w->st.active)
+		return;
+	w->tick = true;
+	int64_t now = cl_mono_us();
+	if (armed > 0 && armed != INT64_MAX && now >= armed)
+		cl_hist_record(&w->active->lat[CL_LAT_LOOP_LAG], now - armed);
+	if (now >= w->st.probe_due_us) {
+		w->st.probe_due_us += CL_ENGINE_PROBE_US;
+		if (w->st.probe_due_us <= now)
+			w->st.probe_due_us = now + CL_ENGINE_PROBE_US;
+	}
+}
+
+void *cl_worker_main(void *arg)
+{
+	struct cl_worker *w = arg;
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	/* Pacing precise to a few µs rather than the default 50 µs timer slack. */
+	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+	char name[16];
+	snprintf(name, sizeof(name), "cl-worker-%u", w->index);
+	pthread_setname_np(pthread_self(), name);
+
+	pthread_mutex_lock(&w->mu);
+	w->swap_cpu_us = thread_cpu_us();
+	w->swap_mono_us = cl_mono_us();
+	pthread_mutex_unlock(&w->mu);
+
+	struct epoll_event evs[CL_ENGINE_EPOLL_BATCH];
+	bool quit = false;
+	while (!quit) {
+		/* A tick left over from the last turn's KICK_ROUNDS must not wait for an event. */
+		int n = epoll_wait(w->epfd, evs, CL_ENGINE_EPOLL_BATCH, w->tick ? 0 : -1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			CL_ERROR("worker %u: epoll_wait: %s", w->index, strerror(errno));
+			break;
+		}
+		w->now_us = cl_mono_us();
+		bool cmd = false;
+		int running, nsock = 0;
+		for (int i = 0; i < n; i++) {
+			uint64_t d = evs[i].data.u64;
+			int fd = (int)(uint32_t)d;
+			switch ((int)(d >> 56)) {
+			case TAG_SOCK: {
+				struct cl_shard *sh = &w->shards[(d >> 32) & 0xffffff];
+				uint32_t ev = evs[i].events;
+				int f = 0;
+				if (ev & (EPOLLIN | EPOLLHUP))
+					f |= CURL_CSELECT_IN;
+				if (ev & EPOLLOUT)
+					f |= CURL_CSELECT_OUT;
+				if (ev & EPOLLERR)
+					f |= CURL_CSELECT_ERR;
+				curl_multi_socket_action(sh->multi, fd, f, &running);
+				sh->dirty = true;
+				nsock++;
+				break;
+			}
+			case TAG_CMD: {
+				uint64_t x;
+				ssize_t k = read(w->cmdfd, &x, sizeof(x));
+				(void)k;
+				cmd = true;
+				break;
+			}
+			case TAG_PACE:
+				on_pace_timer(w);
+				break;
+			case TAG_CURL:
+				on_curl_timer(w);
+				break;
+			}
+		}
+		reap(w);
+		if (cmd && handle_commands(w))
+			quit = true;
+		/* The stage logic runs only when something it depends on happened; a turn that
+		 * just moved stream bytes costs nothing more. */
+		for (int r = 0; r < KICK_ROUNDS && !quit && (w->tick || w->curl_kick); r++) {
+			if (w->tick) {
+				w->tick = false;
+				stage_tick(w);
+			}
+			if (!w->curl_kick)
+				break;
+			run_kicks(w);
+		}
+		/* Counters for the benchmark: one relaxed add per turn, not per event. */
+		atomic_fetch_add_explicit(&w->loop_turns, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&w->socket_events, (uint64_t)nsock, memory_order_relaxed);
+		sync_curl_timer(w);
+		maybe_swap(w);
+	}
+	cut_all(w);
+	cl_reqlog_flush(w);
+	return NULL;
+}
+
+/* ---- setup and teardown (control thread, before start / after join) ---- */
+
+static int add_fd(int epfd, int fd, int tag)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = TAG(tag, 0, fd) };
+	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+int cl_worker_init(struct cl_worker *w, struct cl_engine *e, uint32_t index, uint32_t nslots,
+		   struct cl_err *err)
+{
+	memset(w, 0, sizeof(*w));
+	w->e = e;
+	w->index = index;
+	w->epfd = w->cmdfd = w->pacefd = w->curlfd = -1;
+	w->curl_armed_us = w->pace_armed_us = INT64_MAX;
+	atomic_init(&w->phase, CL_ENGINE_IDLE);
+	if (pthread_mutex_init(&w->mu, NULL) != 0)
+		return cl_err_set(err, CL_ESYS, "cannot create a worker mutex");
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	int prc = pthread_cond_init(&w->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	if (prc != 0) {
+		pthread_mutex_destroy(&w->mu);
+		return cl_err_set(err, CL_ESYS, "cannot create a worker condition variable");
+	}
+	w->sync_init = true;
+
+	w->epfd = epoll_create1(EPOLL_CLOEXEC);
+	w->cmdfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	w->pacefd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	w->curlfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (w->epfd < 0 || w->cmdfd < 0 || w->pacefd < 0 || w->curlfd < 0 ||
+	    add_fd(w->epfd, w->cmdfd, TAG_CMD) || add_fd(w->epfd, w->pacefd, TAG_PACE) ||
+	    add_fd(w->epfd, w->curlfd, TAG_CURL))
+		return cl_err_set(err, CL_ESYS, "cannot set up worker %u's event loop: %s", index,
+				  strerror(errno));
+
+	uint32_t per = e->target.http2 ? nslots : CL_ENGINE_SHARD_SLOTS;
+	w->nshards = (nslots + per - 1) / per;
+	w->shards = calloc(w->nshards, sizeof(*w->shards));
+	if (!w->shards)
+		return cl_err_set(err, CL_ENOMEM, "out of memory for %u shards", w->nshards);
+	for (uint32_t i = 0; i < w->nshards; i++) {
+		struct cl_shard *sh = &w->shards[i];
+		sh->w = w;
+		sh->index = i;
+		sh->due_us = INT64_MAX;
+		sh->multi = curl_multi_init();
+		if (!sh->multi)
+			return cl_err_set(err, CL_ENOMEM, "cannot create a curl multi handle");
+		CURLM *m = sh->multi;
+		int bad = 0;
+		bad |= curl_multi_setopt(m, CURLMOPT_SOCKETFUNCTION, on_socket);
+		bad |= curl_multi_setopt(m, CURLMOPT_SOCKETDATA, sh);
+		bad |= curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, on_timer);
+		bad |= curl_multi_setopt(m, CURLMOPT_TIMERDATA, sh);
+		/* Never queue a request behind a connection limit: one stream, one connection
+		 * (h1), and keep every connection the shard's slots can use. */
+		bad |= curl_multi_setopt(m, CURLMOPT_MAX_HOST_CONNECTIONS, 0L);
+		bad |= curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, 0L);
+		bad |= curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, (long)per + 16);
+		bad |= curl_multi_setopt(m, CURLMOPT_PIPELINING,
+					 e->target.http2 ? (long)CURLPIPE_MULTIPLEX
+							 : (long)CURLPIPE_NOTHING);
+		if (bad)
+			return cl_err_set(err, CL_EINVAL, "cannot configure a curl multi handle");
+	}
+
+	w->nslots = nslots;
+	w->slots = calloc(nslots, sizeof(*w->slots));
+	w->free_stack = calloc(nslots, sizeof(*w->free_stack));
+	if (e->log_fd >= 0)
+		w->log_buf = malloc(CL_ENGINE_LOG_BUF);
+	if (!w->slots || !w->free_stack || (e->log_fd >= 0 && !w->log_buf))
+		return cl_err_set(err, CL_ENOMEM, "out of memory for %u stream slots", nslots);
+	/* Slots are bound to the worker and their shard when first taken (cl_request_start),
+	 * so the pages of slots never used are never touched. */
+	w->shard_slots = per;
+	for (uint32_t i = 0; i < nslots; i++)
+		w->free_stack[i] = nslots - 1 - i; /* reversed: slot 0 is taken first */
+	w->nfree = nslots;
+	if (cl_metrics_init(&w->mrec[0]) != 0 || cl_metrics_init(&w->mrec[1]) != 0)
+		return cl_err_set(err, CL_ENOMEM, "out of memory for the metrics records");
+	w->active = &w->mrec[0];
+	w->spare = &w->mrec[1];
+	return 0;
+}
+
+void cl_worker_destroy(struct cl_worker *w)
+{
+	if (!w)
+		return;
+	for (uint32_t i = 0; w->slots && i < w->nslots; i++)
+		cl_slot_destroy(&w->slots[i]);
+	free(w->slots);
+	w->slots = NULL;
+	free(w->free_stack);
+	w->free_stack = NULL;
+	for (uint32_t i = 0; w->shards && i < w->nshards; i++) {
+		if (w->shards[i].multi)
+			curl_multi_cleanup(w->shards[i].multi);
+	}
+	free(w->shards);
+	w->shards = NULL;
+	int *fds[] = { &w->epfd, &w->cmdfd, &w->pacefd, &w->curlfd };
+	for (size_t i = 0; w->e && i < sizeof(fds) / sizeof(fds[0]); i++) {
+		/* Only after init, which sets them to -1 first: a zeroed worker owns no fd 0. */
+		if (*fds[i] >= 0)
+			close(*fds[i]);
+		*fds[i] = -1;
+	}
+	cl_metrics_destroy(&w->mrec[0]);
+	cl_metrics_destroy(&w->mrec[1]);
+	free(w->log_buf);
+	w->log_buf = NULL;
+	cl_stage_plan_free(&w->next_plan);
+	if (w->sync_init) {
+		pthread_mutex_destroy(&w->mu);
+		pthread_cond_destroy(&w->cv);
+		w->sync_init = false;
+	}
+}
