@@ -1,16 +1,157 @@
-/* chatload-agent: placeholder entry point until the control channel lands. */
-#include "chatload/log.h"
+/* chatload-agent: the load-generating daemon; parses flags and serves runs (control.c). */
+#include "control.h"
 
+#include "chatload/buf.h"
+#include "chatload/exitcode.h"
+#include "chatload/log.h"
+#include "chatload/units.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+static volatile sig_atomic_t g_stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	g_stop = 1;
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: chatload-agent --connect URL [options]\n\n"
+		"Dials a chatload coordinator, runs the load it is given, reports histograms.\n"
+		"Serves one run at a time and then waits for the next (a daemon), unless --once.\n\n"
+		"  --connect URL        coordinator address: tls+tcp://HOST:PORT, tcp://127.0.0.1:PORT,\n"
+		"                       ipc:///path\n"
+		"  --token-file F       shared token (first line of F); or env CHATLOAD_TOKEN\n"
+		"  --tls-ca F           CA that signed the coordinator's certificate (tls+tcp)\n"
+		"  --tls-cert F         this agent's certificate, when the coordinator wants one\n"
+		"  --tls-key F          its private key\n"
+		"  --tls-server-name N  name to verify in the coordinator's certificate\n"
+		"  --allow-target H[:P] only load this host (repeatable); default: any target\n"
+		"  --workers N          worker threads (default: online CPUs)\n"
+		"  --insecure           allow plaintext tcp:// off loopback\n"
+		"  --once               exit when the first run ends\n"
+		"  --request-log F      write one JSON line per request (debugging)\n"
+		"  --id-prefix P        X-Request-Id prefix (default a<agent id>)\n"
+		"  -v, -q               more or less logging (or CHATLOAD_LOG=debug|info|warn|error)\n"
+		"  --version, --help\n");
+}
+
+static int read_token(const char *path, char *buf, size_t n)
+{
+	struct cl_buf b;
+	cl_buf_init(&b, 4096);
+	if (cl_buf_read_file(&b, path) != 0) {
+		fprintf(stderr, "chatload-agent: cannot read token file '%s': %s\n", path,
+			strerror(errno));
+		cl_buf_free(&b);
+		return -1;
+	}
+	b.data[strcspn(b.data, "\r\n")] = '\0';
+	snprintf(buf, n, "%s", b.data);
+	cl_buf_free(&b);
+	return 0;
+}
 
 int main(int argc, char **argv)
 {
 	cl_log_init(argv[0]);
-	if (argc > 1 && strcmp(argv[1], "--version") == 0) {
-		printf("chatload-agent %s\n", CHATLOAD_VERSION);
-		return 0;
+	enum { O_CONNECT = 256, O_TOKEN_FILE, O_CA, O_CERT, O_KEY, O_SNI, O_ALLOW, O_WORKERS,
+	       O_INSECURE, O_ONCE, O_REQLOG, O_PREFIX, O_VERSION };
+	static const struct option longopts[] = {
+		{ "connect", required_argument, NULL, O_CONNECT },
+		{ "token-file", required_argument, NULL, O_TOKEN_FILE },
+		{ "tls-ca", required_argument, NULL, O_CA },
+		{ "tls-cert", required_argument, NULL, O_CERT },
+		{ "tls-key", required_argument, NULL, O_KEY },
+		{ "tls-server-name", required_argument, NULL, O_SNI },
+		{ "allow-target", required_argument, NULL, O_ALLOW },
+		{ "workers", required_argument, NULL, O_WORKERS },
+		{ "insecure", no_argument, NULL, O_INSECURE },
+		{ "once", no_argument, NULL, O_ONCE },
+		{ "request-log", required_argument, NULL, O_REQLOG },
+		{ "id-prefix", required_argument, NULL, O_PREFIX },
+		{ "version", no_argument, NULL, O_VERSION },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct cl_agent_opts o = { 0 };
+	static char token[512];
+	const char *allow[64];
+	size_t n_allow = 0;
+	int c;
+	while ((c = getopt_long(argc, argv, "hvq", longopts, NULL)) != -1) {
+		int64_t v;
+		switch (c) {
+		case O_CONNECT: o.connect_url = optarg; break;
+		case O_TOKEN_FILE:
+			if (read_token(optarg, token, sizeof(token)) != 0)
+				return CL_EXIT_USAGE;
+			o.token = token;
+			break;
+		case O_CA: o.tls.ca_file = optarg; break;
+		case O_CERT: o.tls.cert_file = optarg; break;
+		case O_KEY: o.tls.key_file = optarg; break;
+		case O_SNI: o.tls.server_name = optarg; break;
+		case O_ALLOW:
+			if (n_allow == sizeof(allow) / sizeof(allow[0])) {
+				fprintf(stderr, "chatload-agent: too many --allow-target entries\n");
+				return CL_EXIT_USAGE;
+			}
+			allow[n_allow++] = optarg;
+			break;
+		case O_WORKERS:
+			if (cl_parse_i64(optarg, 1, 1024, &v) != 0) {
+				fprintf(stderr, "chatload-agent: --workers must be 1..1024, got '%s'\n",
+					optarg);
+				return CL_EXIT_USAGE;
+			}
+			o.workers = (uint32_t)v;
+			break;
+		case O_INSECURE: o.insecure = true; break;
+		case O_ONCE: o.once = true; break;
+		case O_REQLOG: o.request_log = optarg; break;
+		case O_PREFIX: o.id_prefix = optarg; break;
+		case O_VERSION: printf("chatload-agent %s\n", CHATLOAD_VERSION); return CL_EXIT_OK;
+		case 'h': usage(stdout); return CL_EXIT_OK;
+		case 'v': cl_log_adjust(-1); break;
+		case 'q': cl_log_adjust(+1); break;
+		default: usage(stderr); return CL_EXIT_USAGE;
+		}
 	}
-	fprintf(stderr, "chatload-agent: not built yet\n");
-	return 1;
+	if (optind < argc) {
+		fprintf(stderr, "chatload-agent: unexpected argument '%s'\n", argv[optind]);
+		return CL_EXIT_USAGE;
+	}
+	if (!o.connect_url) {
+		fprintf(stderr, "chatload-agent: --connect URL is required\n");
+		usage(stderr);
+		return CL_EXIT_USAGE;
+	}
+	if (!o.token) {
+		const char *env = getenv("CHATLOAD_TOKEN");
+		o.token = env ? env : "";
+	}
+	o.allow = allow;
+	o.n_allow = n_allow;
+	struct cl_err err = { 0 };
+	if (cl_transport_check_dial(o.connect_url, &o.tls, o.insecure, &err) != 0) {
+		char msg[700];
+		fprintf(stderr, "chatload-agent: %s\n", cl_err_format(&err, msg, sizeof(msg)));
+		return CL_EXIT_USAGE;
+	}
+
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	return cl_agent_serve(&o, &g_stop);
 }

@@ -3,6 +3,7 @@
 #ifndef CHATLOAD_COMMANDS_H
 #define CHATLOAD_COMMANDS_H
 
+int cmd_run(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_report(int argc, char **argv);

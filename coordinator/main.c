@@ -14,6 +14,7 @@ struct command {
 };
 
 static const struct command commands[] = {
+	{ "run", cmd_run, "run a scenario: readiness, warmup, stages, results" },
 	{ "validate", cmd_validate, "check scenarios and print the resolved plan" },
 	{ "probe", cmd_probe, "run the readiness gate alone against a URL" },
 	{ "report", cmd_report, "re-render a saved results.json as table, csv, md or html" },

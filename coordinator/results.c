@@ -299,6 +299,15 @@ void cl_results_set_readiness(struct cl_results *r, const struct cl_readiness_re
 		CL_WARN("cannot record the readiness result: out of memory");
 }
 
+void cl_results_set_target(struct cl_results *r, const char *url, const char *model,
+			   bool simulator)
+{
+	json_t *v = json_pack("{s:o,s:o,s:b}", "url", url_json(url), "model", rj_str(model),
+			      "simulator", simulator);
+	if (!v || json_object_set_new(r->doc, "target", v) != 0)
+		CL_WARN("cannot record the target: out of memory");
+}
+
 void cl_results_set_warmup(struct cl_results *r, const struct cl_metrics *warmup)
 {
 	json_t *v = warmup ? rs_warmup_json(warmup) : json_null();

@@ -81,6 +81,12 @@ int cl_results_create(const struct cl_scenario *s, const char *scenario_path, in
 /* Records the readiness gate's outcome (copied).  rr NULL: the gate did not run. */
 void cl_results_set_readiness(struct cl_results *r, const struct cl_readiness_result *rr);
 
+/* Records the target the run actually loaded: its URL (credentials stripped; for the
+ * built-in simulator, its loopback address) and the model used (found by the readiness
+ * gate when the scenario named none).  Top-level field `target`. */
+void cl_results_set_target(struct cl_results *r, const char *url, const char *model,
+			   bool simulator);
+
 /* Records warmup totals (requests started, completed, errors) from the merged warmup
  * metrics; they are excluded from every stage. */
 void cl_results_set_warmup(struct cl_results *r, const struct cl_metrics *warmup);

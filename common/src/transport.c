@@ -26,12 +26,43 @@ static bool host_is_loopback(const char *host, size_t len)
 	return false;
 }
 
+static bool is_tls(const char *url)
+{
+	return strncmp(url, "tls+tcp://", 10) == 0 || strncmp(url, "tls+tcp4://", 11) == 0 ||
+	       strncmp(url, "tls+tcp6://", 11) == 0;
+}
+
+static bool is_known(const char *url)
+{
+	static const char *const schemes[] = { "ipc://", "inproc://", "tcp://", "tcp4://",
+					       "tcp6://", "tls+tcp://", "tls+tcp4://",
+					       "tls+tcp6://" };
+	for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++)
+		if (strncmp(url, schemes[i], strlen(schemes[i])) == 0)
+			return true;
+	return false;
+}
+
+static int check_url(const char *url, bool insecure, struct cl_err *err)
+{
+	if (!url || !is_known(url))
+		return cl_err_set(err, CL_EINVAL,
+				  "unsupported address '%s': use tls+tcp://HOST:PORT, "
+				  "tcp://127.0.0.1:PORT or ipc:///PATH",
+				  url ? url : "");
+	if (!insecure && !cl_transport_is_safe(url))
+		return cl_err_set(err, CL_EREFUSED,
+				  "refusing plaintext '%s' off loopback: use tls+tcp:// or pass "
+				  "--insecure",
+				  url);
+	return 0;
+}
+
 bool cl_transport_is_safe(const char *url)
 {
 	if (!url)
 		return false;
-	if (strncmp(url, "ipc://", 6) == 0 || strncmp(url, "inproc://", 9) == 0 ||
-	    strncmp(url, "tls+tcp://", 10) == 0)
+	if (strncmp(url, "ipc://", 6) == 0 || strncmp(url, "inproc://", 9) == 0 || is_tls(url))
 		return true;
 	const char *host = NULL;
 	if (strncmp(url, "tcp://", 6) == 0)
@@ -127,18 +158,16 @@ out:
 int cl_transport_listen(nng_socket sock, const char *url, const struct cl_tls_opts *tls,
 			bool insecure, struct cl_err *err)
 {
-	if (!insecure && !cl_transport_is_safe(url))
-		return cl_err_set(err, CL_EREFUSED,
-				  "refusing plaintext '%s' off loopback: use tls+tcp:// or pass "
-				  "--insecure",
-				  url);
+	int rc0 = check_url(url, insecure, err);
+	if (rc0 != 0)
+		return rc0;
 	nng_listener l;
 	nng_tls_config *cfg = NULL;
 	int rc = nng_listener_create(&l, sock, url);
 	if (rc != 0)
 		return cl_err_set(err, CL_EINVAL, "cannot listen on '%s': %s", url, nng_strerror(rc));
 	nng_listener_set_size(l, NNG_OPT_RECVMAXSZ, CL_WIRE_MAX_MSG);
-	if (strncmp(url, "tls+tcp://", 10) == 0) {
+	if (is_tls(url)) {
 		if ((rc = make_tls(NNG_TLS_MODE_SERVER, url, tls, &cfg, err)) != 0) {
 			nng_listener_close(l);
 			return rc;
@@ -157,11 +186,9 @@ int cl_transport_listen(nng_socket sock, const char *url, const struct cl_tls_op
 int cl_transport_dial(nng_socket sock, const char *url, const struct cl_tls_opts *tls,
 		      bool insecure, struct cl_err *err)
 {
-	if (!insecure && !cl_transport_is_safe(url))
-		return cl_err_set(err, CL_EREFUSED,
-				  "refusing plaintext '%s' off loopback: use tls+tcp:// or pass "
-				  "--insecure",
-				  url);
+	int rc0 = check_url(url, insecure, err);
+	if (rc0 != 0)
+		return rc0;
 	nng_dialer d;
 	nng_tls_config *cfg = NULL;
 	int rc = nng_dialer_create(&d, sock, url);
@@ -170,7 +197,7 @@ int cl_transport_dial(nng_socket sock, const char *url, const struct cl_tls_opts
 	nng_dialer_set_size(d, NNG_OPT_RECVMAXSZ, CL_WIRE_MAX_MSG);
 	nng_dialer_set_ms(d, NNG_OPT_RECONNMINT, 100);
 	nng_dialer_set_ms(d, NNG_OPT_RECONNMAXT, 2000);
-	if (strncmp(url, "tls+tcp://", 10) == 0) {
+	if (is_tls(url)) {
 		if ((rc = make_tls(NNG_TLS_MODE_CLIENT, url, tls, &cfg, err)) != 0) {
 			nng_dialer_close(d);
 			return rc;
@@ -210,4 +237,75 @@ char *cl_transport_peer(nng_msg *msg, char *buf, size_t n)
 		break;
 	}
 	return buf;
+}
+
+int cl_transport_check_dial(const char *url, const struct cl_tls_opts *tls, bool insecure,
+			    struct cl_err *err)
+{
+	int rc = check_url(url, insecure, err);
+	if (rc != 0 || !is_tls(url))
+		return rc;
+	nng_tls_config *cfg = NULL;
+	rc = make_tls(NNG_TLS_MODE_CLIENT, url, tls, &cfg, err);
+	if (cfg)
+		nng_tls_config_free(cfg);
+	return rc;
+}
+
+int cl_transport_probe_dial(const char *url, const struct cl_tls_opts *tls, bool insecure,
+			    int timeout_ms, struct cl_err *err)
+{
+	int rc = check_url(url, insecure, err);
+	if (rc != 0)
+		return rc;
+	nng_stream_dialer *d = NULL;
+	nng_tls_config *cfg = NULL;
+	nng_aio *aio = NULL;
+	if ((rc = nng_stream_dialer_alloc(&d, url)) != 0) {
+		rc = cl_err_set(err, CL_EINVAL, "cannot dial '%s': %s", url, nng_strerror(rc));
+		goto out;
+	}
+	if (is_tls(url)) {
+		if ((rc = make_tls(NNG_TLS_MODE_CLIENT, url, tls, &cfg, err)) != 0)
+			goto out;
+		nng_stream_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, cfg);
+	}
+	if ((rc = nng_aio_alloc(&aio, NULL, NULL)) != 0) {
+		rc = cl_err_set(err, CL_ENOMEM, "out of memory");
+		goto out;
+	}
+	nng_aio_set_timeout(aio, timeout_ms);
+	nng_stream_dialer_dial(d, aio);
+	nng_aio_wait(aio);
+	rc = nng_aio_result(aio);
+	if (rc == 0) {
+		/* TLS shakes hands on the first I/O: send the SP greeting of a REQ peer and
+		 * read the answer, which is where a certificate problem shows. */
+		nng_stream *st = nng_aio_get_output(aio, 0);
+		unsigned char hello[8] = { 0, 'S', 'P', 0, 0, 0x30, 0, 0 }, back[8];
+		nng_iov iov = { .iov_buf = hello, .iov_len = sizeof(hello) };
+		nng_aio_set_iov(aio, 1, &iov);
+		nng_aio_set_timeout(aio, timeout_ms);
+		nng_stream_send(st, aio);
+		nng_aio_wait(aio);
+		rc = nng_aio_result(aio);
+		if (rc == 0) {
+			iov = (nng_iov){ .iov_buf = back, .iov_len = sizeof(back) };
+			nng_aio_set_iov(aio, 1, &iov);
+			nng_aio_set_timeout(aio, timeout_ms);
+			nng_stream_recv(st, aio);
+			nng_aio_wait(aio);
+			rc = nng_aio_result(aio);
+		}
+		nng_stream_free(st);
+	}
+	if (rc != 0) {
+		rc = cl_err_set(err, CL_EIO, "cannot connect to '%s': %s", url, nng_strerror(rc));
+	}
+out:
+	nng_aio_free(aio);
+	nng_stream_dialer_free(d);
+	if (cfg)
+		nng_tls_config_free(cfg);
+	return rc;
 }

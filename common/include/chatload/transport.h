@@ -39,6 +39,17 @@ int cl_transport_listen(nng_socket sock, const char *url, const struct cl_tls_op
 int cl_transport_dial(nng_socket sock, const char *url, const struct cl_tls_opts *tls,
 		      bool insecure, struct cl_err *err);
 
+/* Checks what cl_transport_dial would refuse before connecting (unknown scheme, plaintext
+ * off loopback, TLS files missing or unreadable), without dialing.  0 or a CL_E* code. */
+int cl_transport_check_dial(const char *url, const struct cl_tls_opts *tls, bool insecure,
+			    struct cl_err *err);
+
+/* Dials url once, synchronously, on a throwaway socket and hangs up: says why a background
+ * dialer gets nowhere (connection refused, TLS handshake / peer authentication failed).
+ * Blocks up to about timeout_ms.  0 when it connected, else CL_E* with err set. */
+int cl_transport_probe_dial(const char *url, const struct cl_tls_opts *tls, bool insecure,
+			    int timeout_ms, struct cl_err *err);
+
 /* Describes the remote address of the pipe a message came on ("tcp 127.0.0.1:43122",
  * "ipc", "unknown") into buf. */
 char *cl_transport_peer(nng_msg *msg, char *buf, size_t n);

@@ -1,0 +1,38 @@
+/* The agent's side of the control channel: dial the coordinator, join a run, obey its
+ * commands, drive the engine and the readiness gate, and report measurements. */
+#ifndef CHATLOAD_AGENT_CONTROL_H
+#define CHATLOAD_AGENT_CONTROL_H
+
+#include "chatload/transport.h"
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct cl_agent_opts {
+	const char *connect_url;
+	const char *token; /* shared secret ("" or NULL: none) */
+	struct cl_tls_opts tls;
+	bool insecure;		   /* allow plaintext tcp:// off loopback */
+	const char *const *allow;  /* targets this agent may load: "host" or "host:port" */
+	size_t n_allow;		   /* 0: any target */
+	uint32_t workers;	   /* engine worker threads; 0: online CPUs */
+	bool once;		   /* exit when the first session ends (local agents) */
+	const char *request_log;   /* optional per-request JSONL log (debugging, tests) */
+	const char *id_prefix;	   /* X-Request-Id prefix; NULL: the host name */
+};
+
+/*
+ * Serves runs until *stop becomes nonzero (SIGTERM/SIGINT), or, with opts->once, until the
+ * first session ends.  A coordinator that goes silent for CL_WIRE_AGENT_SILENCE_US gets all
+ * load stopped and the session dropped; the agent then redials.  Blocks.  Returns a process
+ * exit code: 0 after a clean QUIT or stop, 1 when a --once session failed, 2 for bad options.
+ */
+int cl_agent_serve(const struct cl_agent_opts *opts, volatile sig_atomic_t *stop);
+
+/* True when opts allows load on base_url's host and port (always when no allow-list).
+ * Fills why (size n) when not. */
+bool cl_agent_target_allowed(const struct cl_agent_opts *opts, const char *base_url, char *why,
+			     size_t n);
+
+#endif

@@ -1,0 +1,91 @@
+/* chatload run: flags for one run (run.c does the work). */
+#include "commands.h"
+#include "run.h"
+
+#include "chatload/exitcode.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MAX_OVERRIDES 128
+
+static volatile sig_atomic_t g_stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	g_stop = 1;
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: chatload run SCENARIO [--set KEY.PATH=VALUE]... [--out DIR]\n\n"
+		"Runs a scenario: starts the built-in simulator if the scenario asks for one,\n"
+		"spawns local agents (agents.local) or waits for remote ones (agents.listen),\n"
+		"passes the readiness gate, warms up, runs every stage and writes results as it\n"
+		"goes (results.json, intervals.jsonl, results.csv, report.md, report.html).\n\n"
+		"  --set K=V    override a scenario value, e.g. --set stages.1.duration=30s\n"
+		"               --set target.model=llama (repeatable)\n"
+		"  --out DIR    results directory (default: output.dir or results/<name>-<UTC>/)\n"
+		"  --insecure   allow a plaintext tcp:// agents.listen off loopback\n\n"
+		"exit codes: 0 ok, 1 run failed or interrupted, 2 bad input, 3 target not ready,\n"
+		"            99 SLO breached\n");
+}
+
+int cmd_run(int argc, char **argv)
+{
+	struct cl_run_opts o = { .argc = argc, .argv = argv, .stop = &g_stop };
+	const char *overrides[MAX_OVERRIDES + 1];
+	size_t n_over = 0;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			usage(stdout);
+			return CL_EXIT_OK;
+		} else if (strcmp(a, "--set") == 0 || strcmp(a, "--out") == 0) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "chatload run: %s needs a value\n", a);
+				return CL_EXIT_USAGE;
+			}
+			if (a[2] == 's') {
+				if (n_over == MAX_OVERRIDES) {
+					fprintf(stderr, "chatload run: too many --set\n");
+					return CL_EXIT_USAGE;
+				}
+				overrides[n_over++] = argv[++i];
+			} else {
+				o.out_dir = argv[++i];
+			}
+		} else if (strcmp(a, "--insecure") == 0) {
+			o.insecure = true;
+		} else if (strncmp(a, "--set=", 6) == 0 && n_over < MAX_OVERRIDES) {
+			overrides[n_over++] = a + 6;
+		} else if (strncmp(a, "--out=", 6) == 0) {
+			o.out_dir = a + 6;
+		} else if (a[0] == '-') {
+			fprintf(stderr, "chatload run: unknown option '%s'\n", a);
+			usage(stderr);
+			return CL_EXIT_USAGE;
+		} else if (o.scenario_path) {
+			fprintf(stderr, "chatload run: one scenario at a time ('%s' and '%s')\n",
+				o.scenario_path, a);
+			return CL_EXIT_USAGE;
+		} else {
+			o.scenario_path = a;
+		}
+	}
+	if (!o.scenario_path) {
+		usage(stderr);
+		return CL_EXIT_USAGE;
+	}
+	overrides[n_over] = NULL;
+	o.overrides = overrides;
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	return cl_run(&o);
+}

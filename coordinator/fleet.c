@@ -1,0 +1,336 @@
+/* Agent sessions on the coordinator: HELLO/WELCOME, POLL/CMD, REPORT/ACK, liveness. */
+#include "fleet.h"
+
+#include "chatload/clock.h"
+#include "chatload/log.h"
+
+#include <nng/protocol/reqrep0/rep.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+const char *cl_fleet_liveness_name(enum cl_fleet_liveness l)
+{
+	switch (l) {
+	case CL_LIVE_OK: return "ok";
+	case CL_LIVE_MISSING: return "missing";
+	case CL_LIVE_LOST: return "lost";
+	}
+	return "?";
+}
+
+int cl_fleet_open(struct cl_fleet *f, const char *run, const char *token, uint32_t max_agents,
+		  int64_t report_interval_us, struct cl_err *err)
+{
+	memset(f, 0, sizeof(*f));
+	snprintf(f->run, sizeof(f->run), "%s", run);
+	snprintf(f->token, sizeof(f->token), "%s", token ? token : "");
+	f->max_agents = max_agents ? max_agents : 1;
+	if (f->max_agents > CL_FLEET_MAX_AGENTS)
+		f->max_agents = CL_FLEET_MAX_AGENTS;
+	f->report_interval_us = report_interval_us;
+	f->next_cmd_seq = 1;
+	f->agents = calloc(f->max_agents, sizeof(*f->agents));
+	if (!f->agents)
+		return cl_err_set(err, CL_ENOMEM, "out of memory for the agent table");
+	int rc = nng_rep0_open(&f->sock);
+	if (rc != 0)
+		return cl_err_set(err, CL_ESYS, "cannot open the control socket: %s",
+				  nng_strerror(rc));
+	f->open = true;
+	nng_socket_set_size(f->sock, NNG_OPT_RECVMAXSZ, CL_WIRE_MAX_MSG);
+	nng_socket_set_ms(f->sock, NNG_OPT_SENDTIMEO, 1000);
+	return 0;
+}
+
+int cl_fleet_listen(struct cl_fleet *f, const char *url, const struct cl_tls_opts *tls,
+		    bool insecure, struct cl_err *err)
+{
+	return cl_transport_listen(f->sock, url, tls, insecure, err);
+}
+
+void cl_fleet_close(struct cl_fleet *f)
+{
+	if (!f)
+		return;
+	if (f->open)
+		nng_close(f->sock);
+	f->open = false;
+	free(f->agents);
+	f->agents = NULL;
+	f->n = 0;
+}
+
+static void reply(struct cl_fleet *f, struct cl_msg *m, const char *peer)
+{
+	msgpack_sbuffer sb;
+	msgpack_sbuffer_init(&sb);
+	struct cl_err err = { 0 };
+	if (cl_wire_encode(m, &sb, &err) != 0) {
+		char msg[600];
+		CL_ERROR("cannot encode %s for %s: %s", cl_msg_type_name(m->type), peer,
+			 cl_err_format(&err, msg, sizeof(msg)));
+	} else {
+		int rc = nng_send(f->sock, sb.data, sb.size, 0);
+		if (rc != 0)
+			CL_WARN("cannot reply to %s: %s", peer, nng_strerror(rc));
+	}
+	msgpack_sbuffer_destroy(&sb);
+}
+
+static void refuse(struct cl_fleet *f, const struct cl_msg *req, const char *peer,
+		   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void refuse(struct cl_fleet *f, const struct cl_msg *req, const char *peer,
+		   const char *fmt, ...)
+{
+	char reason[CL_WIRE_MAX_REASON];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(reason, sizeof(reason), fmt, ap);
+	va_end(ap);
+	CL_WARN("refused %s: %s", peer, reason);
+	f->rejected++;
+	/* No run id: a refused peer has not earned it. */
+	struct cl_msg m = { .type = CL_MSG_REFUSE, .run = "", .seq = req ? req->seq : 0 };
+	m.agent = req ? req->agent : 0;
+	m.refuse.reason = reason;
+	reply(f, &m, peer);
+}
+
+static void on_hello(struct cl_fleet *f, struct cl_msg *req, const char *peer, int64_t t_recv)
+{
+	struct cl_msg_hello *h = &req->hello;
+	if (strcmp(h->version, CHATLOAD_VERSION) != 0) {
+		refuse(f, req, peer, "agent version %s does not match coordinator version %s",
+		       h->version, CHATLOAD_VERSION);
+		return;
+	}
+	if (!cl_wire_token_equal(f->token, h->token)) {
+		refuse(f, req, peer, "bad token");
+		return;
+	}
+	/* A resent HELLO (its WELCOME was lost) must not make a second agent. */
+	for (size_t i = 0; i < f->n; i++) {
+		struct cl_fleet_agent *a = &f->agents[i];
+		if (a->pid == h->pid && strcmp(a->host, h->host) == 0 && !a->gone &&
+		    a->live != CL_LIVE_LOST && a->applied_seq == 0) {
+			struct cl_msg m = { .type = CL_MSG_WELCOME, .run = a->session, .agent = a->id,
+					    .seq = req->seq };
+			m.welcome = (struct cl_msg_welcome){ .agent_id = a->id,
+							     .report_interval_us = f->report_interval_us,
+							     .t_coord_recv_us = t_recv,
+							     .t_coord_us = cl_mono_us() };
+			a->last_seen_us = t_recv;
+			reply(f, &m, peer);
+			return;
+		}
+	}
+	if (f->n >= f->max_agents) {
+		refuse(f, req, peer, "run '%s' already has its %u agents", f->run, f->max_agents);
+		return;
+	}
+	struct cl_fleet_agent *a = &f->agents[f->n];
+	memset(a, 0, sizeof(*a));
+	a->id = (uint32_t)f->n + 1;
+	snprintf(a->host, sizeof(a->host), "%s", h->host);
+	snprintf(a->peer, sizeof(a->peer), "%s", peer);
+	snprintf(a->version, sizeof(a->version), "%s", h->version);
+	a->workers = h->workers ? h->workers : 1;
+	a->pid = h->pid;
+	a->joined_us = a->last_seen_us = t_recv;
+	unsigned char rnd[16];
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+		refuse(f, req, peer, "no entropy for a session id");
+		return;
+	}
+	int off = snprintf(a->session, sizeof(a->session), "%.200s/", f->run);
+	for (size_t i = 0; i < sizeof(rnd); i++)
+		off += snprintf(a->session + off, sizeof(a->session) - (size_t)off, "%02x", rnd[i]);
+	f->n++;
+	CL_INFO("agent %u joined: %s (%s), %u workers", a->id, a->host, peer, a->workers);
+	struct cl_msg m = { .type = CL_MSG_WELCOME, .run = a->session, .agent = a->id,
+			    .seq = req->seq };
+	m.welcome = (struct cl_msg_welcome){ .agent_id = a->id,
+					     .report_interval_us = f->report_interval_us,
+					     .t_coord_recv_us = t_recv,
+					     .t_coord_us = cl_mono_us() };
+	reply(f, &m, peer);
+}
+
+static struct cl_fleet_agent *find_agent(struct cl_fleet *f, const struct cl_msg *req)
+{
+	if (!req->run || req->agent == 0 || req->agent > f->n)
+		return NULL;
+	struct cl_fleet_agent *a = &f->agents[req->agent - 1];
+	return cl_wire_token_equal(a->session, req->run) ? a : NULL;
+}
+
+static void on_poll(struct cl_fleet *f, struct cl_fleet_agent *a, struct cl_msg *req,
+		    const char *peer, int64_t t_recv)
+{
+	struct cl_msg_poll *p = &req->poll;
+	enum cl_agent_state prev = a->state;
+	a->state = p->state;
+	a->applied_seq = p->applied_seq;
+	a->cpu_pct = p->cpu_pct;
+	a->rss_bytes = p->rss_bytes;
+	a->inflight = p->inflight;
+	if (p->clock_rtt_us > 0) {
+		a->clock_offset_us = p->clock_offset_us;
+		a->rtt_us = p->clock_rtt_us;
+	}
+	if (p->state == CL_AGENT_FAILED && p->error) {
+		if (prev != CL_AGENT_FAILED || strcmp(a->error, p->error) != 0)
+			CL_ERROR("agent %u (%s) failed: %s", a->id, a->host, p->error);
+		snprintf(a->error, sizeof(a->error), "%s", p->error);
+	}
+	/* Drop what it has applied; answer with the oldest command it has not. */
+	size_t keep = 0;
+	for (size_t i = 0; i < a->n_cmds; i++) {
+		if (a->cmds[i].cmd_seq > a->applied_seq)
+			a->cmds[keep++] = a->cmds[i];
+	}
+	a->n_cmds = keep;
+	struct cl_msg m = { .type = CL_MSG_CMD, .run = a->session, .agent = a->id, .seq = req->seq };
+	if (a->n_cmds)
+		m.cmd = a->cmds[0];
+	else
+		m.cmd.cmd = CL_CMD_NOOP;
+	m.cmd.t_coord_recv_us = t_recv;
+	m.cmd.t_coord_us = cl_mono_us();
+	reply(f, &m, peer);
+	/* An agent that is handed QUIT goes away without another word. */
+	if (m.cmd.cmd == CL_CMD_QUIT)
+		a->gone = true;
+}
+
+static void on_report(struct cl_fleet *f, struct cl_fleet_agent *a, struct cl_msg *req,
+		      const char *peer)
+{
+	bool fresh = req->seq > a->last_report_seq;
+	if (fresh) {
+		a->last_report_seq = req->seq;
+		if (f->on_report)
+			f->on_report(f->ctx, a, &req->report);
+	} else {
+		CL_DEBUG("duplicate report %llu from agent %u ignored", (unsigned long long)req->seq,
+			 a->id);
+	}
+	struct cl_msg m = { .type = CL_MSG_ACK, .run = a->session, .agent = a->id, .seq = req->seq };
+	reply(f, &m, peer);
+}
+
+static void update_liveness(struct cl_fleet *f, int64_t now)
+{
+	for (size_t i = 0; i < f->n; i++) {
+		struct cl_fleet_agent *a = &f->agents[i];
+		if (a->gone || a->live == CL_LIVE_LOST)
+			continue;
+		int64_t silent = now - a->last_seen_us;
+		enum cl_fleet_liveness l = silent > CL_WIRE_LOST_US	 ? CL_LIVE_LOST
+					   : silent > CL_WIRE_MISSING_US ? CL_LIVE_MISSING
+									 : CL_LIVE_OK;
+		if (l != a->live) {
+			if (l == CL_LIVE_LOST)
+				CL_ERROR("agent %u (%s) lost: silent for %.1f s", a->id, a->host,
+					 silent / 1e6);
+			else if (l == CL_LIVE_MISSING)
+				CL_WARN("agent %u (%s) missing: silent for %.1f s", a->id, a->host,
+					silent / 1e6);
+			else
+				CL_INFO("agent %u (%s) is back", a->id, a->host);
+			a->live = l;
+		}
+	}
+}
+
+static void handle(struct cl_fleet *f, nng_msg *msg, int64_t t_recv)
+{
+	char peer[96];
+	cl_transport_peer(msg, peer, sizeof(peer));
+	struct cl_msg req = { 0 };
+	struct cl_err err = { 0 };
+	int rc = cl_wire_decode(nng_msg_body(msg), nng_msg_len(msg), &req, &err);
+	if (rc != 0) {
+		char why[600];
+		refuse(f, &req, peer, "malformed message: %s", cl_err_format(&err, why, sizeof(why)));
+		cl_msg_free(&req);
+		return;
+	}
+	if (req.type == CL_MSG_HELLO) {
+		on_hello(f, &req, peer, t_recv);
+	} else {
+		struct cl_fleet_agent *a = find_agent(f, &req);
+		if (!a) {
+			refuse(f, &req, peer, "unknown agent %u or session (no HELLO on record)",
+			       req.agent);
+		} else if (a->live == CL_LIVE_LOST) {
+			refuse(f, &req, peer, "agent %u was declared lost; its session is over",
+			       a->id);
+		} else {
+			if (a->live == CL_LIVE_MISSING)
+				CL_INFO("agent %u (%s) is back", a->id, a->host);
+			a->live = CL_LIVE_OK;
+			a->last_seen_us = t_recv;
+			if (req.type == CL_MSG_POLL)
+				on_poll(f, a, &req, peer, t_recv);
+			else if (req.type == CL_MSG_REPORT)
+				on_report(f, a, &req, peer);
+			else
+				refuse(f, &req, peer, "unexpected %s from an agent",
+				       cl_msg_type_name(req.type));
+		}
+	}
+	cl_msg_free(&req);
+}
+
+void cl_fleet_serve(struct cl_fleet *f, int64_t for_us)
+{
+	int64_t deadline = cl_mono_us() + for_us;
+	do {
+		int64_t left_ms = (deadline - cl_mono_us()) / 1000;
+		if (left_ms < 1)
+			left_ms = 1;
+		nng_socket_set_ms(f->sock, NNG_OPT_RECVTIMEO, (nng_duration)left_ms);
+		nng_msg *msg = NULL;
+		int rc = nng_recvmsg(f->sock, &msg, 0);
+		if (rc == 0) {
+			handle(f, msg, cl_mono_us());
+			nng_msg_free(msg);
+		} else if (rc != NNG_ETIMEDOUT) {
+			CL_WARN("control socket receive failed: %s", nng_strerror(rc));
+			cl_sleep_ns(1000000);
+		}
+	} while (cl_mono_us() < deadline);
+	update_liveness(f, cl_mono_us());
+}
+
+uint64_t cl_fleet_send(struct cl_fleet *f, size_t i, const struct cl_msg_cmd *cmd)
+{
+	struct cl_fleet_agent *a = &f->agents[i];
+	if (a->n_cmds == CL_FLEET_MAX_QUEUED_CMDS) {
+		CL_ERROR("command queue of agent %u is full", a->id);
+		return 0;
+	}
+	a->cmds[a->n_cmds] = *cmd;
+	a->cmds[a->n_cmds].cmd_seq = f->next_cmd_seq++;
+	return a->cmds[a->n_cmds++].cmd_seq;
+}
+
+void cl_fleet_broadcast(struct cl_fleet *f, const struct cl_msg_cmd *cmd)
+{
+	for (size_t i = 0; i < f->n; i++) {
+		if (!f->agents[i].gone && f->agents[i].live != CL_LIVE_LOST)
+			cl_fleet_send(f, i, cmd);
+	}
+}
+
+size_t cl_fleet_active(const struct cl_fleet *f)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < f->n; i++)
+		n += !f->agents[i].gone && f->agents[i].live != CL_LIVE_LOST;
+	return n;
+}

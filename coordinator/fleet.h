@@ -1,0 +1,91 @@
+/* The coordinator's side of the control channel: one REP socket that agents dial, the table
+ * of agents in this run, their commands and liveness.  Single-threaded: the run loop calls
+ * cl_fleet_serve, which answers every request at once (short polls, docs/protocol.md). */
+#ifndef CHATLOAD_FLEET_H
+#define CHATLOAD_FLEET_H
+
+#include "chatload/err.h"
+#include "chatload/transport.h"
+#include "chatload/wire.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define CL_FLEET_MAX_AGENTS 256
+#define CL_FLEET_MAX_QUEUED_CMDS 16
+
+enum cl_fleet_liveness { CL_LIVE_OK, CL_LIVE_MISSING, CL_LIVE_LOST };
+
+struct cl_fleet_agent {
+	uint32_t id; /* 1-based, as told in WELCOME */
+	/* The run id this agent was WELCOMEd with: the run's id plus a random suffix only this
+	 * agent knows.  Every later message must carry it, so a peer that never presented the
+	 * token cannot speak for the agent. */
+	char session[CL_WIRE_MAX_RUN + 1];
+	char host[CL_WIRE_MAX_HOST + 1];
+	char peer[96];
+	char version[CL_WIRE_MAX_VERSION + 1];
+	uint32_t workers;
+	int64_t pid;
+	int64_t joined_us;
+	int64_t last_seen_us;
+	enum cl_fleet_liveness live;
+	bool gone; /* acknowledged QUIT: no longer expected */
+	enum cl_agent_state state;
+	char error[CL_WIRE_MAX_ERROR + 1];
+	uint64_t applied_seq;
+	double cpu_pct;
+	int64_t rss_bytes;
+	int64_t inflight;
+	int64_t clock_offset_us; /* coordinator - agent, as the agent estimated it */
+	int64_t rtt_us;
+	uint64_t last_report_seq; /* dedupe of resent REPORTs */
+	/* commands not yet applied, oldest first; their pointees are the caller's */
+	struct cl_msg_cmd cmds[CL_FLEET_MAX_QUEUED_CMDS];
+	size_t n_cmds;
+};
+
+struct cl_fleet;
+/* Called for every new (not duplicate) REPORT.  rep and its metrics belong to the fleet and
+ * are valid only during the call. */
+typedef void (*cl_fleet_report_cb)(void *ctx, struct cl_fleet_agent *a, struct cl_msg_report *rep);
+
+struct cl_fleet {
+	nng_socket sock;
+	bool open;
+	char run[64];
+	char token[CL_WIRE_MAX_TOKEN + 1];
+	uint32_t max_agents;
+	int64_t report_interval_us;
+	struct cl_fleet_agent *agents; /* max_agents entries */
+	size_t n;
+	uint64_t next_cmd_seq;
+	uint64_t rejected; /* malformed or refused messages */
+	cl_fleet_report_cb on_report;
+	void *ctx;
+};
+
+/* Opens the socket.  token may be "" (no token).  f is zeroed first; cl_fleet_close is safe
+ * after any failure. */
+int cl_fleet_open(struct cl_fleet *f, const char *run, const char *token, uint32_t max_agents,
+		  int64_t report_interval_us, struct cl_err *err);
+/* Adds a listener (several may be added: ipc:// for local agents, tls+tcp:// for remote). */
+int cl_fleet_listen(struct cl_fleet *f, const char *url, const struct cl_tls_opts *tls,
+		    bool insecure, struct cl_err *err);
+/* Answers requests for up to for_us (at least one receive attempt), then updates liveness.
+ * Blocks up to for_us. */
+void cl_fleet_serve(struct cl_fleet *f, int64_t for_us);
+/* Queues cmd for agent i (index into agents).  cmd is copied shallowly: whatever it points
+ * to must stay valid until the agent applied it.  Returns the cmd_seq given, 0 when the
+ * queue is full. */
+uint64_t cl_fleet_send(struct cl_fleet *f, size_t i, const struct cl_msg_cmd *cmd);
+/* Queues cmd for every agent that is not lost or gone. */
+void cl_fleet_broadcast(struct cl_fleet *f, const struct cl_msg_cmd *cmd);
+/* Agents neither lost nor gone. */
+size_t cl_fleet_active(const struct cl_fleet *f);
+/* Closes the socket and frees the table.  Safe on zeroed / failed fleets. */
+void cl_fleet_close(struct cl_fleet *f);
+
+const char *cl_fleet_liveness_name(enum cl_fleet_liveness l);
+
+#endif

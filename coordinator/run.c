@@ -1,0 +1,219 @@
+/* chatload run, start to end: load, fleet, readiness, warmup, stages, verdict, reports. */
+#include "run_internal.h"
+
+#include "report.h"
+
+#include "chatload/exitcode.h"
+#include "chatload/log.h"
+#include "chatload/workload.h"
+
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int fail_msg(struct run *r, int code, const struct cl_err *err, const char *what)
+{
+	char msg[900];
+	cl_progress_end(&r->prog);
+	fprintf(stderr, "chatload: %s: %s\n", what, cl_err_format(err, msg, sizeof(msg)));
+	r->exit_hint = code;
+	return code;
+}
+
+/* Builds the target plan the agents get: the scenario's, or the simulator's address. */
+static int make_target(struct run *r, struct cl_err *err)
+{
+	const struct cl_scn_target *t = &r->s.target;
+	struct cl_target_plan *p = &r->target;
+	memset(p, 0, sizeof(*p));
+	const char *url = t->simulator ? r->sim_url : t->url;
+	size_t len = strlen(url);
+	while (len && url[len - 1] == '/')
+		len--;
+	p->base_url = strndup(url, len);
+	if (t->model)
+		p->model = strdup(t->model);
+	else if (t->simulator) {
+		const char *m = "chatload-sim";
+		for (size_t i = 0; i < t->n_sim; i++)
+			if (strcmp(t->sim[i].key, "model") == 0)
+				m = t->sim[i].value;
+		p->model = strdup(m);
+	}
+	if (t->api_key_env)
+		p->api_key_env = strdup(t->api_key_env);
+	if (t->n_headers) {
+		p->headers = calloc(t->n_headers, sizeof(char *));
+		if (!p->headers)
+			return cl_err_set(err, CL_ENOMEM, "out of memory");
+		for (size_t i = 0; i < t->n_headers; i++)
+			if (!(p->headers[p->n_headers++] = strdup(t->headers[i])))
+				return cl_err_set(err, CL_ENOMEM, "out of memory");
+	}
+	p->http2 = t->http2;
+	p->tls_verify = t->tls_verify;
+	if (t->ca_file)
+		p->ca_file = strdup(t->ca_file);
+	p->connect_timeout_us = t->connect_timeout_us;
+	if (!p->base_url)
+		return cl_err_set(err, CL_ENOMEM, "out of memory");
+	if (!p->model && !r->s.readiness.enabled)
+		return cl_err_set(err, CL_EINVAL,
+				  "target.model is required when readiness is disabled (the gate "
+				  "is what discovers the model)");
+	return 0;
+}
+
+/* Renders what PREPARE and WARMUP carry, now that the model is known. */
+static int render(struct run *r, struct cl_err *err)
+{
+	int rc = cl_workload_render(&r->s, r->target.model, &r->workload, err);
+	if (rc != 0)
+		return rc;
+	const struct cl_scn_warmup *w = &r->s.warmup;
+	if (!w->body_json && w->max_tokens == r->s.workload.max_tokens)
+		return 0; /* warmup uses the workload's own bodies */
+	char *extra = NULL;
+	if ((rc = cl_workload_merge_json(r->s.target.body_json, w->body_json, &extra, err)) != 0)
+		return rc;
+	const char *prompt = r->s.workload.kind == CL_WORKLOAD_PROMPTS && r->s.workload.n_prompts
+				     ? r->s.workload.prompts[0]
+				     : r->s.readiness.prompt;
+	rc = cl_workload_render_probe(r->target.model, prompt, w->max_tokens, extra,
+				      &r->warmup_body, err);
+	free(extra);
+	return rc;
+}
+
+static int prepare_agents(struct run *r)
+{
+	struct cl_msg_cmd c = { .cmd = CL_CMD_PREPARE };
+	c.prepare.target = r->target;
+	c.prepare.workload = r->workload;
+	cl_fleet_broadcast(&r->fleet, &c);
+	/* PREPARE is applied before anything queued after it, so there is nothing to wait
+	 * for here: a failure shows as the agent's FAILED state in the next phase. */
+	return 0;
+}
+
+static void cleanup(struct run *r)
+{
+	cl_run_stop_processes(r);
+	cl_fleet_close(&r->fleet);
+	for (size_t i = 0; i < CL_FLEET_MAX_AGENTS; i++)
+		cl_stage_plan_free(&r->shares[i]);
+	cl_target_plan_free(&r->target);
+	cl_workload_plan_free(&r->workload);
+	free(r->warmup_body);
+	free(r->probe_extra);
+	if (r->warm_ready)
+		cl_metrics_destroy(&r->warm);
+	cl_results_destroy(r->res);
+	cl_scenario_free(&r->s);
+}
+
+int cl_run(const struct cl_run_opts *o)
+{
+	struct run *r = calloc(1, sizeof(*r));
+	if (!r) {
+		fprintf(stderr, "chatload: out of memory\n");
+		return CL_EXIT_FAILED;
+	}
+	r->o = o;
+	cl_progress_init(&r->prog, stderr);
+	struct cl_err err = { 0 };
+	struct cl_diags diags = { 0 };
+	int code = CL_EXIT_OK;
+	if (cl_scenario_load_file(o->scenario_path, o->overrides, &r->s, &diags) != 0) {
+		char msg[900];
+		for (size_t i = 0; i < diags.n; i++)
+			fprintf(stderr, "%s\n", cl_err_format(&diags.items[i], msg, sizeof(msg)));
+		cl_diags_free(&diags);
+		free(r);
+		return CL_EXIT_USAGE;
+	}
+	cl_diags_free(&diags);
+	curl_global_init(CURL_GLOBAL_ALL);
+
+	if (cl_results_create(&r->s, o->scenario_path, o->argc, o->argv, o->out_dir, &r->res,
+			      &err) != 0) {
+		code = fail_msg(r, CL_EXIT_FAILED, &err, "cannot create the results directory");
+		goto out;
+	}
+	cl_progress_note(&r->prog, "run '%s': results in %s", r->s.name, cl_results_dir(r->res));
+	if (r->s.target.simulator && cl_run_start_simulator(r, &err) != 0) {
+		code = fail_msg(r, CL_EXIT_FAILED, &err, "cannot start the built-in simulator");
+		goto finish;
+	}
+	if (make_target(r, &err) != 0) {
+		code = fail_msg(r, CL_EXIT_USAGE, &err, "bad target");
+		goto finish;
+	}
+	if (cl_workload_merge_json(r->s.target.body_json, r->s.readiness.body_json,
+				   &r->probe_extra, &err) != 0) {
+		code = fail_msg(r, CL_EXIT_USAGE, &err, "bad readiness.body");
+		goto finish;
+	}
+	int frc = cl_run_start_fleet(r, &err);
+	if (frc != 0) {
+		/* A listen address or TLS setting that can never work is bad input. */
+		bool bad_input = frc == CL_EREFUSED || frc == CL_EINVAL;
+		code = fail_msg(r, bad_input ? CL_EXIT_USAGE : CL_EXIT_FAILED, &err,
+				"cannot start the agents");
+		goto finish;
+	}
+	if (cl_run_wait_for_agents(r, &err) != 0) {
+		code = fail_msg(r, CL_EXIT_FAILED, &err, "agents did not join");
+		goto finish;
+	}
+	cl_run_record_agents(r);
+
+	if (r->s.readiness.enabled) {
+		if (cl_run_readiness(r) != 0)
+			goto finish;
+	}
+	cl_results_set_target(r->res, r->target.base_url, r->target.model, r->s.target.simulator);
+	if (render(r, &err) != 0) {
+		code = fail_msg(r, CL_EXIT_USAGE, &err, "cannot render the workload");
+		goto finish;
+	}
+	prepare_agents(r);
+	if (cl_run_warmup(r) != 0)
+		goto finish;
+
+	for (size_t i = 0; i < r->s.n_stages; i++) {
+		int rc = cl_run_stage(r, i);
+		if (rc != 0)
+			goto finish;
+		if (r->s.slo_abort_on_breach && cl_results_breach_count(r->res) > 0) {
+			cl_progress_note(&r->prog, "SLO breached in stage '%s': stopping "
+						   "(slo.abort_on_breach)",
+					 r->s.stages[i].name);
+			r->exit_hint = CL_EXIT_SLO_BREACH;
+			goto finish;
+		}
+	}
+	r->complete = true;
+
+finish:
+	cl_progress_end(&r->prog);
+	cl_run_record_agents(r);
+	cl_run_stop_processes(r);
+	if (r->res) {
+		int final = 0;
+		if (cl_results_finish(r->res, r->complete, code ? code : r->exit_hint, &final) != 0)
+			fprintf(stderr, "chatload: cannot write every result file: %s\n",
+				cl_results_last_error(r->res));
+		cl_report_render(cl_results_doc(r->res), CL_REPORT_TABLE, stdout);
+		fflush(stdout);
+		code = final;
+	} else if (!code) {
+		code = r->exit_hint ? r->exit_hint : CL_EXIT_FAILED;
+	}
+out:
+	cleanup(r);
+	free(r);
+	curl_global_cleanup();
+	return code;
+}

@@ -1,0 +1,297 @@
+/* Tests of the coordinator's fleet over a real nng socket: joining, refusals (token, version,
+ * garbage), command delivery by seq, report de-duplication, liveness. */
+#include "fleet.h"
+
+#include "chatload/clock.h"
+#include "chatload/wire.h"
+
+#include <nng/protocol/reqrep0/req.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+struct fixture {
+	struct cl_fleet f;
+	nng_socket req;
+	char url[128];
+	int reports;
+	uint32_t last_stage;
+	char session[CL_WIRE_MAX_RUN + 1]; /* the run id WELCOME gave: run + secret */
+};
+
+static void count_report(void *ctx, struct cl_fleet_agent *a, struct cl_msg_report *rep)
+{
+	struct fixture *fx = ctx;
+	fx->reports++;
+	fx->last_stage = rep->stage;
+}
+
+static int setup(void **state)
+{
+	struct fixture *fx = calloc(1, sizeof(*fx));
+	struct cl_err err = {0};
+	snprintf(fx->url, sizeof(fx->url), "ipc:///tmp/chatload-fleet-test-%d.ipc", (int)getpid());
+	assert_int_equal(cl_fleet_open(&fx->f, "run-1", "s3cret", 2, 1000000, &err), 0);
+	assert_int_equal(cl_fleet_listen(&fx->f, fx->url, NULL, false, &err), 0);
+	fx->f.on_report = count_report;
+	fx->f.ctx = fx;
+	assert_int_equal(nng_req0_open(&fx->req), 0);
+	nng_socket_set_ms(fx->req, NNG_OPT_RECVTIMEO, 3000);
+	assert_int_equal(nng_dial(fx->req, fx->url, NULL, 0), 0);
+	*state = fx;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *fx = *state;
+	nng_close(fx->req);
+	cl_fleet_close(&fx->f);
+	free(fx);
+	return 0;
+}
+
+/* Sends raw bytes as the agent, lets the fleet answer, decodes the reply into out. */
+static void roundtrip_raw(struct fixture *fx, const void *buf, size_t len, struct cl_msg *out)
+{
+	assert_int_equal(nng_send(fx->req, (void *)buf, len, 0), 0);
+	cl_fleet_serve(&fx->f, 200000);
+	void *rbuf = NULL;
+	size_t rlen = 0;
+	assert_int_equal(nng_recv(fx->req, &rbuf, &rlen, NNG_FLAG_ALLOC), 0);
+	struct cl_err err = {0};
+	int rc = cl_wire_decode(rbuf, rlen, out, &err);
+	nng_free(rbuf, rlen);
+	assert_int_equal(rc, 0);
+}
+
+static void encode(const struct cl_msg *m, msgpack_sbuffer *sb)
+{
+	struct cl_err err = {0};
+	msgpack_sbuffer_init(sb);
+	assert_int_equal(cl_wire_encode(m, sb, &err), 0);
+}
+
+static void roundtrip(struct fixture *fx, const struct cl_msg *m, struct cl_msg *out)
+{
+	msgpack_sbuffer sb;
+	encode(m, &sb);
+	roundtrip_raw(fx, sb.data, sb.size, out);
+	msgpack_sbuffer_destroy(&sb);
+}
+
+static void hello(struct fixture *fx, const char *version, const char *token, int64_t pid,
+                  struct cl_msg *out)
+{
+	struct cl_msg m = {.type = CL_MSG_HELLO, .run = "", .seq = 1};
+	m.hello = (struct cl_msg_hello){.version = (char *)version,
+	                                .host = "testhost",
+	                                .workers = 3,
+	                                .token = (char *)token,
+	                                .pid = pid,
+	                                .t_send_us = cl_mono_us()};
+	roundtrip(fx, &m, out);
+	if (out->type == CL_MSG_WELCOME)
+		snprintf(fx->session, sizeof(fx->session), "%s", out->run);
+}
+
+static void test_join(void **state)
+{
+	struct fixture *fx = *state;
+	struct cl_msg r = {0};
+	hello(fx, CHATLOAD_VERSION, "s3cret", 101, &r);
+	assert_int_equal(r.type, CL_MSG_WELCOME);
+	assert_int_equal(r.welcome.agent_id, 1);
+	/* The run id plus a per-agent secret that every later message must carry. */
+	assert_int_equal(strncmp(r.run, "run-1/", 6), 0);
+	assert_int_equal(strlen(r.run), 6 + 32);
+	assert_int_equal(r.welcome.report_interval_us, 1000000);
+	cl_msg_free(&r);
+	assert_int_equal(fx->f.n, 1);
+	assert_string_equal(fx->f.agents[0].host, "testhost");
+	assert_int_equal(fx->f.agents[0].workers, 3);
+	/* The same HELLO again (a lost WELCOME) is the same agent, not a second one. */
+	hello(fx, CHATLOAD_VERSION, "s3cret", 101, &r);
+	assert_int_equal(r.type, CL_MSG_WELCOME);
+	assert_int_equal(r.welcome.agent_id, 1);
+	cl_msg_free(&r);
+	assert_int_equal(fx->f.n, 1);
+}
+
+static void test_bad_token(void **state)
+{
+	struct fixture *fx = *state;
+	struct cl_msg r = {0};
+	hello(fx, CHATLOAD_VERSION, "wrong", 102, &r);
+	assert_int_equal(r.type, CL_MSG_REFUSE);
+	assert_non_null(strstr(r.refuse.reason, "bad token"));
+	cl_msg_free(&r);
+	assert_int_equal(fx->f.n, 0);
+}
+
+static void test_bad_version(void **state)
+{
+	struct fixture *fx = *state;
+	struct cl_msg r = {0};
+	hello(fx, "0.0.1", "s3cret", 103, &r);
+	assert_int_equal(r.type, CL_MSG_REFUSE);
+	assert_non_null(strstr(r.refuse.reason, "0.0.1"));
+	assert_non_null(strstr(r.refuse.reason, CHATLOAD_VERSION));
+	cl_msg_free(&r);
+	assert_int_equal(fx->f.n, 0);
+}
+
+static void test_garbage_then_join(void **state)
+{
+	struct fixture *fx = *state;
+	static const unsigned char junk[] = {0xdd, 0xff, 0x00, 0x00, 0x00};
+	struct cl_msg r = {0};
+	roundtrip_raw(fx, junk, sizeof(junk), &r);
+	assert_int_equal(r.type, CL_MSG_REFUSE);
+	assert_non_null(strstr(r.refuse.reason, "malformed"));
+	cl_msg_free(&r);
+	assert_int_equal(fx->f.rejected, 1);
+	/* The fleet goes on serving. */
+	hello(fx, CHATLOAD_VERSION, "s3cret", 104, &r);
+	assert_int_equal(r.type, CL_MSG_WELCOME);
+	cl_msg_free(&r);
+}
+
+static void poll_once(struct fixture *fx, uint64_t applied, uint64_t seq, struct cl_msg *out)
+{
+	struct cl_msg m = {.type = CL_MSG_POLL, .run = fx->session, .agent = 1, .seq = seq};
+	m.poll.state = CL_AGENT_IDLE;
+	m.poll.applied_seq = applied;
+	m.poll.t_send_us = cl_mono_us();
+	roundtrip(fx, &m, out);
+}
+
+static void test_commands_by_seq(void **state)
+{
+	struct fixture *fx = *state;
+	struct cl_msg r = {0};
+	hello(fx, CHATLOAD_VERSION, "s3cret", 105, &r);
+	cl_msg_free(&r);
+	poll_once(fx, 0, 2, &r);
+	assert_int_equal(r.type, CL_MSG_CMD);
+	assert_int_equal(r.cmd.cmd, CL_CMD_NOOP);
+	assert_true(r.cmd.t_coord_us >= r.cmd.t_coord_recv_us);
+	cl_msg_free(&r);
+	struct cl_msg_cmd stop = {.cmd = CL_CMD_STOP};
+	stop.stop.stage = 3;
+	uint64_t s1 = cl_fleet_send(&fx->f, 0, &stop);
+	struct cl_msg_cmd quit = {.cmd = CL_CMD_ABORT};
+	uint64_t s2 = cl_fleet_send(&fx->f, 0, &quit);
+	assert_true(s2 > s1);
+	/* Not applied yet: the oldest is repeated until the agent says it applied it. */
+	for (int i = 0; i < 2; i++) {
+		poll_once(fx, 0, 3 + i, &r);
+		assert_int_equal(r.cmd.cmd, CL_CMD_STOP);
+		assert_int_equal(r.cmd.cmd_seq, s1);
+		assert_int_equal(r.cmd.stop.stage, 3);
+		cl_msg_free(&r);
+	}
+	poll_once(fx, s1, 5, &r);
+	assert_int_equal(r.cmd.cmd, CL_CMD_ABORT);
+	assert_int_equal(r.cmd.cmd_seq, s2);
+	cl_msg_free(&r);
+	poll_once(fx, s2, 6, &r);
+	assert_int_equal(r.cmd.cmd, CL_CMD_NOOP);
+	cl_msg_free(&r);
+}
+
+static void test_duplicate_report_counted_once(void **state)
+{
+	struct fixture *fx = *state;
+	struct cl_msg r = {0};
+	hello(fx, CHATLOAD_VERSION, "s3cret", 106, &r);
+	cl_msg_free(&r);
+	struct cl_metrics m;
+	assert_int_equal(cl_metrics_init(&m), 0);
+	m.ctr[CL_CTR_COMPLETED] = 7;
+	struct cl_msg rep = {.type = CL_MSG_REPORT, .run = fx->session, .agent = 1, .seq = 9};
+	rep.report = (struct cl_msg_report){
+	    .kind = CL_REPORT_INTERVAL, .stage = 2, .metrics = &m, .t_send_us = cl_mono_us()};
+	msgpack_sbuffer sb;
+	encode(&rep, &sb);
+	for (int i = 0; i < 3; i++) { /* what a REQ resend looks like: the same bytes */
+		roundtrip_raw(fx, sb.data, sb.size, &r);
+		assert_int_equal(r.type, CL_MSG_ACK);
+		assert_int_equal(r.seq, 9);
+		cl_msg_free(&r);
+	}
+	msgpack_sbuffer_destroy(&sb);
+	assert_int_equal(fx->reports, 1);
+	assert_int_equal(fx->last_stage, 2);
+	/* A late, older report is not counted either. */
+	rep.seq = 8;
+	roundtrip(fx, &rep, &r);
+	assert_int_equal(r.type, CL_MSG_ACK);
+	cl_msg_free(&r);
+	assert_int_equal(fx->reports, 1);
+	cl_metrics_destroy(&m);
+}
+
+static void test_unknown_agent_refused(void **state)
+{
+	struct fixture *fx = *state;
+	struct cl_msg r = {0};
+	poll_once(fx, 0, 2, &r); /* nobody joined */
+	assert_int_equal(r.type, CL_MSG_REFUSE);
+	assert_non_null(strstr(r.refuse.reason, "unknown agent"));
+	cl_msg_free(&r);
+}
+
+static void test_forged_session_refused(void **state)
+{
+	struct fixture *fx = *state;
+	struct cl_msg r = {0};
+	hello(fx, CHATLOAD_VERSION, "s3cret", 108, &r);
+	cl_msg_free(&r);
+	/* A peer that knows the run's name and the agent id but never presented the token. */
+	snprintf(fx->session, sizeof(fx->session), "run-1");
+	poll_once(fx, 0, 2, &r);
+	assert_int_equal(r.type, CL_MSG_REFUSE);
+	assert_non_null(strstr(r.refuse.reason, "unknown agent"));
+	assert_string_equal(r.run, ""); /* and a refusal gives nothing away */
+	cl_msg_free(&r);
+	assert_int_equal(fx->f.agents[0].state, CL_AGENT_IDLE);
+}
+
+static void test_missing_after_silence(void **state)
+{
+	struct fixture *fx = *state;
+	struct cl_msg r = {0};
+	hello(fx, CHATLOAD_VERSION, "s3cret", 107, &r);
+	cl_msg_free(&r);
+	assert_int_equal(fx->f.agents[0].live, CL_LIVE_OK);
+	int64_t until = cl_mono_us() + CL_WIRE_MISSING_US + 300000;
+	while (cl_mono_us() < until)
+		cl_fleet_serve(&fx->f, 100000);
+	assert_int_equal(fx->f.agents[0].live, CL_LIVE_MISSING);
+	poll_once(fx, 0, 2, &r); /* it speaks again: back to ok */
+	cl_msg_free(&r);
+	assert_int_equal(fx->f.agents[0].live, CL_LIVE_OK);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_join, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_bad_token, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_bad_version, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_garbage_then_join, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_commands_by_seq, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_duplicate_report_counted_once, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_unknown_agent_refused, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_forged_session_refused, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_missing_after_silence, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
