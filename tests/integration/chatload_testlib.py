@@ -1,0 +1,703 @@
+"""Shared helpers of the fleet integration tests: temp dirs, child processes with their output
+captured line by line (with arrival times), process-group cleanup, scenario files, the
+simulator and its truth log, a minimal msgpack codec and an nng SP-over-TCP REQ client.
+
+Python's standard library only.  Everything started here listens on loopback (or inside a
+network namespace the test made) and is killed, process group and all, when the test ends.
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+SOURCE_DIR = os.environ.get("CHATLOAD_SOURCE_DIR",
+                            os.path.dirname(os.path.dirname(os.path.dirname(
+                                os.path.abspath(__file__)))))
+
+
+def _bin(var, rel):
+    """A program under test: from ctest's environment, else CHATLOAD_BUILD_DIR/rel."""
+    path = os.environ.get(var)
+    if not path:
+        build = os.environ.get("CHATLOAD_BUILD_DIR", os.path.join(SOURCE_DIR, "build"))
+        path = os.path.join(build, rel)
+    return path
+
+
+CHATLOAD = _bin("CHATLOAD_BIN", "coordinator/chatload")
+AGENT = _bin("CHATLOAD_AGENT_BIN", "agent/chatload-agent")
+SIM = _bin("CHATLOAD_SIM_BIN", "tests/sim/chatload-sim")
+
+
+def child_env(extra=None, drop=()):
+    """The environment for a child: ours, with the binaries named (so chatload finds its
+    agent and simulator), CHATLOAD_LOG unset unless given, plus extra."""
+    env = dict(os.environ)
+    env["CHATLOAD_AGENT_BIN"] = AGENT
+    env["CHATLOAD_SIM_BIN"] = SIM
+    for k in ("CHATLOAD_LOG", "CHATLOAD_TOKEN", "CHATLOAD_INSECURE") + tuple(drop):
+        env.pop(k, None)
+    if extra:
+        env.update(extra)
+    return env
+
+
+def free_port(host="127.0.0.1"):
+    """A TCP port that was free a moment ago (bound to port 0, then closed)."""
+    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(fam, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def wait_until(pred, timeout, what, step=0.05):
+    """Polls pred() until it returns something true; returns it, or raises AssertionError
+    naming what was awaited."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() >= deadline:
+            raise AssertionError("timed out after %.1f s waiting for %s" % (timeout, what))
+        time.sleep(step)
+
+
+def wait_for_file(path, timeout, proc=None):
+    """Waits until path exists and is not empty; returns its text.  A proc that exits first
+    fails the wait at once."""
+    def ready():
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError("%s exited with %s before writing %s\n%s" % (
+                proc.name, proc.poll(), path, proc.tail()))
+        try:
+            with open(path) as f:
+                t = f.read()
+            return t if t.strip() else None
+        except FileNotFoundError:
+            return None
+    return wait_until(ready, timeout, "file %s" % path)
+
+
+def wait_port(host, port, timeout, proc=None):
+    """Waits until a TCP connect to host:port succeeds."""
+    def ok():
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError("%s exited with %s before listening on %s:%d\n%s" % (
+                proc.name, proc.poll(), host, port, proc.tail()))
+        try:
+            socket.create_connection((host, port), timeout=0.5).close()
+            return True
+        except OSError:
+            return False
+    wait_until(ok, timeout, "%s:%d to accept connections" % (host, port))
+
+
+class Proc:
+    """A child process in its own process group, stdout and stderr read by threads into
+    lists of (monotonic time, line), also written to files in the scope's directory."""
+
+    def __init__(self, scope, name, argv, env=None, cwd=None):
+        self.name = name
+        self.argv = list(argv)
+        self.lock = threading.Lock()
+        self.cond = threading.Condition(self.lock)
+        self.lines = {"out": [], "err": []}
+        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+        self.paths = {k: os.path.join(scope.dir, "%s.%s" % (safe, k)) for k in ("out", "err")}
+        self.started = time.monotonic()
+        self.p = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, env=env if env is not None
+                                  else child_env(), cwd=cwd, start_new_session=True)
+        self.pid = self.p.pid
+        self.readers = [threading.Thread(target=self._read, args=(k, s), daemon=True)
+                        for k, s in (("out", self.p.stdout), ("err", self.p.stderr))]
+        for t in self.readers:
+            t.start()
+        scope.procs.append(self)
+
+    def _read(self, key, stream):
+        with open(self.paths[key], "wb") as f:
+            for raw in iter(stream.readline, b""):
+                f.write(raw)
+                f.flush()
+                line = raw.decode("utf-8", "replace").rstrip("\r\n")
+                with self.cond:
+                    self.lines[key].append((time.monotonic(), line))
+                    self.cond.notify_all()
+        stream.close()
+
+    def poll(self):
+        return self.p.poll()
+
+    def wait(self, timeout):
+        """Waits for exit; returns the exit status (negative: killed by that signal), after
+        the output threads caught up."""
+        rc = self.p.wait(timeout)
+        for t in self.readers:
+            t.join(5)
+        return rc
+
+    def send(self, sig):
+        """Sends sig to the process itself (not its group)."""
+        os.kill(self.pid, sig)
+
+    def kill_group(self, sig=signal.SIGKILL):
+        try:
+            os.killpg(self.pid, sig)
+        except ProcessLookupError:
+            pass
+
+    def stop(self, grace=5.0):
+        """SIGTERM to the group, SIGKILL after grace; returns the exit status."""
+        if self.p.poll() is None:
+            self.kill_group(signal.SIGTERM)
+            try:
+                self.p.wait(grace)
+            except subprocess.TimeoutExpired:
+                pass
+        self.kill_group(signal.SIGKILL)  # stragglers in the group, if any
+        try:
+            return self.wait(10)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def text(self, key="err"):
+        with self.lock:
+            return "\n".join(l for _, l in self.lines[key])
+
+    def find(self, pattern, key="err", after=0.0):
+        """The first (time, line, match) whose line matches pattern and that arrived at or
+        after monotonic time `after`; None."""
+        rx = re.compile(pattern)
+        with self.lock:
+            for t, l in self.lines[key]:
+                m = rx.search(l)
+                if t >= after and m:
+                    return t, l, m
+        return None
+
+    def wait_line(self, pattern, timeout, key="err", after=0.0):
+        """Waits for a line matching pattern (see find); returns (time, line, match).  Raises
+        AssertionError with the output so far when it does not come, or the process ends."""
+        deadline = time.monotonic() + timeout
+        while True:
+            hit = self.find(pattern, key, after)
+            if hit:
+                return hit
+            done = self.p.poll() is not None and not any(t.is_alive() for t in self.readers)
+            left = deadline - time.monotonic()
+            if done or left <= 0:
+                raise AssertionError("%s: no line matching %r within %.1f s (%s)\n%s" % (
+                    self.name, pattern, timeout,
+                    "exited %s" % self.p.poll() if done else "still running", self.tail()))
+            with self.cond:
+                self.cond.wait(min(left, 0.1))
+
+    def tail(self, n=40):
+        out = []
+        for key in ("err", "out"):
+            with self.lock:
+                ls = [l for _, l in self.lines[key]][-n:]
+            if ls:
+                out.append("--- %s %s (last %d lines) ---" % (self.name, key, len(ls)))
+                out.extend(ls)
+        return "\n".join(out)
+
+
+class Scope:
+    """A temporary directory and every process started in it; close() kills them all (their
+    process groups) and removes the directory unless CHATLOAD_KEEP_TMP is set."""
+
+    def __init__(self, tag):
+        self.dir = tempfile.mkdtemp(prefix="cl-%s-" % tag)
+        self.procs = []
+        self.cleanups = []  # callables run last-in first-out at close
+
+    def path(self, *parts):
+        return os.path.join(self.dir, *parts)
+
+    def start(self, name, argv, env=None, cwd=None):
+        return Proc(self, name, argv, env=env, cwd=cwd)
+
+    def on_close(self, fn):
+        self.cleanups.append(fn)
+
+    def logs(self):
+        return "\n".join(p.tail(60) for p in self.procs)
+
+    def close(self):
+        for p in reversed(self.procs):
+            try:
+                p.stop(grace=2.0)
+            except Exception as e:  # cleanup must go on
+                sys.stderr.write("cleanup of %s: %s\n" % (p.name, e))
+        while self.cleanups:
+            fn = self.cleanups.pop()
+            try:
+                fn()
+            except Exception as e:
+                sys.stderr.write("cleanup: %s\n" % e)
+        if os.environ.get("CHATLOAD_KEEP_TMP"):
+            sys.stderr.write("kept %s\n" % self.dir)
+        else:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class FleetCase(unittest.TestCase):
+    """A TestCase with self.scope, closed after each test; on failure the captured output of
+    every process is printed."""
+
+    tag = "fleet"
+
+    def setUp(self):
+        for b in (CHATLOAD, AGENT, SIM):
+            if not os.access(b, os.X_OK):
+                self.fail("program %s is missing: run through ctest, or set CHATLOAD_BIN, "
+                          "CHATLOAD_AGENT_BIN, CHATLOAD_SIM_BIN (or CHATLOAD_BUILD_DIR)" % b)
+        self.scope = Scope(self.tag)
+
+    def tearDown(self):
+        self.scope.close()
+        # Under CHATLOAD_SANITIZE a sanitizer report is a failure even when the exit status
+        # looked right (UBSan goes on after a report).
+        for p in self.scope.procs:
+            rep = p.find(r"ERROR: (Address|Leak)Sanitizer|runtime error:|"
+                         r"WARNING: ThreadSanitizer")
+            if rep:
+                self.fail("%s: sanitizer report: %s\n%s" % (p.name, rep[1], p.tail(80)))
+
+    def run(self, result=None):
+        before = len(result.failures) + len(result.errors) if result else 0
+        out = super().run(result)
+        if result and len(result.failures) + len(result.errors) > before and \
+                getattr(self, "scope", None):
+            sys.stderr.write("\n==== output of the processes of %s ====\n%s\n" % (
+                self.id(), self.scope.logs()))
+        return out
+
+    def need_netns(self):
+        """Skips the test, saying why, where network namespaces cannot be made."""
+        ok, why = netns_supported()
+        if not ok:
+            self.skipTest(why)
+
+    # ---- programs ------------------------------------------------------------------------
+
+    def start_sim(self, *args, name="sim", listen="127.0.0.1:0", wrap=()):
+        return Sim(self.scope, name, list(args), listen=listen, wrap=list(wrap))
+
+    def start_agent(self, connect, *args, name="agent", token=None, env=None, wrap=()):
+        e = child_env({"CHATLOAD_TOKEN": token} if token is not None else None)
+        if env:
+            e.update(env)
+        return self.scope.start(name, list(wrap) + [AGENT, "--connect", connect] + list(args),
+                                env=e)
+
+    def start_run(self, scenario_path, out_dir, *args, name="chatload", env=None, wrap=()):
+        e = child_env()
+        if env:
+            e.update(env)
+        return self.scope.start(name, list(wrap) + [CHATLOAD, "run", scenario_path, "--out",
+                                                    out_dir] + list(args), env=e)
+
+    def write_scenario(self, name, doc):
+        """Writes doc (a dict) as a scenario file (JSON is YAML) and returns its path."""
+        p = self.scope.path(name + ".yaml")
+        with open(p, "w") as f:
+            json.dump(doc, f, indent=1)
+        return p
+
+    def results(self, out_dir):
+        with open(os.path.join(out_dir, "results.json")) as f:
+            return json.load(f)
+
+    def assertExit(self, proc, code, timeout):
+        try:
+            rc = proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.fail("%s still running after %.0f s (wanted exit %d)\n%s" % (
+                proc.name, timeout, code, proc.tail()))
+        self.assertEqual(rc, code, "%s exit status %r, wanted %d\n%s" % (
+            proc.name, rc, code, proc.tail()))
+
+
+def scenario(target, stages, agents, name="fleet", readiness=False, warmup=None, **extra):
+    """A scenario dict: target (a dict), stages (a list), agents (a dict).  Readiness is off
+    unless asked for (the model is then named), warmup off unless given."""
+    doc = {"name": name, "target": dict(target), "agents": dict(agents), "stages": stages,
+           "workload": {"prompts": ["Say something."], "max_tokens": 32,
+                        "drain_timeout": "5s", "request_timeout": "20s"}}
+    if not readiness:
+        doc["readiness"] = {"enabled": False}
+        doc["target"].setdefault("model", "chatload-sim")
+    if warmup:
+        doc["warmup"] = warmup
+    doc.update(extra)
+    return doc
+
+
+# ---- the simulator ----------------------------------------------------------------------
+
+class Sim:
+    """chatload-sim with a port file and a truth log."""
+
+    def __init__(self, scope, name, args, listen="127.0.0.1:0", wrap=()):
+        self.port_file = scope.path(name + ".port")
+        self.truth_path = scope.path(name + ".truth.jsonl")
+        self.host = listen.rsplit(":", 1)[0]
+        self.proc = scope.start(name, list(wrap) + [
+            SIM, "--listen", listen, "--port-file", self.port_file, "--truth-log",
+            self.truth_path] + args)
+        self.port = int(wait_for_file(self.port_file, 15, self.proc).strip())
+        self.url = "http://%s:%d/v1" % (self.host, self.port)
+
+    def truth(self):
+        """Every complete line of the truth log so far."""
+        try:
+            with open(self.truth_path) as f:
+                data = f.read()
+        except FileNotFoundError:
+            return []
+        out = []
+        for line in data.split("\n")[:-1]:  # the last piece may be a half-written line
+            if line.strip():
+                out.append(json.loads(line))
+        return out
+
+    def stop(self):
+        """SIGTERM (streams get --grace, the truth log is flushed); returns the exit status."""
+        return self.proc.stop(grace=10.0)
+
+
+def agent_of(rec):
+    """The agent prefix of a truth-log record's X-Request-Id ("a2-0-17" -> "a2"); None."""
+    rid = rec.get("x_request_id")
+    return rid.split("-", 1)[0] if rid else None
+
+
+# ---- msgpack (the subset chatload's wire protocol uses) ---------------------------------
+
+def mp_pack(v):
+    """Encodes None, bool, int, float, str, bytes, list/tuple and dict as msgpack."""
+    if v is None:
+        return b"\xc0"
+    if v is True:
+        return b"\xc3"
+    if v is False:
+        return b"\xc2"
+    if isinstance(v, int):
+        if 0 <= v < 0x80:
+            return bytes([v])
+        if -32 <= v < 0:
+            return struct.pack("b", v)
+        if 0 <= v <= 0xff:
+            return b"\xcc" + struct.pack(">B", v)
+        if 0 <= v <= 0xffff:
+            return b"\xcd" + struct.pack(">H", v)
+        if 0 <= v <= 0xffffffff:
+            return b"\xce" + struct.pack(">I", v)
+        if 0 <= v < 1 << 64:
+            return b"\xcf" + struct.pack(">Q", v)
+        if -(1 << 63) <= v < 0:
+            return b"\xd3" + struct.pack(">q", v)
+        raise ValueError("integer out of range: %d" % v)
+    if isinstance(v, float):
+        return b"\xcb" + struct.pack(">d", v)
+    if isinstance(v, str):
+        b = v.encode()
+        n = len(b)
+        if n < 32:
+            return bytes([0xa0 | n]) + b
+        if n <= 0xff:
+            return b"\xd9" + bytes([n]) + b
+        if n <= 0xffff:
+            return b"\xda" + struct.pack(">H", n) + b
+        return b"\xdb" + struct.pack(">I", n) + b
+    if isinstance(v, (bytes, bytearray)):
+        n = len(v)
+        if n <= 0xff:
+            return b"\xc4" + bytes([n]) + bytes(v)
+        if n <= 0xffff:
+            return b"\xc5" + struct.pack(">H", n) + bytes(v)
+        return b"\xc6" + struct.pack(">I", n) + bytes(v)
+    if isinstance(v, (list, tuple)):
+        n = len(v)
+        head = bytes([0x90 | n]) if n < 16 else (b"\xdc" + struct.pack(">H", n) if n <= 0xffff
+                                                 else b"\xdd" + struct.pack(">I", n))
+        return head + b"".join(mp_pack(x) for x in v)
+    if isinstance(v, dict):
+        n = len(v)
+        head = bytes([0x80 | n]) if n < 16 else (b"\xde" + struct.pack(">H", n) if n <= 0xffff
+                                                 else b"\xdf" + struct.pack(">I", n))
+        return head + b"".join(mp_pack(k) + mp_pack(x) for k, x in v.items())
+    raise TypeError("cannot pack %r" % type(v))
+
+
+class MsgpackError(ValueError):
+    pass
+
+
+def mp_unpack(data, max_depth=32):
+    """Decodes exactly one msgpack object from data (hostile input: every length is checked
+    against the bytes left before use).  str values are decoded as UTF-8."""
+    buf = bytes(data)
+    pos = [0]
+
+    def take(n):
+        if n < 0 or pos[0] + n > len(buf):
+            raise MsgpackError("truncated at byte %d (need %d more)" % (pos[0], n))
+        b = buf[pos[0]:pos[0] + n]
+        pos[0] += n
+        return b
+
+    def count(n, what):
+        if n > len(buf) - pos[0]:
+            raise MsgpackError("%s of %d entries with %d bytes left" % (what, n,
+                                                                       len(buf) - pos[0]))
+        return n
+
+    def obj(depth):
+        if depth > max_depth:
+            raise MsgpackError("nested deeper than %d" % max_depth)
+        t = take(1)[0]
+        if t <= 0x7f:
+            return t
+        if t >= 0xe0:
+            return t - 0x100
+        if 0x80 <= t <= 0x8f:
+            return mapping(t & 0x0f, depth)
+        if 0x90 <= t <= 0x9f:
+            return array(t & 0x0f, depth)
+        if 0xa0 <= t <= 0xbf:
+            return take(t & 0x1f).decode("utf-8", "replace")
+        simple = {0xc0: None, 0xc2: False, 0xc3: True}
+        if t in simple:
+            return simple[t]
+        fixed = {0xcc: ">B", 0xcd: ">H", 0xce: ">I", 0xcf: ">Q", 0xd0: ">b", 0xd1: ">h",
+                 0xd2: ">i", 0xd3: ">q", 0xca: ">f", 0xcb: ">d"}
+        if t in fixed:
+            f = fixed[t]
+            return struct.unpack(f, take(struct.calcsize(f)))[0]
+        if t in (0xd9, 0xda, 0xdb):
+            n = struct.unpack({0xd9: ">B", 0xda: ">H", 0xdb: ">I"}[t],
+                              take({0xd9: 1, 0xda: 2, 0xdb: 4}[t]))[0]
+            return take(n).decode("utf-8", "replace")
+        if t in (0xc4, 0xc5, 0xc6):
+            n = struct.unpack({0xc4: ">B", 0xc5: ">H", 0xc6: ">I"}[t],
+                              take({0xc4: 1, 0xc5: 2, 0xc6: 4}[t]))[0]
+            return take(n)
+        if t in (0xdc, 0xdd):
+            n = struct.unpack(">H" if t == 0xdc else ">I", take(2 if t == 0xdc else 4))[0]
+            return array(n, depth)
+        if t in (0xde, 0xdf):
+            n = struct.unpack(">H" if t == 0xde else ">I", take(2 if t == 0xde else 4))[0]
+            return mapping(n, depth)
+        if t in (0xd4, 0xd5, 0xd6, 0xd7, 0xd8):
+            take(1)
+            return ("ext", take({0xd4: 1, 0xd5: 2, 0xd6: 4, 0xd7: 8, 0xd8: 16}[t]))
+        if t in (0xc7, 0xc8, 0xc9):
+            n = struct.unpack({0xc7: ">B", 0xc8: ">H", 0xc9: ">I"}[t],
+                              take({0xc7: 1, 0xc8: 2, 0xc9: 4}[t]))[0]
+            take(1)
+            return ("ext", take(n))
+        raise MsgpackError("byte 0x%02x at %d is not a msgpack type" % (t, pos[0] - 1))
+
+    def array(n, depth):
+        return [obj(depth + 1) for _ in range(count(n, "array"))]
+
+    def mapping(n, depth):
+        out = {}
+        for _ in range(count(n, "map")):
+            k = obj(depth + 1)
+            out[k if not isinstance(k, (list, dict)) else repr(k)] = obj(depth + 1)
+        return out
+
+    v = obj(1)
+    if pos[0] != len(buf):
+        raise MsgpackError("%d trailing bytes" % (len(buf) - pos[0]))
+    return v
+
+
+# ---- nng SP over TCP, REQ side ----------------------------------------------------------
+
+SP_REQ, SP_REP = 0x30, 0x31
+
+
+class SPError(Exception):
+    pass
+
+
+class SPReqClient:
+    """A REQ peer speaking nng's SP-over-TCP framing: the 8-byte handshake
+    (00 'S' 'P' 00, protocol, 00 00), then frames of a 64-bit big-endian length and the
+    payload; a REQ payload starts with its 32-bit request id (high bit set), which the REP
+    side echoes in front of its reply."""
+
+    def __init__(self, host, port, timeout=5.0, family=socket.AF_INET, tls_ca=None):
+        """tls_ca: speak TLS (tls+tcp://), verifying the server against this CA file."""
+        self.sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            self.sock.settimeout(timeout)
+            self.sock.connect((host, port))
+            if tls_ca:
+                import ssl
+                ctx = ssl.create_default_context(cafile=tls_ca)
+                self.sock = ctx.wrap_socket(self.sock, server_hostname=host)
+            self.local = self.sock.getsockname()
+            self.sock.sendall(b"\x00SP\x00" + struct.pack(">H", SP_REQ) + b"\x00\x00")
+            hs = self._recv_exact(8)
+            if hs[:4] != b"\x00SP\x00" or struct.unpack(">H", hs[4:6])[0] != SP_REP:
+                raise SPError("unexpected SP handshake %r" % hs)
+        except BaseException:
+            self.sock.close()
+            raise
+        self.next_id = 0x80000001
+
+    def _recv_exact(self, n):
+        out = b""
+        while len(out) < n:
+            chunk = self.sock.recv(n - len(out))
+            if not chunk:
+                raise SPError("connection closed by peer after %d of %d bytes" % (len(out), n))
+            out += chunk
+        return out
+
+    def send_raw_frame(self, payload):
+        self.sock.sendall(struct.pack(">Q", len(payload)) + payload)
+
+    def request(self, body, timeout=5.0):
+        """Sends body as one request; returns the reply's body (request id stripped)."""
+        rid = self.next_id
+        self.next_id = 0x80000000 | ((self.next_id + 1) & 0x7fffffff)
+        self.send_raw_frame(struct.pack(">I", rid) + body)
+        self.sock.settimeout(timeout)
+        while True:
+            n = struct.unpack(">Q", self._recv_exact(8))[0]
+            if n > (64 << 20) or n < 4:
+                raise SPError("reply frame of %d bytes" % n)
+            payload = self._recv_exact(n)
+            got = struct.unpack(">I", payload[:4])[0]
+            if got == rid:
+                return payload[4:]
+            # a reply to an earlier request of ours: skip it
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+def hello_msg(token, version=None, proto=1, host="hostile", pid=4242, workers=1):
+    """A HELLO as the agent sends it (docs/protocol.md), with knobs for the tests."""
+    return {"proto": proto, "type": "HELLO", "run": "", "agent": 0, "seq": 1,
+            "version": version if version is not None else chatload_version(),
+            "host": host, "workers": workers, "caps": [], "token": token, "pid": pid,
+            "t_send_us": int(time.monotonic() * 1e6)}
+
+
+_version = None
+
+
+def chatload_version():
+    """The version the binaries report ("0.1.0")."""
+    global _version
+    if _version is None:
+        out = subprocess.run([AGENT, "--version"], capture_output=True, text=True,
+                             timeout=10).stdout
+        _version = out.split()[-1]
+    return _version
+
+
+# ---- network namespaces (multihost) -----------------------------------------------------
+
+def netns_supported():
+    """(True, "") when this process can make network namespaces; else (False, why)."""
+    if os.geteuid() != 0:
+        return False, "network namespaces need root (euid %d)" % os.geteuid()
+    if not shutil.which("ip"):
+        return False, "the 'ip' program (iproute2) is not installed"
+    name = "clh-%d-probe" % os.getpid()
+    r = subprocess.run(["ip", "netns", "add", name], capture_output=True, text=True)
+    if r.returncode != 0:
+        return False, "'ip netns add' failed: %s" % r.stderr.strip()
+    subprocess.run(["ip", "netns", "del", name], capture_output=True)
+    return True, ""
+
+
+def sh(*argv, check=True):
+    """Runs a short command; raises with its stderr when it fails and check is set."""
+    r = subprocess.run(list(argv), capture_output=True, text=True, timeout=30)
+    if check and r.returncode != 0:
+        raise AssertionError("%s failed (%d): %s" % (" ".join(argv), r.returncode,
+                                                     r.stderr.strip()))
+    return r
+
+
+def main():
+    unittest.main(verbosity=2)
+
+
+# ---- TLS material -----------------------------------------------------------------------
+
+def make_ca(dirpath, name):
+    """A self-signed CA (P-256) in dirpath: returns (cert, key) paths."""
+    cert = os.path.join(dirpath, name + ".pem")
+    key = os.path.join(dirpath, name + ".key")
+    sh("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+       "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=chatload test " + name,
+       "-addext", "basicConstraints=critical,CA:TRUE",
+       "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    return cert, key
+
+
+def make_cert(dirpath, name, ca, sans, cn="localhost", usage="serverAuth"):
+    """A certificate for sans (e.g. "IP:127.0.0.1,DNS:localhost") signed by ca (a (cert, key)
+    pair from make_ca): returns (cert, key) paths."""
+    cert = os.path.join(dirpath, name + ".pem")
+    key = os.path.join(dirpath, name + ".key")
+    csr = os.path.join(dirpath, name + ".csr")
+    ext = os.path.join(dirpath, name + ".ext")
+    with open(ext, "w") as f:
+        f.write("subjectAltName=%s\nbasicConstraints=CA:FALSE\nextendedKeyUsage=%s\n"
+                "keyUsage=critical,digitalSignature\n" % (sans, usage))
+    sh("openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+       "-keyout", key, "-out", csr, "-subj", "/CN=" + cn)
+    sh("openssl", "x509", "-req", "-in", csr, "-CA", ca[0], "-CAkey", ca[1],
+       "-CAcreateserial", "-out", cert, "-days", "2", "-extfile", ext)
+    return cert, key
+
+
+# ---- an isolated network namespace --------------------------------------------------------
+
+class Netns:
+    """A network namespace of our own (named clh-<pid>-<tag>) with only lo, up; wrap() is the
+    argv prefix that runs a program inside it.  Deleted by close() (registered with the
+    scope)."""
+
+    def __init__(self, scope, tag):
+        self.name = "clh-%d-%s" % (os.getpid(), tag)
+        sh("ip", "netns", "add", self.name)
+        scope.on_close(self.close)
+        sh("ip", "-n", self.name, "link", "set", "lo", "up")
+
+    def wrap(self):
+        return ["ip", "netns", "exec", self.name]
+
+    def ip(self, *args):
+        return sh("ip", "-n", self.name, *args)
+
+    def close(self):
+        sh("ip", "netns", "del", self.name, check=False)
