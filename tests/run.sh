@@ -16,5 +16,6 @@ if [ "${1:-}" != "--fast" ]; then
   "$root/deploy/build.sh" "$root/build-asan" -DCHATLOAD_SANITIZE=address,undefined
   echo "== tests under ASan+UBSan =="
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    LSAN_OPTIONS=suppressions=$root/tests/lsan.supp:print_suppressions=0 \
     ctest --test-dir "$root/build-asan" --output-on-failure -j2
 fi

@@ -53,7 +53,7 @@ class Examples(unittest.TestCase):
         self.assertIn("built-in simulator", out)
         self.assertIn("simulator ttft: 100ms", out)
         self.assertIn("simulator output-tokens: 64", out)
-        self.assertIn("simulator max-batch: 32", out)
+        self.assertIn("simulator max-batch: 8", out)
         self.assertIn("  local: 2\n", out)
         self.assertIn("  requests: 2\n", out)  # warmup
         self.assertIn("stages: 4\n", out)
