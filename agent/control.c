@@ -22,8 +22,8 @@
 
 /* How often an idle or running agent polls.  Short polls (the coordinator answers at once)
  * keep the coordinator single-threaded; see docs/protocol.md. */
-#define POLL_EVERY_US 100000
-#define REPLY_TIMEOUT_MS 3000
+#define POLL_EVERY_US       100000
+#define REPLY_TIMEOUT_MS    3000
 #define MAX_PENDING_REPORTS 64
 
 enum activity { ACT_NONE, ACT_STAGE, ACT_WARMUP };
@@ -174,8 +174,7 @@ static int send_bytes(struct session *s, const void *data, size_t len, struct cl
 	return 0;
 }
 
-static int exchange(struct session *s, struct cl_msg *req, struct cl_msg *reply,
-		    struct cl_err *err)
+static int exchange(struct session *s, struct cl_msg *req, struct cl_msg *reply, struct cl_err *err)
 {
 	msgpack_sbuffer sb;
 	msgpack_sbuffer_init(&sb);
@@ -214,7 +213,8 @@ static void queue_report(struct session *s, struct cl_msg_report *rep, const cha
 	struct cl_err err = { 0 };
 	if (cl_wire_encode(&m, &p->buf, &err) != 0) {
 		char msg[600];
-		CL_ERROR("cannot encode %s report: %s", what, cl_err_format(&err, msg, sizeof(msg)));
+		CL_ERROR("cannot encode %s report: %s", what,
+			 cl_err_format(&err, msg, sizeof(msg)));
 		msgpack_sbuffer_destroy(&p->buf);
 		return;
 	}
@@ -379,7 +379,8 @@ static void apply_warmup(struct session *s, struct cl_msg_cmd *c)
 	}
 	struct cl_engine *e = s->engine;
 	if (c->warmup.body_json) {
-		/* Warmup has its own body (max_tokens, thinking switched off...): its own engine. */
+		/* Warmup has its own body (max_tokens, thinking switched off...): its own engine.
+		 */
 		cl_engine_destroy(s->warm_engine);
 		free(s->warm_body.json);
 		s->warm_body.json = strdup(c->warmup.body_json);
@@ -517,7 +518,8 @@ static void pump_activity(struct session *s, int64_t now)
 		s->probe_news = false;
 		pthread_mutex_unlock(&s->probe_mu);
 		if (news && snap.status == CL_READY_PENDING) {
-			struct cl_msg_report rep = { .kind = CL_REPORT_PROBE, .readiness = &snap,
+			struct cl_msg_report rep = { .kind = CL_REPORT_PROBE,
+						     .readiness = &snap,
 						     .t_send_us = now };
 			queue_report(s, &rep, "probe progress");
 			s->probe_last_sent_us = now;
@@ -526,7 +528,8 @@ static void pump_activity(struct session *s, int64_t now)
 	if (s->probe_running && s->probe_done) {
 		pthread_join(s->probe_thread, NULL);
 		s->probe_running = false;
-		struct cl_msg_report rep = { .kind = CL_REPORT_PROBE, .readiness = &s->probe_res,
+		struct cl_msg_report rep = { .kind = CL_REPORT_PROBE,
+					     .readiness = &s->probe_res,
 					     .t_send_us = now };
 		queue_report(s, &rep, "probe");
 		s->state = CL_AGENT_IDLE;
@@ -539,9 +542,9 @@ static void pump_activity(struct session *s, int64_t now)
 		s->state = CL_AGENT_DRAINING;
 	/* Interval k covers [start + k*I, start + (k+1)*I) on this agent's clock, so every
 	 * agent's interval k is the same stretch of time, however late a report goes out. */
-	bool interval_due = s->act == ACT_STAGE &&
-			    now >= s->start_local_us +
-					   (int64_t)(s->interval + 1) * s->report_interval_us;
+	bool interval_due =
+	    s->act == ACT_STAGE &&
+	    now >= s->start_local_us + (int64_t)(s->interval + 1) * s->report_interval_us;
 	if (!done && !interval_due)
 		return;
 	cl_metrics_reset(&s->acc);
@@ -584,8 +587,8 @@ static void fill_poll(struct session *s, struct cl_msg *m, int64_t now)
 	m->poll.applied_seq = s->applied_seq;
 	int64_t cpu = cl_cpu_us();
 	if (s->cpu_prev_at_us && now > s->cpu_prev_at_us)
-		m->poll.cpu_pct = 100.0 * (double)(cpu - s->cpu_prev_us) /
-				  (double)(now - s->cpu_prev_at_us);
+		m->poll.cpu_pct =
+		    100.0 * (double)(cpu - s->cpu_prev_us) / (double)(now - s->cpu_prev_at_us);
 	s->cpu_prev_us = cpu;
 	s->cpu_prev_at_us = now;
 	long pages = 0, rss = 0;
@@ -644,8 +647,8 @@ static int hello(struct session *s, struct cl_err *err)
 		s->agent_id = reply.welcome.agent_id;
 		snprintf(s->run, sizeof(s->run), "%s", reply.run ? reply.run : "");
 		s->report_interval_us = reply.welcome.report_interval_us > 0
-						? reply.welcome.report_interval_us
-						: 1000000;
+					    ? reply.welcome.report_interval_us
+					    : 1000000;
 	}
 	cl_msg_free(&reply);
 	return rc;

@@ -13,13 +13,13 @@ struct cl_agent_opts {
 	const char *connect_url;
 	const char *token; /* shared secret ("" or NULL: none) */
 	struct cl_tls_opts tls;
-	bool insecure;		   /* allow plaintext tcp:// off loopback */
-	const char *const *allow;  /* targets this agent may load: "host" or "host:port" */
-	size_t n_allow;		   /* 0: any target */
-	uint32_t workers;	   /* engine worker threads; 0: online CPUs */
-	bool once;		   /* exit when the first session ends (local agents) */
-	const char *request_log;   /* optional per-request JSONL log (debugging, tests) */
-	const char *id_prefix;	   /* X-Request-Id prefix; NULL: the host name */
+	bool insecure;            /* allow plaintext tcp:// off loopback */
+	const char *const *allow; /* targets this agent may load: "host" or "host:port" */
+	size_t n_allow;           /* 0: any target */
+	uint32_t workers;         /* engine worker threads; 0: online CPUs */
+	bool once;                /* exit when the first session ends (local agents) */
+	const char *request_log;  /* optional per-request JSONL log (debugging, tests) */
+	const char *id_prefix;    /* X-Request-Id prefix; NULL: the host name */
 };
 
 /*

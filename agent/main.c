@@ -23,25 +23,27 @@ static void on_signal(int sig)
 
 static void usage(FILE *out)
 {
-	fprintf(out,
-		"usage: chatload-agent --connect URL [options]\n\n"
-		"Dials a chatload coordinator, runs the load it is given, reports histograms.\n"
-		"Serves one run at a time and then waits for the next (a daemon), unless --once.\n\n"
-		"  --connect URL        coordinator address: tls+tcp://HOST:PORT, tcp://127.0.0.1:PORT,\n"
-		"                       ipc:///path\n"
-		"  --token-file F       shared token (first line of F); or env CHATLOAD_TOKEN\n"
-		"  --tls-ca F           CA that signed the coordinator's certificate (tls+tcp)\n"
-		"  --tls-cert F         this agent's certificate, when the coordinator wants one\n"
-		"  --tls-key F          its private key\n"
-		"  --tls-server-name N  name to verify in the coordinator's certificate\n"
-		"  --allow-target H[:P] only load this host (repeatable); default: any target\n"
-		"  --workers N          worker threads (default: online CPUs)\n"
-		"  --insecure           allow plaintext tcp:// off loopback\n"
-		"  --once               exit when the first run ends\n"
-		"  --request-log F      write one JSON line per request (debugging)\n"
-		"  --id-prefix P        X-Request-Id prefix (default a<agent id>)\n"
-		"  -v, -q               more or less logging (or CHATLOAD_LOG=debug|info|warn|error)\n"
-		"  --version, --help\n");
+	fprintf(
+	    out,
+	    "usage: chatload-agent --connect URL [options]\n\n"
+	    "Dials a chatload coordinator, runs the load it is given, reports histograms.\n"
+	    "Serves one run at a time and then waits for the next (a daemon), unless --once.\n\n"
+	    "  --connect URL        coordinator address: tls+tcp://HOST:PORT, "
+	    "tcp://127.0.0.1:PORT,\n"
+	    "                       ipc:///path\n"
+	    "  --token-file F       shared token (first line of F); or env CHATLOAD_TOKEN\n"
+	    "  --tls-ca F           CA that signed the coordinator's certificate (tls+tcp)\n"
+	    "  --tls-cert F         this agent's certificate, when the coordinator wants one\n"
+	    "  --tls-key F          its private key\n"
+	    "  --tls-server-name N  name to verify in the coordinator's certificate\n"
+	    "  --allow-target H[:P] only load this host (repeatable); default: any target\n"
+	    "  --workers N          worker threads (default: online CPUs)\n"
+	    "  --insecure           allow plaintext tcp:// off loopback\n"
+	    "  --once               exit when the first run ends\n"
+	    "  --request-log F      write one JSON line per request (debugging)\n"
+	    "  --id-prefix P        X-Request-Id prefix (default a<agent id>)\n"
+	    "  -v, -q               more or less logging (or CHATLOAD_LOG=debug|info|warn|error)\n"
+	    "  --version, --help\n");
 }
 
 static int read_token(const char *path, char *buf, size_t n)
@@ -63,8 +65,21 @@ static int read_token(const char *path, char *buf, size_t n)
 int main(int argc, char **argv)
 {
 	cl_log_init(argv[0]);
-	enum { O_CONNECT = 256, O_TOKEN_FILE, O_CA, O_CERT, O_KEY, O_SNI, O_ALLOW, O_WORKERS,
-	       O_INSECURE, O_ONCE, O_REQLOG, O_PREFIX, O_VERSION };
+	enum {
+		O_CONNECT = 256,
+		O_TOKEN_FILE,
+		O_CA,
+		O_CERT,
+		O_KEY,
+		O_SNI,
+		O_ALLOW,
+		O_WORKERS,
+		O_INSECURE,
+		O_ONCE,
+		O_REQLOG,
+		O_PREFIX,
+		O_VERSION
+	};
 	static const struct option longopts[] = {
 		{ "connect", required_argument, NULL, O_CONNECT },
 		{ "token-file", required_argument, NULL, O_TOKEN_FILE },
@@ -90,40 +105,70 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "hvq", longopts, NULL)) != -1) {
 		int64_t v;
 		switch (c) {
-		case O_CONNECT: o.connect_url = optarg; break;
+		case O_CONNECT:
+			o.connect_url = optarg;
+			break;
 		case O_TOKEN_FILE:
 			if (read_token(optarg, token, sizeof(token)) != 0)
 				return CL_EXIT_USAGE;
 			o.token = token;
 			break;
-		case O_CA: o.tls.ca_file = optarg; break;
-		case O_CERT: o.tls.cert_file = optarg; break;
-		case O_KEY: o.tls.key_file = optarg; break;
-		case O_SNI: o.tls.server_name = optarg; break;
+		case O_CA:
+			o.tls.ca_file = optarg;
+			break;
+		case O_CERT:
+			o.tls.cert_file = optarg;
+			break;
+		case O_KEY:
+			o.tls.key_file = optarg;
+			break;
+		case O_SNI:
+			o.tls.server_name = optarg;
+			break;
 		case O_ALLOW:
 			if (n_allow == sizeof(allow) / sizeof(allow[0])) {
-				fprintf(stderr, "chatload-agent: too many --allow-target entries\n");
+				fprintf(stderr,
+					"chatload-agent: too many --allow-target entries\n");
 				return CL_EXIT_USAGE;
 			}
 			allow[n_allow++] = optarg;
 			break;
 		case O_WORKERS:
 			if (cl_parse_i64(optarg, 1, 1024, &v) != 0) {
-				fprintf(stderr, "chatload-agent: --workers must be 1..1024, got '%s'\n",
+				fprintf(stderr,
+					"chatload-agent: --workers must be 1..1024, got '%s'\n",
 					optarg);
 				return CL_EXIT_USAGE;
 			}
 			o.workers = (uint32_t)v;
 			break;
-		case O_INSECURE: o.insecure = true; break;
-		case O_ONCE: o.once = true; break;
-		case O_REQLOG: o.request_log = optarg; break;
-		case O_PREFIX: o.id_prefix = optarg; break;
-		case O_VERSION: printf("chatload-agent %s\n", CHATLOAD_VERSION); return CL_EXIT_OK;
-		case 'h': usage(stdout); return CL_EXIT_OK;
-		case 'v': cl_log_adjust(-1); break;
-		case 'q': cl_log_adjust(+1); break;
-		default: usage(stderr); return CL_EXIT_USAGE;
+		case O_INSECURE:
+			o.insecure = true;
+			break;
+		case O_ONCE:
+			o.once = true;
+			break;
+		case O_REQLOG:
+			o.request_log = optarg;
+			break;
+		case O_PREFIX:
+			o.id_prefix = optarg;
+			break;
+		case O_VERSION:
+			printf("chatload-agent %s\n", CHATLOAD_VERSION);
+			return CL_EXIT_OK;
+		case 'h':
+			usage(stdout);
+			return CL_EXIT_OK;
+		case 'v':
+			cl_log_adjust(-1);
+			break;
+		case 'q':
+			cl_log_adjust(+1);
+			break;
+		default:
+			usage(stderr);
+			return CL_EXIT_USAGE;
 		}
 	}
 	if (optind < argc) {

@@ -24,7 +24,7 @@ static void usage(FILE *out)
 
 static int percent_flag(const char *flag, const char *value, double *out)
 {
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	if (!value) {
 		fprintf(stderr, "chatload compare: '%s' needs a percentage such as '5%%'\n", flag);
 		return CL_EXIT_USAGE;
@@ -38,10 +38,10 @@ static int percent_flag(const char *flag, const char *value, double *out)
 
 int cmd_compare(int argc, char **argv)
 {
-	const char *files[2] = {NULL, NULL}, *out_path = NULL;
+	const char *files[2] = { NULL, NULL }, *out_path = NULL;
 	size_t n_files = 0;
-	struct cl_compare_opts opts = {CL_COMPARE_DEFAULT_MAX_REGRESSION,
-	                               CL_COMPARE_DEFAULT_MAX_ERROR_INCREASE};
+	struct cl_compare_opts opts = { CL_COMPARE_DEFAULT_MAX_REGRESSION,
+					CL_COMPARE_DEFAULT_MAX_ERROR_INCREASE };
 	enum cl_compare_format fmt = CL_COMPARE_TABLE;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -96,14 +96,14 @@ int cmd_compare(int argc, char **argv)
 		usage(stderr);
 		return CL_EXIT_USAGE;
 	}
-	json_t *docs[2] = {NULL, NULL};
+	json_t *docs[2] = { NULL, NULL };
 	int code = CL_EXIT_OK;
 	for (int k = 0; k < 2; k++) {
-		struct cl_err err = {0};
+		struct cl_err err = { 0 };
 		if (cl_results_load(files[k], &docs[k], &err) != 0) {
 			char msg[1024];
 			fprintf(stderr, "chatload compare: %s\n",
-			        cl_err_format(&err, msg, sizeof(msg)));
+				cl_err_format(&err, msg, sizeof(msg)));
 			code = CL_EXIT_USAGE;
 			goto out;
 		}
@@ -111,14 +111,14 @@ int cmd_compare(int argc, char **argv)
 	FILE *out = stdout;
 	if (out_path && !(out = fopen(out_path, "w"))) {
 		fprintf(stderr, "chatload compare: cannot write '%s': %s\n", out_path,
-		        strerror(errno));
+			strerror(errno));
 		code = CL_EXIT_FAILED;
 		goto out;
 	}
 	code = cl_compare(docs[0], docs[1], files[0], files[1], &opts, fmt, out);
 	if ((out != stdout && fclose(out) != 0) || (out == stdout && fflush(stdout) != 0)) {
 		fprintf(stderr, "chatload compare: cannot write '%s'\n",
-		        out_path ? out_path : "standard output");
+			out_path ? out_path : "standard output");
 		code = CL_EXIT_FAILED;
 	}
 out:

@@ -102,14 +102,14 @@ static void on_progress(void *ctx, const struct cl_readiness_result *r, int64_t 
 		snprintf(w, sizeof(w), "no time left for another attempt");
 	else
 		snprintf(w, sizeof(w), "next attempt in %s",
-		         cl_probe_format_secs(next_us, e2, sizeof(e2)));
+			 cl_probe_format_secs(next_us, e2, sizeof(e2)));
 	if (r->failing_since_us >= 0) {
 		char since[32];
 		p->oks = 0;
 		snprintf(line, sizeof(line), "%s, %s elapsed (failing since %s): %s; %s",
-		         cl_probe_phase_name(r->phase), e,
-		         cl_probe_format_secs(r->failing_since_us, since, sizeof(since)),
-		         r->last_error, w);
+			 cl_probe_phase_name(r->phase), e,
+			 cl_probe_format_secs(r->failing_since_us, since, sizeof(since)),
+			 r->last_error, w);
 		show(p, line);
 		return;
 	}
@@ -118,17 +118,17 @@ static void on_progress(void *ctx, const struct cl_readiness_result *r, int64_t 
 			p->seen[i] = r->phase_passed_us[i];
 			if (i == CL_READY_MODELS)
 				snprintf(line, sizeof(line), "%s ok at %s (model '%s')",
-				         cl_probe_phase_name(i), e, r->model);
+					 cl_probe_phase_name(i), e, r->model);
 			else
 				snprintf(line, sizeof(line), "%s ok at %s", cl_probe_phase_name(i),
-				         e);
+					 e);
 			show(p, line);
 			return;
 		}
 	}
 	p->oks++;
 	snprintf(line, sizeof(line), "generation ok at %s (%u in a row; probe ttft %lldms)", e,
-	         p->oks, (long long)((r->probe_ttft_us + 500) / 1000));
+		 p->oks, (long long)((r->probe_ttft_us + 500) / 1000));
 	show(p, line);
 }
 
@@ -144,10 +144,10 @@ static int bad_usage(const char *fmt, const char *arg)
 
 static int parse_duration(const char *flag, const char *text, int64_t *out)
 {
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	if (cl_parse_duration_us(text, out, &err) != 0 || *out <= 0) {
 		fprintf(stderr, "chatload probe: %s: %s\n", flag,
-		        err.msg[0] ? err.msg : "must be a positive duration");
+			err.msg[0] ? err.msg : "must be a positive duration");
 		return -1;
 	}
 	return 0;
@@ -172,30 +172,30 @@ int cmd_probe(int argc, char **argv)
 		OPT_INSECURE,
 	};
 	static const struct option opts[] = {
-	    {"url", required_argument, NULL, OPT_URL},
-	    {"model", required_argument, NULL, OPT_MODEL},
-	    {"timeout", required_argument, NULL, OPT_TIMEOUT},
-	    {"request-timeout", required_argument, NULL, OPT_REQ_TIMEOUT},
-	    {"consecutive", required_argument, NULL, OPT_CONSECUTIVE},
-	    {"prompt", required_argument, NULL, OPT_PROMPT},
-	    {"max-tokens", required_argument, NULL, OPT_MAX_TOKENS},
-	    {"body", required_argument, NULL, OPT_BODY},
-	    {"api-key-env", required_argument, NULL, OPT_KEY_ENV},
-	    {"header", required_argument, NULL, OPT_HEADER},
-	    {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
-	    {"backoff-initial", required_argument, NULL, OPT_BACKOFF_INITIAL},
-	    {"backoff-max", required_argument, NULL, OPT_BACKOFF_MAX},
-	    {"insecure", no_argument, NULL, OPT_INSECURE},
-	    {"quiet", no_argument, NULL, 'q'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+		{ "url", required_argument, NULL, OPT_URL },
+		{ "model", required_argument, NULL, OPT_MODEL },
+		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "request-timeout", required_argument, NULL, OPT_REQ_TIMEOUT },
+		{ "consecutive", required_argument, NULL, OPT_CONSECUTIVE },
+		{ "prompt", required_argument, NULL, OPT_PROMPT },
+		{ "max-tokens", required_argument, NULL, OPT_MAX_TOKENS },
+		{ "body", required_argument, NULL, OPT_BODY },
+		{ "api-key-env", required_argument, NULL, OPT_KEY_ENV },
+		{ "header", required_argument, NULL, OPT_HEADER },
+		{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
+		{ "backoff-initial", required_argument, NULL, OPT_BACKOFF_INITIAL },
+		{ "backoff-max", required_argument, NULL, OPT_BACKOFF_MAX },
+		{ "insecure", no_argument, NULL, OPT_INSECURE },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
-	struct cl_target_plan target = {.tls_verify = true};
-	struct cl_probe_cfg cfg = {.target = &target};
-	struct progress prog = {.tty = isatty(STDERR_FILENO)};
+	struct cl_target_plan target = { .tls_verify = true };
+	struct cl_probe_cfg cfg = { .target = &target };
+	struct progress prog = { .tty = isatty(STDERR_FILENO) };
 	char *headers[MAX_HEADERS];
 	char *url = NULL;
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	uint64_t u;
 	int c, code = CL_EXIT_USAGE;
 
@@ -260,7 +260,7 @@ int cmd_probe(int argc, char **argv)
 		case OPT_HEADER:
 			if (!strchr(optarg, ':'))
 				return bad_usage("--header must be 'Name: value', not '%s'",
-				                 optarg);
+						 optarg);
 			if (target.n_headers == MAX_HEADERS)
 				return bad_usage("%s", "too many --header options");
 			headers[target.n_headers++] = optarg;
@@ -300,7 +300,7 @@ int cmd_probe(int argc, char **argv)
 	for (int i = 0; i < CL_READY__PHASES; i++)
 		prog.seen[i] = -1;
 
-	struct sigaction sa = {.sa_handler = on_signal};
+	struct sigaction sa = { .sa_handler = on_signal };
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);

@@ -74,7 +74,7 @@ int cmd_report(int argc, char **argv)
 		usage(stderr);
 		return CL_EXIT_USAGE;
 	}
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	json_t *doc = NULL;
 	if (cl_results_load(path, &doc, &err) != 0) {
 		char msg[1024];
@@ -85,7 +85,7 @@ int cmd_report(int argc, char **argv)
 	FILE *out = stdout;
 	if (out_path && !(out = fopen(out_path, "w"))) {
 		fprintf(stderr, "chatload report: cannot write '%s': %s\n", out_path,
-		        strerror(errno));
+			strerror(errno));
 		code = CL_EXIT_FAILED;
 		goto out;
 	}
@@ -96,7 +96,7 @@ int cmd_report(int argc, char **argv)
 		rc = CL_EIO;
 	if (rc != 0) {
 		fprintf(stderr, "chatload report: cannot write '%s': %s\n",
-		        out_path ? out_path : "standard output", cl_strerror(rc));
+			out_path ? out_path : "standard output", cl_strerror(rc));
 		code = CL_EXIT_FAILED;
 		goto out;
 	}

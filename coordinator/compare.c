@@ -19,15 +19,15 @@ static const struct {
 	const char *path;  /* in a stage object */
 	enum better better;
 } metrics[] = {
-    {"output_tokens_per_s", "output tok/s", "throughput.output_tokens_per_s", HIGHER},
-    {"requests_per_s", "req/s", "throughput.requests_per_s", HIGHER},
-    {"ttft_p50_ms", "TTFT p50 ms", "latency_ms.ttft.p50", LOWER},
-    {"ttft_p99_ms", "TTFT p99 ms", "latency_ms.ttft.p99", LOWER},
-    {"itl_p50_ms", "ITL p50 ms", "latency_ms.itl.p50", LOWER},
-    {"itl_p99_ms", "ITL p99 ms", "latency_ms.itl.p99", LOWER},
-    {"tpot_p50_ms", "TPOT p50 ms", "latency_ms.tpot.p50", LOWER},
-    {"e2e_p50_ms", "E2E p50 ms", "latency_ms.e2e.p50", LOWER},
-    {"error_rate", "error rate", "requests.error_rate", LOWER_RATE},
+	{ "output_tokens_per_s", "output tok/s", "throughput.output_tokens_per_s", HIGHER },
+	{ "requests_per_s", "req/s", "throughput.requests_per_s", HIGHER },
+	{ "ttft_p50_ms", "TTFT p50 ms", "latency_ms.ttft.p50", LOWER },
+	{ "ttft_p99_ms", "TTFT p99 ms", "latency_ms.ttft.p99", LOWER },
+	{ "itl_p50_ms", "ITL p50 ms", "latency_ms.itl.p50", LOWER },
+	{ "itl_p99_ms", "ITL p99 ms", "latency_ms.itl.p99", LOWER },
+	{ "tpot_p50_ms", "TPOT p50 ms", "latency_ms.tpot.p50", LOWER },
+	{ "e2e_p50_ms", "E2E p50 ms", "latency_ms.e2e.p50", LOWER },
+	{ "error_rate", "error rate", "requests.error_rate", LOWER_RATE },
 };
 #define N_METRICS (sizeof(metrics) / sizeof(metrics[0]))
 
@@ -61,7 +61,7 @@ static const json_t *find_stage(const json_t *doc, const char *name)
 
 /* Decides one metric; returns its verdict word and sets *change (NaN when undefined). */
 static const char *judge(enum better better, double b, double n, const struct cl_compare_opts *o,
-                         double *change)
+			 double *change)
 {
 	*change = NAN;
 	if (!isfinite(b))
@@ -89,13 +89,13 @@ static const char *judge(enum better better, double b, double n, const struct cl
 static json_t *run_json(const json_t *doc, const char *file)
 {
 	return json_pack("{s:o,s:o,s:o,s:o}", "file", rj_str(file), "scenario",
-	                 rj_str(cl_results_str(doc, "scenario.name", NULL)), "started_at",
-	                 rj_str(cl_results_str(doc, "started_at", NULL)), "complete",
-	                 json_boolean(json_is_true(json_object_get(doc, "complete"))));
+			 rj_str(cl_results_str(doc, "scenario.name", NULL)), "started_at",
+			 rj_str(cl_results_str(doc, "started_at", NULL)), "complete",
+			 json_boolean(json_is_true(json_object_get(doc, "complete"))));
 }
 
 static json_t *metric_json(size_t m, const json_t *bs, const json_t *ns,
-                           const struct cl_compare_opts *o, size_t *regressions)
+			   const struct cl_compare_opts *o, size_t *regressions)
 {
 	double b = cl_results_num(bs, metrics[m].path), n = cl_results_num(ns, metrics[m].path);
 	double change;
@@ -133,8 +133,8 @@ static int add_warnings(json_t *w, const json_t *doc, const char *which)
 }
 
 json_t *cl_compare_build(const json_t *base, const json_t *cur, const char *base_name,
-                         const char *cur_name, const struct cl_compare_opts *opts,
-                         size_t *regressions)
+			 const char *cur_name, const struct cl_compare_opts *opts,
+			 size_t *regressions)
 {
 	size_t reg = 0;
 	json_t *stages = json_array(), *warnings = json_array(), *out = NULL;
@@ -158,7 +158,7 @@ json_t *cl_compare_build(const json_t *base, const json_t *cur, const char *base
 		if (!ns)
 			reg++;
 		if (rj_append(stages, json_pack("{s:o,s:s,s:o}", "stage", rj_str(name), "status",
-		                                ns ? "compared" : "missing", "metrics", ms)))
+						ns ? "compared" : "missing", "metrics", ms)))
 			goto fail;
 	}
 	const json_t *ns;
@@ -168,15 +168,15 @@ json_t *cl_compare_build(const json_t *base, const json_t *cur, const char *base
 		if (find_stage(base, name))
 			continue;
 		if (rj_append(stages, json_pack("{s:o,s:s,s:[]}", "stage", rj_str(name), "status",
-		                                "new", "metrics")))
+						"new", "metrics")))
 			goto fail;
 	}
 	if (add_warnings(warnings, base, "base") || add_warnings(warnings, cur, "new"))
 		goto fail;
 	out = json_pack("{s:s,s:o,s:o,s:f,s:f,s:I,s:o,s:o}", "schema", "chatload.compare/1", "base",
-	                run_json(base, base_name), "new", run_json(cur, cur_name), "max_regression",
-	                opts->max_regression, "max_error_increase", opts->max_error_increase,
-	                "regressions", (json_int_t)reg, "stages", stages, "warnings", warnings);
+			run_json(base, base_name), "new", run_json(cur, cur_name), "max_regression",
+			opts->max_regression, "max_error_increase", opts->max_error_increase,
+			"regressions", (json_int_t)reg, "stages", stages, "warnings", warnings);
 	if (regressions)
 		*regressions = reg;
 	return out;
@@ -211,9 +211,9 @@ static void fmt_change(char *buf, size_t n, const json_t *m)
 
 /* One row of cells per metric (or per missing/new stage), shared by table and Markdown. */
 #define CMP_COLS 6
-static const char *const cmp_head[CMP_COLS] = {"stage", "metric", "base",
-                                               "new",   "change", "verdict"};
-static const bool cmp_numeric[CMP_COLS] = {false, false, true, true, true, false};
+static const char *const cmp_head[CMP_COLS] = { "stage", "metric", "base",
+						"new",   "change", "verdict" };
+static const bool cmp_numeric[CMP_COLS] = { false, false, true, true, true, false };
 
 typedef void (*row_fn)(FILE *out, char cells[CMP_COLS][96], void *ctx);
 
@@ -223,7 +223,7 @@ static void each_row(const json_t *cmp, FILE *out, row_fn fn, void *ctx)
 	const json_t *s;
 	json_array_foreach(json_object_get(cmp, "stages"), i, s)
 	{
-		char cells[CMP_COLS][96] = {{0}};
+		char cells[CMP_COLS][96] = { { 0 } };
 		const char *status = cl_results_str(s, "status", "");
 		snprintf(cells[0], 96, "%s", cl_results_str(s, "stage", "-"));
 		if (strcmp(status, "compared") != 0) {
@@ -232,7 +232,7 @@ static void each_row(const json_t *cmp, FILE *out, row_fn fn, void *ctx)
 			snprintf(cells[3], 96, "%s", strcmp(status, "new") == 0 ? "present" : "-");
 			snprintf(cells[4], 96, "-");
 			snprintf(cells[5], 96, "%s",
-			         strcmp(status, "new") == 0 ? "new stage" : "MISSING (regressed)");
+				 strcmp(status, "new") == 0 ? "new stage" : "MISSING (regressed)");
 			fn(out, cells, ctx);
 			continue;
 		}
@@ -247,7 +247,7 @@ static void each_row(const json_t *cmp, FILE *out, row_fn fn, void *ctx)
 			fmt_value(cells[3], 96, metric, cl_results_num(m, "new"));
 			fmt_change(cells[4], 96, m);
 			snprintf(cells[5], 96, "%s",
-			         strcmp(verdict, "regressed") == 0 ? "REGRESSED" : verdict);
+				 strcmp(verdict, "regressed") == 0 ? "REGRESSED" : verdict);
 			fn(out, cells, ctx);
 		}
 	}
@@ -292,10 +292,10 @@ static void summary_line(const json_t *cmp, FILE *out, bool md)
 	double err = cl_results_num(cmp, "max_error_increase") * 100;
 	if (reg > 0)
 		fprintf(out, "%sresult: %.0f regression%s beyond %g%% (error rate: %g pp)%s\n",
-		        md ? "**" : "", reg, reg == 1 ? "" : "s", lim, err, md ? "**" : "");
+			md ? "**" : "", reg, reg == 1 ? "" : "s", lim, err, md ? "**" : "");
 	else
 		fprintf(out, "%sresult: no regression beyond %g%% (error rate: %g pp)%s\n",
-		        md ? "**" : "", lim, err, md ? "**" : "");
+			md ? "**" : "", lim, err, md ? "**" : "");
 	size_t i;
 	const json_t *w;
 	json_array_foreach(json_object_get(cmp, "warnings"), i, w)
@@ -307,7 +307,7 @@ static void summary_line(const json_t *cmp, FILE *out, bool md)
 int cl_compare_render(const json_t *cmp, enum cl_compare_format fmt, FILE *out)
 {
 	const char *bf = cl_results_str(cmp, "base.file", "base"),
-	           *nf = cl_results_str(cmp, "new.file", "new");
+		   *nf = cl_results_str(cmp, "new.file", "new");
 	switch (fmt) {
 	case CL_COMPARE_JSON:
 		if (rj_dump(cmp, out) != 0)
@@ -315,7 +315,7 @@ int cl_compare_render(const json_t *cmp, enum cl_compare_format fmt, FILE *out)
 		break;
 	case CL_COMPARE_TABLE: {
 		fprintf(out, "compare: %s -> %s\n\n", bf, nf);
-		struct widths w = {{0}, false};
+		struct widths w = { { 0 }, false };
 		char head[CMP_COLS][96];
 		for (int c = 0; c < CMP_COLS; c++)
 			snprintf(head[c], 96, "%s", cmp_head[c]);
@@ -354,7 +354,7 @@ int cl_compare_render(const json_t *cmp, enum cl_compare_format fmt, FILE *out)
 }
 
 int cl_compare(const json_t *base, const json_t *cur, const char *base_name, const char *cur_name,
-               const struct cl_compare_opts *opts, enum cl_compare_format fmt, FILE *out)
+	       const struct cl_compare_opts *opts, enum cl_compare_format fmt, FILE *out)
 {
 	size_t reg = 0;
 	json_t *cmp = cl_compare_build(base, cur, base_name, cur_name, opts, &reg);

@@ -35,8 +35,8 @@ struct cl_compare_opts {
  * gets the count.  Returns a new reference, NULL when out of memory.
  */
 json_t *cl_compare_build(const json_t *base, const json_t *cur, const char *base_name,
-                         const char *cur_name, const struct cl_compare_opts *opts,
-                         size_t *regressions);
+			 const char *cur_name, const struct cl_compare_opts *opts,
+			 size_t *regressions);
 
 /* Renders a comparison built by cl_compare_build.  0 or CL_EIO. */
 int cl_compare_render(const json_t *cmp, enum cl_compare_format fmt, FILE *out);
@@ -47,6 +47,6 @@ int cl_compare_render(const json_t *cmp, enum cl_compare_format fmt, FILE *out);
  * out of memory or writing failed.
  */
 int cl_compare(const json_t *base, const json_t *cur, const char *base_name, const char *cur_name,
-               const struct cl_compare_opts *opts, enum cl_compare_format fmt, FILE *out);
+	       const struct cl_compare_opts *opts, enum cl_compare_format fmt, FILE *out);
 
 #endif

@@ -14,9 +14,12 @@
 const char *cl_fleet_liveness_name(enum cl_fleet_liveness l)
 {
 	switch (l) {
-	case CL_LIVE_OK: return "ok";
-	case CL_LIVE_MISSING: return "missing";
-	case CL_LIVE_LOST: return "lost";
+	case CL_LIVE_OK:
+		return "ok";
+	case CL_LIVE_MISSING:
+		return "missing";
+	case CL_LIVE_LOST:
+		return "lost";
 	}
 	return "?";
 }
@@ -80,10 +83,10 @@ static void reply(struct cl_fleet *f, struct cl_msg *m, const char *peer)
 	msgpack_sbuffer_destroy(&sb);
 }
 
-static void refuse(struct cl_fleet *f, const struct cl_msg *req, const char *peer,
-		   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static void refuse(struct cl_fleet *f, const struct cl_msg *req, const char *peer,
-		   const char *fmt, ...)
+static void refuse(struct cl_fleet *f, const struct cl_msg *req, const char *peer, const char *fmt,
+		   ...) __attribute__((format(printf, 4, 5)));
+static void refuse(struct cl_fleet *f, const struct cl_msg *req, const char *peer, const char *fmt,
+		   ...)
 {
 	char reason[CL_WIRE_MAX_REASON];
 	va_list ap;
@@ -116,12 +119,15 @@ static void on_hello(struct cl_fleet *f, struct cl_msg *req, const char *peer, i
 		struct cl_fleet_agent *a = &f->agents[i];
 		if (a->pid == h->pid && strcmp(a->host, h->host) == 0 && !a->gone &&
 		    a->live != CL_LIVE_LOST && a->applied_seq == 0) {
-			struct cl_msg m = { .type = CL_MSG_WELCOME, .run = a->session, .agent = a->id,
+			struct cl_msg m = { .type = CL_MSG_WELCOME,
+					    .run = a->session,
+					    .agent = a->id,
 					    .seq = req->seq };
-			m.welcome = (struct cl_msg_welcome){ .agent_id = a->id,
-							     .report_interval_us = f->report_interval_us,
-							     .t_coord_recv_us = t_recv,
-							     .t_coord_us = cl_mono_us() };
+			m.welcome =
+			    (struct cl_msg_welcome){ .agent_id = a->id,
+						     .report_interval_us = f->report_interval_us,
+						     .t_coord_recv_us = t_recv,
+						     .t_coord_us = cl_mono_us() };
 			a->last_seen_us = t_recv;
 			reply(f, &m, peer);
 			return;
@@ -150,8 +156,9 @@ static void on_hello(struct cl_fleet *f, struct cl_msg *req, const char *peer, i
 		off += snprintf(a->session + off, sizeof(a->session) - (size_t)off, "%02x", rnd[i]);
 	f->n++;
 	CL_INFO("agent %u joined: %s (%s), %u workers", a->id, a->host, peer, a->workers);
-	struct cl_msg m = { .type = CL_MSG_WELCOME, .run = a->session, .agent = a->id,
-			    .seq = req->seq };
+	struct cl_msg m = {
+		.type = CL_MSG_WELCOME, .run = a->session, .agent = a->id, .seq = req->seq
+	};
 	m.welcome = (struct cl_msg_welcome){ .agent_id = a->id,
 					     .report_interval_us = f->report_interval_us,
 					     .t_coord_recv_us = t_recv,
@@ -193,7 +200,9 @@ static void on_poll(struct cl_fleet *f, struct cl_fleet_agent *a, struct cl_msg 
 			a->cmds[keep++] = a->cmds[i];
 	}
 	a->n_cmds = keep;
-	struct cl_msg m = { .type = CL_MSG_CMD, .run = a->session, .agent = a->id, .seq = req->seq };
+	struct cl_msg m = {
+		.type = CL_MSG_CMD, .run = a->session, .agent = a->id, .seq = req->seq
+	};
 	if (a->n_cmds)
 		m.cmd = a->cmds[0];
 	else
@@ -215,10 +224,12 @@ static void on_report(struct cl_fleet *f, struct cl_fleet_agent *a, struct cl_ms
 		if (f->on_report)
 			f->on_report(f->ctx, a, &req->report);
 	} else {
-		CL_DEBUG("duplicate report %llu from agent %u ignored", (unsigned long long)req->seq,
-			 a->id);
+		CL_DEBUG("duplicate report %llu from agent %u ignored",
+			 (unsigned long long)req->seq, a->id);
 	}
-	struct cl_msg m = { .type = CL_MSG_ACK, .run = a->session, .agent = a->id, .seq = req->seq };
+	struct cl_msg m = {
+		.type = CL_MSG_ACK, .run = a->session, .agent = a->id, .seq = req->seq
+	};
 	reply(f, &m, peer);
 }
 
@@ -229,7 +240,7 @@ static void update_liveness(struct cl_fleet *f, int64_t now)
 		if (a->gone || a->live == CL_LIVE_LOST)
 			continue;
 		int64_t silent = now - a->last_seen_us;
-		enum cl_fleet_liveness l = silent > CL_WIRE_LOST_US	 ? CL_LIVE_LOST
+		enum cl_fleet_liveness l = silent > CL_WIRE_LOST_US      ? CL_LIVE_LOST
 					   : silent > CL_WIRE_MISSING_US ? CL_LIVE_MISSING
 									 : CL_LIVE_OK;
 		if (l != a->live) {
@@ -255,7 +266,8 @@ static void handle(struct cl_fleet *f, nng_msg *msg, int64_t t_recv)
 	int rc = cl_wire_decode(nng_msg_body(msg), nng_msg_len(msg), &req, &err);
 	if (rc != 0) {
 		char why[600];
-		refuse(f, &req, peer, "malformed message: %s", cl_err_format(&err, why, sizeof(why)));
+		refuse(f, &req, peer, "malformed message: %s",
+		       cl_err_format(&err, why, sizeof(why)));
 		cl_msg_free(&req);
 		return;
 	}

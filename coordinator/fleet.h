@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define CL_FLEET_MAX_AGENTS 256
+#define CL_FLEET_MAX_AGENTS      256
 #define CL_FLEET_MAX_QUEUED_CMDS 16
 
 enum cl_fleet_liveness { CL_LIVE_OK, CL_LIVE_MISSING, CL_LIVE_LOST };

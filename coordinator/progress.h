@@ -38,7 +38,7 @@ void cl_progress_init(struct cl_progress *p, FILE *out);
 void cl_progress_update(struct cl_progress *p, const struct cl_progress_snapshot *s, bool force);
 /* Prints a message on its own line, moving an open progress line out of the way. */
 void cl_progress_note(struct cl_progress *p, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 /* Ends an open progress line. */
 void cl_progress_end(struct cl_progress *p);
 

@@ -16,11 +16,11 @@ int cl_report_parse_format(const char *name, enum cl_report_format *out)
 	static const struct {
 		const char *name;
 		enum cl_report_format f;
-	} names[] = {{"table", CL_REPORT_TABLE},
-	             {"csv", CL_REPORT_CSV},
-	             {"md", CL_REPORT_MD},
-	             {"markdown", CL_REPORT_MD},
-	             {"html", CL_REPORT_HTML}};
+	} names[] = { { "table", CL_REPORT_TABLE },
+		      { "csv", CL_REPORT_CSV },
+		      { "md", CL_REPORT_MD },
+		      { "markdown", CL_REPORT_MD },
+		      { "html", CL_REPORT_HTML } };
 	for (size_t i = 0; name && i < sizeof(names) / sizeof(names[0]); i++) {
 		if (strcasecmp(name, names[i].name) == 0) {
 			*out = names[i].f;
@@ -46,11 +46,11 @@ int cl_report_render(const json_t *doc, enum cl_report_format f, FILE *out)
 }
 
 const char *const rp_col_names[RP__COLS] = {
-    "stage",       "load",       "status",     "req/s",       "out tok/s",  "TTFT p50 ms",
-    "TTFT p99 ms", "ITL p50 ms", "ITL p99 ms", "TPOT p50 ms", "E2E p50 ms", "errors",
+	"stage",       "load",       "status",     "req/s",       "out tok/s",  "TTFT p50 ms",
+	"TTFT p99 ms", "ITL p50 ms", "ITL p99 ms", "TPOT p50 ms", "E2E p50 ms", "errors",
 };
-const bool rp_col_numeric[RP__COLS] = {false, true, false, true, true, true,
-                                       true,  true, true,  true, true, true};
+const bool rp_col_numeric[RP__COLS] = { false, true, false, true, true, true,
+					true,  true, true,  true, true, true };
 
 char *rp_fmt_ms(char *buf, size_t n, double ms)
 {
@@ -75,7 +75,9 @@ char *rp_fmt_big(char *buf, size_t n, double v)
 	static const struct {
 		double at, div;
 		const char *suffix;
-	} steps[] = {{1e12, 1e12, "T"}, {1e9, 1e9, "G"}, {1e6, 1e6, "M"}, {1e4, 1e3, "k"}};
+	} steps[] = {
+		{ 1e12, 1e12, "T" }, { 1e9, 1e9, "G" }, { 1e6, 1e6, "M" }, { 1e4, 1e3, "k" }
+	};
 	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
 		if (fabs(v) >= steps[i].at) {
 			snprintf(buf, n, "%.3g%s", v / steps[i].div, steps[i].suffix);
@@ -93,9 +95,9 @@ char *rp_fmt_slo_value(char *buf, size_t n, double v, const char *unit)
 	if (unit && strcmp(unit, "ratio") == 0)
 		snprintf(buf, n, "%.3g%%", v * 100);
 	else if (unit && strcmp(unit, "ms") == 0)
-		snprintf(buf, n, "%s ms", rp_fmt_ms((char[32]){0}, 32, v));
+		snprintf(buf, n, "%s ms", rp_fmt_ms((char[32]){ 0 }, 32, v));
 	else
-		snprintf(buf, n, "%s/s", rp_fmt_rate((char[32]){0}, 32, v));
+		snprintf(buf, n, "%s/s", rp_fmt_rate((char[32]){ 0 }, 32, v));
 	return buf;
 }
 
@@ -119,11 +121,11 @@ char *rp_exit_text(char *buf, size_t n, const json_t *doc)
 	}
 	json_int_t c = json_integer_value(code);
 	const char *what = c == CL_EXIT_OK           ? "ok"
-	                   : c == CL_EXIT_FAILED     ? "run failed"
-	                   : c == CL_EXIT_USAGE      ? "bad input"
-	                   : c == CL_EXIT_NOT_READY  ? "target not ready"
-	                   : c == CL_EXIT_SLO_BREACH ? "SLO breached"
-	                                             : "unknown";
+			   : c == CL_EXIT_FAILED     ? "run failed"
+			   : c == CL_EXIT_USAGE      ? "bad input"
+			   : c == CL_EXIT_NOT_READY  ? "target not ready"
+			   : c == CL_EXIT_SLO_BREACH ? "SLO breached"
+						     : "unknown";
 	snprintf(buf, n, "%lld (%s)", (long long)c, what);
 	return buf;
 }
@@ -133,9 +135,9 @@ void rp_stage_row(const json_t *s, struct rp_row *row)
 	static const struct {
 		int col;
 		const char *path;
-	} ms[] = {{RP_TTFT50, "latency_ms.ttft.p50"}, {RP_TTFT99, "latency_ms.ttft.p99"},
-	          {RP_ITL50, "latency_ms.itl.p50"},   {RP_ITL99, "latency_ms.itl.p99"},
-	          {RP_TPOT50, "latency_ms.tpot.p50"}, {RP_E2E50, "latency_ms.e2e.p50"}};
+	} ms[] = { { RP_TTFT50, "latency_ms.ttft.p50" }, { RP_TTFT99, "latency_ms.ttft.p99" },
+		   { RP_ITL50, "latency_ms.itl.p50" },   { RP_ITL99, "latency_ms.itl.p99" },
+		   { RP_TPOT50, "latency_ms.tpot.p50" }, { RP_E2E50, "latency_ms.e2e.p50" } };
 	memset(row, 0, sizeof(*row));
 	snprintf(row->cell[RP_STAGE], RP_CELL_MAX, "%s", cl_results_str(s, "name", "-"));
 	rj_stage_load(s, row->cell[RP_LOAD], RP_CELL_MAX);
@@ -144,7 +146,7 @@ void rp_stage_row(const json_t *s, struct rp_row *row)
 	snprintf(row->cell[RP_STATUS], RP_CELL_MAX, "%s%s", status, bound ? " (client-bound)" : "");
 	rp_fmt_rate(row->cell[RP_RPS], RP_CELL_MAX, cl_results_num(s, "throughput.requests_per_s"));
 	rp_fmt_rate(row->cell[RP_OTPS], RP_CELL_MAX,
-	            cl_results_num(s, "throughput.output_tokens_per_s"));
+		    cl_results_num(s, "throughput.output_tokens_per_s"));
 	for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++)
 		rp_fmt_ms(row->cell[ms[i].col], RP_CELL_MAX, cl_results_num(s, ms[i].path));
 	double errors = cl_results_num(s, "requests.errors_total");

@@ -61,21 +61,21 @@ static void header(const json_t *doc, FILE *out)
 {
 	const char *word = rp_verdict_word(doc);
 	const char *cls = strcmp(word, "PASS") == 0   ? "pass"
-	                  : strcmp(word, "FAIL") == 0 ? "fail"
-	                                              : "none";
+			  : strcmp(word, "FAIL") == 0 ? "fail"
+						      : "none";
 	fputs("<h1>chatload results: ", out);
 	text(out, cl_results_str(doc, "scenario.name", "-"));
 	fprintf(out, "<span class=\"badge %s\">%s</span>", cls, word);
 	bool complete = json_is_true(json_object_get(doc, "complete"));
 	fprintf(out, "<span class=\"badge %s\">%s</span></h1>\n", complete ? "none" : "fail",
-	        complete ? "complete" : "incomplete");
+		complete ? "complete" : "incomplete");
 	char exit_text[64], dur[32];
 	fputs("<p class=\"meta\">started ", out);
 	text(out, cl_results_str(doc, "started_at", "-"));
 	fputs(" &#183; finished ", out);
 	text(out, cl_results_str(doc, "finished_at", "-"));
 	fprintf(out, " &#183; %s s &#183; exit code ",
-	        rj_fmt(dur, sizeof(dur), cl_results_num(doc, "duration_s"), 1));
+		rj_fmt(dur, sizeof(dur), cl_results_num(doc, "duration_s"), 1));
 	text(out, rp_exit_text(exit_text, sizeof(exit_text), doc));
 	fputs("</p>\n<p class=\"meta\">scenario ", out);
 	text(out, cl_results_str(doc, "scenario.file", "-"));
@@ -84,13 +84,13 @@ static void header(const json_t *doc, FILE *out)
 	fputs(" &#183; target ", out);
 	const char *url = cl_results_str(doc, "scenario.target.url", NULL);
 	text(out, url ? url
-	          : json_is_true(cl_results_get(doc, "scenario.target.simulator"))
-	              ? "built-in simulator"
-	              : "-");
+		  : json_is_true(cl_results_get(doc, "scenario.target.simulator"))
+		      ? "built-in simulator"
+		      : "-");
 	fputs(" &#183; model ", out);
 	/* The model named in the scenario, else the one the readiness gate found. */
 	text(out, cl_results_str(doc, "scenario.target.model",
-	                         cl_results_str(doc, "readiness.model", "-")));
+				 cl_results_str(doc, "readiness.model", "-")));
 	fputs("</p>\n", out);
 }
 
@@ -162,18 +162,18 @@ static void load_charts(const json_t *stages, bool rate_mode, FILE *out)
 	const char *xl = rate_mode ? "offered rate (requests/s)" : "concurrency (streams)";
 	const char *pl = rate_mode ? "" : "c=";
 	fprintf(out, "<section><h2>Throughput and latency vs %s</h2><div class=\"charts\">\n",
-	        rate_mode ? "offered rate" : "concurrency");
-	struct rp_series s1[] = {{"output tokens/s", BLUE, x, otps, m, false}};
-	struct rp_series s2[] = {{"completed requests/s", GREEN, x, rps, m, false}};
-	struct rp_series s3[] = {{"TTFT p50", BLUE, x, t50, m, false},
-	                         {"TTFT p99", RED, x, t99, m, true}};
-	struct rp_series s4[] = {{"ITL p50", BLUE, x, i50, m, false},
-	                         {"ITL p99", RED, x, i99, m, true}};
+		rate_mode ? "offered rate" : "concurrency");
+	struct rp_series s1[] = { { "output tokens/s", BLUE, x, otps, m, false } };
+	struct rp_series s2[] = { { "completed requests/s", GREEN, x, rps, m, false } };
+	struct rp_series s3[] = { { "TTFT p50", BLUE, x, t50, m, false },
+				  { "TTFT p99", RED, x, t99, m, true } };
+	struct rp_series s4[] = { { "ITL p50", BLUE, x, i50, m, false },
+				  { "ITL p99", RED, x, i99, m, true } };
 	struct rp_chart charts[] = {
-	    {"Output throughput", xl, "output tokens/s", pl, s1, 1, 540, 300, false},
-	    {"Request throughput", xl, "completed requests/s", pl, s2, 1, 540, 300, false},
-	    {"Time to first token", xl, "TTFT (ms)", pl, s3, 2, 540, 300, false},
-	    {"Inter-token latency", xl, "ITL (ms)", pl, s4, 2, 540, 300, false},
+		{ "Output throughput", xl, "output tokens/s", pl, s1, 1, 540, 300, false },
+		{ "Request throughput", xl, "completed requests/s", pl, s2, 1, 540, 300, false },
+		{ "Time to first token", xl, "TTFT (ms)", pl, s3, 2, 540, 300, false },
+		{ "Inter-token latency", xl, "ITL (ms)", pl, s4, 2, 540, 300, false },
 	};
 	for (size_t c = 0; c < sizeof(charts) / sizeof(charts[0]); c++)
 		rp_svg_chart(out, &charts[c]);
@@ -223,16 +223,16 @@ static void timelines(const json_t *stages, FILE *out)
 			fprintf(out, ", 1 interval in %.0f shown", stride);
 		fputs(")</h3><div class=\"charts\">\n", out);
 		const char *xl = "time since stage start (s)";
-		struct rp_series s1[] = {{"output tokens/s", BLUE, t, otps, n, false}};
-		struct rp_series s2[] = {{"TTFT p50", BLUE, t, t50, n, false},
-		                         {"TTFT p99", RED, t, t99, n, true}};
-		struct rp_series s3[] = {{"active streams", PURPLE, t, act, n, false}};
-		struct rp_series s4[] = {{"errors per interval", ORANGE, t, err, n, false}};
+		struct rp_series s1[] = { { "output tokens/s", BLUE, t, otps, n, false } };
+		struct rp_series s2[] = { { "TTFT p50", BLUE, t, t50, n, false },
+					  { "TTFT p99", RED, t, t99, n, true } };
+		struct rp_series s3[] = { { "active streams", PURPLE, t, act, n, false } };
+		struct rp_series s4[] = { { "errors per interval", ORANGE, t, err, n, false } };
 		struct rp_chart charts[] = {
-		    {"Throughput", xl, "output tokens/s", "t=", s1, 1, 540, 250, false},
-		    {"Time to first token", xl, "TTFT (ms)", "t=", s2, 2, 540, 250, false},
-		    {"Active streams", xl, "streams in flight", "t=", s3, 1, 540, 250, true},
-		    {"Errors", xl, "errors per interval", "t=", s4, 1, 540, 250, true},
+			{ "Throughput", xl, "output tokens/s", "t=", s1, 1, 540, 250, false },
+			{ "Time to first token", xl, "TTFT (ms)", "t=", s2, 2, 540, 250, false },
+			{ "Active streams", xl, "streams in flight", "t=", s3, 1, 540, 250, true },
+			{ "Errors", xl, "errors per interval", "t=", s4, 1, 540, 250, true },
 		};
 		for (size_t c = 0; c < sizeof(charts) / sizeof(charts[0]); c++)
 			rp_svg_chart(out, &charts[c]);
@@ -252,7 +252,7 @@ static void verdict(const json_t *doc, FILE *out)
 		return;
 	}
 	fprintf(out, "<p>%zu of %zu SLO checks breached.</p>\n",
-	        json_array_size(cl_results_get(doc, "verdict.breaches")), json_array_size(checks));
+		json_array_size(cl_results_get(doc, "verdict.breaches")), json_array_size(checks));
 	fputs("<table><thead><tr>", out);
 	th(out, "SLO", false);
 	th(out, "stage", false);
@@ -280,10 +280,10 @@ static void verdict(const json_t *doc, FILE *out)
 			   true);
 			td(out,
 			   rp_fmt_slo_value(meas, sizeof(meas), cl_results_num(c, "measured"),
-			                    unit),
+					    unit),
 			   true);
 			fprintf(out, "<td><span class=\"badge %s\">%s</span></td>",
-			        pass ? "pass" : "fail", pass ? "pass" : "BREACH");
+				pass ? "pass" : "fail", pass ? "pass" : "BREACH");
 			td(out, cl_results_str(c, "note", ""), false);
 			fputs("</tr>\n", out);
 		}

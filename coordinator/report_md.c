@@ -30,7 +30,7 @@ static void rule(FILE *out, const bool *numeric, size_t n)
 
 static void kv(FILE *out, const char *k, const char *v)
 {
-	const char *cells[2] = {k, v};
+	const char *cells[2] = { k, v };
 	row(out, cells, 2);
 }
 
@@ -40,7 +40,7 @@ static void summary(const json_t *doc, FILE *out)
 	fprintf(out, "# chatload results: ");
 	rj_put_md(out, cl_results_str(doc, "scenario.name", "-"));
 	fputs("\n\n", out);
-	const char *h[2] = {"run", "value"};
+	const char *h[2] = { "run", "value" };
 	row(out, h, 2);
 	rule(out, NULL, 2);
 	kv(out, "scenario file", cl_results_str(doc, "scenario.file", "-"));
@@ -88,9 +88,9 @@ static void verdict(const json_t *doc, FILE *out)
 		return;
 	}
 	fprintf(out, "**%s**: %zu of %zu checks breached.\n\n", rp_verdict_word(doc),
-	        json_array_size(cl_results_get(doc, "verdict.breaches")), json_array_size(checks));
-	static const char *const h[] = {"SLO", "stage", "limit", "measured", "result", "note"};
-	static const bool num[] = {false, false, true, true, false, false};
+		json_array_size(cl_results_get(doc, "verdict.breaches")), json_array_size(checks));
+	static const char *const h[] = { "SLO", "stage", "limit", "measured", "result", "note" };
+	static const bool num[] = { false, false, true, true, false, false };
 	row(out, h, 6);
 	rule(out, num, 6);
 	/* Breaches first: they are what a reader came for. */
@@ -104,13 +104,14 @@ static void verdict(const json_t *doc, FILE *out)
 			if (json_is_true(json_object_get(c, "pass")) != (bool)want_pass)
 				continue;
 			const char *cells[6] = {
-			    cl_results_str(c, "slo", "-"),
-			    cl_results_str(c, "stage", "-"),
-			    rp_fmt_slo_value(lim, sizeof(lim), cl_results_num(c, "limit"), unit),
-			    rp_fmt_slo_value(meas, sizeof(meas), cl_results_num(c, "measured"),
-			                     unit),
-			    json_is_true(json_object_get(c, "pass")) ? "pass" : "BREACH",
-			    cl_results_str(c, "note", ""),
+				cl_results_str(c, "slo", "-"),
+				cl_results_str(c, "stage", "-"),
+				rp_fmt_slo_value(lim, sizeof(lim), cl_results_num(c, "limit"),
+						 unit),
+				rp_fmt_slo_value(meas, sizeof(meas), cl_results_num(c, "measured"),
+						 unit),
+				json_is_true(json_object_get(c, "pass")) ? "pass" : "BREACH",
+				cl_results_str(c, "note", ""),
 			};
 			row(out, cells, 6);
 		}
@@ -124,10 +125,11 @@ static void estimates(const json_t *doc, FILE *out)
 	if (json_array_size(est) == 0)
 		return;
 	fputs("## Estimates\n\n", out);
-	static const char *const h[] = {
-	    "samples", "from stage",    "req/s", "output tokens/request",
-	    "hours",   "output tokens", "note"};
-	static const bool num[] = {true, false, true, true, true, true, false};
+	static const char *const h[] = { "samples", "from stage",
+					 "req/s",   "output tokens/request",
+					 "hours",   "output tokens",
+					 "note" };
+	static const bool num[] = { true, false, true, true, true, true, false };
 	row(out, h, 7);
 	rule(out, num, 7);
 	size_t i;
@@ -136,13 +138,13 @@ static void estimates(const json_t *doc, FILE *out)
 	{
 		char a[32], b[32], c[32], d[32], t[32];
 		const char *cells[7] = {
-		    rj_fmt_count(a, sizeof(a), cl_results_num(e, "samples")),
-		    cl_results_str(e, "from_stage", "-"),
-		    rp_fmt_rate(b, sizeof(b), cl_results_num(e, "requests_per_s")),
-		    rj_fmt(c, sizeof(c), cl_results_num(e, "output_tokens_per_request"), 1),
-		    rj_fmt(d, sizeof(d), cl_results_num(e, "hours"), 2),
-		    rp_fmt_big(t, sizeof(t), cl_results_num(e, "output_tokens")),
-		    cl_results_str(e, "note", ""),
+			rj_fmt_count(a, sizeof(a), cl_results_num(e, "samples")),
+			cl_results_str(e, "from_stage", "-"),
+			rp_fmt_rate(b, sizeof(b), cl_results_num(e, "requests_per_s")),
+			rj_fmt(c, sizeof(c), cl_results_num(e, "output_tokens_per_request"), 1),
+			rj_fmt(d, sizeof(d), cl_results_num(e, "hours"), 2),
+			rp_fmt_big(t, sizeof(t), cl_results_num(e, "output_tokens")),
+			cl_results_str(e, "note", ""),
 		};
 		row(out, cells, 7);
 	}
@@ -158,7 +160,7 @@ static void readiness(const json_t *doc, FILE *out)
 		return;
 	}
 	char a[32], b[32], c[32], d[32], e[32];
-	const char *h[2] = {"gate", "value"};
+	const char *h[2] = { "gate", "value" };
 	row(out, h, 2);
 	rule(out, NULL, 2);
 	kv(out, "status", cl_results_str(r, "status", "-"));
@@ -180,11 +182,11 @@ static void warmup_agents(const json_t *doc, FILE *out)
 	if (json_is_object(w)) {
 		char a[32], b[32], c[32];
 		fputs("## Warmup\n\n", out);
-		static const char *const h[] = {"requests", "completed", "errors"};
-		static const bool num[] = {true, true, true};
-		const char *cells[3] = {rj_fmt_count(a, sizeof(a), cl_results_num(w, "requests")),
-		                        rj_fmt_count(b, sizeof(b), cl_results_num(w, "completed")),
-		                        rj_fmt_count(c, sizeof(c), cl_results_num(w, "errors"))};
+		static const char *const h[] = { "requests", "completed", "errors" };
+		static const bool num[] = { true, true, true };
+		const char *cells[3] = { rj_fmt_count(a, sizeof(a), cl_results_num(w, "requests")),
+					 rj_fmt_count(b, sizeof(b), cl_results_num(w, "completed")),
+					 rj_fmt_count(c, sizeof(c), cl_results_num(w, "errors")) };
 		row(out, h, 3);
 		rule(out, num, 3);
 		row(out, cells, 3);
@@ -195,8 +197,9 @@ static void warmup_agents(const json_t *doc, FILE *out)
 		return;
 	fputs("## Agents\n\n", out);
 	static const char *const h[] = {
-	    "id", "host", "workers", "clock offset (us)", "start skew (us)", "lost"};
-	static const bool num[] = {true, false, true, true, true, false};
+		"id", "host", "workers", "clock offset (us)", "start skew (us)", "lost"
+	};
+	static const bool num[] = { true, false, true, true, true, false };
 	row(out, h, 6);
 	rule(out, num, 6);
 	size_t i;
@@ -205,12 +208,12 @@ static void warmup_agents(const json_t *doc, FILE *out)
 	{
 		char id[32], wk[32], off[32], skew[32];
 		const char *cells[6] = {
-		    rj_fmt_count(id, sizeof(id), cl_results_num(a, "id")),
-		    cl_results_str(a, "host", "-"),
-		    rj_fmt_count(wk, sizeof(wk), cl_results_num(a, "workers")),
-		    rj_fmt_count(off, sizeof(off), cl_results_num(a, "clock_offset_us")),
-		    rj_fmt_count(skew, sizeof(skew), cl_results_num(a, "start_skew_us")),
-		    json_is_true(json_object_get(a, "lost")) ? "LOST" : "no",
+			rj_fmt_count(id, sizeof(id), cl_results_num(a, "id")),
+			cl_results_str(a, "host", "-"),
+			rj_fmt_count(wk, sizeof(wk), cl_results_num(a, "workers")),
+			rj_fmt_count(off, sizeof(off), cl_results_num(a, "clock_offset_us")),
+			rj_fmt_count(skew, sizeof(skew), cl_results_num(a, "start_skew_us")),
+			json_is_true(json_object_get(a, "lost")) ? "LOST" : "no",
 		};
 		row(out, cells, 6);
 	}
@@ -240,8 +243,8 @@ static void warnings_errors(const json_t *doc, FILE *out)
 		const json_t *e;
 		json_array_foreach(cl_results_get(s, "requests.error_samples"), k, e)
 		{
-			static const char *const h[] = {"stage", "class", "HTTP status", "body"};
-			static const bool num[] = {false, false, true, false};
+			static const char *const h[] = { "stage", "class", "HTTP status", "body" };
+			static const bool num[] = { false, false, true, false };
 			if (!header) {
 				fputs("## Error samples\n\n", out);
 				row(out, h, 4);
@@ -250,9 +253,10 @@ static void warnings_errors(const json_t *doc, FILE *out)
 			}
 			char st[16];
 			const char *cells[4] = {
-			    cl_results_str(s, "name", "-"), cl_results_str(e, "class", "-"),
-			    rj_fmt_count(st, sizeof(st), cl_results_num(e, "http_status")),
-			    cl_results_str(e, "body", "")};
+				cl_results_str(s, "name", "-"), cl_results_str(e, "class", "-"),
+				rj_fmt_count(st, sizeof(st), cl_results_num(e, "http_status")),
+				cl_results_str(e, "body", "")
+			};
 			row(out, cells, 4);
 		}
 	}

@@ -28,7 +28,7 @@ static double nice_step(double range, int target)
 
 static struct axis make_axis(double max, int target)
 {
-	struct axis a = {0, 1, 0.2};
+	struct axis a = { 0, 1, 0.2 };
 	if (!isfinite(max) || max <= 0)
 		return a;
 	a.step = nice_step(max, target);
@@ -83,18 +83,18 @@ void rp_svg_chart(FILE *out, const struct rp_chart *c)
 #define PY(y) (h - MB - ((y)-ay.lo) / (ay.hi - ay.lo) * ph)
 
 	fprintf(out,
-	        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-	        "viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"",
-	        w, h, w, h);
+		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+		"viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"",
+		w, h, w, h);
 	rj_put_xml(out, c->title);
 	fprintf(out, "\" " FONT ">\n<title>");
 	rj_put_xml(out, c->title);
 	fprintf(out,
-	        "</title>\n<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n",
-	        w, h);
+		"</title>\n<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n",
+		w, h);
 	fprintf(out,
-	        "<text x=\"%d\" y=\"18\" font-size=\"14\" font-weight=\"600\" fill=\"#111827\">",
-	        TITLE_X);
+		"<text x=\"%d\" y=\"18\" font-size=\"14\" font-weight=\"600\" fill=\"#111827\">",
+		TITLE_X);
 	rj_put_xml(out, c->title);
 	fputs("</text>\n", out);
 
@@ -103,11 +103,11 @@ void rp_svg_chart(FILE *out, const struct rp_chart *c)
 	for (size_t s = 0; s < c->n_series; s++) {
 		const struct rp_series *se = &c->series[s];
 		fprintf(out,
-		        "<line x1=\"%.1f\" y1=\"32\" x2=\"%.1f\" y2=\"32\" stroke=\"%s\" "
-		        "stroke-width=\"2.5\"%s/>",
-		        lx, lx + 18, se->color, se->dashed ? " stroke-dasharray=\"5 3\"" : "");
+			"<line x1=\"%.1f\" y1=\"32\" x2=\"%.1f\" y2=\"32\" stroke=\"%s\" "
+			"stroke-width=\"2.5\"%s/>",
+			lx, lx + 18, se->color, se->dashed ? " stroke-dasharray=\"5 3\"" : "");
 		fprintf(out, "<text x=\"%.1f\" y=\"36\" font-size=\"12\" fill=\"#374151\">",
-		        lx + 23);
+			lx + 23);
 		rj_put_xml(out, se->name);
 		fputs("</text>\n", out);
 		lx += 23 + 6.6 * (double)strlen(se->name ? se->name : "") + 18;
@@ -118,48 +118,48 @@ void rp_svg_chart(FILE *out, const struct rp_chart *c)
 	for (double v = ay.lo; v <= ay.hi + ay.step * 1e-6; v += ay.step) {
 		double y = PY(v);
 		fprintf(out,
-		        "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"%s\" "
-		        "stroke-width=\"1\"/>",
-		        ML, y, w - MR, y, v == ay.lo ? "#6b7280" : "#e5e7eb");
+			"<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"%s\" "
+			"stroke-width=\"1\"/>",
+			ML, y, w - MR, y, v == ay.lo ? "#6b7280" : "#e5e7eb");
 		fmt_tick(label, sizeof(label), v, ay.step);
 		fprintf(out,
-		        "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" fill=\"#4b5563\" "
-		        "text-anchor=\"end\">%s</text>\n",
-		        ML - 6, y + 4, label);
+			"<text x=\"%d\" y=\"%.1f\" font-size=\"11\" fill=\"#4b5563\" "
+			"text-anchor=\"end\">%s</text>\n",
+			ML - 6, y + 4, label);
 	}
 	/* x ticks. */
 	for (double v = ax.lo; v <= ax.hi + ax.step * 1e-6; v += ax.step) {
 		double x = PX(v);
 		fprintf(out,
-		        "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#6b7280\" "
-		        "stroke-width=\"1\"/>",
-		        x, h - MB, x, h - MB + 5);
+			"<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#6b7280\" "
+			"stroke-width=\"1\"/>",
+			x, h - MB, x, h - MB + 5);
 		fmt_tick(label, sizeof(label), v, ax.step);
 		fprintf(out,
-		        "<text x=\"%.1f\" y=\"%d\" font-size=\"11\" fill=\"#4b5563\" "
-		        "text-anchor=\"middle\">%s</text>\n",
-		        x, h - MB + 18, label);
+			"<text x=\"%.1f\" y=\"%d\" font-size=\"11\" fill=\"#4b5563\" "
+			"text-anchor=\"middle\">%s</text>\n",
+			x, h - MB + 18, label);
 	}
 	fprintf(out, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#6b7280\"/>\n", ML, MT,
-	        ML, h - MB);
+		ML, h - MB);
 	/* Axis labels. */
 	fprintf(out,
-	        "<text x=\"%.1f\" y=\"%d\" font-size=\"12\" fill=\"#111827\" "
-	        "text-anchor=\"middle\">",
-	        ML + pw / 2, h - 8);
+		"<text x=\"%.1f\" y=\"%d\" font-size=\"12\" fill=\"#111827\" "
+		"text-anchor=\"middle\">",
+		ML + pw / 2, h - 8);
 	rj_put_xml(out, c->x_label);
 	fprintf(out,
-	        "</text>\n<text x=\"14\" y=\"%.1f\" font-size=\"12\" fill=\"#111827\" "
-	        "text-anchor=\"middle\" transform=\"rotate(-90 14 %.1f)\">",
-	        MT + ph / 2, MT + ph / 2);
+		"</text>\n<text x=\"14\" y=\"%.1f\" font-size=\"12\" fill=\"#111827\" "
+		"text-anchor=\"middle\" transform=\"rotate(-90 14 %.1f)\">",
+		MT + ph / 2, MT + ph / 2);
 	rj_put_xml(out, c->y_label);
 	fputs("</text>\n", out);
 
 	if (points == 0) {
 		fprintf(out,
-		        "<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\" fill=\"#6b7280\" "
-		        "text-anchor=\"middle\">no data</text>\n",
-		        ML + pw / 2, MT + ph / 2);
+			"<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\" fill=\"#6b7280\" "
+			"text-anchor=\"middle\">no data</text>\n",
+			ML + pw / 2, MT + ph / 2);
 	}
 	/* Lines, broken where a value is missing; dots (with tooltips) when few enough to
 	 * tell apart. */
@@ -176,9 +176,9 @@ void rp_svg_chart(FILE *out, const struct rp_chart *c)
 			}
 			if (!open)
 				fprintf(out,
-				        "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" "
-				        "stroke-linejoin=\"round\"%s points=\"",
-				        se->color, se->dashed ? " stroke-dasharray=\"5 3\"" : "");
+					"<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" "
+					"stroke-linejoin=\"round\"%s points=\"",
+					se->color, se->dashed ? " stroke-dasharray=\"5 3\"" : "");
 			fprintf(out, "%s%.1f,%.1f", open ? " " : "", PX(x), PY(y));
 			open = true;
 		}
@@ -194,7 +194,7 @@ void rp_svg_chart(FILE *out, const struct rp_chart *c)
 			fmt_value(xs, sizeof(xs), x);
 			fmt_value(ys, sizeof(ys), y);
 			fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>",
-			        PX(x), PY(y), se->color);
+				PX(x), PY(y), se->color);
 			rj_put_xml(out, se->name);
 			fputs(" at ", out);
 			rj_put_xml(out, c->point_label ? c->point_label : "");

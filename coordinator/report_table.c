@@ -71,7 +71,7 @@ static void print_verdict(const json_t *doc, FILE *out)
 		fprintf(out, "verdict: PASS (%.0f SLO checks met)\n", evaluated);
 	else if (strcmp(word, "FAIL") == 0)
 		fprintf(out, "verdict: FAIL (%zu of %.0f SLO checks breached)\n",
-		        json_array_size(breaches), evaluated);
+			json_array_size(breaches), evaluated);
 	else
 		fprintf(out, "verdict: no SLOs set\n");
 	size_t i;
@@ -82,10 +82,10 @@ static void print_verdict(const json_t *doc, FILE *out)
 		const char *unit = cl_results_str(b, "unit", "");
 		const char *note = cl_results_str(b, "note", NULL);
 		fprintf(out, "  breach: %s on stage '%s': %s, limit %s%s%s\n",
-		        cl_results_str(b, "slo", "?"), cl_results_str(b, "stage", "?"),
-		        rp_fmt_slo_value(m, sizeof(m), cl_results_num(b, "measured"), unit),
-		        rp_fmt_slo_value(l, sizeof(l), cl_results_num(b, "limit"), unit),
-		        note ? " - " : "", note ? note : "");
+			cl_results_str(b, "slo", "?"), cl_results_str(b, "stage", "?"),
+			rp_fmt_slo_value(m, sizeof(m), cl_results_num(b, "measured"), unit),
+			rp_fmt_slo_value(l, sizeof(l), cl_results_num(b, "limit"), unit),
+			note ? " - " : "", note ? note : "");
 	}
 }
 
@@ -98,14 +98,14 @@ static void print_estimates(const json_t *doc, FILE *out)
 	char rps[32], tpr[32];
 	if (!isfinite(cl_results_num(first, "requests_per_s"))) {
 		fprintf(out, "estimates: none (stage '%s': %s)\n",
-		        cl_results_str(first, "from_stage", "?"),
-		        cl_results_str(first, "note", "no rate measured"));
+			cl_results_str(first, "from_stage", "?"),
+			cl_results_str(first, "note", "no rate measured"));
 		return;
 	}
 	fprintf(out, "estimates (stage '%s' at %s req/s, %s output tokens per request):\n",
-	        cl_results_str(first, "from_stage", "?"),
-	        rp_fmt_rate(rps, sizeof(rps), cl_results_num(first, "requests_per_s")),
-	        rj_fmt(tpr, sizeof(tpr), cl_results_num(first, "output_tokens_per_request"), 1));
+		cl_results_str(first, "from_stage", "?"),
+		rp_fmt_rate(rps, sizeof(rps), cl_results_num(first, "requests_per_s")),
+		rj_fmt(tpr, sizeof(tpr), cl_results_num(first, "output_tokens_per_request"), 1));
 	size_t i;
 	const json_t *e;
 	json_array_foreach(est, i, e)
@@ -113,10 +113,10 @@ static void print_estimates(const json_t *doc, FILE *out)
 		char samples[32], hours[32], tokens[32];
 		const char *note = cl_results_str(e, "note", NULL);
 		fprintf(out, "  %s samples: %s h, %s output tokens%s%s\n",
-		        rj_fmt_count(samples, sizeof(samples), cl_results_num(e, "samples")),
-		        rj_fmt(hours, sizeof(hours), cl_results_num(e, "hours"), 2),
-		        rp_fmt_big(tokens, sizeof(tokens), cl_results_num(e, "output_tokens")),
-		        note ? " - " : "", note ? note : "");
+			rj_fmt_count(samples, sizeof(samples), cl_results_num(e, "samples")),
+			rj_fmt(hours, sizeof(hours), cl_results_num(e, "hours"), 2),
+			rp_fmt_big(tokens, sizeof(tokens), cl_results_num(e, "output_tokens")),
+			note ? " - " : "", note ? note : "");
 	}
 }
 
@@ -124,14 +124,14 @@ int cl_report_table(const json_t *doc, FILE *out)
 {
 	char exit_text[64];
 	fprintf(out, "chatload results: %s (%s, exit %s)\n",
-	        cl_results_str(doc, "scenario.name", "-"),
-	        json_is_true(json_object_get(doc, "complete")) ? "complete" : "incomplete",
-	        rp_exit_text(exit_text, sizeof(exit_text), doc));
+		cl_results_str(doc, "scenario.name", "-"),
+		json_is_true(json_object_get(doc, "complete")) ? "complete" : "incomplete",
+		rp_exit_text(exit_text, sizeof(exit_text), doc));
 	double dur = cl_results_num(doc, "duration_s");
 	char dur_text[32];
 	fprintf(out, "started %s, took %s s, %zu agents\n\n",
-	        cl_results_str(doc, "started_at", "-"), rj_fmt(dur_text, sizeof(dur_text), dur, 1),
-	        json_array_size(json_object_get(doc, "agents")));
+		cl_results_str(doc, "started_at", "-"), rj_fmt(dur_text, sizeof(dur_text), dur, 1),
+		json_array_size(json_object_get(doc, "agents")));
 	const json_t *stages = json_object_get(doc, "stages");
 	if (json_array_size(stages))
 		print_table(stages, out);

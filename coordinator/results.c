@@ -39,7 +39,7 @@ static void safe_name(const char *name, char *out, size_t n)
 	for (const char *p = name && *name ? name : "run"; *p && o + 1 < n && o < 64; p++) {
 		char c = *p;
 		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		          (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
+			  (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
 		out[o++] = ok ? c : '_';
 	}
 	out[o] = '\0';
@@ -55,7 +55,7 @@ static void update_latest(const char *parent, const char *run_dir)
 	const char *base = strrchr(run_dir, '/');
 	base = base ? base + 1 : run_dir;
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s/.latest.tmp.%ld", parent, (long)getpid()) >=
-	        sizeof(tmp) ||
+		sizeof(tmp) ||
 	    (size_t)snprintf(link, sizeof(link), "%s/latest", parent) >= sizeof(link))
 		return;
 	unlink(tmp);
@@ -69,7 +69,7 @@ static void update_latest(const char *parent, const char *run_dir)
 }
 
 static int make_dir(struct cl_results *r, const struct cl_scenario *s, const char *out_dir,
-                    struct cl_err *err)
+		    struct cl_err *err)
 {
 	if (out_dir) {
 		int rc = rj_mkdirs(out_dir, err);
@@ -90,12 +90,12 @@ static int make_dir(struct cl_results *r, const struct cl_scenario *s, const cha
 		while (len > 1 && parent[len - 1] == '/')
 			len--;
 		int w = n == 1 ? snprintf(path, sizeof(path), "%.*s/%s-%s", (int)len, parent, name,
-		                          stamp)
-		               : snprintf(path, sizeof(path), "%.*s/%s-%s-%d", (int)len, parent,
-		                          name, stamp, n);
+					  stamp)
+			       : snprintf(path, sizeof(path), "%.*s/%s-%s-%d", (int)len, parent,
+					  name, stamp, n);
 		if (w < 0 || (size_t)w >= sizeof(path))
 			return cl_err_set(err, CL_EINVAL, "results directory name too long in '%s'",
-			                  parent);
+					  parent);
 		if (mkdir(path, 0755) == 0) {
 			r->dir = strdup(path);
 			if (!r->dir)
@@ -105,7 +105,7 @@ static int make_dir(struct cl_results *r, const struct cl_scenario *s, const cha
 		}
 		if (errno != EEXIST)
 			return cl_err_set(err, CL_EIO, "cannot create directory '%s': %s", path,
-			                  strerror(errno));
+					  strerror(errno));
 	}
 	return cl_err_set(err, CL_EIO, "cannot create a unique directory under '%s'", parent);
 }
@@ -146,9 +146,9 @@ static json_t *scenario_json(const struct cl_scenario *s, const char *path)
 	for (size_t i = 0; slos && i < s->n_slos; i++) {
 		const struct cl_scn_slo *slo = &s->slos[i];
 		if (rj_append(slos, json_pack("{s:o,s:o,s:f,s:s}", "key", rj_str(slo->key), "stage",
-		                              rj_str(slo->stage), "limit",
-		                              cl_verdict_to_unit(slo, slo->limit), "unit",
-		                              cl_verdict_unit(slo)))) {
+					      rj_str(slo->stage), "limit",
+					      cl_verdict_to_unit(slo, slo->limit), "unit",
+					      cl_verdict_unit(slo)))) {
 			json_decref(slos);
 			slos = NULL;
 		}
@@ -161,12 +161,12 @@ static json_t *scenario_json(const struct cl_scenario *s, const char *path)
 		}
 	}
 	json_t *target = json_pack("{s:o,s:b,s:o}", "url", url_json(s->target.url), "simulator",
-	                           s->target.simulator, "model", rj_str(s->target.model));
+				   s->target.simulator, "model", rj_str(s->target.model));
 	return json_pack("{s:o,s:o,s:o,s:o,s:I,s:o,s:o,s:{s:o,s:o}}", "name", rj_str(s->name),
-	                 "description", rj_str(s->description), "file",
-	                 rj_str(path ? path : s->file), "sha256", sha, "stages_planned",
-	                 (json_int_t)s->n_stages, "target", target, "slo", slos, "estimate",
-	                 "samples", samples, "from_stage", rj_str(s->estimate.from_stage));
+			 "description", rj_str(s->description), "file",
+			 rj_str(path ? path : s->file), "sha256", sha, "stages_planned",
+			 (json_int_t)s->n_stages, "target", target, "slo", slos, "estimate",
+			 "samples", samples, "from_stage", rj_str(s->estimate.from_stage));
 }
 
 static int copy_scenario(struct cl_results *r, const struct cl_scenario *s)
@@ -219,11 +219,11 @@ static int fill_json(FILE *f, void *ctx)
 
 static int write_json(struct cl_results *r)
 {
-	struct cl_err e = {0};
+	struct cl_err e = { 0 };
 	int rc = rs_summarise(r);
 	if (rc != 0) {
 		cl_err_set(&e, rc, "cannot build '%s/%s': %s", r->dir, RESULTS_JSON,
-		           cl_strerror(rc));
+			   cl_strerror(rc));
 		remember_error(r, &e);
 		return rc;
 	}
@@ -234,7 +234,7 @@ static int write_json(struct cl_results *r)
 }
 
 int cl_results_create(const struct cl_scenario *s, const char *scenario_path, int argc, char **argv,
-                      const char *out_dir, struct cl_results **out, struct cl_err *err)
+		      const char *out_dir, struct cl_results **out, struct cl_err *err)
 {
 	int rc = 0;
 	*out = NULL;
@@ -259,13 +259,13 @@ int cl_results_create(const struct cl_scenario *s, const char *scenario_path, in
 	char started[40];
 	cl_wall_iso8601(r->started_wall_us, started, sizeof(started));
 	r->doc = json_pack("{s:s,s:s,s:o,s:o,s:s,s:n,s:n,s:b,s:n,s:o,s:{s:n,s:i,s:[],s:[]},"
-	                   "s:n,s:n,s:[],s:[],s:[],s:[]}",
-	                   "schema", CL_RESULTS_SCHEMA, "chatload_version", CHATLOAD_VERSION,
-	                   "scenario", scenario_json(s, scenario_path), "command_line", argv_json,
-	                   "started_at", started, "finished_at", "duration_s", "complete", 0,
-	                   "exit_code", "output_dir", rj_str(r->dir), "verdict", "pass",
-	                   "evaluated", 0, "checks", "breaches", "readiness", "warmup", "agents",
-	                   "stages", "estimates", "warnings");
+			   "s:n,s:n,s:[],s:[],s:[],s:[]}",
+			   "schema", CL_RESULTS_SCHEMA, "chatload_version", CHATLOAD_VERSION,
+			   "scenario", scenario_json(s, scenario_path), "command_line", argv_json,
+			   "started_at", started, "finished_at", "duration_s", "complete", 0,
+			   "exit_code", "output_dir", rj_str(r->dir), "verdict", "pass",
+			   "evaluated", 0, "checks", "breaches", "readiness", "warmup", "agents",
+			   "stages", "estimates", "warnings");
 	if (!r->doc) {
 		rc = cl_err_set(err, CL_ENOMEM, "out of memory");
 		goto out;
@@ -299,8 +299,7 @@ void cl_results_set_readiness(struct cl_results *r, const struct cl_readiness_re
 		CL_WARN("cannot record the readiness result: out of memory");
 }
 
-void cl_results_set_target(struct cl_results *r, const char *url, const char *model,
-			   bool simulator)
+void cl_results_set_target(struct cl_results *r, const char *url, const char *model, bool simulator)
 {
 	json_t *v = json_pack("{s:o,s:o,s:b}", "url", url_json(url), "model", rj_str(model),
 			      "simulator", simulator);
@@ -322,9 +321,9 @@ int cl_results_set_agents(struct cl_results *r, const struct cl_results_agent *a
 		const struct cl_results_agent *a = &agents[i];
 		json_t *o =
 		    json_pack("{s:I,s:o,s:I,s:I,s:I,s:b}", "id", (json_int_t)a->id, "host",
-		              rj_str(a->host), "workers", (json_int_t)a->workers, "clock_offset_us",
-		              (json_int_t)a->clock_offset_us, "start_skew_us",
-		              (json_int_t)a->start_skew_us, "lost", a->lost);
+			      rj_str(a->host), "workers", (json_int_t)a->workers, "clock_offset_us",
+			      (json_int_t)a->clock_offset_us, "start_skew_us",
+			      (json_int_t)a->start_skew_us, "lost", a->lost);
 		if (rj_append(arr, o)) {
 			json_decref(arr);
 			arr = NULL;
@@ -354,7 +353,7 @@ static int decimate(struct stage_state *ss)
 }
 
 int cl_results_add_interval(struct cl_results *r, size_t stage, double t_s,
-                            const struct cl_metrics *interval, double interval_s)
+			    const struct cl_metrics *interval, double interval_s)
 {
 	if (stage >= r->n_stages || r->stages[stage].finished || !isfinite(t_s) ||
 	    !isfinite(interval_s) || interval_s < 0)
@@ -374,7 +373,7 @@ int cl_results_add_interval(struct cl_results *r, size_t stage, double t_s,
 	int rc = 0;
 	/* The checkpoint line: stage first, so `grep` and `jq` find a stage's lines. */
 	json_t *line = json_pack("{s:o,s:I}", "stage", rj_str(ss->name ? ss->name : ""),
-	                         "stage_index", (json_int_t)stage);
+				 "stage_index", (json_int_t)stage);
 	if (!line || json_object_update(line, iv) != 0) {
 		rc = CL_ENOMEM;
 		goto out;
@@ -384,7 +383,7 @@ int cl_results_add_interval(struct cl_results *r, size_t stage, double t_s,
 		    fputc('\n', r->intervals_fp) == EOF || fflush(r->intervals_fp) != 0) {
 			struct cl_err e;
 			cl_err_set(&e, CL_EIO, "cannot write '%s/%s': %s", r->dir, INTERVALS_JSONL,
-			           strerror(errno));
+				   strerror(errno));
 			remember_error(r, &e);
 			rc = CL_EIO;
 		}
@@ -409,7 +408,7 @@ out:
 
 /* Evaluates every SLO that applies to the finished stage (metrics are at hand only now). */
 static json_t *stage_checks(struct cl_results *r, const char *name, const struct cl_metrics *m,
-                            double window_s)
+			    double window_s)
 {
 	json_t *checks = json_array();
 	for (size_t i = 0; checks && i < r->n_slos; i++) {
@@ -422,10 +421,10 @@ static json_t *stage_checks(struct cl_results *r, const char *name, const struct
 		double shown = cl_verdict_to_unit(slo, v);
 		json_t *c =
 		    json_pack("{s:o,s:o,s:f,s:o,s:s,s:b,s:o}", "slo", rj_str(slo->key), "stage",
-		              rj_str(name), "limit", cl_verdict_to_unit(slo, slo->limit),
-		              "measured", has_data ? rj_real(rj_sig(shown, 9)) : json_null(),
-		              "unit", cl_verdict_unit(slo), "pass", pass, "note",
-		              has_data ? json_null() : json_string("no data"));
+			      rj_str(name), "limit", cl_verdict_to_unit(slo, slo->limit),
+			      "measured", has_data ? rj_real(rj_sig(shown, 9)) : json_null(),
+			      "unit", cl_verdict_unit(slo), "pass", pass, "note",
+			      has_data ? json_null() : json_string("no data"));
 		if (rj_append(checks, c)) {
 			json_decref(checks);
 			checks = NULL;
@@ -435,10 +434,10 @@ static json_t *stage_checks(struct cl_results *r, const char *name, const struct
 }
 
 int cl_results_finish_stage(struct cl_results *r, size_t stage, const struct cl_scn_stage *st,
-                            const struct cl_metrics *cumulative, double window_s,
-                            const char *status, const char *reason)
+			    const struct cl_metrics *cumulative, double window_s,
+			    const char *status, const char *reason)
 {
-	static const char *const statuses[] = {"ok", "failed", "degraded", "interrupted"};
+	static const char *const statuses[] = { "ok", "failed", "degraded", "interrupted" };
 	bool known = false;
 	for (size_t i = 0; status && i < sizeof(statuses) / sizeof(statuses[0]); i++)
 		known = known || strcmp(status, statuses[i]) == 0;
@@ -511,7 +510,7 @@ int cl_results_finish(struct cl_results *r, bool complete, int exit_code_hint, i
 	}
 	if (rj_set(r->doc, "finished_at", json_string(finished)) ||
 	    rj_set(r->doc, "duration_s",
-	           json_real(rj_round((now - r->started_wall_us) / 1e6, 3))) ||
+		   json_real(rj_round((now - r->started_wall_us) / 1e6, 3))) ||
 	    rj_set(r->doc, "complete", json_boolean(complete)))
 		return CL_ENOMEM;
 	/* The verdict decides the code, so summarise before choosing it. */
@@ -526,14 +525,14 @@ int cl_results_finish(struct cl_results *r, bool complete, int exit_code_hint, i
 		unsigned bit;
 		const char *name;
 		enum cl_report_format fmt;
-	} files[] = {{CL_FMT_CSV, "results.csv", CL_REPORT_CSV},
-	             {CL_FMT_MD, "report.md", CL_REPORT_MD},
-	             {CL_FMT_HTML, "report.html", CL_REPORT_HTML}};
+	} files[] = { { CL_FMT_CSV, "results.csv", CL_REPORT_CSV },
+		      { CL_FMT_MD, "report.md", CL_REPORT_MD },
+		      { CL_FMT_HTML, "report.html", CL_REPORT_HTML } };
 	for (size_t k = 0; k < sizeof(files) / sizeof(files[0]); k++) {
 		if (!(r->formats & files[k].bit))
 			continue;
-		struct render_ctx ctx = {r->doc, files[k].fmt};
-		struct cl_err e = {0};
+		struct render_ctx ctx = { r->doc, files[k].fmt };
+		struct cl_err e = { 0 };
 		int wrc = rj_write_atomic(r->dir, files[k].name, fill_report, &ctx, &e);
 		if (wrc != 0) {
 			remember_error(r, &e);

@@ -76,7 +76,7 @@ struct cl_results_agent {
  * code, fills err and sets *out to NULL.
  */
 int cl_results_create(const struct cl_scenario *s, const char *scenario_path, int argc, char **argv,
-                      const char *out_dir, struct cl_results **out, struct cl_err *err);
+		      const char *out_dir, struct cl_results **out, struct cl_err *err);
 
 /* Records the readiness gate's outcome (copied).  rr NULL: the gate did not run. */
 void cl_results_set_readiness(struct cl_results *r, const struct cl_readiness_result *rr);
@@ -102,7 +102,7 @@ int cl_results_set_agents(struct cl_results *r, const struct cl_results_agent *a
  * rewrite results.json.  CL_EINVAL (bad index, stage already finished), CL_EIO.
  */
 int cl_results_add_interval(struct cl_results *r, size_t stage, double t_s,
-                            const struct cl_metrics *interval, double interval_s);
+			    const struct cl_metrics *interval, double interval_s);
 
 /*
  * Stage `stage` ended: st is its scenario entry, cumulative the stage's merged metrics,
@@ -114,8 +114,8 @@ int cl_results_add_interval(struct cl_results *r, size_t stage, double t_s,
  * CL_ENOMEM, CL_EIO (the document is still updated in memory).
  */
 int cl_results_finish_stage(struct cl_results *r, size_t stage, const struct cl_scn_stage *st,
-                            const struct cl_metrics *cumulative, double window_s,
-                            const char *status, const char *reason);
+			    const struct cl_metrics *cumulative, double window_s,
+			    const char *status, const char *reason);
 
 /* SLO breaches found so far (for slo.abort_on_breach).  0 when none. */
 size_t cl_results_breach_count(const struct cl_results *r);

@@ -27,8 +27,8 @@ json_t *cl_results_hist_to_json(const struct cl_hist *h)
 	json_t *min = total ? json_integer(cl_hist_min(h)) : json_null();
 	json_t *max = total ? json_integer(cl_hist_max(h)) : json_null();
 	json_t *sum = total ? (fabs(h->sum) < 9.0e18 ? json_integer((json_int_t)llround(h->sum))
-	                                             : json_real(h->sum))
-	                    : json_null();
+						     : json_real(h->sum))
+			    : json_null();
 	if (rj_set(o, "min", min) || rj_set(o, "max", max) || rj_set(o, "sum", sum))
 		goto fail;
 	int32_t state = 0, index;
@@ -51,7 +51,7 @@ fail:
 }
 
 static int get_int(const json_t *j, const char *key, bool nullable, json_int_t *out, bool *is_null,
-                   struct cl_err *err)
+		   struct cl_err *err)
 {
 	const json_t *v = json_object_get(j, key);
 	if (is_null)
@@ -77,8 +77,8 @@ static int get_int(const json_t *j, const char *key, bool nullable, json_int_t *
 int cl_results_hist_from_json(const json_t *j, struct cl_hist *h, struct cl_err *err)
 {
 	int rc = 0;
-	struct cl_hist scratch = {0};
-	msgpack_sbuffer sbuf = {0};
+	struct cl_hist scratch = { 0 };
+	msgpack_sbuffer sbuf = { 0 };
 	msgpack_unpacked up;
 	msgpack_unpacked_init(&up);
 	memset(h, 0, sizeof(*h));
@@ -112,21 +112,22 @@ int cl_results_hist_from_json(const json_t *j, struct cl_hist *h, struct cl_err 
 	}
 	if (sigfigs < 1 || sigfigs > 5 || lowest < 1 || highest < 2 * lowest) {
 		rc = cl_err_set(err, CL_EINVAL,
-		                "impossible histogram configuration [%" PRId64 ", %" PRId64
-		                "] with %" PRId64 " significant digits",
-		                (int64_t)lowest, (int64_t)highest, (int64_t)sigfigs);
+				"impossible histogram configuration [%" PRId64 ", %" PRId64
+				"] with %" PRId64 " significant digits",
+				(int64_t)lowest, (int64_t)highest, (int64_t)sigfigs);
 		goto out;
 	}
-	struct cl_hist_cfg cfg = {
-	    .lowest = lowest, .highest = highest, .sigfigs = (int32_t)sigfigs};
+	struct cl_hist_cfg cfg = { .lowest = lowest,
+				   .highest = highest,
+				   .sigfigs = (int32_t)sigfigs };
 	if ((rc = cl_hist_init(h, &cfg)) != 0) {
 		cl_err_set(err, rc, "cannot create a histogram: %s", cl_strerror(rc));
 		goto out;
 	}
 	if (total < 0 || overflow < 0 || overflow > total) {
 		rc = cl_err_set(err, CL_EPARSE,
-		                "total/overflow: impossible counts %" PRId64 "/%" PRId64,
-		                (int64_t)total, (int64_t)overflow);
+				"total/overflow: impossible counts %" PRId64 "/%" PRId64,
+				(int64_t)total, (int64_t)overflow);
 		goto out;
 	}
 	const json_t *buckets = json_object_get(j, "buckets");
@@ -144,12 +145,12 @@ int cl_results_hist_from_json(const json_t *j, struct cl_hist *h, struct cl_err 
 	}
 	if (min_null || max_null || sum_null) {
 		rc = cl_err_set(err, CL_EPARSE, "min/max/sum: null although total is %" PRId64,
-		                (int64_t)total);
+				(int64_t)total);
 		goto out;
 	}
 	if (nb > (size_t)h->counts_len) {
 		rc = cl_err_set(err, CL_EPARSE, "buckets: %zu entries, more than the %d buckets",
-		                nb, (int)h->counts_len);
+				nb, (int)h->counts_len);
 		goto out;
 	}
 	if ((rc = cl_hist_init(&scratch, &cfg)) != 0) {
@@ -177,14 +178,14 @@ int cl_results_hist_from_json(const json_t *j, struct cl_hist *h, struct cl_err 
 		json_int_t value = json_integer_value(v), count = json_integer_value(c);
 		if (value < lowest || value > top || value <= prev) {
 			rc = cl_err_set(err, CL_EPARSE,
-			                "buckets[%zu]: value %" PRId64
-			                " out of range or not ascending",
-			                i, (int64_t)value);
+					"buckets[%zu]: value %" PRId64
+					" out of range or not ascending",
+					i, (int64_t)value);
 			goto out;
 		}
 		if (count <= 0 || (uint64_t)count > (uint64_t)total - counted) {
 			rc = cl_err_set(err, CL_EPARSE, "buckets[%zu]: bad count %" PRId64, i,
-			                (int64_t)count);
+					(int64_t)count);
 			goto out;
 		}
 		counted += (uint64_t)count;
@@ -193,9 +194,9 @@ int cl_results_hist_from_json(const json_t *j, struct cl_hist *h, struct cl_err 
 	}
 	if (counted + (uint64_t)overflow != (uint64_t)total) {
 		rc = cl_err_set(err, CL_EPARSE,
-		                "buckets: counts sum to %" PRIu64 " plus overflow %" PRId64
-		                ", not total %" PRId64,
-		                counted, (int64_t)overflow, (int64_t)total);
+				"buckets: counts sum to %" PRIu64 " plus overflow %" PRId64
+				", not total %" PRId64,
+				counted, (int64_t)overflow, (int64_t)total);
 		goto out;
 	}
 
@@ -235,8 +236,8 @@ int cl_results_hist_from_json(const json_t *j, struct cl_hist *h, struct cl_err 
 	}
 	if (seen != nb) {
 		rc = cl_err_set(err, CL_EPARSE,
-		                "buckets: %zu values fall into %zu buckets (two share one)", nb,
-		                seen);
+				"buckets: %zu values fall into %zu buckets (two share one)", nb,
+				seen);
 		goto out;
 	}
 	if (msgpack_unpack_next(&up, sbuf.data, sbuf.size, NULL) != MSGPACK_UNPACK_SUCCESS) {

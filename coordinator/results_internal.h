@@ -43,7 +43,7 @@ double rj_round(double x, int decimals);
  * an fsync of the directory.  fill returns 0 or a negative code.  On failure the temporary
  * file is removed and err says which file and why. */
 int rj_write_atomic(const char *dir, const char *name, int (*fill)(FILE *f, void *ctx), void *ctx,
-                    struct cl_err *err);
+		    struct cl_err *err);
 
 /* mkdir -p with mode 0755.  0, or CL_EIO with err naming the directory. */
 int rj_mkdirs(const char *path, struct cl_err *err);
@@ -87,8 +87,8 @@ struct rs_client {
 /* The stage object of the document, without intervals (results.c adds them).  NULL when
  * out of memory. */
 json_t *rs_stage_json(size_t index, const struct cl_scn_stage *st, const struct cl_metrics *m,
-                      double window_s, const char *status, const char *reason,
-                      const struct rs_client *client);
+		      double window_s, const char *status, const char *reason,
+		      const struct rs_client *client);
 /* One interval's summary (rates over interval_s).  NULL when out of memory. */
 json_t *rs_interval_json(double t_s, double interval_s, const struct cl_metrics *m);
 /* The warmup and readiness objects. */

@@ -93,57 +93,57 @@ struct field {
 
 /* What the renderers and compare read from the top of the document ... */
 static const struct field top_fields[] = {
-    {"schema", W_STR},         {"chatload_version", W_STR},
-    {"scenario", W_OBJ},       {"scenario.name", W_STR_NULL},
-    {"started_at", W_STR},     {"finished_at", W_STR_NULL},
-    {"complete", W_BOOL},      {"exit_code", W_INT_NULL},
-    {"verdict", W_OBJ},        {"verdict.pass", W_BOOL},
-    {"verdict.checks", W_ARR}, {"verdict.breaches", W_ARR},
-    {"agents", W_ARR},         {"stages", W_ARR},
-    {"estimates", W_ARR},      {"warnings", W_ARR},
+	{ "schema", W_STR },         { "chatload_version", W_STR },
+	{ "scenario", W_OBJ },       { "scenario.name", W_STR_NULL },
+	{ "started_at", W_STR },     { "finished_at", W_STR_NULL },
+	{ "complete", W_BOOL },      { "exit_code", W_INT_NULL },
+	{ "verdict", W_OBJ },        { "verdict.pass", W_BOOL },
+	{ "verdict.checks", W_ARR }, { "verdict.breaches", W_ARR },
+	{ "agents", W_ARR },         { "stages", W_ARR },
+	{ "estimates", W_ARR },      { "warnings", W_ARR },
 };
 
 /* ... and from every stage. */
 static const struct field stage_fields[] = {
-    {"index", W_INT},
-    {"name", W_STR},
-    {"status", W_STR},
-    {"mode", W_STR},
-    {"concurrency", W_INT_NULL},
-    {"rate", W_NUM_NULL},
-    {"duration_s", W_NUM_NULL},
-    {"requests", W_OBJ},
-    {"requests.started", W_INT},
-    {"requests.completed", W_INT},
-    {"requests.cut", W_INT},
-    {"requests.errors_total", W_INT},
-    {"requests.error_rate", W_NUM_NULL},
-    {"requests.errors", W_OBJ},
-    {"tokens", W_OBJ},
-    {"tokens.output", W_INT},
-    {"tokens.source", W_STR},
-    {"throughput", W_OBJ},
-    {"throughput.requests_per_s", W_NUM_NULL},
-    {"throughput.output_tokens_per_s", W_NUM_NULL},
-    {"throughput.total_tokens_per_s", W_NUM_NULL},
-    {"throughput.goodput_requests_per_s", W_NUM_NULL},
-    {"latency_ms", W_OBJ},
-    {"client", W_OBJ},
-    {"client.client_bound", W_BOOL},
-    {"intervals", W_ARR},
+	{ "index", W_INT },
+	{ "name", W_STR },
+	{ "status", W_STR },
+	{ "mode", W_STR },
+	{ "concurrency", W_INT_NULL },
+	{ "rate", W_NUM_NULL },
+	{ "duration_s", W_NUM_NULL },
+	{ "requests", W_OBJ },
+	{ "requests.started", W_INT },
+	{ "requests.completed", W_INT },
+	{ "requests.cut", W_INT },
+	{ "requests.errors_total", W_INT },
+	{ "requests.error_rate", W_NUM_NULL },
+	{ "requests.errors", W_OBJ },
+	{ "tokens", W_OBJ },
+	{ "tokens.output", W_INT },
+	{ "tokens.source", W_STR },
+	{ "throughput", W_OBJ },
+	{ "throughput.requests_per_s", W_NUM_NULL },
+	{ "throughput.output_tokens_per_s", W_NUM_NULL },
+	{ "throughput.total_tokens_per_s", W_NUM_NULL },
+	{ "throughput.goodput_requests_per_s", W_NUM_NULL },
+	{ "latency_ms", W_OBJ },
+	{ "client", W_OBJ },
+	{ "client.client_bound", W_BOOL },
+	{ "intervals", W_ARR },
 };
 
-static const char *const summary_keys[] = {"count", "mean", "p50", "p90", "p99", "max"};
+static const char *const summary_keys[] = { "count", "mean", "p50", "p90", "p99", "max" };
 
 static int check_fields(const json_t *o, const struct field *f, size_t n, const char *prefix,
-                        struct cl_err *err)
+			struct cl_err *err)
 {
 	for (size_t i = 0; i < n; i++) {
 		const json_t *v = cl_results_get(o, f[i].path);
 		if (!is(v, f[i].want))
 			return cl_err_set(err, CL_EPARSE, "%s%s: %s %s", prefix, f[i].path,
-			                  v ? "expected" : "missing, expected",
-			                  want_text(f[i].want));
+					  v ? "expected" : "missing, expected",
+					  want_text(f[i].want));
 	}
 	return 0;
 }
@@ -156,14 +156,14 @@ int cl_results_check(const json_t *doc, struct cl_err *err)
 	if (!schema ||
 	    strncmp(schema, CL_RESULTS_SCHEMA_PREFIX, strlen(CL_RESULTS_SCHEMA_PREFIX)) != 0)
 		return cl_err_set(err, CL_EPARSE,
-		                  "schema: not a chatload results document (expected '%s')",
-		                  CL_RESULTS_SCHEMA);
+				  "schema: not a chatload results document (expected '%s')",
+				  CL_RESULTS_SCHEMA);
 	int64_t major;
 	if (cl_parse_i64(schema + strlen(CL_RESULTS_SCHEMA_PREFIX), 1, INT32_MAX, &major) != 0 ||
 	    major != CL_RESULTS_SCHEMA_MAJOR)
 		return cl_err_set(err, CL_EVERSION,
-		                  "schema: unsupported version '%s' (this chatload reads '%s')",
-		                  schema, CL_RESULTS_SCHEMA);
+				  "schema: unsupported version '%s' (this chatload reads '%s')",
+				  schema, CL_RESULTS_SCHEMA);
 	int rc = check_fields(doc, top_fields, sizeof(top_fields) / sizeof(top_fields[0]), "", err);
 	if (rc != 0)
 		return rc;
@@ -176,7 +176,7 @@ int cl_results_check(const json_t *doc, struct cl_err *err)
 		if (!json_is_object(s))
 			return cl_err_set(err, CL_EPARSE, "stages[%zu]: expected an object", i);
 		rc = check_fields(s, stage_fields, sizeof(stage_fields) / sizeof(stage_fields[0]),
-		                  prefix, err);
+				  prefix, err);
 		if (rc != 0)
 			return rc;
 		for (size_t k = 0; k < rj_n_lat_keys; k++) {
@@ -184,16 +184,16 @@ int cl_results_check(const json_t *doc, struct cl_err *err)
 			    json_object_get(json_object_get(s, "latency_ms"), rj_lat_keys[k]);
 			if (!json_is_object(l))
 				return cl_err_set(err, CL_EPARSE, "%slatency_ms.%s: %s", prefix,
-				                  rj_lat_keys[k],
-				                  l ? "expected an object" : "missing");
+						  rj_lat_keys[k],
+						  l ? "expected an object" : "missing");
 			for (size_t q = 0; q < sizeof(summary_keys) / sizeof(summary_keys[0]);
 			     q++) {
 				const json_t *v = json_object_get(l, summary_keys[q]);
 				if (!is(v, W_NUM_NULL))
 					return cl_err_set(err, CL_EPARSE,
-					                  "%slatency_ms.%s.%s: %s a number or null",
-					                  prefix, rj_lat_keys[k], summary_keys[q],
-					                  v ? "expected" : "missing, expected");
+							  "%slatency_ms.%s.%s: %s a number or null",
+							  prefix, rj_lat_keys[k], summary_keys[q],
+							  v ? "expected" : "missing, expected");
 			}
 		}
 	}
@@ -218,7 +218,7 @@ int cl_results_load(const char *path, json_t **out, struct cl_err *err)
 	rc = cl_buf_read_file(&b, path);
 	if (rc == CL_ETOOBIG) {
 		cl_err_set(err, rc, "cannot read '%s': larger than %u MiB", path,
-		           CL_RESULTS_MAX_FILE_BYTES >> 20);
+			   CL_RESULTS_MAX_FILE_BYTES >> 20);
 		goto out;
 	}
 	if (rc != 0) {
@@ -229,7 +229,7 @@ int cl_results_load(const char *path, json_t **out, struct cl_err *err)
 	doc = json_loadb(b.data ? b.data : "", b.len, JSON_REJECT_DUPLICATES, &je);
 	if (!doc) {
 		rc = cl_err_setpos(err, CL_EPARSE, path, je.line > 0 ? je.line : 0,
-		                   je.column > 0 ? je.column : 0, "%s", je.text);
+				   je.column > 0 ? je.column : 0, "%s", je.text);
 		goto out;
 	}
 	rc = cl_results_check(doc, err);

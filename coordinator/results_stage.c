@@ -15,7 +15,7 @@ static json_t *lat_summary(const struct cl_hist *h)
 	uint64_t n = cl_hist_count(h);
 	if (n == 0)
 		return json_pack("{s:i,s:n,s:n,s:n,s:n,s:n,s:n,s:n,s:n}", "count", 0, "mean", "min",
-		                 "p50", "p90", "p95", "p99", "p999", "max");
+				 "p50", "p90", "p95", "p99", "p999", "max");
 	/* Percentiles are bucket values in whole microseconds, so value/1000 is exact to the
 	 * printed precision; the mean is rounded to the microsecond. */
 	return json_pack(
@@ -32,11 +32,11 @@ static json_t *cnt_summary(const struct cl_hist *h, double div)
 	uint64_t n = cl_hist_count(h);
 	if (n == 0)
 		return json_pack("{s:i,s:n,s:n,s:n,s:n,s:n}", "count", 0, "mean", "p50", "p90",
-		                 "p99", "max");
+				 "p99", "max");
 	return json_pack("{s:o,s:f,s:f,s:f,s:f,s:f}", "count", rj_uint(n), "mean",
-	                 rj_sig(cl_hist_mean(h) / div, 6), "p50", cl_hist_percentile(h, 50) / div,
-	                 "p90", cl_hist_percentile(h, 90) / div, "p99",
-	                 cl_hist_percentile(h, 99) / div, "max", cl_hist_max(h) / div);
+			 rj_sig(cl_hist_mean(h) / div, 6), "p50", cl_hist_percentile(h, 50) / div,
+			 "p90", cl_hist_percentile(h, 90) / div, "p99",
+			 cl_hist_percentile(h, 99) / div, "max", cl_hist_max(h) / div);
 }
 
 /* A percentile in ms, or null when the histogram is empty. */
@@ -53,7 +53,7 @@ static json_t *rate(uint64_t n, double seconds)
 static const char *token_source(const struct cl_metrics *m)
 {
 	uint64_t usage = m->ctr[CL_CTR_USAGE_FROM_SERVER],
-	         chunks = m->ctr[CL_CTR_USAGE_FROM_CHUNKS];
+		 chunks = m->ctr[CL_CTR_USAGE_FROM_CHUNKS];
 	if (usage == 0 && chunks == 0)
 		return "none";
 	if (chunks == 0)
@@ -79,16 +79,16 @@ static json_t *requests_json(const struct cl_metrics *m)
 		const char *cls = k >= 0 && (size_t)k < rj_n_err_keys ? rj_err_keys[k] : "other";
 		json_t *body = rj_strn(es->body, strnlen(es->body, sizeof(es->body)));
 		json_t *s = json_pack("{s:s,s:i,s:o}", "class", cls, "http_status",
-		                      (int)es->http_status, "body", body);
+				      (int)es->http_status, "body", body);
 		if (rj_append(samples, s))
 			goto fail;
 	}
 	o = json_pack("{s:o,s:o,s:o,s:o,s:o,s:f,s:o,s:o}", "started",
-	              rj_uint(m->ctr[CL_CTR_STARTED]), "completed",
-	              rj_uint(m->ctr[CL_CTR_COMPLETED]), "cut", rj_uint(m->ctr[CL_CTR_CUT]), "good",
-	              rj_uint(m->ctr[CL_CTR_GOOD]), "errors_total", rj_uint(cl_verdict_errors(m)),
-	              "error_rate", rj_sig(cl_verdict_error_rate(m), 6), "errors", errors,
-	              "error_samples", samples);
+		      rj_uint(m->ctr[CL_CTR_STARTED]), "completed",
+		      rj_uint(m->ctr[CL_CTR_COMPLETED]), "cut", rj_uint(m->ctr[CL_CTR_CUT]), "good",
+		      rj_uint(m->ctr[CL_CTR_GOOD]), "errors_total", rj_uint(cl_verdict_errors(m)),
+		      "error_rate", rj_sig(cl_verdict_error_rate(m), 6), "errors", errors,
+		      "error_samples", samples);
 	return o;
 fail:
 	json_decref(errors);
@@ -114,16 +114,16 @@ static json_t *throughput_json(const struct cl_metrics *m, double window_s)
 {
 	uint64_t total = m->ctr[CL_CTR_OUTPUT_TOKENS] + m->ctr[CL_CTR_PROMPT_TOKENS];
 	return json_pack("{s:o,s:o,s:o,s:o}", "requests_per_s",
-	                 rate(m->ctr[CL_CTR_COMPLETED], window_s), "output_tokens_per_s",
-	                 rate(m->ctr[CL_CTR_OUTPUT_TOKENS], window_s), "total_tokens_per_s",
-	                 rate(total, window_s), "goodput_requests_per_s",
-	                 rate(m->ctr[CL_CTR_GOOD], window_s));
+			 rate(m->ctr[CL_CTR_COMPLETED], window_s), "output_tokens_per_s",
+			 rate(m->ctr[CL_CTR_OUTPUT_TOKENS], window_s), "total_tokens_per_s",
+			 rate(total, window_s), "goodput_requests_per_s",
+			 rate(m->ctr[CL_CTR_GOOD], window_s));
 }
 
 static json_t *latency_json(const struct cl_metrics *m)
 {
-	static const int lat[] = {CL_LAT_QUEUE, CL_LAT_TTFB, CL_LAT_TTFT, CL_LAT_TTFC,
-	                          CL_LAT_ITL,   CL_LAT_TPOT, CL_LAT_E2E,  CL_LAT_E2E_SCHED};
+	static const int lat[] = { CL_LAT_QUEUE, CL_LAT_TTFB, CL_LAT_TTFT, CL_LAT_TTFC,
+				   CL_LAT_ITL,   CL_LAT_TPOT, CL_LAT_E2E,  CL_LAT_E2E_SCHED };
 	_Static_assert(sizeof(lat) / sizeof(lat[0]) == 8, "one per rj_lat_keys entry");
 	json_t *o = json_object();
 	for (size_t i = 0; o && i < rj_n_lat_keys; i++) {
@@ -136,16 +136,16 @@ static json_t *latency_json(const struct cl_metrics *m)
 }
 
 static json_t *client_json(const struct cl_metrics *m, const struct cl_scn_stage *st,
-                           const struct rs_client *c)
+			   const struct rs_client *c)
 {
 	const struct cl_hist *q = &m->lat[CL_LAT_QUEUE], *loop = &m->lat[CL_LAT_LOOP_LAG];
 	struct cl_client_obs obs = {
-	    .cpu_max_pct = c->cpu_max_pct,
-	    .cpu_capacity_pct = c->cpu_capacity_pct,
-	    .cpu_bound_intervals = c->cpu_bound_intervals,
-	    .dispatch_lag_p99_us = cl_hist_count(q) ? cl_hist_percentile(q, 99) : -1,
-	    .loop_lag_p99_us = cl_hist_count(loop) ? cl_hist_percentile(loop, 99) : -1,
-	    .dispatch_lag_is_backlog = st->mode == CL_MODE_RATE && st->concurrency > 0,
+		.cpu_max_pct = c->cpu_max_pct,
+		.cpu_capacity_pct = c->cpu_capacity_pct,
+		.cpu_bound_intervals = c->cpu_bound_intervals,
+		.dispatch_lag_p99_us = cl_hist_count(q) ? cl_hist_percentile(q, 99) : -1,
+		.loop_lag_p99_us = cl_hist_count(loop) ? cl_hist_percentile(loop, 99) : -1,
+		.dispatch_lag_is_backlog = st->mode == CL_MODE_RATE && st->concurrency > 0,
 	};
 	/* The cumulative record's gauges count too (a stage shorter than one interval). */
 	if (m->health.cpu_pct > obs.cpu_max_pct)
@@ -166,11 +166,11 @@ static json_t *client_json(const struct cl_metrics *m, const struct cl_scn_stage
 	if ((why & CL_CLIENT_LOOP_LAG) && rj_append(reasons, json_string("loop_lag")))
 		goto fail;
 	return json_pack("{s:b,s:o,s:o,s:o,s:i,s:o,s:o,s:o}", "client_bound", why != 0, "reasons",
-	                 reasons, "cpu_max_pct", rj_real(rj_round(obs.cpu_max_pct, 1)),
-	                 "cpu_capacity_pct", rj_real(rj_round(obs.cpu_capacity_pct, 1)),
-	                 "cpu_bound_intervals", (int)obs.cpu_bound_intervals, "loop_lag_p99_ms",
-	                 pct_ms(loop, 99), "dispatch_lag_p99_ms", pct_ms(q, 99), "rss_max_bytes",
-	                 json_integer(m->health.rss_bytes));
+			 reasons, "cpu_max_pct", rj_real(rj_round(obs.cpu_max_pct, 1)),
+			 "cpu_capacity_pct", rj_real(rj_round(obs.cpu_capacity_pct, 1)),
+			 "cpu_bound_intervals", (int)obs.cpu_bound_intervals, "loop_lag_p99_ms",
+			 pct_ms(loop, 99), "dispatch_lag_p99_ms", pct_ms(q, 99), "rss_max_bytes",
+			 json_integer(m->health.rss_bytes));
 fail:
 	json_decref(reasons);
 	return NULL;
@@ -201,19 +201,19 @@ fail:
 }
 
 json_t *rs_stage_json(size_t index, const struct cl_scn_stage *st, const struct cl_metrics *m,
-                      double window_s, const char *status, const char *reason,
-                      const struct rs_client *client)
+		      double window_s, const char *status, const char *reason,
+		      const struct rs_client *client)
 {
 	bool rate_mode = st->mode == CL_MODE_RATE;
-	static const char *const arrivals[] = {"constant", "poisson", "gamma"};
+	static const char *const arrivals[] = { "constant", "poisson", "gamma" };
 	const char *arrival = (unsigned)st->arrival < sizeof(arrivals) / sizeof(arrivals[0])
-	                          ? arrivals[st->arrival]
-	                          : "constant";
+				  ? arrivals[st->arrival]
+				  : "constant";
 	json_t *planned =
 	    json_pack("{s:o,s:o,s:o}", "duration_s",
-	              st->duration_us > 0 ? json_real(st->duration_us / 1e6) : json_null(),
-	              "requests", st->requests ? rj_uint(st->requests) : json_null(), "ramp_s",
-	              json_real(st->ramp_us / 1e6));
+		      st->duration_us > 0 ? json_real(st->duration_us / 1e6) : json_null(),
+		      "requests", st->requests ? rj_uint(st->requests) : json_null(), "ramp_s",
+		      json_real(st->ramp_us / 1e6));
 	json_t *conc =
 	    (!rate_mode || st->concurrency > 0) ? json_integer(st->concurrency) : json_null();
 	json_t *o = json_pack(
@@ -247,8 +247,8 @@ json_t *rs_interval_json(double t_s, double interval_s, const struct cl_metrics 
 json_t *rs_warmup_json(const struct cl_metrics *m)
 {
 	return json_pack("{s:o,s:o,s:o}", "requests", rj_uint(m->ctr[CL_CTR_STARTED]), "completed",
-	                 rj_uint(m->ctr[CL_CTR_COMPLETED]), "errors",
-	                 rj_uint(cl_verdict_errors(m)));
+			 rj_uint(m->ctr[CL_CTR_COMPLETED]), "errors",
+			 rj_uint(cl_verdict_errors(m)));
 }
 
 static json_t *phase_s(int64_t us)
@@ -258,15 +258,15 @@ static json_t *phase_s(int64_t us)
 
 json_t *rs_readiness_json(const struct cl_readiness_result *rr)
 {
-	static const char *const status[] = {"pending", "passed", "timed_out", "fatal",
-	                                     "cancelled"};
+	static const char *const status[] = { "pending", "passed", "timed_out", "fatal",
+					      "cancelled" };
 	const char *st = rr->status >= 0 && (size_t)rr->status < sizeof(status) / sizeof(status[0])
-	                     ? status[rr->status]
-	                     : "pending";
+			     ? status[rr->status]
+			     : "pending";
 	json_t *phases =
 	    json_pack("{s:o,s:o,s:o}", "connect_s", phase_s(rr->phase_passed_us[CL_READY_CONNECT]),
-	              "models_s", phase_s(rr->phase_passed_us[CL_READY_MODELS]), "generation_s",
-	              phase_s(rr->phase_passed_us[CL_READY_GENERATION]));
+		      "models_s", phase_s(rr->phase_passed_us[CL_READY_MODELS]), "generation_s",
+		      phase_s(rr->phase_passed_us[CL_READY_GENERATION]));
 	return json_pack(
 	    "{s:b,s:s,s:o,s:i,s:o,s:o,s:o,s:o,s:o}", "passed", rr->status == CL_READY_PASSED,
 	    "status", st, "phases", phases, "attempts", (int)rr->attempts, "elapsed_s",
@@ -276,7 +276,7 @@ json_t *rs_readiness_json(const struct cl_readiness_result *rr)
 	    rr->probe_ttft_us >= 0 ? json_real(rr->probe_ttft_us / 1000.0) : json_null(),
 	    "last_error",
 	    rr->last_error[0]
-	        ? rj_strn(rr->last_error, strnlen(rr->last_error, sizeof(rr->last_error)))
-	        : json_null(),
+		? rj_strn(rr->last_error, strnlen(rr->last_error, sizeof(rr->last_error)))
+		: json_null(),
 	    "failing_since_s", phase_s(rr->failing_since_us));
 }

@@ -37,13 +37,13 @@ static int verdict_json(struct cl_results *r, json_t **out)
 		bool ran = false;
 		for (size_t s = 0; s < r->n_stages; s++)
 			ran = ran || (r->stages[s].finished && r->stages[s].name &&
-			              strcmp(r->stages[s].name, slo->stage) == 0);
+				      strcmp(r->stages[s].name, slo->stage) == 0);
 		if (ran)
 			continue;
 		json_t *c =
 		    json_pack("{s:s,s:s,s:f,s:n,s:s,s:b,s:s}", "slo", slo->key, "stage", slo->stage,
-		              "limit", cl_verdict_to_unit(slo, slo->limit), "measured", "unit",
-		              cl_verdict_unit(slo), "pass", 0, "note", "stage did not run");
+			      "limit", cl_verdict_to_unit(slo, slo->limit), "measured", "unit",
+			      cl_verdict_unit(slo), "pass", 0, "note", "stage did not run");
 		evaluated++;
 		if (!c || json_array_append(checks, c) != 0 ||
 		    json_array_append(breaches, c) != 0) {
@@ -56,7 +56,7 @@ static int verdict_json(struct cl_results *r, json_t **out)
 	/* pass is about SLOs only (complete and exit_code say whether the run worked); with no
 	 * SLO to check nothing was breached, and evaluated: 0 says so. */
 	*out = json_pack("{s:b,s:I,s:o,s:o}", "pass", r->breaches == 0, "evaluated",
-	                 (json_int_t)evaluated, "checks", checks, "breaches", breaches);
+			 (json_int_t)evaluated, "checks", checks, "breaches", breaches);
 	return *out ? 0 : CL_ENOMEM;
 fail:
 	json_decref(checks);
@@ -93,7 +93,7 @@ static json_t *estimates_json(struct cl_results *r)
 		if (s)
 			cl_verdict_estimate(r->samples[i], rps, tpr, &hours, &tokens);
 		const char *note = s ? (isnan(hours) ? "no completed requests in that stage" : NULL)
-		                     : (r->from_stage ? "that stage did not run" : "no stage ran");
+				     : (r->from_stage ? "that stage did not run" : "no stage ran");
 		json_t *e = json_pack(
 		    "{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "samples", rj_uint(r->samples[i]),
 		    "from_stage",
@@ -140,7 +140,7 @@ static json_t *warnings_json(struct cl_results *r)
 		const char *reason = cl_results_str(s, "reason", NULL);
 		if (strcmp(status, "ok") != 0)
 			rc |= warn(w, "stage '%s' %s%s%s", name, status, reason ? ": " : "",
-			           reason ? reason : "");
+				   reason ? reason : "");
 		if (json_is_true(cl_results_get(s, "client.client_bound"))) {
 			char why[128] = "";
 			size_t k;
@@ -149,40 +149,40 @@ static json_t *warnings_json(struct cl_results *r)
 			{
 				size_t l = strlen(why);
 				snprintf(why + l, sizeof(why) - l, "%s%s", l ? ", " : "",
-				         json_string_value(x));
+					 json_string_value(x));
 			}
 			rc |= warn(w,
-			           "stage '%s' was client-bound (%s): its numbers describe the "
-			           "client, not the server; add agents or workers",
-			           name, why);
+				   "stage '%s' was client-bound (%s): its numbers describe the "
+				   "client, not the server; add agents or workers",
+				   name, why);
 		}
 		const char *src = cl_results_str(s, "tokens.source", "usage");
 		if (strcmp(src, "chunks") == 0 || strcmp(src, "mixed") == 0)
 			rc |= warn(w,
-			           "stage '%s': some token counts come from counting chunks "
-			           "(the server sent no usage)",
-			           name);
+				   "stage '%s': some token counts come from counting chunks "
+				   "(the server sent no usage)",
+				   name);
 	}
 	json_array_foreach(json_object_get(r->doc, "agents"), i, s)
 	{
 		if (json_is_true(json_object_get(s, "lost")))
 			rc |= warn(w, "agent %lld (%s) was lost",
-			           (long long)json_integer_value(json_object_get(s, "id")),
-			           cl_results_str(s, "host", "?"));
+				   (long long)json_integer_value(json_object_get(s, "id")),
+				   cl_results_str(s, "host", "?"));
 	}
 	/* A stage that reported intervals but was never finished has no summary: say so, and
 	 * where its intervals are. */
 	for (size_t k = 0; r->finished && k < r->n_stages; k++) {
 		if (r->stages[k].seen && !r->stages[k].finished)
 			rc |= warn(w,
-			           "stage '%s' never finished: its %llu intervals are only in "
-			           "intervals.jsonl",
-			           r->stages[k].name ? r->stages[k].name : "",
-			           (unsigned long long)r->stages[k].seen);
+				   "stage '%s' never finished: its %llu intervals are only in "
+				   "intervals.jsonl",
+				   r->stages[k].name ? r->stages[k].name : "",
+				   (unsigned long long)r->stages[k].seen);
 	}
 	if (r->finished && !json_is_true(json_object_get(r->doc, "complete")))
 		rc |= warn(w, "the run did not complete: %zu of %zu stages finished",
-		           json_array_size(stages), r->n_stages);
+			   json_array_size(stages), r->n_stages);
 	if (rc) {
 		json_decref(w);
 		return NULL;

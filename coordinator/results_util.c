@@ -12,19 +12,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-const char *const rj_lat_keys[] = {"queue", "ttfb", "ttft", "ttfc",
-                                   "itl",   "tpot", "e2e",  "e2e_sched"};
+const char *const rj_lat_keys[] = { "queue", "ttfb", "ttft", "ttfc",
+				    "itl",   "tpot", "e2e",  "e2e_sched" };
 const size_t rj_n_lat_keys = sizeof(rj_lat_keys) / sizeof(rj_lat_keys[0]);
 
 /* Same order as enum cl_ctr from CL_CTR_FIRST_ERROR to CL_CTR_LAST_ERROR. */
-const char *const rj_err_keys[] = {
-    "connect",      "tls",     "http_4xx",         "http_429",
-    "http_5xx",     "timeout", "stream_malformed", "stream_incomplete",
-    "stream_error", "other"};
+const char *const rj_err_keys[] = { "connect",          "tls",
+				    "http_4xx",         "http_429",
+				    "http_5xx",         "timeout",
+				    "stream_malformed", "stream_incomplete",
+				    "stream_error",     "other" };
 const size_t rj_n_err_keys = sizeof(rj_err_keys) / sizeof(rj_err_keys[0]);
 _Static_assert(sizeof(rj_err_keys) / sizeof(rj_err_keys[0]) ==
-                   CL_CTR_LAST_ERROR - CL_CTR_FIRST_ERROR + 1,
-               "rj_err_keys must list every error counter");
+		   CL_CTR_LAST_ERROR - CL_CTR_FIRST_ERROR + 1,
+	       "rj_err_keys must list every error counter");
 
 /* Length of the valid UTF-8 sequence at s (at most n bytes), 0 when invalid. */
 static size_t utf8_len(const unsigned char *s, size_t n)
@@ -161,21 +162,21 @@ int rj_mkdirs(const char *path, struct cl_err *err)
 		buf[i] = '\0';
 		if (mkdir(buf, 0755) != 0 && errno != EEXIST)
 			return cl_err_set(err, CL_EIO, "cannot create directory '%s': %s", buf,
-			                  strerror(errno));
+					  strerror(errno));
 		buf[i] = saved;
 	}
 	struct stat st;
 	if (stat(path, &st) != 0)
 		return cl_err_set(err, CL_EIO, "cannot create directory '%s': %s", path,
-		                  strerror(errno));
+				  strerror(errno));
 	if (!S_ISDIR(st.st_mode))
 		return cl_err_set(err, CL_EIO, "cannot create directory '%s': %s", path,
-		                  strerror(ENOTDIR));
+				  strerror(ENOTDIR));
 	return 0;
 }
 
 int rj_write_atomic(const char *dir, const char *name, int (*fill)(FILE *f, void *ctx), void *ctx,
-                    struct cl_err *err)
+		    struct cl_err *err)
 {
 	int rc = 0;
 	FILE *f = NULL;
@@ -213,7 +214,7 @@ int rj_write_atomic(const char *dir, const char *name, int (*fill)(FILE *f, void
 	}
 	if (rename(tmp, final) != 0) {
 		rc = cl_err_set(err, CL_EIO, "cannot rename '%s' to '%s': %s", tmp, final,
-		                strerror(errno));
+				strerror(errno));
 		goto out;
 	}
 	/* The rename is durable only once the directory entry is on disk. */
@@ -320,7 +321,7 @@ char *rj_stage_load(const json_t *stage, char *buf, size_t n)
 	    json_is_number(rate)) {
 		if (json_is_integer(c) && json_integer_value(c) > 0)
 			snprintf(buf, n, "%g/s (max %lld)", json_number_value(rate),
-			         (long long)json_integer_value(c));
+				 (long long)json_integer_value(c));
 		else
 			snprintf(buf, n, "%g/s", json_number_value(rate));
 	} else if (json_is_integer(c)) {

@@ -78,8 +78,8 @@ static int render(struct run *r, struct cl_err *err)
 	if ((rc = cl_workload_merge_json(r->s.target.body_json, w->body_json, &extra, err)) != 0)
 		return rc;
 	const char *prompt = r->s.workload.kind == CL_WORKLOAD_PROMPTS && r->s.workload.n_prompts
-				     ? r->s.workload.prompts[0]
-				     : r->s.readiness.prompt;
+				 ? r->s.workload.prompts[0]
+				 : r->s.readiness.prompt;
 	rc = cl_workload_render_probe(r->target.model, prompt, w->max_tokens, extra,
 				      &r->warmup_body, err);
 	free(extra);
@@ -150,8 +150,8 @@ int cl_run(const struct cl_run_opts *o)
 		code = fail_msg(r, CL_EXIT_USAGE, &err, "bad target");
 		goto finish;
 	}
-	if (cl_workload_merge_json(r->s.target.body_json, r->s.readiness.body_json,
-				   &r->probe_extra, &err) != 0) {
+	if (cl_workload_merge_json(r->s.target.body_json, r->s.readiness.body_json, &r->probe_extra,
+				   &err) != 0) {
 		code = fail_msg(r, CL_EXIT_USAGE, &err, "bad readiness.body");
 		goto finish;
 	}
@@ -187,8 +187,9 @@ int cl_run(const struct cl_run_opts *o)
 		if (rc != 0)
 			goto finish;
 		if (r->s.slo_abort_on_breach && cl_results_breach_count(r->res) > 0) {
-			cl_progress_note(&r->prog, "SLO breached in stage '%s': stopping "
-						   "(slo.abort_on_breach)",
+			cl_progress_note(&r->prog,
+					 "SLO breached in stage '%s': stopping "
+					 "(slo.abort_on_breach)",
 					 r->s.stages[i].name);
 			r->exit_hint = CL_EXIT_SLO_BREACH;
 			goto finish;

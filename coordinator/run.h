@@ -14,17 +14,17 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define CL_RUN_MAX_LOCAL 64
+#define CL_RUN_MAX_LOCAL     64
 #define CL_RUN_INTERVAL_RING 4
 
 struct cl_run_opts {
 	const char *scenario_path;
 	const char *const *overrides; /* --set, NULL-terminated */
-	const char *out_dir;	      /* --out */
-	int argc;		      /* the command line, recorded in results */
+	const char *out_dir;          /* --out */
+	int argc;                     /* the command line, recorded in results */
 	char **argv;
 	volatile sig_atomic_t *stop; /* set by SIGINT/SIGTERM */
-	bool insecure;		     /* --insecure: plaintext agents.listen off loopback */
+	bool insecure;               /* --insecure: plaintext agents.listen off loopback */
 };
 
 /* Per-stage bookkeeping while it runs. */
@@ -33,11 +33,11 @@ struct cl_run_stage {
 	bool participates[CL_FLEET_MAX_AGENTS]; /* agents given a non-empty share */
 	bool final_seen[CL_FLEET_MAX_AGENTS];
 	int64_t last_interval[CL_FLEET_MAX_AGENTS]; /* highest interval index reported, -1 */
-	int64_t span_us[CL_FLEET_MAX_AGENTS];	    /* agent time covered by its reports */
+	int64_t span_us[CL_FLEET_MAX_AGENTS];       /* agent time covered by its reports */
 	struct cl_metrics cum;
 	struct cl_metrics ring[CL_RUN_INTERVAL_RING];
 	int64_t ring_k[CL_RUN_INTERVAL_RING]; /* interval held by each slot, -1 */
-	int64_t next_emit;		      /* next interval index to write */
+	int64_t next_emit;                    /* next interval index to write */
 	/* last emitted interval, for the progress line */
 	double last_req_s, last_tok_s, last_ttft_p50_ms;
 	int64_t start_coord_us;

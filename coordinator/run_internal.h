@@ -31,7 +31,7 @@ struct run {
 	char *warmup_body;
 	char *probe_extra; /* readiness.body merged over target.body */
 	struct cl_stage_plan shares[CL_FLEET_MAX_AGENTS]; /* current stage/warmup, per agent */
-	struct cl_stage_plan stage_plan;		 /* current stage, whole */
+	struct cl_stage_plan stage_plan;                  /* current stage, whole */
 
 	/* readiness */
 	struct cl_readiness_result probe[CL_FLEET_MAX_AGENTS];

@@ -98,7 +98,8 @@ static int read_token(struct run *r, struct cl_err *err)
 		const char *v = getenv(ag->token_env);
 		if (!v || !*v)
 			return cl_err_set(err, CL_EINVAL,
-					  "agents.token_env names '%s', which is not set", ag->token_env);
+					  "agents.token_env names '%s', which is not set",
+					  ag->token_env);
 		snprintf(r->token, sizeof(r->token), "%s", v);
 		return 0;
 	}
@@ -199,8 +200,9 @@ int cl_run_wait_for_agents(struct run *r, struct cl_err *err)
 		for (size_t i = 0; i < r->n_local; i++) {
 			if (cl_child_poll(&r->local[i])) {
 				char how[128];
-				return cl_err_set(err, CL_ECLOSED, "%s before joining",
-						  cl_child_describe(&r->local[i], how, sizeof(how)));
+				return cl_err_set(
+				    err, CL_ECLOSED, "%s before joining",
+				    cl_child_describe(&r->local[i], how, sizeof(how)));
 			}
 		}
 		if (cl_mono_us() >= deadline) {
@@ -210,12 +212,13 @@ int cl_run_wait_for_agents(struct run *r, struct cl_err *err)
 				len += (size_t)snprintf(joined + len, sizeof(joined) - len, "%s%s",
 							i ? ", " : "", r->fleet.agents[i].host);
 			char t[32];
-			return cl_err_set(err, CL_ETIMEDOUT,
-					  "only %zu of %u agents joined within %s (joined: %s); "
-					  "missing %u",
-					  r->fleet.n, r->expect,
-					  cl_format_duration_us(r->s.agents.join_timeout_us, t, sizeof(t)),
-					  len ? joined : "none", r->expect - (uint32_t)r->fleet.n);
+			return cl_err_set(
+			    err, CL_ETIMEDOUT,
+			    "only %zu of %u agents joined within %s (joined: %s); "
+			    "missing %u",
+			    r->fleet.n, r->expect,
+			    cl_format_duration_us(r->s.agents.join_timeout_us, t, sizeof(t)),
+			    len ? joined : "none", r->expect - (uint32_t)r->fleet.n);
 		}
 		cl_fleet_serve(&r->fleet, 100000);
 	}

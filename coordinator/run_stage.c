@@ -17,7 +17,10 @@
 
 /* ---- reports ------------------------------------------------------------------------- */
 
-static size_t agent_index(const struct cl_fleet_agent *a) { return a->id - 1; }
+static size_t agent_index(const struct cl_fleet_agent *a)
+{
+	return a->id - 1;
+}
 
 static void emit_interval(struct run *r, struct cl_run_stage *st, size_t slot)
 {
@@ -322,9 +325,9 @@ int cl_run_warmup(struct run *r)
 	cl_progress_note(&r->prog, "warmup: %u requests at concurrency %u (timeout %s each)",
 			 w->requests, whole.concurrency,
 			 cl_format_duration_us(w->request_timeout_us, d, sizeof(d)));
-	int64_t bound = w->requests ? (int64_t)(w->requests / whole.concurrency + 1) *
-					      w->request_timeout_us
-				    : w->duration_us + w->request_timeout_us;
+	int64_t bound = w->requests
+			    ? (int64_t)(w->requests / whole.concurrency + 1) * w->request_timeout_us
+			    : w->duration_us + w->request_timeout_us;
 	int64_t deadline = cl_mono_us() + bound + 30 * 1000000LL;
 	for (;;) {
 		cl_fleet_serve(&r->fleet, 100000);
@@ -361,11 +364,11 @@ int cl_run_warmup(struct run *r)
 			 (unsigned long long)errors, ttft);
 	if (errors && w->fail_on_error) {
 		const char *sample = r->warm.n_err_samples ? r->warm.err_samples[0].body : "";
-		cl_progress_note(&r->prog,
-				 "warmup failed: %llu of %llu requests failed%s%s (warmup.fail_on_error)",
-				 (unsigned long long)errors,
-				 (unsigned long long)r->warm.ctr[CL_CTR_STARTED],
-				 sample[0] ? "; first: " : "", sample);
+		cl_progress_note(
+		    &r->prog,
+		    "warmup failed: %llu of %llu requests failed%s%s (warmup.fail_on_error)",
+		    (unsigned long long)errors, (unsigned long long)r->warm.ctr[CL_CTR_STARTED],
+		    sample[0] ? "; first: " : "", sample);
 		r->exit_hint = CL_EXIT_FAILED;
 		return CL_EIO;
 	}
@@ -448,8 +451,8 @@ int cl_run_stage(struct run *r, size_t index)
 		if (!st->participates[i])
 			continue;
 		struct cl_msg_cmd c = { .cmd = CL_CMD_START_AT };
-		c.start_at = (struct cl_cmd_start_at){ .stage = r->shares[i],
-						       .start_at_coord_us = start };
+		c.start_at =
+		    (struct cl_cmd_start_at){ .stage = r->shares[i], .start_at_coord_us = start };
 		cl_fleet_send(&r->fleet, i, &c);
 	}
 	r->st = st;
@@ -467,10 +470,11 @@ int cl_run_stage(struct run *r, size_t index)
 				 cl_arrival_name(scn->arrival), d);
 
 	/* Bound the wait: the agents end the stage themselves; this guards against hangs. */
-	int64_t bound = scn->duration_us
-				? scn->ramp_us + scn->duration_us + r->s.workload.drain_timeout_us
-				: (int64_t)(scn->requests / (scn->concurrency ? scn->concurrency : 1) + 1) *
-					  r->s.workload.request_timeout_us;
+	int64_t bound =
+	    scn->duration_us
+		? scn->ramp_us + scn->duration_us + r->s.workload.drain_timeout_us
+		: (int64_t)(scn->requests / (scn->concurrency ? scn->concurrency : 1) + 1) *
+		      r->s.workload.request_timeout_us;
 	int64_t deadline = start + bound + 30 * 1000000LL;
 	const char *status = "ok";
 	char reason[1400] = "";
@@ -522,7 +526,8 @@ int cl_run_stage(struct run *r, size_t index)
 		if (all)
 			break;
 		if (now > deadline) {
-			cl_progress_note(&r->prog, "stage '%s' failed: agents did not finish in time",
+			cl_progress_note(&r->prog,
+					 "stage '%s' failed: agents did not finish in time",
 					 scn->name);
 			struct cl_msg_cmd c = { .cmd = CL_CMD_ABORT };
 			cl_fleet_broadcast(&r->fleet, &c);

@@ -96,8 +96,7 @@ static bool executable(const char *path)
 	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
 }
 
-int cl_find_program(const char *name, const char *env_var, char *buf, size_t n,
-		    struct cl_err *err)
+int cl_find_program(const char *name, const char *env_var, char *buf, size_t n, struct cl_err *err)
 {
 	const char *env = env_var ? getenv(env_var) : NULL;
 	if (env && *env) {
@@ -131,14 +130,15 @@ int cl_find_program(const char *name, const char *env_var, char *buf, size_t n,
 			return 0;
 		path = colon ? colon + 1 : NULL;
 	}
-	return cl_err_set(err, CL_ENOTFOUND,
-			  "cannot find '%s' (looked in $%s, next to chatload, in the build tree and "
-			  "on PATH)",
-			  name, env_var ? env_var : "");
+	return cl_err_set(
+	    err, CL_ENOTFOUND,
+	    "cannot find '%s' (looked in $%s, next to chatload, in the build tree and "
+	    "on PATH)",
+	    name, env_var ? env_var : "");
 }
 
-int cl_wait_for_file_line(const char *path, int64_t timeout_us, struct cl_child *watch,
-			  char *buf, size_t n, struct cl_err *err)
+int cl_wait_for_file_line(const char *path, int64_t timeout_us, struct cl_child *watch, char *buf,
+			  size_t n, struct cl_err *err)
 {
 	int64_t deadline = cl_mono_us() + timeout_us;
 	for (;;) {

@@ -11,10 +11,10 @@
 #include <sys/types.h>
 
 struct cl_child {
-	pid_t pid;	  /* 0: not started */
-	bool exited;	  /* reaped */
-	int wait_status;  /* waitpid status once exited */
-	char name[64];	  /* for messages: "agent 1", "simulator" */
+	pid_t pid;       /* 0: not started */
+	bool exited;     /* reaped */
+	int wait_status; /* waitpid status once exited */
+	char name[64];   /* for messages: "agent 1", "simulator" */
 };
 
 /*
@@ -41,12 +41,11 @@ char *cl_child_describe(const struct cl_child *c, char *buf, size_t n);
  * this executable, else in the build tree layout (../agent/, ../tests/sim/), else on PATH.
  * Writes the path into buf; CL_ENOTFOUND with a message naming where it looked.
  */
-int cl_find_program(const char *name, const char *env_var, char *buf, size_t n,
-		    struct cl_err *err);
+int cl_find_program(const char *name, const char *env_var, char *buf, size_t n, struct cl_err *err);
 
 /* Waits until path exists with a non-empty first line, up to timeout_us, giving up early
  * when watch (may be NULL) exits.  Reads that line into buf.  Blocks. */
-int cl_wait_for_file_line(const char *path, int64_t timeout_us, struct cl_child *watch,
-			  char *buf, size_t n, struct cl_err *err);
+int cl_wait_for_file_line(const char *path, int64_t timeout_us, struct cl_child *watch, char *buf,
+			  size_t n, struct cl_err *err);
 
 #endif

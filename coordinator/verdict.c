@@ -36,7 +36,7 @@ bool cl_verdict_applies(const struct cl_scn_slo *slo, const char *stage_name)
 }
 
 double cl_verdict_measure(const struct cl_scn_slo *slo, const struct cl_metrics *m, double window_s,
-                          bool *has_data)
+			  bool *has_data)
 {
 	*has_data = true;
 	switch (slo->kind) {
@@ -139,7 +139,7 @@ long cl_verdict_find_stage(const char *from_stage, const struct cl_stage_ref *st
 }
 
 void cl_verdict_estimate(uint64_t samples, double requests_per_s, double tokens_per_request,
-                         double *hours, double *output_tokens)
+			 double *hours, double *output_tokens)
 {
 	*hours = requests_per_s > 0 ? (double)samples / requests_per_s / 3600.0 : NAN;
 	*output_tokens = (double)samples * tokens_per_request;

@@ -31,7 +31,7 @@ bool cl_verdict_applies(const struct cl_scn_slo *slo, const char *stage_name);
  * window of 0 s); the SLO then counts as breached (no data proves nothing).
  */
 double cl_verdict_measure(const struct cl_scn_slo *slo, const struct cl_metrics *m, double window_s,
-                          bool *has_data);
+			  bool *has_data);
 
 /* Whether measured meets slo: latency and error rate <= limit, minimums >= limit.  Equal
  * to the limit passes. */
@@ -51,7 +51,7 @@ struct cl_client_obs {
 	int64_t dispatch_lag_p99_us;  /* queue histogram p99, -1 none */
 	int64_t loop_lag_p99_us;      /* loop-lag histogram p99, -1 none */
 	bool dispatch_lag_is_backlog; /* rate mode with a concurrency cap: queue time is the
-	                               * server's backlog, not the client's lag */
+				       * server's backlog, not the client's lag */
 };
 
 enum cl_client_reason {
@@ -85,7 +85,7 @@ long cl_verdict_find_stage(const char *from_stage, const struct cl_stage_ref *st
 /* Hours to complete `samples` requests at requests_per_s, and the output tokens that means
  * at tokens_per_request.  NAN hours when the rate is not positive. */
 void cl_verdict_estimate(uint64_t samples, double requests_per_s, double tokens_per_request,
-                         double *hours, double *output_tokens);
+			 double *hours, double *output_tokens);
 
 /* The run's exit code (enum cl_exit): hint when not 0; else 1 when incomplete or a stage
  * failed; else 99 on any breach; else 0. */

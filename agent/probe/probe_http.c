@@ -19,10 +19,10 @@
 #define MODELS_LISTED_MAX 8   /* model names quoted when the wanted one is missing */
 
 static void set_error(struct cl_probe_attempt *a, enum cl_probe_outcome outcome, const char *fmt,
-                      ...) __attribute__((format(printf, 3, 4)));
+		      ...) __attribute__((format(printf, 3, 4)));
 
 static void set_error(struct cl_probe_attempt *a, enum cl_probe_outcome outcome, const char *fmt,
-                      ...)
+		      ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -127,7 +127,7 @@ void cl_probe_http_error_text(long status, const char *body, size_t len, char *o
 		if (i < len && body[i] != '<' && body[i] != '{') {
 			const char *nl = memchr(body + i, '\n', len - i);
 			copy_line(body + i, nl ? (size_t)(nl - body - i) : len - i, msg,
-			          sizeof(msg));
+				  sizeof(msg));
 		}
 	}
 	if (msg[0])
@@ -139,7 +139,7 @@ void cl_probe_http_error_text(long status, const char *body, size_t len, char *o
 /* ---- connection setup -------------------------------------------------------------------- */
 
 int cl_probe_http_init(struct cl_probe_http *h, const struct cl_target_plan *target,
-                       volatile int *cancel, struct cl_err *err)
+		       volatile int *cancel, struct cl_err *err)
 {
 	memset(h, 0, sizeof(*h));
 	h->target = target;
@@ -149,8 +149,8 @@ int cl_probe_http_init(struct cl_probe_http *h, const struct cl_target_plan *tar
 		const char *key = getenv(target->api_key_env);
 		if (!key || !*key)
 			return cl_err_set(err, CL_EREFUSED,
-			                  "environment variable '%s' (the API key) is not set",
-			                  target->api_key_env);
+					  "environment variable '%s' (the API key) is not set",
+					  target->api_key_env);
 		char *line = NULL;
 		size_t keylen = strlen(key);
 		line = malloc(keylen + 32);
@@ -176,9 +176,9 @@ int cl_probe_http_init(struct cl_probe_http *h, const struct cl_target_plan *tar
 			goto nomem;
 		h->chat_headers = l;
 	}
-	static const char *const chat[] = {"Content-Type: application/json",
-	                                   "Accept: text/event-stream",
-	                                   "Expect:" /* no 100-continue round trip */};
+	static const char *const chat[] = { "Content-Type: application/json",
+					    "Accept: text/event-stream",
+					    "Expect:" /* no 100-continue round trip */ };
 	for (size_t i = 0; i < sizeof(chat) / sizeof(chat[0]); i++) {
 		if (!(l = curl_slist_append(h->chat_headers, chat[i])))
 			goto nomem;
@@ -205,7 +205,7 @@ void cl_probe_http_destroy(struct cl_probe_http *h)
 }
 
 static int on_xferinfo(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
-                       curl_off_t ulnow)
+		       curl_off_t ulnow)
 {
 	struct cl_probe_http *h = ctx;
 	return h->cancel && *h->cancel ? 1 : 0;
@@ -218,7 +218,7 @@ static long to_ms(int64_t us)
 
 /* Options every request shares; the handle keeps its connections across resets. */
 static void setup(struct cl_probe_http *h, CURL *e, const char *url, int64_t timeout_us,
-                  struct curl_slist *headers)
+		  struct curl_slist *headers)
 {
 	const struct cl_target_plan *t = h->target;
 	int64_t connect_us =
@@ -240,7 +240,7 @@ static void setup(struct cl_probe_http *h, CURL *e, const char *url, int64_t tim
 	if (t->ca_file)
 		curl_easy_setopt(e, CURLOPT_CAINFO, t->ca_file);
 	curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
-	                 t->http2 ? (long)CURL_HTTP_VERSION_2TLS : (long)CURL_HTTP_VERSION_1_1);
+			 t->http2 ? (long)CURL_HTTP_VERSION_2TLS : (long)CURL_HTTP_VERSION_1_1);
 	curl_easy_setopt(e, CURLOPT_USERAGENT, "chatload/" CHATLOAD_VERSION);
 	if (headers)
 		curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
@@ -261,7 +261,7 @@ static char *make_url(const char *base, const char *suffix)
 
 /* Classifies a failed transfer (no HTTP status to go by). */
 static void transfer_failure(struct cl_probe_http *h, CURL *e, CURLcode rc, int64_t timeout_us,
-                             const char *what, struct cl_probe_attempt *a)
+			     const char *what, struct cl_probe_attempt *a)
 {
 	char d[32];
 	long os_errno = 0;
@@ -282,7 +282,7 @@ static void transfer_failure(struct cl_probe_http *h, CURL *e, CURLcode rc, int6
 		return;
 	case CURLE_OPERATION_TIMEDOUT:
 		set_error(a, CL_PROBE_RETRY, "%stimed out after %s", what,
-		          cl_probe_format_secs(timeout_us, d, sizeof(d)));
+			  cl_probe_format_secs(timeout_us, d, sizeof(d)));
 		return;
 	case CURLE_COULDNT_RESOLVE_HOST:
 		set_error(a, CL_PROBE_RETRY, "cannot resolve host: %s", detail);
@@ -330,7 +330,7 @@ static bool fatal_status(long status)
 }
 
 static void http_failure(struct cl_probe_http *h, long status, const struct cl_buf *body,
-                         const char *hint404, struct cl_probe_attempt *a)
+			 const char *hint404, struct cl_probe_attempt *a)
 {
 	char text[sizeof(a->error)];
 	cl_probe_http_error_text(status, body->data, body->len, text, sizeof(text));
@@ -340,7 +340,7 @@ static void http_failure(struct cl_probe_http *h, long status, const struct cl_b
 		char *loc = NULL;
 		curl_easy_getinfo(h->easy, CURLINFO_REDIRECT_URL, &loc);
 		set_error(a, CL_PROBE_FATAL, "HTTP %ld redirect to '%s' (use that URL)", status,
-		          loc ? loc : "?");
+			  loc ? loc : "?");
 		return;
 	}
 	if (!fatal_status(status)) {
@@ -399,8 +399,8 @@ static void read_models(const struct cl_buf *body, const char *want, struct cl_p
 	json_t *data = json_object_get(root, "data");
 	if (!json_is_array(data)) {
 		set_error(a, CL_PROBE_FATAL,
-		          "answer is not an OpenAI model list (is the URL right? it usually ends "
-		          "in /v1)");
+			  "answer is not an OpenAI model list (is the URL right? it usually ends "
+			  "in /v1)");
 		goto out;
 	}
 	size_t i, n = json_array_size(data);
@@ -423,7 +423,7 @@ static void read_models(const struct cl_buf *body, const char *want, struct cl_p
 		goto out;
 	}
 	/* Which models it does list is what the person needs to fix the scenario. */
-	struct cl_buf list = {0};
+	struct cl_buf list = { 0 };
 	cl_buf_init(&list, 256);
 	size_t shown = 0;
 	json_array_foreach(data, i, m)
@@ -438,19 +438,19 @@ static void read_models(const struct cl_buf *body, const char *want, struct cl_p
 	if (n > shown)
 		cl_buf_printf(&list, " and %zu more", n - shown);
 	set_error(a, CL_PROBE_FATAL, "model '%s' is not listed; the server lists %s", want,
-	          list.data ? list.data : "nothing usable");
+		  list.data ? list.data : "nothing usable");
 	cl_buf_free(&list);
 out:
 	json_decref(root);
 }
 
 void cl_probe_http_models(struct cl_probe_http *h, const char *want_model, int64_t timeout_us,
-                          struct cl_probe_attempt *a)
+			  struct cl_probe_attempt *a)
 {
 	attempt_clear(a);
 	struct cl_buf body;
 	cl_buf_init(&body, CL_PROBE_MODELS_MAX_BYTES);
-	struct capture cap = {&body, false};
+	struct capture cap = { &body, false };
 	char *url = make_url(h->target->base_url, "/models");
 	if (!url) {
 		set_error(a, CL_PROBE_RETRY, "out of memory");
@@ -465,7 +465,7 @@ void cl_probe_http_models(struct cl_probe_http *h, const char *want_model, int64
 	a->http_status = status;
 	if (rc == CURLE_WRITE_ERROR && cap.too_big)
 		set_error(a, CL_PROBE_FATAL, "answer is larger than %u MiB",
-		          CL_PROBE_MODELS_MAX_BYTES >> 20);
+			  CL_PROBE_MODELS_MAX_BYTES >> 20);
 	else if (rc != CURLE_OK)
 		transfer_failure(h, h->easy, rc, timeout_us, "", a);
 	else if (status != 200)
@@ -500,7 +500,7 @@ static int on_event(void *ctx, const char *data, size_t len)
 		char snippet[64];
 		copy_line(data, len < 48 ? len : 48, snippet, sizeof(snippet));
 		snprintf(g->problem, sizeof(g->problem), "malformed chunk in stream: '%s'",
-		         snippet);
+			 snippet);
 		g->malformed = true;
 		return 1;
 	}
@@ -543,17 +543,17 @@ static size_t on_stream(char *p, size_t size, size_t nmemb, void *ctx)
 	int rc = cl_sse_feed(&g->sse, p, n, on_event, g);
 	if (rc == CL_ETOOBIG) {
 		snprintf(g->problem, sizeof(g->problem), "stream event larger than %u KiB",
-		         CL_PROBE_EVENT_MAX_BYTES >> 10);
+			 CL_PROBE_EVENT_MAX_BYTES >> 10);
 		g->malformed = true;
 	}
 	return rc ? 0 : n;
 }
 
 void cl_probe_http_generate(struct cl_probe_http *h, const char *body_json, int64_t timeout_us,
-                            struct cl_probe_attempt *a)
+			    struct cl_probe_attempt *a)
 {
 	attempt_clear(a);
-	struct gen g = {.h = h};
+	struct gen g = { .h = h };
 	cl_buf_init(&g.errbody, CL_PROBE_ERRBODY_MAX_BYTES);
 	char *url = make_url(h->target->base_url, "/chat/completions");
 	if (!url || cl_sse_init(&g.sse, CL_PROBE_EVENT_MAX_BYTES) != 0) {
@@ -581,7 +581,7 @@ void cl_probe_http_generate(struct cl_probe_http *h, const char *body_json, int6
 	}
 	if (status != 200) {
 		http_failure(h, status, &g.errbody,
-		             " (unknown model, or the URL does not serve /chat/completions)", a);
+			     " (unknown model, or the URL does not serve /chat/completions)", a);
 		goto out;
 	}
 	if (!g.token) {
@@ -591,7 +591,7 @@ void cl_probe_http_generate(struct cl_probe_http *h, const char *body_json, int6
 		 * streaming by being asked again. */
 		if (g.events == 0 && ctype && !strstr(ctype, "text/event-stream"))
 			set_error(a, CL_PROBE_FATAL,
-			          "response is not an event stream (Content-Type: %s)", ctype);
+				  "response is not an event stream (Content-Type: %s)", ctype);
 		else
 			set_error(a, CL_PROBE_RETRY, "stream ended without tokens");
 		goto out;

@@ -48,7 +48,7 @@ struct cl_probe_http {
  * empty.  CL_ENOMEM otherwise.  cl_probe_http_destroy is safe after any failure.
  */
 int cl_probe_http_init(struct cl_probe_http *h, const struct cl_target_plan *target,
-                       volatile int *cancel, struct cl_err *err);
+		       volatile int *cancel, struct cl_err *err);
 void cl_probe_http_destroy(struct cl_probe_http *h);
 
 /* TCP (and for https, TLS) connect to the URL's host and port, within timeout_us.  Blocks. */
@@ -56,11 +56,11 @@ void cl_probe_http_connect(struct cl_probe_http *h, int64_t timeout_us, struct c
 
 /* GET {base}/models within timeout_us; want_model NULL takes the first listed (a->model). */
 void cl_probe_http_models(struct cl_probe_http *h, const char *want_model, int64_t timeout_us,
-                          struct cl_probe_attempt *a);
+			  struct cl_probe_attempt *a);
 
 /* One streamed POST {base}/chat/completions of body_json within timeout_us.  Blocks. */
 void cl_probe_http_generate(struct cl_probe_http *h, const char *body_json, int64_t timeout_us,
-                            struct cl_probe_attempt *a);
+			    struct cl_probe_attempt *a);
 
 /*
  * Writes `HTTP <status> "<message>"` into out, the message taken from an OpenAI-style error

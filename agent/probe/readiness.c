@@ -118,23 +118,23 @@ static void result_init(struct cl_readiness_result *r, const struct cl_target_pl
 }
 
 int cl_probe_run(const struct cl_probe_cfg *cfg, cl_probe_progress_cb cb, void *ctx,
-                 volatile int *cancel, struct cl_readiness_result *out)
+		 volatile int *cancel, struct cl_readiness_result *out)
 {
 	const struct cl_target_plan *t = cfg->target;
 	int64_t timeout = cfg->timeout_us > 0 ? cfg->timeout_us : CL_PROBE_DEFAULT_TIMEOUT_US;
 	int64_t req_timeout = cfg->request_timeout_us > 0 ? cfg->request_timeout_us
-	                                                  : CL_PROBE_DEFAULT_REQUEST_TIMEOUT_US;
+							  : CL_PROBE_DEFAULT_REQUEST_TIMEOUT_US;
 	uint32_t need = cfg->consecutive ? cfg->consecutive : CL_PROBE_DEFAULT_CONSECUTIVE;
 	int64_t b_init = cfg->backoff_initial_us > 0 ? cfg->backoff_initial_us
-	                                             : CL_PROBE_DEFAULT_BACKOFF_INITIAL_US;
+						     : CL_PROBE_DEFAULT_BACKOFF_INITIAL_US;
 	int64_t b_max =
 	    cfg->backoff_max_us > 0 ? cfg->backoff_max_us : CL_PROBE_DEFAULT_BACKOFF_MAX_US;
 	if (b_init > b_max)
 		b_init = b_max; /* "--backoff-max 300ms" alone means waits of at most 300ms */
 	uint64_t rng = cfg->seed ? cfg->seed : (uint64_t)cl_mono_ns() ^ ((uint64_t)getpid() << 32);
-	struct cl_probe_http http = {0};
+	struct cl_probe_http http = { 0 };
 	struct cl_probe_attempt a;
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	char *body = NULL;
 	const char *body_json = cfg->body_json;
 	uint32_t failures = 0, in_row = 0;
@@ -173,9 +173,9 @@ int cl_probe_run(const struct cl_probe_cfg *cfg, cl_probe_progress_cb cb, void *
 		int64_t attempt_start = now - t0;
 		int64_t limit =
 		    out->phase == CL_READY_CONNECT
-		        ? (t->connect_timeout_us > 0 ? t->connect_timeout_us
-		                                     : CL_PROBE_DEFAULT_CONNECT_TIMEOUT_US)
-		        : req_timeout;
+			? (t->connect_timeout_us > 0 ? t->connect_timeout_us
+						     : CL_PROBE_DEFAULT_CONNECT_TIMEOUT_US)
+			: req_timeout;
 		bool clamped = left < limit;
 		if (clamped)
 			limit = left;
@@ -211,11 +211,11 @@ int cl_probe_run(const struct cl_probe_cfg *cfg, cl_probe_progress_cb cb, void *
 					    out->model,
 					    cfg->prompt ? cfg->prompt : CL_PROBE_DEFAULT_PROMPT,
 					    cfg->max_tokens ? cfg->max_tokens
-					                    : CL_PROBE_DEFAULT_MAX_TOKENS,
+							    : CL_PROBE_DEFAULT_MAX_TOKENS,
 					    cfg->extra_body_json, &body, &err);
 					if (rc) {
 						snprintf(out->last_error, sizeof(out->last_error),
-						         "%s", err.msg);
+							 "%s", err.msg);
 						out->status = CL_READY_FATAL;
 					}
 					body_json = body;
@@ -294,14 +294,14 @@ void cl_probe_describe(const struct cl_readiness_result *r, char *buf, size_t n)
 	const int64_t *p = r->phase_passed_us;
 	if (r->status == CL_READY_PASSED) {
 		snprintf(buf, n,
-		         "ready after %s (connect %s, models %s, generation %s; %u attempt%s; "
-		         "probe ttft %s)",
-		         cl_probe_format_secs(r->elapsed_us, a, sizeof(a)),
-		         cl_probe_format_secs(p[CL_READY_CONNECT], b, sizeof(b)),
-		         cl_probe_format_secs(p[CL_READY_MODELS], c, sizeof(c)),
-		         cl_probe_format_secs(p[CL_READY_GENERATION], d, sizeof(d)), r->attempts,
-		         r->attempts == 1 ? "" : "s",
-		         format_latency(r->probe_ttft_us, e, sizeof(e)));
+			 "ready after %s (connect %s, models %s, generation %s; %u attempt%s; "
+			 "probe ttft %s)",
+			 cl_probe_format_secs(r->elapsed_us, a, sizeof(a)),
+			 cl_probe_format_secs(p[CL_READY_CONNECT], b, sizeof(b)),
+			 cl_probe_format_secs(p[CL_READY_MODELS], c, sizeof(c)),
+			 cl_probe_format_secs(p[CL_READY_GENERATION], d, sizeof(d)), r->attempts,
+			 r->attempts == 1 ? "" : "s",
+			 format_latency(r->probe_ttft_us, e, sizeof(e)));
 		return;
 	}
 	const char *lead;
@@ -324,15 +324,15 @@ void cl_probe_describe(const struct cl_readiness_result *r, char *buf, size_t n)
 			last = i;
 	if (last >= 0)
 		snprintf(passed, sizeof(passed), "%s ok at %s; ", cl_probe_phase_name(last),
-		         cl_probe_format_secs(p[last], b, sizeof(b)));
+			 cl_probe_format_secs(p[last], b, sizeof(b)));
 	const char *phase = cl_probe_phase_name(r->phase);
 	cl_probe_format_secs(r->elapsed_us, a, sizeof(a));
 	if (r->status == CL_READY_FATAL) {
 		snprintf(buf, n, "%s %s (configuration error, not retried): %s%s: %s", lead, a,
-		         passed, phase, r->last_error[0] ? r->last_error : "failed");
+			 passed, phase, r->last_error[0] ? r->last_error : "failed");
 	} else if (r->failing_since_us >= 0 && r->last_error[0]) {
 		snprintf(buf, n, "%s %s: %s%s failing since %s: %s", lead, a, passed, phase,
-		         cl_probe_format_secs(r->failing_since_us, c, sizeof(c)), r->last_error);
+			 cl_probe_format_secs(r->failing_since_us, c, sizeof(c)), r->last_error);
 	} else {
 		snprintf(buf, n, "%s %s: %s%s not finished", lead, a, passed, phase);
 	}

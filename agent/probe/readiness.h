@@ -21,12 +21,12 @@
 /* What the gate is told.  Zero (or NULL) fields take the defaults above. */
 struct cl_probe_cfg {
 	const struct cl_target_plan *target; /* base_url, model (NULL: any listed model; the
-	                                        first is then used), api_key_env, headers, tls */
+						first is then used), api_key_env, headers, tls */
 	int64_t timeout_us;                  /* overall deadline (default 15m) */
 	int64_t request_timeout_us;          /* per generation attempt (default 5m) */
 	uint32_t consecutive;  /* successful generations in a row needed (default 2) */
 	const char *body_json; /* rendered probe body (cl_workload_render_probe); if NULL the
-	                          gate renders one for the model it found */
+				  gate renders one for the model it found */
 	const char *prompt;    /* used when body_json is NULL */
 	uint32_t max_tokens;
 	const char *extra_body_json;
@@ -38,7 +38,7 @@ struct cl_probe_cfg {
  * next attempt (0: at once; -1: there is none: the gate has finished, or only waits out its
  * deadline).  Runs on the gate's thread. */
 typedef void (*cl_probe_progress_cb)(void *ctx, const struct cl_readiness_result *now,
-                                     int64_t next_attempt_in_us);
+				     int64_t next_attempt_in_us);
 
 /*
  * Runs the gate, blocking, until it passes, a fatal error, the deadline, or *cancel becomes
@@ -63,7 +63,7 @@ typedef void (*cl_probe_progress_cb)(void *ctx, const struct cl_readiness_result
  * reference counted, and thread-safe in a libcurl with CURL_VERSION_THREADSAFE (>= 7.84).
  */
 int cl_probe_run(const struct cl_probe_cfg *cfg, cl_probe_progress_cb cb, void *ctx,
-                 volatile int *cancel, struct cl_readiness_result *out);
+		 volatile int *cancel, struct cl_readiness_result *out);
 
 /*
  * Formats the one-line verdict into buf (size n, always NUL-terminated), e.g.

@@ -428,13 +428,13 @@ static size_t unescape(const struct str *s, char *dst, size_t cap, bool *cut)
 				break;
 			case 'u': {
 				uint32_t cp = (uint32_t)(hexval(p[0]) << 12 | hexval(p[1]) << 8 |
-				                         hexval(p[2]) << 4 | hexval(p[3]));
+							 hexval(p[2]) << 4 | hexval(p[3]));
 				p += 4;
 				if (cp >= 0xD800 && cp <= 0xDBFF && end - p >= 6 && p[0] == '\\' &&
 				    p[1] == 'u') {
 					uint32_t lo =
 					    (uint32_t)(hexval(p[2]) << 12 | hexval(p[3]) << 8 |
-					               hexval(p[4]) << 4 | hexval(p[5]));
+						       hexval(p[4]) << 4 | hexval(p[5]));
 					if (lo >= 0xDC00 && lo <= 0xDFFF) {
 						cp =
 						    0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
@@ -490,7 +490,7 @@ static bool key_is_escaped(const struct str *s, const char *lit, size_t n)
 /* Whether key s equals lit.  Inlined so that memcmp sees a constant length and becomes a
  * couple of compares: key matching is a fair share of the decode time. */
 static inline __attribute__((always_inline)) bool key_is(const struct str *s, const char *lit,
-                                                         size_t n)
+							 size_t n)
 {
 	if (__builtin_expect(s->esc, 0))
 		return key_is_escaped(s, lit, n);
@@ -532,7 +532,7 @@ static int parse_delta(struct scan *sc, int depth, struct choice *ch)
 
 static int parse_choice(struct scan *sc, int depth, struct cl_chunk *out)
 {
-	struct choice ch = {.content_len = -1, .reasoning_content_len = -1, .reasoning_len = -1};
+	struct choice ch = { .content_len = -1, .reasoning_content_len = -1, .reasoning_len = -1 };
 	bool first = true;
 	struct str k;
 	int rc;
@@ -544,7 +544,7 @@ static int parse_choice(struct scan *sc, int depth, struct cl_chunk *out)
 			ch.content_len = ch.reasoning_content_len = ch.reasoning_len = -1;
 			ch.role = false;
 			rc = *sc->p == '{' ? parse_delta(sc, depth + 1, &ch)
-			                   : parse_value(sc, depth + 1);
+					   : parse_value(sc, depth + 1);
 			if (rc)
 				return rc;
 		} else if (KEY_IS(&k, "finish_reason")) {
@@ -564,7 +564,7 @@ static int parse_choice(struct scan *sc, int depth, struct cl_chunk *out)
 	}
 	/* Servers moving from reasoning_content to reasoning send both with the same text. */
 	long long r = ch.reasoning_content_len > ch.reasoning_len ? ch.reasoning_content_len
-	                                                          : ch.reasoning_len;
+								  : ch.reasoning_len;
 	if (r > 0) {
 		out->has_reasoning = true;
 		out->reasoning_bytes += (size_t)r;
@@ -644,7 +644,7 @@ static int parse_usage(struct scan *sc, int depth, struct cl_chunk *out)
 		} else if (KEY_IS(&k, "completion_tokens_details")) {
 			out->reasoning_tokens = -1;
 			rc = *sc->p == '{' ? parse_details(sc, depth + 1, out)
-			                   : parse_value(sc, depth + 1);
+					   : parse_value(sc, depth + 1);
 		} else {
 			rc = parse_value(sc, depth + 1);
 		}
@@ -741,7 +741,7 @@ static int parse_top(struct scan *sc, struct cl_chunk *out)
 
 int cl_chunk_decode(const char *data, size_t len, struct cl_chunk *out)
 {
-	struct scan sc = {(const unsigned char *)data, (const unsigned char *)data + len};
+	struct scan sc = { (const unsigned char *)data, (const unsigned char *)data + len };
 	int rc;
 
 	clear_all(out);

@@ -20,19 +20,19 @@ struct cl_chunk {
 	bool is_error;         /* top-level "error" object present (mid-stream error) */
 	int error_code;        /* error.code if an integer that fits an int, else 0 */
 	const char *error_msg; /* error.message: points into the input (still JSON-escaped,
-	                        * without the quotes), NULL if none or not a string */
+				* without the quotes), NULL if none or not a string */
 	size_t error_msg_len;
 	uint32_t n_choices;     /* elements in "choices" (of any type) */
 	bool has_content;       /* some choice has a non-empty delta.content string */
 	bool has_reasoning;     /* some choice has non-empty delta.reasoning_content or
-	                         * delta.reasoning */
+				 * delta.reasoning */
 	bool has_role;          /* some choice has a string delta.role */
 	size_t content_bytes;   /* raw (escaped) bytes of content text, summed over choices */
 	size_t reasoning_bytes; /* the same for reasoning; a choice carrying both
-	                         * reasoning_content and reasoning counts the longer once */
+				 * reasoning_content and reasoning counts the longer once */
 	char finish_reason[24]; /* "" if null/absent, else the first choice's non-empty
-	                         * finish_reason, unescaped, NUL-terminated, truncated to 23
-	                         * bytes at a UTF-8 character boundary */
+				 * finish_reason, unescaped, NUL-terminated, truncated to 23
+				 * bytes at a UTF-8 character boundary */
 	bool has_usage;         /* a non-null "usage" object */
 	int64_t prompt_tokens, completion_tokens, reasoning_tokens; /* -1 when absent */
 };

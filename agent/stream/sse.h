@@ -74,7 +74,7 @@ void cl_sse_destroy(struct cl_sse_parser *p);
  * looked at (the parser stays usable and sits between events).
  */
 int cl_sse_feed(struct cl_sse_parser *p, const char *bytes, size_t n, cl_sse_event_cb cb,
-                void *ctx);
+		void *ctx);
 
 /*
  * True when the stream so far ends inside an event: a data line was seen and no blank line

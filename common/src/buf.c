@@ -44,7 +44,10 @@ int cl_buf_append(struct cl_buf *b, const void *p, size_t n)
 	return 0;
 }
 
-int cl_buf_puts(struct cl_buf *b, const char *s) { return cl_buf_append(b, s, strlen(s)); }
+int cl_buf_puts(struct cl_buf *b, const char *s)
+{
+	return cl_buf_append(b, s, strlen(s));
+}
 
 int cl_buf_vprintf(struct cl_buf *b, const char *fmt, va_list ap)
 {

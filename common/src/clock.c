@@ -12,10 +12,22 @@ static int64_t read_ns(clockid_t id)
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-int64_t cl_mono_ns(void) { return read_ns(CLOCK_MONOTONIC); }
-int64_t cl_mono_us(void) { return read_ns(CLOCK_MONOTONIC) / 1000; }
-int64_t cl_wall_us(void) { return read_ns(CLOCK_REALTIME) / 1000; }
-int64_t cl_cpu_us(void) { return read_ns(CLOCK_PROCESS_CPUTIME_ID) / 1000; }
+int64_t cl_mono_ns(void)
+{
+	return read_ns(CLOCK_MONOTONIC);
+}
+int64_t cl_mono_us(void)
+{
+	return read_ns(CLOCK_MONOTONIC) / 1000;
+}
+int64_t cl_wall_us(void)
+{
+	return read_ns(CLOCK_REALTIME) / 1000;
+}
+int64_t cl_cpu_us(void)
+{
+	return read_ns(CLOCK_PROCESS_CPUTIME_ID) / 1000;
+}
 
 char *cl_wall_iso8601(int64_t wall_us, char *buf, size_t n)
 {

@@ -9,22 +9,38 @@
 const char *cl_strerror(int code)
 {
 	switch (code) {
-	case CL_OK: return "success";
-	case CL_EINVAL: return "invalid argument";
-	case CL_ENOMEM: return "out of memory";
-	case CL_ERANGE: return "value out of range";
-	case CL_EIO: return "input/output error";
-	case CL_EPARSE: return "malformed input";
-	case CL_ETOOBIG: return "input too large";
-	case CL_EPROTO: return "protocol error";
-	case CL_ETIMEDOUT: return "timed out";
-	case CL_ECLOSED: return "closed";
-	case CL_ESTATE: return "invalid state";
-	case CL_ENOTFOUND: return "not found";
-	case CL_EREFUSED: return "refused";
-	case CL_ESYS: return "system call failed";
-	case CL_EVERSION: return "incompatible version";
-	default: return "unknown error";
+	case CL_OK:
+		return "success";
+	case CL_EINVAL:
+		return "invalid argument";
+	case CL_ENOMEM:
+		return "out of memory";
+	case CL_ERANGE:
+		return "value out of range";
+	case CL_EIO:
+		return "input/output error";
+	case CL_EPARSE:
+		return "malformed input";
+	case CL_ETOOBIG:
+		return "input too large";
+	case CL_EPROTO:
+		return "protocol error";
+	case CL_ETIMEDOUT:
+		return "timed out";
+	case CL_ECLOSED:
+		return "closed";
+	case CL_ESTATE:
+		return "invalid state";
+	case CL_ENOTFOUND:
+		return "not found";
+	case CL_EREFUSED:
+		return "refused";
+	case CL_ESYS:
+		return "system call failed";
+	case CL_EVERSION:
+		return "incompatible version";
+	default:
+		return "unknown error";
 	}
 }
 
@@ -34,8 +50,8 @@ void cl_err_clear(struct cl_err *err)
 		memset(err, 0, sizeof(*err));
 }
 
-static void vset(struct cl_err *err, int code, const char *file, int line, int col,
-		 const char *fmt, va_list ap)
+static void vset(struct cl_err *err, int code, const char *file, int line, int col, const char *fmt,
+		 va_list ap)
 {
 	err->code = code;
 	err->line = line;

@@ -63,7 +63,7 @@ static bool cfg_equal(const struct cl_hist_cfg *a, const struct cl_hist_cfg *b)
 int cl_hist_init(struct cl_hist *h, const struct cl_hist_cfg *cfg_in)
 {
 	/* Copied first: cfg_in may point into *h (re-initialising with its own config). */
-	struct cl_hist_cfg cfg_copy = cfg_in ? *cfg_in : (struct cl_hist_cfg){0};
+	struct cl_hist_cfg cfg_copy = cfg_in ? *cfg_in : (struct cl_hist_cfg){ 0 };
 	const struct cl_hist_cfg *cfg = &cfg_copy;
 	memset(h, 0, sizeof(*h));
 	h->min = INT64_MAX;
@@ -251,7 +251,7 @@ bool cl_hist_equal(const struct cl_hist *a, const struct cl_hist *b)
 }
 
 bool cl_hist_next_bucket(const struct cl_hist *h, int32_t *state, int32_t *index, int64_t *value,
-                         uint64_t *count)
+			 uint64_t *count)
 {
 	for (int32_t i = *state < 0 ? 0 : *state; i < h->counts_len; i++) {
 		if (h->counts[i]) {
@@ -349,7 +349,7 @@ struct decoded {
 
 /* Validates obj against h's configuration without touching h. */
 static int decode_check(const struct cl_hist *h, const msgpack_object *obj, struct decoded *d,
-                        struct cl_err *err)
+			struct cl_err *err)
 {
 	enum { K_CFG = 1, K_N = 2, K_O = 4, K_MIN = 8, K_MAX = 16, K_SUM = 32, K_B = 64 };
 	if (obj->type != MSGPACK_OBJECT_MAP)
@@ -382,22 +382,22 @@ static int decode_check(const struct cl_hist *h, const msgpack_object *obj, stru
 			bit = K_N;
 			if (!get_u64(v, &d->n))
 				return cl_err_set(err, CL_EPARSE,
-				                  "histogram 'n' is not a non-negative integer");
+						  "histogram 'n' is not a non-negative integer");
 		} else if (key_is(k, "o")) {
 			bit = K_O;
 			if (!get_u64(v, &d->o))
 				return cl_err_set(err, CL_EPARSE,
-				                  "histogram 'o' is not a non-negative integer");
+						  "histogram 'o' is not a non-negative integer");
 		} else if (key_is(k, "min")) {
 			bit = K_MIN;
 			if (!get_i64(v, &d->min))
 				return cl_err_set(err, CL_EPARSE,
-				                  "histogram 'min' is not an integer");
+						  "histogram 'min' is not an integer");
 		} else if (key_is(k, "max")) {
 			bit = K_MAX;
 			if (!get_i64(v, &d->max))
 				return cl_err_set(err, CL_EPARSE,
-				                  "histogram 'max' is not an integer");
+						  "histogram 'max' is not an integer");
 		} else if (key_is(k, "sum")) {
 			bit = K_SUM;
 			if (v->type == MSGPACK_OBJECT_FLOAT64 || v->type == MSGPACK_OBJECT_FLOAT32)
@@ -406,10 +406,10 @@ static int decode_check(const struct cl_hist *h, const msgpack_object *obj, stru
 				d->sum = (double)v->via.u64;
 			else
 				return cl_err_set(err, CL_EPARSE,
-				                  "histogram 'sum' is not a number");
+						  "histogram 'sum' is not a number");
 			if (!isfinite(d->sum) || d->sum < 0)
 				return cl_err_set(err, CL_EPARSE,
-				                  "histogram 'sum' is negative or not finite");
+						  "histogram 'sum' is negative or not finite");
 		} else if (key_is(k, "b")) {
 			bit = K_B;
 			if (v->type != MSGPACK_OBJECT_ARRAY)
@@ -420,7 +420,7 @@ static int decode_check(const struct cl_hist *h, const msgpack_object *obj, stru
 				return cl_err_set(err, CL_EPARSE, "histogram key is not a string");
 			int len = k->via.str.size > 32 ? 32 : (int)k->via.str.size;
 			return cl_err_set(err, CL_EPARSE, "unknown histogram field '%.*s'", len,
-			                  k->via.str.ptr);
+					  k->via.str.ptr);
 		}
 		if (seen & bit)
 			return cl_err_set(err, CL_EPARSE, "duplicate histogram field");
@@ -428,39 +428,39 @@ static int decode_check(const struct cl_hist *h, const msgpack_object *obj, stru
 	}
 	if (seen != (K_CFG | K_N | K_O | K_MIN | K_MAX | K_SUM | K_B))
 		return cl_err_set(err, CL_EPARSE,
-		                  "histogram lacks a field (needs cfg, n, o, min, max, sum, b)");
+				  "histogram lacks a field (needs cfg, n, o, min, max, sum, b)");
 
 	if (d->o > d->n)
 		return cl_err_set(err, CL_EPARSE, "histogram overflow %llu exceeds count %llu",
-		                  (unsigned long long)d->o, (unsigned long long)d->n);
+				  (unsigned long long)d->o, (unsigned long long)d->n);
 	if (d->n > 0 && (d->min < 0 || d->min > d->max))
 		return cl_err_set(err, CL_EPARSE,
-		                  "histogram min %lld and max %lld are inconsistent",
-		                  (long long)d->min, (long long)d->max);
+				  "histogram min %lld and max %lld are inconsistent",
+				  (long long)d->min, (long long)d->max);
 	if (d->n > 0 && d->o == 0 && d->max > h->cfg.highest)
 		return cl_err_set(err, CL_EPARSE,
-		                  "histogram max %lld is above %lld but nothing overflowed",
-		                  (long long)d->max, (long long)h->cfg.highest);
+				  "histogram max %lld is above %lld but nothing overflowed",
+				  (long long)d->max, (long long)h->cfg.highest);
 	if (d->o > 0 && d->max <= h->cfg.highest)
 		return cl_err_set(err, CL_EPARSE,
-		                  "histogram has overflowed values but max %lld is not above %lld",
-		                  (long long)d->max, (long long)h->cfg.highest);
+				  "histogram has overflowed values but max %lld is not above %lld",
+				  (long long)d->max, (long long)h->cfg.highest);
 	if (d->n == 0 && d->sum != 0)
 		return cl_err_set(err, CL_EPARSE, "empty histogram has a non-zero sum");
 	if (d->b->size % 2 != 0)
 		return cl_err_set(err, CL_EPARSE, "histogram bucket array has odd length %u",
-		                  d->b->size);
+				  d->b->size);
 	if (d->b->size > 2 * (uint64_t)h->counts_len)
 		return cl_err_set(err, CL_EPARSE, "histogram bucket array length %u exceeds %lld",
-		                  d->b->size, 2 * (long long)h->counts_len);
+				  d->b->size, 2 * (long long)h->counts_len);
 
 	uint64_t index = 0, count_sum = d->o;
 	for (uint32_t i = 0; i < d->b->size; i += 2) {
 		uint64_t delta, count;
 		if (!get_u64(&d->b->ptr[i], &delta) || !get_u64(&d->b->ptr[i + 1], &count))
 			return cl_err_set(err, CL_EPARSE,
-			                  "histogram bucket entry %u is not a non-negative integer",
-			                  i / 2);
+					  "histogram bucket entry %u is not a non-negative integer",
+					  i / 2);
 		if (i > 0 && delta == 0)
 			return cl_err_set(
 			    err, CL_EPARSE,
@@ -470,7 +470,7 @@ static int decode_check(const struct cl_hist *h, const msgpack_object *obj, stru
 			return cl_err_set(
 			    err, CL_EPARSE, "histogram bucket index %llu out of range (max %d)",
 			    (unsigned long long)(delta >= (uint64_t)h->counts_len ? delta
-			                                                          : index + delta),
+										  : index + delta),
 			    h->counts_len - 1);
 		index += delta;
 		if (__builtin_add_overflow(count_sum, count, &count_sum))
@@ -478,14 +478,14 @@ static int decode_check(const struct cl_hist *h, const msgpack_object *obj, stru
 	}
 	if (count_sum != d->n)
 		return cl_err_set(err, CL_EPARSE,
-		                  "histogram counts sum to %llu (with overflow) but n is %llu",
-		                  (unsigned long long)count_sum, (unsigned long long)d->n);
+				  "histogram counts sum to %llu (with overflow) but n is %llu",
+				  (unsigned long long)count_sum, (unsigned long long)d->n);
 	/* The sum must lie between n * min and n * max (with room for double rounding), or the
 	 * mean would be nonsense. */
 	if (d->n > 0 && (d->sum < (double)d->min * (double)d->n * (1 - 1e-9) ||
-	                 d->sum > (double)d->max * (double)d->n * (1 + 1e-9)))
+			 d->sum > (double)d->max * (double)d->n * (1 + 1e-9)))
 		return cl_err_set(err, CL_EPARSE, "histogram sum %.17g is outside n * [min, max]",
-		                  d->sum);
+				  d->sum);
 	uint64_t dummy;
 	if (__builtin_add_overflow(h->total, d->n, &dummy))
 		return cl_err_set(err, CL_EPARSE, "histogram total count would overflow");
@@ -494,7 +494,7 @@ static int decode_check(const struct cl_hist *h, const msgpack_object *obj, stru
 
 int cl_hist_unpack_check(const struct cl_hist *h, const msgpack_object *obj, struct cl_err *err)
 {
-	struct decoded d = {0};
+	struct decoded d = { 0 };
 	if (!h->counts)
 		return cl_err_set(err, CL_EINVAL, "histogram not initialised");
 	return decode_check(h, obj, &d, err);
@@ -502,7 +502,7 @@ int cl_hist_unpack_check(const struct cl_hist *h, const msgpack_object *obj, str
 
 int cl_hist_unpack_add(struct cl_hist *h, const msgpack_object *obj, struct cl_err *err)
 {
-	struct decoded d = {0};
+	struct decoded d = { 0 };
 	if (!h->counts)
 		return cl_err_set(err, CL_EINVAL, "histogram not initialised");
 	int rc = decode_check(h, obj, &d, err);

@@ -50,8 +50,14 @@ void cl_log_adjust(int delta)
 	g_level = l;
 }
 
-void cl_log_set_level(enum cl_log_level level) { g_level = level; }
-enum cl_log_level cl_log_level(void) { return (enum cl_log_level)g_level; }
+void cl_log_set_level(enum cl_log_level level)
+{
+	g_level = level;
+}
+enum cl_log_level cl_log_level(void)
+{
+	return (enum cl_log_level)g_level;
+}
 
 void cl_log(enum cl_log_level level, const char *fmt, ...)
 {

@@ -6,49 +6,49 @@
 #include <string.h>
 
 static const char *const lat_names[CL_LAT__COUNT] = {
-    [CL_LAT_QUEUE] = "queue",       [CL_LAT_TTFB] = "ttfb",
-    [CL_LAT_TTFT] = "ttft",         [CL_LAT_TTFC] = "ttfc",
-    [CL_LAT_ITL] = "itl",           [CL_LAT_TPOT] = "tpot",
-    [CL_LAT_E2E] = "e2e",           [CL_LAT_E2E_SCHED] = "e2e_sched",
-    [CL_LAT_LOOP_LAG] = "loop_lag",
+	[CL_LAT_QUEUE] = "queue",       [CL_LAT_TTFB] = "ttfb",
+	[CL_LAT_TTFT] = "ttft",         [CL_LAT_TTFC] = "ttfc",
+	[CL_LAT_ITL] = "itl",           [CL_LAT_TPOT] = "tpot",
+	[CL_LAT_E2E] = "e2e",           [CL_LAT_E2E_SCHED] = "e2e_sched",
+	[CL_LAT_LOOP_LAG] = "loop_lag",
 };
 
 static const char *const cnt_names[CL_CNT__COUNT] = {
-    [CL_CNT_TOKENS_PER_CHUNK] = "tokens_per_chunk",
-    [CL_CNT_OUTPUT_TOKENS] = "output_tokens",
-    [CL_CNT_REASONING_TOKENS] = "reasoning_tokens",
-    [CL_CNT_PROMPT_TOKENS] = "prompt_tokens",
+	[CL_CNT_TOKENS_PER_CHUNK] = "tokens_per_chunk",
+	[CL_CNT_OUTPUT_TOKENS] = "output_tokens",
+	[CL_CNT_REASONING_TOKENS] = "reasoning_tokens",
+	[CL_CNT_PROMPT_TOKENS] = "prompt_tokens",
 };
 
 static const char *const ctr_names[CL_CTR__COUNT] = {
-    [CL_CTR_STARTED] = "started",
-    [CL_CTR_COMPLETED] = "completed",
-    [CL_CTR_CUT] = "cut",
-    [CL_CTR_ERR_CONNECT] = "err_connect",
-    [CL_CTR_ERR_TLS] = "err_tls",
-    [CL_CTR_ERR_HTTP_4XX] = "err_http_4xx",
-    [CL_CTR_ERR_HTTP_429] = "err_http_429",
-    [CL_CTR_ERR_HTTP_5XX] = "err_http_5xx",
-    [CL_CTR_ERR_TIMEOUT] = "err_timeout",
-    [CL_CTR_ERR_STREAM_MALFORMED] = "err_stream_malformed",
-    [CL_CTR_ERR_STREAM_INCOMPLETE] = "err_stream_incomplete",
-    [CL_CTR_ERR_STREAM_ERROR] = "err_stream_error",
-    [CL_CTR_ERR_OTHER] = "err_other",
-    [CL_CTR_OUTPUT_TOKENS] = "output_tokens",
-    [CL_CTR_REASONING_TOKENS] = "reasoning_tokens",
-    [CL_CTR_PROMPT_TOKENS] = "prompt_tokens",
-    [CL_CTR_CHUNKS] = "chunks",
-    [CL_CTR_BYTES] = "bytes",
-    [CL_CTR_USAGE_FROM_SERVER] = "usage_from_server",
-    [CL_CTR_USAGE_FROM_CHUNKS] = "usage_from_chunks",
-    [CL_CTR_GOOD] = "good",
+	[CL_CTR_STARTED] = "started",
+	[CL_CTR_COMPLETED] = "completed",
+	[CL_CTR_CUT] = "cut",
+	[CL_CTR_ERR_CONNECT] = "err_connect",
+	[CL_CTR_ERR_TLS] = "err_tls",
+	[CL_CTR_ERR_HTTP_4XX] = "err_http_4xx",
+	[CL_CTR_ERR_HTTP_429] = "err_http_429",
+	[CL_CTR_ERR_HTTP_5XX] = "err_http_5xx",
+	[CL_CTR_ERR_TIMEOUT] = "err_timeout",
+	[CL_CTR_ERR_STREAM_MALFORMED] = "err_stream_malformed",
+	[CL_CTR_ERR_STREAM_INCOMPLETE] = "err_stream_incomplete",
+	[CL_CTR_ERR_STREAM_ERROR] = "err_stream_error",
+	[CL_CTR_ERR_OTHER] = "err_other",
+	[CL_CTR_OUTPUT_TOKENS] = "output_tokens",
+	[CL_CTR_REASONING_TOKENS] = "reasoning_tokens",
+	[CL_CTR_PROMPT_TOKENS] = "prompt_tokens",
+	[CL_CTR_CHUNKS] = "chunks",
+	[CL_CTR_BYTES] = "bytes",
+	[CL_CTR_USAGE_FROM_SERVER] = "usage_from_server",
+	[CL_CTR_USAGE_FROM_CHUNKS] = "usage_from_chunks",
+	[CL_CTR_GOOD] = "good",
 };
 
 /* Latencies in µs: 1 µs .. 1 h at 3 digits (23552 buckets, 184 KiB). */
-static const struct cl_hist_cfg lat_cfg = {.lowest = 1, .highest = 3600000000LL, .sigfigs = 3};
+static const struct cl_hist_cfg lat_cfg = { .lowest = 1, .highest = 3600000000LL, .sigfigs = 3 };
 /* Counts: 1 .. 10^7 at 3 digits (15360 buckets, 120 KiB).  tokens_per_chunk is recorded in
  * milli-tokens (1000 per token), so this covers up to 10,000 tokens in one chunk. */
-static const struct cl_hist_cfg cnt_cfg = {.lowest = 1, .highest = 10000000LL, .sigfigs = 3};
+static const struct cl_hist_cfg cnt_cfg = { .lowest = 1, .highest = 10000000LL, .sigfigs = 3 };
 
 const char *cl_lat_name(int i)
 {
@@ -158,14 +158,14 @@ int cl_metrics_merge(struct cl_metrics *dst, const struct cl_metrics *src)
 		dst->ctr[i] += src->ctr[i];
 	health_merge(&dst->health, &src->health);
 	for (uint32_t i = 0; i < src->n_err_samples && i < CL_ERR_SAMPLES_MAX &&
-	                     dst->n_err_samples < CL_ERR_SAMPLES_MAX;
+			     dst->n_err_samples < CL_ERR_SAMPLES_MAX;
 	     i++)
 		dst->err_samples[dst->n_err_samples++] = src->err_samples[i];
 	return 0;
 }
 
 void cl_metrics_add_err_sample(struct cl_metrics *m, int ctr, int http_status, const char *body,
-                               size_t body_len)
+			       size_t body_len)
 {
 	if (m->n_err_samples >= CL_ERR_SAMPLES_MAX)
 		return;
@@ -329,7 +329,7 @@ static bool get_f64(const msgpack_object *o, double *out)
  * unpack_add all-or-nothing: an accumulator never holds half of a rejected delta.
  */
 static int walk_hists(struct cl_hist *hists, int n, const char *const *names, const char *field,
-                      const char *kind, const msgpack_object *obj, bool apply, struct cl_err *err)
+		      const char *kind, const msgpack_object *obj, bool apply, struct cl_err *err)
 {
 	char q[64];
 	if (obj->type != MSGPACK_OBJECT_MAP)
@@ -340,13 +340,13 @@ static int walk_hists(struct cl_hist *hists, int n, const char *const *names, co
 		int idx = name_of(k, names, n);
 		if (idx < 0)
 			return cl_err_set(err, CL_EPARSE, "unknown %s histogram '%s'", kind,
-			                  quote(k, q, sizeof(q)));
+					  quote(k, q, sizeof(q)));
 		if (seen & (1u << idx))
 			return cl_err_set(err, CL_EPARSE, "duplicate %s histogram '%s'", kind,
-			                  names[idx]);
+					  names[idx]);
 		seen |= 1u << idx;
 		int rc = apply ? cl_hist_unpack_add(&hists[idx], &obj->via.map.ptr[i].val, err)
-		               : cl_hist_unpack_check(&hists[idx], &obj->via.map.ptr[i].val, err);
+			       : cl_hist_unpack_check(&hists[idx], &obj->via.map.ptr[i].val, err);
 		if (rc)
 			return cl_err_prefix(err, "%s histogram '%s'", kind, names[idx]);
 	}
@@ -354,7 +354,7 @@ static int walk_hists(struct cl_hist *hists, int n, const char *const *names, co
 }
 
 static int walk_ctrs(struct cl_metrics *m, const msgpack_object *obj, bool apply,
-                     struct cl_err *err)
+		     struct cl_err *err)
 {
 	char q[64];
 	if (obj->type != MSGPACK_OBJECT_MAP)
@@ -366,18 +366,18 @@ static int walk_ctrs(struct cl_metrics *m, const msgpack_object *obj, bool apply
 		int idx = name_of(k, ctr_names, CL_CTR__COUNT);
 		if (idx < 0)
 			return cl_err_set(err, CL_EPARSE, "unknown counter '%s'",
-			                  quote(k, q, sizeof(q)));
+					  quote(k, q, sizeof(q)));
 		if (seen & (1u << idx))
 			return cl_err_set(err, CL_EPARSE, "duplicate counter '%s'", ctr_names[idx]);
 		seen |= 1u << idx;
 		if (v->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
 			return cl_err_set(err, CL_EPARSE,
-			                  "counter '%s' is not a non-negative integer",
-			                  ctr_names[idx]);
+					  "counter '%s' is not a non-negative integer",
+					  ctr_names[idx]);
 		uint64_t sum;
 		if (__builtin_add_overflow(m->ctr[idx], v->via.u64, &sum))
 			return cl_err_set(err, CL_EPARSE, "counter '%s' would overflow",
-			                  ctr_names[idx]);
+					  ctr_names[idx]);
 		if (apply)
 			m->ctr[idx] = sum;
 	}
@@ -385,10 +385,10 @@ static int walk_ctrs(struct cl_metrics *m, const msgpack_object *obj, bool apply
 }
 
 static int walk_health(struct cl_metrics *m, const msgpack_object *obj, bool apply,
-                       struct cl_err *err)
+		       struct cl_err *err)
 {
 	char q[64];
-	struct cl_health h = {0};
+	struct cl_health h = { 0 };
 	if (obj->type != MSGPACK_OBJECT_MAP)
 		return cl_err_set(err, CL_EPARSE, "metrics 'health' is not a map");
 	for (uint32_t i = 0; i < obj->via.map.size; i++) {
@@ -405,11 +405,11 @@ static int walk_health(struct cl_metrics *m, const msgpack_object *obj, bool app
 			ok = get_i64(v, &h.inflight) && h.inflight >= 0;
 		else
 			return cl_err_set(err, CL_EPARSE, "unknown health field '%s'",
-			                  quote(k, q, sizeof(q)));
+					  quote(k, q, sizeof(q)));
 		if (!ok)
 			return cl_err_set(err, CL_EPARSE,
-			                  "health field '%s' is not a non-negative number",
-			                  quote(k, q, sizeof(q)));
+					  "health field '%s' is not a non-negative number",
+					  quote(k, q, sizeof(q)));
 	}
 	int64_t inflight;
 	if (__builtin_add_overflow(m->health.inflight, h.inflight, &inflight))
@@ -420,7 +420,7 @@ static int walk_health(struct cl_metrics *m, const msgpack_object *obj, bool app
 }
 
 static int walk_errs(struct cl_metrics *m, const msgpack_object *obj, bool apply,
-                     struct cl_err *err)
+		     struct cl_err *err)
 {
 	char q[64];
 	if (obj->type != MSGPACK_OBJECT_ARRAY)
@@ -440,14 +440,14 @@ static int walk_errs(struct cl_metrics *m, const msgpack_object *obj, bool apply
 				ctr = name_of(v, ctr_names, CL_CTR__COUNT);
 				if (ctr < CL_CTR_FIRST_ERROR || ctr > CL_CTR_LAST_ERROR)
 					return cl_err_set(err, CL_EPARSE,
-					                  "error sample %u has unknown error "
-					                  "class '%s'",
-					                  i, quote(v, q, sizeof(q)));
+							  "error sample %u has unknown error "
+							  "class '%s'",
+							  i, quote(v, q, sizeof(q)));
 			} else if (key_is(k, "http_status")) {
 				if (!get_i64(v, &status) || status < 0 || status > 999)
 					return cl_err_set(err, CL_EPARSE,
-					                  "error sample %u has a bad http_status",
-					                  i);
+							  "error sample %u has a bad http_status",
+							  i);
 			} else if (key_is(k, "body")) {
 				if (v->type == MSGPACK_OBJECT_STR) {
 					body = v->via.str.ptr;
@@ -457,12 +457,12 @@ static int walk_errs(struct cl_metrics *m, const msgpack_object *obj, bool apply
 					body_len = v->via.bin.size;
 				} else {
 					return cl_err_set(err, CL_EPARSE,
-					                  "error sample %u body is not a string",
-					                  i);
+							  "error sample %u body is not a string",
+							  i);
 				}
 			} else {
 				return cl_err_set(err, CL_EPARSE, "unknown error sample field '%s'",
-				                  quote(k, q, sizeof(q)));
+						  quote(k, q, sizeof(q)));
 			}
 		}
 		if (ctr < 0)
@@ -487,11 +487,11 @@ static int walk(struct cl_metrics *m, const msgpack_object *obj, bool apply, str
 		if (key_is(k, "lat")) {
 			bit = 1;
 			rc = walk_hists(m->lat, CL_LAT__COUNT, lat_names, "lat", "latency", v,
-			                apply, err);
+					apply, err);
 		} else if (key_is(k, "cnt")) {
 			bit = 2;
 			rc = walk_hists(m->cnt, CL_CNT__COUNT, cnt_names, "cnt", "count", v, apply,
-			                err);
+					err);
 		} else if (key_is(k, "ctr")) {
 			bit = 4;
 			rc = walk_ctrs(m, v, apply, err);
@@ -503,11 +503,11 @@ static int walk(struct cl_metrics *m, const msgpack_object *obj, bool apply, str
 			rc = walk_errs(m, v, apply, err);
 		} else {
 			return cl_err_set(err, CL_EPARSE, "unknown metrics field '%s'",
-			                  quote(k, q, sizeof(q)));
+					  quote(k, q, sizeof(q)));
 		}
 		if (seen & bit)
 			return cl_err_set(err, CL_EPARSE, "duplicate metrics field '%.*s'",
-			                  (int)k->via.str.size, k->via.str.ptr);
+					  (int)k->via.str.size, k->via.str.ptr);
 		seen |= bit;
 		if (rc)
 			return rc;

@@ -34,9 +34,10 @@ static bool is_tls(const char *url)
 
 static bool is_known(const char *url)
 {
-	static const char *const schemes[] = { "ipc://", "inproc://", "tcp://", "tcp4://",
-					       "tcp6://", "tls+tcp://", "tls+tcp4://",
-					       "tls+tcp6://" };
+	static const char *const schemes[] = {
+		"ipc://",  "inproc://",  "tcp://",      "tcp4://",
+		"tcp6://", "tls+tcp://", "tls+tcp4://", "tls+tcp6://"
+	};
 	for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++)
 		if (strncmp(url, schemes[i], strlen(schemes[i])) == 0)
 			return true;
@@ -115,15 +116,17 @@ static int make_tls(nng_tls_mode mode, const char *url, const struct cl_tls_opts
 			goto out;
 		rc = nng_tls_config_own_cert(cfg, cert.data, key.data, NULL);
 		if (rc != 0) {
-			rc = cl_err_set(err, CL_EINVAL, "TLS certificate '%s' / key '%s' rejected: %s",
+			rc = cl_err_set(err, CL_EINVAL,
+					"TLS certificate '%s' / key '%s' rejected: %s",
 					tls->cert_file, tls->key_file, nng_strerror(rc));
 			goto out;
 		}
 	} else if (mode == NNG_TLS_MODE_SERVER) {
-		rc = cl_err_set(err, CL_EINVAL,
-				"listening on '%s' needs a TLS certificate and key (agents.tls.cert, "
-				"agents.tls.key)",
-				url);
+		rc = cl_err_set(
+		    err, CL_EINVAL,
+		    "listening on '%s' needs a TLS certificate and key (agents.tls.cert, "
+		    "agents.tls.key)",
+		    url);
 		goto out;
 	}
 	if (tls && tls->ca_file) {
@@ -131,13 +134,14 @@ static int make_tls(nng_tls_mode mode, const char *url, const struct cl_tls_opts
 		if (rc == 0)
 			rc = nng_tls_config_auth_mode(cfg, NNG_TLS_AUTH_MODE_REQUIRED);
 		if (rc != 0) {
-			rc = cl_err_set(err, CL_EINVAL, "TLS CA file '%s' rejected: %s", tls->ca_file,
-					nng_strerror(rc));
+			rc = cl_err_set(err, CL_EINVAL, "TLS CA file '%s' rejected: %s",
+					tls->ca_file, nng_strerror(rc));
 			goto out;
 		}
 	} else if (mode == NNG_TLS_MODE_CLIENT) {
 		rc = cl_err_set(err, CL_EINVAL,
-				"dialing '%s' needs a CA file to verify the coordinator (--tls-ca)", url);
+				"dialing '%s' needs a CA file to verify the coordinator (--tls-ca)",
+				url);
 		goto out;
 	} else {
 		nng_tls_config_auth_mode(cfg, NNG_TLS_AUTH_MODE_NONE);
@@ -165,7 +169,8 @@ int cl_transport_listen(nng_socket sock, const char *url, const struct cl_tls_op
 	nng_tls_config *cfg = NULL;
 	int rc = nng_listener_create(&l, sock, url);
 	if (rc != 0)
-		return cl_err_set(err, CL_EINVAL, "cannot listen on '%s': %s", url, nng_strerror(rc));
+		return cl_err_set(err, CL_EINVAL, "cannot listen on '%s': %s", url,
+				  nng_strerror(rc));
 	nng_listener_set_size(l, NNG_OPT_RECVMAXSZ, CL_WIRE_MAX_MSG);
 	if (is_tls(url)) {
 		if ((rc = make_tls(NNG_TLS_MODE_SERVER, url, tls, &cfg, err)) != 0) {

@@ -105,11 +105,11 @@ int cl_parse_duration_us(const char *text, int64_t *out_us, struct cl_err *err)
 	static const struct {
 		const char *name;
 		double us;
-	} units[] = { { "us", 1 },	     { "µs", 1 },	  { "ms", 1e3 },
-		      { "s", 1e6 },	     { "m", 60e6 },	  { "h", 3600e6 },
-		      { "d", 86400e6 } };
+	} units[] = { { "us", 1 },   { "µs", 1 },     { "ms", 1e3 },   { "s", 1e6 },
+		      { "m", 60e6 }, { "h", 3600e6 }, { "d", 86400e6 } };
 	if (!text || !*text)
-		return cl_err_set(err, CL_EINVAL, "empty duration (expected e.g. 500ms, 90s, 2m, 1h30m)");
+		return cl_err_set(err, CL_EINVAL,
+				  "empty duration (expected e.g. 500ms, 90s, 2m, 1h30m)");
 	if (strcmp(text, "0") == 0) {
 		*out_us = 0;
 		return 0;
@@ -134,7 +134,8 @@ int cl_parse_duration_us(const char *text, int64_t *out_us, struct cl_err *err)
 		total += v * units[best].us;
 		p += best_len;
 		if (total > (double)MAX_DURATION_US)
-			return cl_err_set(err, CL_ERANGE, "duration '%s' is too long (at most 100d)", text);
+			return cl_err_set(err, CL_ERANGE,
+					  "duration '%s' is too long (at most 100d)", text);
 	}
 	*out_us = (int64_t)llround(total);
 	return 0;
@@ -171,9 +172,10 @@ int cl_parse_rate(const char *text, double *out_per_s, struct cl_err *err)
 	*out_per_s = v / per;
 	return 0;
 bad:
-	return cl_err_set(err, CL_EINVAL,
-			  "invalid rate '%s' (expected a positive number per unit, e.g. 20/s, 1200/m)",
-			  text ? text : "");
+	return cl_err_set(
+	    err, CL_EINVAL,
+	    "invalid rate '%s' (expected a positive number per unit, e.g. 20/s, 1200/m)",
+	    text ? text : "");
 }
 
 int cl_parse_percent(const char *text, double *out_fraction, struct cl_err *err)
@@ -202,9 +204,15 @@ int cl_parse_size(const char *text, uint64_t *out_bytes, struct cl_err *err)
 	static const struct {
 		const char *name;
 		double mul;
-	} units[] = { { "", 1 },	   { "B", 1 },		  { "KiB", 1024.0 },
-		      { "MiB", 1048576.0 }, { "GiB", 1073741824.0 }, { "kB", 1e3 },
-		      { "KB", 1e3 },	   { "MB", 1e6 },	  { "GB", 1e9 } };
+	} units[] = { { "", 1 },
+		      { "B", 1 },
+		      { "KiB", 1024.0 },
+		      { "MiB", 1048576.0 },
+		      { "GiB", 1073741824.0 },
+		      { "kB", 1e3 },
+		      { "KB", 1e3 },
+		      { "MB", 1e6 },
+		      { "GB", 1e9 } };
 	const char *p = text;
 	double v;
 	if (!text || read_number(&p, &v) != 0)

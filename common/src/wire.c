@@ -5,28 +5,29 @@
 #include <string.h>
 
 static const char *const type_names[CL_MSG__COUNT] = {
-    [CL_MSG_HELLO] = "HELLO",     [CL_MSG_POLL] = "POLL",     [CL_MSG_REPORT] = "REPORT",
-    [CL_MSG_WELCOME] = "WELCOME", [CL_MSG_REFUSE] = "REFUSE", [CL_MSG_CMD] = "CMD",
-    [CL_MSG_ACK] = "ACK",
+	[CL_MSG_HELLO] = "HELLO",     [CL_MSG_POLL] = "POLL",     [CL_MSG_REPORT] = "REPORT",
+	[CL_MSG_WELCOME] = "WELCOME", [CL_MSG_REFUSE] = "REFUSE", [CL_MSG_CMD] = "CMD",
+	[CL_MSG_ACK] = "ACK",
 };
 
 static const char *const cmd_names[CL_CMD__COUNT] = {
-    [CL_CMD_NOOP] = "NOOP",       [CL_CMD_PROBE] = "PROBE",       [CL_CMD_WARMUP] = "WARMUP",
-    [CL_CMD_PREPARE] = "PREPARE", [CL_CMD_START_AT] = "START_AT", [CL_CMD_STOP] = "STOP",
-    [CL_CMD_ABORT] = "ABORT",     [CL_CMD_QUIT] = "QUIT",
+	[CL_CMD_NOOP] = "NOOP",       [CL_CMD_PROBE] = "PROBE",       [CL_CMD_WARMUP] = "WARMUP",
+	[CL_CMD_PREPARE] = "PREPARE", [CL_CMD_START_AT] = "START_AT", [CL_CMD_STOP] = "STOP",
+	[CL_CMD_ABORT] = "ABORT",     [CL_CMD_QUIT] = "QUIT",
 };
 
 static const char *const state_names[CL_AGENT__COUNT] = {
-    [CL_AGENT_IDLE] = "idle",       [CL_AGENT_PREPARING] = "preparing", [CL_AGENT_READY] = "ready",
-    [CL_AGENT_RUNNING] = "running", [CL_AGENT_DRAINING] = "draining",   [CL_AGENT_DONE] = "done",
-    [CL_AGENT_FAILED] = "failed",
+	[CL_AGENT_IDLE] = "idle",         [CL_AGENT_PREPARING] = "preparing",
+	[CL_AGENT_READY] = "ready",       [CL_AGENT_RUNNING] = "running",
+	[CL_AGENT_DRAINING] = "draining", [CL_AGENT_DONE] = "done",
+	[CL_AGENT_FAILED] = "failed",
 };
 
 static const char *const kind_names[CL_REPORT__COUNT] = {
-    [CL_REPORT_INTERVAL] = "interval",
-    [CL_REPORT_FINAL] = "final",
-    [CL_REPORT_PROBE] = "probe",
-    [CL_REPORT_WARMUP] = "warmup",
+	[CL_REPORT_INTERVAL] = "interval",
+	[CL_REPORT_FINAL] = "final",
+	[CL_REPORT_PROBE] = "probe",
+	[CL_REPORT_WARMUP] = "warmup",
 };
 
 static const char *name_of(const char *const *names, int n, int i)
@@ -177,7 +178,7 @@ bool cl_wire_token_equal(const char *expected, const char *received)
 }
 
 bool cl_clock_est_add(struct cl_clock_est *e, int64_t t_send_us, int64_t t_coord_recv_us,
-                      int64_t t_coord_us, int64_t t_recv_us)
+		      int64_t t_coord_us, int64_t t_recv_us)
 {
 	if (!t_coord_recv_us)
 		t_coord_recv_us = t_coord_us;

@@ -11,33 +11,34 @@
 /* ---- Plans ----------------------------------------------------------------------------- */
 
 static int dec_target(struct wire_dec *d, const char *name, const msgpack_object *v,
-                      struct cl_target_plan *t)
+		      struct cl_target_plan *t)
 {
 	int rc;
 	if ((rc = wire_need_map(d, name, v, true)))
 		return rc;
 	size_t old = wire_path_push(&d->path, name);
-	struct wire_fld f[] = {
-	    FLD("base_url"), FLD("model"),      FLD("api_key_env"), FLD("headers"),
-	    FLD("http2"),    FLD("tls_verify"), FLD("ca_file"),     FLD("connect_timeout_us")};
+	struct wire_fld f[] = { FLD("base_url"),    FLD("model"),
+				FLD("api_key_env"), FLD("headers"),
+				FLD("http2"),       FLD("tls_verify"),
+				FLD("ca_file"),     FLD("connect_timeout_us") };
 	if ((rc = wire_fields(d, v, f, WIRE_N(f))))
 		goto out;
 #define F(n) wire_fv(f, WIRE_N(f), n)
 	if ((rc = wire_get_str(d, "base_url", F("base_url"), true, CL_WIRE_MAX_URL, WSTR_NAME,
-	                       &t->base_url, NULL)) ||
+			       &t->base_url, NULL)) ||
 	    (rc = wire_get_str(d, "model", F("model"), false, CL_WIRE_MAX_NAME, WSTR_NAME,
-	                       &t->model, NULL)) ||
+			       &t->model, NULL)) ||
 	    (rc = wire_get_str(d, "api_key_env", F("api_key_env"), false, CL_WIRE_MAX_NAME,
-	                       WSTR_NAME, &t->api_key_env, NULL)) ||
+			       WSTR_NAME, &t->api_key_env, NULL)) ||
 	    (rc =
-	         wire_get_str_array(d, "headers", F("headers"), CL_WIRE_MAX_HEADERS,
-	                            CL_WIRE_MAX_HEADER, WSTR_HEADER, &t->headers, &t->n_headers)) ||
+		 wire_get_str_array(d, "headers", F("headers"), CL_WIRE_MAX_HEADERS,
+				    CL_WIRE_MAX_HEADER, WSTR_HEADER, &t->headers, &t->n_headers)) ||
 	    (rc = wire_get_bool(d, "http2", F("http2"), true, &t->http2)) ||
 	    (rc = wire_get_bool(d, "tls_verify", F("tls_verify"), true, &t->tls_verify)) ||
 	    (rc = wire_get_str(d, "ca_file", F("ca_file"), false, CL_WIRE_MAX_PATH, WSTR_NAME,
-	                       &t->ca_file, NULL)) ||
+			       &t->ca_file, NULL)) ||
 	    (rc = wire_get_i64(d, "connect_timeout_us", F("connect_timeout_us"), true, 0,
-	                       &t->connect_timeout_us)))
+			       &t->connect_timeout_us)))
 		goto out;
 #undef F
 out:
@@ -46,13 +47,13 @@ out:
 }
 
 static int dec_workload(struct wire_dec *d, const char *name, const msgpack_object *v,
-                        struct cl_workload_plan *w)
+			struct cl_workload_plan *w)
 {
 	int rc;
 	if ((rc = wire_need_map(d, name, v, true)))
 		return rc;
 	size_t old = wire_path_push(&d->path, name);
-	struct wire_fld f[] = {FLD("bodies"), FLD("request_timeout_us"), FLD("max_tokens")};
+	struct wire_fld f[] = { FLD("bodies"), FLD("request_timeout_us"), FLD("max_tokens") };
 	if ((rc = wire_fields(d, v, f, WIRE_N(f))))
 		goto out;
 	const msgpack_object *b = f[0].v;
@@ -67,7 +68,7 @@ static int dec_workload(struct wire_dec *d, const char *name, const msgpack_obje
 	size_t n = b->via.array.size;
 	if (n > CL_WIRE_MAX_BODIES) {
 		rc = wire_bad(d, CL_ETOOBIG, "bodies", "has too many entries (%zu, max %u)", n,
-		              CL_WIRE_MAX_BODIES);
+			      CL_WIRE_MAX_BODIES);
 		goto out;
 	}
 	if (n) {
@@ -86,11 +87,11 @@ static int dec_workload(struct wire_dec *d, const char *name, const msgpack_obje
 		if ((rc = wire_need_map(d, nm, e, true)))
 			goto out;
 		size_t o2 = wire_path_push(&d->path, nm);
-		struct wire_fld bf[] = {FLD("json"), FLD("prompt_chars")};
+		struct wire_fld bf[] = { FLD("json"), FLD("prompt_chars") };
 		struct cl_request_body *rb = &w->bodies[i];
 		if (!(rc = wire_fields(d, e, bf, WIRE_N(bf))) &&
 		    !(rc = wire_get_str(d, "json", bf[0].v, true, CL_WIRE_MAX_BODY, WSTR_TEXT,
-		                        &rb->json, &rb->len)))
+					&rb->json, &rb->len)))
 			rc = wire_get_u32(d, "prompt_chars", bf[1].v, true, &rb->prompt_chars);
 		wire_path_pop(&d->path, o2);
 		if (rc)
@@ -105,24 +106,24 @@ out:
 }
 
 static int dec_stage(struct wire_dec *d, const char *name, const msgpack_object *v,
-                     struct cl_stage_plan *s)
+		     struct cl_stage_plan *s)
 {
 	int rc;
 	if ((rc = wire_need_map(d, name, v, true)))
 		return rc;
 	size_t old = wire_path_push(&d->path, name);
-	struct wire_fld f[] = {FLD("index"),       FLD("name"),        FLD("mode"),
-	                       FLD("concurrency"), FLD("rate_per_s"),  FLD("arrival"),
-	                       FLD("gamma_shape"), FLD("duration_us"), FLD("requests"),
-	                       FLD("ramp_us"),     FLD("ramp_from"),   FLD("drain_timeout_us"),
-	                       FLD("seed")};
+	struct wire_fld f[] = { FLD("index"),       FLD("name"),        FLD("mode"),
+				FLD("concurrency"), FLD("rate_per_s"),  FLD("arrival"),
+				FLD("gamma_shape"), FLD("duration_us"), FLD("requests"),
+				FLD("ramp_us"),     FLD("ramp_from"),   FLD("drain_timeout_us"),
+				FLD("seed") };
 	int mode = 0, arrival = 0;
 	if ((rc = wire_fields(d, v, f, WIRE_N(f))))
 		goto out;
 #define F(n) wire_fv(f, WIRE_N(f), n)
 	if ((rc = wire_get_u32(d, "index", F("index"), true, &s->index)) ||
 	    (rc = wire_get_str(d, "name", F("name"), false, CL_WIRE_MAX_NAME, WSTR_NAME, &s->name,
-	                       NULL)) ||
+			       NULL)) ||
 	    (rc = wire_get_enum(d, "mode", F("mode"), true, wire_mode_lookup, &mode)) ||
 	    (rc = wire_get_u32(d, "concurrency", F("concurrency"), true, &s->concurrency)) ||
 	    (rc = wire_get_dbl(d, "rate_per_s", F("rate_per_s"), true, &s->rate_per_s)) ||
@@ -133,7 +134,7 @@ static int dec_stage(struct wire_dec *d, const char *name, const msgpack_object 
 	    (rc = wire_get_i64(d, "ramp_us", F("ramp_us"), true, 0, &s->ramp_us)) ||
 	    (rc = wire_get_u32(d, "ramp_from", F("ramp_from"), true, &s->ramp_from)) ||
 	    (rc = wire_get_i64(d, "drain_timeout_us", F("drain_timeout_us"), true, 0,
-	                       &s->drain_timeout_us)) ||
+			       &s->drain_timeout_us)) ||
 	    (rc = wire_get_u64(d, "seed", F("seed"), true, UINT64_MAX, &s->seed)))
 		goto out;
 #undef F
@@ -145,16 +146,17 @@ out:
 }
 
 static int dec_readiness(struct wire_dec *d, const char *name, const msgpack_object *v,
-                         struct cl_readiness_result *r)
+			 struct cl_readiness_result *r)
 {
 	int rc;
 	if ((rc = wire_need_map(d, name, v, true)))
 		return rc;
 	size_t old = wire_path_push(&d->path, name);
-	struct wire_fld f[] = {FLD("status"),          FLD("phase"),         FLD("phase_passed_us"),
-	                       FLD("attempts"),        FLD("probe_ttft_us"), FLD("probe_total_us"),
-	                       FLD("elapsed_us"),      FLD("model"),         FLD("last_error"),
-	                       FLD("failing_since_us")};
+	struct wire_fld f[] = { FLD("status"),          FLD("phase"),
+				FLD("phase_passed_us"), FLD("attempts"),
+				FLD("probe_ttft_us"),   FLD("probe_total_us"),
+				FLD("elapsed_us"),      FLD("model"),
+				FLD("last_error"),      FLD("failing_since_us") };
 	int status = 0, phase = 0;
 	if ((rc = wire_fields(d, v, f, WIRE_N(f))))
 		goto out;
@@ -170,31 +172,31 @@ static int dec_readiness(struct wire_dec *d, const char *name, const msgpack_obj
 	}
 	if (pp->via.array.size != CL_READY__PHASES) {
 		rc = wire_bad(d, CL_EPROTO, "phase_passed_us", "must have %d entries, not %u",
-		              CL_READY__PHASES, pp->via.array.size);
+			      CL_READY__PHASES, pp->via.array.size);
 		goto out;
 	}
 	for (int i = 0; i < CL_READY__PHASES; i++) {
 		char nm[32];
 		snprintf(nm, sizeof(nm), "phase_passed_us[%d]", i);
 		if ((rc = wire_get_i64(d, nm, &pp->via.array.ptr[i], true, INT64_MIN,
-		                       &r->phase_passed_us[i])))
+				       &r->phase_passed_us[i])))
 			goto out;
 	}
 	if ((rc = wire_get_enum(d, "status", F("status"), true, wire_status_lookup, &status)) ||
 	    (rc = wire_get_enum(d, "phase", F("phase"), true, wire_phase_lookup, &phase)) ||
 	    (rc = wire_get_u32(d, "attempts", F("attempts"), true, &r->attempts)) ||
 	    (rc = wire_get_i64(d, "probe_ttft_us", F("probe_ttft_us"), true, INT64_MIN,
-	                       &r->probe_ttft_us)) ||
+			       &r->probe_ttft_us)) ||
 	    (rc = wire_get_i64(d, "probe_total_us", F("probe_total_us"), true, INT64_MIN,
-	                       &r->probe_total_us)) ||
+			       &r->probe_total_us)) ||
 	    (rc =
-	         wire_get_i64(d, "elapsed_us", F("elapsed_us"), true, INT64_MIN, &r->elapsed_us)) ||
+		 wire_get_i64(d, "elapsed_us", F("elapsed_us"), true, INT64_MIN, &r->elapsed_us)) ||
 	    (rc = wire_get_fixed_str(d, "model", F("model"), r->model, sizeof(r->model),
-	                             WSTR_NAME)) ||
+				     WSTR_NAME)) ||
 	    (rc = wire_get_fixed_str(d, "last_error", F("last_error"), r->last_error,
-	                             sizeof(r->last_error), WSTR_TEXT)) ||
+				     sizeof(r->last_error), WSTR_TEXT)) ||
 	    (rc = wire_get_i64(d, "failing_since_us", F("failing_since_us"), true, INT64_MIN,
-	                       &r->failing_since_us)))
+			       &r->failing_since_us)))
 		goto out;
 #undef F
 	r->status = status;
@@ -208,21 +210,21 @@ out:
 
 static int dec_hello(struct wire_dec *d, const msgpack_object *top, struct cl_msg_hello *h)
 {
-	struct wire_fld f[] = {FLD("version"), FLD("host"), FLD("workers"),  FLD("caps"),
-	                       FLD("token"),   FLD("pid"),  FLD("t_send_us")};
+	struct wire_fld f[] = { FLD("version"), FLD("host"), FLD("workers"),  FLD("caps"),
+				FLD("token"),   FLD("pid"),  FLD("t_send_us") };
 	int rc;
 	if ((rc = wire_fields(d, top, f, WIRE_N(f))))
 		return rc;
 #define F(n) wire_fv(f, WIRE_N(f), n)
 	if ((rc = wire_get_str(d, "version", F("version"), true, CL_WIRE_MAX_VERSION, WSTR_NAME,
-	                       &h->version, NULL)) ||
+			       &h->version, NULL)) ||
 	    (rc = wire_get_str(d, "host", F("host"), true, CL_WIRE_MAX_HOST, WSTR_NAME, &h->host,
-	                       NULL)) ||
+			       NULL)) ||
 	    (rc = wire_get_u32(d, "workers", F("workers"), true, &h->workers)) ||
 	    (rc = wire_get_str_array(d, "caps", F("caps"), CL_WIRE_MAX_CAPS, CL_WIRE_MAX_CAP,
-	                             WSTR_NAME, &h->caps, &h->n_caps)) ||
+				     WSTR_NAME, &h->caps, &h->n_caps)) ||
 	    (rc = wire_get_str(d, "token", F("token"), true, CL_WIRE_MAX_TOKEN, WSTR_TEXT,
-	                       &h->token, NULL)) ||
+			       &h->token, NULL)) ||
 	    (rc = wire_get_i64(d, "pid", F("pid"), true, INT64_MIN, &h->pid)) ||
 	    (rc = wire_get_i64(d, "t_send_us", F("t_send_us"), true, INT64_MIN, &h->t_send_us)))
 		return rc;
@@ -232,26 +234,26 @@ static int dec_hello(struct wire_dec *d, const msgpack_object *top, struct cl_ms
 
 static int dec_poll(struct wire_dec *d, const msgpack_object *top, struct cl_msg_poll *p)
 {
-	struct wire_fld f[] = {FLD("state"),     FLD("applied_seq"), FLD("cpu_pct"),
-	                       FLD("rss_bytes"), FLD("inflight"),    FLD("loop_lag_us"),
-	                       FLD("t_send_us"), FLD("error"),       FLD("clock_offset_us"),
-	                       FLD("clock_rtt_us")};
+	struct wire_fld f[] = { FLD("state"),       FLD("applied_seq"), FLD("cpu_pct"),
+				FLD("rss_bytes"),   FLD("inflight"),    FLD("loop_lag_us"),
+				FLD("t_send_us"),   FLD("error"),       FLD("clock_offset_us"),
+				FLD("clock_rtt_us") };
 	int rc, state = 0;
 	if ((rc = wire_fields(d, top, f, WIRE_N(f))))
 		return rc;
 #define F(n) wire_fv(f, WIRE_N(f), n)
 	if ((rc = wire_get_enum(d, "state", F("state"), true, cl_agent_state_from_name, &state)) ||
 	    (rc = wire_get_u64(d, "applied_seq", F("applied_seq"), true, UINT64_MAX,
-	                       &p->applied_seq)) ||
+			       &p->applied_seq)) ||
 	    (rc = wire_get_dbl(d, "cpu_pct", F("cpu_pct"), true, &p->cpu_pct)) ||
 	    (rc = wire_get_i64(d, "rss_bytes", F("rss_bytes"), true, 0, &p->rss_bytes)) ||
 	    (rc = wire_get_i64(d, "inflight", F("inflight"), true, 0, &p->inflight)) ||
 	    (rc = wire_get_i64(d, "loop_lag_us", F("loop_lag_us"), true, 0, &p->loop_lag_us)) ||
 	    (rc = wire_get_i64(d, "t_send_us", F("t_send_us"), true, INT64_MIN, &p->t_send_us)) ||
 	    (rc = wire_get_str(d, "error", F("error"), false, CL_WIRE_MAX_ERROR, WSTR_TEXT,
-	                       &p->error, NULL)) ||
+			       &p->error, NULL)) ||
 	    (rc = wire_get_i64(d, "clock_offset_us", F("clock_offset_us"), false, INT64_MIN,
-	                       &p->clock_offset_us)) ||
+			       &p->clock_offset_us)) ||
 	    (rc = wire_get_i64(d, "clock_rtt_us", F("clock_rtt_us"), false, 0, &p->clock_rtt_us)))
 		return rc;
 #undef F
@@ -261,9 +263,9 @@ static int dec_poll(struct wire_dec *d, const msgpack_object *top, struct cl_msg
 
 static int dec_report(struct wire_dec *d, const msgpack_object *top, struct cl_msg_report *r)
 {
-	struct wire_fld f[] = {FLD("kind"),    FLD("stage"),     FLD("interval"),  FLD("span_us"),
-	                       FLD("metrics"), FLD("readiness"), FLD("t_send_us"), FLD("error"),
-	                       FLD("start_skew_us")};
+	struct wire_fld f[] = { FLD("kind"),      FLD("stage"),   FLD("interval"),
+				FLD("span_us"),   FLD("metrics"), FLD("readiness"),
+				FLD("t_send_us"), FLD("error"),   FLD("start_skew_us") };
 	int rc, kind = 0;
 	if ((rc = wire_fields(d, top, f, WIRE_N(f))))
 		return rc;
@@ -277,9 +279,9 @@ static int dec_report(struct wire_dec *d, const msgpack_object *top, struct cl_m
 	    (rc = wire_get_i64(d, "span_us", F("span_us"), false, 0, &r->span_us)) ||
 	    (rc = wire_get_i64(d, "t_send_us", F("t_send_us"), true, INT64_MIN, &r->t_send_us)) ||
 	    (rc = wire_get_str(d, "error", F("error"), false, CL_WIRE_MAX_ERROR, WSTR_TEXT,
-	                       &r->error, NULL)) ||
+			       &r->error, NULL)) ||
 	    (rc = wire_get_i64(d, "start_skew_us", F("start_skew_us"), false, 0,
-	                       &r->start_skew_us)) ||
+			       &r->start_skew_us)) ||
 	    (rc = wire_need_map(d, "readiness", F("readiness"), probe)) ||
 	    (rc = wire_need_map(d, "metrics", F("metrics"), !probe)))
 		return rc;
@@ -296,58 +298,58 @@ static int dec_report(struct wire_dec *d, const msgpack_object *top, struct cl_m
 		if (!(r->metrics = calloc(1, sizeof(*r->metrics))) ||
 		    cl_metrics_init(r->metrics) != 0)
 			return cl_err_set(d->err, CL_ENOMEM, "out of memory decoding metrics");
-		struct cl_err merr = {0};
+		struct cl_err merr = { 0 };
 		rc = cl_metrics_unpack_add(r->metrics, mo, &merr);
 		if (rc)
 			return wire_bad(d, rc == CL_ENOMEM ? CL_ENOMEM : CL_EPROTO, "metrics",
-			                "is invalid: %s", merr.msg[0] ? merr.msg : cl_strerror(rc));
+					"is invalid: %s", merr.msg[0] ? merr.msg : cl_strerror(rc));
 	}
 	return 0;
 }
 
 static int dec_welcome(struct wire_dec *d, const msgpack_object *top, struct cl_msg_welcome *w)
 {
-	struct wire_fld f[] = {FLD("agent_id"), FLD("report_interval_us"), FLD("t_coord_us"),
-	                       FLD("t_coord_recv_us")};
+	struct wire_fld f[] = { FLD("agent_id"), FLD("report_interval_us"), FLD("t_coord_us"),
+				FLD("t_coord_recv_us") };
 	int rc;
 	if ((rc = wire_fields(d, top, f, WIRE_N(f))) ||
 	    (rc = wire_get_u32(d, "agent_id", f[0].v, true, &w->agent_id)) ||
 	    (rc = wire_get_i64(d, "report_interval_us", f[1].v, true, 1, &w->report_interval_us)) ||
 	    (rc = wire_get_i64(d, "t_coord_us", f[2].v, true, INT64_MIN, &w->t_coord_us)) ||
 	    (rc =
-	         wire_get_i64(d, "t_coord_recv_us", f[3].v, false, INT64_MIN, &w->t_coord_recv_us)))
+		 wire_get_i64(d, "t_coord_recv_us", f[3].v, false, INT64_MIN, &w->t_coord_recv_us)))
 		return rc;
 	return 0;
 }
 
 static int dec_probe(struct wire_dec *d, const msgpack_object *args, struct cl_cmd_probe *p)
 {
-	struct wire_fld f[] = {FLD("timeout_us"),     FLD("request_timeout_us"),
-	                       FLD("consecutive"),    FLD("backoff_initial_us"),
-	                       FLD("backoff_max_us"), FLD("seed"),
-	                       FLD("body_json"),      FLD("prompt"),
-	                       FLD("max_tokens"),     FLD("extra_body_json"),
-	                       FLD("target")};
+	struct wire_fld f[] = { FLD("timeout_us"),     FLD("request_timeout_us"),
+				FLD("consecutive"),    FLD("backoff_initial_us"),
+				FLD("backoff_max_us"), FLD("seed"),
+				FLD("body_json"),      FLD("prompt"),
+				FLD("max_tokens"),     FLD("extra_body_json"),
+				FLD("target") };
 	int rc;
 	if ((rc = wire_fields(d, args, f, WIRE_N(f))))
 		return rc;
 #define F(n) wire_fv(f, WIRE_N(f), n)
 	if ((rc = wire_get_i64(d, "timeout_us", F("timeout_us"), true, 0, &p->timeout_us)) ||
 	    (rc = wire_get_i64(d, "request_timeout_us", F("request_timeout_us"), true, 0,
-	                       &p->request_timeout_us)) ||
+			       &p->request_timeout_us)) ||
 	    (rc = wire_get_u32(d, "consecutive", F("consecutive"), true, &p->consecutive)) ||
 	    (rc = wire_get_i64(d, "backoff_initial_us", F("backoff_initial_us"), true, 0,
-	                       &p->backoff_initial_us)) ||
+			       &p->backoff_initial_us)) ||
 	    (rc = wire_get_i64(d, "backoff_max_us", F("backoff_max_us"), true, 0,
-	                       &p->backoff_max_us)) ||
+			       &p->backoff_max_us)) ||
 	    (rc = wire_get_u64(d, "seed", F("seed"), false, UINT64_MAX, &p->seed)) ||
 	    (rc = wire_get_str(d, "body_json", F("body_json"), false, CL_WIRE_MAX_BODY, WSTR_TEXT,
-	                       &p->body_json, NULL)) ||
+			       &p->body_json, NULL)) ||
 	    (rc = wire_get_str(d, "prompt", F("prompt"), false, CL_WIRE_MAX_PROMPT, WSTR_TEXT,
-	                       &p->prompt, NULL)) ||
+			       &p->prompt, NULL)) ||
 	    (rc = wire_get_u32(d, "max_tokens", F("max_tokens"), false, &p->max_tokens)) ||
 	    (rc = wire_get_str(d, "extra_body_json", F("extra_body_json"), false, CL_WIRE_MAX_BODY,
-	                       WSTR_TEXT, &p->extra_body_json, NULL)))
+			       WSTR_TEXT, &p->extra_body_json, NULL)))
 		return rc;
 	const msgpack_object *t = F("target");
 #undef F
@@ -362,20 +364,20 @@ static int dec_probe(struct wire_dec *d, const msgpack_object *args, struct cl_c
 static int dec_args(struct wire_dec *d, const msgpack_object *args, struct cl_msg_cmd *c)
 {
 	int rc;
-	struct wire_fld f[2] = {FLD(NULL), FLD(NULL)};
+	struct wire_fld f[2] = { FLD(NULL), FLD(NULL) };
 	switch (c->cmd) {
 	case CL_CMD_PROBE:
 		return dec_probe(d, args, &c->probe);
 	case CL_CMD_WARMUP: {
-		struct wire_fld g[] = {FLD("stage"), FLD("max_tokens"), FLD("request_timeout_us"),
-		                       FLD("body_json")};
+		struct wire_fld g[] = { FLD("stage"), FLD("max_tokens"), FLD("request_timeout_us"),
+					FLD("body_json") };
 		if ((rc = wire_fields(d, args, g, WIRE_N(g))) ||
 		    (rc = dec_stage(d, "stage", g[0].v, &c->warmup.stage)) ||
 		    (rc = wire_get_u32(d, "max_tokens", g[1].v, true, &c->warmup.max_tokens)) ||
 		    (rc = wire_get_i64(d, "request_timeout_us", g[2].v, false, 0,
-		                       &c->warmup.request_timeout_us)) ||
+				       &c->warmup.request_timeout_us)) ||
 		    (rc = wire_get_str(d, "body_json", g[3].v, false, CL_WIRE_MAX_BODY, WSTR_TEXT,
-		                       &c->warmup.body_json, NULL)))
+				       &c->warmup.body_json, NULL)))
 			return rc;
 		return 0;
 	}
@@ -393,7 +395,7 @@ static int dec_args(struct wire_dec *d, const msgpack_object *args, struct cl_ms
 		if ((rc = wire_fields(d, args, f, 2)) ||
 		    (rc = dec_stage(d, "stage", f[0].v, &c->start_at.stage)) ||
 		    (rc = wire_get_i64(d, "start_at_coord_us", f[1].v, true, INT64_MIN,
-		                       &c->start_at.start_at_coord_us)))
+				       &c->start_at.start_at_coord_us)))
 			return rc;
 		return 0;
 	case CL_CMD_STOP:
@@ -409,8 +411,8 @@ static int dec_args(struct wire_dec *d, const msgpack_object *args, struct cl_ms
 
 static int dec_cmd(struct wire_dec *d, const msgpack_object *top, struct cl_msg_cmd *c)
 {
-	struct wire_fld f[] = {FLD("cmd"), FLD("cmd_seq"), FLD("t_coord_us"),
-	                       FLD("t_coord_recv_us"), FLD("args")};
+	struct wire_fld f[] = { FLD("cmd"), FLD("cmd_seq"), FLD("t_coord_us"),
+				FLD("t_coord_recv_us"), FLD("args") };
 	int rc, cmd = 0;
 	if ((rc = wire_fields(d, top, f, WIRE_N(f))))
 		return rc;
@@ -428,11 +430,11 @@ static int dec_cmd(struct wire_dec *d, const msgpack_object *top, struct cl_msg_
 	if ((rc = wire_get_u64(d, "cmd_seq", f[1].v, true, UINT64_MAX, &c->cmd_seq)) ||
 	    (rc = wire_get_i64(d, "t_coord_us", f[2].v, true, INT64_MIN, &c->t_coord_us)) ||
 	    (rc =
-	         wire_get_i64(d, "t_coord_recv_us", f[3].v, false, INT64_MIN, &c->t_coord_recv_us)))
+		 wire_get_i64(d, "t_coord_recv_us", f[3].v, false, INT64_MIN, &c->t_coord_recv_us)))
 		return rc;
 	bool has_args = c->cmd == CL_CMD_PROBE || c->cmd == CL_CMD_WARMUP ||
-	                c->cmd == CL_CMD_PREPARE || c->cmd == CL_CMD_START_AT ||
-	                c->cmd == CL_CMD_STOP;
+			c->cmd == CL_CMD_PREPARE || c->cmd == CL_CMD_START_AT ||
+			c->cmd == CL_CMD_STOP;
 	if (!has_args)
 		return 0; /* an `args` a later version adds to these is ignored */
 	if ((rc = wire_need_map(d, "args", f[4].v, true)))
@@ -448,8 +450,8 @@ static int decode(struct wire_dec *d, const msgpack_object *top, struct cl_msg *
 	int rc;
 	if (top->type != MSGPACK_OBJECT_MAP)
 		return cl_err_set(d->err, CL_EPROTO, "message is %s, not a map",
-		                  wire_type_word(top));
-	struct wire_fld f[] = {FLD("proto"), FLD("type"), FLD("run"), FLD("agent"), FLD("seq")};
+				  wire_type_word(top));
+	struct wire_fld f[] = { FLD("proto"), FLD("type"), FLD("run"), FLD("agent"), FLD("seq") };
 	if ((rc = wire_fields(d, top, f, WIRE_N(f))))
 		return rc;
 
@@ -478,7 +480,7 @@ static int decode(struct wire_dec *d, const msgpack_object *top, struct cl_msg *
 	d->what = cl_msg_type_name(type);
 
 	if ((rc =
-	         wire_get_str(d, "run", f[2].v, true, CL_WIRE_MAX_RUN, WSTR_NAME, &m->run, NULL)) ||
+		 wire_get_str(d, "run", f[2].v, true, CL_WIRE_MAX_RUN, WSTR_NAME, &m->run, NULL)) ||
 	    (rc = wire_get_u32(d, "agent", f[3].v, true, &m->agent)) ||
 	    (rc = wire_get_u64(d, "seq", f[4].v, true, UINT64_MAX, &m->seq)))
 		return rc;
@@ -493,11 +495,11 @@ static int decode(struct wire_dec *d, const msgpack_object *top, struct cl_msg *
 	case CL_MSG_WELCOME:
 		return dec_welcome(d, top, &m->welcome);
 	case CL_MSG_REFUSE: {
-		struct wire_fld g[] = {FLD("reason")};
+		struct wire_fld g[] = { FLD("reason") };
 		if ((rc = wire_fields(d, top, g, 1)))
 			return rc;
 		return wire_get_str(d, "reason", g[0].v, true, CL_WIRE_MAX_REASON, WSTR_TEXT,
-		                    &m->refuse.reason, NULL);
+				    &m->refuse.reason, NULL);
 	}
 	case CL_MSG_CMD:
 		return dec_cmd(d, top, &m->cmd);
@@ -524,12 +526,12 @@ int cl_wire_decode(const void *buf, size_t len, struct cl_msg *out, struct cl_er
 		/* Only reachable if msgpack-c is stricter than the pre-validator (or out of
 		 * memory); either way the message is refused. */
 		rc = ur == MSGPACK_UNPACK_NOMEM_ERROR
-		         ? cl_err_set(err, CL_ENOMEM, "out of memory unpacking message")
-		         : cl_err_set(err, CL_EPARSE, "malformed msgpack (unpack returned %d)",
-		                      (int)ur);
+			 ? cl_err_set(err, CL_ENOMEM, "out of memory unpacking message")
+			 : cl_err_set(err, CL_EPARSE, "malformed msgpack (unpack returned %d)",
+				      (int)ur);
 		goto out;
 	}
-	struct wire_dec d = {.err = err};
+	struct wire_dec d = { .err = err };
 	rc = decode(&d, &up.data, out);
 out:
 	msgpack_unpacked_destroy(&up);

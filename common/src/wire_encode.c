@@ -29,7 +29,7 @@ static int fail(struct enc *e, int code, const char *name, const char *fmt, ...)
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
 	e->rc = cl_err_set(e->err, code, "cannot encode %s: field '%s%s%s' %s", e->what, e->path.s,
-	                   e->path.len ? "." : "", name, why);
+			   e->path.len ? "." : "", name, why);
 	return e->rc;
 }
 
@@ -63,7 +63,7 @@ static void array(struct enc *e, size_t n)
 
 /* A string value with its cap and content rules (no key). */
 static void str_val(struct enc *e, const char *name, const char *s, size_t n, size_t cap,
-                    enum wire_str kind)
+		    enum wire_str kind)
 {
 	if (e->rc)
 		return;
@@ -209,12 +209,12 @@ static void enc_stage(struct enc *e, const char *name, const struct cl_stage_pla
 	if (s->name)
 		str(e, "name", s->name, CL_WIRE_MAX_NAME, WSTR_NAME);
 	enum_val(e, "mode", table(wire_mode_names, WIRE_N(wire_mode_names), (int)s->mode),
-	         (int)s->mode);
+		 (int)s->mode);
 	u64(e, "concurrency", s->concurrency);
 	dbl(e, "rate_per_s", s->rate_per_s);
 	enum_val(e, "arrival",
-	         table(wire_arrival_names, WIRE_N(wire_arrival_names), (int)s->arrival),
-	         (int)s->arrival);
+		 table(wire_arrival_names, WIRE_N(wire_arrival_names), (int)s->arrival),
+		 (int)s->arrival);
 	dbl(e, "gamma_shape", s->gamma_shape);
 	nonneg(e, "duration_us", s->duration_us);
 	u64(e, "requests", s->requests);
@@ -231,10 +231,10 @@ static void enc_readiness(struct enc *e, const char *name, const struct cl_readi
 	key(e, name);
 	map(e, 10);
 	enum_val(e, "status",
-	         table(wire_ready_status_names, WIRE_N(wire_ready_status_names), r->status),
-	         r->status);
+		 table(wire_ready_status_names, WIRE_N(wire_ready_status_names), r->status),
+		 r->status);
 	enum_val(e, "phase",
-	         table(wire_ready_phase_names, WIRE_N(wire_ready_phase_names), r->phase), r->phase);
+		 table(wire_ready_phase_names, WIRE_N(wire_ready_phase_names), r->phase), r->phase);
 	key(e, "phase_passed_us");
 	array(e, CL_READY__PHASES);
 	for (int i = 0; i < CL_READY__PHASES && !e->rc; i++)
@@ -246,10 +246,10 @@ static void enc_readiness(struct enc *e, const char *name, const struct cl_readi
 	/* Fixed arrays: never read past them even if unterminated. */
 	key(e, "model");
 	str_val(e, "model", r->model, strnlen(r->model, sizeof(r->model) - 1), sizeof(r->model) - 1,
-	        WSTR_NAME);
+		WSTR_NAME);
 	key(e, "last_error");
 	str_val(e, "last_error", r->last_error, strnlen(r->last_error, sizeof(r->last_error) - 1),
-	        sizeof(r->last_error) - 1, WSTR_TEXT);
+		sizeof(r->last_error) - 1, WSTR_TEXT);
 	i64(e, "failing_since_us", r->failing_since_us);
 	wire_path_pop(&e->path, old);
 }
@@ -262,7 +262,7 @@ static void enc_metrics(struct enc *e, const struct cl_metrics *m)
 	int rc = cl_metrics_pack(m, &e->pk);
 	if (rc)
 		e->rc = cl_err_set(e->err, rc, "cannot encode %s: field 'metrics': %s", e->what,
-		                   cl_strerror(rc));
+				   cl_strerror(rc));
 }
 
 static void enc_args(struct enc *e, const struct cl_msg_cmd *c)
@@ -446,9 +446,9 @@ int cl_wire_encode(const struct cl_msg *m, msgpack_sbuffer *out, struct cl_err *
 	const char *tname = cl_msg_type_name((int)m->type);
 	if (!tname)
 		return cl_err_set(err, CL_EINVAL, "cannot encode message of unknown type %d",
-		                  (int)m->type);
+				  (int)m->type);
 	size_t start = out->size;
-	struct enc e = {.err = err, .what = tname};
+	struct enc e = { .err = err, .what = tname };
 	msgpack_packer_init(&e.pk, out, msgpack_sbuffer_write);
 
 	map(&e, 5 + body_fields(m));
@@ -462,12 +462,12 @@ int cl_wire_encode(const struct cl_msg *m, msgpack_sbuffer *out, struct cl_err *
 		/* The field counts above and the caps must agree with what was written; the
 		 * pre-validator is cheap (one pass, no allocation) and proves it. */
 		size_t n = out->size - start;
-		struct cl_err cerr = {0};
+		struct cl_err cerr = { 0 };
 		if (n > CL_WIRE_MAX_MSG)
 			e.rc =
 			    cl_err_set(err, CL_ETOOBIG,
-			               "cannot encode %s: %zu bytes is larger than the %u allowed",
-			               tname, n, CL_WIRE_MAX_MSG);
+				       "cannot encode %s: %zu bytes is larger than the %u allowed",
+				       tname, n, CL_WIRE_MAX_MSG);
 		else if (cl_wire_check(out->data + start, n, NULL, &cerr))
 			e.rc = cl_err_set(err, cerr.code, "cannot encode %s: %s", tname, cerr.msg);
 	}

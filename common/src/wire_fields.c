@@ -17,7 +17,7 @@ int wire_bad(struct wire_dec *d, int code, const char *name, const char *fmt, ..
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
 	return cl_err_set(d->err, code, "%s%sfield '%s%s%s' %s", d->what ? d->what : "",
-	                  d->what ? ": " : "", d->path.s, d->path.len ? "." : "", name, why);
+			  d->what ? ": " : "", d->path.s, d->path.len ? "." : "", name, why);
 }
 
 const char *wire_type_word(const msgpack_object *o)
@@ -72,8 +72,8 @@ int wire_fields(struct wire_dec *d, const msgpack_object *obj, struct wire_fld *
 		const msgpack_object *key = &m->ptr[k].key;
 		if (key->type != MSGPACK_OBJECT_STR)
 			return cl_err_set(d->err, CL_EPROTO, "%s%smap '%s' has a key that is %s",
-			                  d->what ? d->what : "", d->what ? ": " : "",
-			                  d->path.len ? d->path.s : "(top)", wire_type_word(key));
+					  d->what ? d->what : "", d->what ? ": " : "",
+					  d->path.len ? d->path.s : "(top)", wire_type_word(key));
 		for (size_t i = 0; i < n; i++) {
 			if (strlen(f[i].name) != key->via.str.size ||
 			    memcmp(f[i].name, key->via.str.ptr, key->via.str.size) != 0)
@@ -106,7 +106,7 @@ int wire_need_map(struct wire_dec *d, const char *name, const msgpack_object *v,
 }
 
 int wire_get_u64(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
-                 uint64_t max, uint64_t *out)
+		 uint64_t max, uint64_t *out)
 {
 	if (!v)
 		return req ? wire_missing(d, name) : 0;
@@ -114,13 +114,13 @@ int wire_get_u64(struct wire_dec *d, const char *name, const msgpack_object *v, 
 		return wire_wrong(d, name, "an unsigned integer", v);
 	if (v->via.u64 > max)
 		return wire_bad(d, CL_EPROTO, name, "is out of range (%llu, max %llu)",
-		                (unsigned long long)v->via.u64, (unsigned long long)max);
+				(unsigned long long)v->via.u64, (unsigned long long)max);
 	*out = v->via.u64;
 	return 0;
 }
 
 int wire_get_u32(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
-                 uint32_t *out)
+		 uint32_t *out)
 {
 	uint64_t x = *out;
 	int rc = wire_get_u64(d, name, v, req, UINT32_MAX, &x);
@@ -131,7 +131,7 @@ int wire_get_u32(struct wire_dec *d, const char *name, const msgpack_object *v, 
 
 /* Signed integers; min 0 for durations and sizes. */
 int wire_get_i64(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
-                 int64_t min, int64_t *out)
+		 int64_t min, int64_t *out)
 {
 	if (!v)
 		return req ? wire_missing(d, name) : 0;
@@ -139,7 +139,7 @@ int wire_get_i64(struct wire_dec *d, const char *name, const msgpack_object *v, 
 	if (v->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
 		if (v->via.u64 > INT64_MAX)
 			return wire_bad(d, CL_EPROTO, name, "is out of range (%llu, max %lld)",
-			                (unsigned long long)v->via.u64, (long long)INT64_MAX);
+					(unsigned long long)v->via.u64, (long long)INT64_MAX);
 		x = (int64_t)v->via.u64;
 	} else if (v->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
 		x = v->via.i64;
@@ -148,14 +148,14 @@ int wire_get_i64(struct wire_dec *d, const char *name, const msgpack_object *v, 
 	}
 	if (x < min)
 		return wire_bad(d, CL_EPROTO, name, "is out of range (%lld, min %lld)",
-		                (long long)x, (long long)min);
+				(long long)x, (long long)min);
 	*out = x;
 	return 0;
 }
 
 /* A finite number >= 0 (integers are accepted: other encoders pack 2.0 as 2). */
 int wire_get_dbl(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
-                 double *out)
+		 double *out)
 {
 	if (!v)
 		return req ? wire_missing(d, name) : 0;
@@ -176,13 +176,13 @@ int wire_get_dbl(struct wire_dec *d, const char *name, const msgpack_object *v, 
 	}
 	if (!isfinite(x) || x < 0)
 		return wire_bad(d, CL_EPROTO, name, "must be a finite, non-negative number (%g)",
-		                x);
+				x);
 	*out = x;
 	return 0;
 }
 
 int wire_get_bool(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
-                  bool *out)
+		  bool *out)
 {
 	if (!v)
 		return req ? wire_missing(d, name) : 0;
@@ -194,13 +194,13 @@ int wire_get_bool(struct wire_dec *d, const char *name, const msgpack_object *v,
 
 /* Checks a string value against its cap and content rules, without copying. */
 int wire_check_str(struct wire_dec *d, const char *name, const msgpack_object *v, size_t cap,
-                   enum wire_str kind)
+		   enum wire_str kind)
 {
 	if (v->type != MSGPACK_OBJECT_STR)
 		return wire_wrong(d, name, "a string", v);
 	if (v->via.str.size > cap)
 		return wire_bad(d, CL_ETOOBIG, name, "is too long (%u bytes, max %zu)",
-		                v->via.str.size, cap);
+				v->via.str.size, cap);
 	const char *why = wire_str_problem(v->via.str.ptr, v->via.str.size, kind);
 	if (why)
 		return wire_bad(d, CL_EPROTO, name, "%s", why);
@@ -209,7 +209,7 @@ int wire_check_str(struct wire_dec *d, const char *name, const msgpack_object *v
 
 /* A string copied into a new NUL-terminated allocation (*out stays NULL when absent). */
 int wire_get_str(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
-                 size_t cap, enum wire_str kind, char **out, size_t *len_out)
+		 size_t cap, enum wire_str kind, char **out, size_t *len_out)
 {
 	if (!v)
 		return req ? wire_missing(d, name) : 0;
@@ -231,7 +231,7 @@ int wire_get_str(struct wire_dec *d, const char *name, const msgpack_object *v, 
 
 /* A string into a fixed array of size cap + 1. */
 int wire_get_fixed_str(struct wire_dec *d, const char *name, const msgpack_object *v, char *dst,
-                       size_t size, enum wire_str kind)
+		       size_t size, enum wire_str kind)
 {
 	if (!v)
 		return wire_missing(d, name);
@@ -245,7 +245,7 @@ int wire_get_fixed_str(struct wire_dec *d, const char *name, const msgpack_objec
 
 /* An enum spelled as a string: lookup returns -1 for an unknown spelling. */
 int wire_get_enum(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
-                  int (*lookup)(const char *), int *out)
+		  int (*lookup)(const char *), int *out)
 {
 	if (!v)
 		return req ? wire_missing(d, name) : 0;
@@ -290,7 +290,7 @@ int wire_phase_lookup(const char *s)
 
 /* An array of strings, each within cap, at most max_n of them. */
 int wire_get_str_array(struct wire_dec *d, const char *name, const msgpack_object *v, size_t max_n,
-                       size_t cap, enum wire_str kind, char ***out, size_t *n_out)
+		       size_t cap, enum wire_str kind, char ***out, size_t *n_out)
 {
 	if (!v)
 		return wire_missing(d, name);
@@ -299,7 +299,7 @@ int wire_get_str_array(struct wire_dec *d, const char *name, const msgpack_objec
 	size_t n = v->via.array.size;
 	if (n > max_n)
 		return wire_bad(d, CL_ETOOBIG, name, "has too many entries (%zu, max %zu)", n,
-		                max_n);
+				max_n);
 	if (n == 0)
 		return 0;
 	char **a = calloc(n, sizeof(*a));

@@ -72,12 +72,12 @@ static inline void wire_path_pop(struct wire_path *p, size_t old)
 
 /* Wire spellings of the plan and readiness enums (the protocol's own, independent of how
  * other modules print them). */
-static const char *const wire_mode_names[] = {"concurrency", "rate"};
-static const char *const wire_arrival_names[] = {"constant", "poisson", "gamma"};
-static const char *const wire_ready_status_names[] = {"pending", "passed", "timed_out", "fatal",
-                                                      "cancelled"};
-static const char *const wire_ready_phase_names[CL_READY__PHASES] = {"connect", "models",
-                                                                     "generation"};
+static const char *const wire_mode_names[] = { "concurrency", "rate" };
+static const char *const wire_arrival_names[] = { "constant", "poisson", "gamma" };
+static const char *const wire_ready_status_names[] = { "pending", "passed", "timed_out", "fatal",
+						       "cancelled" };
+static const char *const wire_ready_phase_names[CL_READY__PHASES] = { "connect", "models",
+								      "generation" };
 
 /* ---- Decoder field access (wire_fields.c) ---------------------------------------------- */
 
@@ -120,23 +120,23 @@ int wire_need_map(struct wire_dec *d, const char *name, const msgpack_object *v,
  * range-checked, numbers finite and >= 0, strings checked against cap and kind and copied
  * into new NUL-terminated allocations. */
 int wire_get_u64(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
-                 uint64_t max, uint64_t *out);
+		 uint64_t max, uint64_t *out);
 int wire_get_u32(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
-                 uint32_t *out);
+		 uint32_t *out);
 int wire_get_i64(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
-                 int64_t min, int64_t *out);
+		 int64_t min, int64_t *out);
 int wire_get_dbl(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
-                 double *out);
+		 double *out);
 int wire_get_bool(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
-                  bool *out);
+		  bool *out);
 int wire_check_str(struct wire_dec *d, const char *name, const msgpack_object *v, size_t cap,
-                   enum wire_str kind);
+		   enum wire_str kind);
 int wire_get_str(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
-                 size_t cap, enum wire_str kind, char **out, size_t *len_out);
+		 size_t cap, enum wire_str kind, char **out, size_t *len_out);
 int wire_get_fixed_str(struct wire_dec *d, const char *name, const msgpack_object *v, char *dst,
-                       size_t size, enum wire_str kind);
+		       size_t size, enum wire_str kind);
 int wire_get_enum(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
-                  int (*lookup)(const char *), int *out);
+		  int (*lookup)(const char *), int *out);
 /* Wire spellings of the plan and readiness enums -> index, -1 when unknown. */
 int wire_mode_lookup(const char *s);
 int wire_arrival_lookup(const char *s);
@@ -144,6 +144,6 @@ int wire_status_lookup(const char *s);
 int wire_phase_lookup(const char *s);
 /* An array of at most max_n strings, each within cap (allocated only after the count check). */
 int wire_get_str_array(struct wire_dec *d, const char *name, const msgpack_object *v, size_t max_n,
-                       size_t cap, enum wire_str kind, char ***out, size_t *n_out);
+		       size_t cap, enum wire_str kind, char ***out, size_t *n_out);
 
 #endif

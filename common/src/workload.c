@@ -62,7 +62,7 @@ static int parse_object(const char *text, const char *what, json_t **out, struct
 	json_t *j = json_loads(text, JSON_DECODE_ANY, &jerr);
 	if (!j)
 		return cl_err_set(err, CL_EINVAL, "%s is not valid JSON: %s (at column %d)", what,
-		                  jerr.text, jerr.column);
+				  jerr.text, jerr.column);
 	if (!json_is_object(j)) {
 		json_decref(j);
 		return cl_err_set(err, CL_EINVAL, "%s must be a JSON object", what);
@@ -72,7 +72,7 @@ static int parse_object(const char *text, const char *what, json_t **out, struct
 }
 
 int cl_workload_merge_json(const char *base_json, const char *over_json, char **json_out,
-                           struct cl_err *err)
+			   struct cl_err *err)
 {
 	json_t *base = NULL, *over = NULL;
 	int rc = 0;
@@ -130,7 +130,7 @@ static int add_message(json_t *messages, const char *role, json_t *content)
 
 /* Renders {"model", messages, ...} + extra into a new, compact, malloc'd string. */
 static int dump_body(const char *model, json_t *messages /* stolen */, uint32_t max_tokens,
-                     json_t *extra, char **json_out)
+		     json_t *extra, char **json_out)
 {
 	int rc = CL_ENOMEM;
 	json_t *body = json_object();
@@ -165,13 +165,13 @@ out:
 
 /* Appends one rendered body for messages (stolen); prompt_chars counts its text. */
 static int push_body(struct render_ctx *c, json_t *messages, size_t prompt_chars,
-                     struct cl_err *err)
+		     struct cl_err *err)
 {
 	char *json = NULL;
 	if (c->n >= CL_WORKLOAD_MAX_BODIES) {
 		json_decref(messages);
 		return cl_err_set(err, CL_ETOOBIG, "workload has more than %u prompts",
-		                  CL_WORKLOAD_MAX_BODIES);
+				  CL_WORKLOAD_MAX_BODIES);
 	}
 	if (dump_body(c->model, messages, c->max_tokens, c->extra, &json) != 0)
 		return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
@@ -179,7 +179,7 @@ static int push_body(struct render_ctx *c, json_t *messages, size_t prompt_chars
 	if (len > CL_WORKLOAD_MAX_TOTAL_BYTES - c->total_bytes) {
 		free(json);
 		return cl_err_set(err, CL_ETOOBIG, "rendered request bodies exceed %u MiB in total",
-		                  CL_WORKLOAD_MAX_TOTAL_BYTES >> 20);
+				  CL_WORKLOAD_MAX_TOTAL_BYTES >> 20);
 	}
 	if (c->n == c->cap) {
 		size_t cap = c->cap ? c->cap * 2 : 16;
@@ -202,7 +202,7 @@ static int push_body(struct render_ctx *c, json_t *messages, size_t prompt_chars
 
 /* Pushes [system?, user] for a plain prompt of len bytes (must be valid UTF-8). */
 static int push_prompt(struct render_ctx *c, const char *system, const char *prompt, size_t len,
-                       struct cl_err *err)
+		       struct cl_err *err)
 {
 	json_t *messages = json_array();
 	json_t *content = json_stringn(prompt, len);
@@ -339,13 +339,13 @@ static size_t content_chars(json_t *content)
 
 /* An OpenAI record: {"messages": [{"role": ..., "content": ...}, ...]}. */
 static int take_openai(struct render_ctx *c, json_t *rec, const char *file, int line,
-                       struct cl_err *err)
+		       struct cl_err *err)
 {
 	json_t *msgs = json_object_get(rec, "messages");
 	if (!json_is_array(msgs) || json_array_size(msgs) == 0)
 		return cl_err_setpos(err, CL_EPARSE, file, line, 0,
-		                     "record has no 'messages' array (OpenAI format: "
-		                     "{\"messages\": [{\"role\": \"user\", \"content\": ...}]})");
+				     "record has no 'messages' array (OpenAI format: "
+				     "{\"messages\": [{\"role\": \"user\", \"content\": ...}]})");
 	size_t i, last_user = SIZE_MAX;
 	bool has_system = false;
 	json_t *m;
@@ -354,8 +354,8 @@ static int take_openai(struct render_ctx *c, json_t *rec, const char *file, int 
 		json_t *role = json_object_get(m, "role");
 		if (!json_is_object(m) || !json_is_string(role))
 			return cl_err_setpos(err, CL_EPARSE, file, line, 0,
-			                     "messages[%zu] must be an object with a string 'role'",
-			                     i);
+					     "messages[%zu] must be an object with a string 'role'",
+					     i);
 		json_t *content = json_object_get(m, "content");
 		const char *r = json_string_value(role);
 		bool needs = strcmp(r, "user") == 0 || strcmp(r, "system") == 0;
@@ -370,7 +370,7 @@ static int take_openai(struct render_ctx *c, json_t *rec, const char *file, int 
 	}
 	if (last_user == SIZE_MAX)
 		return cl_err_setpos(err, CL_EPARSE, file, line, 0,
-		                     "record has no message with role 'user'");
+				     "record has no message with role 'user'");
 	json_t *out = json_array();
 	size_t chars = 0;
 	if (!out)
@@ -401,7 +401,7 @@ nomem:
 
 /* A ShareGPT record: {"conversations": [{"from": "human", "value": ...}, ...]}. */
 static int take_sharegpt(struct render_ctx *c, json_t *rec, const char *file, int line,
-                         struct cl_err *err)
+			 struct cl_err *err)
 {
 	json_t *conv = json_object_get(rec, "conversations");
 	if (!json_is_array(conv))
@@ -421,9 +421,9 @@ static int take_sharegpt(struct render_ctx *c, json_t *rec, const char *file, in
 		json_t *value = json_object_get(turn, "value");
 		if (!json_is_object(turn) || !json_is_string(from) || !json_is_string(value))
 			return cl_err_setpos(err, CL_EPARSE, file, line, 0,
-			                     "conversations[%zu] must be an object with string "
-			                     "'from' and 'value'",
-			                     i);
+					     "conversations[%zu] must be an object with string "
+					     "'from' and 'value'",
+					     i);
 		const char *f = json_string_value(from);
 		if (strcmp(f, "system") == 0 && !system) {
 			system = json_string_value(value);
@@ -435,23 +435,23 @@ static int take_sharegpt(struct render_ctx *c, json_t *rec, const char *file, in
 	}
 	if (!human)
 		return cl_err_setpos(err, CL_EPARSE, file, line, 0,
-		                     "conversation has no turn from 'human'");
+				     "conversation has no turn from 'human'");
 	if (memchr(human, '\0', human_len))
 		return cl_err_setpos(err, CL_EPARSE, file, line, 0,
-		                     "human turn contains a NUL character");
+				     "human turn contains a NUL character");
 	return push_prompt(c, system ? system : c->system_prompt, human, human_len, err);
 }
 
 /* Picks the format of a file from its first non-blank line. */
 static int detect_format(const char *line, size_t len, const char *file, int lineno,
-                         enum cl_dataset_format *fmt, struct cl_err *err)
+			 enum cl_dataset_format *fmt, struct cl_err *err)
 {
 	const char *p = skip_space(line);
 	if (*p == '[')
 		return cl_err_setpos(err, CL_EPARSE, file, lineno, 0,
-		                     "dataset is a JSON array; write one JSON record per line "
-		                     "(JSONL, e.g. jq -c '.[]'), or set workload.dataset_format: "
-		                     "text for plain prompts");
+				     "dataset is a JSON array; write one JSON record per line "
+				     "(JSONL, e.g. jq -c '.[]'), or set workload.dataset_format: "
+				     "text for plain prompts");
 	if (*p != '{') {
 		*fmt = CL_DATASET_TEXT;
 		return 0;
@@ -460,9 +460,9 @@ static int detect_format(const char *line, size_t len, const char *file, int lin
 	json_t *j = json_loadb(line, len, 0, &jerr);
 	if (!j)
 		return cl_err_setpos(err, CL_EPARSE, file, lineno, jerr.column,
-		                     "invalid JSON: %s (set workload.dataset_format: text if this "
-		                     "file holds plain prompts)",
-		                     jerr.text);
+				     "invalid JSON: %s (set workload.dataset_format: text if this "
+				     "file holds plain prompts)",
+				     jerr.text);
 	if (json_object_get(j, "messages"))
 		*fmt = CL_DATASET_OPENAI;
 	else if (json_object_get(j, "conversations"))
@@ -470,8 +470,8 @@ static int detect_format(const char *line, size_t len, const char *file, int lin
 	else {
 		json_decref(j);
 		return cl_err_setpos(err, CL_EPARSE, file, lineno, 0,
-		                     "record has neither 'messages' (OpenAI) nor 'conversations' "
-		                     "(ShareGPT); set workload.dataset_format");
+				     "record has neither 'messages' (OpenAI) nor 'conversations' "
+				     "(ShareGPT); set workload.dataset_format");
 	}
 	json_decref(j);
 	return 0;
@@ -502,8 +502,8 @@ static int read_dataset(struct render_ctx *c, const struct cl_scn_workload *w, s
 	if (fstat(fileno(r->f), &st) == 0 && S_ISREG(st.st_mode) &&
 	    (uint64_t)st.st_size > CL_WORKLOAD_MAX_FILE_BYTES) {
 		rc = cl_err_set(err, CL_ETOOBIG,
-		                "dataset '%s' is %lld MiB, more than the %u MiB cap", file,
-		                (long long)(st.st_size >> 20), CL_WORKLOAD_MAX_FILE_BYTES >> 20);
+				"dataset '%s' is %lld MiB, more than the %u MiB cap", file,
+				(long long)(st.st_size >> 20), CL_WORKLOAD_MAX_FILE_BYTES >> 20);
 		goto out;
 	}
 	size_t records = 0;
@@ -516,17 +516,17 @@ static int read_dataset(struct render_ctx *c, const struct cl_scn_workload *w, s
 		if (got == CL_ETOOBIG) {
 			if (r->total > CL_WORKLOAD_MAX_FILE_BYTES)
 				rc = cl_err_set(err, CL_ETOOBIG,
-				                "dataset '%s' is larger than the %u MiB cap", file,
-				                CL_WORKLOAD_MAX_FILE_BYTES >> 20);
+						"dataset '%s' is larger than the %u MiB cap", file,
+						CL_WORKLOAD_MAX_FILE_BYTES >> 20);
 			else
 				rc = cl_err_setpos(err, CL_ETOOBIG, file, r->lineno, 0,
-				                   "line is longer than %u MiB",
-				                   CL_WORKLOAD_MAX_LINE_BYTES >> 20);
+						   "line is longer than %u MiB",
+						   CL_WORKLOAD_MAX_LINE_BYTES >> 20);
 			goto out;
 		}
 		if (got < 0) {
 			rc = cl_err_setpos(err, got, file, r->lineno, 0, "cannot read dataset: %s",
-			                   got == CL_EIO ? strerror(errno) : cl_strerror(got));
+					   got == CL_EIO ? strerror(errno) : cl_strerror(got));
 			goto out;
 		}
 		char *line = r->line.data;
@@ -543,13 +543,13 @@ static int read_dataset(struct render_ctx *c, const struct cl_scn_workload *w, s
 		if (fmt == CL_DATASET_TEXT) {
 			if (memchr(line, '\0', len)) {
 				rc = cl_err_setpos(err, CL_EPARSE, file, r->lineno, 0,
-				                   "line contains a NUL byte");
+						   "line contains a NUL byte");
 				goto out;
 			}
 			rc = push_prompt(c, c->system_prompt, line, len, err);
 			if (rc == CL_EINVAL)
 				rc = cl_err_setpos(err, CL_EPARSE, file, r->lineno, 0,
-				                   "line is not valid UTF-8");
+						   "line is not valid UTF-8");
 			if (rc)
 				goto out;
 			records++;
@@ -559,14 +559,14 @@ static int read_dataset(struct render_ctx *c, const struct cl_scn_workload *w, s
 		json_t *rec = json_loadb(line, len, 0, &jerr);
 		if (!rec) {
 			rc = cl_err_setpos(err, CL_EPARSE, file, r->lineno, jerr.column,
-			                   "invalid JSON: %s", jerr.text);
+					   "invalid JSON: %s", jerr.text);
 			goto out;
 		}
 		if (!json_is_object(rec)) {
 			json_decref(rec);
 			rc = cl_err_setpos(err, CL_EPARSE, file, r->lineno, 0,
-			                   "record is not a JSON object (%s format)",
-			                   format_name(fmt));
+					   "record is not a JSON object (%s format)",
+					   format_name(fmt));
 			goto out;
 		}
 		if (fmt == CL_DATASET_OPENAI)
@@ -594,38 +594,43 @@ out:
 
 /* Common short English words: text that tokenises like prose, about one token a word. */
 static const char *const vocabulary[] = {
-    "the",      "of",       "and",      "to",     "in",       "is",         "that",     "for",
-    "it",       "as",       "was",      "with",   "be",       "by",         "on",       "not",
-    "he",       "this",     "are",      "or",     "his",      "from",       "at",       "which",
-    "but",      "have",     "an",       "had",    "they",     "you",        "were",     "their",
-    "one",      "all",      "we",       "can",    "her",      "has",        "there",    "been",
-    "if",       "more",     "when",     "will",   "would",    "who",        "so",       "no",
-    "time",     "people",   "year",     "way",    "day",      "man",        "thing",    "woman",
-    "life",     "child",    "world",    "school", "state",    "family",     "student",  "group",
-    "country",  "problem",  "hand",     "part",   "place",    "case",       "week",     "company",
-    "system",   "program",  "question", "work",   "number",   "night",      "point",    "home",
-    "water",    "room",     "mother",   "area",   "money",    "story",      "fact",     "month",
-    "lot",      "right",    "study",    "book",   "eye",      "job",        "word",     "business",
-    "issue",    "side",     "kind",     "head",   "house",    "service",    "friend",   "father",
-    "power",    "hour",     "game",     "line",   "end",      "member",     "law",      "car",
-    "city",     "name",     "team",     "minute", "idea",     "kid",        "body",     "back",
-    "parent",   "face",     "others",   "level",  "office",   "door",       "health",   "person",
-    "art",      "war",      "history",  "party",  "result",   "change",     "morning",  "reason",
-    "research", "girl",     "guy",      "moment", "air",      "teacher",    "force",    "education",
-    "good",     "new",      "first",    "last",   "long",     "great",      "little",   "own",
-    "other",    "old",      "big",      "high",   "small",    "large",      "next",     "early",
-    "young",    "few",      "public",   "bad",    "same",     "able",       "say",      "make",
-    "go",       "know",     "take",     "see",    "come",     "think",      "look",     "want",
-    "give",     "use",      "find",     "tell",   "ask",      "seem",       "feel",     "try",
-    "leave",    "call",     "keep",     "begin",  "help",     "talk",       "turn",     "start",
-    "show",     "hear",     "play",     "run",    "move",     "like",       "live",     "believe",
-    "bring",    "write",    "provide",  "sit",    "stand",    "lose",       "pay",      "meet",
-    "include",  "continue", "set",      "learn",  "lead",     "understand", "watch",    "follow",
-    "stop",     "create",   "speak",    "read",   "allow",    "add",        "spend",    "grow",
-    "open",     "walk",     "win",      "offer",  "remember", "love",       "consider", "appear",
-    "buy",      "wait",     "serve",    "die",    "send",     "expect",     "build",    "stay",
-    "fall",     "cut",      "reach",    "kill",   "remain",   "suggest",    "raise",    "pass",
-    "sell",     "require",  "report",   "decide", "pull",     "explain",    "describe", "answer",
+	"the",     "of",      "and",      "to",         "in",       "is",      "that",
+	"for",     "it",      "as",       "was",        "with",     "be",      "by",
+	"on",      "not",     "he",       "this",       "are",      "or",      "his",
+	"from",    "at",      "which",    "but",        "have",     "an",      "had",
+	"they",    "you",     "were",     "their",      "one",      "all",     "we",
+	"can",     "her",     "has",      "there",      "been",     "if",      "more",
+	"when",    "will",    "would",    "who",        "so",       "no",      "time",
+	"people",  "year",    "way",      "day",        "man",      "thing",   "woman",
+	"life",    "child",   "world",    "school",     "state",    "family",  "student",
+	"group",   "country", "problem",  "hand",       "part",     "place",   "case",
+	"week",    "company", "system",   "program",    "question", "work",    "number",
+	"night",   "point",   "home",     "water",      "room",     "mother",  "area",
+	"money",   "story",   "fact",     "month",      "lot",      "right",   "study",
+	"book",    "eye",     "job",      "word",       "business", "issue",   "side",
+	"kind",    "head",    "house",    "service",    "friend",   "father",  "power",
+	"hour",    "game",    "line",     "end",        "member",   "law",     "car",
+	"city",    "name",    "team",     "minute",     "idea",     "kid",     "body",
+	"back",    "parent",  "face",     "others",     "level",    "office",  "door",
+	"health",  "person",  "art",      "war",        "history",  "party",   "result",
+	"change",  "morning", "reason",   "research",   "girl",     "guy",     "moment",
+	"air",     "teacher", "force",    "education",  "good",     "new",     "first",
+	"last",    "long",    "great",    "little",     "own",      "other",   "old",
+	"big",     "high",    "small",    "large",      "next",     "early",   "young",
+	"few",     "public",  "bad",      "same",       "able",     "say",     "make",
+	"go",      "know",    "take",     "see",        "come",     "think",   "look",
+	"want",    "give",    "use",      "find",       "tell",     "ask",     "seem",
+	"feel",    "try",     "leave",    "call",       "keep",     "begin",   "help",
+	"talk",    "turn",    "start",    "show",       "hear",     "play",    "run",
+	"move",    "like",    "live",     "believe",    "bring",    "write",   "provide",
+	"sit",     "stand",   "lose",     "pay",        "meet",     "include", "continue",
+	"set",     "learn",   "lead",     "understand", "watch",    "follow",  "stop",
+	"create",  "speak",   "read",     "allow",      "add",      "spend",   "grow",
+	"open",    "walk",    "win",      "offer",      "remember", "love",    "consider",
+	"appear",  "buy",     "wait",     "serve",      "die",      "send",    "expect",
+	"build",   "stay",    "fall",     "cut",        "reach",    "kill",    "remain",
+	"suggest", "raise",   "pass",     "sell",       "require",  "report",  "decide",
+	"pull",    "explain", "describe", "answer",
 };
 #define VOCAB_N (sizeof(vocabulary) / sizeof(vocabulary[0]))
 
@@ -660,15 +665,15 @@ static int synthesize(struct render_ctx *c, const struct cl_scn_workload *w, str
 		return cl_err_set(err, CL_EINVAL, "workload.synthetic.count must be positive");
 	if (hi > CL_WORKLOAD_MAX_SYNTH_TOKENS)
 		return cl_err_set(err, CL_ERANGE,
-		                  "workload.synthetic.input_tokens max %u is above the cap of %u",
-		                  hi, CL_WORKLOAD_MAX_SYNTH_TOKENS);
+				  "workload.synthetic.input_tokens max %u is above the cap of %u",
+				  hi, CL_WORKLOAD_MAX_SYNTH_TOKENS);
 	if (lo > hi)
 		return cl_err_set(err, CL_EINVAL,
-		                  "workload.synthetic.input_tokens min %u is above max %u", lo, hi);
+				  "workload.synthetic.input_tokens min %u is above max %u", lo, hi);
 	if (!isfinite(d->mean) || d->mean < 0 || !isfinite(d->stddev) || d->stddev < 0)
 		return cl_err_set(err, CL_EINVAL,
-		                  "workload.synthetic.input_tokens mean and stddev must be "
-		                  "non-negative numbers");
+				  "workload.synthetic.input_tokens mean and stddev must be "
+				  "non-negative numbers");
 	uint64_t rng = w->seed;
 	struct cl_buf text;
 	cl_buf_init(&text, (size_t)CL_WORKLOAD_MAX_SYNTH_TOKENS * 4 + 64);
@@ -715,9 +720,9 @@ static void free_bodies(struct cl_request_body *b, size_t n)
 }
 
 int cl_workload_render(const struct cl_scenario *s, const char *model, struct cl_workload_plan *out,
-                       struct cl_err *err)
+		       struct cl_err *err)
 {
-	struct render_ctx c = {0};
+	struct render_ctx c = { 0 };
 	int rc = 0;
 	memset(out, 0, sizeof(*out));
 	if (!s || !model || !*model)
@@ -737,7 +742,7 @@ int cl_workload_render(const struct cl_scenario *s, const char *model, struct cl
 		}
 		for (size_t i = 0; i < w->n_prompts && !rc; i++) {
 			rc = push_prompt(&c, c.system_prompt, w->prompts[i], strlen(w->prompts[i]),
-			                 err);
+					 err);
 			if (rc)
 				cl_err_prefix(err, "workload.prompts[%zu]", i);
 		}
@@ -764,7 +769,7 @@ int cl_workload_render(const struct cl_scenario *s, const char *model, struct cl
 }
 
 int cl_workload_render_probe(const char *model, const char *prompt, uint32_t max_tokens,
-                             const char *extra_body_json, char **json_out, struct cl_err *err)
+			     const char *extra_body_json, char **json_out, struct cl_err *err)
 {
 	json_t *extra = NULL;
 	json_t *messages = NULL;

@@ -84,7 +84,7 @@ int main(void)
 	       (double)(t1 - t0) / N_MERGE, a.counts_len);
 
 	volatile int64_t sink = 0;
-	static const double ps[] = {50, 90, 99, 99.9};
+	static const double ps[] = { 50, 90, 99, 99.9 };
 	t0 = cl_mono_ns();
 	for (int i = 0; i < N_PCT; i++)
 		sink += cl_hist_percentile(&b, ps[i & 3]);
@@ -93,7 +93,7 @@ int main(void)
 	       (double)(t1 - t0) / N_PCT);
 
 	/* Typical reports: 10k values in one interval. */
-	static const double sigmas[] = {0.25, 0.5, 1.0};
+	static const double sigmas[] = { 0.25, 0.5, 1.0 };
 	for (int s = 0; s < 3; s++) {
 		struct cl_hist t;
 		if (cl_hist_init(&t, cfg))
@@ -118,7 +118,7 @@ int main(void)
 	msgpack_packer pk;
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
 	cl_hist_pack(&e, &pk);
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	enum { N_DEC = 2000 };
 	t0 = cl_mono_ns();
 	for (int i = 0; i < N_DEC; i++) {

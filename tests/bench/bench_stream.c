@@ -14,10 +14,10 @@
 #include <string.h>
 
 static const char *const files[] = {
-    "crlf-comment-error-midstream.sse",   "llama.cpp-b4748-chat-stream.sse",
-    "openai-style-multitoken-chunks.sse", "openai-style-reasoning-field.sse",
-    "openai-style-reasoning.sse",         "vllm-style-continuous-usage.sse",
-    "synthetic-cr-multiline-cut.sse",
+	"crlf-comment-error-midstream.sse",   "llama.cpp-b4748-chat-stream.sse",
+	"openai-style-multitoken-chunks.sse", "openai-style-reasoning-field.sse",
+	"openai-style-reasoning.sse",         "vllm-style-continuous-usage.sse",
+	"synthetic-cr-multiline-cut.sse",
 };
 
 /* A typical vLLM content chunk, about 300 bytes. */
@@ -96,7 +96,7 @@ static double feed_mb_s(const char *s, size_t n, size_t step, cl_sse_event_cb cb
 int main(int argc, char **argv)
 {
 	char srcdir[1024], dir[1200], path[1400];
-	struct events ev = {0};
+	struct events ev = { 0 };
 	struct cl_buf all;
 
 	snprintf(srcdir, sizeof(srcdir), "%s", __FILE__);

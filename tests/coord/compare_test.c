@@ -22,26 +22,26 @@ static int setup(void **state)
 	char tmpl[] = "/tmp/chatload-compare-test-XXXXXX";
 	dir = strdup(mkdtemp(tmpl));
 	struct cl_scenario s;
-	const uint32_t conc[] = {4, 16};
+	const uint32_t conc[] = { 4, 16 };
 	tm_scenario(&s, "cmp", conc, 2);
 	s.output.formats = CL_FMT_JSON;
 	struct cl_results *r = NULL;
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	if (cl_results_create(&s, NULL, 0, NULL, dir, &r, &err) != 0)
 		return -1;
-	struct cl_metrics m = {0};
+	struct cl_metrics m = { 0 };
 	cl_metrics_init(&m);
 	uint64_t seed = 4;
 	for (size_t st = 0; st < 2; st++) {
 		cl_metrics_reset(&m);
-		struct tm_traffic t = {.requests = 500,
-		                       .errors_5xx = 1,
-		                       .ttft_ms = 150,
-		                       .itl_ms = 12,
-		                       .output_tokens = 40,
-		                       .prompt_tokens = 8,
-		                       .tokens_per_chunk = 1,
-		                       .queue_ms = 0.1};
+		struct tm_traffic t = { .requests = 500,
+					.errors_5xx = 1,
+					.ttft_ms = 150,
+					.itl_ms = 12,
+					.output_tokens = 40,
+					.prompt_tokens = 8,
+					.tokens_per_chunk = 1,
+					.queue_ms = 0.1 };
 		tm_record(&m, &seed, &t);
 		cl_results_finish_stage(r, st, &s.stages[st], &m, 50.0, "ok", NULL);
 	}
@@ -63,7 +63,7 @@ static int teardown(void **state)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
-static const struct cl_compare_opts opts = {0.05, 0.001};
+static const struct cl_compare_opts opts = { 0.05, 0.001 };
 
 /* Multiplies a stage field of a copy of the base. */
 static void scale(json_t *doc, size_t stage, const char *path, double f)
@@ -109,7 +109,7 @@ static void test_same(void **state)
 	json_decref(cmp);
 	FILE *null = fopen("/dev/null", "w");
 	assert_int_equal(cl_compare(base, base, "a", "b", &opts, CL_COMPARE_TABLE, null),
-	                 CL_EXIT_OK);
+			 CL_EXIT_OK);
 	fclose(null);
 }
 
@@ -141,7 +141,7 @@ static void test_regression(void **state)
 	assert_non_null(strstr(text, "result: 2 regressions beyond 5%"));
 	free(text);
 	/* A looser limit lets the same change through. */
-	struct cl_compare_opts loose = {0.25, 0.001};
+	struct cl_compare_opts loose = { 0.25, 0.001 };
 	cmp = cl_compare_build(base, cur, "b", "n", &loose, &reg);
 	assert_int_equal(reg, 0);
 	json_decref(cmp);
@@ -241,7 +241,7 @@ static char *write_doc(const char *name, const char *text)
 static void expect_load_error(const char *path, int code, const char *want)
 {
 	json_t *doc = NULL;
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	char msg[1024];
 	assert_int_equal(cl_results_load(path, &doc, &err), code);
 	assert_null(doc);
@@ -275,7 +275,7 @@ static void test_bad_input(void **state)
 	free(text);
 	char want[4400];
 	snprintf(want, sizeof(want),
-	         "'%s': stages[1].throughput.requests_per_s: expected a number or null", bad);
+		 "'%s': stages[1].throughput.requests_per_s: expected a number or null", bad);
 	expect_load_error(bad, CL_EPARSE, want);
 	json_decref(d);
 
@@ -290,7 +290,7 @@ static void test_bad_input(void **state)
 
 	/* A directory holding results.json loads like the file. */
 	json_t *doc = NULL;
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	assert_int_equal(cl_results_load(dir, &doc, &err), 0);
 	assert_true(json_equal(doc, base));
 	json_decref(doc);
@@ -324,13 +324,13 @@ static void test_formats(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_same),
-	    cmocka_unit_test(test_regression),
-	    cmocka_unit_test(test_improvement),
-	    cmocka_unit_test(test_error_rate_floor),
-	    cmocka_unit_test(test_missing_and_null),
-	    cmocka_unit_test(test_bad_input),
-	    cmocka_unit_test(test_formats),
+		cmocka_unit_test(test_same),
+		cmocka_unit_test(test_regression),
+		cmocka_unit_test(test_improvement),
+		cmocka_unit_test(test_error_rate_floor),
+		cmocka_unit_test(test_missing_and_null),
+		cmocka_unit_test(test_bad_input),
+		cmocka_unit_test(test_formats),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -91,7 +91,7 @@ static inline void tm_record(struct cl_metrics *m, uint64_t *seed, const struct 
 		m->ctr[CL_CTR_CHUNKS] += chunks;
 		m->ctr[CL_CTR_BYTES] += 120ull * chunks;
 		m->ctr[t->usage_from_chunks ? CL_CTR_USAGE_FROM_CHUNKS
-		                            : CL_CTR_USAGE_FROM_SERVER]++;
+					    : CL_CTR_USAGE_FROM_SERVER]++;
 		if (t->good_ttft_ms <= 0 || ttft <= (int64_t)(t->good_ttft_ms * 1000))
 			m->ctr[CL_CTR_GOOD]++;
 	}
@@ -112,7 +112,7 @@ static inline void tm_record(struct cl_metrics *m, uint64_t *seed, const struct 
 /* A scenario built by hand (the loader is another module): n concurrency stages named
  * "c<N>", or rate stages when rate_per_s > 0.  Free with tm_scenario_free. */
 static inline void tm_scenario(struct cl_scenario *s, const char *name, const uint32_t *conc,
-                               size_t n)
+			       size_t n)
 {
 	memset(s, 0, sizeof(*s));
 	s->name = strdup(name);
@@ -133,7 +133,7 @@ static inline void tm_scenario(struct cl_scenario *s, const char *name, const ui
 
 /* Adds an SLO (key as a user writes it). */
 static inline void tm_add_slo(struct cl_scenario *s, const char *key, enum cl_slo_kind kind,
-                              int lat, double percentile, double limit, const char *stage)
+			      int lat, double percentile, double limit, const char *stage)
 {
 	s->slos = realloc(s->slos, (s->n_slos + 1) * sizeof(*s->slos));
 	struct cl_scn_slo *slo = &s->slos[s->n_slos++];

@@ -35,7 +35,7 @@ static void count_report(void *ctx, struct cl_fleet_agent *a, struct cl_msg_repo
 static int setup(void **state)
 {
 	struct fixture *fx = calloc(1, sizeof(*fx));
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	snprintf(fx->url, sizeof(fx->url), "ipc:///tmp/chatload-fleet-test-%d.ipc", (int)getpid());
 	assert_int_equal(cl_fleet_open(&fx->f, "run-1", "s3cret", 2, 1000000, &err), 0);
 	assert_int_equal(cl_fleet_listen(&fx->f, fx->url, NULL, false, &err), 0);
@@ -65,7 +65,7 @@ static void roundtrip_raw(struct fixture *fx, const void *buf, size_t len, struc
 	void *rbuf = NULL;
 	size_t rlen = 0;
 	assert_int_equal(nng_recv(fx->req, &rbuf, &rlen, NNG_FLAG_ALLOC), 0);
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	int rc = cl_wire_decode(rbuf, rlen, out, &err);
 	nng_free(rbuf, rlen);
 	assert_int_equal(rc, 0);
@@ -73,7 +73,7 @@ static void roundtrip_raw(struct fixture *fx, const void *buf, size_t len, struc
 
 static void encode(const struct cl_msg *m, msgpack_sbuffer *sb)
 {
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	msgpack_sbuffer_init(sb);
 	assert_int_equal(cl_wire_encode(m, sb, &err), 0);
 }
@@ -87,15 +87,15 @@ static void roundtrip(struct fixture *fx, const struct cl_msg *m, struct cl_msg 
 }
 
 static void hello(struct fixture *fx, const char *version, const char *token, int64_t pid,
-                  struct cl_msg *out)
+		  struct cl_msg *out)
 {
-	struct cl_msg m = {.type = CL_MSG_HELLO, .run = "", .seq = 1};
-	m.hello = (struct cl_msg_hello){.version = (char *)version,
-	                                .host = "testhost",
-	                                .workers = 3,
-	                                .token = (char *)token,
-	                                .pid = pid,
-	                                .t_send_us = cl_mono_us()};
+	struct cl_msg m = { .type = CL_MSG_HELLO, .run = "", .seq = 1 };
+	m.hello = (struct cl_msg_hello){ .version = (char *)version,
+					 .host = "testhost",
+					 .workers = 3,
+					 .token = (char *)token,
+					 .pid = pid,
+					 .t_send_us = cl_mono_us() };
 	roundtrip(fx, &m, out);
 	if (out->type == CL_MSG_WELCOME)
 		snprintf(fx->session, sizeof(fx->session), "%s", out->run);
@@ -104,7 +104,7 @@ static void hello(struct fixture *fx, const char *version, const char *token, in
 static void test_join(void **state)
 {
 	struct fixture *fx = *state;
-	struct cl_msg r = {0};
+	struct cl_msg r = { 0 };
 	hello(fx, CHATLOAD_VERSION, "s3cret", 101, &r);
 	assert_int_equal(r.type, CL_MSG_WELCOME);
 	assert_int_equal(r.welcome.agent_id, 1);
@@ -127,7 +127,7 @@ static void test_join(void **state)
 static void test_bad_token(void **state)
 {
 	struct fixture *fx = *state;
-	struct cl_msg r = {0};
+	struct cl_msg r = { 0 };
 	hello(fx, CHATLOAD_VERSION, "wrong", 102, &r);
 	assert_int_equal(r.type, CL_MSG_REFUSE);
 	assert_non_null(strstr(r.refuse.reason, "bad token"));
@@ -138,7 +138,7 @@ static void test_bad_token(void **state)
 static void test_bad_version(void **state)
 {
 	struct fixture *fx = *state;
-	struct cl_msg r = {0};
+	struct cl_msg r = { 0 };
 	hello(fx, "0.0.1", "s3cret", 103, &r);
 	assert_int_equal(r.type, CL_MSG_REFUSE);
 	assert_non_null(strstr(r.refuse.reason, "0.0.1"));
@@ -150,8 +150,8 @@ static void test_bad_version(void **state)
 static void test_garbage_then_join(void **state)
 {
 	struct fixture *fx = *state;
-	static const unsigned char junk[] = {0xdd, 0xff, 0x00, 0x00, 0x00};
-	struct cl_msg r = {0};
+	static const unsigned char junk[] = { 0xdd, 0xff, 0x00, 0x00, 0x00 };
+	struct cl_msg r = { 0 };
 	roundtrip_raw(fx, junk, sizeof(junk), &r);
 	assert_int_equal(r.type, CL_MSG_REFUSE);
 	assert_non_null(strstr(r.refuse.reason, "malformed"));
@@ -165,7 +165,7 @@ static void test_garbage_then_join(void **state)
 
 static void poll_once(struct fixture *fx, uint64_t applied, uint64_t seq, struct cl_msg *out)
 {
-	struct cl_msg m = {.type = CL_MSG_POLL, .run = fx->session, .agent = 1, .seq = seq};
+	struct cl_msg m = { .type = CL_MSG_POLL, .run = fx->session, .agent = 1, .seq = seq };
 	m.poll.state = CL_AGENT_IDLE;
 	m.poll.applied_seq = applied;
 	m.poll.t_send_us = cl_mono_us();
@@ -175,7 +175,7 @@ static void poll_once(struct fixture *fx, uint64_t applied, uint64_t seq, struct
 static void test_commands_by_seq(void **state)
 {
 	struct fixture *fx = *state;
-	struct cl_msg r = {0};
+	struct cl_msg r = { 0 };
 	hello(fx, CHATLOAD_VERSION, "s3cret", 105, &r);
 	cl_msg_free(&r);
 	poll_once(fx, 0, 2, &r);
@@ -183,10 +183,10 @@ static void test_commands_by_seq(void **state)
 	assert_int_equal(r.cmd.cmd, CL_CMD_NOOP);
 	assert_true(r.cmd.t_coord_us >= r.cmd.t_coord_recv_us);
 	cl_msg_free(&r);
-	struct cl_msg_cmd stop = {.cmd = CL_CMD_STOP};
+	struct cl_msg_cmd stop = { .cmd = CL_CMD_STOP };
 	stop.stop.stage = 3;
 	uint64_t s1 = cl_fleet_send(&fx->f, 0, &stop);
-	struct cl_msg_cmd quit = {.cmd = CL_CMD_ABORT};
+	struct cl_msg_cmd quit = { .cmd = CL_CMD_ABORT };
 	uint64_t s2 = cl_fleet_send(&fx->f, 0, &quit);
 	assert_true(s2 > s1);
 	/* Not applied yet: the oldest is repeated until the agent says it applied it. */
@@ -209,15 +209,16 @@ static void test_commands_by_seq(void **state)
 static void test_duplicate_report_counted_once(void **state)
 {
 	struct fixture *fx = *state;
-	struct cl_msg r = {0};
+	struct cl_msg r = { 0 };
 	hello(fx, CHATLOAD_VERSION, "s3cret", 106, &r);
 	cl_msg_free(&r);
 	struct cl_metrics m;
 	assert_int_equal(cl_metrics_init(&m), 0);
 	m.ctr[CL_CTR_COMPLETED] = 7;
-	struct cl_msg rep = {.type = CL_MSG_REPORT, .run = fx->session, .agent = 1, .seq = 9};
+	struct cl_msg rep = { .type = CL_MSG_REPORT, .run = fx->session, .agent = 1, .seq = 9 };
 	rep.report = (struct cl_msg_report){
-	    .kind = CL_REPORT_INTERVAL, .stage = 2, .metrics = &m, .t_send_us = cl_mono_us()};
+		.kind = CL_REPORT_INTERVAL, .stage = 2, .metrics = &m, .t_send_us = cl_mono_us()
+	};
 	msgpack_sbuffer sb;
 	encode(&rep, &sb);
 	for (int i = 0; i < 3; i++) { /* what a REQ resend looks like: the same bytes */
@@ -241,7 +242,7 @@ static void test_duplicate_report_counted_once(void **state)
 static void test_unknown_agent_refused(void **state)
 {
 	struct fixture *fx = *state;
-	struct cl_msg r = {0};
+	struct cl_msg r = { 0 };
 	poll_once(fx, 0, 2, &r); /* nobody joined */
 	assert_int_equal(r.type, CL_MSG_REFUSE);
 	assert_non_null(strstr(r.refuse.reason, "unknown agent"));
@@ -251,7 +252,7 @@ static void test_unknown_agent_refused(void **state)
 static void test_forged_session_refused(void **state)
 {
 	struct fixture *fx = *state;
-	struct cl_msg r = {0};
+	struct cl_msg r = { 0 };
 	hello(fx, CHATLOAD_VERSION, "s3cret", 108, &r);
 	cl_msg_free(&r);
 	/* A peer that knows the run's name and the agent id but never presented the token. */
@@ -267,7 +268,7 @@ static void test_forged_session_refused(void **state)
 static void test_missing_after_silence(void **state)
 {
 	struct fixture *fx = *state;
-	struct cl_msg r = {0};
+	struct cl_msg r = { 0 };
 	hello(fx, CHATLOAD_VERSION, "s3cret", 107, &r);
 	cl_msg_free(&r);
 	assert_int_equal(fx->f.agents[0].live, CL_LIVE_OK);
@@ -283,15 +284,16 @@ static void test_missing_after_silence(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_join, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_bad_token, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_bad_version, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_garbage_then_join, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_commands_by_seq, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_duplicate_report_counted_once, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_unknown_agent_refused, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_forged_session_refused, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_missing_after_silence, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_join, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_token, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_version, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_garbage_then_join, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_commands_by_seq, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_duplicate_report_counted_once, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_unknown_agent_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_forged_session_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_missing_after_silence, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,30 +21,30 @@ static json_t *build_doc(void)
 	char *dir = mkdtemp(tmpl);
 	assert_non_null(dir);
 	struct cl_scenario s;
-	const uint32_t conc[] = {1, 8, 32};
+	const uint32_t conc[] = { 1, 8, 32 };
 	tm_scenario(&s, "report <test> & \"co\"", conc, 3);
 	free(s.stages[2].name);
 	s.stages[2].name = strdup("big, \"quoted\" | piped");
 	tm_add_slo(&s, "ttft_p99", CL_SLO_LATENCY, CL_LAT_TTFT, 99, 10e3, NULL); /* breached */
 	struct cl_results *r = NULL;
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	assert_int_equal(cl_results_create(&s, NULL, 0, NULL, dir, &r, &err), 0);
-	struct cl_metrics iv = {0}, cum = {0};
+	struct cl_metrics iv = { 0 }, cum = { 0 };
 	assert_int_equal(cl_metrics_init(&iv), 0);
 	assert_int_equal(cl_metrics_init(&cum), 0);
 	uint64_t seed = 1;
 	for (size_t st = 0; st < 3; st++) {
 		cl_metrics_reset(&cum);
 		for (int k = 0; k < 4; k++) {
-			struct tm_traffic t = {.requests = 10 * (uint32_t)(st + 1),
-			                       .errors_5xx = st == 2 ? 1 : 0,
-			                       .ttft_ms = 100.0 * (double)(st + 1),
-			                       .itl_ms = 10,
-			                       .output_tokens = 20,
-			                       .prompt_tokens = 5,
-			                       .tokens_per_chunk = 1,
-			                       .queue_ms = 0.1,
-			                       .inflight = (int64_t)conc[st]};
+			struct tm_traffic t = { .requests = 10 * (uint32_t)(st + 1),
+						.errors_5xx = st == 2 ? 1 : 0,
+						.ttft_ms = 100.0 * (double)(st + 1),
+						.itl_ms = 10,
+						.output_tokens = 20,
+						.prompt_tokens = 5,
+						.tokens_per_chunk = 1,
+						.queue_ms = 0.1,
+						.inflight = (int64_t)conc[st] };
 			cl_metrics_reset(&iv);
 			tm_record(&iv, &seed, &t);
 			assert_int_equal(cl_results_add_interval(r, st, k + 1.0, &iv, 1.0), 0);
@@ -133,7 +133,7 @@ static void test_csv(void **state)
 			assert_string_equal(fields[2], "ok");
 			/* Numbers as in the document. */
 			assert_float_equal(strtod(fields[22], NULL),
-			                   cl_results_num(st, "throughput.requests_per_s"), 1e-9);
+					   cl_results_num(st, "throughput.requests_per_s"), 1e-9);
 			assert_string_equal(cl_report_csv_column(22), "requests_per_s");
 			assert_string_equal(fields[ncol - 1], "false"); /* slo_pass: breached */
 		}
@@ -259,15 +259,16 @@ static void test_table(void **state)
 static void test_hostile_documents(void **state)
 {
 	const char *docs[] = {
-	    "{}",
-	    "[]",
-	    "{\"stages\": 5, \"warnings\": {}, \"verdict\": []}",
-	    "{\"stages\": [5, \"x\", null, {\"name\": 7, \"latency_ms\": \"fast\", "
-	    "\"intervals\": [1, {\"t_s\": \"a\"}, {\"t_s\": 1e308, \"output_tokens_per_s\": "
-	    "-1e308}], \"mode\": \"rate\", \"rate\": \"x\"}], \"warnings\": [1, null, "
-	    "\"<b>\"], \"verdict\": {\"pass\": 3, \"checks\": [{\"limit\": \"x\"}], \"breaches\": "
-	    "[7, {\"note\": 3}]}, \"estimates\": [{\"samples\": -1}], \"agents\": [{\"id\": "
-	    "\"q\"}], \"readiness\": {\"phases\": 3}, \"warmup\": {}}",
+		"{}",
+		"[]",
+		"{\"stages\": 5, \"warnings\": {}, \"verdict\": []}",
+		"{\"stages\": [5, \"x\", null, {\"name\": 7, \"latency_ms\": \"fast\", "
+		"\"intervals\": [1, {\"t_s\": \"a\"}, {\"t_s\": 1e308, \"output_tokens_per_s\": "
+		"-1e308}], \"mode\": \"rate\", \"rate\": \"x\"}], \"warnings\": [1, null, "
+		"\"<b>\"], \"verdict\": {\"pass\": 3, \"checks\": [{\"limit\": \"x\"}], "
+		"\"breaches\": "
+		"[7, {\"note\": 3}]}, \"estimates\": [{\"samples\": -1}], \"agents\": [{\"id\": "
+		"\"q\"}], \"readiness\": {\"phases\": 3}, \"warmup\": {}}",
 	};
 	for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
 		json_error_t je;
@@ -301,12 +302,12 @@ static void test_parse_format(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_csv),
-	    cmocka_unit_test(test_markdown),
-	    cmocka_unit_test(test_html),
-	    cmocka_unit_test(test_table),
-	    cmocka_unit_test(test_hostile_documents),
-	    cmocka_unit_test(test_parse_format),
+		cmocka_unit_test(test_csv),
+		cmocka_unit_test(test_markdown),
+		cmocka_unit_test(test_html),
+		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_hostile_documents),
+		cmocka_unit_test(test_parse_format),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

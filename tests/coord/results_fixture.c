@@ -76,7 +76,7 @@ int main(int argc, char **argv)
 		return die("usage: results_fixture OUTDIR [options]", NULL);
 
 	struct cl_scenario s;
-	const uint32_t conc[] = {1, 4, 8, 16};
+	const uint32_t conc[] = { 1, 4, 8, 16 };
 	tm_scenario(&s, "fixture-sweep", conc, 4);
 	s.file = "scenarios/fixture-sweep.yaml";
 	s.stages[0].duration_us = 0;
@@ -95,44 +95,44 @@ int main(int argc, char **argv)
 	tm_add_slo(&s, "itl_p99", CL_SLO_LATENCY, CL_LAT_ITL, 99, 100e3, NULL);
 	tm_add_slo(&s, "error_rate", CL_SLO_ERROR_RATE, 0, 0, 0.05, NULL);
 	tm_add_slo(&s, "min_output_tokens_per_s", CL_SLO_MIN_OUTPUT_TPS, 0, 0, 10,
-	           s.stages[1].name);
+		   s.stages[1].name);
 	if (breach)
 		tm_add_slo(&s, "ttft_p50", CL_SLO_LATENCY, CL_LAT_TTFT, 50, 100e3, "c16");
-	static uint64_t samples[] = {100000, 500000, 900000};
+	static uint64_t samples[] = { 100000, 500000, 900000 };
 	s.estimate.samples = malloc(sizeof(samples));
 	memcpy(s.estimate.samples, samples, sizeof(samples));
 	s.estimate.n_samples = 3;
 	s.estimate.from_stage = strdup("8");
 
 	struct cl_results *r = NULL;
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	if (cl_results_create(&s, NULL, argc, argv, dir, &r, &err) != 0)
 		return die("cannot create results", &err);
 
-	struct cl_readiness_result rr = {.status = 1,
-	                                 .phase = 2,
-	                                 .attempts = 2,
-	                                 .phase_passed_us = {1200, 41000, 1350000},
-	                                 .probe_ttft_us = 92000,
-	                                 .probe_total_us = 130000,
-	                                 .elapsed_us = 1350000,
-	                                 .failing_since_us = -1};
+	struct cl_readiness_result rr = { .status = 1,
+					  .phase = 2,
+					  .attempts = 2,
+					  .phase_passed_us = { 1200, 41000, 1350000 },
+					  .probe_ttft_us = 92000,
+					  .probe_total_us = 130000,
+					  .elapsed_us = 1350000,
+					  .failing_since_us = -1 };
 	snprintf(rr.model, sizeof(rr.model), "fixture-model");
 	cl_results_set_readiness(r, &rr);
-	struct cl_results_agent agents[] = {{1, "127.0.0.1", 2, -35, 120, false},
-	                                    {2, "127.0.0.1", 2, 18, 95, false}};
+	struct cl_results_agent agents[] = { { 1, "127.0.0.1", 2, -35, 120, false },
+					     { 2, "127.0.0.1", 2, 18, 95, false } };
 	cl_results_set_agents(r, agents, 2);
 
-	struct cl_metrics warm = {0}, iv = {0}, cum = {0};
+	struct cl_metrics warm = { 0 }, iv = { 0 }, cum = { 0 };
 	if (cl_metrics_init(&warm) || cl_metrics_init(&iv) || cl_metrics_init(&cum))
 		return die("out of memory", NULL);
-	struct tm_traffic wt = {.requests = 2,
-	                        .ttft_ms = 300,
-	                        .itl_ms = 12,
-	                        .output_tokens = 16,
-	                        .prompt_tokens = 20,
-	                        .tokens_per_chunk = 1,
-	                        .queue_ms = 0.1};
+	struct tm_traffic wt = { .requests = 2,
+				 .ttft_ms = 300,
+				 .itl_ms = 12,
+				 .output_tokens = 16,
+				 .prompt_tokens = 20,
+				 .tokens_per_chunk = 1,
+				 .queue_ms = 0.1 };
 	tm_record(&warm, &seed, &wt);
 	cl_results_set_warmup(r, &warm);
 
@@ -143,18 +143,18 @@ int main(int argc, char **argv)
 		double c = conc[st];
 		double per_interval = rate ? s.stages[st].rate_per_s / scale : c * 1.25 / scale;
 		struct tm_traffic t = {
-		    .requests = per_interval >= 1 ? (uint32_t)(per_interval + 0.5) : 1,
-		    .errors_5xx = 0,
-		    .ttft_ms = 80 * (1 + c / 16) * scale,
-		    .itl_ms = 10 * (1 + c / 32) * scale,
-		    .output_tokens = 64,
-		    .prompt_tokens = 180,
-		    .tokens_per_chunk = st == 3 ? 2 : 1,
-		    .queue_ms = client_bound && st == 3 ? 75 : 0.15,
-		    .good_ttft_ms = 200,
-		    .cpu_pct = 20 + 6 * c,
-		    .cpu_capacity_pct = 200,
-		    .inflight = (int64_t)c,
+			.requests = per_interval >= 1 ? (uint32_t)(per_interval + 0.5) : 1,
+			.errors_5xx = 0,
+			.ttft_ms = 80 * (1 + c / 16) * scale,
+			.itl_ms = 10 * (1 + c / 32) * scale,
+			.output_tokens = 64,
+			.prompt_tokens = 180,
+			.tokens_per_chunk = st == 3 ? 2 : 1,
+			.queue_ms = client_bound && st == 3 ? 75 : 0.15,
+			.good_ttft_ms = 200,
+			.cpu_pct = 20 + 6 * c,
+			.cpu_capacity_pct = 200,
+			.inflight = (int64_t)c,
 		};
 		cl_metrics_reset(&cum);
 		int n = intervals;
@@ -182,7 +182,7 @@ int main(int argc, char **argv)
 		}
 		const char *status = stop ? "interrupted" : "ok";
 		if (cl_results_finish_stage(r, st, &s.stages[st], &cum, n, status,
-		                            stop ? "interrupted by SIGINT" : NULL) != 0)
+					    stop ? "interrupted by SIGINT" : NULL) != 0)
 			return die("cannot finish a stage", NULL);
 		if (stop) {
 			complete = false;

@@ -9,7 +9,7 @@
 #include <cmocka.h>
 #include <string.h>
 
-static const double pcts[] = {0.1, 1, 10, 25, 50, 75, 90, 95, 99, 99.9, 99.99, 100};
+static const double pcts[] = { 0.1, 1, 10, 25, 50, 75, 90, 95, 99, 99.9, 99.99, 100 };
 
 static void assert_same(const struct cl_hist *a, const struct cl_hist *b)
 {
@@ -34,7 +34,7 @@ static void roundtrip(const struct cl_hist *h)
 	json_t *back = json_loads(text, 0, &je);
 	assert_non_null(back);
 	struct cl_hist r;
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	int rc = cl_results_hist_from_json(back, &r, &err);
 	if (rc != 0)
 		fail_msg("decode failed: %s", err.msg);
@@ -102,7 +102,7 @@ static json_t *sample(void)
 static void expect_reject(json_t *j, const char *want)
 {
 	struct cl_hist h;
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	int rc = cl_results_hist_from_json(j, &h, &err);
 	assert_int_not_equal(rc, 0);
 	if (!strstr(err.msg, want))
@@ -117,7 +117,7 @@ static void test_rejects(void **state)
 
 	j = sample(); /* a value far above highest cannot be a bucket */
 	json_array_set_new(json_array_get(json_object_get(j, "buckets"), 2), 0,
-	                   json_integer(cl_metrics_lat_cfg()->highest * 2));
+			   json_integer(cl_metrics_lat_cfg()->highest * 2));
 	expect_reject(j, "buckets[2]");
 
 	j = sample(); /* descending values */
@@ -142,7 +142,7 @@ static void test_rejects(void **state)
 
 	j = sample(); /* wrong type */
 	json_array_set_new(json_array_get(json_object_get(j, "buckets"), 0), 0,
-	                   json_string("1000"));
+			   json_string("1000"));
 	expect_reject(j, "[value, count]");
 
 	j = sample(); /* missing field */
@@ -177,10 +177,10 @@ static void test_rejects(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_latency_roundtrip),
-	    cmocka_unit_test(test_count_and_overflow_roundtrip),
-	    cmocka_unit_test(test_empty_roundtrip),
-	    cmocka_unit_test(test_rejects),
+		cmocka_unit_test(test_latency_roundtrip),
+		cmocka_unit_test(test_count_and_overflow_roundtrip),
+		cmocka_unit_test(test_empty_roundtrip),
+		cmocka_unit_test(test_rejects),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

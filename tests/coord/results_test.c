@@ -79,24 +79,24 @@ static void assert_no_temp_files(const char *dir)
 }
 
 static const struct tm_traffic normal = {
-    .requests = 40,
-    .errors_5xx = 1,
-    .ttft_ms = 120,
-    .itl_ms = 12,
-    .output_tokens = 32,
-    .prompt_tokens = 100,
-    .tokens_per_chunk = 1,
-    .queue_ms = 0.2,
-    .cpu_pct = 40,
-    .cpu_capacity_pct = 200,
-    .inflight = 4,
+	.requests = 40,
+	.errors_5xx = 1,
+	.ttft_ms = 120,
+	.itl_ms = 12,
+	.output_tokens = 32,
+	.prompt_tokens = 100,
+	.tokens_per_chunk = 1,
+	.queue_ms = 0.2,
+	.cpu_pct = 40,
+	.cpu_capacity_pct = 200,
+	.inflight = 4,
 };
 
 /* Runs n_intervals intervals of traffic into stage `stage`, merging into cum. */
 static void run_stage_intervals(struct cl_results *r, size_t stage, struct cl_metrics *cum,
-                                const struct tm_traffic *t, int n_intervals, uint64_t *seed)
+				const struct tm_traffic *t, int n_intervals, uint64_t *seed)
 {
-	struct cl_metrics iv = {0};
+	struct cl_metrics iv = { 0 };
 	assert_int_equal(cl_metrics_init(&iv), 0);
 	for (int k = 0; k < n_intervals; k++) {
 		cl_metrics_reset(&iv);
@@ -111,11 +111,11 @@ static void test_lifecycle(void **state)
 {
 	char *dir = make_tmpdir();
 	struct cl_scenario s;
-	const uint32_t conc[] = {2, 8};
+	const uint32_t conc[] = { 2, 8 };
 	tm_scenario(&s, "life", conc, 2);
-	char *argv[] = {"chatload", "run", "life.yaml"};
+	char *argv[] = { "chatload", "run", "life.yaml" };
 	struct cl_results *r = NULL;
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	int rc = cl_results_create(&s, NULL, 3, argv, dir, &r, &err);
 	if (rc != 0)
 		fail_msg("create: %s", err.msg);
@@ -128,17 +128,17 @@ static void test_lifecycle(void **state)
 	assert_true(json_is_null(json_object_get(disk, "exit_code")));
 	json_decref(disk);
 
-	struct cl_readiness_result rr = {.status = 1,
-	                                 .phase = 2,
-	                                 .attempts = 3,
-	                                 .phase_passed_us = {1000, 250000, 4500000},
-	                                 .probe_ttft_us = 80000,
-	                                 .elapsed_us = 4500000,
-	                                 .failing_since_us = -1};
+	struct cl_readiness_result rr = { .status = 1,
+					  .phase = 2,
+					  .attempts = 3,
+					  .phase_passed_us = { 1000, 250000, 4500000 },
+					  .probe_ttft_us = 80000,
+					  .elapsed_us = 4500000,
+					  .failing_since_us = -1 };
 	snprintf(rr.model, sizeof(rr.model), "test-model");
 	cl_results_set_readiness(r, &rr);
-	struct cl_results_agent agents[] = {{1, "host-a", 4, -120, 300, false},
-	                                    {2, "host-b", 4, 85, 410, false}};
+	struct cl_results_agent agents[] = { { 1, "host-a", 4, -120, 300, false },
+					     { 2, "host-b", 4, 85, 410, false } };
 	assert_int_equal(cl_results_set_agents(r, agents, 2), 0);
 
 	uint64_t seed = 7;
@@ -180,22 +180,22 @@ static void test_lifecycle(void **state)
 	assert_int_equal(json_array_size(cl_results_get(st, "requests.error_samples")), 3);
 	assert_string_equal(
 	    cl_results_str(json_array_get(cl_results_get(st, "requests.error_samples"), 0), "class",
-	                   ""),
+			   ""),
 	    "http_5xx");
 
 	/* Every reported percentile is the merged histogram's, in ms. */
 	static const struct {
 		const char *key;
 		int lat;
-	} lat[] = {{"ttft", CL_LAT_TTFT},
-	           {"itl", CL_LAT_ITL},
-	           {"tpot", CL_LAT_TPOT},
-	           {"e2e", CL_LAT_E2E},
-	           {"queue", CL_LAT_QUEUE}};
+	} lat[] = { { "ttft", CL_LAT_TTFT },
+		    { "itl", CL_LAT_ITL },
+		    { "tpot", CL_LAT_TPOT },
+		    { "e2e", CL_LAT_E2E },
+		    { "queue", CL_LAT_QUEUE } };
 	static const struct {
 		const char *key;
 		double p;
-	} ps[] = {{"p50", 50}, {"p90", 90}, {"p95", 95}, {"p99", 99}, {"p999", 99.9}};
+	} ps[] = { { "p50", 50 }, { "p90", 90 }, { "p95", 95 }, { "p99", 99 }, { "p999", 99.9 } };
 	for (size_t i = 0; i < sizeof(lat) / sizeof(lat[0]); i++) {
 		const json_t *l = json_object_get(json_object_get(st, "latency_ms"), lat[i].key);
 		for (size_t k = 0; k < sizeof(ps) / sizeof(ps[0]); k++)
@@ -203,9 +203,9 @@ static void test_lifecycle(void **state)
 			    cl_results_num(l, ps[k].key),
 			    cl_hist_percentile(&cum[0].lat[lat[i].lat], ps[k].p) / 1000.0, 1e-9);
 		assert_int_equal((int64_t)cl_results_num(l, "count"),
-		                 cl_hist_count(&cum[0].lat[lat[i].lat]));
+				 cl_hist_count(&cum[0].lat[lat[i].lat]));
 		assert_float_equal(cl_results_num(l, "max"),
-		                   cl_hist_max(&cum[0].lat[lat[i].lat]) / 1000.0, 1e-9);
+				   cl_hist_max(&cum[0].lat[lat[i].lat]) / 1000.0, 1e-9);
 	}
 	/* Intervals: kept in the stage, and one checkpoint line each. */
 	assert_int_equal(json_array_size(json_object_get(st, "intervals")), 3);
@@ -251,25 +251,25 @@ static void test_misuse_refused(void **state)
 {
 	char *dir = make_tmpdir();
 	struct cl_scenario s;
-	const uint32_t conc[] = {1};
+	const uint32_t conc[] = { 1 };
 	tm_scenario(&s, "misuse", conc, 1);
 	struct cl_results *r = NULL;
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	assert_int_equal(cl_results_create(&s, NULL, 0, NULL, dir, &r, &err), 0);
-	struct cl_metrics m = {0};
+	struct cl_metrics m = { 0 };
 	assert_int_equal(cl_metrics_init(&m), 0);
 	assert_int_equal(cl_results_add_interval(r, 1, 1.0, &m, 1.0), CL_EINVAL);
 	assert_int_equal(cl_results_add_interval(r, 0, NAN, &m, 1.0), CL_EINVAL);
 	assert_int_equal(cl_results_finish_stage(r, 1, &s.stages[0], &m, 1.0, "ok", NULL),
-	                 CL_EINVAL);
+			 CL_EINVAL);
 	assert_int_equal(cl_results_finish_stage(r, 0, &s.stages[0], &m, 1.0, "great", NULL),
-	                 CL_EINVAL);
+			 CL_EINVAL);
 	assert_int_equal(cl_results_finish_stage(r, 0, &s.stages[0], &m, -1.0, "ok", NULL),
-	                 CL_EINVAL);
+			 CL_EINVAL);
 	assert_int_equal(
 	    cl_results_finish_stage(r, 0, &s.stages[0], &m, 0.0, "failed", "agent 2 lost"), 0);
 	assert_int_equal(cl_results_finish_stage(r, 0, &s.stages[0], &m, 1.0, "ok", NULL),
-	                 CL_ESTATE);
+			 CL_ESTATE);
 	assert_int_equal(cl_results_add_interval(r, 0, 2.0, &m, 1.0), CL_EINVAL);
 	/* A stage with nothing in it: rates and percentiles are null, not 0 or NaN. */
 	const json_t *st = json_array_get(json_object_get(cl_results_doc(r), "stages"), 0);
@@ -290,13 +290,13 @@ static void test_interrupted_run(void **state)
 {
 	char *dir = make_tmpdir();
 	struct cl_scenario s;
-	const uint32_t conc[] = {1, 4, 16};
+	const uint32_t conc[] = { 1, 4, 16 };
 	tm_scenario(&s, "interrupt", conc, 3);
 	struct cl_results *r = NULL;
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	assert_int_equal(cl_results_create(&s, NULL, 0, NULL, dir, &r, &err), 0);
 	uint64_t seed = 3;
-	struct cl_metrics cum = {0};
+	struct cl_metrics cum = { 0 };
 	assert_int_equal(cl_metrics_init(&cum), 0);
 	run_stage_intervals(r, 0, &cum, &normal, 2, &seed);
 	assert_int_equal(cl_results_finish_stage(r, 0, &s.stages[0], &cum, 2.0, "ok", NULL), 0);
@@ -312,8 +312,8 @@ static void test_interrupted_run(void **state)
 
 	/* An orderly interruption (SIGINT): the stage ends interrupted, the run incomplete. */
 	assert_int_equal(cl_results_finish_stage(r, 1, &s.stages[1], &cum, 1.5, "interrupted",
-	                                         "interrupted by signal"),
-	                 0);
+						 "interrupted by signal"),
+			 0);
 	/* The next stage reported one interval before the run ended without finishing it. */
 	cl_metrics_reset(&cum);
 	run_stage_intervals(r, 2, &cum, &normal, 1, &seed);
@@ -334,8 +334,8 @@ static void test_interrupted_run(void **state)
 	{
 		warned = warned || strstr(json_string_value(w), "did not complete") != NULL;
 		unfinished = unfinished || strcmp(json_string_value(w),
-		                                  "stage 'c16' never finished: its 1 "
-		                                  "intervals are only in intervals.jsonl") == 0;
+						  "stage 'c16' never finished: its 1 "
+						  "intervals are only in intervals.jsonl") == 0;
 	}
 	assert_true(warned);
 	assert_true(unfinished);
@@ -350,11 +350,11 @@ static void test_interrupted_run(void **state)
 }
 
 static const json_t *finish_one(struct cl_results **rp, const char *dir, struct cl_scenario *s,
-                                const struct tm_traffic *t, int intervals)
+				const struct tm_traffic *t, int intervals)
 {
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	assert_int_equal(cl_results_create(s, NULL, 0, NULL, dir, rp, &err), 0);
-	struct cl_metrics cum = {0};
+	struct cl_metrics cum = { 0 };
 	assert_int_equal(cl_metrics_init(&cum), 0);
 	uint64_t seed = 11;
 	run_stage_intervals(*rp, 0, &cum, t, intervals, &seed);
@@ -368,7 +368,7 @@ static void test_token_source(void **state)
 {
 	char *dir = make_tmpdir();
 	struct cl_scenario s;
-	const uint32_t conc[] = {1};
+	const uint32_t conc[] = { 1 };
 	tm_scenario(&s, "tokens", conc, 1);
 	struct cl_results *r = NULL;
 	struct tm_traffic t = normal;
@@ -381,9 +381,9 @@ static void test_token_source(void **state)
 	cl_results_destroy(r);
 
 	/* Mixed: one interval from usage, one from chunks. */
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	assert_int_equal(cl_results_create(&s, NULL, 0, NULL, dir, &r, &err), 0);
-	struct cl_metrics cum = {0};
+	struct cl_metrics cum = { 0 };
 	assert_int_equal(cl_metrics_init(&cum), 0);
 	uint64_t seed = 5;
 	run_stage_intervals(r, 0, &cum, &normal, 1, &seed);
@@ -414,7 +414,7 @@ static void test_client_bound(void **state)
 {
 	char *dir = make_tmpdir();
 	struct cl_scenario s;
-	const uint32_t conc[] = {64};
+	const uint32_t conc[] = { 64 };
 	tm_scenario(&s, "client", conc, 1);
 	struct cl_results *r = NULL;
 
@@ -466,12 +466,12 @@ static void test_interval_decimation(void **state)
 {
 	char *dir = make_tmpdir();
 	struct cl_scenario s;
-	const uint32_t conc[] = {1};
+	const uint32_t conc[] = { 1 };
 	tm_scenario(&s, "soak", conc, 1);
 	struct cl_results *r = NULL;
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	assert_int_equal(cl_results_create(&s, NULL, 0, NULL, dir, &r, &err), 0);
-	struct cl_metrics iv = {0};
+	struct cl_metrics iv = { 0 };
 	assert_int_equal(cl_metrics_init(&iv), 0);
 	const int n = 2 * CL_RESULTS_MAX_INTERVALS + 7;
 	for (int k = 0; k < n; k++)
@@ -488,7 +488,7 @@ static void test_interval_decimation(void **state)
 	/* Evenly spaced samples of the whole series, starting at the first interval. */
 	for (size_t k = 0; k < nk; k++)
 		assert_float_equal(cl_results_num(json_array_get(kept, k), "t_s"),
-		                   1.0 + (double)k * (double)stride, 1e-9);
+				   1.0 + (double)k * (double)stride, 1e-9);
 	assert_int_equal(count_lines(dir, "intervals.jsonl"), (size_t)n);
 	cl_metrics_destroy(&iv);
 	cl_results_destroy(r);
@@ -501,17 +501,17 @@ static void test_untrusted_text(void **state)
 {
 	char *dir = make_tmpdir();
 	struct cl_scenario s;
-	const uint32_t conc[] = {1};
+	const uint32_t conc[] = { 1 };
 	tm_scenario(&s, "utf8", conc, 1);
 	free(s.stages[0].name);
 	s.stages[0].name = strdup("st\xff"
-	                          "age");
+				  "age");
 	free(s.target.url);
 	s.target.url = strdup("https://user:secret@example.com:8443/v1");
 	struct cl_results *r = NULL;
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	assert_int_equal(cl_results_create(&s, NULL, 0, NULL, dir, &r, &err), 0);
-	struct cl_metrics m = {0};
+	struct cl_metrics m = { 0 };
 	assert_int_equal(cl_metrics_init(&m), 0);
 	m.ctr[CL_CTR_STARTED] = 1;
 	m.ctr[CL_CTR_ERR_STREAM_MALFORMED] = 1;
@@ -522,14 +522,14 @@ static void test_untrusted_text(void **state)
 	const json_t *doc = cl_results_doc(r);
 	const json_t *st = json_array_get(json_object_get(doc, "stages"), 0);
 	assert_string_equal(cl_results_str(st, "name", ""), "st\xef\xbf\xbd"
-	                                                    "age");
+							    "age");
 	const json_t *sample = json_array_get(cl_results_get(st, "requests.error_samples"), 0);
 	assert_string_equal(cl_results_str(sample, "class", ""), "stream_malformed");
 	assert_string_equal(cl_results_str(sample, "body", ""),
-	                    "bad \xef\xbf\xbd chunk \xef\xbf\xbd\xef\xbf\xbd \xe2\x82\xac");
+			    "bad \xef\xbf\xbd chunk \xef\xbf\xbd\xef\xbf\xbd \xe2\x82\xac");
 	/* Credentials in the URL never reach the document. */
 	assert_string_equal(cl_results_str(doc, "scenario.target.url", ""),
-	                    "https://example.com:8443/v1");
+			    "https://example.com:8443/v1");
 	json_t *disk = load_file(dir, "results.json");
 	assert_true(json_equal(disk, (json_t *)doc));
 	json_decref(disk);
@@ -544,11 +544,11 @@ static void test_default_directory(void **state)
 {
 	char *parent = make_tmpdir();
 	struct cl_scenario s;
-	const uint32_t conc[] = {1};
+	const uint32_t conc[] = { 1 };
 	tm_scenario(&s, "nightly run/1", conc, 1);
 	s.output.dir = parent;
 	struct cl_results *a = NULL, *b = NULL;
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	assert_int_equal(cl_results_create(&s, NULL, 0, NULL, NULL, &a, &err), 0);
 	assert_int_equal(cl_results_create(&s, NULL, 0, NULL, NULL, &b, &err), 0);
 	const char *da = cl_results_dir(a), *db = cl_results_dir(b);
@@ -582,10 +582,10 @@ static void test_create_failure(void **state)
 	fclose(f);
 	snprintf(under, sizeof(under), "%s/sub", file);
 	struct cl_scenario s;
-	const uint32_t conc[] = {1};
+	const uint32_t conc[] = { 1 };
 	tm_scenario(&s, "fail", conc, 1);
 	struct cl_results *r = (struct cl_results *)&s; /* must be reset to NULL */
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	int rc = cl_results_create(&s, NULL, 0, NULL, under, &r, &err);
 	assert_int_equal(rc, CL_EIO);
 	assert_null(r);
@@ -601,19 +601,19 @@ static void test_sha256(void **state)
 	char hex[65];
 	cl_results_sha256_hex("", 0, hex);
 	assert_string_equal(hex,
-	                    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+			    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 	cl_results_sha256_hex("abc", 3, hex);
 	assert_string_equal(hex,
-	                    "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+			    "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 	const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
 	cl_results_sha256_hex(two, strlen(two), hex);
 	assert_string_equal(hex,
-	                    "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+			    "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
 	char *million = malloc(1000000);
 	memset(million, 'a', 1000000);
 	cl_results_sha256_hex(million, 1000000, hex);
 	assert_string_equal(hex,
-	                    "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+			    "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 	free(million);
 
 	/* The scenario file is hashed into the document. */
@@ -625,13 +625,13 @@ static void test_sha256(void **state)
 	fputs("abc", f);
 	fclose(f);
 	struct cl_scenario s;
-	const uint32_t conc[] = {1};
+	const uint32_t conc[] = { 1 };
 	tm_scenario(&s, "sha", conc, 1);
 	struct cl_results *r = NULL;
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	assert_int_equal(cl_results_create(&s, path, 0, NULL, dir, &r, &err), 0);
 	assert_string_equal(cl_results_str(cl_results_doc(r), "scenario.sha256", ""),
-	                    "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+			    "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 	assert_string_equal(cl_results_str(cl_results_doc(r), "scenario.file", ""), path);
 	cl_results_destroy(r);
 	tm_scenario_free(&s);
@@ -642,11 +642,11 @@ static void test_sha256(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_lifecycle),       cmocka_unit_test(test_misuse_refused),
-	    cmocka_unit_test(test_interrupted_run), cmocka_unit_test(test_token_source),
-	    cmocka_unit_test(test_client_bound),    cmocka_unit_test(test_interval_decimation),
-	    cmocka_unit_test(test_untrusted_text),  cmocka_unit_test(test_default_directory),
-	    cmocka_unit_test(test_create_failure),  cmocka_unit_test(test_sha256),
+		cmocka_unit_test(test_lifecycle),       cmocka_unit_test(test_misuse_refused),
+		cmocka_unit_test(test_interrupted_run), cmocka_unit_test(test_token_source),
+		cmocka_unit_test(test_client_bound),    cmocka_unit_test(test_interval_decimation),
+		cmocka_unit_test(test_untrusted_text),  cmocka_unit_test(test_default_directory),
+		cmocka_unit_test(test_create_failure),  cmocka_unit_test(test_sha256),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

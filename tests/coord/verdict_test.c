@@ -15,20 +15,20 @@
 #include <string.h>
 
 static struct cl_scn_slo slo(enum cl_slo_kind kind, int lat, double pct, double limit,
-                             const char *stage)
+			     const char *stage)
 {
-	struct cl_scn_slo s = {.key = "k",
-	                       .kind = kind,
-	                       .lat = lat,
-	                       .percentile = pct,
-	                       .limit = limit,
-	                       .stage = (char *)stage};
+	struct cl_scn_slo s = { .key = "k",
+				.kind = kind,
+				.lat = lat,
+				.percentile = pct,
+				.limit = limit,
+				.stage = (char *)stage };
 	return s;
 }
 
 static void test_latency_boundary(void **state)
 {
-	struct cl_metrics m = {0};
+	struct cl_metrics m = { 0 };
 	assert_int_equal(cl_metrics_init(&m), 0);
 	/* 100 values 1..100 ms: p99 is the 99th value, 99 ms (exact: below 2048 us a bucket
 	 * is one unit wide, above it the bucket top is what the histogram reports). */
@@ -65,7 +65,7 @@ static void test_latency_boundary(void **state)
 
 static void test_rates(void **state)
 {
-	struct cl_metrics m = {0};
+	struct cl_metrics m = { 0 };
 	assert_int_equal(cl_metrics_init(&m), 0);
 	m.ctr[CL_CTR_COMPLETED] = 99;
 	m.ctr[CL_CTR_ERR_TIMEOUT] = 1;
@@ -110,11 +110,11 @@ static void test_stage_selection(void **state)
 	s.stage = NULL;
 	assert_true(cl_verdict_applies(&s, "anything"));
 
-	const struct cl_stage_ref st[] = {{"warm", true, 1},
-	                                  {"c8", true, 8},
-	                                  {"32", true, 16}, /* a name that looks like a number */
-	                                  {"r32", false, 32},
-	                                  {"big", true, 32}};
+	const struct cl_stage_ref st[] = { { "warm", true, 1 },
+					   { "c8", true, 8 },
+					   { "32", true, 16 }, /* a name that looks like a number */
+					   { "r32", false, 32 },
+					   { "big", true, 32 } };
 	assert_int_equal(cl_verdict_find_stage("c8", st, 5), 1);
 	assert_int_equal(cl_verdict_find_stage("8", st, 5), 1);
 	assert_int_equal(cl_verdict_find_stage("32", st, 5), 2); /* names win */
@@ -123,7 +123,7 @@ static void test_stage_selection(void **state)
 	assert_int_equal(cl_verdict_find_stage("nope", st, 5), -1);
 	assert_int_equal(cl_verdict_find_stage(NULL, st, 5), 4); /* the last stage */
 	assert_int_equal(cl_verdict_find_stage(NULL, st, 0), -1);
-	const struct cl_stage_ref rate_only[] = {{"r32", false, 32}};
+	const struct cl_stage_ref rate_only[] = { { "r32", false, 32 } };
 	assert_int_equal(cl_verdict_find_stage("32", rate_only, 1), -1); /* not a concurrency */
 }
 
@@ -141,7 +141,7 @@ static void test_estimate_and_exit_code(void **state)
 	assert_int_equal(cl_verdict_exit_code(CL_EXIT_OK, false, false, 2), CL_EXIT_FAILED);
 	assert_int_equal(cl_verdict_exit_code(CL_EXIT_OK, true, true, 0), CL_EXIT_FAILED);
 	assert_int_equal(cl_verdict_exit_code(CL_EXIT_NOT_READY, false, false, 0),
-	                 CL_EXIT_NOT_READY);
+			 CL_EXIT_NOT_READY);
 }
 
 static void test_client_rules(void **state)
@@ -149,8 +149,8 @@ static void test_client_rules(void **state)
 	assert_true(cl_verdict_cpu_bound(171, 200));
 	assert_false(cl_verdict_cpu_bound(170, 200)); /* exactly 85% is not over it */
 	assert_false(cl_verdict_cpu_bound(500, 0));   /* capacity unknown: no claim */
-	struct cl_client_obs o = {.dispatch_lag_p99_us = CL_RESULTS_CLIENT_LAG_US,
-	                          .loop_lag_p99_us = -1};
+	struct cl_client_obs o = { .dispatch_lag_p99_us = CL_RESULTS_CLIENT_LAG_US,
+				   .loop_lag_p99_us = -1 };
 	assert_int_equal(cl_verdict_client_bound(&o), 0);
 	o.dispatch_lag_p99_us++;
 	assert_int_equal(cl_verdict_client_bound(&o), CL_CLIENT_DISPATCH_LAG);
@@ -182,33 +182,33 @@ static void test_run_breach(void **state)
 {
 	char *dir = tmpdir();
 	struct cl_scenario s;
-	const uint32_t conc[] = {4, 8};
+	const uint32_t conc[] = { 4, 8 };
 	tm_scenario(&s, "breach", conc, 2);
 	tm_add_slo(&s, "ttft_p99", CL_SLO_LATENCY, CL_LAT_TTFT, 99, 5e6, NULL); /* 5 s: met */
 	tm_add_slo(&s, "ttft_p50", CL_SLO_LATENCY, CL_LAT_TTFT, 50, 150e3, "c8");
 	tm_add_slo(&s, "error_rate", CL_SLO_ERROR_RATE, 0, 0, 0.01, NULL);
 	tm_add_slo(&s, "itl_p99", CL_SLO_LATENCY, CL_LAT_ITL, 99, 1e6, "never-ran");
-	static uint64_t samples[] = {36000};
+	static uint64_t samples[] = { 36000 };
 	s.estimate.samples = malloc(sizeof(samples));
 	memcpy(s.estimate.samples, samples, sizeof(samples));
 	s.estimate.n_samples = 1;
 	s.estimate.from_stage = strdup("4");
 
 	struct cl_results *r = NULL;
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	assert_int_equal(cl_results_create(&s, NULL, 0, NULL, dir, &r, &err), 0);
 	uint64_t seed = 99;
-	struct cl_metrics m = {0};
+	struct cl_metrics m = { 0 };
 	assert_int_equal(cl_metrics_init(&m), 0);
 	/* c4: TTFT around 100 ms; c8: around 400 ms, which breaks the 150 ms p50 limit. */
-	struct tm_traffic t = {.requests = 200,
-	                       .ttft_ms = 100,
-	                       .itl_ms = 10,
-	                       .output_tokens = 50,
-	                       .prompt_tokens = 10,
-	                       .tokens_per_chunk = 1,
-	                       .queue_ms = 0.1,
-	                       .good_ttft_ms = 150};
+	struct tm_traffic t = { .requests = 200,
+				.ttft_ms = 100,
+				.itl_ms = 10,
+				.output_tokens = 50,
+				.prompt_tokens = 10,
+				.tokens_per_chunk = 1,
+				.queue_ms = 0.1,
+				.good_ttft_ms = 150 };
 	tm_record(&m, &seed, &t);
 	assert_int_equal(cl_results_finish_stage(r, 0, &s.stages[0], &m, 20.0, "ok", NULL), 0);
 	assert_int_equal(cl_results_breach_count(r), 0);
@@ -272,17 +272,17 @@ static void test_run_hint_wins(void **state)
 {
 	char *dir = tmpdir();
 	struct cl_scenario s;
-	const uint32_t conc[] = {1};
+	const uint32_t conc[] = { 1 };
 	tm_scenario(&s, "hint", conc, 1);
 	tm_add_slo(&s, "error_rate", CL_SLO_ERROR_RATE, 0, 0, 0.0, NULL);
 	struct cl_results *r = NULL;
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	assert_int_equal(cl_results_create(&s, NULL, 0, NULL, dir, &r, &err), 0);
-	struct cl_readiness_result rr = {.status = 2,
-	                                 .phase = 1,
-	                                 .phase_passed_us = {5000, -1, -1},
-	                                 .probe_ttft_us = -1,
-	                                 .failing_since_us = 6000};
+	struct cl_readiness_result rr = { .status = 2,
+					  .phase = 1,
+					  .phase_passed_us = { 5000, -1, -1 },
+					  .probe_ttft_us = -1,
+					  .failing_since_us = 6000 };
 	snprintf(rr.last_error, sizeof(rr.last_error), "HTTP 503 \"model loading\"");
 	cl_results_set_readiness(r, &rr);
 	int code = -1;
@@ -293,7 +293,7 @@ static void test_run_hint_wins(void **state)
 	assert_string_equal(cl_results_str(doc, "readiness.status", ""), "timed_out");
 	assert_true(json_is_null(cl_results_get(doc, "readiness.phases.models_s")));
 	assert_string_equal(cl_results_str(doc, "readiness.last_error", ""),
-	                    "HTTP 503 \"model loading\"");
+			    "HTTP 503 \"model loading\"");
 	/* No stage ran, so no stage was checked, and the estimate has nothing to go on. */
 	assert_int_equal((int64_t)cl_results_num(doc, "verdict.evaluated"), 0);
 	cl_results_destroy(r);
@@ -305,10 +305,13 @@ static void test_run_hint_wins(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_latency_boundary), cmocka_unit_test(test_rates),
-	    cmocka_unit_test(test_stage_selection),  cmocka_unit_test(test_estimate_and_exit_code),
-	    cmocka_unit_test(test_client_rules),     cmocka_unit_test(test_run_breach),
-	    cmocka_unit_test(test_run_hint_wins),
+		cmocka_unit_test(test_latency_boundary),
+		cmocka_unit_test(test_rates),
+		cmocka_unit_test(test_stage_selection),
+		cmocka_unit_test(test_estimate_and_exit_code),
+		cmocka_unit_test(test_client_rules),
+		cmocka_unit_test(test_run_breach),
+		cmocka_unit_test(test_run_hint_wins),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -58,7 +58,7 @@ static void check_roundtrip(const struct cl_hist *h)
 	msgpack_unpacked u;
 	msgpack_unpacked_init(&u);
 	size_t off = 0;
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	if (msgpack_unpack_next(&u, sb.data, sb.size, &off) != MSGPACK_UNPACK_SUCCESS)
 		die("own encoding does not parse");
 	cl_hist_reset(&scratch);
@@ -113,7 +113,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (msgpack_unpack_next(&u, (const char *)data, size, &off) != MSGPACK_UNPACK_SUCCESS)
 		goto out;
 
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	if (cl_hist_unpack_add(&lat, &u.data, &err) == 0) {
 		check_hist(&lat);
 		check_roundtrip(&lat);

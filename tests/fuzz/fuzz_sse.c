@@ -17,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
  * pointer as a wrong event instead (and keeps the exec rate up).
  */
 static void run(const char *s, size_t n, size_t max, size_t step, uint32_t seed,
-                struct ev_list *out)
+		struct ev_list *out)
 {
 	struct cl_sse_parser p;
 	char *one = malloc(1);
@@ -58,7 +58,7 @@ static void same_or_die(const struct ev_list *a, const struct ev_list *b, const 
 	long d = ev_list_diff(a, b);
 	if (d >= 0 || a->rc != b->rc || (!a->rc && a->pending != b->pending)) {
 		fprintf(stderr, "%s: event %ld differs; events %zu/%zu rc %d/%d pending %d/%d\n",
-		        what, d, a->n, b->n, a->rc, b->rc, a->pending, b->pending);
+			what, d, a->n, b->n, a->rc, b->rc, a->pending, b->pending);
 		abort();
 	}
 }
@@ -73,7 +73,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint32_t seed = data[1] + 1u;
 	const char *s = (const char *)data + 2;
 	size_t n = size - 2;
-	struct ev_list ref = {0}, whole = {0}, bytes = {0}, random = {0};
+	struct ev_list ref = { 0 }, whole = { 0 }, bytes = { 0 }, random = { 0 };
 
 	sse_ref_parse(s, n, max ? max : CL_SSE_DEFAULT_MAX_EVENT_BYTES, &ref);
 	run(s, n, max, 0, 0, &whole);

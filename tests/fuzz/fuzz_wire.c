@@ -17,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	struct cl_msg m1, m2;
 	int rc = cl_wire_decode(data, size, &m1, &err);
 	if (rc) {

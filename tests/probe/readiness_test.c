@@ -67,8 +67,8 @@ static void sim_start(struct sim *s, ...)
 	char port_file[PATH_MAX + 32];
 	snprintf(port_file, sizeof(port_file), "%s/port.%d", tmp_dir, ++n);
 	snprintf(s->log, sizeof(s->log), "%s/sim.%d.log", tmp_dir, n);
-	const char *argv[64] = {bin,       "--listen", "127.0.0.1:0", "--port-file",
-	                        port_file, "--grace",  "100ms"};
+	const char *argv[64] = { bin,       "--listen", "127.0.0.1:0", "--port-file",
+				 port_file, "--grace",  "100ms" };
 	int argc = 7;
 	va_list ap;
 	va_start(ap, s);
@@ -106,7 +106,7 @@ static void sim_start(struct sim *s, ...)
 		int status;
 		if (waitpid(s->pid, &status, WNOHANG) == s->pid)
 			fail_msg("chatload-sim exited (status %d) before listening; see %s", status,
-			         s->log);
+				 s->log);
 		usleep(10000);
 	}
 	fail_msg("chatload-sim wrote no port file within 5s; see %s", s->log);
@@ -136,7 +136,8 @@ static void sim_stop(struct sim *s)
 static int free_port(void)
 {
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t len = sizeof(sa);
 	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
@@ -146,7 +147,7 @@ static int free_port(void)
 
 static struct cl_target_plan target_for(const char *url, const char *model)
 {
-	struct cl_target_plan t = {0};
+	struct cl_target_plan t = { 0 };
 	t.base_url = (char *)url;
 	t.model = (char *)model;
 	t.tls_verify = true;
@@ -156,7 +157,7 @@ static struct cl_target_plan target_for(const char *url, const char *model)
 /* Short waits so phase times are known to within about a second. */
 static struct cl_probe_cfg cfg_for(const struct cl_target_plan *t, int64_t timeout_us)
 {
-	struct cl_probe_cfg c = {0};
+	struct cl_probe_cfg c = { 0 };
 	c.target = t;
 	c.timeout_us = timeout_us;
 	c.request_timeout_us = 5 * SEC;
@@ -195,11 +196,11 @@ static void test_phases_pass_in_order(void **state)
 {
 	struct sim s;
 	sim_start(&s, "--loading-for", "2s", "--chat-ready-after", "6s", "--ttft", "20ms", "--itl",
-	          "1ms", NULL);
+		  "1ms", NULL);
 	struct cl_target_plan t = target_for(s.url, NULL);
 	struct cl_probe_cfg cfg = cfg_for(&t, 30 * SEC);
 	struct cl_readiness_result r;
-	struct counter cnt = {0};
+	struct counter cnt = { 0 };
 	int64_t start = cl_mono_us();
 	int rc = cl_probe_run(&cfg, count_progress, &cnt, NULL, &r);
 	/* the simulator's clock started after the fork and before its port file appeared */
@@ -215,10 +216,10 @@ static void test_phases_pass_in_order(void **state)
 	 * and never before. */
 	assert_between(r.phase_passed_us[CL_READY_MODELS], 2 * SEC - offset, 3 * SEC + 300 * MS);
 	assert_between(r.phase_passed_us[CL_READY_GENERATION], 6 * SEC - offset,
-	               7 * SEC + 500 * MS);
+		       7 * SEC + 500 * MS);
 	assert_true(r.attempts >= 3); /* 503s first, then 2 successes in a row */
 	assert_between(r.elapsed_us, r.phase_passed_us[CL_READY_GENERATION],
-	               r.phase_passed_us[CL_READY_GENERATION] + 100 * MS);
+		       r.phase_passed_us[CL_READY_GENERATION] + 100 * MS);
 	assert_between(r.probe_ttft_us, 15 * MS, 1 * SEC);
 	assert_true(r.probe_total_us >= r.probe_ttft_us);
 	assert_contains(r.last_error, "HTTP 503"); /* the last error seen is kept */
@@ -334,7 +335,7 @@ static void test_connection_refused(void **state)
 	struct cl_probe_cfg cfg = cfg_for(&t, 2 * SEC);
 	cfg.backoff_max_us = 300 * MS;
 	struct cl_readiness_result r;
-	struct counter cnt = {0};
+	struct counter cnt = { 0 };
 	int rc = cl_probe_run(&cfg, count_progress, &cnt, NULL, &r);
 	print_verdict(&r);
 	assert_int_equal(rc, CL_ETIMEDOUT);
@@ -394,9 +395,9 @@ static void test_bad_streams_retry(void **state)
 	static const struct {
 		const char *flag, *want;
 	} cases[] = {
-	    {"--fault-malformed", "malformed chunk in stream"},
-	    {"--fault-error-chunk", "error in stream"},
-	    {"--fault-drop", "" /* curl's words for a cut connection vary */},
+		{ "--fault-malformed", "malformed chunk in stream" },
+		{ "--fault-error-chunk", "error in stream" },
+		{ "--fault-drop", "" /* curl's words for a cut connection vary */ },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct sim s;
@@ -453,7 +454,7 @@ static void test_cancel(void **state)
 	struct cl_probe_cfg cfg = cfg_for(&t, 20 * SEC);
 	cfg.backoff_initial_us = cfg.backoff_max_us = 10 * SEC;
 	volatile int cancel = 0;
-	struct counter cnt = {.cancel_on_failure = &cancel};
+	struct counter cnt = { .cancel_on_failure = &cancel };
 	struct cl_readiness_result r;
 	int rc = cl_probe_run(&cfg, count_progress, &cnt, &cancel, &r);
 	sim_stop(&s);
@@ -555,7 +556,7 @@ static void *canned_main(void *arg)
 {
 	struct canned *c = arg;
 	while (!c->stop) {
-		struct timeval tv = {0, 50000};
+		struct timeval tv = { 0, 50000 };
 		fd_set rd;
 		FD_ZERO(&rd);
 		FD_SET(c->fd, &rd);
@@ -577,7 +578,8 @@ static void canned_start(struct canned *c, const char *models, const char *chat)
 	c->models = models;
 	c->chat = chat;
 	c->fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t len = sizeof(sa);
 	int one = 1;
 	setsockopt(c->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -611,44 +613,44 @@ static void test_classification(void **state)
 		int rc;
 		const char *want;
 	} cases[] = {
-	    /* an HTML page where the model list should be: the URL is wrong */
-	    {"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: close\r\n\r\n"
-	     "<html>web ui</html>",
-	     "", CL_EREFUSED, "answer is not an OpenAI model list"},
-	    {"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n{\"data\":[]}", "", CL_ETIMEDOUT,
-	     "no models listed yet"},
-	    {"HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n", "", CL_EREFUSED,
-	     "HTTP 404 (is the URL right? it usually ends in /v1)"},
-	    /* a server that ignores "stream": true */
-	    {MODELS_OK,
-	     "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
-	     "{\"choices\":[{\"message\":{\"content\":\"OK\"}}]}",
-	     CL_EREFUSED, "response is not an event stream (Content-Type: application/json)"},
-	    {MODELS_OK,
-	     "HTTP/1.1 302 Found\r\nLocation: https://127.0.0.1/v1/chat/completions\r\n"
-	     "Connection: close\r\n\r\n",
-	     CL_EREFUSED, "HTTP 302 redirect to 'https://127.0.0.1/v1/chat/completions'"},
-	    {MODELS_OK,
-	     "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n"
-	     "{\"object\":\"error\",\"message\":\"max_tokens must be at least 1\"}",
-	     CL_EREFUSED, "HTTP 400 \"max_tokens must be at least 1\""},
-	    {MODELS_OK,
-	     "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nConnection: close\r\n\r\n"
-	     "{\"error\":{\"message\":\"Rate limit reached\"}}",
-	     CL_ETIMEDOUT, "HTTP 429 \"Rate limit reached\""},
-	    /* a role chunk and [DONE], no token */
-	    {MODELS_OK, SSE_HEAD CHUNK("{\"role\":\"assistant\"}", "null") "data: [DONE]\n\n",
-	     CL_ETIMEDOUT, "stream ended without tokens"},
-	    /* tokens, then the connection ends with no finish_reason and no [DONE] */
-	    {MODELS_OK, SSE_HEAD CHUNK("{\"content\":\"OK\"}", "null"), CL_ETIMEDOUT,
-	     "stream ended without [DONE]"},
-	    /* ... or ends inside an event */
-	    {MODELS_OK, SSE_HEAD CHUNK("{\"content\":\"OK\"}", "\"stop\"") "data: {\"cho",
-	     CL_ETIMEDOUT, "stream ended without [DONE]"},
-	    /* a finish_reason and a clean end pass without [DONE] (some servers omit it) */
-	    {MODELS_OK, SSE_HEAD CHUNK("{\"content\":\"OK\"}", "\"stop\""), 0, ""},
-	    {MODELS_OK, SSE_HEAD "data: {not json}\n\n", CL_ETIMEDOUT,
-	     "malformed chunk in stream: '{not json}'"},
+		/* an HTML page where the model list should be: the URL is wrong */
+		{ "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: close\r\n\r\n"
+		  "<html>web ui</html>",
+		  "", CL_EREFUSED, "answer is not an OpenAI model list" },
+		{ "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n{\"data\":[]}", "", CL_ETIMEDOUT,
+		  "no models listed yet" },
+		{ "HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n", "", CL_EREFUSED,
+		  "HTTP 404 (is the URL right? it usually ends in /v1)" },
+		/* a server that ignores "stream": true */
+		{ MODELS_OK,
+		  "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+		  "{\"choices\":[{\"message\":{\"content\":\"OK\"}}]}",
+		  CL_EREFUSED, "response is not an event stream (Content-Type: application/json)" },
+		{ MODELS_OK,
+		  "HTTP/1.1 302 Found\r\nLocation: https://127.0.0.1/v1/chat/completions\r\n"
+		  "Connection: close\r\n\r\n",
+		  CL_EREFUSED, "HTTP 302 redirect to 'https://127.0.0.1/v1/chat/completions'" },
+		{ MODELS_OK,
+		  "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n"
+		  "{\"object\":\"error\",\"message\":\"max_tokens must be at least 1\"}",
+		  CL_EREFUSED, "HTTP 400 \"max_tokens must be at least 1\"" },
+		{ MODELS_OK,
+		  "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nConnection: close\r\n\r\n"
+		  "{\"error\":{\"message\":\"Rate limit reached\"}}",
+		  CL_ETIMEDOUT, "HTTP 429 \"Rate limit reached\"" },
+		/* a role chunk and [DONE], no token */
+		{ MODELS_OK, SSE_HEAD CHUNK("{\"role\":\"assistant\"}", "null") "data: [DONE]\n\n",
+		  CL_ETIMEDOUT, "stream ended without tokens" },
+		/* tokens, then the connection ends with no finish_reason and no [DONE] */
+		{ MODELS_OK, SSE_HEAD CHUNK("{\"content\":\"OK\"}", "null"), CL_ETIMEDOUT,
+		  "stream ended without [DONE]" },
+		/* ... or ends inside an event */
+		{ MODELS_OK, SSE_HEAD CHUNK("{\"content\":\"OK\"}", "\"stop\"") "data: {\"cho",
+		  CL_ETIMEDOUT, "stream ended without [DONE]" },
+		/* a finish_reason and a clean end pass without [DONE] (some servers omit it) */
+		{ MODELS_OK, SSE_HEAD CHUNK("{\"content\":\"OK\"}", "\"stop\""), 0, "" },
+		{ MODELS_OK, SSE_HEAD "data: {not json}\n\n", CL_ETIMEDOUT,
+		  "malformed chunk in stream: '{not json}'" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct canned c;
@@ -662,11 +664,11 @@ static void test_classification(void **state)
 		print_verdict(&r);
 		if (rc != cases[i].rc)
 			fail_msg("case %zu: rc %d, wanted %d (%s)", i, rc, cases[i].rc,
-			         r.last_error);
+				 r.last_error);
 		assert_contains(r.last_error, cases[i].want);
 		if (rc == CL_EREFUSED)
 			assert_between(r.elapsed_us, 0,
-			               300 * MS); /* at once, not at the deadline */
+				       300 * MS); /* at once, not at the deadline */
 		if (rc == 0)
 			assert_string_equal(r.model, "second"); /* the first entry with an id */
 	}
@@ -675,7 +677,7 @@ static void test_classification(void **state)
 /* The verdict line, from results made by hand. */
 static void test_describe(void **state)
 {
-	struct cl_readiness_result r = {0};
+	struct cl_readiness_result r = { 0 };
 	char v[1024];
 	r.status = CL_READY_PASSED;
 	r.phase = CL_READY_GENERATION;
@@ -687,7 +689,7 @@ static void test_describe(void **state)
 	r.probe_ttft_us = 101 * MS;
 	cl_probe_describe(&r, v, sizeof(v));
 	assert_string_equal(v, "ready after 6.2s (connect 0.0s, models 2.1s, generation 6.2s; "
-	                       "3 attempts; probe ttft 101ms)");
+			       "3 attempts; probe ttft 101ms)");
 
 	r.status = CL_READY_TIMED_OUT;
 	r.phase_passed_us[0] = 0;
@@ -698,18 +700,18 @@ static void test_describe(void **state)
 	snprintf(r.last_error, sizeof(r.last_error), "HTTP 503 \"Loading model\"");
 	cl_probe_describe(&r, v, sizeof(v));
 	assert_string_equal(v, "target not ready after 15m: /v1/models ok at 4.0s; generation "
-	                       "failing since 12.0s: HTTP 503 \"Loading model\"");
+			       "failing since 12.0s: HTTP 503 \"Loading model\"");
 
 	r.status = CL_READY_FATAL;
 	r.phase = CL_READY_MODELS;
 	r.phase_passed_us[1] = -1;
 	r.elapsed_us = 100 * MS;
 	snprintf(r.last_error, sizeof(r.last_error),
-	         "model 'x' is not listed; the server lists 'y'");
+		 "model 'x' is not listed; the server lists 'y'");
 	cl_probe_describe(&r, v, sizeof(v));
 	assert_string_equal(v, "target not ready after 0.1s (configuration error, not retried): "
-	                       "connect ok at 0.0s; /v1/models: model 'x' is not listed; "
-	                       "the server lists 'y'");
+			       "connect ok at 0.0s; /v1/models: model 'x' is not listed; "
+			       "the server lists 'y'");
 
 	/* the buffer is never overrun */
 	char small[16];
@@ -733,24 +735,25 @@ static void test_error_text(void **state)
 		long status;
 		const char *body, *want;
 	} cases[] = {
-	    {503,
-	     "{\"error\":{\"message\":\"Loading model\",\"type\":\"unavailable_error\","
-	     "\"code\":503}}",
-	     "HTTP 503 \"Loading model\""},
-	    {400, "{\"object\":\"error\",\"message\":\"max_tokens is too large\",\"code\":400}",
-	     "HTTP 400 \"max_tokens is too large\""},
-	    {422, "{\"error\":\"Input validation error\",\"error_type\":\"validation\"}",
-	     "HTTP 422 \"Input validation error\""},
-	    {422, "{\"detail\":[{\"loc\":[\"body\"],\"msg\":\"field required\"}]}",
-	     "HTTP 422 \"field required\""},
-	    {502, "<html><body>Bad Gateway</body></html>", "HTTP 502"},
-	    {500, "plain text\nsecond line", "HTTP 500 \"plain text\""},
-	    {500, "", "HTTP 500"},
-	    {404, "{\"error\":{\"code\":404}}", "HTTP 404"},
+		{ 503,
+		  "{\"error\":{\"message\":\"Loading model\",\"type\":\"unavailable_error\","
+		  "\"code\":503}}",
+		  "HTTP 503 \"Loading model\"" },
+		{ 400,
+		  "{\"object\":\"error\",\"message\":\"max_tokens is too large\",\"code\":400}",
+		  "HTTP 400 \"max_tokens is too large\"" },
+		{ 422, "{\"error\":\"Input validation error\",\"error_type\":\"validation\"}",
+		  "HTTP 422 \"Input validation error\"" },
+		{ 422, "{\"detail\":[{\"loc\":[\"body\"],\"msg\":\"field required\"}]}",
+		  "HTTP 422 \"field required\"" },
+		{ 502, "<html><body>Bad Gateway</body></html>", "HTTP 502" },
+		{ 500, "plain text\nsecond line", "HTTP 500 \"plain text\"" },
+		{ 500, "", "HTTP 500" },
+		{ 404, "{\"error\":{\"code\":404}}", "HTTP 404" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		cl_probe_http_error_text(cases[i].status, cases[i].body, strlen(cases[i].body), out,
-		                         sizeof(out));
+					 sizeof(out));
 		assert_string_equal(out, cases[i].want);
 	}
 	/* long messages are cut, at a character boundary, with "..." */
@@ -776,7 +779,8 @@ static void test_error_text(void **state)
 		static const char pieces[] = "{\"error\":{\"message\":\"\\\n\r<\xc3\xa9\xff a}]";
 		while (n < want) {
 			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-			junk[n++] = (x & 1) ? pieces[(x >> 8) % (sizeof(pieces) - 1)] : (char)(x >> 16);
+			junk[n++] =
+			    (x & 1) ? pieces[(x >> 8) % (sizeof(pieces) - 1)] : (char)(x >> 16);
 		}
 		cl_probe_http_error_text(500, junk, n, small, sizeof(small));
 		assert_true(strlen(small) < sizeof(small));
@@ -787,7 +791,7 @@ static void test_error_text(void **state)
 static int setup(void **state)
 {
 	snprintf(tmp_dir, sizeof(tmp_dir), "%s/readiness_test.XXXXXX",
-	         getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 	return mkdtemp(tmp_dir) ? 0 : -1;
 }
 
@@ -822,20 +826,20 @@ static int stop_sims(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    T(test_describe),
-	    T(test_error_text),
-	    T(test_phases_pass_in_order),
-	    T(test_never_ready_times_out),
-	    T(test_wrong_model_is_fatal),
-	    T(test_api_key),
-	    T(test_connection_refused),
-	    T(test_thinking_model),
-	    T(test_failure_resets_consecutive),
-	    T(test_bad_streams_retry),
-	    T(test_request_timeout),
-	    T(test_cancel),
-	    T(test_explicit_body),
-	    T(test_classification),
+		T(test_describe),
+		T(test_error_text),
+		T(test_phases_pass_in_order),
+		T(test_never_ready_times_out),
+		T(test_wrong_model_is_fatal),
+		T(test_api_key),
+		T(test_connection_refused),
+		T(test_thinking_model),
+		T(test_failure_resets_consecutive),
+		T(test_bad_streams_retry),
+		T(test_request_timeout),
+		T(test_cancel),
+		T(test_explicit_body),
+		T(test_classification),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -46,7 +46,7 @@ static void put(struct gen *g, const char *s)
 
 static void ws(struct gen *g)
 {
-	static const char *const w[] = {" ", "\n", "\t", "\r\n ", "  "};
+	static const char *const w[] = { " ", "\n", "\t", "\r\n ", "  " };
 	if (pick(8) == 0)
 		put(g, w[pick(5)]);
 }
@@ -54,32 +54,32 @@ static void ws(struct gen *g)
 static void gen_string_body(struct gen *g)
 {
 	static const char *const atoms[] = {
-	    "a",
-	    "Hello",
-	    " ",
-	    "the",
-	    "\\n",
-	    "\\\"",
-	    "\\\\",
-	    "\\/",
-	    "\\t",
-	    "\\u00e9",
-	    "\\u4e2d",
-	    "\\ud83d\\ude00",
-	    "\\u0000",
-	    "\xc3\xa9",
-	    "\xe6\x8c\x87",
-	    "\xf0\x9f\x98\x80",
-	    "{",
-	    "}",
-	    "[",
-	    ":",
-	    ",",
-	    "0",
-	    "\\b\\f\\r",
-	    "stop",
-	    "length",
-	    "data: ",
+		"a",
+		"Hello",
+		" ",
+		"the",
+		"\\n",
+		"\\\"",
+		"\\\\",
+		"\\/",
+		"\\t",
+		"\\u00e9",
+		"\\u4e2d",
+		"\\ud83d\\ude00",
+		"\\u0000",
+		"\xc3\xa9",
+		"\xe6\x8c\x87",
+		"\xf0\x9f\x98\x80",
+		"{",
+		"}",
+		"[",
+		":",
+		",",
+		"0",
+		"\\b\\f\\r",
+		"stop",
+		"length",
+		"data: ",
 	};
 	size_t n = pick(4) == 0 ? 0 : pick(12);
 	for (size_t i = 0; i < n; i++)
@@ -96,27 +96,27 @@ static void gen_string(struct gen *g)
 static void gen_number(struct gen *g)
 {
 	static const char *const nums[] = {
-	    "0",
-	    "1",
-	    "12",
-	    "32",
-	    "-1",
-	    "-0",
-	    "1.5",
-	    "2e3",
-	    "1E+2",
-	    "-7.25e-3",
-	    "500",
-	    "429",
-	    "1e308",
-	    "9223372036854775807",
-	    "-9223372036854775808",
-	    "2147483648",
-	    "-2147483649",
+		"0",
+		"1",
+		"12",
+		"32",
+		"-1",
+		"-0",
+		"1.5",
+		"2e3",
+		"1E+2",
+		"-7.25e-3",
+		"500",
+		"429",
+		"1e308",
+		"9223372036854775807",
+		"-9223372036854775808",
+		"2147483648",
+		"-2147483649",
 	};
 	/* Past int64: valid JSON that jansson rejects, so rare, or little else gets compared. */
-	static const char *const rare[] = {"9223372036854775808", "18446744073709551616",
-	                                   "-9223372036854775809"};
+	static const char *const rare[] = { "9223372036854775808", "18446744073709551616",
+					    "-9223372036854775809" };
 	if (pick(300) == 0)
 		put(g, rare[pick(sizeof(rare) / sizeof(rare[0]))]);
 	else
@@ -232,11 +232,12 @@ static void v_any(struct gen *g)
 static void v_fr(struct gen *g)
 {
 	static const char *const fr[] = {
-	    "null", "\"stop\"", "\"length\"", "\"\"", "\"tool_calls\"",
-	    "\"content_filter_and_much_longer\"",
-	    /* twelve 2-byte letters: cut at 23 bytes on a character boundary */
-	    ("\"\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9"
-	     "\\u00e9\\u00e9\\u00e9\\u00e9\"")};
+		"null", "\"stop\"", "\"length\"", "\"\"", "\"tool_calls\"",
+		"\"content_filter_and_much_longer\"",
+		/* twelve 2-byte letters: cut at 23 bytes on a character boundary */
+		("\"\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9"
+		 "\\u00e9\\u00e9\\u00e9\\u00e9\"")
+	};
 	if (pick(5) == 0)
 		gen_field(g, gen_string);
 	else
@@ -245,8 +246,11 @@ static void v_fr(struct gen *g)
 static void v_delta(struct gen *g)
 {
 	static const struct member m[] = {
-	    {"role", v_string},      {"content", v_string}, {"reasoning_content", v_string},
-	    {"reasoning", v_string}, {"tool_calls", v_any},
+		{ "role", v_string },
+		{ "content", v_string },
+		{ "reasoning_content", v_string },
+		{ "reasoning", v_string },
+		{ "tool_calls", v_any },
 	};
 	if (pick(8) == 0)
 		gen_any(g, 2);
@@ -256,8 +260,8 @@ static void v_delta(struct gen *g)
 static void gen_choice(struct gen *g)
 {
 	static const struct member m[] = {
-	    {"index", v_number}, {"delta", v_delta},     {"finish_reason", v_fr},
-	    {"logprobs", v_any}, {"stop_reason", v_any},
+		{ "index", v_number }, { "delta", v_delta },     { "finish_reason", v_fr },
+		{ "logprobs", v_any }, { "stop_reason", v_any },
 	};
 	gen_members(g, m, sizeof(m) / sizeof(m[0]));
 }
@@ -282,8 +286,8 @@ static void v_choices(struct gen *g)
 }
 static void v_details(struct gen *g)
 {
-	static const struct member m[] = {{"reasoning_tokens", v_number},
-	                                  {"accepted_prediction_tokens", v_number}};
+	static const struct member m[] = { { "reasoning_tokens", v_number },
+					   { "accepted_prediction_tokens", v_number } };
 	if (pick(6) == 0)
 		gen_any(g, 2);
 	else
@@ -292,10 +296,10 @@ static void v_details(struct gen *g)
 static void v_usage(struct gen *g)
 {
 	static const struct member m[] = {
-	    {"prompt_tokens", v_number},
-	    {"completion_tokens", v_number},
-	    {"total_tokens", v_number},
-	    {"completion_tokens_details", v_details},
+		{ "prompt_tokens", v_number },
+		{ "completion_tokens", v_number },
+		{ "total_tokens", v_number },
+		{ "completion_tokens_details", v_details },
 	};
 	if (pick(5) == 0)
 		put(g, "null");
@@ -306,8 +310,10 @@ static void v_usage(struct gen *g)
 }
 static void v_error(struct gen *g)
 {
-	static const struct member m[] = {
-	    {"message", v_string}, {"code", v_number}, {"type", v_string}, {"param", v_any}};
+	static const struct member m[] = { { "message", v_string },
+					   { "code", v_number },
+					   { "type", v_string },
+					   { "param", v_any } };
 	if (pick(6) == 0)
 		gen_any(g, 2);
 	else
@@ -323,9 +329,9 @@ static void v_id(struct gen *g)
 static void gen_chunk(struct gen *g)
 {
 	static const struct member m[] = {
-	    {"id", v_id},        {"object", v_string},   {"created", v_number},
-	    {"model", v_string}, {"choices", v_choices}, {"choices", v_choices},
-	    {"usage", v_usage},  {"error", v_error},     {"timings", v_any},
+		{ "id", v_id },        { "object", v_string },   { "created", v_number },
+		{ "model", v_string }, { "choices", v_choices }, { "choices", v_choices },
+		{ "usage", v_usage },  { "error", v_error },     { "timings", v_any },
 	};
 	g->len = 0;
 	ws(g);
@@ -366,20 +372,20 @@ static void corpus_free(struct corpus *c)
 static void load_seeds(struct corpus *c)
 {
 	static const char *const sse_files[] = {
-	    "crlf-comment-error-midstream.sse",   "llama.cpp-b4748-chat-stream.sse",
-	    "openai-style-multitoken-chunks.sse", "openai-style-reasoning-field.sse",
-	    "openai-style-reasoning.sse",         "vllm-style-continuous-usage.sse",
-	    "synthetic-cr-multiline-cut.sse",
+		"crlf-comment-error-midstream.sse",   "llama.cpp-b4748-chat-stream.sse",
+		"openai-style-multitoken-chunks.sse", "openai-style-reasoning-field.sse",
+		"openai-style-reasoning.sse",         "vllm-style-continuous-usage.sse",
+		"synthetic-cr-multiline-cut.sse",
 	};
-	static const char *const json_files[] = {"llama.cpp-b4748-chat-nonstream.json",
-	                                         "llama.cpp-b4748-models.json"};
+	static const char *const json_files[] = { "llama.cpp-b4748-chat-nonstream.json",
+						  "llama.cpp-b4748-models.json" };
 	const char *dir = getenv("CHATLOAD_TEST_DATA");
 	char path[1024];
 	assert_non_null(dir);
 
 	for (size_t f = 0; f < sizeof(sse_files) / sizeof(sse_files[0]); f++) {
 		struct cl_buf b;
-		struct ev_list ev = {0};
+		struct ev_list ev = { 0 };
 		struct cl_sse_parser p;
 		snprintf(path, sizeof(path), "%s/streams/%s", dir, sse_files[f]);
 		cl_buf_init(&b, 1 << 20);
@@ -417,33 +423,33 @@ static void mutate(char *s, size_t *n, size_t cap)
 	static const char interesting[] =
 	    "{}[]\",:\\0123456789-+.eE \t\n\rtrufalsn\x00\x80\xc3\xff";
 	static const char *const tokens[] = {
-	    "\\u",
-	    "\\ud800",
-	    "\\udc00",
-	    "\\u0000",
-	    "\\ud83d\\ude00",
-	    "null",
-	    "[",
-	    "{",
-	    "]",
-	    "}",
-	    "\"",
-	    ",",
-	    ":",
-	    "1e5",
-	    "-",
-	    "0",
-	    "01",
-	    "\\",
-	    "\xc3\xa9",
-	    "\xe6\x8c",
-	    "99999999999999999999",
-	    " ",
-	    "1e999",
-	    "\"usage\":{\"prompt_tokens\":5},",
-	    "\"content\":\"x\",",
-	    "\x01",
-	    "{\"a\":[1,{\"b\":null}]}",
+		"\\u",
+		"\\ud800",
+		"\\udc00",
+		"\\u0000",
+		"\\ud83d\\ude00",
+		"null",
+		"[",
+		"{",
+		"]",
+		"}",
+		"\"",
+		",",
+		":",
+		"1e5",
+		"-",
+		"0",
+		"01",
+		"\\",
+		"\xc3\xa9",
+		"\xe6\x8c",
+		"99999999999999999999",
+		" ",
+		"1e999",
+		"\"usage\":{\"prompt_tokens\":5},",
+		"\"content\":\"x\",",
+		"\x01",
+		"{\"a\":[1,{\"b\":null}]}",
 	};
 	size_t len = *n;
 	size_t pos = len ? pick(len) : 0;
@@ -568,8 +574,8 @@ static void report(const char *what, const struct tally *t)
 /* The seeds themselves, then thousands of mutants of them. */
 static void test_fixture_mutants(void **state)
 {
-	struct corpus c = {0};
-	struct tally t = {0};
+	struct corpus c = { 0 };
+	struct tally t = { 0 };
 	static char work[8192];
 
 	load_seeds(&c);
@@ -600,7 +606,7 @@ static void test_fixture_mutants(void **state)
  * mutated. */
 static void test_generated(void **state)
 {
-	struct tally plain = {0}, mutated = {0};
+	struct tally plain = { 0 }, mutated = { 0 };
 	static struct gen g;
 	static char work[8192];
 
@@ -628,16 +634,16 @@ static void test_generated(void **state)
 static void test_known_divergences(void **state)
 {
 	static const char *const cases[] = {
-	    "{\"usage\":{\"prompt_tokens\":99999999999999999999}}",
-	    "[-99999999999999999999]",
-	    "{\"x\":1e999}",
-	    "[1.5E+400]",
-	    "{\"choices\":[{\"delta\":{\"content\":\"\\ud800\"}}]}",
-	    "\"\\udc00x\"",
-	    "{\"a\\u0000b\":1}",
+		"{\"usage\":{\"prompt_tokens\":99999999999999999999}}",
+		"[-99999999999999999999]",
+		"{\"x\":1e999}",
+		"[1.5E+400]",
+		"{\"choices\":[{\"delta\":{\"content\":\"\\ud800\"}}]}",
+		"\"\\udc00x\"",
+		"{\"a\\u0000b\":1}",
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct tally t = {0};
+		struct tally t = { 0 };
 		run_one(cases[i], strlen(cases[i]), &t);
 		if (t.mismatch)
 			fail_msg("'%s' not classified", cases[i]);
@@ -650,7 +656,7 @@ static void test_known_divergences(void **state)
 	char deep[200];
 	memset(deep, '[', 65);
 	memset(deep + 65, ']', 65);
-	struct tally t = {0};
+	struct tally t = { 0 };
 	run_one(deep, 130, &t);
 	assert_int_equal(t.div[DIV_DEPTH], 1);
 	/* A raw NUL after a number: invalid JSON that jansson lets through. */
@@ -662,9 +668,9 @@ static void test_known_divergences(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_known_divergences),
-	    cmocka_unit_test(test_fixture_mutants),
-	    cmocka_unit_test(test_generated),
+		cmocka_unit_test(test_known_divergences),
+		cmocka_unit_test(test_fixture_mutants),
+		cmocka_unit_test(test_generated),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

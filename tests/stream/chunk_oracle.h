@@ -30,12 +30,12 @@ enum oracle_divergence {
 };
 
 static const char *const oracle_divergence_names[DIV_COUNT] = {
-    "integer beyond int64 (jansson rejects)",
-    "real number overflow (jansson rejects)",
-    "escaped lone surrogate (jansson rejects)",
-    "\\u0000 in an object key (jansson rejects)",
-    "nesting deeper than 64 (we reject)",
-    "raw NUL byte after a number (jansson skips it, we reject)",
+	"integer beyond int64 (jansson rejects)",
+	"real number overflow (jansson rejects)",
+	"escaped lone surrogate (jansson rejects)",
+	"\\u0000 in an object key (jansson rejects)",
+	"nesting deeper than 64 (we reject)",
+	"raw NUL byte after a number (jansson skips it, we reject)",
 };
 
 struct oracle_result {
@@ -80,7 +80,7 @@ static inline long long oracle_strlen(json_t *v)
 static inline int64_t oracle_count(json_t *v)
 {
 	return json_is_integer(v) && json_integer_value(v) >= 0 ? (int64_t)json_integer_value(v)
-	                                                        : -1;
+								: -1;
 }
 
 /* Copies whole UTF-8 characters of s (n bytes) into dst while they fit in 23 bytes. */
@@ -123,11 +123,11 @@ static inline bool oracle_repaired_accepts(const char *data, size_t len)
 						char h = data[i + k];
 						v = v * 16 +
 						    (unsigned)(h <= '9' ? h - '0'
-						                        : (h | 0x20) - 'a' + 10);
+									: (h | 0x20) - 'a' + 10);
 					}
 					memcpy(o + n,
 					       (v >= 0xD800 && v <= 0xDFFF) || v == 0 ? "\\u0041"
-					                                              : data + i,
+										      : data + i,
 					       6);
 					n += 6;
 					i += 6;
@@ -210,7 +210,7 @@ static inline bool oracle_nul_visible_accepts(const char *data, size_t len)
  * zero exactly when it is zero, and equal when the input holds no backslash.
  */
 static inline void oracle_check(const char *data, size_t len, int rc, const struct cl_chunk *c,
-                                struct oracle_result *r)
+				struct oracle_result *r)
 {
 	json_error_t jerr;
 	json_t *root = NULL;
@@ -240,12 +240,12 @@ static inline void oracle_check(const char *data, size_t len, int rc, const stru
 			r->divergence = DIV_NUL_IN_KEY;
 		else
 			ORACLE_FAIL(r, "we accept, jansson rejects: %s (at byte %d)", jerr.text,
-			            jerr.position);
+				    jerr.position);
 		if (!oracle_repaired_accepts(data, len))
 			ORACLE_FAIL(r,
-			            "we accept, jansson rejects (%s) even with its limits "
-			            "worked around",
-			            jerr.text);
+				    "we accept, jansson rejects (%s) even with its limits "
+				    "worked around",
+				    jerr.text);
 		goto out;
 	}
 	if (rc != 0) {
@@ -298,7 +298,7 @@ static inline void oracle_check(const char *data, size_t len, int rc, const stru
 				json_t *f = json_object_get(ch, "finish_reason");
 				if (!fr[0] && json_is_string(f) && json_string_value(f)[0])
 					oracle_truncate(json_string_value(f), json_string_length(f),
-					                fr);
+							fr);
 			}
 		}
 		json_t *usage = json_object_get(root, "usage");
@@ -330,25 +330,25 @@ static inline void oracle_check(const char *data, size_t len, int rc, const stru
 	if (c->has_content != (content > 0) || (long long)c->content_bytes < content ||
 	    (no_escapes && (long long)c->content_bytes != content))
 		ORACLE_FAIL(r, "content %d/%zu bytes, jansson %lld unescaped", c->has_content,
-		            c->content_bytes, content);
+			    c->content_bytes, content);
 	if (c->has_reasoning != (reasoning > 0) || (long long)c->reasoning_bytes < reasoning ||
 	    (no_escapes && (long long)c->reasoning_bytes != reasoning))
 		ORACLE_FAIL(r, "reasoning %d/%zu bytes, jansson %lld unescaped", c->has_reasoning,
-		            c->reasoning_bytes, reasoning);
+			    c->reasoning_bytes, reasoning);
 	if (strcmp(c->finish_reason, fr) != 0)
 		ORACLE_FAIL(r, "finish_reason '%s', jansson '%s'", c->finish_reason, fr);
 	if (c->has_usage != has_usage || c->prompt_tokens != pt || c->completion_tokens != ct ||
 	    c->reasoning_tokens != rt)
 		ORACLE_FAIL(r, "usage %d %lld %lld %lld, jansson %d %lld %lld %lld", c->has_usage,
-		            (long long)c->prompt_tokens, (long long)c->completion_tokens,
-		            (long long)c->reasoning_tokens, has_usage, (long long)pt, (long long)ct,
-		            (long long)rt);
+			    (long long)c->prompt_tokens, (long long)c->completion_tokens,
+			    (long long)c->reasoning_tokens, has_usage, (long long)pt, (long long)ct,
+			    (long long)rt);
 	if (c->is_error != is_error || c->error_code != code)
 		ORACLE_FAIL(r, "error %d code %d, jansson %d code %d", c->is_error, c->error_code,
-		            is_error, code);
+			    is_error, code);
 	if ((c->error_msg != NULL) != (msg_len >= 0))
 		ORACLE_FAIL(r, "error message %s, jansson %s", c->error_msg ? "present" : "absent",
-		            msg_len >= 0 ? "present" : "absent");
+			    msg_len >= 0 ? "present" : "absent");
 	if (c->error_msg) {
 		if (c->error_msg < data || c->error_msg + c->error_msg_len > data + len)
 			ORACLE_FAIL(r, "error message outside the input");
@@ -356,7 +356,7 @@ static inline void oracle_check(const char *data, size_t len, int rc, const stru
 		    (c->error_msg_len == 0) != (msg_len == 0) ||
 		    (no_escapes && (long long)c->error_msg_len != msg_len))
 			ORACLE_FAIL(r, "error message %zu bytes, jansson %lld unescaped",
-			            c->error_msg_len, msg_len);
+				    c->error_msg_len, msg_len);
 	}
 out:
 	json_decref(root);

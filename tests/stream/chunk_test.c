@@ -68,10 +68,10 @@ static void check(const struct cl_chunk *c, const struct want *w, const char *wh
 	    c->has_content != (w->content_bytes > 0) ||
 	    c->has_reasoning != (w->reasoning_bytes > 0))
 		fail_msg("%s: done %d/%d error %d/%d role %d/%d usage %d/%d choices %u/%u content "
-		         "%d/%d reasoning %d/%d (got/want)",
-		         what, c->done, w->done, c->is_error, w->is_error, c->has_role, w->has_role,
-		         c->has_usage, w->has_usage, c->n_choices, w->n_choices, c->has_content,
-		         w->content_bytes > 0, c->has_reasoning, w->reasoning_bytes > 0);
+			 "%d/%d reasoning %d/%d (got/want)",
+			 what, c->done, w->done, c->is_error, w->is_error, c->has_role, w->has_role,
+			 c->has_usage, w->has_usage, c->n_choices, w->n_choices, c->has_content,
+			 w->content_bytes > 0, c->has_reasoning, w->reasoning_bytes > 0);
 	assert_int_equal(c->content_bytes, w->content_bytes);
 	assert_int_equal(c->reasoning_bytes, w->reasoning_bytes);
 	assert_string_equal(c->finish_reason, w->finish_reason ? w->finish_reason : "");
@@ -91,100 +91,100 @@ static void check(const struct cl_chunk *c, const struct want *w, const char *wh
 
 /* Read off the fixture files by hand (content bytes are the escaped bytes between quotes). */
 static const struct want crlf_want[] = {
-    {.n_choices = 1, .has_role = true, NOUSAGE}, /* role + content "" */
-    CONTENT(3),                                  /* "Hel" */
-    CONTENT(2),                                  /* "lo" */
-    {.is_error = true,
-     .error_code = 500,
-     .error_msg = "CUDA out of memory. Tried to allocate 2.00 GiB",
-     NOUSAGE},
+	{ .n_choices = 1, .has_role = true, NOUSAGE }, /* role + content "" */
+	CONTENT(3),                                    /* "Hel" */
+	CONTENT(2),                                    /* "lo" */
+	{ .is_error = true,
+	  .error_code = 500,
+	  .error_msg = "CUDA out of memory. Tried to allocate 2.00 GiB",
+	  NOUSAGE },
 };
 static const struct want llama_want[] = {
-    CONTENT(8),  /* " Externe" */
-    CONTENT(3),  /* " EP" */
-    CONTENT(4),  /* "trim" */
-    CONTENT(9),  /* " " + four 2-byte Cyrillic letters */
-    CONTENT(12), /* " instantiate" */
-    CONTENT(8),  /* "entlicht" */
-    CONTENT(3),  /* one 3-byte CJK character */
-    CONTENT(3),  /* "ola" */
-    CONTENT(4),  /* "camp" */
-    CONTENT(3),  /* " Ri" */
-    CONTENT(3),  /* "spe" */
-    CONTENT(5),  /* " bean" */
-    /* no role chunk at all; usage and timings on the last chunk, no details */
-    {.n_choices = 1,
-     .finish_reason = "length",
-     .has_usage = true,
-     .prompt_tokens = 32,
-     .completion_tokens = 12,
-     .reasoning_tokens = -1},
-    DONE,
+	CONTENT(8),  /* " Externe" */
+	CONTENT(3),  /* " EP" */
+	CONTENT(4),  /* "trim" */
+	CONTENT(9),  /* " " + four 2-byte Cyrillic letters */
+	CONTENT(12), /* " instantiate" */
+	CONTENT(8),  /* "entlicht" */
+	CONTENT(3),  /* one 3-byte CJK character */
+	CONTENT(3),  /* "ola" */
+	CONTENT(4),  /* "camp" */
+	CONTENT(3),  /* " Ri" */
+	CONTENT(3),  /* "spe" */
+	CONTENT(5),  /* " bean" */
+	/* no role chunk at all; usage and timings on the last chunk, no details */
+	{ .n_choices = 1,
+	  .finish_reason = "length",
+	  .has_usage = true,
+	  .prompt_tokens = 32,
+	  .completion_tokens = 12,
+	  .reasoning_tokens = -1 },
+	DONE,
 };
 static const struct want multitoken_want[] = {
-    {.n_choices = 1, .has_role = true, NOUSAGE},
-    CONTENT(17), /* "def quicksort(arr" */
-    CONTENT(24), /* "):\n    if len(arr) <= 1", \n being two bytes */
-    {.n_choices = 1, .content_bytes = 21, .finish_reason = "length", NOUSAGE},
-    {.n_choices = 0,
-     .has_usage = true,
-     .prompt_tokens = 12,
-     .completion_tokens = 16,
-     .reasoning_tokens = -1},
-    DONE,
+	{ .n_choices = 1, .has_role = true, NOUSAGE },
+	CONTENT(17), /* "def quicksort(arr" */
+	CONTENT(24), /* "):\n    if len(arr) <= 1", \n being two bytes */
+	{ .n_choices = 1, .content_bytes = 21, .finish_reason = "length", NOUSAGE },
+	{ .n_choices = 0,
+	  .has_usage = true,
+	  .prompt_tokens = 12,
+	  .completion_tokens = 16,
+	  .reasoning_tokens = -1 },
+	DONE,
 };
 static const struct want reasoning_field_want[] = {
-    {.n_choices = 1, .has_role = true, .reasoning_bytes = 8, NOUSAGE}, /* "reasoning" */
-    CONTENT(2),
-    {.n_choices = 1, .finish_reason = "stop", NOUSAGE}, /* "usage": null */
-    {.has_usage = true, .prompt_tokens = 3, .completion_tokens = 2, .reasoning_tokens = -1},
-    DONE,
+	{ .n_choices = 1, .has_role = true, .reasoning_bytes = 8, NOUSAGE }, /* "reasoning" */
+	CONTENT(2),
+	{ .n_choices = 1, .finish_reason = "stop", NOUSAGE }, /* "usage": null */
+	{ .has_usage = true, .prompt_tokens = 3, .completion_tokens = 2, .reasoning_tokens = -1 },
+	DONE,
 };
 static const struct want reasoning_want[] = {
-    {.n_choices = 1, .has_role = true, NOUSAGE},
-    REASON(14),                                         /* "The user wants" */
-    REASON(18),                                         /* " a one-word reply." */
-    CONTENT(2),                                         /* "OK" */
-    {.n_choices = 1, .finish_reason = "stop", NOUSAGE}, /* content "" */
-    {.has_usage = true, .prompt_tokens = 9, .completion_tokens = 10, .reasoning_tokens = 9},
-    DONE,
+	{ .n_choices = 1, .has_role = true, NOUSAGE },
+	REASON(14),                                           /* "The user wants" */
+	REASON(18),                                           /* " a one-word reply." */
+	CONTENT(2),                                           /* "OK" */
+	{ .n_choices = 1, .finish_reason = "stop", NOUSAGE }, /* content "" */
+	{ .has_usage = true, .prompt_tokens = 9, .completion_tokens = 10, .reasoning_tokens = 9 },
+	DONE,
 };
 
 static const struct want vllm_want[] = {
-    /* continuous_usage_stats: cumulative usage on every chunk */
-    {.n_choices = 1,
-     .has_role = true,
-     .has_usage = true,
-     .prompt_tokens = 7,
-     .completion_tokens = 0,
-     .reasoning_tokens = -1},
-    /* both reasoning_content and reasoning with the same text: counted once */
-    {.n_choices = 1,
-     .reasoning_bytes = 12,
-     .has_usage = true,
-     .prompt_tokens = 7,
-     .completion_tokens = 2,
-     .reasoning_tokens = -1},
-    /* "Yes \u2014 \"42\"." is 18 escaped bytes */
-    {.n_choices = 1,
-     .content_bytes = 18,
-     .has_usage = true,
-     .prompt_tokens = 7,
-     .completion_tokens = 5,
-     .reasoning_tokens = -1},
-    {.n_choices = 1,
-     .finish_reason = "stop",
-     .has_usage = true,
-     .prompt_tokens = 7,
-     .completion_tokens = 5,
-     .reasoning_tokens = -1},
-    {.has_usage = true, .prompt_tokens = 7, .completion_tokens = 5, .reasoning_tokens = 2},
-    DONE,
+	/* continuous_usage_stats: cumulative usage on every chunk */
+	{ .n_choices = 1,
+	  .has_role = true,
+	  .has_usage = true,
+	  .prompt_tokens = 7,
+	  .completion_tokens = 0,
+	  .reasoning_tokens = -1 },
+	/* both reasoning_content and reasoning with the same text: counted once */
+	{ .n_choices = 1,
+	  .reasoning_bytes = 12,
+	  .has_usage = true,
+	  .prompt_tokens = 7,
+	  .completion_tokens = 2,
+	  .reasoning_tokens = -1 },
+	/* "Yes \u2014 \"42\"." is 18 escaped bytes */
+	{ .n_choices = 1,
+	  .content_bytes = 18,
+	  .has_usage = true,
+	  .prompt_tokens = 7,
+	  .completion_tokens = 5,
+	  .reasoning_tokens = -1 },
+	{ .n_choices = 1,
+	  .finish_reason = "stop",
+	  .has_usage = true,
+	  .prompt_tokens = 7,
+	  .completion_tokens = 5,
+	  .reasoning_tokens = -1 },
+	{ .has_usage = true, .prompt_tokens = 7, .completion_tokens = 5, .reasoning_tokens = 2 },
+	DONE,
 };
 static const struct want cut_want[] = {
-    CONTENT(1), /* data split over two lines, joined by '\n' (JSON whitespace) */
-    CONTENT(2),
-    /* the third event is cut off: never dispatched */
+	CONTENT(1), /* data split over two lines, joined by '\n' (JSON whitespace) */
+	CONTENT(2),
+	/* the third event is cut off: never dispatched */
 };
 
 static const struct {
@@ -192,13 +192,13 @@ static const struct {
 	const struct want *want;
 	size_t n;
 } fixtures[] = {
-    {"crlf-comment-error-midstream.sse", crlf_want, 4},
-    {"llama.cpp-b4748-chat-stream.sse", llama_want, 14},
-    {"openai-style-multitoken-chunks.sse", multitoken_want, 6},
-    {"openai-style-reasoning-field.sse", reasoning_field_want, 5},
-    {"openai-style-reasoning.sse", reasoning_want, 7},
-    {"vllm-style-continuous-usage.sse", vllm_want, 6},
-    {"synthetic-cr-multiline-cut.sse", cut_want, 2},
+	{ "crlf-comment-error-midstream.sse", crlf_want, 4 },
+	{ "llama.cpp-b4748-chat-stream.sse", llama_want, 14 },
+	{ "openai-style-multitoken-chunks.sse", multitoken_want, 6 },
+	{ "openai-style-reasoning-field.sse", reasoning_field_want, 5 },
+	{ "openai-style-reasoning.sse", reasoning_want, 7 },
+	{ "vllm-style-continuous-usage.sse", vllm_want, 6 },
+	{ "synthetic-cr-multiline-cut.sse", cut_want, 2 },
 };
 
 static void read_events(const char *name, struct ev_list *ev)
@@ -223,7 +223,7 @@ static void read_events(const char *name, struct ev_list *ev)
 static void test_fixtures(void **state)
 {
 	for (size_t f = 0; f < sizeof(fixtures) / sizeof(fixtures[0]); f++) {
-		struct ev_list ev = {0};
+		struct ev_list ev = { 0 };
 		read_events(fixtures[f].file, &ev);
 		assert_int_equal(ev.n, fixtures[f].n);
 		for (size_t i = 0; i < ev.n; i++) {
@@ -243,9 +243,9 @@ static void test_fixtures(void **state)
  * "[DONE]"), and rejection leaves *out empty. */
 static void test_truncations(void **state)
 {
-	const struct want empty = {NOUSAGE};
+	const struct want empty = { NOUSAGE };
 	for (size_t f = 0; f < sizeof(fixtures) / sizeof(fixtures[0]); f++) {
-		struct ev_list ev = {0};
+		struct ev_list ev = { 0 };
 		read_events(fixtures[f].file, &ev);
 		for (size_t i = 0; i < ev.n; i++) {
 			for (size_t cut = 0; cut < ev.len[i]; cut++) {
@@ -253,7 +253,7 @@ static void test_truncations(void **state)
 				int rc = decode(ev.arena + ev.off[i], cut, &c);
 				if (rc != CL_EPARSE)
 					fail_msg("%s event %zu cut at %zu: rc %d, want %d",
-					         fixtures[f].file, i, cut, rc, CL_EPARSE);
+						 fixtures[f].file, i, cut, rc, CL_EPARSE);
 				check(&c, &empty, "rejected");
 			}
 		}
@@ -282,148 +282,151 @@ static void test_shapes(void **state)
 	/* Two choices: content summed, the first non-empty finish_reason wins. */
 	assert_int_equal(
 	    decode_str("{\"choices\":[{\"delta\":{\"content\":\"ab\"},\"finish_reason\":"
-	               "null},{\"delta\":{\"content\":\"cde\",\"role\":\"assistant\"},"
-	               "\"finish_reason\":\"stop\"},{\"finish_reason\":\"length\"}]}",
-	               &c),
+		       "null},{\"delta\":{\"content\":\"cde\",\"role\":\"assistant\"},"
+		       "\"finish_reason\":\"stop\"},{\"finish_reason\":\"length\"}]}",
+		       &c),
 	    0);
 	check(&c,
-	      &(struct want){.n_choices = 3,
-	                     .content_bytes = 5,
-	                     .has_role = true,
-	                     .finish_reason = "stop",
-	                     NOUSAGE},
+	      &(struct want){ .n_choices = 3,
+			      .content_bytes = 5,
+			      .has_role = true,
+			      .finish_reason = "stop",
+			      NOUSAGE },
 	      "two choices");
 
 	/* Both reasoning fields in one choice carry the same text: counted once. */
 	assert_int_equal(decode_str("{\"choices\":[{\"delta\":{\"reasoning_content\":\"abc\","
-	                            "\"reasoning\":\"abc\"}}]}",
-	                            &c),
-	                 0);
-	check(&c, &(struct want){.n_choices = 1, .reasoning_bytes = 3, NOUSAGE}, "both reasoning");
+				    "\"reasoning\":\"abc\"}}]}",
+				    &c),
+			 0);
+	check(&c, &(struct want){ .n_choices = 1, .reasoning_bytes = 3, NOUSAGE },
+	      "both reasoning");
 	assert_int_equal(
 	    decode_str("{\"choices\":[{\"delta\":{\"reasoning\":\"\","
-	               "\"reasoning_content\":\"xy\"}},{\"delta\":{\"reasoning\":\"z\"}}]}",
-	               &c),
+		       "\"reasoning_content\":\"xy\"}},{\"delta\":{\"reasoning\":\"z\"}}]}",
+		       &c),
 	    0);
-	check(&c, &(struct want){.n_choices = 2, .reasoning_bytes = 3, NOUSAGE}, "reasoning sum");
+	check(&c, &(struct want){ .n_choices = 2, .reasoning_bytes = 3, NOUSAGE }, "reasoning sum");
 
 	/* Content and reasoning in the same chunk. */
 	assert_int_equal(decode_str("{\"choices\":[{\"delta\":{\"reasoning_content\":\"r\","
-	                            "\"content\":\"cc\"}}]}",
-	                            &c),
-	                 0);
-	check(&c, &(struct want){.n_choices = 1, .content_bytes = 2, .reasoning_bytes = 1, NOUSAGE},
+				    "\"content\":\"cc\"}}]}",
+				    &c),
+			 0);
+	check(&c,
+	      &(struct want){ .n_choices = 1, .content_bytes = 2, .reasoning_bytes = 1, NOUSAGE },
 	      "content and reasoning");
 
 	/* Unexpected types count as absent, and are not errors. */
 	assert_int_equal(decode_str("{\"choices\":[{\"delta\":{\"content\":null,\"role\":null,"
-	                            "\"reasoning\":5},\"finish_reason\":7},3,\"x\",null,[]],"
-	                            "\"usage\":{\"prompt_tokens\":1.5,\"completion_tokens\":\"12\","
-	                            "\"completion_tokens_details\":{\"reasoning_tokens\":-3}},"
-	                            "\"error\":null}",
-	                            &c),
-	                 0);
-	check(&c, &(struct want){.n_choices = 5, .has_usage = true, NOUSAGE}, "wrong types");
+				    "\"reasoning\":5},\"finish_reason\":7},3,\"x\",null,[]],"
+				    "\"usage\":{\"prompt_tokens\":1.5,\"completion_tokens\":\"12\","
+				    "\"completion_tokens_details\":{\"reasoning_tokens\":-3}},"
+				    "\"error\":null}",
+				    &c),
+			 0);
+	check(&c, &(struct want){ .n_choices = 5, .has_usage = true, NOUSAGE }, "wrong types");
 	assert_int_equal(decode_str("{\"choices\":{\"delta\":{\"content\":\"x\"}},\"usage\":[1],"
-	                            "\"error\":\"boom\"}",
-	                            &c),
-	                 0);
-	check(&c, &(struct want){NOUSAGE}, "wrong container types");
+				    "\"error\":\"boom\"}",
+				    &c),
+			 0);
+	check(&c, &(struct want){ NOUSAGE }, "wrong container types");
 	assert_int_equal(decode_str("{\"choices\":[{\"delta\":\"content\"}]}", &c), 0);
-	check(&c, &(struct want){.n_choices = 1, NOUSAGE}, "delta a string");
+	check(&c, &(struct want){ .n_choices = 1, NOUSAGE }, "delta a string");
 
 	/* Numbers: exponents and fractions are not integers; too big for int64 is absent;
 	 * 0 and the largest int64 are fine. */
 	assert_int_equal(decode_str("{\"usage\":{\"prompt_tokens\":1e2,\"completion_tokens\":"
-	                            "99999999999999999999,\"completion_tokens_details\":{"
-	                            "\"reasoning_tokens\":9223372036854775807}}}",
-	                            &c),
-	                 0);
+				    "99999999999999999999,\"completion_tokens_details\":{"
+				    "\"reasoning_tokens\":9223372036854775807}}}",
+				    &c),
+			 0);
 	check(&c,
-	      &(struct want){.has_usage = true,
-	                     .prompt_tokens = -1,
-	                     .completion_tokens = -1,
-	                     .reasoning_tokens = INT64_MAX},
+	      &(struct want){ .has_usage = true,
+			      .prompt_tokens = -1,
+			      .completion_tokens = -1,
+			      .reasoning_tokens = INT64_MAX },
 	      "big numbers");
 	assert_int_equal(
 	    decode_str("{\"usage\":{\"prompt_tokens\":0,\"completion_tokens\":-0}}", &c), 0);
 	check(&c,
-	      &(struct want){.has_usage = true,
-	                     .prompt_tokens = 0,
-	                     .completion_tokens = 0,
-	                     .reasoning_tokens = -1},
+	      &(struct want){ .has_usage = true,
+			      .prompt_tokens = 0,
+			      .completion_tokens = 0,
+			      .reasoning_tokens = -1 },
 	      "zeros");
 	assert_int_equal(decode_str("{\"usage\":{}}", &c), 0);
-	check(&c, &(struct want){.has_usage = true, NOUSAGE}, "empty usage");
+	check(&c, &(struct want){ .has_usage = true, NOUSAGE }, "empty usage");
 
 	/* Error objects: message kept escaped; code only when an int. */
 	assert_int_equal(decode_str("{\"error\":{\"message\":\"bad \\\"x\\\"\\n\",\"code\":"
-	                            "\"rate_limit_exceeded\",\"type\":\"t\"}}",
-	                            &c),
-	                 0);
-	check(&c, &(struct want){.is_error = true, .error_msg = "bad \\\"x\\\"\\n", NOUSAGE},
+				    "\"rate_limit_exceeded\",\"type\":\"t\"}}",
+				    &c),
+			 0);
+	check(&c, &(struct want){ .is_error = true, .error_msg = "bad \\\"x\\\"\\n", NOUSAGE },
 	      "string code");
 	assert_int_equal(decode_str("{\"error\":{\"code\":4294967296,\"message\":7}}", &c), 0);
-	check(&c, &(struct want){.is_error = true, NOUSAGE}, "code too big, message a number");
+	check(&c, &(struct want){ .is_error = true, NOUSAGE }, "code too big, message a number");
 	assert_int_equal(decode_str("{\"error\":{\"code\":-1,\"message\":\"\"}}", &c), 0);
-	check(&c, &(struct want){.is_error = true, .error_code = -1, .error_msg = "", NOUSAGE},
+	check(&c, &(struct want){ .is_error = true, .error_code = -1, .error_msg = "", NOUSAGE },
 	      "negative code, empty message");
 	assert_int_equal(decode_str("{\"error\":{}}", &c), 0);
-	check(&c, &(struct want){.is_error = true, NOUSAGE}, "empty error");
+	check(&c, &(struct want){ .is_error = true, NOUSAGE }, "empty error");
 
 	/* A repeated key: the last one counts, wholly. */
 	assert_int_equal(
 	    decode_str("{\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":2},"
-	               "\"usage\":{\"completion_tokens\":3},"
-	               "\"choices\":[{\"delta\":{\"content\":\"aaaa\"}}],"
-	               "\"choices\":[{\"delta\":{\"content\":\"b\",\"content\":\"cc\"},"
-	               "\"finish_reason\":\"stop\",\"finish_reason\":null}],"
-	               "\"error\":{\"code\":1},\"error\":null}",
-	               &c),
+		       "\"usage\":{\"completion_tokens\":3},"
+		       "\"choices\":[{\"delta\":{\"content\":\"aaaa\"}}],"
+		       "\"choices\":[{\"delta\":{\"content\":\"b\",\"content\":\"cc\"},"
+		       "\"finish_reason\":\"stop\",\"finish_reason\":null}],"
+		       "\"error\":{\"code\":1},\"error\":null}",
+		       &c),
 	    0);
 	check(&c,
-	      &(struct want){.n_choices = 1,
-	                     .content_bytes = 2,
-	                     .has_usage = true,
-	                     .prompt_tokens = -1,
-	                     .completion_tokens = 3,
-	                     .reasoning_tokens = -1},
+	      &(struct want){ .n_choices = 1,
+			      .content_bytes = 2,
+			      .has_usage = true,
+			      .prompt_tokens = -1,
+			      .completion_tokens = 3,
+			      .reasoning_tokens = -1 },
 	      "repeated keys");
 	assert_int_equal(decode_str("{\"choices\":[{\"delta\":{\"content\":\"aaaa\"},"
-	                            "\"delta\":{\"role\":\"user\"}}]}",
-	                            &c),
-	                 0);
-	check(&c, &(struct want){.n_choices = 1, .has_role = true, NOUSAGE}, "repeated delta");
+				    "\"delta\":{\"role\":\"user\"}}]}",
+				    &c),
+			 0);
+	check(&c, &(struct want){ .n_choices = 1, .has_role = true, NOUSAGE }, "repeated delta");
 
 	/* Keys are compared unescaped. */
 	assert_int_equal(decode_str("{\"ch\\u006fices\":[{\"d\\u0065lta\":{\"\\u0063ontent\":"
-	                            "\"xyz\"}}],\"u\\/sage\":{}}",
-	                            &c),
-	                 0);
-	check(&c, &(struct want){.n_choices = 1, .content_bytes = 3, NOUSAGE}, "escaped keys");
+				    "\"xyz\"}}],\"u\\/sage\":{}}",
+				    &c),
+			 0);
+	check(&c, &(struct want){ .n_choices = 1, .content_bytes = 3, NOUSAGE }, "escaped keys");
 
 	/* Top-level values other than objects are valid JSON with nothing in them. */
 	const char *const scalars[] = {
-	    "1",    "-2.5e3", "[]",    "[{}]", "\"x\"",
-	    "null", "true",   "false", " {} ", "\t\r\n{\"choices\":[]}\n"};
+		"1",    "-2.5e3", "[]",    "[{}]", "\"x\"",
+		"null", "true",   "false", " {} ", "\t\r\n{\"choices\":[]}\n"
+	};
 	for (size_t i = 0; i < sizeof(scalars) / sizeof(scalars[0]); i++) {
 		assert_int_equal(decode_str(scalars[i], &c), 0);
-		check(&c, &(struct want){NOUSAGE}, scalars[i]);
+		check(&c, &(struct want){ NOUSAGE }, scalars[i]);
 	}
 	/* Whitespace everywhere it may go. */
 	assert_int_equal(decode_str(" { \"choices\" : [ { \"delta\" : { \"content\" : \"a\" } , "
-	                            "\"finish_reason\" : \"stop\" } ] , \"usage\" : { "
-	                            "\"prompt_tokens\" : 4 } } ",
-	                            &c),
-	                 0);
+				    "\"finish_reason\" : \"stop\" } ] , \"usage\" : { "
+				    "\"prompt_tokens\" : 4 } } ",
+				    &c),
+			 0);
 	check(&c,
-	      &(struct want){.n_choices = 1,
-	                     .content_bytes = 1,
-	                     .finish_reason = "stop",
-	                     .has_usage = true,
-	                     .prompt_tokens = 4,
-	                     .completion_tokens = -1,
-	                     .reasoning_tokens = -1},
+	      &(struct want){ .n_choices = 1,
+			      .content_bytes = 1,
+			      .finish_reason = "stop",
+			      .has_usage = true,
+			      .prompt_tokens = 4,
+			      .completion_tokens = -1,
+			      .reasoning_tokens = -1 },
 	      "spaces");
 }
 
@@ -433,16 +436,16 @@ static void test_finish_reason_forms(void **state)
 	assert_int_equal(decode_str("{\"choices\":[{\"finish_reason\":\"st\\u006fp\"}]}", &c), 0);
 	assert_string_equal(c.finish_reason, "stop");
 	assert_int_equal(decode_str("{\"choices\":[{\"finish_reason\":"
-	                            "\"a_very_long_finish_reason_value_here\"}]}",
-	                            &c),
-	                 0);
+				    "\"a_very_long_finish_reason_value_here\"}]}",
+				    &c),
+			 0);
 	assert_string_equal(c.finish_reason, "a_very_long_finish_reas"); /* 23 bytes */
 	/* Cut at a character boundary: 13 two-byte letters, 11 fit. */
 	assert_int_equal(
 	    decode_str("{\"choices\":[{\"finish_reason\":"
-	               "\"\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
-	               "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\"}]}",
-	               &c),
+		       "\"\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+		       "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\"}]}",
+		       &c),
 	    0);
 	assert_int_equal(strlen(c.finish_reason), 22);
 	/* Escapes that make 4-byte characters, and an escaped lone surrogate (U+FFFD). */
@@ -450,9 +453,9 @@ static void test_finish_reason_forms(void **state)
 	    decode_str("{\"choices\":[{\"finish_reason\":\"\\ud83d\\ude00\\ud800x\"}]}", &c), 0);
 	assert_string_equal(c.finish_reason, "\xf0\x9f\x98\x80\xef\xbf\xbdx");
 	assert_int_equal(decode_str("{\"choices\":[{\"finish_reason\":\"\"},{\"finish_reason\":"
-	                            "\"length\"}]}",
-	                            &c),
-	                 0);
+				    "\"length\"}]}",
+				    &c),
+			 0);
 	assert_string_equal(c.finish_reason, "length");
 }
 
@@ -462,7 +465,7 @@ static void expect_parse_error(const char *s, size_t n)
 	int rc = decode(s, n, &c);
 	if (rc != CL_EPARSE)
 		fail_msg("'%.*s': rc %d, want %d", (int)n, s, rc, CL_EPARSE);
-	check(&c, &(struct want){NOUSAGE}, "rejected input leaves nothing");
+	check(&c, &(struct want){ NOUSAGE }, "rejected input leaves nothing");
 }
 
 static void expect_ok(const char *s)
@@ -583,7 +586,7 @@ static void test_mangled(void **state)
 
 /* Nests n arrays (or objects) around v, optionally inside the chunk path. */
 static size_t nest(char *buf, size_t cap, int n, bool objects, const char *prefix,
-                   const char *suffix)
+		   const char *suffix)
 {
 	size_t len = 0;
 	len += (size_t)snprintf(buf + len, cap - len, "%s", prefix);
@@ -630,13 +633,13 @@ static void test_depth(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_fixtures),
-	    cmocka_unit_test(test_truncations),
-	    cmocka_unit_test(test_done),
-	    cmocka_unit_test(test_shapes),
-	    cmocka_unit_test(test_finish_reason_forms),
-	    cmocka_unit_test(test_mangled),
-	    cmocka_unit_test(test_depth),
+		cmocka_unit_test(test_fixtures),
+		cmocka_unit_test(test_truncations),
+		cmocka_unit_test(test_done),
+		cmocka_unit_test(test_shapes),
+		cmocka_unit_test(test_finish_reason_forms),
+		cmocka_unit_test(test_mangled),
+		cmocka_unit_test(test_depth),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

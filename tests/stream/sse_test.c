@@ -20,13 +20,13 @@ static const struct {
 	bool pending;     /* the file ends inside an event (a cut) */
 	bool single_line; /* every event is one "data: " line */
 } fixtures[] = {
-    {"crlf-comment-error-midstream.sse", 4, false, true},
-    {"llama.cpp-b4748-chat-stream.sse", 14, false, true},
-    {"openai-style-multitoken-chunks.sse", 6, false, true},
-    {"openai-style-reasoning-field.sse", 5, false, true},
-    {"openai-style-reasoning.sse", 7, false, true},
-    {"vllm-style-continuous-usage.sse", 6, false, true},
-    {"synthetic-cr-multiline-cut.sse", 2, true, false},
+	{ "crlf-comment-error-midstream.sse", 4, false, true },
+	{ "llama.cpp-b4748-chat-stream.sse", 14, false, true },
+	{ "openai-style-multitoken-chunks.sse", 6, false, true },
+	{ "openai-style-reasoning-field.sse", 5, false, true },
+	{ "openai-style-reasoning.sse", 7, false, true },
+	{ "vllm-style-continuous-usage.sse", 6, false, true },
+	{ "synthetic-cr-multiline-cut.sse", 2, true, false },
 };
 
 static void read_fixture(const char *name, struct cl_buf *b)
@@ -43,7 +43,7 @@ static void read_fixture(const char *name, struct cl_buf *b)
 
 /* Feeds s in pieces whose sizes come from `sizes` (cycled; 0 means all the rest). */
 static void parse_split(const char *s, size_t n, size_t max, const size_t *sizes, size_t nsizes,
-                        struct ev_list *out)
+			struct ev_list *out)
 {
 	struct cl_sse_parser p;
 	assert_int_equal(cl_sse_init(&p, max), 0);
@@ -81,7 +81,7 @@ static void assert_same(const struct ev_list *want, const struct ev_list *got, c
 	long d = ev_list_diff(want, got);
 	if (d >= 0)
 		fail_msg("%s: event %ld differs (want %zu events, got %zu)", what, d, want->n,
-		         got->n);
+			 got->n);
 	assert_int_equal(want->rc, got->rc);
 	if (!want->rc)
 		assert_int_equal(want->pending, got->pending);
@@ -103,7 +103,7 @@ static void test_fixture_splits(void **state)
 {
 	for (size_t f = 0; f < sizeof(fixtures) / sizeof(fixtures[0]); f++) {
 		struct cl_buf b;
-		struct ev_list whole = {0}, ref = {0}, lines = {0};
+		struct ev_list whole = { 0 }, ref = { 0 }, lines = { 0 };
 		read_fixture(fixtures[f].file, &b);
 
 		parse_whole(b.data, b.len, 0, &whole);
@@ -127,14 +127,14 @@ static void test_fixture_splits(void **state)
 		}
 
 		size_t one = 1;
-		struct ev_list bytes = {0};
+		struct ev_list bytes = { 0 };
 		parse_split(b.data, b.len, 0, &one, 1, &bytes);
 		assert_same(&whole, &bytes, "1-byte pieces");
 		ev_list_free(&bytes);
 
 		for (size_t cut = 1; cut < b.len; cut++) {
-			size_t sizes[2] = {cut, 0};
-			struct ev_list two = {0};
+			size_t sizes[2] = { cut, 0 };
+			struct ev_list two = { 0 };
 			parse_split(b.data, b.len, 0, sizes, 2, &two);
 			char what[96];
 			snprintf(what, sizeof(what), "%s split at %zu", fixtures[f].file, cut);
@@ -146,7 +146,7 @@ static void test_fixture_splits(void **state)
 			size_t sizes[64];
 			for (size_t k = 0; k < 64; k++)
 				sizes[k] = 1 + rng() % (r % 2 ? 7 : 300);
-			struct ev_list rnd = {0};
+			struct ev_list rnd = { 0 };
 			parse_split(b.data, b.len, 0, sizes, 64, &rnd);
 			assert_same(&whole, &rnd, "random pieces");
 			ev_list_free(&rnd);
@@ -160,9 +160,9 @@ static void test_fixture_splits(void **state)
 
 /* Parses a literal whole and in 1-byte pieces (they must agree) and checks the events. */
 static void expect_events(const char *s, size_t n, size_t max, int want_rc, bool want_pending,
-                          size_t nwant, const char *const *want)
+			  size_t nwant, const char *const *want)
 {
-	struct ev_list whole = {0}, bytes = {0}, ref = {0};
+	struct ev_list whole = { 0 }, bytes = { 0 }, ref = { 0 };
 	size_t one = 1;
 
 	parse_whole(s, n, max, &whole);
@@ -186,9 +186,9 @@ static void expect_events(const char *s, size_t n, size_t max, int want_rc, bool
 
 #define EXPECT(str, ...)                                                                           \
 	do {                                                                                       \
-		const char *const want_[] = {__VA_ARGS__};                                         \
+		const char *const want_[] = { __VA_ARGS__ };                                       \
 		expect_events((str), sizeof(str) - 1, 0, 0, false,                                 \
-		              sizeof(want_) / sizeof(want_[0]), want_);                            \
+			      sizeof(want_) / sizeof(want_[0]), want_);                            \
 	} while (0)
 
 static void test_line_ends(void **state)
@@ -208,8 +208,8 @@ static void test_line_ends(void **state)
 static void test_crlf_split_across_feeds(void **state)
 {
 	const char *s = "data: a\r\ndata: b\r\n\r\n";
-	size_t sizes[] = {8, 0}; /* cut between the first CR and its LF */
-	struct ev_list l = {0};
+	size_t sizes[] = { 8, 0 }; /* cut between the first CR and its LF */
+	struct ev_list l = { 0 };
 	parse_split(s, strlen(s), 0, sizes, 2, &l);
 	assert_int_equal(l.rc, 0);
 	assert_int_equal(l.n, 1);
@@ -247,7 +247,7 @@ static void test_data_forms(void **state)
 static void test_nul_bytes_kept(void **state)
 {
 	const char s[] = "data: a\0b\n\n";
-	struct ev_list l = {0};
+	struct ev_list l = { 0 };
 	parse_whole(s, sizeof(s) - 1, 0, &l);
 	assert_int_equal(l.n, 1);
 	assert_int_equal(l.len[0], 3);
@@ -258,7 +258,7 @@ static void test_nul_bytes_kept(void **state)
 static void test_pending(void **state)
 {
 	struct cl_sse_parser p;
-	struct ev_list l = {0};
+	struct ev_list l = { 0 };
 
 	assert_int_equal(cl_sse_init(&p, 0), 0);
 	assert_false(cl_sse_pending(&p));
@@ -285,27 +285,27 @@ static void test_pending(void **state)
 	cl_sse_destroy(&p);
 	ev_list_free(&l);
 
-	const char *const none[] = {NULL};
-	expect_events("data: a\n\ndata: b", 16, 0, 0, true, 1, (const char *const[]){"a"});
-	expect_events("data: a\n\ndata: b\n", 17, 0, 0, true, 1, (const char *const[]){"a"});
-	expect_events("data: a\n\n: c\n", 13, 0, 0, false, 1, (const char *const[]){"a"});
+	const char *const none[] = { NULL };
+	expect_events("data: a\n\ndata: b", 16, 0, 0, true, 1, (const char *const[]){ "a" });
+	expect_events("data: a\n\ndata: b\n", 17, 0, 0, true, 1, (const char *const[]){ "a" });
+	expect_events("data: a\n\n: c\n", 13, 0, 0, false, 1, (const char *const[]){ "a" });
 	expect_events("data: a\r", 8, 0, 0, true, 0, none);
 }
 
 static void test_too_big(void **state)
 {
-	const char *const none[] = {NULL};
-	const char *const sixteen[] = {"0123456789abcdef"};
+	const char *const none[] = { NULL };
+	const char *const sixteen[] = { "0123456789abcdef" };
 	/* Exactly at the cap passes; one byte more fails, whole or split. */
 	expect_events("data: 0123456789abcdef\n\n", 24, 16, 0, false, 1, sixteen);
 	expect_events("data: 0123456789abcdefg\n\n", 25, 16, CL_ETOOBIG, false, 0, none);
 	/* The '\n' joining data lines counts. */
 	expect_events("data: 01234567\ndata: 0123456\n\n", 30, 16, 0, false, 1,
-	              (const char *const[]){"01234567\n0123456"});
+		      (const char *const[]){ "01234567\n0123456" });
 	expect_events("data: 01234567\ndata: 01234567\n\n", 31, 16, CL_ETOOBIG, false, 0, none);
 	/* Events before the big one are delivered; the cap is per event. */
 	expect_events("data: a\n\ndata: 0123456789abcdefXYZ\n\ndata: b\n\n", 45, 16, CL_ETOOBIG,
-	              false, 1, (const char *const[]){"a"});
+		      false, 1, (const char *const[]){ "a" });
 	/* Comment and unknown-field lines are skipped, not buffered: no cap applies. */
 	char big[5000];
 	memset(big, 'x', sizeof(big));
@@ -319,7 +319,7 @@ static void test_too_big(void **state)
 
 	/* Sticky until reset. */
 	struct cl_sse_parser p;
-	struct ev_list l = {0};
+	struct ev_list l = { 0 };
 	assert_int_equal(cl_sse_init(&p, 4), 0);
 	assert_int_equal(cl_sse_feed(&p, "data: 12345", 11, ev_list_cb, &l), CL_ETOOBIG);
 	assert_int_equal(cl_sse_feed(&p, "\n\ndata: a\n\n", 11, ev_list_cb, &l), CL_ETOOBIG);
@@ -345,7 +345,7 @@ static void test_growth(void **state)
 	memcpy(s + 6 + vlen, "\n\n", 2);
 	size_t n = vlen + 8, one = 1;
 
-	struct ev_list l = {0};
+	struct ev_list l = { 0 };
 	parse_split(s, n, 50000, &one, 1, &l);
 	assert_int_equal(l.rc, 0);
 	assert_int_equal(l.n, 1);
@@ -376,7 +376,7 @@ static void test_cb_stop(void **state)
 	assert_int_equal(count, 2); /* the third event was not looked at */
 	/* The parser sits between events and goes on with what it is given next. */
 	assert_false(cl_sse_pending(&p));
-	struct ev_list l = {0};
+	struct ev_list l = { 0 };
 	assert_int_equal(cl_sse_feed(&p, "data: 4\n\n", 9, ev_list_cb, &l), 0);
 	assert_int_equal(l.n, 1);
 	assert_memory_equal(l.arena, "4", 1);
@@ -387,7 +387,7 @@ static void test_cb_stop(void **state)
 static void test_reset(void **state)
 {
 	struct cl_sse_parser p;
-	struct ev_list l = {0};
+	struct ev_list l = { 0 };
 
 	assert_int_equal(cl_sse_init(&p, 0), 0);
 	/* Half an event, a half CRLF and a half field name are all forgotten. */
@@ -430,14 +430,14 @@ static void test_zero_copy(void **state)
 {
 	struct cl_sse_parser p;
 	const char *s = "data: {\"a\":1}\n\nevent: x\ndata: b\n\n";
-	struct where w = {s, s + strlen(s), 0, 0};
+	struct where w = { s, s + strlen(s), 0, 0 };
 
 	assert_int_equal(cl_sse_init(&p, 0), 0);
 	assert_int_equal(cl_sse_feed(&p, s, strlen(s), where_cb, &w), 0);
 	assert_int_equal(w.inside, 2);
 	assert_int_equal(w.outside, 0);
 
-	w = (struct where){s, s + 10, 0, 0};
+	w = (struct where){ s, s + 10, 0, 0 };
 	assert_int_equal(cl_sse_feed(&p, s, 10, where_cb, &w), 0);
 	w.lo = s + 10;
 	w.hi = s + strlen(s);
@@ -465,9 +465,9 @@ static void test_destroy_zeroed(void **state)
  * whole-buffer reference implementation, events, cap errors and pending alike. */
 static void test_random_vs_reference(void **state)
 {
-	static const char *const atoms[] = {"data", "data:", "data: ", "event: m", ":",
-	                                    " ",    "\n",    "\r",     "\r\n",     "x",
-	                                    "{}",   "id:",   "dat",    "a"};
+	static const char *const atoms[] = { "data", "data:", "data: ", "event: m", ":",
+					     " ",    "\n",    "\r",     "\r\n",     "x",
+					     "{}",   "id:",   "dat",    "a" };
 	char s[256];
 	for (int iter = 0; iter < 20000; iter++) {
 		size_t n = 0;
@@ -481,7 +481,7 @@ static void test_random_vs_reference(void **state)
 			n += al;
 		}
 		size_t max = iter % 3 ? 1 + rng() % 12 : 0;
-		struct ev_list ref = {0}, got = {0};
+		struct ev_list ref = { 0 }, got = { 0 };
 		sse_ref_parse(s, n, max ? max : CL_SSE_DEFAULT_MAX_EVENT_BYTES, &ref);
 		size_t sizes[16];
 		for (size_t k = 0; k < 16; k++)
@@ -502,20 +502,20 @@ static void test_random_vs_reference(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_fixture_splits),
-	    cmocka_unit_test(test_line_ends),
-	    cmocka_unit_test(test_crlf_split_across_feeds),
-	    cmocka_unit_test(test_comments_and_fields),
-	    cmocka_unit_test(test_data_forms),
-	    cmocka_unit_test(test_nul_bytes_kept),
-	    cmocka_unit_test(test_pending),
-	    cmocka_unit_test(test_too_big),
-	    cmocka_unit_test(test_growth),
-	    cmocka_unit_test(test_cb_stop),
-	    cmocka_unit_test(test_reset),
-	    cmocka_unit_test(test_zero_copy),
-	    cmocka_unit_test(test_destroy_zeroed),
-	    cmocka_unit_test(test_random_vs_reference),
+		cmocka_unit_test(test_fixture_splits),
+		cmocka_unit_test(test_line_ends),
+		cmocka_unit_test(test_crlf_split_across_feeds),
+		cmocka_unit_test(test_comments_and_fields),
+		cmocka_unit_test(test_data_forms),
+		cmocka_unit_test(test_nul_bytes_kept),
+		cmocka_unit_test(test_pending),
+		cmocka_unit_test(test_too_big),
+		cmocka_unit_test(test_growth),
+		cmocka_unit_test(test_cb_stop),
+		cmocka_unit_test(test_reset),
+		cmocka_unit_test(test_zero_copy),
+		cmocka_unit_test(test_destroy_zeroed),
+		cmocka_unit_test(test_random_vs_reference),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,12 +13,12 @@
 
 #include <cmocka.h>
 
-static const struct cl_hist_cfg lat_cfg = {1, 3600000000LL, 3};
+static const struct cl_hist_cfg lat_cfg = { 1, 3600000000LL, 3 };
 #define LAT_HIGHEST 3600000000LL
 
 /* Percentiles as integer parts per 10000, so the exact rank ceil(p/100*n) is integer math. */
-static const int64_t pct_e4[] = {10,   100,  1000, 2500, 5000, 7500,
-                                 9000, 9500, 9900, 9990, 9999, 10000};
+static const int64_t pct_e4[] = { 10,   100,  1000, 2500, 5000, 7500,
+				  9000, 9500, 9900, 9990, 9999, 10000 };
 #define N_PCT (sizeof(pct_e4) / sizeof(pct_e4[0]))
 
 /* Fails the test printing both operands when |actual - expected| > tol * |expected|. */
@@ -27,8 +27,8 @@ static const int64_t pct_e4[] = {10,   100,  1000, 2500, 5000, 7500,
 		double a_ = (double)(actual), e_ = (double)(expected);                             \
 		if (!(fabs(a_ - e_) <= (tol)*fabs(e_))) {                                          \
 			print_error("%s: actual %.17g, expected %.17g (relative error %.3g > "     \
-			            "%.3g)\n",                                                     \
-			            (what), a_, e_, fabs(a_ - e_) / fabs(e_), (double)(tol));      \
+				    "%.3g)\n",                                                     \
+				    (what), a_, e_, fabs(a_ - e_) / fabs(e_), (double)(tol));      \
 			fail();                                                                    \
 		}                                                                                  \
 	} while (0)
@@ -139,7 +139,7 @@ static void test_accuracy_distributions(void **state)
 
 	for (size_t i = 0; i < N_VALS; i++)
 		v[i] = i % 2 ? clamp_lat(5000 + 500 * rng_normal())
-		             : clamp_lat(2000000 + 100000 * rng_normal());
+			     : clamp_lat(2000000 + 100000 * rng_normal());
 	check_accuracy("bimodal 5ms/2s", v, N_VALS);
 	free(v);
 }
@@ -176,7 +176,7 @@ static void test_accuracy_adversarial(void **state)
 		int b = (int)(rng_next() % 22);
 		int64_t sub = 1024 + (int64_t)(rng_next() % 1024);
 		int64_t base = sub << b;
-		int64_t cand[3] = {base, base + 1, base + ((int64_t)1 << b) - 1};
+		int64_t cand[3] = { base, base + 1, base + ((int64_t)1 << b) - 1 };
 		for (int j = 0; j < 3 && n < N_VALS; j++)
 			if (cand[j] >= 1 && cand[j] <= LAT_HIGHEST)
 				v[n++] = cand[j];
@@ -193,13 +193,14 @@ static void test_init_validation(void **state)
 {
 	struct cl_hist h;
 	const struct cl_hist_cfg bad[] = {
-	    {0, 1000, 3}, {-1, 1000, 3}, {10, 19, 3}, {1, 1000, 0}, {1, 1000, 6}, {1, INT64_MAX, 3},
+		{ 0, 1000, 3 }, { -1, 1000, 3 }, { 10, 19, 3 },
+		{ 1, 1000, 0 }, { 1, 1000, 6 },  { 1, INT64_MAX, 3 },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		assert_int_equal(cl_hist_init(&h, &bad[i]), CL_EINVAL);
 		cl_hist_destroy(&h); /* destroyable after a failed init */
 	}
-	struct cl_hist_cfg ok = {10, 20, 1};
+	struct cl_hist_cfg ok = { 10, 20, 1 };
 	assert_int_equal(cl_hist_init(&h, &ok), 0);
 	cl_hist_destroy(&h);
 	cl_hist_destroy(&h);
@@ -270,7 +271,7 @@ static void test_low_negative_and_overflow(void **state)
 
 	/* Below lowest: recorded as lowest, min keeps the real value. */
 	struct cl_hist g;
-	struct cl_hist_cfg c100 = {100, 1000000, 3};
+	struct cl_hist_cfg c100 = { 100, 1000000, 3 };
 	assert_int_equal(cl_hist_init(&g, &c100), 0);
 	cl_hist_record(&g, 50);
 	cl_hist_record(&g, 100);
@@ -311,7 +312,7 @@ static void test_merge(void **state)
 	rng_state = 99;
 	for (int i = 0; i < 40000; i++) {
 		int64_t v = i % 500 == 0 ? LAT_HIGHEST + 1 + (int64_t)i
-		                         : clamp_lat(exp(log(20000.0) + 1.5 * rng_normal()));
+					 : clamp_lat(exp(log(20000.0) + 1.5 * rng_normal()));
 		cl_hist_record(i % 3 ? &a : &b, v);
 		cl_hist_record(&all, v);
 	}
@@ -323,7 +324,7 @@ static void test_merge(void **state)
 	}
 	assert_int_equal(cl_hist_overflow(&a), 80);
 
-	struct cl_hist_cfg c = {1, 10000000, 3};
+	struct cl_hist_cfg c = { 1, 10000000, 3 };
 	assert_int_equal(cl_hist_init(&other, &c), 0);
 	cl_hist_record(&other, 5);
 	assert_int_equal(cl_hist_merge(&a, &other), CL_EINVAL);
@@ -374,7 +375,7 @@ static void test_roundtrip(void **state)
 	msgpack_packer pk;
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
 	assert_int_equal(cl_hist_pack(&h, &pk), 0);
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	assert_int_equal(decode_into(&d, sb.data, sb.size, &err), 0);
 	assert_true(cl_hist_equal(&h, &d));
 	assert_int_equal(cl_hist_min(&d), 0);
@@ -425,9 +426,9 @@ static void target_destroy(struct target *t)
 
 /* Asserts that buf is rejected with CL_EPARSE and t->h did not change. */
 static void expect_rejected(struct target *t, const char *buf, size_t len, const char *what,
-                            const char *msg_part)
+			    const char *msg_part)
 {
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	int rc = decode_into(&t->h, buf, len, &err);
 	if (rc != CL_EPARSE) {
 		print_error("%s: rc %d, expected CL_EPARSE (%d)\n", what, rc, CL_EPARSE);
@@ -472,7 +473,7 @@ static void test_truncated_prefixes(void **state)
 
 /* Field-by-field builder for hand-made (possibly hostile) encodings. */
 enum field { F_CFG, F_N, F_O, F_MIN, F_MAX, F_SUM, F_B, F__COUNT };
-static const char *const field_names[F__COUNT] = {"cfg", "n", "o", "min", "max", "sum", "b"};
+static const char *const field_names[F__COUNT] = { "cfg", "n", "o", "min", "max", "sum", "b" };
 
 struct enc {
 	int64_t cfg[3];
@@ -582,21 +583,21 @@ static void enc_pack(msgpack_sbuffer *sb, const struct enc *e)
 
 /* A valid encoding: values 1000 (x2) and 2000 (x1), at indices 1000 and 2000 (bucket 0 has
  * unit resolution up to 2047), none overflowed. */
-static const uint64_t good_b[] = {1000, 2, 1000, 1};
+static const uint64_t good_b[] = { 1000, 2, 1000, 1 };
 
 static struct enc good_enc(void)
 {
-	struct enc e = {.cfg = {1, LAT_HIGHEST, 3},
-	                .n = 3,
-	                .o = 0,
-	                .min = 1000,
-	                .max = 2000,
-	                .sum = 4000,
-	                .b = good_b,
-	                .blen = 4,
-	                .omit = -1,
-	                .dup = -1,
-	                .bad = -1};
+	struct enc e = { .cfg = { 1, LAT_HIGHEST, 3 },
+			 .n = 3,
+			 .o = 0,
+			 .min = 1000,
+			 .max = 2000,
+			 .sum = 4000,
+			 .b = good_b,
+			 .blen = 4,
+			 .omit = -1,
+			 .dup = -1,
+			 .bad = -1 };
 	return e;
 }
 
@@ -606,7 +607,7 @@ static void test_hand_encodings(void **state)
 	target_init(&t);
 	msgpack_sbuffer sb;
 	msgpack_sbuffer_init(&sb);
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 
 	/* The builder's baseline is valid, so each rejection below is due to its one change. */
 	struct enc e = good_enc();
@@ -660,8 +661,10 @@ static void test_hand_encodings(void **state)
 	expect_rejected(&t, sb.data, sb.size, "array instead of map", "not a map");
 
 	/* Wrong configurations. */
-	const int64_t cfgs[][3] = {
-	    {1, LAT_HIGHEST, 2}, {2, LAT_HIGHEST, 3}, {1, 10000000, 3}, {1, LAT_HIGHEST + 1, 3}};
+	const int64_t cfgs[][3] = { { 1, LAT_HIGHEST, 2 },
+				    { 2, LAT_HIGHEST, 3 },
+				    { 1, 10000000, 3 },
+				    { 1, LAT_HIGHEST + 1, 3 } };
 	for (size_t i = 0; i < sizeof(cfgs) / sizeof(cfgs[0]); i++) {
 		e = good_enc();
 		memcpy(e.cfg, cfgs[i], sizeof(e.cfg));
@@ -671,16 +674,16 @@ static void test_hand_encodings(void **state)
 	}
 
 	/* Index out of range: first index, a huge delta, and a cumulative sum past the end. */
-	const uint64_t oor1[] = {23552, 3};
-	const uint64_t oor2[] = {1, 2, UINT64_MAX, 1};
-	const uint64_t oor3[] = {20000, 2, 3552, 1};
-	const uint64_t last[] = {20000, 2, 3551, 1};
+	const uint64_t oor1[] = { 23552, 3 };
+	const uint64_t oor2[] = { 1, 2, UINT64_MAX, 1 };
+	const uint64_t oor3[] = { 20000, 2, 3552, 1 };
+	const uint64_t last[] = { 20000, 2, 3551, 1 };
 	e = good_enc();
 	e.b = oor1;
 	e.blen = 2;
 	enc_pack(&sb, &e);
 	expect_rejected(&t, sb.data, sb.size, "first index out of range",
-	                "histogram bucket index 23552 out of range (max 23551)");
+			"histogram bucket index 23552 out of range (max 23551)");
 	e.b = oor2;
 	e.blen = 4;
 	enc_pack(&sb, &e);
@@ -698,7 +701,7 @@ static void test_hand_encodings(void **state)
 	cl_hist_destroy(&edge);
 
 	/* Indices not strictly ascending (delta 0 repeats an index). */
-	const uint64_t rep[] = {1000, 2, 0, 1};
+	const uint64_t rep[] = { 1000, 2, 0, 1 };
 	e = good_enc();
 	e.b = rep;
 	enc_pack(&sb, &e);
@@ -712,7 +715,7 @@ static void test_hand_encodings(void **state)
 	e.n = 2;
 	enc_pack(&sb, &e);
 	expect_rejected(&t, sb.data, sb.size, "n too low", "sum to 3");
-	const uint64_t wrap[] = {1000, UINT64_MAX, 1000, 2};
+	const uint64_t wrap[] = { 1000, UINT64_MAX, 1000, 2 };
 	e = good_enc();
 	e.n = 1;
 	e.sum = 1000; /* consistent with n = 1, so only the wrap is wrong */
@@ -726,7 +729,7 @@ static void test_hand_encodings(void **state)
 	expect_rejected(&t, sb.data, sb.size, "overflow not counted in n", NULL);
 
 	/* Odd array length, and an array longer than two entries per bucket. */
-	const uint64_t odd[] = {1000, 2, 1000};
+	const uint64_t odd[] = { 1000, 2, 1000 };
 	e = good_enc();
 	e.b = odd;
 	e.blen = 3;
@@ -776,7 +779,7 @@ static void test_hand_encodings(void **state)
 
 	/* Into a histogram of another configuration. */
 	struct cl_hist cnt;
-	struct cl_hist_cfg cc = {1, 10000000, 3};
+	struct cl_hist_cfg cc = { 1, 10000000, 3 };
 	assert_int_equal(cl_hist_init(&cnt, &cc), 0);
 	e = good_enc();
 	enc_pack(&sb, &e);
@@ -838,7 +841,7 @@ static void test_truncated_buckets(void **state)
 	e.blen = blen;
 	enc_pack(&sb, &e);
 	struct cl_hist d;
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	assert_int_equal(cl_hist_init(&d, &lat_cfg), 0);
 	assert_int_equal(decode_into(&d, sb.data, sb.size, &err), 0);
 	assert_true(cl_hist_equal(&d, &src));
@@ -852,16 +855,16 @@ static void test_truncated_buckets(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_init_validation),
-	    cmocka_unit_test(test_accuracy_distributions),
-	    cmocka_unit_test(test_accuracy_adversarial),
-	    cmocka_unit_test(test_low_negative_and_overflow),
-	    cmocka_unit_test(test_record_n_and_reset),
-	    cmocka_unit_test(test_merge),
-	    cmocka_unit_test(test_roundtrip),
-	    cmocka_unit_test(test_truncated_prefixes),
-	    cmocka_unit_test(test_hand_encodings),
-	    cmocka_unit_test(test_truncated_buckets),
+		cmocka_unit_test(test_init_validation),
+		cmocka_unit_test(test_accuracy_distributions),
+		cmocka_unit_test(test_accuracy_adversarial),
+		cmocka_unit_test(test_low_negative_and_overflow),
+		cmocka_unit_test(test_record_n_and_reset),
+		cmocka_unit_test(test_merge),
+		cmocka_unit_test(test_roundtrip),
+		cmocka_unit_test(test_truncated_prefixes),
+		cmocka_unit_test(test_hand_encodings),
+		cmocka_unit_test(test_truncated_buckets),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

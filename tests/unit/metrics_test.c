@@ -12,32 +12,32 @@
 
 #include <cmocka.h>
 
-static const char *const want_lat[] = {"queue", "ttfb", "ttft",      "ttfc",    "itl",
-                                       "tpot",  "e2e",  "e2e_sched", "loop_lag"};
-static const char *const want_cnt[] = {"tokens_per_chunk", "output_tokens", "reasoning_tokens",
-                                       "prompt_tokens"};
+static const char *const want_lat[] = { "queue", "ttfb", "ttft",      "ttfc",    "itl",
+					"tpot",  "e2e",  "e2e_sched", "loop_lag" };
+static const char *const want_cnt[] = { "tokens_per_chunk", "output_tokens", "reasoning_tokens",
+					"prompt_tokens" };
 static const char *const want_ctr[] = {
-    "started",
-    "completed",
-    "cut",
-    "err_connect",
-    "err_tls",
-    "err_http_4xx",
-    "err_http_429",
-    "err_http_5xx",
-    "err_timeout",
-    "err_stream_malformed",
-    "err_stream_incomplete",
-    "err_stream_error",
-    "err_other",
-    "output_tokens",
-    "reasoning_tokens",
-    "prompt_tokens",
-    "chunks",
-    "bytes",
-    "usage_from_server",
-    "usage_from_chunks",
-    "good",
+	"started",
+	"completed",
+	"cut",
+	"err_connect",
+	"err_tls",
+	"err_http_4xx",
+	"err_http_429",
+	"err_http_5xx",
+	"err_timeout",
+	"err_stream_malformed",
+	"err_stream_incomplete",
+	"err_stream_error",
+	"err_other",
+	"output_tokens",
+	"reasoning_tokens",
+	"prompt_tokens",
+	"chunks",
+	"bytes",
+	"usage_from_server",
+	"usage_from_chunks",
+	"good",
 };
 
 static void test_names(void **state)
@@ -116,7 +116,7 @@ static void populate(struct cl_metrics *m, uint64_t seed)
 	for (int i = 0; i < CL_CNT__COUNT; i++)
 		for (uint64_t k = 0; k < 50; k++)
 			cl_hist_record(&m->cnt[i],
-			               (int64_t)(1 + (seed + k * 31 + (uint64_t)i) % 4000));
+				       (int64_t)(1 + (seed + k * 31 + (uint64_t)i) % 4000));
 	for (int i = 0; i < CL_CTR__COUNT; i++)
 		m->ctr[i] = i % 4 == 3 ? 0 : seed * 1000 + (uint64_t)i;
 	m->health.cpu_pct = 10.0 * (double)seed;
@@ -197,7 +197,7 @@ static void test_roundtrip(void **state)
 	msgpack_sbuffer sb;
 	msgpack_sbuffer_init(&sb);
 	pack_metrics(&sb, &a);
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	int rc = decode_into(&d, sb.data, sb.size, &err);
 	if (rc)
 		print_error("decode: %s\n", err.msg);
@@ -259,7 +259,7 @@ static void test_delta_equals_merge(void **state)
 	msgpack_sbuffer sb;
 	msgpack_sbuffer_init(&sb);
 	pack_metrics(&sb, &delta);
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	assert_int_equal(decode_into(&acc, sb.data, sb.size, &err), 0);
 	assert_metrics_equal(&acc, &merged);
 
@@ -319,7 +319,7 @@ static void test_err_samples(void **state)
 	msgpack_sbuffer sb;
 	msgpack_sbuffer_init(&sb);
 	pack_metrics(&sb, &m);
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	assert_int_equal(decode_into(&d, sb.data, sb.size, &err), 0);
 	assert_int_equal(d.n_err_samples, CL_ERR_SAMPLES_MAX);
 	assert_string_equal(d.err_samples[0].body, "d0");
@@ -375,41 +375,41 @@ enum bad_case {
 
 /* Expected fragment of each rejection's message. */
 static const char *const bad_msg[B__COUNT] = {
-    [B_UNKNOWN_LAT] = "unknown latency histogram 'ttft2'",
-    [B_UNKNOWN_CNT] = "unknown count histogram 'tokens'",
-    [B_LAT_NAME_IN_CNT] = "unknown count histogram 'ttft'",
-    [B_UNKNOWN_CTR] = "unknown counter 'err_http_418'",
-    [B_UNKNOWN_TOP] = "unknown metrics field 'latency'",
-    [B_UNKNOWN_HEALTH] = "unknown health field 'gpu_pct'",
-    [B_UNKNOWN_ERR_CLASS] = "unknown error class 'err_gremlins'",
-    [B_NONERROR_CLASS] = "unknown error class 'started'",
-    [B_UNKNOWN_ERR_FIELD] = "unknown error sample field 'headers'",
-    [B_DUP_LAT] = "duplicate latency histogram 'ttft'",
-    [B_DUP_CTR] = "duplicate counter 'started'",
-    [B_TOP_NOT_MAP] = "not a map",
-    [B_LAT_NOT_MAP] = "'lat' is not a map",
-    [B_LAT_KEY_INT] = "unknown latency histogram '<non-string>'",
-    [B_HIST_NOT_MAP] = "latency histogram 'ttft': histogram is not a map",
-    [B_HIST_WRONG_CFG] = "latency histogram 'ttft': histogram config",
-    [B_CTR_NOT_MAP] = "'ctr' is not a map",
-    [B_CTR_STR] = "counter 'completed' is not a non-negative integer",
-    [B_CTR_NEG] = "counter 'completed' is not a non-negative integer",
-    [B_CTR_FLOAT] = "counter 'completed' is not a non-negative integer",
-    [B_CTR_OVERFLOW] = "counter 'bytes' would overflow",
-    [B_HEALTH_STR] = "health field 'cpu_pct'",
-    [B_HEALTH_NEG] = "health field 'rss_bytes'",
-    [B_HEALTH_NAN] = "health field 'cpu_pct_capacity'",
-    [B_ERRS_NOT_ARRAY] = "'errs' is not an array",
-    [B_ERR_NOT_MAP] = "error sample 0 is not a map",
-    [B_ERR_BODY_INT] = "error sample 0 body is not a string",
-    [B_ERR_STATUS_STR] = "error sample 0 has a bad http_status",
-    [B_ERR_NO_CTR] = "error sample 0 lacks 'ctr'",
+	[B_UNKNOWN_LAT] = "unknown latency histogram 'ttft2'",
+	[B_UNKNOWN_CNT] = "unknown count histogram 'tokens'",
+	[B_LAT_NAME_IN_CNT] = "unknown count histogram 'ttft'",
+	[B_UNKNOWN_CTR] = "unknown counter 'err_http_418'",
+	[B_UNKNOWN_TOP] = "unknown metrics field 'latency'",
+	[B_UNKNOWN_HEALTH] = "unknown health field 'gpu_pct'",
+	[B_UNKNOWN_ERR_CLASS] = "unknown error class 'err_gremlins'",
+	[B_NONERROR_CLASS] = "unknown error class 'started'",
+	[B_UNKNOWN_ERR_FIELD] = "unknown error sample field 'headers'",
+	[B_DUP_LAT] = "duplicate latency histogram 'ttft'",
+	[B_DUP_CTR] = "duplicate counter 'started'",
+	[B_TOP_NOT_MAP] = "not a map",
+	[B_LAT_NOT_MAP] = "'lat' is not a map",
+	[B_LAT_KEY_INT] = "unknown latency histogram '<non-string>'",
+	[B_HIST_NOT_MAP] = "latency histogram 'ttft': histogram is not a map",
+	[B_HIST_WRONG_CFG] = "latency histogram 'ttft': histogram config",
+	[B_CTR_NOT_MAP] = "'ctr' is not a map",
+	[B_CTR_STR] = "counter 'completed' is not a non-negative integer",
+	[B_CTR_NEG] = "counter 'completed' is not a non-negative integer",
+	[B_CTR_FLOAT] = "counter 'completed' is not a non-negative integer",
+	[B_CTR_OVERFLOW] = "counter 'bytes' would overflow",
+	[B_HEALTH_STR] = "health field 'cpu_pct'",
+	[B_HEALTH_NEG] = "health field 'rss_bytes'",
+	[B_HEALTH_NAN] = "health field 'cpu_pct_capacity'",
+	[B_ERRS_NOT_ARRAY] = "'errs' is not an array",
+	[B_ERR_NOT_MAP] = "error sample 0 is not a map",
+	[B_ERR_BODY_INT] = "error sample 0 body is not a string",
+	[B_ERR_STATUS_STR] = "error sample 0 has a bad http_status",
+	[B_ERR_NO_CTR] = "error sample 0 lacks 'ctr'",
 };
 
 /* A record that is valid except for one defect; the valid parts come first, so the test
  * also proves a rejected record is not half-applied. */
 static void pack_bad(msgpack_sbuffer *sb, const struct cl_hist *ttft, const struct cl_hist *cnt,
-                     int bc)
+		     int bc)
 {
 	msgpack_packer pk;
 	msgpack_sbuffer_clear(sb);
@@ -451,8 +451,8 @@ static void pack_bad(msgpack_sbuffer *sb, const struct cl_hist *ttft, const stru
 	key(&pk, "cnt");
 	msgpack_pack_map(&pk, 1);
 	key(&pk, bc == B_UNKNOWN_CNT       ? "tokens"
-	         : bc == B_LAT_NAME_IN_CNT ? "ttft"
-	                                   : "output_tokens");
+		 : bc == B_LAT_NAME_IN_CNT ? "ttft"
+					   : "output_tokens");
 	cl_hist_pack(cnt, &pk);
 	/* 4: health */
 	key(&pk, "health");
@@ -492,8 +492,8 @@ static void pack_bad(msgpack_sbuffer *sb, const struct cl_hist *ttft, const stru
 		if (bc != B_ERR_NO_CTR) {
 			key(&pk, "ctr");
 			key(&pk, bc == B_UNKNOWN_ERR_CLASS ? "err_gremlins"
-			         : bc == B_NONERROR_CLASS  ? "started"
-			                                   : "err_http_5xx");
+				 : bc == B_NONERROR_CLASS  ? "started"
+							   : "err_http_5xx");
 		}
 		if (bc == B_ERR_BODY_INT) {
 			key(&pk, "body");
@@ -588,11 +588,11 @@ static void test_hostile(void **state)
 			pack_bad_ctr(&sb, bc);
 		else
 			pack_bad(&sb, &ttft, &cnt, bc);
-		struct cl_err err = {0};
+		struct cl_err err = { 0 };
 		int rc = decode_into(&m, sb.data, sb.size, &err);
 		if (rc != CL_EPARSE || !strstr(err.msg, bad_msg[bc])) {
 			print_error("case %d: rc %d (want %d), message '%s' (want '%s')\n", bc, rc,
-			            CL_EPARSE, err.msg, bad_msg[bc]);
+				    CL_EPARSE, err.msg, bad_msg[bc]);
 			fail();
 		}
 		/* All or nothing: the valid parts before the defect were not applied. */
@@ -601,14 +601,14 @@ static void test_hostile(void **state)
 
 	/* The control: the same builder without a defect decodes and adds. */
 	pack_bad(&sb, &ttft, &cnt, -1);
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	int rc = decode_into(&m, sb.data, sb.size, &err);
 	if (rc)
 		print_error("control: %s\n", err.msg);
 	assert_int_equal(rc, 0);
 	assert_int_equal(m.ctr[CL_CTR_STARTED], before.ctr[CL_CTR_STARTED] + 7);
 	assert_int_equal(cl_hist_count(&m.lat[CL_LAT_TTFT]),
-	                 cl_hist_count(&before.lat[CL_LAT_TTFT]) + 1);
+			 cl_hist_count(&before.lat[CL_LAT_TTFT]) + 1);
 	assert_int_equal(m.health.inflight, before.health.inflight + 9);
 	assert_true(m.health.cpu_pct == 50.0);
 
@@ -622,9 +622,9 @@ static void test_hostile(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_names),       cmocka_unit_test(test_init_destroy),
-	    cmocka_unit_test(test_roundtrip),   cmocka_unit_test(test_delta_equals_merge),
-	    cmocka_unit_test(test_err_samples), cmocka_unit_test(test_hostile),
+		cmocka_unit_test(test_names),       cmocka_unit_test(test_init_destroy),
+		cmocka_unit_test(test_roundtrip),   cmocka_unit_test(test_delta_equals_merge),
+		cmocka_unit_test(test_err_samples), cmocka_unit_test(test_hostile),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

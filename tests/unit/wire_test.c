@@ -16,7 +16,7 @@
 /* ---- Allocation counting (only under ASan, whose allocator offers hooks) ---------------- */
 
 int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void *, size_t),
-                                              void (*free_hook)(const volatile void *))
+					      void (*free_hook)(const volatile void *))
     __attribute__((weak));
 
 static volatile int counting;
@@ -50,14 +50,14 @@ static bool alloc_hooks(void)
 		int rc_ = (rc);                                                                    \
 		if (rc_ != (want) || !strstr((err).msg, (needle))) {                               \
 			print_error("got %d (%s) \"%s\", wanted %d with \"%s\"\n", rc_,            \
-			            cl_strerror(rc_), (err).msg, (want), (needle));                \
+				    cl_strerror(rc_), (err).msg, (want), (needle));                \
 			fail();                                                                    \
 		}                                                                                  \
 	} while (0)
 
 static void encode_ok(const struct cl_msg *m, msgpack_sbuffer *sb)
 {
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	msgpack_sbuffer_clear(sb);
 	int rc = cl_wire_encode(m, sb, &err);
 	if (rc) {
@@ -72,7 +72,7 @@ static void roundtrip(const struct cl_msg *in, struct cl_msg *out)
 	msgpack_sbuffer sb;
 	msgpack_sbuffer_init(&sb);
 	encode_ok(in, &sb);
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	int rc = cl_wire_decode(sb.data, sb.size, out, &err);
 	if (rc) {
 		print_error("decode failed: %s\n", err.msg);
@@ -114,7 +114,7 @@ static void populate_metrics(struct cl_metrics *m, uint64_t seed)
 	for (int i = 0; i < CL_CNT__COUNT; i++)
 		for (uint64_t k = 0; k < 80; k++)
 			cl_hist_record(&m->cnt[i],
-			               (int64_t)(1 + (seed + k * 31 + (uint64_t)i) % 9000));
+				       (int64_t)(1 + (seed + k * 31 + (uint64_t)i) % 9000));
 	for (int i = 0; i < CL_CTR__COUNT; i++)
 		m->ctr[i] = i % 5 == 4 ? 0 : seed * 1000 + (uint64_t)i;
 	m->health.cpu_pct = 87.5;
@@ -163,20 +163,20 @@ static void assert_opt_str(const char *got, const char *want)
 		assert_string_equal(got, want);
 }
 
-static char *headers_in[] = {"X-Team: perf", "Authorization-Extra: a\tb", "X-Empty:"};
+static char *headers_in[] = { "X-Team: perf", "Authorization-Extra: a\tb", "X-Empty:" };
 
 static struct cl_target_plan sample_target(void)
 {
 	struct cl_target_plan t = {
-	    .base_url = "https://llm.example.internal:8443/v1",
-	    .model = "kimi-k2",
-	    .api_key_env = "OPENAI_API_KEY",
-	    .headers = headers_in,
-	    .n_headers = 3,
-	    .http2 = true,
-	    .tls_verify = false,
-	    .ca_file = "/etc/chatload/ca.pem",
-	    .connect_timeout_us = 5000000,
+		.base_url = "https://llm.example.internal:8443/v1",
+		.model = "kimi-k2",
+		.api_key_env = "OPENAI_API_KEY",
+		.headers = headers_in,
+		.n_headers = 3,
+		.http2 = true,
+		.tls_verify = false,
+		.ca_file = "/etc/chatload/ca.pem",
+		.connect_timeout_us = 5000000,
 	};
 	return t;
 }
@@ -198,19 +198,19 @@ static void assert_target_equal(const struct cl_target_plan *a, const struct cl_
 static struct cl_stage_plan sample_stage(void)
 {
 	struct cl_stage_plan s = {
-	    .index = 3,
-	    .name = "r20/s",
-	    .mode = CL_MODE_RATE,
-	    .concurrency = 64,
-	    .rate_per_s = 6.6666666666666667,
-	    .arrival = CL_ARRIVAL_GAMMA,
-	    .gamma_shape = 0.25,
-	    .duration_us = 120000000,
-	    .requests = 0,
-	    .ramp_us = 10000000,
-	    .ramp_from = 2,
-	    .drain_timeout_us = 30000000,
-	    .seed = 0xfedcba9876543210ull,
+		.index = 3,
+		.name = "r20/s",
+		.mode = CL_MODE_RATE,
+		.concurrency = 64,
+		.rate_per_s = 6.6666666666666667,
+		.arrival = CL_ARRIVAL_GAMMA,
+		.gamma_shape = 0.25,
+		.duration_us = 120000000,
+		.requests = 0,
+		.ramp_us = 10000000,
+		.ramp_from = 2,
+		.drain_timeout_us = 30000000,
+		.seed = 0xfedcba9876543210ull,
 	};
 	return s;
 }
@@ -236,13 +236,13 @@ static void assert_stage_equal(const struct cl_stage_plan *a, const struct cl_st
 
 static void test_names(void **state)
 {
-	static const char *const types[] = {NULL,      "HELLO",  "POLL", "REPORT",
-	                                    "WELCOME", "REFUSE", "CMD",  "ACK"};
-	static const char *const cmds[] = {"NOOP",     "PROBE", "WARMUP", "PREPARE",
-	                                   "START_AT", "STOP",  "ABORT",  "QUIT"};
-	static const char *const states[] = {"idle",     "preparing", "ready", "running",
-	                                     "draining", "done",      "failed"};
-	static const char *const kinds[] = {"interval", "final", "probe", "warmup"};
+	static const char *const types[] = { NULL,      "HELLO",  "POLL", "REPORT",
+					     "WELCOME", "REFUSE", "CMD",  "ACK" };
+	static const char *const cmds[] = { "NOOP",     "PROBE", "WARMUP", "PREPARE",
+					    "START_AT", "STOP",  "ABORT",  "QUIT" };
+	static const char *const states[] = { "idle",     "preparing", "ready", "running",
+					      "draining", "done",      "failed" };
+	static const char *const kinds[] = { "interval", "final", "probe", "warmup" };
 	assert_int_equal(sizeof(types) / sizeof(*types), CL_MSG__COUNT);
 	assert_int_equal(sizeof(cmds) / sizeof(*cmds), CL_CMD__COUNT);
 	assert_int_equal(sizeof(states) / sizeof(*states), CL_AGENT__COUNT);
@@ -274,16 +274,16 @@ static void test_names(void **state)
 
 static void test_hello(void **state)
 {
-	char *caps[] = {"http2", "tls", "h2c"};
-	struct cl_msg in = {.type = CL_MSG_HELLO, .run = "", .agent = 0, .seq = 1};
-	in.hello = (struct cl_msg_hello){.version = "0.1.0",
-	                                 .host = "client-07.perf.example",
-	                                 .workers = 16,
-	                                 .caps = caps,
-	                                 .n_caps = 3,
-	                                 .token = "s3cr3t \x01 token",
-	                                 .pid = 4242,
-	                                 .t_send_us = 987654321012};
+	char *caps[] = { "http2", "tls", "h2c" };
+	struct cl_msg in = { .type = CL_MSG_HELLO, .run = "", .agent = 0, .seq = 1 };
+	in.hello = (struct cl_msg_hello){ .version = "0.1.0",
+					  .host = "client-07.perf.example",
+					  .workers = 16,
+					  .caps = caps,
+					  .n_caps = 3,
+					  .token = "s3cr3t \x01 token",
+					  .pid = 4242,
+					  .t_send_us = 987654321012 };
 	struct cl_msg out;
 	roundtrip(&in, &out);
 	assert_string_equal(out.hello.version, "0.1.0");
@@ -300,7 +300,7 @@ static void test_hello(void **state)
 	assert_null(out.run);
 
 	/* No caps, NULL strings become "" (required fields are always present). */
-	in.hello = (struct cl_msg_hello){.workers = 1};
+	in.hello = (struct cl_msg_hello){ .workers = 1 };
 	roundtrip(&in, &out);
 	assert_string_equal(out.hello.version, "");
 	assert_string_equal(out.hello.token, "");
@@ -312,21 +312,22 @@ static void test_hello(void **state)
 static void test_poll(void **state)
 {
 	for (int st = 0; st < CL_AGENT__COUNT; st++) {
-		struct cl_msg in = {.type = CL_MSG_POLL,
-		                    .run = "k2-sweep-20261202T160350Z",
-		                    .agent = 7,
-		                    .seq = UINT64_MAX - (uint64_t)st};
-		in.poll = (struct cl_msg_poll){.state = (enum cl_agent_state)st,
-		                               .applied_seq = 41,
-		                               .cpu_pct = 173.25,
-		                               .rss_bytes = 3ll << 30,
-		                               .inflight = 2048,
-		                               .loop_lag_us = 180,
-		                               .t_send_us = -5,
-		                               .error = st == CL_AGENT_FAILED ? "engine: out of fds"
-		                                                              : NULL,
-		                               .clock_offset_us = st % 2 ? -123456789 : 0,
-		                               .clock_rtt_us = st % 2 ? 211 : 0};
+		struct cl_msg in = { .type = CL_MSG_POLL,
+				     .run = "k2-sweep-20261202T160350Z",
+				     .agent = 7,
+				     .seq = UINT64_MAX - (uint64_t)st };
+		in.poll =
+		    (struct cl_msg_poll){ .state = (enum cl_agent_state)st,
+					  .applied_seq = 41,
+					  .cpu_pct = 173.25,
+					  .rss_bytes = 3ll << 30,
+					  .inflight = 2048,
+					  .loop_lag_us = 180,
+					  .t_send_us = -5,
+					  .error =
+					      st == CL_AGENT_FAILED ? "engine: out of fds" : NULL,
+					  .clock_offset_us = st % 2 ? -123456789 : 0,
+					  .clock_rtt_us = st % 2 ? 211 : 0 };
 		struct cl_msg out;
 		roundtrip(&in, &out);
 		assert_int_equal(out.poll.state, st);
@@ -350,18 +351,18 @@ static void test_report_metrics(void **state)
 	assert_non_null(m);
 	assert_int_equal(cl_metrics_init(m), 0);
 	populate_metrics(m, 3);
-	static const enum cl_report_kind kinds[] = {CL_REPORT_INTERVAL, CL_REPORT_FINAL,
-	                                            CL_REPORT_WARMUP};
+	static const enum cl_report_kind kinds[] = { CL_REPORT_INTERVAL, CL_REPORT_FINAL,
+						     CL_REPORT_WARMUP };
 	for (size_t k = 0; k < 3; k++) {
-		struct cl_msg in = {.type = CL_MSG_REPORT, .run = "run-1", .agent = 2, .seq = 99};
-		in.report = (struct cl_msg_report){.kind = kinds[k],
-		                                   .stage = 4,
-		                                   .interval = 17,
-		                                   .span_us = 1000123,
-		                                   .metrics = m,
-		                                   .t_send_us = 5550001,
-		                                   .error = k == 1 ? "lost 3 streams" : NULL,
-		                                   .start_skew_us = (int64_t)k * 1500};
+		struct cl_msg in = { .type = CL_MSG_REPORT, .run = "run-1", .agent = 2, .seq = 99 };
+		in.report = (struct cl_msg_report){ .kind = kinds[k],
+						    .stage = 4,
+						    .interval = 17,
+						    .span_us = 1000123,
+						    .metrics = m,
+						    .t_send_us = 5550001,
+						    .error = k == 1 ? "lost 3 streams" : NULL,
+						    .start_skew_us = (int64_t)k * 1500 };
 		struct cl_msg out;
 		roundtrip(&in, &out);
 		if (k == 0 && alloc_hooks()) {
@@ -371,14 +372,14 @@ static void test_report_metrics(void **state)
 			msgpack_sbuffer sb;
 			msgpack_sbuffer_init(&sb);
 			encode_ok(&in, &sb);
-			struct cl_err err = {0};
+			struct cl_err err = { 0 };
 			counted_bytes = 0;
 			counting = 1;
 			int rc = cl_wire_decode(sb.data, sb.size, &out, &err);
 			counting = 0;
 			assert_int_equal(rc, 0);
 			print_message("%zu-byte REPORT: decode allocated %zu bytes\n", sb.size,
-			              counted_bytes);
+				      counted_bytes);
 			assert_true(counted_bytes <= (8u << 20));
 			msgpack_sbuffer_destroy(&sb);
 		}
@@ -398,8 +399,8 @@ static void test_report_metrics(void **state)
 	}
 	/* An empty record (a quiet interval) also round trips. */
 	cl_metrics_reset(m);
-	struct cl_msg in = {.type = CL_MSG_REPORT, .run = "run-1", .agent = 2, .seq = 100};
-	in.report = (struct cl_msg_report){.kind = CL_REPORT_INTERVAL, .metrics = m};
+	struct cl_msg in = { .type = CL_MSG_REPORT, .run = "run-1", .agent = 2, .seq = 100 };
+	in.report = (struct cl_msg_report){ .kind = CL_REPORT_INTERVAL, .metrics = m };
 	struct cl_msg out;
 	roundtrip(&in, &out);
 	assert_metrics_equal(out.report.metrics, m);
@@ -411,20 +412,20 @@ static void test_report_metrics(void **state)
 static void test_report_probe(void **state)
 {
 	struct cl_readiness_result r = {
-	    .status = CL_READY_TIMED_OUT,
-	    .phase = CL_READY_GENERATION,
-	    .phase_passed_us = {1200, 4000000, -1},
-	    .attempts = 31,
-	    .probe_ttft_us = -1,
-	    .probe_total_us = -1,
-	    .elapsed_us = 900000000,
-	    .model = "kimi-k2",
-	    .last_error = "HTTP 503 \"Loading model\"",
-	    .failing_since_us = 4100000,
+		.status = CL_READY_TIMED_OUT,
+		.phase = CL_READY_GENERATION,
+		.phase_passed_us = { 1200, 4000000, -1 },
+		.attempts = 31,
+		.probe_ttft_us = -1,
+		.probe_total_us = -1,
+		.elapsed_us = 900000000,
+		.model = "kimi-k2",
+		.last_error = "HTTP 503 \"Loading model\"",
+		.failing_since_us = 4100000,
 	};
-	struct cl_msg in = {.type = CL_MSG_REPORT, .run = "p", .agent = 1, .seq = 5};
+	struct cl_msg in = { .type = CL_MSG_REPORT, .run = "p", .agent = 1, .seq = 5 };
 	in.report =
-	    (struct cl_msg_report){.kind = CL_REPORT_PROBE, .readiness = &r, .t_send_us = 77};
+	    (struct cl_msg_report){ .kind = CL_REPORT_PROBE, .readiness = &r, .t_send_us = 77 };
 	struct cl_msg out;
 	roundtrip(&in, &out);
 	assert_int_equal(out.report.kind, CL_REPORT_PROBE);
@@ -458,11 +459,11 @@ static void test_report_probe(void **state)
 static void test_replies(void **state)
 {
 	struct cl_msg out;
-	struct cl_msg w = {.type = CL_MSG_WELCOME, .run = "k2-sweep", .agent = 9, .seq = 1};
-	w.welcome = (struct cl_msg_welcome){.agent_id = 9,
-	                                    .report_interval_us = 1000000,
-	                                    .t_coord_us = 123456789,
-	                                    .t_coord_recv_us = 123456000};
+	struct cl_msg w = { .type = CL_MSG_WELCOME, .run = "k2-sweep", .agent = 9, .seq = 1 };
+	w.welcome = (struct cl_msg_welcome){ .agent_id = 9,
+					     .report_interval_us = 1000000,
+					     .t_coord_us = 123456789,
+					     .t_coord_recv_us = 123456000 };
 	roundtrip(&w, &out);
 	assert_int_equal(out.welcome.agent_id, 9);
 	assert_int_equal(out.welcome.report_interval_us, 1000000);
@@ -470,20 +471,20 @@ static void test_replies(void **state)
 	assert_int_equal(out.welcome.t_coord_recv_us, 123456000);
 	cl_msg_free(&out);
 
-	struct cl_msg r = {.type = CL_MSG_REFUSE, .run = "k2", .seq = 1};
+	struct cl_msg r = { .type = CL_MSG_REFUSE, .run = "k2", .seq = 1 };
 	r.refuse.reason = "protocol version 2 is not supported (this side speaks version 1)";
 	roundtrip(&r, &out);
 	assert_string_equal(out.refuse.reason, r.refuse.reason);
 	cl_msg_free(&out);
 
-	struct cl_msg a = {.type = CL_MSG_ACK, .run = "k2", .agent = 3, .seq = 1234567};
+	struct cl_msg a = { .type = CL_MSG_ACK, .run = "k2", .agent = 3, .seq = 1234567 };
 	roundtrip(&a, &out);
 	cl_msg_free(&out);
 }
 
 static struct cl_msg cmd_msg(enum cl_cmd c)
 {
-	struct cl_msg m = {.type = CL_MSG_CMD, .run = "k2-sweep", .agent = 4, .seq = 77};
+	struct cl_msg m = { .type = CL_MSG_CMD, .run = "k2-sweep", .agent = 4, .seq = 77 };
 	m.cmd.cmd = c;
 	m.cmd.cmd_seq = 12;
 	m.cmd.t_coord_us = 1700000000000;
@@ -501,7 +502,7 @@ static void check_cmd_envelope(const struct cl_msg *out, enum cl_cmd c)
 
 static void test_cmd_plain(void **state)
 {
-	static const enum cl_cmd plain[] = {CL_CMD_NOOP, CL_CMD_ABORT, CL_CMD_QUIT};
+	static const enum cl_cmd plain[] = { CL_CMD_NOOP, CL_CMD_ABORT, CL_CMD_QUIT };
 	for (size_t i = 0; i < 3; i++) {
 		struct cl_msg in = cmd_msg(plain[i]), out;
 		roundtrip(&in, &out);
@@ -521,17 +522,17 @@ static void test_cmd_probe(void **state)
 	struct cl_target_plan t = sample_target();
 	struct cl_msg in = cmd_msg(CL_CMD_PROBE), out;
 	in.cmd.probe = (struct cl_cmd_probe){
-	    .timeout_us = 900000000,
-	    .request_timeout_us = 300000000,
-	    .consecutive = 2,
-	    .backoff_initial_us = 1000000,
-	    .backoff_max_us = 30000000,
-	    .seed = 99,
-	    .body_json = "{\"model\":\"kimi-k2\",\"stream\":true,\"max_tokens\":16}",
-	    .prompt = "Say just OK",
-	    .max_tokens = 16,
-	    .extra_body_json = "{\"chat_template_kwargs\":{\"thinking\":false}}",
-	    .target = &t,
+		.timeout_us = 900000000,
+		.request_timeout_us = 300000000,
+		.consecutive = 2,
+		.backoff_initial_us = 1000000,
+		.backoff_max_us = 30000000,
+		.seed = 99,
+		.body_json = "{\"model\":\"kimi-k2\",\"stream\":true,\"max_tokens\":16}",
+		.prompt = "Say just OK",
+		.max_tokens = 16,
+		.extra_body_json = "{\"chat_template_kwargs\":{\"thinking\":false}}",
+		.target = &t,
 	};
 	roundtrip(&in, &out);
 	check_cmd_envelope(&out, CL_CMD_PROBE);
@@ -551,7 +552,7 @@ static void test_cmd_probe(void **state)
 	cl_msg_free(&out);
 
 	/* The optional parts absent: they come back NULL, not "". */
-	in.cmd.probe = (struct cl_cmd_probe){.timeout_us = 1, .consecutive = 1};
+	in.cmd.probe = (struct cl_cmd_probe){ .timeout_us = 1, .consecutive = 1 };
 	roundtrip(&in, &out);
 	assert_null(out.cmd.probe.body_json);
 	assert_null(out.cmd.probe.prompt);
@@ -601,7 +602,7 @@ static void test_cmd_prepare(void **state)
 		char *j = malloc(pad + 128);
 		assert_non_null(j);
 		int n = snprintf(j, 128,
-		                 "{\"model\":\"m\",\"messages\":[{\"content\":\"prompt %zu ", i);
+				 "{\"model\":\"m\",\"messages\":[{\"content\":\"prompt %zu ", i);
 		memset(j + n, 'a' + (int)(i % 26), pad);
 		strcpy(j + n + pad, "\"}]}");
 		bodies[i].json = j;
@@ -610,10 +611,10 @@ static void test_cmd_prepare(void **state)
 	}
 	struct cl_msg in = cmd_msg(CL_CMD_PREPARE), out;
 	in.cmd.prepare.target = sample_target();
-	in.cmd.prepare.workload = (struct cl_workload_plan){.bodies = bodies,
-	                                                    .n_bodies = N_BODIES,
-	                                                    .request_timeout_us = 600000000,
-	                                                    .max_tokens = 4096};
+	in.cmd.prepare.workload = (struct cl_workload_plan){ .bodies = bodies,
+							     .n_bodies = N_BODIES,
+							     .request_timeout_us = 600000000,
+							     .max_tokens = 4096 };
 	roundtrip(&in, &out);
 	check_cmd_envelope(&out, CL_CMD_PREPARE);
 	assert_target_equal(&out.cmd.prepare.target, &in.cmd.prepare.target);
@@ -629,14 +630,14 @@ static void test_cmd_prepare(void **state)
 	cl_msg_free(&out);
 
 	/* A minimal target: the optional strings absent come back NULL. */
-	in.cmd.prepare.target = (struct cl_target_plan){.base_url = "http://127.0.0.1:9/v1"};
+	in.cmd.prepare.target = (struct cl_target_plan){ .base_url = "http://127.0.0.1:9/v1" };
 	in.cmd.prepare.workload.n_bodies = 1;
 	roundtrip(&in, &out);
 	assert_target_equal(&out.cmd.prepare.target, &in.cmd.prepare.target);
 	assert_int_equal(out.cmd.prepare.workload.n_bodies, 1);
 	cl_msg_free(&out);
 
-	struct cl_workload_plan own = {.bodies = bodies, .n_bodies = N_BODIES};
+	struct cl_workload_plan own = { .bodies = bodies, .n_bodies = N_BODIES };
 	cl_workload_plan_free(&own);
 }
 
@@ -644,32 +645,36 @@ static void test_cmd_prepare(void **state)
 
 static void test_huge_counts(void **state)
 {
-	static const unsigned char arr32[] = {0xdd, 0xff, 0x00, 0x00, 0x00};
-	static const unsigned char map32[] = {0xdf, 0xff, 0xff, 0xff, 0xff};
-	static const unsigned char map16[] = {0xde, 0xff, 0xff, 0xa1, 'a', 0x01};
-	static const unsigned char str32[] = {0xdb, 0x7f, 0xff, 0xff, 0xff, 'x'};
-	static const unsigned char bin32[] = {0xc6, 0xff, 0xff, 0xff, 0xf0};
-	static const unsigned char ext32[] = {0xc9, 0xff, 0xff, 0xff, 0xf0, 0x01};
-	static const unsigned char nested[] = {0x81, 0xa1, 'k', 0xdd, 0x00, 0x01, 0x00, 0x00, 0xc0};
+	static const unsigned char arr32[] = { 0xdd, 0xff, 0x00, 0x00, 0x00 };
+	static const unsigned char map32[] = { 0xdf, 0xff, 0xff, 0xff, 0xff };
+	static const unsigned char map16[] = { 0xde, 0xff, 0xff, 0xa1, 'a', 0x01 };
+	static const unsigned char str32[] = { 0xdb, 0x7f, 0xff, 0xff, 0xff, 'x' };
+	static const unsigned char bin32[] = { 0xc6, 0xff, 0xff, 0xff, 0xf0 };
+	static const unsigned char ext32[] = { 0xc9, 0xff, 0xff, 0xff, 0xf0, 0x01 };
+	static const unsigned char nested[] = {
+		0x81, 0xa1, 'k', 0xdd, 0x00, 0x01, 0x00, 0x00, 0xc0
+	};
 	struct {
 		const unsigned char *p;
 		size_t n;
 		const char *needle;
 	} cases[] = {
-	    {arr32, sizeof(arr32), "array at byte 0 claims 4278190080 elements but only 0 bytes"},
-	    {map32, sizeof(map32), "map at byte 0 claims 8589934590 elements"},
-	    {map16, sizeof(map16), "map at byte 0 claims 131070 elements but only 3 bytes"},
-	    {str32, sizeof(str32), "claims 2147483647 bytes but only 1 remain"},
-	    {bin32, sizeof(bin32), "claims 4294967280 bytes"},
-	    {ext32, sizeof(ext32), "claims 4294967281 bytes"},
-	    {nested, sizeof(nested), "array at byte 3 claims 65536 elements but only 1 bytes"},
+		{ arr32, sizeof(arr32),
+		  "array at byte 0 claims 4278190080 elements but only 0 bytes" },
+		{ map32, sizeof(map32), "map at byte 0 claims 8589934590 elements" },
+		{ map16, sizeof(map16), "map at byte 0 claims 131070 elements but only 3 bytes" },
+		{ str32, sizeof(str32), "claims 2147483647 bytes but only 1 remain" },
+		{ bin32, sizeof(bin32), "claims 4294967280 bytes" },
+		{ ext32, sizeof(ext32), "claims 4294967281 bytes" },
+		{ nested, sizeof(nested),
+		  "array at byte 3 claims 65536 elements but only 1 bytes" },
 	};
 	bool measure = alloc_hooks();
 	size_t worst = 0;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
-		struct cl_err err = {0};
+		struct cl_err err = { 0 };
 		assert_err(cl_wire_check(cases[i].p, cases[i].n, NULL, &err), CL_EPARSE, err,
-		           cases[i].needle);
+			   cases[i].needle);
 		counted_bytes = 0;
 		counting = 1;
 		struct cl_msg m;
@@ -688,20 +693,20 @@ static void test_huge_counts(void **state)
 	if (measure)
 		print_message("hostile decodes allocated at most %zu bytes\n", worst);
 	/* For scale: a valid ACK costs msgpack-c's first zone chunk plus the run string. */
-	struct cl_msg ack = {.type = CL_MSG_ACK, .run = "run", .seq = 1};
+	struct cl_msg ack = { .type = CL_MSG_ACK, .run = "run", .seq = 1 };
 	msgpack_sbuffer sb;
 	msgpack_sbuffer_init(&sb);
 	encode_ok(&ack, &sb);
 	counted_bytes = 0;
 	counting = 1;
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	int rc = decode_bytes(sb.data, sb.size, &err);
 	counting = 0;
 	assert_int_equal(rc, 0);
 	msgpack_sbuffer_destroy(&sb);
 	if (measure) {
 		print_message("valid %zu-byte ACK: decode allocated %zu bytes\n", sb.size,
-		              counted_bytes);
+			      counted_bytes);
 		assert_true(counted_bytes > 0);
 		assert_true(counted_bytes <= 16384);
 	} else {
@@ -725,7 +730,7 @@ static void test_depth(void **state)
 {
 	msgpack_sbuffer sb;
 	msgpack_sbuffer_init(&sb);
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	struct cl_wire_stats st;
 
 	pack_nested(&sb, CL_WIRE_MAX_DEPTH);
@@ -736,7 +741,7 @@ static void test_depth(void **state)
 	msgpack_sbuffer_clear(&sb);
 	pack_nested(&sb, CL_WIRE_MAX_DEPTH + 1);
 	assert_err(cl_wire_check(sb.data, sb.size, NULL, &err), CL_EPARSE, err,
-	           "nesting deeper than 16");
+		   "nesting deeper than 16");
 
 	msgpack_sbuffer_clear(&sb);
 	pack_nested(&sb, 64);
@@ -760,18 +765,18 @@ static void test_depth(void **state)
 
 static void test_malformed_bytes(void **state)
 {
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	assert_err(cl_wire_check("", 0, NULL, &err), CL_EPARSE, err, "empty message");
 	assert_err(decode_bytes("\xc1", 1, &err), CL_EPARSE, err, "invalid msgpack byte 0xc1");
 	assert_err(decode_bytes("\x81\xa1k\xc1", 4, &err), CL_EPARSE, err, "0xc1 at byte 3");
 	assert_err(decode_bytes("\xa3ok", 3, &err), CL_EPARSE, err, "truncated");
 	assert_err(decode_bytes("\xcd\x01", 2, &err), CL_EPARSE, err, "truncated");
 	assert_err(decode_bytes("\xa2ok", 3, &err), CL_EPROTO, err,
-	           "message is a string, not a map");
+		   "message is a string, not a map");
 	assert_err(decode_bytes("\x80", 1, &err), CL_EPROTO, err, "field 'proto' is missing");
 	static char one;
 	assert_err(cl_wire_check(&one, (size_t)CL_WIRE_MAX_MSG + 1, NULL, &err), CL_ETOOBIG, err,
-	           "larger than");
+		   "larger than");
 
 	/* More objects than CL_WIRE_MAX_OBJECTS, each a single byte. */
 	size_t n = (size_t)CL_WIRE_MAX_OBJECTS + 5;
@@ -796,34 +801,34 @@ static void test_truncations(void **state)
 	assert_non_null(m);
 	assert_int_equal(cl_metrics_init(m), 0);
 	populate_metrics(m, 1);
-	struct cl_msg rep = {.type = CL_MSG_REPORT, .run = "r", .agent = 1, .seq = 2};
-	rep.report = (struct cl_msg_report){.kind = CL_REPORT_FINAL, .metrics = m, .error = "e"};
+	struct cl_msg rep = { .type = CL_MSG_REPORT, .run = "r", .agent = 1, .seq = 2 };
+	rep.report = (struct cl_msg_report){ .kind = CL_REPORT_FINAL, .metrics = m, .error = "e" };
 
-	struct cl_request_body bodies[] = {{.json = "{\"a\":1}", .len = 7, .prompt_chars = 1},
-	                                   {.json = "{\"b\":2}", .len = 7, .prompt_chars = 2}};
+	struct cl_request_body bodies[] = { { .json = "{\"a\":1}", .len = 7, .prompt_chars = 1 },
+					    { .json = "{\"b\":2}", .len = 7, .prompt_chars = 2 } };
 	struct cl_msg prep = cmd_msg(CL_CMD_PREPARE);
 	prep.cmd.prepare.target = sample_target();
 	prep.cmd.prepare.workload.bodies = bodies;
 	prep.cmd.prepare.workload.n_bodies = 2;
 
-	const struct cl_msg *msgs[] = {&rep, &prep};
+	const struct cl_msg *msgs[] = { &rep, &prep };
 	for (size_t k = 0; k < 2; k++) {
 		msgpack_sbuffer sb;
 		msgpack_sbuffer_init(&sb);
 		encode_ok(msgs[k], &sb);
-		struct cl_err err = {0};
+		struct cl_err err = { 0 };
 		assert_int_equal(decode_bytes(sb.data, sb.size, &err), 0);
 		for (size_t len = 0; len < sb.size; len++) {
 			int rc = decode_bytes(sb.data, len, &err);
 			if (rc != CL_EPARSE) {
 				print_error("prefix %zu of %zu: got %d \"%s\"\n", len, sb.size, rc,
-				            err.msg);
+					    err.msg);
 				fail();
 			}
 		}
 		msgpack_sbuffer_write(&sb, "\x00", 1);
 		assert_err(decode_bytes(sb.data, sb.size, &err), CL_EPARSE, err,
-		           "1 trailing bytes after the message");
+			   "1 trailing bytes after the message");
 		msgpack_sbuffer_destroy(&sb);
 	}
 	cl_metrics_destroy(m);
@@ -915,17 +920,17 @@ static int decode_kvs(const struct kv *kv, size_t n, struct cl_err *err)
 }
 
 static const struct kv poll_kvs[] = {
-    KV_U("proto", 1),       KV_S("type", "POLL"),    KV_S("run", "r"),
-    KV_U("agent", 3),       KV_U("seq", 9),          KV_S("state", "running"),
-    KV_U("applied_seq", 4), KV_D("cpu_pct", 55.5),   KV_I("rss_bytes", 1 << 20),
-    KV_I("inflight", 12),   KV_I("loop_lag_us", 40), KV_I("t_send_us", -3),
-    KV_S("error", "boom"),
+	KV_U("proto", 1),       KV_S("type", "POLL"),    KV_S("run", "r"),
+	KV_U("agent", 3),       KV_U("seq", 9),          KV_S("state", "running"),
+	KV_U("applied_seq", 4), KV_D("cpu_pct", 55.5),   KV_I("rss_bytes", 1 << 20),
+	KV_I("inflight", 12),   KV_I("loop_lag_us", 40), KV_I("t_send_us", -3),
+	KV_S("error", "boom"),
 };
 #define N_POLL (sizeof(poll_kvs) / sizeof(*poll_kvs))
 
 static void test_wrong_types(void **state)
 {
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	assert_int_equal(decode_kvs(poll_kvs, N_POLL, &err), 0);
 	for (size_t i = 0; i < N_POLL; i++) {
 		struct kv kv[N_POLL];
@@ -958,7 +963,7 @@ static void test_wrong_types(void **state)
 	memcpy(kv, poll_kvs, sizeof(kv));
 	kv[6] = (struct kv)KV_I("applied_seq", -1);
 	assert_err(decode_kvs(kv, N_POLL, &err), CL_EPROTO, err,
-	           "POLL: field 'applied_seq' must be an unsigned integer, not a negative integer");
+		   "POLL: field 'applied_seq' must be an unsigned integer, not a negative integer");
 	memcpy(kv, poll_kvs, sizeof(kv));
 	kv[8] = (struct kv)KV_I("rss_bytes", -1);
 	assert_err(decode_kvs(kv, N_POLL, &err), CL_EPROTO, err, "'rss_bytes' is out of range");
@@ -974,12 +979,12 @@ static void test_wrong_types(void **state)
 	memcpy(kv, poll_kvs, sizeof(kv));
 	kv[5].s = "sleeping";
 	assert_err(decode_kvs(kv, N_POLL, &err), CL_EPROTO, err,
-	           "field 'state' has unknown value 'sleeping'");
+		   "field 'state' has unknown value 'sleeping'");
 }
 
 static void test_version_type_cmd(void **state)
 {
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	struct kv kv[N_POLL];
 	memcpy(kv, poll_kvs, sizeof(kv));
 	kv[0].i = 2;
@@ -989,25 +994,25 @@ static void test_version_type_cmd(void **state)
 	struct cl_msg m;
 	int rc = cl_wire_decode(sb.data, sb.size, &m, &err);
 	assert_err(rc, CL_EVERSION, err,
-	           "protocol version 2 is not supported (this side speaks version 1)");
+		   "protocol version 2 is not supported (this side speaks version 1)");
 	assert_int_equal(m.proto, 2); /* kept for the caller's log line */
 	assert_false(m.owned);
 	cl_msg_free(&m);
 	msgpack_sbuffer_destroy(&sb);
 
 	/* With another version, even an otherwise unreadable message names the version. */
-	struct kv v2[] = {KV_U("proto", 2), KV_U("type", 5)};
+	struct kv v2[] = { KV_U("proto", 2), KV_U("type", 5) };
 	assert_err(decode_kvs(v2, 2, &err), CL_EVERSION, err, "version 2");
 
 	memcpy(kv, poll_kvs, sizeof(kv));
 	kv[1].s = "HELO";
 	assert_err(decode_kvs(kv, N_POLL, &err), CL_EPROTO, err, "unknown message type 'HELO'");
 
-	struct kv cmd[] = {KV_U("proto", 1),   KV_S("type", "CMD"),  KV_S("run", ""),
-	                   KV_U("agent", 1),   KV_U("seq", 1),       KV_S("cmd", "JUMP"),
-	                   KV_U("cmd_seq", 1), KV_I("t_coord_us", 5)};
+	struct kv cmd[] = { KV_U("proto", 1),   KV_S("type", "CMD"),  KV_S("run", ""),
+			    KV_U("agent", 1),   KV_U("seq", 1),       KV_S("cmd", "JUMP"),
+			    KV_U("cmd_seq", 1), KV_I("t_coord_us", 5) };
 	assert_err(decode_kvs(cmd, 8, &err), CL_EPROTO, err,
-	           "CMD: field 'cmd' has unknown command 'JUMP'");
+		   "CMD: field 'cmd' has unknown command 'JUMP'");
 	cmd[5].s = "STOP"; /* STOP needs args */
 	assert_err(decode_kvs(cmd, 8, &err), CL_EPROTO, err, "CMD: field 'args' is missing");
 	cmd[5].s = "QUIT";
@@ -1019,68 +1024,68 @@ static void test_caps_and_content(void **state)
 	char host[CL_WIRE_MAX_HOST + 2];
 	memset(host, 'h', sizeof(host));
 	host[CL_WIRE_MAX_HOST] = '\0';
-	struct kv hello[] = {KV_U("proto", 1),   KV_S("type", "HELLO"), KV_S("run", ""),
-	                     KV_U("agent", 0),   KV_U("seq", 1),        KV_S("version", "0.1.0"),
-	                     KV_S("host", host), KV_U("workers", 2),    KV_T("caps", V_ARR),
-	                     KV_S("token", ""),  KV_I("pid", 1),        KV_I("t_send_us", 1)};
+	struct kv hello[] = { KV_U("proto", 1),   KV_S("type", "HELLO"), KV_S("run", ""),
+			      KV_U("agent", 0),   KV_U("seq", 1),        KV_S("version", "0.1.0"),
+			      KV_S("host", host), KV_U("workers", 2),    KV_T("caps", V_ARR),
+			      KV_S("token", ""),  KV_I("pid", 1),        KV_I("t_send_us", 1) };
 	size_t n = sizeof(hello) / sizeof(*hello);
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	assert_int_equal(decode_kvs(hello, n, &err), 0); /* 255 bytes: at the cap */
 	host[CL_WIRE_MAX_HOST] = 'h';
 	host[CL_WIRE_MAX_HOST + 1] = '\0';
 	assert_err(decode_kvs(hello, n, &err), CL_ETOOBIG, err,
-	           "HELLO: field 'host' is too long (256 bytes, max 255)");
+		   "HELLO: field 'host' is too long (256 bytes, max 255)");
 
 	/* The encoder refuses the same, and leaves the buffer as it was. */
-	struct cl_msg m = {.type = CL_MSG_HELLO};
+	struct cl_msg m = { .type = CL_MSG_HELLO };
 	m.hello.host = host;
 	msgpack_sbuffer sb;
 	msgpack_sbuffer_init(&sb);
 	msgpack_sbuffer_write(&sb, "xyz", 3);
 	assert_err(cl_wire_encode(&m, &sb, &err), CL_ETOOBIG, err,
-	           "cannot encode HELLO: field 'host' is too long (256 bytes, max 255)");
+		   "cannot encode HELLO: field 'host' is too long (256 bytes, max 255)");
 	assert_int_equal(sb.size, 3);
 
 	hello[6].s = "evil\x1b[2Jhost";
 	assert_err(decode_kvs(hello, n, &err), CL_EPROTO, err,
-	           "field 'host' contains a control character");
+		   "field 'host' contains a control character");
 	m.hello.host = "evil\nhost";
 	assert_err(cl_wire_encode(&m, &sb, &err), CL_EINVAL, err, "contains a control character");
 	hello[6].s = "ok";
 
 	/* A NUL inside a string (msgpack allows it; C strings cannot hold it). */
 	static const char nul_run[] = "\x85\xa5proto\x01\xa4type\xa3"
-	                              "ACK\xa3run\xa3r\x00x\xa5"
-	                              "agent\x01\xa3seq\x01";
+				      "ACK\xa3run\xa3r\x00x\xa5"
+				      "agent\x01\xa3seq\x01";
 	assert_err(decode_bytes(nul_run, sizeof(nul_run) - 1, &err), CL_EPROTO, err,
-	           "ACK: field 'run' contains a NUL byte");
+		   "ACK: field 'run' contains a NUL byte");
 
 	/* Unknown keys are ignored; duplicates of known keys are not. */
-	struct kv extra[] = {KV_U("proto", 1),      KV_S("type", "ACK"), KV_S("run", ""),
-	                     KV_U("agent", 0),      KV_U("seq", 1),      KV_T("zz_future", V_MAP),
-	                     KV_T("zz_more", V_ARR)};
+	struct kv extra[] = { KV_U("proto", 1),      KV_S("type", "ACK"), KV_S("run", ""),
+			      KV_U("agent", 0),      KV_U("seq", 1),      KV_T("zz_future", V_MAP),
+			      KV_T("zz_more", V_ARR) };
 	assert_int_equal(decode_kvs(extra, 7, &err), 0);
 	extra[6] = (struct kv)KV_U("seq", 2);
 	assert_err(decode_kvs(extra, 7, &err), CL_EPROTO, err, "field 'seq' is given twice");
 	/* A non-string key. */
 	static const char intkey[] = "\x86\xa5proto\x01\xa4type\xa3"
-	                             "ACK\xa3run\xa0\xa5"
-	                             "agent\x01\xa3seq\x01\x07\x07";
+				     "ACK\xa3run\xa0\xa5"
+				     "agent\x01\xa3seq\x01\x07\x07";
 	assert_err(decode_bytes(intkey, sizeof(intkey) - 1, &err), CL_EPROTO, err,
-	           "has a key that is an integer");
+		   "has a key that is an integer");
 
 	/* Too many caps, a header with CR LF (would split the HTTP request). */
 	char *caps[CL_WIRE_MAX_CAPS + 1];
 	for (size_t i = 0; i <= CL_WIRE_MAX_CAPS; i++)
 		caps[i] = "c";
-	m.hello = (struct cl_msg_hello){.caps = caps, .n_caps = CL_WIRE_MAX_CAPS + 1};
+	m.hello = (struct cl_msg_hello){ .caps = caps, .n_caps = CL_WIRE_MAX_CAPS + 1 };
 	assert_err(cl_wire_encode(&m, &sb, &err), CL_ETOOBIG, err, "'caps' has too many entries");
-	char *hdr[] = {"X-A: 1\r\nX-Injected: 2"};
+	char *hdr[] = { "X-A: 1\r\nX-Injected: 2" };
 	struct cl_msg p = cmd_msg(CL_CMD_PREPARE);
 	p.cmd.prepare.target =
-	    (struct cl_target_plan){.base_url = "http://x/v1", .headers = hdr, .n_headers = 1};
+	    (struct cl_target_plan){ .base_url = "http://x/v1", .headers = hdr, .n_headers = 1 };
 	assert_err(cl_wire_encode(&p, &sb, &err), CL_EINVAL, err,
-	           "CMD: field 'args.target.headers[0]' contains a control character");
+		   "CMD: field 'args.target.headers[0]' contains a control character");
 	assert_int_equal(sb.size, 3);
 	msgpack_sbuffer_destroy(&sb);
 }
@@ -1088,13 +1093,13 @@ static void test_caps_and_content(void **state)
 /* Deep fields are named by their path; bad metrics and missing parts are refused. */
 static void test_nested_errors(void **state)
 {
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	msgpack_sbuffer sb;
 	msgpack_sbuffer_init(&sb);
-	struct cl_request_body bodies[3] = {{.json = "{}"}, {.json = "{}"}, {.json = "{}"}};
+	struct cl_request_body bodies[3] = { { .json = "{}" }, { .json = "{}" }, { .json = "{}" } };
 	struct cl_msg p = cmd_msg(CL_CMD_PREPARE);
 	p.cmd.prepare.target = sample_target();
-	p.cmd.prepare.workload = (struct cl_workload_plan){.bodies = bodies, .n_bodies = 3};
+	p.cmd.prepare.workload = (struct cl_workload_plan){ .bodies = bodies, .n_bodies = 3 };
 	encode_ok(&p, &sb);
 	/* Turn the last body's prompt_chars value (0, a positive fixint) into -1. */
 	char *hit = memmem(sb.data, sb.size, "prompt_chars\x00", 13);
@@ -1107,7 +1112,7 @@ static void test_nested_errors(void **state)
 	assert_non_null(last);
 	last[12] = (char)0xff;
 	assert_err(decode_bytes(sb.data, sb.size, &err), CL_EPROTO, err,
-	           "CMD: field 'args.workload.bodies[2].prompt_chars' must be an unsigned integer");
+		   "CMD: field 'args.workload.bodies[2].prompt_chars' must be an unsigned integer");
 
 	/* START_AT with an unknown arrival. */
 	struct cl_msg s = cmd_msg(CL_CMD_START_AT);
@@ -1117,32 +1122,32 @@ static void test_nested_errors(void **state)
 	assert_non_null(g);
 	memcpy(g, "gamme", 5);
 	assert_err(decode_bytes(sb.data, sb.size, &err), CL_EPROTO, err,
-	           "field 'args.stage.arrival' has unknown value 'gamme'");
+		   "field 'args.stage.arrival' has unknown value 'gamme'");
 
 	/* A report whose metrics name an unknown histogram. */
 	struct cl_metrics *m = calloc(1, sizeof(*m));
 	assert_non_null(m);
 	assert_int_equal(cl_metrics_init(m), 0);
 	cl_hist_record(&m->lat[CL_LAT_TTFT], 1000);
-	struct cl_msg r = {.type = CL_MSG_REPORT, .run = "r"};
-	r.report = (struct cl_msg_report){.kind = CL_REPORT_INTERVAL, .metrics = m};
+	struct cl_msg r = { .type = CL_MSG_REPORT, .run = "r" };
+	r.report = (struct cl_msg_report){ .kind = CL_REPORT_INTERVAL, .metrics = m };
 	encode_ok(&r, &sb);
 	char *t = memmem(sb.data, sb.size, "ttft", 4);
 	assert_non_null(t);
 	memcpy(t, "ttfx", 4);
 	assert_err(decode_bytes(sb.data, sb.size, &err), CL_EPROTO, err,
-	           "REPORT: field 'metrics' is invalid");
+		   "REPORT: field 'metrics' is invalid");
 	assert_non_null(strstr(err.msg, "ttfx"));
 	/* Kinds other than probe need metrics; probe needs readiness. */
 	r.report.metrics = NULL;
 	assert_err(cl_wire_encode(&r, &sb, &err), CL_EINVAL, err, "'metrics' is required");
-	struct kv rep[] = {KV_U("proto", 1), KV_S("type", "REPORT"), KV_S("run", ""),
-	                   KV_U("agent", 0), KV_U("seq", 1),         KV_S("kind", "interval"),
-	                   KV_U("stage", 0), KV_U("interval", 0),    KV_I("t_send_us", 0)};
+	struct kv rep[] = { KV_U("proto", 1), KV_S("type", "REPORT"), KV_S("run", ""),
+			    KV_U("agent", 0), KV_U("seq", 1),         KV_S("kind", "interval"),
+			    KV_U("stage", 0), KV_U("interval", 0),    KV_I("t_send_us", 0) };
 	assert_err(decode_kvs(rep, 9, &err), CL_EPROTO, err, "REPORT: field 'metrics' is missing");
 	rep[5].s = "probe";
 	assert_err(decode_kvs(rep, 9, &err), CL_EPROTO, err,
-	           "REPORT: field 'readiness' is missing");
+		   "REPORT: field 'readiness' is missing");
 	cl_metrics_destroy(m);
 	free(m);
 	msgpack_sbuffer_destroy(&sb);
@@ -1150,30 +1155,30 @@ static void test_nested_errors(void **state)
 
 static void test_encode_refusals(void **state)
 {
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	msgpack_sbuffer sb;
 	msgpack_sbuffer_init(&sb);
-	struct cl_msg m = {0};
+	struct cl_msg m = { 0 };
 	assert_err(cl_wire_encode(&m, &sb, &err), CL_EINVAL, err, "unknown type 0");
-	m = (struct cl_msg){.type = CL_MSG_POLL};
+	m = (struct cl_msg){ .type = CL_MSG_POLL };
 	m.poll.state = CL_AGENT__COUNT;
 	assert_err(cl_wire_encode(&m, &sb, &err), CL_EINVAL, err,
-	           "'state' has an unknown value (7)");
+		   "'state' has an unknown value (7)");
 	m.poll.state = CL_AGENT_IDLE;
 	m.poll.cpu_pct = INFINITY;
 	assert_err(cl_wire_encode(&m, &sb, &err), CL_EINVAL, err, "'cpu_pct' must be a finite");
 	m.poll.cpu_pct = 0;
 	m.poll.loop_lag_us = -1;
 	assert_err(cl_wire_encode(&m, &sb, &err), CL_EINVAL, err,
-	           "'loop_lag_us' must not be negative");
-	m = (struct cl_msg){.type = CL_MSG_WELCOME};
+		   "'loop_lag_us' must not be negative");
+	m = (struct cl_msg){ .type = CL_MSG_WELCOME };
 	assert_err(cl_wire_encode(&m, &sb, &err), CL_EINVAL, err,
-	           "'report_interval_us' must be positive");
+		   "'report_interval_us' must be positive");
 	struct cl_msg c = cmd_msg(CL_CMD_START_AT);
 	c.cmd.start_at.stage = sample_stage();
 	c.cmd.start_at.stage.ramp_us = -2;
 	assert_err(cl_wire_encode(&c, &sb, &err), CL_EINVAL, err,
-	           "CMD: field 'args.stage.ramp_us' must not be negative");
+		   "CMD: field 'args.stage.ramp_us' must not be negative");
 	c = cmd_msg(CL_CMD__COUNT);
 	assert_err(cl_wire_encode(&c, &sb, &err), CL_EINVAL, err, "'cmd' has an unknown value (8)");
 	assert_int_equal(sb.size, 0);
@@ -1190,19 +1195,19 @@ static void test_partial_failure_frees(void **state)
 		bodies[i].json = i == N - 1 ? "{\"last\":\"BAD\"}" : "{\"x\":\"body\"}";
 	struct cl_msg p = cmd_msg(CL_CMD_PREPARE);
 	p.cmd.prepare.target = sample_target();
-	p.cmd.prepare.workload = (struct cl_workload_plan){.bodies = bodies, .n_bodies = N};
+	p.cmd.prepare.workload = (struct cl_workload_plan){ .bodies = bodies, .n_bodies = N };
 	msgpack_sbuffer sb;
 	msgpack_sbuffer_init(&sb);
 	encode_ok(&p, &sb);
 	char *bad = memmem(sb.data, sb.size, "BAD", 3);
 	assert_non_null(bad);
 	bad[0] = 0x01; /* a control character is fine in JSON text... */
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	assert_int_equal(decode_bytes(sb.data, sb.size, &err), 0);
 	bad[0] = 0x00; /* ... a NUL is not */
 	struct cl_msg out;
 	assert_err(cl_wire_decode(sb.data, sb.size, &out, &err), CL_EPROTO, err,
-	           "'args.workload.bodies[199].json' contains a NUL byte");
+		   "'args.workload.bodies[199].json' contains a NUL byte");
 	assert_false(out.owned);
 	assert_int_equal(out.type, CL_MSG_CMD);
 	assert_int_equal(out.seq, 77);
@@ -1212,10 +1217,10 @@ static void test_partial_failure_frees(void **state)
 
 	/* cl_msg_free on NULL, a zeroed message, and a borrowed one (frees nothing). */
 	cl_msg_free(NULL);
-	struct cl_msg z = {0};
+	struct cl_msg z = { 0 };
 	cl_msg_free(&z);
 	char run[] = "stack";
-	struct cl_msg b = {.type = CL_MSG_REFUSE, .run = run};
+	struct cl_msg b = { .type = CL_MSG_REFUSE, .run = run };
 	b.refuse.reason = run;
 	cl_msg_free(&b);
 	assert_null(b.run);
@@ -1241,7 +1246,7 @@ static void test_token_equal(void **state)
 
 static void test_clock_est(void **state)
 {
-	struct cl_clock_est e = {0};
+	struct cl_clock_est e = { 0 };
 	int64_t off, rtt;
 	assert_false(cl_clock_est_get(&e, &off, &rtt));
 	assert_int_equal(cl_clock_est_to_local(&e, 500), 500);
@@ -1251,7 +1256,7 @@ static void test_clock_est(void **state)
 	const int64_t truth = 1000000;
 	struct {
 		int64_t up, down;
-	} d[] = {{900, 100}, {300, 300}, {5000, 40}, {120, 80}, {2000, 2000}};
+	} d[] = { { 900, 100 }, { 300, 300 }, { 5000, 40 }, { 120, 80 }, { 2000, 2000 } };
 	int64_t t = 10000000;
 	for (size_t i = 0; i < 5; i++) {
 		int64_t send = t, coord = t + d[i].up + truth, recv = t + d[i].up + d[i].down;
@@ -1264,7 +1269,7 @@ static void test_clock_est(void **state)
 	assert_int_equal(cl_clock_est_to_local(&e, 50000000 + off), 50000000);
 
 	/* A held long poll with its arrival time stamped is exact despite the 1 s hold. */
-	struct cl_clock_est h = {0};
+	struct cl_clock_est h = { 0 };
 	int64_t send = 100, arrive = 100 + 50 + truth, reply = arrive + 1000000;
 	assert_true(cl_clock_est_add(&h, send, arrive, reply, send + 50 + 1000000 + 50));
 	assert_true(cl_clock_est_get(&h, &off, &rtt));
@@ -1291,28 +1296,28 @@ static void test_clock_est(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_names),
-	    cmocka_unit_test(test_hello),
-	    cmocka_unit_test(test_poll),
-	    cmocka_unit_test(test_report_metrics),
-	    cmocka_unit_test(test_report_probe),
-	    cmocka_unit_test(test_replies),
-	    cmocka_unit_test(test_cmd_plain),
-	    cmocka_unit_test(test_cmd_probe),
-	    cmocka_unit_test(test_cmd_warmup_start),
-	    cmocka_unit_test(test_cmd_prepare),
-	    cmocka_unit_test(test_huge_counts),
-	    cmocka_unit_test(test_depth),
-	    cmocka_unit_test(test_malformed_bytes),
-	    cmocka_unit_test(test_truncations),
-	    cmocka_unit_test(test_wrong_types),
-	    cmocka_unit_test(test_version_type_cmd),
-	    cmocka_unit_test(test_caps_and_content),
-	    cmocka_unit_test(test_nested_errors),
-	    cmocka_unit_test(test_encode_refusals),
-	    cmocka_unit_test(test_partial_failure_frees),
-	    cmocka_unit_test(test_token_equal),
-	    cmocka_unit_test(test_clock_est),
+		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_hello),
+		cmocka_unit_test(test_poll),
+		cmocka_unit_test(test_report_metrics),
+		cmocka_unit_test(test_report_probe),
+		cmocka_unit_test(test_replies),
+		cmocka_unit_test(test_cmd_plain),
+		cmocka_unit_test(test_cmd_probe),
+		cmocka_unit_test(test_cmd_warmup_start),
+		cmocka_unit_test(test_cmd_prepare),
+		cmocka_unit_test(test_huge_counts),
+		cmocka_unit_test(test_depth),
+		cmocka_unit_test(test_malformed_bytes),
+		cmocka_unit_test(test_truncations),
+		cmocka_unit_test(test_wrong_types),
+		cmocka_unit_test(test_version_type_cmd),
+		cmocka_unit_test(test_caps_and_content),
+		cmocka_unit_test(test_nested_errors),
+		cmocka_unit_test(test_encode_refusals),
+		cmocka_unit_test(test_partial_failure_frees),
+		cmocka_unit_test(test_token_equal),
+		cmocka_unit_test(test_clock_est),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -103,7 +103,7 @@ static void assert_standard_fields(json_t *body, const char *model, int64_t max_
 
 static void test_inline_prompts(void **state)
 {
-	char *prompts[] = {"Write a Python quicksort.", "Explain entanglement.", "Grüße, ☃"};
+	char *prompts[] = { "Write a Python quicksort.", "Explain entanglement.", "Grüße, ☃" };
 	struct cl_scenario s = base_scenario();
 	s.workload.kind = CL_WORKLOAD_PROMPTS;
 	s.workload.prompts = prompts;
@@ -112,7 +112,7 @@ static void test_inline_prompts(void **state)
 	s.workload.max_tokens = 4096;
 	s.workload.request_timeout_us = 900000000;
 	struct cl_workload_plan w;
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	assert_int_equal(cl_workload_render(&s, "kimi-k2", &w, &err), 0);
 	assert_int_equal(w.n_bodies, 3);
 	assert_int_equal(w.max_tokens, 4096);
@@ -123,14 +123,14 @@ static void test_inline_prompts(void **state)
 		/* compact, and our keys in a fixed order */
 		assert_contains(js, "{\"model\":\"kimi-k2\",\"messages\":[{\"role\":\"system\"");
 		assert_contains(js, "\"max_tokens\":4096,\"stream\":true,"
-		                    "\"stream_options\":{\"include_usage\":true}}");
+				    "\"stream_options\":{\"include_usage\":true}}");
 		json_t *b = parse(js);
 		assert_standard_fields(b, "kimi-k2", 4096);
 		assert_int_equal(n_messages(b), 2);
 		assert_message(b, 0, "system", "Be brief.");
 		assert_message(b, 1, "user", prompts[i]);
 		assert_int_equal(w.bodies[i].prompt_chars,
-		                 strlen(prompts[i]) + strlen("Be brief."));
+				 strlen(prompts[i]) + strlen("Be brief."));
 		json_decref(b);
 	}
 	cl_workload_plan_free(&w);
@@ -153,20 +153,20 @@ static void test_empty_prompts_and_no_model(void **state)
 	struct cl_scenario s = base_scenario();
 	s.workload.kind = CL_WORKLOAD_PROMPTS;
 	struct cl_workload_plan w;
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	assert_int_equal(cl_workload_render(&s, "m", &w, &err), CL_EINVAL);
 	assert_contains(err.msg, "workload.prompts is empty");
 	assert_null(w.bodies);
 	assert_int_equal(w.n_bodies, 0);
 
-	char *prompts[] = {"hi"};
+	char *prompts[] = { "hi" };
 	s.workload.prompts = prompts;
 	s.workload.n_prompts = 1;
 	assert_int_equal(cl_workload_render(&s, NULL, &w, &err), CL_EINVAL);
 	assert_contains(err.msg, "model");
 
-	char bad[] = {'o', 'k', (char)0xC3, 0}; /* truncated UTF-8 sequence */
-	char *bad_prompts[] = {"fine", bad};
+	char bad[] = { 'o', 'k', (char)0xC3, 0 }; /* truncated UTF-8 sequence */
+	char *bad_prompts[] = { "fine", bad };
 	s.workload.prompts = bad_prompts;
 	s.workload.n_prompts = 2;
 	assert_int_equal(cl_workload_render(&s, "m", &w, &err), CL_EINVAL);
@@ -176,7 +176,7 @@ static void test_empty_prompts_and_no_model(void **state)
 
 static void test_merge_rules(void **state)
 {
-	char *prompts[] = {"hello"};
+	char *prompts[] = { "hello" };
 	struct cl_scenario s = base_scenario();
 	s.workload.kind = CL_WORKLOAD_PROMPTS;
 	s.workload.prompts = prompts;
@@ -186,7 +186,7 @@ static void test_merge_rules(void **state)
 	    "\"max_completion_tokens\":99,\"stream_options\":{\"continuous_usage_stats\":true},"
 	    "\"chat_template_kwargs\":{\"enable_thinking\":false},\"model\":\"served-name\"}";
 	struct cl_workload_plan w;
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	assert_int_equal(cl_workload_render(&s, "m", &w, &err), 0);
 	const char *js = w.bodies[0].json;
 	/* a decimal the user wrote comes out as written, not 0.59999999999999998 */
@@ -228,8 +228,8 @@ static void test_merge_rules(void **state)
 }
 
 static struct cl_workload_plan render_dataset(const char *path, enum cl_dataset_format fmt,
-                                              uint32_t limit, const char *system, int want_rc,
-                                              struct cl_err *err)
+					      uint32_t limit, const char *system, int want_rc,
+					      struct cl_err *err)
 {
 	struct cl_scenario s = base_scenario();
 	s.workload.kind = CL_WORKLOAD_DATASET;
@@ -243,7 +243,7 @@ static struct cl_workload_plan render_dataset(const char *path, enum cl_dataset_
 	if (rc != want_rc) {
 		char msg[1024];
 		fail_msg("render '%s': rc %d, wanted %d (%s)", path, rc, want_rc,
-		         cl_err_format(err, msg, sizeof(msg)));
+			 cl_err_format(err, msg, sizeof(msg)));
 	}
 	if (rc) {
 		assert_null(w.bodies);
@@ -275,7 +275,7 @@ static void test_dataset_openai(void **state)
 	assert_message(b, 2, "assistant", "7");
 	assert_message(b, 3, "user", "Another one.");
 	assert_int_equal(w.bodies[1].prompt_chars,
-	                 strlen("You are terse.Name a prime.7Another one."));
+			 strlen("You are terse.Name a prime.7Another one."));
 	assert_null(json_object_get(b, "id"));
 	json_decref(b);
 
@@ -299,7 +299,7 @@ static void test_dataset_sharegpt(void **state)
 {
 	struct cl_err err;
 	struct cl_workload_plan w = render_dataset(dataset("sharegpt.jsonl"), CL_DATASET_AUTO, 0,
-	                                           "Default system.", 0, &err);
+						   "Default system.", 0, &err);
 	assert_int_equal(w.n_bodies, 3);
 	json_t *b = parse(w.bodies[0].json);
 	assert_standard_fields(b, "m", 256);
@@ -336,8 +336,8 @@ static void test_dataset_text(void **state)
 	struct cl_workload_plan w =
 	    render_dataset(dataset("prompts.txt"), CL_DATASET_AUTO, 0, NULL, 0, &err);
 	assert_int_equal(w.n_bodies, 3); /* blank and whitespace-only lines are skipped */
-	const char *want[] = {"First prompt line.", "Second prompt: {not json}",
-	                      "Third prompt, no final newline"};
+	const char *want[] = { "First prompt line.", "Second prompt: {not json}",
+			       "Third prompt, no final newline" };
 	for (size_t i = 0; i < 3; i++) {
 		json_t *b = parse(w.bodies[i].json);
 		assert_standard_fields(b, "m", 256);
@@ -355,7 +355,7 @@ static void test_dataset_text(void **state)
 	json_t *b = parse(w.bodies[0].json);
 	assert_message(b, 0, "system", "sys");
 	assert_contains(str_at(json_array_get(json_object_get(b, "messages"), 1), "content"),
-	                "{\"id\":\"a\",\"conversations\"");
+			"{\"id\":\"a\",\"conversations\"");
 	json_decref(b);
 	cl_workload_plan_free(&w);
 }
@@ -379,7 +379,7 @@ static void test_dataset_limit(void **state)
 
 /* Renders a bad dataset and checks the code, the line and a piece of the message. */
 static void expect_bad(const char *path, enum cl_dataset_format fmt, int code, int line,
-                       const char *msg)
+		       const char *msg)
 {
 	struct cl_err err;
 	render_dataset(path, fmt, 0, NULL, code, &err);
@@ -398,24 +398,24 @@ static void test_bad_datasets(void **state)
 {
 	expect_bad(dataset("bad-json.jsonl"), CL_DATASET_AUTO, CL_EPARSE, 3, "invalid JSON");
 	expect_bad(dataset("bad-mixed.jsonl"), CL_DATASET_AUTO, CL_EPARSE, 2,
-	           "record has no 'messages' array");
+		   "record has no 'messages' array");
 	expect_bad(dataset("bad-no-user.jsonl"), CL_DATASET_AUTO, CL_EPARSE, 3,
-	           "no message with role 'user'");
+		   "no message with role 'user'");
 	expect_bad(dataset("bad-no-human.jsonl"), CL_DATASET_AUTO, CL_EPARSE, 2,
-	           "conversation has no turn from 'human'");
+		   "conversation has no turn from 'human'");
 	expect_bad(dataset("bad-turn-type.jsonl"), CL_DATASET_AUTO, CL_EPARSE, 1,
-	           "conversations[0] must be an object with string 'from' and 'value'");
+		   "conversations[0] must be an object with string 'from' and 'value'");
 	expect_bad(dataset("bad-array.json"), CL_DATASET_AUTO, CL_EPARSE, 1, "JSON array");
 	expect_bad(dataset("bad-unknown.jsonl"), CL_DATASET_AUTO, CL_EPARSE, 1,
-	           "neither 'messages' (OpenAI) nor 'conversations' (ShareGPT)");
+		   "neither 'messages' (OpenAI) nor 'conversations' (ShareGPT)");
 	expect_bad(dataset("bad-not-object.jsonl"), CL_DATASET_AUTO, CL_EPARSE, 2,
-	           "record is not a JSON object");
+		   "record is not a JSON object");
 	/* a forced format that does not match the file */
 	expect_bad(dataset("sharegpt.jsonl"), CL_DATASET_OPENAI, CL_EPARSE, 1,
-	           "record has no 'messages' array");
+		   "record has no 'messages' array");
 	expect_bad(dataset("prompts.txt"), CL_DATASET_SHAREGPT, CL_EPARSE, 1, "invalid JSON");
 	expect_bad(dataset("no-such-file.jsonl"), CL_DATASET_AUTO, CL_EIO, 0,
-	           "cannot open dataset '");
+		   "cannot open dataset '");
 	expect_bad(data_dir, CL_DATASET_AUTO, CL_EIO, 0, "Is a directory");
 
 	write_file(tmp_path("empty.txt"), "\n  \n\n", 4);
@@ -450,20 +450,20 @@ static void test_caps(void **state)
 	assert_int_equal(ftruncate(fileno(f), (off_t)CL_WORKLOAD_MAX_FILE_BYTES + 1), 0);
 	fclose(f);
 	expect_bad(tmp_path("huge.txt"), CL_DATASET_AUTO, CL_ETOOBIG, 0,
-	           "more than the 256 MiB cap");
+		   "more than the 256 MiB cap");
 	unlink(tmp_path("huge.txt"));
 }
 
 static struct cl_workload_plan render_synth(uint32_t count, double mean, double sd, uint32_t lo,
-                                            uint32_t hi, uint64_t seed)
+					    uint32_t hi, uint64_t seed)
 {
 	struct cl_scenario s = base_scenario();
 	s.workload.kind = CL_WORKLOAD_SYNTHETIC;
 	s.workload.synthetic_count = count;
-	s.workload.synthetic_input = (struct cl_len_dist){mean, sd, lo, hi};
+	s.workload.synthetic_input = (struct cl_len_dist){ mean, sd, lo, hi };
 	s.workload.seed = seed;
 	struct cl_workload_plan w;
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	int rc = cl_workload_render(&s, "m", &w, &err);
 	if (rc)
 		fail_msg("synthetic render failed: %d %s", rc, err.msg);
@@ -541,16 +541,16 @@ static void test_synthetic_errors(void **state)
 {
 	struct cl_scenario s = base_scenario();
 	s.workload.kind = CL_WORKLOAD_SYNTHETIC;
-	s.workload.synthetic_input = (struct cl_len_dist){100, 10, 300, 200};
+	s.workload.synthetic_input = (struct cl_len_dist){ 100, 10, 300, 200 };
 	struct cl_workload_plan w;
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	assert_int_equal(cl_workload_render(&s, "m", &w, &err), CL_EINVAL);
 	assert_contains(err.msg, "min 300 is above max 200");
 	s.workload.synthetic_input =
-	    (struct cl_len_dist){100, 10, 1, CL_WORKLOAD_MAX_SYNTH_TOKENS + 1};
+	    (struct cl_len_dist){ 100, 10, 1, CL_WORKLOAD_MAX_SYNTH_TOKENS + 1 };
 	assert_int_equal(cl_workload_render(&s, "m", &w, &err), CL_ERANGE);
 	assert_contains(err.msg, "above the cap");
-	s.workload.synthetic_input = (struct cl_len_dist){100, 10, 1, 200};
+	s.workload.synthetic_input = (struct cl_len_dist){ 100, 10, 1, 200 };
 	s.workload.synthetic_count = 0;
 	assert_int_equal(cl_workload_render(&s, "m", &w, &err), CL_EINVAL);
 	assert_contains(err.msg, "synthetic.count must be positive");
@@ -560,20 +560,20 @@ static void test_synthetic_errors(void **state)
 static void test_render_probe(void **state)
 {
 	char *js = NULL;
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	assert_int_equal(cl_workload_render_probe("qwen3", "Say just OK", 16, NULL, &js, &err), 0);
 	assert_string_equal(js, "{\"model\":\"qwen3\",\"messages\":[{\"role\":\"user\",\"content\":"
-	                        "\"Say just OK\"}],\"max_tokens\":16,\"stream\":true,"
-	                        "\"stream_options\":{\"include_usage\":true}}");
+				"\"Say just OK\"}],\"max_tokens\":16,\"stream\":true,"
+				"\"stream_options\":{\"include_usage\":true}}");
 	free(js);
 
 	/* readiness.body over target.body, then over the probe body */
 	char *extra = NULL;
 	assert_int_equal(
 	    cl_workload_merge_json("{\"temperature\":0.6,\"max_tokens\":5,\"top_p\":0.9}",
-	                           "{\"chat_template_kwargs\":{\"enable_thinking\":false},"
-	                           "\"top_p\":null,\"stream\":false}",
-	                           &extra, &err),
+				   "{\"chat_template_kwargs\":{\"enable_thinking\":false},"
+				   "\"top_p\":null,\"stream\":false}",
+				   &extra, &err),
 	    0);
 	assert_int_equal(cl_workload_render_probe("qwen3", "Say just OK", 16, extra, &js, &err), 0);
 	json_t *b = parse(js);
@@ -598,7 +598,7 @@ static void test_render_probe(void **state)
 static void test_merge_json(void **state)
 {
 	char *out = (char *)1;
-	struct cl_err err = {0};
+	struct cl_err err = { 0 };
 	assert_int_equal(cl_workload_merge_json(NULL, NULL, &out, &err), 0);
 	assert_null(out);
 	assert_int_equal(cl_workload_merge_json("{\"a\":1}", NULL, &out, &err), 0);
@@ -608,9 +608,9 @@ static void test_merge_json(void **state)
 	assert_string_equal(out, "{\"b\":null}");
 	free(out);
 	assert_int_equal(cl_workload_merge_json("{\"a\":{\"x\":1,\"y\":2},\"b\":3}",
-	                                        "{\"a\":{\"y\":20,\"z\":30},\"b\":[1]}", &out,
-	                                        &err),
-	                 0);
+						"{\"a\":{\"y\":20,\"z\":30},\"b\":[1]}", &out,
+						&err),
+			 0);
 	assert_string_equal(out, "{\"a\":{\"x\":1,\"y\":20,\"z\":30},\"b\":[1]}");
 	free(out);
 	assert_int_equal(cl_workload_merge_json("{\"a\":1}", "nope", &out, &err), CL_EINVAL);
@@ -625,7 +625,7 @@ static int setup(void **state)
 	const char *d = getenv("CHATLOAD_TEST_DATA");
 	snprintf(data_dir, sizeof(data_dir), "%s", d ? d : "tests/data");
 	snprintf(tmp_dir, sizeof(tmp_dir), "%s/workload_test.XXXXXX",
-	         getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 	if (!mkdtemp(tmp_dir))
 		return -1;
 	return 0;
@@ -633,7 +633,8 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	const char *names[] = {"empty.txt", "bad-utf8.txt", "nul.txt", "long-line.txt", "huge.txt"};
+	const char *names[] = { "empty.txt", "bad-utf8.txt", "nul.txt", "long-line.txt",
+				"huge.txt" };
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		unlink(tmp_path(names[i]));
 	rmdir(tmp_dir);
@@ -643,19 +644,19 @@ static int teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_inline_prompts),
-	    cmocka_unit_test(test_empty_prompts_and_no_model),
-	    cmocka_unit_test(test_merge_rules),
-	    cmocka_unit_test(test_dataset_openai),
-	    cmocka_unit_test(test_dataset_sharegpt),
-	    cmocka_unit_test(test_dataset_text),
-	    cmocka_unit_test(test_dataset_limit),
-	    cmocka_unit_test(test_bad_datasets),
-	    cmocka_unit_test(test_caps),
-	    cmocka_unit_test(test_synthetic),
-	    cmocka_unit_test(test_synthetic_errors),
-	    cmocka_unit_test(test_render_probe),
-	    cmocka_unit_test(test_merge_json),
+		cmocka_unit_test(test_inline_prompts),
+		cmocka_unit_test(test_empty_prompts_and_no_model),
+		cmocka_unit_test(test_merge_rules),
+		cmocka_unit_test(test_dataset_openai),
+		cmocka_unit_test(test_dataset_sharegpt),
+		cmocka_unit_test(test_dataset_text),
+		cmocka_unit_test(test_dataset_limit),
+		cmocka_unit_test(test_bad_datasets),
+		cmocka_unit_test(test_caps),
+		cmocka_unit_test(test_synthetic),
+		cmocka_unit_test(test_synthetic_errors),
+		cmocka_unit_test(test_render_probe),
+		cmocka_unit_test(test_merge_json),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

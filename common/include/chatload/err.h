@@ -7,19 +7,19 @@
 /* Fallible functions return 0 or one of these negative codes. */
 enum cl_errcode {
 	CL_OK = 0,
-	CL_EINVAL = -1,	    /* bad argument or bad input value */
-	CL_ENOMEM = -2,	    /* allocation failed */
-	CL_ERANGE = -3,	    /* value outside the permitted range */
-	CL_EIO = -4,	    /* read/write failure; errno-style detail in the message */
-	CL_EPARSE = -5,	    /* input is not well-formed (YAML, msgpack, SSE, JSON) */
+	CL_EINVAL = -1,     /* bad argument or bad input value */
+	CL_ENOMEM = -2,     /* allocation failed */
+	CL_ERANGE = -3,     /* value outside the permitted range */
+	CL_EIO = -4,        /* read/write failure; errno-style detail in the message */
+	CL_EPARSE = -5,     /* input is not well-formed (YAML, msgpack, SSE, JSON) */
 	CL_ETOOBIG = -6,    /* input exceeds a hard cap */
-	CL_EPROTO = -7,	    /* peer broke the wire protocol */
+	CL_EPROTO = -7,     /* peer broke the wire protocol */
 	CL_ETIMEDOUT = -8,  /* deadline passed */
 	CL_ECLOSED = -9,    /* object or peer already closed */
 	CL_ESTATE = -10,    /* call not valid in the current state */
 	CL_ENOTFOUND = -11, /* named thing does not exist */
 	CL_EREFUSED = -12,  /* peer refused (version, token, allow-list) */
-	CL_ESYS = -13,	    /* a system call failed; see the message */
+	CL_ESYS = -13,      /* a system call failed; see the message */
 	CL_EVERSION = -14,  /* incompatible protocol or format version */
 };
 
@@ -46,7 +46,7 @@ void cl_err_clear(struct cl_err *err);
  * write `return cl_err_set(err, CL_EINVAL, "...")`.  err may be NULL (then only returns).
  */
 int cl_err_set(struct cl_err *err, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 /* As cl_err_set, with a file position (file may be NULL; line/col 0 when unknown). */
 int cl_err_setpos(struct cl_err *err, int code, const char *file, int line, int col,

@@ -18,7 +18,7 @@
  * `overflow` (and in count and max), never silently lost.
  */
 struct cl_hist_cfg {
-	int64_t lowest;	 /* >= 1 */
+	int64_t lowest;  /* >= 1 */
 	int64_t highest; /* >= 2 * lowest */
 	int32_t sigfigs; /* 1..5 */
 };
@@ -34,9 +34,9 @@ struct cl_hist {
 	int32_t bucket_count;
 	int32_t counts_len;
 	uint64_t *counts;
-	uint64_t total;	   /* all recorded values, overflow included */
+	uint64_t total;    /* all recorded values, overflow included */
 	uint64_t overflow; /* values above cfg.highest */
-	int64_t min;	   /* exact min/max of recorded values (INT64_MAX/0 when empty) */
+	int64_t min;       /* exact min/max of recorded values (INT64_MAX/0 when empty) */
 	int64_t max;
 	double sum; /* for the mean; exact enough in double for µs over hours */
 };
@@ -69,8 +69,8 @@ bool cl_hist_equal(const struct cl_hist *a, const struct cl_hist *b);
 
 /* Iterates non-empty buckets in ascending order: *state starts at 0; returns false at the
  * end.  *value is the bucket's highest equivalent value, *count its count. */
-bool cl_hist_next_bucket(const struct cl_hist *h, int32_t *state, int32_t *index,
-			 int64_t *value, uint64_t *count);
+bool cl_hist_next_bucket(const struct cl_hist *h, int32_t *state, int32_t *index, int64_t *value,
+			 uint64_t *count);
 
 /*
  * Sparse msgpack encoding: map {cfg:[lowest,highest,sigfigs], n: total, o: overflow,

@@ -2,8 +2,13 @@
 #ifndef CHATLOAD_LOG_H
 #define CHATLOAD_LOG_H
 
-enum cl_log_level { CL_LOG_DEBUG = 0, CL_LOG_INFO = 1, CL_LOG_WARN = 2, CL_LOG_ERROR = 3,
-		    CL_LOG_QUIET = 4 };
+enum cl_log_level {
+	CL_LOG_DEBUG = 0,
+	CL_LOG_INFO = 1,
+	CL_LOG_WARN = 2,
+	CL_LOG_ERROR = 3,
+	CL_LOG_QUIET = 4
+};
 
 /*
  * Sets the program name shown in each line and the level from the environment
@@ -24,8 +29,8 @@ int cl_log_parse_level(const char *name, enum cl_log_level *out);
 void cl_log(enum cl_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define CL_DEBUG(...) cl_log(CL_LOG_DEBUG, __VA_ARGS__)
-#define CL_INFO(...) cl_log(CL_LOG_INFO, __VA_ARGS__)
-#define CL_WARN(...) cl_log(CL_LOG_WARN, __VA_ARGS__)
+#define CL_INFO(...)  cl_log(CL_LOG_INFO, __VA_ARGS__)
+#define CL_WARN(...)  cl_log(CL_LOG_WARN, __VA_ARGS__)
 #define CL_ERROR(...) cl_log(CL_LOG_ERROR, __VA_ARGS__)
 
 #endif

@@ -11,35 +11,35 @@
 
 /* Latency histograms, values in microseconds (DESIGN §4 defines each). */
 enum cl_lat {
-	CL_LAT_QUEUE,	   /* intended start -> handed to libcurl (dispatch lag) */
-	CL_LAT_TTFB,	   /* sent -> response headers */
-	CL_LAT_TTFT,	   /* sent -> first token-bearing chunk (reasoning or content) */
-	CL_LAT_TTFC,	   /* sent -> first content-bearing chunk */
-	CL_LAT_ITL,	   /* gap between consecutive token-bearing chunks (per chunk) */
-	CL_LAT_TPOT,	   /* (e2e - ttft) / (output_tokens - 1), per request */
-	CL_LAT_E2E,	   /* sent -> last token chunk */
-	CL_LAT_E2E_SCHED,  /* intended start -> last token chunk */
-	CL_LAT_LOOP_LAG,   /* event-loop lag: timer due -> timer handled (client health) */
+	CL_LAT_QUEUE,     /* intended start -> handed to libcurl (dispatch lag) */
+	CL_LAT_TTFB,      /* sent -> response headers */
+	CL_LAT_TTFT,      /* sent -> first token-bearing chunk (reasoning or content) */
+	CL_LAT_TTFC,      /* sent -> first content-bearing chunk */
+	CL_LAT_ITL,       /* gap between consecutive token-bearing chunks (per chunk) */
+	CL_LAT_TPOT,      /* (e2e - ttft) / (output_tokens - 1), per request */
+	CL_LAT_E2E,       /* sent -> last token chunk */
+	CL_LAT_E2E_SCHED, /* intended start -> last token chunk */
+	CL_LAT_LOOP_LAG,  /* event-loop lag: timer due -> timer handled (client health) */
 	CL_LAT__COUNT
 };
 
 /* Count histograms (tokens), values are plain counts. */
 enum cl_cnt {
 	CL_CNT_TOKENS_PER_CHUNK, /* tokens carried by each token-bearing chunk */
-	CL_CNT_OUTPUT_TOKENS,	 /* output tokens per completed request */
+	CL_CNT_OUTPUT_TOKENS,    /* output tokens per completed request */
 	CL_CNT_REASONING_TOKENS, /* reasoning tokens per completed request */
-	CL_CNT_PROMPT_TOKENS,	 /* prompt tokens per completed request (from usage) */
+	CL_CNT_PROMPT_TOKENS,    /* prompt tokens per completed request (from usage) */
 	CL_CNT__COUNT
 };
 
 /* Counters.  Errors are by class (DESIGN §4); tokens are counted as received. */
 enum cl_ctr {
-	CL_CTR_STARTED,		  /* requests handed to libcurl */
-	CL_CTR_COMPLETED,	  /* ended with [DONE] (or clean end) and no error */
-	CL_CTR_CUT,		  /* cancelled at the end of the stage after drain (not errors) */
+	CL_CTR_STARTED,   /* requests handed to libcurl */
+	CL_CTR_COMPLETED, /* ended with [DONE] (or clean end) and no error */
+	CL_CTR_CUT,       /* cancelled at the end of the stage after drain (not errors) */
 	CL_CTR_ERR_CONNECT,
 	CL_CTR_ERR_TLS,
-	CL_CTR_ERR_HTTP_4XX,	  /* 4xx other than 429 */
+	CL_CTR_ERR_HTTP_4XX, /* 4xx other than 429 */
 	CL_CTR_ERR_HTTP_429,
 	CL_CTR_ERR_HTTP_5XX,
 	CL_CTR_ERR_TIMEOUT,
@@ -47,20 +47,20 @@ enum cl_ctr {
 	CL_CTR_ERR_STREAM_INCOMPLETE, /* ended without [DONE] */
 	CL_CTR_ERR_STREAM_ERROR,      /* an error object arrived inside the stream */
 	CL_CTR_ERR_OTHER,
-	CL_CTR_OUTPUT_TOKENS,	  /* output tokens received (usage-corrected at request end) */
-	CL_CTR_REASONING_TOKENS,  /* of which reasoning */
+	CL_CTR_OUTPUT_TOKENS,    /* output tokens received (usage-corrected at request end) */
+	CL_CTR_REASONING_TOKENS, /* of which reasoning */
 	CL_CTR_PROMPT_TOKENS,
-	CL_CTR_CHUNKS,		  /* token-bearing chunks received */
-	CL_CTR_BYTES,		  /* response body bytes received */
+	CL_CTR_CHUNKS,            /* token-bearing chunks received */
+	CL_CTR_BYTES,             /* response body bytes received */
 	CL_CTR_USAGE_FROM_SERVER, /* completed requests whose counts came from `usage` */
 	CL_CTR_USAGE_FROM_CHUNKS, /* completed requests whose counts came from counting chunks */
-	CL_CTR_GOOD,		  /* completed requests meeting every per-request SLO (goodput) */
+	CL_CTR_GOOD,              /* completed requests meeting every per-request SLO (goodput) */
 	CL_CTR__COUNT
 };
 
-#define CL_CTR_FIRST_ERROR CL_CTR_ERR_CONNECT
-#define CL_CTR_LAST_ERROR CL_CTR_ERR_OTHER
-#define CL_ERR_SAMPLES_MAX 4
+#define CL_CTR_FIRST_ERROR     CL_CTR_ERR_CONNECT
+#define CL_CTR_LAST_ERROR      CL_CTR_ERR_OTHER
+#define CL_ERR_SAMPLES_MAX     4
 #define CL_ERR_SAMPLE_BODY_MAX 256
 
 /* One kept error: its class (an enum cl_ctr error value), HTTP status (0 if none) and the
@@ -76,10 +76,10 @@ struct cl_err_sample {
  * (the worst agent decides whether a stage was client-bound).
  */
 struct cl_health {
-	double cpu_pct;		 /* process CPU over the interval, 100 = one core */
+	double cpu_pct;          /* process CPU over the interval, 100 = one core */
 	double cpu_pct_capacity; /* cores the agent may use * 100 */
 	int64_t rss_bytes;
-	int64_t inflight;	 /* streams in flight at the end of the interval (summed on merge) */
+	int64_t inflight; /* streams in flight at the end of the interval (summed on merge) */
 };
 
 struct cl_metrics {

@@ -26,10 +26,10 @@ const char *cl_arrival_name(enum cl_arrival a);
 
 /* Where requests go and how they are sent.  Strings are owned (freed by cl_plan_free). */
 struct cl_target_plan {
-	char *base_url;	   /* e.g. "http://127.0.0.1:8000/v1" (no trailing slash) */
-	char *model;	   /* model name put in every request body */
+	char *base_url;    /* e.g. "http://127.0.0.1:8000/v1" (no trailing slash) */
+	char *model;       /* model name put in every request body */
 	char *api_key_env; /* env var holding the key on the agent host; NULL: none */
-	char **headers;	   /* extra "Name: value" headers */
+	char **headers;    /* extra "Name: value" headers */
 	size_t n_headers;
 	bool http2;
 	bool tls_verify; /* default true */
@@ -45,13 +45,13 @@ struct cl_stage_plan {
 	uint32_t concurrency; /* closed loop: streams in flight; rate mode: cap, 0 = none */
 	double rate_per_s;    /* rate mode only */
 	enum cl_arrival arrival;
-	double gamma_shape;	/* gamma arrivals: shape k (CV^2 = 1/k); k<1 is burstier */
-	int64_t duration_us;	/* measured window; 0 when bounded by requests */
-	uint64_t requests;	/* requests to start; 0 when bounded by duration */
-	int64_t ramp_us;	/* linear ramp of concurrency (or rate) from ramp_from */
-	uint32_t ramp_from;	/* concurrency at the start of the ramp */
+	double gamma_shape;       /* gamma arrivals: shape k (CV^2 = 1/k); k<1 is burstier */
+	int64_t duration_us;      /* measured window; 0 when bounded by requests */
+	uint64_t requests;        /* requests to start; 0 when bounded by duration */
+	int64_t ramp_us;          /* linear ramp of concurrency (or rate) from ramp_from */
+	uint32_t ramp_from;       /* concurrency at the start of the ramp */
 	int64_t drain_timeout_us; /* after the window, in-flight requests may finish this long */
-	uint64_t seed;		/* arrival RNG seed (per stage and share) */
+	uint64_t seed;            /* arrival RNG seed (per stage and share) */
 };
 
 /* A request body rendered once before the stage (no JSON building on the hot path). */

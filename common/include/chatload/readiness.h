@@ -7,8 +7,8 @@
 #include <stdint.h>
 
 enum cl_ready_phase {
-	CL_READY_CONNECT = 0,	 /* TCP connect to the target works */
-	CL_READY_MODELS = 1,	 /* GET /v1/models lists the model */
+	CL_READY_CONNECT = 0,    /* TCP connect to the target works */
+	CL_READY_MODELS = 1,     /* GET /v1/models lists the model */
 	CL_READY_GENERATION = 2, /* `consecutive` streamed generations succeeded */
 	CL_READY__PHASES
 };
@@ -17,21 +17,21 @@ enum cl_ready_status {
 	CL_READY_PENDING = 0, /* still waiting */
 	CL_READY_PASSED = 1,
 	CL_READY_TIMED_OUT = 2, /* deadline passed */
-	CL_READY_FATAL = 3,	/* configuration error: 401/403, unknown model; no point waiting */
+	CL_READY_FATAL = 3,     /* configuration error: 401/403, unknown model; no point waiting */
 	CL_READY_CANCELLED = 4,
 };
 
 struct cl_readiness_result {
-	int32_t status;			       /* enum cl_ready_status */
-	int32_t phase;			       /* phase reached (enum cl_ready_phase) */
+	int32_t status;                            /* enum cl_ready_status */
+	int32_t phase;                             /* phase reached (enum cl_ready_phase) */
 	int64_t phase_passed_us[CL_READY__PHASES]; /* since the gate started; -1: not passed */
-	uint32_t attempts;		       /* generation attempts made */
-	int64_t probe_ttft_us;		       /* of the last successful generation; -1: none */
+	uint32_t attempts;                         /* generation attempts made */
+	int64_t probe_ttft_us;                     /* of the last successful generation; -1: none */
 	int64_t probe_total_us;
-	int64_t elapsed_us;		       /* total time in the gate */
-	char model[128];		       /* model found/used */
-	char last_error[512];		       /* e.g. HTTP 503 "Loading model" */
-	int64_t failing_since_us;	       /* when the current run of failures began; -1 */
+	int64_t elapsed_us;       /* total time in the gate */
+	char model[128];          /* model found/used */
+	char last_error[512];     /* e.g. HTTP 503 "Loading model" */
+	int64_t failing_since_us; /* when the current run of failures began; -1 */
 };
 
 #endif

@@ -8,7 +8,7 @@
 
 enum cl_simopt_kind {
 	CL_SIMOPT_DURATION, /* "200ms" */
-	CL_SIMOPT_INT,	    /* non-negative integer */
+	CL_SIMOPT_INT,      /* non-negative integer */
 	CL_SIMOPT_FLOAT,    /* non-negative real (probabilities: 0..1) */
 	CL_SIMOPT_STRING,
 	CL_SIMOPT_BOOL, /* flag without a value; in YAML true/false */
@@ -17,10 +17,10 @@ enum cl_simopt_kind {
 struct cl_sim_option {
 	const char *name; /* flag name without "--", words joined by '-' */
 	enum cl_simopt_kind kind;
-	const char *metavar;	/* shown in --help, e.g. "DUR" */
-	const char *def;	/* default as text, NULL: none */
-	const char *help;	/* one line */
-	bool scenario;		/* may appear under target.simulator (false: process-level) */
+	const char *metavar; /* shown in --help, e.g. "DUR" */
+	const char *def;     /* default as text, NULL: none */
+	const char *help;    /* one line */
+	bool scenario;       /* may appear under target.simulator (false: process-level) */
 };
 
 extern const struct cl_sim_option cl_sim_options[];

@@ -10,10 +10,10 @@
 #include <stdbool.h>
 
 struct cl_tls_opts {
-	const char *ca_file;	 /* verify the peer against this CA (PEM); NULL: no verification
+	const char *ca_file;     /* verify the peer against this CA (PEM); NULL: no verification
 				  * on the server side, required on the client side */
-	const char *cert_file;	 /* our certificate (PEM); required to listen on tls+tcp:// */
-	const char *key_file;	 /* its private key (PEM) */
+	const char *cert_file;   /* our certificate (PEM); required to listen on tls+tcp:// */
+	const char *key_file;    /* its private key (PEM) */
 	const char *server_name; /* client: name to verify; NULL: the URL's host */
 };
 

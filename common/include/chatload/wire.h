@@ -352,7 +352,7 @@ struct cl_clock_est {
 /* Adds one exchange; t_coord_recv_us 0 means "same as t_coord_us".  Samples with a negative
  * rtt (clock misuse) are ignored.  Returns true if the sample was kept. */
 bool cl_clock_est_add(struct cl_clock_est *e, int64_t t_send_us, int64_t t_coord_recv_us,
-                      int64_t t_coord_us, int64_t t_recv_us);
+		      int64_t t_coord_us, int64_t t_recv_us);
 /* The current estimate: false when there is no sample yet.  rtt_us may be NULL. */
 bool cl_clock_est_get(const struct cl_clock_est *e, int64_t *offset_us, int64_t *rtt_us);
 /* Converts a coordinator-clock instant to the agent's clock with the current estimate

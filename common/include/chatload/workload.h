@@ -47,7 +47,7 @@
  * prompt_chars is the byte length of all message text (system included).
  */
 int cl_workload_render(const struct cl_scenario *s, const char *model, struct cl_workload_plan *out,
-                       struct cl_err *err);
+		       struct cl_err *err);
 
 /*
  * Renders one probe body (readiness or warmup): {"model", "messages": [{"role": "user",
@@ -58,7 +58,7 @@ int cl_workload_render(const struct cl_scenario *s, const char *model, struct cl
  * extra body not a JSON object) / CL_ENOMEM with err filled.
  */
 int cl_workload_render_probe(const char *model, const char *prompt, uint32_t max_tokens,
-                             const char *extra_body_json, char **json_out, struct cl_err *err);
+			     const char *extra_body_json, char **json_out, struct cl_err *err);
 
 /*
  * Merges the JSON object text over_json over base_json (either may be NULL: then the other
@@ -69,6 +69,6 @@ int cl_workload_render_probe(const char *model, const char *prompt, uint32_t max
  * target.body.
  */
 int cl_workload_merge_json(const char *base_json, const char *over_json, char **json_out,
-                           struct cl_err *err);
+			   struct cl_err *err);
 
 #endif
