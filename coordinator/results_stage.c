@@ -114,7 +114,7 @@ static json_t *throughput_json(const struct cl_metrics *m, double window_s)
 {
 	uint64_t total = m->ctr[CL_CTR_OUTPUT_TOKENS] + m->ctr[CL_CTR_PROMPT_TOKENS];
 	return json_pack("{s:o,s:o,s:o,s:o}", "requests_per_s",
-			 rate(m->ctr[CL_CTR_COMPLETED], window_s), "output_tokens_per_s",
+			 rate(m->ctr[CL_CTR_COMPLETED_IN_WINDOW], window_s), "output_tokens_per_s",
 			 rate(m->ctr[CL_CTR_OUTPUT_TOKENS], window_s), "total_tokens_per_s",
 			 rate(total, window_s), "goodput_requests_per_s",
 			 rate(m->ctr[CL_CTR_GOOD], window_s));
@@ -237,7 +237,7 @@ json_t *rs_interval_json(double t_s, double interval_s, const struct cl_metrics 
 	    "interval_s", rj_round(interval_s, 6), "active", (json_int_t)m->health.inflight,
 	    "started", rj_uint(m->ctr[CL_CTR_STARTED]), "completed",
 	    rj_uint(m->ctr[CL_CTR_COMPLETED]), "errors", rj_uint(cl_verdict_errors(m)),
-	    "requests_per_s", rate(m->ctr[CL_CTR_COMPLETED], interval_s), "output_tokens_per_s",
+	    "requests_per_s", rate(m->ctr[CL_CTR_COMPLETED_IN_WINDOW], interval_s), "output_tokens_per_s",
 	    rate(m->ctr[CL_CTR_OUTPUT_TOKENS], interval_s), "ttft_p50_ms", pct_ms(ttft, 50),
 	    "ttft_p99_ms", pct_ms(ttft, 99), "itl_p50_ms", pct_ms(itl, 50), "itl_p99_ms",
 	    pct_ms(itl, 99), "dispatch_lag_p99_ms", pct_ms(&m->lat[CL_LAT_QUEUE], 99), "cpu_pct",

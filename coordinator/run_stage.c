@@ -30,7 +30,7 @@ static void emit_interval(struct run *r, struct cl_run_stage *st, size_t slot)
 	if (k >= 0) {
 		cl_results_add_interval(r->res, st->index, (double)(k + 1) * interval_s, m,
 					interval_s);
-		st->last_req_s = m->ctr[CL_CTR_COMPLETED] / interval_s;
+		st->last_req_s = m->ctr[CL_CTR_COMPLETED_IN_WINDOW] / interval_s;
 		st->last_tok_s = m->ctr[CL_CTR_OUTPUT_TOKENS] / interval_s;
 		st->last_ttft_p50_ms = cl_hist_percentile(&m->lat[CL_LAT_TTFT], 50) / 1e3;
 		if (k >= st->next_emit)

@@ -63,7 +63,7 @@ double cl_verdict_measure(const struct cl_scn_slo *slo, const struct cl_metrics 
 	case CL_SLO_MIN_REQUEST_RATE:
 		if (window_s <= 0)
 			break;
-		return (double)m->ctr[CL_CTR_COMPLETED] / window_s;
+		return (double)m->ctr[CL_CTR_COMPLETED_IN_WINDOW] / window_s;
 	}
 	*has_data = false;
 	return NAN;

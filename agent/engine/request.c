@@ -548,6 +548,10 @@ void cl_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, boo
 		}
 	}
 
+	/* Throughput counts completions inside the window whatever their start, as it counts
+	 * tokens received inside it; latencies count requests started inside it. */
+	if (cls == CL_CTR_COMPLETED && end_win)
+		m->ctr[CL_CTR_COMPLETED_IN_WINDOW]++;
 	if (s->in_window) {
 		m->ctr[cls]++;
 		if (cls == CL_CTR_COMPLETED) {

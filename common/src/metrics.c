@@ -42,6 +42,7 @@ static const char *const ctr_names[CL_CTR__COUNT] = {
 	[CL_CTR_USAGE_FROM_SERVER] = "usage_from_server",
 	[CL_CTR_USAGE_FROM_CHUNKS] = "usage_from_chunks",
 	[CL_CTR_GOOD] = "good",
+	[CL_CTR_COMPLETED_IN_WINDOW] = "completed_in_window",
 };
 
 /* Latencies in µs: 1 µs .. 1 h at 3 digits (23552 buckets, 184 KiB). */

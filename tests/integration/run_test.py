@@ -36,6 +36,13 @@ class Run(tl.FleetCase):
             self.assertGreater(s["requests"]["completed"], 0, s["name"])
             self.assertEqual(sum(s["requests"]["errors"].values()), 0, s["name"])
         self.assertEqual(doc["stages"][0]["requests"]["completed"], 4)
+        # Past the simulator's capacity (max_batch 8, 64 tokens at ttft 100ms + 63 x 10ms =
+        # 0.73 s each: 10.96 req/s) throughput saturates and TTFT grows with the queue.
+        c8, c16 = doc["stages"][2], doc["stages"][3]
+        cap = 8 / 0.73
+        self.assertLessEqual(c16["throughput"]["requests_per_s"], cap * 1.06)
+        self.assertLessEqual(c16["throughput"]["output_tokens_per_s"], cap * 64 * 1.06)
+        self.assertGreater(c16["latency_ms"]["ttft"]["p50"], 3 * c8["latency_ms"]["ttft"]["p50"])
         self.assertEqual(len(doc["agents"]), 2)
         self.assertTrue(doc["target"]["simulator"])
         self.assertEqual(doc["target"]["model"], "chatload-sim")

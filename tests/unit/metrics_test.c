@@ -38,6 +38,7 @@ static const char *const want_ctr[] = {
 	"usage_from_server",
 	"usage_from_chunks",
 	"good",
+	"completed_in_window",
 };
 
 static void test_names(void **state)

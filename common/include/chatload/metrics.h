@@ -55,6 +55,8 @@ enum cl_ctr {
 	CL_CTR_USAGE_FROM_SERVER, /* completed requests whose counts came from `usage` */
 	CL_CTR_USAGE_FROM_CHUNKS, /* completed requests whose counts came from counting chunks */
 	CL_CTR_GOOD,              /* completed requests meeting every per-request SLO (goodput) */
+	CL_CTR_COMPLETED_IN_WINDOW, /* requests (any start) that completed inside the window: the
+	                             * throughput numerator, like the tokens received in it */
 	CL_CTR__COUNT
 };
 
