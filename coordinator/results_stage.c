@@ -113,11 +113,19 @@ static json_t *tokens_json(const struct cl_metrics *m)
 static json_t *throughput_json(const struct cl_metrics *m, double window_s)
 {
 	uint64_t total = m->ctr[CL_CTR_OUTPUT_TOKENS] + m->ctr[CL_CTR_PROMPT_TOKENS];
+	/* Goodput: the completion rate times the share of measured requests that met every
+	 * per-request SLO (good counts requests started in the window, the rate counts
+	 * completions inside it; their ratio keeps goodput <= throughput). */
+	json_t *good = json_null();
+	if (m->ctr[CL_CTR_COMPLETED] && window_s > 0)
+		good = rate((uint64_t)llround((double)m->ctr[CL_CTR_COMPLETED_IN_WINDOW] *
+					      (double)m->ctr[CL_CTR_GOOD] /
+					      (double)m->ctr[CL_CTR_COMPLETED]),
+			    window_s);
 	return json_pack("{s:o,s:o,s:o,s:o}", "requests_per_s",
 			 rate(m->ctr[CL_CTR_COMPLETED_IN_WINDOW], window_s), "output_tokens_per_s",
 			 rate(m->ctr[CL_CTR_OUTPUT_TOKENS], window_s), "total_tokens_per_s",
-			 rate(total, window_s), "goodput_requests_per_s",
-			 rate(m->ctr[CL_CTR_GOOD], window_s));
+			 rate(total, window_s), "goodput_requests_per_s", good);
 }
 
 static json_t *latency_json(const struct cl_metrics *m)
