@@ -97,9 +97,10 @@ static int prepare_agents(struct run *r)
 	return 0;
 }
 
+/* Frees what the run holds; its processes were stopped at `finish` (none exist on the
+ * only path that skips it). */
 static void cleanup(struct run *r)
 {
-	cl_run_stop_processes(r);
 	cl_fleet_close(&r->fleet);
 	for (size_t i = 0; i < CL_FLEET_MAX_AGENTS; i++)
 		cl_stage_plan_free(&r->shares[i]);

@@ -126,24 +126,29 @@ void cl_run_on_report(void *ctx, struct cl_fleet_agent *a, struct cl_msg_report 
 
 /* ---- helpers ------------------------------------------------------------------------- */
 
-/* True when an agent that must take part is lost or failed; fills why. */
-static bool fleet_broken(struct run *r, const bool *participates, char *why, size_t n)
+enum breakage { FLEET_WHOLE = 0, FLEET_LOST, FLEET_FAILED };
+
+/* Whether an agent that must take part is lost or failed: which (*who, index into the
+ * fleet) and why (a message for people).  The first such agent is reported. */
+static enum breakage fleet_broken(struct run *r, const bool *participates, size_t *who, char *why,
+				  size_t n)
 {
 	for (size_t i = 0; i < r->fleet.n; i++) {
 		const struct cl_fleet_agent *a = &r->fleet.agents[i];
 		if (participates && !participates[i])
 			continue;
+		*who = i;
 		if (a->live == CL_LIVE_LOST) {
 			snprintf(why, n, "agent %u (%s) was lost", a->id, a->host);
-			return true;
+			return FLEET_LOST;
 		}
 		if (a->state == CL_AGENT_FAILED) {
 			snprintf(why, n, "agent %u (%s) failed: %s", a->id, a->host,
 				 a->error[0] ? a->error : "no reason given");
-			return true;
+			return FLEET_FAILED;
 		}
 	}
-	return false;
+	return FLEET_WHOLE;
 }
 
 static void agent_counts(const struct cl_fleet *f, uint32_t *ok, uint32_t *missing,
@@ -217,7 +222,8 @@ int cl_run_readiness(struct run *r)
 			r->exit_hint = CL_EXIT_FAILED;
 			return CL_ECLOSED;
 		}
-		if (fleet_broken(r, NULL, why, sizeof(why))) {
+		size_t who;
+		if (fleet_broken(r, NULL, &who, why, sizeof(why))) {
 			cl_progress_note(&r->prog, "readiness gate failed: %s", why);
 			r->exit_hint = CL_EXIT_FAILED;
 			return CL_EIO;
@@ -336,7 +342,8 @@ int cl_run_warmup(struct run *r)
 			r->exit_hint = CL_EXIT_FAILED;
 			return CL_ECLOSED;
 		}
-		if (fleet_broken(r, r->warm_participates, why, sizeof(why))) {
+		size_t who;
+		if (fleet_broken(r, r->warm_participates, &who, why, sizeof(why))) {
 			cl_progress_note(&r->prog, "warmup failed: %s", why);
 			r->exit_hint = CL_EXIT_FAILED;
 			return CL_EIO;
@@ -493,19 +500,16 @@ int cl_run_stage(struct run *r, size_t index)
 			deadline = now + r->s.workload.drain_timeout_us + 5 * 1000000LL;
 		}
 		char why[1400];
-		if (fleet_broken(r, st->participates, why, sizeof(why))) {
-			if (r->s.agents.on_loss == CL_ON_LOSS_CONTINUE &&
-			    strstr(why, "was lost") != NULL) {
-				/* Degrade: stop waiting for the lost one. */
-				for (size_t i = 0; i < r->fleet.n; i++)
-					if (r->fleet.agents[i].live == CL_LIVE_LOST &&
-					    st->participates[i]) {
-						st->participates[i] = false;
-						cl_progress_note(&r->prog,
-								 "%s; continuing without it "
-								 "(agents.on_loss: continue)",
-								 why);
-					}
+		size_t who;
+		enum breakage broken = fleet_broken(r, st->participates, &who, why, sizeof(why));
+		if (broken) {
+			if (broken == FLEET_LOST && r->s.agents.on_loss == CL_ON_LOSS_CONTINUE) {
+				/* Degrade: stop waiting for the lost one (others, next time round).
+				 */
+				st->participates[who] = false;
+				cl_progress_note(
+				    &r->prog,
+				    "%s; continuing without it (agents.on_loss: continue)", why);
 				status = "degraded";
 				snprintf(reason, sizeof(reason), "%s", why);
 				cl_run_record_agents(r);
