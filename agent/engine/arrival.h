@@ -4,25 +4,10 @@
 #define CHATLOAD_ARRIVAL_H
 
 #include "chatload/plan.h"
+#include "chatload/rng.h"
 
 #include <stdbool.h>
 #include <stdint.h>
-
-/* xoshiro256** seeded through splitmix64: fast, 2^256 period, good enough for gaps. */
-struct cl_rng {
-	uint64_t s[4];
-	bool have_spare; /* polar method makes normals in pairs */
-	double spare;
-};
-
-void cl_rng_seed(struct cl_rng *r, uint64_t seed);
-uint64_t cl_rng_next(struct cl_rng *r);
-/* Uniform in (0, 1]: never 0, so log() of it is finite. */
-double cl_rng_uniform(struct cl_rng *r);
-/* Standard normal. */
-double cl_rng_normal(struct cl_rng *r);
-/* Gamma(shape k > 0, scale 1): mean k, variance k (Marsaglia-Tsang; k < 1 by boosting). */
-double cl_rng_gamma(struct cl_rng *r, double k);
 
 /*
  * An arrival process in "operational time": arrivals are spaced by gaps of mean 1 (constant

@@ -5,6 +5,7 @@
 #include "probe_http.h"
 
 #include "chatload/clock.h"
+#include "chatload/rng.h"
 #include "chatload/workload.h"
 
 #include <curl/curl.h>
@@ -60,14 +61,6 @@ static char *format_latency(int64_t us, char *buf, size_t n)
 
 /* ---- backoff ----------------------------------------------------------------------------- */
 
-static uint64_t next_u64(uint64_t *state)
-{
-	uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-	return z ^ (z >> 31);
-}
-
 /*
  * Full jitter (uniform in [0, ceiling], the ceiling doubling per failure in a row up to max):
  * many agents probing one server spread out instead of knocking in step.  A small floor keeps
@@ -81,7 +74,7 @@ static int64_t backoff_us(uint32_t failures, int64_t initial, int64_t max, uint6
 	if (ceiling > max)
 		ceiling = max;
 	int64_t floor = ceiling < BACKOFF_FLOOR_US ? ceiling : BACKOFF_FLOOR_US;
-	double u = (next_u64(rng) >> 11) * 0x1.0p-53;
+	double u = (cl_splitmix64(rng) >> 11) * 0x1.0p-53;
 	return floor + (int64_t)(u * (double)(ceiling - floor));
 }
 

@@ -1,6 +1,8 @@
 /* Plan helpers: exact largest-remainder apportionment, stage splitting, names and frees. */
 #include "chatload/plan.h"
 
+#include "chatload/rng.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -137,15 +139,6 @@ void cl_workload_plan_free(struct cl_workload_plan *w)
 	memset(w, 0, sizeof(*w));
 }
 
-/* splitmix64: a distinct, well-mixed seed for each share of one stage seed. */
-static uint64_t mix_seed(uint64_t seed, uint64_t i)
-{
-	uint64_t z = seed + (i + 1) * 0x9e3779b97f4a7c15ull;
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 /*
  * The weights the divisible quantities are split by.  In concurrency mode requests and
  * ramp_from follow the concurrency shares rather than the raw weights: a party given no
@@ -186,7 +179,7 @@ int cl_stage_plan_split(const struct cl_stage_plan *stage, const uint32_t *weigh
 		*o = *stage;
 		o->name = NULL;
 		o->concurrency = (uint32_t)conc[i];
-		o->seed = mix_seed(stage->seed, i);
+		o->seed = cl_seed_derive(stage->seed, i);
 	}
 	/* An all-zero eff only arises from a zero concurrency, which already gives nothing. */
 	bool any = false;

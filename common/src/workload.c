@@ -3,6 +3,7 @@
 #include "chatload/workload.h"
 
 #include "chatload/buf.h"
+#include "chatload/rng.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -634,28 +635,6 @@ static const char *const vocabulary[] = {
 };
 #define VOCAB_N (sizeof(vocabulary) / sizeof(vocabulary[0]))
 
-/* splitmix64: small, fast and good enough to spread lengths and pick words reproducibly. */
-static uint64_t next_u64(uint64_t *state)
-{
-	uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-	return z ^ (z >> 31);
-}
-
-/* Uniform in (0, 1]: never 0, so log() below is finite. */
-static double next_unit(uint64_t *state)
-{
-	return ((next_u64(state) >> 11) + 1) * 0x1.0p-53;
-}
-
-/* One standard normal deviate (Box-Muller; the second of the pair is discarded). */
-static double next_normal(uint64_t *state)
-{
-	double u1 = next_unit(state), u2 = next_unit(state);
-	return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
-}
-
 static int synthesize(struct render_ctx *c, const struct cl_scn_workload *w, struct cl_err *err)
 {
 	const struct cl_len_dist *d = &w->synthetic_input;
@@ -679,7 +658,7 @@ static int synthesize(struct render_ctx *c, const struct cl_scn_workload *w, str
 	cl_buf_init(&text, (size_t)CL_WORKLOAD_MAX_SYNTH_TOKENS * 4 + 64);
 	int rc = 0;
 	for (uint32_t i = 0; i < w->synthetic_count; i++) {
-		double x = d->mean + (d->stddev > 0 ? d->stddev * next_normal(&rng) : 0);
+		double x = d->mean + (d->stddev > 0 ? d->stddev * cl_splitmix_normal(&rng) : 0);
 		x = round(x);
 		uint32_t tokens = x < lo ? lo : x > hi ? hi : (uint32_t)x;
 		size_t want = (size_t)tokens * 4;
@@ -688,7 +667,7 @@ static int synthesize(struct render_ctx *c, const struct cl_scn_workload *w, str
 		 * cannot serve one prompt's prefill from another's. */
 		rc = cl_buf_printf(&text, "%u:", i + 1);
 		while (!rc && text.len < want) {
-			const char *word = vocabulary[next_u64(&rng) % VOCAB_N];
+			const char *word = vocabulary[cl_splitmix64(&rng) % VOCAB_N];
 			rc = cl_buf_printf(&text, " %s", word);
 		}
 		if (rc) {

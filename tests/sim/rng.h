@@ -5,13 +5,12 @@
 #include <math.h>
 #include <stdint.h>
 
-/* Next 64 random bits from *state (splitmix64: tiny state, good enough for simulation). */
+#include "chatload/rng.h"
+
+/* Next 64 random bits from *state. */
 static inline uint64_t cl_sim_rng_next(uint64_t *state)
 {
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
+	return cl_splitmix64(state);
 }
 
 /* The state of request number seq under seed: depends on nothing else, so a request's

@@ -1,6 +1,7 @@
 /* Tests of the log-linear histogram: accuracy against exact order statistics, merge,
  * overflow, and the sparse msgpack encoding, including rejection of hostile encodings. */
 #include "chatload/hist.h"
+#include "chatload/rng.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -37,11 +38,7 @@ static uint64_t rng_state;
 
 static uint64_t rng_next(void)
 {
-	/* splitmix64: deterministic, so a failure reproduces. */
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
+	return cl_splitmix64(&rng_state); /* deterministic, so a failure reproduces */
 }
 
 static double rng_unit(void) /* (0, 1) */
