@@ -20,3 +20,9 @@ function(chatload_target target)
     endforeach()
   endif()
 endfunction()
+
+# chatload_programs(TARGET...): the shipped programs.  They all land in <build>/bin, side by
+# side as when installed, so the coordinator finds its siblings next to itself (spawn.h).
+function(chatload_programs)
+  set_target_properties(${ARGN} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)
+endfunction()

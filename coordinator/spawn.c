@@ -113,13 +113,10 @@ int cl_find_program(const char *name, const char *env_var, char *buf, size_t n, 
 		char *slash = strrchr(self, '/');
 		if (slash)
 			*slash = '\0';
-		/* Installed side by side, or the build tree's layout. */
-		const char *const rel[] = { "", "/../agent", "/../tests/sim" };
-		for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-			snprintf(buf, n, "%s%s/%s", self, rel[i], name);
-			if (executable(buf))
-				return 0;
-		}
+		/* Side by side: build/bin in the build tree, or where they were installed. */
+		snprintf(buf, n, "%s/%s", self, name);
+		if (executable(buf))
+			return 0;
 	}
 	const char *path = getenv("PATH");
 	while (path && *path) {
@@ -130,11 +127,9 @@ int cl_find_program(const char *name, const char *env_var, char *buf, size_t n, 
 			return 0;
 		path = colon ? colon + 1 : NULL;
 	}
-	return cl_err_set(
-	    err, CL_ENOTFOUND,
-	    "cannot find '%s' (looked in $%s, next to chatload, in the build tree and "
-	    "on PATH)",
-	    name, env_var ? env_var : "");
+	return cl_err_set(err, CL_ENOTFOUND,
+			  "cannot find '%s' (looked in $%s, next to chatload and on PATH)", name,
+			  env_var ? env_var : "");
 }
 
 int cl_wait_for_file_line(const char *path, int64_t timeout_us, struct cl_child *watch, char *buf,

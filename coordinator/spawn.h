@@ -37,9 +37,14 @@ void cl_child_stop(struct cl_child *c, int64_t grace_us);
 char *cl_child_describe(const struct cl_child *c, char *buf, size_t n);
 
 /*
- * Finds a sibling program (chatload-agent, chatload-sim): $ENV_VAR if set, else next to
- * this executable, else in the build tree layout (../agent/, ../tests/sim/), else on PATH.
- * Writes the path into buf; CL_ENOTFOUND with a message naming where it looked.
+ * Finds a sibling program (chatload-agent, chatload-sim), first match wins:
+ *   1. $env_var (may be NULL) if set and non-empty: that path, which must be executable;
+ *   2. next to this executable (the directory of /proc/self/exe): build/bin/ in a build
+ *      tree, where the build puts all three programs, or the install directory;
+ *   3. each directory on PATH.
+ * No build-tree path is compiled in: a binary copied or installed elsewhere never falls back
+ * silently to programs of the tree it was built in.  Writes the path into buf; CL_ENOTFOUND
+ * with a message naming where it looked.
  */
 int cl_find_program(const char *name, const char *env_var, char *buf, size_t n, struct cl_err *err);
 

@@ -7,4 +7,4 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/deploy/install-deps.sh"
 "$root/deploy/build.sh" "$root/build"
 cd "$root"
-exec "$root/build/coordinator/chatload" run "$root/scenarios/quickstart.yaml" "$@"
+exec "$root/build/bin/chatload" run "$root/scenarios/quickstart.yaml" "$@"

@@ -534,17 +534,9 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	static char def_bin[4096];
-	if (!sim_bin) {
-		char self[4000];
-		ssize_t k = readlink("/proc/self/exe", self, sizeof(self) - 1);
-		self[k > 0 ? k : 0] = '\0';
-		char *slash = strrchr(self, '/');
-		if (slash)
-			*slash = '\0';
-		snprintf(def_bin, sizeof(def_bin), "%s/../sim/chatload-sim", self);
-		sim_bin = def_bin;
-	}
+	/* Default: the build's chatload-sim (tests/bench/CMakeLists.txt). */
+	if (!sim_bin)
+		sim_bin = CHATLOAD_SIM_PATH;
 	if (access(sim_bin, X_OK) != 0) {
 		fprintf(stderr, "bench_agent: no simulator at '%s' (use --sim)\n", sim_bin);
 		return 1;

@@ -470,21 +470,16 @@ static void print_load(const char *name, int streams, const char *itl, const str
 	       lr->max, (unsigned long long)lr->closed);
 }
 
-static const char *default_sim(const char *argv0, char *buf, size_t n)
+/* $CHATLOAD_SIM_BIN, else the build's chatload-sim (tests/bench/CMakeLists.txt). */
+static const char *default_sim(void)
 {
 	const char *env = getenv("CHATLOAD_SIM_BIN");
-	if (env)
-		return env;
-	const char *slash = strrchr(argv0, '/');
-	snprintf(buf, n, "%.*s/../sim/chatload-sim", slash ? (int)(slash - argv0) : 1,
-		 slash ? argv0 : ".");
-	return buf;
+	return env ? env : CHATLOAD_SIM_PATH;
 }
 
 int main(int argc, char **argv)
 {
-	char pathbuf[4096];
-	const char *bin = default_sim(argv[0], pathbuf, sizeof(pathbuf));
+	const char *bin = default_sim();
 	int streams = 10000;
 	const char *itl = "100ms";
 	double window = 5;

@@ -34,9 +34,9 @@ def _bin(var, rel):
     return path
 
 
-CHATLOAD = _bin("CHATLOAD_BIN", "coordinator/chatload")
-AGENT = _bin("CHATLOAD_AGENT_BIN", "agent/chatload-agent")
-SIM = _bin("CHATLOAD_SIM_BIN", "tests/sim/chatload-sim")
+CHATLOAD = _bin("CHATLOAD_BIN", "bin/chatload")
+AGENT = _bin("CHATLOAD_AGENT_BIN", "bin/chatload-agent")
+SIM = _bin("CHATLOAD_SIM_BIN", "bin/chatload-sim")
 
 
 def child_env(extra=None, drop=()):
