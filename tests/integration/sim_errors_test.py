@@ -8,7 +8,7 @@ import sys
 import time
 import unittest
 
-sys.path.insert(0, os.path.join(os.environ["CHATLOAD_SOURCE_DIR"], "tests", "sim"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import simclient as sc  # noqa: E402
 
 SIM = None

@@ -2,8 +2,8 @@
 HTTP/1.1 to it over raw sockets (so every SSE event gets its own arrival time on
 CLOCK_MONOTONIC, the clock the simulator's truth log uses), read its truth log.
 
-Python standard library only.  Import with:
-    sys.path.insert(0, os.path.join(os.environ["CHATLOAD_SOURCE_DIR"], "tests", "sim"))
+Python standard library only.  Lives beside the tests that import it (tests/integration/):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 """
 
 import json
