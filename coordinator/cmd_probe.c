@@ -1,7 +1,7 @@
 /* chatload probe: runs the readiness gate alone from this machine and prints its verdict. */
 #include "commands.h"
 
-#include "readiness.h"
+#include "probe/readiness.h"
 
 #include "chatload/exitcode.h"
 #include "chatload/log.h"

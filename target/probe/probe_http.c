@@ -1,8 +1,8 @@
 /* One attempt of each readiness phase (connect, /models, a streamed generation) over blocking
  * libcurl, classified as ok, not yet or fatal with a short human reason. */
-#include "probe_http.h"
+#include "probe/probe_http.h"
 
-#include "readiness.h"
+#include "probe/readiness.h"
 #include "stream/chunk.h"
 #include "stream/sse.h"
 

@@ -1,8 +1,8 @@
 /* The readiness gate's loop: phases in order, capped exponential backoff with full jitter,
  * the deadline and cancellation, and the one-line verdict. */
-#include "readiness.h"
+#include "probe/readiness.h"
 
-#include "probe_http.h"
+#include "probe/probe_http.h"
 
 #include "chatload/clock.h"
 #include "chatload/rng.h"

@@ -1,5 +1,5 @@
 /* One attempt of each readiness phase over blocking libcurl, classified as ok, not yet or
- * fatal with a short human reason.  Internal to chatload_probe. */
+ * fatal with a short human reason.  Internal to chatload_target_io. */
 #ifndef CHATLOAD_PROBE_HTTP_H
 #define CHATLOAD_PROBE_HTTP_H
 
