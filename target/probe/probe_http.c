@@ -7,6 +7,7 @@
 #include "stream/sse.h"
 
 #include "chatload/clock.h"
+#include "chatload/units.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -282,7 +283,7 @@ static void transfer_failure(struct cl_probe_http *h, CURL *e, CURLcode rc, int6
 		return;
 	case CURLE_OPERATION_TIMEDOUT:
 		set_error(a, CL_PROBE_RETRY, "%stimed out after %s", what,
-			  cl_probe_format_secs(timeout_us, d, sizeof(d)));
+			  cl_format_duration_us(timeout_us, CL_DURATION_TENTHS, d, sizeof(d)));
 		return;
 	case CURLE_COULDNT_RESOLVE_HOST:
 		set_error(a, CL_PROBE_RETRY, "cannot resolve host: %s", detail);

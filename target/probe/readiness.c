@@ -1,5 +1,5 @@
 /* The readiness gate's loop: phases in order, capped exponential backoff with full jitter,
- * the deadline and cancellation, and the one-line verdict. */
+ * the deadline and cancellation (the verdict's words are common's, chatload/readiness.h). */
 #include "probe/readiness.h"
 
 #include "probe/probe_http.h"
@@ -16,48 +16,6 @@
 
 #define SLEEP_STEP_US    50000 /* cancel is looked at this often while waiting */
 #define BACKOFF_FLOOR_US 50000 /* full jitter, but never a busy loop */
-
-const char *cl_probe_phase_name(int phase)
-{
-	switch (phase) {
-	case CL_READY_CONNECT:
-		return "connect";
-	case CL_READY_MODELS:
-		return "/v1/models";
-	case CL_READY_GENERATION:
-		return "generation";
-	default:
-		return "?";
-	}
-}
-
-char *cl_probe_format_secs(int64_t us, char *buf, size_t n)
-{
-	if (us < 0)
-		us = 0;
-	int64_t s = (us + 500000) / 1000000; /* whole seconds, rounded, above a minute */
-	if (us < 59950000)
-		snprintf(buf, n, "%.1fs", us / 1e6);
-	else if (s < 3600 && s % 60 == 0)
-		snprintf(buf, n, "%lldm", (long long)(s / 60));
-	else if (s < 3600)
-		snprintf(buf, n, "%lldm%02llds", (long long)(s / 60), (long long)(s % 60));
-	else if (s % 3600 / 60 == 0)
-		snprintf(buf, n, "%lldh", (long long)(s / 3600));
-	else
-		snprintf(buf, n, "%lldh%02lldm", (long long)(s / 3600), (long long)(s % 3600 / 60));
-	return buf;
-}
-
-/* "101ms" below a second, else as cl_probe_format_secs. */
-static char *format_latency(int64_t us, char *buf, size_t n)
-{
-	if (us < 1000000)
-		snprintf(buf, n, "%lldms", (long long)((us + 500) / 1000));
-	else
-		cl_probe_format_secs(us, buf, n);
-	return buf;
-}
 
 /* ---- backoff ----------------------------------------------------------------------------- */
 
@@ -274,59 +232,5 @@ out:
 		return CL_ECLOSED;
 	default:
 		return CL_EREFUSED;
-	}
-}
-
-/* ---- the verdict ------------------------------------------------------------------------- */
-
-void cl_probe_describe(const struct cl_readiness_result *r, char *buf, size_t n)
-{
-	char a[32], b[32], c[32], d[32], e[32];
-	if (!n)
-		return;
-	const int64_t *p = r->phase_passed_us;
-	if (r->status == CL_READY_PASSED) {
-		snprintf(buf, n,
-			 "ready after %s (connect %s, models %s, generation %s; %u attempt%s; "
-			 "probe ttft %s)",
-			 cl_probe_format_secs(r->elapsed_us, a, sizeof(a)),
-			 cl_probe_format_secs(p[CL_READY_CONNECT], b, sizeof(b)),
-			 cl_probe_format_secs(p[CL_READY_MODELS], c, sizeof(c)),
-			 cl_probe_format_secs(p[CL_READY_GENERATION], d, sizeof(d)), r->attempts,
-			 r->attempts == 1 ? "" : "s",
-			 format_latency(r->probe_ttft_us, e, sizeof(e)));
-		return;
-	}
-	const char *lead;
-	switch (r->status) {
-	case CL_READY_CANCELLED:
-		lead = "readiness gate cancelled after";
-		break;
-	case CL_READY_PENDING:
-		lead = "readiness gate still waiting after";
-		break;
-	default:
-		lead = "target not ready after";
-		break;
-	}
-	/* The last phase passed says how far the target got; earlier ones are implied. */
-	char passed[64] = "";
-	int last = -1;
-	for (int i = 0; i < CL_READY__PHASES; i++)
-		if (p[i] >= 0)
-			last = i;
-	if (last >= 0)
-		snprintf(passed, sizeof(passed), "%s ok at %s; ", cl_probe_phase_name(last),
-			 cl_probe_format_secs(p[last], b, sizeof(b)));
-	const char *phase = cl_probe_phase_name(r->phase);
-	cl_probe_format_secs(r->elapsed_us, a, sizeof(a));
-	if (r->status == CL_READY_FATAL) {
-		snprintf(buf, n, "%s %s (configuration error, not retried): %s%s: %s", lead, a,
-			 passed, phase, r->last_error[0] ? r->last_error : "failed");
-	} else if (r->failing_since_us >= 0 && r->last_error[0]) {
-		snprintf(buf, n, "%s %s: %s%s failing since %s: %s", lead, a, passed, phase,
-			 cl_probe_format_secs(r->failing_since_us, c, sizeof(c)), r->last_error);
-	} else {
-		snprintf(buf, n, "%s %s: %s%s not finished", lead, a, passed, phase);
 	}
 }
