@@ -8,7 +8,6 @@
 #include "chatload/rng.h"
 #include "chatload/workload.h"
 
-#include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,7 +89,6 @@ int cl_probe_run(const struct cl_probe_cfg *cfg, cl_probe_progress_cb cb, void *
 	const char *body_json = cfg->body_json;
 	uint32_t failures = 0, in_row = 0;
 	int64_t t0 = cl_mono_us(), deadline = t0 + timeout;
-	bool curl_ready = false;
 
 	result_init(out, t);
 	if (!t || !t->base_url || !*t->base_url) {
@@ -98,12 +96,6 @@ int cl_probe_run(const struct cl_probe_cfg *cfg, cl_probe_progress_cb cb, void *
 		out->status = CL_READY_FATAL;
 		goto out;
 	}
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-		snprintf(out->last_error, sizeof(out->last_error), "cannot initialise libcurl");
-		out->status = CL_READY_FATAL;
-		goto out;
-	}
-	curl_ready = true;
 	if (cl_probe_http_init(&http, t, cancel, &err) != 0) {
 		snprintf(out->last_error, sizeof(out->last_error), "%s", err.msg);
 		out->status = CL_READY_FATAL;
@@ -220,8 +212,6 @@ out:
 	if (out->status == CL_READY_FATAL && out->failing_since_us < 0)
 		out->failing_since_us = out->elapsed_us;
 	cl_probe_http_destroy(&http);
-	if (curl_ready)
-		curl_global_cleanup();
 	free(body);
 	switch (out->status) {
 	case CL_READY_PASSED:

@@ -59,8 +59,8 @@ typedef void (*cl_probe_progress_cb)(void *ctx, const struct cl_readiness_result
  *
  * Returns 0 when passed, CL_ETIMEDOUT, CL_EREFUSED (fatal), CL_ECLOSED (cancelled).  out is
  * always filled (phase times since the gate started, -1 for phases not passed; last_error
- * keeps the last failure seen even after a pass).  Calls curl_global_init/cleanup itself:
- * reference counted, and thread-safe in a libcurl with CURL_VERSION_THREADSAFE (>= 7.84).
+ * keeps the last failure seen even after a pass).  The program must have called
+ * curl_global_init (once, in main, before any thread starts); the gate never does.
  */
 int cl_probe_run(const struct cl_probe_cfg *cfg, cl_probe_progress_cb cb, void *ctx,
 		 volatile int *cancel, struct cl_readiness_result *out);

@@ -6,6 +6,7 @@
 #include "chatload/clock.h"
 
 #include <arpa/inet.h>
+#include <curl/curl.h>
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -737,6 +738,9 @@ static void test_error_text(void **state)
 
 static int setup(void **state)
 {
+	/* as a program's main() does: the gate never initialises libcurl */
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		return -1;
 	snprintf(tmp_dir, sizeof(tmp_dir), "%s/readiness_test.XXXXXX",
 		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 	return mkdtemp(tmp_dir) ? 0 : -1;
@@ -756,6 +760,7 @@ static int teardown(void **state)
 	}
 	if (d)
 		closedir(d);
+	curl_global_cleanup();
 	return rmdir(tmp_dir) == 0 ? 0 : -1;
 }
 
