@@ -96,7 +96,7 @@ int cl_probe_run(const struct cl_probe_cfg *cfg, cl_probe_progress_cb cb, void *
 		out->status = CL_READY_FATAL;
 		goto out;
 	}
-	if (cl_probe_http_init(&http, t, cancel, &err) != 0) {
+	if (cli_probe_http_init(&http, t, cancel, &err) != 0) {
 		snprintf(out->last_error, sizeof(out->last_error), "%s", err.msg);
 		out->status = CL_READY_FATAL;
 		goto out;
@@ -124,14 +124,14 @@ int cl_probe_run(const struct cl_probe_cfg *cfg, cl_probe_progress_cb cb, void *
 			limit = left;
 		switch (out->phase) {
 		case CL_READY_CONNECT:
-			cl_probe_http_connect(&http, limit, &a);
+			cli_probe_http_connect(&http, limit, &a);
 			break;
 		case CL_READY_MODELS:
-			cl_probe_http_models(&http, t->model, limit, &a);
+			cli_probe_http_models(&http, t->model, limit, &a);
 			break;
 		default:
 			out->attempts++;
-			cl_probe_http_generate(&http, body_json, limit, &a);
+			cli_probe_http_generate(&http, body_json, limit, &a);
 			break;
 		}
 		now = cl_mono_us();
@@ -211,7 +211,7 @@ out:
 	out->elapsed_us = cl_mono_us() - t0;
 	if (out->status == CL_READY_FATAL && out->failing_since_us < 0)
 		out->failing_since_us = out->elapsed_us;
-	cl_probe_http_destroy(&http);
+	cli_probe_http_destroy(&http);
 	free(body);
 	switch (out->status) {
 	case CL_READY_PASSED:

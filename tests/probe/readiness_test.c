@@ -700,8 +700,8 @@ static void test_error_text(void **state)
 		{ 404, "{\"error\":{\"code\":404}}", "HTTP 404" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		cl_probe_http_error_text(cases[i].status, cases[i].body, strlen(cases[i].body), out,
-					 sizeof(out));
+		cli_probe_http_error_text(cases[i].status, cases[i].body, strlen(cases[i].body),
+					  out, sizeof(out));
 		assert_string_equal(out, cases[i].want);
 	}
 	/* long messages are cut, at a character boundary, with "..." */
@@ -710,7 +710,7 @@ static void test_error_text(void **state)
 	for (int i = 0; i < 150; i++)
 		strcat(body, "é");
 	strcat(body, "\"}");
-	cl_probe_http_error_text(500, body, strlen(body), out, sizeof(out));
+	cli_probe_http_error_text(500, body, strlen(body), out, sizeof(out));
 	size_t len = strlen(out);
 	assert_true(len < 220);
 	assert_int_equal(memcmp(out + len - 4, "...\"", 4), 0);
@@ -730,7 +730,7 @@ static void test_error_text(void **state)
 			junk[n++] =
 			    (x & 1) ? pieces[(x >> 8) % (sizeof(pieces) - 1)] : (char)(x >> 16);
 		}
-		cl_probe_http_error_text(500, junk, n, small, sizeof(small));
+		cli_probe_http_error_text(500, junk, n, small, sizeof(small));
 		assert_true(strlen(small) < sizeof(small));
 		assert_null(strchr(small, '\n'));
 	}
