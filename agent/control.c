@@ -784,7 +784,6 @@ static int session_run(struct session *s)
 
 int cl_agent_serve(const struct cl_agent_opts *o, volatile sig_atomic_t *stop)
 {
-	curl_global_init(CURL_GLOBAL_ALL);
 	int code = 0;
 	for (;;) {
 		struct session *s = calloc(1, sizeof(*s));
@@ -811,6 +810,5 @@ int cl_agent_serve(const struct cl_agent_opts *o, volatile sig_atomic_t *stop)
 			CL_INFO("run finished; waiting for the next one");
 		cl_sleep_ns(rc == CL_EREFUSED ? 5000000000LL : 500000000LL);
 	}
-	curl_global_cleanup();
 	return code;
 }

@@ -6,6 +6,7 @@
 #include "chatload/log.h"
 #include "chatload/units.h"
 
+#include <curl/curl.h>
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -198,5 +199,15 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	return cl_agent_serve(&o, &g_stop);
+	/* Once for the whole process, before any thread starts: the engine and the readiness
+	 * gate use libcurl but never initialise it. */
+	CURLcode crc = curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (crc != CURLE_OK) {
+		fprintf(stderr, "chatload-agent: cannot initialise libcurl: %s\n",
+			curl_easy_strerror(crc));
+		return CL_EXIT_FAILED;
+	}
+	int code = cl_agent_serve(&o, &g_stop);
+	curl_global_cleanup();
+	return code;
 }

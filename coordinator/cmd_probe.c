@@ -1,7 +1,7 @@
 /* chatload probe: runs the readiness gate alone from this machine and prints its verdict. */
 #include "commands.h"
 
-#include "readiness.h"
+#include "probe/readiness.h"
 
 #include "chatload/exitcode.h"
 #include "chatload/log.h"
@@ -97,18 +97,19 @@ static void on_progress(void *ctx, const struct cl_readiness_result *r, int64_t 
 	char line[900], e[32], e2[32], w[64];
 	if (p->quiet || (next_us < 0 && r->status != CL_READY_PENDING))
 		return; /* the verdict says how it ended */
-	cl_probe_format_secs(r->elapsed_us, e, sizeof(e));
+	cl_format_duration_us(r->elapsed_us, CL_DURATION_TENTHS, e, sizeof(e));
 	if (next_us < 0)
 		snprintf(w, sizeof(w), "no time left for another attempt");
 	else
 		snprintf(w, sizeof(w), "next attempt in %s",
-			 cl_probe_format_secs(next_us, e2, sizeof(e2)));
+			 cl_format_duration_us(next_us, CL_DURATION_TENTHS, e2, sizeof(e2)));
 	if (r->failing_since_us >= 0) {
 		char since[32];
 		p->oks = 0;
 		snprintf(line, sizeof(line), "%s, %s elapsed (failing since %s): %s; %s",
-			 cl_probe_phase_name(r->phase), e,
-			 cl_probe_format_secs(r->failing_since_us, since, sizeof(since)),
+			 cl_readiness_phase_name(r->phase), e,
+			 cl_format_duration_us(r->failing_since_us, CL_DURATION_TENTHS, since,
+					       sizeof(since)),
 			 r->last_error, w);
 		show(p, line);
 		return;
@@ -118,10 +119,10 @@ static void on_progress(void *ctx, const struct cl_readiness_result *r, int64_t 
 			p->seen[i] = r->phase_passed_us[i];
 			if (i == CL_READY_MODELS)
 				snprintf(line, sizeof(line), "%s ok at %s (model '%s')",
-					 cl_probe_phase_name(i), e, r->model);
+					 cl_readiness_phase_name(i), e, r->model);
 			else
-				snprintf(line, sizeof(line), "%s ok at %s", cl_probe_phase_name(i),
-					 e);
+				snprintf(line, sizeof(line), "%s ok at %s",
+					 cl_readiness_phase_name(i), e);
 			show(p, line);
 			return;
 		}
@@ -312,7 +313,7 @@ int cmd_probe(int argc, char **argv)
 		fflush(stderr);
 	}
 	char verdict[1024];
-	cl_probe_describe(&r, verdict, sizeof(verdict));
+	cl_readiness_describe(&r, verdict, sizeof(verdict));
 	printf("%s\n", verdict);
 	fflush(stdout);
 	switch (rc) {

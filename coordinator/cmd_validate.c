@@ -31,7 +31,7 @@ static const char *dur(int64_t us, char *buf, size_t n)
 {
 	if (us == 0)
 		return "0";
-	return cl_format_duration_us(us, buf, n);
+	return cl_format_duration_us(us, CL_DURATION_PRECISE, buf, n);
 }
 
 static const char *or_none(const char *s, const char *none)

@@ -4,6 +4,8 @@
 #include "chatload/exitcode.h"
 #include "chatload/log.h"
 
+#include <curl/curl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -11,15 +13,35 @@ struct command {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 	const char *summary;
+	bool libcurl; /* calls libcurl in this process: main initialises it (libraries never do) */
 };
 
 static const struct command commands[] = {
-	{ "run", cmd_run, "run a scenario: readiness, warmup, stages, results" },
-	{ "validate", cmd_validate, "check scenarios and print the resolved plan" },
-	{ "probe", cmd_probe, "run the readiness gate alone against a URL" },
-	{ "report", cmd_report, "re-render a saved results.json as table, csv, md or html" },
-	{ "compare", cmd_compare, "compare two results.json files and flag regressions" },
+	/* run's HTTP happens in the agents (readiness, load), other processes */
+	{ "run", cmd_run, "run a scenario: readiness, warmup, stages, results", false },
+	{ "validate", cmd_validate, "check scenarios and print the resolved plan", false },
+	{ "probe", cmd_probe, "run the readiness gate alone against a URL", true },
+	{ "report", cmd_report, "re-render a saved results.json as table, csv, md or html", false },
+	{ "compare", cmd_compare, "compare two results.json files and flag regressions", false },
 };
+
+/* Runs one command, with libcurl initialised once around it when it wants libcurl (before
+ * any thread starts, as curl_global_init requires). */
+static int run_command(const struct command *c, int argc, char **argv)
+{
+	if (c->libcurl) {
+		CURLcode rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+		if (rc != CURLE_OK) {
+			fprintf(stderr, "chatload: cannot initialise libcurl: %s\n",
+				curl_easy_strerror(rc));
+			return CL_EXIT_FAILED;
+		}
+	}
+	int code = c->fn(argc, argv);
+	if (c->libcurl)
+		curl_global_cleanup();
+	return code;
+}
 
 static void usage(FILE *out)
 {
@@ -60,7 +82,7 @@ int main(int argc, char **argv)
 	}
 	for (size_t c = 0; c < sizeof(commands) / sizeof(commands[0]); c++) {
 		if (strcmp(argv[i], commands[c].name) == 0)
-			return commands[c].fn(argc - i, argv + i);
+			return run_command(&commands[c], argc - i, argv + i);
 	}
 	fprintf(stderr, "chatload: unknown command '%s'\n", argv[i]);
 	usage(stderr);

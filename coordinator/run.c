@@ -7,7 +7,6 @@
 #include "chatload/log.h"
 #include "chatload/workload.h"
 
-#include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,7 +134,6 @@ int cl_run(const struct cl_run_opts *o)
 		return CL_EXIT_USAGE;
 	}
 	cl_diags_free(&diags);
-	curl_global_init(CURL_GLOBAL_ALL);
 
 	if (cl_results_create(&r->s, o->scenario_path, o->argc, o->argv, o->out_dir, &r->res,
 			      &err) != 0) {
@@ -216,6 +214,5 @@ finish:
 out:
 	cleanup(r);
 	free(r);
-	curl_global_cleanup();
 	return code;
 }

@@ -212,13 +212,13 @@ int cl_run_wait_for_agents(struct run *r, struct cl_err *err)
 				len += (size_t)snprintf(joined + len, sizeof(joined) - len, "%s%s",
 							i ? ", " : "", r->fleet.agents[i].host);
 			char t[32];
-			return cl_err_set(
-			    err, CL_ETIMEDOUT,
-			    "only %zu of %u agents joined within %s (joined: %s); "
-			    "missing %u",
-			    r->fleet.n, r->expect,
-			    cl_format_duration_us(r->s.agents.join_timeout_us, t, sizeof(t)),
-			    len ? joined : "none", r->expect - (uint32_t)r->fleet.n);
+			return cl_err_set(err, CL_ETIMEDOUT,
+					  "only %zu of %u agents joined within %s (joined: %s); "
+					  "missing %u",
+					  r->fleet.n, r->expect,
+					  cl_format_duration_us(r->s.agents.join_timeout_us,
+								CL_DURATION_PRECISE, t, sizeof(t)),
+					  len ? joined : "none", r->expect - (uint32_t)r->fleet.n);
 		}
 		cl_fleet_serve(&r->fleet, 100000);
 	}

@@ -2,8 +2,6 @@
  * merging of the agents' reports into per-interval and cumulative metrics. */
 #include "run_internal.h"
 
-#include "probe/readiness.h"
-
 #include "chatload/clock.h"
 #include "chatload/exitcode.h"
 #include "chatload/log.h"
@@ -177,15 +175,14 @@ static void show_probe(struct run *r, int64_t started_us)
 		if (!w || r->probe[i].phase < w->phase)
 			w = &r->probe[i];
 	}
-	static const char *const phase[] = { "connect", "/v1/models", "generation" };
 	char el[32];
-	cl_format_duration_us(cl_mono_us() - started_us, el, sizeof(el));
+	cl_format_duration_us(cl_mono_us() - started_us, CL_DURATION_PRECISE, el, sizeof(el));
 	if (!w) {
 		cl_progress_note(&r->prog, "readiness: waiting for the gate (%s)", el);
 		return;
 	}
 	cl_progress_note(&r->prog, "readiness: waiting for %s (%s elapsed, %u attempts)%s%s",
-			 w->phase >= 0 && w->phase < 3 ? phase[w->phase] : "?", el, w->attempts,
+			 cl_readiness_phase_name(w->phase), el, w->attempts,
 			 w->last_error[0] ? "; last error: " : "", w->last_error);
 }
 
@@ -253,7 +250,7 @@ int cl_run_readiness(struct run *r)
 	}
 	cl_results_set_readiness(r->res, res);
 	char line[1024];
-	cl_probe_describe(res, line, sizeof(line));
+	cl_readiness_describe(res, line, sizeof(line));
 	cl_progress_note(&r->prog, "%s", line);
 	if (res->status != CL_READY_PASSED) {
 		r->exit_hint = CL_EXIT_NOT_READY;
@@ -328,9 +325,10 @@ int cl_run_warmup(struct run *r)
 		cl_fleet_send(&r->fleet, i, &c);
 	}
 	char d[32];
-	cl_progress_note(&r->prog, "warmup: %u requests at concurrency %u (timeout %s each)",
-			 w->requests, whole.concurrency,
-			 cl_format_duration_us(w->request_timeout_us, d, sizeof(d)));
+	cl_progress_note(
+	    &r->prog, "warmup: %u requests at concurrency %u (timeout %s each)", w->requests,
+	    whole.concurrency,
+	    cl_format_duration_us(w->request_timeout_us, CL_DURATION_PRECISE, d, sizeof(d)));
 	int64_t bound = w->requests
 			    ? (int64_t)(w->requests / whole.concurrency + 1) * w->request_timeout_us
 			    : w->duration_us + w->request_timeout_us;
@@ -364,8 +362,8 @@ int cl_run_warmup(struct run *r)
 	for (int c = CL_CTR_FIRST_ERROR; c <= CL_CTR_LAST_ERROR; c++)
 		errors += r->warm.ctr[c];
 	char ttft[32];
-	cl_format_duration_us(cl_hist_percentile(&r->warm.lat[CL_LAT_TTFT], 50), ttft,
-			      sizeof(ttft));
+	cl_format_duration_us(cl_hist_percentile(&r->warm.lat[CL_LAT_TTFT], 50),
+			      CL_DURATION_PRECISE, ttft, sizeof(ttft));
 	cl_progress_note(&r->prog, "warmup: %llu completed, %llu errors, ttft p50 %s",
 			 (unsigned long long)r->warm.ctr[CL_CTR_COMPLETED],
 			 (unsigned long long)errors, ttft);
@@ -465,7 +463,7 @@ int cl_run_stage(struct run *r, size_t index)
 	r->st = st;
 	char d[32];
 	if (scn->duration_us)
-		cl_format_duration_us(scn->duration_us, d, sizeof(d));
+		cl_format_duration_us(scn->duration_us, CL_DURATION_PRECISE, d, sizeof(d));
 	else
 		snprintf(d, sizeof(d), "%llu requests", (unsigned long long)scn->requests);
 	if (scn->mode == CL_MODE_CONCURRENCY)

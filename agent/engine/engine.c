@@ -16,14 +16,6 @@
 
 #define COLLECT_HANDOFF_US 1000000 /* longest wait for one worker's swap */
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_rc;
-
-static void curl_init_once(void)
-{
-	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
 const char *cl_engine_state_name(enum cl_engine_state s)
 {
 	switch (s) {
@@ -216,10 +208,6 @@ int cl_engine_create(const struct cl_engine_cfg *cfg, struct cl_engine **out, st
 	int rc = validate_cfg(cfg, err);
 	if (rc)
 		return rc;
-	pthread_once(&curl_once, curl_init_once);
-	if (curl_init_rc != CURLE_OK)
-		return cl_err_set(err, CL_ESYS, "cannot initialise libcurl: %s",
-				  curl_easy_strerror(curl_init_rc));
 	raise_nofile();
 
 	struct cl_engine *e = calloc(1, sizeof(*e));

@@ -35,6 +35,8 @@ struct cl_engine_cfg {
  * worker threads, which then wait idle for a stage.  Blocks only for that setup.
  * Returns 0 and *out, or CL_EINVAL (bad cfg; message in err), CL_ENOMEM, CL_ESYS, CL_EIO
  * (request log cannot be opened).  On failure *out is NULL and nothing is left behind.
+ * The program must have called curl_global_init (once, in main, before any thread starts);
+ * the engine never does.
  */
 int cl_engine_create(const struct cl_engine_cfg *cfg, struct cl_engine **out, struct cl_err *err);
 

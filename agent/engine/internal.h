@@ -6,7 +6,7 @@
 #include "arrival.h"
 #include "engine.h"
 
-#include "sse.h"
+#include "stream/sse.h"
 
 #include "chatload/clock.h"
 #include "chatload/metrics.h"

@@ -2,7 +2,7 @@
  * stream (nothing allocated per chunk), classification at the end, and its request-log line. */
 #include "internal.h"
 
-#include "chunk.h"
+#include "stream/chunk.h"
 
 #include "chatload/clock.h"
 #include "chatload/log.h"

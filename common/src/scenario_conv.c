@@ -490,13 +490,13 @@ int scn_get_dur(struct scn_ctx *c, const struct ynode *v, int64_t min_us, int64_
 				  scn_describe(v, got, sizeof(got)));
 		else
 			scn_error(c, v, "%s must be at least %s, got %s", scn_path(c),
-				  cl_format_duration_us(min_us, a, sizeof(a)),
+				  cl_format_duration_us(min_us, CL_DURATION_PRECISE, a, sizeof(a)),
 				  scn_describe(v, got, sizeof(got)));
 		return -1;
 	}
 	if (max_us > 0 && us > max_us) {
 		scn_error(c, v, "%s must be at most %s, got %s", scn_path(c),
-			  cl_format_duration_us(max_us, b, sizeof(b)),
+			  cl_format_duration_us(max_us, CL_DURATION_PRECISE, b, sizeof(b)),
 			  scn_describe(v, got, sizeof(got)));
 		return -1;
 	}

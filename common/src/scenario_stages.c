@@ -247,8 +247,8 @@ static void conv_stage(struct scn_ctx *c, const struct ynode *entry)
 	if (seen[SF_RAMP] && seen[SF_DUR] && sp.ramp_us > sp.duration_us && sp.duration_us > 0) {
 		char a[32], b[32];
 		scn_error(c, seen[SF_RAMP], "%s.ramp (%s) is longer than the stage's duration (%s)",
-			  p, cl_format_duration_us(sp.ramp_us, a, sizeof(a)),
-			  cl_format_duration_us(sp.duration_us, b, sizeof(b)));
+			  p, cl_format_duration_us(sp.ramp_us, CL_DURATION_PRECISE, a, sizeof(a)),
+			  cl_format_duration_us(sp.duration_us, CL_DURATION_PRECISE, b, sizeof(b)));
 	}
 
 	size_t n = sp.n_conc ? sp.n_conc : sp.n_rate;

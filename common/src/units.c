@@ -1,4 +1,5 @@
-/* Parsing of durations, rates, percentages and sizes; checked numeric conversions. */
+/* Parsing and formatting of durations; parsing of rates, percentages and sizes; checked numeric
+ * conversions. */
 #include "chatload/units.h"
 
 #include <ctype.h>
@@ -232,10 +233,23 @@ bad:
 			  text ? text : "");
 }
 
-char *cl_format_duration_us(int64_t us, char *buf, size_t n)
+static void format_tenths(int64_t us, char *buf, size_t n)
 {
-	if (us < 0)
-		us = 0;
+	int64_t s = (us + 500000) / 1000000; /* whole seconds, rounded, above a minute */
+	if (us < 59950000)                   /* below what "%.1f" would print as 60.0 */
+		snprintf(buf, n, "%.1fs", us / 1e6);
+	else if (s < 3600 && s % 60 == 0)
+		snprintf(buf, n, "%lldm", (long long)(s / 60));
+	else if (s < 3600)
+		snprintf(buf, n, "%lldm%02llds", (long long)(s / 60), (long long)(s % 60));
+	else if (s % 3600 / 60 == 0)
+		snprintf(buf, n, "%lldh", (long long)(s / 3600));
+	else
+		snprintf(buf, n, "%lldh%02lldm", (long long)(s / 3600), (long long)(s % 3600 / 60));
+}
+
+static void format_precise(int64_t us, char *buf, size_t n)
+{
 	if (us < 1000)
 		snprintf(buf, n, "%lldus", (long long)us);
 	else if (us < 1000000)
@@ -248,5 +262,28 @@ char *cl_format_duration_us(int64_t us, char *buf, size_t n)
 	else
 		snprintf(buf, n, "%lldh%02lldm", (long long)(us / 3600000000LL),
 			 (long long)(us / 60000000 % 60));
+}
+
+char *cl_format_duration_us(int64_t us, enum cl_duration_style style, char *buf, size_t n)
+{
+	if (!n)
+		return buf;
+	if (us < 0)
+		us = 0;
+	switch (style) {
+	case CL_DURATION_MILLIS:
+		if (us < 1000000) {
+			snprintf(buf, n, "%lldms", (long long)((us + 500) / 1000));
+			break;
+		}
+		/* fall through */
+	case CL_DURATION_TENTHS:
+		format_tenths(us, buf, n);
+		break;
+	case CL_DURATION_PRECISE:
+	default:
+		format_precise(us, buf, n);
+		break;
+	}
 	return buf;
 }

@@ -8,6 +8,7 @@
 #include "chatload/metrics.h"
 
 #include <arpa/inet.h>
+#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -543,6 +544,9 @@ int main(int argc, char **argv)
 	}
 	snprintf(work_dir, sizeof(work_dir), "/tmp/bench-agent-XXXXXX");
 	if (!mkdtemp(work_dir))
+		return 1;
+	/* as a program's main() does: the engine never initialises libcurl */
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK || atexit(curl_global_cleanup) != 0)
 		return 1;
 	int64_t dur = quick ? 2000000 : 5000000, warm = 1000000;
 	printf("bench_agent: %ld online CPUs, engine workers %u, files in %s\n",

@@ -4,8 +4,8 @@
 #include "chatload/buf.h"
 #include "chatload/clock.h"
 #include "chatload/err.h"
-#include "chunk.h"
-#include "sse.h"
+#include "stream/chunk.h"
+#include "stream/sse.h"
 
 #include <jansson.h>
 #include <libgen.h>

@@ -390,5 +390,5 @@ int main(void)
 		cmocka_unit_test(test_api_key),
 		cmocka_unit_test(test_http2_to_h1_server),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, h_group_setup, h_group_teardown);
 }

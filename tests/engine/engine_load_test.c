@@ -607,5 +607,5 @@ int main(void)
 		cmocka_unit_test(test_ramp_excluded),
 		cmocka_unit_test(test_rate_cap_backlog),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, h_group_setup, h_group_teardown);
 }

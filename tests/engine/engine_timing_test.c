@@ -393,5 +393,5 @@ int main(void)
 		cmocka_unit_test(test_goodput),
 		cmocka_unit_test(test_interval_deltas_and_health),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, h_group_setup, h_group_teardown);
 }

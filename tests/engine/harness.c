@@ -3,6 +3,7 @@
 
 #include "chatload/clock.h"
 
+#include <curl/curl.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +15,24 @@
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+int h_group_setup(void **state)
+{
+	(void)state;
+	CURLcode rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (rc != CURLE_OK) {
+		fprintf(stderr, "curl_global_init: %s\n", curl_easy_strerror(rc));
+		return -1;
+	}
+	return 0;
+}
+
+int h_group_teardown(void **state)
+{
+	(void)state;
+	curl_global_cleanup();
+	return 0;
+}
 
 int h_sim_start(struct h_sim *s, const char *const *args)
 {

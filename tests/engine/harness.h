@@ -77,6 +77,11 @@ struct h_engine_opts {
 	bool http2;              /* target.http2 (prior knowledge on http://) */
 };
 
+/* cmocka group setup and teardown of every engine test program: libcurl initialised once
+ * around the tests, as a program's main() does (the engine never initialises it). */
+int h_group_setup(void **state);
+int h_group_teardown(void **state);
+
 /* Creates the engine; the request log goes to <sim dir>/requests.jsonl.  0 or -1. */
 int h_engine_create(struct h_engine *he, const struct h_sim *sim, const struct h_engine_opts *o);
 void h_engine_destroy(struct h_engine *he);

@@ -6,7 +6,7 @@
 
 #include "../stream/chunk_oracle.h"
 #include "chatload/err.h"
-#include "chunk.h"
+#include "stream/chunk.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

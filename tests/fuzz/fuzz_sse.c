@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "../stream/sse_ref.h"
-#include "chunk.h"
-#include "sse.h"
+#include "stream/chunk.h"
+#include "stream/sse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,11 +1,12 @@
 /* Tests of the readiness gate against the real chatload-sim, started as a child process on an
  * ephemeral loopback port: phase timing, not-yet vs fatal, deadlines, cancellation, verdicts. */
-#include "probe_http.h"
-#include "readiness.h"
+#include "probe/probe_http.h"
+#include "probe/readiness.h"
 
 #include "chatload/clock.h"
 
 #include <arpa/inet.h>
+#include <curl/curl.h>
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -187,7 +188,7 @@ static void count_progress(void *ctx, const struct cl_readiness_result *now, int
 static void print_verdict(const struct cl_readiness_result *r)
 {
 	char v[1024];
-	cl_probe_describe(r, v, sizeof(v));
+	cl_readiness_describe(r, v, sizeof(v));
 	print_message("verdict: %s\n", v);
 }
 
@@ -226,7 +227,7 @@ static void test_phases_pass_in_order(void **state)
 	assert_true(cnt.calls >= r.attempts + 2);
 	assert_between(cnt.max_next_us, 1, 1 * SEC);
 	char v[1024];
-	cl_probe_describe(&r, v, sizeof(v));
+	cl_readiness_describe(&r, v, sizeof(v));
 	assert_contains(v, "ready after ");
 	assert_contains(v, "attempts; probe ttft ");
 }
@@ -252,7 +253,7 @@ static void test_never_ready_times_out(void **state)
 	assert_contains(r.last_error, "HTTP 503");
 	assert_between(r.failing_since_us, 0, 500 * MS);
 	char v[1024];
-	cl_probe_describe(&r, v, sizeof(v));
+	cl_readiness_describe(&r, v, sizeof(v));
 	assert_contains(v, "target not ready after 4.");
 	assert_contains(v, ": /v1/models ok at ");
 	assert_contains(v, "; generation failing since ");
@@ -277,7 +278,7 @@ static void test_wrong_model_is_fatal(void **state)
 	assert_contains(r.last_error, "model 'gamma' is not listed");
 	assert_contains(r.last_error, "'alpha', 'beta'");
 	char v[1024];
-	cl_probe_describe(&r, v, sizeof(v));
+	cl_readiness_describe(&r, v, sizeof(v));
 	assert_contains(v, "(configuration error, not retried)");
 
 	/* the second listed model is found too */
@@ -349,7 +350,7 @@ static void test_connection_refused(void **state)
 	assert_true(cnt.calls >= 4); /* retried, not given up after one */
 	assert_between(cnt.max_next_us, 1, 300 * MS);
 	char v[1024];
-	cl_probe_describe(&r, v, sizeof(v));
+	cl_readiness_describe(&r, v, sizeof(v));
 	assert_contains(v, "target not ready after 2.");
 	assert_contains(v, "connect failing since 0.0s: connection refused");
 }
@@ -476,7 +477,7 @@ static void test_cancel(void **state)
 	assert_int_equal(r.phase, CL_READY_GENERATION);
 	assert_between(r.elapsed_us, 300 * MS, 2 * SEC); /* not the 10s TTFT */
 	char v[1024];
-	cl_probe_describe(&r, v, sizeof(v));
+	cl_readiness_describe(&r, v, sizeof(v));
 	assert_contains(v, "readiness gate cancelled after ");
 }
 
@@ -674,59 +675,6 @@ static void test_classification(void **state)
 	}
 }
 
-/* The verdict line, from results made by hand. */
-static void test_describe(void **state)
-{
-	struct cl_readiness_result r = { 0 };
-	char v[1024];
-	r.status = CL_READY_PASSED;
-	r.phase = CL_READY_GENERATION;
-	r.phase_passed_us[0] = 1200;
-	r.phase_passed_us[1] = 2100 * MS;
-	r.phase_passed_us[2] = 6200 * MS;
-	r.elapsed_us = 6200 * MS;
-	r.attempts = 3;
-	r.probe_ttft_us = 101 * MS;
-	cl_probe_describe(&r, v, sizeof(v));
-	assert_string_equal(v, "ready after 6.2s (connect 0.0s, models 2.1s, generation 6.2s; "
-			       "3 attempts; probe ttft 101ms)");
-
-	r.status = CL_READY_TIMED_OUT;
-	r.phase_passed_us[0] = 0;
-	r.phase_passed_us[1] = 4 * SEC;
-	r.phase_passed_us[2] = -1;
-	r.elapsed_us = 15 * 60 * SEC + 20 * MS;
-	r.failing_since_us = 12 * SEC;
-	snprintf(r.last_error, sizeof(r.last_error), "HTTP 503 \"Loading model\"");
-	cl_probe_describe(&r, v, sizeof(v));
-	assert_string_equal(v, "target not ready after 15m: /v1/models ok at 4.0s; generation "
-			       "failing since 12.0s: HTTP 503 \"Loading model\"");
-
-	r.status = CL_READY_FATAL;
-	r.phase = CL_READY_MODELS;
-	r.phase_passed_us[1] = -1;
-	r.elapsed_us = 100 * MS;
-	snprintf(r.last_error, sizeof(r.last_error),
-		 "model 'x' is not listed; the server lists 'y'");
-	cl_probe_describe(&r, v, sizeof(v));
-	assert_string_equal(v, "target not ready after 0.1s (configuration error, not retried): "
-			       "connect ok at 0.0s; /v1/models: model 'x' is not listed; "
-			       "the server lists 'y'");
-
-	/* the buffer is never overrun */
-	char small[16];
-	cl_probe_describe(&r, small, sizeof(small));
-	assert_int_equal(strlen(small), sizeof(small) - 1);
-
-	char d[32];
-	assert_string_equal(cl_probe_format_secs(0, d, sizeof(d)), "0.0s");
-	assert_string_equal(cl_probe_format_secs(59 * SEC, d, sizeof(d)), "59.0s");
-	assert_string_equal(cl_probe_format_secs(125 * SEC, d, sizeof(d)), "2m05s");
-	assert_string_equal(cl_probe_format_secs(5 * 60 * SEC, d, sizeof(d)), "5m");
-	assert_string_equal(cl_probe_format_secs(90 * 60 * SEC, d, sizeof(d)), "1h30m");
-	assert_string_equal(cl_probe_format_secs(2 * 3600 * SEC, d, sizeof(d)), "2h");
-}
-
 /* Server messages are pulled out of the error bodies servers really send. */
 static void test_error_text(void **state)
 {
@@ -752,8 +700,8 @@ static void test_error_text(void **state)
 		{ 404, "{\"error\":{\"code\":404}}", "HTTP 404" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		cl_probe_http_error_text(cases[i].status, cases[i].body, strlen(cases[i].body), out,
-					 sizeof(out));
+		cli_probe_http_error_text(cases[i].status, cases[i].body, strlen(cases[i].body),
+					  out, sizeof(out));
 		assert_string_equal(out, cases[i].want);
 	}
 	/* long messages are cut, at a character boundary, with "..." */
@@ -762,7 +710,7 @@ static void test_error_text(void **state)
 	for (int i = 0; i < 150; i++)
 		strcat(body, "é");
 	strcat(body, "\"}");
-	cl_probe_http_error_text(500, body, strlen(body), out, sizeof(out));
+	cli_probe_http_error_text(500, body, strlen(body), out, sizeof(out));
 	size_t len = strlen(out);
 	assert_true(len < 220);
 	assert_int_equal(memcmp(out + len - 4, "...\"", 4), 0);
@@ -782,7 +730,7 @@ static void test_error_text(void **state)
 			junk[n++] =
 			    (x & 1) ? pieces[(x >> 8) % (sizeof(pieces) - 1)] : (char)(x >> 16);
 		}
-		cl_probe_http_error_text(500, junk, n, small, sizeof(small));
+		cli_probe_http_error_text(500, junk, n, small, sizeof(small));
 		assert_true(strlen(small) < sizeof(small));
 		assert_null(strchr(small, '\n'));
 	}
@@ -790,6 +738,9 @@ static void test_error_text(void **state)
 
 static int setup(void **state)
 {
+	/* as a program's main() does: the gate never initialises libcurl */
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		return -1;
 	snprintf(tmp_dir, sizeof(tmp_dir), "%s/readiness_test.XXXXXX",
 		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 	return mkdtemp(tmp_dir) ? 0 : -1;
@@ -809,6 +760,7 @@ static int teardown(void **state)
 	}
 	if (d)
 		closedir(d);
+	curl_global_cleanup();
 	return rmdir(tmp_dir) == 0 ? 0 : -1;
 }
 
@@ -826,7 +778,6 @@ static int stop_sims(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		T(test_describe),
 		T(test_error_text),
 		T(test_phases_pass_in_order),
 		T(test_never_ready_times_out),

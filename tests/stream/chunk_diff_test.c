@@ -11,9 +11,9 @@
 
 #include "chatload/buf.h"
 #include "chatload/err.h"
-#include "chunk.h"
+#include "stream/chunk.h"
 #include "chunk_oracle.h"
-#include "sse.h"
+#include "stream/sse.h"
 #include "sse_ref.h"
 
 static uint64_t rng_state = 0x2545F4914F6CDD1Dull;

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chunk.h"
+#include "stream/chunk.h"
 
 enum oracle_verdict {
 	ORACLE_BOTH_ACCEPT,

@@ -1,9 +1,11 @@
 /* The readiness gate's outcome (DESIGN §5): when each phase passed, attempts, last error.
- * Produced by the agent-side gate, carried on the wire, written into results. */
+ * Produced by the gate (target/probe), carried on the wire, written into results, and put
+ * into words here. */
 #ifndef CHATLOAD_READINESS_H
 #define CHATLOAD_READINESS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 enum cl_ready_phase {
@@ -33,5 +35,19 @@ struct cl_readiness_result {
 	char last_error[512];     /* e.g. HTTP 503 "Loading model" */
 	int64_t failing_since_us; /* when the current run of failures began; -1 */
 };
+
+/* "connect", "/v1/models", "generation" (or "?"): phase is an enum cl_ready_phase. */
+const char *cl_readiness_phase_name(int phase);
+
+/*
+ * Formats r as the one-line verdict into buf (size n, always NUL-terminated, truncated to
+ * fit; nothing written when n is 0), e.g.
+ *   ready after 6.2s (connect 0.0s, models 2.1s, generation 6.2s; 3 attempts; probe ttft 101ms)
+ *   target not ready after 15m: /v1/models ok at 4.0s; generation failing since 12.0s:
+ *     HTTP 503 "Loading model"
+ *   target not ready after 0.1s (configuration error, not retried): connect ok at 0.0s;
+ *     /v1/models: model 'x' is not listed; the server lists 'y'
+ */
+void cl_readiness_describe(const struct cl_readiness_result *r, char *buf, size_t n);
 
 #endif

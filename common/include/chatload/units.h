@@ -34,7 +34,25 @@ int cl_parse_double(const char *text, double *out);
 /* "true/false/yes/no/on/off/1/0", case-insensitive. */
 int cl_parse_bool(const char *text, bool *out);
 
-/* Formats a duration compactly for people: "850us", "12.3ms", "4.20s", "2m05s", "1h30m". */
-char *cl_format_duration_us(int64_t us, char *buf, size_t n);
+/*
+ * How a duration is written for people.  Two readers want different things: a configured
+ * value or a measured latency wants its precision, a wait someone watches wants a steady
+ * "6.2s" that never jumps between units.  Each style's output is pinned by tests and docs.
+ */
+enum cl_duration_style {
+	/* As precise as the magnitude deserves: "850us", "12.3ms", "4.20s", "2m05s", "1h30m"
+	 * (minutes and hours truncated, the smaller part always shown). */
+	CL_DURATION_PRECISE = 0,
+	/* Elapsed time in tenths of a second, whole seconds (rounded) past a minute, a zero
+	 * smaller part left out: "0.0s", "6.2s", "59.9s", "2m05s", "15m", "1h30m", "2h". */
+	CL_DURATION_TENTHS,
+	/* One request's latency: whole milliseconds (rounded) below a second, "101ms"; from a
+	 * second on as CL_DURATION_TENTHS. */
+	CL_DURATION_MILLIS,
+};
+
+/* Formats us (negative taken as 0) in style into buf (size n, NUL-terminated when n > 0,
+ * truncated to fit); returns buf, so a call can be a printf argument. */
+char *cl_format_duration_us(int64_t us, enum cl_duration_style style, char *buf, size_t n);
 
 #endif

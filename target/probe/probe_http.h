@@ -1,5 +1,5 @@
 /* One attempt of each readiness phase over blocking libcurl, classified as ok, not yet or
- * fatal with a short human reason.  Internal to chatload_probe. */
+ * fatal with a short human reason.  Internal to chatload_target_io. */
 #ifndef CHATLOAD_PROBE_HTTP_H
 #define CHATLOAD_PROBE_HTTP_H
 
@@ -45,28 +45,29 @@ struct cl_probe_http {
 /*
  * Prepares h for target (borrowed; must outlive h).  Reads the API key from
  * target->api_key_env now: CL_EREFUSED with err naming the variable when it is not set or
- * empty.  CL_ENOMEM otherwise.  cl_probe_http_destroy is safe after any failure.
+ * empty.  CL_ENOMEM otherwise.  cli_probe_http_destroy is safe after any failure.
  */
-int cl_probe_http_init(struct cl_probe_http *h, const struct cl_target_plan *target,
-		       volatile int *cancel, struct cl_err *err);
-void cl_probe_http_destroy(struct cl_probe_http *h);
+int cli_probe_http_init(struct cl_probe_http *h, const struct cl_target_plan *target,
+			volatile int *cancel, struct cl_err *err);
+void cli_probe_http_destroy(struct cl_probe_http *h);
 
 /* TCP (and for https, TLS) connect to the URL's host and port, within timeout_us.  Blocks. */
-void cl_probe_http_connect(struct cl_probe_http *h, int64_t timeout_us, struct cl_probe_attempt *a);
+void cli_probe_http_connect(struct cl_probe_http *h, int64_t timeout_us,
+			    struct cl_probe_attempt *a);
 
 /* GET {base}/models within timeout_us; want_model NULL takes the first listed (a->model). */
-void cl_probe_http_models(struct cl_probe_http *h, const char *want_model, int64_t timeout_us,
-			  struct cl_probe_attempt *a);
+void cli_probe_http_models(struct cl_probe_http *h, const char *want_model, int64_t timeout_us,
+			   struct cl_probe_attempt *a);
 
 /* One streamed POST {base}/chat/completions of body_json within timeout_us.  Blocks. */
-void cl_probe_http_generate(struct cl_probe_http *h, const char *body_json, int64_t timeout_us,
-			    struct cl_probe_attempt *a);
+void cli_probe_http_generate(struct cl_probe_http *h, const char *body_json, int64_t timeout_us,
+			     struct cl_probe_attempt *a);
 
 /*
  * Writes `HTTP <status> "<message>"` into out, the message taken from an OpenAI-style error
  * body ({"error": {"message"}}, {"error": "..."}, {"message"}, {"detail"}) or else the body's
  * first line of text (HTML bodies are left out).  Exposed for tests.
  */
-void cl_probe_http_error_text(long status, const char *body, size_t len, char *out, size_t n);
+void cli_probe_http_error_text(long status, const char *body, size_t len, char *out, size_t n);
 
 #endif

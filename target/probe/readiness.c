@@ -1,14 +1,13 @@
 /* The readiness gate's loop: phases in order, capped exponential backoff with full jitter,
- * the deadline and cancellation, and the one-line verdict. */
-#include "readiness.h"
+ * the deadline and cancellation (the verdict's words are common's, chatload/readiness.h). */
+#include "probe/readiness.h"
 
-#include "probe_http.h"
+#include "probe/probe_http.h"
 
 #include "chatload/clock.h"
 #include "chatload/rng.h"
 #include "chatload/workload.h"
 
-#include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,48 +15,6 @@
 
 #define SLEEP_STEP_US    50000 /* cancel is looked at this often while waiting */
 #define BACKOFF_FLOOR_US 50000 /* full jitter, but never a busy loop */
-
-const char *cl_probe_phase_name(int phase)
-{
-	switch (phase) {
-	case CL_READY_CONNECT:
-		return "connect";
-	case CL_READY_MODELS:
-		return "/v1/models";
-	case CL_READY_GENERATION:
-		return "generation";
-	default:
-		return "?";
-	}
-}
-
-char *cl_probe_format_secs(int64_t us, char *buf, size_t n)
-{
-	if (us < 0)
-		us = 0;
-	int64_t s = (us + 500000) / 1000000; /* whole seconds, rounded, above a minute */
-	if (us < 59950000)
-		snprintf(buf, n, "%.1fs", us / 1e6);
-	else if (s < 3600 && s % 60 == 0)
-		snprintf(buf, n, "%lldm", (long long)(s / 60));
-	else if (s < 3600)
-		snprintf(buf, n, "%lldm%02llds", (long long)(s / 60), (long long)(s % 60));
-	else if (s % 3600 / 60 == 0)
-		snprintf(buf, n, "%lldh", (long long)(s / 3600));
-	else
-		snprintf(buf, n, "%lldh%02lldm", (long long)(s / 3600), (long long)(s % 3600 / 60));
-	return buf;
-}
-
-/* "101ms" below a second, else as cl_probe_format_secs. */
-static char *format_latency(int64_t us, char *buf, size_t n)
-{
-	if (us < 1000000)
-		snprintf(buf, n, "%lldms", (long long)((us + 500) / 1000));
-	else
-		cl_probe_format_secs(us, buf, n);
-	return buf;
-}
 
 /* ---- backoff ----------------------------------------------------------------------------- */
 
@@ -132,7 +89,6 @@ int cl_probe_run(const struct cl_probe_cfg *cfg, cl_probe_progress_cb cb, void *
 	const char *body_json = cfg->body_json;
 	uint32_t failures = 0, in_row = 0;
 	int64_t t0 = cl_mono_us(), deadline = t0 + timeout;
-	bool curl_ready = false;
 
 	result_init(out, t);
 	if (!t || !t->base_url || !*t->base_url) {
@@ -140,13 +96,7 @@ int cl_probe_run(const struct cl_probe_cfg *cfg, cl_probe_progress_cb cb, void *
 		out->status = CL_READY_FATAL;
 		goto out;
 	}
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-		snprintf(out->last_error, sizeof(out->last_error), "cannot initialise libcurl");
-		out->status = CL_READY_FATAL;
-		goto out;
-	}
-	curl_ready = true;
-	if (cl_probe_http_init(&http, t, cancel, &err) != 0) {
+	if (cli_probe_http_init(&http, t, cancel, &err) != 0) {
 		snprintf(out->last_error, sizeof(out->last_error), "%s", err.msg);
 		out->status = CL_READY_FATAL;
 		goto out;
@@ -174,14 +124,14 @@ int cl_probe_run(const struct cl_probe_cfg *cfg, cl_probe_progress_cb cb, void *
 			limit = left;
 		switch (out->phase) {
 		case CL_READY_CONNECT:
-			cl_probe_http_connect(&http, limit, &a);
+			cli_probe_http_connect(&http, limit, &a);
 			break;
 		case CL_READY_MODELS:
-			cl_probe_http_models(&http, t->model, limit, &a);
+			cli_probe_http_models(&http, t->model, limit, &a);
 			break;
 		default:
 			out->attempts++;
-			cl_probe_http_generate(&http, body_json, limit, &a);
+			cli_probe_http_generate(&http, body_json, limit, &a);
 			break;
 		}
 		now = cl_mono_us();
@@ -261,9 +211,7 @@ out:
 	out->elapsed_us = cl_mono_us() - t0;
 	if (out->status == CL_READY_FATAL && out->failing_since_us < 0)
 		out->failing_since_us = out->elapsed_us;
-	cl_probe_http_destroy(&http);
-	if (curl_ready)
-		curl_global_cleanup();
+	cli_probe_http_destroy(&http);
 	free(body);
 	switch (out->status) {
 	case CL_READY_PASSED:
@@ -274,59 +222,5 @@ out:
 		return CL_ECLOSED;
 	default:
 		return CL_EREFUSED;
-	}
-}
-
-/* ---- the verdict ------------------------------------------------------------------------- */
-
-void cl_probe_describe(const struct cl_readiness_result *r, char *buf, size_t n)
-{
-	char a[32], b[32], c[32], d[32], e[32];
-	if (!n)
-		return;
-	const int64_t *p = r->phase_passed_us;
-	if (r->status == CL_READY_PASSED) {
-		snprintf(buf, n,
-			 "ready after %s (connect %s, models %s, generation %s; %u attempt%s; "
-			 "probe ttft %s)",
-			 cl_probe_format_secs(r->elapsed_us, a, sizeof(a)),
-			 cl_probe_format_secs(p[CL_READY_CONNECT], b, sizeof(b)),
-			 cl_probe_format_secs(p[CL_READY_MODELS], c, sizeof(c)),
-			 cl_probe_format_secs(p[CL_READY_GENERATION], d, sizeof(d)), r->attempts,
-			 r->attempts == 1 ? "" : "s",
-			 format_latency(r->probe_ttft_us, e, sizeof(e)));
-		return;
-	}
-	const char *lead;
-	switch (r->status) {
-	case CL_READY_CANCELLED:
-		lead = "readiness gate cancelled after";
-		break;
-	case CL_READY_PENDING:
-		lead = "readiness gate still waiting after";
-		break;
-	default:
-		lead = "target not ready after";
-		break;
-	}
-	/* The last phase passed says how far the target got; earlier ones are implied. */
-	char passed[64] = "";
-	int last = -1;
-	for (int i = 0; i < CL_READY__PHASES; i++)
-		if (p[i] >= 0)
-			last = i;
-	if (last >= 0)
-		snprintf(passed, sizeof(passed), "%s ok at %s; ", cl_probe_phase_name(last),
-			 cl_probe_format_secs(p[last], b, sizeof(b)));
-	const char *phase = cl_probe_phase_name(r->phase);
-	cl_probe_format_secs(r->elapsed_us, a, sizeof(a));
-	if (r->status == CL_READY_FATAL) {
-		snprintf(buf, n, "%s %s (configuration error, not retried): %s%s: %s", lead, a,
-			 passed, phase, r->last_error[0] ? r->last_error : "failed");
-	} else if (r->failing_since_us >= 0 && r->last_error[0]) {
-		snprintf(buf, n, "%s %s: %s%s failing since %s: %s", lead, a, passed, phase,
-			 cl_probe_format_secs(r->failing_since_us, c, sizeof(c)), r->last_error);
-	} else {
-		snprintf(buf, n, "%s %s: %s%s not finished", lead, a, passed, phase);
 	}
 }

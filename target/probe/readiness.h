@@ -59,26 +59,10 @@ typedef void (*cl_probe_progress_cb)(void *ctx, const struct cl_readiness_result
  *
  * Returns 0 when passed, CL_ETIMEDOUT, CL_EREFUSED (fatal), CL_ECLOSED (cancelled).  out is
  * always filled (phase times since the gate started, -1 for phases not passed; last_error
- * keeps the last failure seen even after a pass).  Calls curl_global_init/cleanup itself:
- * reference counted, and thread-safe in a libcurl with CURL_VERSION_THREADSAFE (>= 7.84).
+ * keeps the last failure seen even after a pass).  The program must have called
+ * curl_global_init (once, in main, before any thread starts); the gate never does.
  */
 int cl_probe_run(const struct cl_probe_cfg *cfg, cl_probe_progress_cb cb, void *ctx,
 		 volatile int *cancel, struct cl_readiness_result *out);
-
-/*
- * Formats the one-line verdict into buf (size n, always NUL-terminated), e.g.
- *   ready after 6.2s (connect 0.0s, models 2.1s, generation 6.2s; 3 attempts; probe ttft 101ms)
- *   target not ready after 15m: /v1/models ok at 4.0s; generation failing since 12.0s:
- *     HTTP 503 "Loading model"
- *   target not ready after 0.1s (configuration error, not retried): connect ok at 0.0s;
- *     /v1/models: model 'x' is not listed; the server lists 'y'
- */
-void cl_probe_describe(const struct cl_readiness_result *r, char *buf, size_t n);
-
-/* "connect", "/v1/models", "generation" (or "?"). */
-const char *cl_probe_phase_name(int phase);
-
-/* Formats a duration the way the verdict does: "0.0s", "6.2s", "15m", "2m05s", "1h30m". */
-char *cl_probe_format_secs(int64_t us, char *buf, size_t n);
 
 #endif

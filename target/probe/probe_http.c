@@ -1,12 +1,13 @@
 /* One attempt of each readiness phase (connect, /models, a streamed generation) over blocking
  * libcurl, classified as ok, not yet or fatal with a short human reason. */
-#include "probe_http.h"
+#include "probe/probe_http.h"
 
-#include "readiness.h"
+#include "probe/readiness.h"
 #include "stream/chunk.h"
 #include "stream/sse.h"
 
 #include "chatload/clock.h"
+#include "chatload/units.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -114,7 +115,7 @@ out:;
 	return found;
 }
 
-void cl_probe_http_error_text(long status, const char *body, size_t len, char *out, size_t n)
+void cli_probe_http_error_text(long status, const char *body, size_t len, char *out, size_t n)
 {
 	char msg[MESSAGE_MAX_BYTES + 8];
 	msg[0] = '\0';
@@ -138,8 +139,8 @@ void cl_probe_http_error_text(long status, const char *body, size_t len, char *o
 
 /* ---- connection setup -------------------------------------------------------------------- */
 
-int cl_probe_http_init(struct cl_probe_http *h, const struct cl_target_plan *target,
-		       volatile int *cancel, struct cl_err *err)
+int cli_probe_http_init(struct cl_probe_http *h, const struct cl_target_plan *target,
+			volatile int *cancel, struct cl_err *err)
 {
 	memset(h, 0, sizeof(*h));
 	h->target = target;
@@ -192,7 +193,7 @@ nomem:
 	return cl_err_set(err, CL_ENOMEM, "out of memory preparing the readiness probe");
 }
 
-void cl_probe_http_destroy(struct cl_probe_http *h)
+void cli_probe_http_destroy(struct cl_probe_http *h)
 {
 	if (!h)
 		return;
@@ -282,7 +283,7 @@ static void transfer_failure(struct cl_probe_http *h, CURL *e, CURLcode rc, int6
 		return;
 	case CURLE_OPERATION_TIMEDOUT:
 		set_error(a, CL_PROBE_RETRY, "%stimed out after %s", what,
-			  cl_probe_format_secs(timeout_us, d, sizeof(d)));
+			  cl_format_duration_us(timeout_us, CL_DURATION_TENTHS, d, sizeof(d)));
 		return;
 	case CURLE_COULDNT_RESOLVE_HOST:
 		set_error(a, CL_PROBE_RETRY, "cannot resolve host: %s", detail);
@@ -333,7 +334,7 @@ static void http_failure(struct cl_probe_http *h, long status, const struct cl_b
 			 const char *hint404, struct cl_probe_attempt *a)
 {
 	char text[sizeof(a->error)];
-	cl_probe_http_error_text(status, body->data, body->len, text, sizeof(text));
+	cli_probe_http_error_text(status, body->data, body->len, text, sizeof(text));
 	a->http_status = status;
 	if (status >= 300 && status < 400) {
 		/* Redirects are not followed (a POST would lose its body): the URL is wrong. */
@@ -357,7 +358,7 @@ static void http_failure(struct cl_probe_http *h, long status, const struct cl_b
 
 /* ---- phases ------------------------------------------------------------------------------ */
 
-void cl_probe_http_connect(struct cl_probe_http *h, int64_t timeout_us, struct cl_probe_attempt *a)
+void cli_probe_http_connect(struct cl_probe_http *h, int64_t timeout_us, struct cl_probe_attempt *a)
 {
 	attempt_clear(a);
 	/* A connect-only handle of its own: curl never reuses such a connection for requests. */
@@ -444,8 +445,8 @@ out:
 	json_decref(root);
 }
 
-void cl_probe_http_models(struct cl_probe_http *h, const char *want_model, int64_t timeout_us,
-			  struct cl_probe_attempt *a)
+void cli_probe_http_models(struct cl_probe_http *h, const char *want_model, int64_t timeout_us,
+			   struct cl_probe_attempt *a)
 {
 	attempt_clear(a);
 	struct cl_buf body;
@@ -549,8 +550,8 @@ static size_t on_stream(char *p, size_t size, size_t nmemb, void *ctx)
 	return rc ? 0 : n;
 }
 
-void cl_probe_http_generate(struct cl_probe_http *h, const char *body_json, int64_t timeout_us,
-			    struct cl_probe_attempt *a)
+void cli_probe_http_generate(struct cl_probe_http *h, const char *body_json, int64_t timeout_us,
+			     struct cl_probe_attempt *a)
 {
 	attempt_clear(a);
 	struct gen g = { .h = h };

@@ -1,5 +1,5 @@
 /* Zero-allocation chunk decoder: one validating recursive-descent pass reading known fields. */
-#include "chunk.h"
+#include "stream/chunk.h"
 
 #include <string.h>
 
