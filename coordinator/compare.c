@@ -88,9 +88,9 @@ static const char *judge(enum better better, double b, double n, const struct cl
 
 static json_t *run_json(const json_t *doc, const char *file)
 {
-	return json_pack("{s:o,s:o,s:o,s:o}", "file", rj_str(file), "scenario",
-			 rj_str(cl_results_str(doc, "scenario.name", NULL)), "started_at",
-			 rj_str(cl_results_str(doc, "started_at", NULL)), "complete",
+	return json_pack("{s:o,s:o,s:o,s:o}", "file", cli_rj_str(file), "scenario",
+			 cli_rj_str(cl_results_str(doc, "scenario.name", NULL)), "started_at",
+			 cli_rj_str(cl_results_str(doc, "started_at", NULL)), "complete",
 			 json_boolean(json_is_true(json_object_get(doc, "complete"))));
 }
 
@@ -102,10 +102,11 @@ static json_t *metric_json(size_t m, const json_t *bs, const json_t *ns,
 	const char *verdict = judge(metrics[m].better, b, n, o, &change);
 	if (strcmp(verdict, "regressed") == 0)
 		(*regressions)++;
-	return json_pack(
-	    "{s:s,s:s,s:s,s:o,s:o,s:o,s:s}", "metric", metrics[m].name, "label", metrics[m].label,
-	    "better", metrics[m].better == HIGHER ? "higher" : "lower", "base", rj_real(b), "new",
-	    rj_real(n), "change", rj_real(rj_sig(change, 6)), "verdict", verdict);
+	return json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:s}", "metric", metrics[m].name, "label",
+			 metrics[m].label, "better",
+			 metrics[m].better == HIGHER ? "higher" : "lower", "base", cli_rj_real(b),
+			 "new", cli_rj_real(n), "change", cli_rj_real(cli_rj_sig(change, 6)),
+			 "verdict", verdict);
 }
 
 static int add_warnings(json_t *w, const json_t *doc, const char *which)
@@ -114,7 +115,7 @@ static int add_warnings(json_t *w, const json_t *doc, const char *which)
 	if (!json_is_true(json_object_get(doc, "complete"))) {
 		char buf[160];
 		snprintf(buf, sizeof(buf), "the %s run did not complete", which);
-		rc |= rj_append(w, json_string(buf));
+		rc |= cli_rj_append(w, json_string(buf));
 	}
 	size_t i;
 	const json_t *s;
@@ -127,7 +128,7 @@ static int add_warnings(json_t *w, const json_t *doc, const char *which)
 		    buf, sizeof(buf),
 		    "stage '%s' of the %s run was client-bound: its numbers describe the client",
 		    cl_results_str(s, "name", "?"), which);
-		rc |= rj_append(w, rj_str(buf));
+		rc |= cli_rj_append(w, cli_rj_str(buf));
 	}
 	return rc;
 }
@@ -150,15 +151,16 @@ json_t *cl_compare_build(const json_t *base, const json_t *cur, const char *base
 		if (!ms)
 			goto fail;
 		for (size_t m = 0; ns && m < N_METRICS; m++) {
-			if (rj_append(ms, metric_json(m, bs, ns, opts, &reg))) {
+			if (cli_rj_append(ms, metric_json(m, bs, ns, opts, &reg))) {
 				json_decref(ms);
 				goto fail;
 			}
 		}
 		if (!ns)
 			reg++;
-		if (rj_append(stages, json_pack("{s:o,s:s,s:o}", "stage", rj_str(name), "status",
-						ns ? "compared" : "missing", "metrics", ms)))
+		if (cli_rj_append(stages,
+				  json_pack("{s:o,s:s,s:o}", "stage", cli_rj_str(name), "status",
+					    ns ? "compared" : "missing", "metrics", ms)))
 			goto fail;
 	}
 	const json_t *ns;
@@ -167,8 +169,8 @@ json_t *cl_compare_build(const json_t *base, const json_t *cur, const char *base
 		const char *name = cl_results_str(ns, "name", "");
 		if (find_stage(base, name))
 			continue;
-		if (rj_append(stages, json_pack("{s:o,s:s,s:[]}", "stage", rj_str(name), "status",
-						"new", "metrics")))
+		if (cli_rj_append(stages, json_pack("{s:o,s:s,s:[]}", "stage", cli_rj_str(name),
+						    "status", "new", "metrics")))
 			goto fail;
 	}
 	if (add_warnings(warnings, base, "base") || add_warnings(warnings, cur, "new"))
@@ -193,7 +195,7 @@ static void fmt_value(char *buf, size_t n, const char *metric, double v)
 	else if (strcmp(metric, "error_rate") == 0)
 		snprintf(buf, n, "%.2f%%", v * 100);
 	else
-		rp_fmt_ms(buf, n, v); /* the same precision rule suits rates */
+		cli_rp_fmt_ms(buf, n, v); /* the same precision rule suits rates */
 }
 
 static void fmt_change(char *buf, size_t n, const json_t *m)
@@ -279,7 +281,7 @@ static void md_row(FILE *out, char cells[CMP_COLS][96], void *ctx)
 	fputc('|', out);
 	for (int c = 0; c < CMP_COLS; c++) {
 		fputc(' ', out);
-		rj_put_md(out, cells[c][0] ? cells[c] : "-");
+		cli_rj_put_md(out, cells[c][0] ? cells[c] : "-");
 		fputs(" |", out);
 	}
 	fputc('\n', out);
@@ -310,7 +312,7 @@ int cl_compare_render(const json_t *cmp, enum cl_compare_format fmt, FILE *out)
 		   *nf = cl_results_str(cmp, "new.file", "new");
 	switch (fmt) {
 	case CL_COMPARE_JSON:
-		if (rj_dump(cmp, out) != 0)
+		if (cli_rj_dump(cmp, out) != 0)
 			return CL_EIO;
 		break;
 	case CL_COMPARE_TABLE: {
@@ -330,9 +332,9 @@ int cl_compare_render(const json_t *cmp, enum cl_compare_format fmt, FILE *out)
 	}
 	case CL_COMPARE_MD: {
 		fputs("# chatload compare\n\nBase: `", out);
-		rj_put_md(out, bf);
+		cli_rj_put_md(out, bf);
 		fputs("` New: `", out);
-		rj_put_md(out, nf);
+		cli_rj_put_md(out, nf);
 		fputs("`\n\n", out);
 		char head[CMP_COLS][96];
 		for (int c = 0; c < CMP_COLS; c++)
