@@ -46,6 +46,26 @@ int cl_compare_parse_format(const char *name, enum cl_compare_format *out)
 	return 0;
 }
 
+/* How a stage shows in the comparison: in both runs, only in the base, only in the new. */
+enum cmp_status { CMP_COMPARED, CMP_MISSING, CMP_NEW, CMP_N_STATUS };
+
+static const char *cmp_status_name(enum cmp_status s)
+{
+	static const char *const names[CMP_N_STATUS] = { "compared", "missing", "new" };
+	return names[s];
+}
+
+/* A comparison's stage status read back; anything unknown shows as missing, as a stage
+ * that was not compared always has. */
+static enum cmp_status cmp_status_of(const json_t *stage)
+{
+	const char *name = cl_results_str(stage, "status", "");
+	for (int s = 0; s < CMP_N_STATUS; s++)
+		if (strcmp(name, cmp_status_name((enum cmp_status)s)) == 0)
+			return (enum cmp_status)s;
+	return CMP_MISSING;
+}
+
 static const json_t *find_stage(const json_t *doc, const char *name)
 {
 	size_t i;
@@ -160,7 +180,8 @@ json_t *cl_compare_build(const json_t *base, const json_t *cur, const char *base
 			reg++;
 		if (cli_rj_append(stages,
 				  json_pack("{s:o,s:s,s:o}", "stage", cli_rj_str(name), "status",
-					    ns ? "compared" : "missing", "metrics", ms)))
+					    cmp_status_name(ns ? CMP_COMPARED : CMP_MISSING),
+					    "metrics", ms)))
 			goto fail;
 	}
 	const json_t *ns;
@@ -170,7 +191,7 @@ json_t *cl_compare_build(const json_t *base, const json_t *cur, const char *base
 		if (find_stage(base, name))
 			continue;
 		if (cli_rj_append(stages, json_pack("{s:o,s:s,s:[]}", "stage", cli_rj_str(name),
-						    "status", "new", "metrics")))
+						    "status", cmp_status_name(CMP_NEW), "metrics")))
 			goto fail;
 	}
 	if (add_warnings(warnings, base, "base") || add_warnings(warnings, cur, "new"))
@@ -226,15 +247,15 @@ static void each_row(const json_t *cmp, FILE *out, row_fn fn, void *ctx)
 	json_array_foreach(json_object_get(cmp, "stages"), i, s)
 	{
 		char cells[CMP_COLS][96] = { { 0 } };
-		const char *status = cl_results_str(s, "status", "");
+		enum cmp_status status = cmp_status_of(s);
+		bool is_new = status == CMP_NEW;
 		snprintf(cells[0], 96, "%s", cl_results_str(s, "stage", "-"));
-		if (strcmp(status, "compared") != 0) {
+		if (status != CMP_COMPARED) {
 			snprintf(cells[1], 96, "-");
-			snprintf(cells[2], 96, "%s", strcmp(status, "new") == 0 ? "-" : "present");
-			snprintf(cells[3], 96, "%s", strcmp(status, "new") == 0 ? "present" : "-");
+			snprintf(cells[2], 96, "%s", is_new ? "-" : "present");
+			snprintf(cells[3], 96, "%s", is_new ? "present" : "-");
 			snprintf(cells[4], 96, "-");
-			snprintf(cells[5], 96, "%s",
-				 strcmp(status, "new") == 0 ? "new stage" : "MISSING (regressed)");
+			snprintf(cells[5], 96, "%s", is_new ? "new stage" : "MISSING (regressed)");
 			fn(out, cells, ctx);
 			continue;
 		}

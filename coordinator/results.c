@@ -435,12 +435,9 @@ static json_t *stage_checks(struct cl_results *r, const char *name, const struct
 
 int cl_results_finish_stage(struct cl_results *r, size_t stage, const struct cl_scn_stage *st,
 			    const struct cl_metrics *cumulative, double window_s,
-			    const char *status, const char *reason)
+			    enum cl_stage_status status, const char *reason)
 {
-	static const char *const statuses[] = { "ok", "failed", "degraded", "interrupted" };
-	bool known = false;
-	for (size_t i = 0; status && i < sizeof(statuses) / sizeof(statuses[0]); i++)
-		known = known || strcmp(status, statuses[i]) == 0;
+	bool known = cl_stage_status_name(status) != NULL;
 	if (stage >= r->n_stages || !known || !st || !isfinite(window_s) || window_s < 0)
 		return CL_EINVAL;
 	struct stage_state *ss = &r->stages[stage];
@@ -506,8 +503,10 @@ int cl_results_finish(struct cl_results *r, bool complete, int exit_code_hint, i
 	json_t *s;
 	json_array_foreach(json_object_get(r->doc, "stages"), i, s)
 	{
-		stage_failed =
-		    stage_failed || strcmp(cl_results_str(s, "status", ""), "failed") == 0;
+		enum cl_stage_status st;
+		if (cl_stage_status_parse(cl_results_str(s, "status", NULL), &st) == 0 &&
+		    st == CL_STAGE_FAILED)
+			stage_failed = true;
 	}
 	if (cli_rj_set(r->doc, "finished_at", json_string(finished)) ||
 	    cli_rj_set(r->doc, "duration_s",

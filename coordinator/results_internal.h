@@ -4,6 +4,8 @@
 #ifndef CHATLOAD_RESULTS_INTERNAL_H
 #define CHATLOAD_RESULTS_INTERNAL_H
 
+#include "results.h"
+
 #include "chatload/err.h"
 
 #include <jansson.h>
@@ -88,7 +90,7 @@ struct cli_rs_client {
 /* The stage object of the document, without intervals (results.c adds them).  NULL when
  * out of memory. */
 json_t *cli_rs_stage_json(size_t index, const struct cl_scn_stage *st, const struct cl_metrics *m,
-			  double window_s, const char *status, const char *reason,
+			  double window_s, enum cl_stage_status status, const char *reason,
 			  const struct cli_rs_client *client);
 /* One interval's summary (rates over interval_s).  NULL when out of memory. */
 json_t *cli_rs_interval_json(double t_s, double interval_s, const struct cl_metrics *m);

@@ -40,6 +40,17 @@ const char *cl_results_str(const json_t *o, const char *path, const char *def)
 	return json_is_string(v) ? json_string_value(v) : def;
 }
 
+int cl_stage_status_parse(const char *name, enum cl_stage_status *out)
+{
+	for (int s = 0; name && s < CL_STAGE_N_STATUS; s++) {
+		if (strcmp(name, cl_stage_status_name((enum cl_stage_status)s)) == 0) {
+			*out = (enum cl_stage_status)s;
+			return 0;
+		}
+	}
+	return CL_EINVAL;
+}
+
 enum want { W_OBJ, W_ARR, W_STR, W_STR_NULL, W_BOOL, W_INT, W_INT_NULL, W_NUM_NULL };
 
 static const char *want_text(enum want w)

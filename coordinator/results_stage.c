@@ -9,6 +9,22 @@
 #include <math.h>
 #include <string.h>
 
+const char *cl_stage_status_name(enum cl_stage_status s)
+{
+	switch (s) {
+	case CL_STAGE_OK:
+		return "ok";
+	case CL_STAGE_FAILED:
+		return "failed";
+	case CL_STAGE_DEGRADED:
+		return "degraded";
+	case CL_STAGE_INTERRUPTED:
+		return "interrupted";
+	default:
+		return NULL;
+	}
+}
+
 /* Latency summary in milliseconds; every statistic null when the histogram is empty. */
 static json_t *lat_summary(const struct cl_hist *h)
 {
@@ -212,7 +228,7 @@ fail:
 }
 
 json_t *cli_rs_stage_json(size_t index, const struct cl_scn_stage *st, const struct cl_metrics *m,
-			  double window_s, const char *status, const char *reason,
+			  double window_s, enum cl_stage_status status, const char *reason,
 			  const struct cli_rs_client *client)
 {
 	bool rate_mode = st->mode == CL_MODE_RATE;
@@ -227,16 +243,17 @@ json_t *cli_rs_stage_json(size_t index, const struct cl_scn_stage *st, const str
 		      json_real(st->ramp_us / 1e6));
 	json_t *conc =
 	    (!rate_mode || st->concurrency > 0) ? json_integer(st->concurrency) : json_null();
-	json_t *o = json_pack(
-	    "{s:I,s:o,s:s,s:o,s:s,s:o,s:o,s:s,s:o,s:f,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "index",
-	    (json_int_t)index, "name", cli_rj_str(st->name ? st->name : ""), "status", status,
-	    "reason", cli_rj_str(reason), "mode", rate_mode ? "rate" : "concurrency", "concurrency",
-	    conc, "rate", rate_mode ? cli_rj_real(st->rate_per_s) : json_null(), "arrival", arrival,
-	    "planned", planned, "duration_s", cli_rj_round(window_s, 6), "requests",
-	    requests_json(m), "tokens", tokens_json(m), "throughput", throughput_json(m, window_s),
-	    "latency_ms", latency_json(m), "tokens_per_chunk",
-	    cnt_summary(&m->cnt[CL_CNT_TOKENS_PER_CHUNK], 1000.0), "client",
-	    client_json(m, st, client), "histograms", histograms_json(m));
+	json_t *o =
+	    json_pack("{s:I,s:o,s:s,s:o,s:s,s:o,s:o,s:s,s:o,s:f,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+		      "index", (json_int_t)index, "name", cli_rj_str(st->name ? st->name : ""),
+		      "status", cl_stage_status_name(status), "reason", cli_rj_str(reason), "mode",
+		      rate_mode ? "rate" : "concurrency", "concurrency", conc, "rate",
+		      rate_mode ? cli_rj_real(st->rate_per_s) : json_null(), "arrival", arrival,
+		      "planned", planned, "duration_s", cli_rj_round(window_s, 6), "requests",
+		      requests_json(m), "tokens", tokens_json(m), "throughput",
+		      throughput_json(m, window_s), "latency_ms", latency_json(m),
+		      "tokens_per_chunk", cnt_summary(&m->cnt[CL_CNT_TOKENS_PER_CHUNK], 1000.0),
+		      "client", client_json(m, st, client), "histograms", histograms_json(m));
 	return o;
 }
 

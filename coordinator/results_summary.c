@@ -139,7 +139,8 @@ static json_t *warnings_json(struct cl_results *r)
 		const char *name = cl_results_str(s, "name", "");
 		const char *status = cl_results_str(s, "status", "ok");
 		const char *reason = cl_results_str(s, "reason", NULL);
-		if (strcmp(status, "ok") != 0)
+		enum cl_stage_status st;
+		if (cl_stage_status_parse(status, &st) != 0 || st != CL_STAGE_OK)
 			rc |= warn(w, "stage '%s' %s%s%s", name, status, reason ? ": " : "",
 				   reason ? reason : "");
 		if (json_is_true(cl_results_get(s, "client.client_bound"))) {

@@ -483,7 +483,7 @@ int cl_run_stage(struct run *r, size_t index)
 		: (int64_t)(scn->requests / (scn->concurrency ? scn->concurrency : 1) + 1) *
 		      r->s.workload.request_timeout_us;
 	int64_t deadline = start + bound + 30 * 1000000LL;
-	const char *status = "ok";
+	enum cl_stage_status status = CL_STAGE_OK;
 	char reason[1400] = "";
 	bool stop_sent = false;
 	for (;;) {
@@ -495,7 +495,7 @@ int cl_run_stage(struct run *r, size_t index)
 			c.stop.stage = (uint32_t)index;
 			cl_fleet_broadcast(&r->fleet, &c);
 			stop_sent = true;
-			status = "interrupted";
+			status = CL_STAGE_INTERRUPTED;
 			snprintf(reason, sizeof(reason), "interrupted by a signal");
 			deadline = now + r->s.workload.drain_timeout_us + 5 * 1000000LL;
 		}
@@ -510,14 +510,14 @@ int cl_run_stage(struct run *r, size_t index)
 				cl_progress_note(
 				    &r->prog,
 				    "%s; continuing without it (agents.on_loss: continue)", why);
-				status = "degraded";
+				status = CL_STAGE_DEGRADED;
 				snprintf(reason, sizeof(reason), "%s", why);
 				cl_run_record_agents(r);
 			} else {
 				cl_progress_note(&r->prog, "stage '%s' failed: %s", scn->name, why);
 				struct cl_msg_cmd c = { .cmd = CL_CMD_ABORT };
 				cl_fleet_broadcast(&r->fleet, &c);
-				status = "failed";
+				status = CL_STAGE_FAILED;
 				snprintf(reason, sizeof(reason), "%s", why);
 				r->exit_hint = CL_EXIT_FAILED;
 				cl_run_record_agents(r);
@@ -535,7 +535,7 @@ int cl_run_stage(struct run *r, size_t index)
 					 scn->name);
 			struct cl_msg_cmd c = { .cmd = CL_CMD_ABORT };
 			cl_fleet_broadcast(&r->fleet, &c);
-			status = "failed";
+			status = CL_STAGE_FAILED;
 			snprintf(reason, sizeof(reason), "agents did not finish within %.0f s",
 				 (deadline - start) / 1e6);
 			r->exit_hint = CL_EXIT_FAILED;
@@ -571,7 +571,7 @@ int cl_run_stage(struct run *r, size_t index)
 	/* Throughput's denominator: the measured window for duration-bound stages; for
 	 * request-bound ones the longest time any agent took. */
 	double window_s = scn->duration_us / 1e6;
-	if (!scn->duration_us || strcmp(status, "ok") != 0) {
+	if (!scn->duration_us || status != CL_STAGE_OK) {
 		int64_t longest = 0;
 		for (size_t i = 0; i < n; i++)
 			if (st->span_us[i] > longest)
@@ -584,9 +584,9 @@ int cl_run_stage(struct run *r, size_t index)
 	if (rc != 0)
 		CL_ERROR("cannot write results for stage '%s': %s", scn->name,
 			 cl_results_last_error(r->res));
-	if (strcmp(status, "interrupted") == 0)
+	if (status == CL_STAGE_INTERRUPTED)
 		rc = CL_ECLOSED;
-	else if (strcmp(status, "failed") == 0)
+	else if (status == CL_STAGE_FAILED)
 		rc = CL_EIO;
 	else
 		rc = 0;
