@@ -1,4 +1,5 @@
-/* State shared by the files that implement chatload run (run.c, run_setup.c, run_stage.c). */
+/* State shared by the files that implement chatload run (run.c, run_setup.c, run_stage.c);
+ * internal to them, hence the prefix cli_run_. */
 #ifndef CHATLOAD_RUN_INTERNAL_H
 #define CHATLOAD_RUN_INTERNAL_H
 
@@ -53,16 +54,16 @@ struct run {
 };
 
 /* run_setup.c */
-int cl_run_start_simulator(struct run *r, struct cl_err *err);
-int cl_run_start_fleet(struct run *r, struct cl_err *err);
-int cl_run_wait_for_agents(struct run *r, struct cl_err *err);
-void cl_run_stop_processes(struct run *r);
-void cl_run_record_agents(struct run *r);
+int cli_run_start_simulator(struct run *r, struct cl_err *err);
+int cli_run_start_fleet(struct run *r, struct cl_err *err);
+int cli_run_wait_for_agents(struct run *r, struct cl_err *err);
+void cli_run_stop_processes(struct run *r);
+void cli_run_record_agents(struct run *r);
 
 /* run_stage.c */
-void cl_run_on_report(void *ctx, struct cl_fleet_agent *a, struct cl_msg_report *rep);
-int cl_run_readiness(struct run *r);
-int cl_run_warmup(struct run *r);
-int cl_run_stage(struct run *r, size_t index);
+void cli_run_on_report(void *ctx, struct cl_fleet_agent *a, struct cl_msg_report *rep);
+int cli_run_readiness(struct run *r);
+int cli_run_warmup(struct run *r);
+int cli_run_stage(struct run *r, size_t index);
 
 #endif

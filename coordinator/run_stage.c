@@ -98,7 +98,7 @@ static void on_stage_report(struct run *r, struct cl_fleet_agent *a, struct cl_m
 	emit_ready_intervals(r, st, false);
 }
 
-void cl_run_on_report(void *ctx, struct cl_fleet_agent *a, struct cl_msg_report *rep)
+void cli_run_on_report(void *ctx, struct cl_fleet_agent *a, struct cl_msg_report *rep)
 {
 	struct run *r = ctx;
 	size_t i = agent_index(a);
@@ -189,7 +189,7 @@ static void show_probe(struct run *r, int64_t started_us)
 			 w->last_error[0] ? "; last error: " : "", w->last_error);
 }
 
-int cl_run_readiness(struct run *r)
+int cli_run_readiness(struct run *r)
 {
 	const struct cl_scn_readiness *rd = &r->s.readiness;
 	memset(r->probe, 0, sizeof(r->probe));
@@ -291,7 +291,7 @@ static void free_shares(struct run *r)
 		cl_stage_plan_free(&r->shares[i]);
 }
 
-int cl_run_warmup(struct run *r)
+int cli_run_warmup(struct run *r)
 {
 	const struct cl_scn_warmup *w = &r->s.warmup;
 	if (!w->requests && !w->duration_us)
@@ -434,7 +434,7 @@ static uint64_t errors_of(const struct cl_metrics *m)
 	return e;
 }
 
-int cl_run_stage(struct run *r, size_t index)
+int cli_run_stage(struct run *r, size_t index)
 {
 	struct cl_run_stage *st = calloc(1, sizeof(*st));
 	if (!st || stage_init(st, index) != 0) {
@@ -512,7 +512,7 @@ int cl_run_stage(struct run *r, size_t index)
 				    "%s; continuing without it (agents.on_loss: continue)", why);
 				status = CL_STAGE_DEGRADED;
 				snprintf(reason, sizeof(reason), "%s", why);
-				cl_run_record_agents(r);
+				cli_run_record_agents(r);
 			} else {
 				cl_progress_note(&r->prog, "stage '%s' failed: %s", scn->name, why);
 				struct cl_msg_cmd c = { .cmd = CL_CMD_ABORT };
@@ -520,7 +520,7 @@ int cl_run_stage(struct run *r, size_t index)
 				status = CL_STAGE_FAILED;
 				snprintf(reason, sizeof(reason), "%s", why);
 				r->exit_hint = CL_EXIT_FAILED;
-				cl_run_record_agents(r);
+				cli_run_record_agents(r);
 				break;
 			}
 		}
