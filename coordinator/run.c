@@ -103,7 +103,7 @@ static void cleanup(struct run *r)
 {
 	cl_fleet_close(&r->fleet);
 	for (size_t i = 0; i < CL_FLEET_MAX_AGENTS; i++)
-		cl_stage_plan_free(&r->shares[i]);
+		cl_stage_plan_free(&r->agents[i].share);
 	cl_target_plan_free(&r->target);
 	cl_workload_plan_free(&r->workload);
 	free(r->warmup_body);

@@ -236,7 +236,7 @@ void cli_run_record_agents(struct run *r)
 			.host = a->host,
 			.workers = a->workers,
 			.clock_offset_us = a->clock_offset_us,
-			.start_skew_us = r->worst_skew_us[i],
+			.start_skew_us = r->agents[i].worst_skew_us,
 			.lost = a->live == CL_LIVE_LOST,
 		};
 	}
