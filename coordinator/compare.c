@@ -46,6 +46,26 @@ int cl_compare_parse_format(const char *name, enum cl_compare_format *out)
 	return 0;
 }
 
+/* How a stage shows in the comparison: in both runs, only in the base, only in the new. */
+enum cmp_status { CMP_COMPARED, CMP_MISSING, CMP_NEW, CMP_N_STATUS };
+
+static const char *cmp_status_name(enum cmp_status s)
+{
+	static const char *const names[CMP_N_STATUS] = { "compared", "missing", "new" };
+	return names[s];
+}
+
+/* A comparison's stage status read back; anything unknown shows as missing, as a stage
+ * that was not compared always has. */
+static enum cmp_status cmp_status_of(const json_t *stage)
+{
+	const char *name = cl_results_str(stage, "status", "");
+	for (int s = 0; s < CMP_N_STATUS; s++)
+		if (strcmp(name, cmp_status_name((enum cmp_status)s)) == 0)
+			return (enum cmp_status)s;
+	return CMP_MISSING;
+}
+
 static const json_t *find_stage(const json_t *doc, const char *name)
 {
 	size_t i;
@@ -88,9 +108,9 @@ static const char *judge(enum better better, double b, double n, const struct cl
 
 static json_t *run_json(const json_t *doc, const char *file)
 {
-	return json_pack("{s:o,s:o,s:o,s:o}", "file", rj_str(file), "scenario",
-			 rj_str(cl_results_str(doc, "scenario.name", NULL)), "started_at",
-			 rj_str(cl_results_str(doc, "started_at", NULL)), "complete",
+	return json_pack("{s:o,s:o,s:o,s:o}", "file", cli_rj_str(file), "scenario",
+			 cli_rj_str(cl_results_str(doc, "scenario.name", NULL)), "started_at",
+			 cli_rj_str(cl_results_str(doc, "started_at", NULL)), "complete",
 			 json_boolean(json_is_true(json_object_get(doc, "complete"))));
 }
 
@@ -102,10 +122,11 @@ static json_t *metric_json(size_t m, const json_t *bs, const json_t *ns,
 	const char *verdict = judge(metrics[m].better, b, n, o, &change);
 	if (strcmp(verdict, "regressed") == 0)
 		(*regressions)++;
-	return json_pack(
-	    "{s:s,s:s,s:s,s:o,s:o,s:o,s:s}", "metric", metrics[m].name, "label", metrics[m].label,
-	    "better", metrics[m].better == HIGHER ? "higher" : "lower", "base", rj_real(b), "new",
-	    rj_real(n), "change", rj_real(rj_sig(change, 6)), "verdict", verdict);
+	return json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:s}", "metric", metrics[m].name, "label",
+			 metrics[m].label, "better",
+			 metrics[m].better == HIGHER ? "higher" : "lower", "base", cli_rj_real(b),
+			 "new", cli_rj_real(n), "change", cli_rj_real(cli_rj_sig(change, 6)),
+			 "verdict", verdict);
 }
 
 static int add_warnings(json_t *w, const json_t *doc, const char *which)
@@ -114,7 +135,7 @@ static int add_warnings(json_t *w, const json_t *doc, const char *which)
 	if (!json_is_true(json_object_get(doc, "complete"))) {
 		char buf[160];
 		snprintf(buf, sizeof(buf), "the %s run did not complete", which);
-		rc |= rj_append(w, json_string(buf));
+		rc |= cli_rj_append(w, json_string(buf));
 	}
 	size_t i;
 	const json_t *s;
@@ -127,7 +148,7 @@ static int add_warnings(json_t *w, const json_t *doc, const char *which)
 		    buf, sizeof(buf),
 		    "stage '%s' of the %s run was client-bound: its numbers describe the client",
 		    cl_results_str(s, "name", "?"), which);
-		rc |= rj_append(w, rj_str(buf));
+		rc |= cli_rj_append(w, cli_rj_str(buf));
 	}
 	return rc;
 }
@@ -150,15 +171,17 @@ json_t *cl_compare_build(const json_t *base, const json_t *cur, const char *base
 		if (!ms)
 			goto fail;
 		for (size_t m = 0; ns && m < N_METRICS; m++) {
-			if (rj_append(ms, metric_json(m, bs, ns, opts, &reg))) {
+			if (cli_rj_append(ms, metric_json(m, bs, ns, opts, &reg))) {
 				json_decref(ms);
 				goto fail;
 			}
 		}
 		if (!ns)
 			reg++;
-		if (rj_append(stages, json_pack("{s:o,s:s,s:o}", "stage", rj_str(name), "status",
-						ns ? "compared" : "missing", "metrics", ms)))
+		if (cli_rj_append(stages,
+				  json_pack("{s:o,s:s,s:o}", "stage", cli_rj_str(name), "status",
+					    cmp_status_name(ns ? CMP_COMPARED : CMP_MISSING),
+					    "metrics", ms)))
 			goto fail;
 	}
 	const json_t *ns;
@@ -167,8 +190,8 @@ json_t *cl_compare_build(const json_t *base, const json_t *cur, const char *base
 		const char *name = cl_results_str(ns, "name", "");
 		if (find_stage(base, name))
 			continue;
-		if (rj_append(stages, json_pack("{s:o,s:s,s:[]}", "stage", rj_str(name), "status",
-						"new", "metrics")))
+		if (cli_rj_append(stages, json_pack("{s:o,s:s,s:[]}", "stage", cli_rj_str(name),
+						    "status", cmp_status_name(CMP_NEW), "metrics")))
 			goto fail;
 	}
 	if (add_warnings(warnings, base, "base") || add_warnings(warnings, cur, "new"))
@@ -193,7 +216,7 @@ static void fmt_value(char *buf, size_t n, const char *metric, double v)
 	else if (strcmp(metric, "error_rate") == 0)
 		snprintf(buf, n, "%.2f%%", v * 100);
 	else
-		rp_fmt_ms(buf, n, v); /* the same precision rule suits rates */
+		cli_rp_fmt_ms(buf, n, v); /* the same precision rule suits rates */
 }
 
 static void fmt_change(char *buf, size_t n, const json_t *m)
@@ -224,15 +247,15 @@ static void each_row(const json_t *cmp, FILE *out, row_fn fn, void *ctx)
 	json_array_foreach(json_object_get(cmp, "stages"), i, s)
 	{
 		char cells[CMP_COLS][96] = { { 0 } };
-		const char *status = cl_results_str(s, "status", "");
+		enum cmp_status status = cmp_status_of(s);
+		bool is_new = status == CMP_NEW;
 		snprintf(cells[0], 96, "%s", cl_results_str(s, "stage", "-"));
-		if (strcmp(status, "compared") != 0) {
+		if (status != CMP_COMPARED) {
 			snprintf(cells[1], 96, "-");
-			snprintf(cells[2], 96, "%s", strcmp(status, "new") == 0 ? "-" : "present");
-			snprintf(cells[3], 96, "%s", strcmp(status, "new") == 0 ? "present" : "-");
+			snprintf(cells[2], 96, "%s", is_new ? "-" : "present");
+			snprintf(cells[3], 96, "%s", is_new ? "present" : "-");
 			snprintf(cells[4], 96, "-");
-			snprintf(cells[5], 96, "%s",
-				 strcmp(status, "new") == 0 ? "new stage" : "MISSING (regressed)");
+			snprintf(cells[5], 96, "%s", is_new ? "new stage" : "MISSING (regressed)");
 			fn(out, cells, ctx);
 			continue;
 		}
@@ -279,7 +302,7 @@ static void md_row(FILE *out, char cells[CMP_COLS][96], void *ctx)
 	fputc('|', out);
 	for (int c = 0; c < CMP_COLS; c++) {
 		fputc(' ', out);
-		rj_put_md(out, cells[c][0] ? cells[c] : "-");
+		cli_rj_put_md(out, cells[c][0] ? cells[c] : "-");
 		fputs(" |", out);
 	}
 	fputc('\n', out);
@@ -310,7 +333,7 @@ int cl_compare_render(const json_t *cmp, enum cl_compare_format fmt, FILE *out)
 		   *nf = cl_results_str(cmp, "new.file", "new");
 	switch (fmt) {
 	case CL_COMPARE_JSON:
-		if (rj_dump(cmp, out) != 0)
+		if (cli_rj_dump(cmp, out) != 0)
 			return CL_EIO;
 		break;
 	case CL_COMPARE_TABLE: {
@@ -330,9 +353,9 @@ int cl_compare_render(const json_t *cmp, enum cl_compare_format fmt, FILE *out)
 	}
 	case CL_COMPARE_MD: {
 		fputs("# chatload compare\n\nBase: `", out);
-		rj_put_md(out, bf);
+		cli_rj_put_md(out, bf);
 		fputs("` New: `", out);
-		rj_put_md(out, nf);
+		cli_rj_put_md(out, nf);
 		fputs("`\n\n", out);
 		char head[CMP_COLS][96];
 		for (int c = 0; c < CMP_COLS; c++)

@@ -45,32 +45,32 @@ int cl_report_render(const json_t *doc, enum cl_report_format f, FILE *out)
 	return CL_EINVAL;
 }
 
-const char *const rp_col_names[RP__COLS] = {
+const char *const cli_rp_col_names[RP__COLS] = {
 	"stage",       "load",       "status",     "req/s",       "out tok/s",  "TTFT p50 ms",
 	"TTFT p99 ms", "ITL p50 ms", "ITL p99 ms", "TPOT p50 ms", "E2E p50 ms", "errors",
 };
-const bool rp_col_numeric[RP__COLS] = { false, true, false, true, true, true,
-					true,  true, true,  true, true, true };
+const bool cli_rp_col_numeric[RP__COLS] = { false, true, false, true, true, true,
+					    true,  true, true,  true, true, true };
 
-char *rp_fmt_ms(char *buf, size_t n, double ms)
+char *cli_rp_fmt_ms(char *buf, size_t n, double ms)
 {
 	if (!isfinite(ms))
-		return rj_fmt(buf, n, NAN, 0);
+		return cli_rj_fmt(buf, n, NAN, 0);
 	/* Thresholds sit where rounding would carry into the next digit (9.996 -> "10.0"). */
-	return rj_fmt(buf, n, ms, ms < 9.995 ? 2 : ms < 999.95 ? 1 : 0);
+	return cli_rj_fmt(buf, n, ms, ms < 9.995 ? 2 : ms < 999.95 ? 1 : 0);
 }
 
-char *rp_fmt_rate(char *buf, size_t n, double v)
+char *cli_rp_fmt_rate(char *buf, size_t n, double v)
 {
 	if (!isfinite(v))
-		return rj_fmt(buf, n, NAN, 0);
-	return rj_fmt(buf, n, v, v < 9.995 ? 2 : v < 999.95 ? 1 : 0);
+		return cli_rj_fmt(buf, n, NAN, 0);
+	return cli_rj_fmt(buf, n, v, v < 9.995 ? 2 : v < 999.95 ? 1 : 0);
 }
 
-char *rp_fmt_big(char *buf, size_t n, double v)
+char *cli_rp_fmt_big(char *buf, size_t n, double v)
 {
 	if (!isfinite(v))
-		return rj_fmt(buf, n, NAN, 0);
+		return cli_rj_fmt(buf, n, NAN, 0);
 	/* Below 10,000 the digits are few enough to read whole. */
 	static const struct {
 		double at, div;
@@ -88,20 +88,20 @@ char *rp_fmt_big(char *buf, size_t n, double v)
 	return buf;
 }
 
-char *rp_fmt_slo_value(char *buf, size_t n, double v, const char *unit)
+char *cli_rp_fmt_slo_value(char *buf, size_t n, double v, const char *unit)
 {
 	if (!isfinite(v))
-		return rj_fmt(buf, n, NAN, 0);
+		return cli_rj_fmt(buf, n, NAN, 0);
 	if (unit && strcmp(unit, "ratio") == 0)
 		snprintf(buf, n, "%.3g%%", v * 100);
 	else if (unit && strcmp(unit, "ms") == 0)
-		snprintf(buf, n, "%s ms", rp_fmt_ms((char[32]){ 0 }, 32, v));
+		snprintf(buf, n, "%s ms", cli_rp_fmt_ms((char[32]){ 0 }, 32, v));
 	else
-		snprintf(buf, n, "%s/s", rp_fmt_rate((char[32]){ 0 }, 32, v));
+		snprintf(buf, n, "%s/s", cli_rp_fmt_rate((char[32]){ 0 }, 32, v));
 	return buf;
 }
 
-const char *rp_verdict_word(const json_t *doc)
+const char *cli_rp_verdict_word(const json_t *doc)
 {
 	const json_t *pass = cl_results_get(doc, "verdict.pass");
 	double evaluated = cl_results_num(doc, "verdict.evaluated");
@@ -112,7 +112,7 @@ const char *rp_verdict_word(const json_t *doc)
 	return json_is_true(pass) ? "PASS" : "FAIL";
 }
 
-char *rp_exit_text(char *buf, size_t n, const json_t *doc)
+char *cli_rp_exit_text(char *buf, size_t n, const json_t *doc)
 {
 	const json_t *code = json_object_get(doc, "exit_code");
 	if (!json_is_integer(code)) {
@@ -130,7 +130,7 @@ char *rp_exit_text(char *buf, size_t n, const json_t *doc)
 	return buf;
 }
 
-void rp_stage_row(const json_t *s, struct rp_row *row)
+void cli_rp_stage_row(const json_t *s, struct cli_rp_row *row)
 {
 	static const struct {
 		int col;
@@ -140,19 +140,20 @@ void rp_stage_row(const json_t *s, struct rp_row *row)
 		   { RP_TPOT50, "latency_ms.tpot.p50" }, { RP_E2E50, "latency_ms.e2e.p50" } };
 	memset(row, 0, sizeof(*row));
 	snprintf(row->cell[RP_STAGE], RP_CELL_MAX, "%s", cl_results_str(s, "name", "-"));
-	rj_stage_load(s, row->cell[RP_LOAD], RP_CELL_MAX);
+	cli_rj_stage_load(s, row->cell[RP_LOAD], RP_CELL_MAX);
 	const char *status = cl_results_str(s, "status", "-");
 	bool bound = json_is_true(cl_results_get(s, "client.client_bound"));
 	snprintf(row->cell[RP_STATUS], RP_CELL_MAX, "%s%s", status, bound ? " (client-bound)" : "");
-	rp_fmt_rate(row->cell[RP_RPS], RP_CELL_MAX, cl_results_num(s, "throughput.requests_per_s"));
-	rp_fmt_rate(row->cell[RP_OTPS], RP_CELL_MAX,
-		    cl_results_num(s, "throughput.output_tokens_per_s"));
+	cli_rp_fmt_rate(row->cell[RP_RPS], RP_CELL_MAX,
+			cl_results_num(s, "throughput.requests_per_s"));
+	cli_rp_fmt_rate(row->cell[RP_OTPS], RP_CELL_MAX,
+			cl_results_num(s, "throughput.output_tokens_per_s"));
 	for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++)
-		rp_fmt_ms(row->cell[ms[i].col], RP_CELL_MAX, cl_results_num(s, ms[i].path));
+		cli_rp_fmt_ms(row->cell[ms[i].col], RP_CELL_MAX, cl_results_num(s, ms[i].path));
 	double errors = cl_results_num(s, "requests.errors_total");
 	double rate = cl_results_num(s, "requests.error_rate");
 	if (isfinite(errors) && errors > 0 && isfinite(rate))
 		snprintf(row->cell[RP_ERRORS], RP_CELL_MAX, "%.0f (%.2g%%)", errors, rate * 100);
 	else
-		rj_fmt_count(row->cell[RP_ERRORS], RP_CELL_MAX, errors);
+		cli_rj_fmt_count(row->cell[RP_ERRORS], RP_CELL_MAX, errors);
 }

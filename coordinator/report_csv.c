@@ -126,7 +126,7 @@ int cl_report_csv(const json_t *doc, FILE *out)
 			switch (columns[c].kind) {
 			case K_STR:
 				if (json_is_string(v))
-					rj_put_csv(out, json_string_value(v));
+					cli_rj_put_csv(out, json_string_value(v));
 				break;
 			case K_NUM:
 				put_num(v, out);

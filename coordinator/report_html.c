@@ -40,7 +40,7 @@ static const char css[] =
 
 static void text(FILE *out, const char *s)
 {
-	rj_put_xml(out, s ? s : "-");
+	cli_rj_put_xml(out, s ? s : "-");
 }
 
 static void th(FILE *out, const char *s, bool numeric)
@@ -59,7 +59,7 @@ static void td(FILE *out, const char *s, bool numeric)
 
 static void header(const json_t *doc, FILE *out)
 {
-	const char *word = rp_verdict_word(doc);
+	const char *word = cli_rp_verdict_word(doc);
 	const char *cls = strcmp(word, "PASS") == 0   ? "pass"
 			  : strcmp(word, "FAIL") == 0 ? "fail"
 						      : "none";
@@ -75,8 +75,8 @@ static void header(const json_t *doc, FILE *out)
 	fputs(" &#183; finished ", out);
 	text(out, cl_results_str(doc, "finished_at", "-"));
 	fprintf(out, " &#183; %s s &#183; exit code ",
-		rj_fmt(dur, sizeof(dur), cl_results_num(doc, "duration_s"), 1));
-	text(out, rp_exit_text(exit_text, sizeof(exit_text), doc));
+		cli_rj_fmt(dur, sizeof(dur), cl_results_num(doc, "duration_s"), 1));
+	text(out, cli_rp_exit_text(exit_text, sizeof(exit_text), doc));
 	fputs("</p>\n<p class=\"meta\">scenario ", out);
 	text(out, cl_results_str(doc, "scenario.file", "-"));
 	fputs(" &#183; sha256 ", out);
@@ -103,17 +103,17 @@ static void stage_table(const json_t *stages, FILE *out)
 	}
 	fputs("<div class=\"scroll\"><table><thead><tr>", out);
 	for (int c = 0; c < RP__COLS; c++)
-		th(out, rp_col_names[c], rp_col_numeric[c]);
+		th(out, cli_rp_col_names[c], cli_rp_col_numeric[c]);
 	fputs("</tr></thead><tbody>\n", out);
 	size_t i;
 	const json_t *s;
 	json_array_foreach(stages, i, s)
 	{
-		struct rp_row r;
-		rp_stage_row(s, &r);
+		struct cli_rp_row r;
+		cli_rp_stage_row(s, &r);
 		fputs("<tr>", out);
 		for (int c = 0; c < RP__COLS; c++)
-			td(out, r.cell[c], rp_col_numeric[c]);
+			td(out, r.cell[c], cli_rp_col_numeric[c]);
 		fputs("</tr>\n", out);
 	}
 	fputs("</tbody></table></div></section>\n", out);
@@ -163,20 +163,20 @@ static void load_charts(const json_t *stages, bool rate_mode, FILE *out)
 	const char *pl = rate_mode ? "" : "c=";
 	fprintf(out, "<section><h2>Throughput and latency vs %s</h2><div class=\"charts\">\n",
 		rate_mode ? "offered rate" : "concurrency");
-	struct rp_series s1[] = { { "output tokens/s", BLUE, x, otps, m, false } };
-	struct rp_series s2[] = { { "completed requests/s", GREEN, x, rps, m, false } };
-	struct rp_series s3[] = { { "TTFT p50", BLUE, x, t50, m, false },
-				  { "TTFT p99", RED, x, t99, m, true } };
-	struct rp_series s4[] = { { "ITL p50", BLUE, x, i50, m, false },
-				  { "ITL p99", RED, x, i99, m, true } };
-	struct rp_chart charts[] = {
+	struct cli_rp_series s1[] = { { "output tokens/s", BLUE, x, otps, m, false } };
+	struct cli_rp_series s2[] = { { "completed requests/s", GREEN, x, rps, m, false } };
+	struct cli_rp_series s3[] = { { "TTFT p50", BLUE, x, t50, m, false },
+				      { "TTFT p99", RED, x, t99, m, true } };
+	struct cli_rp_series s4[] = { { "ITL p50", BLUE, x, i50, m, false },
+				      { "ITL p99", RED, x, i99, m, true } };
+	struct cli_rp_chart charts[] = {
 		{ "Output throughput", xl, "output tokens/s", pl, s1, 1, 540, 300, false },
 		{ "Request throughput", xl, "completed requests/s", pl, s2, 1, 540, 300, false },
 		{ "Time to first token", xl, "TTFT (ms)", pl, s3, 2, 540, 300, false },
 		{ "Inter-token latency", xl, "ITL (ms)", pl, s4, 2, 540, 300, false },
 	};
 	for (size_t c = 0; c < sizeof(charts) / sizeof(charts[0]); c++)
-		rp_svg_chart(out, &charts[c]);
+		cli_rp_svg_chart(out, &charts[c]);
 	fputs("</div></section>\n", out);
 out:
 	free(idx);
@@ -215,7 +215,7 @@ static void timelines(const json_t *stages, FILE *out)
 		fputs("<h3>Stage ", out);
 		text(out, cl_results_str(s, "name", "-"));
 		fputs(" (", out);
-		text(out, rj_stage_load(s, load, sizeof(load)));
+		text(out, cli_rj_stage_load(s, load, sizeof(load)));
 		fputs(", ", out);
 		text(out, cl_results_str(s, "status", "-"));
 		double stride = cl_results_num(s, "intervals_stride");
@@ -223,19 +223,19 @@ static void timelines(const json_t *stages, FILE *out)
 			fprintf(out, ", 1 interval in %.0f shown", stride);
 		fputs(")</h3><div class=\"charts\">\n", out);
 		const char *xl = "time since stage start (s)";
-		struct rp_series s1[] = { { "output tokens/s", BLUE, t, otps, n, false } };
-		struct rp_series s2[] = { { "TTFT p50", BLUE, t, t50, n, false },
-					  { "TTFT p99", RED, t, t99, n, true } };
-		struct rp_series s3[] = { { "active streams", PURPLE, t, act, n, false } };
-		struct rp_series s4[] = { { "errors per interval", ORANGE, t, err, n, false } };
-		struct rp_chart charts[] = {
+		struct cli_rp_series s1[] = { { "output tokens/s", BLUE, t, otps, n, false } };
+		struct cli_rp_series s2[] = { { "TTFT p50", BLUE, t, t50, n, false },
+					      { "TTFT p99", RED, t, t99, n, true } };
+		struct cli_rp_series s3[] = { { "active streams", PURPLE, t, act, n, false } };
+		struct cli_rp_series s4[] = { { "errors per interval", ORANGE, t, err, n, false } };
+		struct cli_rp_chart charts[] = {
 			{ "Throughput", xl, "output tokens/s", "t=", s1, 1, 540, 250, false },
 			{ "Time to first token", xl, "TTFT (ms)", "t=", s2, 2, 540, 250, false },
 			{ "Active streams", xl, "streams in flight", "t=", s3, 1, 540, 250, true },
 			{ "Errors", xl, "errors per interval", "t=", s4, 1, 540, 250, true },
 		};
 		for (size_t c = 0; c < sizeof(charts) / sizeof(charts[0]); c++)
-			rp_svg_chart(out, &charts[c]);
+			cli_rp_svg_chart(out, &charts[c]);
 		fputs("</div>\n", out);
 		free(v);
 	}
@@ -276,11 +276,11 @@ static void verdict(const json_t *doc, FILE *out)
 			td(out, cl_results_str(c, "slo", "-"), false);
 			td(out, cl_results_str(c, "stage", "-"), false);
 			td(out,
-			   rp_fmt_slo_value(lim, sizeof(lim), cl_results_num(c, "limit"), unit),
+			   cli_rp_fmt_slo_value(lim, sizeof(lim), cl_results_num(c, "limit"), unit),
 			   true);
 			td(out,
-			   rp_fmt_slo_value(meas, sizeof(meas), cl_results_num(c, "measured"),
-					    unit),
+			   cli_rp_fmt_slo_value(meas, sizeof(meas), cl_results_num(c, "measured"),
+						unit),
 			   true);
 			fprintf(out, "<td><span class=\"badge %s\">%s</span></td>",
 				pass ? "pass" : "fail", pass ? "pass" : "BREACH");
@@ -311,13 +311,13 @@ static void estimates(const json_t *doc, FILE *out)
 	{
 		char a[32], b[32], c[32], d[32], t[32];
 		fputs("<tr>", out);
-		td(out, rj_fmt_count(a, sizeof(a), cl_results_num(e, "samples")), true);
+		td(out, cli_rj_fmt_count(a, sizeof(a), cl_results_num(e, "samples")), true);
 		td(out, cl_results_str(e, "from_stage", "-"), false);
-		td(out, rp_fmt_rate(b, sizeof(b), cl_results_num(e, "requests_per_s")), true);
-		td(out, rj_fmt(c, sizeof(c), cl_results_num(e, "output_tokens_per_request"), 1),
+		td(out, cli_rp_fmt_rate(b, sizeof(b), cl_results_num(e, "requests_per_s")), true);
+		td(out, cli_rj_fmt(c, sizeof(c), cl_results_num(e, "output_tokens_per_request"), 1),
 		   true);
-		td(out, rj_fmt(d, sizeof(d), cl_results_num(e, "hours"), 2), true);
-		td(out, rp_fmt_big(t, sizeof(t), cl_results_num(e, "output_tokens")), true);
+		td(out, cli_rj_fmt(d, sizeof(d), cl_results_num(e, "hours"), 2), true);
+		td(out, cli_rp_fmt_big(t, sizeof(t), cl_results_num(e, "output_tokens")), true);
 		td(out, cl_results_str(e, "note", ""), false);
 		fputs("</tr>\n", out);
 	}
@@ -341,15 +341,16 @@ static void run_details(const json_t *doc, FILE *out)
 		fputs("<h3>Readiness gate</h3><table><tbody>\n", out);
 		kv_row(out, "status", cl_results_str(r, "status", "-"));
 		kv_row(out, "connect ok at (s)",
-		       rj_fmt(a, sizeof(a), cl_results_num(r, "phases.connect_s"), 3));
+		       cli_rj_fmt(a, sizeof(a), cl_results_num(r, "phases.connect_s"), 3));
 		kv_row(out, "models ok at (s)",
-		       rj_fmt(b, sizeof(b), cl_results_num(r, "phases.models_s"), 3));
+		       cli_rj_fmt(b, sizeof(b), cl_results_num(r, "phases.models_s"), 3));
 		kv_row(out, "generation ok at (s)",
-		       rj_fmt(c, sizeof(c), cl_results_num(r, "phases.generation_s"), 3));
-		kv_row(out, "attempts", rj_fmt_count(d, sizeof(d), cl_results_num(r, "attempts")));
+		       cli_rj_fmt(c, sizeof(c), cl_results_num(r, "phases.generation_s"), 3));
+		kv_row(out, "attempts",
+		       cli_rj_fmt_count(d, sizeof(d), cl_results_num(r, "attempts")));
 		kv_row(out, "model", cl_results_str(r, "model", "-"));
 		kv_row(out, "probe TTFT (ms)",
-		       rp_fmt_ms(e, sizeof(e), cl_results_num(r, "probe_ttft_ms")));
+		       cli_rp_fmt_ms(e, sizeof(e), cl_results_num(r, "probe_ttft_ms")));
 		kv_row(out, "last error", cl_results_str(r, "last_error", "-"));
 		fputs("</tbody></table>\n", out);
 	} else {
@@ -359,10 +360,11 @@ static void run_details(const json_t *doc, FILE *out)
 	if (json_is_object(w)) {
 		char a[32], b[32], c[32];
 		fputs("<h3>Warmup (excluded from every stage)</h3><table><tbody>\n", out);
-		kv_row(out, "requests", rj_fmt_count(a, sizeof(a), cl_results_num(w, "requests")));
+		kv_row(out, "requests",
+		       cli_rj_fmt_count(a, sizeof(a), cl_results_num(w, "requests")));
 		kv_row(out, "completed",
-		       rj_fmt_count(b, sizeof(b), cl_results_num(w, "completed")));
-		kv_row(out, "errors", rj_fmt_count(c, sizeof(c), cl_results_num(w, "errors")));
+		       cli_rj_fmt_count(b, sizeof(b), cl_results_num(w, "completed")));
+		kv_row(out, "errors", cli_rj_fmt_count(c, sizeof(c), cl_results_num(w, "errors")));
 		fputs("</tbody></table>\n", out);
 	}
 	const json_t *agents = json_object_get(doc, "agents");
@@ -381,14 +383,15 @@ static void run_details(const json_t *doc, FILE *out)
 		{
 			char id[32], wk[32], off[32], skew[32];
 			fputs("<tr>", out);
-			td(out, rj_fmt_count(id, sizeof(id), cl_results_num(a, "id")), true);
+			td(out, cli_rj_fmt_count(id, sizeof(id), cl_results_num(a, "id")), true);
 			td(out, cl_results_str(a, "host", "-"), false);
-			td(out, rj_fmt_count(wk, sizeof(wk), cl_results_num(a, "workers")), true);
-			td(out,
-			   rj_fmt_count(off, sizeof(off), cl_results_num(a, "clock_offset_us")),
+			td(out, cli_rj_fmt_count(wk, sizeof(wk), cl_results_num(a, "workers")),
 			   true);
 			td(out,
-			   rj_fmt_count(skew, sizeof(skew), cl_results_num(a, "start_skew_us")),
+			   cli_rj_fmt_count(off, sizeof(off), cl_results_num(a, "clock_offset_us")),
+			   true);
+			td(out,
+			   cli_rj_fmt_count(skew, sizeof(skew), cl_results_num(a, "start_skew_us")),
 			   true);
 			td(out, json_is_true(json_object_get(a, "lost")) ? "LOST" : "no", false);
 			fputs("</tr>\n", out);
@@ -441,7 +444,7 @@ static void error_samples(const json_t *doc, FILE *out)
 			fputs("<tr>", out);
 			td(out, cl_results_str(s, "name", "-"), false);
 			td(out, cl_results_str(e, "class", "-"), false);
-			td(out, rj_fmt_count(st, sizeof(st), cl_results_num(e, "http_status")),
+			td(out, cli_rj_fmt_count(st, sizeof(st), cl_results_num(e, "http_status")),
 			   true);
 			fputs("<td><code>", out);
 			text(out, cl_results_str(e, "body", ""));

@@ -14,7 +14,7 @@ static void row(FILE *out, const char *const *cells, size_t n)
 	fputc('|', out);
 	for (size_t i = 0; i < n; i++) {
 		fputc(' ', out);
-		rj_put_md(out, cells[i] && cells[i][0] ? cells[i] : "-");
+		cli_rj_put_md(out, cells[i] && cells[i][0] ? cells[i] : "-");
 		fputs(" |", out);
 	}
 	fputc('\n', out);
@@ -38,7 +38,7 @@ static void summary(const json_t *doc, FILE *out)
 {
 	char buf[128], dur[32];
 	fprintf(out, "# chatload results: ");
-	rj_put_md(out, cl_results_str(doc, "scenario.name", "-"));
+	cli_rj_put_md(out, cl_results_str(doc, "scenario.name", "-"));
 	fputs("\n\n", out);
 	const char *h[2] = { "run", "value" };
 	row(out, h, 2);
@@ -48,10 +48,10 @@ static void summary(const json_t *doc, FILE *out)
 	kv(out, "chatload", cl_results_str(doc, "chatload_version", "-"));
 	kv(out, "started", cl_results_str(doc, "started_at", "-"));
 	kv(out, "finished", cl_results_str(doc, "finished_at", "-"));
-	kv(out, "duration (s)", rj_fmt(dur, sizeof(dur), cl_results_num(doc, "duration_s"), 1));
+	kv(out, "duration (s)", cli_rj_fmt(dur, sizeof(dur), cl_results_num(doc, "duration_s"), 1));
 	kv(out, "complete", json_is_true(json_object_get(doc, "complete")) ? "yes" : "no");
-	kv(out, "exit code", rp_exit_text(buf, sizeof(buf), doc));
-	kv(out, "verdict", rp_verdict_word(doc));
+	kv(out, "exit code", cli_rp_exit_text(buf, sizeof(buf), doc));
+	kv(out, "verdict", cli_rp_verdict_word(doc));
 	fputc('\n', out);
 }
 
@@ -63,15 +63,15 @@ static void stages(const json_t *doc, FILE *out)
 		fputs("No stage finished.\n\n", out);
 		return;
 	}
-	row(out, rp_col_names, RP__COLS);
-	rule(out, rp_col_numeric, RP__COLS);
+	row(out, cli_rp_col_names, RP__COLS);
+	rule(out, cli_rp_col_numeric, RP__COLS);
 	size_t i;
 	const json_t *s;
 	json_array_foreach(arr, i, s)
 	{
-		struct rp_row r;
+		struct cli_rp_row r;
 		const char *cells[RP__COLS];
-		rp_stage_row(s, &r);
+		cli_rp_stage_row(s, &r);
 		for (int c = 0; c < RP__COLS; c++)
 			cells[c] = r.cell[c];
 		row(out, cells, RP__COLS);
@@ -87,7 +87,7 @@ static void verdict(const json_t *doc, FILE *out)
 		fputs("No SLOs set.\n\n", out);
 		return;
 	}
-	fprintf(out, "**%s**: %zu of %zu checks breached.\n\n", rp_verdict_word(doc),
+	fprintf(out, "**%s**: %zu of %zu checks breached.\n\n", cli_rp_verdict_word(doc),
 		json_array_size(cl_results_get(doc, "verdict.breaches")), json_array_size(checks));
 	static const char *const h[] = { "SLO", "stage", "limit", "measured", "result", "note" };
 	static const bool num[] = { false, false, true, true, false, false };
@@ -106,10 +106,10 @@ static void verdict(const json_t *doc, FILE *out)
 			const char *cells[6] = {
 				cl_results_str(c, "slo", "-"),
 				cl_results_str(c, "stage", "-"),
-				rp_fmt_slo_value(lim, sizeof(lim), cl_results_num(c, "limit"),
-						 unit),
-				rp_fmt_slo_value(meas, sizeof(meas), cl_results_num(c, "measured"),
-						 unit),
+				cli_rp_fmt_slo_value(lim, sizeof(lim), cl_results_num(c, "limit"),
+						     unit),
+				cli_rp_fmt_slo_value(meas, sizeof(meas),
+						     cl_results_num(c, "measured"), unit),
 				json_is_true(json_object_get(c, "pass")) ? "pass" : "BREACH",
 				cl_results_str(c, "note", ""),
 			};
@@ -138,12 +138,12 @@ static void estimates(const json_t *doc, FILE *out)
 	{
 		char a[32], b[32], c[32], d[32], t[32];
 		const char *cells[7] = {
-			rj_fmt_count(a, sizeof(a), cl_results_num(e, "samples")),
+			cli_rj_fmt_count(a, sizeof(a), cl_results_num(e, "samples")),
 			cl_results_str(e, "from_stage", "-"),
-			rp_fmt_rate(b, sizeof(b), cl_results_num(e, "requests_per_s")),
-			rj_fmt(c, sizeof(c), cl_results_num(e, "output_tokens_per_request"), 1),
-			rj_fmt(d, sizeof(d), cl_results_num(e, "hours"), 2),
-			rp_fmt_big(t, sizeof(t), cl_results_num(e, "output_tokens")),
+			cli_rp_fmt_rate(b, sizeof(b), cl_results_num(e, "requests_per_s")),
+			cli_rj_fmt(c, sizeof(c), cl_results_num(e, "output_tokens_per_request"), 1),
+			cli_rj_fmt(d, sizeof(d), cl_results_num(e, "hours"), 2),
+			cli_rp_fmt_big(t, sizeof(t), cl_results_num(e, "output_tokens")),
 			cl_results_str(e, "note", ""),
 		};
 		row(out, cells, 7);
@@ -165,13 +165,14 @@ static void readiness(const json_t *doc, FILE *out)
 	rule(out, NULL, 2);
 	kv(out, "status", cl_results_str(r, "status", "-"));
 	kv(out, "connect ok at (s)",
-	   rj_fmt(a, sizeof(a), cl_results_num(r, "phases.connect_s"), 3));
-	kv(out, "models ok at (s)", rj_fmt(b, sizeof(b), cl_results_num(r, "phases.models_s"), 3));
+	   cli_rj_fmt(a, sizeof(a), cl_results_num(r, "phases.connect_s"), 3));
+	kv(out, "models ok at (s)",
+	   cli_rj_fmt(b, sizeof(b), cl_results_num(r, "phases.models_s"), 3));
 	kv(out, "generation ok at (s)",
-	   rj_fmt(c, sizeof(c), cl_results_num(r, "phases.generation_s"), 3));
-	kv(out, "attempts", rj_fmt_count(d, sizeof(d), cl_results_num(r, "attempts")));
+	   cli_rj_fmt(c, sizeof(c), cl_results_num(r, "phases.generation_s"), 3));
+	kv(out, "attempts", cli_rj_fmt_count(d, sizeof(d), cl_results_num(r, "attempts")));
 	kv(out, "model", cl_results_str(r, "model", "-"));
-	kv(out, "probe TTFT (ms)", rp_fmt_ms(e, sizeof(e), cl_results_num(r, "probe_ttft_ms")));
+	kv(out, "probe TTFT (ms)", cli_rp_fmt_ms(e, sizeof(e), cl_results_num(r, "probe_ttft_ms")));
 	kv(out, "last error", cl_results_str(r, "last_error", "-"));
 	fputc('\n', out);
 }
@@ -184,9 +185,11 @@ static void warmup_agents(const json_t *doc, FILE *out)
 		fputs("## Warmup\n\n", out);
 		static const char *const h[] = { "requests", "completed", "errors" };
 		static const bool num[] = { true, true, true };
-		const char *cells[3] = { rj_fmt_count(a, sizeof(a), cl_results_num(w, "requests")),
-					 rj_fmt_count(b, sizeof(b), cl_results_num(w, "completed")),
-					 rj_fmt_count(c, sizeof(c), cl_results_num(w, "errors")) };
+		const char *cells[3] = {
+			cli_rj_fmt_count(a, sizeof(a), cl_results_num(w, "requests")),
+			cli_rj_fmt_count(b, sizeof(b), cl_results_num(w, "completed")),
+			cli_rj_fmt_count(c, sizeof(c), cl_results_num(w, "errors"))
+		};
 		row(out, h, 3);
 		rule(out, num, 3);
 		row(out, cells, 3);
@@ -208,11 +211,11 @@ static void warmup_agents(const json_t *doc, FILE *out)
 	{
 		char id[32], wk[32], off[32], skew[32];
 		const char *cells[6] = {
-			rj_fmt_count(id, sizeof(id), cl_results_num(a, "id")),
+			cli_rj_fmt_count(id, sizeof(id), cl_results_num(a, "id")),
 			cl_results_str(a, "host", "-"),
-			rj_fmt_count(wk, sizeof(wk), cl_results_num(a, "workers")),
-			rj_fmt_count(off, sizeof(off), cl_results_num(a, "clock_offset_us")),
-			rj_fmt_count(skew, sizeof(skew), cl_results_num(a, "start_skew_us")),
+			cli_rj_fmt_count(wk, sizeof(wk), cl_results_num(a, "workers")),
+			cli_rj_fmt_count(off, sizeof(off), cl_results_num(a, "clock_offset_us")),
+			cli_rj_fmt_count(skew, sizeof(skew), cl_results_num(a, "start_skew_us")),
 			json_is_true(json_object_get(a, "lost")) ? "LOST" : "no",
 		};
 		row(out, cells, 6);
@@ -230,7 +233,7 @@ static void warnings_errors(const json_t *doc, FILE *out)
 		json_array_foreach(warnings, i, w)
 		{
 			fputs("- ", out);
-			rj_put_md(out, json_string_value(w));
+			cli_rj_put_md(out, json_string_value(w));
 			fputc('\n', out);
 		}
 		fputc('\n', out);
@@ -254,7 +257,7 @@ static void warnings_errors(const json_t *doc, FILE *out)
 			char st[16];
 			const char *cells[4] = {
 				cl_results_str(s, "name", "-"), cl_results_str(e, "class", "-"),
-				rj_fmt_count(st, sizeof(st), cl_results_num(e, "http_status")),
+				cli_rj_fmt_count(st, sizeof(st), cl_results_num(e, "http_status")),
 				cl_results_str(e, "body", "")
 			};
 			row(out, cells, 4);

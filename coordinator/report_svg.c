@@ -58,7 +58,7 @@ static void fmt_value(char *buf, size_t n, double v)
 		snprintf(buf, n, "%.2f", v);
 }
 
-void rp_svg_chart(FILE *out, const struct rp_chart *c)
+void cli_rp_svg_chart(FILE *out, const struct cli_rp_chart *c)
 {
 	int w = c->width > 0 ? c->width : 560, h = c->height > 0 ? c->height : 300;
 	double max_x = 0, max_y = 0;
@@ -86,29 +86,29 @@ void rp_svg_chart(FILE *out, const struct rp_chart *c)
 		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
 		"viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"",
 		w, h, w, h);
-	rj_put_xml(out, c->title);
+	cli_rj_put_xml(out, c->title);
 	fprintf(out, "\" " FONT ">\n<title>");
-	rj_put_xml(out, c->title);
+	cli_rj_put_xml(out, c->title);
 	fprintf(out,
 		"</title>\n<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n",
 		w, h);
 	fprintf(out,
 		"<text x=\"%d\" y=\"18\" font-size=\"14\" font-weight=\"600\" fill=\"#111827\">",
 		TITLE_X);
-	rj_put_xml(out, c->title);
+	cli_rj_put_xml(out, c->title);
 	fputs("</text>\n", out);
 
 	/* Legend on one line under the title; ~6.6 px per character at 12 px. */
 	double lx = ML;
 	for (size_t s = 0; s < c->n_series; s++) {
-		const struct rp_series *se = &c->series[s];
+		const struct cli_rp_series *se = &c->series[s];
 		fprintf(out,
 			"<line x1=\"%.1f\" y1=\"32\" x2=\"%.1f\" y2=\"32\" stroke=\"%s\" "
 			"stroke-width=\"2.5\"%s/>",
 			lx, lx + 18, se->color, se->dashed ? " stroke-dasharray=\"5 3\"" : "");
 		fprintf(out, "<text x=\"%.1f\" y=\"36\" font-size=\"12\" fill=\"#374151\">",
 			lx + 23);
-		rj_put_xml(out, se->name);
+		cli_rj_put_xml(out, se->name);
 		fputs("</text>\n", out);
 		lx += 23 + 6.6 * (double)strlen(se->name ? se->name : "") + 18;
 	}
@@ -147,12 +147,12 @@ void rp_svg_chart(FILE *out, const struct rp_chart *c)
 		"<text x=\"%.1f\" y=\"%d\" font-size=\"12\" fill=\"#111827\" "
 		"text-anchor=\"middle\">",
 		ML + pw / 2, h - 8);
-	rj_put_xml(out, c->x_label);
+	cli_rj_put_xml(out, c->x_label);
 	fprintf(out,
 		"</text>\n<text x=\"14\" y=\"%.1f\" font-size=\"12\" fill=\"#111827\" "
 		"text-anchor=\"middle\" transform=\"rotate(-90 14 %.1f)\">",
 		MT + ph / 2, MT + ph / 2);
-	rj_put_xml(out, c->y_label);
+	cli_rj_put_xml(out, c->y_label);
 	fputs("</text>\n", out);
 
 	if (points == 0) {
@@ -164,7 +164,7 @@ void rp_svg_chart(FILE *out, const struct rp_chart *c)
 	/* Lines, broken where a value is missing; dots (with tooltips) when few enough to
 	 * tell apart. */
 	for (size_t s = 0; s < c->n_series; s++) {
-		const struct rp_series *se = &c->series[s];
+		const struct cli_rp_series *se = &c->series[s];
 		bool open = false;
 		for (size_t i = 0; i < se->n; i++) {
 			double x = se->x[i], y = se->y[i];
@@ -195,9 +195,9 @@ void rp_svg_chart(FILE *out, const struct rp_chart *c)
 			fmt_value(ys, sizeof(ys), y);
 			fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>",
 				PX(x), PY(y), se->color);
-			rj_put_xml(out, se->name);
+			cli_rj_put_xml(out, se->name);
 			fputs(" at ", out);
-			rj_put_xml(out, c->point_label ? c->point_label : "");
+			cli_rj_put_xml(out, c->point_label ? c->point_label : "");
 			fprintf(out, "%s: %s</title></circle>\n", xs, ys);
 		}
 	}

@@ -35,27 +35,27 @@ static void pad(FILE *out, const char *s, size_t w, bool right, bool last)
 static void print_table(const json_t *stages, FILE *out)
 {
 	size_t n = json_array_size(stages);
-	struct rp_row *rows = calloc(n ? n : 1, sizeof(*rows));
+	struct cli_rp_row *rows = calloc(n ? n : 1, sizeof(*rows));
 	if (!rows) {
 		fputs("(out of memory)\n", out);
 		return;
 	}
 	size_t w[RP__COLS];
 	for (int c = 0; c < RP__COLS; c++)
-		w[c] = width(rp_col_names[c]);
+		w[c] = width(cli_rp_col_names[c]);
 	for (size_t i = 0; i < n; i++) {
-		rp_stage_row(json_array_get(stages, i), &rows[i]);
+		cli_rp_stage_row(json_array_get(stages, i), &rows[i]);
 		for (int c = 0; c < RP__COLS; c++)
 			if (width(rows[i].cell[c]) > w[c])
 				w[c] = width(rows[i].cell[c]);
 	}
 	for (int c = 0; c < RP__COLS; c++) {
-		pad(out, rp_col_names[c], w[c], rp_col_numeric[c], c + 1 == RP__COLS);
+		pad(out, cli_rp_col_names[c], w[c], cli_rp_col_numeric[c], c + 1 == RP__COLS);
 		fputs(c + 1 < RP__COLS ? "  " : "\n", out);
 	}
 	for (size_t i = 0; i < n; i++) {
 		for (int c = 0; c < RP__COLS; c++) {
-			pad(out, rows[i].cell[c], w[c], rp_col_numeric[c], c + 1 == RP__COLS);
+			pad(out, rows[i].cell[c], w[c], cli_rp_col_numeric[c], c + 1 == RP__COLS);
 			fputs(c + 1 < RP__COLS ? "  " : "\n", out);
 		}
 	}
@@ -66,7 +66,7 @@ static void print_verdict(const json_t *doc, FILE *out)
 {
 	const json_t *breaches = cl_results_get(doc, "verdict.breaches");
 	double evaluated = cl_results_num(doc, "verdict.evaluated");
-	const char *word = rp_verdict_word(doc);
+	const char *word = cli_rp_verdict_word(doc);
 	if (strcmp(word, "PASS") == 0)
 		fprintf(out, "verdict: PASS (%.0f SLO checks met)\n", evaluated);
 	else if (strcmp(word, "FAIL") == 0)
@@ -83,8 +83,8 @@ static void print_verdict(const json_t *doc, FILE *out)
 		const char *note = cl_results_str(b, "note", NULL);
 		fprintf(out, "  breach: %s on stage '%s': %s, limit %s%s%s\n",
 			cl_results_str(b, "slo", "?"), cl_results_str(b, "stage", "?"),
-			rp_fmt_slo_value(m, sizeof(m), cl_results_num(b, "measured"), unit),
-			rp_fmt_slo_value(l, sizeof(l), cl_results_num(b, "limit"), unit),
+			cli_rp_fmt_slo_value(m, sizeof(m), cl_results_num(b, "measured"), unit),
+			cli_rp_fmt_slo_value(l, sizeof(l), cl_results_num(b, "limit"), unit),
 			note ? " - " : "", note ? note : "");
 	}
 }
@@ -102,10 +102,11 @@ static void print_estimates(const json_t *doc, FILE *out)
 			cl_results_str(first, "note", "no rate measured"));
 		return;
 	}
-	fprintf(out, "estimates (stage '%s' at %s req/s, %s output tokens per request):\n",
-		cl_results_str(first, "from_stage", "?"),
-		rp_fmt_rate(rps, sizeof(rps), cl_results_num(first, "requests_per_s")),
-		rj_fmt(tpr, sizeof(tpr), cl_results_num(first, "output_tokens_per_request"), 1));
+	fprintf(
+	    out, "estimates (stage '%s' at %s req/s, %s output tokens per request):\n",
+	    cl_results_str(first, "from_stage", "?"),
+	    cli_rp_fmt_rate(rps, sizeof(rps), cl_results_num(first, "requests_per_s")),
+	    cli_rj_fmt(tpr, sizeof(tpr), cl_results_num(first, "output_tokens_per_request"), 1));
 	size_t i;
 	const json_t *e;
 	json_array_foreach(est, i, e)
@@ -113,9 +114,9 @@ static void print_estimates(const json_t *doc, FILE *out)
 		char samples[32], hours[32], tokens[32];
 		const char *note = cl_results_str(e, "note", NULL);
 		fprintf(out, "  %s samples: %s h, %s output tokens%s%s\n",
-			rj_fmt_count(samples, sizeof(samples), cl_results_num(e, "samples")),
-			rj_fmt(hours, sizeof(hours), cl_results_num(e, "hours"), 2),
-			rp_fmt_big(tokens, sizeof(tokens), cl_results_num(e, "output_tokens")),
+			cli_rj_fmt_count(samples, sizeof(samples), cl_results_num(e, "samples")),
+			cli_rj_fmt(hours, sizeof(hours), cl_results_num(e, "hours"), 2),
+			cli_rp_fmt_big(tokens, sizeof(tokens), cl_results_num(e, "output_tokens")),
 			note ? " - " : "", note ? note : "");
 	}
 }
@@ -126,11 +127,12 @@ int cl_report_table(const json_t *doc, FILE *out)
 	fprintf(out, "chatload results: %s (%s, exit %s)\n",
 		cl_results_str(doc, "scenario.name", "-"),
 		json_is_true(json_object_get(doc, "complete")) ? "complete" : "incomplete",
-		rp_exit_text(exit_text, sizeof(exit_text), doc));
+		cli_rp_exit_text(exit_text, sizeof(exit_text), doc));
 	double dur = cl_results_num(doc, "duration_s");
 	char dur_text[32];
 	fprintf(out, "started %s, took %s s, %zu agents\n\n",
-		cl_results_str(doc, "started_at", "-"), rj_fmt(dur_text, sizeof(dur_text), dur, 1),
+		cl_results_str(doc, "started_at", "-"),
+		cli_rj_fmt(dur_text, sizeof(dur_text), dur, 1),
 		json_array_size(json_object_get(doc, "agents")));
 	const json_t *stages = json_object_get(doc, "stages");
 	if (json_array_size(stages))

@@ -72,14 +72,14 @@ static int make_dir(struct cl_results *r, const struct cl_scenario *s, const cha
 		    struct cl_err *err)
 {
 	if (out_dir) {
-		int rc = rj_mkdirs(out_dir, err);
+		int rc = cli_rj_mkdirs(out_dir, err);
 		if (rc != 0)
 			return rc;
 		r->dir = strdup(out_dir);
 		return r->dir ? 0 : cl_err_set(err, CL_ENOMEM, "out of memory");
 	}
 	const char *parent = s->output.dir ? s->output.dir : "results";
-	int rc = rj_mkdirs(parent, err);
+	int rc = cli_rj_mkdirs(parent, err);
 	if (rc != 0)
 		return rc;
 	char name[80], stamp[32], path[4096];
@@ -119,12 +119,12 @@ static json_t *url_json(const char *url)
 	const char *at = scheme ? strchr(scheme + 3, '@') : NULL;
 	const char *slash = scheme ? strchr(scheme + 3, '/') : NULL;
 	if (!at || (slash && at > slash))
-		return rj_str(url);
+		return cli_rj_str(url);
 	struct cl_buf b;
 	cl_buf_init(&b, 0);
 	json_t *v = NULL;
 	if (cl_buf_append(&b, url, (size_t)(scheme + 3 - url)) == 0 && cl_buf_puts(&b, at + 1) == 0)
-		v = rj_str(b.data);
+		v = cli_rj_str(b.data);
 	cl_buf_free(&b);
 	return v;
 }
@@ -145,28 +145,28 @@ static json_t *scenario_json(const struct cl_scenario *s, const char *path)
 	json_t *slos = json_array();
 	for (size_t i = 0; slos && i < s->n_slos; i++) {
 		const struct cl_scn_slo *slo = &s->slos[i];
-		if (rj_append(slos, json_pack("{s:o,s:o,s:f,s:s}", "key", rj_str(slo->key), "stage",
-					      rj_str(slo->stage), "limit",
-					      cl_verdict_to_unit(slo, slo->limit), "unit",
-					      cl_verdict_unit(slo)))) {
+		if (cli_rj_append(slos, json_pack("{s:o,s:o,s:f,s:s}", "key", cli_rj_str(slo->key),
+						  "stage", cli_rj_str(slo->stage), "limit",
+						  cl_verdict_to_unit(slo, slo->limit), "unit",
+						  cl_verdict_unit(slo)))) {
 			json_decref(slos);
 			slos = NULL;
 		}
 	}
 	json_t *samples = json_array();
 	for (size_t i = 0; samples && i < s->estimate.n_samples; i++) {
-		if (rj_append(samples, rj_uint(s->estimate.samples[i]))) {
+		if (cli_rj_append(samples, cli_rj_uint(s->estimate.samples[i]))) {
 			json_decref(samples);
 			samples = NULL;
 		}
 	}
 	json_t *target = json_pack("{s:o,s:b,s:o}", "url", url_json(s->target.url), "simulator",
-				   s->target.simulator, "model", rj_str(s->target.model));
-	return json_pack("{s:o,s:o,s:o,s:o,s:I,s:o,s:o,s:{s:o,s:o}}", "name", rj_str(s->name),
-			 "description", rj_str(s->description), "file",
-			 rj_str(path ? path : s->file), "sha256", sha, "stages_planned",
+				   s->target.simulator, "model", cli_rj_str(s->target.model));
+	return json_pack("{s:o,s:o,s:o,s:o,s:I,s:o,s:o,s:{s:o,s:o}}", "name", cli_rj_str(s->name),
+			 "description", cli_rj_str(s->description), "file",
+			 cli_rj_str(path ? path : s->file), "sha256", sha, "stages_planned",
 			 (json_int_t)s->n_stages, "target", target, "slo", slos, "estimate",
-			 "samples", samples, "from_stage", rj_str(s->estimate.from_stage));
+			 "samples", samples, "from_stage", cli_rj_str(s->estimate.from_stage));
 }
 
 static int copy_scenario(struct cl_results *r, const struct cl_scenario *s)
@@ -214,20 +214,20 @@ static int copy_scenario(struct cl_results *r, const struct cl_scenario *s)
 
 static int fill_json(FILE *f, void *ctx)
 {
-	return rj_dump(ctx, f);
+	return cli_rj_dump(ctx, f);
 }
 
 static int write_json(struct cl_results *r)
 {
 	struct cl_err e = { 0 };
-	int rc = rs_summarise(r);
+	int rc = cli_rs_summarise(r);
 	if (rc != 0) {
 		cl_err_set(&e, rc, "cannot build '%s/%s': %s", r->dir, RESULTS_JSON,
 			   cl_strerror(rc));
 		remember_error(r, &e);
 		return rc;
 	}
-	rc = rj_write_atomic(r->dir, RESULTS_JSON, fill_json, r->doc, &e);
+	rc = cli_rj_write_atomic(r->dir, RESULTS_JSON, fill_json, r->doc, &e);
 	if (rc != 0)
 		remember_error(r, &e);
 	return rc;
@@ -251,7 +251,7 @@ int cl_results_create(const struct cl_scenario *s, const char *scenario_path, in
 
 	json_t *argv_json = json_array();
 	for (int i = 0; argv_json && i < argc; i++) {
-		if (rj_append(argv_json, rj_str(argv[i]))) {
+		if (cli_rj_append(argv_json, cli_rj_str(argv[i]))) {
 			json_decref(argv_json);
 			argv_json = NULL;
 		}
@@ -263,14 +263,14 @@ int cl_results_create(const struct cl_scenario *s, const char *scenario_path, in
 			   "schema", CL_RESULTS_SCHEMA, "chatload_version", CHATLOAD_VERSION,
 			   "scenario", scenario_json(s, scenario_path), "command_line", argv_json,
 			   "started_at", started, "finished_at", "duration_s", "complete", 0,
-			   "exit_code", "output_dir", rj_str(r->dir), "verdict", "pass",
+			   "exit_code", "output_dir", cli_rj_str(r->dir), "verdict", "pass",
 			   "evaluated", 0, "checks", "breaches", "readiness", "warmup", "agents",
 			   "stages", "estimates", "warnings");
 	if (!r->doc) {
 		rc = cl_err_set(err, CL_ENOMEM, "out of memory");
 		goto out;
 	}
-	char *ipath = rj_path(r->dir, INTERVALS_JSONL);
+	char *ipath = cli_rj_path(r->dir, INTERVALS_JSONL);
 	if (!ipath) {
 		rc = cl_err_set(err, CL_ENOMEM, "out of memory");
 		goto out;
@@ -294,14 +294,14 @@ out:
 
 void cl_results_set_readiness(struct cl_results *r, const struct cl_readiness_result *rr)
 {
-	json_t *v = rr ? rs_readiness_json(rr) : json_null();
+	json_t *v = rr ? cli_rs_readiness_json(rr) : json_null();
 	if (!v || json_object_set_new(r->doc, "readiness", v) != 0)
 		CL_WARN("cannot record the readiness result: out of memory");
 }
 
 void cl_results_set_target(struct cl_results *r, const char *url, const char *model, bool simulator)
 {
-	json_t *v = json_pack("{s:o,s:o,s:b}", "url", url_json(url), "model", rj_str(model),
+	json_t *v = json_pack("{s:o,s:o,s:b}", "url", url_json(url), "model", cli_rj_str(model),
 			      "simulator", simulator);
 	if (!v || json_object_set_new(r->doc, "target", v) != 0)
 		CL_WARN("cannot record the target: out of memory");
@@ -309,7 +309,7 @@ void cl_results_set_target(struct cl_results *r, const char *url, const char *mo
 
 void cl_results_set_warmup(struct cl_results *r, const struct cl_metrics *warmup)
 {
-	json_t *v = warmup ? rs_warmup_json(warmup) : json_null();
+	json_t *v = warmup ? cli_rs_warmup_json(warmup) : json_null();
 	if (!v || json_object_set_new(r->doc, "warmup", v) != 0)
 		CL_WARN("cannot record the warmup result: out of memory");
 }
@@ -321,10 +321,10 @@ int cl_results_set_agents(struct cl_results *r, const struct cl_results_agent *a
 		const struct cl_results_agent *a = &agents[i];
 		json_t *o =
 		    json_pack("{s:I,s:o,s:I,s:I,s:I,s:b}", "id", (json_int_t)a->id, "host",
-			      rj_str(a->host), "workers", (json_int_t)a->workers, "clock_offset_us",
-			      (json_int_t)a->clock_offset_us, "start_skew_us",
+			      cli_rj_str(a->host), "workers", (json_int_t)a->workers,
+			      "clock_offset_us", (json_int_t)a->clock_offset_us, "start_skew_us",
 			      (json_int_t)a->start_skew_us, "lost", a->lost);
-		if (rj_append(arr, o)) {
+		if (cli_rj_append(arr, o)) {
 			json_decref(arr);
 			arr = NULL;
 		}
@@ -367,12 +367,12 @@ int cl_results_add_interval(struct cl_results *r, size_t stage, double t_s,
 	if (cl_verdict_cpu_bound(h->cpu_pct, h->cpu_pct_capacity))
 		ss->client.cpu_bound_intervals++;
 
-	json_t *iv = rs_interval_json(t_s, interval_s, interval);
+	json_t *iv = cli_rs_interval_json(t_s, interval_s, interval);
 	if (!iv)
 		return CL_ENOMEM;
 	int rc = 0;
 	/* The checkpoint line: stage first, so `grep` and `jq` find a stage's lines. */
-	json_t *line = json_pack("{s:o,s:I}", "stage", rj_str(ss->name ? ss->name : ""),
+	json_t *line = json_pack("{s:o,s:I}", "stage", cli_rj_str(ss->name ? ss->name : ""),
 				 "stage_index", (json_int_t)stage);
 	if (!line || json_object_update(line, iv) != 0) {
 		rc = CL_ENOMEM;
@@ -419,13 +419,13 @@ static json_t *stage_checks(struct cl_results *r, const char *name, const struct
 		double v = cl_verdict_measure(slo, m, window_s, &has_data);
 		bool pass = cl_verdict_passes(slo, v, has_data);
 		double shown = cl_verdict_to_unit(slo, v);
-		json_t *c =
-		    json_pack("{s:o,s:o,s:f,s:o,s:s,s:b,s:o}", "slo", rj_str(slo->key), "stage",
-			      rj_str(name), "limit", cl_verdict_to_unit(slo, slo->limit),
-			      "measured", has_data ? rj_real(rj_sig(shown, 9)) : json_null(),
-			      "unit", cl_verdict_unit(slo), "pass", pass, "note",
-			      has_data ? json_null() : json_string("no data"));
-		if (rj_append(checks, c)) {
+		json_t *c = json_pack("{s:o,s:o,s:f,s:o,s:s,s:b,s:o}", "slo", cli_rj_str(slo->key),
+				      "stage", cli_rj_str(name), "limit",
+				      cl_verdict_to_unit(slo, slo->limit), "measured",
+				      has_data ? cli_rj_real(cli_rj_sig(shown, 9)) : json_null(),
+				      "unit", cl_verdict_unit(slo), "pass", pass, "note",
+				      has_data ? json_null() : json_string("no data"));
+		if (cli_rj_append(checks, c)) {
 			json_decref(checks);
 			checks = NULL;
 		}
@@ -435,21 +435,19 @@ static json_t *stage_checks(struct cl_results *r, const char *name, const struct
 
 int cl_results_finish_stage(struct cl_results *r, size_t stage, const struct cl_scn_stage *st,
 			    const struct cl_metrics *cumulative, double window_s,
-			    const char *status, const char *reason)
+			    enum cl_stage_status status, const char *reason)
 {
-	static const char *const statuses[] = { "ok", "failed", "degraded", "interrupted" };
-	bool known = false;
-	for (size_t i = 0; status && i < sizeof(statuses) / sizeof(statuses[0]); i++)
-		known = known || strcmp(status, statuses[i]) == 0;
+	bool known = cl_stage_status_name(status) != NULL;
 	if (stage >= r->n_stages || !known || !st || !isfinite(window_s) || window_s < 0)
 		return CL_EINVAL;
 	struct stage_state *ss = &r->stages[stage];
 	if (ss->finished || r->finished)
 		return CL_ESTATE;
-	json_t *o = rs_stage_json(stage, st, cumulative, window_s, status, reason, &ss->client);
+	json_t *o = cli_rs_stage_json(stage, st, cumulative, window_s, status, reason, &ss->client);
 	json_t *checks = stage_checks(r, st->name, cumulative, window_s);
-	if (!o || !checks || rj_set(o, "intervals_stride", json_integer((json_int_t)ss->stride)) ||
-	    rj_set(o, "intervals_total", rj_uint(ss->seen)) ||
+	if (!o || !checks ||
+	    cli_rj_set(o, "intervals_stride", json_integer((json_int_t)ss->stride)) ||
+	    cli_rj_set(o, "intervals_total", cli_rj_uint(ss->seen)) ||
 	    json_object_set(o, "intervals", ss->intervals) != 0) {
 		json_decref(o);
 		json_decref(checks);
@@ -505,20 +503,22 @@ int cl_results_finish(struct cl_results *r, bool complete, int exit_code_hint, i
 	json_t *s;
 	json_array_foreach(json_object_get(r->doc, "stages"), i, s)
 	{
-		stage_failed =
-		    stage_failed || strcmp(cl_results_str(s, "status", ""), "failed") == 0;
+		enum cl_stage_status st;
+		if (cl_stage_status_parse(cl_results_str(s, "status", NULL), &st) == 0 &&
+		    st == CL_STAGE_FAILED)
+			stage_failed = true;
 	}
-	if (rj_set(r->doc, "finished_at", json_string(finished)) ||
-	    rj_set(r->doc, "duration_s",
-		   json_real(rj_round((now - r->started_wall_us) / 1e6, 3))) ||
-	    rj_set(r->doc, "complete", json_boolean(complete)))
+	if (cli_rj_set(r->doc, "finished_at", json_string(finished)) ||
+	    cli_rj_set(r->doc, "duration_s",
+		       json_real(cli_rj_round((now - r->started_wall_us) / 1e6, 3))) ||
+	    cli_rj_set(r->doc, "complete", json_boolean(complete)))
 		return CL_ENOMEM;
 	/* The verdict decides the code, so summarise before choosing it. */
-	int rc = rs_summarise(r);
+	int rc = cli_rs_summarise(r);
 	if (rc != 0)
 		return rc;
 	int code = cl_verdict_exit_code(exit_code_hint, complete, stage_failed, r->breaches);
-	if (rj_set(r->doc, "exit_code", json_integer(code)))
+	if (cli_rj_set(r->doc, "exit_code", json_integer(code)))
 		return CL_ENOMEM;
 	int first = write_json(r);
 	static const struct {
@@ -533,7 +533,7 @@ int cl_results_finish(struct cl_results *r, bool complete, int exit_code_hint, i
 			continue;
 		struct render_ctx ctx = { r->doc, files[k].fmt };
 		struct cl_err e = { 0 };
-		int wrc = rj_write_atomic(r->dir, files[k].name, fill_report, &ctx, &e);
+		int wrc = cli_rj_write_atomic(r->dir, files[k].name, fill_report, &ctx, &e);
 		if (wrc != 0) {
 			remember_error(r, &e);
 			if (first == 0)

@@ -24,7 +24,7 @@
  *   for each stage i:
  *       every report interval: cl_results_add_interval(r, i, t_s, &delta, interval_s);
  *       at its end:            cl_results_finish_stage(r, i, &s->stages[i], &cumulative,
- *                                                      window_s, "ok", NULL);
+ *                                                      window_s, CL_STAGE_OK, NULL);
  *       if (s->slo_abort_on_breach && cl_results_breach_count(r) > 0) stop;
  *   cl_results_finish(r, complete, hint, &code);       // verdict, estimates, every format
  *   cl_report_render(cl_results_doc(r), CL_REPORT_TABLE, stdout);  // report.h
@@ -104,10 +104,26 @@ int cl_results_set_agents(struct cl_results *r, const struct cl_results_agent *a
 int cl_results_add_interval(struct cl_results *r, size_t stage, double t_s,
 			    const struct cl_metrics *interval, double interval_s);
 
+/* How a stage ended.  results.json spells it with cl_stage_status_name; a stage that is
+ * not CL_STAGE_OK carries a reason. */
+enum cl_stage_status {
+	CL_STAGE_OK,          /* every participating agent finished its share */
+	CL_STAGE_FAILED,      /* an agent was lost or failed, or the stage overran its bound */
+	CL_STAGE_DEGRADED,    /* an agent was lost and agents.on_loss let the others go on */
+	CL_STAGE_INTERRUPTED, /* a signal stopped the run during the stage */
+	CL_STAGE_N_STATUS
+};
+
+/* "ok", "failed", "degraded", "interrupted"; NULL for a value outside the enum. */
+const char *cl_stage_status_name(enum cl_stage_status s);
+/* The inverse, for documents read back: 0, or CL_EINVAL (and *out untouched) when name is
+ * NULL or not a status this version writes. */
+int cl_stage_status_parse(const char *name, enum cl_stage_status *out);
+
 /*
  * Stage `stage` ended: st is its scenario entry, cumulative the stage's merged metrics,
- * window_s the measured window in seconds (the throughput denominator), status one of
- * "ok", "failed", "degraded", "interrupted" with an optional reason (copied).  Builds the
+ * window_s the measured window in seconds (the throughput denominator), status how it
+ * ended with an optional reason (copied).  Builds the
  * stage's summary (counts, throughput, latency percentiles, client health, stored
  * histograms), evaluates the SLOs that apply to it, and rewrites results.json atomically.
  * CL_EINVAL (bad index or status, window_s < 0), CL_ESTATE (stage already finished),
@@ -115,7 +131,7 @@ int cl_results_add_interval(struct cl_results *r, size_t stage, double t_s,
  */
 int cl_results_finish_stage(struct cl_results *r, size_t stage, const struct cl_scn_stage *st,
 			    const struct cl_metrics *cumulative, double window_s,
-			    const char *status, const char *reason);
+			    enum cl_stage_status status, const char *reason);
 
 /* SLO breaches found so far (for slo.abort_on_breach).  0 when none. */
 size_t cl_results_breach_count(const struct cl_results *r);

@@ -16,11 +16,11 @@ json_t *cl_results_hist_to_json(const struct cl_hist *h)
 		goto fail;
 	uint64_t total = cl_hist_count(h);
 	/* cfg and sum have no accessor; the struct exposes them read-only for embedding. */
-	if (rj_set(o, "lowest", json_integer(h->cfg.lowest)) ||
-	    rj_set(o, "highest", json_integer(h->cfg.highest)) ||
-	    rj_set(o, "sigfigs", json_integer(h->cfg.sigfigs)) ||
-	    rj_set(o, "total", rj_uint(total)) ||
-	    rj_set(o, "overflow", rj_uint(cl_hist_overflow(h))))
+	if (cli_rj_set(o, "lowest", json_integer(h->cfg.lowest)) ||
+	    cli_rj_set(o, "highest", json_integer(h->cfg.highest)) ||
+	    cli_rj_set(o, "sigfigs", json_integer(h->cfg.sigfigs)) ||
+	    cli_rj_set(o, "total", cli_rj_uint(total)) ||
+	    cli_rj_set(o, "overflow", cli_rj_uint(cl_hist_overflow(h))))
 		goto fail;
 	/* Every recorded value is an integer, so the sum is one: stored as an integer it
 	 * survives the file exactly (a double would be printed with rounding). */
@@ -29,14 +29,14 @@ json_t *cl_results_hist_to_json(const struct cl_hist *h)
 	json_t *sum = total ? (fabs(h->sum) < 9.0e18 ? json_integer((json_int_t)llround(h->sum))
 						     : json_real(h->sum))
 			    : json_null();
-	if (rj_set(o, "min", min) || rj_set(o, "max", max) || rj_set(o, "sum", sum))
+	if (cli_rj_set(o, "min", min) || cli_rj_set(o, "max", max) || cli_rj_set(o, "sum", sum))
 		goto fail;
 	int32_t state = 0, index;
 	int64_t value;
 	uint64_t count;
 	while (cl_hist_next_bucket(h, &state, &index, &value, &count)) {
-		json_t *pair = json_pack("[Io]", (json_int_t)value, rj_uint(count));
-		if (rj_append(b, pair))
+		json_t *pair = json_pack("[Io]", (json_int_t)value, cli_rj_uint(count));
+		if (cli_rj_append(b, pair))
 			goto fail;
 	}
 	if (json_object_set_new(o, "buckets", b) != 0) {

@@ -1,7 +1,10 @@
 /* Helpers shared by the results_*.c, report_*.c and compare.c files; not an interface for
- * other modules (results.h, report.h and compare.h are). */
+ * other modules (results.h, report.h and compare.h are), hence the internal prefix cli_
+ * (cli_rj_: JSON and files, cli_rs_: building the document, cli_rp_: rendering). */
 #ifndef CHATLOAD_RESULTS_INTERNAL_H
 #define CHATLOAD_RESULTS_INTERNAL_H
+
+#include "results.h"
 
 #include "chatload/err.h"
 
@@ -17,60 +20,60 @@
 
 /* Writes j as results.json is written: indented, but with each histogram's buckets, each
  * interval, each latency summary and every short value on one line.  0, CL_EIO, CL_ENOMEM. */
-int rj_dump(const json_t *j, FILE *f);
+int cli_rj_dump(const json_t *j, FILE *f);
 
 /* A JSON string from C text that may not be valid UTF-8 (error bodies, host names): bad
  * bytes become U+FFFD.  NULL text gives JSON null.  NULL only when out of memory. */
-json_t *rj_str(const char *s);
-json_t *rj_strn(const char *s, size_t len);
+json_t *cli_rj_str(const char *s);
+json_t *cli_rj_strn(const char *s, size_t len);
 /* A JSON number, or null when x is not finite (jansson refuses NaN and infinities). */
-json_t *rj_real(double x);
+json_t *cli_rj_real(double x);
 /* An unsigned count as a JSON integer (clamped to INT64_MAX). */
-json_t *rj_uint(uint64_t v);
+json_t *cli_rj_uint(uint64_t v);
 /* Sets key in obj to v, taking ownership of v (NULL v is an allocation failure: returns
  * CL_ENOMEM).  Returns 0 or CL_ENOMEM. */
-int rj_set(json_t *obj, const char *key, json_t *v);
+int cli_rj_set(json_t *obj, const char *key, json_t *v);
 /* Appends v (owned) to arr.  0 or CL_ENOMEM. */
-int rj_append(json_t *arr, json_t *v);
+int cli_rj_append(json_t *arr, json_t *v);
 
 /* Rounds x to `digits` significant digits (values stay readable in the files); non-finite
  * values pass through. */
-double rj_sig(double x, int digits);
+double cli_rj_sig(double x, int digits);
 /* Rounds x to `decimals` decimal places. */
-double rj_round(double x, int decimals);
+double cli_rj_round(double x, int decimals);
 
 /* Writes dir/name atomically: a temporary file in dir, fill(), fflush, fsync, rename, and
  * an fsync of the directory.  fill returns 0 or a negative code.  On failure the temporary
  * file is removed and err says which file and why. */
-int rj_write_atomic(const char *dir, const char *name, int (*fill)(FILE *f, void *ctx), void *ctx,
-		    struct cl_err *err);
+int cli_rj_write_atomic(const char *dir, const char *name, int (*fill)(FILE *f, void *ctx),
+			void *ctx, struct cl_err *err);
 
 /* mkdir -p with mode 0755.  0, or CL_EIO with err naming the directory. */
-int rj_mkdirs(const char *path, struct cl_err *err);
+int cli_rj_mkdirs(const char *path, struct cl_err *err);
 
 /* dir + "/" + name, malloc'd; NULL when out of memory. */
-char *rj_path(const char *dir, const char *name);
+char *cli_rj_path(const char *dir, const char *name);
 
 /* Output helpers for the renderers: escape text for XML / HTML, Markdown table cells
  * and CSV fields. */
-void rj_put_xml(FILE *f, const char *s);
-void rj_put_md(FILE *f, const char *s);
-void rj_put_csv(FILE *f, const char *s);
+void cli_rj_put_xml(FILE *f, const char *s);
+void cli_rj_put_md(FILE *f, const char *s);
+void cli_rj_put_csv(FILE *f, const char *s);
 
 /* Formats x with `decimals` places into buf, or "-" when x is NaN.  Returns buf. */
-char *rj_fmt(char *buf, size_t n, double x, int decimals);
+char *cli_rj_fmt(char *buf, size_t n, double x, int decimals);
 /* Formats a count (JSON integer or real) or "-". */
-char *rj_fmt_count(char *buf, size_t n, double x);
+char *cli_rj_fmt_count(char *buf, size_t n, double x);
 
 /* The latency metrics stored per stage under latency_ms, in document order. */
-extern const char *const rj_lat_keys[];
-extern const size_t rj_n_lat_keys;
+extern const char *const cli_rj_lat_keys[];
+extern const size_t cli_rj_n_lat_keys;
 /* The error classes stored under requests.errors, in document order. */
-extern const char *const rj_err_keys[];
-extern const size_t rj_n_err_keys;
+extern const char *const cli_rj_err_keys[];
+extern const size_t cli_rj_n_err_keys;
 
 /* The load level of a stage as people read it: "c=8", "20/s", "20/s (max 64)". */
-char *rj_stage_load(const json_t *stage, char *buf, size_t n);
+char *cli_rj_stage_load(const json_t *stage, char *buf, size_t n);
 
 /* -- building the document (results_stage.c) -- */
 struct cl_metrics;
@@ -78,7 +81,7 @@ struct cl_scn_stage;
 struct cl_readiness_result;
 
 /* What results.c accumulates from a stage's intervals for its client-health verdict. */
-struct rs_client {
+struct cli_rs_client {
 	double cpu_max_pct;
 	double cpu_capacity_pct;
 	uint32_t cpu_bound_intervals;
@@ -86,14 +89,14 @@ struct rs_client {
 
 /* The stage object of the document, without intervals (results.c adds them).  NULL when
  * out of memory. */
-json_t *rs_stage_json(size_t index, const struct cl_scn_stage *st, const struct cl_metrics *m,
-		      double window_s, const char *status, const char *reason,
-		      const struct rs_client *client);
+json_t *cli_rs_stage_json(size_t index, const struct cl_scn_stage *st, const struct cl_metrics *m,
+			  double window_s, enum cl_stage_status status, const char *reason,
+			  const struct cli_rs_client *client);
 /* One interval's summary (rates over interval_s).  NULL when out of memory. */
-json_t *rs_interval_json(double t_s, double interval_s, const struct cl_metrics *m);
+json_t *cli_rs_interval_json(double t_s, double interval_s, const struct cl_metrics *m);
 /* The warmup and readiness objects. */
-json_t *rs_warmup_json(const struct cl_metrics *m);
-json_t *rs_readiness_json(const struct cl_readiness_result *rr);
+json_t *cli_rs_warmup_json(const struct cl_metrics *m);
+json_t *cli_rs_readiness_json(const struct cl_readiness_result *rr);
 
 /* -- shared by the renderers (report_common.c) -- */
 
@@ -114,29 +117,29 @@ enum {
 	RP__COLS
 };
 #define RP_CELL_MAX 96
-struct rp_row {
+struct cli_rp_row {
 	char cell[RP__COLS][RP_CELL_MAX];
 };
 /* Column headings (with units) and whether a column holds numbers (right-aligned). */
-extern const char *const rp_col_names[RP__COLS];
-extern const bool rp_col_numeric[RP__COLS];
+extern const char *const cli_rp_col_names[RP__COLS];
+extern const bool cli_rp_col_numeric[RP__COLS];
 /* Fills row from a stage object of the document. */
-void rp_stage_row(const json_t *stage, struct rp_row *row);
+void cli_rp_stage_row(const json_t *stage, struct cli_rp_row *row);
 
 /* Milliseconds and rates with precision that suits their size; "-" for NaN. */
-char *rp_fmt_ms(char *buf, size_t n, double ms);
-char *rp_fmt_rate(char *buf, size_t n, double v);
+char *cli_rp_fmt_ms(char *buf, size_t n, double ms);
+char *cli_rp_fmt_rate(char *buf, size_t n, double v);
 /* A check's measured value and limit in its unit ("2345.0 ms", "1.20%", "12.5/s"). */
-char *rp_fmt_slo_value(char *buf, size_t n, double v, const char *unit);
+char *cli_rp_fmt_slo_value(char *buf, size_t n, double v, const char *unit);
 /* Large counts as people read them: 51200000 -> "51.2M". */
-char *rp_fmt_big(char *buf, size_t n, double v);
+char *cli_rp_fmt_big(char *buf, size_t n, double v);
 /* The verdict in one word: "PASS", "FAIL" or "NO SLO" (no checks). */
-const char *rp_verdict_word(const json_t *doc);
+const char *cli_rp_verdict_word(const json_t *doc);
 /* "complete" / "incomplete", and the exit code with its meaning ("99 (SLO breached)"). */
-char *rp_exit_text(char *buf, size_t n, const json_t *doc);
+char *cli_rp_exit_text(char *buf, size_t n, const json_t *doc);
 
 /* -- SVG line charts for report.html (report_svg.c) -- */
-struct rp_series {
+struct cli_rp_series {
 	const char *name;
 	const char *color;
 	const double *x;
@@ -144,19 +147,19 @@ struct rp_series {
 	size_t n;
 	bool dashed;
 };
-struct rp_chart {
+struct cli_rp_chart {
 	const char *title;
 	const char *x_label;     /* with unit, e.g. "concurrency (streams)" */
 	const char *y_label;     /* with unit, e.g. "output tokens/s" */
 	const char *point_label; /* tooltip prefix for x values ("c=", "t=") */
-	const struct rp_series *series;
+	const struct cli_rp_series *series;
 	size_t n_series;
 	int width, height;
 	bool integer_y; /* counts: tick steps of at least 1 */
 };
 /* Writes one self-contained <svg> element (axes from 0, ticks, grid, legend, points with
  * <title> tooltips) to out. */
-void rp_svg_chart(FILE *out, const struct rp_chart *c);
+void cli_rp_svg_chart(FILE *out, const struct cli_rp_chart *c);
 
 /* -- the results object, shared by results.c and results_summary.c -- */
 struct stage_state {
@@ -165,7 +168,7 @@ struct stage_state {
 	json_t *intervals; /* kept summaries (every stride-th) */
 	uint64_t stride;
 	uint64_t seen;
-	struct rs_client client;
+	struct cli_rs_client client;
 	json_t *checks; /* this stage's SLO checks, once finished */
 };
 
@@ -189,6 +192,6 @@ struct cl_results {
 
 /* Rebuilds verdict, estimates and warnings from the finished stages, and counts breaches.
  * 0 or CL_ENOMEM. */
-int rs_summarise(struct cl_results *r);
+int cli_rs_summarise(struct cl_results *r);
 
 #endif

@@ -40,6 +40,17 @@ const char *cl_results_str(const json_t *o, const char *path, const char *def)
 	return json_is_string(v) ? json_string_value(v) : def;
 }
 
+int cl_stage_status_parse(const char *name, enum cl_stage_status *out)
+{
+	for (int s = 0; name && s < CL_STAGE_N_STATUS; s++) {
+		if (strcmp(name, cl_stage_status_name((enum cl_stage_status)s)) == 0) {
+			*out = (enum cl_stage_status)s;
+			return 0;
+		}
+	}
+	return CL_EINVAL;
+}
+
 enum want { W_OBJ, W_ARR, W_STR, W_STR_NULL, W_BOOL, W_INT, W_INT_NULL, W_NUM_NULL };
 
 static const char *want_text(enum want w)
@@ -179,12 +190,12 @@ int cl_results_check(const json_t *doc, struct cl_err *err)
 				  prefix, err);
 		if (rc != 0)
 			return rc;
-		for (size_t k = 0; k < rj_n_lat_keys; k++) {
+		for (size_t k = 0; k < cli_rj_n_lat_keys; k++) {
 			const json_t *l =
-			    json_object_get(json_object_get(s, "latency_ms"), rj_lat_keys[k]);
+			    json_object_get(json_object_get(s, "latency_ms"), cli_rj_lat_keys[k]);
 			if (!json_is_object(l))
 				return cl_err_set(err, CL_EPARSE, "%slatency_ms.%s: %s", prefix,
-						  rj_lat_keys[k],
+						  cli_rj_lat_keys[k],
 						  l ? "expected an object" : "missing");
 			for (size_t q = 0; q < sizeof(summary_keys) / sizeof(summary_keys[0]);
 			     q++) {
@@ -192,7 +203,8 @@ int cl_results_check(const json_t *doc, struct cl_err *err)
 				if (!is(v, W_NUM_NULL))
 					return cl_err_set(err, CL_EPARSE,
 							  "%slatency_ms.%s.%s: %s a number or null",
-							  prefix, rj_lat_keys[k], summary_keys[q],
+							  prefix, cli_rj_lat_keys[k],
+							  summary_keys[q],
 							  v ? "expected" : "missing, expected");
 			}
 		}
@@ -210,7 +222,7 @@ int cl_results_load(const char *path, json_t **out, struct cl_err *err)
 	cl_buf_init(&b, CL_RESULTS_MAX_FILE_BYTES);
 	struct stat st;
 	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-		joined = rj_path(path, "results.json");
+		joined = cli_rj_path(path, "results.json");
 		if (!joined)
 			return cl_err_set(err, CL_ENOMEM, "out of memory");
 		path = joined;

@@ -9,6 +9,22 @@
 #include <math.h>
 #include <string.h>
 
+const char *cl_stage_status_name(enum cl_stage_status s)
+{
+	switch (s) {
+	case CL_STAGE_OK:
+		return "ok";
+	case CL_STAGE_FAILED:
+		return "failed";
+	case CL_STAGE_DEGRADED:
+		return "degraded";
+	case CL_STAGE_INTERRUPTED:
+		return "interrupted";
+	default:
+		return NULL;
+	}
+}
+
 /* Latency summary in milliseconds; every statistic null when the histogram is empty. */
 static json_t *lat_summary(const struct cl_hist *h)
 {
@@ -19,8 +35,8 @@ static json_t *lat_summary(const struct cl_hist *h)
 	/* Percentiles are bucket values in whole microseconds, so value/1000 is exact to the
 	 * printed precision; the mean is rounded to the microsecond. */
 	return json_pack(
-	    "{s:o,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "count", rj_uint(n), "mean",
-	    rj_round(cl_hist_mean(h) / 1000.0, 3), "min", cl_hist_min(h) / 1000.0, "p50",
+	    "{s:o,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "count", cli_rj_uint(n), "mean",
+	    cli_rj_round(cl_hist_mean(h) / 1000.0, 3), "min", cl_hist_min(h) / 1000.0, "p50",
 	    cl_hist_percentile(h, 50) / 1000.0, "p90", cl_hist_percentile(h, 90) / 1000.0, "p95",
 	    cl_hist_percentile(h, 95) / 1000.0, "p99", cl_hist_percentile(h, 99) / 1000.0, "p999",
 	    cl_hist_percentile(h, 99.9) / 1000.0, "max", cl_hist_max(h) / 1000.0);
@@ -33,10 +49,10 @@ static json_t *cnt_summary(const struct cl_hist *h, double div)
 	if (n == 0)
 		return json_pack("{s:i,s:n,s:n,s:n,s:n,s:n}", "count", 0, "mean", "p50", "p90",
 				 "p99", "max");
-	return json_pack("{s:o,s:f,s:f,s:f,s:f,s:f}", "count", rj_uint(n), "mean",
-			 rj_sig(cl_hist_mean(h) / div, 6), "p50", cl_hist_percentile(h, 50) / div,
-			 "p90", cl_hist_percentile(h, 90) / div, "p99",
-			 cl_hist_percentile(h, 99) / div, "max", cl_hist_max(h) / div);
+	return json_pack("{s:o,s:f,s:f,s:f,s:f,s:f}", "count", cli_rj_uint(n), "mean",
+			 cli_rj_sig(cl_hist_mean(h) / div, 6), "p50",
+			 cl_hist_percentile(h, 50) / div, "p90", cl_hist_percentile(h, 90) / div,
+			 "p99", cl_hist_percentile(h, 99) / div, "max", cl_hist_max(h) / div);
 }
 
 /* A percentile in ms, or null when the histogram is empty. */
@@ -47,7 +63,7 @@ static json_t *pct_ms(const struct cl_hist *h, double p)
 
 static json_t *rate(uint64_t n, double seconds)
 {
-	return seconds > 0 ? json_real(rj_sig((double)n / seconds, 6)) : json_null();
+	return seconds > 0 ? json_real(cli_rj_sig((double)n / seconds, 6)) : json_null();
 }
 
 static const char *token_source(const struct cl_metrics *m)
@@ -68,27 +84,29 @@ static json_t *requests_json(const struct cl_metrics *m)
 	json_t *o = NULL;
 	if (!errors || !samples)
 		goto fail;
-	for (size_t i = 0; i < rj_n_err_keys; i++) {
-		if (rj_set(errors, rj_err_keys[i], rj_uint(m->ctr[CL_CTR_FIRST_ERROR + i])))
+	for (size_t i = 0; i < cli_rj_n_err_keys; i++) {
+		if (cli_rj_set(errors, cli_rj_err_keys[i],
+			       cli_rj_uint(m->ctr[CL_CTR_FIRST_ERROR + i])))
 			goto fail;
 	}
 	uint32_t ns = m->n_err_samples < CL_ERR_SAMPLES_MAX ? m->n_err_samples : CL_ERR_SAMPLES_MAX;
 	for (uint32_t i = 0; i < ns; i++) {
 		const struct cl_err_sample *es = &m->err_samples[i];
 		int k = es->ctr - CL_CTR_FIRST_ERROR;
-		const char *cls = k >= 0 && (size_t)k < rj_n_err_keys ? rj_err_keys[k] : "other";
-		json_t *body = rj_strn(es->body, strnlen(es->body, sizeof(es->body)));
+		const char *cls =
+		    k >= 0 && (size_t)k < cli_rj_n_err_keys ? cli_rj_err_keys[k] : "other";
+		json_t *body = cli_rj_strn(es->body, strnlen(es->body, sizeof(es->body)));
 		json_t *s = json_pack("{s:s,s:i,s:o}", "class", cls, "http_status",
 				      (int)es->http_status, "body", body);
-		if (rj_append(samples, s))
+		if (cli_rj_append(samples, s))
 			goto fail;
 	}
-	o = json_pack("{s:o,s:o,s:o,s:o,s:o,s:f,s:o,s:o}", "started",
-		      rj_uint(m->ctr[CL_CTR_STARTED]), "completed",
-		      rj_uint(m->ctr[CL_CTR_COMPLETED]), "cut", rj_uint(m->ctr[CL_CTR_CUT]), "good",
-		      rj_uint(m->ctr[CL_CTR_GOOD]), "errors_total", rj_uint(cl_verdict_errors(m)),
-		      "error_rate", rj_sig(cl_verdict_error_rate(m), 6), "errors", errors,
-		      "error_samples", samples);
+	o = json_pack(
+	    "{s:o,s:o,s:o,s:o,s:o,s:f,s:o,s:o}", "started", cli_rj_uint(m->ctr[CL_CTR_STARTED]),
+	    "completed", cli_rj_uint(m->ctr[CL_CTR_COMPLETED]), "cut",
+	    cli_rj_uint(m->ctr[CL_CTR_CUT]), "good", cli_rj_uint(m->ctr[CL_CTR_GOOD]),
+	    "errors_total", cli_rj_uint(cl_verdict_errors(m)), "error_rate",
+	    cli_rj_sig(cl_verdict_error_rate(m), 6), "errors", errors, "error_samples", samples);
 	return o;
 fail:
 	json_decref(errors);
@@ -98,16 +116,17 @@ fail:
 
 static json_t *tokens_json(const struct cl_metrics *m)
 {
-	return json_pack(
-	    "{s:o,s:o,s:o,s:o,s:o,s:s,s:o,s:o,s:o,s:o,s:o}", "prompt",
-	    rj_uint(m->ctr[CL_CTR_PROMPT_TOKENS]), "output", rj_uint(m->ctr[CL_CTR_OUTPUT_TOKENS]),
-	    "reasoning", rj_uint(m->ctr[CL_CTR_REASONING_TOKENS]), "chunks",
-	    rj_uint(m->ctr[CL_CTR_CHUNKS]), "bytes", rj_uint(m->ctr[CL_CTR_BYTES]), "source",
-	    token_source(m), "usage_from_server", rj_uint(m->ctr[CL_CTR_USAGE_FROM_SERVER]),
-	    "usage_from_chunks", rj_uint(m->ctr[CL_CTR_USAGE_FROM_CHUNKS]), "output_per_request",
-	    cnt_summary(&m->cnt[CL_CNT_OUTPUT_TOKENS], 1), "prompt_per_request",
-	    cnt_summary(&m->cnt[CL_CNT_PROMPT_TOKENS], 1), "reasoning_per_request",
-	    cnt_summary(&m->cnt[CL_CNT_REASONING_TOKENS], 1));
+	return json_pack("{s:o,s:o,s:o,s:o,s:o,s:s,s:o,s:o,s:o,s:o,s:o}", "prompt",
+			 cli_rj_uint(m->ctr[CL_CTR_PROMPT_TOKENS]), "output",
+			 cli_rj_uint(m->ctr[CL_CTR_OUTPUT_TOKENS]), "reasoning",
+			 cli_rj_uint(m->ctr[CL_CTR_REASONING_TOKENS]), "chunks",
+			 cli_rj_uint(m->ctr[CL_CTR_CHUNKS]), "bytes",
+			 cli_rj_uint(m->ctr[CL_CTR_BYTES]), "source", token_source(m),
+			 "usage_from_server", cli_rj_uint(m->ctr[CL_CTR_USAGE_FROM_SERVER]),
+			 "usage_from_chunks", cli_rj_uint(m->ctr[CL_CTR_USAGE_FROM_CHUNKS]),
+			 "output_per_request", cnt_summary(&m->cnt[CL_CNT_OUTPUT_TOKENS], 1),
+			 "prompt_per_request", cnt_summary(&m->cnt[CL_CNT_PROMPT_TOKENS], 1),
+			 "reasoning_per_request", cnt_summary(&m->cnt[CL_CNT_REASONING_TOKENS], 1));
 }
 
 static json_t *throughput_json(const struct cl_metrics *m, double window_s)
@@ -132,10 +151,10 @@ static json_t *latency_json(const struct cl_metrics *m)
 {
 	static const int lat[] = { CL_LAT_QUEUE, CL_LAT_TTFB, CL_LAT_TTFT, CL_LAT_TTFC,
 				   CL_LAT_ITL,   CL_LAT_TPOT, CL_LAT_E2E,  CL_LAT_E2E_SCHED };
-	_Static_assert(sizeof(lat) / sizeof(lat[0]) == 8, "one per rj_lat_keys entry");
+	_Static_assert(sizeof(lat) / sizeof(lat[0]) == 8, "one per cli_rj_lat_keys entry");
 	json_t *o = json_object();
-	for (size_t i = 0; o && i < rj_n_lat_keys; i++) {
-		if (rj_set(o, rj_lat_keys[i], lat_summary(&m->lat[lat[i]]))) {
+	for (size_t i = 0; o && i < cli_rj_n_lat_keys; i++) {
+		if (cli_rj_set(o, cli_rj_lat_keys[i], lat_summary(&m->lat[lat[i]]))) {
 			json_decref(o);
 			return NULL;
 		}
@@ -144,7 +163,7 @@ static json_t *latency_json(const struct cl_metrics *m)
 }
 
 static json_t *client_json(const struct cl_metrics *m, const struct cl_scn_stage *st,
-			   const struct rs_client *c)
+			   const struct cli_rs_client *c)
 {
 	const struct cl_hist *q = &m->lat[CL_LAT_QUEUE], *loop = &m->lat[CL_LAT_LOOP_LAG];
 	struct cl_client_obs obs = {
@@ -167,15 +186,15 @@ static json_t *client_json(const struct cl_metrics *m, const struct cl_scn_stage
 	json_t *reasons = json_array();
 	if (!reasons)
 		return NULL;
-	if ((why & CL_CLIENT_CPU) && rj_append(reasons, json_string("cpu")))
+	if ((why & CL_CLIENT_CPU) && cli_rj_append(reasons, json_string("cpu")))
 		goto fail;
-	if ((why & CL_CLIENT_DISPATCH_LAG) && rj_append(reasons, json_string("dispatch_lag")))
+	if ((why & CL_CLIENT_DISPATCH_LAG) && cli_rj_append(reasons, json_string("dispatch_lag")))
 		goto fail;
-	if ((why & CL_CLIENT_LOOP_LAG) && rj_append(reasons, json_string("loop_lag")))
+	if ((why & CL_CLIENT_LOOP_LAG) && cli_rj_append(reasons, json_string("loop_lag")))
 		goto fail;
 	return json_pack("{s:b,s:o,s:o,s:o,s:i,s:o,s:o,s:o}", "client_bound", why != 0, "reasons",
-			 reasons, "cpu_max_pct", rj_real(rj_round(obs.cpu_max_pct, 1)),
-			 "cpu_capacity_pct", rj_real(rj_round(obs.cpu_capacity_pct, 1)),
+			 reasons, "cpu_max_pct", cli_rj_real(cli_rj_round(obs.cpu_max_pct, 1)),
+			 "cpu_capacity_pct", cli_rj_real(cli_rj_round(obs.cpu_capacity_pct, 1)),
 			 "cpu_bound_intervals", (int)obs.cpu_bound_intervals, "loop_lag_p99_ms",
 			 pct_ms(loop, 99), "dispatch_lag_p99_ms", pct_ms(q, 99), "rss_max_bytes",
 			 json_integer(m->health.rss_bytes));
@@ -193,12 +212,12 @@ static json_t *histograms_json(const struct cl_metrics *m)
 	 * percentile; empty ones are left out. */
 	for (int i = 0; i < CL_LAT__COUNT; i++) {
 		if (cl_hist_count(&m->lat[i]) &&
-		    rj_set(lat, cl_lat_name(i), cl_results_hist_to_json(&m->lat[i])))
+		    cli_rj_set(lat, cl_lat_name(i), cl_results_hist_to_json(&m->lat[i])))
 			goto fail;
 	}
 	for (int i = 0; i < CL_CNT__COUNT; i++) {
 		if (cl_hist_count(&m->cnt[i]) &&
-		    rj_set(cnt, cl_cnt_name(i), cl_results_hist_to_json(&m->cnt[i])))
+		    cli_rj_set(cnt, cl_cnt_name(i), cl_results_hist_to_json(&m->cnt[i])))
 			goto fail;
 	}
 	return json_pack("{s:o,s:o}", "lat", lat, "cnt", cnt);
@@ -208,9 +227,9 @@ fail:
 	return NULL;
 }
 
-json_t *rs_stage_json(size_t index, const struct cl_scn_stage *st, const struct cl_metrics *m,
-		      double window_s, const char *status, const char *reason,
-		      const struct rs_client *client)
+json_t *cli_rs_stage_json(size_t index, const struct cl_scn_stage *st, const struct cl_metrics *m,
+			  double window_s, enum cl_stage_status status, const char *reason,
+			  const struct cli_rs_client *client)
 {
 	bool rate_mode = st->mode == CL_MODE_RATE;
 	static const char *const arrivals[] = { "constant", "poisson", "gamma" };
@@ -220,51 +239,53 @@ json_t *rs_stage_json(size_t index, const struct cl_scn_stage *st, const struct 
 	json_t *planned =
 	    json_pack("{s:o,s:o,s:o}", "duration_s",
 		      st->duration_us > 0 ? json_real(st->duration_us / 1e6) : json_null(),
-		      "requests", st->requests ? rj_uint(st->requests) : json_null(), "ramp_s",
+		      "requests", st->requests ? cli_rj_uint(st->requests) : json_null(), "ramp_s",
 		      json_real(st->ramp_us / 1e6));
 	json_t *conc =
 	    (!rate_mode || st->concurrency > 0) ? json_integer(st->concurrency) : json_null();
-	json_t *o = json_pack(
-	    "{s:I,s:o,s:s,s:o,s:s,s:o,s:o,s:s,s:o,s:f,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "index",
-	    (json_int_t)index, "name", rj_str(st->name ? st->name : ""), "status", status, "reason",
-	    rj_str(reason), "mode", rate_mode ? "rate" : "concurrency", "concurrency", conc, "rate",
-	    rate_mode ? rj_real(st->rate_per_s) : json_null(), "arrival", arrival, "planned",
-	    planned, "duration_s", rj_round(window_s, 6), "requests", requests_json(m), "tokens",
-	    tokens_json(m), "throughput", throughput_json(m, window_s), "latency_ms",
-	    latency_json(m), "tokens_per_chunk",
-	    cnt_summary(&m->cnt[CL_CNT_TOKENS_PER_CHUNK], 1000.0), "client",
-	    client_json(m, st, client), "histograms", histograms_json(m));
+	json_t *o =
+	    json_pack("{s:I,s:o,s:s,s:o,s:s,s:o,s:o,s:s,s:o,s:f,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+		      "index", (json_int_t)index, "name", cli_rj_str(st->name ? st->name : ""),
+		      "status", cl_stage_status_name(status), "reason", cli_rj_str(reason), "mode",
+		      rate_mode ? "rate" : "concurrency", "concurrency", conc, "rate",
+		      rate_mode ? cli_rj_real(st->rate_per_s) : json_null(), "arrival", arrival,
+		      "planned", planned, "duration_s", cli_rj_round(window_s, 6), "requests",
+		      requests_json(m), "tokens", tokens_json(m), "throughput",
+		      throughput_json(m, window_s), "latency_ms", latency_json(m),
+		      "tokens_per_chunk", cnt_summary(&m->cnt[CL_CNT_TOKENS_PER_CHUNK], 1000.0),
+		      "client", client_json(m, st, client), "histograms", histograms_json(m));
 	return o;
 }
 
-json_t *rs_interval_json(double t_s, double interval_s, const struct cl_metrics *m)
+json_t *cli_rs_interval_json(double t_s, double interval_s, const struct cl_metrics *m)
 {
 	const struct cl_hist *ttft = &m->lat[CL_LAT_TTFT], *itl = &m->lat[CL_LAT_ITL];
 	return json_pack(
-	    "{s:f,s:f,s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "t_s", rj_round(t_s, 6),
-	    "interval_s", rj_round(interval_s, 6), "active", (json_int_t)m->health.inflight,
-	    "started", rj_uint(m->ctr[CL_CTR_STARTED]), "completed",
-	    rj_uint(m->ctr[CL_CTR_COMPLETED]), "errors", rj_uint(cl_verdict_errors(m)),
-	    "requests_per_s", rate(m->ctr[CL_CTR_COMPLETED_IN_WINDOW], interval_s), "output_tokens_per_s",
+	    "{s:f,s:f,s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "t_s",
+	    cli_rj_round(t_s, 6), "interval_s", cli_rj_round(interval_s, 6), "active",
+	    (json_int_t)m->health.inflight, "started", cli_rj_uint(m->ctr[CL_CTR_STARTED]),
+	    "completed", cli_rj_uint(m->ctr[CL_CTR_COMPLETED]), "errors",
+	    cli_rj_uint(cl_verdict_errors(m)), "requests_per_s",
+	    rate(m->ctr[CL_CTR_COMPLETED_IN_WINDOW], interval_s), "output_tokens_per_s",
 	    rate(m->ctr[CL_CTR_OUTPUT_TOKENS], interval_s), "ttft_p50_ms", pct_ms(ttft, 50),
 	    "ttft_p99_ms", pct_ms(ttft, 99), "itl_p50_ms", pct_ms(itl, 50), "itl_p99_ms",
 	    pct_ms(itl, 99), "dispatch_lag_p99_ms", pct_ms(&m->lat[CL_LAT_QUEUE], 99), "cpu_pct",
-	    rj_real(rj_round(m->health.cpu_pct, 1)));
+	    cli_rj_real(cli_rj_round(m->health.cpu_pct, 1)));
 }
 
-json_t *rs_warmup_json(const struct cl_metrics *m)
+json_t *cli_rs_warmup_json(const struct cl_metrics *m)
 {
-	return json_pack("{s:o,s:o,s:o}", "requests", rj_uint(m->ctr[CL_CTR_STARTED]), "completed",
-			 rj_uint(m->ctr[CL_CTR_COMPLETED]), "errors",
-			 rj_uint(cl_verdict_errors(m)));
+	return json_pack("{s:o,s:o,s:o}", "requests", cli_rj_uint(m->ctr[CL_CTR_STARTED]),
+			 "completed", cli_rj_uint(m->ctr[CL_CTR_COMPLETED]), "errors",
+			 cli_rj_uint(cl_verdict_errors(m)));
 }
 
 static json_t *phase_s(int64_t us)
 {
-	return us >= 0 ? json_real(rj_round(us / 1e6, 3)) : json_null();
+	return us >= 0 ? json_real(cli_rj_round(us / 1e6, 3)) : json_null();
 }
 
-json_t *rs_readiness_json(const struct cl_readiness_result *rr)
+json_t *cli_rs_readiness_json(const struct cl_readiness_result *rr)
 {
 	static const char *const status[] = { "pending", "passed", "timed_out", "fatal",
 					      "cancelled" };
@@ -279,12 +300,13 @@ json_t *rs_readiness_json(const struct cl_readiness_result *rr)
 	    "{s:b,s:s,s:o,s:i,s:o,s:o,s:o,s:o,s:o}", "passed", rr->status == CL_READY_PASSED,
 	    "status", st, "phases", phases, "attempts", (int)rr->attempts, "elapsed_s",
 	    phase_s(rr->elapsed_us), "model",
-	    rr->model[0] ? rj_strn(rr->model, strnlen(rr->model, sizeof(rr->model))) : json_null(),
+	    rr->model[0] ? cli_rj_strn(rr->model, strnlen(rr->model, sizeof(rr->model)))
+			 : json_null(),
 	    "probe_ttft_ms",
 	    rr->probe_ttft_us >= 0 ? json_real(rr->probe_ttft_us / 1000.0) : json_null(),
 	    "last_error",
 	    rr->last_error[0]
-		? rj_strn(rr->last_error, strnlen(rr->last_error, sizeof(rr->last_error)))
+		? cli_rj_strn(rr->last_error, strnlen(rr->last_error, sizeof(rr->last_error)))
 		: json_null(),
 	    "failing_since_s", phase_s(rr->failing_since_us));
 }

@@ -95,14 +95,15 @@ static json_t *estimates_json(struct cl_results *r)
 		const char *note = s ? (isnan(hours) ? "no completed requests in that stage" : NULL)
 				     : (r->from_stage ? "that stage did not run" : "no stage ran");
 		json_t *e = json_pack(
-		    "{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "samples", rj_uint(r->samples[i]),
+		    "{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "samples", cli_rj_uint(r->samples[i]),
 		    "from_stage",
-		    s ? json_deep_copy(json_object_get(s, "name")) : rj_str(r->from_stage),
+		    s ? json_deep_copy(json_object_get(s, "name")) : cli_rj_str(r->from_stage),
 		    "stage_index", s ? json_integer(at) : json_null(), "requests_per_s",
-		    rj_real(rps), "output_tokens_per_request", rj_real(tpr), "hours",
-		    rj_real(rj_sig(hours, 6)), "output_tokens", rj_real(rj_round(tokens, 0)),
-		    "note", note ? json_string(note) : json_null());
-		if (rj_append(arr, e))
+		    cli_rj_real(rps), "output_tokens_per_request", cli_rj_real(tpr), "hours",
+		    cli_rj_real(cli_rj_sig(hours, 6)), "output_tokens",
+		    cli_rj_real(cli_rj_round(tokens, 0)), "note",
+		    note ? json_string(note) : json_null());
+		if (cli_rj_append(arr, e))
 			goto fail;
 	}
 	free(refs);
@@ -121,7 +122,7 @@ static int warn(json_t *arr, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	return rj_append(arr, rj_str(buf));
+	return cli_rj_append(arr, cli_rj_str(buf));
 }
 
 static json_t *warnings_json(struct cl_results *r)
@@ -138,7 +139,8 @@ static json_t *warnings_json(struct cl_results *r)
 		const char *name = cl_results_str(s, "name", "");
 		const char *status = cl_results_str(s, "status", "ok");
 		const char *reason = cl_results_str(s, "reason", NULL);
-		if (strcmp(status, "ok") != 0)
+		enum cl_stage_status st;
+		if (cl_stage_status_parse(status, &st) != 0 || st != CL_STAGE_OK)
 			rc |= warn(w, "stage '%s' %s%s%s", name, status, reason ? ": " : "",
 				   reason ? reason : "");
 		if (json_is_true(cl_results_get(s, "client.client_bound"))) {
@@ -190,7 +192,7 @@ static json_t *warnings_json(struct cl_results *r)
 	return w;
 }
 
-int rs_summarise(struct cl_results *r)
+int cli_rs_summarise(struct cl_results *r)
 {
 	json_t *verdict = NULL;
 	int rc = verdict_json(r, &verdict);
@@ -198,8 +200,8 @@ int rs_summarise(struct cl_results *r)
 		return rc;
 	if (json_object_set_new(r->doc, "verdict", verdict) != 0)
 		return CL_ENOMEM;
-	if (rj_set(r->doc, "estimates", estimates_json(r)) ||
-	    rj_set(r->doc, "warnings", warnings_json(r)))
+	if (cli_rj_set(r->doc, "estimates", estimates_json(r)) ||
+	    cli_rj_set(r->doc, "warnings", warnings_json(r)))
 		return CL_ENOMEM;
 	return 0;
 }

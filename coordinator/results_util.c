@@ -12,20 +12,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-const char *const rj_lat_keys[] = { "queue", "ttfb", "ttft", "ttfc",
-				    "itl",   "tpot", "e2e",  "e2e_sched" };
-const size_t rj_n_lat_keys = sizeof(rj_lat_keys) / sizeof(rj_lat_keys[0]);
+const char *const cli_rj_lat_keys[] = { "queue", "ttfb", "ttft", "ttfc",
+					"itl",   "tpot", "e2e",  "e2e_sched" };
+const size_t cli_rj_n_lat_keys = sizeof(cli_rj_lat_keys) / sizeof(cli_rj_lat_keys[0]);
 
 /* Same order as enum cl_ctr from CL_CTR_FIRST_ERROR to CL_CTR_LAST_ERROR. */
-const char *const rj_err_keys[] = { "connect",          "tls",
-				    "http_4xx",         "http_429",
-				    "http_5xx",         "timeout",
-				    "stream_malformed", "stream_incomplete",
-				    "stream_error",     "other" };
-const size_t rj_n_err_keys = sizeof(rj_err_keys) / sizeof(rj_err_keys[0]);
-_Static_assert(sizeof(rj_err_keys) / sizeof(rj_err_keys[0]) ==
+const char *const cli_rj_err_keys[] = { "connect",          "tls",
+					"http_4xx",         "http_429",
+					"http_5xx",         "timeout",
+					"stream_malformed", "stream_incomplete",
+					"stream_error",     "other" };
+const size_t cli_rj_n_err_keys = sizeof(cli_rj_err_keys) / sizeof(cli_rj_err_keys[0]);
+_Static_assert(sizeof(cli_rj_err_keys) / sizeof(cli_rj_err_keys[0]) ==
 		   CL_CTR_LAST_ERROR - CL_CTR_FIRST_ERROR + 1,
-	       "rj_err_keys must list every error counter");
+	       "cli_rj_err_keys must list every error counter");
 
 /* Length of the valid UTF-8 sequence at s (at most n bytes), 0 when invalid. */
 static size_t utf8_len(const unsigned char *s, size_t n)
@@ -61,7 +61,7 @@ static size_t utf8_len(const unsigned char *s, size_t n)
 	return need;
 }
 
-json_t *rj_strn(const char *s, size_t len)
+json_t *cli_rj_strn(const char *s, size_t len)
 {
 	if (!s)
 		return json_null();
@@ -89,36 +89,36 @@ json_t *rj_strn(const char *s, size_t len)
 	return v;
 }
 
-json_t *rj_str(const char *s)
+json_t *cli_rj_str(const char *s)
 {
-	return s ? rj_strn(s, strlen(s)) : json_null();
+	return s ? cli_rj_strn(s, strlen(s)) : json_null();
 }
 
-json_t *rj_real(double x)
+json_t *cli_rj_real(double x)
 {
 	return isfinite(x) ? json_real(x) : json_null();
 }
 
-json_t *rj_uint(uint64_t v)
+json_t *cli_rj_uint(uint64_t v)
 {
 	return json_integer(v > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)v);
 }
 
-int rj_set(json_t *obj, const char *key, json_t *v)
+int cli_rj_set(json_t *obj, const char *key, json_t *v)
 {
 	if (!v)
 		return CL_ENOMEM;
 	return json_object_set_new(obj, key, v) == 0 ? 0 : CL_ENOMEM;
 }
 
-int rj_append(json_t *arr, json_t *v)
+int cli_rj_append(json_t *arr, json_t *v)
 {
 	if (!v)
 		return CL_ENOMEM;
 	return json_array_append_new(arr, v) == 0 ? 0 : CL_ENOMEM;
 }
 
-double rj_sig(double x, int digits)
+double cli_rj_sig(double x, int digits)
 {
 	if (!isfinite(x) || x == 0)
 		return x;
@@ -127,7 +127,7 @@ double rj_sig(double x, int digits)
 	return strtod(buf, NULL);
 }
 
-double rj_round(double x, int decimals)
+double cli_rj_round(double x, int decimals)
 {
 	if (!isfinite(x))
 		return x;
@@ -136,7 +136,7 @@ double rj_round(double x, int decimals)
 	return strtod(buf, NULL);
 }
 
-char *rj_path(const char *dir, const char *name)
+char *cli_rj_path(const char *dir, const char *name)
 {
 	size_t a = strlen(dir), b = strlen(name);
 	char *p = malloc(a + b + 2);
@@ -148,7 +148,7 @@ char *rj_path(const char *dir, const char *name)
 	return p;
 }
 
-int rj_mkdirs(const char *path, struct cl_err *err)
+int cli_rj_mkdirs(const char *path, struct cl_err *err)
 {
 	char buf[4096];
 	size_t len = strlen(path);
@@ -175,12 +175,12 @@ int rj_mkdirs(const char *path, struct cl_err *err)
 	return 0;
 }
 
-int rj_write_atomic(const char *dir, const char *name, int (*fill)(FILE *f, void *ctx), void *ctx,
-		    struct cl_err *err)
+int cli_rj_write_atomic(const char *dir, const char *name, int (*fill)(FILE *f, void *ctx),
+			void *ctx, struct cl_err *err)
 {
 	int rc = 0;
 	FILE *f = NULL;
-	char *final = rj_path(dir, name);
+	char *final = cli_rj_path(dir, name);
 	char tmp[4096];
 	if (!final)
 		return cl_err_set(err, CL_ENOMEM, "out of memory");
@@ -232,7 +232,7 @@ out:
 	return rc;
 }
 
-void rj_put_xml(FILE *f, const char *s)
+void cli_rj_put_xml(FILE *f, const char *s)
 {
 	for (; s && *s; s++) {
 		unsigned char c = (unsigned char)*s;
@@ -262,7 +262,7 @@ void rj_put_xml(FILE *f, const char *s)
 	}
 }
 
-void rj_put_md(FILE *f, const char *s)
+void cli_rj_put_md(FILE *f, const char *s)
 {
 	for (; s && *s; s++) {
 		unsigned char c = (unsigned char)*s;
@@ -275,7 +275,7 @@ void rj_put_md(FILE *f, const char *s)
 	}
 }
 
-void rj_put_csv(FILE *f, const char *s)
+void cli_rj_put_csv(FILE *f, const char *s)
 {
 	if (!s)
 		return;
@@ -294,7 +294,7 @@ void rj_put_csv(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-char *rj_fmt(char *buf, size_t n, double x, int decimals)
+char *cli_rj_fmt(char *buf, size_t n, double x, int decimals)
 {
 	if (!isfinite(x))
 		snprintf(buf, n, "-");
@@ -303,7 +303,7 @@ char *rj_fmt(char *buf, size_t n, double x, int decimals)
 	return buf;
 }
 
-char *rj_fmt_count(char *buf, size_t n, double x)
+char *cli_rj_fmt_count(char *buf, size_t n, double x)
 {
 	if (!isfinite(x))
 		snprintf(buf, n, "-");
@@ -312,7 +312,7 @@ char *rj_fmt_count(char *buf, size_t n, double x)
 	return buf;
 }
 
-char *rj_stage_load(const json_t *stage, char *buf, size_t n)
+char *cli_rj_stage_load(const json_t *stage, char *buf, size_t n)
 {
 	const json_t *mode = json_object_get(stage, "mode");
 	const json_t *c = json_object_get(stage, "concurrency");
@@ -417,7 +417,7 @@ static int emit(const json_t *j, FILE *f, int depth)
 	return 0;
 }
 
-int rj_dump(const json_t *j, FILE *f)
+int cli_rj_dump(const json_t *j, FILE *f)
 {
 	int rc = emit(j, f, 0);
 	if (rc == 0 && fputc('\n', f) == EOF)

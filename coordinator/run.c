@@ -102,7 +102,7 @@ static void cleanup(struct run *r)
 {
 	cl_fleet_close(&r->fleet);
 	for (size_t i = 0; i < CL_FLEET_MAX_AGENTS; i++)
-		cl_stage_plan_free(&r->shares[i]);
+		cl_stage_plan_free(&r->agents[i].share);
 	cl_target_plan_free(&r->target);
 	cl_workload_plan_free(&r->workload);
 	free(r->warmup_body);
@@ -141,7 +141,7 @@ int cl_run(const struct cl_run_opts *o)
 		goto out;
 	}
 	cl_progress_note(&r->prog, "run '%s': results in %s", r->s.name, cl_results_dir(r->res));
-	if (r->s.target.simulator && cl_run_start_simulator(r, &err) != 0) {
+	if (r->s.target.simulator && cli_run_start_simulator(r, &err) != 0) {
 		code = fail_msg(r, CL_EXIT_FAILED, &err, "cannot start the built-in simulator");
 		goto finish;
 	}
@@ -154,7 +154,7 @@ int cl_run(const struct cl_run_opts *o)
 		code = fail_msg(r, CL_EXIT_USAGE, &err, "bad readiness.body");
 		goto finish;
 	}
-	int frc = cl_run_start_fleet(r, &err);
+	int frc = cli_run_start_fleet(r, &err);
 	if (frc != 0) {
 		/* A listen address or TLS setting that can never work is bad input. */
 		bool bad_input = frc == CL_EREFUSED || frc == CL_EINVAL;
@@ -162,14 +162,14 @@ int cl_run(const struct cl_run_opts *o)
 				"cannot start the agents");
 		goto finish;
 	}
-	if (cl_run_wait_for_agents(r, &err) != 0) {
+	if (cli_run_wait_for_agents(r, &err) != 0) {
 		code = fail_msg(r, CL_EXIT_FAILED, &err, "agents did not join");
 		goto finish;
 	}
-	cl_run_record_agents(r);
+	cli_run_record_agents(r);
 
 	if (r->s.readiness.enabled) {
-		if (cl_run_readiness(r) != 0)
+		if (cli_run_readiness(r) != 0)
 			goto finish;
 	}
 	cl_results_set_target(r->res, r->target.base_url, r->target.model, r->s.target.simulator);
@@ -178,11 +178,11 @@ int cl_run(const struct cl_run_opts *o)
 		goto finish;
 	}
 	prepare_agents(r);
-	if (cl_run_warmup(r) != 0)
+	if (cli_run_warmup(r) != 0)
 		goto finish;
 
 	for (size_t i = 0; i < r->s.n_stages; i++) {
-		int rc = cl_run_stage(r, i);
+		int rc = cli_run_stage(r, i);
 		if (rc != 0)
 			goto finish;
 		if (r->s.slo_abort_on_breach && cl_results_breach_count(r->res) > 0) {
@@ -198,8 +198,8 @@ int cl_run(const struct cl_run_opts *o)
 
 finish:
 	cl_progress_end(&r->prog);
-	cl_run_record_agents(r);
-	cl_run_stop_processes(r);
+	cli_run_record_agents(r);
+	cli_run_stop_processes(r);
 	if (r->res) {
 		int final = 0;
 		if (cl_results_finish(r->res, r->complete, code ? code : r->exit_hint, &final) != 0)

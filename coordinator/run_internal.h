@@ -1,11 +1,70 @@
-/* State shared by the files that implement chatload run (run.c, run_setup.c, run_stage.c). */
+/* State shared by the files that implement chatload run: run.c (the whole run), run_setup.c
+ * (processes), run_phase.c (the agents in a phase), run_gate.c (readiness and warmup),
+ * run_stage.c (a stage), run_merge.c (reports); internal to them, hence cli_run_. */
 #ifndef CHATLOAD_RUN_INTERNAL_H
 #define CHATLOAD_RUN_INTERNAL_H
 
+#include "fleet.h"
+#include "progress.h"
+#include "results.h"
 #include "run.h"
+#include "spawn.h"
 
+#include "chatload/metrics.h"
 #include "chatload/plan.h"
 #include "chatload/readiness.h"
+#include "chatload/scenario.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define CL_RUN_MAX_LOCAL     64
+#define CL_RUN_INTERVAL_RING 4
+#define RUN_SERVE_US         100000     /* one turn of a wait serves the fleet this long */
+#define RUN_HANG_GRACE_US    30000000LL /* waited beyond a phase's own bound, for hangs */
+
+/* Everything the run knows about one agent, kept at the agent's index in the fleet (id - 1).
+ * The fleet keeps the wire side (session, liveness, queued commands, the figures the
+ * agent sends about itself); this is what the run gave the agent and heard back from it,
+ * phase by phase.  A new per-agent fact goes here, and only here. */
+struct run_agent {
+	struct cl_stage_plan share; /* its part of the current stage or warmup (owned) */
+	int64_t worst_skew_us;      /* latest start against START_AT it reported, any stage */
+	struct {
+		struct cl_readiness_result result; /* its latest gate report */
+		bool seen;                         /* it reported at least once */
+		bool final;                        /* its gate ended: passed, timed out or fatal */
+	} probe;
+	struct {
+		bool participates; /* given a non-empty share */
+		bool seen;         /* its warmup report arrived */
+	} warm;
+	struct {                       /* the stage running now; reset when one starts */
+		bool participates;     /* given a non-empty share, and not given up on */
+		bool final_seen;       /* its FINAL report arrived */
+		int64_t last_interval; /* highest interval index reported, -1 */
+		int64_t span_us;       /* agent time covered by its reports */
+	} stage;
+};
+
+/* The stage running now: its merged metrics (run_merge.c) and what its loop has decided so
+ * far (run_stage.c). */
+struct run_stage {
+	size_t index;
+	const struct cl_scn_stage *scn;
+	struct cl_stage_plan plan; /* the whole stage, before the split (names not owned) */
+	struct cl_metrics cum;
+	struct cl_metrics ring[CL_RUN_INTERVAL_RING];
+	int64_t ring_k[CL_RUN_INTERVAL_RING]; /* interval held by each slot, -1 */
+	int64_t next_emit;                    /* next interval index to write */
+	/* last emitted interval, for the progress line */
+	double last_req_s, last_tok_s, last_ttft_p50_ms;
+	int64_t start_coord_us; /* START_AT, coordinator clock */
+	int64_t deadline_us;    /* stop waiting for the agents after this */
+	enum cl_stage_status status;
+	char reason[1400]; /* why the status is not ok; "" when it is */
+	bool stop_sent;    /* a signal arrived and the agents were told to stop */
+};
 
 struct run {
 	const struct cl_run_opts *o;
@@ -23,46 +82,64 @@ struct run {
 	char token[65];
 
 	struct cl_fleet fleet;
-	uint32_t expect; /* agents to wait for: local + remote */
+	uint32_t expect;                              /* agents to wait for: local + remote */
+	struct run_agent agents[CL_FLEET_MAX_AGENTS]; /* beside fleet.agents, same index */
 
 	/* what the agents are told */
 	struct cl_target_plan target;
 	struct cl_workload_plan workload;
 	char *warmup_body;
 	char *probe_extra; /* readiness.body merged over target.body */
-	struct cl_stage_plan shares[CL_FLEET_MAX_AGENTS]; /* current stage/warmup, per agent */
-	struct cl_stage_plan stage_plan;                  /* current stage, whole */
-
-	/* readiness */
-	struct cl_readiness_result probe[CL_FLEET_MAX_AGENTS];
-	bool probe_final[CL_FLEET_MAX_AGENTS];
-	bool probe_seen[CL_FLEET_MAX_AGENTS];
 
 	/* warmup */
 	struct cl_metrics warm;
 	bool warm_ready;
-	bool warm_seen[CL_FLEET_MAX_AGENTS];
-	bool warm_participates[CL_FLEET_MAX_AGENTS];
 
 	/* the stage running now (NULL between stages) */
-	struct cl_run_stage *st;
+	struct run_stage *st;
 
-	int64_t worst_skew_us[CL_FLEET_MAX_AGENTS];
 	int exit_hint; /* CL_EXIT_* the run decided (0: let the results decide) */
 	bool complete;
 };
 
 /* run_setup.c */
-int cl_run_start_simulator(struct run *r, struct cl_err *err);
-int cl_run_start_fleet(struct run *r, struct cl_err *err);
-int cl_run_wait_for_agents(struct run *r, struct cl_err *err);
-void cl_run_stop_processes(struct run *r);
-void cl_run_record_agents(struct run *r);
+int cli_run_start_simulator(struct run *r, struct cl_err *err);
+int cli_run_start_fleet(struct run *r, struct cl_err *err);
+int cli_run_wait_for_agents(struct run *r, struct cl_err *err);
+void cli_run_stop_processes(struct run *r);
+void cli_run_record_agents(struct run *r);
 
-/* run_stage.c */
-void cl_run_on_report(void *ctx, struct cl_fleet_agent *a, struct cl_msg_report *rep);
-int cl_run_readiness(struct run *r);
-int cl_run_warmup(struct run *r);
-int cl_run_stage(struct run *r, size_t index);
+/* run_phase.c */
+/* The phases the run waits through; each has its own participants and its own last word
+ * (a final gate report, the warmup report, a stage's FINAL report). */
+enum run_phase { RUN_PHASE_READINESS, RUN_PHASE_WARMUP, RUN_PHASE_STAGE };
+enum run_breakage { RUN_FLEET_WHOLE = 0, RUN_FLEET_LOST, RUN_FLEET_FAILED };
+/* Whether every agent taking part in p has said its last word. */
+bool cli_run_all_finished(const struct run *r, enum run_phase p);
+/* Whether an agent taking part in p is lost or failed: which (*who, index into the fleet)
+ * and why (a message for people, into why[n]).  The first such agent is reported. */
+enum run_breakage cli_run_fleet_broken(const struct run *r, enum run_phase p, size_t *who,
+				       char *why, size_t n);
+/* Splits whole among the agents in proportion to their workers (a lost agent gets nothing)
+ * into each agent's share, freeing the previous shares first.  0, CL_ENOMEM, CL_EINVAL (no
+ * agents); on failure no agent holds a share. */
+int cli_run_split_shares(struct run *r, const struct cl_stage_plan *whole);
+/* Whether agent i's share of whole asks for any load at all. */
+bool cli_run_has_share(const struct run *r, size_t i, const struct cl_stage_plan *whole);
+
+/* run_merge.c */
+/* The fleet's report callback: files a readiness, warmup or stage report under its agent
+ * and merges stage metrics into r->st, writing every interval all agents have reported. */
+void cli_run_on_report(void *ctx, struct cl_fleet_agent *a, struct cl_msg_report *rep);
+/* At the end of a stage: writes the intervals still held, complete or not. */
+void cli_run_flush_intervals(struct run *r);
+
+/* run_gate.c and run_stage.c: each blocks for its phase.  0 lets the run go on; a negative
+ * code stops it (CL_ECLOSED interrupted, CL_EIO failed, CL_ETIMEDOUT the gate or the warmup
+ * ran out of time, CL_ENOMEM), and r->exit_hint then says how the run ends (except after
+ * CL_ENOMEM). */
+int cli_run_readiness(struct run *r);
+int cli_run_warmup(struct run *r);
+int cli_run_stage(struct run *r, size_t index);
 
 #endif

@@ -17,7 +17,7 @@
 
 #define MAX_SIM_ARGS 160
 
-int cl_run_start_simulator(struct run *r, struct cl_err *err)
+int cli_run_start_simulator(struct run *r, struct cl_err *err)
 {
 	char bin[4096];
 	int rc = cl_find_program("chatload-sim", "CHATLOAD_SIM_BIN", bin, sizeof(bin), err);
@@ -123,7 +123,7 @@ static int read_token(struct run *r, struct cl_err *err)
 	return 0;
 }
 
-int cl_run_start_fleet(struct run *r, struct cl_err *err)
+int cli_run_start_fleet(struct run *r, struct cl_err *err)
 {
 	int rc = read_token(r, err);
 	if (rc != 0)
@@ -141,7 +141,7 @@ int cl_run_start_fleet(struct run *r, struct cl_err *err)
 	if ((rc = cl_fleet_open(&r->fleet, run_id, r->token, r->expect,
 				r->s.agents.report_interval_us, err)) != 0)
 		return rc;
-	r->fleet.on_report = cl_run_on_report;
+	r->fleet.on_report = cli_run_on_report;
 	r->fleet.ctx = r;
 	if (r->s.agents.local) {
 		snprintf(r->ipc_path, sizeof(r->ipc_path), "/tmp/chatload-%d-%s.ipc", (int)getpid(),
@@ -191,7 +191,7 @@ int cl_run_start_fleet(struct run *r, struct cl_err *err)
 	return 0;
 }
 
-int cl_run_wait_for_agents(struct run *r, struct cl_err *err)
+int cli_run_wait_for_agents(struct run *r, struct cl_err *err)
 {
 	int64_t deadline = cl_mono_us() + r->s.agents.join_timeout_us;
 	while (r->fleet.n < r->expect) {
@@ -226,7 +226,7 @@ int cl_run_wait_for_agents(struct run *r, struct cl_err *err)
 	return 0;
 }
 
-void cl_run_record_agents(struct run *r)
+void cli_run_record_agents(struct run *r)
 {
 	struct cl_results_agent ag[CL_FLEET_MAX_AGENTS];
 	for (size_t i = 0; i < r->fleet.n; i++) {
@@ -236,14 +236,14 @@ void cl_run_record_agents(struct run *r)
 			.host = a->host,
 			.workers = a->workers,
 			.clock_offset_us = a->clock_offset_us,
-			.start_skew_us = r->worst_skew_us[i],
+			.start_skew_us = r->agents[i].worst_skew_us,
 			.lost = a->live == CL_LIVE_LOST,
 		};
 	}
 	cl_results_set_agents(r->res, ag, r->fleet.n);
 }
 
-void cl_run_stop_processes(struct run *r)
+void cli_run_stop_processes(struct run *r)
 {
 	/* Tell every agent to quit and give them a moment to hear it, then make sure. */
 	if (r->fleet.open && r->fleet.n) {

@@ -43,7 +43,7 @@ static int setup(void **state)
 					.tokens_per_chunk = 1,
 					.queue_ms = 0.1 };
 		tm_record(&m, &seed, &t);
-		cl_results_finish_stage(r, st, &s.stages[st], &m, 50.0, "ok", NULL);
+		cl_results_finish_stage(r, st, &s.stages[st], &m, 50.0, CL_STAGE_OK, NULL);
 	}
 	int code;
 	cl_results_finish(r, true, CL_EXIT_OK, &code);

@@ -51,7 +51,7 @@ static json_t *build_doc(void)
 			assert_int_equal(cl_metrics_merge(&cum, &iv), 0);
 		}
 		assert_int_equal(
-		    cl_results_finish_stage(r, st, &s.stages[st], &cum, 4.0, "ok", NULL), 0);
+		    cl_results_finish_stage(r, st, &s.stages[st], &cum, 4.0, CL_STAGE_OK, NULL), 0);
 	}
 	int code;
 	assert_int_equal(cl_results_finish(r, true, CL_EXIT_OK, &code), 0);

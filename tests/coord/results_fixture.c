@@ -180,7 +180,7 @@ int main(int argc, char **argv)
 			fflush(stdout);
 			raise(SIGKILL);
 		}
-		const char *status = stop ? "interrupted" : "ok";
+		enum cl_stage_status status = stop ? CL_STAGE_INTERRUPTED : CL_STAGE_OK;
 		if (cl_results_finish_stage(r, st, &s.stages[st], &cum, n, status,
 					    stop ? "interrupted by SIGINT" : NULL) != 0)
 			return die("cannot finish a stage", NULL);

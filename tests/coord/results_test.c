@@ -147,9 +147,9 @@ static void test_lifecycle(void **state)
 	for (int i = 0; i < 2; i++) {
 		assert_int_equal(cl_metrics_init(&cum[i]), 0);
 		run_stage_intervals(r, (size_t)i, &cum[i], &normal, 3, &seed);
-		assert_int_equal(
-		    cl_results_finish_stage(r, (size_t)i, &s.stages[i], &cum[i], 3.0, "ok", NULL),
-		    0);
+		assert_int_equal(cl_results_finish_stage(r, (size_t)i, &s.stages[i], &cum[i], 3.0,
+							 CL_STAGE_OK, NULL),
+				 0);
 		/* Each stage end rewrites results.json: it now holds i + 1 stages. */
 		disk = load_file(dir, "results.json");
 		assert_int_equal(json_array_size(json_object_get(disk, "stages")), (size_t)i + 1);
@@ -260,15 +260,17 @@ static void test_misuse_refused(void **state)
 	assert_int_equal(cl_metrics_init(&m), 0);
 	assert_int_equal(cl_results_add_interval(r, 1, 1.0, &m, 1.0), CL_EINVAL);
 	assert_int_equal(cl_results_add_interval(r, 0, NAN, &m, 1.0), CL_EINVAL);
-	assert_int_equal(cl_results_finish_stage(r, 1, &s.stages[0], &m, 1.0, "ok", NULL),
-			 CL_EINVAL);
-	assert_int_equal(cl_results_finish_stage(r, 0, &s.stages[0], &m, 1.0, "great", NULL),
-			 CL_EINVAL);
-	assert_int_equal(cl_results_finish_stage(r, 0, &s.stages[0], &m, -1.0, "ok", NULL),
+	assert_int_equal(cl_results_finish_stage(r, 1, &s.stages[0], &m, 1.0, CL_STAGE_OK, NULL),
 			 CL_EINVAL);
 	assert_int_equal(
-	    cl_results_finish_stage(r, 0, &s.stages[0], &m, 0.0, "failed", "agent 2 lost"), 0);
-	assert_int_equal(cl_results_finish_stage(r, 0, &s.stages[0], &m, 1.0, "ok", NULL),
+	    cl_results_finish_stage(r, 0, &s.stages[0], &m, 1.0, CL_STAGE_N_STATUS, NULL),
+	    CL_EINVAL);
+	assert_int_equal(cl_results_finish_stage(r, 0, &s.stages[0], &m, -1.0, CL_STAGE_OK, NULL),
+			 CL_EINVAL);
+	assert_int_equal(
+	    cl_results_finish_stage(r, 0, &s.stages[0], &m, 0.0, CL_STAGE_FAILED, "agent 2 lost"),
+	    0);
+	assert_int_equal(cl_results_finish_stage(r, 0, &s.stages[0], &m, 1.0, CL_STAGE_OK, NULL),
 			 CL_ESTATE);
 	assert_int_equal(cl_results_add_interval(r, 0, 2.0, &m, 1.0), CL_EINVAL);
 	/* A stage with nothing in it: rates and percentiles are null, not 0 or NaN. */
@@ -299,7 +301,8 @@ static void test_interrupted_run(void **state)
 	struct cl_metrics cum = { 0 };
 	assert_int_equal(cl_metrics_init(&cum), 0);
 	run_stage_intervals(r, 0, &cum, &normal, 2, &seed);
-	assert_int_equal(cl_results_finish_stage(r, 0, &s.stages[0], &cum, 2.0, "ok", NULL), 0);
+	assert_int_equal(cl_results_finish_stage(r, 0, &s.stages[0], &cum, 2.0, CL_STAGE_OK, NULL),
+			 0);
 	cl_metrics_reset(&cum);
 	run_stage_intervals(r, 1, &cum, &normal, 2, &seed);
 
@@ -311,8 +314,8 @@ static void test_interrupted_run(void **state)
 	assert_int_equal(count_lines(dir, "intervals.jsonl"), 4);
 
 	/* An orderly interruption (SIGINT): the stage ends interrupted, the run incomplete. */
-	assert_int_equal(cl_results_finish_stage(r, 1, &s.stages[1], &cum, 1.5, "interrupted",
-						 "interrupted by signal"),
+	assert_int_equal(cl_results_finish_stage(r, 1, &s.stages[1], &cum, 1.5,
+						 CL_STAGE_INTERRUPTED, "interrupted by signal"),
 			 0);
 	/* The next stage reported one interval before the run ended without finishing it. */
 	cl_metrics_reset(&cum);
@@ -359,7 +362,7 @@ static const json_t *finish_one(struct cl_results **rp, const char *dir, struct 
 	uint64_t seed = 11;
 	run_stage_intervals(*rp, 0, &cum, t, intervals, &seed);
 	assert_int_equal(
-	    cl_results_finish_stage(*rp, 0, &s->stages[0], &cum, intervals, "ok", NULL), 0);
+	    cl_results_finish_stage(*rp, 0, &s->stages[0], &cum, intervals, CL_STAGE_OK, NULL), 0);
 	cl_metrics_destroy(&cum);
 	return json_array_get(json_object_get(cl_results_doc(*rp), "stages"), 0);
 }
@@ -388,7 +391,8 @@ static void test_token_source(void **state)
 	uint64_t seed = 5;
 	run_stage_intervals(r, 0, &cum, &normal, 1, &seed);
 	run_stage_intervals(r, 0, &cum, &t, 1, &seed);
-	assert_int_equal(cl_results_finish_stage(r, 0, &s.stages[0], &cum, 2, "ok", NULL), 0);
+	assert_int_equal(cl_results_finish_stage(r, 0, &s.stages[0], &cum, 2, CL_STAGE_OK, NULL),
+			 0);
 	st = json_array_get(json_object_get(cl_results_doc(r), "stages"), 0);
 	assert_string_equal(cl_results_str(st, "tokens.source", ""), "mixed");
 	cl_metrics_destroy(&cum);
@@ -476,7 +480,7 @@ static void test_interval_decimation(void **state)
 	const int n = 2 * CL_RESULTS_MAX_INTERVALS + 7;
 	for (int k = 0; k < n; k++)
 		assert_int_equal(cl_results_add_interval(r, 0, k + 1.0, &iv, 1.0), 0);
-	assert_int_equal(cl_results_finish_stage(r, 0, &s.stages[0], &iv, n, "ok", NULL), 0);
+	assert_int_equal(cl_results_finish_stage(r, 0, &s.stages[0], &iv, n, CL_STAGE_OK, NULL), 0);
 	const json_t *st = json_array_get(json_object_get(cl_results_doc(r), "stages"), 0);
 	const json_t *kept = json_object_get(st, "intervals");
 	size_t nk = json_array_size(kept);
@@ -518,7 +522,7 @@ static void test_untrusted_text(void **state)
 	/* A body cut mid-character plus raw junk, as a server may send. */
 	static const char body[] = "bad \xc3 chunk \xfe\xff \xe2\x82\xac";
 	cl_metrics_add_err_sample(&m, CL_CTR_ERR_STREAM_MALFORMED, 200, body, sizeof(body) - 1);
-	assert_int_equal(cl_results_finish_stage(r, 0, &s.stages[0], &m, 1, "ok", NULL), 0);
+	assert_int_equal(cl_results_finish_stage(r, 0, &s.stages[0], &m, 1, CL_STAGE_OK, NULL), 0);
 	const json_t *doc = cl_results_doc(r);
 	const json_t *st = json_array_get(json_object_get(doc, "stages"), 0);
 	assert_string_equal(cl_results_str(st, "name", ""), "st\xef\xbf\xbd"
@@ -639,14 +643,39 @@ static void test_sha256(void **state)
 	free(dir);
 }
 
+/* The names results.json has always carried, and the way back from them. */
+static void test_stage_status_names(void **state)
+{
+	static const char *const want[] = { "ok", "failed", "degraded", "interrupted" };
+	assert_int_equal(sizeof(want) / sizeof(want[0]), CL_STAGE_N_STATUS);
+	for (int i = 0; i < CL_STAGE_N_STATUS; i++) {
+		assert_string_equal(cl_stage_status_name((enum cl_stage_status)i), want[i]);
+		enum cl_stage_status back = CL_STAGE_N_STATUS;
+		assert_int_equal(cl_stage_status_parse(want[i], &back), 0);
+		assert_int_equal(back, i);
+	}
+	assert_null(cl_stage_status_name(CL_STAGE_N_STATUS));
+	enum cl_stage_status untouched = CL_STAGE_DEGRADED;
+	assert_int_equal(cl_stage_status_parse("great", &untouched), CL_EINVAL);
+	assert_int_equal(cl_stage_status_parse("OK", &untouched), CL_EINVAL);
+	assert_int_equal(cl_stage_status_parse(NULL, &untouched), CL_EINVAL);
+	assert_int_equal(untouched, CL_STAGE_DEGRADED);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_lifecycle),       cmocka_unit_test(test_misuse_refused),
-		cmocka_unit_test(test_interrupted_run), cmocka_unit_test(test_token_source),
-		cmocka_unit_test(test_client_bound),    cmocka_unit_test(test_interval_decimation),
-		cmocka_unit_test(test_untrusted_text),  cmocka_unit_test(test_default_directory),
-		cmocka_unit_test(test_create_failure),  cmocka_unit_test(test_sha256),
+		cmocka_unit_test(test_lifecycle),
+		cmocka_unit_test(test_misuse_refused),
+		cmocka_unit_test(test_interrupted_run),
+		cmocka_unit_test(test_token_source),
+		cmocka_unit_test(test_client_bound),
+		cmocka_unit_test(test_interval_decimation),
+		cmocka_unit_test(test_untrusted_text),
+		cmocka_unit_test(test_default_directory),
+		cmocka_unit_test(test_create_failure),
+		cmocka_unit_test(test_sha256),
+		cmocka_unit_test(test_stage_status_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -211,14 +211,16 @@ static void test_run_breach(void **state)
 				.queue_ms = 0.1,
 				.good_ttft_ms = 150 };
 	tm_record(&m, &seed, &t);
-	assert_int_equal(cl_results_finish_stage(r, 0, &s.stages[0], &m, 20.0, "ok", NULL), 0);
+	assert_int_equal(cl_results_finish_stage(r, 0, &s.stages[0], &m, 20.0, CL_STAGE_OK, NULL),
+			 0);
 	assert_int_equal(cl_results_breach_count(r), 0);
 	double good_c4 = (double)m.ctr[CL_CTR_GOOD] / 20.0;
 	cl_metrics_reset(&m);
 	t.ttft_ms = 400;
 	tm_record(&m, &seed, &t);
 	int64_t p50_c8 = cl_hist_percentile(&m.lat[CL_LAT_TTFT], 50);
-	assert_int_equal(cl_results_finish_stage(r, 1, &s.stages[1], &m, 20.0, "ok", NULL), 0);
+	assert_int_equal(cl_results_finish_stage(r, 1, &s.stages[1], &m, 20.0, CL_STAGE_OK, NULL),
+			 0);
 	assert_int_equal(cl_results_breach_count(r), 1); /* abort_on_breach can act now */
 
 	int code = -1;
