@@ -1,6 +1,8 @@
 /* The wire decoder: hostile bytes -> pre-validated -> msgpack-c -> fields checked -> cl_msg. */
 #include "chatload/wire.h"
 
+#include "chatload/metrics_wire.h"
+
 #include "wire_impl.h"
 
 #include <math.h>
@@ -450,7 +452,7 @@ static int decode(struct wire_dec *d, const msgpack_object *top, struct cl_msg *
 	int rc;
 	if (top->type != MSGPACK_OBJECT_MAP)
 		return cl_err_set(d->err, CL_EPROTO, "message is %s, not a map",
-				  wire_type_word(top));
+				  cli_mpk_type_word(top));
 	struct wire_fld f[] = { FLD("proto"), FLD("type"), FLD("run"), FLD("agent"), FLD("seq") };
 	if ((rc = wire_fields(d, top, f, WIRE_N(f))))
 		return rc;

@@ -1,4 +1,5 @@
-/* Typed, capped, hostile-safe access to the fields of decoded msgpack maps (for wire_decode.c). */
+/* Typed, capped, hostile-safe access to the fields of decoded msgpack maps (for wire_decode.c):
+ * the protocol's rules and messages over the readers of mpk_read.c. */
 #include "chatload/wire.h"
 
 #include "wire_impl.h"
@@ -20,37 +21,9 @@ int wire_bad(struct wire_dec *d, int code, const char *name, const char *fmt, ..
 			  d->what ? ": " : "", d->path.s, d->path.len ? "." : "", name, why);
 }
 
-const char *wire_type_word(const msgpack_object *o)
-{
-	switch (o->type) {
-	case MSGPACK_OBJECT_NIL:
-		return "nil";
-	case MSGPACK_OBJECT_BOOLEAN:
-		return "a boolean";
-	case MSGPACK_OBJECT_POSITIVE_INTEGER:
-		return "an integer";
-	case MSGPACK_OBJECT_NEGATIVE_INTEGER:
-		return "a negative integer";
-	case MSGPACK_OBJECT_FLOAT32:
-	case MSGPACK_OBJECT_FLOAT64:
-		return "a float";
-	case MSGPACK_OBJECT_STR:
-		return "a string";
-	case MSGPACK_OBJECT_BIN:
-		return "binary";
-	case MSGPACK_OBJECT_ARRAY:
-		return "an array";
-	case MSGPACK_OBJECT_MAP:
-		return "a map";
-	case MSGPACK_OBJECT_EXT:
-		return "an extension";
-	}
-	return "unknown";
-}
-
 int wire_wrong(struct wire_dec *d, const char *name, const char *want, const msgpack_object *o)
 {
-	return wire_bad(d, CL_EPROTO, name, "must be %s, not %s", want, wire_type_word(o));
+	return wire_bad(d, CL_EPROTO, name, "must be %s, not %s", want, cli_mpk_type_word(o));
 }
 
 int wire_missing(struct wire_dec *d, const char *name)
@@ -73,10 +46,10 @@ int wire_fields(struct wire_dec *d, const msgpack_object *obj, struct wire_fld *
 		if (key->type != MSGPACK_OBJECT_STR)
 			return cl_err_set(d->err, CL_EPROTO, "%s%smap '%s' has a key that is %s",
 					  d->what ? d->what : "", d->what ? ": " : "",
-					  d->path.len ? d->path.s : "(top)", wire_type_word(key));
+					  d->path.len ? d->path.s : "(top)",
+					  cli_mpk_type_word(key));
 		for (size_t i = 0; i < n; i++) {
-			if (strlen(f[i].name) != key->via.str.size ||
-			    memcmp(f[i].name, key->via.str.ptr, key->via.str.size) != 0)
+			if (!cli_mpk_str_is(key, f[i].name))
 				continue;
 			if (f[i].v)
 				return wire_bad(d, CL_EPROTO, f[i].name, "is given twice");
@@ -110,12 +83,13 @@ int wire_get_u64(struct wire_dec *d, const char *name, const msgpack_object *v, 
 {
 	if (!v)
 		return req ? wire_missing(d, name) : 0;
-	if (v->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+	uint64_t x;
+	if (!cli_mpk_u64(v, &x))
 		return wire_wrong(d, name, "an unsigned integer", v);
-	if (v->via.u64 > max)
+	if (x > max)
 		return wire_bad(d, CL_EPROTO, name, "is out of range (%llu, max %llu)",
-				(unsigned long long)v->via.u64, (unsigned long long)max);
-	*out = v->via.u64;
+				(unsigned long long)x, (unsigned long long)max);
+	*out = x;
 	return 0;
 }
 
@@ -136,14 +110,11 @@ int wire_get_i64(struct wire_dec *d, const char *name, const msgpack_object *v, 
 	if (!v)
 		return req ? wire_missing(d, name) : 0;
 	int64_t x;
-	if (v->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
-		if (v->via.u64 > INT64_MAX)
+	if (!cli_mpk_i64(v, &x)) {
+		/* An integer it cannot hold is out of range; anything else is the wrong type. */
+		if (v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
 			return wire_bad(d, CL_EPROTO, name, "is out of range (%llu, max %lld)",
 					(unsigned long long)v->via.u64, (long long)INT64_MAX);
-		x = (int64_t)v->via.u64;
-	} else if (v->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
-		x = v->via.i64;
-	} else {
 		return wire_wrong(d, name, "an integer", v);
 	}
 	if (x < min)
@@ -160,20 +131,8 @@ int wire_get_dbl(struct wire_dec *d, const char *name, const msgpack_object *v, 
 	if (!v)
 		return req ? wire_missing(d, name) : 0;
 	double x;
-	switch (v->type) {
-	case MSGPACK_OBJECT_FLOAT32:
-	case MSGPACK_OBJECT_FLOAT64:
-		x = v->via.f64;
-		break;
-	case MSGPACK_OBJECT_POSITIVE_INTEGER:
-		x = (double)v->via.u64;
-		break;
-	case MSGPACK_OBJECT_NEGATIVE_INTEGER:
-		x = (double)v->via.i64;
-		break;
-	default:
+	if (!cli_mpk_f64(v, &x))
 		return wire_wrong(d, name, "a number", v);
-	}
 	if (!isfinite(x) || x < 0)
 		return wire_bad(d, CL_EPROTO, name, "must be a finite, non-negative number (%g)",
 				x);
@@ -186,9 +145,8 @@ int wire_get_bool(struct wire_dec *d, const char *name, const msgpack_object *v,
 {
 	if (!v)
 		return req ? wire_missing(d, name) : 0;
-	if (v->type != MSGPACK_OBJECT_BOOLEAN)
+	if (!cli_mpk_bool(v, out))
 		return wire_wrong(d, name, "a boolean", v);
-	*out = v->via.boolean;
 	return 0;
 }
 
@@ -196,12 +154,13 @@ int wire_get_bool(struct wire_dec *d, const char *name, const msgpack_object *v,
 int wire_check_str(struct wire_dec *d, const char *name, const msgpack_object *v, size_t cap,
 		   enum wire_str kind)
 {
-	if (v->type != MSGPACK_OBJECT_STR)
+	const char *s;
+	size_t n;
+	if (!cli_mpk_str(v, &s, &n))
 		return wire_wrong(d, name, "a string", v);
-	if (v->via.str.size > cap)
-		return wire_bad(d, CL_ETOOBIG, name, "is too long (%u bytes, max %zu)",
-				v->via.str.size, cap);
-	const char *why = wire_str_problem(v->via.str.ptr, v->via.str.size, kind);
+	if (n > cap)
+		return wire_bad(d, CL_ETOOBIG, name, "is too long (%zu bytes, max %zu)", n, cap);
+	const char *why = wire_str_problem(s, n, kind);
 	if (why)
 		return wire_bad(d, CL_EPROTO, name, "%s", why);
 	return 0;

@@ -7,6 +7,8 @@
 #include "chatload/err.h"
 #include "chatload/readiness.h"
 
+#include "mpk_read.h"
+
 #include <msgpack.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -79,7 +81,7 @@ static const char *const wire_ready_status_names[] = { "pending", "passed", "tim
 static const char *const wire_ready_phase_names[CL_READY__PHASES] = { "connect", "models",
 								      "generation" };
 
-/* ---- Decoder field access (wire_fields.c) ---------------------------------------------- */
+/* ---- Decoder field access (wire_fields.c, on top of mpk_read.h) ----------------------- */
 
 /* Decoding context: where errors go and the path of the field being decoded. */
 struct wire_dec {
@@ -103,8 +105,6 @@ struct wire_fld {
 /* Fails with "TYPE: field 'path.name' <why>"; returns code. */
 int wire_bad(struct wire_dec *d, int code, const char *name, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-/* "a string", "an integer", ...: what an object is, for messages. */
-const char *wire_type_word(const msgpack_object *o);
 /* "must be <want>, not <what it is>" (CL_EPROTO). */
 int wire_wrong(struct wire_dec *d, const char *name, const char *want, const msgpack_object *o);
 /* "is missing" (CL_EPROTO). */
