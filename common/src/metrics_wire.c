@@ -221,16 +221,10 @@ static int walk_errs(struct cl_metrics *m, const msgpack_object *obj, bool apply
 							  "error sample %u has a bad http_status",
 							  i);
 			} else if (cli_mpk_str_is(k, "body")) {
-				if (cli_mpk_str(v, &body, &body_len)) {
-					/* kept as sent: the sample copies at most its cap */
-				} else if (v->type == MSGPACK_OBJECT_BIN) {
-					body = v->via.bin.ptr;
-					body_len = v->via.bin.size;
-				} else {
+				if (!cli_mpk_bytes(v, &body, &body_len))
 					return cl_err_set(err, CL_EPARSE,
 							  "error sample %u body is not a string",
 							  i);
-				}
 			} else {
 				return cl_err_set(err, CL_EPARSE, "unknown error sample field '%s'",
 						  cli_mpk_quote(k, q, sizeof(q)));

@@ -20,6 +20,16 @@ bool cli_mpk_str(const msgpack_object *o, const char **ptr, size_t *len)
 	return true;
 }
 
+bool cli_mpk_bytes(const msgpack_object *o, const char **ptr, size_t *len)
+{
+	if (o->type == MSGPACK_OBJECT_BIN) {
+		*ptr = o->via.bin.ptr;
+		*len = o->via.bin.size;
+		return true;
+	}
+	return cli_mpk_str(o, ptr, len);
+}
+
 bool cli_mpk_u64(const msgpack_object *o, uint64_t *out)
 {
 	if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)

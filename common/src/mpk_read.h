@@ -19,6 +19,8 @@
 bool cli_mpk_str_is(const msgpack_object *o, const char *name);
 /* A string's bytes (not NUL-terminated); false when o is not a string. */
 bool cli_mpk_str(const msgpack_object *o, const char **ptr, size_t *len);
+/* A string's or a binary's bytes (a body may be either); false for anything else. */
+bool cli_mpk_bytes(const msgpack_object *o, const char **ptr, size_t *len);
 /* A non-negative integer. */
 bool cli_mpk_u64(const msgpack_object *o, uint64_t *out);
 /* Any integer representable as int64 (a positive integer above INT64_MAX is refused). */
