@@ -3,6 +3,8 @@
 #include "results.h"
 #include "results_internal.h"
 
+#include "chatload/hist_wire.h"
+
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -15,10 +17,10 @@ json_t *cl_results_hist_to_json(const struct cl_hist *h)
 	if (!o || !b)
 		goto fail;
 	uint64_t total = cl_hist_count(h);
-	/* cfg and sum have no accessor; the struct exposes them read-only for embedding. */
-	if (cli_rj_set(o, "lowest", json_integer(h->cfg.lowest)) ||
-	    cli_rj_set(o, "highest", json_integer(h->cfg.highest)) ||
-	    cli_rj_set(o, "sigfigs", json_integer(h->cfg.sigfigs)) ||
+	const struct cl_hist_cfg *cfg = cl_hist_config(h);
+	if (cli_rj_set(o, "lowest", json_integer(cfg->lowest)) ||
+	    cli_rj_set(o, "highest", json_integer(cfg->highest)) ||
+	    cli_rj_set(o, "sigfigs", json_integer(cfg->sigfigs)) ||
 	    cli_rj_set(o, "total", cli_rj_uint(total)) ||
 	    cli_rj_set(o, "overflow", cli_rj_uint(cl_hist_overflow(h))))
 		goto fail;
@@ -26,8 +28,9 @@ json_t *cl_results_hist_to_json(const struct cl_hist *h)
 	 * survives the file exactly (a double would be printed with rounding). */
 	json_t *min = total ? json_integer(cl_hist_min(h)) : json_null();
 	json_t *max = total ? json_integer(cl_hist_max(h)) : json_null();
-	json_t *sum = total ? (fabs(h->sum) < 9.0e18 ? json_integer((json_int_t)llround(h->sum))
-						     : json_real(h->sum))
+	double hsum = cl_hist_sum(h);
+	json_t *sum = total ? (fabs(hsum) < 9.0e18 ? json_integer((json_int_t)llround(hsum))
+						   : json_real(hsum))
 			    : json_null();
 	if (cli_rj_set(o, "min", min) || cli_rj_set(o, "max", max) || cli_rj_set(o, "sum", sum))
 		goto fail;
@@ -148,9 +151,9 @@ int cl_results_hist_from_json(const json_t *j, struct cl_hist *h, struct cl_err 
 				(int64_t)total);
 		goto out;
 	}
-	if (nb > (size_t)h->counts_len) {
+	if (nb > (size_t)cl_hist_bucket_count(h)) {
 		rc = cl_err_set(err, CL_EPARSE, "buckets: %zu entries, more than the %d buckets",
-				nb, (int)h->counts_len);
+				nb, (int)cl_hist_bucket_count(h));
 		goto out;
 	}
 	if ((rc = cl_hist_init(&scratch, &cfg)) != 0) {

@@ -1,6 +1,8 @@
 /* The wire decoder: hostile bytes -> pre-validated -> msgpack-c -> fields checked -> cl_msg. */
 #include "chatload/wire.h"
 
+#include "chatload/metrics_wire.h"
+
 #include "wire_impl.h"
 
 #include <math.h>
@@ -14,31 +16,31 @@ static int dec_target(struct wire_dec *d, const char *name, const msgpack_object
 		      struct cl_target_plan *t)
 {
 	int rc;
-	if ((rc = wire_need_map(d, name, v, true)))
+	if ((rc = cli_wire_need_map(d, name, v, true)))
 		return rc;
 	size_t old = wire_path_push(&d->path, name);
 	struct wire_fld f[] = { FLD("base_url"),    FLD("model"),
 				FLD("api_key_env"), FLD("headers"),
 				FLD("http2"),       FLD("tls_verify"),
 				FLD("ca_file"),     FLD("connect_timeout_us") };
-	if ((rc = wire_fields(d, v, f, WIRE_N(f))))
+	if ((rc = cli_wire_fields(d, v, f, WIRE_N(f))))
 		goto out;
-#define F(n) wire_fv(f, WIRE_N(f), n)
-	if ((rc = wire_get_str(d, "base_url", F("base_url"), true, CL_WIRE_MAX_URL, WSTR_NAME,
-			       &t->base_url, NULL)) ||
-	    (rc = wire_get_str(d, "model", F("model"), false, CL_WIRE_MAX_NAME, WSTR_NAME,
-			       &t->model, NULL)) ||
-	    (rc = wire_get_str(d, "api_key_env", F("api_key_env"), false, CL_WIRE_MAX_NAME,
-			       WSTR_NAME, &t->api_key_env, NULL)) ||
-	    (rc =
-		 wire_get_str_array(d, "headers", F("headers"), CL_WIRE_MAX_HEADERS,
-				    CL_WIRE_MAX_HEADER, WSTR_HEADER, &t->headers, &t->n_headers)) ||
-	    (rc = wire_get_bool(d, "http2", F("http2"), true, &t->http2)) ||
-	    (rc = wire_get_bool(d, "tls_verify", F("tls_verify"), true, &t->tls_verify)) ||
-	    (rc = wire_get_str(d, "ca_file", F("ca_file"), false, CL_WIRE_MAX_PATH, WSTR_NAME,
-			       &t->ca_file, NULL)) ||
-	    (rc = wire_get_i64(d, "connect_timeout_us", F("connect_timeout_us"), true, 0,
-			       &t->connect_timeout_us)))
+#define F(n) cli_wire_fv(f, WIRE_N(f), n)
+	if ((rc = cli_wire_get_str(d, "base_url", F("base_url"), true, CL_WIRE_MAX_URL, WSTR_NAME,
+				   &t->base_url, NULL)) ||
+	    (rc = cli_wire_get_str(d, "model", F("model"), false, CL_WIRE_MAX_NAME, WSTR_NAME,
+				   &t->model, NULL)) ||
+	    (rc = cli_wire_get_str(d, "api_key_env", F("api_key_env"), false, CL_WIRE_MAX_NAME,
+				   WSTR_NAME, &t->api_key_env, NULL)) ||
+	    (rc = cli_wire_get_str_array(d, "headers", F("headers"), CL_WIRE_MAX_HEADERS,
+					 CL_WIRE_MAX_HEADER, WSTR_HEADER, &t->headers,
+					 &t->n_headers)) ||
+	    (rc = cli_wire_get_bool(d, "http2", F("http2"), true, &t->http2)) ||
+	    (rc = cli_wire_get_bool(d, "tls_verify", F("tls_verify"), true, &t->tls_verify)) ||
+	    (rc = cli_wire_get_str(d, "ca_file", F("ca_file"), false, CL_WIRE_MAX_PATH, WSTR_NAME,
+				   &t->ca_file, NULL)) ||
+	    (rc = cli_wire_get_i64(d, "connect_timeout_us", F("connect_timeout_us"), true, 0,
+				   &t->connect_timeout_us)))
 		goto out;
 #undef F
 out:
@@ -50,25 +52,25 @@ static int dec_workload(struct wire_dec *d, const char *name, const msgpack_obje
 			struct cl_workload_plan *w)
 {
 	int rc;
-	if ((rc = wire_need_map(d, name, v, true)))
+	if ((rc = cli_wire_need_map(d, name, v, true)))
 		return rc;
 	size_t old = wire_path_push(&d->path, name);
 	struct wire_fld f[] = { FLD("bodies"), FLD("request_timeout_us"), FLD("max_tokens") };
-	if ((rc = wire_fields(d, v, f, WIRE_N(f))))
+	if ((rc = cli_wire_fields(d, v, f, WIRE_N(f))))
 		goto out;
 	const msgpack_object *b = f[0].v;
 	if (!b) {
-		rc = wire_missing(d, "bodies");
+		rc = cli_wire_missing(d, "bodies");
 		goto out;
 	}
 	if (b->type != MSGPACK_OBJECT_ARRAY) {
-		rc = wire_wrong(d, "bodies", "an array", b);
+		rc = cli_wire_wrong(d, "bodies", "an array", b);
 		goto out;
 	}
 	size_t n = b->via.array.size;
 	if (n > CL_WIRE_MAX_BODIES) {
-		rc = wire_bad(d, CL_ETOOBIG, "bodies", "has too many entries (%zu, max %u)", n,
-			      CL_WIRE_MAX_BODIES);
+		rc = cli_wire_bad(d, CL_ETOOBIG, "bodies", "has too many entries (%zu, max %u)", n,
+				  CL_WIRE_MAX_BODIES);
 		goto out;
 	}
 	if (n) {
@@ -84,21 +86,22 @@ static int dec_workload(struct wire_dec *d, const char *name, const msgpack_obje
 		char nm[32];
 		snprintf(nm, sizeof(nm), "bodies[%zu]", i);
 		const msgpack_object *e = &b->via.array.ptr[i];
-		if ((rc = wire_need_map(d, nm, e, true)))
+		if ((rc = cli_wire_need_map(d, nm, e, true)))
 			goto out;
 		size_t o2 = wire_path_push(&d->path, nm);
 		struct wire_fld bf[] = { FLD("json"), FLD("prompt_chars") };
 		struct cl_request_body *rb = &w->bodies[i];
-		if (!(rc = wire_fields(d, e, bf, WIRE_N(bf))) &&
-		    !(rc = wire_get_str(d, "json", bf[0].v, true, CL_WIRE_MAX_BODY, WSTR_TEXT,
-					&rb->json, &rb->len)))
-			rc = wire_get_u32(d, "prompt_chars", bf[1].v, true, &rb->prompt_chars);
+		if (!(rc = cli_wire_fields(d, e, bf, WIRE_N(bf))) &&
+		    !(rc = cli_wire_get_str(d, "json", bf[0].v, true, CL_WIRE_MAX_BODY, WSTR_TEXT,
+					    &rb->json, &rb->len)))
+			rc = cli_wire_get_u32(d, "prompt_chars", bf[1].v, true, &rb->prompt_chars);
 		wire_path_pop(&d->path, o2);
 		if (rc)
 			goto out;
 	}
-	if ((rc = wire_get_i64(d, "request_timeout_us", f[1].v, true, 0, &w->request_timeout_us)) ||
-	    (rc = wire_get_u32(d, "max_tokens", f[2].v, true, &w->max_tokens)))
+	if ((rc = cli_wire_get_i64(d, "request_timeout_us", f[1].v, true, 0,
+				   &w->request_timeout_us)) ||
+	    (rc = cli_wire_get_u32(d, "max_tokens", f[2].v, true, &w->max_tokens)))
 		goto out;
 out:
 	wire_path_pop(&d->path, old);
@@ -109,7 +112,7 @@ static int dec_stage(struct wire_dec *d, const char *name, const msgpack_object 
 		     struct cl_stage_plan *s)
 {
 	int rc;
-	if ((rc = wire_need_map(d, name, v, true)))
+	if ((rc = cli_wire_need_map(d, name, v, true)))
 		return rc;
 	size_t old = wire_path_push(&d->path, name);
 	struct wire_fld f[] = { FLD("index"),       FLD("name"),        FLD("mode"),
@@ -118,24 +121,25 @@ static int dec_stage(struct wire_dec *d, const char *name, const msgpack_object 
 				FLD("ramp_us"),     FLD("ramp_from"),   FLD("drain_timeout_us"),
 				FLD("seed") };
 	int mode = 0, arrival = 0;
-	if ((rc = wire_fields(d, v, f, WIRE_N(f))))
+	if ((rc = cli_wire_fields(d, v, f, WIRE_N(f))))
 		goto out;
-#define F(n) wire_fv(f, WIRE_N(f), n)
-	if ((rc = wire_get_u32(d, "index", F("index"), true, &s->index)) ||
-	    (rc = wire_get_str(d, "name", F("name"), false, CL_WIRE_MAX_NAME, WSTR_NAME, &s->name,
-			       NULL)) ||
-	    (rc = wire_get_enum(d, "mode", F("mode"), true, wire_mode_lookup, &mode)) ||
-	    (rc = wire_get_u32(d, "concurrency", F("concurrency"), true, &s->concurrency)) ||
-	    (rc = wire_get_dbl(d, "rate_per_s", F("rate_per_s"), true, &s->rate_per_s)) ||
-	    (rc = wire_get_enum(d, "arrival", F("arrival"), true, wire_arrival_lookup, &arrival)) ||
-	    (rc = wire_get_dbl(d, "gamma_shape", F("gamma_shape"), true, &s->gamma_shape)) ||
-	    (rc = wire_get_i64(d, "duration_us", F("duration_us"), true, 0, &s->duration_us)) ||
-	    (rc = wire_get_u64(d, "requests", F("requests"), true, UINT64_MAX, &s->requests)) ||
-	    (rc = wire_get_i64(d, "ramp_us", F("ramp_us"), true, 0, &s->ramp_us)) ||
-	    (rc = wire_get_u32(d, "ramp_from", F("ramp_from"), true, &s->ramp_from)) ||
-	    (rc = wire_get_i64(d, "drain_timeout_us", F("drain_timeout_us"), true, 0,
-			       &s->drain_timeout_us)) ||
-	    (rc = wire_get_u64(d, "seed", F("seed"), true, UINT64_MAX, &s->seed)))
+#define F(n) cli_wire_fv(f, WIRE_N(f), n)
+	if ((rc = cli_wire_get_u32(d, "index", F("index"), true, &s->index)) ||
+	    (rc = cli_wire_get_str(d, "name", F("name"), false, CL_WIRE_MAX_NAME, WSTR_NAME,
+				   &s->name, NULL)) ||
+	    (rc = cli_wire_get_enum(d, "mode", F("mode"), true, cli_wire_mode_lookup, &mode)) ||
+	    (rc = cli_wire_get_u32(d, "concurrency", F("concurrency"), true, &s->concurrency)) ||
+	    (rc = cli_wire_get_dbl(d, "rate_per_s", F("rate_per_s"), true, &s->rate_per_s)) ||
+	    (rc = cli_wire_get_enum(d, "arrival", F("arrival"), true, cli_wire_arrival_lookup,
+				    &arrival)) ||
+	    (rc = cli_wire_get_dbl(d, "gamma_shape", F("gamma_shape"), true, &s->gamma_shape)) ||
+	    (rc = cli_wire_get_i64(d, "duration_us", F("duration_us"), true, 0, &s->duration_us)) ||
+	    (rc = cli_wire_get_u64(d, "requests", F("requests"), true, UINT64_MAX, &s->requests)) ||
+	    (rc = cli_wire_get_i64(d, "ramp_us", F("ramp_us"), true, 0, &s->ramp_us)) ||
+	    (rc = cli_wire_get_u32(d, "ramp_from", F("ramp_from"), true, &s->ramp_from)) ||
+	    (rc = cli_wire_get_i64(d, "drain_timeout_us", F("drain_timeout_us"), true, 0,
+				   &s->drain_timeout_us)) ||
+	    (rc = cli_wire_get_u64(d, "seed", F("seed"), true, UINT64_MAX, &s->seed)))
 		goto out;
 #undef F
 	s->mode = (enum cl_load_mode)mode;
@@ -149,7 +153,7 @@ static int dec_readiness(struct wire_dec *d, const char *name, const msgpack_obj
 			 struct cl_readiness_result *r)
 {
 	int rc;
-	if ((rc = wire_need_map(d, name, v, true)))
+	if ((rc = cli_wire_need_map(d, name, v, true)))
 		return rc;
 	size_t old = wire_path_push(&d->path, name);
 	struct wire_fld f[] = { FLD("status"),          FLD("phase"),
@@ -158,45 +162,46 @@ static int dec_readiness(struct wire_dec *d, const char *name, const msgpack_obj
 				FLD("elapsed_us"),      FLD("model"),
 				FLD("last_error"),      FLD("failing_since_us") };
 	int status = 0, phase = 0;
-	if ((rc = wire_fields(d, v, f, WIRE_N(f))))
+	if ((rc = cli_wire_fields(d, v, f, WIRE_N(f))))
 		goto out;
-#define F(n) wire_fv(f, WIRE_N(f), n)
+#define F(n) cli_wire_fv(f, WIRE_N(f), n)
 	const msgpack_object *pp = F("phase_passed_us");
 	if (!pp) {
-		rc = wire_missing(d, "phase_passed_us");
+		rc = cli_wire_missing(d, "phase_passed_us");
 		goto out;
 	}
 	if (pp->type != MSGPACK_OBJECT_ARRAY) {
-		rc = wire_wrong(d, "phase_passed_us", "an array", pp);
+		rc = cli_wire_wrong(d, "phase_passed_us", "an array", pp);
 		goto out;
 	}
 	if (pp->via.array.size != CL_READY__PHASES) {
-		rc = wire_bad(d, CL_EPROTO, "phase_passed_us", "must have %d entries, not %u",
-			      CL_READY__PHASES, pp->via.array.size);
+		rc = cli_wire_bad(d, CL_EPROTO, "phase_passed_us", "must have %d entries, not %u",
+				  CL_READY__PHASES, pp->via.array.size);
 		goto out;
 	}
 	for (int i = 0; i < CL_READY__PHASES; i++) {
 		char nm[32];
 		snprintf(nm, sizeof(nm), "phase_passed_us[%d]", i);
-		if ((rc = wire_get_i64(d, nm, &pp->via.array.ptr[i], true, INT64_MIN,
-				       &r->phase_passed_us[i])))
+		if ((rc = cli_wire_get_i64(d, nm, &pp->via.array.ptr[i], true, INT64_MIN,
+					   &r->phase_passed_us[i])))
 			goto out;
 	}
-	if ((rc = wire_get_enum(d, "status", F("status"), true, wire_status_lookup, &status)) ||
-	    (rc = wire_get_enum(d, "phase", F("phase"), true, wire_phase_lookup, &phase)) ||
-	    (rc = wire_get_u32(d, "attempts", F("attempts"), true, &r->attempts)) ||
-	    (rc = wire_get_i64(d, "probe_ttft_us", F("probe_ttft_us"), true, INT64_MIN,
-			       &r->probe_ttft_us)) ||
-	    (rc = wire_get_i64(d, "probe_total_us", F("probe_total_us"), true, INT64_MIN,
-			       &r->probe_total_us)) ||
-	    (rc =
-		 wire_get_i64(d, "elapsed_us", F("elapsed_us"), true, INT64_MIN, &r->elapsed_us)) ||
-	    (rc = wire_get_fixed_str(d, "model", F("model"), r->model, sizeof(r->model),
-				     WSTR_NAME)) ||
-	    (rc = wire_get_fixed_str(d, "last_error", F("last_error"), r->last_error,
-				     sizeof(r->last_error), WSTR_TEXT)) ||
-	    (rc = wire_get_i64(d, "failing_since_us", F("failing_since_us"), true, INT64_MIN,
-			       &r->failing_since_us)))
+	if ((rc = cli_wire_get_enum(d, "status", F("status"), true, cli_wire_status_lookup,
+				    &status)) ||
+	    (rc = cli_wire_get_enum(d, "phase", F("phase"), true, cli_wire_phase_lookup, &phase)) ||
+	    (rc = cli_wire_get_u32(d, "attempts", F("attempts"), true, &r->attempts)) ||
+	    (rc = cli_wire_get_i64(d, "probe_ttft_us", F("probe_ttft_us"), true, INT64_MIN,
+				   &r->probe_ttft_us)) ||
+	    (rc = cli_wire_get_i64(d, "probe_total_us", F("probe_total_us"), true, INT64_MIN,
+				   &r->probe_total_us)) ||
+	    (rc = cli_wire_get_i64(d, "elapsed_us", F("elapsed_us"), true, INT64_MIN,
+				   &r->elapsed_us)) ||
+	    (rc = cli_wire_get_fixed_str(d, "model", F("model"), r->model, sizeof(r->model),
+					 WSTR_NAME)) ||
+	    (rc = cli_wire_get_fixed_str(d, "last_error", F("last_error"), r->last_error,
+					 sizeof(r->last_error), WSTR_TEXT)) ||
+	    (rc = cli_wire_get_i64(d, "failing_since_us", F("failing_since_us"), true, INT64_MIN,
+				   &r->failing_since_us)))
 		goto out;
 #undef F
 	r->status = status;
@@ -213,20 +218,20 @@ static int dec_hello(struct wire_dec *d, const msgpack_object *top, struct cl_ms
 	struct wire_fld f[] = { FLD("version"), FLD("host"), FLD("workers"),  FLD("caps"),
 				FLD("token"),   FLD("pid"),  FLD("t_send_us") };
 	int rc;
-	if ((rc = wire_fields(d, top, f, WIRE_N(f))))
+	if ((rc = cli_wire_fields(d, top, f, WIRE_N(f))))
 		return rc;
-#define F(n) wire_fv(f, WIRE_N(f), n)
-	if ((rc = wire_get_str(d, "version", F("version"), true, CL_WIRE_MAX_VERSION, WSTR_NAME,
-			       &h->version, NULL)) ||
-	    (rc = wire_get_str(d, "host", F("host"), true, CL_WIRE_MAX_HOST, WSTR_NAME, &h->host,
-			       NULL)) ||
-	    (rc = wire_get_u32(d, "workers", F("workers"), true, &h->workers)) ||
-	    (rc = wire_get_str_array(d, "caps", F("caps"), CL_WIRE_MAX_CAPS, CL_WIRE_MAX_CAP,
-				     WSTR_NAME, &h->caps, &h->n_caps)) ||
-	    (rc = wire_get_str(d, "token", F("token"), true, CL_WIRE_MAX_TOKEN, WSTR_TEXT,
-			       &h->token, NULL)) ||
-	    (rc = wire_get_i64(d, "pid", F("pid"), true, INT64_MIN, &h->pid)) ||
-	    (rc = wire_get_i64(d, "t_send_us", F("t_send_us"), true, INT64_MIN, &h->t_send_us)))
+#define F(n) cli_wire_fv(f, WIRE_N(f), n)
+	if ((rc = cli_wire_get_str(d, "version", F("version"), true, CL_WIRE_MAX_VERSION, WSTR_NAME,
+				   &h->version, NULL)) ||
+	    (rc = cli_wire_get_str(d, "host", F("host"), true, CL_WIRE_MAX_HOST, WSTR_NAME,
+				   &h->host, NULL)) ||
+	    (rc = cli_wire_get_u32(d, "workers", F("workers"), true, &h->workers)) ||
+	    (rc = cli_wire_get_str_array(d, "caps", F("caps"), CL_WIRE_MAX_CAPS, CL_WIRE_MAX_CAP,
+					 WSTR_NAME, &h->caps, &h->n_caps)) ||
+	    (rc = cli_wire_get_str(d, "token", F("token"), true, CL_WIRE_MAX_TOKEN, WSTR_TEXT,
+				   &h->token, NULL)) ||
+	    (rc = cli_wire_get_i64(d, "pid", F("pid"), true, INT64_MIN, &h->pid)) ||
+	    (rc = cli_wire_get_i64(d, "t_send_us", F("t_send_us"), true, INT64_MIN, &h->t_send_us)))
 		return rc;
 #undef F
 	return 0;
@@ -239,22 +244,25 @@ static int dec_poll(struct wire_dec *d, const msgpack_object *top, struct cl_msg
 				FLD("t_send_us"),   FLD("error"),       FLD("clock_offset_us"),
 				FLD("clock_rtt_us") };
 	int rc, state = 0;
-	if ((rc = wire_fields(d, top, f, WIRE_N(f))))
+	if ((rc = cli_wire_fields(d, top, f, WIRE_N(f))))
 		return rc;
-#define F(n) wire_fv(f, WIRE_N(f), n)
-	if ((rc = wire_get_enum(d, "state", F("state"), true, cl_agent_state_from_name, &state)) ||
-	    (rc = wire_get_u64(d, "applied_seq", F("applied_seq"), true, UINT64_MAX,
-			       &p->applied_seq)) ||
-	    (rc = wire_get_dbl(d, "cpu_pct", F("cpu_pct"), true, &p->cpu_pct)) ||
-	    (rc = wire_get_i64(d, "rss_bytes", F("rss_bytes"), true, 0, &p->rss_bytes)) ||
-	    (rc = wire_get_i64(d, "inflight", F("inflight"), true, 0, &p->inflight)) ||
-	    (rc = wire_get_i64(d, "loop_lag_us", F("loop_lag_us"), true, 0, &p->loop_lag_us)) ||
-	    (rc = wire_get_i64(d, "t_send_us", F("t_send_us"), true, INT64_MIN, &p->t_send_us)) ||
-	    (rc = wire_get_str(d, "error", F("error"), false, CL_WIRE_MAX_ERROR, WSTR_TEXT,
-			       &p->error, NULL)) ||
-	    (rc = wire_get_i64(d, "clock_offset_us", F("clock_offset_us"), false, INT64_MIN,
-			       &p->clock_offset_us)) ||
-	    (rc = wire_get_i64(d, "clock_rtt_us", F("clock_rtt_us"), false, 0, &p->clock_rtt_us)))
+#define F(n) cli_wire_fv(f, WIRE_N(f), n)
+	if ((rc = cli_wire_get_enum(d, "state", F("state"), true, cl_agent_state_from_name,
+				    &state)) ||
+	    (rc = cli_wire_get_u64(d, "applied_seq", F("applied_seq"), true, UINT64_MAX,
+				   &p->applied_seq)) ||
+	    (rc = cli_wire_get_dbl(d, "cpu_pct", F("cpu_pct"), true, &p->cpu_pct)) ||
+	    (rc = cli_wire_get_i64(d, "rss_bytes", F("rss_bytes"), true, 0, &p->rss_bytes)) ||
+	    (rc = cli_wire_get_i64(d, "inflight", F("inflight"), true, 0, &p->inflight)) ||
+	    (rc = cli_wire_get_i64(d, "loop_lag_us", F("loop_lag_us"), true, 0, &p->loop_lag_us)) ||
+	    (rc = cli_wire_get_i64(d, "t_send_us", F("t_send_us"), true, INT64_MIN,
+				   &p->t_send_us)) ||
+	    (rc = cli_wire_get_str(d, "error", F("error"), false, CL_WIRE_MAX_ERROR, WSTR_TEXT,
+				   &p->error, NULL)) ||
+	    (rc = cli_wire_get_i64(d, "clock_offset_us", F("clock_offset_us"), false, INT64_MIN,
+				   &p->clock_offset_us)) ||
+	    (rc = cli_wire_get_i64(d, "clock_rtt_us", F("clock_rtt_us"), false, 0,
+				   &p->clock_rtt_us)))
 		return rc;
 #undef F
 	p->state = (enum cl_agent_state)state;
@@ -267,23 +275,24 @@ static int dec_report(struct wire_dec *d, const msgpack_object *top, struct cl_m
 				FLD("span_us"),   FLD("metrics"), FLD("readiness"),
 				FLD("t_send_us"), FLD("error"),   FLD("start_skew_us") };
 	int rc, kind = 0;
-	if ((rc = wire_fields(d, top, f, WIRE_N(f))))
+	if ((rc = cli_wire_fields(d, top, f, WIRE_N(f))))
 		return rc;
-#define F(n) wire_fv(f, WIRE_N(f), n)
-	if ((rc = wire_get_enum(d, "kind", F("kind"), true, cl_report_kind_from_name, &kind)))
+#define F(n) cli_wire_fv(f, WIRE_N(f), n)
+	if ((rc = cli_wire_get_enum(d, "kind", F("kind"), true, cl_report_kind_from_name, &kind)))
 		return rc;
 	r->kind = (enum cl_report_kind)kind;
 	bool probe = r->kind == CL_REPORT_PROBE;
-	if ((rc = wire_get_u32(d, "stage", F("stage"), true, &r->stage)) ||
-	    (rc = wire_get_u32(d, "interval", F("interval"), true, &r->interval)) ||
-	    (rc = wire_get_i64(d, "span_us", F("span_us"), false, 0, &r->span_us)) ||
-	    (rc = wire_get_i64(d, "t_send_us", F("t_send_us"), true, INT64_MIN, &r->t_send_us)) ||
-	    (rc = wire_get_str(d, "error", F("error"), false, CL_WIRE_MAX_ERROR, WSTR_TEXT,
-			       &r->error, NULL)) ||
-	    (rc = wire_get_i64(d, "start_skew_us", F("start_skew_us"), false, 0,
-			       &r->start_skew_us)) ||
-	    (rc = wire_need_map(d, "readiness", F("readiness"), probe)) ||
-	    (rc = wire_need_map(d, "metrics", F("metrics"), !probe)))
+	if ((rc = cli_wire_get_u32(d, "stage", F("stage"), true, &r->stage)) ||
+	    (rc = cli_wire_get_u32(d, "interval", F("interval"), true, &r->interval)) ||
+	    (rc = cli_wire_get_i64(d, "span_us", F("span_us"), false, 0, &r->span_us)) ||
+	    (rc = cli_wire_get_i64(d, "t_send_us", F("t_send_us"), true, INT64_MIN,
+				   &r->t_send_us)) ||
+	    (rc = cli_wire_get_str(d, "error", F("error"), false, CL_WIRE_MAX_ERROR, WSTR_TEXT,
+				   &r->error, NULL)) ||
+	    (rc = cli_wire_get_i64(d, "start_skew_us", F("start_skew_us"), false, 0,
+				   &r->start_skew_us)) ||
+	    (rc = cli_wire_need_map(d, "readiness", F("readiness"), probe)) ||
+	    (rc = cli_wire_need_map(d, "metrics", F("metrics"), !probe)))
 		return rc;
 	if (F("readiness")) {
 		if (!(r->readiness = calloc(1, sizeof(*r->readiness))))
@@ -301,8 +310,9 @@ static int dec_report(struct wire_dec *d, const msgpack_object *top, struct cl_m
 		struct cl_err merr = { 0 };
 		rc = cl_metrics_unpack_add(r->metrics, mo, &merr);
 		if (rc)
-			return wire_bad(d, rc == CL_ENOMEM ? CL_ENOMEM : CL_EPROTO, "metrics",
-					"is invalid: %s", merr.msg[0] ? merr.msg : cl_strerror(rc));
+			return cli_wire_bad(d, rc == CL_ENOMEM ? CL_ENOMEM : CL_EPROTO, "metrics",
+					    "is invalid: %s",
+					    merr.msg[0] ? merr.msg : cl_strerror(rc));
 	}
 	return 0;
 }
@@ -312,12 +322,13 @@ static int dec_welcome(struct wire_dec *d, const msgpack_object *top, struct cl_
 	struct wire_fld f[] = { FLD("agent_id"), FLD("report_interval_us"), FLD("t_coord_us"),
 				FLD("t_coord_recv_us") };
 	int rc;
-	if ((rc = wire_fields(d, top, f, WIRE_N(f))) ||
-	    (rc = wire_get_u32(d, "agent_id", f[0].v, true, &w->agent_id)) ||
-	    (rc = wire_get_i64(d, "report_interval_us", f[1].v, true, 1, &w->report_interval_us)) ||
-	    (rc = wire_get_i64(d, "t_coord_us", f[2].v, true, INT64_MIN, &w->t_coord_us)) ||
-	    (rc =
-		 wire_get_i64(d, "t_coord_recv_us", f[3].v, false, INT64_MIN, &w->t_coord_recv_us)))
+	if ((rc = cli_wire_fields(d, top, f, WIRE_N(f))) ||
+	    (rc = cli_wire_get_u32(d, "agent_id", f[0].v, true, &w->agent_id)) ||
+	    (rc = cli_wire_get_i64(d, "report_interval_us", f[1].v, true, 1,
+				   &w->report_interval_us)) ||
+	    (rc = cli_wire_get_i64(d, "t_coord_us", f[2].v, true, INT64_MIN, &w->t_coord_us)) ||
+	    (rc = cli_wire_get_i64(d, "t_coord_recv_us", f[3].v, false, INT64_MIN,
+				   &w->t_coord_recv_us)))
 		return rc;
 	return 0;
 }
@@ -331,25 +342,25 @@ static int dec_probe(struct wire_dec *d, const msgpack_object *args, struct cl_c
 				FLD("max_tokens"),     FLD("extra_body_json"),
 				FLD("target") };
 	int rc;
-	if ((rc = wire_fields(d, args, f, WIRE_N(f))))
+	if ((rc = cli_wire_fields(d, args, f, WIRE_N(f))))
 		return rc;
-#define F(n) wire_fv(f, WIRE_N(f), n)
-	if ((rc = wire_get_i64(d, "timeout_us", F("timeout_us"), true, 0, &p->timeout_us)) ||
-	    (rc = wire_get_i64(d, "request_timeout_us", F("request_timeout_us"), true, 0,
-			       &p->request_timeout_us)) ||
-	    (rc = wire_get_u32(d, "consecutive", F("consecutive"), true, &p->consecutive)) ||
-	    (rc = wire_get_i64(d, "backoff_initial_us", F("backoff_initial_us"), true, 0,
-			       &p->backoff_initial_us)) ||
-	    (rc = wire_get_i64(d, "backoff_max_us", F("backoff_max_us"), true, 0,
-			       &p->backoff_max_us)) ||
-	    (rc = wire_get_u64(d, "seed", F("seed"), false, UINT64_MAX, &p->seed)) ||
-	    (rc = wire_get_str(d, "body_json", F("body_json"), false, CL_WIRE_MAX_BODY, WSTR_TEXT,
-			       &p->body_json, NULL)) ||
-	    (rc = wire_get_str(d, "prompt", F("prompt"), false, CL_WIRE_MAX_PROMPT, WSTR_TEXT,
-			       &p->prompt, NULL)) ||
-	    (rc = wire_get_u32(d, "max_tokens", F("max_tokens"), false, &p->max_tokens)) ||
-	    (rc = wire_get_str(d, "extra_body_json", F("extra_body_json"), false, CL_WIRE_MAX_BODY,
-			       WSTR_TEXT, &p->extra_body_json, NULL)))
+#define F(n) cli_wire_fv(f, WIRE_N(f), n)
+	if ((rc = cli_wire_get_i64(d, "timeout_us", F("timeout_us"), true, 0, &p->timeout_us)) ||
+	    (rc = cli_wire_get_i64(d, "request_timeout_us", F("request_timeout_us"), true, 0,
+				   &p->request_timeout_us)) ||
+	    (rc = cli_wire_get_u32(d, "consecutive", F("consecutive"), true, &p->consecutive)) ||
+	    (rc = cli_wire_get_i64(d, "backoff_initial_us", F("backoff_initial_us"), true, 0,
+				   &p->backoff_initial_us)) ||
+	    (rc = cli_wire_get_i64(d, "backoff_max_us", F("backoff_max_us"), true, 0,
+				   &p->backoff_max_us)) ||
+	    (rc = cli_wire_get_u64(d, "seed", F("seed"), false, UINT64_MAX, &p->seed)) ||
+	    (rc = cli_wire_get_str(d, "body_json", F("body_json"), false, CL_WIRE_MAX_BODY,
+				   WSTR_TEXT, &p->body_json, NULL)) ||
+	    (rc = cli_wire_get_str(d, "prompt", F("prompt"), false, CL_WIRE_MAX_PROMPT, WSTR_TEXT,
+				   &p->prompt, NULL)) ||
+	    (rc = cli_wire_get_u32(d, "max_tokens", F("max_tokens"), false, &p->max_tokens)) ||
+	    (rc = cli_wire_get_str(d, "extra_body_json", F("extra_body_json"), false,
+				   CL_WIRE_MAX_BODY, WSTR_TEXT, &p->extra_body_json, NULL)))
 		return rc;
 	const msgpack_object *t = F("target");
 #undef F
@@ -371,20 +382,20 @@ static int dec_args(struct wire_dec *d, const msgpack_object *args, struct cl_ms
 	case CL_CMD_WARMUP: {
 		struct wire_fld g[] = { FLD("stage"), FLD("max_tokens"), FLD("request_timeout_us"),
 					FLD("body_json") };
-		if ((rc = wire_fields(d, args, g, WIRE_N(g))) ||
+		if ((rc = cli_wire_fields(d, args, g, WIRE_N(g))) ||
 		    (rc = dec_stage(d, "stage", g[0].v, &c->warmup.stage)) ||
-		    (rc = wire_get_u32(d, "max_tokens", g[1].v, true, &c->warmup.max_tokens)) ||
-		    (rc = wire_get_i64(d, "request_timeout_us", g[2].v, false, 0,
-				       &c->warmup.request_timeout_us)) ||
-		    (rc = wire_get_str(d, "body_json", g[3].v, false, CL_WIRE_MAX_BODY, WSTR_TEXT,
-				       &c->warmup.body_json, NULL)))
+		    (rc = cli_wire_get_u32(d, "max_tokens", g[1].v, true, &c->warmup.max_tokens)) ||
+		    (rc = cli_wire_get_i64(d, "request_timeout_us", g[2].v, false, 0,
+					   &c->warmup.request_timeout_us)) ||
+		    (rc = cli_wire_get_str(d, "body_json", g[3].v, false, CL_WIRE_MAX_BODY,
+					   WSTR_TEXT, &c->warmup.body_json, NULL)))
 			return rc;
 		return 0;
 	}
 	case CL_CMD_PREPARE:
 		f[0].name = "target";
 		f[1].name = "workload";
-		if ((rc = wire_fields(d, args, f, 2)) ||
+		if ((rc = cli_wire_fields(d, args, f, 2)) ||
 		    (rc = dec_target(d, "target", f[0].v, &c->prepare.target)) ||
 		    (rc = dec_workload(d, "workload", f[1].v, &c->prepare.workload)))
 			return rc;
@@ -392,16 +403,16 @@ static int dec_args(struct wire_dec *d, const msgpack_object *args, struct cl_ms
 	case CL_CMD_START_AT:
 		f[0].name = "stage";
 		f[1].name = "start_at_coord_us";
-		if ((rc = wire_fields(d, args, f, 2)) ||
+		if ((rc = cli_wire_fields(d, args, f, 2)) ||
 		    (rc = dec_stage(d, "stage", f[0].v, &c->start_at.stage)) ||
-		    (rc = wire_get_i64(d, "start_at_coord_us", f[1].v, true, INT64_MIN,
-				       &c->start_at.start_at_coord_us)))
+		    (rc = cli_wire_get_i64(d, "start_at_coord_us", f[1].v, true, INT64_MIN,
+					   &c->start_at.start_at_coord_us)))
 			return rc;
 		return 0;
 	case CL_CMD_STOP:
 		f[0].name = "stage";
-		if ((rc = wire_fields(d, args, f, 1)) ||
-		    (rc = wire_get_u32(d, "stage", f[0].v, true, &c->stop.stage)))
+		if ((rc = cli_wire_fields(d, args, f, 1)) ||
+		    (rc = cli_wire_get_u32(d, "stage", f[0].v, true, &c->stop.stage)))
 			return rc;
 		return 0;
 	default:
@@ -414,30 +425,30 @@ static int dec_cmd(struct wire_dec *d, const msgpack_object *top, struct cl_msg_
 	struct wire_fld f[] = { FLD("cmd"), FLD("cmd_seq"), FLD("t_coord_us"),
 				FLD("t_coord_recv_us"), FLD("args") };
 	int rc, cmd = 0;
-	if ((rc = wire_fields(d, top, f, WIRE_N(f))))
+	if ((rc = cli_wire_fields(d, top, f, WIRE_N(f))))
 		return rc;
 	if (!f[0].v)
-		return wire_missing(d, "cmd");
-	if ((rc = wire_check_str(d, "cmd", f[0].v, 63, WSTR_NAME)))
+		return cli_wire_missing(d, "cmd");
+	if ((rc = cli_wire_check_str(d, "cmd", f[0].v, 63, WSTR_NAME)))
 		return rc;
 	char name[64];
 	memcpy(name, f[0].v->via.str.ptr, f[0].v->via.str.size);
 	name[f[0].v->via.str.size] = '\0';
 	if ((cmd = cl_cmd_from_name(name)) < 0)
-		return wire_bad(d, CL_EPROTO, "cmd", "has unknown command '%s'", name);
+		return cli_wire_bad(d, CL_EPROTO, "cmd", "has unknown command '%s'", name);
 	/* Set before the arguments are decoded, so cl_msg_free knows what to free. */
 	c->cmd = (enum cl_cmd)cmd;
-	if ((rc = wire_get_u64(d, "cmd_seq", f[1].v, true, UINT64_MAX, &c->cmd_seq)) ||
-	    (rc = wire_get_i64(d, "t_coord_us", f[2].v, true, INT64_MIN, &c->t_coord_us)) ||
-	    (rc =
-		 wire_get_i64(d, "t_coord_recv_us", f[3].v, false, INT64_MIN, &c->t_coord_recv_us)))
+	if ((rc = cli_wire_get_u64(d, "cmd_seq", f[1].v, true, UINT64_MAX, &c->cmd_seq)) ||
+	    (rc = cli_wire_get_i64(d, "t_coord_us", f[2].v, true, INT64_MIN, &c->t_coord_us)) ||
+	    (rc = cli_wire_get_i64(d, "t_coord_recv_us", f[3].v, false, INT64_MIN,
+				   &c->t_coord_recv_us)))
 		return rc;
 	bool has_args = c->cmd == CL_CMD_PROBE || c->cmd == CL_CMD_WARMUP ||
 			c->cmd == CL_CMD_PREPARE || c->cmd == CL_CMD_START_AT ||
 			c->cmd == CL_CMD_STOP;
 	if (!has_args)
 		return 0; /* an `args` a later version adds to these is ignored */
-	if ((rc = wire_need_map(d, "args", f[4].v, true)))
+	if ((rc = cli_wire_need_map(d, "args", f[4].v, true)))
 		return rc;
 	size_t old = wire_path_push(&d->path, "args");
 	rc = dec_args(d, f[4].v, c);
@@ -450,14 +461,14 @@ static int decode(struct wire_dec *d, const msgpack_object *top, struct cl_msg *
 	int rc;
 	if (top->type != MSGPACK_OBJECT_MAP)
 		return cl_err_set(d->err, CL_EPROTO, "message is %s, not a map",
-				  wire_type_word(top));
+				  cli_mpk_type_word(top));
 	struct wire_fld f[] = { FLD("proto"), FLD("type"), FLD("run"), FLD("agent"), FLD("seq") };
-	if ((rc = wire_fields(d, top, f, WIRE_N(f))))
+	if ((rc = cli_wire_fields(d, top, f, WIRE_N(f))))
 		return rc;
 
 	/* The version first: a later version may change anything else. */
 	uint64_t proto = 0;
-	if ((rc = wire_get_u64(d, "proto", f[0].v, true, UINT32_MAX, &proto)))
+	if ((rc = cli_wire_get_u64(d, "proto", f[0].v, true, UINT32_MAX, &proto)))
 		return rc;
 	m->proto = (uint32_t)proto;
 	if (proto != CL_PROTO_VERSION)
@@ -467,8 +478,8 @@ static int decode(struct wire_dec *d, const msgpack_object *top, struct cl_msg *
 		    (unsigned long long)proto, CL_PROTO_VERSION);
 
 	if (!f[1].v)
-		return wire_missing(d, "type");
-	if ((rc = wire_check_str(d, "type", f[1].v, 63, WSTR_NAME)))
+		return cli_wire_missing(d, "type");
+	if ((rc = cli_wire_check_str(d, "type", f[1].v, 63, WSTR_NAME)))
 		return rc;
 	char tname[64];
 	memcpy(tname, f[1].v->via.str.ptr, f[1].v->via.str.size);
@@ -479,10 +490,10 @@ static int decode(struct wire_dec *d, const msgpack_object *top, struct cl_msg *
 	m->type = (enum cl_msg_type)type;
 	d->what = cl_msg_type_name(type);
 
-	if ((rc =
-		 wire_get_str(d, "run", f[2].v, true, CL_WIRE_MAX_RUN, WSTR_NAME, &m->run, NULL)) ||
-	    (rc = wire_get_u32(d, "agent", f[3].v, true, &m->agent)) ||
-	    (rc = wire_get_u64(d, "seq", f[4].v, true, UINT64_MAX, &m->seq)))
+	if ((rc = cli_wire_get_str(d, "run", f[2].v, true, CL_WIRE_MAX_RUN, WSTR_NAME, &m->run,
+				   NULL)) ||
+	    (rc = cli_wire_get_u32(d, "agent", f[3].v, true, &m->agent)) ||
+	    (rc = cli_wire_get_u64(d, "seq", f[4].v, true, UINT64_MAX, &m->seq)))
 		return rc;
 
 	switch (m->type) {
@@ -496,10 +507,10 @@ static int decode(struct wire_dec *d, const msgpack_object *top, struct cl_msg *
 		return dec_welcome(d, top, &m->welcome);
 	case CL_MSG_REFUSE: {
 		struct wire_fld g[] = { FLD("reason") };
-		if ((rc = wire_fields(d, top, g, 1)))
+		if ((rc = cli_wire_fields(d, top, g, 1)))
 			return rc;
-		return wire_get_str(d, "reason", g[0].v, true, CL_WIRE_MAX_REASON, WSTR_TEXT,
-				    &m->refuse.reason, NULL);
+		return cli_wire_get_str(d, "reason", g[0].v, true, CL_WIRE_MAX_REASON, WSTR_TEXT,
+					&m->refuse.reason, NULL);
 	}
 	case CL_MSG_CMD:
 		return dec_cmd(d, top, &m->cmd);

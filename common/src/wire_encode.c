@@ -1,6 +1,8 @@
 /* The wire encoder: struct cl_msg -> one msgpack map, checked against the decoder's rules. */
 #include "chatload/wire.h"
 
+#include "chatload/metrics_wire.h"
+
 #include "wire_impl.h"
 
 #include <math.h>

@@ -1,4 +1,5 @@
-/* Typed, capped, hostile-safe access to the fields of decoded msgpack maps (for wire_decode.c). */
+/* Typed, capped, hostile-safe access to the fields of decoded msgpack maps (for wire_decode.c):
+ * the protocol's rules and messages over the readers of mpk_read.c. */
 #include "chatload/wire.h"
 
 #include "wire_impl.h"
@@ -9,7 +10,7 @@
 #include <string.h>
 
 /* "TYPE: field 'path.name' <why>"; returns code. */
-int wire_bad(struct wire_dec *d, int code, const char *name, const char *fmt, ...)
+int cli_wire_bad(struct wire_dec *d, int code, const char *name, const char *fmt, ...)
 {
 	char why[384];
 	va_list ap;
@@ -20,42 +21,14 @@ int wire_bad(struct wire_dec *d, int code, const char *name, const char *fmt, ..
 			  d->what ? ": " : "", d->path.s, d->path.len ? "." : "", name, why);
 }
 
-const char *wire_type_word(const msgpack_object *o)
+int cli_wire_wrong(struct wire_dec *d, const char *name, const char *want, const msgpack_object *o)
 {
-	switch (o->type) {
-	case MSGPACK_OBJECT_NIL:
-		return "nil";
-	case MSGPACK_OBJECT_BOOLEAN:
-		return "a boolean";
-	case MSGPACK_OBJECT_POSITIVE_INTEGER:
-		return "an integer";
-	case MSGPACK_OBJECT_NEGATIVE_INTEGER:
-		return "a negative integer";
-	case MSGPACK_OBJECT_FLOAT32:
-	case MSGPACK_OBJECT_FLOAT64:
-		return "a float";
-	case MSGPACK_OBJECT_STR:
-		return "a string";
-	case MSGPACK_OBJECT_BIN:
-		return "binary";
-	case MSGPACK_OBJECT_ARRAY:
-		return "an array";
-	case MSGPACK_OBJECT_MAP:
-		return "a map";
-	case MSGPACK_OBJECT_EXT:
-		return "an extension";
-	}
-	return "unknown";
+	return cli_wire_bad(d, CL_EPROTO, name, "must be %s, not %s", want, cli_mpk_type_word(o));
 }
 
-int wire_wrong(struct wire_dec *d, const char *name, const char *want, const msgpack_object *o)
+int cli_wire_missing(struct wire_dec *d, const char *name)
 {
-	return wire_bad(d, CL_EPROTO, name, "must be %s, not %s", want, wire_type_word(o));
-}
-
-int wire_missing(struct wire_dec *d, const char *name)
-{
-	return wire_bad(d, CL_EPROTO, name, "is missing");
+	return cli_wire_bad(d, CL_EPROTO, name, "is missing");
 }
 
 /*
@@ -63,7 +36,7 @@ int wire_missing(struct wire_dec *d, const char *name)
  * pass.  Keys must be strings; a known key given twice is refused (which value would win is
  * exactly the kind of ambiguity an attacker uses); unknown keys are ignored.
  */
-int wire_fields(struct wire_dec *d, const msgpack_object *obj, struct wire_fld *f, size_t n)
+int cli_wire_fields(struct wire_dec *d, const msgpack_object *obj, struct wire_fld *f, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		f[i].v = NULL;
@@ -73,13 +46,13 @@ int wire_fields(struct wire_dec *d, const msgpack_object *obj, struct wire_fld *
 		if (key->type != MSGPACK_OBJECT_STR)
 			return cl_err_set(d->err, CL_EPROTO, "%s%smap '%s' has a key that is %s",
 					  d->what ? d->what : "", d->what ? ": " : "",
-					  d->path.len ? d->path.s : "(top)", wire_type_word(key));
+					  d->path.len ? d->path.s : "(top)",
+					  cli_mpk_type_word(key));
 		for (size_t i = 0; i < n; i++) {
-			if (strlen(f[i].name) != key->via.str.size ||
-			    memcmp(f[i].name, key->via.str.ptr, key->via.str.size) != 0)
+			if (!cli_mpk_str_is(key, f[i].name))
 				continue;
 			if (f[i].v)
-				return wire_bad(d, CL_EPROTO, f[i].name, "is given twice");
+				return cli_wire_bad(d, CL_EPROTO, f[i].name, "is given twice");
 			f[i].v = &m->ptr[k].val;
 			break;
 		}
@@ -87,7 +60,7 @@ int wire_fields(struct wire_dec *d, const msgpack_object *obj, struct wire_fld *
 	return 0;
 }
 
-const msgpack_object *wire_fv(const struct wire_fld *f, size_t n, const char *name)
+const msgpack_object *cli_wire_fv(const struct wire_fld *f, size_t n, const char *name)
 {
 	for (size_t i = 0; i < n; i++) {
 		if (strcmp(f[i].name, name) == 0)
@@ -96,124 +69,111 @@ const msgpack_object *wire_fv(const struct wire_fld *f, size_t n, const char *na
 	return NULL;
 }
 
-int wire_need_map(struct wire_dec *d, const char *name, const msgpack_object *v, bool req)
+int cli_wire_need_map(struct wire_dec *d, const char *name, const msgpack_object *v, bool req)
 {
 	if (!v)
-		return req ? wire_missing(d, name) : 0;
+		return req ? cli_wire_missing(d, name) : 0;
 	if (v->type != MSGPACK_OBJECT_MAP)
-		return wire_wrong(d, name, "a map", v);
+		return cli_wire_wrong(d, name, "a map", v);
 	return 0;
 }
 
-int wire_get_u64(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
-		 uint64_t max, uint64_t *out)
+int cli_wire_get_u64(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
+		     uint64_t max, uint64_t *out)
 {
 	if (!v)
-		return req ? wire_missing(d, name) : 0;
-	if (v->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-		return wire_wrong(d, name, "an unsigned integer", v);
-	if (v->via.u64 > max)
-		return wire_bad(d, CL_EPROTO, name, "is out of range (%llu, max %llu)",
-				(unsigned long long)v->via.u64, (unsigned long long)max);
-	*out = v->via.u64;
+		return req ? cli_wire_missing(d, name) : 0;
+	uint64_t x;
+	if (!cli_mpk_u64(v, &x))
+		return cli_wire_wrong(d, name, "an unsigned integer", v);
+	if (x > max)
+		return cli_wire_bad(d, CL_EPROTO, name, "is out of range (%llu, max %llu)",
+				    (unsigned long long)x, (unsigned long long)max);
+	*out = x;
 	return 0;
 }
 
-int wire_get_u32(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
-		 uint32_t *out)
+int cli_wire_get_u32(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
+		     uint32_t *out)
 {
 	uint64_t x = *out;
-	int rc = wire_get_u64(d, name, v, req, UINT32_MAX, &x);
+	int rc = cli_wire_get_u64(d, name, v, req, UINT32_MAX, &x);
 	if (!rc)
 		*out = (uint32_t)x;
 	return rc;
 }
 
 /* Signed integers; min 0 for durations and sizes. */
-int wire_get_i64(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
-		 int64_t min, int64_t *out)
+int cli_wire_get_i64(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
+		     int64_t min, int64_t *out)
 {
 	if (!v)
-		return req ? wire_missing(d, name) : 0;
+		return req ? cli_wire_missing(d, name) : 0;
 	int64_t x;
-	if (v->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
-		if (v->via.u64 > INT64_MAX)
-			return wire_bad(d, CL_EPROTO, name, "is out of range (%llu, max %lld)",
-					(unsigned long long)v->via.u64, (long long)INT64_MAX);
-		x = (int64_t)v->via.u64;
-	} else if (v->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
-		x = v->via.i64;
-	} else {
-		return wire_wrong(d, name, "an integer", v);
+	if (!cli_mpk_i64(v, &x)) {
+		/* An integer it cannot hold is out of range; anything else is the wrong type. */
+		if (v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+			return cli_wire_bad(d, CL_EPROTO, name, "is out of range (%llu, max %lld)",
+					    (unsigned long long)v->via.u64, (long long)INT64_MAX);
+		return cli_wire_wrong(d, name, "an integer", v);
 	}
 	if (x < min)
-		return wire_bad(d, CL_EPROTO, name, "is out of range (%lld, min %lld)",
-				(long long)x, (long long)min);
+		return cli_wire_bad(d, CL_EPROTO, name, "is out of range (%lld, min %lld)",
+				    (long long)x, (long long)min);
 	*out = x;
 	return 0;
 }
 
 /* A finite number >= 0 (integers are accepted: other encoders pack 2.0 as 2). */
-int wire_get_dbl(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
-		 double *out)
+int cli_wire_get_dbl(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
+		     double *out)
 {
 	if (!v)
-		return req ? wire_missing(d, name) : 0;
+		return req ? cli_wire_missing(d, name) : 0;
 	double x;
-	switch (v->type) {
-	case MSGPACK_OBJECT_FLOAT32:
-	case MSGPACK_OBJECT_FLOAT64:
-		x = v->via.f64;
-		break;
-	case MSGPACK_OBJECT_POSITIVE_INTEGER:
-		x = (double)v->via.u64;
-		break;
-	case MSGPACK_OBJECT_NEGATIVE_INTEGER:
-		x = (double)v->via.i64;
-		break;
-	default:
-		return wire_wrong(d, name, "a number", v);
-	}
+	if (!cli_mpk_f64(v, &x))
+		return cli_wire_wrong(d, name, "a number", v);
 	if (!isfinite(x) || x < 0)
-		return wire_bad(d, CL_EPROTO, name, "must be a finite, non-negative number (%g)",
-				x);
+		return cli_wire_bad(d, CL_EPROTO, name,
+				    "must be a finite, non-negative number (%g)", x);
 	*out = x;
 	return 0;
 }
 
-int wire_get_bool(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
-		  bool *out)
+int cli_wire_get_bool(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
+		      bool *out)
 {
 	if (!v)
-		return req ? wire_missing(d, name) : 0;
-	if (v->type != MSGPACK_OBJECT_BOOLEAN)
-		return wire_wrong(d, name, "a boolean", v);
-	*out = v->via.boolean;
+		return req ? cli_wire_missing(d, name) : 0;
+	if (!cli_mpk_bool(v, out))
+		return cli_wire_wrong(d, name, "a boolean", v);
 	return 0;
 }
 
 /* Checks a string value against its cap and content rules, without copying. */
-int wire_check_str(struct wire_dec *d, const char *name, const msgpack_object *v, size_t cap,
-		   enum wire_str kind)
+int cli_wire_check_str(struct wire_dec *d, const char *name, const msgpack_object *v, size_t cap,
+		       enum wire_str kind)
 {
-	if (v->type != MSGPACK_OBJECT_STR)
-		return wire_wrong(d, name, "a string", v);
-	if (v->via.str.size > cap)
-		return wire_bad(d, CL_ETOOBIG, name, "is too long (%u bytes, max %zu)",
-				v->via.str.size, cap);
-	const char *why = wire_str_problem(v->via.str.ptr, v->via.str.size, kind);
+	const char *s;
+	size_t n;
+	if (!cli_mpk_str(v, &s, &n))
+		return cli_wire_wrong(d, name, "a string", v);
+	if (n > cap)
+		return cli_wire_bad(d, CL_ETOOBIG, name, "is too long (%zu bytes, max %zu)", n,
+				    cap);
+	const char *why = wire_str_problem(s, n, kind);
 	if (why)
-		return wire_bad(d, CL_EPROTO, name, "%s", why);
+		return cli_wire_bad(d, CL_EPROTO, name, "%s", why);
 	return 0;
 }
 
 /* A string copied into a new NUL-terminated allocation (*out stays NULL when absent). */
-int wire_get_str(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
-		 size_t cap, enum wire_str kind, char **out, size_t *len_out)
+int cli_wire_get_str(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
+		     size_t cap, enum wire_str kind, char **out, size_t *len_out)
 {
 	if (!v)
-		return req ? wire_missing(d, name) : 0;
-	int rc = wire_check_str(d, name, v, cap, kind);
+		return req ? cli_wire_missing(d, name) : 0;
+	int rc = cli_wire_check_str(d, name, v, cap, kind);
 	if (rc)
 		return rc;
 	size_t n = v->via.str.size;
@@ -230,12 +190,12 @@ int wire_get_str(struct wire_dec *d, const char *name, const msgpack_object *v, 
 }
 
 /* A string into a fixed array of size cap + 1. */
-int wire_get_fixed_str(struct wire_dec *d, const char *name, const msgpack_object *v, char *dst,
-		       size_t size, enum wire_str kind)
+int cli_wire_get_fixed_str(struct wire_dec *d, const char *name, const msgpack_object *v, char *dst,
+			   size_t size, enum wire_str kind)
 {
 	if (!v)
-		return wire_missing(d, name);
-	int rc = wire_check_str(d, name, v, size - 1, kind);
+		return cli_wire_missing(d, name);
+	int rc = cli_wire_check_str(d, name, v, size - 1, kind);
 	if (rc)
 		return rc;
 	memcpy(dst, v->via.str.ptr, v->via.str.size);
@@ -244,12 +204,12 @@ int wire_get_fixed_str(struct wire_dec *d, const char *name, const msgpack_objec
 }
 
 /* An enum spelled as a string: lookup returns -1 for an unknown spelling. */
-int wire_get_enum(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
-		  int (*lookup)(const char *), int *out)
+int cli_wire_get_enum(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
+		      int (*lookup)(const char *), int *out)
 {
 	if (!v)
-		return req ? wire_missing(d, name) : 0;
-	int rc = wire_check_str(d, name, v, 63, WSTR_NAME);
+		return req ? cli_wire_missing(d, name) : 0;
+	int rc = cli_wire_check_str(d, name, v, 63, WSTR_NAME);
 	if (rc)
 		return rc;
 	char s[64];
@@ -257,7 +217,7 @@ int wire_get_enum(struct wire_dec *d, const char *name, const msgpack_object *v,
 	s[v->via.str.size] = '\0';
 	int x = lookup(s);
 	if (x < 0)
-		return wire_bad(d, CL_EPROTO, name, "has unknown value '%s'", s);
+		return cli_wire_bad(d, CL_EPROTO, name, "has unknown value '%s'", s);
 	*out = x;
 	return 0;
 }
@@ -271,35 +231,35 @@ static int table_lookup(const char *const *names, size_t n, const char *s)
 	return -1;
 }
 
-int wire_mode_lookup(const char *s)
+int cli_wire_mode_lookup(const char *s)
 {
 	return table_lookup(wire_mode_names, WIRE_N(wire_mode_names), s);
 }
-int wire_arrival_lookup(const char *s)
+int cli_wire_arrival_lookup(const char *s)
 {
 	return table_lookup(wire_arrival_names, WIRE_N(wire_arrival_names), s);
 }
-int wire_status_lookup(const char *s)
+int cli_wire_status_lookup(const char *s)
 {
 	return table_lookup(wire_ready_status_names, WIRE_N(wire_ready_status_names), s);
 }
-int wire_phase_lookup(const char *s)
+int cli_wire_phase_lookup(const char *s)
 {
 	return table_lookup(wire_ready_phase_names, WIRE_N(wire_ready_phase_names), s);
 }
 
 /* An array of strings, each within cap, at most max_n of them. */
-int wire_get_str_array(struct wire_dec *d, const char *name, const msgpack_object *v, size_t max_n,
-		       size_t cap, enum wire_str kind, char ***out, size_t *n_out)
+int cli_wire_get_str_array(struct wire_dec *d, const char *name, const msgpack_object *v,
+			   size_t max_n, size_t cap, enum wire_str kind, char ***out, size_t *n_out)
 {
 	if (!v)
-		return wire_missing(d, name);
+		return cli_wire_missing(d, name);
 	if (v->type != MSGPACK_OBJECT_ARRAY)
-		return wire_wrong(d, name, "an array", v);
+		return cli_wire_wrong(d, name, "an array", v);
 	size_t n = v->via.array.size;
 	if (n > max_n)
-		return wire_bad(d, CL_ETOOBIG, name, "has too many entries (%zu, max %zu)", n,
-				max_n);
+		return cli_wire_bad(d, CL_ETOOBIG, name, "has too many entries (%zu, max %zu)", n,
+				    max_n);
 	if (n == 0)
 		return 0;
 	char **a = calloc(n, sizeof(*a));
@@ -310,7 +270,8 @@ int wire_get_str_array(struct wire_dec *d, const char *name, const msgpack_objec
 	for (size_t i = 0; i < n; i++) {
 		char nm[64];
 		snprintf(nm, sizeof(nm), "%s[%zu]", name, i);
-		int rc = wire_get_str(d, nm, &v->via.array.ptr[i], true, cap, kind, &a[i], NULL);
+		int rc =
+		    cli_wire_get_str(d, nm, &v->via.array.ptr[i], true, cap, kind, &a[i], NULL);
 		if (rc)
 			return rc;
 	}

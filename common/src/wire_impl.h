@@ -7,6 +7,8 @@
 #include "chatload/err.h"
 #include "chatload/readiness.h"
 
+#include "mpk_read.h"
+
 #include <msgpack.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -79,7 +81,7 @@ static const char *const wire_ready_status_names[] = { "pending", "passed", "tim
 static const char *const wire_ready_phase_names[CL_READY__PHASES] = { "connect", "models",
 								      "generation" };
 
-/* ---- Decoder field access (wire_fields.c) ---------------------------------------------- */
+/* ---- Decoder field access (wire_fields.c, on top of mpk_read.h) ----------------------- */
 
 /* Decoding context: where errors go and the path of the field being decoded. */
 struct wire_dec {
@@ -101,49 +103,48 @@ struct wire_fld {
 #define WIRE_N(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Fails with "TYPE: field 'path.name' <why>"; returns code. */
-int wire_bad(struct wire_dec *d, int code, const char *name, const char *fmt, ...)
+int cli_wire_bad(struct wire_dec *d, int code, const char *name, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-/* "a string", "an integer", ...: what an object is, for messages. */
-const char *wire_type_word(const msgpack_object *o);
 /* "must be <want>, not <what it is>" (CL_EPROTO). */
-int wire_wrong(struct wire_dec *d, const char *name, const char *want, const msgpack_object *o);
+int cli_wire_wrong(struct wire_dec *d, const char *name, const char *want, const msgpack_object *o);
 /* "is missing" (CL_EPROTO). */
-int wire_missing(struct wire_dec *d, const char *name);
+int cli_wire_missing(struct wire_dec *d, const char *name);
 /* Looks up f[0..n) in the map obj in one pass: keys must be strings, a known key twice is
  * refused, unknown keys are ignored.  f[i].v is NULL for an absent field. */
-int wire_fields(struct wire_dec *d, const msgpack_object *obj, struct wire_fld *f, size_t n);
+int cli_wire_fields(struct wire_dec *d, const msgpack_object *obj, struct wire_fld *f, size_t n);
 /* The value found for name in f (NULL when absent). */
-const msgpack_object *wire_fv(const struct wire_fld *f, size_t n, const char *name);
+const msgpack_object *cli_wire_fv(const struct wire_fld *f, size_t n, const char *name);
 /* v must be a map (or absent when !req). */
-int wire_need_map(struct wire_dec *d, const char *name, const msgpack_object *v, bool req);
+int cli_wire_need_map(struct wire_dec *d, const char *name, const msgpack_object *v, bool req);
 /* Typed getters: v NULL means absent (an error when req, else *out untouched).  Integers are
  * range-checked, numbers finite and >= 0, strings checked against cap and kind and copied
  * into new NUL-terminated allocations. */
-int wire_get_u64(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
-		 uint64_t max, uint64_t *out);
-int wire_get_u32(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
-		 uint32_t *out);
-int wire_get_i64(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
-		 int64_t min, int64_t *out);
-int wire_get_dbl(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
-		 double *out);
-int wire_get_bool(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
-		  bool *out);
-int wire_check_str(struct wire_dec *d, const char *name, const msgpack_object *v, size_t cap,
-		   enum wire_str kind);
-int wire_get_str(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
-		 size_t cap, enum wire_str kind, char **out, size_t *len_out);
-int wire_get_fixed_str(struct wire_dec *d, const char *name, const msgpack_object *v, char *dst,
-		       size_t size, enum wire_str kind);
-int wire_get_enum(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
-		  int (*lookup)(const char *), int *out);
+int cli_wire_get_u64(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
+		     uint64_t max, uint64_t *out);
+int cli_wire_get_u32(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
+		     uint32_t *out);
+int cli_wire_get_i64(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
+		     int64_t min, int64_t *out);
+int cli_wire_get_dbl(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
+		     double *out);
+int cli_wire_get_bool(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
+		      bool *out);
+int cli_wire_check_str(struct wire_dec *d, const char *name, const msgpack_object *v, size_t cap,
+		       enum wire_str kind);
+int cli_wire_get_str(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
+		     size_t cap, enum wire_str kind, char **out, size_t *len_out);
+int cli_wire_get_fixed_str(struct wire_dec *d, const char *name, const msgpack_object *v, char *dst,
+			   size_t size, enum wire_str kind);
+int cli_wire_get_enum(struct wire_dec *d, const char *name, const msgpack_object *v, bool req,
+		      int (*lookup)(const char *), int *out);
 /* Wire spellings of the plan and readiness enums -> index, -1 when unknown. */
-int wire_mode_lookup(const char *s);
-int wire_arrival_lookup(const char *s);
-int wire_status_lookup(const char *s);
-int wire_phase_lookup(const char *s);
+int cli_wire_mode_lookup(const char *s);
+int cli_wire_arrival_lookup(const char *s);
+int cli_wire_status_lookup(const char *s);
+int cli_wire_phase_lookup(const char *s);
 /* An array of at most max_n strings, each within cap (allocated only after the count check). */
-int wire_get_str_array(struct wire_dec *d, const char *name, const msgpack_object *v, size_t max_n,
-		       size_t cap, enum wire_str kind, char ***out, size_t *n_out);
+int cli_wire_get_str_array(struct wire_dec *d, const char *name, const msgpack_object *v,
+			   size_t max_n, size_t cap, enum wire_str kind, char ***out,
+			   size_t *n_out);
 
 #endif

@@ -2,6 +2,7 @@
  * typical latency histogram.  Prints figures; asserts nothing (run by hand, not by ctest). */
 #include "chatload/clock.h"
 #include "chatload/hist.h"
+#include "chatload/hist_wire.h"
 #include "chatload/metrics.h"
 
 #include <math.h>

@@ -1,7 +1,9 @@
 /* libFuzzer target: arbitrary bytes through the wire pre-check, msgpack-c, and the histogram
  * and metrics decoders, with the invariants a decoded record must keep. */
 #include "chatload/hist.h"
+#include "chatload/hist_wire.h"
 #include "chatload/metrics.h"
+#include "chatload/metrics_wire.h"
 #include "chatload/wire.h"
 
 #include <stdint.h>

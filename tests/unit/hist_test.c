@@ -1,6 +1,7 @@
 /* Tests of the log-linear histogram: accuracy against exact order statistics, merge,
  * overflow, and the sparse msgpack encoding, including rejection of hostile encodings. */
 #include "chatload/hist.h"
+#include "chatload/hist_wire.h"
 #include "chatload/rng.h"
 
 #include <inttypes.h>

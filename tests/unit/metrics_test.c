@@ -1,6 +1,8 @@
 /* Tests of the metrics record: names, merge, error samples and the msgpack wire form,
  * including rejection of unknown names and wrong types. */
+#include "chatload/hist_wire.h"
 #include "chatload/metrics.h"
+#include "chatload/metrics_wire.h"
 
 #include <math.h>
 #include <setjmp.h>

@@ -1,10 +1,10 @@
-/* Log-linear (HDR-style) histogram: fixed memory, O(1) record, exact merge, sparse encoding. */
+/* Log-linear (HDR-style) histogram: fixed memory, O(1) record, exact merge.  Its msgpack form is
+ * in chatload/hist_wire.h. */
 #ifndef CHATLOAD_HIST_H
 #define CHATLOAD_HIST_H
 
 #include "chatload/err.h"
 
-#include <msgpack.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -23,7 +23,8 @@ struct cl_hist_cfg {
 	int32_t sigfigs; /* 1..5 */
 };
 
-/* Treat fields as private except through the functions below; exposed for embedding. */
+/* Fields are private to hist.c and hist_wire.c: use the functions below.  Exposed only so that a
+ * histogram can be embedded by value. */
 struct cl_hist {
 	struct cl_hist_cfg cfg;
 	int32_t unit_magnitude;
@@ -67,25 +68,17 @@ uint64_t cl_hist_count(const struct cl_hist *h);
 uint64_t cl_hist_overflow(const struct cl_hist *h);
 bool cl_hist_equal(const struct cl_hist *a, const struct cl_hist *b);
 
+/* The configuration h was initialised with. */
+const struct cl_hist_cfg *cl_hist_config(const struct cl_hist *h);
+/* Sum of the recorded values (overflowed ones included), for a mean or an exact copy. */
+double cl_hist_sum(const struct cl_hist *h);
+/* How many buckets h has: the indices cl_hist_next_bucket yields are below this.  Fixed by the
+ * configuration (23552 for 1 .. 3.6e9 at 3 digits); 0 for an uninitialised histogram. */
+int32_t cl_hist_bucket_count(const struct cl_hist *h);
+
 /* Iterates non-empty buckets in ascending order: *state starts at 0; returns false at the
  * end.  *value is the bucket's highest equivalent value, *count its count. */
 bool cl_hist_next_bucket(const struct cl_hist *h, int32_t *state, int32_t *index, int64_t *value,
 			 uint64_t *count);
-
-/*
- * Sparse msgpack encoding: map {cfg:[lowest,highest,sigfigs], n: total, o: overflow,
- * min, max, sum, b:[idx0, count0, idx1-idx0, count1, ...]} (index deltas keep it small).
- */
-int cl_hist_pack(const struct cl_hist *h, msgpack_packer *pk);
-/*
- * Decodes obj and ADDS it into h (which must be initialised; an empty h is a plain decode).
- * Rejects (CL_EPARSE, message in err) a config different from h's, an index out of range
- * or not ascending, a count total that disagrees with n, wrong types.  Touches h only after
- * the whole encoding validated.
- */
-int cl_hist_unpack_add(struct cl_hist *h, const msgpack_object *obj, struct cl_err *err);
-/* Runs every check cl_hist_unpack_add makes, without touching h: lets a caller validate a
- * whole message before adding any of it (cl_metrics_unpack_add does). */
-int cl_hist_unpack_check(const struct cl_hist *h, const msgpack_object *obj, struct cl_err *err);
 
 #endif

@@ -1,12 +1,13 @@
 /* The measurement record: every histogram and counter one agent worker fills for one stage
- * (or one interval of it), mergeable exactly and carried on the wire as a delta. */
+ * (or one interval of it), mergeable exactly and carried on the wire as a delta (its msgpack form
+ * is in chatload/metrics_wire.h). */
 #ifndef CHATLOAD_METRICS_H
 #define CHATLOAD_METRICS_H
 
 #include "chatload/err.h"
 #include "chatload/hist.h"
 
-#include <msgpack.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Latency histograms, values in microseconds (DESIGN §4 defines each). */
@@ -50,13 +51,13 @@ enum cl_ctr {
 	CL_CTR_OUTPUT_TOKENS,    /* output tokens received (usage-corrected at request end) */
 	CL_CTR_REASONING_TOKENS, /* of which reasoning */
 	CL_CTR_PROMPT_TOKENS,
-	CL_CTR_CHUNKS,            /* token-bearing chunks received */
-	CL_CTR_BYTES,             /* response body bytes received */
-	CL_CTR_USAGE_FROM_SERVER, /* completed requests whose counts came from `usage` */
-	CL_CTR_USAGE_FROM_CHUNKS, /* completed requests whose counts came from counting chunks */
-	CL_CTR_GOOD,              /* completed requests meeting every per-request SLO (goodput) */
+	CL_CTR_CHUNKS,              /* token-bearing chunks received */
+	CL_CTR_BYTES,               /* response body bytes received */
+	CL_CTR_USAGE_FROM_SERVER,   /* completed requests whose counts came from `usage` */
+	CL_CTR_USAGE_FROM_CHUNKS,   /* completed requests whose counts came from counting chunks */
+	CL_CTR_GOOD,                /* completed requests meeting every per-request SLO (goodput) */
 	CL_CTR_COMPLETED_IN_WINDOW, /* requests (any start) that completed inside the window: the
-	                             * throughput numerator, like the tokens received in it */
+				     * throughput numerator, like the tokens received in it */
 	CL_CTR__COUNT
 };
 
@@ -119,14 +120,5 @@ int cl_metrics_merge(struct cl_metrics *dst, const struct cl_metrics *src);
 /* Keeps an error sample if fewer than CL_ERR_SAMPLES_MAX are kept (truncates body). */
 void cl_metrics_add_err_sample(struct cl_metrics *m, int ctr, int http_status, const char *body,
 			       size_t body_len);
-
-/* Encodes m as a msgpack map {lat:{name:hist}, cnt:{...}, ctr:{name:n}, health:{...},
- * errs:[...]}, omitting empty histograms and zero counters. */
-int cl_metrics_pack(const struct cl_metrics *m, msgpack_packer *pk);
-/* Decodes into an initialised m (values added to what m holds, so decoding a delta into an
- * accumulator merges it).  Hostile input: every type and index is checked; unknown metric
- * names are rejected.  All or nothing: the whole record is validated before any of it is
- * added, so on error m is unchanged; fills err. */
-int cl_metrics_unpack_add(struct cl_metrics *m, const msgpack_object *obj, struct cl_err *err);
 
 #endif

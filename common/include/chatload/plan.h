@@ -24,7 +24,7 @@ enum cl_arrival { CL_ARRIVAL_CONSTANT = 0, CL_ARRIVAL_POISSON = 1, CL_ARRIVAL_GA
 const char *cl_load_mode_name(enum cl_load_mode m);
 const char *cl_arrival_name(enum cl_arrival a);
 
-/* Where requests go and how they are sent.  Strings are owned (freed by cl_plan_free). */
+/* Where requests go and how they are sent.  Strings are owned (freed by cl_target_plan_free). */
 struct cl_target_plan {
 	char *base_url;    /* e.g. "http://127.0.0.1:8000/v1" (no trailing slash) */
 	char *model;       /* model name put in every request body */
