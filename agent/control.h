@@ -30,9 +30,4 @@ struct cl_agent_opts {
  */
 int cl_agent_serve(const struct cl_agent_opts *opts, volatile sig_atomic_t *stop);
 
-/* True when opts allows load on base_url's host and port (always when no allow-list).
- * Fills why (size n) when not. */
-bool cl_agent_target_allowed(const struct cl_agent_opts *opts, const char *base_url, char *why,
-			     size_t n);
-
 #endif
