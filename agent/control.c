@@ -11,15 +11,15 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-int cl_agent_serve(const struct cl_agent_opts *o, volatile sig_atomic_t *stop)
+enum cl_exit cl_agent_serve(const struct cl_agent_opts *o, atomic_int *stop)
 {
 	curl_global_init(CURL_GLOBAL_ALL);
-	int code = 0;
+	enum cl_exit code = CL_EXIT_OK;
 	for (;;) {
 		struct session *s = calloc(1, sizeof(*s));
 		if (!s) {
 			CL_ERROR("out of memory");
-			code = 1;
+			code = CL_EXIT_FAILED;
 			break;
 		}
 		s->o = o;
@@ -30,10 +30,10 @@ int cl_agent_serve(const struct cl_agent_opts *o, volatile sig_atomic_t *stop)
 		cl_session_cleanup(s);
 		pthread_mutex_destroy(&s->probe_mu);
 		free(s);
-		if (*stop)
+		if (atomic_load(stop))
 			break;
 		if (o->once) {
-			code = (rc == 0 && !failed) ? 0 : 1;
+			code = (rc == 0 && !failed) ? CL_EXIT_OK : CL_EXIT_FAILED;
 			break;
 		}
 		if (rc == 0)

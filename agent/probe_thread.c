@@ -24,7 +24,7 @@ static void *probe_main(void *arg)
 {
 	struct session *s = arg;
 	cl_probe_run(&s->probe_cfg, probe_progress, s, &s->probe_cancel, &s->probe_res);
-	s->probe_done = 1;
+	atomic_store(&s->probe_done, 1);
 	return NULL;
 }
 
@@ -61,8 +61,8 @@ void cl_probe_thread_start(struct session *s, struct cl_msg *reply)
 		.seed = p->seed + s->agent_id,
 	};
 	memset(&s->probe_res, 0, sizeof(s->probe_res));
-	s->probe_cancel = 0;
-	s->probe_done = 0;
+	atomic_store(&s->probe_cancel, 0);
+	atomic_store(&s->probe_done, 0);
 	if (pthread_create(&s->probe_thread, NULL, probe_main, s) != 0) {
 		cl_session_fail(s, "cannot start the readiness gate thread: %s", strerror(errno));
 		return;
@@ -74,7 +74,8 @@ void cl_probe_thread_start(struct session *s, struct cl_msg *reply)
 
 void cl_probe_thread_pump(struct session *s, int64_t now)
 {
-	if (s->probe_running && !s->probe_done && now - s->probe_last_sent_us >= 2000000) {
+	if (s->probe_running && !atomic_load(&s->probe_done) &&
+	    now - s->probe_last_sent_us >= 2000000) {
 		struct cl_readiness_result snap;
 		bool news;
 		pthread_mutex_lock(&s->probe_mu);
@@ -90,7 +91,7 @@ void cl_probe_thread_pump(struct session *s, int64_t now)
 			s->probe_last_sent_us = now;
 		}
 	}
-	if (s->probe_running && s->probe_done) {
+	if (s->probe_running && atomic_load(&s->probe_done)) {
 		pthread_join(s->probe_thread, NULL);
 		s->probe_running = false;
 		struct cl_msg_report rep = { .kind = CL_REPORT_PROBE,
@@ -105,7 +106,7 @@ void cl_probe_thread_stop(struct session *s)
 {
 	if (!s->probe_running)
 		return;
-	s->probe_cancel = 1;
+	atomic_store(&s->probe_cancel, 1);
 	pthread_join(s->probe_thread, NULL);
 	s->probe_running = false;
 }

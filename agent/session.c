@@ -246,7 +246,7 @@ int cl_session_run(struct session *s)
 	int64_t backoff_us = 200000;
 	int64_t next_probe_us = cl_mono_us() + 3 * 1000000LL;
 	for (;;) {
-		if (*s->stop)
+		if (atomic_load(s->stop))
 			return CL_ECLOSED;
 		rc = hello(s, &err);
 		if (rc == 0)
@@ -280,7 +280,7 @@ int cl_session_run(struct session *s)
 
 	while (!s->quit) {
 		int64_t now = cl_mono_us();
-		if (*s->stop) {
+		if (atomic_load(s->stop)) {
 			cl_activity_stop(s, true);
 			cl_probe_thread_stop(s);
 			return CL_ECLOSED;

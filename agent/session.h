@@ -34,7 +34,7 @@ struct pending_report {
 /* One session with a coordinator: from dialling to QUIT, silence or a stop. */
 struct session {
 	const struct cl_agent_opts *o;
-	volatile sig_atomic_t *stop;
+	atomic_int *stop; /* set by a signal handler, which may run on any thread */
 	nng_socket sock;
 	bool sock_open;
 	uint64_t seq;
@@ -71,8 +71,8 @@ struct session {
 	/* PROBE, run on its own thread because the gate blocks */
 	pthread_t probe_thread;
 	bool probe_running;
-	volatile int probe_cancel;
-	volatile int probe_done;
+	atomic_int probe_cancel; /* set by the control loop, read by the gate's thread */
+	atomic_int probe_done;   /* set by the gate's thread once probe_res is filled */
 	struct cl_msg probe_msg; /* owns the probe settings */
 	struct cl_probe_cfg probe_cfg;
 	struct cl_readiness_result probe_res;

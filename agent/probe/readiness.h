@@ -6,6 +6,7 @@
 #include "chatload/plan.h"
 #include "chatload/readiness.h"
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -63,7 +64,7 @@ typedef void (*cl_probe_progress_cb)(void *ctx, const struct cl_readiness_result
  * reference counted, and thread-safe in a libcurl with CURL_VERSION_THREADSAFE (>= 7.84).
  */
 int cl_probe_run(const struct cl_probe_cfg *cfg, cl_probe_progress_cb cb, void *ctx,
-		 volatile int *cancel, struct cl_readiness_result *out);
+		 const atomic_int *cancel, struct cl_readiness_result *out);
 
 /*
  * Formats the one-line verdict into buf (size n, always NUL-terminated), e.g.
