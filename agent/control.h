@@ -3,10 +3,12 @@
 #ifndef CHATLOAD_AGENT_CONTROL_H
 #define CHATLOAD_AGENT_CONTROL_H
 
+#include "chatload/exitcode.h"
 #include "chatload/transport.h"
 
-#include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct cl_agent_opts {
@@ -23,16 +25,13 @@ struct cl_agent_opts {
 };
 
 /*
- * Serves runs until *stop becomes nonzero (SIGTERM/SIGINT), or, with opts->once, until the
- * first session ends.  A coordinator that goes silent for CL_WIRE_AGENT_SILENCE_US gets all
- * load stopped and the session dropped; the agent then redials.  Blocks.  Returns a process
- * exit code: 0 after a clean QUIT or stop, 1 when a --once session failed, 2 for bad options.
+ * Serves runs until *stop becomes nonzero (SIGTERM/SIGINT; an atomic because the handler may
+ * run on another thread), or, with opts->once, until the first session ends.  A
+ * coordinator that goes silent for CL_WIRE_AGENT_SILENCE_US gets all load stopped and the
+ * session dropped; the agent then redials.  Blocks.  Returns the process exit code:
+ * CL_EXIT_OK after a clean QUIT or a stop, CL_EXIT_FAILED when a --once session failed or
+ * memory ran out.
  */
-int cl_agent_serve(const struct cl_agent_opts *opts, volatile sig_atomic_t *stop);
-
-/* True when opts allows load on base_url's host and port (always when no allow-list).
- * Fills why (size n) when not. */
-bool cl_agent_target_allowed(const struct cl_agent_opts *opts, const char *base_url, char *why,
-			     size_t n);
+enum cl_exit cl_agent_serve(const struct cl_agent_opts *opts, atomic_int *stop);
 
 #endif

@@ -10,16 +10,24 @@
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static volatile sig_atomic_t g_stop;
+/*
+ * Set by SIGINT/SIGTERM, read by the control loop on the main thread.  A signal sent to the
+ * process may run its handler on any thread that does not block it (the readiness gate's
+ * thread does not), so this is an atomic, not a volatile sig_atomic_t; a lock-free one is
+ * safe to store to from a handler.
+ */
+static atomic_int g_stop;
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the stop flag must be lock-free for the handler");
 
 static void on_signal(int sig)
 {
 	(void)sig;
-	g_stop = 1;
+	atomic_store(&g_stop, 1);
 }
 
 static void usage(FILE *out)

@@ -17,7 +17,7 @@
 
 #define MAX_HEADERS 64
 
-static volatile int probe_cancel;
+static atomic_int probe_cancel;
 
 static void on_signal(int sig)
 {

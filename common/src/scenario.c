@@ -27,7 +27,7 @@ void cl_scenario_defaults(struct cl_scenario *s)
 	s->target.tls_verify = true;
 	s->target.connect_timeout_us = 10 * SEC;
 
-	s->agents.local = 2; /* 0 when agents.listen is set: see scenario_derive_defaults */
+	s->agents.local = 2; /* 0 when agents.listen is set: see cli_scenario_derive_defaults */
 	s->agents.join_timeout_us = 60 * SEC;
 	s->agents.on_loss = CL_ON_LOSS_FAIL;
 	s->agents.workers = 0;
@@ -35,7 +35,7 @@ void cl_scenario_defaults(struct cl_scenario *s)
 
 	s->readiness.enabled = true;
 	s->readiness.timeout_us = 15 * MIN;
-	s->readiness.prompt = NULL; /* readiness_prompt, filled by scenario_derive_defaults */
+	s->readiness.prompt = NULL; /* readiness_prompt, filled by cli_scenario_derive_defaults */
 	s->readiness.max_tokens = 16;
 	s->readiness.request_timeout_us = 5 * MIN;
 	s->readiness.consecutive = 2;
@@ -54,7 +54,7 @@ void cl_scenario_defaults(struct cl_scenario *s)
 	s->workload.dataset_limit = 0;
 	s->workload.synthetic_input.stddev = 0;
 	s->workload.synthetic_input.min = 1;
-	s->workload.synthetic_input.max = 0; /* mean + 4 stddev, see scenario_derive_defaults */
+	s->workload.synthetic_input.max = 0; /* mean + 4 stddev, see cli_scenario_derive_defaults */
 	s->workload.synthetic_count = 64;
 	s->workload.seed = 1;
 	s->workload.max_tokens = 256;
@@ -67,7 +67,7 @@ void cl_scenario_defaults(struct cl_scenario *s)
 	s->output.formats = CL_FMT_JSON | CL_FMT_CSV | CL_FMT_MD | CL_FMT_HTML;
 }
 
-void scenario_stage_defaults(struct cl_scn_stage *st)
+void cli_scenario_stage_defaults(struct cl_scn_stage *st)
 {
 	memset(st, 0, sizeof(*st));
 	st->mode = CL_MODE_CONCURRENCY;
@@ -102,7 +102,8 @@ static int name_from_file(struct cl_scenario *s, const char *file)
 	return s->name ? 0 : CL_ENOMEM;
 }
 
-int scenario_derive_defaults(struct cl_scenario *s, const struct scn_given *given, const char *file)
+int cli_scenario_derive_defaults(struct cl_scenario *s, const struct scn_given *given,
+				 const char *file)
 {
 	if (!given->agents_local && s->agents.listen)
 		s->agents.local = 0;

@@ -26,7 +26,7 @@ static void add(struct scn_ctx *c, int line, int col, const char *origin, const 
 	cl_diags_add(c->diags, &e);
 }
 
-void scn_error(struct scn_ctx *c, const struct ynode *at, const char *fmt, ...)
+void cli_scn_error(struct scn_ctx *c, const struct ynode *at, const char *fmt, ...)
 {
 	char msg[480];
 	va_list ap;
@@ -36,7 +36,7 @@ void scn_error(struct scn_ctx *c, const struct ynode *at, const char *fmt, ...)
 	add(c, at ? at->line : 0, at ? at->col : 0, at ? at->origin : NULL, msg);
 }
 
-void scn_error_pos(struct scn_ctx *c, int line, int col, const char *fmt, ...)
+void cli_scn_error_pos(struct scn_ctx *c, int line, int col, const char *fmt, ...)
 {
 	char msg[480];
 	va_list ap;
@@ -46,7 +46,7 @@ void scn_error_pos(struct scn_ctx *c, int line, int col, const char *fmt, ...)
 	add(c, line, col, NULL, msg);
 }
 
-size_t scn_path_key(struct scn_ctx *c, const char *key)
+size_t cli_scn_path_key(struct scn_ctx *c, const char *key)
 {
 	size_t mark = c->path_len;
 	size_t room = sizeof(c->path) - c->path_len;
@@ -57,7 +57,7 @@ size_t scn_path_key(struct scn_ctx *c, const char *key)
 	return mark;
 }
 
-size_t scn_path_index(struct scn_ctx *c, size_t i)
+size_t cli_scn_path_index(struct scn_ctx *c, size_t i)
 {
 	size_t mark = c->path_len;
 	size_t room = sizeof(c->path) - c->path_len;
@@ -68,18 +68,18 @@ size_t scn_path_index(struct scn_ctx *c, size_t i)
 	return mark;
 }
 
-void scn_path_pop(struct scn_ctx *c, size_t mark)
+void cli_scn_path_pop(struct scn_ctx *c, size_t mark)
 {
 	c->path_len = mark;
 	c->path[mark] = '\0';
 }
 
-const char *scn_path(const struct scn_ctx *c)
+const char *cli_scn_path(const struct scn_ctx *c)
 {
 	return c->path_len ? c->path : "the scenario";
 }
 
-const char *scn_describe(const struct ynode *v, char *buf, size_t n)
+const char *cli_scn_describe(const struct ynode *v, char *buf, size_t n)
 {
 	if (!v || (v->kind == YN_SCALAR && v->len == 0 && !v->quoted)) {
 		snprintf(buf, n, "nothing");
@@ -145,8 +145,8 @@ static void each_rec(struct scn_ctx *c, const struct ynode *map, scn_pair_fn fn,
 		if (!is_merge_key(k))
 			continue;
 		if (depth >= SCN_MAX_MERGE_DEPTH) {
-			scn_error(c, k, "'<<' merges are nested more than %d deep",
-				  SCN_MAX_MERGE_DEPTH);
+			cli_scn_error(c, k, "'<<' merges are nested more than %d deep",
+				      SCN_MAX_MERGE_DEPTH);
 			continue;
 		}
 		if (v->kind == YN_MAP) {
@@ -156,20 +156,22 @@ static void each_rec(struct scn_ctx *c, const struct ynode *map, scn_pair_fn fn,
 				if (v->kids[j]->kind == YN_MAP)
 					each_rec(c, v->kids[j], fn, arg, true, depth + 1);
 				else
-					scn_error(c, v->kids[j],
-						  "'<<' in %s merges mappings, got %s", scn_path(c),
-						  scn_describe(v->kids[j], got, sizeof(got)));
+					cli_scn_error(
+					    c, v->kids[j], "'<<' in %s merges mappings, got %s",
+					    cli_scn_path(c),
+					    cli_scn_describe(v->kids[j], got, sizeof(got)));
 			}
 		} else {
-			scn_error(c, v,
-				  "'<<' in %s takes a mapping (an alias like *defaults) or a list "
-				  "of them, got %s",
-				  scn_path(c), scn_describe(v, got, sizeof(got)));
+			cli_scn_error(
+			    c, v,
+			    "'<<' in %s takes a mapping (an alias like *defaults) or a list "
+			    "of them, got %s",
+			    cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
 		}
 	}
 }
 
-void scn_map_each(struct scn_ctx *c, const struct ynode *map, scn_pair_fn fn, void *arg)
+void cli_scn_map_each(struct scn_ctx *c, const struct ynode *map, scn_pair_fn fn, void *arg)
 {
 	if (map && map->kind == YN_MAP)
 		each_rec(c, map, fn, arg, false, 0);
@@ -207,7 +209,7 @@ static size_t edit_distance(const char *a, const char *b)
 	return d[la][lb];
 }
 
-const char *scn_suggest(const char *word, const char *const *names, size_t n)
+const char *cli_scn_suggest(const char *word, const char *const *names, size_t n)
 {
 	size_t len = strlen(word);
 	size_t limit = len <= 3 ? 1 : len <= 6 ? 2 : 3;
@@ -231,26 +233,27 @@ const char *scn_suggest(const char *word, const char *const *names, size_t n)
 	return NULL;
 }
 
-void scn_unknown_key(struct scn_ctx *c, const struct ynode *key, const char *const *names, size_t n,
-		     const char *hint)
+void cli_scn_unknown_key(struct scn_ctx *c, const struct ynode *key, const char *const *names,
+			 size_t n, const char *hint)
 {
 	char where[560];
 	if (c->n_errors >= SCN_MAX_ERRORS) { /* only counted: spare the suggestion's cost */
-		scn_error(c, key, "unknown key");
+		cli_scn_error(c, key, "unknown key");
 		return;
 	}
 	if (c->path_len)
 		snprintf(where, sizeof(where), "in %s", c->path);
 	else
 		snprintf(where, sizeof(where), "at the top level");
-	const char *s = scn_suggest(key->str, names, n);
+	const char *s = cli_scn_suggest(key->str, names, n);
 	if (s) {
-		scn_error(c, key, "unknown key '%s' %s (did you mean '%s'?)", key->str, where, s);
+		cli_scn_error(c, key, "unknown key '%s' %s (did you mean '%s'?)", key->str, where,
+			      s);
 		return;
 	}
 	if (hint) {
-		scn_error(c, key, "unknown key '%s' %s (it belongs under '%s')", key->str, where,
-			  hint);
+		cli_scn_error(c, key, "unknown key '%s' %s (it belongs under '%s')", key->str,
+			      where, hint);
 		return;
 	}
 	char list[400];
@@ -260,7 +263,7 @@ void scn_unknown_key(struct scn_ctx *c, const struct ynode *key, const char *con
 		o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%s", i ? ", " : "", names[i]);
 	if (o >= sizeof(list))
 		o = sizeof(list) - 1;
-	scn_error(c, key, "unknown key '%s' %s (expected one of: %s)", key->str, where, list);
+	cli_scn_error(c, key, "unknown key '%s' %s (expected one of: %s)", key->str, where, list);
 }
 
 struct fields_arg {
@@ -277,8 +280,8 @@ static void field_pair(struct scn_ctx *c, const struct ynode *k, const struct yn
 	struct fields_arg *a = argp;
 	char got[96];
 	if (k->kind != YN_SCALAR) {
-		scn_error(c, k, "keys in %s must be plain names, got %s", scn_path(c),
-			  scn_describe(k, got, sizeof(got)));
+		cli_scn_error(c, k, "keys in %s must be plain names, got %s", cli_scn_path(c),
+			      cli_scn_describe(k, got, sizeof(got)));
 		return;
 	}
 	/* "x-..." at the top level is an extension field, a place to keep anchors */
@@ -292,110 +295,114 @@ static void field_pair(struct scn_ctx *c, const struct ynode *k, const struct yn
 		size_t n = 0;
 		for (size_t j = 0; j < a->nf && n < 64; j++)
 			names[n++] = a->f[j].name;
-		scn_unknown_key(c, k, names, n, a->hint ? a->hint(k->str) : NULL);
+		cli_scn_unknown_key(c, k, names, n, a->hint ? a->hint(k->str) : NULL);
 		return;
 	}
 	if (a->seen[i]) {
 		if (!merged) {
 			if (a->seen[i]->line)
-				scn_error(c, k, "duplicate key '%s' in %s (first given at line %d)",
-					  k->str, scn_path(c), a->seen[i]->line);
+				cli_scn_error(c, k,
+					      "duplicate key '%s' in %s (first given at line %d)",
+					      k->str, cli_scn_path(c), a->seen[i]->line);
 			else
-				scn_error(c, k, "duplicate key '%s' in %s", k->str, scn_path(c));
+				cli_scn_error(c, k, "duplicate key '%s' in %s", k->str,
+					      cli_scn_path(c));
 		}
 		return;
 	}
 	a->seen[i] = k;
 	const struct scn_field *f = &a->f[i];
 	void *p = (char *)a->obj + f->off;
-	size_t mark = scn_path_key(c, f->name);
+	size_t mark = cli_scn_path_key(c, f->name);
 	switch (f->type) {
 	case SCN_F_STR:
-		scn_get_str(c, v, false, p);
+		cli_scn_get_str(c, v, false, p);
 		break;
 	case SCN_F_NESTR:
-		scn_get_str(c, v, true, p);
+		cli_scn_get_str(c, v, true, p);
 		break;
 	case SCN_F_ENV: {
 		char **out = p;
-		if (scn_get_str(c, v, true, out) == 0) {
+		if (cli_scn_get_str(c, v, true, out) == 0) {
 			const char *s = *out;
 			bool ok = isalpha((unsigned char)s[0]) || s[0] == '_';
 			for (const char *q = s; ok && *q; q++)
 				ok = isalnum((unsigned char)*q) || *q == '_';
 			if (!ok)
-				scn_error(c, v,
-					  "%s must name an environment variable (letters, digits "
-					  "and '_'), got %s",
-					  scn_path(c), scn_describe(v, got, sizeof(got)));
+				cli_scn_error(
+				    c, v,
+				    "%s must name an environment variable (letters, digits "
+				    "and '_'), got %s",
+				    cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
 		}
 		break;
 	}
 	case SCN_F_BOOL:
-		scn_get_bool(c, v, p);
+		cli_scn_get_bool(c, v, p);
 		break;
 	case SCN_F_U32:
-		scn_get_u32(c, v, (uint32_t)f->min, (uint32_t)f->max, p);
+		cli_scn_get_u32(c, v, (uint32_t)f->min, (uint32_t)f->max, p);
 		break;
 	case SCN_F_U64:
-		scn_get_u64(c, v, (uint64_t)f->min, (uint64_t)f->max, p);
+		cli_scn_get_u64(c, v, (uint64_t)f->min, (uint64_t)f->max, p);
 		break;
 	case SCN_F_DUR:
-		scn_get_dur(c, v, f->min, f->max, p);
+		cli_scn_get_dur(c, v, f->min, f->max, p);
 		break;
 	case SCN_F_DBL:
-		scn_get_double(c, v, f->dmin, f->dmax, p);
+		cli_scn_get_double(c, v, f->dmin, f->dmax, p);
 		break;
 	case SCN_F_JSON:
-		scn_get_json(c, v, p);
+		cli_scn_get_json(c, v, p);
 		break;
 	case SCN_F_CUSTOM:
 		f->fn(c, v, p);
 		break;
 	}
-	scn_path_pop(c, mark);
+	cli_scn_path_pop(c, mark);
 }
 
-void scn_fields(struct scn_ctx *c, const struct ynode *map, const struct scn_field *f, size_t nf,
-		void *obj, const struct ynode **seen, const char *(*hint)(const char *key))
+void cli_scn_fields(struct scn_ctx *c, const struct ynode *map, const struct scn_field *f,
+		    size_t nf, void *obj, const struct ynode **seen,
+		    const char *(*hint)(const char *key))
 {
 	char got[96];
-	if (!map || ynode_is_null(map))
+	if (!map || cli_ynode_is_null(map))
 		return;
 	if (map->kind != YN_MAP) {
-		scn_error(c, map, "%s must be a mapping of keys, got %s", scn_path(c),
-			  scn_describe(map, got, sizeof(got)));
+		cli_scn_error(c, map, "%s must be a mapping of keys, got %s", cli_scn_path(c),
+			      cli_scn_describe(map, got, sizeof(got)));
 		return;
 	}
 	struct fields_arg a = { f, nf, obj, seen, hint };
-	scn_map_each(c, map, field_pair, &a);
+	cli_scn_map_each(c, map, field_pair, &a);
 }
 
 /* ---- scalars ---- */
 
-bool scn_scalar(struct scn_ctx *c, const struct ynode *v, const char *what)
+bool cli_scn_scalar(struct scn_ctx *c, const struct ynode *v, const char *what)
 {
 	char got[96];
-	if (!v || v->kind != YN_SCALAR || ynode_is_null(v)) {
-		scn_error(c, v, "%s must be %s, got %s", scn_path(c), what,
-			  scn_describe(v, got, sizeof(got)));
+	if (!v || v->kind != YN_SCALAR || cli_ynode_is_null(v)) {
+		cli_scn_error(c, v, "%s must be %s, got %s", cli_scn_path(c), what,
+			      cli_scn_describe(v, got, sizeof(got)));
 		return false;
 	}
 	if (strlen(v->str) != v->len) {
-		scn_error(c, v, "%s must not contain a NUL character", scn_path(c));
+		cli_scn_error(c, v, "%s must not contain a NUL character", cli_scn_path(c));
 		return false;
 	}
 	return true;
 }
 
-int scn_get_str(struct scn_ctx *c, const struct ynode *v, bool nonempty, char **out)
+int cli_scn_get_str(struct scn_ctx *c, const struct ynode *v, bool nonempty, char **out)
 {
-	if (!nonempty && ynode_is_null(v))
+	if (!nonempty && cli_ynode_is_null(v))
 		return 1;
-	if (!scn_scalar(c, v, nonempty ? "a non-empty string" : "a string"))
+	if (!cli_scn_scalar(c, v, nonempty ? "a non-empty string" : "a string"))
 		return -1;
 	if (nonempty && v->len == 0) {
-		scn_error(c, v, "%s must not be empty", scn_path(c));
+		cli_scn_error(c, v, "%s must not be empty", cli_scn_path(c));
 		return -1;
 	}
 	char *s = strdup(v->str);
@@ -408,67 +415,70 @@ int scn_get_str(struct scn_ctx *c, const struct ynode *v, bool nonempty, char **
 	return 0;
 }
 
-int scn_get_bool(struct scn_ctx *c, const struct ynode *v, bool *out)
+int cli_scn_get_bool(struct scn_ctx *c, const struct ynode *v, bool *out)
 {
 	char got[96];
 	if (v && v->kind == YN_SCALAR && cl_parse_bool(v->str, out) == 0)
 		return 0;
-	scn_error(c, v, "%s must be true or false, got %s", scn_path(c),
-		  scn_describe(v, got, sizeof(got)));
+	cli_scn_error(c, v, "%s must be true or false, got %s", cli_scn_path(c),
+		      cli_scn_describe(v, got, sizeof(got)));
 	return -1;
 }
 
-int scn_get_u64(struct scn_ctx *c, const struct ynode *v, uint64_t min, uint64_t max, uint64_t *out)
+int cli_scn_get_u64(struct scn_ctx *c, const struct ynode *v, uint64_t min, uint64_t max,
+		    uint64_t *out)
 {
 	char got[96];
 	const char *kind = min >= 1 ? "a positive integer" : "a non-negative integer";
-	if (!scn_scalar(c, v, kind))
+	if (!cli_scn_scalar(c, v, kind))
 		return -1;
 	uint64_t x;
 	int rc = cl_parse_u64(v->str, max, &x);
 	if (rc == CL_ERANGE) {
-		scn_error(c, v, "%s must be at most %llu, got %s", scn_path(c),
-			  (unsigned long long)max, scn_describe(v, got, sizeof(got)));
+		cli_scn_error(c, v, "%s must be at most %llu, got %s", cli_scn_path(c),
+			      (unsigned long long)max, cli_scn_describe(v, got, sizeof(got)));
 		return -1;
 	}
 	if (rc) {
-		scn_error(c, v, "%s must be %s, got %s", scn_path(c), kind,
-			  scn_describe(v, got, sizeof(got)));
+		cli_scn_error(c, v, "%s must be %s, got %s", cli_scn_path(c), kind,
+			      cli_scn_describe(v, got, sizeof(got)));
 		return -1;
 	}
 	if (x < min) {
 		if (min == 1)
-			scn_error(c, v, "%s must be %s, got %s", scn_path(c), kind,
-				  scn_describe(v, got, sizeof(got)));
+			cli_scn_error(c, v, "%s must be %s, got %s", cli_scn_path(c), kind,
+				      cli_scn_describe(v, got, sizeof(got)));
 		else
-			scn_error(c, v, "%s must be at least %llu, got %s", scn_path(c),
-				  (unsigned long long)min, scn_describe(v, got, sizeof(got)));
+			cli_scn_error(c, v, "%s must be at least %llu, got %s", cli_scn_path(c),
+				      (unsigned long long)min,
+				      cli_scn_describe(v, got, sizeof(got)));
 		return -1;
 	}
 	*out = x;
 	return 0;
 }
 
-int scn_get_u32(struct scn_ctx *c, const struct ynode *v, uint32_t min, uint32_t max, uint32_t *out)
+int cli_scn_get_u32(struct scn_ctx *c, const struct ynode *v, uint32_t min, uint32_t max,
+		    uint32_t *out)
 {
 	uint64_t x;
-	int rc = scn_get_u64(c, v, min, max, &x);
+	int rc = cli_scn_get_u64(c, v, min, max, &x);
 	if (rc == 0)
 		*out = (uint32_t)x;
 	return rc;
 }
 
-int scn_get_dur(struct scn_ctx *c, const struct ynode *v, int64_t min_us, int64_t max_us,
-		int64_t *out)
+int cli_scn_get_dur(struct scn_ctx *c, const struct ynode *v, int64_t min_us, int64_t max_us,
+		    int64_t *out)
 {
 	char got[96], a[32], b[32];
-	if (!scn_scalar(c, v, "a duration (e.g. 500ms, 90s, 2m, 1h30m)"))
+	if (!cli_scn_scalar(c, v, "a duration (e.g. 500ms, 90s, 2m, 1h30m)"))
 		return -1;
 	int64_t us;
 	int rc = cl_parse_duration_us(v->str, &us, NULL);
 	if (rc == CL_ERANGE) {
-		scn_error(c, v, "%s is too long (at most 100d), got %s", scn_path(c),
-			  scn_describe(v, got, sizeof(got)));
+		cli_scn_error(c, v, "%s is too long (at most 100d), got %s", cli_scn_path(c),
+			      cli_scn_describe(v, got, sizeof(got)));
 		return -1;
 	}
 	if (rc) {
@@ -476,106 +486,110 @@ int scn_get_dur(struct scn_ctx *c, const struct ynode *v, int64_t min_us, int64_
 		for (size_t i = 0; i < v->len; i++)
 			digits = digits && (isdigit((unsigned char)v->str[i]) || v->str[i] == '.');
 		if (digits)
-			scn_error(c, v, "%s needs a unit: write e.g. '%ss' or '%sms', got %s",
-				  scn_path(c), v->str, v->str, scn_describe(v, got, sizeof(got)));
+			cli_scn_error(c, v, "%s needs a unit: write e.g. '%ss' or '%sms', got %s",
+				      cli_scn_path(c), v->str, v->str,
+				      cli_scn_describe(v, got, sizeof(got)));
 		else
-			scn_error(c, v,
-				  "%s must be a duration such as 500ms, 90s, 2m or 1h30m, got %s",
-				  scn_path(c), scn_describe(v, got, sizeof(got)));
+			cli_scn_error(
+			    c, v, "%s must be a duration such as 500ms, 90s, 2m or 1h30m, got %s",
+			    cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
 		return -1;
 	}
 	if (us < min_us) {
 		if (min_us <= 1)
-			scn_error(c, v, "%s must be longer than 0, got %s", scn_path(c),
-				  scn_describe(v, got, sizeof(got)));
+			cli_scn_error(c, v, "%s must be longer than 0, got %s", cli_scn_path(c),
+				      cli_scn_describe(v, got, sizeof(got)));
 		else
-			scn_error(c, v, "%s must be at least %s, got %s", scn_path(c),
-				  cl_format_duration_us(min_us, CL_DURATION_PRECISE, a, sizeof(a)),
-				  scn_describe(v, got, sizeof(got)));
+			cli_scn_error(c, v, "%s must be at least %s, got %s", cli_scn_path(c),
+				      cl_format_duration_us(min_us, CL_DURATION_PRECISE, a, sizeof(a)),
+				      cli_scn_describe(v, got, sizeof(got)));
 		return -1;
 	}
 	if (max_us > 0 && us > max_us) {
-		scn_error(c, v, "%s must be at most %s, got %s", scn_path(c),
-			  cl_format_duration_us(max_us, CL_DURATION_PRECISE, b, sizeof(b)),
-			  scn_describe(v, got, sizeof(got)));
+		cli_scn_error(c, v, "%s must be at most %s, got %s", cli_scn_path(c),
+			      cl_format_duration_us(max_us, CL_DURATION_PRECISE, b, sizeof(b)),
+			      cli_scn_describe(v, got, sizeof(got)));
 		return -1;
 	}
 	*out = us;
 	return 0;
 }
 
-int scn_get_double(struct scn_ctx *c, const struct ynode *v, double min, double max, double *out)
+int cli_scn_get_double(struct scn_ctx *c, const struct ynode *v, double min, double max,
+		       double *out)
 {
 	char got[96];
-	if (!scn_scalar(c, v, "a number"))
+	if (!cli_scn_scalar(c, v, "a number"))
 		return -1;
 	double x;
 	if (cl_parse_double(v->str, &x) != 0) {
-		scn_error(c, v, "%s must be a number, got %s", scn_path(c),
-			  scn_describe(v, got, sizeof(got)));
+		cli_scn_error(c, v, "%s must be a number, got %s", cli_scn_path(c),
+			      cli_scn_describe(v, got, sizeof(got)));
 		return -1;
 	}
 	if (x < min || x > max) {
 		if (min == 0 && max == 1)
-			scn_error(c, v, "%s must be a probability between 0 and 1, got %s",
-				  scn_path(c), scn_describe(v, got, sizeof(got)));
+			cli_scn_error(c, v, "%s must be a probability between 0 and 1, got %s",
+				      cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
 		else if (max >= 1e300)
-			scn_error(c, v, "%s must be %s, got %s", scn_path(c),
-				  min > 0 ? "a positive number" : "at least 0",
-				  scn_describe(v, got, sizeof(got)));
+			cli_scn_error(c, v, "%s must be %s, got %s", cli_scn_path(c),
+				      min > 0 ? "a positive number" : "at least 0",
+				      cli_scn_describe(v, got, sizeof(got)));
 		else
-			scn_error(c, v, "%s must be between %g and %g, got %s", scn_path(c), min,
-				  max, scn_describe(v, got, sizeof(got)));
+			cli_scn_error(c, v, "%s must be between %g and %g, got %s", cli_scn_path(c),
+				      min, max, cli_scn_describe(v, got, sizeof(got)));
 		return -1;
 	}
 	*out = x;
 	return 0;
 }
 
-int scn_get_percent(struct scn_ctx *c, const struct ynode *v, double *out)
+int cli_scn_get_percent(struct scn_ctx *c, const struct ynode *v, double *out)
 {
 	char got[96];
-	if (!scn_scalar(c, v, "a percentage (e.g. 1%)"))
+	if (!cli_scn_scalar(c, v, "a percentage (e.g. 1%)"))
 		return -1;
 	int rc = cl_parse_percent(v->str, out, NULL);
 	if (rc == CL_ERANGE) {
-		scn_error(c, v, "%s must be at most 100%%, got %s", scn_path(c),
-			  scn_describe(v, got, sizeof(got)));
+		cli_scn_error(c, v, "%s must be at most 100%%, got %s", cli_scn_path(c),
+			      cli_scn_describe(v, got, sizeof(got)));
 		return -1;
 	}
 	if (rc) {
-		scn_error(c, v, "%s must be a percentage such as 1%% or 0.5%%, got %s", scn_path(c),
-			  scn_describe(v, got, sizeof(got)));
+		cli_scn_error(c, v, "%s must be a percentage such as 1%% or 0.5%%, got %s",
+			      cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
 		return -1;
 	}
 	return 0;
 }
 
-int scn_get_rate(struct scn_ctx *c, const struct ynode *v, double *out)
+int cli_scn_get_rate(struct scn_ctx *c, const struct ynode *v, double *out)
 {
 	char got[96];
-	if (!scn_scalar(c, v, "a rate (e.g. 20/s)"))
+	if (!cli_scn_scalar(c, v, "a rate (e.g. 20/s)"))
 		return -1;
 	if (cl_parse_rate(v->str, out, NULL) != 0) {
 		double x;
 		if (cl_parse_double(v->str, &x) == 0 && x > 0)
-			scn_error(c, v, "%s needs a unit: write '%s/s' (or /m, /h), got %s",
-				  scn_path(c), v->str, scn_describe(v, got, sizeof(got)));
+			cli_scn_error(c, v, "%s needs a unit: write '%s/s' (or /m, /h), got %s",
+				      cli_scn_path(c), v->str,
+				      cli_scn_describe(v, got, sizeof(got)));
 		else
-			scn_error(c, v, "%s must be a positive rate such as 20/s or 1200/m, got %s",
-				  scn_path(c), scn_describe(v, got, sizeof(got)));
+			cli_scn_error(c, v,
+				      "%s must be a positive rate such as 20/s or 1200/m, got %s",
+				      cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
 		return -1;
 	}
 	if (*out > 1e6) {
-		scn_error(c, v, "%s must be at most 1000000/s, got %s", scn_path(c),
-			  scn_describe(v, got, sizeof(got)));
+		cli_scn_error(c, v, "%s must be at most 1000000/s, got %s", cli_scn_path(c),
+			      cli_scn_describe(v, got, sizeof(got)));
 		return -1;
 	}
 	return 0;
 }
 
-int scn_get_enum(struct scn_ctx *c, const struct ynode *v, const char *const *names, size_t n,
-		 int *out)
+int cli_scn_get_enum(struct scn_ctx *c, const struct ynode *v, const char *const *names, size_t n,
+		     int *out)
 {
 	char got[96], list[256];
 	size_t o = 0;
@@ -589,14 +603,15 @@ int scn_get_enum(struct scn_ctx *c, const struct ynode *v, const char *const *na
 				return 0;
 			}
 		}
-		const char *s = scn_suggest(v->str, names, n);
-		if (s && !ynode_is_null(v)) {
-			scn_error(c, v, "%s must be one of %s, got %s (did you mean '%s'?)",
-				  scn_path(c), list, scn_describe(v, got, sizeof(got)), s);
+		const char *s = cli_scn_suggest(v->str, names, n);
+		if (s && !cli_ynode_is_null(v)) {
+			cli_scn_error(c, v, "%s must be one of %s, got %s (did you mean '%s'?)",
+				      cli_scn_path(c), list, cli_scn_describe(v, got, sizeof(got)),
+				      s);
 			return -1;
 		}
 	}
-	scn_error(c, v, "%s must be one of %s, got %s", scn_path(c), list,
-		  scn_describe(v, got, sizeof(got)));
+	cli_scn_error(c, v, "%s must be one of %s, got %s", cli_scn_path(c), list,
+		      cli_scn_describe(v, got, sizeof(got)));
 	return -1;
 }

@@ -1,5 +1,6 @@
 /* Private to the scenario loader (scenario*.c): the YAML node tree, the conversion context
- * with its error reporting, and the derived-defaults hook of scenario.c. */
+ * with its error reporting, and the derived-defaults hook of scenario.c.  Its functions are
+ * library-internal and carry the cli_ prefix. */
 #ifndef CHATLOAD_SCENARIO_INT_H
 #define CHATLOAD_SCENARIO_INT_H
 
@@ -65,33 +66,33 @@ struct scn_ctx {
 
 /* Adds "file:line:col: message" for node at (NULL: no position).  A node made by an
  * override is reported as "file: --set k=v: message". */
-void scn_error(struct scn_ctx *c, const struct ynode *at, const char *fmt, ...)
+void cli_scn_error(struct scn_ctx *c, const struct ynode *at, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Adds an error at an explicit position (line 0: none). */
-void scn_error_pos(struct scn_ctx *c, int line, int col, const char *fmt, ...)
+void cli_scn_error_pos(struct scn_ctx *c, int line, int col, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 /* scenario_tree.c: parses text into t (nodes tagged with origin), returning its root (NULL
  * for an empty document) in *root.  Errors go to c; returns 0, CL_EPARSE, CL_ETOOBIG or
  * CL_ENOMEM. */
-int ytree_parse(struct scn_ctx *c, struct ytree *t, const char *text, size_t len,
-		const char *origin, struct ynode **root);
+int cli_ytree_parse(struct scn_ctx *c, struct ytree *t, const char *text, size_t len,
+		    const char *origin, struct ynode **root);
 /* Applies one "a.b.c=value" override to t->root (a mapping).  Errors go to c. */
-int ytree_override(struct scn_ctx *c, struct ytree *t, const char *override);
-void ytree_free(struct ytree *t);
+int cli_ytree_override(struct scn_ctx *c, struct ytree *t, const char *override);
+void cli_ytree_free(struct ytree *t);
 /* A null scalar: plain "", "~" or "null" (any case spelling YAML allows). */
-bool ynode_is_null(const struct ynode *n);
+bool cli_ynode_is_null(const struct ynode *n);
 
 /* ---- scenario_conv.c: typed reading of nodes, with the field path in every message ---- */
 
 /* Field path: push returns a mark to pop back to ("stages" + "[1]" + ".ramp"). */
-size_t scn_path_key(struct scn_ctx *c, const char *key);
-size_t scn_path_index(struct scn_ctx *c, size_t i);
-void scn_path_pop(struct scn_ctx *c, size_t mark);
+size_t cli_scn_path_key(struct scn_ctx *c, const char *key);
+size_t cli_scn_path_index(struct scn_ctx *c, size_t i);
+void cli_scn_path_pop(struct scn_ctx *c, size_t mark);
 /* The current path, or "the scenario" at the top. */
-const char *scn_path(const struct scn_ctx *c);
+const char *cli_scn_path(const struct scn_ctx *c);
 /* "'-4'" (quoted, escaped, shortened), "a mapping", "a list" or "nothing". */
-const char *scn_describe(const struct ynode *v, char *buf, size_t n);
+const char *cli_scn_describe(const struct ynode *v, char *buf, size_t n);
 
 /*
  * Calls fn for every key/value of map: its own pairs first, then those merged in with
@@ -100,13 +101,13 @@ const char *scn_describe(const struct ynode *v, char *buf, size_t n);
  */
 typedef void (*scn_pair_fn)(struct scn_ctx *c, const struct ynode *key, const struct ynode *val,
 			    bool merged, void *arg);
-void scn_map_each(struct scn_ctx *c, const struct ynode *map, scn_pair_fn fn, void *arg);
+void cli_scn_map_each(struct scn_ctx *c, const struct ynode *map, scn_pair_fn fn, void *arg);
 
 /* The best match for word among names by edit distance, NULL when none is close. */
-const char *scn_suggest(const char *word, const char *const *names, size_t n);
+const char *cli_scn_suggest(const char *word, const char *const *names, size_t n);
 /* Reports "unknown key 'k' <where> (did you mean 'x'?)" or lists the valid names. */
-void scn_unknown_key(struct scn_ctx *c, const struct ynode *key, const char *const *names, size_t n,
-		     const char *hint);
+void cli_scn_unknown_key(struct scn_ctx *c, const struct ynode *key, const char *const *names,
+			 size_t n, const char *hint);
 
 enum scn_ftype {
 	SCN_F_STR,   /* optional string; null leaves the default */
@@ -158,29 +159,31 @@ struct scn_field {
  * given.  A null map (a section written with nothing after it) leaves the defaults.
  * hint(key) may name where a misplaced key belongs (NULL: no hint).
  */
-void scn_fields(struct scn_ctx *c, const struct ynode *map, const struct scn_field *f, size_t nf,
-		void *obj, const struct ynode **seen, const char *(*hint)(const char *key));
+void cli_scn_fields(struct scn_ctx *c, const struct ynode *map, const struct scn_field *f,
+		    size_t nf, void *obj, const struct ynode **seen,
+		    const char *(*hint)(const char *key));
 
 /* Typed readers: 0 on success, 1 when v is null and null is allowed (optional strings),
- * -1 after reporting an error naming scn_path(c). */
-int scn_get_str(struct scn_ctx *c, const struct ynode *v, bool nonempty, char **out);
-int scn_get_bool(struct scn_ctx *c, const struct ynode *v, bool *out);
-int scn_get_u64(struct scn_ctx *c, const struct ynode *v, uint64_t min, uint64_t max,
-		uint64_t *out);
-int scn_get_u32(struct scn_ctx *c, const struct ynode *v, uint32_t min, uint32_t max,
-		uint32_t *out);
-int scn_get_dur(struct scn_ctx *c, const struct ynode *v, int64_t min_us, int64_t max_us,
-		int64_t *out);
-int scn_get_double(struct scn_ctx *c, const struct ynode *v, double min, double max, double *out);
-int scn_get_percent(struct scn_ctx *c, const struct ynode *v, double *out);
-int scn_get_rate(struct scn_ctx *c, const struct ynode *v, double *out);
-int scn_get_enum(struct scn_ctx *c, const struct ynode *v, const char *const *names, size_t n,
-		 int *out);
+ * -1 after reporting an error naming cli_scn_path(c). */
+int cli_scn_get_str(struct scn_ctx *c, const struct ynode *v, bool nonempty, char **out);
+int cli_scn_get_bool(struct scn_ctx *c, const struct ynode *v, bool *out);
+int cli_scn_get_u64(struct scn_ctx *c, const struct ynode *v, uint64_t min, uint64_t max,
+		    uint64_t *out);
+int cli_scn_get_u32(struct scn_ctx *c, const struct ynode *v, uint32_t min, uint32_t max,
+		    uint32_t *out);
+int cli_scn_get_dur(struct scn_ctx *c, const struct ynode *v, int64_t min_us, int64_t max_us,
+		    int64_t *out);
+int cli_scn_get_double(struct scn_ctx *c, const struct ynode *v, double min, double max,
+		       double *out);
+int cli_scn_get_percent(struct scn_ctx *c, const struct ynode *v, double *out);
+int cli_scn_get_rate(struct scn_ctx *c, const struct ynode *v, double *out);
+int cli_scn_get_enum(struct scn_ctx *c, const struct ynode *v, const char *const *names, size_t n,
+		     int *out);
 /* scenario_json.c: a mapping as compact JSON object text (types kept: quoted scalars stay
  * strings); 1 when v is null. */
-int scn_get_json(struct scn_ctx *c, const struct ynode *v, char **out);
+int cli_scn_get_json(struct scn_ctx *c, const struct ynode *v, char **out);
 /* A scalar that is a string (any plain or quoted text) without NUL bytes. */
-bool scn_scalar(struct scn_ctx *c, const struct ynode *v, const char *what);
+bool cli_scn_scalar(struct scn_ctx *c, const struct ynode *v, const char *what);
 
 /* Which fields the file set, for the defaults that depend on other fields. */
 struct scn_given {
@@ -213,21 +216,21 @@ struct scn_loader {
 };
 
 /* scenario_sections.c: one section each; obj is unused (they write l->s). */
-void scn_conv_target(struct scn_ctx *c, const struct ynode *v, void *obj);
-void scn_conv_agents(struct scn_ctx *c, const struct ynode *v, void *obj);
-void scn_conv_readiness(struct scn_ctx *c, const struct ynode *v, void *obj);
-void scn_conv_warmup(struct scn_ctx *c, const struct ynode *v, void *obj);
-void scn_conv_workload(struct scn_ctx *c, const struct ynode *v, void *obj);
-void scn_conv_stages(struct scn_ctx *c, const struct ynode *v, void *obj);
+void cli_scn_conv_target(struct scn_ctx *c, const struct ynode *v, void *obj);
+void cli_scn_conv_agents(struct scn_ctx *c, const struct ynode *v, void *obj);
+void cli_scn_conv_readiness(struct scn_ctx *c, const struct ynode *v, void *obj);
+void cli_scn_conv_warmup(struct scn_ctx *c, const struct ynode *v, void *obj);
+void cli_scn_conv_workload(struct scn_ctx *c, const struct ynode *v, void *obj);
+void cli_scn_conv_stages(struct scn_ctx *c, const struct ynode *v, void *obj);
 /* The section a key belongs to when it is written in the wrong one, or NULL. */
-const char *scn_hint_for(const char *key);
+const char *cli_scn_hint_for(const char *key);
 
 /* scenario.c: defaults that depend on other fields (agents.local from agents.listen, the
  * warmup's limits from the workload's, the name from the file, the built-in prompts).
  * Returns 0 or CL_ENOMEM. */
-int scenario_derive_defaults(struct cl_scenario *s, const struct scn_given *given,
-			     const char *file);
+int cli_scenario_derive_defaults(struct cl_scenario *s, const struct scn_given *given,
+				 const char *file);
 /* scenario.c: the defaults of one stage entry before its keys are read. */
-void scenario_stage_defaults(struct cl_scn_stage *st);
+void cli_scenario_stage_defaults(struct cl_scn_stage *st);
 
 #endif

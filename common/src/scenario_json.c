@@ -94,30 +94,31 @@ static json_t *scalar_json(struct scn_ctx *c, const struct ynode *v)
 	static const char *const special[] = { ".inf",  ".Inf", ".INF", "-.inf", "-.Inf", "-.INF",
 					       "+.inf", ".nan", ".NaN", ".NAN",  NULL };
 	if (strlen(v->str) != v->len) {
-		scn_error(c, v, "%s must not contain a NUL character", scn_path(c));
+		cli_scn_error(c, v, "%s must not contain a NUL character", cli_scn_path(c));
 		return NULL;
 	}
 	if (v->quoted) {
 		json_t *j = json_stringn(v->str, v->len);
 		if (!j)
-			scn_error(c, v, "%s is not valid UTF-8 text", scn_path(c));
+			cli_scn_error(c, v, "%s is not valid UTF-8 text", cli_scn_path(c));
 		return j;
 	}
-	if (ynode_is_null(v))
+	if (cli_ynode_is_null(v))
 		return json_null();
 	if (one_of(v->str, yes))
 		return json_true();
 	if (one_of(v->str, no))
 		return json_false();
 	if (one_of(v->str, yaml11)) {
-		scn_error(c, v,
-			  "%s is '%s', which YAML readers disagree on: write true/false for a "
-			  "boolean or quote it (\"%s\") for a string",
-			  scn_path(c), v->str, v->str);
+		cli_scn_error(c, v,
+			      "%s is '%s', which YAML readers disagree on: write true/false for a "
+			      "boolean or quote it (\"%s\") for a string",
+			      cli_scn_path(c), v->str, v->str);
 		return NULL;
 	}
 	if (one_of(v->str, special)) {
-		scn_error(c, v, "%s is '%s', which JSON cannot represent", scn_path(c), v->str);
+		cli_scn_error(c, v, "%s is '%s', which JSON cannot represent", cli_scn_path(c),
+			      v->str);
 		return NULL;
 	}
 	json_int_t i;
@@ -125,8 +126,8 @@ static json_t *scalar_json(struct scn_ctx *c, const struct ynode *v)
 	if (yaml_int(v->str, &i, &range)) {
 		if (!range)
 			return json_integer(i);
-		scn_error(c, v, "%s is an integer too large for JSON (beyond 64 bits): '%s'",
-			  scn_path(c), v->str);
+		cli_scn_error(c, v, "%s is an integer too large for JSON (beyond 64 bits): '%s'",
+			      cli_scn_path(c), v->str);
 		return NULL;
 	}
 	double d;
@@ -134,7 +135,7 @@ static json_t *scalar_json(struct scn_ctx *c, const struct ynode *v)
 		return json_real(d);
 	json_t *j = json_stringn(v->str, v->len);
 	if (!j)
-		scn_error(c, v, "%s is not valid UTF-8 text", scn_path(c));
+		cli_scn_error(c, v, "%s is not valid UTF-8 text", cli_scn_path(c));
 	return j;
 }
 
@@ -151,21 +152,21 @@ static void json_pair(struct scn_ctx *c, const struct ynode *k, const struct yno
 	struct json_map_arg *a = argp;
 	char got[96];
 	if (k->kind != YN_SCALAR || strlen(k->str) != k->len) {
-		scn_error(c, k, "keys in %s must be strings, got %s", scn_path(c),
-			  scn_describe(k, got, sizeof(got)));
+		cli_scn_error(c, k, "keys in %s must be strings, got %s", cli_scn_path(c),
+			      cli_scn_describe(k, got, sizeof(got)));
 		a->failed = true;
 		return;
 	}
 	if (json_object_get(a->obj, k->str)) {
 		if (!merged) {
-			scn_error(c, k, "duplicate key '%s' in %s", k->str, scn_path(c));
+			cli_scn_error(c, k, "duplicate key '%s' in %s", k->str, cli_scn_path(c));
 			a->failed = true;
 		}
 		return;
 	}
-	size_t mark = scn_path_key(c, k->str);
+	size_t mark = cli_scn_path_key(c, k->str);
 	json_t *j = to_json(c, v);
-	scn_path_pop(c, mark);
+	cli_scn_path_pop(c, mark);
 	if (!j || json_object_set_new(a->obj, k->str, j) != 0)
 		a->failed = true;
 }
@@ -179,9 +180,9 @@ static json_t *to_json(struct scn_ctx *c, const struct ynode *v)
 		if (!arr)
 			return NULL;
 		for (size_t i = 0; i < v->n; i++) {
-			size_t mark = scn_path_index(c, i);
+			size_t mark = cli_scn_path_index(c, i);
 			json_t *j = to_json(c, v->kids[i]);
-			scn_path_pop(c, mark);
+			cli_scn_path_pop(c, mark);
 			if (!j || json_array_append_new(arr, j) != 0) {
 				json_decref(arr);
 				return NULL;
@@ -192,7 +193,7 @@ static json_t *to_json(struct scn_ctx *c, const struct ynode *v)
 	struct json_map_arg a = { json_object(), false };
 	if (!a.obj)
 		return NULL;
-	scn_map_each(c, v, json_pair, &a);
+	cli_scn_map_each(c, v, json_pair, &a);
 	if (a.failed) {
 		json_decref(a.obj);
 		return NULL;
@@ -200,16 +201,16 @@ static json_t *to_json(struct scn_ctx *c, const struct ynode *v)
 	return a.obj;
 }
 
-int scn_get_json(struct scn_ctx *c, const struct ynode *v, char **out)
+int cli_scn_get_json(struct scn_ctx *c, const struct ynode *v, char **out)
 {
 	char got[96];
-	if (ynode_is_null(v))
+	if (cli_ynode_is_null(v))
 		return 1;
 	if (!v || v->kind != YN_MAP) {
-		scn_error(c, v,
-			  "%s must be a mapping of request fields (e.g. { temperature: 0.6 }), "
-			  "got %s",
-			  scn_path(c), scn_describe(v, got, sizeof(got)));
+		cli_scn_error(c, v,
+			      "%s must be a mapping of request fields (e.g. { temperature: 0.6 }), "
+			      "got %s",
+			      cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
 		return -1;
 	}
 	size_t before = c->n_errors;

@@ -67,7 +67,7 @@ static struct cl_scn_slo *slo_new(struct scn_ctx *c, const struct ynode *k)
 	struct cl_scenario *s = l->s;
 	if (s->n_slos >= SCN_MAX_SLOS) {
 		if (s->n_slos++ == SCN_MAX_SLOS)
-			scn_error(c, k, "more than %d SLOs", SCN_MAX_SLOS);
+			cli_scn_error(c, k, "more than %d SLOs", SCN_MAX_SLOS);
 		return NULL;
 	}
 	if (s->n_slos == l->cap_slos) {
@@ -121,27 +121,27 @@ static void slo_pair(struct scn_ctx *c, const struct ynode *k, const struct ynod
 	struct cl_scenario *s = L(c)->s;
 	char got[96];
 	if (k->kind != YN_SCALAR) {
-		scn_error(c, k, "keys in %s must be names such as ttft_p99, got %s", scn_path(c),
-			  scn_describe(k, got, sizeof(got)));
+		cli_scn_error(c, k, "keys in %s must be names such as ttft_p99, got %s",
+			      cli_scn_path(c), cli_scn_describe(k, got, sizeof(got)));
 		return;
 	}
-	size_t mark = scn_path_key(c, k->str);
+	size_t mark = cli_scn_path_key(c, k->str);
 	if (strcmp(k->str, "stage") == 0) {
 		if (m->stage_key && !merged)
-			scn_error(c, k, "duplicate key 'stage' in %s", scn_path(c));
-		else if (!m->stage_key && scn_scalar(c, v, "a stage name")) {
+			cli_scn_error(c, k, "duplicate key 'stage' in %s", cli_scn_path(c));
+		else if (!m->stage_key && cli_scn_scalar(c, v, "a stage name")) {
 			m->stage = v;
 			m->stage_key = k;
 		}
 		goto out;
 	}
 	if (strcmp(k->str, "abort_on_breach") == 0) {
-		scn_get_bool(c, v, &s->slo_abort_on_breach);
+		cli_scn_get_bool(c, v, &s->slo_abort_on_breach);
 		goto out;
 	}
 	if (slo_seen(c, m, k->str)) {
 		if (!merged)
-			scn_error(c, k, "duplicate SLO '%s'", k->str);
+			cli_scn_error(c, k, "duplicate SLO '%s'", k->str);
 		goto out;
 	}
 
@@ -149,11 +149,11 @@ static void slo_pair(struct scn_ctx *c, const struct ynode *k, const struct ynod
 	int kind = -1, lat = -1;
 	double pctl = 0;
 	if (strcmp(k->str, "error_rate") == 0) {
-		if (scn_get_percent(c, v, &x) == 0)
+		if (cli_scn_get_percent(c, v, &x) == 0)
 			kind = CL_SLO_ERROR_RATE;
 	} else if (strcmp(k->str, "min_output_tokens_per_s") == 0 ||
 		   strcmp(k->str, "min_requests_per_s") == 0) {
-		if (scn_get_double(c, v, 1e-9, 1e308, &x) == 0)
+		if (cli_scn_get_double(c, v, 1e-9, 1e308, &x) == 0)
 			kind = k->str[4] == 'o' ? CL_SLO_MIN_OUTPUT_TPS : CL_SLO_MIN_REQUEST_RATE;
 	} else {
 		/* <metric>_p<NN>, <metric>_mean, <metric>_max */
@@ -166,22 +166,23 @@ static void slo_pair(struct scn_ctx *c, const struct ynode *k, const struct ynod
 			snprintf(metric, sizeof(metric), "%.*s", (int)(us - k->str), k->str);
 		const char *stat = us ? us + 1 : "";
 		if (slo_metric(k->str) >= 0) {
-			scn_error(c, k,
-				  "SLO '%s' needs a statistic: write %s_p99 (or %s_p50, %s_mean, "
-				  "%s_max)",
-				  k->str, k->str, k->str, k->str, k->str);
+			cli_scn_error(
+			    c, k,
+			    "SLO '%s' needs a statistic: write %s_p99 (or %s_p50, %s_mean, "
+			    "%s_max)",
+			    k->str, k->str, k->str, k->str, k->str);
 			goto out;
 		}
 		if (!us || !metric[0]) {
 			const char *all[N(fixed) + 4] = { "ttft_p99", "itl_p99", "e2e_p99",
 							  "tpot_mean" };
 			memcpy(all + 4, fixed, sizeof(fixed));
-			const char *sug = scn_suggest(k->str, all, N(all));
+			const char *sug = cli_scn_suggest(k->str, all, N(all));
 			if (sug)
-				scn_error(c, k, "unknown SLO '%s' (did you mean '%s'?)", k->str,
-					  sug);
+				cli_scn_error(c, k, "unknown SLO '%s' (did you mean '%s'?)", k->str,
+					      sug);
 			else
-				scn_error(
+				cli_scn_error(
 				    c, k,
 				    "unknown SLO '%s' (expected <metric>_p<NN> such as ttft_p99, "
 				    "<metric>_mean, error_rate, min_output_tokens_per_s or "
@@ -190,19 +191,19 @@ static void slo_pair(struct scn_ctx *c, const struct ynode *k, const struct ynod
 			goto out;
 		}
 		if ((lat = slo_metric(metric)) < 0) {
-			const char *sug = scn_suggest(metric, names, n);
+			const char *sug = cli_scn_suggest(metric, names, n);
 			char list[200] = "";
 			size_t o = 0;
 			for (size_t i = 0; i < n; i++)
 				o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%s",
 						      i ? ", " : "", names[i]);
 			if (sug)
-				scn_error(
+				cli_scn_error(
 				    c, k,
 				    "SLO '%s' is on an unknown metric '%s' (did you mean '%s'?)",
 				    k->str, metric, sug);
 			else
-				scn_error(
+				cli_scn_error(
 				    c, k,
 				    "SLO '%s' is on an unknown metric '%s' (latency metrics: %s)",
 				    k->str, metric, list);
@@ -213,7 +214,7 @@ static void slo_pair(struct scn_ctx *c, const struct ynode *k, const struct ynod
 		else if (strcmp(stat, "max") == 0)
 			pctl = 100;
 		else if (stat[0] != 'p' || (pctl = parse_pctl(stat + 1)) < 0) {
-			scn_error(
+			cli_scn_error(
 			    c, k,
 			    "SLO '%s': '%s' is not a statistic; write p50, p90, p99, p999 (99.9), "
 			    "mean or max",
@@ -221,7 +222,7 @@ static void slo_pair(struct scn_ctx *c, const struct ynode *k, const struct ynod
 			goto out;
 		}
 		int64_t us_limit;
-		if (scn_get_dur(c, v, 1, 0, &us_limit) == 0) {
+		if (cli_scn_get_dur(c, v, 1, 0, &us_limit) == 0) {
 			kind = CL_SLO_LATENCY;
 			x = (double)us_limit;
 		}
@@ -236,7 +237,7 @@ static void slo_pair(struct scn_ctx *c, const struct ynode *k, const struct ynod
 		o->limit = x;
 	}
 out:
-	scn_path_pop(c, mark);
+	cli_scn_path_pop(c, mark);
 }
 
 static void slo_one_map(struct scn_ctx *c, const struct ynode *v)
@@ -244,17 +245,18 @@ static void slo_one_map(struct scn_ctx *c, const struct ynode *v)
 	struct scn_loader *l = L(c);
 	char got[96];
 	if (!v || v->kind != YN_MAP) {
-		scn_error(c, v,
-			  "%s must be a mapping such as { ttft_p99: 2s, error_rate: 1%% }, got %s",
-			  scn_path(c), scn_describe(v, got, sizeof(got)));
+		cli_scn_error(
+		    c, v, "%s must be a mapping such as { ttft_p99: 2s, error_rate: 1%% }, got %s",
+		    cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
 		return;
 	}
 	struct slo_map m = { .first = l->s->n_slos };
-	scn_map_each(c, v, slo_pair, &m);
+	cli_scn_map_each(c, v, slo_pair, &m);
 	if (!m.stage)
 		return;
 	if (l->s->n_slos == m.first) {
-		scn_error(c, m.stage_key, "%s.stage is given without an SLO for it", scn_path(c));
+		cli_scn_error(c, m.stage_key, "%s.stage is given without an SLO for it",
+			      cli_scn_path(c));
 		return;
 	}
 	for (size_t i = m.first; i < l->s->n_slos && i < SCN_MAX_SLOS; i++) {
@@ -267,16 +269,16 @@ static void slo_one_map(struct scn_ctx *c, const struct ynode *v)
 /* slo: a mapping, or a list of mappings (each may name its stage). */
 static void conv_slo(struct scn_ctx *c, const struct ynode *v, void *obj)
 {
-	if (ynode_is_null(v))
+	if (cli_ynode_is_null(v))
 		return;
 	if (v->kind != YN_SEQ) {
 		slo_one_map(c, v);
 		return;
 	}
 	for (size_t i = 0; i < v->n; i++) {
-		size_t mark = scn_path_index(c, i);
+		size_t mark = cli_scn_path_index(c, i);
 		slo_one_map(c, v->kids[i]);
-		scn_path_pop(c, mark);
+		cli_scn_path_pop(c, mark);
 	}
 }
 
@@ -287,9 +289,9 @@ static void conv_samples(struct scn_ctx *c, const struct ynode *v, void *obj)
 	struct cl_scn_estimate *e = obj;
 	char got[96];
 	if (!v || v->kind != YN_SEQ || v->n == 0 || v->n > SCN_MAX_LIST) {
-		scn_error(c, v,
-			  "%s must be a list of sample counts (e.g. [100000, 500000]), got %s",
-			  scn_path(c), scn_describe(v, got, sizeof(got)));
+		cli_scn_error(c, v,
+			      "%s must be a list of sample counts (e.g. [100000, 500000]), got %s",
+			      cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
 		return;
 	}
 	if (!(e->samples = calloc(v->n, sizeof(*e->samples)))) {
@@ -297,17 +299,17 @@ static void conv_samples(struct scn_ctx *c, const struct ynode *v, void *obj)
 		return;
 	}
 	for (size_t i = 0; i < v->n; i++) {
-		size_t mark = scn_path_index(c, i);
-		if (scn_get_u64(c, v->kids[i], 1, 1000000000000000ull, &e->samples[e->n_samples]) ==
-		    0)
+		size_t mark = cli_scn_path_index(c, i);
+		if (cli_scn_get_u64(c, v->kids[i], 1, 1000000000000000ull,
+				    &e->samples[e->n_samples]) == 0)
 			e->n_samples++;
-		scn_path_pop(c, mark);
+		cli_scn_path_pop(c, mark);
 	}
 }
 
 static void conv_from_stage(struct scn_ctx *c, const struct ynode *v, void *obj)
 {
-	if (scn_scalar(c, v, "a stage name or a concurrency"))
+	if (cli_scn_scalar(c, v, "a stage name or a concurrency"))
 		L(c)->from_stage = v;
 }
 
@@ -319,10 +321,10 @@ static const struct scn_field estimate_fields[] = {
 static void conv_estimate(struct scn_ctx *c, const struct ynode *v, void *obj)
 {
 	const struct ynode *seen[N(estimate_fields)] = { 0 };
-	scn_fields(c, v, estimate_fields, N(estimate_fields), &L(c)->s->estimate, seen,
-		   scn_hint_for);
+	cli_scn_fields(c, v, estimate_fields, N(estimate_fields), &L(c)->s->estimate, seen,
+		       cli_scn_hint_for);
 	if (v && v->kind == YN_MAP && !seen[0])
-		scn_error(c, v, "estimate needs samples (e.g. samples: [100000, 500000])");
+		cli_scn_error(c, v, "estimate needs samples (e.g. samples: [100000, 500000])");
 }
 
 static void conv_formats(struct scn_ctx *c, const struct ynode *v, void *obj)
@@ -330,20 +332,20 @@ static void conv_formats(struct scn_ctx *c, const struct ynode *v, void *obj)
 	static const char *const names[] = { "json", "csv", "md", "html" };
 	struct cl_scn_output *o = obj;
 	char got[96];
-	if (!v || (v->kind != YN_SEQ && v->kind != YN_SCALAR) || ynode_is_null(v)) {
-		scn_error(c, v, "%s must be a list of formats (json, csv, md, html), got %s",
-			  scn_path(c), scn_describe(v, got, sizeof(got)));
+	if (!v || (v->kind != YN_SEQ && v->kind != YN_SCALAR) || cli_ynode_is_null(v)) {
+		cli_scn_error(c, v, "%s must be a list of formats (json, csv, md, html), got %s",
+			      cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
 		return;
 	}
 	size_t n = v->kind == YN_SEQ ? v->n : 1;
 	o->formats = CL_FMT_JSON; /* results.json is always written */
 	for (size_t i = 0; i < n; i++) {
 		const struct ynode *x = v->kind == YN_SEQ ? v->kids[i] : v;
-		size_t mark = v->kind == YN_SEQ ? scn_path_index(c, i) : c->path_len;
+		size_t mark = v->kind == YN_SEQ ? cli_scn_path_index(c, i) : c->path_len;
 		int f;
-		if (scn_get_enum(c, x, names, N(names), &f) == 0)
+		if (cli_scn_get_enum(c, x, names, N(names), &f) == 0)
 			o->formats |= 1u << f;
-		scn_path_pop(c, mark);
+		cli_scn_path_pop(c, mark);
 	}
 }
 
@@ -355,7 +357,8 @@ static const struct scn_field output_fields[] = {
 static void conv_output(struct scn_ctx *c, const struct ynode *v, void *obj)
 {
 	const struct ynode *seen[N(output_fields)] = { 0 };
-	scn_fields(c, v, output_fields, N(output_fields), &L(c)->s->output, seen, scn_hint_for);
+	cli_scn_fields(c, v, output_fields, N(output_fields), &L(c)->s->output, seen,
+		       cli_scn_hint_for);
 }
 
 /* ---- the whole document ---- */
@@ -378,12 +381,12 @@ enum {
 static const struct scn_field top_fields[T__COUNT] = {
 	[T_NAME] = SCN_FIELD("name", SCN_F_NESTR, struct cl_scenario, name),
 	[T_DESC] = SCN_FIELD("description", SCN_F_STR, struct cl_scenario, description),
-	[T_TARGET] = SCN_CUSTOM("target", scn_conv_target),
-	[T_AGENTS] = SCN_CUSTOM("agents", scn_conv_agents),
-	[T_READY] = SCN_CUSTOM("readiness", scn_conv_readiness),
-	[T_WARMUP] = SCN_CUSTOM("warmup", scn_conv_warmup),
-	[T_WORKLOAD] = SCN_CUSTOM("workload", scn_conv_workload),
-	[T_STAGES] = SCN_CUSTOM("stages", scn_conv_stages),
+	[T_TARGET] = SCN_CUSTOM("target", cli_scn_conv_target),
+	[T_AGENTS] = SCN_CUSTOM("agents", cli_scn_conv_agents),
+	[T_READY] = SCN_CUSTOM("readiness", cli_scn_conv_readiness),
+	[T_WARMUP] = SCN_CUSTOM("warmup", cli_scn_conv_warmup),
+	[T_WORKLOAD] = SCN_CUSTOM("workload", cli_scn_conv_workload),
+	[T_STAGES] = SCN_CUSTOM("stages", cli_scn_conv_stages),
 	[T_SLO] = SCN_CUSTOM("slo", conv_slo),
 	[T_ESTIMATE] = SCN_CUSTOM("estimate", conv_estimate),
 	[T_OUTPUT] = SCN_CUSTOM("output", conv_output),
@@ -434,11 +437,11 @@ static void resolve_stage_ref(struct scn_ctx *c, const struct ynode *at, const c
 			o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%s", k ? ", " : "",
 					      s->stages[k].name);
 	}
-	const char *sug = scn_suggest(ref, names, n);
+	const char *sug = cli_scn_suggest(ref, names, n);
 	if (sug)
-		scn_error(c, at, "%s '%s' names no stage (did you mean '%s'?)", what, ref, sug);
+		cli_scn_error(c, at, "%s '%s' names no stage (did you mean '%s'?)", what, ref, sug);
 	else
-		scn_error(c, at, "%s '%s' names no stage (stages: %s)", what, ref, list);
+		cli_scn_error(c, at, "%s '%s' names no stage (stages: %s)", what, ref, list);
 }
 
 static void check_target(struct scn_ctx *c)
@@ -447,20 +450,21 @@ static void check_target(struct scn_ctx *c)
 	struct cl_scn_target *t = &l->s->target;
 	const struct ynode **seen = l->target;
 	if (!l->top[T_TARGET]) {
-		scn_error(c, l->root,
-			  "missing 'target': give target.url (a server such as "
-			  "http://127.0.0.1:8000/v1) or target.simulator (the built-in one)");
+		cli_scn_error(c, l->root,
+			      "missing 'target': give target.url (a server such as "
+			      "http://127.0.0.1:8000/v1) or target.simulator (the built-in one)");
 		return;
 	}
 	bool sim = seen[1] && t->simulator;
 	if (!seen[0] && !sim) {
-		scn_error(c, seen[1] ? seen[1] : l->top[T_TARGET],
-			  "target needs url (a server such as http://127.0.0.1:"
-			  "8000/v1) or simulator (the built-in one)");
+		cli_scn_error(c, seen[1] ? seen[1] : l->top[T_TARGET],
+			      "target needs url (a server such as http://127.0.0.1:"
+			      "8000/v1) or simulator (the built-in one)");
 		return;
 	}
 	if (seen[0] && sim) {
-		scn_error(c, seen[1], "target.url and target.simulator are exclusive: give one");
+		cli_scn_error(c, seen[1],
+			      "target.url and target.simulator are exclusive: give one");
 		return;
 	}
 	if (!t->simulator || !l->sim_model) {
@@ -492,10 +496,10 @@ static void check_target(struct scn_ctx *c)
 			p = e ? e + 1 : p + len;
 		}
 		if (!found)
-			scn_error(c, seen[2],
-				  "target.model '%s' is not served by target.simulator.model "
-				  "'%s' (the simulator would answer 404)",
-				  t->model, list);
+			cli_scn_error(c, seen[2],
+				      "target.model '%s' is not served by target.simulator.model "
+				      "'%s' (the simulator would answer 404)",
+				      t->model, list);
 	}
 }
 
@@ -507,29 +511,29 @@ static void check_agents(struct scn_ctx *c)
 	const struct ynode *at = l->top[T_AGENTS] ? l->top[T_AGENTS] : l->root;
 	bool local_zero = l->given.agents_local ? a->local == 0 : a->listen != NULL;
 	if (local_zero && !a->listen)
-		scn_error(c, seen[0] ? seen[0] : at,
-			  "agents.local is 0 and agents.listen is not set: "
-			  "no agent would run the load");
+		cli_scn_error(c, seen[0] ? seen[0] : at,
+			      "agents.local is 0 and agents.listen is not set: "
+			      "no agent would run the load");
 	if (a->listen && a->expect == 0 && local_zero)
-		scn_error(c, seen[2] ? seen[2] : seen[1],
-			  "agents.listen is set but agents.expect is 0: "
-			  "say how many remote agents to wait for");
+		cli_scn_error(c, seen[2] ? seen[2] : seen[1],
+			      "agents.listen is set but agents.expect is 0: "
+			      "say how many remote agents to wait for");
 	if (!a->listen && seen[2] && a->expect > 0)
-		scn_error(c, seen[2],
-			  "agents.expect needs agents.listen (the address remote agents "
-			  "dial)");
+		cli_scn_error(c, seen[2],
+			      "agents.expect needs agents.listen (the address remote agents "
+			      "dial)");
 	if (seen[6] && seen[7])
-		scn_error(c, seen[7],
-			  "agents.token_env and agents.token_file are exclusive: give one");
+		cli_scn_error(c, seen[7],
+			      "agents.token_env and agents.token_file are exclusive: give one");
 	bool tls_url = a->listen && strncmp(a->listen, "tls+", 4) == 0;
 	if (seen[8] && a->listen && !tls_url)
-		scn_error(c, seen[8],
-			  "agents.tls is set but agents.listen '%s' is not a tls+tcp:// "
-			  "address",
-			  a->listen);
+		cli_scn_error(c, seen[8],
+			      "agents.tls is set but agents.listen '%s' is not a tls+tcp:// "
+			      "address",
+			      a->listen);
 	if (tls_url && (!a->tls_cert || !a->tls_key))
-		scn_error(c, seen[1],
-			  "agents.listen uses TLS: set agents.tls.cert and agents.tls.key");
+		cli_scn_error(c, seen[1],
+			      "agents.listen uses TLS: set agents.tls.cert and agents.tls.key");
 }
 
 static void check_stages(struct scn_ctx *c)
@@ -537,17 +541,17 @@ static void check_stages(struct scn_ctx *c)
 	struct scn_loader *l = L(c);
 	struct cl_scenario *s = l->s;
 	if (!l->top[T_STAGES])
-		scn_error(c, l->root,
-			  "missing 'stages': add at least one, e.g. stages: [ { "
-			  "concurrency: 8, duration: 1m } ]");
+		cli_scn_error(c, l->root,
+			      "missing 'stages': add at least one, e.g. stages: [ { "
+			      "concurrency: 8, duration: 1m } ]");
 	size_t n = s->n_stages < SCN_MAX_STAGES ? s->n_stages : SCN_MAX_STAGES;
 	for (size_t i = 1; i < n; i++) {
 		for (size_t j = 0; j < i; j++) {
 			if (strcmp(s->stages[i].name, s->stages[j].name) == 0) {
-				scn_error(c, l->stage_nodes[i],
-					  "stage name '%s' is used twice (also by the "
-					  "stage at line %d); names must be unique",
-					  s->stages[i].name, s->stages[j].line);
+				cli_scn_error(c, l->stage_nodes[i],
+					      "stage name '%s' is used twice (also by the "
+					      "stage at line %d); names must be unique",
+					      s->stages[i].name, s->stages[j].line);
 				break;
 			}
 		}
@@ -566,13 +570,13 @@ static void convert(struct scn_loader *l)
 	struct cl_scenario *s = l->s;
 	char got[96];
 	if (l->root->kind != YN_MAP) {
-		scn_error(c, l->root,
-			  "a scenario must be a mapping of keys (name, target, stages, ...), "
-			  "got %s",
-			  scn_describe(l->root, got, sizeof(got)));
+		cli_scn_error(c, l->root,
+			      "a scenario must be a mapping of keys (name, target, stages, ...), "
+			      "got %s",
+			      cli_scn_describe(l->root, got, sizeof(got)));
 		return;
 	}
-	scn_fields(c, l->root, top_fields, T__COUNT, s, l->top, scn_hint_for);
+	cli_scn_fields(c, l->root, top_fields, T__COUNT, s, l->top, cli_scn_hint_for);
 	check_target(c);
 	check_agents(c);
 	check_stages(c);
@@ -580,7 +584,7 @@ static void convert(struct scn_loader *l)
 		s->n_stages = SCN_MAX_STAGES;
 	if (s->n_slos > SCN_MAX_SLOS)
 		s->n_slos = SCN_MAX_SLOS;
-	if (scenario_derive_defaults(s, &l->given, c->file))
+	if (cli_scenario_derive_defaults(s, &l->given, c->file))
 		c->oom = true;
 }
 
@@ -613,28 +617,28 @@ int cl_scenario_load_string(const char *text, size_t len, const char *name,
 	l->s = out;
 
 	if (len > CL_SCENARIO_MAX_BYTES) {
-		scn_error(c, NULL, "the scenario is larger than %u MiB; refusing to read it",
-			  CL_SCENARIO_MAX_BYTES >> 20);
+		cli_scn_error(c, NULL, "the scenario is larger than %u MiB; refusing to read it",
+			      CL_SCENARIO_MAX_BYTES >> 20);
 		rc = CL_ETOOBIG;
 		goto out;
 	}
 	struct ynode *root = NULL;
-	rc = ytree_parse(c, &tree, text, len, NULL, &root);
+	rc = cli_ytree_parse(c, &tree, text, len, NULL, &root);
 	if (rc) {
 		rc = rc == CL_EPARSE ? CL_EINVAL : rc;
 		goto out;
 	}
 	if (!root) {
-		scn_error(c, NULL,
-			  "the scenario is empty (expected a mapping with at least 'target' "
-			  "and 'stages')");
+		cli_scn_error(c, NULL,
+			      "the scenario is empty (expected a mapping with at least 'target' "
+			      "and 'stages')");
 		rc = CL_EINVAL;
 		goto out;
 	}
 	tree.root = root;
 	if (root->kind == YN_MAP) {
 		for (size_t i = 0; overrides && overrides[i]; i++) {
-			int orc = ytree_override(c, &tree, overrides[i]);
+			int orc = cli_ytree_override(c, &tree, overrides[i]);
 			if (orc == CL_ENOMEM || orc == CL_ETOOBIG) {
 				rc = orc;
 				goto out;
@@ -657,7 +661,7 @@ out:
 		free(l->slo_stage_nodes);
 	free(l);
 	free(dir);
-	ytree_free(&tree);
+	cli_ytree_free(&tree);
 	return rc;
 }
 

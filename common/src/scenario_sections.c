@@ -63,7 +63,7 @@ static const struct {
 	{ "max_batch", "target.simulator" },
 };
 
-const char *scn_hint_for(const char *key)
+const char *cli_scn_hint_for(const char *key)
 {
 	for (size_t i = 0; i < N(misplaced); i++) {
 		if (strcmp(misplaced[i].key, key) == 0)
@@ -78,7 +78,7 @@ static void conv_url(struct scn_ctx *c, const struct ynode *v, void *obj)
 {
 	struct cl_scn_target *t = obj;
 	char got[96];
-	if (scn_get_str(c, v, true, &t->url) != 0)
+	if (cli_scn_get_str(c, v, true, &t->url) != 0)
 		return;
 	const char *u = t->url;
 	const char *host = NULL;
@@ -87,19 +87,20 @@ static void conv_url(struct scn_ctx *c, const struct ynode *v, void *obj)
 	else if (strncasecmp(u, "https://", 8) == 0)
 		host = u + 8;
 	if (!host) {
-		scn_error(c, v, "%s must start with http:// or https://, got %s", scn_path(c),
-			  scn_describe(v, got, sizeof(got)));
+		cli_scn_error(c, v, "%s must start with http:// or https://, got %s",
+			      cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
 		return;
 	}
 	if (!*host || *host == '/' || *host == ':') {
-		scn_error(c, v, "%s has no host, got %s", scn_path(c),
-			  scn_describe(v, got, sizeof(got)));
+		cli_scn_error(c, v, "%s has no host, got %s", cli_scn_path(c),
+			      cli_scn_describe(v, got, sizeof(got)));
 		return;
 	}
 	for (const char *p = u; *p; p++) {
 		if (isspace((unsigned char)*p) || (unsigned char)*p < 0x20) {
-			scn_error(c, v, "%s must not contain spaces or control characters, got %s",
-				  scn_path(c), scn_describe(v, got, sizeof(got)));
+			cli_scn_error(c, v,
+				      "%s must not contain spaces or control characters, got %s",
+				      cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
 			return;
 		}
 	}
@@ -146,8 +147,8 @@ static void sim_pair(struct scn_ctx *c, const struct ynode *k, const struct ynod
 	struct sim_arg *a = argp;
 	char got[96];
 	if (k->kind != YN_SCALAR) {
-		scn_error(c, k, "keys in %s must be option names, got %s", scn_path(c),
-			  scn_describe(k, got, sizeof(got)));
+		cli_scn_error(c, k, "keys in %s must be option names, got %s", cli_scn_path(c),
+			      cli_scn_describe(k, got, sizeof(got)));
 		return;
 	}
 	const struct cl_sim_option *o = cl_sim_option_find(k->str);
@@ -166,25 +167,25 @@ static void sim_pair(struct scn_ctx *c, const struct ynode *k, const struct ynod
 			list[n] = names[n];
 			n++;
 		}
-		scn_unknown_key(c, k, list, n, NULL);
+		cli_scn_unknown_key(c, k, list, n, NULL);
 		return;
 	}
 	if (!o->scenario) {
-		scn_error(c, k,
-			  "'%s' is a setting of the chatload-sim process, not of a scenario's "
-			  "simulator",
-			  k->str);
+		cli_scn_error(c, k,
+			      "'%s' is a setting of the chatload-sim process, not of a scenario's "
+			      "simulator",
+			      k->str);
 		return;
 	}
 	size_t idx = (size_t)(o - cl_sim_options);
 	if (idx < 64 && a->seen[idx]) {
 		if (!merged)
-			scn_error(c, k, "duplicate key '%s' in %s", k->str, scn_path(c));
+			cli_scn_error(c, k, "duplicate key '%s' in %s", k->str, cli_scn_path(c));
 		return;
 	}
 	if (idx < 64)
 		a->seen[idx] = k;
-	size_t mark = scn_path_key(c, k->str);
+	size_t mark = cli_scn_path_key(c, k->str);
 	const char *value = NULL;
 	bool ok = false;
 	int64_t dur;
@@ -193,32 +194,32 @@ static void sim_pair(struct scn_ctx *c, const struct ynode *k, const struct ynod
 	bool b;
 	switch (o->kind) {
 	case CL_SIMOPT_DURATION:
-		ok = scn_get_dur(c, v, 0, 0, &dur) == 0;
+		ok = cli_scn_get_dur(c, v, 0, 0, &dur) == 0;
 		break;
 	case CL_SIMOPT_INT:
-		ok = scn_get_u64(c, v, 0, 1000000000, &u) == 0;
+		ok = cli_scn_get_u64(c, v, 0, 1000000000, &u) == 0;
 		break;
 	case CL_SIMOPT_FLOAT: {
 		bool prob = strncmp(o->name, "fault-", 6) == 0 || strcmp(o->name, "jitter") == 0;
-		ok = scn_get_double(c, v, 0, prob ? 1 : 1e308, &d) == 0;
+		ok = cli_scn_get_double(c, v, 0, prob ? 1 : 1e308, &d) == 0;
 		break;
 	}
 	case CL_SIMOPT_BOOL:
-		if ((ok = scn_get_bool(c, v, &b) == 0))
+		if ((ok = cli_scn_get_bool(c, v, &b) == 0))
 			value = b ? "true" : "false";
 		break;
 	case CL_SIMOPT_STRING:
-		ok = scn_scalar(c, v, "a string");
+		ok = cli_scn_scalar(c, v, "a string");
 		if (ok && strcmp(o->name, "output-tokens") == 0 && !output_tokens_spec_ok(v->str)) {
-			scn_error(
+			cli_scn_error(
 			    c, v,
 			    "%s must be N, request, uniform:MIN-MAX or normal:MEAN,SD, got %s",
-			    scn_path(c), scn_describe(v, got, sizeof(got)));
+			    cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
 			ok = false;
 		}
 		break;
 	}
-	scn_path_pop(c, mark);
+	cli_scn_path_pop(c, mark);
 	if (!ok)
 		return;
 	if (!value)
@@ -245,21 +246,21 @@ static void conv_simulator(struct scn_ctx *c, const struct ynode *v, void *obj)
 	char got[96];
 	bool b;
 	t->simulator = true;
-	if (ynode_is_null(v))
+	if (cli_ynode_is_null(v))
 		return;
 	if (v->kind == YN_SCALAR && cl_parse_bool(v->str, &b) == 0) {
 		t->simulator = b;
 		return;
 	}
 	if (v->kind != YN_MAP) {
-		scn_error(c, v,
-			  "%s must be a mapping of simulator settings (e.g. { ttft: 100ms, "
-			  "itl: 10ms }), got %s",
-			  scn_path(c), scn_describe(v, got, sizeof(got)));
+		cli_scn_error(c, v,
+			      "%s must be a mapping of simulator settings (e.g. { ttft: 100ms, "
+			      "itl: 10ms }), got %s",
+			      cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
 		return;
 	}
 	struct sim_arg a = { .t = t };
-	scn_map_each(c, v, sim_pair, &a);
+	cli_scn_map_each(c, v, sim_pair, &a);
 }
 
 static void header_pair(struct scn_ctx *c, const struct ynode *k, const struct ynode *v,
@@ -268,8 +269,8 @@ static void header_pair(struct scn_ctx *c, const struct ynode *k, const struct y
 	struct cl_scn_target *t = argp;
 	char got[96];
 	if (k->kind != YN_SCALAR || k->len == 0 || strlen(k->str) != k->len) {
-		scn_error(c, k, "header names in %s must be strings, got %s", scn_path(c),
-			  scn_describe(k, got, sizeof(got)));
+		cli_scn_error(c, k, "header names in %s must be strings, got %s", cli_scn_path(c),
+			      cli_scn_describe(k, got, sizeof(got)));
 		return;
 	}
 	/* HTTP header names are case-insensitive: a second one is a duplicate, unless merged */
@@ -277,28 +278,30 @@ static void header_pair(struct scn_ctx *c, const struct ynode *k, const struct y
 		if (strncasecmp(t->headers[i], k->str, k->len) == 0 &&
 		    t->headers[i][k->len] == ':') {
 			if (!merged)
-				scn_error(c, k, "duplicate header '%s' in %s", k->str, scn_path(c));
+				cli_scn_error(c, k, "duplicate header '%s' in %s", k->str,
+					      cli_scn_path(c));
 			return;
 		}
 	}
 	for (const char *p = k->str; *p; p++) {
 		if (!isalnum((unsigned char)*p) && !strchr("!#$%&'*+-.^_`|~", *p)) {
-			scn_error(c, k, "%s: '%s' is not a valid HTTP header name", scn_path(c),
-				  k->str);
+			cli_scn_error(c, k, "%s: '%s' is not a valid HTTP header name",
+				      cli_scn_path(c), k->str);
 			return;
 		}
 	}
 	if (t->n_headers >= SCN_MAX_HEADERS) {
-		scn_error(c, k, "%s has more than %d headers", scn_path(c), SCN_MAX_HEADERS);
+		cli_scn_error(c, k, "%s has more than %d headers", cli_scn_path(c),
+			      SCN_MAX_HEADERS);
 		return;
 	}
-	size_t mark = scn_path_key(c, k->str);
-	bool ok = scn_scalar(c, v, "a string");
+	size_t mark = cli_scn_path_key(c, k->str);
+	bool ok = cli_scn_scalar(c, v, "a string");
 	if (ok && strpbrk(v->str, "\r\n")) {
-		scn_error(c, v, "%s must not contain line breaks", scn_path(c));
+		cli_scn_error(c, v, "%s must not contain line breaks", cli_scn_path(c));
 		ok = false;
 	}
-	scn_path_pop(c, mark);
+	cli_scn_path_pop(c, mark);
 	if (!ok)
 		return;
 	char **h = realloc(t->headers, (t->n_headers + 1) * sizeof(*h));
@@ -317,14 +320,14 @@ static void header_pair(struct scn_ctx *c, const struct ynode *k, const struct y
 static void conv_headers(struct scn_ctx *c, const struct ynode *v, void *obj)
 {
 	char got[96];
-	if (ynode_is_null(v))
+	if (cli_ynode_is_null(v))
 		return;
 	if (v->kind != YN_MAP) {
-		scn_error(c, v, "%s must be a mapping of header names to values, got %s",
-			  scn_path(c), scn_describe(v, got, sizeof(got)));
+		cli_scn_error(c, v, "%s must be a mapping of header names to values, got %s",
+			      cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
 		return;
 	}
-	scn_map_each(c, v, header_pair, obj);
+	cli_scn_map_each(c, v, header_pair, obj);
 }
 
 /* Request fields chatload writes itself; a body may not replace them. */
@@ -344,21 +347,21 @@ static void reserved_pair(struct scn_ctx *c, const struct ynode *k, const struct
 {
 	for (size_t r = 0; k->kind == YN_SCALAR && r < N(reserved_fields); r++) {
 		if (strcmp(k->str, reserved_fields[r].key) == 0)
-			scn_error(c, k, "%s.%s is set by chatload (%s)", scn_path(c), k->str,
-				  reserved_fields[r].why);
+			cli_scn_error(c, k, "%s.%s is set by chatload (%s)", cli_scn_path(c),
+				      k->str, reserved_fields[r].why);
 	}
 }
 
 static void check_body(struct scn_ctx *c, const struct ynode *v)
 {
-	scn_map_each(c, v, reserved_pair, NULL);
+	cli_scn_map_each(c, v, reserved_pair, NULL);
 }
 
 static void conv_target_body(struct scn_ctx *c, const struct ynode *v, void *obj)
 {
 	struct cl_scn_target *t = obj;
 	check_body(c, v);
-	scn_get_json(c, v, &t->body_json);
+	cli_scn_get_json(c, v, &t->body_json);
 }
 
 static const struct scn_field target_fields[] = {
@@ -374,10 +377,11 @@ static const struct scn_field target_fields[] = {
 	SCN_RANGE("connect_timeout", SCN_F_DUR, struct cl_scn_target, connect_timeout_us, 1, DAY),
 };
 
-void scn_conv_target(struct scn_ctx *c, const struct ynode *v, void *obj)
+void cli_scn_conv_target(struct scn_ctx *c, const struct ynode *v, void *obj)
 {
 	struct scn_loader *l = L(c);
-	scn_fields(c, v, target_fields, N(target_fields), &l->s->target, l->target, scn_hint_for);
+	cli_scn_fields(c, v, target_fields, N(target_fields), &l->s->target, l->target,
+		       cli_scn_hint_for);
 }
 
 /* ---- agents ---- */
@@ -389,24 +393,24 @@ static void conv_listen(struct scn_ctx *c, const struct ynode *v, void *obj)
 					       "ipc://" };
 	struct cl_scn_agents *a = obj;
 	char got[96];
-	if (scn_get_str(c, v, true, &a->listen) != 0)
+	if (cli_scn_get_str(c, v, true, &a->listen) != 0)
 		return;
 	for (size_t i = 0; i < N(schemes); i++) {
 		size_t l = strlen(schemes[i]);
 		if (strncmp(a->listen, schemes[i], l) == 0 && a->listen[l])
 			return;
 	}
-	scn_error(c, v,
-		  "%s must be an address such as tls+tcp://0.0.0.0:7700 or tcp://"
-		  "127.0.0.1:7700, got %s",
-		  scn_path(c), scn_describe(v, got, sizeof(got)));
+	cli_scn_error(c, v,
+		      "%s must be an address such as tls+tcp://0.0.0.0:7700 or tcp://"
+		      "127.0.0.1:7700, got %s",
+		      cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
 }
 
 static void conv_on_loss(struct scn_ctx *c, const struct ynode *v, void *obj)
 {
 	static const char *const names[] = { "fail", "continue" };
 	int x;
-	if (scn_get_enum(c, v, names, N(names), &x) == 0)
+	if (cli_scn_get_enum(c, v, names, N(names), &x) == 0)
 		((struct cl_scn_agents *)obj)->on_loss = (enum cl_on_loss)x;
 }
 
@@ -419,17 +423,17 @@ static const struct scn_field agents_tls_fields[] = {
 static void conv_agents_tls(struct scn_ctx *c, const struct ynode *v, void *obj)
 {
 	const struct ynode *seen[N(agents_tls_fields)] = { 0 };
-	scn_fields(c, v, agents_tls_fields, N(agents_tls_fields), obj, seen, NULL);
+	cli_scn_fields(c, v, agents_tls_fields, N(agents_tls_fields), obj, seen, NULL);
 	if (!seen[0] != !seen[1])
-		scn_error(c, seen[0] ? seen[0] : seen[1], "%s needs both cert and key",
-			  scn_path(c));
+		cli_scn_error(c, seen[0] ? seen[0] : seen[1], "%s needs both cert and key",
+			      cli_scn_path(c));
 }
 
 static void conv_agents_local(struct scn_ctx *c, const struct ynode *v, void *obj)
 {
 	struct cl_scn_agents *a = obj;
 	L(c)->given.agents_local = true;
-	scn_get_u32(c, v, 0, 256, &a->local);
+	cli_scn_get_u32(c, v, 0, 256, &a->local);
 }
 
 static const struct scn_field agents_fields[] = {
@@ -446,10 +450,11 @@ static const struct scn_field agents_fields[] = {
 		  60 * SEC),
 };
 
-void scn_conv_agents(struct scn_ctx *c, const struct ynode *v, void *obj)
+void cli_scn_conv_agents(struct scn_ctx *c, const struct ynode *v, void *obj)
 {
 	struct scn_loader *l = L(c);
-	scn_fields(c, v, agents_fields, N(agents_fields), &l->s->agents, l->agents, scn_hint_for);
+	cli_scn_fields(c, v, agents_fields, N(agents_fields), &l->s->agents, l->agents,
+		       cli_scn_hint_for);
 }
 
 /* ---- readiness and warmup ---- */
@@ -463,19 +468,20 @@ static void conv_backoff(struct scn_ctx *c, const struct ynode *v, void *obj)
 	};
 	const struct ynode *seen[N(f)] = { 0 };
 	struct cl_scn_readiness *r = obj;
-	scn_fields(c, v, f, N(f), obj, seen, NULL);
+	cli_scn_fields(c, v, f, N(f), obj, seen, NULL);
 	if (r->backoff_initial_us > r->backoff_max_us)
-		scn_error(c,
-			  seen[1]   ? seen[1]
-			  : seen[0] ? seen[0]
-				    : v,
-			  "%s.initial must not be longer than %s.max", scn_path(c), scn_path(c));
+		cli_scn_error(c,
+			      seen[1]   ? seen[1]
+			      : seen[0] ? seen[0]
+					: v,
+			      "%s.initial must not be longer than %s.max", cli_scn_path(c),
+			      cli_scn_path(c));
 }
 
 static void conv_probe_body(struct scn_ctx *c, const struct ynode *v, void *obj)
 {
 	check_body(c, v);
-	scn_get_json(c, v, obj);
+	cli_scn_get_json(c, v, obj);
 }
 
 static void conv_readiness_body(struct scn_ctx *c, const struct ynode *v, void *obj)
@@ -495,17 +501,17 @@ static const struct scn_field readiness_fields[] = {
 	SCN_CUSTOM("backoff", conv_backoff),
 };
 
-void scn_conv_readiness(struct scn_ctx *c, const struct ynode *v, void *obj)
+void cli_scn_conv_readiness(struct scn_ctx *c, const struct ynode *v, void *obj)
 {
 	struct cl_scn_readiness *r = &L(c)->s->readiness;
 	const struct ynode *seen[N(readiness_fields)] = { 0 };
 	bool b;
 	/* "readiness: false" switches the gate off */
-	if (v && v->kind == YN_SCALAR && !ynode_is_null(v) && cl_parse_bool(v->str, &b) == 0) {
+	if (v && v->kind == YN_SCALAR && !cli_ynode_is_null(v) && cl_parse_bool(v->str, &b) == 0) {
 		r->enabled = b;
 		return;
 	}
-	scn_fields(c, v, readiness_fields, N(readiness_fields), r, seen, scn_hint_for);
+	cli_scn_fields(c, v, readiness_fields, N(readiness_fields), r, seen, cli_scn_hint_for);
 }
 
 static void conv_warmup_body(struct scn_ctx *c, const struct ynode *v, void *obj)
@@ -523,15 +529,17 @@ static const struct scn_field warmup_fields[] = {
 	SCN_FIELD("fail_on_error", SCN_F_BOOL, struct cl_scn_warmup, fail_on_error),
 };
 
-void scn_conv_warmup(struct scn_ctx *c, const struct ynode *v, void *obj)
+void cli_scn_conv_warmup(struct scn_ctx *c, const struct ynode *v, void *obj)
 {
 	struct scn_loader *l = L(c);
 	const struct ynode **seen = l->warmup;
-	scn_fields(c, v, warmup_fields, N(warmup_fields), &l->s->warmup, seen, scn_hint_for);
+	cli_scn_fields(c, v, warmup_fields, N(warmup_fields), &l->s->warmup, seen,
+		       cli_scn_hint_for);
 	l->given.warmup_max_tokens = seen[3] != NULL;
 	l->given.warmup_request_timeout = seen[4] != NULL;
 	if (seen[0] && seen[1])
-		scn_error(c, seen[1], "%s: set requests or duration, not both", scn_path(c));
+		cli_scn_error(c, seen[1], "%s: set requests or duration, not both",
+			      cli_scn_path(c));
 }
 
 /* ---- workload ---- */
@@ -541,12 +549,12 @@ static void conv_prompts(struct scn_ctx *c, const struct ynode *v, void *obj)
 	struct cl_scn_workload *w = obj;
 	char got[96];
 	if (!v || v->kind != YN_SEQ) {
-		scn_error(c, v, "%s must be a list of prompt strings, got %s", scn_path(c),
-			  scn_describe(v, got, sizeof(got)));
+		cli_scn_error(c, v, "%s must be a list of prompt strings, got %s", cli_scn_path(c),
+			      cli_scn_describe(v, got, sizeof(got)));
 		return;
 	}
 	if (v->n == 0) {
-		scn_error(c, v, "%s is empty: give at least one prompt", scn_path(c));
+		cli_scn_error(c, v, "%s is empty: give at least one prompt", cli_scn_path(c));
 		return;
 	}
 	w->prompts = calloc(v->n, sizeof(char *));
@@ -555,11 +563,11 @@ static void conv_prompts(struct scn_ctx *c, const struct ynode *v, void *obj)
 		return;
 	}
 	for (size_t i = 0; i < v->n; i++) {
-		size_t mark = scn_path_index(c, i);
+		size_t mark = cli_scn_path_index(c, i);
 		char *p = NULL;
-		if (scn_get_str(c, v->kids[i], true, &p) == 0)
+		if (cli_scn_get_str(c, v->kids[i], true, &p) == 0)
 			w->prompts[w->n_prompts++] = p;
-		scn_path_pop(c, mark);
+		cli_scn_path_pop(c, mark);
 	}
 }
 
@@ -567,7 +575,7 @@ static void conv_dataset_format(struct scn_ctx *c, const struct ynode *v, void *
 {
 	static const char *const names[] = { "auto", "openai", "sharegpt", "text" };
 	int x;
-	if (scn_get_enum(c, v, names, N(names), &x) == 0)
+	if (cli_scn_get_enum(c, v, names, N(names), &x) == 0)
 		((struct cl_scn_workload *)obj)->dataset_format = (enum cl_dataset_format)x;
 }
 
@@ -582,24 +590,26 @@ static void conv_input_tokens(struct scn_ctx *c, const struct ynode *v, void *ob
 	struct cl_len_dist *d = obj;
 	struct scn_loader *l = L(c);
 	/* "input_tokens: 512" is a fixed length */
-	if (v && v->kind == YN_SCALAR && !ynode_is_null(v)) {
+	if (v && v->kind == YN_SCALAR && !cli_ynode_is_null(v)) {
 		uint32_t n;
-		if (scn_get_u32(c, v, 1, 1000000, &n) == 0)
+		if (cli_scn_get_u32(c, v, 1, 1000000, &n) == 0)
 			d->mean = n;
 		return;
 	}
 	const struct ynode *seen[N(f)] = { 0 };
-	scn_fields(c, v, f, N(f), d, seen, NULL);
+	cli_scn_fields(c, v, f, N(f), d, seen, NULL);
 	if (!seen[0])
-		scn_error(c, v, "%s needs a mean (e.g. { mean: 512, stddev: 128 })", scn_path(c));
+		cli_scn_error(c, v, "%s needs a mean (e.g. { mean: 512, stddev: 128 })",
+			      cli_scn_path(c));
 	l->given.synthetic_min = seen[2] != NULL;
 	l->given.synthetic_max = seen[3] != NULL;
 	if (seen[2] && seen[3] && d->min > d->max)
-		scn_error(c, seen[3], "%s.max must not be below %s.min", scn_path(c), scn_path(c));
+		cli_scn_error(c, seen[3], "%s.max must not be below %s.min", cli_scn_path(c),
+			      cli_scn_path(c));
 	else if (seen[0] && seen[3] && d->mean > d->max)
-		scn_error(c, seen[3], "%s.max must not be below the mean", scn_path(c));
+		cli_scn_error(c, seen[3], "%s.max must not be below the mean", cli_scn_path(c));
 	else if (seen[0] && seen[2] && d->mean < d->min)
-		scn_error(c, seen[2], "%s.min must not be above the mean", scn_path(c));
+		cli_scn_error(c, seen[2], "%s.min must not be above the mean", cli_scn_path(c));
 }
 
 static void conv_synthetic(struct scn_ctx *c, const struct ynode *v, void *obj)
@@ -614,14 +624,14 @@ static void conv_synthetic(struct scn_ctx *c, const struct ynode *v, void *obj)
 	char got[96];
 	w->kind = CL_WORKLOAD_SYNTHETIC;
 	if (!v || v->kind != YN_MAP) {
-		scn_error(c, v,
-			  "%s must be a mapping such as { input_tokens: { mean: 512 } }, got %s",
-			  scn_path(c), scn_describe(v, got, sizeof(got)));
+		cli_scn_error(
+		    c, v, "%s must be a mapping such as { input_tokens: { mean: 512 } }, got %s",
+		    cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
 		return;
 	}
-	scn_fields(c, v, f, N(f), w, seen, NULL);
+	cli_scn_fields(c, v, f, N(f), w, seen, NULL);
 	if (!seen[0])
-		scn_error(c, v, "%s needs input_tokens (e.g. { mean: 512 })", scn_path(c));
+		cli_scn_error(c, v, "%s needs input_tokens (e.g. { mean: 512 })", cli_scn_path(c));
 }
 
 static const struct scn_field workload_fields[] = {
@@ -650,23 +660,23 @@ static void resolve_dataset(struct scn_ctx *c, struct cl_scn_workload *w, const 
 	}
 	struct stat st;
 	if (stat(w->dataset, &st) != 0 || access(w->dataset, R_OK) != 0)
-		scn_error(c, at, "workload.dataset: cannot open '%s': %s", w->dataset,
-			  strerror(errno));
+		cli_scn_error(c, at, "workload.dataset: cannot open '%s': %s", w->dataset,
+			      strerror(errno));
 	else if (S_ISDIR(st.st_mode))
-		scn_error(c, at, "workload.dataset: '%s' is a directory", w->dataset);
+		cli_scn_error(c, at, "workload.dataset: '%s' is a directory", w->dataset);
 }
 
-void scn_conv_workload(struct scn_ctx *c, const struct ynode *v, void *obj)
+void cli_scn_conv_workload(struct scn_ctx *c, const struct ynode *v, void *obj)
 {
 	struct scn_loader *l = L(c);
 	struct cl_scn_workload *w = &l->s->workload;
 	const struct ynode **seen = l->workload;
-	scn_fields(c, v, workload_fields, N(workload_fields), w, seen, scn_hint_for);
+	cli_scn_fields(c, v, workload_fields, N(workload_fields), w, seen, cli_scn_hint_for);
 	int sources = !!seen[0] + !!seen[1] + !!seen[4];
 	l->given.workload_source = sources > 0;
 	if (sources > 1) {
-		scn_error(c, seen[4] ? seen[4] : seen[1],
-			  "workload: prompts, dataset and synthetic are exclusive; choose one");
+		cli_scn_error(c, seen[4] ? seen[4] : seen[1],
+			      "workload: prompts, dataset and synthetic are exclusive; choose one");
 		return;
 	}
 	if (seen[1]) {
@@ -675,7 +685,7 @@ void scn_conv_workload(struct scn_ctx *c, const struct ynode *v, void *obj)
 			resolve_dataset(c, w, l->workload[1]);
 	}
 	if (!seen[1] && (seen[2] || seen[3]))
-		scn_error(c, seen[2] ? seen[2] : seen[3],
-			  "workload.%s only applies with workload.dataset",
-			  seen[2] ? "dataset_format" : "dataset_limit");
+		cli_scn_error(c, seen[2] ? seen[2] : seen[3],
+			      "workload.%s only applies with workload.dataset",
+			      seen[2] ? "dataset_format" : "dataset_limit");
 }

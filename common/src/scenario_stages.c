@@ -38,19 +38,20 @@ static int list_or_one(struct scn_ctx *c, const struct ynode *v, size_t *n)
 	char got[96];
 	if (v && v->kind == YN_SEQ) {
 		if (v->n == 0) {
-			scn_error(c, v, "%s is an empty list", scn_path(c));
+			cli_scn_error(c, v, "%s is an empty list", cli_scn_path(c));
 			return -1;
 		}
 		if (v->n > SCN_MAX_LIST) {
-			scn_error(c, v, "%s has more than %d values", scn_path(c), SCN_MAX_LIST);
+			cli_scn_error(c, v, "%s has more than %d values", cli_scn_path(c),
+				      SCN_MAX_LIST);
 			return -1;
 		}
 		*n = v->n;
 		return 0;
 	}
 	if (v && v->kind == YN_MAP) {
-		scn_error(c, v, "%s must be a value or a list of values, got %s", scn_path(c),
-			  scn_describe(v, got, sizeof(got)));
+		cli_scn_error(c, v, "%s must be a value or a list of values, got %s",
+			      cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
 		return -1;
 	}
 	*n = 1;
@@ -69,10 +70,10 @@ static void conv_stage_conc(struct scn_ctx *c, const struct ynode *v, void *obj)
 	}
 	for (size_t i = 0; i < n; i++) {
 		const struct ynode *x = v->kind == YN_SEQ ? v->kids[i] : v;
-		size_t mark = v->kind == YN_SEQ ? scn_path_index(c, i) : c->path_len;
-		if (scn_get_u32(c, x, 1, 1000000, &sp->conc[sp->n_conc]) == 0)
+		size_t mark = v->kind == YN_SEQ ? cli_scn_path_index(c, i) : c->path_len;
+		if (cli_scn_get_u32(c, x, 1, 1000000, &sp->conc[sp->n_conc]) == 0)
 			sp->n_conc++;
-		scn_path_pop(c, mark);
+		cli_scn_path_pop(c, mark);
 	}
 	if (sp->n_conc < n)
 		sp->n_conc = 0;
@@ -90,10 +91,10 @@ static void conv_stage_rate(struct scn_ctx *c, const struct ynode *v, void *obj)
 	}
 	for (size_t i = 0; i < n; i++) {
 		const struct ynode *x = v->kind == YN_SEQ ? v->kids[i] : v;
-		size_t mark = v->kind == YN_SEQ ? scn_path_index(c, i) : c->path_len;
-		if (scn_get_rate(c, x, &sp->rate[sp->n_rate]) == 0)
+		size_t mark = v->kind == YN_SEQ ? cli_scn_path_index(c, i) : c->path_len;
+		if (cli_scn_get_rate(c, x, &sp->rate[sp->n_rate]) == 0)
 			sp->n_rate++;
-		scn_path_pop(c, mark);
+		cli_scn_path_pop(c, mark);
 	}
 	if (sp->n_rate < n)
 		sp->n_rate = 0;
@@ -102,7 +103,7 @@ static void conv_stage_rate(struct scn_ctx *c, const struct ynode *v, void *obj)
 static void conv_arrival(struct scn_ctx *c, const struct ynode *v, void *obj)
 {
 	static const char *const names[] = { "constant", "poisson", "gamma" };
-	scn_get_enum(c, v, names, N(names), &((struct stage_spec *)obj)->arrival);
+	cli_scn_get_enum(c, v, names, N(names), &((struct stage_spec *)obj)->arrival);
 }
 
 enum {
@@ -141,8 +142,8 @@ static void add_stage(struct scn_ctx *c, const struct ynode *entry, const struct
 	struct cl_scenario *s = l->s;
 	if (s->n_stages >= SCN_MAX_STAGES) {
 		if (s->n_stages == SCN_MAX_STAGES)
-			scn_error(c, entry, "more than %d stages after expanding sweeps",
-				  SCN_MAX_STAGES);
+			cli_scn_error(c, entry, "more than %d stages after expanding sweeps",
+				      SCN_MAX_STAGES);
 		s->n_stages++; /* counted once past the cap so the error is said once */
 		return;
 	}
@@ -157,7 +158,7 @@ static void add_stage(struct scn_ctx *c, const struct ynode *entry, const struct
 		l->cap_stages = cap;
 	}
 	struct cl_scn_stage *st = &s->stages[s->n_stages];
-	scenario_stage_defaults(st);
+	cli_scenario_stage_defaults(st);
 	char gen[64];
 	if (sp->n_conc) {
 		st->mode = CL_MODE_CONCURRENCY;
@@ -199,56 +200,58 @@ static void conv_stage(struct scn_ctx *c, const struct ynode *entry)
 	const struct ynode *seen[SF__COUNT] = { 0 };
 	char got[96];
 	if (!entry || entry->kind != YN_MAP) {
-		scn_error(c, entry,
-			  "%s must be a mapping such as { concurrency: 8, duration: 1m }, got %s",
-			  scn_path(c), scn_describe(entry, got, sizeof(got)));
+		cli_scn_error(
+		    c, entry,
+		    "%s must be a mapping such as { concurrency: 8, duration: 1m }, got %s",
+		    cli_scn_path(c), cli_scn_describe(entry, got, sizeof(got)));
 		return;
 	}
 	size_t before = c->n_errors;
-	scn_fields(c, entry, stage_fields, SF__COUNT, &sp, seen, scn_hint_for);
-	const char *p = scn_path(c);
+	cli_scn_fields(c, entry, stage_fields, SF__COUNT, &sp, seen, cli_scn_hint_for);
+	const char *p = cli_scn_path(c);
 
 	if (!seen[SF_CONC] && !seen[SF_RATE])
-		scn_error(c, entry,
-			  "%s needs concurrency (closed loop, e.g. concurrency: 8) or rate "
-			  "(open loop, e.g. rate: 20/s)",
-			  p);
+		cli_scn_error(c, entry,
+			      "%s needs concurrency (closed loop, e.g. concurrency: 8) or rate "
+			      "(open loop, e.g. rate: 20/s)",
+			      p);
 	if (seen[SF_CONC] && seen[SF_RATE])
-		scn_error(c, seen[SF_RATE],
-			  "%s: concurrency and rate are exclusive (to cap an open-"
-			  "loop stage use max_concurrency)",
-			  p);
+		cli_scn_error(c, seen[SF_RATE],
+			      "%s: concurrency and rate are exclusive (to cap an open-"
+			      "loop stage use max_concurrency)",
+			      p);
 	if (seen[SF_CONC]) {
 		static const int rate_only[] = { SF_ARRIVAL, SF_BURST, SF_GAMMA, SF_MAXC };
 		for (size_t i = 0; i < N(rate_only); i++) {
 			if (seen[rate_only[i]])
-				scn_error(c, seen[rate_only[i]],
-					  "%s.%s only applies to rate stages", p,
-					  stage_fields[rate_only[i]].name);
+				cli_scn_error(c, seen[rate_only[i]],
+					      "%s.%s only applies to rate stages", p,
+					      stage_fields[rate_only[i]].name);
 		}
 	}
 	if (seen[SF_DUR] && seen[SF_REQ])
-		scn_error(c, seen[SF_REQ], "%s: set duration or requests, not both", p);
+		cli_scn_error(c, seen[SF_REQ], "%s: set duration or requests, not both", p);
 	if (!seen[SF_DUR] && !seen[SF_REQ])
-		scn_error(c, entry,
-			  "%s needs a duration (e.g. duration: 2m) or a request count (e.g. "
-			  "requests: 100)",
-			  p);
+		cli_scn_error(c, entry,
+			      "%s needs a duration (e.g. duration: 2m) or a request count (e.g. "
+			      "requests: 100)",
+			      p);
 	if (seen[SF_BURST] && seen[SF_GAMMA])
-		scn_error(c, seen[SF_GAMMA],
-			  "%s: burstiness and gamma_shape are the same setting; give "
-			  "one",
-			  p);
+		cli_scn_error(c, seen[SF_GAMMA],
+			      "%s: burstiness and gamma_shape are the same setting; give "
+			      "one",
+			      p);
 	if ((seen[SF_BURST] || seen[SF_GAMMA]) && seen[SF_ARRIVAL] &&
 	    sp.arrival != CL_ARRIVAL_GAMMA)
-		scn_error(c, seen[SF_BURST] ? seen[SF_BURST] : seen[SF_GAMMA],
-			  "%s.%s needs arrival: gamma", p,
-			  seen[SF_BURST] ? "burstiness" : "gamma_shape");
+		cli_scn_error(c, seen[SF_BURST] ? seen[SF_BURST] : seen[SF_GAMMA],
+			      "%s.%s needs arrival: gamma", p,
+			      seen[SF_BURST] ? "burstiness" : "gamma_shape");
 	if (seen[SF_RAMP] && seen[SF_DUR] && sp.ramp_us > sp.duration_us && sp.duration_us > 0) {
 		char a[32], b[32];
-		scn_error(c, seen[SF_RAMP], "%s.ramp (%s) is longer than the stage's duration (%s)",
-			  p, cl_format_duration_us(sp.ramp_us, CL_DURATION_PRECISE, a, sizeof(a)),
-			  cl_format_duration_us(sp.duration_us, CL_DURATION_PRECISE, b, sizeof(b)));
+		cli_scn_error(c, seen[SF_RAMP],
+			      "%s.ramp (%s) is longer than the stage's duration (%s)", p,
+			      cl_format_duration_us(sp.ramp_us, CL_DURATION_PRECISE, a, sizeof(a)),
+			      cl_format_duration_us(sp.duration_us, CL_DURATION_PRECISE, b, sizeof(b)));
 	}
 
 	size_t n = sp.n_conc ? sp.n_conc : sp.n_rate;
@@ -261,24 +264,24 @@ static void conv_stage(struct scn_ctx *c, const struct ynode *entry)
 	free(sp.rate);
 }
 
-void scn_conv_stages(struct scn_ctx *c, const struct ynode *v, void *obj)
+void cli_scn_conv_stages(struct scn_ctx *c, const struct ynode *v, void *obj)
 {
 	char got[96];
 	if (!v || v->kind != YN_SEQ) {
-		scn_error(
+		cli_scn_error(
 		    c, v,
 		    "stages must be a list of stages (e.g. '- { concurrency: 8, duration: 1m }'), "
 		    "got %s",
-		    scn_describe(v, got, sizeof(got)));
+		    cli_scn_describe(v, got, sizeof(got)));
 		return;
 	}
 	if (v->n == 0) {
-		scn_error(c, v, "stages is empty: add at least one stage");
+		cli_scn_error(c, v, "stages is empty: add at least one stage");
 		return;
 	}
 	for (size_t i = 0; i < v->n; i++) {
-		size_t mark = scn_path_index(c, i);
+		size_t mark = cli_scn_path_index(c, i);
 		conv_stage(c, v->kids[i]);
-		scn_path_pop(c, mark);
+		cli_scn_path_pop(c, mark);
 	}
 }

@@ -42,7 +42,7 @@ static int kids_push(struct ynode *parent, struct ynode *kid)
 	return 0;
 }
 
-void ytree_free(struct ytree *t)
+void cli_ytree_free(struct ytree *t)
 {
 	if (!t)
 		return;
@@ -57,7 +57,7 @@ void ytree_free(struct ytree *t)
 	memset(t, 0, sizeof(*t));
 }
 
-bool ynode_is_null(const struct ynode *n)
+bool cli_ynode_is_null(const struct ynode *n)
 {
 	if (!n || n->kind != YN_SCALAR || n->quoted)
 		return false;
@@ -92,9 +92,9 @@ static void perr(struct scn_ctx *c, const char *origin, int line, int col, const
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	if (origin)
-		scn_error(c, NULL, "--set %s: %s", origin, msg);
+		cli_scn_error(c, NULL, "--set %s: %s", origin, msg);
 	else
-		scn_error_pos(c, line, col, "%s", msg);
+		cli_scn_error_pos(c, line, col, "%s", msg);
 }
 
 #define MARK(m) (int)(m)->line + 1, (int)(m)->column + 1
@@ -192,8 +192,8 @@ static void set_pos(struct ynode *n, const yaml_mark_t *m, const char *origin)
 	}
 }
 
-int ytree_parse(struct scn_ctx *c, struct ytree *t, const char *text, size_t len,
-		const char *origin, struct ynode **root)
+int cli_ytree_parse(struct scn_ctx *c, struct ytree *t, const char *text, size_t len,
+		    const char *origin, struct ynode **root)
 {
 	yaml_parser_t p;
 	yaml_event_t ev;
@@ -362,7 +362,7 @@ out:
 	for (size_t i = 0; i < n_anchors; i++)
 		free(anchors[i].name);
 	yaml_parser_delete(&p);
-	if (rc == 0 && *root && ynode_is_null(*root))
+	if (rc == 0 && *root && cli_ynode_is_null(*root))
 		*root = NULL; /* a document of only "~" or "---" is as empty as no document */
 	if (rc && (t->total_nodes > SCN_MAX_NODES || t->total_bytes > SCN_MAX_EXPANDED_BYTES))
 		rc = CL_ETOOBIG;
@@ -479,12 +479,12 @@ static bool all_digits(const char *s, size_t len)
 	return true;
 }
 
-int ytree_override(struct scn_ctx *c, struct ytree *t, const char *ov)
+int cli_ytree_override(struct scn_ctx *c, struct ytree *t, const char *ov)
 {
 	const char *eq = strchr(ov, '=');
 	if (!eq || eq == ov) {
-		scn_error(c, NULL,
-			  "--set '%s': expected KEY.PATH=VALUE, e.g. stages.0.duration=30s", ov);
+		cli_scn_error(
+		    c, NULL, "--set '%s': expected KEY.PATH=VALUE, e.g. stages.0.duration=30s", ov);
 		return CL_EINVAL;
 	}
 	const char *path = ov, *path_end = eq;
@@ -492,20 +492,20 @@ int ytree_override(struct scn_ctx *c, struct ytree *t, const char *ov)
 	for (const char *p = path; p < path_end; p++)
 		segments += *p == '.';
 	if (segments > CL_SCENARIO_MAX_DEPTH) {
-		scn_error(c, NULL, "--set %s: the key path is longer than %d segments", ov,
-			  CL_SCENARIO_MAX_DEPTH);
+		cli_scn_error(c, NULL, "--set %s: the key path is longer than %d segments", ov,
+			      CL_SCENARIO_MAX_DEPTH);
 		return CL_EINVAL;
 	}
 	for (const char *p = path; p <= path_end; p++) {
 		if ((p == path_end || *p == '.') && (p == path || p[-1] == '.')) {
-			scn_error(c, NULL, "--set %s: empty segment in the key path", ov);
+			cli_scn_error(c, NULL, "--set %s: empty segment in the key path", ov);
 			return CL_EINVAL;
 		}
 	}
 
 	struct ynode *value = NULL;
 	const char *vtext = eq + 1;
-	int rc = ytree_parse(c, t, vtext, strlen(vtext), ov, &value);
+	int rc = cli_ytree_parse(c, t, vtext, strlen(vtext), ov, &value);
 	if (rc)
 		return rc;
 	if (!value && !(value = scalar_new(c, t, "", 0, ov)))
@@ -524,7 +524,7 @@ int ytree_override(struct scn_ctx *c, struct ytree *t, const char *ov)
 		if (!cur)
 			return CL_ENOMEM;
 
-		if (cur->kind == YN_SCALAR && ynode_is_null(cur) && !all_digits(seg, len)) {
+		if (cur->kind == YN_SCALAR && cli_ynode_is_null(cur) && !all_digits(seg, len)) {
 			/* "simulator:" with nothing after it becomes a mapping to set keys in */
 			struct ynode *m = node_new(c, t, YN_MAP, ov);
 			if (!m)
@@ -558,32 +558,34 @@ int ytree_override(struct scn_ctx *c, struct ytree *t, const char *ov)
 			slot = next;
 		} else if (cur->kind == YN_SEQ) {
 			if (!all_digits(seg, len)) {
-				scn_error(c, NULL,
-					  "--set %s: '%s' is a list; name an entry by its index, "
-					  "e.g. %s.0",
-					  ov, shown[0] ? shown : "the document", shown);
+				cli_scn_error(
+				    c, NULL,
+				    "--set %s: '%s' is a list; name an entry by its index, "
+				    "e.g. %s.0",
+				    ov, shown[0] ? shown : "the document", shown);
 				return CL_EINVAL;
 			}
 			size_t idx = (size_t)strtoul(seg, NULL, 10);
 			if (idx >= cur->n) {
 				if (strcmp(shown, "stages") == 0)
-					scn_error(c, NULL,
-						  "--set %s: no stage %zu (the file has %zu, "
-						  "numbered from 0)",
-						  ov, idx, cur->n);
+					cli_scn_error(c, NULL,
+						      "--set %s: no stage %zu (the file has %zu, "
+						      "numbered from 0)",
+						      ov, idx, cur->n);
 				else
-					scn_error(c, NULL,
-						  "--set %s: no entry %zu in '%s' (it has %zu, "
-						  "numbered from 0)",
-						  ov, idx, shown, cur->n);
+					cli_scn_error(c, NULL,
+						      "--set %s: no entry %zu in '%s' (it has %zu, "
+						      "numbered from 0)",
+						      ov, idx, shown, cur->n);
 				return CL_EINVAL;
 			}
 			slot = &cur->kids[idx];
 		} else {
-			scn_error(c, NULL,
-				  "--set %s: '%s' is a single value, not a mapping to set '%.*s' "
-				  "in",
-				  ov, shown[0] ? shown : "the document", (int)len, seg);
+			cli_scn_error(
+			    c, NULL,
+			    "--set %s: '%s' is a single value, not a mapping to set '%.*s' "
+			    "in",
+			    ov, shown[0] ? shown : "the document", (int)len, seg);
 			return CL_EINVAL;
 		}
 		snprintf(shown + strlen(shown), sizeof(shown) - strlen(shown), "%s%.*s",

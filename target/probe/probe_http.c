@@ -140,7 +140,7 @@ void cli_probe_http_error_text(long status, const char *body, size_t len, char *
 /* ---- connection setup -------------------------------------------------------------------- */
 
 int cli_probe_http_init(struct cl_probe_http *h, const struct cl_target_plan *target,
-			volatile int *cancel, struct cl_err *err)
+			const atomic_int *cancel, struct cl_err *err)
 {
 	memset(h, 0, sizeof(*h));
 	h->target = target;

@@ -8,6 +8,7 @@
 #include "chatload/plan.h"
 
 #include <curl/curl.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -38,7 +39,7 @@ struct cl_probe_http {
 	struct curl_slist *headers;      /* auth + the target's extra headers */
 	struct curl_slist *chat_headers; /* the above + JSON and event-stream types */
 	bool has_key;
-	volatile int *cancel;
+	const atomic_int *cancel;
 	char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -48,7 +49,7 @@ struct cl_probe_http {
  * empty.  CL_ENOMEM otherwise.  cli_probe_http_destroy is safe after any failure.
  */
 int cli_probe_http_init(struct cl_probe_http *h, const struct cl_target_plan *target,
-			volatile int *cancel, struct cl_err *err);
+			const atomic_int *cancel, struct cl_err *err);
 void cli_probe_http_destroy(struct cl_probe_http *h);
 
 /* TCP (and for https, TLS) connect to the URL's host and port, within timeout_us.  Blocks. */

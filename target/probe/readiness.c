@@ -35,13 +35,13 @@ static int64_t backoff_us(uint32_t failures, int64_t initial, int64_t max, uint6
 	return floor + (int64_t)(u * (double)(ceiling - floor));
 }
 
-static bool cancelled(volatile int *cancel)
+static bool cancelled(const atomic_int *cancel)
 {
 	return cancel && *cancel;
 }
 
 /* Sleeps up to us, waking early on cancel. */
-static void wait_us(int64_t us, volatile int *cancel)
+static void wait_us(int64_t us, const atomic_int *cancel)
 {
 	int64_t end = cl_mono_us() + us;
 	for (;;) {
@@ -68,7 +68,7 @@ static void result_init(struct cl_readiness_result *r, const struct cl_target_pl
 }
 
 int cl_probe_run(const struct cl_probe_cfg *cfg, cl_probe_progress_cb cb, void *ctx,
-		 volatile int *cancel, struct cl_readiness_result *out)
+		 const atomic_int *cancel, struct cl_readiness_result *out)
 {
 	const struct cl_target_plan *t = cfg->target;
 	int64_t timeout = cfg->timeout_us > 0 ? cfg->timeout_us : CL_PROBE_DEFAULT_TIMEOUT_US;

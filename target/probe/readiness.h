@@ -6,6 +6,7 @@
 #include "chatload/plan.h"
 #include "chatload/readiness.h"
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -63,6 +64,6 @@ typedef void (*cl_probe_progress_cb)(void *ctx, const struct cl_readiness_result
  * curl_global_init (once, in main, before any thread starts); the gate never does.
  */
 int cl_probe_run(const struct cl_probe_cfg *cfg, cl_probe_progress_cb cb, void *ctx,
-		 volatile int *cancel, struct cl_readiness_result *out);
+		 const atomic_int *cancel, struct cl_readiness_result *out);
 
 #endif

@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
@@ -172,7 +173,7 @@ static struct cl_probe_cfg cfg_for(const struct cl_target_plan *t, int64_t timeo
 struct counter {
 	unsigned calls;
 	int64_t max_next_us;
-	volatile int *cancel_on_failure;
+	atomic_int *cancel_on_failure;
 };
 
 static void count_progress(void *ctx, const struct cl_readiness_result *now, int64_t next_us)
@@ -182,7 +183,7 @@ static void count_progress(void *ctx, const struct cl_readiness_result *now, int
 	if (next_us > c->max_next_us)
 		c->max_next_us = next_us;
 	if (c->cancel_on_failure && now->failing_since_us >= 0)
-		*c->cancel_on_failure = 1;
+		atomic_store(c->cancel_on_failure, 1);
 }
 
 static void print_verdict(const struct cl_readiness_result *r)
@@ -442,7 +443,7 @@ static void test_request_timeout(void **state)
 static void *cancel_later(void *arg)
 {
 	usleep(300000);
-	*(volatile int *)arg = 1;
+	atomic_store((atomic_int *)arg, 1);
 	return NULL;
 }
 
@@ -454,7 +455,7 @@ static void test_cancel(void **state)
 	struct cl_target_plan t = target_for(s.url, NULL);
 	struct cl_probe_cfg cfg = cfg_for(&t, 20 * SEC);
 	cfg.backoff_initial_us = cfg.backoff_max_us = 10 * SEC;
-	volatile int cancel = 0;
+	atomic_int cancel = 0;
 	struct counter cnt = { .cancel_on_failure = &cancel };
 	struct cl_readiness_result r;
 	int rc = cl_probe_run(&cfg, count_progress, &cnt, &cancel, &r);
@@ -466,7 +467,7 @@ static void test_cancel(void **state)
 	sim_start(&s, "--ttft", "10s", NULL);
 	t = target_for(s.url, NULL);
 	cfg = cfg_for(&t, 20 * SEC);
-	cancel = 0;
+	atomic_store(&cancel, 0);
 	pthread_t th;
 	assert_int_equal(pthread_create(&th, NULL, cancel_later, (void *)&cancel), 0);
 	rc = cl_probe_run(&cfg, NULL, NULL, &cancel, &r);
@@ -515,7 +516,7 @@ struct canned {
 	const char *chat;
 	int fd;
 	int port;
-	volatile int stop;
+	atomic_int stop;
 	pthread_t th;
 	char url[64];
 };
@@ -556,7 +557,7 @@ static void serve_one(struct canned *c, int fd)
 static void *canned_main(void *arg)
 {
 	struct canned *c = arg;
-	while (!c->stop) {
+	while (!atomic_load(&c->stop)) {
 		struct timeval tv = { 0, 50000 };
 		fd_set rd;
 		FD_ZERO(&rd);
@@ -594,7 +595,7 @@ static void canned_start(struct canned *c, const char *models, const char *chat)
 
 static void canned_stop(struct canned *c)
 {
-	c->stop = 1;
+	atomic_store(&c->stop, 1);
 	pthread_join(c->th, NULL);
 	close(c->fd);
 }

@@ -1,0 +1,197 @@
+/* The agent's engines and what they run: PREPARE builds the engine, WARMUP and START_AT
+ * start an activity on it, and its interval and final reports are queued as it goes. */
+#include "session.h"
+
+#include "allow.h"
+
+#include "chatload/log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void cl_activity_stop(struct session *s, bool cut_now)
+{
+	if (s->act_engine) {
+		cl_engine_stop(s->act_engine, cut_now);
+		cl_engine_wait(s->act_engine, 15 * 1000000LL);
+	}
+	s->act = ACT_NONE;
+	s->act_engine = NULL;
+}
+
+void cl_activity_destroy(struct session *s)
+{
+	cl_activity_stop(s, true);
+	cl_engine_destroy(s->engine);
+	s->engine = NULL;
+	cl_engine_destroy(s->warm_engine);
+	s->warm_engine = NULL;
+	free(s->warm_body.json);
+	memset(&s->warm_body, 0, sizeof(s->warm_body));
+}
+
+static struct cl_engine *make_engine(struct session *s, const struct cl_workload_plan *w)
+{
+	char prefix[CL_ENGINE_MAX_PREFIX + 1];
+	if (s->o->id_prefix)
+		snprintf(prefix, sizeof(prefix), "%s", s->o->id_prefix);
+	else
+		snprintf(prefix, sizeof(prefix), "a%u", s->agent_id);
+	struct cl_engine_cfg cfg = {
+		.workers = s->o->workers,
+		.target = &s->prepare_msg.cmd.prepare.target,
+		.workload = w,
+		.request_id_prefix = prefix,
+		.request_log_path = s->o->request_log,
+	};
+	struct cl_engine *e = NULL;
+	struct cl_err err = { 0 };
+	if (cl_engine_create(&cfg, &e, &err) != 0) {
+		char msg[600];
+		cl_session_fail(s, "cannot start the load engine: %s",
+				cl_err_format(&err, msg, sizeof(msg)));
+		return NULL;
+	}
+	return e;
+}
+
+void cl_activity_prepare(struct session *s, struct cl_msg *reply)
+{
+	char why[600];
+	cl_activity_destroy(s);
+	cl_msg_free(&s->prepare_msg);
+	s->prepared = false;
+	/* Take ownership of the decoded plan: the reply is zeroed so it is not freed twice. */
+	s->prepare_msg = *reply;
+	memset(reply, 0, sizeof(*reply));
+	const struct cl_target_plan *t = &s->prepare_msg.cmd.prepare.target;
+	if (!cl_agent_target_allowed(s->o, t->base_url, why, sizeof(why))) {
+		cl_session_fail(s, "%s", why);
+		return;
+	}
+	s->engine = make_engine(s, &s->prepare_msg.cmd.prepare.workload);
+	if (!s->engine)
+		return;
+	s->prepared = true;
+	s->state = CL_AGENT_READY;
+	CL_INFO("prepared: target %s, model %s, %zu request bodies", t->base_url,
+		t->model ? t->model : "?", s->prepare_msg.cmd.prepare.workload.n_bodies);
+}
+
+static void begin(struct session *s, enum activity act, struct cl_engine *e,
+		  const struct cl_stage_plan *share, int64_t start_local_us)
+{
+	struct cl_err err = { 0 };
+	if (!s->acc_ready) {
+		if (cl_metrics_init(&s->acc) != 0) {
+			cl_session_fail(s, "out of memory for metrics");
+			return;
+		}
+		s->acc_ready = true;
+	}
+	/* Anything left over from an earlier activity is not this one's. */
+	cl_metrics_reset(&s->acc);
+	cl_engine_collect(e, &s->acc);
+	cl_metrics_reset(&s->acc);
+	if (cl_engine_start(e, share, start_local_us, &err) != 0) {
+		char msg[600];
+		cl_session_fail(s, "cannot start stage %u: %s", share->index,
+				cl_err_format(&err, msg, sizeof(msg)));
+		return;
+	}
+	s->act = act;
+	s->act_engine = e;
+	s->stage = share->index;
+	s->interval = 0;
+	s->start_local_us = start_local_us;
+	int64_t late = cl_mono_us() - start_local_us;
+	s->start_skew_us = late > 0 ? late : 0;
+	s->interval_start_us = start_local_us > cl_mono_us() ? start_local_us : cl_mono_us();
+	s->state = CL_AGENT_RUNNING;
+}
+
+void cl_activity_warmup(struct session *s, struct cl_msg_cmd *c)
+{
+	if (!s->prepared) {
+		cl_session_fail(s, "WARMUP before PREPARE");
+		return;
+	}
+	struct cl_engine *e = s->engine;
+	if (c->warmup.body_json) {
+		/* Warmup has its own body (max_tokens, thinking switched off...): its own engine.
+		 */
+		cl_engine_destroy(s->warm_engine);
+		free(s->warm_body.json);
+		s->warm_body.json = strdup(c->warmup.body_json);
+		if (!s->warm_body.json) {
+			cl_session_fail(s, "out of memory");
+			return;
+		}
+		s->warm_body.len = strlen(s->warm_body.json);
+		s->warm_workload = s->prepare_msg.cmd.prepare.workload;
+		s->warm_workload.bodies = &s->warm_body;
+		s->warm_workload.n_bodies = 1;
+		if (c->warmup.request_timeout_us)
+			s->warm_workload.request_timeout_us = c->warmup.request_timeout_us;
+		s->warm_engine = e = make_engine(s, &s->warm_workload);
+		if (!e)
+			return;
+	}
+	begin(s, ACT_WARMUP, e, &c->warmup.stage, cl_mono_us());
+}
+
+void cl_activity_start_stage(struct session *s, struct cl_msg_cmd *c)
+{
+	if (!s->prepared) {
+		cl_session_fail(s, "START_AT before PREPARE");
+		return;
+	}
+	begin(s, ACT_STAGE, s->engine, &c->start_at.stage,
+	      cl_clock_est_to_local(&s->clock, c->start_at.start_at_coord_us));
+}
+
+void cl_activity_pump(struct session *s, int64_t now)
+{
+	if (s->act == ACT_NONE)
+		return;
+	enum cl_engine_state es = cl_engine_state(s->act_engine);
+	bool done = es == CL_ENGINE_DONE;
+	if (es == CL_ENGINE_DRAINING)
+		s->state = CL_AGENT_DRAINING;
+	/* Interval k covers [start + k*I, start + (k+1)*I) on this agent's clock, so every
+	 * agent's interval k is the same stretch of time, however late a report goes out. */
+	bool interval_due =
+	    s->act == ACT_STAGE &&
+	    now >= s->start_local_us + (int64_t)(s->interval + 1) * s->report_interval_us;
+	if (!done && !interval_due)
+		return;
+	cl_metrics_reset(&s->acc);
+	cl_engine_collect(s->act_engine, &s->acc);
+	struct cl_msg_report rep = {
+		.stage = s->stage,
+		.interval = s->interval,
+		.span_us = now - s->interval_start_us,
+		.metrics = &s->acc,
+		.t_send_us = now,
+		.start_skew_us = s->start_skew_us,
+	};
+	s->start_skew_us = 0; /* once per stage */
+	if (!done) {
+		/* After a stall (SIGSTOP, a starved host) several intervals may have ended: the
+		 * delta goes under the last of them and numbering resumes in step with the
+		 * others, instead of lagging behind them for the rest of the stage. */
+		uint32_t ended = (uint32_t)((now - s->start_local_us) / s->report_interval_us);
+		rep.kind = CL_REPORT_INTERVAL;
+		rep.interval = ended - 1;
+		cl_report_queue_push(s, &rep, "interval");
+		s->interval = ended;
+		s->interval_start_us = now;
+		return;
+	}
+	rep.kind = s->act == ACT_WARMUP ? CL_REPORT_WARMUP : CL_REPORT_FINAL;
+	cl_report_queue_push(s, &rep, s->act == ACT_WARMUP ? "warmup" : "final");
+	s->act = ACT_NONE;
+	s->act_engine = NULL;
+	s->state = CL_AGENT_DONE;
+}

@@ -1,0 +1,112 @@
+/* PROBE: the readiness gate run on a thread of its own (it blocks for minutes), its progress
+ * handed to the control loop under a mutex and its result when it has finished. */
+#include "session.h"
+
+#include "allow.h"
+
+#include "chatload/log.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* Runs on the gate's thread after every attempt: keeps the latest state for the control
+ * loop, which sends it on as an interim PROBE report (status pending). */
+static void probe_progress(void *ctx, const struct cl_readiness_result *now, int64_t next_us)
+{
+	struct session *s = ctx;
+	pthread_mutex_lock(&s->probe_mu);
+	s->probe_now = *now;
+	s->probe_news = true;
+	pthread_mutex_unlock(&s->probe_mu);
+}
+
+static void *probe_main(void *arg)
+{
+	struct session *s = arg;
+	cl_probe_run(&s->probe_cfg, probe_progress, s, &s->probe_cancel, &s->probe_res);
+	atomic_store(&s->probe_done, 1);
+	return NULL;
+}
+
+void cl_probe_thread_start(struct session *s, struct cl_msg *reply)
+{
+	cl_probe_thread_stop(s);
+	cl_msg_free(&s->probe_msg);
+	s->probe_msg = *reply;
+	memset(reply, 0, sizeof(*reply));
+	const struct cl_cmd_probe *p = &s->probe_msg.cmd.probe;
+	const struct cl_target_plan *t = p->target;
+	if (!t && s->prepared)
+		t = &s->prepare_msg.cmd.prepare.target;
+	if (!t) {
+		cl_session_fail(s, "PROBE without a target (and no PREPARE before it)");
+		return;
+	}
+	char why[600];
+	if (!cl_agent_target_allowed(s->o, t->base_url, why, sizeof(why))) {
+		cl_session_fail(s, "%s", why);
+		return;
+	}
+	s->probe_cfg = (struct cl_probe_cfg){
+		.target = t,
+		.timeout_us = p->timeout_us,
+		.request_timeout_us = p->request_timeout_us,
+		.consecutive = p->consecutive,
+		.body_json = p->body_json,
+		.prompt = p->prompt,
+		.max_tokens = p->max_tokens,
+		.extra_body_json = p->extra_body_json,
+		.backoff_initial_us = p->backoff_initial_us,
+		.backoff_max_us = p->backoff_max_us,
+		.seed = p->seed + s->agent_id,
+	};
+	memset(&s->probe_res, 0, sizeof(s->probe_res));
+	atomic_store(&s->probe_cancel, 0);
+	atomic_store(&s->probe_done, 0);
+	if (pthread_create(&s->probe_thread, NULL, probe_main, s) != 0) {
+		cl_session_fail(s, "cannot start the readiness gate thread: %s", strerror(errno));
+		return;
+	}
+	s->probe_running = true;
+	s->state = CL_AGENT_PREPARING;
+	CL_INFO("readiness gate started for %s", t->base_url);
+}
+
+void cl_probe_thread_pump(struct session *s, int64_t now)
+{
+	if (s->probe_running && !atomic_load(&s->probe_done) &&
+	    now - s->probe_last_sent_us >= 2000000) {
+		struct cl_readiness_result snap;
+		bool news;
+		pthread_mutex_lock(&s->probe_mu);
+		snap = s->probe_now;
+		news = s->probe_news;
+		s->probe_news = false;
+		pthread_mutex_unlock(&s->probe_mu);
+		if (news && snap.status == CL_READY_PENDING) {
+			struct cl_msg_report rep = { .kind = CL_REPORT_PROBE,
+						     .readiness = &snap,
+						     .t_send_us = now };
+			cl_report_queue_push(s, &rep, "probe progress");
+			s->probe_last_sent_us = now;
+		}
+	}
+	if (s->probe_running && atomic_load(&s->probe_done)) {
+		pthread_join(s->probe_thread, NULL);
+		s->probe_running = false;
+		struct cl_msg_report rep = { .kind = CL_REPORT_PROBE,
+					     .readiness = &s->probe_res,
+					     .t_send_us = now };
+		cl_report_queue_push(s, &rep, "probe");
+		s->state = CL_AGENT_IDLE;
+	}
+}
+
+void cl_probe_thread_stop(struct session *s)
+{
+	if (!s->probe_running)
+		return;
+	atomic_store(&s->probe_cancel, 1);
+	pthread_join(s->probe_thread, NULL);
+	s->probe_running = false;
+}

@@ -1,0 +1,163 @@
+/* The agent's state for one session with a coordinator, shared by the files that serve it:
+ * session.c (join, poll, commands), activity.c (engines, warmup and stages), probe_thread.c
+ * (the readiness gate on its own thread) and report_queue.c (reports awaiting their ACK). */
+#ifndef CHATLOAD_AGENT_SESSION_H
+#define CHATLOAD_AGENT_SESSION_H
+
+#include "control.h"
+
+#include "engine/engine.h"
+#include "probe/readiness.h"
+
+#include "chatload/clock.h"
+#include "chatload/err.h"
+#include "chatload/metrics.h"
+#include "chatload/wire.h"
+
+#include <nng/nng.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define MAX_PENDING_REPORTS 64
+
+enum activity { ACT_NONE, ACT_STAGE, ACT_WARMUP };
+
+/* A report encoded once, so a resend after a lost ACK carries the same seq. */
+struct pending_report {
+	msgpack_sbuffer buf;
+	uint64_t seq;
+	char what[32];
+};
+
+/* One session with a coordinator: from dialling to QUIT, silence or a stop. */
+struct session {
+	const struct cl_agent_opts *o;
+	atomic_int *stop; /* set by a signal handler, which may run on any thread */
+	nng_socket sock;
+	bool sock_open;
+	uint64_t seq;
+	uint32_t agent_id;
+	char run[CL_WIRE_MAX_RUN + 1];
+	int64_t report_interval_us;
+	struct cl_clock_est clock;
+	int64_t last_reply_us;
+	uint64_t applied_seq;
+	enum cl_agent_state state;
+	char error[CL_WIRE_MAX_ERROR];
+	bool quit;   /* QUIT received */
+	bool failed; /* the session ended badly */
+
+	/* PREPARE */
+	struct cl_msg prepare_msg; /* owns the decoded target and workload */
+	bool prepared;
+	struct cl_engine *engine;
+
+	/* stage or warmup in progress */
+	enum activity act;
+	struct cl_engine *act_engine; /* engine running it (engine, or warm_engine) */
+	struct cl_engine *warm_engine;
+	struct cl_workload_plan warm_workload;
+	struct cl_request_body warm_body;
+	uint32_t stage;
+	uint32_t interval;
+	int64_t interval_start_us;
+	int64_t start_local_us;
+	int64_t start_skew_us; /* how late START_AT was applied; sent with the first report */
+	struct cl_metrics acc;
+	bool acc_ready;
+
+	/* PROBE, run on its own thread because the gate blocks */
+	pthread_t probe_thread;
+	bool probe_running;
+	atomic_int probe_cancel; /* set by the control loop, read by the gate's thread */
+	atomic_int probe_done;   /* set by the gate's thread once probe_res is filled */
+	struct cl_msg probe_msg; /* owns the probe settings */
+	struct cl_probe_cfg probe_cfg;
+	struct cl_readiness_result probe_res;
+	/* progress of a running gate, handed over from its thread */
+	pthread_mutex_t probe_mu;
+	struct cl_readiness_result probe_now;
+	bool probe_news;
+	int64_t probe_last_sent_us;
+
+	/* reports waiting for their ACK, oldest first */
+	struct pending_report q[MAX_PENDING_REPORTS];
+	size_t q_head, q_len;
+
+	int64_t cpu_prev_us, cpu_prev_at_us;
+};
+
+/* ---- session.c ------------------------------------------------------------------------- */
+
+/*
+ * One session: dial, HELLO until welcomed, then POLL/REPORT until QUIT, silence or *s->stop.
+ * Blocks.  Returns 0 after QUIT, CL_ECLOSED when stopped, CL_ETIMEDOUT after silence,
+ * CL_EREFUSED, or another error.  s->o, s->stop and s->probe_mu must be set; the rest zeroed.
+ */
+int cl_session_run(struct session *s);
+
+/* Stops the gate and the load and frees everything s owns (not s itself, nor probe_mu). */
+void cl_session_cleanup(struct session *s);
+
+/*
+ * Sends len bytes of an encoded request and waits for the reply, never past the silence
+ * deadline; decodes it into reply (the caller frees it with cl_msg_free).  t_send and t_recv
+ * get the monotonic times around the exchange.  0, or CL_EIO / CL_ETIMEDOUT / a decoding
+ * error with err filled.  Blocks.
+ */
+int cl_session_send(struct session *s, const void *data, size_t len, struct cl_msg *reply,
+		    int64_t *t_send, int64_t *t_recv, struct cl_err *err);
+
+/* Puts the agent in CL_AGENT_FAILED with the formatted message (sent with the next POLL). */
+void cl_session_fail(struct session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- report_queue.c -------------------------------------------------------------------- */
+
+/* Queues a report, encoded now with the next seq; logs and drops it when the queue is full
+ * or it cannot be encoded. */
+void cl_report_queue_push(struct session *s, struct cl_msg_report *rep, const char *what);
+
+/* Sends the oldest queued report and takes it off the queue when ACKed or refused.  0,
+ * CL_EREFUSED (dropped), or a send error (kept for the next try) with err filled.  Blocks. */
+int cl_report_queue_flush_one(struct session *s, struct cl_err *err);
+
+/* Drops every queued report. */
+void cl_report_queue_clear(struct session *s);
+
+/* ---- activity.c ------------------------------------------------------------------------ */
+
+/* PREPARE: takes ownership of reply's plan (reply is zeroed), checks the target against the
+ * allow-list and builds the engine.  Failures put the agent in CL_AGENT_FAILED. */
+void cl_activity_prepare(struct session *s, struct cl_msg *reply);
+
+/* WARMUP: starts the warmup now, on its own engine when it has its own body. */
+void cl_activity_warmup(struct session *s, struct cl_msg_cmd *c);
+
+/* START_AT: starts the stage at the coordinator time it names, on this agent's clock. */
+void cl_activity_start_stage(struct session *s, struct cl_msg_cmd *c);
+
+/* Queues the stage's delta when an interval has passed, and the final one when it ended. */
+void cl_activity_pump(struct session *s, int64_t now);
+
+/* Stops the stage or warmup in progress (cut_now: abandon requests in flight) and waits for
+ * the engine, up to 15 s. */
+void cl_activity_stop(struct session *s, bool cut_now);
+
+/* Stops any activity and destroys both engines. */
+void cl_activity_destroy(struct session *s);
+
+/* ---- probe_thread.c -------------------------------------------------------------------- */
+
+/* PROBE: takes ownership of reply's settings (reply is zeroed) and starts the readiness gate
+ * on its own thread.  Failures put the agent in CL_AGENT_FAILED. */
+void cl_probe_thread_start(struct session *s, struct cl_msg *reply);
+
+/* Queues the gate's progress (every 2 s at most) and, when it has finished, its result. */
+void cl_probe_thread_pump(struct session *s, int64_t now);
+
+/* Cancels a running gate and joins its thread (a no-op when none runs). */
+void cl_probe_thread_stop(struct session *s);
+
+#endif

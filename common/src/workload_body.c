@@ -1,0 +1,126 @@
+/* One request body: messages plus the scenario's extra body rendered to compact JSON, and
+ * the growing array of rendered bodies with its caps. */
+#include "workload_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int cli_workload_add_message(json_t *messages, const char *role, json_t *content)
+{
+	json_t *m = json_object();
+	if (!m || !content || json_object_set_new(m, "role", json_string(role)) != 0) {
+		json_decref(m);
+		json_decref(content);
+		return CL_ENOMEM;
+	}
+	if (json_object_set_new(m, "content", content) != 0) {
+		json_decref(m);
+		return CL_ENOMEM;
+	}
+	return json_array_append_new(messages, m) != 0 ? CL_ENOMEM : 0;
+}
+
+int cli_workload_dump_body(const char *model, json_t *messages /* stolen */, uint32_t max_tokens,
+			   json_t *extra, char **json_out)
+{
+	int rc = CL_ENOMEM;
+	json_t *body = json_object();
+	json_t *opts = json_object();
+	if (!body || !opts || json_object_set_new(body, "model", json_string(model)) != 0)
+		goto out;
+	int bad = json_object_set_new(body, "messages", messages); /* consumes messages */
+	messages = NULL;
+	if (bad)
+		goto out;
+	/* max_tokens 0 leaves the limit to the server. */
+	if ((max_tokens &&
+	     json_object_set_new(body, "max_tokens", json_integer(max_tokens)) != 0) ||
+	    json_object_set_new(body, "stream", json_true()) != 0 ||
+	    json_object_set_new(opts, "include_usage", json_true()) != 0 ||
+	    json_object_set(body, "stream_options", opts) != 0)
+		goto out;
+	if (extra && cli_workload_merge_into(body, extra, false) != 0)
+		goto out;
+	/* The engine reads an SSE stream; a body that turned streaming off would be unreadable. */
+	if (json_object_set_new(body, "stream", json_true()) != 0)
+		goto out;
+	*json_out = json_dumps(body, CLI_WORKLOAD_DUMP_FLAGS);
+	if (*json_out)
+		rc = 0;
+out:
+	json_decref(messages);
+	json_decref(opts);
+	json_decref(body);
+	return rc;
+}
+
+int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt_chars,
+			   struct cl_err *err)
+{
+	char *json = NULL;
+	if (c->n >= CL_WORKLOAD_MAX_BODIES) {
+		json_decref(messages);
+		return cl_err_set(err, CL_ETOOBIG, "workload has more than %u prompts",
+				  CL_WORKLOAD_MAX_BODIES);
+	}
+	if (cli_workload_dump_body(c->model, messages, c->max_tokens, c->extra, &json) != 0)
+		return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
+	size_t len = strlen(json);
+	if (len > CL_WORKLOAD_MAX_TOTAL_BYTES - c->total_bytes) {
+		free(json);
+		return cl_err_set(err, CL_ETOOBIG, "rendered request bodies exceed %u MiB in total",
+				  CL_WORKLOAD_MAX_TOTAL_BYTES >> 20);
+	}
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 16;
+		struct cl_request_body *p = realloc(c->bodies, cap * sizeof(*p));
+		if (!p) {
+			free(json);
+			return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
+		}
+		c->bodies = p;
+		c->cap = cap;
+	}
+	c->bodies[c->n].json = json;
+	c->bodies[c->n].len = len;
+	c->bodies[c->n].prompt_chars =
+	    prompt_chars > UINT32_MAX ? UINT32_MAX : (uint32_t)prompt_chars;
+	c->n++;
+	c->total_bytes += len;
+	return 0;
+}
+
+int cli_workload_push_prompt(struct render_ctx *c, const char *system, const char *prompt,
+			     size_t len, struct cl_err *err)
+{
+	json_t *messages = json_array();
+	json_t *content = json_stringn(prompt, len);
+	size_t chars = len;
+	if (!content) {
+		json_decref(messages);
+		return cl_err_set(err, CL_EINVAL, "prompt is not valid UTF-8");
+	}
+	if (!messages)
+		goto nomem;
+	if (system && *system) {
+		json_t *sys = json_string(system);
+		if (!sys) {
+			json_decref(content);
+			json_decref(messages);
+			return cl_err_set(err, CL_EINVAL, "system prompt is not valid UTF-8");
+		}
+		if (cli_workload_add_message(messages, "system", sys) != 0)
+			goto nomem_content;
+		chars += strlen(system);
+	}
+	if (cli_workload_add_message(messages, "user", content) != 0) {
+		content = NULL;
+		goto nomem;
+	}
+	return cli_workload_push_body(c, messages, chars, err);
+nomem_content:
+	json_decref(content);
+nomem:
+	json_decref(messages);
+	return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
+}

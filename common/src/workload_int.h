@@ -1,0 +1,93 @@
+/* Private to the workload renderer (workload*.c): the context that collects rendered bodies,
+ * the body builder every source shares, and one entry per source.  Library-internal: cli_. */
+#ifndef CHATLOAD_WORKLOAD_INT_H
+#define CHATLOAD_WORKLOAD_INT_H
+
+#include "chatload/buf.h"
+#include "chatload/workload.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/*
+ * Reals are printed with 15 significant digits: every decimal a person writes in a scenario
+ * ("temperature: 0.6") survives, where jansson's default of 17 would send 0.59999999999999998.
+ */
+#define CLI_WORKLOAD_DUMP_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(15))
+
+/* The bodies rendered so far, and what every body of one workload shares. */
+struct render_ctx {
+	const char *model;
+	uint32_t max_tokens;
+	json_t *extra; /* the scenario's extra body (object) or NULL; borrowed */
+	const char *system_prompt;
+	struct cl_request_body *bodies;
+	size_t n, cap;
+	size_t total_bytes;
+};
+
+/* ---- workload_json.c: JSON objects ---------------------------------------------------------- */
+
+/*
+ * Merges patch (an object, borrowed) into target (an object we own), RFC 7386 style.  With
+ * keep_nulls a null is stored rather than applied, so the result can itself be merged later
+ * (composing two patches); without it a null deletes the key.
+ */
+int cli_workload_merge_into(json_t *target, json_t *patch, bool keep_nulls);
+
+/* Parses text as a JSON object into *out (owned by the caller); what names the argument in
+ * the error.  CL_EINVAL when text is not JSON or not an object. */
+int cli_workload_parse_object(const char *text, const char *what, json_t **out, struct cl_err *err);
+
+/* ---- workload_body.c: one body -------------------------------------------------------------- */
+
+/* Adds a {"role", "content"} message to the array messages; always consumes content. */
+int cli_workload_add_message(json_t *messages, const char *role, json_t *content);
+
+/* Renders {"model", messages, ...} + extra into a new, compact, malloc'd string.  Always
+ * consumes messages.  CL_ENOMEM on failure. */
+int cli_workload_dump_body(const char *model, json_t *messages, uint32_t max_tokens, json_t *extra,
+			   char **json_out);
+
+/* Appends one rendered body for messages (stolen); prompt_chars counts its text.  CL_ETOOBIG
+ * past CL_WORKLOAD_MAX_BODIES or CL_WORKLOAD_MAX_TOTAL_BYTES, CL_ENOMEM; err filled. */
+int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt_chars,
+			   struct cl_err *err);
+
+/* Pushes [system?, user] for a plain prompt of len bytes.  CL_EINVAL when the prompt or the
+ * system prompt is not valid UTF-8; otherwise as cli_workload_push_body. */
+int cli_workload_push_prompt(struct render_ctx *c, const char *system, const char *prompt,
+			     size_t len, struct cl_err *err);
+
+/* ---- workload_lines.c: capped line reading -------------------------------------------------- */
+
+/* Reads a file line by line with a cap on each line and on the whole file. */
+struct line_reader {
+	FILE *f;
+	char chunk[65536];
+	size_t pos, n;
+	struct cl_buf line;
+	uint64_t total;
+	int lineno;
+	bool eof;
+};
+
+/* Returns 1 with the next line (without "\n" or "\r\n") in r->line, 0 at EOF, or CL_EIO /
+ * CL_ETOOBIG (line or file over its cap; r->lineno is the offending line). */
+int cli_workload_lines_next(struct line_reader *r);
+
+/* ---- workload_dataset.c, workload_synth.c: the sources -------------------------------------- */
+
+/* Renders every record of the dataset file w->dataset (formats and caps: cl_workload_render).
+ * Errors name "file:line". */
+int cli_workload_read_dataset(struct render_ctx *c, const struct cl_scn_workload *w,
+			      struct cl_err *err);
+
+/* Renders w->synthetic_count synthetic prompts, deterministic for w->seed. */
+int cli_workload_synthesize(struct render_ctx *c, const struct cl_scn_workload *w,
+			    struct cl_err *err);
+
+#endif
