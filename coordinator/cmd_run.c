@@ -5,17 +5,24 @@
 #include "chatload/exitcode.h"
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
 #define MAX_OVERRIDES 128
 
-static volatile sig_atomic_t g_stop;
+/*
+ * Set by SIGINT/SIGTERM, read by the run loop.  nng's threads do not block signals, so the
+ * handler may run on any of them: an atomic (lock-free, so safe in a handler) rather than a
+ * volatile sig_atomic_t, which promises nothing between threads.
+ */
+static atomic_int g_stop;
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the stop flag must be lock-free for the handler");
 
 static void on_signal(int sig)
 {
 	(void)sig;
-	g_stop = 1;
+	atomic_store(&g_stop, 1);
 }
 
 static void usage(FILE *out)

@@ -3,6 +3,7 @@
 #define CHATLOAD_RUN_H
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 struct cl_run_opts {
@@ -11,8 +12,8 @@ struct cl_run_opts {
 	const char *out_dir;          /* --out */
 	int argc;                     /* the command line, recorded in results */
 	char **argv;
-	volatile sig_atomic_t *stop; /* set by SIGINT/SIGTERM */
-	bool insecure;               /* --insecure: plaintext agents.listen off loopback */
+	atomic_int *stop; /* set by SIGINT/SIGTERM */
+	bool insecure;    /* --insecure: plaintext agents.listen off loopback */
 };
 
 /* Runs the scenario.  Returns the process exit code (enum cl_exit). Blocks for the run. */

@@ -70,7 +70,7 @@ static int readiness_wait(struct run *r)
 	for (;;) {
 		cl_fleet_serve(&r->fleet, RUN_SERVE_US);
 		char why[1400];
-		if (*r->o->stop) {
+		if (atomic_load(r->o->stop)) {
 			cl_progress_note(&r->prog, "interrupted during the readiness gate");
 			r->exit_hint = CL_EXIT_FAILED;
 			return CL_ECLOSED;
@@ -168,7 +168,7 @@ static int warmup_wait(struct run *r, int64_t deadline)
 	for (;;) {
 		cl_fleet_serve(&r->fleet, RUN_SERVE_US);
 		char why[1400];
-		if (*r->o->stop) {
+		if (atomic_load(r->o->stop)) {
 			r->exit_hint = CL_EXIT_FAILED;
 			return CL_ECLOSED;
 		}

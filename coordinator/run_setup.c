@@ -195,7 +195,7 @@ int cli_run_wait_for_agents(struct run *r, struct cl_err *err)
 {
 	int64_t deadline = cl_mono_us() + r->s.agents.join_timeout_us;
 	while (r->fleet.n < r->expect) {
-		if (*r->o->stop)
+		if (atomic_load(r->o->stop))
 			return cl_err_set(err, CL_ECLOSED, "interrupted while waiting for agents");
 		for (size_t i = 0; i < r->n_local; i++) {
 			if (cl_child_poll(&r->local[i])) {

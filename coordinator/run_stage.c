@@ -226,7 +226,7 @@ static bool stage_poll(struct run *r)
 	struct run_stage *st = r->st;
 	cl_fleet_serve(&r->fleet, RUN_SERVE_US);
 	int64_t now = cl_mono_us();
-	if (*r->o->stop && !st->stop_sent)
+	if (atomic_load(r->o->stop) && !st->stop_sent)
 		stage_interrupt(r, now);
 	if (stage_check_fleet(r))
 		return true;

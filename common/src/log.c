@@ -4,13 +4,15 @@
 #include "chatload/err.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 static const char *g_program = "chatload";
-static volatile int g_level = CL_LOG_INFO;
+/* Read by every thread that logs: an atomic, relaxed (a level change need order nothing). */
+static atomic_int g_level = CL_LOG_INFO;
 static const char *const level_names[] = { "debug", "info", "warn", "error", "quiet" };
 
 int cl_log_parse_level(const char *name, enum cl_log_level *out)
@@ -37,31 +39,32 @@ void cl_log_init(const char *program)
 	enum cl_log_level lvl;
 	const char *env = getenv("CHATLOAD_LOG");
 	if (env && cl_log_parse_level(env, &lvl) == 0)
-		g_level = lvl;
+		atomic_store_explicit(&g_level, lvl, memory_order_relaxed);
 }
 
 void cl_log_adjust(int delta)
 {
-	int l = g_level + delta;
+	int l = atomic_load_explicit(&g_level, memory_order_relaxed) + delta;
 	if (l < CL_LOG_DEBUG)
 		l = CL_LOG_DEBUG;
 	if (l > CL_LOG_QUIET)
 		l = CL_LOG_QUIET;
-	g_level = l;
+	atomic_store_explicit(&g_level, l, memory_order_relaxed);
 }
 
 void cl_log_set_level(enum cl_log_level level)
 {
-	g_level = level;
+	atomic_store_explicit(&g_level, level, memory_order_relaxed);
 }
 enum cl_log_level cl_log_level(void)
 {
-	return (enum cl_log_level)g_level;
+	return (enum cl_log_level)atomic_load_explicit(&g_level, memory_order_relaxed);
 }
 
 void cl_log(enum cl_log_level level, const char *fmt, ...)
 {
-	if ((int)level < g_level || level >= CL_LOG_QUIET)
+	if ((int)level < atomic_load_explicit(&g_level, memory_order_relaxed) ||
+	    level >= CL_LOG_QUIET)
 		return;
 	char line[2048];
 	int n = snprintf(line, sizeof(line), "%s: %s: ", g_program, level_names[level]);
