@@ -20,6 +20,7 @@ static const char *const fault_names[CL_SIM_FAULT_COUNT] = {
 	[CL_SIM_FAULT_NO_USAGE] = "no-usage",
 	[CL_SIM_FAULT_NO_DONE] = "no-done",
 	[CL_SIM_FAULT_STALL] = "stall",
+	[CL_SIM_FAULT_WRONG_TYPE] = "wrong-type",
 };
 
 /* The option behind each fault probability, in enum order. */
@@ -32,6 +33,13 @@ static const char *const fault_flags[CL_SIM_FAULT_COUNT] = {
 	[CL_SIM_FAULT_NO_USAGE] = "fault-no-usage",
 	[CL_SIM_FAULT_NO_DONE] = "fault-no-done",
 	[CL_SIM_FAULT_STALL] = "fault-stall",
+	[CL_SIM_FAULT_WRONG_TYPE] = "fault-wrong-type",
+};
+
+static const char *const wrong_shape_names[] = {
+	[CL_SIM_WRONG_CONTENT] = "content", [CL_SIM_WRONG_CHOICES] = "choices",
+	[CL_SIM_WRONG_USAGE] = "usage",     [CL_SIM_WRONG_ARRAY] = "array",
+	[CL_SIM_WRONG_ALL] = "all",         [CL_SIM_WRONG_ROTATE] = "rotate",
 };
 
 const char *cl_sim_fault_name(enum cl_sim_fault f)
@@ -463,5 +471,19 @@ int cl_sim_config_parse(struct cl_sim_config *cfg, int argc, char **argv, struct
 				  total);
 	if ((v = val(vals, "fault-schedule")) && (rc = parse_schedule(cfg, v, err)))
 		return rc;
+	v = val(vals, "wrong-type-shape");
+	size_t n_shapes = sizeof(wrong_shape_names) / sizeof(wrong_shape_names[0]), k;
+	for (k = 0; k < n_shapes && strcmp(v, wrong_shape_names[k]) != 0; k++)
+		;
+	if (k == n_shapes)
+		return cl_err_set(err, CL_EINVAL,
+				  "--wrong-type-shape: '%s' is none of content, choices, usage, "
+				  "array, all, rotate",
+				  v);
+	cfg->wrong_shape = (enum cl_sim_wrong_shape)k;
+	if ((v = val(vals, "close-after-answer")) && cl_parse_bool(v, &cfg->close_after_answer))
+		return cl_err_set(err, CL_EINVAL, "--close-after-answer: '%s' is not a boolean", v);
+	if ((v = val(vals, "hold-after-done")) && cl_parse_bool(v, &cfg->hold_after_done))
+		return cl_err_set(err, CL_EINVAL, "--hold-after-done: '%s' is not a boolean", v);
 	return 0;
 }

@@ -33,7 +33,18 @@ enum cl_sim_fault {
 	CL_SIM_FAULT_NO_USAGE,
 	CL_SIM_FAULT_NO_DONE,
 	CL_SIM_FAULT_STALL,
+	CL_SIM_FAULT_WRONG_TYPE, /* valid JSON chunks whose fields have the wrong types */
 	CL_SIM_FAULT_COUNT
+};
+
+/* The wrong-typed chunks a wrong-type fault sends (--wrong-type-shape). */
+enum cl_sim_wrong_shape {
+	CL_SIM_WRONG_CONTENT, /* {"choices":[{"delta":{"content":5}}]} */
+	CL_SIM_WRONG_CHOICES, /* {"choices":"nope"} */
+	CL_SIM_WRONG_USAGE,   /* "usage":{"completion_tokens":"many"} */
+	CL_SIM_WRONG_ARRAY,   /* [1,2,3] */
+	CL_SIM_WRONG_ALL,     /* the four above, in that order */
+	CL_SIM_WRONG_ROTATE,  /* request N: shape (N - 1) mod 4 */
 };
 
 /* The fault's name as written in --fault-schedule and the truth log ("drop"); NULL for none. */
@@ -85,6 +96,10 @@ struct cl_sim_config {
 	int64_t fault_at; /* tokens before a mid-stream fault; -1: half the output */
 	struct cl_sim_sched_entry schedule[CL_SIM_MAX_SCHEDULE];
 	size_t n_schedule;
+	enum cl_sim_wrong_shape wrong_shape;
+	/* connection behaviour */
+	bool close_after_answer; /* keep-alive advertised, closed once the next request came */
+	bool hold_after_done;    /* streamed bodies delimited by close, never closed */
 };
 
 /*

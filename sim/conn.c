@@ -7,6 +7,8 @@
 #include "sched.h"
 #include "stream.h"
 
+#include "chatload/log.h"
+
 #include <errno.h>
 #include <event2/event.h>
 #include <netinet/tcp.h>
@@ -162,7 +164,7 @@ static void on_writable(evutil_socket_t fd, short what, void *arg)
 		cl_buf_reset(&c->out);
 	c->out_off = 0;
 	set_write_armed(c, false);
-	if ((c->close_after || c->sim->draining) && !c->busy)
+	if ((c->close_after || c->sim->draining) && (!c->busy || c->held))
 		cl_sim_conn_close(c, NULL);
 }
 
@@ -182,6 +184,34 @@ static bool end_request(struct cl_sim_conn *c)
 		event_del(c->ev_read);
 		return true;
 	}
+	/* llama.cpp closes after every answer although it advertised keep-alive; closing
+	 * only once the next request is here makes the client lose that race every time. */
+	if (c->sim->cfg->close_after_answer)
+		c->close_on_next = true;
+	return true;
+}
+
+const char *cl_sim_conn_keepalive_header(const struct cl_sim_conn *c)
+{
+	if (!c->sim->cfg->close_after_answer || !c->keep_alive || c->sim->draining)
+		return "";
+	return "Keep-Alive: timeout=5, max=100\r\n";
+}
+
+bool cl_sim_conn_hold(struct cl_sim_conn *c)
+{
+	if (c->sim->draining) {
+		c->busy = false;
+		c->close_after = true;
+		if (backlog_empty(c)) {
+			cl_sim_conn_close(c, NULL);
+			return false;
+		}
+		return true;
+	}
+	/* busy stays set, so nothing more is parsed as a request; the client's close (or
+	 * shutdown) ends the connection. */
+	c->held = true;
 	return true;
 }
 
@@ -190,12 +220,12 @@ bool cl_sim_conn_respond(struct cl_sim_conn *c, int status, const char *extra_he
 {
 	char head[1024];
 	bool closing = !c->keep_alive || c->sim->draining;
-	int n =
-	    snprintf(head, sizeof(head),
-		     "HTTP/1.1 %d %s\r\nServer: chatload-sim\r\nContent-Type: "
-		     "application/json\r\nContent-Length: %zu\r\n%s%s\r\n",
-		     status, cl_sim_http_reason(status), body_len,
-		     extra_headers ? extra_headers : "", closing ? "Connection: close\r\n" : "");
+	int n = snprintf(head, sizeof(head),
+			 "HTTP/1.1 %d %s\r\nServer: chatload-sim\r\nContent-Type: "
+			 "application/json\r\nContent-Length: %zu\r\n%s%s%s\r\n",
+			 status, cl_sim_http_reason(status), body_len,
+			 extra_headers ? extra_headers : "", closing ? "Connection: close\r\n" : "",
+			 cl_sim_conn_keepalive_header(c));
 	if (n < 0 || (size_t)n >= sizeof(head)) {
 		cl_sim_conn_close(c, "client_gone");
 		return false;
@@ -319,6 +349,15 @@ static void process_input(struct cl_sim_conn *c)
 			body_len = (size_t)req.content_length;
 			total = req.head_len + body_len;
 		}
+		if (c->close_on_next) {
+			/* --close-after-answer: the request is read whole (so the close is a FIN,
+			 * not a reset) and never answered. */
+			CL_DEBUG(
+			    "closing a connection after its answer, as a request arrives on it");
+			consume(c, total);
+			cl_sim_conn_close(c, NULL);
+			return;
+		}
 		c->keep_alive = req.keep_alive;
 		c->busy = true;
 		uint64_t gen = c->gen;
@@ -424,7 +463,7 @@ bool cl_sim_conn_open(struct cl_sim *s, int fd)
 
 bool cl_sim_conn_idle(const struct cl_sim_conn *c)
 {
-	return !c->busy && backlog_empty(c);
+	return (!c->busy || c->held) && backlog_empty(c);
 }
 
 void cl_sim_conn_free_pool(struct cl_sim *s)

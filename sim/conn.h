@@ -46,6 +46,18 @@ bool cl_sim_conn_error(struct cl_sim_conn *c, int status, const char *extra_head
  */
 bool cl_sim_conn_done(struct cl_sim_conn *c);
 
+/*
+ * Ends a streamed response whose body is delimited by the connection's close
+ * (--hold-after-done) without closing: c stays open, answers nothing more and counts as
+ * idle for shutdown (closed at once when the server is draining).  Returns true when c is
+ * still open.
+ */
+bool cl_sim_conn_hold(struct cl_sim_conn *c);
+
+/* The "Keep-Alive: ...\r\n" header line a response on c carries (--close-after-answer
+ * advertises llama.cpp's), or "" when c closes after this response anyway. */
+const char *cl_sim_conn_keepalive_header(const struct cl_sim_conn *c);
+
 /* Serves requests already buffered on c (after a response ended outside the read path). */
 void cl_sim_conn_resume(struct cl_sim_conn *c);
 

@@ -140,6 +140,33 @@ void cl_sim_render_malformed(struct cl_sim_w *w, const struct cl_sim_stream *st)
 			"\"delta\":{\"content\":\"trunc\n\n");
 }
 
+void cl_sim_render_wrong_type(struct cl_sim_w *w, const struct cl_sim_stream *st,
+			      enum cl_sim_wrong_shape shape)
+{
+	if (shape == CL_SIM_WRONG_ROTATE)
+		shape = (enum cl_sim_wrong_shape)((st->seq - 1) % 4);
+	bool all = shape == CL_SIM_WRONG_ALL;
+	if (all || shape == CL_SIM_WRONG_CONTENT) {
+		render_head(w, st);
+		CL_SIM_W_LIT(w, "{\"index\":0,\"delta\":{\"content\":5},\"logprobs\":null,"
+				"\"finish_reason\":null}]}\n\n");
+	}
+	if (all || shape == CL_SIM_WRONG_CHOICES) {
+		CL_SIM_W_LIT(w, "data: {\"id\":\"");
+		cl_sim_w_str(w, st->id);
+		CL_SIM_W_LIT(w,
+			     "\",\"object\":\"chat.completion.chunk\",\"choices\":\"nope\"}\n\n");
+	}
+	if (all || shape == CL_SIM_WRONG_USAGE) {
+		render_head(w, st);
+		CL_SIM_W_LIT(w, "],\"usage\":{\"prompt_tokens\":");
+		cl_sim_w_u64(w, st->prompt_tokens);
+		CL_SIM_W_LIT(w, ",\"completion_tokens\":\"many\"}}\n\n");
+	}
+	if (all || shape == CL_SIM_WRONG_ARRAY)
+		CL_SIM_W_LIT(w, "data: [1,2,3]\n\n");
+}
+
 /* Appends tokens [first, first+n) to out, a batch at a time through a stack buffer. */
 static int append_tokens(struct cl_buf *out, uint64_t seq, uint32_t first, uint32_t n,
 			 bool reasoning)

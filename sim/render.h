@@ -39,6 +39,11 @@ void cl_sim_render_error_event(struct cl_sim_w *w);
 /* Appends an event whose JSON is cut short (a fault mid-stream). */
 void cl_sim_render_malformed(struct cl_sim_w *w, const struct cl_sim_stream *st);
 
+/* Appends valid JSON events whose fields have the wrong types (a fault mid-stream):
+ * shape says which (CL_SIM_WRONG_ROTATE picks by the request number). */
+void cl_sim_render_wrong_type(struct cl_sim_w *w, const struct cl_sim_stream *st,
+			      enum cl_sim_wrong_shape shape);
+
 /* Renders the whole non-streamed chat.completion for st's planned output into out
  * (allocates; not a hot path).  0 or CL_ENOMEM / CL_ETOOBIG. */
 int cl_sim_render_completion(struct cl_buf *out, const struct cl_sim_config *cfg,

@@ -73,6 +73,9 @@ struct cl_sim_conn {
 	bool keep_alive;  /* of the current request */
 	bool close_after; /* close once the backlog is written */
 	bool continue_sent;
+	bool close_on_next; /* --close-after-answer: answered; close when the next request came */
+	bool held;          /* --hold-after-done: answer sent, body delimited by a close that
+			     * never comes; nothing more is read as a request */
 	struct event *ev_read;
 	struct event *ev_write;
 	bool write_armed;

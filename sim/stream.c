@@ -104,14 +104,19 @@ bool cl_sim_stream_begin(struct cl_sim *s, struct cl_sim_stream *st, int64_t now
 	s->stats.requests++;
 	if (st->stream) {
 		char head[512];
-		int n = snprintf(head, sizeof(head),
-				 "HTTP/1.1 200 OK\r\nServer: chatload-sim\r\nContent-Type: "
-				 "text/event-stream; charset=utf-8\r\nCache-Control: no-cache\r\n"
-				 "Transfer-Encoding: chunked\r\n%s%s%s%s\r\n",
-				 st->has_request_id ? "X-Request-Id: " : "",
-				 st->has_request_id ? st->request_id : "",
-				 st->has_request_id ? "\r\n" : "",
-				 (!c->keep_alive || s->draining) ? "Connection: close\r\n" : "");
+		/* --hold-after-done: a body delimited by the close, and no Connection: close
+		 * either (the server that does this never closes). */
+		bool hold = s->cfg->hold_after_done;
+		int n = snprintf(
+		    head, sizeof(head),
+		    "HTTP/1.1 200 OK\r\nServer: chatload-sim\r\nContent-Type: "
+		    "text/event-stream; charset=utf-8\r\nCache-Control: no-cache\r\n"
+		    "%s%s%s%s%s%s\r\n",
+		    hold ? "" : "Transfer-Encoding: chunked\r\n",
+		    st->has_request_id ? "X-Request-Id: " : "",
+		    st->has_request_id ? st->request_id : "", st->has_request_id ? "\r\n" : "",
+		    !hold && (!c->keep_alive || s->draining) ? "Connection: close\r\n" : "",
+		    cl_sim_conn_keepalive_header(c));
 		if (n < 0 || (size_t)n >= sizeof(head) || cl_sim_conn_write(c, head, (size_t)n)) {
 			s->stats.client_gone++;
 			log_stream(s, st, 200, "client_gone", now_us);
@@ -220,6 +225,8 @@ void cl_sim_stream_fire(struct cl_sim *s, struct cl_sim_stream *st, int64_t now_
 	}
 	if (fault_hits(st, CL_SIM_FAULT_MALFORMED, a, n))
 		cl_sim_render_malformed(&w, st);
+	if (fault_hits(st, CL_SIM_FAULT_WRONG_TYPE, a, n))
+		cl_sim_render_wrong_type(&w, st, cfg->wrong_shape);
 	if (fault_hits(st, CL_SIM_FAULT_ERROR_CHUNK, a, n)) {
 		/* vLLM's shape: the error object, then [DONE]. */
 		cl_sim_render_error_event(&w);
@@ -250,18 +257,21 @@ void cl_sim_stream_fire(struct cl_sim *s, struct cl_sim_stream *st, int64_t now_
 		return;
 	}
 
-	/* HTTP/1.1 chunked framing around the SSE events. */
+	/* HTTP/1.1 chunked framing around the SSE events (none for a body delimited by the
+	 * close, --hold-after-done). */
 	size_t len = cl_sim_w_len(&w, payload);
-	char hex[FRAME_HEAD];
-	int hn = snprintf(hex, sizeof(hex), "%zx\r\n", len);
-	char *start = payload - hn;
-	memcpy(start, hex, (size_t)hn);
-	char *tail = payload + len;
-	memcpy(tail, "\r\n", 2);
-	tail += 2;
-	if (end) {
-		memcpy(tail, "0\r\n\r\n", 5);
-		tail += 5;
+	char *start = payload, *tail = payload + len;
+	if (!cfg->hold_after_done) {
+		char hex[FRAME_HEAD];
+		int hn = snprintf(hex, sizeof(hex), "%zx\r\n", len);
+		start = payload - hn;
+		memcpy(start, hex, (size_t)hn);
+		memcpy(tail, "\r\n", 2);
+		tail += 2;
+		if (end) {
+			memcpy(tail, "0\r\n\r\n", 5);
+			tail += 5;
+		}
 	}
 
 	int64_t actual = cl_mono_us();
@@ -285,7 +295,10 @@ void cl_sim_stream_fire(struct cl_sim *s, struct cl_sim_stream *st, int64_t now_
 	}
 	if (end) {
 		end_stream(s, st, 200, now_us);
-		cl_sim_conn_done(c);
+		if (cfg->hold_after_done)
+			cl_sim_conn_hold(c);
+		else
+			cl_sim_conn_done(c);
 		return;
 	}
 	st->next_n = tokens_in_next(s, st);

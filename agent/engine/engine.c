@@ -553,6 +553,8 @@ void cl_engine_stats(struct cl_engine *e, struct cl_engine_stats *st)
 		st->ramp_finished += atomic_load(&e->workers[i].ramp_finished);
 		st->loop_turns += atomic_load(&e->workers[i].loop_turns);
 		st->socket_events += atomic_load(&e->workers[i].socket_events);
+		st->reconnects += atomic_load(&e->workers[i].reconnects);
+		st->closed_at_done += atomic_load(&e->workers[i].closed_at_done);
 	}
 }
 

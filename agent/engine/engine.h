@@ -101,6 +101,12 @@ struct cl_engine_stats {
 	uint64_t ramp_finished;  /* ... of which finished (any outcome) */
 	uint64_t loop_turns;     /* epoll_wait returns, all workers, since create */
 	uint64_t socket_events;  /* socket readiness events handed to libcurl, since create */
+	uint64_t reconnects;     /* since create: times a request was re-sent on a fresh
+				  * connection because the reused one had been closed by the
+				  * server (by libcurl, or by the engine once libcurl gave up) */
+	uint64_t closed_at_done; /* since create: transfers ended by the engine at [DONE]
+				  * (a body delimited by a close that had not come), connection
+				  * dropped */
 	uint32_t workers;        /* worker threads */
 	uint32_t slots_per_worker;
 };

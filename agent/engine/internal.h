@@ -24,6 +24,10 @@
 #define CL_ENGINE_EPOLL_BATCH     256
 #define CL_ENGINE_REQID_MAX       128
 #define CL_ENGINE_SHARD_SLOTS     256 /* HTTP/1.1 streams per libcurl multi handle */
+#define CL_ENGINE_DONE_GRACE_US                                                                    \
+	100000 /* a framed body still open this long after [DONE]                                  \
+		* is ended by the engine (see request.c) */
+#define CL_NO_SLOT UINT32_MAX
 
 struct cl_worker;
 
@@ -63,7 +67,19 @@ struct cl_slot {
 	int64_t first_content_us; /* first content chunk */
 	int64_t last_us;          /* latest token-bearing chunk */
 	int http_status;
-	bool done_seen;          /* data: [DONE] */
+	bool framed;               /* the body can end by itself: chunked, Content-Length or h2
+				    * (false: an HTTP/1 body delimited by the connection's close) */
+	bool done_seen;            /* data: [DONE] */
+	bool closed_at_done;       /* the engine ended the transfer at [DONE], dropping the
+				    * connection (close-delimited body, or the grace passed) */
+	int64_t done_us;           /* when [DONE] arrived */
+	uint32_t ad_prev, ad_next; /* links in the worker's after-[DONE] list */
+	bool in_after_done;
+	uint32_t attempts; /* times libcurl was about to send it (PREREQFUNCTION); more
+			    * than one: re-sent on a fresh connection */
+	bool fresh_resent; /* the engine itself re-sent it on a fresh connection */
+	bool reset_easy;   /* reset the easy handle before its next request */
+	const struct cl_request_body *body;
 	int err_ctr;             /* class decided while streaming (malformed, stream error), 0 */
 	uint32_t n_tok_chunks;   /* token-bearing chunks */
 	uint32_t n_prov_chunks;  /* ... whose token count was not told by usage (counted 1) */
@@ -142,7 +158,8 @@ struct cl_worker {
 	atomic_int phase; /* enum cl_engine_state */
 	atomic_int_fast64_t inflight;
 	atomic_uint_fast64_t unsent_backlog, ramp_started, ramp_finished;
-	atomic_uint_fast64_t loop_turns, socket_events; /* epoll_wait returns, socket events */
+	atomic_uint_fast64_t loop_turns, socket_events;  /* epoll_wait returns, socket events */
+	atomic_uint_fast64_t reconnects, closed_at_done; /* see cl_engine_stats */
 
 	/* worker-thread state */
 	struct cl_stage_run st;
@@ -154,6 +171,8 @@ struct cl_worker {
 	int64_t curl_armed_us; /* what curlfd is armed for; INT64_MAX disarmed */
 	bool curl_kick;        /* some shard asked for a timeout "now" */
 	int64_t pace_armed_us;
+	uint32_t ad_head, ad_tail; /* slots past [DONE] whose framed body has not ended yet,
+				    * oldest first (CL_NO_SLOT: none) */
 	uint64_t seq;
 	size_t body_rr;
 	char *log_buf;
@@ -204,6 +223,16 @@ void cl_slot_destroy(struct cl_slot *s);
 bool cl_request_start(struct cl_worker *w, int64_t intended_us);
 /* Ends the slot's request: cut (CL_CTR_CUT) when cut, else classified from res. */
 void cl_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bool cut);
+/*
+ * A transfer that libcurl ended with res: when nothing of an answer came back and the
+ * request went out on a reused connection that had died (libcurl gave up re-sending it),
+ * hands it to libcurl once more on a fresh connection and returns true (the slot stays
+ * busy).  Otherwise false: the caller finishes the request.
+ */
+bool cl_request_resend(struct cl_worker *w, struct cl_slot *s, CURLcode res);
+/* Completes the requests whose framed body is still open CL_ENGINE_DONE_GRACE_US after
+ * their [DONE] (as of now_us); returns when the next one is due (INT64_MAX: none). */
+int64_t cl_request_expire_done(struct cl_worker *w, int64_t now_us);
 /* Writes the buffered request log lines. */
 void cl_reqlog_flush(struct cl_worker *w);
 /* curl callbacks */

@@ -12,46 +12,35 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 /* Callback stop values for cl_sse_feed (any nonzero stops feeding; curl then aborts). */
-enum { STOP_BAD_EVENT = 1 };
+enum { STOP_BAD_EVENT = 1, STOP_AT_DONE = 2 };
 
+static void after_done_add(struct cl_slot *s);
+static void after_done_remove(struct cl_slot *s);
+
+/*
+ * Called by libcurl each time it is about to send the request on a connection.  More than
+ * once for one request means libcurl re-sent it: the reused connection it went out on had
+ * been closed by the server (llama.cpp closes after every answer while advertising
+ * keep-alive), so libcurl sent it again on another one.
+ */
 static int on_prereq(void *clientp, char *primary_ip, char *local_ip, int primary_port,
 		     int local_port)
 {
 	struct cl_slot *s = clientp;
 	s->sent_us = cl_mono_us();
+	s->attempts++;
 	return CURL_PREREQFUNC_OK;
 }
 
-int cl_slot_prepare(struct cl_slot *s)
+/* Sets every option of the slot's easy handle but the body (fresh, or after a reset). */
+static int apply_options(struct cl_slot *s)
 {
 	struct cl_engine *e = s->w->e;
-	if (s->easy)
-		return 0;
-	if (cl_sse_init(&s->sse, CL_ENGINE_MAX_EVENT_BYTES) != 0)
-		goto fail;
-	/*
-	 * The header list is the slot's own array of nodes.  curl only reads the list while it
-	 * builds a request, so the X-Request-Id node can be rewritten in place for each request
-	 * and the shared lines need no copies: no allocation per request.
-	 */
-	size_t n = 1 + e->n_hdr_text;
-	s->hdrs = calloc(n, sizeof(*s->hdrs));
-	if (!s->hdrs)
-		goto fail;
-	s->hdrs[0].data = s->reqid;
-	for (size_t i = 0; i < e->n_hdr_text; i++)
-		s->hdrs[i + 1].data = (char *)e->hdr_text[i];
-	for (size_t i = 0; i + 1 < n; i++)
-		s->hdrs[i].next = &s->hdrs[i + 1];
-	snprintf(s->reqid, sizeof(s->reqid), "X-Request-Id: %s", e->prefix);
-
-	CURL *h = curl_easy_init();
-	if (!h)
-		goto fail;
-	s->easy = h;
+	CURL *h = s->easy;
 	int bad = 0;
 	bad |= curl_easy_setopt(h, CURLOPT_PRIVATE, s);
 	bad |= curl_easy_setopt(h, CURLOPT_URL, e->url);
@@ -81,7 +70,55 @@ int cl_slot_prepare(struct cl_slot *s)
 		long ms = (long)((e->workload.request_timeout_us + 999) / 1000);
 		bad |= curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, ms);
 	}
-	if (bad)
+	return bad ? CL_ENOMEM : 0;
+}
+
+/*
+ * Gives the easy handle a clean state, keeping its connections (they live in the shard's
+ * multi handle, not in the easy handle).  Needed after a request libcurl re-sent: libcurl
+ * 7.88 counts re-sends on a dead reused connection in the easy handle
+ * (data->state.retrycount, lib/transfer.c Curl_retry_request) and resets that count only in
+ * curl_easy_reset() or when it gives up, never between transfers (fixed in 8.17.0, curl
+ * #18926).  A handle reused as is would fail its sixth re-send overall with "Connection
+ * died, tried 5 times before giving up": 27 of 200 against a server that closes after
+ * every answer.  Handles that never saw a re-send are not reset (no cost for normal servers).
+ */
+static int reset_handle(struct cl_slot *s)
+{
+	curl_easy_reset(s->easy);
+	int rc = apply_options(s);
+	s->reset_easy = rc != 0;
+	return rc;
+}
+
+int cl_slot_prepare(struct cl_slot *s)
+{
+	struct cl_engine *e = s->w->e;
+	if (s->easy)
+		return 0;
+	if (cl_sse_init(&s->sse, CL_ENGINE_MAX_EVENT_BYTES) != 0)
+		goto fail;
+	/*
+	 * The header list is the slot's own array of nodes.  curl only reads the list while it
+	 * builds a request, so the X-Request-Id node can be rewritten in place for each request
+	 * and the shared lines need no copies: no allocation per request.
+	 */
+	size_t n = 1 + e->n_hdr_text;
+	s->hdrs = calloc(n, sizeof(*s->hdrs));
+	if (!s->hdrs)
+		goto fail;
+	s->hdrs[0].data = s->reqid;
+	for (size_t i = 0; i < e->n_hdr_text; i++)
+		s->hdrs[i + 1].data = (char *)e->hdr_text[i];
+	for (size_t i = 0; i + 1 < n; i++)
+		s->hdrs[i].next = &s->hdrs[i + 1];
+	snprintf(s->reqid, sizeof(s->reqid), "X-Request-Id: %s", e->prefix);
+
+	CURL *h = curl_easy_init();
+	if (!h)
+		goto fail;
+	s->easy = h;
+	if (apply_options(s) != 0)
 		goto fail;
 	return 0;
 fail:
@@ -132,13 +169,20 @@ bool cl_request_start(struct cl_worker *w, int64_t intended_us)
 		CL_WARN("worker %u: cannot prepare a stream slot: out of memory", w->index);
 		return false;
 	}
+	if (s->reset_easy && reset_handle(s) != 0) {
+		CL_WARN("worker %u: cannot reset a stream slot: out of memory", w->index);
+		return false;
+	}
 	w->nfree--;
 
 	s->seq = ++w->seq;
 	s->intended_us = intended_us;
 	s->sent_us = s->headers_us = s->first_us = s->first_content_us = s->last_us = 0;
 	s->http_status = 0;
-	s->done_seen = false;
+	s->framed = s->done_seen = s->closed_at_done = false;
+	s->done_us = 0;
+	s->attempts = 0;
+	s->fresh_resent = false;
 	s->err_ctr = 0;
 	s->n_tok_chunks = s->n_prov_chunks = 0;
 	s->tok_exact = s->last_ct = 0;
@@ -153,6 +197,7 @@ bool cl_request_start(struct cl_worker *w, int64_t intended_us)
 		 s->seq);
 
 	const struct cl_request_body *b = &e->workload.bodies[w->body_rr++ % e->workload.n_bodies];
+	s->body = b;
 	curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, b->json);
 	curl_easy_setopt(s->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)b->len);
 
@@ -182,6 +227,15 @@ bool cl_request_start(struct cl_worker *w, int64_t intended_us)
 
 /* ---- callbacks: these run for every byte received ---- */
 
+/* Whether a Transfer-Encoding value (not NUL-terminated) names chunked. */
+static bool has_chunked(const char *v, size_t n)
+{
+	for (size_t i = 0; i + 7 <= n; i++)
+		if (strncasecmp(v + i, "chunked", 7) == 0)
+			return true;
+	return false;
+}
+
 size_t cl_on_header(char *p, size_t size, size_t n, void *ud)
 {
 	struct cl_slot *s = ud;
@@ -205,6 +259,16 @@ size_t cl_on_header(char *p, size_t size, size_t n, void *ud)
 				s->headers_us = cl_stamp(s->w);
 			}
 		}
+		/* HTTP/2 and 3 frame every body; an HTTP/1 body is framed only by the
+		 * headers below (else it ends with the connection). */
+		s->framed = memcmp(p + 5, "1.", 2) != 0;
+	} else if (!s->framed && len >= 15) {
+		char c = (char)(p[0] | 0x20);
+		if (c == 'c' && strncasecmp(p, "content-length:", 15) == 0)
+			s->framed = true;
+		else if (c == 't' && len > 18 && strncasecmp(p, "transfer-encoding:", 18) == 0 &&
+			 has_chunked(p + 18, len - 18))
+			s->framed = true;
 	}
 	return len;
 }
@@ -263,13 +327,30 @@ static int on_event(void *ctx, const char *data, size_t len)
 	if (s->done_seen)
 		return 0; /* anything after [DONE] is not part of the answer */
 	struct cl_chunk c;
-	if (cl_chunk_decode(data, len, &c) != 0) {
+	int rc = cl_chunk_decode(data, len, &c);
+	if (rc != 0) {
 		s->err_ctr = CL_CTR_ERR_STREAM_MALFORMED;
+		/* Valid JSON of the wrong shape: say what was wrong, then the event. */
+		if (rc == CL_EPROTO && c.malformed) {
+			keep_sample(s, c.malformed, strlen(c.malformed));
+			keep_sample(s, ": ", 2);
+		}
 		keep_sample(s, data, len);
 		return STOP_BAD_EVENT;
 	}
 	if (c.done) {
 		s->done_seen = true;
+		s->done_us = s->w->recv_us;
+		if (!s->framed) {
+			/* Only the connection's close could end this body, and a server may
+			 * never send it: [DONE] ends the answer, so end the transfer now (the
+			 * connection could not carry another request anyway). */
+			s->closed_at_done = true;
+			return STOP_AT_DONE;
+		}
+		/* A framed body normally ends in these bytes or the next read; if it does
+		 * not, cl_request_expire_done ends it after a grace. */
+		after_done_add(s);
 		return 0;
 	}
 	if (c.is_error) {
@@ -312,6 +393,8 @@ size_t cl_on_body(char *p, size_t size, size_t n, void *ud)
 	int rc = cl_sse_feed(&s->sse, p, len, on_event, s);
 	if (rc == 0)
 		return len;
+	if (rc == STOP_AT_DONE)
+		return 0; /* aborts the transfer; the request is complete */
 	if (rc == CL_ETOOBIG) {
 		s->err_ctr = CL_CTR_ERR_STREAM_MALFORMED;
 		keep_sample(s, "event larger than 64 KiB", 24);
@@ -320,6 +403,90 @@ size_t cl_on_body(char *p, size_t size, size_t n, void *ud)
 		keep_sample(s, "out of memory decoding the stream", 33);
 	}
 	return 0; /* aborts the transfer (CURLE_WRITE_ERROR); the class is already set */
+}
+
+/* ---- past [DONE] ---- */
+
+/*
+ * The slots whose [DONE] arrived on a framed body that has not ended yet, oldest first.
+ * A normal server ends the body in the same read or the next one, so a slot usually leaves
+ * the list in the loop turn it joined; one still there after CL_ENGINE_DONE_GRACE_US is a
+ * server holding the stream open, and the engine ends the request itself.  Arrival order
+ * is deadline order (one grace for all), so the list needs no sorting.
+ */
+static void after_done_add(struct cl_slot *s)
+{
+	struct cl_worker *w = s->w;
+	s->ad_prev = w->ad_tail;
+	s->ad_next = CL_NO_SLOT;
+	if (w->ad_tail != CL_NO_SLOT)
+		w->slots[w->ad_tail].ad_next = s->index;
+	else
+		w->ad_head = s->index;
+	w->ad_tail = s->index;
+	s->in_after_done = true;
+}
+
+static void after_done_remove(struct cl_slot *s)
+{
+	struct cl_worker *w = s->w;
+	if (s->ad_prev != CL_NO_SLOT)
+		w->slots[s->ad_prev].ad_next = s->ad_next;
+	else
+		w->ad_head = s->ad_next;
+	if (s->ad_next != CL_NO_SLOT)
+		w->slots[s->ad_next].ad_prev = s->ad_prev;
+	else
+		w->ad_tail = s->ad_prev;
+	s->in_after_done = false;
+}
+
+int64_t cl_request_expire_done(struct cl_worker *w, int64_t now_us)
+{
+	while (w->ad_head != CL_NO_SLOT) {
+		struct cl_slot *s = &w->slots[w->ad_head];
+		int64_t due = s->done_us + CL_ENGINE_DONE_GRACE_US;
+		if (due > now_us)
+			return due;
+		/* Removing the handle mid-transfer makes libcurl close the connection. */
+		s->closed_at_done = true;
+		cl_request_finish(w, s, CURLE_OK, false);
+	}
+	return INT64_MAX;
+}
+
+bool cl_request_resend(struct cl_worker *w, struct cl_slot *s, CURLcode res)
+{
+	if (s->fresh_resent || s->http_status || s->bytes)
+		return false;
+	if (res != CURLE_SEND_ERROR && res != CURLE_RECV_ERROR && res != CURLE_GOT_NOTHING)
+		return false;
+	/* Some attempt must have gone out on a reused connection (fewer new connections
+	 * than attempts): only then is the failure the server's earlier close, and re-sending
+	 * as safe as libcurl's own re-send of a request that got no answer. */
+	long connects = 0;
+	curl_easy_getinfo(s->easy, CURLINFO_NUM_CONNECTS, &connects);
+	if ((long)s->attempts <= connects)
+		return false;
+	curl_multi_remove_handle(s->shard->multi, s->easy);
+	s->fresh_resent = true;
+	if (reset_handle(s) != 0) {
+		s->reset_easy = true;
+		return false;
+	}
+	s->reset_easy = true; /* drop FRESH_CONNECT after this request */
+	s->errbuf[0] = '\0';
+	int bad = curl_easy_setopt(s->easy, CURLOPT_FRESH_CONNECT, 1L);
+	bad |= curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, s->body->json);
+	bad |= curl_easy_setopt(s->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)s->body->len);
+	if (bad || curl_multi_add_handle(s->shard->multi, s->easy) != CURLM_OK) {
+		/* The caller's finish removes the handle again: harmless when not added. */
+		return false;
+	}
+	CL_DEBUG("worker %u: request %" PRIu64 " re-sent on a fresh connection after %u "
+		 "attempts on closed ones",
+		 w->index, s->seq, s->attempts);
+	return true;
 }
 
 /* ---- the end of a request ---- */
@@ -368,10 +535,12 @@ static int classify(const struct cl_slot *s, CURLcode res)
 	if (s->http_status && !ok_status)
 		return status_class(s->http_status);
 	if (ok_status) {
+		/* [DONE] ends the answer: what happens to the body after it (ended by us, a
+		 * reset, a timeout waiting for a close) does not change the answer. */
+		if (s->done_seen)
+			return CL_CTR_COMPLETED;
 		if (res == CURLE_OPERATION_TIMEDOUT)
 			return CL_CTR_ERR_TIMEOUT;
-		if (res == CURLE_OK && s->done_seen)
-			return CL_CTR_COMPLETED;
 		/* Clean end without [DONE], a dropped connection, a broken h2 stream. */
 		return CL_CTR_ERR_STREAM_INCOMPLETE;
 	}
@@ -453,6 +622,12 @@ void cl_reqlog_flush(struct cl_worker *w)
 	w->log_len = 0;
 }
 
+/* Times the request was re-sent on a fresh connection. */
+static uint32_t reconnects(const struct cl_slot *s)
+{
+	return s->attempts > 1 ? s->attempts - 1 : 0;
+}
+
 static void log_request(struct cl_worker *w, const struct cl_slot *s, const char *status,
 			int64_t end_us, int64_t tokens, int64_t rtokens, bool from_usage,
 			const char *msg, size_t msg_len)
@@ -482,8 +657,10 @@ static void log_request(struct cl_worker *w, const struct cl_slot *s, const char
 	long connects = 0;
 	curl_easy_getinfo(s->easy, CURLINFO_NUM_CONNECTS, &connects);
 	room = CL_ENGINE_LOG_BUF - w->log_len;
-	k = snprintf(w->log_buf + w->log_len, room, ",\"new_connection\":%s",
-		     connects > 0 ? "true" : "false");
+	k = snprintf(w->log_buf + w->log_len, room,
+		     ",\"new_connection\":%s,\"reconnects\":%u,\"closed_at_done\":%s",
+		     connects > 0 || s->fresh_resent ? "true" : "false", reconnects(s),
+		     s->closed_at_done ? "true" : "false");
 	if (k > 0 && (size_t)k < room)
 		w->log_len += (size_t)k;
 	room = CL_ENGINE_LOG_BUF - w->log_len;
@@ -514,6 +691,16 @@ void cl_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, boo
 	struct cl_metrics *m = w->active;
 	int64_t now = cl_stamp(w);
 	curl_multi_remove_handle(s->shard->multi, s->easy);
+	if (s->in_after_done)
+		after_done_remove(s);
+	if (reconnects(s)) {
+		s->reset_easy = true; /* libcurl's re-send count must not carry over */
+		atomic_fetch_add_explicit(&w->reconnects, reconnects(s), memory_order_relaxed);
+	}
+	if (s->fresh_resent)
+		s->reset_easy = true; /* drops CURLOPT_FRESH_CONNECT */
+	if (s->closed_at_done)
+		atomic_fetch_add_explicit(&w->closed_at_done, 1, memory_order_relaxed);
 
 	int cls = cut ? CL_CTR_CUT : classify(s, res);
 	bool from_usage = s->usage_ct >= 0;

@@ -107,7 +107,7 @@ static void reap(struct cl_worker *w)
 			CURLcode res = msg->data.result;
 			struct cl_slot *s = NULL;
 			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&s);
-			if (s && s->busy)
+			if (s && s->busy && !cl_request_resend(w, s, res))
 				cl_request_finish(w, s, res, false);
 		}
 	}
@@ -290,6 +290,8 @@ static int64_t next_due(const struct cl_worker *w, int ph)
 	default:
 		break;
 	}
+	if (w->ad_head != CL_NO_SLOT)
+		MIN_DUE(w->slots[w->ad_head].done_us + CL_ENGINE_DONE_GRACE_US);
 #undef MIN_DUE
 	return due;
 }
@@ -587,6 +589,9 @@ void *cl_worker_main(void *arg)
 			}
 		}
 		reap(w);
+		/* Streams held open after [DONE] past the grace (rare: normally empty). */
+		if (w->ad_head != CL_NO_SLOT)
+			cl_request_expire_done(w, cl_mono_us());
 		if (cmd && handle_commands(w))
 			quit = true;
 		/* The stage logic runs only when something it depends on happened; a turn that
@@ -627,6 +632,7 @@ int cl_worker_init(struct cl_worker *w, struct cl_engine *e, uint32_t index, uin
 	w->index = index;
 	w->epfd = w->cmdfd = w->pacefd = w->curlfd = -1;
 	w->curl_armed_us = w->pace_armed_us = INT64_MAX;
+	w->ad_head = w->ad_tail = CL_NO_SLOT;
 	atomic_init(&w->phase, CL_ENGINE_IDLE);
 	if (pthread_mutex_init(&w->mu, NULL) != 0)
 		return cl_err_set(err, CL_ESYS, "cannot create a worker mutex");

@@ -68,6 +68,10 @@ const struct cl_sim_option cl_sim_options[] = {
 	  true },
 	{ "fault-no-usage", F, "P", "0", "probability of omitting the usage chunk", true },
 	{ "fault-no-done", F, "P", "0", "probability of ending without [DONE]", true },
+	{ "fault-wrong-type", F, "P", "0",
+	  "probability of valid JSON chunks with wrong-typed fields mid-stream (see "
+	  "--wrong-type-shape)",
+	  true },
 	{ "fault-stall", F, "P", "0", "probability of a stall (see --stall-for, --stall-at)",
 	  true },
 	{ "stall-for", D, "DUR", "1s", "length of an injected stall", true },
@@ -76,7 +80,21 @@ const struct cl_sim_option cl_sim_options[] = {
 	  "tokens sent before a drop, malformed or error chunk (default: half the output)", true },
 	{ "fault-schedule", S, "LIST", NULL,
 	  "faults by request number, e.g. 'drop@2,500@5' (names: 500 429 drop malformed "
-	  "error-chunk no-usage no-done stall); overrides the probabilities",
+	  "error-chunk no-usage no-done stall wrong-type); overrides the probabilities",
+	  true },
+	{ "wrong-type-shape", S, "SHAPE", "all",
+	  "what a wrong-type fault sends: content (a number), choices (a string), usage (a "
+	  "string token count), array (the chunk is an array), all (the four in turn) or rotate "
+	  "(request N sends shape (N-1) mod 4 of content, choices, usage, array)",
+	  true },
+	/* connection behaviour of real servers */
+	{ "close-after-answer", B, NULL, NULL,
+	  "advertise 'Keep-Alive: timeout=5, max=100' (llama.cpp), then close each connection "
+	  "after its answer, once the next request has arrived on it, without answering it",
+	  true },
+	{ "hold-after-done", B, NULL, NULL,
+	  "send streamed answers with a body delimited by the connection's close (neither "
+	  "Content-Length nor chunked) and keep the connection open after [DONE]",
 	  true },
 };
 

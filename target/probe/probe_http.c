@@ -15,9 +15,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define MESSAGE_MAX_BYTES 200 /* of a server's message quoted in last_error */
 #define MODELS_LISTED_MAX 8   /* model names quoted when the wanted one is missing */
+#define DONE_GRACE_US                                                                              \
+	100000 /* a framed body still open this long after [DONE] is                               \
+		* ended by the probe, as by the engine */
 
 static void set_error(struct cl_probe_attempt *a, enum cl_probe_outcome outcome, const char *fmt,
 		      ...) __attribute__((format(printf, 3, 4)));
@@ -217,7 +221,12 @@ static long to_ms(int64_t us)
 	return us <= 1000 ? 1 : (long)(us / 1000);
 }
 
-/* Options every request shares; the handle keeps its connections across resets. */
+/*
+ * Options every request shares; the handle keeps its connections across resets.  The reset
+ * before every request also clears libcurl's count of re-sends on dead reused connections,
+ * which 7.88 otherwise carries from one transfer to the next (see agent/engine/request.c):
+ * against a server that closes after every answer the probe's re-sends never add up.
+ */
 static void setup(struct cl_probe_http *h, CURL *e, const char *url, int64_t timeout_us,
 		  struct curl_slist *headers)
 {
@@ -484,11 +493,35 @@ struct gen {
 	struct cl_buf errbody; /* a non-200 answer's body, for its message */
 	long status;
 	bool status_known;
+	bool framed; /* the body can end by itself (chunked, Content-Length, HTTP/2) */
 	size_t events;
 	bool token, done, finish, malformed, stream_error;
+	bool ended_at_done;     /* the probe ended the transfer at [DONE] (see on_event) */
 	int64_t first_token_us; /* monotonic */
+	int64_t done_us;        /* monotonic, when [DONE] arrived */
 	char problem[300];      /* malformed chunk / stream error text */
 };
+
+enum { STOP_BAD = 1, STOP_AT_DONE = 2 };
+
+/* Whether the answer's body is framed, so that it can end without the connection closing:
+ * HTTP/2 or later, a Content-Length, or chunked transfer encoding. */
+static bool body_framed(CURL *e)
+{
+	long version = 0;
+	curl_off_t length = -1;
+	struct curl_header *te = NULL;
+	curl_easy_getinfo(e, CURLINFO_HTTP_VERSION, &version);
+	curl_easy_getinfo(e, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+	if (version >= CURL_HTTP_VERSION_2_0 || length >= 0)
+		return true;
+	if (curl_easy_header(e, "Transfer-Encoding", 0, CURLH_HEADER, -1, &te) != CURLHE_OK)
+		return false;
+	for (const char *v = te->value; *v; v++)
+		if (strncasecmp(v, "chunked", 7) == 0)
+			return true;
+	return false;
+}
 
 static int on_event(void *ctx, const char *data, size_t len)
 {
@@ -497,16 +530,29 @@ static int on_event(void *ctx, const char *data, size_t len)
 	g->events++;
 	if (g->done)
 		return 0; /* anything after [DONE] is not ours to judge */
-	if (cl_chunk_decode(data, len, &ch) != 0) {
+	int rc = cl_chunk_decode(data, len, &ch);
+	if (rc != 0) {
 		char snippet[64];
 		copy_line(data, len < 48 ? len : 48, snippet, sizeof(snippet));
-		snprintf(g->problem, sizeof(g->problem), "malformed chunk in stream: '%s'",
-			 snippet);
+		if (rc == CL_EPROTO && ch.malformed)
+			snprintf(g->problem, sizeof(g->problem),
+				 "malformed chunk in stream (%s): '%s'", ch.malformed, snippet);
+		else
+			snprintf(g->problem, sizeof(g->problem), "malformed chunk in stream: '%s'",
+				 snippet);
 		g->malformed = true;
-		return 1;
+		return STOP_BAD;
 	}
 	if (ch.done) {
 		g->done = true;
+		g->done_us = cl_mono_us();
+		/* [DONE] ends the answer.  A body only the connection's close could end may
+		 * never end (a server that holds it open): stop here.  A framed one ends in a
+		 * moment, or on_gen_progress stops it after a grace. */
+		if (!g->framed) {
+			g->ended_at_done = true;
+			return STOP_AT_DONE;
+		}
 		return 0;
 	}
 	if (ch.is_error) {
@@ -516,7 +562,7 @@ static int on_event(void *ctx, const char *data, size_t len)
 		else
 			snprintf(g->problem, sizeof(g->problem), "error in stream");
 		g->stream_error = true;
-		return 1;
+		return STOP_BAD;
 	}
 	if ((ch.has_content || ch.has_reasoning) && !g->token) {
 		g->token = true;
@@ -533,6 +579,7 @@ static size_t on_stream(char *p, size_t size, size_t nmemb, void *ctx)
 	size_t n = size * nmemb;
 	if (!g->status_known) {
 		curl_easy_getinfo(g->h->easy, CURLINFO_RESPONSE_CODE, &g->status);
+		g->framed = body_framed(g->h->easy);
 		g->status_known = true;
 	}
 	if (g->status != 200) {
@@ -542,12 +589,29 @@ static size_t on_stream(char *p, size_t size, size_t nmemb, void *ctx)
 		return n;
 	}
 	int rc = cl_sse_feed(&g->sse, p, n, on_event, g);
+	if (rc == STOP_AT_DONE)
+		return 0; /* ends the transfer: the answer is complete */
 	if (rc == CL_ETOOBIG) {
 		snprintf(g->problem, sizeof(g->problem), "stream event larger than %u KiB",
 			 CL_PROBE_EVENT_MAX_BYTES >> 10);
 		g->malformed = true;
 	}
 	return rc ? 0 : n;
+}
+
+/* Progress callback of a generation: cancellation, and the end of a framed body that is
+ * still open DONE_GRACE_US after [DONE] (called at least about once a second). */
+static int on_gen_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+			   curl_off_t ulnow)
+{
+	struct gen *g = ctx;
+	if (g->h->cancel && atomic_load(g->h->cancel))
+		return 1;
+	if (g->done && cl_mono_us() - g->done_us >= DONE_GRACE_US) {
+		g->ended_at_done = true;
+		return 1;
+	}
+	return 0;
 }
 
 void cli_probe_http_generate(struct cl_probe_http *h, const char *body_json, int64_t timeout_us,
@@ -566,12 +630,19 @@ void cli_probe_http_generate(struct cl_probe_http *h, const char *body_json, int
 	curl_easy_setopt(h->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body_json));
 	curl_easy_setopt(h->easy, CURLOPT_WRITEFUNCTION, on_stream);
 	curl_easy_setopt(h->easy, CURLOPT_WRITEDATA, &g);
+	curl_easy_setopt(h->easy, CURLOPT_XFERINFOFUNCTION, on_gen_progress);
+	curl_easy_setopt(h->easy, CURLOPT_XFERINFODATA, &g);
 	int64_t t0 = cl_mono_us();
 	CURLcode rc = curl_easy_perform(h->easy);
 	int64_t t_end = cl_mono_us();
 	long status = 0;
 	curl_easy_getinfo(h->easy, CURLINFO_RESPONSE_CODE, &status);
 	a->http_status = status;
+	/* Ended by us at [DONE]: the transfer's end is the answer's. */
+	if (g.ended_at_done && (rc == CURLE_WRITE_ERROR || rc == CURLE_ABORTED_BY_CALLBACK)) {
+		rc = CURLE_OK;
+		t_end = g.done_us;
+	}
 	if (rc != CURLE_OK && (g.malformed || g.stream_error)) {
 		set_error(a, CL_PROBE_RETRY, "%s", g.problem);
 		goto out;

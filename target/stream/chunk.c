@@ -4,500 +4,75 @@
 #include <string.h>
 
 #include "chatload/err.h"
+#include "stream/json_scan.h"
 
-/* The input being scanned.  Every reader checks p against end before looking at *p. */
-struct scan {
-	const unsigned char *p;
-	const unsigned char *end;
-};
-
-/* A string token: the raw bytes between the quotes, and whether any escape is among them. */
-struct str {
-	const char *s;
-	size_t len;
-	bool esc;
-};
+/*
+ * Why a chunk that is valid JSON is not a chunk (cl_chunk.malformed).  Each read field keeps
+ * its own reason, replaced like its value when its key repeats (the last occurrence counts,
+ * as in jansson), so `{"usage":{"completion_tokens":"x"},"usage":null}` is fine.
+ */
+#define R_TOP        "the chunk is not a JSON object"
+#define R_CHOICES    "choices is not an array"
+#define R_CHOICE     "choices[] holds something that is neither an object nor null"
+#define R_DELTA      "choices[].delta is not an object"
+#define R_CONTENT    "choices[].delta.content is not a string"
+#define R_RCONTENT   "choices[].delta.reasoning_content is not a string"
+#define R_REASONING  "choices[].delta.reasoning is not a string"
+#define R_ROLE       "choices[].delta.role is not a string"
+#define R_FINISH     "choices[].finish_reason is not a string"
+#define R_USAGE      "usage is not an object"
+#define R_PROMPT     "usage.prompt_tokens is not a non-negative integer"
+#define R_COMPLETION "usage.completion_tokens is not a non-negative integer"
+#define R_DETAILS    "usage.completion_tokens_details is not an object"
+#define R_RTOKENS    "usage.completion_tokens_details.reasoning_tokens is not a non-negative integer"
+#define R_ERROR      "error is neither an object nor a string"
 
 /* Per-choice state: kept apart so a repeated key inside a choice replaces, not adds. */
 struct choice {
-	long long content_len;           /* -1: absent or not a string */
-	long long reasoning_content_len; /* -1: absent or not a string */
-	long long reasoning_len;         /* -1: absent or not a string */
+	long long content_len;           /* -1: absent or null */
+	long long reasoning_content_len; /* -1: absent or null */
+	long long reasoning_len;         /* -1: absent or null */
 	bool role;
 	bool has_fr;
 	struct str fr;
+	/* wrong-type reasons, NULL when fine */
+	const char *bad_delta, *bad_content, *bad_rcontent, *bad_reasoning, *bad_role, *bad_fr;
 };
 
-static int parse_value(struct scan *sc, int depth);
-
-static inline bool is_ws(unsigned char c)
+/* The first reason that is not NULL among n, or NULL. */
+static const char *first_bad(const char *const *r, size_t n)
 {
-	return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+	for (size_t i = 0; i < n; i++)
+		if (r[i])
+			return r[i];
+	return NULL;
 }
 
-static inline void skip_ws(struct scan *sc)
+#define FIRST_BAD(...)                                                                             \
+	first_bad((const char *const[]){ __VA_ARGS__ },                                            \
+		  sizeof((const char *const[]){ __VA_ARGS__ }) / sizeof(const char *))
+
+/* Validates and skips a value that is not of the type wanted: null is absent and fine,
+ * anything else sets *bad to why.  0 or CL_EPARSE. */
+static int skip_other(struct scan *sc, int depth, const char **bad, const char *why)
 {
-	while (sc->p < sc->end && is_ws(*sc->p))
-		sc->p++;
+	bool null = *sc->p == 'n';
+	int rc = parse_value(sc, depth);
+	if (!rc && !null)
+		*bad = why;
+	return rc;
 }
 
-static inline bool is_digit(unsigned char c)
+/* Reads a value that is wanted as a string: 1 with *s if it is one, 0 if it is null or
+ * something else (validated and skipped; *bad set to why unless null), or CL_EPARSE. */
+static int want_string(struct scan *sc, int depth, struct str *s, const char **bad, const char *why)
 {
-	return c >= '0' && c <= '9';
-}
-
-static inline int hexval(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c |= 0x20;
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
-/* Length of the valid UTF-8 sequence at p (RFC 3629: no overlongs, no UTF-8-encoded
- * surrogates, nothing past U+10FFFF), or 0 when it is not one. */
-static size_t utf8_seq(const unsigned char *p, const unsigned char *end)
-{
-	unsigned char c = p[0];
-	size_t avail = (size_t)(end - p);
-	unsigned char lo = 0x80, hi = 0xBF;
-	size_t n;
-
-	if (c >= 0xC2 && c <= 0xDF)
-		n = 2;
-	else if (c >= 0xE0 && c <= 0xEF)
-		n = 3;
-	else if (c >= 0xF0 && c <= 0xF4)
-		n = 4;
-	else
-		return 0;
-	if (avail < n)
-		return 0;
-	if (c == 0xE0)
-		lo = 0xA0;
-	else if (c == 0xED)
-		hi = 0x9F;
-	else if (c == 0xF0)
-		lo = 0x90;
-	else if (c == 0xF4)
-		hi = 0x8F;
-	if (p[1] < lo || p[1] > hi)
-		return 0;
-	for (size_t i = 2; i < n; i++)
-		if ((p[i] & 0xC0) != 0x80)
-			return 0;
-	return n;
-}
-
-/* Nonzero when one of the 8 bytes in v ends a plain run inside a string: '"', '\\', a
- * control character or a non-ASCII byte.  The has-less-than tricks are exact as booleans. */
-static inline uint64_t swar_special(uint64_t v)
-{
-	const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
-	uint64_t q = v ^ (ones * '"');
-	uint64_t b = v ^ (ones * '\\');
-	uint64_t ctl = (v - ones * 0x20) & ~v;
-	uint64_t quote = (q - ones) & ~q;
-	uint64_t bslash = (b - ones) & ~b;
-	return (v | ctl | quote | bslash) & highs;
-}
-
-/* Reads the string at sc->p (which is '"'), validating escapes and UTF-8. */
-static int parse_string(struct scan *sc, struct str *out)
-{
-	const unsigned char *p = sc->p + 1, *end = sc->end;
-	const unsigned char *start = p;
-	bool esc = false;
-
-	for (;;) {
-		while (end - p >= 8) {
-			uint64_t v;
-			memcpy(&v, p, sizeof(v));
-			uint64_t m = swar_special(v);
-			if (m) {
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-				/* The lowest flagged byte is exact: borrows only run upwards. */
-				p += __builtin_ctzll(m) >> 3;
-				goto special;
-#else
-				break;
-#endif
-			}
-			p += 8;
-		}
-		while (p < end && *p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\')
-			p++;
-		if (p == end)
-			return CL_EPARSE;
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	special:;
-#endif
-		unsigned char c = *p;
-		if (c == '"')
-			break;
-		if (c == '\\') {
-			esc = true;
-			if (end - p < 2)
-				return CL_EPARSE;
-			switch (p[1]) {
-			case '"':
-			case '\\':
-			case '/':
-			case 'b':
-			case 'f':
-			case 'n':
-			case 'r':
-			case 't':
-				p += 2;
-				break;
-			case 'u':
-				if (end - p < 6 || hexval(p[2]) < 0 || hexval(p[3]) < 0 ||
-				    hexval(p[4]) < 0 || hexval(p[5]) < 0)
-					return CL_EPARSE;
-				p += 6;
-				break;
-			default:
-				return CL_EPARSE;
-			}
-			continue;
-		}
-		if (c < 0x20)
-			return CL_EPARSE;
-		size_t n = utf8_seq(p, end);
-		if (!n)
-			return CL_EPARSE;
-		p += n;
-	}
-	out->s = (const char *)start;
-	out->len = (size_t)(p - start);
-	out->esc = esc;
-	sc->p = p + 1;
-	return 0;
-}
-
-/*
- * Reads the number at sc->p.  *is_int: no fraction or exponent and the value fits an
- * int64 (then in *val).  Grammar per RFC 8259: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
- */
-static int parse_number(struct scan *sc, bool *is_int, int64_t *val)
-{
-	const unsigned char *p = sc->p, *end = sc->end;
-	bool neg = false, fits = true;
-	uint64_t u = 0;
-
-	*is_int = false;
-	if (*p == '-') {
-		neg = true;
-		p++;
-	}
-	if (p == end || !is_digit(*p))
-		return CL_EPARSE;
-	if (*p == '0') {
-		p++;
-	} else {
-		while (p < end && is_digit(*p)) {
-			unsigned d = *p - '0';
-			if (u > (UINT64_MAX - d) / 10)
-				fits = false;
-			else
-				u = u * 10 + d;
-			p++;
-		}
-	}
-	bool integral = true;
-	if (p < end && *p == '.') {
-		p++;
-		if (p == end || !is_digit(*p))
-			return CL_EPARSE;
-		while (p < end && is_digit(*p))
-			p++;
-		integral = false;
-	}
-	if (p < end && (*p == 'e' || *p == 'E')) {
-		p++;
-		if (p < end && (*p == '+' || *p == '-'))
-			p++;
-		if (p == end || !is_digit(*p))
-			return CL_EPARSE;
-		while (p < end && is_digit(*p))
-			p++;
-		integral = false;
-	}
-	sc->p = p;
-	if (!integral || !fits)
-		return 0;
-	if (neg) {
-		if (u > (uint64_t)INT64_MAX + 1)
-			return 0;
-		*val = u == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)u;
-	} else {
-		if (u > (uint64_t)INT64_MAX)
-			return 0;
-		*val = (int64_t)u;
-	}
-	*is_int = true;
-	return 0;
-}
-
-static int parse_literal(struct scan *sc, const char *lit, size_t n)
-{
-	if ((size_t)(sc->end - sc->p) < n || memcmp(sc->p, lit, n) != 0)
-		return CL_EPARSE;
-	sc->p += n;
-	return 0;
-}
-
-/*
- * Object iteration.  obj_open consumes '{' of an object at the given depth; obj_next then
- * returns 1 with the next key and sc->p at its value, 0 after the closing '}', or
- * CL_EPARSE.  *first must be true before the first obj_next.
- */
-static int obj_open(struct scan *sc, int depth)
-{
-	if (depth > CL_CHUNK_MAX_DEPTH)
-		return CL_EPARSE;
-	sc->p++;
-	return 0;
-}
-
-static int obj_next(struct scan *sc, bool *first, struct str *key)
-{
-	skip_ws(sc);
-	if (sc->p == sc->end)
-		return CL_EPARSE;
-	if (*sc->p == '}') {
-		/* A '}' right after a ',' never gets here: the ',' branch below wants a key. */
-		sc->p++;
-		return 0;
-	}
-	if (!*first) {
-		if (*sc->p != ',')
-			return CL_EPARSE;
-		sc->p++;
-		skip_ws(sc);
-		if (sc->p == sc->end)
-			return CL_EPARSE;
-	}
-	*first = false;
+	*bad = NULL;
 	if (*sc->p != '"')
-		return CL_EPARSE;
-	int rc = parse_string(sc, key);
-	if (rc)
-		return rc;
-	skip_ws(sc);
-	if (sc->p == sc->end || *sc->p != ':')
-		return CL_EPARSE;
-	sc->p++;
-	skip_ws(sc);
-	if (sc->p == sc->end)
-		return CL_EPARSE;
-	return 1;
-}
-
-/* Array iteration, as for objects: 1 with sc->p at the next element, 0 after ']'. */
-static int arr_next(struct scan *sc, bool *first)
-{
-	skip_ws(sc);
-	if (sc->p == sc->end)
-		return CL_EPARSE;
-	if (*sc->p == ']') {
-		/* "[1,]" fails in the caller: ']' does not start a value. */
-		sc->p++;
-		return 0;
-	}
-	if (!*first) {
-		if (*sc->p != ',')
-			return CL_EPARSE;
-		sc->p++;
-		skip_ws(sc);
-		if (sc->p == sc->end)
-			return CL_EPARSE;
-	}
-	*first = false;
-	return 1;
-}
-
-/* Validates and skips any value at sc->p (sc->p < end) at the given depth. */
-static int parse_value(struct scan *sc, int depth)
-{
-	int rc;
-	bool first = true;
-	struct str s;
-
-	switch (*sc->p) {
-	case '{':
-		if ((rc = obj_open(sc, depth)))
-			return rc;
-		while ((rc = obj_next(sc, &first, &s)) == 1)
-			if ((rc = parse_value(sc, depth + 1)))
-				return rc;
-		return rc;
-	case '[':
-		if (depth > CL_CHUNK_MAX_DEPTH)
-			return CL_EPARSE;
-		sc->p++;
-		while ((rc = arr_next(sc, &first)) == 1)
-			if ((rc = parse_value(sc, depth + 1)))
-				return rc;
-		return rc;
-	case '"':
-		return parse_string(sc, &s);
-	case 't':
-		return parse_literal(sc, "true", 4);
-	case 'f':
-		return parse_literal(sc, "false", 5);
-	case 'n':
-		return parse_literal(sc, "null", 4);
-	default:
-		if (*sc->p == '-' || is_digit(*sc->p)) {
-			bool is_int;
-			int64_t v;
-			return parse_number(sc, &is_int, &v);
-		}
-		return CL_EPARSE;
-	}
-}
-
-/* Reads a value that is wanted as a string: 1 with *s if it is one, 0 if it is something
- * else (validated and skipped), or CL_EPARSE. */
-static int want_string(struct scan *sc, int depth, struct str *s)
-{
-	if (*sc->p != '"') {
-		int rc = parse_value(sc, depth);
-		return rc ? rc : 0;
-	}
+		return skip_other(sc, depth, bad, why);
 	int rc = parse_string(sc, s);
 	return rc ? rc : 1;
 }
-
-/* Reads a value that is wanted as an integer: 1 with *v if it is one that fits an int64,
- * 0 for anything else, or CL_EPARSE. */
-static int want_int(struct scan *sc, int depth, int64_t *v)
-{
-	unsigned char c = *sc->p;
-	if (c != '-' && !is_digit(c)) {
-		int rc = parse_value(sc, depth);
-		return rc ? rc : 0;
-	}
-	bool is_int;
-	int rc = parse_number(sc, &is_int, v);
-	if (rc)
-		return rc;
-	return is_int ? 1 : 0;
-}
-
-/*
- * Unescapes the (already validated) string s into dst, writing at most cap bytes and only
- * whole characters, so the result is cut at a character boundary.  Escaped lone
- * surrogates become U+FFFD.  Returns the bytes written; *cut says something did not fit.
- */
-static size_t unescape(const struct str *s, char *dst, size_t cap, bool *cut)
-{
-	const unsigned char *p = (const unsigned char *)s->s, *end = p + s->len;
-	size_t n = 0;
-	*cut = false;
-
-	while (p < end) {
-		unsigned char tmp[4];
-		size_t k;
-		if (*p != '\\') {
-			k = *p < 0x80 ? 1 : *p < 0xE0 ? 2 : *p < 0xF0 ? 3 : 4;
-			memcpy(tmp, p, k);
-			p += k;
-		} else {
-			unsigned char e = p[1];
-			p += 2;
-			k = 1;
-			switch (e) {
-			case 'b':
-				tmp[0] = '\b';
-				break;
-			case 'f':
-				tmp[0] = '\f';
-				break;
-			case 'n':
-				tmp[0] = '\n';
-				break;
-			case 'r':
-				tmp[0] = '\r';
-				break;
-			case 't':
-				tmp[0] = '\t';
-				break;
-			case 'u': {
-				uint32_t cp = (uint32_t)(hexval(p[0]) << 12 | hexval(p[1]) << 8 |
-							 hexval(p[2]) << 4 | hexval(p[3]));
-				p += 4;
-				if (cp >= 0xD800 && cp <= 0xDBFF && end - p >= 6 && p[0] == '\\' &&
-				    p[1] == 'u') {
-					uint32_t lo =
-					    (uint32_t)(hexval(p[2]) << 12 | hexval(p[3]) << 8 |
-						       hexval(p[4]) << 4 | hexval(p[5]));
-					if (lo >= 0xDC00 && lo <= 0xDFFF) {
-						cp =
-						    0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-						p += 6;
-					}
-				}
-				if (cp >= 0xD800 && cp <= 0xDFFF)
-					cp = 0xFFFD;
-				if (cp < 0x80) {
-					tmp[0] = (unsigned char)cp;
-				} else if (cp < 0x800) {
-					tmp[0] = (unsigned char)(0xC0 | cp >> 6);
-					tmp[1] = (unsigned char)(0x80 | (cp & 0x3F));
-					k = 2;
-				} else if (cp < 0x10000) {
-					tmp[0] = (unsigned char)(0xE0 | cp >> 12);
-					tmp[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
-					tmp[2] = (unsigned char)(0x80 | (cp & 0x3F));
-					k = 3;
-				} else {
-					tmp[0] = (unsigned char)(0xF0 | cp >> 18);
-					tmp[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
-					tmp[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
-					tmp[3] = (unsigned char)(0x80 | (cp & 0x3F));
-					k = 4;
-				}
-				break;
-			}
-			default: /* '"', '\\', '/' stand for themselves */
-				tmp[0] = e;
-				break;
-			}
-		}
-		if (k > cap - n) {
-			*cut = true;
-			break;
-		}
-		memcpy(dst + n, tmp, k);
-		n += k;
-	}
-	return n;
-}
-
-/* key_is for a key with escapes: unescaped first ("\u0063ontent" is "content"). */
-static bool key_is_escaped(const struct str *s, const char *lit, size_t n)
-{
-	char buf[32];
-	bool cut;
-	size_t got = unescape(s, buf, n < sizeof(buf) ? n : sizeof(buf), &cut);
-	return !cut && got == n && memcmp(buf, lit, n) == 0;
-}
-
-/* Whether key s equals lit.  Inlined so that memcmp sees a constant length and becomes a
- * couple of compares: key matching is a fair share of the decode time. */
-static inline __attribute__((always_inline)) bool key_is(const struct str *s, const char *lit,
-							 size_t n)
-{
-	if (__builtin_expect(s->esc, 0))
-		return key_is_escaped(s, lit, n);
-	return s->len == n && memcmp(s->s, lit, n) == 0;
-}
-
-#define KEY_IS(k, lit) key_is((k), (lit), sizeof(lit) - 1)
 
 static int parse_delta(struct scan *sc, int depth, struct choice *ch)
 {
@@ -509,18 +84,20 @@ static int parse_delta(struct scan *sc, int depth, struct choice *ch)
 		return rc;
 	while ((rc = obj_next(sc, &first, &k)) == 1) {
 		long long *slot = NULL;
+		const char **bad = NULL, *why = NULL;
 		if (KEY_IS(&k, "content"))
-			slot = &ch->content_len;
+			slot = &ch->content_len, bad = &ch->bad_content, why = R_CONTENT;
 		else if (KEY_IS(&k, "reasoning_content"))
-			slot = &ch->reasoning_content_len;
+			slot = &ch->reasoning_content_len, bad = &ch->bad_rcontent,
+			why = R_RCONTENT;
 		else if (KEY_IS(&k, "reasoning"))
-			slot = &ch->reasoning_len;
+			slot = &ch->reasoning_len, bad = &ch->bad_reasoning, why = R_REASONING;
 		if (slot) {
-			if ((rc = want_string(sc, depth + 1, &v)) < 0)
+			if ((rc = want_string(sc, depth + 1, &v, bad, why)) < 0)
 				return rc;
 			*slot = rc == 1 ? (long long)v.len : -1;
 		} else if (KEY_IS(&k, "role")) {
-			if ((rc = want_string(sc, depth + 1, &v)) < 0)
+			if ((rc = want_string(sc, depth + 1, &v, &ch->bad_role, R_ROLE)) < 0)
 				return rc;
 			ch->role = rc == 1;
 		} else if ((rc = parse_value(sc, depth + 1))) {
@@ -530,7 +107,9 @@ static int parse_delta(struct scan *sc, int depth, struct choice *ch)
 	return rc;
 }
 
-static int parse_choice(struct scan *sc, int depth, struct cl_chunk *out)
+/* One element of choices; *bad gets the element's wrong-type reason if it has one and *bad
+ * has none yet (elements do not replace each other). */
+static int parse_choice(struct scan *sc, int depth, struct cl_chunk *out, const char **bad)
 {
 	struct choice ch = { .content_len = -1, .reasoning_content_len = -1, .reasoning_len = -1 };
 	bool first = true;
@@ -543,12 +122,14 @@ static int parse_choice(struct scan *sc, int depth, struct cl_chunk *out)
 		if (KEY_IS(&k, "delta")) {
 			ch.content_len = ch.reasoning_content_len = ch.reasoning_len = -1;
 			ch.role = false;
+			ch.bad_delta = ch.bad_content = ch.bad_rcontent = NULL;
+			ch.bad_reasoning = ch.bad_role = NULL;
 			rc = *sc->p == '{' ? parse_delta(sc, depth + 1, &ch)
-					   : parse_value(sc, depth + 1);
+					   : skip_other(sc, depth + 1, &ch.bad_delta, R_DELTA);
 			if (rc)
 				return rc;
 		} else if (KEY_IS(&k, "finish_reason")) {
-			if ((rc = want_string(sc, depth + 1, &ch.fr)) < 0)
+			if ((rc = want_string(sc, depth + 1, &ch.fr, &ch.bad_fr, R_FINISH)) < 0)
 				return rc;
 			ch.has_fr = rc == 1;
 		} else if ((rc = parse_value(sc, depth + 1))) {
@@ -557,6 +138,9 @@ static int parse_choice(struct scan *sc, int depth, struct cl_chunk *out)
 	}
 	if (rc)
 		return rc;
+	if (!*bad)
+		*bad = FIRST_BAD(ch.bad_delta, ch.bad_content, ch.bad_rcontent, ch.bad_reasoning,
+				 ch.bad_role, ch.bad_fr);
 
 	if (ch.content_len > 0) {
 		out->has_content = true;
@@ -579,7 +163,7 @@ static int parse_choice(struct scan *sc, int depth, struct cl_chunk *out)
 	return 0;
 }
 
-static int parse_choices(struct scan *sc, int depth, struct cl_chunk *out)
+static int parse_choices(struct scan *sc, int depth, struct cl_chunk *out, const char **bad)
 {
 	bool first = true;
 	int rc;
@@ -590,25 +174,40 @@ static int parse_choices(struct scan *sc, int depth, struct cl_chunk *out)
 	while ((rc = arr_next(sc, &first)) == 1) {
 		if (out->n_choices < UINT32_MAX)
 			out->n_choices++;
-		rc = *sc->p == '{' ? parse_choice(sc, depth + 1, out) : parse_value(sc, depth + 1);
+		if (*sc->p == '{') {
+			rc = parse_choice(sc, depth + 1, out, bad);
+		} else {
+			const char *b = NULL;
+			rc = skip_other(sc, depth + 1, &b, R_CHOICE);
+			if (!*bad)
+				*bad = b;
+		}
 		if (rc)
 			return rc;
 	}
 	return rc;
 }
 
-/* A token count: a non-negative integer, else absent (-1). */
-static int want_count(struct scan *sc, int depth, int64_t *count)
+/* A token count: a non-negative integer that fits an int64, or null (absent: -1).  Anything
+ * else, a string, a fraction, an exponent, a negative or too large number, is a wrong type:
+ * *bad = why. */
+static int want_count(struct scan *sc, int depth, int64_t *count, const char **bad, const char *why)
 {
 	int64_t v;
+	bool null = *sc->p == 'n';
+	*bad = NULL;
+	*count = -1;
 	int rc = want_int(sc, depth, &v);
 	if (rc < 0)
 		return rc;
-	*count = rc == 1 && v >= 0 ? v : -1;
+	if (rc == 1 && v >= 0)
+		*count = v;
+	else if (!null)
+		*bad = why;
 	return 0;
 }
 
-static int parse_details(struct scan *sc, int depth, struct cl_chunk *out)
+static int parse_details(struct scan *sc, int depth, struct cl_chunk *out, const char **bad)
 {
 	bool first = true;
 	struct str k;
@@ -618,7 +217,7 @@ static int parse_details(struct scan *sc, int depth, struct cl_chunk *out)
 		return rc;
 	while ((rc = obj_next(sc, &first, &k)) == 1) {
 		if (KEY_IS(&k, "reasoning_tokens"))
-			rc = want_count(sc, depth + 1, &out->reasoning_tokens);
+			rc = want_count(sc, depth + 1, &out->reasoning_tokens, bad, R_RTOKENS);
 		else
 			rc = parse_value(sc, depth + 1);
 		if (rc)
@@ -627,8 +226,9 @@ static int parse_details(struct scan *sc, int depth, struct cl_chunk *out)
 	return rc;
 }
 
-static int parse_usage(struct scan *sc, int depth, struct cl_chunk *out)
+static int parse_usage(struct scan *sc, int depth, struct cl_chunk *out, const char **bad)
 {
+	const char *bad_pt = NULL, *bad_ct = NULL, *bad_details = NULL;
 	bool first = true;
 	struct str k;
 	int rc;
@@ -638,19 +238,22 @@ static int parse_usage(struct scan *sc, int depth, struct cl_chunk *out)
 	out->has_usage = true;
 	while ((rc = obj_next(sc, &first, &k)) == 1) {
 		if (KEY_IS(&k, "prompt_tokens")) {
-			rc = want_count(sc, depth + 1, &out->prompt_tokens);
+			rc = want_count(sc, depth + 1, &out->prompt_tokens, &bad_pt, R_PROMPT);
 		} else if (KEY_IS(&k, "completion_tokens")) {
-			rc = want_count(sc, depth + 1, &out->completion_tokens);
+			rc = want_count(sc, depth + 1, &out->completion_tokens, &bad_ct,
+					R_COMPLETION);
 		} else if (KEY_IS(&k, "completion_tokens_details")) {
 			out->reasoning_tokens = -1;
-			rc = *sc->p == '{' ? parse_details(sc, depth + 1, out)
-					   : parse_value(sc, depth + 1);
+			bad_details = NULL;
+			rc = *sc->p == '{' ? parse_details(sc, depth + 1, out, &bad_details)
+					   : skip_other(sc, depth + 1, &bad_details, R_DETAILS);
 		} else {
 			rc = parse_value(sc, depth + 1);
 		}
 		if (rc)
 			return rc;
 	}
+	*bad = FIRST_BAD(bad_pt, bad_ct, bad_details);
 	return rc;
 }
 
@@ -671,7 +274,9 @@ static int parse_error(struct scan *sc, int depth, struct cl_chunk *out)
 			out->error_code =
 			    rc == 1 && code >= INT32_MIN && code <= INT32_MAX ? (int)code : 0;
 		} else if (KEY_IS(&k, "message")) {
-			if ((rc = want_string(sc, depth + 1, &v)) < 0)
+			/* An error is an error whatever its message's type: not judged. */
+			const char *ignored;
+			if ((rc = want_string(sc, depth + 1, &v, &ignored, NULL)) < 0)
 				return rc;
 			out->error_msg = rc == 1 ? v.s : NULL;
 			out->error_msg_len = rc == 1 ? v.len : 0;
@@ -710,9 +315,24 @@ static void clear_all(struct cl_chunk *out)
 	clear_usage(out);
 }
 
-/* The top-level object: a repeated top-level key replaces what the earlier one said. */
-static int parse_top(struct scan *sc, struct cl_chunk *out)
+/* A top-level "error" that is a string: an error all the same, its text the message. */
+static int parse_error_string(struct scan *sc, struct cl_chunk *out)
 {
+	struct str v;
+	int rc = parse_string(sc, &v);
+	if (rc)
+		return rc;
+	out->is_error = true;
+	out->error_msg = v.s;
+	out->error_msg_len = v.len;
+	return 0;
+}
+
+/* The top-level object: a repeated top-level key replaces what the earlier one said.  *bad
+ * gets the reason the object is not a chunk, if it is not. */
+static int parse_top(struct scan *sc, struct cl_chunk *out, const char **bad)
+{
+	const char *bad_choices = NULL, *bad_usage = NULL, *bad_error = NULL;
 	bool first = true;
 	struct str k;
 	int rc;
@@ -723,19 +343,27 @@ static int parse_top(struct scan *sc, struct cl_chunk *out)
 		char c = (char)*sc->p;
 		if (KEY_IS(&k, "choices")) {
 			clear_choices(out);
-			rc = c == '[' ? parse_choices(sc, 2, out) : parse_value(sc, 2);
+			bad_choices = NULL;
+			rc = c == '[' ? parse_choices(sc, 2, out, &bad_choices)
+				      : skip_other(sc, 2, &bad_choices, R_CHOICES);
 		} else if (KEY_IS(&k, "usage")) {
 			clear_usage(out);
-			rc = c == '{' ? parse_usage(sc, 2, out) : parse_value(sc, 2);
+			bad_usage = NULL;
+			rc = c == '{' ? parse_usage(sc, 2, out, &bad_usage)
+				      : skip_other(sc, 2, &bad_usage, R_USAGE);
 		} else if (KEY_IS(&k, "error")) {
 			clear_error(out);
-			rc = c == '{' ? parse_error(sc, 2, out) : parse_value(sc, 2);
+			bad_error = NULL;
+			rc = c == '{'   ? parse_error(sc, 2, out)
+			     : c == '"' ? parse_error_string(sc, out)
+					: skip_other(sc, 2, &bad_error, R_ERROR);
 		} else {
 			rc = parse_value(sc, 2);
 		}
 		if (rc)
 			return rc;
 	}
+	*bad = FIRST_BAD(bad_choices, bad_usage, bad_error);
 	return rc;
 }
 
@@ -749,12 +377,18 @@ int cl_chunk_decode(const char *data, size_t len, struct cl_chunk *out)
 		out->done = true;
 		return 0;
 	}
+	const char *bad = NULL;
 	skip_ws(&sc);
 	if (sc.p == sc.end) {
 		rc = CL_EPARSE;
 		goto out;
 	}
-	rc = *sc.p == '{' ? parse_top(&sc, out) : parse_value(&sc, 1);
+	if (*sc.p == '{') {
+		rc = parse_top(&sc, out, &bad);
+	} else {
+		rc = parse_value(&sc, 1);
+		bad = R_TOP;
+	}
 	if (rc)
 		goto out;
 	skip_ws(&sc);
@@ -764,6 +398,12 @@ out:
 	if (rc) {
 		clear_all(out);
 		rc = CL_EPARSE;
+	} else if (bad) {
+		/* Valid JSON, but not a chunk: judged only once the whole text is known to be
+		 * JSON, so a text that is both is reported as not JSON. */
+		clear_all(out);
+		out->malformed = bad;
+		rc = CL_EPROTO;
 	}
 	return rc;
 }

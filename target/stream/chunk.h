@@ -10,12 +10,15 @@
 #define CL_CHUNK_MAX_DEPTH 64
 
 /*
- * What one chunk says.  "Absent" covers a field of an unexpected type: a content that is
- * null or a number, a usage that is not an object, a token count that is not a
- * non-negative integer.  When a key is repeated, the last occurrence counts (as in
- * jansson and most JSON libraries).
+ * What one chunk says.  "Absent" covers a field that is missing or null.  A field we read
+ * that has another wrong type (a number for content, a string for choices or a token
+ * count...) makes the chunk malformed instead (CL_EPROTO).  When a key is repeated, the
+ * last occurrence counts (as in jansson and most JSON libraries).
  */
 struct cl_chunk {
+	const char *malformed; /* CL_EPROTO: why this valid JSON is not a chunk, naming the
+				* field ("choices is not an array"); static text.  NULL
+				* otherwise */
 	bool done;             /* data was exactly "[DONE]" */
 	bool is_error;         /* top-level "error" object present (mid-stream error) */
 	int error_code;        /* error.code if an integer that fits an int, else 0 */
@@ -49,9 +52,18 @@ struct cl_chunk {
  *
  * Read: choices[].delta.{content, reasoning_content, reasoning, role},
  * choices[].finish_reason, usage.{prompt_tokens, completion_tokens,
- * completion_tokens_details.reasoning_tokens}, error.{code, message}.  Everything else
- * (llama.cpp's timings, ids, logprobs...) is validated and skipped.  On CL_EPARSE *out is
- * left as for an empty chunk (nothing present), never half-filled.
+ * completion_tokens_details.reasoning_tokens}, error (an object: .code, .message; or a
+ * string: the message).  Everything else (llama.cpp's timings, ids, logprobs...) is
+ * validated and skipped.
+ *
+ * CL_EPROTO when the text is valid JSON but not a chunk: the top level is not an object, or
+ * a field read has a wrong type (choices not an array, a choice neither an object nor
+ * null, delta not an object, content/reasoning/role/finish_reason not a string, usage or
+ * completion_tokens_details not an object, a token count not a non-negative integer, error
+ * neither an object nor a string).  Null stands for absent everywhere, and unknown fields
+ * are never judged.  out->malformed then names the first wrong field
+ * (docs/stream-decoding.md).  On CL_EPARSE and CL_EPROTO *out is otherwise left as for an
+ * empty chunk (nothing present), never half-filled.
  */
 int cl_chunk_decode(const char *data, size_t len, struct cl_chunk *out);
 

@@ -3,15 +3,19 @@
 
 #include "chatload/clock.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -349,4 +353,76 @@ int64_t h_wakeup_baseline(void)
 	       (long long)lag[N / 2], (long long)lag[N * 99 / 100], (long long)lag[N * 999 / 1000],
 	       (long long)lag[N - 1]);
 	return lag[N * 99 / 100];
+}
+
+static void *held_server_main(void *arg)
+{
+	struct h_held_server *hs = arg;
+	static const char ev1[] = "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n";
+	static const char ev2[] = "data: [DONE]\n\n";
+	char resp[512];
+	int rn = snprintf(resp, sizeof(resp),
+			  "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+			  "Transfer-Encoding: chunked\r\n\r\n%zx\r\n%s\r\n%zx\r\n%s\r\n",
+			  sizeof(ev1) - 1, ev1, sizeof(ev2) - 1, ev2);
+	for (int i = 0; i < hs->n; i++) {
+		int fd = accept(hs->lfd, NULL, NULL);
+		if (fd < 0)
+			break;
+		hs->fds[i] = fd;
+		char buf[4096];
+		size_t got = 0;
+		/* The whole request: its head, then the Content-Length body. */
+		while (got < sizeof(buf) - 1) {
+			ssize_t k = recv(fd, buf + got, sizeof(buf) - 1 - got, 0);
+			if (k <= 0)
+				break;
+			got += (size_t)k;
+			buf[got] = '\0';
+			char *end = strstr(buf, "\r\n\r\n");
+			char *cl = strcasestr(buf, "content-length:");
+			if (end && cl && got >= (size_t)(end + 4 - buf) + (size_t)atoi(cl + 15))
+				break;
+		}
+		if (send(fd, resp, (size_t)rn, MSG_NOSIGNAL) < 0)
+			break;
+	}
+	return NULL;
+}
+
+int h_held_server_start(struct h_held_server *hs, int n)
+{
+	memset(hs, 0, sizeof(*hs));
+	for (int i = 0; i < 8; i++)
+		hs->fds[i] = -1;
+	hs->n = n < 8 ? n : 8;
+	hs->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof(a);
+	if (hs->lfd < 0 || bind(hs->lfd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
+	    listen(hs->lfd, 8) != 0 || getsockname(hs->lfd, (struct sockaddr *)&a, &al) != 0) {
+		fprintf(stderr, "held server: cannot listen: %s\n", strerror(errno));
+		return -1;
+	}
+	hs->port = ntohs(a.sin_port);
+	if (pthread_create(&hs->thread, NULL, held_server_main, hs) != 0)
+		return -1;
+	hs->started = true;
+	return 0;
+}
+
+void h_held_server_stop(struct h_held_server *hs)
+{
+	/* Wakes an accept still waiting for connections that will not come. */
+	if (hs->lfd >= 0)
+		shutdown(hs->lfd, SHUT_RDWR);
+	if (hs->started)
+		pthread_join(hs->thread, NULL);
+	hs->started = false;
+	for (int i = 0; i < 8; i++)
+		if (hs->fds[i] >= 0)
+			close(hs->fds[i]);
+	if (hs->lfd >= 0)
+		close(hs->lfd);
+	hs->lfd = -1;
 }

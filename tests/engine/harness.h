@@ -10,6 +10,7 @@
 #include "chatload/plan.h"
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -99,6 +100,22 @@ int h_run(struct h_engine *he, const struct cl_stage_plan *p, int64_t lead_us, i
 /* Prints this machine's timerfd wakeup lateness now (p50/p99/p999/max over ~0.3 s): the
  * floor under every timing tolerance.  Returns the p99 in µs. */
 int64_t h_wakeup_baseline(void);
+
+/*
+ * A misbehaving server on a thread: each of n connections (taken one after the other) gets
+ * one streamed answer, chunked, with a content chunk and [DONE] but neither the terminating
+ * chunk nor a close (a server that holds the stream open after [DONE]).
+ */
+struct h_held_server {
+	int lfd, port, n;
+	int fds[8];
+	pthread_t thread;
+	bool started;
+};
+/* Listens on 127.0.0.1:0 (port in hs->port) and serves n (<= 8) connections.  0 or -1. */
+int h_held_server_start(struct h_held_server *hs, int n);
+/* Stops taking connections, joins the thread and closes everything. */
+void h_held_server_stop(struct h_held_server *hs);
 
 /* Sorting helper. */
 int h_cmp_i64(const void *a, const void *b);

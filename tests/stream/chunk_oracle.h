@@ -8,14 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chatload/err.h"
 #include "stream/chunk.h"
 
 enum oracle_verdict {
 	ORACLE_BOTH_ACCEPT,
 	ORACLE_BOTH_REJECT,
-	ORACLE_DONE,       /* "[DONE]": ours by definition, not JSON */
-	ORACLE_DIVERGENCE, /* a documented difference between jansson and RFC 8259 or our caps */
-	ORACLE_MISMATCH,   /* a bug on one side: detail says what */
+	ORACLE_DONE,        /* "[DONE]": ours by definition, not JSON */
+	ORACLE_WRONG_SHAPE, /* valid JSON, and both we and jansson's tree say not a chunk */
+	ORACLE_DIVERGENCE,  /* a documented difference between jansson and RFC 8259 or our caps */
+	ORACLE_MISMATCH,    /* a bug on one side: detail says what */
 };
 
 /* The documented divergences, indexed by the `divergence` field. */
@@ -81,6 +83,71 @@ static inline int64_t oracle_count(json_t *v)
 {
 	return json_is_integer(v) && json_integer_value(v) >= 0 ? (int64_t)json_integer_value(v)
 								: -1;
+}
+
+/* Whether v, present in its parent, is of the wrong type: not null and not accepted. */
+#define ORACLE_WRONG(v, ok) ((v) && !json_is_null(v) && !(ok))
+
+static inline bool oracle_count_ok(json_t *v)
+{
+	return json_is_integer(v) && json_integer_value(v) >= 0;
+}
+
+/*
+ * Why the tree jansson built is not a chunk, by our rules (docs/stream-decoding.md): the
+ * top level must be an object; choices an array of objects (or nulls); delta an object;
+ * content, reasoning_content, reasoning, role and finish_reason strings; usage and
+ * completion_tokens_details objects; token counts non-negative integers; error an object or
+ * a string.  Null counts as absent everywhere; other keys are not judged.  NULL when fine.
+ */
+static inline const char *oracle_shape(json_t *root)
+{
+	if (!json_is_object(root))
+		return "top level";
+	json_t *choices = json_object_get(root, "choices");
+	if (ORACLE_WRONG(choices, json_is_array(choices)))
+		return "choices";
+	size_t i;
+	json_t *ch;
+	json_array_foreach(choices, i, ch)
+	{
+		if (json_is_null(ch))
+			continue;
+		if (!json_is_object(ch))
+			return "choice";
+		json_t *delta = json_object_get(ch, "delta");
+		if (ORACLE_WRONG(delta, json_is_object(delta)))
+			return "delta";
+		static const char *const strs[] = { "content", "reasoning_content", "reasoning",
+						    "role" };
+		for (size_t k = 0; json_is_object(delta) && k < 4; k++) {
+			json_t *v = json_object_get(delta, strs[k]);
+			if (ORACLE_WRONG(v, json_is_string(v)))
+				return strs[k];
+		}
+		json_t *fr = json_object_get(ch, "finish_reason");
+		if (ORACLE_WRONG(fr, json_is_string(fr)))
+			return "finish_reason";
+	}
+	json_t *usage = json_object_get(root, "usage");
+	if (ORACLE_WRONG(usage, json_is_object(usage)))
+		return "usage";
+	if (json_is_object(usage)) {
+		json_t *pt = json_object_get(usage, "prompt_tokens");
+		json_t *ct = json_object_get(usage, "completion_tokens");
+		json_t *det = json_object_get(usage, "completion_tokens_details");
+		if (ORACLE_WRONG(pt, oracle_count_ok(pt)) || ORACLE_WRONG(ct, oracle_count_ok(ct)))
+			return "token count";
+		if (ORACLE_WRONG(det, json_is_object(det)))
+			return "completion_tokens_details";
+		json_t *rt = json_object_get(det, "reasoning_tokens");
+		if (ORACLE_WRONG(rt, oracle_count_ok(rt)))
+			return "reasoning_tokens";
+	}
+	json_t *err = json_object_get(root, "error");
+	if (ORACLE_WRONG(err, json_is_object(err) || json_is_string(err)))
+		return "error";
+	return NULL;
 }
 
 /* Copies whole UTF-8 characters of s (n bytes) into dst while they fit in 23 bytes. */
@@ -248,6 +315,16 @@ static inline void oracle_check(const char *data, size_t len, int rc, const stru
 				    jerr.text);
 		goto out;
 	}
+	const char *shape = oracle_shape(root);
+	if (rc == CL_EPROTO) {
+		if (!shape)
+			ORACLE_FAIL(r, "we call it no chunk (%s), jansson's tree is one",
+				    c->malformed ? c->malformed : "no reason");
+		if (!c->malformed || c->n_choices || c->has_usage || c->is_error || c->done)
+			ORACLE_FAIL(r, "wrong-shaped chunk without a reason or not left empty");
+		r->verdict = ORACLE_WRONG_SHAPE;
+		goto out;
+	}
 	if (rc != 0) {
 		r->verdict = ORACLE_DIVERGENCE;
 		if (oracle_depth(root) > CL_CHUNK_MAX_DEPTH) {
@@ -260,6 +337,10 @@ static inline void oracle_check(const char *data, size_t len, int rc, const stru
 		}
 		ORACLE_FAIL(r, "we reject (rc %d), jansson accepts", rc);
 	}
+	if (shape)
+		ORACLE_FAIL(r, "we accept it, but jansson's tree is no chunk: %s", shape);
+	if (c->malformed)
+		ORACLE_FAIL(r, "accepted with a malformed reason set");
 	r->verdict = ORACLE_BOTH_ACCEPT;
 
 	/* What the fields should be, read from jansson's tree. */
@@ -318,6 +399,9 @@ static inline void oracle_check(const char *data, size_t len, int rc, const stru
 			    json_integer_value(jc) <= INT32_MAX)
 				code = (int)json_integer_value(jc);
 			msg_len = oracle_strlen(json_object_get(err, "message"));
+		} else if (json_is_string(err)) {
+			is_error = true; /* a string error is its own message */
+			msg_len = oracle_strlen(err);
 		}
 	}
 

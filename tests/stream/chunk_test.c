@@ -271,7 +271,7 @@ static void test_done(void **state)
 	assert_int_equal(decode_str(" [DONE]", &c), CL_EPARSE);
 	assert_int_equal(decode_str("[done]", &c), CL_EPARSE);
 	assert_int_equal(decode_str("[DONE", &c), CL_EPARSE);
-	assert_int_equal(decode_str("\"[DONE]\"", &c), 0);
+	assert_int_equal(decode_str("\"[DONE]\"", &c), CL_EPROTO); /* a JSON string, no chunk */
 	assert_false(c.done);
 }
 
@@ -317,27 +317,68 @@ static void test_shapes(void **state)
 	      &(struct want){ .n_choices = 1, .content_bytes = 2, .reasoning_bytes = 1, NOUSAGE },
 	      "content and reasoning");
 
-	/* Unexpected types count as absent, and are not errors. */
+	/* Nulls count as absent and are not errors; neither are fields we do not read. */
 	assert_int_equal(decode_str("{\"choices\":[{\"delta\":{\"content\":null,\"role\":null,"
-				    "\"reasoning\":5},\"finish_reason\":7},3,\"x\",null,[]],"
-				    "\"usage\":{\"prompt_tokens\":1.5,\"completion_tokens\":\"12\","
-				    "\"completion_tokens_details\":{\"reasoning_tokens\":-3}},"
-				    "\"error\":null}",
+				    "\"reasoning\":null,\"tool_calls\":5},\"finish_reason\":null,"
+				    "\"logprobs\":\"x\"},null],"
+				    "\"usage\":{\"prompt_tokens\":null,\"total_tokens\":\"12\","
+				    "\"completion_tokens_details\":{\"reasoning_tokens\":null}},"
+				    "\"error\":null,\"timings\":[]}",
 				    &c),
 			 0);
-	check(&c, &(struct want){ .n_choices = 5, .has_usage = true, NOUSAGE }, "wrong types");
-	assert_int_equal(decode_str("{\"choices\":{\"delta\":{\"content\":\"x\"}},\"usage\":[1],"
-				    "\"error\":\"boom\"}",
-				    &c),
-			 0);
-	check(&c, &(struct want){ NOUSAGE }, "wrong container types");
-	assert_int_equal(decode_str("{\"choices\":[{\"delta\":\"content\"}]}", &c), 0);
-	check(&c, &(struct want){ .n_choices = 1, NOUSAGE }, "delta a string");
+	check(&c, &(struct want){ .n_choices = 2, .has_usage = true, NOUSAGE }, "nulls");
+	/* A string error is an error, its text the message. */
+	assert_int_equal(decode_str("{\"error\":\"boom\"}", &c), 0);
+	check(&c, &(struct want){ .is_error = true, .error_msg = "boom", NOUSAGE }, "string error");
 
-	/* Numbers: exponents and fractions are not integers; too big for int64 is absent;
-	 * 0 and the largest int64 are fine. */
-	assert_int_equal(decode_str("{\"usage\":{\"prompt_tokens\":1e2,\"completion_tokens\":"
-				    "99999999999999999999,\"completion_tokens_details\":{"
+	/* Other wrong types make the chunk malformed, naming the field. */
+	static const struct {
+		const char *chunk, *why;
+	} wrong[] = {
+		{ "{\"choices\":[{\"delta\":{\"content\":5}}]}",
+		  "choices[].delta.content is not a string" },
+		{ "{\"choices\":\"nope\"}", "choices is not an array" },
+		{ "{\"usage\":{\"completion_tokens\":\"many\"}}",
+		  "usage.completion_tokens is not a non-negative integer" },
+		{ "[1,2,3]", "the chunk is not a JSON object" },
+		{ "{\"choices\":[3]}",
+		  "choices[] holds something that is neither an object nor null" },
+		{ "{\"choices\":[{\"delta\":\"content\"}]}", "choices[].delta is not an object" },
+		{ "{\"choices\":[{\"delta\":{\"reasoning\":5}}]}",
+		  "choices[].delta.reasoning is not a string" },
+		{ "{\"choices\":[{\"delta\":{\"reasoning_content\":[]}}]}",
+		  "choices[].delta.reasoning_content is not a string" },
+		{ "{\"choices\":[{\"delta\":{\"role\":true}}]}",
+		  "choices[].delta.role is not a string" },
+		{ "{\"choices\":[{\"finish_reason\":7}]}",
+		  "choices[].finish_reason is not a string" },
+		{ "{\"usage\":[1]}", "usage is not an object" },
+		{ "{\"usage\":{\"prompt_tokens\":1.5}}",
+		  "usage.prompt_tokens is not a non-negative integer" },
+		{ "{\"usage\":{\"prompt_tokens\":1e2}}",
+		  "usage.prompt_tokens is not a non-negative integer" },
+		{ "{\"usage\":{\"completion_tokens\":99999999999999999999}}",
+		  "usage.completion_tokens is not a non-negative integer" },
+		{ "{\"usage\":{\"completion_tokens_details\":5}}",
+		  "usage.completion_tokens_details is not an object" },
+		{ "{\"usage\":{\"completion_tokens_details\":{\"reasoning_tokens\":-3}}}",
+		  "usage.completion_tokens_details.reasoning_tokens is not a non-negative "
+		  "integer" },
+		{ "{\"error\":5}", "error is neither an object nor a string" },
+		/* the first wrong field in a fixed order: choices, usage, error */
+		{ "{\"error\":5,\"usage\":7,\"choices\":[{\"finish_reason\":1}]}",
+		  "choices[].finish_reason is not a string" },
+	};
+	for (size_t i = 0; i < sizeof(wrong) / sizeof(wrong[0]); i++) {
+		int rc = decode_str(wrong[i].chunk, &c);
+		if (rc != CL_EPROTO || !c.malformed || strcmp(c.malformed, wrong[i].why) != 0)
+			fail_msg("'%s': rc %d '%s', want %d '%s'", wrong[i].chunk, rc,
+				 c.malformed ? c.malformed : "", CL_EPROTO, wrong[i].why);
+		check(&c, &(struct want){ NOUSAGE }, "wrong-shaped input leaves nothing");
+	}
+
+	/* Numbers: 0 and the largest int64 are fine counts. */
+	assert_int_equal(decode_str("{\"usage\":{\"completion_tokens_details\":{"
 				    "\"reasoning_tokens\":9223372036854775807}}}",
 				    &c),
 			 0);
@@ -404,14 +445,17 @@ static void test_shapes(void **state)
 			 0);
 	check(&c, &(struct want){ .n_choices = 1, .content_bytes = 3, NOUSAGE }, "escaped keys");
 
-	/* Top-level values other than objects are valid JSON with nothing in them. */
-	const char *const scalars[] = {
-		"1",    "-2.5e3", "[]",    "[{}]", "\"x\"",
-		"null", "true",   "false", " {} ", "\t\r\n{\"choices\":[]}\n"
-	};
+	/* Top-level values other than objects are valid JSON but no chunk. */
+	const char *const scalars[] = { "1",     "-2.5e3", "[]",   "[{}]",
+					"\"x\"", "null",   "true", "false" };
 	for (size_t i = 0; i < sizeof(scalars) / sizeof(scalars[0]); i++) {
-		assert_int_equal(decode_str(scalars[i], &c), 0);
+		assert_int_equal(decode_str(scalars[i], &c), CL_EPROTO);
 		check(&c, &(struct want){ NOUSAGE }, scalars[i]);
+	}
+	const char *const empties[] = { " {} ", "\t\r\n{\"choices\":[]}\n" };
+	for (size_t i = 0; i < sizeof(empties) / sizeof(empties[0]); i++) {
+		assert_int_equal(decode_str(empties[i], &c), 0);
+		check(&c, &(struct want){ .n_choices = 0, NOUSAGE }, empties[i]);
 	}
 	/* Whitespace everywhere it may go. */
 	assert_int_equal(decode_str(" { \"choices\" : [ { \"delta\" : { \"content\" : \"a\" } , "
@@ -468,12 +512,13 @@ static void expect_parse_error(const char *s, size_t n)
 	check(&c, &(struct want){ NOUSAGE }, "rejected input leaves nothing");
 }
 
+/* s is valid JSON: accepted, or (not being a chunk-shaped object) CL_EPROTO. */
 static void expect_ok(const char *s)
 {
 	struct cl_chunk c;
 	int rc = decode_str(s, &c);
-	if (rc != 0)
-		fail_msg("'%s': rc %d, want 0", s, rc);
+	if (rc != 0 && rc != CL_EPROTO)
+		fail_msg("'%s': rc %d, want 0 or %d", s, rc, CL_EPROTO);
 }
 
 #define BAD(lit) expect_parse_error((lit), sizeof(lit) - 1)
@@ -605,8 +650,11 @@ static void test_depth(void **state)
 	char buf[2048];
 	struct cl_chunk c;
 	for (int objects = 0; objects < 2; objects++) {
+		/* Valid JSON up to the cap; nested arrays are no chunk, nested objects are an
+		 * empty one. */
+		int fine = objects ? 0 : CL_EPROTO;
 		size_t n = nest(buf, sizeof(buf), 64, objects, "", "");
-		assert_int_equal(decode(buf, n, &c), 0);
+		assert_int_equal(decode(buf, n, &c), fine);
 		n = nest(buf, sizeof(buf), 65, objects, "", "");
 		assert_int_equal(decode(buf, n, &c), CL_EPARSE);
 		n = nest(buf, sizeof(buf), 100, objects, "", "");
@@ -614,13 +662,13 @@ static void test_depth(void **state)
 		/* Under choices[].delta.content (depth 4 objects/arrays before the value). */
 		const char *pre = "{\"choices\":[{\"delta\":{\"content\":";
 		n = nest(buf, sizeof(buf), 60, objects, pre, "}}]}");
-		assert_int_equal(decode(buf, n, &c), 0);
+		assert_int_equal(decode(buf, n, &c), CL_EPROTO); /* content not a string */
 		assert_false(c.has_content);
 		n = nest(buf, sizeof(buf), 61, objects, pre, "}}]}");
 		assert_int_equal(decode(buf, n, &c), CL_EPARSE);
 		const char *pre2 = "{\"usage\":{\"completion_tokens_details\":";
 		n = nest(buf, sizeof(buf), 62, objects, pre2, "}}");
-		assert_int_equal(decode(buf, n, &c), 0);
+		assert_int_equal(decode(buf, n, &c), fine);
 		n = nest(buf, sizeof(buf), 63, objects, pre2, "}}");
 		assert_int_equal(decode(buf, n, &c), CL_EPARSE);
 	}

@@ -1,0 +1,489 @@
+/* The validating JSON scanner under the chunk decoder (chunk.c): strings with escapes and
+ * UTF-8 checked, numbers, literals, object and array iteration, key matching.  Internal to
+ * chunk.c, which is its only includer: the functions are static so that the decoder's hot
+ * path stays one translation unit (inlined, as before the split). */
+#ifndef CHATLOAD_JSON_SCAN_H
+#define CHATLOAD_JSON_SCAN_H
+
+#include "stream/chunk.h"
+
+#include "chatload/err.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* The input being scanned.  Every reader checks p against end before looking at *p. */
+struct scan {
+	const unsigned char *p;
+	const unsigned char *end;
+};
+
+/* A string token: the raw bytes between the quotes, and whether any escape is among them. */
+struct str {
+	const char *s;
+	size_t len;
+	bool esc;
+};
+
+static int parse_value(struct scan *sc, int depth);
+
+static inline bool is_ws(unsigned char c)
+{
+	return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+static inline void skip_ws(struct scan *sc)
+{
+	while (sc->p < sc->end && is_ws(*sc->p))
+		sc->p++;
+}
+
+static inline bool is_digit(unsigned char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+static inline int hexval(unsigned char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c |= 0x20;
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* Length of the valid UTF-8 sequence at p (RFC 3629: no overlongs, no UTF-8-encoded
+ * surrogates, nothing past U+10FFFF), or 0 when it is not one. */
+static size_t utf8_seq(const unsigned char *p, const unsigned char *end)
+{
+	unsigned char c = p[0];
+	size_t avail = (size_t)(end - p);
+	unsigned char lo = 0x80, hi = 0xBF;
+	size_t n;
+
+	if (c >= 0xC2 && c <= 0xDF)
+		n = 2;
+	else if (c >= 0xE0 && c <= 0xEF)
+		n = 3;
+	else if (c >= 0xF0 && c <= 0xF4)
+		n = 4;
+	else
+		return 0;
+	if (avail < n)
+		return 0;
+	if (c == 0xE0)
+		lo = 0xA0;
+	else if (c == 0xED)
+		hi = 0x9F;
+	else if (c == 0xF0)
+		lo = 0x90;
+	else if (c == 0xF4)
+		hi = 0x8F;
+	if (p[1] < lo || p[1] > hi)
+		return 0;
+	for (size_t i = 2; i < n; i++)
+		if ((p[i] & 0xC0) != 0x80)
+			return 0;
+	return n;
+}
+
+/* Nonzero when one of the 8 bytes in v ends a plain run inside a string: '"', '\\', a
+ * control character or a non-ASCII byte.  The has-less-than tricks are exact as booleans. */
+static inline uint64_t swar_special(uint64_t v)
+{
+	const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+	uint64_t q = v ^ (ones * '"');
+	uint64_t b = v ^ (ones * '\\');
+	uint64_t ctl = (v - ones * 0x20) & ~v;
+	uint64_t quote = (q - ones) & ~q;
+	uint64_t bslash = (b - ones) & ~b;
+	return (v | ctl | quote | bslash) & highs;
+}
+
+/* Reads the string at sc->p (which is '"'), validating escapes and UTF-8. */
+static int parse_string(struct scan *sc, struct str *out)
+{
+	const unsigned char *p = sc->p + 1, *end = sc->end;
+	const unsigned char *start = p;
+	bool esc = false;
+
+	for (;;) {
+		while (end - p >= 8) {
+			uint64_t v;
+			memcpy(&v, p, sizeof(v));
+			uint64_t m = swar_special(v);
+			if (m) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+				/* The lowest flagged byte is exact: borrows only run upwards. */
+				p += __builtin_ctzll(m) >> 3;
+				goto special;
+#else
+				break;
+#endif
+			}
+			p += 8;
+		}
+		while (p < end && *p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\')
+			p++;
+		if (p == end)
+			return CL_EPARSE;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	special:;
+#endif
+		unsigned char c = *p;
+		if (c == '"')
+			break;
+		if (c == '\\') {
+			esc = true;
+			if (end - p < 2)
+				return CL_EPARSE;
+			switch (p[1]) {
+			case '"':
+			case '\\':
+			case '/':
+			case 'b':
+			case 'f':
+			case 'n':
+			case 'r':
+			case 't':
+				p += 2;
+				break;
+			case 'u':
+				if (end - p < 6 || hexval(p[2]) < 0 || hexval(p[3]) < 0 ||
+				    hexval(p[4]) < 0 || hexval(p[5]) < 0)
+					return CL_EPARSE;
+				p += 6;
+				break;
+			default:
+				return CL_EPARSE;
+			}
+			continue;
+		}
+		if (c < 0x20)
+			return CL_EPARSE;
+		size_t n = utf8_seq(p, end);
+		if (!n)
+			return CL_EPARSE;
+		p += n;
+	}
+	out->s = (const char *)start;
+	out->len = (size_t)(p - start);
+	out->esc = esc;
+	sc->p = p + 1;
+	return 0;
+}
+
+/*
+ * Reads the number at sc->p.  *is_int: no fraction or exponent and the value fits an
+ * int64 (then in *val).  Grammar per RFC 8259: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+ */
+static int parse_number(struct scan *sc, bool *is_int, int64_t *val)
+{
+	const unsigned char *p = sc->p, *end = sc->end;
+	bool neg = false, fits = true;
+	uint64_t u = 0;
+
+	*is_int = false;
+	if (*p == '-') {
+		neg = true;
+		p++;
+	}
+	if (p == end || !is_digit(*p))
+		return CL_EPARSE;
+	if (*p == '0') {
+		p++;
+	} else {
+		while (p < end && is_digit(*p)) {
+			unsigned d = *p - '0';
+			if (u > (UINT64_MAX - d) / 10)
+				fits = false;
+			else
+				u = u * 10 + d;
+			p++;
+		}
+	}
+	bool integral = true;
+	if (p < end && *p == '.') {
+		p++;
+		if (p == end || !is_digit(*p))
+			return CL_EPARSE;
+		while (p < end && is_digit(*p))
+			p++;
+		integral = false;
+	}
+	if (p < end && (*p == 'e' || *p == 'E')) {
+		p++;
+		if (p < end && (*p == '+' || *p == '-'))
+			p++;
+		if (p == end || !is_digit(*p))
+			return CL_EPARSE;
+		while (p < end && is_digit(*p))
+			p++;
+		integral = false;
+	}
+	sc->p = p;
+	if (!integral || !fits)
+		return 0;
+	if (neg) {
+		if (u > (uint64_t)INT64_MAX + 1)
+			return 0;
+		*val = u == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)u;
+	} else {
+		if (u > (uint64_t)INT64_MAX)
+			return 0;
+		*val = (int64_t)u;
+	}
+	*is_int = true;
+	return 0;
+}
+
+static int parse_literal(struct scan *sc, const char *lit, size_t n)
+{
+	if ((size_t)(sc->end - sc->p) < n || memcmp(sc->p, lit, n) != 0)
+		return CL_EPARSE;
+	sc->p += n;
+	return 0;
+}
+
+/*
+ * Object iteration.  obj_open consumes '{' of an object at the given depth; obj_next then
+ * returns 1 with the next key and sc->p at its value, 0 after the closing '}', or
+ * CL_EPARSE.  *first must be true before the first obj_next.
+ */
+static int obj_open(struct scan *sc, int depth)
+{
+	if (depth > CL_CHUNK_MAX_DEPTH)
+		return CL_EPARSE;
+	sc->p++;
+	return 0;
+}
+
+static int obj_next(struct scan *sc, bool *first, struct str *key)
+{
+	skip_ws(sc);
+	if (sc->p == sc->end)
+		return CL_EPARSE;
+	if (*sc->p == '}') {
+		/* A '}' right after a ',' never gets here: the ',' branch below wants a key. */
+		sc->p++;
+		return 0;
+	}
+	if (!*first) {
+		if (*sc->p != ',')
+			return CL_EPARSE;
+		sc->p++;
+		skip_ws(sc);
+		if (sc->p == sc->end)
+			return CL_EPARSE;
+	}
+	*first = false;
+	if (*sc->p != '"')
+		return CL_EPARSE;
+	int rc = parse_string(sc, key);
+	if (rc)
+		return rc;
+	skip_ws(sc);
+	if (sc->p == sc->end || *sc->p != ':')
+		return CL_EPARSE;
+	sc->p++;
+	skip_ws(sc);
+	if (sc->p == sc->end)
+		return CL_EPARSE;
+	return 1;
+}
+
+/* Array iteration, as for objects: 1 with sc->p at the next element, 0 after ']'. */
+static int arr_next(struct scan *sc, bool *first)
+{
+	skip_ws(sc);
+	if (sc->p == sc->end)
+		return CL_EPARSE;
+	if (*sc->p == ']') {
+		/* "[1,]" fails in the caller: ']' does not start a value. */
+		sc->p++;
+		return 0;
+	}
+	if (!*first) {
+		if (*sc->p != ',')
+			return CL_EPARSE;
+		sc->p++;
+		skip_ws(sc);
+		if (sc->p == sc->end)
+			return CL_EPARSE;
+	}
+	*first = false;
+	return 1;
+}
+
+/* Validates and skips any value at sc->p (sc->p < end) at the given depth. */
+static int parse_value(struct scan *sc, int depth)
+{
+	int rc;
+	bool first = true;
+	struct str s;
+
+	switch (*sc->p) {
+	case '{':
+		if ((rc = obj_open(sc, depth)))
+			return rc;
+		while ((rc = obj_next(sc, &first, &s)) == 1)
+			if ((rc = parse_value(sc, depth + 1)))
+				return rc;
+		return rc;
+	case '[':
+		if (depth > CL_CHUNK_MAX_DEPTH)
+			return CL_EPARSE;
+		sc->p++;
+		while ((rc = arr_next(sc, &first)) == 1)
+			if ((rc = parse_value(sc, depth + 1)))
+				return rc;
+		return rc;
+	case '"':
+		return parse_string(sc, &s);
+	case 't':
+		return parse_literal(sc, "true", 4);
+	case 'f':
+		return parse_literal(sc, "false", 5);
+	case 'n':
+		return parse_literal(sc, "null", 4);
+	default:
+		if (*sc->p == '-' || is_digit(*sc->p)) {
+			bool is_int;
+			int64_t v;
+			return parse_number(sc, &is_int, &v);
+		}
+		return CL_EPARSE;
+	}
+}
+
+/* Reads a value that is wanted as an integer: 1 with *v if it is one that fits an int64,
+ * 0 for anything else, or CL_EPARSE. */
+static int want_int(struct scan *sc, int depth, int64_t *v)
+{
+	unsigned char c = *sc->p;
+	if (c != '-' && !is_digit(c)) {
+		int rc = parse_value(sc, depth);
+		return rc ? rc : 0;
+	}
+	bool is_int;
+	int rc = parse_number(sc, &is_int, v);
+	if (rc)
+		return rc;
+	return is_int ? 1 : 0;
+}
+
+/*
+ * Unescapes the (already validated) string s into dst, writing at most cap bytes and only
+ * whole characters, so the result is cut at a character boundary.  Escaped lone
+ * surrogates become U+FFFD.  Returns the bytes written; *cut says something did not fit.
+ */
+static size_t unescape(const struct str *s, char *dst, size_t cap, bool *cut)
+{
+	const unsigned char *p = (const unsigned char *)s->s, *end = p + s->len;
+	size_t n = 0;
+	*cut = false;
+
+	while (p < end) {
+		unsigned char tmp[4];
+		size_t k;
+		if (*p != '\\') {
+			k = *p < 0x80 ? 1 : *p < 0xE0 ? 2 : *p < 0xF0 ? 3 : 4;
+			memcpy(tmp, p, k);
+			p += k;
+		} else {
+			unsigned char e = p[1];
+			p += 2;
+			k = 1;
+			switch (e) {
+			case 'b':
+				tmp[0] = '\b';
+				break;
+			case 'f':
+				tmp[0] = '\f';
+				break;
+			case 'n':
+				tmp[0] = '\n';
+				break;
+			case 'r':
+				tmp[0] = '\r';
+				break;
+			case 't':
+				tmp[0] = '\t';
+				break;
+			case 'u': {
+				uint32_t cp = (uint32_t)(hexval(p[0]) << 12 | hexval(p[1]) << 8 |
+							 hexval(p[2]) << 4 | hexval(p[3]));
+				p += 4;
+				if (cp >= 0xD800 && cp <= 0xDBFF && end - p >= 6 && p[0] == '\\' &&
+				    p[1] == 'u') {
+					uint32_t lo =
+					    (uint32_t)(hexval(p[2]) << 12 | hexval(p[3]) << 8 |
+						       hexval(p[4]) << 4 | hexval(p[5]));
+					if (lo >= 0xDC00 && lo <= 0xDFFF) {
+						cp =
+						    0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+						p += 6;
+					}
+				}
+				if (cp >= 0xD800 && cp <= 0xDFFF)
+					cp = 0xFFFD;
+				if (cp < 0x80) {
+					tmp[0] = (unsigned char)cp;
+				} else if (cp < 0x800) {
+					tmp[0] = (unsigned char)(0xC0 | cp >> 6);
+					tmp[1] = (unsigned char)(0x80 | (cp & 0x3F));
+					k = 2;
+				} else if (cp < 0x10000) {
+					tmp[0] = (unsigned char)(0xE0 | cp >> 12);
+					tmp[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+					tmp[2] = (unsigned char)(0x80 | (cp & 0x3F));
+					k = 3;
+				} else {
+					tmp[0] = (unsigned char)(0xF0 | cp >> 18);
+					tmp[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
+					tmp[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+					tmp[3] = (unsigned char)(0x80 | (cp & 0x3F));
+					k = 4;
+				}
+				break;
+			}
+			default: /* '"', '\\', '/' stand for themselves */
+				tmp[0] = e;
+				break;
+			}
+		}
+		if (k > cap - n) {
+			*cut = true;
+			break;
+		}
+		memcpy(dst + n, tmp, k);
+		n += k;
+	}
+	return n;
+}
+
+/* key_is for a key with escapes: unescaped first ("\u0063ontent" is "content"). */
+static bool key_is_escaped(const struct str *s, const char *lit, size_t n)
+{
+	char buf[32];
+	bool cut;
+	size_t got = unescape(s, buf, n < sizeof(buf) ? n : sizeof(buf), &cut);
+	return !cut && got == n && memcmp(buf, lit, n) == 0;
+}
+
+/* Whether key s equals lit.  Inlined so that memcmp sees a constant length and becomes a
+ * couple of compares: key matching is a fair share of the decode time. */
+static inline __attribute__((always_inline)) bool key_is(const struct str *s, const char *lit,
+							 size_t n)
+{
+	if (__builtin_expect(s->esc, 0))
+		return key_is_escaped(s, lit, n);
+	return s->len == n && memcmp(s->s, lit, n) == 0;
+}
+
+#define KEY_IS(k, lit) key_is((k), (lit), sizeof(lit) - 1)
+
+#endif
