@@ -52,6 +52,7 @@ struct cl_slot {
 	uint32_t index;
 	bool busy;
 	bool in_window; /* intended start inside the measured window: its latencies count */
+	uint32_t requested; /* max_tokens its body asks for (0: none) */
 
 	/* one request's record (reset when the slot is taken) */
 	uint64_t seq;
@@ -155,7 +156,6 @@ struct cl_worker {
 	bool curl_kick;        /* some shard asked for a timeout "now" */
 	int64_t pace_armed_us;
 	uint64_t seq;
-	size_t body_rr;
 	char *log_buf;
 	size_t log_len;
 };
@@ -167,6 +167,10 @@ struct cl_engine {
 
 	struct cl_target_plan target;
 	struct cl_workload_plan workload;
+	/* Bodies handed out since the stage started, over all workers: the k-th request the
+	 * agent starts in a stage sends body (first_body + k) mod n, whichever worker starts it,
+	 * so the agent's sequence of requests is the same on every run. */
+	atomic_uint_fast64_t next_body;
 	char prefix[CL_ENGINE_MAX_PREFIX + 1];
 	char *url;             /* base_url + "/chat/completions" */
 	char *auth_header;     /* "Authorization: Bearer ..." or NULL; wiped at destroy */

@@ -238,8 +238,8 @@ static void test_names(void **state)
 {
 	static const char *const types[] = { NULL,      "HELLO",  "POLL", "REPORT",
 					     "WELCOME", "REFUSE", "CMD",  "ACK" };
-	static const char *const cmds[] = { "NOOP",     "PROBE", "WARMUP", "PREPARE",
-					    "START_AT", "STOP",  "ABORT",  "QUIT" };
+	static const char *const cmds[] = { "NOOP", "PROBE", "WARMUP", "PREPARE", "START_AT",
+					    "STOP", "ABORT", "QUIT",   "BODIES" };
 	static const char *const states[] = { "idle",     "preparing", "ready", "running",
 					      "draining", "done",      "failed" };
 	static const char *const kinds[] = { "interval", "final", "probe", "warmup" };
@@ -1180,7 +1180,7 @@ static void test_encode_refusals(void **state)
 	assert_err(cl_wire_encode(&c, &sb, &err), CL_EINVAL, err,
 		   "CMD: field 'args.stage.ramp_us' must not be negative");
 	c = cmd_msg(CL_CMD__COUNT);
-	assert_err(cl_wire_encode(&c, &sb, &err), CL_EINVAL, err, "'cmd' has an unknown value (8)");
+	assert_err(cl_wire_encode(&c, &sb, &err), CL_EINVAL, err, "'cmd' has an unknown value (9)");
 	assert_int_equal(sb.size, 0);
 	msgpack_sbuffer_destroy(&sb);
 }
