@@ -14,6 +14,9 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import chatload_testlib as tl  # noqa: E402
 
+SRC = os.environ.get("CHATLOAD_SOURCE_DIR",
+                     os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+
 
 def chat_records(sim):
     return [r for r in sim.truth() if r.get("seq")]
@@ -68,6 +71,9 @@ class Workloads(tl.FleetCase):
             self.assertEqual(r["output_tokens"], r["max_tokens"])
         sizes = statistics.pstdev([r["max_tokens"] for r in recs])
         self.assertGreater(sizes, 9)
+        import jsonschema
+        with open(os.path.join(SRC, "docs", "results.schema.json")) as f:
+            jsonschema.validate(res, json.load(f))
 
         # The same without ignore_eos: the simulator stops at its own ~20 tokens.
         work["ignore_eos"] = False
