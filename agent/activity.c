@@ -110,9 +110,9 @@ void cl_activity_bodies(struct session *s, struct cl_msg_cmd *c)
 		return;
 	}
 	if (p->offset != w->n_bodies || p->n_bodies > w->total_bodies - w->n_bodies) {
-		cl_session_fail(s, "BODIES at %llu with %zu bodies, expected bodies from %zu of %zu",
-				(unsigned long long)p->offset, p->n_bodies, w->n_bodies,
-				w->total_bodies);
+		cl_session_fail(
+		    s, "BODIES at %llu with %zu bodies, expected bodies from %zu of %zu",
+		    (unsigned long long)p->offset, p->n_bodies, w->n_bodies, w->total_bodies);
 		return;
 	}
 	/* Take the decoded bodies: the command keeps an empty array. */

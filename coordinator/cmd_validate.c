@@ -159,8 +159,8 @@ static void print_workload_read(const struct cl_scn_workload *w, const struct cl
 			printf(", %zu left out by the limit", st->limited);
 		printf("\n");
 	}
-	printf("  request bodies: %zu (prompts of %.1f tokens on average, estimated)\n",
-	       st->bodies, st->bodies ? (double)st->prompt_tokens_sum / st->bodies : 0.0);
+	printf("  request bodies: %zu (prompts of %.1f tokens on average, estimated)\n", st->bodies,
+	       st->bodies ? (double)st->prompt_tokens_sum / st->bodies : 0.0);
 	printf("  output tokens asked: %u..%u, mean %.1f; %zu bodies with their own length, "
 	       "%zu with max_tokens\n",
 	       st->requested_min, st->requested_max,
@@ -197,9 +197,9 @@ static void print_workload(const struct cl_scn_workload *w)
 		printf(")\n");
 		printf("  dataset order: %s\n",
 		       w->dataset_shuffle ? "shuffled with the seed" : "as in the file");
-		printf("  dataset output tokens: %s\n", w->dataset_output == CL_DATASET_OUTPUT_RECORD
-								  ? "each record's own length"
-								  : "max_tokens");
+		printf("  dataset output tokens: %s\n",
+		       w->dataset_output == CL_DATASET_OUTPUT_RECORD ? "each record's own length"
+								     : "max_tokens");
 		if (f->min_input || f->max_input || f->min_output || f->max_output)
 			printf("  dataset filter: input tokens %u..%u, output tokens %u..%u (0: no "
 			       "bound)\n",
@@ -384,7 +384,8 @@ int cmd_validate(int argc, char **argv)
 			sets[n_sets++] = arg + 6;
 		} else if (options && strcmp(arg, "--dump-bodies") == 0) {
 			if (i + 1 >= argc) {
-				fprintf(stderr, "chatload validate: '--dump-bodies' needs a file\n");
+				fprintf(stderr,
+					"chatload validate: '--dump-bodies' needs a file\n");
 				goto out;
 			}
 			dump = argv[++i];

@@ -313,27 +313,24 @@ void cl_results_set_workload(struct cl_results *r, const struct cl_scn_workload 
 	static const char *const kinds[] = { "prompts", "dataset", "synthetic" };
 	static const char *const formats[] = { "auto", "openai", "sharegpt", "text" };
 	const char *kind = (unsigned)w->kind < 3 ? kinds[w->kind] : "prompts";
-	json_t *prefix = st->prefix_groups ? json_pack("{s:I,s:I}", "groups",
-						       (json_int_t)st->prefix_groups, "tokens",
-						       (json_int_t)st->prefix_tokens)
-					   : json_null();
+	json_t *prefix = st->prefix_groups
+			     ? json_pack("{s:I,s:I}", "groups", (json_int_t)st->prefix_groups,
+					 "tokens", (json_int_t)st->prefix_tokens)
+			     : json_null();
 	json_t *dataset = json_null();
 	if (w->kind == CL_WORKLOAD_DATASET)
-		dataset = json_pack("{s:o,s:s,s:b,s:o,s:o,s:o}", "file", cli_rj_str(w->dataset),
-				    "format", formats[(unsigned)w->dataset_format < 4
-							  ? w->dataset_format
-							  : 0],
-				    "shuffled", w->dataset_shuffle, "records",
-				    cli_rj_uint(st->records), "filtered", cli_rj_uint(st->filtered),
-				    "limited", cli_rj_uint(st->limited));
+		dataset = json_pack(
+		    "{s:o,s:s,s:b,s:o,s:o,s:o}", "file", cli_rj_str(w->dataset), "format",
+		    formats[(unsigned)w->dataset_format < 4 ? w->dataset_format : 0], "shuffled",
+		    w->dataset_shuffle, "records", cli_rj_uint(st->records), "filtered",
+		    cli_rj_uint(st->filtered), "limited", cli_rj_uint(st->limited));
 	double mean = st->bodies ? (double)st->requested_sum / (double)st->bodies : 0;
 	json_t *v = json_pack(
 	    "{s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:f,s:o,s:o,s:o}", "kind", kind, "bodies",
-	    cli_rj_uint(st->bodies), "own_output_length", cli_rj_uint(st->own_length),
-	    "ignore_eos", cli_rj_uint(st->ignore_eos), "max_tokens", cli_rj_uint(w->max_tokens),
-	    "requested_min", cli_rj_uint(st->requested_min), "requested_max",
-	    cli_rj_uint(st->requested_max), "requested_mean", cli_rj_sig(mean, 6),
-	    "prompt_tokens_estimated_mean",
+	    cli_rj_uint(st->bodies), "own_output_length", cli_rj_uint(st->own_length), "ignore_eos",
+	    cli_rj_uint(st->ignore_eos), "max_tokens", cli_rj_uint(w->max_tokens), "requested_min",
+	    cli_rj_uint(st->requested_min), "requested_max", cli_rj_uint(st->requested_max),
+	    "requested_mean", cli_rj_sig(mean, 6), "prompt_tokens_estimated_mean",
 	    st->bodies ? json_real(cli_rj_sig((double)st->prompt_tokens_sum / st->bodies, 6))
 		       : json_null(),
 	    "shared_prefix", prefix, "dataset", dataset);

@@ -121,12 +121,12 @@ static json_t *tokens_base_json(const struct cl_metrics *m);
 static int add_requested(json_t *o, const struct cl_metrics *m)
 {
 	uint64_t asked = m->ctr[CL_CTR_REQUESTED_TOKENS];
-	json_t *ratio =
-	    asked ? json_real(cli_rj_sig((double)m->ctr[CL_CTR_REQUESTED_RECEIVED] / (double)asked,
-					 6))
-		  : json_null();
+	json_t *ratio = asked ? json_real(cli_rj_sig(
+				    (double)m->ctr[CL_CTR_REQUESTED_RECEIVED] / (double)asked, 6))
+			      : json_null();
 	return !o || cli_rj_set(o, "requested", cli_rj_uint(asked)) ||
-	       cli_rj_set(o, "requested_received", cli_rj_uint(m->ctr[CL_CTR_REQUESTED_RECEIVED])) ||
+	       cli_rj_set(o, "requested_received",
+			  cli_rj_uint(m->ctr[CL_CTR_REQUESTED_RECEIVED])) ||
 	       cli_rj_set(o, "received_ratio", ratio) ||
 	       cli_rj_set(o, "short_requests", cli_rj_uint(m->ctr[CL_CTR_SHORT_OUTPUT])) ||
 	       cli_rj_set(o, "requested_per_request",

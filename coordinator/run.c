@@ -69,7 +69,8 @@ static int make_target(struct run *r, struct cl_err *err)
 static int load_workload(struct run *r, struct cl_err *err)
 {
 	struct cl_workload_stats st;
-	int rc = cl_workload_render_stats(&r->s, cl_scenario_render_model(&r->s), &r->workload, &st, err);
+	int rc = cl_workload_render_stats(&r->s, cl_scenario_render_model(&r->s), &r->workload, &st,
+					  err);
 	if (rc == 0)
 		r->workload_stats = st;
 	return rc;
@@ -78,7 +79,8 @@ static int load_workload(struct run *r, struct cl_err *err)
 /* Puts the model found into the bodies, and renders the warmup's own body if it has one. */
 static int render(struct run *r, struct cl_err *err)
 {
-	int rc = cl_workload_plan_set_model(&r->workload, cl_scenario_render_model(&r->s), r->target.model, err);
+	int rc = cl_workload_plan_set_model(&r->workload, cl_scenario_render_model(&r->s),
+					    r->target.model, err);
 	if (rc != 0)
 		return rc;
 	const struct cl_scn_warmup *w = &r->s.warmup;

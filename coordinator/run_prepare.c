@@ -79,8 +79,9 @@ int cli_run_prepare(struct run *r)
 			if (!present(a))
 				continue;
 			if (a->state == CL_AGENT_FAILED) {
-				cl_progress_note(&r->prog, "agent %u (%s) failed to prepare: %s", a->id,
-						 a->host, a->error[0] ? a->error : "no reason given");
+				cl_progress_note(&r->prog, "agent %u (%s) failed to prepare: %s",
+						 a->id, a->host,
+						 a->error[0] ? a->error : "no reason given");
 				r->exit_hint = CL_EXIT_FAILED;
 				return CL_EIO;
 			}

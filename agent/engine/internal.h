@@ -51,7 +51,7 @@ struct cl_slot {
 	struct cl_shard *shard;
 	uint32_t index;
 	bool busy;
-	bool in_window; /* intended start inside the measured window: its latencies count */
+	bool in_window;     /* intended start inside the measured window: its latencies count */
 	uint32_t requested; /* max_tokens its body asks for (0: none) */
 
 	/* one request's record (reset when the slot is taken) */

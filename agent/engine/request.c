@@ -594,7 +594,8 @@ void cl_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, boo
 			if (s->requested) {
 				cl_hist_record(&m->cnt[CL_CNT_REQUESTED_TOKENS], s->requested);
 				m->ctr[CL_CTR_REQUESTED_TOKENS] += s->requested;
-				m->ctr[CL_CTR_REQUESTED_RECEIVED] += tokens > 0 ? (uint64_t)tokens : 0;
+				m->ctr[CL_CTR_REQUESTED_RECEIVED] +=
+				    tokens > 0 ? (uint64_t)tokens : 0;
 				if (tokens < (int64_t)s->requested)
 					m->ctr[CL_CTR_SHORT_OUTPUT]++;
 			}

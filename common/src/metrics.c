@@ -15,10 +15,8 @@ static const char *const lat_names[CL_LAT__COUNT] = {
 };
 
 static const char *const cnt_names[CL_CNT__COUNT] = {
-	[CL_CNT_TOKENS_PER_CHUNK] = "tokens_per_chunk",
-	[CL_CNT_OUTPUT_TOKENS] = "output_tokens",
-	[CL_CNT_REASONING_TOKENS] = "reasoning_tokens",
-	[CL_CNT_PROMPT_TOKENS] = "prompt_tokens",
+	[CL_CNT_TOKENS_PER_CHUNK] = "tokens_per_chunk", [CL_CNT_OUTPUT_TOKENS] = "output_tokens",
+	[CL_CNT_REASONING_TOKENS] = "reasoning_tokens", [CL_CNT_PROMPT_TOKENS] = "prompt_tokens",
 	[CL_CNT_REQUESTED_TOKENS] = "requested_tokens",
 };
 

@@ -706,7 +706,8 @@ static void conv_shared_prefix(struct scn_ctx *c, const struct ynode *v, void *o
 	const struct ynode *seen[N(f)] = { 0 };
 	char got[96];
 	if (!v || v->kind != YN_MAP) {
-		cli_scn_error(c, v, "%s must be a mapping such as { groups: 8, tokens: 1024 }, got %s",
+		cli_scn_error(c, v,
+			      "%s must be a mapping such as { groups: 8, tokens: 1024 }, got %s",
 			      cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
 		return;
 	}

@@ -110,8 +110,9 @@ static int dec_workload(struct wire_dec *d, const char *name, const msgpack_obje
 				   &first)))
 		goto out;
 	if (f[3].v && total < w->n_bodies) {
-		rc = cli_wire_bad(d, CL_EPROTO, "total_bodies", "is %llu, below the %zu bodies sent",
-				  (unsigned long long)total, w->n_bodies);
+		rc =
+		    cli_wire_bad(d, CL_EPROTO, "total_bodies", "is %llu, below the %zu bodies sent",
+				 (unsigned long long)total, w->n_bodies);
 		goto out;
 	}
 	w->total_bodies = f[3].v ? (size_t)total : w->n_bodies;

@@ -209,8 +209,8 @@ static void enc_workload(struct enc *e, const char *name, const struct cl_worklo
 		     w->total_bodies, w->n_bodies, CL_WIRE_MAX_TOTAL_BODIES);
 	size_t total = parts ? w->total_bodies : w->n_bodies;
 	if (w->first_body && w->first_body >= total)
-		fail(e, CL_EINVAL, "first_body", "is %zu, not below the %zu bodies",
-		     w->first_body, total);
+		fail(e, CL_EINVAL, "first_body", "is %zu, not below the %zu bodies", w->first_body,
+		     total);
 	map(e, 3 + parts + !!w->first_body);
 	enc_bodies(e, w->bodies, w->n_bodies);
 	nonneg(e, "request_timeout_us", w->request_timeout_us);

@@ -128,8 +128,8 @@ static char *model_head(const char *model)
 	return text;
 }
 
-int cl_workload_plan_set_model(struct cl_workload_plan *w, const char *old_model,
-			       const char *model, struct cl_err *err)
+int cl_workload_plan_set_model(struct cl_workload_plan *w, const char *old_model, const char *model,
+			       struct cl_err *err)
 {
 	if (!w || !old_model || !model || !*model)
 		return cl_err_set(err, CL_EINVAL, "no model to put in the request bodies");

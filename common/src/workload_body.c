@@ -102,8 +102,7 @@ int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt
 				  CL_WORKLOAD_MAX_BODIES);
 	}
 	size_t chars = prompt_chars;
-	if (c->n_prefixes &&
-	    add_prefix(messages, c->prefixes[c->n % c->n_prefixes], &chars) != 0) {
+	if (c->n_prefixes && add_prefix(messages, c->prefixes[c->n % c->n_prefixes], &chars) != 0) {
 		json_decref(messages);
 		return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
 	}
@@ -136,7 +135,8 @@ int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt
 	b->len = len;
 	b->prompt_chars = chars > UINT32_MAX ? UINT32_MAX : (uint32_t)chars;
 	b->max_tokens = max_tokens;
-	c->flags[c->n] = (out_tokens ? RENDER_OWN_LENGTH : 0) | (ignore_eos ? RENDER_IGNORE_EOS : 0);
+	c->flags[c->n] =
+	    (out_tokens ? RENDER_OWN_LENGTH : 0) | (ignore_eos ? RENDER_IGNORE_EOS : 0);
 	c->n++;
 	c->total_bytes += len;
 	return 0;

@@ -156,7 +156,8 @@ static int take_openai(struct render_ctx *c, const struct cl_scn_workload *w, js
 	for (i = 0; i <= last_user; i++)
 		in_tokens += content_tokens(json_object_get(json_array_get(msgs, i), "content"));
 	if (!has_system && c->system_prompt && *c->system_prompt)
-		in_tokens += cl_workload_tokens_estimate(c->system_prompt, strlen(c->system_prompt));
+		in_tokens +=
+		    cl_workload_tokens_estimate(c->system_prompt, strlen(c->system_prompt));
 	if (!keep(&w->dataset_filter, in_tokens > UINT32_MAX ? UINT32_MAX : (uint32_t)in_tokens,
 		  (uint32_t)own)) {
 		c->stats->filtered++;
@@ -442,12 +443,13 @@ int cli_workload_read_dataset(struct render_ctx *c, const struct cl_scn_workload
 		records += kept;
 	}
 	if (records == 0)
-		rc = c->stats->filtered
-			 ? cl_err_set(err, CL_EINVAL,
-				      "dataset '%s': workload.dataset_filter leaves none of its %zu "
-				      "records",
-				      file, c->stats->records)
-			 : cl_err_set(err, CL_EINVAL, "dataset '%s' has no prompts", file);
+		rc =
+		    c->stats->filtered
+			? cl_err_set(err, CL_EINVAL,
+				     "dataset '%s': workload.dataset_filter leaves none of its %zu "
+				     "records",
+				     file, c->stats->records)
+			: cl_err_set(err, CL_EINVAL, "dataset '%s' has no prompts", file);
 	else if (w->dataset_shuffle)
 		shuffle_and_limit(c, w);
 out:

@@ -95,8 +95,8 @@ static int check_dist(const struct cl_len_dist *d, const char *what, uint32_t ca
 	if (*lo > *hi)
 		return cl_err_set(err, CL_EINVAL, "%s min %u is above max %u", what, *lo, *hi);
 	if (!isfinite(d->mean) || d->mean < 0 || !isfinite(d->stddev) || d->stddev < 0)
-		return cl_err_set(err, CL_EINVAL,
-				  "%s mean and stddev must be non-negative numbers", what);
+		return cl_err_set(err, CL_EINVAL, "%s mean and stddev must be non-negative numbers",
+				  what);
 	return 0;
 }
 

@@ -899,8 +899,8 @@ static void example_scenarios(void **state)
 {
 	const char *src = getenv("CHATLOAD_SOURCE_DIR");
 	assert_non_null(src);
-	static const char *const names[] = { "quickstart", "sweep",          "soak",
-					     "rate",       "thinking",       "output-lengths",
+	static const char *const names[] = { "quickstart", "sweep",       "soak",
+					     "rate",       "thinking",    "output-lengths",
 					     "sharegpt",   "prefix-cache" };
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		char path[512];

@@ -161,12 +161,13 @@ static void test_synthetic_output(void **state)
 static void test_record_lengths(void **state)
 {
 	const char *path = tmp_path("lengths.jsonl");
-	write_text(path, "{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],\"max_tokens\":77}\n"
-			 "{\"messages\":[{\"role\":\"user\",\"content\":\"b\"},"
-			 "{\"role\":\"assistant\",\"content\":\"twelve chars\"}]}\n"
-			 "{\"messages\":[{\"role\":\"user\",\"content\":\"c\"}]}\n"
-			 "{\"messages\":[{\"role\":\"user\",\"content\":\"d\"}],"
-			 "\"max_completion_tokens\":5,\"max_tokens\":9}\n");
+	write_text(path,
+		   "{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],\"max_tokens\":77}\n"
+		   "{\"messages\":[{\"role\":\"user\",\"content\":\"b\"},"
+		   "{\"role\":\"assistant\",\"content\":\"twelve chars\"}]}\n"
+		   "{\"messages\":[{\"role\":\"user\",\"content\":\"c\"}]}\n"
+		   "{\"messages\":[{\"role\":\"user\",\"content\":\"d\"}],"
+		   "\"max_completion_tokens\":5,\"max_tokens\":9}\n");
 	struct cl_scenario s = base();
 	s.workload.kind = CL_WORKLOAD_DATASET;
 	s.workload.dataset = (char *)path;
@@ -191,16 +192,17 @@ static void test_record_lengths(void **state)
 	assert_int_equal(st.ignore_eos, 0);
 	cl_workload_plan_free(&w);
 
-	write_text(path, "{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}]}\n"
-			 "{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],\"max_tokens\":0}\n");
+	write_text(path,
+		   "{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}]}\n"
+		   "{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],\"max_tokens\":0}\n");
 	s.workload.dataset_output = CL_DATASET_OUTPUT_RECORD;
 	struct cl_err err = { 0 };
 	char msg[1024];
 	assert_int_equal(cl_workload_render(&s, "m", &w, &err), CL_EPARSE);
 	cl_err_format(&err, msg, sizeof(msg));
 	char want[PATH_MAX + 128];
-	snprintf(want, sizeof(want),
-		 "%s:2:1: 'max_tokens' must be an integer from 1 to 10000000", path);
+	snprintf(want, sizeof(want), "%s:2:1: 'max_tokens' must be an integer from 1 to 10000000",
+		 path);
 	assert_string_equal(msg, want);
 }
 
@@ -209,14 +211,15 @@ static void test_filter(void **state)
 {
 	const char *path = tmp_path("filter.jsonl");
 	/* prompts of 1, 2, 3, 4 tokens; answers of 10, 2, 20, none */
-	write_text(path, "{\"conversations\":[{\"from\":\"human\",\"value\":\"aaaa\"},"
-			 "{\"from\":\"gpt\",\"value\":\"0123456789012345678901234567890123456789\"}]}\n"
-			 "{\"conversations\":[{\"from\":\"human\",\"value\":\"aaaabbbb\"},"
-			 "{\"from\":\"gpt\",\"value\":\"01234567\"}]}\n"
-			 "{\"conversations\":[{\"from\":\"human\",\"value\":\"aaaabbbbcccc\"},"
-			 "{\"from\":\"gpt\",\"value\":\"0123456789012345678901234567890123456789"
-			 "0123456789012345678901234567890123456789\"}]}\n"
-			 "{\"conversations\":[{\"from\":\"human\",\"value\":\"aaaabbbbccccdddd\"}]}\n");
+	write_text(path,
+		   "{\"conversations\":[{\"from\":\"human\",\"value\":\"aaaa\"},"
+		   "{\"from\":\"gpt\",\"value\":\"0123456789012345678901234567890123456789\"}]}\n"
+		   "{\"conversations\":[{\"from\":\"human\",\"value\":\"aaaabbbb\"},"
+		   "{\"from\":\"gpt\",\"value\":\"01234567\"}]}\n"
+		   "{\"conversations\":[{\"from\":\"human\",\"value\":\"aaaabbbbcccc\"},"
+		   "{\"from\":\"gpt\",\"value\":\"0123456789012345678901234567890123456789"
+		   "0123456789012345678901234567890123456789\"}]}\n"
+		   "{\"conversations\":[{\"from\":\"human\",\"value\":\"aaaabbbbccccdddd\"}]}\n");
 	struct cl_scenario s = base();
 	s.workload.kind = CL_WORKLOAD_DATASET;
 	s.workload.dataset = (char *)path;
@@ -310,7 +313,8 @@ static void test_shared_prefix(void **state)
 		assert_non_null(sep);
 		assert_string_equal(sep + 2, prompts[i]);
 		size_t plen = (size_t)(sep - u);
-		assert_in_range(plen, 390, 400); /* 100 tokens of 4 characters, trailing space cut */
+		assert_in_range(plen, 390,
+				400); /* 100 tokens of 4 characters, trailing space cut */
 		if (!prefix[i % 3])
 			prefix[i % 3] = strndup(u, plen);
 		else

@@ -309,7 +309,7 @@ static void test_dataset_sharegpt(void **state)
 	assert_message(b, 0, "system", "Default system.");
 	assert_message(b, 1, "user", "Write a haiku about rain.");
 	json_decref(b);
-	assert_int_equal(w.bodies[1].max_tokens, 2); /* "Bonjour" */
+	assert_int_equal(w.bodies[1].max_tokens, 2);   /* "Bonjour" */
 	assert_int_equal(w.bodies[2].max_tokens, 256); /* no answer after its human turn */
 
 	b = parse(w.bodies[1].json); /* its system turn, then the FIRST human turn only */

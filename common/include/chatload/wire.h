@@ -48,6 +48,8 @@
 #define CL_WIRE_MAX_BODIES  (1u << 18)  /* workload.bodies entries (262144) */
 #define CL_WIRE_MAX_BODY    (16u << 20) /* one request body (JSON text), and probe/warmup bodies */
 #define CL_WIRE_MAX_PROMPT  (1u << 20)  /* PROBE.prompt */
+
+/* A workload too large for one message travels in parts (docs/protocol.md, BODIES). */
 #define CL_WIRE_MAX_TOTAL_BODIES (1u << 20) /* workload.total_bodies: a workload in parts */
 /* A workload is sent in parts of at most this many bytes of body text (one larger body
  * travels alone), so no message grows with the dataset (docs/protocol.md, BODIES). */

@@ -100,8 +100,8 @@ int cl_workload_render_stats(const struct cl_scenario *s, const char *model,
  * {"model":<old_model>, as cl_workload_render writes them.  CL_EINVAL (a body that does
  * not) or CL_ENOMEM; on failure w is unchanged.
  */
-int cl_workload_plan_set_model(struct cl_workload_plan *w, const char *old_model,
-			       const char *model, struct cl_err *err);
+int cl_workload_plan_set_model(struct cl_workload_plan *w, const char *old_model, const char *model,
+			       struct cl_err *err);
 
 /*
  * Renders one probe body (readiness or warmup): {"model", "messages": [{"role": "user",
