@@ -112,7 +112,8 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 	st->prompt_tokens = cl_sim_chat_prompt_tokens(cr->prompt_chars);
 	st->requested_tokens = cr->max_tokens;
 	st->ignore_eos = cr->ignore_eos;
-	st->planned_tokens = pick_length(cfg, st, cr->max_tokens, cr->ignore_eos);
+	st->planned_tokens =
+	    pick_length(cfg, st, cr->max_tokens, cr->ignore_eos && !cfg->no_ignore_eos);
 	st->planned_reasoning =
 	    cfg->reasoning_tokens < st->planned_tokens ? cfg->reasoning_tokens : st->planned_tokens;
 	st->fault_tok = cl_sim_fault_token(cfg, st->planned_tokens);

@@ -78,6 +78,10 @@ const struct cl_sim_option cl_sim_options[] = {
 	  "faults by request number, e.g. 'drop@2,500@5' (names: 500 429 drop malformed "
 	  "error-chunk no-usage no-done stall); overrides the probabilities",
 	  true },
+	{ "no-ignore-eos", B, NULL, NULL,
+	  "disregard a request's ignore_eos, as a server without it does (answers end where "
+	  "--output-tokens says)",
+	  true },
 };
 
 const size_t cl_sim_options_count = sizeof(cl_sim_options) / sizeof(cl_sim_options[0]);
