@@ -64,7 +64,12 @@ int cli_run_prepare(struct run *r)
 		/* Agents start at evenly spaced bodies, so they do not all send the same prompt
 		 * first (which a prefix cache would serve from the first agent's work). */
 		c.prepare.workload.first_body = w->n_bodies * i / n;
-		last[i] = cl_fleet_send(&r->fleet, i, &c);
+		if (!(last[i] = cl_fleet_send(&r->fleet, i, &c))) {
+			cl_progress_note(&r->prog, "agent %u (%s) has too many commands pending",
+					 r->fleet.agents[i].id, r->fleet.agents[i].host);
+			r->exit_hint = CL_EXIT_FAILED;
+			return CL_EIO;
+		}
 		sent[i] = first;
 	}
 	if (parts > 1)
