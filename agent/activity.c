@@ -56,6 +56,19 @@ static struct cl_engine *make_engine(struct session *s, const struct cl_workload
 	return e;
 }
 
+/* The whole workload is here: the engine, then ready. */
+static void finish_prepare(struct session *s)
+{
+	const struct cl_target_plan *t = &s->prepare_msg.cmd.prepare.target;
+	s->engine = make_engine(s, &s->prepare_msg.cmd.prepare.workload);
+	if (!s->engine)
+		return;
+	s->prepared = true;
+	s->state = CL_AGENT_READY;
+	CL_INFO("prepared: target %s, model %s, %zu request bodies", t->base_url,
+		t->model ? t->model : "?", s->prepare_msg.cmd.prepare.workload.n_bodies);
+}
+
 void cl_activity_prepare(struct session *s, struct cl_msg *reply)
 {
 	char why[600];
@@ -70,13 +83,45 @@ void cl_activity_prepare(struct session *s, struct cl_msg *reply)
 		cl_session_fail(s, "%s", why);
 		return;
 	}
-	s->engine = make_engine(s, &s->prepare_msg.cmd.prepare.workload);
-	if (!s->engine)
+	struct cl_workload_plan *w = &s->prepare_msg.cmd.prepare.workload;
+	if (w->total_bodies > w->n_bodies) {
+		/* The rest follows in BODIES commands; room for all of it now, so the parts
+		 * only move pointers. */
+		struct cl_request_body *b = realloc(w->bodies, w->total_bodies * sizeof(*b));
+		if (!b) {
+			cl_session_fail(s, "out of memory for %zu request bodies", w->total_bodies);
+			return;
+		}
+		w->bodies = b;
+		s->state = CL_AGENT_PREPARING;
+		CL_INFO("preparing: %zu of %zu request bodies received", w->n_bodies,
+			w->total_bodies);
 		return;
-	s->prepared = true;
-	s->state = CL_AGENT_READY;
-	CL_INFO("prepared: target %s, model %s, %zu request bodies", t->base_url,
-		t->model ? t->model : "?", s->prepare_msg.cmd.prepare.workload.n_bodies);
+	}
+	finish_prepare(s);
+}
+
+void cl_activity_bodies(struct session *s, struct cl_msg_cmd *c)
+{
+	struct cl_workload_plan *w = &s->prepare_msg.cmd.prepare.workload;
+	struct cl_cmd_bodies *p = &c->bodies;
+	if (s->prepared || s->state != CL_AGENT_PREPARING || w->n_bodies >= w->total_bodies) {
+		cl_session_fail(s, "BODIES without a PREPARE that awaits them");
+		return;
+	}
+	if (p->offset != w->n_bodies || p->n_bodies > w->total_bodies - w->n_bodies) {
+		cl_session_fail(
+		    s, "BODIES at %llu with %zu bodies, expected bodies from %zu of %zu",
+		    (unsigned long long)p->offset, p->n_bodies, w->n_bodies, w->total_bodies);
+		return;
+	}
+	/* Take the decoded bodies: the command keeps an empty array. */
+	for (size_t i = 0; i < p->n_bodies; i++) {
+		w->bodies[w->n_bodies++] = p->bodies[i];
+		p->bodies[i].json = NULL;
+	}
+	if (w->n_bodies == w->total_bodies)
+		finish_prepare(s);
 }
 
 static void begin(struct session *s, enum activity act, struct cl_engine *e,

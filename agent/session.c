@@ -96,11 +96,13 @@ void cl_session_fail(struct session *s, const char *fmt, ...)
 	CL_ERROR("%s", s->error);
 }
 
-static void apply_command(struct session *s, struct cl_msg *reply)
+/* Applies a new command; returns whether it was a part of a workload (more may follow at
+ * once, so the agent polls again without its pause). */
+static bool apply_command(struct session *s, struct cl_msg *reply)
 {
 	struct cl_msg_cmd *c = &reply->cmd;
 	if (c->cmd == CL_CMD_NOOP || c->cmd_seq <= s->applied_seq)
-		return;
+		return false;
 	s->applied_seq = c->cmd_seq;
 	CL_DEBUG("command %s (seq %llu)", cl_cmd_name(c->cmd), (unsigned long long)c->cmd_seq);
 	switch (c->cmd) {
@@ -128,9 +130,13 @@ static void apply_command(struct session *s, struct cl_msg *reply)
 	case CL_CMD_QUIT:
 		s->quit = true;
 		break;
+	case CL_CMD_BODIES:
+		cl_activity_bodies(s, c);
+		return s->state == CL_AGENT_PREPARING;
 	default:
 		break;
 	}
+	return false;
 }
 
 static void fill_poll(struct session *s, struct cl_msg *m, int64_t now)
@@ -314,12 +320,13 @@ int cl_session_run(struct session *s)
 			cl_activity_stop(s, true);
 			return CL_EREFUSED;
 		}
+		bool more = false;
 		if (rc == 0 && reply.type == CL_MSG_CMD)
-			apply_command(s, &reply);
+			more = apply_command(s, &reply);
 		else if (rc != 0)
 			CL_DEBUG("%s", cl_err_format(&err, msg, sizeof(msg)));
 		cl_msg_free(&reply);
-		if (!s->q_len && !s->quit) {
+		if (!s->q_len && !s->quit && !more) {
 			int64_t wait = POLL_EVERY_US - (cl_mono_us() - now);
 			if (wait > 0)
 				cl_sleep_ns(wait * 1000);

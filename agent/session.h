@@ -131,6 +131,9 @@ void cl_report_queue_clear(struct session *s);
 /* PREPARE: takes ownership of reply's plan (reply is zeroed), checks the target against the
  * allow-list and builds the engine.  Failures put the agent in CL_AGENT_FAILED. */
 void cl_activity_prepare(struct session *s, struct cl_msg *reply);
+/* BODIES: appends the next part of the workload PREPARE began (taking the bodies out of c);
+ * with the last part, sets up as PREPARE does.  Out of order: the session fails. */
+void cl_activity_bodies(struct session *s, struct cl_msg_cmd *c);
 
 /* WARMUP: starts the warmup now, on its own engine when it has its own body. */
 void cl_activity_warmup(struct session *s, struct cl_msg_cmd *c);

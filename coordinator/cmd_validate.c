@@ -7,6 +7,9 @@
 #include "chatload/scenario.h"
 #include "chatload/sim_options.h"
 #include "chatload/units.h"
+#include "chatload/workload.h"
+
+#include <errno.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,10 +22,15 @@ static void usage(FILE *out)
 	    "usage: chatload validate [--set KEY.PATH=VALUE]... SCENARIO...\n\n"
 	    "Checks each scenario and prints the plan it resolves to, defaults included.\n"
 	    "Errors are printed as file:line:column: message.\n\n"
+	    "The workload is read in full (every dataset line), as chatload run reads it before\n"
+	    "it starts anything.\n\n"
 	    "options:\n"
 	    "  --set KEY.PATH=VALUE  override a value before checking, e.g.\n"
 	    "                        --set stages.0.duration=30s --set target.model=x\n"
 	    "                        (list entries by index; VALUE is YAML, so [1,2] is a list)\n"
+	    "  --dump-bodies FILE    write the request bodies, one JSON object a line, in the\n"
+	    "                        order an agent starting at the first sends them (one\n"
+	    "                        scenario only)\n"
 	    "  -h, --help            show this help\n\n"
 	    "exit codes: 0 every scenario is valid, 2 a scenario has errors or cannot be read\n");
 }
@@ -140,6 +148,30 @@ static void print_warmup(const struct cl_scn_warmup *w)
 		printf("  extra body: %s\n", w->body_json);
 }
 
+/* What reading the workload gave: records, bodies, output lengths, shared prefixes. */
+static void print_workload_read(const struct cl_scn_workload *w, const struct cl_workload_stats *st)
+{
+	if (w->kind == CL_WORKLOAD_DATASET) {
+		printf("  read: %zu records", st->records);
+		if (st->filtered)
+			printf(", %zu left out by the filter", st->filtered);
+		if (st->limited)
+			printf(", %zu left out by the limit", st->limited);
+		printf("\n");
+	}
+	printf("  request bodies: %zu (prompts of %.1f tokens on average, estimated)\n", st->bodies,
+	       st->bodies ? (double)st->prompt_tokens_sum / st->bodies : 0.0);
+	printf("  output tokens asked: %u..%u, mean %.1f; %zu bodies with their own length, "
+	       "%zu with max_tokens\n",
+	       st->requested_min, st->requested_max,
+	       st->bodies ? (double)st->requested_sum / st->bodies : 0.0, st->own_length,
+	       st->bodies - st->own_length);
+	printf("  ignore_eos: on %zu of %zu bodies\n", st->ignore_eos, st->bodies);
+	if (st->prefix_groups)
+		printf("  shared prefix: %u groups of %u tokens\n", st->prefix_groups,
+		       st->prefix_tokens);
+}
+
 static void print_workload(const struct cl_scn_workload *w)
 {
 	static const char *const formats[] = { "auto", "openai", "sharegpt", "text" };
@@ -156,18 +188,37 @@ static void print_workload(const struct cl_scn_workload *w)
 		if (w->n_prompts > 5)
 			printf("    ... and %zu more\n", w->n_prompts - 5);
 		break;
-	case CL_WORKLOAD_DATASET:
+	case CL_WORKLOAD_DATASET: {
+		const struct cl_dataset_filter *f = &w->dataset_filter;
 		printf("  dataset: %s (format %s", w->dataset, formats[w->dataset_format]);
 		if (w->dataset_limit)
-			printf(", first %u records", w->dataset_limit);
+			printf(", %s %u records", w->dataset_shuffle ? "any" : "first",
+			       w->dataset_limit);
 		printf(")\n");
+		printf("  dataset order: %s\n",
+		       w->dataset_shuffle ? "shuffled with the seed" : "as in the file");
+		printf("  dataset output tokens: %s\n",
+		       w->dataset_output == CL_DATASET_OUTPUT_RECORD ? "each record's own length"
+								     : "max_tokens");
+		if (f->min_input || f->max_input || f->min_output || f->max_output)
+			printf("  dataset filter: input tokens %u..%u, output tokens %u..%u (0: no "
+			       "bound)\n",
+			       f->min_input, f->max_input, f->min_output, f->max_output);
 		break;
+	}
 	case CL_WORKLOAD_SYNTHETIC:
 		printf("  synthetic: %u prompts of %g tokens (stddev %g, %u..%u)\n",
 		       w->synthetic_count, w->synthetic_input.mean, w->synthetic_input.stddev,
 		       w->synthetic_input.min, w->synthetic_input.max);
+		if (w->synthetic_output.mean > 0)
+			printf("  synthetic output: %g tokens (stddev %g, %u..%u)\n",
+			       w->synthetic_output.mean, w->synthetic_output.stddev,
+			       w->synthetic_output.min, w->synthetic_output.max);
 		break;
 	}
+	if (w->shared_prefix_groups)
+		printf("  shared prefix: %u groups, %u tokens each\n", w->shared_prefix_groups,
+		       w->shared_prefix_tokens);
 	if (w->system_prompt)
 		printf("  system prompt: \"%s\"\n", w->system_prompt);
 	printf("  max tokens: %u\n", w->max_tokens);
@@ -239,7 +290,7 @@ static void print_slos(const struct cl_scenario *s)
 	printf("  abort on breach: %s\n", s->slo_abort_on_breach ? "yes" : "no");
 }
 
-static void print_plan(const struct cl_scenario *s)
+static void print_plan(const struct cl_scenario *s, const struct cl_workload_stats *st)
 {
 	printf("scenario: %s (%s)\n", s->name, s->file);
 	if (s->description)
@@ -249,6 +300,7 @@ static void print_plan(const struct cl_scenario *s)
 	print_readiness(&s->readiness);
 	print_warmup(&s->warmup);
 	print_workload(&s->workload);
+	print_workload_read(&s->workload, st);
 	print_stages(s);
 	print_slos(s);
 	printf("estimate:\n");
@@ -270,6 +322,25 @@ static void print_plan(const struct cl_scenario *s)
 	printf("\n");
 }
 
+/* Writes the bodies, one a line, from first_body on (0: the order of agent 1). */
+static int dump_bodies(const char *path, const struct cl_workload_plan *w)
+{
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		fprintf(stderr, "cannot write '%s': %s\n", path, strerror(errno));
+		return -1;
+	}
+	for (size_t i = 0; i < w->n_bodies; i++) {
+		fwrite(w->bodies[i].json, 1, w->bodies[i].len, f);
+		fputc('\n', f);
+	}
+	if (fclose(f) != 0) {
+		fprintf(stderr, "cannot write '%s': %s\n", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 /* Prints every diagnostic of one file; returns how many. */
 static size_t print_diags(const struct cl_diags *d)
 {
@@ -287,6 +358,7 @@ int cmd_validate(int argc, char **argv)
 	const char **sets = calloc((size_t)argc + 1, sizeof(char *));
 	const char **files = calloc((size_t)argc + 1, sizeof(char *));
 	size_t n_sets = 0, n_files = 0;
+	const char *dump = NULL;
 	int rc = CL_EXIT_USAGE;
 	if (!sets || !files) {
 		fprintf(stderr, "chatload validate: out of memory\n");
@@ -310,6 +382,13 @@ int cmd_validate(int argc, char **argv)
 			sets[n_sets++] = argv[++i];
 		} else if (options && strncmp(arg, "--set=", 6) == 0) {
 			sets[n_sets++] = arg + 6;
+		} else if (options && strcmp(arg, "--dump-bodies") == 0) {
+			if (i + 1 >= argc) {
+				fprintf(stderr,
+					"chatload validate: '--dump-bodies' needs a file\n");
+				goto out;
+			}
+			dump = argv[++i];
 		} else if (options && arg[0] == '-' && arg[1]) {
 			fprintf(stderr, "chatload validate: unknown option '%s'\n", arg);
 			usage(stderr);
@@ -323,22 +402,43 @@ int cmd_validate(int argc, char **argv)
 		usage(stderr);
 		goto out;
 	}
+	if (dump && n_files > 1) {
+		fprintf(stderr, "chatload validate: --dump-bodies takes one scenario\n");
+		goto out;
+	}
 
 	size_t bad = 0;
 	for (size_t i = 0; i < n_files; i++) {
 		struct cl_scenario s;
 		struct cl_diags d = { 0 };
 		int lrc = cl_scenario_load_file(files[i], sets, &s, &d);
-		if (lrc == 0) {
+		struct cl_workload_plan w = { 0 };
+		struct cl_workload_stats st;
+		struct cl_err werr = { 0 };
+		char line[1024];
+		if (lrc == 0 && cl_workload_render_stats(&s, cl_scenario_render_model(&s), &w, &st,
+							 &werr) != 0) {
+			/* The scenario is sound but its workload is not: a dataset line, a
+			 * length out of range.  The message names the file, line and column. */
+			bad++;
+			if (werr.file[0])
+				fprintf(stderr, "%s\n", cl_err_format(&werr, line, sizeof(line)));
+			else
+				fprintf(stderr, "%s: workload: %s\n", files[i],
+					cl_err_format(&werr, line, sizeof(line)));
+		} else if (lrc == 0) {
 			if (i)
 				printf("\n");
-			print_plan(&s);
+			print_plan(&s, &st);
+			if (dump && dump_bodies(dump, &w) != 0)
+				bad++;
 		} else {
 			bad++;
 			if (!print_diags(&d))
 				fprintf(stderr, "%s: %s\n", files[i], cl_strerror(lrc));
 		}
 		fflush(stdout);
+		cl_workload_plan_free(&w);
 		cl_diags_free(&d);
 		cl_scenario_free(&s);
 	}

@@ -259,13 +259,13 @@ int cl_results_create(const struct cl_scenario *s, const char *scenario_path, in
 	char started[40];
 	cl_wall_iso8601(r->started_wall_us, started, sizeof(started));
 	r->doc = json_pack("{s:s,s:s,s:o,s:o,s:s,s:n,s:n,s:b,s:n,s:o,s:{s:n,s:i,s:[],s:[]},"
-			   "s:n,s:n,s:[],s:[],s:[],s:[]}",
+			   "s:n,s:n,s:[],s:[],s:[],s:[],s:n}",
 			   "schema", CL_RESULTS_SCHEMA, "chatload_version", CHATLOAD_VERSION,
 			   "scenario", scenario_json(s, scenario_path), "command_line", argv_json,
 			   "started_at", started, "finished_at", "duration_s", "complete", 0,
 			   "exit_code", "output_dir", cli_rj_str(r->dir), "verdict", "pass",
 			   "evaluated", 0, "checks", "breaches", "readiness", "warmup", "agents",
-			   "stages", "estimates", "warnings");
+			   "stages", "estimates", "warnings", "workload");
 	if (!r->doc) {
 		rc = cl_err_set(err, CL_ENOMEM, "out of memory");
 		goto out;
@@ -305,6 +305,37 @@ void cl_results_set_target(struct cl_results *r, const char *url, const char *mo
 			      "simulator", simulator);
 	if (!v || json_object_set_new(r->doc, "target", v) != 0)
 		CL_WARN("cannot record the target: out of memory");
+}
+
+void cl_results_set_workload(struct cl_results *r, const struct cl_scn_workload *w,
+			     const struct cl_workload_stats *st)
+{
+	static const char *const kinds[] = { "prompts", "dataset", "synthetic" };
+	static const char *const formats[] = { "auto", "openai", "sharegpt", "text" };
+	const char *kind = (unsigned)w->kind < 3 ? kinds[w->kind] : "prompts";
+	json_t *prefix = st->prefix_groups
+			     ? json_pack("{s:I,s:I}", "groups", (json_int_t)st->prefix_groups,
+					 "tokens", (json_int_t)st->prefix_tokens)
+			     : json_null();
+	json_t *dataset = json_null();
+	if (w->kind == CL_WORKLOAD_DATASET)
+		dataset = json_pack(
+		    "{s:o,s:s,s:b,s:o,s:o,s:o}", "file", cli_rj_str(w->dataset), "format",
+		    formats[(unsigned)w->dataset_format < 4 ? w->dataset_format : 0], "shuffled",
+		    w->dataset_shuffle, "records", cli_rj_uint(st->records), "filtered",
+		    cli_rj_uint(st->filtered), "limited", cli_rj_uint(st->limited));
+	double mean = st->bodies ? (double)st->requested_sum / (double)st->bodies : 0;
+	json_t *v = json_pack(
+	    "{s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:f,s:o,s:o,s:o}", "kind", kind, "bodies",
+	    cli_rj_uint(st->bodies), "own_output_length", cli_rj_uint(st->own_length), "ignore_eos",
+	    cli_rj_uint(st->ignore_eos), "max_tokens", cli_rj_uint(w->max_tokens), "requested_min",
+	    cli_rj_uint(st->requested_min), "requested_max", cli_rj_uint(st->requested_max),
+	    "requested_mean", cli_rj_sig(mean, 6), "prompt_tokens_estimated_mean",
+	    st->bodies ? json_real(cli_rj_sig((double)st->prompt_tokens_sum / st->bodies, 6))
+		       : json_null(),
+	    "shared_prefix", prefix, "dataset", dataset);
+	if (!v || json_object_set_new(r->doc, "workload", v) != 0)
+		CL_WARN("cannot record the workload: out of memory");
 }
 
 void cl_results_set_warmup(struct cl_results *r, const struct cl_metrics *warmup)

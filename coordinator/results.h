@@ -8,6 +8,7 @@
 #include "chatload/metrics.h"
 #include "chatload/readiness.h"
 #include "chatload/scenario.h"
+#include "chatload/workload.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -86,6 +87,11 @@ void cl_results_set_readiness(struct cl_results *r, const struct cl_readiness_re
  * gate when the scenario named none).  Top-level field `target`. */
 void cl_results_set_target(struct cl_results *r, const char *url, const char *model,
 			   bool simulator);
+
+/* Records what the workload was (top-level field `workload`): its source, bodies, output
+ * lengths asked for, ignore_eos, shared prefix groups, dataset figures (docs/results.md). */
+void cl_results_set_workload(struct cl_results *r, const struct cl_scn_workload *w,
+			     const struct cl_workload_stats *st);
 
 /* Records warmup totals (requests started, completed, errors) from the merged warmup
  * metrics; they are excluded from every stage. */

@@ -114,7 +114,36 @@ fail:
 	return NULL;
 }
 
+static json_t *tokens_base_json(const struct cl_metrics *m);
+
+/* Output asked for against received, over completed requests: a ratio below 1 is a server
+ * that stopped before max_tokens. */
+static int add_requested(json_t *o, const struct cl_metrics *m)
+{
+	uint64_t asked = m->ctr[CL_CTR_REQUESTED_TOKENS];
+	json_t *ratio = asked ? json_real(cli_rj_sig(
+				    (double)m->ctr[CL_CTR_REQUESTED_RECEIVED] / (double)asked, 6))
+			      : json_null();
+	return !o || cli_rj_set(o, "requested", cli_rj_uint(asked)) ||
+	       cli_rj_set(o, "requested_received",
+			  cli_rj_uint(m->ctr[CL_CTR_REQUESTED_RECEIVED])) ||
+	       cli_rj_set(o, "received_ratio", ratio) ||
+	       cli_rj_set(o, "short_requests", cli_rj_uint(m->ctr[CL_CTR_SHORT_OUTPUT])) ||
+	       cli_rj_set(o, "requested_per_request",
+			  cnt_summary(&m->cnt[CL_CNT_REQUESTED_TOKENS], 1));
+}
+
 static json_t *tokens_json(const struct cl_metrics *m)
+{
+	json_t *o = tokens_base_json(m);
+	if (add_requested(o, m)) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static json_t *tokens_base_json(const struct cl_metrics *m)
 {
 	return json_pack("{s:o,s:o,s:o,s:o,s:o,s:s,s:o,s:o,s:o,s:o,s:o}", "prompt",
 			 cli_rj_uint(m->ctr[CL_CTR_PROMPT_TOKENS]), "output",

@@ -134,6 +134,7 @@ static json_t *warnings_json(struct cl_results *r)
 	size_t i;
 	const json_t *s;
 	int rc = 0;
+	bool eos_asked = json_integer_value(cl_results_get(r->doc, "workload.ignore_eos")) > 0;
 	json_array_foreach(stages, i, s)
 	{
 		const char *name = cl_results_str(s, "name", "");
@@ -158,6 +159,18 @@ static json_t *warnings_json(struct cl_results *r)
 				   "client, not the server; add agents or workers",
 				   name, why);
 		}
+		/* Requests that asked the server to ignore its end of sequence and still got
+		 * less: a server without ignore_eos, or a cap of its own. */
+		const json_t *short_n = cl_results_get(s, "tokens.short_requests");
+		const json_t *ratio = cl_results_get(s, "tokens.received_ratio");
+		if (eos_asked && json_integer_value(short_n) > 0 && json_is_number(ratio))
+			rc |=
+			    warn(w,
+				 "stage '%s': %lld requests stopped before the max_tokens they "
+				 "asked for with ignore_eos (%.1f%% of the tokens asked were "
+				 "received): the server does not honour ignore_eos or caps output",
+				 name, (long long)json_integer_value(short_n),
+				 100 * json_number_value(ratio));
 		const char *src = cl_results_str(s, "tokens.source", "usage");
 		if (strcmp(src, "chunks") == 0 || strcmp(src, "mixed") == 0)
 			rc |= warn(w,

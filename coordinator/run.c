@@ -64,10 +64,23 @@ static int make_target(struct run *r, struct cl_err *err)
 	return 0;
 }
 
-/* Renders what PREPARE and WARMUP carry, now that the model is known. */
+/* Reads the whole workload (every dataset line) before anything starts, so bad input is
+ * reported at once with its file:line:column, not after the agents and the readiness gate. */
+static int load_workload(struct run *r, struct cl_err *err)
+{
+	struct cl_workload_stats st;
+	int rc = cl_workload_render_stats(&r->s, cl_scenario_render_model(&r->s), &r->workload, &st,
+					  err);
+	if (rc == 0)
+		r->workload_stats = st;
+	return rc;
+}
+
+/* Puts the model found into the bodies, and renders the warmup's own body if it has one. */
 static int render(struct run *r, struct cl_err *err)
 {
-	int rc = cl_workload_render(&r->s, r->target.model, &r->workload, err);
+	int rc = cl_workload_plan_set_model(&r->workload, cl_scenario_render_model(&r->s),
+					    r->target.model, err);
 	if (rc != 0)
 		return rc;
 	const struct cl_scn_warmup *w = &r->s.warmup;
@@ -83,17 +96,6 @@ static int render(struct run *r, struct cl_err *err)
 				      &r->warmup_body, err);
 	free(extra);
 	return rc;
-}
-
-static int prepare_agents(struct run *r)
-{
-	struct cl_msg_cmd c = { .cmd = CL_CMD_PREPARE };
-	c.prepare.target = r->target;
-	c.prepare.workload = r->workload;
-	cl_fleet_broadcast(&r->fleet, &c);
-	/* PREPARE is applied before anything queued after it, so there is nothing to wait
-	 * for here: a failure shows as the agent's FAILED state in the next phase. */
-	return 0;
 }
 
 /* Frees what the run holds; its processes were stopped at `finish` (none exist on the
@@ -134,6 +136,13 @@ int cl_run(const struct cl_run_opts *o)
 		return CL_EXIT_USAGE;
 	}
 	cl_diags_free(&diags);
+	if (load_workload(r, &err) != 0) {
+		char msg[900];
+		fprintf(stderr, "%s\n", cl_err_format(&err, msg, sizeof(msg)));
+		cleanup(r);
+		free(r);
+		return CL_EXIT_USAGE;
+	}
 
 	if (cl_results_create(&r->s, o->scenario_path, o->argc, o->argv, o->out_dir, &r->res,
 			      &err) != 0) {
@@ -177,7 +186,9 @@ int cl_run(const struct cl_run_opts *o)
 		code = fail_msg(r, CL_EXIT_USAGE, &err, "cannot render the workload");
 		goto finish;
 	}
-	prepare_agents(r);
+	cl_results_set_workload(r->res, &r->s.workload, &r->workload_stats);
+	if (cli_run_prepare(r) != 0)
+		goto finish;
 	if (cli_run_warmup(r) != 0)
 		goto finish;
 

@@ -14,6 +14,7 @@
 #include "chatload/plan.h"
 #include "chatload/readiness.h"
 #include "chatload/scenario.h"
+#include "chatload/workload.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -88,6 +89,7 @@ struct run {
 	/* what the agents are told */
 	struct cl_target_plan target;
 	struct cl_workload_plan workload;
+	struct cl_workload_stats workload_stats;
 	char *warmup_body;
 	char *probe_extra; /* readiness.body merged over target.body */
 
@@ -133,6 +135,11 @@ bool cli_run_has_share(const struct run *r, size_t i, const struct cl_stage_plan
 void cli_run_on_report(void *ctx, struct cl_fleet_agent *a, struct cl_msg_report *rep);
 /* At the end of a stage: writes the intervals still held, complete or not. */
 void cli_run_flush_intervals(struct run *r);
+
+/* run_prepare.c: PREPARE to every agent, the rest of a large workload in BODIES parts, and
+ * the wait until every agent is ready.  Blocks; 0, or CL_EIO / CL_ETIMEDOUT / CL_ECLOSED
+ * with r->exit_hint set and a note shown. */
+int cli_run_prepare(struct run *r);
 
 /* run_gate.c and run_stage.c: each blocks for its phase.  0 lets the run go on; a negative
  * code stops it (CL_ECLOSED interrupted, CL_EIO failed, CL_ETIMEDOUT the gate or the warmup

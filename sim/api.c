@@ -62,10 +62,13 @@ static const char *find_model(const struct cl_sim_config *cfg, const char *name)
 }
 
 static uint32_t pick_length(const struct cl_sim_config *cfg, struct cl_sim_stream *st,
-			    uint32_t req_max)
+			    uint32_t req_max, bool ignore_eos)
 {
 	double x;
 	uint32_t n;
+	/* --output-tokens is where the model would stop (its end of sequence); ignore_eos
+	 * asks a server to go on to max_tokens regardless, as vLLM, SGLang and llama.cpp do.
+	 * The draw is still made, so the request's random sequence is the same either way. */
 	switch (cfg->len_kind) {
 	case CL_SIM_LEN_FIXED:
 		n = cfg->len_a;
@@ -83,7 +86,7 @@ static uint32_t pick_length(const struct cl_sim_config *cfg, struct cl_sim_strea
 		n = req_max ? req_max : DEFAULT_OUTPUT_TOKENS;
 		break;
 	}
-	if (req_max && n >= req_max) {
+	if (req_max && (n >= req_max || ignore_eos)) {
 		n = req_max;
 		st->finish_length = true;
 	}
@@ -107,7 +110,10 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 	st->rng = cl_sim_rng_for(cfg->seed, st->seq);
 	st->fault = cl_sim_fault_pick(cfg, st->seq, &st->rng);
 	st->prompt_tokens = cl_sim_chat_prompt_tokens(cr->prompt_chars);
-	st->planned_tokens = pick_length(cfg, st, cr->max_tokens);
+	st->requested_tokens = cr->max_tokens;
+	st->ignore_eos = cr->ignore_eos;
+	st->planned_tokens =
+	    pick_length(cfg, st, cr->max_tokens, cr->ignore_eos && !cfg->no_ignore_eos);
 	st->planned_reasoning =
 	    cfg->reasoning_tokens < st->planned_tokens ? cfg->reasoning_tokens : st->planned_tokens;
 	st->fault_tok = cl_sim_fault_token(cfg, st->planned_tokens);

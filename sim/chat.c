@@ -131,6 +131,7 @@ int cl_sim_chat_parse(const char *body, size_t len, struct cl_sim_chat_req *req,
 		snprintf(req->model, sizeof(req->model), "%s", json_string_value(model));
 	}
 	if (get_bool(root, "stream", &req->stream, msg, n, code) ||
+	    get_bool(root, "ignore_eos", &req->ignore_eos, msg, n, code) ||
 	    get_max(root, "max_tokens", &max_tokens, msg, n, code) ||
 	    get_max(root, "max_completion_tokens", &max_completion, msg, n, code))
 		goto out;

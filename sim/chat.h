@@ -17,6 +17,7 @@ struct cl_sim_chat_req {
 	bool include_usage;
 	bool continuous_usage; /* vLLM's stream_options.continuous_usage_stats */
 	uint32_t max_tokens;   /* max_completion_tokens, else max_tokens; 0: not given */
+	bool ignore_eos;       /* vLLM, SGLang, llama.cpp: generate until max_tokens */
 	uint64_t prompt_chars; /* Unicode characters in every message's text content */
 };
 

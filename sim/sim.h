@@ -44,6 +44,8 @@ struct cl_sim_stream {
 	uint32_t planned_tokens;    /* completion tokens, reasoning included */
 	uint32_t planned_reasoning; /* the first planned_reasoning tokens are reasoning */
 	bool finish_length;         /* finish_reason "length": the request's max was reached */
+	uint32_t requested_tokens;  /* the request's max_completion_tokens / max_tokens, 0 */
+	bool ignore_eos;            /* the request asked for ignore_eos */
 	uint32_t sent_tokens;
 	uint32_t chunks;    /* token-bearing chunks sent */
 	uint32_t fault_tok; /* the chunk carrying this token is where a mid-stream fault hits */

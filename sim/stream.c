@@ -43,6 +43,8 @@ static void log_stream(struct cl_sim *s, const struct cl_sim_stream *st, int htt
 		.reasoning_tokens = st->sent_tokens < st->planned_reasoning ? st->sent_tokens
 									    : st->planned_reasoning,
 		.chunks = st->chunks,
+		.max_tokens = st->requested_tokens,
+		.ignore_eos = st->ignore_eos,
 	};
 	cl_sim_truth_record(&s->truth, &r);
 }

@@ -113,6 +113,15 @@ void cl_sim_truth_record(struct cl_sim_truth *t, const struct cl_sim_truth_rec *
 	cl_sim_w_u64(&w, r->reasoning_tokens);
 	CL_SIM_W_LIT(&w, ",\"chunks\":");
 	cl_sim_w_u64(&w, r->chunks);
+	CL_SIM_W_LIT(&w, ",\"max_tokens\":");
+	if (r->max_tokens)
+		cl_sim_w_u64(&w, r->max_tokens);
+	else
+		CL_SIM_W_LIT(&w, "null");
+	if (r->ignore_eos)
+		CL_SIM_W_LIT(&w, ",\"ignore_eos\":true");
+	else
+		CL_SIM_W_LIT(&w, ",\"ignore_eos\":false");
 	CL_SIM_W_LIT(&w, "}\n");
 	if (w.overflow)
 		return; /* cannot happen: every field is bounded well below the line size */

@@ -32,6 +32,8 @@ struct cl_sim_truth_rec {
 	int64_t sched_last_us, act_last_us;
 	int64_t max_late_us;
 	uint32_t prompt_tokens, planned_tokens, output_tokens, reasoning_tokens, chunks;
+	uint32_t max_tokens; /* what the request asked for (0: nothing) */
+	bool ignore_eos;
 };
 
 /* Opens (truncates) path; path NULL: a disabled log whose calls do nothing.  CL_EIO. */

@@ -76,9 +76,12 @@ static int copy_workload(struct cl_workload_plan *d, const struct cl_workload_pl
 	if (!d->bodies)
 		return CL_ENOMEM;
 	d->n_bodies = s->n_bodies;
+	d->total_bodies = s->n_bodies;
+	d->first_body = s->first_body < s->n_bodies ? s->first_body : 0;
 	for (size_t i = 0; i < s->n_bodies; i++) {
 		d->bodies[i].len = s->bodies[i].len;
 		d->bodies[i].prompt_chars = s->bodies[i].prompt_chars;
+		d->bodies[i].max_tokens = s->bodies[i].max_tokens;
 		d->bodies[i].json = malloc(s->bodies[i].len + 1);
 		if (!d->bodies[i].json)
 			return CL_ENOMEM;
@@ -368,6 +371,8 @@ int cl_engine_start(struct cl_engine *e, const struct cl_stage_plan *share, int6
 	e->done_workers = 0;
 	e->started = true;
 	pthread_mutex_unlock(&e->mu);
+	/* Every stage starts at the agent's first body: the same requests in the same order. */
+	atomic_store(&e->next_body, 0);
 	for (uint32_t i = 0; i < e->nworkers; i++) {
 		struct cl_worker *w = &e->workers[i];
 		pthread_mutex_lock(&w->mu);

@@ -55,7 +55,8 @@ struct cl_slot {
 	struct cl_shard *shard;
 	uint32_t index;
 	bool busy;
-	bool in_window; /* intended start inside the measured window: its latencies count */
+	bool in_window;     /* intended start inside the measured window: its latencies count */
+	uint32_t requested; /* max_tokens its body asks for (0: none) */
 
 	/* one request's record (reset when the slot is taken) */
 	uint64_t seq;
@@ -174,7 +175,6 @@ struct cl_worker {
 	uint32_t ad_head, ad_tail; /* slots past [DONE] whose framed body has not ended yet,
 				    * oldest first (CL_NO_SLOT: none) */
 	uint64_t seq;
-	size_t body_rr;
 	char *log_buf;
 	size_t log_len;
 };
@@ -186,6 +186,10 @@ struct cl_engine {
 
 	struct cl_target_plan target;
 	struct cl_workload_plan workload;
+	/* Bodies handed out since the stage started, over all workers: the k-th request the
+	 * agent starts in a stage sends body (first_body + k) mod n, whichever worker starts it,
+	 * so the agent's sequence of requests is the same on every run. */
+	atomic_uint_fast64_t next_body;
 	char prefix[CL_ENGINE_MAX_PREFIX + 1];
 	char *url;             /* base_url + "/chat/completions" */
 	char *auth_header;     /* "Authorization: Bearer ..." or NULL; wiped at destroy */

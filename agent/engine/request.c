@@ -196,8 +196,11 @@ bool cl_request_start(struct cl_worker *w, int64_t intended_us)
 	snprintf(s->reqid, sizeof(s->reqid), "X-Request-Id: %s-%u-%" PRIu64, e->prefix, w->index,
 		 s->seq);
 
-	const struct cl_request_body *b = &e->workload.bodies[w->body_rr++ % e->workload.n_bodies];
+	uint64_t k = atomic_fetch_add_explicit(&e->next_body, 1, memory_order_relaxed);
+	const struct cl_request_body *b =
+	    &e->workload.bodies[(e->workload.first_body + k) % e->workload.n_bodies];
 	s->body = b;
+	s->requested = b->max_tokens;
 	curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, b->json);
 	curl_easy_setopt(s->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)b->len);
 
@@ -773,6 +776,16 @@ void cl_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, boo
 				cl_hist_record(&m->cnt[CL_CNT_PROMPT_TOKENS], s->usage_pt);
 			if (s->usage_pt > 0)
 				m->ctr[CL_CTR_PROMPT_TOKENS] += (uint64_t)s->usage_pt;
+			/* Requested against received: a server that stops before max_tokens (an
+			 * EOS honoured, a cap of its own) shows as a ratio below 1. */
+			if (s->requested) {
+				cl_hist_record(&m->cnt[CL_CNT_REQUESTED_TOKENS], s->requested);
+				m->ctr[CL_CTR_REQUESTED_TOKENS] += s->requested;
+				m->ctr[CL_CTR_REQUESTED_RECEIVED] +=
+				    tokens > 0 ? (uint64_t)tokens : 0;
+				if (tokens < (int64_t)s->requested)
+					m->ctr[CL_CTR_SHORT_OUTPUT]++;
+			}
 			/* Chunks whose count usage did not tell carry the request's mean of the
 			 * rest: 1000 * T / N milli-tokens each (exact ones were recorded live). */
 			int64_t rest = tokens - s->tok_exact;

@@ -15,10 +15,9 @@ static const char *const lat_names[CL_LAT__COUNT] = {
 };
 
 static const char *const cnt_names[CL_CNT__COUNT] = {
-	[CL_CNT_TOKENS_PER_CHUNK] = "tokens_per_chunk",
-	[CL_CNT_OUTPUT_TOKENS] = "output_tokens",
-	[CL_CNT_REASONING_TOKENS] = "reasoning_tokens",
-	[CL_CNT_PROMPT_TOKENS] = "prompt_tokens",
+	[CL_CNT_TOKENS_PER_CHUNK] = "tokens_per_chunk", [CL_CNT_OUTPUT_TOKENS] = "output_tokens",
+	[CL_CNT_REASONING_TOKENS] = "reasoning_tokens", [CL_CNT_PROMPT_TOKENS] = "prompt_tokens",
+	[CL_CNT_REQUESTED_TOKENS] = "requested_tokens",
 };
 
 static const char *const ctr_names[CL_CTR__COUNT] = {
@@ -44,6 +43,9 @@ static const char *const ctr_names[CL_CTR__COUNT] = {
 	[CL_CTR_USAGE_FROM_CHUNKS] = "usage_from_chunks",
 	[CL_CTR_GOOD] = "good",
 	[CL_CTR_COMPLETED_IN_WINDOW] = "completed_in_window",
+	[CL_CTR_REQUESTED_TOKENS] = "requested_tokens",
+	[CL_CTR_REQUESTED_RECEIVED] = "requested_received",
+	[CL_CTR_SHORT_OUTPUT] = "short_output",
 };
 
 /* Latencies in µs: 1 µs .. 1 h at 3 digits (23552 buckets, 184 KiB). */

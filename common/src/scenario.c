@@ -60,6 +60,8 @@ void cl_scenario_defaults(struct cl_scenario *s)
 	s->workload.max_tokens = 256;
 	s->workload.request_timeout_us = 10 * MIN;
 	s->workload.drain_timeout_us = 30 * SEC;
+	s->workload.ignore_eos = -1;
+	s->workload.dataset_output = CL_DATASET_OUTPUT_RECORD;
 
 	s->slo_abort_on_breach = false;
 
@@ -102,6 +104,19 @@ static int name_from_file(struct cl_scenario *s, const char *file)
 	return s->name ? 0 : CL_ENOMEM;
 }
 
+/* A length distribution's bounds when not given: min 1, max mean + 4 stddev. */
+static void dist_defaults(struct cl_len_dist *d, bool min_given, bool max_given)
+{
+	if (!min_given)
+		d->min = 1;
+	if (!max_given) {
+		double hi = ceil(d->mean + 4 * d->stddev);
+		d->max = hi > 4294967295.0 ? UINT32_MAX : (uint32_t)hi;
+		if (d->max < d->min)
+			d->max = d->min;
+	}
+}
+
 int cli_scenario_derive_defaults(struct cl_scenario *s, const struct scn_given *given,
 				 const char *file)
 {
@@ -112,16 +127,12 @@ int cli_scenario_derive_defaults(struct cl_scenario *s, const struct scn_given *
 	if (!given->warmup_request_timeout)
 		s->warmup.request_timeout_us = s->workload.request_timeout_us;
 
-	struct cl_len_dist *d = &s->workload.synthetic_input;
 	if (s->workload.kind == CL_WORKLOAD_SYNTHETIC) {
-		if (!given->synthetic_min)
-			d->min = 1;
-		if (!given->synthetic_max) {
-			double hi = ceil(d->mean + 4 * d->stddev);
-			d->max = hi > 4294967295.0 ? UINT32_MAX : (uint32_t)hi;
-			if (d->max < d->min)
-				d->max = d->min;
-		}
+		dist_defaults(&s->workload.synthetic_input, given->synthetic_min,
+			      given->synthetic_max);
+		if (s->workload.synthetic_output.mean > 0)
+			dist_defaults(&s->workload.synthetic_output, given->output_min,
+				      given->output_max);
 	}
 
 	if (dup_into(&s->readiness.prompt, readiness_prompt))
@@ -142,6 +153,20 @@ int cli_scenario_derive_defaults(struct cl_scenario *s, const struct scn_given *
 		}
 	}
 	return 0;
+}
+
+const char *cl_scenario_render_model(const struct cl_scenario *s)
+{
+	if (s->target.model)
+		return s->target.model;
+	if (s->target.simulator) {
+		const char *m = "chatload-sim";
+		for (size_t i = 0; i < s->target.n_sim; i++)
+			if (strcmp(s->target.sim[i].key, "model") == 0)
+				m = s->target.sim[i].value;
+		return m;
+	}
+	return "chatload-model-to-be-found";
 }
 
 static void free_strv(char **v, size_t n)

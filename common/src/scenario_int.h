@@ -192,6 +192,8 @@ struct scn_given {
 	bool warmup_request_timeout;
 	bool synthetic_min;
 	bool synthetic_max;
+	bool output_min; /* synthetic.output_tokens */
+	bool output_max;
 	bool workload_source; /* prompts, dataset or synthetic */
 };
 
@@ -212,7 +214,7 @@ struct scn_loader {
 	const struct ynode *target[16];
 	const struct ynode *agents[16];
 	const struct ynode *warmup[16];
-	const struct ynode *workload[16];
+	const struct ynode *workload[24];
 };
 
 /* scenario_sections.c: one section each; obj is unused (they write l->s). */

@@ -96,6 +96,10 @@ const struct cl_sim_option cl_sim_options[] = {
 	  "send streamed answers with a body delimited by the connection's close (neither "
 	  "Content-Length nor chunked) and keep the connection open after [DONE]",
 	  true },
+	{ "no-ignore-eos", B, NULL, NULL,
+	  "disregard a request's ignore_eos, as a server without it does (answers end where "
+	  "--output-tokens says)",
+	  true },
 };
 
 const size_t cl_sim_options_count = sizeof(cl_sim_options) / sizeof(cl_sim_options[0]);

@@ -13,7 +13,7 @@ static const char *const type_names[CL_MSG__COUNT] = {
 static const char *const cmd_names[CL_CMD__COUNT] = {
 	[CL_CMD_NOOP] = "NOOP",       [CL_CMD_PROBE] = "PROBE",       [CL_CMD_WARMUP] = "WARMUP",
 	[CL_CMD_PREPARE] = "PREPARE", [CL_CMD_START_AT] = "START_AT", [CL_CMD_STOP] = "STOP",
-	[CL_CMD_ABORT] = "ABORT",     [CL_CMD_QUIT] = "QUIT",
+	[CL_CMD_ABORT] = "ABORT",     [CL_CMD_QUIT] = "QUIT",         [CL_CMD_BODIES] = "BODIES",
 };
 
 static const char *const state_names[CL_AGENT__COUNT] = {
@@ -108,6 +108,11 @@ static void free_cmd(struct cl_msg_cmd *c)
 		break;
 	case CL_CMD_START_AT:
 		cl_stage_plan_free(&c->start_at.stage);
+		break;
+	case CL_CMD_BODIES:
+		for (size_t i = 0; c->bodies.bodies && i < c->bodies.n_bodies; i++)
+			free(c->bodies.bodies[i].json);
+		free(c->bodies.bodies);
 		break;
 	default:
 		break;

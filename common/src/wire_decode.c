@@ -48,6 +48,47 @@ out:
 	return rc;
 }
 
+/* A "bodies" array value b (NULL: missing) into *out / *n_out. */
+static int dec_bodies(struct wire_dec *d, const msgpack_object *b, struct cl_request_body **out,
+		      size_t *n_out)
+{
+	int rc = 0;
+	if (!b)
+		return cli_wire_missing(d, "bodies");
+	if (b->type != MSGPACK_OBJECT_ARRAY)
+		return cli_wire_wrong(d, "bodies", "an array", b);
+	size_t n = b->via.array.size;
+	if (n > CL_WIRE_MAX_BODIES)
+		return cli_wire_bad(d, CL_ETOOBIG, "bodies", "has too many entries (%zu, max %u)",
+				    n, CL_WIRE_MAX_BODIES);
+	if (n) {
+		/* n was proven against the message size before msgpack-c allocated its n
+		 * objects, so this array is no larger than a small multiple of the input. */
+		if (!(*out = calloc(n, sizeof(**out))))
+			return cl_err_set(d->err, CL_ENOMEM, "out of memory decoding bodies");
+		*n_out = n;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char nm[32];
+		snprintf(nm, sizeof(nm), "bodies[%zu]", i);
+		const msgpack_object *e = &b->via.array.ptr[i];
+		if ((rc = cli_wire_need_map(d, nm, e, true)))
+			return rc;
+		size_t o2 = wire_path_push(&d->path, nm);
+		struct wire_fld bf[] = { FLD("json"), FLD("prompt_chars"), FLD("max_tokens") };
+		struct cl_request_body *rb = &(*out)[i];
+		if (!(rc = cli_wire_fields(d, e, bf, WIRE_N(bf))) &&
+		    !(rc = cli_wire_get_str(d, "json", bf[0].v, true, CL_WIRE_MAX_BODY, WSTR_TEXT,
+					    &rb->json, &rb->len)) &&
+		    !(rc = cli_wire_get_u32(d, "prompt_chars", bf[1].v, true, &rb->prompt_chars)))
+			rc = cli_wire_get_u32(d, "max_tokens", bf[2].v, false, &rb->max_tokens);
+		wire_path_pop(&d->path, o2);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 static int dec_workload(struct wire_dec *d, const char *name, const msgpack_object *v,
 			struct cl_workload_plan *w)
 {
@@ -55,54 +96,32 @@ static int dec_workload(struct wire_dec *d, const char *name, const msgpack_obje
 	if ((rc = cli_wire_need_map(d, name, v, true)))
 		return rc;
 	size_t old = wire_path_push(&d->path, name);
-	struct wire_fld f[] = { FLD("bodies"), FLD("request_timeout_us"), FLD("max_tokens") };
-	if ((rc = cli_wire_fields(d, v, f, WIRE_N(f))))
-		goto out;
-	const msgpack_object *b = f[0].v;
-	if (!b) {
-		rc = cli_wire_missing(d, "bodies");
-		goto out;
-	}
-	if (b->type != MSGPACK_OBJECT_ARRAY) {
-		rc = cli_wire_wrong(d, "bodies", "an array", b);
-		goto out;
-	}
-	size_t n = b->via.array.size;
-	if (n > CL_WIRE_MAX_BODIES) {
-		rc = cli_wire_bad(d, CL_ETOOBIG, "bodies", "has too many entries (%zu, max %u)", n,
-				  CL_WIRE_MAX_BODIES);
-		goto out;
-	}
-	if (n) {
-		/* n was proven against the message size before msgpack-c allocated its n
-		 * objects, so this array is no larger than a small multiple of the input. */
-		if (!(w->bodies = calloc(n, sizeof(*w->bodies)))) {
-			rc = cl_err_set(d->err, CL_ENOMEM, "out of memory decoding bodies");
-			goto out;
-		}
-		w->n_bodies = n;
-	}
-	for (size_t i = 0; i < n; i++) {
-		char nm[32];
-		snprintf(nm, sizeof(nm), "bodies[%zu]", i);
-		const msgpack_object *e = &b->via.array.ptr[i];
-		if ((rc = cli_wire_need_map(d, nm, e, true)))
-			goto out;
-		size_t o2 = wire_path_push(&d->path, nm);
-		struct wire_fld bf[] = { FLD("json"), FLD("prompt_chars") };
-		struct cl_request_body *rb = &w->bodies[i];
-		if (!(rc = cli_wire_fields(d, e, bf, WIRE_N(bf))) &&
-		    !(rc = cli_wire_get_str(d, "json", bf[0].v, true, CL_WIRE_MAX_BODY, WSTR_TEXT,
-					    &rb->json, &rb->len)))
-			rc = cli_wire_get_u32(d, "prompt_chars", bf[1].v, true, &rb->prompt_chars);
-		wire_path_pop(&d->path, o2);
-		if (rc)
-			goto out;
-	}
-	if ((rc = cli_wire_get_i64(d, "request_timeout_us", f[1].v, true, 0,
+	struct wire_fld f[] = { FLD("bodies"), FLD("request_timeout_us"), FLD("max_tokens"),
+				FLD("total_bodies"), FLD("first_body") };
+	uint64_t total = 0, first = 0;
+	if ((rc = cli_wire_fields(d, v, f, WIRE_N(f))) ||
+	    (rc = dec_bodies(d, f[0].v, &w->bodies, &w->n_bodies)) ||
+	    (rc = cli_wire_get_i64(d, "request_timeout_us", f[1].v, true, 0,
 				   &w->request_timeout_us)) ||
-	    (rc = cli_wire_get_u32(d, "max_tokens", f[2].v, true, &w->max_tokens)))
+	    (rc = cli_wire_get_u32(d, "max_tokens", f[2].v, true, &w->max_tokens)) ||
+	    (rc = cli_wire_get_u64(d, "total_bodies", f[3].v, false, CL_WIRE_MAX_TOTAL_BODIES,
+				   &total)) ||
+	    (rc = cli_wire_get_u64(d, "first_body", f[4].v, false, CL_WIRE_MAX_TOTAL_BODIES,
+				   &first)))
 		goto out;
+	if (f[3].v && total < w->n_bodies) {
+		rc =
+		    cli_wire_bad(d, CL_EPROTO, "total_bodies", "is %llu, below the %zu bodies sent",
+				 (unsigned long long)total, w->n_bodies);
+		goto out;
+	}
+	w->total_bodies = f[3].v ? (size_t)total : w->n_bodies;
+	if (first && first >= w->total_bodies) {
+		rc = cli_wire_bad(d, CL_EPROTO, "first_body", "is %llu, not below the %zu bodies",
+				  (unsigned long long)first, w->total_bodies);
+		goto out;
+	}
+	w->first_body = (size_t)first;
 out:
 	wire_path_pop(&d->path, old);
 	return rc;
@@ -415,6 +434,15 @@ static int dec_args(struct wire_dec *d, const msgpack_object *args, struct cl_ms
 		    (rc = cli_wire_get_u32(d, "stage", f[0].v, true, &c->stop.stage)))
 			return rc;
 		return 0;
+	case CL_CMD_BODIES:
+		f[0].name = "offset";
+		f[1].name = "bodies";
+		if ((rc = cli_wire_fields(d, args, f, 2)) ||
+		    (rc = cli_wire_get_u64(d, "offset", f[0].v, true, CL_WIRE_MAX_TOTAL_BODIES,
+					   &c->bodies.offset)) ||
+		    (rc = dec_bodies(d, f[1].v, &c->bodies.bodies, &c->bodies.n_bodies)))
+			return rc;
+		return 0;
 	default:
 		return 0;
 	}
@@ -445,7 +473,7 @@ static int dec_cmd(struct wire_dec *d, const msgpack_object *top, struct cl_msg_
 		return rc;
 	bool has_args = c->cmd == CL_CMD_PROBE || c->cmd == CL_CMD_WARMUP ||
 			c->cmd == CL_CMD_PREPARE || c->cmd == CL_CMD_START_AT ||
-			c->cmd == CL_CMD_STOP;
+			c->cmd == CL_CMD_STOP || c->cmd == CL_CMD_BODIES;
 	if (!has_args)
 		return 0; /* an `args` a later version adds to these is ignored */
 	if ((rc = cli_wire_need_map(d, "args", f[4].v, true)))

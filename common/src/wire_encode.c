@@ -171,34 +171,54 @@ static void enc_target(struct enc *e, const char *name, const struct cl_target_p
 	wire_path_pop(&e->path, old);
 }
 
+/* The value of a "bodies" array (the key is the caller's). */
+static void enc_bodies(struct enc *e, const struct cl_request_body *bodies, size_t n)
+{
+	if (n > CL_WIRE_MAX_BODIES)
+		fail(e, CL_ETOOBIG, "bodies", "has too many entries (%zu, max %u)", n,
+		     CL_WIRE_MAX_BODIES);
+	if (n && !bodies)
+		fail(e, CL_EINVAL, "bodies", "is NULL with %zu entries", n);
+	key(e, "bodies");
+	array(e, n);
+	for (size_t i = 0; i < n && !e->rc; i++) {
+		const struct cl_request_body *b = &bodies[i];
+		size_t o2 = wire_path_index(&e->path, i);
+		/* len is authoritative; 0 with text means "use strlen". */
+		const char *json = b->json ? b->json : "";
+		size_t len = b->len ? b->len : strlen(json);
+		if (!b->json && b->len)
+			fail(e, CL_EINVAL, "json", "is NULL with len %zu", b->len);
+		map(e, 2 + !!b->max_tokens);
+		key(e, "json");
+		str_val(e, "json", json, len, CL_WIRE_MAX_BODY, WSTR_TEXT);
+		u64(e, "prompt_chars", b->prompt_chars);
+		if (b->max_tokens)
+			u64(e, "max_tokens", b->max_tokens);
+		wire_path_pop(&e->path, o2);
+	}
+}
+
 static void enc_workload(struct enc *e, const char *name, const struct cl_workload_plan *w)
 {
 	size_t old = wire_path_push(&e->path, name);
 	key(e, name);
-	if (w->n_bodies > CL_WIRE_MAX_BODIES)
-		fail(e, CL_ETOOBIG, "bodies", "has too many entries (%zu, max %u)", w->n_bodies,
-		     CL_WIRE_MAX_BODIES);
-	if (w->n_bodies && !w->bodies)
-		fail(e, CL_EINVAL, "bodies", "is NULL with %zu entries", w->n_bodies);
-	map(e, 3);
-	key(e, "bodies");
-	array(e, w->n_bodies);
-	for (size_t i = 0; i < w->n_bodies && !e->rc; i++) {
-		const struct cl_request_body *b = &w->bodies[i];
-		size_t o2 = wire_path_index(&e->path, i);
-		/* len is authoritative; 0 with text means "use strlen". */
-		const char *json = b->json ? b->json : "";
-		size_t n = b->len ? b->len : strlen(json);
-		if (!b->json && b->len)
-			fail(e, CL_EINVAL, "json", "is NULL with len %zu", b->len);
-		map(e, 2);
-		key(e, "json");
-		str_val(e, "json", json, n, CL_WIRE_MAX_BODY, WSTR_TEXT);
-		u64(e, "prompt_chars", b->prompt_chars);
-		wire_path_pop(&e->path, o2);
-	}
+	bool parts = w->total_bodies && w->total_bodies != w->n_bodies;
+	if (w->total_bodies > CL_WIRE_MAX_TOTAL_BODIES || (parts && w->total_bodies < w->n_bodies))
+		fail(e, CL_EINVAL, "total_bodies", "is %zu with %zu bodies (max %u)",
+		     w->total_bodies, w->n_bodies, CL_WIRE_MAX_TOTAL_BODIES);
+	size_t total = parts ? w->total_bodies : w->n_bodies;
+	if (w->first_body && w->first_body >= total)
+		fail(e, CL_EINVAL, "first_body", "is %zu, not below the %zu bodies", w->first_body,
+		     total);
+	map(e, 3 + parts + !!w->first_body);
+	enc_bodies(e, w->bodies, w->n_bodies);
 	nonneg(e, "request_timeout_us", w->request_timeout_us);
 	u64(e, "max_tokens", w->max_tokens);
+	if (parts)
+		u64(e, "total_bodies", w->total_bodies);
+	if (w->first_body)
+		u64(e, "first_body", w->first_body);
 	wire_path_pop(&e->path, old);
 }
 
@@ -316,6 +336,11 @@ static void enc_args(struct enc *e, const struct cl_msg_cmd *c)
 		map(e, 1);
 		u64(e, "stage", c->stop.stage);
 		break;
+	case CL_CMD_BODIES:
+		map(e, 2);
+		u64(e, "offset", c->bodies.offset);
+		enc_bodies(e, c->bodies.bodies, c->bodies.n_bodies);
+		break;
 	default:
 		map(e, 0);
 		break;
@@ -326,7 +351,7 @@ static void enc_args(struct enc *e, const struct cl_msg_cmd *c)
 static bool cmd_has_args(enum cl_cmd c)
 {
 	return c == CL_CMD_PROBE || c == CL_CMD_WARMUP || c == CL_CMD_PREPARE ||
-	       c == CL_CMD_START_AT || c == CL_CMD_STOP;
+	       c == CL_CMD_START_AT || c == CL_CMD_STOP || c == CL_CMD_BODIES;
 }
 
 /* Fields of each type after the 5 envelope fields; returns how many. */

@@ -21,7 +21,7 @@ int cli_workload_add_message(json_t *messages, const char *role, json_t *content
 }
 
 int cli_workload_dump_body(const char *model, json_t *messages /* stolen */, uint32_t max_tokens,
-			   json_t *extra, char **json_out)
+			   bool ignore_eos, json_t *extra, char **json_out)
 {
 	int rc = CL_ENOMEM;
 	json_t *body = json_object();
@@ -35,6 +35,7 @@ int cli_workload_dump_body(const char *model, json_t *messages /* stolen */, uin
 	/* max_tokens 0 leaves the limit to the server. */
 	if ((max_tokens &&
 	     json_object_set_new(body, "max_tokens", json_integer(max_tokens)) != 0) ||
+	    (ignore_eos && json_object_set_new(body, "ignore_eos", json_true()) != 0) ||
 	    json_object_set_new(body, "stream", json_true()) != 0 ||
 	    json_object_set_new(opts, "include_usage", json_true()) != 0 ||
 	    json_object_set(body, "stream_options", opts) != 0)
@@ -54,8 +55,45 @@ out:
 	return rc;
 }
 
+/* Puts prefix + "\n\n" before the text of the first user message of messages. */
+static int add_prefix(json_t *messages, const char *prefix, size_t *chars)
+{
+	size_t i;
+	json_t *m;
+	json_array_foreach(messages, i, m)
+	{
+		json_t *role = json_object_get(m, "role");
+		if (!json_is_string(role) || strcmp(json_string_value(role), "user") != 0)
+			continue;
+		json_t *content = json_object_get(m, "content");
+		size_t plen = strlen(prefix);
+		if (json_is_string(content)) {
+			struct cl_buf b;
+			cl_buf_init(&b, 0);
+			int rc = cl_buf_append(&b, prefix, plen) || cl_buf_append(&b, "\n\n", 2) ||
+				 cl_buf_append(&b, json_string_value(content),
+					       json_string_length(content));
+			json_t *v = rc ? NULL : json_stringn(b.data, b.len);
+			cl_buf_free(&b);
+			if (!v || json_object_set_new(m, "content", v) != 0)
+				return CL_ENOMEM;
+			*chars += plen + 2;
+			return 0;
+		}
+		if (json_is_array(content)) {
+			json_t *part = json_pack("{s:s,s:s}", "type", "text", "text", prefix);
+			if (!part || json_array_insert_new(content, 0, part) != 0)
+				return CL_ENOMEM;
+			*chars += plen;
+			return 0;
+		}
+		return 0;
+	}
+	return 0;
+}
+
 int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt_chars,
-			   struct cl_err *err)
+			   uint32_t out_tokens, struct cl_err *err)
 {
 	char *json = NULL;
 	if (c->n >= CL_WORKLOAD_MAX_BODIES) {
@@ -63,7 +101,15 @@ int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt
 		return cl_err_set(err, CL_ETOOBIG, "workload has more than %u prompts",
 				  CL_WORKLOAD_MAX_BODIES);
 	}
-	if (cli_workload_dump_body(c->model, messages, c->max_tokens, c->extra, &json) != 0)
+	size_t chars = prompt_chars;
+	if (c->n_prefixes && add_prefix(messages, c->prefixes[c->n % c->n_prefixes], &chars) != 0) {
+		json_decref(messages);
+		return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
+	}
+	uint32_t max_tokens = out_tokens ? out_tokens : c->max_tokens;
+	bool ignore_eos = c->ignore_eos == 1 || (c->ignore_eos < 0 && out_tokens);
+	if (cli_workload_dump_body(c->model, messages, max_tokens, ignore_eos, c->extra, &json) !=
+	    0)
 		return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
 	size_t len = strlen(json);
 	if (len > CL_WORKLOAD_MAX_TOTAL_BYTES - c->total_bytes) {
@@ -74,24 +120,30 @@ int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt
 	if (c->n == c->cap) {
 		size_t cap = c->cap ? c->cap * 2 : 16;
 		struct cl_request_body *p = realloc(c->bodies, cap * sizeof(*p));
-		if (!p) {
+		if (p)
+			c->bodies = p;
+		uint8_t *f = p ? realloc(c->flags, cap) : NULL;
+		if (!f) {
 			free(json);
 			return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
 		}
-		c->bodies = p;
+		c->flags = f;
 		c->cap = cap;
 	}
-	c->bodies[c->n].json = json;
-	c->bodies[c->n].len = len;
-	c->bodies[c->n].prompt_chars =
-	    prompt_chars > UINT32_MAX ? UINT32_MAX : (uint32_t)prompt_chars;
+	struct cl_request_body *b = &c->bodies[c->n];
+	b->json = json;
+	b->len = len;
+	b->prompt_chars = chars > UINT32_MAX ? UINT32_MAX : (uint32_t)chars;
+	b->max_tokens = max_tokens;
+	c->flags[c->n] =
+	    (out_tokens ? RENDER_OWN_LENGTH : 0) | (ignore_eos ? RENDER_IGNORE_EOS : 0);
 	c->n++;
 	c->total_bytes += len;
 	return 0;
 }
 
 int cli_workload_push_prompt(struct render_ctx *c, const char *system, const char *prompt,
-			     size_t len, struct cl_err *err)
+			     size_t len, uint32_t out_tokens, struct cl_err *err)
 {
 	json_t *messages = json_array();
 	json_t *content = json_stringn(prompt, len);
@@ -117,7 +169,7 @@ int cli_workload_push_prompt(struct render_ctx *c, const char *system, const cha
 		content = NULL;
 		goto nomem;
 	}
-	return cli_workload_push_body(c, messages, chars, err);
+	return cli_workload_push_body(c, messages, chars, out_tokens, err);
 nomem_content:
 	json_decref(content);
 nomem:

@@ -2,6 +2,8 @@
  * the format detected from the first record when not given. */
 #include "workload_int.h"
 
+#include "chatload/rng.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,9 +54,63 @@ static size_t content_chars(json_t *content)
 	return n;
 }
 
+/* Code points of UTF-8 text: the characters the token estimate counts. */
+static uint32_t estimate(json_t *text)
+{
+	return json_is_string(text)
+		   ? cl_workload_tokens_estimate(json_string_value(text), json_string_length(text))
+		   : 0;
+}
+
+/* Tokens of an OpenAI content value (a string or an array of text parts). */
+static uint32_t content_tokens(json_t *content)
+{
+	if (json_is_string(content))
+		return estimate(content);
+	uint64_t n = 0;
+	size_t i;
+	json_t *part;
+	json_array_foreach(content, i, part) n += estimate(json_object_get(part, "text"));
+	return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+}
+
+/*
+ * Whether a record passes workload.dataset_filter: in_tokens is its prompt's estimate,
+ * out_tokens its own output length (0: none, which the output bounds do not judge).
+ */
+static bool keep(const struct cl_dataset_filter *f, uint32_t in_tokens, uint32_t out_tokens)
+{
+	if (in_tokens < f->min_input || (f->max_input && in_tokens > f->max_input))
+		return false;
+	if (out_tokens &&
+	    (out_tokens < f->min_output || (f->max_output && out_tokens > f->max_output)))
+		return false;
+	return true;
+}
+
+/* The explicit length of an OpenAI record: max_completion_tokens, else max_tokens; 0 when it
+ * gives neither; -1 (err filled) when one is not an integer in 1..10^7. */
+static int64_t explicit_length(json_t *rec, const char *file, int line, struct cl_err *err)
+{
+	static const char *const keys[] = { "max_completion_tokens", "max_tokens" };
+	for (size_t k = 0; k < 2; k++) {
+		json_t *v = json_object_get(rec, keys[k]);
+		if (!v || json_is_null(v))
+			continue;
+		if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+		    json_integer_value(v) > 10000000) {
+			cl_err_setpos(err, CL_EPARSE, file, line, 1,
+				      "'%s' must be an integer from 1 to 10000000", keys[k]);
+			return -1;
+		}
+		return json_integer_value(v);
+	}
+	return 0;
+}
+
 /* An OpenAI record: {"messages": [{"role": ..., "content": ...}, ...]}. */
-static int take_openai(struct render_ctx *c, json_t *rec, const char *file, int line,
-		       struct cl_err *err)
+static int take_openai(struct render_ctx *c, const struct cl_scn_workload *w, json_t *rec,
+		       const char *file, int line, bool *kept, struct cl_err *err)
 {
 	json_t *msgs = json_object_get(rec, "messages");
 	if (!json_is_array(msgs) || json_array_size(msgs) == 0)
@@ -86,6 +142,30 @@ static int take_openai(struct render_ctx *c, json_t *rec, const char *file, int 
 	if (last_user == SIZE_MAX)
 		return cl_err_setpos(err, CL_EPARSE, file, line, 0,
 				     "record has no message with role 'user'");
+	int64_t own = explicit_length(rec, file, line, err);
+	if (own < 0)
+		return CL_EPARSE;
+	/* Without an explicit length, the first reference answer after the last user turn. */
+	for (i = last_user + 1; own == 0 && i < json_array_size(msgs); i++) {
+		m = json_array_get(msgs, i);
+		json_t *role = json_object_get(m, "role");
+		if (strcmp(json_string_value(role), "assistant") == 0)
+			own = content_tokens(json_object_get(m, "content"));
+	}
+	uint64_t in_tokens = 0;
+	for (i = 0; i <= last_user; i++)
+		in_tokens += content_tokens(json_object_get(json_array_get(msgs, i), "content"));
+	if (!has_system && c->system_prompt && *c->system_prompt)
+		in_tokens +=
+		    cl_workload_tokens_estimate(c->system_prompt, strlen(c->system_prompt));
+	if (!keep(&w->dataset_filter, in_tokens > UINT32_MAX ? UINT32_MAX : (uint32_t)in_tokens,
+		  (uint32_t)own)) {
+		c->stats->filtered++;
+		return 0;
+	}
+	*kept = true;
+	if (w->dataset_output != CL_DATASET_OUTPUT_RECORD)
+		own = 0;
 	json_t *out = json_array();
 	size_t chars = 0;
 	if (!out)
@@ -108,15 +188,15 @@ static int take_openai(struct render_ctx *c, json_t *rec, const char *file, int 
 		if (json_array_append(out, m) != 0)
 			goto nomem;
 	}
-	return cli_workload_push_body(c, out, chars, err);
+	return cli_workload_push_body(c, out, chars, (uint32_t)own, err);
 nomem:
 	json_decref(out);
 	return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
 }
 
 /* A ShareGPT record: {"conversations": [{"from": "human", "value": ...}, ...]}. */
-static int take_sharegpt(struct render_ctx *c, json_t *rec, const char *file, int line,
-			 struct cl_err *err)
+static int take_sharegpt(struct render_ctx *c, const struct cl_scn_workload *w, json_t *rec,
+			 const char *file, int line, bool *kept, struct cl_err *err)
 {
 	json_t *conv = json_object_get(rec, "conversations");
 	if (!json_is_array(conv))
@@ -125,7 +205,7 @@ static int take_sharegpt(struct render_ctx *c, json_t *rec, const char *file, in
 		    "record has no 'conversations' array (ShareGPT format: "
 		    "{\"conversations\": [{\"from\": \"human\", \"value\": ...}]})");
 	const char *system = NULL, *human = NULL;
-	size_t human_len = 0, i;
+	size_t human_len = 0, i, human_at = 0;
 	json_t *turn;
 	json_t *top_system = json_object_get(rec, "system");
 	if (json_is_string(top_system) && json_string_length(top_system))
@@ -145,6 +225,7 @@ static int take_sharegpt(struct render_ctx *c, json_t *rec, const char *file, in
 		} else if (strcmp(f, "human") == 0 || strcmp(f, "user") == 0) {
 			human = json_string_value(value);
 			human_len = json_string_length(value);
+			human_at = i;
 			break;
 		}
 	}
@@ -154,8 +235,38 @@ static int take_sharegpt(struct render_ctx *c, json_t *rec, const char *file, in
 	if (memchr(human, '\0', human_len))
 		return cl_err_setpos(err, CL_EPARSE, file, line, 0,
 				     "human turn contains a NUL character");
-	return cli_workload_push_prompt(c, system ? system : c->system_prompt, human, human_len,
-					err);
+	/* The answer: the next turn that is neither human nor system (gpt, assistant, ...). */
+	uint32_t own = 0;
+	for (i = human_at + 1; i < json_array_size(conv); i++) {
+		turn = json_array_get(conv, i);
+		json_t *from = json_object_get(turn, "from");
+		json_t *value = json_object_get(turn, "value");
+		if (!json_is_object(turn) || !json_is_string(from) || !json_is_string(value))
+			return cl_err_setpos(err, CL_EPARSE, file, line, 0,
+					     "conversations[%zu] must be an object with string "
+					     "'from' and 'value'",
+					     i);
+		const char *f = json_string_value(from);
+		if (strcmp(f, "human") == 0 || strcmp(f, "user") == 0)
+			break;
+		if (strcmp(f, "system") != 0) {
+			own = estimate(value);
+			break;
+		}
+	}
+	const char *sys = system ? system : c->system_prompt;
+	uint64_t in_tokens = cl_workload_tokens_estimate(human, human_len);
+	if (sys && *sys)
+		in_tokens += cl_workload_tokens_estimate(sys, strlen(sys));
+	if (!keep(&w->dataset_filter, in_tokens > UINT32_MAX ? UINT32_MAX : (uint32_t)in_tokens,
+		  own)) {
+		c->stats->filtered++;
+		return 0;
+	}
+	*kept = true;
+	if (w->dataset_output != CL_DATASET_OUTPUT_RECORD)
+		own = 0;
+	return cli_workload_push_prompt(c, sys, human, human_len, own, err);
 }
 
 /* Picks the format of a file from its first non-blank line. */
@@ -193,6 +304,30 @@ static int detect_format(const char *line, size_t len, const char *file, int lin
 	return 0;
 }
 
+/* Shuffles the rendered bodies with the workload's seed (Fisher-Yates), then keeps the
+ * first dataset_limit of them. */
+static void shuffle_and_limit(struct render_ctx *c, const struct cl_scn_workload *w)
+{
+	uint64_t rng = w->seed ^ 0x73687566666c6500ULL;
+	for (size_t i = c->n; i > 1; i--) {
+		size_t j = (size_t)(cl_splitmix64(&rng) % i);
+		struct cl_request_body t = c->bodies[i - 1];
+		c->bodies[i - 1] = c->bodies[j];
+		c->bodies[j] = t;
+		uint8_t f = c->flags[i - 1];
+		c->flags[i - 1] = c->flags[j];
+		c->flags[j] = f;
+	}
+	if (w->dataset_limit && c->n > w->dataset_limit) {
+		for (size_t i = w->dataset_limit; i < c->n; i++) {
+			c->total_bytes -= c->bodies[i].len;
+			free(c->bodies[i].json);
+		}
+		c->stats->limited = c->n - w->dataset_limit;
+		c->n = w->dataset_limit;
+	}
+}
+
 int cli_workload_read_dataset(struct render_ctx *c, const struct cl_scn_workload *w,
 			      struct cl_err *err)
 {
@@ -225,7 +360,8 @@ int cli_workload_read_dataset(struct render_ctx *c, const struct cl_scn_workload
 	}
 	size_t records = 0;
 	for (;;) {
-		if (w->dataset_limit && records >= w->dataset_limit)
+		/* With a shuffle every record is a candidate; without, the first N are it. */
+		if (w->dataset_limit && records >= w->dataset_limit && !w->dataset_shuffle)
 			break;
 		int got = cli_workload_lines_next(r);
 		if (got == 0)
@@ -263,7 +399,16 @@ int cli_workload_read_dataset(struct render_ctx *c, const struct cl_scn_workload
 						   "line contains a NUL byte");
 				goto out;
 			}
-			rc = cli_workload_push_prompt(c, c->system_prompt, line, len, err);
+			c->stats->records++;
+			const char *sys = c->system_prompt;
+			uint32_t in_tokens = cl_workload_tokens_estimate(line, len);
+			if (sys && *sys)
+				in_tokens += cl_workload_tokens_estimate(sys, strlen(sys));
+			if (!keep(&w->dataset_filter, in_tokens, 0)) {
+				c->stats->filtered++;
+				continue;
+			}
+			rc = cli_workload_push_prompt(c, sys, line, len, 0, err);
 			if (rc == CL_EINVAL)
 				rc = cl_err_setpos(err, CL_EPARSE, file, r->lineno, 0,
 						   "line is not valid UTF-8");
@@ -286,18 +431,31 @@ int cli_workload_read_dataset(struct render_ctx *c, const struct cl_scn_workload
 					   format_name(fmt));
 			goto out;
 		}
+		bool kept = false;
+		c->stats->records++;
 		if (fmt == CL_DATASET_OPENAI)
-			rc = take_openai(c, rec, file, r->lineno, err);
+			rc = take_openai(c, w, rec, file, r->lineno, &kept, err);
 		else
-			rc = take_sharegpt(c, rec, file, r->lineno, err);
+			rc = take_sharegpt(c, w, rec, file, r->lineno, &kept, err);
 		json_decref(rec);
 		if (rc)
 			goto out;
-		records++;
+		records += kept;
 	}
 	if (records == 0)
-		rc = cl_err_set(err, CL_EINVAL, "dataset '%s' has no prompts", file);
+		rc =
+		    c->stats->filtered
+			? cl_err_set(err, CL_EINVAL,
+				     "dataset '%s': workload.dataset_filter leaves none of its %zu "
+				     "records",
+				     file, c->stats->records)
+			: cl_err_set(err, CL_EINVAL, "dataset '%s' has no prompts", file);
+	else if (w->dataset_shuffle)
+		shuffle_and_limit(c, w);
 out:
+	/* A record-level problem is about the whole line: column 1. */
+	if (rc && err && err->line > 0 && err->col == 0)
+		err->col = 1;
 	if (r) {
 		if (r->f)
 			fclose(r->f);

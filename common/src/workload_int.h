@@ -21,13 +21,20 @@
 /* The bodies rendered so far, and what every body of one workload shares. */
 struct render_ctx {
 	const char *model;
-	uint32_t max_tokens;
-	json_t *extra; /* the scenario's extra body (object) or NULL; borrowed */
+	uint32_t max_tokens; /* workload.max_tokens: for bodies without a length of their own */
+	int ignore_eos;      /* workload.ignore_eos: -1 with a per-request length only, 0, 1 */
+	json_t *extra;       /* the scenario's extra body (object) or NULL; borrowed */
 	const char *system_prompt;
+	char **prefixes; /* shared_prefix: one text per group, or NULL */
+	size_t n_prefixes;
 	struct cl_request_body *bodies;
+	uint8_t *flags; /* per body: RENDER_OWN_LENGTH, RENDER_IGNORE_EOS */
 	size_t n, cap;
 	size_t total_bytes;
+	struct cl_workload_stats *stats; /* filled as records are read; never NULL */
 };
+
+enum { RENDER_OWN_LENGTH = 1, RENDER_IGNORE_EOS = 2 };
 
 /* ---- workload_json.c: JSON objects ---------------------------------------------------------- */
 
@@ -47,20 +54,34 @@ int cli_workload_parse_object(const char *text, const char *what, json_t **out, 
 /* Adds a {"role", "content"} message to the array messages; always consumes content. */
 int cli_workload_add_message(json_t *messages, const char *role, json_t *content);
 
-/* Renders {"model", messages, ...} + extra into a new, compact, malloc'd string.  Always
- * consumes messages.  CL_ENOMEM on failure. */
-int cli_workload_dump_body(const char *model, json_t *messages, uint32_t max_tokens, json_t *extra,
-			   char **json_out);
+/* Renders {"model", messages, "max_tokens", "ignore_eos"?, ...} + extra into a new, compact,
+ * malloc'd string; "model" is always the first key (cl_workload_plan_set_model relies on it).
+ * Always consumes messages.  CL_ENOMEM on failure. */
+int cli_workload_dump_body(const char *model, json_t *messages, uint32_t max_tokens,
+			   bool ignore_eos, json_t *extra, char **json_out);
 
-/* Appends one rendered body for messages (stolen); prompt_chars counts its text.  CL_ETOOBIG
+/* Appends one rendered body for messages (stolen); prompt_chars counts its text; out_tokens
+ * is the request's own output length (0: workload.max_tokens).  With shared prefixes the
+ * body's group prefix is put before the text of its first user message first.  CL_ETOOBIG
  * past CL_WORKLOAD_MAX_BODIES or CL_WORKLOAD_MAX_TOTAL_BYTES, CL_ENOMEM; err filled. */
 int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt_chars,
-			   struct cl_err *err);
+			   uint32_t out_tokens, struct cl_err *err);
 
 /* Pushes [system?, user] for a plain prompt of len bytes.  CL_EINVAL when the prompt or the
  * system prompt is not valid UTF-8; otherwise as cli_workload_push_body. */
 int cli_workload_push_prompt(struct render_ctx *c, const char *system, const char *prompt,
-			     size_t len, struct cl_err *err);
+			     size_t len, uint32_t out_tokens, struct cl_err *err);
+
+/* ---- workload_synth.c: text from the vocabulary ---------------------------------------------- */
+
+/* Appends head, then words drawn with *rng until out holds about `tokens` tokens by the
+ * estimation rule (cl_workload_tokens_estimate), trimmed so it does not end in a space.
+ * CL_ENOMEM / CL_ETOOBIG (out's cap). */
+int cli_workload_words(struct cl_buf *out, const char *head, uint32_t tokens, uint64_t *rng);
+
+/* Makes c->prefixes for workload.shared_prefix (nothing when groups is 0). */
+int cli_workload_make_prefixes(struct render_ctx *c, const struct cl_scn_workload *w,
+			       struct cl_err *err);
 
 /* ---- workload_lines.c: capped line reading -------------------------------------------------- */
 

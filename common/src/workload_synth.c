@@ -1,10 +1,12 @@
-/* Synthetic prompts: lengths drawn from a clamped normal distribution, words from a fixed
- * vocabulary, deterministic for the workload's seed. */
+/* Synthetic prompts and shared prefixes: lengths drawn from a clamped normal distribution,
+ * words from a fixed vocabulary, deterministic for the workload's seed. */
 #include "workload_int.h"
 
 #include "chatload/rng.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Common short English words: text that tokenises like prose, about one token a word. */
@@ -49,56 +51,120 @@ static const char *const vocabulary[] = {
 };
 #define VOCAB_N (sizeof(vocabulary) / sizeof(vocabulary[0]))
 
+int cli_workload_words(struct cl_buf *out, const char *head, uint32_t tokens, uint64_t *rng)
+{
+	size_t base = out->len;
+	size_t want = (size_t)tokens * CL_WORKLOAD_CHARS_PER_TOKEN;
+	int rc = cl_buf_puts(out, head);
+	size_t head_end = out->len;
+	while (!rc && out->len - base < want) {
+		const char *word = vocabulary[cl_splitmix64(rng) % VOCAB_N];
+		rc = cl_buf_printf(out, " %s", word);
+	}
+	if (rc)
+		return rc;
+	/* Cut to the length wanted (the text is ASCII, so bytes are characters), never into
+	 * the head; a prompt that ends in a space reads as cut off to some tokenisers. */
+	if (out->len - base > want) {
+		size_t keep = base + want > head_end ? base + want : head_end;
+		out->len = keep;
+		while (out->len > head_end && out->data[out->len - 1] == ' ')
+			out->len--;
+		out->data[out->len] = '\0';
+	}
+	return 0;
+}
+
+/* A length drawn from d (normal, rounded, clamped to [min, max]). */
+static uint32_t draw(const struct cl_len_dist *d, uint32_t lo, uint32_t hi, uint64_t *rng)
+{
+	double x = d->mean + (d->stddev > 0 ? d->stddev * cl_splitmix_normal(rng) : 0);
+	x = round(x);
+	return x < lo ? lo : x > hi ? hi : (uint32_t)x;
+}
+
+/* Checks a length distribution of the scenario (the loader checked most of it). */
+static int check_dist(const struct cl_len_dist *d, const char *what, uint32_t cap, uint32_t *lo,
+		      uint32_t *hi, struct cl_err *err)
+{
+	*lo = d->min ? d->min : 1;
+	*hi = d->max ? d->max : cap;
+	if (*hi > cap)
+		return cl_err_set(err, CL_ERANGE, "%s max %u is above the cap of %u", what, *hi,
+				  cap);
+	if (*lo > *hi)
+		return cl_err_set(err, CL_EINVAL, "%s min %u is above max %u", what, *lo, *hi);
+	if (!isfinite(d->mean) || d->mean < 0 || !isfinite(d->stddev) || d->stddev < 0)
+		return cl_err_set(err, CL_EINVAL, "%s mean and stddev must be non-negative numbers",
+				  what);
+	return 0;
+}
+
+int cli_workload_make_prefixes(struct render_ctx *c, const struct cl_scn_workload *w,
+			       struct cl_err *err)
+{
+	uint32_t groups = w->shared_prefix_groups;
+	if (!groups)
+		return 0;
+	if (w->shared_prefix_tokens == 0 || w->shared_prefix_tokens > CL_WORKLOAD_MAX_SYNTH_TOKENS)
+		return cl_err_set(err, CL_ERANGE,
+				  "workload.shared_prefix.tokens must be 1..%u, got %u",
+				  CL_WORKLOAD_MAX_SYNTH_TOKENS, w->shared_prefix_tokens);
+	if (!(c->prefixes = calloc(groups, sizeof(char *))))
+		return cl_err_set(err, CL_ENOMEM, "out of memory building shared prefixes");
+	c->n_prefixes = groups;
+	struct cl_buf text;
+	cl_buf_init(&text, (size_t)CL_WORKLOAD_MAX_SYNTH_TOKENS * CL_WORKLOAD_CHARS_PER_TOKEN + 64);
+	int rc = 0;
+	for (uint32_t g = 0; g < groups && !rc; g++) {
+		/* Each group's words have their own sequence, and its head differs from the first
+		 * character on, so two groups share no cacheable prefix. */
+		uint64_t rng = w->seed ^ (0x7072656669780000ULL + g);
+		char head[32];
+		snprintf(head, sizeof(head), "[group %u]", g + 1);
+		cl_buf_reset(&text);
+		rc = cli_workload_words(&text, head, w->shared_prefix_tokens, &rng);
+		if (!rc && !(c->prefixes[g] = strdup(text.data)))
+			rc = CL_ENOMEM;
+	}
+	cl_buf_free(&text);
+	return rc ? cl_err_set(err, CL_ENOMEM, "out of memory building shared prefixes") : 0;
+}
+
 int cli_workload_synthesize(struct render_ctx *c, const struct cl_scn_workload *w,
 			    struct cl_err *err)
 {
-	const struct cl_len_dist *d = &w->synthetic_input;
-	uint32_t lo = d->min ? d->min : 1;
-	uint32_t hi = d->max ? d->max : CL_WORKLOAD_MAX_SYNTH_TOKENS;
+	const struct cl_len_dist *in = &w->synthetic_input, *out = &w->synthetic_output;
+	bool has_out = out->mean > 0;
+	uint32_t lo, hi, olo = 0, ohi = 0;
 	if (w->synthetic_count == 0)
 		return cl_err_set(err, CL_EINVAL, "workload.synthetic.count must be positive");
-	if (hi > CL_WORKLOAD_MAX_SYNTH_TOKENS)
-		return cl_err_set(err, CL_ERANGE,
-				  "workload.synthetic.input_tokens max %u is above the cap of %u",
-				  hi, CL_WORKLOAD_MAX_SYNTH_TOKENS);
-	if (lo > hi)
-		return cl_err_set(err, CL_EINVAL,
-				  "workload.synthetic.input_tokens min %u is above max %u", lo, hi);
-	if (!isfinite(d->mean) || d->mean < 0 || !isfinite(d->stddev) || d->stddev < 0)
-		return cl_err_set(err, CL_EINVAL,
-				  "workload.synthetic.input_tokens mean and stddev must be "
-				  "non-negative numbers");
+	int rc = check_dist(in, "workload.synthetic.input_tokens", CL_WORKLOAD_MAX_SYNTH_TOKENS,
+			    &lo, &hi, err);
+	if (!rc && has_out)
+		rc = check_dist(out, "workload.synthetic.output_tokens", 10000000, &olo, &ohi, err);
+	if (rc)
+		return rc;
 	uint64_t rng = w->seed;
+	/* Output lengths have a sequence of their own, so adding them changes no prompt. */
+	uint64_t orng = w->seed ^ 0x6f75747075740000ULL;
 	struct cl_buf text;
-	cl_buf_init(&text, (size_t)CL_WORKLOAD_MAX_SYNTH_TOKENS * 4 + 64);
-	int rc = 0;
+	cl_buf_init(&text, (size_t)CL_WORKLOAD_MAX_SYNTH_TOKENS * CL_WORKLOAD_CHARS_PER_TOKEN + 64);
 	for (uint32_t i = 0; i < w->synthetic_count; i++) {
-		double x = d->mean + (d->stddev > 0 ? d->stddev * cl_splitmix_normal(&rng) : 0);
-		x = round(x);
-		uint32_t tokens = x < lo ? lo : x > hi ? hi : (uint32_t)x;
-		size_t want = (size_t)tokens * 4;
-		cl_buf_reset(&text);
+		uint32_t tokens = draw(in, lo, hi, &rng);
+		uint32_t out_tokens = has_out ? draw(out, olo, ohi, &orng) : 0;
+		char head[16];
 		/* The leading number makes every prompt's first token distinct, so a prefix cache
 		 * cannot serve one prompt's prefill from another's. */
-		rc = cl_buf_printf(&text, "%u:", i + 1);
-		while (!rc && text.len < want) {
-			const char *word = vocabulary[cl_splitmix64(&rng) % VOCAB_N];
-			rc = cl_buf_printf(&text, " %s", word);
-		}
-		if (rc) {
+		snprintf(head, sizeof(head), "%u:", i + 1);
+		cl_buf_reset(&text);
+		if (cli_workload_words(&text, head, tokens, &rng) != 0) {
 			rc = cl_err_set(err, CL_ENOMEM, "out of memory building synthetic prompts");
 			break;
 		}
-		if (text.len > want && want > 0) {
-			size_t head = strchr(text.data, ':') - text.data + 1;
-			text.len = want > head ? want : head;
-			/* A prompt that ends in a space reads as cut off to some tokenisers. */
-			while (text.len > head && text.data[text.len - 1] == ' ')
-				text.len--;
-			text.data[text.len] = '\0';
-		}
+		c->stats->records++;
 		if ((rc = cli_workload_push_prompt(c, c->system_prompt, text.data, text.len,
-						   err)) != 0)
+						   out_tokens, err)) != 0)
 			break;
 	}
 	cl_buf_free(&text);

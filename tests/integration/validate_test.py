@@ -2,6 +2,7 @@
 """chatload validate, end to end: every example scenario validates and prints its plan, every
 bad scenario fails with exit 2 and its expected file:line:col message, --set works."""
 import glob
+import json
 import os
 import re
 import subprocess
@@ -141,6 +142,62 @@ class BadScenarios(unittest.TestCase):
         self.assertIn("scenario: quickstart", out)
         self.assertIn("stages[1].concurrency must be a positive integer, got '-4'", err)
         self.assertIn("1 of 2 scenarios have errors", err)
+
+
+class Workload(unittest.TestCase):
+    """validate reads the workload in full: a bad dataset line is reported with its line
+    and column; --dump-bodies writes what would be sent."""
+
+    def test_bad_dataset_line(self):
+        with tempfile.TemporaryDirectory() as d:
+            data = os.path.join(d, "data.jsonl")
+            with open(data, "w") as f:
+                f.write('{"messages":[{"role":"user","content":"ok"}]}\n' * 4)
+                f.write('{"messages":[{"role":"user","content":"cut"}\n')
+                f.write('{"messages":[{"role":"user","content":"ok"}]}\n')
+            scn = os.path.join(d, "s.yaml")
+            with open(scn, "w") as f:
+                f.write("target: { simulator: {} }\nworkload: { dataset: data.jsonl }\n"
+                        "stages: [ { concurrency: 1, requests: 1 } ]\n")
+            rc, out, err = validate(scn)
+            self.assertEqual(rc, 2)
+            self.assertEqual(out, "")
+            self.assertRegex(err, r"^%s:5:\d+: invalid JSON: " % re.escape(data))
+
+            rc, out, err = validate("--set", "workload.dataset_limit=4", scn)
+            self.assertEqual(rc, 0, err)  # the limit stops before the bad lines
+            self.assertIn("request bodies: 4", out)
+
+    def test_dump_bodies_shared_prefix(self):
+        with tempfile.TemporaryDirectory() as d:
+            scn = os.path.join(d, "s.yaml")
+            with open(scn, "w") as f:
+                f.write("target: { simulator: {} }\n"
+                        "workload:\n"
+                        "  synthetic: { input_tokens: 20, count: 12,\n"
+                        "               output_tokens: { mean: 50, stddev: 10 } }\n"
+                        "  shared_prefix: { groups: 3, tokens: 64 }\n"
+                        "stages: [ { concurrency: 1, requests: 1 } ]\n")
+            dump = os.path.join(d, "bodies.jsonl")
+            rc, out, err = validate("--dump-bodies", dump, scn)
+            self.assertEqual(rc, 0, err)
+            self.assertIn("shared prefix: 3 groups of 64 tokens", out)
+            self.assertIn("ignore_eos: on 12 of 12 bodies", out)
+            with open(dump) as f:
+                bodies = [json.loads(l) for l in f]
+            self.assertEqual(len(bodies), 12)
+            prefixes = []
+            for i, b in enumerate(bodies):
+                text = b["messages"][-1]["content"]
+                prefix, rest = text.split("\n\n", 1)
+                self.assertTrue(rest.startswith("%d:" % (i + 1)), rest[:10])
+                self.assertTrue(b["ignore_eos"])
+                self.assertGreaterEqual(b["max_tokens"], 1)
+                prefixes.append(prefix)
+            for i, p in enumerate(prefixes):
+                self.assertEqual(p, prefixes[i % 3])
+                self.assertAlmostEqual(len(p), 64 * 4, delta=8)
+            self.assertEqual(len(set(prefixes)), 3)
 
 
 class Overrides(unittest.TestCase):

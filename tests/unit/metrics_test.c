@@ -17,7 +17,7 @@
 static const char *const want_lat[] = { "queue", "ttfb", "ttft",      "ttfc",    "itl",
 					"tpot",  "e2e",  "e2e_sched", "loop_lag" };
 static const char *const want_cnt[] = { "tokens_per_chunk", "output_tokens", "reasoning_tokens",
-					"prompt_tokens" };
+					"prompt_tokens", "requested_tokens" };
 static const char *const want_ctr[] = {
 	"started",
 	"completed",
@@ -41,6 +41,9 @@ static const char *const want_ctr[] = {
 	"usage_from_chunks",
 	"good",
 	"completed_in_window",
+	"requested_tokens",
+	"requested_received",
+	"short_output",
 };
 
 static void test_names(void **state)
@@ -97,8 +100,8 @@ static void test_init_destroy(void **state)
 	}
 	for (int i = 0; i < CL_CNT__COUNT; i++)
 		bytes += (size_t)m->cnt[i].counts_len * sizeof(uint64_t);
-	/* 9 * 23552 * 8 + 4 * 15360 * 8 */
-	assert_int_equal(bytes, 2187264);
+	/* 9 * 23552 * 8 + 5 * 15360 * 8 */
+	assert_int_equal(bytes, 2310144);
 	for (int i = 0; i < CL_CTR__COUNT; i++)
 		assert_int_equal(m->ctr[i], 0);
 	assert_int_equal(m->n_err_samples, 0);

@@ -899,7 +899,9 @@ static void example_scenarios(void **state)
 {
 	const char *src = getenv("CHATLOAD_SOURCE_DIR");
 	assert_non_null(src);
-	static const char *const names[] = { "quickstart", "sweep", "soak", "rate", "thinking" };
+	static const char *const names[] = { "quickstart", "sweep",       "soak",
+					     "rate",       "thinking",    "output-lengths",
+					     "sharegpt",   "prefix-cache" };
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		char path[512];
 		snprintf(path, sizeof(path), "%s/scenarios/%s.yaml", src, names[i]);
@@ -916,6 +918,23 @@ static void example_scenarios(void **state)
 			assert_int_equal(s.stages[0].requests, 4);
 			assert_int_equal(s.stages[3].concurrency, 16);
 			assert_int_equal(s.stages[3].duration_us, 5 * SEC);
+		}
+		if (strcmp(names[i], "sharegpt") == 0) {
+			assert_int_equal(s.workload.kind, CL_WORKLOAD_DATASET);
+			assert_true(s.workload.dataset_shuffle);
+			assert_int_equal(s.workload.dataset_filter.max_input, 1024);
+			assert_int_equal(s.workload.dataset_output, CL_DATASET_OUTPUT_RECORD);
+			assert_int_equal(s.workload.ignore_eos, -1);
+		}
+		if (strcmp(names[i], "output-lengths") == 0) {
+			assert_true(s.workload.synthetic_output.mean == 256);
+			assert_int_equal(s.workload.synthetic_output.max, 512);
+		}
+		if (strcmp(names[i], "prefix-cache") == 0) {
+			assert_int_equal(s.workload.shared_prefix_groups, 8);
+			assert_int_equal(s.workload.shared_prefix_tokens, 2000);
+			/* a fixed output length: min 1, max the mean itself */
+			assert_int_equal(s.workload.synthetic_output.max, 128);
 		}
 		if (strcmp(names[i], "sweep") == 0) {
 			assert_int_equal(s.n_stages, 6);

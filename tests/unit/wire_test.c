@@ -238,8 +238,8 @@ static void test_names(void **state)
 {
 	static const char *const types[] = { NULL,      "HELLO",  "POLL", "REPORT",
 					     "WELCOME", "REFUSE", "CMD",  "ACK" };
-	static const char *const cmds[] = { "NOOP",     "PROBE", "WARMUP", "PREPARE",
-					    "START_AT", "STOP",  "ABORT",  "QUIT" };
+	static const char *const cmds[] = { "NOOP", "PROBE", "WARMUP", "PREPARE", "START_AT",
+					    "STOP", "ABORT", "QUIT",   "BODIES" };
 	static const char *const states[] = { "idle",     "preparing", "ready", "running",
 					      "draining", "done",      "failed" };
 	static const char *const kinds[] = { "interval", "final", "probe", "warmup" };
@@ -639,6 +639,59 @@ static void test_cmd_prepare(void **state)
 
 	struct cl_workload_plan own = { .bodies = bodies, .n_bodies = N_BODIES };
 	cl_workload_plan_free(&own);
+}
+
+/* A workload in parts: PREPARE with the first bodies, their max_tokens, the total and the
+ * agent's first body; BODIES with the next part at its offset. */
+static void test_cmd_prepare_parts(void **state)
+{
+	struct cl_request_body bodies[4] = {
+		{ .json = "{\"a\":1}", .len = 7, .prompt_chars = 3, .max_tokens = 120 },
+		{ .json = "{\"b\":2}", .len = 7, .prompt_chars = 4, .max_tokens = 0 },
+		{ .json = "{\"c\":3}", .len = 7, .prompt_chars = 5, .max_tokens = 7 },
+		{ .json = "{\"d\":4}", .len = 7, .prompt_chars = 6, .max_tokens = 4096 },
+	};
+	struct cl_msg in = cmd_msg(CL_CMD_PREPARE), out;
+	in.cmd.prepare.target = sample_target();
+	in.cmd.prepare.workload = (struct cl_workload_plan){
+		.bodies = bodies, .n_bodies = 2, .total_bodies = 4, .first_body = 3, .max_tokens = 9
+	};
+	roundtrip(&in, &out);
+	const struct cl_workload_plan *w = &out.cmd.prepare.workload;
+	assert_int_equal(w->n_bodies, 2);
+	assert_int_equal(w->total_bodies, 4);
+	assert_int_equal(w->first_body, 3);
+	assert_int_equal(w->bodies[0].max_tokens, 120);
+	assert_int_equal(w->bodies[1].max_tokens, 0);
+	cl_msg_free(&out);
+
+	/* Without parts the decoder says the total is what came. */
+	in.cmd.prepare.workload.total_bodies = 0;
+	in.cmd.prepare.workload.first_body = 1;
+	roundtrip(&in, &out);
+	assert_int_equal(out.cmd.prepare.workload.total_bodies, 2);
+	assert_int_equal(out.cmd.prepare.workload.first_body, 1);
+	cl_msg_free(&out);
+
+	/* A first body beyond the total cannot be encoded. */
+	msgpack_sbuffer sb;
+	msgpack_sbuffer_init(&sb);
+	struct cl_err err = { 0 };
+	in.cmd.prepare.workload.first_body = 2;
+	assert_int_equal(cl_wire_encode(&in, &sb, &err), CL_EINVAL);
+	assert_non_null(strstr(err.msg, "first_body"));
+	msgpack_sbuffer_destroy(&sb);
+
+	struct cl_msg b = cmd_msg(CL_CMD_BODIES);
+	b.cmd.bodies = (struct cl_cmd_bodies){ .offset = 2, .bodies = &bodies[2], .n_bodies = 2 };
+	roundtrip(&b, &out);
+	check_cmd_envelope(&out, CL_CMD_BODIES);
+	assert_int_equal(out.cmd.bodies.offset, 2);
+	assert_int_equal(out.cmd.bodies.n_bodies, 2);
+	assert_string_equal(out.cmd.bodies.bodies[1].json, "{\"d\":4}");
+	assert_int_equal(out.cmd.bodies.bodies[1].max_tokens, 4096);
+	assert_int_equal(out.cmd.bodies.bodies[0].prompt_chars, 5);
+	cl_msg_free(&out);
 }
 
 /* ---- Hostile input ------------------------------------------------------------------------ */
@@ -1180,7 +1233,7 @@ static void test_encode_refusals(void **state)
 	assert_err(cl_wire_encode(&c, &sb, &err), CL_EINVAL, err,
 		   "CMD: field 'args.stage.ramp_us' must not be negative");
 	c = cmd_msg(CL_CMD__COUNT);
-	assert_err(cl_wire_encode(&c, &sb, &err), CL_EINVAL, err, "'cmd' has an unknown value (8)");
+	assert_err(cl_wire_encode(&c, &sb, &err), CL_EINVAL, err, "'cmd' has an unknown value (9)");
 	assert_int_equal(sb.size, 0);
 	msgpack_sbuffer_destroy(&sb);
 }
@@ -1306,6 +1359,7 @@ int main(void)
 		cmocka_unit_test(test_cmd_probe),
 		cmocka_unit_test(test_cmd_warmup_start),
 		cmocka_unit_test(test_cmd_prepare),
+		cmocka_unit_test(test_cmd_prepare_parts),
 		cmocka_unit_test(test_huge_counts),
 		cmocka_unit_test(test_depth),
 		cmocka_unit_test(test_malformed_bytes),

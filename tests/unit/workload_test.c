@@ -302,11 +302,15 @@ static void test_dataset_sharegpt(void **state)
 						   "Default system.", 0, &err);
 	assert_int_equal(w.n_bodies, 3);
 	json_t *b = parse(w.bodies[0].json);
-	assert_standard_fields(b, "m", 256);
+	/* It asks for its answer's length: "Rain taps the window", 20 characters, 5 tokens. */
+	assert_standard_fields(b, "m", 5);
+	assert_int_equal(w.bodies[0].max_tokens, 5);
 	assert_int_equal(n_messages(b), 2);
 	assert_message(b, 0, "system", "Default system.");
 	assert_message(b, 1, "user", "Write a haiku about rain.");
 	json_decref(b);
+	assert_int_equal(w.bodies[1].max_tokens, 2);   /* "Bonjour" */
+	assert_int_equal(w.bodies[2].max_tokens, 256); /* no answer after its human turn */
 
 	b = parse(w.bodies[1].json); /* its system turn, then the FIRST human turn only */
 	assert_int_equal(n_messages(b), 2);

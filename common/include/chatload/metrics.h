@@ -30,6 +30,7 @@ enum cl_cnt {
 	CL_CNT_OUTPUT_TOKENS,    /* output tokens per completed request */
 	CL_CNT_REASONING_TOKENS, /* reasoning tokens per completed request */
 	CL_CNT_PROMPT_TOKENS,    /* prompt tokens per completed request (from usage) */
+	CL_CNT_REQUESTED_TOKENS, /* max_tokens each completed request asked for */
 	CL_CNT__COUNT
 };
 
@@ -58,6 +59,10 @@ enum cl_ctr {
 	CL_CTR_GOOD,                /* completed requests meeting every per-request SLO (goodput) */
 	CL_CTR_COMPLETED_IN_WINDOW, /* requests (any start) that completed inside the window: the
 				     * throughput numerator, like the tokens received in it */
+	CL_CTR_REQUESTED_TOKENS,    /* max_tokens asked for, summed over completed requests */
+	CL_CTR_REQUESTED_RECEIVED,  /* output tokens those same requests received: the ratio of
+				     * the two shows a server that stops before max_tokens */
+	CL_CTR_SHORT_OUTPUT,        /* completed requests that received fewer than they asked */
 	CL_CTR__COUNT
 };
 

@@ -59,13 +59,24 @@ struct cl_request_body {
 	char *json;
 	size_t len;
 	uint32_t prompt_chars;
+	uint32_t max_tokens; /* the max_tokens this body asks for (0: it sets none) */
 };
 
+/*
+ * The request bodies an agent sends, in order.  A workload too large for one message travels
+ * in parts (docs/protocol.md, BODIES): PREPARE carries bodies [0, n_bodies) and says
+ * total_bodies; the rest follow.  Every stage (and the warmup) starts at body first_body
+ * and goes on in order, wrapping around, so one agent sends the same requests in the same
+ * order on every run; the coordinator staggers first_body between agents so that they do not
+ * all begin with the same prompt.
+ */
 struct cl_workload_plan {
 	struct cl_request_body *bodies;
 	size_t n_bodies;
 	int64_t request_timeout_us;
 	uint32_t max_tokens;
+	size_t total_bodies; /* bodies in the whole workload; 0 means n_bodies (all here) */
+	size_t first_body;   /* index of the body each stage starts with (< the total) */
 };
 
 /* Frees owned strings/arrays; safe on zeroed and partly filled structures. */

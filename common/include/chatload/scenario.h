@@ -84,6 +84,19 @@ struct cl_len_dist {
 	uint32_t max;
 };
 
+/* Where a dataset request's max_tokens comes from. */
+enum cl_dataset_output {
+	CL_DATASET_OUTPUT_RECORD,    /* the record's own length when it has one, else max_tokens */
+	CL_DATASET_OUTPUT_MAX_TOKENS /* workload.max_tokens for every record */
+};
+
+/* Dataset records kept by estimated length (tokens; 0: no bound). */
+struct cl_dataset_filter {
+	uint32_t min_input, max_input;   /* the prompt's estimated tokens, system included */
+	uint32_t min_output, max_output; /* the record's own output length; records without one
+					  * are not judged by these */
+};
+
 struct cl_scn_workload {
 	enum cl_workload_kind kind;
 	char **prompts;
@@ -98,6 +111,16 @@ struct cl_scn_workload {
 	uint32_t max_tokens;                /* default 256 */
 	int64_t request_timeout_us;         /* default 10m */
 	int64_t drain_timeout_us;           /* default 30s */
+	/* output lengths (docs/scenario.md, "Output lengths") */
+	struct cl_len_dist synthetic_output; /* per-request max_tokens; mean 0: not given */
+	int ignore_eos; /* -1 (default): only on bodies with a per-request length; 0 never; 1 all */
+	enum cl_dataset_output dataset_output; /* default record */
+	/* datasets at scale */
+	bool dataset_shuffle; /* seeded by seed */
+	struct cl_dataset_filter dataset_filter;
+	/* shared prefixes: request i starts with group (i mod groups)'s prefix of tokens */
+	uint32_t shared_prefix_groups; /* 0: none */
+	uint32_t shared_prefix_tokens;
 };
 
 /* One load level after expansion (a sweep becomes one stage per value). */
@@ -179,6 +202,12 @@ int cl_scenario_load_string(const char *text, size_t len, const char *name,
 
 /* Fills every default (scenario.c is the one place defaults live).  Loader calls it. */
 void cl_scenario_defaults(struct cl_scenario *s);
+
+/* The model request bodies are rendered for before the target has been asked: target.model,
+ * else the built-in simulator's `model` setting (or its default), else a stand-in that
+ * `chatload run` replaces with the model the readiness gate finds
+ * (cl_workload_plan_set_model).  Never NULL. */
+const char *cl_scenario_render_model(const struct cl_scenario *s);
 
 /* Frees everything; safe on zeroed and partly loaded scenarios. */
 void cl_scenario_free(struct cl_scenario *s);

@@ -49,6 +49,13 @@
 #define CL_WIRE_MAX_BODY    (16u << 20) /* one request body (JSON text), and probe/warmup bodies */
 #define CL_WIRE_MAX_PROMPT  (1u << 20)  /* PROBE.prompt */
 
+/* A workload too large for one message travels in parts (docs/protocol.md, BODIES). */
+#define CL_WIRE_MAX_TOTAL_BODIES (1u << 20) /* workload.total_bodies: a workload in parts */
+/* A workload is sent in parts of at most this many bytes of body text (one larger body
+ * travels alone), so no message grows with the dataset (docs/protocol.md, BODIES). */
+#define CL_WIRE_BODIES_PART_BYTES (8u << 20)
+#define CL_WIRE_BODIES_PART_MAX   65536u /* ... and at most this many bodies */
+
 /*
  * Timing of a session (docs/protocol.md, "Liveness").  The REQ resend time must exceed the
  * long-poll hold, or nng would resend every held POLL.
@@ -96,6 +103,7 @@ enum cl_cmd {
 	CL_CMD_STOP,     /* end the stage's window now: drain, then REPORT final */
 	CL_CMD_ABORT,    /* stop all load at once (no drain), go idle */
 	CL_CMD_QUIT,     /* stop everything and exit */
+	CL_CMD_BODIES,   /* the next part of a workload PREPARE began */
 	CL_CMD__COUNT
 };
 
@@ -223,6 +231,13 @@ struct cl_cmd_prepare {
 	struct cl_workload_plan workload;
 };
 
+/* BODIES: bodies [offset, offset + n_bodies) of the workload the last PREPARE began. */
+struct cl_cmd_bodies {
+	uint64_t offset;
+	struct cl_request_body *bodies;
+	size_t n_bodies;
+};
+
 /* START_AT: run a stage from an instant on the coordinator's clock. */
 struct cl_cmd_start_at {
 	struct cl_stage_plan stage; /* this agent's share of the stage */
@@ -247,6 +262,7 @@ struct cl_msg_cmd {
 		struct cl_cmd_prepare prepare;
 		struct cl_cmd_start_at start_at;
 		struct cl_cmd_stop stop;
+		struct cl_cmd_bodies bodies;
 	};
 };
 

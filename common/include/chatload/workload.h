@@ -15,6 +15,31 @@
 #define CL_WORKLOAD_MAX_BODIES       1000000u      /* rendered bodies in one plan at most */
 #define CL_WORKLOAD_MAX_TOTAL_BYTES  (1024u << 20) /* all rendered bodies together at most */
 #define CL_WORKLOAD_MAX_SYNTH_TOKENS (1u << 20)    /* one synthetic prompt at most */
+#define CL_WORKLOAD_CHARS_PER_TOKEN  4             /* the token estimate, below */
+
+/*
+ * Tokens estimated without a tokenizer: ceil(characters / 4), characters being Unicode code
+ * points of UTF-8 text (the rule of thumb OpenAI gives for English; chatload-sim counts prompt
+ * tokens by the same rule, so tests can check lengths).  Synthetic prompts and shared prefixes
+ * are built to this rule; dataset lengths (a ShareGPT answer, the length filter) are
+ * estimated with it.
+ */
+uint32_t cl_workload_tokens_estimate(const char *text, size_t len);
+
+/* What rendering did, for `chatload validate` and the results. */
+struct cl_workload_stats {
+	size_t records;         /* dataset records read (prompts, synthetic prompts: bodies) */
+	size_t filtered;        /* ... left out by workload.dataset_filter */
+	size_t limited;         /* ... left out by dataset_limit after a shuffle */
+	size_t bodies;          /* bodies in the plan */
+	size_t own_length;      /* bodies whose max_tokens is the request's own length */
+	size_t ignore_eos;      /* bodies that carry "ignore_eos": true */
+	uint64_t requested_sum; /* max_tokens over all bodies */
+	uint32_t requested_min, requested_max;
+	uint64_t prompt_tokens_sum; /* estimated, prefix included */
+	uint32_t prefix_groups;     /* workload.shared_prefix.groups (0: none) */
+	uint32_t prefix_tokens;
+};
 
 /*
  * Renders the scenario's workload into out->bodies (one per prompt), for `model` (not NULL:
@@ -40,14 +65,43 @@
  *    from a fixed vocabulary, deterministic for workload.seed; prompt i starts with its own
  *    number so no two prompts share a prefix-cache entry from their first token.
  *
- * Each body is {"model", "messages", "max_tokens": workload.max_tokens (omitted when 0),
- * "stream": true, "stream_options": {"include_usage": true}} merged with target.body_json by
+ * Output lengths: a body asks for its own length when it has one (synthetic.output_tokens
+ * drawn per prompt from its own seeded sequence; with dataset_output_tokens: record, a ShareGPT
+ * record's first answer after the human turn, estimated, or an OpenAI record's
+ * "max_completion_tokens"/"max_tokens", else its first reference answer, estimated), else
+ * workload.max_tokens.  "ignore_eos": true is added to the bodies with their own length
+ * (workload.ignore_eos unset), to every body (true) or none (false).
+ * Datasets: dataset_filter drops records by estimated length; dataset_shuffle shuffles the
+ * kept records with workload.seed (Fisher-Yates over splitmix64), then dataset_limit keeps the
+ * first N; without a shuffle, reading stops after N records.
+ * Shared prefixes: body i (in reading order) gets group (i mod groups)'s prefix of about
+ * `tokens` tokens, vocabulary words seeded by (seed, group), then "\n\n", before the text of
+ * its first user message (as the first text part when content is an array of parts).
+ *
+ * Each body is {"model", "messages", "max_tokens" (omitted when 0), "ignore_eos"?, "stream":
+ * true, "stream_options": {"include_usage": true}} merged with target.body_json by
  * cl_workload_merge_json's rules (the scenario's keys win; objects merge key by key; a null
  * removes our key), except "stream", which is always true.  Output is compact JSON.
- * prompt_chars is the byte length of all message text (system included).
+ * prompt_chars is the byte length of all message text (system and prefix included); the
+ * body's max_tokens field says what it asks for.
  */
 int cl_workload_render(const struct cl_scenario *s, const char *model, struct cl_workload_plan *out,
 		       struct cl_err *err);
+
+/* cl_workload_render that also fills stats (NULL: not wanted). */
+int cl_workload_render_stats(const struct cl_scenario *s, const char *model,
+			     struct cl_workload_plan *out, struct cl_workload_stats *stats,
+			     struct cl_err *err);
+
+/*
+ * Puts model in place of the model every body of w was rendered for (old_model), without
+ * reading the workload again: `chatload run` renders before anything starts, to find bad
+ * input early, and learns the model only from the readiness gate.  Each body must begin
+ * {"model":<old_model>, as cl_workload_render writes them.  CL_EINVAL (a body that does
+ * not) or CL_ENOMEM; on failure w is unchanged.
+ */
+int cl_workload_plan_set_model(struct cl_workload_plan *w, const char *old_model, const char *model,
+			       struct cl_err *err);
 
 /*
  * Renders one probe body (readiness or warmup): {"model", "messages": [{"role": "user",

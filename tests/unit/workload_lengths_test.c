@@ -1,0 +1,381 @@
+/* Tests of what the workload asks for and how it is arranged: synthetic output lengths,
+ * records' own lengths, ignore_eos, the dataset filter, shuffle and limit, shared prefixes,
+ * the token estimate, and putting the model found into rendered bodies. */
+#include "chatload/workload.h"
+
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+static char tmp_dir[PATH_MAX];
+
+static const char *tmp_path(const char *name)
+{
+	static char path[PATH_MAX + 64];
+	snprintf(path, sizeof(path), "%s/%s", tmp_dir, name);
+	return path;
+}
+
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(text, 1, strlen(text), f), strlen(text));
+	assert_int_equal(fclose(f), 0);
+}
+
+/* A scenario with the loader's defaults for what matters here. */
+static struct cl_scenario base(void)
+{
+	struct cl_scenario s;
+	memset(&s, 0, sizeof(s));
+	s.workload.max_tokens = 256;
+	s.workload.request_timeout_us = 600000000;
+	s.workload.seed = 1;
+	s.workload.synthetic_count = 64;
+	s.workload.ignore_eos = -1;
+	s.workload.dataset_output = CL_DATASET_OUTPUT_RECORD;
+	return s;
+}
+
+static json_t *parse(const char *text)
+{
+	json_error_t jerr;
+	json_t *j = json_loads(text, 0, &jerr);
+	if (!j)
+		fail_msg("not JSON (%s): %s", jerr.text, text);
+	return j;
+}
+
+static struct cl_workload_plan render(const struct cl_scenario *s, struct cl_workload_stats *st)
+{
+	struct cl_workload_plan w;
+	struct cl_err err = { 0 };
+	char msg[1024];
+	int rc = cl_workload_render_stats(s, "m", &w, st, &err);
+	if (rc)
+		fail_msg("render failed: %d %s", rc, cl_err_format(&err, msg, sizeof(msg)));
+	return w;
+}
+
+static bool has_ignore_eos(const char *json)
+{
+	json_t *b = parse(json);
+	bool on = json_is_true(json_object_get(b, "ignore_eos"));
+	json_decref(b);
+	return on;
+}
+
+static const char *user_text(json_t *b)
+{
+	json_t *msgs = json_object_get(b, "messages");
+	for (size_t i = 0; i < json_array_size(msgs); i++) {
+		json_t *m = json_array_get(msgs, i);
+		if (strcmp(json_string_value(json_object_get(m, "role")), "user") == 0)
+			return json_string_value(json_object_get(m, "content"));
+	}
+	return "";
+}
+
+static void test_estimate(void **state)
+{
+	assert_int_equal(cl_workload_tokens_estimate("", 0), 0);
+	assert_int_equal(cl_workload_tokens_estimate("abcd", 4), 1);
+	assert_int_equal(cl_workload_tokens_estimate("abcde", 5), 2);
+	/* code points, not bytes: four two-byte letters are one token */
+	assert_int_equal(cl_workload_tokens_estimate("\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9", 8), 1);
+}
+
+/* Output lengths drawn per prompt: inside the bounds, spread, centred, in every body's
+ * max_tokens, with ignore_eos; the same for a seed; the prompts unchanged by them. */
+static void test_synthetic_output(void **state)
+{
+	struct cl_scenario s = base();
+	s.workload.kind = CL_WORKLOAD_SYNTHETIC;
+	s.workload.synthetic_count = 400;
+	s.workload.synthetic_input = (struct cl_len_dist){ 40, 0, 1, 40 };
+	s.workload.synthetic_output = (struct cl_len_dist){ 300, 60, 100, 500 };
+	struct cl_workload_stats st;
+	struct cl_workload_plan w = render(&s, &st);
+	assert_int_equal(w.n_bodies, 400);
+	double sum = 0, sq = 0;
+	for (size_t i = 0; i < w.n_bodies; i++) {
+		uint32_t k = w.bodies[i].max_tokens;
+		if (k < 100 || k > 500)
+			fail_msg("body %zu asks for %u tokens, outside [100, 500]", i, k);
+		json_t *b = parse(w.bodies[i].json);
+		assert_int_equal(json_integer_value(json_object_get(b, "max_tokens")), k);
+		assert_true(json_is_true(json_object_get(b, "ignore_eos")));
+		json_decref(b);
+		sum += k;
+		sq += (double)k * k;
+	}
+	double mean = sum / 400, sd = sqrt(sq / 400 - mean * mean);
+	/* standard error of the mean: 60 / sqrt(400) = 3 tokens; allow 4 of them */
+	if (fabs(mean - 300) > 12)
+		fail_msg("mean output %.1f, wanted 300 +- 12", mean);
+	if (sd < 45 || sd > 75)
+		fail_msg("output stddev %.1f, wanted about 60", sd);
+	assert_int_equal(st.own_length, 400);
+	assert_int_equal(st.ignore_eos, 400);
+	assert_int_equal(st.requested_sum, (uint64_t)sum);
+
+	/* The same prompts without output lengths: they have a sequence of their own. */
+	struct cl_scenario s2 = s;
+	s2.workload.synthetic_output = (struct cl_len_dist){ 0 };
+	struct cl_workload_plan w2 = render(&s2, NULL);
+	for (size_t i = 0; i < w.n_bodies; i++) {
+		json_t *a = parse(w.bodies[i].json), *b = parse(w2.bodies[i].json);
+		assert_string_equal(user_text(a), user_text(b));
+		assert_false(json_is_true(json_object_get(b, "ignore_eos")));
+		assert_int_equal(w2.bodies[i].max_tokens, 256);
+		json_decref(a);
+		json_decref(b);
+	}
+	cl_workload_plan_free(&w2);
+
+	/* ignore_eos: false sends none, the lengths stay */
+	s2 = s;
+	s2.workload.ignore_eos = 0;
+	w2 = render(&s2, &st);
+	assert_int_equal(st.ignore_eos, 0);
+	assert_false(has_ignore_eos(w2.bodies[0].json));
+	assert_int_equal(w2.bodies[7].max_tokens, w.bodies[7].max_tokens);
+	cl_workload_plan_free(&w2);
+	cl_workload_plan_free(&w);
+}
+
+/* Records' own lengths: an OpenAI record's max_tokens, else its reference answer; a ShareGPT
+ * answer; dataset_output_tokens: max_tokens turns them off; a bad max_tokens is refused
+ * with its line and column. */
+static void test_record_lengths(void **state)
+{
+	const char *path = tmp_path("lengths.jsonl");
+	write_text(path,
+		   "{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],\"max_tokens\":77}\n"
+		   "{\"messages\":[{\"role\":\"user\",\"content\":\"b\"},"
+		   "{\"role\":\"assistant\",\"content\":\"twelve chars\"}]}\n"
+		   "{\"messages\":[{\"role\":\"user\",\"content\":\"c\"}]}\n"
+		   "{\"messages\":[{\"role\":\"user\",\"content\":\"d\"}],"
+		   "\"max_completion_tokens\":5,\"max_tokens\":9}\n");
+	struct cl_scenario s = base();
+	s.workload.kind = CL_WORKLOAD_DATASET;
+	s.workload.dataset = (char *)path;
+	struct cl_workload_stats st;
+	struct cl_workload_plan w = render(&s, &st);
+	assert_int_equal(w.n_bodies, 4);
+	assert_int_equal(w.bodies[0].max_tokens, 77);
+	assert_int_equal(w.bodies[1].max_tokens, 3); /* 12 characters */
+	assert_int_equal(w.bodies[2].max_tokens, 256);
+	assert_int_equal(w.bodies[3].max_tokens, 5);
+	assert_true(has_ignore_eos(w.bodies[0].json));
+	assert_false(has_ignore_eos(w.bodies[2].json)); /* no length of its own */
+	assert_int_equal(st.own_length, 3);
+	assert_int_equal(st.requested_min, 3);
+	assert_int_equal(st.requested_max, 256);
+	cl_workload_plan_free(&w);
+
+	s.workload.dataset_output = CL_DATASET_OUTPUT_MAX_TOKENS;
+	w = render(&s, &st);
+	for (size_t i = 0; i < 4; i++)
+		assert_int_equal(w.bodies[i].max_tokens, 256);
+	assert_int_equal(st.ignore_eos, 0);
+	cl_workload_plan_free(&w);
+
+	write_text(path,
+		   "{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}]}\n"
+		   "{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],\"max_tokens\":0}\n");
+	s.workload.dataset_output = CL_DATASET_OUTPUT_RECORD;
+	struct cl_err err = { 0 };
+	char msg[1024];
+	assert_int_equal(cl_workload_render(&s, "m", &w, &err), CL_EPARSE);
+	cl_err_format(&err, msg, sizeof(msg));
+	char want[PATH_MAX + 128];
+	snprintf(want, sizeof(want), "%s:2:1: 'max_tokens' must be an integer from 1 to 10000000",
+		 path);
+	assert_string_equal(msg, want);
+}
+
+/* The filter keeps records by estimated lengths; a filter that keeps none is an error. */
+static void test_filter(void **state)
+{
+	const char *path = tmp_path("filter.jsonl");
+	/* prompts of 1, 2, 3, 4 tokens; answers of 10, 2, 20, none */
+	write_text(path,
+		   "{\"conversations\":[{\"from\":\"human\",\"value\":\"aaaa\"},"
+		   "{\"from\":\"gpt\",\"value\":\"0123456789012345678901234567890123456789\"}]}\n"
+		   "{\"conversations\":[{\"from\":\"human\",\"value\":\"aaaabbbb\"},"
+		   "{\"from\":\"gpt\",\"value\":\"01234567\"}]}\n"
+		   "{\"conversations\":[{\"from\":\"human\",\"value\":\"aaaabbbbcccc\"},"
+		   "{\"from\":\"gpt\",\"value\":\"0123456789012345678901234567890123456789"
+		   "0123456789012345678901234567890123456789\"}]}\n"
+		   "{\"conversations\":[{\"from\":\"human\",\"value\":\"aaaabbbbccccdddd\"}]}\n");
+	struct cl_scenario s = base();
+	s.workload.kind = CL_WORKLOAD_DATASET;
+	s.workload.dataset = (char *)path;
+	s.workload.dataset_filter = (struct cl_dataset_filter){ .min_input = 2, .max_output = 15 };
+	struct cl_workload_stats st;
+	struct cl_workload_plan w = render(&s, &st);
+	/* record 1: input 1 < 2; record 3: output 20 > 15; record 4 has no output length */
+	assert_int_equal(st.records, 4);
+	assert_int_equal(st.filtered, 2);
+	assert_int_equal(w.n_bodies, 2);
+	assert_int_equal(w.bodies[0].max_tokens, 2);
+	assert_int_equal(w.bodies[1].max_tokens, 256);
+	cl_workload_plan_free(&w);
+
+	s.workload.dataset_filter = (struct cl_dataset_filter){ .min_input = 100 };
+	struct cl_err err = { 0 };
+	assert_int_equal(cl_workload_render(&s, "m", &w, &err), CL_EINVAL);
+	assert_non_null(strstr(err.msg, "leaves none of its 4 records"));
+}
+
+/* A shuffle is a permutation fixed by the seed; the limit then keeps N of any records. */
+static void test_shuffle_limit(void **state)
+{
+	const char *path = tmp_path("shuffle.txt");
+	char text[4096] = "";
+	for (int i = 0; i < 100; i++)
+		snprintf(text + strlen(text), sizeof(text) - strlen(text), "prompt %03d\n", i);
+	write_text(path, text);
+	struct cl_scenario s = base();
+	s.workload.kind = CL_WORKLOAD_DATASET;
+	s.workload.dataset = (char *)path;
+	s.workload.dataset_shuffle = true;
+	struct cl_workload_plan a = render(&s, NULL), b = render(&s, NULL);
+	assert_int_equal(a.n_bodies, 100);
+	bool seen[100] = { false };
+	size_t moved = 0;
+	for (size_t i = 0; i < 100; i++) {
+		assert_string_equal(a.bodies[i].json, b.bodies[i].json); /* same seed, same order */
+		json_t *j = parse(a.bodies[i].json);
+		int k = atoi(user_text(j) + 7);
+		json_decref(j);
+		assert_false(seen[k]);
+		seen[k] = true;
+		moved += (size_t)k != i;
+	}
+	assert_true(moved > 80);
+	cl_workload_plan_free(&b);
+
+	s.workload.seed = 2;
+	b = render(&s, NULL);
+	size_t same = 0;
+	for (size_t i = 0; i < 100; i++)
+		same += strcmp(a.bodies[i].json, b.bodies[i].json) == 0;
+	assert_true(same < 20);
+	cl_workload_plan_free(&b);
+
+	/* the limit keeps the first N of the shuffled order, read from the whole file */
+	s.workload.seed = 1;
+	s.workload.dataset_limit = 10;
+	struct cl_workload_stats st;
+	b = render(&s, &st);
+	assert_int_equal(b.n_bodies, 10);
+	assert_int_equal(st.records, 100);
+	assert_int_equal(st.limited, 90);
+	for (size_t i = 0; i < 10; i++)
+		assert_string_equal(a.bodies[i].json, b.bodies[i].json);
+	cl_workload_plan_free(&b);
+	cl_workload_plan_free(&a);
+}
+
+/* Request i starts with group (i mod N)'s prefix: the same text within a group, different
+ * from the first character between groups, about the tokens asked for. */
+static void test_shared_prefix(void **state)
+{
+	struct cl_scenario s = base();
+	char *prompts[] = { "one", "two", "three", "four", "five", "six", "seven" };
+	s.workload.kind = CL_WORKLOAD_PROMPTS;
+	s.workload.prompts = prompts;
+	s.workload.n_prompts = 7;
+	s.workload.system_prompt = "sys";
+	s.workload.shared_prefix_groups = 3;
+	s.workload.shared_prefix_tokens = 100;
+	struct cl_workload_stats st;
+	struct cl_workload_plan w = render(&s, &st);
+	assert_int_equal(st.prefix_groups, 3);
+	char *prefix[3] = { NULL };
+	for (size_t i = 0; i < 7; i++) {
+		json_t *b = parse(w.bodies[i].json);
+		const char *u = user_text(b);
+		const char *sep = strstr(u, "\n\n");
+		assert_non_null(sep);
+		assert_string_equal(sep + 2, prompts[i]);
+		size_t plen = (size_t)(sep - u);
+		assert_in_range(plen, 390,
+				400); /* 100 tokens of 4 characters, trailing space cut */
+		if (!prefix[i % 3])
+			prefix[i % 3] = strndup(u, plen);
+		else
+			assert_memory_equal(prefix[i % 3], u, plen);
+		assert_int_equal(w.bodies[i].prompt_chars, 3 + plen + 2 + strlen(prompts[i]));
+		json_decref(b);
+	}
+	assert_true(prefix[0][0] == '[' && strncmp(prefix[0], prefix[1], 8) != 0);
+	assert_true(strncmp(prefix[1], prefix[2], 8) != 0);
+	for (int g = 0; g < 3; g++)
+		free(prefix[g]);
+	cl_workload_plan_free(&w);
+}
+
+/* Bodies rendered for a stand-in model get the real one; anything else is refused whole. */
+static void test_set_model(void **state)
+{
+	struct cl_scenario s = base();
+	char *prompts[] = { "a", "b" };
+	s.workload.kind = CL_WORKLOAD_PROMPTS;
+	s.workload.prompts = prompts;
+	s.workload.n_prompts = 2;
+	struct cl_workload_plan w = render(&s, NULL);
+	struct cl_err err = { 0 };
+	assert_int_equal(cl_workload_plan_set_model(&w, "m", "kimi \"k2\"", &err), 0);
+	for (size_t i = 0; i < 2; i++) {
+		json_t *b = parse(w.bodies[i].json);
+		assert_string_equal(json_string_value(json_object_get(b, "model")), "kimi \"k2\"");
+		assert_int_equal(w.bodies[i].len, strlen(w.bodies[i].json));
+		json_decref(b);
+	}
+	char *before = strdup(w.bodies[1].json);
+	assert_int_equal(cl_workload_plan_set_model(&w, "other", "x", &err), CL_EINVAL);
+	assert_string_equal(w.bodies[1].json, before);
+	free(before);
+	cl_workload_plan_free(&w);
+}
+
+static int setup(void **state)
+{
+	snprintf(tmp_dir, sizeof(tmp_dir), "%s/workload_lengths_test.XXXXXX",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	return mkdtemp(tmp_dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	const char *names[] = { "lengths.jsonl", "filter.jsonl", "shuffle.txt" };
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		unlink(tmp_path(names[i]));
+	rmdir(tmp_dir);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_estimate),       cmocka_unit_test(test_synthetic_output),
+		cmocka_unit_test(test_record_lengths), cmocka_unit_test(test_filter),
+		cmocka_unit_test(test_shuffle_limit),  cmocka_unit_test(test_shared_prefix),
+		cmocka_unit_test(test_set_model),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
