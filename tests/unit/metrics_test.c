@@ -41,6 +41,9 @@ static const char *const want_ctr[] = {
 	"usage_from_chunks",
 	"good",
 	"completed_in_window",
+	"completed_h1",
+	"completed_h2",
+	"connections_opened",
 };
 
 static void test_names(void **state)

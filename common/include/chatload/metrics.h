@@ -58,6 +58,11 @@ enum cl_ctr {
 	CL_CTR_GOOD,                /* completed requests meeting every per-request SLO (goodput) */
 	CL_CTR_COMPLETED_IN_WINDOW, /* requests (any start) that completed inside the window: the
 				     * throughput numerator, like the tokens received in it */
+	CL_CTR_COMPLETED_H1,        /* completed requests answered over HTTP/1.x (libcurl's
+				     * CURLINFO_HTTP_VERSION of the transfer) */
+	CL_CTR_COMPLETED_H2,        /* ... over HTTP/2 */
+	CL_CTR_CONNECTIONS_OPENED,  /* connections the requests opened (CURLINFO_NUM_CONNECTS);
+				     * reused ones count nothing */
 	CL_CTR__COUNT
 };
 
