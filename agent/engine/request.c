@@ -580,10 +580,12 @@ void cl_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, boo
 	 * tokens received inside it; latencies count requests started inside it. */
 	if (cls == CL_CTR_COMPLETED && end_win)
 		m->ctr[CL_CTR_COMPLETED_IN_WINDOW]++;
+	/* Connections count for every request of the stage, the ramp's too: the ramp is where
+	 * most of them are opened, and the question is how the stage used connections. */
+	if (connects > 0)
+		m->ctr[CL_CTR_CONNECTIONS_OPENED] += (uint64_t)connects;
 	if (s->in_window) {
 		m->ctr[cls]++;
-		if (connects > 0)
-			m->ctr[CL_CTR_CONNECTIONS_OPENED] += (uint64_t)connects;
 		if (cls == CL_CTR_COMPLETED && http_major == 1)
 			m->ctr[CL_CTR_COMPLETED_H1]++;
 		else if (cls == CL_CTR_COMPLETED && http_major == 2)
