@@ -202,9 +202,18 @@ void cl_worker_destroy(struct cl_worker *w);
 void *cl_worker_main(void *arg);
 /* Wakes the worker for a command already posted in w->cmd / collect_req. */
 void cl_worker_poke(struct cl_worker *w);
+
+/* park.c */
 /* Takes back a slot whose request ended: parks it for the no-answer backoff when no_answer
  * and the closed loop runs, else frees it. */
 void cl_worker_release(struct cl_worker *w, struct cl_slot *s, bool no_answer);
+/* Puts s back on the free stack (its no-answer streak forgotten). */
+void cl_slot_free(struct cl_worker *w, struct cl_slot *s);
+/* Frees every parked slot: their users are over (window closed, stage cut or done). */
+void cl_park_release_all(struct cl_worker *w);
+/* The parked slot whose backoff ended first if by now_us (its wake time in *due_us), taken
+ * off the heap; NULL when none is due.  The caller launches or frees it. */
+struct cl_slot *cl_park_take_due(struct cl_worker *w, int64_t now_us, int64_t *due_us);
 
 /* request.c */
 /* Prepares the slot's easy handle, header nodes and SSE parser once.  0 or CL_ENOMEM. */

@@ -121,12 +121,10 @@ static void curl_timeout_action(struct cl_shard *sh)
 	sh->dirty = true;
 }
 
-static void release_parked(struct cl_worker *w);
-
 static void cut_all(struct cl_worker *w)
 {
 	w->now_us = cl_mono_us();
-	release_parked(w);
+	cl_park_release_all(w);
 	for (uint32_t i = 0; i < w->nslots; i++) {
 		if (w->slots[i].busy)
 			cl_request_finish(w, &w->slots[i], CURLE_OK, true);
@@ -172,48 +170,15 @@ static bool may_start(const struct cl_stage_run *st, int64_t t)
 	return true;
 }
 
-/* ---- the no-answer backoff (docs/engine.md): closed-loop slots wait before a retry ---- */
-
-static void free_slot(struct cl_worker *w, struct cl_slot *s)
-{
-	s->parked = false;
-	s->no_answer_streak = 0;
-	w->free_stack[w->nfree++] = s->index;
-}
-
-void cl_worker_release(struct cl_worker *w, struct cl_slot *s, bool no_answer)
-{
-	const struct cl_stage_run *st = &w->st;
-	/* Open-loop arrivals keep their own pace whatever the answers: only the closed loop,
-	 * which would start the next request at once, waits. */
-	if (no_answer && st->active && !st->stopping && st->plan.mode == CL_MODE_CONCURRENCY) {
-		if (s->no_answer_streak < UINT32_MAX)
-			s->no_answer_streak++;
-		double u = cl_splitmix_unit(&w->backoff_rng) - 0x1.0p-53; /* [0, 1) */
-		s->parked = true;
-		cl_park_push(&w->parked, s->index,
-			     cl_mono_us() + cl_backoff_delay_us(s->no_answer_streak, u));
-		return;
-	}
-	free_slot(w, s);
-}
-
-/* Frees every parked slot: their users are over (window closed, stage cut or done). */
-static void release_parked(struct cl_worker *w)
-{
-	while (w->parked.n)
-		free_slot(w, &w->slots[cl_park_pop(&w->parked)]);
-}
-
-/* Starts the retries whose backoff is over, each on its own slot, intended at its wake. */
+/* Starts the retries whose backoff is over, each on its own slot, intended at its wake (the
+ * slot bookkeeping is in park.c). */
 static void wake_parked(struct cl_worker *w, int64_t now)
 {
 	int64_t due;
-	while ((due = cl_park_peek(&w->parked)) <= now) {
-		struct cl_slot *s = &w->slots[cl_park_pop(&w->parked)];
-		s->parked = false;
+	struct cl_slot *s;
+	while ((s = cl_park_take_due(w, now, &due))) {
 		if (!may_start(&w->st, due) || !cl_request_launch(w, s, due))
-			free_slot(w, s); /* the loop replaces the user if it may */
+			cl_slot_free(w, s); /* the loop replaces the user if it may */
 	}
 }
 
@@ -222,7 +187,7 @@ static void close_window(struct cl_worker *w, int64_t at_us, int64_t now)
 {
 	struct cl_stage_run *st = &w->st;
 	st->stopping = true;
-	release_parked(w);
+	cl_park_release_all(w);
 	if (at_us < st->win_end_us)
 		st->win_end_us = at_us;
 	if (st->plan.mode == CL_MODE_RATE && !st->arrivals_over) {
@@ -372,7 +337,7 @@ static void stage_tick(struct cl_worker *w)
 			pump_open(w, now);
 	}
 	if (st->by_requests && st->to_start == 0)
-		release_parked(w); /* no request left to retry */
+		cl_park_release_all(w); /* no request left to retry */
 	if (ph == CL_ENGINE_RUNNING && st->by_requests && st->to_start == 0 && inflight(w) == 0) {
 		/* The last measured request has finished: that is the end of the window. */
 		if (now < st->win_end_us)
@@ -415,8 +380,8 @@ static void stage_begin(struct cl_worker *w, const struct cl_stage_plan *p, int6
 	if (p->mode == CL_MODE_RATE && p->concurrency > 0 && p->concurrency < w->nslots)
 		st->cap = p->concurrency;
 	st->probe_due_us = cl_mono_us() + CL_ENGINE_PROBE_US;
-	release_parked(w);     /* none should be left; a new stage owes the old nothing */
-	w->pace_armed_us = -1; /* force an arm */
+	cl_park_release_all(w); /* none should be left; a new stage owes the old nothing */
+	w->pace_armed_us = -1;  /* force an arm */
 	w->last_end_us = 0;
 	set_phase(w, CL_ENGINE_WAITING);
 
@@ -670,44 +635,6 @@ void *cl_worker_main(void *arg)
 
 /* ---- setup and teardown (control thread, before start / after join) ---- */
 
-/*
- * Slots per multi handle.  HTTP/1.1 (and h2c without reuse): CL_ENGINE_SHARD_SLOTS.
- * Multiplexed HTTP/2: one connection's streams (at least 16 slots: two connections of 8...),
- * because libcurl 7.88 gives a connection still in its handshake one stream only, so a
- * burst of starts would open a connection per stream; a shard allowed per/S connections
- * (set_multiplexing) opens exactly what its streams need.  Slots are taken lowest first, so
- * C streams fill ceil(C / S) shards.  A fall-back to HTTP/1.1 (http2: preferred) keeps the
- * connection walk as short.
- */
-static uint32_t shard_slots(const struct cl_httpver *v)
-{
-	if (!v->multiplex || v->streams_per_conn == 0)
-		return CL_ENGINE_SHARD_SLOTS;
-	uint32_t s = v->streams_per_conn;
-	return s >= 16 ? s : s * ((16 + s - 1) / s);
-}
-
-/*
- * Streams per connection on a multi of per slots: CURLMOPT_MAX_CONCURRENT_STREAMS caps ours
- * (the server's SETTINGS may cap lower), and libcurl opens another connection when all are
- * full.  With HTTP/2 required, the shard may open per/S connections and no more (the rest
- * wait for a stream: a server capping below S makes them queue, see docs/engine.md); with
- * HTTP/2 preferred it may open any number, since an HTTP/1.1 answer means one stream each.
- */
-static int set_multiplexing(CURLM *m, const struct cl_httpver *v, uint32_t per)
-{
-	int bad = 0;
-	bad |= curl_multi_setopt(m, CURLMOPT_PIPELINING,
-				 v->multiplex ? (long)CURLPIPE_MULTIPLEX : (long)CURLPIPE_NOTHING);
-	if (v->multiplex)
-		bad |= curl_multi_setopt(m, CURLMOPT_MAX_CONCURRENT_STREAMS,
-					 (long)v->streams_per_conn);
-	if (v->multiplex && v->h2_required)
-		bad |= curl_multi_setopt(m, CURLMOPT_MAX_HOST_CONNECTIONS,
-					 (long)(per / v->streams_per_conn));
-	return bad;
-}
-
 static int add_fd(int epfd, int fd, int tag)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = TAG(tag, 0, fd) };
@@ -746,7 +673,7 @@ int cl_worker_init(struct cl_worker *w, struct cl_engine *e, uint32_t index, uin
 		return cl_err_set(err, CL_ESYS, "cannot set up worker %u's event loop: %s", index,
 				  strerror(errno));
 
-	uint32_t per = shard_slots(&e->ver);
+	uint32_t per = cl_httpver_shard_slots(&e->ver, CL_ENGINE_SHARD_SLOTS);
 	w->nshards = (nslots + per - 1) / per;
 	w->shards = calloc(w->nshards, sizeof(*w->shards));
 	if (!w->shards)
@@ -770,7 +697,7 @@ int cl_worker_init(struct cl_worker *w, struct cl_engine *e, uint32_t index, uin
 		bad |= curl_multi_setopt(m, CURLMOPT_MAX_HOST_CONNECTIONS, 0L);
 		bad |= curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, 0L);
 		bad |= curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, (long)per + 16);
-		bad |= set_multiplexing(m, &e->ver, per);
+		bad |= cl_httpver_apply_multi(m, &e->ver, per);
 		if (bad)
 			return cl_err_set(err, CL_EINVAL, "cannot configure a curl multi handle");
 	}

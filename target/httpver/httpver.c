@@ -66,6 +66,28 @@ int cl_httpver_apply(CURL *h, const struct cl_httpver *v)
 	return 0;
 }
 
+uint32_t cl_httpver_shard_slots(const struct cl_httpver *v, uint32_t h1_slots)
+{
+	if (!v->multiplex || v->streams_per_conn == 0)
+		return h1_slots;
+	uint32_t s = v->streams_per_conn;
+	return s >= 16 ? s : s * ((16 + s - 1) / s);
+}
+
+int cl_httpver_apply_multi(CURLM *m, const struct cl_httpver *v, uint32_t slots)
+{
+	int bad = 0;
+	bad |= curl_multi_setopt(m, CURLMOPT_PIPELINING,
+				 v->multiplex ? (long)CURLPIPE_MULTIPLEX : (long)CURLPIPE_NOTHING);
+	if (v->multiplex)
+		bad |= curl_multi_setopt(m, CURLMOPT_MAX_CONCURRENT_STREAMS,
+					 (long)v->streams_per_conn);
+	if (v->multiplex && v->h2_required)
+		bad |= curl_multi_setopt(m, CURLMOPT_MAX_HOST_CONNECTIONS,
+					 (long)(slots / v->streams_per_conn));
+	return bad;
+}
+
 int cl_httpver_used(CURL *h)
 {
 	long v = 0;

@@ -42,6 +42,25 @@ void cl_httpver_choose(const struct cl_target_plan *t, struct cl_httpver *out);
  * Returns 0, or the first CURLcode libcurl refused (e.g. no HTTP/2 built in). */
 int cl_httpver_apply(CURL *h, const struct cl_httpver *v);
 
+/*
+ * Streams one libcurl multi handle should hold.  h1_slots (the caller's HTTP/1.1 figure) when
+ * not multiplexing; else one connection's streams, at least 16: libcurl 7.88 lets a
+ * connection still in its handshake carry one stream only, so a burst of starts opens a
+ * connection per stream unless the multi may open only slots/S connections
+ * (cl_httpver_apply_multi), and then C streams on slots taken lowest first use ceil(C / S).
+ */
+uint32_t cl_httpver_shard_slots(const struct cl_httpver *v, uint32_t h1_slots);
+
+/*
+ * Sets multi m, which holds `slots` streams, for v: CURLMOPT_PIPELINING, and when
+ * multiplexing CURLMOPT_MAX_CONCURRENT_STREAMS (our cap; a server's lower SETTINGS wins) and,
+ * with HTTP/2 required, CURLMOPT_MAX_HOST_CONNECTIONS = slots / S (streams beyond a server's
+ * lower cap then wait for a free stream, see docs/engine.md).  With HTTP/2 preferred the
+ * connections are not limited: an HTTP/1.1 answer needs one per stream.  Returns 0, or
+ * nonzero when libcurl refused an option.
+ */
+int cl_httpver_apply_multi(CURLM *m, const struct cl_httpver *v, uint32_t slots);
+
 /* The HTTP major version a finished transfer on h used: 1, 2, 3, or 0 when none (no
  * answer).  From CURLINFO_HTTP_VERSION. */
 int cl_httpver_used(CURL *h);

@@ -163,6 +163,14 @@ class Http2(tl.FleetCase):
         p, _ = self.run_scenario(doc, code=3, timeout=30)
         self.assertTrue(p.find(r"answered over HTTP/1\.1 .*target\.http2 is required"),
                         p.tail())
+        # Without the gate, the stage refuses every HTTP/1.1 answer itself (and backs off).
+        doc = tl.scenario({"url": px.url, "http2": True, "ca_file": ca[0]},
+                          [{"concurrency": 4, "requests": 8}], {"local": 1}, name="alpn-h1-stage")
+        _, res = self.run_scenario(doc)
+        st = res["stages"][0]
+        self.assertEqual(st["requests"]["completed"], 0)
+        self.assertEqual(st["requests"]["errors"]["other"], 8)
+        self.assertIn("target.http2 is required", st["requests"]["error_samples"][0]["body"])
 
     def test_preferred_falls_back_to_http1_visibly(self):
         ca = tl.make_ca(self.scope.dir, "ca")
