@@ -78,7 +78,13 @@ static void print_target(const struct cl_scenario *s)
 	printf("  extra body: %s\n", or_none(t->body_json, "none"));
 	for (size_t i = 0; i < t->n_headers; i++)
 		printf("  header: %s\n", t->headers[i]);
-	printf("  http2: %s\n", t->http2 ? "yes" : "no");
+	printf("  http2: %s\n", !t->http2           ? "no"
+				: t->http2_fallback ? "preferred (HTTP/1.1 allowed)"
+						    : "required");
+	if (t->http2)
+		printf("  http2 streams per connection: %u%s\n",
+		       t->http2_streams ? t->http2_streams : CL_HTTP2_DEFAULT_STREAMS,
+		       t->http2_streams ? "" : " (default)");
 	printf("  tls verify: %s%s%s\n", t->tls_verify ? "yes" : "no", t->ca_file ? ", ca " : "",
 	       t->ca_file ? t->ca_file : "");
 	printf("  connect timeout: %s\n", dur(t->connect_timeout_us, a, sizeof(a)));

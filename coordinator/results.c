@@ -162,6 +162,18 @@ static json_t *scenario_json(const struct cl_scenario *s, const char *path)
 	}
 	json_t *target = json_pack("{s:o,s:b,s:o}", "url", url_json(s->target.url), "simulator",
 				   s->target.simulator, "model", cli_rj_str(s->target.model));
+	/* What was asked for, beside what each stage got (stage.http). */
+	const char *h2 = !s->target.http2           ? "false"
+			 : s->target.http2_fallback ? "preferred"
+						    : "required";
+	if (target &&
+	    (cli_rj_set(target, "http2", json_string(h2)) ||
+	     cli_rj_set(target, "http2_streams_per_connection",
+			json_integer(s->target.http2_streams ? s->target.http2_streams
+							     : CL_HTTP2_DEFAULT_STREAMS)))) {
+		json_decref(target);
+		target = NULL;
+	}
 	return json_pack("{s:o,s:o,s:o,s:o,s:I,s:o,s:o,s:{s:o,s:o}}", "name", cli_rj_str(s->name),
 			 "description", cli_rj_str(s->description), "file",
 			 cli_rj_str(path ? path : s->file), "sha256", sha, "stages_planned",

@@ -256,6 +256,17 @@ fail:
 	return NULL;
 }
 
+/* The protocol the stage's requests really used and the connections they opened, so a
+ * fall-back to HTTP/1.1 (or h2c without multiplexing) shows in the results. */
+static json_t *http_json(const struct cl_metrics *m)
+{
+	uint64_t h1 = m->ctr[CL_CTR_COMPLETED_H1], h2 = m->ctr[CL_CTR_COMPLETED_H2];
+	const char *proto = h1 && h2 ? "mixed" : h2 ? "HTTP/2" : h1 ? "HTTP/1.1" : NULL;
+	return json_pack("{s:o,s:o,s:o,s:o}", "protocol", cli_rj_str(proto), "completed_h1",
+			 cli_rj_uint(h1), "completed_h2", cli_rj_uint(h2), "connections_opened",
+			 cli_rj_uint(m->ctr[CL_CTR_CONNECTIONS_OPENED]));
+}
+
 json_t *cli_rs_stage_json(size_t index, const struct cl_scn_stage *st, const struct cl_metrics *m,
 			  double window_s, enum cl_stage_status status, const char *reason,
 			  const struct cli_rs_client *client)
@@ -283,6 +294,10 @@ json_t *cli_rs_stage_json(size_t index, const struct cl_scn_stage *st, const str
 		      throughput_json(m, window_s), "latency_ms", latency_json(m),
 		      "tokens_per_chunk", cnt_summary(&m->cnt[CL_CNT_TOKENS_PER_CHUNK], 1000.0),
 		      "client", client_json(m, st, client), "histograms", histograms_json(m));
+	if (o && cli_rj_set(o, "http", http_json(m))) {
+		json_decref(o);
+		return NULL;
+	}
 	return o;
 }
 

@@ -171,6 +171,14 @@ static json_t *warnings_json(struct cl_results *r)
 				 "received): the server does not honour ignore_eos or caps output",
 				 name, (long long)json_integer_value(short_n),
 				 100 * json_number_value(ratio));
+		/* HTTP/2 asked for, HTTP/1.1 got (http2: preferred falls back silently). */
+		double h1 = cl_results_num(s, "http.completed_h1");
+		const char *want = cl_results_str(r->doc, "scenario.target.http2", "false");
+		if (strcmp(want, "false") != 0 && h1 > 0)
+			rc |= warn(w,
+				   "stage '%s': %.0f of %.0f completed requests went over HTTP/1.1 "
+				   "although target.http2 is %s",
+				   name, h1, cl_results_num(s, "requests.completed"), want);
 		const char *src = cl_results_str(s, "tokens.source", "usage");
 		if (strcmp(src, "chunks") == 0 || strcmp(src, "mixed") == 0)
 			rc |= warn(w,

@@ -51,6 +51,8 @@ static int make_target(struct run *r, struct cl_err *err)
 				return cl_err_set(err, CL_ENOMEM, "out of memory");
 	}
 	p->http2 = t->http2;
+	p->http2_fallback = t->http2_fallback;
+	p->http2_streams = t->http2_streams;
 	p->tls_verify = t->tls_verify;
 	if (t->ca_file)
 		p->ca_file = strdup(t->ca_file);

@@ -54,6 +54,8 @@ static int copy_target(struct cl_target_plan *d, const struct cl_target_plan *s)
 	d->api_key_env = dup_or_null(s->api_key_env, &oom);
 	d->ca_file = dup_or_null(s->ca_file, &oom);
 	d->http2 = s->http2;
+	d->http2_fallback = s->http2_fallback;
+	d->http2_streams = s->http2_streams;
 	d->tls_verify = s->tls_verify;
 	d->connect_timeout_us = s->connect_timeout_us;
 	if (s->n_headers) {
@@ -128,7 +130,7 @@ static int probe_curl(struct cl_engine *e, struct cl_err *err)
 	if (!h)
 		return cl_err_set(err, CL_ENOMEM, "cannot create a curl handle");
 	int rc = 0;
-	CURLcode c = curl_easy_setopt(h, CURLOPT_HTTP_VERSION, e->http_version);
+	CURLcode c = (CURLcode)cl_httpver_apply(h, &e->ver);
 	if (c != CURLE_OK)
 		rc = cl_err_set(err, CL_EINVAL, "libcurl cannot speak %s: %s",
 				e->target.http2 ? "HTTP/2" : "HTTP/1.1", curl_easy_strerror(c));
@@ -250,12 +252,14 @@ int cl_engine_create(const struct cl_engine_cfg *cfg, struct cl_engine **out, st
 		rc = cl_err_set(err, CL_ENOMEM, "out of memory");
 		goto fail;
 	}
-	if (e->target.http2)
-		e->http_version = strncmp(e->url, "https://", 8) == 0
-				      ? (long)CURL_HTTP_VERSION_2TLS
-				      : (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE;
-	else
-		e->http_version = (long)CURL_HTTP_VERSION_1_1;
+	cl_httpver_choose(&e->target, &e->ver);
+	static atomic_bool warned_h2c;
+	if (e->ver.fresh_connection && !atomic_exchange(&warned_h2c, true))
+		CL_WARN(
+		    "this libcurl (%s) cannot reuse an h2c prior-knowledge connection (fixed in "
+		    "7.89.0): every request gets a connection of its own, HTTP/2 but not "
+		    "multiplexed (docs/engine.md, \"HTTP/2\")",
+		    curl_version_info(CURLVERSION_NOW)->version);
 	e->good_ttft_us = cfg->good_ttft_us;
 	e->good_tpot_us = cfg->good_tpot_us;
 	e->good_e2e_us = cfg->good_e2e_us;

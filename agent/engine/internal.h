@@ -4,8 +4,10 @@
 #define CHATLOAD_ENGINE_INTERNAL_H
 
 #include "arrival.h"
+#include "backoff.h"
 #include "engine.h"
 
+#include "httpver/httpver.h"
 #include "stream/sse.h"
 
 #include "chatload/clock.h"
@@ -36,8 +38,8 @@ struct cl_worker;
  * several: libcurl 7.88 walks every cached connection to the host each time a request
  * starts (ConnectionExists), so one cache of thousands of connections costs O(N) per
  * request; shards of CL_ENGINE_SHARD_SLOTS keep that walk short.  All shards share the
- * worker's epoll fd and curl timerfd.  HTTP/2 multiplexes onto few connections, so it uses
- * one shard.
+ * worker's epoll fd and curl timerfd.  With HTTP/2 a shard holds a whole number of
+ * connections' streams (cl_worker_shard_slots), so its connections fill up.
  */
 struct cl_shard {
 	struct cl_worker *w;
@@ -57,6 +59,8 @@ struct cl_slot {
 	bool busy;
 	bool in_window;     /* intended start inside the measured window: its latencies count */
 	uint32_t requested; /* max_tokens its body asks for (0: none) */
+	bool parked;    /* waiting out the no-answer backoff (not in curl, not free) */
+	uint32_t no_answer_streak; /* consecutive requests of this slot that got no answer */
 
 	/* one request's record (reset when the slot is taken) */
 	uint64_t seq;
@@ -81,6 +85,7 @@ struct cl_slot {
 	bool fresh_resent; /* the engine itself re-sent it on a fresh connection */
 	bool reset_easy;   /* reset the easy handle before its next request */
 	const struct cl_request_body *body;
+	bool h1_refused;         /* answered over HTTP/1.x while HTTP/2 is required: aborted */
 	int err_ctr;             /* class decided while streaming (malformed, stream error), 0 */
 	uint32_t n_tok_chunks;   /* token-bearing chunks */
 	uint32_t n_prov_chunks;  /* ... whose token count was not told by usage (counted 1) */
@@ -135,6 +140,8 @@ struct cl_worker {
 	uint32_t nslots;
 	uint32_t *free_stack; /* indices of free slots, LIFO so warm handles are reused */
 	uint32_t nfree;
+	struct cl_park_heap parked; /* slots waiting out the no-answer backoff (closed loop) */
+	uint64_t backoff_rng;       /* splitmix64 state of the backoff jitter */
 
 	struct cl_metrics mrec[2];
 	struct cl_metrics *active; /* filled by the worker */
@@ -195,7 +202,7 @@ struct cl_engine {
 	char *auth_header;     /* "Authorization: Bearer ..." or NULL; wiped at destroy */
 	const char **hdr_text; /* the shared header lines every slot sends, n_hdr_text */
 	size_t n_hdr_text;
-	long http_version;
+	struct cl_httpver ver; /* HTTP version and connection use (target/httpver) */
 	int64_t good_ttft_us, good_tpot_us, good_e2e_us;
 	int log_fd; /* -1: no request log */
 	atomic_bool log_failed;
@@ -219,13 +226,29 @@ void *cl_worker_main(void *arg);
 /* Wakes the worker for a command already posted in w->cmd / collect_req. */
 void cl_worker_poke(struct cl_worker *w);
 
+/* park.c */
+/* Takes back a slot whose request ended: parks it for the no-answer backoff when no_answer
+ * and the closed loop runs, else frees it. */
+void cl_worker_release(struct cl_worker *w, struct cl_slot *s, bool no_answer);
+/* Puts s back on the free stack (its no-answer streak forgotten). */
+void cl_slot_free(struct cl_worker *w, struct cl_slot *s);
+/* Frees every parked slot: their users are over (window closed, stage cut or done). */
+void cl_park_release_all(struct cl_worker *w);
+/* The parked slot whose backoff ended first if by now_us (its wake time in *due_us), taken
+ * off the heap; NULL when none is due.  The caller launches or frees it. */
+struct cl_slot *cl_park_take_due(struct cl_worker *w, int64_t now_us, int64_t *due_us);
+
 /* request.c */
 /* Prepares the slot's easy handle, header nodes and SSE parser once.  0 or CL_ENOMEM. */
 int cl_slot_prepare(struct cl_slot *s);
 void cl_slot_destroy(struct cl_slot *s);
 /* Takes a free slot and hands a request to libcurl.  false when no slot could be used. */
 bool cl_request_start(struct cl_worker *w, int64_t intended_us);
-/* Ends the slot's request: cut (CL_CTR_CUT) when cut, else classified from res. */
+/* Hands an already taken slot (s->w set) a new request intended at intended_us.  false when
+ * libcurl refused it (the caller still owns the slot). */
+bool cl_request_launch(struct cl_worker *w, struct cl_slot *s, int64_t intended_us);
+/* Ends the slot's request: cut (CL_CTR_CUT) when cut, else classified from res.  The slot
+ * then goes back to the free stack, or is parked by cl_worker_release. */
 void cl_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bool cut);
 /*
  * A transfer that libcurl ended with res: when nothing of an answer came back and the

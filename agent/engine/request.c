@@ -55,9 +55,8 @@ static int apply_options(struct cl_slot *s)
 	bad |= curl_easy_setopt(h, CURLOPT_ERRORBUFFER, s->errbuf);
 	bad |= curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	bad |= curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
-	bad |= curl_easy_setopt(h, CURLOPT_HTTP_VERSION, e->http_version);
-	/* h1: never wait for a connection to become free (no serialisation); h2: multiplex. */
-	bad |= curl_easy_setopt(h, CURLOPT_PIPEWAIT, e->target.http2 ? 1L : 0L);
+	/* HTTP version, PIPEWAIT and connection reuse: the probe's choice (target/httpver). */
+	bad |= cl_httpver_apply(h, &e->ver);
 	bad |= curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, e->target.tls_verify ? 1L : 0L);
 	bad |= curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, e->target.tls_verify ? 2L : 0L);
 	if (e->target.ca_file)
@@ -155,7 +154,6 @@ static void keep_sample(struct cl_slot *s, const char *p, size_t n)
 
 bool cl_request_start(struct cl_worker *w, int64_t intended_us)
 {
-	struct cl_engine *e = w->e;
 	if (w->nfree == 0)
 		return false;
 	uint32_t idx = w->free_stack[w->nfree - 1];
@@ -165,6 +163,17 @@ bool cl_request_start(struct cl_worker *w, int64_t intended_us)
 		s->index = idx;
 		s->shard = &w->shards[idx / w->shard_slots];
 	}
+	w->nfree--;
+	if (!cl_request_launch(w, s, intended_us)) {
+		w->free_stack[w->nfree++] = s->index;
+		return false;
+	}
+	return true;
+}
+
+bool cl_request_launch(struct cl_worker *w, struct cl_slot *s, int64_t intended_us)
+{
+	struct cl_engine *e = w->e;
 	if (!s->easy && cl_slot_prepare(s) != 0) {
 		CL_WARN("worker %u: cannot prepare a stream slot: out of memory", w->index);
 		return false;
@@ -173,7 +182,6 @@ bool cl_request_start(struct cl_worker *w, int64_t intended_us)
 		CL_WARN("worker %u: cannot reset a stream slot: out of memory", w->index);
 		return false;
 	}
-	w->nfree--;
 
 	s->seq = ++w->seq;
 	s->intended_us = intended_us;
@@ -183,6 +191,7 @@ bool cl_request_start(struct cl_worker *w, int64_t intended_us)
 	s->done_us = 0;
 	s->attempts = 0;
 	s->fresh_resent = false;
+	s->h1_refused = false;
 	s->err_ctr = 0;
 	s->n_tok_chunks = s->n_prov_chunks = 0;
 	s->tok_exact = s->last_ct = 0;
@@ -209,10 +218,9 @@ bool cl_request_start(struct cl_worker *w, int64_t intended_us)
 	s->handed_us = cl_mono_us();
 	CURLMcode mc = curl_multi_add_handle(s->shard->multi, s->easy);
 	if (mc != CURLM_OK) {
-		/* Only misuse or memory exhaustion gets here: give the slot back and let the
-		 * load model try again later rather than spin. */
+		/* Only misuse or memory exhaustion gets here: the caller takes the slot back and
+		 * the load model tries again later rather than spin. */
 		s->busy = false;
-		w->free_stack[w->nfree++] = s->index;
 		CL_WARN("worker %u: cannot start a request: %s", w->index, curl_multi_strerror(mc));
 		return false;
 	}
@@ -260,6 +268,13 @@ size_t cl_on_header(char *p, size_t size, size_t n, void *ud)
 			if (code >= 200) {
 				s->http_status = code;
 				s->headers_us = cl_stamp(s->w);
+				/* HTTP/2 required (ALPN may still pick http/1.1): an HTTP/1.x
+				 * answer is refused here, before its body is taken for the
+				 * server's. */
+				if (p[5] == '1' && s->w->e->ver.h2_required) {
+					s->h1_refused = true;
+					return 0; /* aborts the transfer */
+				}
 			}
 		}
 		/* HTTP/2 and 3 frame every body; an HTTP/1 body is framed only by the
@@ -534,6 +549,8 @@ static int classify(const struct cl_slot *s, CURLcode res)
 {
 	if (s->err_ctr)
 		return s->err_ctr;
+	if (s->h1_refused)
+		return CL_CTR_ERR_OTHER;
 	bool ok_status = s->http_status >= 200 && s->http_status <= 299;
 	if (s->http_status && !ok_status)
 		return status_class(s->http_status);
@@ -633,7 +650,7 @@ static uint32_t reconnects(const struct cl_slot *s)
 
 static void log_request(struct cl_worker *w, const struct cl_slot *s, const char *status,
 			int64_t end_us, int64_t tokens, int64_t rtokens, bool from_usage,
-			const char *msg, size_t msg_len)
+			long connects, int http_major, const char *msg, size_t msg_len)
 {
 	struct cl_engine *e = w->e;
 	if (e->log_fd < 0 || !w->log_buf)
@@ -657,13 +674,16 @@ static void log_request(struct cl_worker *w, const struct cl_slot *s, const char
 	log_ts(w, "first_content_us", s->first_content_us);
 	log_ts(w, "last_us", s->last_us);
 	log_ts(w, "end_us", end_us);
-	long connects = 0;
-	curl_easy_getinfo(s->easy, CURLINFO_NUM_CONNECTS, &connects);
 	room = CL_ENGINE_LOG_BUF - w->log_len;
 	k = snprintf(w->log_buf + w->log_len, room,
 		     ",\"new_connection\":%s,\"reconnects\":%u,\"closed_at_done\":%s",
 		     connects > 0 || s->fresh_resent ? "true" : "false", reconnects(s),
 		     s->closed_at_done ? "true" : "false");
+	if (k > 0 && (size_t)k < room)
+		w->log_len += (size_t)k;
+	room = CL_ENGINE_LOG_BUF - w->log_len;
+	k = http_major ? snprintf(w->log_buf + w->log_len, room, ",\"http_version\":%d", http_major)
+		       : snprintf(w->log_buf + w->log_len, room, ",\"http_version\":null");
 	if (k > 0 && (size_t)k < room)
 		w->log_len += (size_t)k;
 	room = CL_ENGINE_LOG_BUF - w->log_len;
@@ -719,10 +739,20 @@ void cl_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, boo
 		add_correction(&m->ctr[CL_CTR_REASONING_TOKENS], rtokens, s->rtok_counted,
 			       s->rtok_counted_win, end_win);
 
+	/* The protocol this transfer used and the connections it opened (0: reused one). */
+	int http_major = cl_httpver_used(s->easy);
+	long connects = 0;
+	curl_easy_getinfo(s->easy, CURLINFO_NUM_CONNECTS, &connects);
+	static const char h1_refused_msg[] =
+	    "answered over HTTP/1.1 (ALPN chose http/1.1) while target.http2 is required";
+
 	const char *msg = NULL;
 	size_t msg_len = 0;
 	if (cls != CL_CTR_COMPLETED && cls != CL_CTR_CUT) {
-		if (s->sample_len) {
+		if (s->h1_refused) {
+			msg = h1_refused_msg;
+			msg_len = sizeof(h1_refused_msg) - 1;
+		} else if (s->sample_len) {
 			msg = s->sample;
 			msg_len = s->sample_len;
 		} else if (s->errbuf[0]) {
@@ -742,8 +772,16 @@ void cl_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, boo
 	 * tokens received inside it; latencies count requests started inside it. */
 	if (cls == CL_CTR_COMPLETED && end_win)
 		m->ctr[CL_CTR_COMPLETED_IN_WINDOW]++;
+	/* Connections count for every request of the stage, the ramp's too: the ramp is where
+	 * most of them are opened, and the question is how the stage used connections. */
+	if (connects > 0)
+		m->ctr[CL_CTR_CONNECTIONS_OPENED] += (uint64_t)connects;
 	if (s->in_window) {
 		m->ctr[cls]++;
+		if (cls == CL_CTR_COMPLETED && http_major == 1)
+			m->ctr[CL_CTR_COMPLETED_H1]++;
+		else if (cls == CL_CTR_COMPLETED && http_major == 2)
+			m->ctr[CL_CTR_COMPLETED_H2]++;
 		if (cls == CL_CTR_COMPLETED) {
 			int64_t t0 = s->handed_us;
 			bool good = true;
@@ -803,10 +841,12 @@ void cl_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, boo
 	}
 
 	log_request(w, s, cls == CL_CTR_COMPLETED ? "completed" : cl_ctr_name(cls), now, tokens,
-		    rtokens, from_usage, msg, msg_len);
+		    rtokens, from_usage, connects, http_major, msg, msg_len);
 
 	s->busy = false;
-	w->free_stack[w->nfree++] = s->index;
+	/* No answer at all (nothing to measure, nothing the server said): the closed loop
+	 * backs off on this slot rather than spin (docs/engine.md, "No-answer backoff"). */
+	cl_worker_release(w, s, !cut && (s->http_status == 0 || s->h1_refused));
 	w->last_end_us = now;
 	w->tick = true;
 	atomic_fetch_sub_explicit(&w->inflight, 1, memory_order_relaxed);

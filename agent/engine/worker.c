@@ -4,6 +4,7 @@
 
 #include "chatload/clock.h"
 #include "chatload/log.h"
+#include "chatload/rng.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -123,6 +124,7 @@ static void curl_timeout_action(struct cl_shard *sh)
 static void cut_all(struct cl_worker *w)
 {
 	w->now_us = cl_mono_us();
+	cl_park_release_all(w);
 	for (uint32_t i = 0; i < w->nslots; i++) {
 		if (w->slots[i].busy)
 			cl_request_finish(w, &w->slots[i], CURLE_OK, true);
@@ -168,11 +170,24 @@ static bool may_start(const struct cl_stage_run *st, int64_t t)
 	return true;
 }
 
+/* Starts the retries whose backoff is over, each on its own slot, intended at its wake (the
+ * slot bookkeeping is in park.c). */
+static void wake_parked(struct cl_worker *w, int64_t now)
+{
+	int64_t due;
+	struct cl_slot *s;
+	while ((s = cl_park_take_due(w, now, &due))) {
+		if (!may_start(&w->st, due) || !cl_request_launch(w, s, due))
+			cl_slot_free(w, s); /* the loop replaces the user if it may */
+	}
+}
+
 /* The measured window closes at at_us: start nothing more; drain, then cut. */
 static void close_window(struct cl_worker *w, int64_t at_us, int64_t now)
 {
 	struct cl_stage_run *st = &w->st;
 	st->stopping = true;
+	cl_park_release_all(w);
 	if (at_us < st->win_end_us)
 		st->win_end_us = at_us;
 	if (st->plan.mode == CL_MODE_RATE && !st->arrivals_over) {
@@ -200,7 +215,9 @@ static void pump_closed(struct cl_worker *w, int64_t now)
 	/* A user whose request ended starts the next at once: intended = when the end was
 	 * seen, so the dispatch delay shows as queue time. */
 	int64_t ended = w->last_end_us ? w->last_end_us : now;
-	while (inflight(w) < st->users && may_start(st, ended)) {
+	wake_parked(w, now);
+	/* A user waiting out its backoff holds its place: it is not replaced. */
+	while (inflight(w) + w->parked.n < st->users && may_start(st, ended)) {
 		if (!cl_request_start(w, ended)) {
 			st->retry_us = now + START_RETRY_US;
 			return;
@@ -275,7 +292,9 @@ static int64_t next_due(const struct cl_worker *w, int ph)
 					 : INT64_MAX;
 			if (lv != INT64_MAX && may_start(st, lv) && w->nfree > 0)
 				MIN_DUE(lv > st->retry_us ? lv : st->retry_us);
-			if (inflight(w) < st->users && may_start(st, w->last_end_us) &&
+			MIN_DUE(cl_park_peek(&w->parked)); /* a backoff ends */
+			if (inflight(w) + w->parked.n < st->users &&
+			    may_start(st, w->last_end_us) &&
 			    w->nfree > 0) /* replacements deferred by KICK_ROUNDS */
 				MIN_DUE(w->last_end_us > st->retry_us ? w->last_end_us
 								      : st->retry_us);
@@ -319,6 +338,8 @@ static void stage_tick(struct cl_worker *w)
 		else
 			pump_open(w, now);
 	}
+	if (st->by_requests && st->to_start == 0)
+		cl_park_release_all(w); /* no request left to retry */
 	if (ph == CL_ENGINE_RUNNING && st->by_requests && st->to_start == 0 && inflight(w) == 0) {
 		/* The last measured request has finished: that is the end of the window. */
 		if (now < st->win_end_us)
@@ -361,7 +382,8 @@ static void stage_begin(struct cl_worker *w, const struct cl_stage_plan *p, int6
 	if (p->mode == CL_MODE_RATE && p->concurrency > 0 && p->concurrency < w->nslots)
 		st->cap = p->concurrency;
 	st->probe_due_us = cl_mono_us() + CL_ENGINE_PROBE_US;
-	w->pace_armed_us = -1; /* force an arm */
+	cl_park_release_all(w); /* none should be left; a new stage owes the old nothing */
+	w->pace_armed_us = -1;  /* force an arm */
 	w->last_end_us = 0;
 	set_phase(w, CL_ENGINE_WAITING);
 
@@ -657,7 +679,7 @@ int cl_worker_init(struct cl_worker *w, struct cl_engine *e, uint32_t index, uin
 		return cl_err_set(err, CL_ESYS, "cannot set up worker %u's event loop: %s", index,
 				  strerror(errno));
 
-	uint32_t per = e->target.http2 ? nslots : CL_ENGINE_SHARD_SLOTS;
+	uint32_t per = cl_httpver_shard_slots(&e->ver, CL_ENGINE_SHARD_SLOTS);
 	w->nshards = (nslots + per - 1) / per;
 	w->shards = calloc(w->nshards, sizeof(*w->shards));
 	if (!w->shards)
@@ -681,9 +703,7 @@ int cl_worker_init(struct cl_worker *w, struct cl_engine *e, uint32_t index, uin
 		bad |= curl_multi_setopt(m, CURLMOPT_MAX_HOST_CONNECTIONS, 0L);
 		bad |= curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, 0L);
 		bad |= curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, (long)per + 16);
-		bad |= curl_multi_setopt(m, CURLMOPT_PIPELINING,
-					 e->target.http2 ? (long)CURLPIPE_MULTIPLEX
-							 : (long)CURLPIPE_NOTHING);
+		bad |= cl_httpver_apply_multi(m, &e->ver, per);
 		if (bad)
 			return cl_err_set(err, CL_EINVAL, "cannot configure a curl multi handle");
 	}
@@ -701,6 +721,9 @@ int cl_worker_init(struct cl_worker *w, struct cl_engine *e, uint32_t index, uin
 	for (uint32_t i = 0; i < nslots; i++)
 		w->free_stack[i] = nslots - 1 - i; /* reversed: slot 0 is taken first */
 	w->nfree = nslots;
+	if (cl_park_init(&w->parked, nslots) != 0)
+		return cl_err_set(err, CL_ENOMEM, "out of memory for %u stream slots", nslots);
+	w->backoff_rng = cl_seed_derive((uint64_t)cl_mono_us(), index);
 	if (cl_metrics_init(&w->mrec[0]) != 0 || cl_metrics_init(&w->mrec[1]) != 0)
 		return cl_err_set(err, CL_ENOMEM, "out of memory for the metrics records");
 	w->active = &w->mrec[0];
@@ -718,6 +741,7 @@ void cl_worker_destroy(struct cl_worker *w)
 	w->slots = NULL;
 	free(w->free_stack);
 	w->free_stack = NULL;
+	cl_park_destroy(&w->parked);
 	for (uint32_t i = 0; w->shards && i < w->nshards; i++) {
 		if (w->shards[i].multi)
 			curl_multi_cleanup(w->shards[i].multi);

@@ -46,6 +46,9 @@ static const char *const ctr_names[CL_CTR__COUNT] = {
 	[CL_CTR_REQUESTED_TOKENS] = "requested_tokens",
 	[CL_CTR_REQUESTED_RECEIVED] = "requested_received",
 	[CL_CTR_SHORT_OUTPUT] = "short_output",
+	[CL_CTR_COMPLETED_H1] = "completed_h1",
+	[CL_CTR_COMPLETED_H2] = "completed_h2",
+	[CL_CTR_CONNECTIONS_OPENED] = "connections_opened",
 };
 
 /* Latencies in µs: 1 µs .. 1 h at 3 digits (23552 buckets, 184 KiB). */

@@ -224,6 +224,8 @@ void cli_scn_conv_readiness(struct scn_ctx *c, const struct ynode *v, void *obj)
 void cli_scn_conv_warmup(struct scn_ctx *c, const struct ynode *v, void *obj);
 void cli_scn_conv_workload(struct scn_ctx *c, const struct ynode *v, void *obj);
 void cli_scn_conv_stages(struct scn_ctx *c, const struct ynode *v, void *obj);
+/* The key node of target.<key> when the scenario gave it, else NULL. */
+const struct ynode *cli_scn_target_key(const struct scn_loader *l, const char *key);
 /* The section a key belongs to when it is written in the wrong one, or NULL. */
 const char *cli_scn_hint_for(const char *key);
 

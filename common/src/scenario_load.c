@@ -467,6 +467,17 @@ static void check_target(struct scn_ctx *c)
 			      "target.url and target.simulator are exclusive: give one");
 		return;
 	}
+	const struct ynode *h2 = cli_scn_target_key(l, "http2"),
+			   *streams = cli_scn_target_key(l, "http2_streams_per_connection");
+	if (streams && !t->http2)
+		cli_scn_error(c, streams,
+			      "target.http2_streams_per_connection needs target.http2 (true, "
+			      "required or preferred)");
+	if (sim && t->http2 && !t->http2_fallback)
+		cli_scn_error(c, h2 ? h2 : seen[1],
+			      "target.simulator speaks HTTP/1.1 only: target.http2 must be false "
+			      "or preferred with it (put an HTTP/2 proxy in front and use "
+			      "target.url to test HTTP/2)");
 	if (!t->simulator || !l->sim_model) {
 		/* a simulator without its own model serves the one the scenario asks for */
 		if (t->simulator && t->model) {

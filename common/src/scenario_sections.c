@@ -364,6 +364,24 @@ static void conv_target_body(struct scn_ctx *c, const struct ynode *v, void *obj
 	cli_scn_get_json(c, v, &t->body_json);
 }
 
+/* http2: false, true (= required), required or preferred (HTTP/1.1 allowed). */
+static void conv_http2(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	static const char *const names[] = { "false", "true", "required", "preferred" };
+	struct cl_scn_target *t = obj;
+	bool b;
+	if (v && v->kind == YN_SCALAR && cl_parse_bool(v->str, &b) == 0) {
+		t->http2 = b;
+		t->http2_fallback = false;
+		return;
+	}
+	int x;
+	if (cli_scn_get_enum(c, v, names, N(names), &x) != 0)
+		return;
+	t->http2 = x != 0;
+	t->http2_fallback = x == 3;
+}
+
 static const struct scn_field target_fields[] = {
 	SCN_CUSTOM("url", conv_url),
 	SCN_CUSTOM("simulator", conv_simulator),
@@ -371,11 +389,21 @@ static const struct scn_field target_fields[] = {
 	SCN_FIELD("api_key_env", SCN_F_ENV, struct cl_scn_target, api_key_env),
 	SCN_CUSTOM("body", conv_target_body),
 	SCN_CUSTOM("headers", conv_headers),
-	SCN_FIELD("http2", SCN_F_BOOL, struct cl_scn_target, http2),
+	SCN_CUSTOM("http2", conv_http2),
 	SCN_FIELD("tls_verify", SCN_F_BOOL, struct cl_scn_target, tls_verify),
 	SCN_FIELD("ca_file", SCN_F_NESTR, struct cl_scn_target, ca_file),
 	SCN_RANGE("connect_timeout", SCN_F_DUR, struct cl_scn_target, connect_timeout_us, 1, DAY),
+	SCN_RANGE("http2_streams_per_connection", SCN_F_U32, struct cl_scn_target, http2_streams, 1,
+		  CL_HTTP2_MAX_STREAMS),
 };
+
+const struct ynode *cli_scn_target_key(const struct scn_loader *l, const char *key)
+{
+	for (size_t i = 0; i < N(target_fields) && i < N(l->target); i++)
+		if (strcmp(target_fields[i].name, key) == 0)
+			return l->target[i];
+	return NULL;
+}
 
 void cli_scn_conv_target(struct scn_ctx *c, const struct ynode *v, void *obj)
 {

@@ -19,10 +19,11 @@ static int dec_target(struct wire_dec *d, const char *name, const msgpack_object
 	if ((rc = cli_wire_need_map(d, name, v, true)))
 		return rc;
 	size_t old = wire_path_push(&d->path, name);
-	struct wire_fld f[] = { FLD("base_url"),    FLD("model"),
-				FLD("api_key_env"), FLD("headers"),
-				FLD("http2"),       FLD("tls_verify"),
-				FLD("ca_file"),     FLD("connect_timeout_us") };
+	struct wire_fld f[] = { FLD("base_url"),       FLD("model"),
+				FLD("api_key_env"),    FLD("headers"),
+				FLD("http2"),          FLD("tls_verify"),
+				FLD("ca_file"),        FLD("connect_timeout_us"),
+				FLD("http2_fallback"), FLD("http2_streams") };
 	if ((rc = cli_wire_fields(d, v, f, WIRE_N(f))))
 		goto out;
 #define F(n) cli_wire_fv(f, WIRE_N(f), n)
@@ -40,8 +41,17 @@ static int dec_target(struct wire_dec *d, const char *name, const msgpack_object
 	    (rc = cli_wire_get_str(d, "ca_file", F("ca_file"), false, CL_WIRE_MAX_PATH, WSTR_NAME,
 				   &t->ca_file, NULL)) ||
 	    (rc = cli_wire_get_i64(d, "connect_timeout_us", F("connect_timeout_us"), true, 0,
-				   &t->connect_timeout_us)))
+				   &t->connect_timeout_us)) ||
+	    (rc = cli_wire_get_bool(d, "http2_fallback", F("http2_fallback"), false,
+				    &t->http2_fallback)) ||
+	    (rc = cli_wire_get_u32(d, "http2_streams", F("http2_streams"), false,
+				   &t->http2_streams)))
 		goto out;
+	if (t->http2_streams > CL_HTTP2_MAX_STREAMS) {
+		rc = cli_wire_bad(d, CL_EPROTO, "http2_streams", "is out of range (%u, max %u)",
+				  t->http2_streams, CL_HTTP2_MAX_STREAMS);
+		goto out;
+	}
 #undef F
 out:
 	wire_path_pop(&d->path, old);

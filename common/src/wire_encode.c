@@ -149,7 +149,8 @@ static void enc_target(struct enc *e, const char *name, const struct cl_target_p
 		     CL_WIRE_MAX_HEADERS);
 	if (t->n_headers && !t->headers)
 		fail(e, CL_EINVAL, "headers", "is NULL with %zu entries", t->n_headers);
-	map(e, 5 + !!t->model + !!t->api_key_env + !!t->ca_file);
+	map(e, 5 + !!t->model + !!t->api_key_env + !!t->ca_file + !!t->http2_fallback +
+		   !!t->http2_streams);
 	str(e, "base_url", t->base_url, CL_WIRE_MAX_URL, WSTR_NAME);
 	if (t->model)
 		str(e, "model", t->model, CL_WIRE_MAX_NAME, WSTR_NAME);
@@ -168,6 +169,11 @@ static void enc_target(struct enc *e, const char *name, const struct cl_target_p
 	if (t->ca_file)
 		str(e, "ca_file", t->ca_file, CL_WIRE_MAX_PATH, WSTR_NAME);
 	nonneg(e, "connect_timeout_us", t->connect_timeout_us);
+	/* Optional, sent only when set, so an older agent still reads a plan that needs none. */
+	if (t->http2_fallback)
+		boolean(e, "http2_fallback", true);
+	if (t->http2_streams)
+		nonneg(e, "http2_streams", t->http2_streams);
 	wire_path_pop(&e->path, old);
 }
 

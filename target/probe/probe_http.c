@@ -149,6 +149,7 @@ int cli_probe_http_init(struct cl_probe_http *h, const struct cl_target_plan *ta
 	memset(h, 0, sizeof(*h));
 	h->target = target;
 	h->cancel = cancel;
+	cl_httpver_choose(target, &h->ver);
 	struct curl_slist *l;
 	if (target->api_key_env && *target->api_key_env) {
 		const char *key = getenv(target->api_key_env);
@@ -249,8 +250,8 @@ static void setup(struct cl_probe_http *h, CURL *e, const char *url, int64_t tim
 	curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, t->tls_verify ? 2L : 0L);
 	if (t->ca_file)
 		curl_easy_setopt(e, CURLOPT_CAINFO, t->ca_file);
-	curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
-			 t->http2 ? (long)CURL_HTTP_VERSION_2TLS : (long)CURL_HTTP_VERSION_1_1);
+	/* The same protocol and connection use as the engine's stages (httpver.h). */
+	cl_httpver_apply(e, &h->ver);
 	curl_easy_setopt(e, CURLOPT_USERAGENT, "chatload/" CHATLOAD_VERSION);
 	if (headers)
 		curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
@@ -365,6 +366,78 @@ static void http_failure(struct cl_probe_http *h, long status, const struct cl_b
 	set_error(a, CL_PROBE_FATAL, "%s%s", text, hint);
 }
 
+/* ---- the protocol ------------------------------------------------------------------------ */
+
+/* Transfer errors an HTTP/1.1 server gives a client that opens with the HTTP/2 preface. */
+static bool preface_refused(CURLcode rc)
+{
+	switch (rc) {
+	case CURLE_HTTP2:
+	case CURLE_HTTP2_STREAM:
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+	case CURLE_GOT_NOTHING:
+	case CURLE_WEIRD_SERVER_REPLY:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* The status of GET url over plain HTTP/1.1 on a connection of its own; 0 when none. */
+static long h1_status(struct cl_probe_http *h, const char *url, int64_t timeout_us)
+{
+	CURL *e = curl_easy_init();
+	long status = 0;
+	if (!e)
+		return 0;
+	struct cl_probe_http h1 = *h;
+	h1.ver.curl_version = CURL_HTTP_VERSION_1_1;
+	h1.ver.multiplex = false;
+	h1.ver.fresh_connection = true;
+	setup(&h1, e, url, timeout_us, h->headers);
+	curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+	if (curl_easy_perform(e) == CURLE_OK)
+		curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_cleanup(e);
+	return status;
+}
+
+/*
+ * With target.http2 required, a transfer that failed at the protocol level or was answered
+ * over HTTP/1.x is a configuration error, not "not ready yet": waiting will not teach the
+ * server HTTP/2.  Returns true (a set to fatal) when rc/e show that.  first: the gate's
+ * first HTTP request (/models), the one that tells whether h2c is spoken at all.
+ */
+static bool h2_refused(struct cl_probe_http *h, CURL *e, CURLcode rc, const char *url,
+		       int64_t timeout_us, bool first, struct cl_probe_attempt *a)
+{
+	if (!h->ver.h2_required)
+		return false;
+	if (rc == CURLE_OK) {
+		if (cl_httpver_used(e) != 1)
+			return false;
+		set_error(a, CL_PROBE_FATAL,
+			  "the server answered over HTTP/1.1 (ALPN chose http/1.1), but "
+			  "target.http2 is required; set target.http2: preferred to accept "
+			  "HTTP/1.1, or false");
+		return true;
+	}
+	if (!first || h->ver.tls || !preface_refused(rc))
+		return false;
+	/* h2c prior knowledge: the server may simply not be up yet.  If it answers plain
+	 * HTTP/1.1, it is up and does not speak h2c. */
+	long st = h1_status(h, url, timeout_us);
+	if (st == 0)
+		return false;
+	set_error(a, CL_PROBE_FATAL,
+		  "the server does not speak HTTP/2 with prior knowledge (h2c): the HTTP/2 "
+		  "request failed (%s) while HTTP/1.1 gets HTTP %ld; set target.http2: "
+		  "preferred to accept HTTP/1.1, false, or use an h2c endpoint",
+		  h->errbuf[0] ? h->errbuf : curl_easy_strerror(rc), st);
+	return true;
+}
+
 /* ---- phases ------------------------------------------------------------------------------ */
 
 void cli_probe_http_connect(struct cl_probe_http *h, int64_t timeout_us, struct cl_probe_attempt *a)
@@ -476,6 +549,8 @@ void cli_probe_http_models(struct cl_probe_http *h, const char *want_model, int6
 	if (rc == CURLE_WRITE_ERROR && cap.too_big)
 		set_error(a, CL_PROBE_FATAL, "answer is larger than %u MiB",
 			  CL_PROBE_MODELS_MAX_BYTES >> 20);
+	else if (h2_refused(h, h->easy, rc, url, timeout_us, true, a))
+		; /* a is set */
 	else if (rc != CURLE_OK)
 		transfer_failure(h, h->easy, rc, timeout_us, "", a);
 	else if (status != 200)
@@ -647,6 +722,8 @@ void cli_probe_http_generate(struct cl_probe_http *h, const char *body_json, int
 		set_error(a, CL_PROBE_RETRY, "%s", g.problem);
 		goto out;
 	}
+	if (h2_refused(h, h->easy, rc, url, timeout_us, false, a))
+		goto out;
 	if (rc != CURLE_OK && !(status && status != 200)) {
 		transfer_failure(h, h->easy, rc, timeout_us, "", a);
 		goto out;

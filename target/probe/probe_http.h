@@ -6,6 +6,7 @@
 #include "chatload/buf.h"
 #include "chatload/err.h"
 #include "chatload/plan.h"
+#include "httpver/httpver.h"
 
 #include <curl/curl.h>
 #include <stdatomic.h>
@@ -35,6 +36,7 @@ struct cl_probe_attempt {
 /* A reusable connection to one target (keep-alive across attempts). */
 struct cl_probe_http {
 	const struct cl_target_plan *target;
+	struct cl_httpver ver; /* the HTTP version the engine will speak too */
 	CURL *easy;
 	struct curl_slist *headers;      /* auth + the target's extra headers */
 	struct curl_slist *chat_headers; /* the above + JSON and event-stream types */

@@ -44,6 +44,9 @@ static const char *const want_ctr[] = {
 	"requested_tokens",
 	"requested_received",
 	"short_output",
+	"completed_h1",
+	"completed_h2",
+	"connections_opened",
 };
 
 static void test_names(void **state)

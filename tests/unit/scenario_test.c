@@ -165,7 +165,8 @@ static const char full[] = "name: full\n"
 			   "  api_key_env: OPENAI_API_KEY\n"
 			   "  body: { temperature: 0.6 }\n"
 			   "  headers: { X-Team: perf, X-Trace: 'on' }\n"
-			   "  http2: true\n"
+			   "  http2: preferred\n"
+			   "  http2_streams_per_connection: 250\n"
 			   "  tls_verify: false\n"
 			   "  ca_file: /etc/ca.pem\n"
 			   "  connect_timeout: 3s\n"
@@ -241,6 +242,8 @@ static void every_field(void **state)
 	assert_string_equal(t->headers[0], "X-Team: perf");
 	assert_string_equal(t->headers[1], "X-Trace: on");
 	assert_true(t->http2);
+	assert_true(t->http2_fallback); /* preferred: HTTP/1.1 allowed */
+	assert_int_equal(t->http2_streams, 250);
 	assert_false(t->tls_verify);
 	assert_string_equal(t->ca_file, "/etc/ca.pem");
 	assert_int_equal(t->connect_timeout_us, 3 * SEC);
@@ -300,7 +303,7 @@ static void every_field(void **state)
 		assert_int_equal(s.stages[i].mode, CL_MODE_CONCURRENCY);
 		assert_int_equal(s.stages[i].duration_us, 120 * SEC);
 		assert_int_equal(s.stages[i].ramp_us, 10 * SEC);
-		assert_int_equal(s.stages[i].line, 48);
+		assert_int_equal(s.stages[i].line, 49);
 	}
 	assert_int_equal(s.stages[3].concurrency, 32);
 	const struct cl_scn_stage *o = &s.stages[4];
@@ -310,7 +313,7 @@ static void every_field(void **state)
 	assert_double_equal(o->gamma_shape, 0.5);
 	assert_int_equal(o->concurrency, 64); /* the cap */
 	assert_int_equal(o->duration_us, 90 * SEC);
-	assert_int_equal(o->line, 49);
+	assert_int_equal(o->line, 50);
 	assert_int_equal(s.stages[5].arrival, CL_ARRIVAL_CONSTANT);
 	assert_double_equal(s.stages[6].rate_per_s, 0.5);
 	assert_int_equal(s.stages[6].requests, 100);
@@ -324,7 +327,7 @@ static void every_field(void **state)
 	assert_double_equal(q[0].percentile, 99);
 	assert_double_equal(q[0].limit, 2e6);
 	assert_null(q[0].stage);
-	assert_int_equal(q[0].line, 57);
+	assert_int_equal(q[0].line, 58);
 	assert_int_equal(q[1].lat, CL_LAT_ITL);
 	assert_double_equal(q[1].percentile, 50);
 	assert_double_equal(q[1].limit, 20000);
@@ -351,6 +354,38 @@ static void every_field(void **state)
 	assert_string_equal(s.estimate.from_stage, "c16");
 	assert_string_equal(s.output.dir, "out/");
 	assert_int_equal(s.output.formats, CL_FMT_JSON | CL_FMT_CSV | CL_FMT_MD);
+	cl_scenario_free(&s);
+}
+
+/* target.http2: true means required; required and preferred are words too; preferred is
+ * the one the simulator (HTTP/1.1 only) accepts. */
+static void http2_modes(void **state)
+{
+	static const struct {
+		const char *value;
+		bool h2, fallback;
+	} cases[] = {
+		{ "false", false, false },   { "true", true, false },     { "yes", true, false },
+		{ "required", true, false }, { "preferred", true, true },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char text[256];
+		snprintf(text, sizeof(text),
+			 "target: { url: 'http://127.0.0.1:8000/v1', http2: %s }\n"
+			 "stages: [ { concurrency: 1, requests: 1 } ]\n",
+			 cases[i].value);
+		struct cl_scenario s;
+		load_ok(text, NULL, &s);
+		assert_int_equal(s.target.http2, cases[i].h2);
+		assert_int_equal(s.target.http2_fallback, cases[i].fallback);
+		assert_int_equal(s.target.http2_streams, 0); /* default, decided by httpver */
+		cl_scenario_free(&s);
+	}
+	struct cl_scenario s;
+	load_ok("target: { simulator: {}, http2: preferred }\n"
+		"stages: [ { concurrency: 1, requests: 1 } ]\n",
+		NULL, &s);
+	assert_true(s.target.http2_fallback);
 	cl_scenario_free(&s);
 }
 
@@ -949,17 +984,12 @@ static void example_scenarios(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(defaults),
-		cmocka_unit_test(every_field),
-		cmocka_unit_test(simulator_target),
-		cmocka_unit_test(body_json_types),
-		cmocka_unit_test(anchors_need_known_keys),
-		cmocka_unit_test(overrides),
-		cmocka_unit_test(derived_and_cross_checks),
-		cmocka_unit_test(dataset_paths),
-		cmocka_unit_test(caps),
-		cmocka_unit_test(bad_corpus),
-		cmocka_unit_test(example_scenarios),
+		cmocka_unit_test(defaults),         cmocka_unit_test(every_field),
+		cmocka_unit_test(simulator_target), cmocka_unit_test(http2_modes),
+		cmocka_unit_test(body_json_types),  cmocka_unit_test(anchors_need_known_keys),
+		cmocka_unit_test(overrides),        cmocka_unit_test(derived_and_cross_checks),
+		cmocka_unit_test(dataset_paths),    cmocka_unit_test(caps),
+		cmocka_unit_test(bad_corpus),       cmocka_unit_test(example_scenarios),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

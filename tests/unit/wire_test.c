@@ -174,6 +174,8 @@ static struct cl_target_plan sample_target(void)
 		.headers = headers_in,
 		.n_headers = 3,
 		.http2 = true,
+		.http2_fallback = true,
+		.http2_streams = 250,
 		.tls_verify = false,
 		.ca_file = "/etc/chatload/ca.pem",
 		.connect_timeout_us = 5000000,
@@ -190,6 +192,8 @@ static void assert_target_equal(const struct cl_target_plan *a, const struct cl_
 	for (size_t i = 0; i < b->n_headers; i++)
 		assert_string_equal(a->headers[i], b->headers[i]);
 	assert_int_equal(a->http2, b->http2);
+	assert_int_equal(a->http2_fallback, b->http2_fallback);
+	assert_int_equal(a->http2_streams, b->http2_streams);
 	assert_int_equal(a->tls_verify, b->tls_verify);
 	assert_opt_str(a->ca_file, b->ca_file);
 	assert_int_equal(a->connect_timeout_us, b->connect_timeout_us);

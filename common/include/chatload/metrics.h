@@ -63,6 +63,11 @@ enum cl_ctr {
 	CL_CTR_REQUESTED_RECEIVED,  /* output tokens those same requests received: the ratio of
 				     * the two shows a server that stops before max_tokens */
 	CL_CTR_SHORT_OUTPUT,        /* completed requests that received fewer than they asked */
+	CL_CTR_COMPLETED_H1,        /* completed requests answered over HTTP/1.x (libcurl's
+				     * CURLINFO_HTTP_VERSION of the transfer) */
+	CL_CTR_COMPLETED_H2,        /* ... over HTTP/2 */
+	CL_CTR_CONNECTIONS_OPENED,  /* connections the requests opened (CURLINFO_NUM_CONNECTS);
+				     * reused ones count nothing */
 	CL_CTR__COUNT
 };
 

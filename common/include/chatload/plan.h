@@ -24,6 +24,9 @@ enum cl_arrival { CL_ARRIVAL_CONSTANT = 0, CL_ARRIVAL_POISSON = 1, CL_ARRIVAL_GA
 const char *cl_load_mode_name(enum cl_load_mode m);
 const char *cl_arrival_name(enum cl_arrival a);
 
+#define CL_HTTP2_DEFAULT_STREAMS 100u   /* streams per HTTP/2 connection unless set */
+#define CL_HTTP2_MAX_STREAMS     10000u /* the most target.http2_streams_per_connection */
+
 /* Where requests go and how they are sent.  Strings are owned (freed by cl_target_plan_free). */
 struct cl_target_plan {
 	char *base_url;    /* e.g. "http://127.0.0.1:8000/v1" (no trailing slash) */
@@ -31,8 +34,10 @@ struct cl_target_plan {
 	char *api_key_env; /* env var holding the key on the agent host; NULL: none */
 	char **headers;    /* extra "Name: value" headers */
 	size_t n_headers;
-	bool http2;
-	bool tls_verify; /* default true */
+	bool http2;             /* speak HTTP/2 (docs/engine.md, "HTTP/2") */
+	bool http2_fallback;    /* ... but HTTP/1.1 is allowed when the server lacks it */
+	uint32_t http2_streams; /* streams per connection; 0 = CL_HTTP2_DEFAULT_STREAMS */
+	bool tls_verify;        /* default true */
 	char *ca_file;
 	int64_t connect_timeout_us;
 };

@@ -26,7 +26,9 @@ struct cl_scn_target {
 	char *body_json;   /* extra request fields as JSON object text, or NULL */
 	char **headers;    /* "Name: value" */
 	size_t n_headers;
-	bool http2;
+	bool http2;             /* true, required or preferred: speak HTTP/2 */
+	bool http2_fallback;    /* preferred: HTTP/1.1 is allowed when the server lacks h2 */
+	uint32_t http2_streams; /* http2_streams_per_connection; 0 = default (100) */
 	bool tls_verify;
 	char *ca_file;
 	int64_t connect_timeout_us; /* default 10s */

@@ -1,0 +1,47 @@
+/* A worker's stream slots around the no-answer backoff (docs/engine.md): freeing a finished
+ * slot, or parking it until its retry; waking and releasing parked ones. */
+#include "internal.h"
+
+#include "chatload/clock.h"
+#include "chatload/rng.h"
+
+void cl_slot_free(struct cl_worker *w, struct cl_slot *s)
+{
+	s->parked = false;
+	s->no_answer_streak = 0;
+	w->free_stack[w->nfree++] = s->index;
+}
+
+void cl_worker_release(struct cl_worker *w, struct cl_slot *s, bool no_answer)
+{
+	const struct cl_stage_run *st = &w->st;
+	/* Open-loop arrivals keep their own pace whatever the answers: only the closed loop,
+	 * which would start the next request at once, waits. */
+	if (no_answer && st->active && !st->stopping && st->plan.mode == CL_MODE_CONCURRENCY) {
+		if (s->no_answer_streak < UINT32_MAX)
+			s->no_answer_streak++;
+		double u = cl_splitmix_unit(&w->backoff_rng) - 0x1.0p-53; /* [0, 1) */
+		s->parked = true;
+		cl_park_push(&w->parked, s->index,
+			     cl_mono_us() + cl_backoff_delay_us(s->no_answer_streak, u));
+		return;
+	}
+	cl_slot_free(w, s);
+}
+
+void cl_park_release_all(struct cl_worker *w)
+{
+	while (w->parked.n)
+		cl_slot_free(w, &w->slots[cl_park_pop(&w->parked)]);
+}
+
+struct cl_slot *cl_park_take_due(struct cl_worker *w, int64_t now_us, int64_t *due_us)
+{
+	int64_t due = cl_park_peek(&w->parked);
+	if (due > now_us)
+		return NULL;
+	struct cl_slot *s = &w->slots[cl_park_pop(&w->parked)];
+	s->parked = false;
+	*due_us = due;
+	return s;
+}

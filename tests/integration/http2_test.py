@@ -1,0 +1,246 @@
+"""HTTP/2 end to end against a real HTTP/2 server: nghttpx (Debian's nghttp2-proxy) on loopback in
+front of chatload-sim, as h2c (prior knowledge, and Upgrade for `preferred`) and as TLS with
+ALPN and a throw-away certificate.  Checks completions, errors, timing against the
+simulator's truth log, the protocol the readiness gate, warmup and stages really spoke (the
+proxy's access log and results.json), streams per connection, the readiness failure when h2
+is required and the server lacks it, the fall-back when it is only preferred, and that
+requests which get no answer (refused, garbage) back off instead of spinning."""
+
+import json
+import os
+import shutil
+import socket
+import statistics
+import sys
+import threading
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import chatload_testlib as tl  # noqa: E402
+
+NGHTTPX = shutil.which("nghttpx") or "/usr/sbin/nghttpx"
+SIM_ARGS = ("--ttft", "50ms", "--itl", "5ms", "--output-tokens", "20")
+
+
+class Nghttpx:
+    """nghttpx on an ephemeral loopback port (it cannot bind port 0: a free port is picked and
+    the start retried on a collision), forwarding to backend_port over HTTP/1.1, with an access
+    log of the protocol each request arrived in ($alpn: h2, h2c or http/1.1)."""
+
+    def __init__(self, case, name, backend_port, tls=None, alpn_h1_only=False):
+        if not os.access(NGHTTPX, os.X_OK):
+            case.fail("nghttpx is missing: deploy/install-deps.sh installs nghttp2-proxy")
+        self.access = case.scope.path(name + ".access.log")
+        last = None
+        for _ in range(5):
+            port = tl.free_port()
+            front = "127.0.0.1,%d" % port + ("" if tls else ";no-tls")
+            argv = [NGHTTPX, "--conf=/dev/null", "-f", front, "-b",
+                    "127.0.0.1,%d" % backend_port, "--workers=1", "--no-ocsp",
+                    "--accesslog-file=" + self.access,
+                    "--accesslog-format=$alpn $method $path $status",
+                    "--errorlog-file=/dev/stderr", "-L", "WARN"]
+            if alpn_h1_only:
+                argv.append("--npn-list=http/1.1")
+            if tls:
+                argv += [tls[1], tls[0]]  # key, cert
+            proc = case.scope.start("%s-%d" % (name, port), argv)
+            try:
+                tl.wait_port("127.0.0.1", port, 10, proc)
+            except AssertionError as e:  # port taken between the pick and the bind
+                last = e
+                proc.stop(grace=1)
+                continue
+            self.proc, self.port = proc, port
+            scheme = "https" if tls else "http"
+            self.url = "%s://127.0.0.1:%d/v1" % (scheme, port)
+            return
+        raise last
+
+    def protocols(self):
+        """{alpn: count} of the requests the proxy has logged, and the lines."""
+        try:
+            with open(self.access) as f:
+                lines = [l.split() for l in f if l.strip()]
+        except FileNotFoundError:
+            lines = []
+        out = {}
+        for l in lines:
+            out[l[0]] = out.get(l[0], 0) + 1
+        return out, lines
+
+
+def truth_chat(sim):
+    return [r for r in sim.truth() if "arrival_us" in r and r.get("status") == 200]
+
+
+class Http2(tl.FleetCase):
+    tag = "http2"
+
+    def run_scenario(self, doc, code=0, timeout=90):
+        out = self.scope.path(doc["name"])
+        p = self.start_run(self.write_scenario(doc["name"], doc), out)
+        self.assertExit(p, code, timeout)
+        return p, (self.results(out) if os.path.exists(os.path.join(out, "results.json"))
+                   else None)
+
+    def check_timing(self, sim, stage):
+        """The stage's TTFT and ITL against the simulator's own record of the same streams:
+        the client is never early, and the proxy adds little."""
+        recs = truth_chat(sim)
+        truth_ttft = statistics.median(
+            (r["actual_first_us"] - r["arrival_us"]) / 1000.0 for r in recs)
+        ttft = stage["latency_ms"]["ttft"]["p50"]
+        self.assertGreaterEqual(ttft, truth_ttft - 0.5, "client TTFT before the server's")
+        self.assertLess(ttft, truth_ttft + 25, "proxy + client add more than 25 ms")
+        self.assertAlmostEqual(stage["latency_ms"]["itl"]["p50"], 5.0, delta=2.5)
+
+    def test_h2c_prior_knowledge_gate_warmup_and_stage(self):
+        sim = self.start_sim(*SIM_ARGS)
+        px = Nghttpx(self, "h2c", sim.port)
+        doc = tl.scenario({"url": px.url, "http2": True},
+                          [{"name": "c16", "concurrency": 16, "requests": 48}],
+                          {"local": 1, "workers": 2}, name="h2c", readiness=True,
+                          warmup={"requests": 4, "concurrency": 2})
+        p, res = self.run_scenario(doc)
+        self.assertTrue(res["readiness"]["passed"])
+        self.assertEqual(res["warmup"]["completed"], 4)
+        self.assertEqual(res["warmup"]["errors"], 0)
+        st = res["stages"][0]
+        self.assertEqual(st["requests"]["completed"], 48)
+        self.assertEqual(st["requests"]["errors_total"], 0)
+        self.assertEqual(st["http"]["protocol"], "HTTP/2")
+        self.assertEqual(st["http"]["completed_h2"], 48)
+        self.assertEqual(res["scenario"]["target"]["http2"], "required")
+        # Every request the proxy saw, probe and warmup included, came as h2c.
+        protos, lines = px.protocols()
+        self.assertEqual(set(protos), {"h2c"}, lines)
+        self.assertGreaterEqual(protos["h2c"], 48 + 4 + 2)  # + /models and a generation
+        if p.find(r"cannot reuse an h2c prior-knowledge connection"):
+            # libcurl < 7.89: one connection per request (said once, and visible).
+            self.assertEqual(st["http"]["connections_opened"], 48)
+        else:
+            self.assertLessEqual(st["http"]["connections_opened"], 2)
+        self.check_timing(sim, st)
+
+    def test_tls_alpn_h2_streams_per_connection(self):
+        ca = tl.make_ca(self.scope.dir, "ca")
+        cert = tl.make_cert(self.scope.dir, "px", ca, "IP:127.0.0.1")
+        sim = self.start_sim(*SIM_ARGS)
+        px = Nghttpx(self, "tls", sim.port, tls=cert)
+        doc = tl.scenario({"url": px.url, "http2": True, "ca_file": ca[0],
+                           "http2_streams_per_connection": 8},
+                          [{"name": "c24", "concurrency": 24, "requests": 72}],
+                          {"local": 1, "workers": 1}, name="tls", readiness=True)
+        _, res = self.run_scenario(doc)
+        st = res["stages"][0]
+        self.assertEqual(st["requests"]["completed"], 72)
+        self.assertEqual(st["requests"]["errors_total"], 0)
+        self.assertEqual(st["http"]["protocol"], "HTTP/2")
+        # 24 streams at most 8 a connection: 3 connections (one more if curl opened a
+        # spare while the first handshakes ran), never one per stream.
+        self.assertGreaterEqual(st["http"]["connections_opened"], 3)
+        self.assertLessEqual(st["http"]["connections_opened"], 4)
+        protos, lines = px.protocols()
+        self.assertEqual(set(protos), {"h2"}, lines)
+        self.check_timing(sim, st)
+
+    def test_required_h2_fails_the_gate_on_an_http1_server(self):
+        sim = self.start_sim(*SIM_ARGS)
+        # h2c prior knowledge straight at chatload-sim (HTTP/1.1 only).
+        doc = tl.scenario({"url": sim.url, "http2": "required"},
+                          [{"concurrency": 1, "requests": 1}], {"local": 1},
+                          name="pk-h1", readiness=True)
+        p, _ = self.run_scenario(doc, code=3, timeout=30)
+        self.assertTrue(p.find(r"does not speak HTTP/2 with prior knowledge \(h2c\)"),
+                        p.tail())
+        # TLS whose ALPN offers only http/1.1.
+        ca = tl.make_ca(self.scope.dir, "ca")
+        cert = tl.make_cert(self.scope.dir, "px", ca, "IP:127.0.0.1")
+        px = Nghttpx(self, "h1tls", sim.port, tls=cert, alpn_h1_only=True)
+        doc = tl.scenario({"url": px.url, "http2": True, "ca_file": ca[0]},
+                          [{"concurrency": 1, "requests": 1}], {"local": 1},
+                          name="alpn-h1", readiness=True)
+        p, _ = self.run_scenario(doc, code=3, timeout=30)
+        self.assertTrue(p.find(r"answered over HTTP/1\.1 .*target\.http2 is required"),
+                        p.tail())
+        # Without the gate, the stage refuses every HTTP/1.1 answer itself (and backs off).
+        doc = tl.scenario({"url": px.url, "http2": True, "ca_file": ca[0]},
+                          [{"concurrency": 4, "requests": 8}], {"local": 1}, name="alpn-h1-stage")
+        _, res = self.run_scenario(doc)
+        st = res["stages"][0]
+        self.assertEqual(st["requests"]["completed"], 0)
+        self.assertEqual(st["requests"]["errors"]["other"], 8)
+        self.assertIn("target.http2 is required", st["requests"]["error_samples"][0]["body"])
+
+    def test_preferred_falls_back_to_http1_visibly(self):
+        ca = tl.make_ca(self.scope.dir, "ca")
+        cert = tl.make_cert(self.scope.dir, "px", ca, "IP:127.0.0.1")
+        sim = self.start_sim(*SIM_ARGS)
+        px = Nghttpx(self, "h1tls", sim.port, tls=cert, alpn_h1_only=True)
+        stage = [{"name": "c8", "concurrency": 8, "requests": 24}]
+        for name, url in (("tls-pref", px.url), ("h2c-pref", sim.url)):
+            doc = tl.scenario({"url": url, "http2": "preferred", "ca_file": ca[0]}, stage,
+                              {"local": 1}, name=name, readiness=True)
+            _, res = self.run_scenario(doc)
+            st = res["stages"][0]
+            self.assertEqual(st["requests"]["completed"], 24, name)
+            self.assertEqual(st["http"]["protocol"], "HTTP/1.1", name)
+            self.assertEqual(st["http"]["completed_h1"], 24, name)
+            self.assertTrue(any("went over HTTP/1.1" in w for w in res["warnings"]),
+                            res["warnings"])
+        protos, lines = px.protocols()
+        self.assertEqual(set(protos), {"http/1.1"}, lines)
+        # Upgrade: h2c through the h2c proxy does give HTTP/2, multiplexed.
+        px2 = Nghttpx(self, "h2c", sim.port)
+        doc = tl.scenario({"url": px2.url, "http2": "preferred"}, stage,
+                          {"local": 1, "workers": 1}, name="upgrade", readiness=True)
+        _, res = self.run_scenario(doc)
+        st = res["stages"][0]
+        self.assertEqual(st["http"]["protocol"], "HTTP/2")
+        self.assertLessEqual(st["http"]["connections_opened"], 1)
+        self.check_timing(sim, st)
+
+    def test_no_answer_backs_off_instead_of_spinning(self):
+        # A port that refuses, and a server that answers every connection with garbage.
+        refused = tl.free_port()
+        lsock = socket.socket()
+        lsock.bind(("127.0.0.1", 0))
+        lsock.listen(128)
+        accepted = [0]
+
+        def garbage():
+            while True:
+                try:
+                    c, _ = lsock.accept()
+                except OSError:
+                    return
+                accepted[0] += 1
+                try:
+                    c.sendall(b"\x00\x17garbage, not HTTP\r\n\r\n")
+                except OSError:
+                    pass
+                c.close()
+        threading.Thread(target=garbage, daemon=True).start()
+        self.scope.on_close(lsock.close)
+        c, secs = 32, 3.0
+        for name, port in (("refused", refused), ("garbage", lsock.getsockname()[1])):
+            doc = tl.scenario({"url": "http://127.0.0.1:%d/v1" % port},
+                              [{"name": "c32", "concurrency": c, "duration": "%gs" % secs}],
+                              {"local": 1}, name=name)
+            _, res = self.run_scenario(doc)
+            st = res["stages"][0]
+            started = st["requests"]["started"]
+            self.assertEqual(st["requests"]["completed"], 0, name)
+            self.assertEqual(st["requests"]["errors_total"], started, name)
+            # Each user waits 25-50, 50-100, 100-200, ... up to 0.5-1 s after a failure in
+            # a row: in 3 s at most ~9 attempts a user (without the backoff: thousands).
+            self.assertGreaterEqual(started, 2 * c, name)
+            self.assertLessEqual(started, 10 * c, name)
+            self.assertLess(st["client"]["cpu_max_pct"], 50, name)
+            print("%s: %d requests in %.0f s at c=%d, agent cpu max %.1f%%" % (
+                name, started, secs, c, st["client"]["cpu_max_pct"]))
+        self.assertLessEqual(accepted[0], 10 * c)
+
+
+if __name__ == "__main__":
+    tl.main()
