@@ -44,6 +44,7 @@ static const char *const ctr_names[CL_CTR__COUNT] = {
 	[CL_CTR_USAGE_FROM_CHUNKS] = "usage_from_chunks",
 	[CL_CTR_GOOD] = "good",
 	[CL_CTR_COMPLETED_IN_WINDOW] = "completed_in_window",
+	[CL_CTR_NO_CONTENT] = "no_content",
 };
 
 /* Latencies in µs: 1 µs .. 1 h at 3 digits (23552 buckets, 184 KiB). */

@@ -41,6 +41,7 @@ static const char *const want_ctr[] = {
 	"usage_from_chunks",
 	"good",
 	"completed_in_window",
+	"no_content",
 };
 
 static void test_names(void **state)

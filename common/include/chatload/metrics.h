@@ -58,6 +58,8 @@ enum cl_ctr {
 	CL_CTR_GOOD,                /* completed requests meeting every per-request SLO (goodput) */
 	CL_CTR_COMPLETED_IN_WINDOW, /* requests (any start) that completed inside the window: the
 				     * throughput numerator, like the tokens received in it */
+	CL_CTR_NO_CONTENT,          /* completed requests that carried no content token (e.g. a
+				     * thinking model cut by max_tokens inside its reasoning) */
 	CL_CTR__COUNT
 };
 
