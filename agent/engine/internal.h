@@ -11,6 +11,7 @@
 #include "chatload/clock.h"
 #include "chatload/metrics.h"
 #include "chatload/plan.h"
+#include "chatload/stall.h"
 
 #include <curl/curl.h>
 #include <pthread.h>
@@ -135,6 +136,7 @@ struct cl_worker {
 	uint64_t collect_ack; /* written by the worker after a swap, under mu */
 	atomic_bool collect_wanted;
 	int64_t swap_cpu_us, swap_mono_us; /* the worker's clocks at the last swap */
+	struct cl_stall_list stalls;       /* stalls of this worker's loop not yet taken */
 	/* collector-side */
 	bool collect_outstanding;
 	int64_t prev_cpu_us, prev_mono_us;

@@ -8,11 +8,11 @@
 
 /*
  * A pacing expiry (or the control thread's wake-up) handled this much later than it was due
- * is a stall.  The engine's timers are due at least every 10 ms while a stage runs; measured
- * on this project's loaded 2-core machines (the test suite and its ASan pass running beside
- * it) their lateness reached ~60 ms at the very worst, so 250 ms is four times anything a
- * merely busy machine produced, and still short enough to catch any freeze that distorts a
- * latency users care about (docs/engine.md has the figures).
+ * is a stall.  The engine's timers are due at least every 10 ms while a stage runs; on this
+ * project's 2-core machines their lateness reached 72 ms with the test suite running beside
+ * them and 108 ms with both its passes at once (four tests on two cores), so 250 ms never
+ * fires on a machine that is merely busy, and still catches every freeze that distorts a
+ * latency users care about (docs/engine.md, "Client stalls", has the figures).
  */
 #define CL_STALL_MIN_US 250000
 
