@@ -120,6 +120,21 @@ char *cli_rp_exit_text(char *buf, size_t n, const json_t *doc)
 		return buf;
 	}
 	json_int_t c = json_integer_value(code);
+	/* A complete run with no failed stage fails only for a client-bound stage: say so. */
+	bool bound = false, failed = false;
+	size_t i;
+	const json_t *s;
+	json_array_foreach(json_object_get(doc, "stages"), i, s)
+	{
+		bound |= json_is_true(cl_results_get(s, "client.client_bound"));
+		failed |= strcmp(cl_results_str(s, "status", ""), "failed") == 0;
+	}
+	if (c == CL_EXIT_FAILED && bound && !failed &&
+	    json_is_true(json_object_get(doc, "complete")) &&
+	    strcmp(cl_results_str(doc, "scenario.client_bound", "fail"), "warn") != 0) {
+		snprintf(buf, n, "%lld (client-bound)", (long long)c);
+		return buf;
+	}
 	const char *what = c == CL_EXIT_OK           ? "ok"
 			   : c == CL_EXIT_FAILED     ? "run failed"
 			   : c == CL_EXIT_USAGE      ? "bad input"

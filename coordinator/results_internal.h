@@ -85,6 +85,10 @@ struct cli_rs_client {
 	double cpu_max_pct;
 	double cpu_capacity_pct;
 	uint32_t cpu_bound_intervals;
+	json_t *stalls;              /* the listed stalls (cl_results_add_stalls), NULL none */
+	uint64_t stalls_unlisted;    /* stalls seen but not listed */
+	uint32_t stalls_agent;       /* stalls seen by agents, listed or not */
+	uint32_t stalls_coordinator; /* silences seen by the coordinator */
 };
 
 /* The stage object of the document, without intervals (results.c adds them).  NULL when
@@ -184,6 +188,7 @@ struct cl_results {
 	size_t n_samples;
 	char *from_stage;
 	unsigned formats;
+	bool client_bound_warn; /* scenario `client_bound: warn`: a client-bound stage passes */
 	int64_t started_wall_us;
 	bool finished;
 	size_t breaches;

@@ -173,6 +173,8 @@ static json_t *client_json(const struct cl_metrics *m, const struct cl_scn_stage
 		.dispatch_lag_p99_us = cl_hist_count(q) ? cl_hist_percentile(q, 99) : -1,
 		.loop_lag_p99_us = cl_hist_count(loop) ? cl_hist_percentile(loop, 99) : -1,
 		.dispatch_lag_is_backlog = st->mode == CL_MODE_RATE && st->concurrency > 0,
+		.stalls = c->stalls_agent,
+		.agents_missing = c->stalls_coordinator,
 	};
 	/* The cumulative record's gauges count too (a stage shorter than one interval). */
 	if (m->health.cpu_pct > obs.cpu_max_pct)
@@ -192,12 +194,19 @@ static json_t *client_json(const struct cl_metrics *m, const struct cl_scn_stage
 		goto fail;
 	if ((why & CL_CLIENT_LOOP_LAG) && cli_rj_append(reasons, json_string("loop_lag")))
 		goto fail;
-	return json_pack("{s:b,s:o,s:o,s:o,s:i,s:o,s:o,s:o}", "client_bound", why != 0, "reasons",
-			 reasons, "cpu_max_pct", cli_rj_real(cli_rj_round(obs.cpu_max_pct, 1)),
-			 "cpu_capacity_pct", cli_rj_real(cli_rj_round(obs.cpu_capacity_pct, 1)),
-			 "cpu_bound_intervals", (int)obs.cpu_bound_intervals, "loop_lag_p99_ms",
-			 pct_ms(loop, 99), "dispatch_lag_p99_ms", pct_ms(q, 99), "rss_max_bytes",
-			 json_integer(m->health.rss_bytes));
+	if ((why & CL_CLIENT_STALL) && cli_rj_append(reasons, json_string("stall")))
+		goto fail;
+	if ((why & CL_CLIENT_AGENT_MISSING) && cli_rj_append(reasons, json_string("agent_missing")))
+		goto fail;
+	return json_pack("{s:b,s:o,s:o,s:o,s:i,s:o,s:o,s:o,s:o,s:o}", "client_bound", why != 0,
+			 "reasons", reasons, "cpu_max_pct",
+			 cli_rj_real(cli_rj_round(obs.cpu_max_pct, 1)), "cpu_capacity_pct",
+			 cli_rj_real(cli_rj_round(obs.cpu_capacity_pct, 1)), "cpu_bound_intervals",
+			 (int)obs.cpu_bound_intervals, "loop_lag_p99_ms", pct_ms(loop, 99),
+			 "dispatch_lag_p99_ms", pct_ms(q, 99), "rss_max_bytes",
+			 json_integer(m->health.rss_bytes), "stalls",
+			 c->stalls ? json_deep_copy(c->stalls) : json_array(), "stalls_unlisted",
+			 cli_rj_uint(c->stalls_unlisted));
 fail:
 	json_decref(reasons);
 	return NULL;
