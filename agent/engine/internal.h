@@ -212,6 +212,12 @@ void cl_reqlog_flush(struct cl_worker *w);
 size_t cl_on_header(char *p, size_t size, size_t n, void *ud);
 size_t cl_on_body(char *p, size_t size, size_t n, void *ud);
 
+/* error_text.c */
+/* Writes a failed request's error sample into out[n] (NUL-terminated): what happened in words
+ * a user acts on, what to check, then the detail (body, event, libcurl's message).  cls is its
+ * error class, res libcurl's result.  Returns the length. */
+size_t cl_error_text(const struct cl_slot *s, int cls, CURLcode res, char *out, size_t n);
+
 /*
  * The receive time of bytes libcurl hands a callback: the clock read on the spot (a vDSO
  * call, ~20 ns per read).  It is never earlier than the bytes' arrival, so measured times

@@ -384,6 +384,13 @@ static int classify(const struct cl_slot *s, CURLcode res)
 	case CURLE_OPERATION_TIMEDOUT:
 		/* Never got as far as sending: the connect timed out. */
 		return s->sent_us ? CL_CTR_ERR_TIMEOUT : CL_CTR_ERR_CONNECT;
+	case CURLE_GOT_NOTHING:
+	case CURLE_RECV_ERROR:
+	case CURLE_SEND_ERROR:
+	case CURLE_PARTIAL_FILE:
+		/* The connection died: before the request went out, a failed connection; after
+		 * it, an answer that ended before it began. */
+		return s->sent_us ? CL_CTR_ERR_STREAM_INCOMPLETE : CL_CTR_ERR_CONNECT;
 	default:
 		return is_tls_error(res) ? CL_CTR_ERR_TLS : CL_CTR_ERR_OTHER;
 	}
@@ -531,21 +538,10 @@ void cl_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, boo
 
 	const char *msg = NULL;
 	size_t msg_len = 0;
+	char text[CL_ERR_SAMPLE_BODY_MAX];
 	if (cls != CL_CTR_COMPLETED && cls != CL_CTR_CUT) {
-		if (s->sample_len) {
-			msg = s->sample;
-			msg_len = s->sample_len;
-		} else if (s->errbuf[0]) {
-			msg = s->errbuf;
-			msg_len = strlen(s->errbuf);
-		} else if (cls == CL_CTR_ERR_STREAM_INCOMPLETE) {
-			msg = res == CURLE_OK ? "stream ended without [DONE]"
-					      : curl_easy_strerror(res);
-			msg_len = strlen(msg);
-		} else {
-			msg = curl_easy_strerror(res);
-			msg_len = strlen(msg);
-		}
+		msg_len = cl_error_text(s, cls, res, text, sizeof(text));
+		msg = text;
 	}
 
 	/* Throughput counts completions inside the window whatever their start, as it counts
