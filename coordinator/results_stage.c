@@ -101,12 +101,13 @@ static json_t *requests_json(const struct cl_metrics *m)
 		if (cli_rj_append(samples, s))
 			goto fail;
 	}
-	o = json_pack(
-	    "{s:o,s:o,s:o,s:o,s:o,s:f,s:o,s:o}", "started", cli_rj_uint(m->ctr[CL_CTR_STARTED]),
-	    "completed", cli_rj_uint(m->ctr[CL_CTR_COMPLETED]), "cut",
-	    cli_rj_uint(m->ctr[CL_CTR_CUT]), "good", cli_rj_uint(m->ctr[CL_CTR_GOOD]),
-	    "errors_total", cli_rj_uint(cl_verdict_errors(m)), "error_rate",
-	    cli_rj_sig(cl_verdict_error_rate(m), 6), "errors", errors, "error_samples", samples);
+	o = json_pack("{s:o,s:o,s:o,s:o,s:o,s:f,s:o,s:o,s:o}", "started",
+		      cli_rj_uint(m->ctr[CL_CTR_STARTED]), "completed",
+		      cli_rj_uint(m->ctr[CL_CTR_COMPLETED]), "cut", cli_rj_uint(m->ctr[CL_CTR_CUT]),
+		      "good", cli_rj_uint(m->ctr[CL_CTR_GOOD]), "errors_total",
+		      cli_rj_uint(cl_verdict_errors(m)), "error_rate",
+		      cli_rj_sig(cl_verdict_error_rate(m), 6), "errors", errors, "error_samples",
+		      samples, "no_content", cli_rj_uint(m->ctr[CL_CTR_NO_CONTENT]));
 	return o;
 fail:
 	json_decref(errors);

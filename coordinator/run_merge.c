@@ -5,6 +5,8 @@
 
 #include "chatload/log.h"
 
+#include <math.h>
+
 static struct run_agent *agent_of(struct run *r, const struct cl_fleet_agent *a)
 {
 	return &r->agents[a->id - 1];
@@ -20,7 +22,9 @@ static void emit_interval(struct run *r, struct run_stage *st, size_t slot)
 					interval_s);
 		st->last_req_s = m->ctr[CL_CTR_COMPLETED_IN_WINDOW] / interval_s;
 		st->last_tok_s = m->ctr[CL_CTR_OUTPUT_TOKENS] / interval_s;
-		st->last_ttft_p50_ms = cl_hist_percentile(&m->lat[CL_LAT_TTFT], 50) / 1e3;
+		const struct cl_hist *ttft = &m->lat[CL_LAT_TTFT];
+		st->last_ttft_p50_ms =
+		    cl_hist_count(ttft) ? cl_hist_percentile(ttft, 50) / 1e3 : NAN; /* "-" */
 		if (k >= st->next_emit)
 			st->next_emit = k + 1;
 	}

@@ -9,6 +9,7 @@
 #include "chatload/log.h"
 #include "chatload/units.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,7 @@ static struct run_stage *stage_new(struct run *r, size_t index)
 	st->index = index;
 	st->scn = &r->s.stages[index];
 	st->status = CL_STAGE_OK;
+	st->last_ttft_p50_ms = NAN; /* no interval yet: the progress line shows "-" */
 	int rc = cl_metrics_init(&st->cum);
 	for (size_t k = 0; k < CL_RUN_INTERVAL_RING && rc == 0; k++) {
 		rc = cl_metrics_init(&st->ring[k]);

@@ -560,8 +560,14 @@ void cl_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, boo
 				cl_hist_record(&m->lat[CL_LAT_TTFT], ttft);
 				good &= !e->good_ttft_us || ttft <= e->good_ttft_us;
 			}
-			if (s->first_content_us)
+			if (s->first_content_us) {
 				cl_hist_record(&m->lat[CL_LAT_TTFC], s->first_content_us - t0);
+			} else {
+				/* No answer reached the user (reasoning only, or empty): not good.
+				 */
+				m->ctr[CL_CTR_NO_CONTENT]++;
+				good = false;
+			}
 			if (s->last_us) {
 				int64_t e2e = s->last_us - t0;
 				cl_hist_record(&m->lat[CL_LAT_E2E], e2e);
