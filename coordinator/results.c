@@ -409,15 +409,17 @@ out:
 }
 
 int cl_results_add_stalls(struct cl_results *r, size_t stage, const struct cl_results_stall *s,
-			  size_t n, uint64_t unlisted)
+			  size_t n, uint64_t unlisted_agent, uint64_t unlisted_coordinator)
 {
 	if (stage >= r->n_stages || r->stages[stage].finished)
 		return CL_EINVAL;
 	struct cli_rs_client *c = &r->stages[stage].client;
 	if (!c->stalls && !(c->stalls = json_array()))
 		return CL_ENOMEM;
-	c->stalls_unlisted += unlisted;
-	c->stalls_agent += (uint32_t)unlisted; /* only agents leave stalls unlisted */
+	c->stalls_unlisted += unlisted_agent + unlisted_coordinator;
+	c->stalls_agent += (uint32_t)(unlisted_agent > UINT32_MAX ? UINT32_MAX : unlisted_agent);
+	c->stalls_coordinator +=
+	    (uint32_t)(unlisted_coordinator > UINT32_MAX ? UINT32_MAX : unlisted_coordinator);
 	for (size_t i = 0; i < n; i++) {
 		if (s[i].seen_by_coordinator)
 			c->stalls_coordinator++;

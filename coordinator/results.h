@@ -120,11 +120,12 @@ struct cl_results_stall {
 
 /*
  * Records stalls of stage `stage` (copied), for its client-health verdict; call before
- * cl_results_finish_stage (any number of times).  unlisted counts stalls the agents saw but
- * could not list.  0, CL_EINVAL (bad index, stage finished), CL_ENOMEM.
+ * cl_results_finish_stage (any number of times).  unlisted_agent and unlisted_coordinator
+ * count stalls seen (by an agent, by the coordinator) that could not be listed.  0,
+ * CL_EINVAL (bad index, stage finished), CL_ENOMEM.
  */
 int cl_results_add_stalls(struct cl_results *r, size_t stage, const struct cl_results_stall *s,
-			  size_t n, uint64_t unlisted);
+			  size_t n, uint64_t unlisted_agent, uint64_t unlisted_coordinator);
 
 /* How a stage ended.  results.json spells it with cl_stage_status_name; a stage that is
  * not CL_STAGE_OK carries a reason. */

@@ -323,9 +323,9 @@ static void stage_file_stalls(struct run *r, const struct run_stage *st)
 					   st->start_coord_us, end, s);
 		n += stage_stalls_of(&r->fleet.agents[i], &ra->stage.silences, true,
 				     st->start_coord_us, end, s + n);
-		uint64_t unlisted = (uint64_t)ra->stage.stalls.dropped + ra->stage.silences.dropped;
-		if ((n || unlisted) &&
-		    cl_results_add_stalls(r->res, st->index, s, n, unlisted) != 0)
+		uint32_t lost_a = ra->stage.stalls.dropped, lost_c = ra->stage.silences.dropped;
+		if ((n || lost_a || lost_c) &&
+		    cl_results_add_stalls(r->res, st->index, s, n, lost_a, lost_c) != 0)
 			CL_ERROR("cannot record the stalls of stage '%s': out of memory",
 				 st->scn->name);
 	}

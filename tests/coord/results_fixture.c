@@ -197,7 +197,7 @@ int main(int argc, char **argv)
 				{ 2, "127.0.0.2", 4.2, 1.5, false },
 				{ 1, "127.0.0.1", 1.0, 3.4, true },
 			};
-			if (cl_results_add_stalls(r, st, st_list, 2, 0) != 0)
+			if (cl_results_add_stalls(r, st, st_list, 2, 0, 0) != 0)
 				return die("cannot add stalls", NULL);
 		}
 		enum cl_stage_status status = stop ? CL_STAGE_INTERRUPTED : CL_STAGE_OK;
