@@ -57,9 +57,12 @@ class AgentPause(tl.FleetCase):
             coord.wait_line(r"agent 1 \(.*\) missing", 8, after=t_stop)
             time.sleep(max(0.0, 4.0 - (time.monotonic() - t_stop)))
         finally:
+            # Read the clock before the signal: the "back" line can be read before this
+            # thread runs again (seen under ASan).
+            t_sigcont = time.monotonic()
             agents[1].send(signal.SIGCONT)
         t_cont = time.monotonic()
-        coord.wait_line(r"agent 1 \(.*\) is back", 8, after=t_cont)
+        coord.wait_line(r"agent 1 \(.*\) is back", 8, after=t_sigcont)
 
         self.assertExit(coord, 0, 45)
         t_end = time.monotonic()
