@@ -139,6 +139,9 @@ static void begin(struct session *s, enum activity act, struct cl_engine *e,
 	cl_metrics_reset(&s->acc);
 	cl_engine_collect(e, &s->acc);
 	cl_metrics_reset(&s->acc);
+	struct cl_stall_list old = { 0 };
+	cl_engine_take_stalls(e, &old);
+	memset(&s->stalls, 0, sizeof(s->stalls));
 	if (cl_engine_start(e, share, start_local_us, &err) != 0) {
 		char msg[600];
 		cl_session_fail(s, "cannot start stage %u: %s", share->index,
@@ -196,6 +199,22 @@ void cl_activity_start_stage(struct session *s, struct cl_msg_cmd *c)
 	      cl_clock_est_to_local(&s->clock, c->start_at.start_at_coord_us));
 }
 
+/* The stage's stalls since the last report: the engine's loops' and the control thread's,
+ * merged (one freeze is seen by all of them), each said in the log. */
+static void take_stalls(struct session *s, struct cl_stall_list *into)
+{
+	cl_engine_take_stalls(s->act_engine, into);
+	cl_stall_list_merge(into, &s->stalls);
+	memset(&s->stalls, 0, sizeof(s->stalls));
+	for (uint32_t i = 0; i < into->n; i++)
+		CL_WARN("stage %u: this agent stalled for %.2f s, %.2f s into the stage (its loops "
+			"could not run): the stage's numbers there describe this client",
+			s->stage, into->ep[i].length_us / 1e6,
+			(into->ep[i].start_us - s->start_local_us) / 1e6);
+	if (into->dropped)
+		CL_WARN("stage %u: %u more stalls not listed", s->stage, into->dropped);
+}
+
 void cl_activity_pump(struct session *s, int64_t now)
 {
 	if (s->act == ACT_NONE)
@@ -222,6 +241,8 @@ void cl_activity_pump(struct session *s, int64_t now)
 		.start_skew_us = s->start_skew_us,
 	};
 	s->start_skew_us = 0; /* once per stage */
+	if (s->act == ACT_STAGE)
+		take_stalls(s, &rep.stalls);
 	if (!done) {
 		/* After a stall (SIGSTOP, a starved host) several intervals may have ended: the
 		 * delta goes under the last of them and numbering resumes in step with the

@@ -139,6 +139,21 @@ static bool apply_command(struct session *s, struct cl_msg *reply)
 	return false;
 }
 
+/*
+ * Sleeps wait_us, and notes a stall when the wake-up comes CL_STALL_MIN_US or more late:
+ * the control thread is the second witness of a frozen agent, beside the engine's event
+ * loops (a stop or pause of the whole process delays both; docs/engine.md).  Only stalls
+ * during a stage are kept: they are reported with its next report.
+ */
+static void sleep_watching(struct session *s, int64_t wait_us)
+{
+	int64_t due = cl_mono_us() + wait_us;
+	cl_sleep_ns(wait_us * 1000);
+	int64_t late = cl_mono_us() - due;
+	if (late >= CL_STALL_MIN_US && s->act == ACT_STAGE)
+		cl_stall_list_add(&s->stalls, due, late);
+}
+
 static void fill_poll(struct session *s, struct cl_msg *m, int64_t now)
 {
 	memset(m, 0, sizeof(*m));
@@ -329,7 +344,7 @@ int cl_session_run(struct session *s)
 		if (!s->q_len && !s->quit && !more) {
 			int64_t wait = POLL_EVERY_US - (cl_mono_us() - now);
 			if (wait > 0)
-				cl_sleep_ns(wait * 1000);
+				sleep_watching(s, wait);
 		}
 	}
 	/* QUIT: tell the coordinator we are going (best effort), then end. */

@@ -294,6 +294,9 @@ static void print_slos(const struct cl_scenario *s)
 		}
 	}
 	printf("  abort on breach: %s\n", s->slo_abort_on_breach ? "yes" : "no");
+	printf("client-bound stage: %s\n", s->client_bound == CL_CLIENT_BOUND_WARN
+					       ? "warn (the run still passes)"
+					       : "fail (exit 1: its numbers describe the client)");
 }
 
 static void print_plan(const struct cl_scenario *s, const struct cl_workload_stats *st)

@@ -282,8 +282,13 @@ static void handle(struct cl_fleet *f, nng_msg *msg, int64_t t_recv)
 			refuse(f, &req, peer, "agent %u was declared lost; its session is over",
 			       a->id);
 		} else {
-			if (a->live == CL_LIVE_MISSING)
-				CL_INFO("agent %u (%s) is back", a->id, a->host);
+			if (a->live == CL_LIVE_MISSING) {
+				CL_INFO("agent %u (%s) is back after %.1f s of silence", a->id,
+					a->host, (t_recv - a->last_seen_us) / 1e6);
+				a->silent_from_us = a->last_seen_us;
+				a->silent_until_us = t_recv;
+				a->returns++;
+			}
 			a->live = CL_LIVE_OK;
 			a->last_seen_us = t_recv;
 			if (req.type == CL_MSG_POLL)

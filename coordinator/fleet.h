@@ -30,6 +30,11 @@ struct cl_fleet_agent {
 	int64_t joined_us;
 	int64_t last_seen_us;
 	enum cl_fleet_liveness live;
+	/* The latest silence long enough to mark the agent missing that ended (it came back):
+	 * from its last request before the silence to its first after (coordinator clock).
+	 * returns counts such silences, so a caller can tell a new one. */
+	int64_t silent_from_us, silent_until_us;
+	uint32_t returns;
 	bool gone; /* acknowledged QUIT: no longer expected */
 	enum cl_agent_state state;
 	char error[CL_WIRE_MAX_ERROR + 1];

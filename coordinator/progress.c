@@ -3,6 +3,7 @@
 
 #include "chatload/clock.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,13 +49,18 @@ void cl_progress_update(struct cl_progress *p, const struct cl_progress_snapshot
 			 s->agents_missing);
 	else
 		snprintf(agents, sizeof(agents), " agents %u ok", s->agents_ok);
+	/* A percentile with no data (no interval yet, or no request reached its first token)
+	 * is "-": 0ms would claim a measurement. */
+	char ttft[32] = "-";
+	if (isfinite(s->ttft_p50_ms))
+		snprintf(ttft, sizeof(ttft), "%.0fms", s->ttft_p50_ms);
 	char line[256];
 	snprintf(line, sizeof(line),
-		 "stage %zu/%zu %s %s | active %lld | %.1f req/s | %.0f tok/s | ttft p50 %.0fms | "
+		 "stage %zu/%zu %s %s | active %lld | %.1f req/s | %.0f tok/s | ttft p50 %s | "
 		 "errors %llu |%s",
 		 s->stage_index + 1, s->n_stages, s->stage, span, (long long)s->active,
-		 s->requests_per_s, s->output_tokens_per_s, s->ttft_p50_ms,
-		 (unsigned long long)s->errors, agents);
+		 s->requests_per_s, s->output_tokens_per_s, ttft, (unsigned long long)s->errors,
+		 agents);
 	if (p->tty) {
 		fprintf(p->out, "\r\033[K%s", line);
 		p->line_open = true;

@@ -18,7 +18,7 @@ struct cl_progress_snapshot {
 	int64_t active;
 	double requests_per_s;
 	double output_tokens_per_s;
-	double ttft_p50_ms;
+	double ttft_p50_ms; /* NaN: no data (printed "-") */
 	uint64_t errors;
 	uint32_t agents_ok;
 	uint32_t agents_missing;

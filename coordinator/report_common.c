@@ -46,11 +46,43 @@ int cl_report_render(const json_t *doc, enum cl_report_format f, FILE *out)
 }
 
 const char *const cli_rp_col_names[RP__COLS] = {
-	"stage",       "load",       "status",     "req/s",       "out tok/s",  "TTFT p50 ms",
-	"TTFT p99 ms", "ITL p50 ms", "ITL p99 ms", "TPOT p50 ms", "E2E p50 ms", "errors",
+	"stage",       "load",        "status",     "req/s",      "out tok/s",
+	"TTFT p50 ms", "TTFT p99 ms", "ITL p50 ms", "ITL p99 ms", "TPOT p50 ms",
+	"E2E p50 ms",  "errors",      "no content",
 };
-const bool cli_rp_col_numeric[RP__COLS] = { false, true, false, true, true, true,
+const bool cli_rp_col_numeric[RP__COLS] = { false, true, false, true, true, true, true,
 					    true,  true, true,  true, true, true };
+
+size_t cli_rp_columns(const json_t *stages, int cols[RP__COLS])
+{
+	bool no_content = false;
+	size_t i;
+	const json_t *s;
+	json_array_foreach(stages, i, s)
+	{
+		no_content |= cl_results_num(s, "requests.no_content") > 0;
+	}
+	size_t n = 0;
+	for (int c = 0; c < RP__COLS; c++)
+		if (c != RP_NOCONTENT || no_content)
+			cols[n++] = c;
+	return n;
+}
+
+char *cli_rp_fmt_pct(char *buf, size_t n, double pct)
+{
+	if (!isfinite(pct))
+		return cli_rj_fmt(buf, n, NAN, 0);
+	/* Two significant digits below 10% (%g would print 100 as 1e+02); whole percents
+	 * above, never rounding a share short of all up to "100%". */
+	if (pct < 9.95)
+		snprintf(buf, n, "%.2g%%", pct);
+	else if (pct < 99.5 || pct >= 100)
+		snprintf(buf, n, "%.0f%%", pct);
+	else
+		snprintf(buf, n, "%.1f%%", pct < 99.95 ? pct : 99.9);
+	return buf;
+}
 
 char *cli_rp_fmt_ms(char *buf, size_t n, double ms)
 {
@@ -120,6 +152,21 @@ char *cli_rp_exit_text(char *buf, size_t n, const json_t *doc)
 		return buf;
 	}
 	json_int_t c = json_integer_value(code);
+	/* A complete run with no failed stage fails only for a client-bound stage: say so. */
+	bool bound = false, failed = false;
+	size_t i;
+	const json_t *s;
+	json_array_foreach(json_object_get(doc, "stages"), i, s)
+	{
+		bound |= json_is_true(cl_results_get(s, "client.client_bound"));
+		failed |= strcmp(cl_results_str(s, "status", ""), "failed") == 0;
+	}
+	if (c == CL_EXIT_FAILED && bound && !failed &&
+	    json_is_true(json_object_get(doc, "complete")) &&
+	    strcmp(cl_results_str(doc, "scenario.client_bound", "fail"), "warn") != 0) {
+		snprintf(buf, n, "%lld (client-bound)", (long long)c);
+		return buf;
+	}
 	const char *what = c == CL_EXIT_OK           ? "ok"
 			   : c == CL_EXIT_FAILED     ? "run failed"
 			   : c == CL_EXIT_USAGE      ? "bad input"
@@ -153,7 +200,15 @@ void cli_rp_stage_row(const json_t *s, struct cli_rp_row *row)
 	double errors = cl_results_num(s, "requests.errors_total");
 	double rate = cl_results_num(s, "requests.error_rate");
 	if (isfinite(errors) && errors > 0 && isfinite(rate))
-		snprintf(row->cell[RP_ERRORS], RP_CELL_MAX, "%.0f (%.2g%%)", errors, rate * 100);
+		snprintf(row->cell[RP_ERRORS], RP_CELL_MAX, "%.0f (%s)", errors,
+			 cli_rp_fmt_pct((char[32]){ 0 }, 32, rate * 100));
 	else
 		cli_rj_fmt_count(row->cell[RP_ERRORS], RP_CELL_MAX, errors);
+	double no_content = cl_results_num(s, "requests.no_content");
+	double completed = cl_results_num(s, "requests.completed");
+	if (isfinite(no_content) && no_content > 0 && completed > 0)
+		snprintf(row->cell[RP_NOCONTENT], RP_CELL_MAX, "%.0f (%s)", no_content,
+			 cli_rp_fmt_pct((char[32]){ 0 }, 32, 100 * no_content / completed));
+	else
+		cli_rj_fmt_count(row->cell[RP_NOCONTENT], RP_CELL_MAX, no_content);
 }

@@ -72,6 +72,7 @@ static const struct column columns[] = {
 	{ "dispatch_lag_p99_ms", "client.dispatch_lag_p99_ms", K_NUM },
 	{ "loop_lag_p99_ms", "client.loop_lag_p99_ms", K_NUM },
 	{ "slo_pass", NULL, K_SLO },
+	{ "no_content", "requests.no_content", K_NUM },
 };
 
 size_t cl_report_csv_n_columns(void)

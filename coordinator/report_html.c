@@ -101,9 +101,11 @@ static void stage_table(const json_t *stages, FILE *out)
 		fputs("<p>No stage finished.</p></section>\n", out);
 		return;
 	}
+	int cols[RP__COLS];
+	size_t nc = cli_rp_columns(stages, cols);
 	fputs("<div class=\"scroll\"><table><thead><tr>", out);
-	for (int c = 0; c < RP__COLS; c++)
-		th(out, cli_rp_col_names[c], cli_rp_col_numeric[c]);
+	for (size_t k = 0; k < nc; k++)
+		th(out, cli_rp_col_names[cols[k]], cli_rp_col_numeric[cols[k]]);
 	fputs("</tr></thead><tbody>\n", out);
 	size_t i;
 	const json_t *s;
@@ -112,8 +114,8 @@ static void stage_table(const json_t *stages, FILE *out)
 		struct cli_rp_row r;
 		cli_rp_stage_row(s, &r);
 		fputs("<tr>", out);
-		for (int c = 0; c < RP__COLS; c++)
-			td(out, r.cell[c], cli_rp_col_numeric[c]);
+		for (size_t k = 0; k < nc; k++)
+			td(out, r.cell[cols[k]], cli_rp_col_numeric[cols[k]]);
 		fputs("</tr>\n", out);
 	}
 	fputs("</tbody></table></div></section>\n", out);

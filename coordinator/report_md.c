@@ -63,8 +63,16 @@ static void stages(const json_t *doc, FILE *out)
 		fputs("No stage finished.\n\n", out);
 		return;
 	}
-	row(out, cli_rp_col_names, RP__COLS);
-	rule(out, cli_rp_col_numeric, RP__COLS);
+	int cols[RP__COLS];
+	size_t nc = cli_rp_columns(arr, cols);
+	const char *names[RP__COLS] = { 0 };
+	bool numeric[RP__COLS] = { 0 };
+	for (size_t k = 0; k < nc; k++) {
+		names[k] = cli_rp_col_names[cols[k]];
+		numeric[k] = cli_rp_col_numeric[cols[k]];
+	}
+	row(out, names, nc);
+	rule(out, numeric, nc);
 	size_t i;
 	const json_t *s;
 	json_array_foreach(arr, i, s)
@@ -72,9 +80,9 @@ static void stages(const json_t *doc, FILE *out)
 		struct cli_rp_row r;
 		const char *cells[RP__COLS];
 		cli_rp_stage_row(s, &r);
-		for (int c = 0; c < RP__COLS; c++)
-			cells[c] = r.cell[c];
-		row(out, cells, RP__COLS);
+		for (size_t k = 0; k < nc; k++)
+			cells[k] = r.cell[cols[k]];
+		row(out, cells, nc);
 	}
 	fputc('\n', out);
 }

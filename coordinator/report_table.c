@@ -40,6 +40,8 @@ static void print_table(const json_t *stages, FILE *out)
 		fputs("(out of memory)\n", out);
 		return;
 	}
+	int cols[RP__COLS];
+	size_t nc = cli_rp_columns(stages, cols);
 	size_t w[RP__COLS];
 	for (int c = 0; c < RP__COLS; c++)
 		w[c] = width(cli_rp_col_names[c]);
@@ -49,14 +51,16 @@ static void print_table(const json_t *stages, FILE *out)
 			if (width(rows[i].cell[c]) > w[c])
 				w[c] = width(rows[i].cell[c]);
 	}
-	for (int c = 0; c < RP__COLS; c++) {
-		pad(out, cli_rp_col_names[c], w[c], cli_rp_col_numeric[c], c + 1 == RP__COLS);
-		fputs(c + 1 < RP__COLS ? "  " : "\n", out);
+	for (size_t k = 0; k < nc; k++) {
+		int c = cols[k];
+		pad(out, cli_rp_col_names[c], w[c], cli_rp_col_numeric[c], k + 1 == nc);
+		fputs(k + 1 < nc ? "  " : "\n", out);
 	}
 	for (size_t i = 0; i < n; i++) {
-		for (int c = 0; c < RP__COLS; c++) {
-			pad(out, rows[i].cell[c], w[c], cli_rp_col_numeric[c], c + 1 == RP__COLS);
-			fputs(c + 1 < RP__COLS ? "  " : "\n", out);
+		for (size_t k = 0; k < nc; k++) {
+			int c = cols[k];
+			pad(out, rows[i].cell[c], w[c], cli_rp_col_numeric[c], k + 1 == nc);
+			fputs(k + 1 < nc ? "  " : "\n", out);
 		}
 	}
 	free(rows);

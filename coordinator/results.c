@@ -174,11 +174,12 @@ static json_t *scenario_json(const struct cl_scenario *s, const char *path)
 		json_decref(target);
 		target = NULL;
 	}
-	return json_pack("{s:o,s:o,s:o,s:o,s:I,s:o,s:o,s:{s:o,s:o}}", "name", cli_rj_str(s->name),
+	return json_pack("{s:o,s:o,s:o,s:o,s:I,s:o,s:o,s:{s:o,s:o},s:s}", "name", cli_rj_str(s->name),
 			 "description", cli_rj_str(s->description), "file",
 			 cli_rj_str(path ? path : s->file), "sha256", sha, "stages_planned",
 			 (json_int_t)s->n_stages, "target", target, "slo", slos, "estimate",
-			 "samples", samples, "from_stage", cli_rj_str(s->estimate.from_stage));
+			 "samples", samples, "from_stage", cli_rj_str(s->estimate.from_stage),
+			 "client_bound", s->client_bound == CL_CLIENT_BOUND_WARN ? "warn" : "fail");
 }
 
 static int copy_scenario(struct cl_results *r, const struct cl_scenario *s)
@@ -221,6 +222,7 @@ static int copy_scenario(struct cl_results *r, const struct cl_scenario *s)
 	if (s->estimate.from_stage && !(r->from_stage = strdup(s->estimate.from_stage)))
 		return CL_ENOMEM;
 	r->formats = s->output.formats | CL_FMT_JSON;
+	r->client_bound_warn = s->client_bound == CL_CLIENT_BOUND_WARN;
 	return 0;
 }
 
@@ -449,6 +451,38 @@ out:
 	return rc;
 }
 
+int cl_results_add_stalls(struct cl_results *r, size_t stage, const struct cl_results_stall *s,
+			  size_t n, uint64_t unlisted_agent, uint64_t unlisted_coordinator)
+{
+	if (stage >= r->n_stages || r->stages[stage].finished)
+		return CL_EINVAL;
+	struct cli_rs_client *c = &r->stages[stage].client;
+	if (!c->stalls && !(c->stalls = json_array()))
+		return CL_ENOMEM;
+	c->stalls_unlisted += unlisted_agent + unlisted_coordinator;
+	c->stalls_agent += (uint32_t)(unlisted_agent > UINT32_MAX ? UINT32_MAX : unlisted_agent);
+	c->stalls_coordinator +=
+	    (uint32_t)(unlisted_coordinator > UINT32_MAX ? UINT32_MAX : unlisted_coordinator);
+	for (size_t i = 0; i < n; i++) {
+		if (s[i].seen_by_coordinator)
+			c->stalls_coordinator++;
+		else
+			c->stalls_agent++;
+		if (json_array_size(c->stalls) >= CL_RESULTS_MAX_STALLS) {
+			c->stalls_unlisted++;
+			continue;
+		}
+		json_t *o =
+		    json_pack("{s:I,s:o,s:f,s:f,s:s}", "agent", (json_int_t)s[i].agent, "host",
+			      cli_rj_str(s[i].host), "at_s", cli_rj_round(s[i].at_s, 3), "length_s",
+			      cli_rj_round(s[i].length_s, 3), "seen_by",
+			      s[i].seen_by_coordinator ? "coordinator" : "agent");
+		if (cli_rj_append(c->stalls, o))
+			return CL_ENOMEM;
+	}
+	return 0;
+}
+
 /* Evaluates every SLO that applies to the finished stage (metrics are at hand only now). */
 static json_t *stage_checks(struct cl_results *r, const char *name, const struct cl_metrics *m,
 			    double window_s)
@@ -541,7 +575,7 @@ int cl_results_finish(struct cl_results *r, bool complete, int exit_code_hint, i
 	int64_t now = cl_wall_us();
 	char finished[40];
 	cl_wall_iso8601(now, finished, sizeof(finished));
-	bool stage_failed = false;
+	bool stage_failed = false, client_bound = false;
 	size_t i;
 	json_t *s;
 	json_array_foreach(json_object_get(r->doc, "stages"), i, s)
@@ -550,6 +584,7 @@ int cl_results_finish(struct cl_results *r, bool complete, int exit_code_hint, i
 		if (cl_stage_status_parse(cl_results_str(s, "status", NULL), &st) == 0 &&
 		    st == CL_STAGE_FAILED)
 			stage_failed = true;
+		client_bound |= json_is_true(cl_results_get(s, "client.client_bound"));
 	}
 	if (cli_rj_set(r->doc, "finished_at", json_string(finished)) ||
 	    cli_rj_set(r->doc, "duration_s",
@@ -560,7 +595,8 @@ int cl_results_finish(struct cl_results *r, bool complete, int exit_code_hint, i
 	int rc = cli_rs_summarise(r);
 	if (rc != 0)
 		return rc;
-	int code = cl_verdict_exit_code(exit_code_hint, complete, stage_failed, r->breaches);
+	int code = cl_verdict_exit_code(exit_code_hint, complete, stage_failed,
+					client_bound && !r->client_bound_warn, r->breaches);
 	if (cli_rj_set(r->doc, "exit_code", json_integer(code)))
 		return CL_ENOMEM;
 	int first = write_json(r);
@@ -614,6 +650,7 @@ void cl_results_destroy(struct cl_results *r)
 		free(r->stages[i].name);
 		json_decref(r->stages[i].intervals);
 		json_decref(r->stages[i].checks);
+		json_decref(r->stages[i].client.stalls);
 	}
 	free(r->stages);
 	for (size_t i = 0; r->slos && i < r->n_slos; i++) {

@@ -110,6 +110,29 @@ int cl_results_set_agents(struct cl_results *r, const struct cl_results_agent *a
 int cl_results_add_interval(struct cl_results *r, size_t stage, double t_s,
 			    const struct cl_metrics *interval, double interval_s);
 
+/* Stalls a stage's `client.stalls` lists at most; the rest are counted in stalls_unlisted. */
+#define CL_RESULTS_MAX_STALLS 64
+
+/* One client stall in a stage: an agent that could not run (seen by its own loops), or one
+ * that went silent long enough to be called missing and came back (seen by the
+ * coordinator).  Either makes the stage client-bound. */
+struct cl_results_stall {
+	uint32_t agent;           /* agent id */
+	const char *host;         /* its host name (copied) */
+	double at_s;              /* when it began, seconds since the stage's START_AT */
+	double length_s;          /* how long it lasted */
+	bool seen_by_coordinator; /* false: seen by the agent itself */
+};
+
+/*
+ * Records stalls of stage `stage` (copied), for its client-health verdict; call before
+ * cl_results_finish_stage (any number of times).  unlisted_agent and unlisted_coordinator
+ * count stalls seen (by an agent, by the coordinator) that could not be listed.  0,
+ * CL_EINVAL (bad index, stage finished), CL_ENOMEM.
+ */
+int cl_results_add_stalls(struct cl_results *r, size_t stage, const struct cl_results_stall *s,
+			  size_t n, uint64_t unlisted_agent, uint64_t unlisted_coordinator);
+
 /* How a stage ended.  results.json spells it with cl_stage_status_name; a stage that is
  * not CL_STAGE_OK carries a reason. */
 enum cl_stage_status {

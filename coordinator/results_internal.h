@@ -85,6 +85,10 @@ struct cli_rs_client {
 	double cpu_max_pct;
 	double cpu_capacity_pct;
 	uint32_t cpu_bound_intervals;
+	json_t *stalls;              /* the listed stalls (cl_results_add_stalls), NULL none */
+	uint64_t stalls_unlisted;    /* stalls seen but not listed */
+	uint32_t stalls_agent;       /* stalls seen by agents, listed or not */
+	uint32_t stalls_coordinator; /* silences seen by the coordinator */
 };
 
 /* The stage object of the document, without intervals (results.c adds them).  NULL when
@@ -114,6 +118,7 @@ enum {
 	RP_TPOT50,
 	RP_E2E50,
 	RP_ERRORS,
+	RP_NOCONTENT, /* shown only when some stage has requests without content */
 	RP__COLS
 };
 #define RP_CELL_MAX 96
@@ -125,6 +130,11 @@ extern const char *const cli_rp_col_names[RP__COLS];
 extern const bool cli_rp_col_numeric[RP__COLS];
 /* Fills row from a stage object of the document. */
 void cli_rp_stage_row(const json_t *stage, struct cli_rp_row *row);
+/* The columns to show for these stages, in order, into cols[RP__COLS]; returns how many.
+ * Columns that only matter sometimes (no content) are left out when no stage needs them. */
+size_t cli_rp_columns(const json_t *stages, int cols[RP__COLS]);
+/* A share of a whole in percent as people read it: "100%", "45%", "2.5%", "0.12%". */
+char *cli_rp_fmt_pct(char *buf, size_t n, double pct);
 
 /* Milliseconds and rates with precision that suits their size; "-" for NaN. */
 char *cli_rp_fmt_ms(char *buf, size_t n, double ms);
@@ -184,6 +194,7 @@ struct cl_results {
 	size_t n_samples;
 	char *from_stage;
 	unsigned formats;
+	bool client_bound_warn; /* scenario `client_bound: warn`: a client-bound stage passes */
 	int64_t started_wall_us;
 	bool finished;
 	size_t breaches;

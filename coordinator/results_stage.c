@@ -101,12 +101,13 @@ static json_t *requests_json(const struct cl_metrics *m)
 		if (cli_rj_append(samples, s))
 			goto fail;
 	}
-	o = json_pack(
-	    "{s:o,s:o,s:o,s:o,s:o,s:f,s:o,s:o}", "started", cli_rj_uint(m->ctr[CL_CTR_STARTED]),
-	    "completed", cli_rj_uint(m->ctr[CL_CTR_COMPLETED]), "cut",
-	    cli_rj_uint(m->ctr[CL_CTR_CUT]), "good", cli_rj_uint(m->ctr[CL_CTR_GOOD]),
-	    "errors_total", cli_rj_uint(cl_verdict_errors(m)), "error_rate",
-	    cli_rj_sig(cl_verdict_error_rate(m), 6), "errors", errors, "error_samples", samples);
+	o = json_pack("{s:o,s:o,s:o,s:o,s:o,s:f,s:o,s:o,s:o}", "started",
+		      cli_rj_uint(m->ctr[CL_CTR_STARTED]), "completed",
+		      cli_rj_uint(m->ctr[CL_CTR_COMPLETED]), "cut", cli_rj_uint(m->ctr[CL_CTR_CUT]),
+		      "good", cli_rj_uint(m->ctr[CL_CTR_GOOD]), "errors_total",
+		      cli_rj_uint(cl_verdict_errors(m)), "error_rate",
+		      cli_rj_sig(cl_verdict_error_rate(m), 6), "errors", errors, "error_samples",
+		      samples, "no_content", cli_rj_uint(m->ctr[CL_CTR_NO_CONTENT]));
 	return o;
 fail:
 	json_decref(errors);
@@ -202,6 +203,8 @@ static json_t *client_json(const struct cl_metrics *m, const struct cl_scn_stage
 		.dispatch_lag_p99_us = cl_hist_count(q) ? cl_hist_percentile(q, 99) : -1,
 		.loop_lag_p99_us = cl_hist_count(loop) ? cl_hist_percentile(loop, 99) : -1,
 		.dispatch_lag_is_backlog = st->mode == CL_MODE_RATE && st->concurrency > 0,
+		.stalls = c->stalls_agent,
+		.agents_missing = c->stalls_coordinator,
 	};
 	/* The cumulative record's gauges count too (a stage shorter than one interval). */
 	if (m->health.cpu_pct > obs.cpu_max_pct)
@@ -221,12 +224,19 @@ static json_t *client_json(const struct cl_metrics *m, const struct cl_scn_stage
 		goto fail;
 	if ((why & CL_CLIENT_LOOP_LAG) && cli_rj_append(reasons, json_string("loop_lag")))
 		goto fail;
-	return json_pack("{s:b,s:o,s:o,s:o,s:i,s:o,s:o,s:o}", "client_bound", why != 0, "reasons",
-			 reasons, "cpu_max_pct", cli_rj_real(cli_rj_round(obs.cpu_max_pct, 1)),
-			 "cpu_capacity_pct", cli_rj_real(cli_rj_round(obs.cpu_capacity_pct, 1)),
-			 "cpu_bound_intervals", (int)obs.cpu_bound_intervals, "loop_lag_p99_ms",
-			 pct_ms(loop, 99), "dispatch_lag_p99_ms", pct_ms(q, 99), "rss_max_bytes",
-			 json_integer(m->health.rss_bytes));
+	if ((why & CL_CLIENT_STALL) && cli_rj_append(reasons, json_string("stall")))
+		goto fail;
+	if ((why & CL_CLIENT_AGENT_MISSING) && cli_rj_append(reasons, json_string("agent_missing")))
+		goto fail;
+	return json_pack("{s:b,s:o,s:o,s:o,s:i,s:o,s:o,s:o,s:o,s:o}", "client_bound", why != 0,
+			 "reasons", reasons, "cpu_max_pct",
+			 cli_rj_real(cli_rj_round(obs.cpu_max_pct, 1)), "cpu_capacity_pct",
+			 cli_rj_real(cli_rj_round(obs.cpu_capacity_pct, 1)), "cpu_bound_intervals",
+			 (int)obs.cpu_bound_intervals, "loop_lag_p99_ms", pct_ms(loop, 99),
+			 "dispatch_lag_p99_ms", pct_ms(q, 99), "rss_max_bytes",
+			 json_integer(m->health.rss_bytes), "stalls",
+			 c->stalls ? json_deep_copy(c->stalls) : json_array(), "stalls_unlisted",
+			 cli_rj_uint(c->stalls_unlisted));
 fail:
 	json_decref(reasons);
 	return NULL;

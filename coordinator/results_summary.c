@@ -125,6 +125,47 @@ static int warn(json_t *arr, const char *fmt, ...)
 	return cli_rj_append(arr, cli_rj_str(buf));
 }
 
+/* A client-bound stage's warning, then one line per listed stall naming the agent, when and
+ * how long. */
+static int warn_client_bound(json_t *w, const json_t *s, const char *name, bool fails)
+{
+	char why[128] = "";
+	bool saturated = false;
+	size_t k;
+	const json_t *x;
+	json_array_foreach(cl_results_get(s, "client.reasons"), k, x)
+	{
+		const char *reason = json_string_value(x);
+		size_t l = strlen(why);
+		snprintf(why + l, sizeof(why) - l, "%s%s", l ? ", " : "", reason ? reason : "?");
+		saturated |=
+		    reason && (strcmp(reason, "cpu") == 0 || strcmp(reason, "loop_lag") == 0 ||
+			       strcmp(reason, "dispatch_lag") == 0);
+	}
+	int rc =
+	    warn(w,
+		 "stage '%s' was client-bound (%s): its numbers describe the client, not "
+		 "the server%s%s",
+		 name, why, saturated ? "; add agents or workers" : "",
+		 fails ? "; the run fails (client_bound: warn in the scenario only warns)" : "");
+	json_array_foreach(cl_results_get(s, "client.stalls"), k, x)
+	{
+		bool coord = strcmp(cl_results_str(x, "seen_by", ""), "coordinator") == 0;
+		rc |= warn(w,
+			   "stage '%s': agent %lld (%s) %s for %.2f s from %.2f s into the stage "
+			   "(seen by %s)",
+			   name, (long long)json_integer_value(json_object_get(x, "agent")),
+			   cl_results_str(x, "host", "?"),
+			   coord ? "went silent (missing)" : "stalled: it could not run",
+			   cl_results_num(x, "length_s"), cl_results_num(x, "at_s"),
+			   coord ? "the coordinator" : "the agent");
+	}
+	double unlisted = cl_results_num(s, "client.stalls_unlisted");
+	if (unlisted > 0)
+		rc |= warn(w, "stage '%s': %.0f more stalls not listed", name, unlisted);
+	return rc;
+}
+
 static json_t *warnings_json(struct cl_results *r)
 {
 	json_t *w = json_array();
@@ -144,21 +185,17 @@ static json_t *warnings_json(struct cl_results *r)
 		if (cl_stage_status_parse(status, &st) != 0 || st != CL_STAGE_OK)
 			rc |= warn(w, "stage '%s' %s%s%s", name, status, reason ? ": " : "",
 				   reason ? reason : "");
-		if (json_is_true(cl_results_get(s, "client.client_bound"))) {
-			char why[128] = "";
-			size_t k;
-			const json_t *x;
-			json_array_foreach(cl_results_get(s, "client.reasons"), k, x)
-			{
-				size_t l = strlen(why);
-				snprintf(why + l, sizeof(why) - l, "%s%s", l ? ", " : "",
-					 json_string_value(x));
-			}
-			rc |= warn(w,
-				   "stage '%s' was client-bound (%s): its numbers describe the "
-				   "client, not the server; add agents or workers",
-				   name, why);
-		}
+		if (json_is_true(cl_results_get(s, "client.client_bound")))
+			rc |= warn_client_bound(w, s, name, !r->client_bound_warn);
+		double no_content = cl_results_num(s, "requests.no_content");
+		if (no_content > 0)
+			rc |= warn(
+			    w,
+			    "stage '%s': %.0f of %.0f completed requests carried no content "
+			    "token (reasoning only, or nothing): max_tokens may end a thinking "
+			    "model's answer inside its reasoning; raise workload.max_tokens or "
+			    "turn thinking off. They are not counted good and have no TTFC",
+			    name, no_content, cl_results_num(s, "requests.completed"));
 		/* Requests that asked the server to ignore its end of sequence and still got
 		 * less: a server without ignore_eos, or a cap of its own. */
 		const json_t *short_n = cl_results_get(s, "tokens.short_requests");

@@ -15,6 +15,7 @@
 #include "chatload/readiness.h"
 #include "chatload/scenario.h"
 #include "chatload/workload.h"
+#include "chatload/stall.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -40,11 +41,14 @@ struct run_agent {
 		bool participates; /* given a non-empty share */
 		bool seen;         /* its warmup report arrived */
 	} warm;
-	struct {                       /* the stage running now; reset when one starts */
-		bool participates;     /* given a non-empty share, and not given up on */
-		bool final_seen;       /* its FINAL report arrived */
-		int64_t last_interval; /* highest interval index reported, -1 */
-		int64_t span_us;       /* agent time covered by its reports */
+	struct {                               /* the stage running now; reset when one starts */
+		bool participates;             /* given a non-empty share, and not given up on */
+		bool final_seen;               /* its FINAL report arrived */
+		int64_t last_interval;         /* highest interval index reported, -1 */
+		int64_t span_us;               /* agent time covered by its reports */
+		struct cl_stall_list stalls;   /* stalls it saw itself (coordinator clock) */
+		struct cl_stall_list silences; /* it went missing and came back */
+		uint32_t returns_seen;         /* the fleet's count of its returns, filed */
 	} stage;
 };
 

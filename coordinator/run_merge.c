@@ -5,6 +5,8 @@
 
 #include "chatload/log.h"
 
+#include <math.h>
+
 static struct run_agent *agent_of(struct run *r, const struct cl_fleet_agent *a)
 {
 	return &r->agents[a->id - 1];
@@ -20,7 +22,9 @@ static void emit_interval(struct run *r, struct run_stage *st, size_t slot)
 					interval_s);
 		st->last_req_s = m->ctr[CL_CTR_COMPLETED_IN_WINDOW] / interval_s;
 		st->last_tok_s = m->ctr[CL_CTR_OUTPUT_TOKENS] / interval_s;
-		st->last_ttft_p50_ms = cl_hist_percentile(&m->lat[CL_LAT_TTFT], 50) / 1e3;
+		const struct cl_hist *ttft = &m->lat[CL_LAT_TTFT];
+		st->last_ttft_p50_ms =
+		    cl_hist_count(ttft) ? cl_hist_percentile(ttft, 50) / 1e3 : NAN; /* "-" */
 		if (k >= st->next_emit)
 			st->next_emit = k + 1;
 	}
@@ -52,6 +56,26 @@ static void emit_ready_intervals(struct run *r, struct run_stage *st, bool all)
 	}
 }
 
+/* Files the stalls an agent saw in its own loops, moved to the coordinator's clock with the
+ * agent's offset estimate (0 for a local agent: the same clock). */
+static void file_stalls(struct run *r, const struct cl_fleet_agent *a,
+			const struct cl_msg_report *rep)
+{
+	struct run_agent *ra = agent_of(r, a);
+	for (uint32_t i = 0; i < rep->stalls.n && i < CL_STALLS_MAX; i++) {
+		const struct cl_stall *s = &rep->stalls.ep[i];
+		int64_t start;
+		if (__builtin_add_overflow(s->start_us, a->clock_offset_us, &start))
+			continue; /* nonsense from the peer: no instant on our clock */
+		CL_WARN("agent %u (%s) stalled for %.2f s in stage '%s': it could not run", a->id,
+			a->host, s->length_us / 1e6, r->st->scn->name);
+		cl_stall_list_add(&ra->stage.stalls, start, s->length_us);
+	}
+	uint32_t d = ra->stage.stalls.dropped;
+	ra->stage.stalls.dropped =
+	    d > UINT32_MAX - rep->stalls.dropped ? UINT32_MAX : d + rep->stalls.dropped;
+}
+
 static void on_stage_report(struct run *r, struct cl_fleet_agent *a, struct cl_msg_report *rep)
 {
 	struct run_stage *st = r->st;
@@ -63,6 +87,7 @@ static void on_stage_report(struct run *r, struct cl_fleet_agent *a, struct cl_m
 	}
 	cl_metrics_merge(&st->cum, rep->metrics);
 	ra->stage.span_us += rep->span_us;
+	file_stalls(r, a, rep);
 	if (rep->start_skew_us > ra->worst_skew_us)
 		ra->worst_skew_us = rep->start_skew_us;
 	if (rep->error)

@@ -9,6 +9,7 @@
 #include "chatload/log.h"
 #include "chatload/units.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,7 @@ static struct run_stage *stage_new(struct run *r, size_t index)
 	st->index = index;
 	st->scn = &r->s.stages[index];
 	st->status = CL_STAGE_OK;
+	st->last_ttft_p50_ms = NAN; /* no interval yet: the progress line shows "-" */
 	int rc = cl_metrics_init(&st->cum);
 	for (size_t k = 0; k < CL_RUN_INTERVAL_RING && rc == 0; k++) {
 		rc = cl_metrics_init(&st->ring[k]);
@@ -106,6 +108,7 @@ static int stage_start(struct run *r, size_t index)
 		struct run_agent *ra = &r->agents[i];
 		memset(&ra->stage, 0, sizeof(ra->stage));
 		ra->stage.last_interval = -1;
+		ra->stage.returns_seen = r->fleet.agents[i].returns; /* earlier ones are not ours */
 		/* A lost agent weighed 0 in the split (every other one has a worker or more). */
 		ra->stage.participates =
 		    r->fleet.agents[i].live != CL_LIVE_LOST && cli_run_has_share(r, i, &st->plan);
@@ -218,6 +221,23 @@ static void stage_progress(struct run *r, int64_t now)
 	cl_progress_update(&r->prog, &snap, false);
 }
 
+/* Files every silence that ended since the last turn: an agent the fleet had marked missing
+ * (CL_WIRE_MISSING_US without a request) came back.  The coordinator is the witness here, so
+ * a frozen host whose own clock stood still is caught too. */
+static void stage_note_silences(struct run *r)
+{
+	for (size_t i = 0; i < r->fleet.n; i++) {
+		const struct cl_fleet_agent *a = &r->fleet.agents[i];
+		struct run_agent *ra = &r->agents[i];
+		if (a->returns == ra->stage.returns_seen)
+			continue;
+		ra->stage.returns_seen = a->returns;
+		if (ra->stage.participates)
+			cl_stall_list_add(&ra->stage.silences, a->silent_from_us,
+					  a->silent_until_us - a->silent_from_us);
+	}
+}
+
 /* One turn of the stage loop: serves the fleet for up to RUN_SERVE_US (reports are merged
  * meanwhile), then reacts to a signal, a broken fleet, the stage's end or its deadline, and
  * shows progress.  True when the stage is over. */
@@ -225,6 +245,7 @@ static bool stage_poll(struct run *r)
 {
 	struct run_stage *st = r->st;
 	cl_fleet_serve(&r->fleet, RUN_SERVE_US);
+	stage_note_silences(r);
 	int64_t now = cl_mono_us();
 	if (atomic_load(r->o->stop) && !st->stop_sent)
 		stage_interrupt(r, now);
@@ -264,6 +285,52 @@ static double stage_window_s(const struct run *r, const struct run_stage *st)
 	return window_s;
 }
 
+/* Adds one agent's episodes (coordinator clock) to out as stalls of the stage that ran from
+ * start_us to end_us; the parts outside it are not the stage's. */
+static size_t stage_stalls_of(const struct cl_fleet_agent *a, const struct cl_stall_list *l,
+			      bool by_coordinator, int64_t start_us, int64_t end_us,
+			      struct cl_results_stall *out)
+{
+	size_t n = 0;
+	for (uint32_t k = 0; k < l->n && k < CL_STALLS_MAX; k++) {
+		int64_t from = l->ep[k].start_us, to = from + l->ep[k].length_us;
+		if (from < start_us)
+			from = start_us;
+		if (to > end_us)
+			to = end_us;
+		if (to <= from)
+			continue;
+		out[n++] = (struct cl_results_stall){
+			.agent = a->id,
+			.host = a->host,
+			.at_s = (from - start_us) / 1e6,
+			.length_s = (to - from) / 1e6,
+			.seen_by_coordinator = by_coordinator,
+		};
+	}
+	return n;
+}
+
+/* Hands the stage's stalls to the results, agent by agent: those the agents saw themselves,
+ * then the silences the coordinator saw. */
+static void stage_file_stalls(struct run *r, const struct run_stage *st)
+{
+	int64_t end = cl_mono_us();
+	for (size_t i = 0; i < r->fleet.n; i++) {
+		const struct run_agent *ra = &r->agents[i];
+		struct cl_results_stall s[2 * CL_STALLS_MAX];
+		size_t n = stage_stalls_of(&r->fleet.agents[i], &ra->stage.stalls, false,
+					   st->start_coord_us, end, s);
+		n += stage_stalls_of(&r->fleet.agents[i], &ra->stage.silences, true,
+				     st->start_coord_us, end, s + n);
+		uint32_t lost_a = ra->stage.stalls.dropped, lost_c = ra->stage.silences.dropped;
+		if ((n || lost_a || lost_c) &&
+		    cl_results_add_stalls(r->res, st->index, s, n, lost_a, lost_c) != 0)
+			CL_ERROR("cannot record the stalls of stage '%s': out of memory",
+				 st->scn->name);
+	}
+}
+
 /* Writes the stage's last intervals and its summary, frees r->st, and says whether the
  * run goes on: 0, CL_ECLOSED (interrupted) or CL_EIO (failed). */
 static int stage_close(struct run *r)
@@ -271,6 +338,8 @@ static int stage_close(struct run *r)
 	struct run_stage *st = r->st;
 	cl_progress_end(&r->prog);
 	cli_run_flush_intervals(r);
+	stage_note_silences(r);
+	stage_file_stalls(r, st);
 	if (cl_results_finish_stage(r->res, st->index, st->scn, &st->cum, stage_window_s(r, st),
 				    st->status, st->reason[0] ? st->reason : NULL) != 0)
 		CL_ERROR("cannot write results for stage '%s': %s", st->scn->name,

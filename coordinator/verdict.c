@@ -115,6 +115,10 @@ unsigned cl_verdict_client_bound(const struct cl_client_obs *o)
 		why |= CL_CLIENT_DISPATCH_LAG;
 	if (o->loop_lag_p99_us > CL_RESULTS_CLIENT_LAG_US)
 		why |= CL_CLIENT_LOOP_LAG;
+	if (o->stalls > 0)
+		why |= CL_CLIENT_STALL;
+	if (o->agents_missing > 0)
+		why |= CL_CLIENT_AGENT_MISSING;
 	return why;
 }
 
@@ -145,11 +149,14 @@ void cl_verdict_estimate(uint64_t samples, double requests_per_s, double tokens_
 	*output_tokens = (double)samples * tokens_per_request;
 }
 
-int cl_verdict_exit_code(int hint, bool complete, bool stage_failed, size_t breaches)
+int cl_verdict_exit_code(int hint, bool complete, bool stage_failed, bool client_bound_fails,
+			 size_t breaches)
 {
 	if (hint != CL_EXIT_OK)
 		return hint;
-	if (!complete || stage_failed)
+	/* A client-bound stage's numbers (and so its SLO checks) describe the client: that
+	 * outranks a breach, as a failed stage does. */
+	if (!complete || stage_failed || client_bound_fails)
 		return CL_EXIT_FAILED;
 	return breaches ? CL_EXIT_SLO_BREACH : CL_EXIT_OK;
 }

@@ -52,12 +52,16 @@ struct cl_client_obs {
 	int64_t loop_lag_p99_us;      /* loop-lag histogram p99, -1 none */
 	bool dispatch_lag_is_backlog; /* rate mode with a concurrency cap: queue time is the
 				       * server's backlog, not the client's lag */
+	uint32_t stalls;              /* stalls an agent saw in its own loops (chatload/stall.h) */
+	uint32_t agents_missing;      /* silences that made the coordinator mark an agent missing */
 };
 
 enum cl_client_reason {
 	CL_CLIENT_CPU = 1,
 	CL_CLIENT_DISPATCH_LAG = 2,
 	CL_CLIENT_LOOP_LAG = 4,
+	CL_CLIENT_STALL = 8,
+	CL_CLIENT_AGENT_MISSING = 16,
 };
 
 /* Whether an interval's health shows a saturated client: cpu over
@@ -65,7 +69,8 @@ enum cl_client_reason {
 bool cl_verdict_cpu_bound(double cpu_pct, double cpu_capacity_pct);
 
 /* The reasons (bitmask of enum cl_client_reason) a stage is client-bound; 0: it is not.
- * cpu: any cpu-bound interval; lags: p99 above CL_RESULTS_CLIENT_LAG_US. */
+ * cpu: any cpu-bound interval; lags: p99 above CL_RESULTS_CLIENT_LAG_US; stall: any stall
+ * an agent saw; agent_missing: any agent that went missing and came back. */
 unsigned cl_verdict_client_bound(const struct cl_client_obs *o);
 
 /* A stage as estimates see it. */
@@ -87,8 +92,10 @@ long cl_verdict_find_stage(const char *from_stage, const struct cl_stage_ref *st
 void cl_verdict_estimate(uint64_t samples, double requests_per_s, double tokens_per_request,
 			 double *hours, double *output_tokens);
 
-/* The run's exit code (enum cl_exit): hint when not 0; else 1 when incomplete or a stage
- * failed; else 99 on any breach; else 0. */
-int cl_verdict_exit_code(int hint, bool complete, bool stage_failed, size_t breaches);
+/* The run's exit code (enum cl_exit): hint when not 0; else 1 when incomplete, a stage
+ * failed, or a client-bound stage fails the run (client_bound_fails: the scenario's
+ * `client_bound: fail`, its numbers measure the client); else 99 on any breach; else 0. */
+int cl_verdict_exit_code(int hint, bool complete, bool stage_failed, bool client_bound_fails,
+			 size_t breaches);
 
 #endif

@@ -483,6 +483,17 @@ int cl_engine_collect(struct cl_engine *e, struct cl_metrics *acc)
 	return rc;
 }
 
+void cl_engine_take_stalls(struct cl_engine *e, struct cl_stall_list *into)
+{
+	for (uint32_t i = 0; e && i < e->nworkers; i++) {
+		struct cl_worker *w = &e->workers[i];
+		pthread_mutex_lock(&w->mu);
+		cl_stall_list_merge(into, &w->stalls);
+		memset(&w->stalls, 0, sizeof(w->stalls));
+		pthread_mutex_unlock(&w->mu);
+	}
+}
+
 enum cl_engine_state cl_engine_state(struct cl_engine *e)
 {
 	if (!e)

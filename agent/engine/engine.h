@@ -6,6 +6,7 @@
 #include "chatload/err.h"
 #include "chatload/metrics.h"
 #include "chatload/plan.h"
+#include "chatload/stall.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -64,6 +65,14 @@ int cl_engine_start(struct cl_engine *e, const struct cl_stage_plan *share, int6
  * then holds the others).  Concurrent calls are safe: they take turns.
  */
 int cl_engine_collect(struct cl_engine *e, struct cl_metrics *acc);
+
+/*
+ * Moves the stalls the workers' event loops saw since the previous call into into (merged:
+ * one freeze seen by every worker is one episode).  A stall is a pacing expiry handled
+ * CL_STALL_MIN_US or more after it was due; start_us is on this process's CLOCK_MONOTONIC.
+ * Non-blocking (each worker's lock is held for a copy).
+ */
+void cl_engine_take_stalls(struct cl_engine *e, struct cl_stall_list *into);
 
 enum cl_engine_state {
 	CL_ENGINE_IDLE,     /* no stage started yet */

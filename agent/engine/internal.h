@@ -13,6 +13,7 @@
 #include "chatload/clock.h"
 #include "chatload/metrics.h"
 #include "chatload/plan.h"
+#include "chatload/stall.h"
 
 #include <curl/curl.h>
 #include <pthread.h>
@@ -159,6 +160,7 @@ struct cl_worker {
 	uint64_t collect_ack; /* written by the worker after a swap, under mu */
 	atomic_bool collect_wanted;
 	int64_t swap_cpu_us, swap_mono_us; /* the worker's clocks at the last swap */
+	struct cl_stall_list stalls;       /* stalls of this worker's loop not yet taken */
 	/* collector-side */
 	bool collect_outstanding;
 	int64_t prev_cpu_us, prev_mono_us;
@@ -265,6 +267,12 @@ void cl_reqlog_flush(struct cl_worker *w);
 /* curl callbacks */
 size_t cl_on_header(char *p, size_t size, size_t n, void *ud);
 size_t cl_on_body(char *p, size_t size, size_t n, void *ud);
+
+/* error_text.c */
+/* Writes a failed request's error sample into out[n] (NUL-terminated): what happened in words
+ * a user acts on, what to check, then the detail (body, event, libcurl's message).  cls is its
+ * error class, res libcurl's result.  Returns the length. */
+size_t cl_error_text(const struct cl_slot *s, int cls, CURLcode res, char *out, size_t n);
 
 /*
  * The receive time of bytes libcurl hands a callback: the clock read on the spot (a vDSO

@@ -573,6 +573,13 @@ static int classify(const struct cl_slot *s, CURLcode res)
 	case CURLE_OPERATION_TIMEDOUT:
 		/* Never got as far as sending: the connect timed out. */
 		return s->sent_us ? CL_CTR_ERR_TIMEOUT : CL_CTR_ERR_CONNECT;
+	case CURLE_GOT_NOTHING:
+	case CURLE_RECV_ERROR:
+	case CURLE_SEND_ERROR:
+	case CURLE_PARTIAL_FILE:
+		/* The connection died: before the request went out, a failed connection; after
+		 * it, an answer that ended before it began. */
+		return s->sent_us ? CL_CTR_ERR_STREAM_INCOMPLETE : CL_CTR_ERR_CONNECT;
 	default:
 		return is_tls_error(res) ? CL_CTR_ERR_TLS : CL_CTR_ERR_OTHER;
 	}
@@ -748,23 +755,14 @@ void cl_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, boo
 
 	const char *msg = NULL;
 	size_t msg_len = 0;
+	char text[CL_ERR_SAMPLE_BODY_MAX];
 	if (cls != CL_CTR_COMPLETED && cls != CL_CTR_CUT) {
 		if (s->h1_refused) {
 			msg = h1_refused_msg;
 			msg_len = sizeof(h1_refused_msg) - 1;
-		} else if (s->sample_len) {
-			msg = s->sample;
-			msg_len = s->sample_len;
-		} else if (s->errbuf[0]) {
-			msg = s->errbuf;
-			msg_len = strlen(s->errbuf);
-		} else if (cls == CL_CTR_ERR_STREAM_INCOMPLETE) {
-			msg = res == CURLE_OK ? "stream ended without [DONE]"
-					      : curl_easy_strerror(res);
-			msg_len = strlen(msg);
 		} else {
-			msg = curl_easy_strerror(res);
-			msg_len = strlen(msg);
+			msg_len = cl_error_text(s, cls, res, text, sizeof(text));
+			msg = text;
 		}
 	}
 
@@ -792,8 +790,14 @@ void cl_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, boo
 				cl_hist_record(&m->lat[CL_LAT_TTFT], ttft);
 				good &= !e->good_ttft_us || ttft <= e->good_ttft_us;
 			}
-			if (s->first_content_us)
+			if (s->first_content_us) {
 				cl_hist_record(&m->lat[CL_LAT_TTFC], s->first_content_us - t0);
+			} else {
+				/* No answer reached the user (reasoning only, or empty): not good.
+				 */
+				m->ctr[CL_CTR_NO_CONTENT]++;
+				good = false;
+			}
 			if (s->last_us) {
 				int64_t e2e = s->last_us - t0;
 				cl_hist_record(&m->lat[CL_LAT_E2E], e2e);

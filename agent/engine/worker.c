@@ -536,8 +536,16 @@ static void on_pace_timer(struct cl_worker *w)
 		return;
 	w->tick = true;
 	int64_t now = cl_mono_us();
-	if (armed > 0 && armed != INT64_MAX && now >= armed)
+	if (armed > 0 && armed != INT64_MAX && now >= armed) {
 		cl_hist_record(&w->active->lat[CL_LAT_LOOP_LAG], now - armed);
+		/* A pacing expiry handled far later than due: the loop could not run (the
+		 * process was stopped, paused or starved).  Rare, so a lock is fine here. */
+		if (now - armed >= CL_STALL_MIN_US) {
+			pthread_mutex_lock(&w->mu);
+			cl_stall_list_add(&w->stalls, armed, now - armed);
+			pthread_mutex_unlock(&w->mu);
+		}
+	}
 	if (now >= w->st.probe_due_us) {
 		w->st.probe_due_us += CL_ENGINE_PROBE_US;
 		if (w->st.probe_due_us <= now)

@@ -49,6 +49,7 @@ static const char *const ctr_names[CL_CTR__COUNT] = {
 	[CL_CTR_COMPLETED_H1] = "completed_h1",
 	[CL_CTR_COMPLETED_H2] = "completed_h2",
 	[CL_CTR_CONNECTIONS_OPENED] = "connections_opened",
+	[CL_CTR_NO_CONTENT] = "no_content",
 };
 
 /* Latencies in µs: 1 µs .. 1 h at 3 digits (23552 buckets, 184 KiB). */

@@ -130,7 +130,8 @@ static int walk_ctrs(struct cl_metrics *m, const msgpack_object *obj, bool apply
 	char q[64];
 	if (obj->type != MSGPACK_OBJECT_MAP)
 		return cl_err_set(err, CL_EPARSE, "metrics 'ctr' is not a map");
-	uint32_t seen = 0;
+	uint64_t seen = 0; /* one bit per counter */
+	_Static_assert(CL_CTR__COUNT <= 64, "the seen mask holds every counter");
 	for (uint32_t i = 0; i < obj->via.map.size; i++) {
 		const msgpack_object *k = &obj->via.map.ptr[i].key;
 		const msgpack_object *v = &obj->via.map.ptr[i].val;
@@ -138,10 +139,10 @@ static int walk_ctrs(struct cl_metrics *m, const msgpack_object *obj, bool apply
 		if (idx < 0)
 			return cl_err_set(err, CL_EPARSE, "unknown counter '%s'",
 					  cli_mpk_quote(k, q, sizeof(q)));
-		if (seen & (1u << idx))
+		if (seen & (1ull << idx))
 			return cl_err_set(err, CL_EPARSE, "duplicate counter '%s'",
 					  cl_ctr_name(idx));
-		seen |= 1u << idx;
+		seen |= 1ull << idx;
 		uint64_t n_add, sum;
 		if (!cli_mpk_u64(v, &n_add))
 			return cl_err_set(err, CL_EPARSE,

@@ -67,6 +67,8 @@ void cl_scenario_defaults(struct cl_scenario *s)
 
 	s->output.dir = NULL;
 	s->output.formats = CL_FMT_JSON | CL_FMT_CSV | CL_FMT_MD | CL_FMT_HTML;
+
+	s->client_bound = CL_CLIENT_BOUND_FAIL;
 }
 
 void cli_scenario_stage_defaults(struct cl_scn_stage *st)

@@ -375,8 +375,17 @@ enum {
 	T_SLO,
 	T_ESTIMATE,
 	T_OUTPUT,
+	T_CLIENT_BOUND,
 	T__COUNT
 };
+
+static void conv_client_bound(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	static const char *const names[] = { "fail", "warn" };
+	int x;
+	if (cli_scn_get_enum(c, v, names, N(names), &x) == 0)
+		((struct cl_scenario *)obj)->client_bound = (enum cl_client_bound_policy)x;
+}
 
 static const struct scn_field top_fields[T__COUNT] = {
 	[T_NAME] = SCN_FIELD("name", SCN_F_NESTR, struct cl_scenario, name),
@@ -390,6 +399,7 @@ static const struct scn_field top_fields[T__COUNT] = {
 	[T_SLO] = SCN_CUSTOM("slo", conv_slo),
 	[T_ESTIMATE] = SCN_CUSTOM("estimate", conv_estimate),
 	[T_OUTPUT] = SCN_CUSTOM("output", conv_output),
+	[T_CLIENT_BOUND] = SCN_CUSTOM("client_bound", conv_client_bound),
 };
 
 /* Finds a stage by name, else (for a number) the concurrency stage with that concurrency. */

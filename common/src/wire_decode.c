@@ -298,11 +298,44 @@ static int dec_poll(struct wire_dec *d, const msgpack_object *top, struct cl_msg
 	return 0;
 }
 
+/* REPORT.stalls: an array of at most CL_STALLS_MAX {start_us, length_us > 0}; absent: none. */
+static int dec_stalls(struct wire_dec *d, const msgpack_object *v, struct cl_stall_list *l)
+{
+	if (!v)
+		return 0;
+	if (v->type != MSGPACK_OBJECT_ARRAY)
+		return cli_wire_wrong(d, "stalls", "an array", v);
+	if (v->via.array.size > CL_STALLS_MAX)
+		return cli_wire_bad(d, CL_ETOOBIG, "stalls", "has too many entries (%u, max %d)",
+				    v->via.array.size, CL_STALLS_MAX);
+	int rc = 0;
+	for (uint32_t i = 0; i < v->via.array.size && !rc; i++) {
+		char nm[32];
+		snprintf(nm, sizeof(nm), "stalls[%u]", i);
+		const msgpack_object *e = &v->via.array.ptr[i];
+		if ((rc = cli_wire_need_map(d, nm, e, true)))
+			break;
+		size_t old = wire_path_push(&d->path, nm);
+		struct wire_fld sf[] = { FLD("start_us"), FLD("length_us") };
+		struct cl_stall s = { 0 };
+		if (!(rc = cli_wire_fields(d, e, sf, WIRE_N(sf))) &&
+		    !(rc = cli_wire_get_i64(d, "start_us", sf[0].v, true, INT64_MIN, &s.start_us)))
+			rc = cli_wire_get_i64(d, "length_us", sf[1].v, true, 1, &s.length_us);
+		wire_path_pop(&d->path, old);
+		/* Added, not copied: whatever order or overlap a peer sends, the list keeps its
+		 * invariant (sorted, disjoint). */
+		if (!rc)
+			cl_stall_list_add(l, s.start_us, s.length_us);
+	}
+	return rc;
+}
+
 static int dec_report(struct wire_dec *d, const msgpack_object *top, struct cl_msg_report *r)
 {
-	struct wire_fld f[] = { FLD("kind"),      FLD("stage"),   FLD("interval"),
-				FLD("span_us"),   FLD("metrics"), FLD("readiness"),
-				FLD("t_send_us"), FLD("error"),   FLD("start_skew_us") };
+	struct wire_fld f[] = { FLD("kind"),      FLD("stage"),         FLD("interval"),
+				FLD("span_us"),   FLD("metrics"),       FLD("readiness"),
+				FLD("t_send_us"), FLD("error"),         FLD("start_skew_us"),
+				FLD("stalls"),    FLD("stalls_dropped") };
 	int rc, kind = 0;
 	if ((rc = cli_wire_fields(d, top, f, WIRE_N(f))))
 		return rc;
@@ -320,6 +353,9 @@ static int dec_report(struct wire_dec *d, const msgpack_object *top, struct cl_m
 				   &r->error, NULL)) ||
 	    (rc = cli_wire_get_i64(d, "start_skew_us", F("start_skew_us"), false, 0,
 				   &r->start_skew_us)) ||
+	    (rc = dec_stalls(d, F("stalls"), &r->stalls)) ||
+	    (rc = cli_wire_get_u32(d, "stalls_dropped", F("stalls_dropped"), false,
+				   &r->stalls.dropped)) ||
 	    (rc = cli_wire_need_map(d, "readiness", F("readiness"), probe)) ||
 	    (rc = cli_wire_need_map(d, "metrics", F("metrics"), !probe)))
 		return rc;

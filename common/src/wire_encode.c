@@ -282,6 +282,30 @@ static void enc_readiness(struct enc *e, const char *name, const struct cl_readi
 	wire_path_pop(&e->path, old);
 }
 
+/* REPORT.stalls: [{start_us, length_us}, ...], at most CL_STALLS_MAX. */
+static void enc_stalls(struct enc *e, const struct cl_stall_list *l)
+{
+	if (l->n > CL_STALLS_MAX) {
+		fail(e, CL_ETOOBIG, "stalls", "has too many entries (%u, max %d)", l->n,
+		     CL_STALLS_MAX);
+		return;
+	}
+	key(e, "stalls");
+	size_t old = wire_path_push(&e->path, "stalls");
+	array(e, l->n);
+	for (uint32_t i = 0; i < l->n && !e->rc; i++) {
+		size_t o2 = wire_path_index(&e->path, i);
+		if (l->ep[i].length_us <= 0)
+			fail(e, CL_EINVAL, "length_us", "must be positive (%lld)",
+			     (long long)l->ep[i].length_us);
+		map(e, 2);
+		i64(e, "start_us", l->ep[i].start_us);
+		i64(e, "length_us", l->ep[i].length_us);
+		wire_path_pop(&e->path, o2);
+	}
+	wire_path_pop(&e->path, old);
+}
+
 static void enc_metrics(struct enc *e, const struct cl_metrics *m)
 {
 	key(e, "metrics");
@@ -370,7 +394,8 @@ static size_t body_fields(const struct cl_msg *m)
 		return 7 + !!m->poll.error + 2 * (m->poll.clock_rtt_us > 0);
 	case CL_MSG_REPORT:
 		return 5 + !!m->report.metrics + !!m->report.readiness + !!m->report.error +
-		       !!m->report.start_skew_us;
+		       !!m->report.start_skew_us + !!m->report.stalls.n +
+		       !!m->report.stalls.dropped;
 	case CL_MSG_WELCOME:
 		return 4;
 	case CL_MSG_REFUSE:
@@ -441,6 +466,10 @@ static void enc_body(struct enc *e, const struct cl_msg *m)
 			str(e, "error", r->error, CL_WIRE_MAX_ERROR, WSTR_TEXT);
 		if (r->start_skew_us)
 			nonneg(e, "start_skew_us", r->start_skew_us);
+		if (r->stalls.n)
+			enc_stalls(e, &r->stalls);
+		if (r->stalls.dropped)
+			u64(e, "stalls_dropped", r->stalls.dropped);
 		if (r->readiness)
 			enc_readiness(e, "readiness", r->readiness);
 		if (r->metrics)

@@ -2,8 +2,10 @@
  * tables, self-contained HTML with charts, the terminal table, and documents from hostile
  * files (wrong types, missing fields) rendered without trusting them. */
 #include "coord_metrics.h"
+#include "progress.h"
 #include "report.h"
 #include "results.h"
+#include "results_internal.h"
 
 #include "chatload/exitcode.h"
 
@@ -11,7 +13,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* A finished run of three stages, one with a name that needs quoting everywhere. */
@@ -135,7 +139,10 @@ static void test_csv(void **state)
 			assert_float_equal(strtod(fields[22], NULL),
 					   cl_results_num(st, "throughput.requests_per_s"), 1e-9);
 			assert_string_equal(cl_report_csv_column(22), "requests_per_s");
-			assert_string_equal(fields[ncol - 1], "false"); /* slo_pass: breached */
+			size_t slo_col = 0;
+			while (strcmp(cl_report_csv_column(slo_col), "slo_pass") != 0)
+				slo_col++;
+			assert_string_equal(fields[slo_col], "false"); /* breached */
 		}
 		row++;
 	}
@@ -299,6 +306,71 @@ static void test_parse_format(void **state)
 	json_decref(empty);
 }
 
+/* Shares as people read them: never "1e+02%", never 99.96% shown as all of them. */
+static void test_percent_format(void **state)
+{
+	static const struct {
+		double pct;
+		const char *want;
+	} cases[] = { { 100, "100%" }, { 45.3, "45%" },    { 9.96, "10%" },   { 2, "2%" },
+		      { 1.96, "2%" },  { 0.123, "0.12%" }, { 99.7, "99.7%" }, { 99.96, "99.9%" },
+		      { 0, "0%" },     { NAN, "-" } };
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char buf[32];
+		assert_string_equal(cli_rp_fmt_pct(buf, sizeof(buf), cases[i].pct), cases[i].want);
+	}
+	/* The table: every request failed, every completed one without content. */
+	json_error_t je;
+	json_t *doc = json_loads(
+	    "{\"stages\": [{\"name\": \"all\", \"status\": \"ok\", \"requests\": {"
+	    "\"completed\": 0, \"errors_total\": 20, \"error_rate\": 1.0, \"no_content\": 0}},"
+	    "{\"name\": \"think\", \"status\": \"ok\", \"requests\": {\"completed\": 8, "
+	    "\"errors_total\": 0, \"error_rate\": 0.0, \"no_content\": 8}}]}",
+	    0, &je);
+	assert_non_null(doc);
+	char *text = render(doc, CL_REPORT_TABLE);
+	assert_non_null(strstr(text, " 20 (100%)"));
+	assert_null(strstr(text, "e+"));
+	assert_non_null(strstr(text, "no content"));
+	assert_non_null(strstr(text, "8 (100%)"));
+	free(text);
+	/* Without requests lacking content the column is not shown. */
+	json_object_set_new(
+	    json_object_get(json_array_get(json_object_get(doc, "stages"), 1), "requests"),
+	    "no_content", json_integer(0));
+	text = render(doc, CL_REPORT_TABLE);
+	assert_null(strstr(text, "no content"));
+	free(text);
+	json_decref(doc);
+}
+
+/* The live progress line: a percentile with no data is "-", not a measured 0 ms. */
+static void test_progress_no_data(void **state)
+{
+	setenv("CHATLOAD_PROGRESS", "plain", 1);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	struct cl_progress p;
+	cl_progress_init(&p, f);
+	struct cl_progress_snapshot snap = {
+		.stage = "c4", .n_stages = 1, .total_s = 10, .ttft_p50_ms = NAN, .agents_ok = 2
+	};
+	cl_progress_update(&p, &snap, true);
+	snap.ttft_p50_ms = 123.4;
+	cl_progress_update(&p, &snap, true);
+	fclose(f);
+	char *second = strchr(buf, '\n');
+	assert_non_null(second);
+	*second++ = '\0';
+	assert_non_null(strstr(buf, "| ttft p50 - |"));
+	assert_null(strstr(buf, "0ms"));
+	assert_non_null(strstr(second, "| ttft p50 123ms |"));
+	free(buf);
+	unsetenv("CHATLOAD_PROGRESS");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -308,6 +380,8 @@ int main(void)
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_hostile_documents),
 		cmocka_unit_test(test_parse_format),
+		cmocka_unit_test(test_percent_format),
+		cmocka_unit_test(test_progress_no_data),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,11 +4,16 @@
  * exit code (111 when the fixture itself fails).
  *
  * usage: results_fixture OUTDIR [--scale F] [--breach] [--interrupt] [--kill-after-stage N]
- *                               [--client-bound] [--rate] [--intervals N] [--seed N]
+ *                               [--client-bound] [--stall] [--warn] [--rate] [--intervals N]
+ *                               [--seed N]
  *   --scale F   latencies times F, throughput divided by F (F > 1 is a regression)
  *   --breach    adds an SLO the c16 stage breaks (exit 99)
  *   --interrupt the c8 stage is interrupted after two intervals (exit 1, complete: false)
  *   --kill-after-stage N  SIGKILLs itself two intervals into stage N+1
+ *   --client-bound  the c16 stage's dispatch lag is 75 ms (client-bound: exit 1)
+ *   --stall     agent 2 stalls 4.2 s into the c8 stage for 1.5 s, and the coordinator
+ *               saw agent 1 go missing in it (client-bound: exit 1)
+ *   --warn      the scenario says client_bound: warn (a client-bound stage only warns)
  *   --rate      open-loop stages (5, 10, 20, 40 requests/s) instead of concurrency
  *   --intervals N  report intervals per stage (default 5)
  */
@@ -37,6 +42,7 @@ int main(int argc, char **argv)
 	const char *dir = NULL;
 	double scale = 1.0;
 	bool breach = false, interrupt = false, client_bound = false, rate = false;
+	bool stall = false, warn_only = false;
 	int intervals = 5;
 	long kill_after = -1;
 	uint64_t seed = 20261202;
@@ -50,6 +56,10 @@ int main(int argc, char **argv)
 			interrupt = true;
 		} else if (strcmp(argv[i], "--client-bound") == 0) {
 			client_bound = true;
+		} else if (strcmp(argv[i], "--stall") == 0) {
+			stall = true;
+		} else if (strcmp(argv[i], "--warn") == 0) {
+			warn_only = true;
 		} else if (strcmp(argv[i], "--rate") == 0) {
 			rate = true;
 		} else if (strcmp(argv[i], "--intervals") == 0 && i + 1 < argc) {
@@ -103,6 +113,8 @@ int main(int argc, char **argv)
 	memcpy(s.estimate.samples, samples, sizeof(samples));
 	s.estimate.n_samples = 3;
 	s.estimate.from_stage = strdup("8");
+	if (warn_only)
+		s.client_bound = CL_CLIENT_BOUND_WARN;
 
 	struct cl_results *r = NULL;
 	struct cl_err err = { 0 };
@@ -179,6 +191,14 @@ int main(int argc, char **argv)
 		if (kill_after >= 0 && (long)st == kill_after + 1) {
 			fflush(stdout);
 			raise(SIGKILL);
+		}
+		if (stall && st == 2) {
+			const struct cl_results_stall st_list[] = {
+				{ 2, "127.0.0.2", 4.2, 1.5, false },
+				{ 1, "127.0.0.1", 1.0, 3.4, true },
+			};
+			if (cl_results_add_stalls(r, st, st_list, 2, 0, 0) != 0)
+				return die("cannot add stalls", NULL);
 		}
 		enum cl_stage_status status = stop ? CL_STAGE_INTERRUPTED : CL_STAGE_OK;
 		if (cl_results_finish_stage(r, st, &s.stages[st], &cum, n, status,

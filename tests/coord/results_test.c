@@ -466,6 +466,64 @@ static void test_client_bound(void **state)
 	free(dir);
 }
 
+/* Stalls: listed up to CL_RESULTS_MAX_STALLS with the rest counted, each witness its own
+ * reason, the run failing unless the scenario says client_bound: warn. */
+static void test_stalls(void **state)
+{
+	char *dir = make_tmpdir();
+	struct cl_scenario s;
+	const uint32_t conc[] = { 8 };
+	tm_scenario(&s, "stalls", conc, 1);
+	struct cl_results *r = NULL;
+	struct cl_err err = { 0 };
+	assert_int_equal(cl_results_create(&s, NULL, 0, NULL, dir, &r, &err), 0);
+	struct cl_results_stall many[CL_RESULTS_MAX_STALLS + 5];
+	for (size_t i = 0; i < sizeof(many) / sizeof(many[0]); i++)
+		many[i] = (struct cl_results_stall){ 3, "h3", 0.5 * (double)i, 0.25, false };
+	assert_int_equal(cl_results_add_stalls(r, 0, many, CL_RESULTS_MAX_STALLS + 5, 2, 0), 0);
+	assert_int_equal(cl_results_add_stalls(r, 1, many, 1, 0, 0), CL_EINVAL); /* no stage 1 */
+	struct cl_metrics cum = { 0 };
+	assert_int_equal(cl_metrics_init(&cum), 0);
+	uint64_t seed = 5;
+	run_stage_intervals(r, 0, &cum, &normal, 1, &seed);
+	assert_int_equal(cl_results_finish_stage(r, 0, &s.stages[0], &cum, 1, CL_STAGE_OK, NULL),
+			 0);
+	assert_int_equal(cl_results_add_stalls(r, 0, many, 1, 0, 0), CL_EINVAL); /* finished */
+	const json_t *st = json_array_get(json_object_get(cl_results_doc(r), "stages"), 0);
+	assert_true(json_is_true(cl_results_get(st, "client.client_bound")));
+	assert_true(has_reason(st, "stall"));
+	assert_false(has_reason(st, "agent_missing"));
+	assert_int_equal(json_array_size(cl_results_get(st, "client.stalls")),
+			 CL_RESULTS_MAX_STALLS);
+	assert_float_equal(cl_results_num(st, "client.stalls_unlisted"), 5 + 2, 0);
+	assert_float_equal(
+	    cl_results_num(json_array_get(cl_results_get(st, "client.stalls"), 3), "at_s"), 1.5,
+	    1e-12);
+	int code = 0;
+	assert_int_equal(cl_results_finish(r, true, CL_EXIT_OK, &code), 0);
+	assert_int_equal(code, CL_EXIT_FAILED);
+	cl_results_destroy(r);
+
+	/* Only silences the coordinator could not list: agent_missing alone; warn passes. */
+	s.client_bound = CL_CLIENT_BOUND_WARN;
+	assert_int_equal(cl_results_create(&s, NULL, 0, NULL, dir, &r, &err), 0);
+	assert_int_equal(cl_results_add_stalls(r, 0, NULL, 0, 0, 1), 0);
+	cl_metrics_reset(&cum);
+	run_stage_intervals(r, 0, &cum, &normal, 1, &seed);
+	assert_int_equal(cl_results_finish_stage(r, 0, &s.stages[0], &cum, 1, CL_STAGE_OK, NULL),
+			 0);
+	st = json_array_get(json_object_get(cl_results_doc(r), "stages"), 0);
+	assert_true(has_reason(st, "agent_missing"));
+	assert_false(has_reason(st, "stall"));
+	assert_int_equal(cl_results_finish(r, true, CL_EXIT_OK, &code), 0);
+	assert_int_equal(code, CL_EXIT_OK);
+	cl_results_destroy(r);
+	cl_metrics_destroy(&cum);
+	tm_scenario_free(&s);
+	rm_rf(dir);
+	free(dir);
+}
+
 static void test_interval_decimation(void **state)
 {
 	char *dir = make_tmpdir();
@@ -670,6 +728,7 @@ int main(void)
 		cmocka_unit_test(test_interrupted_run),
 		cmocka_unit_test(test_token_source),
 		cmocka_unit_test(test_client_bound),
+		cmocka_unit_test(test_stalls),
 		cmocka_unit_test(test_interval_decimation),
 		cmocka_unit_test(test_untrusted_text),
 		cmocka_unit_test(test_default_directory),

@@ -137,11 +137,17 @@ static void test_estimate_and_exit_code(void **state)
 	cl_verdict_estimate(100, 0, 512, &hours, &tokens);
 	assert_true(isnan(hours));
 
-	assert_int_equal(cl_verdict_exit_code(CL_EXIT_OK, true, false, 0), CL_EXIT_OK);
-	assert_int_equal(cl_verdict_exit_code(CL_EXIT_OK, true, false, 2), CL_EXIT_SLO_BREACH);
-	assert_int_equal(cl_verdict_exit_code(CL_EXIT_OK, false, false, 2), CL_EXIT_FAILED);
-	assert_int_equal(cl_verdict_exit_code(CL_EXIT_OK, true, true, 0), CL_EXIT_FAILED);
-	assert_int_equal(cl_verdict_exit_code(CL_EXIT_NOT_READY, false, false, 0),
+	assert_int_equal(cl_verdict_exit_code(CL_EXIT_OK, true, false, false, 0), CL_EXIT_OK);
+	assert_int_equal(cl_verdict_exit_code(CL_EXIT_OK, true, false, false, 2),
+			 CL_EXIT_SLO_BREACH);
+	assert_int_equal(cl_verdict_exit_code(CL_EXIT_OK, false, false, false, 2), CL_EXIT_FAILED);
+	assert_int_equal(cl_verdict_exit_code(CL_EXIT_OK, true, true, false, 0), CL_EXIT_FAILED);
+	assert_int_equal(cl_verdict_exit_code(CL_EXIT_NOT_READY, false, false, false, 0),
+			 CL_EXIT_NOT_READY);
+	/* A client-bound stage (client_bound: fail) fails the run, even over a breach. */
+	assert_int_equal(cl_verdict_exit_code(CL_EXIT_OK, true, false, true, 0), CL_EXIT_FAILED);
+	assert_int_equal(cl_verdict_exit_code(CL_EXIT_OK, true, false, true, 3), CL_EXIT_FAILED);
+	assert_int_equal(cl_verdict_exit_code(CL_EXIT_NOT_READY, true, false, true, 0),
 			 CL_EXIT_NOT_READY);
 }
 
@@ -160,6 +166,14 @@ static void test_client_rules(void **state)
 	o.loop_lag_p99_us = 60000;
 	o.cpu_bound_intervals = 1;
 	assert_int_equal(cl_verdict_client_bound(&o), CL_CLIENT_LOOP_LAG | CL_CLIENT_CPU);
+	/* Stalls and silences are reasons of their own, whatever the percentiles say. */
+	struct cl_client_obs q = { .dispatch_lag_p99_us = -1, .loop_lag_p99_us = -1 };
+	q.stalls = 1;
+	assert_int_equal(cl_verdict_client_bound(&q), CL_CLIENT_STALL);
+	q.agents_missing = 2;
+	assert_int_equal(cl_verdict_client_bound(&q), CL_CLIENT_STALL | CL_CLIENT_AGENT_MISSING);
+	q.stalls = 0;
+	assert_int_equal(cl_verdict_client_bound(&q), CL_CLIENT_AGENT_MISSING);
 }
 
 static char *tmpdir(void)

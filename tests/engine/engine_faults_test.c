@@ -124,6 +124,12 @@ static void test_each_fault_in_order(void **state)
 	assert_int_equal(m.err_samples[1].http_status, 429);
 	assert_int_equal(m.err_samples[2].ctr, CL_CTR_ERR_STREAM_INCOMPLETE);
 	assert_int_equal(m.err_samples[3].ctr, CL_CTR_ERR_STREAM_MALFORMED);
+	/* Each says what happened in words before the detail (error_text.c). */
+	printf("  samples: %s\n           %s\n", m.err_samples[0].body, m.err_samples[2].body);
+	assert_ptr_equal(
+	    strstr(m.err_samples[0].body, "HTTP 500, the server failed: see its logs: "),
+	    m.err_samples[0].body);
+	assert_non_null(strstr(m.err_samples[2].body, "before data: [DONE]"));
 	check_cmp(strlen(m.err_samples[3].body), >, 0);
 
 	/* Per request, joined with the truth log. */
@@ -257,6 +263,7 @@ static void test_connect_refused(void **state)
 	assert_balanced(&m, &he);
 	check_cmp(took, <, 2000000);
 	assert_int_equal(m.err_samples[0].ctr, CL_CTR_ERR_CONNECT);
+	assert_non_null(strstr(m.err_samples[0].body, "cannot connect to the server: check"));
 
 	struct h_jsonl log;
 	assert_int_equal(h_jsonl_load(&log, he.log_path), 0);
@@ -339,6 +346,7 @@ static void test_http2_to_h1_server(void **state)
 	assert_balanced(&m, &he);
 	printf("  h2 to an h1 server: class %s, %s\n", cl_ctr_name(m.err_samples[0].ctr),
 	       m.err_samples[0].body);
+	assert_non_null(strstr(m.err_samples[0].body, "set it to false for HTTP/1.1"));
 	cl_metrics_destroy(&m);
 	h_engine_destroy(&he);
 	h_sim_cleanup(&sim);

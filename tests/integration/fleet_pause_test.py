@@ -2,7 +2,9 @@
 coordinator calls it missing, then back (not lost: that takes 10 s); nothing it measured is
 counted twice (every request results.json counts as completed is one the simulator's truth
 log shows served, and the other way round), and once the run is over no request reaches the
-simulator any more.
+simulator any more.  The stage is client-bound, seen by both witnesses (the agent's own loops:
+`stall`; the coordinator's silence: `agent_missing`), each naming agent 1, when and how long;
+the scenario says `client_bound: warn`, so the run still exits 0, with the warning.
 
 The measured window (docs/engine.md): a request counts when its intended start is inside the
 window; requests still running when it closes drain and still count.  With no ramp, no
@@ -31,7 +33,8 @@ class AgentPause(tl.FleetCase):
         doc = tl.scenario({"url": sim.url},
                           [{"name": "paused", "concurrency": 4, "duration": "10s"}],
                           {"listen": url, "expect": 2, "token_env": "CLT_FLEET_TOKEN",
-                           "join_timeout": "30s", "report_interval": "500ms"})
+                           "join_timeout": "30s", "report_interval": "500ms"},
+                          client_bound="warn")
         out = self.scope.path("out")
         coord = self.start_run(self.write_scenario("pause", doc), out,
                                env={"CLT_FLEET_TOKEN": TOKEN})
@@ -54,9 +57,12 @@ class AgentPause(tl.FleetCase):
             coord.wait_line(r"agent 1 \(.*\) missing", 8, after=t_stop)
             time.sleep(max(0.0, 4.0 - (time.monotonic() - t_stop)))
         finally:
+            # Read the clock before the signal: the "back" line can be read before this
+            # thread runs again (seen under ASan).
+            t_sigcont = time.monotonic()
             agents[1].send(signal.SIGCONT)
         t_cont = time.monotonic()
-        coord.wait_line(r"agent 1 \(.*\) is back", 8, after=t_cont)
+        coord.wait_line(r"agent 1 \(.*\) is back", 8, after=t_sigcont)
 
         self.assertExit(coord, 0, 45)
         t_end = time.monotonic()
@@ -68,6 +74,26 @@ class AgentPause(tl.FleetCase):
         self.assertTrue(res["complete"])
         (st,) = res["stages"]
         self.assertEqual(st["status"], "ok", st.get("reason"))
+        # Client-bound, seen by both witnesses, naming agent 1 only; warn: exit 0 above.
+        c = st["client"]
+        self.assertTrue(c["client_bound"], c)
+        self.assertEqual(sorted(c["reasons"]), ["agent_missing", "stall"], c)
+        self.assertEqual({s["agent"] for s in c["stalls"]}, {1}, c["stalls"])
+        by = {s["seen_by"]: s for s in c["stalls"]}
+        self.assertEqual(sorted(by), ["agent", "coordinator"], c["stalls"])
+        frozen = t_cont - t_stop
+        at = t_stop - (t_stage + 0.5)
+        self.assertGreaterEqual(by["agent"]["length_s"], frozen - 0.3, (by, frozen))
+        self.assertLessEqual(by["agent"]["length_s"], frozen + 1.0, (by, frozen))
+        self.assertLess(abs(by["agent"]["at_s"] - at), 0.6, (by, at))
+        # The coordinator's silence runs from the last request before the freeze to the
+        # first after it: about as long, starting up to a poll earlier.
+        self.assertGreater(by["coordinator"]["length_s"], 3.0, by)
+        self.assertLess(abs(by["coordinator"]["at_s"] - at), 1.0, (by, at))
+        table = coord.text("out")
+        self.assertIn("exit 0 (ok)", table)
+        self.assertIn("warning: stage 'paused' was client-bound (stall, agent_missing)", table)
+        self.assertRegex(table, r"agent 1 \(.*\) went silent \(missing\) for")
         self.assertEqual({a["id"]: a["lost"] for a in res["agents"]}, {1: False, 2: False})
         self.assertEqual(st["requests"]["errors_total"], 0, st["requests"]["errors"])
 

@@ -314,15 +314,60 @@ class Verdict(unittest.TestCase):
 
     def test_client_bound_is_flagged(self):
         with tempfile.TemporaryDirectory(prefix="chatload-report-test-") as tmp:
-            out = run_fixture(tmp, "--client-bound")
+            out = run_fixture(tmp, "--client-bound", expect=1)
             with open(os.path.join(tmp, "results.json"), encoding="utf-8") as f:
                 doc = json.load(f)
             flags = [s["client"]["client_bound"] for s in doc["stages"]]
             self.assertEqual(flags, [False, False, False, True])
             self.assertEqual(doc["stages"][3]["client"]["reasons"], ["dispatch_lag"])
             self.assertGreater(doc["stages"][3]["client"]["dispatch_lag_p99_ms"], 50)
+            # Its numbers measure the client: the run fails, and says why.
+            self.assertEqual(doc["exit_code"], 1)
+            self.assertTrue(doc["complete"])
+            self.assertIn("exit 1 (client-bound)", out)
             self.assertIn("client-bound", out)
-            self.assertTrue(any("client-bound" in w for w in doc["warnings"]))
+            self.assertTrue(any("client-bound" in w and "add agents or workers" in w
+                                for w in doc["warnings"]), doc["warnings"])
+            # `chatload report --check` gives the run's own code.
+            p = subprocess.run([CHATLOAD, "report", "--check", tmp], capture_output=True,
+                               timeout=60)
+            self.assertEqual(p.returncode, 1)
+
+    def test_client_bound_warn_only_warns(self):
+        with tempfile.TemporaryDirectory(prefix="chatload-report-test-") as tmp:
+            out = run_fixture(tmp, "--client-bound", "--warn", expect=0)
+            with open(os.path.join(tmp, "results.json"), encoding="utf-8") as f:
+                doc = json.load(f)
+            self.assertEqual(doc["scenario"]["client_bound"], "warn")
+            self.assertTrue(doc["stages"][3]["client"]["client_bound"])
+            self.assertEqual(doc["exit_code"], 0)
+            self.assertIn("exit 0 (ok)", out)
+            self.assertIn("warning: stage 'c16' was client-bound (dispatch_lag)", out)
+
+    def test_stalls_name_agent_when_and_how_long(self):
+        with tempfile.TemporaryDirectory(prefix="chatload-report-test-") as tmp:
+            out = run_fixture(tmp, "--stall", expect=1)
+            with open(os.path.join(tmp, "results.json"), encoding="utf-8") as f:
+                doc = json.load(f)
+            with open(os.path.join(SRC, "docs", "results.schema.json"), encoding="utf-8") as f:
+                jsonschema.Draft202012Validator(json.load(f)).validate(doc)
+            c8 = doc["stages"][2]["client"]
+            self.assertTrue(c8["client_bound"])
+            self.assertEqual(c8["reasons"], ["stall", "agent_missing"])
+            self.assertEqual(c8["stalls"], [
+                {"agent": 2, "host": "127.0.0.2", "at_s": 4.2, "length_s": 1.5,
+                 "seen_by": "agent"},
+                {"agent": 1, "host": "127.0.0.1", "at_s": 1.0, "length_s": 3.4,
+                 "seen_by": "coordinator"}])
+            self.assertEqual(c8["stalls_unlisted"], 0)
+            for other in (0, 1, 3):
+                self.assertEqual(doc["stages"][other]["client"]["stalls"], [])
+            self.assertIn("c8 ", out)
+            self.assertIn("ok (client-bound)", out)
+            self.assertIn("warning: stage 'c8': agent 2 (127.0.0.2) stalled: it could not run "
+                          "for 1.50 s from 4.20 s into the stage (seen by the agent)", out)
+            self.assertIn("warning: stage 'c8': agent 1 (127.0.0.1) went silent (missing) for "
+                          "3.40 s from 1.00 s into the stage (seen by the coordinator)", out)
 
 
 class RateMode(unittest.TestCase):

@@ -47,6 +47,7 @@ static const char *const want_ctr[] = {
 	"completed_h1",
 	"completed_h2",
 	"connections_opened",
+	"no_content",
 };
 
 static void test_names(void **state)

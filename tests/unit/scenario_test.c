@@ -147,6 +147,7 @@ static void defaults(void **state)
 	assert_false(s.slo_abort_on_breach);
 	assert_int_equal(s.estimate.n_samples, 0);
 	assert_null(s.estimate.from_stage);
+	assert_int_equal(s.client_bound, CL_CLIENT_BOUND_FAIL);
 	assert_null(s.output.dir);
 	assert_int_equal(s.output.formats, CL_FMT_JSON | CL_FMT_CSV | CL_FMT_MD | CL_FMT_HTML);
 	cl_scenario_free(&s);
@@ -981,15 +982,47 @@ static void example_scenarios(void **state)
 	}
 }
 
+/* client_bound: fail (default) or warn, at the top level; anything else is named, with its
+ * place, and --set reaches it. */
+static void client_bound_policy(void **state)
+{
+	struct cl_scenario s;
+	static const char warn[] = "target: { url: http://127.0.0.1:8000/v1 }\n"
+				   "stages: [ { concurrency: 4, duration: 1m } ]\n"
+				   "client_bound: warn\n";
+	load_ok(warn, NULL, &s);
+	assert_int_equal(s.client_bound, CL_CLIENT_BOUND_WARN);
+	cl_scenario_free(&s);
+	const char *const ov[] = { "client_bound=fail", NULL };
+	load_ok(warn, ov, &s);
+	assert_int_equal(s.client_bound, CL_CLIENT_BOUND_FAIL);
+	cl_scenario_free(&s);
+	static const char bad[] = "target: { url: http://127.0.0.1:8000/v1 }\n"
+				  "stages: [ { concurrency: 4, duration: 1m } ]\n"
+				  "client_bound: ignore\n";
+	load_bad(bad, strlen(bad), NULL, 3, 15, "client_bound must be one of fail, warn");
+	static const char misplaced[] = "target: { url: http://127.0.0.1:8000/v1 }\n"
+					"stages: [ { concurrency: 4, duration: 1m, "
+					"client_bound: warn } ]\n";
+	load_bad(misplaced, strlen(misplaced), NULL, 2, 43, "unknown key 'client_bound'");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(defaults),         cmocka_unit_test(every_field),
-		cmocka_unit_test(simulator_target), cmocka_unit_test(http2_modes),
-		cmocka_unit_test(body_json_types),  cmocka_unit_test(anchors_need_known_keys),
-		cmocka_unit_test(overrides),        cmocka_unit_test(derived_and_cross_checks),
-		cmocka_unit_test(dataset_paths),    cmocka_unit_test(caps),
-		cmocka_unit_test(bad_corpus),       cmocka_unit_test(example_scenarios),
+		cmocka_unit_test(defaults),
+		cmocka_unit_test(every_field),
+		cmocka_unit_test(simulator_target),
+		cmocka_unit_test(http2_modes),
+		cmocka_unit_test(body_json_types),
+		cmocka_unit_test(anchors_need_known_keys),
+		cmocka_unit_test(overrides),
+		cmocka_unit_test(derived_and_cross_checks),
+		cmocka_unit_test(dataset_paths),
+		cmocka_unit_test(caps),
+		cmocka_unit_test(bad_corpus),
+		cmocka_unit_test(example_scenarios),
+		cmocka_unit_test(client_bound_policy),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -460,6 +460,110 @@ static void test_report_probe(void **state)
 	cl_msg_free(&out);
 }
 
+/* A REPORT with a hand-made `stalls` value (and an empty metrics record), for the decoder. */
+static int decode_report_with_stalls(const int64_t (*ep)[2], size_t n, bool as_array,
+				     struct cl_msg *out, struct cl_err *err)
+{
+	msgpack_sbuffer sb;
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer pk;
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+#define KEY(k) (msgpack_pack_str(&pk, strlen(k)), msgpack_pack_str_body(&pk, k, strlen(k)))
+	msgpack_pack_map(&pk, 11);
+	KEY("proto"), msgpack_pack_uint32(&pk, CL_PROTO_VERSION);
+	KEY("t_send_us"), msgpack_pack_int64(&pk, 12345);
+	KEY("type"), KEY("REPORT");
+	KEY("run"), KEY("r");
+	KEY("agent"), msgpack_pack_uint32(&pk, 1);
+	KEY("seq"), msgpack_pack_uint32(&pk, 3);
+	KEY("kind"), KEY("interval");
+	KEY("stage"), msgpack_pack_uint32(&pk, 0);
+	KEY("interval"), msgpack_pack_uint32(&pk, 0);
+	KEY("metrics"), msgpack_pack_map(&pk, 0);
+	KEY("stalls");
+	if (!as_array) {
+		msgpack_pack_map(&pk, 0);
+	} else {
+		msgpack_pack_array(&pk, n);
+		for (size_t i = 0; i < n; i++) {
+			msgpack_pack_map(&pk, 2);
+			KEY("start_us"), msgpack_pack_int64(&pk, ep[i][0]);
+			KEY("length_us"), msgpack_pack_int64(&pk, ep[i][1]);
+		}
+	}
+#undef KEY
+	int rc = cl_wire_decode(sb.data, sb.size, out, err);
+	msgpack_sbuffer_destroy(&sb);
+	return rc;
+}
+
+/* Stall episodes ride on a REPORT: at most CL_STALLS_MAX, each {start_us, length_us > 0}, put
+ * in order and merged whatever order or overlap a peer sends. */
+static void test_report_stalls(void **state)
+{
+	struct cl_metrics *m = calloc(1, sizeof(*m));
+	assert_non_null(m);
+	assert_int_equal(cl_metrics_init(m), 0);
+	struct cl_msg in = { .type = CL_MSG_REPORT, .run = "run-1", .agent = 2, .seq = 7 };
+	in.report = (struct cl_msg_report){ .kind = CL_REPORT_FINAL, .metrics = m };
+	cl_stall_list_add(&in.report.stalls, -5, 300000);
+	cl_stall_list_add(&in.report.stalls, 9000000, 4000000);
+	in.report.stalls.dropped = 3;
+	struct cl_msg out;
+	roundtrip(&in, &out);
+	assert_int_equal(out.report.stalls.n, 2);
+	assert_int_equal(out.report.stalls.dropped, 3);
+	assert_int_equal(out.report.stalls.ep[0].start_us, -5);
+	assert_int_equal(out.report.stalls.ep[0].length_us, 300000);
+	assert_int_equal(out.report.stalls.ep[1].start_us, 9000000);
+	assert_int_equal(out.report.stalls.ep[1].length_us, 4000000);
+	cl_msg_free(&out);
+	/* None: the fields are left out, and none come back. */
+	memset(&in.report.stalls, 0, sizeof(in.report.stalls));
+	roundtrip(&in, &out);
+	assert_int_equal(out.report.stalls.n, 0);
+	assert_int_equal(out.report.stalls.dropped, 0);
+	cl_msg_free(&out);
+
+	struct cl_err err = { 0 };
+	const int64_t messy[][2] = { { 500, 100 }, { 100, 50 }, { 550, 100 } };
+	assert_err(decode_report_with_stalls(messy, 3, true, &out, &err), 0, err, "");
+	assert_int_equal(out.report.stalls.n, 2);
+	assert_int_equal(out.report.stalls.ep[0].start_us, 100);
+	assert_int_equal(out.report.stalls.ep[0].length_us, 50);
+	assert_int_equal(out.report.stalls.ep[1].start_us, 500);
+	assert_int_equal(out.report.stalls.ep[1].length_us, 150);
+	cl_msg_free(&out);
+
+	int64_t many[CL_STALLS_MAX + 1][2];
+	for (int i = 0; i <= CL_STALLS_MAX; i++) {
+		many[i][0] = i * 1000000;
+		many[i][1] = 1000;
+	}
+	assert_err(decode_report_with_stalls(many, CL_STALLS_MAX + 1, true, &out, &err), CL_ETOOBIG,
+		   err, "REPORT: field 'stalls' has too many entries (9, max 8)");
+	cl_msg_free(&out);
+	const int64_t zero[][2] = { { 10, 0 } };
+	assert_err(decode_report_with_stalls(zero, 1, true, &out, &err), CL_EPROTO, err,
+		   "field 'stalls[0].length_us'");
+	cl_msg_free(&out);
+	assert_err(decode_report_with_stalls(NULL, 0, false, &out, &err), CL_EPROTO, err,
+		   "REPORT: field 'stalls' must be an array");
+	cl_msg_free(&out);
+
+	/* The encoder refuses what the decoder would. */
+	msgpack_sbuffer sb;
+	msgpack_sbuffer_init(&sb);
+	in.report.stalls.n = 1;
+	in.report.stalls.ep[0] = (struct cl_stall){ 5, 0 };
+	assert_err(cl_wire_encode(&in, &sb, &err), CL_EINVAL, err, "length_us' must be positive");
+	in.report.stalls.n = CL_STALLS_MAX + 1;
+	assert_err(cl_wire_encode(&in, &sb, &err), CL_ETOOBIG, err, "has too many entries");
+	msgpack_sbuffer_destroy(&sb);
+	cl_metrics_destroy(m);
+	free(m);
+}
+
 static void test_replies(void **state)
 {
 	struct cl_msg out;
@@ -1358,6 +1462,7 @@ int main(void)
 		cmocka_unit_test(test_poll),
 		cmocka_unit_test(test_report_metrics),
 		cmocka_unit_test(test_report_probe),
+		cmocka_unit_test(test_report_stalls),
 		cmocka_unit_test(test_replies),
 		cmocka_unit_test(test_cmd_plain),
 		cmocka_unit_test(test_cmd_probe),

@@ -68,6 +68,8 @@ enum cl_ctr {
 	CL_CTR_COMPLETED_H2,        /* ... over HTTP/2 */
 	CL_CTR_CONNECTIONS_OPENED,  /* connections the requests opened (CURLINFO_NUM_CONNECTS);
 				     * reused ones count nothing */
+	CL_CTR_NO_CONTENT,          /* completed requests that carried no content token (e.g. a
+				     * thinking model cut by max_tokens inside its reasoning) */
 	CL_CTR__COUNT
 };
 

@@ -38,6 +38,8 @@ struct cl_scn_target {
 };
 
 enum cl_on_loss { CL_ON_LOSS_FAIL = 0, CL_ON_LOSS_CONTINUE = 1 };
+/* What a client-bound stage does to the run: fail it (exit 1) or only warn. */
+enum cl_client_bound_policy { CL_CLIENT_BOUND_FAIL = 0, CL_CLIENT_BOUND_WARN = 1 };
 
 struct cl_scn_agents {
 	uint32_t local;          /* agents spawned on this machine (default 2 unless listen) */
@@ -186,6 +188,7 @@ struct cl_scenario {
 	bool slo_abort_on_breach;
 	struct cl_scn_estimate estimate;
 	struct cl_scn_output output;
+	enum cl_client_bound_policy client_bound; /* top-level `client_bound:` */
 };
 
 /*

@@ -8,6 +8,7 @@
 #include "chatload/metrics.h"
 #include "chatload/plan.h"
 #include "chatload/readiness.h"
+#include "chatload/stall.h"
 
 #include <msgpack.h>
 #include <stdbool.h>
@@ -187,6 +188,10 @@ struct cl_msg_report {
 	/* optional, first report of a stage: how late the agent's start was against START_AT
 	 * (agent clock converted with its offset estimate); 0 when on time or unknown */
 	int64_t start_skew_us;
+	/* optional: the agent's own stalls since its previous report of the stage, start_us on
+	 * the agent's clock (at most CL_STALLS_MAX; dropped counts those left out); empty when
+	 * none (then not sent) */
+	struct cl_stall_list stalls;
 };
 
 /* WELCOME: the coordinator accepted a HELLO.  The envelope's run is the run the agent joins. */
