@@ -11,6 +11,7 @@
 
 #include <errno.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,6 +241,12 @@ static void print_stages(const struct cl_scenario *s)
 	printf("  %-3s %-16s %-12s %-34s %-16s %s\n", "#", "name", "mode", "load", "bound", "ramp");
 	for (size_t i = 0; i < s->n_stages; i++) {
 		const struct cl_scn_stage *st = &s->stages[i];
+		if (st->search) {
+			printf("  %-3zu %-16s %-12s %-34s %-16s %s\n", i, st->name, "search",
+			       st->mode == CL_MODE_CONCURRENCY ? "over concurrency" : "over rate",
+			       "probes (below)", "-");
+			continue;
+		}
 		if (st->mode == CL_MODE_CONCURRENCY) {
 			snprintf(load, sizeof(load), "concurrency %u", st->concurrency);
 		} else {
@@ -263,37 +270,99 @@ static void print_stages(const struct cl_scenario *s)
 	}
 }
 
+static void print_slo(const struct cl_scn_slo *o, const char *stage)
+{
+	char a[32];
+	switch (o->kind) {
+	case CL_SLO_LATENCY:
+		if (o->percentile < 0)
+			printf("  %s: mean %s <= %s (%s)\n", o->key, cl_lat_name(o->lat),
+			       dur((int64_t)o->limit, a, sizeof(a)), stage);
+		else
+			printf("  %s: p%g of %s <= %s (%s)\n", o->key, o->percentile,
+			       cl_lat_name(o->lat), dur((int64_t)o->limit, a, sizeof(a)), stage);
+		break;
+	case CL_SLO_ERROR_RATE:
+		printf("  %s: errors <= %g%% (%s)\n", o->key, o->limit * 100, stage);
+		break;
+	case CL_SLO_MIN_OUTPUT_TPS:
+		printf("  %s: output tokens/s >= %g (%s)\n", o->key, o->limit, stage);
+		break;
+	case CL_SLO_MIN_REQUEST_RATE:
+		printf("  %s: completed requests/s >= %g (%s)\n", o->key, o->limit, stage);
+		break;
+	}
+}
+
+/* A level of a search: "8 streams" or "20/s". */
+static char *level(const struct cl_scn_search *q, double v, char *buf, size_t n)
+{
+	if (q->over == CL_MODE_CONCURRENCY)
+		snprintf(buf, n, "%g streams", v);
+	else
+		snprintf(buf, n, "%g/s", v);
+	return buf;
+}
+
+static void print_search(const struct cl_scenario *s)
+{
+	for (size_t i = 0; i < s->n_stages; i++) {
+		const struct cl_scn_search *q = s->stages[i].search;
+		if (!q)
+			continue;
+		char a[32], b[32], t[64], d[32];
+		if (q->tolerance_relative)
+			snprintf(t, sizeof(t), "%g%% of the upper bracket", q->tolerance * 100);
+		else
+			level(q, q->tolerance, t, sizeof(t));
+		printf("search '%s':\n  over: %s, from %s up to %s, doubling then bisecting\n",
+		       s->stages[i].name, cl_load_mode_name(q->over),
+		       level(q, q->from, a, sizeof(a)), level(q, q->max, b, sizeof(b)));
+		printf("  tolerance: %s\n  each probe: %s", t,
+		       dur(q->probe_duration_us, d, sizeof(d)));
+		if (q->ramp_us)
+			printf(" after a %s ramp", dur(q->ramp_us, d, sizeof(d)));
+		if (q->over == CL_MODE_RATE)
+			printf(", %s arrivals", cl_arrival_name(q->arrival));
+		printf("\n  a probe passes when it meets:\n");
+		for (size_t k = 0; k < q->n_slos; k++)
+			print_slo(&q->slos[k], "each probe");
+	}
+	if (s->plan.requests_per_s > 0)
+		printf("plan: servers and agents for %g requests/s\n", s->plan.requests_per_s);
+	else if (s->plan.output_tokens_per_s > 0)
+		printf("plan: servers and agents for %g output tokens/s\n",
+		       s->plan.output_tokens_per_s);
+}
+
 static void print_slos(const struct cl_scenario *s)
 {
 	char a[32];
 	printf("slo:\n");
 	if (!s->n_slos)
 		printf("  none\n");
-	for (size_t i = 0; i < s->n_slos; i++) {
-		const struct cl_scn_slo *o = &s->slos[i];
-		const char *stage = o->stage ? o->stage : "every stage";
-		switch (o->kind) {
-		case CL_SLO_LATENCY:
-			if (o->percentile < 0)
-				printf("  %s: mean %s <= %s (%s)\n", o->key, cl_lat_name(o->lat),
-				       dur((int64_t)o->limit, a, sizeof(a)), stage);
-			else
-				printf("  %s: p%g of %s <= %s (%s)\n", o->key, o->percentile,
-				       cl_lat_name(o->lat), dur((int64_t)o->limit, a, sizeof(a)),
-				       stage);
-			break;
-		case CL_SLO_ERROR_RATE:
-			printf("  %s: errors <= %g%% (%s)\n", o->key, o->limit * 100, stage);
-			break;
-		case CL_SLO_MIN_OUTPUT_TPS:
-			printf("  %s: output tokens/s >= %g (%s)\n", o->key, o->limit, stage);
-			break;
-		case CL_SLO_MIN_REQUEST_RATE:
-			printf("  %s: completed requests/s >= %g (%s)\n", o->key, o->limit, stage);
-			break;
-		}
+	for (size_t i = 0; i < s->n_slos; i++)
+		print_slo(&s->slos[i], s->slos[i].stage ? s->slos[i].stage : "every stage");
+	if (s->slo_abort_intervals)
+		printf("  abort on breach: yes, after %u consecutive breached intervals\n",
+		       s->slo_abort_intervals);
+	else
+		printf("  abort on breach: %s\n",
+		       s->slo_abort_on_breach ? "yes, after a breached stage" : "no");
+	const struct cl_scn_drift *d = &s->drift;
+	if (d->set) {
+		printf("  max drift (first window against last, %s):",
+		       d->window_us ? dur(d->window_us, a, sizeof(a)) : "a quarter of each stage");
+		if (!isnan(d->ttft_p99))
+			printf(" ttft_p99 +%g%%", d->ttft_p99 * 100);
+		if (!isnan(d->itl_p99))
+			printf(" itl_p99 +%g%%", d->itl_p99 * 100);
+		if (!isnan(d->output_tokens_per_s))
+			printf(" output_tokens_per_s -%g%%", d->output_tokens_per_s * 100);
+		if (!isnan(d->error_rate))
+			printf(" error_rate +%g points", d->error_rate * 100);
+		printf("\n");
 	}
-	printf("  abort on breach: %s\n", s->slo_abort_on_breach ? "yes" : "no");
 	printf("client-bound stage: %s\n", s->client_bound == CL_CLIENT_BOUND_WARN
 					       ? "warn (the run still passes)"
 					       : "fail (exit 1: its numbers describe the client)");
@@ -311,6 +380,7 @@ static void print_plan(const struct cl_scenario *s, const struct cl_workload_sta
 	print_workload(&s->workload);
 	print_workload_read(&s->workload, st);
 	print_stages(s);
+	print_search(s);
 	print_slos(s);
 	printf("estimate:\n");
 	if (!s->estimate.n_samples) {

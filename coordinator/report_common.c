@@ -212,3 +212,36 @@ void cli_rp_stage_row(const json_t *s, struct cli_rp_row *row)
 	else
 		cli_rj_fmt_count(row->cell[RP_NOCONTENT], RP_CELL_MAX, no_content);
 }
+
+const char *const cli_rp_probe_cols[RP_PROBE_COLS] = { "probe",      "level",     "result",
+						       "req/s",      "out tok/s", "TTFT p99 ms",
+						       "ITL p99 ms", "breached" };
+const bool cli_rp_probe_numeric[RP_PROBE_COLS] = {
+	false, true, false, true, true, true, true, false
+};
+
+void cli_rp_probe_row(const json_t *p, char cell[RP_PROBE_COLS][RP_CELL_MAX])
+{
+	snprintf(cell[0], RP_CELL_MAX, "%s", cl_results_str(p, "stage", "-"));
+	cli_rj_fmt_count(cell[1], RP_CELL_MAX, cl_results_num(p, "level"));
+	if (!json_is_true(json_object_get(p, "trusted")))
+		snprintf(cell[2], RP_CELL_MAX, "not trusted");
+	else
+		snprintf(cell[2], RP_CELL_MAX, "%s",
+			 json_is_true(json_object_get(p, "pass")) ? "meets SLOs" : "breaks SLOs");
+	cli_rp_fmt_rate(cell[3], RP_CELL_MAX, cl_results_num(p, "requests_per_s"));
+	cli_rp_fmt_rate(cell[4], RP_CELL_MAX, cl_results_num(p, "output_tokens_per_s"));
+	cli_rp_fmt_ms(cell[5], RP_CELL_MAX, cl_results_num(p, "ttft_p99_ms"));
+	cli_rp_fmt_ms(cell[6], RP_CELL_MAX, cl_results_num(p, "itl_p99_ms"));
+	size_t o = 0, i;
+	const json_t *b;
+	cell[7][0] = '\0';
+	json_array_foreach(json_object_get(p, "breaches"), i, b)
+	{
+		if (o < RP_CELL_MAX)
+			o += (size_t)snprintf(cell[7] + o, RP_CELL_MAX - o, "%s%s", i ? ", " : "",
+					      json_is_string(b) ? json_string_value(b) : "?");
+	}
+	if (!cell[7][0])
+		snprintf(cell[7], RP_CELL_MAX, "-");
+}

@@ -293,6 +293,41 @@ static void verdict(const json_t *doc, FILE *out)
 	fputs("</tbody></table></section>\n", out);
 }
 
+static void capacity(const json_t *doc, FILE *out)
+{
+	const json_t *cap = json_object_get(doc, "capacity");
+	if (!json_is_object(cap))
+		return;
+	fputs("<section><h2>Capacity</h2>\n<p>", out);
+	text(out, cl_results_str(cap, "summary", "-"));
+	fputs("</p>\n", out);
+	static const char *const extra[] = { "plan.summary", "advice" };
+	for (size_t k = 0; k < 2; k++) {
+		const char *t = cl_results_str(cap, extra[k], NULL);
+		if (!t)
+			continue;
+		fputs("<p>", out);
+		text(out, t);
+		fputs("</p>\n", out);
+	}
+	fputs("<table><thead><tr>", out);
+	for (size_t k = 0; k < RP_PROBE_COLS; k++)
+		th(out, cli_rp_probe_cols[k], cli_rp_probe_numeric[k]);
+	fputs("</tr></thead><tbody>\n", out);
+	size_t i;
+	const json_t *p;
+	json_array_foreach(json_object_get(cap, "probes"), i, p)
+	{
+		char cell[RP_PROBE_COLS][RP_CELL_MAX];
+		cli_rp_probe_row(p, cell);
+		fputs("<tr>", out);
+		for (size_t k = 0; k < RP_PROBE_COLS; k++)
+			td(out, cell[k], cli_rp_probe_numeric[k]);
+		fputs("</tr>\n", out);
+	}
+	fputs("</tbody></table></section>\n", out);
+}
+
 static void estimates(const json_t *doc, FILE *out)
 {
 	const json_t *est = json_object_get(doc, "estimates");
@@ -471,6 +506,7 @@ int cl_report_html(const json_t *doc, FILE *out)
 	/* What decides a nightly job first, then the pictures, then the details. */
 	stage_table(stages, out);
 	verdict(doc, out);
+	capacity(doc, out);
 	warnings(doc, out);
 	estimates(doc, out);
 	load_charts(stages, false, out);

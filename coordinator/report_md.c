@@ -127,6 +127,35 @@ static void verdict(const json_t *doc, FILE *out)
 	fputc('\n', out);
 }
 
+static void capacity(const json_t *doc, FILE *out)
+{
+	const json_t *cap = json_object_get(doc, "capacity");
+	if (!json_is_object(cap))
+		return;
+	fputs("## Capacity\n\n", out);
+	fprintf(out, "%s\n\n", cl_results_str(cap, "summary", "-"));
+	const char *plan = cl_results_str(cap, "plan.summary", NULL);
+	if (plan)
+		fprintf(out, "%s\n\n", plan);
+	const char *advice = cl_results_str(cap, "advice", NULL);
+	if (advice)
+		fprintf(out, "Advice: %s\n\n", advice);
+	row(out, cli_rp_probe_cols, RP_PROBE_COLS);
+	rule(out, cli_rp_probe_numeric, RP_PROBE_COLS);
+	size_t i;
+	const json_t *p;
+	json_array_foreach(json_object_get(cap, "probes"), i, p)
+	{
+		char cell[RP_PROBE_COLS][RP_CELL_MAX];
+		const char *cells[RP_PROBE_COLS];
+		cli_rp_probe_row(p, cell);
+		for (size_t k = 0; k < RP_PROBE_COLS; k++)
+			cells[k] = cell[k];
+		row(out, cells, RP_PROBE_COLS);
+	}
+	fputc('\n', out);
+}
+
 static void estimates(const json_t *doc, FILE *out)
 {
 	const json_t *est = json_object_get(doc, "estimates");
@@ -280,6 +309,7 @@ int cl_report_md(const json_t *doc, FILE *out)
 	summary(doc, out);
 	stages(doc, out);
 	verdict(doc, out);
+	capacity(doc, out);
 	estimates(doc, out);
 	readiness(doc, out);
 	warmup_agents(doc, out);

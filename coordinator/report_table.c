@@ -93,6 +93,21 @@ static void print_verdict(const json_t *doc, FILE *out)
 	}
 }
 
+/* A capacity search's answer in one line, then the plan and the advice when there are. */
+static void print_capacity(const json_t *doc, FILE *out)
+{
+	const json_t *cap = json_object_get(doc, "capacity");
+	if (!json_is_object(cap))
+		return;
+	fprintf(out, "%s\n", cl_results_str(cap, "summary", "capacity: -"));
+	const char *plan = cl_results_str(cap, "plan.summary", NULL);
+	if (plan)
+		fprintf(out, "%s\n", plan);
+	const char *advice = cl_results_str(cap, "advice", NULL);
+	if (advice)
+		fprintf(out, "advice: %s\n", advice);
+}
+
 static void print_estimates(const json_t *doc, FILE *out)
 {
 	const json_t *est = json_object_get(doc, "estimates");
@@ -145,6 +160,7 @@ int cl_report_table(const json_t *doc, FILE *out)
 		fputs("no stage finished\n", out);
 	fputc('\n', out);
 	print_verdict(doc, out);
+	print_capacity(doc, out);
 	print_estimates(doc, out);
 	const json_t *warnings = json_object_get(doc, "warnings");
 	size_t i;

@@ -174,8 +174,8 @@ static json_t *scenario_json(const struct cl_scenario *s, const char *path)
 		json_decref(target);
 		target = NULL;
 	}
-	return json_pack("{s:o,s:o,s:o,s:o,s:I,s:o,s:o,s:{s:o,s:o},s:s}", "name", cli_rj_str(s->name),
-			 "description", cli_rj_str(s->description), "file",
+	return json_pack("{s:o,s:o,s:o,s:o,s:I,s:o,s:o,s:{s:o,s:o},s:s}", "name",
+			 cli_rj_str(s->name), "description", cli_rj_str(s->description), "file",
 			 cli_rj_str(path ? path : s->file), "sha256", sha, "stages_planned",
 			 (json_int_t)s->n_stages, "target", target, "slo", slos, "estimate",
 			 "samples", samples, "from_stage", cli_rj_str(s->estimate.from_stage),
@@ -193,6 +193,8 @@ static int copy_scenario(struct cl_results *r, const struct cl_scenario *s)
 	for (size_t i = 0; i < s->n_stages; i++) {
 		struct stage_state *ss = &r->stages[i];
 		ss->stride = 1;
+		ss->ramp_s = s->stages[i].ramp_us / 1e6;
+		ss->duration_s = s->stages[i].duration_us / 1e6;
 		ss->intervals = json_array();
 		if (!ss->intervals ||
 		    (s->stages[i].name && !(ss->name = strdup(s->stages[i].name))))
@@ -223,6 +225,9 @@ static int copy_scenario(struct cl_results *r, const struct cl_scenario *s)
 		return CL_ENOMEM;
 	r->formats = s->output.formats | CL_FMT_JSON;
 	r->client_bound_warn = s->client_bound == CL_CLIENT_BOUND_WARN;
+	r->abort_intervals = s->slo_abort_intervals;
+	r->drift = s->drift;
+	r->report_interval_s = s->agents.report_interval_us / 1e6;
 	return 0;
 }
 
@@ -231,7 +236,7 @@ static int fill_json(FILE *f, void *ctx)
 	return cli_rj_dump(ctx, f);
 }
 
-static int write_json(struct cl_results *r)
+int cli_rs_write(struct cl_results *r)
 {
 	struct cl_err e = { 0 };
 	int rc = cli_rs_summarise(r);
@@ -295,7 +300,7 @@ int cl_results_create(const struct cl_scenario *s, const char *scenario_path, in
 	free(ipath);
 	if (rc != 0)
 		goto out;
-	if ((rc = write_json(r)) != 0) {
+	if ((rc = cli_rs_write(r)) != 0) {
 		cl_err_set(err, rc, "%s", r->last_error);
 		goto out;
 	}
@@ -411,6 +416,14 @@ int cl_results_add_interval(struct cl_results *r, size_t stage, double t_s,
 		ss->client.cpu_capacity_pct = h->cpu_pct_capacity;
 	if (cl_verdict_cpu_bound(h->cpu_pct, h->cpu_pct_capacity))
 		ss->client.cpu_bound_intervals++;
+	if (!ss->probe) {
+		if (!ss->drift && ss->seen == 0)
+			ss->drift = cli_rs_drift_new(&r->drift, ss->ramp_s, ss->duration_s,
+						     r->report_interval_s);
+		cli_rs_drift_add(ss->drift, t_s, interval_s, interval);
+		if (r->abort_intervals)
+			cli_rs_interval_breach(r, ss, interval, interval_s);
+	}
 
 	json_t *iv = cli_rs_interval_json(t_s, interval_s, interval);
 	if (!iv)
@@ -484,12 +497,12 @@ int cl_results_add_stalls(struct cl_results *r, size_t stage, const struct cl_re
 }
 
 /* Evaluates every SLO that applies to the finished stage (metrics are at hand only now). */
-static json_t *stage_checks(struct cl_results *r, const char *name, const struct cl_metrics *m,
-			    double window_s)
+json_t *cli_rs_checks(const struct cl_scn_slo *slos, size_t n, const char *name,
+		      const struct cl_metrics *m, double window_s)
 {
 	json_t *checks = json_array();
-	for (size_t i = 0; checks && i < r->n_slos; i++) {
-		const struct cl_scn_slo *slo = &r->slos[i];
+	for (size_t i = 0; checks && i < n; i++) {
+		const struct cl_scn_slo *slo = &slos[i];
 		if (!cl_verdict_applies(slo, name))
 			continue;
 		bool has_data;
@@ -521,8 +534,18 @@ int cl_results_finish_stage(struct cl_results *r, size_t stage, const struct cl_
 	if (ss->finished || r->finished)
 		return CL_ESTATE;
 	json_t *o = cli_rs_stage_json(stage, st, cumulative, window_s, status, reason, &ss->client);
-	json_t *checks = stage_checks(r, st->name, cumulative, window_s);
-	if (!o || !checks ||
+	/* A probe's breaches are its search's answer, not the run's: its checks live in its
+	 * `probe` object; an ordinary stage's feed the verdict, drift checks included. */
+	json_t *checks = ss->probe
+			     ? json_array()
+			     : cli_rs_checks(r->slos, r->n_slos, st->name, cumulative, window_s);
+	json_t *extra = ss->probe ? cli_rs_probe_json(ss, cumulative, window_s)
+				  : cli_rs_drift_json(ss->drift, &r->drift, st->name, checks);
+	cli_rs_drift_free(ss->drift);
+	ss->drift = NULL;
+	if (!o)
+		json_decref(extra);
+	if (!o || !checks || cli_rj_set(o, ss->probe ? "probe" : "drift", extra) ||
 	    cli_rj_set(o, "intervals_stride", json_integer((json_int_t)ss->stride)) ||
 	    cli_rj_set(o, "intervals_total", cli_rj_uint(ss->seen)) ||
 	    json_object_set(o, "intervals", ss->intervals) != 0) {
@@ -547,7 +570,7 @@ int cl_results_finish_stage(struct cl_results *r, size_t stage, const struct cl_
 	}
 	ss->finished = true;
 	ss->checks = checks;
-	return write_json(r);
+	return cli_rs_write(r);
 }
 
 size_t cl_results_breach_count(const struct cl_results *r)
@@ -599,7 +622,7 @@ int cl_results_finish(struct cl_results *r, bool complete, int exit_code_hint, i
 					client_bound && !r->client_bound_warn, r->breaches);
 	if (cli_rj_set(r->doc, "exit_code", json_integer(code)))
 		return CL_ENOMEM;
-	int first = write_json(r);
+	int first = cli_rs_write(r);
 	static const struct {
 		unsigned bit;
 		const char *name;
@@ -646,12 +669,8 @@ void cl_results_destroy(struct cl_results *r)
 		return;
 	if (r->intervals_fp)
 		fclose(r->intervals_fp);
-	for (size_t i = 0; r->stages && i < r->n_stages; i++) {
-		free(r->stages[i].name);
-		json_decref(r->stages[i].intervals);
-		json_decref(r->stages[i].checks);
-		json_decref(r->stages[i].client.stalls);
-	}
+	for (size_t i = 0; r->stages && i < r->n_stages; i++)
+		cli_rs_stage_state_free(&r->stages[i]);
 	free(r->stages);
 	for (size_t i = 0; r->slos && i < r->n_slos; i++) {
 		free(r->slos[i].key);

@@ -133,6 +133,14 @@ struct cl_results_stall {
 int cl_results_add_stalls(struct cl_results *r, size_t stage, const struct cl_results_stall *s,
 			  size_t n, uint64_t unlisted_agent, uint64_t unlisted_coordinator);
 
+/* Records what the agents spent on stage `stage` over its measured window: their CPU summed
+ * (100 = one core) and the streams they had in flight, both averaged over the samples the
+ * run took; results.json's client.agents_cpu_pct_mean, streams_mean and cpu_per_stream_pct
+ * (capacity planning sizes the agents from them).  Call before cl_results_finish_stage.
+ * CL_EINVAL (bad index, finished stage, values not finite). */
+int cl_results_set_client_load(struct cl_results *r, size_t stage, double agents_cpu_pct_mean,
+			       double streams_mean);
+
 /* How a stage ended.  results.json spells it with cl_stage_status_name; a stage that is
  * not CL_STAGE_OK carries a reason. */
 enum cl_stage_status {
@@ -140,10 +148,11 @@ enum cl_stage_status {
 	CL_STAGE_FAILED,      /* an agent was lost or failed, or the stage overran its bound */
 	CL_STAGE_DEGRADED,    /* an agent was lost and agents.on_loss let the others go on */
 	CL_STAGE_INTERRUPTED, /* a signal stopped the run during the stage */
+	CL_STAGE_ABORTED,     /* slo.abort_on_breach stopped it: N intervals in a row breached */
 	CL_STAGE_N_STATUS
 };
 
-/* "ok", "failed", "degraded", "interrupted"; NULL for a value outside the enum. */
+/* "ok", "failed", "degraded", "interrupted", "aborted"; NULL for a value outside the enum. */
 const char *cl_stage_status_name(enum cl_stage_status s);
 /* The inverse, for documents read back: 0, or CL_EINVAL (and *out untouched) when name is
  * NULL or not a status this version writes. */
@@ -164,6 +173,53 @@ int cl_results_finish_stage(struct cl_results *r, size_t stage, const struct cl_
 
 /* SLO breaches found so far (for slo.abort_on_breach).  0 when none. */
 size_t cl_results_breach_count(const struct cl_results *r);
+
+/*
+ * Consecutive intervals of stage `stage`, up to the latest, in which an SLO that applies to
+ * the stage was breached (each interval judged on its own metrics; a latency SLO on an
+ * interval without data is not a breach there).  Counted only when the scenario has
+ * slo.abort_on_breach: { intervals: N }.  When not 0, why[n] says which SLO and by how much
+ * in the latest interval.  0 for a bad index, a probe or a finished stage.
+ */
+uint32_t cl_results_breach_streak(const struct cl_results *r, size_t stage, char *why, size_t n);
+
+/* A probe of a capacity search: an ordinary stage in the document, judged by the search's
+ * SLOs (its `probe` object) instead of the run's, so its breaches are the search's answer
+ * and not the run's verdict. */
+struct cl_results_probe_def {
+	const char *search;            /* the search's name (copied) */
+	double level;                  /* streams, or requests per second */
+	const struct cl_scn_slo *slos; /* what it must meet (copied) */
+	size_t n_slos;
+};
+
+/*
+ * Inserts a stage called name (copied) at position at, shifting the stages after it, none
+ * of which may have reported an interval or finished (the run inserts a search's probes
+ * just before the search's own entry).  probe NULL: an ordinary stage.  0, CL_EINVAL (at past
+ * the end, or a later stage already began), CL_ENOMEM.
+ */
+int cl_results_insert_stage(struct cl_results *r, size_t at, const char *name,
+			    const struct cl_results_probe_def *probe);
+/* Removes the stage at position at, which has neither reported nor finished (a search's own
+ * entry once its probes ran).  0, CL_EINVAL. */
+int cl_results_remove_stage(struct cl_results *r, size_t at);
+
+/* The finished stage `stage` as the document has it (owned by r), NULL when it has not
+ * finished. */
+const json_t *cl_results_stage(const struct cl_results *r, size_t stage);
+
+/*
+ * Sets the document's top-level `capacity` from a search's state (its probes are finished
+ * stages of this document) and rewrites results.json: the sustainable level and what was
+ * measured there, the knee of the throughput curve, the probes, the advice when the search
+ * stopped, the plan for plan->requests_per_s or output_tokens_per_s (NULL or zero: none),
+ * and a one-line `summary` every renderer prints.  name is the search's, q its scenario
+ * entry.  0, CL_EIO (the document is updated in memory), CL_ENOMEM.
+ */
+struct cl_capacity;
+int cl_results_set_capacity(struct cl_results *r, const char *name, const struct cl_scn_search *q,
+			    const struct cl_capacity *c, const struct cl_scn_plan *plan);
 
 /*
  * Ends the run: final verdict, estimates, warnings, finished_at, complete and exit_code,

@@ -89,6 +89,10 @@ struct cli_rs_client {
 	uint64_t stalls_unlisted;    /* stalls seen but not listed */
 	uint32_t stalls_agent;       /* stalls seen by agents, listed or not */
 	uint32_t stalls_coordinator; /* silences seen by the coordinator */
+	/* the agents' CPU and streams in flight, averaged over the measured window */
+	bool load_known;
+	double agents_cpu_pct_mean; /* summed over the agents, 100 = one core */
+	double streams_mean;
 };
 
 /* The stage object of the document, without intervals (results.c adds them).  NULL when
@@ -133,6 +137,12 @@ void cli_rp_stage_row(const json_t *stage, struct cli_rp_row *row);
 /* The columns to show for these stages, in order, into cols[RP__COLS]; returns how many.
  * Columns that only matter sometimes (no content) are left out when no stage needs them. */
 size_t cli_rp_columns(const json_t *stages, int cols[RP__COLS]);
+/* The probes table of a capacity search (capacity.probes[]): column names, alignment, and
+ * one probe's cells. */
+#define RP_PROBE_COLS 8
+extern const char *const cli_rp_probe_cols[RP_PROBE_COLS];
+extern const bool cli_rp_probe_numeric[RP_PROBE_COLS];
+void cli_rp_probe_row(const json_t *probe, char cell[RP_PROBE_COLS][RP_CELL_MAX]);
 /* A share of a whole in percent as people read it: "100%", "45%", "2.5%", "0.12%". */
 char *cli_rp_fmt_pct(char *buf, size_t n, double pct);
 
@@ -171,7 +181,9 @@ struct cli_rp_chart {
  * <title> tooltips) to out. */
 void cli_rp_svg_chart(FILE *out, const struct cli_rp_chart *c);
 
-/* -- the results object, shared by results.c and results_summary.c -- */
+/* -- the results object, shared by results.c, results_summary.c, results_soak.c and
+ * results_probe.c -- */
+struct cli_rs_drift;
 struct stage_state {
 	char *name; /* planned name */
 	bool finished;
@@ -180,6 +192,18 @@ struct stage_state {
 	uint64_t seen;
 	struct cli_rs_client client;
 	json_t *checks; /* this stage's SLO checks, once finished */
+	/* a capacity search's probe: judged by the search's SLOs, not the run's */
+	bool probe;
+	char *probe_search;
+	double probe_level;
+	struct cl_scn_slo *probe_slos;
+	size_t n_probe_slos;
+	/* slo.abort_on_breach window: breached intervals in a row, and the latest's SLO */
+	uint32_t breach_streak;
+	char breach_why[200];
+	/* drift (results_soak.c): made at the first interval, freed when the stage finishes */
+	struct cli_rs_drift *drift;
+	double ramp_s, duration_s; /* the scenario stage's: which intervals are measured */
 };
 
 struct cl_results {
@@ -194,7 +218,10 @@ struct cl_results {
 	size_t n_samples;
 	char *from_stage;
 	unsigned formats;
-	bool client_bound_warn; /* scenario `client_bound: warn`: a client-bound stage passes */
+	bool client_bound_warn;    /* scenario `client_bound: warn`: a client-bound stage passes */
+	uint32_t abort_intervals;  /* slo.abort_on_breach: { intervals } (0: off) */
+	struct cl_scn_drift drift; /* slo.max_drift */
+	double report_interval_s;
 	int64_t started_wall_us;
 	bool finished;
 	size_t breaches;
@@ -204,5 +231,36 @@ struct cl_results {
 /* Rebuilds verdict, estimates and warnings from the finished stages, and counts breaches.
  * 0 or CL_ENOMEM. */
 int cli_rs_summarise(struct cl_results *r);
+
+/* results_soak.c: drift of one stage.  new: NULL when out of memory (or interval_s <= 0);
+ * duration_s 0 for a request-bound stage.  add: one interval (ramp and drain intervals are
+ * left out).  json: the stage's `drift` object (null when there is no interval, a note when
+ * the stage is too short for two windows), appending max_drift checks to checks when cfg
+ * sets limits; NULL when out of memory. */
+struct cli_rs_drift *cli_rs_drift_new(const struct cl_scn_drift *cfg, double ramp_s,
+				      double duration_s, double interval_s);
+void cli_rs_drift_add(struct cli_rs_drift *d, double t_s, double interval_s,
+		      const struct cl_metrics *m);
+json_t *cli_rs_drift_json(struct cli_rs_drift *d, const struct cl_scn_drift *cfg, const char *stage,
+			  json_t *checks);
+void cli_rs_drift_free(struct cli_rs_drift *d);
+/* results_soak.c: judges one interval of a stage against the SLOs that apply to it, for the
+ * abort window (ss->breach_streak, ss->breach_why). */
+void cli_rs_interval_breach(const struct cl_results *r, struct stage_state *ss,
+			    const struct cl_metrics *m, double interval_s);
+
+/* results.c: rebuilds the summary and rewrites results.json atomically.  0, or the error
+ * (remembered for cl_results_last_error). */
+int cli_rs_write(struct cl_results *r);
+
+/* results_probe.c: frees what a stage state owns (not the array slot). */
+void cli_rs_stage_state_free(struct stage_state *ss);
+/* results_probe.c: a probe's SLO checks on its cumulative metrics, in the stage's `probe`
+ * object: {search, level, pass, checks}.  NULL when out of memory. */
+json_t *cli_rs_probe_json(const struct stage_state *ss, const struct cl_metrics *m,
+			  double window_s);
+/* results.c: evaluates slos[0..n) that apply to the stage called name.  NULL: no memory. */
+json_t *cli_rs_checks(const struct cl_scn_slo *slos, size_t n, const char *name,
+		      const struct cl_metrics *m, double window_s);
 
 #endif

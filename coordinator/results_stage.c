@@ -20,6 +20,8 @@ const char *cl_stage_status_name(enum cl_stage_status s)
 		return "degraded";
 	case CL_STAGE_INTERRUPTED:
 		return "interrupted";
+	case CL_STAGE_ABORTED:
+		return "aborted";
 	default:
 		return NULL;
 	}
@@ -228,15 +230,28 @@ static json_t *client_json(const struct cl_metrics *m, const struct cl_scn_stage
 		goto fail;
 	if ((why & CL_CLIENT_AGENT_MISSING) && cli_rj_append(reasons, json_string("agent_missing")))
 		goto fail;
-	return json_pack("{s:b,s:o,s:o,s:o,s:i,s:o,s:o,s:o,s:o,s:o}", "client_bound", why != 0,
-			 "reasons", reasons, "cpu_max_pct",
-			 cli_rj_real(cli_rj_round(obs.cpu_max_pct, 1)), "cpu_capacity_pct",
-			 cli_rj_real(cli_rj_round(obs.cpu_capacity_pct, 1)), "cpu_bound_intervals",
-			 (int)obs.cpu_bound_intervals, "loop_lag_p99_ms", pct_ms(loop, 99),
-			 "dispatch_lag_p99_ms", pct_ms(q, 99), "rss_max_bytes",
-			 json_integer(m->health.rss_bytes), "stalls",
-			 c->stalls ? json_deep_copy(c->stalls) : json_array(), "stalls_unlisted",
-			 cli_rj_uint(c->stalls_unlisted));
+	json_t *o = json_pack("{s:b,s:o,s:o,s:o,s:i,s:o,s:o,s:o,s:o,s:o}", "client_bound", why != 0,
+			      "reasons", reasons, "cpu_max_pct",
+			      cli_rj_real(cli_rj_round(obs.cpu_max_pct, 1)), "cpu_capacity_pct",
+			      cli_rj_real(cli_rj_round(obs.cpu_capacity_pct, 1)),
+			      "cpu_bound_intervals", (int)obs.cpu_bound_intervals,
+			      "loop_lag_p99_ms", pct_ms(loop, 99), "dispatch_lag_p99_ms",
+			      pct_ms(q, 99), "rss_max_bytes", json_integer(m->health.rss_bytes),
+			      "stalls", c->stalls ? json_deep_copy(c->stalls) : json_array(),
+			      "stalls_unlisted", cli_rj_uint(c->stalls_unlisted));
+	/* What the agents spent per stream, for capacity planning (optional fields). */
+	if (o && c->load_known &&
+	    (cli_rj_set(o, "agents_cpu_pct_mean",
+			cli_rj_real(cli_rj_round(c->agents_cpu_pct_mean, 2))) ||
+	     cli_rj_set(o, "streams_mean", cli_rj_real(cli_rj_round(c->streams_mean, 2))) ||
+	     cli_rj_set(o, "cpu_per_stream_pct",
+			c->streams_mean > 0
+			    ? cli_rj_real(cli_rj_sig(c->agents_cpu_pct_mean / c->streams_mean, 4))
+			    : json_null()))) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
 fail:
 	json_decref(reasons);
 	return NULL;

@@ -195,7 +195,7 @@ int cl_run(const struct cl_run_opts *o)
 		goto finish;
 
 	for (size_t i = 0; i < r->s.n_stages; i++) {
-		int rc = cli_run_stage(r, i);
+		int rc = r->s.stages[i].search ? cli_run_search(r, &i) : cli_run_stage(r, i);
 		if (rc != 0)
 			goto finish;
 		if (r->s.slo_abort_on_breach && cl_results_breach_count(r->res) > 0) {

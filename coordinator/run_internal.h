@@ -69,6 +69,10 @@ struct run_stage {
 	enum cl_stage_status status;
 	char reason[1400]; /* why the status is not ok; "" when it is */
 	bool stop_sent;    /* a signal arrived and the agents were told to stop */
+	/* the agents' CPU (summed, 100 = one core) and streams in flight, sampled every turn
+	 * of the measured window, for capacity planning */
+	double load_cpu_sum, load_streams_sum;
+	uint32_t load_samples;
 };
 
 struct run {
@@ -152,5 +156,11 @@ int cli_run_prepare(struct run *r);
 int cli_run_readiness(struct run *r);
 int cli_run_warmup(struct run *r);
 int cli_run_stage(struct run *r, size_t index);
+
+/* run_search.c: runs the capacity search whose entry is at *index: each probe is inserted
+ * before the entry as an ordinary stage and run, until the search has its answer; then the
+ * entry is removed, results.json gets `capacity`, and *index is the last probe's.  Returns
+ * like cli_run_stage (0 lets the run go on). */
+int cli_run_search(struct run *r, size_t *index);
 
 #endif

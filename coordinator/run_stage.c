@@ -187,6 +187,53 @@ static bool stage_check_fleet(struct run *r)
 	return true;
 }
 
+/* Samples what the agents spend, inside the measured window only (capacity planning). */
+static void stage_sample_load(struct run *r, int64_t now)
+{
+	struct run_stage *st = r->st;
+	const struct cl_scn_stage *scn = st->scn;
+	int64_t from = st->start_coord_us + scn->ramp_us;
+	if (now < from || (scn->duration_us && now > from + scn->duration_us) || st->stop_sent)
+		return;
+	double cpu = 0, streams = 0;
+	for (size_t i = 0; i < r->fleet.n; i++) {
+		const struct cl_fleet_agent *a = &r->fleet.agents[i];
+		if (!r->agents[i].stage.participates || a->live == CL_LIVE_LOST)
+			continue;
+		cpu += a->cpu_pct;
+		streams += (double)a->inflight;
+	}
+	st->load_cpu_sum += cpu;
+	st->load_streams_sum += streams;
+	st->load_samples++;
+}
+
+/* slo.abort_on_breach: { intervals: N }: N report intervals in a row breached an SLO, so the
+ * run stops now; the agents get a drain's time to send their last reports, and everything
+ * is written as for any other end. */
+static void stage_check_breach_window(struct run *r, int64_t now)
+{
+	struct run_stage *st = r->st;
+	char why[256];
+	uint32_t n = r->s.slo_abort_intervals;
+	if (!n || st->stop_sent ||
+	    cl_results_breach_streak(r->res, st->index, why, sizeof(why)) < n)
+		return;
+	char reason[400];
+	snprintf(reason, sizeof(reason),
+		 "stopped by slo.abort_on_breach: %u consecutive intervals breached an SLO (last: "
+		 "%s)",
+		 n, why);
+	cl_progress_note(&r->prog, "stage '%s': %s", st->scn->name, reason);
+	struct cl_msg_cmd c = { .cmd = CL_CMD_STOP };
+	c.stop.stage = (uint32_t)st->index;
+	cl_fleet_broadcast(&r->fleet, &c);
+	st->stop_sent = true;
+	stage_set_status(st, CL_STAGE_ABORTED, reason);
+	st->deadline_us = now + r->s.workload.drain_timeout_us + 5 * 1000000LL;
+	r->exit_hint = CL_EXIT_SLO_BREACH;
+}
+
 static void stage_progress(struct run *r, int64_t now)
 {
 	const struct run_stage *st = r->st;
@@ -249,6 +296,8 @@ static bool stage_poll(struct run *r)
 	int64_t now = cl_mono_us();
 	if (atomic_load(r->o->stop) && !st->stop_sent)
 		stage_interrupt(r, now);
+	stage_check_breach_window(r, now);
+	stage_sample_load(r, now);
 	if (stage_check_fleet(r))
 		return true;
 	if (cli_run_all_finished(r, RUN_PHASE_STAGE))
@@ -340,12 +389,15 @@ static int stage_close(struct run *r)
 	cli_run_flush_intervals(r);
 	stage_note_silences(r);
 	stage_file_stalls(r, st);
+	if (st->load_samples)
+		cl_results_set_client_load(r->res, st->index, st->load_cpu_sum / st->load_samples,
+					   st->load_streams_sum / st->load_samples);
 	if (cl_results_finish_stage(r->res, st->index, st->scn, &st->cum, stage_window_s(r, st),
 				    st->status, st->reason[0] ? st->reason : NULL) != 0)
 		CL_ERROR("cannot write results for stage '%s': %s", st->scn->name,
 			 cl_results_last_error(r->res));
 	int rc = 0; /* ok and degraded stages let the run go on */
-	if (st->status == CL_STAGE_INTERRUPTED)
+	if (st->status == CL_STAGE_INTERRUPTED || st->status == CL_STAGE_ABORTED)
 		rc = CL_ECLOSED;
 	else if (st->status == CL_STAGE_FAILED)
 		rc = CL_EIO;

@@ -69,6 +69,11 @@ void cl_scenario_defaults(struct cl_scenario *s)
 	s->output.formats = CL_FMT_JSON | CL_FMT_CSV | CL_FMT_MD | CL_FMT_HTML;
 
 	s->client_bound = CL_CLIENT_BOUND_FAIL;
+
+	s->slo_abort_intervals = 0;
+	s->drift = (struct cl_scn_drift){
+		.ttft_p99 = NAN, .itl_p99 = NAN, .output_tokens_per_s = NAN, .error_rate = NAN
+	};
 }
 
 void cli_scenario_stage_defaults(struct cl_scn_stage *st)
@@ -216,8 +221,10 @@ void cl_scenario_free(struct cl_scenario *s)
 	free(w->system_prompt);
 	free(w->dataset);
 
-	for (size_t i = 0; s->stages && i < s->n_stages; i++)
+	for (size_t i = 0; s->stages && i < s->n_stages; i++) {
 		free(s->stages[i].name);
+		cl_scenario_search_free(s->stages[i].search);
+	}
 	free(s->stages);
 	for (size_t i = 0; s->slos && i < s->n_slos; i++) {
 		free(s->slos[i].key);
@@ -229,4 +236,41 @@ void cl_scenario_free(struct cl_scenario *s)
 	free(s->estimate.from_stage);
 	free(s->output.dir);
 	memset(s, 0, sizeof(*s));
+}
+
+void cl_scenario_search_free(struct cl_scn_search *q)
+{
+	if (!q)
+		return;
+	for (size_t i = 0; q->slos && i < q->n_slos; i++) {
+		free(q->slos[i].key);
+		free(q->slos[i].stage);
+	}
+	free(q->slos);
+	free(q);
+}
+
+int cl_scenario_insert_stage(struct cl_scenario *s, size_t at, const struct cl_scn_stage *st)
+{
+	if (at > s->n_stages)
+		at = s->n_stages;
+	/* Grown one at a time: a run inserts a handful of probes, between stages. */
+	struct cl_scn_stage *p = realloc(s->stages, (s->n_stages + 1) * sizeof(*p));
+	if (!p)
+		return CL_ENOMEM;
+	s->stages = p;
+	memmove(&p[at + 1], &p[at], (s->n_stages - at) * sizeof(*p));
+	p[at] = *st;
+	s->n_stages++;
+	return 0;
+}
+
+void cl_scenario_remove_stage(struct cl_scenario *s, size_t at)
+{
+	if (at >= s->n_stages)
+		return;
+	free(s->stages[at].name);
+	cl_scenario_search_free(s->stages[at].search);
+	memmove(&s->stages[at], &s->stages[at + 1], (s->n_stages - at - 1) * sizeof(*s->stages));
+	s->n_stages--;
 }

@@ -229,6 +229,27 @@ const struct ynode *cli_scn_target_key(const struct scn_loader *l, const char *k
 /* The section a key belongs to when it is written in the wrong one, or NULL. */
 const char *cli_scn_hint_for(const char *key);
 
+/* scenario_jobs.c: the capacity search stage, plan, and the soak guards of slo. */
+/* Whether a stage entry is a search (it has a `search` key). */
+bool cli_scn_is_search_entry(struct scn_ctx *c, const struct ynode *entry);
+/* Converts a search stage entry ({ name, search: {...} }) and appends it to the stages. */
+void cli_scn_conv_search_stage(struct scn_ctx *c, const struct ynode *entry);
+/* Checks across sections once everything is read: one search, its SLOs (search.slo, else a
+ * copy of the top-level SLOs for every stage), probe names, references to it; plan_at (the
+ * `plan` key, NULL when absent) needs a search. */
+void cli_scn_check_search(struct scn_ctx *c, const struct ynode *plan_at);
+/* The top-level `plan` mapping (obj is the scenario). */
+void cli_scn_conv_plan(struct scn_ctx *c, const struct ynode *v, void *obj);
+/* slo.abort_on_breach: a boolean, or { intervals: N }. */
+void cli_scn_conv_abort(struct scn_ctx *c, const struct ynode *v);
+/* slo.max_drift: a percentage, or { window, ttft_p99, itl_p99, output_tokens_per_s,
+ * error_rate }. */
+void cli_scn_conv_drift(struct scn_ctx *c, const struct ynode *v);
+/* scenario_load.c: reads one mapping of SLOs (no stage:, abort_on_breach or max_drift) into
+ * a new array *out of *n entries, for search.slo. */
+void cli_scn_take_slos(struct scn_ctx *c, const struct ynode *v, struct cl_scn_slo **out,
+		       size_t *n);
+
 /* scenario.c: defaults that depend on other fields (agents.local from agents.listen, the
  * warmup's limits from the workload's, the name from the file, the built-in prompts).
  * Returns 0 or CL_ENOMEM. */

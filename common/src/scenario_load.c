@@ -98,6 +98,7 @@ static struct cl_scn_slo *slo_new(struct scn_ctx *c, const struct ynode *k)
 
 struct slo_map {
 	size_t first;              /* index of this mapping's first slo */
+	bool in_search;            /* search.slo: SLOs only */
 	const struct ynode *stage; /* its stage: value */
 	const struct ynode *stage_key;
 };
@@ -115,10 +116,13 @@ static bool slo_seen(struct scn_ctx *c, const struct slo_map *m, const char *key
 static void slo_pair(struct scn_ctx *c, const struct ynode *k, const struct ynode *v, bool merged,
 		     void *argp)
 {
-	static const char *const fixed[] = { "error_rate", "min_output_tokens_per_s",
-					     "min_requests_per_s", "abort_on_breach", "stage" };
+	static const char *const fixed[] = { "error_rate",
+					     "min_output_tokens_per_s",
+					     "min_requests_per_s",
+					     "abort_on_breach",
+					     "stage",
+					     "max_drift" };
 	struct slo_map *m = argp;
-	struct cl_scenario *s = L(c)->s;
 	char got[96];
 	if (k->kind != YN_SCALAR) {
 		cli_scn_error(c, k, "keys in %s must be names such as ttft_p99, got %s",
@@ -126,6 +130,15 @@ static void slo_pair(struct scn_ctx *c, const struct ynode *k, const struct ynod
 		return;
 	}
 	size_t mark = cli_scn_path_key(c, k->str);
+	if (m->in_search &&
+	    (strcmp(k->str, "stage") == 0 || strcmp(k->str, "abort_on_breach") == 0 ||
+	     strcmp(k->str, "max_drift") == 0)) {
+		cli_scn_error(c, k,
+			      "%s: '%s' is not allowed in search.slo (it holds the SLOs a probe "
+			      "must meet; put it in the top-level slo)",
+			      cli_scn_path(c), k->str);
+		goto out;
+	}
 	if (strcmp(k->str, "stage") == 0) {
 		if (m->stage_key && !merged)
 			cli_scn_error(c, k, "duplicate key 'stage' in %s", cli_scn_path(c));
@@ -136,7 +149,11 @@ static void slo_pair(struct scn_ctx *c, const struct ynode *k, const struct ynod
 		goto out;
 	}
 	if (strcmp(k->str, "abort_on_breach") == 0) {
-		cli_scn_get_bool(c, v, &s->slo_abort_on_breach);
+		cli_scn_conv_abort(c, v);
+		goto out;
+	}
+	if (strcmp(k->str, "max_drift") == 0) {
+		cli_scn_conv_drift(c, v);
 		goto out;
 	}
 	if (slo_seen(c, m, k->str)) {
@@ -266,6 +283,36 @@ static void slo_one_map(struct scn_ctx *c, const struct ynode *v)
 	}
 }
 
+void cli_scn_take_slos(struct scn_ctx *c, const struct ynode *v, struct cl_scn_slo **out, size_t *n)
+{
+	struct scn_loader *l = L(c);
+	struct cl_scenario *s = l->s;
+	char got[96];
+	*out = NULL;
+	*n = 0;
+	if (cli_ynode_is_null(v))
+		return;
+	if (v->kind != YN_MAP) {
+		cli_scn_error(c, v, "%s must be a mapping such as { ttft_p99: 1s }, got %s",
+			      cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
+		return;
+	}
+	/* Parsed into the scenario's list like any SLO, then moved out of it. */
+	struct slo_map m = { .first = s->n_slos, .in_search = true };
+	cli_scn_map_each(c, v, slo_pair, &m);
+	size_t end = s->n_slos < SCN_MAX_SLOS ? s->n_slos : SCN_MAX_SLOS;
+	if (end <= m.first)
+		return;
+	*out = calloc(end - m.first, sizeof(**out));
+	if (!*out) {
+		c->oom = true;
+		return;
+	}
+	memcpy(*out, &s->slos[m.first], (end - m.first) * sizeof(**out));
+	*n = end - m.first;
+	s->n_slos = m.first;
+}
+
 /* slo: a mapping, or a list of mappings (each may name its stage). */
 static void conv_slo(struct scn_ctx *c, const struct ynode *v, void *obj)
 {
@@ -376,6 +423,7 @@ enum {
 	T_ESTIMATE,
 	T_OUTPUT,
 	T_CLIENT_BOUND,
+	T_PLAN,
 	T__COUNT
 };
 
@@ -400,6 +448,7 @@ static const struct scn_field top_fields[T__COUNT] = {
 	[T_ESTIMATE] = SCN_CUSTOM("estimate", conv_estimate),
 	[T_OUTPUT] = SCN_CUSTOM("output", conv_output),
 	[T_CLIENT_BOUND] = SCN_CUSTOM("client_bound", conv_client_bound),
+	[T_PLAN] = SCN_CUSTOM("plan", cli_scn_conv_plan),
 };
 
 /* Finds a stage by name, else (for a number) the concurrency stage with that concurrency. */
@@ -583,6 +632,7 @@ static void check_stages(struct scn_ctx *c)
 	}
 	if (l->from_stage)
 		resolve_stage_ref(c, l->from_stage, "estimate.from_stage", &s->estimate.from_stage);
+	cli_scn_check_search(c, l->top[T_PLAN]);
 }
 
 static void convert(struct scn_loader *l)

@@ -281,7 +281,10 @@ void cli_scn_conv_stages(struct scn_ctx *c, const struct ynode *v, void *obj)
 	}
 	for (size_t i = 0; i < v->n; i++) {
 		size_t mark = cli_scn_path_index(c, i);
-		conv_stage(c, v->kids[i]);
+		if (cli_scn_is_search_entry(c, v->kids[i]))
+			cli_scn_conv_search_stage(c, v->kids[i]);
+		else
+			conv_stage(c, v->kids[i]);
 		cli_scn_path_pop(c, mark);
 	}
 }

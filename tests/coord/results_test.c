@@ -704,7 +704,7 @@ static void test_sha256(void **state)
 /* The names results.json has always carried, and the way back from them. */
 static void test_stage_status_names(void **state)
 {
-	static const char *const want[] = { "ok", "failed", "degraded", "interrupted" };
+	static const char *const want[] = { "ok", "failed", "degraded", "interrupted", "aborted" };
 	assert_int_equal(sizeof(want) / sizeof(want[0]), CL_STAGE_N_STATUS);
 	for (int i = 0; i < CL_STAGE_N_STATUS; i++) {
 		assert_string_equal(cl_stage_status_name((enum cl_stage_status)i), want[i]);

@@ -139,6 +139,10 @@ struct cl_scn_stage {
 	uint64_t requests;
 	int64_t ramp_us;
 	int line; /* source line of the stage entry, for later diagnostics */
+	/* A capacity search (`search:`), NULL for an ordinary stage: the run replaces this
+	 * entry with the probes it decides on (mode is the search's `over`, duration_us and
+	 * ramp_us each probe's; concurrency and rate_per_s are 0). */
+	struct cl_scn_search *search;
 };
 
 enum cl_slo_kind {
@@ -156,6 +160,43 @@ struct cl_scn_slo {
 	double limit;      /* µs for latency; fraction for error rate; per second otherwise */
 	char *stage;       /* NULL: every stage; a number in the file is resolved to a stage name */
 	int line;
+};
+
+/* A capacity search: probes of one load kind, doubling from `from` until one breaks its SLOs
+ * (or `max` passes), then bisecting until the highest level that meets them is bracketed
+ * within `tolerance` (docs/scenario.md, "Capacity search"). */
+struct cl_scn_search {
+	enum cl_load_mode over;  /* concurrency (streams) or rate (requests per second) */
+	double from;             /* first level probed */
+	double max;              /* highest level probed */
+	double tolerance;        /* absolute, in over's unit; a fraction when relative */
+	bool tolerance_relative; /* tolerance is a share of the upper bracket */
+	int64_t probe_duration_us;
+	int64_t ramp_us;
+	enum cl_arrival arrival; /* rate probes */
+	double gamma_shape;
+	uint32_t max_concurrency; /* rate probes: cap on streams in flight, 0 none */
+	struct cl_scn_slo *slos;  /* what a probe must meet: search.slo, else the top-level SLOs
+				   * that apply to every stage (copied) */
+	size_t n_slos;
+};
+
+/* Capacity planning from a search's answer: the load to plan for (0: not asked). */
+struct cl_scn_plan {
+	double requests_per_s;
+	double output_tokens_per_s;
+};
+
+/* slo.max_drift: how far the last window of a stage may move from its first.  Relative
+ * limits are fractions of the first window's value; the error rate's is absolute.  NAN: not
+ * checked. */
+struct cl_scn_drift {
+	int64_t window_us;          /* 0: a quarter of each stage's measured window */
+	double ttft_p99;            /* rise of TTFT p99 */
+	double itl_p99;             /* rise of ITL p99 */
+	double output_tokens_per_s; /* fall of output tokens/s */
+	double error_rate;          /* rise of the error rate, absolute (0.01 = 1 point) */
+	bool set;                   /* max_drift was given */
 };
 
 struct cl_scn_estimate {
@@ -189,6 +230,11 @@ struct cl_scenario {
 	struct cl_scn_estimate estimate;
 	struct cl_scn_output output;
 	enum cl_client_bound_policy client_bound; /* top-level `client_bound:` */
+	/* slo.abort_on_breach: { intervals: N }: stop at once when N consecutive report
+	 * intervals of a stage breach an SLO (0: only after a breached stage, or never) */
+	uint32_t slo_abort_intervals;
+	struct cl_scn_drift drift; /* slo.max_drift */
+	struct cl_scn_plan plan;   /* top-level `plan:` (needs a search stage) */
 };
 
 /*
@@ -216,5 +262,14 @@ const char *cl_scenario_render_model(const struct cl_scenario *s);
 
 /* Frees everything; safe on zeroed and partly loaded scenarios. */
 void cl_scenario_free(struct cl_scenario *s);
+
+/* Inserts a copy of st at position at (0..n_stages), shifting later stages; the copy takes
+ * ownership of st->name and st->search (the caller must not free them).  0 or CL_ENOMEM (st
+ * untouched, nothing owned).  Pointers into s->stages are invalid afterwards. */
+int cl_scenario_insert_stage(struct cl_scenario *s, size_t at, const struct cl_scn_stage *st);
+/* Removes and frees the stage at position at (a search entry the run has expanded). */
+void cl_scenario_remove_stage(struct cl_scenario *s, size_t at);
+/* Frees a search (and its SLOs); accepts NULL. */
+void cl_scenario_search_free(struct cl_scn_search *q);
 
 #endif
