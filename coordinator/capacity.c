@@ -121,7 +121,9 @@ long cl_capacity_knee(const double *x, const double *y, size_t n)
 		ymin = fmin(ymin, y[i]);
 		ymax = fmax(ymax, y[i]);
 	}
-	if (xmax <= xmin || ymax <= ymin)
+	/* A flat curve (every point within 10% of the top: all past the limit, or all below
+	 * it) has no knee to find among its noise. */
+	if (xmax <= xmin || ymax <= ymin || ymax - ymin < 0.1 * fabs(ymax))
 		return -1;
 	/* Furthest above the diagonal of the unit square; ties go to the lower level (where
 	 * the flat part begins). */

@@ -64,8 +64,8 @@ double cl_capacity_tolerance_abs(const struct cl_capacity *c);
  * The knee of a throughput curve (Kneedle, Satopää et al. 2011): with the points sorted by
  * level and both axes scaled to [0, 1], the point furthest above the line from the first to
  * the last, i.e. where throughput stops growing in proportion to load.  x and y have n
- * points in any order.  Returns the index of the knee, or -1 (fewer than 3 points, no
- * spread, or a curve that never bends that way).
+ * points in any order.  Returns the index of the knee, or -1 (fewer than 3 points, a flat
+ * curve - every y within 10% of the highest - or one that never bends that way).
  */
 long cl_capacity_knee(const double *x, const double *y, size_t n);
 

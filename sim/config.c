@@ -431,6 +431,7 @@ int cl_sim_config_parse(struct cl_sim_config *cfg, int argc, char **argv, struct
 	    (rc = get_duration(vals, "itl", &cfg->itl_us, err)) ||
 	    (rc = get_duration(vals, "prefill-per-token", &cfg->prefill_per_token_us, err)) ||
 	    (rc = get_duration(vals, "itl-per-active", &cfg->itl_per_active_us, err)) ||
+	    (rc = get_duration(vals, "itl-growth", &cfg->itl_growth_us, err)) ||
 	    (rc = get_duration(vals, "loading-for", &cfg->loading_for_us, err)) ||
 	    (rc = get_duration(vals, "chat-ready-after", &cfg->chat_ready_after_us, err)) ||
 	    (rc = get_duration(vals, "stall-for", &cfg->stall_for_us, err)))

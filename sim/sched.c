@@ -167,7 +167,13 @@ void cl_sim_sched_on_timer(int fd, short what, void *arg)
 int64_t cl_sim_sched_itl_us(const struct cl_sim *s)
 {
 	uint32_t others = s->active > 1 ? s->active - 1 : 0;
-	return s->cfg->itl_us + s->cfg->itl_per_active_us * (int64_t)others;
+	int64_t itl = s->cfg->itl_us + s->cfg->itl_per_active_us * (int64_t)others;
+	if (s->cfg->itl_growth_us) {
+		/* A server that slows as it runs: growth per second of uptime. */
+		double up_s = (cl_mono_us() - s->start_us) / 1e6;
+		itl += (int64_t)(s->cfg->itl_growth_us * (up_s > 0 ? up_s : 0));
+	}
+	return itl;
 }
 
 void cl_sim_batch_admit(struct cl_sim *s, struct cl_sim_stream *st, int64_t now_us)

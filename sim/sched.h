@@ -30,7 +30,8 @@ void cl_sim_batch_release(struct cl_sim *s, int64_t free_at_us);
 /* Takes a queued stream out of the wait queue (its client left). */
 void cl_sim_batch_unqueue(struct cl_sim *s, struct cl_sim_stream *st);
 
-/* itl + itl_per_active * (active - 1): the token interval with the current batch. */
+/* itl + itl_per_active * (active - 1) + itl_growth * uptime in seconds: the token interval
+ * with the current batch, now. */
 int64_t cl_sim_sched_itl_us(const struct cl_sim *s);
 
 #endif

@@ -100,6 +100,9 @@ const struct cl_sim_option cl_sim_options[] = {
 	  "disregard a request's ignore_eos, as a server without it does (answers end where "
 	  "--output-tokens says)",
 	  true },
+	/* drift: a server that slows down as it runs (soak tests) */
+	{ "itl-growth", D, "DUR", "0",
+	  "added to itl for each second since the simulator started (latency that drifts)", true },
 };
 
 const size_t cl_sim_options_count = sizeof(cl_sim_options) / sizeof(cl_sim_options[0]);

@@ -1,0 +1,156 @@
+"""Capacity search end to end through the real binaries: scenarios/capacity.yaml finds the
+simulator's batch limit for several limits set with --set (the capacity model predicts it:
+TTFT stays at its floor up to max_batch streams and jumps by a whole answer beyond), its
+probes are ordinary stages in results.json and the HTML charts, the answer and the plan are
+in results.json and on one summary line; a probe whose agent stalls is client-bound, not
+trusted, and stops the search with advice (exit 1)."""
+
+import json
+import math
+import os
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import chatload_testlib as tl  # noqa: E402
+
+SRC = os.environ.get("CHATLOAD_SOURCE_DIR",
+                     os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+SCENARIO = os.path.join(SRC, "scenarios", "capacity.yaml")
+SCHEMA = os.path.join(SRC, "docs", "results.schema.json")
+
+
+def check_schema(doc):
+    try:
+        import jsonschema
+    except ImportError:  # install-deps installs it; without it only the schema check is lost
+        return
+    with open(SCHEMA) as f:
+        jsonschema.validate(doc, json.load(f))
+
+
+class CapacitySearch(tl.FleetCase):
+    tag = "cap"
+
+    def search(self, n, attempt=1):
+        """Runs scenarios/capacity.yaml with max_batch n; (results dir, process, document).
+        A search stopped by a client-bound probe (a CI machine that lagged an agent) is run
+        once more: the product refused to trust the probe, which is right, and the test is
+        about the search."""
+        out = self.scope.path("cap%d-%d" % (n, attempt))
+        p = self.start_run(SCENARIO, out, "--set", "target.simulator.max_batch=%d" % n,
+                           "--set", "stages.0.search.from=4", "--set",
+                           "stages.0.search.probe_duration=1500ms",
+                           name="chatload-%d-%d" % (n, attempt))
+        rc = p.wait(120)
+        doc = self.results(out)
+        cap = doc.get("capacity", {})
+        if rc == 1 and cap.get("status") == "stopped" and attempt == 1 and \
+                "client-bound" in (cap.get("stopped_because") or ""):
+            sys.stderr.write("max_batch %d: %s; searching again\n" % (n, cap["summary"]))
+            return self.search(n, attempt + 1)
+        self.assertEqual(rc, 0, p.tail())
+        return out, p, doc
+
+    def test_finds_the_batch_limit_for_several_limits(self):
+        # One after the other: three at once on a small machine lag the agents' loops, and
+        # a lagging client makes a probe client-bound (not trusted).
+        for n in (4, 8, 12):
+            out, p, doc = self.search(n)
+            check_schema(doc)
+            cap = doc["capacity"]
+            tol = cap["tolerance"]
+            # Predicted by the simulator's capacity model: exactly max_batch streams.
+            self.assertEqual(cap["status"], "found", cap["summary"])
+            self.assertLessEqual(n - tol, cap["sustainable"], cap["summary"])
+            self.assertLessEqual(cap["sustainable"], n, cap["summary"])
+            self.assertLessEqual(cap["breaks_at"] - cap["sustainable"], tol, cap["summary"])
+            self.assertEqual(cap["over"], "concurrency")
+            # Probes: doubling from 4, then bisecting; every probe is a stage of the run.
+            levels = [pr["level"] for pr in cap["probes"]]
+            self.assertEqual(levels[:2], [4, 8], levels)
+            names = [s["name"] for s in doc["stages"]]
+            self.assertEqual(names, ["cap-c%d" % lv for lv in levels])
+            for pr, st in zip(cap["probes"], doc["stages"]):
+                self.assertEqual(pr["stage"], st["name"])
+                self.assertEqual(st["concurrency"], pr["level"])
+                self.assertEqual(st["probe"]["level"], pr["level"])
+                self.assertEqual(st["probe"]["pass"], pr["pass"], st["probe"])
+                self.assertEqual(pr["pass"], pr["level"] <= n, (n, pr))
+                self.assertGreater(st["requests"]["completed"], 0)
+            # A probe's breaches are the search's answer, not the run's verdict.
+            self.assertEqual(doc["verdict"]["breaches"], [])
+            self.assertEqual(doc["exit_code"], 0)
+            at = cap["at_sustainable"]
+            self.assertEqual(at["stage"], "cap-c%d" % cap["sustainable"])
+            # 20 tokens at ttft 20 ms + 19 x 4 ms: n streams serve n / 0.096 s req/s.
+            self.assertAlmostEqual(at["requests_per_s"], n / 0.096, delta=n / 0.096 * 0.1)
+            self.assertLessEqual(at["ttft_p99_ms"], 70)
+            # The knee: where throughput stops growing.  From 4 streams up, a limit of 4
+            # leaves only the flat part, and a flat curve has no knee to find.
+            if n > 4:
+                self.assertEqual(cap["knee"]["level"], n, cap["probes"])
+            else:
+                self.assertTrue(cap["knee"] is None or cap["knee"]["level"] == n, cap["knee"])
+            plan = cap["plan"]
+            self.assertEqual(plan["requests_per_s"], 500)
+            self.assertEqual(plan["servers"], math.ceil(500 / at["requests_per_s"]))
+            self.assertGreaterEqual(plan["agents"], 1)
+            # One line says it, on the terminal and in report.md; the charts show the probes.
+            table = p.text("out")
+            self.assertRegex(table, r"(?m)^capacity 'cap': %d streams sustainable \(%d streams "
+                             r"breaks the SLOs; within 1 stream\)" % (cap["sustainable"],
+                                                                      cap["breaks_at"]))
+            self.assertRegex(table, r"(?m)^plan: 500 req/s needs %d servers? like this one"
+                             % plan["servers"])
+            with open(os.path.join(out, "report.md")) as f:
+                self.assertIn(cap["summary"], f.read())
+            with open(os.path.join(out, "report.html")) as f:
+                html = f.read()
+            self.assertIn("Throughput and latency vs concurrency", html)
+            self.assertIn("<h2>Capacity</h2>", html)
+
+    def test_a_client_bound_probe_stops_the_search(self):
+        port = tl.free_port()
+        url = "tcp://127.0.0.1:%d" % port
+        out = self.scope.path("stall")
+        token = "capacity-stall-token"
+        coord = self.start_run(
+            SCENARIO, out, "--set", "agents={ listen: '%s', expect: 2, token_env: CAP_TOKEN, "
+            "join_timeout: 30s, report_interval: 250ms }" % url,
+            "--set", "stages.0.search.probe_duration=3s", env={"CAP_TOKEN": token})
+        tl.wait_port("127.0.0.1", port, 15, coord)
+        agents = [self.start_agent(url, "--once", "--workers", "1", name="agent%d" % i,
+                                   token=token) for i in (1, 2)]
+        for a in agents:
+            a.wait_line(r"joined run '.*' as agent \d+", 20)
+        coord.wait_line(r"stage \d+/\d+ 'cap-c2'", 60)
+        time.sleep(1.5)  # START_AT is 0.5 s after the line; freeze in the middle
+        agents[0].send(signal.SIGSTOP)
+        try:
+            time.sleep(0.8)
+        finally:
+            agents[0].send(signal.SIGCONT)
+        self.assertExit(coord, 1, 60)
+        doc = self.results(out)
+        check_schema(doc)
+        cap = doc["capacity"]
+        self.assertEqual(cap["status"], "stopped", cap)
+        self.assertEqual([pr["level"] for pr in cap["probes"]], [1, 2], cap["probes"])
+        self.assertTrue(cap["probes"][0]["trusted"])
+        self.assertFalse(cap["probes"][1]["trusted"])
+        self.assertTrue(cap["probes"][1]["client_bound"])
+        self.assertIn("client-bound", cap["stopped_because"])
+        self.assertIn("add agents", cap["advice"])
+        self.assertEqual(cap["sustainable"], 1)  # the last trusted level that met the SLOs
+        table = coord.text("out")
+        self.assertRegex(table, r"(?m)^capacity 'cap': search stopped \(probe 'cap-c2' was "
+                         r"client-bound \([a-z_, ]*stall")
+        self.assertRegex(table, r"(?m)^advice: .*add agents")
+        self.assertIn("exit 1 (client-bound)", table)
+
+
+if __name__ == "__main__":
+    import unittest
+    unittest.main()
