@@ -217,7 +217,7 @@ static int add_check(json_t *checks, const char *key, const char *stage, double 
 	bool has = isfinite(measured);
 	json_t *c = json_pack("{s:s,s:o,s:f,s:o,s:s,s:b,s:o}", "slo", key, "stage",
 			      cli_rj_str(stage), "limit", limit, "measured",
-			      has ? json_real(cli_rj_sig(measured, 6)) : json_null(), "unit",
+			      has ? json_real(cli_rj_sig(measured, 4)) : json_null(), "unit",
 			      "ratio", "pass", has && measured <= limit, "note",
 			      has ? json_null() : json_string("no data in a window"));
 	return cli_rj_append(checks, c);
