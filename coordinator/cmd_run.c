@@ -28,7 +28,8 @@ static void on_signal(int sig)
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: chatload run SCENARIO [--set KEY.PATH=VALUE]... [--out DIR]\n\n"
+		"usage: chatload run SCENARIO [--set KEY.PATH=VALUE]... [--out DIR]\n"
+		"                    [--metrics-listen HOST:PORT [--metrics-allow-remote]]\n\n"
 		"Runs a scenario: starts the built-in simulator if the scenario asks for one,\n"
 		"spawns local agents (agents.local) or waits for remote ones (agents.listen),\n"
 		"passes the readiness gate, warms up, runs every stage and writes results as it\n"
@@ -36,7 +37,12 @@ static void usage(FILE *out)
 		"  --set K=V    override a scenario value, e.g. --set stages.1.duration=30s\n"
 		"               --set target.model=llama (repeatable)\n"
 		"  --out DIR    results directory (default: output.dir or results/<name>-<UTC>/)\n"
-		"  --insecure   allow a plaintext tcp:// agents.listen off loopback\n\n"
+		"  --insecure   allow a plaintext tcp:// agents.listen off loopback\n"
+		"  --metrics-listen HOST:PORT\n"
+		"               serve live Prometheus metrics at http://HOST:PORT/metrics for\n"
+		"               the whole run (loopback only; port 0 picks one, printed)\n"
+		"  --metrics-allow-remote\n"
+		"               allow a --metrics-listen address off loopback\n\n"
 		"exit codes: 0 ok, 1 run failed or interrupted, 2 bad input, 3 target not ready,\n"
 		"            99 SLO breached\n");
 }
@@ -67,6 +73,16 @@ int cmd_run(int argc, char **argv)
 			}
 		} else if (strcmp(a, "--insecure") == 0) {
 			o.insecure = true;
+		} else if (strcmp(a, "--metrics-listen") == 0) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "chatload run: %s needs a value\n", a);
+				return CL_EXIT_USAGE;
+			}
+			o.metrics_listen = argv[++i];
+		} else if (strncmp(a, "--metrics-listen=", 17) == 0) {
+			o.metrics_listen = a + 17;
+		} else if (strcmp(a, "--metrics-allow-remote") == 0) {
+			o.metrics_allow_remote = true;
 		} else if (strncmp(a, "--set=", 6) == 0 && n_over < MAX_OVERRIDES) {
 			overrides[n_over++] = a + 6;
 		} else if (strncmp(a, "--out=", 6) == 0) {

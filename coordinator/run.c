@@ -104,6 +104,7 @@ static int render(struct run *r, struct cl_err *err)
  * only path that skips it). */
 static void cleanup(struct run *r)
 {
+	cli_run_live_close(r);
 	cl_fleet_close(&r->fleet);
 	for (size_t i = 0; i < CL_FLEET_MAX_AGENTS; i++)
 		cl_stage_plan_free(&r->agents[i].share);
@@ -151,6 +152,12 @@ int cl_run(const struct cl_run_opts *o)
 		code = fail_msg(r, CL_EXIT_FAILED, &err, "cannot create the results directory");
 		goto out;
 	}
+	int lrc = cli_run_live_open(r, &err);
+	if (lrc != 0) {
+		code = fail_msg(r, lrc == CL_EINVAL ? CL_EXIT_USAGE : CL_EXIT_FAILED, &err,
+				"cannot serve the live metrics");
+		goto finish;
+	}
 	cl_progress_note(&r->prog, "run '%s': results in %s", r->s.name, cl_results_dir(r->res));
 	if (r->s.target.simulator && cli_run_start_simulator(r, &err) != 0) {
 		code = fail_msg(r, CL_EXIT_FAILED, &err, "cannot start the built-in simulator");
@@ -180,6 +187,7 @@ int cl_run(const struct cl_run_opts *o)
 	cli_run_record_agents(r);
 
 	if (r->s.readiness.enabled) {
+		cli_run_live_phase(r, CL_LIVE_READINESS, 0);
 		if (cli_run_readiness(r) != 0)
 			goto finish;
 	}
@@ -189,11 +197,13 @@ int cl_run(const struct cl_run_opts *o)
 		goto finish;
 	}
 	cl_results_set_workload(r->res, &r->s.workload, &r->workload_stats);
+	cli_run_live_phase(r, CL_LIVE_WARMUP, 0);
 	if (cli_run_prepare(r) != 0)
 		goto finish;
 	if (cli_run_warmup(r) != 0)
 		goto finish;
 
+	cli_run_live_phase(r, CL_LIVE_STAGES, 0);
 	for (size_t i = 0; i < r->s.n_stages; i++) {
 		int rc = r->s.stages[i].search ? cli_run_search(r, &i) : cli_run_stage(r, i);
 		if (rc != 0)
@@ -221,6 +231,7 @@ finish:
 		cl_report_render(cl_results_doc(r->res), CL_REPORT_TABLE, stdout);
 		fflush(stdout);
 		code = final;
+		cli_run_live_phase(r, CL_LIVE_FINISHED, code);
 	} else if (!code) {
 		code = r->exit_hint ? r->exit_hint : CL_EXIT_FAILED;
 	}

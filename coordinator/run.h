@@ -12,8 +12,10 @@ struct cl_run_opts {
 	const char *out_dir;          /* --out */
 	int argc;                     /* the command line, recorded in results */
 	char **argv;
-	atomic_int *stop; /* set by SIGINT/SIGTERM */
-	bool insecure;    /* --insecure: plaintext agents.listen off loopback */
+	atomic_int *stop;           /* set by SIGINT/SIGTERM */
+	bool insecure;              /* --insecure: plaintext agents.listen off loopback */
+	const char *metrics_listen; /* --metrics-listen HOST:PORT, NULL: no live metrics */
+	bool metrics_allow_remote;  /* --metrics-allow-remote: a non-loopback metrics address */
 };
 
 /* Runs the scenario.  Returns the process exit code (enum cl_exit). Blocks for the run. */

@@ -5,6 +5,8 @@
 #define CHATLOAD_RUN_INTERNAL_H
 
 #include "fleet.h"
+#include "http_live.h"
+#include "live_metrics.h"
 #include "progress.h"
 #include "results.h"
 #include "run.h"
@@ -110,6 +112,11 @@ struct run {
 
 	int exit_hint; /* CL_EXIT_* the run decided (0: let the results decide) */
 	bool complete;
+
+	/* --metrics-listen: the live metrics and their HTTP listener (NULL: not asked) */
+	struct cl_live_metrics *live;
+	struct cl_http_live *http;
+	int64_t live_tick_us;
 };
 
 /* run_setup.c */
@@ -156,6 +163,15 @@ int cli_run_prepare(struct run *r);
 int cli_run_readiness(struct run *r);
 int cli_run_warmup(struct run *r);
 int cli_run_stage(struct run *r, size_t index);
+
+/* run_live.c: --metrics-listen.  open: starts the listener (0 when not asked; CL_EINVAL for
+ * a bad or non-loopback address, CL_ESYS when it cannot bind, err says why).  phase: the
+ * run moved on (a fresh snapshot first).  tick: the fleet and the running stage's metrics,
+ * at most every 500 ms unless forced.  close: stops serving and frees; safe when not open. */
+int cli_run_live_open(struct run *r, struct cl_err *err);
+void cli_run_live_phase(struct run *r, enum cl_live_phase p, int exit_code);
+void cli_run_live_tick(struct run *r, bool force);
+void cli_run_live_close(struct run *r);
 
 /* run_search.c: runs the capacity search whose entry is at *index: each probe is inserted
  * before the entry as an ordinary stage and run, until the search has its answer; then the

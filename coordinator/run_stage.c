@@ -121,6 +121,11 @@ static int stage_start(struct run *r, size_t index)
 	}
 	r->st = st;
 	stage_announce(r, st);
+	if (r->live && cl_live_metrics_stage_start(
+			   r->live, index, st->scn->name, cl_load_mode_name(st->scn->mode),
+			   st->scn->mode == CL_MODE_CONCURRENCY ? st->scn->concurrency
+								: st->scn->rate_per_s) != 0)
+		CL_WARN("live metrics: out of memory for stage '%s'", st->scn->name);
 	/* Bound the wait: the agents end the stage themselves; this guards against hangs. */
 	const struct cl_scn_stage *scn = st->scn;
 	int64_t bound =
@@ -298,6 +303,7 @@ static bool stage_poll(struct run *r)
 		stage_interrupt(r, now);
 	stage_check_breach_window(r, now);
 	stage_sample_load(r, now);
+	cli_run_live_tick(r, false);
 	if (stage_check_fleet(r))
 		return true;
 	if (cli_run_all_finished(r, RUN_PHASE_STAGE))
@@ -396,6 +402,10 @@ static int stage_close(struct run *r)
 				    st->status, st->reason[0] ? st->reason : NULL) != 0)
 		CL_ERROR("cannot write results for stage '%s': %s", st->scn->name,
 			 cl_results_last_error(r->res));
+	if (r->live) {
+		cl_live_metrics_stage_end(r->live, &st->cum, cl_stage_status_name(st->status));
+		cli_run_live_tick(r, true);
+	}
 	int rc = 0; /* ok and degraded stages let the run go on */
 	if (st->status == CL_STAGE_INTERRUPTED || st->status == CL_STAGE_ABORTED)
 		rc = CL_ECLOSED;

@@ -13,6 +13,7 @@ packages=(
   libevent-dev                         # chatload-sim's HTTP server
   libcmocka-dev                        # unit tests
   python3 python3-jsonschema           # integration-test driver; results schema check
+  python3-prometheus-client            # soak_test parses /metrics with the reference parser
   iproute2 openssl                     # multi-host namespace test, TLS test certificates
   nghttp2-proxy                        # nghttpx: the HTTP/2 server (h2c, TLS+ALPN) the HTTP/2 tests
                                        # put in front of chatload-sim (HTTP/1.1 only)

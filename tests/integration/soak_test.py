@@ -118,6 +118,99 @@ class Drift(tl.FleetCase):
                          {"max_drift.itl_p99", "max_drift.output_tokens_per_s"})
 
 
+
+class LiveMetrics(tl.FleetCase):
+    tag = "metrics"
+
+    def scrape(self, url):
+        import urllib.request
+        from prometheus_client.parser import text_string_to_metric_families
+        with urllib.request.urlopen(url, timeout=5) as r:
+            self.assertEqual(r.status, 200)
+            self.assertIn("text/plain; version=0.0.4", r.headers["Content-Type"])
+            text = r.read().decode("utf-8")
+        fams = {f.name: f for f in text_string_to_metric_families(text)}
+        return fams
+
+    @staticmethod
+    def value(fams, family, sample, **labels):
+        for s in fams[family].samples:
+            if s.name == sample and all(s.labels.get(k) == v for k, v in labels.items()):
+                return s.value
+        return None
+
+    def test_metrics_parse_and_counters_grow_during_the_run(self):
+        try:
+            import prometheus_client.parser  # noqa: F401
+        except ImportError:
+            self.skipTest("python3-prometheus-client is missing (deploy/install-deps.sh)")
+        doc = tl.scenario(sim_target(ttft="10ms", itl="5ms", output_tokens=10),
+                          [{"name": "warm", "concurrency": 1, "requests": 3},
+                           {"name": "live", "concurrency": 2, "duration": "5s"}],
+                          {"local": 1, "workers": 1, "report_interval": "250ms"})
+        out = self.scope.path("out")
+        p = self.start_run(self.write_scenario("metrics", doc), out,
+                           "--metrics-listen", "127.0.0.1:0")
+        _, _, m = p.wait_line(r"metrics at (http://127\.0\.0\.1:\d+/metrics)", 20)
+        url = m.group(1)
+        p.wait_line(r"stage 2/2 'live'", 30)
+        time.sleep(1.5)
+        a = self.scrape(url)
+        time.sleep(1.5)
+        b = self.scrape(url)
+        # Names and types follow Prometheus conventions (the parser strips _total).
+        self.assertEqual(a["chatload_requests_completed"].type, "counter")
+        self.assertEqual(a["chatload_request_errors"].type, "counter")
+        self.assertEqual(a["chatload_output_tokens"].type, "counter")
+        self.assertEqual(a["chatload_ttft_seconds"].type, "summary")
+        self.assertEqual(a["chatload_run_phase"].type, "gauge")
+        done = "chatload_requests_completed_total"
+        c1 = self.value(a, "chatload_requests_completed", done, stage="live")
+        c2 = self.value(b, "chatload_requests_completed", done, stage="live")
+        self.assertGreater(c1, 0)
+        self.assertGreater(c2, c1, "the counter grows while the stage runs")
+        t1 = self.value(a, "chatload_output_tokens", "chatload_output_tokens_total",
+                        stage="live")
+        t2 = self.value(b, "chatload_output_tokens", "chatload_output_tokens_total",
+                        stage="live")
+        self.assertGreater(t2, t1)
+        # The finished stage keeps its final counts.
+        self.assertEqual(self.value(b, "chatload_requests_completed", done, stage="warm"), 3)
+        self.assertEqual(self.value(b, "chatload_request_errors",
+                                    "chatload_request_errors_total", stage="live",
+                                    **{"class": "http_5xx"}), 0)
+        q99 = self.value(b, "chatload_ttft_seconds", "chatload_ttft_seconds", stage="live",
+                         quantile="0.99")
+        self.assertTrue(0.009 <= q99 <= 0.5, q99)
+        self.assertGreater(self.value(b, "chatload_ttft_seconds", "chatload_ttft_seconds_count",
+                                      stage="live"), 0)
+        self.assertEqual(self.value(b, "chatload_run_phase", "chatload_run_phase",
+                                    phase="stages"), 1)
+        self.assertEqual(self.value(b, "chatload_stage_running", "chatload_stage_running",
+                                    stage="live"), 1)
+        self.assertEqual(self.value(b, "chatload_stage_status", "chatload_stage_status",
+                                    stage="warm", status="ok"), 1)
+        self.assertEqual(self.value(b, "chatload_agents_joined", "chatload_agents_joined_total"),
+                         1)
+        self.assertEqual(self.value(b, "chatload_agents", "chatload_agents", state="ok"), 1)
+        self.assertExit(p, 0, 60)
+        res = self.results(out)
+        self.assertGreaterEqual(res["stages"][1]["requests"]["completed"], c2)
+
+    def test_a_non_loopback_address_needs_the_explicit_flag(self):
+        doc = tl.scenario(sim_target(), [{"concurrency": 1, "requests": 1}],
+                          {"local": 1, "workers": 1})
+        p = self.start_run(self.write_scenario("remote", doc), self.scope.path("out"),
+                           "--metrics-listen", "0.0.0.0:0")
+        self.assertExit(p, 2, 30)
+        self.assertRegex(p.text(), r"'0\.0\.0\.0' is not a loopback address.*"
+                                   r"--metrics-allow-remote")
+        p = self.start_run(self.write_scenario("bad", doc), self.scope.path("out2"),
+                           "--metrics-listen", "nonsense", name="bad")
+        self.assertExit(p, 2, 30)
+        self.assertRegex(p.text(), r"expected HOST:PORT")
+
+
 if __name__ == "__main__":
     import unittest
     unittest.main()
