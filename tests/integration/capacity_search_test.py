@@ -84,8 +84,10 @@ class CapacitySearch(tl.FleetCase):
             self.assertEqual(doc["exit_code"], 0)
             at = cap["at_sustainable"]
             self.assertEqual(at["stage"], "cap-c%d" % cap["sustainable"])
-            # 20 tokens at ttft 20 ms + 19 x 4 ms: n streams serve n / 0.096 s req/s.
-            self.assertAlmostEqual(at["requests_per_s"], n / 0.096, delta=n / 0.096 * 0.1)
+            # 20 tokens at ttft 20 ms + 19 x 4 ms: n streams serve at most n / 0.096 s req/s
+            # (less by the client's turn-around per answer, more on a loaded machine).
+            self.assertLessEqual(at["requests_per_s"], n / 0.096 * 1.05)
+            self.assertGreater(at["requests_per_s"], n / 0.096 * 0.7)
             self.assertLessEqual(at["ttft_p99_ms"], 70)
             # The knee: where throughput stops growing.  From 4 streams up, a limit of 4
             # leaves only the flat part, and a flat curve has no knee to find.

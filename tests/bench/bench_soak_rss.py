@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""bench_soak_rss: does a long soak run in constant memory?  Runs one long stage at a high
+request rate with short report intervals (chatload run with the built-in simulator and local
+agents) and samples the resident memory (VmRSS) of the coordinator, every agent and the
+simulator; prints RSS over time per process and the growth after warm-up.  A benchmark:
+it prints figures and asserts nothing (docs/testing.md).
+
+    python3 tests/bench/bench_soak_rss.py [--build build] [--minutes 6] [--every 15]
+        [--concurrency 32] [--agents 2] [--interval 100ms] [--warmup 60]
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def rss_kib(pid):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def children(pid):
+    """Direct children of pid, by reading every /proc/N/stat (no psutil)."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                st = f.read()
+        except OSError:
+            continue
+        # comm may hold spaces and parentheses: the fields after the last ')' are fixed.
+        rest = st[st.rindex(")") + 2:].split()
+        if int(rest[1]) == pid:
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                argv0 = f.read().split(b"\0")[0].decode("utf-8", "replace")
+            out.append((int(d), os.path.basename(argv0)))
+    return sorted(out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", default=os.environ.get("CHATLOAD_BUILD_DIR", "build"))
+    ap.add_argument("--minutes", type=float, default=6)
+    ap.add_argument("--every", type=float, default=15, help="seconds between samples")
+    ap.add_argument("--warmup", type=float, default=60, help="seconds before growth counts")
+    ap.add_argument("--concurrency", type=int, default=32)
+    ap.add_argument("--agents", type=int, default=2)
+    ap.add_argument("--interval", default="100ms", help="agents.report_interval")
+    ap.add_argument("--keep", action="store_true", help="keep the results directory")
+    a = ap.parse_args()
+
+    chatload = os.path.join(a.build, "bin", "chatload")
+    work = tempfile.mkdtemp(prefix="bench-soak-")
+    duration = int(a.minutes * 60)
+    # Short answers at a fast pace: ~25 ms a request, so c=32 is ~1300 requests/s and the
+    # report interval of 100 ms gives the coordinator ten intervals a second to merge.
+    scenario = {
+        "name": "bench-soak",
+        "target": {"simulator": {"ttft": "5ms", "itl": "1ms", "output_tokens": 20},
+                   "model": "chatload-sim"},
+        "agents": {"local": a.agents, "workers": 1, "report_interval": a.interval},
+        "readiness": {"enabled": False},
+        "workload": {"prompts": ["Say something."], "max_tokens": 20, "drain_timeout": "5s"},
+        "stages": [{"name": "soak", "concurrency": a.concurrency, "duration": "%ds" % duration}],
+        # What a soak checks, so the per-interval SLO checks and drift windows run too.
+        "slo": {"ttft_p99": "10s", "abort_on_breach": {"intervals": 1000},
+                "max_drift": {"itl_p99": "100%", "window": "30s"}},
+        "client_bound": "warn",
+        "output": {"formats": ["json"]},
+    }
+    path = os.path.join(work, "soak.json")
+    with open(path, "w") as f:
+        json.dump(scenario, f)
+    out = os.path.join(work, "out")
+    env = dict(os.environ)
+    env["CHATLOAD_AGENT_BIN"] = os.path.join(a.build, "bin", "chatload-agent")
+    env["CHATLOAD_SIM_BIN"] = os.path.join(a.build, "bin", "chatload-sim")
+    env.pop("CHATLOAD_LOG", None)
+    log = open(os.path.join(work, "chatload.err"), "w")
+    p = subprocess.Popen([chatload, "run", path, "--out", out], stdout=subprocess.DEVNULL,
+                         stderr=log, env=env)
+    t0 = time.monotonic()
+    rows = []  # (t_s, {name: kib})
+    names = None
+    try:
+        while p.poll() is None:
+            time.sleep(a.every if rows else 5)
+            t = time.monotonic() - t0
+            procs = [(p.pid, "chatload")] + children(p.pid)
+            sample = {}
+            n_agent = 0
+            for pid, prog in procs:
+                if prog == "chatload-agent":
+                    n_agent += 1
+                    prog = "agent%d" % n_agent
+                elif prog == "chatload-sim":
+                    prog = "simulator"
+                k = rss_kib(pid)
+                if k is not None:
+                    sample[prog] = k
+            if p.poll() is None:
+                rows.append((t, sample))
+                if names is None and len(sample) >= 2 + a.agents:
+                    names = sorted(sample, key=lambda s: (s != "chatload", s))
+                print("t=%6.0fs  %s" % (t, "  ".join("%s %d KiB" % (n, sample[n])
+                                                       for n in sorted(sample))),
+                      file=sys.stderr, flush=True)
+    finally:
+        rc = p.wait()
+        log.close()
+    with open(os.path.join(out, "results.json")) as f:
+        doc = json.load(f)
+    st = doc["stages"][0]
+    names = names or sorted(rows[-1][1])
+    print("bench_soak_rss: %d s at concurrency %d, report interval %s, %d agents "
+          "(exit %d)" % (duration, a.concurrency, a.interval, a.agents, rc))
+    print("requests completed %d (%.0f/s), intervals %d, errors %d" % (
+        st["requests"]["completed"], st["throughput"]["requests_per_s"],
+        st["intervals_total"], st["requests"]["errors_total"]))
+    print()
+    print("RSS in KiB over time")
+    print("%8s  %s" % ("t (s)", "  ".join("%10s" % n for n in names)))
+    for t, s in rows:
+        print("%8.0f  %s" % (t, "  ".join("%10s" % s.get(n, "-") for n in names)))
+    print()
+    after = [(t, s) for t, s in rows if t >= a.warmup]
+    if len(after) >= 2:
+        (ta, sa), (tb, sb) = after[0], after[-1]
+        print("growth after warm-up (t=%.0f s to t=%.0f s):" % (ta, tb))
+        for n in names:
+            if n in sa and n in sb:
+                d = sb[n] - sa[n]
+                print("  %-10s %+7d KiB (%+.1f KiB/min), peak %d KiB" % (
+                    n, d, d / ((tb - ta) / 60), max(s.get(n, 0) for _, s in rows)))
+    if a.keep:
+        print("kept %s" % work)
+    else:
+        subprocess.run(["rm", "-rf", work])
+
+
+if __name__ == "__main__":
+    main()
