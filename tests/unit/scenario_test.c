@@ -1007,6 +1007,90 @@ static void client_bound_policy(void **state)
 	load_bad(misplaced, strlen(misplaced), NULL, 2, 43, "unknown key 'client_bound'");
 }
 
+/* A search stage, plan, abort window and drift limits as the run reads them; the top-level
+ * SLOs judge a search without its own; probes are inserted and the entry removed. */
+static void search_and_soak_keys(void **state)
+{
+	struct cl_scenario s;
+	static const char text[] =
+	    "target: { url: http://127.0.0.1:8000/v1 }\n"
+	    "stages:\n"
+	    "  - { concurrency: 1, requests: 2 }\n"
+	    "  - name: cap\n"
+	    "    search: { over: rate, from: 2/s, max: 200/s, tolerance: 10%, probe_duration: "
+	    "20s,\n"
+	    "              ramp: 2s, arrival: constant, max_concurrency: 64 }\n"
+	    "slo:\n"
+	    "  - { ttft_p99: 2s, error_rate: 1%, abort_on_breach: { intervals: 3 } }\n"
+	    "  - { stage: c1, e2e_p50: 9s, max_drift: { ttft_p99: 20%, window: 5m } }\n"
+	    "plan: { output_tokens_per_s: 50000 }\n";
+	load_ok(text, NULL, &s);
+	assert_int_equal(s.n_stages, 2);
+	const struct cl_scn_stage *e = &s.stages[1];
+	assert_string_equal(e->name, "cap");
+	assert_non_null(e->search);
+	const struct cl_scn_search *q = e->search;
+	assert_int_equal(q->over, CL_MODE_RATE);
+	assert_true(q->from == 2 && q->max == 200);
+	assert_true(q->tolerance_relative && fabs(q->tolerance - 0.10) < 1e-12);
+	assert_int_equal(q->probe_duration_us, 20000000);
+	assert_int_equal(q->ramp_us, 2000000);
+	assert_int_equal(q->arrival, CL_ARRIVAL_CONSTANT);
+	assert_int_equal(q->max_concurrency, 64);
+	/* the SLOs for every stage (not c1's) judge the probes */
+	assert_int_equal(q->n_slos, 2);
+	assert_string_equal(q->slos[0].key, "ttft_p99");
+	assert_string_equal(q->slos[1].key, "error_rate");
+	assert_int_equal(s.slo_abort_intervals, 3);
+	assert_true(s.slo_abort_on_breach);
+	assert_true(s.drift.set);
+	assert_true(fabs(s.drift.ttft_p99 - 0.2) < 1e-12 && isnan(s.drift.itl_p99));
+	assert_int_equal(s.drift.window_us, 300000000LL);
+	assert_true(s.plan.output_tokens_per_s == 50000 && s.plan.requests_per_s == 0);
+	/* what the run does with it */
+	struct cl_scn_stage probe = *e;
+	probe.search = NULL;
+	probe.name = strdup("cap-r2");
+	assert_int_equal(cl_scenario_insert_stage(&s, 1, &probe), 0);
+	assert_int_equal(s.n_stages, 3);
+	assert_string_equal(s.stages[1].name, "cap-r2");
+	assert_non_null(s.stages[2].search);
+	cl_scenario_remove_stage(&s, 2);
+	assert_int_equal(s.n_stages, 2);
+	assert_null(s.stages[1].search);
+	cl_scenario_free(&s);
+
+	/* concurrency searches: defaults, and their own SLOs */
+	static const char conc[] = "target: { url: http://127.0.0.1:8000/v1 }\n"
+				   "stages: [ { search: { over: concurrency, max: 32,\n"
+				   "                      slo: { itl_p99: 50ms } } } ]\n"
+				   "slo: { ttft_p99: 2s, max_drift: 15% }\n";
+	load_ok(conc, NULL, &s);
+	q = s.stages[0].search;
+	assert_string_equal(s.stages[0].name, "search");
+	assert_true(q->from == 1 && q->max == 32 && q->tolerance == 1 && !q->tolerance_relative);
+	assert_int_equal(q->probe_duration_us, 30000000);
+	assert_int_equal(q->n_slos, 1);
+	assert_string_equal(q->slos[0].key, "itl_p99");
+	assert_int_equal(s.n_slos, 1); /* search.slo is not a run SLO */
+	assert_true(fabs(s.drift.itl_p99 - 0.15) < 1e-12 && fabs(s.drift.ttft_p99 - 0.15) < 1e-12);
+	assert_true(isnan(s.drift.error_rate));
+	cl_scenario_free(&s);
+
+	static const char two[] = "target: { url: http://127.0.0.1:8000/v1 }\n"
+				  "stages:\n"
+				  "  - { name: a, search: { over: concurrency, max: 8 } }\n"
+				  "  - { name: b, search: { over: concurrency, max: 8 } }\n"
+				  "slo: { ttft_p99: 2s }\n";
+	load_bad(two, strlen(two), NULL, 4, 7, "a scenario has one search stage");
+	static const char clash[] = "target: { url: http://127.0.0.1:8000/v1 }\n"
+				    "stages:\n"
+				    "  - { name: cap-c8, concurrency: 8, duration: 1m }\n"
+				    "  - { name: cap, search: { over: concurrency, max: 8 } }\n"
+				    "slo: { ttft_p99: 2s }\n";
+	load_bad(clash, strlen(clash), NULL, 3, 7, "could collide with the probes of search 'cap'");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1023,6 +1107,7 @@ int main(void)
 		cmocka_unit_test(bad_corpus),
 		cmocka_unit_test(example_scenarios),
 		cmocka_unit_test(client_bound_policy),
+		cmocka_unit_test(search_and_soak_keys),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
