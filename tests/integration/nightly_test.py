@@ -1,0 +1,119 @@
+"""The nightly job: deploy/nightly.sh keeps each night's results under its date, compares
+with the previous night and gates its exit code on it (a slower simulator on the third
+night exits 99); the systemd units pass `systemd-analyze verify` where it is available."""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import chatload_testlib as tl  # noqa: E402
+
+SRC = os.environ.get("CHATLOAD_SOURCE_DIR",
+                     os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+NIGHTLY = os.path.join(SRC, "deploy", "nightly.sh")
+UNITS = os.path.join(SRC, "deploy", "systemd")
+
+
+class Units(unittest.TestCase):
+    def verify(self, d, *names):
+        p = subprocess.run(["systemd-analyze", "verify"] + list(names), cwd=d,
+                           capture_output=True, text=True, timeout=60)
+        return p.returncode, p.stdout + p.stderr
+
+    def test_units_verify(self):
+        if not shutil.which("systemd-analyze"):
+            self.skipTest("systemd-analyze is not installed on this machine")
+        d = tempfile.mkdtemp(prefix="cl-units-")
+        try:
+            # ExecStart must name an executable that exists here: the script in the tree.
+            with open(os.path.join(UNITS, "chatload-nightly.service")) as f:
+                svc = f.read()
+            self.assertIn("ExecStart=/usr/local/bin/chatload-nightly\n", svc)
+            with open(os.path.join(d, "chatload-nightly.service"), "w") as f:
+                f.write(svc.replace("/usr/local/bin/chatload-nightly", NIGHTLY))
+            shutil.copy(os.path.join(UNITS, "chatload-nightly.timer"), d)
+            rc, out = self.verify(d, "chatload-nightly.service", "chatload-nightly.timer")
+            if "Failed to" in out and "bus" in out.lower():
+                self.skipTest("systemd-analyze cannot run here: %s" % out.strip())
+            self.assertEqual(rc, 0, out)
+            self.assertNotIn("chatload-nightly", out, out)  # no warning about our units
+            # The check can fail: a misspelt key is reported.
+            with open(os.path.join(d, "chatload-typo.service"), "w") as f:
+                f.write(svc.replace("/usr/local/bin/chatload-nightly", NIGHTLY)
+                        .replace("Type=oneshot", "Typo=oneshot"))
+            _, out = self.verify(d, "chatload-typo.service")
+            self.assertIn("Unknown key", out)
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+class Nightly(tl.FleetCase):
+    tag = "nightly"
+
+    def night(self, date, *extra):
+        env = tl.child_env({"CHATLOAD": tl.CHATLOAD})
+        p = self.scope.start("nightly-" + date, [
+            NIGHTLY, "--scenario", self.scenario_path, "--dir", self.dir, "--date", date,
+            "--max-regression", "100%", "--"] + list(extra), env=env)
+        return p
+
+    def test_each_night_is_kept_and_compared_with_the_one_before(self):
+        # The scenario's server is slow (TTFT 100 ms, ITL 50 ms); the second night it is five
+        # times faster on both, so every metric is better whatever a loaded machine adds to
+        # its tails, and the third night, back to slow, is 400% worse than the second.
+        doc = tl.scenario({"simulator": {"ttft": "100ms", "itl": "50ms", "output_tokens": 5},
+                           "model": "chatload-sim"},
+                          [{"name": "steady", "concurrency": 2, "duration": "2s"}],
+                          {"local": 1, "workers": 1, "report_interval": "500ms"},
+                          name="nightly")
+        self.scenario_path = self.write_scenario("nightly", doc)
+        self.dir = self.scope.path("nights")
+
+        p = self.night("2026-01-01")
+        self.assertExit(p, 0, 60)
+        self.assertRegex(p.text(), r"no earlier night")
+        self.assertTrue(os.path.isfile(os.path.join(self.dir, "2026-01-01", "results.json")))
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "2026-01-01", "compare.txt")))
+
+        p = self.night("2026-01-02", "--set", "target.simulator.ttft=20ms", "--set",
+                       "target.simulator.itl=10ms")
+        self.assertExit(p, 0, 60)
+        self.assertRegex(p.text(), r"comparing with 2026-01-01")
+        with open(os.path.join(self.dir, "2026-01-02", "compare.txt")) as f:
+            self.assertRegex(f.read(), r"result: no regression beyond 100%")
+
+        # The third night the server is five times slower again: compare exits 99.
+        p = self.night("2026-01-03")
+        self.assertExit(p, 99, 60)
+        self.assertRegex(p.text(), r"comparing with 2026-01-02")
+        self.assertRegex(p.text(), r"compare exited 99")
+        night = os.path.join(self.dir, "2026-01-03")
+        with open(os.path.join(night, "compare.txt")) as f:
+            cmp = f.read()
+        self.assertRegex(cmp, r"steady\s+ITL p50 ms\s+[0-9.]+\s+[0-9.]+\s+\+[0-9.]+%\s+REGRESSED")
+        self.assertTrue(os.path.isfile(os.path.join(night, "compare.json")))
+        self.assertTrue(os.path.isfile(os.path.join(night, "summary.txt")))
+        self.assertTrue(os.path.isfile(os.path.join(night, "run.log")))
+        self.assertEqual(os.readlink(os.path.join(self.dir, "latest")), "2026-01-03")
+
+        # A second run the same night gets its own directory, compared with the last night
+        # before the date (2026-01-02), not with itself.
+        p = self.night("2026-01-03", "--set", "target.simulator.ttft=20ms", "--set",
+                       "target.simulator.itl=10ms")
+        self.assertExit(p, 0, 60)
+        self.assertTrue(os.path.isdir(os.path.join(self.dir, "2026-01-03-2")))
+        self.assertRegex(p.text(), r"comparing with 2026-01-02")
+
+    def test_bad_input_exits_2(self):
+        p = self.scope.start("nightly-bad", [NIGHTLY, "--dir", self.scope.path("n")],
+                             env=tl.child_env({"CHATLOAD": tl.CHATLOAD}))
+        self.assertExit(p, 2, 10)
+        self.assertRegex(p.text(), r"no scenario")
+
+
+if __name__ == "__main__":
+    unittest.main()
