@@ -422,7 +422,7 @@ int cl_results_add_interval(struct cl_results *r, size_t stage, double t_s,
 						     r->report_interval_s);
 		cli_rs_drift_add(ss->drift, t_s, interval_s, interval);
 		if (r->abort_intervals)
-			cli_rs_interval_breach(r, ss, interval, interval_s);
+			cli_rs_interval_breach(r, ss, t_s, interval, interval_s);
 	}
 
 	json_t *iv = cli_rs_interval_json(t_s, interval_s, interval);

@@ -244,9 +244,10 @@ void cli_rs_drift_add(struct cli_rs_drift *d, double t_s, double interval_s,
 json_t *cli_rs_drift_json(struct cli_rs_drift *d, const struct cl_scn_drift *cfg, const char *stage,
 			  json_t *checks);
 void cli_rs_drift_free(struct cli_rs_drift *d);
-/* results_soak.c: judges one interval of a stage against the SLOs that apply to it, for the
- * abort window (ss->breach_streak, ss->breach_why). */
-void cli_rs_interval_breach(const struct cl_results *r, struct stage_state *ss,
+/* results_soak.c: judges one interval of a stage (ending t_s into it) against the SLOs that
+ * apply to it, for the abort window (ss->breach_streak, ss->breach_why); ramp and drain
+ * intervals are skipped. */
+void cli_rs_interval_breach(const struct cl_results *r, struct stage_state *ss, double t_s,
 			    const struct cl_metrics *m, double interval_s);
 
 /* results.c: rebuilds the summary and rewrites results.json atomically.  0, or the error

@@ -288,9 +288,15 @@ json_t *cli_rs_drift_json(struct cli_rs_drift *d, const struct cl_scn_drift *cfg
 
 /* ---- slo.abort_on_breach: { intervals: N } ---- */
 
-void cli_rs_interval_breach(const struct cl_results *r, struct stage_state *ss,
+void cli_rs_interval_breach(const struct cl_results *r, struct stage_state *ss, double t_s,
 			    const struct cl_metrics *m, double interval_s)
 {
+	/* Ramp and drain intervals measure a partial load (requests started in the ramp are
+	 * not counted): they neither breach nor break a streak. */
+	const double eps = 1e-6;
+	if (t_s - interval_s < ss->ramp_s - eps ||
+	    (ss->duration_s > 0 && t_s > ss->ramp_s + ss->duration_s + eps))
+		return;
 	for (size_t i = 0; i < r->n_slos; i++) {
 		const struct cl_scn_slo *slo = &r->slos[i];
 		if (!cl_verdict_applies(slo, ss->name))
