@@ -384,13 +384,13 @@ void cli_scn_conv_abort(struct scn_ctx *c, const struct ynode *v)
 		    "intervals", SCN_F_U32, struct cl_scenario, slo_abort_intervals, 1, 1000000) };
 		const struct ynode *seen[1] = { 0 };
 		cli_scn_fields(c, v, f, 1, s, seen, NULL);
+		/* The window alone: a stage whose totals breached, but never N intervals in a
+		 * row, does not stop the run (that is what `true` asks for). */
 		if (!seen[0])
 			cli_scn_error(c, v,
 				      "%s needs intervals: how many consecutive report intervals "
 				      "must breach an SLO (e.g. { intervals: 3 })",
 				      cli_scn_path(c));
-		else
-			s->slo_abort_on_breach = true;
 		return;
 	}
 	cli_scn_get_bool(c, v, &s->slo_abort_on_breach);

@@ -59,7 +59,7 @@ class AbortOnBreach(tl.FleetCase):
         self.assertRegex(p.text(), r"stage 'soak': stopped by slo\.abort_on_breach")
         self.assertRegex(p.text("out"), r"soak\s+c=8\s+aborted")
 
-    def test_isolated_breaches_do_not_stop_the_run(self):
+    def test_a_run_that_meets_its_slo_completes(self):
         # The same limit, met: the window never fills, the run completes with exit 0.
         doc = tl.scenario(sim_target(ttft="20ms", itl="5ms", output_tokens=20, max_batch=8),
                           [{"name": "soak", "concurrency": 4, "duration": "2s"}],

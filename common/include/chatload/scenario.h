@@ -231,7 +231,8 @@ struct cl_scenario {
 	struct cl_scn_output output;
 	enum cl_client_bound_policy client_bound; /* top-level `client_bound:` */
 	/* slo.abort_on_breach: { intervals: N }: stop at once when N consecutive report
-	 * intervals of a stage breach an SLO (0: only after a breached stage, or never) */
+	 * intervals of a stage breach an SLO (0: no window; slo_abort_on_breach is `true`,
+	 * stop after a breached stage) */
 	uint32_t slo_abort_intervals;
 	struct cl_scn_drift drift; /* slo.max_drift */
 	struct cl_scn_plan plan;   /* top-level `plan:` (needs a search stage) */
