@@ -8,17 +8,20 @@
 #include "chatload/exitcode.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
 enum better { HIGHER, LOWER, LOWER_RATE };
 
-static const struct {
+struct metric {
 	const char *name;  /* in the comparison */
 	const char *label; /* for people */
 	const char *path;  /* in a stage object */
 	enum better better;
-} metrics[] = {
+};
+
+static const struct metric metrics[] = {
 	{ "output_tokens_per_s", "output tok/s", "throughput.output_tokens_per_s", HIGHER },
 	{ "requests_per_s", "req/s", "throughput.requests_per_s", HIGHER },
 	{ "ttft_p50_ms", "TTFT p50 ms", "latency_ms.ttft.p50", LOWER },
@@ -30,6 +33,21 @@ static const struct {
 	{ "error_rate", "error rate", "requests.error_rate", LOWER_RATE },
 };
 #define N_METRICS (sizeof(metrics) / sizeof(metrics[0]))
+
+/* A capacity search's answer, compared as one more "stage": its probes differ from run to
+ * run with the answer, so they are not matched by name. */
+static const struct metric cap_metrics[] = {
+	{ "sustainable", "sustainable level", "sustainable", HIGHER },
+	{ "output_tokens_per_s", "output tok/s there", "at_sustainable.output_tokens_per_s",
+	  HIGHER },
+};
+#define N_CAP_METRICS (sizeof(cap_metrics) / sizeof(cap_metrics[0]))
+
+/* A capacity search's probe: compared through the capacity answer, not by name. */
+static bool is_probe(const json_t *stage)
+{
+	return json_is_object(json_object_get(stage, "probe"));
+}
 
 int cl_compare_parse_format(const char *name, enum cl_compare_format *out)
 {
@@ -114,19 +132,18 @@ static json_t *run_json(const json_t *doc, const char *file)
 			 json_boolean(json_is_true(json_object_get(doc, "complete"))));
 }
 
-static json_t *metric_json(size_t m, const json_t *bs, const json_t *ns,
+static json_t *metric_json(const struct metric *mt, const json_t *bs, const json_t *ns,
 			   const struct cl_compare_opts *o, size_t *regressions)
 {
-	double b = cl_results_num(bs, metrics[m].path), n = cl_results_num(ns, metrics[m].path);
+	double b = cl_results_num(bs, mt->path), n = cl_results_num(ns, mt->path);
 	double change;
-	const char *verdict = judge(metrics[m].better, b, n, o, &change);
+	const char *verdict = judge(mt->better, b, n, o, &change);
 	if (strcmp(verdict, "regressed") == 0)
 		(*regressions)++;
-	return json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:s}", "metric", metrics[m].name, "label",
-			 metrics[m].label, "better",
-			 metrics[m].better == HIGHER ? "higher" : "lower", "base", cli_rj_real(b),
-			 "new", cli_rj_real(n), "change", cli_rj_real(cli_rj_sig(change, 6)),
-			 "verdict", verdict);
+	return json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:s}", "metric", mt->name, "label", mt->label,
+			 "better", mt->better == HIGHER ? "higher" : "lower", "base",
+			 cli_rj_real(b), "new", cli_rj_real(n), "change",
+			 cli_rj_real(cli_rj_sig(change, 6)), "verdict", verdict);
 }
 
 static int add_warnings(json_t *w, const json_t *doc, const char *which)
@@ -165,13 +182,15 @@ json_t *cl_compare_build(const json_t *base, const json_t *cur, const char *base
 	const json_t *bs;
 	json_array_foreach(json_object_get(base, "stages"), i, bs)
 	{
+		if (is_probe(bs))
+			continue;
 		const char *name = cl_results_str(bs, "name", "");
 		const json_t *ns = find_stage(cur, name);
 		json_t *ms = json_array();
 		if (!ms)
 			goto fail;
 		for (size_t m = 0; ns && m < N_METRICS; m++) {
-			if (cli_rj_append(ms, metric_json(m, bs, ns, opts, &reg))) {
+			if (cli_rj_append(ms, metric_json(&metrics[m], bs, ns, opts, &reg))) {
 				json_decref(ms);
 				goto fail;
 			}
@@ -184,11 +203,34 @@ json_t *cl_compare_build(const json_t *base, const json_t *cur, const char *base
 					    "metrics", ms)))
 			goto fail;
 	}
+	const json_t *bc = json_object_get(base, "capacity"),
+		     *nc = json_object_get(cur, "capacity");
+	if (json_is_object(bc)) {
+		char label[160];
+		snprintf(label, sizeof(label), "capacity '%s'", cl_results_str(bc, "search", "?"));
+		json_t *ms = json_array();
+		if (!ms)
+			goto fail;
+		for (size_t m = 0; json_is_object(nc) && m < N_CAP_METRICS; m++) {
+			if (cli_rj_append(ms, metric_json(&cap_metrics[m], bc, nc, opts, &reg))) {
+				json_decref(ms);
+				goto fail;
+			}
+		}
+		if (!json_is_object(nc))
+			reg++;
+		if (cli_rj_append(
+			stages,
+			json_pack("{s:s,s:s,s:o}", "stage", label, "status",
+				  cmp_status_name(json_is_object(nc) ? CMP_COMPARED : CMP_MISSING),
+				  "metrics", ms)))
+			goto fail;
+	}
 	const json_t *ns;
 	json_array_foreach(json_object_get(cur, "stages"), i, ns)
 	{
 		const char *name = cl_results_str(ns, "name", "");
-		if (find_stage(base, name))
+		if (is_probe(ns) || find_stage(base, name))
 			continue;
 		if (cli_rj_append(stages, json_pack("{s:o,s:s,s:[]}", "stage", cli_rj_str(name),
 						    "status", cmp_status_name(CMP_NEW), "metrics")))

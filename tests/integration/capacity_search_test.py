@@ -9,6 +9,7 @@ import json
 import math
 import os
 import signal
+import subprocess
 import sys
 import time
 
@@ -53,11 +54,19 @@ class CapacitySearch(tl.FleetCase):
         self.assertEqual(rc, 0, p.tail())
         return out, p, doc
 
+    def compare(self, base, new):
+        p = subprocess.run([tl.CHATLOAD, "compare", os.path.join(base, "results.json"),
+                            os.path.join(new, "results.json")], capture_output=True,
+                           text=True, timeout=30)
+        return p.returncode, p.stdout
+
     def test_finds_the_batch_limit_for_several_limits(self):
         # One after the other: three at once on a small machine lag the agents' loops, and
         # a lagging client makes a probe client-bound (not trusted).
+        outs = {}
         for n in (4, 8, 12):
             out, p, doc = self.search(n)
+            outs[n] = out
             check_schema(doc)
             cap = doc["capacity"]
             tol = cap["tolerance"]
@@ -112,6 +121,17 @@ class CapacitySearch(tl.FleetCase):
                 html = f.read()
             self.assertIn("Throughput and latency vs concurrency", html)
             self.assertIn("<h2>Capacity</h2>", html)
+        # A nightly comparison: the capacity answer is compared (higher is better), the
+        # probes, which differ with it, are not matched by name.
+        rc, text = self.compare(outs[8], outs[4])
+        self.assertEqual(rc, 99, text)
+        self.assertRegex(text, r"capacity 'cap'\s+sustainable level\s+8\.00\s+4\.00\s+-50\.0%"
+                               r"\s+REGRESSED")
+        self.assertNotIn("cap-c16", text)
+        rc, text = self.compare(outs[8], outs[12])
+        self.assertEqual(rc, 0, text)
+        self.assertRegex(text, r"capacity 'cap'\s+sustainable level\s+8\.00\s+12\.0\s+\+50\.0%"
+                               r"\s+better")
 
     def test_a_client_bound_probe_stops_the_search(self):
         port = tl.free_port()
