@@ -80,7 +80,12 @@ static json_t *estimates_json(struct cl_results *r)
 		refs[i].concurrency =
 		    (uint32_t)json_integer_value(json_object_get(s, "concurrency"));
 	}
-	long at = cl_verdict_find_stage(r->from_stage, refs, n);
+	/* Without a from_stage, a capacity search's sustainable probe is the level to estimate
+	 * at (the last stage of a search is its last probe, often one that broke the SLOs). */
+	const char *from = r->from_stage
+			       ? r->from_stage
+			       : cl_results_str(r->doc, "capacity.at_sustainable.stage", NULL);
+	long at = cl_verdict_find_stage(from, refs, n);
 	const json_t *s = at >= 0 ? json_array_get(stages, (size_t)at) : NULL;
 	double rps = s ? cl_results_num(s, "throughput.requests_per_s") : NAN;
 	double tpr = s ? cl_results_num(s, "tokens.output_per_request.mean") : NAN;
