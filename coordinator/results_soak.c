@@ -297,15 +297,23 @@ void cli_rs_interval_breach(const struct cl_results *r, struct stage_state *ss, 
 	if (t_s - interval_s < ss->ramp_s - eps ||
 	    (ss->duration_s > 0 && t_s > ss->ramp_s + ss->duration_s + eps))
 		return;
+	bool judged = false;
 	for (size_t i = 0; i < r->n_slos; i++) {
 		const struct cl_scn_slo *slo = &r->slos[i];
 		if (!cl_verdict_applies(slo, ss->name))
 			continue;
 		bool has_data;
 		double v = cl_verdict_measure(slo, m, interval_s, &has_data);
-		/* An interval without a latency sample (long requests, a short interval) says
-		 * nothing either way; the stage's own verdict still judges every SLO. */
-		if (!has_data || cl_verdict_passes(slo, v, has_data))
+		/* An interval without a latency sample (long requests, a short interval), or in
+		 * which no request ended, says nothing either way; the stage's own verdict still
+		 * judges every SLO. */
+		if (slo->kind == CL_SLO_ERROR_RATE &&
+		    m->ctr[CL_CTR_COMPLETED] + cl_verdict_errors(m) == 0)
+			has_data = false;
+		if (!has_data)
+			continue;
+		judged = true;
+		if (cl_verdict_passes(slo, v, has_data))
 			continue;
 		ss->breach_streak++;
 		snprintf(ss->breach_why, sizeof(ss->breach_why), "%s: %g %s, limit %g %s", slo->key,
@@ -313,8 +321,10 @@ void cli_rs_interval_breach(const struct cl_results *r, struct stage_state *ss, 
 			 cl_verdict_to_unit(slo, slo->limit), cl_verdict_unit(slo));
 		return;
 	}
-	ss->breach_streak = 0;
-	ss->breach_why[0] = '\0';
+	if (judged) {
+		ss->breach_streak = 0;
+		ss->breach_why[0] = '\0';
+	}
 }
 
 uint32_t cl_results_breach_streak(const struct cl_results *r, size_t stage, char *why, size_t n)
