@@ -128,7 +128,9 @@ int cli_run_search(struct run *r, size_t *index)
 		}
 		cl_capacity_record(cap, &p, why);
 		cl_progress_note(&r->prog, "search '%s': %g %s: %s%s%s", name, level,
-				 q->over == CL_MODE_CONCURRENCY ? "streams" : "req/s",
+				 q->over != CL_MODE_CONCURRENCY ? "req/s"
+				 : level == 1                   ? "stream"
+								: "streams",
 				 !p.trusted ? "not trusted"
 				 : p.pass   ? "meets the SLOs"
 					    : "breaks them",

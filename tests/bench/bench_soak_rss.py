@@ -29,6 +29,30 @@ def rss_kib(pid):
     return None
 
 
+def rss_parts(pid):
+    """(heap, anonymous mappings, file-backed) resident KiB from /proc/PID/smaps: where the
+    memory is, so growth can be told from malloc's heap or from pages of fixed mappings."""
+    heap = anon = files = 0
+    name = None
+    try:
+        with open("/proc/%d/smaps" % pid) as f:
+            for line in f:
+                head = line.split()
+                if head and ("-" in head[0]) and len(head) >= 5 and ":" not in head[0]:
+                    name = head[5] if len(head) > 5 else ""
+                elif head and head[0] == "Rss:":
+                    k = int(head[1])
+                    if name == "[heap]":
+                        heap += k
+                    elif name == "" or name.startswith("[anon"):
+                        anon += k
+                    else:
+                        files += k
+    except OSError:
+        return None
+    return heap, anon, files
+
+
 def children(pid):
     """Direct children of pid, by reading every /proc/N/stat (no psutil)."""
     out = []
@@ -59,6 +83,8 @@ def main():
     ap.add_argument("--agents", type=int, default=2)
     ap.add_argument("--interval", default="100ms", help="agents.report_interval")
     ap.add_argument("--keep", action="store_true", help="keep the results directory")
+    ap.add_argument("--parts", action="store_true",
+                    help="also print each process's heap / anonymous / file-backed RSS")
     a = ap.parse_args()
 
     chatload = os.path.join(a.build, "bin", "chatload")
@@ -93,6 +119,7 @@ def main():
                          stderr=log, env=env)
     t0 = time.monotonic()
     rows = []  # (t_s, {name: kib})
+    parts = []  # (t_s, {name: (heap, anon, files)})
     names = None
     try:
         while p.poll() is None:
@@ -100,6 +127,7 @@ def main():
             t = time.monotonic() - t0
             procs = [(p.pid, "chatload")] + children(p.pid)
             sample = {}
+            parts_now = {}
             n_agent = 0
             for pid, prog in procs:
                 if prog == "chatload-agent":
@@ -110,8 +138,11 @@ def main():
                 k = rss_kib(pid)
                 if k is not None:
                     sample[prog] = k
+                    if a.parts:
+                        parts_now[prog] = rss_parts(pid)
             if p.poll() is None:
                 rows.append((t, sample))
+                parts.append((t, parts_now))
                 if names is None and len(sample) >= 2 + a.agents:
                     names = sorted(sample, key=lambda s: (s != "chatload", s))
                 print("t=%6.0fs  %s" % (t, "  ".join("%s %d KiB" % (n, sample[n])
@@ -134,6 +165,12 @@ def main():
     print("%8s  %s" % ("t (s)", "  ".join("%10s" % n for n in names)))
     for t, s in rows:
         print("%8.0f  %s" % (t, "  ".join("%10s" % s.get(n, "-") for n in names)))
+    if a.parts:
+        print()
+        print("RSS by kind in KiB (heap / anonymous mappings / file-backed)")
+        for t, ps in parts:
+            print("%8.0f  %s" % (t, "  ".join("%s %s" % (n, "/".join(str(x) for x in ps[n]))
+                                              for n in names if ps.get(n))))
     print()
     after = [(t, s) for t, s in rows if t >= a.warmup]
     if len(after) >= 2:
