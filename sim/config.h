@@ -86,7 +86,7 @@ struct cl_sim_config {
 	uint32_t max_batch; /* 0: unlimited */
 	int64_t itl_per_active_us;
 	int64_t itl_growth_us; /* added to itl per second of uptime (--itl-growth) */
-	bool no_ignore_eos; /* --no-ignore-eos: a server that does not honour ignore_eos */
+	bool no_ignore_eos;    /* --no-ignore-eos: a server that does not honour ignore_eos */
 	/* readiness */
 	int64_t loading_for_us;
 	int64_t chat_ready_after_us;
