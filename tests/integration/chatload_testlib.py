@@ -652,32 +652,26 @@ def main():
 
 # ---- TLS material -----------------------------------------------------------------------
 
-def make_ca(dirpath, name):
-    """A self-signed CA (P-256) in dirpath: returns (cert, key) paths."""
-    cert = os.path.join(dirpath, name + ".pem")
-    key = os.path.join(dirpath, name + ".key")
-    sh("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-       "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=chatload test " + name,
-       "-addext", "basicConstraints=critical,CA:TRUE",
-       "-addext", "keyUsage=critical,keyCertSign,cRLSign")
-    return cert, key
+MAKE_CERTS = os.path.join(SOURCE_DIR, "deploy", "make-certs.sh")
 
 
-def make_cert(dirpath, name, ca, sans, cn="localhost", usage="serverAuth"):
-    """A certificate for sans (e.g. "IP:127.0.0.1,DNS:localhost") signed by ca (a (cert, key)
-    pair from make_ca): returns (cert, key) paths."""
-    cert = os.path.join(dirpath, name + ".pem")
-    key = os.path.join(dirpath, name + ".key")
-    csr = os.path.join(dirpath, name + ".csr")
-    ext = os.path.join(dirpath, name + ".ext")
-    with open(ext, "w") as f:
-        f.write("subjectAltName=%s\nbasicConstraints=CA:FALSE\nextendedKeyUsage=%s\n"
-                "keyUsage=critical,digitalSignature\n" % (sans, usage))
-    sh("openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-       "-keyout", key, "-out", csr, "-subj", "/CN=" + cn)
-    sh("openssl", "x509", "-req", "-in", csr, "-CA", ca[0], "-CAkey", ca[1],
-       "-CAcreateserial", "-out", cert, "-days", "2", "-extfile", ext)
-    return cert, key
+def make_certs(dirpath, names, agents=()):
+    """TLS material made the way users make it, by deploy/make-certs.sh, in dirpath: a CA, a
+    coordinator certificate for names (host names and addresses agents dial) and a client
+    certificate for each agent name.  Returns {"ca": (cert, key), "coordinator": (cert, key),
+    "agent-NAME": (cert, key)...}; a second call with another dirpath makes another CA."""
+    argv = [MAKE_CERTS, "-d", dirpath, "--days", "2"]
+    for a in agents:
+        argv += ["--agent", a]
+    sh(*(argv + list(names)))
+    out = {}
+    for n in ["ca", "coordinator"] + ["agent-" + a for a in agents]:
+        pair = (os.path.join(dirpath, n + ".pem"), os.path.join(dirpath, n + ".key"))
+        for f in pair:
+            if not os.path.isfile(f):
+                raise AssertionError("make-certs.sh did not write %s" % f)
+        out[n] = pair
+    return out
 
 
 # ---- an isolated network namespace --------------------------------------------------------

@@ -1,9 +1,10 @@
 """TLS on the control channel and the plaintext rule (DESIGN §3).
 
-- A coordinator on tls+tcp://127.0.0.1:PORT with a certificate from a CA made here
-  (subjectAltName IP:127.0.0.1, DNS:localhost): agents with that CA (--tls-ca) join, by IP
-  and by --tls-server-name localhost, and the run completes; the port does not speak
-  plaintext SP.
+- A coordinator on tls+tcp://127.0.0.1:PORT with a certificate made by deploy/make-certs.sh
+  (for 127.0.0.1 and localhost): agents with its CA (--tls-ca) join, by IP and by
+  --tls-server-name localhost, and the run completes; the port does not speak plaintext SP.
+- With agents.tls.ca the coordinator wants client certificates: an agent with the one
+  make-certs.sh --agent made joins, an agent without one never does.
 - An agent with a different CA, or a name the certificate does not carry, never joins: the
   run fails at join_timeout and the agent says why (a TLS / certificate error).
 - tls+tcp4:// is TLS too.
@@ -32,12 +33,16 @@ class TLS(tl.FleetCase):
     def setUp(self):
         super().setUp()
         d = self.scope.dir
-        self.ca = tl.make_ca(d, "ca")
-        self.other_ca = tl.make_ca(d, "otherca")
-        self.server = tl.make_cert(d, "server", self.ca, "IP:127.0.0.1,DNS:localhost")
+        # made by deploy/make-certs.sh, as the README tells users to
+        certs = tl.make_certs(os.path.join(d, "certs"), ["127.0.0.1", "localhost"],
+                              agents=["a1"])
+        self.ca = certs["ca"]
+        self.server = certs["coordinator"]
+        self.agent_cert = certs["agent-a1"]
+        self.other_ca = tl.make_certs(os.path.join(d, "other"), ["127.0.0.1"])["ca"]
 
     def coordinator(self, listen, stages, expect, join_timeout="30s", env=None, wrap=(),
-                    sim_url=None, name="chatload"):
+                    sim_url=None, name="chatload", client_ca=None):
         if sim_url is None:
             self.sim = self.start_sim("--ttft", "20ms", "--itl", "5ms", "--output-tokens",
                                       "10", wrap=wrap)
@@ -46,6 +51,8 @@ class TLS(tl.FleetCase):
                   "join_timeout": join_timeout}
         if listen.startswith("tls+"):
             agents["tls"] = {"cert": self.server[0], "key": self.server[1]}
+            if client_ca:
+                agents["tls"]["ca"] = client_ca
         doc = tl.scenario({"url": sim_url}, stages, agents)
         out = self.scope.path("out-" + name)
         e = {"CLT_FLEET_TOKEN": TOKEN}
@@ -75,6 +82,28 @@ class TLS(tl.FleetCase):
         self.assertEqual(len(res["agents"]), 2)
         (st,) = res["stages"]
         self.assertEqual((st["status"], st["requests"]["completed"]), ("ok", 6))
+
+    def test_client_certificates_from_make_certs(self):
+        """agents.tls.ca: only an agent with a certificate from make-certs.sh --agent joins."""
+        port = tl.free_port()
+        url = "tls+tcp://127.0.0.1:%d" % port
+        coord, out = self.coordinator(url, [{"concurrency": 1, "requests": 2}], 1,
+                                      join_timeout="30s", client_ca=self.ca[0])
+        tl.wait_port("127.0.0.1", port, 15, coord)
+        # first an agent without a certificate: its handshakes fail (the coordinator closes
+        # them; the agent only sees "Connection shutdown"), it never joins
+        bare = self.start_agent(url, "--tls-ca", self.ca[0], name="no-cert", token=TOKEN)
+        bare.wait_line(r"cannot connect to 'tls\+tcp://127\.0\.0\.1:%d'" % port, 20)
+        self.assertNotRegex(coord.text(), r"agent \d+ joined")
+        good = self.start_agent(url, "--once", "--tls-ca", self.ca[0], "--tls-cert",
+                                self.agent_cert[0], "--tls-key", self.agent_cert[1],
+                                name="with-cert", token=TOKEN)
+        self.assertExit(coord, 0, 40)
+        self.assertExit(good, 0, 10)
+        self.assertRegex(good.text(), r"joined run")
+        self.assertNotRegex(bare.text(), r"joined run")
+        (st,) = self.results(out)["stages"]
+        self.assertEqual((st["status"], st["requests"]["completed"]), ("ok", 2))
 
     def test_tls_over_tcp4_is_tls(self):
         """tls+tcp4:// (a scheme agents.listen accepts) is encrypted, not 'plaintext'."""
