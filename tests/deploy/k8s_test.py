@@ -1,4 +1,4 @@
-"""deploy/k8s, without a cluster (none can be run here; see README "Running on Kubernetes"):
+"""deploy/k8s, without a cluster (none can be run here; see README "On Kubernetes"):
 
 - Manifests: every file is valid YAML, and the fields that must agree across files do: the
   agents dial the coordinator Service's name and port, which reach the coordinator
@@ -151,8 +151,7 @@ class Manifests(unittest.TestCase):
                    cpod["spec"]["containers"][0].get("env", [])}
             self.assertEqual(env.get("CHATLOAD_AGENTS_SERVICE", "chatload-agents"),
                              "chatload-agents")
-        replicas = {r["name"]: r["count"] for r in self.kust["replicas"]}
-        self.assertIn("chatload-agent", replicas)
+        self.assertGreater(dep["spec"]["replicas"], 0)
 
     def test_secret_files_are_where_the_programs_look(self):
         (c,) = self.agent_pod()["spec"]["containers"]
@@ -327,8 +326,9 @@ class Kustomize(unittest.TestCase):
     def test_kustomize_builds(self):
         kubectl = shutil.which("kubectl")
         if not kubectl:
-            self.skipTest("kubectl is not installed (not in deploy/packages.txt: Debian 12 has "
-                          "no kubectl with kustomize): kustomization not built")
+            self.skipTest("kubectl is not installed (Debian's kubernetes-client has one; it is "
+                          "not in deploy/packages.txt because it clashes with other kubectl "
+                          "packages): kustomization not built")
         if yaml is None:
             self.skipTest("python3-yaml is not installed")
         r = dt.run([kubectl, "kustomize", K8S], timeout=60)
