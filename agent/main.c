@@ -45,7 +45,8 @@ static void usage(FILE *out)
 	    "  --tls-cert F         this agent's certificate, when the coordinator wants one\n"
 	    "  --tls-key F          its private key\n"
 	    "  --tls-server-name N  name to verify in the coordinator's certificate\n"
-	    "  --allow-target H[:P] only load this host (repeatable); default: any target\n"
+	    "  --allow-target H[:P] only load this host (and port; repeatable): a name, an IPv4\n"
+	    "                       address or [IPv6]; default: any target\n"
 	    "  --workers N          worker threads (default: online CPUs)\n"
 	    "  --insecure           allow plaintext tcp:// off loopback\n"
 	    "  --once               exit when the first run ends\n"
@@ -108,8 +109,8 @@ int main(int argc, char **argv)
 	};
 	struct cl_agent_opts o = { 0 };
 	static char token[512];
-	const char *allow[64];
-	size_t n_allow = 0;
+	static struct cl_allow_list allow;
+	struct cl_err aerr = { 0 };
 	int c;
 	while ((c = getopt_long(argc, argv, "hvq", longopts, NULL)) != -1) {
 		int64_t v;
@@ -135,12 +136,17 @@ int main(int argc, char **argv)
 			o.tls.server_name = optarg;
 			break;
 		case O_ALLOW:
-			if (n_allow == sizeof(allow) / sizeof(allow[0])) {
+			/* Parsed by libcurl like a target's host, so both are compared as
+			 * libcurl sees them. */
+			if (allow.n == 256) {
 				fprintf(stderr,
 					"chatload-agent: too many --allow-target entries\n");
 				return CL_EXIT_USAGE;
 			}
-			allow[n_allow++] = optarg;
+			if (cl_allow_list_add(&allow, optarg, &aerr) != 0) {
+				fprintf(stderr, "chatload-agent: %s\n", aerr.msg);
+				return CL_EXIT_USAGE;
+			}
 			break;
 		case O_WORKERS:
 			if (cl_parse_i64(optarg, 1, 1024, &v) != 0) {
@@ -193,8 +199,7 @@ int main(int argc, char **argv)
 		const char *env = getenv("CHATLOAD_TOKEN");
 		o.token = env ? env : "";
 	}
-	o.allow = allow;
-	o.n_allow = n_allow;
+	o.allow = &allow;
 	struct cl_err err = { 0 };
 	if (cl_transport_check_dial(o.connect_url, &o.tls, o.insecure, &err) != 0) {
 		char msg[700];
@@ -217,5 +222,6 @@ int main(int argc, char **argv)
 	}
 	int code = cl_agent_serve(&o, &g_stop);
 	curl_global_cleanup();
+	cl_allow_list_free(&allow);
 	return code;
 }

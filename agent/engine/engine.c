@@ -102,12 +102,6 @@ static bool prefix_ok(const char *p)
 	return true;
 }
 
-/* A header line must not smuggle a second header or a request line in. */
-static bool header_ok(const char *h)
-{
-	return h && strchr(h, ':') && !strpbrk(h, "\r\n");
-}
-
 static void raise_nofile(void)
 {
 	struct rlimit rl;
@@ -118,77 +112,10 @@ static void raise_nofile(void)
 	}
 }
 
-/* Checks libcurl accepts the options every slot will use (e.g. HTTP/2 built in). */
-static int probe_curl(struct cl_engine *e, struct cl_err *err)
-{
-	CURL *h = curl_easy_init();
-	if (!h)
-		return cl_err_set(err, CL_ENOMEM, "cannot create a curl handle");
-	int rc = 0;
-	CURLcode c = curl_easy_setopt(h, CURLOPT_HTTP_VERSION, e->http_version);
-	if (c != CURLE_OK)
-		rc = cl_err_set(err, CL_EINVAL, "libcurl cannot speak %s: %s",
-				e->target.http2 ? "HTTP/2" : "HTTP/1.1", curl_easy_strerror(c));
-	else if ((c = curl_easy_setopt(h, CURLOPT_URL, e->url)) != CURLE_OK)
-		rc = cl_err_set(err, CL_EINVAL, "bad target url '%s': %s", e->target.base_url,
-				curl_easy_strerror(c));
-	curl_easy_cleanup(h);
-	return rc;
-}
-
-static int build_headers(struct cl_engine *e, struct cl_err *err)
-{
-	static const char *fixed[] = {
-		"Content-Type: application/json",
-		"Accept: text/event-stream",
-		/* curl would otherwise send Expect: 100-continue for large bodies and wait. */
-		"Expect:",
-		("User-Agent: chatload/" CHATLOAD_VERSION),
-	};
-	size_t nfixed = sizeof(fixed) / sizeof(fixed[0]);
-	if (e->target.api_key_env) {
-		const char *key = getenv(e->target.api_key_env);
-		if (!key || !*key)
-			CL_WARN("'%s' is not set: requests go without an API key",
-				e->target.api_key_env);
-		else if (strpbrk(key, "\r\n"))
-			return cl_err_set(err, CL_EINVAL,
-					  "the API key in '%s' contains a line break",
-					  e->target.api_key_env);
-		else if (asprintf(&e->auth_header, "Authorization: Bearer %s", key) < 0) {
-			e->auth_header = NULL;
-			return cl_err_set(err, CL_ENOMEM, "out of memory");
-		}
-	}
-	for (size_t i = 0; i < e->target.n_headers; i++) {
-		if (!header_ok(e->target.headers[i]))
-			return cl_err_set(err, CL_EINVAL, "bad header '%s': want 'Name: value'",
-					  e->target.headers[i] ? e->target.headers[i] : "");
-	}
-	e->hdr_text = calloc(nfixed + 1 + e->target.n_headers, sizeof(*e->hdr_text));
-	if (!e->hdr_text)
-		return cl_err_set(err, CL_ENOMEM, "out of memory");
-	size_t n = 0;
-	for (size_t i = 0; i < nfixed; i++)
-		e->hdr_text[n++] = fixed[i];
-	if (e->auth_header)
-		e->hdr_text[n++] = e->auth_header;
-	/* Extra headers last: curl lets a later line replace an earlier one of the same name,
-	 * so a scenario can override Accept or User-Agent. */
-	for (size_t i = 0; i < e->target.n_headers; i++)
-		e->hdr_text[n++] = e->target.headers[i];
-	e->n_hdr_text = n;
-	return 0;
-}
-
 static int validate_cfg(const struct cl_engine_cfg *cfg, struct cl_err *err)
 {
 	if (!cfg || !cfg->target || !cfg->workload)
 		return cl_err_set(err, CL_EINVAL, "engine needs a target and a workload");
-	const char *u = cfg->target->base_url;
-	if (!u || (strncmp(u, "http://", 7) != 0 && strncmp(u, "https://", 8) != 0))
-		return cl_err_set(err, CL_EINVAL, "bad target url '%s': want http:// or https://",
-				  u ? u : "");
 	if (cfg->workload->n_bodies == 0 || !cfg->workload->bodies)
 		return cl_err_set(err, CL_EINVAL, "workload has no request bodies");
 	for (size_t i = 0; i < cfg->workload->n_bodies; i++) {
@@ -239,24 +166,10 @@ int cl_engine_create(const struct cl_engine_cfg *cfg, struct cl_engine **out, st
 	}
 	snprintf(e->prefix, sizeof(e->prefix), "%s",
 		 cfg->request_id_prefix ? cfg->request_id_prefix : "cl");
-	size_t ul = strlen(e->target.base_url);
-	while (ul > 0 && e->target.base_url[ul - 1] == '/')
-		ul--;
-	if (asprintf(&e->url, "%.*s/chat/completions", (int)ul, e->target.base_url) < 0) {
-		e->url = NULL;
-		rc = cl_err_set(err, CL_ENOMEM, "out of memory");
-		goto fail;
-	}
-	if (e->target.http2)
-		e->http_version = strncmp(e->url, "https://", 8) == 0
-				      ? (long)CURL_HTTP_VERSION_2TLS
-				      : (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE;
-	else
-		e->http_version = (long)CURL_HTTP_VERSION_1_1;
 	e->good_ttft_us = cfg->good_ttft_us;
 	e->good_tpot_us = cfg->good_tpot_us;
 	e->good_e2e_us = cfg->good_e2e_us;
-	if ((rc = build_headers(e, err)) != 0 || (rc = probe_curl(e, err)) != 0)
+	if ((rc = cl_http_target_init(&e->http, &e->target, cfg->allow, err)) != 0)
 		goto fail;
 
 	if (cfg->request_log_path) {
@@ -577,12 +490,7 @@ void cl_engine_destroy(struct cl_engine *e)
 	free(e->workers);
 	if (e->log_fd >= 0)
 		close(e->log_fd);
-	if (e->auth_header) {
-		explicit_bzero(e->auth_header, strlen(e->auth_header));
-		free(e->auth_header);
-	}
-	free(e->hdr_text);
-	free(e->url);
+	cl_http_target_free(&e->http);
 	cl_target_plan_free(&e->target);
 	cl_workload_plan_free(&e->workload);
 	if (e->collect_mu_init)

@@ -3,6 +3,8 @@
 #ifndef CHATLOAD_ENGINE_H
 #define CHATLOAD_ENGINE_H
 
+#include "http/allow.h"
+
 #include "chatload/err.h"
 #include "chatload/metrics.h"
 #include "chatload/plan.h"
@@ -27,16 +29,19 @@ struct cl_engine_cfg {
 						  * (docs/engine.md lists the fields); truncated at
 						  * create */
 	int64_t good_ttft_us, good_tpot_us, good_e2e_us; /* per-request SLOs for goodput; 0 off */
+	const struct cl_allow_list *allow;               /* targets this engine may load (an agent's
+							  * --allow-target); NULL or empty: any */
 };
 
 /*
- * Validates cfg, raises RLIMIT_NOFILE to its hard limit, reads the API key from
- * getenv(target->api_key_env) once (it is never logged), deep-copies the plans and starts the
- * worker threads, which then wait idle for a stage.  Blocks only for that setup.
- * Returns 0 and *out, or CL_EINVAL (bad cfg; message in err), CL_ENOMEM, CL_ESYS, CL_EIO
- * (request log cannot be opened).  On failure *out is NULL and nothing is left behind.
- * The program must have called curl_global_init (once, in main, before any thread starts);
- * the engine never does.
+ * Validates cfg, raises RLIMIT_NOFILE to its hard limit, prepares the target with
+ * cl_http_target_init (URL checked against cfg->allow, API key read from
+ * getenv(target->api_key_env) once and never logged, headers checked), deep-copies the plans
+ * and starts the worker threads, which then wait idle for a stage.  Blocks only for that
+ * setup.  Returns 0 and *out, or CL_EINVAL (bad cfg; message in err), CL_EREFUSED (target not
+ * allowed, api_key_env not set), CL_ENOMEM, CL_ESYS, CL_EIO (request log cannot be opened).  On
+ * failure *out is NULL and nothing is left behind. The program must have called curl_global_init
+ * (once, in main, before any thread starts); the engine never does.
  */
 int cl_engine_create(const struct cl_engine_cfg *cfg, struct cl_engine **out, struct cl_err *err);
 

@@ -6,6 +6,7 @@
 #include "arrival.h"
 #include "engine.h"
 
+#include "http/handle.h"
 #include "stream/sse.h"
 
 #include "chatload/clock.h"
@@ -78,7 +79,7 @@ struct cl_slot {
 	char sample[CL_ERR_SAMPLE_BODY_MAX]; /* first bytes of an error body / bad event */
 
 	struct cl_sse_parser sse;
-	struct curl_slist *hdrs; /* n_hdrs nodes owned by the slot, data shared (see request.c) */
+	struct curl_slist *hdrs; /* header nodes owned by the slot, data shared (see request.c) */
 	char reqid[CL_ENGINE_REQID_MAX]; /* "X-Request-Id: <prefix>-<worker>-<seq>" */
 	char errbuf[CURL_ERROR_SIZE];
 };
@@ -168,11 +169,8 @@ struct cl_engine {
 	struct cl_target_plan target;
 	struct cl_workload_plan workload;
 	char prefix[CL_ENGINE_MAX_PREFIX + 1];
-	char *url;             /* base_url + "/chat/completions" */
-	char *auth_header;     /* "Authorization: Bearer ..." or NULL; wiped at destroy */
-	const char **hdr_text; /* the shared header lines every slot sends, n_hdr_text */
-	size_t n_hdr_text;
-	long http_version;
+	struct cl_http_target http; /* URL, header lines (key wiped at destroy), TLS, version:
+				     * applied to every slot, read-only once built */
 	int64_t good_ttft_us, good_tpot_us, good_e2e_us;
 	int log_fd; /* -1: no request log */
 	atomic_bool log_failed;

@@ -33,30 +33,33 @@ int cl_slot_prepare(struct cl_slot *s)
 	if (cl_sse_init(&s->sse, CL_ENGINE_MAX_EVENT_BYTES) != 0)
 		goto fail;
 	/*
-	 * The header list is the slot's own array of nodes.  curl only reads the list while it
-	 * builds a request, so the X-Request-Id node can be rewritten in place for each request
-	 * and the shared lines need no copies: no allocation per request.
+	 * The header list is the slot's own array of nodes: X-Request-Id first, then the
+	 * target's chat lines (shared, not copied).  curl only reads the list while it builds
+	 * a request, so the X-Request-Id node can be rewritten in place for each request: no
+	 * allocation per request.
 	 */
-	size_t n = 1 + e->n_hdr_text;
+	size_t n = 1 + cl_http_target_n_lines(&e->http, CL_HTTP_CHAT);
 	s->hdrs = calloc(n, sizeof(*s->hdrs));
 	if (!s->hdrs)
 		goto fail;
-	s->hdrs[0].data = s->reqid;
-	for (size_t i = 0; i < e->n_hdr_text; i++)
-		s->hdrs[i + 1].data = (char *)e->hdr_text[i];
-	for (size_t i = 0; i + 1 < n; i++)
-		s->hdrs[i].next = &s->hdrs[i + 1];
 	snprintf(s->reqid, sizeof(s->reqid), "X-Request-Id: %s", e->prefix);
+	struct curl_slist *list = cl_http_target_link(&e->http, CL_HTTP_CHAT, s->hdrs, n, s->reqid);
 
 	CURL *h = curl_easy_init();
 	if (!h)
 		goto fail;
 	s->easy = h;
+	/* Where and how (URL, protocols, TLS, timeouts, version, headers): the target's, as the
+	 * readiness probe sends them; every option was tried when the engine was created. */
+	struct cl_err err = { 0 };
+	if (cl_http_target_apply(&e->http, h, CL_HTTP_CHAT, e->workload.request_timeout_us, list,
+				 &err) != 0) {
+		CL_WARN("worker %u: %s", s->w->index, err.msg);
+		goto fail;
+	}
 	int bad = 0;
 	bad |= curl_easy_setopt(h, CURLOPT_PRIVATE, s);
-	bad |= curl_easy_setopt(h, CURLOPT_URL, e->url);
 	bad |= curl_easy_setopt(h, CURLOPT_POST, 1L);
-	bad |= curl_easy_setopt(h, CURLOPT_HTTPHEADER, s->hdrs);
 	bad |= curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, cl_on_body);
 	bad |= curl_easy_setopt(h, CURLOPT_WRITEDATA, s);
 	bad |= curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, cl_on_header);
@@ -64,23 +67,9 @@ int cl_slot_prepare(struct cl_slot *s)
 	bad |= curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, on_prereq);
 	bad |= curl_easy_setopt(h, CURLOPT_PREREQDATA, s);
 	bad |= curl_easy_setopt(h, CURLOPT_ERRORBUFFER, s->errbuf);
-	bad |= curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	bad |= curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
-	bad |= curl_easy_setopt(h, CURLOPT_HTTP_VERSION, e->http_version);
 	/* h1: never wait for a connection to become free (no serialisation); h2: multiplex. */
-	bad |= curl_easy_setopt(h, CURLOPT_PIPEWAIT, e->target.http2 ? 1L : 0L);
-	bad |= curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, e->target.tls_verify ? 1L : 0L);
-	bad |= curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, e->target.tls_verify ? 2L : 0L);
-	if (e->target.ca_file)
-		bad |= curl_easy_setopt(h, CURLOPT_CAINFO, e->target.ca_file);
-	if (e->target.connect_timeout_us > 0) {
-		long ms = (long)((e->target.connect_timeout_us + 999) / 1000);
-		bad |= curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, ms);
-	}
-	if (e->workload.request_timeout_us > 0) {
-		long ms = (long)((e->workload.request_timeout_us + 999) / 1000);
-		bad |= curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, ms);
-	}
+	bad |= curl_easy_setopt(h, CURLOPT_PIPEWAIT, e->http.http2 ? 1L : 0L);
 	if (bad)
 		goto fail;
 	return 0;
@@ -153,8 +142,13 @@ bool cl_request_start(struct cl_worker *w, int64_t intended_us)
 		 s->seq);
 
 	const struct cl_request_body *b = &e->workload.bodies[w->body_rr++ % e->workload.n_bodies];
-	curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, b->json);
-	curl_easy_setopt(s->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)b->len);
+	if (curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, b->json) != CURLE_OK ||
+	    curl_easy_setopt(s->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)b->len) !=
+		CURLE_OK) {
+		w->nfree++; /* the slot is still on top of the free stack */
+		CL_WARN("worker %u: cannot set a request body", w->index);
+		return false;
+	}
 
 	s->in_window = cl_in_window(w, intended_us);
 	s->busy = true;
