@@ -23,6 +23,7 @@ struct cl_agent_opts {
 	bool once;                         /* exit when the first session ends (local agents) */
 	const char *request_log;           /* optional per-request JSONL log (debugging, tests) */
 	const char *id_prefix;             /* X-Request-Id prefix; NULL: the host name */
+	const char *name; /* how the coordinator names this agent; NULL: the host name */
 };
 
 /*

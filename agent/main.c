@@ -5,6 +5,7 @@
 #include "chatload/exitcode.h"
 #include "chatload/log.h"
 #include "chatload/units.h"
+#include "chatload/wire.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -52,8 +53,24 @@ static void usage(FILE *out)
 	    "  --once               exit when the first run ends\n"
 	    "  --request-log F      write one JSON line per request (debugging)\n"
 	    "  --id-prefix P        X-Request-Id prefix (default a<agent id>)\n"
+	    "  --name N             how the coordinator names this agent (default: host name;\n"
+	    "                       it adds the address it sees: 'N at 10.0.0.5')\n"
 	    "  -v, -q               more or less logging (or CHATLOAD_LOG=debug|info|warn|error)\n"
 	    "  --version, --help\n");
+}
+
+/* A name the coordinator can print: printable ASCII, no quotes or backslashes. */
+static bool name_ok(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > CL_WIRE_MAX_HOST)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c < 0x21 || c > 0x7e || c == '"' || c == '\\' || c == '\'')
+			return false;
+	}
+	return true;
 }
 
 static int read_token(const char *path, char *buf, size_t n)
@@ -88,7 +105,8 @@ int main(int argc, char **argv)
 		O_ONCE,
 		O_REQLOG,
 		O_PREFIX,
-		O_VERSION
+		O_VERSION,
+		O_NAME
 	};
 	static const struct option longopts[] = {
 		{ "connect", required_argument, NULL, O_CONNECT },
@@ -104,6 +122,7 @@ int main(int argc, char **argv)
 		{ "request-log", required_argument, NULL, O_REQLOG },
 		{ "id-prefix", required_argument, NULL, O_PREFIX },
 		{ "version", no_argument, NULL, O_VERSION },
+		{ "name", required_argument, NULL, O_NAME },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -168,6 +187,16 @@ int main(int argc, char **argv)
 			break;
 		case O_PREFIX:
 			o.id_prefix = optarg;
+			break;
+		case O_NAME:
+			if (!name_ok(optarg)) {
+				fprintf(stderr,
+					"chatload-agent: --name must be 1-%d printable characters, "
+					"got '%s'\n",
+					CL_WIRE_MAX_HOST, optarg);
+				return CL_EXIT_USAGE;
+			}
+			o.name = optarg;
 			break;
 		case O_VERSION:
 			printf("chatload-agent %s\n", CHATLOAD_VERSION);

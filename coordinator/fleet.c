@@ -102,6 +102,28 @@ static void refuse(struct cl_fleet *f, const struct cl_msg *req, const char *pee
 	reply(f, &m, peer);
 }
 
+/* Fills a->address from a->peer ("10.0.0.5:41234", "[::1]:41234"; nothing for ipc) and
+ * a->label from both. */
+static void label_agent(struct cl_fleet_agent *a)
+{
+	const char *p = a->peer;
+	size_t n = 0;
+	if (p[0] == '[') {
+		const char *end = strchr(p, ']');
+		if (end) {
+			p++;
+			n = (size_t)(end - p);
+		}
+	} else if (strchr(p, ':') && !strchr(p, ' ')) {
+		n = (size_t)(strrchr(p, ':') - p);
+	}
+	snprintf(a->address, sizeof(a->address), "%.*s", (int)(n < 63 ? n : 63), p);
+	if (a->address[0])
+		snprintf(a->label, sizeof(a->label), "%s at %s", a->host, a->address);
+	else
+		snprintf(a->label, sizeof(a->label), "%s", a->host);
+}
+
 static void on_hello(struct cl_fleet *f, struct cl_msg *req, const char *peer, int64_t t_recv)
 {
 	struct cl_msg_hello *h = &req->hello;
@@ -142,6 +164,7 @@ static void on_hello(struct cl_fleet *f, struct cl_msg *req, const char *peer, i
 	a->id = (uint32_t)f->n + 1;
 	snprintf(a->host, sizeof(a->host), "%s", h->host);
 	snprintf(a->peer, sizeof(a->peer), "%s", peer);
+	label_agent(a);
 	snprintf(a->version, sizeof(a->version), "%s", h->version);
 	a->workers = h->workers ? h->workers : 1;
 	a->pid = h->pid;
@@ -155,7 +178,7 @@ static void on_hello(struct cl_fleet *f, struct cl_msg *req, const char *peer, i
 	for (size_t i = 0; i < sizeof(rnd); i++)
 		off += snprintf(a->session + off, sizeof(a->session) - (size_t)off, "%02x", rnd[i]);
 	f->n++;
-	CL_INFO("agent %u joined: %s (%s), %u workers", a->id, a->host, peer, a->workers);
+	CL_INFO("agent %u joined: %s (%s), %u workers", a->id, a->label, peer, a->workers);
 	struct cl_msg m = {
 		.type = CL_MSG_WELCOME, .run = a->session, .agent = a->id, .seq = req->seq
 	};
@@ -190,7 +213,7 @@ static void on_poll(struct cl_fleet *f, struct cl_fleet_agent *a, struct cl_msg 
 	}
 	if (p->state == CL_AGENT_FAILED && p->error) {
 		if (prev != CL_AGENT_FAILED || strcmp(a->error, p->error) != 0)
-			CL_ERROR("agent %u (%s) failed: %s", a->id, a->host, p->error);
+			CL_ERROR("agent %u (%s) failed: %s", a->id, a->label, p->error);
 		snprintf(a->error, sizeof(a->error), "%s", p->error);
 	}
 	/* Drop what it has applied; answer with the oldest command it has not. */
@@ -245,13 +268,13 @@ static void update_liveness(struct cl_fleet *f, int64_t now)
 									 : CL_LIVE_OK;
 		if (l != a->live) {
 			if (l == CL_LIVE_LOST)
-				CL_ERROR("agent %u (%s) lost: silent for %.1f s", a->id, a->host,
+				CL_ERROR("agent %u (%s) lost: silent for %.1f s", a->id, a->label,
 					 silent / 1e6);
 			else if (l == CL_LIVE_MISSING)
-				CL_WARN("agent %u (%s) missing: silent for %.1f s", a->id, a->host,
+				CL_WARN("agent %u (%s) missing: silent for %.1f s", a->id, a->label,
 					silent / 1e6);
 			else
-				CL_INFO("agent %u (%s) is back", a->id, a->host);
+				CL_INFO("agent %u (%s) is back", a->id, a->label);
 			a->live = l;
 		}
 	}
@@ -283,7 +306,7 @@ static void handle(struct cl_fleet *f, nng_msg *msg, int64_t t_recv)
 			       a->id);
 		} else {
 			if (a->live == CL_LIVE_MISSING)
-				CL_INFO("agent %u (%s) is back", a->id, a->host);
+				CL_INFO("agent %u (%s) is back", a->id, a->label);
 			a->live = CL_LIVE_OK;
 			a->last_seen_us = t_recv;
 			if (req.type == CL_MSG_POLL)

@@ -22,8 +22,12 @@ struct cl_fleet_agent {
 	 * agent knows.  Every later message must carry it, so a peer that never presented the
 	 * token cannot speak for the agent. */
 	char session[CL_WIRE_MAX_RUN + 1];
-	char host[CL_WIRE_MAX_HOST + 1];
+	char host[CL_WIRE_MAX_HOST + 1]; /* as the agent named itself (host name or --name) */
 	char peer[96];
+	char address[64]; /* the peer's IP address, "" for a local (ipc) agent */
+	/* How messages and results name the agent: "vm at 10.0.0.5" (two hosts both named vm
+	 * stay apart), or the host name alone for a local agent. */
+	char label[CL_WIRE_MAX_HOST + 80];
 	char version[CL_WIRE_MAX_VERSION + 1];
 	uint32_t workers;
 	int64_t pid;

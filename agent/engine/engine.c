@@ -5,6 +5,7 @@
 #include "chatload/clock.h"
 #include "chatload/log.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -102,6 +103,7 @@ static bool prefix_ok(const char *p)
 	return true;
 }
 
+/* Every stream is a socket: take as many descriptors as the hard limit allows. */
 static void raise_nofile(void)
 {
 	struct rlimit rl;
@@ -110,6 +112,53 @@ static void raise_nofile(void)
 		if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
 			CL_WARN("cannot raise the open-file limit: %s", strerror(errno));
 	}
+}
+
+/* Descriptors open in this process now (/proc/self/fd); the limit itself when not one more
+ * can be opened; -1 when it cannot be read otherwise. */
+static long open_fds(rlim_t limit)
+{
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return errno == EMFILE ? (long)limit : -1;
+	long n = 0;
+	for (struct dirent *de; (de = readdir(d));)
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n - 1; /* the directory's own */
+}
+
+/*
+ * Refuses a share whose streams cannot all have a socket: over HTTP/1.1 each stream in
+ * flight holds a connection, so concurrency (or a rate's cap) beyond the descriptors left
+ * under RLIMIT_NOFILE would fail later, one connect at a time, as errors that look like
+ * the server's.  A few descriptors per worker are kept for libcurl's own (its wakeup pair,
+ * name resolver) and the program's.  HTTP/2 multiplexes, so it is not checked.
+ */
+static int check_fds(struct cl_engine *e, const struct cl_stage_plan *s, struct cl_err *err)
+{
+	uint64_t streams = s->concurrency;
+	struct rlimit rl;
+	if (e->http.http2 || streams == 0 || getrlimit(RLIMIT_NOFILE, &rl) != 0 ||
+	    rl.rlim_cur == RLIM_INFINITY)
+		return 0;
+	long in_use = open_fds(rl.rlim_cur);
+	if (in_use < 0)
+		return 0;
+	uint64_t reserve = 16 + 8 * (uint64_t)e->nworkers;
+	uint64_t left =
+	    rl.rlim_cur > (rlim_t)in_use + reserve ? rl.rlim_cur - (rlim_t)in_use - reserve : 0;
+	if (streams <= left)
+		return 0;
+	return cl_err_set(err, CL_ERANGE,
+			  "%s %llu needs %llu connections, but this agent can open only %llu "
+			  "more files (open-file limit %llu, hard limit %llu, %ld in use): raise "
+			  "the limit (ulimit -n, LimitNOFILE= in the systemd unit) or spread the "
+			  "load over more agents",
+			  s->mode == CL_MODE_RATE ? "the rate's in-flight cap" : "concurrency",
+			  (unsigned long long)streams, (unsigned long long)streams,
+			  (unsigned long long)left, (unsigned long long)rl.rlim_cur,
+			  (unsigned long long)rl.rlim_max, in_use);
 }
 
 static int validate_cfg(const struct cl_engine_cfg *cfg, struct cl_err *err)
@@ -269,7 +318,7 @@ int cl_engine_start(struct cl_engine *e, const struct cl_stage_plan *share, int6
 		cl_err_set(err, rc, "cannot split the stage among %u workers", e->nworkers);
 		goto out;
 	}
-	if ((rc = check_share(e, share, parts, err)) != 0)
+	if ((rc = check_share(e, share, parts, err)) != 0 || (rc = check_fds(e, share, err)) != 0)
 		goto out;
 
 	/* Constant arrivals of equal-rate workers interleave: worker k of n starts k/n of a

@@ -51,8 +51,9 @@ int cl_engine_create(const struct cl_engine_cfg *cfg, struct cl_engine **out, st
  * the future (the workers wait for it).  Non-blocking: returns once every worker has been
  * handed its share.  share is copied.  CL_ESTATE if a stage is running (state not IDLE or
  * DONE), CL_EINVAL for a share the engine cannot run (e.g. a worker's concurrency above its
- * slots, neither duration nor requests).  Metrics left from an earlier stage should be
- * collected before starting; they are not discarded.
+ * slots, neither duration nor requests), CL_ERANGE when over HTTP/1.1 its concurrency (or
+ * rate cap) needs more sockets than the open-file limit leaves (the message says both).  Metrics
+ * left from an earlier stage should be collected before starting; they are not discarded.
  */
 int cl_engine_start(struct cl_engine *e, const struct cl_stage_plan *share, int64_t start_mono_us,
 		    struct cl_err *err);

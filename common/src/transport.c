@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 static bool host_is_loopback(const char *host, size_t len)
 {
@@ -257,9 +258,30 @@ int cl_transport_check_dial(const char *url, const struct cl_tls_opts *tls, bool
 	return rc;
 }
 
-int cl_transport_probe_dial(const char *url, const struct cl_tls_opts *tls, bool insecure,
-			    int timeout_ms, struct cl_err *err)
+static void on_probe_aio(void *arg)
 {
+	atomic_store((atomic_int *)arg, 1);
+}
+
+/* nng_aio_wait, checking *cancel every 20 ms and cancelling the aio when it is set. */
+static void wait_aio(nng_aio *aio, atomic_int *done, const atomic_int *cancel)
+{
+	bool cancelled = false;
+	while (!atomic_load(done)) {
+		if (!cancelled && cancel && atomic_load(cancel)) {
+			cancelled = true;
+			nng_aio_cancel(aio);
+		}
+		struct timespec ts = { 0, 20 * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+	atomic_store(done, 0);
+}
+
+int cl_transport_probe_dial(const char *url, const struct cl_tls_opts *tls, bool insecure,
+			    int timeout_ms, const atomic_int *cancel, struct cl_err *err)
+{
+	atomic_int done = 0;
 	int rc = check_url(url, insecure, err);
 	if (rc != 0)
 		return rc;
@@ -275,13 +297,13 @@ int cl_transport_probe_dial(const char *url, const struct cl_tls_opts *tls, bool
 			goto out;
 		nng_stream_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, cfg);
 	}
-	if ((rc = nng_aio_alloc(&aio, NULL, NULL)) != 0) {
+	if ((rc = nng_aio_alloc(&aio, on_probe_aio, &done)) != 0) {
 		rc = cl_err_set(err, CL_ENOMEM, "out of memory");
 		goto out;
 	}
 	nng_aio_set_timeout(aio, timeout_ms);
 	nng_stream_dialer_dial(d, aio);
-	nng_aio_wait(aio);
+	wait_aio(aio, &done, cancel);
 	rc = nng_aio_result(aio);
 	if (rc == 0) {
 		/* TLS shakes hands on the first I/O: send the SP greeting of a REQ peer and
@@ -292,14 +314,14 @@ int cl_transport_probe_dial(const char *url, const struct cl_tls_opts *tls, bool
 		nng_aio_set_iov(aio, 1, &iov);
 		nng_aio_set_timeout(aio, timeout_ms);
 		nng_stream_send(st, aio);
-		nng_aio_wait(aio);
+		wait_aio(aio, &done, cancel);
 		rc = nng_aio_result(aio);
 		if (rc == 0) {
 			iov = (nng_iov){ .iov_buf = back, .iov_len = sizeof(back) };
 			nng_aio_set_iov(aio, 1, &iov);
 			nng_aio_set_timeout(aio, timeout_ms);
 			nng_stream_recv(st, aio);
-			nng_aio_wait(aio);
+			wait_aio(aio, &done, cancel);
 			rc = nng_aio_result(aio);
 		}
 		nng_stream_free(st);

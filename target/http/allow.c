@@ -116,6 +116,7 @@ int cl_allow_check_url(const struct cl_allow_list *l, const char *url, struct cl
 	cl_url_where_str(&w, where, sizeof(where));
 	describe(l, list, sizeof(list));
 	return cl_err_set(
-	    err, CL_EREFUSED, "target '%s' is not in this agent's --allow-target list (%s)%s", where,
-	    list, w.has_userinfo ? "; the URL's user@ part is not the host it connects to" : "");
+	    err, CL_EREFUSED, "target '%s' is not in this agent's --allow-target list (%s)%s",
+	    where, list,
+	    w.has_userinfo ? "; the URL's user@ part is not the host it connects to" : "");
 }

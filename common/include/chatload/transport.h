@@ -7,6 +7,7 @@
 #include "chatload/err.h"
 
 #include <nng/nng.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 struct cl_tls_opts {
@@ -46,9 +47,10 @@ int cl_transport_check_dial(const char *url, const struct cl_tls_opts *tls, bool
 
 /* Dials url once, synchronously, on a throwaway socket and hangs up: says why a background
  * dialer gets nowhere (connection refused, TLS handshake / peer authentication failed).
- * Blocks up to about timeout_ms.  0 when it connected, else CL_E* with err set. */
+ * Blocks up to about timeout_ms, or until *cancel (may be NULL) becomes nonzero.  0 when it
+ * connected, else CL_E* with err set. */
 int cl_transport_probe_dial(const char *url, const struct cl_tls_opts *tls, bool insecure,
-			    int timeout_ms, struct cl_err *err);
+			    int timeout_ms, const atomic_int *cancel, struct cl_err *err);
 
 /* Describes the remote address of the pipe a message came on ("tcp 127.0.0.1:43122",
  * "ipc", "unknown") into buf. */
