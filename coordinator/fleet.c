@@ -51,7 +51,14 @@ int cl_fleet_open(struct cl_fleet *f, const char *run, const char *token, uint32
 int cl_fleet_listen(struct cl_fleet *f, const char *url, const struct cl_tls_opts *tls,
 		    bool insecure, struct cl_err *err)
 {
-	return cl_transport_listen(f->sock, url, tls, insecure, err);
+	nng_listener l;
+	int rc = cl_transport_listen(f->sock, url, tls, insecure, &l, err);
+	if (rc == 0 && strncmp(url, "tls+", 4) == 0 && f->n_tls < CL_FLEET_MAX_LISTENERS) {
+		f->tls[f->n_tls].l = l;
+		snprintf(f->tls[f->n_tls].url, sizeof(f->tls[f->n_tls].url), "%s", url);
+		f->n_tls++;
+	}
+	return rc;
 }
 
 void cl_fleet_close(struct cl_fleet *f)
@@ -321,6 +328,27 @@ static void handle(struct cl_fleet *f, nng_msg *msg, int64_t t_recv)
 	cl_msg_free(&req);
 }
 
+/* Logs, at most once a second, TLS handshakes a listener refused since the last look: an
+ * agent with the wrong CA, name or certificate never gets as far as a message, so this is
+ * all the coordinator can say about it (the agent's own log says which check failed). */
+static void check_handshakes(struct cl_fleet *f, int64_t now)
+{
+	if (!f->n_tls || now - f->tls_checked_us < 1000000)
+		return;
+	f->tls_checked_us = now;
+	for (size_t i = 0; i < f->n_tls; i++) {
+		uint64_t n = cl_transport_refused_handshakes(f->tls[i].l);
+		if (n <= f->tls[i].refused)
+			continue;
+		CL_WARN("refused %llu TLS connection%s on %s: the peer's certificate or CA does "
+			"not match (nng does not say which peer; the agent's log says which check "
+			"failed)",
+			(unsigned long long)(n - f->tls[i].refused),
+			n - f->tls[i].refused == 1 ? "" : "s", f->tls[i].url);
+		f->tls[i].refused = n;
+	}
+}
+
 void cl_fleet_serve(struct cl_fleet *f, int64_t for_us)
 {
 	int64_t deadline = cl_mono_us() + for_us;
@@ -340,6 +368,7 @@ void cl_fleet_serve(struct cl_fleet *f, int64_t for_us)
 		}
 	} while (cl_mono_us() < deadline);
 	update_liveness(f, cl_mono_us());
+	check_handshakes(f, cl_mono_us());
 }
 
 uint64_t cl_fleet_send(struct cl_fleet *f, size_t i, const struct cl_msg_cmd *cmd)

@@ -13,6 +13,7 @@
 
 #define CL_FLEET_MAX_AGENTS      256
 #define CL_FLEET_MAX_QUEUED_CMDS 16
+#define CL_FLEET_MAX_LISTENERS   4
 
 enum cl_fleet_liveness { CL_LIVE_OK, CL_LIVE_MISSING, CL_LIVE_LOST };
 
@@ -67,6 +68,15 @@ struct cl_fleet {
 	uint64_t rejected; /* malformed or refused messages */
 	cl_fleet_report_cb on_report;
 	void *ctx;
+	/* TLS listeners, whose refused handshakes are logged (nng counts them; no peer is
+	 * known before a handshake succeeds) */
+	struct {
+		nng_listener l;
+		char url[128];
+		uint64_t refused; /* count already logged */
+	} tls[CL_FLEET_MAX_LISTENERS];
+	size_t n_tls;
+	int64_t tls_checked_us;
 };
 
 /* Opens the socket.  token may be "" (no token).  f is zeroed first; cl_fleet_close is safe

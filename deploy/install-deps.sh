@@ -5,7 +5,8 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config     # toolchain
-  libnng-dev libmbedtls-dev            # control channel (nng with TLS via mbedTLS)
+  libnng-dev libmbedtls-dev            # control channel (nng with TLS via mbedTLS; mbedTLS
+                                       # directly too, to say why a handshake failed)
   libmsgpack-dev                       # wire encoding
   libcurl4-openssl-dev                 # HTTP/SSE client
   libyaml-dev                          # scenarios

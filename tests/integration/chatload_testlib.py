@@ -663,9 +663,10 @@ def make_ca(dirpath, name):
     return cert, key
 
 
-def make_cert(dirpath, name, ca, sans, cn="localhost", usage="serverAuth"):
+def make_cert(dirpath, name, ca, sans, cn="localhost", usage="serverAuth", days="2"):
     """A certificate for sans (e.g. "IP:127.0.0.1,DNS:localhost") signed by ca (a (cert, key)
-    pair from make_ca): returns (cert, key) paths."""
+    pair from make_ca), valid for days from now ("-1": it expired a day ago): returns (cert,
+    key) paths."""
     cert = os.path.join(dirpath, name + ".pem")
     key = os.path.join(dirpath, name + ".key")
     csr = os.path.join(dirpath, name + ".csr")
@@ -676,7 +677,7 @@ def make_cert(dirpath, name, ca, sans, cn="localhost", usage="serverAuth"):
     sh("openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
        "-keyout", key, "-out", csr, "-subj", "/CN=" + cn)
     sh("openssl", "x509", "-req", "-in", csr, "-CA", ca[0], "-CAkey", ca[1],
-       "-CAcreateserial", "-out", cert, "-days", "2", "-extfile", ext)
+       "-CAcreateserial", "-out", cert, "-days", days, "-extfile", ext)
     return cert, key
 
 
