@@ -13,6 +13,8 @@ packages=(
   libjansson-dev                       # JSON off the hot path (datasets, results, reports)
   libevent-dev                         # chatload-sim's HTTP server
   libcmocka-dev                        # unit tests
+  clang libclang-rt-dev                # fuzz targets: clang with libFuzzer (libclang-rt-dev
+                                       # carries libclang_rt.fuzzer for Debian's clang)
   python3 python3-jsonschema           # integration-test driver; results schema check
   iproute2 openssl                     # multi-host namespace test, TLS test certificates
 )
