@@ -86,7 +86,10 @@ static int run_aio(struct session *s, void (*op)(nng_socket, nng_aio *), nng_dur
 		pthread_cond_timedwait(&w->cv, &w->mu, &dl);
 	}
 	pthread_mutex_unlock(&w->mu);
-	return cancelled ? NNG_ECANCELED : nng_aio_result(s->aio);
+	/* An operation that finished before the cancel reached it stands (a sent message is
+	 * nng's, a received one ours to free). */
+	int rc = nng_aio_result(s->aio);
+	return rc != 0 && cancelled ? NNG_ECANCELED : rc;
 }
 
 int cl_session_send(struct session *s, const void *data, size_t len, struct cl_msg *reply,
