@@ -33,7 +33,8 @@ struct cl_url_where {
  * CL_EINVAL with err saying why when libcurl cannot parse it, the scheme is not http or
  * https, or the host is not a plain name (letters, digits, '-', '_', '.'; an
  * internationalised name must be written in its xn-- form) nor an IP literal.  Never prints
- * the URL's userinfo.  Does not block (no name is resolved).
+ * the URL's userinfo.  An IPv6 zone id must be an interface name or number (letters, digits,
+ * '-', '_', '.').  Does not block (no name is resolved).
  */
 int cl_url_where(const char *url, struct cl_url_where *w, struct cl_err *err);
 

@@ -77,10 +77,12 @@ static const char *const hostile[] = {
 	"http://allowed.example:8000:80/",      /* two ports */
 	"http://127.0.0.2%40127.0.0.3/",        /* an encoded '@' in the host */
 	"http://\xd0\xb0llowed.example:8000/",  /* Cyrillic a: an IDN spoof */
-	"HTTP://127.0.0.3/",                    /* upper-case scheme, other host */
-	"//127.0.0.2/",                         /* no scheme */
-	"127.0.0.2:80",                         /* no scheme, host:port */
-	"",                                     /* nothing */
+	"http://[fe80::1%\\2]:80/",             /* a zone no interface has (fuzz_url found it) */
+	"http://12%37.2:8000/", /* a number hidden by percent-encoding (fuzz_url found it) */
+	"HTTP://127.0.0.3/",    /* upper-case scheme, other host */
+	"//127.0.0.2/",         /* no scheme */
+	"127.0.0.2:80",         /* no scheme, host:port */
+	"",                     /* nothing */
 };
 
 /* The same hosts and ports, written in ways that must still be allowed. */
