@@ -36,7 +36,8 @@ enum cl_exit cl_agent_serve(const struct cl_agent_opts *o, atomic_int *stop)
 		}
 		if (rc == 0)
 			CL_INFO("run finished; waiting for the next one");
-		cl_sleep_ns(rc == CL_EREFUSED ? 5000000000LL : 500000000LL);
+		if (!cl_session_nap(stop, rc == CL_EREFUSED ? 5000000000LL / 1000 : 500000))
+			break;
 	}
 	return code;
 }

@@ -31,12 +31,22 @@ struct pending_report {
 	char what[32];
 };
 
+/* Completion of the session's one aio, waited for in slices so a stop is seen at once. */
+struct aio_wait {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool done;
+	bool init;
+};
+
 /* One session with a coordinator: from dialling to QUIT, silence or a stop. */
 struct session {
 	const struct cl_agent_opts *o;
 	atomic_int *stop; /* set by a signal handler, which may run on any thread */
 	nng_socket sock;
 	bool sock_open;
+	nng_aio *aio; /* every send and receive goes through it (see cl_session_send) */
+	struct aio_wait aio_wait;
 	uint64_t seq;
 	uint32_t agent_id;
 	char run[CL_WIRE_MAX_RUN + 1];
@@ -106,10 +116,17 @@ void cl_session_cleanup(struct session *s);
  * Sends len bytes of an encoded request and waits for the reply, never past the silence
  * deadline; decodes it into reply (the caller frees it with cl_msg_free).  t_send and t_recv
  * get the monotonic times around the exchange.  0, or CL_EIO / CL_ETIMEDOUT / a decoding
- * error with err filled.  Blocks.
+ * error with err filled, or CL_ECLOSED as soon as *s->stop is set.  Blocks.
  */
 int cl_session_send(struct session *s, const void *data, size_t len, struct cl_msg *reply,
 		    int64_t *t_send, int64_t *t_recv, struct cl_err *err);
+
+/*
+ * Sleeps us microseconds, or less when *stop becomes nonzero (checked every 20 ms): every
+ * wait of an idle agent goes through here or cl_session_send, so SIGTERM ends it at once.
+ * Returns false when stopped.
+ */
+bool cl_session_nap(const atomic_int *stop, int64_t us);
 
 /* Puts the agent in CL_AGENT_FAILED with the formatted message (sent with the next POLL). */
 void cl_session_fail(struct session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

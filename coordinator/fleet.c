@@ -51,7 +51,14 @@ int cl_fleet_open(struct cl_fleet *f, const char *run, const char *token, uint32
 int cl_fleet_listen(struct cl_fleet *f, const char *url, const struct cl_tls_opts *tls,
 		    bool insecure, struct cl_err *err)
 {
-	return cl_transport_listen(f->sock, url, tls, insecure, err);
+	nng_listener l;
+	int rc = cl_transport_listen(f->sock, url, tls, insecure, &l, err);
+	if (rc == 0 && strncmp(url, "tls+", 4) == 0 && f->n_tls < CL_FLEET_MAX_LISTENERS) {
+		f->tls[f->n_tls].l = l;
+		snprintf(f->tls[f->n_tls].url, sizeof(f->tls[f->n_tls].url), "%s", url);
+		f->n_tls++;
+	}
+	return rc;
 }
 
 void cl_fleet_close(struct cl_fleet *f)
@@ -102,6 +109,28 @@ static void refuse(struct cl_fleet *f, const struct cl_msg *req, const char *pee
 	reply(f, &m, peer);
 }
 
+/* Fills a->address from a->peer ("10.0.0.5:41234", "[::1]:41234"; nothing for ipc) and
+ * a->label from both. */
+static void label_agent(struct cl_fleet_agent *a)
+{
+	const char *p = a->peer;
+	size_t n = 0;
+	if (p[0] == '[') {
+		const char *end = strchr(p, ']');
+		if (end) {
+			p++;
+			n = (size_t)(end - p);
+		}
+	} else if (strchr(p, ':') && !strchr(p, ' ')) {
+		n = (size_t)(strrchr(p, ':') - p);
+	}
+	snprintf(a->address, sizeof(a->address), "%.*s", (int)(n < 63 ? n : 63), p);
+	if (a->address[0])
+		snprintf(a->label, sizeof(a->label), "%s at %s", a->host, a->address);
+	else
+		snprintf(a->label, sizeof(a->label), "%s", a->host);
+}
+
 static void on_hello(struct cl_fleet *f, struct cl_msg *req, const char *peer, int64_t t_recv)
 {
 	struct cl_msg_hello *h = &req->hello;
@@ -142,6 +171,7 @@ static void on_hello(struct cl_fleet *f, struct cl_msg *req, const char *peer, i
 	a->id = (uint32_t)f->n + 1;
 	snprintf(a->host, sizeof(a->host), "%s", h->host);
 	snprintf(a->peer, sizeof(a->peer), "%s", peer);
+	label_agent(a);
 	snprintf(a->version, sizeof(a->version), "%s", h->version);
 	a->workers = h->workers ? h->workers : 1;
 	a->pid = h->pid;
@@ -155,7 +185,7 @@ static void on_hello(struct cl_fleet *f, struct cl_msg *req, const char *peer, i
 	for (size_t i = 0; i < sizeof(rnd); i++)
 		off += snprintf(a->session + off, sizeof(a->session) - (size_t)off, "%02x", rnd[i]);
 	f->n++;
-	CL_INFO("agent %u joined: %s (%s), %u workers", a->id, a->host, peer, a->workers);
+	CL_INFO("agent %u joined: %s (%s), %u workers", a->id, a->label, peer, a->workers);
 	struct cl_msg m = {
 		.type = CL_MSG_WELCOME, .run = a->session, .agent = a->id, .seq = req->seq
 	};
@@ -190,7 +220,7 @@ static void on_poll(struct cl_fleet *f, struct cl_fleet_agent *a, struct cl_msg 
 	}
 	if (p->state == CL_AGENT_FAILED && p->error) {
 		if (prev != CL_AGENT_FAILED || strcmp(a->error, p->error) != 0)
-			CL_ERROR("agent %u (%s) failed: %s", a->id, a->host, p->error);
+			CL_ERROR("agent %u (%s) failed: %s", a->id, a->label, p->error);
 		snprintf(a->error, sizeof(a->error), "%s", p->error);
 	}
 	/* Drop what it has applied; answer with the oldest command it has not. */
@@ -245,13 +275,13 @@ static void update_liveness(struct cl_fleet *f, int64_t now)
 									 : CL_LIVE_OK;
 		if (l != a->live) {
 			if (l == CL_LIVE_LOST)
-				CL_ERROR("agent %u (%s) lost: silent for %.1f s", a->id, a->host,
+				CL_ERROR("agent %u (%s) lost: silent for %.1f s", a->id, a->label,
 					 silent / 1e6);
 			else if (l == CL_LIVE_MISSING)
-				CL_WARN("agent %u (%s) missing: silent for %.1f s", a->id, a->host,
+				CL_WARN("agent %u (%s) missing: silent for %.1f s", a->id, a->label,
 					silent / 1e6);
 			else
-				CL_INFO("agent %u (%s) is back", a->id, a->host);
+				CL_INFO("agent %u (%s) is back", a->id, a->label);
 			a->live = l;
 		}
 	}
@@ -284,7 +314,7 @@ static void handle(struct cl_fleet *f, nng_msg *msg, int64_t t_recv)
 		} else {
 			if (a->live == CL_LIVE_MISSING) {
 				CL_INFO("agent %u (%s) is back after %.1f s of silence", a->id,
-					a->host, (t_recv - a->last_seen_us) / 1e6);
+					a->label, (t_recv - a->last_seen_us) / 1e6);
 				a->silent_from_us = a->last_seen_us;
 				a->silent_until_us = t_recv;
 				a->returns++;
@@ -301,6 +331,27 @@ static void handle(struct cl_fleet *f, nng_msg *msg, int64_t t_recv)
 		}
 	}
 	cl_msg_free(&req);
+}
+
+/* Logs, at most once a second, TLS handshakes a listener refused since the last look: an
+ * agent with the wrong CA, name or certificate never gets as far as a message, so this is
+ * all the coordinator can say about it (the agent's own log says which check failed). */
+static void check_handshakes(struct cl_fleet *f, int64_t now)
+{
+	if (!f->n_tls || now - f->tls_checked_us < 1000000)
+		return;
+	f->tls_checked_us = now;
+	for (size_t i = 0; i < f->n_tls; i++) {
+		uint64_t n = cl_transport_refused_handshakes(f->tls[i].l);
+		if (n <= f->tls[i].refused)
+			continue;
+		CL_WARN("refused %llu TLS connection%s on %s: the peer's certificate or CA does "
+			"not match (nng does not say which peer; the agent's log says which check "
+			"failed)",
+			(unsigned long long)(n - f->tls[i].refused),
+			n - f->tls[i].refused == 1 ? "" : "s", f->tls[i].url);
+		f->tls[i].refused = n;
+	}
 }
 
 void cl_fleet_serve(struct cl_fleet *f, int64_t for_us)
@@ -322,6 +373,7 @@ void cl_fleet_serve(struct cl_fleet *f, int64_t for_us)
 		}
 	} while (cl_mono_us() < deadline);
 	update_liveness(f, cl_mono_us());
+	check_handshakes(f, cl_mono_us());
 }
 
 uint64_t cl_fleet_send(struct cl_fleet *f, size_t i, const struct cl_msg_cmd *cmd)

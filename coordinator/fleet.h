@@ -13,6 +13,7 @@
 
 #define CL_FLEET_MAX_AGENTS      256
 #define CL_FLEET_MAX_QUEUED_CMDS 16
+#define CL_FLEET_MAX_LISTENERS   4
 
 enum cl_fleet_liveness { CL_LIVE_OK, CL_LIVE_MISSING, CL_LIVE_LOST };
 
@@ -22,8 +23,12 @@ struct cl_fleet_agent {
 	 * agent knows.  Every later message must carry it, so a peer that never presented the
 	 * token cannot speak for the agent. */
 	char session[CL_WIRE_MAX_RUN + 1];
-	char host[CL_WIRE_MAX_HOST + 1];
+	char host[CL_WIRE_MAX_HOST + 1]; /* as the agent named itself (host name or --name) */
 	char peer[96];
+	char address[64]; /* the peer's IP address, "" for a local (ipc) agent */
+	/* How messages and results name the agent: "vm at 10.0.0.5" (two hosts both named vm
+	 * stay apart), or the host name alone for a local agent. */
+	char label[CL_WIRE_MAX_HOST + 80];
 	char version[CL_WIRE_MAX_VERSION + 1];
 	uint32_t workers;
 	int64_t pid;
@@ -68,6 +73,15 @@ struct cl_fleet {
 	uint64_t rejected; /* malformed or refused messages */
 	cl_fleet_report_cb on_report;
 	void *ctx;
+	/* TLS listeners, whose refused handshakes are logged (nng counts them; no peer is
+	 * known before a handshake succeeds) */
+	struct {
+		nng_listener l;
+		char url[128];
+		uint64_t refused; /* count already logged */
+	} tls[CL_FLEET_MAX_LISTENERS];
+	size_t n_tls;
+	int64_t tls_checked_us;
 };
 
 /* Opens the socket.  token may be "" (no token).  f is zeroed first; cl_fleet_close is safe

@@ -364,11 +364,11 @@ int cl_results_set_agents(struct cl_results *r, const struct cl_results_agent *a
 	json_t *arr = json_array();
 	for (size_t i = 0; arr && i < n; i++) {
 		const struct cl_results_agent *a = &agents[i];
-		json_t *o =
-		    json_pack("{s:I,s:o,s:I,s:I,s:I,s:b}", "id", (json_int_t)a->id, "host",
-			      cli_rj_str(a->host), "workers", (json_int_t)a->workers,
-			      "clock_offset_us", (json_int_t)a->clock_offset_us, "start_skew_us",
-			      (json_int_t)a->start_skew_us, "lost", a->lost);
+		json_t *o = json_pack(
+		    "{s:I,s:o,s:o,s:I,s:I,s:I,s:b}", "id", (json_int_t)a->id, "host",
+		    cli_rj_str(a->host), "address", cli_rj_str(a->address), "workers",
+		    (json_int_t)a->workers, "clock_offset_us", (json_int_t)a->clock_offset_us,
+		    "start_skew_us", (json_int_t)a->start_skew_us, "lost", a->lost);
 		if (cli_rj_append(arr, o)) {
 			json_decref(arr);
 			arr = NULL;

@@ -63,6 +63,7 @@ struct cl_results_agent {
 	int64_t clock_offset_us; /* coordinator time - agent time */
 	int64_t start_skew_us;   /* worst measured start skew over the stages */
 	bool lost;
+	const char *address; /* the agent's IP address as the coordinator saw it; NULL: local */
 };
 
 /*

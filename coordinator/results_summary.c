@@ -226,9 +226,11 @@ static json_t *warnings_json(struct cl_results *r)
 	json_array_foreach(json_object_get(r->doc, "agents"), i, s)
 	{
 		if (json_is_true(json_object_get(s, "lost")))
-			rc |= warn(w, "agent %lld (%s) was lost",
+			rc |= warn(w, "agent %lld (%s%s%s) was lost",
 				   (long long)json_integer_value(json_object_get(s, "id")),
-				   cl_results_str(s, "host", "?"));
+				   cl_results_str(s, "host", "?"),
+				   json_is_string(json_object_get(s, "address")) ? " at " : "",
+				   cl_results_str(s, "address", ""));
 	}
 	/* A stage that reported intervals but was never finished has no summary: say so, and
 	 * where its intervals are. */

@@ -91,7 +91,7 @@ static void on_stage_report(struct run *r, struct cl_fleet_agent *a, struct cl_m
 	if (rep->start_skew_us > ra->worst_skew_us)
 		ra->worst_skew_us = rep->start_skew_us;
 	if (rep->error)
-		CL_ERROR("agent %u (%s): %s", a->id, a->host, rep->error);
+		CL_ERROR("agent %u (%s): %s", a->id, a->label, rep->error);
 	if (rep->kind == CL_REPORT_FINAL) {
 		ra->stage.final_seen = true;
 		emit_ready_intervals(r, st, false);

@@ -36,16 +36,25 @@ static int on_prereq(void *clientp, char *primary_ip, char *local_ip, int primar
 	return CURL_PREREQFUNC_OK;
 }
 
-/* Sets every option of the slot's easy handle but the body (fresh, or after a reset). */
+/*
+ * Sets every option of the slot's easy handle but the body (fresh, or after a reset): where
+ * and how (URL, protocols, redirects, TLS, timeouts, HTTP version and connection use, the
+ * header list) the target's, as the readiness probe sends them (target/http), then the
+ * slot's own callbacks.  Every target option was tried when the engine was created.
+ */
 static int apply_options(struct cl_slot *s)
 {
 	struct cl_engine *e = s->w->e;
 	CURL *h = s->easy;
+	struct cl_err err = { 0 };
+	if (cl_http_target_apply(&e->http, h, CL_HTTP_CHAT, e->workload.request_timeout_us, s->hdrs,
+				 &err) != 0) {
+		CL_WARN("worker %u: %s", s->w->index, err.msg);
+		return err.code ? err.code : CL_EINVAL;
+	}
 	int bad = 0;
 	bad |= curl_easy_setopt(h, CURLOPT_PRIVATE, s);
-	bad |= curl_easy_setopt(h, CURLOPT_URL, e->url);
 	bad |= curl_easy_setopt(h, CURLOPT_POST, 1L);
-	bad |= curl_easy_setopt(h, CURLOPT_HTTPHEADER, s->hdrs);
 	bad |= curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, cl_on_body);
 	bad |= curl_easy_setopt(h, CURLOPT_WRITEDATA, s);
 	bad |= curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, cl_on_header);
@@ -53,22 +62,7 @@ static int apply_options(struct cl_slot *s)
 	bad |= curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, on_prereq);
 	bad |= curl_easy_setopt(h, CURLOPT_PREREQDATA, s);
 	bad |= curl_easy_setopt(h, CURLOPT_ERRORBUFFER, s->errbuf);
-	bad |= curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	bad |= curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
-	/* HTTP version, PIPEWAIT and connection reuse: the probe's choice (target/httpver). */
-	bad |= cl_httpver_apply(h, &e->ver);
-	bad |= curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, e->target.tls_verify ? 1L : 0L);
-	bad |= curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, e->target.tls_verify ? 2L : 0L);
-	if (e->target.ca_file)
-		bad |= curl_easy_setopt(h, CURLOPT_CAINFO, e->target.ca_file);
-	if (e->target.connect_timeout_us > 0) {
-		long ms = (long)((e->target.connect_timeout_us + 999) / 1000);
-		bad |= curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, ms);
-	}
-	if (e->workload.request_timeout_us > 0) {
-		long ms = (long)((e->workload.request_timeout_us + 999) / 1000);
-		bad |= curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, ms);
-	}
 	return bad ? CL_ENOMEM : 0;
 }
 
@@ -98,20 +92,18 @@ int cl_slot_prepare(struct cl_slot *s)
 	if (cl_sse_init(&s->sse, CL_ENGINE_MAX_EVENT_BYTES) != 0)
 		goto fail;
 	/*
-	 * The header list is the slot's own array of nodes.  curl only reads the list while it
-	 * builds a request, so the X-Request-Id node can be rewritten in place for each request
-	 * and the shared lines need no copies: no allocation per request.
+	 * The header list is the slot's own array of nodes: X-Request-Id first, then the
+	 * target's chat lines (shared, not copied).  curl only reads the list while it builds
+	 * a request, so the X-Request-Id node can be rewritten in place for each request: no
+	 * allocation per request.
 	 */
-	size_t n = 1 + e->n_hdr_text;
+	size_t n = 1 + cl_http_target_n_lines(&e->http, CL_HTTP_CHAT);
 	s->hdrs = calloc(n, sizeof(*s->hdrs));
 	if (!s->hdrs)
 		goto fail;
-	s->hdrs[0].data = s->reqid;
-	for (size_t i = 0; i < e->n_hdr_text; i++)
-		s->hdrs[i + 1].data = (char *)e->hdr_text[i];
-	for (size_t i = 0; i + 1 < n; i++)
-		s->hdrs[i].next = &s->hdrs[i + 1];
 	snprintf(s->reqid, sizeof(s->reqid), "X-Request-Id: %s", e->prefix);
+	if (!cl_http_target_link(&e->http, CL_HTTP_CHAT, s->hdrs, n, s->reqid))
+		goto fail;
 
 	CURL *h = curl_easy_init();
 	if (!h)
@@ -210,8 +202,12 @@ bool cl_request_launch(struct cl_worker *w, struct cl_slot *s, int64_t intended_
 	    &e->workload.bodies[(e->workload.first_body + k) % e->workload.n_bodies];
 	s->body = b;
 	s->requested = b->max_tokens;
-	curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, b->json);
-	curl_easy_setopt(s->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)b->len);
+	if (curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, b->json) != CURLE_OK ||
+	    curl_easy_setopt(s->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)b->len) !=
+		CURLE_OK) {
+		CL_WARN("worker %u: cannot set a request body", w->index);
+		return false; /* the caller takes the slot back */
+	}
 
 	s->in_window = cl_in_window(w, intended_us);
 	s->busy = true;
@@ -271,7 +267,7 @@ size_t cl_on_header(char *p, size_t size, size_t n, void *ud)
 				/* HTTP/2 required (ALPN may still pick http/1.1): an HTTP/1.x
 				 * answer is refused here, before its body is taken for the
 				 * server's. */
-				if (p[5] == '1' && s->w->e->ver.h2_required) {
+				if (p[5] == '1' && s->w->e->http.ver.h2_required) {
 					s->h1_refused = true;
 					return 0; /* aborts the transfer */
 				}

@@ -673,6 +673,23 @@ def make_certs(dirpath, names, agents=()):
         out[n] = pair
     return out
 
+def make_expired_cert(dirpath, ca, sans):
+    """The one certificate make-certs.sh will not make: one for sans (e.g.
+    "IP:127.0.0.1,DNS:localhost") signed by ca (a (cert, key) pair from make_certs) that
+    expired a day ago.  Returns (cert, key) paths in dirpath."""
+    cert = os.path.join(dirpath, "expired.pem")
+    key = os.path.join(dirpath, "expired.key")
+    csr = os.path.join(dirpath, "expired.csr")
+    ext = os.path.join(dirpath, "expired.ext")
+    with open(ext, "w") as f:
+        f.write("subjectAltName=%s\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n"
+                "keyUsage=critical,digitalSignature\n" % sans)
+    sh("openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+       "-keyout", key, "-out", csr, "-subj", "/CN=localhost")
+    sh("openssl", "x509", "-req", "-in", csr, "-CA", ca[0], "-CAkey", ca[1], "-set_serial",
+       "0x%s" % os.urandom(16).hex(), "-out", cert, "-days", "-1", "-extfile", ext)
+    return cert, key
+
 
 # ---- an isolated network namespace --------------------------------------------------------
 

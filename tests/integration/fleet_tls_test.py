@@ -42,7 +42,7 @@ class TLS(tl.FleetCase):
         self.other_ca = tl.make_certs(os.path.join(d, "other"), ["127.0.0.1"])["ca"]
 
     def coordinator(self, listen, stages, expect, join_timeout="30s", env=None, wrap=(),
-                    sim_url=None, name="chatload", client_ca=None):
+                    sim_url=None, name="chatload", client_ca=None, server=None):
         if sim_url is None:
             self.sim = self.start_sim("--ttft", "20ms", "--itl", "5ms", "--output-tokens",
                                       "10", wrap=wrap)
@@ -50,7 +50,8 @@ class TLS(tl.FleetCase):
         agents = {"listen": listen, "expect": expect, "token_env": "CLT_FLEET_TOKEN",
                   "join_timeout": join_timeout}
         if listen.startswith("tls+"):
-            agents["tls"] = {"cert": self.server[0], "key": self.server[1]}
+            server = server or self.server
+            agents["tls"] = {"cert": server[0], "key": server[1]}
             if client_ca:
                 agents["tls"]["ca"] = client_ca
         doc = tl.scenario({"url": sim_url}, stages, agents)
@@ -139,6 +140,33 @@ class TLS(tl.FleetCase):
                 hit = a.find(TLS_ERROR)
                 self.assertIsNotNone(hit, "%s never said its TLS handshake failed\n%s" % (
                     a.name, a.tail()))
+        # ... and which check failed, with what to look at
+        other.wait_line(r"cannot connect to 'tls\+tcp://127\.0\.0\.1:%d': the coordinator's "
+                        r"certificate is not trusted: it was issued by 'CN=chatload CA \d{8}T\d{6}Z', "
+                        r"which is not the CA in --tls-ca '.*other/ca\.pem' \(check that "
+                        r"--tls-ca is the CA that signed" % port, 1)
+        self.assertNotIn("does not name", other.text(), "an IP is not checked against names")
+        wrong.wait_line(r"the coordinator's certificate does not name 'elsewhere\.example' \(it "
+                        r"names DNS:localhost, CN=127\.0\.0\.1\): dial a name it has, or pass "
+                        r"--tls-server-name", 1)
+        self.assertNotIn("not trusted", wrong.text())
+        # the coordinator cannot tell who, but says that handshakes were refused
+        coord.wait_line(r"refused \d+ TLS connections? on tls\+tcp://127\.0\.0\.1:%d: the "
+                        r"peer's certificate or CA does not match" % port, 1)
+
+    def test_an_expired_certificate_is_named(self):
+        port = tl.free_port()
+        url = "tls+tcp://127.0.0.1:%d" % port
+        expired = tl.make_expired_cert(self.scope.dir, self.ca, "IP:127.0.0.1,DNS:localhost")
+        coord, out = self.coordinator(url, [{"concurrency": 1, "requests": 1}], 1,
+                                      join_timeout="5s", server=expired)
+        tl.wait_port("127.0.0.1", port, 15, coord)
+        agent = self.start_agent(url, "--once", "--tls-ca", self.ca[0], name="expired",
+                                 token=TOKEN)
+        agent.wait_line(r"the coordinator's certificate expired on \d{4}-\d\d-\d\d \d\d:\d\d "
+                        r"UTC \(renew agents\.tls\.cert, or check this host's clock\)", 10)
+        self.assertNotIn("not trusted", agent.text())
+        self.assertExit(coord, 1, 30)
 
     def test_bad_connect_urls_are_usage_errors(self):
         """Options that can never work end the agent at once, --once or not, with exit 2
