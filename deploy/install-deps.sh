@@ -14,6 +14,8 @@ packages=(
   libcmocka-dev                        # unit tests
   python3 python3-jsonschema           # integration-test driver; results schema check
   iproute2 openssl                     # multi-host namespace test, TLS test certificates
+  iptables                             # fleet_faults_test: silent partitions (DROP) inside
+                                       # the namespaces it makes
   nghttp2-proxy                        # nghttpx: the HTTP/2 server (h2c, TLS+ALPN) the HTTP/2 tests
                                        # put in front of chatload-sim (HTTP/1.1 only)
 )
