@@ -151,6 +151,15 @@ static int warn_client_bound(json_t *w, const json_t *s, const char *name, bool 
 	json_array_foreach(cl_results_get(s, "client.stalls"), k, x)
 	{
 		bool coord = strcmp(cl_results_str(x, "seen_by", ""), "coordinator") == 0;
+		if (strcmp(cl_results_str(x, "reason", ""), "coordinator_stall") == 0) {
+			rc |=
+			    warn(w,
+				 "stage '%s': the coordinator itself could not run for %.2f s "
+				 "from %.2f s into the stage (stopped, suspended or starved); the "
+				 "agents' silence then was not theirs",
+				 name, cl_results_num(x, "length_s"), cl_results_num(x, "at_s"));
+			continue;
+		}
 		rc |= warn(w,
 			   "stage '%s': agent %lld (%s) %s for %.2f s from %.2f s into the stage "
 			   "(seen by %s)",
@@ -187,6 +196,7 @@ static json_t *warnings_json(struct cl_results *r)
 				   reason ? reason : "");
 		if (json_is_true(cl_results_get(s, "client.client_bound")))
 			rc |= warn_client_bound(w, s, name, !r->client_bound_warn);
+		rc |= cli_rs_fault_warnings(w, s);
 		double no_content = cl_results_num(s, "requests.no_content");
 		if (no_content > 0)
 			rc |= warn(
@@ -257,6 +267,8 @@ int cli_rs_summarise(struct cl_results *r)
 	if (rc != 0)
 		return rc;
 	if (json_object_set_new(r->doc, "verdict", verdict) != 0)
+		return CL_ENOMEM;
+	if (cli_rs_agent_episodes(r->doc) != 0)
 		return CL_ENOMEM;
 	if (cli_rj_set(r->doc, "estimates", estimates_json(r)) ||
 	    cli_rj_set(r->doc, "warnings", warnings_json(r)))
