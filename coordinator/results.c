@@ -592,7 +592,7 @@ int cl_results_finish(struct cl_results *r, bool complete, int exit_code_hint, i
 		if (cl_stage_status_parse(cl_results_str(s, "status", NULL), &st) == 0 &&
 		    st == CL_STAGE_FAILED)
 			stage_failed = true;
-		client_bound |= json_is_true(cl_results_get(s, "client.client_bound"));
+		client_bound |= cli_rs_client_bound_gates(s);
 	}
 	if (cli_rj_set(r->doc, "finished_at", json_string(finished)) ||
 	    cli_rj_set(r->doc, "duration_s",

@@ -215,4 +215,8 @@ int cli_rs_agent_episodes(json_t *doc);
  * coordinator's own stalls) to w.  0 or CL_ENOMEM. */
 int cli_rs_fault_warnings(json_t *w, const json_t *stage);
 
+/* results_summary.c: whether stage s's client-bound flag fails the run (every reason but
+ * loop_lag and dispatch_lag, which only warn). */
+bool cli_rs_client_bound_gates(const json_t *s);
+
 #endif

@@ -314,24 +314,26 @@ class Verdict(unittest.TestCase):
 
     def test_client_bound_is_flagged(self):
         with tempfile.TemporaryDirectory(prefix="chatload-report-test-") as tmp:
-            out = run_fixture(tmp, "--client-bound", expect=1)
+            out = run_fixture(tmp, "--client-bound", expect=0)
             with open(os.path.join(tmp, "results.json"), encoding="utf-8") as f:
                 doc = json.load(f)
             flags = [s["client"]["client_bound"] for s in doc["stages"]]
             self.assertEqual(flags, [False, False, False, True])
             self.assertEqual(doc["stages"][3]["client"]["reasons"], ["dispatch_lag"])
             self.assertGreater(doc["stages"][3]["client"]["dispatch_lag_p99_ms"], 50)
-            # Its numbers measure the client: the run fails, and says why.
-            self.assertEqual(doc["exit_code"], 1)
+            # Its numbers measure the client and the summary says so; a percentile reason
+            # (dispatch_lag, loop_lag) warns and does not fail the run: only events (a
+            # stall, a missing agent, CPU saturation) do (docs/results.md).
+            self.assertEqual(doc["exit_code"], 0)
             self.assertTrue(doc["complete"])
-            self.assertIn("exit 1 (client-bound)", out)
+            self.assertIn("client-bound (dispatch_lag)", json.dumps(doc["warnings"]))
             self.assertIn("client-bound", out)
             self.assertTrue(any("client-bound" in w and "add agents or workers" in w
                                 for w in doc["warnings"]), doc["warnings"])
             # `chatload report --check` gives the run's own code.
             p = subprocess.run([CHATLOAD, "report", "--check", tmp], capture_output=True,
                                timeout=60)
-            self.assertEqual(p.returncode, 1)
+            self.assertEqual(p.returncode, 0)
 
     def test_client_bound_warn_only_warns(self):
         with tempfile.TemporaryDirectory(prefix="chatload-report-test-") as tmp:
