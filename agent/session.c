@@ -18,18 +18,33 @@
 #define POLL_EVERY_US    100000
 #define REPLY_TIMEOUT_MS 3000
 
-/* How long the next wait may take: REPLY_TIMEOUT_MS, or less when the silence deadline
- * comes sooner. */
+/* How far past the end of a stage's interval a wait for the coordinator may run: the loop
+ * cuts the interval when the wait ends (cl_activity_pump). */
+#define INTERVAL_CUT_SLACK_US 100000
+
+/*
+ * How long the next send or receive may wait: REPLY_TIMEOUT_MS, or less when the silence
+ * deadline comes sooner, or, while a stage runs, the end of its current interval (plus
+ * INTERVAL_CUT_SLACK_US).  The last bound is what keeps the interval series whole through a
+ * silent control link: without it a partition held the loop in one 3 s wait after another
+ * and several seconds were filed as one interval (docs/protocol.md, "Faults").  An abandoned
+ * REPORT is sent again with the same seq; an abandoned POLL is simply followed by another.
+ */
 static nng_duration bounded_wait_ms(struct session *s)
 {
-	int64_t left_ms = REPLY_TIMEOUT_MS;
-	if (s->last_reply_us) {
-		left_ms = (s->last_reply_us + CL_WIRE_AGENT_SILENCE_US - cl_mono_us()) / 1000 + 1;
-		if (left_ms > REPLY_TIMEOUT_MS)
-			left_ms = REPLY_TIMEOUT_MS;
-		if (left_ms < 1)
-			left_ms = 1;
+	int64_t now = cl_mono_us();
+	int64_t left_us = REPLY_TIMEOUT_MS * 1000LL;
+	if (s->last_reply_us && s->last_reply_us + CL_WIRE_AGENT_SILENCE_US - now < left_us)
+		left_us = s->last_reply_us + CL_WIRE_AGENT_SILENCE_US - now;
+	if (s->act == ACT_STAGE && s->report_interval_us > 0) {
+		int64_t due =
+		    s->start_local_us + (int64_t)(s->interval + 1) * s->report_interval_us;
+		if (due + INTERVAL_CUT_SLACK_US - now < left_us)
+			left_us = due + INTERVAL_CUT_SLACK_US - now;
 	}
+	int64_t left_ms = left_us / 1000 + 1;
+	if (left_ms < 1)
+		left_ms = 1;
 	return (nng_duration)left_ms;
 }
 
@@ -118,8 +133,8 @@ int cl_session_send(struct session *s, const void *data, size_t len, struct cl_m
 	if (rc == NNG_ECANCELED)
 		return cl_err_set(err, CL_ECLOSED, "stopped");
 	if (rc == NNG_ETIMEDOUT)
-		return cl_err_set(err, CL_ETIMEDOUT, "no reply from coordinator in %d ms",
-				  REPLY_TIMEOUT_MS);
+		return cl_err_set(err, CL_ETIMEDOUT, "no reply from coordinator in %lld ms",
+				  (long long)((*t_recv - *t_send) / 1000));
 	if (rc != 0)
 		return cl_err_set(err, CL_EIO, "receive from coordinator failed: %s",
 				  nng_strerror(rc));
@@ -368,7 +383,10 @@ int cl_session_run(struct session *s)
 		if (rc == CL_ECLOSED)
 			return rc;
 		if (rc == CL_EREFUSED) {
-			CL_ERROR("%s", cl_err_format(&err, msg, sizeof(msg)));
+			/* The daemon's loop says it (once while it stays the same: it asks again
+			 * every few seconds). */
+			snprintf(s->refusal, sizeof(s->refusal), "%s",
+				 cl_err_format(&err, msg, sizeof(msg)));
 			return rc;
 		}
 		CL_DEBUG("waiting for coordinator at %s: %s", s->o->connect_url,

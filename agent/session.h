@@ -20,7 +20,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define MAX_PENDING_REPORTS 64
+/* Reports the agent holds while the coordinator does not answer: every interval of the
+ * longest silence it rides out (CL_WIRE_AGENT_SILENCE_US at the shortest report interval,
+ * 100 ms: 100 reports) plus a final, warmup or probe report, so a partition healed in time
+ * loses no delta. */
+#define MAX_PENDING_REPORTS 128
 
 enum activity { ACT_NONE, ACT_STAGE, ACT_WARMUP };
 
@@ -56,8 +60,10 @@ struct session {
 	uint64_t applied_seq;
 	enum cl_agent_state state;
 	char error[CL_WIRE_MAX_ERROR];
-	bool quit;   /* QUIT received */
-	bool failed; /* the session ended badly */
+	char refusal[CL_WIRE_MAX_REASON + 64]; /* why the coordinator refused our HELLO ("": it
+						* did not) */
+	bool quit;                             /* QUIT received */
+	bool failed;                           /* the session ended badly */
 
 	/* PREPARE */
 	struct cl_msg prepare_msg; /* owns the decoded target and workload */
@@ -105,7 +111,8 @@ struct session {
 /*
  * One session: dial, HELLO until welcomed, then POLL/REPORT until QUIT, silence or *s->stop.
  * Blocks.  Returns 0 after QUIT, CL_ECLOSED when stopped, CL_ETIMEDOUT after silence,
- * CL_EREFUSED, or another error.  s->o, s->stop and s->probe_mu must be set; the rest zeroed.
+ * CL_EREFUSED (a refused HELLO leaves its reason in s->refusal, unlogged), or another error.  s->o,
+ * s->stop and s->probe_mu must be set; the rest zeroed.
  */
 int cl_session_run(struct session *s);
 

@@ -89,6 +89,8 @@ struct cli_rs_client {
 	uint64_t stalls_unlisted;    /* stalls seen but not listed */
 	uint32_t stalls_agent;       /* stalls seen by agents, listed or not */
 	uint32_t stalls_coordinator; /* silences seen by the coordinator */
+	uint32_t stalls_own;         /* the coordinator's own stalls */
+	json_t *unaccounted;         /* lost agents' blind windows, NULL none */
 };
 
 /* The stage object of the document, without intervals (results.c adds them).  NULL when
@@ -204,5 +206,17 @@ struct cl_results {
 /* Rebuilds verdict, estimates and warnings from the finished stages, and counts breaches.
  * 0 or CL_ENOMEM. */
 int cli_rs_summarise(struct cl_results *r);
+
+/* -- faults (results_faults.c) -- */
+/* Each agent's episodes (stalls, silences, loss) gathered from the stages' records into
+ * the document's agents[].episodes.  0 or CL_ENOMEM. */
+int cli_rs_agent_episodes(json_t *doc);
+/* Appends the warnings the stages' faults call for (a lost agent's unaccounted load, the
+ * coordinator's own stalls) to w.  0 or CL_ENOMEM. */
+int cli_rs_fault_warnings(json_t *w, const json_t *stage);
+
+/* results_summary.c: whether stage s's client-bound flag fails the run (every reason but
+ * loop_lag and dispatch_lag, which only warn). */
+bool cli_rs_client_bound_gates(const json_t *s);
 
 #endif

@@ -261,6 +261,16 @@ bool cl_request_resend(struct cl_worker *w, struct cl_slot *s, CURLcode res);
 int64_t cl_request_expire_done(struct cl_worker *w, int64_t now_us);
 /* Writes the buffered request log lines. */
 void cl_reqlog_flush(struct cl_worker *w);
+/* Appends the request log line of slot s's finished request (reqlog.c); a no-op without a
+ * request log.  msg (msg_len bytes) is the error sample, NULL for none. */
+void cl_reqlog_write(struct cl_worker *w, const struct cl_slot *s, const char *status,
+		     int64_t end_us, int64_t tokens, int64_t rtokens, bool from_usage,
+		     long connects, int http_major, const char *msg, size_t msg_len);
+/* Times slot s's request was re-sent on a fresh connection. */
+static inline uint32_t cl_slot_reconnects(const struct cl_slot *s)
+{
+	return s->attempts > 1 ? s->attempts - 1 : 0;
+}
 /* curl callbacks */
 size_t cl_on_header(char *p, size_t size, size_t n, void *ud);
 size_t cl_on_body(char *p, size_t size, size_t n, void *ud);

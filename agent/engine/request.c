@@ -7,13 +7,11 @@
 #include "chatload/clock.h"
 #include "chatload/log.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
 
 /* Callback stop values for cl_sse_feed (any nonzero stops feeding; curl then aborts). */
 enum { STOP_BAD_EVENT = 1, STOP_AT_DONE = 2 };
@@ -595,122 +593,6 @@ static void add_correction(uint64_t *ctr, int64_t total, int64_t counted, int64_
 	*ctr += (uint64_t)win;
 }
 
-static void log_json_string(struct cl_worker *w, const char *p, size_t n)
-{
-	char *o = w->log_buf + w->log_len;
-	size_t room = CL_ENGINE_LOG_BUF - w->log_len;
-	size_t k = 0;
-	if (room < 2)
-		return;
-	o[k++] = '"';
-	for (size_t i = 0; i < n && k + 8 < room; i++) {
-		unsigned char c = (unsigned char)p[i];
-		if (c == '"' || c == '\\') {
-			o[k++] = '\\';
-			o[k++] = (char)c;
-		} else if (c < 0x20 || c == 0x7f) {
-			k += (size_t)snprintf(o + k, room - k, "\\u%04x", c);
-		} else {
-			o[k++] = (char)c;
-		}
-	}
-	o[k++] = '"';
-	w->log_len += k;
-}
-
-static void log_ts(struct cl_worker *w, const char *name, int64_t v)
-{
-	size_t room = CL_ENGINE_LOG_BUF - w->log_len;
-	int k = v ? snprintf(w->log_buf + w->log_len, room, ",\"%s\":%" PRId64, name, v)
-		  : snprintf(w->log_buf + w->log_len, room, ",\"%s\":null", name);
-	if (k > 0 && (size_t)k < room)
-		w->log_len += (size_t)k;
-}
-
-void cl_reqlog_flush(struct cl_worker *w)
-{
-	struct cl_engine *e = w->e;
-	size_t off = 0;
-	while (off < w->log_len && e->log_fd >= 0) {
-		ssize_t k = write(e->log_fd, w->log_buf + off, w->log_len - off);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0) {
-			if (!atomic_exchange(&e->log_failed, true))
-				CL_WARN("cannot write the request log: %s", strerror(errno));
-			break;
-		}
-		off += (size_t)k;
-	}
-	w->log_len = 0;
-}
-
-/* Times the request was re-sent on a fresh connection. */
-static uint32_t reconnects(const struct cl_slot *s)
-{
-	return s->attempts > 1 ? s->attempts - 1 : 0;
-}
-
-static void log_request(struct cl_worker *w, const struct cl_slot *s, const char *status,
-			int64_t end_us, int64_t tokens, int64_t rtokens, bool from_usage,
-			long connects, int http_major, const char *msg, size_t msg_len)
-{
-	struct cl_engine *e = w->e;
-	if (e->log_fd < 0 || !w->log_buf)
-		return;
-	/* A line is at most ~2.2 KiB (a 256-byte message escapes to at most 1.5 KiB); flush
-	 * before it could overflow so lines are always whole. */
-	if (CL_ENGINE_LOG_BUF - w->log_len < 4096)
-		cl_reqlog_flush(w);
-	size_t room = CL_ENGINE_LOG_BUF - w->log_len;
-	int k = snprintf(
-	    w->log_buf + w->log_len, room,
-	    "{\"id\":\"%s-%u-%" PRIu64 "\",\"worker\":%u,\"seq\":%" PRIu64 ",\"window\":%s",
-	    e->prefix, w->index, s->seq, w->index, s->seq, s->in_window ? "true" : "false");
-	if (k > 0 && (size_t)k < room)
-		w->log_len += (size_t)k;
-	log_ts(w, "intended_us", s->intended_us);
-	log_ts(w, "handed_us", s->handed_us);
-	log_ts(w, "sent_us", s->sent_us);
-	log_ts(w, "headers_us", s->headers_us);
-	log_ts(w, "first_us", s->first_us);
-	log_ts(w, "first_content_us", s->first_content_us);
-	log_ts(w, "last_us", s->last_us);
-	log_ts(w, "end_us", end_us);
-	room = CL_ENGINE_LOG_BUF - w->log_len;
-	k = snprintf(w->log_buf + w->log_len, room,
-		     ",\"new_connection\":%s,\"reconnects\":%u,\"closed_at_done\":%s",
-		     connects > 0 || s->fresh_resent ? "true" : "false", reconnects(s),
-		     s->closed_at_done ? "true" : "false");
-	if (k > 0 && (size_t)k < room)
-		w->log_len += (size_t)k;
-	room = CL_ENGINE_LOG_BUF - w->log_len;
-	k = http_major ? snprintf(w->log_buf + w->log_len, room, ",\"http_version\":%d", http_major)
-		       : snprintf(w->log_buf + w->log_len, room, ",\"http_version\":null");
-	if (k > 0 && (size_t)k < room)
-		w->log_len += (size_t)k;
-	room = CL_ENGINE_LOG_BUF - w->log_len;
-	k = snprintf(w->log_buf + w->log_len, room,
-		     ",\"http_status\":%d,\"tokens\":%" PRId64 ",\"reasoning_tokens\":%" PRId64
-		     ",\"prompt_tokens\":%" PRId64
-		     ",\"usage\":\"%s\",\"chunks\":%u,\"bytes\":%" PRIu64 ",\"status\":\"%s\"",
-		     s->http_status, tokens, rtokens, s->usage_pt, from_usage ? "server" : "chunks",
-		     s->n_tok_chunks, s->bytes, status);
-	if (k > 0 && (size_t)k < room)
-		w->log_len += (size_t)k;
-	if (msg && msg_len) {
-		if (w->log_len + 10 < CL_ENGINE_LOG_BUF) {
-			memcpy(w->log_buf + w->log_len, ",\"error\":", 9);
-			w->log_len += 9;
-		}
-		log_json_string(w, msg, msg_len < 256 ? msg_len : 256);
-	}
-	if (w->log_len + 2 < CL_ENGINE_LOG_BUF) {
-		w->log_buf[w->log_len++] = '}';
-		w->log_buf[w->log_len++] = '\n';
-	}
-}
-
 void cl_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bool cut)
 {
 	struct cl_engine *e = w->e;
@@ -719,9 +601,10 @@ void cl_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, boo
 	curl_multi_remove_handle(s->shard->multi, s->easy);
 	if (s->in_after_done)
 		after_done_remove(s);
-	if (reconnects(s)) {
+	if (cl_slot_reconnects(s)) {
 		s->reset_easy = true; /* libcurl's re-send count must not carry over */
-		atomic_fetch_add_explicit(&w->reconnects, reconnects(s), memory_order_relaxed);
+		atomic_fetch_add_explicit(&w->reconnects, cl_slot_reconnects(s),
+					  memory_order_relaxed);
 	}
 	if (s->fresh_resent)
 		s->reset_easy = true; /* drops CURLOPT_FRESH_CONNECT */
@@ -840,8 +723,8 @@ void cl_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, boo
 		atomic_fetch_add_explicit(&w->ramp_finished, 1, memory_order_relaxed);
 	}
 
-	log_request(w, s, cls == CL_CTR_COMPLETED ? "completed" : cl_ctr_name(cls), now, tokens,
-		    rtokens, from_usage, connects, http_major, msg, msg_len);
+	cl_reqlog_write(w, s, cls == CL_CTR_COMPLETED ? "completed" : cl_ctr_name(cls), now, tokens,
+			rtokens, from_usage, connects, http_major, msg, msg_len);
 
 	s->busy = false;
 	/* No answer at all (nothing to measure, nothing the server said): the closed loop

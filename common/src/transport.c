@@ -237,29 +237,38 @@ int cl_transport_dial(nng_socket sock, const char *url, const struct cl_tls_opts
 	return 0;
 }
 
-char *cl_transport_peer(nng_msg *msg, char *buf, size_t n)
+int cl_transport_pipe_addr(nng_pipe p, char *buf, size_t n)
 {
-	snprintf(buf, n, "unknown peer");
-	nng_pipe p = nng_msg_get_pipe(msg);
 	nng_sockaddr sa;
 	if (nng_pipe_id(p) < 0 || nng_pipe_get_addr(p, NNG_OPT_REMADDR, &sa) != 0)
-		return buf;
+		return CL_ENOTFOUND;
 	char ip[INET6_ADDRSTRLEN] = "?";
+	int pid = 0;
 	switch (sa.s_family) {
 	case NNG_AF_INET:
 		inet_ntop(AF_INET, &sa.s_in.sa_addr, ip, sizeof(ip));
 		snprintf(buf, n, "%s:%u", ip, ntohs(sa.s_in.sa_port));
-		break;
+		return 0;
 	case NNG_AF_INET6:
 		inet_ntop(AF_INET6, sa.s_in6.sa_addr, ip, sizeof(ip));
 		snprintf(buf, n, "[%s]:%u", ip, ntohs(sa.s_in6.sa_port));
-		break;
+		return 0;
 	case NNG_AF_IPC:
-		snprintf(buf, n, "ipc peer");
-		break;
+		/* An ipc peer has no address of its own; its process id tells it apart. */
+		if (nng_pipe_get_int(p, NNG_OPT_IPC_PEER_PID, &pid) == 0 && pid > 0)
+			snprintf(buf, n, "ipc peer pid %d", pid);
+		else
+			snprintf(buf, n, "ipc peer");
+		return 0;
 	default:
-		break;
+		return CL_ENOTFOUND;
 	}
+}
+
+char *cl_transport_peer(nng_msg *msg, char *buf, size_t n)
+{
+	if (cl_transport_pipe_addr(nng_msg_get_pipe(msg), buf, n) != 0)
+		snprintf(buf, n, "unknown peer");
 	return buf;
 }
 

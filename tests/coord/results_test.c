@@ -482,7 +482,7 @@ static void test_stalls(void **state)
 	assert_int_equal(cl_results_create(&s, NULL, 0, NULL, dir, &r, &err), 0);
 	struct cl_results_stall many[CL_RESULTS_MAX_STALLS + 5];
 	for (size_t i = 0; i < sizeof(many) / sizeof(many[0]); i++)
-		many[i] = (struct cl_results_stall){ 3, "h3", 0.5 * (double)i, 0.25, false };
+		many[i] = (struct cl_results_stall){ 3, "h3", 0.5 * (double)i, 0.25, false, false };
 	assert_int_equal(cl_results_add_stalls(r, 0, many, CL_RESULTS_MAX_STALLS + 5, 2, 0), 0);
 	assert_int_equal(cl_results_add_stalls(r, 1, many, 1, 0, 0), CL_EINVAL); /* no stage 1 */
 	struct cl_metrics cum = { 0 };

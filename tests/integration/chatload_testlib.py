@@ -712,3 +712,66 @@ class Netns:
 
     def close(self):
         sh("ip", "netns", "del", self.name, check=False)
+
+
+# ---- a LAN of network namespaces, and silent partitions in it ---------------------------
+
+class Lan:
+    """Namespaces clh-<pid>-<name>, one per host, each with a veth into a bridge that lives in
+    a namespace of its own (so the host's network sees none of it), addressed as given
+    ({name: "10.78.0.1"}, /24).  self.ns[name] is the Netns; everything goes at scope close.
+    """
+
+    def __init__(self, scope, hosts, tag="lan"):
+        self.ns = {}
+        self.addr = dict(hosts)
+        br = Netns(scope, tag + "br")
+        br.ip("link", "add", "br0", "type", "bridge")
+        br.ip("link", "set", "br0", "up")
+        for name, addr in hosts.items():
+            ns = Netns(scope, name)
+            # both ends made straight inside the namespaces: the host sees neither
+            sh("ip", "link", "add", "eth0", "netns", ns.name, "type", "veth", "peer",
+               "name", "p-" + name, "netns", br.name)
+            br.ip("link", "set", "p-" + name, "master", "br0")
+            br.ip("link", "set", "p-" + name, "up")
+            ns.ip("addr", "add", addr + "/24", "dev", "eth0")
+            ns.ip("link", "set", "eth0", "up")
+            self.ns[name] = ns
+
+    def _rules(self, host, port, listening):
+        """The two iptables rules that silence TCP port `port` in host's namespace: the
+        port is the far end's (an agent dialling) or this host's own (the listener)."""
+        out, inn = ("--sport", "--dport") if listening else ("--dport", "--sport")
+        return [["OUTPUT", "-p", "tcp", out, str(port), "-j", "DROP"],
+                ["INPUT", "-p", "tcp", inn, str(port), "-j", "DROP"]]
+
+    def partition(self, host, port, listening=False):
+        """Silently drops every TCP segment of port in host's namespace, both ways: no RST,
+        no ICMP, the connection just goes quiet (iptables DROP)."""
+        for r in self._rules(host, port, listening):
+            sh(*self.ns[host].wrap(), "iptables", "-I", *r)
+
+    def heal(self, host, port, listening=False):
+        for r in self._rules(host, port, listening):
+            sh(*self.ns[host].wrap(), "iptables", "-D", *r)
+
+
+def iptables_supported():
+    """(True, "") when iptables can filter inside a network namespace of ours; else
+    (False, why)."""
+    ok, why = netns_supported()
+    if not ok:
+        return ok, why
+    if not shutil.which("iptables"):
+        return False, "the 'iptables' program is not installed (deploy/install-deps.sh)"
+    name = "clh-%d-ipt" % os.getpid()
+    sh("ip", "netns", "add", name)
+    try:
+        r = subprocess.run(["ip", "netns", "exec", name, "iptables", "-L", "-n"],
+                           capture_output=True, text=True, timeout=30)
+        if r.returncode != 0:
+            return False, "iptables cannot run in a network namespace: %s" % r.stderr.strip()
+    finally:
+        subprocess.run(["ip", "netns", "del", name], capture_output=True)
+    return True, ""

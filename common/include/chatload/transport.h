@@ -60,8 +60,13 @@ int cl_transport_check_dial(const char *url, const struct cl_tls_opts *tls, bool
 int cl_transport_probe_dial(const char *url, const struct cl_tls_opts *tls, bool insecure,
 			    int timeout_ms, const atomic_int *cancel, struct cl_err *err);
 
-/* Describes the remote address of the pipe a message came on ("tcp 127.0.0.1:43122",
- * "ipc", "unknown") into buf. */
+/* Describes the remote address of the pipe a message came on ("127.0.0.1:43122",
+ * "ipc peer pid 812", or "unknown peer" once the pipe has closed) into buf; returns buf. */
 char *cl_transport_peer(nng_msg *msg, char *buf, size_t n);
+
+/* The remote address of pipe p as cl_transport_peer writes it, into buf.  0, or
+ * CL_ENOTFOUND (buf untouched) when p has closed or has no address.  Safe from nng's pipe
+ * callbacks, where a closing pipe's address is still readable. */
+int cl_transport_pipe_addr(nng_pipe p, char *buf, size_t n);
 
 #endif
