@@ -44,6 +44,7 @@ static struct cl_engine *make_engine(struct session *s, const struct cl_workload
 		.workload = w,
 		.request_id_prefix = prefix,
 		.request_log_path = s->o->request_log,
+		.allow = s->o->allow,
 	};
 	struct cl_engine *e = NULL;
 	struct cl_err err = { 0 };

@@ -7,8 +7,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* True when opts allows load on base_url's host and port (always when no allow-list).
- * Fills why (size n) when not. */
+/*
+ * True when opts->allow allows load on the host and port libcurl would connect to for
+ * base_url (always, for a URL libcurl can use, when the list is empty).  Fills why (size n)
+ * when not: the refused host and port, or why the URL cannot be used.  The engine and the
+ * readiness gate check again, on the exact URLs they hand libcurl.
+ */
 bool cl_agent_target_allowed(const struct cl_agent_opts *opts, const char *base_url, char *why,
 			     size_t n);
 

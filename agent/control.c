@@ -9,10 +9,15 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 enum cl_exit cl_agent_serve(const struct cl_agent_opts *o, atomic_int *stop)
 {
 	enum cl_exit code = CL_EXIT_OK;
+	/* The last refusal said: a coordinator that keeps refusing (a run that declared this
+	 * agent lost, or that is full) is asked again every 5 s, and saying so every time
+	 * drowns the one line that matters. */
+	char refused[CL_WIRE_MAX_REASON + 64] = "";
 	for (;;) {
 		struct session *s = calloc(1, sizeof(*s));
 		if (!s) {
@@ -25,6 +30,15 @@ enum cl_exit cl_agent_serve(const struct cl_agent_opts *o, atomic_int *stop)
 		pthread_mutex_init(&s->probe_mu, NULL);
 		int rc = cl_session_run(s);
 		bool failed = s->state == CL_AGENT_FAILED;
+		if (s->refusal[0] && strcmp(s->refusal, refused) != 0) {
+			CL_ERROR("%s%s", s->refusal,
+				 o->once ? "" : " (asking again every 5 s; said once)");
+			snprintf(refused, sizeof(refused), "%s", s->refusal);
+		} else if (s->refusal[0]) {
+			CL_DEBUG("%s", s->refusal);
+		} else {
+			refused[0] = '\0'; /* it joined: a later refusal is news again */
+		}
 		cl_session_cleanup(s);
 		pthread_mutex_destroy(&s->probe_mu);
 		free(s);
@@ -36,7 +50,8 @@ enum cl_exit cl_agent_serve(const struct cl_agent_opts *o, atomic_int *stop)
 		}
 		if (rc == 0)
 			CL_INFO("run finished; waiting for the next one");
-		cl_sleep_ns(rc == CL_EREFUSED ? 5000000000LL : 500000000LL);
+		if (!cl_session_nap(stop, rc == CL_EREFUSED ? 5000000000LL / 1000 : 500000))
+			break;
 	}
 	return code;
 }

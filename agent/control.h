@@ -3,6 +3,8 @@
 #ifndef CHATLOAD_AGENT_CONTROL_H
 #define CHATLOAD_AGENT_CONTROL_H
 
+#include "http/allow.h"
+
 #include "chatload/exitcode.h"
 #include "chatload/transport.h"
 
@@ -15,13 +17,13 @@ struct cl_agent_opts {
 	const char *connect_url;
 	const char *token; /* shared secret ("" or NULL: none) */
 	struct cl_tls_opts tls;
-	bool insecure;            /* allow plaintext tcp:// off loopback */
-	const char *const *allow; /* targets this agent may load: "host" or "host:port" */
-	size_t n_allow;           /* 0: any target */
-	uint32_t workers;         /* engine worker threads; 0: online CPUs */
-	bool once;                /* exit when the first session ends (local agents) */
-	const char *request_log;  /* optional per-request JSONL log (debugging, tests) */
-	const char *id_prefix;    /* X-Request-Id prefix; NULL: the host name */
+	bool insecure;                     /* allow plaintext tcp:// off loopback */
+	const struct cl_allow_list *allow; /* targets this agent may load; empty: any */
+	uint32_t workers;                  /* engine worker threads; 0: online CPUs */
+	bool once;                         /* exit when the first session ends (local agents) */
+	const char *request_log;           /* optional per-request JSONL log (debugging, tests) */
+	const char *id_prefix;             /* X-Request-Id prefix; NULL: the host name */
+	const char *name; /* how the coordinator names this agent; NULL: the host name */
 };
 
 /*

@@ -5,6 +5,7 @@
 #include "chatload/exitcode.h"
 #include "chatload/log.h"
 #include "chatload/units.h"
+#include "chatload/wire.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -45,14 +46,31 @@ static void usage(FILE *out)
 	    "  --tls-cert F         this agent's certificate, when the coordinator wants one\n"
 	    "  --tls-key F          its private key\n"
 	    "  --tls-server-name N  name to verify in the coordinator's certificate\n"
-	    "  --allow-target H[:P] only load this host (repeatable); default: any target\n"
+	    "  --allow-target H[:P] only load this host (and port; repeatable): a name, an IPv4\n"
+	    "                       address or [IPv6]; default: any target\n"
 	    "  --workers N          worker threads (default: online CPUs)\n"
 	    "  --insecure           allow plaintext tcp:// off loopback\n"
 	    "  --once               exit when the first run ends\n"
 	    "  --request-log F      write one JSON line per request (debugging)\n"
 	    "  --id-prefix P        X-Request-Id prefix (default a<agent id>)\n"
+	    "  --name N             how the coordinator names this agent (default: host name;\n"
+	    "                       it adds the address it sees: 'N at 10.0.0.5')\n"
 	    "  -v, -q               more or less logging (or CHATLOAD_LOG=debug|info|warn|error)\n"
 	    "  --version, --help\n");
+}
+
+/* A name the coordinator can print: printable ASCII, no quotes or backslashes. */
+static bool name_ok(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > CL_WIRE_MAX_HOST)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c < 0x21 || c > 0x7e || c == '"' || c == '\\' || c == '\'')
+			return false;
+	}
+	return true;
 }
 
 static int read_token(const char *path, char *buf, size_t n)
@@ -87,7 +105,8 @@ int main(int argc, char **argv)
 		O_ONCE,
 		O_REQLOG,
 		O_PREFIX,
-		O_VERSION
+		O_VERSION,
+		O_NAME
 	};
 	static const struct option longopts[] = {
 		{ "connect", required_argument, NULL, O_CONNECT },
@@ -103,13 +122,14 @@ int main(int argc, char **argv)
 		{ "request-log", required_argument, NULL, O_REQLOG },
 		{ "id-prefix", required_argument, NULL, O_PREFIX },
 		{ "version", no_argument, NULL, O_VERSION },
+		{ "name", required_argument, NULL, O_NAME },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct cl_agent_opts o = { 0 };
 	static char token[512];
-	const char *allow[64];
-	size_t n_allow = 0;
+	static struct cl_allow_list allow;
+	struct cl_err aerr = { 0 };
 	int c;
 	while ((c = getopt_long(argc, argv, "hvq", longopts, NULL)) != -1) {
 		int64_t v;
@@ -135,12 +155,17 @@ int main(int argc, char **argv)
 			o.tls.server_name = optarg;
 			break;
 		case O_ALLOW:
-			if (n_allow == sizeof(allow) / sizeof(allow[0])) {
+			/* Parsed by libcurl like a target's host, so both are compared as
+			 * libcurl sees them. */
+			if (allow.n == 256) {
 				fprintf(stderr,
 					"chatload-agent: too many --allow-target entries\n");
 				return CL_EXIT_USAGE;
 			}
-			allow[n_allow++] = optarg;
+			if (cl_allow_list_add(&allow, optarg, &aerr) != 0) {
+				fprintf(stderr, "chatload-agent: %s\n", aerr.msg);
+				return CL_EXIT_USAGE;
+			}
 			break;
 		case O_WORKERS:
 			if (cl_parse_i64(optarg, 1, 1024, &v) != 0) {
@@ -162,6 +187,16 @@ int main(int argc, char **argv)
 			break;
 		case O_PREFIX:
 			o.id_prefix = optarg;
+			break;
+		case O_NAME:
+			if (!name_ok(optarg)) {
+				fprintf(stderr,
+					"chatload-agent: --name must be 1-%d printable characters, "
+					"got '%s'\n",
+					CL_WIRE_MAX_HOST, optarg);
+				return CL_EXIT_USAGE;
+			}
+			o.name = optarg;
 			break;
 		case O_VERSION:
 			printf("chatload-agent %s\n", CHATLOAD_VERSION);
@@ -193,8 +228,7 @@ int main(int argc, char **argv)
 		const char *env = getenv("CHATLOAD_TOKEN");
 		o.token = env ? env : "";
 	}
-	o.allow = allow;
-	o.n_allow = n_allow;
+	o.allow = &allow;
 	struct cl_err err = { 0 };
 	if (cl_transport_check_dial(o.connect_url, &o.tls, o.insecure, &err) != 0) {
 		char msg[700];
@@ -217,5 +251,6 @@ int main(int argc, char **argv)
 	}
 	int code = cl_agent_serve(&o, &g_stop);
 	curl_global_cleanup();
+	cl_allow_list_free(&allow);
 	return code;
 }

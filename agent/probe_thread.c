@@ -59,6 +59,7 @@ void cl_probe_thread_start(struct session *s, struct cl_msg *reply)
 		.backoff_initial_us = p->backoff_initial_us,
 		.backoff_max_us = p->backoff_max_us,
 		.seed = p->seed + s->agent_id,
+		.allow = s->o->allow,
 	};
 	memset(&s->probe_res, 0, sizeof(s->probe_res));
 	atomic_store(&s->probe_cancel, 0);

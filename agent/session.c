@@ -18,45 +18,130 @@
 #define POLL_EVERY_US    100000
 #define REPLY_TIMEOUT_MS 3000
 
-/* Sets option (a send or receive timeout) to REPLY_TIMEOUT_MS, or less when the silence
- * deadline comes sooner. */
-static void bound_wait(struct session *s, const char *option)
+/* How far past the end of a stage's interval a wait for the coordinator may run: the loop
+ * cuts the interval when the wait ends (cl_activity_pump). */
+#define INTERVAL_CUT_SLACK_US 100000
+
+/*
+ * How long the next send or receive may wait: REPLY_TIMEOUT_MS, or less when the silence
+ * deadline comes sooner, or, while a stage runs, the end of its current interval (plus
+ * INTERVAL_CUT_SLACK_US).  The last bound is what keeps the interval series whole through a
+ * silent control link: without it a partition held the loop in one 3 s wait after another
+ * and several seconds were filed as one interval (docs/protocol.md, "Faults").  An abandoned
+ * REPORT is sent again with the same seq; an abandoned POLL is simply followed by another.
+ */
+static nng_duration bounded_wait_ms(struct session *s)
 {
-	int64_t left_ms = REPLY_TIMEOUT_MS;
-	if (s->last_reply_us) {
-		left_ms = (s->last_reply_us + CL_WIRE_AGENT_SILENCE_US - cl_mono_us()) / 1000 + 1;
-		if (left_ms > REPLY_TIMEOUT_MS)
-			left_ms = REPLY_TIMEOUT_MS;
-		if (left_ms < 1)
-			left_ms = 1;
+	int64_t now = cl_mono_us();
+	int64_t left_us = REPLY_TIMEOUT_MS * 1000LL;
+	if (s->last_reply_us && s->last_reply_us + CL_WIRE_AGENT_SILENCE_US - now < left_us)
+		left_us = s->last_reply_us + CL_WIRE_AGENT_SILENCE_US - now;
+	if (s->act == ACT_STAGE && s->report_interval_us > 0) {
+		int64_t due =
+		    s->start_local_us + (int64_t)(s->interval + 1) * s->report_interval_us;
+		if (due + INTERVAL_CUT_SLACK_US - now < left_us)
+			left_us = due + INTERVAL_CUT_SLACK_US - now;
 	}
-	nng_socket_set_ms(s->sock, option, (nng_duration)left_ms);
+	int64_t left_ms = left_us / 1000 + 1;
+	if (left_ms < 1)
+		left_ms = 1;
+	return (nng_duration)left_ms;
+}
+
+bool cl_session_nap(const atomic_int *stop, int64_t us)
+{
+	int64_t end = cl_mono_us() + us;
+	for (;;) {
+		if (atomic_load(stop))
+			return false;
+		int64_t left = end - cl_mono_us();
+		if (left <= 0)
+			return true;
+		cl_sleep_ns((left < 20000 ? left : 20000) * 1000);
+	}
+}
+
+static void on_aio_done(void *arg)
+{
+	struct aio_wait *w = arg;
+	pthread_mutex_lock(&w->mu);
+	w->done = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
+/*
+ * Starts op on the session's aio and waits for it in 50 ms slices; a stop cancels it (nng's
+ * own blocking calls wait out their whole timeout, which kept an idle agent from exiting on
+ * SIGTERM for seconds).  Returns the nng result, NNG_ECANCELED when stopped.
+ */
+static int run_aio(struct session *s, void (*op)(nng_socket, nng_aio *), nng_duration timeout_ms)
+{
+	struct aio_wait *w = &s->aio_wait;
+	bool cancelled = false;
+	w->done = false;
+	nng_aio_set_timeout(s->aio, timeout_ms);
+	op(s->sock, s->aio);
+	pthread_mutex_lock(&w->mu);
+	while (!w->done) {
+		if (!cancelled && atomic_load(s->stop)) {
+			cancelled = true;
+			pthread_mutex_unlock(&w->mu);
+			nng_aio_cancel(s->aio); /* the callback still runs, with NNG_ECANCELED */
+			pthread_mutex_lock(&w->mu);
+			continue;
+		}
+		struct timespec dl;
+		clock_gettime(CLOCK_MONOTONIC, &dl);
+		dl.tv_nsec += 50 * 1000000L;
+		if (dl.tv_nsec >= 1000000000L) {
+			dl.tv_sec++;
+			dl.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&w->cv, &w->mu, &dl);
+	}
+	pthread_mutex_unlock(&w->mu);
+	/* An operation that finished before the cancel reached it stands (a sent message is
+	 * nng's, a received one ours to free). */
+	int rc = nng_aio_result(s->aio);
+	return rc != 0 && cancelled ? NNG_ECANCELED : rc;
 }
 
 int cl_session_send(struct session *s, const void *data, size_t len, struct cl_msg *reply,
 		    int64_t *t_send, int64_t *t_recv, struct cl_err *err)
 {
 	*t_send = cl_mono_us();
+	nng_msg *m = NULL;
+	if (nng_msg_alloc(&m, 0) != 0 || nng_msg_append(m, data, len) != 0) {
+		nng_msg_free(m);
+		return cl_err_set(err, CL_ENOMEM, "out of memory");
+	}
 	/* Never wait past the silence deadline, neither for a connection to send on nor for
 	 * the reply: a dead coordinator must stop the load after CL_WIRE_AGENT_SILENCE_US, not
 	 * after the next whole 3 s timeout. */
-	bound_wait(s, NNG_OPT_SENDTIMEO);
-	int rc = nng_send(s->sock, (void *)data, len, 0);
-	if (rc != 0)
+	nng_aio_set_msg(s->aio, m);
+	int rc = run_aio(s, nng_send_aio, bounded_wait_ms(s));
+	if (rc != 0) {
+		nng_msg_free(nng_aio_get_msg(s->aio)); /* not sent: still ours */
+		nng_aio_set_msg(s->aio, NULL);
+		if (rc == NNG_ECANCELED)
+			return cl_err_set(err, CL_ECLOSED, "stopped");
 		return cl_err_set(err, CL_EIO, "send to coordinator failed: %s", nng_strerror(rc));
-	void *buf = NULL;
-	size_t n = 0;
-	bound_wait(s, NNG_OPT_RECVTIMEO);
-	rc = nng_recv(s->sock, &buf, &n, NNG_FLAG_ALLOC);
+	}
+	rc = run_aio(s, nng_recv_aio, bounded_wait_ms(s));
 	*t_recv = cl_mono_us();
+	if (rc == NNG_ECANCELED)
+		return cl_err_set(err, CL_ECLOSED, "stopped");
 	if (rc == NNG_ETIMEDOUT)
-		return cl_err_set(err, CL_ETIMEDOUT, "no reply from coordinator in %d ms",
-				  REPLY_TIMEOUT_MS);
+		return cl_err_set(err, CL_ETIMEDOUT, "no reply from coordinator in %lld ms",
+				  (long long)((*t_recv - *t_send) / 1000));
 	if (rc != 0)
 		return cl_err_set(err, CL_EIO, "receive from coordinator failed: %s",
 				  nng_strerror(rc));
-	rc = cl_wire_decode(buf, n, reply, err);
-	nng_free(buf, n);
+	m = nng_aio_get_msg(s->aio);
+	nng_aio_set_msg(s->aio, NULL);
+	rc = cl_wire_decode(nng_msg_body(m), nng_msg_len(m), reply, err);
+	nng_msg_free(m);
 	if (rc != 0)
 		return cl_err_prefix(err, "bad reply from coordinator");
 	s->last_reply_us = *t_recv;
@@ -148,7 +233,8 @@ static bool apply_command(struct session *s, struct cl_msg *reply)
 static void sleep_watching(struct session *s, int64_t wait_us)
 {
 	int64_t due = cl_mono_us() + wait_us;
-	cl_sleep_ns(wait_us * 1000);
+	if (!cl_session_nap(s->stop, wait_us))
+		return; /* stopping: the loop ends at its next turn */
 	int64_t late = cl_mono_us() - due;
 	if (late >= CL_STALL_MIN_US && s->act == ACT_STAGE)
 		cl_stall_list_add(&s->stalls, due, late);
@@ -188,7 +274,10 @@ static void fill_poll(struct session *s, struct cl_msg *m, int64_t now)
 static int hello(struct session *s, struct cl_err *err)
 {
 	char host[CL_WIRE_MAX_HOST + 1] = "unknown";
-	gethostname(host, sizeof(host) - 1);
+	if (s->o->name)
+		snprintf(host, sizeof(host), "%s", s->o->name);
+	else
+		gethostname(host, sizeof(host) - 1);
 	char *caps[2];
 	size_t n_caps = 0;
 	const curl_version_info_data *cv = curl_version_info(CURLVERSION_NOW);
@@ -239,9 +328,20 @@ void cl_session_cleanup(struct session *s)
 	if (s->acc_ready)
 		cl_metrics_destroy(&s->acc);
 	s->acc_ready = false;
+	if (s->aio) {
+		nng_aio_stop(s->aio);
+		nng_msg_free(nng_aio_get_msg(s->aio));
+		nng_aio_free(s->aio);
+	}
+	s->aio = NULL;
 	if (s->sock_open)
 		nng_close(s->sock);
 	s->sock_open = false;
+	if (s->aio_wait.init) {
+		pthread_cond_destroy(&s->aio_wait.cv);
+		pthread_mutex_destroy(&s->aio_wait.mu);
+	}
+	s->aio_wait.init = false;
 }
 
 int cl_session_run(struct session *s)
@@ -254,9 +354,17 @@ int cl_session_run(struct session *s)
 		return CL_ESYS;
 	}
 	s->sock_open = true;
+	if (pthread_mutex_init(&s->aio_wait.mu, NULL) != 0 ||
+	    pthread_cond_init(&s->aio_wait.cv, NULL) != 0) {
+		CL_ERROR("cannot create a lock");
+		return CL_ESYS;
+	}
+	s->aio_wait.init = true;
+	if ((rc = nng_aio_alloc(&s->aio, on_aio_done, &s->aio_wait)) != 0) {
+		CL_ERROR("cannot open control socket: %s", nng_strerror(rc));
+		return CL_ENOMEM;
+	}
 	nng_socket_set_ms(s->sock, NNG_OPT_REQ_RESENDTIME, CL_WIRE_RESEND_MS);
-	nng_socket_set_ms(s->sock, NNG_OPT_RECVTIMEO, REPLY_TIMEOUT_MS);
-	nng_socket_set_ms(s->sock, NNG_OPT_SENDTIMEO, REPLY_TIMEOUT_MS);
 	nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, CL_WIRE_MAX_MSG);
 	if ((rc = cl_transport_dial(s->sock, s->o->connect_url, &s->o->tls, s->o->insecure,
 				    &err)) != 0) {
@@ -272,8 +380,13 @@ int cl_session_run(struct session *s)
 		rc = hello(s, &err);
 		if (rc == 0)
 			break;
+		if (rc == CL_ECLOSED)
+			return rc;
 		if (rc == CL_EREFUSED) {
-			CL_ERROR("%s", cl_err_format(&err, msg, sizeof(msg)));
+			/* The daemon's loop says it (once while it stays the same: it asks again
+			 * every few seconds). */
+			snprintf(s->refusal, sizeof(s->refusal), "%s",
+				 cl_err_format(&err, msg, sizeof(msg)));
 			return rc;
 		}
 		CL_DEBUG("waiting for coordinator at %s: %s", s->o->connect_url,
@@ -283,14 +396,15 @@ int cl_session_run(struct session *s)
 		if (cl_mono_us() >= next_probe_us) {
 			struct cl_err perr = { 0 };
 			if (cl_transport_probe_dial(s->o->connect_url, &s->o->tls, s->o->insecure,
-						    2000, &perr) != 0)
+						    2000, s->stop, &perr) != 0)
 				CL_WARN("%s", cl_err_format(&perr, msg, sizeof(msg)));
 			else
 				CL_WARN("no answer from coordinator at %s yet: %s",
 					s->o->connect_url, cl_err_format(&err, msg, sizeof(msg)));
 			next_probe_us = cl_mono_us() + 10 * 1000000LL;
 		}
-		cl_sleep_ns(backoff_us * 1000);
+		if (!cl_session_nap(s->stop, backoff_us))
+			return CL_ECLOSED;
 		if (backoff_us < 2000000)
 			backoff_us *= 2;
 	}

@@ -20,7 +20,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define MAX_PENDING_REPORTS 64
+/* Reports the agent holds while the coordinator does not answer: every interval of the
+ * longest silence it rides out (CL_WIRE_AGENT_SILENCE_US at the shortest report interval,
+ * 100 ms: 100 reports) plus a final, warmup or probe report, so a partition healed in time
+ * loses no delta. */
+#define MAX_PENDING_REPORTS 128
 
 enum activity { ACT_NONE, ACT_STAGE, ACT_WARMUP };
 
@@ -31,12 +35,22 @@ struct pending_report {
 	char what[32];
 };
 
+/* Completion of the session's one aio, waited for in slices so a stop is seen at once. */
+struct aio_wait {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool done;
+	bool init;
+};
+
 /* One session with a coordinator: from dialling to QUIT, silence or a stop. */
 struct session {
 	const struct cl_agent_opts *o;
 	atomic_int *stop; /* set by a signal handler, which may run on any thread */
 	nng_socket sock;
 	bool sock_open;
+	nng_aio *aio; /* every send and receive goes through it (see cl_session_send) */
+	struct aio_wait aio_wait;
 	uint64_t seq;
 	uint32_t agent_id;
 	char run[CL_WIRE_MAX_RUN + 1];
@@ -46,8 +60,10 @@ struct session {
 	uint64_t applied_seq;
 	enum cl_agent_state state;
 	char error[CL_WIRE_MAX_ERROR];
-	bool quit;   /* QUIT received */
-	bool failed; /* the session ended badly */
+	char refusal[CL_WIRE_MAX_REASON + 64]; /* why the coordinator refused our HELLO ("": it
+						* did not) */
+	bool quit;                             /* QUIT received */
+	bool failed;                           /* the session ended badly */
 
 	/* PREPARE */
 	struct cl_msg prepare_msg; /* owns the decoded target and workload */
@@ -95,7 +111,8 @@ struct session {
 /*
  * One session: dial, HELLO until welcomed, then POLL/REPORT until QUIT, silence or *s->stop.
  * Blocks.  Returns 0 after QUIT, CL_ECLOSED when stopped, CL_ETIMEDOUT after silence,
- * CL_EREFUSED, or another error.  s->o, s->stop and s->probe_mu must be set; the rest zeroed.
+ * CL_EREFUSED (a refused HELLO leaves its reason in s->refusal, unlogged), or another error.  s->o,
+ * s->stop and s->probe_mu must be set; the rest zeroed.
  */
 int cl_session_run(struct session *s);
 
@@ -106,10 +123,17 @@ void cl_session_cleanup(struct session *s);
  * Sends len bytes of an encoded request and waits for the reply, never past the silence
  * deadline; decodes it into reply (the caller frees it with cl_msg_free).  t_send and t_recv
  * get the monotonic times around the exchange.  0, or CL_EIO / CL_ETIMEDOUT / a decoding
- * error with err filled.  Blocks.
+ * error with err filled, or CL_ECLOSED as soon as *s->stop is set.  Blocks.
  */
 int cl_session_send(struct session *s, const void *data, size_t len, struct cl_msg *reply,
 		    int64_t *t_send, int64_t *t_recv, struct cl_err *err);
+
+/*
+ * Sleeps us microseconds, or less when *stop becomes nonzero (checked every 20 ms): every
+ * wait of an idle agent goes through here or cl_session_send, so SIGTERM ends it at once.
+ * Returns false when stopped.
+ */
+bool cl_session_nap(const atomic_int *stop, int64_t us);
 
 /* Puts the agent in CL_AGENT_FAILED with the formatted message (sent with the next POLL). */
 void cl_session_fail(struct session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -1,6 +1,8 @@
 /* Agent sessions on the coordinator: HELLO/WELCOME, POLL/CMD, REPORT/ACK, liveness. */
 #include "fleet.h"
 
+#include "fleet_internal.h"
+
 #include "chatload/clock.h"
 #include "chatload/log.h"
 
@@ -45,13 +47,24 @@ int cl_fleet_open(struct cl_fleet *f, const char *run, const char *token, uint32
 	f->open = true;
 	nng_socket_set_size(f->sock, NNG_OPT_RECVMAXSZ, CL_WIRE_MAX_MSG);
 	nng_socket_set_ms(f->sock, NNG_OPT_SENDTIMEO, 1000);
+	if ((rc = cli_fleet_peers_open(f->sock, &f->peers)) != 0)
+		return cl_err_set(err, rc, "cannot watch the control socket's connections");
+	if ((rc = cli_fleet_watch_start(&f->watch)) != 0)
+		return cl_err_set(err, rc, "cannot start the coordinator's stall watch");
 	return 0;
 }
 
 int cl_fleet_listen(struct cl_fleet *f, const char *url, const struct cl_tls_opts *tls,
 		    bool insecure, struct cl_err *err)
 {
-	return cl_transport_listen(f->sock, url, tls, insecure, err);
+	nng_listener l;
+	int rc = cl_transport_listen(f->sock, url, tls, insecure, &l, err);
+	if (rc == 0 && strncmp(url, "tls+", 4) == 0 && f->n_tls < CL_FLEET_MAX_LISTENERS) {
+		f->tls[f->n_tls].l = l;
+		snprintf(f->tls[f->n_tls].url, sizeof(f->tls[f->n_tls].url), "%s", url);
+		f->n_tls++;
+	}
+	return rc;
 }
 
 void cl_fleet_close(struct cl_fleet *f)
@@ -61,6 +74,10 @@ void cl_fleet_close(struct cl_fleet *f)
 	if (f->open)
 		nng_close(f->sock);
 	f->open = false;
+	cli_fleet_peers_free(f->peers); /* after the close: no pipe callback runs any more */
+	f->peers = NULL;
+	cli_fleet_watch_stop(f->watch);
+	f->watch = NULL;
 	free(f->agents);
 	f->agents = NULL;
 	f->n = 0;
@@ -102,6 +119,28 @@ static void refuse(struct cl_fleet *f, const struct cl_msg *req, const char *pee
 	reply(f, &m, peer);
 }
 
+/* Fills a->address from a->peer ("10.0.0.5:41234", "[::1]:41234"; nothing for ipc) and
+ * a->label from both. */
+static void label_agent(struct cl_fleet_agent *a)
+{
+	const char *p = a->peer;
+	size_t n = 0;
+	if (p[0] == '[') {
+		const char *end = strchr(p, ']');
+		if (end) {
+			p++;
+			n = (size_t)(end - p);
+		}
+	} else if (strchr(p, ':') && !strchr(p, ' ')) {
+		n = (size_t)(strrchr(p, ':') - p);
+	}
+	snprintf(a->address, sizeof(a->address), "%.*s", (int)(n < 63 ? n : 63), p);
+	if (a->address[0])
+		snprintf(a->label, sizeof(a->label), "%s at %s", a->host, a->address);
+	else
+		snprintf(a->label, sizeof(a->label), "%s", a->host);
+}
+
 static void on_hello(struct cl_fleet *f, struct cl_msg *req, const char *peer, int64_t t_recv)
 {
 	struct cl_msg_hello *h = &req->hello;
@@ -133,8 +172,40 @@ static void on_hello(struct cl_fleet *f, struct cl_msg *req, const char *peer, i
 			return;
 		}
 	}
+	/* The same process again after it was declared lost (it stopped its load and began a
+	 * new session): the truth, not "run full". */
+	for (size_t i = 0; i < f->n; i++) {
+		const struct cl_fleet_agent *a = &f->agents[i];
+		if (a->pid != h->pid || strcmp(a->host, h->host) != 0 || a->live != CL_LIVE_LOST)
+			continue;
+		/* The same words every time (no "N s ago"): the agent says a refusal once while
+		 * it stays the same. */
+		if (a->lost_cause == CL_LOSS_COORDINATOR_STALL)
+			refuse(f, req, peer,
+			       "agent %u (%s) was declared lost in run '%s' when this coordinator "
+			       "could not run for longer than an agent waits for it; a lost agent "
+			       "does not rejoin a run: it may join the next one",
+			       a->id, a->label, f->run);
+		else
+			refuse(f, req, peer,
+			       "agent %u (%s) was declared lost in run '%s' after %.0f s without a "
+			       "word from it; a lost agent does not rejoin a run: it may join the "
+			       "next one",
+			       a->id, a->label, f->run, CL_WIRE_LOST_US / 1e6);
+		return;
+	}
 	if (f->n >= f->max_agents) {
-		refuse(f, req, peer, "run '%s' already has its %u agents", f->run, f->max_agents);
+		size_t lost = 0;
+		for (size_t i = 0; i < f->n; i++)
+			lost += f->agents[i].live == CL_LIVE_LOST;
+		if (lost)
+			refuse(f, req, peer,
+			       "run '%s' was made for %u agents and does not take new ones (%zu of "
+			       "them lost); this agent may join the next run",
+			       f->run, f->max_agents, lost);
+		else
+			refuse(f, req, peer, "run '%s' already has its %u agents", f->run,
+			       f->max_agents);
 		return;
 	}
 	struct cl_fleet_agent *a = &f->agents[f->n];
@@ -142,6 +213,7 @@ static void on_hello(struct cl_fleet *f, struct cl_msg *req, const char *peer, i
 	a->id = (uint32_t)f->n + 1;
 	snprintf(a->host, sizeof(a->host), "%s", h->host);
 	snprintf(a->peer, sizeof(a->peer), "%s", peer);
+	label_agent(a);
 	snprintf(a->version, sizeof(a->version), "%s", h->version);
 	a->workers = h->workers ? h->workers : 1;
 	a->pid = h->pid;
@@ -155,7 +227,7 @@ static void on_hello(struct cl_fleet *f, struct cl_msg *req, const char *peer, i
 	for (size_t i = 0; i < sizeof(rnd); i++)
 		off += snprintf(a->session + off, sizeof(a->session) - (size_t)off, "%02x", rnd[i]);
 	f->n++;
-	CL_INFO("agent %u joined: %s (%s), %u workers", a->id, a->host, peer, a->workers);
+	CL_INFO("agent %u joined: %s (%s), %u workers", a->id, a->label, peer, a->workers);
 	struct cl_msg m = {
 		.type = CL_MSG_WELCOME, .run = a->session, .agent = a->id, .seq = req->seq
 	};
@@ -190,7 +262,7 @@ static void on_poll(struct cl_fleet *f, struct cl_fleet_agent *a, struct cl_msg 
 	}
 	if (p->state == CL_AGENT_FAILED && p->error) {
 		if (prev != CL_AGENT_FAILED || strcmp(a->error, p->error) != 0)
-			CL_ERROR("agent %u (%s) failed: %s", a->id, a->host, p->error);
+			CL_ERROR("agent %u (%s) failed: %s", a->id, a->label, p->error);
 		snprintf(a->error, sizeof(a->error), "%s", p->error);
 	}
 	/* Drop what it has applied; answer with the oldest command it has not. */
@@ -239,20 +311,78 @@ static void update_liveness(struct cl_fleet *f, int64_t now)
 		struct cl_fleet_agent *a = &f->agents[i];
 		if (a->gone || a->live == CL_LIVE_LOST)
 			continue;
-		int64_t silent = now - a->last_seen_us;
+		int64_t silent = now - a->last_seen_us - a->credit_us;
 		enum cl_fleet_liveness l = silent > CL_WIRE_LOST_US      ? CL_LIVE_LOST
 					   : silent > CL_WIRE_MISSING_US ? CL_LIVE_MISSING
 									 : CL_LIVE_OK;
 		if (l != a->live) {
-			if (l == CL_LIVE_LOST)
-				CL_ERROR("agent %u (%s) lost: silent for %.1f s", a->id, a->host,
+			if (l == CL_LIVE_LOST) {
+				CL_ERROR("agent %u (%s) lost: silent for %.1f s", a->id, a->label,
 					 silent / 1e6);
-			else if (l == CL_LIVE_MISSING)
-				CL_WARN("agent %u (%s) missing: silent for %.1f s", a->id, a->host,
+				a->lost_cause = CL_LOSS_SILENT;
+				a->lost_at_us = now;
+			} else if (l == CL_LIVE_MISSING)
+				CL_WARN("agent %u (%s) missing: silent for %.1f s", a->id, a->label,
 					silent / 1e6);
 			else
-				CL_INFO("agent %u (%s) is back", a->id, a->host);
+				CL_INFO("agent %u (%s) is back", a->id, a->label);
 			a->live = l;
+		}
+	}
+}
+
+/*
+ * Files the coordinator's own stalls noted since the last call: each is said, the agents'
+ * silence inside it is credited to them, and one longer than an agent waits for a reply
+ * loses, at once, every agent not heard from since before it (they have stopped their load
+ * and left: waiting for them would only blame them later for our silence).
+ */
+static void absorb_own_stalls(struct cl_fleet *f, int64_t now)
+{
+	struct cl_stall_list l;
+	if (!cli_fleet_watch_take(f->watch, &l))
+		return;
+	for (uint32_t k = 0; k < l.n; k++) {
+		int64_t from = l.ep[k].start_us, to = from + l.ep[k].length_us;
+		if (to <= f->stalled_until_us)
+			continue; /* seen by both threads: filed already */
+		/* Overlapping the last one filed (the other thread's view of the same stall):
+		 * that one grows, rather than a sliver of it being filed again. */
+		bool grows = f->n_own && from <= f->stalled_until_us;
+		if (from < f->stalled_until_us)
+			from = f->stalled_until_us;
+		struct cl_stall *own =
+		    &f->own_stalls[(grows ? f->n_own - 1 : f->n_own) % CL_FLEET_OWN_STALLS];
+		if (grows) {
+			own->length_us = to - own->start_us;
+		} else {
+			*own = (struct cl_stall){ .start_us = from, .length_us = to - from };
+			f->n_own++;
+		}
+		f->stalled_until_us = to;
+		bool fatal = own->length_us > CL_WIRE_AGENT_SILENCE_US;
+		if (!grows)
+			CL_WARN("this coordinator could not run for %.1f s (stopped, suspended or "
+				"starved): the agents' silence in that time is not theirs%s",
+				own->length_us / 1e6,
+				fatal ? "; it outlasted the 10 s an agent waits for a reply, so "
+					"every agent has stopped its load and left"
+				      : "");
+		for (size_t i = 0; i < f->n; i++) {
+			struct cl_fleet_agent *a = &f->agents[i];
+			if (a->gone || a->live == CL_LIVE_LOST || a->last_seen_us >= to)
+				continue;
+			a->credit_us += to - (a->last_seen_us > from ? a->last_seen_us : from);
+			if (!fatal || a->last_seen_us > own->start_us)
+				continue;
+			CL_ERROR(
+			    "agent %u (%s) lost: this coordinator could not run for %.1f s, "
+			    "longer than an agent waits for a reply; the agent stopped its load "
+			    "as it must (not its fault)",
+			    a->id, a->label, own->length_us / 1e6);
+			a->live = CL_LIVE_LOST;
+			a->lost_cause = CL_LOSS_COORDINATOR_STALL;
+			a->lost_at_us = now;
 		}
 	}
 }
@@ -260,7 +390,7 @@ static void update_liveness(struct cl_fleet *f, int64_t now)
 static void handle(struct cl_fleet *f, nng_msg *msg, int64_t t_recv)
 {
 	char peer[96];
-	cl_transport_peer(msg, peer, sizeof(peer));
+	cli_fleet_peers_name(f->peers, msg, peer, sizeof(peer));
 	struct cl_msg req = { 0 };
 	struct cl_err err = { 0 };
 	int rc = cl_wire_decode(nng_msg_body(msg), nng_msg_len(msg), &req, &err);
@@ -279,18 +409,21 @@ static void handle(struct cl_fleet *f, nng_msg *msg, int64_t t_recv)
 			refuse(f, &req, peer, "unknown agent %u or session (no HELLO on record)",
 			       req.agent);
 		} else if (a->live == CL_LIVE_LOST) {
-			refuse(f, &req, peer, "agent %u was declared lost; its session is over",
-			       a->id);
+			refuse(f, &req, peer,
+			       "agent %u (%s) was declared lost in run '%s'; its session is over "
+			       "and it may join the next run",
+			       a->id, a->label, f->run);
 		} else {
 			if (a->live == CL_LIVE_MISSING) {
 				CL_INFO("agent %u (%s) is back after %.1f s of silence", a->id,
-					a->host, (t_recv - a->last_seen_us) / 1e6);
+					a->label, (t_recv - a->last_seen_us) / 1e6);
 				a->silent_from_us = a->last_seen_us;
 				a->silent_until_us = t_recv;
 				a->returns++;
 			}
 			a->live = CL_LIVE_OK;
 			a->last_seen_us = t_recv;
+			a->credit_us = 0;
 			if (req.type == CL_MSG_POLL)
 				on_poll(f, a, &req, peer, t_recv);
 			else if (req.type == CL_MSG_REPORT)
@@ -303,6 +436,27 @@ static void handle(struct cl_fleet *f, nng_msg *msg, int64_t t_recv)
 	cl_msg_free(&req);
 }
 
+/* Logs, at most once a second, TLS handshakes a listener refused since the last look: an
+ * agent with the wrong CA, name or certificate never gets as far as a message, so this is
+ * all the coordinator can say about it (the agent's own log says which check failed). */
+static void check_handshakes(struct cl_fleet *f, int64_t now)
+{
+	if (!f->n_tls || now - f->tls_checked_us < 1000000)
+		return;
+	f->tls_checked_us = now;
+	for (size_t i = 0; i < f->n_tls; i++) {
+		uint64_t n = cl_transport_refused_handshakes(f->tls[i].l);
+		if (n <= f->tls[i].refused)
+			continue;
+		CL_WARN("refused %llu TLS connection%s on %s: the peer's certificate or CA does "
+			"not match (nng does not say which peer; the agent's log says which check "
+			"failed)",
+			(unsigned long long)(n - f->tls[i].refused),
+			n - f->tls[i].refused == 1 ? "" : "s", f->tls[i].url);
+		f->tls[i].refused = n;
+	}
+}
+
 void cl_fleet_serve(struct cl_fleet *f, int64_t for_us)
 {
 	int64_t deadline = cl_mono_us() + for_us;
@@ -312,16 +466,25 @@ void cl_fleet_serve(struct cl_fleet *f, int64_t for_us)
 			left_ms = 1;
 		nng_socket_set_ms(f->sock, NNG_OPT_RECVTIMEO, (nng_duration)left_ms);
 		nng_msg *msg = NULL;
+		int64_t due = cl_mono_us() + left_ms * 1000;
 		int rc = nng_recvmsg(f->sock, &msg, 0);
+		int64_t t_recv = cl_mono_us();
+		/* A receive that ends this late means this thread could not run: file the stall
+		 * before the message, so a backlog read on waking is not taken as news. */
+		if (t_recv - due >= CL_STALL_MIN_US)
+			cli_fleet_watch_note(f->watch, due, t_recv - due);
+		absorb_own_stalls(f, t_recv);
 		if (rc == 0) {
-			handle(f, msg, cl_mono_us());
+			handle(f, msg, t_recv);
 			nng_msg_free(msg);
 		} else if (rc != NNG_ETIMEDOUT) {
 			CL_WARN("control socket receive failed: %s", nng_strerror(rc));
 			cl_sleep_ns(1000000);
 		}
 	} while (cl_mono_us() < deadline);
+	absorb_own_stalls(f, cl_mono_us());
 	update_liveness(f, cl_mono_us());
+	check_handshakes(f, cl_mono_us());
 }
 
 uint64_t cl_fleet_send(struct cl_fleet *f, size_t i, const struct cl_msg_cmd *cmd)

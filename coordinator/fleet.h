@@ -5,6 +5,7 @@
 #define CHATLOAD_FLEET_H
 
 #include "chatload/err.h"
+#include "chatload/stall.h"
 #include "chatload/transport.h"
 #include "chatload/wire.h"
 
@@ -13,8 +14,21 @@
 
 #define CL_FLEET_MAX_AGENTS      256
 #define CL_FLEET_MAX_QUEUED_CMDS 16
+#define CL_FLEET_MAX_LISTENERS   4
 
 enum cl_fleet_liveness { CL_LIVE_OK, CL_LIVE_MISSING, CL_LIVE_LOST };
+
+/* Why an agent was declared lost. */
+enum cl_fleet_loss {
+	CL_LOSS_NONE,
+	CL_LOSS_SILENT,            /* nothing from it for CL_WIRE_LOST_US */
+	CL_LOSS_COORDINATOR_STALL, /* this coordinator could not run for longer than an agent
+				    * waits for a reply (CL_WIRE_AGENT_SILENCE_US): the agent
+				    * stopped its load and left, as the protocol says it must */
+};
+
+/* Stalls of the coordinator itself the fleet keeps (the newest), for the run to file. */
+#define CL_FLEET_OWN_STALLS 16
 
 struct cl_fleet_agent {
 	uint32_t id; /* 1-based, as told in WELCOME */
@@ -22,8 +36,12 @@ struct cl_fleet_agent {
 	 * agent knows.  Every later message must carry it, so a peer that never presented the
 	 * token cannot speak for the agent. */
 	char session[CL_WIRE_MAX_RUN + 1];
-	char host[CL_WIRE_MAX_HOST + 1];
+	char host[CL_WIRE_MAX_HOST + 1]; /* as the agent named itself (host name or --name) */
 	char peer[96];
+	char address[64]; /* the peer's IP address, "" for a local (ipc) agent */
+	/* How messages and results name the agent: "vm at 10.0.0.5" (two hosts both named vm
+	 * stay apart), or the host name alone for a local agent. */
+	char label[CL_WIRE_MAX_HOST + 80];
 	char version[CL_WIRE_MAX_VERSION + 1];
 	uint32_t workers;
 	int64_t pid;
@@ -45,12 +63,19 @@ struct cl_fleet_agent {
 	int64_t clock_offset_us; /* coordinator - agent, as the agent estimated it */
 	int64_t rtt_us;
 	uint64_t last_report_seq; /* dedupe of resent REPORTs */
+	/* Silence the coordinator caused itself since last_seen_us (its own stalls): not counted
+	 * against the agent's liveness. */
+	int64_t credit_us;
+	enum cl_fleet_loss lost_cause; /* CL_LOSS_NONE until live is CL_LIVE_LOST */
+	int64_t lost_at_us;            /* when it was declared lost */
 	/* commands not yet applied, oldest first; their pointees are the caller's */
 	struct cl_msg_cmd cmds[CL_FLEET_MAX_QUEUED_CMDS];
 	size_t n_cmds;
 };
 
 struct cl_fleet;
+struct cli_fleet_watch;
+struct cli_fleet_peers;
 /* Called for every new (not duplicate) REPORT.  rep and its metrics belong to the fleet and
  * are valid only during the call. */
 typedef void (*cl_fleet_report_cb)(void *ctx, struct cl_fleet_agent *a, struct cl_msg_report *rep);
@@ -68,6 +93,23 @@ struct cl_fleet {
 	uint64_t rejected; /* malformed or refused messages */
 	cl_fleet_report_cb on_report;
 	void *ctx;
+	/* TLS listeners, whose refused handshakes are logged (nng counts them; no peer is
+	 * known before a handshake succeeds) */
+	struct {
+		nng_listener l;
+		char url[128];
+		uint64_t refused; /* count already logged */
+	} tls[CL_FLEET_MAX_LISTENERS];
+	size_t n_tls;
+	int64_t tls_checked_us;
+	/* The coordinator's own stalls (fleet_watch.c): the newest CL_FLEET_OWN_STALLS, oldest
+	 * first from own_stalls[n_own % CL_FLEET_OWN_STALLS]; n_own counts every one, so a
+	 * reader can tell the new ones. */
+	struct cl_stall own_stalls[CL_FLEET_OWN_STALLS];
+	uint32_t n_own;
+	int64_t stalled_until_us; /* end of the last one filed (overlaps are trimmed) */
+	struct cli_fleet_watch *watch;
+	struct cli_fleet_peers *peers;
 };
 
 /* Opens the socket.  token may be "" (no token).  f is zeroed first; cl_fleet_close is safe
@@ -77,8 +119,14 @@ int cl_fleet_open(struct cl_fleet *f, const char *run, const char *token, uint32
 /* Adds a listener (several may be added: ipc:// for local agents, tls+tcp:// for remote). */
 int cl_fleet_listen(struct cl_fleet *f, const char *url, const struct cl_tls_opts *tls,
 		    bool insecure, struct cl_err *err);
-/* Answers requests for up to for_us (at least one receive attempt), then updates liveness.
- * Blocks up to for_us. */
+/*
+ * Answers requests for up to for_us (at least one receive attempt), then updates liveness.
+ * Blocks up to for_us.  A stall of the coordinator itself (its own wake-ups came
+ * CL_STALL_MIN_US late) is filed in own_stalls and said; the agents' silence during it is
+ * credited to them, and when it outlasted CL_WIRE_AGENT_SILENCE_US every agent that was
+ * silent all along is declared lost with CL_LOSS_COORDINATOR_STALL at once, since by the
+ * protocol it has stopped its load and left (docs/protocol.md, "Faults").
+ */
 void cl_fleet_serve(struct cl_fleet *f, int64_t for_us);
 /* Queues cmd for agent i (index into agents).  cmd is copied shallowly: whatever it points
  * to must stay valid until the agent applied it.  Returns the cmd_seq given, 0 when the

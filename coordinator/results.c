@@ -369,11 +369,11 @@ int cl_results_set_agents(struct cl_results *r, const struct cl_results_agent *a
 	json_t *arr = json_array();
 	for (size_t i = 0; arr && i < n; i++) {
 		const struct cl_results_agent *a = &agents[i];
-		json_t *o =
-		    json_pack("{s:I,s:o,s:I,s:I,s:I,s:b}", "id", (json_int_t)a->id, "host",
-			      cli_rj_str(a->host), "workers", (json_int_t)a->workers,
-			      "clock_offset_us", (json_int_t)a->clock_offset_us, "start_skew_us",
-			      (json_int_t)a->start_skew_us, "lost", a->lost);
+		json_t *o = json_pack(
+		    "{s:I,s:o,s:o,s:I,s:I,s:I,s:b}", "id", (json_int_t)a->id, "host",
+		    cli_rj_str(a->host), "address", cli_rj_str(a->address), "workers",
+		    (json_int_t)a->workers, "clock_offset_us", (json_int_t)a->clock_offset_us,
+		    "start_skew_us", (json_int_t)a->start_skew_us, "lost", a->lost);
 		if (cli_rj_append(arr, o)) {
 			json_decref(arr);
 			arr = NULL;
@@ -477,19 +477,27 @@ int cl_results_add_stalls(struct cl_results *r, size_t stage, const struct cl_re
 	c->stalls_coordinator +=
 	    (uint32_t)(unlisted_coordinator > UINT32_MAX ? UINT32_MAX : unlisted_coordinator);
 	for (size_t i = 0; i < n; i++) {
-		if (s[i].seen_by_coordinator)
+		const char *reason = "stall";
+		if (s[i].coordinator_itself) {
+			c->stalls_own++;
+			reason = "coordinator_stall";
+		} else if (s[i].seen_by_coordinator) {
 			c->stalls_coordinator++;
-		else
+			reason = "agent_missing";
+		} else {
 			c->stalls_agent++;
+		}
 		if (json_array_size(c->stalls) >= CL_RESULTS_MAX_STALLS) {
 			c->stalls_unlisted++;
 			continue;
 		}
-		json_t *o =
-		    json_pack("{s:I,s:o,s:f,s:f,s:s}", "agent", (json_int_t)s[i].agent, "host",
-			      cli_rj_str(s[i].host), "at_s", cli_rj_round(s[i].at_s, 3), "length_s",
-			      cli_rj_round(s[i].length_s, 3), "seen_by",
-			      s[i].seen_by_coordinator ? "coordinator" : "agent");
+		json_t *o = json_pack(
+		    "{s:o,s:o,s:f,s:f,s:s,s:s}", "agent",
+		    s[i].coordinator_itself ? json_null() : json_integer((json_int_t)s[i].agent),
+		    "host", cli_rj_str(s[i].coordinator_itself ? NULL : s[i].host), "at_s",
+		    cli_rj_round(s[i].at_s, 3), "length_s", cli_rj_round(s[i].length_s, 3),
+		    "seen_by", s[i].seen_by_coordinator ? "coordinator" : "agent", "reason",
+		    reason);
 		if (cli_rj_append(c->stalls, o))
 			return CL_ENOMEM;
 	}
@@ -607,7 +615,7 @@ int cl_results_finish(struct cl_results *r, bool complete, int exit_code_hint, i
 		if (cl_stage_status_parse(cl_results_str(s, "status", NULL), &st) == 0 &&
 		    st == CL_STAGE_FAILED)
 			stage_failed = true;
-		client_bound |= json_is_true(cl_results_get(s, "client.client_bound"));
+		client_bound |= cli_rs_client_bound_gates(s);
 	}
 	if (cli_rj_set(r->doc, "finished_at", json_string(finished)) ||
 	    cli_rj_set(r->doc, "duration_s",

@@ -63,6 +63,7 @@ struct cl_results_agent {
 	int64_t clock_offset_us; /* coordinator time - agent time */
 	int64_t start_skew_us;   /* worst measured start skew over the stages */
 	bool lost;
+	const char *address; /* the agent's IP address as the coordinator saw it; NULL: local */
 };
 
 /*
@@ -113,15 +114,17 @@ int cl_results_add_interval(struct cl_results *r, size_t stage, double t_s,
 /* Stalls a stage's `client.stalls` lists at most; the rest are counted in stalls_unlisted. */
 #define CL_RESULTS_MAX_STALLS 64
 
-/* One client stall in a stage: an agent that could not run (seen by its own loops), or one
+/* One client stall in a stage: an agent that could not run (seen by its own loops), one
  * that went silent long enough to be called missing and came back (seen by the
- * coordinator).  Either makes the stage client-bound. */
+ * coordinator), or the coordinator itself that could not run (coordinator_itself: agent 0,
+ * host NULL).  Each makes the stage client-bound. */
 struct cl_results_stall {
 	uint32_t agent;           /* agent id */
 	const char *host;         /* its host name (copied) */
 	double at_s;              /* when it began, seconds since the stage's START_AT */
 	double length_s;          /* how long it lasted */
 	bool seen_by_coordinator; /* false: seen by the agent itself */
+	bool coordinator_itself;  /* the coordinator's own stall (seen_by_coordinator too) */
 };
 
 /*
@@ -140,6 +143,25 @@ int cl_results_add_stalls(struct cl_results *r, size_t stage, const struct cl_re
  * CL_EINVAL (bad index, finished stage, values not finite). */
 int cl_results_set_client_load(struct cl_results *r, size_t stage, double agents_cpu_pct_mean,
 			       double streams_mean);
+
+/* Load a lost agent put on the target that no report covers: from the end of its last
+ * reported interval until it stopped (an agent stops its load CL_WIRE_AGENT_SILENCE_US after
+ * its last reply, or when its share of the stage ends), estimated at its last rate. */
+struct cl_results_blind {
+	uint32_t agent;
+	const char *host;    /* copied */
+	const char *cause;   /* how it was lost: "silent" or "coordinator_stall" */
+	double from_s;       /* since START_AT: the end of its last reported interval */
+	double to_s;         /* when it stopped, at the latest */
+	double rate_basis_s; /* the reported time its rate was taken over */
+	double requests_per_s, output_tokens_per_s; /* its last rate */
+};
+
+/* Records a lost agent's unaccounted load in stage `stage` (copied; listed under the
+ * stage's `unaccounted`, warned about).  Call before cl_results_finish_stage.  0,
+ * CL_EINVAL (bad index, stage finished), CL_ENOMEM. */
+int cl_results_add_unaccounted(struct cl_results *r, size_t stage,
+			       const struct cl_results_blind *b);
 
 /* How a stage ended.  results.json spells it with cl_stage_status_name; a stage that is
  * not CL_STAGE_OK carries a reason. */

@@ -93,6 +93,8 @@ struct cli_rs_client {
 	bool load_known;
 	double agents_cpu_pct_mean; /* summed over the agents, 100 = one core */
 	double streams_mean;
+	uint32_t stalls_own;         /* the coordinator's own stalls */
+	json_t *unaccounted;         /* lost agents' blind windows, NULL none */
 };
 
 /* The stage object of the document, without intervals (results.c adds them).  NULL when
@@ -263,5 +265,17 @@ json_t *cli_rs_probe_json(const struct stage_state *ss, const struct cl_metrics 
 /* results.c: evaluates slos[0..n) that apply to the stage called name.  NULL: no memory. */
 json_t *cli_rs_checks(const struct cl_scn_slo *slos, size_t n, const char *name,
 		      const struct cl_metrics *m, double window_s);
+
+/* -- faults (results_faults.c) -- */
+/* Each agent's episodes (stalls, silences, loss) gathered from the stages' records into
+ * the document's agents[].episodes.  0 or CL_ENOMEM. */
+int cli_rs_agent_episodes(json_t *doc);
+/* Appends the warnings the stages' faults call for (a lost agent's unaccounted load, the
+ * coordinator's own stalls) to w.  0 or CL_ENOMEM. */
+int cli_rs_fault_warnings(json_t *w, const json_t *stage);
+
+/* results_summary.c: whether stage s's client-bound flag fails the run (every reason but
+ * loop_lag and dispatch_lag, which only warn). */
+bool cli_rs_client_bound_gates(const json_t *s);
 
 #endif

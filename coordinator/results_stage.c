@@ -207,6 +207,7 @@ static json_t *client_json(const struct cl_metrics *m, const struct cl_scn_stage
 		.dispatch_lag_is_backlog = st->mode == CL_MODE_RATE && st->concurrency > 0,
 		.stalls = c->stalls_agent,
 		.agents_missing = c->stalls_coordinator,
+		.coordinator_stalls = c->stalls_own,
 	};
 	/* The cumulative record's gauges count too (a stage shorter than one interval). */
 	if (m->health.cpu_pct > obs.cpu_max_pct)
@@ -229,6 +230,9 @@ static json_t *client_json(const struct cl_metrics *m, const struct cl_scn_stage
 	if ((why & CL_CLIENT_STALL) && cli_rj_append(reasons, json_string("stall")))
 		goto fail;
 	if ((why & CL_CLIENT_AGENT_MISSING) && cli_rj_append(reasons, json_string("agent_missing")))
+		goto fail;
+	if ((why & CL_CLIENT_COORDINATOR_STALL) &&
+	    cli_rj_append(reasons, json_string("coordinator_stall")))
 		goto fail;
 	json_t *o = json_pack("{s:b,s:o,s:o,s:o,s:i,s:o,s:o,s:o,s:o,s:o}", "client_bound", why != 0,
 			      "reasons", reasons, "cpu_max_pct",
@@ -319,7 +323,10 @@ json_t *cli_rs_stage_json(size_t index, const struct cl_scn_stage *st, const str
 		      throughput_json(m, window_s), "latency_ms", latency_json(m),
 		      "tokens_per_chunk", cnt_summary(&m->cnt[CL_CNT_TOKENS_PER_CHUNK], 1000.0),
 		      "client", client_json(m, st, client), "histograms", histograms_json(m));
-	if (o && cli_rj_set(o, "http", http_json(m))) {
+	if (o && (cli_rj_set(o, "http", http_json(m)) ||
+		  cli_rj_set(o, "unaccounted",
+			     client->unaccounted ? json_deep_copy(client->unaccounted)
+						 : json_array()))) {
 		json_decref(o);
 		return NULL;
 	}

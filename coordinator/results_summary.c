@@ -130,6 +130,28 @@ static int warn(json_t *arr, const char *fmt, ...)
 	return cli_rj_append(arr, cli_rj_str(buf));
 }
 
+/*
+ * Whether a stage's client-bound flag fails the run: any reason but the percentile ones.
+ * loop_lag and dispatch_lag are p99s of the stage; on a short stage a few hiccups of a busy
+ * host make the p99, so they warn and do not decide the exit code.  A stall, an agent gone
+ * missing, the coordinator's own stall and CPU saturation are events, and fail the run.
+ */
+bool cli_rs_client_bound_gates(const json_t *s)
+{
+	if (!json_is_true(cl_results_get(s, "client.client_bound")))
+		return false;
+	size_t k;
+	const json_t *x;
+	json_array_foreach(cl_results_get(s, "client.reasons"), k, x)
+	{
+		const char *reason = json_string_value(x);
+		if (!reason ||
+		    (strcmp(reason, "loop_lag") != 0 && strcmp(reason, "dispatch_lag") != 0))
+			return true;
+	}
+	return false;
+}
+
 /* A client-bound stage's warning, then one line per listed stall naming the agent, when and
  * how long. */
 static int warn_client_bound(json_t *w, const json_t *s, const char *name, bool fails)
@@ -156,6 +178,15 @@ static int warn_client_bound(json_t *w, const json_t *s, const char *name, bool 
 	json_array_foreach(cl_results_get(s, "client.stalls"), k, x)
 	{
 		bool coord = strcmp(cl_results_str(x, "seen_by", ""), "coordinator") == 0;
+		if (strcmp(cl_results_str(x, "reason", ""), "coordinator_stall") == 0) {
+			rc |=
+			    warn(w,
+				 "stage '%s': the coordinator itself could not run for %.2f s "
+				 "from %.2f s into the stage (stopped, suspended or starved); the "
+				 "agents' silence then was not theirs",
+				 name, cl_results_num(x, "length_s"), cl_results_num(x, "at_s"));
+			continue;
+		}
 		rc |= warn(w,
 			   "stage '%s': agent %lld (%s) %s for %.2f s from %.2f s into the stage "
 			   "(seen by %s)",
@@ -191,7 +222,9 @@ static json_t *warnings_json(struct cl_results *r)
 			rc |= warn(w, "stage '%s' %s%s%s", name, status, reason ? ": " : "",
 				   reason ? reason : "");
 		if (json_is_true(cl_results_get(s, "client.client_bound")))
-			rc |= warn_client_bound(w, s, name, !r->client_bound_warn);
+			rc |= warn_client_bound(
+			    w, s, name, !r->client_bound_warn && cli_rs_client_bound_gates(s));
+		rc |= cli_rs_fault_warnings(w, s);
 		double no_content = cl_results_num(s, "requests.no_content");
 		if (no_content > 0)
 			rc |= warn(
@@ -231,9 +264,11 @@ static json_t *warnings_json(struct cl_results *r)
 	json_array_foreach(json_object_get(r->doc, "agents"), i, s)
 	{
 		if (json_is_true(json_object_get(s, "lost")))
-			rc |= warn(w, "agent %lld (%s) was lost",
+			rc |= warn(w, "agent %lld (%s%s%s) was lost",
 				   (long long)json_integer_value(json_object_get(s, "id")),
-				   cl_results_str(s, "host", "?"));
+				   cl_results_str(s, "host", "?"),
+				   json_is_string(json_object_get(s, "address")) ? " at " : "",
+				   cl_results_str(s, "address", ""));
 	}
 	/* A stage that reported intervals but was never finished has no summary: say so, and
 	 * where its intervals are. */
@@ -262,6 +297,8 @@ int cli_rs_summarise(struct cl_results *r)
 	if (rc != 0)
 		return rc;
 	if (json_object_set_new(r->doc, "verdict", verdict) != 0)
+		return CL_ENOMEM;
+	if (cli_rs_agent_episodes(r->doc) != 0)
 		return CL_ENOMEM;
 	if (cli_rj_set(r->doc, "estimates", estimates_json(r)) ||
 	    cli_rj_set(r->doc, "warnings", warnings_json(r)))

@@ -22,10 +22,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define CL_RUN_MAX_LOCAL     64
-#define CL_RUN_INTERVAL_RING 4
-#define RUN_SERVE_US         100000     /* one turn of a wait serves the fleet this long */
-#define RUN_HANG_GRACE_US    30000000LL /* waited beyond a phase's own bound, for hangs */
+#define CL_RUN_MAX_LOCAL  64
+#define CL_RUN_RECENT     3          /* reports behind an agent's last rate */
+#define RUN_SERVE_US      100000     /* one turn of a wait serves the fleet this long */
+#define RUN_HANG_GRACE_US 30000000LL /* waited beyond a phase's own bound, for hangs */
 
 /* Everything the run knows about one agent, kept at the agent's index in the fleet (id - 1).
  * The fleet keeps the wire side (session, liveness, queued commands, the figures the
@@ -51,19 +51,41 @@ struct run_agent {
 		struct cl_stall_list stalls;   /* stalls it saw itself (coordinator clock) */
 		struct cl_stall_list silences; /* it went missing and came back */
 		uint32_t returns_seen;         /* the fleet's count of its returns, filed */
+		/* Its last reports, newest at recent[n_reports % CL_RUN_RECENT]: the rate its
+		 * unreported load is estimated at when it is lost. */
+		struct {
+			uint64_t completed, output_tokens;
+			int64_t span_us;
+		} recent[CL_RUN_RECENT];
+		uint64_t n_reports;
+		bool given; /* it was given a share when the stage began */
 	} stage;
 };
 
 /* The stage running now: its merged metrics (run_merge.c) and what its loop has decided so
  * far (run_stage.c). */
+/* One interval held until every agent has reported it (run_merge.c). */
+struct run_slot {
+	int64_t k;         /* interval index held, -1: free */
+	int64_t group_end; /* last interval an agent reported together with this one */
+	bool metrics_ready;
+	struct cl_metrics m; /* allocated on first use, kept for reuse */
+};
+
 struct run_stage {
 	size_t index;
 	const struct cl_scn_stage *scn;
 	struct cl_stage_plan plan; /* the whole stage, before the split (names not owned) */
 	struct cl_metrics cum;
-	struct cl_metrics ring[CL_RUN_INTERVAL_RING];
-	int64_t ring_k[CL_RUN_INTERVAL_RING]; /* interval held by each slot, -1 */
-	int64_t next_emit;                    /* next interval index to write */
+	/* Intervals held, at k % n_slots: enough for every interval of the loss window, so an
+	 * agent that lags (a partition, a stall) but is not lost delays rows, never drops
+	 * them. */
+	struct run_slot *slots;
+	size_t n_slots;
+	int64_t next_emit;                     /* next interval index to write */
+	uint64_t late_reports, late_completed; /* data too late for its rows: totals only */
+	struct cl_stall_list own_stalls;       /* the coordinator's own, in the stage */
+	uint32_t own_first, own_seen;          /* the fleet's n_own at the start, and filed */
 	/* last emitted interval, for the progress line */
 	double last_req_s, last_tok_s, last_ttft_p50_ms;
 	int64_t start_coord_us; /* START_AT, coordinator clock */
@@ -148,8 +170,24 @@ bool cli_run_has_share(const struct run *r, size_t i, const struct cl_stage_plan
 /* The fleet's report callback: files a readiness, warmup or stage report under its agent
  * and merges stage metrics into r->st, writing every interval all agents have reported. */
 void cli_run_on_report(void *ctx, struct cl_fleet_agent *a, struct cl_msg_report *rep);
+/* Sizes and allocates the stage's held intervals for the loss window.  0 or CL_ENOMEM. */
+int cli_run_intervals_init(struct run *r, struct run_stage *st);
+/* Frees them (safe on a stage whose init failed). */
+void cli_run_intervals_free(struct run_stage *st);
+/* Writes the intervals every agent still waited for has reported; call after liveness
+ * changed (a lost agent is no longer waited for). */
+void cli_run_emit_intervals(struct run *r);
 /* At the end of a stage: writes the intervals still held, complete or not. */
 void cli_run_flush_intervals(struct run *r);
+
+/* run_faults.c: what faults leave in a stage's record. */
+/* Takes the coordinator's own stalls the fleet noticed since the last call into r->st. */
+void cli_run_note_own_stalls(struct run *r);
+/* Hands the stage's coordinator stalls and its lost agents' unaccounted load (their blind
+ * windows, estimated at their last rate) to the results, clipped to [start, end_us). */
+void cli_run_file_faults(struct run *r, const struct run_stage *st, int64_t end_us);
+/* Why agent a was lost, for people ("silent for more than 10 s"), into buf[n]. */
+const char *cli_run_loss_words(const struct cl_fleet_agent *a, char *buf, size_t n);
 
 /* run_prepare.c: PREPARE to every agent, the rest of a large workload in BODIES parts, and
  * the wait until every agent is ready.  Blocks; 0, or CL_EIO / CL_ETIMEDOUT / CL_ECLOSED

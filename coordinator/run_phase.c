@@ -46,11 +46,13 @@ enum run_breakage cli_run_fleet_broken(const struct run *r, enum run_phase p, si
 			continue;
 		*who = i;
 		if (a->live == CL_LIVE_LOST) {
-			snprintf(why, n, "agent %u (%s) was lost", a->id, a->host);
+			char words[200];
+			snprintf(why, n, "agent %u (%s) was lost: %s", a->id, a->label,
+				 cli_run_loss_words(a, words, sizeof(words)));
 			return RUN_FLEET_LOST;
 		}
 		if (a->state == CL_AGENT_FAILED) {
-			snprintf(why, n, "agent %u (%s) failed: %s", a->id, a->host,
+			snprintf(why, n, "agent %u (%s) failed: %s", a->id, a->label,
 				 a->error[0] ? a->error : "no reason given");
 			return RUN_FLEET_FAILED;
 		}

@@ -85,7 +85,7 @@ int cli_run_prepare(struct run *r)
 				continue;
 			if (a->state == CL_AGENT_FAILED) {
 				cl_progress_note(&r->prog, "agent %u (%s) failed to prepare: %s",
-						 a->id, a->host,
+						 a->id, a->label,
 						 a->error[0] ? a->error : "no reason given");
 				r->exit_hint = CL_EXIT_FAILED;
 				return CL_EIO;
@@ -106,7 +106,7 @@ int cli_run_prepare(struct run *r)
 			if (a->live == CL_LIVE_LOST && r->s.agents.on_loss == CL_ON_LOSS_FAIL &&
 			    !a->gone) {
 				cl_progress_note(&r->prog, "agent %u (%s) was lost while preparing",
-						 a->id, a->host);
+						 a->id, a->label);
 				r->exit_hint = CL_EXIT_FAILED;
 				return CL_EIO;
 			}

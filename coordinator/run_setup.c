@@ -210,7 +210,7 @@ int cli_run_wait_for_agents(struct run *r, struct cl_err *err)
 			size_t len = 0;
 			for (size_t i = 0; i < r->fleet.n && len < sizeof(joined) - 64; i++)
 				len += (size_t)snprintf(joined + len, sizeof(joined) - len, "%s%s",
-							i ? ", " : "", r->fleet.agents[i].host);
+							i ? ", " : "", r->fleet.agents[i].label);
 			char t[32];
 			return cl_err_set(err, CL_ETIMEDOUT,
 					  "only %zu of %u agents joined within %s (joined: %s); "
@@ -234,6 +234,7 @@ void cli_run_record_agents(struct run *r)
 		ag[i] = (struct cl_results_agent){
 			.id = a->id,
 			.host = a->host,
+			.address = a->address[0] ? a->address : NULL,
 			.workers = a->workers,
 			.clock_offset_us = a->clock_offset_us,
 			.start_skew_us = r->agents[i].worst_skew_us,

@@ -46,8 +46,7 @@ static void stage_free(struct run_stage *st)
 	if (!st)
 		return;
 	cl_metrics_destroy(&st->cum);
-	for (size_t k = 0; k < CL_RUN_INTERVAL_RING; k++)
-		cl_metrics_destroy(&st->ring[k]);
+	cli_run_intervals_free(st);
 	free(st);
 }
 
@@ -61,10 +60,8 @@ static struct run_stage *stage_new(struct run *r, size_t index)
 	st->status = CL_STAGE_OK;
 	st->last_ttft_p50_ms = NAN; /* no interval yet: the progress line shows "-" */
 	int rc = cl_metrics_init(&st->cum);
-	for (size_t k = 0; k < CL_RUN_INTERVAL_RING && rc == 0; k++) {
-		rc = cl_metrics_init(&st->ring[k]);
-		st->ring_k[k] = -1;
-	}
+	if (rc == 0)
+		rc = cli_run_intervals_init(r, st);
 	if (rc != 0) {
 		stage_free(st);
 		return NULL;
@@ -90,13 +87,30 @@ static void stage_announce(struct run *r, const struct run_stage *st)
 				 cl_arrival_name(scn->arrival), d);
 }
 
+static void stage_set_status(struct run_stage *st, enum cl_stage_status status, const char *reason);
+
 /* Splits the stage among the agents, tells each when to start its share and sets r->st.
- * 0, or the error (CL_ENOMEM) with r->st left NULL. */
+ * 0, or the error (CL_ENOMEM) with r->st left NULL.  With no agent left to run it, the stage
+ * is set up failed (nothing measured passes nothing). */
 static int stage_start(struct run *r, size_t index)
 {
 	struct run_stage *st = stage_new(r, index);
 	if (!st)
 		return CL_ENOMEM;
+	st->own_first = st->own_seen = r->fleet.n_own; /* earlier stalls are not this stage's */
+	if (cl_fleet_active(&r->fleet) == 0) {
+		for (size_t i = 0; i < r->fleet.n; i++)
+			memset(&r->agents[i].stage, 0, sizeof(r->agents[i].stage));
+		st->start_coord_us = cl_mono_us();
+		stage_set_status(st, CL_STAGE_FAILED,
+				 "no agent is left to run it: every agent "
+				 "was lost");
+		r->exit_hint = CL_EXIT_FAILED;
+		r->st = st;
+		cl_progress_note(&r->prog, "stage '%s' failed: no agent is left to run it",
+				 st->scn->name);
+		return 0;
+	}
 	int rc = cli_run_split_shares(r, &st->plan);
 	if (rc != 0) {
 		stage_free(st);
@@ -112,6 +126,7 @@ static int stage_start(struct run *r, size_t index)
 		/* A lost agent weighed 0 in the split (every other one has a worker or more). */
 		ra->stage.participates =
 		    r->fleet.agents[i].live != CL_LIVE_LOST && cli_run_has_share(r, i, &st->plan);
+		ra->stage.given = ra->stage.participates;
 		if (!ra->stage.participates)
 			continue;
 		struct cl_msg_cmd c = { .cmd = CL_CMD_START_AT };
@@ -180,11 +195,23 @@ static bool stage_check_fleet(struct run *r)
 	if (broken == RUN_FLEET_LOST && r->s.agents.on_loss == CL_ON_LOSS_CONTINUE) {
 		/* Degrade: stop waiting for the lost one (others, next time round). */
 		r->agents[who].stage.participates = false;
-		cl_progress_note(&r->prog, "%s; continuing without it (agents.on_loss: continue)",
-				 why);
-		stage_set_status(st, CL_STAGE_DEGRADED, why);
 		cli_run_record_agents(r);
-		return false;
+		size_t left = 0;
+		for (size_t i = 0; i < r->fleet.n; i++)
+			left += r->agents[i].stage.participates;
+		if (left) {
+			cl_progress_note(
+			    &r->prog, "%s; continuing without it (agents.on_loss: continue)", why);
+			stage_set_status(st, CL_STAGE_DEGRADED, why);
+			return false;
+		}
+		/* on_loss: continue goes on with the agents left; with none, the stage measured
+		 * nothing from here on and must not pass. */
+		char all[sizeof(st->reason)];
+		snprintf(all, sizeof(all), "no agent is left: %.1300s", why);
+		cl_progress_note(&r->prog, "stage '%s' failed: %s", st->scn->name, all);
+		stage_abort(r, all);
+		return true;
 	}
 	cl_progress_note(&r->prog, "stage '%s' failed: %s", st->scn->name, why);
 	stage_abort(r, why);
@@ -297,6 +324,7 @@ static bool stage_poll(struct run *r)
 {
 	struct run_stage *st = r->st;
 	cl_fleet_serve(&r->fleet, RUN_SERVE_US);
+	cli_run_note_own_stalls(r);
 	stage_note_silences(r);
 	int64_t now = cl_mono_us();
 	if (atomic_load(r->o->stop) && !st->stop_sent)
@@ -306,6 +334,7 @@ static bool stage_poll(struct run *r)
 	cli_run_live_tick(r, false);
 	if (stage_check_fleet(r))
 		return true;
+	cli_run_emit_intervals(r); /* a lost agent is no longer waited for */
 	if (cli_run_all_finished(r, RUN_PHASE_STAGE))
 		return true;
 	if (now > st->deadline_us) {
@@ -393,8 +422,10 @@ static int stage_close(struct run *r)
 	struct run_stage *st = r->st;
 	cl_progress_end(&r->prog);
 	cli_run_flush_intervals(r);
+	cli_run_note_own_stalls(r);
 	stage_note_silences(r);
 	stage_file_stalls(r, st);
+	cli_run_file_faults(r, st, cl_mono_us());
 	if (st->load_samples)
 		cl_results_set_client_load(r->res, st->index, st->load_cpu_sum / st->load_samples,
 					   st->load_streams_sum / st->load_samples);
@@ -421,7 +452,8 @@ int cli_run_stage(struct run *r, size_t index)
 	int rc = stage_start(r, index);
 	if (rc != 0)
 		return rc;
-	while (!stage_poll(r))
-		;
+	if (r->st->status != CL_STAGE_FAILED)
+		while (!stage_poll(r))
+			;
 	return stage_close(r);
 }

@@ -119,6 +119,8 @@ unsigned cl_verdict_client_bound(const struct cl_client_obs *o)
 		why |= CL_CLIENT_STALL;
 	if (o->agents_missing > 0)
 		why |= CL_CLIENT_AGENT_MISSING;
+	if (o->coordinator_stalls > 0)
+		why |= CL_CLIENT_COORDINATOR_STALL;
 	return why;
 }
 

@@ -54,6 +54,7 @@ struct cl_client_obs {
 				       * server's backlog, not the client's lag */
 	uint32_t stalls;              /* stalls an agent saw in its own loops (chatload/stall.h) */
 	uint32_t agents_missing;      /* silences that made the coordinator mark an agent missing */
+	uint32_t coordinator_stalls;  /* stalls of the coordinator itself */
 };
 
 enum cl_client_reason {
@@ -62,6 +63,7 @@ enum cl_client_reason {
 	CL_CLIENT_LOOP_LAG = 4,
 	CL_CLIENT_STALL = 8,
 	CL_CLIENT_AGENT_MISSING = 16,
+	CL_CLIENT_COORDINATOR_STALL = 32,
 };
 
 /* Whether an interval's health shows a saturated client: cpu over
@@ -70,7 +72,8 @@ bool cl_verdict_cpu_bound(double cpu_pct, double cpu_capacity_pct);
 
 /* The reasons (bitmask of enum cl_client_reason) a stage is client-bound; 0: it is not.
  * cpu: any cpu-bound interval; lags: p99 above CL_RESULTS_CLIENT_LAG_US; stall: any stall
- * an agent saw; agent_missing: any agent that went missing and came back. */
+ * an agent saw; agent_missing: any agent that went missing and came back;
+ * coordinator_stall: any stall of the coordinator itself. */
 unsigned cl_verdict_client_bound(const struct cl_client_obs *o);
 
 /* A stage as estimates see it. */

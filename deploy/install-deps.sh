@@ -1,23 +1,41 @@
 #!/usr/bin/env bash
-# Installs the Debian packages chatload's build and tests need; does nothing when they are
-# all present.  Idempotent; needs root (or sudo) only when something is missing.
+# Installs the Debian packages chatload needs, from deploy/packages.txt (the one list, also
+# read by deploy/Containerfile); does nothing when they are all present.  Idempotent; needs
+# root (or sudo) only when something is missing.
+# usage: deploy/install-deps.sh [--print] [ROLE...]
+#   ROLE     build, test, runtime, recommends (default: build test, what CI and developers need)
+#   --print  print the packages of those roles, one a line, and install nothing
 set -euo pipefail
+list=$(cd "$(dirname "$0")" && pwd)/packages.txt
 
-packages=(
-  build-essential cmake pkg-config     # toolchain
-  libnng-dev libmbedtls-dev            # control channel (nng with TLS via mbedTLS)
-  libmsgpack-dev                       # wire encoding
-  libcurl4-openssl-dev                 # HTTP/SSE client
-  libyaml-dev                          # scenarios
-  libjansson-dev                       # JSON off the hot path (datasets, results, reports)
-  libevent-dev                         # chatload-sim's HTTP server
-  libcmocka-dev                        # unit tests
-  python3 python3-jsonschema           # integration-test driver; results schema check
-  python3-prometheus-client            # soak_test parses /metrics with the reference parser
-  iproute2 openssl                     # multi-host namespace test, TLS test certificates
-  nghttp2-proxy                        # nghttpx: the HTTP/2 server (h2c, TLS+ALPN) the HTTP/2 tests
-                                       # put in front of chatload-sim (HTTP/1.1 only)
-)
+print=0
+roles=()
+for a in "$@"; do
+  case "$a" in
+    --print) print=1 ;;
+    build | test | runtime | recommends) roles+=("$a") ;;
+    *)
+      echo "install-deps: unknown argument '$a' (roles: build test runtime recommends; --print)" >&2
+      exit 2
+      ;;
+  esac
+done
+[ ${#roles[@]} -gt 0 ] || roles=(build test)
+
+packages=()
+while read -r role pkg _; do
+  case "$role" in '' | '#'*) continue ;; esac
+  for r in "${roles[@]}"; do
+    if [ "$r" = "$role" ]; then
+      packages+=("$pkg")
+    fi
+  done
+done <"$list"
+
+if [ "$print" -eq 1 ]; then
+  printf '%s\n' "${packages[@]}"
+  exit 0
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -7,7 +7,7 @@
 # usage: nightly.sh [--scenario FILE] [--dir DIR] [--max-regression PCT] [--date YYYY-MM-DD]
 #                   [--chatload PATH] [-- ARGS FOR chatload run...]
 #
-# Each option may come from the environment instead (deploy/systemd/chatload-nightly.service
+# Each option may come from the environment instead (the chatload-nightly.service unit
 # reads them from /etc/default/chatload-nightly): CHATLOAD_NIGHTLY_SCENARIO,
 # CHATLOAD_NIGHTLY_DIR (default /var/lib/chatload/nightly), CHATLOAD_NIGHTLY_MAX_REGRESSION
 # (default 5%), CHATLOAD_NIGHTLY_ARGS (extra words for chatload run, split on spaces),

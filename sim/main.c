@@ -7,6 +7,7 @@
 #include "server.h"
 #include "sim.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -40,9 +41,18 @@ int main(int argc, char **argv)
 		return CL_EXIT_USAGE;
 	}
 	raise_fd_limit();
-	if (cl_sim_server_init(&sim, &cfg, start_us, &err) != 0) {
-		CL_ERROR("%s", cl_err_format(&err, msg, sizeof(msg)));
-		goto out;
+	if ((rc = cl_sim_server_init(&sim, &cfg, start_us, &err)) != 0) {
+		/* A listen address that cannot resolve, or one off loopback without
+		 * --allow-remote, is a bad flag like any other (exit 2); a busy port or a file
+		 * that cannot be written is a failure (exit 1). */
+		bool usage = rc == CL_EREFUSED || rc == CL_EINVAL;
+		if (usage)
+			fprintf(stderr, "chatload-sim: %s\n(see chatload-sim --help)\n",
+				cl_err_format(&err, msg, sizeof(msg)));
+		else
+			CL_ERROR("%s", cl_err_format(&err, msg, sizeof(msg)));
+		cl_sim_server_destroy(&sim);
+		return usage ? CL_EXIT_USAGE : CL_EXIT_FAILED;
 	}
 	if (cl_sim_server_run(&sim) != 0) {
 		CL_ERROR("event loop failed");

@@ -11,6 +11,11 @@ echo "== build (RelWithDebInfo) =="
 echo "== tests =="
 ctest --test-dir "$root/build" --output-on-failure -j2
 
+# Every fuzz target for a few seconds from its seeds (clang + libFuzzer, its own build tree;
+# kept out of the sanitizer pass: the targets carry ASan+UBSan themselves).
+echo "== fuzz smoke =="
+"$root/tests/fuzz/run-all.sh" "${CHATLOAD_FUZZ_SMOKE_SECONDS:-4}"
+
 if [ "${1:-}" != "--fast" ]; then
   echo "== build (ASan+UBSan) =="
   "$root/deploy/build.sh" "$root/build-asan" -DCHATLOAD_SANITIZE=address,undefined

@@ -5,6 +5,7 @@
 #include "chatload/clock.h"
 #include "chatload/log.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -107,12 +108,7 @@ static bool prefix_ok(const char *p)
 	return true;
 }
 
-/* A header line must not smuggle a second header or a request line in. */
-static bool header_ok(const char *h)
-{
-	return h && strchr(h, ':') && !strpbrk(h, "\r\n");
-}
-
+/* Every stream is a socket: take as many descriptors as the hard limit allows. */
 static void raise_nofile(void)
 {
 	struct rlimit rl;
@@ -123,77 +119,58 @@ static void raise_nofile(void)
 	}
 }
 
-/* Checks libcurl accepts the options every slot will use (e.g. HTTP/2 built in). */
-static int probe_curl(struct cl_engine *e, struct cl_err *err)
+/* Descriptors open in this process now (/proc/self/fd); the limit itself when not one more
+ * can be opened; -1 when it cannot be read otherwise. */
+static long open_fds(rlim_t limit)
 {
-	CURL *h = curl_easy_init();
-	if (!h)
-		return cl_err_set(err, CL_ENOMEM, "cannot create a curl handle");
-	int rc = 0;
-	CURLcode c = (CURLcode)cl_httpver_apply(h, &e->ver);
-	if (c != CURLE_OK)
-		rc = cl_err_set(err, CL_EINVAL, "libcurl cannot speak %s: %s",
-				e->target.http2 ? "HTTP/2" : "HTTP/1.1", curl_easy_strerror(c));
-	else if ((c = curl_easy_setopt(h, CURLOPT_URL, e->url)) != CURLE_OK)
-		rc = cl_err_set(err, CL_EINVAL, "bad target url '%s': %s", e->target.base_url,
-				curl_easy_strerror(c));
-	curl_easy_cleanup(h);
-	return rc;
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return errno == EMFILE ? (long)limit : -1;
+	long n = 0;
+	for (struct dirent *de; (de = readdir(d));)
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n - 1; /* the directory's own */
 }
 
-static int build_headers(struct cl_engine *e, struct cl_err *err)
+/*
+ * Refuses a share whose streams cannot all have a socket: over HTTP/1.1 each stream in
+ * flight holds a connection, so concurrency (or a rate's cap) beyond the descriptors left
+ * under RLIMIT_NOFILE would fail later, one connect at a time, as errors that look like
+ * the server's.  A few descriptors per worker are kept for libcurl's own (its wakeup pair,
+ * name resolver) and the program's.  Multiplexed HTTP/2 shares connections, so it is not
+ * checked (h2c with a connection per request, see target/httpver, is).
+ */
+static int check_fds(struct cl_engine *e, const struct cl_stage_plan *s, struct cl_err *err)
 {
-	static const char *fixed[] = {
-		"Content-Type: application/json",
-		"Accept: text/event-stream",
-		/* curl would otherwise send Expect: 100-continue for large bodies and wait. */
-		"Expect:",
-		("User-Agent: chatload/" CHATLOAD_VERSION),
-	};
-	size_t nfixed = sizeof(fixed) / sizeof(fixed[0]);
-	if (e->target.api_key_env) {
-		const char *key = getenv(e->target.api_key_env);
-		if (!key || !*key)
-			CL_WARN("'%s' is not set: requests go without an API key",
-				e->target.api_key_env);
-		else if (strpbrk(key, "\r\n"))
-			return cl_err_set(err, CL_EINVAL,
-					  "the API key in '%s' contains a line break",
-					  e->target.api_key_env);
-		else if (asprintf(&e->auth_header, "Authorization: Bearer %s", key) < 0) {
-			e->auth_header = NULL;
-			return cl_err_set(err, CL_ENOMEM, "out of memory");
-		}
-	}
-	for (size_t i = 0; i < e->target.n_headers; i++) {
-		if (!header_ok(e->target.headers[i]))
-			return cl_err_set(err, CL_EINVAL, "bad header '%s': want 'Name: value'",
-					  e->target.headers[i] ? e->target.headers[i] : "");
-	}
-	e->hdr_text = calloc(nfixed + 1 + e->target.n_headers, sizeof(*e->hdr_text));
-	if (!e->hdr_text)
-		return cl_err_set(err, CL_ENOMEM, "out of memory");
-	size_t n = 0;
-	for (size_t i = 0; i < nfixed; i++)
-		e->hdr_text[n++] = fixed[i];
-	if (e->auth_header)
-		e->hdr_text[n++] = e->auth_header;
-	/* Extra headers last: curl lets a later line replace an earlier one of the same name,
-	 * so a scenario can override Accept or User-Agent. */
-	for (size_t i = 0; i < e->target.n_headers; i++)
-		e->hdr_text[n++] = e->target.headers[i];
-	e->n_hdr_text = n;
-	return 0;
+	uint64_t streams = s->concurrency;
+	struct rlimit rl;
+	if (e->http.ver.multiplex || streams == 0 || getrlimit(RLIMIT_NOFILE, &rl) != 0 ||
+	    rl.rlim_cur == RLIM_INFINITY)
+		return 0;
+	long in_use = open_fds(rl.rlim_cur);
+	if (in_use < 0)
+		return 0;
+	uint64_t reserve = 16 + 8 * (uint64_t)e->nworkers;
+	uint64_t left =
+	    rl.rlim_cur > (rlim_t)in_use + reserve ? rl.rlim_cur - (rlim_t)in_use - reserve : 0;
+	if (streams <= left)
+		return 0;
+	return cl_err_set(err, CL_ERANGE,
+			  "%s %llu needs %llu connections, but this agent can open only %llu "
+			  "more files (open-file limit %llu, hard limit %llu, %ld in use): raise "
+			  "the limit (ulimit -n, LimitNOFILE= in the systemd unit) or spread the "
+			  "load over more agents",
+			  s->mode == CL_MODE_RATE ? "the rate's in-flight cap" : "concurrency",
+			  (unsigned long long)streams, (unsigned long long)streams,
+			  (unsigned long long)left, (unsigned long long)rl.rlim_cur,
+			  (unsigned long long)rl.rlim_max, in_use);
 }
 
 static int validate_cfg(const struct cl_engine_cfg *cfg, struct cl_err *err)
 {
 	if (!cfg || !cfg->target || !cfg->workload)
 		return cl_err_set(err, CL_EINVAL, "engine needs a target and a workload");
-	const char *u = cfg->target->base_url;
-	if (!u || (strncmp(u, "http://", 7) != 0 && strncmp(u, "https://", 8) != 0))
-		return cl_err_set(err, CL_EINVAL, "bad target url '%s': want http:// or https://",
-				  u ? u : "");
 	if (cfg->workload->n_bodies == 0 || !cfg->workload->bodies)
 		return cl_err_set(err, CL_EINVAL, "workload has no request bodies");
 	for (size_t i = 0; i < cfg->workload->n_bodies; i++) {
@@ -244,27 +221,18 @@ int cl_engine_create(const struct cl_engine_cfg *cfg, struct cl_engine **out, st
 	}
 	snprintf(e->prefix, sizeof(e->prefix), "%s",
 		 cfg->request_id_prefix ? cfg->request_id_prefix : "cl");
-	size_t ul = strlen(e->target.base_url);
-	while (ul > 0 && e->target.base_url[ul - 1] == '/')
-		ul--;
-	if (asprintf(&e->url, "%.*s/chat/completions", (int)ul, e->target.base_url) < 0) {
-		e->url = NULL;
-		rc = cl_err_set(err, CL_ENOMEM, "out of memory");
+	e->good_ttft_us = cfg->good_ttft_us;
+	e->good_tpot_us = cfg->good_tpot_us;
+	e->good_e2e_us = cfg->good_e2e_us;
+	if ((rc = cl_http_target_init(&e->http, &e->target, cfg->allow, err)) != 0)
 		goto fail;
-	}
-	cl_httpver_choose(&e->target, &e->ver);
 	static atomic_bool warned_h2c;
-	if (e->ver.fresh_connection && !atomic_exchange(&warned_h2c, true))
+	if (e->http.ver.fresh_connection && !atomic_exchange(&warned_h2c, true))
 		CL_WARN(
 		    "this libcurl (%s) cannot reuse an h2c prior-knowledge connection (fixed in "
 		    "7.89.0): every request gets a connection of its own, HTTP/2 but not "
 		    "multiplexed (docs/engine.md, \"HTTP/2\")",
 		    curl_version_info(CURLVERSION_NOW)->version);
-	e->good_ttft_us = cfg->good_ttft_us;
-	e->good_tpot_us = cfg->good_tpot_us;
-	e->good_e2e_us = cfg->good_e2e_us;
-	if ((rc = build_headers(e, err)) != 0 || (rc = probe_curl(e, err)) != 0)
-		goto fail;
 
 	if (cfg->request_log_path) {
 		e->log_fd = open(cfg->request_log_path,
@@ -363,7 +331,7 @@ int cl_engine_start(struct cl_engine *e, const struct cl_stage_plan *share, int6
 		cl_err_set(err, rc, "cannot split the stage among %u workers", e->nworkers);
 		goto out;
 	}
-	if ((rc = check_share(e, share, parts, err)) != 0)
+	if ((rc = check_share(e, share, parts, err)) != 0 || (rc = check_fds(e, share, err)) != 0)
 		goto out;
 
 	/* Constant arrivals of equal-rate workers interleave: worker k of n starts k/n of a
@@ -599,12 +567,7 @@ void cl_engine_destroy(struct cl_engine *e)
 	free(e->workers);
 	if (e->log_fd >= 0)
 		close(e->log_fd);
-	if (e->auth_header) {
-		explicit_bzero(e->auth_header, strlen(e->auth_header));
-		free(e->auth_header);
-	}
-	free(e->hdr_text);
-	free(e->url);
+	cl_http_target_free(&e->http);
 	cl_target_plan_free(&e->target);
 	cl_workload_plan_free(&e->workload);
 	if (e->collect_mu_init)

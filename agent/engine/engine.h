@@ -3,6 +3,8 @@
 #ifndef CHATLOAD_ENGINE_H
 #define CHATLOAD_ENGINE_H
 
+#include "http/allow.h"
+
 #include "chatload/err.h"
 #include "chatload/metrics.h"
 #include "chatload/plan.h"
@@ -28,16 +30,19 @@ struct cl_engine_cfg {
 						  * (docs/engine.md lists the fields); truncated at
 						  * create */
 	int64_t good_ttft_us, good_tpot_us, good_e2e_us; /* per-request SLOs for goodput; 0 off */
+	const struct cl_allow_list *allow;               /* targets this engine may load (an agent's
+							  * --allow-target); NULL or empty: any */
 };
 
 /*
- * Validates cfg, raises RLIMIT_NOFILE to its hard limit, reads the API key from
- * getenv(target->api_key_env) once (it is never logged), deep-copies the plans and starts the
- * worker threads, which then wait idle for a stage.  Blocks only for that setup.
- * Returns 0 and *out, or CL_EINVAL (bad cfg; message in err), CL_ENOMEM, CL_ESYS, CL_EIO
- * (request log cannot be opened).  On failure *out is NULL and nothing is left behind.
- * The program must have called curl_global_init (once, in main, before any thread starts);
- * the engine never does.
+ * Validates cfg, raises RLIMIT_NOFILE to its hard limit, prepares the target with
+ * cl_http_target_init (URL checked against cfg->allow, API key read from
+ * getenv(target->api_key_env) once and never logged, headers checked), deep-copies the plans
+ * and starts the worker threads, which then wait idle for a stage.  Blocks only for that
+ * setup.  Returns 0 and *out, or CL_EINVAL (bad cfg; message in err), CL_EREFUSED (target not
+ * allowed, api_key_env not set), CL_ENOMEM, CL_ESYS, CL_EIO (request log cannot be opened).  On
+ * failure *out is NULL and nothing is left behind. The program must have called curl_global_init
+ * (once, in main, before any thread starts); the engine never does.
  */
 int cl_engine_create(const struct cl_engine_cfg *cfg, struct cl_engine **out, struct cl_err *err);
 
@@ -47,8 +52,9 @@ int cl_engine_create(const struct cl_engine_cfg *cfg, struct cl_engine **out, st
  * the future (the workers wait for it).  Non-blocking: returns once every worker has been
  * handed its share.  share is copied.  CL_ESTATE if a stage is running (state not IDLE or
  * DONE), CL_EINVAL for a share the engine cannot run (e.g. a worker's concurrency above its
- * slots, neither duration nor requests).  Metrics left from an earlier stage should be
- * collected before starting; they are not discarded.
+ * slots, neither duration nor requests), CL_ERANGE when over HTTP/1.1 its concurrency (or
+ * rate cap) needs more sockets than the open-file limit leaves (the message says both).  Metrics
+ * left from an earlier stage should be collected before starting; they are not discarded.
  */
 int cl_engine_start(struct cl_engine *e, const struct cl_stage_plan *share, int64_t start_mono_us,
 		    struct cl_err *err);

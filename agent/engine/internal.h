@@ -7,7 +7,7 @@
 #include "backoff.h"
 #include "engine.h"
 
-#include "httpver/httpver.h"
+#include "http/handle.h"
 #include "stream/sse.h"
 
 #include "chatload/clock.h"
@@ -60,7 +60,7 @@ struct cl_slot {
 	bool busy;
 	bool in_window;     /* intended start inside the measured window: its latencies count */
 	uint32_t requested; /* max_tokens its body asks for (0: none) */
-	bool parked;    /* waiting out the no-answer backoff (not in curl, not free) */
+	bool parked;        /* waiting out the no-answer backoff (not in curl, not free) */
 	uint32_t no_answer_streak; /* consecutive requests of this slot that got no answer */
 
 	/* one request's record (reset when the slot is taken) */
@@ -101,7 +101,7 @@ struct cl_slot {
 	char sample[CL_ERR_SAMPLE_BODY_MAX]; /* first bytes of an error body / bad event */
 
 	struct cl_sse_parser sse;
-	struct curl_slist *hdrs; /* n_hdrs nodes owned by the slot, data shared (see request.c) */
+	struct curl_slist *hdrs; /* header nodes owned by the slot, data shared (see request.c) */
 	char reqid[CL_ENGINE_REQID_MAX]; /* "X-Request-Id: <prefix>-<worker>-<seq>" */
 	char errbuf[CURL_ERROR_SIZE];
 };
@@ -200,11 +200,8 @@ struct cl_engine {
 	 * so the agent's sequence of requests is the same on every run. */
 	atomic_uint_fast64_t next_body;
 	char prefix[CL_ENGINE_MAX_PREFIX + 1];
-	char *url;             /* base_url + "/chat/completions" */
-	char *auth_header;     /* "Authorization: Bearer ..." or NULL; wiped at destroy */
-	const char **hdr_text; /* the shared header lines every slot sends, n_hdr_text */
-	size_t n_hdr_text;
-	struct cl_httpver ver; /* HTTP version and connection use (target/httpver) */
+	struct cl_http_target http; /* URL, header lines (key wiped at destroy), TLS, version:
+				     * applied to every slot, read-only once built */
 	int64_t good_ttft_us, good_tpot_us, good_e2e_us;
 	int log_fd; /* -1: no request log */
 	atomic_bool log_failed;
@@ -264,6 +261,16 @@ bool cl_request_resend(struct cl_worker *w, struct cl_slot *s, CURLcode res);
 int64_t cl_request_expire_done(struct cl_worker *w, int64_t now_us);
 /* Writes the buffered request log lines. */
 void cl_reqlog_flush(struct cl_worker *w);
+/* Appends the request log line of slot s's finished request (reqlog.c); a no-op without a
+ * request log.  msg (msg_len bytes) is the error sample, NULL for none. */
+void cl_reqlog_write(struct cl_worker *w, const struct cl_slot *s, const char *status,
+		     int64_t end_us, int64_t tokens, int64_t rtokens, bool from_usage,
+		     long connects, int http_major, const char *msg, size_t msg_len);
+/* Times slot s's request was re-sent on a fresh connection. */
+static inline uint32_t cl_slot_reconnects(const struct cl_slot *s)
+{
+	return s->attempts > 1 ? s->attempts - 1 : 0;
+}
 /* curl callbacks */
 size_t cl_on_header(char *p, size_t size, size_t n, void *ud);
 size_t cl_on_body(char *p, size_t size, size_t n, void *ud);

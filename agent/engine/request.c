@@ -7,13 +7,11 @@
 #include "chatload/clock.h"
 #include "chatload/log.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
 
 /* Callback stop values for cl_sse_feed (any nonzero stops feeding; curl then aborts). */
 enum { STOP_BAD_EVENT = 1, STOP_AT_DONE = 2 };
@@ -36,16 +34,25 @@ static int on_prereq(void *clientp, char *primary_ip, char *local_ip, int primar
 	return CURL_PREREQFUNC_OK;
 }
 
-/* Sets every option of the slot's easy handle but the body (fresh, or after a reset). */
+/*
+ * Sets every option of the slot's easy handle but the body (fresh, or after a reset): where
+ * and how (URL, protocols, redirects, TLS, timeouts, HTTP version and connection use, the
+ * header list) the target's, as the readiness probe sends them (target/http), then the
+ * slot's own callbacks.  Every target option was tried when the engine was created.
+ */
 static int apply_options(struct cl_slot *s)
 {
 	struct cl_engine *e = s->w->e;
 	CURL *h = s->easy;
+	struct cl_err err = { 0 };
+	if (cl_http_target_apply(&e->http, h, CL_HTTP_CHAT, e->workload.request_timeout_us, s->hdrs,
+				 &err) != 0) {
+		CL_WARN("worker %u: %s", s->w->index, err.msg);
+		return err.code ? err.code : CL_EINVAL;
+	}
 	int bad = 0;
 	bad |= curl_easy_setopt(h, CURLOPT_PRIVATE, s);
-	bad |= curl_easy_setopt(h, CURLOPT_URL, e->url);
 	bad |= curl_easy_setopt(h, CURLOPT_POST, 1L);
-	bad |= curl_easy_setopt(h, CURLOPT_HTTPHEADER, s->hdrs);
 	bad |= curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, cl_on_body);
 	bad |= curl_easy_setopt(h, CURLOPT_WRITEDATA, s);
 	bad |= curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, cl_on_header);
@@ -53,22 +60,7 @@ static int apply_options(struct cl_slot *s)
 	bad |= curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, on_prereq);
 	bad |= curl_easy_setopt(h, CURLOPT_PREREQDATA, s);
 	bad |= curl_easy_setopt(h, CURLOPT_ERRORBUFFER, s->errbuf);
-	bad |= curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	bad |= curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
-	/* HTTP version, PIPEWAIT and connection reuse: the probe's choice (target/httpver). */
-	bad |= cl_httpver_apply(h, &e->ver);
-	bad |= curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, e->target.tls_verify ? 1L : 0L);
-	bad |= curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, e->target.tls_verify ? 2L : 0L);
-	if (e->target.ca_file)
-		bad |= curl_easy_setopt(h, CURLOPT_CAINFO, e->target.ca_file);
-	if (e->target.connect_timeout_us > 0) {
-		long ms = (long)((e->target.connect_timeout_us + 999) / 1000);
-		bad |= curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, ms);
-	}
-	if (e->workload.request_timeout_us > 0) {
-		long ms = (long)((e->workload.request_timeout_us + 999) / 1000);
-		bad |= curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, ms);
-	}
 	return bad ? CL_ENOMEM : 0;
 }
 
@@ -98,20 +90,18 @@ int cl_slot_prepare(struct cl_slot *s)
 	if (cl_sse_init(&s->sse, CL_ENGINE_MAX_EVENT_BYTES) != 0)
 		goto fail;
 	/*
-	 * The header list is the slot's own array of nodes.  curl only reads the list while it
-	 * builds a request, so the X-Request-Id node can be rewritten in place for each request
-	 * and the shared lines need no copies: no allocation per request.
+	 * The header list is the slot's own array of nodes: X-Request-Id first, then the
+	 * target's chat lines (shared, not copied).  curl only reads the list while it builds
+	 * a request, so the X-Request-Id node can be rewritten in place for each request: no
+	 * allocation per request.
 	 */
-	size_t n = 1 + e->n_hdr_text;
+	size_t n = 1 + cl_http_target_n_lines(&e->http, CL_HTTP_CHAT);
 	s->hdrs = calloc(n, sizeof(*s->hdrs));
 	if (!s->hdrs)
 		goto fail;
-	s->hdrs[0].data = s->reqid;
-	for (size_t i = 0; i < e->n_hdr_text; i++)
-		s->hdrs[i + 1].data = (char *)e->hdr_text[i];
-	for (size_t i = 0; i + 1 < n; i++)
-		s->hdrs[i].next = &s->hdrs[i + 1];
 	snprintf(s->reqid, sizeof(s->reqid), "X-Request-Id: %s", e->prefix);
+	if (!cl_http_target_link(&e->http, CL_HTTP_CHAT, s->hdrs, n, s->reqid))
+		goto fail;
 
 	CURL *h = curl_easy_init();
 	if (!h)
@@ -210,8 +200,12 @@ bool cl_request_launch(struct cl_worker *w, struct cl_slot *s, int64_t intended_
 	    &e->workload.bodies[(e->workload.first_body + k) % e->workload.n_bodies];
 	s->body = b;
 	s->requested = b->max_tokens;
-	curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, b->json);
-	curl_easy_setopt(s->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)b->len);
+	if (curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, b->json) != CURLE_OK ||
+	    curl_easy_setopt(s->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)b->len) !=
+		CURLE_OK) {
+		CL_WARN("worker %u: cannot set a request body", w->index);
+		return false; /* the caller takes the slot back */
+	}
 
 	s->in_window = cl_in_window(w, intended_us);
 	s->busy = true;
@@ -271,7 +265,7 @@ size_t cl_on_header(char *p, size_t size, size_t n, void *ud)
 				/* HTTP/2 required (ALPN may still pick http/1.1): an HTTP/1.x
 				 * answer is refused here, before its body is taken for the
 				 * server's. */
-				if (p[5] == '1' && s->w->e->ver.h2_required) {
+				if (p[5] == '1' && s->w->e->http.ver.h2_required) {
 					s->h1_refused = true;
 					return 0; /* aborts the transfer */
 				}
@@ -599,122 +593,6 @@ static void add_correction(uint64_t *ctr, int64_t total, int64_t counted, int64_
 	*ctr += (uint64_t)win;
 }
 
-static void log_json_string(struct cl_worker *w, const char *p, size_t n)
-{
-	char *o = w->log_buf + w->log_len;
-	size_t room = CL_ENGINE_LOG_BUF - w->log_len;
-	size_t k = 0;
-	if (room < 2)
-		return;
-	o[k++] = '"';
-	for (size_t i = 0; i < n && k + 8 < room; i++) {
-		unsigned char c = (unsigned char)p[i];
-		if (c == '"' || c == '\\') {
-			o[k++] = '\\';
-			o[k++] = (char)c;
-		} else if (c < 0x20 || c == 0x7f) {
-			k += (size_t)snprintf(o + k, room - k, "\\u%04x", c);
-		} else {
-			o[k++] = (char)c;
-		}
-	}
-	o[k++] = '"';
-	w->log_len += k;
-}
-
-static void log_ts(struct cl_worker *w, const char *name, int64_t v)
-{
-	size_t room = CL_ENGINE_LOG_BUF - w->log_len;
-	int k = v ? snprintf(w->log_buf + w->log_len, room, ",\"%s\":%" PRId64, name, v)
-		  : snprintf(w->log_buf + w->log_len, room, ",\"%s\":null", name);
-	if (k > 0 && (size_t)k < room)
-		w->log_len += (size_t)k;
-}
-
-void cl_reqlog_flush(struct cl_worker *w)
-{
-	struct cl_engine *e = w->e;
-	size_t off = 0;
-	while (off < w->log_len && e->log_fd >= 0) {
-		ssize_t k = write(e->log_fd, w->log_buf + off, w->log_len - off);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0) {
-			if (!atomic_exchange(&e->log_failed, true))
-				CL_WARN("cannot write the request log: %s", strerror(errno));
-			break;
-		}
-		off += (size_t)k;
-	}
-	w->log_len = 0;
-}
-
-/* Times the request was re-sent on a fresh connection. */
-static uint32_t reconnects(const struct cl_slot *s)
-{
-	return s->attempts > 1 ? s->attempts - 1 : 0;
-}
-
-static void log_request(struct cl_worker *w, const struct cl_slot *s, const char *status,
-			int64_t end_us, int64_t tokens, int64_t rtokens, bool from_usage,
-			long connects, int http_major, const char *msg, size_t msg_len)
-{
-	struct cl_engine *e = w->e;
-	if (e->log_fd < 0 || !w->log_buf)
-		return;
-	/* A line is at most ~2.2 KiB (a 256-byte message escapes to at most 1.5 KiB); flush
-	 * before it could overflow so lines are always whole. */
-	if (CL_ENGINE_LOG_BUF - w->log_len < 4096)
-		cl_reqlog_flush(w);
-	size_t room = CL_ENGINE_LOG_BUF - w->log_len;
-	int k = snprintf(
-	    w->log_buf + w->log_len, room,
-	    "{\"id\":\"%s-%u-%" PRIu64 "\",\"worker\":%u,\"seq\":%" PRIu64 ",\"window\":%s",
-	    e->prefix, w->index, s->seq, w->index, s->seq, s->in_window ? "true" : "false");
-	if (k > 0 && (size_t)k < room)
-		w->log_len += (size_t)k;
-	log_ts(w, "intended_us", s->intended_us);
-	log_ts(w, "handed_us", s->handed_us);
-	log_ts(w, "sent_us", s->sent_us);
-	log_ts(w, "headers_us", s->headers_us);
-	log_ts(w, "first_us", s->first_us);
-	log_ts(w, "first_content_us", s->first_content_us);
-	log_ts(w, "last_us", s->last_us);
-	log_ts(w, "end_us", end_us);
-	room = CL_ENGINE_LOG_BUF - w->log_len;
-	k = snprintf(w->log_buf + w->log_len, room,
-		     ",\"new_connection\":%s,\"reconnects\":%u,\"closed_at_done\":%s",
-		     connects > 0 || s->fresh_resent ? "true" : "false", reconnects(s),
-		     s->closed_at_done ? "true" : "false");
-	if (k > 0 && (size_t)k < room)
-		w->log_len += (size_t)k;
-	room = CL_ENGINE_LOG_BUF - w->log_len;
-	k = http_major ? snprintf(w->log_buf + w->log_len, room, ",\"http_version\":%d", http_major)
-		       : snprintf(w->log_buf + w->log_len, room, ",\"http_version\":null");
-	if (k > 0 && (size_t)k < room)
-		w->log_len += (size_t)k;
-	room = CL_ENGINE_LOG_BUF - w->log_len;
-	k = snprintf(w->log_buf + w->log_len, room,
-		     ",\"http_status\":%d,\"tokens\":%" PRId64 ",\"reasoning_tokens\":%" PRId64
-		     ",\"prompt_tokens\":%" PRId64
-		     ",\"usage\":\"%s\",\"chunks\":%u,\"bytes\":%" PRIu64 ",\"status\":\"%s\"",
-		     s->http_status, tokens, rtokens, s->usage_pt, from_usage ? "server" : "chunks",
-		     s->n_tok_chunks, s->bytes, status);
-	if (k > 0 && (size_t)k < room)
-		w->log_len += (size_t)k;
-	if (msg && msg_len) {
-		if (w->log_len + 10 < CL_ENGINE_LOG_BUF) {
-			memcpy(w->log_buf + w->log_len, ",\"error\":", 9);
-			w->log_len += 9;
-		}
-		log_json_string(w, msg, msg_len < 256 ? msg_len : 256);
-	}
-	if (w->log_len + 2 < CL_ENGINE_LOG_BUF) {
-		w->log_buf[w->log_len++] = '}';
-		w->log_buf[w->log_len++] = '\n';
-	}
-}
-
 void cl_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bool cut)
 {
 	struct cl_engine *e = w->e;
@@ -723,9 +601,10 @@ void cl_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, boo
 	curl_multi_remove_handle(s->shard->multi, s->easy);
 	if (s->in_after_done)
 		after_done_remove(s);
-	if (reconnects(s)) {
+	if (cl_slot_reconnects(s)) {
 		s->reset_easy = true; /* libcurl's re-send count must not carry over */
-		atomic_fetch_add_explicit(&w->reconnects, reconnects(s), memory_order_relaxed);
+		atomic_fetch_add_explicit(&w->reconnects, cl_slot_reconnects(s),
+					  memory_order_relaxed);
 	}
 	if (s->fresh_resent)
 		s->reset_easy = true; /* drops CURLOPT_FRESH_CONNECT */
@@ -844,8 +723,8 @@ void cl_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, boo
 		atomic_fetch_add_explicit(&w->ramp_finished, 1, memory_order_relaxed);
 	}
 
-	log_request(w, s, cls == CL_CTR_COMPLETED ? "completed" : cl_ctr_name(cls), now, tokens,
-		    rtokens, from_usage, connects, http_major, msg, msg_len);
+	cl_reqlog_write(w, s, cls == CL_CTR_COMPLETED ? "completed" : cl_ctr_name(cls), now, tokens,
+			rtokens, from_usage, connects, http_major, msg, msg_len);
 
 	s->busy = false;
 	/* No answer at all (nothing to measure, nothing the server said): the closed loop

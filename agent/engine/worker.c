@@ -687,7 +687,7 @@ int cl_worker_init(struct cl_worker *w, struct cl_engine *e, uint32_t index, uin
 		return cl_err_set(err, CL_ESYS, "cannot set up worker %u's event loop: %s", index,
 				  strerror(errno));
 
-	uint32_t per = cl_httpver_shard_slots(&e->ver, CL_ENGINE_SHARD_SLOTS);
+	uint32_t per = cl_httpver_shard_slots(&e->http.ver, CL_ENGINE_SHARD_SLOTS);
 	w->nshards = (nslots + per - 1) / per;
 	w->shards = calloc(w->nshards, sizeof(*w->shards));
 	if (!w->shards)
@@ -711,7 +711,7 @@ int cl_worker_init(struct cl_worker *w, struct cl_engine *e, uint32_t index, uin
 		bad |= curl_multi_setopt(m, CURLMOPT_MAX_HOST_CONNECTIONS, 0L);
 		bad |= curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, 0L);
 		bad |= curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, (long)per + 16);
-		bad |= cl_httpver_apply_multi(m, &e->ver, per);
+		bad |= cl_httpver_apply_multi(m, &e->http.ver, per);
 		if (bad)
 			return cl_err_set(err, CL_EINVAL, "cannot configure a curl multi handle");
 	}

@@ -500,9 +500,10 @@ int cli_scn_get_dur(struct scn_ctx *c, const struct ynode *v, int64_t min_us, in
 			cli_scn_error(c, v, "%s must be longer than 0, got %s", cli_scn_path(c),
 				      cli_scn_describe(v, got, sizeof(got)));
 		else
-			cli_scn_error(c, v, "%s must be at least %s, got %s", cli_scn_path(c),
-				      cl_format_duration_us(min_us, CL_DURATION_PRECISE, a, sizeof(a)),
-				      cli_scn_describe(v, got, sizeof(got)));
+			cli_scn_error(
+			    c, v, "%s must be at least %s, got %s", cli_scn_path(c),
+			    cl_format_duration_us(min_us, CL_DURATION_PRECISE, a, sizeof(a)),
+			    cli_scn_describe(v, got, sizeof(got)));
 		return -1;
 	}
 	if (max_us > 0 && us > max_us) {

@@ -258,4 +258,10 @@ int cli_scenario_derive_defaults(struct cl_scenario *s, const struct scn_given *
 /* scenario.c: the defaults of one stage entry before its keys are read. */
 void cli_scenario_stage_defaults(struct cl_scn_stage *st);
 
+/* The loader behind a section's context (the context is its first member). */
+static inline struct scn_loader *L(struct scn_ctx *c)
+{
+	return (struct scn_loader *)c;
+}
+
 #endif

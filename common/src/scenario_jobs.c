@@ -13,11 +13,6 @@
 #define SEC  1000000LL
 #define DAY  (86400LL * SEC)
 
-static struct scn_loader *L(struct scn_ctx *c)
-{
-	return (struct scn_loader *)c;
-}
-
 /* ---- search ---- */
 
 /* The search mapping as written; the levels wait for `over` to be known. */

@@ -16,11 +16,6 @@
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
-static struct scn_loader *L(struct scn_ctx *c)
-{
-	return (struct scn_loader *)c;
-}
-
 /* ---- slo ---- */
 
 /* SLO-able latency metrics: all but the client's own loop lag. */

@@ -28,11 +28,6 @@ struct stage_spec {
 	int64_t ramp_us;
 };
 
-static struct scn_loader *L(struct scn_ctx *c)
-{
-	return (struct scn_loader *)c;
-}
-
 static int list_or_one(struct scn_ctx *c, const struct ynode *v, size_t *n)
 {
 	char got[96];
@@ -248,10 +243,10 @@ static void conv_stage(struct scn_ctx *c, const struct ynode *entry)
 			      seen[SF_BURST] ? "burstiness" : "gamma_shape");
 	if (seen[SF_RAMP] && seen[SF_DUR] && sp.ramp_us > sp.duration_us && sp.duration_us > 0) {
 		char a[32], b[32];
-		cli_scn_error(c, seen[SF_RAMP],
-			      "%s.ramp (%s) is longer than the stage's duration (%s)", p,
-			      cl_format_duration_us(sp.ramp_us, CL_DURATION_PRECISE, a, sizeof(a)),
-			      cl_format_duration_us(sp.duration_us, CL_DURATION_PRECISE, b, sizeof(b)));
+		cli_scn_error(
+		    c, seen[SF_RAMP], "%s.ramp (%s) is longer than the stage's duration (%s)", p,
+		    cl_format_duration_us(sp.ramp_us, CL_DURATION_PRECISE, a, sizeof(a)),
+		    cl_format_duration_us(sp.duration_us, CL_DURATION_PRECISE, b, sizeof(b)));
 	}
 
 	size_t n = sp.n_conc ? sp.n_conc : sp.n_rate;

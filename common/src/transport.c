@@ -4,12 +4,15 @@
 #include "chatload/buf.h"
 #include "chatload/wire.h"
 
+#include "tls_diag.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <nng/supplemental/tls/tls.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 static bool host_is_loopback(const char *host, size_t len)
 {
@@ -159,8 +162,22 @@ out:
 	return rc;
 }
 
+uint64_t cl_transport_refused_handshakes(nng_listener l)
+{
+	nng_stat *all = NULL;
+	uint64_t v = 0;
+	if (nng_listener_id(l) < 0 || nng_stats_get(&all) != 0)
+		return 0;
+	nng_stat *ls = nng_stat_find_listener(all, l);
+	nng_stat *auth = ls ? nng_stat_find(ls, "auth") : NULL;
+	if (auth)
+		v = nng_stat_value(auth);
+	nng_stats_free(all);
+	return v;
+}
+
 int cl_transport_listen(nng_socket sock, const char *url, const struct cl_tls_opts *tls,
-			bool insecure, struct cl_err *err)
+			bool insecure, nng_listener *out, struct cl_err *err)
 {
 	int rc0 = check_url(url, insecure, err);
 	if (rc0 != 0)
@@ -185,6 +202,8 @@ int cl_transport_listen(nng_socket sock, const char *url, const struct cl_tls_op
 		nng_listener_close(l);
 		return cl_err_set(err, CL_ESYS, "cannot listen on '%s': %s", url, nng_strerror(rc));
 	}
+	if (out)
+		*out = l;
 	return 0;
 }
 
@@ -218,29 +237,38 @@ int cl_transport_dial(nng_socket sock, const char *url, const struct cl_tls_opts
 	return 0;
 }
 
-char *cl_transport_peer(nng_msg *msg, char *buf, size_t n)
+int cl_transport_pipe_addr(nng_pipe p, char *buf, size_t n)
 {
-	snprintf(buf, n, "unknown peer");
-	nng_pipe p = nng_msg_get_pipe(msg);
 	nng_sockaddr sa;
 	if (nng_pipe_id(p) < 0 || nng_pipe_get_addr(p, NNG_OPT_REMADDR, &sa) != 0)
-		return buf;
+		return CL_ENOTFOUND;
 	char ip[INET6_ADDRSTRLEN] = "?";
+	int pid = 0;
 	switch (sa.s_family) {
 	case NNG_AF_INET:
 		inet_ntop(AF_INET, &sa.s_in.sa_addr, ip, sizeof(ip));
 		snprintf(buf, n, "%s:%u", ip, ntohs(sa.s_in.sa_port));
-		break;
+		return 0;
 	case NNG_AF_INET6:
 		inet_ntop(AF_INET6, sa.s_in6.sa_addr, ip, sizeof(ip));
 		snprintf(buf, n, "[%s]:%u", ip, ntohs(sa.s_in6.sa_port));
-		break;
+		return 0;
 	case NNG_AF_IPC:
-		snprintf(buf, n, "ipc peer");
-		break;
+		/* An ipc peer has no address of its own; its process id tells it apart. */
+		if (nng_pipe_get_int(p, NNG_OPT_IPC_PEER_PID, &pid) == 0 && pid > 0)
+			snprintf(buf, n, "ipc peer pid %d", pid);
+		else
+			snprintf(buf, n, "ipc peer");
+		return 0;
 	default:
-		break;
+		return CL_ENOTFOUND;
 	}
+}
+
+char *cl_transport_peer(nng_msg *msg, char *buf, size_t n)
+{
+	if (cl_transport_pipe_addr(nng_msg_get_pipe(msg), buf, n) != 0)
+		snprintf(buf, n, "unknown peer");
 	return buf;
 }
 
@@ -257,9 +285,30 @@ int cl_transport_check_dial(const char *url, const struct cl_tls_opts *tls, bool
 	return rc;
 }
 
-int cl_transport_probe_dial(const char *url, const struct cl_tls_opts *tls, bool insecure,
-			    int timeout_ms, struct cl_err *err)
+static void on_probe_aio(void *arg)
 {
+	atomic_store((atomic_int *)arg, 1);
+}
+
+/* nng_aio_wait, checking *cancel every 20 ms and cancelling the aio when it is set. */
+static void wait_aio(nng_aio *aio, atomic_int *done, const atomic_int *cancel)
+{
+	bool cancelled = false;
+	while (!atomic_load(done)) {
+		if (!cancelled && cancel && atomic_load(cancel)) {
+			cancelled = true;
+			nng_aio_cancel(aio);
+		}
+		struct timespec ts = { 0, 20 * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+	atomic_store(done, 0);
+}
+
+int cl_transport_probe_dial(const char *url, const struct cl_tls_opts *tls, bool insecure,
+			    int timeout_ms, const atomic_int *cancel, struct cl_err *err)
+{
+	atomic_int done = 0;
 	int rc = check_url(url, insecure, err);
 	if (rc != 0)
 		return rc;
@@ -275,14 +324,15 @@ int cl_transport_probe_dial(const char *url, const struct cl_tls_opts *tls, bool
 			goto out;
 		nng_stream_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, cfg);
 	}
-	if ((rc = nng_aio_alloc(&aio, NULL, NULL)) != 0) {
+	if ((rc = nng_aio_alloc(&aio, on_probe_aio, &done)) != 0) {
 		rc = cl_err_set(err, CL_ENOMEM, "out of memory");
 		goto out;
 	}
 	nng_aio_set_timeout(aio, timeout_ms);
 	nng_stream_dialer_dial(d, aio);
-	nng_aio_wait(aio);
+	wait_aio(aio, &done, cancel);
 	rc = nng_aio_result(aio);
+	bool connected = rc == 0;
 	if (rc == 0) {
 		/* TLS shakes hands on the first I/O: send the SP greeting of a REQ peer and
 		 * read the answer, which is where a certificate problem shows. */
@@ -292,19 +342,31 @@ int cl_transport_probe_dial(const char *url, const struct cl_tls_opts *tls, bool
 		nng_aio_set_iov(aio, 1, &iov);
 		nng_aio_set_timeout(aio, timeout_ms);
 		nng_stream_send(st, aio);
-		nng_aio_wait(aio);
+		wait_aio(aio, &done, cancel);
 		rc = nng_aio_result(aio);
 		if (rc == 0) {
 			iov = (nng_iov){ .iov_buf = back, .iov_len = sizeof(back) };
 			nng_aio_set_iov(aio, 1, &iov);
 			nng_aio_set_timeout(aio, timeout_ms);
 			nng_stream_recv(st, aio);
-			nng_aio_wait(aio);
+			wait_aio(aio, &done, cancel);
 			rc = nng_aio_result(aio);
 		}
 		nng_stream_free(st);
 	}
-	if (rc != 0) {
+	if (rc != 0 && connected && is_tls(url)) {
+		/* nng says only "Cryptographic error" or "Peer could not be authenticated": a
+		 * handshake of our own says which certificate check failed. */
+		char why[600];
+		nng_url *u = NULL;
+		if (nng_url_parse(&u, url) == 0 &&
+		    cli_tls_diagnose(u->u_hostname, u->u_port, tls, timeout_ms, why, sizeof(why)))
+			rc = cl_err_set(err, CL_EIO, "cannot connect to '%s': %s", url, why);
+		else
+			rc = cl_err_set(err, CL_EIO, "cannot connect to '%s': TLS: %s", url,
+					nng_strerror(rc));
+		nng_url_free(u);
+	} else if (rc != 0) {
 		rc = cl_err_set(err, CL_EIO, "cannot connect to '%s': %s", url, nng_strerror(rc));
 	}
 out:

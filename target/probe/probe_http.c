@@ -144,58 +144,24 @@ void cli_probe_http_error_text(long status, const char *body, size_t len, char *
 /* ---- connection setup -------------------------------------------------------------------- */
 
 int cli_probe_http_init(struct cl_probe_http *h, const struct cl_target_plan *target,
-			const atomic_int *cancel, struct cl_err *err)
+			const struct cl_allow_list *allow, const atomic_int *cancel,
+			struct cl_err *err)
 {
 	memset(h, 0, sizeof(*h));
 	h->target = target;
 	h->cancel = cancel;
-	cl_httpver_choose(target, &h->ver);
-	struct curl_slist *l;
-	if (target->api_key_env && *target->api_key_env) {
-		const char *key = getenv(target->api_key_env);
-		if (!key || !*key)
-			return cl_err_set(err, CL_EREFUSED,
-					  "environment variable '%s' (the API key) is not set",
-					  target->api_key_env);
-		char *line = NULL;
-		size_t keylen = strlen(key);
-		line = malloc(keylen + 32);
-		if (!line)
-			goto nomem;
-		snprintf(line, keylen + 32, "Authorization: Bearer %s", key);
-		l = curl_slist_append(h->headers, line);
-		explicit_bzero(line, keylen + 32);
-		free(line);
-		if (!l)
-			goto nomem;
-		h->headers = l;
-		h->has_key = true;
-	}
-	for (size_t i = 0; i < target->n_headers; i++) {
-		if (!(l = curl_slist_append(h->headers, target->headers[i])))
-			goto nomem;
-		h->headers = l;
-	}
-	/* The chat list repeats the common one: curl takes one list per request. */
-	for (struct curl_slist *p = h->headers; p; p = p->next) {
-		if (!(l = curl_slist_append(h->chat_headers, p->data)))
-			goto nomem;
-		h->chat_headers = l;
-	}
-	static const char *const chat[] = { "Content-Type: application/json",
-					    "Accept: text/event-stream",
-					    "Expect:" /* no 100-continue round trip */ };
-	for (size_t i = 0; i < sizeof(chat) / sizeof(chat[0]); i++) {
-		if (!(l = curl_slist_append(h->chat_headers, chat[i])))
-			goto nomem;
-		h->chat_headers = l;
-	}
+	int rc = cl_http_target_init(&h->http, target, allow, err);
+	if (rc != 0)
+		return rc;
+	h->has_key = h->http.auth != NULL;
+	h->models_headers = cl_http_target_link(&h->http, CL_HTTP_MODELS, h->models_nodes,
+						CL_HTTP_MAX_HEADERS, NULL);
+	h->chat_headers =
+	    cl_http_target_link(&h->http, CL_HTTP_CHAT, h->chat_nodes, CL_HTTP_MAX_HEADERS, NULL);
 	h->easy = curl_easy_init();
 	if (!h->easy)
-		goto nomem;
+		return cl_err_set(err, CL_ENOMEM, "out of memory preparing the readiness probe");
 	return 0;
-nomem:
-	return cl_err_set(err, CL_ENOMEM, "out of memory preparing the readiness probe");
 }
 
 void cli_probe_http_destroy(struct cl_probe_http *h)
@@ -204,10 +170,9 @@ void cli_probe_http_destroy(struct cl_probe_http *h)
 		return;
 	if (h->easy)
 		curl_easy_cleanup(h->easy);
-	curl_slist_free_all(h->headers);
-	curl_slist_free_all(h->chat_headers);
 	h->easy = NULL;
-	h->headers = h->chat_headers = NULL;
+	h->models_headers = h->chat_headers = NULL;
+	cl_http_target_free(&h->http);
 }
 
 static int on_xferinfo(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
@@ -217,57 +182,40 @@ static int on_xferinfo(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off
 	return h->cancel && *h->cancel ? 1 : 0;
 }
 
-static long to_ms(int64_t us)
-{
-	return us <= 1000 ? 1 : (long)(us / 1000);
-}
+/* Sets one option of a request; a refusal is a fatal attempt naming the option. */
+#define SETOPT(a, e, opt, val)                                                                     \
+	do {                                                                                       \
+		CURLcode c_ = curl_easy_setopt(e, opt, val);                                       \
+		if (c_ != CURLE_OK) {                                                              \
+			set_error(a, CL_PROBE_FATAL, "cannot set %s: %s", #opt,                    \
+				  curl_easy_strerror(c_));                                         \
+			return -1;                                                                 \
+		}                                                                                  \
+	} while (0)
 
 /*
- * Options every request shares; the handle keeps its connections across resets.  The reset
- * before every request also clears libcurl's count of re-sends on dead reused connections,
- * which 7.88 otherwise carries from one transfer to the next (see agent/engine/request.c):
- * against a server that closes after every answer the probe's re-sends never add up.
+ * Everything a request shares, from the target (as the engine sends it: URL, headers, TLS,
+ * HTTP version and connection use), plus the probe's cancel callback; the handle keeps its
+ * connections across resets.  The reset before every request also clears libcurl's count of
+ * re-sends on dead reused connections, which 7.88 otherwise carries from one transfer to the
+ * next (see agent/engine/request.c): against a server that closes after every answer the
+ * probe's re-sends never add up.  -1 with a filled attempt when an option is refused.
  */
-static void setup(struct cl_probe_http *h, CURL *e, const char *url, int64_t timeout_us,
-		  struct curl_slist *headers)
+static int setup(struct cl_probe_http *h, CURL *e, enum cl_http_endpoint ep, int64_t timeout_us,
+		 struct curl_slist *headers, struct cl_probe_attempt *a)
 {
-	const struct cl_target_plan *t = h->target;
-	int64_t connect_us =
-	    t->connect_timeout_us > 0 ? t->connect_timeout_us : CL_PROBE_DEFAULT_CONNECT_TIMEOUT_US;
-	if (connect_us > timeout_us)
-		connect_us = timeout_us;
 	curl_easy_reset(e);
 	h->errbuf[0] = '\0';
-	curl_easy_setopt(e, CURLOPT_URL, url);
-	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, h->errbuf);
-	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, to_ms(timeout_us));
-	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, to_ms(connect_us));
-	curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_xferinfo);
-	curl_easy_setopt(e, CURLOPT_XFERINFODATA, h);
-	curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, t->tls_verify ? 1L : 0L);
-	curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, t->tls_verify ? 2L : 0L);
-	if (t->ca_file)
-		curl_easy_setopt(e, CURLOPT_CAINFO, t->ca_file);
-	/* The same protocol and connection use as the engine's stages (httpver.h). */
-	cl_httpver_apply(e, &h->ver);
-	curl_easy_setopt(e, CURLOPT_USERAGENT, "chatload/" CHATLOAD_VERSION);
-	if (headers)
-		curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
-}
-
-/* {base}/suffix, with any trailing '/' of base dropped.  NULL when out of memory. */
-static char *make_url(const char *base, const char *suffix)
-{
-	size_t bl = strlen(base);
-	while (bl && base[bl - 1] == '/')
-		bl--;
-	size_t n = bl + strlen(suffix) + 1;
-	char *url = malloc(n);
-	if (url)
-		snprintf(url, n, "%.*s%s", (int)bl, base, suffix);
-	return url;
+	struct cl_err err = { 0 };
+	if (cl_http_target_apply(&h->http, e, ep, timeout_us, headers, &err) != 0) {
+		set_error(a, CL_PROBE_FATAL, "%s", err.msg);
+		return -1;
+	}
+	SETOPT(a, e, CURLOPT_ERRORBUFFER, h->errbuf);
+	SETOPT(a, e, CURLOPT_NOPROGRESS, 0L);
+	SETOPT(a, e, CURLOPT_XFERINFOFUNCTION, on_xferinfo);
+	SETOPT(a, e, CURLOPT_XFERINFODATA, h);
+	return 0;
 }
 
 /* Classifies a failed transfer (no HTTP status to go by). */
@@ -384,20 +332,21 @@ static bool preface_refused(CURLcode rc)
 	}
 }
 
-/* The status of GET url over plain HTTP/1.1 on a connection of its own; 0 when none. */
-static long h1_status(struct cl_probe_http *h, const char *url, int64_t timeout_us)
+/* The status of GET {base}/models over plain HTTP/1.1 on a connection of its own; 0 when
+ * none. */
+static long h1_status(struct cl_probe_http *h, int64_t timeout_us)
 {
 	CURL *e = curl_easy_init();
 	long status = 0;
 	if (!e)
 		return 0;
-	struct cl_probe_http h1 = *h;
-	h1.ver.curl_version = CURL_HTTP_VERSION_1_1;
-	h1.ver.multiplex = false;
-	h1.ver.fresh_connection = true;
-	setup(&h1, e, url, timeout_us, h->headers);
-	curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
-	if (curl_easy_perform(e) == CURLE_OK)
+	struct cl_probe_http h1 = *h; /* shallow: only h1.http.ver differs, nothing is freed */
+	h1.http.ver.curl_version = CURL_HTTP_VERSION_1_1;
+	h1.http.ver.multiplex = false;
+	h1.http.ver.fresh_connection = true;
+	struct cl_probe_attempt scratch;
+	if (setup(&h1, e, CL_HTTP_MODELS, timeout_us, h->models_headers, &scratch) == 0 &&
+	    curl_easy_setopt(e, CURLOPT_NOBODY, 1L) == CURLE_OK && curl_easy_perform(e) == CURLE_OK)
 		curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
 	curl_easy_cleanup(e);
 	return status;
@@ -409,10 +358,10 @@ static long h1_status(struct cl_probe_http *h, const char *url, int64_t timeout_
  * server HTTP/2.  Returns true (a set to fatal) when rc/e show that.  first: the gate's
  * first HTTP request (/models), the one that tells whether h2c is spoken at all.
  */
-static bool h2_refused(struct cl_probe_http *h, CURL *e, CURLcode rc, const char *url,
-		       int64_t timeout_us, bool first, struct cl_probe_attempt *a)
+static bool h2_refused(struct cl_probe_http *h, CURL *e, CURLcode rc, int64_t timeout_us,
+		       bool first, struct cl_probe_attempt *a)
 {
-	if (!h->ver.h2_required)
+	if (!h->http.ver.h2_required)
 		return false;
 	if (rc == CURLE_OK) {
 		if (cl_httpver_used(e) != 1)
@@ -423,11 +372,11 @@ static bool h2_refused(struct cl_probe_http *h, CURL *e, CURLcode rc, const char
 			  "HTTP/1.1, or false");
 		return true;
 	}
-	if (!first || h->ver.tls || !preface_refused(rc))
+	if (!first || h->http.ver.tls || !preface_refused(rc))
 		return false;
 	/* h2c prior knowledge: the server may simply not be up yet.  If it answers plain
 	 * HTTP/1.1, it is up and does not speak h2c. */
-	long st = h1_status(h, url, timeout_us);
+	long st = h1_status(h, timeout_us);
 	if (st == 0)
 		return false;
 	set_error(a, CL_PROBE_FATAL,
@@ -440,6 +389,15 @@ static bool h2_refused(struct cl_probe_http *h, CURL *e, CURLcode rc, const char
 
 /* ---- phases ------------------------------------------------------------------------------ */
 
+static int connect_opts(struct cl_probe_http *h, CURL *e, int64_t timeout_us,
+			struct cl_probe_attempt *a)
+{
+	if (setup(h, e, CL_HTTP_BASE, timeout_us, NULL, a) != 0)
+		return -1;
+	SETOPT(a, e, CURLOPT_CONNECT_ONLY, 1L);
+	return 0;
+}
+
 void cli_probe_http_connect(struct cl_probe_http *h, int64_t timeout_us, struct cl_probe_attempt *a)
 {
 	attempt_clear(a);
@@ -449,13 +407,13 @@ void cli_probe_http_connect(struct cl_probe_http *h, int64_t timeout_us, struct 
 		set_error(a, CL_PROBE_RETRY, "out of memory");
 		return;
 	}
-	setup(h, e, h->target->base_url, timeout_us, NULL);
-	curl_easy_setopt(e, CURLOPT_CONNECT_ONLY, 1L);
-	CURLcode rc = curl_easy_perform(e);
-	if (rc == CURLE_OK)
-		a->outcome = CL_PROBE_OK;
-	else
-		transfer_failure(h, e, rc, timeout_us, "connect ", a);
+	if (connect_opts(h, e, timeout_us, a) == 0) {
+		CURLcode rc = curl_easy_perform(e);
+		if (rc == CURLE_OK)
+			a->outcome = CL_PROBE_OK;
+		else
+			transfer_failure(h, e, rc, timeout_us, "connect ", a);
+	}
 	curl_easy_cleanup(e);
 }
 
@@ -527,6 +485,17 @@ out:
 	json_decref(root);
 }
 
+static int models_opts(struct cl_probe_http *h, struct capture *cap, int64_t timeout_us,
+		       struct cl_probe_attempt *a)
+{
+	if (setup(h, h->easy, CL_HTTP_MODELS, timeout_us, h->models_headers, a) != 0)
+		return -1;
+	SETOPT(a, h->easy, CURLOPT_HTTPGET, 1L);
+	SETOPT(a, h->easy, CURLOPT_WRITEFUNCTION, on_body);
+	SETOPT(a, h->easy, CURLOPT_WRITEDATA, cap);
+	return 0;
+}
+
 void cli_probe_http_models(struct cl_probe_http *h, const char *want_model, int64_t timeout_us,
 			   struct cl_probe_attempt *a)
 {
@@ -534,14 +503,8 @@ void cli_probe_http_models(struct cl_probe_http *h, const char *want_model, int6
 	struct cl_buf body;
 	cl_buf_init(&body, CL_PROBE_MODELS_MAX_BYTES);
 	struct capture cap = { &body, false };
-	char *url = make_url(h->target->base_url, "/models");
-	if (!url) {
-		set_error(a, CL_PROBE_RETRY, "out of memory");
-		return;
-	}
-	setup(h, h->easy, url, timeout_us, h->headers);
-	curl_easy_setopt(h->easy, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(h->easy, CURLOPT_WRITEDATA, &cap);
+	if (models_opts(h, &cap, timeout_us, a) != 0)
+		goto out;
 	CURLcode rc = curl_easy_perform(h->easy);
 	long status = 0;
 	curl_easy_getinfo(h->easy, CURLINFO_RESPONSE_CODE, &status);
@@ -549,7 +512,7 @@ void cli_probe_http_models(struct cl_probe_http *h, const char *want_model, int6
 	if (rc == CURLE_WRITE_ERROR && cap.too_big)
 		set_error(a, CL_PROBE_FATAL, "answer is larger than %u MiB",
 			  CL_PROBE_MODELS_MAX_BYTES >> 20);
-	else if (h2_refused(h, h->easy, rc, url, timeout_us, true, a))
+	else if (h2_refused(h, h->easy, rc, timeout_us, true, a))
 		; /* a is set */
 	else if (rc != CURLE_OK)
 		transfer_failure(h, h->easy, rc, timeout_us, "", a);
@@ -557,8 +520,8 @@ void cli_probe_http_models(struct cl_probe_http *h, const char *want_model, int6
 		http_failure(h, status, &body, " (is the URL right? it usually ends in /v1)", a);
 	else
 		read_models(&body, want_model, a);
+out:
 	cl_buf_free(&body);
-	free(url);
 }
 
 /* State of one streamed generation. */
@@ -689,24 +652,33 @@ static int on_gen_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl
 	return 0;
 }
 
+static int generate_opts(struct cl_probe_http *h, struct gen *g, const char *body_json,
+			 int64_t timeout_us, struct cl_probe_attempt *a)
+{
+	if (setup(h, h->easy, CL_HTTP_CHAT, timeout_us, h->chat_headers, a) != 0)
+		return -1;
+	SETOPT(a, h->easy, CURLOPT_POSTFIELDS, body_json);
+	SETOPT(a, h->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body_json));
+	SETOPT(a, h->easy, CURLOPT_WRITEFUNCTION, on_stream);
+	SETOPT(a, h->easy, CURLOPT_WRITEDATA, g);
+	/* after setup: replaces its cancel-only progress callback */
+	SETOPT(a, h->easy, CURLOPT_XFERINFOFUNCTION, on_gen_progress);
+	SETOPT(a, h->easy, CURLOPT_XFERINFODATA, g);
+	return 0;
+}
+
 void cli_probe_http_generate(struct cl_probe_http *h, const char *body_json, int64_t timeout_us,
 			     struct cl_probe_attempt *a)
 {
 	attempt_clear(a);
 	struct gen g = { .h = h };
 	cl_buf_init(&g.errbody, CL_PROBE_ERRBODY_MAX_BYTES);
-	char *url = make_url(h->target->base_url, "/chat/completions");
-	if (!url || cl_sse_init(&g.sse, CL_PROBE_EVENT_MAX_BYTES) != 0) {
+	if (cl_sse_init(&g.sse, CL_PROBE_EVENT_MAX_BYTES) != 0) {
 		set_error(a, CL_PROBE_RETRY, "out of memory");
 		goto out;
 	}
-	setup(h, h->easy, url, timeout_us, h->chat_headers);
-	curl_easy_setopt(h->easy, CURLOPT_POSTFIELDS, body_json);
-	curl_easy_setopt(h->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body_json));
-	curl_easy_setopt(h->easy, CURLOPT_WRITEFUNCTION, on_stream);
-	curl_easy_setopt(h->easy, CURLOPT_WRITEDATA, &g);
-	curl_easy_setopt(h->easy, CURLOPT_XFERINFOFUNCTION, on_gen_progress);
-	curl_easy_setopt(h->easy, CURLOPT_XFERINFODATA, &g);
+	if (generate_opts(h, &g, body_json, timeout_us, a) != 0)
+		goto out;
 	int64_t t0 = cl_mono_us();
 	CURLcode rc = curl_easy_perform(h->easy);
 	int64_t t_end = cl_mono_us();
@@ -722,7 +694,7 @@ void cli_probe_http_generate(struct cl_probe_http *h, const char *body_json, int
 		set_error(a, CL_PROBE_RETRY, "%s", g.problem);
 		goto out;
 	}
-	if (h2_refused(h, h->easy, rc, url, timeout_us, false, a))
+	if (h2_refused(h, h->easy, rc, timeout_us, false, a))
 		goto out;
 	if (rc != CURLE_OK && !(status && status != 200)) {
 		transfer_failure(h, h->easy, rc, timeout_us, "", a);
@@ -760,5 +732,4 @@ void cli_probe_http_generate(struct cl_probe_http *h, const char *body_json, int
 out:
 	cl_sse_destroy(&g.sse);
 	cl_buf_free(&g.errbody);
-	free(url);
 }

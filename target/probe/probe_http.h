@@ -3,10 +3,11 @@
 #ifndef CHATLOAD_PROBE_HTTP_H
 #define CHATLOAD_PROBE_HTTP_H
 
+#include "http/handle.h"
+
 #include "chatload/buf.h"
 #include "chatload/err.h"
 #include "chatload/plan.h"
-#include "httpver/httpver.h"
 
 #include <curl/curl.h>
 #include <stdatomic.h>
@@ -36,22 +37,26 @@ struct cl_probe_attempt {
 /* A reusable connection to one target (keep-alive across attempts). */
 struct cl_probe_http {
 	const struct cl_target_plan *target;
-	struct cl_httpver ver; /* the HTTP version the engine will speak too */
+	struct cl_http_target http; /* URL, headers, key, TLS: as the engine sends them */
 	CURL *easy;
-	struct curl_slist *headers;      /* auth + the target's extra headers */
-	struct curl_slist *chat_headers; /* the above + JSON and event-stream types */
+	struct curl_slist models_nodes[CL_HTTP_MAX_HEADERS]; /* header lists, linked once */
+	struct curl_slist chat_nodes[CL_HTTP_MAX_HEADERS];
+	struct curl_slist *models_headers, *chat_headers;
 	bool has_key;
 	const atomic_int *cancel;
 	char errbuf[CURL_ERROR_SIZE];
 };
 
 /*
- * Prepares h for target (borrowed; must outlive h).  Reads the API key from
- * target->api_key_env now: CL_EREFUSED with err naming the variable when it is not set or
- * empty.  CL_ENOMEM otherwise.  cli_probe_http_destroy is safe after any failure.
+ * Prepares h for target (borrowed; must outlive h) through cl_http_target_init: the URL
+ * checked against allow (NULL or empty: any target), the API key read from
+ * target->api_key_env now (CL_EREFUSED with err naming the variable when it is not set or
+ * empty), headers checked.  CL_EINVAL, CL_EREFUSED, CL_ENOMEM with err filled.
+ * cli_probe_http_destroy is safe after any failure.
  */
 int cli_probe_http_init(struct cl_probe_http *h, const struct cl_target_plan *target,
-			const atomic_int *cancel, struct cl_err *err);
+			const struct cl_allow_list *allow, const atomic_int *cancel,
+			struct cl_err *err);
 void cli_probe_http_destroy(struct cl_probe_http *h);
 
 /* TCP (and for https, TLS) connect to the URL's host and port, within timeout_us.  Blocks. */

@@ -96,7 +96,7 @@ int cl_probe_run(const struct cl_probe_cfg *cfg, cl_probe_progress_cb cb, void *
 		out->status = CL_READY_FATAL;
 		goto out;
 	}
-	if (cli_probe_http_init(&http, t, cancel, &err) != 0) {
+	if (cli_probe_http_init(&http, t, cfg->allow, cancel, &err) != 0) {
 		snprintf(out->last_error, sizeof(out->last_error), "%s", err.msg);
 		out->status = CL_READY_FATAL;
 		goto out;

@@ -3,6 +3,8 @@
 #ifndef CHATLOAD_PROBE_READINESS_H
 #define CHATLOAD_PROBE_READINESS_H
 
+#include "http/allow.h"
+
 #include "chatload/plan.h"
 #include "chatload/readiness.h"
 
@@ -33,6 +35,8 @@ struct cl_probe_cfg {
 	const char *extra_body_json;
 	int64_t backoff_initial_us, backoff_max_us; /* exponential with full jitter, capped */
 	uint64_t seed;                              /* jitter; 0: from the clock */
+	const struct cl_allow_list *allow; /* targets allowed (an agent's --allow-target); NULL:
+					      any.  A refused target is a fatal error */
 };
 
 /* Called after every attempt (of any phase) with the result so far and the wait before the
@@ -56,7 +60,7 @@ typedef void (*cl_probe_progress_cb)(void *ctx, const struct cl_readiness_result
  * 404, 405, 413, 422 or a redirect on either request, a model list that does not name the
  * model (the error says which models it lists), a /models answer that is not a model list, a
  * 200 answer to the generation that is not an event stream, a TLS certificate failure, an
- * api_key_env that is not set, a URL curl cannot use.
+ * api_key_env that is not set, a URL curl cannot use or cfg->allow refuses, a bad header.
  *
  * Returns 0 when passed, CL_ETIMEDOUT, CL_EREFUSED (fatal), CL_ECLOSED (cancelled).  out is
  * always filled (phase times since the gate started, -1 for phases not passed; last_error

@@ -115,6 +115,9 @@ static void test_join(void **state)
 	cl_msg_free(&r);
 	assert_int_equal(fx->f.n, 1);
 	assert_string_equal(fx->f.agents[0].host, "testhost");
+	/* Over ipc there is no address: a local agent is named by its host alone. */
+	assert_string_equal(fx->f.agents[0].address, "");
+	assert_string_equal(fx->f.agents[0].label, "testhost");
 	assert_int_equal(fx->f.agents[0].workers, 3);
 	/* The same HELLO again (a lost WELCOME) is the same agent, not a second one. */
 	hello(fx, CHATLOAD_VERSION, "s3cret", 101, &r);

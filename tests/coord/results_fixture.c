@@ -131,8 +131,8 @@ int main(int argc, char **argv)
 					  .failing_since_us = -1 };
 	snprintf(rr.model, sizeof(rr.model), "fixture-model");
 	cl_results_set_readiness(r, &rr);
-	struct cl_results_agent agents[] = { { 1, "127.0.0.1", 2, -35, 120, false },
-					     { 2, "127.0.0.1", 2, 18, 95, false } };
+	struct cl_results_agent agents[] = { { 1, "127.0.0.1", 2, -35, 120, false, "10.0.0.5" },
+					     { 2, "127.0.0.1", 2, 18, 95, false, "10.0.0.6" } };
 	cl_results_set_agents(r, agents, 2);
 
 	struct cl_metrics warm = { 0 }, iv = { 0 }, cum = { 0 };
@@ -194,11 +194,25 @@ int main(int argc, char **argv)
 		}
 		if (stall && st == 2) {
 			const struct cl_results_stall st_list[] = {
-				{ 2, "127.0.0.2", 4.2, 1.5, false },
-				{ 1, "127.0.0.1", 1.0, 3.4, true },
+				{ 2, "127.0.0.2", 4.2, 1.5, false, false },
+				{ 1, "127.0.0.1", 1.0, 3.4, true, false },
+				{ 0, NULL, 6.0, 0.6, true, true }, /* the coordinator's own */
 			};
-			if (cl_results_add_stalls(r, st, st_list, 2, 0, 0) != 0)
+			if (cl_results_add_stalls(r, st, st_list, 3, 0, 0) != 0)
 				return die("cannot add stalls", NULL);
+			/* and a lost agent's load no report covers */
+			const struct cl_results_blind blind = {
+				.agent = 2,
+				.host = "127.0.0.2",
+				.cause = "silent",
+				.from_s = 7.0,
+				.to_s = 9.0,
+				.rate_basis_s = 3.0,
+				.requests_per_s = 10.0,
+				.output_tokens_per_s = 640.0,
+			};
+			if (cl_results_add_unaccounted(r, st, &blind) != 0)
+				return die("cannot add unaccounted load", NULL);
 		}
 		enum cl_stage_status status = stop ? CL_STAGE_INTERRUPTED : CL_STAGE_OK;
 		if (cl_results_finish_stage(r, st, &s.stages[st], &cum, n, status,

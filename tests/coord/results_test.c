@@ -137,8 +137,8 @@ static void test_lifecycle(void **state)
 					  .failing_since_us = -1 };
 	snprintf(rr.model, sizeof(rr.model), "test-model");
 	cl_results_set_readiness(r, &rr);
-	struct cl_results_agent agents[] = { { 1, "host-a", 4, -120, 300, false },
-					     { 2, "host-b", 4, 85, 410, false } };
+	struct cl_results_agent agents[] = { { 1, "host-a", 4, -120, 300, false, "10.0.0.1" },
+					     { 2, "host-b", 4, 85, 410, false, "10.0.0.2" } };
 	assert_int_equal(cl_results_set_agents(r, agents, 2), 0);
 
 	uint64_t seed = 7;
@@ -216,6 +216,9 @@ static void test_lifecycle(void **state)
 	assert_string_equal(
 	    cl_results_str(json_array_get(json_object_get(doc, "agents"), 1), "host", ""),
 	    "host-b");
+	assert_string_equal(
+	    cl_results_str(json_array_get(json_object_get(doc, "agents"), 1), "address", ""),
+	    "10.0.0.2");
 	assert_true(json_is_true(cl_results_get(doc, "readiness.passed")));
 	assert_float_equal(cl_results_num(doc, "readiness.phases.models_s"), 0.25, 1e-12);
 
@@ -479,7 +482,7 @@ static void test_stalls(void **state)
 	assert_int_equal(cl_results_create(&s, NULL, 0, NULL, dir, &r, &err), 0);
 	struct cl_results_stall many[CL_RESULTS_MAX_STALLS + 5];
 	for (size_t i = 0; i < sizeof(many) / sizeof(many[0]); i++)
-		many[i] = (struct cl_results_stall){ 3, "h3", 0.5 * (double)i, 0.25, false };
+		many[i] = (struct cl_results_stall){ 3, "h3", 0.5 * (double)i, 0.25, false, false };
 	assert_int_equal(cl_results_add_stalls(r, 0, many, CL_RESULTS_MAX_STALLS + 5, 2, 0), 0);
 	assert_int_equal(cl_results_add_stalls(r, 1, many, 1, 0, 0), CL_EINVAL); /* no stage 1 */
 	struct cl_metrics cum = { 0 };

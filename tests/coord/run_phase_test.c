@@ -27,6 +27,8 @@ static int setup(void **state)
 		fx->agents[i].workers = (uint32_t)i + 1;
 		fx->agents[i].live = CL_LIVE_OK;
 		snprintf(fx->agents[i].host, sizeof(fx->agents[i].host), "h%zu", i + 1);
+		snprintf(fx->agents[i].label, sizeof(fx->agents[i].label), "h%zu at 10.0.0.%zu",
+			 i + 1, i + 1);
 	}
 	fx->r.fleet.agents = fx->agents;
 	fx->r.fleet.n = N;
@@ -82,14 +84,16 @@ static void test_fleet_broken(void **state)
 	assert_int_equal(cli_run_fleet_broken(r, RUN_PHASE_READINESS, &who, why, sizeof(why)),
 			 RUN_FLEET_LOST);
 	assert_int_equal(who, 1);
-	assert_string_equal(why, "agent 2 (h2) was lost");
+	assert_string_equal(
+	    why, "agent 2 (h2 at 10.0.0.2) was lost: nothing came from it for 10 s (a partition, a crash or "
+		 "a frozen host)");
 	fx->agents[2].state = CL_AGENT_FAILED;
 	snprintf(fx->agents[2].error, sizeof(fx->agents[2].error), "out of sockets");
 	r->agents[2].stage.participates = true;
 	assert_int_equal(cli_run_fleet_broken(r, RUN_PHASE_STAGE, &who, why, sizeof(why)),
 			 RUN_FLEET_FAILED);
 	assert_int_equal(who, 2);
-	assert_string_equal(why, "agent 3 (h3) failed: out of sockets");
+	assert_string_equal(why, "agent 3 (h3 at 10.0.0.3) failed: out of sockets");
 }
 
 static void test_split_shares(void **state)

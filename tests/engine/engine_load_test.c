@@ -5,6 +5,7 @@
 #include "harness.h"
 
 #include "chatload/clock.h"
+#include "chatload/stall.h"
 
 #include <math.h>
 #include <setjmp.h>
@@ -18,7 +19,6 @@
 
 #include "check.h"
 
-#define TAIL_US 25000 /* a few scheduler ticks on a shared machine (see engine_timing_test) */
 
 struct span {
 	int64_t a, b;
@@ -206,7 +206,10 @@ static void test_poisson_arrivals(void **state)
 	       (long long)cl_hist_percentile(&m.lat[CL_LAT_QUEUE], 99),
 	       (long long)cl_hist_max(&m.lat[CL_LAT_QUEUE]));
 	assert_in_range(cl_hist_percentile(&m.lat[CL_LAT_QUEUE], 50), 0, 500 * H_SLOW);
-	assert_in_range(cl_hist_max(&m.lat[CL_LAT_QUEUE]), 0, TAIL_US);
+	/* One scheduler hiccup on a shared 2-core machine delays every arrival due in it (CI
+	 * once saw a 104 ms max at 500/s); a lag that long is the stall detector's business
+	 * (agent stall_test), so the bound on the worst request is the stall threshold. */
+	assert_in_range(cl_hist_max(&m.lat[CL_LAT_QUEUE]), 0, CL_STALL_MIN_US);
 	assert_int_equal(m.ctr[CL_CTR_COMPLETED], started);
 	free(g);
 	h_jsonl_free(&log);

@@ -652,31 +652,42 @@ def main():
 
 # ---- TLS material -----------------------------------------------------------------------
 
-def make_ca(dirpath, name):
-    """A self-signed CA (P-256) in dirpath: returns (cert, key) paths."""
-    cert = os.path.join(dirpath, name + ".pem")
-    key = os.path.join(dirpath, name + ".key")
-    sh("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-       "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=chatload test " + name,
-       "-addext", "basicConstraints=critical,CA:TRUE",
-       "-addext", "keyUsage=critical,keyCertSign,cRLSign")
-    return cert, key
+MAKE_CERTS = os.path.join(SOURCE_DIR, "deploy", "make-certs.sh")
 
 
-def make_cert(dirpath, name, ca, sans, cn="localhost", usage="serverAuth"):
-    """A certificate for sans (e.g. "IP:127.0.0.1,DNS:localhost") signed by ca (a (cert, key)
-    pair from make_ca): returns (cert, key) paths."""
-    cert = os.path.join(dirpath, name + ".pem")
-    key = os.path.join(dirpath, name + ".key")
-    csr = os.path.join(dirpath, name + ".csr")
-    ext = os.path.join(dirpath, name + ".ext")
+def make_certs(dirpath, names, agents=()):
+    """TLS material made the way users make it, by deploy/make-certs.sh, in dirpath: a CA, a
+    coordinator certificate for names (host names and addresses agents dial) and a client
+    certificate for each agent name.  Returns {"ca": (cert, key), "coordinator": (cert, key),
+    "agent-NAME": (cert, key)...}; a second call with another dirpath makes another CA."""
+    argv = [MAKE_CERTS, "-d", dirpath, "--days", "2"]
+    for a in agents:
+        argv += ["--agent", a]
+    sh(*(argv + list(names)))
+    out = {}
+    for n in ["ca", "coordinator"] + ["agent-" + a for a in agents]:
+        pair = (os.path.join(dirpath, n + ".pem"), os.path.join(dirpath, n + ".key"))
+        for f in pair:
+            if not os.path.isfile(f):
+                raise AssertionError("make-certs.sh did not write %s" % f)
+        out[n] = pair
+    return out
+
+def make_expired_cert(dirpath, ca, sans):
+    """The one certificate make-certs.sh will not make: one for sans (e.g.
+    "IP:127.0.0.1,DNS:localhost") signed by ca (a (cert, key) pair from make_certs) that
+    expired a day ago.  Returns (cert, key) paths in dirpath."""
+    cert = os.path.join(dirpath, "expired.pem")
+    key = os.path.join(dirpath, "expired.key")
+    csr = os.path.join(dirpath, "expired.csr")
+    ext = os.path.join(dirpath, "expired.ext")
     with open(ext, "w") as f:
-        f.write("subjectAltName=%s\nbasicConstraints=CA:FALSE\nextendedKeyUsage=%s\n"
-                "keyUsage=critical,digitalSignature\n" % (sans, usage))
+        f.write("subjectAltName=%s\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n"
+                "keyUsage=critical,digitalSignature\n" % sans)
     sh("openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-       "-keyout", key, "-out", csr, "-subj", "/CN=" + cn)
-    sh("openssl", "x509", "-req", "-in", csr, "-CA", ca[0], "-CAkey", ca[1],
-       "-CAcreateserial", "-out", cert, "-days", "2", "-extfile", ext)
+       "-keyout", key, "-out", csr, "-subj", "/CN=localhost")
+    sh("openssl", "x509", "-req", "-in", csr, "-CA", ca[0], "-CAkey", ca[1], "-set_serial",
+       "0x%s" % os.urandom(16).hex(), "-out", cert, "-days", "-1", "-extfile", ext)
     return cert, key
 
 
@@ -701,3 +712,66 @@ class Netns:
 
     def close(self):
         sh("ip", "netns", "del", self.name, check=False)
+
+
+# ---- a LAN of network namespaces, and silent partitions in it ---------------------------
+
+class Lan:
+    """Namespaces clh-<pid>-<name>, one per host, each with a veth into a bridge that lives in
+    a namespace of its own (so the host's network sees none of it), addressed as given
+    ({name: "10.78.0.1"}, /24).  self.ns[name] is the Netns; everything goes at scope close.
+    """
+
+    def __init__(self, scope, hosts, tag="lan"):
+        self.ns = {}
+        self.addr = dict(hosts)
+        br = Netns(scope, tag + "br")
+        br.ip("link", "add", "br0", "type", "bridge")
+        br.ip("link", "set", "br0", "up")
+        for name, addr in hosts.items():
+            ns = Netns(scope, name)
+            # both ends made straight inside the namespaces: the host sees neither
+            sh("ip", "link", "add", "eth0", "netns", ns.name, "type", "veth", "peer",
+               "name", "p-" + name, "netns", br.name)
+            br.ip("link", "set", "p-" + name, "master", "br0")
+            br.ip("link", "set", "p-" + name, "up")
+            ns.ip("addr", "add", addr + "/24", "dev", "eth0")
+            ns.ip("link", "set", "eth0", "up")
+            self.ns[name] = ns
+
+    def _rules(self, host, port, listening):
+        """The two iptables rules that silence TCP port `port` in host's namespace: the
+        port is the far end's (an agent dialling) or this host's own (the listener)."""
+        out, inn = ("--sport", "--dport") if listening else ("--dport", "--sport")
+        return [["OUTPUT", "-p", "tcp", out, str(port), "-j", "DROP"],
+                ["INPUT", "-p", "tcp", inn, str(port), "-j", "DROP"]]
+
+    def partition(self, host, port, listening=False):
+        """Silently drops every TCP segment of port in host's namespace, both ways: no RST,
+        no ICMP, the connection just goes quiet (iptables DROP)."""
+        for r in self._rules(host, port, listening):
+            sh(*self.ns[host].wrap(), "iptables", "-I", *r)
+
+    def heal(self, host, port, listening=False):
+        for r in self._rules(host, port, listening):
+            sh(*self.ns[host].wrap(), "iptables", "-D", *r)
+
+
+def iptables_supported():
+    """(True, "") when iptables can filter inside a network namespace of ours; else
+    (False, why)."""
+    ok, why = netns_supported()
+    if not ok:
+        return ok, why
+    if not shutil.which("iptables"):
+        return False, "the 'iptables' program is not installed (deploy/install-deps.sh)"
+    name = "clh-%d-ipt" % os.getpid()
+    sh("ip", "netns", "add", name)
+    try:
+        r = subprocess.run(["ip", "netns", "exec", name, "iptables", "-L", "-n"],
+                           capture_output=True, text=True, timeout=30)
+        if r.returncode != 0:
+            return False, "iptables cannot run in a network namespace: %s" % r.stderr.strip()
+    finally:
+        subprocess.run(["ip", "netns", "del", name], capture_output=True)
+    return True, ""

@@ -37,8 +37,8 @@ class Hostile(tl.FleetCase):
                   "join_timeout": "30s"}
         self.agent_args = []
         if tls:
-            self.ca = tl.make_ca(self.scope.dir, "ca")
-            cert = tl.make_cert(self.scope.dir, "server", self.ca, "IP:127.0.0.1")
+            certs = tl.make_certs(self.scope.path("certs"), ["127.0.0.1"])
+            self.ca, cert = certs["ca"], certs["coordinator"]
             agents["tls"] = {"cert": cert[0], "key": cert[1]}
             self.agent_args = ["--tls-ca", self.ca[0]]
         doc = tl.scenario({"url": sim.url}, [stage], agents)

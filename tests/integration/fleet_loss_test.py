@@ -113,7 +113,8 @@ class AgentLoss(tl.FleetCase):
         self.assert_detection(coord, t_kill)
         t_after, _, _ = coord.wait_line(r"stage 2/2 'after'", 30)
         self.assertExit(coord, 0, 40)
-        self.assertRegex(coord.text(), r"agent 2 \(.*\) was lost; continuing without it")
+        self.assertRegex(coord.text(), r"agent 2 \(.*\) was lost: nothing came from it for 10 s.*; "
+                                      r"continuing without it")
         self.assertExit(agents[1], 0, 10)
 
         res = self.results(out)

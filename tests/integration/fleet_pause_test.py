@@ -136,6 +136,17 @@ class AgentPause(tl.FleetCase):
                                 "intervals.jsonl lost %d of %d completed requests" % (
                                     st["requests"]["completed"] - in_rows,
                                     st["requests"]["completed"]))
+        # One row per interval, in order, none missing; the intervals the frozen agent could
+        # not cut are one row of their true length (with the other agent's data for them),
+        # not a burst in one row and holes around it.
+        prev = 0.0
+        for r in rows:
+            self.assertAlmostEqual(r["t_s"] - r["interval_s"], prev, places=6, msg=rows)
+            prev = r["t_s"]
+        wide = [r for r in rows if r["interval_s"] > 0.5]
+        self.assertEqual(len(wide), 1, rows)
+        self.assertLess(abs(wide[0]["interval_s"] - frozen), 1.0, (wide, frozen))
+        self.assertLess(wide[0]["requests_per_s"], 16.0 + 4.0, wide)
         resumed_rel = t_cont - (t_stage + 0.5)  # rows' t_s count from START_AT
         after = [r for r in rows if resumed_rel + 1.5 <= r["t_s"] <= 9.0]
         self.assertTrue(after, rows)

@@ -1,9 +1,10 @@
 """TLS on the control channel and the plaintext rule (DESIGN §3).
 
-- A coordinator on tls+tcp://127.0.0.1:PORT with a certificate from a CA made here
-  (subjectAltName IP:127.0.0.1, DNS:localhost): agents with that CA (--tls-ca) join, by IP
-  and by --tls-server-name localhost, and the run completes; the port does not speak
-  plaintext SP.
+- A coordinator on tls+tcp://127.0.0.1:PORT with a certificate made by deploy/make-certs.sh
+  (for 127.0.0.1 and localhost): agents with its CA (--tls-ca) join, by IP and by
+  --tls-server-name localhost, and the run completes; the port does not speak plaintext SP.
+- With agents.tls.ca the coordinator wants client certificates: an agent with the one
+  make-certs.sh --agent made joins, an agent without one never does.
 - An agent with a different CA, or a name the certificate does not carry, never joins: the
   run fails at join_timeout and the agent says why (a TLS / certificate error).
 - tls+tcp4:// is TLS too.
@@ -32,12 +33,16 @@ class TLS(tl.FleetCase):
     def setUp(self):
         super().setUp()
         d = self.scope.dir
-        self.ca = tl.make_ca(d, "ca")
-        self.other_ca = tl.make_ca(d, "otherca")
-        self.server = tl.make_cert(d, "server", self.ca, "IP:127.0.0.1,DNS:localhost")
+        # made by deploy/make-certs.sh, as the README tells users to
+        certs = tl.make_certs(os.path.join(d, "certs"), ["127.0.0.1", "localhost"],
+                              agents=["a1"])
+        self.ca = certs["ca"]
+        self.server = certs["coordinator"]
+        self.agent_cert = certs["agent-a1"]
+        self.other_ca = tl.make_certs(os.path.join(d, "other"), ["127.0.0.1"])["ca"]
 
     def coordinator(self, listen, stages, expect, join_timeout="30s", env=None, wrap=(),
-                    sim_url=None, name="chatload"):
+                    sim_url=None, name="chatload", client_ca=None, server=None):
         if sim_url is None:
             self.sim = self.start_sim("--ttft", "20ms", "--itl", "5ms", "--output-tokens",
                                       "10", wrap=wrap)
@@ -45,7 +50,10 @@ class TLS(tl.FleetCase):
         agents = {"listen": listen, "expect": expect, "token_env": "CLT_FLEET_TOKEN",
                   "join_timeout": join_timeout}
         if listen.startswith("tls+"):
-            agents["tls"] = {"cert": self.server[0], "key": self.server[1]}
+            server = server or self.server
+            agents["tls"] = {"cert": server[0], "key": server[1]}
+            if client_ca:
+                agents["tls"]["ca"] = client_ca
         doc = tl.scenario({"url": sim_url}, stages, agents)
         out = self.scope.path("out-" + name)
         e = {"CLT_FLEET_TOKEN": TOKEN}
@@ -75,6 +83,28 @@ class TLS(tl.FleetCase):
         self.assertEqual(len(res["agents"]), 2)
         (st,) = res["stages"]
         self.assertEqual((st["status"], st["requests"]["completed"]), ("ok", 6))
+
+    def test_client_certificates_from_make_certs(self):
+        """agents.tls.ca: only an agent with a certificate from make-certs.sh --agent joins."""
+        port = tl.free_port()
+        url = "tls+tcp://127.0.0.1:%d" % port
+        coord, out = self.coordinator(url, [{"concurrency": 1, "requests": 2}], 1,
+                                      join_timeout="30s", client_ca=self.ca[0])
+        tl.wait_port("127.0.0.1", port, 15, coord)
+        # first an agent without a certificate: its handshakes fail (the coordinator closes
+        # them; the agent only sees "Connection shutdown"), it never joins
+        bare = self.start_agent(url, "--tls-ca", self.ca[0], name="no-cert", token=TOKEN)
+        bare.wait_line(r"cannot connect to 'tls\+tcp://127\.0\.0\.1:%d'" % port, 20)
+        self.assertNotRegex(coord.text(), r"agent \d+ joined")
+        good = self.start_agent(url, "--once", "--tls-ca", self.ca[0], "--tls-cert",
+                                self.agent_cert[0], "--tls-key", self.agent_cert[1],
+                                name="with-cert", token=TOKEN)
+        self.assertExit(coord, 0, 40)
+        self.assertExit(good, 0, 10)
+        self.assertRegex(good.text(), r"joined run")
+        self.assertNotRegex(bare.text(), r"joined run")
+        (st,) = self.results(out)["stages"]
+        self.assertEqual((st["status"], st["requests"]["completed"]), ("ok", 2))
 
     def test_tls_over_tcp4_is_tls(self):
         """tls+tcp4:// (a scheme agents.listen accepts) is encrypted, not 'plaintext'."""
@@ -110,6 +140,33 @@ class TLS(tl.FleetCase):
                 hit = a.find(TLS_ERROR)
                 self.assertIsNotNone(hit, "%s never said its TLS handshake failed\n%s" % (
                     a.name, a.tail()))
+        # ... and which check failed, with what to look at
+        other.wait_line(r"cannot connect to 'tls\+tcp://127\.0\.0\.1:%d': the coordinator's "
+                        r"certificate is not trusted: it was issued by 'CN=chatload CA \d{8}T\d{6}Z', "
+                        r"which is not the CA in --tls-ca '.*other/ca\.pem' \(check that "
+                        r"--tls-ca is the CA that signed" % port, 1)
+        self.assertNotIn("does not name", other.text(), "an IP is not checked against names")
+        wrong.wait_line(r"the coordinator's certificate does not name 'elsewhere\.example' \(it "
+                        r"names DNS:localhost, CN=127\.0\.0\.1\): dial a name it has, or pass "
+                        r"--tls-server-name", 1)
+        self.assertNotIn("not trusted", wrong.text())
+        # the coordinator cannot tell who, but says that handshakes were refused
+        coord.wait_line(r"refused \d+ TLS connections? on tls\+tcp://127\.0\.0\.1:%d: the "
+                        r"peer's certificate or CA does not match" % port, 1)
+
+    def test_an_expired_certificate_is_named(self):
+        port = tl.free_port()
+        url = "tls+tcp://127.0.0.1:%d" % port
+        expired = tl.make_expired_cert(self.scope.dir, self.ca, "IP:127.0.0.1,DNS:localhost")
+        coord, out = self.coordinator(url, [{"concurrency": 1, "requests": 1}], 1,
+                                      join_timeout="5s", server=expired)
+        tl.wait_port("127.0.0.1", port, 15, coord)
+        agent = self.start_agent(url, "--once", "--tls-ca", self.ca[0], name="expired",
+                                 token=TOKEN)
+        agent.wait_line(r"the coordinator's certificate expired on \d{4}-\d\d-\d\d \d\d:\d\d "
+                        r"UTC \(renew agents\.tls\.cert, or check this host's clock\)", 10)
+        self.assertNotIn("not trusted", agent.text())
+        self.assertExit(coord, 1, 30)
 
     def test_bad_connect_urls_are_usage_errors(self):
         """Options that can never work end the agent at once, --once or not, with exit 2

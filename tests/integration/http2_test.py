@@ -123,8 +123,8 @@ class Http2(tl.FleetCase):
         self.check_timing(sim, st)
 
     def test_tls_alpn_h2_streams_per_connection(self):
-        ca = tl.make_ca(self.scope.dir, "ca")
-        cert = tl.make_cert(self.scope.dir, "px", ca, "IP:127.0.0.1")
+        certs = tl.make_certs(os.path.join(self.scope.dir, "certs"), ["127.0.0.1"])
+        ca, cert = certs["ca"], certs["coordinator"]
         sim = self.start_sim(*SIM_ARGS)
         px = Nghttpx(self, "tls", sim.port, tls=cert)
         doc = tl.scenario({"url": px.url, "http2": True, "ca_file": ca[0],
@@ -154,8 +154,8 @@ class Http2(tl.FleetCase):
         self.assertTrue(p.find(r"does not speak HTTP/2 with prior knowledge \(h2c\)"),
                         p.tail())
         # TLS whose ALPN offers only http/1.1.
-        ca = tl.make_ca(self.scope.dir, "ca")
-        cert = tl.make_cert(self.scope.dir, "px", ca, "IP:127.0.0.1")
+        certs = tl.make_certs(os.path.join(self.scope.dir, "certs"), ["127.0.0.1"])
+        ca, cert = certs["ca"], certs["coordinator"]
         px = Nghttpx(self, "h1tls", sim.port, tls=cert, alpn_h1_only=True)
         doc = tl.scenario({"url": px.url, "http2": True, "ca_file": ca[0]},
                           [{"concurrency": 1, "requests": 1}], {"local": 1},
@@ -173,8 +173,8 @@ class Http2(tl.FleetCase):
         self.assertIn("target.http2 is required", st["requests"]["error_samples"][0]["body"])
 
     def test_preferred_falls_back_to_http1_visibly(self):
-        ca = tl.make_ca(self.scope.dir, "ca")
-        cert = tl.make_cert(self.scope.dir, "px", ca, "IP:127.0.0.1")
+        certs = tl.make_certs(os.path.join(self.scope.dir, "certs"), ["127.0.0.1"])
+        ca, cert = certs["ca"], certs["coordinator"]
         sim = self.start_sim(*SIM_ARGS)
         px = Nghttpx(self, "h1tls", sim.port, tls=cert, alpn_h1_only=True)
         stage = [{"name": "c8", "concurrency": 8, "requests": 24}]

@@ -49,8 +49,10 @@ class MultiHost(tl.FleetCase):
             ns.ip("link", "set", "eth0", "up")
             self.ns[name] = ns
         d = self.scope.dir
-        self.ca = tl.make_ca(d, "ca")
-        self.cert = tl.make_cert(d, "coord", self.ca, "IP:10.77.0.1")
+        # deploy/make-certs.sh, for the address the agents dial (as the README says)
+        certs = tl.make_certs(os.path.join(d, "certs"), [HOSTS["coord"]])
+        self.ca = certs["ca"]
+        self.cert = certs["coordinator"]
 
     def coordinator(self, name, stages, **scn):
         doc = tl.scenario({"url": "http://%s:%d/v1" % (HOSTS["sim"], SIM_PORT)}, stages,
@@ -116,9 +118,10 @@ class MultiHost(tl.FleetCase):
         coord2, out2 = self.coordinator("denied", [{"concurrency": 2, "requests": 4}])
         self.assertExit(coord2, 1, 60)
         err = coord2.text()
-        self.assertRegex(err, r"agent \d \(%s\) failed: target '10\.77\.0\.4:%d' is not in "
-                              r"this agent's --allow-target list" % (
-                                  "host-a2" if shutil.which("unshare") else ".*", SIM_PORT))
+        self.assertRegex(err, r"agent \d \(%s at %s\) failed: target '10\.77\.0\.4:%d' is not "
+                              r"in this agent's --allow-target list" % (
+                                  "host-a2" if shutil.which("unshare") else ".*",
+                                  re.escape(HOSTS["a2"]), SIM_PORT))
         denied.wait_line(r"not in this agent's --allow-target list", 5)
         self.assertIsNone(denied.poll(), "a refused plan must not end the daemon")
         self.assertFalse(self.results(out2)["complete"])

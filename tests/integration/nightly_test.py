@@ -30,9 +30,13 @@ class Units(unittest.TestCase):
         d = tempfile.mkdtemp(prefix="cl-units-")
         try:
             # ExecStart must name an executable that exists here: the script in the tree.
-            with open(os.path.join(UNITS, "chatload-nightly.service")) as f:
-                svc = f.read()
-            self.assertIn("ExecStart=/usr/local/bin/chatload-nightly\n", svc)
+            # The unit is a template install-config.cmake fills in (deb_test checks the
+            # installed one); here the paths are those of a /usr install but the program.
+            with open(os.path.join(UNITS, "chatload-nightly.service.in")) as f:
+                svc = f.read().replace("@CHATLOAD_ETC@", "/etc")
+            self.assertIn("ExecStart=@CHATLOAD_BINDIR@/chatload-nightly\n", svc)
+            svc = svc.replace("@CHATLOAD_BINDIR@/chatload-nightly", "/usr/local/bin/chatload-nightly")
+            svc = svc.replace("@CHATLOAD_BINDIR@", "/usr/bin")
             with open(os.path.join(d, "chatload-nightly.service"), "w") as f:
                 f.write(svc.replace("/usr/local/bin/chatload-nightly", NIGHTLY))
             shutil.copy(os.path.join(UNITS, "chatload-nightly.timer"), d)

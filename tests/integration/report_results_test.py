@@ -314,24 +314,26 @@ class Verdict(unittest.TestCase):
 
     def test_client_bound_is_flagged(self):
         with tempfile.TemporaryDirectory(prefix="chatload-report-test-") as tmp:
-            out = run_fixture(tmp, "--client-bound", expect=1)
+            out = run_fixture(tmp, "--client-bound", expect=0)
             with open(os.path.join(tmp, "results.json"), encoding="utf-8") as f:
                 doc = json.load(f)
             flags = [s["client"]["client_bound"] for s in doc["stages"]]
             self.assertEqual(flags, [False, False, False, True])
             self.assertEqual(doc["stages"][3]["client"]["reasons"], ["dispatch_lag"])
             self.assertGreater(doc["stages"][3]["client"]["dispatch_lag_p99_ms"], 50)
-            # Its numbers measure the client: the run fails, and says why.
-            self.assertEqual(doc["exit_code"], 1)
+            # Its numbers measure the client and the summary says so; a percentile reason
+            # (dispatch_lag, loop_lag) warns and does not fail the run: only events (a
+            # stall, a missing agent, CPU saturation) do (docs/results.md).
+            self.assertEqual(doc["exit_code"], 0)
             self.assertTrue(doc["complete"])
-            self.assertIn("exit 1 (client-bound)", out)
+            self.assertIn("client-bound (dispatch_lag)", json.dumps(doc["warnings"]))
             self.assertIn("client-bound", out)
             self.assertTrue(any("client-bound" in w and "add agents or workers" in w
                                 for w in doc["warnings"]), doc["warnings"])
             # `chatload report --check` gives the run's own code.
             p = subprocess.run([CHATLOAD, "report", "--check", tmp], capture_output=True,
                                timeout=60)
-            self.assertEqual(p.returncode, 1)
+            self.assertEqual(p.returncode, 0)
 
     def test_client_bound_warn_only_warns(self):
         with tempfile.TemporaryDirectory(prefix="chatload-report-test-") as tmp:
@@ -353,12 +355,34 @@ class Verdict(unittest.TestCase):
                 jsonschema.Draft202012Validator(json.load(f)).validate(doc)
             c8 = doc["stages"][2]["client"]
             self.assertTrue(c8["client_bound"])
-            self.assertEqual(c8["reasons"], ["stall", "agent_missing"])
+            self.assertEqual(c8["reasons"], ["stall", "agent_missing", "coordinator_stall"])
             self.assertEqual(c8["stalls"], [
                 {"agent": 2, "host": "127.0.0.2", "at_s": 4.2, "length_s": 1.5,
-                 "seen_by": "agent"},
+                 "seen_by": "agent", "reason": "stall"},
                 {"agent": 1, "host": "127.0.0.1", "at_s": 1.0, "length_s": 3.4,
-                 "seen_by": "coordinator"}])
+                 "seen_by": "coordinator", "reason": "agent_missing"},
+                {"agent": None, "host": None, "at_s": 6.0, "length_s": 0.6,
+                 "seen_by": "coordinator", "reason": "coordinator_stall"}])
+            # a lost agent's blind window: stated, with its estimate at its last rate
+            self.assertEqual(doc["stages"][2]["unaccounted"], [
+                {"agent": 2, "host": "127.0.0.2", "cause": "silent", "from_s": 7.0,
+                 "to_s": 9.0, "length_s": 2.0, "rate_basis_s": 3.0, "requests_per_s": 10.0,
+                 "output_tokens_per_s": 640.0, "requests_estimated": 20.0,
+                 "output_tokens_estimated": 1280.0}])
+            self.assertIn("warning: stage 'c8': agent 2 (127.0.0.2) was lost (silent past the "
+                          "loss window): its load from 7.0 s to at most 9.0 s into the stage "
+                          "is in no report, up to about 20 requests and 1280 output tokens "
+                          "at its last rate (10.0 req/s)", out)
+            self.assertIn("warning: stage 'c8': the coordinator itself could not run for "
+                          "0.60 s from 6.00 s into the stage", out)
+            # each agent's episodes at the run level, the two witnesses of nothing merged
+            eps = {a["id"]: a["episodes"] for a in doc["agents"]}
+            self.assertEqual(eps[1], [{"stage": "c8", "at_s": 1.0, "length_s": 3.4,
+                                       "cause": "partition", "seen_by": ["coordinator"]}])
+            self.assertEqual(eps[2], [{"stage": "c8", "at_s": 4.2, "length_s": 1.5,
+                                       "cause": "stall", "seen_by": ["agent"]},
+                                      {"stage": "c8", "at_s": 7.0, "length_s": 2.0,
+                                       "cause": "lost", "seen_by": ["coordinator"]}])
             self.assertEqual(c8["stalls_unlisted"], 0)
             for other in (0, 1, 3):
                 self.assertEqual(doc["stages"][other]["client"]["stalls"], [])

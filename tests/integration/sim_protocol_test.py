@@ -268,11 +268,17 @@ class Options(unittest.TestCase):
             self.assertIn("chatload-sim:", out.stderr)
 
     def test_non_loopback_listen_refused(self):
+        """A listen address off loopback without --allow-remote, or one that does not
+        resolve, is a usage error like any bad flag: exit 2 with the reason."""
         import subprocess
         out = subprocess.run([sc.sim_bin(), "--listen", "0.0.0.0:0"], capture_output=True,
                              text=True, timeout=10)
-        self.assertNotEqual(out.returncode, 0)
+        self.assertEqual(out.returncode, 2, out.stderr)
         self.assertIn("--allow-remote", out.stderr)
+        out = subprocess.run([sc.sim_bin(), "--listen", "no-such-host.invalid:0"],
+                             capture_output=True, text=True, timeout=20)
+        self.assertEqual(out.returncode, 2, out.stderr)
+        self.assertIn("cannot resolve listen address", out.stderr)
 
 
 if __name__ == "__main__":

@@ -119,7 +119,7 @@ static void test_chunked_held_after_done(void **state)
 	struct cl_target_plan t = target_for(url);
 	struct cl_probe_http h;
 	struct cl_err err = { 0 };
-	assert_int_equal(cli_probe_http_init(&h, &t, NULL, &err), 0);
+	assert_int_equal(cli_probe_http_init(&h, &t, NULL, NULL, &err), 0);
 	for (int i = 0; i < 2; i++) {
 		struct cl_probe_attempt a;
 		int64_t t0 = cl_mono_us();

@@ -7,6 +7,7 @@
 #include "chatload/err.h"
 
 #include <nng/nng.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 struct cl_tls_opts {
@@ -26,9 +27,17 @@ bool cl_transport_is_safe(const char *url);
  * tls+tcp://, a server TLS config from tls (cert and key required; with ca_file, client
  * certificates are required and verified).  Plaintext tcp:// off loopback is refused
  * (CL_EREFUSED) unless insecure.  Returns 0 or a CL_E* code with err naming the URL.
+ * *out (when out is not NULL) gets the listener.
  */
 int cl_transport_listen(nng_socket sock, const char *url, const struct cl_tls_opts *tls,
-			bool insecure, struct cl_err *err);
+			bool insecure, nng_listener *out, struct cl_err *err);
+
+/*
+ * Connections a listener dropped because their TLS handshake or peer authentication failed,
+ * so far (nng's "auth" statistic; 0 when nng keeps no statistics).  nng does not say which
+ * peer: no pipe exists before the handshake.
+ */
+uint64_t cl_transport_refused_handshakes(nng_listener l);
 
 /*
  * Starts a dialer on sock for url (non-blocking: nng keeps redialling in the background
@@ -46,12 +55,18 @@ int cl_transport_check_dial(const char *url, const struct cl_tls_opts *tls, bool
 
 /* Dials url once, synchronously, on a throwaway socket and hangs up: says why a background
  * dialer gets nowhere (connection refused, TLS handshake / peer authentication failed).
- * Blocks up to about timeout_ms.  0 when it connected, else CL_E* with err set. */
+ * Blocks up to about timeout_ms, or until *cancel (may be NULL) becomes nonzero.  0 when it
+ * connected, else CL_E* with err set. */
 int cl_transport_probe_dial(const char *url, const struct cl_tls_opts *tls, bool insecure,
-			    int timeout_ms, struct cl_err *err);
+			    int timeout_ms, const atomic_int *cancel, struct cl_err *err);
 
-/* Describes the remote address of the pipe a message came on ("tcp 127.0.0.1:43122",
- * "ipc", "unknown") into buf. */
+/* Describes the remote address of the pipe a message came on ("127.0.0.1:43122",
+ * "ipc peer pid 812", or "unknown peer" once the pipe has closed) into buf; returns buf. */
 char *cl_transport_peer(nng_msg *msg, char *buf, size_t n);
+
+/* The remote address of pipe p as cl_transport_peer writes it, into buf.  0, or
+ * CL_ENOTFOUND (buf untouched) when p has closed or has no address.  Safe from nng's pipe
+ * callbacks, where a closing pipe's address is still readable. */
+int cl_transport_pipe_addr(nng_pipe p, char *buf, size_t n);
 
 #endif

@@ -1,0 +1,56 @@
+"""Helpers of the deploy tests: where the build and the sources are, running short commands,
+and a main() that reports "everything skipped" to ctest as a skip (exit 77), not a pass."""
+
+import os
+import subprocess
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+import chatload_testlib as tl  # noqa: E402,F401  (re-exported for the tests)
+
+SOURCE_DIR = os.environ.get("CHATLOAD_SOURCE_DIR", os.path.dirname(os.path.dirname(HERE)))
+BUILD_DIR = os.environ.get("CHATLOAD_BUILD_DIR", os.path.join(SOURCE_DIR, "build"))
+DEPLOY = os.path.join(SOURCE_DIR, "deploy")
+SKIP = 77
+
+
+def version():
+    """The project version, as the build's chatload reports it."""
+    v = os.environ.get("CHATLOAD_VERSION")
+    if v:
+        return v
+    out = run([tl.CHATLOAD, "--version"]).stdout.split()
+    return out[-1]
+
+
+def run(argv, check=True, timeout=60, **kw):
+    """Runs argv to completion, text captured; raises naming the command and its stderr when
+    check is set and it fails."""
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **kw)
+    if check and r.returncode != 0:
+        raise AssertionError("%s failed (%d):\n%s%s" % (" ".join(argv), r.returncode,
+                                                        r.stdout[-3000:], r.stderr[-3000:]))
+    return r
+
+
+def packages(*roles):
+    """The packages deploy/packages.txt lists for roles, through install-deps.sh --print."""
+    out = run([os.path.join(DEPLOY, "install-deps.sh"), "--print"] + list(roles)).stdout
+    return out.split()
+
+
+def main():
+    """unittest's main, but exits 77 when every test that ran was skipped (ctest's
+    SKIP_RETURN_CODE), so "could not run here" is never counted as a pass."""
+    prog = unittest.main(verbosity=2, exit=False)
+    r = prog.result
+    if not r.wasSuccessful():
+        sys.exit(1)
+    # a class skipped in setUpClass counts as one skip and no test run
+    if r.skipped and len(r.skipped) >= r.testsRun:
+        sys.stderr.write("nothing could run here; skipped:\n%s\n" % ("\n".join(
+            "  %s: %s" % (t.id(), why) for t, why in r.skipped)))
+        sys.exit(SKIP)
+    sys.exit(0)

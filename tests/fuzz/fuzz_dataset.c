@@ -1,0 +1,67 @@
+/* libFuzzer target: the dataset reader (JSONL of OpenAI or ShareGPT records, or plain text)
+ * through cl_workload_render, the code that turns a user's file into request bodies.  The
+ * first byte picks the declared format, the second the record limit; the rest is the file,
+ * held in a memfd so no disk is touched. */
+#include "chatload/scenario.h"
+#include "chatload/workload.h"
+
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size < 2)
+		return 0;
+	int fd = memfd_create("dataset", MFD_CLOEXEC);
+	if (fd < 0)
+		abort();
+	size_t off = 0;
+	while (off < size - 2) {
+		ssize_t k = write(fd, data + 2 + off, size - 2 - off);
+		if (k <= 0)
+			abort();
+		off += (size_t)k;
+	}
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+
+	struct cl_scenario s;
+	memset(&s, 0, sizeof(s));
+	s.workload.kind = CL_WORKLOAD_DATASET;
+	s.workload.dataset = path;
+	s.workload.dataset_format = (enum cl_dataset_format)(data[0] % 4);
+	s.workload.dataset_limit = data[1] % 8;
+	s.workload.max_tokens = 16;
+	s.workload.system_prompt = data[1] & 0x80 ? "be brief" : NULL;
+
+	struct cl_workload_plan w;
+	struct cl_err err = { 0 };
+	int rc = cl_workload_render(&s, "m", &w, &err);
+	if (rc != 0) {
+		if (!err.msg[0] || w.bodies || w.n_bodies)
+			abort(); /* refused without a reason, or with bodies left */
+	} else {
+		if (w.n_bodies == 0 ||
+		    (s.workload.dataset_limit && w.n_bodies > s.workload.dataset_limit))
+			abort();
+		for (size_t i = 0; i < w.n_bodies; i++) {
+			/* every body is one JSON object of the length it claims, streaming */
+			json_t *b = json_loadb(w.bodies[i].json, w.bodies[i].len, 0, NULL);
+			if (!json_is_object(b) || strlen(w.bodies[i].json) != w.bodies[i].len ||
+			    !json_is_true(json_object_get(b, "stream")) ||
+			    !json_is_array(json_object_get(b, "messages")))
+				abort();
+			json_decref(b);
+		}
+		cl_workload_plan_free(&w);
+	}
+	close(fd);
+	return 0;
+}
