@@ -89,7 +89,7 @@ static void describe(const struct cl_allow_list *l, char *out, size_t n)
 			tmp.port = (uint16_t)e->port;
 			cl_url_where_str(&tmp, one, sizeof(one));
 		} else if (tmp.zone[0]) {
-			snprintf(one, sizeof(one), "%.*s%%%s]", (int)strlen(tmp.host) - 1, tmp.host,
+			snprintf(one, sizeof(one), "%.*s%%25%s]", (int)strlen(tmp.host) - 1, tmp.host,
 				 tmp.zone);
 		} else {
 			snprintf(one, sizeof(one), "%s", tmp.host);

@@ -200,8 +200,11 @@ out:
 
 const char *cl_url_where_str(const struct cl_url_where *w, char *out, size_t n)
 {
-	if (w->zone[0]) /* "[fe80::1]" -> "[fe80::1%eth0]" */
-		snprintf(out, n, "%.*s%%%s]:%u", (int)strlen(w->host) - 1, w->host, w->zone,
+	/* "[fe80::1]" -> "[fe80::1%25eth0]": the zone after an encoded '%' (RFC 6874), as
+	 * libcurl reads it back; a bare '%' is ambiguous for a zone that starts with "25"
+	 * (fuzz_url found "[::1%2525e-0]": zone "25e-0", written bare, read back as "e-0"). */
+	if (w->zone[0])
+		snprintf(out, n, "%.*s%%25%s]:%u", (int)strlen(w->host) - 1, w->host, w->zone,
 			 w->port);
 	else
 		snprintf(out, n, "%s:%u", w->host, w->port);

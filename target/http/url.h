@@ -47,7 +47,8 @@ int cl_url_where(const char *url, struct cl_url_where *w, struct cl_err *err);
  */
 int cl_url_endpoint(const char *base, const char *suffix, char **out, struct cl_err *err);
 
-/* Formats w as "host:port" ("[v6%zone]:port") into out (size n); returns out. */
+/* Formats w as "host:port" ("[v6%25zone]:port", the zone after an encoded '%') into out
+ * (size n); returns out.  An allow-list entry made of it allows w. */
 const char *cl_url_where_str(const struct cl_url_where *w, char *out, size_t n);
 
 #endif

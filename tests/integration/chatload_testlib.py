@@ -20,6 +20,10 @@ import threading
 import time
 import unittest
 
+# How much slower a sanitizer build runs (the C harness's H_SLOW): latency bounds that the
+# client's own overhead enters are scaled by it.
+SLOW = 3 if os.environ.get("CHATLOAD_SANITIZE") else 1
+
 SOURCE_DIR = os.environ.get("CHATLOAD_SOURCE_DIR",
                             os.path.dirname(os.path.dirname(os.path.dirname(
                                 os.path.abspath(__file__)))))

@@ -127,18 +127,23 @@ class Capacity(unittest.TestCase):
             solo = sc.chat(sim.port, max_tokens=6)
             rec = sim.truth(1)[0]
             self.assertEqual(rec["scheduled_last_us"] - rec["scheduled_first_us"], 5 * 10000)
-            gaps = [(b[0] - a[0]) / 1000 for a, b in zip(sc.token_chunks(solo),
-                                                        sc.token_chunks(solo)[1:])]
-            self.assertAlmostEqual(statistics.median(gaps), 10, delta=3)
+            # ... and paced: the simulator wrote the chunks over those 50 ms, not at once (its
+            # own clock; the client's receive gaps would measure this Python process too, and
+            # a busy machine delivers them in a burst).
+            span_ms = (rec["actual_last_us"] - rec["actual_first_us"]) / 1000
+            self.assertGreater(span_ms, 50 - LATE_US / 1000)
+            self.assertLess(span_ms, 50 + LATE_US / 1000)
+            self.assertEqual(len(sc.token_chunks(solo)), 6)
             # three at once: itl = 10 + 2 x 10 = 30 ms while all three decode
             rs = concurrent_chats(sim.port, 3, max_tokens=12)
             for resp in rs:
-                toks = sc.token_chunks(resp)
-                mid = [(b[0] - a[0]) / 1000 for a, b in zip(toks[2:8], toks[3:9])]
-                self.assertAlmostEqual(statistics.median(mid), 30, delta=3)
+                self.assertEqual(len(sc.token_chunks(resp)), 12)
             for r in sim.truth(4)[1:]:
                 self.assertGreater(r["scheduled_last_us"] - r["scheduled_first_us"],
                                    2.5 * 11 * 10000)
+                # written at that pace (the simulator's clock, not this client's receipt)
+                self.assertGreaterEqual(r["actual_last_us"] - r["actual_first_us"],
+                                        r["scheduled_last_us"] - r["scheduled_first_us"] - LATE_US)
 
 
 class Randomness(unittest.TestCase):
