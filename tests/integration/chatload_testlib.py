@@ -331,10 +331,37 @@ class FleetCase(unittest.TestCase):
         try:
             rc = proc.wait(timeout)
         except subprocess.TimeoutExpired:
-            self.fail("%s still running after %.0f s (wanted exit %d)\n%s" % (
-                proc.name, timeout, code, proc.tail()))
+            self.fail("%s still running after %.0f s (wanted exit %d)\n%s\n%s" % (
+                proc.name, timeout, code, proc.tail(), thread_stacks(proc.p.pid)))
         self.assertEqual(rc, code, "%s exit status %r, wanted %d\n%s" % (
             proc.name, rc, code, proc.tail()))
+
+
+def thread_stacks(pid):
+    """Where a process that should have ended is: every thread's backtrace from gdb when it
+    is installed, else each thread's state and kernel wait channel from /proc."""
+    if shutil.which("gdb"):
+        try:
+            p = subprocess.run(["gdb", "-batch", "-nx", "-p", str(pid), "-ex",
+                                "thread apply all bt 30"], capture_output=True, text=True,
+                               timeout=60)
+            return "--- threads of %d (gdb) ---\n%s" % (pid, p.stdout[-12000:])
+        except (OSError, subprocess.SubprocessError) as e:
+            return "--- gdb failed on %d: %s ---" % (pid, e)
+    out = ["--- threads of %d (/proc) ---" % pid]
+    for tid in sorted(os.listdir("/proc/%d/task" % pid) if os.path.isdir(
+            "/proc/%d/task" % pid) else []):
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                st = f.read().rsplit(")", 1)[1].split()[0]
+            with open("/proc/%d/task/%s/wchan" % (pid, tid)) as f:
+                wchan = f.read()
+            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+                comm = f.read().strip()
+            out.append("%s %s %s %s" % (tid, comm, st, wchan))
+        except OSError:
+            pass
+    return "\n".join(out)
 
 
 def scenario(target, stages, agents, name="fleet", readiness=False, warmup=None, **extra):
