@@ -54,6 +54,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			const struct cl_scn_stage *st = &s.stages[i];
 			if (!st->name || (!st->duration_us) == (!st->requests))
 				abort();
+			if (st->search) { /* probes come later: the search's own bounds hold */
+				const struct cl_scn_search *q = st->search;
+				if (!(q->from > 0) || !(q->max >= q->from) || !(q->tolerance > 0) ||
+				    q->probe_duration_us <= 0 || !q->n_slos)
+					abort();
+				continue;
+			}
 			if (st->mode == CL_MODE_CONCURRENCY && st->concurrency == 0)
 				abort();
 			if (st->mode == CL_MODE_RATE && !(st->rate_per_s > 0))
