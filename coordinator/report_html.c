@@ -10,12 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BLUE   "#2563eb"
-#define RED    "#dc2626"
-#define GREEN  "#16a34a"
-#define PURPLE "#7c3aed"
-#define ORANGE "#ea580c"
-
 static const char css[] =
     "body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;color:#111827;"
     "margin:0;background:#f3f4f6}\n"
@@ -36,6 +30,7 @@ static const char css[] =
     ".charts{display:flex;flex-wrap:wrap;gap:12px}.charts svg{border:1px solid #e5e7eb;"
     "border-radius:6px}\n"
     ".warn li{color:#92400e}.scroll{overflow-x:auto}\n"
+    "tr.marked td{background:#fef2f2;color:#991b1b}\n"
     "footer{color:#6b7280;font-size:12px;text-align:center;margin:20px}\n";
 
 static void text(FILE *out, const char *s)
@@ -113,7 +108,7 @@ static void stage_table(const json_t *stages, FILE *out)
 	{
 		struct cli_rp_row r;
 		cli_rp_stage_row(s, &r);
-		fputs("<tr>", out);
+		fputs(cli_rp_stage_marked(s) ? "<tr class=\"marked\">" : "<tr>", out);
 		for (size_t k = 0; k < nc; k++)
 			td(out, r.cell[cols[k]], cli_rp_col_numeric[cols[k]]);
 		fputs("</tr>\n", out);
@@ -121,128 +116,34 @@ static void stage_table(const json_t *stages, FILE *out)
 	fputs("</tbody></table></div></section>\n", out);
 }
 
-/* Charts of one group of stages (same mode) against their load level. */
-static void load_charts(const json_t *stages, bool rate_mode, FILE *out)
+/* One detail table (report_sections.c) as a section; rows of marked stages are tinted. */
+static void detail(const json_t *doc, enum cli_rp_table_kind kind, FILE *out)
 {
-	size_t n = json_array_size(stages), m = 0;
-	size_t *idx = calloc(n ? n : 1, sizeof(*idx));
-	double *v = calloc(7 * (n ? n : 1), sizeof(*v));
-	if (!idx || !v)
-		goto out;
-	for (size_t i = 0; i < n; i++) {
-		const json_t *s = json_array_get(stages, i);
-		bool is_rate = strcmp(cl_results_str(s, "mode", ""), "rate") == 0;
-		double x = cl_results_num(s, is_rate ? "rate" : "concurrency");
-		if (is_rate == rate_mode && isfinite(x))
-			idx[m++] = i;
+	struct cli_rp_table t;
+	if (cli_rp_table_build(doc, kind, &t) != 0 || t.n_rows == 0) {
+		cli_rp_table_free(&t);
+		return;
 	}
-	if (m == 0)
-		goto out;
-	/* Ascending load, so the lines read left to right (insertion sort: few stages). */
-	double *x = v, *otps = v + n, *rps = v + 2 * n, *t50 = v + 3 * n, *t99 = v + 4 * n,
-	       *i50 = v + 5 * n, *i99 = v + 6 * n;
-	const char *xkey = rate_mode ? "rate" : "concurrency";
-	for (size_t a = 1; a < m; a++) {
-		size_t k = idx[a], b = a;
-		double kx = cl_results_num(json_array_get(stages, k), xkey);
-		while (b > 0 && cl_results_num(json_array_get(stages, idx[b - 1]), xkey) > kx) {
-			idx[b] = idx[b - 1];
-			b--;
-		}
-		idx[b] = k;
+	fputs("<section><h2>", out);
+	text(out, t.title);
+	fputs("</h2>\n", out);
+	if (t.note) {
+		fputs("<p class=\"meta\">", out);
+		text(out, t.note);
+		fputs("</p>\n", out);
 	}
-	for (size_t j = 0; j < m; j++) {
-		const json_t *s = json_array_get(stages, idx[j]);
-		x[j] = cl_results_num(s, xkey);
-		otps[j] = cl_results_num(s, "throughput.output_tokens_per_s");
-		rps[j] = cl_results_num(s, "throughput.requests_per_s");
-		t50[j] = cl_results_num(s, "latency_ms.ttft.p50");
-		t99[j] = cl_results_num(s, "latency_ms.ttft.p99");
-		i50[j] = cl_results_num(s, "latency_ms.itl.p50");
-		i99[j] = cl_results_num(s, "latency_ms.itl.p99");
+	fputs("<div class=\"scroll\"><table><thead><tr>", out);
+	for (size_t c = 0; c < t.n_cols; c++)
+		th(out, t.col[c], t.numeric[c]);
+	fputs("</tr></thead><tbody>\n", out);
+	for (size_t i = 0; i < t.n_rows; i++) {
+		fputs(t.marked[i] ? "<tr class=\"marked\">" : "<tr>", out);
+		for (size_t c = 0; c < t.n_cols; c++)
+			td(out, t.cell[i][c], t.numeric[c]);
+		fputs("</tr>\n", out);
 	}
-	const char *xl = rate_mode ? "offered rate (requests/s)" : "concurrency (streams)";
-	const char *pl = rate_mode ? "" : "c=";
-	fprintf(out, "<section><h2>Throughput and latency vs %s</h2><div class=\"charts\">\n",
-		rate_mode ? "offered rate" : "concurrency");
-	struct cli_rp_series s1[] = { { "output tokens/s", BLUE, x, otps, m, false } };
-	struct cli_rp_series s2[] = { { "completed requests/s", GREEN, x, rps, m, false } };
-	struct cli_rp_series s3[] = { { "TTFT p50", BLUE, x, t50, m, false },
-				      { "TTFT p99", RED, x, t99, m, true } };
-	struct cli_rp_series s4[] = { { "ITL p50", BLUE, x, i50, m, false },
-				      { "ITL p99", RED, x, i99, m, true } };
-	struct cli_rp_chart charts[] = {
-		{ "Output throughput", xl, "output tokens/s", pl, s1, 1, 540, 300, false },
-		{ "Request throughput", xl, "completed requests/s", pl, s2, 1, 540, 300, false },
-		{ "Time to first token", xl, "TTFT (ms)", pl, s3, 2, 540, 300, false },
-		{ "Inter-token latency", xl, "ITL (ms)", pl, s4, 2, 540, 300, false },
-	};
-	for (size_t c = 0; c < sizeof(charts) / sizeof(charts[0]); c++)
-		cli_rp_svg_chart(out, &charts[c]);
-	fputs("</div></section>\n", out);
-out:
-	free(idx);
-	free(v);
-}
-
-static void timelines(const json_t *stages, FILE *out)
-{
-	size_t i;
-	const json_t *s;
-	bool any = false;
-	json_array_foreach(stages, i, s)
-	{
-		const json_t *iv = json_object_get(s, "intervals");
-		size_t n = json_array_size(iv);
-		if (n == 0)
-			continue;
-		double *v = calloc(6 * n, sizeof(*v));
-		if (!v)
-			continue;
-		if (!any)
-			fputs("<section><h2>Stage timelines</h2>\n", out);
-		any = true;
-		double *t = v, *otps = v + n, *t50 = v + 2 * n, *t99 = v + 3 * n, *act = v + 4 * n,
-		       *err = v + 5 * n;
-		for (size_t k = 0; k < n; k++) {
-			const json_t *p = json_array_get(iv, k);
-			t[k] = cl_results_num(p, "t_s");
-			otps[k] = cl_results_num(p, "output_tokens_per_s");
-			t50[k] = cl_results_num(p, "ttft_p50_ms");
-			t99[k] = cl_results_num(p, "ttft_p99_ms");
-			act[k] = cl_results_num(p, "active");
-			err[k] = cl_results_num(p, "errors");
-		}
-		char load[64];
-		fputs("<h3>Stage ", out);
-		text(out, cl_results_str(s, "name", "-"));
-		fputs(" (", out);
-		text(out, cli_rj_stage_load(s, load, sizeof(load)));
-		fputs(", ", out);
-		text(out, cl_results_str(s, "status", "-"));
-		double stride = cl_results_num(s, "intervals_stride");
-		if (isfinite(stride) && stride > 1)
-			fprintf(out, ", 1 interval in %.0f shown", stride);
-		fputs(")</h3><div class=\"charts\">\n", out);
-		const char *xl = "time since stage start (s)";
-		struct cli_rp_series s1[] = { { "output tokens/s", BLUE, t, otps, n, false } };
-		struct cli_rp_series s2[] = { { "TTFT p50", BLUE, t, t50, n, false },
-					      { "TTFT p99", RED, t, t99, n, true } };
-		struct cli_rp_series s3[] = { { "active streams", PURPLE, t, act, n, false } };
-		struct cli_rp_series s4[] = { { "errors per interval", ORANGE, t, err, n, false } };
-		struct cli_rp_chart charts[] = {
-			{ "Throughput", xl, "output tokens/s", "t=", s1, 1, 540, 250, false },
-			{ "Time to first token", xl, "TTFT (ms)", "t=", s2, 2, 540, 250, false },
-			{ "Active streams", xl, "streams in flight", "t=", s3, 1, 540, 250, true },
-			{ "Errors", xl, "errors per interval", "t=", s4, 1, 540, 250, true },
-		};
-		for (size_t c = 0; c < sizeof(charts) / sizeof(charts[0]); c++)
-			cli_rp_svg_chart(out, &charts[c]);
-		fputs("</div>\n", out);
-		free(v);
-	}
-	if (any)
-		fputs("</section>\n", out);
+	fputs("</tbody></table></div></section>\n", out);
+	cli_rp_table_free(&t);
 }
 
 static void verdict(const json_t *doc, FILE *out)
@@ -509,9 +410,12 @@ int cl_report_html(const json_t *doc, FILE *out)
 	capacity(doc, out);
 	warnings(doc, out);
 	estimates(doc, out);
-	load_charts(stages, false, out);
-	load_charts(stages, true, out);
-	timelines(stages, out);
+	for (int k = 0; k < RP__TBL; k++)
+		detail(doc, (enum cli_rp_table_kind)k, out);
+	cli_rp_html_load_charts(doc, false, out);
+	cli_rp_html_load_charts(doc, true, out);
+	cli_rp_html_distributions(doc, out);
+	cli_rp_html_timeline(doc, out);
 	error_samples(doc, out);
 	run_details(doc, out);
 	fputs("</main>\n<footer>generated by chatload ", out);

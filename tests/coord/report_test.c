@@ -218,9 +218,20 @@ static void test_html(void **state)
 	json_t *doc = build_doc();
 	char *text = render(doc, CL_REPORT_HTML);
 	assert_int_equal(strncmp(text, "<!DOCTYPE html>", 15), 0);
-	/* 4 charts against load + 4 per stage timeline. */
-	assert_int_equal(count(text, "<svg "), 4 + 3 * 4);
-	assert_int_equal(count(text, "</svg>"), 4 + 3 * 4);
+	/* 4 charts against load, 2 trade-off charts, 6 distributions (TTFT, ITL, TPOT, E2E,
+	 * output and prompt tokens; no TTFC without reasoning), 8 on the one timeline. */
+	assert_int_equal(count(text, "<svg "), 4 + 2 + 6 + 8);
+	assert_int_equal(count(text, "</svg>"), 4 + 2 + 6 + 8);
+	/* The breached TTFT SLO is drawn where it applies: load, trade-off. */
+	assert_int_equal(count(text, "SLO ttft_p99 \xe2\x89\xa4 10 ms"), 2);
+	/* Every stage ok: nothing marked. */
+	assert_int_equal(count(text, "class=\"marked\""), 0);
+	/* p90, p95 and mean are in the latency table. */
+	assert_non_null(strstr(text, "<th class=\"n\">p95</th>"));
+	assert_non_null(strstr(text, "<th class=\"n\">mean</th>"));
+	/* Tooltips name a concurrency as a whole number. */
+	assert_non_null(strstr(text, " at c=8: "));
+	assert_null(strstr(text, "c=8.00"));
 	/* Self-contained: no scripts, nothing fetched (no src, href, CSS url() or @import). */
 	assert_int_equal(count(text, "<script"), 0);
 	assert_int_equal(count(text, "<link"), 0);
@@ -290,6 +301,42 @@ static void test_hostile_documents(void **state)
 		}
 		json_decref(doc);
 	}
+}
+
+/* A failed stage is marked in every table and drawn as a cross, never joined to a line; a
+ * stage that saw reasoning brings TTFC, the content rate and the thinking table. */
+static void test_marked_and_thinking(void **state)
+{
+	json_t *doc = build_doc();
+	json_t *stages = json_object_get(doc, "stages");
+	json_t *c8 = json_array_get(stages, 1);
+	json_object_set_new(c8, "status", json_string("failed"));
+	json_t *tokens = json_object_get(c8, "tokens");
+	double out = json_number_value(json_object_get(tokens, "output"));
+	json_object_set_new(tokens, "reasoning", json_real(out / 4));
+	char *text = render(doc, CL_REPORT_HTML);
+	/* load charts: 1 + 1 + 2 + 2 series, trade-off 2 + 2: one cross each */
+	assert_int_equal(count(text, "<g class=\"marked\">"), 10);
+	assert_non_null(strstr(text, "(failed: not a normal measurement)"));
+	assert_non_null(strstr(text, "<tr class=\"marked\"><td>c8</td>"));
+	assert_non_null(strstr(text, "<td>c8 (failed)</td>"));
+	assert_non_null(strstr(text, "<h2>Thinking model</h2>"));
+	assert_non_null(strstr(text, "TTFC p50 ms"));
+	free(text);
+	text = render(doc, CL_REPORT_TABLE);
+	assert_non_null(strstr(text, "content tok/s"));
+	assert_non_null(strstr(text, "TTFC p99 ms"));
+	assert_non_null(strstr(text, "Thinking model:"));
+	assert_non_null(strstr(text, "c8 (failed)"));
+	/* 25% of the output was reasoning in c8, none elsewhere. */
+	assert_non_null(strstr(text, "25%"));
+	free(text);
+	text = render(doc, CL_REPORT_MD);
+	assert_non_null(strstr(text, "## Thinking model"));
+	assert_non_null(strstr(text, "## Latency distribution"));
+	assert_non_null(strstr(text, "| c8 (failed) |"));
+	free(text);
+	json_decref(doc);
 }
 
 static void test_parse_format(void **state)
@@ -379,6 +426,7 @@ int main(void)
 		cmocka_unit_test(test_html),
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_hostile_documents),
+		cmocka_unit_test(test_marked_and_thinking),
 		cmocka_unit_test(test_parse_format),
 		cmocka_unit_test(test_percent_format),
 		cmocka_unit_test(test_progress_no_data),

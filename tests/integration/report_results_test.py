@@ -418,7 +418,7 @@ class RateMode(unittest.TestCase):
             labels = [t.text for t in root.iter(svg + "text")]
             self.assertIn("offered rate (requests/s)", labels)
             self.assertNotIn("concurrency (streams)", labels)
-            self.assertIn("time since stage start (s)", labels)
+            self.assertIn("time since the first stage started (s)", labels)
 
 
 if __name__ == "__main__":
