@@ -1,5 +1,6 @@
 /* report.html: one self-contained XHTML-compatible page (inline CSS and SVG, no scripts, no
- * network) with the stage table, charts against load, per-stage timelines and the verdict. */
+ * network) with the stage table, verdict, detail tables and charts; and the live page
+ * (chatload run --web), the same with a small script that refreshes it. */
 #include "report.h"
 #include "results.h"
 #include "results_internal.h"
@@ -393,7 +394,22 @@ static void error_samples(const json_t *doc, FILE *out)
 		fputs("</tbody></table></div></section>\n", out);
 }
 
-int cl_report_html(const json_t *doc, FILE *out)
+/* The live page's refresh: every 2 s it fetches the page again and swaps in the new <main>
+ * (scroll position kept) and counts it in body's data-refreshes; when the run is over and
+ * the server gone, the last state stays.  In CDATA so the page still parses as XML. */
+static const char live_script[] =
+    "<script>//<![CDATA[\n"
+    "(function(){var busy=false,n=0;setInterval(function(){if(busy)return;busy=true;"
+    "fetch(location.pathname,{cache:'no-store'}).then(function(r){if(!r.ok)throw r;"
+    "return r.text();}).then(function(t){var d=new DOMParser().parseFromString(t,"
+    "'text/html');var m=d.querySelector('main');if(m){document.querySelector('main')"
+    ".replaceWith(m);document.body.setAttribute('data-refreshes',++n);}})"
+    ".catch(function(){var s=document.getElementById('live');"
+    "if(s)s.textContent='live: not answering (run over?)';}).then(function(){busy=false;"
+    "});},2000);})();\n"
+    "//]]></script>\n";
+
+static int render(const json_t *doc, bool live, FILE *out)
 {
 	const json_t *stages = json_object_get(doc, "stages");
 	fputs("<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n"
@@ -404,6 +420,11 @@ int cl_report_html(const json_t *doc, FILE *out)
 	text(out, cl_results_str(doc, "scenario.name", "results"));
 	fprintf(out, "</title>\n<style>\n%s</style>\n</head>\n<body>\n<main>\n", css);
 	header(doc, out);
+	if (live)
+		fputs("<p class=\"meta\"><span id=\"live\" class=\"badge pass\">live</span> "
+		      "refreshed every 2 s while the run goes on; a running stage shows its "
+		      "intervals so far, its totals come when it ends.</p>\n",
+		      out);
 	/* What decides a nightly job first, then the pictures, then the details. */
 	stage_table(stages, out);
 	verdict(doc, out);
@@ -422,6 +443,19 @@ int cl_report_html(const json_t *doc, FILE *out)
 	text(out, cl_results_str(doc, "chatload_version", "-"));
 	fputs(" from results.json (schema ", out);
 	text(out, cl_results_str(doc, "schema", "-"));
-	fputs(")</footer>\n</body>\n</html>\n", out);
+	fputs(")</footer>\n", out);
+	if (live)
+		fputs(live_script, out);
+	fputs("</body>\n</html>\n", out);
 	return ferror(out) ? CL_EIO : 0;
+}
+
+int cl_report_html(const json_t *doc, FILE *out)
+{
+	return render(doc, false, out);
+}
+
+int cl_report_html_live(const json_t *doc, FILE *out)
+{
+	return render(doc, true, out);
 }

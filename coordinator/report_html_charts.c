@@ -55,10 +55,10 @@ static struct cli_rp_chart chart(const char *title, const char *xl, const char *
 /* Why a stage is not a normal point ("failed", "client-bound"), or NULL. */
 static const char *mark_of(const json_t *s)
 {
+	if (!cli_rp_stage_marked(s))
+		return NULL;
 	const char *status = cl_results_str(s, "status", "ok");
-	if (strcmp(status, "ok") != 0)
-		return status;
-	return json_is_true(cl_results_get(s, "client.client_bound")) ? "client-bound" : NULL;
+	return strcmp(status, "ok") != 0 ? status : "client-bound";
 }
 
 struct slo_lines {

@@ -258,6 +258,11 @@ int cl_results_finish(struct cl_results *r, bool complete, int exit_code_hint, i
 
 /* The document (owned by r; valid until destroy).  Never NULL after a successful create. */
 const json_t *cl_results_doc(const struct cl_results *r);
+
+/* A copy of the document as it stands (the caller owns it), with each running stage that
+ * has reported intervals added as {index, name, status "running", intervals}: what the
+ * live report page shows.  NULL when out of memory.  Same thread as the other calls. */
+json_t *cl_results_live_doc(const struct cl_results *r);
 /* The output directory (owned by r). */
 const char *cl_results_dir(const struct cl_results *r);
 /* The first I/O error seen, as a message; "" when none. */

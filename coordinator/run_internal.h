@@ -139,6 +139,11 @@ struct run {
 	struct cl_live_metrics *live;
 	struct cl_http_live *http;
 	int64_t live_tick_us;
+	/* --web: the live report page, on http (same address as --metrics-listen, or none)
+	 * or on a listener of its own (http_web); NULL: not asked */
+	struct cli_live_web *web;
+	struct cl_http_live *http_web;
+	int64_t web_tick_us;
 };
 
 /* run_setup.c */
@@ -202,10 +207,12 @@ int cli_run_readiness(struct run *r);
 int cli_run_warmup(struct run *r);
 int cli_run_stage(struct run *r, size_t index);
 
-/* run_live.c: --metrics-listen.  open: starts the listener (0 when not asked; CL_EINVAL for
- * a bad or non-loopback address, CL_ESYS when it cannot bind, err says why).  phase: the
- * run moved on (a fresh snapshot first).  tick: the fleet and the running stage's metrics,
- * at most every 500 ms unless forced.  close: stops serving and frees; safe when not open. */
+/* run_live.c: --metrics-listen and --web.  open: starts the listeners (0 when not asked;
+ * CL_EINVAL for a bad or non-loopback address, CL_ESYS when it cannot bind, err says why;
+ * one listener when both flags name the same address).  phase: the run moved on (a fresh
+ * snapshot first).  tick: the fleet and the running stage's metrics, at most every 500 ms,
+ * and the live report page, at most every second, unless forced.  close: stops serving and
+ * frees; safe when not open. */
 int cli_run_live_open(struct run *r, struct cl_err *err);
 void cli_run_live_phase(struct run *r, enum cl_live_phase p, int exit_code);
 void cli_run_live_tick(struct run *r, bool force);
