@@ -357,10 +357,10 @@ static void summary_line(const json_t *cmp, FILE *out, bool md)
 	double err = cl_results_num(cmp, "max_error_increase") * 100;
 	/* The units, once, for a reader who did not write the flags. */
 	fprintf(out,
-		"change is new against base in %% of the base value (the error rate's in "
-		"percentage points, pp); higher is better for tok/s, req/s and the sustainable "
-		"level, lower for latencies (ms) and the error rate. A change for the worse beyond "
-		"%g%% (error rate: %g pp) is a regression; within it, 'worse'.\n%s",
+		"change: new against base, in %% of the base value (the error rate's in "
+		"percentage points, pp);\nhigher is better for tok/s, req/s and the sustainable "
+		"level, lower for latencies (ms) and the error rate;\na change for the worse "
+		"beyond %g%% (error rate: %g pp) is a regression, within it 'worse'.\n%s",
 		lim, err, md ? "\n" : "");
 	if (reg > 0)
 		fprintf(out, "%sresult: %.0f regression%s beyond %g%% (error rate: %g pp)%s\n",

@@ -38,8 +38,9 @@ void cl_progress_update(struct cl_progress *p, const struct cl_progress_snapshot
 		return;
 	p->last_us = now;
 	char span[64];
-	if (s->total_s > 0)
-		snprintf(span, sizeof(span), "%.0f/%.0fs", s->elapsed_s, s->total_s);
+	if (s->total_s > 0) /* the drain runs past the planned time: show it as the end */
+		snprintf(span, sizeof(span), "%.0f/%.0fs", fmin(s->elapsed_s, s->total_s),
+			 s->total_s);
 	else
 		snprintf(span, sizeof(span), "%llu/%llu req", (unsigned long long)s->requests_done,
 			 (unsigned long long)s->requests_total);
