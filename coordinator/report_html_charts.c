@@ -82,7 +82,7 @@ static void slo_lines(const json_t *doc, const char *metric, struct slo_lines *l
 		    strcmp(cl_results_str(slo, "unit", ""), "ms") != 0 || l->n == MAX_SLO_LINES)
 			continue;
 		const char *stage = cl_results_str(slo, "stage", NULL);
-		snprintf(l->text[l->n], sizeof(l->text[0]), "SLO %s %s %g ms%s%s", key,
+		snprintf(l->text[l->n], sizeof(l->text[0]), "SLO %s %s %.10g ms%s%s", key,
 			 "\xe2\x89\xa4", limit, stage ? " on " : "", stage ? stage : "");
 		l->label[l->n] = l->text[l->n];
 		l->v[l->n++] = limit;

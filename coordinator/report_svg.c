@@ -99,9 +99,6 @@ void cli_rp_svg_chart(FILE *out, const struct cli_rp_chart *c)
 	int mt = MT + 16 * (rows - 1);
 	double max_x = 0, max_y = 0;
 	size_t points = 0;
-	for (size_t k = 0; k < c->n_hlines; k++)
-		if (isfinite(c->hline[k]) && c->hline[k] > max_y)
-			max_y = c->hline[k];
 	for (size_t k = 0; k < c->n_vlines; k++)
 		if (isfinite(c->vline[k]) && c->vline[k] > max_x)
 			max_x = c->vline[k];
@@ -115,6 +112,13 @@ void cli_rp_svg_chart(FILE *out, const struct cli_rp_chart *c)
 			max_y = y > max_y ? y : max_y;
 		}
 	}
+	/* An SLO line far above the data would flatten it against the axis: the axis takes in
+	 * limits up to 3 times the data's top; a higher one is named at the top instead. */
+	double data_max_y = max_y;
+	for (size_t k = 0; k < c->n_hlines; k++)
+		if (isfinite(c->hline[k]) && c->hline[k] > max_y &&
+		    (data_max_y <= 0 || c->hline[k] <= 3 * data_max_y))
+			max_y = c->hline[k];
 	if (c->y_percent)
 		max_y = 100;
 	struct axis ax = make_axis(max_x, 6), ay = make_axis(max_y, 5);
@@ -215,6 +219,15 @@ void cli_rp_svg_chart(FILE *out, const struct cli_rp_chart *c)
 	for (size_t k = 0; k < c->n_hlines; k++) {
 		if (!isfinite(c->hline[k]))
 			continue;
+		if (c->hline[k] > ay.hi) {
+			fprintf(out,
+				"<text x=\"%d\" y=\"%d\" font-size=\"11\" fill=\"#991b1b\" "
+				"text-anchor=\"end\">",
+				w - MR - 2, mt - 4);
+			cli_rj_put_xml(out, c->hline_label ? c->hline_label[k] : "");
+			fputs(" (above the chart)</text>\n", out);
+			continue;
+		}
 		double y = PY(c->hline[k]);
 		fprintf(out,
 			"<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#dc2626\" "

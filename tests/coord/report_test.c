@@ -224,6 +224,12 @@ static void test_html(void **state)
 	assert_int_equal(count(text, "</svg>"), 4 + 2 + 6 + 8);
 	/* The breached TTFT SLO is drawn where it applies: load, trade-off. */
 	assert_int_equal(count(text, "SLO ttft_p99 \xe2\x89\xa4 10 ms"), 2);
+	/* An SLO far above the data is named, not drawn where it would flatten the data. */
+	json_t *slo = json_array_get(cl_results_get(doc, "scenario.slo"), 0);
+	json_object_set_new((json_t *)slo, "limit", json_real(1e6));
+	char *far = render(doc, CL_REPORT_HTML);
+	assert_int_equal(count(far, "SLO ttft_p99 \xe2\x89\xa4 1000000 ms (above the chart)"), 2);
+	free(far);
 	/* Every stage ok: nothing marked. */
 	assert_int_equal(count(text, "class=\"marked\""), 0);
 	/* p90, p95 and mean are in the latency table. */
