@@ -356,6 +356,68 @@ static void timeline_chart(const json_t *stages, const double *x, size_t n, cons
 	free(y);
 }
 
+/* Errors per interval by class, one series per class seen (older files have only the
+ * total: one series of it). */
+static void errors_chart(const json_t *stages, const double *x, size_t n, const double *vline,
+			 const char *const *vlabel, size_t nv, FILE *out)
+{
+	const char *classes[RP_TBL_COLS + 1];
+	size_t nc = 0;
+	for (size_t k = 0; k < cli_rj_n_err_keys && nc < RP_TBL_COLS; k++) {
+		size_t i, j;
+		const json_t *s, *p;
+		bool seen = false;
+		json_array_foreach(stages, i, s)
+		{
+			json_array_foreach(json_object_get(s, "intervals"), j, p)
+			{
+				seen |= cl_results_num(cl_results_get(p, "errors_by_class"),
+						       cli_rj_err_keys[k]) > 0;
+			}
+		}
+		if (seen)
+			classes[nc++] = cli_rj_err_keys[k];
+	}
+	bool by_class = nc > 0;
+	if (!by_class)
+		classes[nc++] = "errors";
+	double *y = calloc(nc * (n ? n : 1), sizeof(*y));
+	struct cli_rp_series se[RP_TBL_COLS + 1];
+	if (!y)
+		return;
+	for (size_t c = 0; c < nc; c++) {
+		double *yc = y + c * n;
+		size_t k = 0, i, j;
+		const json_t *s, *p;
+		json_array_foreach(stages, i, s)
+		{
+			json_array_foreach(json_object_get(s, "intervals"), j, p)
+			{
+				double v =
+				    by_class ? cl_results_num(cl_results_get(p, "errors_by_class"),
+							      classes[c])
+					     : cl_results_num(p, "errors");
+				/* A class absent from an interval that has the object: none. */
+				if (by_class && !isfinite(v) &&
+				    json_is_object(json_object_get(p, "errors_by_class")))
+					v = 0;
+				yc[k++] = v;
+			}
+			yc[k++] = NAN;
+		}
+		se[c] = ser(classes[c], by_class ? palette[(c + 2) % MAX_DIST] : ORANGE, x, yc, k,
+			    false, NULL, NULL);
+	}
+	struct cli_rp_chart c =
+	    chart(by_class ? "Errors by class" : "Errors", "time since the first stage started (s)",
+		  "errors per interval", "t=", se, nc, 540, 250, true);
+	c.vline = vline;
+	c.vline_label = vlabel;
+	c.n_vlines = nv;
+	cli_rp_svg_chart(out, &c);
+	free(y);
+}
+
 void cli_rp_html_timeline(const json_t *doc, FILE *out)
 {
 	const json_t *stages = json_object_get(doc, "stages");
@@ -403,8 +465,9 @@ void cli_rp_html_timeline(const json_t *doc, FILE *out)
 		      "all)",
 		      out);
 	fputs(". Red: a failed, degraded, interrupted or client-bound stage. Errors are per "
-	      "interval (the Errors by class table splits them); agent CPU is the busiest "
-	      "agent's, 100 = one core.</p><div class=\"charts\">\n",
+	      "interval and class; agent CPU is the busiest agent's (100 = one core); dispatch "
+	      "and loop lag over 50 ms mean the client could not keep up.</p>"
+	      "<div class=\"charts\">\n",
 	      out);
 	static const struct {
 		const char *key, *title, *yl, *color;
@@ -415,14 +478,18 @@ void cli_rp_html_timeline(const json_t *doc, FILE *out)
 		{ "ttft_p99_ms", "TTFT p99", "TTFT p99 (ms)", PURPLE, false },
 		{ "itl_p99_ms", "ITL p99", "ITL p99 (ms)", PURPLE, false },
 		{ "active", "Active streams", "streams in flight", BLUE, true },
-		{ "errors", "Errors", "errors per interval", ORANGE, true },
 		{ "cpu_pct", "Agent CPU (client health)", "busiest agent CPU %", GREY, false },
 		{ "dispatch_lag_p99_ms", "Dispatch lag p99 (client health)",
 		  "dispatch lag p99 (ms)", GREY, false },
+		{ "loop_lag_p99_ms", "Loop lag p99 (client health)", "event-loop lag p99 (ms)",
+		  GREY, false },
 	};
-	for (size_t c = 0; c < sizeof(ch) / sizeof(ch[0]); c++)
+	for (size_t c = 0; c < sizeof(ch) / sizeof(ch[0]); c++) {
+		if (c == 5) /* after the active streams */
+			errors_chart(stages, x, n, vl, vlabel, ns, out);
 		timeline_chart(stages, x, n, ch[c].key, ch[c].title, ch[c].yl, ch[c].color,
 			       ch[c].integer, vl, vlabel, ns, out);
+	}
 	fputs("</div></section>\n", out);
 out:
 	free(x);

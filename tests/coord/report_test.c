@@ -219,9 +219,13 @@ static void test_html(void **state)
 	char *text = render(doc, CL_REPORT_HTML);
 	assert_int_equal(strncmp(text, "<!DOCTYPE html>", 15), 0);
 	/* 4 charts against load, 2 trade-off charts, 6 distributions (TTFT, ITL, TPOT, E2E,
-	 * output and prompt tokens; no TTFC without reasoning), 8 on the one timeline. */
-	assert_int_equal(count(text, "<svg "), 4 + 2 + 6 + 8);
-	assert_int_equal(count(text, "</svg>"), 4 + 2 + 6 + 8);
+	 * output and prompt tokens; no TTFC without reasoning), 9 on the one timeline. */
+	assert_int_equal(count(text, "<svg "), 4 + 2 + 6 + 9);
+	assert_int_equal(count(text, "</svg>"), 4 + 2 + 6 + 9);
+	/* Errors over time by class: the 5xx of the last stage, per interval. */
+	assert_non_null(strstr(text, "<title>Errors by class</title>"));
+	assert_non_null(strstr(text, "<title>http_5xx at t="));
+	assert_non_null(strstr(text, "<title>Loop lag p99 (client health)</title>"));
 	/* The breached TTFT SLO is drawn where it applies: load, trade-off. */
 	assert_int_equal(count(text, "SLO ttft_p99 \xe2\x89\xa4 10 ms"), 2);
 	/* An SLO far above the data is named, not drawn where it would flatten the data. */
