@@ -297,6 +297,20 @@ static void test_hostile_documents(void **state)
 		"\"breaches\": "
 		"[7, {\"note\": 3}]}, \"estimates\": [{\"samples\": -1}], \"agents\": [{\"id\": "
 		"\"q\"}], \"readiness\": {\"phases\": 3}, \"warmup\": {}}",
+		/* what the detail tables and charts read, mistyped */
+		"{\"scenario\": {\"slo\": [1, {\"key\": \"ttft_p99\", \"limit\": \"x\"}, "
+		"{\"key\": \"ttft_p99\", \"limit\": 1e308, \"unit\": \"ms\", \"stage\": 3}]}, "
+		"\"agents\": [{\"episodes\": [1, {\"seen_by\": 7}]}, {\"episodes\": {}}], "
+		"\"stages\": [{\"name\": \"a\", \"mode\": \"concurrency\", \"concurrency\": 2, "
+		"\"status\": 5, \"tokens\": {\"reasoning\": 1e308, \"output\": -1}, "
+		"\"client\": {\"reasons\": [1, \"cpu\"], \"stalls\": 3}, "
+		"\"requests\": {\"errors\": {\"connect\": \"x\", \"http_5xx\": 2}}, "
+		"\"histograms\": {\"lat\": {\"ttft\": {\"total\": 5, \"buckets\": [1, [2], "
+		"[\"a\", 3], [1e308, -4]]}, \"itl\": {\"total\": 1, \"buckets\": {}}}, "
+		"\"cnt\": 4}, \"intervals\": [{\"t_s\": 1, \"errors_by_class\": "
+		"{\"http_5xx\": \"x\"}}, {\"t_s\": -1e308, \"errors_by_class\": 3}]}, "
+		"{\"name\": \"b\", \"mode\": \"concurrency\", \"concurrency\": 1, "
+		"\"latency_ms\": {\"ttft\": {\"count\": 1, \"p99\": 1e308}}}]}",
 	};
 	for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
 		json_error_t je;
