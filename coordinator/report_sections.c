@@ -112,6 +112,7 @@ static int thinking(const json_t *stages, struct cli_rp_table *t)
 		1, "no content", 1);
 	if (!cli_rp_thinking(stages))
 		return 0;
+	bool any_no_content = false;
 	size_t i;
 	const json_t *s;
 	json_array_foreach(stages, i, s)
@@ -131,7 +132,11 @@ static int thinking(const json_t *stages, struct cli_rp_table *t)
 		cli_rp_fmt_rate(r[7], RP_CELL_MAX,
 				(out - reasoning) / cl_results_num(s, "duration_s"));
 		cli_rj_fmt_count(r[8], RP_CELL_MAX, cl_results_num(s, "requests.no_content"));
+		any_no_content |= cl_results_num(s, "requests.no_content") > 0;
 	}
+	/* Like the stage table, the column only when some request lacked content. */
+	if (!any_no_content)
+		t->n_cols--;
 	return 0;
 }
 

@@ -83,7 +83,7 @@ static void print_detail(const json_t *doc, enum cli_rp_table_kind kind, FILE *o
 	}
 	fprintf(out, "%s:\n", t.title);
 	for (size_t c = 0; c < t.n_cols; c++) {
-		fputs(c ? "  " : "  ", out);
+		fputs("  ", out);
 		pad(out, t.col[c], w[c], t.numeric[c], c + 1 == t.n_cols);
 	}
 	fputc('\n', out);
