@@ -13,6 +13,13 @@
 #define RED_MARK "#dc2626"
 #define FONT     "font-family=\"system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif\""
 
+/* A value a chart can place: finite and far from overflowing the axis arithmetic (a file may
+ * hold 1e308, and an axis rounded up past it would be infinite). */
+static bool plottable(double v)
+{
+	return isfinite(v) && fabs(v) < 1e300;
+}
+
 struct axis {
 	double lo, hi, step;
 };
@@ -100,12 +107,12 @@ void cli_rp_svg_chart(FILE *out, const struct cli_rp_chart *c)
 	double max_x = 0, max_y = 0;
 	size_t points = 0;
 	for (size_t k = 0; k < c->n_vlines; k++)
-		if (isfinite(c->vline[k]) && c->vline[k] > max_x)
+		if (plottable(c->vline[k]) && c->vline[k] > max_x)
 			max_x = c->vline[k];
 	for (size_t s = 0; s < c->n_series; s++) {
 		for (size_t i = 0; i < c->series[s].n; i++) {
 			double x = c->series[s].x[i], y = c->series[s].y[i];
-			if (!isfinite(x) || !isfinite(y))
+			if (!plottable(x) || !plottable(y))
 				continue;
 			points++;
 			max_x = x > max_x ? x : max_x;
@@ -116,7 +123,7 @@ void cli_rp_svg_chart(FILE *out, const struct cli_rp_chart *c)
 	 * limits up to 3 times the data's top; a higher one is named at the top instead. */
 	double data_max_y = max_y;
 	for (size_t k = 0; k < c->n_hlines; k++)
-		if (isfinite(c->hline[k]) && c->hline[k] > max_y &&
+		if (plottable(c->hline[k]) && c->hline[k] > max_y &&
 		    (data_max_y <= 0 || c->hline[k] <= 3 * data_max_y))
 			max_y = c->hline[k];
 	if (c->y_percent)
@@ -217,7 +224,7 @@ void cli_rp_svg_chart(FILE *out, const struct cli_rp_chart *c)
 	}
 	/* Reference lines under the data: SLO limits across, stage boundaries down. */
 	for (size_t k = 0; k < c->n_hlines; k++) {
-		if (!isfinite(c->hline[k]))
+		if (!plottable(c->hline[k]))
 			continue;
 		if (c->hline[k] > ay.hi) {
 			fprintf(out,
@@ -238,7 +245,7 @@ void cli_rp_svg_chart(FILE *out, const struct cli_rp_chart *c)
 		fputs("</text>\n", out);
 	}
 	for (size_t k = 0; k < c->n_vlines; k++) {
-		if (!isfinite(c->vline[k]))
+		if (!plottable(c->vline[k]))
 			continue;
 		double x = PX(c->vline[k]);
 		fprintf(out,
@@ -256,7 +263,7 @@ void cli_rp_svg_chart(FILE *out, const struct cli_rp_chart *c)
 		bool open = false;
 		for (size_t i = 0; i < se->n; i++) {
 			double x = se->x[i], y = se->y[i];
-			if (!isfinite(x) || !isfinite(y) || (se->mark && se->mark[i])) {
+			if (!plottable(x) || !plottable(y) || (se->mark && se->mark[i])) {
 				if (open)
 					fputs("\"/>\n", out);
 				open = false;
@@ -275,7 +282,7 @@ void cli_rp_svg_chart(FILE *out, const struct cli_rp_chart *c)
 		for (size_t i = 0; i < se->n; i++) {
 			double x = se->x[i], y = se->y[i];
 			const char *mark = se->mark ? se->mark[i] : NULL;
-			if (!isfinite(x) || !isfinite(y) || (se->n > 80 && !mark))
+			if (!plottable(x) || !plottable(y) || (se->n > 80 && !mark))
 				continue;
 			char xs[32], ys[32];
 			fmt_value(xs, sizeof(xs), x);

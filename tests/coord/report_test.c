@@ -310,7 +310,10 @@ static void test_hostile_documents(void **state)
 		"\"cnt\": 4}, \"intervals\": [{\"t_s\": 1, \"errors_by_class\": "
 		"{\"http_5xx\": \"x\"}}, {\"t_s\": -1e308, \"errors_by_class\": 3}]}, "
 		"{\"name\": \"b\", \"mode\": \"concurrency\", \"concurrency\": 1, "
-		"\"latency_ms\": {\"ttft\": {\"count\": 1, \"p99\": 1e308}}}]}",
+		"\"latency_ms\": {\"ttft\": {\"count\": 1, \"p99\": 1e308}}}, "
+		"{\"name\": \"c\", \"mode\": \"concurrency\", \"concurrency\": 1.7e308, "
+		"\"throughput\": {\"output_tokens_per_s\": -1.7e308}, \"latency_ms\": {\"ttft\": "
+		"{\"p50\": 1.7e308}}}]}",
 	};
 	for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
 		json_error_t je;
