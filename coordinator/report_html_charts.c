@@ -418,6 +418,66 @@ static void errors_chart(const json_t *stages, const double *x, size_t n, const 
 	free(y);
 }
 
+/* `key` of each agent's health in every interval (intervals[].agents[]), one series per
+ * agent (the first MAX_DIST seen).  Nothing for files without per-agent rows. */
+static void per_agent_chart(const json_t *stages, const double *x, size_t n, const char *key,
+			    const char *title, const char *yl, const double *vline,
+			    const char *const *vlabel, size_t nv, FILE *out)
+{
+	double ids[MAX_DIST];
+	size_t na = 0, i, j, k;
+	const json_t *s, *p, *a;
+	json_array_foreach(stages, i, s)
+	{
+		json_array_foreach(json_object_get(s, "intervals"), j, p)
+		{
+			json_array_foreach(json_object_get(p, "agents"), k, a)
+			{
+				double id = cl_results_num(a, "agent");
+				size_t at = 0;
+				while (at < na && ids[at] != id)
+					at++;
+				if (at == na && na < MAX_DIST && isfinite(id))
+					ids[na++] = id;
+			}
+		}
+	}
+	if (na == 0)
+		return;
+	double *y = calloc(na * (n ? n : 1), sizeof(*y));
+	char names[MAX_DIST][32];
+	struct cli_rp_series se[MAX_DIST];
+	if (!y)
+		return;
+	for (size_t c = 0; c < na; c++) {
+		double *yc = y + c * n;
+		size_t m = 0;
+		json_array_foreach(stages, i, s)
+		{
+			json_array_foreach(json_object_get(s, "intervals"), j, p)
+			{
+				double v = NAN;
+				json_array_foreach(json_object_get(p, "agents"), k, a)
+				{
+					if (cl_results_num(a, "agent") == ids[c])
+						v = cl_results_num(a, key);
+				}
+				yc[m++] = v;
+			}
+			yc[m++] = NAN;
+		}
+		snprintf(names[c], sizeof(names[c]), "agent %.0f", ids[c]);
+		se[c] = ser(names[c], palette[c], x, yc, m, false, NULL, NULL);
+	}
+	struct cli_rp_chart c = chart(title, "time since the first stage started (s)", yl, "t=", se,
+				      na, 540, 250, false);
+	c.vline = vline;
+	c.vline_label = vlabel;
+	c.n_vlines = nv;
+	cli_rp_svg_chart(out, &c);
+	free(y);
+}
+
 void cli_rp_html_timeline(const json_t *doc, FILE *out)
 {
 	const json_t *stages = json_object_get(doc, "stages");
@@ -490,6 +550,13 @@ void cli_rp_html_timeline(const json_t *doc, FILE *out)
 		timeline_chart(stages, x, n, ch[c].key, ch[c].title, ch[c].yl, ch[c].color,
 			       ch[c].integer, vl, vlabel, ns, out);
 	}
+	per_agent_chart(stages, x, n, "cpu_pct", "CPU per agent (client health)",
+			"agent CPU % (100 = one core)", vl, vlabel, ns, out);
+	per_agent_chart(stages, x, n, "loop_lag_p99_ms", "Loop lag p99 per agent (client health)",
+			"event-loop lag p99 (ms)", vl, vlabel, ns, out);
+	per_agent_chart(stages, x, n, "dispatch_lag_p99_ms",
+			"Dispatch lag p99 per agent (client health)", "dispatch lag p99 (ms)", vl,
+			vlabel, ns, out);
 	fputs("</div></section>\n", out);
 out:
 	free(x);

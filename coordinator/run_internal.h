@@ -70,6 +70,9 @@ struct run_slot {
 	int64_t group_end; /* last interval an agent reported together with this one */
 	bool metrics_ready;
 	struct cl_metrics m; /* allocated on first use, kept for reuse */
+	/* each report's agent health, in the slot of the report's last interval */
+	struct cl_results_agent_health health[CL_FLEET_MAX_AGENTS];
+	size_t n_health;
 };
 
 struct run_stage {
