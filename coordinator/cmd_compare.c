@@ -18,7 +18,7 @@ static void usage(FILE *out)
 	      "                        [-o FILE]\n\n"
 	      "Compares stages by name: output tok/s, req/s, TTFT p50/p99, ITL p50/p99, TPOT p50,\n"
 	      "E2E p50 and error rate.  Exit 99 when any regressed beyond the limit, 0 otherwise,\n"
-	      "2 on bad input.\n",
+	      "2 on bad input (or when the runs have no stage in common).\n",
 	      out);
 }
 
@@ -107,6 +107,16 @@ int cmd_compare(int argc, char **argv)
 			code = CL_EXIT_USAGE;
 			goto out;
 		}
+	}
+	/* Two runs of different scenarios share no stage: every stage would read as missing,
+	 * i.e. regressed, which says nothing true.  Bad input, not a regression. */
+	if (cl_compare_common(docs[0], docs[1]) == 0) {
+		fprintf(stderr,
+			"chatload compare: no stages in common: '%s' and '%s' name their stages "
+			"differently (compare runs of the same scenario)\n",
+			files[0], files[1]);
+		code = CL_EXIT_USAGE;
+		goto out;
 	}
 	FILE *out = stdout;
 	if (out_path && !(out = fopen(out_path, "w"))) {

@@ -29,7 +29,8 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: chatload run SCENARIO [--set KEY.PATH=VALUE]... [--out DIR]\n"
-		"                    [--metrics-listen HOST:PORT [--metrics-allow-remote]]\n\n"
+		"                    [--metrics-listen HOST:PORT [--metrics-allow-remote]]\n"
+		"                    [--web HOST:PORT [--web-allow-remote]]\n\n"
 		"Runs a scenario: starts the built-in simulator if the scenario asks for one,\n"
 		"spawns local agents (agents.local) or waits for remote ones (agents.listen),\n"
 		"passes the readiness gate, warms up, runs every stage and writes results as it\n"
@@ -42,7 +43,13 @@ static void usage(FILE *out)
 		"               serve live Prometheus metrics at http://HOST:PORT/metrics for\n"
 		"               the whole run (loopback only; port 0 picks one, printed)\n"
 		"  --metrics-allow-remote\n"
-		"               allow a --metrics-listen address off loopback\n\n"
+		"               allow a --metrics-listen address off loopback\n"
+		"  --web HOST:PORT\n"
+		"               serve the report live at http://HOST:PORT/ during the run,\n"
+		"               refreshed every 2 s (loopback only; port 0 picks one, printed;\n"
+		"               the same address as --metrics-listen shares its port)\n"
+		"  --web-allow-remote\n"
+		"               allow a --web address off loopback\n\n"
 		"exit codes: 0 ok, 1 run failed or interrupted, 2 bad input, 3 target not ready,\n"
 		"            99 SLO breached\n");
 }
@@ -83,6 +90,16 @@ int cmd_run(int argc, char **argv)
 			o.metrics_listen = a + 17;
 		} else if (strcmp(a, "--metrics-allow-remote") == 0) {
 			o.metrics_allow_remote = true;
+		} else if (strcmp(a, "--web") == 0) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "chatload run: %s needs a value\n", a);
+				return CL_EXIT_USAGE;
+			}
+			o.web_listen = argv[++i];
+		} else if (strncmp(a, "--web=", 6) == 0) {
+			o.web_listen = a + 6;
+		} else if (strcmp(a, "--web-allow-remote") == 0) {
+			o.web_allow_remote = true;
 		} else if (strncmp(a, "--set=", 6) == 0 && n_over < MAX_OVERRIDES) {
 			overrides[n_over++] = a + 6;
 		} else if (strncmp(a, "--out=", 6) == 0) {

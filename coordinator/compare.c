@@ -355,6 +355,13 @@ static void summary_line(const json_t *cmp, FILE *out, bool md)
 	double reg = cl_results_num(cmp, "regressions");
 	double lim = cl_results_num(cmp, "max_regression") * 100;
 	double err = cl_results_num(cmp, "max_error_increase") * 100;
+	/* The units, once, for a reader who did not write the flags. */
+	fprintf(out,
+		"change: new against base, in %% of the base value (the error rate's in "
+		"percentage points, pp);\nhigher is better for tok/s, req/s and the sustainable "
+		"level, lower for latencies (ms) and the error rate;\na change for the worse "
+		"beyond %g%% (error rate: %g pp) is a regression, within it 'worse'.\n%s",
+		lim, err, md ? "\n" : "");
 	if (reg > 0)
 		fprintf(out, "%sresult: %.0f regression%s beyond %g%% (error rate: %g pp)%s\n",
 			md ? "**" : "", reg, reg == 1 ? "" : "s", lim, err, md ? "**" : "");
@@ -416,6 +423,20 @@ int cl_compare_render(const json_t *cmp, enum cl_compare_format fmt, FILE *out)
 		return CL_EINVAL;
 	}
 	return ferror(out) ? CL_EIO : 0;
+}
+
+size_t cl_compare_common(const json_t *base, const json_t *cur)
+{
+	size_t n = 0, i;
+	const json_t *bs;
+	json_array_foreach(json_object_get(base, "stages"), i, bs)
+	{
+		n += !is_probe(bs) && find_stage(cur, cl_results_str(bs, "name", "")) != NULL;
+	}
+	/* A capacity search's answer compares as one more stage. */
+	n += json_is_object(json_object_get(base, "capacity")) &&
+	     json_is_object(json_object_get(cur, "capacity"));
+	return n;
 }
 
 int cl_compare(const json_t *base, const json_t *cur, const char *base_name, const char *cur_name,

@@ -46,6 +46,10 @@ int cl_compare_render(const json_t *cmp, enum cl_compare_format fmt, FILE *out);
  * when any metric regressed beyond the limits, CL_EXIT_OK otherwise, CL_EXIT_FAILED when
  * out of memory or writing failed.
  */
+/* How many stages (by name, probes left out; a capacity answer counts as one) both runs
+ * have: 0 means there is nothing to compare. */
+size_t cl_compare_common(const json_t *base, const json_t *cur);
+
 int cl_compare(const json_t *base, const json_t *cur, const char *base_name, const char *cur_name,
 	       const struct cl_compare_opts *opts, enum cl_compare_format fmt, FILE *out);
 

@@ -62,23 +62,22 @@ static bool is_loopback(const char *host)
 	return false;
 }
 
-int cl_http_live_open(const char *addr, bool allow_remote, struct cl_http_live **out,
-		      struct cl_err *err)
+int cl_http_live_open(const char *addr, const char *flag, const char *remote_flag,
+		      bool allow_remote, struct cl_http_live **out, struct cl_err *err)
 {
 	*out = NULL;
 	char host[256], port[8], url[300];
 	if (!addr || split_addr(addr, host, sizeof(host), port, sizeof(port)) != 0 || !host[0])
 		return cl_err_set(err, CL_EINVAL,
-				  "--metrics-listen '%s': expected HOST:PORT, e.g. 127.0.0.1:9464 "
+				  "%s '%s': expected HOST:PORT, e.g. 127.0.0.1:9464 "
 				  "or [::1]:9464",
-				  addr ? addr : "");
+				  flag, addr ? addr : "");
 	if (!allow_remote && !is_loopback(host))
-		return cl_err_set(
-		    err, CL_EINVAL,
-		    "--metrics-listen '%s': '%s' is not a loopback address; the "
-		    "metrics describe the run to anyone who can reach them, so serving "
-		    "them off this machine needs --metrics-allow-remote",
-		    addr, host);
+		return cl_err_set(err, CL_EINVAL,
+				  "%s '%s': '%s' is not a loopback address; the "
+				  "pages describe the run to anyone who can reach them, so serving "
+				  "them off this machine needs %s",
+				  flag, addr, host, remote_flag);
 	struct cl_http_live *h = calloc(1, sizeof(*h));
 	if (!h)
 		return cl_err_set(err, CL_ENOMEM, "out of memory");
@@ -89,8 +88,7 @@ int cl_http_live_open(const char *addr, bool allow_remote, struct cl_http_live *
 		rc = nng_http_server_hold(&h->srv, h->url);
 	if (rc != 0) {
 		cl_http_live_close(h);
-		return cl_err_set(err, CL_EINVAL, "--metrics-listen '%s': %s", addr,
-				  nng_strerror(rc));
+		return cl_err_set(err, CL_EINVAL, "%s '%s': %s", flag, addr, nng_strerror(rc));
 	}
 	*out = h;
 	return 0;
@@ -150,7 +148,7 @@ int cl_http_live_start(struct cl_http_live *h, char *url, size_t n, struct cl_er
 {
 	int rc = nng_http_server_start(h->srv);
 	if (rc != 0)
-		return cl_err_set(err, CL_ESYS, "cannot listen on %s:%s for metrics: %s",
+		return cl_err_set(err, CL_ESYS, "cannot listen on %s:%s for live pages: %s",
 				  h->url->u_hostname, h->url->u_port, nng_strerror(rc));
 	h->started = true;
 	nng_sockaddr sa;

@@ -1,6 +1,6 @@
-/* The coordinator's live HTTP listener (chatload run --metrics-listen): nng's own HTTP server,
- * one port for every page a run serves while it runs (/metrics now; a live report page can
- * join it), each page rendered on request by a callback. */
+/* The coordinator's live HTTP listener (chatload run --metrics-listen, --web): nng's own HTTP
+ * server, one port for every page a run serves while it runs (/metrics, the live report at
+ * /), each page rendered on request by a callback. */
 #ifndef CHATLOAD_HTTP_LIVE_H
 #define CHATLOAD_HTTP_LIVE_H
 
@@ -20,12 +20,13 @@ typedef int (*cl_http_live_page_fn)(void *ctx, struct cl_buf *body, const char *
 /*
  * Prepares a listener on addr, "HOST:PORT" ("127.0.0.1:9464", "[::1]:0", "localhost:9464";
  * port 0 picks a free one).  HOST must be a loopback address unless allow_remote: the pages
- * tell anyone who can reach them about the run.  Nothing is served before
+ * tell anyone who can reach them about the run.  flag and remote_flag name the options in
+ * messages ("--web", "--web-allow-remote").  Nothing is served before
  * cl_http_live_start.  0, or CL_EINVAL (bad or non-loopback address: err says which) or
  * CL_ENOMEM; *out NULL on failure.
  */
-int cl_http_live_open(const char *addr, bool allow_remote, struct cl_http_live **out,
-		      struct cl_err *err);
+int cl_http_live_open(const char *addr, const char *flag, const char *remote_flag,
+		      bool allow_remote, struct cl_http_live **out, struct cl_err *err);
 
 /* Serves GET (and HEAD) path with fn(ctx).  Before cl_http_live_start only.  0, CL_EINVAL,
  * CL_ENOMEM, CL_ESYS. */

@@ -38,8 +38,9 @@ void cl_progress_update(struct cl_progress *p, const struct cl_progress_snapshot
 		return;
 	p->last_us = now;
 	char span[64];
-	if (s->total_s > 0)
-		snprintf(span, sizeof(span), "%.0f/%.0fs", s->elapsed_s, s->total_s);
+	if (s->total_s > 0) /* the drain runs past the planned time: show it as the end */
+		snprintf(span, sizeof(span), "%.0f/%.0fs", fmin(s->elapsed_s, s->total_s),
+			 s->total_s);
 	else
 		snprintf(span, sizeof(span), "%llu/%llu req", (unsigned long long)s->requests_done,
 			 (unsigned long long)s->requests_total);
@@ -56,8 +57,8 @@ void cl_progress_update(struct cl_progress *p, const struct cl_progress_snapshot
 		snprintf(ttft, sizeof(ttft), "%.0fms", s->ttft_p50_ms);
 	char line[256];
 	snprintf(line, sizeof(line),
-		 "stage %zu/%zu %s %s | active %lld | %.1f req/s | %.0f tok/s | ttft p50 %s | "
-		 "errors %llu |%s",
+		 "stage %zu/%zu %s %s | active %lld | last interval: %.1f req/s, %.0f tok/s, "
+		 "ttft p50 %s | errors %llu |%s",
 		 s->stage_index + 1, s->n_stages, s->stage, span, (long long)s->active,
 		 s->requests_per_s, s->output_tokens_per_s, ttft, (unsigned long long)s->errors,
 		 agents);

@@ -29,6 +29,9 @@ int cl_report_table(const json_t *doc, FILE *out);
 int cl_report_csv(const json_t *doc, FILE *out);
 int cl_report_md(const json_t *doc, FILE *out);
 int cl_report_html(const json_t *doc, FILE *out);
+/* report.html as the live page serves it (chatload run --web): a "live" badge and a small
+ * inline script that fetches the page every 2 s and swaps in the new content. */
+int cl_report_html_live(const json_t *doc, FILE *out);
 
 /* The CSV columns, in order (a stable interface: documented in docs/results.md):
  * cl_report_csv_column(i) for i < cl_report_csv_n_columns(), NULL past the end. */

@@ -46,12 +46,32 @@ int cl_report_render(const json_t *doc, enum cl_report_format f, FILE *out)
 }
 
 const char *const cli_rp_col_names[RP__COLS] = {
-	"stage",       "load",        "status",     "req/s",      "out tok/s",
-	"TTFT p50 ms", "TTFT p99 ms", "ITL p50 ms", "ITL p99 ms", "TPOT p50 ms",
-	"E2E p50 ms",  "errors",      "no content",
+	"stage",       "load",        "status",      "req/s",         "out tok/s",  "TTFT p50 ms",
+	"TTFT p99 ms", "ITL p50 ms",  "ITL p99 ms",  "TPOT p50 ms",   "E2E p50 ms", "errors",
+	"no content",  "TTFC p50 ms", "TTFC p99 ms", "content tok/s",
 };
-const bool cli_rp_col_numeric[RP__COLS] = { false, true, false, true, true, true, true,
-					    true,  true, true,  true, true, true };
+const bool cli_rp_col_numeric[RP__COLS] = { false, true, false, true, true, true, true, true,
+					    true,  true, true,  true, true, true, true, true };
+
+/* Display order: the thinking-model columns sit beside TTFT and the output rate they
+ * qualify. */
+static const int col_order[RP__COLS] = {
+	RP_STAGE,  RP_LOAD,   RP_STATUS, RP_RPS,       RP_OTPS,  RP_CONTENT_TPS,
+	RP_TTFT50, RP_TTFT99, RP_TTFC50, RP_TTFC99,    RP_ITL50, RP_ITL99,
+	RP_TPOT50, RP_E2E50,  RP_ERRORS, RP_NOCONTENT,
+};
+
+bool cli_rp_thinking(const json_t *stages)
+{
+	size_t i;
+	const json_t *s;
+	json_array_foreach(stages, i, s)
+	{
+		if (cl_results_num(s, "tokens.reasoning") > 0)
+			return true;
+	}
+	return false;
+}
 
 size_t cli_rp_columns(const json_t *stages, int cols[RP__COLS])
 {
@@ -62,10 +82,16 @@ size_t cli_rp_columns(const json_t *stages, int cols[RP__COLS])
 	{
 		no_content |= cl_results_num(s, "requests.no_content") > 0;
 	}
+	bool thinking = cli_rp_thinking(stages);
 	size_t n = 0;
-	for (int c = 0; c < RP__COLS; c++)
-		if (c != RP_NOCONTENT || no_content)
-			cols[n++] = c;
+	for (int k = 0; k < RP__COLS; k++) {
+		int c = col_order[k];
+		if (c == RP_NOCONTENT && !no_content)
+			continue;
+		if ((c == RP_TTFC50 || c == RP_TTFC99 || c == RP_CONTENT_TPS) && !thinking)
+			continue;
+		cols[n++] = c;
+	}
 	return n;
 }
 
@@ -184,7 +210,8 @@ void cli_rp_stage_row(const json_t *s, struct cli_rp_row *row)
 		const char *path;
 	} ms[] = { { RP_TTFT50, "latency_ms.ttft.p50" }, { RP_TTFT99, "latency_ms.ttft.p99" },
 		   { RP_ITL50, "latency_ms.itl.p50" },   { RP_ITL99, "latency_ms.itl.p99" },
-		   { RP_TPOT50, "latency_ms.tpot.p50" }, { RP_E2E50, "latency_ms.e2e.p50" } };
+		   { RP_TPOT50, "latency_ms.tpot.p50" }, { RP_E2E50, "latency_ms.e2e.p50" },
+		   { RP_TTFC50, "latency_ms.ttfc.p50" }, { RP_TTFC99, "latency_ms.ttfc.p99" } };
 	memset(row, 0, sizeof(*row));
 	snprintf(row->cell[RP_STAGE], RP_CELL_MAX, "%s", cl_results_str(s, "name", "-"));
 	cli_rj_stage_load(s, row->cell[RP_LOAD], RP_CELL_MAX);
@@ -197,6 +224,11 @@ void cli_rp_stage_row(const json_t *s, struct cli_rp_row *row)
 			cl_results_num(s, "throughput.output_tokens_per_s"));
 	for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++)
 		cli_rp_fmt_ms(row->cell[ms[i].col], RP_CELL_MAX, cl_results_num(s, ms[i].path));
+	/* What a reader of the answer sees: output tokens less the reasoning. */
+	cli_rp_fmt_rate(
+	    row->cell[RP_CONTENT_TPS], RP_CELL_MAX,
+	    (cl_results_num(s, "tokens.output") - cl_results_num(s, "tokens.reasoning")) /
+		cl_results_num(s, "duration_s"));
 	double errors = cl_results_num(s, "requests.errors_total");
 	double rate = cl_results_num(s, "requests.error_rate");
 	if (isfinite(errors) && errors > 0 && isfinite(rate))

@@ -1,5 +1,6 @@
 /* report.html: one self-contained XHTML-compatible page (inline CSS and SVG, no scripts, no
- * network) with the stage table, charts against load, per-stage timelines and the verdict. */
+ * network) with the stage table, verdict, detail tables and charts; and the live page
+ * (chatload run --web), the same with a small script that refreshes it. */
 #include "report.h"
 #include "results.h"
 #include "results_internal.h"
@@ -9,12 +10,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define BLUE   "#2563eb"
-#define RED    "#dc2626"
-#define GREEN  "#16a34a"
-#define PURPLE "#7c3aed"
-#define ORANGE "#ea580c"
 
 static const char css[] =
     "body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;color:#111827;"
@@ -36,6 +31,7 @@ static const char css[] =
     ".charts{display:flex;flex-wrap:wrap;gap:12px}.charts svg{border:1px solid #e5e7eb;"
     "border-radius:6px}\n"
     ".warn li{color:#92400e}.scroll{overflow-x:auto}\n"
+    "tr.marked td{background:#fef2f2;color:#991b1b}\n"
     "footer{color:#6b7280;font-size:12px;text-align:center;margin:20px}\n";
 
 static void text(FILE *out, const char *s)
@@ -113,7 +109,7 @@ static void stage_table(const json_t *stages, FILE *out)
 	{
 		struct cli_rp_row r;
 		cli_rp_stage_row(s, &r);
-		fputs("<tr>", out);
+		fputs(cli_rp_stage_marked(s) ? "<tr class=\"marked\">" : "<tr>", out);
 		for (size_t k = 0; k < nc; k++)
 			td(out, r.cell[cols[k]], cli_rp_col_numeric[cols[k]]);
 		fputs("</tr>\n", out);
@@ -121,128 +117,34 @@ static void stage_table(const json_t *stages, FILE *out)
 	fputs("</tbody></table></div></section>\n", out);
 }
 
-/* Charts of one group of stages (same mode) against their load level. */
-static void load_charts(const json_t *stages, bool rate_mode, FILE *out)
+/* One detail table (report_sections.c) as a section; rows of marked stages are tinted. */
+static void detail(const json_t *doc, enum cli_rp_table_kind kind, FILE *out)
 {
-	size_t n = json_array_size(stages), m = 0;
-	size_t *idx = calloc(n ? n : 1, sizeof(*idx));
-	double *v = calloc(7 * (n ? n : 1), sizeof(*v));
-	if (!idx || !v)
-		goto out;
-	for (size_t i = 0; i < n; i++) {
-		const json_t *s = json_array_get(stages, i);
-		bool is_rate = strcmp(cl_results_str(s, "mode", ""), "rate") == 0;
-		double x = cl_results_num(s, is_rate ? "rate" : "concurrency");
-		if (is_rate == rate_mode && isfinite(x))
-			idx[m++] = i;
+	struct cli_rp_table t;
+	if (cli_rp_table_build(doc, kind, &t) != 0 || t.n_rows == 0) {
+		cli_rp_table_free(&t);
+		return;
 	}
-	if (m == 0)
-		goto out;
-	/* Ascending load, so the lines read left to right (insertion sort: few stages). */
-	double *x = v, *otps = v + n, *rps = v + 2 * n, *t50 = v + 3 * n, *t99 = v + 4 * n,
-	       *i50 = v + 5 * n, *i99 = v + 6 * n;
-	const char *xkey = rate_mode ? "rate" : "concurrency";
-	for (size_t a = 1; a < m; a++) {
-		size_t k = idx[a], b = a;
-		double kx = cl_results_num(json_array_get(stages, k), xkey);
-		while (b > 0 && cl_results_num(json_array_get(stages, idx[b - 1]), xkey) > kx) {
-			idx[b] = idx[b - 1];
-			b--;
-		}
-		idx[b] = k;
+	fputs("<section><h2>", out);
+	text(out, t.title);
+	fputs("</h2>\n", out);
+	if (t.note) {
+		fputs("<p class=\"meta\">", out);
+		text(out, t.note);
+		fputs("</p>\n", out);
 	}
-	for (size_t j = 0; j < m; j++) {
-		const json_t *s = json_array_get(stages, idx[j]);
-		x[j] = cl_results_num(s, xkey);
-		otps[j] = cl_results_num(s, "throughput.output_tokens_per_s");
-		rps[j] = cl_results_num(s, "throughput.requests_per_s");
-		t50[j] = cl_results_num(s, "latency_ms.ttft.p50");
-		t99[j] = cl_results_num(s, "latency_ms.ttft.p99");
-		i50[j] = cl_results_num(s, "latency_ms.itl.p50");
-		i99[j] = cl_results_num(s, "latency_ms.itl.p99");
+	fputs("<div class=\"scroll\"><table><thead><tr>", out);
+	for (size_t c = 0; c < t.n_cols; c++)
+		th(out, t.col[c], t.numeric[c]);
+	fputs("</tr></thead><tbody>\n", out);
+	for (size_t i = 0; i < t.n_rows; i++) {
+		fputs(t.marked[i] ? "<tr class=\"marked\">" : "<tr>", out);
+		for (size_t c = 0; c < t.n_cols; c++)
+			td(out, t.cell[i][c], t.numeric[c]);
+		fputs("</tr>\n", out);
 	}
-	const char *xl = rate_mode ? "offered rate (requests/s)" : "concurrency (streams)";
-	const char *pl = rate_mode ? "" : "c=";
-	fprintf(out, "<section><h2>Throughput and latency vs %s</h2><div class=\"charts\">\n",
-		rate_mode ? "offered rate" : "concurrency");
-	struct cli_rp_series s1[] = { { "output tokens/s", BLUE, x, otps, m, false } };
-	struct cli_rp_series s2[] = { { "completed requests/s", GREEN, x, rps, m, false } };
-	struct cli_rp_series s3[] = { { "TTFT p50", BLUE, x, t50, m, false },
-				      { "TTFT p99", RED, x, t99, m, true } };
-	struct cli_rp_series s4[] = { { "ITL p50", BLUE, x, i50, m, false },
-				      { "ITL p99", RED, x, i99, m, true } };
-	struct cli_rp_chart charts[] = {
-		{ "Output throughput", xl, "output tokens/s", pl, s1, 1, 540, 300, false },
-		{ "Request throughput", xl, "completed requests/s", pl, s2, 1, 540, 300, false },
-		{ "Time to first token", xl, "TTFT (ms)", pl, s3, 2, 540, 300, false },
-		{ "Inter-token latency", xl, "ITL (ms)", pl, s4, 2, 540, 300, false },
-	};
-	for (size_t c = 0; c < sizeof(charts) / sizeof(charts[0]); c++)
-		cli_rp_svg_chart(out, &charts[c]);
-	fputs("</div></section>\n", out);
-out:
-	free(idx);
-	free(v);
-}
-
-static void timelines(const json_t *stages, FILE *out)
-{
-	size_t i;
-	const json_t *s;
-	bool any = false;
-	json_array_foreach(stages, i, s)
-	{
-		const json_t *iv = json_object_get(s, "intervals");
-		size_t n = json_array_size(iv);
-		if (n == 0)
-			continue;
-		double *v = calloc(6 * n, sizeof(*v));
-		if (!v)
-			continue;
-		if (!any)
-			fputs("<section><h2>Stage timelines</h2>\n", out);
-		any = true;
-		double *t = v, *otps = v + n, *t50 = v + 2 * n, *t99 = v + 3 * n, *act = v + 4 * n,
-		       *err = v + 5 * n;
-		for (size_t k = 0; k < n; k++) {
-			const json_t *p = json_array_get(iv, k);
-			t[k] = cl_results_num(p, "t_s");
-			otps[k] = cl_results_num(p, "output_tokens_per_s");
-			t50[k] = cl_results_num(p, "ttft_p50_ms");
-			t99[k] = cl_results_num(p, "ttft_p99_ms");
-			act[k] = cl_results_num(p, "active");
-			err[k] = cl_results_num(p, "errors");
-		}
-		char load[64];
-		fputs("<h3>Stage ", out);
-		text(out, cl_results_str(s, "name", "-"));
-		fputs(" (", out);
-		text(out, cli_rj_stage_load(s, load, sizeof(load)));
-		fputs(", ", out);
-		text(out, cl_results_str(s, "status", "-"));
-		double stride = cl_results_num(s, "intervals_stride");
-		if (isfinite(stride) && stride > 1)
-			fprintf(out, ", 1 interval in %.0f shown", stride);
-		fputs(")</h3><div class=\"charts\">\n", out);
-		const char *xl = "time since stage start (s)";
-		struct cli_rp_series s1[] = { { "output tokens/s", BLUE, t, otps, n, false } };
-		struct cli_rp_series s2[] = { { "TTFT p50", BLUE, t, t50, n, false },
-					      { "TTFT p99", RED, t, t99, n, true } };
-		struct cli_rp_series s3[] = { { "active streams", PURPLE, t, act, n, false } };
-		struct cli_rp_series s4[] = { { "errors per interval", ORANGE, t, err, n, false } };
-		struct cli_rp_chart charts[] = {
-			{ "Throughput", xl, "output tokens/s", "t=", s1, 1, 540, 250, false },
-			{ "Time to first token", xl, "TTFT (ms)", "t=", s2, 2, 540, 250, false },
-			{ "Active streams", xl, "streams in flight", "t=", s3, 1, 540, 250, true },
-			{ "Errors", xl, "errors per interval", "t=", s4, 1, 540, 250, true },
-		};
-		for (size_t c = 0; c < sizeof(charts) / sizeof(charts[0]); c++)
-			cli_rp_svg_chart(out, &charts[c]);
-		fputs("</div>\n", out);
-		free(v);
-	}
-	if (any)
-		fputs("</section>\n", out);
+	fputs("</tbody></table></div></section>\n", out);
+	cli_rp_table_free(&t);
 }
 
 static void verdict(const json_t *doc, FILE *out)
@@ -492,7 +394,22 @@ static void error_samples(const json_t *doc, FILE *out)
 		fputs("</tbody></table></div></section>\n", out);
 }
 
-int cl_report_html(const json_t *doc, FILE *out)
+/* The live page's refresh: every 2 s it fetches the page again and swaps in the new <main>
+ * (scroll position kept) and counts it in body's data-refreshes; when the run is over and
+ * the server gone, the last state stays.  In CDATA so the page still parses as XML. */
+static const char live_script[] =
+    "<script>//<![CDATA[\n"
+    "(function(){var busy=false,n=0;setInterval(function(){if(busy)return;busy=true;"
+    "fetch(location.pathname,{cache:'no-store'}).then(function(r){if(!r.ok)throw r;"
+    "return r.text();}).then(function(t){var d=new DOMParser().parseFromString(t,"
+    "'text/html');var m=d.querySelector('main');if(m){document.querySelector('main')"
+    ".replaceWith(m);document.body.setAttribute('data-refreshes',++n);}})"
+    ".catch(function(){var s=document.getElementById('live');"
+    "if(s)s.textContent='live: not answering (run over?)';}).then(function(){busy=false;"
+    "});},2000);})();\n"
+    "//]]></script>\n";
+
+static int render(const json_t *doc, bool live, FILE *out)
 {
 	const json_t *stages = json_object_get(doc, "stages");
 	fputs("<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n"
@@ -503,21 +420,42 @@ int cl_report_html(const json_t *doc, FILE *out)
 	text(out, cl_results_str(doc, "scenario.name", "results"));
 	fprintf(out, "</title>\n<style>\n%s</style>\n</head>\n<body>\n<main>\n", css);
 	header(doc, out);
+	if (live)
+		fputs("<p class=\"meta\"><span id=\"live\" class=\"badge pass\">live</span> "
+		      "refreshed every 2 s while the run goes on; a running stage shows its "
+		      "intervals so far, its totals come when it ends.</p>\n",
+		      out);
 	/* What decides a nightly job first, then the pictures, then the details. */
 	stage_table(stages, out);
 	verdict(doc, out);
 	capacity(doc, out);
 	warnings(doc, out);
 	estimates(doc, out);
-	load_charts(stages, false, out);
-	load_charts(stages, true, out);
-	timelines(stages, out);
+	for (int k = 0; k < RP__TBL; k++)
+		detail(doc, (enum cli_rp_table_kind)k, out);
+	cli_rp_html_load_charts(doc, false, out);
+	cli_rp_html_load_charts(doc, true, out);
+	cli_rp_html_distributions(doc, out);
+	cli_rp_html_timeline(doc, out);
 	error_samples(doc, out);
 	run_details(doc, out);
 	fputs("</main>\n<footer>generated by chatload ", out);
 	text(out, cl_results_str(doc, "chatload_version", "-"));
 	fputs(" from results.json (schema ", out);
 	text(out, cl_results_str(doc, "schema", "-"));
-	fputs(")</footer>\n</body>\n</html>\n", out);
+	fputs(")</footer>\n", out);
+	if (live)
+		fputs(live_script, out);
+	fputs("</body>\n</html>\n", out);
 	return ferror(out) ? CL_EIO : 0;
+}
+
+int cl_report_html(const json_t *doc, FILE *out)
+{
+	return render(doc, false, out);
+}
+
+int cl_report_html_live(const json_t *doc, FILE *out)
+{
+	return render(doc, true, out);
 }

@@ -87,6 +87,32 @@ static void stages(const json_t *doc, FILE *out)
 	fputc('\n', out);
 }
 
+/* One detail table (report_sections.c) as a section (a marked stage's status is in its
+ * first cell: "c8 (failed)"). */
+static void detail(const json_t *doc, enum cli_rp_table_kind kind, FILE *out)
+{
+	struct cli_rp_table t;
+	if (cli_rp_table_build(doc, kind, &t) != 0 || t.n_rows == 0) {
+		cli_rp_table_free(&t);
+		return;
+	}
+	fprintf(out, "## %s\n\n", t.title);
+	if (t.note) {
+		cli_rj_put_md(out, t.note);
+		fputs("\n\n", out);
+	}
+	row(out, t.col, t.n_cols);
+	rule(out, t.numeric, t.n_cols);
+	for (size_t i = 0; i < t.n_rows; i++) {
+		const char *cells[RP_TBL_COLS];
+		for (size_t c = 0; c < t.n_cols; c++)
+			cells[c] = t.cell[i][c];
+		row(out, cells, t.n_cols);
+	}
+	fputc('\n', out);
+	cli_rp_table_free(&t);
+}
+
 static void verdict(const json_t *doc, FILE *out)
 {
 	fputs("## Verdict\n\n", out);
@@ -310,17 +336,22 @@ int cl_report_md(const json_t *doc, FILE *out)
 	stages(doc, out);
 	verdict(doc, out);
 	capacity(doc, out);
+	for (int k = 0; k < RP__TBL; k++)
+		detail(doc, (enum cli_rp_table_kind)k, out);
 	estimates(doc, out);
 	readiness(doc, out);
 	warmup_agents(doc, out);
 	warnings_errors(doc, out);
 	const char *dir = cl_results_str(doc, "output_dir", NULL);
 	if (dir) {
-		fputs("Results: `", out);
 		/* A code span cannot hold a backtick; the directory almost never has one. */
-		for (const char *p = dir; *p; p++)
-			fputc(*p == '`' || *p == '\n' ? '\'' : *p, out);
-		fputs("/results.json`\n", out);
+		static const char *const files[] = { "results.json", "report.html" };
+		for (size_t f = 0; f < 2; f++) {
+			fputs(f ? "Report: `" : "Results: `", out);
+			for (const char *p = dir; *p; p++)
+				fputc(*p == '`' || *p == '\n' ? '\'' : *p, out);
+			fprintf(out, "/%s`%s\n", files[f], f ? "" : "  ");
+		}
 	}
 	return ferror(out) ? CL_EIO : 0;
 }

@@ -66,6 +66,39 @@ static void print_table(const json_t *stages, FILE *out)
 	free(rows);
 }
 
+/* One detail table (report_sections.c), aligned, under its title; nothing when empty. */
+static void print_detail(const json_t *doc, enum cli_rp_table_kind kind, FILE *out)
+{
+	struct cli_rp_table t;
+	if (cli_rp_table_build(doc, kind, &t) != 0 || t.n_rows == 0) {
+		cli_rp_table_free(&t);
+		return;
+	}
+	size_t w[RP_TBL_COLS];
+	for (size_t c = 0; c < t.n_cols; c++) {
+		w[c] = width(t.col[c]);
+		for (size_t i = 0; i < t.n_rows; i++)
+			if (width(t.cell[i][c]) > w[c])
+				w[c] = width(t.cell[i][c]);
+	}
+	fprintf(out, "%s:\n", t.title);
+	for (size_t c = 0; c < t.n_cols; c++) {
+		fputs("  ", out);
+		pad(out, t.col[c], w[c], t.numeric[c], c + 1 == t.n_cols);
+	}
+	fputc('\n', out);
+	for (size_t i = 0; i < t.n_rows; i++) {
+		for (size_t c = 0; c < t.n_cols; c++) {
+			fputs("  ", out);
+			pad(out, t.cell[i][c][0] ? t.cell[i][c] : "-", w[c], t.numeric[c],
+			    c + 1 == t.n_cols);
+		}
+		fputc('\n', out);
+	}
+	fputc('\n', out);
+	cli_rp_table_free(&t);
+}
+
 static void print_verdict(const json_t *doc, FILE *out)
 {
 	const json_t *breaches = cl_results_get(doc, "verdict.breaches");
@@ -159,6 +192,19 @@ int cl_report_table(const json_t *doc, FILE *out)
 	else
 		fputs("no stage finished\n", out);
 	fputc('\n', out);
+	/* The details a terminal has room for; report.md and report.html have them all. */
+	print_detail(doc, RP_TBL_THINKING, out);
+	print_detail(doc, RP_TBL_LATENCY, out);
+	print_detail(doc, RP_TBL_ERRORS, out);
+	bool marked = false;
+	size_t k;
+	const json_t *st;
+	json_array_foreach(stages, k, st)
+	{
+		marked |= json_is_true(cl_results_get(st, "client.client_bound"));
+	}
+	if (marked)
+		print_detail(doc, RP_TBL_CLIENT, out);
 	print_verdict(doc, out);
 	print_capacity(doc, out);
 	print_estimates(doc, out);
@@ -172,6 +218,6 @@ int cl_report_table(const json_t *doc, FILE *out)
 	}
 	const char *dir = cl_results_str(doc, "output_dir", NULL);
 	if (dir)
-		fprintf(out, "results: %s/results.json\n", dir);
+		fprintf(out, "results: %s/results.json, report: %s/report.html\n", dir, dir);
 	return ferror(out) ? CL_EIO : 0;
 }

@@ -405,6 +405,37 @@ static int decimate(struct stage_state *ss)
 int cl_results_add_interval(struct cl_results *r, size_t stage, double t_s,
 			    const struct cl_metrics *interval, double interval_s)
 {
+	return cl_results_add_interval_agents(r, stage, t_s, interval, interval_s, NULL, 0);
+}
+
+/* The interval's `agents` array: each agent's health.  NULL when out of memory. */
+static json_t *agents_health_json(const struct cl_results_agent_health *a, size_t n)
+{
+	json_t *arr = json_array();
+	for (size_t i = 0; arr && i < n; i++) {
+		json_t *o = json_pack(
+		    "{s:I,s:o,s:o,s:o}", "agent", (json_int_t)a[i].agent, "cpu_pct",
+		    isfinite(a[i].cpu_pct) ? json_real(cli_rj_round(a[i].cpu_pct, 1)) : json_null(),
+		    "loop_lag_p99_ms",
+		    isfinite(a[i].loop_lag_p99_ms)
+			? json_real(cli_rj_round(a[i].loop_lag_p99_ms, 3))
+			: json_null(),
+		    "dispatch_lag_p99_ms",
+		    isfinite(a[i].dispatch_lag_p99_ms)
+			? json_real(cli_rj_round(a[i].dispatch_lag_p99_ms, 3))
+			: json_null());
+		if (cli_rj_append(arr, o)) {
+			json_decref(arr);
+			return NULL;
+		}
+	}
+	return arr;
+}
+
+int cl_results_add_interval_agents(struct cl_results *r, size_t stage, double t_s,
+				   const struct cl_metrics *interval, double interval_s,
+				   const struct cl_results_agent_health *agents, size_t n)
+{
 	if (stage >= r->n_stages || r->stages[stage].finished || !isfinite(t_s) ||
 	    !isfinite(interval_s) || interval_s < 0)
 		return CL_EINVAL;
@@ -428,6 +459,10 @@ int cl_results_add_interval(struct cl_results *r, size_t stage, double t_s,
 	json_t *iv = cli_rs_interval_json(t_s, interval_s, interval);
 	if (!iv)
 		return CL_ENOMEM;
+	if (n && cli_rj_set(iv, "agents", agents_health_json(agents, n)) != 0) {
+		json_decref(iv);
+		return CL_ENOMEM;
+	}
 	int rc = 0;
 	/* The checkpoint line: stage first, so `grep` and `jq` find a stage's lines. */
 	json_t *line = json_pack("{s:o,s:I}", "stage", cli_rj_str(ss->name ? ss->name : ""),

@@ -111,6 +111,20 @@ int cl_results_set_agents(struct cl_results *r, const struct cl_results_agent *a
 int cl_results_add_interval(struct cl_results *r, size_t stage, double t_s,
 			    const struct cl_metrics *interval, double interval_s);
 
+/* One agent's health in one report interval: what the run saw in its report. */
+struct cl_results_agent_health {
+	uint32_t agent;
+	double cpu_pct;             /* its process CPU, 100 = one core */
+	double loop_lag_p99_ms;     /* NaN: no sample */
+	double dispatch_lag_p99_ms; /* NaN: no request dispatched */
+};
+
+/* cl_results_add_interval with each agent's health in the interval (agents[n], n may be 0),
+ * written as the row's `agents` array. */
+int cl_results_add_interval_agents(struct cl_results *r, size_t stage, double t_s,
+				   const struct cl_metrics *interval, double interval_s,
+				   const struct cl_results_agent_health *agents, size_t n);
+
 /* Stalls a stage's `client.stalls` lists at most; the rest are counted in stalls_unlisted. */
 #define CL_RESULTS_MAX_STALLS 64
 
@@ -258,6 +272,11 @@ int cl_results_finish(struct cl_results *r, bool complete, int exit_code_hint, i
 
 /* The document (owned by r; valid until destroy).  Never NULL after a successful create. */
 const json_t *cl_results_doc(const struct cl_results *r);
+
+/* A copy of the document as it stands (the caller owns it), with each running stage that
+ * has reported intervals added as {index, name, status "running", intervals}: what the
+ * live report page shows.  NULL when out of memory.  Same thread as the other calls. */
+json_t *cl_results_live_doc(const struct cl_results *r);
 /* The output directory (owned by r). */
 const char *cl_results_dir(const struct cl_results *r);
 /* The first I/O error seen, as a message; "" when none. */

@@ -93,8 +93,8 @@ struct cli_rs_client {
 	bool load_known;
 	double agents_cpu_pct_mean; /* summed over the agents, 100 = one core */
 	double streams_mean;
-	uint32_t stalls_own;         /* the coordinator's own stalls */
-	json_t *unaccounted;         /* lost agents' blind windows, NULL none */
+	uint32_t stalls_own; /* the coordinator's own stalls */
+	json_t *unaccounted; /* lost agents' blind windows, NULL none */
 };
 
 /* The stage object of the document, without intervals (results.c adds them).  NULL when
@@ -125,6 +125,10 @@ enum {
 	RP_E2E50,
 	RP_ERRORS,
 	RP_NOCONTENT, /* shown only when some stage has requests without content */
+	/* shown only when some stage saw reasoning (a thinking model): */
+	RP_TTFC50, /* time to first content token */
+	RP_TTFC99,
+	RP_CONTENT_TPS, /* content (answer) tokens per second: output without reasoning */
 	RP__COLS
 };
 #define RP_CELL_MAX 96
@@ -137,8 +141,41 @@ extern const bool cli_rp_col_numeric[RP__COLS];
 /* Fills row from a stage object of the document. */
 void cli_rp_stage_row(const json_t *stage, struct cli_rp_row *row);
 /* The columns to show for these stages, in order, into cols[RP__COLS]; returns how many.
- * Columns that only matter sometimes (no content) are left out when no stage needs them. */
+ * Columns that only matter sometimes (no content; TTFC and the content rate, which matter
+ * only for a thinking model) are left out when no stage needs them. */
 size_t cli_rp_columns(const json_t *stages, int cols[RP__COLS]);
+/* Whether any of these stages saw reasoning tokens (a thinking model). */
+bool cli_rp_thinking(const json_t *stages);
+/* Whether a stage's numbers are not a normal measurement: its status is not ok, or it was
+ * client-bound.  Such stages are marked in every table and never drawn as normal points. */
+bool cli_rp_stage_marked(const json_t *stage);
+
+/* The detail tables every format shows (report_sections.c): each a heading, a sentence
+ * saying how to read it, and rows of cells; rows of marked stages carry `marked`. */
+#define RP_TBL_COLS 11
+struct cli_rp_table {
+	const char *title;
+	const char *note; /* NULL: none */
+	size_t n_cols;
+	const char *col[RP_TBL_COLS];
+	bool numeric[RP_TBL_COLS];
+	size_t n_rows, cap;
+	char (*cell)[RP_TBL_COLS][RP_CELL_MAX];
+	bool *marked;
+};
+enum cli_rp_table_kind {
+	RP_TBL_LATENCY,  /* stage x metric: mean, p50, p90, p95, p99, max */
+	RP_TBL_THINKING, /* TTFT vs TTFC, reasoning vs content tokens (thinking models) */
+	RP_TBL_TOKENS,   /* prompt, requested and received output tokens per request */
+	RP_TBL_ERRORS,   /* errors by class per stage */
+	RP_TBL_CLIENT,   /* client health per stage and why it was flagged */
+	RP_TBL_EPISODES, /* per agent: its stalls, partitions and loss */
+	RP__TBL
+};
+/* Builds table `kind` of doc into t (zeroed first).  A table with no row is not worth a
+ * section (the renderers skip it).  0, or CL_ENOMEM. */
+int cli_rp_table_build(const json_t *doc, enum cli_rp_table_kind kind, struct cli_rp_table *t);
+void cli_rp_table_free(struct cli_rp_table *t);
 /* The probes table of a capacity search (capacity.probes[]): column names, alignment, and
  * one probe's cells. */
 #define RP_PROBE_COLS 8
@@ -168,6 +205,10 @@ struct cli_rp_series {
 	const double *y; /* NaN: no value (the line breaks there) */
 	size_t n;
 	bool dashed;
+	/* NULL, or per point: NULL for a normal point, else why it is not one ("failed",
+	 * "client-bound"): such points are left out of the line and drawn as a red cross. */
+	const char *const *mark;
+	const char *const *point_name; /* NULL, or per point: named in its tooltip */
 };
 struct cli_rp_chart {
 	const char *title;
@@ -178,10 +219,27 @@ struct cli_rp_chart {
 	size_t n_series;
 	int width, height;
 	bool integer_y; /* counts: tick steps of at least 1 */
+	/* Reference lines: horizontal (an SLO's limit) and vertical (a stage boundary), each
+	 * with a label; NULL/0 for none. */
+	const double *hline;
+	const char *const *hline_label;
+	size_t n_hlines;
+	const double *vline;
+	const char *const *vline_label;
+	size_t n_vlines;
+	bool y_percent; /* y is a share in % (a CDF): the axis ends at 100 */
 };
 /* Writes one self-contained <svg> element (axes from 0, ticks, grid, legend, points with
  * <title> tooltips) to out. */
 void cli_rp_svg_chart(FILE *out, const struct cli_rp_chart *c);
+
+/* report.html's chart sections (report_html_charts.c), each a <section> or nothing. */
+/* Throughput and latency against load for one mode's stages, and the trade-off chart. */
+void cli_rp_html_load_charts(const json_t *doc, bool rate_mode, FILE *out);
+/* Cumulative distributions from the stored histograms (latencies, tokens per request). */
+void cli_rp_html_distributions(const json_t *doc, FILE *out);
+/* Every stage's intervals on one time axis, client health included. */
+void cli_rp_html_timeline(const json_t *doc, FILE *out);
 
 /* -- the results object, shared by results.c, results_summary.c, results_soak.c and
  * results_probe.c -- */

@@ -336,7 +336,18 @@ json_t *cli_rs_stage_json(size_t index, const struct cl_scn_stage *st, const str
 json_t *cli_rs_interval_json(double t_s, double interval_s, const struct cl_metrics *m)
 {
 	const struct cl_hist *ttft = &m->lat[CL_LAT_TTFT], *itl = &m->lat[CL_LAT_ITL];
-	return json_pack(
+	/* Added after the first release, at the end: the loop's lag (client health per
+	 * interval) and the errors by class (only the classes seen), for the report's
+	 * timeline. */
+	json_t *by_class = json_object();
+	for (size_t k = 0; by_class && k < cli_rj_n_err_keys; k++) {
+		uint64_t n = m->ctr[CL_CTR_FIRST_ERROR + k];
+		if (n && json_object_set_new(by_class, cli_rj_err_keys[k], cli_rj_uint(n)) != 0) {
+			json_decref(by_class);
+			by_class = NULL;
+		}
+	}
+	json_t *o = json_pack(
 	    "{s:f,s:f,s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "t_s",
 	    cli_rj_round(t_s, 6), "interval_s", cli_rj_round(interval_s, 6), "active",
 	    (json_int_t)m->health.inflight, "started", cli_rj_uint(m->ctr[CL_CTR_STARTED]),
@@ -347,6 +358,19 @@ json_t *cli_rs_interval_json(double t_s, double interval_s, const struct cl_metr
 	    "ttft_p99_ms", pct_ms(ttft, 99), "itl_p50_ms", pct_ms(itl, 50), "itl_p99_ms",
 	    pct_ms(itl, 99), "dispatch_lag_p99_ms", pct_ms(&m->lat[CL_LAT_QUEUE], 99), "cpu_pct",
 	    cli_rj_real(cli_rj_round(m->health.cpu_pct, 1)));
+	int rc = o && by_class
+		     ? cli_rj_set(o, "loop_lag_p99_ms", pct_ms(&m->lat[CL_LAT_LOOP_LAG], 99))
+		     : CL_ENOMEM;
+	if (rc == 0) {
+		rc = cli_rj_set(o, "errors_by_class", by_class); /* takes it, even on failure */
+		by_class = NULL;
+	}
+	json_decref(by_class);
+	if (rc != 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
 }
 
 json_t *cli_rs_warmup_json(const struct cl_metrics *m)

@@ -155,7 +155,7 @@ int cl_run(const struct cl_run_opts *o)
 	int lrc = cli_run_live_open(r, &err);
 	if (lrc != 0) {
 		code = fail_msg(r, lrc == CL_EINVAL ? CL_EXIT_USAGE : CL_EXIT_FAILED, &err,
-				"cannot serve the live metrics");
+				"cannot serve the live pages");
 		goto finish;
 	}
 	cl_progress_note(&r->prog, "run '%s': results in %s", r->s.name, cl_results_dir(r->res));

@@ -16,6 +16,8 @@ struct cl_run_opts {
 	bool insecure;              /* --insecure: plaintext agents.listen off loopback */
 	const char *metrics_listen; /* --metrics-listen HOST:PORT, NULL: no live metrics */
 	bool metrics_allow_remote;  /* --metrics-allow-remote: a non-loopback metrics address */
+	const char *web_listen;     /* --web HOST:PORT: the live report page, NULL: none */
+	bool web_allow_remote;      /* --web-allow-remote: a non-loopback --web address */
 };
 
 /* Runs the scenario.  Returns the process exit code (enum cl_exit). Blocks for the run. */

@@ -70,6 +70,9 @@ struct run_slot {
 	int64_t group_end; /* last interval an agent reported together with this one */
 	bool metrics_ready;
 	struct cl_metrics m; /* allocated on first use, kept for reuse */
+	/* each report's agent health, in the slot of the report's last interval */
+	struct cl_results_agent_health health[CL_FLEET_MAX_AGENTS];
+	size_t n_health;
 };
 
 struct run_stage {
@@ -139,6 +142,11 @@ struct run {
 	struct cl_live_metrics *live;
 	struct cl_http_live *http;
 	int64_t live_tick_us;
+	/* --web: the live report page, on http (same address as --metrics-listen, or none)
+	 * or on a listener of its own (http_web); NULL: not asked */
+	struct cli_live_web *web;
+	struct cl_http_live *http_web;
+	int64_t web_tick_us;
 };
 
 /* run_setup.c */
@@ -202,10 +210,12 @@ int cli_run_readiness(struct run *r);
 int cli_run_warmup(struct run *r);
 int cli_run_stage(struct run *r, size_t index);
 
-/* run_live.c: --metrics-listen.  open: starts the listener (0 when not asked; CL_EINVAL for
- * a bad or non-loopback address, CL_ESYS when it cannot bind, err says why).  phase: the
- * run moved on (a fresh snapshot first).  tick: the fleet and the running stage's metrics,
- * at most every 500 ms unless forced.  close: stops serving and frees; safe when not open. */
+/* run_live.c: --metrics-listen and --web.  open: starts the listeners (0 when not asked;
+ * CL_EINVAL for a bad or non-loopback address, CL_ESYS when it cannot bind, err says why;
+ * one listener when both flags name the same address).  phase: the run moved on (a fresh
+ * snapshot first).  tick: the fleet and the running stage's metrics, at most every 500 ms,
+ * and the live report page, at most every second, unless forced.  close: stops serving and
+ * frees; safe when not open. */
 int cli_run_live_open(struct run *r, struct cl_err *err);
 void cli_run_live_phase(struct run *r, enum cl_live_phase p, int exit_code);
 void cli_run_live_tick(struct run *r, bool force);

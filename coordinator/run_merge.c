@@ -68,6 +68,7 @@ static struct run_slot *slot_take(struct run_stage *st, int64_t k)
 	}
 	s->k = k;
 	s->group_end = k;
+	s->n_health = 0;
 	return s;
 }
 
@@ -92,6 +93,29 @@ static void emit_row(struct run *r, struct run_stage *st, int64_t first, int64_t
 	/* Streams in flight at the row's end: its last interval's, not a sum over the row. */
 	const struct run_slot *end = slot_of(st, last);
 	int64_t active = end->k == last ? end->m.health.inflight : 0;
+	/* Each agent's health over the row: its worst in any of the row's intervals. */
+	struct cl_results_agent_health health[CL_FLEET_MAX_AGENTS];
+	size_t n_health = 0;
+	for (int64_t j = first; j <= last; j++) {
+		const struct run_slot *s = slot_of(st, j);
+		for (size_t h = 0; s->k == j && h < s->n_health; h++) {
+			const struct cl_results_agent_health *in = &s->health[h];
+			size_t at = 0;
+			while (at < n_health && health[at].agent != in->agent)
+				at++;
+			if (at == n_health) {
+				if (n_health == CL_FLEET_MAX_AGENTS)
+					continue;
+				health[n_health++] = *in;
+				continue;
+			}
+			health[at].cpu_pct = fmax(health[at].cpu_pct, in->cpu_pct);
+			health[at].loop_lag_p99_ms =
+			    fmax(health[at].loop_lag_p99_ms, in->loop_lag_p99_ms);
+			health[at].dispatch_lag_p99_ms =
+			    fmax(health[at].dispatch_lag_p99_ms, in->dispatch_lag_p99_ms);
+		}
+	}
 	for (int64_t j = first; j <= last; j++) {
 		struct run_slot *s = slot_of(st, j);
 		if (s->k != j)
@@ -105,8 +129,8 @@ static void emit_row(struct run *r, struct run_stage *st, int64_t first, int64_t
 		acc->m.health.inflight = active;
 		double span_s = (double)(last - first + 1) * interval_s;
 		const struct cl_metrics *m = &acc->m;
-		cl_results_add_interval(r->res, st->index, (double)(last + 1) * interval_s, m,
-					span_s);
+		cl_results_add_interval_agents(r->res, st->index, (double)(last + 1) * interval_s,
+					       m, span_s, health, n_health);
 		st->last_req_s = m->ctr[CL_CTR_COMPLETED_IN_WINDOW] / span_s;
 		st->last_tok_s = m->ctr[CL_CTR_OUTPUT_TOKENS] / span_s;
 		const struct cl_hist *ttft = &m->lat[CL_LAT_TTFT];
@@ -119,6 +143,7 @@ static void emit_row(struct run *r, struct run_stage *st, int64_t first, int64_t
 			continue;
 		cl_metrics_reset(&s->m);
 		s->k = -1;
+		s->n_health = 0;
 	}
 	st->next_emit = last + 1;
 }
@@ -243,6 +268,18 @@ static void merge_interval(struct run *r, struct run_stage *st, struct run_agent
 		last = s;
 	}
 	cl_metrics_merge(&last->m, rep->metrics);
+	if (last->n_health < CL_FLEET_MAX_AGENTS) {
+		const struct cl_hist *loop = &rep->metrics->lat[CL_LAT_LOOP_LAG],
+				     *queue = &rep->metrics->lat[CL_LAT_QUEUE];
+		last->health[last->n_health++] = (struct cl_results_agent_health){
+			.agent = a->id,
+			.cpu_pct = rep->metrics->health.cpu_pct,
+			.loop_lag_p99_ms =
+			    cl_hist_count(loop) ? cl_hist_percentile(loop, 99) / 1e3 : NAN,
+			.dispatch_lag_p99_ms =
+			    cl_hist_count(queue) ? cl_hist_percentile(queue, 99) / 1e3 : NAN,
+		};
+	}
 }
 
 static void on_stage_report(struct run *r, struct cl_fleet_agent *a, struct cl_msg_report *rep)

@@ -266,7 +266,7 @@ static void stage_check_breach_window(struct run *r, int64_t now)
 	r->exit_hint = CL_EXIT_SLO_BREACH;
 }
 
-static void stage_progress(struct run *r, int64_t now)
+static void stage_progress(struct run *r, int64_t now, bool force)
 {
 	const struct run_stage *st = r->st;
 	const struct cl_scn_stage *scn = st->scn;
@@ -297,7 +297,7 @@ static void stage_progress(struct run *r, int64_t now)
 		.agents_ok = ok,
 		.agents_missing = missing,
 	};
-	cl_progress_update(&r->prog, &snap, false);
+	cl_progress_update(&r->prog, &snap, force);
 }
 
 /* Files every silence that ended since the last turn: an agent the fleet had marked missing
@@ -346,7 +346,7 @@ static bool stage_poll(struct run *r)
 		stage_abort(r, reason);
 		return true;
 	}
-	stage_progress(r, now);
+	stage_progress(r, now, false);
 	return false;
 }
 
@@ -420,6 +420,9 @@ static void stage_file_stalls(struct run *r, const struct run_stage *st)
 static int stage_close(struct run *r)
 {
 	struct run_stage *st = r->st;
+	/* Every stage ends with its progress line: a short one (a `requests:` stage often
+	 * takes less than one progress period) would otherwise print none. */
+	stage_progress(r, cl_mono_us(), true);
 	cl_progress_end(&r->prog);
 	cli_run_flush_intervals(r);
 	cli_run_note_own_stalls(r);
@@ -433,11 +436,10 @@ static int stage_close(struct run *r)
 				    st->status, st->reason[0] ? st->reason : NULL) != 0)
 		CL_ERROR("cannot write results for stage '%s': %s", st->scn->name,
 			 cl_results_last_error(r->res));
-	if (r->live) {
+	if (r->live)
 		cl_live_metrics_stage_end(r->live, &st->cum, cl_stage_status_name(st->status));
-		cli_run_live_tick(r, true);
-	}
-	int rc = 0; /* ok and degraded stages let the run go on */
+	cli_run_live_tick(r, true); /* the metrics and the live page see the stage's end */
+	int rc = 0;                 /* ok and degraded stages let the run go on */
 	if (st->status == CL_STAGE_INTERRUPTED || st->status == CL_STAGE_ABORTED)
 		rc = CL_ECLOSED;
 	else if (st->status == CL_STAGE_FAILED)

@@ -218,9 +218,30 @@ static void test_html(void **state)
 	json_t *doc = build_doc();
 	char *text = render(doc, CL_REPORT_HTML);
 	assert_int_equal(strncmp(text, "<!DOCTYPE html>", 15), 0);
-	/* 4 charts against load + 4 per stage timeline. */
-	assert_int_equal(count(text, "<svg "), 4 + 3 * 4);
-	assert_int_equal(count(text, "</svg>"), 4 + 3 * 4);
+	/* 4 charts against load, 2 trade-off charts, 6 distributions (TTFT, ITL, TPOT, E2E,
+	 * output and prompt tokens; no TTFC without reasoning), 9 on the one timeline. */
+	assert_int_equal(count(text, "<svg "), 4 + 2 + 6 + 9);
+	assert_int_equal(count(text, "</svg>"), 4 + 2 + 6 + 9);
+	/* Errors over time by class: the 5xx of the last stage, per interval. */
+	assert_non_null(strstr(text, "<title>Errors by class</title>"));
+	assert_non_null(strstr(text, "<title>http_5xx at t="));
+	assert_non_null(strstr(text, "<title>Loop lag p99 (client health)</title>"));
+	/* The breached TTFT SLO is drawn where it applies: load, trade-off. */
+	assert_int_equal(count(text, "SLO ttft_p99 \xe2\x89\xa4 10 ms"), 2);
+	/* An SLO far above the data is named, not drawn where it would flatten the data. */
+	json_t *slo = json_array_get(cl_results_get(doc, "scenario.slo"), 0);
+	json_object_set_new((json_t *)slo, "limit", json_real(1e6));
+	char *far = render(doc, CL_REPORT_HTML);
+	assert_int_equal(count(far, "SLO ttft_p99 \xe2\x89\xa4 1000000 ms (above the chart)"), 2);
+	free(far);
+	/* Every stage ok: nothing marked. */
+	assert_int_equal(count(text, "class=\"marked\""), 0);
+	/* p90, p95 and mean are in the latency table. */
+	assert_non_null(strstr(text, "<th class=\"n\">p95</th>"));
+	assert_non_null(strstr(text, "<th class=\"n\">mean</th>"));
+	/* Tooltips name a concurrency as a whole number. */
+	assert_non_null(strstr(text, " at c=8: "));
+	assert_null(strstr(text, "c=8.00"));
 	/* Self-contained: no scripts, nothing fetched (no src, href, CSS url() or @import). */
 	assert_int_equal(count(text, "<script"), 0);
 	assert_int_equal(count(text, "<link"), 0);
@@ -276,6 +297,24 @@ static void test_hostile_documents(void **state)
 		"\"breaches\": "
 		"[7, {\"note\": 3}]}, \"estimates\": [{\"samples\": -1}], \"agents\": [{\"id\": "
 		"\"q\"}], \"readiness\": {\"phases\": 3}, \"warmup\": {}}",
+		/* what the detail tables and charts read, mistyped */
+		"{\"scenario\": {\"slo\": [1, {\"key\": \"ttft_p99\", \"limit\": \"x\"}, "
+		"{\"key\": \"ttft_p99\", \"limit\": 1e308, \"unit\": \"ms\", \"stage\": 3}]}, "
+		"\"agents\": [{\"episodes\": [1, {\"seen_by\": 7}]}, {\"episodes\": {}}], "
+		"\"stages\": [{\"name\": \"a\", \"mode\": \"concurrency\", \"concurrency\": 2, "
+		"\"status\": 5, \"tokens\": {\"reasoning\": 1e308, \"output\": -1}, "
+		"\"client\": {\"reasons\": [1, \"cpu\"], \"stalls\": 3}, "
+		"\"requests\": {\"errors\": {\"connect\": \"x\", \"http_5xx\": 2}}, "
+		"\"histograms\": {\"lat\": {\"ttft\": {\"total\": 5, \"buckets\": [1, [2], "
+		"[\"a\", 3], [1e308, -4]]}, \"itl\": {\"total\": 1, \"buckets\": {}}}, "
+		"\"cnt\": 4}, \"intervals\": [{\"t_s\": 1, \"errors_by_class\": "
+		"{\"http_5xx\": \"x\"}, \"agents\": [1, {\"agent\": \"x\"}, {\"agent\": 3, "
+		"\"cpu_pct\": 5}]}, {\"t_s\": -1e308, \"errors_by_class\": 3}]}, "
+		"{\"name\": \"b\", \"mode\": \"concurrency\", \"concurrency\": 1, "
+		"\"latency_ms\": {\"ttft\": {\"count\": 1, \"p99\": 1e308}}}, "
+		"{\"name\": \"c\", \"mode\": \"concurrency\", \"concurrency\": 1.7e308, "
+		"\"throughput\": {\"output_tokens_per_s\": -1.7e308}, \"latency_ms\": {\"ttft\": "
+		"{\"p50\": 1.7e308}}}]}",
 	};
 	for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
 		json_error_t je;
@@ -290,6 +329,42 @@ static void test_hostile_documents(void **state)
 		}
 		json_decref(doc);
 	}
+}
+
+/* A failed stage is marked in every table and drawn as a cross, never joined to a line; a
+ * stage that saw reasoning brings TTFC, the content rate and the thinking table. */
+static void test_marked_and_thinking(void **state)
+{
+	json_t *doc = build_doc();
+	json_t *stages = json_object_get(doc, "stages");
+	json_t *c8 = json_array_get(stages, 1);
+	json_object_set_new(c8, "status", json_string("failed"));
+	json_t *tokens = json_object_get(c8, "tokens");
+	double out = json_number_value(json_object_get(tokens, "output"));
+	json_object_set_new(tokens, "reasoning", json_real(out / 4));
+	char *text = render(doc, CL_REPORT_HTML);
+	/* load charts: 1 + 1 + 2 + 2 series, trade-off 2 + 2: one cross each */
+	assert_int_equal(count(text, "<g class=\"marked\">"), 10);
+	assert_non_null(strstr(text, "(failed: not a normal measurement)"));
+	assert_non_null(strstr(text, "<tr class=\"marked\"><td>c8</td>"));
+	assert_non_null(strstr(text, "<td>c8 (failed)</td>"));
+	assert_non_null(strstr(text, "<h2>Thinking model</h2>"));
+	assert_non_null(strstr(text, "TTFC p50 ms"));
+	free(text);
+	text = render(doc, CL_REPORT_TABLE);
+	assert_non_null(strstr(text, "content tok/s"));
+	assert_non_null(strstr(text, "TTFC p99 ms"));
+	assert_non_null(strstr(text, "Thinking model:"));
+	assert_non_null(strstr(text, "c8 (failed)"));
+	/* 25% of the output was reasoning in c8, none elsewhere. */
+	assert_non_null(strstr(text, "25%"));
+	free(text);
+	text = render(doc, CL_REPORT_MD);
+	assert_non_null(strstr(text, "## Thinking model"));
+	assert_non_null(strstr(text, "## Latency distribution"));
+	assert_non_null(strstr(text, "| c8 (failed) |"));
+	free(text);
+	json_decref(doc);
 }
 
 static void test_parse_format(void **state)
@@ -364,9 +439,10 @@ static void test_progress_no_data(void **state)
 	char *second = strchr(buf, '\n');
 	assert_non_null(second);
 	*second++ = '\0';
-	assert_non_null(strstr(buf, "| ttft p50 - |"));
+	/* The rates are the last interval's, and the line says so. */
+	assert_non_null(strstr(buf, "| last interval: 0.0 req/s, 0 tok/s, ttft p50 - |"));
 	assert_null(strstr(buf, "0ms"));
-	assert_non_null(strstr(second, "| ttft p50 123ms |"));
+	assert_non_null(strstr(second, ", ttft p50 123ms |"));
 	free(buf);
 	unsetenv("CHATLOAD_PROGRESS");
 }
@@ -379,6 +455,7 @@ int main(void)
 		cmocka_unit_test(test_html),
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_hostile_documents),
+		cmocka_unit_test(test_marked_and_thinking),
 		cmocka_unit_test(test_parse_format),
 		cmocka_unit_test(test_percent_format),
 		cmocka_unit_test(test_progress_no_data),

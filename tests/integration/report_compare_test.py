@@ -141,6 +141,34 @@ class Compare(unittest.TestCase):
         self.assertEqual(p.returncode, 99)
         self.assertIn("MISSING", p.stdout)
 
+    def test_no_stage_in_common_is_bad_input(self):
+        # Runs of two scenarios: every stage renamed.  Calling each one a regression would
+        # be false; it is bad input (exit 2) and says so.
+        with open(self.base, encoding="utf-8") as f:
+            doc = json.load(f)
+        for st in doc["stages"]:
+            st["name"] = "other-" + st["name"]
+        other = os.path.join(self.tmp.name, "other.json")
+        with open(other, "w", encoding="utf-8") as f:
+            json.dump(doc, f)
+        p = compare(self.base, other)
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        self.assertIn("no stages in common", p.stderr)
+        self.assertNotIn("REGRESSED", p.stdout)
+        # One stage back in common: compared again (the rest are missing: regressed).
+        doc["stages"][0]["name"] = "c1"
+        with open(other, "w", encoding="utf-8") as f:
+            json.dump(doc, f)
+        self.assertEqual(compare(self.base, other).returncode, 99)
+
+    def test_summary_explains_units(self):
+        for fmt in ("table", "md"):
+            p = compare(self.base, self.worse, "--format", fmt)
+            self.assertEqual(p.returncode, 99)
+            self.assertIn("in % of the base value", p.stdout)
+            self.assertIn("percentage points, pp", p.stdout)
+            self.assertIn("beyond 5% (error rate: 0.1 pp) is a regression", p.stdout)
+
 
 if __name__ == "__main__":
     if not CHATLOAD or not os.path.exists(FIXTURE):

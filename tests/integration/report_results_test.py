@@ -237,14 +237,18 @@ class ResultsFiles(unittest.TestCase):
         ns = {"h": "http://www.w3.org/1999/xhtml", "s": "http://www.w3.org/2000/svg"}
         self.assertEqual(root.tag, "{http://www.w3.org/1999/xhtml}html")
         svgs = root.findall(".//s:svg", ns)
-        self.assertEqual(len(svgs), 4 + 4 * 4)  # vs load + 4 per stage
+        # vs load, trade-off, distributions (TTFT, ITL, TPOT, E2E, output and prompt tokens),
+        # the one timeline
+        self.assertEqual(len(svgs), 4 + 2 + 6 + 9)
         for svg in svgs:
             texts = [t.text or "" for t in svg.iter("{http://www.w3.org/2000/svg}text")]
             self.assertGreater(len(texts), 8)  # title, legend, ticks, axis labels
             self.assertTrue(svg.findall("s:polyline", ns) or "no data" in texts)
         titles = [svg.find("s:title", ns).text for svg in svgs]
         for want in ("Output throughput", "Request throughput", "Time to first token",
-                     "Inter-token latency", "Active streams", "Errors"):
+                     "Inter-token latency", "Active streams", "Errors by class",
+                     "TTFT against throughput", "End-to-end latency",
+                     "Loop lag p99 (client health)"):
             self.assertIn(want, titles)
         axis = [t.text for t in svgs[0].iter("{http://www.w3.org/2000/svg}text")]
         self.assertIn("concurrency (streams)", axis)
@@ -418,7 +422,7 @@ class RateMode(unittest.TestCase):
             labels = [t.text for t in root.iter(svg + "text")]
             self.assertIn("offered rate (requests/s)", labels)
             self.assertNotIn("concurrency (streams)", labels)
-            self.assertIn("time since stage start (s)", labels)
+            self.assertIn("time since the first stage started (s)", labels)
 
 
 if __name__ == "__main__":

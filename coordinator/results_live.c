@@ -1,0 +1,38 @@
+/* The document as it stands during a run, for the live report page (chatload run --web):
+ * the finished stages, and the running stage's intervals so far. */
+#include "results.h"
+#include "results_internal.h"
+
+json_t *cl_results_live_doc(const struct cl_results *r)
+{
+	json_t *doc = json_deep_copy(r->doc);
+	json_t *stages = json_object_get(doc, "stages");
+	if (!doc || !json_is_array(stages)) {
+		json_decref(doc);
+		return NULL;
+	}
+	for (size_t i = 0; i < r->n_stages; i++) {
+		const struct stage_state *ss = &r->stages[i];
+		if (ss->finished || ss->seen == 0 || !ss->intervals)
+			continue;
+		/* Only what is known mid-stage: the totals come when it finishes. */
+		json_t *o = json_pack("{s:I,s:o,s:s,s:O,s:I,s:I}", "index", (json_int_t)i, "name",
+				      cli_rj_str(ss->name), "status", "running", "intervals",
+				      ss->intervals, "intervals_stride", (json_int_t)ss->stride,
+				      "intervals_total", (json_int_t)ss->seen);
+		size_t at = json_array_size(stages);
+		for (size_t k = 0; k < json_array_size(stages); k++) {
+			json_int_t idx =
+			    json_integer_value(json_object_get(json_array_get(stages, k), "index"));
+			if ((size_t)idx > i) {
+				at = k;
+				break;
+			}
+		}
+		if (!o || json_array_insert_new(stages, at, o) != 0) {
+			json_decref(doc);
+			return NULL;
+		}
+	}
+	return doc;
+}
