@@ -221,6 +221,11 @@ static void print_workload(const struct cl_scn_workload *w)
 			printf("  synthetic output: %g tokens (stddev %g, %u..%u)\n",
 			       w->synthetic_output.mean, w->synthetic_output.stddev,
 			       w->synthetic_output.min, w->synthetic_output.max);
+		if (w->multi_turn)
+			printf("  multi-turn: each prompt a conversation of %g turns (stddev %g, "
+			       "%u..%u), think time %s\n",
+			       w->turns.mean, w->turns.stddev, w->turns.min, w->turns.max,
+			       dur(w->think_time_us, a, sizeof(a)));
 		break;
 	}
 	if (w->shared_prefix_groups)

@@ -93,8 +93,8 @@ struct cli_rs_client {
 	bool load_known;
 	double agents_cpu_pct_mean; /* summed over the agents, 100 = one core */
 	double streams_mean;
-	uint32_t stalls_own;         /* the coordinator's own stalls */
-	json_t *unaccounted;         /* lost agents' blind windows, NULL none */
+	uint32_t stalls_own; /* the coordinator's own stalls */
+	json_t *unaccounted; /* lost agents' blind windows, NULL none */
 };
 
 /* The stage object of the document, without intervals (results.c adds them).  NULL when
@@ -104,6 +104,9 @@ json_t *cli_rs_stage_json(size_t index, const struct cl_scn_stage *st, const str
 			  const struct cli_rs_client *client);
 /* One interval's summary (rates over interval_s).  NULL when out of memory. */
 json_t *cli_rs_interval_json(double t_s, double interval_s, const struct cl_metrics *m);
+/* results_turns.c: the stage's "turns" array (multi-turn: one entry per turn index that had
+ * completed requests; empty without conversations), NULL on out of memory. */
+json_t *cli_rs_turns_json(const struct cl_metrics *m);
 /* The warmup and readiness objects. */
 json_t *cli_rs_warmup_json(const struct cl_metrics *m);
 json_t *cli_rs_readiness_json(const struct cl_readiness_result *rr);

@@ -112,6 +112,8 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 	st->prompt_tokens = cl_sim_chat_prompt_tokens(cr->prompt_chars);
 	st->requested_tokens = cr->max_tokens;
 	st->ignore_eos = cr->ignore_eos;
+	st->history_turns = cr->history_turns;
+	st->history_fnv = cr->history_fnv;
 	st->planned_tokens =
 	    pick_length(cfg, st, cr->max_tokens, cr->ignore_eos && !cfg->no_ignore_eos);
 	st->planned_reasoning =

@@ -42,6 +42,15 @@ static int content_chars(json_t *content, uint64_t *chars)
 	return 0;
 }
 
+/* FNV-1a, 64 bits: how the truth log names texts without carrying them. */
+static uint64_t fnv1a(const char *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ULL;
+	return h;
+}
+
 static int get_bool(json_t *obj, const char *key, bool *out, char *msg, size_t n, const char **code)
 {
 	json_t *v = json_object_get(obj, key);
@@ -117,6 +126,14 @@ int cl_sim_chat_parse(const char *body, size_t len, struct cl_sim_chat_req *req,
 				 i);
 			*code = "invalid_type";
 			goto out;
+		}
+		json_t *role = json_object_get(m, "role"), *content = json_object_get(m, "content");
+		if (json_is_string(role) && strcmp(json_string_value(role), "assistant") == 0) {
+			req->history_turns++;
+			req->history_fnv =
+			    json_is_string(content)
+				? fnv1a(json_string_value(content), json_string_length(content))
+				: 0;
 		}
 	}
 	json_t *model = json_object_get(root, "model");

@@ -15,10 +15,12 @@ struct cl_sim_chat_req {
 	char model[CL_SIM_MODEL_MAX];
 	bool stream;
 	bool include_usage;
-	bool continuous_usage; /* vLLM's stream_options.continuous_usage_stats */
-	uint32_t max_tokens;   /* max_completion_tokens, else max_tokens; 0: not given */
-	bool ignore_eos;       /* vLLM, SGLang, llama.cpp: generate until max_tokens */
-	uint64_t prompt_chars; /* Unicode characters in every message's text content */
+	bool continuous_usage;  /* vLLM's stream_options.continuous_usage_stats */
+	uint32_t max_tokens;    /* max_completion_tokens, else max_tokens; 0: not given */
+	bool ignore_eos;        /* vLLM, SGLang, llama.cpp: generate until max_tokens */
+	uint64_t prompt_chars;  /* Unicode characters in every message's text content */
+	uint32_t history_turns; /* messages with role "assistant" (a conversation's history) */
+	uint64_t history_fnv;   /* FNV-1a 64 of the last one's string content (0: none) */
 };
 
 /*

@@ -240,6 +240,7 @@ static void pump_closed(struct cl_worker *w, int64_t now)
 static void pump_open(struct cl_worker *w, int64_t now)
 {
 	struct cl_stage_run *st = &w->st;
+	wake_parked(w, now); /* conversations whose think time is over */
 	while (!st->arrivals_over) {
 		int64_t t = cl_arrivals_peek(&st->arr);
 		if (t > now)
@@ -298,9 +299,12 @@ static int64_t next_due(const struct cl_worker *w, int ph)
 			    w->nfree > 0) /* replacements deferred by KICK_ROUNDS */
 				MIN_DUE(w->last_end_us > st->retry_us ? w->last_end_us
 								      : st->retry_us);
-		} else if (!st->arrivals_over && inflight(w) < st->cap) {
-			int64_t t = cl_arrivals_peek(&st->arr);
-			MIN_DUE(t > st->retry_us ? t : st->retry_us);
+		} else {
+			if (!st->arrivals_over && inflight(w) < st->cap) {
+				int64_t t = cl_arrivals_peek(&st->arr);
+				MIN_DUE(t > st->retry_us ? t : st->retry_us);
+			}
+			MIN_DUE(cl_park_peek(&w->parked)); /* a think time ends */
 		}
 		break;
 	case CL_ENGINE_DRAINING:

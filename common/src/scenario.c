@@ -141,6 +141,8 @@ int cli_scenario_derive_defaults(struct cl_scenario *s, const struct scn_given *
 			dist_defaults(&s->workload.synthetic_output, given->output_min,
 				      given->output_max);
 	}
+	if (s->workload.multi_turn && s->workload.turns.mean > 0)
+		dist_defaults(&s->workload.turns, given->turns_min, given->turns_max);
 
 	if (dup_into(&s->readiness.prompt, readiness_prompt))
 		return CL_ENOMEM;

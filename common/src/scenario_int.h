@@ -195,6 +195,8 @@ struct scn_given {
 	bool output_min; /* synthetic.output_tokens */
 	bool output_max;
 	bool workload_source; /* prompts, dataset or synthetic */
+	bool turns_min;       /* multi_turn.turns */
+	bool turns_max;
 };
 
 /* The whole loader's state; scn_ctx first, so a struct scn_ctx * is a struct scn_loader *. */

@@ -197,6 +197,35 @@ static void conv_shared_prefix(struct scn_ctx *c, const struct ynode *v, void *o
 			      cli_scn_path(c));
 }
 
+static void conv_turns(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	struct scn_loader *l = L(c);
+	struct cl_len_dist *d = obj;
+	conv_len_dist(c, v, d, &l->given.turns_min, &l->given.turns_max);
+	if (d->mean > CL_SCN_MAX_TURNS || (l->given.turns_max && d->max > CL_SCN_MAX_TURNS))
+		cli_scn_error(c, v, "%s must be at most %u turns", cli_scn_path(c),
+			      CL_SCN_MAX_TURNS);
+}
+
+static void conv_multi_turn(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	static const struct scn_field f[] = {
+		SCN_CUSTOM_AT("turns", struct cl_scn_workload, turns, conv_turns),
+		SCN_RANGE("think_time", SCN_F_DUR, struct cl_scn_workload, think_time_us, 0, DAY),
+	};
+	struct cl_scn_workload *w = obj;
+	const struct ynode *seen[N(f)] = { 0 };
+	char got[96];
+	if (!v || v->kind != YN_MAP) {
+		cli_scn_error(c, v,
+			      "%s must be a mapping such as { turns: 4, think_time: 2s }, got %s",
+			      cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
+		return;
+	}
+	w->multi_turn = true;
+	cli_scn_fields(c, v, f, N(f), w, seen, NULL);
+}
+
 static const struct scn_field workload_fields[] = {
 	SCN_CUSTOM("prompts", conv_prompts),
 	SCN_FIELD("dataset", SCN_F_NESTR, struct cl_scn_workload, dataset),
@@ -214,6 +243,7 @@ static const struct scn_field workload_fields[] = {
 	SCN_FIELD("dataset_shuffle", SCN_F_BOOL, struct cl_scn_workload, dataset_shuffle),
 	SCN_CUSTOM("dataset_filter", conv_dataset_filter),
 	SCN_CUSTOM("shared_prefix", conv_shared_prefix),
+	SCN_CUSTOM("multi_turn", conv_multi_turn),
 };
 
 static void resolve_dataset(struct scn_ctx *c, struct cl_scn_workload *w, const struct ynode *at)
@@ -263,4 +293,12 @@ void cli_scn_conv_workload(struct scn_ctx *c, const struct ynode *v, void *obj)
 			break;
 		}
 	}
+	/* multi_turn (index 15): conversations are made of synthetic prompts. */
+	const struct ynode *mt = seen[15];
+	if (mt && !seen[4])
+		cli_scn_error(c, mt,
+			      "workload.multi_turn needs workload.synthetic (conversations "
+			      "are made of synthetic prompts)");
+	else if (mt && w->turns.mean == 0)
+		cli_scn_error(c, mt, "workload.multi_turn needs turns (e.g. { turns: 4 })");
 }

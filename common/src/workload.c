@@ -114,6 +114,7 @@ out:
 	out->n_bodies = c.n;
 	out->max_tokens = w->max_tokens;
 	out->request_timeout_us = w->request_timeout_us;
+	out->think_time_us = w->multi_turn ? w->think_time_us : 0;
 	return 0;
 }
 
@@ -163,6 +164,8 @@ int cl_workload_plan_set_model(struct cl_workload_plan *w, const char *old_model
 		free(b->json);
 		b->json = texts[i];
 		b->len = b->len - ol + nl;
+		if (b->turn) /* the history goes after the messages' start, which moved */
+			b->hist_at = (uint32_t)(b->hist_at - ol + nl);
 		texts[i] = NULL;
 	}
 out:

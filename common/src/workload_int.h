@@ -32,6 +32,7 @@ struct render_ctx {
 	size_t n, cap;
 	size_t total_bytes;
 	struct cl_workload_stats *stats; /* filled as records are read; never NULL */
+	bool no_prefix;                  /* the body being pushed gets no shared prefix */
 };
 
 enum { RENDER_OWN_LENGTH = 1, RENDER_IGNORE_EOS = 2 };
@@ -71,6 +72,12 @@ int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt
  * system prompt is not valid UTF-8; otherwise as cli_workload_push_body. */
 int cli_workload_push_prompt(struct render_ctx *c, const char *system, const char *prompt,
 			     size_t len, uint32_t out_tokens, struct cl_err *err);
+
+/* Pushes turn `turn` (1..) of a conversation: [system?, user] with the history's place and
+ * the user message marked (cl_request_body.turn, hist_at, user_len); the shared prefix goes
+ * on turn 1 only.  Errors as cli_workload_push_prompt. */
+int cli_workload_push_turn(struct render_ctx *c, const char *system, const char *prompt,
+			   size_t len, uint32_t out_tokens, uint32_t turn, struct cl_err *err);
 
 /* ---- workload_synth.c: text from the vocabulary ---------------------------------------------- */
 

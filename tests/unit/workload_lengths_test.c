@@ -353,6 +353,76 @@ static void test_set_model(void **state)
 	cl_workload_plan_free(&w);
 }
 
+/* Splices a history into turn body b the way the engine does; returns malloc'd JSON text. */
+static char *splice(const struct cl_request_body *b, const char *hist)
+{
+	size_t hl = strlen(hist);
+	char *out = malloc(b->len + hl + 1);
+	assert_non_null(out);
+	memcpy(out, b->json, b->hist_at);
+	memcpy(out + b->hist_at, hist, hl);
+	memcpy(out + b->hist_at + hl, b->json + b->hist_at, b->len - b->hist_at + 1);
+	return out;
+}
+
+/* Conversations: consecutive turns, each a body whose history place and user message are
+ * marked; the shared prefix opens turn 1 only; a new model moves the history's place. */
+static void test_multi_turn(void **state)
+{
+	struct cl_scenario s = base();
+	s.workload.kind = CL_WORKLOAD_SYNTHETIC;
+	s.workload.synthetic_input = (struct cl_len_dist){ .mean = 10, .min = 1, .max = 10 };
+	s.workload.synthetic_count = 3;
+	s.workload.multi_turn = true;
+	s.workload.turns = (struct cl_len_dist){ .mean = 3, .min = 3, .max = 3 };
+	s.workload.think_time_us = 250000;
+	s.workload.system_prompt = "be \"brief\"";
+	s.workload.shared_prefix_groups = 1;
+	s.workload.shared_prefix_tokens = 5;
+	struct cl_workload_plan w = render(&s, NULL);
+	assert_int_equal(w.n_bodies, 9);
+	assert_int_equal(w.think_time_us, 250000);
+	assert_int_equal(cl_workload_plan_set_model(&w, "m", "a longer model", NULL), 0);
+	for (size_t i = 0; i < 9; i++) {
+		const struct cl_request_body *b = &w.bodies[i];
+		assert_int_equal(b->turn, i % 3 + 1);
+		assert_int_equal(b->len, strlen(b->json));
+		/* Without history the body is the turn alone: system, then its user message. */
+		json_t *j = parse(b->json);
+		json_t *msgs = json_object_get(j, "messages");
+		assert_int_equal(json_array_size(msgs), 2);
+		assert_string_equal(json_string_value(json_object_get(j, "model")),
+				    "a longer model");
+		const char *u = user_text(j);
+		char head[16];
+		snprintf(head, sizeof(head), "%zu.%zu:", i / 3 + 1, i % 3 + 1);
+		/* The prefix ("[group 1] ...") on turn 1, the turn's own text on the others. */
+		assert_true(b->turn == 1 ? strncmp(u, "[group 1]", 9) == 0
+					 : strncmp(u, head, strlen(head)) == 0);
+		/* The marked user message is exactly that message object. */
+		json_t *um = json_loadb(b->json + b->hist_at, b->user_len, 0, NULL);
+		assert_non_null(um);
+		assert_true(json_equal(um, json_array_get(msgs, 1)));
+		json_decref(um);
+		/* With a history spliced in, the body is valid JSON with the history in order. */
+		char *full = splice(b, "{\"role\":\"user\",\"content\":\"q\"},"
+				       "{\"role\":\"assistant\",\"content\":\"a \\\"b\\\"\"},");
+		json_t *f = parse(full);
+		json_t *fm = json_object_get(f, "messages");
+		assert_int_equal(json_array_size(fm), 4);
+		assert_string_equal(
+		    json_string_value(json_object_get(json_array_get(fm, 0), "role")), "system");
+		assert_string_equal(
+		    json_string_value(json_object_get(json_array_get(fm, 2), "content")),
+		    "a \"b\"");
+		assert_true(json_equal(json_array_get(fm, 3), json_array_get(msgs, 1)));
+		json_decref(f);
+		free(full);
+		json_decref(j);
+	}
+	cl_workload_plan_free(&w);
+}
+
 static int setup(void **state)
 {
 	snprintf(tmp_dir, sizeof(tmp_dir), "%s/workload_lengths_test.XXXXXX",
@@ -375,7 +445,7 @@ int main(void)
 		cmocka_unit_test(test_estimate),       cmocka_unit_test(test_synthetic_output),
 		cmocka_unit_test(test_record_lengths), cmocka_unit_test(test_filter),
 		cmocka_unit_test(test_shuffle_limit),  cmocka_unit_test(test_shared_prefix),
-		cmocka_unit_test(test_set_model),
+		cmocka_unit_test(test_set_model),      cmocka_unit_test(test_multi_turn),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -12,6 +12,7 @@
 
 #define CL_SCENARIO_MAX_BYTES (4u << 20) /* documents larger than this are refused */
 #define CL_SCENARIO_MAX_DEPTH 32         /* nesting deeper than this is refused */
+#define CL_SCN_MAX_TURNS      1000       /* workload.multi_turn.turns at most */
 
 /* A simulator setting: name in flag form ("output-tokens"), value as written. */
 struct cl_sim_kv {
@@ -125,6 +126,11 @@ struct cl_scn_workload {
 	/* shared prefixes: request i starts with group (i mod groups)'s prefix of tokens */
 	uint32_t shared_prefix_groups; /* 0: none */
 	uint32_t shared_prefix_tokens;
+	/* multi-turn conversations (docs/scenario.md, "Multi-turn conversations") */
+	bool multi_turn;
+	struct cl_len_dist turns; /* turns per conversation; mean 0: every user turn a dataset
+				   * record has */
+	int64_t think_time_us;    /* pause between an answer and the next turn */
 };
 
 /* One load level after expansion (a sweep becomes one stage per value). */
