@@ -302,7 +302,8 @@ json_t *cli_rs_stage_json(size_t index, const struct cl_scn_stage *st, const str
 {
 	bool rate_mode = st->mode == CL_MODE_RATE;
 	static const char *const arrivals[] = { "constant", "poisson", "gamma" };
-	const char *arrival = (unsigned)st->arrival < sizeof(arrivals) / sizeof(arrivals[0])
+	const char *arrival = st->replay ? "trace"
+			      : (unsigned)st->arrival < sizeof(arrivals) / sizeof(arrivals[0])
 				  ? arrivals[st->arrival]
 				  : "constant";
 	json_t *planned =

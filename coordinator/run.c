@@ -73,8 +73,10 @@ static int load_workload(struct run *r, struct cl_err *err)
 	struct cl_workload_stats st;
 	int rc = cl_workload_render_stats(&r->s, cl_scenario_render_model(&r->s), &r->workload, &st,
 					  err);
-	if (rc == 0)
+	if (rc == 0) {
 		r->workload_stats = st;
+		cl_workload_trace_fill_stages(&r->s, &st);
+	}
 	return rc;
 }
 

@@ -64,6 +64,12 @@ int cli_run_prepare(struct run *r)
 		/* Agents start at evenly spaced bodies, so they do not all send the same prompt
 		 * first (which a prefix cache would serve from the first agent's work). */
 		c.prepare.workload.first_body = w->n_bodies * i / n;
+		/* A trace is dealt out: agent i replays requests i, i + n, ... (each at its own
+		 * offset from START_AT), so together they replay it whole. */
+		if (w->trace_stride) {
+			c.prepare.workload.first_body = i < w->n_bodies ? i : 0;
+			c.prepare.workload.trace_stride = (uint32_t)n;
+		}
 		if (!(last[i] = cl_fleet_send(&r->fleet, i, &c))) {
 			cl_progress_note(&r->prog, "agent %u (%s) has too many commands pending",
 					 r->fleet.agents[i].id, r->fleet.agents[i].host);

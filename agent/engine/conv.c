@@ -1,5 +1,6 @@
-/* Multi-turn conversations in the engine: which body a request sends, the history of real
- * answers each turn carries, the think time between turns, and TTFT by turn index. */
+/* Which body a request sends: the next in order, the next turn of a multi-turn conversation
+ * (with the history of real answers it carries, the think time before it, TTFT by turn
+ * index), or a replayed trace's. */
 #include "internal.h"
 
 #include "chatload/clock.h"
@@ -45,7 +46,10 @@ const struct cl_request_body *cl_conv_pick(struct cl_worker *w, struct cl_slot *
 	struct cl_engine *e = w->e;
 	const struct cl_workload_plan *wl = &e->workload;
 	const struct cl_request_body *b;
-	if (s->conv_next) {
+	if (w->pick) {
+		b = w->pick; /* a trace's request, chosen by its start time */
+		w->pick = NULL;
+	} else if (s->conv_next) {
 		/* The next turn of the slot's conversation (its history already holds the
 		 * previous turns and their answers). */
 		s->conv_next = false;
@@ -134,4 +138,14 @@ void cl_conv_record(struct cl_metrics *m, const struct cl_slot *s, int64_t promp
 		m->ctr[CL_CTR_TURN1_PROMPT_TOKENS + t] += (uint64_t)prompt_tokens;
 	if (s->first_us)
 		cl_hist_record(&m->lat[CL_LAT_TTFT_TURN1 + t], s->first_us - s->handed_us);
+}
+
+const struct cl_request_body *cl_trace_body(const struct cl_worker *w, uint64_t k)
+{
+	const struct cl_workload_plan *wl = &w->e->workload;
+	uint64_t local = (uint64_t)w->index + (uint64_t)w->e->nworkers * k;
+	if (!wl->trace_stride || local >= wl->n_bodies)
+		return NULL;
+	uint64_t i = wl->first_body + local * wl->trace_stride;
+	return i < wl->n_bodies ? &wl->bodies[i] : NULL;
 }

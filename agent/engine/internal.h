@@ -137,6 +137,7 @@ struct cl_stage_run {
 	/* open loop */
 	struct cl_arrivals arr;
 	bool arrivals_over; /* no arrival will be started any more */
+	uint64_t trace_k;   /* trace replay: this worker's next request (conv.c) */
 	uint32_t cap;       /* in-flight cap (slots or the plan's cap) */
 	int64_t retry_us;   /* a start failed: no start attempt before this */
 	int64_t probe_due_us;
@@ -202,6 +203,7 @@ struct cl_worker {
 	uint32_t ad_head, ad_tail; /* slots past [DONE] whose framed body has not ended yet,
 				    * oldest first (CL_NO_SLOT: none) */
 	uint64_t seq;
+	const struct cl_request_body *pick; /* trace replay: the body the next start sends */
 	char *log_buf;
 	size_t log_len;
 };
@@ -314,6 +316,10 @@ void cl_conv_on_content(struct cl_slot *s, const char *text, size_t len);
 bool cl_conv_follow(struct cl_worker *w, struct cl_slot *s, bool completed, int64_t now_us);
 /* Records a completed measured turn's TTFT and prompt tokens by its turn index. */
 void cl_conv_record(struct cl_metrics *m, const struct cl_slot *s, int64_t prompt_tokens);
+/* Trace replay (workload.trace_stride > 0): the body of this worker's k-th request — worker
+ * j of W replays the agent's requests j, j + W, ..., the agent bodies first_body +
+ * trace_stride * (its requests) — or NULL past the trace's end. */
+const struct cl_request_body *cl_trace_body(const struct cl_worker *w, uint64_t k);
 
 /* error_text.c */
 /* Writes a failed request's error sample into out[n] (NUL-terminated): what happened in words

@@ -182,6 +182,24 @@ static void wake_parked(struct cl_worker *w, int64_t now)
 	}
 }
 
+/* The open loop's next arrival: from the arrival process, or a replayed trace's next start
+ * (the stage's start plus its offset: the same START_AT on every agent). */
+static int64_t arrival_peek(const struct cl_worker *w)
+{
+	if (!w->e->workload.trace_stride)
+		return cl_arrivals_peek(&w->st.arr);
+	const struct cl_request_body *b = cl_trace_body(w, w->st.trace_k);
+	return b ? w->st.start_us + b->at_us : INT64_MAX;
+}
+
+static void arrival_advance(struct cl_worker *w)
+{
+	if (w->e->workload.trace_stride)
+		w->st.trace_k++;
+	else
+		cl_arrivals_advance(&w->st.arr);
+}
+
 /* The measured window closes at at_us: start nothing more; drain, then cut. */
 static void close_window(struct cl_worker *w, int64_t at_us, int64_t now)
 {
@@ -194,10 +212,9 @@ static void close_window(struct cl_worker *w, int64_t at_us, int64_t now)
 		/* Arrivals due in the window still waiting behind the cap: say how many. */
 		uint64_t n = 0;
 		int64_t t;
-		while ((t = cl_arrivals_peek(&st->arr)) < st->win_end_us && t <= now &&
-		       n < (1u << 24)) {
+		while ((t = arrival_peek(w)) < st->win_end_us && t <= now && n < (1u << 24)) {
 			n++;
-			cl_arrivals_advance(&st->arr);
+			arrival_advance(w);
 		}
 		if (n)
 			atomic_fetch_add(&w->unsent_backlog, n);
@@ -242,7 +259,7 @@ static void pump_open(struct cl_worker *w, int64_t now)
 	struct cl_stage_run *st = &w->st;
 	wake_parked(w, now); /* conversations whose think time is over */
 	while (!st->arrivals_over) {
-		int64_t t = cl_arrivals_peek(&st->arr);
+		int64_t t = arrival_peek(w);
 		if (t > now)
 			return;
 		if (!may_start(st, t)) {
@@ -253,11 +270,14 @@ static void pump_open(struct cl_worker *w, int64_t now)
 		 * (arrivals are generated lazily), so it costs no memory however long. */
 		if (inflight(w) >= st->cap)
 			return;
-		if (!cl_request_start(w, t)) {
+		w->pick = w->e->workload.trace_stride ? cl_trace_body(w, st->trace_k) : NULL;
+		bool started = cl_request_start(w, t);
+		w->pick = NULL;
+		if (!started) {
 			st->retry_us = now + START_RETRY_US;
 			return;
 		}
-		cl_arrivals_advance(&st->arr);
+		arrival_advance(w);
 	}
 }
 
@@ -301,7 +321,7 @@ static int64_t next_due(const struct cl_worker *w, int ph)
 								      : st->retry_us);
 		} else {
 			if (!st->arrivals_over && inflight(w) < st->cap) {
-				int64_t t = cl_arrivals_peek(&st->arr);
+				int64_t t = arrival_peek(w);
 				MIN_DUE(t > st->retry_us ? t : st->retry_us);
 			}
 			MIN_DUE(cl_park_peek(&w->parked)); /* a think time ends */
@@ -398,6 +418,9 @@ static void stage_begin(struct cl_worker *w, const struct cl_stage_plan *p, int6
 		idle = !(p->rate_per_s > 0);
 		cl_arrivals_init(&st->arr, p->arrival, p->gamma_shape, r0, p->rate_per_s, start_us,
 				 p->ramp_us, p->seed, phase_frac);
+		st->trace_k = 0;
+		if (w->e->workload.trace_stride) /* a worker with no request of the trace */
+			idle = !cl_trace_body(w, 0);
 	}
 	if (st->by_requests && p->requests == 0)
 		idle = true;

@@ -93,6 +93,9 @@ int cl_workload_render_stats(const struct cl_scenario *s, const char *model,
 	case CL_WORKLOAD_SYNTHETIC:
 		rc = cli_workload_synthesize(&c, w, err);
 		break;
+	case CL_WORKLOAD_TRACE:
+		rc = cli_workload_read_trace(&c, w, err);
+		break;
 	default:
 		rc = cl_err_set(err, CL_EINVAL, "unknown workload kind %d", (int)w->kind);
 	}
@@ -115,6 +118,8 @@ out:
 	out->max_tokens = w->max_tokens;
 	out->request_timeout_us = w->request_timeout_us;
 	out->think_time_us = w->multi_turn ? w->think_time_us : 0;
+	/* One agent replays it all; the coordinator gives each of n agents every n-th. */
+	out->trace_stride = w->kind == CL_WORKLOAD_TRACE ? 1 : 0;
 	return 0;
 }
 

@@ -114,6 +114,11 @@ int cli_workload_lines_next(struct line_reader *r);
 int cli_workload_read_dataset(struct render_ctx *c, const struct cl_scn_workload *w,
 			      struct cl_err *err);
 
+/* Renders one body per record of the trace w->trace (Mooncake or Azure JSONL), each with its
+ * at_us.  Errors name "file:line:column". */
+int cli_workload_read_trace(struct render_ctx *c, const struct cl_scn_workload *w,
+			    struct cl_err *err);
+
 /* Renders w->synthetic_count synthetic prompts, deterministic for w->seed. */
 int cli_workload_synthesize(struct render_ctx *c, const struct cl_scn_workload *w,
 			    struct cl_err *err);

@@ -79,7 +79,15 @@ struct cl_scn_warmup {
 	bool fail_on_error; /* default true */
 };
 
-enum cl_workload_kind { CL_WORKLOAD_PROMPTS, CL_WORKLOAD_DATASET, CL_WORKLOAD_SYNTHETIC };
+enum cl_workload_kind {
+	CL_WORKLOAD_PROMPTS,
+	CL_WORKLOAD_DATASET,
+	CL_WORKLOAD_SYNTHETIC,
+	CL_WORKLOAD_TRACE /* replayed at its own timing (docs/scenario.md, "Trace replay") */
+};
+
+/* workload.trace.format: the JSONL shapes a trace may have (auto: decided per record). */
+enum cl_trace_format { CL_TRACE_AUTO, CL_TRACE_MOONCAKE, CL_TRACE_AZURE };
 enum cl_dataset_format { CL_DATASET_AUTO, CL_DATASET_OPENAI, CL_DATASET_SHAREGPT, CL_DATASET_TEXT };
 
 struct cl_len_dist {
@@ -131,6 +139,10 @@ struct cl_scn_workload {
 	struct cl_len_dist turns; /* turns per conversation; mean 0: every user turn a dataset
 				   * record has */
 	int64_t think_time_us;    /* pause between an answer and the next turn */
+	/* trace replay: the file (resolved like dataset), its shape, how much faster */
+	char *trace;
+	enum cl_trace_format trace_format;
+	double trace_speedup; /* default 1 */
 };
 
 /* One load level after expansion (a sweep becomes one stage per value). */
@@ -149,6 +161,10 @@ struct cl_scn_stage {
 	 * entry with the probes it decides on (mode is the search's `over`, duration_us and
 	 * ramp_us each probe's; concurrency and rate_per_s are 0). */
 	struct cl_scn_search *search;
+	/* `replay: true`: the workload's trace at its own timing (a rate stage whose arrivals
+	 * are the trace's; rate_per_s is the trace's mean, set once it is read, and
+	 * duration_us its span when not given) */
+	bool replay;
 };
 
 enum cl_slo_kind {
