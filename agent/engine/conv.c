@@ -149,3 +149,19 @@ const struct cl_request_body *cl_trace_body(const struct cl_worker *w, uint64_t 
 	uint64_t i = wl->first_body + local * wl->trace_stride;
 	return i < wl->n_bodies ? &wl->bodies[i] : NULL;
 }
+
+int64_t cl_open_peek(const struct cl_worker *w)
+{
+	if (!w->e->workload.trace_stride)
+		return cl_arrivals_peek(&w->st.arr);
+	const struct cl_request_body *b = cl_trace_body(w, w->st.trace_k);
+	return b ? w->st.start_us + b->at_us : INT64_MAX;
+}
+
+void cl_open_advance(struct cl_worker *w)
+{
+	if (w->e->workload.trace_stride)
+		w->st.trace_k++;
+	else
+		cl_arrivals_advance(&w->st.arr);
+}

@@ -320,6 +320,11 @@ void cl_conv_record(struct cl_metrics *m, const struct cl_slot *s, int64_t promp
  * j of W replays the agent's requests j, j + W, ..., the agent bodies first_body +
  * trace_stride * (its requests) — or NULL past the trace's end. */
 const struct cl_request_body *cl_trace_body(const struct cl_worker *w, uint64_t k);
+/* The open loop's next arrival (INT64_MAX: none): from the arrival process, or a replayed
+ * trace's next start (the stage's start plus its offset: the same START_AT on every agent);
+ * and moving past it. */
+int64_t cl_open_peek(const struct cl_worker *w);
+void cl_open_advance(struct cl_worker *w);
 
 /* error_text.c */
 /* Writes a failed request's error sample into out[n] (NUL-terminated): what happened in words

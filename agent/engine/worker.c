@@ -182,24 +182,6 @@ static void wake_parked(struct cl_worker *w, int64_t now)
 	}
 }
 
-/* The open loop's next arrival: from the arrival process, or a replayed trace's next start
- * (the stage's start plus its offset: the same START_AT on every agent). */
-static int64_t arrival_peek(const struct cl_worker *w)
-{
-	if (!w->e->workload.trace_stride)
-		return cl_arrivals_peek(&w->st.arr);
-	const struct cl_request_body *b = cl_trace_body(w, w->st.trace_k);
-	return b ? w->st.start_us + b->at_us : INT64_MAX;
-}
-
-static void arrival_advance(struct cl_worker *w)
-{
-	if (w->e->workload.trace_stride)
-		w->st.trace_k++;
-	else
-		cl_arrivals_advance(&w->st.arr);
-}
-
 /* The measured window closes at at_us: start nothing more; drain, then cut. */
 static void close_window(struct cl_worker *w, int64_t at_us, int64_t now)
 {
@@ -212,9 +194,9 @@ static void close_window(struct cl_worker *w, int64_t at_us, int64_t now)
 		/* Arrivals due in the window still waiting behind the cap: say how many. */
 		uint64_t n = 0;
 		int64_t t;
-		while ((t = arrival_peek(w)) < st->win_end_us && t <= now && n < (1u << 24)) {
+		while ((t = cl_open_peek(w)) < st->win_end_us && t <= now && n < (1u << 24)) {
 			n++;
-			arrival_advance(w);
+			cl_open_advance(w);
 		}
 		if (n)
 			atomic_fetch_add(&w->unsent_backlog, n);
@@ -259,7 +241,7 @@ static void pump_open(struct cl_worker *w, int64_t now)
 	struct cl_stage_run *st = &w->st;
 	wake_parked(w, now); /* conversations whose think time is over */
 	while (!st->arrivals_over) {
-		int64_t t = arrival_peek(w);
+		int64_t t = cl_open_peek(w);
 		if (t > now)
 			return;
 		if (!may_start(st, t)) {
@@ -277,7 +259,7 @@ static void pump_open(struct cl_worker *w, int64_t now)
 			st->retry_us = now + START_RETRY_US;
 			return;
 		}
-		arrival_advance(w);
+		cl_open_advance(w);
 	}
 }
 
@@ -321,7 +303,7 @@ static int64_t next_due(const struct cl_worker *w, int ph)
 								      : st->retry_us);
 		} else {
 			if (!st->arrivals_over && inflight(w) < st->cap) {
-				int64_t t = arrival_peek(w);
+				int64_t t = cl_open_peek(w);
 				MIN_DUE(t > st->retry_us ? t : st->retry_us);
 			}
 			MIN_DUE(cl_park_peek(&w->parked)); /* a think time ends */
