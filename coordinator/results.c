@@ -353,6 +353,13 @@ void cl_results_set_workload(struct cl_results *r, const struct cl_scn_workload 
 	    st->bodies ? json_real(cli_rj_sig((double)st->prompt_tokens_sum / st->bodies, 6))
 		       : json_null(),
 	    "shared_prefix", prefix, "dataset", dataset);
+	if (v && w->calibrate &&
+	    cli_rj_set(v, "chars_per_token",
+		       w->chars_per_token > 0 ? json_real(cli_rj_round(w->chars_per_token, 3))
+					      : json_null())) {
+		json_decref(v);
+		v = NULL;
+	}
 	if (!v || json_object_set_new(r->doc, "workload", v) != 0)
 		CL_WARN("cannot record the workload: out of memory");
 }

@@ -276,6 +276,7 @@ static const struct scn_field workload_fields[] = {
 	SCN_CUSTOM("shared_prefix", conv_shared_prefix),
 	SCN_CUSTOM("multi_turn", conv_multi_turn),
 	SCN_CUSTOM("trace", conv_trace),
+	SCN_FIELD("calibrate", SCN_F_BOOL, struct cl_scn_workload, calibrate),
 };
 
 /* Resolves *path against the scenario's directory and checks it can be read. */

@@ -66,6 +66,8 @@ int cl_workload_render_stats(const struct cl_scenario *s, const char *model,
 	c.max_tokens = w->max_tokens;
 	c.ignore_eos = w->ignore_eos;
 	c.system_prompt = w->system_prompt;
+	c.token_scale =
+	    w->chars_per_token > 0 ? w->chars_per_token / CL_WORKLOAD_CHARS_PER_TOKEN : 1;
 	own.prefix_groups = w->shared_prefix_groups;
 	own.prefix_tokens = w->shared_prefix_groups ? w->shared_prefix_tokens : 0;
 	if (s->target.body_json && (rc = cli_workload_parse_object(

@@ -33,7 +33,15 @@ struct render_ctx {
 	size_t total_bytes;
 	struct cl_workload_stats *stats; /* filled as records are read; never NULL */
 	bool no_prefix;                  /* the body being pushed gets no shared prefix */
+	double token_scale; /* workload.chars_per_token / 4: built lengths in estimated tokens */
 };
+
+/* tokens (the target's) in estimated tokens, the unit cli_workload_words builds to. */
+static inline uint32_t cli_workload_scaled(const struct render_ctx *c, uint32_t tokens)
+{
+	double t = (double)tokens * c->token_scale + 0.5;
+	return t < 1 ? 1 : t > 4294967295.0 ? UINT32_MAX : (uint32_t)t;
+}
 
 enum { RENDER_OWN_LENGTH = 1, RENDER_IGNORE_EOS = 2 };
 
@@ -76,8 +84,8 @@ int cli_workload_push_prompt(struct render_ctx *c, const char *system, const cha
 /* Pushes turn `turn` (1..) of a conversation: [system?, user] with the history's place and
  * the user message marked (cl_request_body.turn, hist_at, user_len); the shared prefix goes
  * on turn 1 only.  Errors as cli_workload_push_prompt. */
-int cli_workload_push_turn(struct render_ctx *c, const char *system, const char *prompt,
-			   size_t len, uint32_t out_tokens, uint32_t turn, struct cl_err *err);
+int cli_workload_push_turn(struct render_ctx *c, const char *system, const char *prompt, size_t len,
+			   uint32_t out_tokens, uint32_t turn, struct cl_err *err);
 
 /* ---- workload_synth.c: text from the vocabulary ---------------------------------------------- */
 

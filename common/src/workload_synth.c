@@ -123,7 +123,8 @@ int cli_workload_make_prefixes(struct render_ctx *c, const struct cl_scn_workloa
 		char head[32];
 		snprintf(head, sizeof(head), "[group %u]", g + 1);
 		cl_buf_reset(&text);
-		rc = cli_workload_words(&text, head, w->shared_prefix_tokens, &rng);
+		rc = cli_workload_words(&text, head,
+					cli_workload_scaled(c, w->shared_prefix_tokens), &rng);
 		if (!rc && !(c->prefixes[g] = strdup(text.data)))
 			rc = CL_ENOMEM;
 	}
@@ -170,7 +171,8 @@ int cli_workload_synthesize(struct render_ctx *c, const struct cl_scn_workload *
 			else
 				snprintf(head, sizeof(head), "%u:", i + 1);
 			cl_buf_reset(&text);
-			if (cli_workload_words(&text, head, tokens, &rng) != 0) {
+			if (cli_workload_words(&text, head, cli_workload_scaled(c, tokens), &rng) !=
+			    0) {
 				rc = cl_err_set(err, CL_ENOMEM,
 						"out of memory building synthetic prompts");
 				break;
@@ -187,4 +189,17 @@ int cli_workload_synthesize(struct render_ctx *c, const struct cl_scn_workload *
 	}
 	cl_buf_free(&text);
 	return rc;
+}
+
+int cl_workload_sample_text(uint32_t tokens, char **out)
+{
+	struct cl_buf text;
+	uint64_t rng = 0x63616c6962ULL;
+	cl_buf_init(&text, 0);
+	*out = NULL;
+	if (cli_workload_words(&text, "", tokens, &rng) != 0 || !(*out = cl_buf_steal(&text))) {
+		cl_buf_free(&text);
+		return CL_ENOMEM;
+	}
+	return 0;
 }

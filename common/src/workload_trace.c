@@ -97,10 +97,12 @@ static int take_fields(json_t *rec, enum cl_trace_format *fmt, const char *file,
  * words seeded by the id, so records sharing leading ids share that prefix (as the trace's
  * requests shared KV-cache blocks); then, or without ids, words of the record's own.
  */
-static int make_prompt(struct cl_buf *text, json_t *rec, uint64_t seed, size_t i, uint32_t tokens)
+static int make_prompt(const struct render_ctx *c, struct cl_buf *text, json_t *rec, uint64_t seed,
+		       size_t i, uint32_t tokens)
 {
 	json_t *ids = json_object_get(rec, "hash_ids");
-	uint32_t left = tokens;
+	uint32_t left = cli_workload_scaled(c, tokens);
+	uint32_t block = cli_workload_scaled(c, MOONCAKE_BLOCK_TOKENS);
 	size_t k;
 	json_t *id;
 	cl_buf_reset(text);
@@ -109,7 +111,7 @@ static int make_prompt(struct cl_buf *text, json_t *rec, uint64_t seed, size_t i
 		{
 			if (!left || !json_is_integer(id))
 				break;
-			uint32_t n = left < MOONCAKE_BLOCK_TOKENS ? left : MOONCAKE_BLOCK_TOKENS;
+			uint32_t n = left < block ? left : block;
 			uint64_t rng =
 			    seed ^ (0x626c6f636bULL * (uint64_t)(json_integer_value(id) + 1));
 			char head[32];
@@ -186,7 +188,7 @@ int cli_workload_read_trace(struct render_ctx *c, const struct cl_scn_workload *
 		if (!rc && t0 >= 0 && ts - t0 > MAX_OFFSET_US)
 			rc = cl_err_setpos(err, CL_EPARSE, file, r->lineno, 1,
 					   "the trace is longer than 100 days");
-		if (!rc && make_prompt(&text, rec, w->seed, c->n, in) != 0)
+		if (!rc && make_prompt(c, &text, rec, w->seed, c->n, in) != 0)
 			rc = cl_err_set(err, CL_ENOMEM, "out of memory building trace prompts");
 		json_decref(rec);
 		if (!rc) {

@@ -143,6 +143,11 @@ struct cl_scn_workload {
 	char *trace;
 	enum cl_trace_format trace_format;
 	double trace_speedup; /* default 1 */
+	/* token lengths: calibrate asks the target's /tokenize once (chatload run); the answer,
+	 * characters per token, goes to chars_per_token (0: the estimate of 4), by which
+	 * synthetic prompts, shared prefixes and trace prompts are then built */
+	bool calibrate;
+	double chars_per_token;
 };
 
 /* One load level after expansion (a sweep becomes one stage per value). */

@@ -104,6 +104,10 @@ int cl_workload_render_stats(const struct cl_scenario *s, const char *model,
 int cl_workload_plan_set_model(struct cl_workload_plan *w, const char *old_model, const char *model,
 			       struct cl_err *err);
 
+/* Words of the prompt vocabulary, about `tokens` tokens by the estimate, into *out (malloc'd):
+ * what calibration asks the target to count.  0 or CL_ENOMEM. */
+int cl_workload_sample_text(uint32_t tokens, char **out);
+
 /*
  * Trace replay: gives the scenario's replay stages the trace's figures from the stats of its
  * rendering: a stage without a duration gets the trace's span (plus 1 ms, so the last start
