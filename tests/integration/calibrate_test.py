@@ -20,7 +20,7 @@ class Calibrate(tl.FleetCase):
                 "calibrate": calibrate, "drain_timeout": "5s", "request_timeout": "20s"}
         doc = tl.scenario({"url": sim_url + url_suffix}, [{"concurrency": 2, "requests": 8}],
                           {"local": 1, "workers": 1}, name=name, workload=work,
-                          output={"formats": ["json"]})
+                          output={"formats": ["json"]}, client_bound="warn")
         path = self.write_scenario(name, doc)
         out = self.scope.path(name + "-out")
         p = self.start_run(path, out, name=name)
