@@ -181,6 +181,7 @@ void cl_activity_warmup(struct session *s, struct cl_msg_cmd *c)
 		s->warm_workload = s->prepare_msg.cmd.prepare.workload;
 		s->warm_workload.bodies = &s->warm_body;
 		s->warm_workload.n_bodies = 1;
+		s->warm_workload.trace_stride = 0; /* the warmup replays nothing */
 		if (c->warmup.request_timeout_us)
 			s->warm_workload.request_timeout_us = c->warmup.request_timeout_us;
 		s->warm_engine = e = make_engine(s, &s->warm_workload);

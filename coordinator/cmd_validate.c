@@ -177,6 +177,10 @@ static void print_workload_read(const struct cl_scn_workload *w, const struct cl
 	if (st->prefix_groups)
 		printf("  shared prefix: %u groups of %u tokens\n", st->prefix_groups,
 		       st->prefix_tokens);
+	if (w->kind == CL_WORKLOAD_TRACE)
+		printf("  trace: %zu requests over %.3f s (speedup applied), a mean %.3g/s\n",
+		       st->bodies, st->trace_span_us / 1e6,
+		       st->bodies / ((st->trace_span_us + 1000) / 1e6));
 }
 
 static void print_workload(const struct cl_scn_workload *w)
@@ -221,7 +225,18 @@ static void print_workload(const struct cl_scn_workload *w)
 			printf("  synthetic output: %g tokens (stddev %g, %u..%u)\n",
 			       w->synthetic_output.mean, w->synthetic_output.stddev,
 			       w->synthetic_output.min, w->synthetic_output.max);
+		if (w->multi_turn)
+			printf("  multi-turn: each prompt a conversation of %g turns (stddev %g, "
+			       "%u..%u), think time %s\n",
+			       w->turns.mean, w->turns.stddev, w->turns.min, w->turns.max,
+			       dur(w->think_time_us, a, sizeof(a)));
 		break;
+	case CL_WORKLOAD_TRACE: {
+		static const char *const tf[] = { "auto", "mooncake", "azure" };
+		printf("  trace: %s (format %s), replayed at speedup %g\n", w->trace,
+		       tf[(unsigned)w->trace_format < 3 ? w->trace_format : 0], w->trace_speedup);
+		break;
+	}
 	}
 	if (w->shared_prefix_groups)
 		printf("  shared prefix: %u groups, %u tokens each\n", w->shared_prefix_groups,
@@ -250,8 +265,10 @@ static void print_stages(const struct cl_scenario *s)
 		if (st->mode == CL_MODE_CONCURRENCY) {
 			snprintf(load, sizeof(load), "concurrency %u", st->concurrency);
 		} else {
-			int n = snprintf(load, sizeof(load), "%g/s %s", st->rate_per_s,
-					 cl_arrival_name(st->arrival));
+			int n = st->replay ? snprintf(load, sizeof(load),
+						      "trace replay, mean %.3g/s", st->rate_per_s)
+					   : snprintf(load, sizeof(load), "%g/s %s", st->rate_per_s,
+						      cl_arrival_name(st->arrival));
 			if (st->arrival == CL_ARRIVAL_GAMMA && n > 0 && (size_t)n < sizeof(load))
 				n += snprintf(load + n, sizeof(load) - (size_t)n, " (shape %g)",
 					      st->gamma_shape);
@@ -508,6 +525,7 @@ int cmd_validate(int argc, char **argv)
 		} else if (lrc == 0) {
 			if (i)
 				printf("\n");
+			cl_workload_trace_fill_stages(&s, &st);
 			print_plan(&s, &st);
 			if (dump && dump_bodies(dump, &w) != 0)
 				bad++;

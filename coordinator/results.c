@@ -329,9 +329,9 @@ void cl_results_set_target(struct cl_results *r, const char *url, const char *mo
 void cl_results_set_workload(struct cl_results *r, const struct cl_scn_workload *w,
 			     const struct cl_workload_stats *st)
 {
-	static const char *const kinds[] = { "prompts", "dataset", "synthetic" };
+	static const char *const kinds[] = { "prompts", "dataset", "synthetic", "trace" };
 	static const char *const formats[] = { "auto", "openai", "sharegpt", "text" };
-	const char *kind = (unsigned)w->kind < 3 ? kinds[w->kind] : "prompts";
+	const char *kind = (unsigned)w->kind < 4 ? kinds[w->kind] : "prompts";
 	json_t *prefix = st->prefix_groups
 			     ? json_pack("{s:I,s:I}", "groups", (json_int_t)st->prefix_groups,
 					 "tokens", (json_int_t)st->prefix_tokens)
@@ -353,6 +353,13 @@ void cl_results_set_workload(struct cl_results *r, const struct cl_scn_workload 
 	    st->bodies ? json_real(cli_rj_sig((double)st->prompt_tokens_sum / st->bodies, 6))
 		       : json_null(),
 	    "shared_prefix", prefix, "dataset", dataset);
+	if (v && w->calibrate &&
+	    cli_rj_set(v, "chars_per_token",
+		       w->chars_per_token > 0 ? json_real(cli_rj_round(w->chars_per_token, 3))
+					      : json_null())) {
+		json_decref(v);
+		v = NULL;
+	}
 	if (!v || json_object_set_new(r->doc, "workload", v) != 0)
 		CL_WARN("cannot record the workload: out of memory");
 }

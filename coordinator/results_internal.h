@@ -104,6 +104,9 @@ json_t *cli_rs_stage_json(size_t index, const struct cl_scn_stage *st, const str
 			  const struct cli_rs_client *client);
 /* One interval's summary (rates over interval_s).  NULL when out of memory. */
 json_t *cli_rs_interval_json(double t_s, double interval_s, const struct cl_metrics *m);
+/* results_turns.c: the stage's "turns" array (multi-turn: one entry per turn index that had
+ * completed requests; empty without conversations), NULL on out of memory. */
+json_t *cli_rs_turns_json(const struct cl_metrics *m);
 /* The warmup and readiness objects. */
 json_t *cli_rs_warmup_json(const struct cl_metrics *m);
 json_t *cli_rs_readiness_json(const struct cl_readiness_result *rr);

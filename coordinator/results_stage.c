@@ -302,7 +302,8 @@ json_t *cli_rs_stage_json(size_t index, const struct cl_scn_stage *st, const str
 {
 	bool rate_mode = st->mode == CL_MODE_RATE;
 	static const char *const arrivals[] = { "constant", "poisson", "gamma" };
-	const char *arrival = (unsigned)st->arrival < sizeof(arrivals) / sizeof(arrivals[0])
+	const char *arrival = st->replay ? "trace"
+			      : (unsigned)st->arrival < sizeof(arrivals) / sizeof(arrivals[0])
 				  ? arrivals[st->arrival]
 				  : "constant";
 	json_t *planned =
@@ -323,6 +324,13 @@ json_t *cli_rs_stage_json(size_t index, const struct cl_scn_stage *st, const str
 		      throughput_json(m, window_s), "latency_ms", latency_json(m),
 		      "tokens_per_chunk", cnt_summary(&m->cnt[CL_CNT_TOKENS_PER_CHUNK], 1000.0),
 		      "client", client_json(m, st, client), "histograms", histograms_json(m));
+	json_t *turns = o ? cli_rs_turns_json(m) : NULL;
+	if (o && turns && json_array_size(turns) == 0)
+		json_decref(turns);
+	else if (o && cli_rj_set(o, "turns", turns)) {
+		json_decref(o);
+		return NULL;
+	}
 	if (o && (cli_rj_set(o, "http", http_json(m)) ||
 		  cli_rj_set(o, "unaccounted",
 			     client->unaccounted ? json_deep_copy(client->unaccounted)

@@ -1,6 +1,8 @@
 /* chatload run, start to end: load, fleet, readiness, warmup, stages, verdict, reports. */
 #include "run_internal.h"
 
+#include "calibrate.h"
+
 #include "report.h"
 
 #include "chatload/exitcode.h"
@@ -73,16 +75,46 @@ static int load_workload(struct run *r, struct cl_err *err)
 	struct cl_workload_stats st;
 	int rc = cl_workload_render_stats(&r->s, cl_scenario_render_model(&r->s), &r->workload, &st,
 					  err);
-	if (rc == 0)
+	if (rc == 0) {
 		r->workload_stats = st;
+		cl_workload_trace_fill_stages(&r->s, &st);
+	}
 	return rc;
+}
+
+/*
+ * workload.calibrate: the target's own characters per token from its /tokenize, then the
+ * workload rendered again to it.  A target without /tokenize (OpenAI's own API, a gateway)
+ * keeps the estimate: the run goes on, and says so here and in results.json.
+ */
+static int calibrate(struct run *r, struct cl_err *err)
+{
+	double cpt = 0;
+	struct cl_err cerr = { 0 };
+	char line[600];
+	if (cl_calibrate_tokens(&r->target, r->target.model, &cpt, &cerr) != 0) {
+		cl_progress_note(&r->prog,
+				 "calibrate: %s; prompts keep the estimate of 4 characters a token",
+				 cl_err_format(&cerr, line, sizeof(line)));
+		return 0;
+	}
+	cl_progress_note(&r->prog,
+			 "calibrate: the target counts %.2f characters a token (/tokenize); "
+			 "prompts are built to it",
+			 cpt);
+	r->s.workload.chars_per_token = cpt;
+	cl_workload_plan_free(&r->workload);
+	return load_workload(r, err);
 }
 
 /* Puts the model found into the bodies, and renders the warmup's own body if it has one. */
 static int render(struct run *r, struct cl_err *err)
 {
-	int rc = cl_workload_plan_set_model(&r->workload, cl_scenario_render_model(&r->s),
-					    r->target.model, err);
+	int rc = r->s.workload.calibrate ? calibrate(r, err) : 0;
+	if (rc != 0)
+		return rc;
+	rc = cl_workload_plan_set_model(&r->workload, cl_scenario_render_model(&r->s),
+					r->target.model, err);
 	if (rc != 0)
 		return rc;
 	const struct cl_scn_warmup *w = &r->s.warmup;

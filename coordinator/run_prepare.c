@@ -53,6 +53,14 @@ int cli_run_prepare(struct run *r)
 	size_t parts = 1;
 	for (size_t at = first; at < w->n_bodies; at += part_len(w, at))
 		parts++;
+	if (w->trace_stride && n > w->n_bodies) {
+		cl_progress_note(&r->prog,
+				 "a trace of %zu requests cannot be dealt out to %zu agents (each "
+				 "replays every %zu-th request): use fewer agents",
+				 w->n_bodies, n, n);
+		r->exit_hint = CL_EXIT_FAILED;
+		return CL_EINVAL;
+	}
 	for (size_t i = 0; i < n; i++) {
 		if (!present(&r->fleet.agents[i]))
 			continue;
@@ -64,6 +72,12 @@ int cli_run_prepare(struct run *r)
 		/* Agents start at evenly spaced bodies, so they do not all send the same prompt
 		 * first (which a prefix cache would serve from the first agent's work). */
 		c.prepare.workload.first_body = w->n_bodies * i / n;
+		/* A trace is dealt out: agent i replays requests i, i + n, ... (each at its own
+		 * offset from START_AT), so together they replay it whole. */
+		if (w->trace_stride) {
+			c.prepare.workload.first_body = i;
+			c.prepare.workload.trace_stride = (uint32_t)n;
+		}
 		if (!(last[i] = cl_fleet_send(&r->fleet, i, &c))) {
 			cl_progress_note(&r->prog, "agent %u (%s) has too many commands pending",
 					 r->fleet.agents[i].id, r->fleet.agents[i].host);

@@ -109,9 +109,11 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 	st->continuous_usage = cr->stream && cr->continuous_usage;
 	st->rng = cl_sim_rng_for(cfg->seed, st->seq);
 	st->fault = cl_sim_fault_pick(cfg, st->seq, &st->rng);
-	st->prompt_tokens = cl_sim_chat_prompt_tokens(cr->prompt_chars);
+	st->prompt_tokens = cl_sim_chat_prompt_tokens(cr->prompt_chars, cfg->chars_per_token);
 	st->requested_tokens = cr->max_tokens;
 	st->ignore_eos = cr->ignore_eos;
+	st->history_turns = cr->history_turns;
+	st->history_fnv = cr->history_fnv;
 	st->planned_tokens =
 	    pick_length(cfg, st, cr->max_tokens, cr->ignore_eos && !cfg->no_ignore_eos);
 	st->planned_reasoning =
@@ -167,6 +169,35 @@ static void handle_chat(struct cl_sim *s, struct cl_sim_conn *c, const char *bod
 		}
 	}
 	accept_chat(s, c, &cr, model, now);
+}
+
+/* POST /tokenize: the prompt's token count by --chars-per-token, in vLLM's shape
+ * ({"count", "max_model_len", "tokens"}); "tokens" (ids 0..count-1, llama.cpp's field too) is
+ * left out past 65536 tokens. */
+static void answer_tokenize(struct cl_sim_conn *c, const struct cl_sim_config *cfg,
+			    const struct cl_sim_http_req *req, const char *body, size_t body_len,
+			    struct cl_buf *b)
+{
+	char msg[256];
+	uint64_t chars;
+	if (strcmp(req->method, "POST") != 0) {
+		method_not_allowed(c, "POST");
+		return;
+	}
+	if (cl_sim_tokenize_parse(body, body_len, &chars, msg, sizeof(msg)) != 0) {
+		cl_sim_conn_error(c, 400, NULL, msg, "invalid_request_error", "invalid_request");
+		return;
+	}
+	uint32_t n = cl_sim_chat_prompt_tokens(chars, cfg->chars_per_token);
+	cl_buf_printf(b, "{\"count\":%u,\"max_model_len\":%u", n, CL_SIM_MAX_OUTPUT);
+	if (n <= 65536) {
+		cl_buf_puts(b, ",\"tokens\":[");
+		for (uint32_t i = 0; i < n; i++)
+			cl_buf_printf(b, i ? ",%u" : "%u", i);
+		cl_buf_puts(b, "]");
+	}
+	cl_buf_puts(b, "}");
+	answer_json(c, 200, b);
 }
 
 void cl_sim_api_handle(struct cl_sim *s, struct cl_sim_conn *c, const struct cl_sim_http_req *req,
@@ -241,6 +272,10 @@ void cl_sim_api_handle(struct cl_sim *s, struct cl_sim_conn *c, const struct cl_
 		}
 		cl_sim_render_models(&b, cfg, m, s->start_wall_s);
 		answer_json(c, 200, &b);
+		goto out;
+	}
+	if (strcmp(req->path, "/tokenize") == 0 && !cfg->no_tokenize) {
+		answer_tokenize(c, cfg, req, body, body_len, &b);
 		goto out;
 	}
 	if (!is_chat) {

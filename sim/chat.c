@@ -42,6 +42,15 @@ static int content_chars(json_t *content, uint64_t *chars)
 	return 0;
 }
 
+/* FNV-1a, 64 bits: how the truth log names texts without carrying them. */
+static uint64_t fnv1a(const char *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ULL;
+	return h;
+}
+
 static int get_bool(json_t *obj, const char *key, bool *out, char *msg, size_t n, const char **code)
 {
 	json_t *v = json_object_get(obj, key);
@@ -118,6 +127,14 @@ int cl_sim_chat_parse(const char *body, size_t len, struct cl_sim_chat_req *req,
 			*code = "invalid_type";
 			goto out;
 		}
+		json_t *role = json_object_get(m, "role"), *content = json_object_get(m, "content");
+		if (json_is_string(role) && strcmp(json_string_value(role), "assistant") == 0) {
+			req->history_turns++;
+			req->history_fnv =
+			    json_is_string(content)
+				? fnv1a(json_string_value(content), json_string_length(content))
+				: 0;
+		}
 	}
 	json_t *model = json_object_get(root, "model");
 	if (model && !json_is_null(model)) {
@@ -155,8 +172,48 @@ out:
 	return rc;
 }
 
-uint32_t cl_sim_chat_prompt_tokens(uint64_t chars)
+int cl_sim_tokenize_parse(const char *body, size_t len, uint64_t *chars, char *msg, size_t n)
 {
-	uint64_t t = (chars + 3) / 4;
+	json_error_t jerr;
+	json_t *root = json_loadb(body, len, 0, &jerr);
+	int rc = CL_EINVAL;
+	*chars = 0;
+	if (!root) {
+		snprintf(msg, n, "invalid JSON body: %s (line %d, column %d)", jerr.text, jerr.line,
+			 jerr.column);
+		return CL_EPARSE;
+	}
+	json_t *text = json_object_get(root, "prompt");
+	if (!text)
+		text = json_object_get(root, "content"); /* llama.cpp's name */
+	json_t *messages = json_object_get(root, "messages");
+	if (json_is_string(text)) {
+		*chars = utf8_chars(json_string_value(text), json_string_length(text));
+		rc = 0;
+	} else if (!text && json_is_array(messages)) {
+		size_t i;
+		json_t *m;
+		rc = 0;
+		json_array_foreach(messages, i, m)
+		{
+			if (!json_is_object(m) ||
+			    content_chars(json_object_get(m, "content"), chars) != 0) {
+				rc = CL_EINVAL;
+				break;
+			}
+		}
+	}
+	if (rc)
+		snprintf(msg, n,
+			 "the body must be an object with 'prompt' (or 'content') text or "
+			 "'messages'");
+	json_decref(root);
+	return rc;
+}
+
+uint32_t cl_sim_chat_prompt_tokens(uint64_t chars, uint32_t chars_per_token)
+{
+	uint64_t cpt = chars_per_token ? chars_per_token : 4;
+	uint64_t t = (chars + cpt - 1) / cpt;
 	return t > UINT32_MAX ? UINT32_MAX : (uint32_t)t;
 }

@@ -15,10 +15,12 @@ struct cl_sim_chat_req {
 	char model[CL_SIM_MODEL_MAX];
 	bool stream;
 	bool include_usage;
-	bool continuous_usage; /* vLLM's stream_options.continuous_usage_stats */
-	uint32_t max_tokens;   /* max_completion_tokens, else max_tokens; 0: not given */
-	bool ignore_eos;       /* vLLM, SGLang, llama.cpp: generate until max_tokens */
-	uint64_t prompt_chars; /* Unicode characters in every message's text content */
+	bool continuous_usage;  /* vLLM's stream_options.continuous_usage_stats */
+	uint32_t max_tokens;    /* max_completion_tokens, else max_tokens; 0: not given */
+	bool ignore_eos;        /* vLLM, SGLang, llama.cpp: generate until max_tokens */
+	uint64_t prompt_chars;  /* Unicode characters in every message's text content */
+	uint32_t history_turns; /* messages with role "assistant" (a conversation's history) */
+	uint64_t history_fnv;   /* FNV-1a 64 of the last one's string content (0: none) */
 };
 
 /*
@@ -29,7 +31,12 @@ struct cl_sim_chat_req {
 int cl_sim_chat_parse(const char *body, size_t len, struct cl_sim_chat_req *req, char *msg,
 		      size_t n, const char **code);
 
-/* ceil(chars / 4): the prompt token estimate (documented in docs/simulator.md). */
-uint32_t cl_sim_chat_prompt_tokens(uint64_t chars);
+/* ceil(chars / chars_per_token) (0: 4): the prompt token rule (docs/simulator.md). */
+uint32_t cl_sim_chat_prompt_tokens(uint64_t chars, uint32_t chars_per_token);
+
+/* Decodes a POST /tokenize body: {"prompt": text} (vLLM, SGLang), {"content": text}
+ * (llama.cpp) or {"messages": [...]} (vLLM's chat form); *chars gets the Unicode characters
+ * of the text (of every message's content).  0, or CL_EPARSE / CL_EINVAL with msg filled. */
+int cl_sim_tokenize_parse(const char *body, size_t len, uint64_t *chars, char *msg, size_t n);
 
 #endif

@@ -85,8 +85,10 @@ struct cl_sim_config {
 	/* capacity */
 	uint32_t max_batch; /* 0: unlimited */
 	int64_t itl_per_active_us;
-	int64_t itl_growth_us; /* added to itl per second of uptime (--itl-growth) */
-	bool no_ignore_eos;    /* --no-ignore-eos: a server that does not honour ignore_eos */
+	int64_t itl_growth_us;    /* added to itl per second of uptime (--itl-growth) */
+	bool no_ignore_eos;       /* --no-ignore-eos: a server that does not honour ignore_eos */
+	uint32_t chars_per_token; /* --chars-per-token: prompt tokens = ceil(chars / it) */
+	bool no_tokenize;         /* --no-tokenize: /tokenize is not found */
 	/* readiness */
 	int64_t loading_for_us;
 	int64_t chat_ready_after_us;

@@ -33,6 +33,15 @@ void cl_sim_render_tokens(struct cl_sim_w *w, uint64_t seq, uint32_t first, uint
 	}
 }
 
+uint64_t cl_sim_render_content_fnv(uint64_t seq, uint32_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (uint32_t i = 0; i < n; i++)
+		for (const char *p = content_words[(seq - 1 + i) % N_CONTENT]; *p; p++)
+			h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
+	return h;
+}
+
 static void render_usage_obj(struct cl_sim_w *w, uint32_t prompt, uint32_t completion,
 			     uint32_t reasoning)
 {

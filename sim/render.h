@@ -58,6 +58,10 @@ int cl_sim_render_models(struct cl_buf *out, const struct cl_sim_config *cfg, co
 int cl_sim_render_error(struct cl_buf *out, const char *message, const char *type, const char *code,
 			int status);
 
+/* FNV-1a 64 of the content text of tokens [0, n) of request seq: the truth log's
+ * answer_fnv, which a multi-turn client's next turn must repeat as its history. */
+uint64_t cl_sim_render_content_fnv(uint64_t seq, uint32_t n);
+
 /* The text of reasoning or content tokens [first, first + n) of request seq (indices count
  * within their kind; each kind has its own vocabulary), appended to w without quotes;
  * JSON-safe by construction. */

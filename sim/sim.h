@@ -46,6 +46,8 @@ struct cl_sim_stream {
 	bool finish_length;         /* finish_reason "length": the request's max was reached */
 	uint32_t requested_tokens;  /* the request's max_completion_tokens / max_tokens, 0 */
 	bool ignore_eos;            /* the request asked for ignore_eos */
+	uint32_t history_turns;     /* assistant messages in the request (truth log) */
+	uint64_t history_fnv;       /* FNV-1a of the last one's content, 0: none */
 	uint32_t sent_tokens;
 	uint32_t chunks;    /* token-bearing chunks sent */
 	uint32_t fault_tok; /* the chunk carrying this token is where a mid-stream fault hits */

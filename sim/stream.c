@@ -45,6 +45,12 @@ static void log_stream(struct cl_sim *s, const struct cl_sim_stream *st, int htt
 		.chunks = st->chunks,
 		.max_tokens = st->requested_tokens,
 		.ignore_eos = st->ignore_eos,
+		.history_turns = st->history_turns,
+		.history_fnv = st->history_fnv,
+		.answer_fnv =
+		    cl_sim_render_content_fnv(st->seq, st->sent_tokens > st->planned_reasoning
+							   ? st->sent_tokens - st->planned_reasoning
+							   : 0),
 	};
 	cl_sim_truth_record(&s->truth, &r);
 }

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -122,6 +123,19 @@ void cl_sim_truth_record(struct cl_sim_truth *t, const struct cl_sim_truth_rec *
 		CL_SIM_W_LIT(&w, ",\"ignore_eos\":true");
 	else
 		CL_SIM_W_LIT(&w, ",\"ignore_eos\":false");
+	char hex[24];
+	CL_SIM_W_LIT(&w, ",\"history_turns\":");
+	cl_sim_w_u64(&w, r->history_turns);
+	CL_SIM_W_LIT(&w, ",\"history_fnv\":");
+	if (r->history_turns) {
+		snprintf(hex, sizeof(hex), "\"%016llx\"", (unsigned long long)r->history_fnv);
+		cl_sim_w_put(&w, hex, strlen(hex));
+	} else {
+		CL_SIM_W_LIT(&w, "null");
+	}
+	CL_SIM_W_LIT(&w, ",\"answer_fnv\":");
+	snprintf(hex, sizeof(hex), "\"%016llx\"", (unsigned long long)r->answer_fnv);
+	cl_sim_w_put(&w, hex, strlen(hex));
 	CL_SIM_W_LIT(&w, "}\n");
 	if (w.overflow)
 		return; /* cannot happen: every field is bounded well below the line size */

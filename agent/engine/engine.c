@@ -81,10 +81,16 @@ static int copy_workload(struct cl_workload_plan *d, const struct cl_workload_pl
 	d->n_bodies = s->n_bodies;
 	d->total_bodies = s->n_bodies;
 	d->first_body = s->first_body < s->n_bodies ? s->first_body : 0;
+	d->think_time_us = s->think_time_us;
+	d->trace_stride = s->trace_stride;
 	for (size_t i = 0; i < s->n_bodies; i++) {
 		d->bodies[i].len = s->bodies[i].len;
 		d->bodies[i].prompt_chars = s->bodies[i].prompt_chars;
 		d->bodies[i].max_tokens = s->bodies[i].max_tokens;
+		d->bodies[i].turn = s->bodies[i].turn;
+		d->bodies[i].hist_at = s->bodies[i].hist_at;
+		d->bodies[i].user_len = s->bodies[i].user_len;
+		d->bodies[i].at_us = s->bodies[i].at_us;
 		d->bodies[i].json = malloc(s->bodies[i].len + 1);
 		if (!d->bodies[i].json)
 			return CL_ENOMEM;
@@ -215,7 +221,8 @@ int cl_engine_create(const struct cl_engine_cfg *cfg, struct cl_engine **out, st
 	e->collect_mu_init = true;
 
 	if ((rc = copy_target(&e->target, cfg->target)) != 0 ||
-	    (rc = copy_workload(&e->workload, cfg->workload)) != 0) {
+	    (rc = copy_workload(&e->workload, cfg->workload)) != 0 ||
+	    (rc = cl_conv_index(e)) != 0) {
 		cl_err_set(err, rc, "out of memory copying the plan");
 		goto fail;
 	}
@@ -570,6 +577,7 @@ void cl_engine_destroy(struct cl_engine *e)
 	cl_http_target_free(&e->http);
 	cl_target_plan_free(&e->target);
 	cl_workload_plan_free(&e->workload);
+	free(e->conv_starts);
 	if (e->collect_mu_init)
 		pthread_mutex_destroy(&e->collect_mu);
 	if (e->sync_init) {

@@ -10,6 +10,7 @@
 #include "http/handle.h"
 #include "stream/sse.h"
 
+#include "chatload/buf.h"
 #include "chatload/clock.h"
 #include "chatload/metrics.h"
 #include "chatload/plan.h"
@@ -31,6 +32,10 @@
 	100000 /* a framed body still open this long after [DONE]                                  \
 		* is ended by the engine (see request.c) */
 #define CL_NO_SLOT UINT32_MAX
+#define CL_ENGINE_MAX_HISTORY                                                                      \
+	(16u << 20) /* a conversation's history at most (a turn's body: its own                    \
+		     * JSON, at most 16 MiB on the wire, plus the history) */
+#define CL_ENGINE_MAX_ANSWER (4u << 20) /* one answer kept for the history at most */
 
 struct cl_worker;
 
@@ -104,6 +109,19 @@ struct cl_slot {
 	struct curl_slist *hdrs; /* header nodes owned by the slot, data shared (see request.c) */
 	char reqid[CL_ENGINE_REQID_MAX]; /* "X-Request-Id: <prefix>-<worker>-<seq>" */
 	char errbuf[CURL_ERROR_SIZE];
+
+	/* What libcurl sends: body->json, or for a conversation's turn the body with its
+	 * history spliced in (conv_req) */
+	const char *post;
+	size_t post_len;
+	/* Multi-turn (docs/engine.md, "Conversations"): the conversation this slot carries.
+	 * Buffers grow to the longest conversation and are then reused. */
+	size_t conv_body;        /* index of the turn being sent */
+	bool conv_next;          /* parked for the think time: the next turn follows */
+	bool answer_cut;         /* this turn's answer outgrew conv_answer: the conversation ends */
+	struct cl_buf conv_hist; /* earlier turns: message objects, each followed by ',' */
+	struct cl_buf conv_answer; /* this turn's answer text, still JSON-escaped */
+	struct cl_buf conv_req;    /* the body sent */
 };
 
 /* The part of one stage a worker runs (worker-thread state only). */
@@ -119,6 +137,7 @@ struct cl_stage_run {
 	/* open loop */
 	struct cl_arrivals arr;
 	bool arrivals_over; /* no arrival will be started any more */
+	uint64_t trace_k;   /* trace replay: this worker's next request (conv.c) */
 	uint32_t cap;       /* in-flight cap (slots or the plan's cap) */
 	int64_t retry_us;   /* a start failed: no start attempt before this */
 	int64_t probe_due_us;
@@ -184,6 +203,7 @@ struct cl_worker {
 	uint32_t ad_head, ad_tail; /* slots past [DONE] whose framed body has not ended yet,
 				    * oldest first (CL_NO_SLOT: none) */
 	uint64_t seq;
+	const struct cl_request_body *pick; /* trace replay: the body the next start sends */
 	char *log_buf;
 	size_t log_len;
 };
@@ -199,6 +219,10 @@ struct cl_engine {
 	 * agent starts in a stage sends body (first_body + k) mod n, whichever worker starts it,
 	 * so the agent's sequence of requests is the same on every run. */
 	atomic_uint_fast64_t next_body;
+	/* Multi-turn: where each conversation starts (bodies with turn 1), in order; the k-th
+	 * conversation the agent starts in a stage is conv_starts[(first_conv + k) % n_convs]. */
+	size_t *conv_starts;
+	size_t n_convs, first_conv;
 	char prefix[CL_ENGINE_MAX_PREFIX + 1];
 	struct cl_http_target http; /* URL, header lines (key wiped at destroy), TLS, version:
 				     * applied to every slot, read-only once built */
@@ -274,6 +298,33 @@ static inline uint32_t cl_slot_reconnects(const struct cl_slot *s)
 /* curl callbacks */
 size_t cl_on_header(char *p, size_t size, size_t n, void *ud);
 size_t cl_on_body(char *p, size_t size, size_t n, void *ud);
+
+/* conv.c: multi-turn conversations */
+/* Fills e->conv_starts from the workload's bodies (none: no conversations).  0, CL_ENOMEM. */
+int cl_conv_index(struct cl_engine *e);
+/* The body slot s sends next: its conversation's next turn when it is parked for one, else
+ * the next conversation's first turn (or the next body without conversations); sets s->post
+ * to what is sent (the body with the history spliced in).  NULL when the history does not
+ * fit (CL_ENGINE_MAX_HISTORY) or memory ran out. */
+const struct cl_request_body *cl_conv_pick(struct cl_worker *w, struct cl_slot *s);
+/* Keeps a content chunk's text (len bytes, JSON-escaped) for the conversation's history. */
+void cl_conv_on_content(struct cl_slot *s, const char *text, size_t len);
+/* At the end of a turn: when it completed and its conversation goes on (and the stage
+ * does), adds the turn and its answer to the history, parks s for the think time (woken
+ * like a backoff, then cl_request_launch sends the next turn) and returns true.  false:
+ * the caller releases the slot. */
+bool cl_conv_follow(struct cl_worker *w, struct cl_slot *s, bool completed, int64_t now_us);
+/* Records a completed measured turn's TTFT and prompt tokens by its turn index. */
+void cl_conv_record(struct cl_metrics *m, const struct cl_slot *s, int64_t prompt_tokens);
+/* Trace replay (workload.trace_stride > 0): the body of this worker's k-th request — worker
+ * j of W replays the agent's requests j, j + W, ..., the agent bodies first_body +
+ * trace_stride * (its requests) — or NULL past the trace's end. */
+const struct cl_request_body *cl_trace_body(const struct cl_worker *w, uint64_t k);
+/* The open loop's next arrival (INT64_MAX: none): from the arrival process, or a replayed
+ * trace's next start (the stage's start plus its offset: the same START_AT on every agent);
+ * and moving past it. */
+int64_t cl_open_peek(const struct cl_worker *w);
+void cl_open_advance(struct cl_worker *w);
 
 /* error_text.c */
 /* Writes a failed request's error sample into out[n] (NUL-terminated): what happened in words

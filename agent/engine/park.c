@@ -9,6 +9,7 @@ void cl_slot_free(struct cl_worker *w, struct cl_slot *s)
 {
 	s->parked = false;
 	s->no_answer_streak = 0;
+	s->conv_next = false; /* a conversation ends with its slot */
 	w->free_stack[w->nfree++] = s->index;
 }
 

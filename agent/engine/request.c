@@ -89,6 +89,9 @@ int cl_slot_prepare(struct cl_slot *s)
 		return 0;
 	if (cl_sse_init(&s->sse, CL_ENGINE_MAX_EVENT_BYTES) != 0)
 		goto fail;
+	cl_buf_init(&s->conv_hist, CL_ENGINE_MAX_HISTORY);
+	cl_buf_init(&s->conv_answer, CL_ENGINE_MAX_ANSWER);
+	cl_buf_init(&s->conv_req, 2 * CL_ENGINE_MAX_HISTORY);
 	/*
 	 * The header list is the slot's own array of nodes: X-Request-Id first, then the
 	 * target's chat lines (shared, not copied).  curl only reads the list while it builds
@@ -127,6 +130,9 @@ void cl_slot_destroy(struct cl_slot *s)
 	}
 	s->busy = false;
 	cl_sse_destroy(&s->sse);
+	cl_buf_free(&s->conv_hist);
+	cl_buf_free(&s->conv_answer);
+	cl_buf_free(&s->conv_req);
 	free(s->hdrs);
 	s->hdrs = NULL;
 }
@@ -195,13 +201,15 @@ bool cl_request_launch(struct cl_worker *w, struct cl_slot *s, int64_t intended_
 	snprintf(s->reqid, sizeof(s->reqid), "X-Request-Id: %s-%u-%" PRIu64, e->prefix, w->index,
 		 s->seq);
 
-	uint64_t k = atomic_fetch_add_explicit(&e->next_body, 1, memory_order_relaxed);
-	const struct cl_request_body *b =
-	    &e->workload.bodies[(e->workload.first_body + k) % e->workload.n_bodies];
+	const struct cl_request_body *b = cl_conv_pick(w, s);
+	if (!b) {
+		CL_WARN("worker %u: a conversation's history does not fit", w->index);
+		return false;
+	}
 	s->body = b;
 	s->requested = b->max_tokens;
-	if (curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, b->json) != CURLE_OK ||
-	    curl_easy_setopt(s->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)b->len) !=
+	if (curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, s->post) != CURLE_OK ||
+	    curl_easy_setopt(s->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)s->post_len) !=
 		CURLE_OK) {
 		CL_WARN("worker %u: cannot set a request body", w->index);
 		return false; /* the caller takes the slot back */
@@ -385,6 +393,8 @@ static int on_event(void *ctx, const char *data, size_t len)
 	}
 	if (c.has_content || c.has_reasoning)
 		on_token_chunk(s, &c, s->w->recv_us);
+	if (c.content)
+		cl_conv_on_content(s, c.content, c.content_len);
 	return 0;
 }
 
@@ -489,8 +499,8 @@ bool cl_request_resend(struct cl_worker *w, struct cl_slot *s, CURLcode res)
 	s->reset_easy = true; /* drop FRESH_CONNECT after this request */
 	s->errbuf[0] = '\0';
 	int bad = curl_easy_setopt(s->easy, CURLOPT_FRESH_CONNECT, 1L);
-	bad |= curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, s->body->json);
-	bad |= curl_easy_setopt(s->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)s->body->len);
+	bad |= curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, s->post);
+	bad |= curl_easy_setopt(s->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)s->post_len);
 	if (bad || curl_multi_add_handle(s->shard->multi, s->easy) != CURLM_OK) {
 		/* The caller's finish removes the handle again: harmless when not added. */
 		return false;
@@ -697,6 +707,7 @@ void cl_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, boo
 				cl_hist_record(&m->cnt[CL_CNT_PROMPT_TOKENS], s->usage_pt);
 			if (s->usage_pt > 0)
 				m->ctr[CL_CTR_PROMPT_TOKENS] += (uint64_t)s->usage_pt;
+			cl_conv_record(m, s, s->usage_pt);
 			/* Requested against received: a server that stops before max_tokens (an
 			 * EOS honoured, a cap of its own) shows as a ratio below 1. */
 			if (s->requested) {
@@ -729,7 +740,8 @@ void cl_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, boo
 	s->busy = false;
 	/* No answer at all (nothing to measure, nothing the server said): the closed loop
 	 * backs off on this slot rather than spin (docs/engine.md, "No-answer backoff"). */
-	cl_worker_release(w, s, !cut && (s->http_status == 0 || s->h1_refused));
+	if (!cl_conv_follow(w, s, cls == CL_CTR_COMPLETED, now))
+		cl_worker_release(w, s, !cut && (s->http_status == 0 || s->h1_refused));
 	w->last_end_us = now;
 	w->tick = true;
 	atomic_fetch_sub_explicit(&w->inflight, 1, memory_order_relaxed);

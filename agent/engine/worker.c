@@ -194,10 +194,9 @@ static void close_window(struct cl_worker *w, int64_t at_us, int64_t now)
 		/* Arrivals due in the window still waiting behind the cap: say how many. */
 		uint64_t n = 0;
 		int64_t t;
-		while ((t = cl_arrivals_peek(&st->arr)) < st->win_end_us && t <= now &&
-		       n < (1u << 24)) {
+		while ((t = cl_open_peek(w)) < st->win_end_us && t <= now && n < (1u << 24)) {
 			n++;
-			cl_arrivals_advance(&st->arr);
+			cl_open_advance(w);
 		}
 		if (n)
 			atomic_fetch_add(&w->unsent_backlog, n);
@@ -240,8 +239,9 @@ static void pump_closed(struct cl_worker *w, int64_t now)
 static void pump_open(struct cl_worker *w, int64_t now)
 {
 	struct cl_stage_run *st = &w->st;
+	wake_parked(w, now); /* conversations whose think time is over */
 	while (!st->arrivals_over) {
-		int64_t t = cl_arrivals_peek(&st->arr);
+		int64_t t = cl_open_peek(w);
 		if (t > now)
 			return;
 		if (!may_start(st, t)) {
@@ -252,11 +252,14 @@ static void pump_open(struct cl_worker *w, int64_t now)
 		 * (arrivals are generated lazily), so it costs no memory however long. */
 		if (inflight(w) >= st->cap)
 			return;
-		if (!cl_request_start(w, t)) {
+		w->pick = w->e->workload.trace_stride ? cl_trace_body(w, st->trace_k) : NULL;
+		bool started = cl_request_start(w, t);
+		w->pick = NULL;
+		if (!started) {
 			st->retry_us = now + START_RETRY_US;
 			return;
 		}
-		cl_arrivals_advance(&st->arr);
+		cl_open_advance(w);
 	}
 }
 
@@ -298,9 +301,12 @@ static int64_t next_due(const struct cl_worker *w, int ph)
 			    w->nfree > 0) /* replacements deferred by KICK_ROUNDS */
 				MIN_DUE(w->last_end_us > st->retry_us ? w->last_end_us
 								      : st->retry_us);
-		} else if (!st->arrivals_over && inflight(w) < st->cap) {
-			int64_t t = cl_arrivals_peek(&st->arr);
-			MIN_DUE(t > st->retry_us ? t : st->retry_us);
+		} else {
+			if (!st->arrivals_over && inflight(w) < st->cap) {
+				int64_t t = cl_open_peek(w);
+				MIN_DUE(t > st->retry_us ? t : st->retry_us);
+			}
+			MIN_DUE(cl_park_peek(&w->parked)); /* a think time ends */
 		}
 		break;
 	case CL_ENGINE_DRAINING:
@@ -394,6 +400,9 @@ static void stage_begin(struct cl_worker *w, const struct cl_stage_plan *p, int6
 		idle = !(p->rate_per_s > 0);
 		cl_arrivals_init(&st->arr, p->arrival, p->gamma_shape, r0, p->rate_per_s, start_us,
 				 p->ramp_us, p->seed, phase_frac);
+		st->trace_k = 0;
+		if (w->e->workload.trace_stride) /* a worker with no request of the trace */
+			idle = !cl_trace_body(w, 0);
 	}
 	if (st->by_requests && p->requests == 0)
 		idle = true;

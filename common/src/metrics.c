@@ -7,11 +7,23 @@
 #include <string.h>
 
 static const char *const lat_names[CL_LAT__COUNT] = {
-	[CL_LAT_QUEUE] = "queue",       [CL_LAT_TTFB] = "ttfb",
-	[CL_LAT_TTFT] = "ttft",         [CL_LAT_TTFC] = "ttfc",
-	[CL_LAT_ITL] = "itl",           [CL_LAT_TPOT] = "tpot",
-	[CL_LAT_E2E] = "e2e",           [CL_LAT_E2E_SCHED] = "e2e_sched",
+	[CL_LAT_QUEUE] = "queue",
+	[CL_LAT_TTFB] = "ttfb",
+	[CL_LAT_TTFT] = "ttft",
+	[CL_LAT_TTFC] = "ttfc",
+	[CL_LAT_ITL] = "itl",
+	[CL_LAT_TPOT] = "tpot",
+	[CL_LAT_E2E] = "e2e",
+	[CL_LAT_E2E_SCHED] = "e2e_sched",
 	[CL_LAT_LOOP_LAG] = "loop_lag",
+	[CL_LAT_TTFT_TURN1] = "ttft_turn1",
+	[CL_LAT_TTFT_TURN1 + 1] = "ttft_turn2",
+	[CL_LAT_TTFT_TURN1 + 2] = "ttft_turn3",
+	[CL_LAT_TTFT_TURN1 + 3] = "ttft_turn4",
+	[CL_LAT_TTFT_TURN1 + 4] = "ttft_turn5",
+	[CL_LAT_TTFT_TURN1 + 5] = "ttft_turn6",
+	[CL_LAT_TTFT_TURN1 + 6] = "ttft_turn7",
+	[CL_LAT_TTFT_TURN1 + 7] = "ttft_turn8",
 };
 
 static const char *const cnt_names[CL_CNT__COUNT] = {
@@ -50,12 +62,30 @@ static const char *const ctr_names[CL_CTR__COUNT] = {
 	[CL_CTR_COMPLETED_H2] = "completed_h2",
 	[CL_CTR_CONNECTIONS_OPENED] = "connections_opened",
 	[CL_CTR_NO_CONTENT] = "no_content",
+	[CL_CTR_TURN1_COMPLETED] = "turn1_completed",
+	[CL_CTR_TURN1_COMPLETED + 1] = "turn2_completed",
+	[CL_CTR_TURN1_COMPLETED + 2] = "turn3_completed",
+	[CL_CTR_TURN1_COMPLETED + 3] = "turn4_completed",
+	[CL_CTR_TURN1_COMPLETED + 4] = "turn5_completed",
+	[CL_CTR_TURN1_COMPLETED + 5] = "turn6_completed",
+	[CL_CTR_TURN1_COMPLETED + 6] = "turn7_completed",
+	[CL_CTR_TURN1_COMPLETED + 7] = "turn8_completed",
+	[CL_CTR_TURN1_PROMPT_TOKENS] = "turn1_prompt_tokens",
+	[CL_CTR_TURN1_PROMPT_TOKENS + 1] = "turn2_prompt_tokens",
+	[CL_CTR_TURN1_PROMPT_TOKENS + 2] = "turn3_prompt_tokens",
+	[CL_CTR_TURN1_PROMPT_TOKENS + 3] = "turn4_prompt_tokens",
+	[CL_CTR_TURN1_PROMPT_TOKENS + 4] = "turn5_prompt_tokens",
+	[CL_CTR_TURN1_PROMPT_TOKENS + 5] = "turn6_prompt_tokens",
+	[CL_CTR_TURN1_PROMPT_TOKENS + 6] = "turn7_prompt_tokens",
+	[CL_CTR_TURN1_PROMPT_TOKENS + 7] = "turn8_prompt_tokens",
 };
 
 /* Latencies in µs: 1 µs .. 1 h at 3 digits (23552 buckets, 184 KiB). */
 static const struct cl_hist_cfg lat_cfg = { .lowest = 1, .highest = 3600000000LL, .sigfigs = 3 };
 /* Counts: 1 .. 10^7 at 3 digits (15360 buckets, 120 KiB).  tokens_per_chunk is recorded in
  * milli-tokens (1000 per token), so this covers up to 10,000 tokens in one chunk. */
+/* TTFT per turn index: 1 µs .. 1 h at 2 digits (3328 buckets, 26 KiB), eight of them. */
+static const struct cl_hist_cfg turn_cfg = { .lowest = 1, .highest = 3600000000LL, .sigfigs = 2 };
 static const struct cl_hist_cfg cnt_cfg = { .lowest = 1, .highest = 10000000LL, .sigfigs = 3 };
 
 const char *cl_lat_name(int i)
@@ -112,7 +142,9 @@ int cl_metrics_init(struct cl_metrics *m)
 	int rc = 0;
 	memset(m, 0, sizeof(*m));
 	for (int i = 0; i < CL_LAT__COUNT && !rc; i++)
-		rc = cl_hist_init(&m->lat[i], &lat_cfg);
+		rc = cl_hist_init(&m->lat[i], i >= CL_LAT_TTFT_TURN1 && i <= CL_LAT_TTFT_TURN_LAST
+						  ? &turn_cfg
+						  : &lat_cfg);
 	for (int i = 0; i < CL_CNT__COUNT && !rc; i++)
 		rc = cl_hist_init(&m->cnt[i], &cnt_cfg);
 	if (rc)

@@ -57,6 +57,7 @@ void cl_scenario_defaults(struct cl_scenario *s)
 	s->workload.synthetic_input.max = 0; /* mean + 4 stddev, see cli_scenario_derive_defaults */
 	s->workload.synthetic_count = 64;
 	s->workload.seed = 1;
+	s->workload.trace_speedup = 1;
 	s->workload.max_tokens = 256;
 	s->workload.request_timeout_us = 10 * MIN;
 	s->workload.drain_timeout_us = 30 * SEC;
@@ -141,6 +142,8 @@ int cli_scenario_derive_defaults(struct cl_scenario *s, const struct scn_given *
 			dist_defaults(&s->workload.synthetic_output, given->output_min,
 				      given->output_max);
 	}
+	if (s->workload.multi_turn && s->workload.turns.mean > 0)
+		dist_defaults(&s->workload.turns, given->turns_min, given->turns_max);
 
 	if (dup_into(&s->readiness.prompt, readiness_prompt))
 		return CL_ENOMEM;
@@ -220,6 +223,7 @@ void cl_scenario_free(struct cl_scenario *s)
 	free_strv(w->prompts, w->n_prompts);
 	free(w->system_prompt);
 	free(w->dataset);
+	free(w->trace);
 
 	for (size_t i = 0; s->stages && i < s->n_stages; i++) {
 		free(s->stages[i].name);

@@ -195,6 +195,8 @@ struct scn_given {
 	bool output_min; /* synthetic.output_tokens */
 	bool output_max;
 	bool workload_source; /* prompts, dataset or synthetic */
+	bool turns_min;       /* multi_turn.turns */
+	bool turns_max;
 };
 
 /* The whole loader's state; scn_ctx first, so a struct scn_ctx * is a struct scn_loader *. */
@@ -223,6 +225,8 @@ void cli_scn_conv_agents(struct scn_ctx *c, const struct ynode *v, void *obj);
 void cli_scn_conv_readiness(struct scn_ctx *c, const struct ynode *v, void *obj);
 void cli_scn_conv_warmup(struct scn_ctx *c, const struct ynode *v, void *obj);
 void cli_scn_conv_workload(struct scn_ctx *c, const struct ynode *v, void *obj);
+/* scenario_workload.c: replay stages need workload.trace, and a trace needs replay stages. */
+void cli_scn_check_replay(struct scn_ctx *c);
 void cli_scn_conv_stages(struct scn_ctx *c, const struct ynode *v, void *obj);
 /* The key node of target.<key> when the scenario gave it, else NULL. */
 const struct ynode *cli_scn_target_key(const struct scn_loader *l, const char *key);

@@ -628,6 +628,7 @@ static void check_stages(struct scn_ctx *c)
 	if (l->from_stage)
 		resolve_stage_ref(c, l->from_stage, "estimate.from_stage", &s->estimate.from_stage);
 	cli_scn_check_search(c, l->top[T_PLAN]);
+	cli_scn_check_replay(c);
 }
 
 static void convert(struct scn_loader *l)

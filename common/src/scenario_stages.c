@@ -26,6 +26,7 @@ struct stage_spec {
 	int64_t duration_us;
 	uint64_t requests;
 	int64_t ramp_us;
+	bool replay;
 };
 
 static int list_or_one(struct scn_ctx *c, const struct ynode *v, size_t *n)
@@ -112,6 +113,7 @@ enum {
 	SF_DUR,
 	SF_REQ,
 	SF_RAMP,
+	SF_REPLAY,
 	SF__COUNT
 };
 
@@ -128,6 +130,7 @@ static const struct scn_field stage_fields[SF__COUNT] = {
 	[SF_REQ] =
 	    SCN_RANGE("requests", SCN_F_U64, struct stage_spec, requests, 1, 1000000000000ull),
 	[SF_RAMP] = SCN_RANGE("ramp", SCN_F_DUR, struct stage_spec, ramp_us, 0, 100 * DAY),
+	[SF_REPLAY] = SCN_FIELD("replay", SCN_F_BOOL, struct stage_spec, replay),
 };
 
 static void add_stage(struct scn_ctx *c, const struct ynode *entry, const struct stage_spec *sp,
@@ -155,7 +158,15 @@ static void add_stage(struct scn_ctx *c, const struct ynode *entry, const struct
 	struct cl_scn_stage *st = &s->stages[s->n_stages];
 	cli_scenario_stage_defaults(st);
 	char gen[64];
-	if (sp->n_conc) {
+	if (sp->replay) {
+		/* Arrivals are the trace's: rate is its mean once read (1/s until then). */
+		st->mode = CL_MODE_RATE;
+		st->rate_per_s = 1;
+		st->arrival = CL_ARRIVAL_CONSTANT;
+		st->concurrency = sp->max_concurrency;
+		st->replay = true;
+		snprintf(gen, sizeof(gen), "replay");
+	} else if (sp->n_conc) {
 		st->mode = CL_MODE_CONCURRENCY;
 		st->concurrency = sp->conc[value];
 		snprintf(gen, sizeof(gen), "c%u", st->concurrency);
@@ -205,6 +216,23 @@ static void conv_stage(struct scn_ctx *c, const struct ynode *entry)
 	cli_scn_fields(c, entry, stage_fields, SF__COUNT, &sp, seen, cli_scn_hint_for);
 	const char *p = cli_scn_path(c);
 
+	if (sp.replay) {
+		static const int not_replay[] = { SF_CONC,  SF_RATE, SF_ARRIVAL, SF_BURST,
+						  SF_GAMMA, SF_REQ,  SF_RAMP };
+		for (size_t i = 0; i < N(not_replay); i++) {
+			if (seen[not_replay[i]])
+				cli_scn_error(c, seen[not_replay[i]],
+					      "%s.%s does not apply to a replay stage (the trace "
+					      "decides when requests start)",
+					      p, stage_fields[not_replay[i]].name);
+		}
+		if (c->n_errors == before && !c->oom)
+			add_stage(c, entry, &sp, seen, 0, false);
+		free(sp.name);
+		free(sp.conc);
+		free(sp.rate);
+		return;
+	}
 	if (!seen[SF_CONC] && !seen[SF_RATE])
 		cli_scn_error(c, entry,
 			      "%s needs concurrency (closed loop, e.g. concurrency: 8) or rate "

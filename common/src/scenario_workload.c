@@ -197,6 +197,66 @@ static void conv_shared_prefix(struct scn_ctx *c, const struct ynode *v, void *o
 			      cli_scn_path(c));
 }
 
+static void conv_turns(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	struct scn_loader *l = L(c);
+	struct cl_len_dist *d = obj;
+	conv_len_dist(c, v, d, &l->given.turns_min, &l->given.turns_max);
+	if (d->mean > CL_SCN_MAX_TURNS || (l->given.turns_max && d->max > CL_SCN_MAX_TURNS))
+		cli_scn_error(c, v, "%s must be at most %u turns", cli_scn_path(c),
+			      CL_SCN_MAX_TURNS);
+}
+
+static void conv_multi_turn(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	static const struct scn_field f[] = {
+		SCN_CUSTOM_AT("turns", struct cl_scn_workload, turns, conv_turns),
+		SCN_RANGE("think_time", SCN_F_DUR, struct cl_scn_workload, think_time_us, 0, DAY),
+	};
+	struct cl_scn_workload *w = obj;
+	const struct ynode *seen[N(f)] = { 0 };
+	char got[96];
+	if (!v || v->kind != YN_MAP) {
+		cli_scn_error(c, v,
+			      "%s must be a mapping such as { turns: 4, think_time: 2s }, got %s",
+			      cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
+		return;
+	}
+	w->multi_turn = true;
+	cli_scn_fields(c, v, f, N(f), w, seen, NULL);
+}
+
+static void conv_trace_format(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	static const char *const names[] = { "auto", "mooncake", "azure" };
+	int x;
+	if (cli_scn_get_enum(c, v, names, N(names), &x) == 0)
+		((struct cl_scn_workload *)obj)->trace_format = (enum cl_trace_format)x;
+}
+
+static void conv_trace(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	static const struct scn_field f[] = {
+		SCN_FIELD("file", SCN_F_NESTR, struct cl_scn_workload, trace),
+		SCN_CUSTOM("format", conv_trace_format),
+		SCN_DRANGE("speedup", struct cl_scn_workload, trace_speedup, 1e-3, 1e6),
+	};
+	struct cl_scn_workload *w = obj;
+	const struct ynode *seen[N(f)] = { 0 };
+	char got[96];
+	if (!v || v->kind != YN_MAP) {
+		cli_scn_error(c, v,
+			      "%s must be a mapping such as { file: trace.jsonl, speedup: 2 }, "
+			      "got %s",
+			      cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
+		return;
+	}
+	w->kind = CL_WORKLOAD_TRACE;
+	cli_scn_fields(c, v, f, N(f), w, seen, NULL);
+	if (!seen[0])
+		cli_scn_error(c, v, "%s needs file (a JSONL trace)", cli_scn_path(c));
+}
+
 static const struct scn_field workload_fields[] = {
 	SCN_CUSTOM("prompts", conv_prompts),
 	SCN_FIELD("dataset", SCN_F_NESTR, struct cl_scn_workload, dataset),
@@ -214,25 +274,28 @@ static const struct scn_field workload_fields[] = {
 	SCN_FIELD("dataset_shuffle", SCN_F_BOOL, struct cl_scn_workload, dataset_shuffle),
 	SCN_CUSTOM("dataset_filter", conv_dataset_filter),
 	SCN_CUSTOM("shared_prefix", conv_shared_prefix),
+	SCN_CUSTOM("multi_turn", conv_multi_turn),
+	SCN_CUSTOM("trace", conv_trace),
+	SCN_FIELD("calibrate", SCN_F_BOOL, struct cl_scn_workload, calibrate),
 };
 
-static void resolve_dataset(struct scn_ctx *c, struct cl_scn_workload *w, const struct ynode *at)
+/* Resolves *path against the scenario's directory and checks it can be read. */
+static void resolve_file(struct scn_ctx *c, char **path, const char *what, const struct ynode *at)
 {
-	if (w->dataset[0] != '/' && c->dir[0]) {
+	if ((*path)[0] != '/' && c->dir[0]) {
 		char *p = NULL;
-		if (asprintf(&p, "%s/%s", c->dir, w->dataset) < 0) {
+		if (asprintf(&p, "%s/%s", c->dir, *path) < 0) {
 			c->oom = true;
 			return;
 		}
-		free(w->dataset);
-		w->dataset = p;
+		free(*path);
+		*path = p;
 	}
 	struct stat st;
-	if (stat(w->dataset, &st) != 0 || access(w->dataset, R_OK) != 0)
-		cli_scn_error(c, at, "workload.dataset: cannot open '%s': %s", w->dataset,
-			      strerror(errno));
+	if (stat(*path, &st) != 0 || access(*path, R_OK) != 0)
+		cli_scn_error(c, at, "%s: cannot open '%s': %s", what, *path, strerror(errno));
 	else if (S_ISDIR(st.st_mode))
-		cli_scn_error(c, at, "workload.dataset: '%s' is a directory", w->dataset);
+		cli_scn_error(c, at, "%s: '%s' is a directory", what, *path);
 }
 
 void cli_scn_conv_workload(struct scn_ctx *c, const struct ynode *v, void *obj)
@@ -241,18 +304,25 @@ void cli_scn_conv_workload(struct scn_ctx *c, const struct ynode *v, void *obj)
 	struct cl_scn_workload *w = &l->s->workload;
 	const struct ynode **seen = l->workload;
 	cli_scn_fields(c, v, workload_fields, N(workload_fields), w, seen, cli_scn_hint_for);
-	int sources = !!seen[0] + !!seen[1] + !!seen[4];
+	int sources = !!seen[0] + !!seen[1] + !!seen[4] + !!seen[16];
 	l->given.workload_source = sources > 0;
 	if (sources > 1) {
-		cli_scn_error(c, seen[4] ? seen[4] : seen[1],
-			      "workload: prompts, dataset and synthetic are exclusive; choose one");
+		cli_scn_error(
+		    c,
+		    seen[16]  ? seen[16]
+		    : seen[4] ? seen[4]
+			      : seen[1],
+		    "workload: prompts, dataset, synthetic and trace are exclusive; choose "
+		    "one");
 		return;
 	}
 	if (seen[1]) {
 		w->kind = CL_WORKLOAD_DATASET;
 		if (w->dataset)
-			resolve_dataset(c, w, l->workload[1]);
+			resolve_file(c, &w->dataset, "workload.dataset", l->workload[1]);
 	}
+	if (seen[16] && w->trace)
+		resolve_file(c, &w->trace, "workload.trace.file", l->workload[16]);
 	/* The dataset's own keys, by their index in workload_fields. */
 	static const size_t dataset_only[] = { 2, 3, 11, 12, 13 };
 	for (size_t i = 0; !seen[1] && i < N(dataset_only); i++) {
@@ -261,6 +331,44 @@ void cli_scn_conv_workload(struct scn_ctx *c, const struct ynode *v, void *obj)
 			cli_scn_error(c, k, "workload.%s only applies with workload.dataset",
 				      workload_fields[dataset_only[i]].name);
 			break;
+		}
+	}
+	/* multi_turn (index 15): conversations are made of synthetic prompts. */
+	const struct ynode *mt = seen[15];
+	if (mt && !seen[4])
+		cli_scn_error(c, mt,
+			      "workload.multi_turn needs workload.synthetic (conversations "
+			      "are made of synthetic prompts)");
+	else if (mt && w->turns.mean == 0)
+		cli_scn_error(c, mt, "workload.multi_turn needs turns (e.g. { turns: 4 })");
+}
+
+void cli_scn_check_replay(struct scn_ctx *c)
+{
+	struct scn_loader *l = L(c);
+	const struct cl_scenario *s = l->s;
+	bool trace = s->workload.kind == CL_WORKLOAD_TRACE;
+	size_t n = s->n_stages < SCN_MAX_STAGES ? s->n_stages : SCN_MAX_STAGES;
+	for (size_t i = 0; i < n; i++) {
+		if (s->stages[i].replay && !trace) {
+			cli_scn_error(c, l->stage_nodes[i],
+				      "stage '%s' replays a trace, but the workload has none (add "
+				      "workload.trace: { file: ... })",
+				      s->stages[i].name);
+			return;
+		}
+		if (!s->stages[i].replay && !s->stages[i].search && trace) {
+			cli_scn_error(c, l->stage_nodes[i],
+				      "stage '%s' is not a replay stage: with workload.trace every "
+				      "stage is { replay: true } (the trace decides when requests "
+				      "start)",
+				      s->stages[i].name);
+			return;
+		}
+		if (s->stages[i].search && trace) {
+			cli_scn_error(c, l->stage_nodes[i],
+				      "a capacity search cannot replay a trace");
+			return;
 		}
 	}
 }

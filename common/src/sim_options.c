@@ -103,6 +103,13 @@ const struct cl_sim_option cl_sim_options[] = {
 	/* drift: a server that slows down as it runs (soak tests) */
 	{ "itl-growth", D, "DUR", "0",
 	  "added to itl for each second since the simulator started (latency that drifts)", true },
+	/* tokenizer */
+	{ "chars-per-token", I, "N", "4",
+	  "prompt tokens are ceil(characters / N), in usage and on POST /tokenize (a tokenizer "
+	  "that counts differently from chatload's estimate of 4)",
+	  true },
+	{ "no-tokenize", B, NULL, NULL,
+	  "answer POST /tokenize with 404, as a server without it does (OpenAI's own API)", true },
 };
 
 const size_t cl_sim_options_count = sizeof(cl_sim_options) / sizeof(cl_sim_options[0]);

@@ -85,13 +85,24 @@ static int dec_bodies(struct wire_dec *d, const msgpack_object *b, struct cl_req
 		if ((rc = cli_wire_need_map(d, nm, e, true)))
 			return rc;
 		size_t o2 = wire_path_push(&d->path, nm);
-		struct wire_fld bf[] = { FLD("json"), FLD("prompt_chars"), FLD("max_tokens") };
+		struct wire_fld bf[] = { FLD("json"), FLD("prompt_chars"), FLD("max_tokens"),
+					 FLD("turn"), FLD("hist_at"),      FLD("user_len"),
+					 FLD("at_us") };
 		struct cl_request_body *rb = &(*out)[i];
 		if (!(rc = cli_wire_fields(d, e, bf, WIRE_N(bf))) &&
 		    !(rc = cli_wire_get_str(d, "json", bf[0].v, true, CL_WIRE_MAX_BODY, WSTR_TEXT,
 					    &rb->json, &rb->len)) &&
-		    !(rc = cli_wire_get_u32(d, "prompt_chars", bf[1].v, true, &rb->prompt_chars)))
-			rc = cli_wire_get_u32(d, "max_tokens", bf[2].v, false, &rb->max_tokens);
+		    !(rc = cli_wire_get_u32(d, "prompt_chars", bf[1].v, true, &rb->prompt_chars)) &&
+		    !(rc = cli_wire_get_u32(d, "max_tokens", bf[2].v, false, &rb->max_tokens)) &&
+		    !(rc = cli_wire_get_u32(d, "turn", bf[3].v, false, &rb->turn)) &&
+		    !(rc = cli_wire_get_u32(d, "hist_at", bf[4].v, rb->turn != 0, &rb->hist_at)) &&
+		    !(rc =
+			  cli_wire_get_u32(d, "user_len", bf[5].v, rb->turn != 0, &rb->user_len)) &&
+		    !(rc = cli_wire_get_i64(d, "at_us", bf[6].v, false, 0, &rb->at_us)) &&
+		    (size_t)rb->hist_at + rb->user_len > rb->len)
+			rc = cli_wire_bad(d, CL_EPROTO, "hist_at",
+					  "%u + %u is past the body's %zu bytes", rb->hist_at,
+					  rb->user_len, rb->len);
 		wire_path_pop(&d->path, o2);
 		if (rc)
 			return rc;
@@ -106,8 +117,10 @@ static int dec_workload(struct wire_dec *d, const char *name, const msgpack_obje
 	if ((rc = cli_wire_need_map(d, name, v, true)))
 		return rc;
 	size_t old = wire_path_push(&d->path, name);
-	struct wire_fld f[] = { FLD("bodies"), FLD("request_timeout_us"), FLD("max_tokens"),
-				FLD("total_bodies"), FLD("first_body") };
+	struct wire_fld f[] = { FLD("bodies"),      FLD("request_timeout_us"),
+				FLD("max_tokens"),  FLD("total_bodies"),
+				FLD("first_body"),  FLD("think_time_us"),
+				FLD("trace_stride") };
 	uint64_t total = 0, first = 0;
 	if ((rc = cli_wire_fields(d, v, f, WIRE_N(f))) ||
 	    (rc = dec_bodies(d, f[0].v, &w->bodies, &w->n_bodies)) ||
@@ -117,7 +130,9 @@ static int dec_workload(struct wire_dec *d, const char *name, const msgpack_obje
 	    (rc = cli_wire_get_u64(d, "total_bodies", f[3].v, false, CL_WIRE_MAX_TOTAL_BODIES,
 				   &total)) ||
 	    (rc = cli_wire_get_u64(d, "first_body", f[4].v, false, CL_WIRE_MAX_TOTAL_BODIES,
-				   &first)))
+				   &first)) ||
+	    (rc = cli_wire_get_i64(d, "think_time_us", f[5].v, false, 0, &w->think_time_us)) ||
+	    (rc = cli_wire_get_u32(d, "trace_stride", f[6].v, false, &w->trace_stride)))
 		goto out;
 	if (f[3].v && total < w->n_bodies) {
 		rc =

@@ -195,12 +195,22 @@ static void enc_bodies(struct enc *e, const struct cl_request_body *bodies, size
 		size_t len = b->len ? b->len : strlen(json);
 		if (!b->json && b->len)
 			fail(e, CL_EINVAL, "json", "is NULL with len %zu", b->len);
-		map(e, 2 + !!b->max_tokens);
+		if (b->turn && ((size_t)b->hist_at + b->user_len > len))
+			fail(e, CL_EINVAL, "hist_at", "%u + %u is past the body's %zu bytes",
+			     b->hist_at, b->user_len, len);
+		map(e, 2 + !!b->max_tokens + 3 * !!b->turn + !!b->at_us);
 		key(e, "json");
 		str_val(e, "json", json, len, CL_WIRE_MAX_BODY, WSTR_TEXT);
 		u64(e, "prompt_chars", b->prompt_chars);
 		if (b->max_tokens)
 			u64(e, "max_tokens", b->max_tokens);
+		if (b->turn) {
+			u64(e, "turn", b->turn);
+			u64(e, "hist_at", b->hist_at);
+			u64(e, "user_len", b->user_len);
+		}
+		if (b->at_us)
+			nonneg(e, "at_us", b->at_us);
 		wire_path_pop(&e->path, o2);
 	}
 }
@@ -217,7 +227,7 @@ static void enc_workload(struct enc *e, const char *name, const struct cl_worklo
 	if (w->first_body && w->first_body >= total)
 		fail(e, CL_EINVAL, "first_body", "is %zu, not below the %zu bodies", w->first_body,
 		     total);
-	map(e, 3 + parts + !!w->first_body);
+	map(e, 3 + parts + !!w->first_body + !!w->think_time_us + !!w->trace_stride);
 	enc_bodies(e, w->bodies, w->n_bodies);
 	nonneg(e, "request_timeout_us", w->request_timeout_us);
 	u64(e, "max_tokens", w->max_tokens);
@@ -225,6 +235,10 @@ static void enc_workload(struct enc *e, const char *name, const struct cl_worklo
 		u64(e, "total_bodies", w->total_bodies);
 	if (w->first_body)
 		u64(e, "first_body", w->first_body);
+	if (w->think_time_us)
+		nonneg(e, "think_time_us", w->think_time_us);
+	if (w->trace_stride)
+		u64(e, "trace_stride", w->trace_stride);
 	wire_path_pop(&e->path, old);
 }
 

@@ -66,6 +66,8 @@ int cl_workload_render_stats(const struct cl_scenario *s, const char *model,
 	c.max_tokens = w->max_tokens;
 	c.ignore_eos = w->ignore_eos;
 	c.system_prompt = w->system_prompt;
+	c.token_scale =
+	    w->chars_per_token > 0 ? w->chars_per_token / CL_WORKLOAD_CHARS_PER_TOKEN : 1;
 	own.prefix_groups = w->shared_prefix_groups;
 	own.prefix_tokens = w->shared_prefix_groups ? w->shared_prefix_tokens : 0;
 	if (s->target.body_json && (rc = cli_workload_parse_object(
@@ -93,6 +95,9 @@ int cl_workload_render_stats(const struct cl_scenario *s, const char *model,
 	case CL_WORKLOAD_SYNTHETIC:
 		rc = cli_workload_synthesize(&c, w, err);
 		break;
+	case CL_WORKLOAD_TRACE:
+		rc = cli_workload_read_trace(&c, w, err);
+		break;
 	default:
 		rc = cl_err_set(err, CL_EINVAL, "unknown workload kind %d", (int)w->kind);
 	}
@@ -114,6 +119,9 @@ out:
 	out->n_bodies = c.n;
 	out->max_tokens = w->max_tokens;
 	out->request_timeout_us = w->request_timeout_us;
+	out->think_time_us = w->multi_turn ? w->think_time_us : 0;
+	/* One agent replays it all; the coordinator gives each of n agents every n-th. */
+	out->trace_stride = w->kind == CL_WORKLOAD_TRACE ? 1 : 0;
 	return 0;
 }
 
@@ -163,6 +171,8 @@ int cl_workload_plan_set_model(struct cl_workload_plan *w, const char *old_model
 		free(b->json);
 		b->json = texts[i];
 		b->len = b->len - ol + nl;
+		if (b->turn) /* the history goes after the messages' start, which moved */
+			b->hist_at = (uint32_t)(b->hist_at - ol + nl);
 		texts[i] = NULL;
 	}
 out:

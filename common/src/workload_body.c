@@ -102,7 +102,8 @@ int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt
 				  CL_WORKLOAD_MAX_BODIES);
 	}
 	size_t chars = prompt_chars;
-	if (c->n_prefixes && add_prefix(messages, c->prefixes[c->n % c->n_prefixes], &chars) != 0) {
+	if (c->n_prefixes && !c->no_prefix &&
+	    add_prefix(messages, c->prefixes[c->n % c->n_prefixes], &chars) != 0) {
 		json_decref(messages);
 		return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
 	}
@@ -131,6 +132,7 @@ int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt
 		c->cap = cap;
 	}
 	struct cl_request_body *b = &c->bodies[c->n];
+	memset(b, 0, sizeof(*b));
 	b->json = json;
 	b->len = len;
 	b->prompt_chars = chars > UINT32_MAX ? UINT32_MAX : (uint32_t)chars;
@@ -170,6 +172,81 @@ int cli_workload_push_prompt(struct render_ctx *c, const char *system, const cha
 		goto nomem;
 	}
 	return cli_workload_push_body(c, messages, chars, out_tokens, err);
+nomem_content:
+	json_decref(content);
+nomem:
+	json_decref(messages);
+	return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
+}
+
+/* Markers that stand where the history goes and after the turn's user message while a turn
+ * is rendered: strings jansson writes as "\u0000CLHIST1", which no text can produce with its
+ * closing quote unescaped, so the first match is the marker itself. */
+static const char mark1[] = "\"\\u0000CLHIST1\",", mark2[] = ",\"\\u0000CLHIST2\"";
+
+/* Cuts the markers out of b->json, filling hist_at and user_len. */
+static int cut_markers(struct cl_request_body *b)
+{
+	char *m1 = strstr(b->json, mark1);
+	char *m2 = m1 ? strstr(m1 + sizeof(mark1) - 1, mark2) : NULL;
+	if (!m1 || !m2)
+		return CL_EINVAL;
+	size_t l1 = sizeof(mark1) - 1, l2 = sizeof(mark2) - 1;
+	size_t at = (size_t)(m1 - b->json), user = (size_t)(m2 - m1) - l1;
+	memmove(m1, m1 + l1, user);
+	memmove(m1 + user, m2 + l2, b->len - (size_t)(m2 + l2 - b->json) + 1);
+	b->len -= l1 + l2;
+	if (at > UINT32_MAX || user > UINT32_MAX)
+		return CL_ETOOBIG;
+	b->hist_at = (uint32_t)at;
+	b->user_len = (uint32_t)user;
+	return 0;
+}
+
+int cli_workload_push_turn(struct render_ctx *c, const char *system, const char *prompt, size_t len,
+			   uint32_t out_tokens, uint32_t turn, struct cl_err *err)
+{
+	json_t *messages = json_array();
+	json_t *content = json_stringn(prompt, len);
+	size_t chars = len;
+	if (!content) {
+		json_decref(messages);
+		return cl_err_set(err, CL_EINVAL, "prompt is not valid UTF-8");
+	}
+	if (!messages)
+		goto nomem_content;
+	if (system && *system) {
+		json_t *sys = json_string(system);
+		if (!sys) {
+			json_decref(content);
+			json_decref(messages);
+			return cl_err_set(err, CL_EINVAL, "system prompt is not valid UTF-8");
+		}
+		if (cli_workload_add_message(messages, "system", sys) != 0)
+			goto nomem_content;
+		chars += strlen(system);
+	}
+	if (json_array_append_new(messages, json_stringn("\0CLHIST1", 8)) != 0)
+		goto nomem_content;
+	if (cli_workload_add_message(messages, "user", content) != 0) {
+		content = NULL;
+		goto nomem;
+	}
+	if (json_array_append_new(messages, json_stringn("\0CLHIST2", 8)) != 0)
+		goto nomem;
+	/* A shared prefix opens the conversation: later turns carry it in their history. */
+	c->no_prefix = turn > 1;
+	int rc = cli_workload_push_body(c, messages, chars, out_tokens, err);
+	c->no_prefix = false;
+	if (rc)
+		return rc;
+	struct cl_request_body *b = &c->bodies[c->n - 1];
+	size_t before = b->len;
+	if ((rc = cut_markers(b)) != 0)
+		return cl_err_set(err, rc, "cannot place the history in a conversation's body");
+	c->total_bytes -= before - b->len;
+	b->turn = turn;
+	return 0;
 nomem_content:
 	json_decref(content);
 nomem:

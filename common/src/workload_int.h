@@ -32,7 +32,16 @@ struct render_ctx {
 	size_t n, cap;
 	size_t total_bytes;
 	struct cl_workload_stats *stats; /* filled as records are read; never NULL */
+	bool no_prefix;                  /* the body being pushed gets no shared prefix */
+	double token_scale; /* workload.chars_per_token / 4: built lengths in estimated tokens */
 };
+
+/* tokens (the target's) in estimated tokens, the unit cli_workload_words builds to. */
+static inline uint32_t cli_workload_scaled(const struct render_ctx *c, uint32_t tokens)
+{
+	double t = (double)tokens * c->token_scale + 0.5;
+	return t < 1 ? 1 : t > 4294967295.0 ? UINT32_MAX : (uint32_t)t;
+}
 
 enum { RENDER_OWN_LENGTH = 1, RENDER_IGNORE_EOS = 2 };
 
@@ -72,6 +81,12 @@ int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt
 int cli_workload_push_prompt(struct render_ctx *c, const char *system, const char *prompt,
 			     size_t len, uint32_t out_tokens, struct cl_err *err);
 
+/* Pushes turn `turn` (1..) of a conversation: [system?, user] with the history's place and
+ * the user message marked (cl_request_body.turn, hist_at, user_len); the shared prefix goes
+ * on turn 1 only.  Errors as cli_workload_push_prompt. */
+int cli_workload_push_turn(struct render_ctx *c, const char *system, const char *prompt, size_t len,
+			   uint32_t out_tokens, uint32_t turn, struct cl_err *err);
+
 /* ---- workload_synth.c: text from the vocabulary ---------------------------------------------- */
 
 /* Appends head, then words drawn with *rng until out holds about `tokens` tokens by the
@@ -106,6 +121,11 @@ int cli_workload_lines_next(struct line_reader *r);
  * Errors name "file:line". */
 int cli_workload_read_dataset(struct render_ctx *c, const struct cl_scn_workload *w,
 			      struct cl_err *err);
+
+/* Renders one body per record of the trace w->trace (Mooncake or Azure JSONL), each with its
+ * at_us.  Errors name "file:line:column". */
+int cli_workload_read_trace(struct render_ctx *c, const struct cl_scn_workload *w,
+			    struct cl_err *err);
 
 /* Renders w->synthetic_count synthetic prompts, deterministic for w->seed. */
 int cli_workload_synthesize(struct render_ctx *c, const struct cl_scn_workload *w,

@@ -123,7 +123,8 @@ int cli_workload_make_prefixes(struct render_ctx *c, const struct cl_scn_workloa
 		char head[32];
 		snprintf(head, sizeof(head), "[group %u]", g + 1);
 		cl_buf_reset(&text);
-		rc = cli_workload_words(&text, head, w->shared_prefix_tokens, &rng);
+		rc = cli_workload_words(&text, head,
+					cli_workload_scaled(c, w->shared_prefix_tokens), &rng);
 		if (!rc && !(c->prefixes[g] = strdup(text.data)))
 			rc = CL_ENOMEM;
 	}
@@ -145,28 +146,60 @@ int cli_workload_synthesize(struct render_ctx *c, const struct cl_scn_workload *
 		rc = check_dist(out, "workload.synthetic.output_tokens", 10000000, &olo, &ohi, err);
 	if (rc)
 		return rc;
+	uint32_t tlo = 1, thi = 1;
+	if (w->multi_turn && (rc = check_dist(&w->turns, "workload.multi_turn.turns",
+					      CL_SCN_MAX_TURNS, &tlo, &thi, err)) != 0)
+		return rc;
 	uint64_t rng = w->seed;
-	/* Output lengths have a sequence of their own, so adding them changes no prompt. */
+	/* Output lengths have a sequence of their own, so adding them changes no prompt; so do
+	 * the turns of conversations. */
 	uint64_t orng = w->seed ^ 0x6f75747075740000ULL;
+	uint64_t trng = w->seed ^ 0x7475726e73000000ULL;
 	struct cl_buf text;
 	cl_buf_init(&text, (size_t)CL_WORKLOAD_MAX_SYNTH_TOKENS * CL_WORKLOAD_CHARS_PER_TOKEN + 64);
-	for (uint32_t i = 0; i < w->synthetic_count; i++) {
-		uint32_t tokens = draw(in, lo, hi, &rng);
-		uint32_t out_tokens = has_out ? draw(out, olo, ohi, &orng) : 0;
-		char head[16];
-		/* The leading number makes every prompt's first token distinct, so a prefix cache
-		 * cannot serve one prompt's prefill from another's. */
-		snprintf(head, sizeof(head), "%u:", i + 1);
-		cl_buf_reset(&text);
-		if (cli_workload_words(&text, head, tokens, &rng) != 0) {
-			rc = cl_err_set(err, CL_ENOMEM, "out of memory building synthetic prompts");
-			break;
+	for (uint32_t i = 0; i < w->synthetic_count && !rc; i++) {
+		/* With multi_turn, prompt i is a conversation of `turns` prompts. */
+		uint32_t turns = w->multi_turn ? draw(&w->turns, tlo, thi, &trng) : 1;
+		for (uint32_t t = 1; t <= turns; t++) {
+			uint32_t tokens = draw(in, lo, hi, &rng);
+			uint32_t out_tokens = has_out ? draw(out, olo, ohi, &orng) : 0;
+			char head[32];
+			/* The leading number makes every prompt's first token distinct, so a prefix
+			 * cache cannot serve one prompt's prefill from another's. */
+			if (w->multi_turn)
+				snprintf(head, sizeof(head), "%u.%u:", i + 1, t);
+			else
+				snprintf(head, sizeof(head), "%u:", i + 1);
+			cl_buf_reset(&text);
+			if (cli_workload_words(&text, head, cli_workload_scaled(c, tokens), &rng) !=
+			    0) {
+				rc = cl_err_set(err, CL_ENOMEM,
+						"out of memory building synthetic prompts");
+				break;
+			}
+			c->stats->records++;
+			rc = w->multi_turn
+				 ? cli_workload_push_turn(c, c->system_prompt, text.data, text.len,
+							  out_tokens, t, err)
+				 : cli_workload_push_prompt(c, c->system_prompt, text.data,
+							    text.len, out_tokens, err);
+			if (rc)
+				break;
 		}
-		c->stats->records++;
-		if ((rc = cli_workload_push_prompt(c, c->system_prompt, text.data, text.len,
-						   out_tokens, err)) != 0)
-			break;
 	}
 	cl_buf_free(&text);
 	return rc;
+}
+
+int cl_workload_sample_text(uint32_t tokens, char **out)
+{
+	struct cl_buf text;
+	uint64_t rng = 0x63616c6962ULL;
+	cl_buf_init(&text, 0);
+	*out = NULL;
+	if (cli_workload_words(&text, "", tokens, &rng) != 0 || !(*out = cl_buf_steal(&text))) {
+		cl_buf_free(&text);
+		return CL_ENOMEM;
+	}
+	return 0;
 }

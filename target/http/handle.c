@@ -8,8 +8,8 @@
 #include <string.h>
 #include <strings.h>
 
-static const char *const endpoint_suffix[CL_HTTP__ENDPOINTS] = { "", "/models",
-								 "/chat/completions" };
+static const char *const endpoint_suffix[CL_HTTP__ENDPOINTS] = { "", "/models", "/chat/completions",
+								 "/tokenize" };
 
 /* RFC 9110 token characters: what a header name may be made of. */
 static bool tchar(unsigned char c)
@@ -98,6 +98,8 @@ static int build_lines(struct cl_http_target *t, struct cl_err *err)
 		for (size_t i = 0; ep == CL_HTTP_CHAT && i < sizeof(chat) / sizeof(chat[0]); i++)
 			if (!overridden(t, chat[i]))
 				l[n++] = chat[i];
+		if (ep == CL_HTTP_TOKENIZE && !overridden(t, chat[0]))
+			l[n++] = chat[0]; /* Content-Type: application/json */
 		for (size_t i = 0; i < sizeof(every) / sizeof(every[0]); i++)
 			if (!overridden(t, every[i]))
 				l[n++] = every[i];
@@ -143,7 +145,9 @@ static bool same_where(const struct cl_url_where *a, const struct cl_url_where *
 static int build_urls(struct cl_http_target *t, const char *base, struct cl_err *err)
 {
 	for (int ep = 0; ep < CL_HTTP__ENDPOINTS; ep++) {
-		int rc = cl_url_endpoint(base, endpoint_suffix[ep], &t->url[ep], err);
+		int rc = ep == CL_HTTP_TOKENIZE
+			     ? cl_url_root_endpoint(base, endpoint_suffix[ep], &t->url[ep], err)
+			     : cl_url_endpoint(base, endpoint_suffix[ep], &t->url[ep], err);
 		if (rc != 0)
 			return rc;
 		struct cl_url_where w;

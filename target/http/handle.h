@@ -19,9 +19,11 @@
 
 /* What a request asks for; each has its URL and header lines. */
 enum cl_http_endpoint {
-	CL_HTTP_BASE = 0,   /* the base URL itself: the probe's connect-only check, no headers */
-	CL_HTTP_MODELS = 1, /* GET {base}/models */
-	CL_HTTP_CHAT = 2,   /* POST {base}/chat/completions, streamed */
+	CL_HTTP_BASE = 0,     /* the base URL itself: the probe's connect-only check, no headers */
+	CL_HTTP_MODELS = 1,   /* GET {base}/models */
+	CL_HTTP_CHAT = 2,     /* POST {base}/chat/completions, streamed */
+	CL_HTTP_TOKENIZE = 3, /* POST {root}/tokenize: vLLM, SGLang and llama.cpp serve it beside
+			       * /v1, so a base ending in /v1 loses it */
 	CL_HTTP__ENDPOINTS
 };
 

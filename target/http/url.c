@@ -153,7 +153,20 @@ out:
 	return rc;
 }
 
+static int endpoint(const char *base, const char *suffix, bool root, char **out,
+		    struct cl_err *err);
+
 int cl_url_endpoint(const char *base, const char *suffix, char **out, struct cl_err *err)
+{
+	return endpoint(base, suffix, false, out, err);
+}
+
+int cl_url_root_endpoint(const char *base, const char *suffix, char **out, struct cl_err *err)
+{
+	return endpoint(base, suffix, true, out, err);
+}
+
+static int endpoint(const char *base, const char *suffix, bool root, char **out, struct cl_err *err)
 {
 	*out = NULL;
 	CURLU *u = curl_url();
@@ -172,6 +185,8 @@ int cl_url_endpoint(const char *base, const char *suffix, char **out, struct cl_
 	size_t pl = strlen(path);
 	while (pl && path[pl - 1] == '/')
 		pl--;
+	if (root && pl >= 3 && memcmp(path + pl - 3, "/v1", 3) == 0)
+		pl -= 3;
 	size_t n = pl + strlen(suffix) + 1;
 	if (!(joined = malloc(n))) {
 		rc = cl_err_set(err, CL_ENOMEM, "out of memory building a target URL");

@@ -47,6 +47,10 @@ int cl_url_where(const char *url, struct cl_url_where *w, struct cl_err *err);
  */
 int cl_url_endpoint(const char *base, const char *suffix, char **out, struct cl_err *err);
 
+/* cl_url_endpoint for an endpoint beside the API rather than below it: a path ending in
+ * "/v1" loses it first ("http://h:8000/v1" + "/tokenize" = "http://h:8000/tokenize"). */
+int cl_url_root_endpoint(const char *base, const char *suffix, char **out, struct cl_err *err);
+
 /* Formats w as "host:port" ("[v6%25zone]:port", the zone after an encoded '%') into out
  * (size n); returns out.  An allow-list entry made of it allows w. */
 const char *cl_url_where_str(const struct cl_url_where *w, char *out, size_t n);

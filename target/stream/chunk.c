@@ -30,6 +30,7 @@
 /* Per-choice state: kept apart so a repeated key inside a choice replaces, not adds. */
 struct choice {
 	long long content_len;           /* -1: absent or null */
+	const char *content;             /* its raw (escaped) text when content_len >= 0 */
 	long long reasoning_content_len; /* -1: absent or null */
 	long long reasoning_len;         /* -1: absent or null */
 	bool role;
@@ -96,6 +97,8 @@ static int parse_delta(struct scan *sc, int depth, struct choice *ch)
 			if ((rc = want_string(sc, depth + 1, &v, bad, why)) < 0)
 				return rc;
 			*slot = rc == 1 ? (long long)v.len : -1;
+			if (slot == &ch->content_len)
+				ch->content = rc == 1 ? v.s : NULL;
 		} else if (KEY_IS(&k, "role")) {
 			if ((rc = want_string(sc, depth + 1, &v, &ch->bad_role, R_ROLE)) < 0)
 				return rc;
@@ -143,6 +146,10 @@ static int parse_choice(struct scan *sc, int depth, struct cl_chunk *out, const 
 				 ch.bad_role, ch.bad_fr);
 
 	if (ch.content_len > 0) {
+		if (!out->has_content) {
+			out->content = ch.content;
+			out->content_len = (size_t)ch.content_len;
+		}
 		out->has_content = true;
 		out->content_bytes += (size_t)ch.content_len;
 	}
@@ -292,6 +299,8 @@ static void clear_choices(struct cl_chunk *out)
 	out->n_choices = 0;
 	out->has_content = out->has_reasoning = out->has_role = false;
 	out->content_bytes = out->reasoning_bytes = 0;
+	out->content = NULL;
+	out->content_len = 0;
 	out->finish_reason[0] = '\0';
 }
 

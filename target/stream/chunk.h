@@ -38,6 +38,10 @@ struct cl_chunk {
 				 * bytes at a UTF-8 character boundary */
 	bool has_usage;         /* a non-null "usage" object */
 	int64_t prompt_tokens, completion_tokens, reasoning_tokens; /* -1 when absent */
+	const char *content; /* the first choice with content: its text, raw (still JSON-escaped,
+			      * validated, without the quotes), pointing into the input; NULL
+			      * without content */
+	size_t content_len;
 };
 
 /*

@@ -1,11 +1,12 @@
 /* libFuzzer target: the dataset reader (JSONL of OpenAI or ShareGPT records, or plain text)
- * through cl_workload_render, the code that turns a user's file into request bodies.  The
- * first byte picks the declared format, the second the record limit; the rest is the file,
- * held in a memfd so no disk is touched. */
+ * and the trace reader (Mooncake or Azure JSONL) through cl_workload_render, the code that turns a
+ * user's file into request bodies.  The first byte picks the declared format, the second the record
+ * limit; the rest is the file, held in a memfd so no disk is touched. */
 #include "chatload/scenario.h"
 #include "chatload/workload.h"
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,10 +35,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	struct cl_scenario s;
 	memset(&s, 0, sizeof(s));
-	s.workload.kind = CL_WORKLOAD_DATASET;
-	s.workload.dataset = path;
-	s.workload.dataset_format = (enum cl_dataset_format)(data[0] % 4);
-	s.workload.dataset_limit = data[1] % 8;
+	/* A first byte of 4 (mod 5) reads the file as a trace (Mooncake or Azure JSONL). */
+	bool trace = data[0] % 5 == 4;
+	s.workload.kind = trace ? CL_WORKLOAD_TRACE : CL_WORKLOAD_DATASET;
+	s.workload.dataset = trace ? NULL : path;
+	s.workload.trace = trace ? path : NULL;
+	s.workload.trace_speedup = 1 + (data[1] & 3);
+	s.workload.dataset_format = (enum cl_dataset_format)(data[0] % 5 % 4);
+	s.workload.dataset_limit = trace ? 0 : data[1] % 8;
 	s.workload.max_tokens = 16;
 	s.workload.system_prompt = data[1] & 0x80 ? "be brief" : NULL;
 
@@ -59,6 +64,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			    !json_is_array(json_object_get(b, "messages")))
 				abort();
 			json_decref(b);
+			/* a trace's starts are in order, from 0 */
+			if (trace && (w.bodies[i].at_us < 0 ||
+				      (i && w.bodies[i].at_us < w.bodies[i - 1].at_us)))
+				abort();
 		}
 		cl_workload_plan_free(&w);
 	}

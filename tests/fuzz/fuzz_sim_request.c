@@ -1,5 +1,5 @@
 /* libFuzzer target: chatload-sim's decoding of untrusted request bytes (HTTP head, chunked
- * body, chat completions JSON).  Built with -DCHATLOAD_FUZZ=ON (clang). */
+ * body, chat completions JSON, a /tokenize body).  Built with -DCHATLOAD_FUZZ=ON (clang). */
 #include "chat.h"
 #include "http.h"
 
@@ -23,5 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cl_sim_http_dechunk(p, size, &body, &used);
 	cl_buf_free(&body);
 	cl_sim_chat_parse(p, size, &chat, msg, sizeof(msg), &code);
+	uint64_t chars;
+	cl_sim_tokenize_parse(p, size, &chars, msg, sizeof(msg));
 	return 0;
 }

@@ -290,6 +290,13 @@ static void test_endpoint_urls(void **state)
 	assert_string_equal(t.url[CL_HTTP_CHAT], "http://127.0.0.1:8000/v1/chat/completions");
 	assert_string_equal(t.url[CL_HTTP_MODELS], "http://127.0.0.1:8000/v1/models");
 	assert_string_equal(t.url[CL_HTTP_BASE], "http://127.0.0.1:8000/v1");
+	/* /tokenize is beside /v1 (vLLM, SGLang, llama.cpp), and sends JSON. */
+	assert_string_equal(t.url[CL_HTTP_TOKENIZE], "http://127.0.0.1:8000/tokenize");
+	bool json_ct = false;
+	for (size_t i = 0; i < t.n_lines[CL_HTTP_TOKENIZE]; i++)
+		json_ct |=
+		    strcmp(t.lines[CL_HTTP_TOKENIZE][i], "Content-Type: application/json") == 0;
+	assert_true(json_ct);
 	assert_int_equal(t.ver.curl_version, (long)CURL_HTTP_VERSION_1_1);
 	assert_false(t.ver.multiplex);
 	cl_http_target_free(&t);
@@ -300,6 +307,8 @@ static void test_endpoint_urls(void **state)
 	assert_int_equal(cl_http_target_init(&t, &p, NULL, &err), 0);
 	assert_string_equal(t.url[CL_HTTP_CHAT],
 			    "https://gw.example/openai/v1/chat/completions?api-version=2024-06-01");
+	assert_string_equal(t.url[CL_HTTP_TOKENIZE],
+			    "https://gw.example/openai/tokenize?api-version=2024-06-01");
 	assert_int_equal(t.ver.curl_version, (long)CURL_HTTP_VERSION_2TLS);
 	assert_true(t.ver.h2_required);
 	cl_http_target_free(&t);

@@ -275,6 +275,22 @@ static void test_done(void **state)
 	assert_false(c.done);
 }
 
+/* The content text a multi-turn history repeats: the first choice with content, raw. */
+static void test_content_text(void **state)
+{
+	struct cl_chunk c;
+	const char *in = "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\"}},"
+			 "{\"index\":1,\"delta\":{\"reasoning_content\":\"r\",\"content\":"
+			 "\"say \\\"hi\\\"\\n\"}},{\"index\":2,\"delta\":{\"content\":\"x\"}}]}";
+	assert_int_equal(decode_str(in, &c), 0);
+	assert_non_null(c.content);
+	assert_int_equal(c.content_len, strlen("say \\\"hi\\\"\\n"));
+	assert_memory_equal(c.content, "say \\\"hi\\\"\\n", c.content_len);
+	assert_int_equal(decode_str("{\"choices\":[{\"delta\":{\"reasoning\":\"r\"}}]}", &c), 0);
+	assert_null(c.content);
+	assert_int_equal(c.content_len, 0);
+}
+
 static void test_shapes(void **state)
 {
 	struct cl_chunk c;
@@ -681,13 +697,10 @@ static void test_depth(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_fixtures),
-		cmocka_unit_test(test_truncations),
-		cmocka_unit_test(test_done),
-		cmocka_unit_test(test_shapes),
-		cmocka_unit_test(test_finish_reason_forms),
-		cmocka_unit_test(test_mangled),
-		cmocka_unit_test(test_depth),
+		cmocka_unit_test(test_fixtures), cmocka_unit_test(test_truncations),
+		cmocka_unit_test(test_done),     cmocka_unit_test(test_content_text),
+		cmocka_unit_test(test_shapes),   cmocka_unit_test(test_finish_reason_forms),
+		cmocka_unit_test(test_mangled),  cmocka_unit_test(test_depth),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,8 +14,11 @@
 
 #include <cmocka.h>
 
-static const char *const want_lat[] = { "queue", "ttfb", "ttft",      "ttfc",    "itl",
-					"tpot",  "e2e",  "e2e_sched", "loop_lag" };
+static const char *const want_lat[] = { "queue",      "ttfb",       "ttft",       "ttfc",
+					"itl",        "tpot",       "e2e",        "e2e_sched",
+					"loop_lag",   "ttft_turn1", "ttft_turn2", "ttft_turn3",
+					"ttft_turn4", "ttft_turn5", "ttft_turn6", "ttft_turn7",
+					"ttft_turn8" };
 static const char *const want_cnt[] = { "tokens_per_chunk", "output_tokens", "reasoning_tokens",
 					"prompt_tokens", "requested_tokens" };
 static const char *const want_ctr[] = {
@@ -48,6 +51,22 @@ static const char *const want_ctr[] = {
 	"completed_h2",
 	"connections_opened",
 	"no_content",
+	"turn1_completed",
+	"turn2_completed",
+	"turn3_completed",
+	"turn4_completed",
+	"turn5_completed",
+	"turn6_completed",
+	"turn7_completed",
+	"turn8_completed",
+	"turn1_prompt_tokens",
+	"turn2_prompt_tokens",
+	"turn3_prompt_tokens",
+	"turn4_prompt_tokens",
+	"turn5_prompt_tokens",
+	"turn6_prompt_tokens",
+	"turn7_prompt_tokens",
+	"turn8_prompt_tokens",
 };
 
 static void test_names(void **state)
@@ -104,8 +123,11 @@ static void test_init_destroy(void **state)
 	}
 	for (int i = 0; i < CL_CNT__COUNT; i++)
 		bytes += (size_t)m->cnt[i].counts_len * sizeof(uint64_t);
-	/* 9 * 23552 * 8 + 5 * 15360 * 8 */
-	assert_int_equal(bytes, 2310144);
+	/* 9 * 23552 * 8 + 5 * 15360 * 8, and the 8 per-turn TTFT histograms at 2 digits:
+	 * 8 * 3328 * 8 */
+	assert_int_equal(bytes, 2310144 + 212992);
+	for (int i = CL_LAT_TTFT_TURN1; i <= CL_LAT_TTFT_TURN_LAST; i++)
+		assert_int_equal(m->lat[i].cfg.sigfigs, 2);
 	for (int i = 0; i < CL_CTR__COUNT; i++)
 		assert_int_equal(m->ctr[i], 0);
 	assert_int_equal(m->n_err_samples, 0);

@@ -756,14 +756,25 @@ static void test_cmd_prepare_parts(void **state)
 	struct cl_request_body bodies[4] = {
 		{ .json = "{\"a\":1}", .len = 7, .prompt_chars = 3, .max_tokens = 120 },
 		{ .json = "{\"b\":2}", .len = 7, .prompt_chars = 4, .max_tokens = 0 },
-		{ .json = "{\"c\":3}", .len = 7, .prompt_chars = 5, .max_tokens = 7 },
+		{ .json = "{\"c\":3}",
+		  .len = 7,
+		  .prompt_chars = 5,
+		  .max_tokens = 7,
+		  .turn = 2,
+		  .hist_at = 1,
+		  .user_len = 5,
+		  .at_us = 1500000 },
 		{ .json = "{\"d\":4}", .len = 7, .prompt_chars = 6, .max_tokens = 4096 },
 	};
 	struct cl_msg in = cmd_msg(CL_CMD_PREPARE), out;
 	in.cmd.prepare.target = sample_target();
-	in.cmd.prepare.workload = (struct cl_workload_plan){
-		.bodies = bodies, .n_bodies = 2, .total_bodies = 4, .first_body = 3, .max_tokens = 9
-	};
+	in.cmd.prepare.workload = (struct cl_workload_plan){ .bodies = bodies,
+							     .n_bodies = 2,
+							     .total_bodies = 4,
+							     .first_body = 3,
+							     .max_tokens = 9,
+							     .think_time_us = 700000,
+							     .trace_stride = 3 };
 	roundtrip(&in, &out);
 	const struct cl_workload_plan *w = &out.cmd.prepare.workload;
 	assert_int_equal(w->n_bodies, 2);
@@ -771,6 +782,9 @@ static void test_cmd_prepare_parts(void **state)
 	assert_int_equal(w->first_body, 3);
 	assert_int_equal(w->bodies[0].max_tokens, 120);
 	assert_int_equal(w->bodies[1].max_tokens, 0);
+	assert_int_equal(w->bodies[1].turn, 0);
+	assert_int_equal(w->think_time_us, 700000);
+	assert_int_equal(w->trace_stride, 3);
 	cl_msg_free(&out);
 
 	/* Without parts the decoder says the total is what came. */
@@ -799,7 +813,19 @@ static void test_cmd_prepare_parts(void **state)
 	assert_string_equal(out.cmd.bodies.bodies[1].json, "{\"d\":4}");
 	assert_int_equal(out.cmd.bodies.bodies[1].max_tokens, 4096);
 	assert_int_equal(out.cmd.bodies.bodies[0].prompt_chars, 5);
+	assert_int_equal(out.cmd.bodies.bodies[0].turn, 2);
+	assert_int_equal(out.cmd.bodies.bodies[0].hist_at, 1);
+	assert_int_equal(out.cmd.bodies.bodies[0].user_len, 5);
+	assert_int_equal(out.cmd.bodies.bodies[0].at_us, 1500000);
 	cl_msg_free(&out);
+
+	/* A history place past the body's end is refused by the encoder. */
+	bodies[2].user_len = 7;
+	msgpack_sbuffer_init(&sb);
+	assert_int_equal(cl_wire_encode(&b, &sb, &err), CL_EINVAL);
+	assert_non_null(strstr(err.msg, "hist_at"));
+	msgpack_sbuffer_destroy(&sb);
+	bodies[2].user_len = 5;
 }
 
 /* ---- Hostile input ------------------------------------------------------------------------ */

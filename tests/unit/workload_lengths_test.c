@@ -353,6 +353,155 @@ static void test_set_model(void **state)
 	cl_workload_plan_free(&w);
 }
 
+/* Splices a history into turn body b the way the engine does; returns malloc'd JSON text. */
+static char *splice(const struct cl_request_body *b, const char *hist)
+{
+	size_t hl = strlen(hist);
+	char *out = malloc(b->len + hl + 1);
+	assert_non_null(out);
+	memcpy(out, b->json, b->hist_at);
+	memcpy(out + b->hist_at, hist, hl);
+	memcpy(out + b->hist_at + hl, b->json + b->hist_at, b->len - b->hist_at + 1);
+	return out;
+}
+
+/* Conversations: consecutive turns, each a body whose history place and user message are
+ * marked; the shared prefix opens turn 1 only; a new model moves the history's place. */
+static void test_multi_turn(void **state)
+{
+	struct cl_scenario s = base();
+	s.workload.kind = CL_WORKLOAD_SYNTHETIC;
+	s.workload.synthetic_input = (struct cl_len_dist){ .mean = 10, .min = 1, .max = 10 };
+	s.workload.synthetic_count = 3;
+	s.workload.multi_turn = true;
+	s.workload.turns = (struct cl_len_dist){ .mean = 3, .min = 3, .max = 3 };
+	s.workload.think_time_us = 250000;
+	s.workload.system_prompt = "be \"brief\"";
+	s.workload.shared_prefix_groups = 1;
+	s.workload.shared_prefix_tokens = 5;
+	struct cl_workload_plan w = render(&s, NULL);
+	assert_int_equal(w.n_bodies, 9);
+	assert_int_equal(w.think_time_us, 250000);
+	assert_int_equal(cl_workload_plan_set_model(&w, "m", "a longer model", NULL), 0);
+	for (size_t i = 0; i < 9; i++) {
+		const struct cl_request_body *b = &w.bodies[i];
+		assert_int_equal(b->turn, i % 3 + 1);
+		assert_int_equal(b->len, strlen(b->json));
+		/* Without history the body is the turn alone: system, then its user message. */
+		json_t *j = parse(b->json);
+		json_t *msgs = json_object_get(j, "messages");
+		assert_int_equal(json_array_size(msgs), 2);
+		assert_string_equal(json_string_value(json_object_get(j, "model")),
+				    "a longer model");
+		const char *u = user_text(j);
+		char head[16];
+		snprintf(head, sizeof(head), "%zu.%zu:", i / 3 + 1, i % 3 + 1);
+		/* The prefix ("[group 1] ...") on turn 1, the turn's own text on the others. */
+		assert_true(b->turn == 1 ? strncmp(u, "[group 1]", 9) == 0
+					 : strncmp(u, head, strlen(head)) == 0);
+		/* The marked user message is exactly that message object. */
+		json_t *um = json_loadb(b->json + b->hist_at, b->user_len, 0, NULL);
+		assert_non_null(um);
+		assert_true(json_equal(um, json_array_get(msgs, 1)));
+		json_decref(um);
+		/* With a history spliced in, the body is valid JSON with the history in order. */
+		char *full = splice(b, "{\"role\":\"user\",\"content\":\"q\"},"
+				       "{\"role\":\"assistant\",\"content\":\"a \\\"b\\\"\"},");
+		json_t *f = parse(full);
+		json_t *fm = json_object_get(f, "messages");
+		assert_int_equal(json_array_size(fm), 4);
+		assert_string_equal(
+		    json_string_value(json_object_get(json_array_get(fm, 0), "role")), "system");
+		assert_string_equal(
+		    json_string_value(json_object_get(json_array_get(fm, 2), "content")),
+		    "a \"b\"");
+		assert_true(json_equal(json_array_get(fm, 3), json_array_get(msgs, 1)));
+		json_decref(f);
+		free(full);
+		json_decref(j);
+	}
+	cl_workload_plan_free(&w);
+}
+
+/* Renders a trace file of the given text; returns the error code, err filled. */
+static int render_trace(const char *text, double speedup, struct cl_workload_plan *w,
+			struct cl_err *err)
+{
+	struct cl_scenario s = base();
+	write_text(tmp_path("trace.jsonl"), text);
+	s.workload.kind = CL_WORKLOAD_TRACE;
+	s.workload.trace = (char *)tmp_path("trace.jsonl");
+	s.workload.trace_speedup = speedup;
+	return cl_workload_render_stats(&s, "m", w, NULL, err);
+}
+
+/* Traces: offsets from the first record over the speedup, lengths asked for, prompts built
+ * to the input length, hash ids shared as prefixes; bad records named by line. */
+static void test_trace(void **state)
+{
+	struct cl_workload_plan w;
+	struct cl_err err = { 0 };
+	assert_int_equal(
+	    render_trace("{\"timestamp\": 1000, \"input_length\": 600, \"output_length\": 7, "
+			 "\"hash_ids\": [5, 6]}\n\n"
+			 "{\"timestamp\": 1250, \"input_length\": 520, \"output_length\": 9, "
+			 "\"hash_ids\": [5, 9]}\n",
+			 2, &w, &err),
+	    0);
+	assert_int_equal(w.n_bodies, 2);
+	assert_int_equal(w.trace_stride, 1);
+	assert_int_equal(w.bodies[0].at_us, 0);
+	assert_int_equal(w.bodies[1].at_us, 125000); /* 250 ms at speedup 2 */
+	assert_int_equal(w.bodies[0].max_tokens, 7);
+	assert_true(has_ignore_eos(w.bodies[1].json));
+	json_t *a = parse(w.bodies[0].json), *b = parse(w.bodies[1].json);
+	const char *ua = user_text(a), *ub = user_text(b);
+	/* Both start with block [5]'s 512 tokens (2048 characters, trailing space cut). */
+	assert_true(strncmp(ua, "[5]", 3) == 0);
+	size_t common = 0;
+	while (ua[common] && ua[common] == ub[common])
+		common++;
+	assert_in_range(common, 2000, 2050);
+	assert_in_range(cl_workload_tokens_estimate(ua, strlen(ua)), 598, 602);
+	json_decref(a);
+	json_decref(b);
+	cl_workload_plan_free(&w);
+
+	/* Azure's shape: a date and time, fractions of a second kept. */
+	assert_int_equal(
+	    render_trace("{\"TIMESTAMP\": \"2023-11-16 18:15:46.6805900\", \"ContextTokens\": 4, "
+			 "\"GeneratedTokens\": 3}\n"
+			 "{\"TIMESTAMP\": \"2023-11-16 18:15:48.0000000\", \"ContextTokens\": 4, "
+			 "\"GeneratedTokens\": 3}\n",
+			 1, &w, &err),
+	    0);
+	assert_int_equal(w.bodies[1].at_us, 1319410);
+	cl_workload_plan_free(&w);
+
+	struct {
+		const char *text, *msg;
+		int line;
+	} bad[] = {
+		{ "{\"timestamp\": 5, \"input_length\": 4, \"output_length\": 3}\n"
+		  "{\"timestamp\": 4, \"input_length\": 4, \"output_length\": 3}\n",
+		  "back in time", 2 },
+		{ "{\"ts\": 5}\n", "neither a Mooncake", 1 },
+		{ "{\"timestamp\": 5, \"input_length\": 0, \"output_length\": 3}\n",
+		  "'input_length' must be", 1 },
+		{ "{\"TIMESTAMP\": \"yesterday\", \"ContextTokens\": 4, \"GeneratedTokens\": 3}\n",
+		  "'TIMESTAMP' must be", 1 },
+		{ "\n{\"timestamp\": 5,\n", "invalid JSON", 2 },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(&err, 0, sizeof(err));
+		assert_int_equal(render_trace(bad[i].text, 1, &w, &err), CL_EPARSE);
+		if (!strstr(err.msg, bad[i].msg))
+			fail_msg("case %zu: '%s' lacks '%s'", i, err.msg, bad[i].msg);
+		assert_int_equal(err.line, bad[i].line);
+		assert_true(err.col >= 1);
+	}
+}
+
 static int setup(void **state)
 {
 	snprintf(tmp_dir, sizeof(tmp_dir), "%s/workload_lengths_test.XXXXXX",
@@ -362,7 +511,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	const char *names[] = { "lengths.jsonl", "filter.jsonl", "shuffle.txt" };
+	const char *names[] = { "lengths.jsonl", "filter.jsonl", "shuffle.txt", "trace.jsonl" };
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		unlink(tmp_path(names[i]));
 	rmdir(tmp_dir);
@@ -375,7 +524,8 @@ int main(void)
 		cmocka_unit_test(test_estimate),       cmocka_unit_test(test_synthetic_output),
 		cmocka_unit_test(test_record_lengths), cmocka_unit_test(test_filter),
 		cmocka_unit_test(test_shuffle_limit),  cmocka_unit_test(test_shared_prefix),
-		cmocka_unit_test(test_set_model),
+		cmocka_unit_test(test_set_model),      cmocka_unit_test(test_multi_turn),
+		cmocka_unit_test(test_trace),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -21,6 +21,10 @@ enum cl_lat {
 	CL_LAT_E2E,       /* sent -> last token chunk */
 	CL_LAT_E2E_SCHED, /* intended start -> last token chunk */
 	CL_LAT_LOOP_LAG,  /* event-loop lag: timer due -> timer handled (client health) */
+	/* TTFT by a multi-turn conversation's turn index: turn 1 .. CL_TURNS_MAX, the last one
+	 * collecting every later turn too (2 significant digits: they are many) */
+	CL_LAT_TTFT_TURN1,
+	CL_LAT_TTFT_TURN_LAST = CL_LAT_TTFT_TURN1 + 7,
 	CL_LAT__COUNT
 };
 
@@ -70,8 +74,18 @@ enum cl_ctr {
 				     * reused ones count nothing */
 	CL_CTR_NO_CONTENT,          /* completed requests that carried no content token (e.g. a
 				     * thinking model cut by max_tokens inside its reasoning) */
+	/* multi-turn, per turn index as CL_LAT_TTFT_TURN1..: completed requests and their
+	 * prompt tokens (from usage) */
+	CL_CTR_TURN1_COMPLETED,
+	CL_CTR_TURN_LAST_COMPLETED = CL_CTR_TURN1_COMPLETED + 7,
+	CL_CTR_TURN1_PROMPT_TOKENS,
+	CL_CTR_TURN_LAST_PROMPT_TOKENS = CL_CTR_TURN1_PROMPT_TOKENS + 7,
 	CL_CTR__COUNT
 };
+
+#define CL_TURNS_MAX 8 /* turn indexes told apart in the metrics; later turns count as the last */
+_Static_assert(CL_LAT_TTFT_TURN_LAST - CL_LAT_TTFT_TURN1 + 1 == CL_TURNS_MAX, "turn histograms");
+_Static_assert(CL_CTR_TURN_LAST_COMPLETED - CL_CTR_TURN1_COMPLETED + 1 == CL_TURNS_MAX, "turns");
 
 #define CL_CTR_FIRST_ERROR     CL_CTR_ERR_CONNECT
 #define CL_CTR_LAST_ERROR      CL_CTR_ERR_OTHER

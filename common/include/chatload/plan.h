@@ -65,6 +65,17 @@ struct cl_request_body {
 	size_t len;
 	uint32_t prompt_chars;
 	uint32_t max_tokens; /* the max_tokens this body asks for (0: it sets none) */
+	/* Multi-turn (docs/scenario.md): turn k >= 1 of a conversation whose turns are
+	 * consecutive bodies; 0 for a lone request.  json is the turn sent without history;
+	 * the engine puts the history (earlier user turns and the answers it received) at byte
+	 * hist_at, and json[hist_at, hist_at + user_len) is this turn's user message object,
+	 * which the history of the next turns repeats. */
+	uint32_t turn;
+	uint32_t hist_at;
+	uint32_t user_len;
+	/* Trace replay: when to start, µs after the stage's start (already divided by the
+	 * speedup); only with cl_workload_plan.trace_stride. */
+	int64_t at_us;
 };
 
 /*
@@ -80,8 +91,12 @@ struct cl_workload_plan {
 	size_t n_bodies;
 	int64_t request_timeout_us;
 	uint32_t max_tokens;
-	size_t total_bodies; /* bodies in the whole workload; 0 means n_bodies (all here) */
-	size_t first_body;   /* index of the body each stage starts with (< the total) */
+	size_t total_bodies;   /* bodies in the whole workload; 0 means n_bodies (all here) */
+	size_t first_body;     /* index of the body each stage starts with (< the total) */
+	int64_t think_time_us; /* multi-turn: pause between an answer and the next turn */
+	/* Trace replay: 0 for none; else this agent sends bodies first_body, first_body +
+	 * trace_stride, ... once each, each at its at_us (the agents' shares interleave). */
+	uint32_t trace_stride;
 };
 
 /* Frees owned strings/arrays; safe on zeroed and partly filled structures. */

@@ -12,6 +12,7 @@
 
 #define CL_SCENARIO_MAX_BYTES (4u << 20) /* documents larger than this are refused */
 #define CL_SCENARIO_MAX_DEPTH 32         /* nesting deeper than this is refused */
+#define CL_SCN_MAX_TURNS      1000       /* workload.multi_turn.turns at most */
 
 /* A simulator setting: name in flag form ("output-tokens"), value as written. */
 struct cl_sim_kv {
@@ -78,7 +79,15 @@ struct cl_scn_warmup {
 	bool fail_on_error; /* default true */
 };
 
-enum cl_workload_kind { CL_WORKLOAD_PROMPTS, CL_WORKLOAD_DATASET, CL_WORKLOAD_SYNTHETIC };
+enum cl_workload_kind {
+	CL_WORKLOAD_PROMPTS,
+	CL_WORKLOAD_DATASET,
+	CL_WORKLOAD_SYNTHETIC,
+	CL_WORKLOAD_TRACE /* replayed at its own timing (docs/scenario.md, "Trace replay") */
+};
+
+/* workload.trace.format: the JSONL shapes a trace may have (auto: decided per record). */
+enum cl_trace_format { CL_TRACE_AUTO, CL_TRACE_MOONCAKE, CL_TRACE_AZURE };
 enum cl_dataset_format { CL_DATASET_AUTO, CL_DATASET_OPENAI, CL_DATASET_SHAREGPT, CL_DATASET_TEXT };
 
 struct cl_len_dist {
@@ -125,6 +134,20 @@ struct cl_scn_workload {
 	/* shared prefixes: request i starts with group (i mod groups)'s prefix of tokens */
 	uint32_t shared_prefix_groups; /* 0: none */
 	uint32_t shared_prefix_tokens;
+	/* multi-turn conversations (docs/scenario.md, "Multi-turn conversations") */
+	bool multi_turn;
+	struct cl_len_dist turns; /* turns per conversation; mean 0: every user turn a dataset
+				   * record has */
+	int64_t think_time_us;    /* pause between an answer and the next turn */
+	/* trace replay: the file (resolved like dataset), its shape, how much faster */
+	char *trace;
+	enum cl_trace_format trace_format;
+	double trace_speedup; /* default 1 */
+	/* token lengths: calibrate asks the target's /tokenize once (chatload run); the answer,
+	 * characters per token, goes to chars_per_token (0: the estimate of 4), by which
+	 * synthetic prompts, shared prefixes and trace prompts are then built */
+	bool calibrate;
+	double chars_per_token;
 };
 
 /* One load level after expansion (a sweep becomes one stage per value). */
@@ -143,6 +166,10 @@ struct cl_scn_stage {
 	 * entry with the probes it decides on (mode is the search's `over`, duration_us and
 	 * ramp_us each probe's; concurrency and rate_per_s are 0). */
 	struct cl_scn_search *search;
+	/* `replay: true`: the workload's trace at its own timing (a rate stage whose arrivals
+	 * are the trace's; rate_per_s is the trace's mean, set once it is read, and
+	 * duration_us its span when not given) */
+	bool replay;
 };
 
 enum cl_slo_kind {

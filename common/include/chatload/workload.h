@@ -39,6 +39,7 @@ struct cl_workload_stats {
 	uint64_t prompt_tokens_sum; /* estimated, prefix included */
 	uint32_t prefix_groups;     /* workload.shared_prefix.groups (0: none) */
 	uint32_t prefix_tokens;
+	int64_t trace_span_us; /* trace replay: the last start's offset (speedup applied) */
 };
 
 /*
@@ -102,6 +103,19 @@ int cl_workload_render_stats(const struct cl_scenario *s, const char *model,
  */
 int cl_workload_plan_set_model(struct cl_workload_plan *w, const char *old_model, const char *model,
 			       struct cl_err *err);
+
+/* Words of the prompt vocabulary, about `tokens` tokens by the estimate, into *out (malloc'd):
+ * what calibration asks the target to count.  0 or CL_ENOMEM. */
+int cl_workload_sample_text(uint32_t tokens, char **out);
+
+/*
+ * Trace replay: gives the scenario's replay stages the trace's figures from the stats of its
+ * rendering: a stage without a duration gets the trace's span (plus 1 ms, so the last start
+ * is inside the window), and every replay stage the trace's mean rate (what the results
+ * call its rate; the trace, not the rate, decides when requests start).  No-op for other
+ * workloads.
+ */
+void cl_workload_trace_fill_stages(struct cl_scenario *s, const struct cl_workload_stats *st);
 
 /*
  * Renders one probe body (readiness or warmup): {"model", "messages": [{"role": "user",

@@ -1,0 +1,167 @@
+/* Which body a request sends: the next in order, the next turn of a multi-turn conversation
+ * (with the history of real answers it carries, the think time before it, TTFT by turn
+ * index), or a replayed trace's. */
+#include "internal.h"
+
+#include "chatload/clock.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int cl_conv_index(struct cl_engine *e)
+{
+	const struct cl_workload_plan *w = &e->workload;
+	size_t n = 0;
+	for (size_t i = 0; i < w->n_bodies; i++)
+		n += w->bodies[i].turn == 1;
+	if (!n)
+		return 0;
+	if (!(e->conv_starts = calloc(n, sizeof(*e->conv_starts))))
+		return CL_ENOMEM;
+	/* The agent's first conversation is the first one at or after its first body, so the
+	 * coordinator's stagger between agents carries over to conversations. */
+	e->first_conv = 0;
+	bool first_set = false;
+	for (size_t i = 0; i < w->n_bodies; i++) {
+		if (w->bodies[i].turn != 1)
+			continue;
+		if (!first_set && i >= w->first_body) {
+			e->first_conv = e->n_convs;
+			first_set = true;
+		}
+		e->conv_starts[e->n_convs++] = i;
+	}
+	return 0;
+}
+
+/* Whether body i is followed by the next turn of its conversation. */
+static bool has_next_turn(const struct cl_workload_plan *w, size_t i)
+{
+	return i + 1 < w->n_bodies && w->bodies[i].turn &&
+	       w->bodies[i + 1].turn == w->bodies[i].turn + 1;
+}
+
+const struct cl_request_body *cl_conv_pick(struct cl_worker *w, struct cl_slot *s)
+{
+	struct cl_engine *e = w->e;
+	const struct cl_workload_plan *wl = &e->workload;
+	const struct cl_request_body *b;
+	if (w->pick) {
+		b = w->pick; /* a trace's request, chosen by its start time */
+		w->pick = NULL;
+	} else if (s->conv_next) {
+		/* The next turn of the slot's conversation (its history already holds the
+		 * previous turns and their answers). */
+		s->conv_next = false;
+		b = &wl->bodies[++s->conv_body];
+	} else if (e->n_convs) {
+		uint64_t k = atomic_fetch_add_explicit(&e->next_body, 1, memory_order_relaxed);
+		s->conv_body = e->conv_starts[(e->first_conv + k) % e->n_convs];
+		cl_buf_reset(&s->conv_hist);
+		b = &wl->bodies[s->conv_body];
+	} else {
+		uint64_t k = atomic_fetch_add_explicit(&e->next_body, 1, memory_order_relaxed);
+		b = &wl->bodies[(wl->first_body + k) % wl->n_bodies];
+	}
+	s->post = b->json;
+	s->post_len = b->len;
+	s->answer_cut = false;
+	cl_buf_reset(&s->conv_answer);
+	if (!b->turn || !s->conv_hist.len)
+		return b;
+	/* The body with the history at its place: before the turn's own user message. */
+	cl_buf_reset(&s->conv_req);
+	if (cl_buf_append(&s->conv_req, b->json, b->hist_at) ||
+	    cl_buf_append(&s->conv_req, s->conv_hist.data, s->conv_hist.len) ||
+	    cl_buf_append(&s->conv_req, b->json + b->hist_at, b->len - b->hist_at))
+		return NULL;
+	s->post = s->conv_req.data;
+	s->post_len = s->conv_req.len;
+	return b;
+}
+
+void cl_conv_on_content(struct cl_slot *s, const char *text, size_t len)
+{
+	if (!s->body || !s->body->turn || s->answer_cut)
+		return;
+	/* The text is still JSON-escaped and validated by the chunk decoder, so it goes into
+	 * the history's string as it is. */
+	if (cl_buf_append(&s->conv_answer, text, len) != 0)
+		s->answer_cut = true;
+}
+
+/* Appends the turn just answered to the history: its user message, then the answer. */
+static int add_to_history(struct cl_slot *s)
+{
+	const struct cl_request_body *b = s->body;
+	static const char head[] = "{\"role\":\"assistant\",\"content\":\"", tail[] = "\"},";
+	struct cl_buf *h = &s->conv_hist;
+	size_t mark = h->len;
+	int rc = cl_buf_append(h, b->json + b->hist_at, b->user_len);
+	rc = rc ? rc : cl_buf_append(h, ",", 1);
+	rc = rc ? rc : cl_buf_append(h, head, sizeof(head) - 1);
+	rc = rc ? rc
+		: cl_buf_append(h, s->conv_answer.data ? s->conv_answer.data : "",
+				s->conv_answer.len);
+	rc = rc ? rc : cl_buf_append(h, tail, sizeof(tail) - 1);
+	if (rc) {
+		h->len = mark;
+		if (h->data)
+			h->data[mark] = '\0';
+	}
+	return rc;
+}
+
+bool cl_conv_follow(struct cl_worker *w, struct cl_slot *s, bool completed, int64_t now_us)
+{
+	const struct cl_stage_run *st = &w->st;
+	s->conv_next = false;
+	if (!completed || !s->body || !s->body->turn || s->answer_cut || !st->active ||
+	    st->stopping || !has_next_turn(&w->e->workload, s->conv_body) || add_to_history(s) != 0)
+		return false;
+	/* The conversation keeps its slot through the think time: parked like a backoff, it
+	 * holds its user's place in the closed loop and is woken by the same heap. */
+	s->conv_next = true;
+	s->parked = true;
+	s->no_answer_streak = 0;
+	cl_park_push(&w->parked, s->index, now_us + w->e->workload.think_time_us);
+	return true;
+}
+
+void cl_conv_record(struct cl_metrics *m, const struct cl_slot *s, int64_t prompt_tokens)
+{
+	if (!s->body || !s->body->turn)
+		return;
+	uint32_t t = s->body->turn < CL_TURNS_MAX ? s->body->turn - 1 : CL_TURNS_MAX - 1;
+	m->ctr[CL_CTR_TURN1_COMPLETED + t]++;
+	if (prompt_tokens > 0)
+		m->ctr[CL_CTR_TURN1_PROMPT_TOKENS + t] += (uint64_t)prompt_tokens;
+	if (s->first_us)
+		cl_hist_record(&m->lat[CL_LAT_TTFT_TURN1 + t], s->first_us - s->handed_us);
+}
+
+const struct cl_request_body *cl_trace_body(const struct cl_worker *w, uint64_t k)
+{
+	const struct cl_workload_plan *wl = &w->e->workload;
+	uint64_t local = (uint64_t)w->index + (uint64_t)w->e->nworkers * k;
+	if (!wl->trace_stride || local >= wl->n_bodies)
+		return NULL;
+	uint64_t i = wl->first_body + local * wl->trace_stride;
+	return i < wl->n_bodies ? &wl->bodies[i] : NULL;
+}
+
+int64_t cl_open_peek(const struct cl_worker *w)
+{
+	if (!w->e->workload.trace_stride)
+		return cl_arrivals_peek(&w->st.arr);
+	const struct cl_request_body *b = cl_trace_body(w, w->st.trace_k);
+	return b ? w->st.start_us + b->at_us : INT64_MAX;
+}
+
+void cl_open_advance(struct cl_worker *w)
+{
+	if (w->e->workload.trace_stride)
+		w->st.trace_k++;
+	else
+		cl_arrivals_advance(&w->st.arr);
+}
