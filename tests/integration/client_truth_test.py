@@ -32,7 +32,8 @@ class ClientStall(tl.FleetCase):
         doc = tl.scenario({"url": sim.url},
                           [{"name": "frozen", "concurrency": 4, "duration": "6s"}],
                           {"listen": url, "expect": 2, "token_env": "CLT_FLEET_TOKEN",
-                           "join_timeout": "30s", "report_interval": "500ms"})
+                           "join_timeout": "30s", "report_interval": "500ms"},
+                          client_bound="fail")  # the product's default, the subject here
         out = self.scope.path("out")
         coord = self.start_run(self.write_scenario("frozen", doc), out,
                                env={"CLT_FLEET_TOKEN": TOKEN})

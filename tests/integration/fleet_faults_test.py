@@ -56,6 +56,7 @@ class Faults(tl.FleetCase):
         agents = {"listen": url, "expect": 2, "token_env": "CLT_FLEET_TOKEN",
                   "join_timeout": "30s"}
         agents.update(scn.pop("agents", {}))
+        scn.setdefault("client_bound", "fail")  # what a fault does to the exit code is checked
         doc = tl.scenario({"url": self.sim.url}, stages, agents, name=name, **scn)
         out = self.scope.path("out-" + name)
         env = {"CLT_FLEET_TOKEN": TOKEN, "CHATLOAD_INSECURE": "1"}
