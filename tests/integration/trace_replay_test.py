@@ -43,7 +43,7 @@ class TraceReplay(tl.FleetCase):
         self.assertExit(p, 0, 120)
         return self.results(out)
 
-    def check_timing(self, recs, stamps_us, seen_before):
+    def check_timing(self, recs, stamps_us, seen_before, median_us=5000):
         """Each trace record (told apart by its output length, 10 + its index) arrived once;
         arrival minus trace offset is the same for all within a few ms."""
         mine = [r for r in recs if r["seq"] > seen_before]
@@ -57,7 +57,7 @@ class TraceReplay(tl.FleetCase):
         base = statistics.median(shifts)
         errs = sorted(abs(s - base) for s in shifts)
         # A noisy shared 2-core machine: the median error within 5 ms, every one within 50.
-        self.assertLess(statistics.median(errs), 5000, errs)
+        self.assertLess(statistics.median(errs), median_us, errs)
         self.assertLess(errs[-1], 50000, errs)
         # Both agents took part: one agent's requests carry its own X-Request-Id prefix.
         self.assertEqual(len({r["x_request_id"].split("-")[0] for r in mine}), 2, mine)
@@ -89,8 +89,11 @@ class TraceReplay(tl.FleetCase):
              "GeneratedTokens": 10 + i} for i, t in enumerate(stamps_s)])
         res = self.replay(sim, trace, "azure")
         self.assertEqual(res["stages"][0]["requests"]["completed"], len(stamps_s))
+        # Five requests on four workers: nearly each opens its connection as it starts
+        # (several ms under ASan), so the median is looser here; the timing proper is the
+        # Mooncake test's.
         self.check_timing([r for r in sim.truth() if r.get("seq")],
-                          [t * 1e6 for t in stamps_s], 0)
+                          [t * 1e6 for t in stamps_s], 0, median_us=20000)
 
 
 if __name__ == "__main__":
