@@ -335,6 +335,11 @@ static void stage_tick(struct cl_worker *w)
 	if (ph != phase(w))
 		set_phase(w, ph);
 	if (ph == CL_ENGINE_RUNNING && !st->by_requests && now >= st->win_end_us) {
+		/* Open loop: arrivals due inside the window whose timer fired after its end still
+		 * go, late by their dispatch lag (a trace's last record is due 1 ms before the
+		 * end; a busy machine woke this loop after it and the record was never sent). */
+		if (st->plan.mode != CL_MODE_CONCURRENCY)
+			pump_open(w, now);
 		close_window(w, st->win_end_us, now);
 		ph = CL_ENGINE_DRAINING;
 	}
