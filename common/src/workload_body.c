@@ -144,18 +144,30 @@ int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt
 	return 0;
 }
 
-int cli_workload_push_prompt(struct render_ctx *c, const char *system, const char *prompt,
-			     size_t len, uint32_t out_tokens, struct cl_err *err)
+/* Markers that stand where the history goes and after the turn's user message while a turn
+ * is rendered: strings jansson writes as "\u0000CLHIST1", which no text can produce with its
+ * closing quote unescaped, so the first match is the marker itself. */
+static const char mark1[] = "\"\\u0000CLHIST1\",", mark2[] = ",\"\\u0000CLHIST2\"";
+
+/*
+ * The messages of one request: the system prompt (when set) and the user's prompt; with
+ * markers, the history marker before the user's message and the end marker after it (see
+ * cut_markers).  *chars counts the characters of both prompts.  0, CL_EINVAL (not UTF-8) or
+ * CL_ENOMEM, err filled.
+ */
+static int build_messages(const char *system, const char *prompt, size_t len, bool markers,
+			  json_t **out, size_t *chars, struct cl_err *err)
 {
 	json_t *messages = json_array();
 	json_t *content = json_stringn(prompt, len);
-	size_t chars = len;
+	*out = NULL;
+	*chars = len;
 	if (!content) {
 		json_decref(messages);
 		return cl_err_set(err, CL_EINVAL, "prompt is not valid UTF-8");
 	}
 	if (!messages)
-		goto nomem;
+		goto nomem_content;
 	if (system && *system) {
 		json_t *sys = json_string(system);
 		if (!sys) {
@@ -165,13 +177,16 @@ int cli_workload_push_prompt(struct render_ctx *c, const char *system, const cha
 		}
 		if (cli_workload_add_message(messages, "system", sys) != 0)
 			goto nomem_content;
-		chars += strlen(system);
+		*chars += strlen(system);
 	}
-	if (cli_workload_add_message(messages, "user", content) != 0) {
-		content = NULL;
+	if (markers && json_array_append_new(messages, json_stringn("\0CLHIST1", 8)) != 0)
+		goto nomem_content;
+	if (cli_workload_add_message(messages, "user", content) != 0)
+		goto nomem; /* content is taken, even on failure */
+	if (markers && json_array_append_new(messages, json_stringn("\0CLHIST2", 8)) != 0)
 		goto nomem;
-	}
-	return cli_workload_push_body(c, messages, chars, out_tokens, err);
+	*out = messages;
+	return 0;
 nomem_content:
 	json_decref(content);
 nomem:
@@ -179,10 +194,14 @@ nomem:
 	return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
 }
 
-/* Markers that stand where the history goes and after the turn's user message while a turn
- * is rendered: strings jansson writes as "\u0000CLHIST1", which no text can produce with its
- * closing quote unescaped, so the first match is the marker itself. */
-static const char mark1[] = "\"\\u0000CLHIST1\",", mark2[] = ",\"\\u0000CLHIST2\"";
+int cli_workload_push_prompt(struct render_ctx *c, const char *system, const char *prompt,
+			     size_t len, uint32_t out_tokens, struct cl_err *err)
+{
+	json_t *messages;
+	size_t chars;
+	int rc = build_messages(system, prompt, len, false, &messages, &chars, err);
+	return rc ? rc : cli_workload_push_body(c, messages, chars, out_tokens, err);
+}
 
 /* Cuts the markers out of b->json, filling hist_at and user_len. */
 static int cut_markers(struct cl_request_body *b)
@@ -206,37 +225,14 @@ static int cut_markers(struct cl_request_body *b)
 int cli_workload_push_turn(struct render_ctx *c, const char *system, const char *prompt, size_t len,
 			   uint32_t out_tokens, uint32_t turn, struct cl_err *err)
 {
-	json_t *messages = json_array();
-	json_t *content = json_stringn(prompt, len);
-	size_t chars = len;
-	if (!content) {
-		json_decref(messages);
-		return cl_err_set(err, CL_EINVAL, "prompt is not valid UTF-8");
-	}
-	if (!messages)
-		goto nomem_content;
-	if (system && *system) {
-		json_t *sys = json_string(system);
-		if (!sys) {
-			json_decref(content);
-			json_decref(messages);
-			return cl_err_set(err, CL_EINVAL, "system prompt is not valid UTF-8");
-		}
-		if (cli_workload_add_message(messages, "system", sys) != 0)
-			goto nomem_content;
-		chars += strlen(system);
-	}
-	if (json_array_append_new(messages, json_stringn("\0CLHIST1", 8)) != 0)
-		goto nomem_content;
-	if (cli_workload_add_message(messages, "user", content) != 0) {
-		content = NULL;
-		goto nomem;
-	}
-	if (json_array_append_new(messages, json_stringn("\0CLHIST2", 8)) != 0)
-		goto nomem;
+	json_t *messages;
+	size_t chars;
+	int rc = build_messages(system, prompt, len, true, &messages, &chars, err);
+	if (rc)
+		return rc;
 	/* A shared prefix opens the conversation: later turns carry it in their history. */
 	c->no_prefix = turn > 1;
-	int rc = cli_workload_push_body(c, messages, chars, out_tokens, err);
+	rc = cli_workload_push_body(c, messages, chars, out_tokens, err);
 	c->no_prefix = false;
 	if (rc)
 		return rc;
@@ -247,9 +243,4 @@ int cli_workload_push_turn(struct render_ctx *c, const char *system, const char 
 	c->total_bytes -= before - b->len;
 	b->turn = turn;
 	return 0;
-nomem_content:
-	json_decref(content);
-nomem:
-	json_decref(messages);
-	return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
 }

@@ -3,6 +3,7 @@
  * tests/data/bad-scenarios/ into a directory CORPUS, then run
  *   fuzz_scenario -dict=tests/fuzz/fuzz_scenario.dict CORPUS */
 #include "chatload/scenario.h"
+#include "scenario_invariants.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -46,27 +47,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort(); /* success with errors reported */
 	if (rc != 0 && d.n == 0 && d.dropped == 0)
 		abort(); /* failure without a word to the user */
-	if (rc == 0) {
-		/* the invariants the rest of chatload relies on */
-		if (!s.name || s.n_stages == 0 || (!s.target.url) == !s.target.simulator)
-			abort();
-		for (size_t i = 0; i < s.n_stages; i++) {
-			const struct cl_scn_stage *st = &s.stages[i];
-			if (!st->name || (!st->duration_us) == (!st->requests))
-				abort();
-			if (st->search) { /* probes come later: the search's own bounds hold */
-				const struct cl_scn_search *q = st->search;
-				if (!(q->from > 0) || !(q->max >= q->from) || !(q->tolerance > 0) ||
-				    q->probe_duration_us <= 0 || !q->n_slos)
-					abort();
-				continue;
-			}
-			if (st->mode == CL_MODE_CONCURRENCY && st->concurrency == 0)
-				abort();
-			if (st->mode == CL_MODE_RATE && !(st->rate_per_s > 0))
-				abort();
-		}
-	}
+	if (rc == 0)
+		fuzz_check_scenario(&s);
 	cl_scenario_free(&s);
 	cl_diags_free(&d);
 	for (size_t i = 0; i < n_ov; i++)

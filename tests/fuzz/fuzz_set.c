@@ -2,6 +2,7 @@
  * reaches a converter (durations, sizes, rates, lists, SLOs, the simulator's options).
  * Input: up to 8 lines, each one "key.path=value" override. */
 #include "chatload/scenario.h"
+#include "scenario_invariants.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -58,19 +59,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort(); /* success with errors reported */
 	if (rc != 0 && d.n == 0 && d.dropped == 0)
 		abort(); /* failure without a word to the user */
-	if (rc == 0) {
-		if (!s.name || s.n_stages == 0 || (!s.target.url) == !s.target.simulator)
-			abort();
-		for (size_t i = 0; i < s.n_stages; i++) {
-			const struct cl_scn_stage *st = &s.stages[i];
-			if (!st->name || (!st->duration_us) == (!st->requests))
-				abort();
-			if (st->mode == CL_MODE_CONCURRENCY && st->concurrency == 0)
-				abort();
-			if (st->mode == CL_MODE_RATE && !(st->rate_per_s > 0))
-				abort();
-		}
-	}
+	if (rc == 0)
+		fuzz_check_scenario(&s);
 	cl_scenario_free(&s);
 	cl_diags_free(&d);
 	free(copy);
