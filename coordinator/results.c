@@ -604,17 +604,7 @@ int cl_results_finish_stage(struct cl_results *r, size_t stage, const struct cl_
 		return CL_ENOMEM;
 	}
 	/* Keep the document's stages in scenario order whatever order they finish in. */
-	json_t *stages = json_object_get(r->doc, "stages");
-	size_t at = json_array_size(stages);
-	for (size_t i = 0; i < json_array_size(stages); i++) {
-		json_int_t idx =
-		    json_integer_value(json_object_get(json_array_get(stages, i), "index"));
-		if ((size_t)idx > stage) {
-			at = i;
-			break;
-		}
-	}
-	if (json_array_insert_new(stages, at, o) != 0) {
+	if (cli_rs_insert_stage(json_object_get(r->doc, "stages"), stage, o) != 0) {
 		json_decref(checks);
 		return CL_ENOMEM;
 	}

@@ -335,6 +335,11 @@ int cli_rs_agent_episodes(json_t *doc);
  * coordinator's own stalls) to w.  0 or CL_ENOMEM. */
 int cli_rs_fault_warnings(json_t *w, const json_t *stage);
 
+/* results_util.c: inserts stage object o (taken, even on failure; NULL is CL_ENOMEM) into the
+ * document's stages array before the first stage with a higher "index", keeping scenario
+ * order whatever order stages finish in.  0 or CL_ENOMEM. */
+int cli_rs_insert_stage(json_t *stages, size_t index, json_t *o);
+
 /* results_summary.c: whether stage s's client-bound flag fails the run (every reason but
  * loop_lag and dispatch_lag, which only warn). */
 bool cli_rs_client_bound_gates(const json_t *s);

@@ -20,16 +20,7 @@ json_t *cl_results_live_doc(const struct cl_results *r)
 				      cli_rj_str(ss->name), "status", "running", "intervals",
 				      ss->intervals, "intervals_stride", (json_int_t)ss->stride,
 				      "intervals_total", (json_int_t)ss->seen);
-		size_t at = json_array_size(stages);
-		for (size_t k = 0; k < json_array_size(stages); k++) {
-			json_int_t idx =
-			    json_integer_value(json_object_get(json_array_get(stages, k), "index"));
-			if ((size_t)idx > i) {
-				at = k;
-				break;
-			}
-		}
-		if (!o || json_array_insert_new(stages, at, o) != 0) {
+		if (cli_rs_insert_stage(stages, i, o) != 0) {
 			json_decref(doc);
 			return NULL;
 		}

@@ -424,3 +424,19 @@ int cli_rj_dump(const json_t *j, FILE *f)
 		rc = CL_EIO;
 	return rc == 0 && ferror(f) ? CL_EIO : rc;
 }
+
+int cli_rs_insert_stage(json_t *stages, size_t index, json_t *o)
+{
+	if (!o)
+		return CL_ENOMEM;
+	size_t at = json_array_size(stages);
+	for (size_t k = 0; k < json_array_size(stages); k++) {
+		json_int_t idx =
+		    json_integer_value(json_object_get(json_array_get(stages, k), "index"));
+		if (idx >= 0 && (size_t)idx > index) {
+			at = k;
+			break;
+		}
+	}
+	return json_array_insert_new(stages, at, o) != 0 ? CL_ENOMEM : 0;
+}
