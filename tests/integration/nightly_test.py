@@ -106,9 +106,12 @@ class Nightly(tl.FleetCase):
 
         # A second run the same night gets its own directory, compared with the last night
         # before the date (2026-01-02), not with itself.
+        # Its server is the same as 2026-01-02's, so whether a tail moved by more than 100%
+        # is this machine's noise (a loaded CI run saw 99): either verdict is a comparison.
         p = self.night("2026-01-03", "--set", "target.simulator.ttft=20ms", "--set",
                        "target.simulator.itl=10ms")
-        self.assertExit(p, 0, 60)
+        p.wait(60)
+        self.assertIn(p.p.returncode, (0, 99), p.tail())
         self.assertTrue(os.path.isdir(os.path.join(self.dir, "2026-01-03-2")))
         self.assertRegex(p.text(), r"comparing with 2026-01-02")
 

@@ -59,7 +59,7 @@ class TraceReplay(tl.FleetCase):
         # A noisy shared 2-core machine: the median error within 5 ms, every one below the
         # stall threshold (a later one is a stall, flagged by the agent: client_truth_test).
         # 50 ms was exceeded once (51 ms) in a CI run beside fuzzing.
-        self.assertLess(statistics.median(errs), median_us, errs)
+        self.assertLess(statistics.median(errs), median_us * tl.SLOW, errs)
         self.assertLess(errs[-1], 250000, errs)
         # Both agents took part: one agent's requests carry its own X-Request-Id prefix.
         self.assertEqual(len({r["x_request_id"].split("-")[0] for r in mine}), 2, mine)
@@ -95,7 +95,7 @@ class TraceReplay(tl.FleetCase):
         # (several ms under ASan), so the median is looser here; the timing proper is the
         # Mooncake test's.
         self.check_timing([r for r in sim.truth() if r.get("seq")],
-                          [t * 1e6 for t in stamps_s], 0, median_us=20000)
+                          [t * 1e6 for t in stamps_s], 0)
 
 
 if __name__ == "__main__":
