@@ -117,10 +117,13 @@ class Workloads(tl.FleetCase):
 
     def test_large_dataset_in_parts(self):
         """100,000 lines reach both agents in parts of at most 8 MiB of bodies, and the run
-        sends from all of it (each agent starting at its own place)."""
+        sends from all of it (each agent starting at its own place).  Under the sanitizers
+        50,000 lines (two parts): there, moving 100,000 took coordinator and agents past the
+        10 s silence window in PREPARE (see the closing note of issue 12-16's session)."""
+        n = 100000 // (2 if tl.SLOW > 1 else 1)
         data = self.scope.path("big.jsonl")
         with open(data, "w") as f:
-            for i in range(100000):
+            for i in range(n):
                 # the answer (so the max_tokens asked) tells which thousand the record is in
                 f.write(sharegpt_line("record %06d %s" % (i, "w" * 150), 4 * (1 + i // 1000),
                                       i))
@@ -130,18 +133,18 @@ class Workloads(tl.FleetCase):
                           workload={"dataset": data, "drain_timeout": "5s"},
                           output={"formats": ["json"]})
         p, res = self.run_scenario(doc, "big", timeout=240)
-        m = p.find(r"sending 100000 request bodies to each agent in (\d+) parts")
+        m = p.find(r"sending %d request bodies to each agent in (\d+) parts" % n)
         self.assertIsNotNone(m, p.tail())
-        # about 25 MB of bodies: at least 3 parts of 8 MiB
-        self.assertGreaterEqual(int(m[2].group(1)), 3)
-        self.assertEqual(res["workload"]["bodies"], 100000)
+        # about 25 MB of bodies (12.5 under the sanitizers): parts of at most 8 MiB
+        self.assertGreaterEqual(int(m[2].group(1)), 3 if n == 100000 else 2)
+        self.assertEqual(res["workload"]["bodies"], n)
         self.assertEqual(res["stages"][0]["requests"]["completed"], 200)
-        # Agent 1 starts at record 0, agent 2 at record 50000.
+        # Agent 1 starts at record 0, agent 2 at record n / 2.
         firsts = {}
         for r in sorted(chat_records(sim),
                         key=lambda r: int(r["x_request_id"].rsplit("-", 1)[1])):
             firsts.setdefault(tl.agent_of(r), r["max_tokens"])
-        self.assertEqual(firsts, {"a1": 1, "a2": 51})
+        self.assertEqual(firsts, {"a1": 1, "a2": 1 + (n // 2) // 1000})
 
     def test_same_order_on_two_runs(self):
         """A shuffled dataset: each agent sends the same requests in the same order on two
