@@ -139,17 +139,6 @@ int cli_rs_agent_episodes(json_t *doc)
 
 /* ---- warnings ------------------------------------------------------------------------- */
 
-static int warn(json_t *arr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int warn(json_t *arr, const char *fmt, ...)
-{
-	char buf[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	return cli_rj_append(arr, cli_rj_str(buf));
-}
-
 int cli_rs_fault_warnings(json_t *w, const json_t *stage)
 {
 	const char *name = cl_results_str(stage, "name", "");
@@ -168,15 +157,16 @@ int cli_rs_fault_warnings(json_t *w, const json_t *stage)
 			    cl_results_num(x, "requests_estimated"),
 			    cl_results_num(x, "output_tokens_estimated"),
 			    cl_results_num(x, "requests_per_s"));
-		rc |= warn(w,
-			   "stage '%s': agent %lld (%s) was lost (%s): its load from %.1f s to at "
-			   "most %.1f s into the stage is in no report, %s; the target may have "
-			   "received that much more than these results count",
-			   name, (long long)json_integer_value(json_object_get(x, "agent")),
-			   cl_results_str(x, "host", "?"),
-			   own ? "the coordinator could not run for longer than it waits"
-			       : "silent past the loss window",
-			   cl_results_num(x, "from_s"), cl_results_num(x, "to_s"), est);
+		rc |= cli_rs_warn(
+		    w,
+		    "stage '%s': agent %lld (%s) was lost (%s): its load from %.1f s to at "
+		    "most %.1f s into the stage is in no report, %s; the target may have "
+		    "received that much more than these results count",
+		    name, (long long)json_integer_value(json_object_get(x, "agent")),
+		    cl_results_str(x, "host", "?"),
+		    own ? "the coordinator could not run for longer than it waits"
+			: "silent past the loss window",
+		    cl_results_num(x, "from_s"), cl_results_num(x, "to_s"), est);
 	}
 	return rc ? CL_ENOMEM : 0;
 }

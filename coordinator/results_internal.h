@@ -335,6 +335,10 @@ int cli_rs_agent_episodes(json_t *doc);
  * coordinator's own stalls) to w.  0 or CL_ENOMEM. */
 int cli_rs_fault_warnings(json_t *w, const json_t *stage);
 
+/* results_util.c: appends the formatted warning (at most 1023 bytes) to arr.  0 or
+ * CL_ENOMEM. */
+int cli_rs_warn(json_t *arr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* results_util.c: inserts stage object o (taken, even on failure; NULL is CL_ENOMEM) into the
  * document's stages array before the first stage with a higher "index", keeping scenario
  * order whatever order stages finish in.  0 or CL_ENOMEM. */

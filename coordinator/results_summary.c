@@ -119,17 +119,6 @@ fail:
 	return NULL;
 }
 
-static int warn(json_t *arr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int warn(json_t *arr, const char *fmt, ...)
-{
-	char buf[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	return cli_rj_append(arr, cli_rj_str(buf));
-}
-
 /*
  * Whether a stage's client-bound flag fails the run: any reason but the percentile ones.
  * loop_lag and dispatch_lag are p99s of the stage; on a short stage a few hiccups of a busy
@@ -169,36 +158,37 @@ static int warn_client_bound(json_t *w, const json_t *s, const char *name, bool 
 		    reason && (strcmp(reason, "cpu") == 0 || strcmp(reason, "loop_lag") == 0 ||
 			       strcmp(reason, "dispatch_lag") == 0);
 	}
-	int rc =
-	    warn(w,
-		 "stage '%s' was client-bound (%s): its numbers describe the client, not "
-		 "the server%s%s",
-		 name, why, saturated ? "; add agents or workers" : "",
-		 fails ? "; the run fails (client_bound: warn in the scenario only warns)" : "");
+	int rc = cli_rs_warn(
+	    w,
+	    "stage '%s' was client-bound (%s): its numbers describe the client, not "
+	    "the server%s%s",
+	    name, why, saturated ? "; add agents or workers" : "",
+	    fails ? "; the run fails (client_bound: warn in the scenario only warns)" : "");
 	json_array_foreach(cl_results_get(s, "client.stalls"), k, x)
 	{
 		bool coord = strcmp(cl_results_str(x, "seen_by", ""), "coordinator") == 0;
 		if (strcmp(cl_results_str(x, "reason", ""), "coordinator_stall") == 0) {
-			rc |=
-			    warn(w,
-				 "stage '%s': the coordinator itself could not run for %.2f s "
-				 "from %.2f s into the stage (stopped, suspended or starved); the "
-				 "agents' silence then was not theirs",
-				 name, cl_results_num(x, "length_s"), cl_results_num(x, "at_s"));
+			rc |= cli_rs_warn(
+			    w,
+			    "stage '%s': the coordinator itself could not run for %.2f s "
+			    "from %.2f s into the stage (stopped, suspended or starved); the "
+			    "agents' silence then was not theirs",
+			    name, cl_results_num(x, "length_s"), cl_results_num(x, "at_s"));
 			continue;
 		}
-		rc |= warn(w,
-			   "stage '%s': agent %lld (%s) %s for %.2f s from %.2f s into the stage "
-			   "(seen by %s)",
-			   name, (long long)json_integer_value(json_object_get(x, "agent")),
-			   cl_results_str(x, "host", "?"),
-			   coord ? "went silent (missing)" : "stalled: it could not run",
-			   cl_results_num(x, "length_s"), cl_results_num(x, "at_s"),
-			   coord ? "the coordinator" : "the agent");
+		rc |= cli_rs_warn(
+		    w,
+		    "stage '%s': agent %lld (%s) %s for %.2f s from %.2f s into the stage "
+		    "(seen by %s)",
+		    name, (long long)json_integer_value(json_object_get(x, "agent")),
+		    cl_results_str(x, "host", "?"),
+		    coord ? "went silent (missing)" : "stalled: it could not run",
+		    cl_results_num(x, "length_s"), cl_results_num(x, "at_s"),
+		    coord ? "the coordinator" : "the agent");
 	}
 	double unlisted = cl_results_num(s, "client.stalls_unlisted");
 	if (unlisted > 0)
-		rc |= warn(w, "stage '%s': %.0f more stalls not listed", name, unlisted);
+		rc |= cli_rs_warn(w, "stage '%s': %.0f more stalls not listed", name, unlisted);
 	return rc;
 }
 
@@ -219,15 +209,15 @@ static json_t *warnings_json(struct cl_results *r)
 		const char *reason = cl_results_str(s, "reason", NULL);
 		enum cl_stage_status st;
 		if (cl_stage_status_parse(status, &st) != 0 || st != CL_STAGE_OK)
-			rc |= warn(w, "stage '%s' %s%s%s", name, status, reason ? ": " : "",
-				   reason ? reason : "");
+			rc |= cli_rs_warn(w, "stage '%s' %s%s%s", name, status, reason ? ": " : "",
+					  reason ? reason : "");
 		if (json_is_true(cl_results_get(s, "client.client_bound")))
 			rc |= warn_client_bound(
 			    w, s, name, !r->client_bound_warn && cli_rs_client_bound_gates(s));
 		rc |= cli_rs_fault_warnings(w, s);
 		double no_content = cl_results_num(s, "requests.no_content");
 		if (no_content > 0)
-			rc |= warn(
+			rc |= cli_rs_warn(
 			    w,
 			    "stage '%s': %.0f of %.0f completed requests carried no content "
 			    "token (reasoning only, or nothing): max_tokens may end a thinking "
@@ -239,50 +229,53 @@ static json_t *warnings_json(struct cl_results *r)
 		const json_t *short_n = cl_results_get(s, "tokens.short_requests");
 		const json_t *ratio = cl_results_get(s, "tokens.received_ratio");
 		if (eos_asked && json_integer_value(short_n) > 0 && json_is_number(ratio))
-			rc |=
-			    warn(w,
-				 "stage '%s': %lld requests stopped before the max_tokens they "
-				 "asked for with ignore_eos (%.1f%% of the tokens asked were "
-				 "received): the server does not honour ignore_eos or caps output",
-				 name, (long long)json_integer_value(short_n),
-				 100 * json_number_value(ratio));
+			rc |= cli_rs_warn(
+			    w,
+			    "stage '%s': %lld requests stopped before the max_tokens they "
+			    "asked for with ignore_eos (%.1f%% of the tokens asked were "
+			    "received): the server does not honour ignore_eos or caps output",
+			    name, (long long)json_integer_value(short_n),
+			    100 * json_number_value(ratio));
 		/* HTTP/2 asked for, HTTP/1.1 got (http2: preferred falls back silently). */
 		double h1 = cl_results_num(s, "http.completed_h1");
 		const char *want = cl_results_str(r->doc, "scenario.target.http2", "false");
 		if (strcmp(want, "false") != 0 && h1 > 0)
-			rc |= warn(w,
-				   "stage '%s': %.0f of %.0f completed requests went over HTTP/1.1 "
-				   "although target.http2 is %s",
-				   name, h1, cl_results_num(s, "requests.completed"), want);
+			rc |= cli_rs_warn(
+			    w,
+			    "stage '%s': %.0f of %.0f completed requests went over HTTP/1.1 "
+			    "although target.http2 is %s",
+			    name, h1, cl_results_num(s, "requests.completed"), want);
 		const char *src = cl_results_str(s, "tokens.source", "usage");
 		if (strcmp(src, "chunks") == 0 || strcmp(src, "mixed") == 0)
-			rc |= warn(w,
-				   "stage '%s': some token counts come from counting chunks "
-				   "(the server sent no usage)",
-				   name);
+			rc |= cli_rs_warn(w,
+					  "stage '%s': some token counts come from counting chunks "
+					  "(the server sent no usage)",
+					  name);
 	}
 	json_array_foreach(json_object_get(r->doc, "agents"), i, s)
 	{
 		if (json_is_true(json_object_get(s, "lost")))
-			rc |= warn(w, "agent %lld (%s%s%s) was lost",
-				   (long long)json_integer_value(json_object_get(s, "id")),
-				   cl_results_str(s, "host", "?"),
-				   json_is_string(json_object_get(s, "address")) ? " at " : "",
-				   cl_results_str(s, "address", ""));
+			rc |=
+			    cli_rs_warn(w, "agent %lld (%s%s%s) was lost",
+					(long long)json_integer_value(json_object_get(s, "id")),
+					cl_results_str(s, "host", "?"),
+					json_is_string(json_object_get(s, "address")) ? " at " : "",
+					cl_results_str(s, "address", ""));
 	}
 	/* A stage that reported intervals but was never finished has no summary: say so, and
 	 * where its intervals are. */
 	for (size_t k = 0; r->finished && k < r->n_stages; k++) {
 		if (r->stages[k].seen && !r->stages[k].finished)
-			rc |= warn(w,
-				   "stage '%s' never finished: its %llu intervals are only in "
-				   "intervals.jsonl",
-				   r->stages[k].name ? r->stages[k].name : "",
-				   (unsigned long long)r->stages[k].seen);
+			rc |=
+			    cli_rs_warn(w,
+					"stage '%s' never finished: its %llu intervals are only in "
+					"intervals.jsonl",
+					r->stages[k].name ? r->stages[k].name : "",
+					(unsigned long long)r->stages[k].seen);
 	}
 	if (r->finished && !json_is_true(json_object_get(r->doc, "complete")))
-		rc |= warn(w, "the run did not complete: %zu of %zu stages finished",
-			   json_array_size(stages), r->n_stages);
+		rc |= cli_rs_warn(w, "the run did not complete: %zu of %zu stages finished",
+				  json_array_size(stages), r->n_stages);
 	if (rc) {
 		json_decref(w);
 		return NULL;

@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -439,4 +441,14 @@ int cli_rs_insert_stage(json_t *stages, size_t index, json_t *o)
 		}
 	}
 	return json_array_insert_new(stages, at, o) != 0 ? CL_ENOMEM : 0;
+}
+
+int cli_rs_warn(json_t *arr, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	return cli_rj_append(arr, cli_rj_str(buf));
 }
