@@ -181,8 +181,8 @@ void cl_session_fail(struct session *s, const char *fmt, ...)
 	CL_ERROR("%s", s->error);
 }
 
-/* Applies a new command; returns whether it was a part of a workload (more may follow at
- * once, so the agent polls again without its pause). */
+/* Applies a new command; returns whether the workload is still arriving in parts (more
+ * follow at once, so the agent polls again without its pause). */
 static bool apply_command(struct session *s, struct cl_msg *reply)
 {
 	struct cl_msg_cmd *c = &reply->cmd;
@@ -193,7 +193,7 @@ static bool apply_command(struct session *s, struct cl_msg *reply)
 	switch (c->cmd) {
 	case CL_CMD_PREPARE:
 		cl_activity_prepare(s, reply);
-		break;
+		return s->state == CL_AGENT_PREPARING;
 	case CL_CMD_PROBE:
 		cl_probe_thread_start(s, reply);
 		break;

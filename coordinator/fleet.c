@@ -499,6 +499,24 @@ uint64_t cl_fleet_send(struct cl_fleet *f, size_t i, const struct cl_msg_cmd *cm
 	return a->cmds[a->n_cmds++].cmd_seq;
 }
 
+size_t cl_fleet_room(const struct cl_fleet *f, size_t i)
+{
+	return CL_FLEET_MAX_QUEUED_CMDS - f->agents[i].n_cmds;
+}
+
+void cl_fleet_unqueue(struct cl_fleet *f, enum cl_cmd cmd)
+{
+	for (size_t i = 0; i < f->n; i++) {
+		struct cl_fleet_agent *a = &f->agents[i];
+		size_t keep = 0;
+		for (size_t q = 0; q < a->n_cmds; q++) {
+			if (a->cmds[q].cmd != cmd)
+				a->cmds[keep++] = a->cmds[q];
+		}
+		a->n_cmds = keep;
+	}
+}
+
 void cl_fleet_broadcast(struct cl_fleet *f, const struct cl_msg_cmd *cmd)
 {
 	for (size_t i = 0; i < f->n; i++) {

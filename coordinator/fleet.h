@@ -132,6 +132,11 @@ void cl_fleet_serve(struct cl_fleet *f, int64_t for_us);
  * to must stay valid until the agent applied it.  Returns the cmd_seq given, 0 when the
  * queue is full. */
 uint64_t cl_fleet_send(struct cl_fleet *f, size_t i, const struct cl_msg_cmd *cmd);
+/* How many more commands agent i's queue takes now. */
+size_t cl_fleet_room(const struct cl_fleet *f, size_t i);
+/* Removes every queued command of kind cmd, from every agent's queue (its cmd_seq is not
+ * reused: an agent that would have applied it never sees it). */
+void cl_fleet_unqueue(struct cl_fleet *f, enum cl_cmd cmd);
 /* Queues cmd for every agent that is not lost or gone. */
 void cl_fleet_broadcast(struct cl_fleet *f, const struct cl_msg_cmd *cmd);
 /* Agents neither lost nor gone. */

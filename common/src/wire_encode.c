@@ -178,14 +178,13 @@ static void enc_target(struct enc *e, const char *name, const struct cl_target_p
 }
 
 /* The value of a "bodies" array (the key is the caller's). */
-static void enc_bodies(struct enc *e, const struct cl_request_body *bodies, size_t n)
+static void enc_bodies_value(struct enc *e, const struct cl_request_body *bodies, size_t n)
 {
 	if (n > CL_WIRE_MAX_BODIES)
 		fail(e, CL_ETOOBIG, "bodies", "has too many entries (%zu, max %u)", n,
 		     CL_WIRE_MAX_BODIES);
 	if (n && !bodies)
 		fail(e, CL_EINVAL, "bodies", "is NULL with %zu entries", n);
-	key(e, "bodies");
 	array(e, n);
 	for (size_t i = 0; i < n && !e->rc; i++) {
 		const struct cl_request_body *b = &bodies[i];
@@ -228,7 +227,8 @@ static void enc_workload(struct enc *e, const char *name, const struct cl_worklo
 		fail(e, CL_EINVAL, "first_body", "is %zu, not below the %zu bodies", w->first_body,
 		     total);
 	map(e, 3 + parts + !!w->first_body + !!w->think_time_us + !!w->trace_stride);
-	enc_bodies(e, w->bodies, w->n_bodies);
+	key(e, "bodies");
+	enc_bodies_value(e, w->bodies, w->n_bodies);
 	nonneg(e, "request_timeout_us", w->request_timeout_us);
 	u64(e, "max_tokens", w->max_tokens);
 	if (parts)
@@ -383,7 +383,12 @@ static void enc_args(struct enc *e, const struct cl_msg_cmd *c)
 	case CL_CMD_BODIES:
 		map(e, 2);
 		u64(e, "offset", c->bodies.offset);
-		enc_bodies(e, c->bodies.bodies, c->bodies.n_bodies);
+		key(e, "bodies");
+		if (c->bodies.packed)
+			/* Encoded (and checked) once by cl_wire_pack_bodies, for every agent. */
+			chk(e, e->pk.callback(e->pk.data, c->bodies.packed, c->bodies.packed_len));
+		else
+			enc_bodies_value(e, c->bodies.bodies, c->bodies.n_bodies);
 		break;
 	default:
 		map(e, 0);
@@ -549,5 +554,22 @@ int cl_wire_encode(const struct cl_msg *m, msgpack_sbuffer *out, struct cl_err *
 	}
 	if (e.rc)
 		out->size = start;
+	return e.rc;
+}
+
+int cl_wire_pack_bodies(const struct cl_request_body *bodies, size_t n, msgpack_sbuffer *out,
+			struct cl_err *err)
+{
+	size_t was = out->size;
+	struct enc e = { .err = err, .what = "BODIES" };
+	msgpack_packer_init(&e.pk, out, msgpack_sbuffer_write);
+	size_t old = wire_path_push(&e.path, "bodies");
+	enc_bodies_value(&e, bodies, n);
+	wire_path_pop(&e.path, old);
+	if (!e.rc && out->size - was > CL_WIRE_MAX_MSG)
+		fail(&e, CL_ETOOBIG, "bodies", "take %zu bytes, more than a message may (%u)",
+		     out->size - was, (unsigned)CL_WIRE_MAX_MSG);
+	if (e.rc)
+		out->size = was;
 	return e.rc;
 }

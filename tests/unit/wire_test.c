@@ -825,7 +825,51 @@ static void test_cmd_prepare_parts(void **state)
 	assert_int_equal(cl_wire_encode(&b, &sb, &err), CL_EINVAL);
 	assert_non_null(strstr(err.msg, "hist_at"));
 	msgpack_sbuffer_destroy(&sb);
+	/* ... and by the packer, which makes the same checks. */
+	msgpack_sbuffer_init(&sb);
+	assert_int_equal(cl_wire_pack_bodies(&bodies[2], 2, &sb, &err), CL_EINVAL);
+	assert_non_null(strstr(err.msg, "bodies[0]"));
+	assert_int_equal(sb.size, 0);
+	msgpack_sbuffer_destroy(&sb);
 	bodies[2].user_len = 5;
+
+	/* A part packed once goes out as it is: what arrives is the packed bodies, not the
+	 * ones the command also names. */
+	msgpack_sbuffer_init(&sb);
+	assert_int_equal(cl_wire_pack_bodies(&bodies[0], 2, &sb, &err), 0);
+	b.cmd.bodies.packed = sb.data;
+	b.cmd.bodies.packed_len = sb.size;
+	roundtrip(&b, &out);
+	assert_int_equal(out.cmd.bodies.n_bodies, 2);
+	assert_string_equal(out.cmd.bodies.bodies[0].json, bodies[0].json);
+	assert_int_equal(out.cmd.bodies.bodies[0].max_tokens, 120);
+	assert_null(out.cmd.bodies.packed);
+	cl_msg_free(&out);
+	/* Bytes that are not one msgpack value fail the encoder's final check. */
+	msgpack_sbuffer broken;
+	msgpack_sbuffer_init(&broken);
+	assert_int_equal(msgpack_sbuffer_write(&broken, sb.data, sb.size - 1), 0);
+	b.cmd.bodies.packed = broken.data;
+	b.cmd.bodies.packed_len = broken.size;
+	struct cl_err err2 = { 0 };
+	msgpack_sbuffer out_sb;
+	msgpack_sbuffer_init(&out_sb);
+	assert_int_not_equal(cl_wire_encode(&b, &out_sb, &err2), 0);
+	assert_non_null(strstr(err2.msg, "cannot encode CMD"));
+	msgpack_sbuffer_destroy(&out_sb);
+	msgpack_sbuffer_destroy(&broken);
+	msgpack_sbuffer_destroy(&sb);
+
+	/* A workload sent wholly in parts: PREPARE carries the plan and no bodies. */
+	in.cmd.prepare.workload.bodies = NULL;
+	in.cmd.prepare.workload.n_bodies = 0;
+	in.cmd.prepare.workload.total_bodies = 4;
+	in.cmd.prepare.workload.first_body = 3;
+	roundtrip(&in, &out);
+	assert_int_equal(out.cmd.prepare.workload.n_bodies, 0);
+	assert_int_equal(out.cmd.prepare.workload.total_bodies, 4);
+	assert_int_equal(out.cmd.prepare.workload.first_body, 3);
+	cl_msg_free(&out);
 }
 
 /* ---- Hostile input ------------------------------------------------------------------------ */

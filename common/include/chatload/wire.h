@@ -54,7 +54,7 @@
 #define CL_WIRE_MAX_TOTAL_BODIES (1u << 20) /* workload.total_bodies: a workload in parts */
 /* A workload is sent in parts of at most this many bytes of body text (one larger body
  * travels alone), so no message grows with the dataset (docs/protocol.md, BODIES). */
-#define CL_WIRE_BODIES_PART_BYTES (8u << 20)
+#define CL_WIRE_BODIES_PART_BYTES (1u << 20)
 #define CL_WIRE_BODIES_PART_MAX   65536u /* ... and at most this many bodies */
 
 /*
@@ -241,6 +241,11 @@ struct cl_cmd_bodies {
 	uint64_t offset;
 	struct cl_request_body *bodies;
 	size_t n_bodies;
+	/* Encoder only, optional: the "bodies" value already encoded by cl_wire_pack_bodies
+	 * (borrowed), sent as it is instead of encoding bodies again, so a part sent to many
+	 * agents is encoded once.  The decoder leaves it NULL. */
+	const char *packed;
+	size_t packed_len;
 };
 
 /* START_AT: run a stage from an instant on the coordinator's clock. */
@@ -308,6 +313,14 @@ void cl_msg_free(struct cl_msg *m);
  * Does not block; allocates only in out.
  */
 int cl_wire_encode(const struct cl_msg *m, msgpack_sbuffer *out, struct cl_err *err);
+
+/*
+ * Appends the encoding of a BODIES command's "bodies" value (an array of n bodies, with the
+ * checks cl_wire_encode makes) to out, for struct cl_cmd_bodies.packed.  Returns 0, or
+ * CL_EINVAL / CL_ETOOBIG / CL_ENOMEM with the field in err (out then keeps its old size).
+ */
+int cl_wire_pack_bodies(const struct cl_request_body *bodies, size_t n, msgpack_sbuffer *out,
+			struct cl_err *err);
 
 /*
  * Decodes one message from buf[0..len), which is treated as hostile.  In order:
