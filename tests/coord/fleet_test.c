@@ -1,6 +1,8 @@
 /* Tests of the coordinator's fleet over a real nng socket: joining, refusals (token, version,
- * garbage), command delivery by seq, report de-duplication, liveness. */
+ * garbage, a lost agent back), command delivery by seq, report de-duplication, liveness and
+ * the coordinator's own stalls. */
 #include "fleet.h"
+#include "fleet_internal.h"
 
 #include "chatload/clock.h"
 #include "chatload/wire.h"
@@ -284,6 +286,75 @@ static void test_missing_after_silence(void **state)
 	assert_int_equal(fx->f.agents[0].live, CL_LIVE_OK);
 }
 
+/* A lost agent that asks to join again (the same process: host and pid) is told why it may
+ * not, and a newcomer to a full run with a lost agent is told it may join the next run. */
+static void test_lost_agent_back_told_why(void **state)
+{
+	struct fixture *fx = *state;
+	struct cl_msg r = { 0 };
+	hello(fx, CHATLOAD_VERSION, "s3cret", 109, &r);
+	cl_msg_free(&r);
+	hello(fx, CHATLOAD_VERSION, "s3cret", 110, &r);
+	cl_msg_free(&r);
+	assert_int_equal(fx->f.n, 2);
+	/* what update_liveness does after CL_WIRE_LOST_US of silence */
+	fx->f.agents[0].live = CL_LIVE_LOST;
+	fx->f.agents[0].lost_cause = CL_LOSS_SILENT;
+	fx->f.agents[0].lost_at_us = cl_mono_us();
+	hello(fx, CHATLOAD_VERSION, "s3cret", 109, &r);
+	assert_int_equal(r.type, CL_MSG_REFUSE);
+	assert_non_null(strstr(r.refuse.reason, "agent 1 (testhost) was declared lost in run "
+						"'run-1' after 10 s without a word from it"));
+	assert_non_null(strstr(r.refuse.reason, "may join the next one"));
+	assert_null(strstr(r.refuse.reason, "already has"));
+	cl_msg_free(&r);
+	hello(fx, CHATLOAD_VERSION, "s3cret", 111, &r);
+	assert_int_equal(r.type, CL_MSG_REFUSE);
+	assert_non_null(strstr(r.refuse.reason, "does not take new ones (1 of them lost)"));
+	cl_msg_free(&r);
+	assert_int_equal(fx->f.n, 2);
+}
+
+/* The coordinator's own stall (as its watch reports one) is not the agents' silence: the
+ * silence inside it is credited to them. */
+static void test_own_stall_credited(void **state)
+{
+	struct fixture *fx = *state;
+	struct cl_msg r = { 0 };
+	hello(fx, CHATLOAD_VERSION, "s3cret", 112, &r);
+	cl_msg_free(&r);
+	struct cl_fleet_agent *a = &fx->f.agents[0];
+	int64_t now = cl_mono_us();
+	a->last_seen_us = now - 5000000; /* silent 5 s, of which we were stalled 4.8 s */
+	cli_fleet_watch_note(fx->f.watch, now - 4900000, 4800000);
+	cl_fleet_serve(&fx->f, 50000);
+	assert_int_equal(a->live, CL_LIVE_OK);
+	assert_int_equal(fx->f.n_own, 1);
+	assert_true(fx->f.own_stalls[0].length_us >= 4800000);
+}
+
+/* A stall longer than an agent waits for a reply: every agent silent since before it is
+ * lost, as caused by the coordinator, at once, and told so if it asks to join again. */
+static void test_own_stall_longer_than_agents_wait(void **state)
+{
+	struct fixture *fx = *state;
+	struct cl_msg r = { 0 };
+	hello(fx, CHATLOAD_VERSION, "s3cret", 113, &r);
+	cl_msg_free(&r);
+	struct cl_fleet_agent *a = &fx->f.agents[0];
+	int64_t now = cl_mono_us();
+	a->last_seen_us = now - 13000000;
+	cli_fleet_watch_note(fx->f.watch, now - 12500000, 12400000);
+	cl_fleet_serve(&fx->f, 50000);
+	assert_int_equal(a->live, CL_LIVE_LOST);
+	assert_int_equal(a->lost_cause, CL_LOSS_COORDINATOR_STALL);
+	assert_int_equal(fx->f.n_own, 1);
+	hello(fx, CHATLOAD_VERSION, "s3cret", 113, &r);
+	assert_int_equal(r.type, CL_MSG_REFUSE);
+	assert_non_null(strstr(r.refuse.reason, "when this coordinator could not run"));
+	cl_msg_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -297,6 +368,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unknown_agent_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_forged_session_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing_after_silence, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lost_agent_back_told_why, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_own_stall_credited, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_own_stall_longer_than_agents_wait, setup,
+						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -137,9 +137,12 @@ class Faults(tl.FleetCase):
         self.assertLess(abs(missing[0]["at_s"] - (t_cut - start)), 1.5, (missing, t_cut - start))
         self.assertGreater(missing[0]["length_s"], 4.0, missing)
         self.assertLess(missing[0]["length_s"], 9.5, missing)
-        eps = {a["id"]: a["episodes"] for a in res["agents"]}
-        self.assertEqual([e["cause"] for e in eps[victim]], ["partition"], eps)
-        self.assertEqual(eps[3 - victim], [], eps)
+        # (A stall of an agent's own on a loaded machine would add a `stall`: not asserted.)
+        causes = {i: [e["cause"] for e in a] for i, a in
+                  ((a["id"], a["episodes"]) for a in res["agents"])}
+        self.assertEqual(causes[victim].count("partition"), 1, causes)
+        self.assertNotIn("partition", causes[3 - victim])
+        self.assertNotIn("lost", causes[victim] + causes[3 - victim])
         self.assertEqual(st["unaccounted"], [])
         self.assertRegex(coord.text("out"), r"agent %d \(.*\) went silent \(missing\)" % victim)
 
@@ -213,8 +216,8 @@ class Faults(tl.FleetCase):
         self.assertGreater(len(after), 40, "the partitioned agent kept loading for ~10 s")
         self.assertEqual({a["id"]: a["lost"] for a in res["agents"]},
                          {victim: True, 3 - victim: False})
-        eps = {a["id"]: a["episodes"] for a in res["agents"]}
-        self.assertEqual([e["cause"] for e in eps[victim]], ["lost"], eps)
+        eps = {a["id"]: [e["cause"] for e in a["episodes"]] for a in res["agents"]}
+        self.assertEqual(eps[victim].count("lost"), 1, eps)
         self.assertRegex(coord.text("out"), r"agent %d \(.*\) was lost \(silent past the loss "
                                             r"window\): its load from" % victim)
 
@@ -333,9 +336,10 @@ class Faults(tl.FleetCase):
         self.assertEqual(st["status"], "failed")
         self.assertRegex(st["reason"], r"this coordinator could not run for longer than")
         c = st["client"]
-        self.assertEqual(c["reasons"], ["coordinator_stall"], c)
+        self.assertIn("coordinator_stall", c["reasons"])
+        self.assertNotIn("agent_missing", c["reasons"])
         own = [s for s in c["stalls"] if s["reason"] == "coordinator_stall"]
-        self.assertEqual([s["agent"] for s in c["stalls"]], [None, None], c["stalls"])
+        self.assertEqual([s["agent"] for s in own], [None, None], c["stalls"])
         self.assertLess(abs(own[0]["length_s"] - 4.0), 0.8, own)
         self.assertLess(abs(own[0]["at_s"] - (t_stop1 - start)), 0.8, (own, t_stop1 - start))
         self.assertGreater(own[1]["length_s"], 14.5, own)
