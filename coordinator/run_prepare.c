@@ -30,6 +30,7 @@ struct part {
 struct parts {
 	struct part *p;
 	size_t n;
+	size_t freed; /* parts [0, freed) have no encoding any more */
 };
 
 /* How many bodies from `from` make one part: up to CL_WIRE_BODIES_PART_BYTES of body text
@@ -128,10 +129,12 @@ static void parts_trim(struct run *r, struct parts *ps, const size_t *next)
 		if (present(&r->fleet.agents[i]) && next[i] < lowest)
 			lowest = next[i];
 	}
-	for (size_t k = 0; k < lowest; k++) {
+	for (size_t k = ps->freed; k < lowest; k++) {
 		struct part *p = &ps->p[k];
-		if (!p->have)
+		if (!p->have) {
+			ps->freed += ps->freed == k;
 			continue;
+		}
 		bool held = false;
 		for (size_t i = 0; i < r->fleet.n && !held; i++) {
 			const struct cl_fleet_agent *a = &r->fleet.agents[i];
@@ -140,8 +143,10 @@ static void parts_trim(struct run *r, struct parts *ps, const size_t *next)
 				       a->cmds[q].cmd_seq > a->applied_seq &&
 				       a->cmds[q].bodies.packed == p->packed.data;
 		}
-		if (!held)
-			part_drop(p);
+		if (held)
+			continue;
+		part_drop(p);
+		ps->freed += ps->freed == k;
 	}
 }
 
