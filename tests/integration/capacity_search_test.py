@@ -40,9 +40,13 @@ class CapacitySearch(tl.FleetCase):
         once more: the product refused to trust the probe, which is right, and the test is
         about the search."""
         out = self.scope.path("cap%d-%d" % (n, attempt))
+        # Under the sanitizers longer probes: p99 of a 1.5 s probe at 4 streams is about its
+        # largest TTFT, and one sanitizer pause (seen: 50 ms) then broke the 70 ms SLO far
+        # below the batch limit; with twice the samples one pause is not the p99.
+        probe = "3s" if tl.SLOW > 1 else "1500ms"
         p = self.start_run(SCENARIO, out, "--set", "target.simulator.max_batch=%d" % n,
                            "--set", "stages.0.search.from=4", "--set",
-                           "stages.0.search.probe_duration=1500ms",
+                           "stages.0.search.probe_duration=" + probe,
                            name="chatload-%d-%d" % (n, attempt))
         rc = p.wait(120)
         doc = self.results(out)
