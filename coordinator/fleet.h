@@ -5,6 +5,7 @@
 #define CHATLOAD_FLEET_H
 
 #include "chatload/err.h"
+#include "chatload/scenario.h"
 #include "chatload/stall.h"
 #include "chatload/transport.h"
 #include "chatload/wire.h"
@@ -12,7 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define CL_FLEET_MAX_AGENTS      256
+#define CL_FLEET_MAX_AGENTS      CL_SCN_MAX_AGENTS /* chatload/scenario.h */
 #define CL_FLEET_MAX_QUEUED_CMDS 16
 #define CL_FLEET_MAX_LISTENERS   4
 

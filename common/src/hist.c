@@ -1,6 +1,8 @@
 /* Log-linear (HDR-style) histogram: fixed memory, O(1) record, exact merge (no encoding here). */
 #include "chatload/hist.h"
 
+#include "hist_int.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,7 +105,17 @@ int cl_hist_init(struct cl_hist *h, const struct cl_hist_cfg *cfg_in)
 		h->counts_len = 0;
 		return CL_ENOMEM;
 	}
+	h->nz_lo = h->counts_len;
+	h->nz_hi = 0;
 	return 0;
+}
+
+void cli_hist_occupy(struct cl_hist *h, int32_t index)
+{
+	if (index < h->nz_lo)
+		h->nz_lo = index;
+	if (index >= h->nz_hi)
+		h->nz_hi = index + 1;
 }
 
 void cl_hist_destroy(struct cl_hist *h)
@@ -117,8 +129,10 @@ void cl_hist_destroy(struct cl_hist *h)
 
 void cl_hist_reset(struct cl_hist *h)
 {
-	if (h->counts)
-		memset(h->counts, 0, (size_t)h->counts_len * sizeof(*h->counts));
+	if (h->counts && h->nz_hi > h->nz_lo)
+		memset(h->counts + h->nz_lo, 0, (size_t)(h->nz_hi - h->nz_lo) * sizeof(*h->counts));
+	h->nz_lo = h->counts_len;
+	h->nz_hi = 0;
 	h->total = 0;
 	h->overflow = 0;
 	h->min = INT64_MAX;
@@ -143,7 +157,9 @@ void cl_hist_record_n(struct cl_hist *h, int64_t value, uint64_t n)
 	}
 	if (v < h->cfg.lowest)
 		v = h->cfg.lowest;
-	h->counts[counts_index_of(h, v)] += n;
+	int32_t i = counts_index_of(h, v);
+	h->counts[i] += n;
+	cli_hist_occupy(h, i);
 }
 
 void cl_hist_record(struct cl_hist *h, int64_t value)
@@ -157,8 +173,12 @@ int cl_hist_merge(struct cl_hist *dst, const struct cl_hist *src)
 		return CL_EINVAL;
 	if (src->total == 0)
 		return 0;
-	for (int32_t i = 0; i < dst->counts_len; i++)
+	for (int32_t i = src->nz_lo; i < src->nz_hi; i++)
 		dst->counts[i] += src->counts[i];
+	if (src->nz_hi > src->nz_lo) {
+		cli_hist_occupy(dst, src->nz_lo);
+		cli_hist_occupy(dst, src->nz_hi - 1);
+	}
 	dst->total += src->total;
 	dst->overflow += src->overflow;
 	dst->sum += src->sum;
@@ -201,7 +221,7 @@ int64_t cl_hist_percentile(const struct cl_hist *h, double p)
 	if (rank > in_buckets)
 		return h->max;
 	uint64_t seen = 0;
-	for (int32_t i = 0; i < h->counts_len; i++) {
+	for (int32_t i = h->nz_lo; i < h->nz_hi; i++) {
 		seen += h->counts[i];
 		if (seen >= rank) {
 			int64_t v = highest_at_index(h, i);
@@ -270,7 +290,8 @@ int32_t cl_hist_bucket_count(const struct cl_hist *h)
 bool cl_hist_next_bucket(const struct cl_hist *h, int32_t *state, int32_t *index, int64_t *value,
 			 uint64_t *count)
 {
-	for (int32_t i = *state < 0 ? 0 : *state; i < h->counts_len; i++) {
+	int32_t from = *state < h->nz_lo ? h->nz_lo : *state;
+	for (int32_t i = from; i < h->nz_hi; i++) {
 		if (h->counts[i]) {
 			*index = i;
 			*value = highest_at_index(h, i);

@@ -1,6 +1,8 @@
 /* The histogram's msgpack form: sparse encoding and a validate-then-add decoder. */
 #include "chatload/hist_wire.h"
 
+#include "hist_int.h"
+
 #include "mpk_read.h"
 
 #include <math.h>
@@ -16,7 +18,7 @@ static int pack_key(msgpack_packer *pk, const char *key)
 int cl_hist_pack(const struct cl_hist *h, msgpack_packer *pk)
 {
 	uint32_t nonzero = 0;
-	for (int32_t i = 0; i < h->counts_len; i++)
+	for (int32_t i = h->nz_lo; i < h->nz_hi; i++)
 		nonzero += h->counts[i] != 0;
 
 	int rc = msgpack_pack_map(pk, 7);
@@ -38,7 +40,7 @@ int cl_hist_pack(const struct cl_hist *h, msgpack_packer *pk)
 	rc = rc ? rc : pack_key(pk, "b");
 	rc = rc ? rc : msgpack_pack_array(pk, (size_t)nonzero * 2);
 	int32_t prev = 0;
-	for (int32_t i = 0; i < h->counts_len && !rc; i++) {
+	for (int32_t i = h->nz_lo; i < h->nz_hi && !rc; i++) {
 		if (!h->counts[i])
 			continue;
 		rc = msgpack_pack_uint32(pk, (uint32_t)(i - prev));
@@ -222,6 +224,7 @@ int cl_hist_unpack_add(struct cl_hist *h, const msgpack_object *obj, struct cl_e
 	for (uint32_t i = 0; i < d.b->size; i += 2) {
 		index += d.b->ptr[i].via.u64;
 		h->counts[index] += d.b->ptr[i + 1].via.u64;
+		cli_hist_occupy(h, (int32_t)index);
 	}
 	h->total += d.n;
 	h->overflow += d.o;

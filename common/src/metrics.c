@@ -4,6 +4,8 @@
 
 #include "metrics_int.h"
 
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const lat_names[CL_LAT__COUNT] = {
@@ -172,6 +174,50 @@ void cl_metrics_reset(struct cl_metrics *m)
 	memset(&m->health, 0, sizeof(m->health));
 	memset(m->err_samples, 0, sizeof(m->err_samples));
 	m->n_err_samples = 0;
+}
+
+/* Records kept for decoded REPORTs: the coordinator decodes one report at a time, so a few
+ * cover its bursts. */
+#define POOL_KEEP 4
+static struct {
+	pthread_mutex_t mu;
+	struct cl_metrics *kept[POOL_KEEP];
+	int n;
+} pool = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+struct cl_metrics *cli_metrics_take(void)
+{
+	struct cl_metrics *m = NULL;
+	pthread_mutex_lock(&pool.mu);
+	if (pool.n > 0)
+		m = pool.kept[--pool.n];
+	pthread_mutex_unlock(&pool.mu);
+	if (m)
+		return m;
+	if (!(m = calloc(1, sizeof(*m))))
+		return NULL;
+	if (cl_metrics_init(m) != 0) {
+		free(m);
+		return NULL;
+	}
+	return m;
+}
+
+void cli_metrics_give(struct cl_metrics *m)
+{
+	if (!m)
+		return;
+	cl_metrics_reset(m);
+	pthread_mutex_lock(&pool.mu);
+	if (pool.n < POOL_KEEP) {
+		pool.kept[pool.n++] = m;
+		m = NULL;
+	}
+	pthread_mutex_unlock(&pool.mu);
+	if (m) {
+		cl_metrics_destroy(m);
+		free(m);
+	}
 }
 
 void cli_metrics_health_merge(struct cl_health *dst, const struct cl_health *src)

@@ -587,6 +587,12 @@ static void check_agents(struct scn_ctx *c)
 		cli_scn_error(c, seen[2],
 			      "agents.expect needs agents.listen (the address remote agents "
 			      "dial)");
+	if ((uint64_t)a->local + a->expect > CL_SCN_MAX_AGENTS)
+		cli_scn_error(c, seen[2] ? seen[2] : at,
+			      "agents.local (%u) and agents.expect (%u) make %llu agents; a run "
+			      "takes at most %u",
+			      a->local, a->expect, (unsigned long long)a->local + a->expect,
+			      CL_SCN_MAX_AGENTS);
 	if (seen[6] && seen[7])
 		cli_scn_error(c, seen[7],
 			      "agents.token_env and agents.token_file are exclusive: give one");

@@ -463,7 +463,7 @@ static void conv_agents_local(struct scn_ctx *c, const struct ynode *v, void *ob
 static const struct scn_field agents_fields[] = {
 	SCN_CUSTOM("local", conv_agents_local),
 	SCN_CUSTOM("listen", conv_listen),
-	SCN_RANGE("expect", SCN_F_U32, struct cl_scn_agents, expect, 0, 10000),
+	SCN_RANGE("expect", SCN_F_U32, struct cl_scn_agents, expect, 0, CL_SCN_MAX_AGENTS),
 	SCN_RANGE("join_timeout", SCN_F_DUR, struct cl_scn_agents, join_timeout_us, 1, DAY),
 	SCN_CUSTOM("on_loss", conv_on_loss),
 	SCN_RANGE("workers", SCN_F_U32, struct cl_scn_agents, workers, 0, 1024),

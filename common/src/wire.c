@@ -1,6 +1,8 @@
 /* Wire protocol basics: enum names, message release, constant-time token compare, clock offset. */
 #include "chatload/wire.h"
 
+#include "metrics_int.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,10 +141,7 @@ void cl_msg_free(struct cl_msg *m)
 		free(m->poll.error);
 		break;
 	case CL_MSG_REPORT:
-		if (m->report.metrics) {
-			cl_metrics_destroy(m->report.metrics);
-			free(m->report.metrics);
-		}
+		cli_metrics_give(m->report.metrics);
 		free(m->report.readiness);
 		free(m->report.error);
 		break;

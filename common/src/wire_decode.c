@@ -3,6 +3,7 @@
 
 #include "chatload/metrics_wire.h"
 
+#include "metrics_int.h"
 #include "wire_impl.h"
 
 #include <math.h>
@@ -384,8 +385,7 @@ static int dec_report(struct wire_dec *d, const msgpack_object *top, struct cl_m
 	const msgpack_object *mo = F("metrics");
 #undef F
 	if (mo) {
-		if (!(r->metrics = calloc(1, sizeof(*r->metrics))) ||
-		    cl_metrics_init(r->metrics) != 0)
+		if (!(r->metrics = cli_metrics_take()))
 			return cl_err_set(d->err, CL_ENOMEM, "out of memory decoding metrics");
 		struct cl_err merr = { 0 };
 		rc = cl_metrics_unpack_add(r->metrics, mo, &merr);

@@ -296,6 +296,60 @@ static void test_record_n_and_reset(void **state)
 	assert_false(cl_hist_equal(&a, &fresh));
 	cl_hist_reset(&a);
 	assert_true(cl_hist_equal(&a, &fresh));
+
+	/* Reset clears only the occupied range: values at both ends and between, then reset,
+	 * leave every counter zero (cl_hist_equal compares all of them). */
+	static const int64_t spread[] = { 1, 2, 999, 123456, 3000000000LL, 3600000000LL };
+	for (size_t i = 0; i < sizeof(spread) / sizeof(spread[0]); i++)
+		cl_hist_record(&a, spread[i]);
+	cl_hist_reset(&a);
+	assert_true(cl_hist_equal(&a, &fresh));
+	int32_t st = 0, idx;
+	int64_t v;
+	uint64_t c;
+	assert_false(cl_hist_next_bucket(&a, &st, &idx, &v, &c));
+
+	/* Merging widens the destination's range on either side: the same as recording all
+	 * into one histogram, bucket for bucket and in every percentile. */
+	struct cl_hist mid, lo, hi, all;
+	assert_int_equal(cl_hist_init(&mid, &lat_cfg), 0);
+	assert_int_equal(cl_hist_init(&lo, &lat_cfg), 0);
+	assert_int_equal(cl_hist_init(&hi, &lat_cfg), 0);
+	assert_int_equal(cl_hist_init(&all, &lat_cfg), 0);
+	for (int64_t x = 5000; x < 6000; x += 7) {
+		cl_hist_record(&mid, x);
+		cl_hist_record(&all, x);
+	}
+	for (int64_t x = 1; x < 40; x++) {
+		cl_hist_record(&lo, x);
+		cl_hist_record(&all, x);
+	}
+	for (int64_t x = 1000000000LL; x < 3000000000LL; x += 100000000LL) {
+		cl_hist_record(&hi, x);
+		cl_hist_record(&all, x);
+	}
+	assert_int_equal(cl_hist_merge(&mid, &lo), 0);
+	assert_int_equal(cl_hist_merge(&mid, &hi), 0);
+	assert_int_equal(cl_hist_merge(&mid, &fresh), 0); /* an empty source changes nothing */
+	assert_true(cl_hist_equal(&mid, &all));
+	for (double p = 0; p <= 100; p += 0.5)
+		assert_int_equal(cl_hist_percentile(&mid, p), cl_hist_percentile(&all, p));
+	int32_t s1 = 0, s2 = 0, i1, i2;
+	int64_t v1, v2;
+	uint64_t c1, c2;
+	size_t buckets = 0;
+	while (cl_hist_next_bucket(&mid, &s1, &i1, &v1, &c1)) {
+		assert_true(cl_hist_next_bucket(&all, &s2, &i2, &v2, &c2));
+		assert_int_equal(i1, i2);
+		assert_int_equal(c1, c2);
+		buckets++;
+	}
+	assert_false(cl_hist_next_bucket(&all, &s2, &i2, &v2, &c2));
+	assert_true(buckets > 100);
+	cl_hist_destroy(&mid);
+	cl_hist_destroy(&lo);
+	cl_hist_destroy(&hi);
+	cl_hist_destroy(&all);
 	cl_hist_destroy(&a);
 	cl_hist_destroy(&b);
 	cl_hist_destroy(&fresh);

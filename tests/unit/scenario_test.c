@@ -661,6 +661,17 @@ static void derived_and_cross_checks(void **state)
 			  "agents: { listen: 'tcp://127.0.0.1:7700' }\n"
 			  "stages: [ { concurrency: 1, requests: 1 } ]\n";
 	load_bad(bad, strlen(bad), NULL, 2, 11, "agents.expect is 0");
+	/* One table of agents: local and remote together at most CL_SCN_MAX_AGENTS. */
+	bad = "target: { url: 'http://h/v1' }\n"
+	      "agents: { local: 2, listen: 'tcp://127.0.0.1:7700', expect: 1023 }\n"
+	      "stages: [ { concurrency: 1, requests: 1 } ]\n";
+	load_bad(bad, strlen(bad), NULL, 2, 53,
+		 "agents.local (2) and agents.expect (1023) make 1025 agents; a run takes at "
+		 "most 1024");
+	bad = "target: { url: 'http://h/v1' }\n"
+	      "agents: { listen: 'tcp://127.0.0.1:7700', expect: 1025 }\n"
+	      "stages: [ { concurrency: 1, requests: 1 } ]\n";
+	load_bad(bad, strlen(bad), NULL, 2, 51, "agents.expect must be at most 1024");
 	bad = "target: { url: 'http://h/v1' }\n"
 	      "agents: { listen: 'tls+tcp://0.0.0.0:7700', expect: 1 }\n"
 	      "stages: [ { concurrency: 1, requests: 1 } ]\n";

@@ -35,6 +35,9 @@ struct cl_hist {
 	int32_t bucket_count;
 	int32_t counts_len;
 	uint64_t *counts;
+	/* counts[i] is 0 outside [nz_lo, nz_hi) (empty: counts_len, 0), so merging, resetting,
+	 * encoding and percentiles walk what is occupied, not all counts_len counters. */
+	int32_t nz_lo, nz_hi;
 	uint64_t total;    /* all recorded values, overflow included */
 	uint64_t overflow; /* values above cfg.highest */
 	int64_t min;       /* exact min/max of recorded values (INT64_MAX/0 when empty) */
@@ -47,14 +50,15 @@ struct cl_hist {
 int cl_hist_init(struct cl_hist *h, const struct cl_hist_cfg *cfg);
 /* Frees; safe on zeroed or failed-init histograms. */
 void cl_hist_destroy(struct cl_hist *h);
-/* Empties, keeping memory. */
+/* Empties, keeping memory.  O(occupied range). */
 void cl_hist_reset(struct cl_hist *h);
 
 /* Records one value (or n of the same value).  O(1), never allocates, never fails. */
 void cl_hist_record(struct cl_hist *h, int64_t value);
 void cl_hist_record_n(struct cl_hist *h, int64_t value, uint64_t n);
 
-/* dst += src exactly.  CL_EINVAL when the configurations differ. */
+/* dst += src exactly, in O(src's occupied range).  CL_EINVAL when the configurations
+ * differ. */
 int cl_hist_merge(struct cl_hist *dst, const struct cl_hist *src);
 
 /* Value at percentile p (0..100): the highest value equivalent to the bucket holding the

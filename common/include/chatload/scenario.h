@@ -13,6 +13,7 @@
 #define CL_SCENARIO_MAX_BYTES (4u << 20) /* documents larger than this are refused */
 #define CL_SCENARIO_MAX_DEPTH 32         /* nesting deeper than this is refused */
 #define CL_SCN_MAX_TURNS      1000       /* workload.multi_turn.turns at most */
+#define CL_SCN_MAX_AGENTS     1024       /* agents.local + agents.expect at most */
 
 /* A simulator setting: name in flag form ("output-tokens"), value as written. */
 struct cl_sim_kv {
