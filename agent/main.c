@@ -1,5 +1,6 @@
 /* chatload-agent: the load-generating daemon; parses flags and serves runs (control.c). */
 #include "control.h"
+#include "wake.h"
 
 #include "chatload/buf.h"
 #include "chatload/exitcode.h"
@@ -29,6 +30,7 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	atomic_store(&g_stop, 1);
+	cl_wake_poke(); /* the control thread sleeps on it */
 }
 
 static void usage(FILE *out)
@@ -236,6 +238,12 @@ int main(int argc, char **argv)
 		return CL_EXIT_USAGE;
 	}
 
+	int wrc = cl_wake_open();
+	if (wrc != 0) {
+		fprintf(stderr, "chatload-agent: cannot create its wake-up pipe: %s\n",
+			strerror(-wrc));
+		return CL_EXIT_FAILED;
+	}
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);

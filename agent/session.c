@@ -2,6 +2,7 @@
  * (carrying the agent's state) and send queued REPORTs, applying the commands the replies
  * carry, until QUIT, silence or a stop. */
 #include "session.h"
+#include "wake.h"
 
 #include "chatload/log.h"
 #include "chatload/transport.h"
@@ -57,50 +58,38 @@ bool cl_session_nap(const atomic_int *stop, int64_t us)
 		int64_t left = end - cl_mono_us();
 		if (left <= 0)
 			return true;
-		cl_sleep_ns((left < 20000 ? left : 20000) * 1000);
+		cl_wake_sleep(left); /* the signal handler pokes it */
 	}
 }
 
 static void on_aio_done(void *arg)
 {
 	struct aio_wait *w = arg;
-	pthread_mutex_lock(&w->mu);
-	w->done = true;
-	pthread_cond_signal(&w->cv);
-	pthread_mutex_unlock(&w->mu);
+	atomic_store(&w->done, true);
+	cl_wake_poke();
 }
 
 /*
- * Starts op on the session's aio and waits for it in 50 ms slices; a stop cancels it (nng's
- * own blocking calls wait out their whole timeout, which kept an idle agent from exiting on
- * SIGTERM for seconds).  Returns the nng result, NNG_ECANCELED when stopped.
+ * Starts op on the session's aio and waits for it on the control thread's wake-up (wake.h),
+ * which its callback and a stop's signal handler poke; a stop cancels it (nng's own blocking
+ * calls wait out their whole timeout, which kept an idle agent from exiting on SIGTERM for
+ * seconds).  Returns the nng result, NNG_ECANCELED when stopped.
  */
 static int run_aio(struct session *s, void (*op)(nng_socket, nng_aio *), nng_duration timeout_ms)
 {
 	struct aio_wait *w = &s->aio_wait;
 	bool cancelled = false;
-	w->done = false;
+	atomic_store(&w->done, false);
 	nng_aio_set_timeout(s->aio, timeout_ms);
 	op(s->sock, s->aio);
-	pthread_mutex_lock(&w->mu);
-	while (!w->done) {
+	while (!atomic_load(&w->done)) {
 		if (!cancelled && atomic_load(s->stop)) {
 			cancelled = true;
-			pthread_mutex_unlock(&w->mu);
 			nng_aio_cancel(s->aio); /* the callback still runs, with NNG_ECANCELED */
-			pthread_mutex_lock(&w->mu);
 			continue;
 		}
-		struct timespec dl;
-		clock_gettime(CLOCK_MONOTONIC, &dl);
-		dl.tv_nsec += 50 * 1000000L;
-		if (dl.tv_nsec >= 1000000000L) {
-			dl.tv_sec++;
-			dl.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&w->cv, &w->mu, &dl);
+		cl_wake_sleep(1000000);
 	}
-	pthread_mutex_unlock(&w->mu);
 	/* An operation that finished before the cancel reached it stands (a sent message is
 	 * nng's, a received one ours to free). */
 	int rc = nng_aio_result(s->aio);
@@ -337,11 +326,6 @@ void cl_session_cleanup(struct session *s)
 	if (s->sock_open)
 		nng_close(s->sock);
 	s->sock_open = false;
-	if (s->aio_wait.init) {
-		pthread_cond_destroy(&s->aio_wait.cv);
-		pthread_mutex_destroy(&s->aio_wait.mu);
-	}
-	s->aio_wait.init = false;
 }
 
 int cl_session_run(struct session *s)
@@ -354,12 +338,7 @@ int cl_session_run(struct session *s)
 		return CL_ESYS;
 	}
 	s->sock_open = true;
-	if (pthread_mutex_init(&s->aio_wait.mu, NULL) != 0 ||
-	    pthread_cond_init(&s->aio_wait.cv, NULL) != 0) {
-		CL_ERROR("cannot create a lock");
-		return CL_ESYS;
-	}
-	s->aio_wait.init = true;
+	atomic_init(&s->aio_wait.done, false);
 	if ((rc = nng_aio_alloc(&s->aio, on_aio_done, &s->aio_wait)) != 0) {
 		CL_ERROR("cannot open control socket: %s", nng_strerror(rc));
 		return CL_ENOMEM;

@@ -35,12 +35,10 @@ struct pending_report {
 	char what[32];
 };
 
-/* Completion of the session's one aio, waited for in slices so a stop is seen at once. */
+/* Completion of the session's one aio: set by its callback, which then pokes the control
+ * thread's wake-up (wake.h), so the wait sees a reply or a stop at once. */
 struct aio_wait {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	bool done;
-	bool init;
+	atomic_bool done;
 };
 
 /* One session with a coordinator: from dialling to QUIT, silence or a stop. */
