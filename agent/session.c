@@ -323,8 +323,9 @@ void cl_session_cleanup(struct session *s)
 		nng_aio_free(s->aio);
 	}
 	s->aio = NULL;
+	/* Bounded: a daemon must get back to its loop for the next run. */
 	if (s->sock_open)
-		nng_close(s->sock);
+		cl_transport_close(s->sock, "the control socket");
 	s->sock_open = false;
 }
 

@@ -5,15 +5,14 @@
 
 #include "chatload/clock.h"
 #include "chatload/log.h"
+#include "chatload/transport.h"
 
 #include <nng/protocol/reqrep0/rep.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <time.h>
 
 const char *cl_fleet_liveness_name(enum cl_fleet_liveness l)
 {
@@ -69,85 +68,8 @@ int cl_fleet_listen(struct cl_fleet *f, const char *url, const struct cl_tls_opt
 	return rc;
 }
 
-/* nng_close in a thread of its own, so its caller can stop waiting for it. */
-struct closer {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	nng_socket sock;
-	bool done;
-	bool abandoned; /* the caller left: the thread frees this */
-};
-
-static void *close_socket(void *arg)
-{
-	struct closer *c = arg;
-	nng_close(c->sock);
-	pthread_mutex_lock(&c->mu);
-	c->done = true;
-	bool abandoned = c->abandoned;
-	pthread_cond_signal(&c->cv);
-	pthread_mutex_unlock(&c->mu);
-	if (abandoned)
-		free(c);
-	return NULL;
-}
-
-/*
- * Closes the control socket, waiting at most FLEET_CLOSE_WAIT_US.  nng 1.5.2 (Debian 12's)
- * was seen to wait forever inside nng_close after a run that lost an agent to a partition:
- * the results were written and the coordinator never exited (every nng thread idle, the
- * main thread in nng_close waiting for a pipe to finish closing).  Returns whether the close
- * finished; when it did not, the socket's pipe callbacks may still run, so what they use
- * must be left allocated.
- */
-#define FLEET_CLOSE_WAIT_US 5000000LL
 /* The address book of a socket whose close was abandoned: kept, and reachable (not a leak). */
 static struct cli_fleet_peers *abandoned_peers;
-static bool close_bounded(nng_socket sock)
-{
-	struct closer *c = calloc(1, sizeof(*c));
-	pthread_t t;
-	if (!c) {
-		nng_close(sock);
-		return true;
-	}
-	pthread_mutex_init(&c->mu, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&c->cv, &ca);
-	pthread_condattr_destroy(&ca);
-	c->sock = sock;
-	if (pthread_create(&t, NULL, close_socket, c) != 0) {
-		nng_close(sock);
-		pthread_cond_destroy(&c->cv);
-		pthread_mutex_destroy(&c->mu);
-		free(c);
-		return true;
-	}
-	struct timespec dl;
-	clock_gettime(CLOCK_MONOTONIC, &dl);
-	dl.tv_sec += FLEET_CLOSE_WAIT_US / 1000000;
-	pthread_mutex_lock(&c->mu);
-	while (!c->done && pthread_cond_timedwait(&c->cv, &c->mu, &dl) == 0)
-		;
-	bool done = c->done;
-	if (!done)
-		c->abandoned = true;
-	pthread_mutex_unlock(&c->mu);
-	if (!done) {
-		pthread_detach(t);
-		CL_WARN("the control socket did not finish closing in %lld s (an nng hang seen "
-			"after partitions); leaving it: results are complete",
-			FLEET_CLOSE_WAIT_US / 1000000);
-		return false;
-	}
-	pthread_join(t, NULL);
-	pthread_cond_destroy(&c->cv);
-	pthread_mutex_destroy(&c->mu);
-	free(c);
-	return true;
-}
 
 void cl_fleet_close(struct cl_fleet *f)
 {
@@ -155,10 +77,11 @@ void cl_fleet_close(struct cl_fleet *f)
 		return;
 	bool closed = true;
 	if (f->open)
-		closed = close_bounded(f->sock);
+		closed = cl_transport_close(f->sock, "the coordinator's control socket");
 	f->open = false;
 	if (closed) {
-		cli_fleet_peers_free(f->peers); /* after the close: no pipe callback runs any more */
+		/* After the close: no pipe callback runs any more. */
+		cli_fleet_peers_free(f->peers);
 	} else {
 		abandoned_peers = f->peers; /* its pipe callbacks may yet run */
 	}

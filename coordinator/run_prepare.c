@@ -102,9 +102,9 @@ static int feed(struct run *r, struct parts *ps, size_t i, size_t *next, uint64_
 			msgpack_sbuffer_init(&p->packed);
 			p->have = true;
 			if (cl_wire_pack_bodies(&w->bodies[p->from], p->n, &p->packed, &err) != 0) {
-				cl_progress_note(&r->prog, "cannot send request bodies %zu..%zu: %s",
-						 p->from, p->from + p->n - 1,
-						 cl_err_format(&err, msg, sizeof(msg)));
+				cl_progress_note(
+				    &r->prog, "cannot send request bodies %zu..%zu: %s", p->from,
+				    p->from + p->n - 1, cl_err_format(&err, msg, sizeof(msg)));
 				return CL_EIO;
 			}
 		}
@@ -203,8 +203,10 @@ static int wait_ready(struct run *r, struct parts *ps, size_t *next, uint64_t *l
 			}
 		}
 		if (cl_mono_us() > deadline) {
-			cl_progress_note(&r->prog, "the agents did not get ready: none made progress "
-						   "for %lld s", RUN_HANG_GRACE_US / 1000000);
+			cl_progress_note(&r->prog,
+					 "the agents did not get ready: none made progress "
+					 "for %lld s",
+					 RUN_HANG_GRACE_US / 1000000);
 			r->exit_hint = CL_EXIT_FAILED;
 			return CL_ETIMEDOUT;
 		}

@@ -2,6 +2,7 @@
 #include "chatload/transport.h"
 
 #include "chatload/buf.h"
+#include "chatload/log.h"
 #include "chatload/wire.h"
 
 #include "tls_diag.h"
@@ -9,6 +10,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <nng/supplemental/tls/tls.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -375,4 +378,73 @@ out:
 	if (cfg)
 		nng_tls_config_free(cfg);
 	return rc;
+}
+
+/* nng_close in a thread of its own, so its caller can stop waiting for it. */
+struct closer {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	nng_socket sock;
+	bool done;
+	bool abandoned; /* the caller left: the thread frees this */
+};
+
+static void *close_socket(void *arg)
+{
+	struct closer *c = arg;
+	nng_close(c->sock);
+	pthread_mutex_lock(&c->mu);
+	c->done = true;
+	bool abandoned = c->abandoned;
+	pthread_cond_signal(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+	if (abandoned)
+		free(c);
+	return NULL;
+}
+
+bool cl_transport_close(nng_socket sock, const char *what)
+{
+	struct closer *c = calloc(1, sizeof(*c));
+	pthread_t t;
+	if (!c) {
+		nng_close(sock);
+		return true;
+	}
+	pthread_mutex_init(&c->mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	c->sock = sock;
+	if (pthread_create(&t, NULL, close_socket, c) != 0) {
+		nng_close(sock);
+		pthread_cond_destroy(&c->cv);
+		pthread_mutex_destroy(&c->mu);
+		free(c);
+		return true;
+	}
+	struct timespec dl;
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_sec += CL_TRANSPORT_CLOSE_WAIT_US / 1000000;
+	pthread_mutex_lock(&c->mu);
+	while (!c->done && pthread_cond_timedwait(&c->cv, &c->mu, &dl) == 0)
+		;
+	bool done = c->done;
+	if (!done)
+		c->abandoned = true;
+	pthread_mutex_unlock(&c->mu);
+	if (!done) {
+		pthread_detach(t);
+		CL_WARN("%s did not finish closing in %lld s (an nng hang seen after "
+			"partitions); leaving it",
+			what, CL_TRANSPORT_CLOSE_WAIT_US / 1000000);
+		return false;
+	}
+	pthread_join(t, NULL);
+	pthread_cond_destroy(&c->cv);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+	return true;
 }

@@ -84,9 +84,9 @@ static void test_fleet_broken(void **state)
 	assert_int_equal(cli_run_fleet_broken(r, RUN_PHASE_READINESS, &who, why, sizeof(why)),
 			 RUN_FLEET_LOST);
 	assert_int_equal(who, 1);
-	assert_string_equal(
-	    why, "agent 2 (h2 at 10.0.0.2) was lost: nothing came from it for 10 s (a partition, a crash or "
-		 "a frozen host)");
+	assert_string_equal(why, "agent 2 (h2 at 10.0.0.2) was lost: nothing came from it for 10 s "
+				 "(a partition, a crash or "
+				 "a frozen host)");
 	/* Lost because the coordinator itself could not run: said so, not put on the agent. */
 	fx->agents[1].lost_cause = CL_LOSS_COORDINATOR_STALL;
 	assert_int_equal(cli_run_fleet_broken(r, RUN_PHASE_READINESS, &who, why, sizeof(why)),

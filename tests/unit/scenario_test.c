@@ -683,7 +683,8 @@ static void derived_and_cross_checks(void **state)
 	bad = "target: { url: 'http://h/v1' }\n"
 	      "workload: { prompts: [a], dataset: x.txt }\n"
 	      "stages: [ { concurrency: 1, requests: 1 } ]\n";
-	load_bad(bad, strlen(bad), NULL, 2, 27, "prompts, dataset, synthetic and trace are exclusive");
+	load_bad(bad, strlen(bad), NULL, 2, 27,
+		 "prompts, dataset, synthetic and trace are exclusive");
 	bad = "target: { url: 'http://h/v1' }\n"
 	      "stages: [ { concurrency: 1, duration: 5s, ramp: 10s } ]\n";
 	load_bad(bad, strlen(bad), NULL, 2, 43,

@@ -69,4 +69,16 @@ char *cl_transport_peer(nng_msg *msg, char *buf, size_t n);
  * callbacks, where a closing pipe's address is still readable. */
 int cl_transport_pipe_addr(nng_pipe p, char *buf, size_t n);
 
+/*
+ * nng_close(sock), waiting at most CL_TRANSPORT_CLOSE_WAIT_US.  nng 1.5.2 (Debian 12's) was
+ * seen to wait forever inside nng_close after a run that lost an agent to a partition: the
+ * coordinator wrote its results and never exited (every nng thread idle, the main thread in
+ * nng_close waiting for a pipe to finish closing).  The close runs in a thread of its own;
+ * past the wait a warning names `what` and the caller goes on.  Returns whether the close
+ * finished: when it did not, the socket's pipe callbacks may still run, so what they use
+ * must stay allocated.
+ */
+#define CL_TRANSPORT_CLOSE_WAIT_US 5000000LL
+bool cl_transport_close(nng_socket sock, const char *what);
+
 #endif
