@@ -38,10 +38,7 @@ void cl_wake_sleep(int64_t us)
 	if (us > 3600000000LL)
 		us = 3600000000LL; /* an hour: callers loop */
 	int ms = (int)((us + 999) / 1000);
-	if (g_fd[0] < 0) {
-		usleep((useconds_t)(ms > 1000 ? 1000000 : ms * 1000));
-		return;
-	}
+	/* Before cl_wake_open the fd is -1, which poll() ignores: a plain sleep. */
 	struct pollfd p = { .fd = g_fd[0], .events = POLLIN };
 	if (poll(&p, 1, ms) > 0) {
 		char buf[64];

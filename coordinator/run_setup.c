@@ -3,6 +3,7 @@
 #include "run_internal.h"
 
 #include "chatload/clock.h"
+#include "chatload/fdlimit.h"
 #include "chatload/log.h"
 #include "chatload/sim_options.h"
 #include "chatload/units.h"
@@ -13,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #define MAX_SIM_ARGS 160
@@ -124,25 +124,6 @@ static int read_token(struct run *r, struct cl_err *err)
 	return 0;
 }
 
-/* One connection per agent, besides the files and children of a run: take the whole hard
- * descriptor limit (a login shell's soft 1,024 would refuse agents near a thousand), and
- * say so when even that is short. */
-static void raise_fd_limit(uint32_t agents)
-{
-	struct rlimit rl;
-	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
-		return;
-	if (rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
-			getrlimit(RLIMIT_NOFILE, &rl);
-	}
-	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)agents + 64)
-		CL_WARN("the descriptor limit is %llu for %u agents: some will not connect "
-			"(raise it with ulimit -n or LimitNOFILE=)",
-			(unsigned long long)rl.rlim_cur, agents);
-}
-
 int cli_run_start_fleet(struct run *r, struct cl_err *err)
 {
 	int rc = read_token(r, err);
@@ -161,7 +142,12 @@ int cli_run_start_fleet(struct run *r, struct cl_err *err)
 	if ((rc = cl_fleet_open(&r->fleet, run_id, r->token, r->expect,
 				r->s.agents.report_interval_us, err)) != 0)
 		return rc;
-	raise_fd_limit(r->expect);
+	/* One connection per agent, besides the run's files and children. */
+	uint64_t fds = cl_fd_limit_raise();
+	if (fds && fds < (uint64_t)r->expect + 64)
+		CL_WARN("the descriptor limit is %llu for %u agents: some will not connect "
+			"(raise it with ulimit -n or LimitNOFILE=)",
+			(unsigned long long)fds, r->expect);
 	r->fleet.on_report = cli_run_on_report;
 	r->fleet.ctx = r;
 	if (r->s.agents.local) {

@@ -1,6 +1,7 @@
 /* chatload-sim: an OpenAI-compatible streaming simulator with exact timing (docs/simulator.md).
  * main wires the modules together: flags, the server, the exit summary. */
 #include "chatload/clock.h"
+#include "chatload/fdlimit.h"
 #include "chatload/exitcode.h"
 #include "chatload/log.h"
 #include "config.h"
@@ -10,17 +11,6 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/resource.h>
-
-/* Ten thousand streams need ten thousand descriptors: take the whole hard limit. */
-static void raise_fd_limit(void)
-{
-	struct rlimit rl;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-}
 
 int main(int argc, char **argv)
 {
@@ -40,7 +30,7 @@ int main(int argc, char **argv)
 			cl_err_format(&err, msg, sizeof(msg)));
 		return CL_EXIT_USAGE;
 	}
-	raise_fd_limit();
+	cl_fd_limit_raise(); /* ten thousand streams need ten thousand descriptors */
 	if ((rc = cl_sim_server_init(&sim, &cfg, start_us, &err)) != 0) {
 		/* A listen address that cannot resolve, or one off loopback without
 		 * --allow-remote, is a bad flag like any other (exit 2); a busy port or a file

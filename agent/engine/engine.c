@@ -3,6 +3,7 @@
 #include "internal.h"
 
 #include "chatload/clock.h"
+#include "chatload/fdlimit.h"
 #include "chatload/log.h"
 
 #include <dirent.h>
@@ -114,17 +115,6 @@ static bool prefix_ok(const char *p)
 	return true;
 }
 
-/* Every stream is a socket: take as many descriptors as the hard limit allows. */
-static void raise_nofile(void)
-{
-	struct rlimit rl;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
-			CL_WARN("cannot raise the open-file limit: %s", strerror(errno));
-	}
-}
-
 /* Descriptors open in this process now (/proc/self/fd); the limit itself when not one more
  * can be opened; -1 when it cannot be read otherwise. */
 static long open_fds(rlim_t limit)
@@ -196,7 +186,7 @@ int cl_engine_create(const struct cl_engine_cfg *cfg, struct cl_engine **out, st
 	int rc = validate_cfg(cfg, err);
 	if (rc)
 		return rc;
-	raise_nofile();
+	cl_fd_limit_raise(); /* every stream is a socket */
 
 	struct cl_engine *e = calloc(1, sizeof(*e));
 	if (!e)

@@ -110,14 +110,6 @@ int cl_hist_init(struct cl_hist *h, const struct cl_hist_cfg *cfg_in)
 	return 0;
 }
 
-void cli_hist_occupy(struct cl_hist *h, int32_t index)
-{
-	if (index < h->nz_lo)
-		h->nz_lo = index;
-	if (index >= h->nz_hi)
-		h->nz_hi = index + 1;
-}
-
 void cl_hist_destroy(struct cl_hist *h)
 {
 	if (!h)
