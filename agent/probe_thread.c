@@ -3,6 +3,7 @@
 #include "session.h"
 
 #include "allow.h"
+#include "wake.h"
 
 #include "chatload/log.h"
 
@@ -25,6 +26,7 @@ static void *probe_main(void *arg)
 	struct session *s = arg;
 	cl_probe_run(&s->probe_cfg, probe_progress, s, &s->probe_cancel, &s->probe_res);
 	atomic_store(&s->probe_done, 1);
+	cl_wake_poke(); /* the control loop sends the result at once */
 	return NULL;
 }
 
@@ -88,7 +90,7 @@ void cl_probe_thread_pump(struct session *s, int64_t now)
 			struct cl_msg_report rep = { .kind = CL_REPORT_PROBE,
 						     .readiness = &snap,
 						     .t_send_us = now };
-			cl_report_queue_push(s, &rep, "probe progress");
+			cl_report_queue_push(s, &rep, "probe progress", 0);
 			s->probe_last_sent_us = now;
 		}
 	}
@@ -98,7 +100,7 @@ void cl_probe_thread_pump(struct session *s, int64_t now)
 		struct cl_msg_report rep = { .kind = CL_REPORT_PROBE,
 					     .readiness = &s->probe_res,
 					     .t_send_us = now };
-		cl_report_queue_push(s, &rep, "probe");
+		cl_report_queue_push(s, &rep, "probe", 0);
 		s->state = CL_AGENT_IDLE;
 	}
 }

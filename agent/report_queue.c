@@ -6,7 +6,8 @@
 
 #include <stdio.h>
 
-void cl_report_queue_push(struct session *s, struct cl_msg_report *rep, const char *what)
+void cl_report_queue_push(struct session *s, struct cl_msg_report *rep, const char *what,
+			  int64_t not_before_us)
 {
 	if (s->q_len == MAX_PENDING_REPORTS) {
 		CL_ERROR("report queue full: dropping %s report (coordinator unreachable?)", what);
@@ -26,28 +27,42 @@ void cl_report_queue_push(struct session *s, struct cl_msg_report *rep, const ch
 		return;
 	}
 	p->seq = m.seq;
+	p->not_before_us = not_before_us;
 	snprintf(p->what, sizeof(p->what), "%s", what);
 	s->q_len++;
 }
 
-int cl_report_queue_flush_one(struct session *s, struct cl_err *err)
+int64_t cl_report_spread_us(const struct session *s)
+{
+	int64_t spread = s->report_interval_us / 4;
+	if (spread > REPORT_SPREAD_MAX_US)
+		spread = REPORT_SPREAD_MAX_US;
+	/* The golden-ratio sequence: agents 1..N land evenly over the spread for any N. */
+	double frac = (double)s->agent_id * 0.6180339887498949;
+	frac -= (double)(int64_t)frac;
+	return (int64_t)(frac * (double)spread);
+}
+
+const struct pending_report *cl_report_queue_head(const struct session *s)
+{
+	return s->q_len ? &s->q[s->q_head] : NULL;
+}
+
+int cl_report_queue_answered(struct session *s, const struct cl_msg *reply, struct cl_err *err)
 {
 	struct pending_report *p = &s->q[s->q_head];
-	struct cl_msg reply = { 0 };
-	int64_t t_send, t_recv;
-	int rc = cl_session_send(s, p->buf.data, p->buf.size, &reply, &t_send, &t_recv, err);
-	if (rc != 0)
-		return rc;
-	if (reply.type == CL_MSG_REFUSE) {
+	int rc = 0;
+	if (!s->q_len)
+		return cl_err_set(err, CL_ESTATE, "a reply to a report with none queued");
+	if (reply->type == CL_MSG_REFUSE) {
 		rc = cl_err_set(err, CL_EREFUSED, "coordinator refused %s report: %s", p->what,
-				reply.refuse.reason);
-	} else if (reply.type != CL_MSG_ACK || reply.seq != p->seq) {
+				reply->refuse.reason);
+	} else if (reply->type != CL_MSG_ACK || reply->seq != p->seq) {
 		rc = cl_err_set(err, CL_EPROTO, "expected ACK %llu for %s report, got %s %llu",
 				(unsigned long long)p->seq, p->what,
-				cl_msg_type_name(reply.type) ? cl_msg_type_name(reply.type) : "?",
-				(unsigned long long)reply.seq);
+				cl_msg_type_name(reply->type) ? cl_msg_type_name(reply->type) : "?",
+				(unsigned long long)reply->seq);
 	}
-	cl_msg_free(&reply);
 	if (rc == 0 || rc == CL_EREFUSED) {
 		msgpack_sbuffer_destroy(&p->buf);
 		s->q_head = (s->q_head + 1) % MAX_PENDING_REPORTS;

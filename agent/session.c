@@ -1,6 +1,8 @@
-/* The agent's session with a coordinator over an nng REQ socket: join with HELLO, then POLL
- * (carrying the agent's state) and send queued REPORTs, applying the commands the replies
- * carry, until QUIT, silence or a stop. */
+/* The agent's session with a coordinator over an nng REQ socket: join with HELLO, then keep
+ * a long POLL (carrying the agent's state) in flight on one context and the queued REPORTs
+ * going out on another, applying the commands the replies carry, until QUIT, silence or a
+ * stop.  One loop on the control thread moves both on; it sleeps on the wake-up pipe (wake.h)
+ * that the aio callbacks, the gate's thread and the signal handler poke. */
 #include "session.h"
 #include "wake.h"
 
@@ -14,40 +16,18 @@
 #include <string.h>
 #include <unistd.h>
 
-/* How often an idle or running agent polls.  Short polls (the coordinator answers at once)
- * keep the coordinator single-threaded; see docs/protocol.md. */
-#define POLL_EVERY_US    100000
-#define REPLY_TIMEOUT_MS 3000
-
-/* How far past the end of a stage's interval a wait for the coordinator may run: the loop
- * cuts the interval when the wait ends (cl_activity_pump). */
-#define INTERVAL_CUT_SLACK_US 100000
-
-/*
- * How long the next send or receive may wait: REPLY_TIMEOUT_MS, or less when the silence
- * deadline comes sooner, or, while a stage runs, the end of its current interval (plus
- * INTERVAL_CUT_SLACK_US).  The last bound is what keeps the interval series whole through a
- * silent control link: without it a partition held the loop in one 3 s wait after another
- * and several seconds were filed as one interval (docs/protocol.md, "Faults").  An abandoned
- * REPORT is sent again with the same seq; an abandoned POLL is simply followed by another.
- */
-static nng_duration bounded_wait_ms(struct session *s)
-{
-	int64_t now = cl_mono_us();
-	int64_t left_us = REPLY_TIMEOUT_MS * 1000LL;
-	if (s->last_reply_us && s->last_reply_us + CL_WIRE_AGENT_SILENCE_US - now < left_us)
-		left_us = s->last_reply_us + CL_WIRE_AGENT_SILENCE_US - now;
-	if (s->act == ACT_STAGE && s->report_interval_us > 0) {
-		int64_t due =
-		    s->start_local_us + (int64_t)(s->interval + 1) * s->report_interval_us;
-		if (due + INTERVAL_CUT_SLACK_US - now < left_us)
-			left_us = due + INTERVAL_CUT_SLACK_US - now;
-	}
-	int64_t left_ms = left_us / 1000 + 1;
-	if (left_ms < 1)
-		left_ms = 1;
-	return (nng_duration)left_ms;
-}
+/* How long a reply may take beyond the coordinator's hold of a POLL. */
+#define REPLY_TIMEOUT_US 3000000
+/* The least time between two POLLs when the first was answered NOOP or failed: what keeps a
+ * coordinator that answers at once, or a broken link, from spinning the loop. */
+#define POLL_GAP_US 100000
+/* A failed REPORT exchange is tried again after this. */
+#define REPORT_RETRY_US 100000
+/* While a stage, a warmup or a gate runs, the loop looks at it this often (its end is noticed
+ * this soon); otherwise it sleeps until a reply, a stop, an interval's end or a deadline. */
+#define ACTIVE_TICK_US 100000
+/* A channel's exchange still under way (channel_turn). */
+#define CHANNEL_BUSY 1
 
 bool cl_session_nap(const atomic_int *stop, int64_t us)
 {
@@ -62,73 +42,110 @@ bool cl_session_nap(const atomic_int *stop, int64_t us)
 	}
 }
 
-static void on_aio_done(void *arg)
+static void on_channel_done(void *arg)
 {
-	struct aio_wait *w = arg;
-	atomic_store(&w->done, true);
+	struct channel *c = arg;
+	atomic_store(&c->done, true);
 	cl_wake_poke();
 }
 
-/*
- * Starts op on the session's aio and waits for it on the control thread's wake-up (wake.h),
- * which its callback and a stop's signal handler poke; a stop cancels it (nng's own blocking
- * calls wait out their whole timeout, which kept an idle agent from exiting on SIGTERM for
- * seconds).  Returns the nng result, NNG_ECANCELED when stopped.
- */
-static int run_aio(struct session *s, void (*op)(nng_socket, nng_aio *), nng_duration timeout_ms)
+static int channel_open(struct session *s, struct channel *c, const char *name)
 {
-	struct aio_wait *w = &s->aio_wait;
-	bool cancelled = false;
-	atomic_store(&w->done, false);
-	nng_aio_set_timeout(s->aio, timeout_ms);
-	op(s->sock, s->aio);
-	while (!atomic_load(&w->done)) {
-		if (!cancelled && atomic_load(s->stop)) {
-			cancelled = true;
-			nng_aio_cancel(s->aio); /* the callback still runs, with NNG_ECANCELED */
-			continue;
-		}
-		cl_wake_sleep(1000000);
-	}
-	/* An operation that finished before the cancel reached it stands (a sent message is
-	 * nng's, a received one ours to free). */
-	int rc = nng_aio_result(s->aio);
-	return rc != 0 && cancelled ? NNG_ECANCELED : rc;
+	c->name = name;
+	atomic_init(&c->done, false);
+	int rc = nng_ctx_open(&c->ctx, s->sock);
+	if (rc != 0)
+		return rc;
+	c->ctx_open = true;
+	/* Above the coordinator's hold, or nng would resend every held POLL. */
+	nng_ctx_set_ms(c->ctx, NNG_OPT_REQ_RESENDTIME, CL_WIRE_RESEND_MS);
+	return nng_aio_alloc(&c->aio, on_channel_done, c);
 }
 
-int cl_session_send(struct session *s, const void *data, size_t len, struct cl_msg *reply,
-		    int64_t *t_send, int64_t *t_recv, struct cl_err *err)
+static void channel_close(struct channel *c)
 {
-	*t_send = cl_mono_us();
+	if (c->aio) {
+		nng_aio_stop(c->aio); /* cancels, and waits out a callback under way */
+		nng_msg_free(nng_aio_get_msg(c->aio));
+		nng_aio_free(c->aio);
+	}
+	c->aio = NULL;
+	if (c->ctx_open)
+		nng_ctx_close(c->ctx);
+	c->ctx_open = false;
+	c->phase = CHANNEL_IDLE;
+}
+
+static nng_duration ms_until(int64_t deadline_us)
+{
+	int64_t left_ms = (deadline_us - cl_mono_us() + 999) / 1000;
+	return (nng_duration)(left_ms < 1 ? 1 : left_ms);
+}
+
+/* Sends len bytes of an encoded request on c, giving up on its reply timeout_us from now.
+ * 0, or CL_ENOMEM. */
+static int channel_start(struct channel *c, const void *data, size_t len, int64_t timeout_us)
+{
 	nng_msg *m = NULL;
 	if (nng_msg_alloc(&m, 0) != 0 || nng_msg_append(m, data, len) != 0) {
 		nng_msg_free(m);
-		return cl_err_set(err, CL_ENOMEM, "out of memory");
+		return CL_ENOMEM;
 	}
-	/* Never wait past the silence deadline, neither for a connection to send on nor for
-	 * the reply: a dead coordinator must stop the load after CL_WIRE_AGENT_SILENCE_US, not
-	 * after the next whole 3 s timeout. */
-	nng_aio_set_msg(s->aio, m);
-	int rc = run_aio(s, nng_send_aio, bounded_wait_ms(s));
-	if (rc != 0) {
-		nng_msg_free(nng_aio_get_msg(s->aio)); /* not sent: still ours */
-		nng_aio_set_msg(s->aio, NULL);
-		if (rc == NNG_ECANCELED)
-			return cl_err_set(err, CL_ECLOSED, "stopped");
-		return cl_err_set(err, CL_EIO, "send to coordinator failed: %s", nng_strerror(rc));
+	c->t_send_us = cl_mono_us();
+	c->deadline_us = c->t_send_us + timeout_us;
+	c->cancelled = false;
+	c->phase = CHANNEL_SENDING;
+	atomic_store(&c->done, false);
+	nng_aio_set_msg(c->aio, m);
+	nng_aio_set_timeout(c->aio, ms_until(c->deadline_us));
+	nng_ctx_send(c->ctx, c->aio);
+	return 0;
+}
+
+/* Gives up on c's exchange: its callback still runs, and channel_turn then says CL_ECLOSED. */
+static void channel_cancel(struct channel *c)
+{
+	if (c->phase == CHANNEL_IDLE || c->cancelled)
+		return;
+	c->cancelled = true;
+	nng_aio_cancel(c->aio);
+}
+
+/*
+ * Moves c's exchange on after its aio finished: a sent request goes on to wait for its reply;
+ * a reply is decoded into reply (the caller frees it) with *t_recv its arrival.  Returns
+ * CHANNEL_BUSY while the exchange is under way, else 0, or CL_ECLOSED (cancelled),
+ * CL_ETIMEDOUT, CL_EIO or a decoding error with err filled; c is idle again then.
+ */
+static int channel_turn(struct session *s, struct channel *c, struct cl_msg *reply, int64_t *t_recv,
+			struct cl_err *err)
+{
+	if (c->phase == CHANNEL_IDLE || !atomic_exchange(&c->done, false))
+		return CHANNEL_BUSY;
+	int rc = nng_aio_result(c->aio);
+	nng_msg *m = nng_aio_get_msg(c->aio);
+	nng_aio_set_msg(c->aio, NULL);
+	if (c->phase == CHANNEL_SENDING && rc == 0 && !c->cancelled) {
+		c->phase = CHANNEL_WAITING;
+		nng_aio_set_timeout(c->aio, ms_until(c->deadline_us));
+		nng_ctx_recv(c->ctx, c->aio);
+		return CHANNEL_BUSY;
 	}
-	rc = run_aio(s, nng_recv_aio, bounded_wait_ms(s));
+	bool sending = c->phase == CHANNEL_SENDING;
+	c->phase = CHANNEL_IDLE;
 	*t_recv = cl_mono_us();
-	if (rc == NNG_ECANCELED)
-		return cl_err_set(err, CL_ECLOSED, "stopped");
-	if (rc == NNG_ETIMEDOUT)
-		return cl_err_set(err, CL_ETIMEDOUT, "no reply from coordinator in %lld ms",
-				  (long long)((*t_recv - *t_send) / 1000));
-	if (rc != 0)
-		return cl_err_set(err, CL_EIO, "receive from coordinator failed: %s",
+	if (rc != 0 || sending) { /* sending: sent, but given up on before its reply */
+		nng_msg_free(m);  /* a request not sent is still ours */
+		if (c->cancelled)
+			return cl_err_set(err, CL_ECLOSED, "%s given up", c->name);
+		if (rc == NNG_ETIMEDOUT)
+			return cl_err_set(err, CL_ETIMEDOUT, "%s: no %s in %lld ms", c->name,
+					  sending ? "connection to the coordinator"
+						  : "reply from the coordinator",
+					  (long long)((*t_recv - c->t_send_us) / 1000));
+		return cl_err_set(err, CL_EIO, "%s to coordinator failed: %s", c->name,
 				  nng_strerror(rc));
-	m = nng_aio_get_msg(s->aio);
-	nng_aio_set_msg(s->aio, NULL);
+	}
 	rc = cl_wire_decode(nng_msg_body(m), nng_msg_len(m), reply, err);
 	nng_msg_free(m);
 	if (rc != 0)
@@ -137,25 +154,35 @@ int cl_session_send(struct session *s, const void *data, size_t len, struct cl_m
 	return 0;
 }
 
-static int exchange(struct session *s, struct cl_msg *req, struct cl_msg *reply, struct cl_err *err)
+/* Encodes m as this session's next request (run, agent, seq) and sends it on c. */
+static int send_request(struct session *s, struct channel *c, struct cl_msg *m, int64_t timeout_us,
+			struct cl_err *err)
 {
 	msgpack_sbuffer sb;
 	msgpack_sbuffer_init(&sb);
-	req->run = s->run;
-	req->agent = s->agent_id;
-	req->seq = ++s->seq;
-	int rc = cl_wire_encode(req, &sb, err);
-	int64_t t_send = 0, t_recv = 0;
-	if (rc == 0)
-		rc = cl_session_send(s, sb.data, sb.size, reply, &t_send, &t_recv, err);
+	m->run = s->run;
+	m->agent = s->agent_id;
+	m->seq = ++s->seq;
+	int rc = cl_wire_encode(m, &sb, err);
+	if (rc == 0 && (rc = channel_start(c, sb.data, sb.size, timeout_us)) != 0)
+		cl_err_set(err, rc, "out of memory for a %s", c->name);
 	msgpack_sbuffer_destroy(&sb);
-	if (rc == 0) {
-		if (reply->type == CL_MSG_CMD)
-			cl_clock_est_add(&s->clock, t_send, reply->cmd.t_coord_recv_us,
-					 reply->cmd.t_coord_us, t_recv);
-		else if (reply->type == CL_MSG_WELCOME)
-			cl_clock_est_add(&s->clock, t_send, reply->welcome.t_coord_recv_us,
-					 reply->welcome.t_coord_us, t_recv);
+	return rc;
+}
+
+/* Sends m on c and waits for the reply (the join, before the session's loop); a stop gives
+ * up at once with CL_ECLOSED. */
+static int exchange(struct session *s, struct channel *c, struct cl_msg *m, struct cl_msg *reply,
+		    int64_t *t_recv, struct cl_err *err)
+{
+	int rc = send_request(s, c, m, REPLY_TIMEOUT_US, err);
+	while (rc == 0) {
+		if (atomic_load(s->stop))
+			channel_cancel(c);
+		if ((rc = channel_turn(s, c, reply, t_recv, err)) != CHANNEL_BUSY)
+			break;
+		rc = 0;
+		cl_wake_sleep(1000000); /* the aio's callback and the signal handler poke it */
 	}
 	return rc;
 }
@@ -170,19 +197,18 @@ void cl_session_fail(struct session *s, const char *fmt, ...)
 	CL_ERROR("%s", s->error);
 }
 
-/* Applies a new command; returns whether the workload is still arriving in parts (more
- * follow at once, so the agent polls again without its pause). */
-static bool apply_command(struct session *s, struct cl_msg *reply)
+/* Applies a new command (the next POLL, which goes at once, says it was). */
+static void apply_command(struct session *s, struct cl_msg *reply)
 {
 	struct cl_msg_cmd *c = &reply->cmd;
 	if (c->cmd == CL_CMD_NOOP || c->cmd_seq <= s->applied_seq)
-		return false;
+		return;
 	s->applied_seq = c->cmd_seq;
 	CL_DEBUG("command %s (seq %llu)", cl_cmd_name(c->cmd), (unsigned long long)c->cmd_seq);
 	switch (c->cmd) {
 	case CL_CMD_PREPARE:
 		cl_activity_prepare(s, reply);
-		return s->state == CL_AGENT_PREPARING;
+		break;
 	case CL_CMD_PROBE:
 		cl_probe_thread_start(s, reply);
 		break;
@@ -206,11 +232,10 @@ static bool apply_command(struct session *s, struct cl_msg *reply)
 		break;
 	case CL_CMD_BODIES:
 		cl_activity_bodies(s, c);
-		return s->state == CL_AGENT_PREPARING;
+		break;
 	default:
 		break;
 	}
-	return false;
 }
 
 /*
@@ -222,8 +247,7 @@ static bool apply_command(struct session *s, struct cl_msg *reply)
 static void sleep_watching(struct session *s, int64_t wait_us)
 {
 	int64_t due = cl_mono_us() + wait_us;
-	if (!cl_session_nap(s->stop, wait_us))
-		return; /* stopping: the loop ends at its next turn */
+	cl_wake_sleep(wait_us); /* a reply, a stop or a finished gate pokes it */
 	int64_t late = cl_mono_us() - due;
 	if (late >= CL_STALL_MIN_US && s->act == ACT_STAGE)
 		cl_stall_list_add(&s->stalls, due, late);
@@ -287,7 +311,8 @@ static int hello(struct session *s, struct cl_err *err)
 		.t_send_us = cl_mono_us(),
 	};
 	struct cl_msg reply = { 0 };
-	int rc = exchange(s, &m, &reply, err);
+	int64_t t_recv = 0;
+	int rc = exchange(s, &s->polls, &m, &reply, &t_recv, err);
 	if (rc != 0)
 		return rc;
 	if (reply.type == CL_MSG_REFUSE) {
@@ -297,6 +322,8 @@ static int hello(struct session *s, struct cl_err *err)
 		rc = cl_err_set(err, CL_EPROTO, "expected WELCOME, got %s",
 				cl_msg_type_name(reply.type) ? cl_msg_type_name(reply.type) : "?");
 	} else {
+		cl_clock_est_add(&s->clock, s->polls.t_send_us, reply.welcome.t_coord_recv_us,
+				 reply.welcome.t_coord_us, t_recv);
 		s->agent_id = reply.welcome.agent_id;
 		snprintf(s->run, sizeof(s->run), "%s", reply.run ? reply.run : "");
 		s->report_interval_us = reply.welcome.report_interval_us > 0
@@ -305,6 +332,127 @@ static int hello(struct session *s, struct cl_err *err)
 	}
 	cl_msg_free(&reply);
 	return rc;
+}
+
+/*
+ * The report channel's turn: takes the reply to the report in flight, and sends the oldest
+ * queued one when the channel is free.  A report not acknowledged stays first in the queue
+ * and goes again, with its seq.  CL_EREFUSED when the coordinator refused a report (the
+ * session is over), else 0; *moved is set when a reply (or a failure) came.
+ */
+static int turn_reports(struct session *s, int64_t now, bool *moved)
+{
+	struct channel *c = &s->reports;
+	struct cl_err err = { 0 };
+	char msg[700];
+	if (c->phase != CHANNEL_IDLE) {
+		struct cl_msg reply = { 0 };
+		int64_t t_recv = 0;
+		int rc = channel_turn(s, c, &reply, &t_recv, &err);
+		if (rc == CHANNEL_BUSY)
+			return 0;
+		*moved = true;
+		if (rc == 0)
+			rc = cl_report_queue_answered(s, &reply, &err);
+		cl_msg_free(&reply);
+		if (rc == CL_EREFUSED) {
+			CL_ERROR("%s", cl_err_format(&err, msg, sizeof(msg)));
+			return rc;
+		}
+		if (rc != 0) {
+			CL_DEBUG("%s", cl_err_format(&err, msg, sizeof(msg)));
+			c->next_us = t_recv + REPORT_RETRY_US;
+		}
+	}
+	const struct pending_report *p = cl_report_queue_head(s);
+	if (p && c->phase == CHANNEL_IDLE && now >= c->next_us && now >= p->not_before_us &&
+	    channel_start(c, p->buf.data, p->buf.size, REPLY_TIMEOUT_US) != 0) {
+		CL_ERROR("out of memory for the %s report", p->what);
+		c->next_us = now + REPORT_RETRY_US;
+	}
+	return 0;
+}
+
+/*
+ * The POLL channel's turn: takes the reply to the POLL in flight and applies its command, and
+ * sends the next POLL when the channel is free: at once after a command (the coordinator
+ * holds a POLL with nothing to say for up to CL_WIRE_POLL_HOLD_US), POLL_GAP_US after the
+ * previous one otherwise.  A POLL in flight whose state is stale is given up on and sent
+ * again with the news.  CL_EREFUSED when the coordinator ended the session, else 0.
+ */
+static int turn_polls(struct session *s, int64_t now, bool *moved)
+{
+	struct channel *c = &s->polls;
+	struct cl_err err = { 0 };
+	char msg[700];
+	if (c->phase != CHANNEL_IDLE) {
+		struct cl_msg reply = { 0 };
+		int64_t t_recv = 0;
+		int rc = channel_turn(s, c, &reply, &t_recv, &err);
+		if (rc == CHANNEL_BUSY) {
+			if (s->state != s->poll_state)
+				channel_cancel(c); /* news: ask again, with it */
+			return 0;
+		}
+		*moved = true;
+		if (rc == 0 && reply.type == CL_MSG_REFUSE) {
+			CL_ERROR("coordinator ended the session: %s", reply.refuse.reason);
+			cl_msg_free(&reply);
+			return CL_EREFUSED;
+		}
+		bool noop = true;
+		if (rc == 0 && reply.type == CL_MSG_CMD) {
+			cl_clock_est_add(&s->clock, c->t_send_us, reply.cmd.t_coord_recv_us,
+					 reply.cmd.t_coord_us, t_recv);
+			noop = reply.cmd.cmd == CL_CMD_NOOP;
+			apply_command(s, &reply);
+		} else if (rc == 0) {
+			CL_DEBUG("unexpected %s in reply to a POLL",
+				 cl_msg_type_name(reply.type) ? cl_msg_type_name(reply.type) : "?");
+		} else if (rc == CL_ECLOSED) {
+			noop = false; /* given up on for news: the next goes at once */
+		} else {
+			CL_DEBUG("%s", cl_err_format(&err, msg, sizeof(msg)));
+		}
+		cl_msg_free(&reply);
+		c->next_us = noop ? c->t_send_us + POLL_GAP_US : 0;
+		now = cl_mono_us();
+	}
+	if (c->phase == CHANNEL_IDLE && !s->quit && now >= c->next_us) {
+		struct cl_msg m;
+		fill_poll(s, &m, now);
+		s->poll_state = s->state;
+		if (send_request(s, c, &m, CL_WIRE_POLL_HOLD_US + REPLY_TIMEOUT_US, &err) != 0) {
+			CL_ERROR("%s", cl_err_format(&err, msg, sizeof(msg)));
+			c->next_us = now + POLL_GAP_US;
+		}
+	}
+	return 0;
+}
+
+/* When the loop must look again, at the latest: an interval's end, the next request due,
+ * the silence deadline, or soon while a stage, warmup or gate runs. */
+static int64_t next_wake(const struct session *s, int64_t now)
+{
+	int64_t at = s->last_reply_us + CL_WIRE_AGENT_SILENCE_US + 1000;
+	if (s->polls.phase == CHANNEL_IDLE && s->polls.next_us < at)
+		at = s->polls.next_us;
+	const struct pending_report *p = cl_report_queue_head(s);
+	if (p && s->reports.phase == CHANNEL_IDLE) {
+		int64_t go =
+		    s->reports.next_us > p->not_before_us ? s->reports.next_us : p->not_before_us;
+		if (go < at)
+			at = go;
+	}
+	if (s->act != ACT_NONE || s->probe_running) {
+		if (now + ACTIVE_TICK_US < at)
+			at = now + ACTIVE_TICK_US;
+		int64_t due =
+		    s->start_local_us + (int64_t)(s->interval + 1) * s->report_interval_us;
+		if (s->act == ACT_STAGE && due < at)
+			at = due;
+	}
+	return at;
 }
 
 void cl_session_cleanup(struct session *s)
@@ -317,12 +465,8 @@ void cl_session_cleanup(struct session *s)
 	if (s->acc_ready)
 		cl_metrics_destroy(&s->acc);
 	s->acc_ready = false;
-	if (s->aio) {
-		nng_aio_stop(s->aio);
-		nng_msg_free(nng_aio_get_msg(s->aio));
-		nng_aio_free(s->aio);
-	}
-	s->aio = NULL;
+	channel_close(&s->polls);
+	channel_close(&s->reports);
 	/* Bounded: a daemon must get back to its loop for the next run. */
 	if (s->sock_open)
 		cl_transport_close(s->sock, "the control socket");
@@ -339,12 +483,11 @@ int cl_session_run(struct session *s)
 		return CL_ESYS;
 	}
 	s->sock_open = true;
-	atomic_init(&s->aio_wait.done, false);
-	if ((rc = nng_aio_alloc(&s->aio, on_aio_done, &s->aio_wait)) != 0) {
+	if ((rc = channel_open(s, &s->polls, "poll")) != 0 ||
+	    (rc = channel_open(s, &s->reports, "report")) != 0) {
 		CL_ERROR("cannot open control socket: %s", nng_strerror(rc));
 		return CL_ENOMEM;
 	}
-	nng_socket_set_ms(s->sock, NNG_OPT_REQ_RESENDTIME, CL_WIRE_RESEND_MS);
 	nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, CL_WIRE_MAX_MSG);
 	if ((rc = cl_transport_dial(s->sock, s->o->connect_url, &s->o->tls, s->o->insecure,
 				    &err)) != 0) {
@@ -409,37 +552,17 @@ int cl_session_run(struct session *s)
 		}
 		cl_probe_thread_pump(s, now);
 		cl_activity_pump(s, now);
-		if (s->q_len) {
-			rc = cl_report_queue_flush_one(s, &err);
-			if (rc == CL_EREFUSED) {
-				CL_ERROR("%s", cl_err_format(&err, msg, sizeof(msg)));
-				cl_activity_stop(s, true);
-				return rc;
-			}
-			if (rc != 0)
-				CL_DEBUG("%s", cl_err_format(&err, msg, sizeof(msg)));
-			continue; /* reports first, then the next POLL */
-		}
-		struct cl_msg m, reply = { 0 };
-		fill_poll(s, &m, now);
-		rc = exchange(s, &m, &reply, &err);
-		if (rc == 0 && reply.type == CL_MSG_REFUSE) {
-			CL_ERROR("coordinator ended the session: %s", reply.refuse.reason);
-			cl_msg_free(&reply);
+		bool moved = false;
+		if ((rc = turn_reports(s, now, &moved)) != 0 ||
+		    (rc = turn_polls(s, now, &moved)) != 0) {
 			cl_activity_stop(s, true);
-			return CL_EREFUSED;
+			return rc;
 		}
-		bool more = false;
-		if (rc == 0 && reply.type == CL_MSG_CMD)
-			more = apply_command(s, &reply);
-		else if (rc != 0)
-			CL_DEBUG("%s", cl_err_format(&err, msg, sizeof(msg)));
-		cl_msg_free(&reply);
-		if (!s->q_len && !s->quit && !more) {
-			int64_t wait = POLL_EVERY_US - (cl_mono_us() - now);
-			if (wait > 0)
-				sleep_watching(s, wait);
-		}
+		if (moved)
+			continue; /* a reply came: look again before sleeping */
+		int64_t wait = next_wake(s, now) - cl_mono_us();
+		if (wait > 0)
+			sleep_watching(s, wait);
 	}
 	/* QUIT: tell the coordinator we are going (best effort), then end. */
 	cl_activity_stop(s, true);

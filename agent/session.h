@@ -32,13 +32,28 @@ enum activity { ACT_NONE, ACT_STAGE, ACT_WARMUP };
 struct pending_report {
 	msgpack_sbuffer buf;
 	uint64_t seq;
+	int64_t not_before_us; /* not sent before this (an interval report's spread) */
 	char what[32];
 };
 
-/* Completion of the session's one aio: set by its callback, which then pokes the control
- * thread's wake-up (wake.h), so the wait sees a reply or a stop at once. */
-struct aio_wait {
+/*
+ * One request and its reply at a time, on a context of the session's REQ socket.  The
+ * session has two: POLLs on one and REPORTs on the other, so a POLL the coordinator holds (a
+ * long poll, docs/protocol.md) never delays a report.  The aio's callback sets done and pokes
+ * the control thread's wake-up (wake.h); the control thread moves the exchange on.
+ */
+enum channel_phase { CHANNEL_IDLE, CHANNEL_SENDING, CHANNEL_WAITING };
+struct channel {
+	const char *name; /* "poll", "report": for messages */
+	nng_ctx ctx;
+	bool ctx_open;
+	nng_aio *aio;
 	atomic_bool done;
+	enum channel_phase phase;
+	bool cancelled;      /* given up on (a stop, or news for a newer POLL) */
+	int64_t t_send_us;   /* when the request went */
+	int64_t deadline_us; /* the reply is given up after this */
+	int64_t next_us;     /* no request before this (a pause after a failure or a NOOP) */
 };
 
 /* One session with a coordinator: from dialling to QUIT, silence or a stop. */
@@ -47,8 +62,8 @@ struct session {
 	atomic_int *stop; /* set by a signal handler, which may run on any thread */
 	nng_socket sock;
 	bool sock_open;
-	nng_aio *aio; /* every send and receive goes through it (see cl_session_send) */
-	struct aio_wait aio_wait;
+	struct channel polls, reports;
+	enum cl_agent_state poll_state; /* the state the POLL in flight told */
 	uint64_t seq;
 	uint32_t agent_id;
 	char run[CL_WIRE_MAX_RUN + 1];
@@ -118,18 +133,8 @@ int cl_session_run(struct session *s);
 void cl_session_cleanup(struct session *s);
 
 /*
- * Sends len bytes of an encoded request and waits for the reply, never past the silence
- * deadline; decodes it into reply (the caller frees it with cl_msg_free).  t_send and t_recv
- * get the monotonic times around the exchange.  0, or CL_EIO / CL_ETIMEDOUT / a decoding
- * error with err filled, or CL_ECLOSED as soon as *s->stop is set.  Blocks.
- */
-int cl_session_send(struct session *s, const void *data, size_t len, struct cl_msg *reply,
-		    int64_t *t_send, int64_t *t_recv, struct cl_err *err);
-
-/*
- * Sleeps us microseconds, or less when *stop becomes nonzero (checked every 20 ms): every
- * wait of an idle agent goes through here or cl_session_send, so SIGTERM ends it at once.
- * Returns false when stopped.
+ * Sleeps us microseconds, or less when *stop becomes nonzero (the signal handler pokes the
+ * wake-up), so SIGTERM ends an idle agent at once.  Returns false when stopped.
  */
 bool cl_session_nap(const atomic_int *stop, int64_t us);
 
@@ -138,13 +143,28 @@ void cl_session_fail(struct session *s, const char *fmt, ...) __attribute__((for
 
 /* ---- report_queue.c -------------------------------------------------------------------- */
 
-/* Queues a report, encoded now with the next seq; logs and drops it when the queue is full
- * or it cannot be encoded. */
-void cl_report_queue_push(struct session *s, struct cl_msg_report *rep, const char *what);
+/* Queues a report, encoded now with the next seq, to be sent not before not_before_us (0: at
+ * once); logs and drops it when the queue is full or it cannot be encoded. */
+void cl_report_queue_push(struct session *s, struct cl_msg_report *rep, const char *what,
+			  int64_t not_before_us);
 
-/* Sends the oldest queued report and takes it off the queue when ACKed or refused.  0,
- * CL_EREFUSED (dropped), or a send error (kept for the next try) with err filled.  Blocks. */
-int cl_report_queue_flush_one(struct session *s, struct cl_err *err);
+/*
+ * How long after an interval's end this agent sends its report: a fixed share, by agent id,
+ * of a quarter of the report interval (at most REPORT_SPREAD_MAX_US).  Every agent cuts its
+ * intervals at the same instants; sent at once, N reports reach the coordinator together and
+ * the last waits behind N - 1 merges (at 1,000 agents, over 100 ms).  Spread, they arrive
+ * one by one.  The interval's data is cut on time; only its delivery moves.
+ */
+#define REPORT_SPREAD_MAX_US 250000
+int64_t cl_report_spread_us(const struct session *s);
+
+/* The oldest queued report (the one to send), NULL when none is queued. */
+const struct pending_report *cl_report_queue_head(const struct session *s);
+
+/* Checks the coordinator's reply to the oldest report and takes that report off the queue
+ * when ACKed or refused: 0, CL_EREFUSED (dropped) or CL_EPROTO (kept for the next try), with
+ * err filled. */
+int cl_report_queue_answered(struct session *s, const struct cl_msg *reply, struct cl_err *err);
 
 /* Drops every queued report. */
 void cl_report_queue_clear(struct session *s);

@@ -1,10 +1,17 @@
-/* Agent sessions on the coordinator: HELLO/WELCOME, POLL/CMD, REPORT/ACK, liveness. */
+/* Agent sessions on the coordinator: HELLO/WELCOME, POLL/CMD (long polls), REPORT/ACK,
+ * liveness.
+ *
+ * The REP socket is opened raw: a received request keeps its routing header (the pipe and
+ * the request id), and a reply is any later message sent with that header.  That is what
+ * lets this one thread hold a POLL while it answers others, without a context and an aio per
+ * request in flight and the hand-offs between nng's threads and this one they would need. */
 #include "fleet.h"
 
 #include "fleet_internal.h"
 
 #include "chatload/clock.h"
 #include "chatload/log.h"
+#include "chatload/metrics.h"
 #include "chatload/transport.h"
 
 #include <nng/protocol/reqrep0/rep.h>
@@ -39,9 +46,10 @@ int cl_fleet_open(struct cl_fleet *f, const char *run, const char *token, uint32
 	f->report_interval_us = report_interval_us;
 	f->next_cmd_seq = 1;
 	f->agents = calloc(f->max_agents, sizeof(*f->agents));
-	if (!f->agents)
+	if (!f->agents || cl_hist_init(&f->report_lag, cl_metrics_lat_cfg()) != 0)
 		return cl_err_set(err, CL_ENOMEM, "out of memory for the agent table");
-	int rc = nng_rep0_open(&f->sock);
+	f->report_lag_ready = true;
+	int rc = nng_rep0_open_raw(&f->sock);
 	if (rc != 0)
 		return cl_err_set(err, CL_ESYS, "cannot open the control socket: %s",
 				  nng_strerror(rc));
@@ -71,10 +79,24 @@ int cl_fleet_listen(struct cl_fleet *f, const char *url, const struct cl_tls_opt
 /* The address book of a socket whose close was abandoned: kept, and reachable (not a leak). */
 static struct cli_fleet_peers *abandoned_peers;
 
+static void release_held(struct cl_fleet *f, struct cl_fleet_agent *a);
+
 void cl_fleet_close(struct cl_fleet *f)
 {
 	if (!f)
 		return;
+	while (f->held_first)
+		release_held(f, f->held_first);
+	if (f->report_lag_ready && cl_hist_count(&f->report_lag))
+		CL_INFO("control channel: %llu reports reached the merge %.1f ms (p50), %.1f ms "
+			"(p99), %.1f ms (max) after their agent sent them",
+			(unsigned long long)cl_hist_count(&f->report_lag),
+			cl_hist_percentile(&f->report_lag, 50) / 1e3,
+			cl_hist_percentile(&f->report_lag, 99) / 1e3,
+			cl_hist_max(&f->report_lag) / 1e3);
+	if (f->report_lag_ready)
+		cl_hist_destroy(&f->report_lag);
+	f->report_lag_ready = false;
 	bool closed = true;
 	if (f->open)
 		closed = cl_transport_close(f->sock, "the coordinator's control socket");
@@ -93,27 +115,33 @@ void cl_fleet_close(struct cl_fleet *f)
 	f->n = 0;
 }
 
-static void reply(struct cl_fleet *f, struct cl_msg *m, const char *peer)
+/* Answers the request rq (a received message: its header routes the reply) with m. */
+static void reply(struct cl_fleet *f, nng_msg *rq, struct cl_msg *m, const char *peer)
 {
 	msgpack_sbuffer sb;
 	msgpack_sbuffer_init(&sb);
 	struct cl_err err = { 0 };
+	nng_msg *out = NULL;
+	int rc;
 	if (cl_wire_encode(m, &sb, &err) != 0) {
 		char msg[600];
 		CL_ERROR("cannot encode %s for %s: %s", cl_msg_type_name(m->type), peer,
 			 cl_err_format(&err, msg, sizeof(msg)));
-	} else {
-		int rc = nng_send(f->sock, sb.data, sb.size, 0);
-		if (rc != 0)
-			CL_WARN("cannot reply to %s: %s", peer, nng_strerror(rc));
+	} else if ((rc = nng_msg_alloc(&out, 0)) != 0 ||
+		   (rc = nng_msg_header_append(out, nng_msg_header(rq), nng_msg_header_len(rq))) !=
+		       0 ||
+		   (rc = nng_msg_append(out, sb.data, sb.size)) != 0 ||
+		   (rc = nng_sendmsg(f->sock, out, 0)) != 0) {
+		nng_msg_free(out); /* not sent: still ours */
+		CL_WARN("cannot reply to %s: %s", peer, nng_strerror(rc));
 	}
 	msgpack_sbuffer_destroy(&sb);
 }
 
-static void refuse(struct cl_fleet *f, const struct cl_msg *req, const char *peer, const char *fmt,
-		   ...) __attribute__((format(printf, 4, 5)));
-static void refuse(struct cl_fleet *f, const struct cl_msg *req, const char *peer, const char *fmt,
-		   ...)
+static void refuse(struct cl_fleet *f, nng_msg *rq, const struct cl_msg *req, const char *peer,
+		   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void refuse(struct cl_fleet *f, nng_msg *rq, const struct cl_msg *req, const char *peer,
+		   const char *fmt, ...)
 {
 	char reason[CL_WIRE_MAX_REASON];
 	va_list ap;
@@ -126,7 +154,7 @@ static void refuse(struct cl_fleet *f, const struct cl_msg *req, const char *pee
 	struct cl_msg m = { .type = CL_MSG_REFUSE, .run = "", .seq = req ? req->seq : 0 };
 	m.agent = req ? req->agent : 0;
 	m.refuse.reason = reason;
-	reply(f, &m, peer);
+	reply(f, rq, &m, peer);
 }
 
 /* Fills a->address from a->peer ("10.0.0.5:41234", "[::1]:41234"; nothing for ipc) and
@@ -151,16 +179,17 @@ static void label_agent(struct cl_fleet_agent *a)
 		snprintf(a->label, sizeof(a->label), "%s", a->host);
 }
 
-static void on_hello(struct cl_fleet *f, struct cl_msg *req, const char *peer, int64_t t_recv)
+static void on_hello(struct cl_fleet *f, nng_msg *rq, struct cl_msg *req, const char *peer,
+		     int64_t t_recv)
 {
 	struct cl_msg_hello *h = &req->hello;
 	if (strcmp(h->version, CHATLOAD_VERSION) != 0) {
-		refuse(f, req, peer, "agent version %s does not match coordinator version %s",
+		refuse(f, rq, req, peer, "agent version %s does not match coordinator version %s",
 		       h->version, CHATLOAD_VERSION);
 		return;
 	}
 	if (!cl_wire_token_equal(f->token, h->token)) {
-		refuse(f, req, peer, "bad token");
+		refuse(f, rq, req, peer, "bad token");
 		return;
 	}
 	/* A resent HELLO (its WELCOME was lost) must not make a second agent. */
@@ -178,7 +207,7 @@ static void on_hello(struct cl_fleet *f, struct cl_msg *req, const char *peer, i
 						     .t_coord_recv_us = t_recv,
 						     .t_coord_us = cl_mono_us() };
 			a->last_seen_us = t_recv;
-			reply(f, &m, peer);
+			reply(f, rq, &m, peer);
 			return;
 		}
 	}
@@ -191,13 +220,13 @@ static void on_hello(struct cl_fleet *f, struct cl_msg *req, const char *peer, i
 		/* The same words every time (no "N s ago"): the agent says a refusal once while
 		 * it stays the same. */
 		if (a->lost_cause == CL_LOSS_COORDINATOR_STALL)
-			refuse(f, req, peer,
+			refuse(f, rq, req, peer,
 			       "agent %u (%s) was declared lost in run '%s' when this coordinator "
 			       "could not run for longer than an agent waits for it; a lost agent "
 			       "does not rejoin a run: it may join the next one",
 			       a->id, a->label, f->run);
 		else
-			refuse(f, req, peer,
+			refuse(f, rq, req, peer,
 			       "agent %u (%s) was declared lost in run '%s' after %.0f s without a "
 			       "word from it; a lost agent does not rejoin a run: it may join the "
 			       "next one",
@@ -209,12 +238,12 @@ static void on_hello(struct cl_fleet *f, struct cl_msg *req, const char *peer, i
 		for (size_t i = 0; i < f->n; i++)
 			lost += f->agents[i].live == CL_LIVE_LOST;
 		if (lost)
-			refuse(f, req, peer,
+			refuse(f, rq, req, peer,
 			       "run '%s' was made for %u agents and does not take new ones (%zu of "
 			       "them lost); this agent may join the next run",
 			       f->run, f->max_agents, lost);
 		else
-			refuse(f, req, peer, "run '%s' already has its %u agents", f->run,
+			refuse(f, rq, req, peer, "run '%s' already has its %u agents", f->run,
 			       f->max_agents);
 		return;
 	}
@@ -230,7 +259,7 @@ static void on_hello(struct cl_fleet *f, struct cl_msg *req, const char *peer, i
 	a->joined_us = a->last_seen_us = t_recv;
 	unsigned char rnd[16];
 	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
-		refuse(f, req, peer, "no entropy for a session id");
+		refuse(f, rq, req, peer, "no entropy for a session id");
 		return;
 	}
 	int off = snprintf(a->session, sizeof(a->session), "%.200s/", f->run);
@@ -245,7 +274,7 @@ static void on_hello(struct cl_fleet *f, struct cl_msg *req, const char *peer, i
 					     .report_interval_us = f->report_interval_us,
 					     .t_coord_recv_us = t_recv,
 					     .t_coord_us = cl_mono_us() };
-	reply(f, &m, peer);
+	reply(f, rq, &m, peer);
 }
 
 static struct cl_fleet_agent *find_agent(struct cl_fleet *f, const struct cl_msg *req)
@@ -256,8 +285,75 @@ static struct cl_fleet_agent *find_agent(struct cl_fleet *f, const struct cl_msg
 	return cl_wire_token_equal(a->session, req->run) ? a : NULL;
 }
 
-static void on_poll(struct cl_fleet *f, struct cl_fleet_agent *a, struct cl_msg *req,
-		    const char *peer, int64_t t_recv)
+/* Holds shorter than this are not worth a wake-up of their own: when the oldest hold ends,
+ * those ending within this much after it end with it. */
+#define HOLD_BATCH_US 20000
+
+/* Takes a's held POLL off the list and frees it, unanswered. */
+static void release_held(struct cl_fleet *f, struct cl_fleet_agent *a)
+{
+	if (!a->held)
+		return;
+	if (a->held_prev)
+		a->held_prev->held_next = a->held_next;
+	else
+		f->held_first = a->held_next;
+	if (a->held_next)
+		a->held_next->held_prev = a->held_prev;
+	else
+		f->held_last = a->held_prev;
+	a->held_prev = a->held_next = NULL;
+	nng_msg_free(a->held);
+	a->held = NULL;
+}
+
+/* Answers a POLL (rq, with seq and arrival t_recv) with the oldest command a has not applied,
+ * or NOOP. */
+static void answer_poll(struct cl_fleet *f, struct cl_fleet_agent *a, nng_msg *rq, uint64_t seq,
+			int64_t t_recv)
+{
+	char peer[96];
+	cli_fleet_peers_name(f->peers, rq, peer, sizeof(peer));
+	struct cl_msg m = { .type = CL_MSG_CMD, .run = a->session, .agent = a->id, .seq = seq };
+	if (a->n_cmds)
+		m.cmd = a->cmds[0];
+	else
+		m.cmd.cmd = CL_CMD_NOOP;
+	m.cmd.t_coord_recv_us = t_recv;
+	m.cmd.t_coord_us = cl_mono_us();
+	reply(f, rq, &m, peer);
+	/* An agent that is handed QUIT goes away without another word. */
+	if (m.cmd.cmd == CL_CMD_QUIT) {
+		a->gone = true;
+		a->quit_pipe = nng_msg_get_pipe(rq);
+	}
+}
+
+/* Answers a's held POLL now (with its command, or NOOP when its hold is over). */
+static void answer_held(struct cl_fleet *f, struct cl_fleet_agent *a)
+{
+	answer_poll(f, a, a->held, a->held_seq, a->held_recv_us);
+	release_held(f, a);
+}
+
+/* Ends the holds that are over by now (and those about to be: HOLD_BATCH_US); a lost agent's
+ * is dropped, unanswered.  Returns when the next one ends, INT64_MAX when none is held. */
+static int64_t end_holds(struct cl_fleet *f, int64_t now)
+{
+	struct cl_fleet_agent *a;
+	while ((a = f->held_first) &&
+	       a->held_recv_us + CL_WIRE_POLL_HOLD_US <= now + HOLD_BATCH_US) {
+		if (a->live == CL_LIVE_LOST)
+			release_held(f, a);
+		else
+			answer_held(f, a);
+	}
+	return a ? a->held_recv_us + CL_WIRE_POLL_HOLD_US : INT64_MAX;
+}
+
+/* Takes rq when it holds it (returns true): the caller frees it otherwise. */
+static bool on_poll(struct cl_fleet *f, struct cl_fleet_agent *a, nng_msg *rq, struct cl_msg *req,
+		    int64_t t_recv)
 {
 	struct cl_msg_poll *p = &req->poll;
 	enum cl_agent_state prev = a->state;
@@ -275,29 +371,36 @@ static void on_poll(struct cl_fleet *f, struct cl_fleet_agent *a, struct cl_msg 
 			CL_ERROR("agent %u (%s) failed: %s", a->id, a->label, p->error);
 		snprintf(a->error, sizeof(a->error), "%s", p->error);
 	}
-	/* Drop what it has applied; answer with the oldest command it has not. */
+	/* Drop what it has applied. */
 	size_t keep = 0;
 	for (size_t i = 0; i < a->n_cmds; i++) {
 		if (a->cmds[i].cmd_seq > a->applied_seq)
 			a->cmds[keep++] = a->cmds[i];
 	}
 	a->n_cmds = keep;
-	struct cl_msg m = {
-		.type = CL_MSG_CMD, .run = a->session, .agent = a->id, .seq = req->seq
-	};
-	if (a->n_cmds)
-		m.cmd = a->cmds[0];
+	/* A newer POLL means the agent gave up on the one held (its state changed, or nng
+	 * resent it): that one is dropped, unanswered. */
+	release_held(f, a);
+	if (a->n_cmds) {
+		answer_poll(f, a, rq, req->seq, t_recv);
+		return false;
+	}
+	/* Nothing to say: hold it until there is (cl_fleet_send) or its hold ends. */
+	a->held = rq;
+	a->held_seq = req->seq;
+	a->held_recv_us = t_recv;
+	a->held_prev = f->held_last;
+	a->held_next = NULL;
+	if (f->held_last)
+		f->held_last->held_next = a;
 	else
-		m.cmd.cmd = CL_CMD_NOOP;
-	m.cmd.t_coord_recv_us = t_recv;
-	m.cmd.t_coord_us = cl_mono_us();
-	reply(f, &m, peer);
-	/* An agent that is handed QUIT goes away without another word. */
-	if (m.cmd.cmd == CL_CMD_QUIT)
-		a->gone = true;
+		f->held_first = a;
+	f->held_last = a;
+	f->polls_held++;
+	return true;
 }
 
-static void on_report(struct cl_fleet *f, struct cl_fleet_agent *a, struct cl_msg *req,
+static void on_report(struct cl_fleet *f, struct cl_fleet_agent *a, nng_msg *rq, struct cl_msg *req,
 		      const char *peer)
 {
 	bool fresh = req->seq > a->last_report_seq;
@@ -305,6 +408,9 @@ static void on_report(struct cl_fleet *f, struct cl_fleet_agent *a, struct cl_ms
 		a->last_report_seq = req->seq;
 		if (f->on_report)
 			f->on_report(f->ctx, a, &req->report);
+		int64_t lag = cl_mono_us() - (req->report.t_send_us + a->clock_offset_us);
+		if (req->report.t_send_us > 0)
+			cl_hist_record(&f->report_lag, lag > 0 ? lag : 0);
 	} else {
 		CL_DEBUG("duplicate report %llu from agent %u ignored",
 			 (unsigned long long)req->seq, a->id);
@@ -312,7 +418,7 @@ static void on_report(struct cl_fleet *f, struct cl_fleet_agent *a, struct cl_ms
 	struct cl_msg m = {
 		.type = CL_MSG_ACK, .run = a->session, .agent = a->id, .seq = req->seq
 	};
-	reply(f, &m, peer);
+	reply(f, rq, &m, peer);
 }
 
 static void update_liveness(struct cl_fleet *f, int64_t now)
@@ -397,29 +503,32 @@ static void absorb_own_stalls(struct cl_fleet *f, int64_t now)
 	}
 }
 
-static void handle(struct cl_fleet *f, nng_msg *msg, int64_t t_recv)
+/* Handles the request rq, and frees it unless it holds it (a POLL). */
+static void handle(struct cl_fleet *f, nng_msg *rq, int64_t t_recv)
 {
 	char peer[96];
-	cli_fleet_peers_name(f->peers, msg, peer, sizeof(peer));
+	cli_fleet_peers_name(f->peers, rq, peer, sizeof(peer));
 	struct cl_msg req = { 0 };
 	struct cl_err err = { 0 };
-	int rc = cl_wire_decode(nng_msg_body(msg), nng_msg_len(msg), &req, &err);
+	bool held = false;
+	int rc = cl_wire_decode(nng_msg_body(rq), nng_msg_len(rq), &req, &err);
 	if (rc != 0) {
 		char why[600];
-		refuse(f, &req, peer, "malformed message: %s",
+		refuse(f, rq, &req, peer, "malformed message: %s",
 		       cl_err_format(&err, why, sizeof(why)));
 		cl_msg_free(&req);
+		nng_msg_free(rq);
 		return;
 	}
 	if (req.type == CL_MSG_HELLO) {
-		on_hello(f, &req, peer, t_recv);
+		on_hello(f, rq, &req, peer, t_recv);
 	} else {
 		struct cl_fleet_agent *a = find_agent(f, &req);
 		if (!a) {
-			refuse(f, &req, peer, "unknown agent %u or session (no HELLO on record)",
-			       req.agent);
+			refuse(f, rq, &req, peer,
+			       "unknown agent %u or session (no HELLO on record)", req.agent);
 		} else if (a->live == CL_LIVE_LOST) {
-			refuse(f, &req, peer,
+			refuse(f, rq, &req, peer,
 			       "agent %u (%s) was declared lost in run '%s'; its session is over "
 			       "and it may join the next run",
 			       a->id, a->label, f->run);
@@ -435,15 +544,17 @@ static void handle(struct cl_fleet *f, nng_msg *msg, int64_t t_recv)
 			a->last_seen_us = t_recv;
 			a->credit_us = 0;
 			if (req.type == CL_MSG_POLL)
-				on_poll(f, a, &req, peer, t_recv);
+				held = on_poll(f, a, rq, &req, t_recv);
 			else if (req.type == CL_MSG_REPORT)
-				on_report(f, a, &req, peer);
+				on_report(f, a, rq, &req, peer);
 			else
-				refuse(f, &req, peer, "unexpected %s from an agent",
+				refuse(f, rq, &req, peer, "unexpected %s from an agent",
 				       cl_msg_type_name(req.type));
 		}
 	}
 	cl_msg_free(&req);
+	if (!held)
+		nng_msg_free(rq);
 }
 
 /* Logs, at most once a second, TLS handshakes a listener refused since the last look: an
@@ -471,12 +582,16 @@ void cl_fleet_serve(struct cl_fleet *f, int64_t for_us)
 {
 	int64_t deadline = cl_mono_us() + for_us;
 	do {
-		int64_t left_ms = (deadline - cl_mono_us()) / 1000;
+		int64_t now = cl_mono_us();
+		int64_t until = end_holds(f, now);
+		if (until > deadline)
+			until = deadline;
+		int64_t left_ms = (until - now + 999) / 1000;
 		if (left_ms < 1)
 			left_ms = 1;
 		nng_socket_set_ms(f->sock, NNG_OPT_RECVTIMEO, (nng_duration)left_ms);
 		nng_msg *msg = NULL;
-		int64_t due = cl_mono_us() + left_ms * 1000;
+		int64_t due = now + left_ms * 1000;
 		int rc = nng_recvmsg(f->sock, &msg, 0);
 		int64_t t_recv = cl_mono_us();
 		/* A receive that ends this late means this thread could not run: file the stall
@@ -486,7 +601,6 @@ void cl_fleet_serve(struct cl_fleet *f, int64_t for_us)
 		absorb_own_stalls(f, t_recv);
 		if (rc == 0) {
 			handle(f, msg, t_recv);
-			nng_msg_free(msg);
 		} else if (rc != NNG_ETIMEDOUT) {
 			CL_WARN("control socket receive failed: %s", nng_strerror(rc));
 			cl_sleep_ns(1000000);
@@ -506,7 +620,12 @@ uint64_t cl_fleet_send(struct cl_fleet *f, size_t i, const struct cl_msg_cmd *cm
 	}
 	a->cmds[a->n_cmds] = *cmd;
 	a->cmds[a->n_cmds].cmd_seq = f->next_cmd_seq++;
-	return a->cmds[a->n_cmds++].cmd_seq;
+	uint64_t seq = a->cmds[a->n_cmds++].cmd_seq;
+	if (a->held) {
+		f->polls_answered_early++;
+		answer_held(f, a);
+	}
+	return seq;
 }
 
 size_t cl_fleet_room(const struct cl_fleet *f, size_t i)
@@ -533,6 +652,14 @@ void cl_fleet_broadcast(struct cl_fleet *f, const struct cl_msg_cmd *cmd)
 		if (!f->agents[i].gone && f->agents[i].live != CL_LIVE_LOST)
 			cl_fleet_send(f, i, cmd);
 	}
+}
+
+bool cl_fleet_departed(const struct cl_fleet *f, size_t i)
+{
+	const struct cl_fleet_agent *a = &f->agents[i];
+	char addr[96];
+	return a->live == CL_LIVE_LOST ||
+	       (a->gone && cl_transport_pipe_addr(a->quit_pipe, addr, sizeof(addr)) != 0);
 }
 
 size_t cl_fleet_active(const struct cl_fleet *f)

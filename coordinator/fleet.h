@@ -1,10 +1,12 @@
 /* The coordinator's side of the control channel: one REP socket that agents dial, the table
  * of agents in this run, their commands and liveness.  Single-threaded: the run loop calls
- * cl_fleet_serve, which answers every request at once (short polls, docs/protocol.md). */
+ * cl_fleet_serve, which answers HELLO and REPORT at once and holds a POLL until there is a
+ * command for its agent or CL_WIRE_POLL_HOLD_US pass (long polls, docs/protocol.md). */
 #ifndef CHATLOAD_FLEET_H
 #define CHATLOAD_FLEET_H
 
 #include "chatload/err.h"
+#include "chatload/hist.h"
 #include "chatload/scenario.h"
 #include "chatload/stall.h"
 #include "chatload/transport.h"
@@ -54,7 +56,8 @@ struct cl_fleet_agent {
 	 * returns counts such silences, so a caller can tell a new one. */
 	int64_t silent_from_us, silent_until_us;
 	uint32_t returns;
-	bool gone; /* acknowledged QUIT: no longer expected */
+	bool gone;          /* handed QUIT: no longer expected */
+	nng_pipe quit_pipe; /* the connection QUIT went out on */
 	enum cl_agent_state state;
 	char error[CL_WIRE_MAX_ERROR + 1];
 	uint64_t applied_seq;
@@ -72,6 +75,12 @@ struct cl_fleet_agent {
 	/* commands not yet applied, oldest first; their pointees are the caller's */
 	struct cl_msg_cmd cmds[CL_FLEET_MAX_QUEUED_CMDS];
 	size_t n_cmds;
+	/* The POLL held for this agent (NULL: none): its message, whose header routes the reply,
+	 * its seq and arrival.  Holding agents are linked oldest first (cl_fleet.held_*). */
+	nng_msg *held;
+	uint64_t held_seq;
+	int64_t held_recv_us;
+	struct cl_fleet_agent *held_prev, *held_next;
 };
 
 struct cl_fleet;
@@ -111,6 +120,14 @@ struct cl_fleet {
 	int64_t stalled_until_us; /* end of the last one filed (overlaps are trimmed) */
 	struct cli_fleet_watch *watch;
 	struct cli_fleet_peers *peers;
+	/* Agents whose POLL is held, oldest first: the head's hold ends first. */
+	struct cl_fleet_agent *held_first, *held_last;
+	uint64_t polls_held, polls_answered_early; /* holds begun; ... ended by a command */
+	/* From an agent's send of a new REPORT to its merge, on this clock (the agent's send
+	 * time moved by its clock offset): what the control channel adds to every report,
+	 * queueing included.  Said when the fleet closes. */
+	struct cl_hist report_lag;
+	bool report_lag_ready;
 };
 
 /* Opens the socket.  token may be "" (no token).  f is zeroed first; cl_fleet_close is safe
@@ -129,9 +146,9 @@ int cl_fleet_listen(struct cl_fleet *f, const char *url, const struct cl_tls_opt
  * protocol it has stopped its load and left (docs/protocol.md, "Faults").
  */
 void cl_fleet_serve(struct cl_fleet *f, int64_t for_us);
-/* Queues cmd for agent i (index into agents).  cmd is copied shallowly: whatever it points
- * to must stay valid until the agent applied it.  Returns the cmd_seq given, 0 when the
- * queue is full. */
+/* Queues cmd for agent i (index into agents), and answers its held POLL with it at once.
+ * cmd is copied shallowly: whatever it points to must stay valid until the agent applied it.
+ * Returns the cmd_seq given, 0 when the queue is full. */
 uint64_t cl_fleet_send(struct cl_fleet *f, size_t i, const struct cl_msg_cmd *cmd);
 /* How many more commands agent i's queue takes now. */
 size_t cl_fleet_room(const struct cl_fleet *f, size_t i);
@@ -140,6 +157,10 @@ size_t cl_fleet_room(const struct cl_fleet *f, size_t i);
 void cl_fleet_unqueue(struct cl_fleet *f, enum cl_cmd cmd);
 /* Queues cmd for every agent that is not lost or gone. */
 void cl_fleet_broadcast(struct cl_fleet *f, const struct cl_msg_cmd *cmd);
+/* Whether agent i has left: lost, or handed QUIT and its connection has closed since (an
+ * agent closes it only once it has QUIT in hand, so a reply still in nng's queues is not
+ * taken for one delivered). */
+bool cl_fleet_departed(const struct cl_fleet *f, size_t i);
 /* Agents neither lost nor gone. */
 size_t cl_fleet_active(const struct cl_fleet *f);
 /* Closes the socket and frees the table.  Safe on zeroed / failed fleets. */

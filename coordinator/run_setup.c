@@ -253,18 +253,16 @@ void cli_run_record_agents(struct run *r)
 
 void cli_run_stop_processes(struct run *r)
 {
-	/* Tell every agent to quit and give them a moment to hear it, then make sure. */
+	/* Tell every agent to quit and give them a moment to hear it (each closes its
+	 * connection when it has), then make sure. */
 	if (r->fleet.open && r->fleet.n) {
 		struct cl_msg_cmd quit = { .cmd = CL_CMD_QUIT };
 		cl_fleet_broadcast(&r->fleet, &quit);
 		int64_t deadline = cl_mono_us() + 1500000;
 		while (cl_mono_us() < deadline) {
 			bool all = true;
-			for (size_t i = 0; i < r->fleet.n; i++) {
-				struct cl_fleet_agent *a = &r->fleet.agents[i];
-				if (a->live != CL_LIVE_LOST && !a->gone)
-					all = false;
-			}
+			for (size_t i = 0; i < r->fleet.n; i++)
+				all = all && cl_fleet_departed(&r->fleet, i);
 			if (all)
 				break;
 			cl_fleet_serve(&r->fleet, 50000);

@@ -1,6 +1,7 @@
 /* Tests of the coordinator's fleet over a real nng socket: joining, refusals (token, version,
- * garbage, a lost agent back), command delivery by seq, report de-duplication, liveness and
- * the coordinator's own stalls. */
+ * garbage, a lost agent back), command delivery by seq, long polls (held, answered by a
+ * command or at the hold's end, superseded), report de-duplication, liveness and the
+ * coordinator's own stalls. */
 #include "fleet.h"
 #include "fleet_internal.h"
 
@@ -9,6 +10,7 @@
 
 #include <nng/protocol/reqrep0/req.h>
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -59,18 +61,30 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* Serves the fleet until a reply reaches the agent's REQ socket (a held POLL takes up to
+ * CL_WIRE_POLL_HOLD_US), at most 3 s; decodes it into out. */
+static void serve_until_reply(struct fixture *fx, struct cl_msg *out)
+{
+	void *rbuf = NULL;
+	size_t rlen = 0;
+	int rc = NNG_EAGAIN;
+	int64_t until = cl_mono_us() + 3000000;
+	while (rc == NNG_EAGAIN && cl_mono_us() < until) {
+		cl_fleet_serve(&fx->f, 20000);
+		rc = nng_recv(fx->req, &rbuf, &rlen, NNG_FLAG_ALLOC | NNG_FLAG_NONBLOCK);
+	}
+	assert_int_equal(rc, 0);
+	struct cl_err err = { 0 };
+	rc = cl_wire_decode(rbuf, rlen, out, &err);
+	nng_free(rbuf, rlen);
+	assert_int_equal(rc, 0);
+}
+
 /* Sends raw bytes as the agent, lets the fleet answer, decodes the reply into out. */
 static void roundtrip_raw(struct fixture *fx, const void *buf, size_t len, struct cl_msg *out)
 {
 	assert_int_equal(nng_send(fx->req, (void *)buf, len, 0), 0);
-	cl_fleet_serve(&fx->f, 200000);
-	void *rbuf = NULL;
-	size_t rlen = 0;
-	assert_int_equal(nng_recv(fx->req, &rbuf, &rlen, NNG_FLAG_ALLOC), 0);
-	struct cl_err err = { 0 };
-	int rc = cl_wire_decode(rbuf, rlen, out, &err);
-	nng_free(rbuf, rlen);
-	assert_int_equal(rc, 0);
+	serve_until_reply(fx, out);
 }
 
 static void encode(const struct cl_msg *m, msgpack_sbuffer *sb)
@@ -175,6 +189,165 @@ static void poll_once(struct fixture *fx, uint64_t applied, uint64_t seq, struct
 	m.poll.applied_seq = applied;
 	m.poll.t_send_us = cl_mono_us();
 	roundtrip(fx, &m, out);
+}
+
+static void send_poll(struct fixture *fx, nng_ctx ctx, enum cl_agent_state st, uint64_t seq)
+{
+	struct cl_msg m = { .type = CL_MSG_POLL, .run = fx->session, .agent = 1, .seq = seq };
+	m.poll.state = st;
+	m.poll.t_send_us = cl_mono_us();
+	msgpack_sbuffer sb;
+	encode(&m, &sb);
+	nng_msg *msg = NULL;
+	assert_int_equal(nng_msg_alloc(&msg, 0), 0);
+	assert_int_equal(nng_msg_append(msg, sb.data, sb.size), 0);
+	msgpack_sbuffer_destroy(&sb);
+	nng_aio *aio = NULL; /* nng 1.5 has no nng_ctx_sendmsg */
+	assert_int_equal(nng_aio_alloc(&aio, NULL, NULL), 0);
+	nng_aio_set_msg(aio, msg);
+	nng_ctx_send(ctx, aio);
+	nng_aio_wait(aio);
+	assert_int_equal(nng_aio_result(aio), 0);
+	nng_aio_free(aio);
+}
+
+/* A receive on a REQ context, waited for by looking (a receive that times out would end
+ * the request: nng's REQ drops a request whose receive is cancelled). */
+struct await {
+	nng_aio *aio;
+	atomic_bool done;
+};
+
+static void on_await(void *arg)
+{
+	struct await *w = arg;
+	atomic_store(&w->done, true);
+}
+
+static void await_reply(nng_ctx ctx, struct await *w)
+{
+	atomic_init(&w->done, false);
+	assert_int_equal(nng_aio_alloc(&w->aio, on_await, w), 0);
+	nng_aio_set_timeout(w->aio, 10000);
+	nng_ctx_recv(ctx, w->aio);
+}
+
+/* Whether the reply came; decoded into out when it did. */
+static bool await_take(struct await *w, struct cl_msg *out)
+{
+	if (!atomic_load(&w->done))
+		return false;
+	assert_int_equal(nng_aio_result(w->aio), 0);
+	nng_msg *msg = nng_aio_get_msg(w->aio);
+	struct cl_err err = { 0 };
+	int rc = cl_wire_decode(nng_msg_body(msg), nng_msg_len(msg), out, &err);
+	nng_msg_free(msg);
+	assert_int_equal(rc, 0);
+	return true;
+}
+
+static void await_end(struct await *w)
+{
+	nng_aio_free(w->aio); /* cancels a receive still waiting */
+}
+
+/* A POLL with nothing to say is held: not answered while the fleet serves, answered as soon
+ * as a command is queued for its agent (without another turn of serve), and the reply says
+ * how long it was held. */
+static void test_poll_held_until_command(void **state)
+{
+	struct fixture *fx = *state;
+	struct cl_msg r = { 0 };
+	hello(fx, CHATLOAD_VERSION, "s3cret", 114, &r);
+	cl_msg_free(&r);
+	nng_ctx ctx;
+	struct await w;
+	assert_int_equal(nng_ctx_open(&ctx, fx->req), 0);
+	send_poll(fx, ctx, CL_AGENT_IDLE, 2);
+	await_reply(ctx, &w);
+	cl_fleet_serve(&fx->f, 300000);
+	assert_false(await_take(&w, &r));
+	assert_int_equal(fx->f.polls_held, 1);
+	assert_ptr_equal(fx->f.held_first, &fx->f.agents[0]);
+	struct cl_msg_cmd stop = { .cmd = CL_CMD_STOP };
+	uint64_t seq = cl_fleet_send(&fx->f, 0, &stop);
+	int64_t until = cl_mono_us() + 2000000;
+	while (!await_take(&w, &r) && cl_mono_us() < until)
+		cl_sleep_ns(1000000);
+	assert_int_equal(r.type, CL_MSG_CMD);
+	assert_int_equal(r.seq, 2);
+	assert_int_equal(r.cmd.cmd, CL_CMD_STOP);
+	assert_int_equal(r.cmd.cmd_seq, seq);
+	assert_true(r.cmd.t_coord_us - r.cmd.t_coord_recv_us >= 300000);
+	assert_int_equal(fx->f.polls_answered_early, 1);
+	assert_null(fx->f.held_first);
+	cl_msg_free(&r);
+	await_end(&w);
+	nng_ctx_close(ctx);
+}
+
+/* A held POLL is answered NOOP when its hold is over: not before, not much after. */
+static void test_poll_hold_ends_with_noop(void **state)
+{
+	struct fixture *fx = *state;
+	struct cl_msg r = { 0 };
+	hello(fx, CHATLOAD_VERSION, "s3cret", 115, &r);
+	cl_msg_free(&r);
+	nng_ctx ctx;
+	struct await w;
+	assert_int_equal(nng_ctx_open(&ctx, fx->req), 0);
+	send_poll(fx, ctx, CL_AGENT_IDLE, 2);
+	await_reply(ctx, &w);
+	bool got = false;
+	int64_t until = cl_mono_us() + 3000000;
+	while (!got && cl_mono_us() < until) {
+		cl_fleet_serve(&fx->f, 50000);
+		got = await_take(&w, &r);
+	}
+	assert_true(got);
+	assert_int_equal(r.cmd.cmd, CL_CMD_NOOP);
+	int64_t held = r.cmd.t_coord_us - r.cmd.t_coord_recv_us;
+	assert_true(held >= CL_WIRE_POLL_HOLD_US - 20000); /* HOLD_BATCH_US in fleet.c */
+	assert_true(held < CL_WIRE_POLL_HOLD_US + 500000);
+	cl_msg_free(&r);
+	await_end(&w);
+	nng_ctx_close(ctx);
+}
+
+/* A newer POLL from the same agent (its state changed) replaces the one held: the old is
+ * dropped unanswered, the new one carries the state and gets the next command. */
+static void test_newer_poll_replaces_held(void **state)
+{
+	struct fixture *fx = *state;
+	struct cl_msg r = { 0 };
+	hello(fx, CHATLOAD_VERSION, "s3cret", 116, &r);
+	cl_msg_free(&r);
+	nng_ctx old, news;
+	struct await wold, wnews;
+	assert_int_equal(nng_ctx_open(&old, fx->req), 0);
+	assert_int_equal(nng_ctx_open(&news, fx->req), 0);
+	send_poll(fx, old, CL_AGENT_PREPARING, 2);
+	await_reply(old, &wold);
+	cl_fleet_serve(&fx->f, 100000);
+	send_poll(fx, news, CL_AGENT_READY, 3);
+	await_reply(news, &wnews);
+	cl_fleet_serve(&fx->f, 100000);
+	assert_int_equal(fx->f.agents[0].state, CL_AGENT_READY);
+	assert_int_equal(fx->f.polls_held, 2);
+	struct cl_msg_cmd warm = { .cmd = CL_CMD_WARMUP };
+	cl_fleet_send(&fx->f, 0, &warm);
+	int64_t until = cl_mono_us() + 2000000;
+	while (!await_take(&wnews, &r) && cl_mono_us() < until)
+		cl_sleep_ns(1000000);
+	assert_int_equal(r.seq, 3);
+	assert_int_equal(r.cmd.cmd, CL_CMD_WARMUP);
+	cl_msg_free(&r);
+	cl_fleet_serve(&fx->f, 1200000); /* past the first POLL's hold */
+	assert_false(await_take(&wold, &r));
+	await_end(&wold);
+	await_end(&wnews);
+	nng_ctx_close(old);
+	nng_ctx_close(news);
 }
 
 static void test_commands_by_seq(void **state)
@@ -363,6 +536,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bad_version, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_garbage_then_join, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_commands_by_seq, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_poll_held_until_command, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_poll_hold_ends_with_noop, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_newer_poll_replaces_held, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_duplicate_report_counted_once, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_agent_refused, setup, teardown),
