@@ -46,8 +46,12 @@ int cl_fleet_open(struct cl_fleet *f, const char *run, const char *token, uint32
 	f->report_interval_us = report_interval_us;
 	f->next_cmd_seq = 1;
 	f->agents = calloc(f->max_agents, sizeof(*f->agents));
-	if (!f->agents || cl_hist_init(&f->report_lag, cl_metrics_lat_cfg()) != 0)
+	if (!f->agents || cl_hist_init(&f->report_lag[0], cl_metrics_lat_cfg()) != 0)
 		return cl_err_set(err, CL_ENOMEM, "out of memory for the agent table");
+	if (cl_hist_init(&f->report_lag[1], cl_metrics_lat_cfg()) != 0) {
+		cl_hist_destroy(&f->report_lag[0]);
+		return cl_err_set(err, CL_ENOMEM, "out of memory for the agent table");
+	}
 	f->report_lag_ready = true;
 	int rc = nng_rep0_open_raw(&f->sock);
 	if (rc != 0)
@@ -81,21 +85,34 @@ static struct cli_fleet_peers *abandoned_peers;
 
 static void release_held(struct cl_fleet *f, struct cl_fleet_agent *a);
 
+/* Logs how long reports took from their agents to the merge (docs/protocol.md, §5). */
+static void say_report_lag(const struct cl_fleet *f)
+{
+	const struct cl_hist *h = f->report_lag;
+	if (!cl_hist_count(&h[0]) && !cl_hist_count(&h[1]))
+		return;
+	char more[160] = "";
+	if (cl_hist_count(&h[1]))
+		snprintf(
+		    more, sizeof(more), "; %llu other (final, probe, warmup) %.1f / %.1f / %.1f ms",
+		    (unsigned long long)cl_hist_count(&h[1]), cl_hist_percentile(&h[1], 50) / 1e3,
+		    cl_hist_percentile(&h[1], 99) / 1e3, cl_hist_max(&h[1]) / 1e3);
+	CL_INFO("control channel: reports reached the merge after their agent sent them "
+		"(p50 / p99 / max): %llu interval %.1f / %.1f / %.1f ms%s",
+		(unsigned long long)cl_hist_count(&h[0]), cl_hist_percentile(&h[0], 50) / 1e3,
+		cl_hist_percentile(&h[0], 99) / 1e3, cl_hist_max(&h[0]) / 1e3, more);
+}
+
 void cl_fleet_close(struct cl_fleet *f)
 {
 	if (!f)
 		return;
 	while (f->held_first)
 		release_held(f, f->held_first);
-	if (f->report_lag_ready && cl_hist_count(&f->report_lag))
-		CL_INFO("control channel: %llu reports reached the merge %.1f ms (p50), %.1f ms "
-			"(p99), %.1f ms (max) after their agent sent them",
-			(unsigned long long)cl_hist_count(&f->report_lag),
-			cl_hist_percentile(&f->report_lag, 50) / 1e3,
-			cl_hist_percentile(&f->report_lag, 99) / 1e3,
-			cl_hist_max(&f->report_lag) / 1e3);
 	if (f->report_lag_ready)
-		cl_hist_destroy(&f->report_lag);
+		say_report_lag(f);
+	for (int k = 0; f->report_lag_ready && k < 2; k++)
+		cl_hist_destroy(&f->report_lag[k]);
 	f->report_lag_ready = false;
 	bool closed = true;
 	if (f->open)
@@ -410,7 +427,8 @@ static void on_report(struct cl_fleet *f, struct cl_fleet_agent *a, nng_msg *rq,
 			f->on_report(f->ctx, a, &req->report);
 		int64_t lag = cl_mono_us() - (req->report.t_send_us + a->clock_offset_us);
 		if (req->report.t_send_us > 0)
-			cl_hist_record(&f->report_lag, lag > 0 ? lag : 0);
+			cl_hist_record(&f->report_lag[req->report.kind != CL_REPORT_INTERVAL],
+				       lag > 0 ? lag : 0);
 	} else {
 		CL_DEBUG("duplicate report %llu from agent %u ignored",
 			 (unsigned long long)req->seq, a->id);

@@ -125,8 +125,10 @@ struct cl_fleet {
 	uint64_t polls_held, polls_answered_early; /* holds begun; ... ended by a command */
 	/* From an agent's send of a new REPORT to its merge, on this clock (the agent's send
 	 * time moved by its clock offset): what the control channel adds to every report,
-	 * queueing included.  Said when the fleet closes. */
-	struct cl_hist report_lag;
+	 * queueing included.  Interval reports (spread over the interval by the agents) apart
+	 * from the rest (final ones: every agent's at the stage's end at once).  Said when the
+	 * fleet closes. */
+	struct cl_hist report_lag[2]; /* [0] interval, [1] the rest */
 	bool report_lag_ready;
 };
 

@@ -733,7 +733,8 @@ int main(int argc, char **argv)
 		    (long long)tot.p50, (long long)tot.p99, (long long)tot.p999, (long long)tot.max,
 		    (long long)rcv.p50, (long long)rcv.p99, (long long)snd.p50, (long long)snd.p99);
 	}
-	printf("\ntargets: CPU per chunk <= 1.5x roofline; >= 10000 streams; <= 64 KiB per stream; "
+	printf("\ntargets (issue 17): [1] CPU per SSE event <= 1.2x the bare epoll+recv roofline; "
+	       "[2] 20,000 streams on one agent at <= 32 KiB per stream; [3] (docs/engine.md) "
 	       "ttft error p99 <= 1 ms at C=1024\n");
 	return 0;
 }

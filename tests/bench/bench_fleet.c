@@ -481,7 +481,8 @@ struct result {
 	int64_t cmd_p50, cmd_p99, rep_p50, rep_p99, rep_max;
 	double polls_per_agent_s;
 	uint64_t cmds;
-	double lag_p50_ms, lag_p99_ms, lag_max_ms; /* the coordinator's own figure */
+	/* The coordinator's own figures, send -> merge: interval reports, and final ones */
+	double lag_p50_ms, lag_p99_ms, lag_max_ms, fin_p50_ms, fin_p99_ms, fin_max_ms;
 	long rss_kib, hwm_kib;
 	int exit_code;
 };
@@ -632,14 +633,17 @@ stop:;
 	res.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 	/* The coordinator's measure of send -> merge (coordinator/fleet.c), from its log. */
 	res.lag_p50_ms = res.lag_p99_ms = res.lag_max_ms = -1;
+	res.fin_p50_ms = res.fin_p99_ms = res.fin_max_ms = -1;
 	FILE *lf = fopen(logp, "r");
 	char line[512];
 	while (lf && fgets(line, sizeof(line), lf)) {
-		char *p = strstr(line, "reports reached the merge ");
+		char *p = strstr(line, "(p50 / p99 / max): ");
 		if (p)
-			sscanf(p,
-			       "reports reached the merge %lf ms (p50), %lf ms (p99), %lf ms (max)",
+			sscanf(p, "(p50 / p99 / max): %*u interval %lf / %lf / %lf ms",
 			       &res.lag_p50_ms, &res.lag_p99_ms, &res.lag_max_ms);
+		if (p && (p = strstr(p, " other (final, probe, warmup) ")))
+			sscanf(p, " other (final, probe, warmup) %lf / %lf / %lf ms",
+			       &res.fin_p50_ms, &res.fin_p99_ms, &res.fin_max_ms);
 	}
 	if (lf)
 		fclose(lf);
@@ -709,18 +713,18 @@ int main(int argc, char **argv)
 			    r->n, r->exit_code, dir, r->n);
 			continue;
 		}
-		printf("N=%-4d coordinator CPU %.1f %% of a core (%.3f ms/s per agent), report "
-		       "send->merge (the coordinator's figure, whole run) p50 %.1f ms p99 %.1f ms "
-		       "max %.1f ms, REPORT->ACK p50 %.2f ms p99 %.2f ms max %.2f ms, command "
-		       "reply->agent "
-		       "p50 %.2f ms p99 %.2f ms (%llu commands), %.2f POLLs/s per agent, RSS %ld "
-		       "KiB (peak %ld), "
-		       "exit %d, reply errors %d\n",
-		       r->n, r->cpu_pct, r->cpu_pct * 10.0 / r->n, r->lag_p50_ms, r->lag_p99_ms,
-		       r->lag_max_ms, r->rep_p50 / 1e3, r->rep_p99 / 1e3, r->rep_max / 1e3,
-		       r->cmd_p50 / 1e3, r->cmd_p99 / 1e3, (unsigned long long)r->cmds,
-		       r->polls_per_agent_s, r->rss_kib, r->hwm_kib, r->exit_code,
-		       atomic_load(&g.errors));
+		printf(
+		    "N=%-4d coordinator CPU %.1f %% of a core (%.3f ms/s per agent), RSS %ld KiB "
+		    "(peak %ld), exit %d; %.2f POLLs/s per agent, command reply->agent p50 "
+		    "%.2f ms p99 %.2f ms (%llu commands), reply errors %d\n",
+		    r->n, r->cpu_pct, r->cpu_pct * 10.0 / r->n, r->rss_kib, r->hwm_kib,
+		    r->exit_code, r->polls_per_agent_s, r->cmd_p50 / 1e3, r->cmd_p99 / 1e3,
+		    (unsigned long long)r->cmds, atomic_load(&g.errors));
+		printf("       report send->merge (coordinator, whole run, p50/p99/max): interval "
+		       "%.1f / %.1f / %.1f ms, final %.1f / %.1f / %.1f ms; REPORT->ACK (this "
+		       "process, measuring window) %.2f / %.2f / %.2f ms\n",
+		       r->lag_p50_ms, r->lag_p99_ms, r->lag_max_ms, r->fin_p50_ms, r->fin_p99_ms,
+		       r->fin_max_ms, r->rep_p50 / 1e3, r->rep_p99 / 1e3, r->rep_max / 1e3);
 		fflush(stdout);
 	}
 	free(list);
