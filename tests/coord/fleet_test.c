@@ -251,6 +251,32 @@ static void await_end(struct await *w)
 	nng_aio_free(w->aio); /* cancels a receive still waiting */
 }
 
+/* Sends a POLL on ctx and starts waiting for its reply on w. */
+static void poll_on(struct fixture *fx, nng_ctx ctx, enum cl_agent_state st, uint64_t seq,
+		    struct await *w)
+{
+	send_poll(fx, ctx, st, seq);
+	await_reply(ctx, w);
+}
+
+/* Waits up to 2 s, without serving the fleet, for the reply on w. */
+static void await_without_serving(struct await *w, struct cl_msg *out)
+{
+	int64_t until = cl_mono_us() + 2000000;
+	while (!await_take(w, out) && cl_mono_us() < until)
+		cl_sleep_ns(1000000);
+	assert_int_equal(out->type, CL_MSG_CMD);
+}
+
+/* Joins as the agent with this pid (agent 1 of a fresh fleet). */
+static void join(struct fixture *fx, int64_t pid)
+{
+	struct cl_msg r = { 0 };
+	hello(fx, CHATLOAD_VERSION, "s3cret", pid, &r);
+	assert_int_equal(r.type, CL_MSG_WELCOME);
+	cl_msg_free(&r);
+}
+
 /* A POLL with nothing to say is held: not answered while the fleet serves, answered as soon
  * as a command is queued for its agent (without another turn of serve), and the reply says
  * how long it was held. */
@@ -258,23 +284,18 @@ static void test_poll_held_until_command(void **state)
 {
 	struct fixture *fx = *state;
 	struct cl_msg r = { 0 };
-	hello(fx, CHATLOAD_VERSION, "s3cret", 114, &r);
-	cl_msg_free(&r);
+	join(fx, 114);
 	nng_ctx ctx;
 	struct await w;
 	assert_int_equal(nng_ctx_open(&ctx, fx->req), 0);
-	send_poll(fx, ctx, CL_AGENT_IDLE, 2);
-	await_reply(ctx, &w);
+	poll_on(fx, ctx, CL_AGENT_IDLE, 2, &w);
 	cl_fleet_serve(&fx->f, 300000);
 	assert_false(await_take(&w, &r));
 	assert_int_equal(fx->f.polls_held, 1);
 	assert_ptr_equal(fx->f.held_first, &fx->f.agents[0]);
 	struct cl_msg_cmd stop = { .cmd = CL_CMD_STOP };
 	uint64_t seq = cl_fleet_send(&fx->f, 0, &stop);
-	int64_t until = cl_mono_us() + 2000000;
-	while (!await_take(&w, &r) && cl_mono_us() < until)
-		cl_sleep_ns(1000000);
-	assert_int_equal(r.type, CL_MSG_CMD);
+	await_without_serving(&w, &r);
 	assert_int_equal(r.seq, 2);
 	assert_int_equal(r.cmd.cmd, CL_CMD_STOP);
 	assert_int_equal(r.cmd.cmd_seq, seq);
@@ -291,13 +312,11 @@ static void test_poll_hold_ends_with_noop(void **state)
 {
 	struct fixture *fx = *state;
 	struct cl_msg r = { 0 };
-	hello(fx, CHATLOAD_VERSION, "s3cret", 115, &r);
-	cl_msg_free(&r);
+	join(fx, 115);
 	nng_ctx ctx;
 	struct await w;
 	assert_int_equal(nng_ctx_open(&ctx, fx->req), 0);
-	send_poll(fx, ctx, CL_AGENT_IDLE, 2);
-	await_reply(ctx, &w);
+	poll_on(fx, ctx, CL_AGENT_IDLE, 2, &w);
 	bool got = false;
 	int64_t until = cl_mono_us() + 3000000;
 	while (!got && cl_mono_us() < until) {
@@ -320,25 +339,20 @@ static void test_newer_poll_replaces_held(void **state)
 {
 	struct fixture *fx = *state;
 	struct cl_msg r = { 0 };
-	hello(fx, CHATLOAD_VERSION, "s3cret", 116, &r);
-	cl_msg_free(&r);
+	join(fx, 116);
 	nng_ctx old, news;
 	struct await wold, wnews;
 	assert_int_equal(nng_ctx_open(&old, fx->req), 0);
 	assert_int_equal(nng_ctx_open(&news, fx->req), 0);
-	send_poll(fx, old, CL_AGENT_PREPARING, 2);
-	await_reply(old, &wold);
+	poll_on(fx, old, CL_AGENT_PREPARING, 2, &wold);
 	cl_fleet_serve(&fx->f, 100000);
-	send_poll(fx, news, CL_AGENT_READY, 3);
-	await_reply(news, &wnews);
+	poll_on(fx, news, CL_AGENT_READY, 3, &wnews);
 	cl_fleet_serve(&fx->f, 100000);
 	assert_int_equal(fx->f.agents[0].state, CL_AGENT_READY);
 	assert_int_equal(fx->f.polls_held, 2);
 	struct cl_msg_cmd warm = { .cmd = CL_CMD_WARMUP };
 	cl_fleet_send(&fx->f, 0, &warm);
-	int64_t until = cl_mono_us() + 2000000;
-	while (!await_take(&wnews, &r) && cl_mono_us() < until)
-		cl_sleep_ns(1000000);
+	await_without_serving(&wnews, &r);
 	assert_int_equal(r.seq, 3);
 	assert_int_equal(r.cmd.cmd, CL_CMD_WARMUP);
 	cl_msg_free(&r);
