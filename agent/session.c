@@ -564,7 +564,8 @@ int cl_session_run(struct session *s)
 		if (wait > 0)
 			sleep_watching(s, wait);
 	}
-	/* QUIT: tell the coordinator we are going (best effort), then end. */
+	/* QUIT: end.  Closing the socket (cl_session_cleanup) is how the coordinator learns that
+	 * QUIT arrived (cl_fleet_departed). */
 	cl_activity_stop(s, true);
 	cl_probe_thread_stop(s);
 	return 0;
