@@ -425,6 +425,24 @@ def agent_of(rec):
     return rid.split("-", 1)[0] if rid else None
 
 
+def machine_freezes(client):
+    """The stretches [from_s, to_s] of a stage's record in which the coordinator itself could
+    not run (`coordinator_stall` in results.json's client.stalls).  These shared machines
+    sometimes freeze whole for 0.3-0.7 s; when one lands in a test's stage every process
+    notes it, and the record rightly says so.  Tests set such episodes apart (see
+    `outside_freezes`) instead of failing on them or ignoring every stall."""
+    return [(s["at_s"], s["at_s"] + s["length_s"]) for s in client.get("stalls", [])
+            if s.get("reason") == "coordinator_stall"]
+
+
+def outside_freezes(episodes, freezes, slack_s=0.3):
+    """The episodes (dicts with at_s and length_s) that do not overlap a machine freeze."""
+    def overlaps(e):
+        a, b = e["at_s"], e["at_s"] + e["length_s"]
+        return any(a < f_to + slack_s and b > f_from - slack_s for f_from, f_to in freezes)
+    return [e for e in episodes if e.get("reason") != "coordinator_stall" and not overlaps(e)]
+
+
 # ---- msgpack (the subset chatload's wire protocol uses) ---------------------------------
 
 def mp_pack(v):
