@@ -19,7 +19,7 @@ void cl_report_queue_push(struct session *s, struct cl_msg_report *rep, const ch
 	struct pending_report *p = &s->q[(s->q_head + s->q_len) % MAX_PENDING_REPORTS];
 	msgpack_sbuffer_init(&p->buf);
 	struct cl_err err = { 0 };
-	if (cl_wire_encode(&m, &p->buf, &err) != 0) {
+	if (cl_wire_encode_report(&m, &p->buf, &p->t_send_at, &err) != 0) {
 		char msg[600];
 		CL_ERROR("cannot encode %s report: %s", what,
 			 cl_err_format(&err, msg, sizeof(msg)));
@@ -43,7 +43,7 @@ int64_t cl_report_spread_us(const struct session *s)
 	return (int64_t)(frac * (double)spread);
 }
 
-const struct pending_report *cl_report_queue_head(const struct session *s)
+struct pending_report *cl_report_queue_head(struct session *s)
 {
 	return s->q_len ? &s->q[s->q_head] : NULL;
 }

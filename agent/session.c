@@ -364,11 +364,14 @@ static int turn_reports(struct session *s, int64_t now, bool *moved)
 			c->next_us = t_recv + REPORT_RETRY_US;
 		}
 	}
-	const struct pending_report *p = cl_report_queue_head(s);
-	if (p && c->phase == CHANNEL_IDLE && now >= c->next_us && now >= p->not_before_us &&
-	    channel_start(c, p->buf.data, p->buf.size, REPLY_TIMEOUT_US) != 0) {
-		CL_ERROR("out of memory for the %s report", p->what);
-		c->next_us = now + REPORT_RETRY_US;
+	struct pending_report *p = cl_report_queue_head(s);
+	if (p && c->phase == CHANNEL_IDLE && now >= c->next_us && now >= p->not_before_us) {
+		/* t_send_us says when it goes, this time (a resend is stamped again) */
+		cl_wire_restamp(p->buf.data, p->t_send_at, cl_mono_us());
+		if (channel_start(c, p->buf.data, p->buf.size, REPLY_TIMEOUT_US) != 0) {
+			CL_ERROR("out of memory for the %s report", p->what);
+			c->next_us = now + REPORT_RETRY_US;
+		}
 	}
 	return 0;
 }
@@ -432,7 +435,7 @@ static int turn_polls(struct session *s, int64_t now, bool *moved)
 
 /* When the loop must look again, at the latest: an interval's end, the next request due,
  * the silence deadline, or soon while a stage, warmup or gate runs. */
-static int64_t next_wake(const struct session *s, int64_t now)
+static int64_t next_wake(struct session *s, int64_t now)
 {
 	int64_t at = s->last_reply_us + CL_WIRE_AGENT_SILENCE_US + 1000;
 	if (s->polls.phase == CHANNEL_IDLE && s->polls.next_us < at)

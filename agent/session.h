@@ -31,6 +31,7 @@ enum activity { ACT_NONE, ACT_STAGE, ACT_WARMUP };
 /* A report encoded once, so a resend after a lost ACK carries the same seq. */
 struct pending_report {
 	msgpack_sbuffer buf;
+	size_t t_send_at; /* where its t_send_us is, set as it goes (cl_wire_restamp) */
 	uint64_t seq;
 	int64_t not_before_us; /* not sent before this (an interval report's spread) */
 	char what[32];
@@ -159,7 +160,7 @@ void cl_report_queue_push(struct session *s, struct cl_msg_report *rep, const ch
 int64_t cl_report_spread_us(const struct session *s);
 
 /* The oldest queued report (the one to send), NULL when none is queued. */
-const struct pending_report *cl_report_queue_head(const struct session *s);
+struct pending_report *cl_report_queue_head(struct session *s);
 
 /* Checks the coordinator's reply to the oldest report and takes that report off the queue
  * when ACKed or refused: 0, CL_EREFUSED (dropped) or CL_EPROTO (kept for the next try), with

@@ -15,6 +15,10 @@ struct enc {
 	const char *what; /* message type name, for messages */
 	struct wire_path path;
 	int rc; /* first failure; once set every helper is a no-op */
+	/* cl_wire_encode_report: REPORT's t_send_us at a fixed width, its offset from start */
+	bool stamp;
+	msgpack_sbuffer *out;
+	size_t start, t_send_at;
 };
 
 static int fail(struct enc *e, int code, const char *name, const char *fmt, ...)
@@ -480,7 +484,15 @@ static void enc_body(struct enc *e, const struct cl_msg *m)
 		u64(e, "stage", r->stage);
 		u64(e, "interval", r->interval);
 		nonneg(e, "span_us", r->span_us);
-		i64(e, "t_send_us", r->t_send_us);
+		if (e->stamp) {
+			key(e, "t_send_us");
+			/* 0xd3 and 8 bytes, whatever the value: cl_wire_restamp rewrites them */
+			e->t_send_at = e->out->size + 1 - e->start;
+			if (!e->rc)
+				chk(e, msgpack_pack_fix_int64(&e->pk, r->t_send_us));
+		} else {
+			i64(e, "t_send_us", r->t_send_us);
+		}
 		if (r->error)
 			str(e, "error", r->error, CL_WIRE_MAX_ERROR, WSTR_TEXT);
 		if (r->start_skew_us)
@@ -520,7 +532,8 @@ static void enc_body(struct enc *e, const struct cl_msg *m)
 	}
 }
 
-int cl_wire_encode(const struct cl_msg *m, msgpack_sbuffer *out, struct cl_err *err)
+static int encode(const struct cl_msg *m, msgpack_sbuffer *out, size_t *t_send_at,
+		  struct cl_err *err)
 {
 	if (!m || !out)
 		return cl_err_set(err, CL_EINVAL, "cannot encode: no message or no buffer");
@@ -529,7 +542,9 @@ int cl_wire_encode(const struct cl_msg *m, msgpack_sbuffer *out, struct cl_err *
 		return cl_err_set(err, CL_EINVAL, "cannot encode message of unknown type %d",
 				  (int)m->type);
 	size_t start = out->size;
-	struct enc e = { .err = err, .what = tname };
+	struct enc e = {
+		.err = err, .what = tname, .stamp = t_send_at != NULL, .out = out, .start = start
+	};
 	msgpack_packer_init(&e.pk, out, msgpack_sbuffer_write);
 
 	map(&e, 5 + body_fields(m));
@@ -554,7 +569,30 @@ int cl_wire_encode(const struct cl_msg *m, msgpack_sbuffer *out, struct cl_err *
 	}
 	if (e.rc)
 		out->size = start;
+	else if (t_send_at)
+		*t_send_at = e.t_send_at;
 	return e.rc;
+}
+
+int cl_wire_encode(const struct cl_msg *m, msgpack_sbuffer *out, struct cl_err *err)
+{
+	return encode(m, out, NULL, err);
+}
+
+int cl_wire_encode_report(const struct cl_msg *m, msgpack_sbuffer *out, size_t *t_send_at,
+			  struct cl_err *err)
+{
+	if (!m || m->type != CL_MSG_REPORT || !t_send_at)
+		return cl_err_set(err, CL_EINVAL, "cannot encode: not a REPORT");
+	return encode(m, out, t_send_at, err);
+}
+
+void cl_wire_restamp(void *msg, size_t t_send_at, int64_t t_send_us)
+{
+	unsigned char *p = (unsigned char *)msg + t_send_at;
+	uint64_t v = (uint64_t)t_send_us;
+	for (int i = 7; i >= 0; i--, v >>= 8)
+		p[i] = (unsigned char)(v & 0xff); /* msgpack is big-endian */
 }
 
 int cl_wire_pack_bodies(const struct cl_request_body *bodies, size_t n, msgpack_sbuffer *out,

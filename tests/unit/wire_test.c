@@ -413,6 +413,46 @@ static void test_report_metrics(void **state)
 	free(m);
 }
 
+/* A REPORT encoded once and stamped as it goes: the stamp lands in t_send_us, every other
+ * field (here a small one and the metrics after it) is untouched, the encoding stays valid,
+ * and a later stamp (a resend) replaces the first. */
+static void test_report_restamp(void **state)
+{
+	struct cl_metrics *m = calloc(1, sizeof(*m));
+	assert_non_null(m);
+	assert_int_equal(cl_metrics_init(m), 0);
+	populate_metrics(m, 3);
+	struct cl_msg in = { .type = CL_MSG_REPORT, .run = "run-1", .agent = 2, .seq = 7 };
+	in.report = (struct cl_msg_report){
+		.kind = CL_REPORT_INTERVAL, .stage = 1, .interval = 3, .metrics = m, .t_send_us = 5
+	};
+	msgpack_sbuffer sb;
+	msgpack_sbuffer_init(&sb);
+	struct cl_err err = { 0 };
+	size_t at = 0;
+	assert_int_equal(cl_wire_encode_report(&in, &sb, &at, &err), 0);
+	assert_true(at > 0 && at + 8 <= sb.size);
+	assert_int_equal((unsigned char)sb.data[at - 1], 0xd3); /* int64, fixed width */
+	static const int64_t stamps[] = { 1843921554123LL, 42, INT64_MAX };
+	for (size_t k = 0; k < 3; k++) {
+		cl_wire_restamp(sb.data, at, stamps[k]);
+		assert_int_equal(cl_wire_check(sb.data, sb.size, NULL, &err), 0);
+		struct cl_msg out = { 0 };
+		assert_int_equal(cl_wire_decode(sb.data, sb.size, &out, &err), 0);
+		assert_int_equal(out.seq, 7);
+		assert_int_equal(out.report.interval, 3);
+		assert_true(out.report.t_send_us == stamps[k]);
+		assert_metrics_equal(out.report.metrics, m);
+		cl_msg_free(&out);
+	}
+	/* Only a REPORT has a stamp to set. */
+	struct cl_msg poll = { .type = CL_MSG_POLL, .run = "run-1", .agent = 2, .seq = 8 };
+	assert_int_equal(cl_wire_encode_report(&poll, &sb, &at, &err), CL_EINVAL);
+	msgpack_sbuffer_destroy(&sb);
+	cl_metrics_destroy(m);
+	free(m);
+}
+
 static void test_report_probe(void **state)
 {
 	struct cl_readiness_result r = {
@@ -1531,6 +1571,7 @@ int main(void)
 		cmocka_unit_test(test_hello),
 		cmocka_unit_test(test_poll),
 		cmocka_unit_test(test_report_metrics),
+		cmocka_unit_test(test_report_restamp),
 		cmocka_unit_test(test_report_probe),
 		cmocka_unit_test(test_report_stalls),
 		cmocka_unit_test(test_replies),

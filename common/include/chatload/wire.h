@@ -315,6 +315,19 @@ void cl_msg_free(struct cl_msg *m);
 int cl_wire_encode(const struct cl_msg *m, msgpack_sbuffer *out, struct cl_err *err);
 
 /*
+ * cl_wire_encode for a REPORT whose t_send_us is to be set when it goes out, not when it is
+ * made: the field is written at a fixed width, and *t_send_at gets the offset of its 8 value
+ * bytes from the start of the encoding, for cl_wire_restamp.  An agent encodes a report once
+ * (a resend carries the same seq) but may send it later (its share of the report spread) and
+ * more than once.  Same results as cl_wire_encode; CL_EINVAL for any other type.
+ */
+int cl_wire_encode_report(const struct cl_msg *m, msgpack_sbuffer *out, size_t *t_send_at,
+			  struct cl_err *err);
+
+/* Sets the t_send_us of an encoding made by cl_wire_encode_report (msg: its first byte). */
+void cl_wire_restamp(void *msg, size_t t_send_at, int64_t t_send_us);
+
+/*
  * Appends the encoding of a BODIES command's "bodies" value (an array of n bodies, with the
  * checks cl_wire_encode makes) to out, for struct cl_cmd_bodies.packed.  Returns 0, or
  * CL_EINVAL / CL_ETOOBIG / CL_ENOMEM with the field in err (out then keeps its old size).
