@@ -252,13 +252,13 @@ void cl_activity_pump(struct session *s, int64_t now)
 		uint32_t ended = (uint32_t)((now - s->start_local_us) / s->report_interval_us);
 		rep.kind = CL_REPORT_INTERVAL;
 		rep.interval = ended - 1;
-		cl_report_queue_push(s, &rep, "interval", now + cl_report_spread_us(s));
+		cl_report_queue_push(s, &rep, "interval");
 		s->interval = ended;
 		s->interval_start_us = now;
 		return;
 	}
 	rep.kind = s->act == ACT_WARMUP ? CL_REPORT_WARMUP : CL_REPORT_FINAL;
-	cl_report_queue_push(s, &rep, s->act == ACT_WARMUP ? "warmup" : "final", 0);
+	cl_report_queue_push(s, &rep, s->act == ACT_WARMUP ? "warmup" : "final");
 	s->act = ACT_NONE;
 	s->act_engine = NULL;
 	s->state = CL_AGENT_DONE;

@@ -90,7 +90,7 @@ void cl_probe_thread_pump(struct session *s, int64_t now)
 			struct cl_msg_report rep = { .kind = CL_REPORT_PROBE,
 						     .readiness = &snap,
 						     .t_send_us = now };
-			cl_report_queue_push(s, &rep, "probe progress", 0);
+			cl_report_queue_push(s, &rep, "probe progress");
 			s->probe_last_sent_us = now;
 		}
 	}
@@ -100,7 +100,7 @@ void cl_probe_thread_pump(struct session *s, int64_t now)
 		struct cl_msg_report rep = { .kind = CL_REPORT_PROBE,
 					     .readiness = &s->probe_res,
 					     .t_send_us = now };
-		cl_report_queue_push(s, &rep, "probe", 0);
+		cl_report_queue_push(s, &rep, "probe");
 		s->state = CL_AGENT_IDLE;
 	}
 }

@@ -6,8 +6,7 @@
 
 #include <stdio.h>
 
-void cl_report_queue_push(struct session *s, struct cl_msg_report *rep, const char *what,
-			  int64_t not_before_us)
+void cl_report_queue_push(struct session *s, struct cl_msg_report *rep, const char *what)
 {
 	if (s->q_len == MAX_PENDING_REPORTS) {
 		CL_ERROR("report queue full: dropping %s report (coordinator unreachable?)", what);
@@ -27,20 +26,13 @@ void cl_report_queue_push(struct session *s, struct cl_msg_report *rep, const ch
 		return;
 	}
 	p->seq = m.seq;
-	p->not_before_us = not_before_us;
+	/* An interval report waits its share of the spread; the others go at once. */
+	p->not_before_us =
+	    rep->kind == CL_REPORT_INTERVAL
+		? cl_mono_us() + cl_wire_report_spread_us(s->report_interval_us, s->agent_id)
+		: 0;
 	snprintf(p->what, sizeof(p->what), "%s", what);
 	s->q_len++;
-}
-
-int64_t cl_report_spread_us(const struct session *s)
-{
-	int64_t spread = s->report_interval_us / 4;
-	if (spread > REPORT_SPREAD_MAX_US)
-		spread = REPORT_SPREAD_MAX_US;
-	/* The golden-ratio sequence: agents 1..N land evenly over the spread for any N. */
-	double frac = (double)s->agent_id * 0.6180339887498949;
-	frac -= (double)(int64_t)frac;
-	return (int64_t)(frac * (double)spread);
 }
 
 struct pending_report *cl_report_queue_head(struct session *s)

@@ -144,20 +144,10 @@ void cl_session_fail(struct session *s, const char *fmt, ...) __attribute__((for
 
 /* ---- report_queue.c -------------------------------------------------------------------- */
 
-/* Queues a report, encoded now with the next seq, to be sent not before not_before_us (0: at
- * once); logs and drops it when the queue is full or it cannot be encoded. */
-void cl_report_queue_push(struct session *s, struct cl_msg_report *rep, const char *what,
-			  int64_t not_before_us);
-
-/*
- * How long after an interval's end this agent sends its report: a fixed share, by agent id,
- * of a quarter of the report interval (at most REPORT_SPREAD_MAX_US).  Every agent cuts its
- * intervals at the same instants; sent at once, N reports reach the coordinator together and
- * the last waits behind N - 1 merges (at 1,000 agents, over 100 ms).  Spread, they arrive
- * one by one.  The interval's data is cut on time; only its delivery moves.
- */
-#define REPORT_SPREAD_MAX_US 250000
-int64_t cl_report_spread_us(const struct session *s);
+/* Queues a report, encoded now with the next seq; an interval report is sent its share of
+ * the spread later (cl_wire_report_spread_us), the others at once.  Logs and drops it when
+ * the queue is full or it cannot be encoded. */
+void cl_report_queue_push(struct session *s, struct cl_msg_report *rep, const char *what);
 
 /* The oldest queued report (the one to send), NULL when none is queued. */
 struct pending_report *cl_report_queue_head(struct session *s);

@@ -132,9 +132,11 @@ void cl_fleet_close(struct cl_fleet *f)
 	f->n = 0;
 }
 
-/* Answers the request rq (a received message: its header routes the reply) with m. */
+/* Answers the request rq (a received message: its header routes the reply) with m.  peer
+ * names it in a failure's message; NULL: looked up then. */
 static void reply(struct cl_fleet *f, nng_msg *rq, struct cl_msg *m, const char *peer)
 {
+	char name[96];
 	msgpack_sbuffer sb;
 	msgpack_sbuffer_init(&sb);
 	struct cl_err err = { 0 };
@@ -142,7 +144,8 @@ static void reply(struct cl_fleet *f, nng_msg *rq, struct cl_msg *m, const char 
 	int rc;
 	if (cl_wire_encode(m, &sb, &err) != 0) {
 		char msg[600];
-		CL_ERROR("cannot encode %s for %s: %s", cl_msg_type_name(m->type), peer,
+		CL_ERROR("cannot encode %s for %s: %s", cl_msg_type_name(m->type),
+			 peer ? peer : cli_fleet_peers_name(f->peers, rq, name, sizeof(name)),
 			 cl_err_format(&err, msg, sizeof(msg)));
 	} else if ((rc = nng_msg_alloc(&out, 0)) != 0 ||
 		   (rc = nng_msg_header_append(out, nng_msg_header(rq), nng_msg_header_len(rq))) !=
@@ -150,7 +153,9 @@ static void reply(struct cl_fleet *f, nng_msg *rq, struct cl_msg *m, const char 
 		   (rc = nng_msg_append(out, sb.data, sb.size)) != 0 ||
 		   (rc = nng_sendmsg(f->sock, out, 0)) != 0) {
 		nng_msg_free(out); /* not sent: still ours */
-		CL_WARN("cannot reply to %s: %s", peer, nng_strerror(rc));
+		CL_WARN("cannot reply to %s: %s",
+			peer ? peer : cli_fleet_peers_name(f->peers, rq, name, sizeof(name)),
+			nng_strerror(rc));
 	}
 	msgpack_sbuffer_destroy(&sb);
 }
@@ -329,8 +334,6 @@ static void release_held(struct cl_fleet *f, struct cl_fleet_agent *a)
 static void answer_poll(struct cl_fleet *f, struct cl_fleet_agent *a, nng_msg *rq, uint64_t seq,
 			int64_t t_recv)
 {
-	char peer[96];
-	cli_fleet_peers_name(f->peers, rq, peer, sizeof(peer));
 	struct cl_msg m = { .type = CL_MSG_CMD, .run = a->session, .agent = a->id, .seq = seq };
 	if (a->n_cmds)
 		m.cmd = a->cmds[0];
@@ -338,7 +341,7 @@ static void answer_poll(struct cl_fleet *f, struct cl_fleet_agent *a, nng_msg *r
 		m.cmd.cmd = CL_CMD_NOOP;
 	m.cmd.t_coord_recv_us = t_recv;
 	m.cmd.t_coord_us = cl_mono_us();
-	reply(f, rq, &m, peer);
+	reply(f, rq, &m, NULL);
 	/* An agent that is handed QUIT goes away without another word. */
 	if (m.cmd.cmd == CL_CMD_QUIT) {
 		a->gone = true;

@@ -158,6 +158,16 @@ out:
 	memset(m, 0, sizeof(*m));
 }
 
+int64_t cl_wire_report_spread_us(int64_t report_interval_us, uint32_t agent_id)
+{
+	int64_t spread = report_interval_us / 4;
+	if (spread > CL_WIRE_REPORT_SPREAD_MAX_US)
+		spread = CL_WIRE_REPORT_SPREAD_MAX_US;
+	double frac = (double)agent_id * 0.6180339887498949;
+	frac -= (double)(int64_t)frac;
+	return spread > 0 ? (int64_t)(frac * (double)spread) : 0;
+}
+
 bool cl_wire_token_equal(const char *expected, const char *received)
 {
 	if (!expected)

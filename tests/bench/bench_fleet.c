@@ -261,12 +261,9 @@ static void step_rep(struct pagent *a)
 		return; /* the poll chain starts it again with the next stage */
 	int64_t now = cl_mono_us();
 	/* An interval report goes its agent's share of the spread after the interval's end, as
-	 * agent/report_queue.c (cl_report_spread_us) has it; a final one at once. */
-	int64_t spread = g.no_spread ? 0 : g.interval_us / 4 < 250000 ? g.interval_us / 4 : 250000;
-	double frac = (double)a->id * 0.6180339887498949;
-	frac -= (double)(int64_t)frac;
+	 * a real agent's does; a final one at once. */
 	int64_t due = a->start_us + (int64_t)(a->interval + 1) * g.interval_us +
-		      (int64_t)(frac * (double)spread);
+		      (g.no_spread ? 0 : cl_wire_report_spread_us(g.interval_us, a->id));
 	if (a->window_end_us < due)
 		due = a->window_end_us;
 	if (!a->pending_report && !a->final_due && now < due) {

@@ -453,6 +453,25 @@ static void test_report_restamp(void **state)
 	free(m);
 }
 
+/* The report spread: within a quarter of the interval, never over its cap, and 1,000 agents
+ * spread over it evenly (no 10 % of it holds more than twice its share). */
+static void test_report_spread(void **state)
+{
+	assert_int_equal(cl_wire_report_spread_us(0, 7), 0);
+	for (uint32_t id = 1; id <= 50; id++) {
+		int64_t s = cl_wire_report_spread_us(200000, id);
+		assert_true(s >= 0 && s < 50000);
+		assert_true(cl_wire_report_spread_us(10000000, id) < CL_WIRE_REPORT_SPREAD_MAX_US);
+	}
+	int bins[10] = { 0 };
+	for (uint32_t id = 1; id <= 1000; id++)
+		bins[cl_wire_report_spread_us(1000000, id) * 10 / CL_WIRE_REPORT_SPREAD_MAX_US]++;
+	for (int b = 0; b < 10; b++)
+		assert_true(bins[b] > 50 && bins[b] < 200);
+	/* the same agent, the same share: a fixed offset, not a random one */
+	assert_true(cl_wire_report_spread_us(1000000, 3) == cl_wire_report_spread_us(1000000, 3));
+}
+
 static void test_report_probe(void **state)
 {
 	struct cl_readiness_result r = {
@@ -1572,6 +1591,7 @@ int main(void)
 		cmocka_unit_test(test_poll),
 		cmocka_unit_test(test_report_metrics),
 		cmocka_unit_test(test_report_restamp),
+		cmocka_unit_test(test_report_spread),
 		cmocka_unit_test(test_report_probe),
 		cmocka_unit_test(test_report_stalls),
 		cmocka_unit_test(test_replies),

@@ -377,6 +377,16 @@ int cl_wire_check(const void *buf, size_t len, struct cl_wire_stats *st, struct 
 bool cl_wire_token_equal(const char *expected, const char *received);
 
 /*
+ * How long after an interval's end an agent sends that interval's report (docs/protocol.md,
+ * §3): a fixed share, by agent id, of a quarter of the report interval, at most
+ * CL_WIRE_REPORT_SPREAD_MAX_US.  Every agent cuts its intervals at the same instants; sent at
+ * once, N reports reach the coordinator together and the last waits behind N - 1 merges.
+ * The shares follow the golden-ratio sequence, so agents 1..N land evenly for any N.
+ */
+#define CL_WIRE_REPORT_SPREAD_MAX_US 250000
+int64_t cl_wire_report_spread_us(int64_t report_interval_us, uint32_t agent_id);
+
+/*
  * Clock-offset estimate from request/reply timestamps, NTP style: for a request sent at
  * t_send (agent clock), received at t_coord_recv and answered at t_coord (coordinator
  * clock), the reply received at t_recv (agent clock):
