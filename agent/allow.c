@@ -1,5 +1,5 @@
 /* The agent's --allow-target check: a target URL's host and port, as libcurl parses them,
- * against the allow-list (target/http/allow.c holds the rule). */
+ * against the allow-list (client/http/allow.c holds the rule). */
 #include "allow.h"
 
 #include "http/allow.h"

@@ -22,7 +22,7 @@ function(chatload_target target)
 endfunction()
 
 # chatload_programs(TARGET...): the shipped programs.  They all land in <build>/bin, side by
-# side as when installed, so the coordinator finds its siblings next to itself (spawn.h).
+# side as when installed, so the coordinator finds its siblings next to itself (run/spawn.h).
 function(chatload_programs)
   set_target_properties(${ARGN} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)
 endfunction()

@@ -1,5 +1,5 @@
 /* chatload: the coordinator's entry point; dispatches to one subcommand. */
-#include "commands.h"
+#include "cmd/commands.h"
 
 #include "chatload/exitcode.h"
 #include "chatload/log.h"

@@ -135,7 +135,7 @@ static long open_fds(rlim_t limit)
  * under RLIMIT_NOFILE would fail later, one connect at a time, as errors that look like
  * the server's.  A few descriptors per worker are kept for libcurl's own (its wakeup pair,
  * name resolver) and the program's.  Multiplexed HTTP/2 shares connections, so it is not
- * checked (h2c with a connection per request, see target/httpver, is).
+ * checked (h2c with a connection per request, see client/httpver, is).
  */
 static int check_fds(struct cl_engine *e, const struct cl_stage_plan *s, struct cl_err *err)
 {

@@ -37,7 +37,7 @@ static int on_prereq(void *clientp, char *primary_ip, char *local_ip, int primar
 /*
  * Sets every option of the slot's easy handle but the body (fresh, or after a reset): where
  * and how (URL, protocols, redirects, TLS, timeouts, HTTP version and connection use, the
- * header list) the target's, as the readiness probe sends them (target/http), then the
+ * header list) the target's, as the readiness probe sends them (client/http), then the
  * slot's own callbacks.  Every target option was tried when the engine was created.
  */
 static int apply_options(struct cl_slot *s)

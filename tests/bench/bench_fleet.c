@@ -12,7 +12,7 @@
  * Over the middle of the stage (after 2 s, until 2 s before its end) it reads the
  * coordinator's utime+stime from /proc/<pid>/stat, and its VmRSS/VmHWM at the end.  The time
  * from a REPORT's send to its merge is not observable from outside; the coordinator merges a
- * report before it sends the ACK (coordinator/fleet.c on_report), so the REPORT->ACK round trip
+ * report before it sends the ACK (coordinator/fleet/fleet.c on_report), so the REPORT->ACK round trip
  * is an upper bound on it and is reported as the closest observable.  Beside it: how long a
  * command took from the coordinator's reply to the played agent (the CMD's t_coord_us, on the
  * same host's CLOCK_MONOTONIC), and how many POLLs an agent sent per second.
@@ -628,7 +628,7 @@ stop:;
 		sleep_us(50000);
 	}
 	res.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-	/* The coordinator's measure of send -> merge (coordinator/fleet.c), from its log. */
+	/* The coordinator's measure of send -> merge (coordinator/fleet/fleet.c), from its log. */
 	res.lag_p50_ms = res.lag_p99_ms = res.lag_max_ms = -1;
 	res.fin_p50_ms = res.fin_p99_ms = res.fin_max_ms = -1;
 	FILE *lf = fopen(logp, "r");

@@ -1,7 +1,7 @@
 /* The results lifecycle on real metrics: what the document says, what lands on disk and
  * when (checkpoints, atomic rewrites, intervals.jsonl), and how misuse is refused. */
 #include "coord_metrics.h"
-#include "results.h"
+#include "results/results.h"
 
 #include "chatload/exitcode.h"
 

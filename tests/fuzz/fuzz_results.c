@@ -1,9 +1,9 @@
 /* libFuzzer target: the results.json reader (chatload report / compare): a document that
  * passes cl_results_check must render in every format, compare with itself, and give back
  * every histogram it stores, without a crash or a leak; one that fails must say why. */
-#include "compare.h"
-#include "report.h"
-#include "results.h"
+#include "report/compare.h"
+#include "report/report.h"
+#include "results/results.h"
 
 #include "chatload/hist.h"
 

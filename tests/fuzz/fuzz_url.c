@@ -1,5 +1,5 @@
 /* libFuzzer target: target URLs and --allow-target entries through libcurl's parser
- * (target/http), with the properties the allow-list relies on: an endpoint URL built from
+ * (client/http), with the properties the allow-list relies on: an endpoint URL built from
  * a base goes where the base goes, an entry made from a URL's host allows that URL, and a
  * target handle built from a URL holds URLs that go there too. */
 #include "http/allow.h"

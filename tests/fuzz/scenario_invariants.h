@@ -3,7 +3,7 @@
 #ifndef CHATLOAD_FUZZ_SCENARIO_INVARIANTS_H
 #define CHATLOAD_FUZZ_SCENARIO_INVARIANTS_H
 
-#include "chatload/scenario.h"
+#include "scenario/scenario.h"
 
 #include <stdlib.h>
 

@@ -1,4 +1,4 @@
-/* Tests of target/http: where a URL connects as libcurl parses it (checked against where
+/* Tests of client/http: where a URL connects as libcurl parses it (checked against where
  * libcurl really connects), the --allow-target decision on hostile URLs, and the target
  * handle's headers, key policy, endpoint URLs and options. */
 #include "http/allow.h"
@@ -313,7 +313,7 @@ static void test_endpoint_urls(void **state)
 	assert_true(t.ver.h2_required);
 	cl_http_target_free(&t);
 
-	/* The version is target/httpver's decision: http2 required without TLS is HTTP/2 with
+	/* The version is client/httpver's decision: http2 required without TLS is HTTP/2 with
 	 * prior knowledge, preferred is HTTP/1.1 with Upgrade: h2c. */
 	p = plan_for("http://h/v1");
 	p.http2 = true;

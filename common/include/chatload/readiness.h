@@ -1,5 +1,5 @@
 /* The readiness gate's outcome (DESIGN §5): when each phase passed, attempts, last error.
- * Produced by the gate (target/probe), carried on the wire, written into results, and put
+ * Produced by the gate (client/probe), carried on the wire, written into results, and put
  * into words here. */
 #ifndef CHATLOAD_READINESS_H
 #define CHATLOAD_READINESS_H

@@ -1,0 +1,103 @@
+/* One way to talk to a target: a target plan turned, once, into checked endpoint URLs, header
+ * lines and libcurl options that the load engine and the readiness probe both apply. */
+#ifndef CHATLOAD_HTTP_HANDLE_H
+#define CHATLOAD_HTTP_HANDLE_H
+
+#include "http/allow.h"
+#include "http/url.h"
+#include "httpver/httpver.h"
+
+#include "chatload/err.h"
+#include "chatload/plan.h"
+
+#include <curl/curl.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CL_HTTP_DEFAULT_CONNECT_TIMEOUT_US 10000000LL /* when the plan says 0 (scenario: 10s) */
+#define CL_HTTP_MAX_HEADERS                72         /* lines of one request, fixed ones too */
+
+/* What a request asks for; each has its URL and header lines. */
+enum cl_http_endpoint {
+	CL_HTTP_BASE = 0,     /* the base URL itself: the probe's connect-only check, no headers */
+	CL_HTTP_MODELS = 1,   /* GET {base}/models */
+	CL_HTTP_CHAT = 2,     /* POST {base}/chat/completions, streamed */
+	CL_HTTP_TOKENIZE = 3, /* POST {root}/tokenize: vLLM, SGLang and llama.cpp serve it beside
+			       * /v1, so a base ending in /v1 loses it */
+	CL_HTTP__ENDPOINTS
+};
+
+/*
+ * A target ready to be applied to libcurl handles.  Built once by cl_http_target_init and
+ * then only read, so any number of threads may apply it at once.  Owns its strings; the key
+ * (inside the Authorization line) is wiped when it is freed.
+ */
+struct cl_http_target {
+	struct cl_url_where where;              /* where every request goes (checked) */
+	char *url[CL_HTTP__ENDPOINTS];          /* each endpoint's URL, as libcurl will get it */
+	const char **lines[CL_HTTP__ENDPOINTS]; /* header lines per endpoint, n_lines[] each */
+	size_t n_lines[CL_HTTP__ENDPOINTS];
+	char *auth;   /* "Authorization: Bearer <key>" or NULL; wiped at free */
+	char **extra; /* copies of the plan's extra header lines */
+	size_t n_extra;
+	struct cl_httpver ver; /* HTTP version and connection use (cl_httpver_choose) */
+	bool tls_verify;
+	char *ca_file;
+	int64_t connect_timeout_us;
+};
+
+/*
+ * Checks plan and builds t from it; plan may be freed afterwards.
+ * - URL: parsed by libcurl (cl_url_where); http:// or https:// only; refused when allow is
+ *   non-empty and does not allow its host and port (CL_EREFUSED), and when it carries
+ *   user:password@ (CL_EINVAL: the URL is logged and recorded; use headers or api_key_env).
+ *   Each endpoint URL is built by libcurl from it and checked again to go to the same host
+ *   and port.
+ * - Key: when plan->api_key_env is set, its value is read from the environment now and sent
+ *   as "Authorization: Bearer <key>".  A variable that is unset or empty is refused
+ *   (CL_EREFUSED, naming the variable): a scenario that names a key wants one, and requests
+ *   without it would only fail with 401 later, or worse succeed against the wrong tenant.
+ * - Headers: every line "Name: value" with a token name; CR, LF or another control
+ *   character anywhere (the key too) is refused (CL_EINVAL).  Fixed lines: User-Agent
+ *   chatload/<version> on every request, and Content-Type, Accept: text/event-stream and an
+ *   empty Expect on chat; an extra header of the same name replaces a fixed line.
+ * - HTTP version and connection use: cl_httpver_choose (client/httpver) decides, once, in
+ *   ver; the engine's shards and the probe's h2 checks read it from there.
+ * - Every libcurl option is tried on a scratch handle, so an option this libcurl refuses
+ *   (HTTP/2 not built in) fails here (CL_EINVAL), not on the first request.
+ * err says what failed, never the key.  cl_http_target_free is safe after any failure.  The
+ * program must have called curl_global_init.
+ */
+int cl_http_target_init(struct cl_http_target *t, const struct cl_target_plan *plan,
+			const struct cl_allow_list *allow, struct cl_err *err);
+
+/* Frees what t owns, wiping the key first; t is zeroed.  Safe on a zeroed or part-built t. */
+void cl_http_target_free(struct cl_http_target *t);
+
+/* Number of header lines endpoint ep sends (for sizing a node array). */
+size_t cl_http_target_n_lines(const struct cl_http_target *t, enum cl_http_endpoint ep);
+
+/*
+ * Links the caller's node array into a header list for ep without allocating: nodes[0]
+ * carries lead when it is not NULL (the engine's X-Request-Id, rewritten in place per
+ * request), then ep's lines.  n must be at least cl_http_target_n_lines(ep) + (lead != NULL).
+ * The nodes point at t's strings: t must outlive every request using them.  Returns the
+ * head, NULL when there is nothing to send (or n is too small).
+ */
+struct curl_slist *cl_http_target_link(const struct cl_http_target *t, enum cl_http_endpoint ep,
+				       struct curl_slist *nodes, size_t n, char *lead);
+
+/*
+ * Applies to easy everything about where and how requests of ep go: URL, allowed protocols
+ * (http, https) and no redirects, HTTP version with PIPEWAIT, FRESH_CONNECT and FORBID_REUSE
+ * (cl_httpver_apply of ver), TLS verification and CA file, connect
+ * timeout (the plan's, at most timeout_us) and overall timeout (timeout_us; 0 none),
+ * NOSIGNAL, and headers (the list from cl_http_target_link, may be NULL).  Each setopt is
+ * checked: CL_EINVAL with err naming the option libcurl refused.  Callers add their own
+ * callbacks and body afterwards; they must not set the URL, proxies-by-name, CONNECT_TO or
+ * RESOLVE themselves.
+ */
+int cl_http_target_apply(const struct cl_http_target *t, CURL *easy, enum cl_http_endpoint ep,
+			 int64_t timeout_us, struct curl_slist *headers, struct cl_err *err);
+
+#endif

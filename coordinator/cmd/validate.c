@@ -1,0 +1,549 @@
+/* chatload validate: loads scenarios, prints every error with its position, or the resolved
+ * plan with every default shown. */
+#include "cmd/commands.h"
+
+#include "chatload/exitcode.h"
+#include "chatload/metrics.h"
+#include "scenario/scenario.h"
+#include "chatload/sim_options.h"
+#include "chatload/units.h"
+#include "workload/workload.h"
+
+#include <errno.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *out)
+{
+	fprintf(
+	    out,
+	    "usage: chatload validate [--set KEY.PATH=VALUE]... SCENARIO...\n\n"
+	    "Checks each scenario and prints the plan it resolves to, defaults included.\n"
+	    "Errors are printed as file:line:column: message.\n\n"
+	    "The workload is read in full (every dataset line), as chatload run reads it before\n"
+	    "it starts anything.\n\n"
+	    "options:\n"
+	    "  --set KEY.PATH=VALUE  override a value before checking, e.g.\n"
+	    "                        --set stages.0.duration=30s --set target.model=x\n"
+	    "                        (list entries by index; VALUE is YAML, so [1,2] is a list)\n"
+	    "  --dump-bodies FILE    write the request bodies, one JSON object a line, in the\n"
+	    "                        order an agent starting at the first sends them (one\n"
+	    "                        scenario only)\n"
+	    "  -h, --help            show this help\n\n"
+	    "exit codes: 0 every scenario is valid, 2 a scenario has errors or cannot be read\n");
+}
+
+static const char *dur(int64_t us, char *buf, size_t n)
+{
+	if (us == 0)
+		return "0";
+	return cl_format_duration_us(us, CL_DURATION_PRECISE, buf, n);
+}
+
+static const char *or_none(const char *s, const char *none)
+{
+	return s ? s : none;
+}
+
+static void print_target(const struct cl_scenario *s)
+{
+	const struct cl_scn_target *t = &s->target;
+	char a[32];
+	printf("target:\n");
+	if (t->simulator) {
+		printf("  built-in simulator (chatload-sim)\n");
+		/* every setting a scenario may give, in the table's order, defaults marked */
+		for (size_t i = 0; i < cl_sim_options_count; i++) {
+			const struct cl_sim_option *o = &cl_sim_options[i];
+			const char *given = NULL;
+			for (size_t k = 0; k < t->n_sim && !given; k++) {
+				if (strcmp(t->sim[k].key, o->name) == 0)
+					given = t->sim[k].value;
+			}
+			if (given)
+				printf("  simulator %s: %s\n", o->name, given);
+			else if (o->scenario && o->def)
+				printf("  simulator %s: %s (default)\n", o->name, o->def);
+		}
+	} else {
+		printf("  url: %s\n", t->url);
+	}
+	printf("  model: %s\n", or_none(t->model, "(the first model /v1/models lists)"));
+	if (t->api_key_env)
+		printf("  api key: from $%s (read on each agent host)\n", t->api_key_env);
+	else
+		printf("  api key: none\n");
+	printf("  extra body: %s\n", or_none(t->body_json, "none"));
+	for (size_t i = 0; i < t->n_headers; i++)
+		printf("  header: %s\n", t->headers[i]);
+	printf("  http2: %s\n", !t->http2           ? "no"
+				: t->http2_fallback ? "preferred (HTTP/1.1 allowed)"
+						    : "required");
+	if (t->http2)
+		printf("  http2 streams per connection: %u%s\n",
+		       t->http2_streams ? t->http2_streams : CL_HTTP2_DEFAULT_STREAMS,
+		       t->http2_streams ? "" : " (default)");
+	printf("  tls verify: %s%s%s\n", t->tls_verify ? "yes" : "no", t->ca_file ? ", ca " : "",
+	       t->ca_file ? t->ca_file : "");
+	printf("  connect timeout: %s\n", dur(t->connect_timeout_us, a, sizeof(a)));
+}
+
+static void print_agents(const struct cl_scn_agents *a)
+{
+	char b[32];
+	printf("agents:\n");
+	printf("  local: %u\n", a->local);
+	if (a->listen) {
+		printf("  listen: %s\n", a->listen);
+		printf("  expect: %u remote\n", a->expect);
+	}
+	if (a->workers)
+		printf("  workers per agent: %u\n", a->workers);
+	else
+		printf("  workers per agent: one per core of the agent's host\n");
+	printf("  join timeout: %s\n", dur(a->join_timeout_us, b, sizeof(b)));
+	printf("  on loss: %s\n", a->on_loss == CL_ON_LOSS_CONTINUE ? "continue" : "fail");
+	printf("  report interval: %s\n", dur(a->report_interval_us, b, sizeof(b)));
+	if (a->token_env)
+		printf("  token from: $%s\n", a->token_env);
+	if (a->token_file)
+		printf("  token from: %s\n", a->token_file);
+	if (a->tls_cert)
+		printf("  tls: cert %s, key %s%s%s\n", a->tls_cert, or_none(a->tls_key, "-"),
+		       a->tls_ca ? ", ca " : "", a->tls_ca ? a->tls_ca : "");
+}
+
+static void print_readiness(const struct cl_scn_readiness *r)
+{
+	char a[32], b[32];
+	printf("readiness:\n");
+	if (!r->enabled) {
+		printf("  disabled\n");
+		return;
+	}
+	printf("  timeout: %s\n", dur(r->timeout_us, a, sizeof(a)));
+	printf("  prompt: \"%s\"\n", or_none(r->prompt, ""));
+	printf("  max tokens: %u\n", r->max_tokens);
+	printf("  consecutive successes: %u\n", r->consecutive);
+	printf("  request timeout: %s\n", dur(r->request_timeout_us, a, sizeof(a)));
+	printf("  backoff: %s to %s\n", dur(r->backoff_initial_us, a, sizeof(a)),
+	       dur(r->backoff_max_us, b, sizeof(b)));
+	if (r->body_json)
+		printf("  extra body: %s\n", r->body_json);
+}
+
+static void print_warmup(const struct cl_scn_warmup *w)
+{
+	char a[32];
+	printf("warmup:\n");
+	if (!w->requests && !w->duration_us) {
+		printf("  none\n");
+		return;
+	}
+	if (w->requests)
+		printf("  requests: %u\n", w->requests);
+	else
+		printf("  duration: %s\n", dur(w->duration_us, a, sizeof(a)));
+	printf("  concurrency: %u\n", w->concurrency);
+	printf("  max tokens: %u\n", w->max_tokens);
+	printf("  request timeout: %s\n", dur(w->request_timeout_us, a, sizeof(a)));
+	printf("  fail on error: %s\n", w->fail_on_error ? "yes" : "no");
+	if (w->body_json)
+		printf("  extra body: %s\n", w->body_json);
+}
+
+/* What reading the workload gave: records, bodies, output lengths, shared prefixes. */
+static void print_workload_read(const struct cl_scn_workload *w, const struct cl_workload_stats *st)
+{
+	if (w->kind == CL_WORKLOAD_DATASET) {
+		printf("  read: %zu records", st->records);
+		if (st->filtered)
+			printf(", %zu left out by the filter", st->filtered);
+		if (st->limited)
+			printf(", %zu left out by the limit", st->limited);
+		printf("\n");
+	}
+	printf("  request bodies: %zu (prompts of %.1f tokens on average, estimated)\n", st->bodies,
+	       st->bodies ? (double)st->prompt_tokens_sum / st->bodies : 0.0);
+	printf("  output tokens asked: %u..%u, mean %.1f; %zu bodies with their own length, "
+	       "%zu with max_tokens\n",
+	       st->requested_min, st->requested_max,
+	       st->bodies ? (double)st->requested_sum / st->bodies : 0.0, st->own_length,
+	       st->bodies - st->own_length);
+	printf("  ignore_eos: on %zu of %zu bodies\n", st->ignore_eos, st->bodies);
+	if (st->prefix_groups)
+		printf("  shared prefix: %u groups of %u tokens\n", st->prefix_groups,
+		       st->prefix_tokens);
+	if (w->kind == CL_WORKLOAD_TRACE)
+		printf("  trace: %zu requests over %.3f s (speedup applied), a mean %.3g/s\n",
+		       st->bodies, st->trace_span_us / 1e6,
+		       st->bodies / ((st->trace_span_us + 1000) / 1e6));
+}
+
+static void print_workload(const struct cl_scn_workload *w)
+{
+	static const char *const formats[] = { "auto", "openai", "sharegpt", "text" };
+	char a[32];
+	printf("workload:\n");
+	switch (w->kind) {
+	case CL_WORKLOAD_PROMPTS:
+		printf("  prompts: %zu inline\n", w->n_prompts);
+		for (size_t i = 0; i < w->n_prompts && i < 5; i++) {
+			size_t len = strlen(w->prompts[i]);
+			printf("    - \"%.*s%s\"\n", (int)(len > 60 ? 60 : len), w->prompts[i],
+			       len > 60 ? "..." : "");
+		}
+		if (w->n_prompts > 5)
+			printf("    ... and %zu more\n", w->n_prompts - 5);
+		break;
+	case CL_WORKLOAD_DATASET: {
+		const struct cl_dataset_filter *f = &w->dataset_filter;
+		printf("  dataset: %s (format %s", w->dataset, formats[w->dataset_format]);
+		if (w->dataset_limit)
+			printf(", %s %u records", w->dataset_shuffle ? "any" : "first",
+			       w->dataset_limit);
+		printf(")\n");
+		printf("  dataset order: %s\n",
+		       w->dataset_shuffle ? "shuffled with the seed" : "as in the file");
+		printf("  dataset output tokens: %s\n",
+		       w->dataset_output == CL_DATASET_OUTPUT_RECORD ? "each record's own length"
+								     : "max_tokens");
+		if (f->min_input || f->max_input || f->min_output || f->max_output)
+			printf("  dataset filter: input tokens %u..%u, output tokens %u..%u (0: no "
+			       "bound)\n",
+			       f->min_input, f->max_input, f->min_output, f->max_output);
+		break;
+	}
+	case CL_WORKLOAD_SYNTHETIC:
+		printf("  synthetic: %u prompts of %g tokens (stddev %g, %u..%u)\n",
+		       w->synthetic_count, w->synthetic_input.mean, w->synthetic_input.stddev,
+		       w->synthetic_input.min, w->synthetic_input.max);
+		if (w->synthetic_output.mean > 0)
+			printf("  synthetic output: %g tokens (stddev %g, %u..%u)\n",
+			       w->synthetic_output.mean, w->synthetic_output.stddev,
+			       w->synthetic_output.min, w->synthetic_output.max);
+		if (w->multi_turn)
+			printf("  multi-turn: each prompt a conversation of %g turns (stddev %g, "
+			       "%u..%u), think time %s\n",
+			       w->turns.mean, w->turns.stddev, w->turns.min, w->turns.max,
+			       dur(w->think_time_us, a, sizeof(a)));
+		break;
+	case CL_WORKLOAD_TRACE: {
+		static const char *const tf[] = { "auto", "mooncake", "azure" };
+		printf("  trace: %s (format %s), replayed at speedup %g\n", w->trace,
+		       tf[(unsigned)w->trace_format < 3 ? w->trace_format : 0], w->trace_speedup);
+		break;
+	}
+	}
+	if (w->shared_prefix_groups)
+		printf("  shared prefix: %u groups, %u tokens each\n", w->shared_prefix_groups,
+		       w->shared_prefix_tokens);
+	if (w->system_prompt)
+		printf("  system prompt: \"%s\"\n", w->system_prompt);
+	printf("  max tokens: %u\n", w->max_tokens);
+	printf("  request timeout: %s\n", dur(w->request_timeout_us, a, sizeof(a)));
+	printf("  drain timeout: %s\n", dur(w->drain_timeout_us, a, sizeof(a)));
+	printf("  seed: %llu\n", (unsigned long long)w->seed);
+}
+
+static void print_stages(const struct cl_scenario *s)
+{
+	char a[32], load[96], bound[48];
+	printf("stages: %zu\n", s->n_stages);
+	printf("  %-3s %-16s %-12s %-34s %-16s %s\n", "#", "name", "mode", "load", "bound", "ramp");
+	for (size_t i = 0; i < s->n_stages; i++) {
+		const struct cl_scn_stage *st = &s->stages[i];
+		if (st->search) {
+			printf("  %-3zu %-16s %-12s %-34s %-16s %s\n", i, st->name, "search",
+			       st->mode == CL_MODE_CONCURRENCY ? "over concurrency" : "over rate",
+			       "probes (below)", "-");
+			continue;
+		}
+		if (st->mode == CL_MODE_CONCURRENCY) {
+			snprintf(load, sizeof(load), "concurrency %u", st->concurrency);
+		} else {
+			int n = st->replay ? snprintf(load, sizeof(load),
+						      "trace replay, mean %.3g/s", st->rate_per_s)
+					   : snprintf(load, sizeof(load), "%g/s %s", st->rate_per_s,
+						      cl_arrival_name(st->arrival));
+			if (st->arrival == CL_ARRIVAL_GAMMA && n > 0 && (size_t)n < sizeof(load))
+				n += snprintf(load + n, sizeof(load) - (size_t)n, " (shape %g)",
+					      st->gamma_shape);
+			if (st->concurrency && n > 0 && (size_t)n < sizeof(load))
+				snprintf(load + n, sizeof(load) - (size_t)n, ", cap %u",
+					 st->concurrency);
+		}
+		if (st->requests)
+			snprintf(bound, sizeof(bound), "%llu requests",
+				 (unsigned long long)st->requests);
+		else
+			snprintf(bound, sizeof(bound), "%s", dur(st->duration_us, a, sizeof(a)));
+		printf("  %-3zu %-16s %-12s %-34s %-16s %s\n", i, st->name,
+		       cl_load_mode_name(st->mode), load, bound,
+		       st->ramp_us ? dur(st->ramp_us, a, sizeof(a)) : "-");
+	}
+}
+
+static void print_slo(const struct cl_scn_slo *o, const char *stage)
+{
+	char a[32];
+	switch (o->kind) {
+	case CL_SLO_LATENCY:
+		if (o->percentile < 0)
+			printf("  %s: mean %s <= %s (%s)\n", o->key, cl_lat_name(o->lat),
+			       dur((int64_t)o->limit, a, sizeof(a)), stage);
+		else
+			printf("  %s: p%g of %s <= %s (%s)\n", o->key, o->percentile,
+			       cl_lat_name(o->lat), dur((int64_t)o->limit, a, sizeof(a)), stage);
+		break;
+	case CL_SLO_ERROR_RATE:
+		printf("  %s: errors <= %g%% (%s)\n", o->key, o->limit * 100, stage);
+		break;
+	case CL_SLO_MIN_OUTPUT_TPS:
+		printf("  %s: output tokens/s >= %g (%s)\n", o->key, o->limit, stage);
+		break;
+	case CL_SLO_MIN_REQUEST_RATE:
+		printf("  %s: completed requests/s >= %g (%s)\n", o->key, o->limit, stage);
+		break;
+	}
+}
+
+/* A level of a search: "8 streams" or "20/s". */
+static char *level(const struct cl_scn_search *q, double v, char *buf, size_t n)
+{
+	if (q->over == CL_MODE_CONCURRENCY)
+		snprintf(buf, n, "%g streams", v);
+	else
+		snprintf(buf, n, "%g/s", v);
+	return buf;
+}
+
+static void print_search(const struct cl_scenario *s)
+{
+	for (size_t i = 0; i < s->n_stages; i++) {
+		const struct cl_scn_search *q = s->stages[i].search;
+		if (!q)
+			continue;
+		char a[32], b[32], t[64], d[32];
+		if (q->tolerance_relative)
+			snprintf(t, sizeof(t), "%g%% of the upper bracket", q->tolerance * 100);
+		else
+			level(q, q->tolerance, t, sizeof(t));
+		printf("search '%s':\n  over: %s, from %s up to %s, doubling then bisecting\n",
+		       s->stages[i].name, cl_load_mode_name(q->over),
+		       level(q, q->from, a, sizeof(a)), level(q, q->max, b, sizeof(b)));
+		printf("  tolerance: %s\n  each probe: %s", t,
+		       dur(q->probe_duration_us, d, sizeof(d)));
+		if (q->ramp_us)
+			printf(" after a %s ramp", dur(q->ramp_us, d, sizeof(d)));
+		if (q->over == CL_MODE_RATE)
+			printf(", %s arrivals", cl_arrival_name(q->arrival));
+		printf("\n  a probe passes when it meets:\n");
+		for (size_t k = 0; k < q->n_slos; k++)
+			print_slo(&q->slos[k], "each probe");
+	}
+	if (s->plan.requests_per_s > 0)
+		printf("plan: servers and agents for %g requests/s\n", s->plan.requests_per_s);
+	else if (s->plan.output_tokens_per_s > 0)
+		printf("plan: servers and agents for %g output tokens/s\n",
+		       s->plan.output_tokens_per_s);
+}
+
+static void print_slos(const struct cl_scenario *s)
+{
+	char a[32];
+	printf("slo:\n");
+	if (!s->n_slos)
+		printf("  none\n");
+	for (size_t i = 0; i < s->n_slos; i++)
+		print_slo(&s->slos[i], s->slos[i].stage ? s->slos[i].stage : "every stage");
+	if (s->slo_abort_intervals)
+		printf("  abort on breach: yes, after %u consecutive breached intervals\n",
+		       s->slo_abort_intervals);
+	else
+		printf("  abort on breach: %s\n",
+		       s->slo_abort_on_breach ? "yes, after a breached stage" : "no");
+	const struct cl_scn_drift *d = &s->drift;
+	if (d->set) {
+		printf("  max drift (first window against last, %s):",
+		       d->window_us ? dur(d->window_us, a, sizeof(a)) : "a quarter of each stage");
+		if (!isnan(d->ttft_p99))
+			printf(" ttft_p99 +%g%%", d->ttft_p99 * 100);
+		if (!isnan(d->itl_p99))
+			printf(" itl_p99 +%g%%", d->itl_p99 * 100);
+		if (!isnan(d->output_tokens_per_s))
+			printf(" output_tokens_per_s -%g%%", d->output_tokens_per_s * 100);
+		if (!isnan(d->error_rate))
+			printf(" error_rate +%g points", d->error_rate * 100);
+		printf("\n");
+	}
+	printf("client-bound stage: %s\n", s->client_bound == CL_CLIENT_BOUND_WARN
+					       ? "warn (the run still passes)"
+					       : "fail (exit 1: its numbers describe the client)");
+}
+
+static void print_plan(const struct cl_scenario *s, const struct cl_workload_stats *st)
+{
+	printf("scenario: %s (%s)\n", s->name, s->file);
+	if (s->description)
+		printf("description: %s\n", s->description);
+	print_target(s);
+	print_agents(&s->agents);
+	print_readiness(&s->readiness);
+	print_warmup(&s->warmup);
+	print_workload(&s->workload);
+	print_workload_read(&s->workload, st);
+	print_stages(s);
+	print_search(s);
+	print_slos(s);
+	printf("estimate:\n");
+	if (!s->estimate.n_samples) {
+		printf("  none\n");
+	} else {
+		printf("  samples:");
+		for (size_t i = 0; i < s->estimate.n_samples; i++)
+			printf(" %llu", (unsigned long long)s->estimate.samples[i]);
+		printf("\n  from stage: %s\n", or_none(s->estimate.from_stage, "(the last stage)"));
+	}
+	static const char *const fmt[] = { "json", "csv", "md", "html" };
+	printf("output:\n  dir: %s\n  formats:",
+	       or_none(s->output.dir, "results/<name>-<UTC time>/"));
+	for (int i = 0; i < 4; i++) {
+		if (s->output.formats & (1u << i))
+			printf(" %s", fmt[i]);
+	}
+	printf("\n");
+}
+
+/* Writes the bodies, one a line, from first_body on (0: the order of agent 1). */
+static int dump_bodies(const char *path, const struct cl_workload_plan *w)
+{
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		fprintf(stderr, "cannot write '%s': %s\n", path, strerror(errno));
+		return -1;
+	}
+	for (size_t i = 0; i < w->n_bodies; i++) {
+		fwrite(w->bodies[i].json, 1, w->bodies[i].len, f);
+		fputc('\n', f);
+	}
+	if (fclose(f) != 0) {
+		fprintf(stderr, "cannot write '%s': %s\n", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Prints every diagnostic of one file; returns how many. */
+static size_t print_diags(const struct cl_diags *d)
+{
+	char line[1024];
+	for (size_t i = 0; i < d->n; i++)
+		fprintf(stderr, "%s\n", cl_err_format(&d->items[i], line, sizeof(line)));
+	if (d->dropped)
+		fprintf(stderr, "... and %zu more error%s\n", d->dropped,
+			d->dropped == 1 ? "" : "s");
+	return d->n + d->dropped;
+}
+
+int cmd_validate(int argc, char **argv)
+{
+	const char **sets = calloc((size_t)argc + 1, sizeof(char *));
+	const char **files = calloc((size_t)argc + 1, sizeof(char *));
+	size_t n_sets = 0, n_files = 0;
+	const char *dump = NULL;
+	int rc = CL_EXIT_USAGE;
+	if (!sets || !files) {
+		fprintf(stderr, "chatload validate: out of memory\n");
+		goto out;
+	}
+	bool options = true;
+	for (int i = 1; i < argc; i++) {
+		const char *arg = argv[i];
+		if (options && strcmp(arg, "--") == 0) {
+			options = false;
+		} else if (options && (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0)) {
+			usage(stdout);
+			rc = CL_EXIT_OK;
+			goto out;
+		} else if (options && strcmp(arg, "--set") == 0) {
+			if (i + 1 >= argc) {
+				fprintf(stderr,
+					"chatload validate: '--set' needs KEY.PATH=VALUE\n");
+				goto out;
+			}
+			sets[n_sets++] = argv[++i];
+		} else if (options && strncmp(arg, "--set=", 6) == 0) {
+			sets[n_sets++] = arg + 6;
+		} else if (options && strcmp(arg, "--dump-bodies") == 0) {
+			if (i + 1 >= argc) {
+				fprintf(stderr,
+					"chatload validate: '--dump-bodies' needs a file\n");
+				goto out;
+			}
+			dump = argv[++i];
+		} else if (options && arg[0] == '-' && arg[1]) {
+			fprintf(stderr, "chatload validate: unknown option '%s'\n", arg);
+			usage(stderr);
+			goto out;
+		} else {
+			files[n_files++] = arg;
+		}
+	}
+	if (!n_files) {
+		fprintf(stderr, "chatload validate: no scenario given\n");
+		usage(stderr);
+		goto out;
+	}
+	if (dump && n_files > 1) {
+		fprintf(stderr, "chatload validate: --dump-bodies takes one scenario\n");
+		goto out;
+	}
+
+	size_t bad = 0;
+	for (size_t i = 0; i < n_files; i++) {
+		struct cl_scenario s;
+		struct cl_diags d = { 0 };
+		int lrc = cl_scenario_load_file(files[i], sets, &s, &d);
+		struct cl_workload_plan w = { 0 };
+		struct cl_workload_stats st;
+		struct cl_err werr = { 0 };
+		char line[1024];
+		if (lrc == 0 && cl_workload_render_stats(&s, cl_scenario_render_model(&s), &w, &st,
+							 &werr) != 0) {
+			/* The scenario is sound but its workload is not: a dataset line, a
+			 * length out of range.  The message names the file, line and column. */
+			bad++;
+			if (werr.file[0])
+				fprintf(stderr, "%s\n", cl_err_format(&werr, line, sizeof(line)));
+			else
+				fprintf(stderr, "%s: workload: %s\n", files[i],
+					cl_err_format(&werr, line, sizeof(line)));
+		} else if (lrc == 0) {
+			if (i)
+				printf("\n");
+			cl_workload_trace_fill_stages(&s, &st);
+			print_plan(&s, &st);
+			if (dump && dump_bodies(dump, &w) != 0)
+				bad++;
+		} else {
+			bad++;
+			if (!print_diags(&d))
+				fprintf(stderr, "%s: %s\n", files[i], cl_strerror(lrc));
+		}
+		fflush(stdout);
+		cl_workload_plan_free(&w);
+		cl_diags_free(&d);
+		cl_scenario_free(&s);
+	}
+	rc = bad ? CL_EXIT_USAGE : CL_EXIT_OK;
+	if (bad && n_files > 1)
+		fprintf(stderr, "%zu of %zu scenarios have errors\n", bad, n_files);
+out:
+	free(sets);
+	free(files);
+	return rc;
+}

@@ -1,0 +1,279 @@
+/* What every report format shares: the dispatcher, number formatting, and the stage summary
+ * row (so the terminal, Markdown and HTML tables show the same cells). */
+#include "report/report.h"
+#include "results/results.h"
+#include "results/internal.h"
+
+#include "chatload/err.h"
+#include "chatload/exitcode.h"
+
+#include <math.h>
+#include <string.h>
+#include <strings.h>
+
+int cl_report_parse_format(const char *name, enum cl_report_format *out)
+{
+	static const struct {
+		const char *name;
+		enum cl_report_format f;
+	} names[] = { { "table", CL_REPORT_TABLE },
+		      { "csv", CL_REPORT_CSV },
+		      { "md", CL_REPORT_MD },
+		      { "markdown", CL_REPORT_MD },
+		      { "html", CL_REPORT_HTML } };
+	for (size_t i = 0; name && i < sizeof(names) / sizeof(names[0]); i++) {
+		if (strcasecmp(name, names[i].name) == 0) {
+			*out = names[i].f;
+			return 0;
+		}
+	}
+	return CL_EINVAL;
+}
+
+int cl_report_render(const json_t *doc, enum cl_report_format f, FILE *out)
+{
+	switch (f) {
+	case CL_REPORT_TABLE:
+		return cl_report_table(doc, out);
+	case CL_REPORT_CSV:
+		return cl_report_csv(doc, out);
+	case CL_REPORT_MD:
+		return cl_report_md(doc, out);
+	case CL_REPORT_HTML:
+		return cl_report_html(doc, out);
+	}
+	return CL_EINVAL;
+}
+
+const char *const cli_rp_col_names[RP__COLS] = {
+	"stage",       "load",        "status",      "req/s",         "out tok/s",  "TTFT p50 ms",
+	"TTFT p99 ms", "ITL p50 ms",  "ITL p99 ms",  "TPOT p50 ms",   "E2E p50 ms", "errors",
+	"no content",  "TTFC p50 ms", "TTFC p99 ms", "content tok/s",
+};
+const bool cli_rp_col_numeric[RP__COLS] = { false, true, false, true, true, true, true, true,
+					    true,  true, true,  true, true, true, true, true };
+
+/* Display order: the thinking-model columns sit beside TTFT and the output rate they
+ * qualify. */
+static const int col_order[RP__COLS] = {
+	RP_STAGE,  RP_LOAD,   RP_STATUS, RP_RPS,       RP_OTPS,  RP_CONTENT_TPS,
+	RP_TTFT50, RP_TTFT99, RP_TTFC50, RP_TTFC99,    RP_ITL50, RP_ITL99,
+	RP_TPOT50, RP_E2E50,  RP_ERRORS, RP_NOCONTENT,
+};
+
+bool cli_rp_thinking(const json_t *stages)
+{
+	size_t i;
+	const json_t *s;
+	json_array_foreach(stages, i, s)
+	{
+		if (cl_results_num(s, "tokens.reasoning") > 0)
+			return true;
+	}
+	return false;
+}
+
+size_t cli_rp_columns(const json_t *stages, int cols[RP__COLS])
+{
+	bool no_content = false;
+	size_t i;
+	const json_t *s;
+	json_array_foreach(stages, i, s)
+	{
+		no_content |= cl_results_num(s, "requests.no_content") > 0;
+	}
+	bool thinking = cli_rp_thinking(stages);
+	size_t n = 0;
+	for (int k = 0; k < RP__COLS; k++) {
+		int c = col_order[k];
+		if (c == RP_NOCONTENT && !no_content)
+			continue;
+		if ((c == RP_TTFC50 || c == RP_TTFC99 || c == RP_CONTENT_TPS) && !thinking)
+			continue;
+		cols[n++] = c;
+	}
+	return n;
+}
+
+char *cli_rp_fmt_pct(char *buf, size_t n, double pct)
+{
+	if (!isfinite(pct))
+		return cli_rj_fmt(buf, n, NAN, 0);
+	/* Two significant digits below 10% (%g would print 100 as 1e+02); whole percents
+	 * above, never rounding a share short of all up to "100%". */
+	if (pct < 9.95)
+		snprintf(buf, n, "%.2g%%", pct);
+	else if (pct < 99.5 || pct >= 100)
+		snprintf(buf, n, "%.0f%%", pct);
+	else
+		snprintf(buf, n, "%.1f%%", pct < 99.95 ? pct : 99.9);
+	return buf;
+}
+
+char *cli_rp_fmt_ms(char *buf, size_t n, double ms)
+{
+	if (!isfinite(ms))
+		return cli_rj_fmt(buf, n, NAN, 0);
+	/* Thresholds sit where rounding would carry into the next digit (9.996 -> "10.0"). */
+	return cli_rj_fmt(buf, n, ms, ms < 9.995 ? 2 : ms < 999.95 ? 1 : 0);
+}
+
+char *cli_rp_fmt_rate(char *buf, size_t n, double v)
+{
+	if (!isfinite(v))
+		return cli_rj_fmt(buf, n, NAN, 0);
+	return cli_rj_fmt(buf, n, v, v < 9.995 ? 2 : v < 999.95 ? 1 : 0);
+}
+
+char *cli_rp_fmt_big(char *buf, size_t n, double v)
+{
+	if (!isfinite(v))
+		return cli_rj_fmt(buf, n, NAN, 0);
+	/* Below 10,000 the digits are few enough to read whole. */
+	static const struct {
+		double at, div;
+		const char *suffix;
+	} steps[] = {
+		{ 1e12, 1e12, "T" }, { 1e9, 1e9, "G" }, { 1e6, 1e6, "M" }, { 1e4, 1e3, "k" }
+	};
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		if (fabs(v) >= steps[i].at) {
+			snprintf(buf, n, "%.3g%s", v / steps[i].div, steps[i].suffix);
+			return buf;
+		}
+	}
+	snprintf(buf, n, "%.0f", v);
+	return buf;
+}
+
+char *cli_rp_fmt_slo_value(char *buf, size_t n, double v, const char *unit)
+{
+	if (!isfinite(v))
+		return cli_rj_fmt(buf, n, NAN, 0);
+	if (unit && strcmp(unit, "ratio") == 0)
+		snprintf(buf, n, "%.3g%%", v * 100);
+	else if (unit && strcmp(unit, "ms") == 0)
+		snprintf(buf, n, "%s ms", cli_rp_fmt_ms((char[32]){ 0 }, 32, v));
+	else
+		snprintf(buf, n, "%s/s", cli_rp_fmt_rate((char[32]){ 0 }, 32, v));
+	return buf;
+}
+
+const char *cli_rp_verdict_word(const json_t *doc)
+{
+	const json_t *pass = cl_results_get(doc, "verdict.pass");
+	double evaluated = cl_results_num(doc, "verdict.evaluated");
+	if (!json_is_boolean(pass))
+		return "-";
+	if (json_is_true(pass) && evaluated == 0)
+		return "NO SLO";
+	return json_is_true(pass) ? "PASS" : "FAIL";
+}
+
+char *cli_rp_exit_text(char *buf, size_t n, const json_t *doc)
+{
+	const json_t *code = json_object_get(doc, "exit_code");
+	if (!json_is_integer(code)) {
+		snprintf(buf, n, "- (run not finished)");
+		return buf;
+	}
+	json_int_t c = json_integer_value(code);
+	/* A complete run with no failed stage fails only for a client-bound stage: say so. */
+	bool bound = false, failed = false;
+	size_t i;
+	const json_t *s;
+	json_array_foreach(json_object_get(doc, "stages"), i, s)
+	{
+		bound |= json_is_true(cl_results_get(s, "client.client_bound"));
+		failed |= strcmp(cl_results_str(s, "status", ""), "failed") == 0;
+	}
+	if (c == CL_EXIT_FAILED && bound && !failed &&
+	    json_is_true(json_object_get(doc, "complete")) &&
+	    strcmp(cl_results_str(doc, "scenario.client_bound", "fail"), "warn") != 0) {
+		snprintf(buf, n, "%lld (client-bound)", (long long)c);
+		return buf;
+	}
+	const char *what = c == CL_EXIT_OK           ? "ok"
+			   : c == CL_EXIT_FAILED     ? "run failed"
+			   : c == CL_EXIT_USAGE      ? "bad input"
+			   : c == CL_EXIT_NOT_READY  ? "target not ready"
+			   : c == CL_EXIT_SLO_BREACH ? "SLO breached"
+						     : "unknown";
+	snprintf(buf, n, "%lld (%s)", (long long)c, what);
+	return buf;
+}
+
+void cli_rp_stage_row(const json_t *s, struct cli_rp_row *row)
+{
+	static const struct {
+		int col;
+		const char *path;
+	} ms[] = { { RP_TTFT50, "latency_ms.ttft.p50" }, { RP_TTFT99, "latency_ms.ttft.p99" },
+		   { RP_ITL50, "latency_ms.itl.p50" },   { RP_ITL99, "latency_ms.itl.p99" },
+		   { RP_TPOT50, "latency_ms.tpot.p50" }, { RP_E2E50, "latency_ms.e2e.p50" },
+		   { RP_TTFC50, "latency_ms.ttfc.p50" }, { RP_TTFC99, "latency_ms.ttfc.p99" } };
+	memset(row, 0, sizeof(*row));
+	snprintf(row->cell[RP_STAGE], RP_CELL_MAX, "%s", cl_results_str(s, "name", "-"));
+	cli_rj_stage_load(s, row->cell[RP_LOAD], RP_CELL_MAX);
+	const char *status = cl_results_str(s, "status", "-");
+	bool bound = json_is_true(cl_results_get(s, "client.client_bound"));
+	snprintf(row->cell[RP_STATUS], RP_CELL_MAX, "%s%s", status, bound ? " (client-bound)" : "");
+	cli_rp_fmt_rate(row->cell[RP_RPS], RP_CELL_MAX,
+			cl_results_num(s, "throughput.requests_per_s"));
+	cli_rp_fmt_rate(row->cell[RP_OTPS], RP_CELL_MAX,
+			cl_results_num(s, "throughput.output_tokens_per_s"));
+	for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++)
+		cli_rp_fmt_ms(row->cell[ms[i].col], RP_CELL_MAX, cl_results_num(s, ms[i].path));
+	/* What a reader of the answer sees: output tokens less the reasoning. */
+	cli_rp_fmt_rate(
+	    row->cell[RP_CONTENT_TPS], RP_CELL_MAX,
+	    (cl_results_num(s, "tokens.output") - cl_results_num(s, "tokens.reasoning")) /
+		cl_results_num(s, "duration_s"));
+	double errors = cl_results_num(s, "requests.errors_total");
+	double rate = cl_results_num(s, "requests.error_rate");
+	if (isfinite(errors) && errors > 0 && isfinite(rate))
+		snprintf(row->cell[RP_ERRORS], RP_CELL_MAX, "%.0f (%s)", errors,
+			 cli_rp_fmt_pct((char[32]){ 0 }, 32, rate * 100));
+	else
+		cli_rj_fmt_count(row->cell[RP_ERRORS], RP_CELL_MAX, errors);
+	double no_content = cl_results_num(s, "requests.no_content");
+	double completed = cl_results_num(s, "requests.completed");
+	if (isfinite(no_content) && no_content > 0 && completed > 0)
+		snprintf(row->cell[RP_NOCONTENT], RP_CELL_MAX, "%.0f (%s)", no_content,
+			 cli_rp_fmt_pct((char[32]){ 0 }, 32, 100 * no_content / completed));
+	else
+		cli_rj_fmt_count(row->cell[RP_NOCONTENT], RP_CELL_MAX, no_content);
+}
+
+const char *const cli_rp_probe_cols[RP_PROBE_COLS] = { "probe",      "level",     "result",
+						       "req/s",      "out tok/s", "TTFT p99 ms",
+						       "ITL p99 ms", "breached" };
+const bool cli_rp_probe_numeric[RP_PROBE_COLS] = {
+	false, true, false, true, true, true, true, false
+};
+
+void cli_rp_probe_row(const json_t *p, char cell[RP_PROBE_COLS][RP_CELL_MAX])
+{
+	snprintf(cell[0], RP_CELL_MAX, "%s", cl_results_str(p, "stage", "-"));
+	cli_rj_fmt_count(cell[1], RP_CELL_MAX, cl_results_num(p, "level"));
+	if (!json_is_true(json_object_get(p, "trusted")))
+		snprintf(cell[2], RP_CELL_MAX, "not trusted");
+	else
+		snprintf(cell[2], RP_CELL_MAX, "%s",
+			 json_is_true(json_object_get(p, "pass")) ? "meets SLOs" : "breaks SLOs");
+	cli_rp_fmt_rate(cell[3], RP_CELL_MAX, cl_results_num(p, "requests_per_s"));
+	cli_rp_fmt_rate(cell[4], RP_CELL_MAX, cl_results_num(p, "output_tokens_per_s"));
+	cli_rp_fmt_ms(cell[5], RP_CELL_MAX, cl_results_num(p, "ttft_p99_ms"));
+	cli_rp_fmt_ms(cell[6], RP_CELL_MAX, cl_results_num(p, "itl_p99_ms"));
+	size_t o = 0, i;
+	const json_t *b;
+	cell[7][0] = '\0';
+	json_array_foreach(json_object_get(p, "breaches"), i, b)
+	{
+		if (o < RP_CELL_MAX)
+			o += (size_t)snprintf(cell[7] + o, RP_CELL_MAX - o, "%s%s", i ? ", " : "",
+					      json_is_string(b) ? json_string_value(b) : "?");
+	}
+	if (!cell[7][0])
+		snprintf(cell[7], RP_CELL_MAX, "-");
+}

@@ -1,0 +1,454 @@
+/* chatload compare: matches stages by name, compares each headline metric in the direction
+ * that matters, and counts regressions beyond the allowed change. */
+#include "report/compare.h"
+#include "results/results.h"
+#include "results/internal.h"
+
+#include "chatload/err.h"
+#include "chatload/exitcode.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+enum better { HIGHER, LOWER, LOWER_RATE };
+
+struct metric {
+	const char *name;  /* in the comparison */
+	const char *label; /* for people */
+	const char *path;  /* in a stage object */
+	enum better better;
+};
+
+static const struct metric metrics[] = {
+	{ "output_tokens_per_s", "output tok/s", "throughput.output_tokens_per_s", HIGHER },
+	{ "requests_per_s", "req/s", "throughput.requests_per_s", HIGHER },
+	{ "ttft_p50_ms", "TTFT p50 ms", "latency_ms.ttft.p50", LOWER },
+	{ "ttft_p99_ms", "TTFT p99 ms", "latency_ms.ttft.p99", LOWER },
+	{ "itl_p50_ms", "ITL p50 ms", "latency_ms.itl.p50", LOWER },
+	{ "itl_p99_ms", "ITL p99 ms", "latency_ms.itl.p99", LOWER },
+	{ "tpot_p50_ms", "TPOT p50 ms", "latency_ms.tpot.p50", LOWER },
+	{ "e2e_p50_ms", "E2E p50 ms", "latency_ms.e2e.p50", LOWER },
+	{ "error_rate", "error rate", "requests.error_rate", LOWER_RATE },
+};
+#define N_METRICS (sizeof(metrics) / sizeof(metrics[0]))
+
+/* A capacity search's answer, compared as one more "stage": its probes differ from run to
+ * run with the answer, so they are not matched by name. */
+static const struct metric cap_metrics[] = {
+	{ "sustainable", "sustainable level", "sustainable", HIGHER },
+	{ "output_tokens_per_s", "output tok/s there", "at_sustainable.output_tokens_per_s",
+	  HIGHER },
+};
+#define N_CAP_METRICS (sizeof(cap_metrics) / sizeof(cap_metrics[0]))
+
+/* A capacity search's probe: compared through the capacity answer, not by name. */
+static bool is_probe(const json_t *stage)
+{
+	return json_is_object(json_object_get(stage, "probe"));
+}
+
+int cl_compare_parse_format(const char *name, enum cl_compare_format *out)
+{
+	if (!name)
+		return CL_EINVAL;
+	if (strcasecmp(name, "table") == 0)
+		*out = CL_COMPARE_TABLE;
+	else if (strcasecmp(name, "md") == 0 || strcasecmp(name, "markdown") == 0)
+		*out = CL_COMPARE_MD;
+	else if (strcasecmp(name, "json") == 0)
+		*out = CL_COMPARE_JSON;
+	else
+		return CL_EINVAL;
+	return 0;
+}
+
+/* How a stage shows in the comparison: in both runs, only in the base, only in the new. */
+enum cmp_status { CMP_COMPARED, CMP_MISSING, CMP_NEW, CMP_N_STATUS };
+
+static const char *cmp_status_name(enum cmp_status s)
+{
+	static const char *const names[CMP_N_STATUS] = { "compared", "missing", "new" };
+	return names[s];
+}
+
+/* A comparison's stage status read back; anything unknown shows as missing, as a stage
+ * that was not compared always has. */
+static enum cmp_status cmp_status_of(const json_t *stage)
+{
+	const char *name = cl_results_str(stage, "status", "");
+	for (int s = 0; s < CMP_N_STATUS; s++)
+		if (strcmp(name, cmp_status_name((enum cmp_status)s)) == 0)
+			return (enum cmp_status)s;
+	return CMP_MISSING;
+}
+
+static const json_t *find_stage(const json_t *doc, const char *name)
+{
+	size_t i;
+	const json_t *s;
+	json_array_foreach(json_object_get(doc, "stages"), i, s)
+	{
+		const char *n = cl_results_str(s, "name", NULL);
+		if (n && strcmp(n, name) == 0)
+			return s;
+	}
+	return NULL;
+}
+
+/* Decides one metric; returns its verdict word and sets *change (NaN when undefined). */
+static const char *judge(enum better better, double b, double n, const struct cl_compare_opts *o,
+			 double *change)
+{
+	*change = NAN;
+	if (!isfinite(b))
+		return "n/a";
+	if (!isfinite(n))
+		return "regressed"; /* the base measured it, the new run could not */
+	if (b == n) {
+		*change = 0;
+		return "same";
+	}
+	if (b != 0)
+		*change = (n - b) / fabs(b);
+	bool up = n > b;
+	bool worse = better == HIGHER ? !up : up;
+	if (!worse)
+		return "better";
+	bool beyond;
+	if (better == LOWER_RATE)
+		beyond = n - b > o->max_error_increase && (b == 0 || *change > o->max_regression);
+	else
+		beyond = b == 0 || fabs(*change) > o->max_regression;
+	return beyond ? "regressed" : "worse";
+}
+
+static json_t *run_json(const json_t *doc, const char *file)
+{
+	return json_pack("{s:o,s:o,s:o,s:o}", "file", cli_rj_str(file), "scenario",
+			 cli_rj_str(cl_results_str(doc, "scenario.name", NULL)), "started_at",
+			 cli_rj_str(cl_results_str(doc, "started_at", NULL)), "complete",
+			 json_boolean(json_is_true(json_object_get(doc, "complete"))));
+}
+
+static json_t *metric_json(const struct metric *mt, const json_t *bs, const json_t *ns,
+			   const struct cl_compare_opts *o, size_t *regressions)
+{
+	double b = cl_results_num(bs, mt->path), n = cl_results_num(ns, mt->path);
+	double change;
+	const char *verdict = judge(mt->better, b, n, o, &change);
+	if (strcmp(verdict, "regressed") == 0)
+		(*regressions)++;
+	return json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:s}", "metric", mt->name, "label", mt->label,
+			 "better", mt->better == HIGHER ? "higher" : "lower", "base",
+			 cli_rj_real(b), "new", cli_rj_real(n), "change",
+			 cli_rj_real(cli_rj_sig(change, 6)), "verdict", verdict);
+}
+
+static int add_warnings(json_t *w, const json_t *doc, const char *which)
+{
+	int rc = 0;
+	if (!json_is_true(json_object_get(doc, "complete"))) {
+		char buf[160];
+		snprintf(buf, sizeof(buf), "the %s run did not complete", which);
+		rc |= cli_rj_append(w, json_string(buf));
+	}
+	size_t i;
+	const json_t *s;
+	json_array_foreach(json_object_get(doc, "stages"), i, s)
+	{
+		if (!json_is_true(cl_results_get(s, "client.client_bound")))
+			continue;
+		char buf[300];
+		snprintf(
+		    buf, sizeof(buf),
+		    "stage '%s' of the %s run was client-bound: its numbers describe the client",
+		    cl_results_str(s, "name", "?"), which);
+		rc |= cli_rj_append(w, cli_rj_str(buf));
+	}
+	return rc;
+}
+
+json_t *cl_compare_build(const json_t *base, const json_t *cur, const char *base_name,
+			 const char *cur_name, const struct cl_compare_opts *opts,
+			 size_t *regressions)
+{
+	size_t reg = 0;
+	json_t *stages = json_array(), *warnings = json_array(), *out = NULL;
+	if (!stages || !warnings)
+		goto fail;
+	size_t i;
+	const json_t *bs;
+	json_array_foreach(json_object_get(base, "stages"), i, bs)
+	{
+		if (is_probe(bs))
+			continue;
+		const char *name = cl_results_str(bs, "name", "");
+		const json_t *ns = find_stage(cur, name);
+		json_t *ms = json_array();
+		if (!ms)
+			goto fail;
+		for (size_t m = 0; ns && m < N_METRICS; m++) {
+			if (cli_rj_append(ms, metric_json(&metrics[m], bs, ns, opts, &reg))) {
+				json_decref(ms);
+				goto fail;
+			}
+		}
+		if (!ns)
+			reg++;
+		if (cli_rj_append(stages,
+				  json_pack("{s:o,s:s,s:o}", "stage", cli_rj_str(name), "status",
+					    cmp_status_name(ns ? CMP_COMPARED : CMP_MISSING),
+					    "metrics", ms)))
+			goto fail;
+	}
+	const json_t *bc = json_object_get(base, "capacity"),
+		     *nc = json_object_get(cur, "capacity");
+	if (json_is_object(bc)) {
+		char label[160];
+		snprintf(label, sizeof(label), "capacity '%s'", cl_results_str(bc, "search", "?"));
+		json_t *ms = json_array();
+		if (!ms)
+			goto fail;
+		for (size_t m = 0; json_is_object(nc) && m < N_CAP_METRICS; m++) {
+			if (cli_rj_append(ms, metric_json(&cap_metrics[m], bc, nc, opts, &reg))) {
+				json_decref(ms);
+				goto fail;
+			}
+		}
+		if (!json_is_object(nc))
+			reg++;
+		if (cli_rj_append(
+			stages,
+			json_pack("{s:s,s:s,s:o}", "stage", label, "status",
+				  cmp_status_name(json_is_object(nc) ? CMP_COMPARED : CMP_MISSING),
+				  "metrics", ms)))
+			goto fail;
+	}
+	const json_t *ns;
+	json_array_foreach(json_object_get(cur, "stages"), i, ns)
+	{
+		const char *name = cl_results_str(ns, "name", "");
+		if (is_probe(ns) || find_stage(base, name))
+			continue;
+		if (cli_rj_append(stages, json_pack("{s:o,s:s,s:[]}", "stage", cli_rj_str(name),
+						    "status", cmp_status_name(CMP_NEW), "metrics")))
+			goto fail;
+	}
+	if (add_warnings(warnings, base, "base") || add_warnings(warnings, cur, "new"))
+		goto fail;
+	out = json_pack("{s:s,s:o,s:o,s:f,s:f,s:I,s:o,s:o}", "schema", "chatload.compare/1", "base",
+			run_json(base, base_name), "new", run_json(cur, cur_name), "max_regression",
+			opts->max_regression, "max_error_increase", opts->max_error_increase,
+			"regressions", (json_int_t)reg, "stages", stages, "warnings", warnings);
+	if (regressions)
+		*regressions = reg;
+	return out;
+fail:
+	json_decref(stages);
+	json_decref(warnings);
+	return NULL;
+}
+
+static void fmt_value(char *buf, size_t n, const char *metric, double v)
+{
+	if (!isfinite(v))
+		snprintf(buf, n, "-");
+	else if (strcmp(metric, "error_rate") == 0)
+		snprintf(buf, n, "%.2f%%", v * 100);
+	else
+		cli_rp_fmt_ms(buf, n, v); /* the same precision rule suits rates */
+}
+
+static void fmt_change(char *buf, size_t n, const json_t *m)
+{
+	const char *metric = cl_results_str(m, "metric", "");
+	double b = cl_results_num(m, "base"), v = cl_results_num(m, "new");
+	double c = cl_results_num(m, "change");
+	if (strcmp(metric, "error_rate") == 0 && isfinite(b) && isfinite(v))
+		snprintf(buf, n, "%+.2fpp", (v - b) * 100);
+	else if (isfinite(c))
+		snprintf(buf, n, "%+.1f%%", c * 100);
+	else
+		snprintf(buf, n, "-");
+}
+
+/* One row of cells per metric (or per missing/new stage), shared by table and Markdown. */
+#define CMP_COLS 6
+static const char *const cmp_head[CMP_COLS] = { "stage", "metric", "base",
+						"new",   "change", "verdict" };
+static const bool cmp_numeric[CMP_COLS] = { false, false, true, true, true, false };
+
+typedef void (*row_fn)(FILE *out, char cells[CMP_COLS][96], void *ctx);
+
+static void each_row(const json_t *cmp, FILE *out, row_fn fn, void *ctx)
+{
+	size_t i;
+	const json_t *s;
+	json_array_foreach(json_object_get(cmp, "stages"), i, s)
+	{
+		char cells[CMP_COLS][96] = { { 0 } };
+		enum cmp_status status = cmp_status_of(s);
+		bool is_new = status == CMP_NEW;
+		snprintf(cells[0], 96, "%s", cl_results_str(s, "stage", "-"));
+		if (status != CMP_COMPARED) {
+			snprintf(cells[1], 96, "-");
+			snprintf(cells[2], 96, "%s", is_new ? "-" : "present");
+			snprintf(cells[3], 96, "%s", is_new ? "present" : "-");
+			snprintf(cells[4], 96, "-");
+			snprintf(cells[5], 96, "%s", is_new ? "new stage" : "MISSING (regressed)");
+			fn(out, cells, ctx);
+			continue;
+		}
+		size_t k;
+		const json_t *m;
+		json_array_foreach(json_object_get(s, "metrics"), k, m)
+		{
+			const char *metric = cl_results_str(m, "metric", "");
+			const char *verdict = cl_results_str(m, "verdict", "-");
+			snprintf(cells[1], 96, "%s", cl_results_str(m, "label", metric));
+			fmt_value(cells[2], 96, metric, cl_results_num(m, "base"));
+			fmt_value(cells[3], 96, metric, cl_results_num(m, "new"));
+			fmt_change(cells[4], 96, m);
+			snprintf(cells[5], 96, "%s",
+				 strcmp(verdict, "regressed") == 0 ? "REGRESSED" : verdict);
+			fn(out, cells, ctx);
+		}
+	}
+}
+
+struct widths {
+	size_t w[CMP_COLS];
+	bool print;
+};
+
+static void table_row(FILE *out, char cells[CMP_COLS][96], void *ctx)
+{
+	struct widths *w = ctx;
+	for (int c = 0; c < CMP_COLS; c++) {
+		size_t len = strlen(cells[c]);
+		if (!w->print) {
+			if (len > w->w[c])
+				w->w[c] = len;
+			continue;
+		}
+		int width = c + 1 < CMP_COLS ? (int)w->w[c] : 0;
+		fprintf(out, cmp_numeric[c] ? "%*s" : "%-*s", width, cells[c]);
+		fputs(c + 1 < CMP_COLS ? "  " : "\n", out);
+	}
+}
+
+static void md_row(FILE *out, char cells[CMP_COLS][96], void *ctx)
+{
+	fputc('|', out);
+	for (int c = 0; c < CMP_COLS; c++) {
+		fputc(' ', out);
+		cli_rj_put_md(out, cells[c][0] ? cells[c] : "-");
+		fputs(" |", out);
+	}
+	fputc('\n', out);
+}
+
+static void summary_line(const json_t *cmp, FILE *out, bool md)
+{
+	double reg = cl_results_num(cmp, "regressions");
+	double lim = cl_results_num(cmp, "max_regression") * 100;
+	double err = cl_results_num(cmp, "max_error_increase") * 100;
+	/* The units, once, for a reader who did not write the flags. */
+	fprintf(out,
+		"change: new against base, in %% of the base value (the error rate's in "
+		"percentage points, pp);\nhigher is better for tok/s, req/s and the sustainable "
+		"level, lower for latencies (ms) and the error rate;\na change for the worse "
+		"beyond %g%% (error rate: %g pp) is a regression, within it 'worse'.\n%s",
+		lim, err, md ? "\n" : "");
+	if (reg > 0)
+		fprintf(out, "%sresult: %.0f regression%s beyond %g%% (error rate: %g pp)%s\n",
+			md ? "**" : "", reg, reg == 1 ? "" : "s", lim, err, md ? "**" : "");
+	else
+		fprintf(out, "%sresult: no regression beyond %g%% (error rate: %g pp)%s\n",
+			md ? "**" : "", lim, err, md ? "**" : "");
+	size_t i;
+	const json_t *w;
+	json_array_foreach(json_object_get(cmp, "warnings"), i, w)
+	{
+		fprintf(out, "%swarning: %s\n", md ? "- " : "", json_string_value(w));
+	}
+}
+
+int cl_compare_render(const json_t *cmp, enum cl_compare_format fmt, FILE *out)
+{
+	const char *bf = cl_results_str(cmp, "base.file", "base"),
+		   *nf = cl_results_str(cmp, "new.file", "new");
+	switch (fmt) {
+	case CL_COMPARE_JSON:
+		if (cli_rj_dump(cmp, out) != 0)
+			return CL_EIO;
+		break;
+	case CL_COMPARE_TABLE: {
+		fprintf(out, "compare: %s -> %s\n\n", bf, nf);
+		struct widths w = { { 0 }, false };
+		char head[CMP_COLS][96];
+		for (int c = 0; c < CMP_COLS; c++)
+			snprintf(head[c], 96, "%s", cmp_head[c]);
+		table_row(out, head, &w);
+		each_row(cmp, out, table_row, &w);
+		w.print = true;
+		table_row(out, head, &w);
+		each_row(cmp, out, table_row, &w);
+		fputc('\n', out);
+		summary_line(cmp, out, false);
+		break;
+	}
+	case CL_COMPARE_MD: {
+		fputs("# chatload compare\n\nBase: `", out);
+		cli_rj_put_md(out, bf);
+		fputs("` New: `", out);
+		cli_rj_put_md(out, nf);
+		fputs("`\n\n", out);
+		char head[CMP_COLS][96];
+		for (int c = 0; c < CMP_COLS; c++)
+			snprintf(head[c], 96, "%s", cmp_head[c]);
+		md_row(out, head, NULL);
+		fputc('|', out);
+		for (int c = 0; c < CMP_COLS; c++)
+			fputs(cmp_numeric[c] ? "---:|" : "---|", out);
+		fputc('\n', out);
+		each_row(cmp, out, md_row, NULL);
+		fputc('\n', out);
+		summary_line(cmp, out, true);
+		break;
+	}
+	default:
+		return CL_EINVAL;
+	}
+	return ferror(out) ? CL_EIO : 0;
+}
+
+size_t cl_compare_common(const json_t *base, const json_t *cur)
+{
+	size_t n = 0, i;
+	const json_t *bs;
+	json_array_foreach(json_object_get(base, "stages"), i, bs)
+	{
+		n += !is_probe(bs) && find_stage(cur, cl_results_str(bs, "name", "")) != NULL;
+	}
+	/* A capacity search's answer compares as one more stage. */
+	n += json_is_object(json_object_get(base, "capacity")) &&
+	     json_is_object(json_object_get(cur, "capacity"));
+	return n;
+}
+
+int cl_compare(const json_t *base, const json_t *cur, const char *base_name, const char *cur_name,
+	       const struct cl_compare_opts *opts, enum cl_compare_format fmt, FILE *out)
+{
+	size_t reg = 0;
+	json_t *cmp = cl_compare_build(base, cur, base_name, cur_name, opts, &reg);
+	if (!cmp)
+		return CL_EXIT_FAILED;
+	int rc = cl_compare_render(cmp, fmt, out);
+	json_decref(cmp);
+	if (rc != 0)
+		return CL_EXIT_FAILED;
+	return reg ? CL_EXIT_SLO_BREACH : CL_EXIT_OK;
+}

@@ -1,0 +1,565 @@
+/* report.html's charts: throughput and latency against load, the trade-off (latency against
+ * throughput across a sweep, SLO lines drawn), distributions from the stored histograms, and
+ * one timeline across every stage.  Failed, degraded, interrupted and client-bound stages are
+ * marked, never drawn as normal points. */
+#include "results/results.h"
+#include "results/internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BLUE   "#2563eb"
+#define RED    "#dc2626"
+#define GREEN  "#16a34a"
+#define PURPLE "#7c3aed"
+#define ORANGE "#ea580c"
+#define GREY   "#6b7280"
+
+#define MAX_SLO_LINES 8
+#define MAX_DIST      8 /* stages drawn in one distribution chart */
+
+static const char *const palette[MAX_DIST] = { "#2563eb", "#16a34a", "#ea580c", "#7c3aed",
+					       "#0891b2", "#ca8a04", "#db2777", "#4b5563" };
+
+/* Full initialisers (the structs grow optional fields). */
+static struct cli_rp_series ser(const char *name, const char *color, const double *x,
+				const double *y, size_t n, bool dashed, const char *const *mark,
+				const char *const *point_name)
+{
+	return (struct cli_rp_series){ .name = name,
+				       .color = color,
+				       .x = x,
+				       .y = y,
+				       .n = n,
+				       .dashed = dashed,
+				       .mark = mark,
+				       .point_name = point_name };
+}
+
+static struct cli_rp_chart chart(const char *title, const char *xl, const char *yl, const char *pl,
+				 const struct cli_rp_series *se, size_t n, int w, int h,
+				 bool integer_y)
+{
+	return (struct cli_rp_chart){ .title = title,
+				      .x_label = xl,
+				      .y_label = yl,
+				      .point_label = pl,
+				      .series = se,
+				      .n_series = n,
+				      .width = w,
+				      .height = h,
+				      .integer_y = integer_y };
+}
+
+/* Why a stage is not a normal point ("failed", "client-bound"), or NULL. */
+static const char *mark_of(const json_t *s)
+{
+	if (!cli_rp_stage_marked(s))
+		return NULL;
+	const char *status = cl_results_str(s, "status", "ok");
+	return strcmp(status, "ok") != 0 ? status : "client-bound";
+}
+
+struct slo_lines {
+	double v[MAX_SLO_LINES];
+	const char *label[MAX_SLO_LINES];
+	char text[MAX_SLO_LINES][64];
+	size_t n;
+};
+
+/* The scenario's run-wide latency SLOs on metric (e.g. "ttft"), as lines to draw. */
+static void slo_lines(const json_t *doc, const char *metric, struct slo_lines *l)
+{
+	size_t i, len = strlen(metric);
+	const json_t *slo;
+	l->n = 0;
+	json_array_foreach(cl_results_get(doc, "scenario.slo"), i, slo)
+	{
+		const char *key = cl_results_str(slo, "key", "");
+		double limit = cl_results_num(slo, "limit");
+		if (strncmp(key, metric, len) != 0 || key[len] != '_' || !isfinite(limit) ||
+		    strcmp(cl_results_str(slo, "unit", ""), "ms") != 0 || l->n == MAX_SLO_LINES)
+			continue;
+		const char *stage = cl_results_str(slo, "stage", NULL);
+		snprintf(l->text[l->n], sizeof(l->text[0]), "SLO %s %s %.10g ms%s%s", key,
+			 "\xe2\x89\xa4", limit, stage ? " on " : "", stage ? stage : "");
+		l->label[l->n] = l->text[l->n];
+		l->v[l->n++] = limit;
+	}
+}
+
+static void chart_slo(struct cli_rp_chart *c, const struct slo_lines *l)
+{
+	c->hline = l->v;
+	c->hline_label = l->label;
+	c->n_hlines = l->n;
+}
+
+/* Stage indexes of one mode, in ascending load, into idx; returns how many. */
+static size_t by_load(const json_t *stages, bool rate_mode, size_t *idx)
+{
+	const char *xkey = rate_mode ? "rate" : "concurrency";
+	size_t m = 0;
+	for (size_t i = 0; i < json_array_size(stages); i++) {
+		const json_t *s = json_array_get(stages, i);
+		bool is_rate = strcmp(cl_results_str(s, "mode", ""), "rate") == 0;
+		if (is_rate == rate_mode && isfinite(cl_results_num(s, xkey)))
+			idx[m++] = i;
+	}
+	/* Insertion sort: few stages. */
+	for (size_t a = 1; a < m; a++) {
+		size_t k = idx[a], b = a;
+		double kx = cl_results_num(json_array_get(stages, k), xkey);
+		while (b > 0 && cl_results_num(json_array_get(stages, idx[b - 1]), xkey) > kx) {
+			idx[b] = idx[b - 1];
+			b--;
+		}
+		idx[b] = k;
+	}
+	return m;
+}
+
+enum { V_X, V_OTPS, V_RPS, V_T50, V_T99, V_I50, V_I99, V__N };
+
+void cli_rp_html_load_charts(const json_t *doc, bool rate_mode, FILE *out)
+{
+	const json_t *stages = json_object_get(doc, "stages");
+	size_t n = json_array_size(stages);
+	size_t *idx = calloc(n ? n : 1, sizeof(*idx));
+	double *v = calloc(V__N * (n ? n : 1), sizeof(*v));
+	const char **mark = calloc(n ? n : 1, sizeof(*mark));
+	const char **name = calloc(n ? n : 1, sizeof(*name));
+	size_t m = idx && v && mark && name ? by_load(stages, rate_mode, idx) : 0;
+	if (m == 0)
+		goto out;
+	double *col[V__N];
+	for (int k = 0; k < V__N; k++)
+		col[k] = v + (size_t)k * n;
+	static const char *const keys[V__N] = { NULL,
+						"throughput.output_tokens_per_s",
+						"throughput.requests_per_s",
+						"latency_ms.ttft.p50",
+						"latency_ms.ttft.p99",
+						"latency_ms.itl.p50",
+						"latency_ms.itl.p99" };
+	bool any_mark = false;
+	for (size_t j = 0; j < m; j++) {
+		const json_t *s = json_array_get(stages, idx[j]);
+		col[V_X][j] = cl_results_num(s, rate_mode ? "rate" : "concurrency");
+		for (int k = 1; k < V__N; k++)
+			col[k][j] = cl_results_num(s, keys[k]);
+		mark[j] = mark_of(s);
+		name[j] = cl_results_str(s, "name", "-");
+		any_mark |= mark[j] != NULL;
+	}
+	const char *xl = rate_mode ? "offered rate (requests/s)" : "concurrency (streams)";
+	const char *pl = rate_mode ? "" : "c=";
+	struct slo_lines ttft, itl;
+	slo_lines(doc, "ttft", &ttft);
+	slo_lines(doc, "itl", &itl);
+	fprintf(out, "<section><h2>Throughput and latency vs %s</h2>\n",
+		rate_mode ? "offered rate" : "concurrency");
+	if (any_mark)
+		fputs("<p class=\"meta\">A red cross marks a failed, degraded, interrupted or "
+		      "client-bound stage: its numbers are shown but not joined to the line.</p>\n",
+		      out);
+	fputs("<div class=\"charts\">\n", out);
+	struct cli_rp_series s1[] = { ser("output tokens/s", BLUE, col[V_X], col[V_OTPS], m, false,
+					  mark, NULL) };
+	struct cli_rp_series s2[] = { ser("completed requests/s", GREEN, col[V_X], col[V_RPS], m,
+					  false, mark, NULL) };
+	struct cli_rp_series s3[] = {
+		ser("TTFT p50", BLUE, col[V_X], col[V_T50], m, false, mark, NULL),
+		ser("TTFT p99", RED, col[V_X], col[V_T99], m, true, mark, NULL),
+	};
+	struct cli_rp_series s4[] = {
+		ser("ITL p50", BLUE, col[V_X], col[V_I50], m, false, mark, NULL),
+		ser("ITL p99", RED, col[V_X], col[V_I99], m, true, mark, NULL),
+	};
+	struct cli_rp_chart charts[] = {
+		chart("Output throughput", xl, "output tokens/s", pl, s1, 1, 540, 300, false),
+		chart("Request throughput", xl, "completed requests/s", pl, s2, 1, 540, 300, false),
+		chart("Time to first token", xl, "TTFT (ms)", pl, s3, 2, 540, 300, false),
+		chart("Inter-token latency", xl, "ITL (ms)", pl, s4, 2, 540, 300, false),
+	};
+	chart_slo(&charts[2], &ttft);
+	chart_slo(&charts[3], &itl);
+	for (size_t c = 0; c < sizeof(charts) / sizeof(charts[0]); c++)
+		cli_rp_svg_chart(out, &charts[c]);
+	fputs("</div>\n", out);
+	if (m >= 2) {
+		/* The trade-off: what each step of load bought in throughput and cost in
+		 * latency, stages joined in load order. */
+		fputs("<h3>Trade-off: latency against throughput</h3>\n<p class=\"meta\">Each "
+		      "point is a stage (hover for its name); the line joins them in order of "
+		      "load. Where the line turns up, more load buys latency, not throughput. "
+		      "Dashed red lines are the scenario's SLOs.</p><div class=\"charts\">\n",
+		      out);
+		struct cli_rp_series t1[] = {
+			ser("TTFT p50", BLUE, col[V_OTPS], col[V_T50], m, false, mark, name),
+			ser("TTFT p99", RED, col[V_OTPS], col[V_T99], m, true, mark, name),
+		};
+		struct cli_rp_series t2[] = {
+			ser("ITL p50", BLUE, col[V_OTPS], col[V_I50], m, false, mark, name),
+			ser("ITL p99", RED, col[V_OTPS], col[V_I99], m, true, mark, name),
+		};
+		struct cli_rp_chart tc[] = {
+			chart("TTFT against throughput", "output tokens/s", "TTFT (ms)", "", t1, 2,
+			      540, 320, false),
+			chart("ITL against throughput", "output tokens/s", "ITL (ms)", "", t2, 2,
+			      540, 320, false),
+		};
+		chart_slo(&tc[0], &ttft);
+		chart_slo(&tc[1], &itl);
+		for (size_t c = 0; c < 2; c++)
+			cli_rp_svg_chart(out, &tc[c]);
+		fputs("</div>\n", out);
+	}
+	fputs("</section>\n", out);
+out:
+	free(idx);
+	free(v);
+	free(mark);
+	free(name);
+}
+
+/* One chart of cumulative distributions, one line per stage, from the stored histograms
+ * `group.key` (values divided by `div`); requested_key adds each stage's requested
+ * distribution dashed.  Nothing when no stage has the histogram. */
+static void cdf_chart(const json_t *stages, const char *group, const char *key, double div,
+		      const char *title, const char *xl, const char *requested_key, FILE *out)
+{
+	struct cli_rp_series se[2 * MAX_DIST];
+	char names[2 * MAX_DIST][RP_CELL_MAX];
+	double *buf[2 * MAX_DIST] = { 0 };
+	size_t ns = 0, i;
+	const json_t *s;
+	json_array_foreach(stages, i, s)
+	{
+		for (int req = 0; req < (requested_key ? 2 : 1) && ns < 2 * MAX_DIST; req++) {
+			const json_t *h =
+			    cl_results_get(cl_results_get(json_object_get(s, "histograms"), group),
+					   req ? requested_key : key);
+			const json_t *b = json_object_get(h, "buckets");
+			double total = cl_results_num(h, "total");
+			size_t nb = json_array_size(b);
+			if (nb == 0 || !(total > 0) || i >= MAX_DIST)
+				continue;
+			double *xy = calloc(2 * (nb + 1), sizeof(*xy));
+			if (!xy)
+				continue;
+			buf[ns] = xy;
+			double *x = xy, *y = xy + nb + 1, seen = 0;
+			size_t k = 0;
+			/* Start at the smallest value so the curve rises from 0%. */
+			x[k] = cl_results_num(h, "min") / div;
+			y[k++] = 0;
+			for (size_t j = 0; j < nb; j++) {
+				const json_t *bk = json_array_get(b, j);
+				seen += json_number_value(json_array_get(bk, 1));
+				x[k] = fmin(json_number_value(json_array_get(bk, 0)),
+					    cl_results_num(h, "max")) /
+				       div;
+				y[k++] = 100 * seen / total;
+				/* The tail past p99.9 would squash the rest against the axis. */
+				if (seen >= 0.999 * total)
+					break;
+			}
+			const char *mk = mark_of(s);
+			snprintf(names[ns], sizeof(names[0]), "%s%s%s%s%s", req ? "requested " : "",
+				 cl_results_str(s, "name", "-"), mk ? " (" : "", mk ? mk : "",
+				 mk ? ")" : "");
+			se[ns] = ser(names[ns], palette[i % MAX_DIST], x, y, k, req || mk != NULL,
+				     NULL, NULL);
+			ns++;
+		}
+	}
+	if (ns > 0) {
+		struct cli_rp_chart c =
+		    chart(title, xl, "requests at or below (%)", "", se, ns, 540, 300, false);
+		c.y_percent = true;
+		cli_rp_svg_chart(out, &c);
+	}
+	for (size_t k = 0; k < ns; k++)
+		free(buf[k]);
+}
+
+void cli_rp_html_distributions(const json_t *doc, FILE *out)
+{
+	const json_t *stages = json_object_get(doc, "stages");
+	if (json_array_size(stages) == 0)
+		return;
+	fputs("<section><h2>Distributions</h2>\n<p class=\"meta\">Cumulative: a point (x, y) "
+	      "says y% of the stage's requests (of its chunks for ITL) took x or less; drawn "
+	      "from the stored histograms up to p99.9. A steep line is a consistent server; "
+	      "a long flat tail is the slow requests p99 summarises. Dashed: a marked stage "
+	      "(or, for tokens, what was requested).</p><div class=\"charts\">\n",
+	      out);
+	static const struct {
+		const char *key, *title, *xl;
+	} lat[] = {
+		{ "ttft", "Time to first token", "TTFT (ms)" },
+		{ "ttfc", "Time to first content token", "TTFC (ms)" },
+		{ "itl", "Inter-token latency", "ITL (ms)" },
+		{ "tpot", "Time per output token", "TPOT (ms)" },
+		{ "e2e", "End-to-end latency", "E2E (ms)" },
+	};
+	bool thinking = cli_rp_thinking(stages);
+	for (size_t k = 0; k < sizeof(lat) / sizeof(lat[0]); k++)
+		if (k != 1 || thinking)
+			cdf_chart(stages, "lat", lat[k].key, 1000, lat[k].title, lat[k].xl, NULL,
+				  out);
+	cdf_chart(stages, "cnt", "output_tokens", 1, "Output tokens per request: received",
+		  "tokens", "requested_tokens", out);
+	cdf_chart(stages, "cnt", "prompt_tokens", 1, "Prompt tokens per request", "tokens", NULL,
+		  out);
+	fputs("</div></section>\n", out);
+}
+
+/* One timeline chart: `key` of every interval, stages laid end to end; marked stages are a
+ * second, red series. */
+static void timeline_chart(const json_t *stages, const double *x, size_t n, const char *key,
+			   const char *title, const char *yl, const char *color, bool integer,
+			   const double *vline, const char *const *vlabel, size_t nv, FILE *out)
+{
+	double *y = calloc(2 * (n ? n : 1), sizeof(*y));
+	if (!y)
+		return;
+	double *ym = y + n;
+	size_t k = 0, i;
+	const json_t *s;
+	bool any_mark = false;
+	json_array_foreach(stages, i, s)
+	{
+		bool mk = mark_of(s) != NULL;
+		any_mark |= mk;
+		size_t j;
+		const json_t *p;
+		json_array_foreach(json_object_get(s, "intervals"), j, p)
+		{
+			double v = cl_results_num(p, key);
+			y[k] = mk ? NAN : v;
+			ym[k++] = mk ? v : NAN;
+		}
+		y[k] = ym[k] = NAN; /* the line breaks between stages */
+		k++;
+	}
+	struct cli_rp_series se[] = { ser(yl, color, x, y, k, false, NULL, NULL),
+				      ser("marked stage", RED, x, ym, k, true, NULL, NULL) };
+	struct cli_rp_chart c = chart(title, "time since the first stage started (s)", yl, "t=", se,
+				      any_mark ? 2 : 1, 540, 250, integer);
+	c.vline = vline;
+	c.vline_label = vlabel;
+	c.n_vlines = nv;
+	cli_rp_svg_chart(out, &c);
+	free(y);
+}
+
+/* Errors per interval by class, one series per class seen (older files have only the
+ * total: one series of it). */
+static void errors_chart(const json_t *stages, const double *x, size_t n, const double *vline,
+			 const char *const *vlabel, size_t nv, FILE *out)
+{
+	const char *classes[RP_TBL_COLS + 1];
+	size_t nc = 0;
+	for (size_t k = 0; k < cli_rj_n_err_keys && nc < RP_TBL_COLS; k++) {
+		size_t i, j;
+		const json_t *s, *p;
+		bool seen = false;
+		json_array_foreach(stages, i, s)
+		{
+			json_array_foreach(json_object_get(s, "intervals"), j, p)
+			{
+				seen |= cl_results_num(cl_results_get(p, "errors_by_class"),
+						       cli_rj_err_keys[k]) > 0;
+			}
+		}
+		if (seen)
+			classes[nc++] = cli_rj_err_keys[k];
+	}
+	bool by_class = nc > 0;
+	if (!by_class)
+		classes[nc++] = "errors";
+	double *y = calloc(nc * (n ? n : 1), sizeof(*y));
+	struct cli_rp_series se[RP_TBL_COLS + 1];
+	if (!y)
+		return;
+	for (size_t c = 0; c < nc; c++) {
+		double *yc = y + c * n;
+		size_t k = 0, i, j;
+		const json_t *s, *p;
+		json_array_foreach(stages, i, s)
+		{
+			json_array_foreach(json_object_get(s, "intervals"), j, p)
+			{
+				double v =
+				    by_class ? cl_results_num(cl_results_get(p, "errors_by_class"),
+							      classes[c])
+					     : cl_results_num(p, "errors");
+				/* A class absent from an interval that has the object: none. */
+				if (by_class && !isfinite(v) &&
+				    json_is_object(json_object_get(p, "errors_by_class")))
+					v = 0;
+				yc[k++] = v;
+			}
+			yc[k++] = NAN;
+		}
+		se[c] = ser(classes[c], by_class ? palette[(c + 2) % MAX_DIST] : ORANGE, x, yc, k,
+			    false, NULL, NULL);
+	}
+	struct cli_rp_chart c =
+	    chart(by_class ? "Errors by class" : "Errors", "time since the first stage started (s)",
+		  "errors per interval", "t=", se, nc, 540, 250, true);
+	c.vline = vline;
+	c.vline_label = vlabel;
+	c.n_vlines = nv;
+	cli_rp_svg_chart(out, &c);
+	free(y);
+}
+
+/* `key` of each agent's health in every interval (intervals[].agents[]), one series per
+ * agent (the first MAX_DIST seen).  Nothing for files without per-agent rows. */
+static void per_agent_chart(const json_t *stages, const double *x, size_t n, const char *key,
+			    const char *title, const char *yl, const double *vline,
+			    const char *const *vlabel, size_t nv, FILE *out)
+{
+	double ids[MAX_DIST];
+	size_t na = 0, i, j, k;
+	const json_t *s, *p, *a;
+	json_array_foreach(stages, i, s)
+	{
+		json_array_foreach(json_object_get(s, "intervals"), j, p)
+		{
+			json_array_foreach(json_object_get(p, "agents"), k, a)
+			{
+				double id = cl_results_num(a, "agent");
+				size_t at = 0;
+				while (at < na && ids[at] != id)
+					at++;
+				if (at == na && na < MAX_DIST && isfinite(id))
+					ids[na++] = id;
+			}
+		}
+	}
+	if (na == 0)
+		return;
+	double *y = calloc(na * (n ? n : 1), sizeof(*y));
+	char names[MAX_DIST][32];
+	struct cli_rp_series se[MAX_DIST];
+	if (!y)
+		return;
+	for (size_t c = 0; c < na; c++) {
+		double *yc = y + c * n;
+		size_t m = 0;
+		json_array_foreach(stages, i, s)
+		{
+			json_array_foreach(json_object_get(s, "intervals"), j, p)
+			{
+				double v = NAN;
+				json_array_foreach(json_object_get(p, "agents"), k, a)
+				{
+					if (cl_results_num(a, "agent") == ids[c])
+						v = cl_results_num(a, key);
+				}
+				yc[m++] = v;
+			}
+			yc[m++] = NAN;
+		}
+		snprintf(names[c], sizeof(names[c]), "agent %.0f", ids[c]);
+		se[c] = ser(names[c], palette[c], x, yc, m, false, NULL, NULL);
+	}
+	struct cli_rp_chart c = chart(title, "time since the first stage started (s)", yl, "t=", se,
+				      na, 540, 250, false);
+	c.vline = vline;
+	c.vline_label = vlabel;
+	c.n_vlines = nv;
+	cli_rp_svg_chart(out, &c);
+	free(y);
+}
+
+void cli_rp_html_timeline(const json_t *doc, FILE *out)
+{
+	const json_t *stages = json_object_get(doc, "stages");
+	size_t ns = json_array_size(stages), n = 0, i;
+	const json_t *s;
+	json_array_foreach(stages, i, s)
+	{
+		n += json_array_size(json_object_get(s, "intervals")) + 1;
+	}
+	if (n == ns)
+		return;
+	double *x = calloc(n, sizeof(*x)), *vl = calloc(ns ? ns : 1, sizeof(*vl));
+	const char **vlabel = calloc(ns ? ns : 1, sizeof(*vlabel));
+	if (!x || !vl || !vlabel)
+		goto out;
+	/* Stages end to end: each starts where the previous one's last interval ended (the
+	 * pauses between stages, drain and start, are left out). */
+	double offset = 0;
+	size_t k = 0;
+	bool strided = false;
+	json_array_foreach(stages, i, s)
+	{
+		const json_t *iv = json_object_get(s, "intervals");
+		vl[i] = offset;
+		vlabel[i] = cl_results_str(s, "name", "-");
+		strided |= cl_results_num(s, "intervals_stride") > 1;
+		size_t j;
+		const json_t *p;
+		double end = 0;
+		json_array_foreach(iv, j, p)
+		{
+			double t = cl_results_num(p, "t_s");
+			x[k++] = offset + (isfinite(t) ? t : 0);
+			end = isfinite(t) ? t : end;
+		}
+		x[k++] = NAN;
+		offset += end;
+	}
+	fputs("<section><h2>Timeline</h2>\n<p class=\"meta\">Every stage's intervals on one "
+	      "time axis from t=0, stages end to end (the pauses between them are left out); "
+	      "dashed grey lines are stage starts",
+	      out);
+	if (strided)
+		fputs("; long stages show one interval in every stride (intervals.jsonl has them "
+		      "all)",
+		      out);
+	fputs(". Red: a failed, degraded, interrupted or client-bound stage. Errors are per "
+	      "interval and class; agent CPU is the busiest agent's (100 = one core); dispatch "
+	      "and loop lag over 50 ms mean the client could not keep up.</p>"
+	      "<div class=\"charts\">\n",
+	      out);
+	static const struct {
+		const char *key, *title, *yl, *color;
+		bool integer;
+	} ch[] = {
+		{ "output_tokens_per_s", "Output throughput", "output tokens/s", BLUE, false },
+		{ "requests_per_s", "Request throughput", "completed requests/s", GREEN, false },
+		{ "ttft_p99_ms", "TTFT p99", "TTFT p99 (ms)", PURPLE, false },
+		{ "itl_p99_ms", "ITL p99", "ITL p99 (ms)", PURPLE, false },
+		{ "active", "Active streams", "streams in flight", BLUE, true },
+		{ "cpu_pct", "Agent CPU (client health)", "busiest agent CPU %", GREY, false },
+		{ "dispatch_lag_p99_ms", "Dispatch lag p99 (client health)",
+		  "dispatch lag p99 (ms)", GREY, false },
+		{ "loop_lag_p99_ms", "Loop lag p99 (client health)", "event-loop lag p99 (ms)",
+		  GREY, false },
+	};
+	for (size_t c = 0; c < sizeof(ch) / sizeof(ch[0]); c++) {
+		if (c == 5) /* after the active streams */
+			errors_chart(stages, x, n, vl, vlabel, ns, out);
+		timeline_chart(stages, x, n, ch[c].key, ch[c].title, ch[c].yl, ch[c].color,
+			       ch[c].integer, vl, vlabel, ns, out);
+	}
+	per_agent_chart(stages, x, n, "cpu_pct", "CPU per agent (client health)",
+			"agent CPU % (100 = one core)", vl, vlabel, ns, out);
+	per_agent_chart(stages, x, n, "loop_lag_p99_ms", "Loop lag p99 per agent (client health)",
+			"event-loop lag p99 (ms)", vl, vlabel, ns, out);
+	per_agent_chart(stages, x, n, "dispatch_lag_p99_ms",
+			"Dispatch lag p99 per agent (client health)", "dispatch lag p99 (ms)", vl,
+			vlabel, ns, out);
+	fputs("</div></section>\n", out);
+out:
+	free(x);
+	free(vl);
+	free(vlabel);
+}

@@ -1,0 +1,317 @@
+/* The detail tables every report format shows (latency distribution, thinking models,
+ * tokens per request, errors by class, client health, agent episodes), built once as cells
+ * so the terminal, report.md and report.html say the same thing. */
+#include "results/results.h"
+#include "results/internal.h"
+
+#include "chatload/err.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool cli_rp_stage_marked(const json_t *s)
+{
+	/* A stage still running (the live page) is not a failure: it has no totals yet. */
+	const char *status = cl_results_str(s, "status", "ok");
+	return (strcmp(status, "ok") != 0 && strcmp(status, "running") != 0) ||
+	       json_is_true(cl_results_get(s, "client.client_bound"));
+}
+
+static void heading(struct cli_rp_table *t, const char *title, const char *note, size_t n, ...)
+{
+	va_list ap;
+	va_start(ap, n);
+	t->title = title;
+	t->note = note;
+	t->n_cols = n;
+	for (size_t i = 0; i < n; i++) { /* pairs: heading, numeric */
+		t->col[i] = va_arg(ap, const char *);
+		t->numeric[i] = va_arg(ap, int) != 0;
+	}
+	va_end(ap);
+}
+
+/* A new empty row, or NULL when out of memory. */
+static char (*add_row(struct cli_rp_table *t, bool marked))[RP_CELL_MAX]
+{
+	if (t->n_rows == t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 16;
+		void *c = realloc(t->cell, cap * sizeof(*t->cell));
+		if (!c)
+			return NULL;
+		t->cell = c;
+		bool *m = realloc(t->marked, cap * sizeof(*t->marked));
+		if (!m)
+			return NULL;
+		t->marked = m;
+		t->cap = cap;
+	}
+	memset(t->cell[t->n_rows], 0, sizeof(*t->cell));
+	t->marked[t->n_rows] = marked;
+	return t->cell[t->n_rows++];
+}
+
+/* The stage's name, with its status when it is not a normal measurement. */
+static void stage_cell(char *buf, const json_t *s)
+{
+	const char *status = cl_results_str(s, "status", "-");
+	bool bound = json_is_true(cl_results_get(s, "client.client_bound"));
+	if (!cli_rp_stage_marked(s))
+		snprintf(buf, RP_CELL_MAX, "%s", cl_results_str(s, "name", "-"));
+	else
+		snprintf(buf, RP_CELL_MAX, "%s (%s%s)", cl_results_str(s, "name", "-"),
+			 strcmp(status, "ok") == 0 ? "" : status,
+			 bound ? (strcmp(status, "ok") == 0 ? "client-bound" : ", client-bound")
+			       : "");
+}
+
+static int latency(const json_t *stages, struct cli_rp_table *t)
+{
+	heading(t, "Latency distribution",
+		"Per stage, in milliseconds: TTFT time to first token, TTFC time to first "
+		"content (answer) token, ITL time between chunks, TPOT time per output token, "
+		"E2E the whole request.",
+		8, "stage", 0, "metric", 0, "mean", 1, "p50", 1, "p90", 1, "p95", 1, "p99", 1,
+		"max", 1);
+	static const char *const keys[] = { "ttft", "ttfc", "itl", "tpot", "e2e" };
+	static const char *const names[] = { "TTFT", "TTFC", "ITL", "TPOT", "E2E" };
+	static const char *const stats[] = { "mean", "p50", "p90", "p95", "p99", "max" };
+	bool thinking = cli_rp_thinking(stages);
+	size_t i;
+	const json_t *s;
+	json_array_foreach(stages, i, s)
+	{
+		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+			if (k == 1 && !thinking)
+				continue;
+			const json_t *m = cl_results_get(json_object_get(s, "latency_ms"), keys[k]);
+			if (!(cl_results_num(m, "count") > 0))
+				continue;
+			char(*r)[RP_CELL_MAX] = add_row(t, cli_rp_stage_marked(s));
+			if (!r)
+				return CL_ENOMEM;
+			stage_cell(r[0], s);
+			snprintf(r[1], RP_CELL_MAX, "%s", names[k]);
+			for (size_t j = 0; j < 6; j++)
+				cli_rp_fmt_ms(r[2 + j], RP_CELL_MAX, cl_results_num(m, stats[j]));
+		}
+	}
+	return 0;
+}
+
+static int thinking(const json_t *stages, struct cli_rp_table *t)
+{
+	heading(t, "Thinking model",
+		"A thinking model streams reasoning before its answer: TTFT is the first token of "
+		"either, TTFC the first answer token a user sees. Content tokens are output less "
+		"reasoning; requests without content ended inside their reasoning.",
+		9, "stage", 0, "TTFT p50 ms", 1, "TTFC p50 ms", 1, "TTFC p99 ms", 1,
+		"reasoning tokens", 1, "content tokens", 1, "reasoning share", 1, "content tok/s",
+		1, "no content", 1);
+	if (!cli_rp_thinking(stages))
+		return 0;
+	bool any_no_content = false;
+	size_t i;
+	const json_t *s;
+	json_array_foreach(stages, i, s)
+	{
+		char(*r)[RP_CELL_MAX] = add_row(t, cli_rp_stage_marked(s));
+		if (!r)
+			return CL_ENOMEM;
+		double out = cl_results_num(s, "tokens.output");
+		double reasoning = cl_results_num(s, "tokens.reasoning");
+		stage_cell(r[0], s);
+		cli_rp_fmt_ms(r[1], RP_CELL_MAX, cl_results_num(s, "latency_ms.ttft.p50"));
+		cli_rp_fmt_ms(r[2], RP_CELL_MAX, cl_results_num(s, "latency_ms.ttfc.p50"));
+		cli_rp_fmt_ms(r[3], RP_CELL_MAX, cl_results_num(s, "latency_ms.ttfc.p99"));
+		cli_rj_fmt_count(r[4], RP_CELL_MAX, reasoning);
+		cli_rj_fmt_count(r[5], RP_CELL_MAX, out - reasoning);
+		cli_rp_fmt_pct(r[6], RP_CELL_MAX, out > 0 ? 100 * reasoning / out : NAN);
+		cli_rp_fmt_rate(r[7], RP_CELL_MAX,
+				(out - reasoning) / cl_results_num(s, "duration_s"));
+		cli_rj_fmt_count(r[8], RP_CELL_MAX, cl_results_num(s, "requests.no_content"));
+		any_no_content |= cl_results_num(s, "requests.no_content") > 0;
+	}
+	/* Like the stage table, the column only when some request lacked content. */
+	if (!any_no_content)
+		t->n_cols--;
+	return 0;
+}
+
+static int tokens(const json_t *stages, struct cli_rp_table *t)
+{
+	heading(t, "Tokens per request",
+		"Per completed request: the prompt, the max_tokens asked for (requested) and the "
+		"output tokens received; received/requested below 100% means the server stopped "
+		"early.",
+		10, "stage", 0, "prompt mean", 1, "requested mean", 1, "received mean", 1,
+		"received p50", 1, "received p90", 1, "received max", 1, "received/requested", 1,
+		"short requests", 1, "token source", 0);
+	size_t i;
+	const json_t *s;
+	json_array_foreach(stages, i, s)
+	{
+		const json_t *tk = json_object_get(s, "tokens");
+		if (!(cl_results_num(tk, "output_per_request.count") > 0))
+			continue;
+		char(*r)[RP_CELL_MAX] = add_row(t, cli_rp_stage_marked(s));
+		if (!r)
+			return CL_ENOMEM;
+		stage_cell(r[0], s);
+		cli_rj_fmt(r[1], RP_CELL_MAX, cl_results_num(tk, "prompt_per_request.mean"), 1);
+		cli_rj_fmt(r[2], RP_CELL_MAX, cl_results_num(tk, "requested_per_request.mean"), 1);
+		cli_rj_fmt(r[3], RP_CELL_MAX, cl_results_num(tk, "output_per_request.mean"), 1);
+		cli_rj_fmt_count(r[4], RP_CELL_MAX, cl_results_num(tk, "output_per_request.p50"));
+		cli_rj_fmt_count(r[5], RP_CELL_MAX, cl_results_num(tk, "output_per_request.p90"));
+		cli_rj_fmt_count(r[6], RP_CELL_MAX, cl_results_num(tk, "output_per_request.max"));
+		cli_rp_fmt_pct(r[7], RP_CELL_MAX, 100 * cl_results_num(tk, "received_ratio"));
+		cli_rj_fmt_count(r[8], RP_CELL_MAX, cl_results_num(tk, "short_requests"));
+		snprintf(r[9], RP_CELL_MAX, "%s", cl_results_str(tk, "source", "-"));
+	}
+	return 0;
+}
+
+static int errors(const json_t *stages, struct cli_rp_table *t)
+{
+	heading(t, "Errors by class",
+		"Per stage and class (docs/results.md lists the classes); the share is of the "
+		"stage's errors. Samples of the bodies are under Error samples.",
+		4, "stage", 0, "class", 0, "errors", 1, "share", 1);
+	size_t i;
+	const json_t *s;
+	json_array_foreach(stages, i, s)
+	{
+		double total = cl_results_num(s, "requests.errors_total");
+		for (size_t k = 0; k < cli_rj_n_err_keys; k++) {
+			double n = cl_results_num(cl_results_get(s, "requests.errors"),
+						  cli_rj_err_keys[k]);
+			if (!(n > 0))
+				continue;
+			char(*r)[RP_CELL_MAX] = add_row(t, cli_rp_stage_marked(s));
+			if (!r)
+				return CL_ENOMEM;
+			stage_cell(r[0], s);
+			snprintf(r[1], RP_CELL_MAX, "%s", cli_rj_err_keys[k]);
+			cli_rj_fmt_count(r[2], RP_CELL_MAX, n);
+			cli_rp_fmt_pct(r[3], RP_CELL_MAX, total > 0 ? 100 * n / total : NAN);
+		}
+	}
+	return 0;
+}
+
+static void join_reasons(char *buf, const json_t *reasons)
+{
+	size_t o = 0, i;
+	const json_t *r;
+	buf[0] = '\0';
+	json_array_foreach(reasons, i, r)
+	{
+		if (o < RP_CELL_MAX)
+			o += (size_t)snprintf(buf + o, RP_CELL_MAX - o, "%s%s", i ? ", " : "",
+					      json_is_string(r) ? json_string_value(r) : "?");
+	}
+	if (!buf[0])
+		snprintf(buf, RP_CELL_MAX, "-");
+}
+
+static int client(const json_t *stages, struct cli_rp_table *t)
+{
+	heading(t, "Client health",
+		"Is the load generator the bottleneck? A stage is client-bound when the busiest "
+		"agent used over 85% of its CPU, dispatch or loop lag p99 passed 50 ms, or an "
+		"agent or the coordinator stalled; its numbers then describe the client.",
+		9, "stage", 0, "client-bound", 0, "why", 0, "agent CPU max %", 1, "of capacity %",
+		1, "CPU-bound intervals", 1, "loop lag p99 ms", 1, "dispatch lag p99 ms", 1,
+		"stalls", 1);
+	size_t i;
+	const json_t *s;
+	json_array_foreach(stages, i, s)
+	{
+		const json_t *c = json_object_get(s, "client");
+		if (!json_is_object(c))
+			continue;
+		char(*r)[RP_CELL_MAX] = add_row(t, cli_rp_stage_marked(s));
+		if (!r)
+			return CL_ENOMEM;
+		stage_cell(r[0], s);
+		snprintf(r[1], RP_CELL_MAX, "%s",
+			 json_is_true(json_object_get(c, "client_bound")) ? "YES" : "no");
+		join_reasons(r[2], json_object_get(c, "reasons"));
+		cli_rj_fmt(r[3], RP_CELL_MAX, cl_results_num(c, "cpu_max_pct"), 1);
+		cli_rj_fmt(r[4], RP_CELL_MAX, cl_results_num(c, "cpu_capacity_pct"), 0);
+		cli_rj_fmt_count(r[5], RP_CELL_MAX, cl_results_num(c, "cpu_bound_intervals"));
+		cli_rp_fmt_ms(r[6], RP_CELL_MAX, cl_results_num(c, "loop_lag_p99_ms"));
+		cli_rp_fmt_ms(r[7], RP_CELL_MAX, cl_results_num(c, "dispatch_lag_p99_ms"));
+		cli_rj_fmt_count(r[8], RP_CELL_MAX,
+				 (double)json_array_size(json_object_get(c, "stalls")) +
+				     fmax(0, cl_results_num(c, "stalls_unlisted")));
+	}
+	return 0;
+}
+
+static int episodes(const json_t *doc, struct cli_rp_table *t)
+{
+	heading(t, "Agent troubles",
+		"Per agent: each time it could not run (stall), went silent (partition) or was "
+		"lost, in seconds from its stage's start.",
+		6, "agent", 0, "stage", 0, "cause", 0, "at s", 1, "length s", 1, "seen by", 0);
+	size_t i;
+	const json_t *a;
+	json_array_foreach(json_object_get(doc, "agents"), i, a)
+	{
+		size_t k;
+		const json_t *e;
+		json_array_foreach(json_object_get(a, "episodes"), k, e)
+		{
+			char(*r)[RP_CELL_MAX] = add_row(t, true);
+			if (!r)
+				return CL_ENOMEM;
+			char id[32];
+			snprintf(r[0], RP_CELL_MAX, "%s (%s)",
+				 cli_rj_fmt_count(id, sizeof(id), cl_results_num(a, "id")),
+				 cl_results_str(a, "host", "-"));
+			snprintf(r[1], RP_CELL_MAX, "%s", cl_results_str(e, "stage", "-"));
+			snprintf(r[2], RP_CELL_MAX, "%s", cl_results_str(e, "cause", "-"));
+			cli_rj_fmt(r[3], RP_CELL_MAX, cl_results_num(e, "at_s"), 2);
+			cli_rj_fmt(r[4], RP_CELL_MAX, cl_results_num(e, "length_s"), 2);
+			join_reasons(r[5], json_object_get(e, "seen_by"));
+		}
+	}
+	return 0;
+}
+
+int cli_rp_table_build(const json_t *doc, enum cli_rp_table_kind kind, struct cli_rp_table *t)
+{
+	memset(t, 0, sizeof(*t));
+	const json_t *stages = json_object_get(doc, "stages");
+	switch (kind) {
+	case RP_TBL_LATENCY:
+		return latency(stages, t);
+	case RP_TBL_THINKING:
+		return thinking(stages, t);
+	case RP_TBL_TOKENS:
+		return tokens(stages, t);
+	case RP_TBL_ERRORS:
+		return errors(stages, t);
+	case RP_TBL_CLIENT:
+		return client(stages, t);
+	case RP_TBL_EPISODES:
+		return episodes(doc, t);
+	case RP__TBL:
+		break;
+	}
+	return CL_EINVAL;
+}
+
+void cli_rp_table_free(struct cli_rp_table *t)
+{
+	if (!t)
+		return;
+	free(t->cell);
+	free(t->marked);
+	t->cell = NULL;
+	t->marked = NULL;
+	t->n_rows = t->cap = 0;
+}

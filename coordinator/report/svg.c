@@ -1,0 +1,318 @@
+/* Inline SVG line charts for report.html: honest axes from zero, round tick values, a grid,
+ * a legend and hover titles on the points; plain attributes, so the markup is valid XML. */
+#include "results/internal.h"
+
+#include <math.h>
+#include <string.h>
+
+#define ML       64 /* margins around the plot area, px */
+#define MR       16
+#define MT       48
+#define MB       46
+#define TITLE_X  14
+#define RED_MARK "#dc2626"
+#define FONT     "font-family=\"system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif\""
+
+/* A value a chart can place: finite and far from overflowing the axis arithmetic (a file may
+ * hold 1e308, and an axis rounded up past it would be infinite). */
+static bool plottable(double v)
+{
+	return isfinite(v) && fabs(v) < 1e300;
+}
+
+struct axis {
+	double lo, hi, step;
+};
+
+/* A round step (1, 2 or 5 times a power of ten) giving about `target` intervals. */
+static double nice_step(double range, int target)
+{
+	double raw = range / target;
+	double mag = pow(10, floor(log10(raw)));
+	double f = raw / mag;
+	double nf = f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10;
+	return nf * mag;
+}
+
+static struct axis make_axis(double max, int target)
+{
+	struct axis a = { 0, 1, 0.2 };
+	if (!isfinite(max) || max <= 0)
+		return a;
+	a.step = nice_step(max, target);
+	a.hi = ceil(max / a.step - 1e-9) * a.step;
+	if (a.hi <= 0)
+		a.hi = a.step;
+	return a;
+}
+
+static void fmt_tick(char *buf, size_t n, double v, double step)
+{
+	if (fabs(v) >= 10000 && step >= 1000)
+		snprintf(buf, n, "%gk", v / 1000);
+	else if (step >= 1)
+		snprintf(buf, n, "%.0f", v);
+	else
+		snprintf(buf, n, "%.*f", (int)ceil(-log10(step) - 1e-9), v);
+}
+
+static void fmt_value(char *buf, size_t n, double v)
+{
+	/* Whole numbers (a concurrency, a count) read as they are: "c=1", not "c=1.00". */
+	if (v == floor(v) && fabs(v) < 1e15)
+		snprintf(buf, n, "%.0f", v);
+	else if (fabs(v) >= 100)
+		snprintf(buf, n, "%.0f", v);
+	else if (fabs(v) >= 10)
+		snprintf(buf, n, "%.1f", v);
+	else
+		snprintf(buf, n, "%.2f", v);
+}
+
+/* Legend items' widths: ~6.6 px per character at 12 px, plus the line sample. */
+static double legend_width(const struct cli_rp_series *se)
+{
+	return 23 + 6.6 * (double)strlen(se->name ? se->name : "") + 18;
+}
+
+/* Rows the legend needs at this width (it wraps rather than run off the chart). */
+static int legend_rows(const struct cli_rp_chart *c, int w)
+{
+	int rows = 1;
+	double lx = ML;
+	for (size_t s = 0; s < c->n_series; s++) {
+		double iw = legend_width(&c->series[s]);
+		if (lx > ML && lx + iw > w - MR) {
+			rows++;
+			lx = ML;
+		}
+		lx += iw;
+	}
+	return rows;
+}
+
+static void cross(FILE *out, double x, double y)
+{
+	fprintf(out,
+		"<path d=\"M%.1f %.1fl8 8m0 -8l-8 8\" stroke=\"" RED_MARK "\" stroke-width=\"2.5\" "
+		"fill=\"none\"/>",
+		x - 4, y - 4);
+}
+
+void cli_rp_svg_chart(FILE *out, const struct cli_rp_chart *c)
+{
+	int w = c->width > 0 ? c->width : 560, h = c->height > 0 ? c->height : 300;
+	int rows = legend_rows(c, w);
+	int mt = MT + 16 * (rows - 1);
+	double max_x = 0, max_y = 0;
+	size_t points = 0;
+	for (size_t k = 0; k < c->n_vlines; k++)
+		if (plottable(c->vline[k]) && c->vline[k] > max_x)
+			max_x = c->vline[k];
+	for (size_t s = 0; s < c->n_series; s++) {
+		for (size_t i = 0; i < c->series[s].n; i++) {
+			double x = c->series[s].x[i], y = c->series[s].y[i];
+			if (!plottable(x) || !plottable(y))
+				continue;
+			points++;
+			max_x = x > max_x ? x : max_x;
+			max_y = y > max_y ? y : max_y;
+		}
+	}
+	/* An SLO line far above the data would flatten it against the axis: the axis takes in
+	 * limits up to 3 times the data's top; a higher one is named at the top instead. */
+	double data_max_y = max_y;
+	for (size_t k = 0; k < c->n_hlines; k++)
+		if (plottable(c->hline[k]) && c->hline[k] > max_y &&
+		    (data_max_y <= 0 || c->hline[k] <= 3 * data_max_y))
+			max_y = c->hline[k];
+	if (c->y_percent)
+		max_y = 100;
+	struct axis ax = make_axis(max_x, 6), ay = make_axis(max_y, 5);
+	if (c->integer_y && ay.step < 1) {
+		ay.step = 1;
+		ay.hi = ceil(max_y) > 0 ? ceil(max_y) : 1;
+	}
+	double pw = w - ML - MR, ph = h - mt - MB;
+#define PX(x) (ML + ((x)-ax.lo) / (ax.hi - ax.lo) * pw)
+#define PY(y) (h - MB - ((y)-ay.lo) / (ay.hi - ay.lo) * ph)
+
+	fprintf(out,
+		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+		"viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"",
+		w, h, w, h);
+	cli_rj_put_xml(out, c->title);
+	fprintf(out, "\" " FONT ">\n<title>");
+	cli_rj_put_xml(out, c->title);
+	fprintf(out,
+		"</title>\n<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n",
+		w, h);
+	fprintf(out,
+		"<text x=\"%d\" y=\"18\" font-size=\"14\" font-weight=\"600\" fill=\"#111827\">",
+		TITLE_X);
+	cli_rj_put_xml(out, c->title);
+	fputs("</text>\n", out);
+
+	/* Legend under the title, wrapped to the chart's width. */
+	double lx = ML;
+	int ly = 32;
+	for (size_t s = 0; s < c->n_series; s++) {
+		const struct cli_rp_series *se = &c->series[s];
+		if (lx > ML && lx + legend_width(se) > w - MR) {
+			lx = ML;
+			ly += 16;
+		}
+		fprintf(out,
+			"<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"%s\" "
+			"stroke-width=\"2.5\"%s/>",
+			lx, ly, lx + 18, ly, se->color,
+			se->dashed ? " stroke-dasharray=\"5 3\"" : "");
+		fprintf(out, "<text x=\"%.1f\" y=\"%d\" font-size=\"12\" fill=\"#374151\">",
+			lx + 23, ly + 4);
+		cli_rj_put_xml(out, se->name);
+		fputs("</text>\n", out);
+		lx += legend_width(se);
+	}
+
+	/* Grid and y ticks. */
+	char label[48];
+	for (double v = ay.lo; v <= ay.hi + ay.step * 1e-6; v += ay.step) {
+		double y = PY(v);
+		fprintf(out,
+			"<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"%s\" "
+			"stroke-width=\"1\"/>",
+			ML, y, w - MR, y, v == ay.lo ? "#6b7280" : "#e5e7eb");
+		fmt_tick(label, sizeof(label), v, ay.step);
+		fprintf(out,
+			"<text x=\"%d\" y=\"%.1f\" font-size=\"11\" fill=\"#4b5563\" "
+			"text-anchor=\"end\">%s</text>\n",
+			ML - 6, y + 4, label);
+	}
+	/* x ticks. */
+	for (double v = ax.lo; v <= ax.hi + ax.step * 1e-6; v += ax.step) {
+		double x = PX(v);
+		fprintf(out,
+			"<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#6b7280\" "
+			"stroke-width=\"1\"/>",
+			x, h - MB, x, h - MB + 5);
+		fmt_tick(label, sizeof(label), v, ax.step);
+		fprintf(out,
+			"<text x=\"%.1f\" y=\"%d\" font-size=\"11\" fill=\"#4b5563\" "
+			"text-anchor=\"middle\">%s</text>\n",
+			x, h - MB + 18, label);
+	}
+	fprintf(out, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#6b7280\"/>\n", ML, mt,
+		ML, h - MB);
+	/* Axis labels. */
+	fprintf(out,
+		"<text x=\"%.1f\" y=\"%d\" font-size=\"12\" fill=\"#111827\" "
+		"text-anchor=\"middle\">",
+		ML + pw / 2, h - 8);
+	cli_rj_put_xml(out, c->x_label);
+	fprintf(out,
+		"</text>\n<text x=\"14\" y=\"%.1f\" font-size=\"12\" fill=\"#111827\" "
+		"text-anchor=\"middle\" transform=\"rotate(-90 14 %.1f)\">",
+		mt + ph / 2, mt + ph / 2);
+	cli_rj_put_xml(out, c->y_label);
+	fputs("</text>\n", out);
+
+	if (points == 0) {
+		fprintf(out,
+			"<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\" fill=\"#6b7280\" "
+			"text-anchor=\"middle\">no data</text>\n",
+			ML + pw / 2, mt + ph / 2);
+	}
+	/* Reference lines under the data: SLO limits across, stage boundaries down. */
+	for (size_t k = 0; k < c->n_hlines; k++) {
+		if (!plottable(c->hline[k]))
+			continue;
+		if (c->hline[k] > ay.hi) {
+			fprintf(out,
+				"<text x=\"%d\" y=\"%d\" font-size=\"11\" fill=\"#991b1b\" "
+				"text-anchor=\"end\">",
+				w - MR - 2, mt - 4);
+			cli_rj_put_xml(out, c->hline_label ? c->hline_label[k] : "");
+			fputs(" (above the chart)</text>\n", out);
+			continue;
+		}
+		double y = PY(c->hline[k]);
+		fprintf(out,
+			"<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#dc2626\" "
+			"stroke-width=\"1.5\" stroke-dasharray=\"2 3\"/><text x=\"%d\" y=\"%.1f\" "
+			"font-size=\"11\" fill=\"#991b1b\" text-anchor=\"end\">",
+			ML, y, w - MR, y, w - MR - 2, y - 4);
+		cli_rj_put_xml(out, c->hline_label ? c->hline_label[k] : "");
+		fputs("</text>\n", out);
+	}
+	for (size_t k = 0; k < c->n_vlines; k++) {
+		if (!plottable(c->vline[k]))
+			continue;
+		double x = PX(c->vline[k]);
+		fprintf(out,
+			"<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#9ca3af\" "
+			"stroke-width=\"1\" stroke-dasharray=\"4 3\"/><text x=\"%.1f\" y=\"%d\" "
+			"font-size=\"10\" fill=\"#4b5563\">",
+			x, mt, x, h - (double)MB, x + 3, mt + 10);
+		cli_rj_put_xml(out, c->vline_label ? c->vline_label[k] : "");
+		fputs("</text>\n", out);
+	}
+	/* Lines, broken where a value is missing or a point is marked; dots (with tooltips)
+	 * when few enough to tell apart; marked points always, as red crosses. */
+	for (size_t s = 0; s < c->n_series; s++) {
+		const struct cli_rp_series *se = &c->series[s];
+		bool open = false;
+		for (size_t i = 0; i < se->n; i++) {
+			double x = se->x[i], y = se->y[i];
+			if (!plottable(x) || !plottable(y) || (se->mark && se->mark[i])) {
+				if (open)
+					fputs("\"/>\n", out);
+				open = false;
+				continue;
+			}
+			if (!open)
+				fprintf(out,
+					"<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" "
+					"stroke-linejoin=\"round\"%s points=\"",
+					se->color, se->dashed ? " stroke-dasharray=\"5 3\"" : "");
+			fprintf(out, "%s%.1f,%.1f", open ? " " : "", PX(x), PY(y));
+			open = true;
+		}
+		if (open)
+			fputs("\"/>\n", out);
+		for (size_t i = 0; i < se->n; i++) {
+			double x = se->x[i], y = se->y[i];
+			const char *mark = se->mark ? se->mark[i] : NULL;
+			if (!plottable(x) || !plottable(y) || (se->n > 80 && !mark))
+				continue;
+			char xs[32], ys[32];
+			fmt_value(xs, sizeof(xs), x);
+			fmt_value(ys, sizeof(ys), y);
+			if (mark) {
+				fputs("<g class=\"marked\">", out);
+				cross(out, PX(x), PY(y));
+			}
+			/* A marked point's circle is faint, but filled so its tooltip shows. */
+			fprintf(out,
+				"<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%s\" fill=\"%s\"%s><title>",
+				PX(x), PY(y), mark ? "7" : "3", mark ? RED_MARK : se->color,
+				mark ? " fill-opacity=\"0.15\"" : "");
+			cli_rj_put_xml(out, se->name);
+			if (se->point_name && se->point_name[i]) {
+				fputs(" of ", out);
+				cli_rj_put_xml(out, se->point_name[i]);
+			}
+			fputs(" at ", out);
+			cli_rj_put_xml(out, c->point_label ? c->point_label : "");
+			fprintf(out, "%s: %s", xs, ys);
+			if (mark) {
+				fputs(" (", out);
+				cli_rj_put_xml(out, mark);
+				fputs(": not a normal measurement)", out);
+			}
+			fputs(mark ? "</title></circle></g>\n" : "</title></circle>\n", out);
+		}
+	}
+	fputs("</svg>\n", out);
+#undef PX
+#undef PY
+}

@@ -1,0 +1,725 @@
+/* The run's results document: created at the start of a run, filled stage by stage,
+ * checkpointed to disk after every stage and every interval, finished with a verdict. */
+#include "results/results.h"
+#include "report/report.h"
+#include "results/internal.h"
+#include "results/verdict.h"
+
+#include "chatload/buf.h"
+#include "chatload/clock.h"
+#include "chatload/exitcode.h"
+#include "chatload/log.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define RESULTS_JSON    "results.json"
+#define INTERVALS_JSONL "intervals.jsonl"
+
+static void remember_error(struct cl_results *r, const struct cl_err *e)
+{
+	if (r->last_error[0] == '\0')
+		snprintf(r->last_error, sizeof(r->last_error), "%s", e->msg);
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+/* A file-name-safe version of the scenario name. */
+static void safe_name(const char *name, char *out, size_t n)
+{
+	size_t o = 0;
+	for (const char *p = name && *name ? name : "run"; *p && o + 1 < n && o < 64; p++) {
+		char c = *p;
+		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			  (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
+		out[o++] = ok ? c : '_';
+	}
+	out[o] = '\0';
+	if (out[0] == '.' || out[0] == '\0')
+		out[0] = '_';
+}
+
+/* Points parent/latest at the run's directory (best effort: a real `latest` directory or a
+ * read-only parent just leaves it alone). */
+static void update_latest(const char *parent, const char *run_dir)
+{
+	char tmp[4096], link[4096];
+	const char *base = strrchr(run_dir, '/');
+	base = base ? base + 1 : run_dir;
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s/.latest.tmp.%ld", parent, (long)getpid()) >=
+		sizeof(tmp) ||
+	    (size_t)snprintf(link, sizeof(link), "%s/latest", parent) >= sizeof(link))
+		return;
+	unlink(tmp);
+	if (symlink(base, tmp) != 0)
+		return;
+	struct stat st;
+	if ((lstat(link, &st) == 0 && !S_ISLNK(st.st_mode)) || rename(tmp, link) != 0) {
+		unlink(tmp);
+		CL_DEBUG("cannot update '%s'", link);
+	}
+}
+
+static int make_dir(struct cl_results *r, const struct cl_scenario *s, const char *out_dir,
+		    struct cl_err *err)
+{
+	if (out_dir) {
+		int rc = cli_rj_mkdirs(out_dir, err);
+		if (rc != 0)
+			return rc;
+		r->dir = strdup(out_dir);
+		return r->dir ? 0 : cl_err_set(err, CL_ENOMEM, "out of memory");
+	}
+	const char *parent = s->output.dir ? s->output.dir : "results";
+	int rc = cli_rj_mkdirs(parent, err);
+	if (rc != 0)
+		return rc;
+	char name[80], stamp[32], path[4096];
+	safe_name(s->name, name, sizeof(name));
+	cl_wall_stamp(r->started_wall_us, stamp, sizeof(stamp));
+	for (int n = 1; n < 1000; n++) {
+		size_t len = strlen(parent);
+		while (len > 1 && parent[len - 1] == '/')
+			len--;
+		int w = n == 1 ? snprintf(path, sizeof(path), "%.*s/%s-%s", (int)len, parent, name,
+					  stamp)
+			       : snprintf(path, sizeof(path), "%.*s/%s-%s-%d", (int)len, parent,
+					  name, stamp, n);
+		if (w < 0 || (size_t)w >= sizeof(path))
+			return cl_err_set(err, CL_EINVAL, "results directory name too long in '%s'",
+					  parent);
+		if (mkdir(path, 0755) == 0) {
+			r->dir = strdup(path);
+			if (!r->dir)
+				return cl_err_set(err, CL_ENOMEM, "out of memory");
+			update_latest(parent, path);
+			return 0;
+		}
+		if (errno != EEXIST)
+			return cl_err_set(err, CL_EIO, "cannot create directory '%s': %s", path,
+					  strerror(errno));
+	}
+	return cl_err_set(err, CL_EIO, "cannot create a unique directory under '%s'", parent);
+}
+
+/* Removes user:password@ from a URL before it is written anywhere. */
+static json_t *url_json(const char *url)
+{
+	if (!url)
+		return json_null();
+	const char *scheme = strstr(url, "://");
+	const char *at = scheme ? strchr(scheme + 3, '@') : NULL;
+	const char *slash = scheme ? strchr(scheme + 3, '/') : NULL;
+	if (!at || (slash && at > slash))
+		return cli_rj_str(url);
+	struct cl_buf b;
+	cl_buf_init(&b, 0);
+	json_t *v = NULL;
+	if (cl_buf_append(&b, url, (size_t)(scheme + 3 - url)) == 0 && cl_buf_puts(&b, at + 1) == 0)
+		v = cli_rj_str(b.data);
+	cl_buf_free(&b);
+	return v;
+}
+
+static json_t *scenario_json(const struct cl_scenario *s, const char *path)
+{
+	json_t *sha = json_null();
+	if (path) {
+		struct cl_buf b;
+		cl_buf_init(&b, CL_SCENARIO_MAX_BYTES + 1);
+		if (cl_buf_read_file(&b, path) == 0) {
+			char hex[65];
+			cl_results_sha256_hex(b.data ? b.data : "", b.len, hex);
+			sha = json_string(hex);
+		}
+		cl_buf_free(&b);
+	}
+	json_t *slos = json_array();
+	for (size_t i = 0; slos && i < s->n_slos; i++) {
+		const struct cl_scn_slo *slo = &s->slos[i];
+		if (cli_rj_append(slos, json_pack("{s:o,s:o,s:f,s:s}", "key", cli_rj_str(slo->key),
+						  "stage", cli_rj_str(slo->stage), "limit",
+						  cl_verdict_to_unit(slo, slo->limit), "unit",
+						  cl_verdict_unit(slo)))) {
+			json_decref(slos);
+			slos = NULL;
+		}
+	}
+	json_t *samples = json_array();
+	for (size_t i = 0; samples && i < s->estimate.n_samples; i++) {
+		if (cli_rj_append(samples, cli_rj_uint(s->estimate.samples[i]))) {
+			json_decref(samples);
+			samples = NULL;
+		}
+	}
+	json_t *target = json_pack("{s:o,s:b,s:o}", "url", url_json(s->target.url), "simulator",
+				   s->target.simulator, "model", cli_rj_str(s->target.model));
+	/* What was asked for, beside what each stage got (stage.http). */
+	const char *h2 = !s->target.http2           ? "false"
+			 : s->target.http2_fallback ? "preferred"
+						    : "required";
+	if (target &&
+	    (cli_rj_set(target, "http2", json_string(h2)) ||
+	     cli_rj_set(target, "http2_streams_per_connection",
+			json_integer(s->target.http2_streams ? s->target.http2_streams
+							     : CL_HTTP2_DEFAULT_STREAMS)))) {
+		json_decref(target);
+		target = NULL;
+	}
+	return json_pack("{s:o,s:o,s:o,s:o,s:I,s:o,s:o,s:{s:o,s:o},s:s}", "name",
+			 cli_rj_str(s->name), "description", cli_rj_str(s->description), "file",
+			 cli_rj_str(path ? path : s->file), "sha256", sha, "stages_planned",
+			 (json_int_t)s->n_stages, "target", target, "slo", slos, "estimate",
+			 "samples", samples, "from_stage", cli_rj_str(s->estimate.from_stage),
+			 "client_bound", s->client_bound == CL_CLIENT_BOUND_WARN ? "warn" : "fail");
+}
+
+static int copy_scenario(struct cl_results *r, const struct cl_scenario *s)
+{
+	r->n_stages = s->n_stages;
+	if (s->n_stages) {
+		r->stages = calloc(s->n_stages, sizeof(*r->stages));
+		if (!r->stages)
+			return CL_ENOMEM;
+	}
+	for (size_t i = 0; i < s->n_stages; i++) {
+		struct stage_state *ss = &r->stages[i];
+		ss->stride = 1;
+		ss->ramp_s = s->stages[i].ramp_us / 1e6;
+		ss->duration_s = s->stages[i].duration_us / 1e6;
+		ss->intervals = json_array();
+		if (!ss->intervals ||
+		    (s->stages[i].name && !(ss->name = strdup(s->stages[i].name))))
+			return CL_ENOMEM;
+	}
+	if (s->n_slos) {
+		r->slos = calloc(s->n_slos, sizeof(*r->slos));
+		if (!r->slos)
+			return CL_ENOMEM;
+	}
+	for (size_t i = 0; i < s->n_slos; i++) {
+		r->slos[i] = s->slos[i];
+		r->slos[i].key = dup_or_null(s->slos[i].key ? s->slos[i].key : "slo");
+		r->slos[i].stage = dup_or_null(s->slos[i].stage);
+		r->n_slos = i + 1;
+		if (!r->slos[i].key || (s->slos[i].stage && !r->slos[i].stage))
+			return CL_ENOMEM;
+	}
+	if (s->estimate.n_samples) {
+		r->samples = calloc(s->estimate.n_samples, sizeof(*r->samples));
+		if (!r->samples)
+			return CL_ENOMEM;
+		memcpy(r->samples, s->estimate.samples,
+		       s->estimate.n_samples * sizeof(*r->samples));
+		r->n_samples = s->estimate.n_samples;
+	}
+	if (s->estimate.from_stage && !(r->from_stage = strdup(s->estimate.from_stage)))
+		return CL_ENOMEM;
+	r->formats = s->output.formats | CL_FMT_JSON;
+	r->client_bound_warn = s->client_bound == CL_CLIENT_BOUND_WARN;
+	r->abort_intervals = s->slo_abort_intervals;
+	r->drift = s->drift;
+	r->report_interval_s = s->agents.report_interval_us / 1e6;
+	return 0;
+}
+
+static int fill_json(FILE *f, void *ctx)
+{
+	return cli_rj_dump(ctx, f);
+}
+
+int cli_rs_write(struct cl_results *r)
+{
+	struct cl_err e = { 0 };
+	int rc = cli_rs_summarise(r);
+	if (rc != 0) {
+		cl_err_set(&e, rc, "cannot build '%s/%s': %s", r->dir, RESULTS_JSON,
+			   cl_strerror(rc));
+		remember_error(r, &e);
+		return rc;
+	}
+	rc = cli_rj_write_atomic(r->dir, RESULTS_JSON, fill_json, r->doc, &e);
+	if (rc != 0)
+		remember_error(r, &e);
+	return rc;
+}
+
+int cl_results_create(const struct cl_scenario *s, const char *scenario_path, int argc, char **argv,
+		      const char *out_dir, struct cl_results **out, struct cl_err *err)
+{
+	int rc = 0;
+	*out = NULL;
+	struct cl_results *r = calloc(1, sizeof(*r));
+	if (!r)
+		return cl_err_set(err, CL_ENOMEM, "out of memory");
+	r->started_wall_us = cl_wall_us();
+	if ((rc = copy_scenario(r, s)) != 0) {
+		cl_err_set(err, rc, "out of memory");
+		goto out;
+	}
+	if ((rc = make_dir(r, s, out_dir, err)) != 0)
+		goto out;
+
+	json_t *argv_json = json_array();
+	for (int i = 0; argv_json && i < argc; i++) {
+		if (cli_rj_append(argv_json, cli_rj_str(argv[i]))) {
+			json_decref(argv_json);
+			argv_json = NULL;
+		}
+	}
+	char started[40];
+	cl_wall_iso8601(r->started_wall_us, started, sizeof(started));
+	r->doc = json_pack("{s:s,s:s,s:o,s:o,s:s,s:n,s:n,s:b,s:n,s:o,s:{s:n,s:i,s:[],s:[]},"
+			   "s:n,s:n,s:[],s:[],s:[],s:[],s:n}",
+			   "schema", CL_RESULTS_SCHEMA, "chatload_version", CHATLOAD_VERSION,
+			   "scenario", scenario_json(s, scenario_path), "command_line", argv_json,
+			   "started_at", started, "finished_at", "duration_s", "complete", 0,
+			   "exit_code", "output_dir", cli_rj_str(r->dir), "verdict", "pass",
+			   "evaluated", 0, "checks", "breaches", "readiness", "warmup", "agents",
+			   "stages", "estimates", "warnings", "workload");
+	if (!r->doc) {
+		rc = cl_err_set(err, CL_ENOMEM, "out of memory");
+		goto out;
+	}
+	char *ipath = cli_rj_path(r->dir, INTERVALS_JSONL);
+	if (!ipath) {
+		rc = cl_err_set(err, CL_ENOMEM, "out of memory");
+		goto out;
+	}
+	r->intervals_fp = fopen(ipath, "we");
+	if (!r->intervals_fp)
+		rc = cl_err_set(err, CL_EIO, "cannot create '%s': %s", ipath, strerror(errno));
+	free(ipath);
+	if (rc != 0)
+		goto out;
+	if ((rc = cli_rs_write(r)) != 0) {
+		cl_err_set(err, rc, "%s", r->last_error);
+		goto out;
+	}
+	*out = r;
+	r = NULL;
+out:
+	cl_results_destroy(r);
+	return rc;
+}
+
+void cl_results_set_readiness(struct cl_results *r, const struct cl_readiness_result *rr)
+{
+	json_t *v = rr ? cli_rs_readiness_json(rr) : json_null();
+	if (!v || json_object_set_new(r->doc, "readiness", v) != 0)
+		CL_WARN("cannot record the readiness result: out of memory");
+}
+
+void cl_results_set_target(struct cl_results *r, const char *url, const char *model, bool simulator)
+{
+	json_t *v = json_pack("{s:o,s:o,s:b}", "url", url_json(url), "model", cli_rj_str(model),
+			      "simulator", simulator);
+	if (!v || json_object_set_new(r->doc, "target", v) != 0)
+		CL_WARN("cannot record the target: out of memory");
+}
+
+void cl_results_set_workload(struct cl_results *r, const struct cl_scn_workload *w,
+			     const struct cl_workload_stats *st)
+{
+	static const char *const kinds[] = { "prompts", "dataset", "synthetic", "trace" };
+	static const char *const formats[] = { "auto", "openai", "sharegpt", "text" };
+	const char *kind = (unsigned)w->kind < 4 ? kinds[w->kind] : "prompts";
+	json_t *prefix = st->prefix_groups
+			     ? json_pack("{s:I,s:I}", "groups", (json_int_t)st->prefix_groups,
+					 "tokens", (json_int_t)st->prefix_tokens)
+			     : json_null();
+	json_t *dataset = json_null();
+	if (w->kind == CL_WORKLOAD_DATASET)
+		dataset = json_pack(
+		    "{s:o,s:s,s:b,s:o,s:o,s:o}", "file", cli_rj_str(w->dataset), "format",
+		    formats[(unsigned)w->dataset_format < 4 ? w->dataset_format : 0], "shuffled",
+		    w->dataset_shuffle, "records", cli_rj_uint(st->records), "filtered",
+		    cli_rj_uint(st->filtered), "limited", cli_rj_uint(st->limited));
+	double mean = st->bodies ? (double)st->requested_sum / (double)st->bodies : 0;
+	json_t *v = json_pack(
+	    "{s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:f,s:o,s:o,s:o}", "kind", kind, "bodies",
+	    cli_rj_uint(st->bodies), "own_output_length", cli_rj_uint(st->own_length), "ignore_eos",
+	    cli_rj_uint(st->ignore_eos), "max_tokens", cli_rj_uint(w->max_tokens), "requested_min",
+	    cli_rj_uint(st->requested_min), "requested_max", cli_rj_uint(st->requested_max),
+	    "requested_mean", cli_rj_sig(mean, 6), "prompt_tokens_estimated_mean",
+	    st->bodies ? json_real(cli_rj_sig((double)st->prompt_tokens_sum / st->bodies, 6))
+		       : json_null(),
+	    "shared_prefix", prefix, "dataset", dataset);
+	if (v && w->calibrate &&
+	    cli_rj_set(v, "chars_per_token",
+		       w->chars_per_token > 0 ? json_real(cli_rj_round(w->chars_per_token, 3))
+					      : json_null())) {
+		json_decref(v);
+		v = NULL;
+	}
+	if (!v || json_object_set_new(r->doc, "workload", v) != 0)
+		CL_WARN("cannot record the workload: out of memory");
+}
+
+void cl_results_set_warmup(struct cl_results *r, const struct cl_metrics *warmup)
+{
+	json_t *v = warmup ? cli_rs_warmup_json(warmup) : json_null();
+	if (!v || json_object_set_new(r->doc, "warmup", v) != 0)
+		CL_WARN("cannot record the warmup result: out of memory");
+}
+
+int cl_results_set_agents(struct cl_results *r, const struct cl_results_agent *agents, size_t n)
+{
+	json_t *arr = json_array();
+	for (size_t i = 0; arr && i < n; i++) {
+		const struct cl_results_agent *a = &agents[i];
+		json_t *o = json_pack(
+		    "{s:I,s:o,s:o,s:I,s:I,s:I,s:b}", "id", (json_int_t)a->id, "host",
+		    cli_rj_str(a->host), "address", cli_rj_str(a->address), "workers",
+		    (json_int_t)a->workers, "clock_offset_us", (json_int_t)a->clock_offset_us,
+		    "start_skew_us", (json_int_t)a->start_skew_us, "lost", a->lost);
+		if (cli_rj_append(arr, o)) {
+			json_decref(arr);
+			arr = NULL;
+		}
+	}
+	if (!arr || json_object_set_new(r->doc, "agents", arr) != 0)
+		return CL_ENOMEM;
+	return 0;
+}
+
+/* Halves the kept intervals (every other one stays) and doubles the stride. */
+static int decimate(struct stage_state *ss)
+{
+	json_t *kept = json_array();
+	if (!kept)
+		return CL_ENOMEM;
+	for (size_t i = 0; i < json_array_size(ss->intervals); i += 2) {
+		if (json_array_append(kept, json_array_get(ss->intervals, i)) != 0) {
+			json_decref(kept);
+			return CL_ENOMEM;
+		}
+	}
+	json_decref(ss->intervals);
+	ss->intervals = kept;
+	ss->stride *= 2;
+	return 0;
+}
+
+int cl_results_add_interval(struct cl_results *r, size_t stage, double t_s,
+			    const struct cl_metrics *interval, double interval_s)
+{
+	return cl_results_add_interval_agents(r, stage, t_s, interval, interval_s, NULL, 0);
+}
+
+/* The interval's `agents` array: each agent's health.  NULL when out of memory. */
+static json_t *agents_health_json(const struct cl_results_agent_health *a, size_t n)
+{
+	json_t *arr = json_array();
+	for (size_t i = 0; arr && i < n; i++) {
+		json_t *o = json_pack(
+		    "{s:I,s:o,s:o,s:o}", "agent", (json_int_t)a[i].agent, "cpu_pct",
+		    isfinite(a[i].cpu_pct) ? json_real(cli_rj_round(a[i].cpu_pct, 1)) : json_null(),
+		    "loop_lag_p99_ms",
+		    isfinite(a[i].loop_lag_p99_ms)
+			? json_real(cli_rj_round(a[i].loop_lag_p99_ms, 3))
+			: json_null(),
+		    "dispatch_lag_p99_ms",
+		    isfinite(a[i].dispatch_lag_p99_ms)
+			? json_real(cli_rj_round(a[i].dispatch_lag_p99_ms, 3))
+			: json_null());
+		if (cli_rj_append(arr, o)) {
+			json_decref(arr);
+			return NULL;
+		}
+	}
+	return arr;
+}
+
+int cl_results_add_interval_agents(struct cl_results *r, size_t stage, double t_s,
+				   const struct cl_metrics *interval, double interval_s,
+				   const struct cl_results_agent_health *agents, size_t n)
+{
+	if (stage >= r->n_stages || r->stages[stage].finished || !isfinite(t_s) ||
+	    !isfinite(interval_s) || interval_s < 0)
+		return CL_EINVAL;
+	struct stage_state *ss = &r->stages[stage];
+	const struct cl_health *h = &interval->health;
+	if (h->cpu_pct > ss->client.cpu_max_pct)
+		ss->client.cpu_max_pct = h->cpu_pct;
+	if (h->cpu_pct_capacity > ss->client.cpu_capacity_pct)
+		ss->client.cpu_capacity_pct = h->cpu_pct_capacity;
+	if (cl_verdict_cpu_bound(h->cpu_pct, h->cpu_pct_capacity))
+		ss->client.cpu_bound_intervals++;
+	if (!ss->probe) {
+		if (!ss->drift && ss->seen == 0)
+			ss->drift = cli_rs_drift_new(&r->drift, ss->ramp_s, ss->duration_s,
+						     r->report_interval_s);
+		cli_rs_drift_add(ss->drift, t_s, interval_s, interval);
+		if (r->abort_intervals)
+			cli_rs_interval_breach(r, ss, t_s, interval, interval_s);
+	}
+
+	json_t *iv = cli_rs_interval_json(t_s, interval_s, interval);
+	if (!iv)
+		return CL_ENOMEM;
+	if (n && cli_rj_set(iv, "agents", agents_health_json(agents, n)) != 0) {
+		json_decref(iv);
+		return CL_ENOMEM;
+	}
+	int rc = 0;
+	/* The checkpoint line: stage first, so `grep` and `jq` find a stage's lines. */
+	json_t *line = json_pack("{s:o,s:I}", "stage", cli_rj_str(ss->name ? ss->name : ""),
+				 "stage_index", (json_int_t)stage);
+	if (!line || json_object_update(line, iv) != 0) {
+		rc = CL_ENOMEM;
+		goto out;
+	}
+	if (r->intervals_fp) {
+		if (json_dumpf(line, r->intervals_fp, RJ_LINE_FLAGS) != 0 ||
+		    fputc('\n', r->intervals_fp) == EOF || fflush(r->intervals_fp) != 0) {
+			struct cl_err e;
+			cl_err_set(&e, CL_EIO, "cannot write '%s/%s': %s", r->dir, INTERVALS_JSONL,
+				   strerror(errno));
+			remember_error(r, &e);
+			rc = CL_EIO;
+		}
+	}
+	if (ss->seen % ss->stride == 0) {
+		if (json_array_size(ss->intervals) >= CL_RESULTS_MAX_INTERVALS) {
+			int drc = decimate(ss);
+			if (drc != 0) {
+				rc = drc;
+				goto out;
+			}
+		}
+		if (ss->seen % ss->stride == 0 && json_array_append(ss->intervals, iv) != 0)
+			rc = CL_ENOMEM;
+	}
+	ss->seen++;
+out:
+	json_decref(line);
+	json_decref(iv);
+	return rc;
+}
+
+int cl_results_add_stalls(struct cl_results *r, size_t stage, const struct cl_results_stall *s,
+			  size_t n, uint64_t unlisted_agent, uint64_t unlisted_coordinator)
+{
+	if (stage >= r->n_stages || r->stages[stage].finished)
+		return CL_EINVAL;
+	struct cli_rs_client *c = &r->stages[stage].client;
+	if (!c->stalls && !(c->stalls = json_array()))
+		return CL_ENOMEM;
+	c->stalls_unlisted += unlisted_agent + unlisted_coordinator;
+	c->stalls_agent += (uint32_t)(unlisted_agent > UINT32_MAX ? UINT32_MAX : unlisted_agent);
+	c->stalls_coordinator +=
+	    (uint32_t)(unlisted_coordinator > UINT32_MAX ? UINT32_MAX : unlisted_coordinator);
+	for (size_t i = 0; i < n; i++) {
+		const char *reason = "stall";
+		if (s[i].coordinator_itself) {
+			c->stalls_own++;
+			reason = "coordinator_stall";
+		} else if (s[i].seen_by_coordinator) {
+			c->stalls_coordinator++;
+			reason = "agent_missing";
+		} else {
+			c->stalls_agent++;
+		}
+		if (json_array_size(c->stalls) >= CL_RESULTS_MAX_STALLS) {
+			c->stalls_unlisted++;
+			continue;
+		}
+		json_t *o = json_pack(
+		    "{s:o,s:o,s:f,s:f,s:s,s:s}", "agent",
+		    s[i].coordinator_itself ? json_null() : json_integer((json_int_t)s[i].agent),
+		    "host", cli_rj_str(s[i].coordinator_itself ? NULL : s[i].host), "at_s",
+		    cli_rj_round(s[i].at_s, 3), "length_s", cli_rj_round(s[i].length_s, 3),
+		    "seen_by", s[i].seen_by_coordinator ? "coordinator" : "agent", "reason",
+		    reason);
+		if (cli_rj_append(c->stalls, o))
+			return CL_ENOMEM;
+	}
+	return 0;
+}
+
+/* Evaluates every SLO that applies to the finished stage (metrics are at hand only now). */
+json_t *cli_rs_checks(const struct cl_scn_slo *slos, size_t n, const char *name,
+		      const struct cl_metrics *m, double window_s)
+{
+	json_t *checks = json_array();
+	for (size_t i = 0; checks && i < n; i++) {
+		const struct cl_scn_slo *slo = &slos[i];
+		if (!cl_verdict_applies(slo, name))
+			continue;
+		bool has_data;
+		double v = cl_verdict_measure(slo, m, window_s, &has_data);
+		bool pass = cl_verdict_passes(slo, v, has_data);
+		double shown = cl_verdict_to_unit(slo, v);
+		json_t *c = json_pack("{s:o,s:o,s:f,s:o,s:s,s:b,s:o}", "slo", cli_rj_str(slo->key),
+				      "stage", cli_rj_str(name), "limit",
+				      cl_verdict_to_unit(slo, slo->limit), "measured",
+				      has_data ? cli_rj_real(cli_rj_sig(shown, 9)) : json_null(),
+				      "unit", cl_verdict_unit(slo), "pass", pass, "note",
+				      has_data ? json_null() : json_string("no data"));
+		if (cli_rj_append(checks, c)) {
+			json_decref(checks);
+			checks = NULL;
+		}
+	}
+	return checks;
+}
+
+int cl_results_finish_stage(struct cl_results *r, size_t stage, const struct cl_scn_stage *st,
+			    const struct cl_metrics *cumulative, double window_s,
+			    enum cl_stage_status status, const char *reason)
+{
+	bool known = cl_stage_status_name(status) != NULL;
+	if (stage >= r->n_stages || !known || !st || !isfinite(window_s) || window_s < 0)
+		return CL_EINVAL;
+	struct stage_state *ss = &r->stages[stage];
+	if (ss->finished || r->finished)
+		return CL_ESTATE;
+	json_t *o = cli_rs_stage_json(stage, st, cumulative, window_s, status, reason, &ss->client);
+	/* A probe's breaches are its search's answer, not the run's: its checks live in its
+	 * `probe` object; an ordinary stage's feed the verdict, drift checks included. */
+	json_t *checks = ss->probe
+			     ? json_array()
+			     : cli_rs_checks(r->slos, r->n_slos, st->name, cumulative, window_s);
+	json_t *extra = ss->probe ? cli_rs_probe_json(ss, cumulative, window_s)
+				  : cli_rs_drift_json(ss->drift, &r->drift, st->name, checks);
+	cli_rs_drift_free(ss->drift);
+	ss->drift = NULL;
+	if (!o)
+		json_decref(extra);
+	if (!o || !checks || cli_rj_set(o, ss->probe ? "probe" : "drift", extra) ||
+	    cli_rj_set(o, "intervals_stride", json_integer((json_int_t)ss->stride)) ||
+	    cli_rj_set(o, "intervals_total", cli_rj_uint(ss->seen)) ||
+	    json_object_set(o, "intervals", ss->intervals) != 0) {
+		json_decref(o);
+		json_decref(checks);
+		return CL_ENOMEM;
+	}
+	/* Keep the document's stages in scenario order whatever order they finish in. */
+	if (cli_rs_insert_stage(json_object_get(r->doc, "stages"), stage, o) != 0) {
+		json_decref(checks);
+		return CL_ENOMEM;
+	}
+	ss->finished = true;
+	ss->checks = checks;
+	return cli_rs_write(r);
+}
+
+size_t cl_results_breach_count(const struct cl_results *r)
+{
+	return r->breaches;
+}
+
+struct render_ctx {
+	const json_t *doc;
+	enum cl_report_format fmt;
+};
+
+static int fill_report(FILE *f, void *ctx)
+{
+	const struct render_ctx *c = ctx;
+	return cl_report_render(c->doc, c->fmt, f);
+}
+
+int cl_results_finish(struct cl_results *r, bool complete, int exit_code_hint, int *exit_code_out)
+{
+	*exit_code_out = CL_EXIT_FAILED;
+	if (r->finished)
+		return CL_ESTATE;
+	r->finished = true;
+	int64_t now = cl_wall_us();
+	char finished[40];
+	cl_wall_iso8601(now, finished, sizeof(finished));
+	bool stage_failed = false, client_bound = false;
+	size_t i;
+	json_t *s;
+	json_array_foreach(json_object_get(r->doc, "stages"), i, s)
+	{
+		enum cl_stage_status st;
+		if (cl_stage_status_parse(cl_results_str(s, "status", NULL), &st) == 0 &&
+		    st == CL_STAGE_FAILED)
+			stage_failed = true;
+		client_bound |= cli_rs_client_bound_gates(s);
+	}
+	if (cli_rj_set(r->doc, "finished_at", json_string(finished)) ||
+	    cli_rj_set(r->doc, "duration_s",
+		       json_real(cli_rj_round((now - r->started_wall_us) / 1e6, 3))) ||
+	    cli_rj_set(r->doc, "complete", json_boolean(complete)))
+		return CL_ENOMEM;
+	/* The verdict decides the code, so summarise before choosing it. */
+	int rc = cli_rs_summarise(r);
+	if (rc != 0)
+		return rc;
+	int code = cl_verdict_exit_code(exit_code_hint, complete, stage_failed,
+					client_bound && !r->client_bound_warn, r->breaches);
+	if (cli_rj_set(r->doc, "exit_code", json_integer(code)))
+		return CL_ENOMEM;
+	int first = cli_rs_write(r);
+	static const struct {
+		unsigned bit;
+		const char *name;
+		enum cl_report_format fmt;
+	} files[] = { { CL_FMT_CSV, "results.csv", CL_REPORT_CSV },
+		      { CL_FMT_MD, "report.md", CL_REPORT_MD },
+		      { CL_FMT_HTML, "report.html", CL_REPORT_HTML } };
+	for (size_t k = 0; k < sizeof(files) / sizeof(files[0]); k++) {
+		if (!(r->formats & files[k].bit))
+			continue;
+		struct render_ctx ctx = { r->doc, files[k].fmt };
+		struct cl_err e = { 0 };
+		int wrc = cli_rj_write_atomic(r->dir, files[k].name, fill_report, &ctx, &e);
+		if (wrc != 0) {
+			remember_error(r, &e);
+			if (first == 0)
+				first = wrc;
+		}
+	}
+	if (r->intervals_fp && fsync(fileno(r->intervals_fp)) != 0 && first == 0)
+		first = CL_EIO;
+	*exit_code_out = first == 0 ? code : CL_EXIT_FAILED;
+	return first;
+}
+
+const json_t *cl_results_doc(const struct cl_results *r)
+{
+	return r->doc;
+}
+
+const char *cl_results_dir(const struct cl_results *r)
+{
+	return r->dir;
+}
+
+const char *cl_results_last_error(const struct cl_results *r)
+{
+	return r->last_error;
+}
+
+void cl_results_destroy(struct cl_results *r)
+{
+	if (!r)
+		return;
+	if (r->intervals_fp)
+		fclose(r->intervals_fp);
+	for (size_t i = 0; r->stages && i < r->n_stages; i++)
+		cli_rs_stage_state_free(&r->stages[i]);
+	free(r->stages);
+	for (size_t i = 0; r->slos && i < r->n_slos; i++) {
+		free(r->slos[i].key);
+		free(r->slos[i].stage);
+	}
+	free(r->slos);
+	free(r->samples);
+	free(r->from_stage);
+	free(r->dir);
+	json_decref(r->doc);
+	free(r);
+}

@@ -1,0 +1,420 @@
+/* Builds the document's per-stage, per-interval, warmup and readiness objects from merged
+ * metrics (every number in results.json that comes from a measurement is computed here). */
+#include "results/results.h"
+#include "results/internal.h"
+#include "results/verdict.h"
+
+#include "chatload/readiness.h"
+
+#include <math.h>
+#include <string.h>
+
+const char *cl_stage_status_name(enum cl_stage_status s)
+{
+	switch (s) {
+	case CL_STAGE_OK:
+		return "ok";
+	case CL_STAGE_FAILED:
+		return "failed";
+	case CL_STAGE_DEGRADED:
+		return "degraded";
+	case CL_STAGE_INTERRUPTED:
+		return "interrupted";
+	case CL_STAGE_ABORTED:
+		return "aborted";
+	default:
+		return NULL;
+	}
+}
+
+/* Latency summary in milliseconds; every statistic null when the histogram is empty. */
+static json_t *lat_summary(const struct cl_hist *h)
+{
+	uint64_t n = cl_hist_count(h);
+	if (n == 0)
+		return json_pack("{s:i,s:n,s:n,s:n,s:n,s:n,s:n,s:n,s:n}", "count", 0, "mean", "min",
+				 "p50", "p90", "p95", "p99", "p999", "max");
+	/* Percentiles are bucket values in whole microseconds, so value/1000 is exact to the
+	 * printed precision; the mean is rounded to the microsecond. */
+	return json_pack(
+	    "{s:o,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "count", cli_rj_uint(n), "mean",
+	    cli_rj_round(cl_hist_mean(h) / 1000.0, 3), "min", cl_hist_min(h) / 1000.0, "p50",
+	    cl_hist_percentile(h, 50) / 1000.0, "p90", cl_hist_percentile(h, 90) / 1000.0, "p95",
+	    cl_hist_percentile(h, 95) / 1000.0, "p99", cl_hist_percentile(h, 99) / 1000.0, "p999",
+	    cl_hist_percentile(h, 99.9) / 1000.0, "max", cl_hist_max(h) / 1000.0);
+}
+
+/* Count summary (tokens), values divided by div (1000 for milli-token histograms). */
+static json_t *cnt_summary(const struct cl_hist *h, double div)
+{
+	uint64_t n = cl_hist_count(h);
+	if (n == 0)
+		return json_pack("{s:i,s:n,s:n,s:n,s:n,s:n}", "count", 0, "mean", "p50", "p90",
+				 "p99", "max");
+	return json_pack("{s:o,s:f,s:f,s:f,s:f,s:f}", "count", cli_rj_uint(n), "mean",
+			 cli_rj_sig(cl_hist_mean(h) / div, 6), "p50",
+			 cl_hist_percentile(h, 50) / div, "p90", cl_hist_percentile(h, 90) / div,
+			 "p99", cl_hist_percentile(h, 99) / div, "max", cl_hist_max(h) / div);
+}
+
+/* A percentile in ms, or null when the histogram is empty. */
+static json_t *pct_ms(const struct cl_hist *h, double p)
+{
+	return cl_hist_count(h) ? json_real(cl_hist_percentile(h, p) / 1000.0) : json_null();
+}
+
+static json_t *rate(uint64_t n, double seconds)
+{
+	return seconds > 0 ? json_real(cli_rj_sig((double)n / seconds, 6)) : json_null();
+}
+
+static const char *token_source(const struct cl_metrics *m)
+{
+	uint64_t usage = m->ctr[CL_CTR_USAGE_FROM_SERVER],
+		 chunks = m->ctr[CL_CTR_USAGE_FROM_CHUNKS];
+	if (usage == 0 && chunks == 0)
+		return "none";
+	if (chunks == 0)
+		return "usage";
+	return usage == 0 ? "chunks" : "mixed";
+}
+
+static json_t *requests_json(const struct cl_metrics *m)
+{
+	json_t *errors = json_object();
+	json_t *samples = json_array();
+	json_t *o = NULL;
+	if (!errors || !samples)
+		goto fail;
+	for (size_t i = 0; i < cli_rj_n_err_keys; i++) {
+		if (cli_rj_set(errors, cli_rj_err_keys[i],
+			       cli_rj_uint(m->ctr[CL_CTR_FIRST_ERROR + i])))
+			goto fail;
+	}
+	uint32_t ns = m->n_err_samples < CL_ERR_SAMPLES_MAX ? m->n_err_samples : CL_ERR_SAMPLES_MAX;
+	for (uint32_t i = 0; i < ns; i++) {
+		const struct cl_err_sample *es = &m->err_samples[i];
+		int k = es->ctr - CL_CTR_FIRST_ERROR;
+		const char *cls =
+		    k >= 0 && (size_t)k < cli_rj_n_err_keys ? cli_rj_err_keys[k] : "other";
+		json_t *body = cli_rj_strn(es->body, strnlen(es->body, sizeof(es->body)));
+		json_t *s = json_pack("{s:s,s:i,s:o}", "class", cls, "http_status",
+				      (int)es->http_status, "body", body);
+		if (cli_rj_append(samples, s))
+			goto fail;
+	}
+	o = json_pack("{s:o,s:o,s:o,s:o,s:o,s:f,s:o,s:o,s:o}", "started",
+		      cli_rj_uint(m->ctr[CL_CTR_STARTED]), "completed",
+		      cli_rj_uint(m->ctr[CL_CTR_COMPLETED]), "cut", cli_rj_uint(m->ctr[CL_CTR_CUT]),
+		      "good", cli_rj_uint(m->ctr[CL_CTR_GOOD]), "errors_total",
+		      cli_rj_uint(cl_verdict_errors(m)), "error_rate",
+		      cli_rj_sig(cl_verdict_error_rate(m), 6), "errors", errors, "error_samples",
+		      samples, "no_content", cli_rj_uint(m->ctr[CL_CTR_NO_CONTENT]));
+	return o;
+fail:
+	json_decref(errors);
+	json_decref(samples);
+	return NULL;
+}
+
+static json_t *tokens_base_json(const struct cl_metrics *m);
+
+/* Output asked for against received, over completed requests: a ratio below 1 is a server
+ * that stopped before max_tokens. */
+static int add_requested(json_t *o, const struct cl_metrics *m)
+{
+	uint64_t asked = m->ctr[CL_CTR_REQUESTED_TOKENS];
+	json_t *ratio = asked ? json_real(cli_rj_sig(
+				    (double)m->ctr[CL_CTR_REQUESTED_RECEIVED] / (double)asked, 6))
+			      : json_null();
+	return !o || cli_rj_set(o, "requested", cli_rj_uint(asked)) ||
+	       cli_rj_set(o, "requested_received",
+			  cli_rj_uint(m->ctr[CL_CTR_REQUESTED_RECEIVED])) ||
+	       cli_rj_set(o, "received_ratio", ratio) ||
+	       cli_rj_set(o, "short_requests", cli_rj_uint(m->ctr[CL_CTR_SHORT_OUTPUT])) ||
+	       cli_rj_set(o, "requested_per_request",
+			  cnt_summary(&m->cnt[CL_CNT_REQUESTED_TOKENS], 1));
+}
+
+static json_t *tokens_json(const struct cl_metrics *m)
+{
+	json_t *o = tokens_base_json(m);
+	if (add_requested(o, m)) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static json_t *tokens_base_json(const struct cl_metrics *m)
+{
+	return json_pack("{s:o,s:o,s:o,s:o,s:o,s:s,s:o,s:o,s:o,s:o,s:o}", "prompt",
+			 cli_rj_uint(m->ctr[CL_CTR_PROMPT_TOKENS]), "output",
+			 cli_rj_uint(m->ctr[CL_CTR_OUTPUT_TOKENS]), "reasoning",
+			 cli_rj_uint(m->ctr[CL_CTR_REASONING_TOKENS]), "chunks",
+			 cli_rj_uint(m->ctr[CL_CTR_CHUNKS]), "bytes",
+			 cli_rj_uint(m->ctr[CL_CTR_BYTES]), "source", token_source(m),
+			 "usage_from_server", cli_rj_uint(m->ctr[CL_CTR_USAGE_FROM_SERVER]),
+			 "usage_from_chunks", cli_rj_uint(m->ctr[CL_CTR_USAGE_FROM_CHUNKS]),
+			 "output_per_request", cnt_summary(&m->cnt[CL_CNT_OUTPUT_TOKENS], 1),
+			 "prompt_per_request", cnt_summary(&m->cnt[CL_CNT_PROMPT_TOKENS], 1),
+			 "reasoning_per_request", cnt_summary(&m->cnt[CL_CNT_REASONING_TOKENS], 1));
+}
+
+static json_t *throughput_json(const struct cl_metrics *m, double window_s)
+{
+	uint64_t total = m->ctr[CL_CTR_OUTPUT_TOKENS] + m->ctr[CL_CTR_PROMPT_TOKENS];
+	/* Goodput: the completion rate times the share of measured requests that met every
+	 * per-request SLO (good counts requests started in the window, the rate counts
+	 * completions inside it; their ratio keeps goodput <= throughput). */
+	json_t *good = json_null();
+	if (m->ctr[CL_CTR_COMPLETED] && window_s > 0)
+		good = rate((uint64_t)llround((double)m->ctr[CL_CTR_COMPLETED_IN_WINDOW] *
+					      (double)m->ctr[CL_CTR_GOOD] /
+					      (double)m->ctr[CL_CTR_COMPLETED]),
+			    window_s);
+	return json_pack("{s:o,s:o,s:o,s:o}", "requests_per_s",
+			 rate(m->ctr[CL_CTR_COMPLETED_IN_WINDOW], window_s), "output_tokens_per_s",
+			 rate(m->ctr[CL_CTR_OUTPUT_TOKENS], window_s), "total_tokens_per_s",
+			 rate(total, window_s), "goodput_requests_per_s", good);
+}
+
+static json_t *latency_json(const struct cl_metrics *m)
+{
+	static const int lat[] = { CL_LAT_QUEUE, CL_LAT_TTFB, CL_LAT_TTFT, CL_LAT_TTFC,
+				   CL_LAT_ITL,   CL_LAT_TPOT, CL_LAT_E2E,  CL_LAT_E2E_SCHED };
+	_Static_assert(sizeof(lat) / sizeof(lat[0]) == 8, "one per cli_rj_lat_keys entry");
+	json_t *o = json_object();
+	for (size_t i = 0; o && i < cli_rj_n_lat_keys; i++) {
+		if (cli_rj_set(o, cli_rj_lat_keys[i], lat_summary(&m->lat[lat[i]]))) {
+			json_decref(o);
+			return NULL;
+		}
+	}
+	return o;
+}
+
+static json_t *client_json(const struct cl_metrics *m, const struct cl_scn_stage *st,
+			   const struct cli_rs_client *c)
+{
+	const struct cl_hist *q = &m->lat[CL_LAT_QUEUE], *loop = &m->lat[CL_LAT_LOOP_LAG];
+	struct cl_client_obs obs = {
+		.cpu_max_pct = c->cpu_max_pct,
+		.cpu_capacity_pct = c->cpu_capacity_pct,
+		.cpu_bound_intervals = c->cpu_bound_intervals,
+		.dispatch_lag_p99_us = cl_hist_count(q) ? cl_hist_percentile(q, 99) : -1,
+		.loop_lag_p99_us = cl_hist_count(loop) ? cl_hist_percentile(loop, 99) : -1,
+		.dispatch_lag_is_backlog = st->mode == CL_MODE_RATE && st->concurrency > 0,
+		.stalls = c->stalls_agent,
+		.agents_missing = c->stalls_coordinator,
+		.coordinator_stalls = c->stalls_own,
+	};
+	/* The cumulative record's gauges count too (a stage shorter than one interval). */
+	if (m->health.cpu_pct > obs.cpu_max_pct)
+		obs.cpu_max_pct = m->health.cpu_pct;
+	if (m->health.cpu_pct_capacity > obs.cpu_capacity_pct)
+		obs.cpu_capacity_pct = m->health.cpu_pct_capacity;
+	if (cl_verdict_cpu_bound(m->health.cpu_pct, m->health.cpu_pct_capacity) &&
+	    obs.cpu_bound_intervals == 0)
+		obs.cpu_bound_intervals = 1;
+	unsigned why = cl_verdict_client_bound(&obs);
+	json_t *reasons = json_array();
+	if (!reasons)
+		return NULL;
+	if ((why & CL_CLIENT_CPU) && cli_rj_append(reasons, json_string("cpu")))
+		goto fail;
+	if ((why & CL_CLIENT_DISPATCH_LAG) && cli_rj_append(reasons, json_string("dispatch_lag")))
+		goto fail;
+	if ((why & CL_CLIENT_LOOP_LAG) && cli_rj_append(reasons, json_string("loop_lag")))
+		goto fail;
+	if ((why & CL_CLIENT_STALL) && cli_rj_append(reasons, json_string("stall")))
+		goto fail;
+	if ((why & CL_CLIENT_AGENT_MISSING) && cli_rj_append(reasons, json_string("agent_missing")))
+		goto fail;
+	if ((why & CL_CLIENT_COORDINATOR_STALL) &&
+	    cli_rj_append(reasons, json_string("coordinator_stall")))
+		goto fail;
+	json_t *o = json_pack("{s:b,s:o,s:o,s:o,s:i,s:o,s:o,s:o,s:o,s:o}", "client_bound", why != 0,
+			      "reasons", reasons, "cpu_max_pct",
+			      cli_rj_real(cli_rj_round(obs.cpu_max_pct, 1)), "cpu_capacity_pct",
+			      cli_rj_real(cli_rj_round(obs.cpu_capacity_pct, 1)),
+			      "cpu_bound_intervals", (int)obs.cpu_bound_intervals,
+			      "loop_lag_p99_ms", pct_ms(loop, 99), "dispatch_lag_p99_ms",
+			      pct_ms(q, 99), "rss_max_bytes", json_integer(m->health.rss_bytes),
+			      "stalls", c->stalls ? json_deep_copy(c->stalls) : json_array(),
+			      "stalls_unlisted", cli_rj_uint(c->stalls_unlisted));
+	/* What the agents spent per stream, for capacity planning (optional fields). */
+	if (o && c->load_known &&
+	    (cli_rj_set(o, "agents_cpu_pct_mean",
+			cli_rj_real(cli_rj_round(c->agents_cpu_pct_mean, 2))) ||
+	     cli_rj_set(o, "streams_mean", cli_rj_real(cli_rj_round(c->streams_mean, 2))) ||
+	     cli_rj_set(o, "cpu_per_stream_pct",
+			c->streams_mean > 0
+			    ? cli_rj_real(cli_rj_sig(c->agents_cpu_pct_mean / c->streams_mean, 4))
+			    : json_null()))) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+fail:
+	json_decref(reasons);
+	return NULL;
+}
+
+static json_t *histograms_json(const struct cl_metrics *m)
+{
+	json_t *lat = json_object(), *cnt = json_object();
+	if (!lat || !cnt)
+		goto fail;
+	/* Every kind that holds values, under its metrics.h name, so tools can look up any
+	 * percentile; empty ones are left out. */
+	for (int i = 0; i < CL_LAT__COUNT; i++) {
+		if (cl_hist_count(&m->lat[i]) &&
+		    cli_rj_set(lat, cl_lat_name(i), cl_results_hist_to_json(&m->lat[i])))
+			goto fail;
+	}
+	for (int i = 0; i < CL_CNT__COUNT; i++) {
+		if (cl_hist_count(&m->cnt[i]) &&
+		    cli_rj_set(cnt, cl_cnt_name(i), cl_results_hist_to_json(&m->cnt[i])))
+			goto fail;
+	}
+	return json_pack("{s:o,s:o}", "lat", lat, "cnt", cnt);
+fail:
+	json_decref(lat);
+	json_decref(cnt);
+	return NULL;
+}
+
+/* The protocol the stage's requests really used and the connections they opened, so a
+ * fall-back to HTTP/1.1 (or h2c without multiplexing) shows in the results. */
+static json_t *http_json(const struct cl_metrics *m)
+{
+	uint64_t h1 = m->ctr[CL_CTR_COMPLETED_H1], h2 = m->ctr[CL_CTR_COMPLETED_H2];
+	const char *proto = h1 && h2 ? "mixed" : h2 ? "HTTP/2" : h1 ? "HTTP/1.1" : NULL;
+	return json_pack("{s:o,s:o,s:o,s:o}", "protocol", cli_rj_str(proto), "completed_h1",
+			 cli_rj_uint(h1), "completed_h2", cli_rj_uint(h2), "connections_opened",
+			 cli_rj_uint(m->ctr[CL_CTR_CONNECTIONS_OPENED]));
+}
+
+json_t *cli_rs_stage_json(size_t index, const struct cl_scn_stage *st, const struct cl_metrics *m,
+			  double window_s, enum cl_stage_status status, const char *reason,
+			  const struct cli_rs_client *client)
+{
+	bool rate_mode = st->mode == CL_MODE_RATE;
+	static const char *const arrivals[] = { "constant", "poisson", "gamma" };
+	const char *arrival = st->replay ? "trace"
+			      : (unsigned)st->arrival < sizeof(arrivals) / sizeof(arrivals[0])
+				  ? arrivals[st->arrival]
+				  : "constant";
+	json_t *planned =
+	    json_pack("{s:o,s:o,s:o}", "duration_s",
+		      st->duration_us > 0 ? json_real(st->duration_us / 1e6) : json_null(),
+		      "requests", st->requests ? cli_rj_uint(st->requests) : json_null(), "ramp_s",
+		      json_real(st->ramp_us / 1e6));
+	json_t *conc =
+	    (!rate_mode || st->concurrency > 0) ? json_integer(st->concurrency) : json_null();
+	json_t *o =
+	    json_pack("{s:I,s:o,s:s,s:o,s:s,s:o,s:o,s:s,s:o,s:f,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+		      "index", (json_int_t)index, "name", cli_rj_str(st->name ? st->name : ""),
+		      "status", cl_stage_status_name(status), "reason", cli_rj_str(reason), "mode",
+		      rate_mode ? "rate" : "concurrency", "concurrency", conc, "rate",
+		      rate_mode ? cli_rj_real(st->rate_per_s) : json_null(), "arrival", arrival,
+		      "planned", planned, "duration_s", cli_rj_round(window_s, 6), "requests",
+		      requests_json(m), "tokens", tokens_json(m), "throughput",
+		      throughput_json(m, window_s), "latency_ms", latency_json(m),
+		      "tokens_per_chunk", cnt_summary(&m->cnt[CL_CNT_TOKENS_PER_CHUNK], 1000.0),
+		      "client", client_json(m, st, client), "histograms", histograms_json(m));
+	json_t *turns = o ? cli_rs_turns_json(m) : NULL;
+	if (o && turns && json_array_size(turns) == 0)
+		json_decref(turns);
+	else if (o && cli_rj_set(o, "turns", turns)) {
+		json_decref(o);
+		return NULL;
+	}
+	if (o && (cli_rj_set(o, "http", http_json(m)) ||
+		  cli_rj_set(o, "unaccounted",
+			     client->unaccounted ? json_deep_copy(client->unaccounted)
+						 : json_array()))) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+json_t *cli_rs_interval_json(double t_s, double interval_s, const struct cl_metrics *m)
+{
+	const struct cl_hist *ttft = &m->lat[CL_LAT_TTFT], *itl = &m->lat[CL_LAT_ITL];
+	/* Added after the first release, at the end: the loop's lag (client health per
+	 * interval) and the errors by class (only the classes seen), for the report's
+	 * timeline. */
+	json_t *by_class = json_object();
+	for (size_t k = 0; by_class && k < cli_rj_n_err_keys; k++) {
+		uint64_t n = m->ctr[CL_CTR_FIRST_ERROR + k];
+		if (n && json_object_set_new(by_class, cli_rj_err_keys[k], cli_rj_uint(n)) != 0) {
+			json_decref(by_class);
+			by_class = NULL;
+		}
+	}
+	json_t *o = json_pack(
+	    "{s:f,s:f,s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "t_s",
+	    cli_rj_round(t_s, 6), "interval_s", cli_rj_round(interval_s, 6), "active",
+	    (json_int_t)m->health.inflight, "started", cli_rj_uint(m->ctr[CL_CTR_STARTED]),
+	    "completed", cli_rj_uint(m->ctr[CL_CTR_COMPLETED]), "errors",
+	    cli_rj_uint(cl_verdict_errors(m)), "requests_per_s",
+	    rate(m->ctr[CL_CTR_COMPLETED_IN_WINDOW], interval_s), "output_tokens_per_s",
+	    rate(m->ctr[CL_CTR_OUTPUT_TOKENS], interval_s), "ttft_p50_ms", pct_ms(ttft, 50),
+	    "ttft_p99_ms", pct_ms(ttft, 99), "itl_p50_ms", pct_ms(itl, 50), "itl_p99_ms",
+	    pct_ms(itl, 99), "dispatch_lag_p99_ms", pct_ms(&m->lat[CL_LAT_QUEUE], 99), "cpu_pct",
+	    cli_rj_real(cli_rj_round(m->health.cpu_pct, 1)));
+	int rc = o && by_class
+		     ? cli_rj_set(o, "loop_lag_p99_ms", pct_ms(&m->lat[CL_LAT_LOOP_LAG], 99))
+		     : CL_ENOMEM;
+	if (rc == 0) {
+		rc = cli_rj_set(o, "errors_by_class", by_class); /* takes it, even on failure */
+		by_class = NULL;
+	}
+	json_decref(by_class);
+	if (rc != 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+json_t *cli_rs_warmup_json(const struct cl_metrics *m)
+{
+	return json_pack("{s:o,s:o,s:o}", "requests", cli_rj_uint(m->ctr[CL_CTR_STARTED]),
+			 "completed", cli_rj_uint(m->ctr[CL_CTR_COMPLETED]), "errors",
+			 cli_rj_uint(cl_verdict_errors(m)));
+}
+
+static json_t *phase_s(int64_t us)
+{
+	return us >= 0 ? json_real(cli_rj_round(us / 1e6, 3)) : json_null();
+}
+
+json_t *cli_rs_readiness_json(const struct cl_readiness_result *rr)
+{
+	static const char *const status[] = { "pending", "passed", "timed_out", "fatal",
+					      "cancelled" };
+	const char *st = rr->status >= 0 && (size_t)rr->status < sizeof(status) / sizeof(status[0])
+			     ? status[rr->status]
+			     : "pending";
+	json_t *phases =
+	    json_pack("{s:o,s:o,s:o}", "connect_s", phase_s(rr->phase_passed_us[CL_READY_CONNECT]),
+		      "models_s", phase_s(rr->phase_passed_us[CL_READY_MODELS]), "generation_s",
+		      phase_s(rr->phase_passed_us[CL_READY_GENERATION]));
+	return json_pack(
+	    "{s:b,s:s,s:o,s:i,s:o,s:o,s:o,s:o,s:o}", "passed", rr->status == CL_READY_PASSED,
+	    "status", st, "phases", phases, "attempts", (int)rr->attempts, "elapsed_s",
+	    phase_s(rr->elapsed_us), "model",
+	    rr->model[0] ? cli_rj_strn(rr->model, strnlen(rr->model, sizeof(rr->model)))
+			 : json_null(),
+	    "probe_ttft_ms",
+	    rr->probe_ttft_us >= 0 ? json_real(rr->probe_ttft_us / 1000.0) : json_null(),
+	    "last_error",
+	    rr->last_error[0]
+		? cli_rj_strn(rr->last_error, strnlen(rr->last_error, sizeof(rr->last_error)))
+		: json_null(),
+	    "failing_since_s", phase_s(rr->failing_since_us));
+}

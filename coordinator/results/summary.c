@@ -1,0 +1,300 @@
+/* Rebuilds the verdict, estimates and warnings of a results document from its finished
+ * stages (results/summary.c; results/results.c calls it before every write). */
+#include "results/results.h"
+#include "results/internal.h"
+#include "results/verdict.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int verdict_json(struct cl_results *r, json_t **out)
+{
+	json_t *checks = json_array(), *breaches = json_array();
+	size_t evaluated = 0;
+	*out = NULL;
+	if (!checks || !breaches)
+		goto fail;
+	for (size_t i = 0; i < r->n_stages; i++) {
+		size_t k;
+		json_t *c;
+		json_array_foreach(r->stages[i].checks, k, c)
+		{
+			evaluated++;
+			if (json_array_append(checks, c) != 0)
+				goto fail;
+			if (!json_is_true(json_object_get(c, "pass")) &&
+			    json_array_append(breaches, c) != 0)
+				goto fail;
+		}
+	}
+	/* At the end, an SLO written for one stage that never finished cannot be proven met. */
+	for (size_t i = 0; r->finished && i < r->n_slos; i++) {
+		const struct cl_scn_slo *slo = &r->slos[i];
+		if (!slo->stage)
+			continue;
+		bool ran = false;
+		for (size_t s = 0; s < r->n_stages; s++)
+			ran = ran || (r->stages[s].finished && r->stages[s].name &&
+				      strcmp(r->stages[s].name, slo->stage) == 0);
+		if (ran)
+			continue;
+		json_t *c =
+		    json_pack("{s:s,s:s,s:f,s:n,s:s,s:b,s:s}", "slo", slo->key, "stage", slo->stage,
+			      "limit", cl_verdict_to_unit(slo, slo->limit), "measured", "unit",
+			      cl_verdict_unit(slo), "pass", 0, "note", "stage did not run");
+		evaluated++;
+		if (!c || json_array_append(checks, c) != 0 ||
+		    json_array_append(breaches, c) != 0) {
+			json_decref(c);
+			goto fail;
+		}
+		json_decref(c);
+	}
+	r->breaches = json_array_size(breaches);
+	/* pass is about SLOs only (complete and exit_code say whether the run worked); with no
+	 * SLO to check nothing was breached, and evaluated: 0 says so. */
+	*out = json_pack("{s:b,s:I,s:o,s:o}", "pass", r->breaches == 0, "evaluated",
+			 (json_int_t)evaluated, "checks", checks, "breaches", breaches);
+	return *out ? 0 : CL_ENOMEM;
+fail:
+	json_decref(checks);
+	json_decref(breaches);
+	return CL_ENOMEM;
+}
+
+static json_t *estimates_json(struct cl_results *r)
+{
+	const json_t *stages = json_object_get(r->doc, "stages");
+	size_t n = json_array_size(stages);
+	struct cl_stage_ref *refs = calloc(n ? n : 1, sizeof(*refs));
+	json_t *arr = json_array();
+	if (!refs || !arr)
+		goto fail;
+	for (size_t i = 0; i < n; i++) {
+		const json_t *s = json_array_get(stages, i);
+		refs[i].name = json_string_value(json_object_get(s, "name"));
+		refs[i].concurrency_mode =
+		    strcmp(cl_results_str(s, "mode", ""), "concurrency") == 0;
+		refs[i].concurrency =
+		    (uint32_t)json_integer_value(json_object_get(s, "concurrency"));
+	}
+	/* Without a from_stage, a capacity search's sustainable probe is the level to estimate
+	 * at (the last stage of a search is its last probe, often one that broke the SLOs). */
+	const char *from = r->from_stage
+			       ? r->from_stage
+			       : cl_results_str(r->doc, "capacity.at_sustainable.stage", NULL);
+	long at = cl_verdict_find_stage(from, refs, n);
+	const json_t *s = at >= 0 ? json_array_get(stages, (size_t)at) : NULL;
+	double rps = s ? cl_results_num(s, "throughput.requests_per_s") : NAN;
+	double tpr = s ? cl_results_num(s, "tokens.output_per_request.mean") : NAN;
+	if (s && isnan(tpr)) {
+		double done = cl_results_num(s, "requests.completed");
+		tpr = done > 0 ? cl_results_num(s, "tokens.output") / done : NAN;
+	}
+	for (size_t i = 0; i < r->n_samples; i++) {
+		double hours = NAN, tokens = NAN;
+		if (s)
+			cl_verdict_estimate(r->samples[i], rps, tpr, &hours, &tokens);
+		const char *note = s ? (isnan(hours) ? "no completed requests in that stage" : NULL)
+				     : (r->from_stage ? "that stage did not run" : "no stage ran");
+		json_t *e = json_pack(
+		    "{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "samples", cli_rj_uint(r->samples[i]),
+		    "from_stage",
+		    s ? json_deep_copy(json_object_get(s, "name")) : cli_rj_str(r->from_stage),
+		    "stage_index", s ? json_integer(at) : json_null(), "requests_per_s",
+		    cli_rj_real(rps), "output_tokens_per_request", cli_rj_real(tpr), "hours",
+		    cli_rj_real(cli_rj_sig(hours, 6)), "output_tokens",
+		    cli_rj_real(cli_rj_round(tokens, 0)), "note",
+		    note ? json_string(note) : json_null());
+		if (cli_rj_append(arr, e))
+			goto fail;
+	}
+	free(refs);
+	return arr;
+fail:
+	free(refs);
+	json_decref(arr);
+	return NULL;
+}
+
+/*
+ * Whether a stage's client-bound flag fails the run: any reason but the percentile ones.
+ * loop_lag and dispatch_lag are p99s of the stage; on a short stage a few hiccups of a busy
+ * host make the p99, so they warn and do not decide the exit code.  A stall, an agent gone
+ * missing, the coordinator's own stall and CPU saturation are events, and fail the run.
+ */
+bool cli_rs_client_bound_gates(const json_t *s)
+{
+	if (!json_is_true(cl_results_get(s, "client.client_bound")))
+		return false;
+	size_t k;
+	const json_t *x;
+	json_array_foreach(cl_results_get(s, "client.reasons"), k, x)
+	{
+		const char *reason = json_string_value(x);
+		if (!reason ||
+		    (strcmp(reason, "loop_lag") != 0 && strcmp(reason, "dispatch_lag") != 0))
+			return true;
+	}
+	return false;
+}
+
+/* A client-bound stage's warning, then one line per listed stall naming the agent, when and
+ * how long. */
+static int warn_client_bound(json_t *w, const json_t *s, const char *name, bool fails)
+{
+	char why[128] = "";
+	bool saturated = false;
+	size_t k;
+	const json_t *x;
+	json_array_foreach(cl_results_get(s, "client.reasons"), k, x)
+	{
+		const char *reason = json_string_value(x);
+		size_t l = strlen(why);
+		snprintf(why + l, sizeof(why) - l, "%s%s", l ? ", " : "", reason ? reason : "?");
+		saturated |=
+		    reason && (strcmp(reason, "cpu") == 0 || strcmp(reason, "loop_lag") == 0 ||
+			       strcmp(reason, "dispatch_lag") == 0);
+	}
+	int rc = cli_rs_warn(
+	    w,
+	    "stage '%s' was client-bound (%s): its numbers describe the client, not "
+	    "the server%s%s",
+	    name, why, saturated ? "; add agents or workers" : "",
+	    fails ? "; the run fails (client_bound: warn in the scenario only warns)" : "");
+	json_array_foreach(cl_results_get(s, "client.stalls"), k, x)
+	{
+		bool coord = strcmp(cl_results_str(x, "seen_by", ""), "coordinator") == 0;
+		if (strcmp(cl_results_str(x, "reason", ""), "coordinator_stall") == 0) {
+			rc |= cli_rs_warn(
+			    w,
+			    "stage '%s': the coordinator itself could not run for %.2f s "
+			    "from %.2f s into the stage (stopped, suspended or starved); the "
+			    "agents' silence then was not theirs",
+			    name, cl_results_num(x, "length_s"), cl_results_num(x, "at_s"));
+			continue;
+		}
+		rc |= cli_rs_warn(
+		    w,
+		    "stage '%s': agent %lld (%s) %s for %.2f s from %.2f s into the stage "
+		    "(seen by %s)",
+		    name, (long long)json_integer_value(json_object_get(x, "agent")),
+		    cl_results_str(x, "host", "?"),
+		    coord ? "went silent (missing)" : "stalled: it could not run",
+		    cl_results_num(x, "length_s"), cl_results_num(x, "at_s"),
+		    coord ? "the coordinator" : "the agent");
+	}
+	double unlisted = cl_results_num(s, "client.stalls_unlisted");
+	if (unlisted > 0)
+		rc |= cli_rs_warn(w, "stage '%s': %.0f more stalls not listed", name, unlisted);
+	return rc;
+}
+
+static json_t *warnings_json(struct cl_results *r)
+{
+	json_t *w = json_array();
+	if (!w)
+		return NULL;
+	const json_t *stages = json_object_get(r->doc, "stages");
+	size_t i;
+	const json_t *s;
+	int rc = 0;
+	bool eos_asked = json_integer_value(cl_results_get(r->doc, "workload.ignore_eos")) > 0;
+	json_array_foreach(stages, i, s)
+	{
+		const char *name = cl_results_str(s, "name", "");
+		const char *status = cl_results_str(s, "status", "ok");
+		const char *reason = cl_results_str(s, "reason", NULL);
+		enum cl_stage_status st;
+		if (cl_stage_status_parse(status, &st) != 0 || st != CL_STAGE_OK)
+			rc |= cli_rs_warn(w, "stage '%s' %s%s%s", name, status, reason ? ": " : "",
+					  reason ? reason : "");
+		if (json_is_true(cl_results_get(s, "client.client_bound")))
+			rc |= warn_client_bound(
+			    w, s, name, !r->client_bound_warn && cli_rs_client_bound_gates(s));
+		rc |= cli_rs_fault_warnings(w, s);
+		double no_content = cl_results_num(s, "requests.no_content");
+		if (no_content > 0)
+			rc |= cli_rs_warn(
+			    w,
+			    "stage '%s': %.0f of %.0f completed requests carried no content "
+			    "token (reasoning only, or nothing): max_tokens may end a thinking "
+			    "model's answer inside its reasoning; raise workload.max_tokens or "
+			    "turn thinking off. They are not counted good and have no TTFC",
+			    name, no_content, cl_results_num(s, "requests.completed"));
+		/* Requests that asked the server to ignore its end of sequence and still got
+		 * less: a server without ignore_eos, or a cap of its own. */
+		const json_t *short_n = cl_results_get(s, "tokens.short_requests");
+		const json_t *ratio = cl_results_get(s, "tokens.received_ratio");
+		if (eos_asked && json_integer_value(short_n) > 0 && json_is_number(ratio))
+			rc |= cli_rs_warn(
+			    w,
+			    "stage '%s': %lld requests stopped before the max_tokens they "
+			    "asked for with ignore_eos (%.1f%% of the tokens asked were "
+			    "received): the server does not honour ignore_eos or caps output",
+			    name, (long long)json_integer_value(short_n),
+			    100 * json_number_value(ratio));
+		/* HTTP/2 asked for, HTTP/1.1 got (http2: preferred falls back silently). */
+		double h1 = cl_results_num(s, "http.completed_h1");
+		const char *want = cl_results_str(r->doc, "scenario.target.http2", "false");
+		if (strcmp(want, "false") != 0 && h1 > 0)
+			rc |= cli_rs_warn(
+			    w,
+			    "stage '%s': %.0f of %.0f completed requests went over HTTP/1.1 "
+			    "although target.http2 is %s",
+			    name, h1, cl_results_num(s, "requests.completed"), want);
+		const char *src = cl_results_str(s, "tokens.source", "usage");
+		if (strcmp(src, "chunks") == 0 || strcmp(src, "mixed") == 0)
+			rc |= cli_rs_warn(w,
+					  "stage '%s': some token counts come from counting chunks "
+					  "(the server sent no usage)",
+					  name);
+	}
+	json_array_foreach(json_object_get(r->doc, "agents"), i, s)
+	{
+		if (json_is_true(json_object_get(s, "lost")))
+			rc |=
+			    cli_rs_warn(w, "agent %lld (%s%s%s) was lost",
+					(long long)json_integer_value(json_object_get(s, "id")),
+					cl_results_str(s, "host", "?"),
+					json_is_string(json_object_get(s, "address")) ? " at " : "",
+					cl_results_str(s, "address", ""));
+	}
+	/* A stage that reported intervals but was never finished has no summary: say so, and
+	 * where its intervals are. */
+	for (size_t k = 0; r->finished && k < r->n_stages; k++) {
+		if (r->stages[k].seen && !r->stages[k].finished)
+			rc |=
+			    cli_rs_warn(w,
+					"stage '%s' never finished: its %llu intervals are only in "
+					"intervals.jsonl",
+					r->stages[k].name ? r->stages[k].name : "",
+					(unsigned long long)r->stages[k].seen);
+	}
+	if (r->finished && !json_is_true(json_object_get(r->doc, "complete")))
+		rc |= cli_rs_warn(w, "the run did not complete: %zu of %zu stages finished",
+				  json_array_size(stages), r->n_stages);
+	if (rc) {
+		json_decref(w);
+		return NULL;
+	}
+	return w;
+}
+
+int cli_rs_summarise(struct cl_results *r)
+{
+	json_t *verdict = NULL;
+	int rc = verdict_json(r, &verdict);
+	if (rc != 0)
+		return rc;
+	if (json_object_set_new(r->doc, "verdict", verdict) != 0)
+		return CL_ENOMEM;
+	if (cli_rs_agent_episodes(r->doc) != 0)
+		return CL_ENOMEM;
+	if (cli_rj_set(r->doc, "estimates", estimates_json(r)) ||
+	    cli_rj_set(r->doc, "warnings", warnings_json(r)))
+		return CL_ENOMEM;
+	return 0;
+}

@@ -1,0 +1,174 @@
+/* The run's side of its live pages: the metrics (--metrics-listen) and the live report
+ * (--web) on one HTTP listener, or two when they name different addresses; the phases, fleet
+ * and running stage copied into the metrics as it goes, and the report re-rendered from the
+ * results as they stand. */
+#include "report/report.h"
+#include "run/internal.h"
+
+#include "chatload/clock.h"
+#include "chatload/log.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TICK_US     500000  /* a running stage's snapshot at most this often */
+#define WEB_TICK_US 1000000 /* the live report re-rendered at most this often */
+
+/* The live report as last rendered by the run's thread, read by nng's. */
+struct cli_live_web {
+	pthread_mutex_t mu;
+	char *html;
+	size_t len;
+};
+
+static int serve_metrics(void *ctx, struct cl_buf *body, const char **content_type)
+{
+	*content_type = CL_LIVE_METRICS_CONTENT_TYPE;
+	return cl_live_metrics_render(ctx, body);
+}
+
+static int serve_report(void *ctx, struct cl_buf *body, const char **content_type)
+{
+	struct cli_live_web *w = ctx;
+	*content_type = "text/html; charset=utf-8";
+	pthread_mutex_lock(&w->mu);
+	int rc = w->html ? cl_buf_append(body, w->html, w->len)
+			 : cl_buf_puts(body, "<!DOCTYPE html>\n<html><body><p>chatload: the run is "
+					     "starting; this page refreshes itself.</p><script>"
+					     "setTimeout(function(){location.reload();},1000);"
+					     "</script></body></html>\n");
+	pthread_mutex_unlock(&w->mu);
+	return rc;
+}
+
+/* Renders the results as they stand into the page (on the run's thread). */
+static void web_render(struct run *r)
+{
+	json_t *doc = r->res ? cl_results_live_doc(r->res) : NULL;
+	char *html = NULL;
+	size_t len = 0;
+	FILE *f = doc ? open_memstream(&html, &len) : NULL;
+	int rc = f ? cl_report_html_live(doc, f) : -1;
+	if (f && fclose(f) != 0)
+		rc = -1;
+	json_decref(doc);
+	if (rc != 0) {
+		free(html); /* the page keeps its last state */
+		return;
+	}
+	pthread_mutex_lock(&r->web->mu);
+	char *old = r->web->html;
+	r->web->html = html;
+	r->web->len = len;
+	pthread_mutex_unlock(&r->web->mu);
+	free(old);
+}
+
+int cli_run_live_open(struct run *r, struct cl_err *err)
+{
+	const struct cl_run_opts *o = r->o;
+	char url[160];
+	int rc = 0;
+	if (o->web_listen) {
+		if (!(r->web = calloc(1, sizeof(*r->web))) ||
+		    pthread_mutex_init(&r->web->mu, NULL) != 0) {
+			free(r->web);
+			r->web = NULL;
+			return cl_err_set(err, CL_ENOMEM, "out of memory");
+		}
+	}
+	if (o->metrics_listen) {
+		if (!(r->live = cl_live_metrics_new(r->s.name)))
+			return cl_err_set(err, CL_ENOMEM, "out of memory");
+		rc = cl_http_live_open(o->metrics_listen, "--metrics-listen",
+				       "--metrics-allow-remote", o->metrics_allow_remote, &r->http,
+				       err);
+		if (rc == 0)
+			rc = cl_http_live_add(r->http, "/metrics", serve_metrics, r->live, err);
+		/* One port for both when both name the same address. */
+		bool shared = o->web_listen && strcmp(o->web_listen, o->metrics_listen) == 0;
+		if (rc == 0 && shared)
+			rc = cl_http_live_add(r->http, "/", serve_report, r->web, err);
+		if (rc == 0)
+			rc = cl_http_live_start(r->http, url, sizeof(url), err);
+		if (rc != 0)
+			return rc;
+		cl_progress_note(&r->prog, "metrics at %s/metrics", url);
+		if (shared) {
+			cl_progress_note(&r->prog, "live report at %s/", url);
+			return 0;
+		}
+	}
+	if (!o->web_listen)
+		return 0;
+	rc = cl_http_live_open(o->web_listen, "--web", "--web-allow-remote", o->web_allow_remote,
+			       &r->http_web, err);
+	if (rc == 0)
+		rc = cl_http_live_add(r->http_web, "/", serve_report, r->web, err);
+	if (rc == 0)
+		rc = cl_http_live_start(r->http_web, url, sizeof(url), err);
+	if (rc != 0)
+		return rc;
+	cl_progress_note(&r->prog, "live report at %s/", url);
+	return 0;
+}
+
+void cli_run_live_phase(struct run *r, enum cl_live_phase p, int exit_code)
+{
+	cli_run_live_tick(r, true);
+	if (r->live)
+		cl_live_metrics_phase(r->live, p, exit_code);
+}
+
+void cli_run_live_tick(struct run *r, bool force)
+{
+	int64_t now = cl_mono_us();
+	if (r->web && (force || now - r->web_tick_us >= WEB_TICK_US)) {
+		r->web_tick_us = now;
+		web_render(r);
+	}
+	if (!r->live)
+		return;
+	if (!force && now - r->live_tick_us < TICK_US)
+		return;
+	r->live_tick_us = now;
+	struct cl_live_fleet f = { .joined_total = (uint32_t)r->fleet.n };
+	for (size_t i = 0; i < r->fleet.n; i++) {
+		const struct cl_fleet_agent *a = &r->fleet.agents[i];
+		if (a->live == CL_LIVE_LOST) {
+			f.lost++;
+			continue;
+		}
+		if (a->gone)
+			continue;
+		if (a->live == CL_LIVE_OK)
+			f.ok++;
+		else
+			f.missing++;
+		f.streams += a->inflight;
+		f.cpu_pct_sum += a->cpu_pct;
+		f.rss_bytes_sum += a->rss_bytes;
+	}
+	cl_live_metrics_fleet(r->live, &f);
+	if (r->st)
+		cl_live_metrics_stage_update(r->live, &r->st->cum);
+	cl_live_metrics_breaches(r->live, cl_results_breach_count(r->res));
+}
+
+void cli_run_live_close(struct run *r)
+{
+	cl_http_live_close(r->http); /* first: no page renders after this */
+	r->http = NULL;
+	cl_http_live_close(r->http_web);
+	r->http_web = NULL;
+	if (r->web) {
+		pthread_mutex_destroy(&r->web->mu);
+		free(r->web->html);
+		free(r->web);
+		r->web = NULL;
+	}
+	cl_live_metrics_free(r->live);
+	r->live = NULL;
+}

@@ -1,0 +1,274 @@
+/* chatload run, start to end: load, fleet, readiness, warmup, stages, verdict, reports. */
+#include "run/internal.h"
+
+#include "run/calibrate.h"
+
+#include "report/report.h"
+
+#include "chatload/exitcode.h"
+#include "chatload/log.h"
+#include "workload/workload.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int fail_msg(struct run *r, int code, const struct cl_err *err, const char *what)
+{
+	char msg[900];
+	cl_progress_end(&r->prog);
+	fprintf(stderr, "chatload: %s: %s\n", what, cl_err_format(err, msg, sizeof(msg)));
+	r->exit_hint = code;
+	return code;
+}
+
+/* Builds the target plan the agents get: the scenario's, or the simulator's address. */
+static int make_target(struct run *r, struct cl_err *err)
+{
+	const struct cl_scn_target *t = &r->s.target;
+	struct cl_target_plan *p = &r->target;
+	memset(p, 0, sizeof(*p));
+	const char *url = t->simulator ? r->sim_url : t->url;
+	size_t len = strlen(url);
+	while (len && url[len - 1] == '/')
+		len--;
+	p->base_url = strndup(url, len);
+	if (t->model)
+		p->model = strdup(t->model);
+	else if (t->simulator) {
+		const char *m = "chatload-sim";
+		for (size_t i = 0; i < t->n_sim; i++)
+			if (strcmp(t->sim[i].key, "model") == 0)
+				m = t->sim[i].value;
+		p->model = strdup(m);
+	}
+	if (t->api_key_env)
+		p->api_key_env = strdup(t->api_key_env);
+	if (t->n_headers) {
+		p->headers = calloc(t->n_headers, sizeof(char *));
+		if (!p->headers)
+			return cl_err_set(err, CL_ENOMEM, "out of memory");
+		for (size_t i = 0; i < t->n_headers; i++)
+			if (!(p->headers[p->n_headers++] = strdup(t->headers[i])))
+				return cl_err_set(err, CL_ENOMEM, "out of memory");
+	}
+	p->http2 = t->http2;
+	p->http2_fallback = t->http2_fallback;
+	p->http2_streams = t->http2_streams;
+	p->tls_verify = t->tls_verify;
+	if (t->ca_file)
+		p->ca_file = strdup(t->ca_file);
+	p->connect_timeout_us = t->connect_timeout_us;
+	if (!p->base_url)
+		return cl_err_set(err, CL_ENOMEM, "out of memory");
+	if (!p->model && !r->s.readiness.enabled)
+		return cl_err_set(err, CL_EINVAL,
+				  "target.model is required when readiness is disabled (the gate "
+				  "is what discovers the model)");
+	return 0;
+}
+
+/* Reads the whole workload (every dataset line) before anything starts, so bad input is
+ * reported at once with its file:line:column, not after the agents and the readiness gate. */
+static int load_workload(struct run *r, struct cl_err *err)
+{
+	struct cl_workload_stats st;
+	int rc = cl_workload_render_stats(&r->s, cl_scenario_render_model(&r->s), &r->workload, &st,
+					  err);
+	if (rc == 0) {
+		r->workload_stats = st;
+		cl_workload_trace_fill_stages(&r->s, &st);
+	}
+	return rc;
+}
+
+/*
+ * workload.calibrate: the target's own characters per token from its /tokenize, then the
+ * workload rendered again to it.  A target without /tokenize (OpenAI's own API, a gateway)
+ * keeps the estimate: the run goes on, and says so here and in results.json.
+ */
+static int calibrate(struct run *r, struct cl_err *err)
+{
+	double cpt = 0;
+	struct cl_err cerr = { 0 };
+	char line[600];
+	if (cl_calibrate_tokens(&r->target, r->target.model, &cpt, &cerr) != 0) {
+		cl_progress_note(&r->prog,
+				 "calibrate: %s; prompts keep the estimate of 4 characters a token",
+				 cl_err_format(&cerr, line, sizeof(line)));
+		return 0;
+	}
+	cl_progress_note(&r->prog,
+			 "calibrate: the target counts %.2f characters a token (/tokenize); "
+			 "prompts are built to it",
+			 cpt);
+	r->s.workload.chars_per_token = cpt;
+	cl_workload_plan_free(&r->workload);
+	return load_workload(r, err);
+}
+
+/* Puts the model found into the bodies, and renders the warmup's own body if it has one. */
+static int render(struct run *r, struct cl_err *err)
+{
+	int rc = r->s.workload.calibrate ? calibrate(r, err) : 0;
+	if (rc != 0)
+		return rc;
+	rc = cl_workload_plan_set_model(&r->workload, cl_scenario_render_model(&r->s),
+					r->target.model, err);
+	if (rc != 0)
+		return rc;
+	const struct cl_scn_warmup *w = &r->s.warmup;
+	if (!w->body_json && w->max_tokens == r->s.workload.max_tokens)
+		return 0; /* warmup uses the workload's own bodies */
+	char *extra = NULL;
+	if ((rc = cl_body_json_merge_text(r->s.target.body_json, w->body_json, &extra, err)) != 0)
+		return rc;
+	const char *prompt = r->s.workload.kind == CL_WORKLOAD_PROMPTS && r->s.workload.n_prompts
+				 ? r->s.workload.prompts[0]
+				 : r->s.readiness.prompt;
+	rc =
+	    cl_body_json_probe(r->target.model, prompt, w->max_tokens, extra, &r->warmup_body, err);
+	free(extra);
+	return rc;
+}
+
+/* Frees what the run holds; its processes were stopped at `finish` (none exist on the
+ * only path that skips it). */
+static void cleanup(struct run *r)
+{
+	cli_run_live_close(r);
+	cl_fleet_close(&r->fleet);
+	for (size_t i = 0; i < CL_FLEET_MAX_AGENTS; i++)
+		cl_stage_plan_free(&r->agents[i].share);
+	cl_target_plan_free(&r->target);
+	cl_workload_plan_free(&r->workload);
+	free(r->warmup_body);
+	free(r->probe_extra);
+	if (r->warm_ready)
+		cl_metrics_destroy(&r->warm);
+	cl_results_destroy(r->res);
+	cl_scenario_free(&r->s);
+}
+
+int cl_run(const struct cl_run_opts *o)
+{
+	struct run *r = calloc(1, sizeof(*r));
+	if (!r) {
+		fprintf(stderr, "chatload: out of memory\n");
+		return CL_EXIT_FAILED;
+	}
+	r->o = o;
+	cl_progress_init(&r->prog, stderr);
+	struct cl_err err = { 0 };
+	struct cl_diags diags = { 0 };
+	int code = CL_EXIT_OK;
+	if (cl_scenario_load_file(o->scenario_path, o->overrides, &r->s, &diags) != 0) {
+		char msg[900];
+		for (size_t i = 0; i < diags.n; i++)
+			fprintf(stderr, "%s\n", cl_err_format(&diags.items[i], msg, sizeof(msg)));
+		cl_diags_free(&diags);
+		free(r);
+		return CL_EXIT_USAGE;
+	}
+	cl_diags_free(&diags);
+	if (load_workload(r, &err) != 0) {
+		char msg[900];
+		fprintf(stderr, "%s\n", cl_err_format(&err, msg, sizeof(msg)));
+		cleanup(r);
+		free(r);
+		return CL_EXIT_USAGE;
+	}
+
+	if (cl_results_create(&r->s, o->scenario_path, o->argc, o->argv, o->out_dir, &r->res,
+			      &err) != 0) {
+		code = fail_msg(r, CL_EXIT_FAILED, &err, "cannot create the results directory");
+		goto out;
+	}
+	int lrc = cli_run_live_open(r, &err);
+	if (lrc != 0) {
+		code = fail_msg(r, lrc == CL_EINVAL ? CL_EXIT_USAGE : CL_EXIT_FAILED, &err,
+				"cannot serve the live pages");
+		goto finish;
+	}
+	cl_progress_note(&r->prog, "run '%s': results in %s", r->s.name, cl_results_dir(r->res));
+	if (r->s.target.simulator && cli_run_start_simulator(r, &err) != 0) {
+		code = fail_msg(r, CL_EXIT_FAILED, &err, "cannot start the built-in simulator");
+		goto finish;
+	}
+	if (make_target(r, &err) != 0) {
+		code = fail_msg(r, CL_EXIT_USAGE, &err, "bad target");
+		goto finish;
+	}
+	if (cl_body_json_merge_text(r->s.target.body_json, r->s.readiness.body_json,
+				    &r->probe_extra, &err) != 0) {
+		code = fail_msg(r, CL_EXIT_USAGE, &err, "bad readiness.body");
+		goto finish;
+	}
+	int frc = cli_run_start_fleet(r, &err);
+	if (frc != 0) {
+		/* A listen address or TLS setting that can never work is bad input. */
+		bool bad_input = frc == CL_EREFUSED || frc == CL_EINVAL;
+		code = fail_msg(r, bad_input ? CL_EXIT_USAGE : CL_EXIT_FAILED, &err,
+				"cannot start the agents");
+		goto finish;
+	}
+	if (cli_run_wait_for_agents(r, &err) != 0) {
+		code = fail_msg(r, CL_EXIT_FAILED, &err, "agents did not join");
+		goto finish;
+	}
+	cli_run_record_agents(r);
+
+	if (r->s.readiness.enabled) {
+		cli_run_live_phase(r, CL_LIVE_READINESS, 0);
+		if (cli_run_readiness(r) != 0)
+			goto finish;
+	}
+	cl_results_set_target(r->res, r->target.base_url, r->target.model, r->s.target.simulator);
+	if (render(r, &err) != 0) {
+		code = fail_msg(r, CL_EXIT_USAGE, &err, "cannot render the workload");
+		goto finish;
+	}
+	cl_results_set_workload(r->res, &r->s.workload, &r->workload_stats);
+	cli_run_live_phase(r, CL_LIVE_WARMUP, 0);
+	if (cli_run_prepare(r) != 0)
+		goto finish;
+	if (cli_run_warmup(r) != 0)
+		goto finish;
+
+	cli_run_live_phase(r, CL_LIVE_STAGES, 0);
+	for (size_t i = 0; i < r->s.n_stages; i++) {
+		int rc = r->s.stages[i].search ? cli_run_search(r, &i) : cli_run_stage(r, i);
+		if (rc != 0)
+			goto finish;
+		if (r->s.slo_abort_on_breach && cl_results_breach_count(r->res) > 0) {
+			cl_progress_note(&r->prog,
+					 "SLO breached in stage '%s': stopping "
+					 "(slo.abort_on_breach)",
+					 r->s.stages[i].name);
+			r->exit_hint = CL_EXIT_SLO_BREACH;
+			goto finish;
+		}
+	}
+	r->complete = true;
+
+finish:
+	cl_progress_end(&r->prog);
+	cli_run_record_agents(r);
+	cli_run_stop_processes(r);
+	if (r->res) {
+		int final = 0;
+		if (cl_results_finish(r->res, r->complete, code ? code : r->exit_hint, &final) != 0)
+			fprintf(stderr, "chatload: cannot write every result file: %s\n",
+				cl_results_last_error(r->res));
+		cl_report_render(cl_results_doc(r->res), CL_REPORT_TABLE, stdout);
+		fflush(stdout);
+		code = final;
+		cli_run_live_phase(r, CL_LIVE_FINISHED, code);
+	} else if (!code) {
+		code = r->exit_hint ? r->exit_hint : CL_EXIT_FAILED;
+	}
+out:
+	cleanup(r);
+	free(r);
+	return code;
+}

@@ -1,0 +1,374 @@
+/* The scenario loader's workload section: prompts, dataset (with its filter, shuffle and
+ * limit), synthetic lengths, output lengths and shared prefixes. */
+#include "scenario/scenario.h"
+
+#include "chatload/sim_options.h"
+#include "chatload/units.h"
+
+#include "scenario/internal.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SEC  1000000LL
+#define DAY  (86400LL * SEC)
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Where a key that is unknown in one section belongs, for "(it belongs under 'workload')". */
+/* ---- workload ---- */
+
+static void conv_prompts(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	struct cl_scn_workload *w = obj;
+	char got[96];
+	if (!v || v->kind != YN_SEQ) {
+		cli_scn_error(c, v, "%s must be a list of prompt strings, got %s", cli_scn_path(c),
+			      cli_scn_describe(v, got, sizeof(got)));
+		return;
+	}
+	if (v->n == 0) {
+		cli_scn_error(c, v, "%s is empty: give at least one prompt", cli_scn_path(c));
+		return;
+	}
+	w->prompts = calloc(v->n, sizeof(char *));
+	if (!w->prompts) {
+		c->oom = true;
+		return;
+	}
+	for (size_t i = 0; i < v->n; i++) {
+		size_t mark = cli_scn_path_index(c, i);
+		char *p = NULL;
+		if (cli_scn_get_str(c, v->kids[i], true, &p) == 0)
+			w->prompts[w->n_prompts++] = p;
+		cli_scn_path_pop(c, mark);
+	}
+}
+
+static void conv_dataset_format(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	static const char *const names[] = { "auto", "openai", "sharegpt", "text" };
+	int x;
+	if (cli_scn_get_enum(c, v, names, N(names), &x) == 0)
+		((struct cl_scn_workload *)obj)->dataset_format = (enum cl_dataset_format)x;
+}
+
+/* A length in tokens: "512" (fixed), or { mean, stddev, min, max }; which bounds were given
+ * go to *min_given and *max_given (their defaults depend on the mean). */
+static void conv_len_dist(struct scn_ctx *c, const struct ynode *v, struct cl_len_dist *d,
+			  bool *min_given, bool *max_given)
+{
+	static const struct scn_field f[] = {
+		SCN_DRANGE("mean", struct cl_len_dist, mean, 1, 1e6),
+		SCN_DRANGE("stddev", struct cl_len_dist, stddev, 0, 1e6),
+		SCN_RANGE("min", SCN_F_U32, struct cl_len_dist, min, 1, 1000000),
+		SCN_RANGE("max", SCN_F_U32, struct cl_len_dist, max, 1, 1000000),
+	};
+	/* "input_tokens: 512" is a fixed length */
+	if (v && v->kind == YN_SCALAR && !cli_ynode_is_null(v)) {
+		uint32_t n;
+		if (cli_scn_get_u32(c, v, 1, 1000000, &n) == 0)
+			d->mean = n;
+		return;
+	}
+	const struct ynode *seen[N(f)] = { 0 };
+	cli_scn_fields(c, v, f, N(f), d, seen, NULL);
+	if (!seen[0])
+		cli_scn_error(c, v, "%s needs a mean (e.g. { mean: 512, stddev: 128 })",
+			      cli_scn_path(c));
+	*min_given = seen[2] != NULL;
+	*max_given = seen[3] != NULL;
+	if (seen[2] && seen[3] && d->min > d->max)
+		cli_scn_error(c, seen[3], "%s.max must not be below %s.min", cli_scn_path(c),
+			      cli_scn_path(c));
+	else if (seen[0] && seen[3] && d->mean > d->max)
+		cli_scn_error(c, seen[3], "%s.max must not be below the mean", cli_scn_path(c));
+	else if (seen[0] && seen[2] && d->mean < d->min)
+		cli_scn_error(c, seen[2], "%s.min must not be above the mean", cli_scn_path(c));
+}
+
+static void conv_input_tokens(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	struct scn_loader *l = L(c);
+	conv_len_dist(c, v, obj, &l->given.synthetic_min, &l->given.synthetic_max);
+}
+
+static void conv_output_tokens(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	struct scn_loader *l = L(c);
+	conv_len_dist(c, v, obj, &l->given.output_min, &l->given.output_max);
+}
+
+static void conv_synthetic(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	static const struct scn_field f[] = {
+		SCN_CUSTOM_AT("input_tokens", struct cl_scn_workload, synthetic_input,
+			      conv_input_tokens),
+		SCN_RANGE("count", SCN_F_U32, struct cl_scn_workload, synthetic_count, 1, 100000),
+		SCN_CUSTOM_AT("output_tokens", struct cl_scn_workload, synthetic_output,
+			      conv_output_tokens),
+	};
+	struct cl_scn_workload *w = obj;
+	const struct ynode *seen[N(f)] = { 0 };
+	char got[96];
+	w->kind = CL_WORKLOAD_SYNTHETIC;
+	if (!v || v->kind != YN_MAP) {
+		cli_scn_error(
+		    c, v, "%s must be a mapping such as { input_tokens: { mean: 512 } }, got %s",
+		    cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
+		return;
+	}
+	cli_scn_fields(c, v, f, N(f), w, seen, NULL);
+	if (!seen[0])
+		cli_scn_error(c, v, "%s needs input_tokens (e.g. { mean: 512 })", cli_scn_path(c));
+}
+
+static void conv_dataset_output(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	static const char *const names[] = { "record", "max_tokens" };
+	int x;
+	if (cli_scn_get_enum(c, v, names, N(names), &x) == 0)
+		((struct cl_scn_workload *)obj)->dataset_output = (enum cl_dataset_output)x;
+}
+
+static void conv_ignore_eos(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	bool on;
+	if (cli_scn_get_bool(c, v, &on) == 0)
+		((struct cl_scn_workload *)obj)->ignore_eos = on ? 1 : 0;
+}
+
+static void conv_dataset_filter(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	static const struct scn_field f[] = {
+		SCN_RANGE("min_input_tokens", SCN_F_U32, struct cl_dataset_filter, min_input, 0,
+			  10000000),
+		SCN_RANGE("max_input_tokens", SCN_F_U32, struct cl_dataset_filter, max_input, 0,
+			  10000000),
+		SCN_RANGE("min_output_tokens", SCN_F_U32, struct cl_dataset_filter, min_output, 0,
+			  10000000),
+		SCN_RANGE("max_output_tokens", SCN_F_U32, struct cl_dataset_filter, max_output, 0,
+			  10000000),
+	};
+	struct cl_dataset_filter *d = &((struct cl_scn_workload *)obj)->dataset_filter;
+	const struct ynode *seen[N(f)] = { 0 };
+	char got[96];
+	if (!v || v->kind != YN_MAP) {
+		cli_scn_error(c, v,
+			      "%s must be a mapping such as { max_input_tokens: 1024 }, got %s",
+			      cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
+		return;
+	}
+	cli_scn_fields(c, v, f, N(f), d, seen, NULL);
+	if (d->max_input && d->min_input > d->max_input)
+		cli_scn_error(c, seen[1], "%s.max_input_tokens must not be below min_input_tokens",
+			      cli_scn_path(c));
+	if (d->max_output && d->min_output > d->max_output)
+		cli_scn_error(c, seen[3],
+			      "%s.max_output_tokens must not be below min_output_tokens",
+			      cli_scn_path(c));
+}
+
+static void conv_shared_prefix(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	static const struct scn_field f[] = {
+		SCN_RANGE("groups", SCN_F_U32, struct cl_scn_workload, shared_prefix_groups, 1,
+			  100000),
+		SCN_RANGE("tokens", SCN_F_U32, struct cl_scn_workload, shared_prefix_tokens, 1,
+			  1000000),
+	};
+	const struct ynode *seen[N(f)] = { 0 };
+	char got[96];
+	if (!v || v->kind != YN_MAP) {
+		cli_scn_error(c, v,
+			      "%s must be a mapping such as { groups: 8, tokens: 1024 }, got %s",
+			      cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
+		return;
+	}
+	cli_scn_fields(c, v, f, N(f), obj, seen, NULL);
+	if (!seen[0] || !seen[1])
+		cli_scn_error(c, v, "%s needs groups and tokens (e.g. { groups: 8, tokens: 1024 })",
+			      cli_scn_path(c));
+}
+
+static void conv_turns(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	struct scn_loader *l = L(c);
+	struct cl_len_dist *d = obj;
+	conv_len_dist(c, v, d, &l->given.turns_min, &l->given.turns_max);
+	if (d->mean > CL_SCN_MAX_TURNS || (l->given.turns_max && d->max > CL_SCN_MAX_TURNS))
+		cli_scn_error(c, v, "%s must be at most %u turns", cli_scn_path(c),
+			      CL_SCN_MAX_TURNS);
+}
+
+static void conv_multi_turn(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	static const struct scn_field f[] = {
+		SCN_CUSTOM_AT("turns", struct cl_scn_workload, turns, conv_turns),
+		SCN_RANGE("think_time", SCN_F_DUR, struct cl_scn_workload, think_time_us, 0, DAY),
+	};
+	struct cl_scn_workload *w = obj;
+	const struct ynode *seen[N(f)] = { 0 };
+	char got[96];
+	if (!v || v->kind != YN_MAP) {
+		cli_scn_error(c, v,
+			      "%s must be a mapping such as { turns: 4, think_time: 2s }, got %s",
+			      cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
+		return;
+	}
+	w->multi_turn = true;
+	cli_scn_fields(c, v, f, N(f), w, seen, NULL);
+}
+
+static void conv_trace_format(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	static const char *const names[] = { "auto", "mooncake", "azure" };
+	int x;
+	if (cli_scn_get_enum(c, v, names, N(names), &x) == 0)
+		((struct cl_scn_workload *)obj)->trace_format = (enum cl_trace_format)x;
+}
+
+static void conv_trace(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	static const struct scn_field f[] = {
+		SCN_FIELD("file", SCN_F_NESTR, struct cl_scn_workload, trace),
+		SCN_CUSTOM("format", conv_trace_format),
+		SCN_DRANGE("speedup", struct cl_scn_workload, trace_speedup, 1e-3, 1e6),
+	};
+	struct cl_scn_workload *w = obj;
+	const struct ynode *seen[N(f)] = { 0 };
+	char got[96];
+	if (!v || v->kind != YN_MAP) {
+		cli_scn_error(c, v,
+			      "%s must be a mapping such as { file: trace.jsonl, speedup: 2 }, "
+			      "got %s",
+			      cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
+		return;
+	}
+	w->kind = CL_WORKLOAD_TRACE;
+	cli_scn_fields(c, v, f, N(f), w, seen, NULL);
+	if (!seen[0])
+		cli_scn_error(c, v, "%s needs file (a JSONL trace)", cli_scn_path(c));
+}
+
+static const struct scn_field workload_fields[] = {
+	SCN_CUSTOM("prompts", conv_prompts),
+	SCN_FIELD("dataset", SCN_F_NESTR, struct cl_scn_workload, dataset),
+	SCN_CUSTOM("dataset_format", conv_dataset_format),
+	SCN_RANGE("dataset_limit", SCN_F_U32, struct cl_scn_workload, dataset_limit, 0, 100000000),
+	SCN_CUSTOM("synthetic", conv_synthetic),
+	SCN_FIELD("system_prompt", SCN_F_STR, struct cl_scn_workload, system_prompt),
+	SCN_RANGE("seed", SCN_F_U64, struct cl_scn_workload, seed, 0, INT64_MAX),
+	SCN_RANGE("max_tokens", SCN_F_U32, struct cl_scn_workload, max_tokens, 1, 10000000),
+	SCN_RANGE("request_timeout", SCN_F_DUR, struct cl_scn_workload, request_timeout_us, 1, DAY),
+	SCN_RANGE("drain_timeout", SCN_F_DUR, struct cl_scn_workload, drain_timeout_us, 0, DAY),
+	/* 10.. */
+	SCN_CUSTOM("ignore_eos", conv_ignore_eos),
+	SCN_CUSTOM("dataset_output_tokens", conv_dataset_output),
+	SCN_FIELD("dataset_shuffle", SCN_F_BOOL, struct cl_scn_workload, dataset_shuffle),
+	SCN_CUSTOM("dataset_filter", conv_dataset_filter),
+	SCN_CUSTOM("shared_prefix", conv_shared_prefix),
+	SCN_CUSTOM("multi_turn", conv_multi_turn),
+	SCN_CUSTOM("trace", conv_trace),
+	SCN_FIELD("calibrate", SCN_F_BOOL, struct cl_scn_workload, calibrate),
+};
+
+/* Resolves *path against the scenario's directory and checks it can be read. */
+static void resolve_file(struct scn_ctx *c, char **path, const char *what, const struct ynode *at)
+{
+	if ((*path)[0] != '/' && c->dir[0]) {
+		char *p = NULL;
+		if (asprintf(&p, "%s/%s", c->dir, *path) < 0) {
+			c->oom = true;
+			return;
+		}
+		free(*path);
+		*path = p;
+	}
+	struct stat st;
+	if (stat(*path, &st) != 0 || access(*path, R_OK) != 0)
+		cli_scn_error(c, at, "%s: cannot open '%s': %s", what, *path, strerror(errno));
+	else if (S_ISDIR(st.st_mode))
+		cli_scn_error(c, at, "%s: '%s' is a directory", what, *path);
+}
+
+void cli_scn_conv_workload(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	struct scn_loader *l = L(c);
+	struct cl_scn_workload *w = &l->s->workload;
+	const struct ynode **seen = l->workload;
+	cli_scn_fields(c, v, workload_fields, N(workload_fields), w, seen, cli_scn_hint_for);
+	int sources = !!seen[0] + !!seen[1] + !!seen[4] + !!seen[16];
+	l->given.workload_source = sources > 0;
+	if (sources > 1) {
+		cli_scn_error(
+		    c,
+		    seen[16]  ? seen[16]
+		    : seen[4] ? seen[4]
+			      : seen[1],
+		    "workload: prompts, dataset, synthetic and trace are exclusive; choose "
+		    "one");
+		return;
+	}
+	if (seen[1]) {
+		w->kind = CL_WORKLOAD_DATASET;
+		if (w->dataset)
+			resolve_file(c, &w->dataset, "workload.dataset", l->workload[1]);
+	}
+	if (seen[16] && w->trace)
+		resolve_file(c, &w->trace, "workload.trace.file", l->workload[16]);
+	/* The dataset's own keys, by their index in workload_fields. */
+	static const size_t dataset_only[] = { 2, 3, 11, 12, 13 };
+	for (size_t i = 0; !seen[1] && i < N(dataset_only); i++) {
+		const struct ynode *k = seen[dataset_only[i]];
+		if (k) {
+			cli_scn_error(c, k, "workload.%s only applies with workload.dataset",
+				      workload_fields[dataset_only[i]].name);
+			break;
+		}
+	}
+	/* multi_turn (index 15): conversations are made of synthetic prompts. */
+	const struct ynode *mt = seen[15];
+	if (mt && !seen[4])
+		cli_scn_error(c, mt,
+			      "workload.multi_turn needs workload.synthetic (conversations "
+			      "are made of synthetic prompts)");
+	else if (mt && w->turns.mean == 0)
+		cli_scn_error(c, mt, "workload.multi_turn needs turns (e.g. { turns: 4 })");
+}
+
+void cli_scn_check_replay(struct scn_ctx *c)
+{
+	struct scn_loader *l = L(c);
+	const struct cl_scenario *s = l->s;
+	bool trace = s->workload.kind == CL_WORKLOAD_TRACE;
+	size_t n = s->n_stages < SCN_MAX_STAGES ? s->n_stages : SCN_MAX_STAGES;
+	for (size_t i = 0; i < n; i++) {
+		if (s->stages[i].replay && !trace) {
+			cli_scn_error(c, l->stage_nodes[i],
+				      "stage '%s' replays a trace, but the workload has none (add "
+				      "workload.trace: { file: ... })",
+				      s->stages[i].name);
+			return;
+		}
+		if (!s->stages[i].replay && !s->stages[i].search && trace) {
+			cli_scn_error(c, l->stage_nodes[i],
+				      "stage '%s' is not a replay stage: with workload.trace every "
+				      "stage is { replay: true } (the trace decides when requests "
+				      "start)",
+				      s->stages[i].name);
+			return;
+		}
+		if (s->stages[i].search && trace) {
+			cli_scn_error(c, l->stage_nodes[i],
+				      "a capacity search cannot replay a trace");
+			return;
+		}
+	}
+}

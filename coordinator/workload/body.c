@@ -1,0 +1,195 @@
+/* One request body: messages plus the scenario's extra body rendered to compact JSON, and
+ * the growing array of rendered bodies with its caps. */
+#include "workload/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Puts prefix + "\n\n" before the text of the first user message of messages. */
+static int add_prefix(json_t *messages, const char *prefix, size_t *chars)
+{
+	size_t i;
+	json_t *m;
+	json_array_foreach(messages, i, m)
+	{
+		json_t *role = json_object_get(m, "role");
+		if (!json_is_string(role) || strcmp(json_string_value(role), "user") != 0)
+			continue;
+		json_t *content = json_object_get(m, "content");
+		size_t plen = strlen(prefix);
+		if (json_is_string(content)) {
+			struct cl_buf b;
+			cl_buf_init(&b, 0);
+			int rc = cl_buf_append(&b, prefix, plen) || cl_buf_append(&b, "\n\n", 2) ||
+				 cl_buf_append(&b, json_string_value(content),
+					       json_string_length(content));
+			json_t *v = rc ? NULL : json_stringn(b.data, b.len);
+			cl_buf_free(&b);
+			if (!v || json_object_set_new(m, "content", v) != 0)
+				return CL_ENOMEM;
+			*chars += plen + 2;
+			return 0;
+		}
+		if (json_is_array(content)) {
+			json_t *part = json_pack("{s:s,s:s}", "type", "text", "text", prefix);
+			if (!part || json_array_insert_new(content, 0, part) != 0)
+				return CL_ENOMEM;
+			*chars += plen;
+			return 0;
+		}
+		return 0;
+	}
+	return 0;
+}
+
+int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt_chars,
+			   uint32_t out_tokens, struct cl_err *err)
+{
+	char *json = NULL;
+	if (c->n >= CL_WORKLOAD_MAX_BODIES) {
+		json_decref(messages);
+		return cl_err_set(err, CL_ETOOBIG, "workload has more than %u prompts",
+				  CL_WORKLOAD_MAX_BODIES);
+	}
+	size_t chars = prompt_chars;
+	if (c->n_prefixes && !c->no_prefix &&
+	    add_prefix(messages, c->prefixes[c->n % c->n_prefixes], &chars) != 0) {
+		json_decref(messages);
+		return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
+	}
+	uint32_t max_tokens = out_tokens ? out_tokens : c->max_tokens;
+	bool ignore_eos = c->ignore_eos == 1 || (c->ignore_eos < 0 && out_tokens);
+	if (cl_body_json_render(c->model, messages, max_tokens, ignore_eos, c->extra, &json) != 0)
+		return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
+	size_t len = strlen(json);
+	if (len > CL_WORKLOAD_MAX_TOTAL_BYTES - c->total_bytes) {
+		free(json);
+		return cl_err_set(err, CL_ETOOBIG, "rendered request bodies exceed %u MiB in total",
+				  CL_WORKLOAD_MAX_TOTAL_BYTES >> 20);
+	}
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 16;
+		struct cl_request_body *p = realloc(c->bodies, cap * sizeof(*p));
+		if (p)
+			c->bodies = p;
+		uint8_t *f = p ? realloc(c->flags, cap) : NULL;
+		if (!f) {
+			free(json);
+			return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
+		}
+		c->flags = f;
+		c->cap = cap;
+	}
+	struct cl_request_body *b = &c->bodies[c->n];
+	memset(b, 0, sizeof(*b));
+	b->json = json;
+	b->len = len;
+	b->prompt_chars = chars > UINT32_MAX ? UINT32_MAX : (uint32_t)chars;
+	b->max_tokens = max_tokens;
+	c->flags[c->n] =
+	    (out_tokens ? RENDER_OWN_LENGTH : 0) | (ignore_eos ? RENDER_IGNORE_EOS : 0);
+	c->n++;
+	c->total_bytes += len;
+	return 0;
+}
+
+/* Markers that stand where the history goes and after the turn's user message while a turn
+ * is rendered: strings jansson writes as "\u0000CLHIST1", which no text can produce with its
+ * closing quote unescaped, so the first match is the marker itself. */
+static const char mark1[] = "\"\\u0000CLHIST1\",", mark2[] = ",\"\\u0000CLHIST2\"";
+
+/*
+ * The messages of one request: the system prompt (when set) and the user's prompt; with
+ * markers, the history marker before the user's message and the end marker after it (see
+ * cut_markers).  *chars counts the characters of both prompts.  0, CL_EINVAL (not UTF-8) or
+ * CL_ENOMEM, err filled.
+ */
+static int build_messages(const char *system, const char *prompt, size_t len, bool markers,
+			  json_t **out, size_t *chars, struct cl_err *err)
+{
+	json_t *messages = json_array();
+	json_t *content = json_stringn(prompt, len);
+	*out = NULL;
+	*chars = len;
+	if (!content) {
+		json_decref(messages);
+		return cl_err_set(err, CL_EINVAL, "prompt is not valid UTF-8");
+	}
+	if (!messages)
+		goto nomem_content;
+	if (system && *system) {
+		json_t *sys = json_string(system);
+		if (!sys) {
+			json_decref(content);
+			json_decref(messages);
+			return cl_err_set(err, CL_EINVAL, "system prompt is not valid UTF-8");
+		}
+		if (cl_body_json_add_message(messages, "system", sys) != 0)
+			goto nomem_content;
+		*chars += strlen(system);
+	}
+	if (markers && json_array_append_new(messages, json_stringn("\0CLHIST1", 8)) != 0)
+		goto nomem_content;
+	if (cl_body_json_add_message(messages, "user", content) != 0)
+		goto nomem; /* content is taken, even on failure */
+	if (markers && json_array_append_new(messages, json_stringn("\0CLHIST2", 8)) != 0)
+		goto nomem;
+	*out = messages;
+	return 0;
+nomem_content:
+	json_decref(content);
+nomem:
+	json_decref(messages);
+	return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
+}
+
+int cli_workload_push_prompt(struct render_ctx *c, const char *system, const char *prompt,
+			     size_t len, uint32_t out_tokens, struct cl_err *err)
+{
+	json_t *messages;
+	size_t chars;
+	int rc = build_messages(system, prompt, len, false, &messages, &chars, err);
+	return rc ? rc : cli_workload_push_body(c, messages, chars, out_tokens, err);
+}
+
+/* Cuts the markers out of b->json, filling hist_at and user_len. */
+static int cut_markers(struct cl_request_body *b)
+{
+	char *m1 = strstr(b->json, mark1);
+	char *m2 = m1 ? strstr(m1 + sizeof(mark1) - 1, mark2) : NULL;
+	if (!m1 || !m2)
+		return CL_EINVAL;
+	size_t l1 = sizeof(mark1) - 1, l2 = sizeof(mark2) - 1;
+	size_t at = (size_t)(m1 - b->json), user = (size_t)(m2 - m1) - l1;
+	memmove(m1, m1 + l1, user);
+	memmove(m1 + user, m2 + l2, b->len - (size_t)(m2 + l2 - b->json) + 1);
+	b->len -= l1 + l2;
+	if (at > UINT32_MAX || user > UINT32_MAX)
+		return CL_ETOOBIG;
+	b->hist_at = (uint32_t)at;
+	b->user_len = (uint32_t)user;
+	return 0;
+}
+
+int cli_workload_push_turn(struct render_ctx *c, const char *system, const char *prompt, size_t len,
+			   uint32_t out_tokens, uint32_t turn, struct cl_err *err)
+{
+	json_t *messages;
+	size_t chars;
+	int rc = build_messages(system, prompt, len, true, &messages, &chars, err);
+	if (rc)
+		return rc;
+	/* A shared prefix opens the conversation: later turns carry it in their history. */
+	c->no_prefix = turn > 1;
+	rc = cli_workload_push_body(c, messages, chars, out_tokens, err);
+	c->no_prefix = false;
+	if (rc)
+		return rc;
+	struct cl_request_body *b = &c->bodies[c->n - 1];
+	size_t before = b->len;
+	if ((rc = cut_markers(b)) != 0)
+		return cl_err_set(err, rc, "cannot place the history in a conversation's body");
+	c->total_bytes -= before - b->len;
+	b->turn = turn;
+	return 0;
+}

@@ -1,0 +1,108 @@
+/* Private to the workload renderer (the files of workload/): the context that collects rendered
+ * bodies, the body builder every source shares, and one entry per source.  Library-internal: cli_.
+ */
+#ifndef CHATLOAD_WORKLOAD_INT_H
+#define CHATLOAD_WORKLOAD_INT_H
+
+#include "chatload/body_json.h"
+#include "chatload/buf.h"
+#include "workload/workload.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* The bodies rendered so far, and what every body of one workload shares. */
+struct render_ctx {
+	const char *model;
+	uint32_t max_tokens; /* workload.max_tokens: for bodies without a length of their own */
+	int ignore_eos;      /* workload.ignore_eos: -1 with a per-request length only, 0, 1 */
+	json_t *extra;       /* the scenario's extra body (object) or NULL; borrowed */
+	const char *system_prompt;
+	char **prefixes; /* shared_prefix: one text per group, or NULL */
+	size_t n_prefixes;
+	struct cl_request_body *bodies;
+	uint8_t *flags; /* per body: RENDER_OWN_LENGTH, RENDER_IGNORE_EOS */
+	size_t n, cap;
+	size_t total_bytes;
+	struct cl_workload_stats *stats; /* filled as records are read; never NULL */
+	bool no_prefix;                  /* the body being pushed gets no shared prefix */
+	double token_scale; /* workload.chars_per_token / 4: built lengths in estimated tokens */
+};
+
+/* tokens (the target's) in estimated tokens, the unit cli_workload_words builds to. */
+static inline uint32_t cli_workload_scaled(const struct render_ctx *c, uint32_t tokens)
+{
+	double t = (double)tokens * c->token_scale + 0.5;
+	return t < 1 ? 1 : t > 4294967295.0 ? UINT32_MAX : (uint32_t)t;
+}
+
+enum { RENDER_OWN_LENGTH = 1, RENDER_IGNORE_EOS = 2 };
+
+/* ---- body.c: the growing array of bodies ------------------------------------------------- */
+
+/* Appends one rendered body for messages (stolen); prompt_chars counts its text; out_tokens
+ * is the request's own output length (0: workload.max_tokens).  With shared prefixes the
+ * body's group prefix is put before the text of its first user message first.  CL_ETOOBIG
+ * past CL_WORKLOAD_MAX_BODIES or CL_WORKLOAD_MAX_TOTAL_BYTES, CL_ENOMEM; err filled. */
+int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt_chars,
+			   uint32_t out_tokens, struct cl_err *err);
+
+/* Pushes [system?, user] for a plain prompt of len bytes.  CL_EINVAL when the prompt or the
+ * system prompt is not valid UTF-8; otherwise as cli_workload_push_body. */
+int cli_workload_push_prompt(struct render_ctx *c, const char *system, const char *prompt,
+			     size_t len, uint32_t out_tokens, struct cl_err *err);
+
+/* Pushes turn `turn` (1..) of a conversation: [system?, user] with the history's place and
+ * the user message marked (cl_request_body.turn, hist_at, user_len); the shared prefix goes
+ * on turn 1 only.  Errors as cli_workload_push_prompt. */
+int cli_workload_push_turn(struct render_ctx *c, const char *system, const char *prompt, size_t len,
+			   uint32_t out_tokens, uint32_t turn, struct cl_err *err);
+
+/* ---- workload/synth.c: text from the vocabulary ---------------------------------------------- */
+
+/* Appends head, then words drawn with *rng until out holds about `tokens` tokens by the
+ * estimation rule (cl_workload_tokens_estimate), trimmed so it does not end in a space.
+ * CL_ENOMEM / CL_ETOOBIG (out's cap). */
+int cli_workload_words(struct cl_buf *out, const char *head, uint32_t tokens, uint64_t *rng);
+
+/* Makes c->prefixes for workload.shared_prefix (nothing when groups is 0). */
+int cli_workload_make_prefixes(struct render_ctx *c, const struct cl_scn_workload *w,
+			       struct cl_err *err);
+
+/* ---- workload/lines.c: capped line reading -------------------------------------------------- */
+
+/* Reads a file line by line with a cap on each line and on the whole file. */
+struct line_reader {
+	FILE *f;
+	char chunk[65536];
+	size_t pos, n;
+	struct cl_buf line;
+	uint64_t total;
+	int lineno;
+	bool eof;
+};
+
+/* Returns 1 with the next line (without "\n" or "\r\n") in r->line, 0 at EOF, or CL_EIO /
+ * CL_ETOOBIG (line or file over its cap; r->lineno is the offending line). */
+int cli_workload_lines_next(struct line_reader *r);
+
+/* ---- workload/dataset.c, workload/synth.c: the sources -------------------------------------- */
+
+/* Renders every record of the dataset file w->dataset (formats and caps: cl_workload_render).
+ * Errors name "file:line". */
+int cli_workload_read_dataset(struct render_ctx *c, const struct cl_scn_workload *w,
+			      struct cl_err *err);
+
+/* Renders one body per record of the trace w->trace (Mooncake or Azure JSONL), each with its
+ * at_us.  Errors name "file:line:column". */
+int cli_workload_read_trace(struct render_ctx *c, const struct cl_scn_workload *w,
+			    struct cl_err *err);
+
+/* Renders w->synthetic_count synthetic prompts, deterministic for w->seed. */
+int cli_workload_synthesize(struct render_ctx *c, const struct cl_scn_workload *w,
+			    struct cl_err *err);
+
+#endif

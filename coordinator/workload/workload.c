@@ -1,0 +1,185 @@
+/* Request-body rendering, the entry points: inline prompts, dataset files and synthetic
+ * prompts become pre-rendered chat-completions bodies (jansson; off the hot path).  One file
+ * per source (workload/dataset.c, workload/synth.c), the body builder in workload/body.c. */
+#include "workload/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void free_bodies(struct cl_request_body *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(b[i].json);
+	free(b);
+}
+
+uint32_t cl_workload_tokens_estimate(const char *text, size_t len)
+{
+	uint64_t chars = 0;
+	for (size_t i = 0; i < len; i++)
+		chars += ((unsigned char)text[i] & 0xC0) != 0x80; /* not a continuation byte */
+	uint64_t t = (chars + CL_WORKLOAD_CHARS_PER_TOKEN - 1) / CL_WORKLOAD_CHARS_PER_TOKEN;
+	return t > UINT32_MAX ? UINT32_MAX : (uint32_t)t;
+}
+
+/* The figures of the final bodies (after a shuffle's limit). */
+static void finish_stats(const struct render_ctx *c, struct cl_workload_stats *st)
+{
+	st->bodies = c->n;
+	st->requested_min = UINT32_MAX;
+	for (size_t i = 0; i < c->n; i++) {
+		const struct cl_request_body *b = &c->bodies[i];
+		st->own_length += (c->flags[i] & RENDER_OWN_LENGTH) != 0;
+		st->ignore_eos += (c->flags[i] & RENDER_IGNORE_EOS) != 0;
+		st->requested_sum += b->max_tokens;
+		if (b->max_tokens < st->requested_min)
+			st->requested_min = b->max_tokens;
+		if (b->max_tokens > st->requested_max)
+			st->requested_max = b->max_tokens;
+		st->prompt_tokens_sum += (b->prompt_chars + CL_WORKLOAD_CHARS_PER_TOKEN - 1) /
+					 CL_WORKLOAD_CHARS_PER_TOKEN;
+	}
+	if (!c->n)
+		st->requested_min = 0;
+}
+
+int cl_workload_render(const struct cl_scenario *s, const char *model, struct cl_workload_plan *out,
+		       struct cl_err *err)
+{
+	return cl_workload_render_stats(s, model, out, NULL, err);
+}
+
+int cl_workload_render_stats(const struct cl_scenario *s, const char *model,
+			     struct cl_workload_plan *out, struct cl_workload_stats *stats,
+			     struct cl_err *err)
+{
+	struct cl_workload_stats own = { 0 };
+	struct render_ctx c = { .stats = &own };
+	int rc = 0;
+	memset(out, 0, sizeof(*out));
+	if (stats)
+		memset(stats, 0, sizeof(*stats));
+	if (!s || !model || !*model)
+		return cl_err_set(err, CL_EINVAL, "no model to render request bodies for");
+	const struct cl_scn_workload *w = &s->workload;
+	c.model = model;
+	c.max_tokens = w->max_tokens;
+	c.ignore_eos = w->ignore_eos;
+	c.system_prompt = w->system_prompt;
+	c.token_scale =
+	    w->chars_per_token > 0 ? w->chars_per_token / CL_WORKLOAD_CHARS_PER_TOKEN : 1;
+	own.prefix_groups = w->shared_prefix_groups;
+	own.prefix_tokens = w->shared_prefix_groups ? w->shared_prefix_tokens : 0;
+	if (s->target.body_json && (rc = cl_body_json_parse_object(
+					s->target.body_json, "target.body", &c.extra, err)) != 0)
+		return rc;
+	if ((rc = cli_workload_make_prefixes(&c, w, err)) != 0)
+		goto out;
+	switch (w->kind) {
+	case CL_WORKLOAD_PROMPTS:
+		if (w->n_prompts == 0) {
+			rc = cl_err_set(err, CL_EINVAL, "workload.prompts is empty");
+			break;
+		}
+		for (size_t i = 0; i < w->n_prompts && !rc; i++) {
+			own.records++;
+			rc = cli_workload_push_prompt(&c, c.system_prompt, w->prompts[i],
+						      strlen(w->prompts[i]), 0, err);
+			if (rc)
+				cl_err_prefix(err, "workload.prompts[%zu]", i);
+		}
+		break;
+	case CL_WORKLOAD_DATASET:
+		rc = cli_workload_read_dataset(&c, w, err);
+		break;
+	case CL_WORKLOAD_SYNTHETIC:
+		rc = cli_workload_synthesize(&c, w, err);
+		break;
+	case CL_WORKLOAD_TRACE:
+		rc = cli_workload_read_trace(&c, w, err);
+		break;
+	default:
+		rc = cl_err_set(err, CL_EINVAL, "unknown workload kind %d", (int)w->kind);
+	}
+out:
+	json_decref(c.extra);
+	for (size_t i = 0; i < c.n_prefixes; i++)
+		free(c.prefixes[i]);
+	free(c.prefixes);
+	if (rc) {
+		free_bodies(c.bodies, c.n);
+		free(c.flags);
+		return rc;
+	}
+	finish_stats(&c, &own);
+	free(c.flags);
+	if (stats)
+		*stats = own;
+	out->bodies = c.bodies;
+	out->n_bodies = c.n;
+	out->max_tokens = w->max_tokens;
+	out->request_timeout_us = w->request_timeout_us;
+	out->think_time_us = w->multi_turn ? w->think_time_us : 0;
+	/* One agent replays it all; the coordinator gives each of n agents every n-th. */
+	out->trace_stride = w->kind == CL_WORKLOAD_TRACE ? 1 : 0;
+	return 0;
+}
+
+/* The text a body begins with when rendered for model: {"model":"<model, JSON-escaped>". */
+static char *model_head(const char *model)
+{
+	json_t *o = json_pack("{s:s}", "model", model);
+	char *text = o ? json_dumps(o, CL_BODY_JSON_DUMP_FLAGS) : NULL;
+	json_decref(o);
+	if (text)
+		text[strlen(text) - 1] = '\0'; /* drop the closing brace */
+	return text;
+}
+
+int cl_workload_plan_set_model(struct cl_workload_plan *w, const char *old_model, const char *model,
+			       struct cl_err *err)
+{
+	if (!w || !old_model || !model || !*model)
+		return cl_err_set(err, CL_EINVAL, "no model to put in the request bodies");
+	if (strcmp(old_model, model) == 0)
+		return 0;
+	char *old_head = model_head(old_model), *new_head = model_head(model);
+	char **texts = calloc(w->n_bodies ? w->n_bodies : 1, sizeof(char *));
+	int rc = 0;
+	if (!old_head || !new_head || !texts) {
+		rc = cl_err_set(err, CL_ENOMEM, "out of memory setting the model");
+		goto out;
+	}
+	size_t ol = strlen(old_head), nl = strlen(new_head);
+	/* Every new text first, so a failure leaves the plan as it was. */
+	for (size_t i = 0; i < w->n_bodies; i++) {
+		const struct cl_request_body *b = &w->bodies[i];
+		if (b->len <= ol || memcmp(b->json, old_head, ol) != 0 || b->json[ol] != ',') {
+			rc = cl_err_set(err, CL_EINVAL,
+					"request body %zu does not begin with its model", i);
+			goto out;
+		}
+		if (!(texts[i] = malloc(b->len - ol + nl + 1))) {
+			rc = cl_err_set(err, CL_ENOMEM, "out of memory setting the model");
+			goto out;
+		}
+		memcpy(texts[i], new_head, nl);
+		memcpy(texts[i] + nl, b->json + ol, b->len - ol + 1);
+	}
+	for (size_t i = 0; i < w->n_bodies; i++) {
+		struct cl_request_body *b = &w->bodies[i];
+		free(b->json);
+		b->json = texts[i];
+		b->len = b->len - ol + nl;
+		if (b->turn) /* the history goes after the messages' start, which moved */
+			b->hist_at = (uint32_t)(b->hist_at - ol + nl);
+		texts[i] = NULL;
+	}
+out:
+	for (size_t i = 0; texts && i < w->n_bodies; i++)
+		free(texts[i]);
+	free(texts);
+	free(old_head);
+	free(new_head);
+	return rc;
+}
