@@ -18,11 +18,12 @@ struct command {
 
 static const struct command commands[] = {
 	/* run's HTTP happens in the agents (readiness, load), other processes */
-	{ "run", cmd_run, "run a scenario: readiness, warmup, stages, results", false },
-	{ "validate", cmd_validate, "check scenarios and print the resolved plan", false },
-	{ "probe", cmd_probe, "run the readiness gate alone against a URL", true },
-	{ "report", cmd_report, "re-render a saved results.json as table, csv, md or html", false },
-	{ "compare", cmd_compare, "compare two results.json files and flag regressions", false },
+	{ "run", cl_cmd_run, "run a scenario: readiness, warmup, stages, results", false },
+	{ "validate", cl_cmd_validate, "check scenarios and print the resolved plan", false },
+	{ "probe", cl_cmd_probe, "run the readiness gate alone against a URL", true },
+	{ "report", cl_cmd_report, "re-render a saved results.json as table, csv, md or html",
+	  false },
+	{ "compare", cl_cmd_compare, "compare two results.json files and flag regressions", false },
 };
 
 /* Runs one command, with libcurl initialised once around it when it wants libcurl (before

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int cl_conv_index(struct cl_engine *e)
+int cli_conv_index(struct cl_engine *e)
 {
 	const struct cl_workload_plan *w = &e->workload;
 	size_t n = 0;
@@ -41,7 +41,7 @@ static bool has_next_turn(const struct cl_workload_plan *w, size_t i)
 	       w->bodies[i + 1].turn == w->bodies[i].turn + 1;
 }
 
-const struct cl_request_body *cl_conv_pick(struct cl_worker *w, struct cl_slot *s)
+const struct cl_request_body *cli_conv_pick(struct cl_worker *w, struct cl_slot *s)
 {
 	struct cl_engine *e = w->e;
 	const struct cl_workload_plan *wl = &e->workload;
@@ -80,7 +80,7 @@ const struct cl_request_body *cl_conv_pick(struct cl_worker *w, struct cl_slot *
 	return b;
 }
 
-void cl_conv_on_content(struct cl_slot *s, const char *text, size_t len)
+void cli_conv_on_content(struct cl_slot *s, const char *text, size_t len)
 {
 	if (!s->body || !s->body->turn || s->answer_cut)
 		return;
@@ -112,7 +112,7 @@ static int add_to_history(struct cl_slot *s)
 	return rc;
 }
 
-bool cl_conv_follow(struct cl_worker *w, struct cl_slot *s, bool completed, int64_t now_us)
+bool cli_conv_follow(struct cl_worker *w, struct cl_slot *s, bool completed, int64_t now_us)
 {
 	const struct cl_stage_run *st = &w->st;
 	s->conv_next = false;
@@ -128,7 +128,7 @@ bool cl_conv_follow(struct cl_worker *w, struct cl_slot *s, bool completed, int6
 	return true;
 }
 
-void cl_conv_record(struct cl_metrics *m, const struct cl_slot *s, int64_t prompt_tokens)
+void cli_conv_record(struct cl_metrics *m, const struct cl_slot *s, int64_t prompt_tokens)
 {
 	if (!s->body || !s->body->turn)
 		return;
@@ -140,7 +140,7 @@ void cl_conv_record(struct cl_metrics *m, const struct cl_slot *s, int64_t promp
 		cl_hist_record(&m->lat[CL_LAT_TTFT_TURN1 + t], s->first_us - s->handed_us);
 }
 
-const struct cl_request_body *cl_trace_body(const struct cl_worker *w, uint64_t k)
+const struct cl_request_body *cli_trace_body(const struct cl_worker *w, uint64_t k)
 {
 	const struct cl_workload_plan *wl = &w->e->workload;
 	uint64_t local = (uint64_t)w->index + (uint64_t)w->e->nworkers * k;
@@ -150,15 +150,15 @@ const struct cl_request_body *cl_trace_body(const struct cl_worker *w, uint64_t 
 	return i < wl->n_bodies ? &wl->bodies[i] : NULL;
 }
 
-int64_t cl_open_peek(const struct cl_worker *w)
+int64_t cli_open_peek(const struct cl_worker *w)
 {
 	if (!w->e->workload.trace_stride)
 		return cl_arrivals_peek(&w->st.arr);
-	const struct cl_request_body *b = cl_trace_body(w, w->st.trace_k);
+	const struct cl_request_body *b = cli_trace_body(w, w->st.trace_k);
 	return b ? w->st.start_us + b->at_us : INT64_MAX;
 }
 
-void cl_open_advance(struct cl_worker *w)
+void cli_open_advance(struct cl_worker *w)
 {
 	if (w->e->workload.trace_stride)
 		w->st.trace_k++;

@@ -212,7 +212,7 @@ int cl_engine_create(const struct cl_engine_cfg *cfg, struct cl_engine **out, st
 
 	if ((rc = copy_target(&e->target, cfg->target)) != 0 ||
 	    (rc = copy_workload(&e->workload, cfg->workload)) != 0 ||
-	    (rc = cl_conv_index(e)) != 0) {
+	    (rc = cli_conv_index(e)) != 0) {
 		cl_err_set(err, rc, "out of memory copying the plan");
 		goto fail;
 	}
@@ -251,12 +251,12 @@ int cl_engine_create(const struct cl_engine_cfg *cfg, struct cl_engine **out, st
 		goto fail;
 	}
 	for (uint32_t i = 0; i < e->nworkers; i++) {
-		if ((rc = cl_worker_init(&e->workers[i], e, i, e->slots_per_worker, err)) != 0)
+		if ((rc = cli_worker_init(&e->workers[i], e, i, e->slots_per_worker, err)) != 0)
 			goto fail;
 	}
 	for (uint32_t i = 0; i < e->nworkers; i++) {
 		int prc =
-		    pthread_create(&e->workers[i].thread, NULL, cl_worker_main, &e->workers[i]);
+		    pthread_create(&e->workers[i].thread, NULL, cli_worker_main, &e->workers[i]);
 		if (prc != 0) {
 			rc = cl_err_set(err, CL_ESYS, "cannot start worker thread %u: %s", i,
 					strerror(prc));
@@ -361,7 +361,7 @@ int cl_engine_start(struct cl_engine *e, const struct cl_stage_plan *share, int6
 		atomic_store(&w->ramp_finished, 0);
 		pthread_mutex_unlock(&w->mu);
 		atomic_fetch_or(&w->cmd, CL_CMD_START);
-		cl_worker_poke(w);
+		cli_worker_poke(w);
 	}
 	rc = 0;
 out:
@@ -403,7 +403,7 @@ int cl_engine_collect(struct cl_engine *e, struct cl_metrics *acc)
 		}
 		pthread_mutex_unlock(&w->mu);
 		atomic_store(&w->collect_wanted, true);
-		cl_worker_poke(w);
+		cli_worker_poke(w);
 	}
 	struct timespec dl;
 	clock_gettime(CLOCK_MONOTONIC, &dl);
@@ -483,7 +483,7 @@ int cl_engine_stop(struct cl_engine *e, bool cut_now)
 		return CL_EINVAL;
 	for (uint32_t i = 0; i < e->nworkers; i++) {
 		atomic_fetch_or(&e->workers[i].cmd, CL_CMD_STOP | (cut_now ? CL_CMD_CUT : 0u));
-		cl_worker_poke(&e->workers[i]);
+		cli_worker_poke(&e->workers[i]);
 	}
 	return 0;
 }
@@ -552,14 +552,14 @@ void cl_engine_destroy(struct cl_engine *e)
 		if (!w->thread_started)
 			continue;
 		atomic_fetch_or(&w->cmd, CL_CMD_QUIT);
-		cl_worker_poke(w);
+		cli_worker_poke(w);
 	}
 	for (uint32_t i = 0; e->workers && i < e->nworkers; i++) {
 		struct cl_worker *w = &e->workers[i];
 		if (w->thread_started)
 			pthread_join(w->thread, NULL);
 		w->thread_started = false;
-		cl_worker_destroy(w);
+		cli_worker_destroy(w);
 	}
 	free(e->workers);
 	if (e->log_fd >= 0)

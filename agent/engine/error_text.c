@@ -72,7 +72,7 @@ static void http_text(const struct cl_slot *s, char *out, size_t n, size_t *len)
 		put(out, n, len, " (empty body)");
 }
 
-size_t cl_error_text(const struct cl_slot *s, int cls, CURLcode res, char *out, size_t n)
+size_t cli_error_text(const struct cl_slot *s, int cls, CURLcode res, char *out, size_t n)
 {
 	const struct cl_engine *e = s->w->e;
 	size_t len = 0;

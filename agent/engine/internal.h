@@ -193,7 +193,7 @@ struct cl_worker {
 	/* worker-thread state */
 	struct cl_stage_run st;
 	int64_t now_us;        /* when epoll_wait returned (loop bookkeeping, not data times) */
-	int64_t recv_us;       /* receive time of the bytes being decoded (cl_on_body) */
+	int64_t recv_us;       /* receive time of the bytes being decoded (cli_on_body) */
 	int64_t last_end_us;   /* when the latest request ended (closed-loop next start) */
 	bool tick;             /* the stage logic has something to look at (a request ended, the
 				* pace timer fired): run it this turn */
@@ -241,96 +241,96 @@ struct cl_engine {
 
 /* worker.c */
 /* Sets up w (fds, multi, slots, metrics); on failure w is left destroyable. */
-int cl_worker_init(struct cl_worker *w, struct cl_engine *e, uint32_t index, uint32_t nslots,
-		   struct cl_err *err);
-/* Frees what cl_worker_init made; the thread must have been joined.  Safe on zeroed. */
-void cl_worker_destroy(struct cl_worker *w);
-void *cl_worker_main(void *arg);
+int cli_worker_init(struct cl_worker *w, struct cl_engine *e, uint32_t index, uint32_t nslots,
+		    struct cl_err *err);
+/* Frees what cli_worker_init made; the thread must have been joined.  Safe on zeroed. */
+void cli_worker_destroy(struct cl_worker *w);
+void *cli_worker_main(void *arg);
 /* Wakes the worker for a command already posted in w->cmd / collect_req. */
-void cl_worker_poke(struct cl_worker *w);
+void cli_worker_poke(struct cl_worker *w);
 
 /* park.c */
 /* Takes back a slot whose request ended: parks it for the no-answer backoff when no_answer
  * and the closed loop runs, else frees it. */
-void cl_worker_release(struct cl_worker *w, struct cl_slot *s, bool no_answer);
+void cli_worker_release(struct cl_worker *w, struct cl_slot *s, bool no_answer);
 /* Puts s back on the free stack (its no-answer streak forgotten). */
-void cl_slot_free(struct cl_worker *w, struct cl_slot *s);
+void cli_slot_free(struct cl_worker *w, struct cl_slot *s);
 /* Frees every parked slot: their users are over (window closed, stage cut or done). */
-void cl_park_release_all(struct cl_worker *w);
+void cli_park_release_all(struct cl_worker *w);
 /* The parked slot whose backoff ended first if by now_us (its wake time in *due_us), taken
  * off the heap; NULL when none is due.  The caller launches or frees it. */
-struct cl_slot *cl_park_take_due(struct cl_worker *w, int64_t now_us, int64_t *due_us);
+struct cl_slot *cli_park_take_due(struct cl_worker *w, int64_t now_us, int64_t *due_us);
 
 /* request.c */
 /* Prepares the slot's easy handle, header nodes and SSE parser once.  0 or CL_ENOMEM. */
-int cl_slot_prepare(struct cl_slot *s);
-void cl_slot_destroy(struct cl_slot *s);
+int cli_slot_prepare(struct cl_slot *s);
+void cli_slot_destroy(struct cl_slot *s);
 /* Takes a free slot and hands a request to libcurl.  false when no slot could be used. */
-bool cl_request_start(struct cl_worker *w, int64_t intended_us);
+bool cli_request_start(struct cl_worker *w, int64_t intended_us);
 /* Hands an already taken slot (s->w set) a new request intended at intended_us.  false when
  * libcurl refused it (the caller still owns the slot). */
-bool cl_request_launch(struct cl_worker *w, struct cl_slot *s, int64_t intended_us);
+bool cli_request_launch(struct cl_worker *w, struct cl_slot *s, int64_t intended_us);
 /* Ends the slot's request: cut (CL_CTR_CUT) when cut, else classified from res.  The slot
- * then goes back to the free stack, or is parked by cl_worker_release. */
-void cl_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bool cut);
+ * then goes back to the free stack, or is parked by cli_worker_release. */
+void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bool cut);
 /*
  * A transfer that libcurl ended with res: when nothing of an answer came back and the
  * request went out on a reused connection that had died (libcurl gave up re-sending it),
  * hands it to libcurl once more on a fresh connection and returns true (the slot stays
  * busy).  Otherwise false: the caller finishes the request.
  */
-bool cl_request_resend(struct cl_worker *w, struct cl_slot *s, CURLcode res);
+bool cli_request_resend(struct cl_worker *w, struct cl_slot *s, CURLcode res);
 /* Completes the requests whose framed body is still open CL_ENGINE_DONE_GRACE_US after
  * their [DONE] (as of now_us); returns when the next one is due (INT64_MAX: none). */
-int64_t cl_request_expire_done(struct cl_worker *w, int64_t now_us);
+int64_t cli_request_expire_done(struct cl_worker *w, int64_t now_us);
 /* Writes the buffered request log lines. */
-void cl_reqlog_flush(struct cl_worker *w);
+void cli_reqlog_flush(struct cl_worker *w);
 /* Appends the request log line of slot s's finished request (reqlog.c); a no-op without a
  * request log.  msg (msg_len bytes) is the error sample, NULL for none. */
-void cl_reqlog_write(struct cl_worker *w, const struct cl_slot *s, const char *status,
-		     int64_t end_us, int64_t tokens, int64_t rtokens, bool from_usage,
-		     long connects, int http_major, const char *msg, size_t msg_len);
+void cli_reqlog_write(struct cl_worker *w, const struct cl_slot *s, const char *status,
+		      int64_t end_us, int64_t tokens, int64_t rtokens, bool from_usage,
+		      long connects, int http_major, const char *msg, size_t msg_len);
 /* Times slot s's request was re-sent on a fresh connection. */
 static inline uint32_t cl_slot_reconnects(const struct cl_slot *s)
 {
 	return s->attempts > 1 ? s->attempts - 1 : 0;
 }
 /* curl callbacks */
-size_t cl_on_header(char *p, size_t size, size_t n, void *ud);
-size_t cl_on_body(char *p, size_t size, size_t n, void *ud);
+size_t cli_on_header(char *p, size_t size, size_t n, void *ud);
+size_t cli_on_body(char *p, size_t size, size_t n, void *ud);
 
 /* conv.c: multi-turn conversations */
 /* Fills e->conv_starts from the workload's bodies (none: no conversations).  0, CL_ENOMEM. */
-int cl_conv_index(struct cl_engine *e);
+int cli_conv_index(struct cl_engine *e);
 /* The body slot s sends next: its conversation's next turn when it is parked for one, else
  * the next conversation's first turn (or the next body without conversations); sets s->post
  * to what is sent (the body with the history spliced in).  NULL when the history does not
  * fit (CL_ENGINE_MAX_HISTORY) or memory ran out. */
-const struct cl_request_body *cl_conv_pick(struct cl_worker *w, struct cl_slot *s);
+const struct cl_request_body *cli_conv_pick(struct cl_worker *w, struct cl_slot *s);
 /* Keeps a content chunk's text (len bytes, JSON-escaped) for the conversation's history. */
-void cl_conv_on_content(struct cl_slot *s, const char *text, size_t len);
+void cli_conv_on_content(struct cl_slot *s, const char *text, size_t len);
 /* At the end of a turn: when it completed and its conversation goes on (and the stage
  * does), adds the turn and its answer to the history, parks s for the think time (woken
- * like a backoff, then cl_request_launch sends the next turn) and returns true.  false:
+ * like a backoff, then cli_request_launch sends the next turn) and returns true.  false:
  * the caller releases the slot. */
-bool cl_conv_follow(struct cl_worker *w, struct cl_slot *s, bool completed, int64_t now_us);
+bool cli_conv_follow(struct cl_worker *w, struct cl_slot *s, bool completed, int64_t now_us);
 /* Records a completed measured turn's TTFT and prompt tokens by its turn index. */
-void cl_conv_record(struct cl_metrics *m, const struct cl_slot *s, int64_t prompt_tokens);
+void cli_conv_record(struct cl_metrics *m, const struct cl_slot *s, int64_t prompt_tokens);
 /* Trace replay (workload.trace_stride > 0): the body of this worker's k-th request — worker
  * j of W replays the agent's requests j, j + W, ..., the agent bodies first_body +
  * trace_stride * (its requests) — or NULL past the trace's end. */
-const struct cl_request_body *cl_trace_body(const struct cl_worker *w, uint64_t k);
+const struct cl_request_body *cli_trace_body(const struct cl_worker *w, uint64_t k);
 /* The open loop's next arrival (INT64_MAX: none): from the arrival process, or a replayed
  * trace's next start (the stage's start plus its offset: the same START_AT on every agent);
  * and moving past it. */
-int64_t cl_open_peek(const struct cl_worker *w);
-void cl_open_advance(struct cl_worker *w);
+int64_t cli_open_peek(const struct cl_worker *w);
+void cli_open_advance(struct cl_worker *w);
 
 /* error_text.c */
 /* Writes a failed request's error sample into out[n] (NUL-terminated): what happened in words
  * a user acts on, what to check, then the detail (body, event, libcurl's message).  cls is its
  * error class, res libcurl's result.  Returns the length. */
-size_t cl_error_text(const struct cl_slot *s, int cls, CURLcode res, char *out, size_t n);
+size_t cli_error_text(const struct cl_slot *s, int cls, CURLcode res, char *out, size_t n);
 
 /*
  * The receive time of bytes libcurl hands a callback: the clock read on the spot (a vDSO

@@ -5,7 +5,7 @@
 #include "chatload/clock.h"
 #include "chatload/rng.h"
 
-void cl_slot_free(struct cl_worker *w, struct cl_slot *s)
+void cli_slot_free(struct cl_worker *w, struct cl_slot *s)
 {
 	s->parked = false;
 	s->no_answer_streak = 0;
@@ -13,7 +13,7 @@ void cl_slot_free(struct cl_worker *w, struct cl_slot *s)
 	w->free_stack[w->nfree++] = s->index;
 }
 
-void cl_worker_release(struct cl_worker *w, struct cl_slot *s, bool no_answer)
+void cli_worker_release(struct cl_worker *w, struct cl_slot *s, bool no_answer)
 {
 	const struct cl_stage_run *st = &w->st;
 	/* Open-loop arrivals keep their own pace whatever the answers: only the closed loop,
@@ -27,16 +27,16 @@ void cl_worker_release(struct cl_worker *w, struct cl_slot *s, bool no_answer)
 			     cl_mono_us() + cl_backoff_delay_us(s->no_answer_streak, u));
 		return;
 	}
-	cl_slot_free(w, s);
+	cli_slot_free(w, s);
 }
 
-void cl_park_release_all(struct cl_worker *w)
+void cli_park_release_all(struct cl_worker *w)
 {
 	while (w->parked.n)
-		cl_slot_free(w, &w->slots[cl_park_pop(&w->parked)]);
+		cli_slot_free(w, &w->slots[cl_park_pop(&w->parked)]);
 }
 
-struct cl_slot *cl_park_take_due(struct cl_worker *w, int64_t now_us, int64_t *due_us)
+struct cl_slot *cli_park_take_due(struct cl_worker *w, int64_t now_us, int64_t *due_us)
 {
 	int64_t due = cl_park_peek(&w->parked);
 	if (due > now_us)

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 /* Appends printf output to the worker's log buffer; output that does not fit is dropped
- * whole (cl_reqlog_write flushes early enough that a line always fits). */
+ * whole (cli_reqlog_write flushes early enough that a line always fits). */
 static void log_printf(struct cl_worker *w, const char *fmt, ...)
 {
 	size_t room = CL_ENGINE_LOG_BUF - w->log_len;
@@ -55,7 +55,7 @@ static void log_ts(struct cl_worker *w, const char *name, int64_t v)
 		log_printf(w, ",\"%s\":null", name);
 }
 
-void cl_reqlog_flush(struct cl_worker *w)
+void cli_reqlog_flush(struct cl_worker *w)
 {
 	struct cl_engine *e = w->e;
 	size_t off = 0;
@@ -73,9 +73,9 @@ void cl_reqlog_flush(struct cl_worker *w)
 	w->log_len = 0;
 }
 
-void cl_reqlog_write(struct cl_worker *w, const struct cl_slot *s, const char *status,
-		     int64_t end_us, int64_t tokens, int64_t rtokens, bool from_usage,
-		     long connects, int http_major, const char *msg, size_t msg_len)
+void cli_reqlog_write(struct cl_worker *w, const struct cl_slot *s, const char *status,
+		      int64_t end_us, int64_t tokens, int64_t rtokens, bool from_usage,
+		      long connects, int http_major, const char *msg, size_t msg_len)
 {
 	struct cl_engine *e = w->e;
 	if (e->log_fd < 0 || !w->log_buf)
@@ -83,7 +83,7 @@ void cl_reqlog_write(struct cl_worker *w, const struct cl_slot *s, const char *s
 	/* A line is at most ~2.2 KiB (a 256-byte message escapes to at most 1.5 KiB); flush
 	 * before it could overflow so lines are always whole. */
 	if (CL_ENGINE_LOG_BUF - w->log_len < 4096)
-		cl_reqlog_flush(w);
+		cli_reqlog_flush(w);
 	log_printf(w,
 		   "{\"id\":\"%s-%u-%" PRIu64 "\",\"worker\":%u,\"seq\":%" PRIu64 ",\"window\":%s",
 		   e->prefix, w->index, s->seq, w->index, s->seq, s->in_window ? "true" : "false");

@@ -53,9 +53,9 @@ static int apply_options(struct cl_slot *s)
 	int bad = 0;
 	bad |= curl_easy_setopt(h, CURLOPT_PRIVATE, s);
 	bad |= curl_easy_setopt(h, CURLOPT_POST, 1L);
-	bad |= curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, cl_on_body);
+	bad |= curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, cli_on_body);
 	bad |= curl_easy_setopt(h, CURLOPT_WRITEDATA, s);
-	bad |= curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, cl_on_header);
+	bad |= curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, cli_on_header);
 	bad |= curl_easy_setopt(h, CURLOPT_HEADERDATA, s);
 	bad |= curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, on_prereq);
 	bad |= curl_easy_setopt(h, CURLOPT_PREREQDATA, s);
@@ -82,7 +82,7 @@ static int reset_handle(struct cl_slot *s)
 	return rc;
 }
 
-int cl_slot_prepare(struct cl_slot *s)
+int cli_slot_prepare(struct cl_slot *s)
 {
 	struct cl_engine *e = s->w->e;
 	if (s->easy)
@@ -114,11 +114,11 @@ int cl_slot_prepare(struct cl_slot *s)
 		goto fail;
 	return 0;
 fail:
-	cl_slot_destroy(s);
+	cli_slot_destroy(s);
 	return CL_ENOMEM;
 }
 
-void cl_slot_destroy(struct cl_slot *s)
+void cli_slot_destroy(struct cl_slot *s)
 {
 	if (!s)
 		return;
@@ -148,7 +148,7 @@ static void keep_sample(struct cl_slot *s, const char *p, size_t n)
 	s->sample[s->sample_len] = '\0';
 }
 
-bool cl_request_start(struct cl_worker *w, int64_t intended_us)
+bool cli_request_start(struct cl_worker *w, int64_t intended_us)
 {
 	if (w->nfree == 0)
 		return false;
@@ -160,17 +160,17 @@ bool cl_request_start(struct cl_worker *w, int64_t intended_us)
 		s->shard = &w->shards[idx / w->shard_slots];
 	}
 	w->nfree--;
-	if (!cl_request_launch(w, s, intended_us)) {
+	if (!cli_request_launch(w, s, intended_us)) {
 		w->free_stack[w->nfree++] = s->index;
 		return false;
 	}
 	return true;
 }
 
-bool cl_request_launch(struct cl_worker *w, struct cl_slot *s, int64_t intended_us)
+bool cli_request_launch(struct cl_worker *w, struct cl_slot *s, int64_t intended_us)
 {
 	struct cl_engine *e = w->e;
-	if (!s->easy && cl_slot_prepare(s) != 0) {
+	if (!s->easy && cli_slot_prepare(s) != 0) {
 		CL_WARN("worker %u: cannot prepare a stream slot: out of memory", w->index);
 		return false;
 	}
@@ -201,7 +201,7 @@ bool cl_request_launch(struct cl_worker *w, struct cl_slot *s, int64_t intended_
 	snprintf(s->reqid, sizeof(s->reqid), "X-Request-Id: %s-%u-%" PRIu64, e->prefix, w->index,
 		 s->seq);
 
-	const struct cl_request_body *b = cl_conv_pick(w, s);
+	const struct cl_request_body *b = cli_conv_pick(w, s);
 	if (!b) {
 		CL_WARN("worker %u: a conversation's history does not fit", w->index);
 		return false;
@@ -249,7 +249,7 @@ static bool has_chunked(const char *v, size_t n)
 	return false;
 }
 
-size_t cl_on_header(char *p, size_t size, size_t n, void *ud)
+size_t cli_on_header(char *p, size_t size, size_t n, void *ud)
 {
 	struct cl_slot *s = ud;
 	size_t len = size * n;
@@ -369,7 +369,7 @@ static int on_event(void *ctx, const char *data, size_t len)
 			return STOP_AT_DONE;
 		}
 		/* A framed body normally ends in these bytes or the next read; if it does
-		 * not, cl_request_expire_done ends it after a grace. */
+		 * not, cli_request_expire_done ends it after a grace. */
 		after_done_add(s);
 		return 0;
 	}
@@ -394,11 +394,11 @@ static int on_event(void *ctx, const char *data, size_t len)
 	if (c.has_content || c.has_reasoning)
 		on_token_chunk(s, &c, s->w->recv_us);
 	if (c.content)
-		cl_conv_on_content(s, c.content, c.content_len);
+		cli_conv_on_content(s, c.content, c.content_len);
 	return 0;
 }
 
-size_t cl_on_body(char *p, size_t size, size_t n, void *ud)
+size_t cli_on_body(char *p, size_t size, size_t n, void *ud)
 {
 	struct cl_slot *s = ud;
 	struct cl_worker *w = s->w;
@@ -463,7 +463,7 @@ static void after_done_remove(struct cl_slot *s)
 	s->in_after_done = false;
 }
 
-int64_t cl_request_expire_done(struct cl_worker *w, int64_t now_us)
+int64_t cli_request_expire_done(struct cl_worker *w, int64_t now_us)
 {
 	while (w->ad_head != CL_NO_SLOT) {
 		struct cl_slot *s = &w->slots[w->ad_head];
@@ -472,12 +472,12 @@ int64_t cl_request_expire_done(struct cl_worker *w, int64_t now_us)
 			return due;
 		/* Removing the handle mid-transfer makes libcurl close the connection. */
 		s->closed_at_done = true;
-		cl_request_finish(w, s, CURLE_OK, false);
+		cli_request_finish(w, s, CURLE_OK, false);
 	}
 	return INT64_MAX;
 }
 
-bool cl_request_resend(struct cl_worker *w, struct cl_slot *s, CURLcode res)
+bool cli_request_resend(struct cl_worker *w, struct cl_slot *s, CURLcode res)
 {
 	if (s->fresh_resent || s->http_status || s->bytes)
 		return false;
@@ -603,7 +603,7 @@ static void add_correction(uint64_t *ctr, int64_t total, int64_t counted, int64_
 	*ctr += (uint64_t)win;
 }
 
-void cl_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bool cut)
+void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bool cut)
 {
 	struct cl_engine *e = w->e;
 	struct cl_metrics *m = w->active;
@@ -650,7 +650,7 @@ void cl_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, boo
 			msg = h1_refused_msg;
 			msg_len = sizeof(h1_refused_msg) - 1;
 		} else {
-			msg_len = cl_error_text(s, cls, res, text, sizeof(text));
+			msg_len = cli_error_text(s, cls, res, text, sizeof(text));
 			msg = text;
 		}
 	}
@@ -707,7 +707,7 @@ void cl_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, boo
 				cl_hist_record(&m->cnt[CL_CNT_PROMPT_TOKENS], s->usage_pt);
 			if (s->usage_pt > 0)
 				m->ctr[CL_CTR_PROMPT_TOKENS] += (uint64_t)s->usage_pt;
-			cl_conv_record(m, s, s->usage_pt);
+			cli_conv_record(m, s, s->usage_pt);
 			/* Requested against received: a server that stops before max_tokens (an
 			 * EOS honoured, a cap of its own) shows as a ratio below 1. */
 			if (s->requested) {
@@ -734,14 +734,14 @@ void cl_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, boo
 		atomic_fetch_add_explicit(&w->ramp_finished, 1, memory_order_relaxed);
 	}
 
-	cl_reqlog_write(w, s, cls == CL_CTR_COMPLETED ? "completed" : cl_ctr_name(cls), now, tokens,
-			rtokens, from_usage, connects, http_major, msg, msg_len);
+	cli_reqlog_write(w, s, cls == CL_CTR_COMPLETED ? "completed" : cl_ctr_name(cls), now,
+			 tokens, rtokens, from_usage, connects, http_major, msg, msg_len);
 
 	s->busy = false;
 	/* No answer at all (nothing to measure, nothing the server said): the closed loop
 	 * backs off on this slot rather than spin (docs/engine.md, "No-answer backoff"). */
-	if (!cl_conv_follow(w, s, cls == CL_CTR_COMPLETED, now))
-		cl_worker_release(w, s, !cut && (s->http_status == 0 || s->h1_refused));
+	if (!cli_conv_follow(w, s, cls == CL_CTR_COMPLETED, now))
+		cli_worker_release(w, s, !cut && (s->http_status == 0 || s->h1_refused));
 	w->last_end_us = now;
 	w->tick = true;
 	atomic_fetch_sub_explicit(&w->inflight, 1, memory_order_relaxed);

@@ -108,8 +108,8 @@ static void reap(struct cl_worker *w)
 			CURLcode res = msg->data.result;
 			struct cl_slot *s = NULL;
 			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&s);
-			if (s && s->busy && !cl_request_resend(w, s, res))
-				cl_request_finish(w, s, res, false);
+			if (s && s->busy && !cli_request_resend(w, s, res))
+				cli_request_finish(w, s, res, false);
 		}
 	}
 }
@@ -124,10 +124,10 @@ static void curl_timeout_action(struct cl_shard *sh)
 static void cut_all(struct cl_worker *w)
 {
 	w->now_us = cl_mono_us();
-	cl_park_release_all(w);
+	cli_park_release_all(w);
 	for (uint32_t i = 0; i < w->nslots; i++) {
 		if (w->slots[i].busy)
-			cl_request_finish(w, &w->slots[i], CURLE_OK, true);
+			cli_request_finish(w, &w->slots[i], CURLE_OK, true);
 	}
 }
 
@@ -152,7 +152,7 @@ static void stage_done(struct cl_worker *w)
 {
 	struct cl_engine *e = w->e;
 	w->st.active = false;
-	cl_reqlog_flush(w);
+	cli_reqlog_flush(w);
 	set_phase(w, CL_ENGINE_DONE);
 	pthread_mutex_lock(&e->mu);
 	e->done_workers++;
@@ -176,9 +176,9 @@ static void wake_parked(struct cl_worker *w, int64_t now)
 {
 	int64_t due;
 	struct cl_slot *s;
-	while ((s = cl_park_take_due(w, now, &due))) {
-		if (!may_start(&w->st, due) || !cl_request_launch(w, s, due))
-			cl_slot_free(w, s); /* the loop replaces the user if it may */
+	while ((s = cli_park_take_due(w, now, &due))) {
+		if (!may_start(&w->st, due) || !cli_request_launch(w, s, due))
+			cli_slot_free(w, s); /* the loop replaces the user if it may */
 	}
 }
 
@@ -187,16 +187,16 @@ static void close_window(struct cl_worker *w, int64_t at_us, int64_t now)
 {
 	struct cl_stage_run *st = &w->st;
 	st->stopping = true;
-	cl_park_release_all(w);
+	cli_park_release_all(w);
 	if (at_us < st->win_end_us)
 		st->win_end_us = at_us;
 	if (st->plan.mode == CL_MODE_RATE && !st->arrivals_over) {
 		/* Arrivals due in the window still waiting behind the cap: say how many. */
 		uint64_t n = 0;
 		int64_t t;
-		while ((t = cl_open_peek(w)) < st->win_end_us && t <= now && n < (1u << 24)) {
+		while ((t = cli_open_peek(w)) < st->win_end_us && t <= now && n < (1u << 24)) {
 			n++;
-			cl_open_advance(w);
+			cli_open_advance(w);
 		}
 		if (n)
 			atomic_fetch_add(&w->unsent_backlog, n);
@@ -217,7 +217,7 @@ static void pump_closed(struct cl_worker *w, int64_t now)
 	wake_parked(w, now);
 	/* A user waiting out its backoff holds its place: it is not replaced. */
 	while (inflight(w) + w->parked.n < st->users && may_start(st, ended)) {
-		if (!cl_request_start(w, ended)) {
+		if (!cli_request_start(w, ended)) {
 			st->retry_us = now + START_RETRY_US;
 			return;
 		}
@@ -228,7 +228,7 @@ static void pump_closed(struct cl_worker *w, int64_t now)
 		    cl_ramp_level_due(st->start_us, st->plan.ramp_us, from, c, st->users + 1);
 		if (!may_start(st, due))
 			return;
-		if (!cl_request_start(w, due)) {
+		if (!cli_request_start(w, due)) {
 			st->retry_us = now + START_RETRY_US;
 			return;
 		}
@@ -241,7 +241,7 @@ static void pump_open(struct cl_worker *w, int64_t now)
 	struct cl_stage_run *st = &w->st;
 	wake_parked(w, now); /* conversations whose think time is over */
 	while (!st->arrivals_over) {
-		int64_t t = cl_open_peek(w);
+		int64_t t = cli_open_peek(w);
 		if (t > now)
 			return;
 		if (!may_start(st, t)) {
@@ -252,14 +252,14 @@ static void pump_open(struct cl_worker *w, int64_t now)
 		 * (arrivals are generated lazily), so it costs no memory however long. */
 		if (inflight(w) >= st->cap)
 			return;
-		w->pick = w->e->workload.trace_stride ? cl_trace_body(w, st->trace_k) : NULL;
-		bool started = cl_request_start(w, t);
+		w->pick = w->e->workload.trace_stride ? cli_trace_body(w, st->trace_k) : NULL;
+		bool started = cli_request_start(w, t);
 		w->pick = NULL;
 		if (!started) {
 			st->retry_us = now + START_RETRY_US;
 			return;
 		}
-		cl_open_advance(w);
+		cli_open_advance(w);
 	}
 }
 
@@ -303,7 +303,7 @@ static int64_t next_due(const struct cl_worker *w, int ph)
 								      : st->retry_us);
 		} else {
 			if (!st->arrivals_over && inflight(w) < st->cap) {
-				int64_t t = cl_open_peek(w);
+				int64_t t = cli_open_peek(w);
 				MIN_DUE(t > st->retry_us ? t : st->retry_us);
 			}
 			MIN_DUE(cl_park_peek(&w->parked)); /* a think time ends */
@@ -350,7 +350,7 @@ static void stage_tick(struct cl_worker *w)
 			pump_open(w, now);
 	}
 	if (st->by_requests && st->to_start == 0)
-		cl_park_release_all(w); /* no request left to retry */
+		cli_park_release_all(w); /* no request left to retry */
 	if (ph == CL_ENGINE_RUNNING && st->by_requests && st->to_start == 0 && inflight(w) == 0) {
 		/* The last measured request has finished: that is the end of the window. */
 		if (now < st->win_end_us)
@@ -393,8 +393,8 @@ static void stage_begin(struct cl_worker *w, const struct cl_stage_plan *p, int6
 	if (p->mode == CL_MODE_RATE && p->concurrency > 0 && p->concurrency < w->nslots)
 		st->cap = p->concurrency;
 	st->probe_due_us = cl_mono_us() + CL_ENGINE_PROBE_US;
-	cl_park_release_all(w); /* none should be left; a new stage owes the old nothing */
-	w->pace_armed_us = -1;  /* force an arm */
+	cli_park_release_all(w); /* none should be left; a new stage owes the old nothing */
+	w->pace_armed_us = -1;   /* force an arm */
 	w->last_end_us = 0;
 	set_phase(w, CL_ENGINE_WAITING);
 
@@ -407,7 +407,7 @@ static void stage_begin(struct cl_worker *w, const struct cl_stage_plan *p, int6
 				 p->ramp_us, p->seed, phase_frac);
 		st->trace_k = 0;
 		if (w->e->workload.trace_stride) /* a worker with no request of the trace */
-			idle = !cl_trace_body(w, 0);
+			idle = !cli_trace_body(w, 0);
 	}
 	if (st->by_requests && p->requests == 0)
 		idle = true;
@@ -438,7 +438,7 @@ static void stage_stop(struct cl_worker *w, bool cut_now)
 
 /* ---- control ---- */
 
-void cl_worker_poke(struct cl_worker *w)
+void cli_worker_poke(struct cl_worker *w)
 {
 	uint64_t one = 1;
 	ssize_t k = write(w->cmdfd, &one, sizeof(one));
@@ -567,7 +567,7 @@ static void on_pace_timer(struct cl_worker *w)
 	}
 }
 
-void *cl_worker_main(void *arg)
+void *cli_worker_main(void *arg)
 {
 	struct cl_worker *w = arg;
 	sigset_t all;
@@ -635,7 +635,7 @@ void *cl_worker_main(void *arg)
 		reap(w);
 		/* Streams held open after [DONE] past the grace (rare: normally empty). */
 		if (w->ad_head != CL_NO_SLOT)
-			cl_request_expire_done(w, cl_mono_us());
+			cli_request_expire_done(w, cl_mono_us());
 		if (cmd && handle_commands(w))
 			quit = true;
 		/* The stage logic runs only when something it depends on happened; a turn that
@@ -656,7 +656,7 @@ void *cl_worker_main(void *arg)
 		maybe_swap(w);
 	}
 	cut_all(w);
-	cl_reqlog_flush(w);
+	cli_reqlog_flush(w);
 	return NULL;
 }
 
@@ -668,8 +668,8 @@ static int add_fd(int epfd, int fd, int tag)
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
 }
 
-int cl_worker_init(struct cl_worker *w, struct cl_engine *e, uint32_t index, uint32_t nslots,
-		   struct cl_err *err)
+int cli_worker_init(struct cl_worker *w, struct cl_engine *e, uint32_t index, uint32_t nslots,
+		    struct cl_err *err)
 {
 	memset(w, 0, sizeof(*w));
 	w->e = e;
@@ -737,7 +737,7 @@ int cl_worker_init(struct cl_worker *w, struct cl_engine *e, uint32_t index, uin
 		w->log_buf = malloc(CL_ENGINE_LOG_BUF);
 	if (!w->slots || !w->free_stack || (e->log_fd >= 0 && !w->log_buf))
 		return cl_err_set(err, CL_ENOMEM, "out of memory for %u stream slots", nslots);
-	/* Slots are bound to the worker and their shard when first taken (cl_request_start),
+	/* Slots are bound to the worker and their shard when first taken (cli_request_start),
 	 * so the pages of slots never used are never touched. */
 	w->shard_slots = per;
 	for (uint32_t i = 0; i < nslots; i++)
@@ -753,12 +753,12 @@ int cl_worker_init(struct cl_worker *w, struct cl_engine *e, uint32_t index, uin
 	return 0;
 }
 
-void cl_worker_destroy(struct cl_worker *w)
+void cli_worker_destroy(struct cl_worker *w)
 {
 	if (!w)
 		return;
 	for (uint32_t i = 0; w->slots && i < w->nslots; i++)
-		cl_slot_destroy(&w->slots[i]);
+		cli_slot_destroy(&w->slots[i]);
 	free(w->slots);
 	w->slots = NULL;
 	free(w->free_stack);

@@ -3,10 +3,10 @@
 #ifndef CHATLOAD_COMMANDS_H
 #define CHATLOAD_COMMANDS_H
 
-int cmd_run(int argc, char **argv);
-int cmd_validate(int argc, char **argv);
-int cmd_probe(int argc, char **argv);
-int cmd_report(int argc, char **argv);
-int cmd_compare(int argc, char **argv);
+int cl_cmd_run(int argc, char **argv);
+int cl_cmd_validate(int argc, char **argv);
+int cl_cmd_probe(int argc, char **argv);
+int cl_cmd_report(int argc, char **argv);
+int cl_cmd_compare(int argc, char **argv);
 
 #endif

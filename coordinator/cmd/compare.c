@@ -36,7 +36,7 @@ static int percent_flag(const char *flag, const char *value, double *out)
 	return 0;
 }
 
-int cmd_compare(int argc, char **argv)
+int cl_cmd_compare(int argc, char **argv)
 {
 	const char *files[2] = { NULL, NULL }, *out_path = NULL;
 	size_t n_files = 0;

@@ -154,7 +154,7 @@ static int parse_duration(const char *flag, const char *text, int64_t *out)
 	return 0;
 }
 
-int cmd_probe(int argc, char **argv)
+int cl_cmd_probe(int argc, char **argv)
 {
 	enum {
 		OPT_URL = 256,

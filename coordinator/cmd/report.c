@@ -22,7 +22,7 @@ static void usage(FILE *out)
 	      out);
 }
 
-int cmd_report(int argc, char **argv)
+int cl_cmd_report(int argc, char **argv)
 {
 	const char *path = NULL, *out_path = NULL;
 	enum cl_report_format fmt = CL_REPORT_TABLE;

@@ -54,7 +54,7 @@ static void usage(FILE *out)
 		"            99 SLO breached\n");
 }
 
-int cmd_run(int argc, char **argv)
+int cl_cmd_run(int argc, char **argv)
 {
 	struct cl_run_opts o = { .argc = argc, .argv = argv, .stop = &g_stop };
 	const char *overrides[MAX_OVERRIDES + 1];

@@ -449,7 +449,7 @@ static size_t print_diags(const struct cl_diags *d)
 	return d->n + d->dropped;
 }
 
-int cmd_validate(int argc, char **argv)
+int cl_cmd_validate(int argc, char **argv)
 {
 	const char **sets = calloc((size_t)argc + 1, sizeof(char *));
 	const char **files = calloc((size_t)argc + 1, sizeof(char *));
