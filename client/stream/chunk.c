@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "chatload/assert.h"
 #include "chatload/err.h"
 #include "stream/json_scan.h"
 
@@ -165,6 +166,7 @@ static int parse_choice(struct scan *sc, int depth, struct cl_chunk *out, const 
 		bool cut;
 		size_t n =
 		    unescape(&ch.fr, out->finish_reason, sizeof(out->finish_reason) - 1, &cut);
+		CL_ASSERT(n < sizeof(out->finish_reason));
 		out->finish_reason[n] = '\0';
 	}
 	return 0;

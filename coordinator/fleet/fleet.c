@@ -9,6 +9,7 @@
 
 #include "fleet/internal.h"
 
+#include "chatload/assert.h"
 #include "chatload/clock.h"
 #include "chatload/log.h"
 #include "chatload/metrics.h"
@@ -634,6 +635,7 @@ void cl_fleet_serve(struct cl_fleet *f, int64_t for_us)
 
 uint64_t cl_fleet_send(struct cl_fleet *f, size_t i, const struct cl_msg_cmd *cmd)
 {
+	CL_ASSERT(i < f->n);
 	struct cl_fleet_agent *a = &f->agents[i];
 	if (a->n_cmds == CL_FLEET_MAX_QUEUED_CMDS) {
 		CL_ERROR("command queue of agent %u is full", a->id);
@@ -651,6 +653,7 @@ uint64_t cl_fleet_send(struct cl_fleet *f, size_t i, const struct cl_msg_cmd *cm
 
 size_t cl_fleet_room(const struct cl_fleet *f, size_t i)
 {
+	CL_ASSERT(i < f->n && f->agents[i].n_cmds <= CL_FLEET_MAX_QUEUED_CMDS);
 	return CL_FLEET_MAX_QUEUED_CMDS - f->agents[i].n_cmds;
 }
 
@@ -677,6 +680,7 @@ void cl_fleet_broadcast(struct cl_fleet *f, const struct cl_msg_cmd *cmd)
 
 bool cl_fleet_departed(const struct cl_fleet *f, size_t i)
 {
+	CL_ASSERT(i < f->n);
 	const struct cl_fleet_agent *a = &f->agents[i];
 	char addr[96];
 	return a->live == CL_LIVE_LOST ||

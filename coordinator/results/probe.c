@@ -7,6 +7,8 @@
 
 #include "run/capacity.h"
 
+#include "chatload/assert.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -316,6 +318,7 @@ static void answer_text(const struct cl_capacity *c, const char *name, const jso
 int cl_results_set_capacity(struct cl_results *r, const char *name, const struct cl_scn_search *q,
 			    const struct cl_capacity *c, const struct cl_scn_plan *plan)
 {
+	CL_ASSERT(c->n <= CL_CAPACITY_MAX_PROBES); /* x[] and y[] below hold every probe */
 	json_t *probes = json_array(), *slos = json_array();
 	if (!probes || !slos)
 		goto oom;
