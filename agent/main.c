@@ -91,6 +91,19 @@ static int read_token(const char *path, char *buf, size_t n)
 	return 0;
 }
 
+/* How TLS messages name the ends and the files: the agent dials the coordinator, which
+ * holds its own certificate and CA in the scenario's agents.tls section. */
+static const struct cl_tls_words agent_tls_words = {
+	.self = "this agent",
+	.peer = "the coordinator",
+	.ca = "--tls-ca",
+	.cert = "--tls-cert",
+	.key = "--tls-key",
+	.server_name = "--tls-server-name",
+	.peer_cert = "agents.tls.cert",
+	.peer_ca = "agents.tls.ca",
+};
+
 int main(int argc, char **argv)
 {
 	cl_log_init(argv[0]);
@@ -128,7 +141,7 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct cl_agent_opts o = { 0 };
+	struct cl_agent_opts o = { .tls.words = &agent_tls_words };
 	static char token[512];
 	static struct cl_allow_list allow;
 	struct cl_err aerr = { 0 };
