@@ -1,6 +1,6 @@
-/* Private to the scenario loader (scenario*.c): the YAML node tree, the conversion context
- * with its error reporting, and the derived-defaults hook of scenario/scenario.c.  Its functions
- * are library-internal and carry the cli_ prefix. */
+/* Private to the scenario loader (the files of scenario/): the YAML node tree, the
+ * conversion context with its error reporting, and the derived-defaults hook of
+ * scenario/scenario.c.  Its functions are library-internal and carry the cli_ prefix. */
 #ifndef CHATLOAD_SCENARIO_INT_H
 #define CHATLOAD_SCENARIO_INT_H
 
