@@ -150,6 +150,63 @@ static void cleanup(struct run *r)
 	cl_scenario_free(&r->s);
 }
 
+/* Loads the scenario, printing each problem: 0, or nonzero with r->s left empty. */
+static int load_scenario(struct run *r)
+{
+	struct cl_diags diags = { 0 };
+	int rc = cl_scenario_load_file(r->o->scenario_path, r->o->overrides, &r->s, &diags);
+	if (rc != 0) {
+		char msg[900];
+		for (size_t i = 0; i < diags.n; i++)
+			fprintf(stderr, "%s\n", cl_err_format(&diags.items[i], msg, sizeof(msg)));
+	}
+	cl_diags_free(&diags);
+	return rc;
+}
+
+/* Runs the stages in order (a search runs its probes as stages): 0 when all ran, nonzero
+ * when one failed or an SLO breach stopped the run (slo.abort_on_breach). */
+static int run_stages(struct run *r)
+{
+	for (size_t i = 0; i < r->s.n_stages; i++) {
+		int rc = r->s.stages[i].search ? cli_run_search(r, &i) : cli_run_stage(r, i);
+		if (rc != 0)
+			return rc;
+		if (r->s.slo_abort_on_breach && cl_results_breach_count(r->res) > 0) {
+			cl_progress_note(&r->prog,
+					 "SLO breached in stage '%s': stopping "
+					 "(slo.abort_on_breach)",
+					 r->s.stages[i].name);
+			r->exit_hint = CL_EXIT_SLO_BREACH;
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Ends the run on every path after the results exist: stops the processes, writes the
+ * result files and prints the table.  code is the failure found so far (0: none); returns
+ * the run's exit code. */
+static int finish(struct run *r, int code)
+{
+	cl_progress_end(&r->prog);
+	cli_run_record_agents(r);
+	cli_run_stop_processes(r);
+	if (r->res) {
+		int final = 0;
+		if (cl_results_finish(r->res, r->complete, code ? code : r->exit_hint, &final) != 0)
+			fprintf(stderr, "chatload: cannot write every result file: %s\n",
+				cl_results_last_error(r->res));
+		cl_report_render(cl_results_doc(r->res), CL_REPORT_TABLE, stdout);
+		fflush(stdout);
+		code = final;
+		cli_run_live_phase(r, CL_LIVE_FINISHED, code);
+	} else if (!code) {
+		code = r->exit_hint ? r->exit_hint : CL_EXIT_FAILED;
+	}
+	return code;
+}
+
 int cl_run(const struct cl_run_opts *o)
 {
 	struct run *r = calloc(1, sizeof(*r));
@@ -160,17 +217,11 @@ int cl_run(const struct cl_run_opts *o)
 	r->o = o;
 	cl_progress_init(&r->prog, stderr);
 	struct cl_err err = { 0 };
-	struct cl_diags diags = { 0 };
 	int code = CL_EXIT_OK;
-	if (cl_scenario_load_file(o->scenario_path, o->overrides, &r->s, &diags) != 0) {
-		char msg[900];
-		for (size_t i = 0; i < diags.n; i++)
-			fprintf(stderr, "%s\n", cl_err_format(&diags.items[i], msg, sizeof(msg)));
-		cl_diags_free(&diags);
+	if (load_scenario(r) != 0) {
 		free(r);
 		return CL_EXIT_USAGE;
 	}
-	cl_diags_free(&diags);
 	if (load_workload(r, &err) != 0) {
 		char msg[900];
 		fprintf(stderr, "%s\n", cl_err_format(&err, msg, sizeof(msg)));
@@ -236,37 +287,10 @@ int cl_run(const struct cl_run_opts *o)
 		goto finish;
 
 	cli_run_live_phase(r, CL_LIVE_STAGES, 0);
-	for (size_t i = 0; i < r->s.n_stages; i++) {
-		int rc = r->s.stages[i].search ? cli_run_search(r, &i) : cli_run_stage(r, i);
-		if (rc != 0)
-			goto finish;
-		if (r->s.slo_abort_on_breach && cl_results_breach_count(r->res) > 0) {
-			cl_progress_note(&r->prog,
-					 "SLO breached in stage '%s': stopping "
-					 "(slo.abort_on_breach)",
-					 r->s.stages[i].name);
-			r->exit_hint = CL_EXIT_SLO_BREACH;
-			goto finish;
-		}
-	}
-	r->complete = true;
-
+	if (run_stages(r) == 0)
+		r->complete = true;
 finish:
-	cl_progress_end(&r->prog);
-	cli_run_record_agents(r);
-	cli_run_stop_processes(r);
-	if (r->res) {
-		int final = 0;
-		if (cl_results_finish(r->res, r->complete, code ? code : r->exit_hint, &final) != 0)
-			fprintf(stderr, "chatload: cannot write every result file: %s\n",
-				cl_results_last_error(r->res));
-		cl_report_render(cl_results_doc(r->res), CL_REPORT_TABLE, stdout);
-		fflush(stdout);
-		code = final;
-		cli_run_live_phase(r, CL_LIVE_FINISHED, code);
-	} else if (!code) {
-		code = r->exit_hint ? r->exit_hint : CL_EXIT_FAILED;
-	}
+	code = finish(r, code);
 out:
 	cleanup(r);
 	free(r);
