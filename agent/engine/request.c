@@ -1,5 +1,6 @@
 /* One request on a stream slot: handle setup, the libcurl callbacks that time and decode the
- * stream (nothing allocated per chunk), classification at the end, and its request-log line. */
+ * stream (nothing allocated per chunk), re-sends on a fresh connection and the end at [DONE],
+ * then its class and the metrics it records (its request-log line is written by reqlog.c). */
 #include "internal.h"
 
 #include "stream/chunk.h"
@@ -603,11 +604,19 @@ static void add_correction(uint64_t *ctr, int64_t total, int64_t counted, int64_
 	*ctr += (uint64_t)win;
 }
 
-void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bool cut)
+/* What one finished request came to, worked out once for its metrics and its log line. */
+struct outcome {
+	int cls;         /* CL_CTR_COMPLETED, CL_CTR_CUT or an error class */
+	bool from_usage; /* tokens told by the server's usage (else counted from chunks) */
+	int64_t tokens, rtokens;
+	int http_major; /* the protocol the transfer used */
+	long connects;  /* connections it opened (0: it reused one) */
+};
+
+/* Takes the slot's transfer out of libcurl and counts what its connection did (re-sends on a
+ * fresh connection, an end at [DONE]); a handle whose options changed is reset before reuse. */
+static void detach(struct cl_worker *w, struct cl_slot *s)
 {
-	struct cl_engine *e = w->e;
-	struct cl_metrics *m = w->active;
-	int64_t now = cl_stamp(w);
 	curl_multi_remove_handle(s->shard->multi, s->easy);
 	if (s->in_after_done)
 		after_done_remove(s);
@@ -620,127 +629,159 @@ void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bo
 		s->reset_easy = true; /* drops CURLOPT_FRESH_CONNECT */
 	if (s->closed_at_done)
 		atomic_fetch_add_explicit(&w->closed_at_done, 1, memory_order_relaxed);
+}
 
-	int cls = cut ? CL_CTR_CUT : classify(s, res);
-	bool from_usage = s->usage_ct >= 0;
-	int64_t tokens = from_usage ? s->usage_ct : s->tok_exact + s->n_prov_chunks;
-	int64_t rtokens = s->usage_rt >= 0 ? s->usage_rt : s->rtok_counted;
+/* The error sample of a failed request (NULL for a completed or cut one), written into text
+ * (CL_ERR_SAMPLE_BODY_MAX bytes) unless it is a fixed message; its length in *len. */
+static const char *error_message(const struct cl_slot *s, int cls, CURLcode res, char *text,
+				 size_t *len)
+{
+	static const char h1_refused_msg[] =
+	    "answered over HTTP/1.1 (ALPN chose http/1.1) while target.http2 is required";
+	*len = 0;
+	if (cls == CL_CTR_COMPLETED || cls == CL_CTR_CUT)
+		return NULL;
+	if (s->h1_refused) {
+		*len = sizeof(h1_refused_msg) - 1;
+		return h1_refused_msg;
+	}
+	*len = cli_error_text(s, cls, res, text, CL_ERR_SAMPLE_BODY_MAX);
+	return text;
+}
+
+/* Records a completed measured request's latencies; returns whether it met every goodput
+ * threshold (and reached the user with content). */
+static bool record_latencies(const struct cl_engine *e, struct cl_metrics *m,
+			     const struct cl_slot *s, int64_t tokens)
+{
+	int64_t t0 = s->handed_us;
+	bool good = true;
+	if (s->headers_us)
+		cl_hist_record(&m->lat[CL_LAT_TTFB], s->headers_us - t0);
+	if (s->first_us) {
+		int64_t ttft = s->first_us - t0;
+		cl_hist_record(&m->lat[CL_LAT_TTFT], ttft);
+		good &= !e->good_ttft_us || ttft <= e->good_ttft_us;
+	}
+	if (s->first_content_us) {
+		cl_hist_record(&m->lat[CL_LAT_TTFC], s->first_content_us - t0);
+	} else {
+		/* No answer reached the user (reasoning only, or empty): not good. */
+		m->ctr[CL_CTR_NO_CONTENT]++;
+		good = false;
+	}
+	if (s->last_us) {
+		int64_t e2e = s->last_us - t0;
+		cl_hist_record(&m->lat[CL_LAT_E2E], e2e);
+		cl_hist_record(&m->lat[CL_LAT_E2E_SCHED], s->last_us - s->intended_us);
+		good &= !e->good_e2e_us || e2e <= e->good_e2e_us;
+	}
+	if (tokens >= 2 && s->first_us) {
+		int64_t tpot = (s->last_us - s->first_us) / (tokens - 1);
+		cl_hist_record(&m->lat[CL_LAT_TPOT], tpot);
+		good &= !e->good_tpot_us || tpot <= e->good_tpot_us;
+	}
+	return good;
+}
+
+/* Records a completed measured request's token counts: output, reasoning and prompt tokens,
+ * by turn for a conversation, requested against received, tokens per chunk. */
+static void record_tokens(struct cl_metrics *m, const struct cl_slot *s, const struct outcome *o)
+{
+	if (o->tokens > 0)
+		cl_hist_record(&m->cnt[CL_CNT_OUTPUT_TOKENS], o->tokens);
+	if (o->rtokens > 0)
+		cl_hist_record(&m->cnt[CL_CNT_REASONING_TOKENS], o->rtokens);
+	if (s->usage_pt > 0)
+		cl_hist_record(&m->cnt[CL_CNT_PROMPT_TOKENS], s->usage_pt);
+	if (s->usage_pt > 0)
+		m->ctr[CL_CTR_PROMPT_TOKENS] += (uint64_t)s->usage_pt;
+	cli_conv_record(m, s, s->usage_pt);
+	/* Requested against received: a server that stops before max_tokens (an EOS honoured,
+	 * a cap of its own) shows as a ratio below 1. */
+	if (s->requested) {
+		cl_hist_record(&m->cnt[CL_CNT_REQUESTED_TOKENS], s->requested);
+		m->ctr[CL_CTR_REQUESTED_TOKENS] += s->requested;
+		m->ctr[CL_CTR_REQUESTED_RECEIVED] += o->tokens > 0 ? (uint64_t)o->tokens : 0;
+		if (o->tokens < (int64_t)s->requested)
+			m->ctr[CL_CTR_SHORT_OUTPUT]++;
+	}
+	/* Chunks whose count usage did not tell carry the request's mean of the rest: 1000 * T
+	 * / N milli-tokens each (exact ones were recorded live). */
+	int64_t rest = o->tokens - s->tok_exact;
+	if (s->n_prov_chunks > 0 && rest > 0)
+		cl_hist_record_n(&m->cnt[CL_CNT_TOKENS_PER_CHUNK], rest * 1000 / s->n_prov_chunks,
+				 s->n_prov_chunks);
+	m->ctr[o->from_usage ? CL_CTR_USAGE_FROM_SERVER : CL_CTR_USAGE_FROM_CHUNKS]++;
+}
+
+/* Records a request of the measured window (started inside it) by its class: a completed
+ * one's latencies and tokens, a failed one's error sample (msg, msg_len bytes). */
+static void record_measured(const struct cl_engine *e, struct cl_metrics *m,
+			    const struct cl_slot *s, const struct outcome *o, const char *msg,
+			    size_t msg_len)
+{
+	m->ctr[o->cls]++;
+	if (o->cls == CL_CTR_COMPLETED && o->http_major == 1)
+		m->ctr[CL_CTR_COMPLETED_H1]++;
+	else if (o->cls == CL_CTR_COMPLETED && o->http_major == 2)
+		m->ctr[CL_CTR_COMPLETED_H2]++;
+	if (o->cls == CL_CTR_COMPLETED) {
+		bool good = record_latencies(e, m, s, o->tokens);
+		record_tokens(m, s, o);
+		if (good)
+			m->ctr[CL_CTR_GOOD]++;
+	} else if (o->cls != CL_CTR_CUT) {
+		cl_metrics_add_err_sample(m, o->cls, s->http_status, msg, msg_len);
+	}
+}
+
+void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bool cut)
+{
+	struct cl_metrics *m = w->active;
+	int64_t now = cl_stamp(w);
+	detach(w, s);
+
+	struct outcome o = { .cls = cut ? CL_CTR_CUT : classify(s, res) };
+	o.from_usage = s->usage_ct >= 0;
+	o.tokens = o.from_usage ? s->usage_ct : s->tok_exact + s->n_prov_chunks;
+	o.rtokens = s->usage_rt >= 0 ? s->usage_rt : s->rtok_counted;
 	bool end_win = cl_in_window(w, now);
 
 	/* Tokens received: the usage correction is spread like the chunks it corrects. */
-	if (from_usage)
-		add_correction(&m->ctr[CL_CTR_OUTPUT_TOKENS], tokens, s->tok_counted,
+	if (o.from_usage)
+		add_correction(&m->ctr[CL_CTR_OUTPUT_TOKENS], o.tokens, s->tok_counted,
 			       s->tok_counted_win, end_win);
 	if (s->usage_rt >= 0)
-		add_correction(&m->ctr[CL_CTR_REASONING_TOKENS], rtokens, s->rtok_counted,
+		add_correction(&m->ctr[CL_CTR_REASONING_TOKENS], o.rtokens, s->rtok_counted,
 			       s->rtok_counted_win, end_win);
 
-	/* The protocol this transfer used and the connections it opened (0: reused one). */
-	int http_major = cl_httpver_used(s->easy);
-	long connects = 0;
-	curl_easy_getinfo(s->easy, CURLINFO_NUM_CONNECTS, &connects);
-	static const char h1_refused_msg[] =
-	    "answered over HTTP/1.1 (ALPN chose http/1.1) while target.http2 is required";
-
-	const char *msg = NULL;
-	size_t msg_len = 0;
+	o.http_major = cl_httpver_used(s->easy);
+	curl_easy_getinfo(s->easy, CURLINFO_NUM_CONNECTS, &o.connects);
 	char text[CL_ERR_SAMPLE_BODY_MAX];
-	if (cls != CL_CTR_COMPLETED && cls != CL_CTR_CUT) {
-		if (s->h1_refused) {
-			msg = h1_refused_msg;
-			msg_len = sizeof(h1_refused_msg) - 1;
-		} else {
-			msg_len = cli_error_text(s, cls, res, text, sizeof(text));
-			msg = text;
-		}
-	}
+	size_t msg_len;
+	const char *msg = error_message(s, o.cls, res, text, &msg_len);
 
 	/* Throughput counts completions inside the window whatever their start, as it counts
 	 * tokens received inside it; latencies count requests started inside it. */
-	if (cls == CL_CTR_COMPLETED && end_win)
+	if (o.cls == CL_CTR_COMPLETED && end_win)
 		m->ctr[CL_CTR_COMPLETED_IN_WINDOW]++;
 	/* Connections count for every request of the stage, the ramp's too: the ramp is where
 	 * most of them are opened, and the question is how the stage used connections. */
-	if (connects > 0)
-		m->ctr[CL_CTR_CONNECTIONS_OPENED] += (uint64_t)connects;
-	if (s->in_window) {
-		m->ctr[cls]++;
-		if (cls == CL_CTR_COMPLETED && http_major == 1)
-			m->ctr[CL_CTR_COMPLETED_H1]++;
-		else if (cls == CL_CTR_COMPLETED && http_major == 2)
-			m->ctr[CL_CTR_COMPLETED_H2]++;
-		if (cls == CL_CTR_COMPLETED) {
-			int64_t t0 = s->handed_us;
-			bool good = true;
-			if (s->headers_us)
-				cl_hist_record(&m->lat[CL_LAT_TTFB], s->headers_us - t0);
-			if (s->first_us) {
-				int64_t ttft = s->first_us - t0;
-				cl_hist_record(&m->lat[CL_LAT_TTFT], ttft);
-				good &= !e->good_ttft_us || ttft <= e->good_ttft_us;
-			}
-			if (s->first_content_us) {
-				cl_hist_record(&m->lat[CL_LAT_TTFC], s->first_content_us - t0);
-			} else {
-				/* No answer reached the user (reasoning only, or empty): not good.
-				 */
-				m->ctr[CL_CTR_NO_CONTENT]++;
-				good = false;
-			}
-			if (s->last_us) {
-				int64_t e2e = s->last_us - t0;
-				cl_hist_record(&m->lat[CL_LAT_E2E], e2e);
-				cl_hist_record(&m->lat[CL_LAT_E2E_SCHED],
-					       s->last_us - s->intended_us);
-				good &= !e->good_e2e_us || e2e <= e->good_e2e_us;
-			}
-			if (tokens >= 2 && s->first_us) {
-				int64_t tpot = (s->last_us - s->first_us) / (tokens - 1);
-				cl_hist_record(&m->lat[CL_LAT_TPOT], tpot);
-				good &= !e->good_tpot_us || tpot <= e->good_tpot_us;
-			}
-			if (tokens > 0)
-				cl_hist_record(&m->cnt[CL_CNT_OUTPUT_TOKENS], tokens);
-			if (rtokens > 0)
-				cl_hist_record(&m->cnt[CL_CNT_REASONING_TOKENS], rtokens);
-			if (s->usage_pt > 0)
-				cl_hist_record(&m->cnt[CL_CNT_PROMPT_TOKENS], s->usage_pt);
-			if (s->usage_pt > 0)
-				m->ctr[CL_CTR_PROMPT_TOKENS] += (uint64_t)s->usage_pt;
-			cli_conv_record(m, s, s->usage_pt);
-			/* Requested against received: a server that stops before max_tokens (an
-			 * EOS honoured, a cap of its own) shows as a ratio below 1. */
-			if (s->requested) {
-				cl_hist_record(&m->cnt[CL_CNT_REQUESTED_TOKENS], s->requested);
-				m->ctr[CL_CTR_REQUESTED_TOKENS] += s->requested;
-				m->ctr[CL_CTR_REQUESTED_RECEIVED] +=
-				    tokens > 0 ? (uint64_t)tokens : 0;
-				if (tokens < (int64_t)s->requested)
-					m->ctr[CL_CTR_SHORT_OUTPUT]++;
-			}
-			/* Chunks whose count usage did not tell carry the request's mean of the
-			 * rest: 1000 * T / N milli-tokens each (exact ones were recorded live). */
-			int64_t rest = tokens - s->tok_exact;
-			if (s->n_prov_chunks > 0 && rest > 0)
-				cl_hist_record_n(&m->cnt[CL_CNT_TOKENS_PER_CHUNK],
-						 rest * 1000 / s->n_prov_chunks, s->n_prov_chunks);
-			m->ctr[from_usage ? CL_CTR_USAGE_FROM_SERVER : CL_CTR_USAGE_FROM_CHUNKS]++;
-			if (good)
-				m->ctr[CL_CTR_GOOD]++;
-		} else if (cls != CL_CTR_CUT) {
-			cl_metrics_add_err_sample(m, cls, s->http_status, msg, msg_len);
-		}
-	} else {
+	if (o.connects > 0)
+		m->ctr[CL_CTR_CONNECTIONS_OPENED] += (uint64_t)o.connects;
+	if (s->in_window)
+		record_measured(w->e, m, s, &o, msg, msg_len);
+	else
 		atomic_fetch_add_explicit(&w->ramp_finished, 1, memory_order_relaxed);
-	}
 
-	cli_reqlog_write(w, s, cls == CL_CTR_COMPLETED ? "completed" : cl_ctr_name(cls), now,
-			 tokens, rtokens, from_usage, connects, http_major, msg, msg_len);
+	cli_reqlog_write(w, s, o.cls == CL_CTR_COMPLETED ? "completed" : cl_ctr_name(o.cls), now,
+			 o.tokens, o.rtokens, o.from_usage, o.connects, o.http_major, msg, msg_len);
 
 	s->busy = false;
 	/* No answer at all (nothing to measure, nothing the server said): the closed loop
 	 * backs off on this slot rather than spin (docs/engine.md, "No-answer backoff"). */
-	if (!cli_conv_follow(w, s, cls == CL_CTR_COMPLETED, now))
+	if (!cli_conv_follow(w, s, o.cls == CL_CTR_COMPLETED, now))
 		cli_worker_release(w, s, !cut && (s->http_status == 0 || s->h1_refused));
 	w->last_end_us = now;
 	w->tick = true;
