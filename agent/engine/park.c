@@ -22,7 +22,7 @@ void cli_worker_release(struct cl_worker *w, struct cl_slot *s, bool no_answer)
 	if (no_answer && st->active && !st->stopping && !st->model->open) {
 		if (s->no_answer_streak < UINT32_MAX)
 			s->no_answer_streak++;
-		double u = cl_splitmix_unit(&w->backoff_rng) - 0x1.0p-53; /* [0, 1) */
+		double u = cl_splitmix_frac(&w->backoff_rng);
 		s->parked = true;
 		cl_park_push(&w->parked, s->index,
 			     cl_mono_us() + cl_backoff_delay_us(s->no_answer_streak, u));
