@@ -291,9 +291,9 @@ bool cli_request_start(struct cl_worker *w, int64_t intended_us);
 /* Hands an already taken slot (s->w set) a new request intended at intended_us.  false when
  * libcurl refused it (the caller still owns the slot). */
 bool cli_request_launch(struct cl_worker *w, struct cl_slot *s, int64_t intended_us);
-/* Ends the slot's request: cut (CL_CTR_CUT) when cut, else classified from res.  The slot
- * then goes back to the free stack, or is parked by cli_worker_release. */
-void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bool cut);
+/* Takes the slot's transfer out of libcurl and counts what its connection did (re-sends on a
+ * fresh connection, an end at [DONE]); a handle whose options changed is reset before reuse. */
+void cli_request_detach(struct cl_worker *w, struct cl_slot *s);
 /*
  * A transfer that libcurl ended with res: when nothing of an answer came back and the
  * request went out on a reused connection that had died (libcurl gave up re-sending it),
@@ -304,13 +304,7 @@ bool cli_request_resend(struct cl_worker *w, struct cl_slot *s, CURLcode res);
 /* Completes the requests whose framed body is still open CL_ENGINE_DONE_GRACE_US after
  * their [DONE] (as of now_us); returns when the next one is due (INT64_MAX: none). */
 int64_t cli_request_expire_done(struct cl_worker *w, int64_t now_us);
-/* Writes the buffered request log lines. */
-void cli_reqlog_flush(struct cl_worker *w);
-/* Appends the request log line of slot s's finished request (reqlog.c); a no-op without a
- * request log.  msg (msg_len bytes) is the error sample, NULL for none. */
-void cli_reqlog_write(struct cl_worker *w, const struct cl_slot *s, const char *status,
-		      int64_t end_us, int64_t tokens, int64_t rtokens, bool from_usage,
-		      long connects, int http_major, const char *msg, size_t msg_len);
+
 /* Times slot s's request was re-sent on a fresh connection. */
 static inline uint32_t cl_slot_reconnects(const struct cl_slot *s)
 {
@@ -320,7 +314,22 @@ static inline uint32_t cl_slot_reconnects(const struct cl_slot *s)
 size_t cli_on_header(char *p, size_t size, size_t n, void *ud);
 size_t cli_on_body(char *p, size_t size, size_t n, void *ud);
 
-/* conv.c: multi-turn conversations */
+/* finish.c */
+/* Ends the slot's request: cut (CL_CTR_CUT) when cut, else classified from res; records it.
+ * The slot then goes back to the free stack, is parked by cli_worker_release, or waits for its
+ * conversation's next turn (cli_conv_follow). */
+void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bool cut);
+
+/* reqlog.c */
+/* Writes the buffered request log lines. */
+void cli_reqlog_flush(struct cl_worker *w);
+/* Appends the request log line of slot s's finished request (reqlog.c); a no-op without a
+ * request log.  msg (msg_len bytes) is the error sample, NULL for none. */
+void cli_reqlog_write(struct cl_worker *w, const struct cl_slot *s, const char *status,
+		      int64_t end_us, int64_t tokens, int64_t rtokens, bool from_usage,
+		      long connects, int http_major, const char *msg, size_t msg_len);
+
+/* conv.c: which body a request sends (in order, a conversation's next turn, a trace's) */
 /* Fills e->conv_starts from the workload's bodies (none: no conversations).  0, CL_ENOMEM. */
 int cli_conv_index(struct cl_engine *e);
 /* The body slot s sends next: its conversation's next turn when it is parked for one, else
