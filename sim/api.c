@@ -75,10 +75,10 @@ static uint32_t pick_length(const struct cl_sim_config *cfg, struct cl_sim_strea
 		break;
 	case CL_SIM_LEN_UNIFORM:
 		n = cfg->len_a +
-		    (uint32_t)(cl_sim_rng_next(&st->rng) % ((uint64_t)cfg->len_b - cfg->len_a + 1));
+		    (uint32_t)(cl_splitmix64(&st->rng) % ((uint64_t)cfg->len_b - cfg->len_a + 1));
 		break;
 	case CL_SIM_LEN_NORMAL:
-		x = llround(cfg->len_mean + cfg->len_sd * cl_sim_rng_normal(&st->rng));
+		x = llround(cfg->len_mean + cfg->len_sd * cl_splitmix_normal(&st->rng));
 		n = x < 1 ? 1 : x > CL_SIM_MAX_OUTPUT ? CL_SIM_MAX_OUTPUT : (uint32_t)x;
 		break;
 	case CL_SIM_LEN_REQUEST:
