@@ -5,7 +5,7 @@
 #include "results/internal.h"
 #include "results/verdict.h"
 
-#include "run/capacity.h"
+#include "results/capacity.h"
 
 #include "chatload/assert.h"
 
