@@ -187,6 +187,7 @@ bool cli_request_launch(struct cl_worker *w, struct cl_slot *s, int64_t intended
 	s->done_us = 0;
 	s->attempts = 0;
 	s->fresh_resent = false;
+	s->finish = CLI_FINISH_NONE;
 	s->h1_refused = false;
 	s->err_ctr = 0;
 	s->n_tok_chunks = s->n_prov_chunks = 0;
@@ -391,6 +392,10 @@ static int on_event(void *ctx, const char *data, size_t len)
 		if (c.prompt_tokens >= 0)
 			s->usage_pt = c.prompt_tokens;
 	}
+	if (c.finish_reason[0])
+		s->finish = strcmp(c.finish_reason, "stop") == 0     ? CLI_FINISH_STOP
+			    : strcmp(c.finish_reason, "length") == 0 ? CLI_FINISH_LENGTH
+								     : CLI_FINISH_OTHER;
 	if (c.has_content || c.has_reasoning)
 		on_token_chunk(s, &c, s->w->recv_us);
 	if (c.content)
@@ -665,6 +670,9 @@ void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bo
 		m->ctr[CL_CTR_CONNECTIONS_OPENED] += (uint64_t)connects;
 	if (s->in_window) {
 		m->ctr[cls]++;
+		/* Sent more than once: its reused connection was found closed. */
+		if (cl_slot_reconnects(s) > 0 || s->fresh_resent)
+			m->ctr[CL_CTR_RESENT]++;
 		if (cls == CL_CTR_COMPLETED && http_major == 1)
 			m->ctr[CL_CTR_COMPLETED_H1]++;
 		else if (cls == CL_CTR_COMPLETED && http_major == 2)
@@ -715,8 +723,14 @@ void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bo
 				m->ctr[CL_CTR_REQUESTED_TOKENS] += s->requested;
 				m->ctr[CL_CTR_REQUESTED_RECEIVED] +=
 				    tokens > 0 ? (uint64_t)tokens : 0;
-				if (tokens < (int64_t)s->requested)
+				if (tokens < (int64_t)s->requested) {
 					m->ctr[CL_CTR_SHORT_OUTPUT]++;
+					/* Why it was short, as the server said: stop (EOS or
+					 * a stop string), length (its own cap), other. */
+					if (s->finish != CLI_FINISH_NONE)
+						m->ctr[CL_CTR_SHORT_FINISH_STOP + s->finish -
+						       CLI_FINISH_STOP]++;
+				}
 			}
 			/* Chunks whose count usage did not tell carry the request's mean of the
 			 * rest: 1000 * T / N milli-tokens each (exact ones were recorded live). */
