@@ -43,6 +43,12 @@ struct cl_workload_stats {
 	uint32_t prefix_groups;     /* workload.shared_prefix.groups (0: none) */
 	uint32_t prefix_tokens;
 	int64_t trace_span_us; /* trace replay: the last start's offset (speedup applied) */
+	/* workload.calibrate, filled by the run (0 without it): the sample's characters per
+	 * token, and the target's count of some prompts as sent against what they were built
+	 * to (their characters over the final characters per token) */
+	double calib_sample_cpt;
+	uint32_t calib_prompts;
+	double calib_built_mean, calib_counted_mean;
 };
 
 /*
