@@ -608,6 +608,15 @@ static void add_correction(uint64_t *ctr, int64_t total, int64_t counted, int64_
 	*ctr += (uint64_t)win;
 }
 
+/* A completed request that received less than it asked for, and why, as the server said:
+ * finish_reason stop (an end of sequence or a stop string), length (a cap), other. */
+static void count_short(struct cl_metrics *m, const struct cl_slot *s)
+{
+	m->ctr[CL_CTR_SHORT_OUTPUT]++;
+	if (s->finish != CLI_FINISH_NONE)
+		m->ctr[CL_CTR_SHORT_FINISH_STOP + s->finish - CLI_FINISH_STOP]++;
+}
+
 void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bool cut)
 {
 	struct cl_engine *e = w->e;
@@ -670,9 +679,7 @@ void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bo
 		m->ctr[CL_CTR_CONNECTIONS_OPENED] += (uint64_t)connects;
 	if (s->in_window) {
 		m->ctr[cls]++;
-		/* Sent more than once: its reused connection was found closed. */
-		if (cl_slot_reconnects(s) > 0 || s->fresh_resent)
-			m->ctr[CL_CTR_RESENT]++;
+		m->ctr[CL_CTR_RESENT] += cl_slot_reconnects(s) > 0 || s->fresh_resent;
 		if (cls == CL_CTR_COMPLETED && http_major == 1)
 			m->ctr[CL_CTR_COMPLETED_H1]++;
 		else if (cls == CL_CTR_COMPLETED && http_major == 2)
@@ -723,14 +730,8 @@ void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bo
 				m->ctr[CL_CTR_REQUESTED_TOKENS] += s->requested;
 				m->ctr[CL_CTR_REQUESTED_RECEIVED] +=
 				    tokens > 0 ? (uint64_t)tokens : 0;
-				if (tokens < (int64_t)s->requested) {
-					m->ctr[CL_CTR_SHORT_OUTPUT]++;
-					/* Why it was short, as the server said: stop (EOS or
-					 * a stop string), length (its own cap), other. */
-					if (s->finish != CLI_FINISH_NONE)
-						m->ctr[CL_CTR_SHORT_FINISH_STOP + s->finish -
-						       CLI_FINISH_STOP]++;
-				}
+				if (tokens < (int64_t)s->requested)
+					count_short(m, s);
 			}
 			/* Chunks whose count usage did not tell carry the request's mean of the
 			 * rest: 1000 * T / N milli-tokens each (exact ones were recorded live). */
