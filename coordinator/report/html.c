@@ -64,7 +64,7 @@ static void header(const json_t *doc, bool live, FILE *out)
 	text(out, cl_results_str(doc, "scenario.name", "-"));
 	/* While the run goes on, the verdict covers the stages finished so far only. */
 	fprintf(out, "<span class=\"badge %s\">%s%s</span>", cls, word,
-		live && !complete && strcmp(word, "-") != 0 ? " so far" : "");
+		live && !complete && strcmp(cls, "none") != 0 ? " so far" : "");
 	fprintf(out, "<span class=\"badge %s\">%s</span></h1>\n", complete ? "none" : "fail",
 		complete ? "complete" : "incomplete");
 	char exit_text[64], dur[32];
