@@ -402,6 +402,8 @@ int cl_sim_config_parse(struct cl_sim_config *cfg, int argc, char **argv, struct
 		return cl_err_set(err, CL_EINVAL, "--allow-remote: '%s' is not a boolean", v);
 	if ((v = val(vals, "no-tokenize")) && cl_parse_bool(v, &cfg->no_tokenize))
 		return cl_err_set(err, CL_EINVAL, "--no-tokenize: '%s' is not a boolean", v);
+	if ((v = val(vals, "word-tokens")) && cl_parse_bool(v, &cfg->word_tokens))
+		return cl_err_set(err, CL_EINVAL, "--word-tokens: '%s' is not a boolean", v);
 	if ((v = val(vals, "no-ignore-eos")) && cl_parse_bool(v, &cfg->no_ignore_eos))
 		return cl_err_set(err, CL_EINVAL, "--no-ignore-eos: '%s' is not a boolean", v);
 	cfg->port_file = val(vals, "port-file");
@@ -445,6 +447,7 @@ int cl_sim_config_parse(struct cl_sim_config *cfg, int argc, char **argv, struct
 	    (rc = get_u32(vals, "tokens-per-chunk", CL_SIM_MAX_TPC, &cfg->tokens_per_chunk, err)) ||
 	    (rc = get_u32(vals, "max-batch", 1000000, &cfg->max_batch, err)) ||
 	    (rc = get_u32(vals, "chars-per-token", 64, &cfg->chars_per_token, err)) ||
+	    (rc = get_u32(vals, "template-tokens", 100000, &cfg->template_tokens, err)) ||
 	    (rc = get_u32(vals, "retry-after", 86400, &cfg->retry_after_s, err)) ||
 	    (rc = get_u32(vals, "stall-at", CL_SIM_MAX_OUTPUT, &cfg->stall_at, err)))
 		return rc;

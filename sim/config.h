@@ -89,6 +89,8 @@ struct cl_sim_config {
 	bool no_ignore_eos;       /* --no-ignore-eos: a server that does not honour ignore_eos */
 	uint32_t chars_per_token; /* --chars-per-token: prompt tokens = ceil(chars / it) */
 	bool no_tokenize;         /* --no-tokenize: /tokenize is not found */
+	bool word_tokens; /* --word-tokens: prompt tokens by the text (cl_sim_text_tokens) */
+	uint32_t template_tokens; /* --template-tokens: added to usage.prompt_tokens */
 	/* readiness */
 	int64_t loading_for_us;
 	int64_t chat_ready_after_us;

@@ -42,6 +42,29 @@ uint64_t cl_sim_render_content_fnv(uint64_t seq, uint32_t n)
 	return h;
 }
 
+uint32_t cl_sim_render_stop_at(uint64_t seq, uint32_t n, const char (*stop)[64], uint32_t n_stop)
+{
+	/* The text so far, kept to its last bytes: a stop string (under 64 bytes) that
+	 * completes in the newest word lies within them. */
+	char win[160];
+	size_t len = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const char *word = content_words[(seq - 1 + i) % N_CONTENT];
+		size_t wl = strlen(word);
+		if (len + wl >= sizeof(win)) {
+			size_t keep = 64;
+			memmove(win, win + len - keep, keep);
+			len = keep;
+		}
+		memcpy(win + len, word, wl + 1);
+		len += wl;
+		for (uint32_t k = 0; k < n_stop; k++)
+			if (strstr(win, stop[k]))
+				return i;
+	}
+	return n;
+}
+
 static void render_usage_obj(struct cl_sim_w *w, uint32_t prompt, uint32_t completion,
 			     uint32_t reasoning)
 {

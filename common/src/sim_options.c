@@ -108,6 +108,16 @@ const struct cl_sim_option cl_sim_options[] = {
 	  "prompt tokens are ceil(characters / N), in usage and on POST /tokenize (a tokenizer "
 	  "that counts differently from chatload's estimate of 4)",
 	  true },
+	{ "word-tokens", B, NULL, NULL,
+	  "count prompt tokens by the text, not its length: a run of letters is one token per "
+	  "6 letters begun, every digit and other non-space character one, spaces none (prose "
+	  "near 5.4 characters a token, numbers and punctuation dearer); in usage and on POST "
+	  "/tokenize alike",
+	  true },
+	{ "template-tokens", I, "N", "0",
+	  "tokens a chat template adds to every request's prompt, counted in usage.prompt_tokens "
+	  "but not by POST /tokenize of the text (llama.cpp's template adds about 28)",
+	  true },
 	{ "no-tokenize", B, NULL, NULL,
 	  "answer POST /tokenize with 404, as a server without it does (OpenAI's own API)", true },
 };
