@@ -316,4 +316,4 @@ class Reports(tl.FleetCase):
 if __name__ == "__main__":
     if not os.environ.get("CHATLOAD_BIN") or not os.path.exists(FIXTURE):
         sys.exit("need CHATLOAD_BIN and CHATLOAD_RESULTS_FIXTURE")
-    unittest.main(verbosity=2)
+    tl.main()

@@ -11,6 +11,8 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import simclient as sc  # noqa: E402
 
+import chatload_testlib as tl
+
 SIM = None
 MSGS = [{"role": "user", "content": "hi"}]
 
@@ -139,4 +141,4 @@ class ApiKey(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    tl.main()

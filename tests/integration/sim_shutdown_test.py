@@ -15,6 +15,8 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import simclient as sc  # noqa: E402
 
+import chatload_testlib as tl
+
 
 def background_chat(port, results, key, **fields):
     def run():
@@ -130,4 +132,4 @@ class ClientGone(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    tl.main()

@@ -19,6 +19,8 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import simclient as sc  # noqa: E402
 
+import chatload_testlib as tl
+
 LATE_US = 20000
 
 
@@ -182,4 +184,4 @@ class Randomness(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    tl.main()
