@@ -34,8 +34,10 @@ class BadRequests(unittest.TestCase):
     def assertError(self, r, status, code=None):
         self.assertEqual(r.status, status, r.body)
         err = r.json()["error"]
-        self.assertIsInstance(err["message"], str)
-        self.assertIsInstance(err["type"], str)
+        # a message a person can read and an OpenAI-style type ("invalid_request_error"),
+        # not merely strings (which "" is)
+        self.assertRegex(err["message"], r"\w+ \w+", err)
+        self.assertRegex(err["type"], r"^[a-z]+(_[a-z]+)*$", err)
         self.assertIn("code", err)
         if code:
             self.assertEqual(err["code"], code)
