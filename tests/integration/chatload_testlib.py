@@ -512,6 +512,25 @@ def machine_freezes(client, stage_start):
     return out
 
 
+def unwitnessed_stalls(client, stage_start):
+    """The stalls of results.json's client.stalls (any reason) that the test's ticker did not
+    see: in a stage where nothing was frozen on purpose, each is a finding.  The ones it
+    saw (the whole machine froze) are printed as excused."""
+    out = []
+    for s in client.get("stalls", []):
+        a, b = s["at_s"], s["at_s"] + s["length_s"]
+        gaps = witnessed(stage_start + a, stage_start + b)
+        if gaps:
+            sys.stderr.write("excused: %s of agent %s %.2f-%.2f s into the stage, witnessed "
+                             "by the test's ticker: it could not run %s\n" % (
+                                 s.get("reason"), s.get("agent"), a, b, ", ".join(
+                                     "%.2f-%.2f s" % (g0 - stage_start, g1 - stage_start)
+                                     for g0, g1 in gaps)))
+        else:
+            out.append(s)
+    return out
+
+
 def outside_freezes(episodes, freezes, slack_s=0.3):
     """The episodes (dicts with at_s and length_s) that do not overlap a witnessed machine
     freeze (from machine_freezes).  A coordinator_stall episode is set apart only when it
