@@ -113,7 +113,7 @@ int cl_results_hist_from_json(const json_t *j, struct cl_hist *h, struct cl_err 
 		rc = cl_err_set(err, CL_EPARSE, "sum: expected a number");
 		goto out;
 	}
-	if (sigfigs < 1 || sigfigs > 5 || lowest < 1 || highest < 2 * lowest) {
+	if (sigfigs < 1 || sigfigs > 5 || lowest < 1 || highest / 2 < lowest) {
 		rc = cl_err_set(err, CL_EINVAL,
 				"impossible histogram configuration [%" PRId64 ", %" PRId64
 				"] with %" PRId64 " significant digits",
