@@ -316,8 +316,8 @@ static struct cl_fleet_agent *find_agent(struct cl_fleet *f, const struct cl_msg
 }
 
 /* Holds shorter than this are not worth a wake-up of their own: when the oldest hold ends,
- * those ending within this much after it end with it. */
-#define HOLD_BATCH_US 20000
+ * those ending within this much after it end with it (the protocol's figure: wire.h). */
+#define HOLD_BATCH_US CL_WIRE_POLL_HOLD_BATCH_US
 
 /* Takes a's held POLL off the list and frees it, unanswered. */
 static void release_held(struct cl_fleet *f, struct cl_fleet_agent *a)

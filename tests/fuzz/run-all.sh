@@ -35,6 +35,7 @@ dict_of() {
   fuzz_scenario | fuzz_set) echo "$fz/fuzz_scenario.dict" ;;
   fuzz_wire) echo "$fz/fuzz_wire.dict" ;;
   fuzz_hist) echo "$fz/fuzz_hist.dict" ;;
+  fuzz_results) echo "$fz/fuzz_results.dict" ;;
   fuzz_chunk) echo "$root/tests/stream/fuzz_chunk.dict" ;;
   fuzz_sse) echo "$root/tests/stream/fuzz_sse.dict" ;;
   esac

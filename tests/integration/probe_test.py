@@ -10,6 +10,8 @@ import tempfile
 import time
 import unittest
 
+import chatload_testlib as tl
+
 CHATLOAD = os.environ.get("CHATLOAD_BIN", "chatload")
 SIM = os.environ.get("CHATLOAD_SIM_BIN", "chatload-sim")
 
@@ -189,4 +191,4 @@ class ProbeCli(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    tl.main()

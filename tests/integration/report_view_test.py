@@ -217,10 +217,18 @@ class Reports(tl.FleetCase):
                 seen = sorted(a["agent"] for a in iv["agents"])
                 self.assertTrue(seen and set(seen) <= set(ids), iv)
                 self.assertIn("loop_lag_p99_ms", iv)
+                # CPU within the agent's capacity (100 = one core; 10% for the sampling
+                # edges), and the row's figure is its busiest agent's.
+                cap = s["client"]["cpu_capacity_pct"]
                 for a in iv["agents"]:
-                    self.assertGreaterEqual(a["cpu_pct"], 0)
+                    self.assertTrue(0 <= a["cpu_pct"] <= 1.1 * cap, (a, cap))
+                self.assertEqual(iv["cpu_pct"], max(a["cpu_pct"] for a in iv["agents"]), iv)
         c8 = res["stages"][2]["intervals"]
         self.assertTrue(any(sorted(a["agent"] for a in iv["agents"]) == ids for iv in c8))
+        # Both agents streamed through c8: each spent CPU on it.
+        for i in ids:
+            self.assertGreater(sum(a["cpu_pct"] for iv in c8 for a in iv["agents"]
+                                   if a["agent"] == i), 0, (i, c8))
         with open(os.path.join(out, "report.html"), encoding="utf-8") as f:
             src = f.read()
         root = ET.fromstring(src)
@@ -328,4 +336,4 @@ class Reports(tl.FleetCase):
 if __name__ == "__main__":
     if not os.environ.get("CHATLOAD_BIN") or not os.path.exists(FIXTURE):
         sys.exit("need CHATLOAD_BIN and CHATLOAD_RESULTS_FIXTURE")
-    unittest.main(verbosity=2)
+    tl.main()

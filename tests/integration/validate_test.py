@@ -10,6 +10,8 @@ import sys
 import tempfile
 import unittest
 
+import chatload_testlib as tl
+
 BIN = os.environ.get("CHATLOAD_BIN", "chatload")
 SRC = os.environ.get("CHATLOAD_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 SCENARIOS = sorted(glob.glob(os.path.join(SRC, "scenarios", "*.yaml")))
@@ -289,4 +291,4 @@ class Usage(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    tl.main()
