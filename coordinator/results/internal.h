@@ -1,6 +1,6 @@
 /* Helpers shared by the files of results/ and report/; not an interface for
- * other modules (results/results.h, report/report.h and report/compare.h are), hence the internal prefix cli_
- * (cli_rj_: JSON and files, cli_rs_: building the document, cli_rp_: rendering). */
+ * other modules (results/results.h, report/report.h and report/compare.h are), hence the internal
+ * prefix cli_ (cli_rj_: JSON and files, cli_rs_: building the document, cli_rp_: rendering). */
 #ifndef CHATLOAD_RESULTS_INTERNAL_H
 #define CHATLOAD_RESULTS_INTERNAL_H
 
@@ -248,7 +248,8 @@ void cli_rp_html_timeline(const json_t *doc, FILE *out);
  * results/probe.c -- */
 struct cli_rs_drift;
 struct stage_state {
-	char *name; /* planned name */
+	char *name;     /* planned name */
+	json_t *server; /* what the server's /metrics said (cl_results_set_server), NULL none */
 	bool finished;
 	json_t *intervals; /* kept summaries (every stride-th) */
 	uint64_t stride;

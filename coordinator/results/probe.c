@@ -16,6 +16,7 @@ void cli_rs_stage_state_free(struct stage_state *ss)
 {
 	free(ss->name);
 	json_decref(ss->intervals);
+	json_decref(ss->server);
 	json_decref(ss->checks);
 	json_decref(ss->client.stalls);
 	json_decref(ss->client.unaccounted);
@@ -124,6 +125,19 @@ int cl_results_set_client_load(struct cl_results *r, size_t stage, double agents
 	c->load_known = true;
 	c->agents_cpu_pct_mean = agents_cpu_pct_mean;
 	c->streams_mean = streams_mean;
+	return 0;
+}
+
+int cl_results_set_server(struct cl_results *r, size_t stage, json_t *server)
+{
+	if (!server)
+		return CL_ENOMEM;
+	if (stage >= r->n_stages || r->stages[stage].finished) {
+		json_decref(server);
+		return CL_EINVAL;
+	}
+	json_decref(r->stages[stage].server);
+	r->stages[stage].server = server;
 	return 0;
 }
 
