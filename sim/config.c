@@ -388,6 +388,31 @@ static int parse_metrics_flags(struct cl_sim_config *cfg, const char *const *val
 	if (v && cl_parse_bool(v, &off))
 		return cl_err_set(err, CL_EINVAL, "--no-prefix-cache: '%s' is not a boolean", v);
 	cfg->prefix_cache = !off;
+	if ((v = val(vals, "ttft-buckets"))) {
+		/* Seconds, ascending, at most 40: finer bounds than vLLM's where a test needs
+		 * the server's percentiles to the millisecond. */
+		char item[32];
+		for (const char *p = v; *p;) {
+			size_t n = strcspn(p, ",");
+			double d = 0;
+			bool ok = n > 0 && n < sizeof(item);
+			if (ok) {
+				memcpy(item, p, n);
+				item[n] = '\0';
+				ok = cl_parse_double(item, &d) == 0 && d > 0 && d < 1e6 &&
+				     cfg->n_ttft_buckets < 40 &&
+				     (!cfg->n_ttft_buckets ||
+				      d > cfg->ttft_buckets[cfg->n_ttft_buckets - 1]);
+			}
+			if (!ok)
+				return cl_err_set(err, CL_EINVAL,
+						  "--ttft-buckets: '%s' is not up to 40 ascending "
+						  "positive seconds separated by commas",
+						  v);
+			cfg->ttft_buckets[cfg->n_ttft_buckets++] = d;
+			p += n + (p[n] == ',');
+		}
+	}
 	v = val(vals, "metrics-names");
 	if (strcmp(v, "vllm") == 0)
 		cfg->metrics_names = CL_SIM_NAMES_VLLM;

@@ -20,6 +20,9 @@ static const double queue_le[CL_SIM_QUEUE_BUCKETS] = { 0.3,   0.5,   0.8,   1.0,
 int cl_sim_metrics_init(struct cl_sim *s)
 {
 	memset(&s->metrics, 0, sizeof(s->metrics));
+	s->metrics.ttft_le = s->cfg->n_ttft_buckets ? s->cfg->ttft_buckets : ttft_le;
+	s->metrics.n_ttft_le =
+	    s->cfg->n_ttft_buckets ? s->cfg->n_ttft_buckets : CL_SIM_TTFT_BUCKETS;
 	if (!s->cfg->prefix_cache)
 		return 0;
 	return cl_sim_prefix_init(&s->metrics.prefix);
@@ -71,7 +74,7 @@ void cl_sim_metrics_first(struct cl_sim *s, const struct cl_sim_stream *st, int6
 	struct cl_sim_metrics *m = &s->metrics;
 	double ttft_s = (actual_us - st->arrival_us) / 1e6;
 	double queue_s = (st->start_us - st->arrival_us) / 1e6;
-	observe(m->ttft, ttft_le, CL_SIM_TTFT_BUCKETS, ttft_s);
+	observe(m->ttft, m->ttft_le, m->n_ttft_le, ttft_s);
 	observe(m->queue, queue_le, CL_SIM_QUEUE_BUCKETS, queue_s);
 	m->ttft_sum_s += ttft_s;
 	m->queue_sum_s += queue_s;
@@ -132,9 +135,8 @@ static int one(struct cl_buf *b, const char *name, const char *type, const char 
 {
 	if (!name)
 		return 0;
-	return cl_buf_printf(b, "# HELP %s chatload-sim's %s.\n# TYPE %s %s\n%s%s%s%s %.9g\n",
-			     name, name, name, type, name, *lab ? "{" : "", lab, *lab ? "}" : "",
-			     v);
+	return cl_buf_printf(b, "# HELP %s chatload-sim's %s.\n# TYPE %s %s\n%s%s%s%s %.9g\n", name,
+			     name, name, type, name, *lab ? "{" : "", lab, *lab ? "}" : "", v);
 }
 
 static int hist(struct cl_buf *b, const char *name, const char *lab, const uint64_t *buckets,
@@ -187,7 +189,7 @@ int cl_sim_metrics_render(struct cl_sim *s, struct cl_buf *b)
 	rc = rc ? rc : one(b, nm->preempt, "counter", lab, (double)m->preemptions);
 	rc = rc ? rc : one(b, nm->prompt, "counter", lab, (double)m->prompt_tokens);
 	rc = rc ? rc : one(b, nm->gen, "counter", lab, (double)m->generation_tokens);
-	rc = rc ? rc : hist(b, nm->ttft, lab, m->ttft, ttft_le, CL_SIM_TTFT_BUCKETS, m->ttft_sum_s);
+	rc = rc ? rc : hist(b, nm->ttft, lab, m->ttft, m->ttft_le, m->n_ttft_le, m->ttft_sum_s);
 	rc = rc ? rc
 		: hist(b, nm->queue, lab, m->queue, queue_le, CL_SIM_QUEUE_BUCKETS, m->queue_sum_s);
 	return rc;

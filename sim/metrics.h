@@ -11,7 +11,8 @@
 struct cl_sim;
 struct cl_sim_stream;
 
-#define CL_SIM_TTFT_BUCKETS  22
+#define CL_SIM_TTFT_BUCKETS  22 /* vLLM's */
+#define CL_SIM_MAX_BUCKETS   40 /* --ttft-buckets */
 #define CL_SIM_QUEUE_BUCKETS 20
 
 struct cl_sim_metrics {
@@ -19,7 +20,9 @@ struct cl_sim_metrics {
 	uint64_t kv_reserved; /* prompt + planned output tokens of running streams */
 	uint64_t preemptions; /* streams started while their whole answer did not fit */
 	uint64_t prompt_tokens, generation_tokens, finished;
-	uint64_t ttft[CL_SIM_TTFT_BUCKETS + 1]; /* per bucket (not cumulative); last: +Inf */
+	uint64_t ttft[CL_SIM_MAX_BUCKETS + 1]; /* per bucket (not cumulative); last: +Inf */
+	const double *ttft_le;                 /* vLLM's, or --ttft-buckets */
+	size_t n_ttft_le;
 	uint64_t queue[CL_SIM_QUEUE_BUCKETS + 1];
 	double ttft_sum_s, queue_sum_s;
 };

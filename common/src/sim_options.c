@@ -56,6 +56,10 @@ const struct cl_sim_option cl_sim_options[] = {
 	  true },
 	{ "no-prefix-cache", B, NULL, NULL,
 	  "no prefix cache: a prompt's beginning seen before is prefilled again", true },
+	{ "ttft-buckets", S, "LIST", NULL,
+	  "upper bounds of /metrics' TTFT histogram in seconds, ascending, comma-separated (at "
+	  "most 40; default vLLM's)",
+	  true },
 	{ "metrics-names", S, "NAMES", "vllm", "names of GET /metrics: vllm, sglang or llamacpp",
 	  true },
 	{ "itl-per-active", D, "DUR", "0", "added to itl for each active stream beyond the first",

@@ -435,12 +435,12 @@ static int stage_close(struct run *r)
 	if (r->srv && st->srv_at_start.t_us) {
 		struct cl_srv_mark end;
 		cl_srv_scrape_mark(r->srv, &end, SRV_MARK_WAIT_US);
-		/* Gauges over the measured window (after the lead and the ramp); counters and
-		 * histograms from the scrape before the stage to the latest one. */
-		if (cl_results_set_server(
-			r->res, st->index,
-			cl_srv_scrape_stage_json(r->srv, &st->srv_at_start, &end,
-						 START_LEAD_US + st->scn->ramp_us)))
+		/* Gauges over the measured window (after the ramp, before the drain); counters
+		 * and histograms from the scrape before the stage to the one after it. */
+		int64_t from = st->start_coord_us + st->scn->ramp_us;
+		int64_t to = st->scn->duration_us ? from + st->scn->duration_us : 0;
+		json_t *srv = cl_srv_scrape_stage_json(r->srv, &st->srv_at_start, &end, from, to);
+		if (cl_results_set_server(r->res, st->index, srv))
 			CL_WARN("server metrics: out of memory for stage '%s'", st->scn->name);
 	}
 	if (st->load_samples)

@@ -44,10 +44,10 @@ int cl_srv_scrape_start(const char *url, int64_t interval_us, bool quiet,
 void cl_srv_scrape_mark(struct cl_srv_scrape *sc, struct cl_srv_mark *m, int64_t wait_us);
 
 /* The stage between two marks in the common vocabulary (docs/results.md, stages[].server):
- * gauges over the timeline points taken in [a->t_us + skip_us, b->t_us], counters and
- * histograms as b − a.  NULL when out of memory. */
+ * gauges over the timeline points taken in [from_us, to_us] (the measured window; to_us 0:
+ * up to b), counters and histograms as b − a.  NULL when out of memory. */
 json_t *cl_srv_scrape_stage_json(struct cl_srv_scrape *sc, const struct cl_srv_mark *a,
-				 const struct cl_srv_mark *b, int64_t skip_us);
+				 const struct cl_srv_mark *b, int64_t from_us, int64_t to_us);
 
 /* Stops the thread (waits at most one scrape timeout) and frees everything.  NULL is fine. */
 void cl_srv_scrape_stop(struct cl_srv_scrape *sc);

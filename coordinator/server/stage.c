@@ -102,7 +102,17 @@ static json_t *hist_json(const struct cl_srv_hist *a, const struct cl_srv_hist *
 		d.n = 0;
 	for (uint32_t i = 0; a->n && i < d.n; i++)
 		d.count[i] -= a->count[i];
-	return json_pack("{s:o,s:o}", "p50", num(cl_srv_hist_quantile(&d, 0.5), 1000), "p99",
+	if (a->n && d.n)
+		d.sum -= a->sum;
+	double count = d.n ? d.count[d.n - 1] : 0;
+	if (count > 0 && d.sum <= 0) /* durations: a zero sum means every one was 0, whatever
+				      * the first bucket's width says */
+		return json_pack("{s:f,s:f,s:f,s:f}", "count", count, "mean", 0.0, "p50", 0.0,
+				 "p99", 0.0);
+	/* The mean is exact (from _sum and _count); the quantiles only as fine as the buckets. */
+	return json_pack("{s:o,s:o,s:o,s:o}", "count", d.n ? json_real(count) : json_null(), "mean",
+			 count > 0 ? num(d.sum / count, 1000) : json_null(), "p50",
+			 num(cl_srv_hist_quantile(&d, 0.5), 1000), "p99",
 			 num(cl_srv_hist_quantile(&d, 0.99), 1000));
 }
 
@@ -112,7 +122,7 @@ static json_t *ratio(double num_, double den)
 }
 
 json_t *cl_srv_scrape_stage_json(struct cl_srv_scrape *sc, const struct cl_srv_mark *a,
-				 const struct cl_srv_mark *b, int64_t skip_us)
+				 const struct cl_srv_mark *b, int64_t from_us, int64_t to_us)
 {
 	struct gauge run = { 0 }, wait = { 0 }, kv = { 0 }, prate = { 0 };
 	uint32_t restarts_seen = 0;
@@ -121,7 +131,7 @@ json_t *cl_srv_scrape_stage_json(struct cl_srv_scrape *sc, const struct cl_srv_m
 	for (size_t i = a->point; i < b->point && i < sc->n_points; i++) {
 		const struct cl_srv_point *p = &sc->points[i];
 		restarts_seen += p->restart;
-		if (p->t_us < a->t_us + skip_us)
+		if (p->t_us < from_us || (to_us && p->t_us > to_us))
 			continue;
 		gauge_add(&run, p->running);
 		gauge_add(&wait, p->waiting);
