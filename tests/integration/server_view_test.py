@@ -91,14 +91,17 @@ class ServerView(tl.FleetCase):
         for name in ("c4", "c8"):  # below and at the knee: nothing waits
             client = st[name]["latency_ms"]["ttft"]["p99"]
             server = srv[name]["ttft_ms"]["p99"]
+            cp50, sp50 = st[name]["latency_ms"]["ttft"]["p50"], srv[name]["ttft_ms"]["p50"]
             if calm():
                 self.assertLess(abs(client - server), 5, (name, client, server))
+                self.assertLessEqual(server, client + 1, (name, client, server))
+                self.assertLess(abs(cp50 - sp50), 3, (name, cp50, sp50))
             else:
-                sys.stderr.write("load %.1f: p99 %s client %.1f server %.1f not compared\n"
-                                 % (os.getloadavg()[0], name, client, server))
-            self.assertLessEqual(server, client + 1, (name, client, server))
-            cp50 = st[name]["latency_ms"]["ttft"]["p50"]
-            self.assertLess(abs(cp50 - srv[name]["ttft_ms"]["p50"]), 3, (name, cp50, srv[name]))
+                # Percentiles that spill into the coarse buckets beyond 0.12 s interpolate
+                # anywhere in 30 ms; the truth-log test checks the server's figures exactly.
+                sys.stderr.write("load %.1f: %s TTFT p50/p99 client %.1f/%.1f server "
+                                 "%.1f/%.1f not compared\n" % (os.getloadavg()[0], name, cp50,
+                                                               client, sp50, server))
             # The client's TTFT holds the server's plus the network and the client.
             cmean = st[name]["latency_ms"]["ttft"]["mean"]
             smean = srv[name]["ttft_ms"]["mean"]
@@ -123,6 +126,47 @@ class ServerView(tl.FleetCase):
             self.assertLess(abs(s["ttft_ms"]["p%d" % q] - pct(ttft_ms, q)), 1.0,
                             (q, s["ttft_ms"], pct(ttft_ms, q)))
         self.assertLess(abs(s["ttft_ms"]["mean"] - sum(ttft_ms) / len(ttft_ms)), 0.01)
+
+    def test_capacity_answer_names_the_queue(self):
+        """A capacity search against --max-batch 8: the answer says waiting requests rose at
+        the first level that broke, and how much of TTFT was the server's."""
+        sim = {"ttft": "20ms", "itl": "4ms", "output_tokens": 20, "max-batch": 8}
+        stage = {"name": "cap", "search": {"over": "concurrency", "from": 4, "max": 32,
+                                           "tolerance": 1, "probe_duration": "1500ms",
+                                           "slo": {"ttft_p99": "70ms"}}}
+        doc = tl.scenario({"simulator": sim}, [stage], {"local": 1}, name="server-cap")
+        doc["workload"]["max_tokens"] = 20
+        for attempt in (1, 2, 3):
+            out = self.scope.path("out-cap%d" % attempt)
+            p = self.start_run(self.write_scenario("sv-cap.yaml", doc), out)
+            rc = p.wait(180)
+            res = self.results(out)
+            cap = res.get("capacity", {})
+            if cap.get("status") == "found" and cap["sustainable"] == 8:
+                break
+            sys.stderr.write("search %s (%s): once more\n" % (cap.get("status"),
+                                                              cap.get("summary")))
+        self.assertEqual(rc, 0, p.tail())
+        self.assertEqual(cap["status"], "found", cap["summary"])
+        why = cap["explanation"]
+        if cap["sustainable"] != 8:
+            # A loaded machine broke the SLO below the batch limit, three times: the server
+            # had no queue there, and the explanation must not invent one.
+            above = [s for s in res["stages"] if s["name"] == "cap-c%d" % cap["breaks_at"]]
+            self.assertEqual(above[0]["server"]["requests_waiting"]["max"], 0, above)
+            self.assertIsNone(why["signal"], why)
+            return
+        self.assertEqual(why["signal"], "requests_waiting", why)
+        # The waiting gauge when a scrape caught the queue, else the queue time's exact mean.
+        self.assertRegex(why["text"], r"^(waiting requests rose from 0 to \d+ at %d streams|"
+                         r"requests queued in the server at %d streams \(queue time 0 to "
+                         r"\d+ ms\))" % (cap["breaks_at"], cap["breaks_at"]))
+        self.assertIn("; server: " + why["text"], cap["summary"])
+        self.assertIn("server: " + why["text"], p.text("out"))
+        t = why["ttft"]
+        self.assertTrue(0 <= t["network_and_client_ms"] < 10, t)
+        self.assertAlmostEqual(t["client_mean_ms"] - t["server_mean_ms"],
+                               t["network_and_client_ms"], delta=0.02)
 
     def test_sglang_and_llamacpp_names(self):
         st = self.sweep("sglang")
