@@ -192,7 +192,7 @@ bool cli_request_launch(struct cl_worker *w, struct cl_slot *s, int64_t intended
 	s->n_tok_chunks = s->n_prov_chunks = 0;
 	s->tok_exact = s->last_ct = 0;
 	s->tok_counted = s->tok_counted_win = s->rtok_counted = s->rtok_counted_win = 0;
-	s->usage_ct = s->usage_rt = s->usage_pt = -1;
+	s->usage_ct = s->usage_rt = s->usage_pt = s->usage_cached = -1;
 	s->bytes = 0;
 	s->sample_len = 0;
 	s->sample[0] = '\0';
@@ -390,6 +390,8 @@ static int on_event(void *ctx, const char *data, size_t len)
 			s->usage_rt = c.reasoning_tokens;
 		if (c.prompt_tokens >= 0)
 			s->usage_pt = c.prompt_tokens;
+		if (c.cached_tokens >= 0)
+			s->usage_cached = c.cached_tokens;
 	}
 	if (c.has_content || c.has_reasoning)
 		on_token_chunk(s, &c, s->w->recv_us);
@@ -707,6 +709,8 @@ void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bo
 				cl_hist_record(&m->cnt[CL_CNT_PROMPT_TOKENS], s->usage_pt);
 			if (s->usage_pt > 0)
 				m->ctr[CL_CTR_PROMPT_TOKENS] += (uint64_t)s->usage_pt;
+			if (s->usage_cached > 0)
+				m->ctr[CL_CTR_CACHED_PROMPT_TOKENS] += (uint64_t)s->usage_cached;
 			cli_conv_record(m, s, s->usage_pt);
 			/* Requested against received: a server that stops before max_tokens (an
 			 * EOS honoured, a cap of its own) shows as a ratio below 1. */
