@@ -118,6 +118,26 @@ static void test_sglang_tgi(void **state)
 	cl_prom_page_free(&pg);
 }
 
+/* The page llama.cpp's llama-server (b4748 snapshot, --metrics) served here after a run. */
+static void test_llamacpp_as_served(void **state)
+{
+	(void)state;
+	struct cl_prom_page pg;
+	load("llamacpp-b4748.txt", &pg);
+	assert_int_equal(pg.bad_lines, 0);
+	assert_int_equal(pg.n, 12);
+	struct cl_srv_snap sn = { 0 };
+	cl_srv_vocab_read(&pg, &sn);
+	assert_int_equal(sn.engine, CL_SRV_LLAMACPP);
+	assert_true(sn.running == 0 && sn.waiting == 0);
+	assert_true(sn.kv_usage == 0.244141);
+	assert_true(isnan(sn.prefix_queries) && isnan(sn.preemptions));
+	assert_int_equal(sn.ttft.n, 0);
+	/* n_busy_slots_per_decode is typed counter though it is an average: kept as given */
+	assert_int_equal(find(&pg, "llamacpp:n_busy_slots_per_decode", 0)->type, CL_PROM_COUNTER);
+	cl_prom_page_free(&pg);
+}
+
 /* Histograms of several label sets add up by bound; a page with no TYPE lines still maps. */
 static void test_sum_and_untyped(void **state)
 {
@@ -170,7 +190,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_edge_cases), cmocka_unit_test(test_vllm),
 		cmocka_unit_test(test_sglang_tgi), cmocka_unit_test(test_sum_and_untyped),
-		cmocka_unit_test(test_caps),
+		cmocka_unit_test(test_caps),       cmocka_unit_test(test_llamacpp_as_served),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
