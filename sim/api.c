@@ -119,6 +119,7 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 	st->fault = cl_sim_fault_pick(cfg, st->seq, &st->rng);
 	st->prompt_tokens =
 	    prompt_tokens(cfg, cr->prompt_chars, cr->prompt_words) + cfg->template_tokens;
+	st->cached_tokens = cl_sim_metrics_prefix(s, &cr->prefix, st->prompt_tokens);
 	st->requested_tokens = cr->max_tokens;
 	st->ignore_eos = cr->ignore_eos;
 	st->history_turns = cr->history_turns;
@@ -258,6 +259,19 @@ void cl_sim_api_handle(struct cl_sim *s, struct cl_sim_conn *c, const struct cl_
 			return;
 		}
 		cl_buf_puts(&b, "{\"status\":\"ok\"}");
+		answer_json(c, 200, &b);
+		goto out;
+	}
+	if (strcmp(req->path, "/metrics") == 0) {
+		if (!get) {
+			method_not_allowed(c, "GET");
+			return;
+		}
+		if (cl_sim_metrics_render(s, &b) != 0) {
+			cl_sim_conn_error(c, 500, NULL, "cannot render metrics", "server_error",
+					  "internal_error");
+			goto out;
+		}
 		answer_json(c, 200, &b);
 		goto out;
 	}

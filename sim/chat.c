@@ -71,6 +71,25 @@ static int content_chars(json_t *content, uint64_t *chars, uint64_t *words)
 	return 0;
 }
 
+/* The message's text into the prefix cache's blocks (prefix.h), a separator after it. */
+static void feed_prefix(struct cl_sim_prefix_key *k, json_t *content)
+{
+	if (json_is_string(content)) {
+		cl_sim_prefix_feed(k, json_string_value(content), json_string_length(content));
+	} else if (json_is_array(content)) {
+		size_t i;
+		json_t *part;
+		json_array_foreach(content, i, part)
+		{
+			json_t *text = json_object_get(part, "text");
+			if (json_is_string(text))
+				cl_sim_prefix_feed(k, json_string_value(text),
+						   json_string_length(text));
+		}
+	}
+	cl_sim_prefix_feed(k, "\x1e", 1);
+}
+
 /* FNV-1a, 64 bits: how the truth log names texts without carrying them. */
 static uint64_t fnv1a(const char *s, size_t n)
 {
@@ -188,6 +207,7 @@ int cl_sim_chat_parse(const char *body, size_t len, struct cl_sim_chat_req *req,
 			goto out;
 		}
 		json_t *role = json_object_get(m, "role"), *content = json_object_get(m, "content");
+		feed_prefix(&req->prefix, content);
 		if (json_is_string(role) && strcmp(json_string_value(role), "assistant") == 0) {
 			req->history_turns++;
 			req->history_fnv =

@@ -5,6 +5,8 @@
 
 #include "config.h"
 
+#include "prefix.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,6 +29,7 @@ struct cl_sim_chat_req {
 	char stop[CL_SIM_STOP_MAX][CL_SIM_STOP_LEN];
 	uint32_t history_turns; /* messages with role "assistant" (a conversation's history) */
 	uint64_t history_fnv;   /* FNV-1a 64 of the last one's string content (0: none) */
+	struct cl_sim_prefix_key prefix; /* the messages' text in blocks, for the prefix cache */
 };
 
 /*

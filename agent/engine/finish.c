@@ -178,6 +178,8 @@ static void record_tokens(struct cl_metrics *m, const struct cl_slot *s, const s
 		cl_hist_record(&m->cnt[CL_CNT_PROMPT_TOKENS], s->usage_pt);
 	if (s->usage_pt > 0)
 		m->ctr[CL_CTR_PROMPT_TOKENS] += (uint64_t)s->usage_pt;
+	if (s->usage_cached > 0)
+		m->ctr[CL_CTR_CACHED_PROMPT_TOKENS] += (uint64_t)s->usage_cached;
 	cli_conv_record(m, s, s->usage_pt);
 	/* Requested against received: a server that stops before max_tokens (an EOS honoured,
 	 * a cap of its own) shows as a ratio below 1. */

@@ -50,6 +50,18 @@ const struct cl_sim_option cl_sim_options[] = {
 	/* capacity */
 	{ "max-batch", I, "N", "0", "requests decoding at once, the rest queue (0: unlimited)",
 	  true },
+	{ "kv-cache-tokens", I, "N", "65536",
+	  "KV-cache capacity in tokens: /metrics usage is the running streams' prompt and output "
+	  "tokens over N; a stream started past it counts a preemption (0: unlimited)",
+	  true },
+	{ "no-prefix-cache", B, NULL, NULL,
+	  "no prefix cache: a prompt's beginning seen before is prefilled again", true },
+	{ "ttft-buckets", S, "LIST", NULL,
+	  "upper bounds of /metrics' TTFT histogram in seconds, ascending, comma-separated (at "
+	  "most 40; default vLLM's)",
+	  true },
+	{ "metrics-names", S, "NAMES", "vllm", "names of GET /metrics: vllm, sglang or llamacpp",
+	  true },
 	{ "itl-per-active", D, "DUR", "0", "added to itl for each active stream beyond the first",
 	  true },
 	/* readiness phases */

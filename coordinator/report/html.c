@@ -260,6 +260,33 @@ static void capacity(const json_t *doc, FILE *out)
 	fputs("</tbody></table></section>\n", out);
 }
 
+/* What the server's own /metrics said, per stage (docs/results.md, stages[].server). */
+static void server(const json_t *doc, FILE *out)
+{
+	size_t i;
+	const json_t *st;
+	bool any = false;
+	json_array_foreach(json_object_get(doc, "stages"), i, st)
+	{
+		char cell[RP_SERVER_COLS][RP_CELL_MAX];
+		if (!cli_rp_server_row(st, cell))
+			continue;
+		if (!any) {
+			fputs("<section><h2>Server</h2>\n<table><thead><tr>", out);
+			for (size_t k = 0; k < RP_SERVER_COLS; k++)
+				th(out, cli_rp_server_cols[k], cli_rp_server_numeric[k]);
+			fputs("</tr></thead><tbody>\n", out);
+			any = true;
+		}
+		fputs("<tr>", out);
+		for (size_t k = 0; k < RP_SERVER_COLS; k++)
+			td(out, cell[k], cli_rp_server_numeric[k]);
+		fputs("</tr>\n", out);
+	}
+	if (any)
+		fputs("</tbody></table></section>\n", out);
+}
+
 static void estimates(const json_t *doc, FILE *out)
 {
 	const json_t *est = json_object_get(doc, "estimates");
@@ -459,6 +486,7 @@ static int render(const json_t *doc, bool live, FILE *out)
 	stage_table(stages, out);
 	verdict(doc, out);
 	capacity(doc, out);
+	server(doc, out);
 	warnings(doc, out);
 	estimates(doc, out);
 	for (int k = 0; k < RP__TBL; k++)

@@ -629,7 +629,8 @@ int cl_results_finish_stage(struct cl_results *r, size_t stage, const struct cl_
 	if (!o || !checks || cli_rj_set(o, ss->probe ? "probe" : "drift", extra) ||
 	    cli_rj_set(o, "intervals_stride", json_integer((json_int_t)ss->stride)) ||
 	    cli_rj_set(o, "intervals_total", cli_rj_uint(ss->seen)) ||
-	    json_object_set(o, "intervals", ss->intervals) != 0) {
+	    json_object_set(o, "intervals", ss->intervals) != 0 ||
+	    (ss->server && json_object_set(o, "server", ss->server) != 0)) {
 		json_decref(o);
 		json_decref(checks);
 		return CL_ENOMEM;

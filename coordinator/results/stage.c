@@ -156,6 +156,16 @@ static int add_requested(json_t *o, const struct cl_metrics *m)
 static json_t *tokens_json(const struct cl_metrics *m)
 {
 	json_t *o = tokens_base_json(m);
+	/* The client's own view of the prefix cache: what usage said was served from it. */
+	uint64_t cached = m->ctr[CL_CTR_CACHED_PROMPT_TOKENS],
+		 prompt = m->ctr[CL_CTR_PROMPT_TOKENS];
+	if (o && (cli_rj_set(o, "cached_prompt_tokens", cli_rj_uint(cached)) ||
+		  cli_rj_set(o, "cached_prompt_ratio",
+			     prompt ? cli_rj_real(cli_rj_round((double)cached / prompt, 4))
+				    : json_null()))) {
+		json_decref(o);
+		return NULL;
+	}
 	if (add_requested(o, m)) {
 		json_decref(o);
 		return NULL;

@@ -22,6 +22,19 @@ static int fail_msg(struct run *r, int code, const struct cl_err *err, const cha
 	return code;
 }
 
+/* Scrapes the target's /metrics from readiness to the end (target.server_metrics is `auto`:
+ * the target URL's scheme://host:port/metrics, noted as unavailable when absent). */
+static void start_server_metrics(struct run *r)
+{
+	char url[1024];
+	if (cl_srv_metrics_url(r->target.base_url, url, sizeof(url)) != 0) {
+		CL_INFO("server metrics: no /metrics URL from '%s'", r->target.base_url);
+		return;
+	}
+	if (cl_srv_scrape_start(url, 1000000, true, &r->srv) != 0)
+		CL_WARN("server metrics: cannot start scraping '%s'", url);
+}
+
 /* Builds the target plan the agents get: the scenario's, or the simulator's address. */
 static int make_target(struct run *r, struct cl_err *err)
 {
@@ -236,6 +249,8 @@ static int finish(struct run *r, int code)
 	cl_progress_end(&r->prog);
 	cli_run_record_agents(r);
 	cli_run_stop_processes(r);
+	cl_srv_scrape_stop(r->srv);
+	r->srv = NULL;
 	if (r->res) {
 		int final = 0;
 		if (cl_results_finish(r->res, r->complete, code ? code : r->exit_hint, &final) != 0)
@@ -294,6 +309,7 @@ int cl_run(const struct cl_run_opts *o)
 		code = fail_msg(r, CL_EXIT_USAGE, &err, "bad target");
 		goto finish;
 	}
+	start_server_metrics(r);
 	if (cl_body_json_merge_text(r->s.target.body_json, r->s.readiness.body_json,
 				    &r->probe_extra, &err) != 0) {
 		code = fail_msg(r, CL_EXIT_USAGE, &err, "bad readiness.body");

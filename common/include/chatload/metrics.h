@@ -86,6 +86,8 @@ enum cl_ctr {
 	CL_CTR_TURN_LAST_COMPLETED = CL_CTR_TURN1_COMPLETED + 7,
 	CL_CTR_TURN1_PROMPT_TOKENS,
 	CL_CTR_TURN_LAST_PROMPT_TOKENS = CL_CTR_TURN1_PROMPT_TOKENS + 7,
+	CL_CTR_CACHED_PROMPT_TOKENS, /* usage.prompt_tokens_details.cached_tokens of completed
+				      * requests: the prompt the server's prefix cache served */
 	CL_CTR__COUNT
 };
 
