@@ -490,6 +490,9 @@ int cl_results_add_interval_agents(struct cl_results *r, size_t stage, double t_
 			ss->drift = cli_rs_drift_new(&r->drift, ss->ramp_s, ss->duration_s,
 						     r->report_interval_s);
 		cli_rs_drift_add(ss->drift, t_s, interval_s, interval);
+		if (!ss->ci && ss->seen == 0)
+			ss->ci = cli_rs_ci_new(ss->ramp_s, ss->duration_s);
+		cli_rs_ci_add(ss->ci, t_s, interval_s, interval);
 		if (r->abort_intervals)
 			cli_rs_interval_breach(r, ss, t_s, interval, interval_s);
 	}
@@ -624,8 +627,16 @@ int cl_results_finish_stage(struct cl_results *r, size_t stage, const struct cl_
 				  : cli_rs_drift_json(ss->drift, &r->drift, st->name, checks);
 	cli_rs_drift_free(ss->drift);
 	ss->drift = NULL;
+	json_t *ci = o ? cli_rs_ci_json(ss->ci, o, cumulative) : NULL;
+	cli_rs_ci_free(ss->ci);
+	ss->ci = NULL;
 	if (!o)
 		json_decref(extra);
+	if (o && cli_rj_set(o, "ci95", ci)) { /* takes ci, even on failure */
+		json_decref(o);
+		json_decref(extra);
+		o = NULL;
+	}
 	if (!o || !checks || cli_rj_set(o, ss->probe ? "probe" : "drift", extra) ||
 	    cli_rj_set(o, "intervals_stride", json_integer((json_int_t)ss->stride)) ||
 	    cli_rj_set(o, "intervals_total", cli_rj_uint(ss->seen)) ||

@@ -47,6 +47,8 @@
 /* Intervals kept per stage inside results.json: past this the document keeps every other
  * one (stride doubles), so a 12-hour soak stays small; intervals.jsonl keeps them all. */
 #define CL_RESULTS_MAX_INTERVALS 1800
+/* Most repeats of one stage (scenario `repeat`, `--repeat`). */
+#define CL_RESULTS_MAX_REPEATS 100
 /* A stage is client-bound when, in any interval, the busiest agent used more than this
  * share of its CPU capacity ... */
 #define CL_RESULTS_CLIENT_CPU_FRACTION 0.85
