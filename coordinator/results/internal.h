@@ -277,8 +277,16 @@ struct stage_state {
 	/* drift (results/soak.c): made at the first interval, freed when the stage finishes */
 	struct cli_rs_drift *drift;
 	double ramp_s, duration_s; /* the scenario stage's: which intervals are measured */
-	/* stages[].ci95's batches (results/ci.c): made at the first interval, freed at the end */
+	/* stages[].ci95's batches (results/ci.c): made at the first interval, freed at the end
+	 * (of each repeat) */
 	struct cli_rs_ci *ci;
+	/* `repeat`: the runs planned, done, their objects, and the pooled metrics so far */
+	uint32_t repeat_n, repeats_done;
+	json_t *repeats;
+	struct cl_metrics *pooled;
+	double pooled_window_s;
+	enum cl_stage_status pooled_status;
+	char *pooled_reason;
 };
 
 struct cl_results {

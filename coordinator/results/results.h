@@ -214,6 +214,23 @@ int cl_results_finish_stage(struct cl_results *r, size_t stage, const struct cl_
 			    const struct cl_metrics *cumulative, double window_s,
 			    enum cl_stage_status status, const char *reason);
 
+/*
+ * One run of stage `stage` ended, as cl_results_finish_stage says.  For a stage whose
+ * scenario entry has `repeat: N` (N > 1) it records repeat k (the k-th call) in the stage's
+ * `repeats` with its own batch-means ci95, merges cumulative into the stage's pooled
+ * metrics and window, and at the N-th call finishes the stage from the pooled figures with
+ * ci95 across the repeats.  The stage's intervals between calls belong to the next repeat
+ * (their rows carry `repeat`).  Any other stage: cl_results_finish_stage.  Same errors.
+ */
+int cl_results_finish_repeat(struct cl_results *r, size_t stage, const struct cl_scn_stage *st,
+			     const struct cl_metrics *cumulative, double window_s,
+			     enum cl_stage_status status, const char *reason);
+
+/* The run stops before every repeat of stage `stage` ran: finishes it from the repeats that
+ * did (its reason says how many), or does nothing when none did or it is finished.  0,
+ * CL_EINVAL, CL_ENOMEM, CL_EIO. */
+int cl_results_end_repeats(struct cl_results *r, size_t stage, const struct cl_scn_stage *st);
+
 /* SLO breaches found so far (for slo.abort_on_breach).  0 when none. */
 size_t cl_results_breach_count(const struct cl_results *r);
 
