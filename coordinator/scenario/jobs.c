@@ -203,7 +203,7 @@ static void refuse_stage_key(struct scn_ctx *c, const struct ynode *k, const str
 		return;
 	if (strcmp(k->str, "repeat") == 0) {
 		cli_scn_error(c, k,
-			      "%s: a search stage cannot repeat (each run of it chooses its own "
+			      "%s.repeat: a search stage cannot repeat (each run of it chooses its own "
 			      "probes; repeat the stages at the level it found instead)",
 			      cli_scn_path(c));
 		return;
