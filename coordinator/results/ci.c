@@ -211,11 +211,15 @@ static double t975(size_t df)
 
 double cli_rs_ci_half(const double *v, size_t n)
 {
+	/* Deviations from the first value, so that equal values give exactly 0 (a mean of
+	 * equal doubles need not equal them). */
 	size_t k = 0;
-	double mean = 0;
+	double shift = NAN, mean = 0;
 	for (size_t i = 0; i < n; i++)
 		if (isfinite(v[i])) {
-			mean += v[i];
+			if (k == 0)
+				shift = v[i];
+			mean += v[i] - shift;
 			k++;
 		}
 	if (k < 2)
@@ -224,7 +228,7 @@ double cli_rs_ci_half(const double *v, size_t n)
 	double ss = 0;
 	for (size_t i = 0; i < n; i++)
 		if (isfinite(v[i]))
-			ss += (v[i] - mean) * (v[i] - mean);
+			ss += (v[i] - shift - mean) * (v[i] - shift - mean);
 	return t975(k - 1) * sqrt(ss / (double)(k - 1)) / sqrt((double)k);
 }
 
