@@ -704,9 +704,11 @@ static json_t *repeat_json(struct stage_state *ss, size_t stage, const struct cl
 		json_decref(o);
 		return NULL;
 	}
-	static const char *const drop[] = { "histograms", "index",	 "name", "mode",
-					    "concurrency", "rate",	 "arrival", "planned",
-					    "unaccounted", "tokens_per_chunk" };
+	/* The client's health accumulates over the repeats (its stalls, CPU maxima): it is the
+	 * pooled stage's to say, not one repeat's. */
+	static const char *const drop[] = { "histograms", "index",   "name",	    "mode",
+					    "concurrency", "rate",    "arrival",     "planned",
+					    "unaccounted", "client", "tokens_per_chunk" };
 	for (size_t i = 0; i < sizeof(drop) / sizeof(drop[0]); i++)
 		json_object_del(o, drop[i]);
 	return o;
