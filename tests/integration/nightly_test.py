@@ -98,7 +98,8 @@ class Nightly(tl.FleetCase):
         night = os.path.join(self.dir, "2026-01-03")
         with open(os.path.join(night, "compare.txt")) as f:
             cmp = f.read()
-        self.assertRegex(cmp, r"steady\s+ITL p50 ms\s+[0-9.]+\s+[0-9.]+\s+\+[0-9.]+%\s+REGRESSED")
+        self.assertRegex(cmp, r"steady\s+ITL p50 ms\s+[0-9.]+\s+[0-9.]+\s+\+[0-9.]+%\s+"
+                              r"(?:-|±[0-9.]+%)\s+REGRESSED")  # the noise column between
         self.assertTrue(os.path.isfile(os.path.join(night, "compare.json")))
         self.assertTrue(os.path.isfile(os.path.join(night, "summary.txt")))
         self.assertTrue(os.path.isfile(os.path.join(night, "run.log")))
