@@ -138,7 +138,7 @@ static double noise_of(const char *metric, const json_t *bs, const json_t *ns)
 {
 	double hb = cl_results_num(json_object_get(json_object_get(bs, "ci95"), metric), "half");
 	double hn = cl_results_num(json_object_get(json_object_get(ns, "ci95"), metric), "half");
-	if (!isfinite(hb) || !isfinite(hn))
+	if (!isfinite(hb) || !isfinite(hn) || hb < 0 || hn < 0) /* a file's nonsense: unknown */
 		return NAN;
 	return sqrt(hb * hb + hn * hn);
 }
