@@ -211,10 +211,10 @@ static void add_ci(const json_t *s, struct cli_rp_row *row)
 		int col;
 		const char *figure;
 		bool rate;
-	} cis[] = { { RP_RPS, "requests_per_s", true },   { RP_OTPS, "output_tokens_per_s", true },
-		    { RP_TTFT50, "ttft_p50_ms", false },  { RP_TTFT99, "ttft_p99_ms", false },
-		    { RP_ITL50, "itl_p50_ms", false },    { RP_ITL99, "itl_p99_ms", false },
-		    { RP_TPOT50, "tpot_p50_ms", false },  { RP_E2E50, "e2e_p50_ms", false } };
+	} cis[] = { { RP_RPS, "requests_per_s", true },  { RP_OTPS, "output_tokens_per_s", true },
+		    { RP_TTFT50, "ttft_p50_ms", false }, { RP_TTFT99, "ttft_p99_ms", false },
+		    { RP_ITL50, "itl_p50_ms", false },   { RP_ITL99, "itl_p99_ms", false },
+		    { RP_TPOT50, "tpot_p50_ms", false }, { RP_E2E50, "e2e_p50_ms", false } };
 	const json_t *ci = json_object_get(s, "ci95");
 	if (!json_is_object(ci))
 		return;

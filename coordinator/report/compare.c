@@ -393,14 +393,15 @@ static void summary_line(const json_t *cmp, FILE *out, bool md)
 	double lim = cl_results_num(cmp, "max_regression") * 100;
 	double err = cl_results_num(cmp, "max_error_increase") * 100;
 	/* The units, once, for a reader who did not write the flags. */
-	fprintf(out,
-		"change: new against base, in %% of the base value (the error rate's in "
-		"percentage points, pp);\nhigher is better for tok/s, req/s and the sustainable "
-		"level, lower for latencies (ms) and the error rate;\na change for the worse "
-		"beyond %g%% (error rate: %g pp) is a regression, within it 'worse';\nnoise: the 95%% "
-		"interval of the change from both runs' ci95, where both have one: a change\n"
-		"beyond the limit but within the noise is 'within noise', not a regression.\n%s",
-		lim, err, md ? "\n" : "");
+	fprintf(
+	    out,
+	    "change: new against base, in %% of the base value (the error rate's in "
+	    "percentage points, pp);\nhigher is better for tok/s, req/s and the sustainable "
+	    "level, lower for latencies (ms) and the error rate;\na change for the worse "
+	    "beyond %g%% (error rate: %g pp) is a regression, within it 'worse';\nnoise: the 95%% "
+	    "interval of the change from both runs' ci95, where both have one: a change\n"
+	    "beyond the limit but within the noise is 'within noise', not a regression.\n%s",
+	    lim, err, md ? "\n" : "");
 	if (reg > 0)
 		fprintf(out, "%sresult: %.0f regression%s beyond %g%% (error rate: %g pp)%s\n",
 			md ? "**" : "", reg, reg == 1 ? "" : "s", lim, err, md ? "**" : "");

@@ -139,10 +139,10 @@ void cli_rp_html_load_charts(const json_t *doc, bool rate_mode, FILE *out)
 		col[k] = v + (size_t)k * n;
 		err[k] = v + (size_t)(V__N + k) * n;
 	}
-	static const char *const ci_keys[V__N] = { NULL,	  "output_tokens_per_s",
-						   "requests_per_s", "ttft_p50_ms",
-						   "ttft_p99_ms",    "itl_p50_ms",
-						   "itl_p99_ms" };
+	static const char *const ci_keys[V__N] = {
+		NULL,          "output_tokens_per_s", "requests_per_s", "ttft_p50_ms",
+		"ttft_p99_ms", "itl_p50_ms",          "itl_p99_ms"
+	};
 	static const char *const keys[V__N] = { NULL,
 						"throughput.output_tokens_per_s",
 						"throughput.requests_per_s",

@@ -33,8 +33,7 @@ _Static_assert(CI_VALUES >= MAX_BATCHES, "room for every batch");
 
 enum { H_TTFT, H_ITL, H_TPOT, H_E2E, H__N };
 static const int h_lat[H__N] = { CL_LAT_TTFT, CL_LAT_ITL, CL_LAT_TPOT, CL_LAT_E2E };
-static const struct cl_hist_cfg batch_cfg = { .lowest = 1, .highest = 3600000000LL,
-					      .sigfigs = 2 };
+static const struct cl_hist_cfg batch_cfg = { .lowest = 1, .highest = 3600000000LL, .sigfigs = 2 };
 
 struct batch {
 	struct cl_hist h[H__N];
@@ -45,7 +44,7 @@ struct batch {
 
 struct cli_rs_ci {
 	double ramp_s, end_s;
-	bool until_end;    /* request-bound: the last interval is a drain, held back one step */
+	bool until_end;     /* request-bound: the last interval is a drain, held back one step */
 	uint32_t per_batch; /* L: intervals in a whole batch */
 	uint32_t n_full;    /* whole batches in b[] */
 	struct batch b[MAX_BATCHES];
@@ -249,8 +248,8 @@ static json_t *fig_json(const struct figure *f, double lo, double hi, size_t n, 
 }
 
 /* The t interval of values v[0..n) put around the stage's estimate. */
-static json_t *t_fig(const struct figure *f, double est, const double *v, size_t n,
-		     size_t min_n, const char *method)
+static json_t *t_fig(const struct figure *f, double est, const double *v, size_t n, size_t min_n,
+		     const char *method)
 {
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++)
@@ -332,8 +331,8 @@ json_t *cli_rs_ci_json(const struct cli_rs_ci *c, const json_t *stage,
 		double est = cl_results_num(stage, fg->path);
 		json_t *fj;
 		if (fg->kind == F_PCT) {
-			fj = pct_fig(c, fg, est, cumulative ? &cumulative->lat[h_lat[fg->hist]] : NULL,
-				     &tmp);
+			fj = pct_fig(c, fg, est,
+				     cumulative ? &cumulative->lat[h_lat[fg->hist]] : NULL, &tmp);
 		} else {
 			double v[CI_VALUES];
 			for (size_t i = 0; i < n; i++) {
@@ -367,8 +366,8 @@ json_t *cli_rs_ci_repeats_json(const json_t *stage, const json_t *const *repeats
 		double v[CI_VALUES];
 		for (size_t i = 0; i < n; i++)
 			v[i] = cl_results_num(repeats[i], figures[f].path);
-		json_t *fj = t_fig(&figures[f], cl_results_num(stage, figures[f].path), v, n, 2,
-				   "repeats");
+		json_t *fj =
+		    t_fig(&figures[f], cl_results_num(stage, figures[f].path), v, n, 2, "repeats");
 		if (cli_rj_set(o, figures[f].name, fj)) {
 			json_decref(o);
 			o = NULL;

@@ -330,9 +330,10 @@ void cli_rs_drift_free(struct cli_rs_drift *d);
 /* results/ci.c: the 95 % intervals of a stage's headline figures (docs/results.md, "ci95").
  * new: NULL when out of memory; duration_s 0 for a request-bound stage.  add: one interval
  * (ramp and drain left out).  json: the stage's ci95 object, the point estimates read from
- * the finished stage object, cumulative its pooled metrics (a percentile's fallback); null when there are fewer than 5 whole batches.  NULL when out
- * of memory.  repeats_json: ci95 across n repeats' stage objects (t interval over their
- * figures), around the pooled stage's estimates; null for n < 2. */
+ * the finished stage object, cumulative its pooled metrics (a percentile's fallback); null when
+ * there are fewer than 5 whole batches.  NULL when out of memory.  repeats_json: ci95 across n
+ * repeats' stage objects (t interval over their figures), around the pooled stage's estimates; null
+ * for n < 2. */
 struct cli_rs_ci *cli_rs_ci_new(double ramp_s, double duration_s);
 void cli_rs_ci_add(struct cli_rs_ci *c, double t_s, double interval_s, const struct cl_metrics *m);
 json_t *cli_rs_ci_json(const struct cli_rs_ci *c, const json_t *stage,

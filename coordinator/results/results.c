@@ -644,9 +644,8 @@ static int finish_stage_obj(struct cl_results *r, size_t stage, const struct cl_
 		const json_t *reps[CL_RESULTS_MAX_REPEATS];
 		for (size_t i = 0; i < n_rep && i < CL_RESULTS_MAX_REPEATS; i++)
 			reps[i] = json_array_get(ss->repeats, i);
-		ci = cli_rs_ci_repeats_json(o, reps,
-					    n_rep < CL_RESULTS_MAX_REPEATS ? n_rep
-									   : CL_RESULTS_MAX_REPEATS);
+		ci = cli_rs_ci_repeats_json(
+		    o, reps, n_rep < CL_RESULTS_MAX_REPEATS ? n_rep : CL_RESULTS_MAX_REPEATS);
 	} else if (o) {
 		ci = cli_rs_ci_json(ss->ci, o, cumulative);
 	}
@@ -706,9 +705,10 @@ static json_t *repeat_json(struct stage_state *ss, size_t stage, const struct cl
 	}
 	/* The client's health accumulates over the repeats (its stalls, CPU maxima): it is the
 	 * pooled stage's to say, not one repeat's. */
-	static const char *const drop[] = { "histograms", "index",   "name",	    "mode",
-					    "concurrency", "rate",    "arrival",     "planned",
-					    "unaccounted", "client", "tokens_per_chunk" };
+	static const char *const drop[] = { "histograms", "index",           "name",
+					    "mode",       "concurrency",     "rate",
+					    "arrival",    "planned",         "unaccounted",
+					    "client",     "tokens_per_chunk" };
 	for (size_t i = 0; i < sizeof(drop) / sizeof(drop[0]); i++)
 		json_object_del(o, drop[i]);
 	return o;

@@ -142,7 +142,8 @@ static const struct scn_field stage_fields[SF__COUNT] = {
 	    SCN_RANGE("requests", SCN_F_U64, struct stage_spec, requests, 1, 1000000000000ull),
 	[SF_RAMP] = SCN_RANGE("ramp", SCN_F_DUR, struct stage_spec, ramp_us, 0, 100 * DAY),
 	[SF_REPLAY] = SCN_FIELD("replay", SCN_F_BOOL, struct stage_spec, replay),
-	[SF_REPEAT] = SCN_RANGE("repeat", SCN_F_U32, struct stage_spec, repeat, 1, CL_SCN_MAX_REPEAT),
+	[SF_REPEAT] =
+	    SCN_RANGE("repeat", SCN_F_U32, struct stage_spec, repeat, 1, CL_SCN_MAX_REPEAT),
 };
 
 static void add_stage(struct scn_ctx *c, const struct ynode *entry, const struct stage_spec *sp,
@@ -231,11 +232,12 @@ static void conv_stage(struct scn_ctx *c, const struct ynode *entry)
 
 	if (sp.replay) {
 		if (seen[SF_REPEAT])
-			cli_scn_error(c, seen[SF_REPEAT],
-				      "%s.repeat does not apply to a replay stage (a trace replayed "
-				      "again is not an independent repeat: its arrivals are the "
-				      "same)",
-				      p);
+			cli_scn_error(
+			    c, seen[SF_REPEAT],
+			    "%s.repeat does not apply to a replay stage (a trace replayed "
+			    "again is not an independent repeat: its arrivals are the "
+			    "same)",
+			    p);
 		static const int not_replay[] = { SF_CONC,  SF_RATE, SF_ARRIVAL, SF_BURST,
 						  SF_GAMMA, SF_REQ,  SF_RAMP };
 		for (size_t i = 0; i < N(not_replay); i++) {

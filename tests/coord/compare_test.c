@@ -192,7 +192,9 @@ static void test_noise(void **state)
 	assert_int_equal(cl_compare(b, cur, "b.json", "n.json", &opts, CL_COMPARE_TABLE, out),
 			 CL_EXIT_OK);
 	fclose(out);
-	if (!strstr(text, "within noise") || !strstr(text, "\xc2\xb1" "21.2%") ||
+	if (!strstr(text, "within noise") ||
+	    !strstr(text, "\xc2\xb1"
+			  "21.2%") ||
 	    !strstr(text, "1 change beyond the limit is within the noise"))
 		fail_msg("table:\n%s", text);
 	free(text);

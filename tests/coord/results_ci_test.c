@@ -109,9 +109,8 @@ static void test_batch_means_formula(void **state)
 		if (measured)
 			assert_int_equal(cl_metrics_merge(&f.cum, &f.iv), 0);
 	}
-	assert_int_equal(cl_results_finish_stage(f.r, 0, &f.s.stages[0], &f.cum, 10, CL_STAGE_OK,
-						 NULL),
-			 0);
+	assert_int_equal(
+	    cl_results_finish_stage(f.r, 0, &f.s.stages[0], &f.cum, 10, CL_STAGE_OK, NULL), 0);
 	const json_t *ci = json_object_get(cl_results_stage(f.r, 0), "ci95");
 	assert_true(json_is_object(ci));
 	assert_string_equal(cl_results_str(ci, "method", ""), "batch_means");
@@ -145,9 +144,8 @@ static void test_bounded_batches(void **state)
 		assert_int_equal(cl_results_add_interval(f.r, 0, k, &f.iv, 1.0), 0);
 		assert_int_equal(cl_metrics_merge(&f.cum, &f.iv), 0);
 	}
-	assert_int_equal(cl_results_finish_stage(f.r, 0, &f.s.stages[0], &f.cum, 5000,
-						 CL_STAGE_OK, NULL),
-			 0);
+	assert_int_equal(
+	    cl_results_finish_stage(f.r, 0, &f.s.stages[0], &f.cum, 5000, CL_STAGE_OK, NULL), 0);
 	const json_t *ci = json_object_get(cl_results_stage(f.r, 0), "ci95");
 	double n = num(ci, "n"), per = num(ci, "intervals_per_batch");
 	if (!(n >= 10 && n <= 20 && per >= 256 && n * per <= 5000 && n * per > 5000 - per))
@@ -194,9 +192,9 @@ static void test_repeats(void **state)
 			assert_int_equal(cl_results_add_interval(f.r, 0, k, &f.iv, 1.0), 0);
 			assert_int_equal(cl_metrics_merge(&one, &f.iv), 0);
 		}
-		assert_int_equal(cl_results_finish_repeat(f.r, 0, &f.s.stages[0], &one, 6,
-							  CL_STAGE_OK, NULL),
-				 0);
+		assert_int_equal(
+		    cl_results_finish_repeat(f.r, 0, &f.s.stages[0], &one, 6, CL_STAGE_OK, NULL),
+		    0);
 		/* Not finished until the last repeat. */
 		if (rep < 2)
 			assert_null(cl_results_stage(f.r, 0));
@@ -266,7 +264,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_batch_means_formula), cmocka_unit_test(test_bounded_batches),
-		cmocka_unit_test(test_too_short),	    cmocka_unit_test(test_repeats),
+		cmocka_unit_test(test_too_short),           cmocka_unit_test(test_repeats),
 		cmocka_unit_test(test_repeats_cut_short),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
