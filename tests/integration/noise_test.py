@@ -69,18 +69,21 @@ class Repeats(tl.FleetCase):
             self.assertGreater(o["half"], 0)
         # Interleaved: round 1 runs c2 then c4, round 2 likewise, round 3 only c2.
         order = []
-        for line in open(os.path.join(out, "intervals.jsonl")):
-            row = json.loads(line)
+        with open(os.path.join(out, "intervals.jsonl")) as f:
+            rows = [json.loads(line) for line in f]
+        for row in rows:
             key = (row["stage"], row["repeat"])
             if not order or order[-1] != key:
                 order.append(key)
         self.assertEqual(order, [("c2", 1), ("c4", 1), ("c2", 2), ("c4", 2), ("c2", 3)])
         # The table prints the intervals, report.html draws them.
         self.assertRegex(p.text("out"), r"c2\s+c=2\s+ok\s+[0-9.]+ ±[0-9.]+")
-        html = open(os.path.join(out, "report.html")).read()
+        with open(os.path.join(out, "report.html")) as f:
+            html = f.read()
         self.assertIn('class="errbar"', html)
         self.assertIn("95 % confidence intervals", html)
-        md = open(os.path.join(out, "report.md")).read()
+        with open(os.path.join(out, "report.md")) as f:
+            md = f.read()
         self.assertRegex(md, r"\| c4 \| c=4 \| ok \| [0-9.]+ ±[0-9.]+")
 
     def test_repeat_flag_repeats_every_stage(self):
