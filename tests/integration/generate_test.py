@@ -172,6 +172,9 @@ class Generate(tl.FleetCase):
                              [len(w) for w in written_at_kill], len(truth), retried,
                              sum(1 for t in truth if t["fault"]), len(twice)))
         doc = self.results(self.scope.path("res-final"))
+        import jsonschema  # python3-jsonschema (install-deps.sh); missing, the test fails
+        with open(os.path.join(tl.SOURCE_DIR, "docs", "results.schema.json")) as f:
+            jsonschema.validate(doc, json.load(f))
         st = doc["stages"][0]
         self.assertEqual(st["mode"], "generate")
         g = st["generate"]
