@@ -186,6 +186,44 @@ class Generate(tl.FleetCase):
         self.assertGreater(g["repaired_bytes"], 0)
         self.assertEqual(st["requests"]["completed"], g["done"])
 
+    def test_lost_agent_ids_go_to_the_other(self):
+        """An agent SIGKILLed mid-job: declared lost after 10 s, the ids it held go to the
+        other agent, and the job completes with every id once."""
+        sim = self.start_sim("--ttft", "5ms", "--itl", "2ms", "--output-tokens", "10")
+        n = 800
+        inp = self.scope.path("in.jsonl")
+        out = self.scope.path("out.jsonl")
+        with open(inp, "w") as f:
+            for i in range(n):
+                f.write(batch_line("id-%d" % i, {
+                    "model": "chatload-sim", "max_tokens": 10,
+                    "messages": [{"role": "user", "content": "x %d" % i}]}) + "\n")
+        # slow enough that the job outlives the 10 s it takes to declare an agent lost
+        scn = self.job(sim, "lose", inp, out, concurrency=2)
+        run = self.start_run(scn, self.scope.path("res"), name="lose")
+        tl.wait_until(lambda: len(read_lines(out)) >= 50, 60, "50 answers")
+
+        def children():
+            with open("/proc/%d/task/%d/children" % (run.pid, run.pid)) as f:
+                kids = [int(x) for x in f.read().split()]
+            agents = []
+            for k in kids:
+                with open("/proc/%d/cmdline" % k, "rb") as f:
+                    if b"chatload-agent" in f.read():
+                        agents.append(k)
+            return agents
+        agents = children()
+        self.assertEqual(len(agents), 2, agents)
+        os.kill(agents[0], signal.SIGKILL)
+        run.wait_line(r"agent \d+ .* was lost: its \d+ leased requests go to the other", 30)
+        self.assertExit(run, 0, 240)
+        got = [l["custom_id"] for l in read_lines(out)]
+        self.assertEqual(len(got), len(set(got)), "an id is in the output twice")
+        self.assertEqual(set(got), {"id-%d" % i for i in range(n)})
+        g = self.results(self.scope.path("res"))["stages"][0]["generate"]
+        self.assertGreater(g["reissued"], 0)
+        self.assertEqual(g["done"], n)
+
     def test_bad_input_is_reported_before_anything_is_sent(self):
         sim = self.start_sim("--ttft", "1ms", "--itl", "1ms", "--output-tokens", "4")
         good = {"model": "chatload-sim", "messages": [{"role": "user", "content": "hi"}]}
