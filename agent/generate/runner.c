@@ -424,7 +424,8 @@ size_t cl_gen_runner_take(struct cl_gen_runner *r, struct cl_gen_answer *out, si
 		out[k] = r->answers[k];
 		k++;
 	}
-	memmove(r->answers, r->answers + k, (r->n_answers - k) * sizeof(*r->answers));
+	if (k && r->n_answers > k)
+		memmove(r->answers, r->answers + k, (r->n_answers - k) * sizeof(*r->answers));
 	r->n_answers -= k;
 	pthread_mutex_unlock(&r->mu);
 	return k;

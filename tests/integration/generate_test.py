@@ -136,7 +136,7 @@ class Generate(tl.FleetCase):
 
         truth = sim.truth()
         by_chat_id = {t["id"]: t for t in truth if t["id"]}
-        rx = re.compile(r"^(req-\d{5})(?:/(\d+))?$")
+        rx = re.compile(r"^(req-\d+)(?:/(\d+))?$")
         retried = 0
         for t in truth:
             m = rx.match(t["x_request_id"] or "")
