@@ -67,6 +67,8 @@ struct run_gen {
 	uint64_t tok_at[RATE_WINDOW];
 	int64_t second;
 	bool write_failed;
+	bool closed; /* the job ended: answers that still come are not written (nor ACKed), so
+		      * the tally in results.json is the file's; a rerun sends those ids again */
 	char fatal[900];
 	uint64_t errs_http4xx, errs_http5xx, errs_other;
 };
@@ -234,7 +236,7 @@ static int on_answers(void *ctx, struct cl_fleet_agent *fa, struct cl_msg_answer
 {
 	struct run *r = ctx;
 	struct run_gen *g = r->gen;
-	if (!g || g->write_failed)
+	if (!g || g->write_failed || g->closed)
 		return -1;
 	struct gen_agent *a = &g->agents[fa->id - 1];
 	/* An answer written before a failed write of the same message is found no longer held
@@ -550,6 +552,7 @@ int cli_run_generate(struct run *r)
 		if (g->reader.eof && g->n_pool == 0 && held_total(r) == 0)
 			break;
 	}
+	g->closed = true;
 	progress(r, true);
 	cl_progress_end(&r->prog);
 	if (cl_gen_out_sync(&g->out, true, &err) != 0 && status == CL_STAGE_OK) {

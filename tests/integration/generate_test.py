@@ -233,6 +233,33 @@ class Generate(tl.FleetCase):
         self.assertGreater(g["reissued"], 0)
         self.assertEqual(g["done"], n)
 
+    def test_interrupted_then_finished(self):
+        """SIGINT mid-job: exit 1, the stage `interrupted`, results.json's tally is exactly
+        the output's lines (answers still in flight are not written), and the same command
+        finishes the rest."""
+        sim = self.start_sim("--ttft", "5ms", "--itl", "2ms", "--output-tokens", "10")
+        n = 1500
+        inp = self.scope.path("in.jsonl")
+        out = self.scope.path("out.jsonl")
+        with open(inp, "w") as f:
+            for i in range(n):
+                f.write(batch_line("i%d" % i, {
+                    "model": "chatload-sim", "messages": [{"role": "user", "content": "y"}]})
+                        + "\n")
+        scn = self.job(sim, "intr", inp, out, concurrency=4)
+        run = self.start_run(scn, self.scope.path("res0"), name="intr0")
+        tl.wait_until(lambda: count_lines(out) >= 100, 60, "100 answers")
+        run.send(signal.SIGINT)
+        self.assertExit(run, 1, 30)
+        st = self.results(self.scope.path("res0"))["stages"][0]
+        self.assertEqual(st["status"], "interrupted")
+        self.assertEqual(st["generate"]["done"], count_lines(out))
+        self.assertLess(count_lines(out), n)
+        run = self.start_run(scn, self.scope.path("res1"), name="intr1")
+        self.assertExit(run, 0, 120)
+        got = [l["custom_id"] for l in read_lines(out)]
+        self.assertEqual(sorted(got), sorted("i%d" % i for i in range(n)))
+
     def test_bad_input_is_reported_before_anything_is_sent(self):
         sim = self.start_sim("--ttft", "1ms", "--itl", "1ms", "--output-tokens", "4")
         good = {"model": "chatload-sim", "messages": [{"role": "user", "content": "hi"}]}
