@@ -260,6 +260,43 @@ class Generate(tl.FleetCase):
         got = [l["custom_id"] for l in read_lines(out)]
         self.assertEqual(sorted(got), sorted("i%d" % i for i in range(n)))
 
+    def test_full_disk_stops_the_job_and_a_rerun_finishes(self):
+        """The output on a 256 KiB tmpfs: the disk fills, the job stops with a message naming
+        the file and ENOSPC's words (exit 1), every line before it whole; with room again
+        (remounted larger) the same command finishes, each id once."""
+        full = self.scope.path("full")
+        os.makedirs(full)
+        import subprocess
+        m = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", full],
+                           capture_output=True, text=True)
+        if m.returncode != 0:
+            self.skipTest("cannot mount a tmpfs to fill (needs root): %s" % m.stderr.strip())
+        self.scope.on_close(lambda: subprocess.run(["umount", "-l", full]))
+        sim = self.start_sim("--ttft", "1ms", "--itl", "0ms", "--output-tokens", "40")
+        n = 1200
+        inp = self.scope.path("in.jsonl")
+        out = os.path.join(full, "out.jsonl")
+        with open(inp, "w") as f:
+            for i in range(n):
+                f.write(batch_line("f%d" % i, {
+                    "model": "chatload-sim", "messages": [{"role": "user", "content": "z"}]})
+                        + "\n")
+        scn = self.job(sim, "full", inp, out, concurrency=8)
+        run = self.start_run(scn, self.scope.path("res0"), name="full0")
+        self.assertExit(run, 1, 60)
+        run.wait_line(r"cannot write '.*out\.jsonl': No space left on device", 1)
+        with open(out, "rb") as f:
+            data = f.read()
+        whole = data[:data.rfind(b"\n") + 1]
+        before = [json.loads(l) for l in whole.decode().splitlines()]
+        self.assertGreater(len(before), 0)
+        self.assertLess(len(before), n)
+        subprocess.run(["mount", "-o", "remount,size=16m", full], check=True)
+        run = self.start_run(scn, self.scope.path("res1"), name="full1")
+        self.assertExit(run, 0, 120)
+        got = [l["custom_id"] for l in read_lines(out)]
+        self.assertEqual(sorted(got), sorted("f%d" % i for i in range(n)))
+
     def test_bad_input_is_reported_before_anything_is_sent(self):
         sim = self.start_sim("--ttft", "1ms", "--itl", "1ms", "--output-tokens", "4")
         good = {"model": "chatload-sim", "messages": [{"role": "user", "content": "hi"}]}
