@@ -63,6 +63,12 @@ struct run_gen {
 	uint64_t reissued;
 	uint64_t total; /* to send this run */
 	int64_t start_us;
+	/* generate.estimate_from: the benchmark's sustained rate the job was planned with */
+	struct {
+		bool set;
+		double requests_per_s, output_tokens_per_request;
+		char stage[128];
+	} plan;
 	uint64_t done_at[RATE_WINDOW]; /* written+failed at each of the last seconds */
 	uint64_t tok_at[RATE_WINDOW];
 	int64_t second;
@@ -124,6 +130,33 @@ void cli_run_generate_free(struct run *r)
 	r->gen = NULL;
 }
 
+/* generate.estimate_from: the rate of the benchmark's `estimates` (the stage it planned
+ * from), checked before anything is sent.  0, or CL_EINVAL with err saying what is wrong. */
+static int read_plan(struct run_gen *g, const char *path, struct cl_err *err)
+{
+	json_t *doc = NULL;
+	int rc = cl_results_load(path, &doc, err);
+	if (rc != 0) {
+		cl_err_prefix(err, "generate.estimate_from");
+		return CL_EINVAL;
+	}
+	const json_t *e = json_array_get(json_object_get(doc, "estimates"), 0);
+	double rps = cl_results_num(e, "requests_per_s");
+	if (!e || !isfinite(rps) || rps <= 0) {
+		json_decref(doc);
+		return cl_err_set(err, CL_EINVAL,
+				  "generate.estimate_from: '%s' has no estimate with a rate (run the "
+				  "benchmark with estimate: { samples: [...] })",
+				  path);
+	}
+	g->plan.set = true;
+	g->plan.requests_per_s = rps;
+	g->plan.output_tokens_per_request = cl_results_num(e, "output_tokens_per_request");
+	snprintf(g->plan.stage, sizeof(g->plan.stage), "%s", cl_results_str(e, "from_stage", ""));
+	json_decref(doc);
+	return 0;
+}
+
 int cli_run_generate_check(struct run *r, struct cl_err *err)
 {
 	const struct cl_scn_generate *s = &r->s.generate;
@@ -143,6 +176,8 @@ int cli_run_generate_check(struct run *r, struct cl_err *err)
 	if ((rc = cl_gen_out_sync(&g->out, true, err)) != 0)
 		return rc;
 	g->total = g->scan.to_send;
+	if (s->estimate_from && (rc = read_plan(g, s->estimate_from, err)) != 0)
+		return rc;
 	if ((rc = cl_metrics_init(&g->m)) != 0)
 		return cl_err_set(err, rc, "out of memory");
 	g->m_ready = true;
@@ -292,10 +327,11 @@ static int lease_to(struct run *r, size_t i, struct cl_err *err)
 	size_t cap = 2 * (size_t)a->share;
 	if (a->n_held >= cap || cl_fleet_room(&r->fleet, i) == 0)
 		return 0;
-	/* Not in dribbles: wait until a quarter of the allowance is free, unless the agent
-	 * holds nothing. */
+	/* Not in dribbles: with a large allowance, wait until a quarter of it is free (unless
+	 * the agent holds nothing); a small one is topped up at once, or its streams would
+	 * wait for leases. */
 	size_t room = cap - a->n_held;
-	if (a->n_held && room < (cap + 3) / 4)
+	if (cap >= 32 && a->n_held && room < cap / 4)
 		return 0;
 	if (room > LEASE_MAX_ITEMS)
 		room = LEASE_MAX_ITEMS;
@@ -461,6 +497,24 @@ static void finish_results(struct run *r, enum cl_stage_status status, const cha
 	    (json_int_t)g->attempts, "retried", (json_int_t)g->retried_answers, "reissued",
 	    (json_int_t)g->reissued, "repaired_bytes", (json_int_t)g->out.repaired_bytes, "input",
 	    r->s.generate.input, "output", r->s.generate.output, "errors", r->s.generate.errors);
+	if (block && g->plan.set) {
+		/* The estimate is the benchmark's rate over what this run had to send. */
+		double planned_s = (double)g->total / g->plan.requests_per_s;
+		json_t *est = json_pack(
+		    "{s:s,s:s,s:f,s:f,s:f,s:o}", "from", r->s.generate.estimate_from, "stage",
+		    g->plan.stage, "requests_per_s", g->plan.requests_per_s, "planned_s", planned_s,
+		    "actual_s", window_s, "actual_over_planned",
+		    planned_s > 0 && status == CL_STAGE_OK ? json_real(window_s / planned_s)
+							   : json_null());
+		if (est)
+			json_object_set_new(block, "estimate", est);
+		cl_progress_note(&r->prog,
+				 "generate: the benchmark ('%s', stage '%s' at %.1f req/s) planned "
+				 "%.0f s for %llu requests; it took %.0f s (%.2fx)",
+				 r->s.generate.estimate_from, g->plan.stage, g->plan.requests_per_s,
+				 planned_s, (unsigned long long)g->total, window_s,
+				 planned_s > 0 ? window_s / planned_s : 0.0);
+	}
 	if (block && cl_results_set_generate(r->res, 0, block) != 0)
 		CL_WARN("cannot record the generate block in results.json");
 }
@@ -481,8 +535,19 @@ int cli_run_generate(struct run *r)
 			 r->s.generate.concurrency, cl_fleet_active(&r->fleet));
 	enum cl_stage_status status = CL_STAGE_OK;
 	char reason[1500] = "";
+	/* --metrics-listen: the job is the running stage, its figures those of the answers */
+	if (r->live && cl_live_metrics_stage_start(r->live, 0, "generate", "generate",
+						   r->s.generate.concurrency) != 0)
+		CL_WARN("live metrics: out of memory for the generate job");
+	int64_t live_us = 0;
 	for (;;) {
-		cl_fleet_serve(&r->fleet, 50000);
+		/* Short turns: a lease follows the answers that freed its room within ~10 ms. */
+		cl_fleet_serve(&r->fleet, 10000);
+		cli_run_live_tick(r, false);
+		if (r->live && cl_mono_us() - live_us >= 500000) {
+			live_us = cl_mono_us();
+			cl_live_metrics_stage_update(r->live, &g->m);
+		}
 		if (g->write_failed) {
 			status = CL_STAGE_FAILED;
 			snprintf(reason, sizeof(reason), "%s", g->fatal);
@@ -553,6 +618,8 @@ int cli_run_generate(struct run *r)
 			break;
 	}
 	g->closed = true;
+	if (r->live)
+		cl_live_metrics_stage_end(r->live, &g->m, cl_stage_status_name(status));
 	progress(r, true);
 	cl_progress_end(&r->prog);
 	if (cl_gen_out_sync(&g->out, true, &err) != 0 && status == CL_STAGE_OK) {

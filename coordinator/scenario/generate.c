@@ -25,8 +25,9 @@ static const struct scn_field generate_fields[] = {
 		  3600 * SEC),
 	SCN_RANGE("backoff_max", SCN_F_DUR, struct cl_scn_generate, backoff_max_us, 0,
 		  3600 * SEC),
+	SCN_FIELD("estimate_from", SCN_F_NESTR, struct cl_scn_generate, estimate_from),
 };
-enum { G_INPUT, G_OUTPUT, G_ERRORS };
+enum { G_INPUT, G_OUTPUT, G_ERRORS, G_ESTIMATE = 8 };
 
 /* path relative to the scenario's directory, as workload.dataset is. */
 static void resolve(struct scn_ctx *c, char **path)
@@ -86,6 +87,10 @@ void cli_scn_conv_generate(struct scn_ctx *c, const struct ynode *v, void *obj)
 	resolve(c, &g->input);
 	resolve(c, &g->output);
 	resolve(c, &g->errors);
+	resolve(c, &g->estimate_from);
+	if (g->estimate_from && access(g->estimate_from, R_OK) != 0)
+		cli_scn_error(c, seen[G_ESTIMATE], "generate.estimate_from: cannot open '%s': %s",
+			      g->estimate_from, strerror(errno));
 	if (!g->errors) {
 		size_t n = strlen(g->output);
 		size_t stem = n > 6 && strcmp(g->output + n - 6, ".jsonl") == 0 ? n - 6 : n;

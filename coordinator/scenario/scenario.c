@@ -247,6 +247,7 @@ void cl_scenario_free(struct cl_scenario *s)
 	free(s->generate.input);
 	free(s->generate.output);
 	free(s->generate.errors);
+	free(s->generate.estimate_from);
 	memset(s, 0, sizeof(*s));
 }
 

@@ -253,6 +253,8 @@ struct cl_scn_generate {
 	bool skip_invalid;          /* bad input lines go to errors instead of stopping */
 	int64_t backoff_initial_us; /* default 1s, doubled per try */
 	int64_t backoff_max_us;     /* default 30s */
+	char *estimate_from; /* a benchmark's results.json (or its directory) whose estimate the
+			      * job is checked against; NULL: none */
 	int line;                   /* where `generate:` is, for messages */
 };
 
