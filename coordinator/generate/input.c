@@ -6,6 +6,7 @@
 #include <jansson.h>
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -197,9 +198,116 @@ int cl_gen_reader_open(struct cl_gen_reader *r, const char *path, struct cl_err 
 	return 0;
 }
 
-/* The body as given, with stream: true and stream_options.include_usage: true (an
- * include_usage the body had is kept true; other stream_options stay). */
-static char *streamed_body(json_t *body)
+static char *reserialized_body(json_t *body);
+
+/* Past the JSON string starting at p (its opening quote); the text is known valid. */
+static const char *skip_string(const char *p)
+{
+	for (p++; *p && *p != '"'; p++)
+		if (*p == '\\' && p[1])
+			p++;
+	return *p ? p + 1 : p;
+}
+
+static const char *skip_ws(const char *p)
+{
+	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+		p++;
+	return p;
+}
+
+/* Past the JSON value at p (known valid): a string, a container, or a scalar. */
+static const char *skip_value(const char *p)
+{
+	if (*p == '"')
+		return skip_string(p);
+	if (*p != '{' && *p != '[') {
+		while (*p && *p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != '\t' &&
+		       *p != '\n' && *p != '\r')
+			p++;
+		return p;
+	}
+	int depth = 0;
+	for (; *p; p++) {
+		if (*p == '"') {
+			p = skip_string(p) - 1;
+		} else if (*p == '{' || *p == '[') {
+			depth++;
+		} else if ((*p == '}' || *p == ']') && --depth == 0) {
+			return p + 1;
+		}
+	}
+	return p;
+}
+
+/*
+ * The body's own text inside line (a JSON object that check_line accepted): its first byte
+ * and length, so it can be sent byte for byte as written.  False when its key is written with
+ * escapes (then the caller re-serializes it).
+ */
+static bool body_span(const char *line, const char **at, size_t *len)
+{
+	const char *p = skip_ws(line);
+	if (*p != '{')
+		return false;
+	p = skip_ws(p + 1);
+	while (*p == '"') {
+		const char *k = p, *kend = skip_string(p);
+		p = skip_ws(kend);
+		if (*p != ':')
+			return false;
+		p = skip_ws(p + 1);
+		const char *v = p;
+		p = skip_value(p);
+		if (kend - k == 6 && memcmp(k, "\"body\"", 6) == 0) {
+			*at = v;
+			*len = (size_t)(p - v);
+			return *v == '{';
+		}
+		p = skip_ws(p);
+		if (*p != ',')
+			return false;
+		p = skip_ws(p + 1);
+	}
+	return false;
+}
+
+/*
+ * The body to send: as written in the line, with "stream":true and
+ * "stream_options":{"include_usage":true} put first.  A body that has stream or
+ * stream_options itself (or a key written with escapes) is re-serialized with the two set
+ * (other stream_options kept), since a JSON object must not carry a key twice.
+ */
+static char *streamed_body(const char *line, json_t *body)
+{
+	const char *at;
+	size_t len;
+	if (!json_object_get(body, "stream") && !json_object_get(body, "stream_options") &&
+	    body_span(line, &at, &len)) {
+		static const char add[] = "\"stream\":true,\"stream_options\":{\"include_usage\":true}";
+		const char *rest = skip_ws(at + 1);
+		bool empty = *rest == '}';
+		size_t n = 1 + sizeof(add) - 1 + !empty + (len - 1);
+		char *out = malloc(n + 1);
+		if (!out)
+			return NULL;
+		size_t o = 0;
+		out[o++] = '{';
+		memcpy(out + o, add, sizeof(add) - 1);
+		o += sizeof(add) - 1;
+		if (!empty)
+			out[o++] = ',';
+		memcpy(out + o, at + 1, len - 1);
+		o += len - 1;
+		out[o] = '\0';
+		return out;
+	}
+	return reserialized_body(body);
+}
+
+/* The body with stream: true and stream_options.include_usage: true set (an include_usage
+ * the body had is kept true; other stream_options stay), re-serialized compactly. */
+static char *reserialized_body(json_t *body)
 {
 	json_t *so = json_object_get(body, "stream_options");
 	if (!json_is_object(so)) {
@@ -250,7 +358,7 @@ int cl_gen_reader_next(struct cl_gen_reader *r, const struct cl_gen_idset *done,
 		}
 		out->line_no = r->line_no;
 		out->id = strdup(id);
-		out->body = streamed_body(json_object_get(root, "body"));
+		out->body = streamed_body(r->buf, json_object_get(root, "body"));
 		json_decref(root);
 		if (!out->id || !out->body) {
 			cl_gen_line_free(out);

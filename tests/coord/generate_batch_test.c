@@ -130,9 +130,9 @@ static void test_skip_and_resume(void **state)
 		assert_int_equal(cl_gen_reader_next(&r, &done, &l, &err), 1);
 		assert_string_equal(l.id, "a");
 		assert_int_equal(l.line_no, 1);
-		assert_non_null(strstr(l.body, "\"stream\":true"));
-		assert_non_null(strstr(l.body, "\"stream_options\":{\"include_usage\":true}"));
-		assert_non_null(strstr(l.body, "\"temperature\":0.5"));
+		/* sent as written, the two fields first */
+		assert_string_equal(l.body, "{\"stream\":true,\"stream_options\":{\"include_usage\":"
+					    "true},\"messages\":[],\"temperature\":0.5}");
 		cl_gen_line_free(&l);
 		assert_int_equal(cl_gen_reader_next(&r, &done, &l, &err), 1);
 		assert_string_equal(l.id, "c");
@@ -155,6 +155,37 @@ static void test_skip_and_resume(void **state)
 	char *o = read_file(out);
 	assert_string_equal(o, "{\"id\":\"x\",\"custom_id\":\"b\",\"response\":null,\"error\":null}\n");
 	free(o);
+}
+
+/* The body goes byte for byte as written (numbers, spacing, escapes, key order), with the
+ * two stream fields put first; a body that has stream or stream_options is re-serialized with
+ * them set, its other stream_options kept. */
+static void test_body_as_written(void **state)
+{
+	const char *in = path_of("in4.jsonl");
+	write_file(in,
+		   "{ \"url\": \"/v1/chat/completions\", \"body\" : { \"t\" : 0.7, \"s\": \"a\\\"}\\u00e9\", "
+		   "\"n\": [1e2, {\"x\": \"]\"}] } , \"custom_id\": \"a\"}\n"
+		   "{\"custom_id\":\"b\",\"url\":\"/v1/chat/completions\",\"body\":{ }}\n"
+		   "{\"custom_id\":\"c\",\"url\":\"/v1/chat/completions\",\"body\":{\"stream\":false,"
+		   "\"stream_options\":{\"x\":1},\"t\":1}}\n");
+	struct cl_gen_idset done = { 0 };
+	struct cl_gen_reader r;
+	struct cl_gen_line l;
+	struct cl_err err = { 0 };
+	assert_int_equal(cl_gen_reader_open(&r, in, &err), 0);
+	assert_int_equal(cl_gen_reader_next(&r, &done, &l, &err), 1);
+	assert_string_equal(l.body, "{\"stream\":true,\"stream_options\":{\"include_usage\":true}, "
+				    "\"t\" : 0.7, \"s\": \"a\\\"}\\u00e9\", \"n\": [1e2, {\"x\": \"]\"}] }");
+	cl_gen_line_free(&l);
+	assert_int_equal(cl_gen_reader_next(&r, &done, &l, &err), 1);
+	assert_string_equal(l.body, "{\"stream\":true,\"stream_options\":{\"include_usage\":true} }");
+	cl_gen_line_free(&l);
+	assert_int_equal(cl_gen_reader_next(&r, &done, &l, &err), 1);
+	assert_string_equal(l.body, "{\"stream\":true,\"stream_options\":{\"x\":1,\"include_usage\":"
+				    "true},\"t\":1}");
+	cl_gen_line_free(&l);
+	cl_gen_reader_close(&r);
 }
 
 /* A success line is the Batch output shape; a body that is not an object is refused. */
@@ -216,6 +247,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_scan_errors),
 		cmocka_unit_test(test_skip_and_resume),
+		cmocka_unit_test(test_body_as_written),
 		cmocka_unit_test(test_output_lines),
 		cmocka_unit_test(test_idset),
 	};
