@@ -65,6 +65,15 @@ struct cl_gen_out;
 int cl_gen_scan(const char *path, const struct cl_gen_idset *present, struct cl_gen_out *out,
 		struct cl_gen_idset *seen, struct cl_gen_scan *scan, struct cl_err *err);
 
+/*
+ * One input line (len bytes, NUL-terminated at line[len]) checked as the checking pass does
+ * and, when good, turned into what is sent: its custom_id and the body as written with the
+ * stream fields added (docs/scenario.md).  0 with *out filled (free with cl_gen_line_free),
+ * CL_EINVAL with err naming path:line_no:col, or CL_ENOMEM.  Fuzzed (fuzz_batch).
+ */
+int cl_gen_line_parse(const char *path, uint64_t line_no, const char *line, size_t len,
+		      struct cl_gen_line *out, struct cl_err *err);
+
 /* The sending pass: the input opened again, read as the leases need it. */
 struct cl_gen_reader {
 	FILE *f;

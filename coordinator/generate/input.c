@@ -54,6 +54,13 @@ static int check_line(const char *path, uint64_t line_no, const char *line, size
 {
 	json_error_t je;
 	*id = NULL;
+	*root = NULL;
+	/* jansson stops reading at a NUL byte inside a number and accepts the line; the body
+	 * would then be sent cut short (fuzz_batch found it) */
+	const char *nul = memchr(line, '\0', len);
+	if (nul)
+		return cl_err_setpos(err, CL_EINVAL, path, (int)line_no, (int)(nul - line) + 1,
+				     "not a JSON line: a NUL byte");
 	*root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
 	if (!*root)
 		return cl_err_setpos(err, CL_EINVAL, path, (int)line_no, je.column > 0 ? je.column : 1,
@@ -321,6 +328,28 @@ static char *reserialized_body(json_t *body)
 	return json_dumps(body, JSON_COMPACT | JSON_REAL_PRECISION(17));
 }
 
+int cl_gen_line_parse(const char *path, uint64_t line_no, const char *line, size_t len,
+		      struct cl_gen_line *out, struct cl_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	json_t *root = NULL;
+	const char *id = NULL;
+	int rc = check_line(path, line_no, line, len, &root, &id, err);
+	if (rc == 0) {
+		out->line_no = line_no;
+		out->id = strdup(id);
+		out->body = streamed_body(line, json_object_get(root, "body"));
+		if (!out->id || !out->body) {
+			cl_gen_line_free(out);
+			rc = cl_err_set(err, CL_ENOMEM, "out of memory");
+		} else {
+			out->body_len = strlen(out->body);
+		}
+	}
+	json_decref(root);
+	return rc;
+}
+
 int cl_gen_reader_next(struct cl_gen_reader *r, const struct cl_gen_idset *done,
 		       struct cl_gen_line *out, struct cl_err *err)
 {
@@ -337,34 +366,22 @@ int cl_gen_reader_next(struct cl_gen_reader *r, const struct cl_gen_idset *done,
 					  strerror(errno));
 		if (n == CL_ETOOBIG || blank(r->buf))
 			continue;
-		json_t *root = NULL;
-		const char *id = NULL;
 		struct cl_err lerr = { 0 };
-		if (check_line(r->path, r->line_no, r->buf, (size_t)n, &root, &id, &lerr) != 0) {
-			json_decref(root); /* reported by the checking pass */
-			continue;
-		}
-		size_t il = strlen(id);
-		if (cl_gen_idset_has(done, id, il)) {
-			json_decref(root);
-			continue;
-		}
-		int added = cl_gen_idset_add(&r->issued, id, il);
+		int prc = cl_gen_line_parse(r->path, r->line_no, r->buf, (size_t)n, out, &lerr);
+		if (prc == CL_EINVAL)
+			continue; /* reported by the checking pass */
+		if (prc != 0)
+			return cl_err_set(err, prc, "out of memory reading '%s'", r->path);
+		size_t il = strlen(out->id);
+		int added = cl_gen_idset_has(done, out->id, il) ? 0
+							       : cl_gen_idset_add(&r->issued, out->id, il);
 		if (added <= 0) {
-			json_decref(root);
+			/* answered already, or a duplicate (the first line with the id is sent) */
+			cl_gen_line_free(out);
 			if (added < 0)
 				return cl_err_set(err, CL_ENOMEM, "out of memory reading '%s'", r->path);
-			continue; /* a duplicate: the first line with the id is the one sent */
+			continue;
 		}
-		out->line_no = r->line_no;
-		out->id = strdup(id);
-		out->body = streamed_body(r->buf, json_object_get(root, "body"));
-		json_decref(root);
-		if (!out->id || !out->body) {
-			cl_gen_line_free(out);
-			return cl_err_set(err, CL_ENOMEM, "out of memory reading '%s'", r->path);
-		}
-		out->body_len = strlen(out->body);
 		return 1;
 	}
 	return 0;
