@@ -303,13 +303,13 @@ class Generate(tl.FleetCase):
         sim = self.start_sim("--ttft", "5ms", "--itl", "2ms", "--output-tokens", "10")
         bench = self.write_scenario("bench", tl.scenario(
             {"url": sim.url}, [{"name": "c4", "concurrency": 4, "duration": "3s"}],
-            {"local": 2, "workers": 1}, estimate={"samples": [400]}))
+            {"local": 2, "workers": 1}, estimate={"samples": [800]}))
         run = self.start_run(bench, self.scope.path("bench-res"), name="bench")
         self.assertExit(run, 0, 60)
         rps = self.results(self.scope.path("bench-res"))["estimates"][0]["requests_per_s"]
         inp = self.scope.path("in.jsonl")
         with open(inp, "w") as f:
-            for i in range(400):
+            for i in range(800):
                 f.write(batch_line("e%d" % i, {
                     "model": "chatload-sim", "max_tokens": 32,
                     "messages": [{"role": "user", "content": "Say something."}]}) + "\n")
@@ -317,17 +317,18 @@ class Generate(tl.FleetCase):
                        estimate_from=self.scope.path("bench-res"))
         run = self.start_run(scn, self.scope.path("res"), name="est")
         self.assertExit(run, 0, 60)
-        run.wait_line(r"the benchmark .* stage 'c4' at [\d.]+ req/s\) planned \d+ s for 400 "
+        run.wait_line(r"the benchmark .* stage 'c4' at [\d.]+ req/s\) planned \d+ s for 800 "
                       r"requests; it took \d+ s", 1)
         e = self.results(self.scope.path("res"))["stages"][0]["generate"]["estimate"]
         self.assertEqual(e["stage"], "c4")
         self.assertAlmostEqual(e["requests_per_s"], rps, places=3)
-        self.assertAlmostEqual(e["planned_s"], 400 / rps, places=3)
+        self.assertAlmostEqual(e["planned_s"], 800 / rps, places=3)
         self.assertAlmostEqual(e["actual_over_planned"], e["actual_s"] / e["planned_s"], places=3)
         sys.stderr.write("generate_test: estimate %.2f s planned, %.2f s taken (%.2fx)\n" % (
             e["planned_s"], e["actual_s"], e["actual_over_planned"]))
         # the same closed loop at the same concurrency: the job takes about what was planned
-        self.assertTrue(0.7 < e["actual_over_planned"] < 1.5, e)
+        # (its start-up, ~0.3 s, is inside its duration: more under sanitizers)
+        self.assertTrue(0.7 < e["actual_over_planned"] < 2.0, e)
         scn = self.job(sim, "est2", inp, self.scope.path("out2.jsonl"),
                        estimate_from=self.scope.path("res"))  # a job's results: no estimate
         run = self.start_run(scn, self.scope.path("res2"), name="est2")
