@@ -294,6 +294,10 @@ static void check_stages(struct scn_ctx *c)
 	struct scn_loader *l = L(c);
 	struct cl_scenario *s = l->s;
 	cli_scn_check_generate(c, l->top[T_GENERATE], l->top[T_STAGES]);
+	if (l->top[T_GENERATE] && l->top[T_WARMUP])
+		cli_scn_error(c, l->top[T_WARMUP],
+			      "warmup is not used by a generate job (every request it sends is one "
+			      "of the input's): remove it");
 	if (!l->top[T_STAGES] && !l->top[T_GENERATE])
 		cli_scn_error(c, l->root,
 			      "missing 'stages': add at least one, e.g. stages: [ { "
