@@ -366,7 +366,8 @@ static int lease_to(struct run *r, size_t i, struct cl_err *err)
 	c.lease.items = s->items;
 	c.lease.n_items = n;
 	s->cmd_seq = cl_fleet_send(&r->fleet, i, &c);
-	CL_ASSERT(s->cmd_seq != 0); /* room was checked */
+	CL_ASSERT(s->cmd_seq != 0);     /* room was checked */
+	CL_ASSERT(a->n_held <= cap);    /* never more than twice its concurrency held */
 	s->next = a->sent;
 	a->sent = s;
 	return rc;
