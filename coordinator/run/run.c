@@ -193,6 +193,7 @@ static int render(struct run *r, struct cl_err *err)
  * only path that skips it). */
 static void cleanup(struct run *r)
 {
+	cli_run_generate_free(r);
 	cli_run_live_close(r);
 	cl_fleet_close(&r->fleet);
 	for (size_t i = 0; i < CL_FLEET_MAX_AGENTS; i++)
@@ -219,8 +220,9 @@ static int load_scenario(struct run *r)
 	}
 	cl_diags_free(&diags);
 	/* --repeat: every stage that can repeat does (a search chooses its own probes and a
-	 * replay replays the same arrivals, so those run once, as the scenario key refuses). */
-	for (size_t i = 0; rc == 0 && r->o->repeat && i < r->s.n_stages; i++)
+	 * replay replays the same arrivals, so those run once, as the scenario key refuses; a
+	 * generate job's one stage is the job, done once). */
+	for (size_t i = 0; rc == 0 && r->o->repeat && !r->s.generate.set && i < r->s.n_stages; i++)
 		if (!r->s.stages[i].search && !r->s.stages[i].replay)
 			r->s.stages[i].repeat = r->o->repeat;
 	return rc;
@@ -352,6 +354,17 @@ int cl_run(const struct cl_run_opts *o)
 		free(r);
 		return CL_EXIT_USAGE;
 	}
+	/* A generate job's input is checked before anything starts: a bad line is bad input. */
+	if (r->s.generate.set) {
+		int grc = cli_run_generate_check(r, &err);
+		if (grc != 0) {
+			char msg[900];
+			fprintf(stderr, "chatload: %s\n", cl_err_format(&err, msg, sizeof(msg)));
+			cleanup(r);
+			free(r);
+			return grc == CL_EINVAL ? CL_EXIT_USAGE : CL_EXIT_FAILED;
+		}
+	}
 
 	if (cl_results_create(&r->s, o->scenario_path, o->argc, o->argv, o->out_dir, &r->res,
 			      &err) != 0) {
@@ -404,6 +417,12 @@ int cl_run(const struct cl_run_opts *o)
 		goto finish;
 	}
 	cl_results_set_workload(r->res, &r->s.workload, &r->workload_stats);
+	if (r->gen) {
+		cli_run_live_phase(r, CL_LIVE_STAGES, 0);
+		if (cli_run_generate(r) == 0)
+			r->complete = true;
+		goto finish;
+	}
 	cli_run_live_phase(r, CL_LIVE_WARMUP, 0);
 	if (cli_run_prepare(r) != 0)
 		goto finish;
