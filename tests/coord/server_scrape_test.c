@@ -129,7 +129,8 @@ static struct cl_srv_scrape *scrape(const struct srv *s, int64_t interval_us)
 	char url[64];
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", s->port);
 	struct cl_srv_scrape *sc = NULL;
-	assert_int_equal(cl_srv_scrape_start(url, interval_us, true, &sc), 0);
+	struct cl_srv_scrape_opts o = { .url = url, .interval_us = interval_us, .quiet = true };
+	assert_int_equal(cl_srv_scrape_start(&o, &sc), 0);
 	return sc;
 }
 
@@ -163,7 +164,7 @@ static void test_restart_is_counted_not_negative(void **state)
 	assert_true(b.prefix_queries - a.prefix_queries == 500);
 	assert_true(b.prefix_hits - a.prefix_hits == 350);
 	assert_true(b.preemptions - a.preemptions == 3);
-	json_t *j = cl_srv_scrape_stage_json(sc, &a, &b, 0, 0);
+	json_t *j = cl_srv_scrape_stage_json(sc, &a, &b, 0, 0, 0);
 	assert_non_null(j);
 	assert_int_equal(json_integer_value(json_object_get(j, "restarts")), 1);
 	assert_true(fabs(json_real_value(json_object_get(j, "prefix_cache_hit_rate")) - 0.7) <
@@ -193,7 +194,7 @@ static void bad_server(enum mode m)
 	t0 = cl_mono_us();
 	cl_srv_scrape_mark(sc, &b, 0);
 	assert_true(cl_mono_us() - t0 < 50000); /* never waits on the network */
-	json_t *j = cl_srv_scrape_stage_json(sc, &a, &b, 0, 0);
+	json_t *j = cl_srv_scrape_stage_json(sc, &a, &b, 0, 0, 0);
 	assert_non_null(j);
 	if (m == GARBAGE) {
 		/* a page that decodes to nothing: scraped, nothing recognised */

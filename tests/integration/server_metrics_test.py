@@ -1,0 +1,192 @@
+"""target.server_metrics end to end through the real binaries and the simulator's /metrics:
+an explicit URL with its own interval and `extra` series kept raw (and said which were and
+were not found), the per-stage timeline, `false` (nothing scraped, said so), an explicit URL
+that cannot be read (one clear warning naming it, the run goes on), a server restart in the
+middle of a stage (found, placed in the timeline, listed), and the simulator's Content-Type.
+Not checked here: dcgm-exporter or a real engine (docs/testing.md), the reports' charts
+(report_results_test), compare (report_compare_test)."""
+
+import json
+import os
+import sys
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import chatload_testlib as tl  # noqa: E402
+
+SRC = os.environ.get("CHATLOAD_SOURCE_DIR",
+                     os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+SCHEMA = os.path.join(SRC, "docs", "results.schema.json")
+
+
+def check_schema(doc):
+    try:
+        import jsonschema
+    except ImportError:  # install-deps installs it; without it only the schema check is lost
+        return
+    with open(SCHEMA) as f:
+        jsonschema.validate(doc, json.load(f))
+
+
+def metrics_url(sim):
+    return "http://%s:%d/metrics" % (sim.host, sim.port)
+
+
+class ServerMetrics(tl.FleetCase):
+    tag = "srvm"
+
+    def run_doc(self, name, doc, want_rc=0):
+        out = self.scope.path("out-" + name)
+        p = self.start_run(self.write_scenario(name, doc), out)
+        self.assertExit(p, want_rc, 120)
+        res = self.results(out)
+        check_schema(res)
+        return res, p
+
+    def test_content_type(self):
+        """The simulator's /metrics says it is the exposition format, in every name set."""
+        for names in ("vllm", "sglang", "llamacpp"):
+            sim = self.start_sim("--metrics-names", names, name="sim-" + names)
+            with urllib.request.urlopen(metrics_url(sim), timeout=5) as r:
+                self.assertEqual(r.status, 200)
+                self.assertEqual(r.headers["Content-Type"],
+                                 "text/plain; version=0.0.4; charset=utf-8", names)
+                body = r.read().decode()
+            # vLLM and SGLang run Prometheus' Python client, which adds the process' start
+            # time; llama.cpp's page has none.
+            self.assertEqual("process_start_time_seconds " in body, names != "llamacpp", body)
+
+    def test_url_interval_extra_and_timeline(self):
+        sim = self.start_sim("--ttft", "20ms", "--itl", "5ms", "--max-batch", "4",
+                             "--output-tokens", "30")
+        sm = {"url": metrics_url(sim), "interval": "250ms",
+              "extra": ["vllm:generation_tokens_total", "process_*", "nope_*"]}
+        doc = tl.scenario({"url": sim.url, "server_metrics": sm},
+                          [{"concurrency": [2, 8], "duration": "3s"}], {"local": 1},
+                          name="srv-extra")
+        doc["workload"]["max_tokens"] = 30
+        res, _ = self.run_doc("srv-extra", doc)
+        top = res["server_metrics"]
+        self.assertEqual(top["mode"], "url", top)
+        self.assertEqual(top["url"], metrics_url(sim), top)
+        self.assertEqual(top["interval_s"], 0.25, top)
+        self.assertTrue(top["available"], top)
+        self.assertIsNone(top["error"], top)
+        self.assertEqual(top["source"], "vllm", top)
+        self.assertEqual(top["restarts_total"], 0, top)
+        self.assertEqual(top["extra"]["requested"], sm["extra"], top)
+        self.assertEqual(top["extra"]["not_found"], ["nope_*"], top)
+        kept = top["extra"]["kept"]
+        self.assertTrue(any(k.startswith("vllm:generation_tokens_total{") for k in kept), kept)
+        self.assertIn("process_start_time_seconds", kept)
+        for st in res["stages"]:
+            s = st["server"]
+            ex = {e["name"]: e for e in s["extra"]}
+            gen = ex["vllm:generation_tokens_total"]
+            self.assertEqual(gen["kind"], "counter", gen)
+            self.assertIn('model_name="chatload-sim"', gen["labels"])
+            # The server counts a stream's tokens when it ends; the stage's marks are scrapes
+            # at its boundaries, so the increase is the output of the stage's requests,
+            # exactly (tokens.output counts only those received inside the window).
+            self.assertEqual(gen["increase"], 30 * st["requests"]["completed"],
+                             (st["name"], gen, st["requests"]))
+            self.assertGreater(gen["per_s"], 0, gen)
+            pst = ex["process_start_time_seconds"]
+            self.assertEqual(pst["kind"], "gauge", pst)
+            self.assertEqual(pst["mean"], pst["last"], pst)
+            self.assertLess(abs(pst["last"] - time.time()), 600, pst)
+            # The timeline: every scrape between the marks, 4 a second, t from START_AT.
+            tlin = s["timeline"]
+            n = len(tlin["t_s"])
+            self.assertGreaterEqual(n, 10, tlin)
+            self.assertEqual(tlin["stride"], 1)
+            for k in ("running", "waiting", "kv_cache_usage", "prefix_cache_hit_rate",
+                      "preemptions"):
+                self.assertEqual(len(tlin[k]), n, k)
+            self.assertEqual(tlin["t_s"], sorted(tlin["t_s"]))
+            self.assertLess(tlin["t_s"][0], 0.3, tlin["t_s"])
+            self.assertGreater(tlin["t_s"][-1], 2.7, tlin["t_s"])
+            self.assertEqual(tlin["restarts_at_s"], [])
+            self.assertLessEqual(max(v for v in tlin["running"] if v is not None), 4)
+        c2, c8 = ({x["name"]: x for x in res["stages"]}[k]["server"]["timeline"]
+                  for k in ("c2", "c8"))
+        self.assertEqual(max(c2["waiting"]), 0, c2["waiting"])
+        self.assertGreaterEqual(max(c8["waiting"]), 3, c8["waiting"])
+
+    def test_off(self):
+        sim = self.start_sim("--ttft", "10ms", "--itl", "2ms")
+        doc = tl.scenario({"url": sim.url, "server_metrics": False},
+                          [{"concurrency": 1, "requests": 4}], {"local": 1}, name="srv-off")
+        res, _ = self.run_doc("srv-off", doc)
+        self.assertEqual(res["server_metrics"], {"mode": "off"})
+        self.assertNotIn("server", res["stages"][0])
+
+    def test_explicit_url_unreachable(self):
+        sim = self.start_sim("--ttft", "10ms", "--itl", "2ms")
+        dead = "http://127.0.0.1:%d/metrics" % tl.free_port()
+        doc = tl.scenario({"url": sim.url, "server_metrics": dead},
+                          [{"concurrency": 1, "requests": 4}], {"local": 1}, name="srv-dead")
+        res, p = self.run_doc("srv-dead", doc)
+        err = p.text("err")
+        # One warning, naming the URL and libcurl's error; the run went on and passed.
+        self.assertEqual(err.count("server metrics: cannot read '%s': " % dead), 1, err)
+        self.assertRegex(err, r"cannot read '%s': cannot read the page: Couldn't connect" % dead)
+        top = res["server_metrics"]
+        self.assertFalse(top["available"], top)
+        self.assertIn("Couldn't connect", top["error"], top)
+        self.assertGreater(top["scrapes_failed"], 0, top)
+        self.assertEqual(top["scrapes"], 0, top)
+        s = res["stages"][0]["server"]
+        self.assertIsNone(s["source"], s)
+        self.assertIsNone(s["requests_running"]["mean"], s)
+        self.assertEqual(res["stages"][0]["requests"]["completed"], 4)
+
+    def test_restart_mid_stage(self):
+        """The server is stopped and started again on its port in the middle of a stage: its
+        counters start from 0 again and its start time changes; chatload records a restart at
+        that moment, never a negative increase."""
+        port = tl.free_port()
+        args = ("--ttft", "10ms", "--itl", "5ms", "--output-tokens", "10")
+        sim = self.start_sim(*args, name="sim1", listen="127.0.0.1:%d" % port)
+        doc = tl.scenario({"url": sim.url, "server_metrics": {"interval": "200ms"}},
+                          [{"concurrency": 2, "duration": "6s"}], {"local": 1},
+                          name="srv-restart")
+        doc["workload"]["max_tokens"] = 10
+        out = self.scope.path("out-restart")
+        p = self.start_run(self.write_scenario("srv-restart", doc), out)
+        tl.wait_until(lambda: len(sim.truth()) >= 40, 30, "the first server to answer")
+        t_kill = time.monotonic()
+        sim.proc.kill_group()
+        sim.proc.p.wait(10)
+        time.sleep(0.5)
+        self.start_sim(*args, name="sim2", listen="127.0.0.1:%d" % port)
+        rc = p.wait(120)
+        res = self.results(out)
+        check_schema(res)
+        self.assertIn(rc, (0, 1), p.tail())  # the requests cut by the kill may fail an SLO
+        top = res["server_metrics"]
+        self.assertEqual(top["mode"], "auto", top)
+        self.assertGreaterEqual(top["restarts_total"], 1, top)
+        self.assertIn(top["restarts"][0]["why"], ("counter_reset", "start_time"), top)
+        s = res["stages"][0]["server"]
+        self.assertEqual(s["restarts"], len(s["timeline"]["restarts_at_s"]), s)
+        self.assertGreaterEqual(s["restarts"], 1, s)
+        at = s["timeline"]["restarts_at_s"][0]
+        self.assertTrue(0.5 < at < 6.5, (at, time.monotonic() - t_kill))
+        # Counting goes on from the new server's values: no negative figure anywhere.
+        self.assertGreaterEqual(s["ttft_ms"]["count"], 0, s)
+        self.assertGreaterEqual(s["prefix_cache_hit_rate"] or 0, 0, s)
+        self.assertTrue(all(v is None or v >= 0 for v in s["timeline"]["preemptions"]), s)
+        self.assertTrue(all(v is None or 0 <= v <= 1
+                            for v in s["timeline"]["prefix_cache_hit_rate"]), s)
+        with open(os.path.join(out, "report.md")) as f:
+            md = f.read()
+        self.assertRegex(md, r"server restart", md[-3000:])
+        with open(os.path.join(out, "report.html")) as f:
+            html = f.read()
+        self.assertIn("server restart", html)
+
+
+if __name__ == "__main__":
+    tl.main()
