@@ -179,6 +179,47 @@ static void test_restart_is_counted_not_negative(void **state)
 	srv_stop(&s);
 }
 
+/* A new process whose counters already passed the old one's values shows no drop: its
+ * process_start_time_seconds tells, and the restart is placed in the timeline and listed. */
+static void test_restart_by_start_time(void **state)
+{
+	(void)state;
+	static char p1[768], p2[768], p3[768];
+	const char *st = "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %s\n";
+	char t1[96], t2[96];
+	snprintf(t1, sizeof(t1), st, "1764850000.25");
+	snprintf(t2, sizeof(t2), st, "1764850090.5");
+	snprintf(p1, sizeof(p1), PAGE_FMT "%s", "0", "100", "10", "0", t1);
+	snprintf(p2, sizeof(p2), PAGE_FMT "%s", "0", "200", "20", "0", t1);
+	snprintf(p3, sizeof(p3), PAGE_FMT "%s", "0", "300", "30", "0", t2); /* counters rose */
+	struct srv s;
+	srv_start(&s, PAGE);
+	set_page(&s, p1);
+	struct cl_srv_scrape *sc = scrape(&s, 10000000);
+	struct cl_srv_mark a, b;
+	cl_srv_scrape_mark(sc, &a, 2000000);
+	set_page(&s, p2);
+	cl_srv_scrape_mark(sc, &b, 2000000);
+	assert_int_equal(b.restarts, 0);
+	set_page(&s, p3);
+	cl_srv_scrape_mark(sc, &b, 2000000);
+	assert_int_equal(b.restarts, 1);
+	json_t *j = cl_srv_scrape_stage_json(sc, &a, &b, a.t_us, 0, 0);
+	assert_non_null(j);
+	assert_int_equal(json_integer_value(json_object_get(j, "restarts")), 1);
+	json_t *tl = json_object_get(j, "timeline");
+	assert_int_equal(json_array_size(json_object_get(tl, "restarts_at_s")), 1);
+	assert_int_equal(json_array_size(json_object_get(tl, "t_s")), 2); /* the points after a */
+	json_decref(j);
+	j = cl_srv_scrape_run_json(sc, "url", a.t_us);
+	json_t *r = json_array_get(json_object_get(j, "restarts"), 0);
+	assert_string_equal(json_string_value(json_object_get(r, "why")), "start_time");
+	assert_int_equal(json_integer_value(json_object_get(j, "restarts_total")), 1);
+	json_decref(j);
+	cl_srv_scrape_stop(sc);
+	srv_stop(&s);
+}
+
 /* Each bad server: a mark asked to wait 300 ms returns within about that, the scrape is
  * counted as failed (or its figures are null), and stopping takes at most one timeout. */
 static void bad_server(enum mode m)
@@ -252,6 +293,7 @@ int main(void)
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_restart_is_counted_not_negative),
+		cmocka_unit_test(test_restart_by_start_time),
 		cmocka_unit_test(test_slow),
 		cmocka_unit_test(test_huge),
 		cmocka_unit_test(test_garbage),
