@@ -260,6 +260,22 @@ static void capacity(const json_t *doc, FILE *out)
 	fputs("</tbody></table></section>\n", out);
 }
 
+struct note_out {
+	FILE *out;
+	bool *open;
+};
+
+static void html_note(void *arg, const char *line)
+{
+	struct note_out *no = arg;
+	if (!*no->open)
+		fputs("<ul class=\"server-notes\">\n", no->out);
+	*no->open = true;
+	fputs("<li>", no->out);
+	text(no->out, line);
+	fputs("</li>\n", no->out);
+}
+
 /* What the server's own /metrics said, per stage (docs/results.md, stages[].server). */
 static void server(const json_t *doc, FILE *out)
 {
@@ -283,8 +299,19 @@ static void server(const json_t *doc, FILE *out)
 			td(out, cell[k], cli_rp_server_numeric[k]);
 		fputs("</tr>\n", out);
 	}
-	if (any)
-		fputs("</tbody></table></section>\n", out);
+	if (any) {
+		fputs("</tbody></table>\n", out);
+		bool open = false;
+		struct note_out no = { out, &open };
+		cli_rp_server_notes(doc, html_note, &no);
+		if (open)
+			fputs("</ul>\n", out);
+		if (json_object_get(doc, "server_metrics"))
+			fputs("<p class=\"meta\">The server's signals over time are in the Timeline, "
+			      "under the client's throughput and TTFT.</p>\n",
+			      out);
+		fputs("</section>\n", out);
+	}
 }
 
 static void estimates(const json_t *doc, FILE *out)

@@ -109,6 +109,17 @@ class ServerMetrics(tl.FleetCase):
             self.assertGreater(tlin["t_s"][-1], 2.7, tlin["t_s"])
             self.assertEqual(tlin["restarts_at_s"], [])
             self.assertLessEqual(max(v for v in tlin["running"] if v is not None), 4)
+        with open(os.path.join(self.scope.path("out-srv-extra"), "report.html")) as f:
+            html = f.read()
+        for title in ("Server: requests running and waiting", "Server: KV-cache usage",
+                      "Server: prefix-cache hit ratio", "Server: preemptions"):
+            self.assertIn(title, html)
+        self.assertNotIn(">server restart</text>", html)
+        with open(os.path.join(self.scope.path("out-srv-extra"), "report.md")) as f:
+            md = f.read()
+        self.assertIn("- extra names that matched no series: nope\\_\\*", md)
+        self.assertRegex(md, r"- extra series in stage 'c2': vllm:generation\\_tokens\\_total"
+                             r"\{engine=\"0\",model\\_name=\"chatload-sim\"\} increase \d+ ")
         c2, c8 = ({x["name"]: x for x in res["stages"]}[k]["server"]["timeline"]
                   for k in ("c2", "c8"))
         self.assertEqual(max(c2["waiting"]), 0, c2["waiting"])
@@ -121,6 +132,8 @@ class ServerMetrics(tl.FleetCase):
         res, _ = self.run_doc("srv-off", doc)
         self.assertEqual(res["server_metrics"], {"mode": "off"})
         self.assertNotIn("server", res["stages"][0])
+        with open(os.path.join(self.scope.path("out-srv-off"), "report.html")) as f:
+            self.assertNotIn("Server: requests running and waiting", f.read())
 
     def test_explicit_url_unreachable(self):
         sim = self.start_sim("--ttft", "10ms", "--itl", "2ms")
@@ -182,10 +195,13 @@ class ServerMetrics(tl.FleetCase):
                             for v in s["timeline"]["prefix_cache_hit_rate"]), s)
         with open(os.path.join(out, "report.md")) as f:
             md = f.read()
-        self.assertRegex(md, r"server restart", md[-3000:])
+        self.assertRegex(md, r"- server restart in stage 'c2' at t=\d+\.\d s", md[-3000:])
         with open(os.path.join(out, "report.html")) as f:
             html = f.read()
-        self.assertIn("server restart", html)
+        self.assertTrue("<li>server restart in stage &#39;c2&#39; at t=" in html,
+                        "no restart note in report.html")
+        # The restart is a line of its own in each of the server's charts that has points.
+        self.assertGreaterEqual(html.count(">server restart</text>"), 2, "restart lines")
 
 
 if __name__ == "__main__":
