@@ -226,6 +226,11 @@ fail:
 	return rc;
 }
 
+const char *cl_srv_scrape_url(const struct cl_srv_scrape *sc)
+{
+	return sc->url;
+}
+
 void cl_srv_scrape_latest(struct cl_srv_scrape *sc, struct cl_srv_latest *out)
 {
 	memset(out, 0, sizeof(*out));

@@ -67,6 +67,9 @@ struct cl_srv_mark {
  */
 int cl_srv_scrape_start(const struct cl_srv_scrape_opts *o, struct cl_srv_scrape **out);
 
+/* The page scraped (constant while sc lives). */
+const char *cl_srv_scrape_url(const struct cl_srv_scrape *sc);
+
 /* The latest scrape's figures; never blocks for longer than a copy. */
 void cl_srv_scrape_latest(struct cl_srv_scrape *sc, struct cl_srv_latest *out);
 

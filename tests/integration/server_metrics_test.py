@@ -8,6 +8,7 @@ Not checked here: dcgm-exporter or a real engine (docs/testing.md), the reports'
 
 import json
 import os
+import re
 import sys
 import time
 import urllib.request
@@ -124,6 +125,51 @@ class ServerMetrics(tl.FleetCase):
                   for k in ("c2", "c8"))
         self.assertEqual(max(c2["waiting"]), 0, c2["waiting"])
         self.assertGreaterEqual(max(c8["waiting"]), 3, c8["waiting"])
+
+    def test_live(self):
+        """--metrics-listen re-exports what the server says now under chatload_server_*, and
+        the live page (--web) shows it and the running stage's server charts as they grow.
+        --max-batch 2 under 6 streams: the server runs 2 and queues 4, which the live side
+        must show while the stage runs."""
+        sim = self.start_sim("--ttft", "20ms", "--itl", "10ms", "--max-batch", "2",
+                             "--output-tokens", "30")
+        doc = tl.scenario({"url": sim.url, "server_metrics": {"interval": "200ms"}},
+                          [{"concurrency": 6, "duration": "5s"}], {"local": 1}, name="srv-live")
+        doc["workload"]["max_tokens"] = 30
+        out = self.scope.path("out-live")
+        run = self.start_run(self.write_scenario("srv-live", doc), out, "--web", "127.0.0.1:0",
+                             "--metrics-listen", "127.0.0.1:0")
+        _, _, m = run.wait_line(r"live report at (http://\S+/)", 30)
+        url = m.group(1)
+
+        def get(path):
+            with urllib.request.urlopen(url + path, timeout=10) as r:
+                return r.read().decode("utf-8")
+
+        def sample(text, name):
+            m = re.search(r"^%s (\S+)$" % re.escape(name), text, re.M)
+            return float(m.group(1)) if m else None
+
+        tl.wait_until(lambda: (sample(get("metrics"), "chatload_server_requests_waiting") or 0)
+                      >= 3, 30, "chatload_server_requests_waiting to show the queue")
+        text = get("metrics")
+        self.assertEqual(sample(text, "chatload_server_up"), 1, text)
+        self.assertEqual(sample(text, "chatload_server_requests_running"), 2, text)
+        self.assertRegex(text, r'chatload_server_info\{url="%s",source="vllm"\} 1'
+                         % re.escape(metrics_url(sim)))
+        self.assertEqual(sample(text, "chatload_server_restarts_total"), 0, text)
+        self.assertEqual(sample(text, "chatload_server_preemptions_total"), 0, text)
+        self.assertGreater(sample(text, 'chatload_server_scrapes_total{result="ok"}'), 0)
+        kv = sample(text, "chatload_server_kv_cache_usage_ratio")
+        self.assertTrue(kv is not None and 0 < kv < 1, text)
+        self.assertIn("# TYPE chatload_server_requests_waiting gauge", text)
+        # The live page: the line of what the server says now, and the running stage's server
+        # chart (points of its timeline so far).
+        tl.wait_until(lambda: re.search(r"server now \(vllm\): 2 running, [3-4] waiting",
+                                        get("")), 30, "the live page's server line")
+        tl.wait_until(lambda: "Server: requests running and waiting" in get(""), 30,
+                      "the running stage's server chart on the live page")
+        self.assertExit(run, 0, 60)
 
     def test_off(self):
         sim = self.start_sim("--ttft", "10ms", "--itl", "2ms")
