@@ -171,6 +171,72 @@ class ServerMetrics(tl.FleetCase):
                       "the running stage's server chart on the live page")
         self.assertExit(run, 0, 60)
 
+    def test_compare(self):
+        """chatload compare (and so the nightly, which runs it) shows the server's figures
+        beside the client's, as information: a server figure that got worse never counts as
+        a regression, and a results file without stages[].server (older) compares as before."""
+        sim = self.start_sim("--ttft", "20ms", "--itl", "5ms", "--max-batch", "2",
+                             "--output-tokens", "20")
+        doc = tl.scenario({"url": sim.url}, [{"concurrency": 4, "duration": "2s"}],
+                          {"local": 1}, name="srv-cmp")
+        doc["workload"]["max_tokens"] = 20
+        res, _ = self.run_doc("srv-cmp", doc)
+        base = self.scope.path("base.json")
+        with open(base, "w") as f:
+            json.dump(res, f)
+        worse = json.loads(json.dumps(res))
+        srv = worse["stages"][0]["server"]
+        srv["requests_waiting"]["max"] = srv["requests_waiting"]["max"] * 5 + 10
+        srv["kv_cache_usage"]["max"] = 0.99
+        srv["restarts"] = 2
+        newp = self.scope.path("new.json")
+        with open(newp, "w") as f:
+            json.dump(worse, f)
+        old = json.loads(json.dumps(res))
+        for st in old["stages"]:
+            st.pop("server", None)
+        old.pop("server_metrics", None)
+        oldp = self.scope.path("old.json")
+        with open(oldp, "w") as f:
+            json.dump(old, f)
+
+        def compare(a, b, *args):
+            import subprocess
+            p = subprocess.run([tl.CHATLOAD, "compare", a, b] + list(args),
+                               capture_output=True, text=True, timeout=60)
+            return p.returncode, p.stdout, p.stderr
+
+        rc, out, err = compare(base, newp, "--format", "json")
+        self.assertEqual(rc, 0, (out, err))  # the client's figures are the same: no regression
+        cmp = json.loads(out)
+        self.assertEqual(cmp["regressions"], 0)
+        rows = {m["metric"]: m for m in cmp["stages"][0]["metrics"]}
+        for k in ("server_requests_waiting_max", "server_kv_cache_usage_max",
+                  "server_prefix_cache_hit_rate", "server_preemptions", "server_ttft_p99_ms",
+                  "server_queue_time_p99_ms", "server_restarts"):
+            self.assertIn(k, rows)
+            self.assertTrue(rows[k]["informational"], rows[k])
+        self.assertEqual(rows["server_requests_waiting_max"]["verdict"], "worse")
+        self.assertEqual(rows["server_restarts"]["verdict"], "worse")
+        self.assertEqual(rows["server_ttft_p99_ms"]["verdict"], "same")
+        self.assertNotIn("informational", rows["ttft_p99_ms"])
+        rc, out, _ = compare(base, newp)
+        self.assertEqual(rc, 0)
+        self.assertRegex(out, r"c4 +server waiting max +\S+ +\S+ +\S+ +worse")
+        self.assertRegex(out, r"c4 +server KV usage max +\S+% +99\.00% +\+\S+pp +worse")
+        self.assertIn("they never count as regressions", out)
+        # An older file on one side: its figures are absent, the rows say n/a; on both
+        # sides: no server rows at all, the comparison as it was before.
+        rc, out, _ = compare(oldp, base, "--format", "json")
+        self.assertEqual(rc, 0, out)
+        rows = {m["metric"]: m for m in json.loads(out)["stages"][0]["metrics"]}
+        self.assertIsNone(rows["server_requests_waiting_max"]["base"])
+        self.assertEqual(rows["server_requests_waiting_max"]["verdict"], "n/a")
+        rc, out, _ = compare(oldp, oldp, "--format", "json")
+        self.assertEqual(rc, 0, out)
+        self.assertFalse([m for m in json.loads(out)["stages"][0]["metrics"]
+                          if m["metric"].startswith("server_")])
+
     def test_off(self):
         sim = self.start_sim("--ttft", "10ms", "--itl", "2ms")
         doc = tl.scenario({"url": sim.url, "server_metrics": False},
