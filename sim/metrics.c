@@ -196,10 +196,11 @@ int cl_sim_metrics_render(struct cl_sim *s, struct cl_buf *b)
 	/* Prometheus' Python client adds it to vLLM's and SGLang's pages; llama.cpp's has none.
 	 * A scraper tells a restart by it even before any counter went down. */
 	if (!rc && cfg->metrics_names != CL_SIM_NAMES_LLAMACPP)
-		rc = cl_buf_printf(b,
-				   "# HELP process_start_time_seconds Start time of the process "
-				   "since unix epoch in seconds.\n# TYPE process_start_time_seconds "
-				   "gauge\nprocess_start_time_seconds %.3f\n",
-				   m->start_time_s);
+		rc =
+		    cl_buf_printf(b,
+				  "# HELP process_start_time_seconds Start time of the process "
+				  "since unix epoch in seconds.\n# TYPE process_start_time_seconds "
+				  "gauge\nprocess_start_time_seconds %.3f\n",
+				  m->start_time_s);
 	return rc;
 }

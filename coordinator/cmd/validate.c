@@ -93,8 +93,8 @@ static void print_target(const struct cl_scenario *s)
 	if (sm->mode == CL_SCN_SRV_OFF) {
 		printf("  server metrics: off\n");
 	} else {
-		printf("  server metrics: %s every %s", sm->mode == CL_SCN_SRV_URL ? sm->url
-									: "auto (the target's /metrics)",
+		printf("  server metrics: %s every %s",
+		       sm->mode == CL_SCN_SRV_URL ? sm->url : "auto (the target's /metrics)",
 		       dur(sm->interval_us, a, sizeof(a)));
 		if (sm->n_headers)
 			printf(", %zu header%s", sm->n_headers, sm->n_headers == 1 ? "" : "s");

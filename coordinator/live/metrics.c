@@ -438,8 +438,7 @@ static int render_server(struct cl_live_metrics *lm, struct cl_buf *b)
 		rc |= family(b, "chatload_server_preemptions_total", "counter",
 			     "Preemptions the server counted since the first scrape, restarts "
 			     "added up.");
-		rc |= cl_buf_printf(b, "chatload_server_preemptions_total %.0f\n",
-				    s->preemptions);
+		rc |= cl_buf_printf(b, "chatload_server_preemptions_total %.0f\n", s->preemptions);
 	}
 	return rc;
 }

@@ -54,7 +54,7 @@ void cl_live_metrics_stage_end(struct cl_live_metrics *lm, const struct cl_metri
 /* The server's own /metrics as last scraped (target.server_metrics), re-exported under
  * chatload_server_*.  A figure the server does not offer is NAN and is left out. */
 struct cl_live_server {
-	bool up;          /* the last scrape read the page */
+	bool up;            /* the last scrape read the page */
 	const char *source; /* the engine recognised ("vllm", ...; "unknown"); copied */
 	const char *url;    /* the page; copied */
 	double running, waiting, kv_usage, prefix_hit_rate; /* gauges, ratios 0..1 */

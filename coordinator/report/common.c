@@ -346,8 +346,7 @@ static void addf(char *buf, size_t n, size_t *o, const char *fmt, ...)
 	*o = k < 0 ? n : *o + (size_t)k;
 }
 
-void cli_rp_server_notes(const json_t *doc, void (*emit)(void *arg, const char *line),
-			 void *arg)
+void cli_rp_server_notes(const json_t *doc, void (*emit)(void *arg, const char *line), void *arg)
 {
 	char line[1024];
 	const json_t *sm = json_object_get(doc, "server_metrics");
@@ -362,7 +361,8 @@ void cli_rp_server_notes(const json_t *doc, void (*emit)(void *arg, const char *
 	json_array_foreach(json_object_get(doc, "stages"), i, st)
 	{
 		const json_t *srv = json_object_get(st, "server");
-		const json_t *at = json_object_get(json_object_get(srv, "timeline"), "restarts_at_s");
+		const json_t *at =
+		    json_object_get(json_object_get(srv, "timeline"), "restarts_at_s");
 		size_t o = 0;
 		json_array_foreach(at, j, v)
 		{
@@ -405,7 +405,8 @@ void cli_rp_server_notes(const json_t *doc, void (*emit)(void *arg, const char *
 	size_t o = 0;
 	json_array_foreach(nf, j, v)
 	{
-		addf(line, sizeof(line), &o, "%s%s", j ? ", " : "extra names that matched no series: ",
+		addf(line, sizeof(line), &o, "%s%s",
+		     j ? ", " : "extra names that matched no series: ",
 		     json_is_string(v) ? json_string_value(v) : "?");
 	}
 	if (o)

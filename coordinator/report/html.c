@@ -307,9 +307,10 @@ static void server(const json_t *doc, FILE *out)
 		if (open)
 			fputs("</ul>\n", out);
 		if (json_object_get(doc, "server_metrics"))
-			fputs("<p class=\"meta\">The server's signals over time are in the Timeline, "
-			      "under the client's throughput and TTFT.</p>\n",
-			      out);
+			fputs(
+			    "<p class=\"meta\">The server's signals over time are in the Timeline, "
+			    "under the client's throughput and TTFT.</p>\n",
+			    out);
 		fputs("</section>\n", out);
 	}
 }

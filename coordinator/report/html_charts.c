@@ -490,8 +490,8 @@ struct srv_chart {
 };
 
 static void server_chart(const json_t *stages, const double *off, const double *end,
-			 const struct srv_chart *sc, const double *vline,
-			 const char *const *vlabel, size_t nv, FILE *out)
+			 const struct srv_chart *sc, const double *vline, const char *const *vlabel,
+			 size_t nv, FILE *out)
 {
 	size_t n = 0, i;
 	const json_t *s;
@@ -517,8 +517,10 @@ static void server_chart(const json_t *stages, const double *off, const double *
 				continue;
 			x[k] = off[i] + ts;
 			for (int c = 0; c < 2 && sc->key[c]; c++) {
-				const json_t *v = json_array_get(json_object_get(tl, sc->key[c]), j);
-				y[c][k] = json_is_number(v) ? json_number_value(v) * sc->scale : NAN;
+				const json_t *v =
+				    json_array_get(json_object_get(tl, sc->key[c]), j);
+				y[c][k] =
+				    json_is_number(v) ? json_number_value(v) * sc->scale : NAN;
 				any |= json_is_number(v);
 			}
 			k++;
@@ -562,10 +564,10 @@ static void server_charts(const json_t *stages, const double *off, const double 
 	size_t n = ns;
 	json_array_foreach(stages, i, s)
 	{
-		json_array_foreach(json_object_get(json_object_get(json_object_get(s, "server"),
-								   "timeline"),
-						   "restarts_at_s"),
-				   j, v)
+		json_array_foreach(
+		    json_object_get(json_object_get(json_object_get(s, "server"), "timeline"),
+				    "restarts_at_s"),
+		    j, v)
 		{
 			double t = json_number_value(v);
 			lines[n] = off[i] + (t < 0 ? 0 : t > end[i] ? end[i] : t);
@@ -663,7 +665,8 @@ void cli_rp_html_timeline(const json_t *doc, FILE *out)
 		      out);
 	fputs(". The server's charts (from its own /metrics, when it was scraped) sit under the "
 	      "client's throughput and TTFT on the same axis, its restarts marked 'server "
-	      "restart'", out);
+	      "restart'",
+	      out);
 	fputs(". Red: a failed, degraded, interrupted or client-bound stage. Errors are per "
 	      "interval and class; agent CPU is the busiest agent's (100 = one core); dispatch "
 	      "and loop lag over 50 ms mean the client could not keep up.</p>"

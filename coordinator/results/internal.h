@@ -194,8 +194,7 @@ bool cli_rp_server_row(const json_t *stage, char cell[RP_SERVER_COLS][RP_CELL_MA
 /* The notes under the Server table, each one line of plain text handed to emit: a page
  * that could not be read, every server restart (stage and time), the extra series kept per
  * stage and the names that matched nothing.  Nothing for files without them. */
-void cli_rp_server_notes(const json_t *doc, void (*emit)(void *arg, const char *line),
-			 void *arg);
+void cli_rp_server_notes(const json_t *doc, void (*emit)(void *arg, const char *line), void *arg);
 /* A share of a whole in percent as people read it: "100%", "45%", "2.5%", "0.12%". */
 char *cli_rp_fmt_pct(char *buf, size_t n, double pct);
 

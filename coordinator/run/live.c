@@ -58,16 +58,16 @@ static void web_add_server(struct run *r, json_t *doc)
 		return;
 	const struct cl_scn_server_metrics *m = &r->s.target.server_metrics;
 	json_object_set_new(doc, "server_metrics",
-			    cl_srv_scrape_run_json(r->srv, m->mode == CL_SCN_SRV_URL ? "url" : "auto",
-						   r->srv_t0_us));
+			    cl_srv_scrape_run_json(
+				r->srv, m->mode == CL_SCN_SRV_URL ? "url" : "auto", r->srv_t0_us));
 	struct cl_srv_latest l;
 	cl_srv_scrape_latest(r->srv, &l);
-	json_t *now = json_pack("{s:b,s:o,s:o,s:o,s:o,s:o,s:i}", "up", l.up, "source",
-				l.have ? json_string(cl_srv_engine_name(l.engine)) : json_null(),
-				"running", json_real_or_null(l.running), "waiting",
-				json_real_or_null(l.waiting), "kv_cache_usage",
-				json_real_or_null(l.kv_usage), "prefix_cache_hit_rate",
-				json_real_or_null(l.prefix_hit_rate), "restarts", (int)l.restarts);
+	json_t *now =
+	    json_pack("{s:b,s:o,s:o,s:o,s:o,s:o,s:i}", "up", l.up, "source",
+		      l.have ? json_string(cl_srv_engine_name(l.engine)) : json_null(), "running",
+		      json_real_or_null(l.running), "waiting", json_real_or_null(l.waiting),
+		      "kv_cache_usage", json_real_or_null(l.kv_usage), "prefix_cache_hit_rate",
+		      json_real_or_null(l.prefix_hit_rate), "restarts", (int)l.restarts);
 	json_object_set_new(doc, "server_now", now);
 	struct run_stage *st = r->st;
 	if (!st || !st->srv_at_start.t_us)
@@ -82,10 +82,10 @@ static void web_add_server(struct run *r, json_t *doc)
 		if (json_integer_value(json_object_get(s, "index")) != (json_int_t)st->index ||
 		    !status || strcmp(status, "running") != 0)
 			continue;
-		json_object_set_new(s, "server",
-				    cl_srv_scrape_stage_json(r->srv, &st->srv_at_start, &m_now,
-							     st->start_coord_us,
-							     st->start_coord_us + st->scn->ramp_us, 0));
+		json_object_set_new(
+		    s, "server",
+		    cl_srv_scrape_stage_json(r->srv, &st->srv_at_start, &m_now, st->start_coord_us,
+					     st->start_coord_us + st->scn->ramp_us, 0));
 	}
 }
 

@@ -391,10 +391,11 @@ static void conv_sm_extra(struct scn_ctx *c, const struct ynode *v, void *obj)
 	if (cli_ynode_is_null(v))
 		return;
 	if (v->kind != YN_SEQ) {
-		cli_scn_error(c, v,
-			      "%s must be a list of metric names (e.g. [vllm:iteration_tokens_total, "
-			      "DCGM_FI_DEV_*]), got %s",
-			      cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
+		cli_scn_error(
+		    c, v,
+		    "%s must be a list of metric names (e.g. [vllm:iteration_tokens_total, "
+		    "DCGM_FI_DEV_*]), got %s",
+		    cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
 		return;
 	}
 	if (v->n > CL_SCN_SRV_MAX_EXTRA) {
@@ -416,7 +417,8 @@ static void conv_sm_extra(struct scn_ctx *c, const struct ynode *v, void *obj)
 				cli_scn_error(c, x,
 					      "%s must be a metric name ([a-zA-Z_:][a-zA-Z0-9_:]*, "
 					      "optionally ending in '*'), got %s",
-					      cli_scn_path(c), cli_scn_describe(x, got, sizeof(got)));
+					      cli_scn_path(c),
+					      cli_scn_describe(x, got, sizeof(got)));
 				free(name);
 			} else {
 				m->extra[m->n_extra++] = name;
@@ -449,8 +451,8 @@ static void conv_server_metrics(struct scn_ctx *c, const struct ynode *v, void *
 	}
 	if (v->kind == YN_SCALAR && strcmp(v->str, "auto") == 0)
 		return;
-	if (v->kind == YN_SCALAR && (strncasecmp(v->str, "http://", 7) == 0 ||
-				     strncasecmp(v->str, "https://", 8) == 0)) {
+	if (v->kind == YN_SCALAR &&
+	    (strncasecmp(v->str, "http://", 7) == 0 || strncasecmp(v->str, "https://", 8) == 0)) {
 		if (get_http_url(c, v, &m->url) == 0)
 			m->mode = CL_SCN_SRV_URL;
 		return;

@@ -49,7 +49,8 @@ static bool is_counter(const struct cl_prom_sample *s)
 static long find_or_add(struct cl_srv_scrape *sc, const struct cl_prom_sample *s)
 {
 	for (size_t k = 0; k < sc->n_xs; k++)
-		if (strcmp(sc->xs[k].name, s->name) == 0 && strcmp(sc->xs[k].labels, s->labels) == 0)
+		if (strcmp(sc->xs[k].name, s->name) == 0 &&
+		    strcmp(sc->xs[k].labels, s->labels) == 0)
 			return (long)k;
 	if (sc->n_xs == CLI_SRV_MAX_XSERIES) {
 		sc->xs_dropped = true;
@@ -113,7 +114,8 @@ void cli_srv_extra_record(struct cl_srv_scrape *sc, const struct cl_prom_page *p
 			continue;
 		}
 		if (x->have_prev)
-			x->cum += s->value < x->prev ? s->value : s->value - x->prev; /* a restart */
+			x->cum +=
+			    s->value < x->prev ? s->value : s->value - x->prev; /* a restart */
 		x->prev = s->value;
 		x->have_prev = true;
 		r[k] = x->cum;

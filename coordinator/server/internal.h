@@ -9,15 +9,15 @@
 
 #define CLI_SRV_MAX_POINTS 200000u /* timeline points kept (55 h at 1 s); later ones dropped */
 
-#define CLI_SRV_MAX_XSERIES 64u /* extra series kept (name and labels); later ones dropped */
+#define CLI_SRV_MAX_XSERIES  64u   /* extra series kept (name and labels); later ones dropped */
 #define CLI_SRV_TIMELINE_MAX 1800u /* timeline points per stage in results.json */
 
 /* A series kept raw because server_metrics.extra named it. */
 struct cli_srv_xseries {
 	char *name, *labels;
-	bool counter;   /* summarised as increase and rate (counters, _count and _sum) */
-	double prev;    /* counters: the last raw value */
-	double cum;     /* counters: the total since first seen, restarts added up */
+	bool counter; /* summarised as increase and rate (counters, _count and _sum) */
+	double prev;  /* counters: the last raw value */
+	double cum;   /* counters: the total since first seen, restarts added up */
 	bool have_prev;
 };
 
@@ -28,13 +28,13 @@ struct cl_srv_scrape {
 	struct curl_slist *headers;
 	char **extra; /* the patterns asked for */
 	size_t n_extra;
-	bool *extra_found;         /* under mu: a pattern matched some series */
+	bool *extra_found;          /* under mu: a pattern matched some series */
 	struct cli_srv_xseries *xs; /* under mu */
 	size_t n_xs;
-	bool xs_dropped;           /* more series matched than CLI_SRV_MAX_XSERIES */
-	double *xv;                /* under mu: xv[point * CLI_SRV_MAX_XSERIES + k], NAN: absent */
-	size_t xv_rows;            /* rows allocated */
-	char first_error[200];     /* under mu: the first failure's text */
+	bool xs_dropped;       /* more series matched than CLI_SRV_MAX_XSERIES */
+	double *xv;            /* under mu: xv[point * CLI_SRV_MAX_XSERIES + k], NAN: absent */
+	size_t xv_rows;        /* rows allocated */
+	char first_error[200]; /* under mu: the first failure's text */
 	int64_t t_start_us;
 	pthread_t thread;
 	bool started;

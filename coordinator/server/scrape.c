@@ -88,16 +88,16 @@ static void scrape_once(struct cl_srv_scrape *sc, CURL *h, struct cl_buf *body)
 	} else {
 		sc->cum.scrapes_ok++;
 		struct cl_srv_mark before = sc->cum;
-		enum cl_srv_restart restart =
-		    sc->have_prev ? cli_srv_accumulate(&sc->cum, &sc->prev, &snap)
-				  : cli_srv_accumulate(&sc->cum, NULL, &snap);
+		enum cl_srv_restart restart = sc->have_prev
+						  ? cli_srv_accumulate(&sc->cum, &sc->prev, &snap)
+						  : cli_srv_accumulate(&sc->cum, NULL, &snap);
 		/* This scrape's share of the counters: the hit ratio and the preemptions of the
 		 * last interval, for the timeline (NAN before a second scrape). */
 		double dq = sc->cum.prefix_queries - before.prefix_queries;
 		double dh = sc->cum.prefix_hits - before.prefix_hits;
-		float hit = !isnan(snap.prefix_queries) ? (sc->have_prev && dq > 0 ? (float)(dh / dq)
-										   : NAN)
-							: (float)snap.prefix_hit_rate;
+		float hit = !isnan(snap.prefix_queries)
+				? (sc->have_prev && dq > 0 ? (float)(dh / dq) : NAN)
+				: (float)snap.prefix_hit_rate;
 		float pre = !isnan(snap.preemptions) && sc->have_prev
 				? (float)(sc->cum.preemptions - before.preemptions)
 				: NAN;
@@ -246,8 +246,8 @@ void cl_srv_scrape_latest(struct cl_srv_scrape *sc, struct cl_srv_latest *out)
 	out->waiting = p ? p->waiting : NAN;
 	out->kv_usage = p ? p->kv_usage : NAN;
 	out->prefix_hit_rate = p ? p->prefix_hit_rate : NAN;
-	out->preemptions = sc->have_prev && !isnan(sc->prev.preemptions) ? sc->cum.preemptions
-									 : NAN;
+	out->preemptions =
+	    sc->have_prev && !isnan(sc->prev.preemptions) ? sc->cum.preemptions : NAN;
 	pthread_mutex_unlock(&sc->mu);
 }
 
@@ -259,11 +259,12 @@ json_t *cl_srv_scrape_run_json(struct cl_srv_scrape *sc, const char *mode, int64
 	for (size_t i = 0; i < sc->n_points; i++) {
 		const struct cl_srv_point *p = &sc->points[i];
 		if (p->restart)
-			json_array_append_new(
-			    restarts,
-			    json_pack("{s:f,s:s}", "t_s", round((p->t_us - t0_us) / 1e3) / 1e3, "why",
-				      p->restart == CL_SRV_RESTART_COUNTER ? "counter_reset"
-									   : "start_time"));
+			json_array_append_new(restarts,
+					      json_pack("{s:f,s:s}", "t_s",
+							round((p->t_us - t0_us) / 1e3) / 1e3, "why",
+							p->restart == CL_SRV_RESTART_COUNTER
+							    ? "counter_reset"
+							    : "start_time"));
 	}
 	for (size_t i = 0; i < sc->n_extra; i++) {
 		json_array_append_new(req, json_string(sc->extra[i]));

@@ -22,9 +22,10 @@ enum cl_srv_restart {
 struct cl_srv_point {
 	int64_t t_us;
 	float running, waiting, kv_usage;
-	float prefix_hit_rate; /* hits ÷ queries since the previous scrape (or the engine's gauge) */
-	float preemptions;     /* the counter's increase since the previous scrape */
-	uint8_t restart;       /* enum cl_srv_restart */
+	float
+	    prefix_hit_rate; /* hits ÷ queries since the previous scrape (or the engine's gauge) */
+	float preemptions;   /* the counter's increase since the previous scrape */
+	uint8_t restart;     /* enum cl_srv_restart */
 };
 
 /* What the scraper is told: target.server_metrics (docs/scenario.md). */
@@ -40,11 +41,11 @@ struct cl_srv_scrape_opts {
 
 /* The latest scrape, for the live metrics. */
 struct cl_srv_latest {
-	bool up;                 /* the last scrape read the page */
-	bool have;               /* some scrape ever did (the figures below are from it) */
+	bool up;   /* the last scrape read the page */
+	bool have; /* some scrape ever did (the figures below are from it) */
 	enum cl_srv_engine engine;
 	double running, waiting, kv_usage, prefix_hit_rate; /* NAN: not offered */
-	double preemptions;      /* total since the first scrape, restarts added up; NAN: none */
+	double preemptions; /* total since the first scrape, restarts added up; NAN: none */
 	uint32_t restarts, scrapes_ok, scrapes_failed;
 };
 

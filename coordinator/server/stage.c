@@ -71,8 +71,9 @@ enum cl_srv_restart cli_srv_accumulate(struct cl_srv_mark *cum, const struct cl_
 			   fabs(snap->start_time_s - prev->start_time_s) >= 0.5;
 	if (r || new_process)
 		cum->restarts++;
-	return r ? CL_SRV_RESTART_COUNTER : new_process ? CL_SRV_RESTART_START_TIME
-							: CL_SRV_NO_RESTART;
+	return r             ? CL_SRV_RESTART_COUNTER
+	       : new_process ? CL_SRV_RESTART_START_TIME
+			     : CL_SRV_NO_RESTART;
 }
 
 static json_t *num(double v, double scale)
@@ -138,9 +139,8 @@ static json_t *fnum(float v)
 static json_t *timeline_json(struct cl_srv_scrape *sc, size_t from, size_t to, int64_t start_us)
 {
 	size_t n = to > from ? to - from : 0;
-	size_t stride = n > CLI_SRV_TIMELINE_MAX ? (n + CLI_SRV_TIMELINE_MAX - 1) /
-						       CLI_SRV_TIMELINE_MAX
-						 : 1;
+	size_t stride =
+	    n > CLI_SRV_TIMELINE_MAX ? (n + CLI_SRV_TIMELINE_MAX - 1) / CLI_SRV_TIMELINE_MAX : 1;
 	json_t *t = json_array(), *run = json_array(), *wait = json_array(), *kv = json_array(),
 	       *hit = json_array(), *pre = json_array(), *rs = json_array();
 	json_t *o = json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:i}", "t_s", t, "running", run,
@@ -152,13 +152,16 @@ static json_t *timeline_json(struct cl_srv_scrape *sc, size_t from, size_t to, i
 		struct cl_srv_point g = sc->points[i];
 		for (size_t j = i + 1; j < i + stride && j < to; j++) {
 			const struct cl_srv_point *p = &sc->points[j];
-			g.running = isnan(g.running) || p->running > g.running ? p->running : g.running;
-			g.waiting = isnan(g.waiting) || p->waiting > g.waiting ? p->waiting : g.waiting;
+			g.running =
+			    isnan(g.running) || p->running > g.running ? p->running : g.running;
+			g.waiting =
+			    isnan(g.waiting) || p->waiting > g.waiting ? p->waiting : g.waiting;
 			g.kv_usage = isnan(g.kv_usage) || p->kv_usage > g.kv_usage ? p->kv_usage
 										   : g.kv_usage;
 			if (!isnan(p->preemptions))
-				g.preemptions = isnan(g.preemptions) ? p->preemptions
-								     : g.preemptions + p->preemptions;
+				g.preemptions = isnan(g.preemptions)
+						    ? p->preemptions
+						    : g.preemptions + p->preemptions;
 		}
 		double ts = round((double)(g.t_us - start_us) / 1e3) / 1e3;
 		json_array_append_new(t, json_real(ts));
@@ -171,7 +174,8 @@ static json_t *timeline_json(struct cl_srv_scrape *sc, size_t from, size_t to, i
 	for (size_t i = from; i < to; i++)
 		if (sc->points[i].restart)
 			json_array_append_new(
-			    rs, json_real(round((double)(sc->points[i].t_us - start_us) / 1e3) / 1e3));
+			    rs,
+			    json_real(round((double)(sc->points[i].t_us - start_us) / 1e3) / 1e3));
 	return o;
 }
 
@@ -195,9 +199,9 @@ json_t *cl_srv_scrape_stage_json(struct cl_srv_scrape *sc, const struct cl_srv_m
 		gauge_add(&prate, p->prefix_hit_rate);
 	}
 	json_t *timeline = timeline_json(sc, a->point, to_point, start_us);
-	json_t *extra = sc->n_extra ? cli_srv_extra_stage_json(sc, a->point, to_point, from_us,
-							       to_us)
-				    : json_null();
+	json_t *extra = sc->n_extra
+			    ? cli_srv_extra_stage_json(sc, a->point, to_point, from_us, to_us)
+			    : json_null();
 	pthread_mutex_unlock(&sc->mu);
 	double secs = (b->t_us - a->t_us) / 1e6;
 	double dq = b->prefix_queries - a->prefix_queries, dh = b->prefix_hits - a->prefix_hits;
@@ -229,7 +233,8 @@ json_t *cl_srv_scrape_stage_json(struct cl_srv_scrape *sc, const struct cl_srv_m
 		return NULL;
 	}
 	/* set_new takes the value even when it fails */
-	if (json_object_set_new(o, "timeline", timeline) || json_object_set_new(o, "extra", extra)) {
+	if (json_object_set_new(o, "timeline", timeline) ||
+	    json_object_set_new(o, "extra", extra)) {
 		json_decref(o);
 		return NULL;
 	}
