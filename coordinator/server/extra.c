@@ -96,7 +96,8 @@ static bool row(struct cl_srv_scrape *sc, size_t point)
 	return true;
 }
 
-void cli_srv_extra_record(struct cl_srv_scrape *sc, const struct cl_prom_page *pg, size_t point)
+void cli_srv_extra_record(struct cl_srv_scrape *sc, const struct cl_prom_page *pg, size_t point,
+			  bool new_process)
 {
 	if (!row(sc, point))
 		return;
@@ -113,9 +114,8 @@ void cli_srv_extra_record(struct cl_srv_scrape *sc, const struct cl_prom_page *p
 			r[k] = s->value;
 			continue;
 		}
-		if (x->have_prev)
-			x->cum +=
-			    s->value < x->prev ? s->value : s->value - x->prev; /* a restart */
+		if (x->have_prev) /* after a restart, counting goes on from the new value */
+			x->cum += s->value < x->prev || new_process ? s->value : s->value - x->prev;
 		x->prev = s->value;
 		x->have_prev = true;
 		r[k] = x->cum;

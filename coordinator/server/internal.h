@@ -60,9 +60,14 @@ struct cl_srv_scrape {
 enum cl_srv_restart cli_srv_accumulate(struct cl_srv_mark *cum, const struct cl_srv_snap *prev,
 				       const struct cl_srv_snap *snap);
 
+/* True when snap is another process than prev: process_start_time_seconds moved. */
+bool cli_srv_new_process(const struct cl_srv_snap *prev, const struct cl_srv_snap *snap);
+
 /* Keeps the page's samples that server_metrics.extra names as row `point` of sc->xv.  Called
- * with sc->mu held, after the point was counted.  Never fails: out of memory drops the row. */
-void cli_srv_extra_record(struct cl_srv_scrape *sc, const struct cl_prom_page *pg, size_t point);
+ * with sc->mu held, after the point was counted.  new_process: counters count from 0 (the
+ * server restarted without any going down).  Never fails: out of memory drops the row. */
+void cli_srv_extra_record(struct cl_srv_scrape *sc, const struct cl_prom_page *pg, size_t point,
+			  bool new_process);
 
 /* The stage's extra series (results.md, stages[].server.extra), sc->mu held.  NULL: OOM. */
 json_t *cli_srv_extra_stage_json(struct cl_srv_scrape *sc, size_t from_point, size_t to_point,

@@ -76,8 +76,9 @@ static void scrape_once(struct cl_srv_scrape *sc, CURL *h, struct cl_buf *body)
 	else if (pg.bad_lines)
 		snprintf(why, sizeof(why), "%zu malformed lines (first: %s)", pg.bad_lines,
 			 pg.first_bad);
-	if (!why[0] || pg.n)
-		cl_srv_vocab_read(&pg, &snap);
+	/* Always read, an empty page too: what is missing is then NAN, never 0 (a zeroed
+	 * start time would read as a new process). */
+	cl_srv_vocab_read(&pg, &snap);
 	if (why[0])
 		warn_once(sc, why);
 	bool ok = cc == CURLE_OK && status == 200;
@@ -114,7 +115,8 @@ static void scrape_once(struct cl_srv_scrape *sc, CURL *h, struct cl_buf *body)
 				.restart = (uint8_t)restart,
 			};
 			if (sc->n_extra)
-				cli_srv_extra_record(sc, &pg, sc->n_points);
+				cli_srv_extra_record(sc, &pg, sc->n_points,
+						     restart == CL_SRV_RESTART_START_TIME);
 			sc->n_points++;
 		}
 	}

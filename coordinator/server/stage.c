@@ -5,12 +5,13 @@
 #include <math.h>
 #include <string.h>
 
-/* Adds one counter's step; returns true when it went down (a restart). */
-static bool step(double *cum, double prev, double now)
+/* Adds one counter's step; returns true when it went down (a restart).  new_process: the
+ * server is another process (its start time changed), whose counters began at 0. */
+static bool step(double *cum, double prev, double now, bool new_process)
 {
 	if (isnan(now) || isnan(prev))
 		return false;
-	if (now < prev) {
+	if (now < prev || new_process) {
 		*cum += now; /* the server restarted: count from its new value */
 		return true;
 	}
@@ -24,7 +25,7 @@ static bool same_layout(const struct cl_srv_hist *a, const struct cl_srv_hist *b
 }
 
 static bool hist_step(struct cl_srv_hist *cum, const struct cl_srv_hist *prev,
-		      const struct cl_srv_hist *now)
+		      const struct cl_srv_hist *now, bool new_process)
 {
 	if (now->n == 0)
 		return false;
@@ -37,11 +38,17 @@ static bool hist_step(struct cl_srv_hist *cum, const struct cl_srv_hist *prev,
 	}
 	if (!prev || !same_layout(prev, now))
 		return false;
-	bool restart = now->count[now->n - 1] < prev->count[prev->n - 1];
+	bool restart = now->count[now->n - 1] < prev->count[prev->n - 1] || new_process;
 	for (uint32_t i = 0; i < now->n; i++)
 		cum->count[i] += restart ? now->count[i] : now->count[i] - prev->count[i];
 	cum->sum += restart ? now->sum : now->sum - prev->sum;
 	return restart;
+}
+
+bool cli_srv_new_process(const struct cl_srv_snap *prev, const struct cl_srv_snap *snap)
+{
+	return !isnan(prev->start_time_s) && !isnan(snap->start_time_s) &&
+	       fabs(snap->start_time_s - prev->start_time_s) >= 0.5;
 }
 
 enum cl_srv_restart cli_srv_accumulate(struct cl_srv_mark *cum, const struct cl_srv_snap *prev,
@@ -50,30 +57,29 @@ enum cl_srv_restart cli_srv_accumulate(struct cl_srv_mark *cum, const struct cl_
 	if (snap->engine != CL_SRV_UNKNOWN)
 		cum->engine = snap->engine;
 	if (!prev) {
-		hist_step(&cum->ttft, NULL, &snap->ttft);
-		hist_step(&cum->queue, NULL, &snap->queue);
-		hist_step(&cum->e2e, NULL, &snap->e2e);
+		hist_step(&cum->ttft, NULL, &snap->ttft, false);
+		hist_step(&cum->queue, NULL, &snap->queue, false);
+		hist_step(&cum->e2e, NULL, &snap->e2e, false);
 		return CL_SRV_NO_RESTART;
 	}
-	bool r = false;
-	r |= step(&cum->prefix_queries, prev->prefix_queries, snap->prefix_queries);
-	r |= step(&cum->prefix_hits, prev->prefix_hits, snap->prefix_hits);
-	r |= step(&cum->preemptions, prev->preemptions, snap->preemptions);
-	r |= step(&cum->spec_accepted, prev->spec_accepted, snap->spec_accepted);
-	r |= step(&cum->spec_draft, prev->spec_draft, snap->spec_draft);
-	r |= hist_step(&cum->ttft, &prev->ttft, &snap->ttft);
-	r |= hist_step(&cum->queue, &prev->queue, &snap->queue);
-	r |= hist_step(&cum->e2e, &prev->e2e, &snap->e2e);
 	/* A new process whose counters have already passed the old ones' values shows no
-	 * drop; its start time tells.  Prometheus' clients print it to the second or finer,
-	 * and it does not move while the process lives. */
-	bool new_process = !isnan(prev->start_time_s) && !isnan(snap->start_time_s) &&
-			   fabs(snap->start_time_s - prev->start_time_s) >= 0.5;
-	if (r || new_process)
+	 * drop; its start time tells, and its counters count from 0.  Prometheus' clients
+	 * print it to the second or finer, and it does not move while the process lives. */
+	bool np = cli_srv_new_process(prev, snap);
+	bool r = false;
+	r |= step(&cum->prefix_queries, prev->prefix_queries, snap->prefix_queries, np);
+	r |= step(&cum->prefix_hits, prev->prefix_hits, snap->prefix_hits, np);
+	r |= step(&cum->preemptions, prev->preemptions, snap->preemptions, np);
+	r |= step(&cum->spec_accepted, prev->spec_accepted, snap->spec_accepted, np);
+	r |= step(&cum->spec_draft, prev->spec_draft, snap->spec_draft, np);
+	r |= hist_step(&cum->ttft, &prev->ttft, &snap->ttft, np);
+	r |= hist_step(&cum->queue, &prev->queue, &snap->queue, np);
+	r |= hist_step(&cum->e2e, &prev->e2e, &snap->e2e, np);
+	if (r || np)
 		cum->restarts++;
-	return r             ? CL_SRV_RESTART_COUNTER
-	       : new_process ? CL_SRV_RESTART_START_TIME
-			     : CL_SRV_NO_RESTART;
+	if (np)
+		return CL_SRV_RESTART_START_TIME;
+	return r ? CL_SRV_RESTART_COUNTER : CL_SRV_NO_RESTART;
 }
 
 static json_t *num(double v, double scale)

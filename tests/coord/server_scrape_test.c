@@ -204,6 +204,9 @@ static void test_restart_by_start_time(void **state)
 	set_page(&s, p3);
 	cl_srv_scrape_mark(sc, &b, 2000000);
 	assert_int_equal(b.restarts, 1);
+	/* 100 -> 200, then the new process' 300 queries from its 0, not 300 - 200 */
+	assert_true(b.prefix_queries - a.prefix_queries == 400);
+	assert_true(b.prefix_hits - a.prefix_hits == 40);
 	json_t *j = cl_srv_scrape_stage_json(sc, &a, &b, a.t_us, 0, 0);
 	assert_non_null(j);
 	assert_int_equal(json_integer_value(json_object_get(j, "restarts")), 1);
