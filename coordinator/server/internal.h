@@ -21,6 +21,18 @@ struct cli_srv_xseries {
 	bool have_prev;
 };
 
+/* The previous scrape's counters by a hash of name and labels (reset.c). */
+struct cli_srv_counters {
+	uint64_t *key; /* 0: an empty slot */
+	double *val;
+	size_t cap; /* a power of 2, or 0 */
+};
+
+/* Replaces c with pg's counters; true when most of those that c held above 0 went down (a
+ * restart).  Out of memory: false, c unchanged. */
+bool cli_srv_counters_update(struct cli_srv_counters *c, const struct cl_prom_page *pg);
+void cli_srv_counters_free(struct cli_srv_counters *c);
+
 struct cl_srv_scrape {
 	char url[1024];
 	int64_t interval_us;
@@ -49,16 +61,19 @@ struct cl_srv_scrape {
 	struct cl_srv_mark cum;  /* counters since the first scrape, restarts added up */
 	struct cl_srv_snap prev; /* the previous successful scrape, raw */
 	bool have_prev;
-	bool last_ok; /* the latest scrape read the page */
+	struct cli_srv_counters counters; /* only the scraping thread touches it */
+	bool last_ok;                     /* the latest scrape read the page */
 	bool warned;
 	struct cl_srv_point *points;
 	size_t n_points;
 };
 
 /* Adds snap to the cumulative counters (a drop = a restart: counting goes on from the new
- * value).  Returns why it took the scrape for a restart (enum cl_srv_restart). */
+ * value).  counters_down: some counter of the page outside the vocabulary went down (reset.c),
+ * so the server restarted and every counter counts from 0.  Returns why it took the scrape
+ * for a restart (enum cl_srv_restart). */
 enum cl_srv_restart cli_srv_accumulate(struct cl_srv_mark *cum, const struct cl_srv_snap *prev,
-				       const struct cl_srv_snap *snap);
+				       const struct cl_srv_snap *snap, bool counters_down);
 
 /* True when snap is another process than prev: process_start_time_seconds moved. */
 bool cli_srv_new_process(const struct cl_srv_snap *prev, const struct cl_srv_snap *snap);

@@ -82,6 +82,9 @@ static void scrape_once(struct cl_srv_scrape *sc, CURL *h, struct cl_buf *body)
 	if (why[0])
 		warn_once(sc, why);
 	bool ok = cc == CURLE_OK && status == 200;
+	/* Outside the lock: the page's counters by name, for a restart the vocabulary cannot
+	 * see (llama.cpp offers none of its counters). */
+	bool down = ok && cli_srv_counters_update(&sc->counters, &pg);
 	pthread_mutex_lock(&sc->mu);
 	sc->last_ok = ok;
 	if (!ok) {
@@ -89,9 +92,9 @@ static void scrape_once(struct cl_srv_scrape *sc, CURL *h, struct cl_buf *body)
 	} else {
 		sc->cum.scrapes_ok++;
 		struct cl_srv_mark before = sc->cum;
-		enum cl_srv_restart restart = sc->have_prev
-						  ? cli_srv_accumulate(&sc->cum, &sc->prev, &snap)
-						  : cli_srv_accumulate(&sc->cum, NULL, &snap);
+		enum cl_srv_restart restart =
+		    sc->have_prev ? cli_srv_accumulate(&sc->cum, &sc->prev, &snap, down)
+				  : cli_srv_accumulate(&sc->cum, NULL, &snap, false);
 		/* This scrape's share of the counters: the hit ratio and the preemptions of the
 		 * last interval, for the timeline (NAN before a second scrape). */
 		double dq = sc->cum.prefix_queries - before.prefix_queries;
@@ -116,7 +119,7 @@ static void scrape_once(struct cl_srv_scrape *sc, CURL *h, struct cl_buf *body)
 			};
 			if (sc->n_extra)
 				cli_srv_extra_record(sc, &pg, sc->n_points,
-						     restart == CL_SRV_RESTART_START_TIME);
+						     restart != CL_SRV_NO_RESTART);
 			sc->n_points++;
 		}
 	}
@@ -334,6 +337,7 @@ void cl_srv_scrape_stop(struct cl_srv_scrape *sc)
 	pthread_cond_destroy(&sc->cv);
 	pthread_cond_destroy(&sc->done);
 	cli_srv_extra_free(sc);
+	cli_srv_counters_free(&sc->counters);
 	curl_slist_free_all(sc->headers);
 	free(sc->points);
 	free(sc);

@@ -52,7 +52,7 @@ bool cli_srv_new_process(const struct cl_srv_snap *prev, const struct cl_srv_sna
 }
 
 enum cl_srv_restart cli_srv_accumulate(struct cl_srv_mark *cum, const struct cl_srv_snap *prev,
-				       const struct cl_srv_snap *snap)
+				       const struct cl_srv_snap *snap, bool counters_down)
 {
 	if (snap->engine != CL_SRV_UNKNOWN)
 		cum->engine = snap->engine;
@@ -65,7 +65,8 @@ enum cl_srv_restart cli_srv_accumulate(struct cl_srv_mark *cum, const struct cl_
 	/* A new process whose counters have already passed the old ones' values shows no
 	 * drop; its start time tells, and its counters count from 0.  Prometheus' clients
 	 * print it to the second or finer, and it does not move while the process lives. */
-	bool np = cli_srv_new_process(prev, snap);
+	bool start = cli_srv_new_process(prev, snap);
+	bool np = start || counters_down;
 	bool r = false;
 	r |= step(&cum->prefix_queries, prev->prefix_queries, snap->prefix_queries, np);
 	r |= step(&cum->prefix_hits, prev->prefix_hits, snap->prefix_hits, np);
@@ -77,9 +78,9 @@ enum cl_srv_restart cli_srv_accumulate(struct cl_srv_mark *cum, const struct cl_
 	r |= hist_step(&cum->e2e, &prev->e2e, &snap->e2e, np);
 	if (r || np)
 		cum->restarts++;
-	if (np)
+	if (start)
 		return CL_SRV_RESTART_START_TIME;
-	return r ? CL_SRV_RESTART_COUNTER : CL_SRV_NO_RESTART;
+	return r || counters_down ? CL_SRV_RESTART_COUNTER : CL_SRV_NO_RESTART;
 }
 
 static json_t *num(double v, double scale)

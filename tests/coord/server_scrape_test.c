@@ -223,6 +223,62 @@ static void test_restart_by_start_time(void **state)
 	srv_stop(&s);
 }
 
+/* llama.cpp's page: no counter of the vocabulary, no start time; its own counters fall back
+ * when it restarts, and that is a restart too. */
+static void test_restart_by_any_counter(void **state)
+{
+	(void)state;
+	static const char p1[] = "# TYPE llamacpp:prompt_tokens_total counter\n"
+				 "llamacpp:prompt_tokens_total 5000\n"
+				 "# TYPE llamacpp:requests_processing gauge\n"
+				 "llamacpp:requests_processing 2\n";
+	/* an average typed as a counter goes down, the true counters up: no restart */
+	static const char p2[] = "# TYPE llamacpp:prompt_tokens_total counter\n"
+				 "llamacpp:prompt_tokens_total 6000\n"
+				 "# TYPE llamacpp:n_busy_slots_per_decode counter\n"
+				 "llamacpp:n_busy_slots_per_decode 1.5\n"
+				 "# TYPE llamacpp:requests_processing gauge\n"
+				 "llamacpp:requests_processing 2\n";
+	static const char p2b[] = "# TYPE llamacpp:prompt_tokens_total counter\n"
+				  "llamacpp:prompt_tokens_total 6100\n"
+				  "# TYPE llamacpp:n_decode_total counter\n"
+				  "llamacpp:n_decode_total 70\n"
+				  "# TYPE llamacpp:n_busy_slots_per_decode counter\n"
+				  "llamacpp:n_busy_slots_per_decode 1.2\n";
+	static const char p2c[] = "# TYPE llamacpp:prompt_tokens_total counter\n"
+				  "llamacpp:prompt_tokens_total 6200\n"
+				  "# TYPE llamacpp:n_decode_total counter\n"
+				  "llamacpp:n_decode_total 80\n"
+				  "# TYPE llamacpp:n_busy_slots_per_decode counter\n"
+				  "llamacpp:n_busy_slots_per_decode 1.1\n";
+	static const char p3[] = "# TYPE llamacpp:prompt_tokens_total counter\n"
+				 "llamacpp:prompt_tokens_total 40\n"
+				 "# TYPE llamacpp:requests_processing gauge\n"
+				 "llamacpp:requests_processing 1\n";
+	struct srv s;
+	srv_start(&s, PAGE);
+	set_page(&s, p1);
+	struct cl_srv_scrape *sc = scrape(&s, 10000000);
+	struct cl_srv_mark a, b;
+	cl_srv_scrape_mark(sc, &a, 2000000);
+	set_page(&s, p2);
+	cl_srv_scrape_mark(sc, &b, 2000000);
+	set_page(&s, p2b);
+	cl_srv_scrape_mark(sc, &b, 2000000);
+	set_page(&s, p2c);
+	cl_srv_scrape_mark(sc, &b, 2000000);
+	assert_int_equal(b.restarts, 0);
+	set_page(&s, p3);
+	cl_srv_scrape_mark(sc, &b, 2000000);
+	assert_int_equal(b.restarts, 1);
+	json_t *j = cl_srv_scrape_run_json(sc, "auto", a.t_us);
+	json_t *r = json_array_get(json_object_get(j, "restarts"), 0);
+	assert_string_equal(json_string_value(json_object_get(r, "why")), "counter_reset");
+	json_decref(j);
+	cl_srv_scrape_stop(sc);
+	srv_stop(&s);
+}
+
 /* Each bad server: a mark asked to wait 300 ms returns within about that, the scrape is
  * counted as failed (or its figures are null), and stopping takes at most one timeout. */
 static void bad_server(enum mode m)
@@ -297,6 +353,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_restart_is_counted_not_negative),
 		cmocka_unit_test(test_restart_by_start_time),
+		cmocka_unit_test(test_restart_by_any_counter),
 		cmocka_unit_test(test_slow),
 		cmocka_unit_test(test_huge),
 		cmocka_unit_test(test_garbage),
