@@ -279,6 +279,54 @@ static void test_restart_by_any_counter(void **state)
 	srv_stop(&s);
 }
 
+/* A stage of more scrapes than the timeline keeps: every k-th point, each the largest gauge
+ * of the k it stands for, so a one-scrape spike is not lost. */
+static void test_timeline_stride(void **state)
+{
+	(void)state;
+	static char calm[512], spike[512];
+	snprintf(calm, sizeof(calm), PAGE_FMT, "3", "10", "5", "0");
+	snprintf(spike, sizeof(spike), PAGE_FMT, "99", "10", "5", "0");
+	struct srv s;
+	srv_start(&s, PAGE);
+	set_page(&s, calm);
+	struct cl_srv_scrape *sc = scrape(&s, 10000000);
+	struct cl_srv_mark a, b;
+	cl_srv_scrape_mark(sc, &a, 2000000);
+	b = a;
+	/* > 1800 points: stride 2.  The test server may drop a connection among so many (a
+	 * failed scrape makes no point), so the spike is scraped until one read it. */
+	int retries = 20;
+	for (size_t i = 0; i < 1900; i++) {
+		uint32_t ok = b.scrapes_ok;
+		set_page(&s, i == 1001 ? spike : calm);
+		cl_srv_scrape_mark(sc, &b, 2000000);
+		if (i == 1001 && b.scrapes_ok == ok && retries-- > 0)
+			i--;
+	}
+	size_t n = b.point - a.point;
+	assert_true(n > 1800 && n <= 3600);
+	json_t *j = cl_srv_scrape_stage_json(sc, &a, &b, a.t_us, 0, 0);
+	assert_non_null(j);
+	json_t *tl = json_object_get(j, "timeline");
+	assert_int_equal(json_integer_value(json_object_get(tl, "stride")), 2);
+	json_t *w = json_object_get(tl, "waiting");
+	assert_int_equal(json_array_size(w), (n + 1) / 2);
+	assert_int_equal(json_array_size(json_object_get(tl, "t_s")), (n + 1) / 2);
+	double max = 0;
+	size_t i;
+	json_t *v;
+	json_array_foreach(w, i, v)
+	{
+		if (json_number_value(v) > max)
+			max = json_number_value(v);
+	}
+	assert_true(max == 99);
+	json_decref(j);
+	cl_srv_scrape_stop(sc);
+	srv_stop(&s);
+}
+
 /* Each bad server: a mark asked to wait 300 ms returns within about that, the scrape is
  * counted as failed (or its figures are null), and stopping takes at most one timeout. */
 static void bad_server(enum mode m)
@@ -354,6 +402,7 @@ int main(void)
 		cmocka_unit_test(test_restart_is_counted_not_negative),
 		cmocka_unit_test(test_restart_by_start_time),
 		cmocka_unit_test(test_restart_by_any_counter),
+		cmocka_unit_test(test_timeline_stride),
 		cmocka_unit_test(test_slow),
 		cmocka_unit_test(test_huge),
 		cmocka_unit_test(test_garbage),
