@@ -266,6 +266,10 @@ class ServerMetrics(tl.FleetCase):
         self.assertIsNone(s["source"], s)
         self.assertIsNone(s["requests_running"]["mean"], s)
         self.assertEqual(res["stages"][0]["requests"]["completed"], 4)
+        with open(os.path.join(self.scope.path("out-srv-dead"), "report.md")) as f:
+            md = f.read()
+        self.assertIn("- the server's metrics at '%s' could not be read: cannot read the page: "
+                      "Couldn't connect to server" % dead.replace("_", "\\_"), md)
 
     def test_restart_mid_stage(self):
         """The server is stopped and started again on its port in the middle of a stage: its
