@@ -237,6 +237,50 @@ class ServerMetrics(tl.FleetCase):
         self.assertFalse([m for m in json.loads(out)["stages"][0]["metrics"]
                           if m["metric"].startswith("server_")])
 
+    def test_headers(self):
+        """server_metrics.headers go with every scrape (a /metrics behind a token), and the
+        target's own headers and key do not.  The page is served by a small HTTP server of the
+        test's own (an exporter standing apart from the model server, on loopback), which
+        records what each scrape sent."""
+        import http.server
+        import threading
+        seen = []
+
+        class Page(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                seen.append((self.path, dict(self.headers)))
+                body = (b"# TYPE vllm:num_requests_running gauge\n"
+                        b"vllm:num_requests_running 3\n")
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *a):
+                pass
+
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        self.addCleanup(srv.server_close)
+        self.addCleanup(srv.shutdown)
+        sim = self.start_sim("--ttft", "10ms", "--itl", "2ms")
+        url = "http://127.0.0.1:%d/exporter/metrics" % srv.server_address[1]
+        doc = tl.scenario({"url": sim.url, "headers": {"X-Target-Only": "t"},
+                           "server_metrics": {"url": url,
+                                              "headers": {"Authorization": "Bearer reader",
+                                                          "X-Scrape": "1"}}},
+                          [{"concurrency": 1, "requests": 4}], {"local": 1}, name="srv-hdr")
+        res, _ = self.run_doc("srv-hdr", doc)
+        self.assertTrue(res["server_metrics"]["available"], res["server_metrics"])
+        self.assertEqual(res["stages"][0]["server"]["requests_running"]["max"], 3)
+        self.assertGreater(len(seen), 1)
+        for path, h in seen:
+            self.assertEqual(path, "/exporter/metrics")
+            self.assertEqual(h.get("Authorization"), "Bearer reader", h)
+            self.assertEqual(h.get("X-Scrape"), "1", h)
+            self.assertNotIn("X-Target-Only", h)
+
     def test_off(self):
         sim = self.start_sim("--ttft", "10ms", "--itl", "2ms")
         doc = tl.scenario({"url": sim.url, "server_metrics": False},
