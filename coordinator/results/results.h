@@ -157,6 +157,11 @@ int cl_results_add_stalls(struct cl_results *r, size_t stage, const struct cl_re
  * cl_results_finish_stage.  CL_EINVAL (bad index, finished stage), CL_ENOMEM (server NULL). */
 int cl_results_set_server(struct cl_results *r, size_t stage, json_t *server);
 
+/* Records the run-wide account of the server's /metrics (results.json's `server_metrics`:
+ * mode, URL, availability, restarts, the extra series kept); takes ownership, also on
+ * failure.  Call before cl_results_finish.  CL_ENOMEM (NULL). */
+int cl_results_set_server_metrics(struct cl_results *r, json_t *server_metrics);
+
 /* Records what the agents spent on stage `stage` over its measured window: their CPU summed
  * (100 = one core) and the streams they had in flight, both averaged over the samples the
  * run took; results.json's client.agents_cpu_pct_mean, streams_mean and cpu_per_stream_pct

@@ -110,6 +110,7 @@ struct run_gen; /* run/generate.c */
 struct run {
 	struct run_gen *gen;       /* a generate job's state (NULL: a benchmark) */
 	struct cl_srv_scrape *srv; /* the target's /metrics, scraped all run long; NULL: none */
+	int64_t srv_t0_us;         /* when scraping began (server_metrics.restarts[].t_s) */
 	const struct cl_run_opts *o;
 	struct cl_scenario s;
 	struct cl_results *res;

@@ -21,6 +21,25 @@ struct cl_sim_kv {
 	char *value;
 };
 
+/* target.server_metrics: where the server's own /metrics is read (docs/scenario.md). */
+enum cl_scn_srv_mode {
+	CL_SCN_SRV_AUTO = 0, /* the target URL's scheme://host:port/metrics, noted when absent */
+	CL_SCN_SRV_OFF,      /* false: not scraped */
+	CL_SCN_SRV_URL,      /* a URL given: warned about when it cannot be read */
+};
+
+#define CL_SCN_SRV_MAX_EXTRA 32 /* names in server_metrics.extra */
+
+struct cl_scn_server_metrics {
+	enum cl_scn_srv_mode mode;
+	char *url;           /* CL_SCN_SRV_URL: the page */
+	int64_t interval_us; /* default 1 s */
+	char **headers;      /* "Name: value", sent with each scrape */
+	size_t n_headers;
+	char **extra; /* series names kept raw; a trailing '*' matches every name it begins */
+	size_t n_extra;
+};
+
 struct cl_scn_target {
 	char *url;         /* base URL ending in /v1 (NULL when simulator) */
 	char *model;       /* NULL: the first model /v1/models lists */
@@ -37,6 +56,7 @@ struct cl_scn_target {
 	bool simulator;             /* target.simulator given: the run starts chatload-sim */
 	struct cl_sim_kv *sim;
 	size_t n_sim;
+	struct cl_scn_server_metrics server_metrics;
 };
 
 enum cl_on_loss { CL_ON_LOSS_FAIL = 0, CL_ON_LOSS_CONTINUE = 1 };
