@@ -2,11 +2,14 @@
 """bench_soak_rss: does a long soak run in constant memory?  Runs one long stage at a high
 request rate with short report intervals (chatload run with the built-in simulator and local
 agents) and samples the resident memory (VmRSS) of the coordinator, every agent and the
-simulator; prints RSS over time per process and the growth after warm-up.  A benchmark:
-it prints figures and asserts nothing (docs/testing.md).
+simulator; prints RSS over time per process and, after warm-up, each process's slope (KiB
+per minute, least squares over every sample) and total growth.  A benchmark: it prints
+figures and asserts nothing (docs/testing.md).  The default is the nightly soak of issue 30:
+one hour at 300 requests/s, 100 ms report intervals, two agents, the first 5 minutes left
+out as warm-up.
 
-    python3 tests/bench/bench_soak_rss.py [--build build] [--minutes 6] [--every 15]
-        [--concurrency 32] [--agents 2] [--interval 100ms] [--warmup 60]
+    python3 tests/bench/bench_soak_rss.py [--build build] [--minutes 60] [--every 30]
+        [--rate 300] [--concurrency N] [--agents 2] [--interval 100ms] [--warmup 300]
 """
 
 import argparse
@@ -76,10 +79,12 @@ def children(pid):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default=os.environ.get("CHATLOAD_BUILD_DIR", "build"))
-    ap.add_argument("--minutes", type=float, default=6)
-    ap.add_argument("--every", type=float, default=15, help="seconds between samples")
-    ap.add_argument("--warmup", type=float, default=60, help="seconds before growth counts")
-    ap.add_argument("--concurrency", type=int, default=32)
+    ap.add_argument("--minutes", type=float, default=60)
+    ap.add_argument("--every", type=float, default=30, help="seconds between samples")
+    ap.add_argument("--warmup", type=float, default=300, help="seconds before growth counts")
+    ap.add_argument("--rate", type=float, default=300, help="requests/s (open loop)")
+    ap.add_argument("--concurrency", type=int, default=0,
+                    help="closed loop at this many streams instead of --rate")
     ap.add_argument("--agents", type=int, default=2)
     ap.add_argument("--interval", default="100ms", help="agents.report_interval")
     ap.add_argument("--keep", action="store_true", help="keep the results directory")
@@ -90,8 +95,13 @@ def main():
     chatload = os.path.join(a.build, "bin", "chatload")
     work = tempfile.mkdtemp(prefix="bench-soak-")
     duration = int(a.minutes * 60)
-    # Short answers at a fast pace: ~25 ms a request, so c=32 is ~1300 requests/s and the
-    # report interval of 100 ms gives the coordinator ten intervals a second to merge.
+    # Short answers at a fast pace (~25 ms a request) started at a fixed rate, so the
+    # coordinator merges ten intervals a second of a steady load; --concurrency 32 instead
+    # is a closed loop of ~1300 requests/s.
+    if a.concurrency > 0:
+        load = {"concurrency": a.concurrency}
+    else:
+        load = {"rate": "%g/s" % a.rate, "max_concurrency": 256}
     scenario = {
         "name": "bench-soak",
         "target": {"simulator": {"ttft": "5ms", "itl": "1ms", "output_tokens": 20},
@@ -99,7 +109,7 @@ def main():
         "agents": {"local": a.agents, "workers": 1, "report_interval": a.interval},
         "readiness": {"enabled": False},
         "workload": {"prompts": ["Say something."], "max_tokens": 20, "drain_timeout": "5s"},
-        "stages": [{"name": "soak", "concurrency": a.concurrency, "duration": "%ds" % duration}],
+        "stages": [dict(name="soak", duration="%ds" % duration, **load)],
         # What a soak checks, so the per-interval SLO checks and drift windows run too.
         "slo": {"ttft_p99": "10s", "abort_on_breach": {"intervals": 1000},
                 "max_drift": {"itl_p99": "100%", "window": "30s"}},
@@ -155,8 +165,9 @@ def main():
         doc = json.load(f)
     st = doc["stages"][0]
     names = names or sorted(rows[-1][1])
-    print("bench_soak_rss: %d s at concurrency %d, report interval %s, %d agents "
-          "(exit %d)" % (duration, a.concurrency, a.interval, a.agents, rc))
+    print("bench_soak_rss: %d s at %s, report interval %s, %d agents (exit %d)" % (
+        duration, ("concurrency %d" % a.concurrency) if a.concurrency > 0
+        else ("%g requests/s" % a.rate), a.interval, a.agents, rc))
     print("requests completed %d (%.0f/s), intervals %d, errors %d" % (
         st["requests"]["completed"], st["throughput"]["requests_per_s"],
         st["intervals_total"], st["requests"]["errors_total"]))
@@ -175,12 +186,19 @@ def main():
     after = [(t, s) for t, s in rows if t >= a.warmup]
     if len(after) >= 2:
         (ta, sa), (tb, sb) = after[0], after[-1]
-        print("growth after warm-up (t=%.0f s to t=%.0f s):" % (ta, tb))
+        print("after warm-up (t=%.0f s to t=%.0f s, %d samples): slope by least squares, "
+              "growth last - first, band max - min" % (ta, tb, len(after)))
         for n in names:
-            if n in sa and n in sb:
-                d = sb[n] - sa[n]
-                print("  %-10s %+7d KiB (%+.1f KiB/min), peak %d KiB" % (
-                    n, d, d / ((tb - ta) / 60), max(s.get(n, 0) for _, s in rows)))
+            pts = [(t / 60, s[n]) for t, s in after if n in s]
+            if len(pts) < 2 or n not in sa or n not in sb:
+                continue
+            mt = sum(t for t, _ in pts) / len(pts)
+            mk = sum(k for _, k in pts) / len(pts)
+            slope = (sum((t - mt) * (k - mk) for t, k in pts) /
+                     sum((t - mt) ** 2 for t, _ in pts))
+            ks = [k for _, k in pts]
+            print("  %-10s %+8.1f KiB/min  growth %+7d KiB  band %6d KiB  peak %d KiB" % (
+                n, slope, sb[n] - sa[n], max(ks) - min(ks), max(s.get(n, 0) for _, s in rows)))
     if a.keep:
         print("kept %s" % work)
     else:
