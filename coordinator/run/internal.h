@@ -90,6 +90,7 @@ struct run_stage {
 	/* Records no slot holds, reset, kept for the next interval (at most n_slots). */
 	struct cl_metrics **spare;
 	size_t n_spare;
+	uint64_t n_released; /* records given back: every so often one is trimmed */
 	int64_t next_emit;                     /* next interval index to write */
 	uint64_t late_reports, late_completed; /* data too late for its rows: totals only */
 	struct cl_stall_list own_stalls;       /* the coordinator's own, in the stage */

@@ -105,11 +105,20 @@ static int64_t group_end(struct run_stage *st, int64_t k)
 	return end;
 }
 
+/* Every this many intervals written, the record given back sheds its pages: the pages a
+ * rare latency touched once would otherwise stay resident for the rest of the stage, and a
+ * soak's RSS would creep up with each new outlier.  Odd, so records that take turns are
+ * each trimmed in turn; ~1 min at 100 ms intervals. */
+#define SLOT_TRIM_EVERY 601
+
 /* Empties slot s and gives its record back to the spares. */
 static void slot_release(struct run_stage *st, struct run_slot *s)
 {
 	if (s->m) {
-		cl_metrics_reset(s->m);
+		if (++st->n_released % SLOT_TRIM_EVERY == 0)
+			cl_metrics_trim(s->m);
+		else
+			cl_metrics_reset(s->m);
 		/* Records never outnumber slots, so the spares always have room. */
 		st->spare[st->n_spare++] = s->m;
 		s->m = NULL;
