@@ -110,12 +110,17 @@ static int64_t group_end(struct run_stage *st, int64_t k)
  * soak's RSS would creep up with each new outlier.  Odd, so records that take turns are
  * each trimmed in turn; ~1 min at 100 ms intervals. */
 #define SLOT_TRIM_EVERY 601
+/* Spares that keep their pages: a steady stage holds two or three intervals at once, so
+ * the records it cycles through stay warm and a lag leaves at most this many behind. */
+#define SPARES_WARM 2
 
 /* Empties slot s and gives its record back to the spares. */
 static void slot_release(struct run_stage *st, struct run_slot *s)
 {
 	if (s->m) {
-		if (++st->n_released % SLOT_TRIM_EVERY == 0)
+		/* Beyond the few a steady stage cycles through, a spare is what a lagging agent
+		 * made the stage hold: kept for the next lag, but without its pages. */
+		if (++st->n_released % SLOT_TRIM_EVERY == 0 || st->n_spare >= SPARES_WARM)
 			cl_metrics_trim(s->m);
 		else
 			cl_metrics_reset(s->m);
