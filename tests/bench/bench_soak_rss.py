@@ -130,6 +130,7 @@ def main():
     t0 = time.monotonic()
     rows = []  # (t_s, {name: kib})
     parts = []  # (t_s, {name: (heap, anon, files)})
+    loads = []  # the machine's 1-minute load average at each of rows
     names = None
     try:
         while p.poll() is None:
@@ -152,6 +153,7 @@ def main():
                         parts_now[prog] = rss_parts(pid)
             if p.poll() is None:
                 rows.append((t, sample))
+                loads.append(os.getloadavg()[0])
                 parts.append((t, parts_now))
                 if names is None and len(sample) >= 2 + a.agents:
                     names = sorted(sample, key=lambda s: (s != "chatload", s))
@@ -173,9 +175,11 @@ def main():
         st["intervals_total"], st["requests"]["errors_total"]))
     print()
     print("RSS in KiB over time")
-    print("%8s  %s" % ("t (s)", "  ".join("%10s" % n for n in names)))
-    for t, s in rows:
-        print("%8.0f  %s" % (t, "  ".join("%10s" % s.get(n, "-") for n in names)))
+    # load1, the machine's 1-minute load average: a witness outside chatload for the steps
+    # a starved machine makes (a stall's catch-up opens streams no steady load needs).
+    print("%8s  %s  %6s" % ("t (s)", "  ".join("%10s" % n for n in names), "load1"))
+    for (t, s), load in zip(rows, loads):
+        print("%8.0f  %s  %6.1f" % (t, "  ".join("%10s" % s.get(n, "-") for n in names), load))
     if a.parts:
         print()
         print("RSS by kind in KiB (heap / anonymous mappings / file-backed)")
@@ -199,6 +203,10 @@ def main():
             ks = [k for _, k in pts]
             print("  %-10s %+8.1f KiB/min  growth %+7d KiB  band %6d KiB  peak %d KiB" % (
                 n, slope, sb[n] - sa[n], max(ks) - min(ks), max(s.get(n, 0) for _, s in rows)))
+    with open(os.path.join(work, "chatload.err"), errors="replace") as f:
+        err = f.read()
+    print("stalls the programs reported (whole run): coordinator %d, agents %d" % (
+        err.count("this coordinator could not run"), err.count("this agent stalled")))
     if a.keep:
         print("kept %s" % work)
     else:
