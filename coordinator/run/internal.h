@@ -87,11 +87,12 @@ struct run_stage {
 	 * them. */
 	struct run_slot *slots;
 	size_t n_slots;
-	/* Records no slot holds, reset, kept for the next interval (at most n_slots). */
+	/* Records no slot holds, reset, kept for the next interval (at most n_slots): the
+	 * top n_warm keep their pages, those under them were trimmed (run/merge.c). */
 	struct cl_metrics **spare;
-	size_t n_spare;
+	size_t n_spare, n_warm;
 	uint64_t n_released; /* records given back: every so often one is trimmed */
-	int64_t next_emit;                     /* next interval index to write */
+	int64_t next_emit;   /* next interval index to write */
 	uint64_t late_reports, late_completed; /* data too late for its rows: totals only */
 	struct cl_stall_list own_stalls;       /* the coordinator's own, in the stage */
 	uint32_t own_first, own_seen;          /* the fleet's n_own at the start, and filed */

@@ -20,6 +20,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 static struct run_agent *agent_of(struct run *r, const struct cl_fleet_agent *a)
 {
@@ -41,7 +42,7 @@ int cli_run_intervals_init(struct run *r, struct run_stage *st)
 	st->n_slots = (size_t)((CL_WIRE_LOST_US + iv - 1) / iv) + 2;
 	st->slots = calloc(st->n_slots, sizeof(*st->slots));
 	st->spare = calloc(st->n_slots, sizeof(*st->spare));
-	st->n_spare = 0;
+	st->n_spare = st->n_warm = 0;
 	if (!st->slots || !st->spare)
 		return CL_ENOMEM;
 	for (size_t i = 0; i < st->n_slots; i++)
@@ -59,7 +60,7 @@ void cli_run_intervals_free(struct run_stage *st)
 	free(st->spare);
 	st->slots = NULL;
 	st->spare = NULL;
-	st->n_spare = 0;
+	st->n_spare = st->n_warm = 0;
 }
 
 static struct run_slot *slot_of(struct run_stage *st, int64_t k)
@@ -76,7 +77,9 @@ static struct run_slot *slot_take(struct run_stage *st, int64_t k)
 		return s;
 	if (!s->m) {
 		if (st->n_spare > 0) {
-			s->m = st->spare[--st->n_spare];
+			s->m = st->spare[--st->n_spare]; /* a warm one first: they are on top */
+			if (st->n_warm > 0)
+				st->n_warm--;
 		} else {
 			struct cl_metrics *m = calloc(1, sizeof(*m));
 			if (!m || cl_metrics_init(m) != 0) {
@@ -118,14 +121,22 @@ static int64_t group_end(struct run_stage *st, int64_t k)
 static void slot_release(struct run_stage *st, struct run_slot *s)
 {
 	if (s->m) {
-		/* Beyond the few a steady stage cycles through, a spare is what a lagging agent
-		 * made the stage hold: kept for the next lag, but without its pages. */
-		if (++st->n_released % SLOT_TRIM_EVERY == 0 || st->n_spare >= SPARES_WARM)
-			cl_metrics_trim(s->m);
-		else
-			cl_metrics_reset(s->m);
 		/* Records never outnumber slots, so the spares always have room. */
-		st->spare[st->n_spare++] = s->m;
+		bool periodic = ++st->n_released % SLOT_TRIM_EVERY == 0;
+		if (st->n_warm < SPARES_WARM && !periodic) {
+			cl_metrics_reset(s->m);
+			st->spare[st->n_spare++] = s->m;
+			st->n_warm++;
+		} else {
+			/* Beyond the few a steady stage cycles through, a spare is what a
+			 * lagging agent made the stage hold: kept for the next lag, without its
+			 * pages, and under the warm ones, so that they are taken first (taking a
+			 * cold one while a warm one idles would keep both resident). */
+			cl_metrics_trim(s->m);
+			memmove(st->spare + 1, st->spare, st->n_spare * sizeof(*st->spare));
+			st->spare[0] = s->m;
+			st->n_spare++;
+		}
 		s->m = NULL;
 	}
 	s->k = -1;
