@@ -91,153 +91,186 @@ static int read_token(const char *path, char *buf, size_t n)
 	return 0;
 }
 
-int main(int argc, char **argv)
+enum {
+	O_CONNECT = 256,
+	O_TOKEN_FILE,
+	O_CA,
+	O_CERT,
+	O_KEY,
+	O_SNI,
+	O_ALLOW,
+	O_WORKERS,
+	O_INSECURE,
+	O_ONCE,
+	O_REQLOG,
+	O_PREFIX,
+	O_VERSION,
+	O_NAME
+};
+static const struct option longopts[] = {
+	{ "connect", required_argument, NULL, O_CONNECT },
+	{ "token-file", required_argument, NULL, O_TOKEN_FILE },
+	{ "tls-ca", required_argument, NULL, O_CA },
+	{ "tls-cert", required_argument, NULL, O_CERT },
+	{ "tls-key", required_argument, NULL, O_KEY },
+	{ "tls-server-name", required_argument, NULL, O_SNI },
+	{ "allow-target", required_argument, NULL, O_ALLOW },
+	{ "workers", required_argument, NULL, O_WORKERS },
+	{ "insecure", no_argument, NULL, O_INSECURE },
+	{ "once", no_argument, NULL, O_ONCE },
+	{ "request-log", required_argument, NULL, O_REQLOG },
+	{ "id-prefix", required_argument, NULL, O_PREFIX },
+	{ "version", no_argument, NULL, O_VERSION },
+	{ "name", required_argument, NULL, O_NAME },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* What the flags fill in and main hands to the daemon: the options point into them. */
+static char token[512];
+static struct cl_allow_list allow;
+
+/* parse_flags and apply_flag: go on to serve (any other value is the exit code). */
+#define GO_ON (-1)
+
+/* How TLS messages name the ends and the files: the agent dials the coordinator, which
+ * holds its own certificate and CA in the scenario's agents.tls section. */
+static const struct cl_tls_words agent_tls_words = {
+	.self = "this agent",
+	.peer = "the coordinator",
+	.ca = "--tls-ca",
+	.cert = "--tls-cert",
+	.key = "--tls-key",
+	.server_name = "--tls-server-name",
+	.peer_cert = "agents.tls.cert",
+	.peer_ca = "agents.tls.ca",
+};
+
+/* Applies one flag c (its argument arg) to o: GO_ON, or the exit code of a bad value or a
+ * flag that ends the program (--version, --help). */
+static int apply_flag(int c, const char *arg, struct cl_agent_opts *o)
 {
-	cl_log_init(argv[0]);
-	enum {
-		O_CONNECT = 256,
-		O_TOKEN_FILE,
-		O_CA,
-		O_CERT,
-		O_KEY,
-		O_SNI,
-		O_ALLOW,
-		O_WORKERS,
-		O_INSECURE,
-		O_ONCE,
-		O_REQLOG,
-		O_PREFIX,
-		O_VERSION,
-		O_NAME
-	};
-	static const struct option longopts[] = {
-		{ "connect", required_argument, NULL, O_CONNECT },
-		{ "token-file", required_argument, NULL, O_TOKEN_FILE },
-		{ "tls-ca", required_argument, NULL, O_CA },
-		{ "tls-cert", required_argument, NULL, O_CERT },
-		{ "tls-key", required_argument, NULL, O_KEY },
-		{ "tls-server-name", required_argument, NULL, O_SNI },
-		{ "allow-target", required_argument, NULL, O_ALLOW },
-		{ "workers", required_argument, NULL, O_WORKERS },
-		{ "insecure", no_argument, NULL, O_INSECURE },
-		{ "once", no_argument, NULL, O_ONCE },
-		{ "request-log", required_argument, NULL, O_REQLOG },
-		{ "id-prefix", required_argument, NULL, O_PREFIX },
-		{ "version", no_argument, NULL, O_VERSION },
-		{ "name", required_argument, NULL, O_NAME },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct cl_agent_opts o = { 0 };
-	static char token[512];
-	static struct cl_allow_list allow;
 	struct cl_err aerr = { 0 };
-	int c;
-	while ((c = getopt_long(argc, argv, "hvq", longopts, NULL)) != -1) {
-		int64_t v;
-		switch (c) {
-		case O_CONNECT:
-			o.connect_url = optarg;
-			break;
-		case O_TOKEN_FILE:
-			if (read_token(optarg, token, sizeof(token)) != 0)
-				return CL_EXIT_USAGE;
-			o.token = token;
-			break;
-		case O_CA:
-			o.tls.ca_file = optarg;
-			break;
-		case O_CERT:
-			o.tls.cert_file = optarg;
-			break;
-		case O_KEY:
-			o.tls.key_file = optarg;
-			break;
-		case O_SNI:
-			o.tls.server_name = optarg;
-			break;
-		case O_ALLOW:
-			/* Parsed by libcurl like a target's host, so both are compared as
-			 * libcurl sees them. */
-			if (allow.n == 256) {
-				fprintf(stderr,
-					"chatload-agent: too many --allow-target entries\n");
-				return CL_EXIT_USAGE;
-			}
-			if (cl_allow_list_add(&allow, optarg, &aerr) != 0) {
-				fprintf(stderr, "chatload-agent: %s\n", aerr.msg);
-				return CL_EXIT_USAGE;
-			}
-			break;
-		case O_WORKERS:
-			if (cl_parse_i64(optarg, 1, 1024, &v) != 0) {
-				fprintf(stderr,
-					"chatload-agent: --workers must be 1..1024, got '%s'\n",
-					optarg);
-				return CL_EXIT_USAGE;
-			}
-			o.workers = (uint32_t)v;
-			break;
-		case O_INSECURE:
-			o.insecure = true;
-			break;
-		case O_ONCE:
-			o.once = true;
-			break;
-		case O_REQLOG:
-			o.request_log = optarg;
-			break;
-		case O_PREFIX:
-			o.id_prefix = optarg;
-			break;
-		case O_NAME:
-			if (!name_ok(optarg)) {
-				fprintf(stderr,
-					"chatload-agent: --name must be 1-%d printable characters, "
-					"got '%s'\n",
-					CL_WIRE_MAX_HOST, optarg);
-				return CL_EXIT_USAGE;
-			}
-			o.name = optarg;
-			break;
-		case O_VERSION:
-			printf("chatload-agent %s\n", CHATLOAD_VERSION);
-			return CL_EXIT_OK;
-		case 'h':
-			usage(stdout);
-			return CL_EXIT_OK;
-		case 'v':
-			cl_log_adjust(-1);
-			break;
-		case 'q':
-			cl_log_adjust(+1);
-			break;
-		default:
-			usage(stderr);
+	int64_t v;
+	switch (c) {
+	case O_CONNECT:
+		o->connect_url = arg;
+		break;
+	case O_TOKEN_FILE:
+		if (read_token(arg, token, sizeof(token)) != 0)
+			return CL_EXIT_USAGE;
+		o->token = token;
+		break;
+	case O_CA:
+		o->tls.ca_file = arg;
+		break;
+	case O_CERT:
+		o->tls.cert_file = arg;
+		break;
+	case O_KEY:
+		o->tls.key_file = arg;
+		break;
+	case O_SNI:
+		o->tls.server_name = arg;
+		break;
+	case O_ALLOW:
+		/* Parsed by libcurl like a target's host, so both are compared as libcurl sees
+		 * them. */
+		if (allow.n == 256) {
+			fprintf(stderr, "chatload-agent: too many --allow-target entries\n");
 			return CL_EXIT_USAGE;
 		}
+		if (cl_allow_list_add(&allow, arg, &aerr) != 0) {
+			fprintf(stderr, "chatload-agent: %s\n", aerr.msg);
+			return CL_EXIT_USAGE;
+		}
+		break;
+	case O_WORKERS:
+		if (cl_parse_i64(arg, 1, 1024, &v) != 0) {
+			fprintf(stderr, "chatload-agent: --workers must be 1..1024, got '%s'\n",
+				arg);
+			return CL_EXIT_USAGE;
+		}
+		o->workers = (uint32_t)v;
+		break;
+	case O_INSECURE:
+		o->insecure = true;
+		break;
+	case O_ONCE:
+		o->once = true;
+		break;
+	case O_REQLOG:
+		o->request_log = arg;
+		break;
+	case O_PREFIX:
+		o->id_prefix = arg;
+		break;
+	case O_NAME:
+		if (!name_ok(arg)) {
+			fprintf(stderr,
+				"chatload-agent: --name must be 1-%d printable characters, got "
+				"'%s'\n",
+				CL_WIRE_MAX_HOST, arg);
+			return CL_EXIT_USAGE;
+		}
+		o->name = arg;
+		break;
+	case O_VERSION:
+		printf("chatload-agent %s\n", CHATLOAD_VERSION);
+		return CL_EXIT_OK;
+	case 'h':
+		usage(stdout);
+		return CL_EXIT_OK;
+	case 'v':
+		cl_log_adjust(-1);
+		break;
+	case 'q':
+		cl_log_adjust(+1);
+		break;
+	default:
+		usage(stderr);
+		return CL_EXIT_USAGE;
+	}
+	return GO_ON;
+}
+
+/* Fills o from the command line and checks what the flags say together (an address is
+ * required and must be one this agent may dial): GO_ON, or the exit code. */
+static int parse_flags(int argc, char **argv, struct cl_agent_opts *o)
+{
+	int c;
+	while ((c = getopt_long(argc, argv, "hvq", longopts, NULL)) != -1) {
+		int rc = apply_flag(c, optarg, o);
+		if (rc != GO_ON)
+			return rc;
 	}
 	if (optind < argc) {
 		fprintf(stderr, "chatload-agent: unexpected argument '%s'\n", argv[optind]);
 		return CL_EXIT_USAGE;
 	}
-	if (!o.connect_url) {
+	if (!o->connect_url) {
 		fprintf(stderr, "chatload-agent: --connect URL is required\n");
 		usage(stderr);
 		return CL_EXIT_USAGE;
 	}
-	if (!o.token) {
+	if (!o->token) {
 		const char *env = getenv("CHATLOAD_TOKEN");
-		o.token = env ? env : "";
+		o->token = env ? env : "";
 	}
-	o.allow = &allow;
+	o->allow = &allow;
 	struct cl_err err = { 0 };
-	if (cl_transport_check_dial(o.connect_url, &o.tls, o.insecure, &err) != 0) {
+	if (cl_transport_check_dial(o->connect_url, &o->tls, o->insecure, &err) != 0) {
 		char msg[700];
 		fprintf(stderr, "chatload-agent: %s\n", cl_err_format(&err, msg, sizeof(msg)));
 		return CL_EXIT_USAGE;
 	}
+	return GO_ON;
+}
 
+/* Sets up what the whole process shares (the wake-up pipe, signal handlers, libcurl), then
+ * serves runs as o says until the daemon ends; returns the exit code. */
+static int serve(const struct cl_agent_opts *o)
+{
 	int wrc = cl_wake_open();
 	if (wrc != 0) {
 		fprintf(stderr, "chatload-agent: cannot create its wake-up pipe: %s\n",
@@ -257,8 +290,18 @@ int main(int argc, char **argv)
 			curl_easy_strerror(crc));
 		return CL_EXIT_FAILED;
 	}
-	int code = cl_agent_serve(&o, &g_stop);
+	int code = cl_agent_serve(o, &g_stop);
 	curl_global_cleanup();
+	return code;
+}
+
+int main(int argc, char **argv)
+{
+	cl_log_init(argv[0]);
+	struct cl_agent_opts o = { .tls.words = &agent_tls_words };
+	int code = parse_flags(argc, argv, &o);
+	if (code == GO_ON)
+		code = serve(&o);
 	cl_allow_list_free(&allow);
 	return code;
 }

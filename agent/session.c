@@ -335,6 +335,25 @@ static int hello(struct session *s, struct cl_err *err)
 }
 
 /*
+ * Takes the reply to c's exchange once it came (*moved set): 0 with *reply filled (the caller
+ * frees it, also on a failure), or the exchange's failure, logged for debugging (the caller
+ * tries again) unless it was given up on (CL_ECLOSED).  CHANNEL_BUSY while it is under way.
+ */
+static int take_reply(struct session *s, struct channel *c, struct cl_msg *reply, int64_t *t_recv,
+		      bool *moved)
+{
+	struct cl_err err = { 0 };
+	char msg[700];
+	int rc = channel_turn(s, c, reply, t_recv, &err);
+	if (rc == CHANNEL_BUSY)
+		return rc;
+	*moved = true;
+	if (rc != 0 && rc != CL_ECLOSED)
+		CL_DEBUG("%s", cl_err_format(&err, msg, sizeof(msg)));
+	return rc;
+}
+
+/*
  * The report channel's turn: takes the reply to the report in flight, and sends the oldest
  * queued one when the channel is free.  A report not acknowledged stays first in the queue
  * and goes again, with its seq.  CL_EREFUSED when the coordinator refused a report (the
@@ -343,26 +362,26 @@ static int hello(struct session *s, struct cl_err *err)
 static int turn_reports(struct session *s, int64_t now, bool *moved)
 {
 	struct channel *c = &s->reports;
-	struct cl_err err = { 0 };
-	char msg[700];
 	if (c->phase != CHANNEL_IDLE) {
 		struct cl_msg reply = { 0 };
 		int64_t t_recv = 0;
-		int rc = channel_turn(s, c, &reply, &t_recv, &err);
+		int rc = take_reply(s, c, &reply, &t_recv, moved);
 		if (rc == CHANNEL_BUSY)
 			return 0;
-		*moved = true;
-		if (rc == 0)
+		if (rc == 0) {
+			struct cl_err err = { 0 };
+			char msg[700];
 			rc = cl_report_queue_answered(s, &reply, &err);
+			if (rc == CL_EREFUSED)
+				CL_ERROR("%s", cl_err_format(&err, msg, sizeof(msg)));
+			else if (rc != 0)
+				CL_DEBUG("%s", cl_err_format(&err, msg, sizeof(msg)));
+		}
 		cl_msg_free(&reply);
-		if (rc == CL_EREFUSED) {
-			CL_ERROR("%s", cl_err_format(&err, msg, sizeof(msg)));
+		if (rc == CL_EREFUSED)
 			return rc;
-		}
-		if (rc != 0) {
-			CL_DEBUG("%s", cl_err_format(&err, msg, sizeof(msg)));
+		if (rc != 0)
 			c->next_us = t_recv + REPORT_RETRY_US;
-		}
 	}
 	struct pending_report *p = cl_report_queue_head(s);
 	if (p && c->phase == CHANNEL_IDLE && now >= c->next_us && now >= p->not_before_us) {
@@ -386,18 +405,15 @@ static int turn_reports(struct session *s, int64_t now, bool *moved)
 static int turn_polls(struct session *s, int64_t now, bool *moved)
 {
 	struct channel *c = &s->polls;
-	struct cl_err err = { 0 };
-	char msg[700];
 	if (c->phase != CHANNEL_IDLE) {
 		struct cl_msg reply = { 0 };
 		int64_t t_recv = 0;
-		int rc = channel_turn(s, c, &reply, &t_recv, &err);
+		int rc = take_reply(s, c, &reply, &t_recv, moved);
 		if (rc == CHANNEL_BUSY) {
 			if (s->state != s->poll_state)
 				channel_cancel(c); /* news: ask again, with it */
 			return 0;
 		}
-		*moved = true;
 		if (rc == 0 && reply.type == CL_MSG_REFUSE) {
 			CL_ERROR("coordinator ended the session: %s", reply.refuse.reason);
 			cl_msg_free(&reply);
@@ -414,14 +430,14 @@ static int turn_polls(struct session *s, int64_t now, bool *moved)
 				 cl_msg_type_name(reply.type) ? cl_msg_type_name(reply.type) : "?");
 		} else if (rc == CL_ECLOSED) {
 			noop = false; /* given up on for news: the next goes at once */
-		} else {
-			CL_DEBUG("%s", cl_err_format(&err, msg, sizeof(msg)));
 		}
 		cl_msg_free(&reply);
 		c->next_us = noop ? c->t_send_us + POLL_GAP_US : 0;
 		now = cl_mono_us();
 	}
 	if (c->phase == CHANNEL_IDLE && !s->quit && now >= c->next_us) {
+		struct cl_err err = { 0 };
+		char msg[700];
 		struct cl_msg m;
 		fill_poll(s, &m, now);
 		s->poll_state = s->state;

@@ -1,11 +1,11 @@
 /* Fault decisions of chatload-sim (see faults.h). */
 #include "faults.h"
 
-#include "rng.h"
+#include "chatload/rng.h"
 
 enum cl_sim_fault cl_sim_fault_pick(const struct cl_sim_config *cfg, uint64_t seq, uint64_t *rng)
 {
-	double u = cl_sim_rng_unit(rng);
+	double u = cl_splitmix_frac(rng);
 	for (size_t i = 0; i < cfg->n_schedule; i++)
 		if (cfg->schedule[i].seq == seq)
 			return cfg->schedule[i].fault;

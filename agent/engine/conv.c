@@ -1,6 +1,6 @@
 /* Which body a request sends: the next in order, the next turn of a multi-turn conversation
  * (with the history of real answers it carries, the think time before it, TTFT by turn
- * index), or a replayed trace's. */
+ * index), or the one a replayed trace's arrival chose (load/trace.c). */
 #include "internal.h"
 
 #include "chatload/clock.h"
@@ -138,30 +138,4 @@ void cli_conv_record(struct cl_metrics *m, const struct cl_slot *s, int64_t prom
 		m->ctr[CL_CTR_TURN1_PROMPT_TOKENS + t] += (uint64_t)prompt_tokens;
 	if (s->first_us)
 		cl_hist_record(&m->lat[CL_LAT_TTFT_TURN1 + t], s->first_us - s->handed_us);
-}
-
-const struct cl_request_body *cli_trace_body(const struct cl_worker *w, uint64_t k)
-{
-	const struct cl_workload_plan *wl = &w->e->workload;
-	uint64_t local = (uint64_t)w->index + (uint64_t)w->e->nworkers * k;
-	if (!wl->trace_stride || local >= wl->n_bodies)
-		return NULL;
-	uint64_t i = wl->first_body + local * wl->trace_stride;
-	return i < wl->n_bodies ? &wl->bodies[i] : NULL;
-}
-
-int64_t cli_open_peek(const struct cl_worker *w)
-{
-	if (!w->e->workload.trace_stride)
-		return cl_arrivals_peek(&w->st.arr);
-	const struct cl_request_body *b = cli_trace_body(w, w->st.trace_k);
-	return b ? w->st.start_us + b->at_us : INT64_MAX;
-}
-
-void cli_open_advance(struct cl_worker *w)
-{
-	if (w->e->workload.trace_stride)
-		w->st.trace_k++;
-	else
-		cl_arrivals_advance(&w->st.arr);
 }

@@ -1,5 +1,6 @@
 /* The engine's private structures: the engine, its workers, their stream slots and stage
- * state, shared by engine.c (control), worker.c (event loop, load model) and request.c. */
+ * state, shared by engine.c (control), worker.c (event loop), stage.c (a stage's phases), the
+ * load models (load/), request.c and the rest of the engine's files. */
 #ifndef CHATLOAD_ENGINE_INTERNAL_H
 #define CHATLOAD_ENGINE_INTERNAL_H
 
@@ -38,6 +39,7 @@
 #define CL_ENGINE_MAX_ANSWER (4u << 20) /* one answer kept for the history at most */
 
 struct cl_worker;
+struct cli_load_model;
 
 /*
  * One libcurl multi handle with its own connection cache.  A worker spreads its slots over
@@ -45,7 +47,7 @@ struct cl_worker;
  * starts (ConnectionExists), so one cache of thousands of connections costs O(N) per
  * request; shards of CL_ENGINE_SHARD_SLOTS keep that walk short.  All shards share the
  * worker's epoll fd and curl timerfd.  With HTTP/2 a shard holds a whole number of
- * connections' streams (cl_worker_shard_slots), so its connections fill up.
+ * connections' streams (cl_httpver_shard_slots), so its connections fill up.
  */
 struct cl_shard {
 	struct cl_worker *w;
@@ -89,6 +91,7 @@ struct cl_slot {
 	uint32_t attempts; /* times libcurl was about to send it (PREREQFUNCTION); more
 			    * than one: re-sent on a fresh connection */
 	bool fresh_resent; /* the engine itself re-sent it on a fresh connection */
+	uint8_t finish;    /* the finish_reason seen: enum cli_finish */
 	bool reset_easy;   /* reset the easy handle before its next request */
 	const struct cl_request_body *body;
 	bool h1_refused;         /* answered over HTTP/1.x while HTTP/2 is required: aborted */
@@ -101,6 +104,7 @@ struct cl_slot {
 	int64_t tok_counted_win; /* ... of which received inside the window */
 	int64_t rtok_counted, rtok_counted_win; /* the same for reasoning tokens */
 	int64_t usage_ct, usage_rt, usage_pt;   /* last usage seen, -1 absent */
+	int64_t usage_cached;                   /* its prompt_tokens_details.cached_tokens */
 	uint64_t bytes;
 	size_t sample_len;
 	char sample[CL_ERR_SAMPLE_BODY_MAX]; /* first bytes of an error body / bad event */
@@ -129,15 +133,16 @@ struct cl_stage_run {
 	bool active;
 	struct cl_stage_plan plan; /* this worker's share; name not kept */
 	int64_t start_us, win_start_us, win_end_us, drain_deadline_us;
-	bool by_requests;  /* bounded by requests (else by duration) */
-	uint64_t to_start; /* by_requests: measured requests still to start */
-	bool stopping;     /* stop() or window over: start nothing more */
-	/* closed loop */
+	bool by_requests;                   /* bounded by requests (else by duration) */
+	uint64_t to_start;                  /* by_requests: measured requests still to start */
+	bool stopping;                      /* stop() or window over: start nothing more */
+	const struct cli_load_model *model; /* what starts requests (load/load_int.h) */
+	/* the closed loop's (load/closed.c) */
 	uint32_t users; /* virtual users begun (ramp levels reached) */
-	/* open loop */
+	/* the open loop's (load/open.c, rate.c, trace.c) */
 	struct cl_arrivals arr;
 	bool arrivals_over; /* no arrival will be started any more */
-	uint64_t trace_k;   /* trace replay: this worker's next request (conv.c) */
+	uint64_t trace_k;   /* trace replay: this worker's next request */
 	uint32_t cap;       /* in-flight cap (slots or the plan's cap) */
 	int64_t retry_us;   /* a start failed: no start attempt before this */
 	int64_t probe_due_us;
@@ -249,6 +254,21 @@ void cli_worker_destroy(struct cl_worker *w);
 void *cli_worker_main(void *arg);
 /* Wakes the worker for a command already posted in w->cmd / collect_req. */
 void cli_worker_poke(struct cl_worker *w);
+/* Cuts every request in flight (CL_CTR_CUT) and frees every parked slot. */
+void cli_worker_cut_all(struct cl_worker *w);
+/* Arms the pace timer for due_us (INT64_MAX: disarmed), unless it is armed for that already. */
+void cli_worker_pace(struct cl_worker *w, int64_t due_us);
+
+/* stage.c: one worker's part of a stage (worker thread) */
+/* Begins the stage p (this worker's share) starting at start_us; phase_frac and r0 go to its
+ * load model.  A worker with nothing to start is done at once. */
+void cli_stage_begin(struct cl_worker *w, const struct cl_stage_plan *p, int64_t start_us,
+		     double phase_frac, double r0);
+/* Moves the stage on as of now: its phase, the model's starts, its end; re-arms the pace
+ * timer for when it must look again. */
+void cli_stage_tick(struct cl_worker *w);
+/* Closes the window now and drains, or cuts at once with cut_now. */
+void cli_stage_stop(struct cl_worker *w, bool cut_now);
 
 /* park.c */
 /* Takes back a slot whose request ended: parks it for the no-answer backoff when no_answer
@@ -261,6 +281,9 @@ void cli_park_release_all(struct cl_worker *w);
 /* The parked slot whose backoff ended first if by now_us (its wake time in *due_us), taken
  * off the heap; NULL when none is due.  The caller launches or frees it. */
 struct cl_slot *cli_park_take_due(struct cl_worker *w, int64_t now_us, int64_t *due_us);
+/* Sends the parked slots whose wait (a backoff, a think time) is over by now_us their next
+ * request, intended at its wake; a slot that may not start any more is freed. */
+void cli_park_wake_due(struct cl_worker *w, int64_t now_us);
 
 /* request.c */
 /* Prepares the slot's easy handle, header nodes and SSE parser once.  0 or CL_ENOMEM. */
@@ -271,9 +294,9 @@ bool cli_request_start(struct cl_worker *w, int64_t intended_us);
 /* Hands an already taken slot (s->w set) a new request intended at intended_us.  false when
  * libcurl refused it (the caller still owns the slot). */
 bool cli_request_launch(struct cl_worker *w, struct cl_slot *s, int64_t intended_us);
-/* Ends the slot's request: cut (CL_CTR_CUT) when cut, else classified from res.  The slot
- * then goes back to the free stack, or is parked by cli_worker_release. */
-void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bool cut);
+/* Takes the slot's transfer out of libcurl and counts what its connection did (re-sends on a
+ * fresh connection, an end at [DONE]); a handle whose options changed is reset before reuse. */
+void cli_request_detach(struct cl_worker *w, struct cl_slot *s);
 /*
  * A transfer that libcurl ended with res: when nothing of an answer came back and the
  * request went out on a reused connection that had died (libcurl gave up re-sending it),
@@ -284,14 +307,11 @@ bool cli_request_resend(struct cl_worker *w, struct cl_slot *s, CURLcode res);
 /* Completes the requests whose framed body is still open CL_ENGINE_DONE_GRACE_US after
  * their [DONE] (as of now_us); returns when the next one is due (INT64_MAX: none). */
 int64_t cli_request_expire_done(struct cl_worker *w, int64_t now_us);
-/* Writes the buffered request log lines. */
-void cli_reqlog_flush(struct cl_worker *w);
-/* Appends the request log line of slot s's finished request (reqlog.c); a no-op without a
- * request log.  msg (msg_len bytes) is the error sample, NULL for none. */
-void cli_reqlog_write(struct cl_worker *w, const struct cl_slot *s, const char *status,
-		      int64_t end_us, int64_t tokens, int64_t rtokens, bool from_usage,
-		      long connects, int http_major, const char *msg, size_t msg_len);
+
 /* Times slot s's request was re-sent on a fresh connection. */
+/* A stream's finish_reason, as far as telling why an answer was short needs. */
+enum cli_finish { CLI_FINISH_NONE, CLI_FINISH_STOP, CLI_FINISH_LENGTH, CLI_FINISH_OTHER };
+
 static inline uint32_t cl_slot_reconnects(const struct cl_slot *s)
 {
 	return s->attempts > 1 ? s->attempts - 1 : 0;
@@ -300,7 +320,22 @@ static inline uint32_t cl_slot_reconnects(const struct cl_slot *s)
 size_t cli_on_header(char *p, size_t size, size_t n, void *ud);
 size_t cli_on_body(char *p, size_t size, size_t n, void *ud);
 
-/* conv.c: multi-turn conversations */
+/* finish.c */
+/* Ends the slot's request: cut (CL_CTR_CUT) when cut, else classified from res; records it.
+ * The slot then goes back to the free stack, is parked by cli_worker_release, or waits for its
+ * conversation's next turn (cli_conv_follow). */
+void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bool cut);
+
+/* reqlog.c */
+/* Writes the buffered request log lines. */
+void cli_reqlog_flush(struct cl_worker *w);
+/* Appends the request log line of slot s's finished request (reqlog.c); a no-op without a
+ * request log.  msg (msg_len bytes) is the error sample, NULL for none. */
+void cli_reqlog_write(struct cl_worker *w, const struct cl_slot *s, const char *status,
+		      int64_t end_us, int64_t tokens, int64_t rtokens, bool from_usage,
+		      long connects, int http_major, const char *msg, size_t msg_len);
+
+/* conv.c: which body a request sends (in order, a conversation's next turn, a trace's) */
 /* Fills e->conv_starts from the workload's bodies (none: no conversations).  0, CL_ENOMEM. */
 int cli_conv_index(struct cl_engine *e);
 /* The body slot s sends next: its conversation's next turn when it is parked for one, else
@@ -317,15 +352,6 @@ void cli_conv_on_content(struct cl_slot *s, const char *text, size_t len);
 bool cli_conv_follow(struct cl_worker *w, struct cl_slot *s, bool completed, int64_t now_us);
 /* Records a completed measured turn's TTFT and prompt tokens by its turn index. */
 void cli_conv_record(struct cl_metrics *m, const struct cl_slot *s, int64_t prompt_tokens);
-/* Trace replay (workload.trace_stride > 0): the body of this worker's k-th request — worker
- * j of W replays the agent's requests j, j + W, ..., the agent bodies first_body +
- * trace_stride * (its requests) — or NULL past the trace's end. */
-const struct cl_request_body *cli_trace_body(const struct cl_worker *w, uint64_t k);
-/* The open loop's next arrival (INT64_MAX: none): from the arrival process, or a replayed
- * trace's next start (the stage's start plus its offset: the same START_AT on every agent);
- * and moving past it. */
-int64_t cli_open_peek(const struct cl_worker *w);
-void cli_open_advance(struct cl_worker *w);
 
 /* error_text.c */
 /* Writes a failed request's error sample into out[n] (NUL-terminated): what happened in words
@@ -350,6 +376,24 @@ static inline int64_t cl_stamp(const struct cl_worker *w)
 static inline bool cl_in_window(const struct cl_worker *w, int64_t t_us)
 {
 	return w->st.active && t_us >= w->st.win_start_us && t_us < w->st.win_end_us;
+}
+
+/* Whether the stage may still start a request intended at t_us: not once it stops or its
+ * window has closed, nor a measured one when a stage bounded by requests has started them
+ * all. */
+static inline bool cl_stage_may_start(const struct cl_stage_run *st, int64_t t_us)
+{
+	if (st->stopping || t_us >= st->win_end_us)
+		return false;
+	if (st->by_requests && t_us >= st->win_start_us && st->to_start == 0)
+		return false;
+	return true;
+}
+
+/* Requests of this worker in flight (read on its own thread). */
+static inline int64_t cl_inflight(const struct cl_worker *w)
+{
+	return atomic_load_explicit(&w->inflight, memory_order_relaxed);
 }
 
 #endif

@@ -1,6 +1,7 @@
 /* A worker's stream slots around the no-answer backoff (docs/engine.md): freeing a finished
  * slot, or parking it until its retry; waking and releasing parked ones. */
 #include "internal.h"
+#include "load/load_int.h"
 
 #include "chatload/clock.h"
 #include "chatload/rng.h"
@@ -18,10 +19,10 @@ void cli_worker_release(struct cl_worker *w, struct cl_slot *s, bool no_answer)
 	const struct cl_stage_run *st = &w->st;
 	/* Open-loop arrivals keep their own pace whatever the answers: only the closed loop,
 	 * which would start the next request at once, waits. */
-	if (no_answer && st->active && !st->stopping && st->plan.mode == CL_MODE_CONCURRENCY) {
+	if (no_answer && st->active && !st->stopping && !st->model->open) {
 		if (s->no_answer_streak < UINT32_MAX)
 			s->no_answer_streak++;
-		double u = cl_splitmix_unit(&w->backoff_rng) - 0x1.0p-53; /* [0, 1) */
+		double u = cl_splitmix_frac(&w->backoff_rng);
 		s->parked = true;
 		cl_park_push(&w->parked, s->index,
 			     cl_mono_us() + cl_backoff_delay_us(s->no_answer_streak, u));
@@ -45,4 +46,14 @@ struct cl_slot *cli_park_take_due(struct cl_worker *w, int64_t now_us, int64_t *
 	s->parked = false;
 	*due_us = due;
 	return s;
+}
+
+void cli_park_wake_due(struct cl_worker *w, int64_t now_us)
+{
+	int64_t due;
+	struct cl_slot *s;
+	while ((s = cli_park_take_due(w, now_us, &due))) {
+		if (!cl_stage_may_start(&w->st, due) || !cli_request_launch(w, s, due))
+			cli_slot_free(w, s); /* the loop replaces the user if it may */
+	}
 }

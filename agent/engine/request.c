@@ -1,5 +1,6 @@
-/* One request on a stream slot: handle setup, the libcurl callbacks that time and decode the
- * stream (nothing allocated per chunk), classification at the end, and its request-log line. */
+/* One request on a stream slot while libcurl carries it: handle setup, the callbacks that time
+ * and decode the stream (nothing allocated per chunk), re-sends on a fresh connection, the end
+ * at [DONE], taking the transfer back; what it came to is finish.c's. */
 #include "internal.h"
 
 #include "stream/chunk.h"
@@ -187,12 +188,13 @@ bool cli_request_launch(struct cl_worker *w, struct cl_slot *s, int64_t intended
 	s->done_us = 0;
 	s->attempts = 0;
 	s->fresh_resent = false;
+	s->finish = CLI_FINISH_NONE;
 	s->h1_refused = false;
 	s->err_ctr = 0;
 	s->n_tok_chunks = s->n_prov_chunks = 0;
 	s->tok_exact = s->last_ct = 0;
 	s->tok_counted = s->tok_counted_win = s->rtok_counted = s->rtok_counted_win = 0;
-	s->usage_ct = s->usage_rt = s->usage_pt = -1;
+	s->usage_ct = s->usage_rt = s->usage_pt = s->usage_cached = -1;
 	s->bytes = 0;
 	s->sample_len = 0;
 	s->sample[0] = '\0';
@@ -390,7 +392,13 @@ static int on_event(void *ctx, const char *data, size_t len)
 			s->usage_rt = c.reasoning_tokens;
 		if (c.prompt_tokens >= 0)
 			s->usage_pt = c.prompt_tokens;
+		if (c.cached_tokens >= 0)
+			s->usage_cached = c.cached_tokens;
 	}
+	if (c.finish_reason[0])
+		s->finish = strcmp(c.finish_reason, "stop") == 0     ? CLI_FINISH_STOP
+			    : strcmp(c.finish_reason, "length") == 0 ? CLI_FINISH_LENGTH
+								     : CLI_FINISH_OTHER;
 	if (c.has_content || c.has_reasoning)
 		on_token_chunk(s, &c, s->w->recv_us);
 	if (c.content)
@@ -511,103 +519,8 @@ bool cli_request_resend(struct cl_worker *w, struct cl_slot *s, CURLcode res)
 	return true;
 }
 
-/* ---- the end of a request ---- */
-
-static bool is_tls_error(CURLcode r)
+void cli_request_detach(struct cl_worker *w, struct cl_slot *s)
 {
-	switch (r) {
-	case CURLE_SSL_CONNECT_ERROR:
-	case CURLE_PEER_FAILED_VERIFICATION:
-	case CURLE_SSL_CERTPROBLEM:
-	case CURLE_SSL_CIPHER:
-	case CURLE_SSL_CACERT_BADFILE:
-	case CURLE_SSL_ENGINE_NOTFOUND:
-	case CURLE_SSL_ENGINE_SETFAILED:
-	case CURLE_SSL_ENGINE_INITFAILED:
-	case CURLE_SSL_SHUTDOWN_FAILED:
-	case CURLE_SSL_CRL_BADFILE:
-	case CURLE_SSL_ISSUER_ERROR:
-	case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
-	case CURLE_SSL_INVALIDCERTSTATUS:
-	case CURLE_SSL_CLIENTCERT:
-	case CURLE_USE_SSL_FAILED:
-		return true;
-	default:
-		return false;
-	}
-}
-
-static int status_class(int status)
-{
-	if (status == 429)
-		return CL_CTR_ERR_HTTP_429;
-	if (status >= 400 && status <= 499)
-		return CL_CTR_ERR_HTTP_4XX;
-	if (status >= 500 && status <= 599)
-		return CL_CTR_ERR_HTTP_5XX;
-	return CL_CTR_ERR_OTHER;
-}
-
-/* The request's outcome: CL_CTR_COMPLETED or an error class (DESIGN §4). */
-static int classify(const struct cl_slot *s, CURLcode res)
-{
-	if (s->err_ctr)
-		return s->err_ctr;
-	if (s->h1_refused)
-		return CL_CTR_ERR_OTHER;
-	bool ok_status = s->http_status >= 200 && s->http_status <= 299;
-	if (s->http_status && !ok_status)
-		return status_class(s->http_status);
-	if (ok_status) {
-		/* [DONE] ends the answer: what happens to the body after it (ended by us, a
-		 * reset, a timeout waiting for a close) does not change the answer. */
-		if (s->done_seen)
-			return CL_CTR_COMPLETED;
-		if (res == CURLE_OPERATION_TIMEDOUT)
-			return CL_CTR_ERR_TIMEOUT;
-		/* Clean end without [DONE], a dropped connection, a broken h2 stream. */
-		return CL_CTR_ERR_STREAM_INCOMPLETE;
-	}
-	/* No response. */
-	switch (res) {
-	case CURLE_COULDNT_CONNECT:
-	case CURLE_COULDNT_RESOLVE_HOST:
-	case CURLE_COULDNT_RESOLVE_PROXY:
-		return CL_CTR_ERR_CONNECT;
-	case CURLE_OPERATION_TIMEDOUT:
-		/* Never got as far as sending: the connect timed out. */
-		return s->sent_us ? CL_CTR_ERR_TIMEOUT : CL_CTR_ERR_CONNECT;
-	case CURLE_GOT_NOTHING:
-	case CURLE_RECV_ERROR:
-	case CURLE_SEND_ERROR:
-	case CURLE_PARTIAL_FILE:
-		/* The connection died: before the request went out, a failed connection; after
-		 * it, an answer that ended before it began. */
-		return s->sent_us ? CL_CTR_ERR_STREAM_INCOMPLETE : CL_CTR_ERR_CONNECT;
-	default:
-		return is_tls_error(res) ? CL_CTR_ERR_TLS : CL_CTR_ERR_OTHER;
-	}
-}
-
-/* Adds a token correction to a window counter, never subtracting (deltas stay >= 0). */
-static void add_correction(uint64_t *ctr, int64_t total, int64_t counted, int64_t counted_win,
-			   bool end_in_window)
-{
-	int64_t corr = total - counted;
-	if (corr <= 0)
-		return;
-	/* The correction belongs to the chunks it spreads over: the share received inside the
-	 * window is the window's. */
-	int64_t win = counted > 0 ? (int64_t)((__int128)corr * counted_win / counted)
-				  : (end_in_window ? corr : 0);
-	*ctr += (uint64_t)win;
-}
-
-void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bool cut)
-{
-	struct cl_engine *e = w->e;
-	struct cl_metrics *m = w->active;
-	int64_t now = cl_stamp(w);
 	curl_multi_remove_handle(s->shard->multi, s->easy);
 	if (s->in_after_done)
 		after_done_remove(s);
@@ -620,129 +533,4 @@ void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bo
 		s->reset_easy = true; /* drops CURLOPT_FRESH_CONNECT */
 	if (s->closed_at_done)
 		atomic_fetch_add_explicit(&w->closed_at_done, 1, memory_order_relaxed);
-
-	int cls = cut ? CL_CTR_CUT : classify(s, res);
-	bool from_usage = s->usage_ct >= 0;
-	int64_t tokens = from_usage ? s->usage_ct : s->tok_exact + s->n_prov_chunks;
-	int64_t rtokens = s->usage_rt >= 0 ? s->usage_rt : s->rtok_counted;
-	bool end_win = cl_in_window(w, now);
-
-	/* Tokens received: the usage correction is spread like the chunks it corrects. */
-	if (from_usage)
-		add_correction(&m->ctr[CL_CTR_OUTPUT_TOKENS], tokens, s->tok_counted,
-			       s->tok_counted_win, end_win);
-	if (s->usage_rt >= 0)
-		add_correction(&m->ctr[CL_CTR_REASONING_TOKENS], rtokens, s->rtok_counted,
-			       s->rtok_counted_win, end_win);
-
-	/* The protocol this transfer used and the connections it opened (0: reused one). */
-	int http_major = cl_httpver_used(s->easy);
-	long connects = 0;
-	curl_easy_getinfo(s->easy, CURLINFO_NUM_CONNECTS, &connects);
-	static const char h1_refused_msg[] =
-	    "answered over HTTP/1.1 (ALPN chose http/1.1) while target.http2 is required";
-
-	const char *msg = NULL;
-	size_t msg_len = 0;
-	char text[CL_ERR_SAMPLE_BODY_MAX];
-	if (cls != CL_CTR_COMPLETED && cls != CL_CTR_CUT) {
-		if (s->h1_refused) {
-			msg = h1_refused_msg;
-			msg_len = sizeof(h1_refused_msg) - 1;
-		} else {
-			msg_len = cli_error_text(s, cls, res, text, sizeof(text));
-			msg = text;
-		}
-	}
-
-	/* Throughput counts completions inside the window whatever their start, as it counts
-	 * tokens received inside it; latencies count requests started inside it. */
-	if (cls == CL_CTR_COMPLETED && end_win)
-		m->ctr[CL_CTR_COMPLETED_IN_WINDOW]++;
-	/* Connections count for every request of the stage, the ramp's too: the ramp is where
-	 * most of them are opened, and the question is how the stage used connections. */
-	if (connects > 0)
-		m->ctr[CL_CTR_CONNECTIONS_OPENED] += (uint64_t)connects;
-	if (s->in_window) {
-		m->ctr[cls]++;
-		if (cls == CL_CTR_COMPLETED && http_major == 1)
-			m->ctr[CL_CTR_COMPLETED_H1]++;
-		else if (cls == CL_CTR_COMPLETED && http_major == 2)
-			m->ctr[CL_CTR_COMPLETED_H2]++;
-		if (cls == CL_CTR_COMPLETED) {
-			int64_t t0 = s->handed_us;
-			bool good = true;
-			if (s->headers_us)
-				cl_hist_record(&m->lat[CL_LAT_TTFB], s->headers_us - t0);
-			if (s->first_us) {
-				int64_t ttft = s->first_us - t0;
-				cl_hist_record(&m->lat[CL_LAT_TTFT], ttft);
-				good &= !e->good_ttft_us || ttft <= e->good_ttft_us;
-			}
-			if (s->first_content_us) {
-				cl_hist_record(&m->lat[CL_LAT_TTFC], s->first_content_us - t0);
-			} else {
-				/* No answer reached the user (reasoning only, or empty): not good.
-				 */
-				m->ctr[CL_CTR_NO_CONTENT]++;
-				good = false;
-			}
-			if (s->last_us) {
-				int64_t e2e = s->last_us - t0;
-				cl_hist_record(&m->lat[CL_LAT_E2E], e2e);
-				cl_hist_record(&m->lat[CL_LAT_E2E_SCHED],
-					       s->last_us - s->intended_us);
-				good &= !e->good_e2e_us || e2e <= e->good_e2e_us;
-			}
-			if (tokens >= 2 && s->first_us) {
-				int64_t tpot = (s->last_us - s->first_us) / (tokens - 1);
-				cl_hist_record(&m->lat[CL_LAT_TPOT], tpot);
-				good &= !e->good_tpot_us || tpot <= e->good_tpot_us;
-			}
-			if (tokens > 0)
-				cl_hist_record(&m->cnt[CL_CNT_OUTPUT_TOKENS], tokens);
-			if (rtokens > 0)
-				cl_hist_record(&m->cnt[CL_CNT_REASONING_TOKENS], rtokens);
-			if (s->usage_pt > 0)
-				cl_hist_record(&m->cnt[CL_CNT_PROMPT_TOKENS], s->usage_pt);
-			if (s->usage_pt > 0)
-				m->ctr[CL_CTR_PROMPT_TOKENS] += (uint64_t)s->usage_pt;
-			cli_conv_record(m, s, s->usage_pt);
-			/* Requested against received: a server that stops before max_tokens (an
-			 * EOS honoured, a cap of its own) shows as a ratio below 1. */
-			if (s->requested) {
-				cl_hist_record(&m->cnt[CL_CNT_REQUESTED_TOKENS], s->requested);
-				m->ctr[CL_CTR_REQUESTED_TOKENS] += s->requested;
-				m->ctr[CL_CTR_REQUESTED_RECEIVED] +=
-				    tokens > 0 ? (uint64_t)tokens : 0;
-				if (tokens < (int64_t)s->requested)
-					m->ctr[CL_CTR_SHORT_OUTPUT]++;
-			}
-			/* Chunks whose count usage did not tell carry the request's mean of the
-			 * rest: 1000 * T / N milli-tokens each (exact ones were recorded live). */
-			int64_t rest = tokens - s->tok_exact;
-			if (s->n_prov_chunks > 0 && rest > 0)
-				cl_hist_record_n(&m->cnt[CL_CNT_TOKENS_PER_CHUNK],
-						 rest * 1000 / s->n_prov_chunks, s->n_prov_chunks);
-			m->ctr[from_usage ? CL_CTR_USAGE_FROM_SERVER : CL_CTR_USAGE_FROM_CHUNKS]++;
-			if (good)
-				m->ctr[CL_CTR_GOOD]++;
-		} else if (cls != CL_CTR_CUT) {
-			cl_metrics_add_err_sample(m, cls, s->http_status, msg, msg_len);
-		}
-	} else {
-		atomic_fetch_add_explicit(&w->ramp_finished, 1, memory_order_relaxed);
-	}
-
-	cli_reqlog_write(w, s, cls == CL_CTR_COMPLETED ? "completed" : cl_ctr_name(cls), now,
-			 tokens, rtokens, from_usage, connects, http_major, msg, msg_len);
-
-	s->busy = false;
-	/* No answer at all (nothing to measure, nothing the server said): the closed loop
-	 * backs off on this slot rather than spin (docs/engine.md, "No-answer backoff"). */
-	if (!cli_conv_follow(w, s, cls == CL_CTR_COMPLETED, now))
-		cli_worker_release(w, s, !cut && (s->http_status == 0 || s->h1_refused));
-	w->last_end_us = now;
-	w->tick = true;
-	atomic_fetch_sub_explicit(&w->inflight, 1, memory_order_relaxed);
 }

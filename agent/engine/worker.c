@@ -1,5 +1,6 @@
-/* One engine worker thread: epoll + timerfds + eventfd around a libcurl multi (multi_socket
- * API), the stage's phases, and the closed- and open-loop load models that start requests. */
+/* One engine worker thread: its event loop, epoll + timerfds + eventfd around libcurl multi
+ * handles (multi_socket API), the control thread's commands and the metrics swap; the stage
+ * it runs is stage.c's, the requests it starts the load model's (load/load_int.h). */
 #include "internal.h"
 
 #include "chatload/clock.h"
@@ -24,8 +25,6 @@ enum { TAG_SOCK = 0, TAG_CMD = 1, TAG_PACE = 2, TAG_CURL = 3 };
 
 /* Rounds of "start requests, let curl send them" per loop turn before yielding to epoll. */
 #define KICK_ROUNDS 8
-/* After a request could not be started (out of memory), wait this long before retrying. */
-#define START_RETRY_US 10000
 
 static int64_t thread_cpu_us(void)
 {
@@ -121,7 +120,7 @@ static void curl_timeout_action(struct cl_shard *sh)
 	sh->dirty = true;
 }
 
-static void cut_all(struct cl_worker *w)
+void cli_worker_cut_all(struct cl_worker *w)
 {
 	w->now_us = cl_mono_us();
 	cli_park_release_all(w);
@@ -131,309 +130,12 @@ static void cut_all(struct cl_worker *w)
 	}
 }
 
-/* ---- the stage ---- */
-
-static int phase(const struct cl_worker *w)
+void cli_worker_pace(struct cl_worker *w, int64_t due_us)
 {
-	return atomic_load_explicit(&w->phase, memory_order_relaxed);
-}
-
-static void set_phase(struct cl_worker *w, int ph)
-{
-	atomic_store_explicit(&w->phase, ph, memory_order_release);
-}
-
-static int64_t inflight(const struct cl_worker *w)
-{
-	return atomic_load_explicit(&w->inflight, memory_order_relaxed);
-}
-
-static void stage_done(struct cl_worker *w)
-{
-	struct cl_engine *e = w->e;
-	w->st.active = false;
-	cli_reqlog_flush(w);
-	set_phase(w, CL_ENGINE_DONE);
-	pthread_mutex_lock(&e->mu);
-	e->done_workers++;
-	pthread_cond_broadcast(&e->cv);
-	pthread_mutex_unlock(&e->mu);
-}
-
-/* Whether a request intended at t may still be started. */
-static bool may_start(const struct cl_stage_run *st, int64_t t)
-{
-	if (st->stopping || t >= st->win_end_us)
-		return false;
-	if (st->by_requests && t >= st->win_start_us && st->to_start == 0)
-		return false;
-	return true;
-}
-
-/* Starts the retries whose backoff is over, each on its own slot, intended at its wake (the
- * slot bookkeeping is in park.c). */
-static void wake_parked(struct cl_worker *w, int64_t now)
-{
-	int64_t due;
-	struct cl_slot *s;
-	while ((s = cli_park_take_due(w, now, &due))) {
-		if (!may_start(&w->st, due) || !cli_request_launch(w, s, due))
-			cli_slot_free(w, s); /* the loop replaces the user if it may */
+	if (due_us != w->pace_armed_us) {
+		arm_timer(w->pacefd, due_us);
+		w->pace_armed_us = due_us;
 	}
-}
-
-/* The measured window closes at at_us: start nothing more; drain, then cut. */
-static void close_window(struct cl_worker *w, int64_t at_us, int64_t now)
-{
-	struct cl_stage_run *st = &w->st;
-	st->stopping = true;
-	cli_park_release_all(w);
-	if (at_us < st->win_end_us)
-		st->win_end_us = at_us;
-	if (st->plan.mode == CL_MODE_RATE && !st->arrivals_over) {
-		/* Arrivals due in the window still waiting behind the cap: say how many. */
-		uint64_t n = 0;
-		int64_t t;
-		while ((t = cli_open_peek(w)) < st->win_end_us && t <= now && n < (1u << 24)) {
-			n++;
-			cli_open_advance(w);
-		}
-		if (n)
-			atomic_fetch_add(&w->unsent_backlog, n);
-		st->arrivals_over = true;
-	}
-	st->drain_deadline_us = at_us + st->plan.drain_timeout_us;
-	set_phase(w, CL_ENGINE_DRAINING);
-}
-
-static void pump_closed(struct cl_worker *w, int64_t now)
-{
-	struct cl_stage_run *st = &w->st;
-	uint32_t c = st->plan.concurrency;
-	uint32_t from = st->plan.ramp_from < c ? st->plan.ramp_from : c;
-	/* A user whose request ended starts the next at once: intended = when the end was
-	 * seen, so the dispatch delay shows as queue time. */
-	int64_t ended = w->last_end_us ? w->last_end_us : now;
-	wake_parked(w, now);
-	/* A user waiting out its backoff holds its place: it is not replaced. */
-	while (inflight(w) + w->parked.n < st->users && may_start(st, ended)) {
-		if (!cli_request_start(w, ended)) {
-			st->retry_us = now + START_RETRY_US;
-			return;
-		}
-	}
-	uint32_t target = cl_ramp_target(st->start_us, st->plan.ramp_us, from, c, now);
-	while (st->users < target) {
-		int64_t due =
-		    cl_ramp_level_due(st->start_us, st->plan.ramp_us, from, c, st->users + 1);
-		if (!may_start(st, due))
-			return;
-		if (!cli_request_start(w, due)) {
-			st->retry_us = now + START_RETRY_US;
-			return;
-		}
-		st->users++;
-	}
-}
-
-static void pump_open(struct cl_worker *w, int64_t now)
-{
-	struct cl_stage_run *st = &w->st;
-	wake_parked(w, now); /* conversations whose think time is over */
-	while (!st->arrivals_over) {
-		int64_t t = cli_open_peek(w);
-		if (t > now)
-			return;
-		if (!may_start(st, t)) {
-			st->arrivals_over = true;
-			return;
-		}
-		/* Over the cap the arrival waits, its intended start kept: the queue is implicit
-		 * (arrivals are generated lazily), so it costs no memory however long. */
-		if (inflight(w) >= st->cap)
-			return;
-		w->pick = w->e->workload.trace_stride ? cli_trace_body(w, st->trace_k) : NULL;
-		bool started = cli_request_start(w, t);
-		w->pick = NULL;
-		if (!started) {
-			st->retry_us = now + START_RETRY_US;
-			return;
-		}
-		cli_open_advance(w);
-	}
-}
-
-/* The next moment the stage needs the loop's attention. */
-static int64_t next_due(const struct cl_worker *w, int ph)
-{
-	const struct cl_stage_run *st = &w->st;
-	int64_t due = st->probe_due_us;
-#define MIN_DUE(x)                                                                                 \
-	do {                                                                                       \
-		int64_t x_ = (x);                                                                  \
-		if (x_ < due)                                                                      \
-			due = x_;                                                                  \
-	} while (0)
-	switch (ph) {
-	case CL_ENGINE_WAITING:
-		MIN_DUE(st->start_us);
-		break;
-	case CL_ENGINE_RAMPING:
-	case CL_ENGINE_RUNNING:
-		if (ph == CL_ENGINE_RAMPING)
-			MIN_DUE(st->win_start_us);
-		if (!st->by_requests)
-			MIN_DUE(st->win_end_us);
-		/* Only starts that could happen now count (a due time in the past that cannot
-		 * be acted on would spin the loop), and none before a failed start's retry. */
-		if (st->plan.mode == CL_MODE_CONCURRENCY) {
-			uint32_t c = st->plan.concurrency;
-			uint32_t from = st->plan.ramp_from < c ? st->plan.ramp_from : c;
-			int64_t lv = st->users < c
-					 ? cl_ramp_level_due(st->start_us, st->plan.ramp_us, from,
-							     c, st->users + 1)
-					 : INT64_MAX;
-			if (lv != INT64_MAX && may_start(st, lv) && w->nfree > 0)
-				MIN_DUE(lv > st->retry_us ? lv : st->retry_us);
-			MIN_DUE(cl_park_peek(&w->parked)); /* a backoff ends */
-			if (inflight(w) + w->parked.n < st->users &&
-			    may_start(st, w->last_end_us) &&
-			    w->nfree > 0) /* replacements deferred by KICK_ROUNDS */
-				MIN_DUE(w->last_end_us > st->retry_us ? w->last_end_us
-								      : st->retry_us);
-		} else {
-			if (!st->arrivals_over && inflight(w) < st->cap) {
-				int64_t t = cli_open_peek(w);
-				MIN_DUE(t > st->retry_us ? t : st->retry_us);
-			}
-			MIN_DUE(cl_park_peek(&w->parked)); /* a think time ends */
-		}
-		break;
-	case CL_ENGINE_DRAINING:
-		MIN_DUE(st->drain_deadline_us);
-		break;
-	default:
-		break;
-	}
-	if (w->ad_head != CL_NO_SLOT)
-		MIN_DUE(w->slots[w->ad_head].done_us + CL_ENGINE_DONE_GRACE_US);
-#undef MIN_DUE
-	return due;
-}
-
-static void stage_tick(struct cl_worker *w)
-{
-	struct cl_stage_run *st = &w->st;
-	if (!st->active)
-		return;
-	int64_t now = cl_mono_us();
-	int ph = phase(w);
-	if (ph == CL_ENGINE_WAITING && now >= st->start_us)
-		ph = st->plan.ramp_us > 0 ? CL_ENGINE_RAMPING : CL_ENGINE_RUNNING;
-	if (ph == CL_ENGINE_RAMPING && now >= st->win_start_us)
-		ph = CL_ENGINE_RUNNING;
-	if (ph != phase(w))
-		set_phase(w, ph);
-	if (ph == CL_ENGINE_RUNNING && !st->by_requests && now >= st->win_end_us) {
-		/* Open loop: arrivals due inside the window whose timer fired after its end still
-		 * go, late by their dispatch lag (a trace's last record is due 1 ms before the
-		 * end; a busy machine woke this loop after it and the record was never sent). */
-		if (st->plan.mode != CL_MODE_CONCURRENCY)
-			pump_open(w, now);
-		close_window(w, st->win_end_us, now);
-		ph = CL_ENGINE_DRAINING;
-	}
-	if (ph == CL_ENGINE_RAMPING || ph == CL_ENGINE_RUNNING) {
-		if (st->plan.mode == CL_MODE_CONCURRENCY)
-			pump_closed(w, now);
-		else
-			pump_open(w, now);
-	}
-	if (st->by_requests && st->to_start == 0)
-		cli_park_release_all(w); /* no request left to retry */
-	if (ph == CL_ENGINE_RUNNING && st->by_requests && st->to_start == 0 && inflight(w) == 0) {
-		/* The last measured request has finished: that is the end of the window. */
-		if (now < st->win_end_us)
-			st->win_end_us = now;
-		stage_done(w);
-		return;
-	}
-	if (ph == CL_ENGINE_DRAINING) {
-		if (inflight(w) == 0) {
-			stage_done(w);
-			return;
-		}
-		if (now >= st->drain_deadline_us) {
-			cut_all(w);
-			stage_done(w);
-			return;
-		}
-	}
-	int64_t due = next_due(w, ph);
-	if (due != w->pace_armed_us) {
-		arm_timer(w->pacefd, due);
-		w->pace_armed_us = due;
-	}
-}
-
-static void stage_begin(struct cl_worker *w, const struct cl_stage_plan *p, int64_t start_us,
-			double phase_frac, double r0)
-{
-	struct cl_stage_run *st = &w->st;
-	memset(st, 0, sizeof(*st));
-	st->plan = *p;
-	st->plan.name = NULL;
-	st->active = true;
-	st->start_us = start_us;
-	st->win_start_us = start_us + (p->ramp_us > 0 ? p->ramp_us : 0);
-	st->by_requests = p->requests > 0;
-	st->win_end_us = st->by_requests ? INT64_MAX : st->win_start_us + p->duration_us;
-	st->to_start = p->requests;
-	st->cap = w->nslots;
-	if (p->mode == CL_MODE_RATE && p->concurrency > 0 && p->concurrency < w->nslots)
-		st->cap = p->concurrency;
-	st->probe_due_us = cl_mono_us() + CL_ENGINE_PROBE_US;
-	cli_park_release_all(w); /* none should be left; a new stage owes the old nothing */
-	w->pace_armed_us = -1;   /* force an arm */
-	w->last_end_us = 0;
-	set_phase(w, CL_ENGINE_WAITING);
-
-	bool idle;
-	if (p->mode == CL_MODE_CONCURRENCY) {
-		idle = p->concurrency == 0;
-	} else {
-		idle = !(p->rate_per_s > 0);
-		cl_arrivals_init(&st->arr, p->arrival, p->gamma_shape, r0, p->rate_per_s, start_us,
-				 p->ramp_us, p->seed, phase_frac);
-		st->trace_k = 0;
-		if (w->e->workload.trace_stride) /* a worker with no request of the trace */
-			idle = !cli_trace_body(w, 0);
-	}
-	if (st->by_requests && p->requests == 0)
-		idle = true;
-	if (idle) {
-		stage_done(w);
-		return;
-	}
-	stage_tick(w);
-}
-
-static void stage_stop(struct cl_worker *w, bool cut_now)
-{
-	struct cl_stage_run *st = &w->st;
-	if (!st->active)
-		return;
-	int64_t now = cl_mono_us();
-	int ph = phase(w);
-	if (ph == CL_ENGINE_WAITING) {
-		stage_done(w);
-		return;
-	}
-	if (ph == CL_ENGINE_RAMPING || ph == CL_ENGINE_RUNNING)
-		close_window(w, now, now);
-	if (cut_now)
-		st->drain_deadline_us = now;
-	stage_tick(w);
 }
 
 /* ---- control ---- */
@@ -458,10 +160,10 @@ static bool handle_commands(struct cl_worker *w)
 		int64_t start_us = w->next_start_us;
 		double ph = w->next_phase, r0 = w->next_r0;
 		pthread_mutex_unlock(&w->mu);
-		stage_begin(w, &p, start_us, ph, r0);
+		cli_stage_begin(w, &p, start_us, ph, r0);
 	}
 	if (c & (CL_CMD_STOP | CL_CMD_CUT))
-		stage_stop(w, (c & CL_CMD_CUT) != 0);
+		cli_stage_stop(w, (c & CL_CMD_CUT) != 0);
 	return false;
 }
 
@@ -643,7 +345,7 @@ void *cli_worker_main(void *arg)
 		for (int r = 0; r < KICK_ROUNDS && !quit && (w->tick || w->curl_kick); r++) {
 			if (w->tick) {
 				w->tick = false;
-				stage_tick(w);
+				cli_stage_tick(w);
 			}
 			if (!w->curl_kick)
 				break;
@@ -655,7 +357,7 @@ void *cli_worker_main(void *arg)
 		sync_curl_timer(w);
 		maybe_swap(w);
 	}
-	cut_all(w);
+	cli_worker_cut_all(w);
 	cli_reqlog_flush(w);
 	return NULL;
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chatload/assert.h"
 #include "chatload/err.h"
 
 /* Where the parser is inside the current line. */
@@ -66,6 +67,7 @@ static int fail(struct cl_sse_parser *p, int code)
 /* Makes room for need bytes in buf, doubling, never past the cap (checked by the caller). */
 static int reserve(struct cl_sse_parser *p, size_t need)
 {
+	CL_ASSERT(need <= p->max); /* past it the doubling below would never end */
 	if (need <= p->cap)
 		return 0;
 	size_t cap = p->cap ? p->cap : (p->max < INITIAL_CAP ? p->max : INITIAL_CAP);
@@ -114,6 +116,7 @@ static int data_append(struct cl_sse_parser *p, const char *src, size_t n, bool 
 	rc = reserve(p, p->len + n);
 	if (rc)
 		return rc;
+	CL_ASSERT(p->len + n <= p->cap);
 	memcpy(p->buf + p->len, src, n);
 	p->len += n;
 	p->data_len = p->len;

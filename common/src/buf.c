@@ -1,6 +1,7 @@
 /* Capped growable buffer. */
 #include "chatload/buf.h"
 
+#include "chatload/assert.h"
 #include "chatload/err.h"
 
 #include <errno.h>
@@ -37,6 +38,7 @@ int cl_buf_append(struct cl_buf *b, const void *p, size_t n)
 	int rc = reserve(b, n);
 	if (rc)
 		return rc;
+	CL_ASSERT(b->len + n < b->cap); /* reserve() left room for the bytes and the NUL */
 	if (n)
 		memcpy(b->data + b->len, p, n);
 	b->len += n;
@@ -60,6 +62,7 @@ int cl_buf_vprintf(struct cl_buf *b, const char *fmt, va_list ap)
 	int rc = reserve(b, (size_t)n);
 	if (rc)
 		return rc;
+	CL_ASSERT(b->len + (size_t)n < b->cap);
 	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
 	b->len += (size_t)n;
 	return 0;

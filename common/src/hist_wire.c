@@ -58,80 +58,91 @@ struct decoded {
 	const msgpack_object_array *b;
 };
 
-/* Validates obj against h's configuration without touching h. */
-static int decode_check(const struct cl_hist *h, const msgpack_object *obj, struct decoded *d,
-			struct cl_err *err)
+/* The fields of an encoding, as bits of the set read_fields has seen. */
+enum { K_CFG = 1, K_N = 2, K_O = 4, K_MIN = 8, K_MAX = 16, K_SUM = 32, K_B = 64 };
+
+/* Checks the "cfg" value v: [lowest, highest, sigfigs], equal to h's. */
+static int read_cfg(const struct cl_hist *h, const msgpack_object *v, struct cl_err *err)
 {
-	enum { K_CFG = 1, K_N = 2, K_O = 4, K_MIN = 8, K_MAX = 16, K_SUM = 32, K_B = 64 };
+	int64_t lo, hi, sf;
+	if (v->type != MSGPACK_OBJECT_ARRAY || v->via.array.size != 3 ||
+	    !cli_mpk_i64(&v->via.array.ptr[0], &lo) || !cli_mpk_i64(&v->via.array.ptr[1], &hi) ||
+	    !cli_mpk_i64(&v->via.array.ptr[2], &sf))
+		return cl_err_set(err, CL_EPARSE,
+				  "histogram 'cfg' is not [lowest, highest, sigfigs]");
+	if (lo != h->cfg.lowest || hi != h->cfg.highest || sf != h->cfg.sigfigs)
+		return cl_err_set(err, CL_EPARSE,
+				  "histogram config [%lld, %lld, %lld] differs from the expected "
+				  "[%lld, %lld, %d]",
+				  (long long)lo, (long long)hi, (long long)sf,
+				  (long long)h->cfg.lowest, (long long)h->cfg.highest,
+				  h->cfg.sigfigs);
+	return 0;
+}
+
+/* Reads the field named k (value v) into d, checking its type; *bit says which it was. */
+static int read_field(const struct cl_hist *h, const msgpack_object *k, const msgpack_object *v,
+		      struct decoded *d, unsigned *bit, struct cl_err *err)
+{
+	if (cli_mpk_str_is(k, "cfg")) {
+		*bit = K_CFG;
+		return read_cfg(h, v, err);
+	} else if (cli_mpk_str_is(k, "n")) {
+		*bit = K_N;
+		if (!cli_mpk_u64(v, &d->n))
+			return cl_err_set(err, CL_EPARSE,
+					  "histogram 'n' is not a non-negative integer");
+	} else if (cli_mpk_str_is(k, "o")) {
+		*bit = K_O;
+		if (!cli_mpk_u64(v, &d->o))
+			return cl_err_set(err, CL_EPARSE,
+					  "histogram 'o' is not a non-negative integer");
+	} else if (cli_mpk_str_is(k, "min")) {
+		*bit = K_MIN;
+		if (!cli_mpk_i64(v, &d->min))
+			return cl_err_set(err, CL_EPARSE, "histogram 'min' is not an integer");
+	} else if (cli_mpk_str_is(k, "max")) {
+		*bit = K_MAX;
+		if (!cli_mpk_i64(v, &d->max))
+			return cl_err_set(err, CL_EPARSE, "histogram 'max' is not an integer");
+	} else if (cli_mpk_str_is(k, "sum")) {
+		*bit = K_SUM;
+		/* A sum of values >= 0 is never packed as a negative integer: that is refused as
+		 * a wrong type, like a string. */
+		if (v->type == MSGPACK_OBJECT_NEGATIVE_INTEGER || !cli_mpk_f64(v, &d->sum))
+			return cl_err_set(err, CL_EPARSE, "histogram 'sum' is not a number");
+		if (!isfinite(d->sum) || d->sum < 0)
+			return cl_err_set(err, CL_EPARSE,
+					  "histogram 'sum' is negative or not finite");
+	} else if (cli_mpk_str_is(k, "b")) {
+		*bit = K_B;
+		if (v->type != MSGPACK_OBJECT_ARRAY)
+			return cl_err_set(err, CL_EPARSE, "histogram 'b' is not an array");
+		d->b = &v->via.array;
+	} else {
+		const char *ks;
+		size_t kn;
+		if (!cli_mpk_str(k, &ks, &kn))
+			return cl_err_set(err, CL_EPARSE, "histogram key is not a string");
+		return cl_err_set(err, CL_EPARSE, "unknown histogram field '%.*s'",
+				  kn > 32 ? 32 : (int)kn, ks);
+	}
+	return 0;
+}
+
+/* Reads every field of the map obj into d: each known, typed, once, none missing. */
+static int read_fields(const struct cl_hist *h, const msgpack_object *obj, struct decoded *d,
+		       struct cl_err *err)
+{
 	if (obj->type != MSGPACK_OBJECT_MAP)
 		return cl_err_set(err, CL_EPARSE, "histogram is not a map");
 	unsigned seen = 0;
 	const msgpack_object_map *m = &obj->via.map;
 	for (uint32_t i = 0; i < m->size; i++) {
-		const msgpack_object *k = &m->ptr[i].key;
-		const msgpack_object *v = &m->ptr[i].val;
-		unsigned bit;
-		if (cli_mpk_str_is(k, "cfg")) {
-			bit = K_CFG;
-			int64_t lo, hi, sf;
-			if (v->type != MSGPACK_OBJECT_ARRAY || v->via.array.size != 3 ||
-			    !cli_mpk_i64(&v->via.array.ptr[0], &lo) ||
-			    !cli_mpk_i64(&v->via.array.ptr[1], &hi) ||
-			    !cli_mpk_i64(&v->via.array.ptr[2], &sf))
-				return cl_err_set(
-				    err, CL_EPARSE,
-				    "histogram 'cfg' is not [lowest, highest, sigfigs]");
-			if (lo != h->cfg.lowest || hi != h->cfg.highest || sf != h->cfg.sigfigs)
-				return cl_err_set(
-				    err, CL_EPARSE,
-				    "histogram config [%lld, %lld, %lld] differs from the expected "
-				    "[%lld, %lld, %d]",
-				    (long long)lo, (long long)hi, (long long)sf,
-				    (long long)h->cfg.lowest, (long long)h->cfg.highest,
-				    h->cfg.sigfigs);
-		} else if (cli_mpk_str_is(k, "n")) {
-			bit = K_N;
-			if (!cli_mpk_u64(v, &d->n))
-				return cl_err_set(err, CL_EPARSE,
-						  "histogram 'n' is not a non-negative integer");
-		} else if (cli_mpk_str_is(k, "o")) {
-			bit = K_O;
-			if (!cli_mpk_u64(v, &d->o))
-				return cl_err_set(err, CL_EPARSE,
-						  "histogram 'o' is not a non-negative integer");
-		} else if (cli_mpk_str_is(k, "min")) {
-			bit = K_MIN;
-			if (!cli_mpk_i64(v, &d->min))
-				return cl_err_set(err, CL_EPARSE,
-						  "histogram 'min' is not an integer");
-		} else if (cli_mpk_str_is(k, "max")) {
-			bit = K_MAX;
-			if (!cli_mpk_i64(v, &d->max))
-				return cl_err_set(err, CL_EPARSE,
-						  "histogram 'max' is not an integer");
-		} else if (cli_mpk_str_is(k, "sum")) {
-			bit = K_SUM;
-			/* A sum of values >= 0 is never packed as a negative integer: that is
-			 * refused as a wrong type, like a string. */
-			if (v->type == MSGPACK_OBJECT_NEGATIVE_INTEGER || !cli_mpk_f64(v, &d->sum))
-				return cl_err_set(err, CL_EPARSE,
-						  "histogram 'sum' is not a number");
-			if (!isfinite(d->sum) || d->sum < 0)
-				return cl_err_set(err, CL_EPARSE,
-						  "histogram 'sum' is negative or not finite");
-		} else if (cli_mpk_str_is(k, "b")) {
-			bit = K_B;
-			if (v->type != MSGPACK_OBJECT_ARRAY)
-				return cl_err_set(err, CL_EPARSE, "histogram 'b' is not an array");
-			d->b = &v->via.array;
-		} else {
-			const char *ks;
-			size_t kn;
-			if (!cli_mpk_str(k, &ks, &kn))
-				return cl_err_set(err, CL_EPARSE, "histogram key is not a string");
-			return cl_err_set(err, CL_EPARSE, "unknown histogram field '%.*s'",
-					  kn > 32 ? 32 : (int)kn, ks);
-		}
+		unsigned bit = 0;
+		int rc = read_field(h, &m->ptr[i].key, &m->ptr[i].val, d, &bit, err);
+		if (rc)
+			return rc;
 		if (seen & bit)
 			return cl_err_set(err, CL_EPARSE, "duplicate histogram field");
 		seen |= bit;
@@ -139,7 +150,13 @@ static int decode_check(const struct cl_hist *h, const msgpack_object *obj, stru
 	if (seen != (K_CFG | K_N | K_O | K_MIN | K_MAX | K_SUM | K_B))
 		return cl_err_set(err, CL_EPARSE,
 				  "histogram lacks a field (needs cfg, n, o, min, max, sum, b)");
+	return 0;
+}
 
+/* Checks that the scalar fields agree with each other and with h's range, and that the
+ * bucket array's length is possible. */
+static int check_scalars(const struct cl_hist *h, const struct decoded *d, struct cl_err *err)
+{
 	if (d->o > d->n)
 		return cl_err_set(err, CL_EPARSE, "histogram overflow %llu exceeds count %llu",
 				  (unsigned long long)d->o, (unsigned long long)d->n);
@@ -163,7 +180,14 @@ static int decode_check(const struct cl_hist *h, const msgpack_object *obj, stru
 	if (d->b->size > 2 * (uint64_t)h->counts_len)
 		return cl_err_set(err, CL_EPARSE, "histogram bucket array length %u exceeds %lld",
 				  d->b->size, 2 * (long long)h->counts_len);
+	return 0;
+}
 
+/* Checks the buckets: (index delta, count) pairs whose indices ascend inside h's range and
+ * whose counts, with the overflow, sum to n; then the sum against n * [min, max], and that
+ * adding them to h cannot overflow its total. */
+static int check_buckets(const struct cl_hist *h, const struct decoded *d, struct cl_err *err)
+{
 	uint64_t index = 0, count_sum = d->o;
 	for (uint32_t i = 0; i < d->b->size; i += 2) {
 		uint64_t delta, count;
@@ -200,6 +224,15 @@ static int decode_check(const struct cl_hist *h, const msgpack_object *obj, stru
 	if (__builtin_add_overflow(h->total, d->n, &dummy))
 		return cl_err_set(err, CL_EPARSE, "histogram total count would overflow");
 	return 0;
+}
+
+/* Validates obj against h's configuration without touching h. */
+static int decode_check(const struct cl_hist *h, const msgpack_object *obj, struct decoded *d,
+			struct cl_err *err)
+{
+	int rc = read_fields(h, obj, d, err);
+	rc = rc ? rc : check_scalars(h, d, err);
+	return rc ? rc : check_buckets(h, d, err);
 }
 
 int cl_hist_unpack_check(const struct cl_hist *h, const msgpack_object *obj, struct cl_err *err)

@@ -1,6 +1,7 @@
 /* The measurement record's msgpack form: encoder, and an all-or-nothing hostile-input decoder. */
 #include "chatload/metrics_wire.h"
 
+#include "chatload/assert.h"
 #include "chatload/hist_wire.h"
 
 #include "metrics_int.h"
@@ -105,6 +106,7 @@ static int walk_hists(struct cl_hist *hists, int n, const char *(*name)(int), co
 	char q[64];
 	if (obj->type != MSGPACK_OBJECT_MAP)
 		return cl_err_set(err, CL_EPARSE, "metrics '%s' is not a map", field);
+	CL_ASSERT(n > 0 && n <= 32); /* seen holds one bit per histogram */
 	uint32_t seen = 0;
 	for (uint32_t i = 0; i < obj->via.map.size; i++) {
 		const msgpack_object *k = &obj->via.map.ptr[i].key;

@@ -1,6 +1,7 @@
 /* Plan helpers: exact largest-remainder apportionment, stage splitting, names and frees. */
 #include "chatload/plan.h"
 
+#include "chatload/assert.h"
 #include "chatload/rng.h"
 
 #include <stdlib.h>
@@ -51,6 +52,7 @@ int cl_apportion(uint64_t total, const uint32_t *weights, size_t n, uint64_t *ou
 	}
 	/* The floors lose less than one unit each, so fewer than n units are left over. */
 	uint64_t left = total - given;
+	CL_ASSERT(left < n); /* rems[] has n entries */
 	if (left) {
 		qsort(rems, n, sizeof(*rems), rem_cmp);
 		for (size_t k = 0; k < left; k++)

@@ -1,6 +1,8 @@
 /* Client stall episodes: the bounded, self-merging list (chatload/stall.h). */
 #include "chatload/stall.h"
 
+#include "chatload/assert.h"
+
 #include <string.h>
 
 static int64_t end_of(const struct cl_stall *s)
@@ -11,6 +13,7 @@ static int64_t end_of(const struct cl_stall *s)
 /* Removes entry i, keeping the order. */
 static void remove_at(struct cl_stall_list *l, uint32_t i)
 {
+	CL_ASSERT(i < l->n);
 	memmove(&l->ep[i], &l->ep[i + 1], (l->n - i - 1) * sizeof(l->ep[0]));
 	l->n--;
 }
@@ -48,6 +51,7 @@ void cl_stall_list_add(struct cl_stall_list *l, int64_t start_us, int64_t length
 			return;
 		remove_at(l, shortest);
 	}
+	CL_ASSERT(l->n < CL_STALLS_MAX); /* the insert below needs a free slot */
 	uint32_t at = 0;
 	while (at < l->n && l->ep[at].start_us < nw.start_us)
 		at++;

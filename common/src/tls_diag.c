@@ -1,4 +1,4 @@
-/* Why a TLS handshake with the coordinator fails, in words an operator can act on: one
+/* Why a TLS handshake with a server fails, in words an operator can act on: one
  * handshake of our own with mbedTLS (the library nng uses), verification made optional so
  * it completes, then the verification flags read one by one. */
 #include "tls_diag.h"
@@ -55,44 +55,64 @@ static void when(const mbedtls_x509_time *t, char *out, size_t n)
 	snprintf(out, n, "%04d-%02d-%02d %02d:%02d UTC", t->year, t->mon, t->day, t->hour, t->min);
 }
 
+struct cl_tls_words cli_tls_words(const struct cl_tls_opts *tls)
+{
+	struct cl_tls_words w = { 0 };
+	if (tls && tls->words)
+		w = *tls->words;
+	if (!w.self)
+		w.self = "this client";
+	if (!w.peer)
+		w.peer = "the server";
+	return w;
+}
+
 /* Words for the verification flags of a handshake that otherwise completed. */
 static void explain(uint32_t flags, const mbedtls_x509_crt *peer, const struct cl_tls_opts *tls,
 		    const char *server_name, char *out, size_t n)
 {
+	const struct cl_tls_words w = cli_tls_words(tls);
+	const char *sep = out[0] ? "; " : "";
 	char buf[300];
 	if (flags & MBEDTLS_X509_BADCERT_NOT_TRUSTED) {
 		char issuer[200] = "?";
 		if (peer)
 			mbedtls_x509_dn_gets(issuer, sizeof(issuer), &peer->issuer);
+		const char *ca = tls && tls->ca_file ? tls->ca_file : "?";
 		add(out, n,
-		    "%sthe coordinator's certificate is not trusted: it was issued by '%s', which "
-		    "is not the CA in --tls-ca '%s' (check that --tls-ca is the CA that signed "
-		    "the coordinator's agents.tls.cert)",
-		    out[0] ? "; " : "", issuer, tls && tls->ca_file ? tls->ca_file : "?");
+		    "%s%s's certificate is not trusted: it was issued by '%s', which is not ", sep,
+		    w.peer, issuer);
+		if (w.ca)
+			add(out, n, "the CA in %s '%s' (check that %s is the CA that signed ", w.ca,
+			    ca, w.ca);
+		else
+			add(out, n, "the CA in '%s' (check that it is the CA that signed ", ca);
+		add(out, n, "%s's %s)", w.peer, w.peer_cert ? w.peer_cert : "certificate");
 	}
+	sep = out[0] ? "; " : "";
 	if (flags & MBEDTLS_X509_BADCERT_CN_MISMATCH) {
 		if (peer)
 			cert_names(peer, buf, sizeof(buf));
 		else
 			snprintf(buf, sizeof(buf), "?");
 		add(out, n,
-		    "%sthe coordinator's certificate does not name '%s' (it names %s): dial a "
-		    "name it has, or pass --tls-server-name with one",
-		    out[0] ? "; " : "", server_name ? server_name : "?", buf);
+		    "%s%s's certificate does not name '%s' (it names %s): dial a name it has", sep,
+		    w.peer, server_name ? server_name : "?", buf);
+		if (w.server_name)
+			add(out, n, ", or pass %s with one", w.server_name);
 	}
+	sep = out[0] ? "; " : "";
 	if ((flags & MBEDTLS_X509_BADCERT_EXPIRED) && peer) {
 		when(&peer->valid_to, buf, sizeof(buf));
 		add(out, n,
-		    "%sthe coordinator's certificate expired on %s (renew agents.tls.cert, or "
-		    "check this host's clock)",
-		    out[0] ? "; " : "", buf);
+		    "%s%s's certificate expired on %s (renew %s, or check this host's clock)", sep,
+		    w.peer, buf, w.peer_cert ? w.peer_cert : "it");
 	}
+	sep = out[0] ? "; " : "";
 	if ((flags & MBEDTLS_X509_BADCERT_FUTURE) && peer) {
 		when(&peer->valid_from, buf, sizeof(buf));
-		add(out, n,
-		    "%sthe coordinator's certificate is not valid until %s (check this host's "
-		    "clock)",
-		    out[0] ? "; " : "", buf);
+		add(out, n, "%s%s's certificate is not valid until %s (check this host's clock)",
+		    sep, w.peer, buf);
 	}
 	uint32_t known = MBEDTLS_X509_BADCERT_NOT_TRUSTED | MBEDTLS_X509_BADCERT_CN_MISMATCH |
 			 MBEDTLS_X509_BADCERT_EXPIRED | MBEDTLS_X509_BADCERT_FUTURE;
@@ -103,6 +123,25 @@ static void explain(uint32_t flags, const mbedtls_x509_crt *peer, const struct c
 			if (*p == '\n')
 				*p = ' ';
 		add(out, n, "%scertificate problem: %s", out[0] ? "; " : "", info);
+	}
+}
+
+/* The peer ended the handshake with an alert: it refused our certificate, or wanted one. */
+static void handshake_ended(const struct cl_tls_opts *tls, char *out, size_t n)
+{
+	const struct cl_tls_words w = cli_tls_words(tls);
+	snprintf(out, n, "%s ended the TLS handshake", w.peer);
+	if (tls && tls->cert_file) {
+		add(out, n, ": it did not accept %s's certificate", w.self);
+		if (w.cert)
+			add(out, n, " (%s)", w.cert);
+		add(out, n, ": check that it was signed by the CA %s trusts", w.peer);
+		if (w.peer_ca)
+			add(out, n, " (%s)", w.peer_ca);
+	} else {
+		add(out, n, ": it may want a client certificate");
+		if (w.cert && w.key)
+			add(out, n, " (pass %s and %s)", w.cert, w.key);
 	}
 }
 
@@ -148,8 +187,8 @@ int cli_tls_diagnose(const char *host, const char *port, const struct cl_tls_opt
 	if (tls && tls->cert_file && tls->key_file) {
 		if (mbedtls_x509_crt_parse_file(&own, tls->cert_file) != 0 ||
 		    mbedtls_pk_parse_keyfile(&key, tls->key_file, NULL) != 0) {
-			snprintf(out, n, "cannot read this agent's certificate '%s' or key '%s'",
-				 tls->cert_file, tls->key_file);
+			snprintf(out, n, "cannot read %s's certificate '%s' or key '%s'",
+				 cli_tls_words(tls).self, tls->cert_file, tls->key_file);
 			found = 1;
 			goto out;
 		}
@@ -171,12 +210,7 @@ int cli_tls_diagnose(const char *host, const char *port, const struct cl_tls_opt
 		ret = mbedtls_ssl_handshake(&ssl);
 	while (ret == MBEDTLS_ERR_SSL_WANT_READ || ret == MBEDTLS_ERR_SSL_WANT_WRITE);
 	if (ret == MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE) {
-		snprintf(
-		    out, n, "the coordinator ended the TLS handshake%s",
-		    tls && tls->cert_file
-			? ": it did not accept this agent's certificate (--tls-cert): check "
-			  "that it was signed by the CA the coordinator trusts (agents.tls.ca)"
-			: ": it may want a client certificate (pass --tls-cert and --tls-key)");
+		handshake_ended(tls, out, n);
 		found = 1;
 		goto out;
 	}

@@ -128,11 +128,15 @@ static int make_tls(nng_tls_mode mode, const char *url, const struct cl_tls_opts
 			goto out;
 		}
 	} else if (mode == NNG_TLS_MODE_SERVER) {
-		rc = cl_err_set(
-		    err, CL_EINVAL,
-		    "listening on '%s' needs a TLS certificate and key (agents.tls.cert, "
-		    "agents.tls.key)",
-		    url);
+		const struct cl_tls_words w = cli_tls_words(tls);
+		if (w.cert && w.key)
+			rc =
+			    cl_err_set(err, CL_EINVAL,
+				       "listening on '%s' needs a TLS certificate and key (%s, %s)",
+				       url, w.cert, w.key);
+		else
+			rc = cl_err_set(err, CL_EINVAL,
+					"listening on '%s' needs a TLS certificate and key", url);
 		goto out;
 	}
 	if (tls && tls->ca_file) {
@@ -145,9 +149,14 @@ static int make_tls(nng_tls_mode mode, const char *url, const struct cl_tls_opts
 			goto out;
 		}
 	} else if (mode == NNG_TLS_MODE_CLIENT) {
-		rc = cl_err_set(err, CL_EINVAL,
-				"dialing '%s' needs a CA file to verify the coordinator (--tls-ca)",
-				url);
+		const struct cl_tls_words w = cli_tls_words(tls);
+		if (w.ca)
+			rc = cl_err_set(err, CL_EINVAL,
+					"dialing '%s' needs a CA file to verify %s (%s)", url,
+					w.peer, w.ca);
+		else
+			rc = cl_err_set(err, CL_EINVAL, "dialing '%s' needs a CA file to verify %s",
+					url, w.peer);
 		goto out;
 	} else {
 		nng_tls_config_auth_mode(cfg, NNG_TLS_AUTH_MODE_NONE);

@@ -154,24 +154,120 @@ static int parse_duration(const char *flag, const char *text, int64_t *out)
 	return 0;
 }
 
-int cl_cmd_probe(int argc, char **argv)
+enum {
+	OPT_URL = 256,
+	OPT_MODEL,
+	OPT_TIMEOUT,
+	OPT_REQ_TIMEOUT,
+	OPT_CONSECUTIVE,
+	OPT_PROMPT,
+	OPT_MAX_TOKENS,
+	OPT_BODY,
+	OPT_KEY_ENV,
+	OPT_HEADER,
+	OPT_CONNECT_TIMEOUT,
+	OPT_BACKOFF_INITIAL,
+	OPT_BACKOFF_MAX,
+	OPT_INSECURE,
+};
+
+/* What the command line asks for; cfg.target points at target. */
+struct probe_args {
+	struct cl_target_plan target;
+	struct cl_probe_cfg cfg;
+	struct progress prog;
+	char *headers[MAX_HEADERS];
+	const char *url;
+};
+
+#define GO_ON (-1) /* a parsing step's answer when the command goes on */
+
+/* Applies option c (its value in optarg) to a: GO_ON, or the exit code that ends the
+ * command (help shown, or a usage error said). */
+static int apply_option(struct probe_args *a, int c, char **argv)
 {
-	enum {
-		OPT_URL = 256,
-		OPT_MODEL,
-		OPT_TIMEOUT,
-		OPT_REQ_TIMEOUT,
-		OPT_CONSECUTIVE,
-		OPT_PROMPT,
-		OPT_MAX_TOKENS,
-		OPT_BODY,
-		OPT_KEY_ENV,
-		OPT_HEADER,
-		OPT_CONNECT_TIMEOUT,
-		OPT_BACKOFF_INITIAL,
-		OPT_BACKOFF_MAX,
-		OPT_INSECURE,
-	};
+	struct cl_err err = { 0 };
+	uint64_t u;
+	switch (c) {
+	case OPT_URL:
+		a->url = optarg;
+		break;
+	case OPT_MODEL:
+		a->target.model = optarg;
+		break;
+	case OPT_TIMEOUT:
+		if (parse_duration("--timeout", optarg, &a->cfg.timeout_us))
+			return CL_EXIT_USAGE;
+		break;
+	case OPT_REQ_TIMEOUT:
+		if (parse_duration("--request-timeout", optarg, &a->cfg.request_timeout_us))
+			return CL_EXIT_USAGE;
+		break;
+	case OPT_CONNECT_TIMEOUT:
+		if (parse_duration("--connect-timeout", optarg, &a->target.connect_timeout_us))
+			return CL_EXIT_USAGE;
+		break;
+	case OPT_BACKOFF_INITIAL:
+		if (parse_duration("--backoff-initial", optarg, &a->cfg.backoff_initial_us))
+			return CL_EXIT_USAGE;
+		break;
+	case OPT_BACKOFF_MAX:
+		if (parse_duration("--backoff-max", optarg, &a->cfg.backoff_max_us))
+			return CL_EXIT_USAGE;
+		break;
+	case OPT_CONSECUTIVE:
+		if (cl_parse_u64(optarg, 1000, &u) != 0 || u == 0)
+			return bad_usage(
+			    "--consecutive must be an integer from 1 to 1000, not '%s'", optarg);
+		a->cfg.consecutive = (uint32_t)u;
+		break;
+	case OPT_MAX_TOKENS:
+		if (cl_parse_u64(optarg, 10000000, &u) != 0 || u == 0)
+			return bad_usage("--max-tokens must be a positive integer, not '%s'",
+					 optarg);
+		a->cfg.max_tokens = (uint32_t)u;
+		break;
+	case OPT_PROMPT:
+		a->cfg.prompt = optarg;
+		break;
+	case OPT_BODY: {
+		char *check = NULL;
+		if (cl_body_json_probe("m", "p", 1, optarg, &check, &err) != 0)
+			return bad_usage("--body: %s", err.msg);
+		free(check);
+		a->cfg.extra_body_json = optarg;
+		break;
+	}
+	case OPT_KEY_ENV:
+		a->target.api_key_env = optarg;
+		break;
+	case OPT_HEADER:
+		if (!strchr(optarg, ':'))
+			return bad_usage("--header must be 'Name: value', not '%s'", optarg);
+		if (a->target.n_headers == MAX_HEADERS)
+			return bad_usage("%s", "too many --header options");
+		a->headers[a->target.n_headers++] = optarg;
+		break;
+	case OPT_INSECURE:
+		a->target.tls_verify = false;
+		break;
+	case 'q':
+		a->prog.quiet = true;
+		break;
+	case 'h':
+		usage(stdout);
+		return CL_EXIT_OK;
+	case ':':
+		return bad_usage("option '%s' needs a value", argv[optind - 1]);
+	default:
+		return bad_usage("unknown option '%s'", argv[optind - 1]);
+	}
+	return GO_ON;
+}
+
+/* Parses the command line into a: GO_ON, or the exit code that ends the command. */
+static int parse_args(int argc, char **argv, struct probe_args *a)
+{
 	static const struct option opts[] = {
 		{ "url", required_argument, NULL, OPT_URL },
 		{ "model", required_argument, NULL, OPT_MODEL },
@@ -191,124 +287,33 @@ int cl_cmd_probe(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct cl_target_plan target = { .tls_verify = true };
-	struct cl_probe_cfg cfg = { .target = &target };
-	struct progress prog = { .tty = isatty(STDERR_FILENO) };
-	char *headers[MAX_HEADERS];
-	char *url = NULL;
-	struct cl_err err = { 0 };
-	uint64_t u;
-	int c, code = CL_EXIT_USAGE;
-
+	int c, code;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":qh", opts, NULL)) != -1) {
-		switch (c) {
-		case OPT_URL:
-			url = optarg;
-			break;
-		case OPT_MODEL:
-			target.model = optarg;
-			break;
-		case OPT_TIMEOUT:
-			if (parse_duration("--timeout", optarg, &cfg.timeout_us))
-				return CL_EXIT_USAGE;
-			break;
-		case OPT_REQ_TIMEOUT:
-			if (parse_duration("--request-timeout", optarg, &cfg.request_timeout_us))
-				return CL_EXIT_USAGE;
-			break;
-		case OPT_CONNECT_TIMEOUT:
-			if (parse_duration("--connect-timeout", optarg, &target.connect_timeout_us))
-				return CL_EXIT_USAGE;
-			break;
-		case OPT_BACKOFF_INITIAL:
-			if (parse_duration("--backoff-initial", optarg, &cfg.backoff_initial_us))
-				return CL_EXIT_USAGE;
-			break;
-		case OPT_BACKOFF_MAX:
-			if (parse_duration("--backoff-max", optarg, &cfg.backoff_max_us))
-				return CL_EXIT_USAGE;
-			break;
-		case OPT_CONSECUTIVE:
-			if (cl_parse_u64(optarg, 1000, &u) != 0 || u == 0)
-				return bad_usage(
-				    "--consecutive must be an integer from 1 to 1000, not "
-				    "'%s'",
-				    optarg);
-			cfg.consecutive = (uint32_t)u;
-			break;
-		case OPT_MAX_TOKENS:
-			if (cl_parse_u64(optarg, 10000000, &u) != 0 || u == 0)
-				return bad_usage(
-				    "--max-tokens must be a positive integer, not '%s'", optarg);
-			cfg.max_tokens = (uint32_t)u;
-			break;
-		case OPT_PROMPT:
-			cfg.prompt = optarg;
-			break;
-		case OPT_BODY: {
-			char *check = NULL;
-			if (cl_body_json_probe("m", "p", 1, optarg, &check, &err) != 0)
-				return bad_usage("--body: %s", err.msg);
-			free(check);
-			cfg.extra_body_json = optarg;
-			break;
-		}
-		case OPT_KEY_ENV:
-			target.api_key_env = optarg;
-			break;
-		case OPT_HEADER:
-			if (!strchr(optarg, ':'))
-				return bad_usage("--header must be 'Name: value', not '%s'",
-						 optarg);
-			if (target.n_headers == MAX_HEADERS)
-				return bad_usage("%s", "too many --header options");
-			headers[target.n_headers++] = optarg;
-			break;
-		case OPT_INSECURE:
-			target.tls_verify = false;
-			break;
-		case 'q':
-			prog.quiet = true;
-			break;
-		case 'h':
-			usage(stdout);
-			return CL_EXIT_OK;
-		case ':':
-			return bad_usage("option '%s' needs a value", argv[optind - 1]);
-		default:
-			return bad_usage("unknown option '%s'", argv[optind - 1]);
-		}
+		if ((code = apply_option(a, c, argv)) != GO_ON)
+			return code;
 	}
 	if (optind < argc)
 		return bad_usage("unexpected argument '%s'", argv[optind]);
-	if (!url)
+	if (!a->url)
 		return bad_usage("%s", "--url is required");
-	if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)
-		return bad_usage("--url must start with http:// or https://, not '%s'", url);
-	target.headers = target.n_headers ? headers : NULL;
-	target.base_url = strdup(url);
-	if (!target.base_url) {
-		fprintf(stderr, "chatload probe: out of memory\n");
-		return CL_EXIT_FAILED;
-	}
-	size_t ul = strlen(target.base_url);
-	while (ul > 8 && target.base_url[ul - 1] == '/')
-		target.base_url[--ul] = '\0';
-	if (cl_log_level() > CL_LOG_INFO)
-		prog.quiet = true;
-	for (int i = 0; i < CL_READY__PHASES; i++)
-		prog.seen[i] = -1;
+	if (strncmp(a->url, "http://", 7) != 0 && strncmp(a->url, "https://", 8) != 0)
+		return bad_usage("--url must start with http:// or https://, not '%s'", a->url);
+	return GO_ON;
+}
 
+/* Runs the gate (Ctrl-C cancels it), prints its verdict, and returns the exit code. */
+static int run_gate(struct probe_args *a)
+{
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 
 	struct cl_readiness_result r;
-	int rc = cl_probe_run(&cfg, on_progress, &prog, &probe_cancel, &r);
-	if (prog.line_open) {
+	int rc = cl_probe_run(&a->cfg, on_progress, &a->prog, &probe_cancel, &r);
+	if (a->prog.line_open) {
 		fprintf(stderr, "\r\033[K");
 		fflush(stderr);
 	}
@@ -318,15 +323,36 @@ int cl_cmd_probe(int argc, char **argv)
 	fflush(stdout);
 	switch (rc) {
 	case 0:
-		code = CL_EXIT_OK;
-		break;
+		return CL_EXIT_OK;
 	case CL_ECLOSED:
-		code = CL_EXIT_FAILED;
-		break;
+		return CL_EXIT_FAILED;
 	default:
-		code = CL_EXIT_NOT_READY;
-		break;
+		return CL_EXIT_NOT_READY;
 	}
-	free(target.base_url);
+}
+
+int cl_cmd_probe(int argc, char **argv)
+{
+	struct probe_args a = { .target = { .tls_verify = true },
+				.prog = { .tty = isatty(STDERR_FILENO) } };
+	a.cfg.target = &a.target;
+	int code = parse_args(argc, argv, &a);
+	if (code != GO_ON)
+		return code;
+	a.target.headers = a.target.n_headers ? a.headers : NULL;
+	a.target.base_url = strdup(a.url);
+	if (!a.target.base_url) {
+		fprintf(stderr, "chatload probe: out of memory\n");
+		return CL_EXIT_FAILED;
+	}
+	size_t ul = strlen(a.target.base_url);
+	while (ul > 8 && a.target.base_url[ul - 1] == '/')
+		a.target.base_url[--ul] = '\0';
+	if (cl_log_level() > CL_LOG_INFO)
+		a.prog.quiet = true;
+	for (int i = 0; i < CL_READY__PHASES; i++)
+		a.prog.seen[i] = -1;
+	code = run_gate(&a);
+	free(a.target.base_url);
 	return code;
 }

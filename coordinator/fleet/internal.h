@@ -1,6 +1,6 @@
 /* What the fleet keeps beside its agent table, each on a thread other than the run loop's:
  * the watch on the coordinator's own stalls (fleet/watch.c) and the address book of the
- * pipes agents came on (fleet/peers.c).  Internal to fleet*.c, hence cli_fleet_. */
+ * pipes agents came on (fleet/peers.c).  Internal to the files of fleet/, hence cli_fleet_. */
 #ifndef CHATLOAD_FLEET_INTERNAL_H
 #define CHATLOAD_FLEET_INTERNAL_H
 

@@ -2,6 +2,7 @@
  * threads (see live/metrics.h; docs/metrics.md lists every name). */
 #include "live/metrics.h"
 
+#include "chatload/assert.h"
 #include "chatload/clock.h"
 
 #include <math.h>
@@ -175,6 +176,7 @@ int cl_live_metrics_stage_start(struct cl_live_metrics *lm, size_t index, const 
 		}
 	}
 	if (rc == 0) {
+		CL_ASSERT(lm->n < lm->cap);
 		lm->stages[lm->n] = st;
 		lm->running = (long)lm->n++;
 	}
@@ -203,6 +205,7 @@ static void install(struct cl_live_metrics *lm, const struct lm_stage *snap, con
 {
 	pthread_mutex_lock(&lm->mu);
 	if (lm->running >= 0) {
+		CL_ASSERT((size_t)lm->running < lm->n);
 		struct lm_stage *st = &lm->stages[lm->running];
 		memcpy(st->ctr, snap->ctr, sizeof(st->ctr));
 		memcpy(st->lat, snap->lat, sizeof(st->lat));

@@ -99,13 +99,33 @@ static void cross(FILE *out, double x, double y)
 		x - 4, y - 4);
 }
 
-void cli_rp_svg_chart(FILE *out, const struct cli_rp_chart *c)
+/* Where a chart draws: its size, the plot area inside the margins, and the two axes. */
+struct plot {
+	int w, h;
+	int mt; /* top margin: the title and the legend's rows */
+	double pw, ph;
+	struct axis ax, ay;
+	size_t points; /* data points that can be placed */
+};
+
+static double px(const struct plot *p, double x)
 {
-	int w = c->width > 0 ? c->width : 560, h = c->height > 0 ? c->height : 300;
-	int rows = legend_rows(c, w);
-	int mt = MT + 16 * (rows - 1);
+	return ML + (x - p->ax.lo) / (p->ax.hi - p->ax.lo) * p->pw;
+}
+
+static double py(const struct plot *p, double y)
+{
+	return p->h - MB - (y - p->ay.lo) / (p->ay.hi - p->ay.lo) * p->ph;
+}
+
+/* The axes from zero to the data's top (and the SLO lines near it). */
+static struct plot frame(const struct cli_rp_chart *c)
+{
+	struct plot p = { .w = c->width > 0 ? c->width : 560,
+			  .h = c->height > 0 ? c->height : 300 };
+	int rows = legend_rows(c, p.w);
+	p.mt = MT + 16 * (rows - 1);
 	double max_x = 0, max_y = 0;
-	size_t points = 0;
 	for (size_t k = 0; k < c->n_vlines; k++)
 		if (plottable(c->vline[k]) && c->vline[k] > max_x)
 			max_x = c->vline[k];
@@ -114,7 +134,7 @@ void cli_rp_svg_chart(FILE *out, const struct cli_rp_chart *c)
 			double x = c->series[s].x[i], y = c->series[s].y[i];
 			if (!plottable(x) || !plottable(y))
 				continue;
-			points++;
+			p.points++;
 			max_x = x > max_x ? x : max_x;
 			max_y = y > max_y ? y : max_y;
 		}
@@ -128,37 +148,45 @@ void cli_rp_svg_chart(FILE *out, const struct cli_rp_chart *c)
 			max_y = c->hline[k];
 	if (c->y_percent)
 		max_y = 100;
-	struct axis ax = make_axis(max_x, 6), ay = make_axis(max_y, 5);
-	if (c->integer_y && ay.step < 1) {
-		ay.step = 1;
-		ay.hi = ceil(max_y) > 0 ? ceil(max_y) : 1;
+	p.ax = make_axis(max_x, 6);
+	p.ay = make_axis(max_y, 5);
+	if (c->integer_y && p.ay.step < 1) {
+		p.ay.step = 1;
+		p.ay.hi = ceil(max_y) > 0 ? ceil(max_y) : 1;
 	}
-	double pw = w - ML - MR, ph = h - mt - MB;
-#define PX(x) (ML + ((x)-ax.lo) / (ax.hi - ax.lo) * pw)
-#define PY(y) (h - MB - ((y)-ay.lo) / (ay.hi - ay.lo) * ph)
+	p.pw = p.w - ML - MR;
+	p.ph = p.h - p.mt - MB;
+	return p;
+}
 
+/* The svg element, its accessible title, the background and the visible title. */
+static void put_head(FILE *out, const struct cli_rp_chart *c, const struct plot *p)
+{
 	fprintf(out,
 		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
 		"viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"",
-		w, h, w, h);
+		p->w, p->h, p->w, p->h);
 	cli_rj_put_xml(out, c->title);
 	fprintf(out, "\" " FONT ">\n<title>");
 	cli_rj_put_xml(out, c->title);
 	fprintf(out,
 		"</title>\n<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n",
-		w, h);
+		p->w, p->h);
 	fprintf(out,
 		"<text x=\"%d\" y=\"18\" font-size=\"14\" font-weight=\"600\" fill=\"#111827\">",
 		TITLE_X);
 	cli_rj_put_xml(out, c->title);
 	fputs("</text>\n", out);
+}
 
-	/* Legend under the title, wrapped to the chart's width. */
+/* The legend under the title, wrapped to the chart's width. */
+static void put_legend(FILE *out, const struct cli_rp_chart *c, const struct plot *p)
+{
 	double lx = ML;
 	int ly = 32;
 	for (size_t s = 0; s < c->n_series; s++) {
 		const struct cli_rp_series *se = &c->series[s];
-		if (lx > ML && lx + legend_width(se) > w - MR) {
+		if (lx > ML && lx + legend_width(se) > p->w - MR) {
 			lx = ML;
 			ly += 16;
 		}
@@ -173,60 +201,60 @@ void cli_rp_svg_chart(FILE *out, const struct cli_rp_chart *c)
 		fputs("</text>\n", out);
 		lx += legend_width(se);
 	}
+}
 
-	/* Grid and y ticks. */
+/* The grid with the y ticks, the x ticks, the y axis line and both axis labels. */
+static void put_axes(FILE *out, const struct cli_rp_chart *c, const struct plot *p)
+{
+	int w = p->w, h = p->h;
 	char label[48];
-	for (double v = ay.lo; v <= ay.hi + ay.step * 1e-6; v += ay.step) {
-		double y = PY(v);
+	for (double v = p->ay.lo; v <= p->ay.hi + p->ay.step * 1e-6; v += p->ay.step) {
+		double y = py(p, v);
 		fprintf(out,
 			"<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"%s\" "
 			"stroke-width=\"1\"/>",
-			ML, y, w - MR, y, v == ay.lo ? "#6b7280" : "#e5e7eb");
-		fmt_tick(label, sizeof(label), v, ay.step);
+			ML, y, w - MR, y, v == p->ay.lo ? "#6b7280" : "#e5e7eb");
+		fmt_tick(label, sizeof(label), v, p->ay.step);
 		fprintf(out,
 			"<text x=\"%d\" y=\"%.1f\" font-size=\"11\" fill=\"#4b5563\" "
 			"text-anchor=\"end\">%s</text>\n",
 			ML - 6, y + 4, label);
 	}
-	/* x ticks. */
-	for (double v = ax.lo; v <= ax.hi + ax.step * 1e-6; v += ax.step) {
-		double x = PX(v);
+	for (double v = p->ax.lo; v <= p->ax.hi + p->ax.step * 1e-6; v += p->ax.step) {
+		double x = px(p, v);
 		fprintf(out,
 			"<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#6b7280\" "
 			"stroke-width=\"1\"/>",
 			x, h - MB, x, h - MB + 5);
-		fmt_tick(label, sizeof(label), v, ax.step);
+		fmt_tick(label, sizeof(label), v, p->ax.step);
 		fprintf(out,
 			"<text x=\"%.1f\" y=\"%d\" font-size=\"11\" fill=\"#4b5563\" "
 			"text-anchor=\"middle\">%s</text>\n",
 			x, h - MB + 18, label);
 	}
-	fprintf(out, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#6b7280\"/>\n", ML, mt,
-		ML, h - MB);
-	/* Axis labels. */
+	fprintf(out, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#6b7280\"/>\n", ML,
+		p->mt, ML, h - MB);
 	fprintf(out,
 		"<text x=\"%.1f\" y=\"%d\" font-size=\"12\" fill=\"#111827\" "
 		"text-anchor=\"middle\">",
-		ML + pw / 2, h - 8);
+		ML + p->pw / 2, h - 8);
 	cli_rj_put_xml(out, c->x_label);
 	fprintf(out,
 		"</text>\n<text x=\"14\" y=\"%.1f\" font-size=\"12\" fill=\"#111827\" "
 		"text-anchor=\"middle\" transform=\"rotate(-90 14 %.1f)\">",
-		mt + ph / 2, mt + ph / 2);
+		p->mt + p->ph / 2, p->mt + p->ph / 2);
 	cli_rj_put_xml(out, c->y_label);
 	fputs("</text>\n", out);
+}
 
-	if (points == 0) {
-		fprintf(out,
-			"<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\" fill=\"#6b7280\" "
-			"text-anchor=\"middle\">no data</text>\n",
-			ML + pw / 2, mt + ph / 2);
-	}
-	/* Reference lines under the data: SLO limits across, stage boundaries down. */
+/* Reference lines, drawn under the data: SLO limits across, stage boundaries down. */
+static void put_reference_lines(FILE *out, const struct cli_rp_chart *c, const struct plot *p)
+{
+	int w = p->w, h = p->h, mt = p->mt;
 	for (size_t k = 0; k < c->n_hlines; k++) {
 		if (!plottable(c->hline[k]))
 			continue;
-		if (c->hline[k] > ay.hi) {
+		if (c->hline[k] > p->ay.hi) {
 			fprintf(out,
 				"<text x=\"%d\" y=\"%d\" font-size=\"11\" fill=\"#991b1b\" "
 				"text-anchor=\"end\">",
@@ -235,7 +263,7 @@ void cli_rp_svg_chart(FILE *out, const struct cli_rp_chart *c)
 			fputs(" (above the chart)</text>\n", out);
 			continue;
 		}
-		double y = PY(c->hline[k]);
+		double y = py(p, c->hline[k]);
 		fprintf(out,
 			"<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#dc2626\" "
 			"stroke-width=\"1.5\" stroke-dasharray=\"2 3\"/><text x=\"%d\" y=\"%.1f\" "
@@ -247,7 +275,7 @@ void cli_rp_svg_chart(FILE *out, const struct cli_rp_chart *c)
 	for (size_t k = 0; k < c->n_vlines; k++) {
 		if (!plottable(c->vline[k]))
 			continue;
-		double x = PX(c->vline[k]);
+		double x = px(p, c->vline[k]);
 		fprintf(out,
 			"<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#9ca3af\" "
 			"stroke-width=\"1\" stroke-dasharray=\"4 3\"/><text x=\"%.1f\" y=\"%d\" "
@@ -256,63 +284,86 @@ void cli_rp_svg_chart(FILE *out, const struct cli_rp_chart *c)
 		cli_rj_put_xml(out, c->vline_label ? c->vline_label[k] : "");
 		fputs("</text>\n", out);
 	}
-	/* Lines, broken where a value is missing or a point is marked; dots (with tooltips)
-	 * when few enough to tell apart; marked points always, as red crosses. */
-	for (size_t s = 0; s < c->n_series; s++) {
-		const struct cli_rp_series *se = &c->series[s];
-		bool open = false;
-		for (size_t i = 0; i < se->n; i++) {
-			double x = se->x[i], y = se->y[i];
-			if (!plottable(x) || !plottable(y) || (se->mark && se->mark[i])) {
-				if (open)
-					fputs("\"/>\n", out);
-				open = false;
-				continue;
-			}
-			if (!open)
-				fprintf(out,
-					"<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" "
-					"stroke-linejoin=\"round\"%s points=\"",
-					se->color, se->dashed ? " stroke-dasharray=\"5 3\"" : "");
-			fprintf(out, "%s%.1f,%.1f", open ? " " : "", PX(x), PY(y));
-			open = true;
+}
+
+/* A series' line, broken where a value is missing or a point is marked. */
+static void put_line(FILE *out, const struct cli_rp_series *se, const struct plot *p)
+{
+	bool open = false;
+	for (size_t i = 0; i < se->n; i++) {
+		double x = se->x[i], y = se->y[i];
+		if (!plottable(x) || !plottable(y) || (se->mark && se->mark[i])) {
+			if (open)
+				fputs("\"/>\n", out);
+			open = false;
+			continue;
 		}
-		if (open)
-			fputs("\"/>\n", out);
-		for (size_t i = 0; i < se->n; i++) {
-			double x = se->x[i], y = se->y[i];
-			const char *mark = se->mark ? se->mark[i] : NULL;
-			if (!plottable(x) || !plottable(y) || (se->n > 80 && !mark))
-				continue;
-			char xs[32], ys[32];
-			fmt_value(xs, sizeof(xs), x);
-			fmt_value(ys, sizeof(ys), y);
-			if (mark) {
-				fputs("<g class=\"marked\">", out);
-				cross(out, PX(x), PY(y));
-			}
-			/* A marked point's circle is faint, but filled so its tooltip shows. */
+		if (!open)
 			fprintf(out,
-				"<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%s\" fill=\"%s\"%s><title>",
-				PX(x), PY(y), mark ? "7" : "3", mark ? RED_MARK : se->color,
-				mark ? " fill-opacity=\"0.15\"" : "");
-			cli_rj_put_xml(out, se->name);
-			if (se->point_name && se->point_name[i]) {
-				fputs(" of ", out);
-				cli_rj_put_xml(out, se->point_name[i]);
-			}
-			fputs(" at ", out);
-			cli_rj_put_xml(out, c->point_label ? c->point_label : "");
-			fprintf(out, "%s: %s", xs, ys);
-			if (mark) {
-				fputs(" (", out);
-				cli_rj_put_xml(out, mark);
-				fputs(": not a normal measurement)", out);
-			}
-			fputs(mark ? "</title></circle></g>\n" : "</title></circle>\n", out);
+				"<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" "
+				"stroke-linejoin=\"round\"%s points=\"",
+				se->color, se->dashed ? " stroke-dasharray=\"5 3\"" : "");
+		fprintf(out, "%s%.1f,%.1f", open ? " " : "", px(p, x), py(p, y));
+		open = true;
+	}
+	if (open)
+		fputs("\"/>\n", out);
+}
+
+/* A series' dots with tooltips when few enough to tell apart; marked points always, as red
+ * crosses. */
+static void put_points(FILE *out, const struct cli_rp_chart *c, const struct cli_rp_series *se,
+		       const struct plot *p)
+{
+	for (size_t i = 0; i < se->n; i++) {
+		double x = se->x[i], y = se->y[i];
+		const char *mark = se->mark ? se->mark[i] : NULL;
+		if (!plottable(x) || !plottable(y) || (se->n > 80 && !mark))
+			continue;
+		char xs[32], ys[32];
+		fmt_value(xs, sizeof(xs), x);
+		fmt_value(ys, sizeof(ys), y);
+		if (mark) {
+			fputs("<g class=\"marked\">", out);
+			cross(out, px(p, x), py(p, y));
 		}
+		/* A marked point's circle is faint, but filled so its tooltip shows. */
+		fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%s\" fill=\"%s\"%s><title>",
+			px(p, x), py(p, y), mark ? "7" : "3", mark ? RED_MARK : se->color,
+			mark ? " fill-opacity=\"0.15\"" : "");
+		cli_rj_put_xml(out, se->name);
+		if (se->point_name && se->point_name[i]) {
+			fputs(" of ", out);
+			cli_rj_put_xml(out, se->point_name[i]);
+		}
+		fputs(" at ", out);
+		cli_rj_put_xml(out, c->point_label ? c->point_label : "");
+		fprintf(out, "%s: %s", xs, ys);
+		if (mark) {
+			fputs(" (", out);
+			cli_rj_put_xml(out, mark);
+			fputs(": not a normal measurement)", out);
+		}
+		fputs(mark ? "</title></circle></g>\n" : "</title></circle>\n", out);
+	}
+}
+
+void cli_rp_svg_chart(FILE *out, const struct cli_rp_chart *c)
+{
+	struct plot p = frame(c);
+	put_head(out, c, &p);
+	put_legend(out, c, &p);
+	put_axes(out, c, &p);
+	if (p.points == 0) {
+		fprintf(out,
+			"<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\" fill=\"#6b7280\" "
+			"text-anchor=\"middle\">no data</text>\n",
+			ML + p.pw / 2, p.mt + p.ph / 2);
+	}
+	put_reference_lines(out, c, &p);
+	for (size_t s = 0; s < c->n_series; s++) {
+		put_line(out, &c->series[s], &p);
+		put_points(out, c, &c->series[s], &p);
 	}
 	fputs("</svg>\n", out);
-#undef PX
-#undef PY
 }

@@ -70,6 +70,169 @@ static int get_int(const json_t *j, const char *key, bool nullable, json_int_t *
 	return 0;
 }
 
+/* The stored form's fields, as read and before they are checked against each other. */
+struct stored {
+	json_int_t lowest, highest, sigfigs, total, overflow, min, max;
+	bool min_null, max_null, sum_null;
+	double sum;
+	const json_t *buckets;
+	size_t nb;
+};
+
+/* Reads the scalar fields of a stored histogram (each of the right type). */
+static int read_fields(const json_t *j, struct stored *st, struct cl_err *err)
+{
+	int rc;
+	if (!json_is_object(j))
+		return cl_err_set(err, CL_EPARSE, "expected a histogram object");
+	if ((rc = get_int(j, "lowest", false, &st->lowest, NULL, err)) ||
+	    (rc = get_int(j, "highest", false, &st->highest, NULL, err)) ||
+	    (rc = get_int(j, "sigfigs", false, &st->sigfigs, NULL, err)) ||
+	    (rc = get_int(j, "total", false, &st->total, NULL, err)) ||
+	    (rc = get_int(j, "overflow", false, &st->overflow, NULL, err)) ||
+	    (rc = get_int(j, "min", true, &st->min, &st->min_null, err)) ||
+	    (rc = get_int(j, "max", true, &st->max, &st->max_null, err)))
+		return rc;
+	const json_t *sv = json_object_get(j, "sum");
+	if (json_is_null(sv))
+		st->sum_null = true;
+	else if (json_is_integer(sv))
+		st->sum = (double)json_integer_value(sv);
+	else if (json_is_real(sv))
+		st->sum = json_real_value(sv);
+	else
+		return cl_err_set(err, CL_EPARSE, "sum: expected a number");
+	return 0;
+}
+
+/* A configuration cl_hist_init accepts: 1 to 5 significant digits over [lowest, highest]. */
+static int check_config(const struct stored *st, struct cl_err *err)
+{
+	json_int_t lowest = st->lowest, highest = st->highest, sigfigs = st->sigfigs;
+	if (sigfigs < 1 || sigfigs > 5 || lowest < 1 || highest / 2 < lowest)
+		return cl_err_set(err, CL_EINVAL,
+				  "impossible histogram configuration [%" PRId64 ", %" PRId64
+				  "] with %" PRId64 " significant digits",
+				  (int64_t)lowest, (int64_t)highest, (int64_t)sigfigs);
+	return 0;
+}
+
+/* The counts against each other and against h's size: total, overflow, the buckets array,
+ * and min/max/sum present when anything was recorded. */
+static int check_counts(const json_t *j, struct stored *st, const struct cl_hist *h,
+			struct cl_err *err)
+{
+	if (st->total < 0 || st->overflow < 0 || st->overflow > st->total)
+		return cl_err_set(err, CL_EPARSE,
+				  "total/overflow: impossible counts %" PRId64 "/%" PRId64,
+				  (int64_t)st->total, (int64_t)st->overflow);
+	st->buckets = json_object_get(j, "buckets");
+	if (!json_is_array(st->buckets))
+		return cl_err_set(err, CL_EPARSE, "buckets: expected an array");
+	st->nb = json_array_size(st->buckets);
+	if (st->total == 0) {
+		if (st->nb != 0 || st->overflow != 0)
+			return cl_err_set(err, CL_EPARSE, "buckets: present although total is 0");
+		return 0;
+	}
+	if (st->min_null || st->max_null || st->sum_null)
+		return cl_err_set(err, CL_EPARSE, "min/max/sum: null although total is %" PRId64,
+				  (int64_t)st->total);
+	if (st->nb > (size_t)cl_hist_bucket_count(h))
+		return cl_err_set(err, CL_EPARSE, "buckets: %zu entries, more than the %d buckets",
+				  st->nb, (int)cl_hist_bucket_count(h));
+	return 0;
+}
+
+/* Records each stored bucket's count into scratch (empty, of the stored configuration),
+ * checking the values ascend inside the range and the counts add up to the total. */
+static int record_buckets(const struct stored *st, struct cl_hist *scratch, struct cl_err *err)
+{
+	/* The bucket holding `highest` reaches a little past it, and its value is the bucket's
+	 * top: that top is the largest value a stored bucket may carry. */
+	int32_t tstate = 0, tindex;
+	int64_t top = st->highest;
+	uint64_t tcount;
+	cl_hist_record(scratch, st->highest);
+	cl_hist_next_bucket(scratch, &tstate, &tindex, &top, &tcount);
+	cl_hist_reset(scratch);
+	json_int_t prev = -1;
+	uint64_t counted = 0;
+	for (size_t i = 0; i < st->nb; i++) {
+		const json_t *pair = json_array_get(st->buckets, i);
+		const json_t *v = json_array_get(pair, 0), *c = json_array_get(pair, 1);
+		if (!json_is_array(pair) || json_array_size(pair) != 2 || !json_is_integer(v) ||
+		    !json_is_integer(c))
+			return cl_err_set(err, CL_EPARSE, "buckets[%zu]: expected [value, count]",
+					  i);
+		json_int_t value = json_integer_value(v), count = json_integer_value(c);
+		if (value < st->lowest || value > top || value <= prev)
+			return cl_err_set(err, CL_EPARSE,
+					  "buckets[%zu]: value %" PRId64
+					  " out of range or not ascending",
+					  i, (int64_t)value);
+		if (count <= 0 || (uint64_t)count > (uint64_t)st->total - counted)
+			return cl_err_set(err, CL_EPARSE, "buckets[%zu]: bad count %" PRId64, i,
+					  (int64_t)count);
+		counted += (uint64_t)count;
+		prev = value;
+		cl_hist_record_n(scratch, value < st->highest ? value : st->highest,
+				 (uint64_t)count);
+	}
+	if (counted + (uint64_t)st->overflow != (uint64_t)st->total)
+		return cl_err_set(err, CL_EPARSE,
+				  "buckets: counts sum to %" PRIu64 " plus overflow %" PRId64
+				  ", not total %" PRId64,
+				  counted, (int64_t)st->overflow, (int64_t)st->total);
+	return 0;
+}
+
+/* Packs the wire form, {cfg, n, o, min, max, sum, b: [idx0, count0, idx1-idx0, ...]}, of
+ * the stored fields and scratch's buckets into sbuf; an error when two stored values fell
+ * into one bucket. */
+static int pack_wire(const struct stored *st, const struct cl_hist *scratch, msgpack_sbuffer *sbuf,
+		     struct cl_err *err)
+{
+	msgpack_sbuffer_init(sbuf);
+	msgpack_packer pk;
+	msgpack_packer_init(&pk, sbuf, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 7);
+	msgpack_pack_str_with_body(&pk, "cfg", 3);
+	msgpack_pack_array(&pk, 3);
+	msgpack_pack_int64(&pk, st->lowest);
+	msgpack_pack_int64(&pk, st->highest);
+	msgpack_pack_int64(&pk, st->sigfigs);
+	msgpack_pack_str_with_body(&pk, "n", 1);
+	msgpack_pack_uint64(&pk, (uint64_t)st->total);
+	msgpack_pack_str_with_body(&pk, "o", 1);
+	msgpack_pack_uint64(&pk, (uint64_t)st->overflow);
+	msgpack_pack_str_with_body(&pk, "min", 3);
+	msgpack_pack_int64(&pk, st->min);
+	msgpack_pack_str_with_body(&pk, "max", 3);
+	msgpack_pack_int64(&pk, st->max);
+	msgpack_pack_str_with_body(&pk, "sum", 3);
+	msgpack_pack_double(&pk, st->sum);
+	msgpack_pack_str_with_body(&pk, "b", 1);
+	msgpack_pack_array(&pk, st->nb * 2);
+	int32_t state = 0, index, prev_index = 0;
+	int64_t value;
+	uint64_t count;
+	size_t seen = 0;
+	while (cl_hist_next_bucket(scratch, &state, &index, &value, &count)) {
+		if (seen < st->nb) {
+			msgpack_pack_int32(&pk, seen == 0 ? index : index - prev_index);
+			msgpack_pack_uint64(&pk, count);
+		}
+		prev_index = index;
+		seen++;
+	}
+	if (seen != st->nb)
+		return cl_err_set(err, CL_EPARSE,
+				  "buckets: %zu values fall into %zu buckets (two share one)",
+				  st->nb, seen);
+	return 0;
+}
+
 /*
  * The wire decoder (cl_hist_unpack_add) is the one place that validates and installs a
  * sparse histogram, min/max/sum included, so the stored form is translated into the wire
@@ -80,169 +243,31 @@ static int get_int(const json_t *j, const char *key, bool nullable, json_int_t *
 int cl_results_hist_from_json(const json_t *j, struct cl_hist *h, struct cl_err *err)
 {
 	int rc = 0;
+	struct stored st = { 0 };
 	struct cl_hist scratch = { 0 };
 	msgpack_sbuffer sbuf = { 0 };
 	msgpack_unpacked up;
 	msgpack_unpacked_init(&up);
 	memset(h, 0, sizeof(*h));
 
-	json_int_t lowest, highest, sigfigs, total, overflow, min, max, sum_i;
-	bool min_null, max_null, sum_null = false;
-	double sum = 0;
-	if (!json_is_object(j)) {
-		rc = cl_err_set(err, CL_EPARSE, "expected a histogram object");
+	if ((rc = read_fields(j, &st, err)) != 0 || (rc = check_config(&st, err)) != 0)
 		goto out;
-	}
-	if ((rc = get_int(j, "lowest", false, &lowest, NULL, err)) ||
-	    (rc = get_int(j, "highest", false, &highest, NULL, err)) ||
-	    (rc = get_int(j, "sigfigs", false, &sigfigs, NULL, err)) ||
-	    (rc = get_int(j, "total", false, &total, NULL, err)) ||
-	    (rc = get_int(j, "overflow", false, &overflow, NULL, err)) ||
-	    (rc = get_int(j, "min", true, &min, &min_null, err)) ||
-	    (rc = get_int(j, "max", true, &max, &max_null, err)))
-		goto out;
-	const json_t *sv = json_object_get(j, "sum");
-	if (json_is_null(sv)) {
-		sum_null = true;
-	} else if (json_is_integer(sv)) {
-		sum_i = json_integer_value(sv);
-		sum = (double)sum_i;
-	} else if (json_is_real(sv)) {
-		sum = json_real_value(sv);
-	} else {
-		rc = cl_err_set(err, CL_EPARSE, "sum: expected a number");
-		goto out;
-	}
-	if (sigfigs < 1 || sigfigs > 5 || lowest < 1 || highest < 2 * lowest) {
-		rc = cl_err_set(err, CL_EINVAL,
-				"impossible histogram configuration [%" PRId64 ", %" PRId64
-				"] with %" PRId64 " significant digits",
-				(int64_t)lowest, (int64_t)highest, (int64_t)sigfigs);
-		goto out;
-	}
-	struct cl_hist_cfg cfg = { .lowest = lowest,
-				   .highest = highest,
-				   .sigfigs = (int32_t)sigfigs };
+	struct cl_hist_cfg cfg = { .lowest = st.lowest,
+				   .highest = st.highest,
+				   .sigfigs = (int32_t)st.sigfigs };
 	if ((rc = cl_hist_init(h, &cfg)) != 0) {
 		cl_err_set(err, rc, "cannot create a histogram: %s", cl_strerror(rc));
 		goto out;
 	}
-	if (total < 0 || overflow < 0 || overflow > total) {
-		rc = cl_err_set(err, CL_EPARSE,
-				"total/overflow: impossible counts %" PRId64 "/%" PRId64,
-				(int64_t)total, (int64_t)overflow);
-		goto out;
-	}
-	const json_t *buckets = json_object_get(j, "buckets");
-	if (!json_is_array(buckets)) {
-		rc = cl_err_set(err, CL_EPARSE, "buckets: expected an array");
-		goto out;
-	}
-	size_t nb = json_array_size(buckets);
-	if (total == 0) {
-		if (nb != 0 || overflow != 0) {
-			rc = cl_err_set(err, CL_EPARSE, "buckets: present although total is 0");
-			goto out;
-		}
-		goto out; /* an empty histogram: h is initialised and empty */
-	}
-	if (min_null || max_null || sum_null) {
-		rc = cl_err_set(err, CL_EPARSE, "min/max/sum: null although total is %" PRId64,
-				(int64_t)total);
-		goto out;
-	}
-	if (nb > (size_t)cl_hist_bucket_count(h)) {
-		rc = cl_err_set(err, CL_EPARSE, "buckets: %zu entries, more than the %d buckets",
-				nb, (int)cl_hist_bucket_count(h));
-		goto out;
-	}
+	if ((rc = check_counts(j, &st, h, err)) != 0 || st.total == 0)
+		goto out; /* total 0: h is initialised and empty */
 	if ((rc = cl_hist_init(&scratch, &cfg)) != 0) {
 		cl_err_set(err, rc, "cannot create a histogram: %s", cl_strerror(rc));
 		goto out;
 	}
-	/* The bucket holding `highest` reaches a little past it, and its value is the bucket's
-	 * top: that top is the largest value a stored bucket may carry. */
-	int32_t tstate = 0, tindex;
-	int64_t top = highest;
-	uint64_t tcount;
-	cl_hist_record(&scratch, highest);
-	cl_hist_next_bucket(&scratch, &tstate, &tindex, &top, &tcount);
-	cl_hist_reset(&scratch);
-	json_int_t prev = -1;
-	uint64_t counted = 0;
-	for (size_t i = 0; i < nb; i++) {
-		const json_t *pair = json_array_get(buckets, i);
-		const json_t *v = json_array_get(pair, 0), *c = json_array_get(pair, 1);
-		if (!json_is_array(pair) || json_array_size(pair) != 2 || !json_is_integer(v) ||
-		    !json_is_integer(c)) {
-			rc = cl_err_set(err, CL_EPARSE, "buckets[%zu]: expected [value, count]", i);
-			goto out;
-		}
-		json_int_t value = json_integer_value(v), count = json_integer_value(c);
-		if (value < lowest || value > top || value <= prev) {
-			rc = cl_err_set(err, CL_EPARSE,
-					"buckets[%zu]: value %" PRId64
-					" out of range or not ascending",
-					i, (int64_t)value);
-			goto out;
-		}
-		if (count <= 0 || (uint64_t)count > (uint64_t)total - counted) {
-			rc = cl_err_set(err, CL_EPARSE, "buckets[%zu]: bad count %" PRId64, i,
-					(int64_t)count);
-			goto out;
-		}
-		counted += (uint64_t)count;
-		prev = value;
-		cl_hist_record_n(&scratch, value < highest ? value : highest, (uint64_t)count);
-	}
-	if (counted + (uint64_t)overflow != (uint64_t)total) {
-		rc = cl_err_set(err, CL_EPARSE,
-				"buckets: counts sum to %" PRIu64 " plus overflow %" PRId64
-				", not total %" PRId64,
-				counted, (int64_t)overflow, (int64_t)total);
+	if ((rc = record_buckets(&st, &scratch, err)) != 0 ||
+	    (rc = pack_wire(&st, &scratch, &sbuf, err)) != 0)
 		goto out;
-	}
-
-	/* The wire form: {cfg, n, o, min, max, sum, b: [idx0, count0, idx1-idx0, ...]}. */
-	msgpack_sbuffer_init(&sbuf);
-	msgpack_packer pk;
-	msgpack_packer_init(&pk, &sbuf, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, 7);
-	msgpack_pack_str_with_body(&pk, "cfg", 3);
-	msgpack_pack_array(&pk, 3);
-	msgpack_pack_int64(&pk, lowest);
-	msgpack_pack_int64(&pk, highest);
-	msgpack_pack_int64(&pk, sigfigs);
-	msgpack_pack_str_with_body(&pk, "n", 1);
-	msgpack_pack_uint64(&pk, (uint64_t)total);
-	msgpack_pack_str_with_body(&pk, "o", 1);
-	msgpack_pack_uint64(&pk, (uint64_t)overflow);
-	msgpack_pack_str_with_body(&pk, "min", 3);
-	msgpack_pack_int64(&pk, min);
-	msgpack_pack_str_with_body(&pk, "max", 3);
-	msgpack_pack_int64(&pk, max);
-	msgpack_pack_str_with_body(&pk, "sum", 3);
-	msgpack_pack_double(&pk, sum);
-	msgpack_pack_str_with_body(&pk, "b", 1);
-	msgpack_pack_array(&pk, nb * 2);
-	int32_t state = 0, index, prev_index = 0;
-	int64_t value;
-	uint64_t count;
-	size_t seen = 0;
-	while (cl_hist_next_bucket(&scratch, &state, &index, &value, &count)) {
-		if (seen < nb) {
-			msgpack_pack_int32(&pk, seen == 0 ? index : index - prev_index);
-			msgpack_pack_uint64(&pk, count);
-		}
-		prev_index = index;
-		seen++;
-	}
-	if (seen != nb) {
-		rc = cl_err_set(err, CL_EPARSE,
-				"buckets: %zu values fall into %zu buckets (two share one)", nb,
-				seen);
-		goto out;
-	}
 	if (msgpack_unpack_next(&up, sbuf.data, sbuf.size, NULL) != MSGPACK_UNPACK_SUCCESS) {
 		rc = cl_err_set(err, CL_ENOMEM, "cannot decode a histogram");
 		goto out;

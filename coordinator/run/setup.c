@@ -158,9 +158,17 @@ int cli_run_start_fleet(struct run *r, struct cl_err *err)
 			return rc;
 	}
 	if (r->s.agents.listen) {
+		/* The listener's files come from the scenario's agents.tls section; agents are the
+		 * peers that dial it. */
+		static const struct cl_tls_words words = { .self = "the coordinator",
+							   .peer = "an agent",
+							   .ca = "agents.tls.ca",
+							   .cert = "agents.tls.cert",
+							   .key = "agents.tls.key" };
 		struct cl_tls_opts tls = { .ca_file = r->s.agents.tls_ca,
 					   .cert_file = r->s.agents.tls_cert,
-					   .key_file = r->s.agents.tls_key };
+					   .key_file = r->s.agents.tls_key,
+					   .words = &words };
 		bool insecure = r->o->insecure || getenv("CHATLOAD_INSECURE") != NULL;
 		if ((rc = cl_fleet_listen(&r->fleet, r->s.agents.listen, &tls, insecure, err)) != 0)
 			return rc;

@@ -1,6 +1,6 @@
-/* Private to the scenario loader (scenario*.c): the YAML node tree, the conversion context
- * with its error reporting, and the derived-defaults hook of scenario/scenario.c.  Its functions are
- * library-internal and carry the cli_ prefix. */
+/* Private to the scenario loader (the files of scenario/): the YAML node tree, the
+ * conversion context with its error reporting, and the derived-defaults hook of
+ * scenario/scenario.c.  Its functions are library-internal and carry the cli_ prefix. */
 #ifndef CHATLOAD_SCENARIO_INT_H
 #define CHATLOAD_SCENARIO_INT_H
 
@@ -228,6 +228,10 @@ void cli_scn_conv_workload(struct scn_ctx *c, const struct ynode *v, void *obj);
 /* scenario/workload.c: replay stages need workload.trace, and a trace needs replay stages. */
 void cli_scn_check_replay(struct scn_ctx *c);
 void cli_scn_conv_stages(struct scn_ctx *c, const struct ynode *v, void *obj);
+/* Appends key = value to target.simulator's settings (copies of both); out of memory sets
+ * c->oom. */
+void cli_scn_sim_append(struct scn_ctx *c, struct cl_scn_target *t, const char *key,
+			const char *value);
 /* The key node of target.<key> when the scenario gave it, else NULL. */
 const struct ynode *cli_scn_target_key(const struct scn_loader *l, const char *key);
 /* The section a key belongs to when it is written in the wrong one, or NULL. */
@@ -249,7 +253,10 @@ void cli_scn_conv_abort(struct scn_ctx *c, const struct ynode *v);
 /* slo.max_drift: a percentage, or { window, ttft_p99, itl_p99, output_tokens_per_s,
  * error_rate }. */
 void cli_scn_conv_drift(struct scn_ctx *c, const struct ynode *v);
-/* scenario/load.c: reads one mapping of SLOs (no stage:, abort_on_breach or max_drift) into
+/* scenario/slo.c: the top-level `slo` (a mapping, or a list of mappings each naming its
+ * stage; obj is unused). */
+void cli_scn_conv_slo(struct scn_ctx *c, const struct ynode *v, void *obj);
+/* scenario/slo.c: reads one mapping of SLOs (no stage:, abort_on_breach or max_drift) into
  * a new array *out of *n entries, for search.slo. */
 void cli_scn_take_slos(struct scn_ctx *c, const struct ynode *v, struct cl_scn_slo **out,
 		       size_t *n);

@@ -10,7 +10,8 @@
 #define SEC 1000000LL
 #define MIN (60 * SEC)
 
-/* Used when the workload names no prompts, dataset or synthetic set (DESIGN §6). */
+/* Used when the workload names no prompts, dataset or synthetic set (docs/scenario.md,
+ * `workload`). */
 static const char *const builtin_prompts[] = {
 	"Write a Python quicksort.",
 	"Explain quantum entanglement.",

@@ -132,6 +132,22 @@ static bool output_tokens_spec_ok(const char *s)
 	return false;
 }
 
+void cli_scn_sim_append(struct scn_ctx *c, struct cl_scn_target *t, const char *key,
+			const char *value)
+{
+	struct cl_sim_kv *kv = realloc(t->sim, (t->n_sim + 1) * sizeof(*kv));
+	if (!kv) {
+		c->oom = true;
+		return;
+	}
+	t->sim = kv;
+	kv[t->n_sim].key = strdup(key);
+	kv[t->n_sim].value = strdup(value);
+	t->n_sim++;
+	if (!kv[t->n_sim - 1].key || !kv[t->n_sim - 1].value)
+		c->oom = true;
+}
+
 struct sim_arg {
 	struct cl_scn_target *t;
 	const struct ynode *seen[64];
@@ -218,20 +234,7 @@ static void sim_pair(struct scn_ctx *c, const struct ynode *k, const struct ynod
 	cli_scn_path_pop(c, mark);
 	if (!ok)
 		return;
-	if (!value)
-		value = v->str;
-	struct cl_scn_target *t = a->t;
-	struct cl_sim_kv *kv = realloc(t->sim, (t->n_sim + 1) * sizeof(*kv));
-	if (!kv) {
-		c->oom = true;
-		return;
-	}
-	t->sim = kv;
-	kv[t->n_sim].key = strdup(o->name);
-	kv[t->n_sim].value = strdup(value);
-	t->n_sim++;
-	if (!kv[t->n_sim - 1].key || !kv[t->n_sim - 1].value)
-		c->oom = true;
+	cli_scn_sim_append(c, a->t, o->name, value ? value : v->str);
 	if (strcmp(o->name, "model") == 0)
 		L(c)->sim_model = v;
 }

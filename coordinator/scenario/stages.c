@@ -54,46 +54,55 @@ static int list_or_one(struct scn_ctx *c, const struct ynode *v, size_t *n)
 	return 0;
 }
 
+/* Reads one value of a sweep into slot. */
+typedef int (*sweep_read_fn)(struct scn_ctx *c, const struct ynode *x, void *slot);
+
+/* A value or a list of values (a sweep), each read by read into a new array of elements of
+ * size bytes, which it returns (NULL after an error).  *n counts the values read, and stays 0
+ * unless every one of them is good. */
+static void *read_sweep(struct scn_ctx *c, const struct ynode *v, size_t size, sweep_read_fn read,
+			size_t *n)
+{
+	size_t want;
+	if (list_or_one(c, v, &want))
+		return NULL;
+	char *arr = calloc(want, size);
+	if (!arr) {
+		c->oom = true;
+		return NULL;
+	}
+	for (size_t i = 0; i < want; i++) {
+		const struct ynode *x = v->kind == YN_SEQ ? v->kids[i] : v;
+		size_t mark = v->kind == YN_SEQ ? cli_scn_path_index(c, i) : c->path_len;
+		if (read(c, x, arr + *n * size) == 0)
+			(*n)++;
+		cli_scn_path_pop(c, mark);
+	}
+	if (*n < want)
+		*n = 0;
+	return arr;
+}
+
+static int read_conc(struct scn_ctx *c, const struct ynode *x, void *slot)
+{
+	return cli_scn_get_u32(c, x, 1, 1000000, slot);
+}
+
+static int read_rate(struct scn_ctx *c, const struct ynode *x, void *slot)
+{
+	return cli_scn_get_rate(c, x, slot);
+}
+
 static void conv_stage_conc(struct scn_ctx *c, const struct ynode *v, void *obj)
 {
 	struct stage_spec *sp = obj;
-	size_t n;
-	if (list_or_one(c, v, &n))
-		return;
-	if (!(sp->conc = calloc(n, sizeof(*sp->conc)))) {
-		c->oom = true;
-		return;
-	}
-	for (size_t i = 0; i < n; i++) {
-		const struct ynode *x = v->kind == YN_SEQ ? v->kids[i] : v;
-		size_t mark = v->kind == YN_SEQ ? cli_scn_path_index(c, i) : c->path_len;
-		if (cli_scn_get_u32(c, x, 1, 1000000, &sp->conc[sp->n_conc]) == 0)
-			sp->n_conc++;
-		cli_scn_path_pop(c, mark);
-	}
-	if (sp->n_conc < n)
-		sp->n_conc = 0;
+	sp->conc = read_sweep(c, v, sizeof(*sp->conc), read_conc, &sp->n_conc);
 }
 
 static void conv_stage_rate(struct scn_ctx *c, const struct ynode *v, void *obj)
 {
 	struct stage_spec *sp = obj;
-	size_t n;
-	if (list_or_one(c, v, &n))
-		return;
-	if (!(sp->rate = calloc(n, sizeof(*sp->rate)))) {
-		c->oom = true;
-		return;
-	}
-	for (size_t i = 0; i < n; i++) {
-		const struct ynode *x = v->kind == YN_SEQ ? v->kids[i] : v;
-		size_t mark = v->kind == YN_SEQ ? cli_scn_path_index(c, i) : c->path_len;
-		if (cli_scn_get_rate(c, x, &sp->rate[sp->n_rate]) == 0)
-			sp->n_rate++;
-		cli_scn_path_pop(c, mark);
-	}
-	if (sp->n_rate < n)
-		sp->n_rate = 0;
+	sp->rate = read_sweep(c, v, sizeof(*sp->rate), read_rate, &sp->n_rate);
 }
 
 static void conv_arrival(struct scn_ctx *c, const struct ynode *v, void *obj)

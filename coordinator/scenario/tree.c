@@ -192,18 +192,193 @@ static void set_pos(struct ynode *n, const yaml_mark_t *m, const char *origin)
 	}
 }
 
+/* The parse in progress: the collections open at this point and the anchors seen so far. */
+struct builder {
+	struct scn_ctx *c;
+	struct ytree *t;
+	const char *origin;
+	struct ynode **root;
+	struct ynode *stack[CL_SCENARIO_MAX_DEPTH + 1];
+	size_t depth;
+	struct anchor anchors[SCN_MAX_ANCHORS];
+	size_t n_anchors;
+	int docs;
+};
+
+#define STREAM_END 1 /* what an event step returns at the end of the text */
+
+static int oom(struct scn_ctx *c)
+{
+	c->oom = true;
+	return CL_ENOMEM;
+}
+
+static int scalar_node(struct builder *b, const yaml_event_t *ev, struct ynode **out,
+		       const yaml_char_t **anchor)
+{
+	const yaml_mark_t *m = &ev->start_mark;
+	bool is_str = false;
+	if (!tag_ok(b->c, ev->data.scalar.tag, &is_str, m, b->origin))
+		return CL_EPARSE;
+	if (!budget(b->c, b->t, 1, ev->data.scalar.length, false, m, b->origin))
+		return CL_EPARSE;
+	struct ynode *n = node_new(b->c, b->t, YN_SCALAR, b->origin);
+	if (!n)
+		return oom(b->c);
+	n->str = malloc(ev->data.scalar.length + 1);
+	if (!n->str)
+		return oom(b->c);
+	memcpy(n->str, ev->data.scalar.value, ev->data.scalar.length);
+	n->str[ev->data.scalar.length] = '\0';
+	n->len = ev->data.scalar.length;
+	n->exp_bytes = n->len;
+	n->quoted = is_str || ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE;
+	*anchor = ev->data.scalar.anchor;
+	*out = n;
+	return 0;
+}
+
+static int collection_node(struct builder *b, const yaml_event_t *ev, struct ynode **out,
+			   const yaml_char_t **anchor)
+{
+	const yaml_mark_t *m = &ev->start_mark;
+	bool seq = ev->type == YAML_SEQUENCE_START_EVENT;
+	const yaml_char_t *tag = seq ? ev->data.sequence_start.tag : ev->data.mapping_start.tag;
+	bool is_str = false;
+	/* Depth is checked as the document is read, so a hostile one stops here. */
+	if (b->depth >= CL_SCENARIO_MAX_DEPTH) {
+		perr(b->c, b->origin, MARK(m), "the document is nested deeper than %d levels",
+		     CL_SCENARIO_MAX_DEPTH);
+		return CL_EPARSE;
+	}
+	if (!tag_ok(b->c, tag, &is_str, m, b->origin))
+		return CL_EPARSE;
+	if (!budget(b->c, b->t, 1, 0, false, m, b->origin))
+		return CL_EPARSE;
+	if (!(*out = node_new(b->c, b->t, seq ? YN_SEQ : YN_MAP, b->origin)))
+		return oom(b->c);
+	*anchor = seq ? ev->data.sequence_start.anchor : ev->data.mapping_start.anchor;
+	return 0;
+}
+
+/* The node an alias names, counted again against the caps (it is expanded where used). */
+static int alias_node(struct builder *b, const yaml_event_t *ev, struct ynode **out)
+{
+	const yaml_mark_t *m = &ev->start_mark;
+	const char *name = (const char *)ev->data.alias.anchor;
+	struct ynode *target = NULL;
+	/* YAML lets an anchor be redefined; the latest definition wins. */
+	for (size_t i = b->n_anchors; i-- > 0;) {
+		if (strcmp(b->anchors[i].name, name) == 0) {
+			target = b->anchors[i].node;
+			break;
+		}
+	}
+	if (!target) {
+		perr(b->c, b->origin, MARK(m), "unknown alias '*%s' (no '&%s' before it)", name,
+		     name);
+		return CL_EPARSE;
+	}
+	for (size_t i = 0; i < b->depth; i++) {
+		if (b->stack[i] == target) {
+			perr(b->c, b->origin, MARK(m),
+			     "alias '*%s' refers to a node that contains it", name);
+			return CL_EPARSE;
+		}
+	}
+	if (!budget(b->c, b->t, target->exp_nodes, target->exp_bytes, true, m, b->origin))
+		return CL_EPARSE;
+	*out = target;
+	return 0;
+}
+
+/* Puts n (fresh, or an alias's target) under the open collection, or at the root; opens it
+ * when it is a fresh collection, and records its anchor. */
+static int attach(struct builder *b, struct ynode *n, bool fresh, const yaml_char_t *anchor,
+		  const yaml_mark_t *m)
+{
+	if (fresh)
+		set_pos(n, m, b->origin);
+	if (b->depth == 0) {
+		*b->root = n;
+		n->refs++;
+	} else {
+		struct ynode *parent = b->stack[b->depth - 1];
+		if (kids_push(parent, n))
+			return oom(b->c);
+		/* a finished child adds its expansion now; a collection does at its end */
+		if (n->kind == YN_SCALAR || !fresh) {
+			parent->exp_nodes += n->exp_nodes;
+			parent->exp_bytes += n->exp_bytes;
+		}
+	}
+	if (fresh && n->kind != YN_SCALAR)
+		b->stack[b->depth++] = n;
+	if (anchor) {
+		if (b->n_anchors == SCN_MAX_ANCHORS) {
+			perr(b->c, b->origin, MARK(m), "more than %u anchors", SCN_MAX_ANCHORS);
+			return CL_EPARSE;
+		}
+		if (!(b->anchors[b->n_anchors].name = strdup((const char *)anchor)))
+			return oom(b->c);
+		b->anchors[b->n_anchors++].node = n;
+	}
+	return 0;
+}
+
+/* One libyaml event into the tree: 0, STREAM_END, or CL_EPARSE / CL_ENOMEM (reported). */
+static int take_event(struct builder *b, const yaml_event_t *ev)
+{
+	const yaml_mark_t *m = &ev->start_mark;
+	struct ynode *n = NULL;
+	const yaml_char_t *anchor = NULL;
+	int rc = 0;
+	switch (ev->type) {
+	case YAML_STREAM_END_EVENT:
+		return STREAM_END;
+	case YAML_DOCUMENT_START_EVENT:
+		if (++b->docs > 1) {
+			perr(b->c, b->origin, MARK(m),
+			     b->origin ? "the value holds more than one YAML document"
+				       : "a scenario is one YAML document, but a second one "
+					 "starts here");
+			return CL_EPARSE;
+		}
+		return 0;
+	case YAML_SCALAR_EVENT:
+		rc = scalar_node(b, ev, &n, &anchor);
+		break;
+	case YAML_SEQUENCE_START_EVENT:
+	case YAML_MAPPING_START_EVENT:
+		rc = collection_node(b, ev, &n, &anchor);
+		break;
+	case YAML_SEQUENCE_END_EVENT:
+	case YAML_MAPPING_END_EVENT: {
+		struct ynode *done = b->stack[--b->depth];
+		if (b->depth) {
+			b->stack[b->depth - 1]->exp_nodes += done->exp_nodes;
+			b->stack[b->depth - 1]->exp_bytes += done->exp_bytes;
+		}
+		return 0;
+	}
+	case YAML_ALIAS_EVENT:
+		rc = alias_node(b, ev, &n);
+		break;
+	default:
+		return 0;
+	}
+	if (rc)
+		return rc;
+	return attach(b, n, ev->type != YAML_ALIAS_EVENT, anchor, m);
+}
+
 int cli_ytree_parse(struct scn_ctx *c, struct ytree *t, const char *text, size_t len,
 		    const char *origin, struct ynode **root)
 {
 	yaml_parser_t p;
 	yaml_event_t ev;
-	struct ynode *stack[CL_SCENARIO_MAX_DEPTH + 1];
-	size_t depth = 0;
-	struct anchor anchors[SCN_MAX_ANCHORS];
-	size_t n_anchors = 0;
-	int docs = 0;
-	int rc = CL_EPARSE;
-	bool have_event = false;
+	struct builder b = { .c = c, .t = t, .origin = origin, .root = root };
+	int rc;
 
 	*root = NULL;
 	if (!yaml_parser_initialize(&p)) {
@@ -211,156 +386,25 @@ int cli_ytree_parse(struct scn_ctx *c, struct ytree *t, const char *text, size_t
 		return CL_ENOMEM;
 	}
 	yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
-
 	for (;;) {
 		if (!yaml_parser_parse(&p, &ev)) {
 			if (p.error == YAML_MEMORY_ERROR) {
-				c->oom = true;
-				rc = CL_ENOMEM;
+				rc = oom(c);
 			} else {
 				report_yaml_error(c, &p, text, len, origin);
-			}
-			goto out;
-		}
-		have_event = true;
-		const yaml_mark_t *m = &ev.start_mark;
-		struct ynode *n = NULL;
-		const yaml_char_t *anchor = NULL;
-		bool is_str = false;
-
-		switch (ev.type) {
-		case YAML_STREAM_END_EVENT:
-			rc = 0;
-			goto out;
-		case YAML_DOCUMENT_START_EVENT:
-			if (++docs > 1) {
-				perr(c, origin, MARK(m),
-				     origin ? "the value holds more than one YAML document"
-					    : "a scenario is one YAML document, but a second one "
-					      "starts here");
-				goto out;
-			}
-			break;
-		case YAML_SCALAR_EVENT:
-			if (!tag_ok(c, ev.data.scalar.tag, &is_str, m, origin))
-				goto out;
-			if (!budget(c, t, 1, ev.data.scalar.length, false, m, origin))
-				goto out;
-			if (!(n = node_new(c, t, YN_SCALAR, origin)))
-				goto oom;
-			n->str = malloc(ev.data.scalar.length + 1);
-			if (!n->str)
-				goto oom;
-			memcpy(n->str, ev.data.scalar.value, ev.data.scalar.length);
-			n->str[ev.data.scalar.length] = '\0';
-			n->len = ev.data.scalar.length;
-			n->exp_bytes = n->len;
-			n->quoted = is_str || ev.data.scalar.style != YAML_PLAIN_SCALAR_STYLE;
-			anchor = ev.data.scalar.anchor;
-			break;
-		case YAML_SEQUENCE_START_EVENT:
-		case YAML_MAPPING_START_EVENT: {
-			bool seq = ev.type == YAML_SEQUENCE_START_EVENT;
-			const yaml_char_t *tag =
-			    seq ? ev.data.sequence_start.tag : ev.data.mapping_start.tag;
-			/* Depth is checked as the document is read, so a hostile one stops here. */
-			if (depth >= CL_SCENARIO_MAX_DEPTH) {
-				perr(c, origin, MARK(m),
-				     "the document is nested deeper than %d levels",
-				     CL_SCENARIO_MAX_DEPTH);
-				goto out;
-			}
-			if (!tag_ok(c, tag, &is_str, m, origin))
-				goto out;
-			if (!budget(c, t, 1, 0, false, m, origin))
-				goto out;
-			if (!(n = node_new(c, t, seq ? YN_SEQ : YN_MAP, origin)))
-				goto oom;
-			anchor = seq ? ev.data.sequence_start.anchor : ev.data.mapping_start.anchor;
-			break;
-		}
-		case YAML_SEQUENCE_END_EVENT:
-		case YAML_MAPPING_END_EVENT: {
-			struct ynode *done = stack[--depth];
-			if (depth) {
-				stack[depth - 1]->exp_nodes += done->exp_nodes;
-				stack[depth - 1]->exp_bytes += done->exp_bytes;
+				rc = CL_EPARSE;
 			}
 			break;
 		}
-		case YAML_ALIAS_EVENT: {
-			const char *name = (const char *)ev.data.alias.anchor;
-			struct ynode *target = NULL;
-			/* YAML lets an anchor be redefined; the latest definition wins. */
-			for (size_t i = n_anchors; i-- > 0;) {
-				if (strcmp(anchors[i].name, name) == 0) {
-					target = anchors[i].node;
-					break;
-				}
-			}
-			if (!target) {
-				perr(c, origin, MARK(m), "unknown alias '*%s' (no '&%s' before it)",
-				     name, name);
-				goto out;
-			}
-			for (size_t i = 0; i < depth; i++) {
-				if (stack[i] == target) {
-					perr(c, origin, MARK(m),
-					     "alias '*%s' refers to a node that contains it", name);
-					goto out;
-				}
-			}
-			if (!budget(c, t, target->exp_nodes, target->exp_bytes, true, m, origin))
-				goto out;
-			n = target;
-			break;
-		}
-		default:
-			break;
-		}
-
-		if (n) {
-			bool fresh = ev.type != YAML_ALIAS_EVENT;
-			if (fresh)
-				set_pos(n, m, origin);
-			if (depth == 0) {
-				*root = n;
-				n->refs++;
-			} else {
-				struct ynode *parent = stack[depth - 1];
-				if (kids_push(parent, n))
-					goto oom;
-				/* a finished child adds its expansion now; a collection does at its
-				 * end */
-				if (n->kind == YN_SCALAR || !fresh) {
-					parent->exp_nodes += n->exp_nodes;
-					parent->exp_bytes += n->exp_bytes;
-				}
-			}
-			if (fresh && n->kind != YN_SCALAR)
-				stack[depth++] = n;
-			if (anchor) {
-				if (n_anchors == SCN_MAX_ANCHORS) {
-					perr(c, origin, MARK(m), "more than %u anchors",
-					     SCN_MAX_ANCHORS);
-					goto out;
-				}
-				if (!(anchors[n_anchors].name = strdup((const char *)anchor)))
-					goto oom;
-				anchors[n_anchors++].node = n;
-			}
-		}
+		rc = take_event(&b, &ev);
 		yaml_event_delete(&ev);
-		have_event = false;
+		if (rc)
+			break;
 	}
-oom:
-	c->oom = true;
-	rc = CL_ENOMEM;
-out:
-	if (have_event)
-		yaml_event_delete(&ev);
-	for (size_t i = 0; i < n_anchors; i++)
-		free(anchors[i].name);
+	if (rc == STREAM_END)
+		rc = 0;
+	for (size_t i = 0; i < b.n_anchors; i++)
+		free(b.anchors[i].name);
 	yaml_parser_delete(&p);
 	if (rc == 0 && *root && cli_ynode_is_null(*root))
 		*root = NULL; /* a document of only "~" or "---" is as empty as no document */

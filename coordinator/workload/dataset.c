@@ -194,6 +194,22 @@ nomem:
 	return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
 }
 
+/* Turn i of a ShareGPT conversation: its speaker and text, or CL_EPARSE (err filled) unless
+ * it is {"from": string, "value": string}. */
+static int sharegpt_turn(json_t *turn, size_t i, const char *file, int line, const char **from,
+			 json_t **value, struct cl_err *err)
+{
+	json_t *f = json_object_get(turn, "from");
+	*value = json_object_get(turn, "value");
+	if (!json_is_object(turn) || !json_is_string(f) || !json_is_string(*value))
+		return cl_err_setpos(err, CL_EPARSE, file, line, 0,
+				     "conversations[%zu] must be an object with string 'from' and "
+				     "'value'",
+				     i);
+	*from = json_string_value(f);
+	return 0;
+}
+
 /* A ShareGPT record: {"conversations": [{"from": "human", "value": ...}, ...]}. */
 static int take_sharegpt(struct render_ctx *c, const struct cl_scn_workload *w, json_t *rec,
 			 const char *file, int line, bool *kept, struct cl_err *err)
@@ -212,14 +228,10 @@ static int take_sharegpt(struct render_ctx *c, const struct cl_scn_workload *w, 
 		system = json_string_value(top_system);
 	json_array_foreach(conv, i, turn)
 	{
-		json_t *from = json_object_get(turn, "from");
-		json_t *value = json_object_get(turn, "value");
-		if (!json_is_object(turn) || !json_is_string(from) || !json_is_string(value))
-			return cl_err_setpos(err, CL_EPARSE, file, line, 0,
-					     "conversations[%zu] must be an object with string "
-					     "'from' and 'value'",
-					     i);
-		const char *f = json_string_value(from);
+		const char *f;
+		json_t *value;
+		if (sharegpt_turn(turn, i, file, line, &f, &value, err) != 0)
+			return CL_EPARSE;
 		if (strcmp(f, "system") == 0 && !system) {
 			system = json_string_value(value);
 		} else if (strcmp(f, "human") == 0 || strcmp(f, "user") == 0) {
@@ -238,15 +250,10 @@ static int take_sharegpt(struct render_ctx *c, const struct cl_scn_workload *w, 
 	/* The answer: the next turn that is neither human nor system (gpt, assistant, ...). */
 	uint32_t own = 0;
 	for (i = human_at + 1; i < json_array_size(conv); i++) {
-		turn = json_array_get(conv, i);
-		json_t *from = json_object_get(turn, "from");
-		json_t *value = json_object_get(turn, "value");
-		if (!json_is_object(turn) || !json_is_string(from) || !json_is_string(value))
-			return cl_err_setpos(err, CL_EPARSE, file, line, 0,
-					     "conversations[%zu] must be an object with string "
-					     "'from' and 'value'",
-					     i);
-		const char *f = json_string_value(from);
+		const char *f;
+		json_t *value;
+		if (sharegpt_turn(json_array_get(conv, i), i, file, line, &f, &value, err) != 0)
+			return CL_EPARSE;
 		if (strcmp(f, "human") == 0 || strcmp(f, "user") == 0)
 			break;
 		if (strcmp(f, "system") != 0) {
@@ -328,12 +335,92 @@ static void shuffle_and_limit(struct render_ctx *c, const struct cl_scn_workload
 	}
 }
 
+/* Opens the dataset, refusing a directory and a file over the size cap. */
+static int open_dataset(struct line_reader *r, const char *file, struct cl_err *err)
+{
+	r->f = fopen(file, "rb");
+	if (!r->f)
+		return cl_err_set(err, CL_EIO, "cannot open dataset '%s': %s", file,
+				  strerror(errno));
+	struct stat st;
+	if (fstat(fileno(r->f), &st) == 0 && S_ISDIR(st.st_mode))
+		return cl_err_set(err, CL_EIO, "cannot read dataset '%s': Is a directory", file);
+	if (fstat(fileno(r->f), &st) == 0 && S_ISREG(st.st_mode) &&
+	    (uint64_t)st.st_size > CL_WORKLOAD_MAX_FILE_BYTES)
+		return cl_err_set(err, CL_ETOOBIG,
+				  "dataset '%s' is %lld MiB, more than the %u MiB cap", file,
+				  (long long)(st.st_size >> 20), CL_WORKLOAD_MAX_FILE_BYTES >> 20);
+	return 0;
+}
+
+/* The error of a failed cli_workload_lines_next (got < 0): the file or the line over its cap,
+ * or the read itself (errno as the reader left it). */
+static int read_error(const struct line_reader *r, int got, const char *file, struct cl_err *err)
+{
+	if (got == CL_ETOOBIG) {
+		if (r->total > CL_WORKLOAD_MAX_FILE_BYTES)
+			return cl_err_set(err, CL_ETOOBIG,
+					  "dataset '%s' is larger than the %u MiB cap", file,
+					  CL_WORKLOAD_MAX_FILE_BYTES >> 20);
+		return cl_err_setpos(err, CL_ETOOBIG, file, r->lineno, 0,
+				     "line is longer than %u MiB",
+				     CL_WORKLOAD_MAX_LINE_BYTES >> 20);
+	}
+	return cl_err_setpos(err, got, file, r->lineno, 0, "cannot read dataset: %s",
+			     got == CL_EIO ? strerror(errno) : cl_strerror(got));
+}
+
+/* A line of a text dataset: one prompt, sent with the workload's system prompt. */
+static int take_text(struct render_ctx *c, const struct cl_scn_workload *w, const char *line,
+		     size_t len, const char *file, int lineno, bool *kept, struct cl_err *err)
+{
+	if (memchr(line, '\0', len))
+		return cl_err_setpos(err, CL_EPARSE, file, lineno, 0, "line contains a NUL byte");
+	c->stats->records++;
+	const char *sys = c->system_prompt;
+	uint32_t in_tokens = cl_workload_tokens_estimate(line, len);
+	if (sys && *sys)
+		in_tokens += cl_workload_tokens_estimate(sys, strlen(sys));
+	if (!keep(&w->dataset_filter, in_tokens, 0)) {
+		c->stats->filtered++;
+		return 0;
+	}
+	int rc = cli_workload_push_prompt(c, sys, line, len, 0, err);
+	if (rc == CL_EINVAL)
+		rc = cl_err_setpos(err, CL_EPARSE, file, lineno, 0, "line is not valid UTF-8");
+	*kept = rc == 0;
+	return rc;
+}
+
+/* A line of a JSONL dataset: one record in format fmt (OpenAI or ShareGPT). */
+static int take_record(struct render_ctx *c, const struct cl_scn_workload *w,
+		       enum cl_dataset_format fmt, const char *line, size_t len, const char *file,
+		       int lineno, bool *kept, struct cl_err *err)
+{
+	json_error_t jerr;
+	json_t *rec = json_loadb(line, len, 0, &jerr);
+	if (!rec)
+		return cl_err_setpos(err, CL_EPARSE, file, lineno, jerr.column, "invalid JSON: %s",
+				     jerr.text);
+	if (!json_is_object(rec)) {
+		json_decref(rec);
+		return cl_err_setpos(err, CL_EPARSE, file, lineno, 0,
+				     "record is not a JSON object (%s format)", format_name(fmt));
+	}
+	c->stats->records++;
+	int rc = fmt == CL_DATASET_OPENAI ? take_openai(c, w, rec, file, lineno, kept, err)
+					  : take_sharegpt(c, w, rec, file, lineno, kept, err);
+	json_decref(rec);
+	return rc;
+}
+
 int cli_workload_read_dataset(struct render_ctx *c, const struct cl_scn_workload *w,
 			      struct cl_err *err)
 {
 	const char *file = w->dataset;
 	struct line_reader *r = NULL;
 	enum cl_dataset_format fmt = w->dataset_format;
+	size_t records = 0;
 	int rc = 0;
 	if (!file || !*file)
 		return cl_err_set(err, CL_EINVAL, "workload.dataset names no file");
@@ -341,24 +428,8 @@ int cli_workload_read_dataset(struct render_ctx *c, const struct cl_scn_workload
 	if (!r)
 		return cl_err_set(err, CL_ENOMEM, "out of memory reading dataset '%s'", file);
 	cl_buf_init(&r->line, CL_WORKLOAD_MAX_LINE_BYTES);
-	r->f = fopen(file, "rb");
-	if (!r->f) {
-		rc = cl_err_set(err, CL_EIO, "cannot open dataset '%s': %s", file, strerror(errno));
+	if ((rc = open_dataset(r, file, err)) != 0)
 		goto out;
-	}
-	struct stat st;
-	if (fstat(fileno(r->f), &st) == 0 && S_ISDIR(st.st_mode)) {
-		rc = cl_err_set(err, CL_EIO, "cannot read dataset '%s': Is a directory", file);
-		goto out;
-	}
-	if (fstat(fileno(r->f), &st) == 0 && S_ISREG(st.st_mode) &&
-	    (uint64_t)st.st_size > CL_WORKLOAD_MAX_FILE_BYTES) {
-		rc = cl_err_set(err, CL_ETOOBIG,
-				"dataset '%s' is %lld MiB, more than the %u MiB cap", file,
-				(long long)(st.st_size >> 20), CL_WORKLOAD_MAX_FILE_BYTES >> 20);
-		goto out;
-	}
-	size_t records = 0;
 	for (;;) {
 		/* With a shuffle every record is a candidate; without, the first N are it. */
 		if (w->dataset_limit && records >= w->dataset_limit && !w->dataset_shuffle)
@@ -366,20 +437,8 @@ int cli_workload_read_dataset(struct render_ctx *c, const struct cl_scn_workload
 		int got = cli_workload_lines_next(r);
 		if (got == 0)
 			break;
-		if (got == CL_ETOOBIG) {
-			if (r->total > CL_WORKLOAD_MAX_FILE_BYTES)
-				rc = cl_err_set(err, CL_ETOOBIG,
-						"dataset '%s' is larger than the %u MiB cap", file,
-						CL_WORKLOAD_MAX_FILE_BYTES >> 20);
-			else
-				rc = cl_err_setpos(err, CL_ETOOBIG, file, r->lineno, 0,
-						   "line is longer than %u MiB",
-						   CL_WORKLOAD_MAX_LINE_BYTES >> 20);
-			goto out;
-		}
 		if (got < 0) {
-			rc = cl_err_setpos(err, got, file, r->lineno, 0, "cannot read dataset: %s",
-					   got == CL_EIO ? strerror(errno) : cl_strerror(got));
+			rc = read_error(r, got, file, err);
 			goto out;
 		}
 		char *line = r->line.data;
@@ -393,51 +452,11 @@ int cli_workload_read_dataset(struct render_ctx *c, const struct cl_scn_workload
 		if (fmt == CL_DATASET_AUTO &&
 		    (rc = detect_format(line, len, file, r->lineno, &fmt, err)) != 0)
 			goto out;
-		if (fmt == CL_DATASET_TEXT) {
-			if (memchr(line, '\0', len)) {
-				rc = cl_err_setpos(err, CL_EPARSE, file, r->lineno, 0,
-						   "line contains a NUL byte");
-				goto out;
-			}
-			c->stats->records++;
-			const char *sys = c->system_prompt;
-			uint32_t in_tokens = cl_workload_tokens_estimate(line, len);
-			if (sys && *sys)
-				in_tokens += cl_workload_tokens_estimate(sys, strlen(sys));
-			if (!keep(&w->dataset_filter, in_tokens, 0)) {
-				c->stats->filtered++;
-				continue;
-			}
-			rc = cli_workload_push_prompt(c, sys, line, len, 0, err);
-			if (rc == CL_EINVAL)
-				rc = cl_err_setpos(err, CL_EPARSE, file, r->lineno, 0,
-						   "line is not valid UTF-8");
-			if (rc)
-				goto out;
-			records++;
-			continue;
-		}
-		json_error_t jerr;
-		json_t *rec = json_loadb(line, len, 0, &jerr);
-		if (!rec) {
-			rc = cl_err_setpos(err, CL_EPARSE, file, r->lineno, jerr.column,
-					   "invalid JSON: %s", jerr.text);
-			goto out;
-		}
-		if (!json_is_object(rec)) {
-			json_decref(rec);
-			rc = cl_err_setpos(err, CL_EPARSE, file, r->lineno, 0,
-					   "record is not a JSON object (%s format)",
-					   format_name(fmt));
-			goto out;
-		}
 		bool kept = false;
-		c->stats->records++;
-		if (fmt == CL_DATASET_OPENAI)
-			rc = take_openai(c, w, rec, file, r->lineno, &kept, err);
+		if (fmt == CL_DATASET_TEXT)
+			rc = take_text(c, w, line, len, file, r->lineno, &kept, err);
 		else
-			rc = take_sharegpt(c, w, rec, file, r->lineno, &kept, err);
-		json_decref(rec);
+			rc = take_record(c, w, fmt, line, len, file, r->lineno, &kept, err);
 		if (rc)
 			goto out;
 		records += kept;

@@ -51,6 +51,10 @@ static const char *const want_ctr[] = {
 	"completed_h2",
 	"connections_opened",
 	"no_content",
+	"resent",
+	"short_finish_stop",
+	"short_finish_length",
+	"short_finish_other",
 	"turn1_completed",
 	"turn2_completed",
 	"turn3_completed",
@@ -67,6 +71,7 @@ static const char *const want_ctr[] = {
 	"turn6_prompt_tokens",
 	"turn7_prompt_tokens",
 	"turn8_prompt_tokens",
+	"cached_prompt_tokens",
 };
 
 static void test_names(void **state)

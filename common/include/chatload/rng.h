@@ -31,6 +31,14 @@ static inline double cl_splitmix_unit(uint64_t *state)
 	return (double)((cl_splitmix64(state) >> 11) + 1) * 0x1.0p-53;
 }
 
+/* Uniform in [0, 1) from a splitmix64 state: may be 0, never 1, so u < p holds for every draw
+ * when p is 1 and for none when p is 0 (a probability), and a + (b - a) * u stays below b.
+ * The same 53 bits as cl_splitmix_unit, 2^-53 lower. */
+static inline double cl_splitmix_frac(uint64_t *state)
+{
+	return (double)(cl_splitmix64(state) >> 11) * 0x1.0p-53;
+}
+
 /* Standard normal from a splitmix64 state (Box-Muller; the pair's second value is dropped). */
 double cl_splitmix_normal(uint64_t *state);
 

@@ -10,12 +10,30 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+/*
+ * The words TLS messages use for the two ends and for the settings that give each file, so
+ * that common/ names no program: the program that dials or listens passes its own (the agent:
+ * "the coordinator", "--tls-ca", ...).  self and peer default to "this client" / "the
+ * server" (dialing) when NULL; a NULL setting name leaves its hint out of the message.
+ */
+struct cl_tls_words {
+	const char *self;        /* this end: "this agent" */
+	const char *peer;        /* the other end: "the coordinator" */
+	const char *ca;          /* the setting giving ca_file: "--tls-ca" */
+	const char *cert;        /* ... cert_file: "--tls-cert" */
+	const char *key;         /* ... key_file: "--tls-key" */
+	const char *server_name; /* ... server_name: "--tls-server-name" */
+	const char *peer_cert;   /* the peer's setting for its certificate: "agents.tls.cert" */
+	const char *peer_ca;     /* the peer's setting for the CA it trusts: "agents.tls.ca" */
+};
+
 struct cl_tls_opts {
 	const char *ca_file;     /* verify the peer against this CA (PEM); NULL: no verification
 				  * on the server side, required on the client side */
 	const char *cert_file;   /* our certificate (PEM); required to listen on tls+tcp:// */
 	const char *key_file;    /* its private key (PEM) */
 	const char *server_name; /* client: name to verify; NULL: the URL's host */
+	const struct cl_tls_words *words; /* how messages name things; NULL: neutral words */
 };
 
 /* True for URLs whose traffic cannot leave this machine or is encrypted: ipc://, inproc://,
@@ -42,7 +60,7 @@ uint64_t cl_transport_refused_handshakes(nng_listener l);
 /*
  * Starts a dialer on sock for url (non-blocking: nng keeps redialling in the background
  * with its reconnect backoff), with the same message cap and, for tls+tcp://, a client TLS
- * config (ca_file required: the coordinator is always verified; cert/key optional, for
+ * config (ca_file required: the server is always verified; cert/key optional, for
  * client certificates).  Same plaintext rule as listening.
  */
 int cl_transport_dial(nng_socket sock, const char *url, const struct cl_tls_opts *tls,

@@ -1,0 +1,274 @@
+/* The end of a request: its class, the metrics it records (latencies and tokens of a measured
+ * one, its error sample, the usage corrections), its request-log line, and then its slot: back
+ * to the free stack, parked for a backoff, or kept for a conversation's next turn. */
+#include "internal.h"
+
+#include "chatload/clock.h"
+
+static bool is_tls_error(CURLcode r)
+{
+	switch (r) {
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_CERTPROBLEM:
+	case CURLE_SSL_CIPHER:
+	case CURLE_SSL_CACERT_BADFILE:
+	case CURLE_SSL_ENGINE_NOTFOUND:
+	case CURLE_SSL_ENGINE_SETFAILED:
+	case CURLE_SSL_ENGINE_INITFAILED:
+	case CURLE_SSL_SHUTDOWN_FAILED:
+	case CURLE_SSL_CRL_BADFILE:
+	case CURLE_SSL_ISSUER_ERROR:
+	case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+	case CURLE_SSL_INVALIDCERTSTATUS:
+	case CURLE_SSL_CLIENTCERT:
+	case CURLE_USE_SSL_FAILED:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static int status_class(int status)
+{
+	if (status == 429)
+		return CL_CTR_ERR_HTTP_429;
+	if (status >= 400 && status <= 499)
+		return CL_CTR_ERR_HTTP_4XX;
+	if (status >= 500 && status <= 599)
+		return CL_CTR_ERR_HTTP_5XX;
+	return CL_CTR_ERR_OTHER;
+}
+
+/* The request's outcome: CL_CTR_COMPLETED or an error class (docs/engine.md, "Errors"). */
+static int classify(const struct cl_slot *s, CURLcode res)
+{
+	if (s->err_ctr)
+		return s->err_ctr;
+	if (s->h1_refused)
+		return CL_CTR_ERR_OTHER;
+	bool ok_status = s->http_status >= 200 && s->http_status <= 299;
+	if (s->http_status && !ok_status)
+		return status_class(s->http_status);
+	if (ok_status) {
+		/* [DONE] ends the answer: what happens to the body after it (ended by us, a
+		 * reset, a timeout waiting for a close) does not change the answer. */
+		if (s->done_seen)
+			return CL_CTR_COMPLETED;
+		if (res == CURLE_OPERATION_TIMEDOUT)
+			return CL_CTR_ERR_TIMEOUT;
+		/* Clean end without [DONE], a dropped connection, a broken h2 stream. */
+		return CL_CTR_ERR_STREAM_INCOMPLETE;
+	}
+	/* No response. */
+	switch (res) {
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_RESOLVE_PROXY:
+		return CL_CTR_ERR_CONNECT;
+	case CURLE_OPERATION_TIMEDOUT:
+		/* Never got as far as sending: the connect timed out. */
+		return s->sent_us ? CL_CTR_ERR_TIMEOUT : CL_CTR_ERR_CONNECT;
+	case CURLE_GOT_NOTHING:
+	case CURLE_RECV_ERROR:
+	case CURLE_SEND_ERROR:
+	case CURLE_PARTIAL_FILE:
+		/* The connection died: before the request went out, a failed connection; after
+		 * it, an answer that ended before it began. */
+		return s->sent_us ? CL_CTR_ERR_STREAM_INCOMPLETE : CL_CTR_ERR_CONNECT;
+	default:
+		return is_tls_error(res) ? CL_CTR_ERR_TLS : CL_CTR_ERR_OTHER;
+	}
+}
+
+/* Adds a token correction to a window counter, never subtracting (deltas stay >= 0). */
+static void add_correction(uint64_t *ctr, int64_t total, int64_t counted, int64_t counted_win,
+			   bool end_in_window)
+{
+	int64_t corr = total - counted;
+	if (corr <= 0)
+		return;
+	/* The correction belongs to the chunks it spreads over: the share received inside the
+	 * window is the window's. */
+	int64_t win = counted > 0 ? (int64_t)((__int128)corr * counted_win / counted)
+				  : (end_in_window ? corr : 0);
+	*ctr += (uint64_t)win;
+}
+
+/* A completed request that received less than it asked for, and why, as the server said:
+ * finish_reason stop (an end of sequence or a stop string), length (a cap), other. */
+static void count_short(struct cl_metrics *m, const struct cl_slot *s)
+{
+	m->ctr[CL_CTR_SHORT_OUTPUT]++;
+	if (s->finish != CLI_FINISH_NONE)
+		m->ctr[CL_CTR_SHORT_FINISH_STOP + s->finish - CLI_FINISH_STOP]++;
+}
+
+/* What one finished request came to, worked out once for its metrics and its log line. */
+struct outcome {
+	int cls;         /* CL_CTR_COMPLETED, CL_CTR_CUT or an error class */
+	bool from_usage; /* tokens told by the server's usage (else counted from chunks) */
+	int64_t tokens, rtokens;
+	int http_major; /* the protocol the transfer used */
+	long connects;  /* connections it opened (0: it reused one) */
+};
+
+/* The error sample of a failed request (NULL for a completed or cut one), written into text
+ * (CL_ERR_SAMPLE_BODY_MAX bytes) unless it is a fixed message; its length in *len. */
+static const char *error_message(const struct cl_slot *s, int cls, CURLcode res, char *text,
+				 size_t *len)
+{
+	static const char h1_refused_msg[] =
+	    "answered over HTTP/1.1 (ALPN chose http/1.1) while target.http2 is required";
+	*len = 0;
+	if (cls == CL_CTR_COMPLETED || cls == CL_CTR_CUT)
+		return NULL;
+	if (s->h1_refused) {
+		*len = sizeof(h1_refused_msg) - 1;
+		return h1_refused_msg;
+	}
+	*len = cli_error_text(s, cls, res, text, CL_ERR_SAMPLE_BODY_MAX);
+	return text;
+}
+
+/* Records a completed measured request's latencies; returns whether it met every goodput
+ * threshold (and reached the user with content). */
+static bool record_latencies(const struct cl_engine *e, struct cl_metrics *m,
+			     const struct cl_slot *s, int64_t tokens)
+{
+	int64_t t0 = s->handed_us;
+	bool good = true;
+	if (s->headers_us)
+		cl_hist_record(&m->lat[CL_LAT_TTFB], s->headers_us - t0);
+	if (s->first_us) {
+		int64_t ttft = s->first_us - t0;
+		cl_hist_record(&m->lat[CL_LAT_TTFT], ttft);
+		good &= !e->good_ttft_us || ttft <= e->good_ttft_us;
+	}
+	if (s->first_content_us) {
+		cl_hist_record(&m->lat[CL_LAT_TTFC], s->first_content_us - t0);
+	} else {
+		/* No answer reached the user (reasoning only, or empty): not good. */
+		m->ctr[CL_CTR_NO_CONTENT]++;
+		good = false;
+	}
+	if (s->last_us) {
+		int64_t e2e = s->last_us - t0;
+		cl_hist_record(&m->lat[CL_LAT_E2E], e2e);
+		cl_hist_record(&m->lat[CL_LAT_E2E_SCHED], s->last_us - s->intended_us);
+		good &= !e->good_e2e_us || e2e <= e->good_e2e_us;
+	}
+	if (tokens >= 2 && s->first_us) {
+		int64_t tpot = (s->last_us - s->first_us) / (tokens - 1);
+		cl_hist_record(&m->lat[CL_LAT_TPOT], tpot);
+		good &= !e->good_tpot_us || tpot <= e->good_tpot_us;
+	}
+	return good;
+}
+
+/* Records a completed measured request's token counts: output, reasoning and prompt tokens,
+ * by turn for a conversation, requested against received, tokens per chunk. */
+static void record_tokens(struct cl_metrics *m, const struct cl_slot *s, const struct outcome *o)
+{
+	if (o->tokens > 0)
+		cl_hist_record(&m->cnt[CL_CNT_OUTPUT_TOKENS], o->tokens);
+	if (o->rtokens > 0)
+		cl_hist_record(&m->cnt[CL_CNT_REASONING_TOKENS], o->rtokens);
+	if (s->usage_pt > 0)
+		cl_hist_record(&m->cnt[CL_CNT_PROMPT_TOKENS], s->usage_pt);
+	if (s->usage_pt > 0)
+		m->ctr[CL_CTR_PROMPT_TOKENS] += (uint64_t)s->usage_pt;
+	if (s->usage_cached > 0)
+		m->ctr[CL_CTR_CACHED_PROMPT_TOKENS] += (uint64_t)s->usage_cached;
+	cli_conv_record(m, s, s->usage_pt);
+	/* Requested against received: a server that stops before max_tokens (an EOS honoured,
+	 * a cap of its own) shows as a ratio below 1. */
+	if (s->requested) {
+		cl_hist_record(&m->cnt[CL_CNT_REQUESTED_TOKENS], s->requested);
+		m->ctr[CL_CTR_REQUESTED_TOKENS] += s->requested;
+		m->ctr[CL_CTR_REQUESTED_RECEIVED] += o->tokens > 0 ? (uint64_t)o->tokens : 0;
+		if (o->tokens < (int64_t)s->requested)
+			count_short(m, s);
+	}
+	/* Chunks whose count usage did not tell carry the request's mean of the rest: 1000 * T
+	 * / N milli-tokens each (exact ones were recorded live). */
+	int64_t rest = o->tokens - s->tok_exact;
+	if (s->n_prov_chunks > 0 && rest > 0)
+		cl_hist_record_n(&m->cnt[CL_CNT_TOKENS_PER_CHUNK], rest * 1000 / s->n_prov_chunks,
+				 s->n_prov_chunks);
+	m->ctr[o->from_usage ? CL_CTR_USAGE_FROM_SERVER : CL_CTR_USAGE_FROM_CHUNKS]++;
+}
+
+/* Records a request of the measured window (started inside it) by its class: a completed
+ * one's latencies and tokens, a failed one's error sample (msg, msg_len bytes). */
+static void record_measured(const struct cl_engine *e, struct cl_metrics *m,
+			    const struct cl_slot *s, const struct outcome *o, const char *msg,
+			    size_t msg_len)
+{
+	m->ctr[o->cls]++;
+	m->ctr[CL_CTR_RESENT] += cl_slot_reconnects(s) > 0 || s->fresh_resent;
+	if (o->cls == CL_CTR_COMPLETED && o->http_major == 1)
+		m->ctr[CL_CTR_COMPLETED_H1]++;
+	else if (o->cls == CL_CTR_COMPLETED && o->http_major == 2)
+		m->ctr[CL_CTR_COMPLETED_H2]++;
+	if (o->cls == CL_CTR_COMPLETED) {
+		bool good = record_latencies(e, m, s, o->tokens);
+		record_tokens(m, s, o);
+		if (good)
+			m->ctr[CL_CTR_GOOD]++;
+	} else if (o->cls != CL_CTR_CUT) {
+		cl_metrics_add_err_sample(m, o->cls, s->http_status, msg, msg_len);
+	}
+}
+
+void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bool cut)
+{
+	struct cl_metrics *m = w->active;
+	int64_t now = cl_stamp(w);
+	cli_request_detach(w, s);
+
+	struct outcome o = { .cls = cut ? CL_CTR_CUT : classify(s, res) };
+	o.from_usage = s->usage_ct >= 0;
+	o.tokens = o.from_usage ? s->usage_ct : s->tok_exact + s->n_prov_chunks;
+	o.rtokens = s->usage_rt >= 0 ? s->usage_rt : s->rtok_counted;
+	bool end_win = cl_in_window(w, now);
+
+	/* Tokens received: the usage correction is spread like the chunks it corrects. */
+	if (o.from_usage)
+		add_correction(&m->ctr[CL_CTR_OUTPUT_TOKENS], o.tokens, s->tok_counted,
+			       s->tok_counted_win, end_win);
+	if (s->usage_rt >= 0)
+		add_correction(&m->ctr[CL_CTR_REASONING_TOKENS], o.rtokens, s->rtok_counted,
+			       s->rtok_counted_win, end_win);
+
+	o.http_major = cl_httpver_used(s->easy);
+	curl_easy_getinfo(s->easy, CURLINFO_NUM_CONNECTS, &o.connects);
+	char text[CL_ERR_SAMPLE_BODY_MAX];
+	size_t msg_len;
+	const char *msg = error_message(s, o.cls, res, text, &msg_len);
+
+	/* Throughput counts completions inside the window whatever their start, as it counts
+	 * tokens received inside it; latencies count requests started inside it. */
+	if (o.cls == CL_CTR_COMPLETED && end_win)
+		m->ctr[CL_CTR_COMPLETED_IN_WINDOW]++;
+	/* Connections count for every request of the stage, the ramp's too: the ramp is where
+	 * most of them are opened, and the question is how the stage used connections. */
+	if (o.connects > 0)
+		m->ctr[CL_CTR_CONNECTIONS_OPENED] += (uint64_t)o.connects;
+	if (s->in_window)
+		record_measured(w->e, m, s, &o, msg, msg_len);
+	else
+		atomic_fetch_add_explicit(&w->ramp_finished, 1, memory_order_relaxed);
+
+	cli_reqlog_write(w, s, o.cls == CL_CTR_COMPLETED ? "completed" : cl_ctr_name(o.cls), now,
+			 o.tokens, o.rtokens, o.from_usage, o.connects, o.http_major, msg, msg_len);
+
+	s->busy = false;
+	/* No answer at all (nothing to measure, nothing the server said): the closed loop
+	 * backs off on this slot rather than spin (docs/engine.md, "No-answer backoff"). */
+	if (!cli_conv_follow(w, s, o.cls == CL_CTR_COMPLETED, now))
+		cli_worker_release(w, s, !cut && (s->http_status == 0 || s->h1_refused));
+	w->last_end_us = now;
+	w->tick = true;
+	atomic_fetch_sub_explicit(&w->inflight, 1, memory_order_relaxed);
+}
