@@ -397,14 +397,10 @@ static bool one_line(const json_t *j, size_t short_len)
 static int emit(const json_t *j, FILE *f, int depth)
 {
 	const size_t flags = JSON_ENCODE_ANY | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15);
-	if (one_line(j, (size_t)(96 - 2 * depth > 40 ? 96 - 2 * depth : 40))) {
-		char *text = json_dumps(j, flags);
-		if (!text)
-			return CL_ENOMEM;
-		fputs(text, f);
-		free(text);
-		return 0;
-	}
+	/* Streamed into f, never built as a string: a flat container (a histogram's buckets)
+	 * can be long, and a copy per rewrite of results.json is a transient for nothing. */
+	if (one_line(j, (size_t)(96 - 2 * depth > 40 ? 96 - 2 * depth : 40)))
+		return json_dumpf(j, f, flags) == 0 ? 0 : CL_EIO;
 	bool obj = json_is_object(j);
 	size_t n = obj ? json_object_size(j) : json_array_size(j), at = 0;
 	fputs(obj ? "{\n" : "[\n", f);
@@ -416,12 +412,14 @@ static int emit(const json_t *j, FILE *f, int depth)
 		json_object_foreach((json_t *)j, k, v)
 		{
 			json_t *key = json_string(k);
-			char *kt = key ? json_dumps(key, flags) : NULL;
-			json_decref(key);
-			if (!kt)
+			if (!key)
 				return CL_ENOMEM;
-			fprintf(f, "%*s%s: ", 2 * (depth + 1), "", kt);
-			free(kt);
+			fprintf(f, "%*s", 2 * (depth + 1), "");
+			rc = json_dumpf(key, f, flags) == 0 ? 0 : CL_EIO;
+			json_decref(key);
+			if (rc != 0)
+				return rc;
+			fputs(": ", f);
 			if ((rc = emit(v, f, depth + 1)) != 0)
 				return rc;
 			fputs(++at < n ? ",\n" : "\n", f);
