@@ -10,15 +10,19 @@ out as warm-up.
 
     python3 tests/bench/bench_soak_rss.py [--build build] [--minutes 60] [--every 30]
         [--rate 300] [--concurrency N] [--agents 2] [--interval 100ms] [--warmup 300]
+        [--parts] [--web] [--keep]
 """
 
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.request
 
 
 def rss_kib(pid):
@@ -76,6 +80,33 @@ def children(pid):
     return sorted(out)
 
 
+class Watcher(threading.Thread):
+    """Fetches the live page once a second while the run goes on (--web), as a browser
+    would: finds its address in the coordinator's log, counts fetches and failures."""
+
+    def __init__(self, log_path, proc):
+        super().__init__(daemon=True)
+        self.log_path, self.proc = log_path, proc
+        self.fetches = self.failed = self.last_len = 0
+
+    def run(self):
+        url = None
+        while self.proc.poll() is None and not url:
+            time.sleep(0.5)
+            with open(self.log_path, errors="replace") as f:
+                m = re.search(r"live report at (http://\S+/)", f.read())
+            url = m.group(1) if m else None
+        while self.proc.poll() is None:
+            try:
+                with urllib.request.urlopen(url, timeout=10) as r:
+                    self.last_len = len(r.read())
+                self.fetches += 1
+            except OSError:
+                if self.proc.poll() is None:
+                    self.failed += 1
+            time.sleep(1)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default=os.environ.get("CHATLOAD_BUILD_DIR", "build"))
@@ -90,6 +121,9 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the results directory")
     ap.add_argument("--parts", action="store_true",
                     help="also print each process's heap / anonymous / file-backed RSS")
+    ap.add_argument("--web", action="store_true",
+                    help="serve the live page (--web on loopback) and fetch it every second, "
+                         "as a browser watching the soak would")
     a = ap.parse_args()
 
     chatload = os.path.join(a.build, "bin", "chatload")
@@ -125,8 +159,14 @@ def main():
     env["CHATLOAD_SIM_BIN"] = os.path.join(a.build, "bin", "chatload-sim")
     env.pop("CHATLOAD_LOG", None)
     log = open(os.path.join(work, "chatload.err"), "w")
-    p = subprocess.Popen([chatload, "run", path, "--out", out], stdout=subprocess.DEVNULL,
-                         stderr=log, env=env)
+    argv = [chatload, "run", path, "--out", out]
+    if a.web:
+        argv += ["--web", "127.0.0.1:0"]
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log, env=env)
+    watcher = None
+    if a.web:
+        watcher = Watcher(os.path.join(work, "chatload.err"), p)
+        watcher.start()
     t0 = time.monotonic()
     rows = []  # (t_s, {name: kib})
     parts = []  # (t_s, {name: (heap, anon, files)})
@@ -163,6 +203,8 @@ def main():
     finally:
         rc = p.wait()
         log.close()
+        if watcher:
+            watcher.join(15)
     with open(os.path.join(out, "results.json")) as f:
         doc = json.load(f)
     st = doc["stages"][0]
@@ -205,6 +247,9 @@ def main():
                 n, slope, sb[n] - sa[n], max(ks) - min(ks), max(s.get(n, 0) for _, s in rows)))
     with open(os.path.join(work, "chatload.err"), errors="replace") as f:
         err = f.read()
+    if watcher:
+        print("live page: fetched %d times, %d failed, last %d bytes" % (
+            watcher.fetches, watcher.failed, watcher.last_len))
     print("stalls the programs reported (whole run): coordinator %d, agents %d" % (
         err.count("this coordinator could not run"), err.count("this agent stalled")))
     if a.keep:
