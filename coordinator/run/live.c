@@ -43,11 +43,12 @@ static int serve_report(void *ctx, struct cl_buf *body, const char **content_typ
 	struct cli_live_web *w = ctx;
 	*content_type = "text/html; charset=utf-8";
 	pthread_mutex_lock(&w->mu);
-	int rc = w->page.len ? cl_buf_append(body, w->page.data, w->page.len)
-			     : cl_buf_puts(body, "<!DOCTYPE html>\n<html><body><p>chatload: the run is "
-					     "starting; this page refreshes itself.</p><script>"
-					     "setTimeout(function(){location.reload();},1000);"
-					     "</script></body></html>\n");
+	int rc = w->page.len
+		     ? cl_buf_append(body, w->page.data, w->page.len)
+		     : cl_buf_puts(body, "<!DOCTYPE html>\n<html><body><p>chatload: the run is "
+					 "starting; this page refreshes itself.</p><script>"
+					 "setTimeout(function(){location.reload();},1000);"
+					 "</script></body></html>\n");
 	pthread_mutex_unlock(&w->mu);
 	return rc;
 }
@@ -67,8 +68,8 @@ static void web_render(struct run *r)
 	CL_ASSERT(pthread_equal(pthread_self(), w->owner));
 	json_t *doc = r->res ? cl_results_live_doc(r->res) : NULL;
 	cl_buf_reset(&w->next);
-	FILE *f = doc ? fopencookie(&w->next, "w", (cookie_io_functions_t){ .write = page_write })
-		      : NULL;
+	FILE *f =
+	    doc ? fopencookie(&w->next, "w", (cookie_io_functions_t){ .write = page_write }) : NULL;
 	int rc = f ? cl_report_html_live(doc, f) : -1;
 	if (f && fclose(f) != 0)
 		rc = -1;
