@@ -217,6 +217,9 @@ static void take_stalls(struct session *s, struct cl_stall_list *into)
 		CL_WARN("stage %u: %u more stalls not listed", s->stage, into->dropped);
 }
 
+/* Intervals between trims of the report's record (~1 min at 100 ms). */
+#define ACC_TRIM_EVERY 600
+
 void cl_activity_pump(struct session *s, int64_t now)
 {
 	if (s->act == ACT_NONE)
@@ -232,7 +235,12 @@ void cl_activity_pump(struct session *s, int64_t now)
 	    now >= s->start_local_us + (int64_t)(s->interval + 1) * s->report_interval_us;
 	if (!done && !interval_due)
 		return;
-	cl_metrics_reset(&s->acc);
+	/* The record is reused all stage: every ACC_TRIM_EVERY intervals it also gives back
+	 * the pages rare latencies touched (cl_metrics_trim), so a soak's RSS stays flat. */
+	if (++s->acc_uses % ACC_TRIM_EVERY == 0)
+		cl_metrics_trim(&s->acc);
+	else
+		cl_metrics_reset(&s->acc);
 	cl_engine_collect(s->act_engine, &s->acc);
 	struct cl_msg_report rep = {
 		.stage = s->stage,

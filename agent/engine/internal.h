@@ -188,6 +188,7 @@ struct cl_worker {
 	/* collector-side */
 	bool collect_outstanding;
 	int64_t prev_cpu_us, prev_mono_us;
+	uint64_t collects; /* records taken: every so often the one taken is trimmed */
 
 	atomic_int phase; /* enum cl_engine_state */
 	atomic_int_fast64_t inflight;

@@ -148,6 +148,9 @@ int cl_metrics_init(struct cl_metrics *m);
 void cl_metrics_destroy(struct cl_metrics *m);
 /* Zeroes all values, keeping memory (O(size of the histograms)). */
 void cl_metrics_reset(struct cl_metrics *m);
+/* cl_metrics_reset, and every histogram's pages given back (cl_hist_trim): for a record
+ * reused for hours, now and then, so rare values do not keep their pages resident. */
+void cl_metrics_trim(struct cl_metrics *m);
 /* dst += src exactly: histograms merged, counters added, health maxed (inflight summed),
  * error samples appended up to the cap. */
 int cl_metrics_merge(struct cl_metrics *dst, const struct cl_metrics *src);
