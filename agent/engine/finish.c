@@ -5,6 +5,8 @@
 
 #include "chatload/clock.h"
 
+#include <math.h>
+
 static bool is_tls_error(CURLcode r)
 {
 	switch (r) {
@@ -188,6 +190,21 @@ static void record_tokens(struct cl_metrics *m, const struct cl_slot *s, const s
 	m->ctr[o->from_usage ? CL_CTR_USAGE_FROM_SERVER : CL_CTR_USAGE_FROM_CHUNKS]++;
 }
 
+/* Records what a cut request measured before the end of its stage: the times to its first
+ * byte, token and content token. A stage shorter than its answers cuts them all, and their
+ * first tokens are still the server's answer to "how long until something shows" (E2E and
+ * TPOT need an end, so they stay with completed requests; ITLs were recorded as they came). */
+static void record_cut(struct cl_metrics *m, const struct cl_slot *s)
+{
+	int64_t t0 = s->handed_us;
+	if (s->headers_us)
+		cl_hist_record(&m->lat[CL_LAT_TTFB], s->headers_us - t0);
+	if (s->first_us)
+		cl_hist_record(&m->lat[CL_LAT_TTFT], s->first_us - t0);
+	if (s->first_content_us)
+		cl_hist_record(&m->lat[CL_LAT_TTFC], s->first_content_us - t0);
+}
+
 /* Records a request of the measured window (started inside it) by its class: a completed
  * one's latencies and tokens, a failed one's error sample (msg, msg_len bytes). */
 static void record_measured(const struct cl_engine *e, struct cl_metrics *m,
@@ -204,9 +221,27 @@ static void record_measured(const struct cl_engine *e, struct cl_metrics *m,
 		record_tokens(m, s, o);
 		if (good)
 			m->ctr[CL_CTR_GOOD]++;
-	} else if (o->cls != CL_CTR_CUT) {
+	} else if (o->cls == CL_CTR_CUT) {
+		record_cut(m, s);
+	} else {
 		cl_metrics_add_err_sample(m, o->cls, s->http_status, msg, msg_len);
 	}
+}
+
+/* The share of a completed request's lifetime [start_us, end_us) that lies inside the
+ * measured window, in thousandths. Summed over requests and divided by the window, it is a
+ * request rate that does not depend on where the window cut a wave of long requests
+ * (closed-loop streams that start together end together): a window of 1.5 lifetimes counts
+ * one wave and half of the next, not one or two (docs/results.md, "The request rate"). */
+static uint64_t window_share_milli(const struct cl_worker *w, int64_t start_us, int64_t end_us)
+{
+	if (!w->st.active || end_us <= start_us)
+		return 0;
+	int64_t from = start_us > w->st.win_start_us ? start_us : w->st.win_start_us;
+	int64_t to = end_us < w->st.win_end_us ? end_us : w->st.win_end_us;
+	if (to <= from)
+		return 0;
+	return (uint64_t)llround(1000.0 * (double)(to - from) / (double)(end_us - start_us));
 }
 
 void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bool cut)
@@ -239,6 +274,8 @@ void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bo
 	 * tokens received inside it; latencies count requests started inside it. */
 	if (o.cls == CL_CTR_COMPLETED && end_win)
 		m->ctr[CL_CTR_COMPLETED_IN_WINDOW]++;
+	if (o.cls == CL_CTR_COMPLETED)
+		m->ctr[CL_CTR_WINDOW_SHARE_MILLI] += window_share_milli(w, s->handed_us, now);
 	/* Connections count for every request of the stage, the ramp's too: the ramp is where
 	 * most of them are opened, and the question is how the stage used connections. */
 	if (o.connects > 0)

@@ -1,6 +1,6 @@
 /* Helpers shared by the files of results/ and report/; not an interface for
- * other modules (results/results.h, report/report.h and report/compare.h are), hence the internal prefix cli_
- * (cli_rj_: JSON and files, cli_rs_: building the document, cli_rp_: rendering). */
+ * other modules (results/results.h, report/report.h and report/compare.h are), hence the internal
+ * prefix cli_ (cli_rj_: JSON and files, cli_rs_: building the document, cli_rp_: rendering). */
 #ifndef CHATLOAD_RESULTS_INTERNAL_H
 #define CHATLOAD_RESULTS_INTERNAL_H
 
@@ -334,6 +334,14 @@ int cli_rs_agent_episodes(json_t *doc);
 /* Appends the warnings the stages' faults call for (a lost agent's unaccounted load, the
  * coordinator's own stalls) to w.  0 or CL_ENOMEM. */
 int cli_rs_fault_warnings(json_t *w, const json_t *stage);
+
+/* -- stages too short for their requests (results/short.c) -- */
+/* Whether a duration-bounded stage was too short for its requests: fewer than 10 completed,
+ * or a window shorter than two typical lifetimes (E2E p50). Requests-bounded stages: never. */
+bool cli_rs_too_short(const struct cl_scn_stage *st, const struct cl_metrics *m, double window_s);
+/* Appends the warning for stage s (a results.json stage) when it is marked too_short.  0 or
+ * CL_ENOMEM. */
+int cli_rs_short_warning(json_t *w, const json_t *s);
 
 /* results/util.c: appends the formatted warning (at most 1023 bytes) to arr.  0 or
  * CL_ENOMEM. */

@@ -164,16 +164,16 @@ static json_t *tokens_base_json(const struct cl_metrics *m)
 static json_t *throughput_json(const struct cl_metrics *m, double window_s)
 {
 	uint64_t total = m->ctr[CL_CTR_OUTPUT_TOKENS] + m->ctr[CL_CTR_PROMPT_TOKENS];
-	/* Goodput: the completion rate times the share of measured requests that met every
-	 * per-request SLO (good counts requests started in the window, the rate counts
-	 * completions inside it; their ratio keeps goodput <= throughput). */
+	double rps = cl_verdict_request_rate(m, window_s);
+	json_t *req = isfinite(rps) ? json_real(cli_rj_sig(rps, 6)) : json_null();
+	/* Goodput: the request rate times the share of measured requests that met every
+	 * per-request SLO (good counts requests started in the window, the rate the lifetimes
+	 * inside it; their ratio keeps goodput <= throughput). */
 	json_t *good = json_null();
-	if (m->ctr[CL_CTR_COMPLETED] && window_s > 0)
-		good = rate((uint64_t)llround((double)m->ctr[CL_CTR_COMPLETED_IN_WINDOW] *
-					      (double)m->ctr[CL_CTR_GOOD] /
-					      (double)m->ctr[CL_CTR_COMPLETED]),
-			    window_s);
-	return json_pack("{s:o,s:o,s:o,s:o}", "requests_per_s",
+	if (m->ctr[CL_CTR_COMPLETED] && isfinite(rps))
+		good = json_real(cli_rj_sig(
+		    rps * (double)m->ctr[CL_CTR_GOOD] / (double)m->ctr[CL_CTR_COMPLETED], 6));
+	return json_pack("{s:o,s:o,s:o,s:o,s:o}", "requests_per_s", req, "completions_per_s",
 			 rate(m->ctr[CL_CTR_COMPLETED_IN_WINDOW], window_s), "output_tokens_per_s",
 			 rate(m->ctr[CL_CTR_OUTPUT_TOKENS], window_s), "total_tokens_per_s",
 			 rate(total, window_s), "goodput_requests_per_s", good);
@@ -332,6 +332,7 @@ json_t *cli_rs_stage_json(size_t index, const struct cl_scn_stage *st, const str
 		return NULL;
 	}
 	if (o && (cli_rj_set(o, "http", http_json(m)) ||
+		  cli_rj_set(o, "too_short", json_boolean(cli_rs_too_short(st, m, window_s))) ||
 		  cli_rj_set(o, "unaccounted",
 			     client->unaccounted ? json_deep_copy(client->unaccounted)
 						 : json_array()))) {

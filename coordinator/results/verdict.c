@@ -25,6 +25,11 @@ double cl_verdict_error_rate(const struct cl_metrics *m)
 	return ended ? (double)errors / (double)ended : 0.0;
 }
 
+double cl_verdict_request_rate(const struct cl_metrics *m, double window_s)
+{
+	return window_s > 0 ? (double)m->ctr[CL_CTR_WINDOW_SHARE_MILLI] / 1000.0 / window_s : NAN;
+}
+
 double cl_verdict_goodput(const struct cl_metrics *m, double window_s)
 {
 	return window_s > 0 ? (double)m->ctr[CL_CTR_GOOD] / window_s : 0.0;
@@ -63,7 +68,7 @@ double cl_verdict_measure(const struct cl_scn_slo *slo, const struct cl_metrics 
 	case CL_SLO_MIN_REQUEST_RATE:
 		if (window_s <= 0)
 			break;
-		return (double)m->ctr[CL_CTR_COMPLETED_IN_WINDOW] / window_s;
+		return cl_verdict_request_rate(m, window_s);
 	}
 	*has_data = false;
 	return NAN;

@@ -1,5 +1,6 @@
 /* Verdicts on merged metrics: SLO evaluation, goodput, client-bound detection, estimates
- * and the run's exit code.  Pure functions; results/results.c puts their answers in the document. */
+ * and the run's exit code.  Pure functions; results/results.c puts their answers in the document.
+ */
 #ifndef CHATLOAD_VERDICT_H
 #define CHATLOAD_VERDICT_H
 
@@ -15,6 +16,12 @@ uint64_t cl_verdict_errors(const struct cl_metrics *m);
 
 /* errors / (completed + errors); 0 when nothing ended. */
 double cl_verdict_error_rate(const struct cl_metrics *m);
+
+/* The stage's request rate: completed requests, each counted by the share of its lifetime
+ * inside the window (CL_CTR_WINDOW_SHARE_MILLI), per second of the window, so the rate does
+ * not swing with where the window cut a wave of long requests (docs/results.md).  NAN when
+ * window_s <= 0. */
+double cl_verdict_request_rate(const struct cl_metrics *m, double window_s);
 
 /* Completed requests meeting every per-request SLO, per second of the window (the engine
  * counts them in CL_CTR_GOOD).  0 when window_s <= 0. */
