@@ -31,6 +31,14 @@ int cli_conv_index(struct cl_engine *e)
 		}
 		e->conv_starts[e->n_convs++] = i;
 	}
+	/* The conversations that start inside the agent's share of the bodies. */
+	size_t end =
+	    w->share > w->n_bodies - w->first_body ? w->n_bodies : w->first_body + w->share;
+	e->conv_share = 0;
+	for (size_t c = 0; w->share && c < e->n_convs; c++)
+		e->conv_share += e->conv_starts[c] >= w->first_body && e->conv_starts[c] < end;
+	if (!e->conv_share)
+		e->conv_share = e->n_convs;
 	return 0;
 }
 
@@ -41,6 +49,16 @@ static bool has_next_turn(const struct cl_workload_plan *w, size_t i)
 	       w->bodies[i + 1].turn == w->bodies[i].turn + 1;
 }
 
+/* Whether the k-th body (or conversation) the agent takes was sent before in this run: past
+ * the agent's share of share of them the agent wraps into bodies sent already (its own, or
+ * those of the agent whose share follows), and with per_stage below what an earlier stage
+ * took. A body taken once by each of two agents whose shares were overrun counts once per
+ * overrun, which is the count of requests the server may have seen. */
+static bool is_repeat(const struct cl_engine *e, uint64_t k, size_t share)
+{
+	return k >= share || k < e->taken_before;
+}
+
 const struct cl_request_body *cli_conv_pick(struct cl_worker *w, struct cl_slot *s)
 {
 	struct cl_engine *e = w->e;
@@ -49,6 +67,7 @@ const struct cl_request_body *cli_conv_pick(struct cl_worker *w, struct cl_slot 
 	if (w->pick) {
 		b = w->pick; /* a trace's request, chosen by its start time */
 		w->pick = NULL;
+		s->repeated = false;
 	} else if (s->conv_next) {
 		/* The next turn of the slot's conversation (its history already holds the
 		 * previous turns and their answers). */
@@ -57,11 +76,13 @@ const struct cl_request_body *cli_conv_pick(struct cl_worker *w, struct cl_slot 
 	} else if (e->n_convs) {
 		uint64_t k = atomic_fetch_add_explicit(&e->next_body, 1, memory_order_relaxed);
 		s->conv_body = e->conv_starts[(e->first_conv + k) % e->n_convs];
+		s->repeated = is_repeat(e, k, e->conv_share);
 		cl_buf_reset(&s->conv_hist);
 		b = &wl->bodies[s->conv_body];
 	} else {
 		uint64_t k = atomic_fetch_add_explicit(&e->next_body, 1, memory_order_relaxed);
 		b = &wl->bodies[(wl->first_body + k) % wl->n_bodies];
+		s->repeated = is_repeat(e, k, wl->share ? wl->share : wl->n_bodies);
 	}
 	s->post = b->json;
 	s->post_len = b->len;

@@ -212,6 +212,8 @@ static void record_measured(const struct cl_engine *e, struct cl_metrics *m,
 			    size_t msg_len)
 {
 	m->ctr[o->cls]++;
+	if (s->repeated)
+		m->ctr[CL_CTR_REPEATED]++;
 	if (o->cls == CL_CTR_COMPLETED && o->http_major == 1)
 		m->ctr[CL_CTR_COMPLETED_H1]++;
 	else if (o->cls == CL_CTR_COMPLETED && o->http_major == 2)
@@ -228,13 +230,22 @@ static void record_measured(const struct cl_engine *e, struct cl_metrics *m,
 	}
 }
 
-/* The share of a completed request's lifetime [start_us, end_us) that lies inside the
- * measured window, in thousandths. Summed over requests and divided by the window, it is a
+/* The share of a completed request that lies inside the measured window, in thousandths:
+ * the share of its tokens received inside it, or for a request without tokens the share of
+ * its lifetime [start_us, end_us). Summed over requests and divided by the window, it is a
  * request rate that does not depend on where the window cut a wave of long requests
- * (closed-loop streams that start together end together): a window of 1.5 lifetimes counts
- * one wave and half of the next, not one or two (docs/results.md, "The request rate"). */
-static uint64_t window_share_milli(const struct cl_worker *w, int64_t start_us, int64_t end_us)
+ * (closed-loop streams that start together end together): a window of 1.5 answers counts one
+ * wave and half of the next, not one or two. Tokens, not lifetime, because a request queued at
+ * the server makes no progress while it waits: counting its wait would credit the requests
+ * queued when the window closes, and a stage that began with an empty queue read 7 % over
+ * the server's capacity (docs/results.md, "The request rate"). */
+static uint64_t window_share_milli(const struct cl_worker *w, const struct cl_slot *s,
+				   int64_t end_us)
 {
+	if (s->tok_counted > 0)
+		return (uint64_t)llround(1000.0 * (double)s->tok_counted_win /
+					 (double)s->tok_counted);
+	int64_t start_us = s->handed_us;
 	if (!w->st.active || end_us <= start_us)
 		return 0;
 	int64_t from = start_us > w->st.win_start_us ? start_us : w->st.win_start_us;
@@ -275,7 +286,7 @@ void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bo
 	if (o.cls == CL_CTR_COMPLETED && end_win)
 		m->ctr[CL_CTR_COMPLETED_IN_WINDOW]++;
 	if (o.cls == CL_CTR_COMPLETED)
-		m->ctr[CL_CTR_WINDOW_SHARE_MILLI] += window_share_milli(w, s->handed_us, now);
+		m->ctr[CL_CTR_WINDOW_SHARE_MILLI] += window_share_milli(w, s, now);
 	/* Connections count for every request of the stage, the ramp's too: the ramp is where
 	 * most of them are opened, and the question is how the stage used connections. */
 	if (o.connects > 0)

@@ -64,6 +64,7 @@ static const char *const ctr_names[CL_CTR__COUNT] = {
 	[CL_CTR_COMPLETED_H2] = "completed_h2",
 	[CL_CTR_CONNECTIONS_OPENED] = "connections_opened",
 	[CL_CTR_NO_CONTENT] = "no_content",
+	[CL_CTR_REPEATED] = "repeated",
 	[CL_CTR_WINDOW_SHARE_MILLI] = "window_share_milli",
 	[CL_CTR_TURN1_COMPLETED] = "turn1_completed",
 	[CL_CTR_TURN1_COMPLETED + 1] = "turn2_completed",

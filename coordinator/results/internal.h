@@ -343,6 +343,10 @@ bool cli_rs_too_short(const struct cl_scn_stage *st, const struct cl_metrics *m,
  * CL_ENOMEM. */
 int cli_rs_short_warning(json_t *w, const json_t *s);
 
+/* results/repeat.c: appends the warning about requests that re-sent a body the run had
+ * sent already (warmup and stages of doc), if any did.  0 or CL_ENOMEM. */
+int cli_rs_repeat_warning(json_t *w, const json_t *doc);
+
 /* results/util.c: appends the formatted warning (at most 1023 bytes) to arr.  0 or
  * CL_ENOMEM. */
 int cli_rs_warn(json_t *arr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

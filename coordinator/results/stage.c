@@ -103,13 +103,14 @@ static json_t *requests_json(const struct cl_metrics *m)
 		if (cli_rj_append(samples, s))
 			goto fail;
 	}
-	o = json_pack("{s:o,s:o,s:o,s:o,s:o,s:f,s:o,s:o,s:o}", "started",
+	o = json_pack("{s:o,s:o,s:o,s:o,s:o,s:f,s:o,s:o,s:o,s:o}", "started",
 		      cli_rj_uint(m->ctr[CL_CTR_STARTED]), "completed",
 		      cli_rj_uint(m->ctr[CL_CTR_COMPLETED]), "cut", cli_rj_uint(m->ctr[CL_CTR_CUT]),
 		      "good", cli_rj_uint(m->ctr[CL_CTR_GOOD]), "errors_total",
 		      cli_rj_uint(cl_verdict_errors(m)), "error_rate",
 		      cli_rj_sig(cl_verdict_error_rate(m), 6), "errors", errors, "error_samples",
-		      samples, "no_content", cli_rj_uint(m->ctr[CL_CTR_NO_CONTENT]));
+		      samples, "no_content", cli_rj_uint(m->ctr[CL_CTR_NO_CONTENT]), "repeated",
+		      cli_rj_uint(m->ctr[CL_CTR_REPEATED]));
 	return o;
 fail:
 	json_decref(errors);
@@ -384,9 +385,10 @@ json_t *cli_rs_interval_json(double t_s, double interval_s, const struct cl_metr
 
 json_t *cli_rs_warmup_json(const struct cl_metrics *m)
 {
-	return json_pack("{s:o,s:o,s:o}", "requests", cli_rj_uint(m->ctr[CL_CTR_STARTED]),
+	return json_pack("{s:o,s:o,s:o,s:o}", "requests", cli_rj_uint(m->ctr[CL_CTR_STARTED]),
 			 "completed", cli_rj_uint(m->ctr[CL_CTR_COMPLETED]), "errors",
-			 cli_rj_uint(cl_verdict_errors(m)));
+			 cli_rj_uint(cl_verdict_errors(m)), "repeated",
+			 cli_rj_uint(m->ctr[CL_CTR_REPEATED]));
 }
 
 static json_t *phase_s(int64_t us)

@@ -253,6 +253,7 @@ static json_t *warnings_json(struct cl_results *r)
 					  "(the server sent no usage)",
 					  name);
 	}
+	rc |= cli_rs_repeat_warning(w, r->doc);
 	json_array_foreach(json_object_get(r->doc, "agents"), i, s)
 	{
 		if (json_is_true(json_object_get(s, "lost")))

@@ -17,7 +17,7 @@ uint64_t cl_verdict_errors(const struct cl_metrics *m);
 /* errors / (completed + errors); 0 when nothing ended. */
 double cl_verdict_error_rate(const struct cl_metrics *m);
 
-/* The stage's request rate: completed requests, each counted by the share of its lifetime
+/* The stage's request rate: completed requests, each counted by the share of it (its tokens)
  * inside the window (CL_CTR_WINDOW_SHARE_MILLI), per second of the window, so the rate does
  * not swing with where the window cut a wave of long requests (docs/results.md).  NAN when
  * window_s <= 0. */

@@ -131,6 +131,9 @@ struct cl_scn_workload {
 	enum cl_dataset_output dataset_output; /* default record */
 	/* datasets at scale */
 	bool dataset_shuffle; /* seeded by seed */
+	/* workload.order: false (run, the default): the warmup and every stage take the next
+	 * bodies; true (per_stage): every stage starts again at the agent's first body. */
+	bool order_per_stage;
 	struct cl_dataset_filter dataset_filter;
 	/* shared prefixes: request i starts with group (i mod groups)'s prefix of tokens */
 	uint32_t shared_prefix_groups; /* 0: none */

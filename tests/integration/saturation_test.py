@@ -7,10 +7,18 @@
   it, is the witness that the windows did cut waves differently;
 - a stage shorter than its answers says so: a 2 s stage of 16 streams of 4 s answers keeps
   TTFT (from requests it cut, or that ended in the drain), is marked `too_short`, and a
-  warning names it and says "too short"; a stage that cuts every request still has TTFT."""
+  warning names it and says "too short"; a stage that cuts every request still has TTFT;
+- one order per run: against a recording endpoint of this test's own (it logs each request's
+  prompt), a 500-prompt dataset, two local agents, a warmup of 16 and two stages of 40 send
+  96 distinct prompts and count `repeated` 0; with a 20-prompt dataset the repeats are counted
+  in `stages[].requests.repeated` and a warning says so; `workload.order: per_stage` repeats
+  the first stage's prompts in the second, and says so."""
 
+import http.server
+import json
 import os
 import sys
+import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import chatload_testlib as tl  # noqa: E402
@@ -80,6 +88,111 @@ class Saturation(tl.FleetCase):
         self.assertTrue(any("stage 'brief'" in w for w in warn), res["warnings"])
         self.assertTrue(any("stage 'cut'" in w and "0 of 8 completed" in w for w in warn),
                         res["warnings"])
+
+
+class Recorder:
+    """An OpenAI-compatible streaming endpoint that answers at once and records each chat
+    request's last user message (the prompt)."""
+
+    def __init__(self):
+        self.prompts = []
+        self.lock = threading.Lock()
+        rec = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.0"
+
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with rec.lock:
+                    rec.prompts.append(body["messages"][-1]["content"])
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                base = {"id": "rec", "object": "chat.completion.chunk", "model": "rec"}
+                for delta in ({"role": "assistant"}, {"content": "ok"}, {"content": " fine"}):
+                    ev = dict(base, choices=[{"index": 0, "delta": delta,
+                                              "finish_reason": None}])
+                    self.wfile.write(b"data: " + json.dumps(ev).encode() + b"\n\n")
+                ev = dict(base, choices=[], usage={"prompt_tokens": 5, "completion_tokens": 2,
+                                                   "total_tokens": 7})
+                self.wfile.write(b"data: " + json.dumps(ev).encode() + b"\n\ndata: [DONE]\n\n")
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.url = "http://127.0.0.1:%d/v1" % self.server.server_address[1]
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class OneOrder(tl.FleetCase):
+    tag = "order"
+
+    def run_recorded(self, name, n_prompts, order=None):
+        rec = Recorder()
+        self.addCleanup(rec.close)
+        data = self.scope.path(name + ".txt")
+        with open(data, "w") as f:
+            for i in range(n_prompts):
+                f.write("prompt number %d of the recorded dataset\n" % i)
+        stages = [{"name": "one", "concurrency": 4, "requests": 40},
+                  {"name": "two", "concurrency": 4, "requests": 40}]
+        doc = tl.scenario({"url": rec.url, "model": "rec"}, stages, {"local": 2, "workers": 1},
+                          name=name, warmup={"requests": 16})
+        doc["workload"] = {"dataset": data, "dataset_format": "text", "max_tokens": 2,
+                           "drain_timeout": "5s", "request_timeout": "20s"}
+        if order:
+            doc["workload"]["order"] = order
+        out = self.scope.path(name)
+        p = self.start_run(self.write_scenario(name, doc), out)
+        self.assertExit(p, 0, 90)
+        with rec.lock:
+            return list(rec.prompts), self.results(out)
+
+    def test_each_prompt_once_per_run(self):
+        prompts, res = self.run_recorded("big", 500)
+        self.assertEqual(len(prompts), 96)
+        self.assertEqual(len(set(prompts)), 96, sorted(prompts))
+        self.assertEqual(res["warmup"]["repeated"], 0)
+        for s in res["stages"]:
+            self.assertEqual(s["requests"]["repeated"], 0, s["name"])
+        self.assertFalse([w for w in res["warnings"] if "re-sent" in w], res["warnings"])
+
+    def test_a_small_dataset_counts_its_repeats(self):
+        prompts, res = self.run_recorded("small", 20)
+        self.assertEqual(len(prompts), 96)
+        self.assertEqual(len(set(prompts)), 20)
+        # 96 requests of 20 prompts: at least 76 re-sent one (each agent goes through its
+        # own 10 first; they run at nearly the same pace, so about 76 are counted).
+        counted = res["warmup"]["repeated"] + sum(s["requests"]["repeated"]
+                                                  for s in res["stages"])
+        print("small dataset: %d repeats counted of %d" % (counted, 96 - 20))
+        self.assertGreaterEqual(counted, 96 - 20 - 4)
+        self.assertLessEqual(counted, 96 - 20 + 4)
+        one, two = res["stages"]
+        # Stage two comes after all 20 were sent: every request a repeat.
+        self.assertEqual(two["requests"]["repeated"], 40)
+        self.assertGreaterEqual(one["requests"]["repeated"], 20)
+        warn = [w for w in res["warnings"] if "re-sent" in w]
+        self.assertEqual(len(warn), 1, res["warnings"])
+        self.assertIn("'two' 40", warn[0])
+
+    def test_per_stage_order_repeats_and_says_so(self):
+        prompts, res = self.run_recorded("per", 500, order="per_stage")
+        self.assertEqual(len(prompts), 96)
+        # Each stage starts again at the agents' first bodies: stage one re-sends the
+        # warmup's 16 and goes on to 40, stage two re-sends stage one's 40.
+        self.assertEqual(len(set(prompts)), 40)
+        one, two = res["stages"]
+        self.assertEqual(one["requests"]["repeated"], 16)
+        self.assertEqual(two["requests"]["repeated"], 40)
+        self.assertTrue([w for w in res["warnings"] if "re-sent" in w], res["warnings"])
 
 
 if __name__ == "__main__":

@@ -51,6 +51,7 @@ static const char *const want_ctr[] = {
 	"completed_h2",
 	"connections_opened",
 	"no_content",
+	"repeated",
 	"window_share_milli",
 	"turn1_completed",
 	"turn2_completed",
