@@ -19,6 +19,7 @@ static void probe_progress(void *ctx, const struct cl_readiness_result *now, int
 	s->probe_now = *now;
 	s->probe_news = true;
 	pthread_mutex_unlock(&s->probe_mu);
+	cl_wake_poke(); /* a phase that passed is sent on at once (cl_probe_thread_pump) */
 }
 
 static void *probe_main(void *arg)
@@ -64,6 +65,7 @@ void cl_probe_thread_start(struct session *s, struct cl_msg *reply)
 		.allow = s->o->allow,
 	};
 	memset(&s->probe_res, 0, sizeof(s->probe_res));
+	s->probe_sent_phase = CL_READY_CONNECT;
 	atomic_store(&s->probe_cancel, 0);
 	atomic_store(&s->probe_done, 0);
 	if (pthread_create(&s->probe_thread, NULL, probe_main, s) != 0) {
@@ -77,8 +79,16 @@ void cl_probe_thread_start(struct session *s, struct cl_msg *reply)
 
 void cl_probe_thread_pump(struct session *s, int64_t now)
 {
+	/* Progress goes at most every 2 s, but a phase that passed goes at once: the
+	 * coordinator's "waiting for connect" must not outlive the connect. */
+	bool moved = false;
+	if (s->probe_running && !atomic_load(&s->probe_done)) {
+		pthread_mutex_lock(&s->probe_mu);
+		moved = s->probe_news && s->probe_now.phase != s->probe_sent_phase;
+		pthread_mutex_unlock(&s->probe_mu);
+	}
 	if (s->probe_running && !atomic_load(&s->probe_done) &&
-	    now - s->probe_last_sent_us >= 2000000) {
+	    (moved || now - s->probe_last_sent_us >= 2000000)) {
 		struct cl_readiness_result snap;
 		bool news;
 		pthread_mutex_lock(&s->probe_mu);
@@ -87,6 +97,7 @@ void cl_probe_thread_pump(struct session *s, int64_t now)
 		s->probe_news = false;
 		pthread_mutex_unlock(&s->probe_mu);
 		if (news && snap.status == CL_READY_PENDING) {
+			s->probe_sent_phase = snap.phase;
 			struct cl_msg_report rep = { .kind = CL_REPORT_PROBE,
 						     .readiness = &snap,
 						     .t_send_us = now };

@@ -111,6 +111,7 @@ struct session {
 	pthread_mutex_t probe_mu;
 	struct cl_readiness_result probe_now;
 	bool probe_news;
+	int32_t probe_sent_phase; /* the phase of the last progress sent */
 	int64_t probe_last_sent_us;
 
 	/* reports waiting for their ACK, oldest first */

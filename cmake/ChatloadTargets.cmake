@@ -8,7 +8,10 @@ function(chatload_target target)
                              CHATLOAD_VERSION="${PROJECT_VERSION}")
   if(CHATLOAD_FUZZ)
     # Coverage feedback for the libraries the fuzz targets exercise, not only the targets.
-    target_compile_options(${target} PRIVATE -fsanitize=fuzzer-no-link,address,undefined)
+    # -fno-sanitize-recover: undefined behaviour aborts, so libFuzzer keeps it as a finding
+    # instead of printing a report and going on.
+    target_compile_options(${target} PRIVATE -fsanitize=fuzzer-no-link,address,undefined
+                                             -fno-sanitize-recover=all)
     target_link_options(${target} PRIVATE -fsanitize=address,undefined)
   endif()
   if(CHATLOAD_SANITIZE)

@@ -93,6 +93,14 @@ static uint32_t pick_length(const struct cl_sim_config *cfg, struct cl_sim_strea
 	return n;
 }
 
+/* Prompt tokens of a text by the tokenizer played: --word-tokens, else --chars-per-token. */
+static uint32_t prompt_tokens(const struct cl_sim_config *cfg, uint64_t chars, uint64_t words)
+{
+	if (cfg->word_tokens)
+		return words > UINT32_MAX ? UINT32_MAX : (uint32_t)words;
+	return cl_sim_chat_prompt_tokens(chars, cfg->chars_per_token);
+}
+
 /* A request that passed every check: fault, length, then a stream or a fault answer. */
 static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl_sim_chat_req *cr,
 			const char *model, int64_t now)
@@ -109,7 +117,9 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 	st->continuous_usage = cr->stream && cr->continuous_usage;
 	st->rng = cl_sim_rng_for(cfg->seed, st->seq);
 	st->fault = cl_sim_fault_pick(cfg, st->seq, &st->rng);
-	st->prompt_tokens = cl_sim_chat_prompt_tokens(cr->prompt_chars, cfg->chars_per_token);
+	st->prompt_tokens =
+	    prompt_tokens(cfg, cr->prompt_chars, cr->prompt_words) + cfg->template_tokens;
+	st->cached_tokens = cl_sim_metrics_prefix(s, &cr->prefix, st->prompt_tokens);
 	st->requested_tokens = cr->max_tokens;
 	st->ignore_eos = cr->ignore_eos;
 	st->history_turns = cr->history_turns;
@@ -118,6 +128,16 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 	    pick_length(cfg, st, cr->max_tokens, cr->ignore_eos && !cfg->no_ignore_eos);
 	st->planned_reasoning =
 	    cfg->reasoning_tokens < st->planned_tokens ? cfg->reasoning_tokens : st->planned_tokens;
+	if (cr->n_stop) {
+		/* A stop string ends the answer where it first appears, with finish_reason
+		 * "stop", whatever ignore_eos asked. */
+		uint32_t content = st->planned_tokens - st->planned_reasoning;
+		uint32_t at = cl_sim_render_stop_at(st->seq, content, cr->stop, cr->n_stop);
+		if (at < content) {
+			st->planned_tokens = st->planned_reasoning + at;
+			st->finish_length = false;
+		}
+	}
 	st->fault_tok = cl_sim_fault_token(cfg, st->planned_tokens);
 	st->stall_tok = cl_sim_fault_stall_token(cfg, st->planned_tokens);
 
@@ -171,7 +191,7 @@ static void handle_chat(struct cl_sim *s, struct cl_sim_conn *c, const char *bod
 	accept_chat(s, c, &cr, model, now);
 }
 
-/* POST /tokenize: the prompt's token count by --chars-per-token, in vLLM's shape
+/* POST /tokenize: the prompt's token count by --chars-per-token (or --word-tokens), in vLLM's shape
  * ({"count", "max_model_len", "tokens"}); "tokens" (ids 0..count-1, llama.cpp's field too) is
  * left out past 65536 tokens. */
 static void answer_tokenize(struct cl_sim_conn *c, const struct cl_sim_config *cfg,
@@ -179,16 +199,16 @@ static void answer_tokenize(struct cl_sim_conn *c, const struct cl_sim_config *c
 			    struct cl_buf *b)
 {
 	char msg[256];
-	uint64_t chars;
+	uint64_t chars, words;
 	if (strcmp(req->method, "POST") != 0) {
 		method_not_allowed(c, "POST");
 		return;
 	}
-	if (cl_sim_tokenize_parse(body, body_len, &chars, msg, sizeof(msg)) != 0) {
+	if (cl_sim_tokenize_parse(body, body_len, &chars, &words, msg, sizeof(msg)) != 0) {
 		cl_sim_conn_error(c, 400, NULL, msg, "invalid_request_error", "invalid_request");
 		return;
 	}
-	uint32_t n = cl_sim_chat_prompt_tokens(chars, cfg->chars_per_token);
+	uint32_t n = prompt_tokens(cfg, chars, words); /* the text's: no chat template */
 	cl_buf_printf(b, "{\"count\":%u,\"max_model_len\":%u", n, CL_SIM_MAX_OUTPUT);
 	if (n <= 65536) {
 		cl_buf_puts(b, ",\"tokens\":[");
@@ -239,6 +259,19 @@ void cl_sim_api_handle(struct cl_sim *s, struct cl_sim_conn *c, const struct cl_
 			return;
 		}
 		cl_buf_puts(&b, "{\"status\":\"ok\"}");
+		answer_json(c, 200, &b);
+		goto out;
+	}
+	if (strcmp(req->path, "/metrics") == 0) {
+		if (!get) {
+			method_not_allowed(c, "GET");
+			return;
+		}
+		if (cl_sim_metrics_render(s, &b) != 0) {
+			cl_sim_conn_error(c, 500, NULL, "cannot render metrics", "server_error",
+					  "internal_error");
+			goto out;
+		}
 		answer_json(c, 200, &b);
 		goto out;
 	}

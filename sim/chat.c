@@ -18,13 +18,39 @@ static uint64_t utf8_chars(const char *s, size_t n)
 	return chars;
 }
 
-/* Characters of a message's content: a string, or an array of parts with "text". */
-static int content_chars(json_t *content, uint64_t *chars)
+uint64_t cl_sim_text_tokens(const char *s, size_t n)
+{
+	uint64_t tokens = 0, run = 0;
+	for (size_t i = 0; i <= n; i++) {
+		unsigned char ch = i < n ? (unsigned char)s[i] : ' ';
+		bool letter = (ch | 0x20) >= 'a' && (ch | 0x20) <= 'z';
+		if (ch >= 0x80) {
+			letter = true;
+			if ((ch & 0xc0) == 0x80)
+				continue; /* a continuation byte is part of its character */
+		}
+		if (letter) {
+			run++;
+			continue;
+		}
+		tokens += (run + 5) / 6;
+		run = 0;
+		if (ch != ' ' && ch != '\t' && ch != '\n' && ch != '\r')
+			tokens++;
+	}
+	return tokens;
+}
+
+/* Characters of a message's content (a string, or an array of parts with "text"), and its
+ * tokens by the text. */
+static int content_chars(json_t *content, uint64_t *chars, uint64_t *words)
 {
 	if (!content || json_is_null(content))
 		return 0;
 	if (json_is_string(content)) {
 		*chars += utf8_chars(json_string_value(content), json_string_length(content));
+		*words +=
+		    cl_sim_text_tokens(json_string_value(content), json_string_length(content));
 		return 0;
 	}
 	if (!json_is_array(content))
@@ -36,10 +62,32 @@ static int content_chars(json_t *content, uint64_t *chars)
 		if (!json_is_object(part))
 			return CL_EINVAL;
 		json_t *text = json_object_get(part, "text");
-		if (json_is_string(text))
+		if (json_is_string(text)) {
 			*chars += utf8_chars(json_string_value(text), json_string_length(text));
+			*words +=
+			    cl_sim_text_tokens(json_string_value(text), json_string_length(text));
+		}
 	}
 	return 0;
+}
+
+/* The message's text into the prefix cache's blocks (prefix.h), a separator after it. */
+static void feed_prefix(struct cl_sim_prefix_key *k, json_t *content)
+{
+	if (json_is_string(content)) {
+		cl_sim_prefix_feed(k, json_string_value(content), json_string_length(content));
+	} else if (json_is_array(content)) {
+		size_t i;
+		json_t *part;
+		json_array_foreach(content, i, part)
+		{
+			json_t *text = json_object_get(part, "text");
+			if (json_is_string(text))
+				cl_sim_prefix_feed(k, json_string_value(text),
+						   json_string_length(text));
+		}
+	}
+	cl_sim_prefix_feed(k, "\x1e", 1);
 }
 
 /* FNV-1a, 64 bits: how the truth log names texts without carrying them. */
@@ -81,6 +129,36 @@ static int get_max(json_t *root, const char *key, uint32_t *out, char *msg, size
 	return 0;
 }
 
+/* "stop": null, a string, or an array of up to 4 strings (empty ones are ignored). */
+static int get_stop(json_t *root, struct cl_sim_chat_req *req, char *msg, size_t n,
+		    const char **code)
+{
+	json_t *v = json_object_get(root, "stop");
+	if (!v || json_is_null(v))
+		return 0;
+	json_t *one = json_is_string(v) ? v : NULL;
+	size_t count = one ? 1 : json_is_array(v) ? json_array_size(v) : 0;
+	if ((!one && !json_is_array(v)) || count > CL_SIM_STOP_MAX) {
+		snprintf(msg, n, "'stop' must be a string or an array of up to %d strings",
+			 CL_SIM_STOP_MAX);
+		*code = "invalid_type";
+		return CL_EINVAL;
+	}
+	for (size_t i = 0; i < count; i++) {
+		json_t *s = one ? one : json_array_get(v, i);
+		if (!json_is_string(s) || json_string_length(s) >= CL_SIM_STOP_LEN) {
+			snprintf(msg, n, "'stop' strings must be strings of under %d bytes",
+				 CL_SIM_STOP_LEN);
+			*code = "invalid_value";
+			return CL_EINVAL;
+		}
+		if (json_string_length(s) == 0 || strlen(json_string_value(s)) == 0)
+			continue;
+		snprintf(req->stop[req->n_stop++], CL_SIM_STOP_LEN, "%s", json_string_value(s));
+	}
+	return 0;
+}
+
 int cl_sim_chat_parse(const char *body, size_t len, struct cl_sim_chat_req *req, char *msg,
 		      size_t n, const char **code)
 {
@@ -119,7 +197,8 @@ int cl_sim_chat_parse(const char *body, size_t len, struct cl_sim_chat_req *req,
 	json_array_foreach(messages, i, m)
 	{
 		if (!json_is_object(m) ||
-		    content_chars(json_object_get(m, "content"), &req->prompt_chars) != 0) {
+		    content_chars(json_object_get(m, "content"), &req->prompt_chars,
+				  &req->prompt_words) != 0) {
 			snprintf(msg, n,
 				 "messages[%zu] must be an object with string or text-part "
 				 "content",
@@ -128,6 +207,7 @@ int cl_sim_chat_parse(const char *body, size_t len, struct cl_sim_chat_req *req,
 			goto out;
 		}
 		json_t *role = json_object_get(m, "role"), *content = json_object_get(m, "content");
+		feed_prefix(&req->prefix, content);
 		if (json_is_string(role) && strcmp(json_string_value(role), "assistant") == 0) {
 			req->history_turns++;
 			req->history_fnv =
@@ -153,6 +233,8 @@ int cl_sim_chat_parse(const char *body, size_t len, struct cl_sim_chat_req *req,
 	    get_max(root, "max_completion_tokens", &max_completion, msg, n, code))
 		goto out;
 	req->max_tokens = max_completion ? max_completion : max_tokens;
+	if (get_stop(root, req, msg, n, code))
+		goto out;
 	json_t *so = json_object_get(root, "stream_options");
 	if (so && !json_is_null(so)) {
 		if (!json_is_object(so)) {
@@ -172,12 +254,13 @@ out:
 	return rc;
 }
 
-int cl_sim_tokenize_parse(const char *body, size_t len, uint64_t *chars, char *msg, size_t n)
+int cl_sim_tokenize_parse(const char *body, size_t len, uint64_t *chars, uint64_t *words, char *msg,
+			  size_t n)
 {
 	json_error_t jerr;
 	json_t *root = json_loadb(body, len, 0, &jerr);
 	int rc = CL_EINVAL;
-	*chars = 0;
+	*chars = *words = 0;
 	if (!root) {
 		snprintf(msg, n, "invalid JSON body: %s (line %d, column %d)", jerr.text, jerr.line,
 			 jerr.column);
@@ -189,6 +272,7 @@ int cl_sim_tokenize_parse(const char *body, size_t len, uint64_t *chars, char *m
 	json_t *messages = json_object_get(root, "messages");
 	if (json_is_string(text)) {
 		*chars = utf8_chars(json_string_value(text), json_string_length(text));
+		*words = cl_sim_text_tokens(json_string_value(text), json_string_length(text));
 		rc = 0;
 	} else if (!text && json_is_array(messages)) {
 		size_t i;
@@ -197,7 +281,7 @@ int cl_sim_tokenize_parse(const char *body, size_t len, uint64_t *chars, char *m
 		json_array_foreach(messages, i, m)
 		{
 			if (!json_is_object(m) ||
-			    content_chars(json_object_get(m, "content"), chars) != 0) {
+			    content_chars(json_object_get(m, "content"), chars, words) != 0) {
 				rc = CL_EINVAL;
 				break;
 			}

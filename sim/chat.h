@@ -5,9 +5,14 @@
 
 #include "config.h"
 
+#include "prefix.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#define CL_SIM_STOP_MAX 4  /* stop strings a request may give (OpenAI's limit) */
+#define CL_SIM_STOP_LEN 64 /* bytes of one, NUL included */
 
 struct cl_sim_chat_req {
 	bool has_model;
@@ -15,12 +20,16 @@ struct cl_sim_chat_req {
 	char model[CL_SIM_MODEL_MAX];
 	bool stream;
 	bool include_usage;
-	bool continuous_usage;  /* vLLM's stream_options.continuous_usage_stats */
-	uint32_t max_tokens;    /* max_completion_tokens, else max_tokens; 0: not given */
-	bool ignore_eos;        /* vLLM, SGLang, llama.cpp: generate until max_tokens */
-	uint64_t prompt_chars;  /* Unicode characters in every message's text content */
+	bool continuous_usage; /* vLLM's stream_options.continuous_usage_stats */
+	uint32_t max_tokens;   /* max_completion_tokens, else max_tokens; 0: not given */
+	bool ignore_eos;       /* vLLM, SGLang, llama.cpp: generate until max_tokens */
+	uint64_t prompt_chars; /* Unicode characters in every message's text content */
+	uint64_t prompt_words; /* ... their tokens by the text (cl_sim_text_tokens) */
+	uint32_t n_stop;       /* stop strings given ("stop": a string or up to 4) */
+	char stop[CL_SIM_STOP_MAX][CL_SIM_STOP_LEN];
 	uint32_t history_turns; /* messages with role "assistant" (a conversation's history) */
 	uint64_t history_fnv;   /* FNV-1a 64 of the last one's string content (0: none) */
+	struct cl_sim_prefix_key prefix; /* the messages' text in blocks, for the prefix cache */
 };
 
 /*
@@ -34,9 +43,16 @@ int cl_sim_chat_parse(const char *body, size_t len, struct cl_sim_chat_req *req,
 /* ceil(chars / chars_per_token) (0: 4): the prompt token rule (docs/simulator.md). */
 uint32_t cl_sim_chat_prompt_tokens(uint64_t chars, uint32_t chars_per_token);
 
+/* The --word-tokens rule over s[0..n): a run of ASCII letters (or of non-ASCII characters)
+ * is one token per 6 characters begun, every digit and other non-space character is one,
+ * whitespace is none.  A tokenizer whose characters per token depend on the text. */
+uint64_t cl_sim_text_tokens(const char *s, size_t n);
+
 /* Decodes a POST /tokenize body: {"prompt": text} (vLLM, SGLang), {"content": text}
  * (llama.cpp) or {"messages": [...]} (vLLM's chat form); *chars gets the Unicode characters
- * of the text (of every message's content).  0, or CL_EPARSE / CL_EINVAL with msg filled. */
-int cl_sim_tokenize_parse(const char *body, size_t len, uint64_t *chars, char *msg, size_t n);
+ * of the text (of every message's content), *words its tokens by cl_sim_text_tokens.  0, or
+ * CL_EPARSE / CL_EINVAL with msg filled. */
+int cl_sim_tokenize_parse(const char *body, size_t len, uint64_t *chars, uint64_t *words, char *msg,
+			  size_t n);
 
 #endif

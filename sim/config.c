@@ -379,6 +379,52 @@ static int collect(const char **vals, int argc, char **argv, struct cl_err *err)
 	}
 	return 0;
 }
+/* --kv-cache-tokens is read with the other counts; these two say what /metrics looks like. */
+static int parse_metrics_flags(struct cl_sim_config *cfg, const char *const *vals,
+			       struct cl_err *err)
+{
+	bool off = false;
+	const char *v = val(vals, "no-prefix-cache");
+	if (v && cl_parse_bool(v, &off))
+		return cl_err_set(err, CL_EINVAL, "--no-prefix-cache: '%s' is not a boolean", v);
+	cfg->prefix_cache = !off;
+	if ((v = val(vals, "ttft-buckets"))) {
+		/* Seconds, ascending, at most 40: finer bounds than vLLM's where a test needs
+		 * the server's percentiles to the millisecond. */
+		char item[32];
+		for (const char *p = v; *p;) {
+			size_t n = strcspn(p, ",");
+			double d = 0;
+			bool ok = n > 0 && n < sizeof(item);
+			if (ok) {
+				memcpy(item, p, n);
+				item[n] = '\0';
+				ok = cl_parse_double(item, &d) == 0 && d > 0 && d < 1e6 &&
+				     cfg->n_ttft_buckets < 40 &&
+				     (!cfg->n_ttft_buckets ||
+				      d > cfg->ttft_buckets[cfg->n_ttft_buckets - 1]);
+			}
+			if (!ok)
+				return cl_err_set(err, CL_EINVAL,
+						  "--ttft-buckets: '%s' is not up to 40 ascending "
+						  "positive seconds separated by commas",
+						  v);
+			cfg->ttft_buckets[cfg->n_ttft_buckets++] = d;
+			p += n + (p[n] == ',');
+		}
+	}
+	v = val(vals, "metrics-names");
+	if (strcmp(v, "vllm") == 0)
+		cfg->metrics_names = CL_SIM_NAMES_VLLM;
+	else if (strcmp(v, "sglang") == 0)
+		cfg->metrics_names = CL_SIM_NAMES_SGLANG;
+	else if (strcmp(v, "llamacpp") == 0)
+		cfg->metrics_names = CL_SIM_NAMES_LLAMACPP;
+	else
+		return cl_err_set(err, CL_EINVAL,
+				  "--metrics-names: '%s' is none of vllm, sglang, llamacpp", v);
+	return 0;
+}
 
 int cl_sim_config_parse(struct cl_sim_config *cfg, int argc, char **argv, struct cl_err *err)
 {
@@ -402,6 +448,8 @@ int cl_sim_config_parse(struct cl_sim_config *cfg, int argc, char **argv, struct
 		return cl_err_set(err, CL_EINVAL, "--allow-remote: '%s' is not a boolean", v);
 	if ((v = val(vals, "no-tokenize")) && cl_parse_bool(v, &cfg->no_tokenize))
 		return cl_err_set(err, CL_EINVAL, "--no-tokenize: '%s' is not a boolean", v);
+	if ((v = val(vals, "word-tokens")) && cl_parse_bool(v, &cfg->word_tokens))
+		return cl_err_set(err, CL_EINVAL, "--word-tokens: '%s' is not a boolean", v);
 	if ((v = val(vals, "no-ignore-eos")) && cl_parse_bool(v, &cfg->no_ignore_eos))
 		return cl_err_set(err, CL_EINVAL, "--no-ignore-eos: '%s' is not a boolean", v);
 	cfg->port_file = val(vals, "port-file");
@@ -444,7 +492,9 @@ int cl_sim_config_parse(struct cl_sim_config *cfg, int argc, char **argv, struct
 			  err)) ||
 	    (rc = get_u32(vals, "tokens-per-chunk", CL_SIM_MAX_TPC, &cfg->tokens_per_chunk, err)) ||
 	    (rc = get_u32(vals, "max-batch", 1000000, &cfg->max_batch, err)) ||
+	    (rc = get_u32(vals, "kv-cache-tokens", UINT32_MAX - 1, &cfg->kv_cache_tokens, err)) ||
 	    (rc = get_u32(vals, "chars-per-token", 64, &cfg->chars_per_token, err)) ||
+	    (rc = get_u32(vals, "template-tokens", 100000, &cfg->template_tokens, err)) ||
 	    (rc = get_u32(vals, "retry-after", 86400, &cfg->retry_after_s, err)) ||
 	    (rc = get_u32(vals, "stall-at", CL_SIM_MAX_OUTPUT, &cfg->stall_at, err)))
 		return rc;
@@ -487,6 +537,8 @@ int cl_sim_config_parse(struct cl_sim_config *cfg, int argc, char **argv, struct
 				  "array, all, rotate",
 				  v);
 	cfg->wrong_shape = (enum cl_sim_wrong_shape)k;
+	if ((rc = parse_metrics_flags(cfg, vals, err)))
+		return rc;
 	if ((v = val(vals, "close-after-answer")) && cl_parse_bool(v, &cfg->close_after_answer))
 		return cl_err_set(err, CL_EINVAL, "--close-after-answer: '%s' is not a boolean", v);
 	if ((v = val(vals, "hold-after-done")) && cl_parse_bool(v, &cfg->hold_after_done))

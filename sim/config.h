@@ -83,12 +83,23 @@ struct cl_sim_config {
 	double jitter;
 	uint64_t seed;
 	/* capacity */
-	uint32_t max_batch; /* 0: unlimited */
+	uint32_t max_batch;       /* 0: unlimited */
+	uint32_t kv_cache_tokens; /* 0: unlimited */
+	bool prefix_cache;        /* off with --no-prefix-cache */
+	double ttft_buckets[40];  /* --ttft-buckets, seconds, ascending */
+	size_t n_ttft_buckets;    /* 0: vLLM's */
+	enum cl_sim_names {
+		CL_SIM_NAMES_VLLM,
+		CL_SIM_NAMES_SGLANG,
+		CL_SIM_NAMES_LLAMACPP
+	} metrics_names;
 	int64_t itl_per_active_us;
 	int64_t itl_growth_us;    /* added to itl per second of uptime (--itl-growth) */
 	bool no_ignore_eos;       /* --no-ignore-eos: a server that does not honour ignore_eos */
 	uint32_t chars_per_token; /* --chars-per-token: prompt tokens = ceil(chars / it) */
 	bool no_tokenize;         /* --no-tokenize: /tokenize is not found */
+	bool word_tokens; /* --word-tokens: prompt tokens by the text (cl_sim_text_tokens) */
+	uint32_t template_tokens; /* --template-tokens: added to usage.prompt_tokens */
 	/* readiness */
 	int64_t loading_for_us;
 	int64_t chat_ready_after_us;

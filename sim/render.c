@@ -42,8 +42,33 @@ uint64_t cl_sim_render_content_fnv(uint64_t seq, uint32_t n)
 	return h;
 }
 
+uint32_t cl_sim_render_stop_at(uint64_t seq, uint32_t n, const char (*stop)[64], uint32_t n_stop)
+{
+	/* The text so far, kept to its last bytes: a stop string (under 64 bytes) that
+	 * completes in the newest word lies within them. */
+	char win[160];
+	size_t len = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const char *word = content_words[(seq - 1 + i) % N_CONTENT];
+		size_t wl = strlen(word);
+		if (len + wl >= sizeof(win)) {
+			size_t keep = 64;
+			memmove(win, win + len - keep, keep);
+			len = keep;
+		}
+		memcpy(win + len, word, wl + 1);
+		len += wl;
+		for (uint32_t k = 0; k < n_stop; k++)
+			if (strstr(win, stop[k]))
+				return i;
+	}
+	return n;
+}
+
+/* prompt_tokens_details.cached_tokens only when the prefix cache found some, as servers
+ * that report it without being asked (SGLang, llama.cpp) give it. */
 static void render_usage_obj(struct cl_sim_w *w, uint32_t prompt, uint32_t completion,
-			     uint32_t reasoning)
+			     uint32_t reasoning, uint32_t cached)
 {
 	CL_SIM_W_LIT(w, "{\"prompt_tokens\":");
 	cl_sim_w_u64(w, prompt);
@@ -53,7 +78,13 @@ static void render_usage_obj(struct cl_sim_w *w, uint32_t prompt, uint32_t compl
 	cl_sim_w_u64(w, (uint64_t)prompt + completion);
 	CL_SIM_W_LIT(w, ",\"completion_tokens_details\":{\"reasoning_tokens\":");
 	cl_sim_w_u64(w, reasoning);
-	CL_SIM_W_LIT(w, "}}");
+	CL_SIM_W_LIT(w, "}");
+	if (cached) {
+		CL_SIM_W_LIT(w, ",\"prompt_tokens_details\":{\"cached_tokens\":");
+		cl_sim_w_u64(w, cached);
+		CL_SIM_W_LIT(w, "}");
+	}
+	CL_SIM_W_LIT(w, "}");
 }
 
 static uint32_t reasoning_among(const struct cl_sim_stream *st, uint32_t tokens)
@@ -112,7 +143,8 @@ void cl_sim_render_chunk(struct cl_sim_w *w, const struct cl_sim_config *cfg,
 	if (st->continuous_usage) {
 		uint32_t done = ch->role ? 0 : ch->first_token + ch->n_tokens;
 		CL_SIM_W_LIT(w, ",\"usage\":");
-		render_usage_obj(w, st->prompt_tokens, done, reasoning_among(st, done));
+		render_usage_obj(w, st->prompt_tokens, done, reasoning_among(st, done),
+				 st->cached_tokens);
 	} else if (st->include_usage) {
 		CL_SIM_W_LIT(w, ",\"usage\":null");
 	}
@@ -124,7 +156,7 @@ void cl_sim_render_usage(struct cl_sim_w *w, const struct cl_sim_stream *st)
 	render_head(w, st);
 	CL_SIM_W_LIT(w, "],\"usage\":");
 	render_usage_obj(w, st->prompt_tokens, st->sent_tokens,
-			 reasoning_among(st, st->sent_tokens));
+			 reasoning_among(st, st->sent_tokens), st->cached_tokens);
 	CL_SIM_W_LIT(w, "}\n\n");
 }
 
@@ -229,7 +261,7 @@ int cl_sim_render_completion(struct cl_buf *out, const struct cl_sim_config *cfg
 	CL_SIM_W_LIT(&w, "\"}]");
 	if (with_usage) {
 		CL_SIM_W_LIT(&w, ",\"usage\":");
-		render_usage_obj(&w, st->prompt_tokens, n, r);
+		render_usage_obj(&w, st->prompt_tokens, n, r, st->cached_tokens);
 	}
 	CL_SIM_W_LIT(&w, "}");
 	return cl_buf_append(out, tmp, cl_sim_w_len(&w, tmp));

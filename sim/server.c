@@ -236,6 +236,8 @@ int cl_sim_server_init(struct cl_sim *s, const struct cl_sim_config *cfg, int64_
 	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
 	if ((rc = cl_sim_truth_open(&s->truth, cfg->truth_log, err)))
 		return rc;
+	if (cl_sim_metrics_init(s) != 0)
+		return cl_err_set(err, CL_ENOMEM, "out of memory for the prefix cache");
 	if ((rc = cl_sim_sched_init(s, err)))
 		return rc;
 
@@ -314,6 +316,7 @@ void cl_sim_server_destroy(struct cl_sim *s)
 		event_base_free(s->base);
 	s->base = NULL;
 	cl_sim_sched_destroy(s);
+	cl_sim_metrics_destroy(s);
 	cl_sim_truth_close(&s->truth);
 	s->inited = false;
 	free(s->scratch);

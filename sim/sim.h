@@ -4,6 +4,7 @@
 
 #include "chatload/buf.h"
 #include "config.h"
+#include "metrics.h"
 #include "stats.h"
 #include "truth.h"
 
@@ -41,6 +42,7 @@ struct cl_sim_stream {
 	uint64_t rng;
 
 	uint32_t prompt_tokens;
+	uint32_t cached_tokens;     /* of the prompt, found in the prefix cache */
 	uint32_t planned_tokens;    /* completion tokens, reasoning included */
 	uint32_t planned_reasoning; /* the first planned_reasoning tokens are reasoning */
 	bool finish_length;         /* finish_reason "length": the request's max was reached */
@@ -126,8 +128,9 @@ struct cl_sim {
 	uint64_t next_seq;
 	struct cl_sim_truth truth;
 	struct cl_sim_stats stats;
-	char *scratch; /* rendering space for one write, CL_SIM_SCRATCH bytes */
-	char *rbuf;    /* receive space, CL_SIM_SCRATCH bytes */
+	struct cl_sim_metrics metrics; /* what GET /metrics reports */
+	char *scratch;                 /* rendering space for one write, CL_SIM_SCRATCH bytes */
+	char *rbuf;                    /* receive space, CL_SIM_SCRATCH bytes */
 };
 
 #define CL_SIM_SCRATCH     (64 * 1024)

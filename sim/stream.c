@@ -86,13 +86,16 @@ static void maybe_stall(struct cl_sim *s, struct cl_sim_stream *st, uint32_t fir
 void cl_sim_stream_start(struct cl_sim *s, struct cl_sim_stream *st, int64_t start_us)
 {
 	const struct cl_sim_config *cfg = s->cfg;
-	int64_t ttft = cl_sim_rng_jitter(
-	    &st->rng, cfg->ttft_us + cfg->prefill_per_token_us * (int64_t)st->prompt_tokens,
-	    cfg->jitter);
+	int64_t ttft =
+	    cl_sim_rng_jitter(&st->rng,
+			      cfg->ttft_us + cfg->prefill_per_token_us *
+						 (int64_t)(st->prompt_tokens - st->cached_tokens),
+			      cfg->jitter);
 	int64_t first_token_us = start_us + ttft;
 
 	st->phase = CL_SIM_PHASE_RUNNING;
 	st->start_us = start_us;
+	cl_sim_metrics_started(s, st);
 	if (st->stream) {
 		st->next_n = tokens_in_next(s, st);
 		st->deadline_us = first_token_us + chunk_interval(s, st, st->next_n - 1);
@@ -142,6 +145,7 @@ static void end_stream(struct cl_sim *s, struct cl_sim_stream *st, int http_stat
 	s->stats.completed++;
 	log_stream(s, st, http_status, NULL, now_us);
 	st->phase = CL_SIM_PHASE_IDLE;
+	cl_sim_metrics_ended(s, st);
 	cl_sim_batch_release(s, st->deadline_us);
 }
 
@@ -192,6 +196,7 @@ static void fire_whole(struct cl_sim *s, struct cl_sim_stream *st, int64_t now_u
 	int64_t actual = cl_mono_us();
 	record_late(s, st, actual);
 	st->act_first_us = actual;
+	cl_sim_metrics_first(s, st, actual);
 	st->sched_last_us = st->deadline_us;
 	st->act_last_us = actual;
 	end_stream(s, st, status, now_us);
@@ -294,6 +299,7 @@ void cl_sim_stream_fire(struct cl_sim *s, struct cl_sim_stream *st, int64_t now_
 		if (st->chunks == 0) {
 			st->sched_first_us = st->deadline_us;
 			st->act_first_us = actual;
+			cl_sim_metrics_first(s, st, actual);
 		}
 		st->chunks++;
 		st->sent_tokens = b;
@@ -329,6 +335,7 @@ void cl_sim_stream_abort(struct cl_sim *s, struct cl_sim_stream *st, const char 
 	st->phase = CL_SIM_PHASE_IDLE;
 	if (phase == CL_SIM_PHASE_RUNNING) {
 		cl_sim_sched_remove(s, st);
+		cl_sim_metrics_ended(s, st);
 		cl_sim_batch_release(s, now);
 	} else if (phase == CL_SIM_PHASE_QUEUED) {
 		cl_sim_batch_unqueue(s, st);

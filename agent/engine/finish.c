@@ -97,6 +97,15 @@ static void add_correction(uint64_t *ctr, int64_t total, int64_t counted, int64_
 	*ctr += (uint64_t)win;
 }
 
+/* A completed request that received less than it asked for, and why, as the server said:
+ * finish_reason stop (an end of sequence or a stop string), length (a cap), other. */
+static void count_short(struct cl_metrics *m, const struct cl_slot *s)
+{
+	m->ctr[CL_CTR_SHORT_OUTPUT]++;
+	if (s->finish != CLI_FINISH_NONE)
+		m->ctr[CL_CTR_SHORT_FINISH_STOP + s->finish - CLI_FINISH_STOP]++;
+}
+
 /* What one finished request came to, worked out once for its metrics and its log line. */
 struct outcome {
 	int cls;         /* CL_CTR_COMPLETED, CL_CTR_CUT or an error class */
@@ -171,6 +180,8 @@ static void record_tokens(struct cl_metrics *m, const struct cl_slot *s, const s
 		cl_hist_record(&m->cnt[CL_CNT_PROMPT_TOKENS], s->usage_pt);
 	if (s->usage_pt > 0)
 		m->ctr[CL_CTR_PROMPT_TOKENS] += (uint64_t)s->usage_pt;
+	if (s->usage_cached > 0)
+		m->ctr[CL_CTR_CACHED_PROMPT_TOKENS] += (uint64_t)s->usage_cached;
 	cli_conv_record(m, s, s->usage_pt);
 	/* Requested against received: a server that stops before max_tokens (an EOS honoured,
 	 * a cap of its own) shows as a ratio below 1. */
@@ -179,7 +190,7 @@ static void record_tokens(struct cl_metrics *m, const struct cl_slot *s, const s
 		m->ctr[CL_CTR_REQUESTED_TOKENS] += s->requested;
 		m->ctr[CL_CTR_REQUESTED_RECEIVED] += o->tokens > 0 ? (uint64_t)o->tokens : 0;
 		if (o->tokens < (int64_t)s->requested)
-			m->ctr[CL_CTR_SHORT_OUTPUT]++;
+			count_short(m, s);
 	}
 	/* Chunks whose count usage did not tell carry the request's mean of the rest: 1000 * T
 	 * / N milli-tokens each (exact ones were recorded live). */
@@ -214,6 +225,7 @@ static void record_measured(const struct cl_engine *e, struct cl_metrics *m,
 	m->ctr[o->cls]++;
 	if (s->repeated)
 		m->ctr[CL_CTR_REPEATED]++;
+	m->ctr[CL_CTR_RESENT] += cl_slot_reconnects(s) > 0 || s->fresh_resent;
 	if (o->cls == CL_CTR_COMPLETED && o->http_major == 1)
 		m->ctr[CL_CTR_COMPLETED_H1]++;
 	else if (o->cls == CL_CTR_COMPLETED && o->http_major == 2)

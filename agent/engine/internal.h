@@ -91,6 +91,7 @@ struct cl_slot {
 	uint32_t attempts; /* times libcurl was about to send it (PREREQFUNCTION); more
 			    * than one: re-sent on a fresh connection */
 	bool fresh_resent; /* the engine itself re-sent it on a fresh connection */
+	uint8_t finish;    /* the finish_reason seen: enum cli_finish */
 	bool reset_easy;   /* reset the easy handle before its next request */
 	const struct cl_request_body *body;
 	bool h1_refused;         /* answered over HTTP/1.x while HTTP/2 is required: aborted */
@@ -103,6 +104,7 @@ struct cl_slot {
 	int64_t tok_counted_win; /* ... of which received inside the window */
 	int64_t rtok_counted, rtok_counted_win; /* the same for reasoning tokens */
 	int64_t usage_ct, usage_rt, usage_pt;   /* last usage seen, -1 absent */
+	int64_t usage_cached;                   /* its prompt_tokens_details.cached_tokens */
 	uint64_t bytes;
 	size_t sample_len;
 	char sample[CL_ERR_SAMPLE_BODY_MAX]; /* first bytes of an error body / bad event */
@@ -312,6 +314,9 @@ bool cli_request_resend(struct cl_worker *w, struct cl_slot *s, CURLcode res);
 int64_t cli_request_expire_done(struct cl_worker *w, int64_t now_us);
 
 /* Times slot s's request was re-sent on a fresh connection. */
+/* A stream's finish_reason, as far as telling why an answer was short needs. */
+enum cli_finish { CLI_FINISH_NONE, CLI_FINISH_STOP, CLI_FINISH_LENGTH, CLI_FINISH_OTHER };
+
 static inline uint32_t cl_slot_reconnects(const struct cl_slot *s)
 {
 	return s->attempts > 1 ? s->attempts - 1 : 0;

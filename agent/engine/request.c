@@ -188,12 +188,13 @@ bool cli_request_launch(struct cl_worker *w, struct cl_slot *s, int64_t intended
 	s->done_us = 0;
 	s->attempts = 0;
 	s->fresh_resent = false;
+	s->finish = CLI_FINISH_NONE;
 	s->h1_refused = false;
 	s->err_ctr = 0;
 	s->n_tok_chunks = s->n_prov_chunks = 0;
 	s->tok_exact = s->last_ct = 0;
 	s->tok_counted = s->tok_counted_win = s->rtok_counted = s->rtok_counted_win = 0;
-	s->usage_ct = s->usage_rt = s->usage_pt = -1;
+	s->usage_ct = s->usage_rt = s->usage_pt = s->usage_cached = -1;
 	s->bytes = 0;
 	s->sample_len = 0;
 	s->sample[0] = '\0';
@@ -391,7 +392,13 @@ static int on_event(void *ctx, const char *data, size_t len)
 			s->usage_rt = c.reasoning_tokens;
 		if (c.prompt_tokens >= 0)
 			s->usage_pt = c.prompt_tokens;
+		if (c.cached_tokens >= 0)
+			s->usage_cached = c.cached_tokens;
 	}
+	if (c.finish_reason[0])
+		s->finish = strcmp(c.finish_reason, "stop") == 0     ? CLI_FINISH_STOP
+			    : strcmp(c.finish_reason, "length") == 0 ? CLI_FINISH_LENGTH
+								     : CLI_FINISH_OTHER;
 	if (c.has_content || c.has_reasoning)
 		on_token_chunk(s, &c, s->w->recv_us);
 	if (c.content)

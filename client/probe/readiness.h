@@ -18,6 +18,7 @@
 #define CL_PROBE_DEFAULT_BACKOFF_INITIAL_US 1000000LL
 #define CL_PROBE_DEFAULT_BACKOFF_MAX_US     30000000LL
 #define CL_PROBE_DEFAULT_CONNECT_TIMEOUT_US 10000000LL /* when target->connect_timeout_us is 0 */
+#define CL_PROBE_EARLY_BACKOFF_MAX_US       1000000LL  /* the cap of connect and /models waits */
 #define CL_PROBE_DEFAULT_PROMPT             "Reply with just the word OK." /* as scenario/scenario.c */
 #define CL_PROBE_DEFAULT_MAX_TOKENS         16u
 

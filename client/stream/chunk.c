@@ -23,6 +23,7 @@
 #define R_FINISH     "choices[].finish_reason is not a string"
 #define R_USAGE      "usage is not an object"
 #define R_PROMPT     "usage.prompt_tokens is not a non-negative integer"
+#define R_CACHED     "usage.prompt_tokens_details.cached_tokens is not a non-negative integer"
 #define R_COMPLETION "usage.completion_tokens is not a non-negative integer"
 #define R_DETAILS    "usage.completion_tokens_details is not an object"
 #define R_RTOKENS    "usage.completion_tokens_details.reasoning_tokens is not a non-negative integer"
@@ -235,9 +236,29 @@ static int parse_details(struct scan *sc, int depth, struct cl_chunk *out, const
 	return rc;
 }
 
+/* usage.prompt_tokens_details: cached_tokens is read; a bad one is reported (not fatal). */
+static int parse_prompt_details(struct scan *sc, int depth, struct cl_chunk *out, const char **bad)
+{
+	bool first = true;
+	struct str k;
+	int rc;
+
+	if ((rc = obj_open(sc, depth)))
+		return rc;
+	while ((rc = obj_next(sc, &first, &k)) == 1) {
+		if (KEY_IS(&k, "cached_tokens"))
+			rc = want_count(sc, depth + 1, &out->cached_tokens, bad, R_CACHED);
+		else
+			rc = parse_value(sc, depth + 1);
+		if (rc)
+			return rc;
+	}
+	return rc;
+}
+
 static int parse_usage(struct scan *sc, int depth, struct cl_chunk *out, const char **bad)
 {
-	const char *bad_pt = NULL, *bad_ct = NULL, *bad_details = NULL;
+	const char *bad_pt = NULL, *bad_ct = NULL, *bad_details = NULL, *bad_cached = NULL;
 	bool first = true;
 	struct str k;
 	int rc;
@@ -251,6 +272,9 @@ static int parse_usage(struct scan *sc, int depth, struct cl_chunk *out, const c
 		} else if (KEY_IS(&k, "completion_tokens")) {
 			rc = want_count(sc, depth + 1, &out->completion_tokens, &bad_ct,
 					R_COMPLETION);
+		} else if (KEY_IS(&k, "prompt_tokens_details") && *sc->p == '{') {
+			out->cached_tokens = -1;
+			rc = parse_prompt_details(sc, depth + 1, out, &bad_cached);
 		} else if (KEY_IS(&k, "completion_tokens_details")) {
 			out->reasoning_tokens = -1;
 			bad_details = NULL;
@@ -262,7 +286,7 @@ static int parse_usage(struct scan *sc, int depth, struct cl_chunk *out, const c
 		if (rc)
 			return rc;
 	}
-	*bad = FIRST_BAD(bad_pt, bad_ct, bad_details);
+	*bad = FIRST_BAD(bad_pt, bad_ct, bad_details, bad_cached);
 	return rc;
 }
 
@@ -310,6 +334,7 @@ static void clear_usage(struct cl_chunk *out)
 {
 	out->has_usage = false;
 	out->prompt_tokens = out->completion_tokens = out->reasoning_tokens = -1;
+	out->cached_tokens = -1;
 }
 
 static void clear_error(struct cl_chunk *out)

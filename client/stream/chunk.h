@@ -38,9 +38,10 @@ struct cl_chunk {
 				 * bytes at a UTF-8 character boundary */
 	bool has_usage;         /* a non-null "usage" object */
 	int64_t prompt_tokens, completion_tokens, reasoning_tokens; /* -1 when absent */
-	const char *content; /* the first choice with content: its text, raw (still JSON-escaped,
-			      * validated, without the quotes), pointing into the input; NULL
-			      * without content */
+	int64_t cached_tokens; /* usage.prompt_tokens_details.cached_tokens, -1 when absent */
+	const char *content;   /* the first choice with content: its text, raw (still JSON-escaped,
+				* validated, without the quotes), pointing into the input; NULL
+				* without content */
 	size_t content_len;
 };
 
@@ -56,9 +57,9 @@ struct cl_chunk {
  *
  * Read: choices[].delta.{content, reasoning_content, reasoning, role},
  * choices[].finish_reason, usage.{prompt_tokens, completion_tokens,
- * completion_tokens_details.reasoning_tokens}, error (an object: .code, .message; or a
- * string: the message).  Everything else (llama.cpp's timings, ids, logprobs...) is
- * validated and skipped.
+ * completion_tokens_details.reasoning_tokens, prompt_tokens_details.cached_tokens}, error (an
+ * object: .code, .message; or a string: the message).  Everything else (llama.cpp's timings, ids,
+ * logprobs...) is validated and skipped.
  *
  * CL_EPROTO when the text is valid JSON but not a chunk: the top level is not an object, or
  * a field read has a wrong type (choices not an array, a choice neither an object nor

@@ -69,8 +69,9 @@ int cl_hist_init(struct cl_hist *h, const struct cl_hist_cfg *cfg_in)
 	const struct cl_hist_cfg *cfg = &cfg_copy;
 	memset(h, 0, sizeof(*h));
 	h->min = INT64_MAX;
+	/* highest >= 2 lowest, written so that no lowest overflows (lowest >= 1 here) */
 	if (!cfg_in || cfg->lowest < 1 || cfg->sigfigs < 1 || cfg->sigfigs > 5 ||
-	    cfg->highest > HIST_HIGHEST_MAX || cfg->highest < 2 * cfg->lowest)
+	    cfg->highest > HIST_HIGHEST_MAX || cfg->highest / 2 < cfg->lowest)
 		return CL_EINVAL;
 
 	int64_t single_unit_max = 2;

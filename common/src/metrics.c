@@ -66,6 +66,10 @@ static const char *const ctr_names[CL_CTR__COUNT] = {
 	[CL_CTR_NO_CONTENT] = "no_content",
 	[CL_CTR_REPEATED] = "repeated",
 	[CL_CTR_WINDOW_SHARE_MILLI] = "window_share_milli",
+	[CL_CTR_RESENT] = "resent",
+	[CL_CTR_SHORT_FINISH_STOP] = "short_finish_stop",
+	[CL_CTR_SHORT_FINISH_LENGTH] = "short_finish_length",
+	[CL_CTR_SHORT_FINISH_OTHER] = "short_finish_other",
 	[CL_CTR_TURN1_COMPLETED] = "turn1_completed",
 	[CL_CTR_TURN1_COMPLETED + 1] = "turn2_completed",
 	[CL_CTR_TURN1_COMPLETED + 2] = "turn3_completed",
@@ -82,6 +86,7 @@ static const char *const ctr_names[CL_CTR__COUNT] = {
 	[CL_CTR_TURN1_PROMPT_TOKENS + 5] = "turn6_prompt_tokens",
 	[CL_CTR_TURN1_PROMPT_TOKENS + 6] = "turn7_prompt_tokens",
 	[CL_CTR_TURN1_PROMPT_TOKENS + 7] = "turn8_prompt_tokens",
+	[CL_CTR_CACHED_PROMPT_TOKENS] = "cached_prompt_tokens",
 };
 
 /* Latencies in µs: 1 µs .. 1 h at 3 digits (23552 buckets, 184 KiB). */

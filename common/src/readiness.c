@@ -28,8 +28,8 @@ void cl_readiness_describe(const struct cl_readiness_result *r, char *buf, size_
 	if (r->status == CL_READY_PASSED) {
 		snprintf(
 		    buf, n,
-		    "ready after %s (connect %s, models %s, generation %s; %u attempt%s; "
-		    "probe ttft %s)",
+		    "ready after %s (connect at %s, models at %s, generation at %s; %u "
+		    "generation attempt%s; probe ttft %s)",
 		    cl_format_duration_us(r->elapsed_us, CL_DURATION_TENTHS, a, sizeof(a)),
 		    cl_format_duration_us(p[CL_READY_CONNECT], CL_DURATION_TENTHS, b, sizeof(b)),
 		    cl_format_duration_us(p[CL_READY_MODELS], CL_DURATION_TENTHS, c, sizeof(c)),

@@ -50,6 +50,18 @@ const struct cl_sim_option cl_sim_options[] = {
 	/* capacity */
 	{ "max-batch", I, "N", "0", "requests decoding at once, the rest queue (0: unlimited)",
 	  true },
+	{ "kv-cache-tokens", I, "N", "65536",
+	  "KV-cache capacity in tokens: /metrics usage is the running streams' prompt and output "
+	  "tokens over N; a stream started past it counts a preemption (0: unlimited)",
+	  true },
+	{ "no-prefix-cache", B, NULL, NULL,
+	  "no prefix cache: a prompt's beginning seen before is prefilled again", true },
+	{ "ttft-buckets", S, "LIST", NULL,
+	  "upper bounds of /metrics' TTFT histogram in seconds, ascending, comma-separated (at "
+	  "most 40; default vLLM's)",
+	  true },
+	{ "metrics-names", S, "NAMES", "vllm", "names of GET /metrics: vllm, sglang or llamacpp",
+	  true },
 	{ "itl-per-active", D, "DUR", "0", "added to itl for each active stream beyond the first",
 	  true },
 	/* readiness phases */
@@ -107,6 +119,16 @@ const struct cl_sim_option cl_sim_options[] = {
 	{ "chars-per-token", I, "N", "4",
 	  "prompt tokens are ceil(characters / N), in usage and on POST /tokenize (a tokenizer "
 	  "that counts differently from chatload's estimate of 4)",
+	  true },
+	{ "word-tokens", B, NULL, NULL,
+	  "count prompt tokens by the text, not its length: a run of letters is one token per "
+	  "6 letters begun, every digit and other non-space character one, spaces none (prose "
+	  "near 5.4 characters a token, numbers and punctuation dearer); in usage and on POST "
+	  "/tokenize alike",
+	  true },
+	{ "template-tokens", I, "N", "0",
+	  "tokens a chat template adds to every request's prompt, counted in usage.prompt_tokens "
+	  "but not by POST /tokenize of the text (llama.cpp's template adds about 28)",
 	  true },
 	{ "no-tokenize", B, NULL, NULL,
 	  "answer POST /tokenize with 404, as a server without it does (OpenAI's own API)", true },

@@ -174,6 +174,10 @@ static void print_workload_read(const struct cl_scn_workload *w, const struct cl
 	       st->bodies ? (double)st->requested_sum / st->bodies : 0.0, st->own_length,
 	       st->bodies - st->own_length);
 	printf("  ignore_eos: on %zu of %zu bodies\n", st->ignore_eos, st->bodies);
+	if (st->stop)
+		printf("  stop: on %zu of %zu bodies (an answer ends where a stop sequence "
+		       "appears, before max_tokens)\n",
+		       st->stop, st->bodies);
 	if (st->prefix_groups)
 		printf("  shared prefix: %u groups of %u tokens\n", st->prefix_groups,
 		       st->prefix_tokens);

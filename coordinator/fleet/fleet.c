@@ -86,22 +86,29 @@ static struct cli_fleet_peers *abandoned_peers;
 
 static void release_held(struct cl_fleet *f, struct cl_fleet_agent *a);
 
-/* Logs how long reports took from their agents to the merge (docs/protocol.md, §5). */
+/* One kind of report's lag, "N kind p50 / p99 / max ms"; nothing when there were none. */
+static int lag_text(const struct cl_hist *h, const char *kind, char *buf, size_t n)
+{
+	if (!cl_hist_count(h))
+		return 0;
+	return snprintf(buf, n, "%llu %s %.1f / %.1f / %.1f ms",
+			(unsigned long long)cl_hist_count(h), kind, cl_hist_percentile(h, 50) / 1e3,
+			cl_hist_percentile(h, 99) / 1e3, cl_hist_max(h) / 1e3);
+}
+
+/* Logs how long reports took from their agents to the merge (docs/protocol.md, §5); a kind
+ * of report that never came is not named (no "0 interval 0.0 / 0.0 / 0.0 ms"). */
 static void say_report_lag(const struct cl_fleet *f)
 {
 	const struct cl_hist *h = f->report_lag;
-	if (!cl_hist_count(&h[0]) && !cl_hist_count(&h[1]))
+	char interval[96] = "", other[128] = "";
+	lag_text(&h[0], "interval", interval, sizeof(interval));
+	lag_text(&h[1], "other (final, probe, warmup)", other, sizeof(other));
+	if (!interval[0] && !other[0])
 		return;
-	char more[160] = "";
-	if (cl_hist_count(&h[1]))
-		snprintf(
-		    more, sizeof(more), "; %llu other (final, probe, warmup) %.1f / %.1f / %.1f ms",
-		    (unsigned long long)cl_hist_count(&h[1]), cl_hist_percentile(&h[1], 50) / 1e3,
-		    cl_hist_percentile(&h[1], 99) / 1e3, cl_hist_max(&h[1]) / 1e3);
 	CL_INFO("control channel: reports reached the merge after their agent sent them "
-		"(p50 / p99 / max): %llu interval %.1f / %.1f / %.1f ms%s",
-		(unsigned long long)cl_hist_count(&h[0]), cl_hist_percentile(&h[0], 50) / 1e3,
-		cl_hist_percentile(&h[0], 99) / 1e3, cl_hist_max(&h[0]) / 1e3, more);
+		"(p50 / p99 / max): %s%s%s",
+		interval, interval[0] && other[0] ? "; " : "", other);
 }
 
 void cl_fleet_close(struct cl_fleet *f)
@@ -309,8 +316,8 @@ static struct cl_fleet_agent *find_agent(struct cl_fleet *f, const struct cl_msg
 }
 
 /* Holds shorter than this are not worth a wake-up of their own: when the oldest hold ends,
- * those ending within this much after it end with it. */
-#define HOLD_BATCH_US 20000
+ * those ending within this much after it end with it (the protocol's figure: wire.h). */
+#define HOLD_BATCH_US CL_WIRE_POLL_HOLD_BATCH_US
 
 /* Takes a's held POLL off the list and frees it, unanswered. */
 static void release_held(struct cl_fleet *f, struct cl_fleet_agent *a)

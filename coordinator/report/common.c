@@ -277,3 +277,55 @@ void cli_rp_probe_row(const json_t *p, char cell[RP_PROBE_COLS][RP_CELL_MAX])
 	if (!cell[7][0])
 		snprintf(cell[7], RP_CELL_MAX, "-");
 }
+
+const char *const cli_rp_server_cols[RP_SERVER_COLS] = {
+	"stage",
+	"source",
+	"running mean/max",
+	"waiting mean/max",
+	"KV usage max",
+	"prefix hit rate",
+	"preemptions",
+	"server TTFT p50/p99 ms",
+	"queue p99 ms",
+	"client cached prompt",
+};
+const bool cli_rp_server_numeric[RP_SERVER_COLS] = { false, false, true, true, true,
+						     true,  true,  true, true, true };
+
+static void pair(char *cell, const json_t *o, const char *a, const char *b, int decimals)
+{
+	char x[32], y[32];
+	double u = cl_results_num(o, a), v = cl_results_num(o, b);
+	if (isnan(u) && isnan(v))
+		snprintf(cell, RP_CELL_MAX, "-");
+	else
+		snprintf(cell, RP_CELL_MAX, "%s / %s", cli_rj_fmt(x, sizeof(x), u, decimals),
+			 cli_rj_fmt(y, sizeof(y), v, decimals));
+}
+
+static void pct_cell(char *cell, double v)
+{
+	if (isnan(v))
+		snprintf(cell, RP_CELL_MAX, "-");
+	else
+		snprintf(cell, RP_CELL_MAX, "%.0f %%", v * 100);
+}
+
+bool cli_rp_server_row(const json_t *st, char cell[RP_SERVER_COLS][RP_CELL_MAX])
+{
+	const json_t *s = json_object_get(st, "server");
+	if (!json_is_object(s))
+		return false;
+	snprintf(cell[0], RP_CELL_MAX, "%s", cl_results_str(st, "name", "-"));
+	snprintf(cell[1], RP_CELL_MAX, "%s", cl_results_str(s, "source", "unavailable"));
+	pair(cell[2], s, "requests_running.mean", "requests_running.max", 1);
+	pair(cell[3], s, "requests_waiting.mean", "requests_waiting.max", 1);
+	pct_cell(cell[4], cl_results_num(s, "kv_cache_usage.max"));
+	pct_cell(cell[5], cl_results_num(s, "prefix_cache_hit_rate"));
+	cli_rj_fmt(cell[6], RP_CELL_MAX, cl_results_num(s, "preemptions"), 0);
+	pair(cell[7], s, "ttft_ms.p50", "ttft_ms.p99", 1);
+	cli_rj_fmt(cell[8], RP_CELL_MAX, cl_results_num(s, "queue_time_ms.p99"), 1);
+	pct_cell(cell[9], cl_results_num(st, "tokens.cached_prompt_ratio"));
+	return true;
+}

@@ -53,16 +53,18 @@ static void td(FILE *out, const char *s, bool numeric)
 	fputs("</td>", out);
 }
 
-static void header(const json_t *doc, FILE *out)
+static void header(const json_t *doc, bool live, FILE *out)
 {
 	const char *word = cli_rp_verdict_word(doc);
 	const char *cls = strcmp(word, "PASS") == 0   ? "pass"
 			  : strcmp(word, "FAIL") == 0 ? "fail"
 						      : "none";
+	bool complete = json_is_true(json_object_get(doc, "complete"));
 	fputs("<h1>chatload results: ", out);
 	text(out, cl_results_str(doc, "scenario.name", "-"));
-	fprintf(out, "<span class=\"badge %s\">%s</span>", cls, word);
-	bool complete = json_is_true(json_object_get(doc, "complete"));
+	/* While the run goes on, the verdict covers the stages finished so far only. */
+	fprintf(out, "<span class=\"badge %s\">%s%s</span>", cls, word,
+		live && !complete && strcmp(cls, "none") != 0 ? " so far" : "");
 	fprintf(out, "<span class=\"badge %s\">%s</span></h1>\n", complete ? "none" : "fail",
 		complete ? "complete" : "incomplete");
 	char exit_text[64], dur[32];
@@ -90,6 +92,33 @@ static void header(const json_t *doc, FILE *out)
 	fputs("</p>\n", out);
 }
 
+/* A running stage (the live page) has no totals yet: its row shows its latest interval,
+ * and says so in its status, rather than dashes. */
+static void running_row(const json_t *s, struct cli_rp_row *r)
+{
+	const json_t *iv = json_object_get(s, "intervals");
+	size_t n = json_array_size(iv);
+	if (strcmp(cl_results_str(s, "status", ""), "running") != 0 || n == 0)
+		return;
+	const json_t *last = json_array_get(iv, n - 1);
+	static const struct {
+		int col;
+		const char *key;
+	} ms[] = { { RP_TTFT50, "ttft_p50_ms" },
+		   { RP_TTFT99, "ttft_p99_ms" },
+		   { RP_ITL50, "itl_p50_ms" },
+		   { RP_ITL99, "itl_p99_ms" } };
+	for (size_t k = 0; k < sizeof(ms) / sizeof(ms[0]); k++)
+		cli_rp_fmt_ms(r->cell[ms[k].col], RP_CELL_MAX, cl_results_num(last, ms[k].key));
+	cli_rp_fmt_rate(r->cell[RP_RPS], RP_CELL_MAX, cl_results_num(last, "requests_per_s"));
+	cli_rp_fmt_rate(r->cell[RP_OTPS], RP_CELL_MAX, cl_results_num(last, "output_tokens_per_s"));
+	double errors = cl_results_num(last, "errors");
+	if (isfinite(errors))
+		snprintf(r->cell[RP_ERRORS], RP_CELL_MAX, "%.0f", errors);
+	snprintf(r->cell[RP_STATUS], RP_CELL_MAX, "running (interval at %.0f s)",
+		 cl_results_num(last, "t_s"));
+}
+
 static void stage_table(const json_t *stages, FILE *out)
 {
 	fputs("<section><h2>Stages</h2>\n", out);
@@ -109,6 +138,7 @@ static void stage_table(const json_t *stages, FILE *out)
 	{
 		struct cli_rp_row r;
 		cli_rp_stage_row(s, &r);
+		running_row(s, &r);
 		fputs(cli_rp_stage_marked(s) ? "<tr class=\"marked\">" : "<tr>", out);
 		for (size_t k = 0; k < nc; k++)
 			td(out, r.cell[cols[k]], cli_rp_col_numeric[cols[k]]);
@@ -228,6 +258,33 @@ static void capacity(const json_t *doc, FILE *out)
 		fputs("</tr>\n", out);
 	}
 	fputs("</tbody></table></section>\n", out);
+}
+
+/* What the server's own /metrics said, per stage (docs/results.md, stages[].server). */
+static void server(const json_t *doc, FILE *out)
+{
+	size_t i;
+	const json_t *st;
+	bool any = false;
+	json_array_foreach(json_object_get(doc, "stages"), i, st)
+	{
+		char cell[RP_SERVER_COLS][RP_CELL_MAX];
+		if (!cli_rp_server_row(st, cell))
+			continue;
+		if (!any) {
+			fputs("<section><h2>Server</h2>\n<table><thead><tr>", out);
+			for (size_t k = 0; k < RP_SERVER_COLS; k++)
+				th(out, cli_rp_server_cols[k], cli_rp_server_numeric[k]);
+			fputs("</tr></thead><tbody>\n", out);
+			any = true;
+		}
+		fputs("<tr>", out);
+		for (size_t k = 0; k < RP_SERVER_COLS; k++)
+			td(out, cell[k], cli_rp_server_numeric[k]);
+		fputs("</tr>\n", out);
+	}
+	if (any)
+		fputs("</tbody></table></section>\n", out);
 }
 
 static void estimates(const json_t *doc, FILE *out)
@@ -419,7 +476,7 @@ static int render(const json_t *doc, bool live, FILE *out)
 	      out);
 	text(out, cl_results_str(doc, "scenario.name", "results"));
 	fprintf(out, "</title>\n<style>\n%s</style>\n</head>\n<body>\n<main>\n", css);
-	header(doc, out);
+	header(doc, live, out);
 	if (live)
 		fputs("<p class=\"meta\"><span id=\"live\" class=\"badge pass\">live</span> "
 		      "refreshed every 2 s while the run goes on; a running stage shows its "
@@ -429,6 +486,7 @@ static int render(const json_t *doc, bool live, FILE *out)
 	stage_table(stages, out);
 	verdict(doc, out);
 	capacity(doc, out);
+	server(doc, out);
 	warnings(doc, out);
 	estimates(doc, out);
 	for (int k = 0; k < RP__TBL; k++)

@@ -182,6 +182,32 @@ static void capacity(const json_t *doc, FILE *out)
 	fputc('\n', out);
 }
 
+/* What the server's own /metrics said, per stage (docs/results.md, stages[].server). */
+static void server(const json_t *doc, FILE *out)
+{
+	size_t i;
+	const json_t *st;
+	bool any = false;
+	json_array_foreach(json_object_get(doc, "stages"), i, st)
+	{
+		char cell[RP_SERVER_COLS][RP_CELL_MAX];
+		const char *cells[RP_SERVER_COLS];
+		if (!cli_rp_server_row(st, cell))
+			continue;
+		if (!any) {
+			fputs("## Server\n\n", out);
+			row(out, cli_rp_server_cols, RP_SERVER_COLS);
+			rule(out, cli_rp_server_numeric, RP_SERVER_COLS);
+			any = true;
+		}
+		for (size_t k = 0; k < RP_SERVER_COLS; k++)
+			cells[k] = cell[k];
+		row(out, cells, RP_SERVER_COLS);
+	}
+	if (any)
+		fputc('\n', out);
+}
+
 static void estimates(const json_t *doc, FILE *out)
 {
 	const json_t *est = json_object_get(doc, "estimates");
@@ -336,6 +362,7 @@ int cl_report_md(const json_t *doc, FILE *out)
 	stages(doc, out);
 	verdict(doc, out);
 	capacity(doc, out);
+	server(doc, out);
 	for (int k = 0; k < RP__TBL; k++)
 		detail(doc, (enum cli_rp_table_kind)k, out);
 	estimates(doc, out);

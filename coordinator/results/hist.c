@@ -109,7 +109,7 @@ static int read_fields(const json_t *j, struct stored *st, struct cl_err *err)
 static int check_config(const struct stored *st, struct cl_err *err)
 {
 	json_int_t lowest = st->lowest, highest = st->highest, sigfigs = st->sigfigs;
-	if (sigfigs < 1 || sigfigs > 5 || lowest < 1 || highest < 2 * lowest)
+	if (sigfigs < 1 || sigfigs > 5 || lowest < 1 || highest / 2 < lowest)
 		return cl_err_set(err, CL_EINVAL,
 				  "impossible histogram configuration [%" PRId64 ", %" PRId64
 				  "] with %" PRId64 " significant digits",

@@ -185,6 +185,12 @@ void cli_rp_table_free(struct cli_rp_table *t);
 extern const char *const cli_rp_probe_cols[RP_PROBE_COLS];
 extern const bool cli_rp_probe_numeric[RP_PROBE_COLS];
 void cli_rp_probe_row(const json_t *probe, char cell[RP_PROBE_COLS][RP_CELL_MAX]);
+/* The "Server" section: one row per stage that has stages[].server (what the server's own
+ * /metrics said); false when the stage has none. */
+#define RP_SERVER_COLS 10
+extern const char *const cli_rp_server_cols[RP_SERVER_COLS];
+extern const bool cli_rp_server_numeric[RP_SERVER_COLS];
+bool cli_rp_server_row(const json_t *stage, char cell[RP_SERVER_COLS][RP_CELL_MAX]);
 /* A share of a whole in percent as people read it: "100%", "45%", "2.5%", "0.12%". */
 char *cli_rp_fmt_pct(char *buf, size_t n, double pct);
 
@@ -248,7 +254,8 @@ void cli_rp_html_timeline(const json_t *doc, FILE *out);
  * results/probe.c -- */
 struct cli_rs_drift;
 struct stage_state {
-	char *name; /* planned name */
+	char *name;     /* planned name */
+	json_t *server; /* what the server's /metrics said (cl_results_set_server), NULL none */
 	bool finished;
 	json_t *intervals; /* kept summaries (every stride-th) */
 	uint64_t stride;

@@ -3,9 +3,10 @@
  * document's `capacity`. */
 #include "results/results.h"
 #include "results/internal.h"
+#include "server/explain.h"
 #include "results/verdict.h"
 
-#include "run/capacity.h"
+#include "results/capacity.h"
 
 #include "chatload/assert.h"
 
@@ -18,6 +19,7 @@ void cli_rs_stage_state_free(struct stage_state *ss)
 {
 	free(ss->name);
 	json_decref(ss->intervals);
+	json_decref(ss->server);
 	json_decref(ss->checks);
 	json_decref(ss->client.stalls);
 	json_decref(ss->client.unaccounted);
@@ -126,6 +128,19 @@ int cl_results_set_client_load(struct cl_results *r, size_t stage, double agents
 	c->load_known = true;
 	c->agents_cpu_pct_mean = agents_cpu_pct_mean;
 	c->streams_mean = streams_mean;
+	return 0;
+}
+
+int cl_results_set_server(struct cl_results *r, size_t stage, json_t *server)
+{
+	if (!server)
+		return CL_ENOMEM;
+	if (stage >= r->n_stages || r->stages[stage].finished) {
+		json_decref(server);
+		return CL_EINVAL;
+	}
+	json_decref(r->stages[stage].server);
+	r->stages[stage].server = server;
 	return 0;
 }
 
@@ -260,6 +275,21 @@ static json_t *plan_json(const struct cl_scn_plan *plan, const json_t *at, char 
 	    ok ? json_null() : json_string("no sustainable level was found"), "summary", line);
 }
 
+/* What the server said about the step from the sustainable level to the first that broke
+ * (coordinator/server/explain.c); json null when there is no such step or no figure. */
+static json_t *explain(const struct cl_results *r, const struct cl_capacity *c,
+		       const json_t *at_stage)
+{
+	const json_t *above = NULL;
+	for (size_t i = 0; i < c->n; i++)
+		if (c->probes[i].level == c->hi && c->probes[i].trusted && !c->probes[i].pass)
+			above = cl_results_stage(r, c->probes[i].stage);
+	if (!above || c->state != CL_CAP_FOUND)
+		return json_null();
+	char lv[48];
+	return cl_srv_explain(at_stage, above, level_text(c, c->hi, lv, sizeof(lv)));
+}
+
 /* The one line the summary prints, and the advice when there is something to do. */
 static void answer_text(const struct cl_capacity *c, const char *name, const json_t *at, long knee,
 			char *line, size_t n, char *advice, size_t na)
@@ -352,8 +382,13 @@ int cl_results_set_capacity(struct cl_results *r, const char *name, const struct
 			goto oom;
 	}
 	json_t *at = at_json(at_stage);
-	char line[512], advice[400], plan_line[400];
+	char line[768], advice[400], plan_line[400];
 	answer_text(c, name, at, knee, line, sizeof(line), advice, sizeof(advice));
+	json_t *why = explain(r, c, at_stage);
+	const char *why_text = json_string_value(json_object_get(why, "text"));
+	size_t ll = strlen(line);
+	if (why_text && ll < sizeof(line))
+		snprintf(line + ll, sizeof(line) - ll, "; server: %s", why_text);
 	json_t *plan_j = plan_json(plan, at, plan_line, sizeof(plan_line));
 	bool conc = c->over == CL_MODE_CONCURRENCY;
 	json_t *knee_j =
@@ -365,14 +400,15 @@ int cl_results_set_capacity(struct cl_results *r, const char *name, const struct
 			    num_or_null(c->probes[knee].output_tokens_per_s, 6))
 		: json_null();
 	json_t *cap = json_pack(
-	    "{s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:f,s:b,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:s}", "search",
-	    name, "over", conc ? "concurrency" : "rate", "unit", conc ? "streams" : "requests/s",
-	    "status", state_name(c->state), "sustainable", level_json(c, c->lo), "breaks_at",
-	    level_json(c, c->hi), "from", level_json(c, c->from), "max", level_json(c, c->max),
-	    "tolerance", c->tolerance, "tolerance_relative", c->relative, "stopped_because",
+	    "{s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:f,s:b,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:s}",
+	    "search", name, "over", conc ? "concurrency" : "rate", "unit",
+	    conc ? "streams" : "requests/s", "status", state_name(c->state), "sustainable",
+	    level_json(c, c->lo), "breaks_at", level_json(c, c->hi), "from", level_json(c, c->from),
+	    "max", level_json(c, c->max), "tolerance", c->tolerance, "tolerance_relative",
+	    c->relative, "stopped_because",
 	    c->state == CL_CAP_STOPPED ? json_string(c->stop_reason) : json_null(), "advice",
 	    advice[0] ? json_string(advice) : json_null(), "at_sustainable", at, "knee", knee_j,
-	    "slo", slos, "probes", probes, "plan", plan_j, "summary", line);
+	    "slo", slos, "probes", probes, "plan", plan_j, "explanation", why, "summary", line);
 	if (!cap)
 		return CL_ENOMEM;
 	if (json_object_set_new(r->doc, "capacity", cap) != 0)

@@ -326,6 +326,32 @@ void cl_results_set_target(struct cl_results *r, const char *url, const char *mo
 		CL_WARN("cannot record the target: out of memory");
 }
 
+/* workload.calibrate's figures beside the estimate's: the prompts' mean in the target's
+ * tokens, and what the target counted of some prompts as sent against that (null when the
+ * calibration got no figure). */
+static int set_calibration(json_t *v, const struct cl_scn_workload *w,
+			   const struct cl_workload_stats *st)
+{
+	bool have = w->chars_per_token > 0 && st->bodies;
+	json_t *mean =
+	    have ? json_real(cli_rj_sig(
+		       (double)st->prompt_chars_sum / w->chars_per_token / (double)st->bodies, 6))
+		 : json_null();
+	json_t *check =
+	    st->calib_sample_cpt > 0
+		? json_pack("{s:o,s:o,s:o,s:o}", "sample_chars_per_token",
+			    json_real(cli_rj_round(st->calib_sample_cpt, 3)), "prompts_counted",
+			    cli_rj_uint(st->calib_prompts), "counted_mean",
+			    st->calib_prompts ? json_real(cli_rj_round(st->calib_counted_mean, 2))
+					      : json_null(),
+			    "calibrated_mean",
+			    st->calib_prompts ? json_real(cli_rj_round(st->calib_built_mean, 2))
+					      : json_null())
+		: json_null();
+	return cli_rj_set(v, "prompt_tokens_calibrated_mean", mean) ||
+	       cli_rj_set(v, "calibration", check);
+}
+
 void cl_results_set_workload(struct cl_results *r, const struct cl_scn_workload *w,
 			     const struct cl_workload_stats *st)
 {
@@ -353,6 +379,11 @@ void cl_results_set_workload(struct cl_results *r, const struct cl_scn_workload 
 	    st->bodies ? json_real(cli_rj_sig((double)st->prompt_tokens_sum / st->bodies, 6))
 		       : json_null(),
 	    "shared_prefix", prefix, "dataset", dataset);
+	if (v && (cli_rj_set(v, "stop", cli_rj_uint(st->stop)) ||
+		  (w->calibrate && set_calibration(v, w, st)))) {
+		json_decref(v);
+		v = NULL;
+	}
 	if (v && w->calibrate &&
 	    cli_rj_set(v, "chars_per_token",
 		       w->chars_per_token > 0 ? json_real(cli_rj_round(w->chars_per_token, 3))
@@ -598,7 +629,8 @@ int cl_results_finish_stage(struct cl_results *r, size_t stage, const struct cl_
 	if (!o || !checks || cli_rj_set(o, ss->probe ? "probe" : "drift", extra) ||
 	    cli_rj_set(o, "intervals_stride", json_integer((json_int_t)ss->stride)) ||
 	    cli_rj_set(o, "intervals_total", cli_rj_uint(ss->seen)) ||
-	    json_object_set(o, "intervals", ss->intervals) != 0) {
+	    json_object_set(o, "intervals", ss->intervals) != 0 ||
+	    (ss->server && json_object_set(o, "server", ss->server) != 0)) {
 		json_decref(o);
 		json_decref(checks);
 		return CL_ENOMEM;

@@ -150,6 +150,11 @@ struct cl_results_stall {
 int cl_results_add_stalls(struct cl_results *r, size_t stage, const struct cl_results_stall *s,
 			  size_t n, uint64_t unlisted_agent, uint64_t unlisted_coordinator);
 
+/* Records what the server's /metrics said over stage `stage` (results.json's stages[].server,
+ * from coordinator/server/); takes ownership of server, also on failure.  Call before
+ * cl_results_finish_stage.  CL_EINVAL (bad index, finished stage), CL_ENOMEM (server NULL). */
+int cl_results_set_server(struct cl_results *r, size_t stage, json_t *server);
+
 /* Records what the agents spent on stage `stage` over its measured window: their CPU summed
  * (100 = one core) and the streams they had in flight, both averaged over the samples the
  * run took; results.json's client.agents_cpu_pct_mean, streams_mean and cpu_per_stream_pct

@@ -111,6 +111,11 @@ static json_t *requests_json(const struct cl_metrics *m)
 		      cli_rj_sig(cl_verdict_error_rate(m), 6), "errors", errors, "error_samples",
 		      samples, "no_content", cli_rj_uint(m->ctr[CL_CTR_NO_CONTENT]), "repeated",
 		      cli_rj_uint(m->ctr[CL_CTR_REPEATED]));
+	/* Sent twice: the server had closed the reused connection (docs/engine.md). */
+	if (o && cli_rj_set(o, "resent", cli_rj_uint(m->ctr[CL_CTR_RESENT]))) {
+		json_decref(o);
+		return NULL;
+	}
 	return o;
 fail:
 	json_decref(errors);
@@ -119,6 +124,17 @@ fail:
 }
 
 static json_t *tokens_base_json(const struct cl_metrics *m);
+
+/* The finish_reason of the short requests: why they stopped, as the server said. */
+static json_t *short_finish_json(const struct cl_metrics *m)
+{
+	uint64_t stop = m->ctr[CL_CTR_SHORT_FINISH_STOP], len = m->ctr[CL_CTR_SHORT_FINISH_LENGTH],
+		 other = m->ctr[CL_CTR_SHORT_FINISH_OTHER], all = m->ctr[CL_CTR_SHORT_OUTPUT];
+	uint64_t given = stop + len + other;
+	return json_pack("{s:o,s:o,s:o,s:o}", "stop", cli_rj_uint(stop), "length", cli_rj_uint(len),
+			 "other", cli_rj_uint(other), "none",
+			 cli_rj_uint(all > given ? all - given : 0));
+}
 
 /* Output asked for against received, over completed requests: a ratio below 1 is a server
  * that stopped before max_tokens. */
@@ -133,6 +149,7 @@ static int add_requested(json_t *o, const struct cl_metrics *m)
 			  cli_rj_uint(m->ctr[CL_CTR_REQUESTED_RECEIVED])) ||
 	       cli_rj_set(o, "received_ratio", ratio) ||
 	       cli_rj_set(o, "short_requests", cli_rj_uint(m->ctr[CL_CTR_SHORT_OUTPUT])) ||
+	       cli_rj_set(o, "short_finish", short_finish_json(m)) ||
 	       cli_rj_set(o, "requested_per_request",
 			  cnt_summary(&m->cnt[CL_CNT_REQUESTED_TOKENS], 1));
 }
@@ -140,6 +157,16 @@ static int add_requested(json_t *o, const struct cl_metrics *m)
 static json_t *tokens_json(const struct cl_metrics *m)
 {
 	json_t *o = tokens_base_json(m);
+	/* The client's own view of the prefix cache: what usage said was served from it. */
+	uint64_t cached = m->ctr[CL_CTR_CACHED_PROMPT_TOKENS],
+		 prompt = m->ctr[CL_CTR_PROMPT_TOKENS];
+	if (o && (cli_rj_set(o, "cached_prompt_tokens", cli_rj_uint(cached)) ||
+		  cli_rj_set(o, "cached_prompt_ratio",
+			     prompt ? cli_rj_real(cli_rj_round((double)cached / prompt, 4))
+				    : json_null()))) {
+		json_decref(o);
+		return NULL;
+	}
 	if (add_requested(o, m)) {
 		json_decref(o);
 		return NULL;

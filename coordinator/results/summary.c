@@ -192,6 +192,80 @@ static int warn_client_bound(json_t *w, const json_t *s, const char *name, bool 
 	return rc;
 }
 
+/*
+ * Requests that asked the server to ignore its end of sequence and still got less than they
+ * asked for, with the causes that apply: the finish_reason values the server gave, and a
+ * stop sequence in the body (the user's own setting, not the server's fault).
+ */
+static int warn_short_output(json_t *w, const json_t *s, const char *name, bool stop_sent)
+{
+	const json_t *short_n = cl_results_get(s, "tokens.short_requests");
+	const json_t *ratio = cl_results_get(s, "tokens.received_ratio");
+	if (json_integer_value(short_n) <= 0 || !json_is_number(ratio))
+		return 0;
+	double stop = cl_results_num(s, "tokens.short_finish.stop");
+	double len = cl_results_num(s, "tokens.short_finish.length");
+	double other = cl_results_num(s, "tokens.short_finish.other");
+	double none = cl_results_num(s, "tokens.short_finish.none");
+	char seen[160] = "", why[400] = "";
+	size_t n = 0, k = 0;
+	static const char *const names[] = { "stop", "length", "other", "none given" };
+	double v[] = { stop, len, other, none };
+	for (int i = 0; i < 4; i++)
+		if (isfinite(v[i]) && v[i] > 0 && n < sizeof(seen))
+			n += (size_t)snprintf(seen + n, sizeof(seen) - n, "%s%s %.0f",
+					      n ? ", " : "", names[i], v[i]);
+	if (stop > 0 && stop_sent && k < sizeof(why))
+		k += (size_t)snprintf(why + k, sizeof(why) - k,
+				      "%sthe request body sets stop (target.body), and a stop "
+				      "sequence ends an answer where it appears",
+				      k ? "; " : "");
+	if (stop > 0 && k < sizeof(why))
+		k += (size_t)snprintf(why + k, sizeof(why) - k, "%s%s", k ? "; or " : "",
+				      "the server ended answers at their end of sequence: it does "
+				      "not honour ignore_eos");
+	if (len > 0 && k < sizeof(why))
+		k += (size_t)snprintf(why + k, sizeof(why) - k,
+				      "%sthe server ended answers for length below max_tokens: it "
+				      "caps output (or its context is full)",
+				      k ? "; " : "");
+	if (!k)
+		snprintf(why, sizeof(why), "the server does not honour ignore_eos or caps output");
+	return cli_rs_warn(w,
+			   "stage '%s': %lld requests stopped before the max_tokens they asked "
+			   "for with ignore_eos (%.1f%% of the tokens asked were received; "
+			   "finish_reason: %s): %s",
+			   name, (long long)json_integer_value(short_n),
+			   100 * json_number_value(ratio), seen[0] ? seen : "none given", why);
+}
+
+/*
+ * A server that closes the connection after every answer (llama.cpp's llama-server does,
+ * while sending Keep-Alive): every request opens a connection, and some are sent twice when
+ * they find their reused connection closed.  Said once, for the first stage that shows it.
+ */
+static int warn_churn(json_t *w, const json_t *s, const char *name, bool *said)
+{
+	double opened = cl_results_num(s, "http.connections_opened");
+	double done = cl_results_num(s, "requests.completed");
+	double resent = cl_results_num(s, "requests.resent");
+	if (!isfinite(opened) || !isfinite(done) || done < 8 || opened < done)
+		return 0;
+	/* A keep-alive server opens one connection per stream: with as many streams as
+	 * requests, or an open-loop stage without re-sends, many connections prove nothing. */
+	double streams = cl_results_num(s, "concurrency");
+	if (isfinite(streams) && streams > 0 ? done < 2 * streams : !(resent > 0))
+		return 0;
+	*said = true;
+	return cli_rs_warn(
+	    w,
+	    "the server closes the connection after each answer: stage '%s' opened %.0f "
+	    "connections for %.0f completed requests, and %.0f requests were sent twice "
+	    "after finding their connection closed. Each request pays a new TCP (and TLS) "
+	    "handshake, which is part of its TTFT on this server",
+	    name, opened, done, isfinite(resent) ? resent : 0);
+}
+
 static json_t *warnings_json(struct cl_results *r)
 {
 	json_t *w = json_array();
@@ -202,6 +276,8 @@ static json_t *warnings_json(struct cl_results *r)
 	const json_t *s;
 	int rc = 0;
 	bool eos_asked = json_integer_value(cl_results_get(r->doc, "workload.ignore_eos")) > 0;
+	bool stop_sent = json_integer_value(cl_results_get(r->doc, "workload.stop")) > 0;
+	bool churn_said = false;
 	json_array_foreach(stages, i, s)
 	{
 		const char *name = cl_results_str(s, "name", "");
@@ -225,18 +301,10 @@ static json_t *warnings_json(struct cl_results *r)
 			    "model's answer inside its reasoning; raise workload.max_tokens or "
 			    "turn thinking off. They are not counted good and have no TTFC",
 			    name, no_content, cl_results_num(s, "requests.completed"));
-		/* Requests that asked the server to ignore its end of sequence and still got
-		 * less: a server without ignore_eos, or a cap of its own. */
-		const json_t *short_n = cl_results_get(s, "tokens.short_requests");
-		const json_t *ratio = cl_results_get(s, "tokens.received_ratio");
-		if (eos_asked && json_integer_value(short_n) > 0 && json_is_number(ratio))
-			rc |= cli_rs_warn(
-			    w,
-			    "stage '%s': %lld requests stopped before the max_tokens they "
-			    "asked for with ignore_eos (%.1f%% of the tokens asked were "
-			    "received): the server does not honour ignore_eos or caps output",
-			    name, (long long)json_integer_value(short_n),
-			    100 * json_number_value(ratio));
+		if (eos_asked)
+			rc |= warn_short_output(w, s, name, stop_sent);
+		if (!churn_said)
+			rc |= warn_churn(w, s, name, &churn_said);
 		/* HTTP/2 asked for, HTTP/1.1 got (http2: preferred falls back silently). */
 		double h1 = cl_results_num(s, "http.completed_h1");
 		const char *want = cl_results_str(r->doc, "scenario.target.http2", "false");

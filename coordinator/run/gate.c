@@ -15,9 +15,14 @@
 
 /* ---- readiness ----------------------------------------------------------------------- */
 
+/*
+ * Says what the gate waits for, from the least advanced agent's latest report: the phase not
+ * passed yet, when the earlier ones passed ("at", since the gate started), and generation
+ * attempts only once generation is tried (connect and /v1/models polls are not counted).
+ * Agents report a phase's pass at once, so the phase named is one still pending.
+ */
 static void show_probe(struct run *r, int64_t started_us)
 {
-	/* The least advanced agent decides what we are waiting for. */
 	const struct cl_readiness_result *w = NULL;
 	for (size_t i = 0; i < r->fleet.n; i++) {
 		const struct run_agent *ra = &r->agents[i];
@@ -27,13 +32,25 @@ static void show_probe(struct run *r, int64_t started_us)
 			w = &ra->probe.result;
 	}
 	char el[32];
-	cl_format_duration_us(cl_mono_us() - started_us, CL_DURATION_PRECISE, el, sizeof(el));
+	cl_format_duration_us(cl_mono_us() - started_us, CL_DURATION_TENTHS, el, sizeof(el));
 	if (!w) {
-		cl_progress_note(&r->prog, "readiness: waiting for the gate (%s)", el);
+		cl_progress_note(&r->prog, "readiness: waiting for the gate (%s elapsed)", el);
 		return;
 	}
-	cl_progress_note(&r->prog, "readiness: waiting for %s (%s elapsed, %u attempts)%s%s",
-			 cl_readiness_phase_name(w->phase), el, w->attempts,
+	char done[160] = "", a[32];
+	size_t n = 0;
+	for (int p = CL_READY_CONNECT; p < (int)w->phase && p < CL_READY__PHASES; p++)
+		if (w->phase_passed_us[p] >= 0 && n < sizeof(done))
+			n += (size_t)snprintf(
+			    done + n, sizeof(done) - n, "; %s ok at %s", cl_readiness_phase_name(p),
+			    cl_format_duration_us(w->phase_passed_us[p], CL_DURATION_TENTHS, a,
+						  sizeof(a)));
+	char tries[48] = "";
+	if (w->phase == CL_READY_GENERATION)
+		snprintf(tries, sizeof(tries), "; %u generation attempt%s", w->attempts,
+			 w->attempts == 1 ? "" : "s");
+	cl_progress_note(&r->prog, "readiness: waiting for %s (%s elapsed%s%s)%s%s",
+			 cl_readiness_phase_name(w->phase), el, done, tries,
 			 w->last_error[0] ? "; last error: " : "", w->last_error);
 }
 

@@ -11,6 +11,7 @@
 #include "results/results.h"
 #include "run/run.h"
 #include "run/spawn.h"
+#include "server/scrape.h"
 
 #include "chatload/metrics.h"
 #include "chatload/plan.h"
@@ -77,6 +78,7 @@ struct run_slot {
 
 struct run_stage {
 	size_t index;
+	struct cl_srv_mark srv_at_start; /* the server's counters when the stage started */
 	const struct cl_scn_stage *scn;
 	struct cl_stage_plan plan; /* the whole stage, before the split (names not owned) */
 	struct cl_metrics cum;
@@ -103,6 +105,7 @@ struct run_stage {
 };
 
 struct run {
+	struct cl_srv_scrape *srv; /* the target's /metrics, scraped all run long; NULL: none */
 	const struct cl_run_opts *o;
 	struct cl_scenario s;
 	struct cl_results *res;

@@ -22,6 +22,19 @@ static int fail_msg(struct run *r, int code, const struct cl_err *err, const cha
 	return code;
 }
 
+/* Scrapes the target's /metrics from readiness to the end (target.server_metrics is `auto`:
+ * the target URL's scheme://host:port/metrics, noted as unavailable when absent). */
+static void start_server_metrics(struct run *r)
+{
+	char url[1024];
+	if (cl_srv_metrics_url(r->target.base_url, url, sizeof(url)) != 0) {
+		CL_INFO("server metrics: no /metrics URL from '%s'", r->target.base_url);
+		return;
+	}
+	if (cl_srv_scrape_start(url, 1000000, true, &r->srv) != 0)
+		CL_WARN("server metrics: cannot start scraping '%s'", url);
+}
+
 /* Builds the target plan the agents get: the scenario's, or the simulator's address. */
 static int make_target(struct run *r, struct cl_err *err)
 {
@@ -82,29 +95,73 @@ static int load_workload(struct run *r, struct cl_err *err)
 	return rc;
 }
 
+#define CALIBRATE_PROMPTS 16 /* prompts counted to calibrate on what is sent */
+
+/* The workload rendered again, built to chars_per_token. */
+static int rerender(struct run *r, double chars_per_token, struct cl_err *err)
+{
+	r->s.workload.chars_per_token = chars_per_token;
+	cl_workload_plan_free(&r->workload);
+	return load_workload(r, err);
+}
+
 /*
- * workload.calibrate: the target's own characters per token from its /tokenize, then the
- * workload rendered again to it.  A target without /tokenize (OpenAI's own API, a gateway)
- * keeps the estimate: the run goes on, and says so here and in results.json.
+ * workload.calibrate: the target's own characters per token from its /tokenize on a sample
+ * of the vocabulary, then on the prompts as they will be sent (their leading number, the word
+ * cut at their end and a prefix make them count differently), the workload rendered again to
+ * that, and counted once more to say what it achieved.  A target without /tokenize (OpenAI's
+ * own API, a gateway) keeps the estimate: the run goes on, and says so here and in
+ * results.json.
  */
 static int calibrate(struct run *r, struct cl_err *err)
 {
-	double cpt = 0;
+	double sample = 0;
 	struct cl_err cerr = { 0 };
+	struct cl_calibrate_check first, again;
 	char line[600];
-	if (cl_calibrate_tokens(&r->target, r->target.model, &cpt, &cerr) != 0) {
+	if (cl_calibrate_tokens(&r->target, r->target.model, &sample, &cerr) != 0) {
 		cl_progress_note(&r->prog,
 				 "calibrate: %s; prompts keep the estimate of 4 characters a token",
 				 cl_err_format(&cerr, line, sizeof(line)));
 		return 0;
 	}
+	int rc = rerender(r, sample, err);
+	if (rc != 0)
+		return rc;
+	if (cl_calibrate_prompts(&r->target, r->target.model, &r->workload, CALIBRATE_PROMPTS,
+				 &first, &cerr) != 0) {
+		cl_progress_note(&r->prog,
+				 "calibrate: the target counts %.2f characters a token (/tokenize) "
+				 "on a sample of the vocabulary; counting the prompts failed (%s): "
+				 "prompts are built to the sample's figure",
+				 sample, cl_err_format(&cerr, line, sizeof(line)));
+		r->workload_stats.calib_sample_cpt = sample;
+		return 0;
+	}
+	double cpt = (double)first.chars / (double)first.tokens;
+	if ((rc = rerender(r, cpt, err)) != 0)
+		return rc;
+	if (cl_calibrate_prompts(&r->target, r->target.model, &r->workload, CALIBRATE_PROMPTS,
+				 &again, &cerr) != 0)
+		again = first; /* counted once already: say that */
+	struct cl_workload_stats *st = &r->workload_stats;
+	st->calib_sample_cpt = sample;
+	st->calib_prompts = again.prompts;
+	st->calib_built_mean = (double)again.chars / cpt / again.prompts;
+	st->calib_counted_mean = (double)again.tokens / again.prompts;
+	const struct cl_scn_workload *w = &r->s.workload;
+	bool built = w->kind == CL_WORKLOAD_SYNTHETIC || w->kind == CL_WORKLOAD_TRACE ||
+		     w->shared_prefix_groups;
 	cl_progress_note(&r->prog,
-			 "calibrate: the target counts %.2f characters a token (/tokenize); "
-			 "prompts are built to it",
-			 cpt);
-	r->s.workload.chars_per_token = cpt;
-	cl_workload_plan_free(&r->workload);
-	return load_workload(r, err);
+			 "calibrate: the target counts %.2f characters a token (/tokenize) on a "
+			 "sample of the vocabulary, %.2f on %u of the prompts to be sent; %s: "
+			 "counted again, those prompts are %.1f tokens on average, %.1f by the "
+			 "calibrated figure",
+			 sample, cpt, first.prompts,
+			 built ? "prompts are built to the second"
+			       : "the prompts are sent as written",
+			 st->calib_counted_mean, st->calib_built_mean);
+	return 0;
 }
 
 /* Puts the model found into the bodies, and renders the warmup's own body if it has one. */
@@ -192,6 +249,8 @@ static int finish(struct run *r, int code)
 	cl_progress_end(&r->prog);
 	cli_run_record_agents(r);
 	cli_run_stop_processes(r);
+	cl_srv_scrape_stop(r->srv);
+	r->srv = NULL;
 	if (r->res) {
 		int final = 0;
 		if (cl_results_finish(r->res, r->complete, code ? code : r->exit_hint, &final) != 0)
@@ -250,6 +309,7 @@ int cl_run(const struct cl_run_opts *o)
 		code = fail_msg(r, CL_EXIT_USAGE, &err, "bad target");
 		goto finish;
 	}
+	start_server_metrics(r);
 	if (cl_body_json_merge_text(r->s.target.body_json, r->s.readiness.body_json,
 				    &r->probe_extra, &err) != 0) {
 		code = fail_msg(r, CL_EXIT_USAGE, &err, "bad readiness.body");

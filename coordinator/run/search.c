@@ -3,7 +3,7 @@
  * client health) decides the next level, until the answer is bracketed. */
 #include "run/internal.h"
 
-#include "run/capacity.h"
+#include "results/capacity.h"
 
 #include "chatload/log.h"
 

@@ -14,7 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define START_LEAD_US 500000 /* START_AT this far ahead: every agent hears it in time */
+#define SRV_MARK_WAIT_US 600000 /* a stage boundary waits this long at most for a scrape */
+#define START_LEAD_US    500000 /* START_AT this far ahead: every agent hears it in time */
 
 /* ---- start --------------------------------------------------------------------------- */
 
@@ -116,6 +117,8 @@ static int stage_start(struct run *r, size_t index)
 		stage_free(st);
 		return rc;
 	}
+	if (r->srv)
+		cl_srv_scrape_mark(r->srv, &st->srv_at_start, SRV_MARK_WAIT_US);
 	int64_t start = cl_mono_us() + START_LEAD_US;
 	st->start_coord_us = start;
 	for (size_t i = 0; i < r->fleet.n; i++) {
@@ -429,6 +432,17 @@ static int stage_close(struct run *r)
 	stage_note_silences(r);
 	stage_file_stalls(r, st);
 	cli_run_file_faults(r, st, cl_mono_us());
+	if (r->srv && st->srv_at_start.t_us) {
+		struct cl_srv_mark end;
+		cl_srv_scrape_mark(r->srv, &end, SRV_MARK_WAIT_US);
+		/* Gauges over the measured window (after the ramp, before the drain); counters
+		 * and histograms from the scrape before the stage to the one after it. */
+		int64_t from = st->start_coord_us + st->scn->ramp_us;
+		int64_t to = st->scn->duration_us ? from + st->scn->duration_us : 0;
+		json_t *srv = cl_srv_scrape_stage_json(r->srv, &st->srv_at_start, &end, from, to);
+		if (cl_results_set_server(r->res, st->index, srv))
+			CL_WARN("server metrics: out of memory for stage '%s'", st->scn->name);
+	}
 	if (st->load_samples)
 		cl_results_set_client_load(r->res, st->index, st->load_cpu_sum / st->load_samples,
 					   st->load_streams_sum / st->load_samples);

@@ -61,6 +61,15 @@ int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt
 	bool ignore_eos = c->ignore_eos == 1 || (c->ignore_eos < 0 && out_tokens);
 	if (cl_body_json_render(c->model, messages, max_tokens, ignore_eos, c->extra, &json) != 0)
 		return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
+	/* What is sent, whichever key set it: target.body's keys replace chatload's (a null
+	 * removes one), so its ignore_eos decides, and a stop there ends answers early. */
+	const json_t *eos = c->extra ? json_object_get(c->extra, "ignore_eos") : NULL;
+	if (eos)
+		ignore_eos = json_is_true(eos);
+	const json_t *stop = c->extra ? json_object_get(c->extra, "stop") : NULL;
+	bool has_stop = stop && !json_is_null(stop) &&
+			!(json_is_array(stop) && json_array_size(stop) == 0) &&
+			!(json_is_string(stop) && json_string_length(stop) == 0);
 	size_t len = strlen(json);
 	if (len > CL_WORKLOAD_MAX_TOTAL_BYTES - c->total_bytes) {
 		free(json);
@@ -86,8 +95,8 @@ int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt
 	b->len = len;
 	b->prompt_chars = chars > UINT32_MAX ? UINT32_MAX : (uint32_t)chars;
 	b->max_tokens = max_tokens;
-	c->flags[c->n] =
-	    (out_tokens ? RENDER_OWN_LENGTH : 0) | (ignore_eos ? RENDER_IGNORE_EOS : 0);
+	c->flags[c->n] = (out_tokens ? RENDER_OWN_LENGTH : 0) |
+			 (ignore_eos ? RENDER_IGNORE_EOS : 0) | (has_stop ? RENDER_STOP : 0);
 	c->n++;
 	c->total_bytes += len;
 	return 0;

@@ -24,7 +24,7 @@ struct render_ctx {
 	char **prefixes; /* shared_prefix: one text per group, or NULL */
 	size_t n_prefixes;
 	struct cl_request_body *bodies;
-	uint8_t *flags; /* per body: RENDER_OWN_LENGTH, RENDER_IGNORE_EOS */
+	uint8_t *flags; /* per body: RENDER_OWN_LENGTH, RENDER_IGNORE_EOS, RENDER_STOP */
 	size_t n, cap;
 	size_t total_bytes;
 	struct cl_workload_stats *stats; /* filled as records are read; never NULL */
@@ -39,7 +39,7 @@ static inline uint32_t cli_workload_scaled(const struct render_ctx *c, uint32_t 
 	return t < 1 ? 1 : t > 4294967295.0 ? UINT32_MAX : (uint32_t)t;
 }
 
-enum { RENDER_OWN_LENGTH = 1, RENDER_IGNORE_EOS = 2 };
+enum { RENDER_OWN_LENGTH = 1, RENDER_IGNORE_EOS = 2, RENDER_STOP = 4 };
 
 /* ---- body.c: the growing array of bodies ------------------------------------------------- */
 

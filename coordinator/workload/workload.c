@@ -31,6 +31,8 @@ static void finish_stats(const struct render_ctx *c, struct cl_workload_stats *s
 		const struct cl_request_body *b = &c->bodies[i];
 		st->own_length += (c->flags[i] & RENDER_OWN_LENGTH) != 0;
 		st->ignore_eos += (c->flags[i] & RENDER_IGNORE_EOS) != 0;
+		st->stop += (c->flags[i] & RENDER_STOP) != 0;
+		st->prompt_chars_sum += b->prompt_chars;
 		st->requested_sum += b->max_tokens;
 		if (b->max_tokens < st->requested_min)
 			st->requested_min = b->max_tokens;

@@ -34,13 +34,21 @@ struct cl_workload_stats {
 	size_t limited;         /* ... left out by dataset_limit after a shuffle */
 	size_t bodies;          /* bodies in the plan */
 	size_t own_length;      /* bodies whose max_tokens is the request's own length */
-	size_t ignore_eos;      /* bodies that carry "ignore_eos": true */
+	size_t ignore_eos;      /* bodies that carry "ignore_eos": true (from any key) */
+	size_t stop;            /* bodies that carry a stop sequence (target.body.stop) */
 	uint64_t requested_sum; /* max_tokens over all bodies */
 	uint32_t requested_min, requested_max;
 	uint64_t prompt_tokens_sum; /* estimated, prefix included */
+	uint64_t prompt_chars_sum;  /* characters of the prompts, prefix included */
 	uint32_t prefix_groups;     /* workload.shared_prefix.groups (0: none) */
 	uint32_t prefix_tokens;
 	int64_t trace_span_us; /* trace replay: the last start's offset (speedup applied) */
+	/* workload.calibrate, filled by the run (0 without it): the sample's characters per
+	 * token, and the target's count of some prompts as sent against what they were built
+	 * to (their characters over the final characters per token) */
+	double calib_sample_cpt;
+	uint32_t calib_prompts;
+	double calib_built_mean, calib_counted_mean;
 };
 
 /*

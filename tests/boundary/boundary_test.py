@@ -43,7 +43,7 @@ class MapError(Exception):
 
 def parse_map(doc_text):
     """The rows of the boundary table: {folder: set of allowed targets}.  A target is a folder
-    ("common", "coordinator/scenario"), a single header ("coordinator/run/capacity.h") or
+    ("common", "coordinator/scenario"), a single header ("coordinator/report/report.h") or
     "*" (anything).  Folders are written `common/`; cells list backticked entries."""
     try:
         body = doc_text.split(TABLE_BEGIN, 1)[1].split(TABLE_END, 1)[0]

@@ -1,7 +1,7 @@
 /* The capacity search's decisions against servers whose limit is known: the probe sequence
  * (doubling, then bisecting), the bracket it ends with, limits at and past both ends, a
  * relative tolerance over rate, an untrusted probe; the knee; the plan's arithmetic. */
-#include "run/capacity.h"
+#include "results/capacity.h"
 
 #include "results/results.h"
 

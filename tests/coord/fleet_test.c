@@ -340,7 +340,7 @@ static void test_poll_hold_ends_with_noop(void **state)
 	assert_true(got);
 	assert_int_equal(r.cmd.cmd, CL_CMD_NOOP);
 	int64_t held = r.cmd.t_coord_us - r.cmd.t_coord_recv_us;
-	assert_true(held >= CL_WIRE_POLL_HOLD_US - 20000);  /* HOLD_BATCH_US in fleet/fleet.c */
+	assert_true(held >= CL_WIRE_POLL_HOLD_US - CL_WIRE_POLL_HOLD_BATCH_US);
 	assert_true(held < CL_WIRE_POLL_HOLD_US + 1000000); /* + a loaded machine's delay */
 	cl_msg_free(&r);
 	await_end(&w);

@@ -30,7 +30,7 @@
  * would show.  Every single request
  * must be within a few scheduler ticks (TAIL): these test machines are shared (2 cores,
  * other builds and fuzzers running) and a bare timerfd wakeup on them shows p99 of 1-3 ms
- * and p999 of 4-7 ms under that load (test_wakeup_baseline prints it), so a per-request
+ * and p999 of 4-7 ms under that load (tests/bench/bench_wakeup prints it), so a per-request
  * sub-millisecond bound would test the neighbours, not the engine.  Intervals (ITL, TPOT)
  * subtract two receive times, so the delay cancels but for its variation: the median of
  * the per-request TPOT error <= 50 µs.
@@ -382,15 +382,9 @@ static void test_interval_deltas_and_health(void **state)
 	h_sim_cleanup(&sim);
 }
 
-static void test_wakeup_baseline(void **state)
-{
-	h_wakeup_baseline();
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_wakeup_baseline),
 		cmocka_unit_test(test_low_load_accuracy),
 		cmocka_unit_test(test_multi_token_chunks),
 		cmocka_unit_test(test_continuous_usage_exact_tpc),

@@ -16,7 +16,6 @@
 #include <strings.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -324,35 +323,6 @@ int h_cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
 	return (x > y) - (x < y);
-}
-
-int64_t h_wakeup_baseline(void)
-{
-	enum { N = 300 };
-	int64_t lag[N];
-	int fd = timerfd_create(CLOCK_MONOTONIC, 0);
-	if (fd < 0)
-		return -1;
-	unsigned long old_slack = (unsigned long)prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
-	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-	for (int i = 0; i < N; i++) {
-		int64_t due = cl_mono_us() + 1000;
-		struct itimerspec its = { .it_value = { .tv_sec = due / 1000000,
-							.tv_nsec = (due % 1000000) * 1000 } };
-		timerfd_settime(fd, TFD_TIMER_ABSTIME, &its, NULL);
-		uint64_t x;
-		if (read(fd, &x, sizeof(x)) != sizeof(x))
-			break;
-		lag[i] = cl_mono_us() - due;
-	}
-	prctl(PR_SET_TIMERSLACK, old_slack, 0, 0, 0);
-	close(fd);
-	qsort(lag, N, sizeof(lag[0]), h_cmp_i64);
-	printf("  machine baseline, timerfd wakeup lateness: p50 %lld p99 %lld p999 %lld max %lld "
-	       "us\n",
-	       (long long)lag[N / 2], (long long)lag[N * 99 / 100], (long long)lag[N * 999 / 1000],
-	       (long long)lag[N - 1]);
-	return lag[N * 99 / 100];
 }
 
 static void *held_server_main(void *arg)

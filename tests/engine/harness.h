@@ -97,10 +97,6 @@ struct cl_stage_plan h_open(double rate, enum cl_arrival arrival, uint64_t reque
 int h_run(struct h_engine *he, const struct cl_stage_plan *p, int64_t lead_us, int64_t timeout_us,
 	  struct cl_metrics *m);
 
-/* Prints this machine's timerfd wakeup lateness now (p50/p99/p999/max over ~0.3 s): the
- * floor under every timing tolerance.  Returns the p99 in µs. */
-int64_t h_wakeup_baseline(void);
-
 /*
  * A misbehaving server on a thread: each of n connections (taken one after the other) gets
  * one streamed answer, chunked, with a content chunk and [DONE] but neither the terminating

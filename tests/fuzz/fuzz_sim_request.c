@@ -23,7 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cl_sim_http_dechunk(p, size, &body, &used);
 	cl_buf_free(&body);
 	cl_sim_chat_parse(p, size, &chat, msg, sizeof(msg), &code);
-	uint64_t chars;
-	cl_sim_tokenize_parse(p, size, &chars, msg, sizeof(msg));
+	uint64_t chars, words;
+	cl_sim_tokenize_parse(p, size, &chars, &words, msg, sizeof(msg));
 	return 0;
 }

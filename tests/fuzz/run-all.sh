@@ -17,7 +17,7 @@ shift || true
 dir=${CHATLOAD_FUZZ_DIR:-$root/build-fuzz}
 fz=$root/tests/fuzz
 
-all=(fuzz_chunk fuzz_dataset fuzz_hist fuzz_probe_text fuzz_results fuzz_scenario fuzz_set
+all=(fuzz_chunk fuzz_dataset fuzz_hist fuzz_probe_text fuzz_prom fuzz_results fuzz_scenario fuzz_set
      fuzz_sim_request fuzz_sse fuzz_url fuzz_wire)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all[@]}")
@@ -27,6 +27,7 @@ extra_seeds() {
   case $1 in
   fuzz_scenario) echo "$root/scenarios $root/tests/data/bad-scenarios" ;;
   fuzz_sse) echo "$root/tests/data/streams" ;;
+  fuzz_prom) echo "$root/tests/data/metrics" ;;
   fuzz_wire | fuzz_hist) echo "$fz/wire_seeds" ;;
   esac
 }
@@ -35,6 +36,7 @@ dict_of() {
   fuzz_scenario | fuzz_set) echo "$fz/fuzz_scenario.dict" ;;
   fuzz_wire) echo "$fz/fuzz_wire.dict" ;;
   fuzz_hist) echo "$fz/fuzz_hist.dict" ;;
+  fuzz_results) echo "$fz/fuzz_results.dict" ;;
   fuzz_chunk) echo "$root/tests/stream/fuzz_chunk.dict" ;;
   fuzz_sse) echo "$root/tests/stream/fuzz_sse.dict" ;;
   esac

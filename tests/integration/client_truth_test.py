@@ -5,6 +5,8 @@ binaries:
   "missing" threshold, so the agent's own loops are the only witness) makes the stage
   client-bound with reason `stall`, naming that agent, when and for how long, and the run
   exits 1 (fleet_pause_test.py covers a 4 s freeze, both witnesses and `client_bound: warn`);
+  the same fleet with nobody frozen records no stall and exits 0 (a freeze of the whole
+  machine excused only where the test's own ticker saw it);
 - a thinking model whose answers max_tokens ends inside the reasoning: every completed request
   is counted `no_content`, none is good, TTFC has no data, and the summary warns;
 - an error sample says what happened in words (a refused connection names the host and port
@@ -25,17 +27,19 @@ TOKEN = "client-truth-token"
 class ClientStall(tl.FleetCase):
     tag = "stall"
 
-    def test_stall_makes_the_stage_client_bound_and_fails_the_run(self):
+    def start(self, name):
+        """The simulator, a coordinator with client_bound: fail (the product's default, the
+        subject here) and two agents on a 6 s stage; (sim, coord, out, agents by id)."""
         sim = self.start_sim("--ttft", "50ms", "--itl", "10ms", "--output-tokens", "20")
         port = tl.free_port()
         url = "tcp://127.0.0.1:%d" % port
         doc = tl.scenario({"url": sim.url},
-                          [{"name": "frozen", "concurrency": 4, "duration": "6s"}],
+                          [{"name": name, "concurrency": 4, "duration": "6s"}],
                           {"listen": url, "expect": 2, "token_env": "CLT_FLEET_TOKEN",
                            "join_timeout": "30s", "report_interval": "500ms"},
-                          client_bound="fail")  # the product's default, the subject here
+                          client_bound="fail")
         out = self.scope.path("out")
-        coord = self.start_run(self.write_scenario("frozen", doc), out,
+        coord = self.start_run(self.write_scenario(name, doc), out,
                                env={"CLT_FLEET_TOKEN": TOKEN})
         tl.wait_port("127.0.0.1", port, 15, coord)
         agents = {}
@@ -45,7 +49,34 @@ class ClientStall(tl.FleetCase):
             _, _, m = p.wait_line(r"joined run '.*' as agent (\d+)", 20)
             agents[int(m.group(1))] = p
         self.assertEqual(sorted(agents), [1, 2])
+        return sim, coord, out, agents
 
+    def test_quiet_run_is_not_client_bound(self):
+        """The other half of stall detection: the same fleet, nobody frozen, is not
+        client-bound and records no stall, so the run exits 0 under client_bound: fail.  A
+        freeze of the whole machine is set apart only where the test's own ticker saw it
+        (tl.unwitnessed_stalls prints each excuse)."""
+        sim, coord, out, agents = self.start("quiet")
+        t_stage, _, _ = coord.wait_line(r"stage 1/1 'quiet'", 30)
+        rc = coord.wait(45)
+        for p in agents.values():
+            self.assertExit(p, 0, 10)
+        (st,) = self.results(out)["stages"]
+        c = st["client"]
+        events = {"stall", "agent_missing", "coordinator_stall", "cpu"}
+        self.assertEqual(tl.unwitnessed_stalls(c, t_stage + 0.5), [], c)
+        # no event reason but a witnessed stall's, and the exit status follows the reasons
+        flagged = set(c["reasons"]) & events
+        self.assertEqual(flagged - {s["reason"] for s in c["stalls"]}, set(), c)
+        self.assertEqual(rc, 1 if flagged else 0, coord.tail())
+        self.assertEqual(c["client_bound"], bool(flagged), c)
+        self.assertEqual(st["requests"]["errors_total"], 0, st["requests"]["errors"])
+        self.assertGreater(st["requests"]["completed"], 50, st["requests"])
+        if not c["stalls"]:
+            self.assertNotRegex(coord.text(), r"stalled for")
+
+    def test_stall_makes_the_stage_client_bound_and_fails_the_run(self):
+        sim, coord, out, agents = self.start("frozen")
         t_stage, _, _ = coord.wait_line(r"stage 1/1 'frozen'", 30)
         tl.wait_until(lambda: any(tl.agent_of(r) == "a1" for r in sim.truth()), 10,
                       "agent 1's first completed request in the truth log")

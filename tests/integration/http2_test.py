@@ -57,12 +57,15 @@ class Nghttpx:
         raise last
 
     def protocols(self):
-        """{alpn: count} of the requests the proxy has logged, and the lines."""
+        """{alpn: count} of the API requests the proxy has logged, and the lines.  The
+        coordinator's scrapes of the server's /metrics are not the load's requests: they
+        use a handle of their own (coordinator/server/scrape.c), so they are left out."""
         try:
             with open(self.access) as f:
                 lines = [l.split() for l in f if l.strip()]
         except FileNotFoundError:
             lines = []
+        lines = [l for l in lines if len(l) < 3 or l[2] != "/metrics"]
         out = {}
         for l in lines:
             out[l[0]] = out.get(l[0], 0) + 1

@@ -123,4 +123,4 @@ class Nightly(tl.FleetCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    tl.main()

@@ -10,6 +10,8 @@ import sys
 import tempfile
 import unittest
 
+import chatload_testlib as tl
+
 CHATLOAD = os.environ.get("CHATLOAD_BIN", "")
 
 
@@ -173,4 +175,4 @@ class Compare(unittest.TestCase):
 if __name__ == "__main__":
     if not CHATLOAD or not os.path.exists(FIXTURE):
         sys.exit(f"need CHATLOAD_BIN and the results fixture (looked for {FIXTURE})")
-    unittest.main(verbosity=2)
+    tl.main()

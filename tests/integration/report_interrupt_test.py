@@ -12,6 +12,8 @@ import unittest
 
 import jsonschema
 
+import chatload_testlib as tl
+
 SRC = os.environ.get("CHATLOAD_SOURCE_DIR",
                      os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 CHATLOAD = os.environ.get("CHATLOAD_BIN", "")
@@ -100,4 +102,4 @@ class Unfinished(unittest.TestCase):
 if __name__ == "__main__":
     if not CHATLOAD or not os.path.exists(FIXTURE):
         sys.exit(f"need CHATLOAD_BIN and the results fixture (looked for {FIXTURE})")
-    unittest.main(verbosity=2)
+    tl.main()

@@ -171,8 +171,19 @@ class Reports(tl.FleetCase):
             return sec.count("<circle") if "<h2>Timeline</h2>" in text else 0
 
         # During the run: the page answers, shows the running stage, and its data moves.
-        tl.wait_until(lambda: ">running<" in page(), 30, "a running stage on the live page")
+        # Its row shows its latest interval, not dashes (issue 25, item 7).
+        running = r'<tr><td>[^<]*</td><td class="n">[^<]*</td><td>running \(interval at ' \
+                  r'\d+ s\)</td>' \
+                  r'<td class="n">[0-9][^<]*</td><td class="n">[0-9][^<]*</td>' \
+                  r'<td class="n">[0-9][^<]*</td>'
+        tl.wait_until(lambda: re.search(running, page()), 30,
+                      "a running stage with its interval's figures on the live page")
         first = page()
+        # While the run goes on, a verdict is what it is so far, never a final PASS (before
+        # the first stage ends there is none to give: NO SLO).
+        self.assertRegex(first, r'<span class="badge (pass">PASS so far|fail">FAIL so far|'
+                                r'none">NO SLO)</span>')
+        self.assertNotRegex(first, r'>(PASS|FAIL)</span>')
         ET.fromstring(first)  # the live page is XML too (its script sits in CDATA)
         self.assertIn("<script>", first)
         self.assertIn('id="live"', first)
@@ -206,13 +217,22 @@ class Reports(tl.FleetCase):
                 seen = sorted(a["agent"] for a in iv["agents"])
                 self.assertTrue(seen and set(seen) <= set(ids), iv)
                 self.assertIn("loop_lag_p99_ms", iv)
+                # CPU within the agent's capacity (100 = one core; 10% for the sampling
+                # edges), and the row's figure is its busiest agent's.
+                cap = s["client"]["cpu_capacity_pct"]
                 for a in iv["agents"]:
-                    self.assertGreaterEqual(a["cpu_pct"], 0)
+                    self.assertTrue(0 <= a["cpu_pct"] <= 1.1 * cap, (a, cap))
+                self.assertEqual(iv["cpu_pct"], max(a["cpu_pct"] for a in iv["agents"]), iv)
         c8 = res["stages"][2]["intervals"]
         self.assertTrue(any(sorted(a["agent"] for a in iv["agents"]) == ids for iv in c8))
+        # Both agents streamed through c8: each spent CPU on it.
+        for i in ids:
+            self.assertGreater(sum(a["cpu_pct"] for iv in c8 for a in iv["agents"]
+                                   if a["agent"] == i), 0, (i, c8))
         with open(os.path.join(out, "report.html"), encoding="utf-8") as f:
             src = f.read()
         root = ET.fromstring(src)
+        self.assertNotIn(" so far", src)  # the finished run's verdict is final
         self.assertNotIn("<script", src)  # the file stays script-free
         h2 = h2_titles(root)
         for want in ("Stages", "Verdict", "Latency distribution", "Thinking model",
@@ -316,4 +336,4 @@ class Reports(tl.FleetCase):
 if __name__ == "__main__":
     if not os.environ.get("CHATLOAD_BIN") or not os.path.exists(FIXTURE):
         sys.exit("need CHATLOAD_BIN and CHATLOAD_RESULTS_FIXTURE")
-    unittest.main(verbosity=2)
+    tl.main()

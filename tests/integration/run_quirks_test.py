@@ -82,5 +82,4 @@ class Quirks(tl.FleetCase):
 
 
 if __name__ == "__main__":
-    import unittest
-    unittest.main()
+    tl.main()

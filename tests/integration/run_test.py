@@ -145,5 +145,4 @@ class Run(tl.FleetCase):
 
 
 if __name__ == "__main__":
-    import unittest
-    unittest.main(verbosity=2)
+    tl.main()

@@ -11,6 +11,8 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import simclient as sc  # noqa: E402
 
+import chatload_testlib as tl
+
 SIM = None
 MSGS = [{"role": "user", "content": "hi"}]
 
@@ -32,8 +34,10 @@ class BadRequests(unittest.TestCase):
     def assertError(self, r, status, code=None):
         self.assertEqual(r.status, status, r.body)
         err = r.json()["error"]
-        self.assertIsInstance(err["message"], str)
-        self.assertIsInstance(err["type"], str)
+        # a message a person can read and an OpenAI-style type ("invalid_request_error"),
+        # not merely strings (which "" is)
+        self.assertRegex(err["message"], r"\w+ \w+", err)
+        self.assertRegex(err["type"], r"^[a-z]+(_[a-z]+)*$", err)
         self.assertIn("code", err)
         if code:
             self.assertEqual(err["code"], code)
@@ -139,4 +143,4 @@ class ApiKey(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    tl.main()

@@ -9,6 +9,8 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import simclient as sc  # noqa: E402
 
+import chatload_testlib as tl
+
 FAST = ("--ttft", "5ms", "--itl", "2ms")
 USAGE = {"include_usage": True}
 
@@ -149,4 +151,4 @@ class Deciding(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    tl.main()

@@ -16,6 +16,8 @@ import unittest
 sys.path.insert(0, os.path.join(os.environ["CHATLOAD_SOURCE_DIR"], "tests", "sim"))
 import simclient as sc  # noqa: E402
 
+import chatload_testlib as tl
+
 FAST = ("--ttft", "5ms", "--itl", "2ms")
 CHAT = {"model": "chatload-sim", "messages": [{"role": "user", "content": "hi"}],
         "stream": True, "max_tokens": 4, "stream_options": {"include_usage": True}}
@@ -202,4 +204,4 @@ class WrongType(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    tl.main()

@@ -9,6 +9,8 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import simclient as sc  # noqa: E402
 
+import chatload_testlib as tl
+
 LOADING = {"error": {"code": 503, "message": "Loading model", "type": "unavailable_error"}}
 
 
@@ -80,4 +82,4 @@ class Phases(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    tl.main()

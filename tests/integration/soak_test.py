@@ -218,5 +218,4 @@ class LiveMetrics(tl.FleetCase):
 
 
 if __name__ == "__main__":
-    import unittest
-    unittest.main()
+    tl.main()

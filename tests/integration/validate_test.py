@@ -10,6 +10,8 @@ import sys
 import tempfile
 import unittest
 
+import chatload_testlib as tl
+
 BIN = os.environ.get("CHATLOAD_BIN", "chatload")
 SRC = os.environ.get("CHATLOAD_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 SCENARIOS = sorted(glob.glob(os.path.join(SRC, "scenarios", "*.yaml")))
@@ -200,6 +202,46 @@ class Workload(unittest.TestCase):
             self.assertEqual(len(set(prefixes)), 3)
 
 
+    def test_ignore_eos_and_stop_counted_as_sent(self):
+        """ignore_eos set in target.body is on every body sent, and validate says so (issue
+        25: it said "on 0 of 8"); a null there removes chatload's; a stop is named."""
+        with tempfile.TemporaryDirectory() as d:
+            scn = os.path.join(d, "s.yaml")
+            dump = os.path.join(d, "bodies.jsonl")
+            for body, eos, stop in [("{ ignore_eos: true }", 8, None),
+                                    ("{ ignore_eos: true, stop: [\"\\n\\n\"] }", 8, 8),
+                                    ("{ ignore_eos: false }", 0, None)]:
+                with open(scn, "w") as f:
+                    f.write("target: { simulator: {}, body: %s }\n"
+                            "workload:\n"
+                            "  synthetic: { input_tokens: 20, count: 8 }\n"
+                            "  max_tokens: 64\n"
+                            "stages: [ { concurrency: 1, requests: 1 } ]\n" % body)
+                rc, out, err = validate("--dump-bodies", dump, scn)
+                self.assertEqual(rc, 0, err)
+                self.assertIn("  ignore_eos: on %d of 8 bodies\n" % eos, out)
+                with open(dump) as f:
+                    bodies = [json.loads(l) for l in f]
+                self.assertEqual(sum(1 for b in bodies if b.get("ignore_eos") is True), eos)
+                if stop:
+                    self.assertIn("  stop: on 8 of 8 bodies (an answer ends where a stop "
+                                  "sequence appears, before max_tokens)\n", out)
+                else:
+                    self.assertNotIn("stop:", out)
+            # With a per-request length chatload adds ignore_eos; target.body's null removes
+            # it from what is sent, and the count follows.
+            with open(scn, "w") as f:
+                f.write("target: { simulator: {}, body: { ignore_eos: null } }\n"
+                        "workload: { synthetic: { input_tokens: 20, count: 8, "
+                        "output_tokens: 10 } }\n"
+                        "stages: [ { concurrency: 1, requests: 1 } ]\n")
+            rc, out, err = validate("--dump-bodies", dump, scn)
+            self.assertEqual(rc, 0, err)
+            self.assertIn("  ignore_eos: on 0 of 8 bodies\n", out)
+            with open(dump) as f:
+                self.assertFalse(any("ignore_eos" in json.loads(l) for l in f))
+
+
 class Overrides(unittest.TestCase):
     QUICK = os.path.join(SRC, "scenarios", "quickstart.yaml")
 
@@ -249,4 +291,4 @@ class Usage(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    tl.main()

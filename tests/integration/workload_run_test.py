@@ -197,5 +197,4 @@ class Workloads(tl.FleetCase):
 
 
 if __name__ == "__main__":
-    import unittest
-    unittest.main()
+    tl.main()

@@ -233,6 +233,58 @@ static void test_phases_pass_in_order(void **state)
 	assert_contains(v, "attempts; probe ttft ");
 }
 
+/* Waits asked for before the next attempt, apart for the early phases and for generation. */
+struct waits {
+	int64_t early_max_us, gen_max_us;
+	unsigned early, gen;
+};
+
+static void record_waits(void *ctx, const struct cl_readiness_result *now, int64_t next_us)
+{
+	struct waits *w = ctx;
+	if (next_us <= 0 || now->status != CL_READY_PENDING)
+		return;
+	if (now->phase == CL_READY_GENERATION) {
+		w->gen++;
+		w->gen_max_us = next_us > w->gen_max_us ? next_us : w->gen_max_us;
+	} else {
+		w->early++;
+		w->early_max_us = next_us > w->early_max_us ? next_us : w->early_max_us;
+	}
+}
+
+/* With a long readiness.backoff (4s..8s), /v1/models is still polled on its own short cap
+ * (1s): the gate sees the model loaded within that cap plus an attempt, while generation
+ * attempts keep the long backoff. */
+static void test_early_phases_short_cap(void **state)
+{
+	struct sim s;
+	sim_start(&s, "--loading-for", "3s", "--chat-ready-after", "1h", NULL);
+	struct cl_target_plan t = target_for(s.url, NULL);
+	struct cl_probe_cfg cfg = cfg_for(&t, 12 * SEC);
+	cfg.backoff_initial_us = 4 * SEC;
+	cfg.backoff_max_us = 8 * SEC;
+	struct cl_readiness_result r;
+	struct waits w = { 0 };
+	int64_t start = cl_mono_us();
+	int rc = cl_probe_run(&cfg, record_waits, &w, NULL, &r);
+	int64_t offset = start - s.spawned_us;
+	sim_stop(&s);
+	print_verdict(&r);
+	print_message("early waits %u (max %lld us), generation waits %u (max %lld us)\n", w.early,
+		      (long long)w.early_max_us, w.gen, (long long)w.gen_max_us);
+	assert_int_equal(rc, CL_ETIMEDOUT);
+	assert_true(w.early >= 2);
+	assert_between(w.early_max_us, 1, CL_PROBE_EARLY_BACKOFF_MAX_US);
+	assert_between(r.phase_passed_us[CL_READY_MODELS], 3 * SEC - offset,
+		       3 * SEC + CL_PROBE_EARLY_BACKOFF_MAX_US + 300 * MS);
+	/* Generation fails from 3s to the deadline at 12s: its waits are drawn from 4s and 8s
+	 * ceilings, not the early cap (each draw is under 1s with a chance of 1 in 4 or 8, and
+	 * small draws make more of them). */
+	assert_true(w.gen >= 1);
+	assert_true(w.gen_max_us > CL_PROBE_EARLY_BACKOFF_MAX_US);
+}
+
 /* A target that never becomes ready: the gate gives up at the deadline, not long after. */
 static void test_never_ready_times_out(void **state)
 {
@@ -781,6 +833,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_error_text),
 		T(test_phases_pass_in_order),
+		T(test_early_phases_short_cap),
 		T(test_never_ready_times_out),
 		T(test_wrong_model_is_fatal),
 		T(test_api_key),

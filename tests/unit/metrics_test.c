@@ -53,6 +53,10 @@ static const char *const want_ctr[] = {
 	"no_content",
 	"repeated",
 	"window_share_milli",
+	"resent",
+	"short_finish_stop",
+	"short_finish_length",
+	"short_finish_other",
 	"turn1_completed",
 	"turn2_completed",
 	"turn3_completed",
@@ -69,6 +73,7 @@ static const char *const want_ctr[] = {
 	"turn6_prompt_tokens",
 	"turn7_prompt_tokens",
 	"turn8_prompt_tokens",
+	"cached_prompt_tokens",
 };
 
 static void test_names(void **state)

@@ -28,8 +28,8 @@ static void describe(void **state)
 	r.attempts = 3;
 	r.probe_ttft_us = 101 * MS;
 	cl_readiness_describe(&r, v, sizeof(v));
-	assert_string_equal(v, "ready after 6.2s (connect 0.0s, models 2.1s, generation 6.2s; "
-			       "3 attempts; probe ttft 101ms)");
+	assert_string_equal(v, "ready after 6.2s (connect at 0.0s, models at 2.1s, generation at "
+			       "6.2s; 3 generation attempts; probe ttft 101ms)");
 
 	r.status = CL_READY_TIMED_OUT;
 	r.phase_passed_us[0] = 0;

@@ -78,12 +78,20 @@ enum cl_ctr {
 	CL_CTR_WINDOW_SHARE_MILLI, /* completed requests (any start), each counted in milli-
 				    * requests by the share of its tokens inside the window:
 				    * the request rate's numerator (docs/results.md) */
+	CL_CTR_RESENT,              /* requests sent a second time, on a fresh connection, after
+				     * the reused one was found closed (the server's earlier close) */
+	CL_CTR_SHORT_FINISH_STOP,   /* short outputs (CL_CTR_SHORT_OUTPUT) whose finish_reason
+				     * was "stop" (an end of sequence or a stop string) */
+	CL_CTR_SHORT_FINISH_LENGTH, /* ... "length" (a cap of the server's below max_tokens) */
+	CL_CTR_SHORT_FINISH_OTHER,  /* ... any other value; none given is the rest */
 	/* multi-turn, per turn index as CL_LAT_TTFT_TURN1..: completed requests and their
 	 * prompt tokens (from usage) */
 	CL_CTR_TURN1_COMPLETED,
 	CL_CTR_TURN_LAST_COMPLETED = CL_CTR_TURN1_COMPLETED + 7,
 	CL_CTR_TURN1_PROMPT_TOKENS,
 	CL_CTR_TURN_LAST_PROMPT_TOKENS = CL_CTR_TURN1_PROMPT_TOKENS + 7,
+	CL_CTR_CACHED_PROMPT_TOKENS, /* usage.prompt_tokens_details.cached_tokens of completed
+				      * requests: the prompt the server's prefix cache served */
 	CL_CTR__COUNT
 };
 

@@ -61,11 +61,12 @@
  * Timing of a session (docs/protocol.md, "Liveness").  The REQ resend time must exceed the
  * long-poll hold, or nng would resend every held POLL.
  */
-#define CL_WIRE_RESEND_MS        2000     /* NNG_OPT_REQ_RESENDTIME on the agent's REQ socket */
-#define CL_WIRE_POLL_HOLD_US     1000000  /* the coordinator holds a POLL at most this long */
-#define CL_WIRE_MISSING_US       3000000  /* no request from an agent this long: `missing` */
-#define CL_WIRE_LOST_US          10000000 /* ... this long: `lost` */
-#define CL_WIRE_AGENT_SILENCE_US 10000000 /* no reply this long: the agent stops all load */
+#define CL_WIRE_RESEND_MS          2000     /* NNG_OPT_REQ_RESENDTIME on the agent's REQ socket */
+#define CL_WIRE_POLL_HOLD_US       1000000  /* the coordinator holds a POLL at most this long */
+#define CL_WIRE_POLL_HOLD_BATCH_US 20000    /* holds due within this of the oldest end with it */
+#define CL_WIRE_MISSING_US         3000000  /* no request from an agent this long: `missing` */
+#define CL_WIRE_LOST_US            10000000 /* ... this long: `lost` */
+#define CL_WIRE_AGENT_SILENCE_US   10000000 /* no reply this long: the agent stops all load */
 
 /* ---- Enumerations (their wire spellings are in docs/protocol.md) --------------------- */
 

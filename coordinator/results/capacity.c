@@ -1,5 +1,5 @@
-/* The capacity search's decisions, its knee and its plan (see run/capacity.h). */
-#include "run/capacity.h"
+/* The capacity search's decisions, its knee and its plan (see results/capacity.h). */
+#include "results/capacity.h"
 
 #include "results/results.h"
 

@@ -1,0 +1,215 @@
+/* Each engine's metric names mapped to the common vocabulary of vocab.h. */
+#include "vocab.h"
+
+#include <math.h>
+#include <string.h>
+
+enum field {
+	F_RUNNING,
+	F_WAITING,
+	F_KV,
+	F_PQ,
+	F_PH,
+	F_PRATE,
+	F_PREEMPT,
+	F_SPEC_ACC,
+	F_SPEC_DRAFT,
+	F_TTFT,
+	F_QUEUE,
+	F_E2E,
+	F_COUNT,
+};
+
+struct map {
+	enum cl_srv_engine engine;
+	const char *name; /* the sample's name; for histograms the family's */
+	enum field f;
+};
+
+/*
+ * vLLM: v0.10.2 and v0.11 (V1 engine, vllm/v1/metrics/loggers.py), with the names of v0.6-v0.9
+ * kept where they changed (gpu_cache_usage_perc, gpu_prefix_cache_*).  SGLang: v0.4/v0.5
+ * (python/sglang/srt/metrics/collector.py, docs/references/production_metrics.md).  llama.cpp:
+ * b4748 (examples/server/server.cpp, --metrics).  TGI: v3 (docs reference/metrics).
+ * The first name that gives a field wins: a page carrying old and new names counts once.
+ */
+static const struct map maps[] = {
+	{ CL_SRV_VLLM, "vllm:num_requests_running", F_RUNNING },
+	{ CL_SRV_VLLM, "vllm:num_requests_waiting", F_WAITING },
+	{ CL_SRV_VLLM, "vllm:kv_cache_usage_perc", F_KV },
+	{ CL_SRV_VLLM, "vllm:gpu_cache_usage_perc", F_KV },
+	{ CL_SRV_VLLM, "vllm:prefix_cache_queries_total", F_PQ },
+	{ CL_SRV_VLLM, "vllm:prefix_cache_hits_total", F_PH },
+	{ CL_SRV_VLLM, "vllm:gpu_prefix_cache_queries_total", F_PQ },
+	{ CL_SRV_VLLM, "vllm:gpu_prefix_cache_hits_total", F_PH },
+	{ CL_SRV_VLLM, "vllm:gpu_prefix_cache_hit_rate", F_PRATE },
+	{ CL_SRV_VLLM, "vllm:num_preemptions_total", F_PREEMPT },
+	{ CL_SRV_VLLM, "vllm:num_preemptions", F_PREEMPT },
+	{ CL_SRV_VLLM, "vllm:spec_decode_num_accepted_tokens_total", F_SPEC_ACC },
+	{ CL_SRV_VLLM, "vllm:spec_decode_num_draft_tokens_total", F_SPEC_DRAFT },
+	{ CL_SRV_VLLM, "vllm:time_to_first_token_seconds", F_TTFT },
+	{ CL_SRV_VLLM, "vllm:request_queue_time_seconds", F_QUEUE },
+	{ CL_SRV_VLLM, "vllm:e2e_request_latency_seconds", F_E2E },
+	{ CL_SRV_SGLANG, "sglang:num_running_reqs", F_RUNNING },
+	{ CL_SRV_SGLANG, "sglang:num_queue_reqs", F_WAITING },
+	{ CL_SRV_SGLANG, "sglang:token_usage", F_KV },
+	{ CL_SRV_SGLANG, "sglang:cache_hit_rate", F_PRATE },
+	{ CL_SRV_SGLANG, "sglang:num_retracted_reqs_total", F_PREEMPT },
+	{ CL_SRV_SGLANG, "sglang:time_to_first_token_seconds", F_TTFT },
+	{ CL_SRV_SGLANG, "sglang:queue_time_seconds", F_QUEUE },
+	{ CL_SRV_SGLANG, "sglang:e2e_request_latency_seconds", F_E2E },
+	{ CL_SRV_LLAMACPP, "llamacpp:requests_processing", F_RUNNING },
+	{ CL_SRV_LLAMACPP, "llamacpp:requests_deferred", F_WAITING },
+	{ CL_SRV_LLAMACPP, "llamacpp:kv_cache_usage_ratio", F_KV },
+	{ CL_SRV_TGI, "tgi_batch_current_size", F_RUNNING },
+	{ CL_SRV_TGI, "tgi_queue_size", F_WAITING },
+	{ CL_SRV_TGI, "tgi_request_queue_duration", F_QUEUE },
+	{ CL_SRV_TGI, "tgi_request_duration", F_E2E },
+};
+
+const char *cl_srv_engine_name(enum cl_srv_engine e)
+{
+	switch (e) {
+	case CL_SRV_VLLM:
+		return "vllm";
+	case CL_SRV_SGLANG:
+		return "sglang";
+	case CL_SRV_LLAMACPP:
+		return "llama.cpp";
+	case CL_SRV_TGI:
+		return "tgi";
+	default:
+		return "unknown";
+	}
+}
+
+static bool is_hist_field(enum field f)
+{
+	return f == F_TTFT || f == F_QUEUE || f == F_E2E;
+}
+
+struct acc {
+	const char *by; /* the name that gives this field */
+	double sum;
+	uint32_t n;
+};
+
+static struct cl_srv_hist *hist_of(struct cl_srv_snap *s, enum field f)
+{
+	return f == F_TTFT ? &s->ttft : f == F_QUEUE ? &s->queue : &s->e2e;
+}
+
+/* Adds a bucket's count to the one with the same bound, keeping bounds ascending. */
+static void add_bucket(struct cl_srv_hist *h, double le, double count)
+{
+	uint32_t i = 0;
+	while (i < h->n && h->le[i] < le)
+		i++;
+	if (i < h->n && h->le[i] == le) {
+		h->count[i] += count;
+		return;
+	}
+	if (h->n == CL_SRV_MAX_BUCKETS)
+		return; /* more bounds than any engine uses: the finest are dropped */
+	memmove(&h->le[i + 1], &h->le[i], (h->n - i) * sizeof(double));
+	memmove(&h->count[i + 1], &h->count[i], (h->n - i) * sizeof(double));
+	h->le[i] = le;
+	h->count[i] = count;
+	h->n++;
+}
+
+static void add_hist_sample(struct cl_srv_hist *h, const struct cl_prom_sample *s,
+			    const char *family)
+{
+	const char *sfx = s->name + strlen(family);
+	if (strcmp(sfx, "_bucket") == 0 && !isnan(s->le))
+		add_bucket(h, s->le, s->value);
+	else if (strcmp(sfx, "_sum") == 0)
+		h->sum += s->value;
+}
+
+static const struct map *lookup(const struct cl_prom_sample *s)
+{
+	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
+		const struct map *m = &maps[i];
+		if (!is_hist_field(m->f)) {
+			if (strcmp(s->name, m->name) == 0)
+				return m;
+			continue;
+		}
+		/* By the sample's name, so a page without TYPE lines is read too. */
+		size_t n = strlen(m->name);
+		if (strncmp(s->name, m->name, n) == 0 &&
+		    (strcmp(s->name + n, "_bucket") == 0 || strcmp(s->name + n, "_sum") == 0 ||
+		     strcmp(s->name + n, "_count") == 0))
+			return m;
+	}
+	return NULL;
+}
+
+static double finish(const struct acc *a, enum field f)
+{
+	if (a->n == 0)
+		return NAN;
+	return f == F_KV || f == F_PRATE ? a->sum / a->n : a->sum;
+}
+
+void cl_srv_vocab_read(const struct cl_prom_page *page, struct cl_srv_snap *snap)
+{
+	int64_t t = snap->t_us;
+	memset(snap, 0, sizeof(*snap));
+	snap->t_us = t;
+	snap->series = (uint32_t)page->n;
+	struct acc acc[F_COUNT] = { { 0 } };
+	for (size_t i = 0; i < page->n; i++) {
+		const struct cl_prom_sample *s = &page->s[i];
+		const struct map *m = lookup(s);
+		if (!m || isnan(s->value))
+			continue;
+		if (snap->engine == CL_SRV_UNKNOWN)
+			snap->engine = m->engine;
+		struct acc *a = &acc[m->f];
+		if (a->by && a->by != m->name)
+			continue;
+		a->by = m->name;
+		a->n++;
+		if (is_hist_field(m->f))
+			add_hist_sample(hist_of(snap, m->f), s, m->name);
+		else
+			a->sum += s->value;
+	}
+	snap->running = finish(&acc[F_RUNNING], F_RUNNING);
+	snap->waiting = finish(&acc[F_WAITING], F_WAITING);
+	snap->kv_usage = finish(&acc[F_KV], F_KV);
+	snap->prefix_queries = finish(&acc[F_PQ], F_PQ);
+	snap->prefix_hits = finish(&acc[F_PH], F_PH);
+	snap->prefix_hit_rate = finish(&acc[F_PRATE], F_PRATE);
+	snap->preemptions = finish(&acc[F_PREEMPT], F_PREEMPT);
+	snap->spec_accepted = finish(&acc[F_SPEC_ACC], F_SPEC_ACC);
+	snap->spec_draft = finish(&acc[F_SPEC_DRAFT], F_SPEC_DRAFT);
+}
+
+double cl_srv_hist_quantile(const struct cl_srv_hist *h, double q)
+{
+	if (h->n == 0)
+		return NAN;
+	double total = h->count[h->n - 1];
+	if (!(total > 0))
+		return NAN;
+	double rank = q * total;
+	double lo_le = 0, lo_count = 0;
+	for (uint32_t i = 0; i < h->n; i++) {
+		if (h->count[i] >= rank) {
+			if (isinf(h->le[i])) /* past the last finite bound: that bound is all we
+						know */
+				return i > 0 ? h->le[i - 1] : NAN;
+			double in = h->count[i] - lo_count;
+			if (!(in > 0))
+				return h->le[i];
+			return lo_le + (h->le[i] - lo_le) * (rank - lo_count) / in;
+		}
+		lo_le = h->le[i];
+		lo_count = h->count[i];
+	}
+	return h->le[h->n - 1];
+}

@@ -1,0 +1,56 @@
+/* What a serving engine's /metrics says, in one vocabulary: each engine's names mapped to
+ * requests running and waiting, KV-cache usage, prefix cache, preemptions and the server's
+ * own TTFT and queue-time histograms.  Names matched (and the versions they were read from)
+ * are listed in docs/results.md, "stages[].server". */
+#ifndef CHATLOAD_SERVER_VOCAB_H
+#define CHATLOAD_SERVER_VOCAB_H
+
+#include "prom.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum cl_srv_engine {
+	CL_SRV_UNKNOWN = 0,
+	CL_SRV_VLLM,
+	CL_SRV_SGLANG,
+	CL_SRV_LLAMACPP,
+	CL_SRV_TGI,
+};
+
+#define CL_SRV_MAX_BUCKETS 48
+
+/* A histogram summed over its label sets: cumulative counts per upper bound, ascending,
+ * the last one +Inf.  n == 0: the server does not offer it. */
+struct cl_srv_hist {
+	uint32_t n;
+	double le[CL_SRV_MAX_BUCKETS];
+	double count[CL_SRV_MAX_BUCKETS];
+	double sum;
+};
+
+/* One scrape in the common vocabulary.  A figure the server does not offer is NAN. */
+struct cl_srv_snap {
+	int64_t t_us; /* CLOCK_MONOTONIC of the scrape's start */
+	enum cl_srv_engine engine;
+	double running, waiting;             /* requests, summed over engines/models */
+	double kv_usage;                     /* 0..1, mean over series */
+	double prefix_queries, prefix_hits;  /* counters (tokens for vLLM) */
+	double prefix_hit_rate;              /* a gauge when that is all the server offers */
+	double preemptions;                  /* counter */
+	double spec_accepted, spec_draft;    /* counters: speculative decoding tokens */
+	struct cl_srv_hist ttft, queue, e2e; /* seconds */
+	uint32_t series;                     /* samples on the page */
+};
+
+/* Fills snap from page (t_us set by the caller).  Never fails: what is missing is NAN. */
+void cl_srv_vocab_read(const struct cl_prom_page *page, struct cl_srv_snap *snap);
+
+/* "vllm", "sglang", "llama.cpp", "tgi", "unknown". */
+const char *cl_srv_engine_name(enum cl_srv_engine e);
+
+/* The q quantile (0..1) of a histogram's counts, interpolated linearly inside the bucket as
+ * Prometheus' histogram_quantile does; NAN when it holds no count.  In the histogram's unit. */
+double cl_srv_hist_quantile(const struct cl_srv_hist *h, double q);
+
+#endif

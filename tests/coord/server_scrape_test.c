@@ -1,0 +1,263 @@
+/* The scraper against a real socket: counter resets become restarts (never a negative rate),
+ * and a page that is slow, huge, malformed or absent never holds up a mark for longer than
+ * it was allowed to wait. */
+#include "chatload/clock.h"
+#include "chatload/err.h"
+#include "server/internal.h"
+
+#include <arpa/inet.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <curl/curl.h>
+
+/* ---- a one-page HTTP server on loopback, in a thread ---- */
+
+enum mode { PAGE, SLOW, HUGE, GARBAGE, NOT_FOUND };
+
+struct srv {
+	int fd, port;
+	enum mode mode;
+	const char *page; /* PAGE: served as is; changed between scrapes by the test */
+	pthread_mutex_t mu;
+	pthread_t th;
+	volatile int stop;
+};
+
+static void send_all(int c, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = send(c, p, n, MSG_NOSIGNAL);
+		if (w <= 0)
+			return;
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+static void answer(struct srv *s, int c)
+{
+	char req[2048];
+	if (recv(c, req, sizeof(req), 0) <= 0)
+		return;
+	char head[256];
+	pthread_mutex_lock(&s->mu);
+	enum mode m = s->mode;
+	const char *page = s->page;
+	pthread_mutex_unlock(&s->mu);
+	if (m == SLOW) {
+		usleep(3000000); /* longer than the scrape timeout */
+		return;
+	}
+	if (m == NOT_FOUND) {
+		const char *r = "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
+		send_all(c, r, strlen(r));
+		return;
+	}
+	if (m == HUGE) {
+		size_t n = (size_t)CL_PROM_MAX_PAGE + 4096;
+		snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n", n);
+		send_all(c, head, strlen(head));
+		char *big = malloc(n);
+		memset(big, 'x', n);
+		send_all(c, big, n);
+		free(big);
+		return;
+	}
+	const char *body = m == GARBAGE ? "\x01\x02 not { a page\n{{{\n" : page;
+	snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n",
+		 strlen(body));
+	send_all(c, head, strlen(head));
+	send_all(c, body, strlen(body));
+}
+
+static void *serve(void *arg)
+{
+	struct srv *s = arg;
+	while (!s->stop) {
+		int c = accept(s->fd, NULL, NULL);
+		if (c < 0)
+			continue;
+		answer(s, c);
+		close(c);
+	}
+	return NULL;
+}
+
+static void srv_start(struct srv *s, enum mode m)
+{
+	memset(s, 0, sizeof(*s));
+	s->mode = m;
+	pthread_mutex_init(&s->mu, NULL);
+	s->fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof(a);
+	assert_int_equal(bind(s->fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(s->fd, 16), 0);
+	assert_int_equal(getsockname(s->fd, (struct sockaddr *)&a, &al), 0);
+	s->port = ntohs(a.sin_port);
+	pthread_create(&s->th, NULL, serve, s);
+}
+
+static void srv_stop(struct srv *s)
+{
+	s->stop = 1;
+	shutdown(s->fd, SHUT_RDWR);
+	close(s->fd);
+	pthread_join(s->th, NULL);
+}
+
+static void set_page(struct srv *s, const char *page)
+{
+	pthread_mutex_lock(&s->mu);
+	s->page = page;
+	pthread_mutex_unlock(&s->mu);
+}
+
+static struct cl_srv_scrape *scrape(const struct srv *s, int64_t interval_us)
+{
+	char url[64];
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", s->port);
+	struct cl_srv_scrape *sc = NULL;
+	assert_int_equal(cl_srv_scrape_start(url, interval_us, true, &sc), 0);
+	return sc;
+}
+
+#define PAGE_FMT                                                                                   \
+	"# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting %s\n"                   \
+	"# TYPE vllm:prefix_cache_queries_total counter\nvllm:prefix_cache_queries_total %s\n"     \
+	"# TYPE vllm:prefix_cache_hits_total counter\nvllm:prefix_cache_hits_total %s\n"           \
+	"# TYPE vllm:num_preemptions_total counter\nvllm:num_preemptions_total %s\n"
+
+static void test_restart_is_counted_not_negative(void **state)
+{
+	(void)state;
+	static char p1[512], p2[512], p3[512];
+	snprintf(p1, sizeof(p1), PAGE_FMT, "2", "1000", "600", "5");
+	snprintf(p2, sizeof(p2), PAGE_FMT, "4", "1400", "900", "7");
+	/* the server restarted: every counter starts again from small values */
+	snprintf(p3, sizeof(p3), PAGE_FMT, "0", "100", "50", "1");
+	struct srv s;
+	srv_start(&s, PAGE);
+	set_page(&s, p1);
+	struct cl_srv_scrape *sc = scrape(&s, 10000000); /* only the marks scrape */
+	struct cl_srv_mark a, b;
+	cl_srv_scrape_mark(sc, &a, 2000000);
+	set_page(&s, p2);
+	cl_srv_scrape_mark(sc, &b, 2000000);
+	set_page(&s, p3);
+	cl_srv_scrape_mark(sc, &b, 2000000);
+	assert_true(b.scrapes_ok >= 3);
+	assert_int_equal(b.restarts, 1);
+	/* 1000 -> 1400, then from the restart's 100: 500 queries, 350 hits, 3 preemptions */
+	assert_true(b.prefix_queries - a.prefix_queries == 500);
+	assert_true(b.prefix_hits - a.prefix_hits == 350);
+	assert_true(b.preemptions - a.preemptions == 3);
+	json_t *j = cl_srv_scrape_stage_json(sc, &a, &b, 0, 0);
+	assert_non_null(j);
+	assert_int_equal(json_integer_value(json_object_get(j, "restarts")), 1);
+	assert_true(fabs(json_real_value(json_object_get(j, "prefix_cache_hit_rate")) - 0.7) <
+		    1e-9);
+	assert_true(json_real_value(json_object_get(j, "preemptions")) == 3);
+	assert_string_equal(json_string_value(json_object_get(j, "source")), "vllm");
+	/* waiting was 4 and 0 in the window's points (the first point is a's) */
+	json_t *w = json_object_get(j, "requests_waiting");
+	assert_true(json_real_value(json_object_get(w, "max")) == 4);
+	json_decref(j);
+	cl_srv_scrape_stop(sc);
+	srv_stop(&s);
+}
+
+/* Each bad server: a mark asked to wait 300 ms returns within about that, the scrape is
+ * counted as failed (or its figures are null), and stopping takes at most one timeout. */
+static void bad_server(enum mode m)
+{
+	struct srv s;
+	srv_start(&s, m);
+	struct cl_srv_scrape *sc = scrape(&s, 400000); /* timeout 200 ms */
+	struct cl_srv_mark a, b;
+	int64_t t0 = cl_mono_us();
+	cl_srv_scrape_mark(sc, &a, 300000);
+	assert_true(cl_mono_us() - t0 < 450000);
+	usleep(900000);
+	t0 = cl_mono_us();
+	cl_srv_scrape_mark(sc, &b, 0);
+	assert_true(cl_mono_us() - t0 < 50000); /* never waits on the network */
+	json_t *j = cl_srv_scrape_stage_json(sc, &a, &b, 0, 0);
+	assert_non_null(j);
+	if (m == GARBAGE) {
+		/* a page that decodes to nothing: scraped, nothing recognised */
+		assert_string_equal(json_string_value(json_object_get(j, "source")), "unknown");
+	} else {
+		assert_true(b.scrapes_failed > a.scrapes_failed);
+		assert_true(json_is_null(json_object_get(j, "source")));
+	}
+	assert_true(json_is_null(json_object_get(j, "prefix_cache_hit_rate")));
+	assert_true(json_is_null(json_object_get(json_object_get(j, "ttft_ms"), "p99")));
+	json_decref(j);
+	t0 = cl_mono_us();
+	cl_srv_scrape_stop(sc);
+	assert_true(cl_mono_us() - t0 < 400000);
+	srv_stop(&s);
+}
+
+static void test_slow(void **state)
+{
+	(void)state;
+	bad_server(SLOW);
+}
+
+static void test_huge(void **state)
+{
+	(void)state;
+	bad_server(HUGE);
+}
+
+static void test_garbage(void **state)
+{
+	(void)state;
+	bad_server(GARBAGE);
+}
+
+static void test_not_found(void **state)
+{
+	(void)state;
+	bad_server(NOT_FOUND);
+}
+
+static void test_metrics_url(void **state)
+{
+	(void)state;
+	char u[256];
+	assert_int_equal(cl_srv_metrics_url("http://127.0.0.1:8000/v1", u, sizeof(u)), 0);
+	assert_string_equal(u, "http://127.0.0.1:8000/metrics");
+	assert_int_equal(cl_srv_metrics_url("https://h.example/x/v1?a=b#c", u, sizeof(u)), 0);
+	assert_string_equal(u, "https://h.example/metrics");
+	assert_int_equal(cl_srv_metrics_url("not a url", u, sizeof(u)), CL_EINVAL);
+}
+
+int main(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_restart_is_counted_not_negative),
+		cmocka_unit_test(test_slow),
+		cmocka_unit_test(test_huge),
+		cmocka_unit_test(test_garbage),
+		cmocka_unit_test(test_not_found),
+		cmocka_unit_test(test_metrics_url),
+	};
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	curl_global_cleanup();
+	return rc;
+}
