@@ -124,6 +124,7 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 	st->ignore_eos = cr->ignore_eos;
 	st->history_turns = cr->history_turns;
 	st->history_fnv = cr->history_fnv;
+	st->prompt_fnv = cr->prompt_fnv;
 	st->planned_tokens =
 	    pick_length(cfg, st, cr->max_tokens, cr->ignore_eos && !cfg->no_ignore_eos);
 	st->planned_reasoning =

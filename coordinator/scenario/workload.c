@@ -67,6 +67,14 @@ static void conv_order(struct scn_ctx *c, const struct ynode *v, void *obj)
 		((struct cl_scn_workload *)obj)->order_per_stage = x == 1;
 }
 
+static void conv_salt(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	static const char *const names[] = { "run", "none" };
+	int x;
+	if (cli_scn_get_enum(c, v, names, N(names), &x) == 0)
+		((struct cl_scn_workload *)obj)->salt_none = x == 1;
+}
+
 /* A length in tokens: "512" (fixed), or { mean, stddev, min, max }; which bounds were given
  * go to *min_given and *max_given (their defaults depend on the mean). */
 static void conv_len_dist(struct scn_ctx *c, const struct ynode *v, struct cl_len_dist *d,
@@ -286,6 +294,7 @@ static const struct scn_field workload_fields[] = {
 	SCN_CUSTOM("trace", conv_trace),
 	SCN_FIELD("calibrate", SCN_F_BOOL, struct cl_scn_workload, calibrate),
 	SCN_CUSTOM("order", conv_order),
+	SCN_CUSTOM("salt", conv_salt),
 };
 
 /* Resolves *path against the scenario's directory and checks it can be read. */

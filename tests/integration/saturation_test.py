@@ -12,11 +12,18 @@
   prompt), a 500-prompt dataset, two local agents, a warmup of 16 and two stages of 40 send
   96 distinct prompts and count `repeated` 0; with a 20-prompt dataset the repeats are counted
   in `stages[].requests.repeated` and a warning says so; `workload.order: per_stage` repeats
-  the first stage's prompts in the second, and says so."""
+  the first stage's prompts in the second, and says so;
+- a salt per run: against the simulator, whose truth log names each prompt (`prompt_fnv`),
+  the same scenario (500-prompt dataset, two agents, warmup 16, two stages of 40) sends 96
+  distinct prompts, and run twice, no prompt of the second run is one of the first's; the
+  simulator's prefix cache then finds ~nothing of run 2 in the cache from run 1 with the salt
+  (`tokens.cached_prompt_ratio` below 0.1) and nearly all of it with `salt: none`; the salt
+  opens the first message, and `--dump-bodies` shows it."""
 
 import http.server
 import json
 import os
+import subprocess
 import sys
 import threading
 
@@ -193,6 +200,98 @@ class OneOrder(tl.FleetCase):
         self.assertEqual(one["requests"]["repeated"], 16)
         self.assertEqual(two["requests"]["repeated"], 40)
         self.assertTrue([w for w in res["warnings"] if "re-sent" in w], res["warnings"])
+
+
+class Salt(tl.FleetCase):
+    """The run's salt, against the simulator's truth log (prompt_fnv) and prefix cache."""
+    tag = "salt"
+
+    def dataset(self, n):
+        data = self.scope.path("d%d.txt" % n)
+        with open(data, "w") as f:
+            for i in range(n):
+                # ~200 tokens each (the simulator's 4 characters a token): the prefix cache
+                # holds whole 64-byte blocks, so a re-sent prompt is nearly all cached.
+                f.write("prompt %d of the salted dataset: %s\n" % (i, " ".join(
+                    "word%d" % ((i * 7 + k) % 97) for k in range(110))))
+        return data
+
+    def run_once(self, sim, name, data, salt=None):
+        stages = [{"name": "one", "concurrency": 4, "requests": 40},
+                  {"name": "two", "concurrency": 4, "requests": 40}]
+        doc = tl.scenario({"url": sim.url}, stages, {"local": 2, "workers": 1}, name=name,
+                          warmup={"requests": 16})
+        doc["workload"] = {"dataset": data, "dataset_format": "text", "max_tokens": 4,
+                           "drain_timeout": "5s", "request_timeout": "20s"}
+        if salt:
+            doc["workload"]["salt"] = salt
+        out = self.scope.path(name)
+        before = len(sim.truth())
+        p = self.start_run(self.write_scenario(name, doc), out)
+        self.assertExit(p, 0, 90)
+        # The truth log is flushed every 100 ms: wait for every request of the run.
+        lines = tl.wait_until(lambda: (lambda t: t if len(t) - before >= 96 else None)(
+            sim.truth()), 10, "the run's 96 requests in the truth log")
+        return lines[before:], self.results(out)
+
+    def test_a_run_shares_nothing_with_the_one_before(self):
+        sim = self.start_sim("--ttft", "5ms", "--itl", "1ms", "--output-tokens", "4")
+        data = self.dataset(500)
+        first, res1 = self.run_once(sim, "salted1", data)
+        second, res2 = self.run_once(sim, "salted2", data)
+        for lines in (first, second):
+            self.assertEqual(len(lines), 96)
+            self.assertTrue(all(t["status"] == 200 for t in lines))
+        p1 = {t["prompt_fnv"] for t in first}
+        p2 = {t["prompt_fnv"] for t in second}
+        self.assertEqual(len(p1), 96)
+        self.assertEqual(len(p2), 96)
+        self.assertEqual(p1 & p2, set())
+        self.assertNotEqual(res1["workload"]["salt"], res2["workload"]["salt"])
+        self.assertRegex(res1["workload"]["salt"], r"^[0-9a-f]{8}$")
+        # The second run's prompts start with the first 64-byte blocks of nothing cached:
+        # only the salted dataset's own shared words could match, and the salt comes first.
+        for s in res2["stages"]:
+            self.assertEqual(s["requests"]["repeated"], 0)
+            ratio = s["tokens"]["cached_prompt_ratio"]
+            print("salt: run 2 stage %s cached_prompt_ratio %s" % (s["name"], ratio))
+            self.assertLess(ratio, 0.1, s["tokens"])
+
+        # Without the salt, the second run re-sends the first's prompts: the cache answers.
+        sim2 = self.start_sim("--ttft", "5ms", "--itl", "1ms", "--output-tokens", "4",
+                              name="sim2")
+        first, _ = self.run_once(sim2, "plain1", data, salt="none")
+        second, res = self.run_once(sim2, "plain2", data, salt="none")
+        self.assertIsNone(res["workload"]["salt"])
+        self.assertEqual({t["prompt_fnv"] for t in first}, {t["prompt_fnv"] for t in second})
+        for s in res["stages"]:
+            ratio = s["tokens"]["cached_prompt_ratio"]
+            print("salt none: run 2 stage %s cached_prompt_ratio %s" % (s["name"], ratio))
+            self.assertGreater(ratio, 0.7, s["tokens"])
+
+    def test_dump_bodies_shows_the_salt(self):
+        data = self.dataset(6)
+        for salt, want in ((None, r"^\[[0-9a-f]{8}\] prompt 0 of"), ("none", r"^prompt 0 of")):
+            doc = tl.scenario({"simulator": {}}, [{"concurrency": 1, "requests": 1}],
+                              {"local": 1}, name="dump")
+            doc["workload"] = {"dataset": data, "dataset_format": "text",
+                               "system_prompt": "Be brief."}
+            if salt:
+                doc["workload"]["salt"] = salt
+            dump = self.scope.path("bodies.jsonl")
+            scn = self.write_scenario("dump", doc)
+            p = subprocess.run([tl.CHATLOAD, "validate", "--dump-bodies", dump, scn],
+                               capture_output=True, text=True, timeout=30)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("  salt: ", p.stdout)
+            with open(dump) as f:
+                bodies = [json.loads(line) for line in f]
+            # The salt opens the first message (the system prompt here), the same in every
+            # body; the user's text is as written.
+            first = [b["messages"][0]["content"] for b in bodies]
+            self.assertEqual(len(set(first)), 1, first)
+            self.assertRegex(first[0].replace("Be brief.", "prompt 0 of"), want)
+            self.assertTrue(bodies[0]["messages"][1]["content"].startswith("prompt 0 of"))
 
 
 if __name__ == "__main__":
