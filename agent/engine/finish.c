@@ -4,6 +4,7 @@
 #include "internal.h"
 
 #include "chatload/clock.h"
+#include "stream/chunk.h"
 
 #include <math.h>
 
@@ -180,8 +181,12 @@ static void record_tokens(struct cl_metrics *m, const struct cl_slot *s, const s
 		cl_hist_record(&m->cnt[CL_CNT_PROMPT_TOKENS], s->usage_pt);
 	if (s->usage_pt > 0)
 		m->ctr[CL_CTR_PROMPT_TOKENS] += (uint64_t)s->usage_pt;
-	if (s->usage_cached > 0)
-		m->ctr[CL_CTR_CACHED_PROMPT_TOKENS] += (uint64_t)s->usage_cached;
+	/* What the cache saw, in one field whoever said it: usage's cached_tokens, or llama.cpp's
+	 * timings (cache_n, or the prompt less the prompt_n it evaluated). */
+	int64_t cached = cl_chunk_cached_prompt(s->usage_cached, s->usage_pt, s->timings_cache_n,
+						s->timings_prompt_n);
+	if (cached > 0)
+		m->ctr[CL_CTR_CACHED_PROMPT_TOKENS] += (uint64_t)cached;
 	cli_conv_record(m, s, s->usage_pt);
 	/* Requested against received: a server that stops before max_tokens (an EOS honoured,
 	 * a cap of its own) shows as a ratio below 1. */

@@ -105,6 +105,7 @@ struct cl_slot {
 	int64_t rtok_counted, rtok_counted_win; /* the same for reasoning tokens */
 	int64_t usage_ct, usage_rt, usage_pt;   /* last usage seen, -1 absent */
 	int64_t usage_cached;                   /* its prompt_tokens_details.cached_tokens */
+	int64_t timings_cache_n, timings_prompt_n; /* llama.cpp's timings (-1: not said) */
 	uint64_t bytes;
 	size_t sample_len;
 	char sample[CL_ERR_SAMPLE_BODY_MAX]; /* first bytes of an error body / bad event */
