@@ -74,6 +74,22 @@ double cl_verdict_measure(const struct cl_scn_slo *slo, const struct cl_metrics 
 	return NAN;
 }
 
+uint64_t cl_verdict_slo_samples(const struct cl_scn_slo *slo, const struct cl_metrics *m)
+{
+	if (slo->kind != CL_SLO_LATENCY || slo->lat < 0 || slo->lat >= CL_LAT__COUNT)
+		return 0;
+	return cl_hist_count(&m->lat[slo->lat]);
+}
+
+uint64_t cl_verdict_samples_needed(const struct cl_scn_slo *slo)
+{
+	if (slo->kind != CL_SLO_LATENCY || slo->percentile < 0 || slo->percentile >= 100)
+		return 1;
+	/* The small epsilon keeps 1 / 0.01 from rounding up to 101. */
+	double need = ceil(1.0 / (1.0 - slo->percentile / 100.0) - 1e-9);
+	return need < 1 ? 1 : need > 1e9 ? 1000000000u : (uint64_t)need;
+}
+
 bool cl_verdict_passes(const struct cl_scn_slo *slo, double measured, bool has_data)
 {
 	if (!has_data || isnan(measured))

@@ -42,6 +42,14 @@ double cl_verdict_measure(const struct cl_scn_slo *slo, const struct cl_metrics 
 
 /* Whether measured meets slo: latency and error rate <= limit, minimums >= limit.  Equal
  * to the limit passes. */
+/* Samples an SLO's figure rests on: for a latency SLO the values its histogram holds (0 for
+ * another kind, which rests on counts, not on a tail). */
+uint64_t cl_verdict_slo_samples(const struct cl_scn_slo *slo, const struct cl_metrics *m);
+
+/* Samples a latency SLO's percentile needs to be more than the largest value seen:
+ * ceil(1 / (1 − p)), so p99 needs 100 and p90 10; 1 for a mean or another kind. */
+uint64_t cl_verdict_samples_needed(const struct cl_scn_slo *slo);
+
 bool cl_verdict_passes(const struct cl_scn_slo *slo, double measured, bool has_data);
 
 /* The unit of an SLO's limit and measurement as written in results: "ms" for latency

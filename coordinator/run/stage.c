@@ -269,6 +269,30 @@ static void stage_check_breach_window(struct run *r, int64_t now)
 	r->exit_hint = CL_EXIT_SLO_BREACH;
 }
 
+/* A probe of a capacity search ends once it has run probe_duration and its SLOs' percentiles
+ * have the samples they need (cl_verdict_samples_needed); short of them it runs on, up to
+ * max_probe_duration (its duration).  The stop is an ordinary end: the window is the time
+ * the agents measured. */
+static void stage_check_probe_samples(struct run *r, int64_t now)
+{
+	struct run_stage *st = r->st;
+	const struct cl_scn_stage *scn = st->scn;
+	const struct cl_scn_search *q = scn->probe_of;
+	if (!q || st->stop_sent || scn->duration_us <= scn->probe_min_us ||
+	    now < st->start_coord_us + scn->ramp_us + scn->probe_min_us)
+		return;
+	for (size_t i = 0; i < q->n_slos; i++)
+		if (cl_verdict_slo_samples(&q->slos[i], &st->cum) <
+		    (q->slos[i].kind == CL_SLO_LATENCY ? cl_verdict_samples_needed(&q->slos[i]) : 0))
+			return;
+	struct cl_msg_cmd c = { .cmd = CL_CMD_STOP };
+	c.stop.stage = (uint32_t)st->index;
+	cl_fleet_broadcast(&r->fleet, &c);
+	st->stop_sent = true;
+	st->ended_early = true;
+	st->deadline_us = now + r->s.workload.drain_timeout_us + 5 * 1000000LL;
+}
+
 static void stage_progress(struct run *r, int64_t now, bool force)
 {
 	const struct run_stage *st = r->st;
@@ -333,6 +357,7 @@ static bool stage_poll(struct run *r)
 	if (atomic_load(r->o->stop) && !st->stop_sent)
 		stage_interrupt(r, now);
 	stage_check_breach_window(r, now);
+	stage_check_probe_samples(r, now);
 	stage_sample_load(r, now);
 	cli_run_live_tick(r, false);
 	if (stage_check_fleet(r))
@@ -361,7 +386,7 @@ static double stage_window_s(const struct run *r, const struct run_stage *st)
 {
 	const struct cl_scn_stage *scn = st->scn;
 	double window_s = scn->duration_us / 1e6;
-	if (!scn->duration_us || st->status != CL_STAGE_OK) {
+	if (!scn->duration_us || st->status != CL_STAGE_OK || st->ended_early) {
 		int64_t longest = 0;
 		for (size_t i = 0; i < r->fleet.n; i++)
 			if (r->agents[i].stage.span_us > longest)

@@ -175,6 +175,11 @@ struct cl_scn_stage {
 	 * entry with the probes it decides on (mode is the search's `over`, duration_us and
 	 * ramp_us each probe's; concurrency and rate_per_s are 0). */
 	struct cl_scn_search *search;
+	/* A probe of a search (borrowed from the search's entry; NULL otherwise): it runs at
+	 * least probe_min_us of its duration_us (then max_probe_duration), and ends as soon as
+	 * its search's SLOs have the samples they need. */
+	const struct cl_scn_search *probe_of;
+	int64_t probe_min_us;
 	/* `replay: true`: the workload's trace at its own timing (a rate stage whose arrivals
 	 * are the trace's; rate_per_s is the trace's mean, set once it is read, and
 	 * duration_us its span when not given) */
@@ -208,6 +213,9 @@ struct cl_scn_search {
 	double tolerance;        /* absolute, in over's unit; a fraction when relative */
 	bool tolerance_relative; /* tolerance is a share of the upper bracket */
 	int64_t probe_duration_us;
+	/* a probe whose SLO percentiles lack samples (cl_verdict_samples_needed) runs on until
+	 * it has them, up to this long; default 4 × probe_duration */
+	int64_t max_probe_duration_us;
 	int64_t ramp_us;
 	enum cl_arrival arrival; /* rate probes */
 	double gamma_shape;

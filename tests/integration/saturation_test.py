@@ -18,7 +18,11 @@
   distinct prompts, and run twice, no prompt of the second run is one of the first's; the
   simulator's prefix cache then finds ~nothing of run 2 in the cache from run 1 with the salt
   (`tokens.cached_prompt_ratio` below 0.1) and nearly all of it with `salt: none`; the salt
-  opens the first message, and `--dump-bodies` shows it."""
+  opens the first message, and `--dump-bodies` shows it;
+- probes that run on for samples: a capacity probe whose p99 has fewer than 100 samples at
+  probe_duration runs on until it has them (and then stops, well before max_probe_duration),
+  its `probe` object records `samples`; one that cannot get them by max_probe_duration ends
+  there, and the answer resting on it says so (`capacity.thin_probes`, the summary)."""
 
 import http.server
 import json
@@ -292,6 +296,55 @@ class Salt(tl.FleetCase):
             self.assertEqual(len(set(first)), 1, first)
             self.assertRegex(first[0].replace("Be brief.", "prompt 0 of"), want)
             self.assertTrue(bodies[0]["messages"][1]["content"].startswith("prompt 0 of"))
+
+
+class ProbeSamples(tl.FleetCase):
+    """Capacity probes that run on until their SLO percentile has its samples."""
+    tag = "samples"
+
+    def search(self, name, sim_args, level, probe, max_probe):
+        sim = self.start_sim(*sim_args)
+        stages = [{"name": "cap", "search": {
+            "over": "concurrency", "from": level, "max": level, "probe_duration": probe,
+            "max_probe_duration": max_probe, "slo": {"ttft_p99": "2s"}}}]
+        doc = tl.scenario({"url": sim.url}, stages, {"local": 1, "workers": 1}, name=name)
+        doc["workload"]["drain_timeout"] = "10s"
+        out = self.scope.path(name)
+        p = self.start_run(self.write_scenario(name, doc), out)
+        self.assertExit(p, 0, 120)
+        res = self.results(out)
+        (st,) = res["stages"]
+        return st, res["capacity"]
+
+    def test_a_probe_runs_on_until_it_has_its_samples(self):
+        # ~0.2 s answers at 4 streams: ~20 a second, so 2 s give ~40 TTFT samples and the
+        # p99 needs 100: the probe runs on to ~5 s, then stops (not at its 30 s bound).
+        st, cap = self.search("runon", ("--ttft", "20ms", "--itl", "18ms", "--output-tokens",
+                                        "10"), 4, "2s", "30s")
+        probe = st["probe"]
+        print("run on: duration %.2f s, samples %s of %s" % (
+            st["duration_s"], probe["samples"], probe["samples_needed"]))
+        self.assertEqual(probe["samples_needed"], 100)
+        self.assertGreaterEqual(probe["samples"], 100)
+        self.assertGreater(st["duration_s"], 3.0, st["requests"])
+        self.assertLess(st["duration_s"], 15.0, st["requests"])
+        self.assertEqual(cap["thin_probes"], [])
+        self.assertNotIn("thin", cap["summary"])
+        # The rate is the window's: requests over the time the probe really ran.
+        self.assertLess(rel(st["throughput"]["requests_per_s"],
+                            st["requests"]["completed"] / st["duration_s"]), 0.25)
+
+    def test_an_answer_on_thin_probes_says_so(self):
+        # 4 s answers at 2 streams: by max_probe_duration (4 s) the p99 has ~2 samples.
+        st, cap = self.search("thin", SIM_ARGS, 2, "2s", "4s")
+        probe = st["probe"]
+        print("thin: duration %.2f s, samples %s of %s; %s" % (
+            st["duration_s"], probe["samples"], probe["samples_needed"], cap["summary"]))
+        self.assertLess(probe["samples"], 100)
+        self.assertAlmostEqual(st["duration_s"], 4.0, delta=0.5)
+        self.assertEqual([t["stage"] for t in cap["thin_probes"]], [st["name"]])
+        self.assertIn("rests on a thin probe: '%s' had %d samples of the 100" % (
+            st["name"], probe["samples"]), cap["summary"])
 
 
 if __name__ == "__main__":
