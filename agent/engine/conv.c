@@ -4,6 +4,7 @@
 #include "internal.h"
 
 #include "chatload/clock.h"
+#include "chatload/rng.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,40 @@ static bool is_repeat(const struct cl_engine *e, uint64_t k, size_t share)
 	return k >= share || k < e->taken_before;
 }
 
+/*
+ * A synthetic workload without a pool (plan.retag): the k-th body the agent takes, past its
+ * share, goes out with the run's salt replaced by a tag of its own, so it is a prompt no
+ * request of the run sent (and no cache holds: the tag opens the prompt).  Writes into the
+ * slot's conv_req (unused without conversations).  False when the body does not carry the
+ * salt or does not fit: it is then sent as it is, and counted repeated.
+ */
+static bool retag(struct cl_slot *s, const struct cl_workload_plan *wl,
+		  const struct cl_request_body *b, uint64_t k)
+{
+	char needle[sizeof(wl->retag) + 2];
+	int n = snprintf(needle, sizeof(needle), "[%s]", wl->retag);
+	if (n != 10) /* "[" + 8 hex digits + "]" */
+		return false;
+	const char *at = memmem(b->json, b->len, needle, (size_t)n);
+	if (!at)
+		return false;
+	cl_buf_reset(&s->conv_req);
+	if (cl_buf_append(&s->conv_req, b->json, b->len))
+		return false;
+	uint64_t x = 0xcbf29ce484222325ULL;
+	for (int i = 1; i < 9; i++)
+		x = (x ^ (unsigned char)needle[i]) * 0x100000001b3ULL;
+	x ^= (uint64_t)wl->first_body * 0x9e3779b97f4a7c15ULL ^ k * 0xbf58476d1ce4e5b9ULL;
+	uint64_t tag = cl_splitmix64(&x);
+	static const char hex[] = "0123456789abcdef";
+	char *digits = s->conv_req.data + (at - b->json) + 1;
+	for (int i = 0; i < 8; i++)
+		digits[i] = hex[(tag >> (4 * i)) & 15];
+	s->post = s->conv_req.data;
+	s->post_len = s->conv_req.len;
+	return true;
+}
+
 const struct cl_request_body *cli_conv_pick(struct cl_worker *w, struct cl_slot *s)
 {
 	struct cl_engine *e = w->e;
@@ -83,6 +118,16 @@ const struct cl_request_body *cli_conv_pick(struct cl_worker *w, struct cl_slot 
 		uint64_t k = atomic_fetch_add_explicit(&e->next_body, 1, memory_order_relaxed);
 		b = &wl->bodies[(wl->first_body + k) % wl->n_bodies];
 		s->repeated = is_repeat(e, k, wl->share ? wl->share : wl->n_bodies);
+		s->post = b->json;
+		s->post_len = b->len;
+		/* Past its share, a pool-less synthetic workload sends a new prompt: the same
+		 * words behind a tag of the request's own (per_stage's repeats stay repeats). */
+		if (s->repeated && wl->retag[0] && k >= (wl->share ? wl->share : wl->n_bodies) &&
+		    retag(s, wl, b, k))
+			s->repeated = false;
+		s->answer_cut = false;
+		cl_buf_reset(&s->conv_answer);
+		return b;
 	}
 	s->post = b->json;
 	s->post_len = b->len;

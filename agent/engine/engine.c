@@ -86,6 +86,8 @@ static int copy_workload(struct cl_workload_plan *d, const struct cl_workload_pl
 	d->trace_stride = s->trace_stride;
 	d->share = s->share;
 	d->per_stage = s->per_stage;
+	memcpy(d->retag, s->retag, sizeof(d->retag));
+	d->retag[sizeof(d->retag) - 1] = '\0';
 	for (size_t i = 0; i < s->n_bodies; i++) {
 		d->bodies[i].len = s->bodies[i].len;
 		d->bodies[i].prompt_chars = s->bodies[i].prompt_chars;

@@ -122,7 +122,7 @@ static int dec_workload(struct wire_dec *d, const char *name, const msgpack_obje
 				FLD("max_tokens"),   FLD("total_bodies"),
 				FLD("first_body"),   FLD("think_time_us"),
 				FLD("trace_stride"), FLD("share"),
-				FLD("per_stage") };
+				FLD("per_stage"),    FLD("retag") };
 	uint64_t total = 0, first = 0, share = 0;
 	if ((rc = cli_wire_fields(d, v, f, WIRE_N(f))) ||
 	    (rc = dec_bodies(d, f[0].v, &w->bodies, &w->n_bodies)) ||
@@ -136,7 +136,9 @@ static int dec_workload(struct wire_dec *d, const char *name, const msgpack_obje
 	    (rc = cli_wire_get_i64(d, "think_time_us", f[5].v, false, 0, &w->think_time_us)) ||
 	    (rc = cli_wire_get_u32(d, "trace_stride", f[6].v, false, &w->trace_stride)) ||
 	    (rc = cli_wire_get_u64(d, "share", f[7].v, false, CL_WIRE_MAX_TOTAL_BODIES, &share)) ||
-	    (rc = cli_wire_get_bool(d, "per_stage", f[8].v, false, &w->per_stage)))
+	    (rc = cli_wire_get_bool(d, "per_stage", f[8].v, false, &w->per_stage)) ||
+	    (f[9].v &&
+	     (rc = cli_wire_get_fixed_str(d, "retag", f[9].v, w->retag, sizeof(w->retag), WSTR_NAME))))
 		goto out;
 	if (f[3].v && total < w->n_bodies) {
 		rc =

@@ -233,7 +233,7 @@ static void enc_workload(struct enc *e, const char *name, const struct cl_worklo
 	if (w->share > total)
 		fail(e, CL_EINVAL, "share", "is %zu, above the %zu bodies", w->share, total);
 	map(e, 3 + parts + !!w->first_body + !!w->think_time_us + !!w->trace_stride + !!w->share +
-		   w->per_stage);
+		   w->per_stage + !!w->retag[0]);
 	key(e, "bodies");
 	enc_bodies_value(e, w->bodies, w->n_bodies);
 	nonneg(e, "request_timeout_us", w->request_timeout_us);
@@ -250,6 +250,8 @@ static void enc_workload(struct enc *e, const char *name, const struct cl_worklo
 		u64(e, "share", w->share);
 	if (w->per_stage)
 		boolean(e, "per_stage", true);
+	if (w->retag[0])
+		str(e, "retag", w->retag, sizeof(w->retag) - 1, WSTR_NAME);
 	wire_path_pop(&e->path, old);
 }
 

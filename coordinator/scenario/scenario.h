@@ -121,6 +121,7 @@ struct cl_scn_workload {
 	uint32_t dataset_limit;             /* 0: all */
 	struct cl_len_dist synthetic_input; /* synthetic prompt length in tokens */
 	uint32_t synthetic_count;           /* distinct synthetic prompts, default 64 */
+	bool synthetic_count_given; /* a pool: without it every request is distinct (retag) */
 	uint64_t seed;                      /* default 1 */
 	uint32_t max_tokens;                /* default 256 */
 	int64_t request_timeout_us;         /* default 10m */

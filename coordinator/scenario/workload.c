@@ -141,6 +141,7 @@ static void conv_synthetic(struct scn_ctx *c, const struct ynode *v, void *obj)
 		return;
 	}
 	cli_scn_fields(c, v, f, N(f), w, seen, NULL);
+	w->synthetic_count_given = seen[1] != NULL;
 	if (!seen[0])
 		cli_scn_error(c, v, "%s needs input_tokens (e.g. { mean: 512 })", cli_scn_path(c));
 }

@@ -18,7 +18,9 @@
   distinct prompts, and run twice, no prompt of the second run is one of the first's; the
   simulator's prefix cache then finds ~nothing of run 2 in the cache from run 1 with the salt
   (`tokens.cached_prompt_ratio` below 0.1) and nearly all of it with `salt: none`; the salt
-  opens the first message, and `--dump-bodies` shows it;
+  opens the first message, and `--dump-bodies` shows it; synthetic prompts without
+  `synthetic.count` are distinct per request (96 of 96 from 64 rendered), with a count a pool
+  whose repeats are counted;
 - probes that run on for samples: a capacity probe whose p99 has fewer than 100 samples at
   probe_duration runs on until it has them (and then stops, well before max_probe_duration),
   its `probe` object records `samples`; one that cannot get them by max_probe_duration ends
@@ -272,6 +274,45 @@ class Salt(tl.FleetCase):
             ratio = s["tokens"]["cached_prompt_ratio"]
             print("salt none: run 2 stage %s cached_prompt_ratio %s" % (s["name"], ratio))
             self.assertGreater(ratio, 0.7, s["tokens"])
+
+    def run_synthetic(self, sim, name, count=None):
+        stages = [{"name": "one", "concurrency": 4, "requests": 40},
+                  {"name": "two", "concurrency": 4, "requests": 40}]
+        doc = tl.scenario({"url": sim.url}, stages, {"local": 2, "workers": 1}, name=name,
+                          warmup={"requests": 16})
+        synth = {"input_tokens": 40}
+        if count:
+            synth["count"] = count
+        doc["workload"] = {"synthetic": synth, "max_tokens": 4, "drain_timeout": "5s",
+                           "request_timeout": "20s"}
+        out = self.scope.path(name)
+        before = len(sim.truth())
+        p = self.start_run(self.write_scenario(name, doc), out)
+        self.assertExit(p, 0, 90)
+        lines = tl.wait_until(lambda: (lambda t: t if len(t) - before >= 96 else None)(
+            sim.truth()), 10, "the run's 96 requests in the truth log")
+        return lines[before:], self.results(out)
+
+    def test_synthetic_prompts_are_distinct_per_request(self):
+        """Without synthetic.count (64 prompts rendered) a run of 96 requests sends 96
+        distinct prompts and repeats none; with count: 20, a pool, repeats are counted."""
+        sim = self.start_sim("--ttft", "5ms", "--itl", "1ms", "--output-tokens", "4")
+        lines, res = self.run_synthetic(sim, "nopool")
+        self.assertEqual(res["workload"]["bodies"], 64)
+        prompts = [t["prompt_fnv"] for t in lines]
+        self.assertEqual(len(prompts), 96)
+        self.assertEqual(len(set(prompts)), 96)
+        self.assertEqual(res["warmup"]["repeated"], 0)
+        for s in res["stages"]:
+            self.assertEqual(s["requests"]["repeated"], 0, s["name"])
+            # A new tag opens each re-used body: nothing of it is in the cache.
+            self.assertLess(s["tokens"]["cached_prompt_ratio"], 0.1, s["tokens"])
+        lines, res = self.run_synthetic(sim, "pool", count=20)
+        self.assertEqual(len({t["prompt_fnv"] for t in lines}), 20)
+        counted = res["warmup"]["repeated"] + sum(s["requests"]["repeated"]
+                                                  for s in res["stages"])
+        self.assertGreaterEqual(counted, 96 - 20 - 4)
+        self.assertTrue([w for w in res["warnings"] if "re-sent" in w], res["warnings"])
 
     def test_dump_bodies_shows_the_salt(self):
         data = self.dataset(6)
