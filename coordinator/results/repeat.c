@@ -31,8 +31,9 @@ int cli_rs_repeat_warning(json_t *w, const json_t *doc)
 			   "%.0f requests re-sent a prompt this run had already sent (%s%s%s): a "
 			   "server's prompt cache (vLLM, SGLang, llama.cpp) may answer them from "
 			   "cache, so their TTFT reads better than a new prompt's. Give the "
-			   "workload more prompts than the run sends (a larger dataset, "
-			   "synthetic.count), or drop workload.order: per_stage",
+			   "workload more prompts than the run sends (a larger dataset, a larger "
+			   "synthetic.count or none, which makes every request distinct), or drop "
+			   "workload.order: per_stage",
 			   repeated, used ? "stages " : "in the warmup", where,
 			   cl_results_num(doc, "warmup.repeated") > 0 && used ? " and the warmup"
 									      : "");
