@@ -39,6 +39,16 @@ import chatload_testlib as tl  # noqa: E402
 SIM_ARGS = ("--ttft", "20ms", "--itl", "40ms", "--output-tokens", "100")
 
 
+SCHEMA = os.path.join(os.environ.get("CHATLOAD_SOURCE_DIR", os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..")), "docs", "results.schema.json")
+
+
+def check_schema(doc):
+    import jsonschema  # python3-jsonschema (install-deps.sh); missing, the test fails
+    with open(SCHEMA) as f:
+        jsonschema.validate(doc, json.load(f))
+
+
 def rel(a, b):
     return abs(a - b) / b
 
@@ -235,6 +245,7 @@ class Salt(tl.FleetCase):
         before = len(sim.truth())
         p = self.start_run(self.write_scenario(name, doc), out)
         self.assertExit(p, 0, 90)
+        check_schema(self.results(out))
         # The truth log is flushed every 100 ms: wait for every request of the run.
         lines = tl.wait_until(lambda: (lambda t: t if len(t) - before >= 96 else None)(
             sim.truth()), 10, "the run's 96 requests in the truth log")
@@ -354,6 +365,7 @@ class ProbeSamples(tl.FleetCase):
         p = self.start_run(self.write_scenario(name, doc), out)
         self.assertExit(p, 0, 120)
         res = self.results(out)
+        check_schema(res)
         (st,) = res["stages"]
         return st, res["capacity"]
 
