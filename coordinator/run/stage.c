@@ -228,7 +228,8 @@ static void stage_sample_load(struct run *r, int64_t now)
 	struct run_stage *st = r->st;
 	const struct cl_scn_stage *scn = st->scn;
 	int64_t from = st->start_coord_us + scn->ramp_us;
-	if (now < from || (scn->duration_us && now > from + scn->duration_us) || st->stop_sent)
+	if (now < from || (scn->duration_us && now > from + scn->duration_us) || st->stop_sent ||
+	    st->ended_early)
 		return;
 	double cpu = 0, streams = 0;
 	for (size_t i = 0; i < r->fleet.n; i++) {
@@ -278,17 +279,31 @@ static void stage_check_probe_samples(struct run *r, int64_t now)
 	struct run_stage *st = r->st;
 	const struct cl_scn_stage *scn = st->scn;
 	const struct cl_scn_search *q = scn->probe_of;
-	if (!q || st->stop_sent || scn->duration_us <= scn->probe_min_us ||
+	if (!q || st->stop_sent || st->ended_early || scn->duration_us <= scn->probe_min_us ||
 	    now < st->start_coord_us + scn->ramp_us + scn->probe_min_us)
 		return;
-	for (size_t i = 0; i < q->n_slos; i++)
-		if (cl_verdict_slo_samples(&q->slos[i], &st->cum) <
-		    (q->slos[i].kind == CL_SLO_LATENCY ? cl_verdict_samples_needed(&q->slos[i]) : 0))
-			return;
+	for (size_t i = 0; i < q->n_slos; i++) {
+		const struct cl_scn_slo *slo = &q->slos[i];
+		uint64_t got = cl_verdict_slo_samples(slo, &st->cum);
+		uint64_t need = slo->kind == CL_SLO_LATENCY ? cl_verdict_samples_needed(slo) : 0;
+		if (got >= need)
+			continue;
+		if (!st->noted_run_on) {
+			char at[32];
+			cl_progress_note(&r->prog,
+					 "probe '%s': %s has %llu samples of the %llu it needs: running "
+					 "on, up to %s",
+					 scn->name, slo->key, (unsigned long long)got,
+					 (unsigned long long)need,
+					 cl_format_duration_us(scn->duration_us, CL_DURATION_TENTHS, at, sizeof(at)));
+			st->noted_run_on = true;
+		}
+		return;
+	}
 	struct cl_msg_cmd c = { .cmd = CL_CMD_STOP };
 	c.stop.stage = (uint32_t)st->index;
 	cl_fleet_broadcast(&r->fleet, &c);
-	st->stop_sent = true;
+	/* Not stop_sent: a signal during the drain must still interrupt the run. */
 	st->ended_early = true;
 	st->deadline_us = now + r->s.workload.drain_timeout_us + 5 * 1000000LL;
 }

@@ -367,12 +367,12 @@ class ProbeSamples(tl.FleetCase):
         res = self.results(out)
         check_schema(res)
         (st,) = res["stages"]
-        return st, res["capacity"]
+        return st, res["capacity"], p
 
     def test_a_probe_runs_on_until_it_has_its_samples(self):
         # ~0.2 s answers at 4 streams: ~20 a second, so 2 s give ~40 TTFT samples and the
         # p99 needs 100: the probe runs on to ~5 s, then stops (not at its 30 s bound).
-        st, cap = self.search("runon", ("--ttft", "20ms", "--itl", "18ms", "--output-tokens",
+        st, cap, p = self.search("runon", ("--ttft", "20ms", "--itl", "18ms", "--output-tokens",
                                         "10"), 4, "2s", "30s")
         probe = st["probe"]
         print("run on: duration %.2f s, samples %s of %s" % (
@@ -383,13 +383,15 @@ class ProbeSamples(tl.FleetCase):
         self.assertLess(st["duration_s"], 15.0, st["requests"])
         self.assertEqual(cap["thin_probes"], [])
         self.assertNotIn("thin", cap["summary"])
+        self.assertIsNotNone(p.find(r"probe 'cap-c4': ttft_p99 has \d+ samples of the 100 it "
+                                    r"needs: running on, up to 30.0s"), p.text())
         # The rate is the window's: requests over the time the probe really ran.
         self.assertLess(rel(st["throughput"]["requests_per_s"],
                             st["requests"]["completed"] / st["duration_s"]), 0.25)
 
     def test_an_answer_on_thin_probes_says_so(self):
         # 4 s answers at 2 streams: by max_probe_duration (4 s) the p99 has ~2 samples.
-        st, cap = self.search("thin", SIM_ARGS, 2, "2s", "4s")
+        st, cap, _ = self.search("thin", SIM_ARGS, 2, "2s", "4s")
         probe = st["probe"]
         print("thin: duration %.2f s, samples %s of %s; %s" % (
             st["duration_s"], probe["samples"], probe["samples_needed"], cap["summary"]))
