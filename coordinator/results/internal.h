@@ -132,6 +132,8 @@ enum {
 	RP_TTFC50, /* time to first content token */
 	RP_TTFC99,
 	RP_CONTENT_TPS, /* content (answer) tokens per second: output without reasoning */
+	/* shown only when the server said some prompt tokens came from its cache: */
+	RP_CACHED, /* tokens.cached_prompt_ratio, beside TTFT, which it makes read better */
 	RP__COLS
 };
 #define RP_CELL_MAX 96

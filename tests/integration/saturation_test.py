@@ -246,6 +246,7 @@ class Salt(tl.FleetCase):
         p = self.start_run(self.write_scenario(name, doc), out)
         self.assertExit(p, 0, 90)
         check_schema(self.results(out))
+        self.last_out = out
         # The truth log is flushed every 100 ms: wait for every request of the run.
         lines = tl.wait_until(lambda: (lambda t: t if len(t) - before >= 96 else None)(
             sim.truth()), 10, "the run's 96 requests in the truth log")
@@ -285,6 +286,12 @@ class Salt(tl.FleetCase):
             ratio = s["tokens"]["cached_prompt_ratio"]
             print("salt none: run 2 stage %s cached_prompt_ratio %s" % (s["name"], ratio))
             self.assertGreater(ratio, 0.7, s["tokens"])
+        # The table shows the share beside TTFT, as the run rendered it.
+        p = subprocess.run([tl.CHATLOAD, "report", os.path.join(self.last_out, "results.json")],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stdout, r"TTFT p99 ms  cached prompt  ITL p50 ms")
+        self.assertRegex(p.stdout, r"(?m)^one .* (8\d|9\d)%  ")
 
     def run_synthetic(self, sim, name, count=None):
         stages = [{"name": "one", "concurrency": 4, "requests": 40},
