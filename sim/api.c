@@ -115,6 +115,7 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 	st->stream = cr->stream;
 	st->include_usage = cr->stream && cr->include_usage;
 	st->continuous_usage = cr->stream && cr->continuous_usage;
+	st->cache_timings = cfg->cache_timings;
 	st->rng = cl_sim_rng_for(cfg->seed, st->seq);
 	st->fault = cl_sim_fault_pick(cfg, st->seq, &st->rng);
 	st->prompt_tokens =

@@ -36,6 +36,7 @@ struct cl_sim_stream {
 	bool stream;
 	bool include_usage;
 	bool continuous_usage;
+	bool cache_timings; /* --cache-timings: the cache said in timings.prompt_n only */
 	bool has_request_id;
 	char request_id[132];
 	enum cl_sim_fault fault;

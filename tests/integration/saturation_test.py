@@ -18,7 +18,9 @@
   distinct prompts, and run twice, no prompt of the second run is one of the first's; the
   simulator's prefix cache then finds ~nothing of run 2 in the cache from run 1 with the salt
   (`tokens.cached_prompt_ratio` below 0.1) and nearly all of it with `salt: none`; the salt
-  opens the first message, and `--dump-bodies` shows it; synthetic prompts without
+  opens the first message, and `--dump-bodies` shows it; a server that says its cache as
+  llama.cpp does (`timings.prompt_n`, the simulator's --cache-timings) fills
+  `tokens.cached_prompt_tokens` to the token with the truth log; synthetic prompts without
   `synthetic.count` are distinct per request (96 of 96 from 64 rendered), with a count a pool
   whose repeats are counted;
 - probes that run on for samples: a capacity probe whose p99 has fewer than 100 samples at
@@ -292,6 +294,26 @@ class Salt(tl.FleetCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertRegex(p.stdout, r"TTFT p99 ms  cached prompt  ITL p50 ms")
         self.assertRegex(p.stdout, r"(?m)^one .* (8\d|9\d)%  ")
+
+    def test_llamacpp_timings_fill_the_same_field(self):
+        """A server that says its cache only as llama.cpp b4748 does (timings.prompt_n, no
+        prompt_tokens_details: the simulator's --cache-timings): the same figure lands in
+        tokens.cached_prompt_tokens, the one field for both."""
+        sim = self.start_sim("--ttft", "5ms", "--itl", "1ms", "--output-tokens", "4",
+                             "--cache-timings")
+        data = self.dataset(500)
+        first, _ = self.run_once(sim, "timings1", data, salt="none")
+        second, res = self.run_once(sim, "timings2", data, salt="none")
+        truth = sum(t["cached_tokens"] for t in second)
+        self.assertGreater(truth, 0)
+        counted = sum(s["tokens"]["cached_prompt_tokens"] for s in res["stages"])
+        # The truth log holds the warmup's too, first (its 16 end before stage one starts).
+        warm = sum(t["cached_tokens"] for t in second[:16])
+        print("timings: stages counted %d cached tokens, truth %d (%d in the first 16)" % (
+            counted, truth, warm))
+        self.assertEqual(counted, truth - warm)
+        for s in res["stages"]:
+            self.assertGreater(s["tokens"]["cached_prompt_ratio"], 0.7, s["tokens"])
 
     def run_synthetic(self, sim, name, count=None):
         stages = [{"name": "one", "concurrency": 4, "requests": 40},
