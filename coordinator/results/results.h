@@ -212,6 +212,11 @@ int cl_results_finish_stage(struct cl_results *r, size_t stage, const struct cl_
 			    const struct cl_metrics *cumulative, double window_s,
 			    enum cl_stage_status status, const char *reason);
 
+/* A generate job's stage (finished): its mode becomes "generate" and block (taken, also on
+ * failure) becomes its `generate` object; results.json is rewritten.  0, CL_EINVAL (not a
+ * finished stage), CL_ENOMEM, CL_EIO. */
+int cl_results_set_generate(struct cl_results *r, size_t stage, json_t *block);
+
 /* SLO breaches found so far (for slo.abort_on_breach).  0 when none. */
 size_t cl_results_breach_count(const struct cl_results *r);
 

@@ -193,6 +193,7 @@ static int render(struct run *r, struct cl_err *err)
  * only path that skips it). */
 static void cleanup(struct run *r)
 {
+	cli_run_generate_free(r);
 	cli_run_live_close(r);
 	cl_fleet_close(&r->fleet);
 	for (size_t i = 0; i < CL_FLEET_MAX_AGENTS; i++)
@@ -291,6 +292,17 @@ int cl_run(const struct cl_run_opts *o)
 		free(r);
 		return CL_EXIT_USAGE;
 	}
+	/* A generate job's input is checked before anything starts: a bad line is bad input. */
+	if (r->s.generate.set) {
+		int grc = cli_run_generate_check(r, &err);
+		if (grc != 0) {
+			char msg[900];
+			fprintf(stderr, "chatload: %s\n", cl_err_format(&err, msg, sizeof(msg)));
+			cleanup(r);
+			free(r);
+			return grc == CL_EINVAL ? CL_EXIT_USAGE : CL_EXIT_FAILED;
+		}
+	}
 
 	if (cl_results_create(&r->s, o->scenario_path, o->argc, o->argv, o->out_dir, &r->res,
 			      &err) != 0) {
@@ -343,6 +355,12 @@ int cl_run(const struct cl_run_opts *o)
 		goto finish;
 	}
 	cl_results_set_workload(r->res, &r->s.workload, &r->workload_stats);
+	if (r->gen) {
+		cli_run_live_phase(r, CL_LIVE_STAGES, 0);
+		if (cli_run_generate(r) == 0)
+			r->complete = true;
+		goto finish;
+	}
 	cli_run_live_phase(r, CL_LIVE_WARMUP, 0);
 	if (cli_run_prepare(r) != 0)
 		goto finish;

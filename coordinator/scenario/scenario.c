@@ -30,7 +30,11 @@ void cl_scenario_defaults(struct cl_scenario *s)
 
 	s->agents.local = 2; /* 0 when agents.listen is set: see cli_scenario_derive_defaults */
 	s->agents.join_timeout_us = 60 * SEC;
-	s->agents.on_loss = CL_ON_LOSS_FAIL;
+	s->agents.on_loss = CL_ON_LOSS_FAIL; /* continue for a generate job (scenario/generate.c) */
+	s->generate.concurrency = 64;
+	s->generate.max_attempts = 4;
+	s->generate.backoff_initial_us = 1 * SEC;
+	s->generate.backoff_max_us = 30 * SEC;
 	s->agents.workers = 0;
 	s->agents.report_interval_us = 1 * SEC;
 
@@ -240,6 +244,10 @@ void cl_scenario_free(struct cl_scenario *s)
 	free(s->estimate.samples);
 	free(s->estimate.from_stage);
 	free(s->output.dir);
+	free(s->generate.input);
+	free(s->generate.output);
+	free(s->generate.errors);
+	free(s->generate.estimate_from);
 	memset(s, 0, sizeof(*s));
 }
 

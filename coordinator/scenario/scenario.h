@@ -258,6 +258,23 @@ struct cl_scn_output {
 	unsigned formats; /* bitmask of cl_output_format; JSON always included */
 };
 
+/* A generate job (`generate:`, instead of `stages:`): every request of an OpenAI Batch input
+ * file sent once, its answer appended to output (docs/scenario.md, "Generate jobs"). */
+struct cl_scn_generate {
+	bool set;             /* the scenario is a generate job */
+	char *input;          /* OpenAI Batch lines, resolved like workload.dataset */
+	char *output;         /* Batch output lines, appended (resumed when present) */
+	char *errors;         /* lines failed for good; default: output with .errors.jsonl */
+	uint32_t concurrency; /* streams in flight over all agents, default 64 */
+	uint32_t max_attempts;      /* tries per request (retryable failures), default 4 */
+	bool skip_invalid;          /* bad input lines go to errors instead of stopping */
+	int64_t backoff_initial_us; /* default 1s, doubled per try */
+	int64_t backoff_max_us;     /* default 30s */
+	char *estimate_from; /* a benchmark's results.json (or its directory) whose estimate the
+			      * job is checked against; NULL: none */
+	int line;                   /* where `generate:` is, for messages */
+};
+
 struct cl_scenario {
 	char *name;
 	char *description;
@@ -281,6 +298,7 @@ struct cl_scenario {
 	uint32_t slo_abort_intervals;
 	struct cl_scn_drift drift; /* slo.max_drift */
 	struct cl_scn_plan plan;   /* top-level `plan:` (needs a search stage) */
+	struct cl_scn_generate generate; /* top-level `generate:` (then n_stages is 0) */
 };
 
 /*

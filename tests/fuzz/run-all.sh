@@ -17,7 +17,7 @@ shift || true
 dir=${CHATLOAD_FUZZ_DIR:-$root/build-fuzz}
 fz=$root/tests/fuzz
 
-all=(fuzz_chunk fuzz_dataset fuzz_hist fuzz_probe_text fuzz_prom fuzz_results fuzz_scenario fuzz_set
+all=(fuzz_batch fuzz_chunk fuzz_dataset fuzz_generate fuzz_hist fuzz_probe_text fuzz_prom fuzz_results fuzz_scenario fuzz_set
      fuzz_sim_request fuzz_sse fuzz_url fuzz_wire)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all[@]}")
