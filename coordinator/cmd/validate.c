@@ -254,7 +254,7 @@ static void print_workload(const struct cl_scn_workload *w)
 	printf("  order: %s\n", w->order_per_stage
 				     ? "per_stage (every stage sends the same bodies again)"
 				     : "run (the warmup and each stage take the next bodies)");
-	if (w->salt_none)
+	if (w->salt_none || !w->salt_tag[0])
 		printf("  salt: none (the text exactly as written)\n");
 	else
 		printf("  salt: [%s] before every first message (a new tag every run)\n",
@@ -526,7 +526,7 @@ int cl_cmd_validate(int argc, char **argv)
 		char line[1024];
 		/* The salt the run would make, so --dump-bodies shows what is sent; a run makes
 		 * a tag of its own (workload.salt). */
-		if (lrc == 0 && !s.workload.salt_none)
+		if (lrc == 0 && !s.workload.salt_none && !s.generate.set)
 			cl_workload_new_salt(&s.workload);
 		if (lrc == 0 && cl_workload_render_stats(&s, cl_scenario_render_model(&s), &w, &st,
 							 &werr) != 0) {
