@@ -6,6 +6,7 @@
 
 #include "chatload/log.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,6 +183,9 @@ void cl_activity_warmup(struct session *s, struct cl_msg_cmd *c)
 		s->warm_workload.bodies = &s->warm_body;
 		s->warm_workload.n_bodies = 1;
 		s->warm_workload.trace_stride = 0; /* the warmup replays nothing */
+		/* Its one body is the warmup's own, not the workload's: sending it again and
+		 * again is no repeat of the run's requests. */
+		s->warm_workload.share = SIZE_MAX;
 		if (c->warmup.request_timeout_us)
 			s->warm_workload.request_timeout_us = c->warmup.request_timeout_us;
 		s->warm_engine = e = make_engine(s, &s->warm_workload);
