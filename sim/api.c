@@ -115,6 +115,7 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 	st->stream = cr->stream;
 	st->include_usage = cr->stream && cr->include_usage;
 	st->continuous_usage = cr->stream && cr->continuous_usage;
+	st->cache_timings = cfg->cache_timings;
 	st->rng = cl_sim_rng_for(cfg->seed, st->seq);
 	st->fault = cl_sim_fault_pick(cfg, st->seq, &st->rng);
 	st->prompt_tokens =
@@ -124,6 +125,7 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 	st->ignore_eos = cr->ignore_eos;
 	st->history_turns = cr->history_turns;
 	st->history_fnv = cr->history_fnv;
+	st->prompt_fnv = cr->prompt_fnv;
 	st->planned_tokens =
 	    pick_length(cfg, st, cr->max_tokens, cr->ignore_eos && !cfg->no_ignore_eos);
 	st->planned_reasoning =

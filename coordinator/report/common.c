@@ -50,17 +50,17 @@ int cl_report_render(const json_t *doc, enum cl_report_format f, FILE *out)
 const char *const cli_rp_col_names[RP__COLS] = {
 	"stage",       "load",        "status",      "req/s",         "out tok/s",  "TTFT p50 ms",
 	"TTFT p99 ms", "ITL p50 ms",  "ITL p99 ms",  "TPOT p50 ms",   "E2E p50 ms", "errors",
-	"no content",  "TTFC p50 ms", "TTFC p99 ms", "content tok/s",
+	"no content",  "TTFC p50 ms", "TTFC p99 ms", "content tok/s", "cached prompt",
 };
-const bool cli_rp_col_numeric[RP__COLS] = { false, true, false, true, true, true, true, true,
+const bool cli_rp_col_numeric[RP__COLS] = { false, true, false, true, true, true, true, true, true,
 					    true,  true, true,  true, true, true, true, true };
 
 /* Display order: the thinking-model columns sit beside TTFT and the output rate they
  * qualify. */
 static const int col_order[RP__COLS] = {
 	RP_STAGE,  RP_LOAD,   RP_STATUS, RP_RPS,       RP_OTPS,  RP_CONTENT_TPS,
-	RP_TTFT50, RP_TTFT99, RP_TTFC50, RP_TTFC99,    RP_ITL50, RP_ITL99,
-	RP_TPOT50, RP_E2E50,  RP_ERRORS, RP_NOCONTENT,
+	RP_TTFT50, RP_TTFT99, RP_CACHED, RP_TTFC50,    RP_TTFC99, RP_ITL50,
+	RP_ITL99,  RP_TPOT50, RP_E2E50,  RP_ERRORS, RP_NOCONTENT,
 };
 
 bool cli_rp_thinking(const json_t *stages)
@@ -85,12 +85,19 @@ size_t cli_rp_columns(const json_t *stages, int cols[RP__COLS])
 		no_content |= cl_results_num(s, "requests.no_content") > 0;
 	}
 	bool thinking = cli_rp_thinking(stages);
+	bool cached = false;
+	json_array_foreach(stages, i, s)
+	{
+		cached |= cl_results_num(s, "tokens.cached_prompt_tokens") > 0;
+	}
 	size_t n = 0;
 	for (int k = 0; k < RP__COLS; k++) {
 		int c = col_order[k];
 		if (c == RP_NOCONTENT && !no_content)
 			continue;
 		if ((c == RP_TTFC50 || c == RP_TTFC99 || c == RP_CONTENT_TPS) && !thinking)
+			continue;
+		if (c == RP_CACHED && !cached)
 			continue;
 		cols[n++] = c;
 	}
@@ -262,6 +269,13 @@ void cli_rp_stage_row(const json_t *s, struct cli_rp_row *row)
 	    (cl_results_num(s, "tokens.output") - cl_results_num(s, "tokens.reasoning")) /
 		cl_results_num(s, "duration_s"));
 	add_ci(s, row);
+	/* The share of prompt tokens the server took from its cache: a high one means TTFT
+	 * measured the cache, not a new user's prefill. */
+	double cached = cl_results_num(s, "tokens.cached_prompt_ratio");
+	if (isfinite(cached))
+		cli_rp_fmt_pct(row->cell[RP_CACHED], RP_CELL_MAX, cached * 100);
+	else
+		cli_rj_fmt(row->cell[RP_CACHED], RP_CELL_MAX, NAN, 0);
 	double errors = cl_results_num(s, "requests.errors_total");
 	double rate = cl_results_num(s, "requests.error_rate");
 	if (isfinite(errors) && errors > 0 && isfinite(rate))

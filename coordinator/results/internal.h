@@ -132,6 +132,8 @@ enum {
 	RP_TTFC50, /* time to first content token */
 	RP_TTFC99,
 	RP_CONTENT_TPS, /* content (answer) tokens per second: output without reasoning */
+	/* shown only when the server said some prompt tokens came from its cache: */
+	RP_CACHED, /* tokens.cached_prompt_ratio, beside TTFT, which it makes read better */
 	RP__COLS
 };
 #define RP_CELL_MAX 96
@@ -376,6 +378,18 @@ int cli_rs_agent_episodes(json_t *doc);
 /* Appends the warnings the stages' faults call for (a lost agent's unaccounted load, the
  * coordinator's own stalls) to w.  0 or CL_ENOMEM. */
 int cli_rs_fault_warnings(json_t *w, const json_t *stage);
+
+/* -- stages too short for their requests (results/short.c) -- */
+/* Whether a duration-bounded stage was too short for its requests: fewer than 10 completed,
+ * or a window shorter than two typical lifetimes (E2E p50). Requests-bounded stages: never. */
+bool cli_rs_too_short(const struct cl_scn_stage *st, const struct cl_metrics *m, double window_s);
+/* Appends the warning for stage s (a results.json stage) when it is marked too_short.  0 or
+ * CL_ENOMEM. */
+int cli_rs_short_warning(json_t *w, const json_t *s);
+
+/* results/repeat.c: appends the warning about requests that re-sent a body the run had
+ * sent already (warmup and stages of doc), if any did.  0 or CL_ENOMEM. */
+int cli_rs_repeat_warning(json_t *w, const json_t *doc);
 
 /* results/util.c: appends the formatted warning (at most 1023 bytes) to arr.  0 or
  * CL_ENOMEM. */

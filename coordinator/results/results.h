@@ -309,7 +309,9 @@ const json_t *cl_results_doc(const struct cl_results *r);
 
 /* A copy of the document as it stands (the caller owns it), with each running stage that
  * has reported intervals added as {index, name, status "running", intervals}: what the
- * live report page shows.  NULL when out of memory.  Same thread as the other calls. */
+ * live report page shows.  A shallow copy: it shares its values with r's document, so the
+ * caller only reads it, and drops it before the next call that changes r.  NULL when out
+ * of memory.  Same thread as the other calls. */
 json_t *cl_results_live_doc(const struct cl_results *r);
 /* The output directory (owned by r). */
 const char *cl_results_dir(const struct cl_results *r);

@@ -382,6 +382,10 @@ int cl_run(const struct cl_run_opts *o)
 		free(r);
 		return CL_EXIT_USAGE;
 	}
+	/* One salt for the run, kept if calibration renders again (workload.salt).  Never for
+	 * a generate job: it sends its inputs byte for byte as written. */
+	if (!r->s.workload.salt_none && !r->s.generate.set)
+		cl_workload_new_salt(&r->s.workload);
 	if (load_workload(r, &err) != 0) {
 		char msg[900];
 		fprintf(stderr, "%s\n", cl_err_format(&err, msg, sizeof(msg)));
