@@ -48,10 +48,12 @@ int cl_report_render(const json_t *doc, enum cl_report_format f, FILE *out)
 const char *const cli_rp_col_names[RP__COLS] = {
 	"stage",       "load",        "status",      "req/s",         "out tok/s",  "TTFT p50 ms",
 	"TTFT p99 ms", "ITL p50 ms",  "ITL p99 ms",  "TPOT p50 ms",   "E2E p50 ms", "errors",
-	"no content",  "TTFC p50 ms", "TTFC p99 ms", "content tok/s",
+	"no content",  "TTFC p50 ms", "TTFC p99 ms", "content tok/s", "inputs/s",
+	"input tok/s", "E2E p99 ms",
 };
-const bool cli_rp_col_numeric[RP__COLS] = { false, true, false, true, true, true, true, true,
-					    true,  true, true,  true, true, true, true, true };
+const bool cli_rp_col_numeric[RP__COLS] = { false, true, false, true, true, true, true,
+					    true,  true, true,  true, true, true, true,
+					    true,  true, true,  true, true };
 
 /* Display order: the thinking-model columns sit beside TTFT and the output rate they
  * qualify. */
@@ -59,6 +61,11 @@ static const int col_order[RP__COLS] = {
 	RP_STAGE,  RP_LOAD,   RP_STATUS, RP_RPS,       RP_OTPS,  RP_CONTENT_TPS,
 	RP_TTFT50, RP_TTFT99, RP_TTFC50, RP_TTFC99,    RP_ITL50, RP_ITL99,
 	RP_TPOT50, RP_E2E50,  RP_ERRORS, RP_NOCONTENT,
+};
+/* An embeddings run: no output, no chunks, so no TTFT, ITL or TPOT; what it has instead. */
+static const int col_order_embeddings[] = {
+	RP_STAGE, RP_LOAD, RP_STATUS, RP_RPS, RP_INPUTS_PS, RP_INTOK_PS, RP_E2E50, RP_E2E99,
+	RP_ERRORS,
 };
 
 bool cli_rp_thinking(const json_t *stages)
@@ -84,7 +91,17 @@ size_t cli_rp_columns(const json_t *stages, int cols[RP__COLS])
 	}
 	bool thinking = cli_rp_thinking(stages);
 	size_t n = 0;
-	for (int k = 0; k < RP__COLS; k++) {
+	bool embeddings = json_array_size(stages) > 0;
+	json_array_foreach(stages, i, s)
+	{
+		embeddings &= json_is_object(json_object_get(s, "embeddings"));
+	}
+	if (embeddings) {
+		for (size_t k = 0; k < sizeof(col_order_embeddings) / sizeof(int); k++)
+			cols[n++] = col_order_embeddings[k];
+		return n;
+	}
+	for (size_t k = 0; k < sizeof(col_order) / sizeof(col_order[0]); k++) {
 		int c = col_order[k];
 		if (c == RP_NOCONTENT && !no_content)
 			continue;
@@ -208,7 +225,8 @@ void cli_rp_stage_row(const json_t *s, struct cli_rp_row *row)
 	static const struct {
 		int col;
 		const char *path;
-	} ms[] = { { RP_TTFT50, "latency_ms.ttft.p50" }, { RP_TTFT99, "latency_ms.ttft.p99" },
+	} ms[] = { { RP_E2E99, "latency_ms.e2e.p99" },
+		   { RP_TTFT50, "latency_ms.ttft.p50" }, { RP_TTFT99, "latency_ms.ttft.p99" },
 		   { RP_ITL50, "latency_ms.itl.p50" },   { RP_ITL99, "latency_ms.itl.p99" },
 		   { RP_TPOT50, "latency_ms.tpot.p50" }, { RP_E2E50, "latency_ms.e2e.p50" },
 		   { RP_TTFC50, "latency_ms.ttfc.p50" }, { RP_TTFC99, "latency_ms.ttfc.p99" } };
@@ -229,6 +247,10 @@ void cli_rp_stage_row(const json_t *s, struct cli_rp_row *row)
 	    row->cell[RP_CONTENT_TPS], RP_CELL_MAX,
 	    (cl_results_num(s, "tokens.output") - cl_results_num(s, "tokens.reasoning")) /
 		cl_results_num(s, "duration_s"));
+	cli_rp_fmt_rate(row->cell[RP_INPUTS_PS], RP_CELL_MAX,
+			cl_results_num(s, "embeddings.inputs_per_s"));
+	cli_rp_fmt_rate(row->cell[RP_INTOK_PS], RP_CELL_MAX,
+			cl_results_num(s, "embeddings.input_tokens_per_s"));
 	double errors = cl_results_num(s, "requests.errors_total");
 	double rate = cl_results_num(s, "requests.error_rate");
 	if (isfinite(errors) && errors > 0 && isfinite(rate))

@@ -168,6 +168,7 @@ static json_t *scenario_json(const struct cl_scenario *s, const char *path)
 						    : "required";
 	if (target &&
 	    (cli_rj_set(target, "http2", json_string(h2)) ||
+	     cli_rj_set(target, "api", json_string(cl_api_name(s->workload.api))) ||
 	     cli_rj_set(target, "http2_streams_per_connection",
 			json_integer(s->target.http2_streams ? s->target.http2_streams
 							     : CL_HTTP2_DEFAULT_STREAMS)))) {
@@ -225,6 +226,7 @@ static int copy_scenario(struct cl_results *r, const struct cl_scenario *s)
 		return CL_ENOMEM;
 	r->formats = s->output.formats | CL_FMT_JSON;
 	r->client_bound_warn = s->client_bound == CL_CLIENT_BOUND_WARN;
+	r->api = s->workload.api;
 	r->abort_intervals = s->slo_abort_intervals;
 	r->drift = s->drift;
 	r->report_interval_s = s->agents.report_interval_us / 1e6;
@@ -614,7 +616,8 @@ int cl_results_finish_stage(struct cl_results *r, size_t stage, const struct cl_
 	struct stage_state *ss = &r->stages[stage];
 	if (ss->finished || r->finished)
 		return CL_ESTATE;
-	json_t *o = cli_rs_stage_json(stage, st, cumulative, window_s, status, reason, &ss->client);
+	json_t *o =
+	    cli_rs_stage_json(stage, st, cumulative, window_s, status, reason, &ss->client, r->api);
 	/* A probe's breaches are its search's answer, not the run's: its checks live in its
 	 * `probe` object; an ordinary stage's feed the verdict, drift checks included. */
 	json_t *checks = ss->probe
