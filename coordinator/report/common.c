@@ -57,7 +57,7 @@ const bool cli_rp_col_numeric[RP__COLS] = { false, true, false, true, true, true
 
 /* Display order: the thinking-model columns sit beside TTFT and the output rate they
  * qualify. */
-static const int col_order[RP__COLS] = {
+static const int col_order[] = {
 	RP_STAGE,  RP_LOAD,   RP_STATUS, RP_RPS,       RP_OTPS,  RP_CONTENT_TPS,
 	RP_TTFT50, RP_TTFT99, RP_TTFC50, RP_TTFC99,    RP_ITL50, RP_ITL99,
 	RP_TPOT50, RP_E2E50,  RP_ERRORS, RP_NOCONTENT,
