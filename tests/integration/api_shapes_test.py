@@ -217,6 +217,13 @@ class ApiValidate(tl.FleetCase):
         self.assertRegex(text, r"v\.yaml:\d+:\d+: workload\.embedding_batch only applies "
                                r"with workload\.api: embeddings")
 
+    def test_multi_turn_needs_chat(self):
+        rc, text = self.validate({"api": "responses", "synthetic": {"input_tokens": 8},
+                                  "multi_turn": {"turns": 2}})
+        self.assertEqual(rc, 2, text)
+        self.assertRegex(text, r"v\.yaml:\d+:\d+: workload\.multi_turn needs workload\.api: "
+                               r"chat")
+
     def test_unknown_api(self):
         rc, text = self.validate({"api": "chats", "prompts": ["x"]})
         self.assertEqual(rc, 2, text)
