@@ -51,7 +51,7 @@ class ApiShapes(tl.FleetCase):
         doc = tl.scenario({"url": sim.url},
                           stages or [{"concurrency": 3, "requests": 24}],
                           {"local": 1, "workers": 1}, name=name, workload=w,
-                          readiness=True, output={"formats": ["json"]})
+                          readiness=True, output={"formats": ["json", "csv"]})
         path = self.write_scenario(name, doc)
         out = self.scope.path(name + "-out")
         p = self.start_run(path, out, name=name)
@@ -133,6 +133,13 @@ class ApiShapes(tl.FleetCase):
         self.assertIn("input tok/s", head)
         for gone in ("TTFT", "ITL", "TPOT", "out tok/s"):
             self.assertNotIn(gone, head)
+        # results.csv carries the embeddings figures in columns of their own
+        import csv
+        with open(os.path.join(out, "results.csv")) as f:
+            (row,) = list(csv.DictReader(f))
+        emb = self.results(out)["stages"][0]["embeddings"]
+        self.assertEqual(int(row["embedding_inputs"]), emb["inputs"])
+        self.assertAlmostEqual(float(row["embedding_inputs_per_s"]), emb["inputs_per_s"])
 
     def test_embedding_time_follows_its_input_tokens(self):
         """--embedding-per-token: an answer is due after its input tokens' cost, no TTFT:
