@@ -80,6 +80,18 @@ bool cli_rp_thinking(const json_t *stages)
 	return false;
 }
 
+bool cli_rp_embeddings(const json_t *stages)
+{
+	size_t i;
+	const json_t *s;
+	bool embeddings = json_array_size(stages) > 0;
+	json_array_foreach(stages, i, s)
+	{
+		embeddings &= json_is_object(json_object_get(s, "embeddings"));
+	}
+	return embeddings;
+}
+
 size_t cli_rp_columns(const json_t *stages, int cols[RP__COLS])
 {
 	bool no_content = false;
@@ -91,12 +103,7 @@ size_t cli_rp_columns(const json_t *stages, int cols[RP__COLS])
 	}
 	bool thinking = cli_rp_thinking(stages);
 	size_t n = 0;
-	bool embeddings = json_array_size(stages) > 0;
-	json_array_foreach(stages, i, s)
-	{
-		embeddings &= json_is_object(json_object_get(s, "embeddings"));
-	}
-	if (embeddings) {
+	if (cli_rp_embeddings(stages)) {
 		for (size_t k = 0; k < sizeof(col_order_embeddings) / sizeof(int); k++)
 			cols[n++] = col_order_embeddings[k];
 		return n;

@@ -154,6 +154,9 @@ void cli_rp_stage_row(const json_t *stage, struct cli_rp_row *row);
 size_t cli_rp_columns(const json_t *stages, int cols[RP__COLS]);
 /* Whether any of these stages saw reasoning tokens (a thinking model). */
 bool cli_rp_thinking(const json_t *stages);
+/* Whether these stages are an embeddings run (every one has "embeddings"): no output, so no
+ * token columns or charts. */
+bool cli_rp_embeddings(const json_t *stages);
 /* Whether a stage's numbers are not a normal measurement: its status is not ok, or it was
  * client-bound.  Such stages are marked in every table and never drawn as normal points. */
 bool cli_rp_stage_marked(const json_t *stage);

@@ -51,7 +51,7 @@ class ApiShapes(tl.FleetCase):
         doc = tl.scenario({"url": sim.url},
                           stages or [{"concurrency": 3, "requests": 24}],
                           {"local": 1, "workers": 1}, name=name, workload=w,
-                          readiness=True, output={"formats": ["json", "csv"]})
+                          readiness=True, output={"formats": ["json", "csv", "html"]})
         path = self.write_scenario(name, doc)
         out = self.scope.path(name + "-out")
         p = self.start_run(path, out, name=name)
@@ -140,6 +140,14 @@ class ApiShapes(tl.FleetCase):
         emb = self.results(out)["stages"][0]["embeddings"]
         self.assertEqual(int(row["embedding_inputs"]), emb["inputs"])
         self.assertAlmostEqual(float(row["embedding_inputs_per_s"]), emb["inputs_per_s"])
+        # report.html draws what an embeddings run has, and no empty token charts
+        with open(os.path.join(out, "report.html")) as f:
+            html = f.read()
+        self.assertIn("End-to-end latency", html)
+        self.assertIn("Request throughput", html)
+        for gone in ("no data", "Time to first token", "Inter-token latency",
+                     "Output throughput"):
+            self.assertNotIn(gone, html)
 
     def test_embedding_time_follows_its_input_tokens(self):
         """--embedding-per-token: an answer is due after its input tokens' cost, no TTFT:
