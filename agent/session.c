@@ -223,6 +223,7 @@ static void apply_command(struct session *s, struct cl_msg *reply)
 			cl_engine_stop(s->act_engine, false);
 		break;
 	case CL_CMD_ABORT:
+		cl_generate_stop(s);
 		cl_activity_stop(s, true);
 		cl_probe_thread_stop(s);
 		s->state = CL_AGENT_IDLE;
@@ -232,6 +233,12 @@ static void apply_command(struct session *s, struct cl_msg *reply)
 		break;
 	case CL_CMD_BODIES:
 		cl_activity_bodies(s, c);
+		break;
+	case CL_CMD_GENERATE:
+		cl_generate_start(s, c);
+		break;
+	case CL_CMD_LEASE:
+		cl_generate_lease(s, c);
 		break;
 	default:
 		break;
@@ -274,6 +281,8 @@ static void fill_poll(struct session *s, struct cl_msg *m, int64_t now)
 	}
 	m->poll.rss_bytes = rss * sysconf(_SC_PAGESIZE);
 	m->poll.inflight = s->engine ? cl_engine_inflight(s->engine) : 0;
+	if (s->gen)
+		m->poll.inflight = (int64_t)cl_gen_runner_inflight(s->gen);
 	m->poll.t_send_us = now;
 	int64_t off, rtt;
 	if (cl_clock_est_get(&s->clock, &off, &rtt) && rtt > 0) {
@@ -396,6 +405,39 @@ static int turn_reports(struct session *s, int64_t now, bool *moved)
 }
 
 /*
+ * The answers channel's turn (a generate job): takes the reply to the ANSWERS in flight, and
+ * sends the pending one (or the next) when the channel is free.  An ANSWERS not acknowledged
+ * goes again with its seq, so the coordinator writes each answer once.  CL_EREFUSED when the
+ * coordinator refused it (the session is over), else 0.
+ */
+static int turn_answers(struct session *s, int64_t now, bool *moved)
+{
+	struct channel *c = &s->answers;
+	if (c->phase != CHANNEL_IDLE) {
+		struct cl_msg reply = { 0 };
+		int64_t t_recv = 0;
+		int rc = take_reply(s, c, &reply, &t_recv, moved);
+		if (rc == CHANNEL_BUSY)
+			return 0;
+		if (rc == 0 && reply.type == CL_MSG_REFUSE) {
+			CL_ERROR("coordinator refused our answers: %s", reply.refuse.reason);
+			cl_msg_free(&reply);
+			return CL_EREFUSED;
+		}
+		if (rc == 0 && reply.type == CL_MSG_ACK && reply.seq == s->ans_seq)
+			cl_generate_answered(s);
+		else
+			c->next_us = t_recv + REPORT_RETRY_US;
+		cl_msg_free(&reply);
+	}
+	if (c->phase == CHANNEL_IDLE && now >= c->next_us && cl_generate_next_answers(s)) {
+		if (channel_start(c, s->ans_buf.data, s->ans_buf.size, REPLY_TIMEOUT_US) != 0)
+			c->next_us = now + REPORT_RETRY_US;
+	}
+	return 0;
+}
+
+/*
  * The POLL channel's turn: takes the reply to the POLL in flight and applies its command, and
  * sends the next POLL when the channel is free: at once after a command (the coordinator
  * holds a POLL with nothing to say for up to CL_WIRE_POLL_HOLD_US), POLL_GAP_US after the
@@ -463,7 +505,7 @@ static int64_t next_wake(struct session *s, int64_t now)
 		if (go < at)
 			at = go;
 	}
-	if (s->act != ACT_NONE || s->probe_running) {
+	if (s->act != ACT_NONE || s->probe_running || s->gen) {
 		if (now + ACTIVE_TICK_US < at)
 			at = now + ACTIVE_TICK_US;
 		int64_t due =
@@ -477,6 +519,7 @@ static int64_t next_wake(struct session *s, int64_t now)
 void cl_session_cleanup(struct session *s)
 {
 	cl_probe_thread_stop(s);
+	cl_generate_stop(s);
 	cl_activity_destroy(s);
 	cl_msg_free(&s->prepare_msg);
 	cl_msg_free(&s->probe_msg);
@@ -486,6 +529,7 @@ void cl_session_cleanup(struct session *s)
 	s->acc_ready = false;
 	channel_close(&s->polls);
 	channel_close(&s->reports);
+	channel_close(&s->answers);
 	/* Bounded: a daemon must get back to its loop for the next run. */
 	if (s->sock_open)
 		cl_transport_close(s->sock, "the control socket");
@@ -503,7 +547,8 @@ int cl_session_run(struct session *s)
 	}
 	s->sock_open = true;
 	if ((rc = channel_open(s, &s->polls, "poll")) != 0 ||
-	    (rc = channel_open(s, &s->reports, "report")) != 0) {
+	    (rc = channel_open(s, &s->reports, "report")) != 0 ||
+	    (rc = channel_open(s, &s->answers, "answers")) != 0) {
 		CL_ERROR("cannot open control socket: %s", nng_strerror(rc));
 		return CL_ENOMEM;
 	}
@@ -558,6 +603,7 @@ int cl_session_run(struct session *s)
 	while (!s->quit) {
 		int64_t now = cl_mono_us();
 		if (atomic_load(s->stop)) {
+			cl_generate_stop(s);
 			cl_activity_stop(s, true);
 			cl_probe_thread_stop(s);
 			return CL_ECLOSED;
@@ -565,6 +611,7 @@ int cl_session_run(struct session *s)
 		if (now - s->last_reply_us > CL_WIRE_AGENT_SILENCE_US) {
 			CL_ERROR("coordinator silent for %lld s: stopping all load",
 				 (long long)((now - s->last_reply_us) / 1000000));
+			cl_generate_stop(s);
 			cl_activity_stop(s, true);
 			cl_probe_thread_stop(s);
 			return CL_ETIMEDOUT;
@@ -573,7 +620,9 @@ int cl_session_run(struct session *s)
 		cl_activity_pump(s, now);
 		bool moved = false;
 		if ((rc = turn_reports(s, now, &moved)) != 0 ||
+		    (rc = turn_answers(s, now, &moved)) != 0 ||
 		    (rc = turn_polls(s, now, &moved)) != 0) {
+			cl_generate_stop(s);
 			cl_activity_stop(s, true);
 			return rc;
 		}
@@ -585,6 +634,7 @@ int cl_session_run(struct session *s)
 	}
 	/* QUIT: end.  Closing the socket (cl_session_cleanup) is how the coordinator learns that
 	 * QUIT arrived (cl_fleet_departed). */
+	cl_generate_stop(s);
 	cl_activity_stop(s, true);
 	cl_probe_thread_stop(s);
 	return 0;

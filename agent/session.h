@@ -7,6 +7,7 @@
 #include "control.h"
 
 #include "engine/engine.h"
+#include "generate/runner.h"
 #include "probe/readiness.h"
 
 #include "chatload/clock.h"
@@ -63,7 +64,7 @@ struct session {
 	atomic_int *stop; /* set by a signal handler, which may run on any thread */
 	nng_socket sock;
 	bool sock_open;
-	struct channel polls, reports;
+	struct channel polls, reports, answers;
 	enum cl_agent_state poll_state; /* the state the POLL in flight told */
 	uint64_t seq;
 	uint32_t agent_id;
@@ -119,6 +120,15 @@ struct session {
 	size_t q_head, q_len;
 
 	int64_t cpu_prev_us, cpu_prev_at_us;
+
+	/* a generate job (GENERATE, LEASE): its runner and the ANSWERS message in flight,
+	 * encoded once so a resend carries the same seq */
+	struct cl_gen_runner *gen;
+	msgpack_sbuffer ans_buf;
+	bool ans_pending; /* ans_buf holds an ANSWERS not yet acknowledged */
+	uint64_t ans_seq;
+	size_t ans_count;
+	uint64_t ans_sent; /* answers acknowledged, for the log */
 };
 
 /* ---- session.c ------------------------------------------------------------------------- */
@@ -185,6 +195,22 @@ void cl_activity_stop(struct session *s, bool cut_now);
 
 /* Stops any activity and destroys both engines. */
 void cl_activity_destroy(struct session *s);
+
+/* ---- generate.c ------------------------------------------------------------------------ */
+
+/* GENERATE: starts the runner with this agent's share (the target checked against the
+ * allow-list).  A runner already running is stopped first.  Failures fail the agent. */
+void cl_generate_start(struct session *s, struct cl_msg_cmd *c);
+/* LEASE: hands the items to the runner (taking them out of c).  Without a runner the
+ * session fails. */
+void cl_generate_lease(struct session *s, struct cl_msg_cmd *c);
+/* When no ANSWERS is pending, encodes the next one from the runner's finished answers into
+ * s->ans_buf (ans_pending set).  Returns true when one is pending. */
+bool cl_generate_next_answers(struct session *s);
+/* The pending ANSWERS was acknowledged: drops it. */
+void cl_generate_answered(struct session *s);
+/* Stops the runner (requests in flight cut) and drops the pending ANSWERS. */
+void cl_generate_stop(struct session *s);
 
 /* ---- probe_thread.c -------------------------------------------------------------------- */
 

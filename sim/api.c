@@ -304,7 +304,10 @@ void cl_sim_api_handle(struct cl_sim *s, struct cl_sim_conn *c, const struct cl_
 					  "internal_error");
 			goto out;
 		}
-		answer_json(c, 200, &b);
+		/* The exposition format's own type, as Prometheus' client libraries send it: a
+		 * scraper that goes by Content-Type must not take the page for JSON. */
+		cl_sim_conn_respond_typed(c, 200, "text/plain; version=0.0.4; charset=utf-8", NULL,
+					  b.data ? b.data : "", b.len);
 		goto out;
 	}
 	if (strncmp(req->path, "/v1/", 4) == 0 && !authorized(cfg, req)) {

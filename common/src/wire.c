@@ -9,13 +9,14 @@
 static const char *const type_names[CL_MSG__COUNT] = {
 	[CL_MSG_HELLO] = "HELLO",     [CL_MSG_POLL] = "POLL",     [CL_MSG_REPORT] = "REPORT",
 	[CL_MSG_WELCOME] = "WELCOME", [CL_MSG_REFUSE] = "REFUSE", [CL_MSG_CMD] = "CMD",
-	[CL_MSG_ACK] = "ACK",
+	[CL_MSG_ACK] = "ACK",         [CL_MSG_ANSWERS] = "ANSWERS",
 };
 
 static const char *const cmd_names[CL_CMD__COUNT] = {
 	[CL_CMD_NOOP] = "NOOP",       [CL_CMD_PROBE] = "PROBE",       [CL_CMD_WARMUP] = "WARMUP",
 	[CL_CMD_PREPARE] = "PREPARE", [CL_CMD_START_AT] = "START_AT", [CL_CMD_STOP] = "STOP",
 	[CL_CMD_ABORT] = "ABORT",     [CL_CMD_QUIT] = "QUIT",         [CL_CMD_BODIES] = "BODIES",
+	[CL_CMD_GENERATE] = "GENERATE", [CL_CMD_LEASE] = "LEASE",
 };
 
 static const char *const state_names[CL_AGENT__COUNT] = {
@@ -116,6 +117,16 @@ static void free_cmd(struct cl_msg_cmd *c)
 			free(c->bodies.bodies[i].json);
 		free(c->bodies.bodies);
 		break;
+	case CL_CMD_GENERATE:
+		cl_target_plan_free(&c->generate.target);
+		break;
+	case CL_CMD_LEASE:
+		for (size_t i = 0; c->lease.items && i < c->lease.n_items; i++) {
+			free(c->lease.items[i].id);
+			free(c->lease.items[i].body);
+		}
+		free(c->lease.items);
+		break;
 	default:
 		break;
 	}
@@ -150,6 +161,16 @@ void cl_msg_free(struct cl_msg *m)
 		break;
 	case CL_MSG_CMD:
 		free_cmd(&m->cmd);
+		break;
+	case CL_MSG_ANSWERS:
+		for (size_t i = 0; m->answers.answers && i < m->answers.n_answers; i++) {
+			struct cl_gen_answer *a = &m->answers.answers[i];
+			free(a->id);
+			free(a->request_id);
+			free(a->body);
+			free(a->error);
+		}
+		free(m->answers.answers);
 		break;
 	default:
 		break;

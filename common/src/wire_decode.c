@@ -461,6 +461,121 @@ static int dec_probe(struct wire_dec *d, const msgpack_object *args, struct cl_c
 	return 0;
 }
 
+/* An array v of at most CL_WIRE_MAX_ITEMS maps: allocates *out (n entries of size each)
+ * only after the count is checked. */
+static int dec_item_array(struct wire_dec *d, const char *name, const msgpack_object *v,
+			  size_t size, void **out, size_t *n_out)
+{
+	if (!v)
+		return cli_wire_missing(d, name);
+	if (v->type != MSGPACK_OBJECT_ARRAY)
+		return cli_wire_wrong(d, name, "an array", v);
+	size_t n = v->via.array.size;
+	if (n > CL_WIRE_MAX_ITEMS)
+		return cli_wire_bad(d, CL_ETOOBIG, name, "has too many entries (%zu, max %u)", n,
+				    CL_WIRE_MAX_ITEMS);
+	if (n && !(*out = calloc(n, size)))
+		return cl_err_set(d->err, CL_ENOMEM, "out of memory decoding %s", name);
+	*n_out = n;
+	return 0;
+}
+
+static int dec_lease(struct wire_dec *d, const msgpack_object *args, struct cl_cmd_lease *l)
+{
+	struct wire_fld f[] = { FLD("items") };
+	int rc;
+	if ((rc = cli_wire_fields(d, args, f, 1)) ||
+	    (rc = dec_item_array(d, "items", f[0].v, sizeof(*l->items), (void **)&l->items,
+				 &l->n_items)))
+		return rc;
+	for (size_t i = 0; i < l->n_items; i++) {
+		char nm[32];
+		snprintf(nm, sizeof(nm), "items[%zu]", i);
+		const msgpack_object *e = &f[0].v->via.array.ptr[i];
+		if ((rc = cli_wire_need_map(d, nm, e, true)))
+			return rc;
+		size_t o2 = wire_path_push(&d->path, nm);
+		struct wire_fld g[] = { FLD("id"), FLD("body") };
+		struct cl_gen_item *it = &l->items[i];
+		if (!(rc = cli_wire_fields(d, e, g, 2)) &&
+		    !(rc = cli_wire_get_str(d, "id", g[0].v, true, CL_WIRE_MAX_ID, WSTR_NAME, &it->id,
+					    NULL)))
+			rc = cli_wire_get_str(d, "body", g[1].v, true, CL_WIRE_MAX_BODY, WSTR_TEXT,
+					      &it->body, &it->body_len);
+		wire_path_pop(&d->path, o2);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int dec_generate(struct wire_dec *d, const msgpack_object *args, struct cl_cmd_generate *g)
+{
+	struct wire_fld f[] = { FLD("target"),	   FLD("concurrency"),
+				FLD("max_attempts"),	   FLD("request_timeout_us"),
+				FLD("backoff_initial_us"), FLD("backoff_max_us") };
+	int rc;
+	if ((rc = cli_wire_fields(d, args, f, WIRE_N(f))) ||
+	    (rc = dec_target(d, "target", f[0].v, &g->target)) ||
+	    (rc = cli_wire_get_u32(d, "concurrency", f[1].v, true, &g->concurrency)) ||
+	    (rc = cli_wire_get_u32(d, "max_attempts", f[2].v, true, &g->max_attempts)) ||
+	    (rc = cli_wire_get_i64(d, "request_timeout_us", f[3].v, true, 0,
+				   &g->request_timeout_us)) ||
+	    (rc = cli_wire_get_i64(d, "backoff_initial_us", f[4].v, true, 0,
+				   &g->backoff_initial_us)) ||
+	    (rc = cli_wire_get_i64(d, "backoff_max_us", f[5].v, true, 0, &g->backoff_max_us)))
+		return rc;
+	if (g->concurrency < 1 || g->max_attempts < 1)
+		return cli_wire_bad(d, CL_EPROTO, g->concurrency < 1 ? "concurrency" : "max_attempts",
+				    "must be at least 1");
+	return 0;
+}
+
+static int dec_answers(struct wire_dec *d, const msgpack_object *top, struct cl_msg_answers *m)
+{
+	struct wire_fld f[] = { FLD("t_send_us"), FLD("answers") };
+	int rc;
+	if ((rc = cli_wire_fields(d, top, f, 2)) ||
+	    (rc = cli_wire_get_i64(d, "t_send_us", f[0].v, true, INT64_MIN, &m->t_send_us)) ||
+	    (rc = dec_item_array(d, "answers", f[1].v, sizeof(*m->answers), (void **)&m->answers,
+				 &m->n_answers)))
+		return rc;
+	for (size_t i = 0; i < m->n_answers; i++) {
+		char nm[32];
+		snprintf(nm, sizeof(nm), "answers[%zu]", i);
+		const msgpack_object *e = &f[1].v->via.array.ptr[i];
+		if ((rc = cli_wire_need_map(d, nm, e, true)))
+			return rc;
+		size_t o2 = wire_path_push(&d->path, nm);
+		struct wire_fld g[] = { FLD("id"),	  FLD("attempts"),   FLD("status"),
+					FLD("ttft_us"),	  FLD("total_us"),   FLD("output_tokens"),
+					FLD("retryable"), FLD("request_id"), FLD("body"),
+					FLD("error") };
+		struct cl_gen_answer *a = &m->answers[i];
+		if (!(rc = cli_wire_fields(d, e, g, WIRE_N(g))) &&
+		    !(rc = cli_wire_get_str(d, "id", g[0].v, true, CL_WIRE_MAX_ID, WSTR_NAME, &a->id,
+					    NULL)) &&
+		    !(rc = cli_wire_get_u32(d, "attempts", g[1].v, true, &a->attempts)) &&
+		    !(rc = cli_wire_get_u32(d, "status", g[2].v, true, &a->status)) &&
+		    !(rc = cli_wire_get_i64(d, "ttft_us", g[3].v, true, 0, &a->ttft_us)) &&
+		    !(rc = cli_wire_get_i64(d, "total_us", g[4].v, true, 0, &a->total_us)) &&
+		    !(rc = cli_wire_get_u32(d, "output_tokens", g[5].v, true, &a->output_tokens)) &&
+		    !(rc = cli_wire_get_bool(d, "retryable", g[6].v, true, &a->retryable)) &&
+		    !(rc = cli_wire_get_str(d, "request_id", g[7].v, false, CL_WIRE_MAX_NAME,
+					    WSTR_NAME, &a->request_id, NULL)) &&
+		    !(rc = cli_wire_get_str(d, "body", g[8].v, false, CL_WIRE_MAX_ANSWER, WSTR_TEXT,
+					    &a->body, NULL)) &&
+		    !(rc = cli_wire_get_str(d, "error", g[9].v, false, CL_WIRE_MAX_ERROR, WSTR_TEXT,
+					    &a->error, NULL)) &&
+		    a->attempts < 1)
+			rc = cli_wire_bad(d, CL_EPROTO, "attempts", "must be at least 1");
+		wire_path_pop(&d->path, o2);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 static int dec_args(struct wire_dec *d, const msgpack_object *args, struct cl_msg_cmd *c)
 {
 	int rc;
@@ -513,6 +628,10 @@ static int dec_args(struct wire_dec *d, const msgpack_object *args, struct cl_ms
 		    (rc = dec_bodies(d, f[1].v, &c->bodies.bodies, &c->bodies.n_bodies)))
 			return rc;
 		return 0;
+	case CL_CMD_GENERATE:
+		return dec_generate(d, args, &c->generate);
+	case CL_CMD_LEASE:
+		return dec_lease(d, args, &c->lease);
 	default:
 		return 0;
 	}
@@ -543,7 +662,8 @@ static int dec_cmd(struct wire_dec *d, const msgpack_object *top, struct cl_msg_
 		return rc;
 	bool has_args = c->cmd == CL_CMD_PROBE || c->cmd == CL_CMD_WARMUP ||
 			c->cmd == CL_CMD_PREPARE || c->cmd == CL_CMD_START_AT ||
-			c->cmd == CL_CMD_STOP || c->cmd == CL_CMD_BODIES;
+			c->cmd == CL_CMD_STOP || c->cmd == CL_CMD_BODIES ||
+			c->cmd == CL_CMD_GENERATE || c->cmd == CL_CMD_LEASE;
 	if (!has_args)
 		return 0; /* an `args` a later version adds to these is ignored */
 	if ((rc = cli_wire_need_map(d, "args", f[4].v, true)))
@@ -612,6 +732,8 @@ static int decode(struct wire_dec *d, const msgpack_object *top, struct cl_msg *
 	}
 	case CL_MSG_CMD:
 		return dec_cmd(d, top, &m->cmd);
+	case CL_MSG_ANSWERS:
+		return dec_answers(d, top, &m->answers);
 	default:
 		return 0; /* ACK: the envelope is all */
 	}

@@ -398,6 +398,36 @@ static void enc_args(struct enc *e, const struct cl_msg_cmd *c)
 		else
 			enc_bodies_value(e, c->bodies.bodies, c->bodies.n_bodies);
 		break;
+	case CL_CMD_GENERATE: {
+		const struct cl_cmd_generate *g = &c->generate;
+		map(e, 6);
+		enc_target(e, "target", &g->target);
+		if (g->concurrency < 1 || g->max_attempts < 1)
+			fail(e, CL_EINVAL, "concurrency", "and max_attempts must be at least 1");
+		u64(e, "concurrency", g->concurrency);
+		u64(e, "max_attempts", g->max_attempts);
+		nonneg(e, "request_timeout_us", g->request_timeout_us);
+		nonneg(e, "backoff_initial_us", g->backoff_initial_us);
+		nonneg(e, "backoff_max_us", g->backoff_max_us);
+		break;
+	}
+	case CL_CMD_LEASE: {
+		const struct cl_cmd_lease *l = &c->lease;
+		map(e, 1);
+		key(e, "items");
+		if (l->n_items > CL_WIRE_MAX_ITEMS)
+			fail(e, CL_ETOOBIG, "items", "has too many entries (%zu, max %u)",
+			     l->n_items, CL_WIRE_MAX_ITEMS);
+		array(e, l->n_items);
+		for (size_t i = 0; i < l->n_items && !e->rc; i++) {
+			size_t o2 = wire_path_index(&e->path, i);
+			map(e, 2);
+			str(e, "id", l->items[i].id, CL_WIRE_MAX_ID, WSTR_NAME);
+			str(e, "body", l->items[i].body, CL_WIRE_MAX_BODY, WSTR_TEXT);
+			wire_path_pop(&e->path, o2);
+		}
+		break;
+	}
 	default:
 		map(e, 0);
 		break;
@@ -405,10 +435,43 @@ static void enc_args(struct enc *e, const struct cl_msg_cmd *c)
 	wire_path_pop(&e->path, old);
 }
 
+static void enc_answers(struct enc *e, const struct cl_msg_answers *m)
+{
+	key(e, "answers");
+	if (m->n_answers > CL_WIRE_MAX_ITEMS)
+		fail(e, CL_ETOOBIG, "answers", "has too many entries (%zu, max %u)", m->n_answers,
+		     CL_WIRE_MAX_ITEMS);
+	size_t old = wire_path_push(&e->path, "answers");
+	array(e, m->n_answers);
+	for (size_t i = 0; i < m->n_answers && !e->rc; i++) {
+		const struct cl_gen_answer *a = &m->answers[i];
+		size_t o2 = wire_path_index(&e->path, i);
+		if (a->attempts < 1)
+			fail(e, CL_EINVAL, "attempts", "must be at least 1");
+		map(e, 7 + !!a->request_id + !!a->body + !!a->error);
+		str(e, "id", a->id, CL_WIRE_MAX_ID, WSTR_NAME);
+		u64(e, "attempts", a->attempts);
+		u64(e, "status", a->status);
+		nonneg(e, "ttft_us", a->ttft_us);
+		nonneg(e, "total_us", a->total_us);
+		u64(e, "output_tokens", a->output_tokens);
+		boolean(e, "retryable", a->retryable);
+		if (a->request_id)
+			str(e, "request_id", a->request_id, CL_WIRE_MAX_NAME, WSTR_NAME);
+		if (a->body)
+			str(e, "body", a->body, CL_WIRE_MAX_ANSWER, WSTR_TEXT);
+		if (a->error)
+			str(e, "error", a->error, CL_WIRE_MAX_ERROR, WSTR_TEXT);
+		wire_path_pop(&e->path, o2);
+	}
+	wire_path_pop(&e->path, old);
+}
+
 static bool cmd_has_args(enum cl_cmd c)
 {
 	return c == CL_CMD_PROBE || c == CL_CMD_WARMUP || c == CL_CMD_PREPARE ||
-	       c == CL_CMD_START_AT || c == CL_CMD_STOP || c == CL_CMD_BODIES;
+	       c == CL_CMD_START_AT || c == CL_CMD_STOP || c == CL_CMD_BODIES ||
+	       c == CL_CMD_GENERATE || c == CL_CMD_LEASE;
 }
 
 /* Fields of each type after the 5 envelope fields; returns how many. */
@@ -429,6 +492,8 @@ static size_t body_fields(const struct cl_msg *m)
 		return 1;
 	case CL_MSG_CMD:
 		return 4 + cmd_has_args(m->cmd.cmd);
+	case CL_MSG_ANSWERS:
+		return 2;
 	default:
 		return 0;
 	}
@@ -530,6 +595,10 @@ static void enc_body(struct enc *e, const struct cl_msg *m)
 		i64(e, "t_coord_recv_us", m->cmd.t_coord_recv_us);
 		if (cmd_has_args(m->cmd.cmd))
 			enc_args(e, &m->cmd);
+		break;
+	case CL_MSG_ANSWERS:
+		i64(e, "t_send_us", m->answers.t_send_us);
+		enc_answers(e, &m->answers);
 		break;
 	default:
 		break;

@@ -89,6 +89,19 @@ static void print_target(const struct cl_scenario *s)
 	printf("  tls verify: %s%s%s\n", t->tls_verify ? "yes" : "no", t->ca_file ? ", ca " : "",
 	       t->ca_file ? t->ca_file : "");
 	printf("  connect timeout: %s\n", dur(t->connect_timeout_us, a, sizeof(a)));
+	const struct cl_scn_server_metrics *sm = &t->server_metrics;
+	if (sm->mode == CL_SCN_SRV_OFF) {
+		printf("  server metrics: off\n");
+	} else {
+		printf("  server metrics: %s every %s",
+		       sm->mode == CL_SCN_SRV_URL ? sm->url : "auto (the target's /metrics)",
+		       dur(sm->interval_us, a, sizeof(a)));
+		if (sm->n_headers)
+			printf(", %zu header%s", sm->n_headers, sm->n_headers == 1 ? "" : "s");
+		for (size_t i = 0; i < sm->n_extra; i++)
+			printf("%s%s", i ? ", " : "; extra series kept: ", sm->extra[i]);
+		printf("\n");
+	}
 }
 
 static void print_agents(const struct cl_scn_agents *a)

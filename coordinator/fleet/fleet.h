@@ -66,7 +66,8 @@ struct cl_fleet_agent {
 	int64_t inflight;
 	int64_t clock_offset_us; /* coordinator - agent, as the agent estimated it */
 	int64_t rtt_us;
-	uint64_t last_report_seq; /* dedupe of resent REPORTs */
+	uint64_t last_report_seq;  /* dedupe of resent REPORTs */
+	uint64_t last_answers_seq; /* ... and ANSWERS */
 	/* Silence the coordinator caused itself since last_seen_us (its own stalls): not counted
 	 * against the agent's liveness. */
 	int64_t credit_us;
@@ -89,6 +90,10 @@ struct cli_fleet_peers;
 /* Called for every new (not duplicate) REPORT.  rep and its metrics belong to the fleet and
  * are valid only during the call. */
 typedef void (*cl_fleet_report_cb)(void *ctx, struct cl_fleet_agent *a, struct cl_msg_report *rep);
+/* Called for every new (not duplicate) ANSWERS of a generate job, before it is ACKed; the
+ * callback may take the answers' strings (setting them NULL).  Returns 0 to ACK, nonzero to
+ * leave it unacknowledged (the agent sends it again: a write that failed is retried). */
+typedef int (*cl_fleet_answers_cb)(void *ctx, struct cl_fleet_agent *a, struct cl_msg_answers *m);
 
 struct cl_fleet {
 	nng_socket sock;
@@ -102,6 +107,7 @@ struct cl_fleet {
 	uint64_t next_cmd_seq;
 	uint64_t rejected; /* malformed or refused messages */
 	cl_fleet_report_cb on_report;
+	cl_fleet_answers_cb on_answers; /* NULL: ANSWERS are refused */
 	void *ctx;
 	/* TLS listeners, whose refused handshakes are logged (nng counts them; no peer is
 	 * known before a handshake succeeds) */

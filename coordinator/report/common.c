@@ -8,6 +8,8 @@
 #include "chatload/exitcode.h"
 
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -357,4 +359,85 @@ bool cli_rp_server_row(const json_t *st, char cell[RP_SERVER_COLS][RP_CELL_MAX])
 	cli_rj_fmt(cell[8], RP_CELL_MAX, cl_results_num(s, "queue_time_ms.p99"), 1);
 	pct_cell(cell[9], cl_results_num(st, "tokens.cached_prompt_ratio"));
 	return true;
+}
+
+/* Appends to a line being built; past its size the rest is cut. */
+static void addf(char *buf, size_t n, size_t *o, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void addf(char *buf, size_t n, size_t *o, const char *fmt, ...)
+{
+	if (*o >= n)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int k = vsnprintf(buf + *o, n - *o, fmt, ap);
+	va_end(ap);
+	*o = k < 0 ? n : *o + (size_t)k;
+}
+
+void cli_rp_server_notes(const json_t *doc, void (*emit)(void *arg, const char *line), void *arg)
+{
+	char line[1024];
+	const json_t *sm = json_object_get(doc, "server_metrics");
+	const char *err = cl_results_str(sm, "error", NULL);
+	if (json_is_false(json_object_get(sm, "available")) && err) {
+		snprintf(line, sizeof(line), "the server's metrics at '%s' could not be read: %s",
+			 cl_results_str(sm, "url", "-"), err);
+		emit(arg, line);
+	}
+	size_t i, j;
+	const json_t *st, *v;
+	json_array_foreach(json_object_get(doc, "stages"), i, st)
+	{
+		const json_t *srv = json_object_get(st, "server");
+		const json_t *at =
+		    json_object_get(json_object_get(srv, "timeline"), "restarts_at_s");
+		size_t o = 0;
+		json_array_foreach(at, j, v)
+		{
+			if (j == 0)
+				addf(line, sizeof(line), &o, "server restart in stage '%s' at",
+				     cl_results_str(st, "name", "-"));
+			addf(line, sizeof(line), &o, "%s t=%.1f s", j ? "," : "",
+			     json_number_value(v));
+		}
+		if (o) {
+			addf(line, sizeof(line), &o,
+			     " (its counters went on from the new process' values)");
+			emit(arg, line);
+		}
+		o = 0;
+		json_array_foreach(json_object_get(srv, "extra"), j, v)
+		{
+			char a[32], b[32];
+			const char *labels = cl_results_str(v, "labels", "");
+			addf(line, sizeof(line), &o, "%s%s%s%s%s ", o ? "; " : "",
+			     cl_results_str(v, "name", "?"), *labels ? "{" : "", labels,
+			     *labels ? "}" : "");
+			if (strcmp(cl_results_str(v, "kind", ""), "counter") == 0)
+				addf(line, sizeof(line), &o, "increase %s (%s/s)",
+				     cli_rj_fmt(a, sizeof(a), cl_results_num(v, "increase"), 0),
+				     cli_rj_fmt(b, sizeof(b), cl_results_num(v, "per_s"), 2));
+			else
+				addf(line, sizeof(line), &o, "mean %s, max %s",
+				     cli_rj_fmt(a, sizeof(a), cl_results_num(v, "mean"), 3),
+				     cli_rj_fmt(b, sizeof(b), cl_results_num(v, "max"), 3));
+		}
+		if (o) {
+			char full[1200];
+			snprintf(full, sizeof(full), "extra series in stage '%s': %s",
+				 cl_results_str(st, "name", "-"), line);
+			emit(arg, full);
+		}
+	}
+	const json_t *nf = json_object_get(json_object_get(sm, "extra"), "not_found");
+	size_t o = 0;
+	json_array_foreach(nf, j, v)
+	{
+		addf(line, sizeof(line), &o, "%s%s",
+		     j ? ", " : "extra names that matched no series: ",
+		     json_is_string(v) ? json_string_value(v) : "?");
+	}
+	if (o)
+		emit(arg, line);
 }

@@ -199,6 +199,10 @@ void cli_rp_probe_row(const json_t *probe, char cell[RP_PROBE_COLS][RP_CELL_MAX]
 extern const char *const cli_rp_server_cols[RP_SERVER_COLS];
 extern const bool cli_rp_server_numeric[RP_SERVER_COLS];
 bool cli_rp_server_row(const json_t *stage, char cell[RP_SERVER_COLS][RP_CELL_MAX]);
+/* The notes under the Server table, each one line of plain text handed to emit: a page
+ * that could not be read, every server restart (stage and time), the extra series kept per
+ * stage and the names that matched nothing.  Nothing for files without them. */
+void cli_rp_server_notes(const json_t *doc, void (*emit)(void *arg, const char *line), void *arg);
 /* A share of a whole in percent as people read it: "100%", "45%", "2.5%", "0.12%". */
 char *cli_rp_fmt_pct(char *buf, size_t n, double pct);
 
@@ -255,7 +259,8 @@ void cli_rp_svg_chart(FILE *out, const struct cli_rp_chart *c);
 void cli_rp_html_load_charts(const json_t *doc, bool rate_mode, FILE *out);
 /* Cumulative distributions from the stored histograms (latencies, tokens per request). */
 void cli_rp_html_distributions(const json_t *doc, FILE *out);
-/* Every stage's intervals on one time axis, client health included. */
+/* Every stage's intervals on one time axis, client health included, and under the client's
+ * throughput and TTFT the server's own signals (stages[].server.timeline) with its restarts. */
 void cli_rp_html_timeline(const json_t *doc, FILE *out);
 
 /* -- the results object, shared by results/results.c, results/summary.c, results/soak.c and

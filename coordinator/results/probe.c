@@ -144,6 +144,13 @@ int cl_results_set_server(struct cl_results *r, size_t stage, json_t *server)
 	return 0;
 }
 
+int cl_results_set_server_metrics(struct cl_results *r, json_t *server_metrics)
+{
+	if (!server_metrics)
+		return CL_ENOMEM;
+	return json_object_set_new(r->doc, "server_metrics", server_metrics) ? CL_ENOMEM : 0;
+}
+
 /* ---- the capacity answer ---- */
 
 static const char *state_name(enum cl_capacity_state s)

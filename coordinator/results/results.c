@@ -648,6 +648,19 @@ int cl_results_finish_stage(struct cl_results *r, size_t stage, const struct cl_
 	return cli_rs_write(r);
 }
 
+int cl_results_set_generate(struct cl_results *r, size_t stage, json_t *block)
+{
+	json_t *st = (json_t *)cl_results_stage(r, stage);
+	if (!st || !block) {
+		json_decref(block);
+		return block ? CL_EINVAL : CL_ENOMEM;
+	}
+	if (json_object_set_new(st, "mode", json_string("generate")) != 0 ||
+	    json_object_set_new(st, "generate", block) != 0)
+		return CL_ENOMEM;
+	return cli_rs_write(r);
+}
+
 size_t cl_results_breach_count(const struct cl_results *r)
 {
 	return r->breaches;

@@ -155,6 +155,11 @@ int cl_results_add_stalls(struct cl_results *r, size_t stage, const struct cl_re
  * cl_results_finish_stage.  CL_EINVAL (bad index, finished stage), CL_ENOMEM (server NULL). */
 int cl_results_set_server(struct cl_results *r, size_t stage, json_t *server);
 
+/* Records the run-wide account of the server's /metrics (results.json's `server_metrics`:
+ * mode, URL, availability, restarts, the extra series kept); takes ownership, also on
+ * failure.  Call before cl_results_finish.  CL_ENOMEM (NULL). */
+int cl_results_set_server_metrics(struct cl_results *r, json_t *server_metrics);
+
 /* Records what the agents spent on stage `stage` over its measured window: their CPU summed
  * (100 = one core) and the streams they had in flight, both averaged over the samples the
  * run took; results.json's client.agents_cpu_pct_mean, streams_mean and cpu_per_stream_pct
@@ -211,6 +216,11 @@ int cl_stage_status_parse(const char *name, enum cl_stage_status *out);
 int cl_results_finish_stage(struct cl_results *r, size_t stage, const struct cl_scn_stage *st,
 			    const struct cl_metrics *cumulative, double window_s,
 			    enum cl_stage_status status, const char *reason);
+
+/* A generate job's stage (finished): its mode becomes "generate" and block (taken, also on
+ * failure) becomes its `generate` object; results.json is rewritten.  0, CL_EINVAL (not a
+ * finished stage), CL_ENOMEM, CL_EIO. */
+int cl_results_set_generate(struct cl_results *r, size_t stage, json_t *block);
 
 /* SLO breaches found so far (for slo.abort_on_breach).  0 when none. */
 size_t cl_results_breach_count(const struct cl_results *r);

@@ -104,8 +104,12 @@ struct run_stage {
 	uint32_t load_samples;
 };
 
+struct run_gen; /* run/generate.c */
+
 struct run {
+	struct run_gen *gen;       /* a generate job's state (NULL: a benchmark) */
 	struct cl_srv_scrape *srv; /* the target's /metrics, scraped all run long; NULL: none */
+	int64_t srv_t0_us;         /* when scraping began (server_metrics.restarts[].t_s) */
 	const struct cl_run_opts *o;
 	struct cl_scenario s;
 	struct cl_results *res;
@@ -223,6 +227,15 @@ int cli_run_live_open(struct run *r, struct cl_err *err);
 void cli_run_live_phase(struct run *r, enum cl_live_phase p, int exit_code);
 void cli_run_live_tick(struct run *r, bool force);
 void cli_run_live_close(struct run *r);
+
+/* run/generate.c: a generate job.  check: opens output and errors (a half-written last line
+ * repaired, the ids there read), checks the input (exit 2 on a bad line unless
+ * skip_invalid) and opens it for the leases; before any agent starts.  0 or a code with err
+ * filled (CL_EINVAL: bad input).  generate: the job, after the gate; returns like
+ * cli_run_stage.  free: safe when never checked. */
+int cli_run_generate_check(struct run *r, struct cl_err *err);
+int cli_run_generate(struct run *r);
+void cli_run_generate_free(struct run *r);
 
 /* run/search.c: runs the capacity search whose entry is at *index: each probe is inserted
  * before the entry as an ordinary stage and run, until the search has its answer; then the

@@ -8,10 +8,16 @@
 #include "chatload/clock.h"
 #include "chatload/log.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+static json_t *json_real_or_null(double v)
+{
+	return isfinite(v) ? json_real(round(v * 1e4) / 1e4) : json_null();
+}
 
 #define TICK_US     500000  /* a running stage's snapshot at most this often */
 #define WEB_TICK_US 1000000 /* the live report re-rendered at most this often */
@@ -43,10 +49,51 @@ static int serve_report(void *ctx, struct cl_buf *body, const char **content_typ
 	return rc;
 }
 
+/* What the server's /metrics said so far, into the live document: the run-wide account,
+ * the latest scrape (`server_now`, the live page's line) and the running stage's figures and
+ * timeline so far, so the page's Server table and charts grow as the stage goes. */
+static void web_add_server(struct run *r, json_t *doc)
+{
+	if (!r->srv || !doc)
+		return;
+	const struct cl_scn_server_metrics *m = &r->s.target.server_metrics;
+	json_object_set_new(doc, "server_metrics",
+			    cl_srv_scrape_run_json(
+				r->srv, m->mode == CL_SCN_SRV_URL ? "url" : "auto", r->srv_t0_us));
+	struct cl_srv_latest l;
+	cl_srv_scrape_latest(r->srv, &l);
+	json_t *now =
+	    json_pack("{s:b,s:o,s:o,s:o,s:o,s:o,s:i}", "up", l.up, "source",
+		      l.have ? json_string(cl_srv_engine_name(l.engine)) : json_null(), "running",
+		      json_real_or_null(l.running), "waiting", json_real_or_null(l.waiting),
+		      "kv_cache_usage", json_real_or_null(l.kv_usage), "prefix_cache_hit_rate",
+		      json_real_or_null(l.prefix_hit_rate), "restarts", (int)l.restarts);
+	json_object_set_new(doc, "server_now", now);
+	struct run_stage *st = r->st;
+	if (!st || !st->srv_at_start.t_us)
+		return;
+	struct cl_srv_mark m_now;
+	cl_srv_scrape_mark(r->srv, &m_now, 0); /* never waits: the latest scrape */
+	size_t i;
+	json_t *s;
+	json_array_foreach(json_object_get(doc, "stages"), i, s)
+	{
+		const char *status = json_string_value(json_object_get(s, "status"));
+		if (json_integer_value(json_object_get(s, "index")) != (json_int_t)st->index ||
+		    !status || strcmp(status, "running") != 0)
+			continue;
+		json_object_set_new(
+		    s, "server",
+		    cl_srv_scrape_stage_json(r->srv, &st->srv_at_start, &m_now, st->start_coord_us,
+					     st->start_coord_us + st->scn->ramp_us, 0));
+	}
+}
+
 /* Renders the results as they stand into the page (on the run's thread). */
 static void web_render(struct run *r)
 {
 	json_t *doc = r->res ? cl_results_live_doc(r->res) : NULL;
+	web_add_server(r, doc);
 	char *html = NULL;
 	size_t len = 0;
 	FILE *f = doc ? open_memstream(&html, &len) : NULL;
@@ -152,6 +199,24 @@ void cli_run_live_tick(struct run *r, bool force)
 		f.rss_bytes_sum += a->rss_bytes;
 	}
 	cl_live_metrics_fleet(r->live, &f);
+	if (r->srv) {
+		struct cl_srv_latest l;
+		cl_srv_scrape_latest(r->srv, &l);
+		struct cl_live_server ls = {
+			.up = l.up,
+			.source = l.have ? cl_srv_engine_name(l.engine) : "",
+			.url = cl_srv_scrape_url(r->srv),
+			.running = l.running,
+			.waiting = l.waiting,
+			.kv_usage = l.kv_usage,
+			.prefix_hit_rate = l.prefix_hit_rate,
+			.preemptions = l.preemptions,
+			.restarts = l.restarts,
+			.scrapes_ok = l.scrapes_ok,
+			.scrapes_failed = l.scrapes_failed,
+		};
+		cl_live_metrics_server(r->live, &ls);
+	}
 	if (r->st)
 		cl_live_metrics_stage_update(r->live, &r->st->cum);
 	cl_live_metrics_breaches(r->live, cl_results_breach_count(r->res));

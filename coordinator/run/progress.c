@@ -24,6 +24,8 @@ void cl_progress_init(struct cl_progress *p, FILE *out)
 	p->every_us = p->tty ? 1000000 : 5000000;
 }
 
+static void show(struct cl_progress *p, const char *line);
+
 void cl_progress_update(struct cl_progress *p, const struct cl_progress_snapshot *s, bool force)
 {
 	if (!p->out)
@@ -62,6 +64,27 @@ void cl_progress_update(struct cl_progress *p, const struct cl_progress_snapshot
 		 s->stage_index + 1, s->n_stages, s->stage, span, (long long)s->active,
 		 s->requests_per_s, s->output_tokens_per_s, ttft, (unsigned long long)s->errors,
 		 agents);
+	show(p, line);
+}
+
+bool cl_progress_due(struct cl_progress *p, bool force)
+{
+	if (!p->out)
+		return false;
+	int64_t now = cl_mono_us();
+	if (!force && p->last_us && now - p->last_us < p->every_us)
+		return false;
+	p->last_us = now;
+	return true;
+}
+
+void cl_progress_show(struct cl_progress *p, const char *line)
+{
+	show(p, line);
+}
+
+static void show(struct cl_progress *p, const char *line)
+{
 	if (p->tty) {
 		fprintf(p->out, "\r\033[K%s", line);
 		p->line_open = true;

@@ -36,6 +36,10 @@ struct cl_progress {
 void cl_progress_init(struct cl_progress *p, FILE *out);
 /* Prints when due (1 s on a terminal, 5 s otherwise); force prints now. */
 void cl_progress_update(struct cl_progress *p, const struct cl_progress_snapshot *s, bool force);
+/* Whether a line of one's own is due now (the same pace as cl_progress_update; force: yes),
+ * then cl_progress_show prints it as the progress line. */
+bool cl_progress_due(struct cl_progress *p, bool force);
+void cl_progress_show(struct cl_progress *p, const char *line);
 /* Prints a message on its own line, moving an open progress line out of the way. */
 void cl_progress_note(struct cl_progress *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

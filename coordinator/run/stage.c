@@ -439,7 +439,8 @@ static int stage_close(struct run *r)
 		 * and histograms from the scrape before the stage to the one after it. */
 		int64_t from = st->start_coord_us + st->scn->ramp_us;
 		int64_t to = st->scn->duration_us ? from + st->scn->duration_us : 0;
-		json_t *srv = cl_srv_scrape_stage_json(r->srv, &st->srv_at_start, &end, from, to);
+		json_t *srv = cl_srv_scrape_stage_json(r->srv, &st->srv_at_start, &end,
+						       st->start_coord_us, from, to);
 		if (cl_results_set_server(r->res, st->index, srv))
 			CL_WARN("server metrics: out of memory for stage '%s'", st->scn->name);
 	}

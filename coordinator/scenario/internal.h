@@ -237,6 +237,13 @@ const struct ynode *cli_scn_target_key(const struct scn_loader *l, const char *k
 /* The section a key belongs to when it is written in the wrong one, or NULL. */
 const char *cli_scn_hint_for(const char *key);
 
+/* scenario/generate.c: the top-level `generate:` job (obj is unused), and the checks across
+ * sections once everything is read: exactly one of generate and stages; a generate job's
+ * agents.on_loss defaults to continue. */
+void cli_scn_conv_generate(struct scn_ctx *c, const struct ynode *v, void *obj);
+void cli_scn_check_generate(struct scn_ctx *c, const struct ynode *generate_at,
+			    const struct ynode *stages_at);
+
 /* scenario/jobs.c: the capacity search stage, plan, and the soak guards of slo. */
 /* Whether a stage entry is a search (it has a `search` key). */
 bool cli_scn_is_search_entry(struct scn_ctx *c, const struct ynode *entry);

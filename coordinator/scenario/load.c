@@ -110,6 +110,7 @@ enum {
 	T_OUTPUT,
 	T_CLIENT_BOUND,
 	T_PLAN,
+	T_GENERATE,
 	T__COUNT
 };
 
@@ -135,6 +136,7 @@ static const struct scn_field top_fields[T__COUNT] = {
 	[T_OUTPUT] = SCN_CUSTOM("output", conv_output),
 	[T_CLIENT_BOUND] = SCN_CUSTOM("client_bound", conv_client_bound),
 	[T_PLAN] = SCN_CUSTOM("plan", cli_scn_conv_plan),
+	[T_GENERATE] = SCN_CUSTOM("generate", cli_scn_conv_generate),
 };
 
 /* Finds a stage by name, else (for a number) the concurrency stage with that concurrency. */
@@ -291,7 +293,12 @@ static void check_stages(struct scn_ctx *c)
 {
 	struct scn_loader *l = L(c);
 	struct cl_scenario *s = l->s;
-	if (!l->top[T_STAGES])
+	cli_scn_check_generate(c, l->top[T_GENERATE], l->top[T_STAGES]);
+	if (l->top[T_GENERATE] && l->top[T_WARMUP])
+		cli_scn_error(c, l->top[T_WARMUP],
+			      "warmup is not used by a generate job (every request it sends is one "
+			      "of the input's): remove it");
+	if (!l->top[T_STAGES] && !l->top[T_GENERATE])
 		cli_scn_error(c, l->root,
 			      "missing 'stages': add at least one, e.g. stages: [ { "
 			      "concurrency: 8, duration: 1m } ]");

@@ -27,10 +27,15 @@ void cl_scenario_defaults(struct cl_scenario *s)
 
 	s->target.tls_verify = true;
 	s->target.connect_timeout_us = 10 * SEC;
+	s->target.server_metrics.interval_us = SEC;
 
 	s->agents.local = 2; /* 0 when agents.listen is set: see cli_scenario_derive_defaults */
 	s->agents.join_timeout_us = 60 * SEC;
-	s->agents.on_loss = CL_ON_LOSS_FAIL;
+	s->agents.on_loss = CL_ON_LOSS_FAIL; /* continue for a generate job (scenario/generate.c) */
+	s->generate.concurrency = 64;
+	s->generate.max_attempts = 4;
+	s->generate.backoff_initial_us = 1 * SEC;
+	s->generate.backoff_max_us = 30 * SEC;
 	s->agents.workers = 0;
 	s->agents.report_interval_us = 1 * SEC;
 
@@ -208,6 +213,9 @@ void cl_scenario_free(struct cl_scenario *s)
 		free(t->sim[i].value);
 	}
 	free(t->sim);
+	free(t->server_metrics.url);
+	free_strv(t->server_metrics.headers, t->server_metrics.n_headers);
+	free_strv(t->server_metrics.extra, t->server_metrics.n_extra);
 
 	struct cl_scn_agents *a = &s->agents;
 	free(a->listen);
@@ -241,6 +249,10 @@ void cl_scenario_free(struct cl_scenario *s)
 	free(s->estimate.samples);
 	free(s->estimate.from_stage);
 	free(s->output.dir);
+	free(s->generate.input);
+	free(s->generate.output);
+	free(s->generate.errors);
+	free(s->generate.estimate_from);
 	memset(s, 0, sizeof(*s));
 }
 

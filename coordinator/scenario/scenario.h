@@ -21,6 +21,25 @@ struct cl_sim_kv {
 	char *value;
 };
 
+/* target.server_metrics: where the server's own /metrics is read (docs/scenario.md). */
+enum cl_scn_srv_mode {
+	CL_SCN_SRV_AUTO = 0, /* the target URL's scheme://host:port/metrics, noted when absent */
+	CL_SCN_SRV_OFF,      /* false: not scraped */
+	CL_SCN_SRV_URL,      /* a URL given: warned about when it cannot be read */
+};
+
+#define CL_SCN_SRV_MAX_EXTRA 32 /* names in server_metrics.extra */
+
+struct cl_scn_server_metrics {
+	enum cl_scn_srv_mode mode;
+	char *url;           /* CL_SCN_SRV_URL: the page */
+	int64_t interval_us; /* default 1 s */
+	char **headers;      /* "Name: value", sent with each scrape */
+	size_t n_headers;
+	char **extra; /* series names kept raw; a trailing '*' matches every name it begins */
+	size_t n_extra;
+};
+
 struct cl_scn_target {
 	char *url;         /* base URL ending in /v1 (NULL when simulator) */
 	char *model;       /* NULL: the first model /v1/models lists */
@@ -37,6 +56,7 @@ struct cl_scn_target {
 	bool simulator;             /* target.simulator given: the run starts chatload-sim */
 	struct cl_sim_kv *sim;
 	size_t n_sim;
+	struct cl_scn_server_metrics server_metrics;
 };
 
 enum cl_on_loss { CL_ON_LOSS_FAIL = 0, CL_ON_LOSS_CONTINUE = 1 };
@@ -245,6 +265,23 @@ struct cl_scn_output {
 	unsigned formats; /* bitmask of cl_output_format; JSON always included */
 };
 
+/* A generate job (`generate:`, instead of `stages:`): every request of an OpenAI Batch input
+ * file sent once, its answer appended to output (docs/scenario.md, "Generate jobs"). */
+struct cl_scn_generate {
+	bool set;             /* the scenario is a generate job */
+	char *input;          /* OpenAI Batch lines, resolved like workload.dataset */
+	char *output;         /* Batch output lines, appended (resumed when present) */
+	char *errors;         /* lines failed for good; default: output with .errors.jsonl */
+	uint32_t concurrency; /* streams in flight over all agents, default 64 */
+	uint32_t max_attempts;      /* tries per request (retryable failures), default 4 */
+	bool skip_invalid;          /* bad input lines go to errors instead of stopping */
+	int64_t backoff_initial_us; /* default 1s, doubled per try */
+	int64_t backoff_max_us;     /* default 30s */
+	char *estimate_from; /* a benchmark's results.json (or its directory) whose estimate the
+			      * job is checked against; NULL: none */
+	int line;                   /* where `generate:` is, for messages */
+};
+
 struct cl_scenario {
 	char *name;
 	char *description;
@@ -268,6 +305,7 @@ struct cl_scenario {
 	uint32_t slo_abort_intervals;
 	struct cl_scn_drift drift; /* slo.max_drift */
 	struct cl_scn_plan plan;   /* top-level `plan:` (needs a search stage) */
+	struct cl_scn_generate generate; /* top-level `generate:` (then n_stages is 0) */
 };
 
 /*

@@ -241,9 +241,9 @@ static void assert_stage_equal(const struct cl_stage_plan *a, const struct cl_st
 static void test_names(void **state)
 {
 	static const char *const types[] = { NULL,      "HELLO",  "POLL", "REPORT",
-					     "WELCOME", "REFUSE", "CMD",  "ACK" };
+					     "WELCOME", "REFUSE", "CMD",  "ACK", "ANSWERS" };
 	static const char *const cmds[] = { "NOOP", "PROBE", "WARMUP", "PREPARE", "START_AT",
-					    "STOP", "ABORT", "QUIT",   "BODIES" };
+					    "STOP", "ABORT", "QUIT",   "BODIES", "GENERATE", "LEASE" };
 	static const char *const states[] = { "idle",     "preparing", "ready", "running",
 					      "draining", "done",      "failed" };
 	static const char *const kinds[] = { "interval", "final", "probe", "warmup" };
@@ -682,6 +682,95 @@ static void test_cmd_plain(void **state)
 	check_cmd_envelope(&out, CL_CMD_STOP);
 	assert_int_equal(out.cmd.stop.stage, 6);
 	cl_msg_free(&out);
+}
+
+/* GENERATE, LEASE and ANSWERS: the generate job's messages round-trip field by field, and
+ * what the decoder must refuse (an id with a CR, zero attempts, too many items) is refused. */
+static void test_generate_messages(void **state)
+{
+	struct cl_target_plan t = sample_target();
+	struct cl_msg in = cmd_msg(CL_CMD_GENERATE), out;
+	in.cmd.generate = (struct cl_cmd_generate){ .target = t,
+						    .concurrency = 64,
+						    .max_attempts = 4,
+						    .request_timeout_us = 600000000,
+						    .backoff_initial_us = 500000,
+						    .backoff_max_us = 30000000 };
+	roundtrip(&in, &out);
+	check_cmd_envelope(&out, CL_CMD_GENERATE);
+	assert_int_equal(out.cmd.generate.concurrency, 64);
+	assert_int_equal(out.cmd.generate.max_attempts, 4);
+	assert_int_equal(out.cmd.generate.request_timeout_us, 600000000);
+	assert_int_equal(out.cmd.generate.backoff_initial_us, 500000);
+	assert_int_equal(out.cmd.generate.backoff_max_us, 30000000);
+	assert_string_equal(out.cmd.generate.target.base_url, t.base_url);
+	cl_msg_free(&out);
+
+	struct cl_gen_item items[3] = { { .id = "req-1", .body = "{\"messages\":[]}" },
+					{ .id = "", .body = "{}" },
+					{ .id = "x y/z", .body = "{\"a\":\"\\u00e9\"}" } };
+	in = cmd_msg(CL_CMD_LEASE);
+	in.cmd.lease.items = items;
+	in.cmd.lease.n_items = 3;
+	roundtrip(&in, &out);
+	assert_int_equal(out.cmd.lease.n_items, 3);
+	for (size_t i = 0; i < 3; i++) {
+		assert_string_equal(out.cmd.lease.items[i].id, items[i].id);
+		assert_string_equal(out.cmd.lease.items[i].body, items[i].body);
+		assert_int_equal(out.cmd.lease.items[i].body_len, strlen(items[i].body));
+	}
+	cl_msg_free(&out);
+
+	struct cl_gen_answer ans[2] = {
+		{ .id = "req-1",
+		  .attempts = 2,
+		  .status = 200,
+		  .request_id = "chatcmpl-7",
+		  .body = "{\"object\":\"chat.completion\"}",
+		  .ttft_us = 1234,
+		  .total_us = 99999,
+		  .output_tokens = 17 },
+		{ .id = "req-2", .attempts = 4, .status = 500, .error = "500: internal", .retryable = true },
+	};
+	in = (struct cl_msg){ .type = CL_MSG_ANSWERS, .run = "r/s", .agent = 2, .seq = 9 };
+	in.answers = (struct cl_msg_answers){ .answers = ans, .n_answers = 2, .t_send_us = 77 };
+	roundtrip(&in, &out);
+	assert_int_equal(out.answers.n_answers, 2);
+	assert_int_equal(out.answers.t_send_us, 77);
+	assert_string_equal(out.answers.answers[0].body, ans[0].body);
+	assert_string_equal(out.answers.answers[0].request_id, "chatcmpl-7");
+	assert_int_equal(out.answers.answers[0].attempts, 2);
+	assert_int_equal(out.answers.answers[0].ttft_us, 1234);
+	assert_int_equal(out.answers.answers[0].total_us, 99999);
+	assert_int_equal(out.answers.answers[0].output_tokens, 17);
+	assert_false(out.answers.answers[0].retryable);
+	assert_null(out.answers.answers[0].error);
+	assert_null(out.answers.answers[1].body);
+	assert_string_equal(out.answers.answers[1].error, "500: internal");
+	assert_int_equal(out.answers.answers[1].status, 500);
+	assert_true(out.answers.answers[1].retryable);
+	cl_msg_free(&out);
+
+	/* refusals: the encoder refuses what the decoder would */
+	struct cl_err err = { 0 };
+	msgpack_sbuffer sb;
+	msgpack_sbuffer_init(&sb);
+	ans[1].attempts = 0;
+	assert_err(cl_wire_encode(&in, &sb, &err), CL_EINVAL, err, "attempts");
+	ans[1].attempts = 1;
+	ans[1].id = "a\r\nX-Evil: 1"; /* would split the X-Request-Id header */
+	assert_err(cl_wire_encode(&in, &sb, &err), CL_EINVAL, err, "control character");
+	struct cl_gen_item *many = calloc(CL_WIRE_MAX_ITEMS + 1, sizeof(*many));
+	assert_non_null(many);
+	for (size_t i = 0; i <= CL_WIRE_MAX_ITEMS; i++)
+		many[i] = (struct cl_gen_item){ .id = "a", .body = "{}" };
+	in = cmd_msg(CL_CMD_LEASE);
+	in.cmd.lease.items = many;
+	in.cmd.lease.n_items = CL_WIRE_MAX_ITEMS + 1;
+	assert_err(cl_wire_encode(&in, &sb, &err), CL_ETOOBIG, err, "too many entries");
+	free(many);
+	assert_int_equal(sb.size, 0);
+	msgpack_sbuffer_destroy(&sb);
 }
 
 static void test_cmd_probe(void **state)
@@ -1470,7 +1559,7 @@ static void test_encode_refusals(void **state)
 	assert_err(cl_wire_encode(&c, &sb, &err), CL_EINVAL, err,
 		   "CMD: field 'args.stage.ramp_us' must not be negative");
 	c = cmd_msg(CL_CMD__COUNT);
-	assert_err(cl_wire_encode(&c, &sb, &err), CL_EINVAL, err, "'cmd' has an unknown value (9)");
+	assert_err(cl_wire_encode(&c, &sb, &err), CL_EINVAL, err, "'cmd' has an unknown value (11)");
 	assert_int_equal(sb.size, 0);
 	msgpack_sbuffer_destroy(&sb);
 }
@@ -1587,6 +1676,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_generate_messages),
 		cmocka_unit_test(test_hello),
 		cmocka_unit_test(test_poll),
 		cmocka_unit_test(test_report_metrics),

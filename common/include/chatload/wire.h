@@ -49,6 +49,9 @@
 #define CL_WIRE_MAX_BODIES  (1u << 18)  /* workload.bodies entries (262144) */
 #define CL_WIRE_MAX_BODY    (16u << 20) /* one request body (JSON text), and probe/warmup bodies */
 #define CL_WIRE_MAX_PROMPT  (1u << 20)  /* PROBE.prompt */
+#define CL_WIRE_MAX_ITEMS   4096        /* LEASE.items, ANSWERS.answers entries */
+#define CL_WIRE_MAX_ID      512         /* a generate request's custom_id */
+#define CL_WIRE_MAX_ANSWER  (16u << 20) /* one assembled chat.completion (JSON text) */
 
 /* A workload too large for one message travels in parts (docs/protocol.md, BODIES). */
 #define CL_WIRE_MAX_TOTAL_BODIES (1u << 20) /* workload.total_bodies: a workload in parts */
@@ -79,7 +82,8 @@ enum cl_msg_type {
 	CL_MSG_WELCOME, /* reply to HELLO: accepted */
 	CL_MSG_REFUSE,  /* reply to anything: refused, the session ends */
 	CL_MSG_CMD,     /* reply to POLL: what to do */
-	CL_MSG_ACK,     /* reply to REPORT: received (envelope seq = the report's seq) */
+	CL_MSG_ACK,     /* reply to REPORT and ANSWERS: received (envelope seq = the request's) */
+	CL_MSG_ANSWERS, /* agent -> coordinator: finished generation requests (generate jobs) */
 	CL_MSG__COUNT
 };
 
@@ -106,6 +110,8 @@ enum cl_cmd {
 	CL_CMD_ABORT,    /* stop all load at once (no drain), go idle */
 	CL_CMD_QUIT,     /* stop everything and exit */
 	CL_CMD_BODIES,   /* the next part of a workload PREPARE began */
+	CL_CMD_GENERATE, /* start a generate job: target, concurrency, retries */
+	CL_CMD_LEASE,    /* more requests of the generate job: ids and bodies */
 	CL_CMD__COUNT
 };
 
@@ -260,6 +266,30 @@ struct cl_cmd_stop {
 	uint32_t stage;
 };
 
+/* GENERATE: run a generate job (docs/protocol.md): the requests come in LEASE commands, the
+ * answers go back in ANSWERS. */
+struct cl_cmd_generate {
+	struct cl_target_plan target;
+	uint32_t concurrency;   /* this agent's streams in flight at most (>= 1) */
+	uint32_t max_attempts;  /* tries of one request before its failure is final (>= 1) */
+	int64_t request_timeout_us;
+	int64_t backoff_initial_us; /* before the second try; doubled per try, up to max */
+	int64_t backoff_max_us;
+};
+
+/* One request of a generate job: its custom_id and the body as given (JSON object text). */
+struct cl_gen_item {
+	char *id;
+	char *body;
+	size_t body_len;
+};
+
+/* LEASE: more requests for the generate job the last GENERATE began. */
+struct cl_cmd_lease {
+	struct cl_gen_item *items;
+	size_t n_items;
+};
+
 /* CMD: the reply to a POLL.  Commands are idempotent by cmd_seq: the agent applies one only
  * when cmd_seq > its applied_seq, so a resent or repeated reply does nothing twice. */
 struct cl_msg_cmd {
@@ -274,7 +304,30 @@ struct cl_msg_cmd {
 		struct cl_cmd_start_at start_at;
 		struct cl_cmd_stop stop;
 		struct cl_cmd_bodies bodies;
+		struct cl_cmd_generate generate;
+		struct cl_cmd_lease lease;
 	};
+};
+
+/* One finished request of a generate job, as an agent sends it back. */
+struct cl_gen_answer {
+	char *id;          /* the custom_id */
+	uint32_t attempts; /* tries made (>= 1) */
+	uint32_t status;   /* the last try's HTTP status (0: no response) */
+	char *request_id;  /* optional: the response's id ("chatcmpl-..."), for people */
+	char *body;        /* optional: the assembled chat.completion (JSON object text) when
+			    * the request succeeded */
+	char *error;       /* optional: why it failed for good (body absent) */
+	int64_t ttft_us, total_us; /* the successful try's timing; 0 when it failed */
+	uint32_t output_tokens;    /* usage.completion_tokens of the answer (0: failed) */
+	bool retryable;    /* the failure was of a retryable kind (the tries ran out) */
+};
+
+/* ANSWERS: finished requests of a generate job.  Deduplicated by (agent, seq) as REPORT. */
+struct cl_msg_answers {
+	struct cl_gen_answer *answers;
+	size_t n_answers;
+	int64_t t_send_us;
 };
 
 /* One message: the envelope every message carries, and its type's fields. */
@@ -292,6 +345,7 @@ struct cl_msg {
 		struct cl_msg_welcome welcome;
 		struct cl_msg_refuse refuse;
 		struct cl_msg_cmd cmd;
+		struct cl_msg_answers answers;
 	};
 };
 

@@ -1,0 +1,132 @@
+/* A generate job's files: the OpenAI Batch input read in two streaming passes (checked, then
+ * read as the leases need it), the set of custom_ids already answered, and the output and
+ * errors files appended whole lines at a time (docs/scenario.md, "Generate jobs"). */
+#ifndef CHATLOAD_GENERATE_BATCH_H
+#define CHATLOAD_GENERATE_BATCH_H
+
+#include "chatload/err.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* The one endpoint a Batch line may name today. */
+#define CL_GEN_URL "/v1/chat/completions"
+/* The longest input line read (a body with a long conversation); longer is an error. */
+#define CL_GEN_MAX_LINE (16u << 20)
+/* The longest custom_id (it travels as X-Request-Id, with "/<attempt>"). */
+#define CL_GEN_MAX_ID 500
+
+/*
+ * A set of custom_ids, kept as 64-bit hashes (8 bytes an id, open addressing): 900,000 ids
+ * take ~16 MiB, not the ids themselves.  Two different ids share a hash with probability
+ * about n^2 / 2^65 (2e-8 at a million ids); such a pair would be taken for one id.
+ */
+struct cl_gen_idset {
+	uint64_t *slots; /* 0: empty (a hash of 0 is stored as 1) */
+	size_t cap, n;
+};
+/* Adds id (len bytes): 1 when added, 0 when already there, CL_ENOMEM. */
+int cl_gen_idset_add(struct cl_gen_idset *s, const char *id, size_t len);
+bool cl_gen_idset_has(const struct cl_gen_idset *s, const char *id, size_t len);
+void cl_gen_idset_free(struct cl_gen_idset *s);
+
+/* What the checking pass found. */
+struct cl_gen_scan {
+	uint64_t lines;    /* non-blank input lines */
+	uint64_t valid;    /* lines that will be sent or are already answered */
+	uint64_t invalid;  /* reported (skip_invalid: written to errors, or already there) */
+	uint64_t present;  /* valid lines whose custom_id is already in output or errors */
+	uint64_t to_send;  /* valid - present */
+};
+
+/* A line read by the sending pass. */
+struct cl_gen_line {
+	uint64_t line_no;
+	char *id;   /* custom_id (owned) */
+	char *body; /* the body to send: as given, with stream and stream_options.include_usage
+		     * (owned, compact JSON text) */
+	size_t body_len;
+};
+
+struct cl_gen_out;
+
+/*
+ * The checking pass: reads path line by line (never whole), and checks each line is a JSON
+ * object with a string custom_id (1..CL_GEN_MAX_ID bytes, no control characters), method
+ * "POST", url CL_GEN_URL and an object body; a custom_id seen on an earlier line is a
+ * duplicate.  Blank lines are skipped.  A bad line fails with "file:line:col: message" in
+ * err (CL_EINVAL) unless out is given (skip_invalid): then it is written to out's errors file
+ * (once: a rerun finds it there) and counted.  present is the set of ids already answered
+ * (read from output and errors); every valid id is added to seen.  0, CL_EINVAL, CL_EIO,
+ * CL_ENOMEM.
+ */
+int cl_gen_scan(const char *path, const struct cl_gen_idset *present, struct cl_gen_out *out,
+		struct cl_gen_idset *seen, struct cl_gen_scan *scan, struct cl_err *err);
+
+/*
+ * One input line (len bytes, NUL-terminated at line[len]) checked as the checking pass does
+ * and, when good, turned into what is sent: its custom_id and the body as written with the
+ * stream fields added (docs/scenario.md).  0 with *out filled (free with cl_gen_line_free),
+ * CL_EINVAL with err naming path:line_no:col, or CL_ENOMEM.  Fuzzed (fuzz_batch).
+ */
+int cl_gen_line_parse(const char *path, uint64_t line_no, const char *line, size_t len,
+		      struct cl_gen_line *out, struct cl_err *err);
+
+/* The sending pass: the input opened again, read as the leases need it. */
+struct cl_gen_reader {
+	FILE *f;
+	const char *path;
+	char *buf;
+	size_t cap;
+	uint64_t line_no;
+	struct cl_gen_idset issued; /* ids given out (a later duplicate line is skipped) */
+	bool eof;
+};
+int cl_gen_reader_open(struct cl_gen_reader *r, const char *path, struct cl_err *err);
+/*
+ * The next line to send: skips blank and invalid lines, ids in done, and ids already given
+ * out.  1 with *out filled (free with cl_gen_line_free), 0 at the end, or CL_EIO / CL_ENOMEM.
+ */
+int cl_gen_reader_next(struct cl_gen_reader *r, const struct cl_gen_idset *done,
+		       struct cl_gen_line *out, struct cl_err *err);
+void cl_gen_reader_close(struct cl_gen_reader *r);
+void cl_gen_line_free(struct cl_gen_line *l);
+
+/*
+ * The output and errors files.  Opening repairs a half-written last line of each (a crash
+ * in the middle of a write: the bytes after the last newline are cut off, and said), then
+ * reads every custom_id in them into done.  Lines are appended whole (one write each, the
+ * file opened O_APPEND) and fsync'd at least every sync_every_us and on close.
+ */
+struct cl_gen_out {
+	int fd_out, fd_err;
+	const char *path_out, *path_err;
+	int64_t sync_every_us, last_sync_us;
+	bool dirty;
+	uint64_t repaired_bytes; /* cut off half-written lines, both files */
+	uint64_t out_lines, err_lines; /* lines found when opened */
+	uint64_t seq;                  /* for the line ids */
+	char id_stem[24];
+};
+/* 0, or CL_EIO / CL_EINVAL (a line that is not a Batch output line, with file:line) /
+ * CL_ENOMEM; cl_gen_out_close is safe after any failure. */
+int cl_gen_out_open(struct cl_gen_out *o, const char *path_out, const char *path_err,
+		    struct cl_gen_idset *done, struct cl_err *err);
+/* Appends a success line: body is the chat.completion (JSON object text, checked).  0,
+ * CL_EINVAL (body not a JSON object), CL_EIO (with errno's words: a full disk). */
+int cl_gen_out_success(struct cl_gen_out *o, const char *custom_id, int status,
+		       const char *request_id, const char *body, struct cl_err *err);
+/* Appends an error line to the errors file: code and message say why; status 0 when no
+ * response came; line_no > 0 names an input line (a bad one). */
+int cl_gen_out_failure(struct cl_gen_out *o, const char *custom_id, int status,
+		       const char *request_id, const char *code, const char *message,
+		       uint64_t line_no, struct cl_err *err);
+/* fsyncs both files when anything was written since the last sync and at least
+ * sync_every_us passed (force: now).  0 or CL_EIO. */
+int cl_gen_out_sync(struct cl_gen_out *o, bool force, struct cl_err *err);
+/* Syncs and closes; safe on a zeroed or failed o (fds < 0 or 0 as never opened). */
+int cl_gen_out_close(struct cl_gen_out *o, struct cl_err *err);
+
+#endif

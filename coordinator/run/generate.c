@@ -1,0 +1,644 @@
+/*
+ * A generate job (`generate:` instead of `stages:`): every request of an OpenAI Batch input
+ * sent once, its answer appended to the output.  The coordinator reads the input as leases
+ * need it and leases ids to agents in bounded batches (an agent never holds more than twice
+ * its concurrency of ids it has not finished); the agents answer in ANSWERS messages on a
+ * channel of their own; a lost agent's leases go to the others.  A rerun of the same command
+ * skips every id already in output or errors (docs/scenario.md, "Generate jobs").
+ */
+#include "run/internal.h"
+
+#include "generate/batch.h"
+
+#include "chatload/assert.h"
+#include "chatload/clock.h"
+#include "chatload/exitcode.h"
+#include "chatload/log.h"
+
+#include <jansson.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LEASE_MAX_ITEMS 256       /* ids in one LEASE */
+#define LEASE_MAX_BYTES (8u << 20) /* ... and bytes of bodies (one larger body goes alone) */
+#define RATE_WINDOW     16        /* progress: the rate over the last this many seconds */
+
+/* One id leased to an agent: its body stays here until the answer is written, so a lost
+ * agent's ids can be given to another. */
+struct lease {
+	char *id, *body;
+	size_t body_len;
+};
+
+/* A LEASE command queued in the fleet: its items borrow the leases' strings, so the array
+ * lives until the agent applied it (or the job ends). */
+struct sent_lease {
+	struct sent_lease *next;
+	uint64_t cmd_seq;
+	struct cl_gen_item *items;
+};
+
+struct gen_agent {
+	uint32_t share;         /* streams in flight this agent runs */
+	bool started, lost_done; /* GENERATE sent; its loss handled */
+	struct lease *held;     /* leased, not answered */
+	size_t n_held, cap_held;
+	struct sent_lease *sent;
+};
+
+struct run_gen {
+	struct cl_gen_idset done;
+	struct cl_gen_out out;
+	struct cl_gen_scan scan;
+	struct cl_gen_reader reader;
+	struct lease *pool; /* a lost agent's leases, to be given again */
+	size_t n_pool, cap_pool;
+	struct gen_agent agents[CL_FLEET_MAX_AGENTS];
+	struct cl_metrics m;
+	bool m_ready;
+	uint64_t written, failed, attempts, duplicates, output_tokens, retried_answers;
+	uint64_t reissued;
+	uint64_t total; /* to send this run */
+	int64_t start_us;
+	/* generate.estimate_from: the benchmark's sustained rate the job was planned with */
+	struct {
+		bool set;
+		double requests_per_s, output_tokens_per_request;
+		char stage[128];
+	} plan;
+	uint64_t done_at[RATE_WINDOW]; /* written+failed at each of the last seconds */
+	uint64_t tok_at[RATE_WINDOW];
+	int64_t second;
+	bool write_failed;
+	bool closed; /* the job ended: answers that still come are not written (nor ACKed), so
+		      * the tally in results.json is the file's; a rerun sends those ids again */
+	char fatal[900];
+	uint64_t errs_http4xx, errs_http5xx, errs_other;
+};
+
+static void lease_free(struct lease *l)
+{
+	free(l->id);
+	free(l->body);
+	memset(l, 0, sizeof(*l));
+}
+
+static int push(struct lease **a, size_t *n, size_t *cap, struct lease l)
+{
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 64;
+		struct lease *p = realloc(*a, c * sizeof(*p));
+		if (!p)
+			return CL_ENOMEM;
+		*a = p;
+		*cap = c;
+	}
+	(*a)[(*n)++] = l;
+	return 0;
+}
+
+void cli_run_generate_free(struct run *r)
+{
+	struct run_gen *g = r->gen;
+	if (!g)
+		return;
+	for (size_t i = 0; i < CL_FLEET_MAX_AGENTS; i++) {
+		struct gen_agent *a = &g->agents[i];
+		for (size_t k = 0; k < a->n_held; k++)
+			lease_free(&a->held[k]);
+		free(a->held);
+		while (a->sent) {
+			struct sent_lease *s = a->sent;
+			a->sent = s->next;
+			free(s->items);
+			free(s);
+		}
+	}
+	for (size_t k = 0; k < g->n_pool; k++)
+		lease_free(&g->pool[k]);
+	free(g->pool);
+	cl_gen_reader_close(&g->reader);
+	struct cl_err err = { 0 };
+	cl_gen_out_close(&g->out, &err);
+	cl_gen_idset_free(&g->done);
+	if (g->m_ready)
+		cl_metrics_destroy(&g->m);
+	free(g);
+	r->gen = NULL;
+}
+
+/* generate.estimate_from: the rate of the benchmark's `estimates` (the stage it planned
+ * from), checked before anything is sent.  0, or CL_EINVAL with err saying what is wrong. */
+static int read_plan(struct run_gen *g, const char *path, struct cl_err *err)
+{
+	json_t *doc = NULL;
+	int rc = cl_results_load(path, &doc, err);
+	if (rc != 0) {
+		cl_err_prefix(err, "generate.estimate_from");
+		return CL_EINVAL;
+	}
+	const json_t *e = json_array_get(json_object_get(doc, "estimates"), 0);
+	double rps = cl_results_num(e, "requests_per_s");
+	if (!e || !isfinite(rps) || rps <= 0) {
+		json_decref(doc);
+		return cl_err_set(err, CL_EINVAL,
+				  "generate.estimate_from: '%s' has no estimate with a rate (run the "
+				  "benchmark with estimate: { samples: [...] })",
+				  path);
+	}
+	g->plan.set = true;
+	g->plan.requests_per_s = rps;
+	g->plan.output_tokens_per_request = cl_results_num(e, "output_tokens_per_request");
+	snprintf(g->plan.stage, sizeof(g->plan.stage), "%s", cl_results_str(e, "from_stage", ""));
+	json_decref(doc);
+	return 0;
+}
+
+int cli_run_generate_check(struct run *r, struct cl_err *err)
+{
+	const struct cl_scn_generate *s = &r->s.generate;
+	struct run_gen *g = calloc(1, sizeof(*g));
+	if (!g)
+		return cl_err_set(err, CL_ENOMEM, "out of memory");
+	r->gen = g;
+	int rc = cl_gen_out_open(&g->out, s->output, s->errors, &g->done, err);
+	if (rc != 0)
+		return rc;
+	struct cl_gen_idset seen = { 0 };
+	rc = cl_gen_scan(s->input, &g->done, s->skip_invalid ? &g->out : NULL, &seen, &g->scan,
+			 err);
+	cl_gen_idset_free(&seen);
+	if (rc != 0)
+		return rc;
+	if ((rc = cl_gen_out_sync(&g->out, true, err)) != 0)
+		return rc;
+	g->total = g->scan.to_send;
+	if (s->estimate_from && (rc = read_plan(g, s->estimate_from, err)) != 0)
+		return rc;
+	if ((rc = cl_metrics_init(&g->m)) != 0)
+		return cl_err_set(err, rc, "out of memory");
+	g->m_ready = true;
+	return cl_gen_reader_open(&g->reader, s->input, err);
+}
+
+/* ---- answers ---- */
+
+static struct lease *find_held(struct gen_agent *a, const char *id, size_t *at)
+{
+	for (size_t k = 0; k < a->n_held; k++) {
+		if (strcmp(a->held[k].id, id) == 0) {
+			*at = k;
+			return &a->held[k];
+		}
+	}
+	return NULL;
+}
+
+static void count_error(struct run_gen *g, const struct cl_gen_answer *x)
+{
+	if (x->status == 429)
+		g->m.ctr[CL_CTR_ERR_HTTP_429]++;
+	if (x->status >= 500)
+		g->errs_http5xx++, g->m.ctr[CL_CTR_ERR_HTTP_5XX]++;
+	else if (x->status >= 400 && x->status != 429)
+		g->errs_http4xx++, g->m.ctr[CL_CTR_ERR_HTTP_4XX]++;
+	else if (x->status != 429)
+		g->errs_other++, g->m.ctr[CL_CTR_ERR_OTHER]++;
+}
+
+/* One answer: its line written, its lease dropped.  0, or CL_EIO (a write failed: the
+ * ANSWERS is left unacknowledged, the job stops). */
+static int take_answer(struct run *r, struct gen_agent *a, struct cl_gen_answer *x)
+{
+	struct run_gen *g = r->gen;
+	size_t at;
+	struct lease *l = find_held(a, x->id, &at);
+	if (!l) {
+		g->duplicates++; /* not (or no longer) this agent's: written already */
+		return 0;
+	}
+	struct cl_err err = { 0 };
+	int rc;
+	char rid[CL_WIRE_MAX_ID + 16];
+	snprintf(rid, sizeof(rid), x->attempts > 1 ? "%s/%u" : "%s", x->id, x->attempts);
+	if (x->body) {
+		rc = cl_gen_out_success(&g->out, x->id, (int)x->status, rid,
+					x->body, &err);
+		if (rc == CL_EINVAL) { /* the agent's answer is not JSON: say so, as an error */
+			rc = cl_gen_out_failure(&g->out, x->id, (int)x->status, rid, "bad_answer",
+						err.msg, 0, &err);
+			g->failed++;
+		} else if (rc == 0) {
+			g->written++;
+			g->output_tokens += x->output_tokens;
+			cl_hist_record(&g->m.lat[CL_LAT_TTFT], x->ttft_us);
+			cl_hist_record(&g->m.lat[CL_LAT_E2E], x->total_us);
+			if (x->output_tokens > 1 && x->total_us > x->ttft_us)
+				cl_hist_record(&g->m.lat[CL_LAT_TPOT],
+					       (x->total_us - x->ttft_us) / (x->output_tokens - 1));
+			cl_hist_record(&g->m.cnt[CL_CNT_OUTPUT_TOKENS], x->output_tokens);
+			g->m.ctr[CL_CTR_COMPLETED]++;
+			g->m.ctr[CL_CTR_COMPLETED_IN_WINDOW]++;
+			g->m.ctr[CL_CTR_OUTPUT_TOKENS] += x->output_tokens;
+			g->m.ctr[CL_CTR_USAGE_FROM_SERVER] += x->output_tokens > 0;
+		}
+	} else {
+		char code[32];
+		snprintf(code, sizeof(code), x->status ? "http_%u" : "request_failed", x->status);
+		rc = cl_gen_out_failure(&g->out, x->id, (int)x->status, rid, code,
+					x->error ? x->error : "failed", 0, &err);
+		g->failed++;
+		count_error(g, x);
+	}
+	if (rc != 0) {
+		char msg[800];
+		snprintf(g->fatal, sizeof(g->fatal), "%s", cl_err_format(&err, msg, sizeof(msg)));
+		g->write_failed = true;
+		return CL_EIO;
+	}
+	g->attempts += x->attempts;
+	g->retried_answers += x->attempts > 1;
+	g->m.ctr[CL_CTR_STARTED] += x->attempts;
+	lease_free(l);
+	a->held[at] = a->held[--a->n_held];
+	return 0;
+}
+
+static int on_answers(void *ctx, struct cl_fleet_agent *fa, struct cl_msg_answers *m)
+{
+	struct run *r = ctx;
+	struct run_gen *g = r->gen;
+	if (!g || g->write_failed || g->closed)
+		return -1;
+	struct gen_agent *a = &g->agents[fa->id - 1];
+	/* An answer written before a failed write of the same message is found no longer held
+	 * when the message comes again, so a retried message writes nothing twice. */
+	for (size_t i = 0; i < m->n_answers; i++)
+		if (take_answer(r, a, &m->answers[i]) != 0)
+			return -1;
+	return 0;
+}
+
+/* ---- leases ---- */
+
+/* Frees the LEASE arrays agent a has applied. */
+static void reap_sent(struct run *r, size_t i)
+{
+	struct gen_agent *a = &r->gen->agents[i];
+	struct sent_lease **pp = &a->sent;
+	while (*pp) {
+		struct sent_lease *s = *pp;
+		if (s->cmd_seq && s->cmd_seq <= r->fleet.agents[i].applied_seq) {
+			*pp = s->next;
+			free(s->items);
+			free(s);
+		} else {
+			pp = &s->next;
+		}
+	}
+}
+
+/* The next lease to give: one a lost agent held, else the input's next line.  1, 0 (none
+ * left), or a negative code. */
+static int next_lease(struct run *r, struct lease *out, struct cl_err *err)
+{
+	struct run_gen *g = r->gen;
+	if (g->n_pool) {
+		*out = g->pool[--g->n_pool];
+		g->reissued++;
+		return 1;
+	}
+	struct cl_gen_line ln;
+	int rc = cl_gen_reader_next(&g->reader, &g->done, &ln, err);
+	if (rc != 1)
+		return rc;
+	*out = (struct lease){ .id = ln.id, .body = ln.body, .body_len = ln.body_len };
+	return 1;
+}
+
+/* Leases agent i ids up to twice its share, in one LEASE.  0 or a negative code. */
+static int lease_to(struct run *r, size_t i, struct cl_err *err)
+{
+	struct run_gen *g = r->gen;
+	struct gen_agent *a = &g->agents[i];
+	size_t cap = 2 * (size_t)a->share;
+	if (a->n_held >= cap || cl_fleet_room(&r->fleet, i) == 0)
+		return 0;
+	/* Not in dribbles: with a large allowance, wait until a quarter of it is free (unless
+	 * the agent holds nothing); a small one is topped up at once, or its streams would
+	 * wait for leases. */
+	size_t room = cap - a->n_held;
+	if (cap >= 32 && a->n_held && room < cap / 4)
+		return 0;
+	if (room > LEASE_MAX_ITEMS)
+		room = LEASE_MAX_ITEMS;
+	struct sent_lease *s = calloc(1, sizeof(*s));
+	if (!s || !(s->items = calloc(room, sizeof(*s->items)))) {
+		free(s);
+		return cl_err_set(err, CL_ENOMEM, "out of memory");
+	}
+	size_t n = 0, bytes = 0;
+	int rc = 0;
+	while (n < room) {
+		struct lease l;
+		if ((rc = next_lease(r, &l, err)) != 1)
+			break;
+		rc = 0;
+		if (push(&a->held, &a->n_held, &a->cap_held, l) != 0) {
+			lease_free(&l);
+			rc = cl_err_set(err, CL_ENOMEM, "out of memory");
+			break;
+		}
+		s->items[n++] = (struct cl_gen_item){ .id = l.id, .body = l.body, .body_len = l.body_len };
+		bytes += l.body_len;
+		if (bytes >= LEASE_MAX_BYTES)
+			break;
+	}
+	if (n == 0) {
+		free(s->items);
+		free(s);
+		return rc;
+	}
+	struct cl_msg_cmd c = { .cmd = CL_CMD_LEASE };
+	c.lease.items = s->items;
+	c.lease.n_items = n;
+	s->cmd_seq = cl_fleet_send(&r->fleet, i, &c);
+	CL_ASSERT(s->cmd_seq != 0);     /* room was checked */
+	CL_ASSERT(a->n_held <= cap);    /* never more than twice its concurrency held */
+	s->next = a->sent;
+	a->sent = s;
+	return rc;
+}
+
+/* A lost agent: its leases go back to the pool for the others. */
+static void reclaim(struct run *r, size_t i)
+{
+	struct run_gen *g = r->gen;
+	struct gen_agent *a = &g->agents[i];
+	a->lost_done = true;
+	size_t n = a->n_held;
+	for (size_t k = 0; k < a->n_held; k++) {
+		if (push(&g->pool, &g->n_pool, &g->cap_pool, a->held[k]) != 0) {
+			lease_free(&a->held[k]); /* out of memory: a rerun sends it */
+			continue;
+		}
+	}
+	a->n_held = 0;
+	cl_progress_note(&r->prog,
+			 "agent %u (%s) was lost: its %zu leased requests go to the other agents",
+			 r->fleet.agents[i].id, r->fleet.agents[i].label, n);
+}
+
+/* ---- the job ---- */
+
+static void split_shares(struct run *r)
+{
+	struct run_gen *g = r->gen;
+	uint64_t workers = 0;
+	size_t n = 0;
+	for (size_t i = 0; i < r->fleet.n; i++) {
+		if (r->fleet.agents[i].live == CL_LIVE_LOST)
+			continue;
+		workers += r->fleet.agents[i].workers ? r->fleet.agents[i].workers : 1;
+		n++;
+	}
+	uint32_t total = r->s.generate.concurrency, given = 0;
+	size_t last = 0;
+	for (size_t i = 0; i < r->fleet.n; i++) {
+		if (r->fleet.agents[i].live == CL_LIVE_LOST)
+			continue;
+		uint64_t w = r->fleet.agents[i].workers ? r->fleet.agents[i].workers : 1;
+		g->agents[i].share = (uint32_t)(total * w / workers);
+		given += g->agents[i].share;
+		last = i;
+	}
+	g->agents[last].share += total - given;
+	for (size_t i = 0; i < r->fleet.n; i++)
+		if (g->agents[i].share == 0 && r->fleet.agents[i].live != CL_LIVE_LOST)
+			g->agents[i].share = 1; /* more agents than streams: one each */
+	(void)n;
+}
+
+static void send_generate(struct run *r, size_t i)
+{
+	const struct cl_scn_generate *s = &r->s.generate;
+	struct cl_msg_cmd c = { .cmd = CL_CMD_GENERATE };
+	c.generate = (struct cl_cmd_generate){
+		.target = r->target,
+		.concurrency = r->gen->agents[i].share,
+		.max_attempts = s->max_attempts,
+		.request_timeout_us = r->s.workload.request_timeout_us,
+		.backoff_initial_us = s->backoff_initial_us,
+		.backoff_max_us = s->backoff_max_us,
+	};
+	if (cl_fleet_send(&r->fleet, i, &c) != 0)
+		r->gen->agents[i].started = true;
+}
+
+static uint64_t held_total(const struct run *r)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; i < r->fleet.n; i++)
+		n += r->gen->agents[i].n_held;
+	return n;
+}
+
+static void progress(struct run *r, bool force)
+{
+	struct run_gen *g = r->gen;
+	int64_t now = cl_mono_us();
+	int64_t sec = (now - g->start_us) / 1000000;
+	while (g->second < sec) { /* one sample per second, the rate over the window */
+		g->second++;
+		g->done_at[g->second % RATE_WINDOW] = g->written + g->failed;
+		g->tok_at[g->second % RATE_WINDOW] = g->output_tokens;
+	}
+	if (!cl_progress_due(&r->prog, force))
+		return;
+	int64_t span = g->second < RATE_WINDOW - 1 ? g->second : RATE_WINDOW - 1;
+	double rate = 0, tok = 0;
+	if (span > 0) {
+		uint64_t d0 = g->done_at[(g->second - span) % RATE_WINDOW];
+		uint64_t t0 = g->tok_at[(g->second - span) % RATE_WINDOW];
+		rate = (double)(g->done_at[g->second % RATE_WINDOW] - d0) / (double)span;
+		tok = (double)(g->tok_at[g->second % RATE_WINDOW] - t0) / (double)span;
+	}
+	uint64_t done = g->written + g->failed;
+	char eta[32] = "-";
+	if (rate > 0 && g->total >= done) {
+		double left = (double)(g->total - done) / rate;
+		snprintf(eta, sizeof(eta), "%.0fm%02.0fs", floor(left / 60), fmod(left, 60));
+	}
+	char line[300];
+	snprintf(line, sizeof(line),
+		 "generate %llu/%llu done | %.1f req/s, %.0f tok/s (last %llds) | ETA %s | "
+		 "leased %llu | errors %llu (4xx %llu, 5xx %llu, other %llu) | agents %zu",
+		 (unsigned long long)done, (unsigned long long)g->total, rate, tok,
+		 (long long)span, eta, (unsigned long long)held_total(r),
+		 (unsigned long long)g->failed, (unsigned long long)g->errs_http4xx,
+		 (unsigned long long)g->errs_http5xx, (unsigned long long)g->errs_other,
+		 cl_fleet_active(&r->fleet));
+	cl_progress_show(&r->prog, line);
+}
+
+/* The results: the job as one stage (mode generate) with its generate block. */
+static void finish_results(struct run *r, enum cl_stage_status status, const char *reason)
+{
+	struct run_gen *g = r->gen;
+	double window_s = (double)(cl_mono_us() - g->start_us) / 1e6;
+	cl_results_finish_stage(r->res, 0, &r->s.stages[0], &g->m, window_s, status, reason);
+	json_t *block = json_pack(
+	    "{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:s,s:s}", "input_lines",
+	    (json_int_t)g->scan.lines, "invalid", (json_int_t)g->scan.invalid, "to_send",
+	    (json_int_t)g->total, "done", (json_int_t)g->written, "skipped_present",
+	    (json_int_t)g->scan.present, "failed", (json_int_t)g->failed, "attempts",
+	    (json_int_t)g->attempts, "retried", (json_int_t)g->retried_answers, "reissued",
+	    (json_int_t)g->reissued, "repaired_bytes", (json_int_t)g->out.repaired_bytes, "input",
+	    r->s.generate.input, "output", r->s.generate.output, "errors", r->s.generate.errors);
+	if (block && g->plan.set) {
+		/* The estimate is the benchmark's rate over what this run had to send. */
+		double planned_s = (double)g->total / g->plan.requests_per_s;
+		json_t *est = json_pack(
+		    "{s:s,s:s,s:f,s:f,s:f,s:o}", "from", r->s.generate.estimate_from, "stage",
+		    g->plan.stage, "requests_per_s", g->plan.requests_per_s, "planned_s", planned_s,
+		    "actual_s", window_s, "actual_over_planned",
+		    planned_s > 0 && status == CL_STAGE_OK ? json_real(window_s / planned_s)
+							   : json_null());
+		if (est)
+			json_object_set_new(block, "estimate", est);
+		cl_progress_note(&r->prog,
+				 "generate: the benchmark ('%s', stage '%s' at %.1f req/s) planned "
+				 "%.0f s for %llu requests; it took %.0f s (%.2fx)",
+				 r->s.generate.estimate_from, g->plan.stage, g->plan.requests_per_s,
+				 planned_s, (unsigned long long)g->total, window_s,
+				 planned_s > 0 ? window_s / planned_s : 0.0);
+	}
+	if (block && cl_results_set_generate(r->res, 0, block) != 0)
+		CL_WARN("cannot record the generate block in results.json");
+}
+
+int cli_run_generate(struct run *r)
+{
+	struct run_gen *g = r->gen;
+	struct cl_err err = { 0 };
+	char msg[900];
+	r->fleet.on_answers = on_answers;
+	g->start_us = cl_mono_us();
+	split_shares(r);
+	cl_progress_note(&r->prog,
+			 "generate: %llu requests to send (%llu lines, %llu already answered, %llu "
+			 "invalid), %u streams over %zu agents",
+			 (unsigned long long)g->total, (unsigned long long)g->scan.lines,
+			 (unsigned long long)g->scan.present, (unsigned long long)g->scan.invalid,
+			 r->s.generate.concurrency, cl_fleet_active(&r->fleet));
+	enum cl_stage_status status = CL_STAGE_OK;
+	char reason[1500] = "";
+	/* --metrics-listen: the job is the running stage, its figures those of the answers */
+	if (r->live && cl_live_metrics_stage_start(r->live, 0, "generate", "generate",
+						   r->s.generate.concurrency) != 0)
+		CL_WARN("live metrics: out of memory for the generate job");
+	int64_t live_us = 0;
+	for (;;) {
+		/* Short turns: a lease follows the answers that freed its room within ~10 ms. */
+		cl_fleet_serve(&r->fleet, 10000);
+		cli_run_live_tick(r, false);
+		if (r->live && cl_mono_us() - live_us >= 500000) {
+			live_us = cl_mono_us();
+			cl_live_metrics_stage_update(r->live, &g->m);
+		}
+		if (g->write_failed) {
+			status = CL_STAGE_FAILED;
+			snprintf(reason, sizeof(reason), "%s", g->fatal);
+			cl_progress_note(&r->prog, "generate: stopping: %s", g->fatal);
+			break;
+		}
+		if (atomic_load(r->o->stop)) {
+			status = CL_STAGE_INTERRUPTED;
+			snprintf(reason, sizeof(reason),
+				 "interrupted by a signal: run the same command again to finish");
+			cl_progress_note(&r->prog, "generate: interrupted: %s", reason);
+			break;
+		}
+		int rc = 0;
+		for (size_t i = 0; i < r->fleet.n && rc == 0; i++) {
+			struct cl_fleet_agent *fa = &r->fleet.agents[i];
+			struct gen_agent *a = &g->agents[i];
+			if (fa->live == CL_LIVE_LOST) {
+				if (!a->lost_done) {
+					reclaim(r, i);
+					if (r->s.agents.on_loss == CL_ON_LOSS_FAIL) {
+						status = CL_STAGE_FAILED;
+						snprintf(reason, sizeof(reason),
+							 "agent %u (%s) was lost (agents.on_loss: fail); "
+							 "run the same command again to finish",
+							 fa->id, fa->label);
+						rc = -1;
+					}
+				}
+				continue;
+			}
+			if (fa->state == CL_AGENT_FAILED) {
+				status = CL_STAGE_FAILED;
+				snprintf(reason, sizeof(reason), "agent %u (%s) failed: %s", fa->id,
+					 fa->label, fa->error);
+				rc = -1;
+				break;
+			}
+			if (!a->started) {
+				send_generate(r, i);
+				continue;
+			}
+			reap_sent(r, i);
+			rc = lease_to(r, i, &err);
+			if (rc > 0)
+				rc = 0;
+			if (rc < 0 && status == CL_STAGE_OK) {
+				status = CL_STAGE_FAILED;
+				snprintf(reason, sizeof(reason), "%s",
+					 cl_err_format(&err, msg, sizeof(msg)));
+			}
+		}
+		if (rc != 0)
+			break;
+		if (cl_fleet_active(&r->fleet) == 0) {
+			status = CL_STAGE_FAILED;
+			snprintf(reason, sizeof(reason),
+				 "no agent is left; run the same command again to finish");
+			break;
+		}
+		if (cl_gen_out_sync(&g->out, false, &err) != 0) {
+			status = CL_STAGE_FAILED;
+			snprintf(reason, sizeof(reason), "%s", cl_err_format(&err, msg, sizeof(msg)));
+			break;
+		}
+		progress(r, false);
+		if (g->reader.eof && g->n_pool == 0 && held_total(r) == 0)
+			break;
+	}
+	g->closed = true;
+	if (r->live)
+		cl_live_metrics_stage_end(r->live, &g->m, cl_stage_status_name(status));
+	progress(r, true);
+	cl_progress_end(&r->prog);
+	if (cl_gen_out_sync(&g->out, true, &err) != 0 && status == CL_STAGE_OK) {
+		status = CL_STAGE_FAILED;
+		snprintf(reason, sizeof(reason), "%s", cl_err_format(&err, msg, sizeof(msg)));
+	}
+	if (status == CL_STAGE_OK && g->duplicates)
+		CL_INFO("generate: %llu answers came twice and were written once",
+			(unsigned long long)g->duplicates);
+	fprintf(stderr,
+		"chatload: generate: %llu written to %s, %llu failed (in %s), %llu already there, "
+		"%llu attempts\n",
+		(unsigned long long)g->written, r->s.generate.output, (unsigned long long)g->failed,
+		r->s.generate.errors, (unsigned long long)g->scan.present,
+		(unsigned long long)g->attempts);
+	finish_results(r, status, reason[0] ? reason : NULL);
+	if (status == CL_STAGE_OK)
+		return 0;
+	r->exit_hint = CL_EXIT_FAILED;
+	return status == CL_STAGE_INTERRUPTED ? CL_ECLOSED : CL_EIO;
+}

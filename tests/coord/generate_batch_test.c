@@ -1,0 +1,255 @@
+/* coordinator/generate/: the Batch input's checking pass (errors at file:line:col, duplicates,
+ * skip_invalid writing each bad line once), the sending pass (skips, the body with stream
+ * added), and the output files (a half-written last line repaired, ids read back). */
+#include "generate/batch.h"
+
+#include <jansson.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char dir[64];
+
+static const char *path_of(const char *name)
+{
+	static char p[4][256];
+	static int k;
+	k = (k + 1) % 4;
+	snprintf(p[k], sizeof(p[k]), "%s/%s", dir, name);
+	return p[k];
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static char *read_file(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return strdup("");
+	static char buf[1 << 16];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return strdup(buf);
+}
+
+#define GOOD(id) "{\"custom_id\":\"" id "\",\"method\":\"POST\",\"url\":\"/v1/chat/completions\",\"body\":{\"messages\":[],\"temperature\":0.5}}\n"
+
+static int setup(void **state)
+{
+	snprintf(dir, sizeof(dir), "/tmp/cl_gen_test_%d", (int)getpid());
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s && mkdir -p %s", dir, dir);
+	return system(cmd);
+}
+
+static int teardown(void **state)
+{
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	return system(cmd);
+}
+
+/* Each bad line is named with its line and column; nothing is written without skip_invalid. */
+static void test_scan_errors(void **state)
+{
+	static const struct {
+		const char *line, *want;
+	} cases[] = {
+		{ "{\"custom_id\":\"x\",\"url\":\"/v1/chat/completions\",\"body\":{}", ":3:" },
+		{ "[1,2]", ":3:1: a Batch line must be a JSON object" },
+		{ "{\"url\":\"/v1/chat/completions\",\"body\":{}}", ":3:1: field 'custom_id' is missing" },
+		{ "{\"custom_id\":\"c\",\"url\":\"/v1/embeddings\",\"body\":{}}",
+		  ":3:18: field 'url' is '/v1/embeddings'" },
+		{ "{\"custom_id\":\"c\",\"url\":\"/v1/chat/completions\",\"body\":[]}",
+		  ":3:47: field 'body' must be a JSON object" },
+		{ "{\"custom_id\":\"c\",\"method\":\"GET\",\"url\":\"/v1/chat/completions\",\"body\":{}}",
+		  ":3:18: field 'method' must be \"POST\"" },
+		{ "{\"custom_id\":\"a\",\"url\":\"/v1/chat/completions\",\"body\":{}}",
+		  ":3:2: custom_id 'a' is used by an earlier line" },
+		{ "{\"custom_id\":\"\",\"url\":\"/v1/chat/completions\",\"body\":{}}",
+		  ":3:2: field 'custom_id' must be 1 to 500 bytes" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char text[1024];
+		snprintf(text, sizeof(text), GOOD("a") "\n%s\n" GOOD("b"), cases[i].line);
+		const char *in = path_of("in.jsonl");
+		write_file(in, text);
+		struct cl_gen_idset present = { 0 }, seen = { 0 };
+		struct cl_gen_scan scan;
+		struct cl_err err = { 0 };
+		char msg[600];
+		assert_int_equal(cl_gen_scan(in, &present, NULL, &seen, &scan, &err), CL_EINVAL);
+		cl_err_format(&err, msg, sizeof(msg));
+		if (!strstr(msg, cases[i].want))
+			fail_msg("case %zu: '%s' does not contain '%s'", i, msg, cases[i].want);
+		assert_non_null(strstr(msg, "in.jsonl"));
+		cl_gen_idset_free(&seen);
+	}
+}
+
+/* skip_invalid: bad lines go to errors once (a second pass finds them there); the sending
+ * pass skips them, duplicates and ids already answered, and adds stream to the body. */
+static void test_skip_and_resume(void **state)
+{
+	const char *in = path_of("in2.jsonl"), *out = path_of("out2.jsonl"),
+		   *errs = path_of("err2.jsonl");
+	write_file(in, GOOD("a") "not json\n" GOOD("b") GOOD("a") "\n" GOOD("c"));
+	/* b already answered, and the output ends in a half-written line */
+	write_file(out, "{\"id\":\"x\",\"custom_id\":\"b\",\"response\":null,\"error\":null}\n{\"id\":\"y\",\"cus");
+	for (int pass = 0; pass < 2; pass++) {
+		struct cl_gen_idset done = { 0 }, seen = { 0 };
+		struct cl_gen_out o;
+		struct cl_gen_scan scan;
+		struct cl_err err = { 0 };
+		assert_int_equal(cl_gen_out_open(&o, out, errs, &done, &err), 0);
+		assert_int_equal(o.repaired_bytes, pass == 0 ? 14 : 0);
+		assert_int_equal(cl_gen_scan(in, &done, &o, &seen, &scan, &err), 0);
+		assert_int_equal(scan.lines, 5);
+		assert_int_equal(scan.valid, 3);
+		assert_int_equal(scan.invalid, 2);
+		assert_int_equal(scan.present, 1);
+		assert_int_equal(scan.to_send, 2);
+		assert_int_equal(cl_gen_out_close(&o, &err), 0);
+		struct cl_gen_reader r;
+		assert_int_equal(cl_gen_reader_open(&r, in, &err), 0);
+		struct cl_gen_line l;
+		assert_int_equal(cl_gen_reader_next(&r, &done, &l, &err), 1);
+		assert_string_equal(l.id, "a");
+		assert_int_equal(l.line_no, 1);
+		/* sent as written, the two fields first */
+		assert_string_equal(l.body, "{\"stream\":true,\"stream_options\":{\"include_usage\":"
+					    "true},\"messages\":[],\"temperature\":0.5}");
+		cl_gen_line_free(&l);
+		assert_int_equal(cl_gen_reader_next(&r, &done, &l, &err), 1);
+		assert_string_equal(l.id, "c");
+		assert_int_equal(l.line_no, 6);
+		cl_gen_line_free(&l);
+		assert_int_equal(cl_gen_reader_next(&r, &done, &l, &err), 0);
+		cl_gen_reader_close(&r);
+		cl_gen_idset_free(&done);
+		cl_gen_idset_free(&seen);
+	}
+	char *e = read_file(errs);
+	/* two bad lines, written once over both passes: the malformed one by its line */
+	int n = 0;
+	for (char *p = e; *p; p++)
+		n += *p == '\n';
+	assert_int_equal(n, 2);
+	assert_non_null(strstr(e, "\"line\":2"));
+	assert_non_null(strstr(e, "in2.jsonl:4:2: custom_id 'a' is used"));
+	free(e);
+	char *o = read_file(out);
+	assert_string_equal(o, "{\"id\":\"x\",\"custom_id\":\"b\",\"response\":null,\"error\":null}\n");
+	free(o);
+}
+
+/* The body goes byte for byte as written (numbers, spacing, escapes, key order), with the
+ * two stream fields put first; a body that has stream or stream_options is re-serialized with
+ * them set, its other stream_options kept. */
+static void test_body_as_written(void **state)
+{
+	const char *in = path_of("in4.jsonl");
+	write_file(in,
+		   "{ \"url\": \"/v1/chat/completions\", \"body\" : { \"t\" : 0.7, \"s\": \"a\\\"}\\u00e9\", "
+		   "\"n\": [1e2, {\"x\": \"]\"}] } , \"custom_id\": \"a\"}\n"
+		   "{\"custom_id\":\"b\",\"url\":\"/v1/chat/completions\",\"body\":{ }}\n"
+		   "{\"custom_id\":\"c\",\"url\":\"/v1/chat/completions\",\"body\":{\"stream\":false,"
+		   "\"stream_options\":{\"x\":1},\"t\":1}}\n");
+	struct cl_gen_idset done = { 0 };
+	struct cl_gen_reader r;
+	struct cl_gen_line l;
+	struct cl_err err = { 0 };
+	assert_int_equal(cl_gen_reader_open(&r, in, &err), 0);
+	assert_int_equal(cl_gen_reader_next(&r, &done, &l, &err), 1);
+	assert_string_equal(l.body, "{\"stream\":true,\"stream_options\":{\"include_usage\":true}, "
+				    "\"t\" : 0.7, \"s\": \"a\\\"}\\u00e9\", \"n\": [1e2, {\"x\": \"]\"}] }");
+	cl_gen_line_free(&l);
+	assert_int_equal(cl_gen_reader_next(&r, &done, &l, &err), 1);
+	assert_string_equal(l.body, "{\"stream\":true,\"stream_options\":{\"include_usage\":true} }");
+	cl_gen_line_free(&l);
+	assert_int_equal(cl_gen_reader_next(&r, &done, &l, &err), 1);
+	assert_string_equal(l.body, "{\"stream\":true,\"stream_options\":{\"x\":1,\"include_usage\":"
+				    "true},\"t\":1}");
+	cl_gen_line_free(&l);
+	cl_gen_reader_close(&r);
+}
+
+/* A success line is the Batch output shape; a body that is not an object is refused. */
+static void test_output_lines(void **state)
+{
+	const char *out = path_of("out3.jsonl"), *errs = path_of("err3.jsonl");
+	struct cl_gen_idset done = { 0 };
+	struct cl_gen_out o;
+	struct cl_err err = { 0 };
+	assert_int_equal(cl_gen_out_open(&o, out, errs, &done, &err), 0);
+	assert_int_equal(cl_gen_out_success(&o, "q1", 200, "q1/2", "{\"object\":\"chat.completion\"}",
+					    &err),
+			 0);
+	assert_int_equal(cl_gen_out_success(&o, "q2", 200, "q2", "[1]", &err), CL_EINVAL);
+	assert_int_equal(cl_gen_out_failure(&o, "q3", 400, "q3", "http_400", "bad", 0, &err), 0);
+	assert_int_equal(cl_gen_out_close(&o, &err), 0);
+	json_error_t je;
+	json_t *l = json_load_file(out, 0, &je);
+	assert_non_null(l);
+	assert_string_equal(json_string_value(json_object_get(l, "custom_id")), "q1");
+	json_t *resp = json_object_get(l, "response");
+	assert_int_equal(json_integer_value(json_object_get(resp, "status_code")), 200);
+	assert_string_equal(json_string_value(json_object_get(resp, "request_id")), "q1/2");
+	assert_string_equal(
+	    json_string_value(json_object_get(json_object_get(resp, "body"), "object")),
+	    "chat.completion");
+	assert_true(json_is_null(json_object_get(l, "error")));
+	json_decref(l);
+	/* reopened: both ids are answered */
+	assert_int_equal(cl_gen_out_open(&o, out, errs, &done, &err), 0);
+	assert_true(cl_gen_idset_has(&done, "q1", 2));
+	assert_true(cl_gen_idset_has(&done, "q3", 2));
+	assert_false(cl_gen_idset_has(&done, "q2", 2));
+	assert_int_equal(cl_gen_out_close(&o, &err), 0);
+	cl_gen_idset_free(&done);
+}
+
+/* The set grows past its first table and never confuses the ids it holds. */
+static void test_idset(void **state)
+{
+	struct cl_gen_idset s = { 0 };
+	char id[32];
+	for (int i = 0; i < 100000; i++) {
+		int n = snprintf(id, sizeof(id), "id-%d", i);
+		assert_int_equal(cl_gen_idset_add(&s, id, (size_t)n), 1);
+	}
+	for (int i = 0; i < 100000; i++) {
+		int n = snprintf(id, sizeof(id), "id-%d", i);
+		assert_int_equal(cl_gen_idset_add(&s, id, (size_t)n), 0);
+		n = snprintf(id, sizeof(id), "other-%d", i);
+		assert_false(cl_gen_idset_has(&s, id, (size_t)n));
+	}
+	assert_int_equal(s.n, 100000);
+	cl_gen_idset_free(&s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_scan_errors),
+		cmocka_unit_test(test_skip_and_resume),
+		cmocka_unit_test(test_body_as_written),
+		cmocka_unit_test(test_output_lines),
+		cmocka_unit_test(test_idset),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

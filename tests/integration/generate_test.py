@@ -1,0 +1,382 @@
+"""Generate jobs (issue 31) against the real simulator with injected 500s and drops: 3,000
+requests (and five the server refuses with 400) over 2 local agents, the coordinator
+SIGKILLed twice at random moments (once with its agents, once alone, its orphaned agents
+still loading) and the same command run again until it completes.  Then the output holds
+each request's id exactly once, each body a chat.completion whose content and completion
+token count are those the simulator's truth log says it sent; the 400s are in the errors
+file, tried once; the truth log shows no id answered successfully twice except ids that were
+leased, not yet written, at a kill; a half-written last line is repaired.  And bad input:
+a malformed line, a duplicate custom_id, a url chatload does not send and a body that is not
+an object each stop the job with file:line:col before anything is sent (exit 2), or go to
+the errors file with skip_invalid."""
+
+import json
+import os
+import random
+import re
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import chatload_testlib as tl  # noqa: E402
+
+# GENERATE_TEST_N=100000 is the manual run of docs/testing.md ("Generate jobs at scale")
+N = int(os.environ.get("GENERATE_TEST_N", "3000"))
+BAD = 5          # bodies the simulator answers 400 (messages missing)
+CONC = 16        # generate.concurrency: at most 2 x CONC ids held over the fleet
+ATTEMPTS = 6
+
+
+def fnv1a64(text):
+    h = 0xcbf29ce484222325
+    for b in text.encode("utf-8"):
+        h ^= b
+        h = (h * 0x100000001b3) & 0xffffffffffffffff
+    return "%016x" % h
+
+
+def batch_line(cid, body):
+    return json.dumps({"custom_id": cid, "method": "POST", "url": "/v1/chat/completions",
+                       "body": body})
+
+
+def read_lines(path):
+    """The complete lines of a JSONL file (a half-written last one left out)."""
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        data = f.read()
+    return [json.loads(l) for l in data.split("\n")[:-1] if l.strip()]
+
+
+def count_lines(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read().count(b"\n")
+    except FileNotFoundError:
+        return 0
+
+
+class Generate(tl.FleetCase):
+    tag = "generate"
+
+    def job(self, sim, name, inp, out, **extra):
+        gen = {"input": inp, "output": out, "concurrency": CONC, "max_attempts": ATTEMPTS,
+               "backoff_initial": "20ms", "backoff_max": "200ms"}
+        gen.update(extra)
+        return self.write_scenario(name, {
+            "name": name, "target": {"url": sim.url, "model": "chatload-sim"},
+            "readiness": {"enabled": False}, "agents": {"local": 2, "workers": 1},
+            "workload": {"request_timeout": "20s"}, "generate": gen})
+
+    def test_resumed_exactly_once_after_kills(self):
+        sim = self.start_sim("--ttft", "3ms", "--itl", "1ms", "--output-tokens", "12",
+                             "--fault-500", "0.02", "--fault-drop", "0.02", "--seed", "7")
+        inp = self.scope.path("in.jsonl")
+        out = self.scope.path("out.jsonl")
+        errs = self.scope.path("out.errors.jsonl")
+        seed = int(os.environ.get("GENERATE_TEST_SEED", time.time_ns() % 1000000))
+        sys.stderr.write("generate_test: seed %d (GENERATE_TEST_SEED repeats it)\n" % seed)
+        rnd = random.Random(seed)
+        ids = []
+        with open(inp, "w") as f:
+            for i in range(N + BAD):
+                cid = "req-%05d" % i
+                ids.append(cid)
+                if i % (N // BAD) == 7 and i < N + BAD:
+                    body = {"model": "chatload-sim", "max_tokens": 8}  # no messages: 400
+                else:
+                    body = {"model": "chatload-sim", "max_tokens": rnd.randint(3, 20),
+                            "temperature": 0.7,
+                            "messages": [{"role": "user", "content": "item %d" % i}]}
+                f.write(batch_line(cid, body) + "\n")
+        bad_ids = set()
+        with open(inp) as f:
+            for l in f:
+                d = json.loads(l)
+                if "messages" not in d["body"]:
+                    bad_ids.add(d["custom_id"])
+        self.assertEqual(len(bad_ids), BAD)
+        scn = self.job(sim, "gen", inp, out)
+
+        written_at_kill = []  # ids in output+errors at each kill
+        for k, alone in enumerate((False, True)):
+            run = self.start_run(scn, self.scope.path("res%d" % k), name="run%d" % k)
+            # a random moment: after 5 % to 50 % of what is left has been written
+            have = count_lines(out)
+            target = have + rnd.randint((N - have) // 20, (N - have) // 2)
+            tl.wait_until(lambda: count_lines(out) >= target or run.poll() is not None,
+                          120 + N / 100, "%d answers written" % target, step=0.02)
+            self.assertIsNone(run.poll(), "the job ended before the kill\n%s" % run.tail())
+            if alone:
+                run.send(signal.SIGKILL)  # its agents go on for up to 10 s, then stop
+            else:
+                run.kill_group(signal.SIGKILL)  # the whole host
+            run.wait(10)
+            written_at_kill.append({l["custom_id"] for l in read_lines(out) + read_lines(errs)})
+        # A crash in the middle of a write leaves a half line: the rerun must repair it.
+        with open(out, "a") as f:
+            f.write('{"id":"batch_req_x","custom_id":"req-0')
+        final = self.start_run(scn, self.scope.path("res-final"), name="final")
+        self.assertExit(final, 0, 240 + N / 100)
+        final.wait_line(r"half-written line .* cut off", 1)
+
+        lines = read_lines(out)
+        errors = read_lines(errs)
+        with open(out) as f:
+            self.assertTrue(f.read().endswith("\n"), "output ends in a half line")
+        got = [l["custom_id"] for l in lines]
+        self.assertEqual(len(got), len(set(got)), "an id is in the output twice")
+        self.assertEqual(set(got), set(ids) - bad_ids)
+        self.assertEqual({l["custom_id"] for l in errors}, bad_ids)
+        for e in errors:
+            self.assertEqual(e["response"]["status_code"], 400, e)
+            self.assertEqual(e["error"]["code"], "http_400", e)
+
+        truth = sim.truth()
+        by_chat_id = {t["id"]: t for t in truth if t["id"]}
+        rx = re.compile(r"^(req-\d+)(?:/(\d+))?$")
+        retried = 0
+        for t in truth:
+            m = rx.match(t["x_request_id"] or "")
+            self.assertIsNotNone(m, "X-Request-Id %r is not <custom_id>[/<attempt>]" % t)
+            if m.group(2):
+                retried += 1
+                self.assertTrue(2 <= int(m.group(2)) <= ATTEMPTS, t)
+                self.assertNotIn(m.group(1), bad_ids, "a 400 was retried: %s" % t)
+        self.assertGreater(retried, 0, "no retry reached the server (500s and drops injected)")
+        for l in lines:
+            body = l["response"]["body"]
+            self.assertEqual(l["response"]["status_code"], 200)
+            self.assertIsNone(l["error"])
+            self.assertEqual(body["object"], "chat.completion")
+            t = by_chat_id.get(body["id"])
+            self.assertIsNotNone(t, "answer %s is not in the truth log" % body["id"])
+            self.assertEqual(t["status"], 200, t)
+            self.assertIsNone(t["fault"], "a faulted answer was written: %s" % t)
+            self.assertEqual(rx.match(t["x_request_id"]).group(1), l["custom_id"])
+            self.assertEqual(l["response"]["request_id"], t["x_request_id"])
+            msg = body["choices"][0]["message"]
+            self.assertEqual(body["usage"]["completion_tokens"], t["output_tokens"], l)
+            self.assertEqual(fnv1a64(msg["content"]), t["answer_fnv"], l)
+            self.assertIn(body["choices"][0]["finish_reason"], ("stop", "length"))
+
+        # No id answered successfully twice, except ids leased but not written at a kill
+        # (their answers died with the coordinator); at most 2 x CONC of those per kill.
+        ok = {}
+        for t in truth:
+            if t["status"] == 200 and t["fault"] is None:
+                cid = rx.match(t["x_request_id"]).group(1)
+                ok[cid] = ok.get(cid, 0) + 1
+        twice = {c for c, n in ok.items() if n > 1}
+        for c in twice:
+            self.assertTrue(any(c not in w for w in written_at_kill), c)
+        self.assertLessEqual(len(twice), 2 * 2 * CONC,
+                             "more ids answered twice than the two kills can explain: %d" %
+                             len(twice))
+
+        sys.stderr.write("generate_test: kills at %s lines written; truth: %d requests, %d "
+                         "retries, %d faulted, %d ids answered twice\n" % (
+                             [len(w) for w in written_at_kill], len(truth), retried,
+                             sum(1 for t in truth if t["fault"]), len(twice)))
+        doc = self.results(self.scope.path("res-final"))
+        import jsonschema  # python3-jsonschema (install-deps.sh); missing, the test fails
+        with open(os.path.join(tl.SOURCE_DIR, "docs", "results.schema.json")) as f:
+            jsonschema.validate(doc, json.load(f))
+        st = doc["stages"][0]
+        self.assertEqual(st["mode"], "generate")
+        g = st["generate"]
+        self.assertEqual(g["input_lines"], N + BAD)
+        self.assertEqual(g["skipped_present"], len(written_at_kill[-1]))
+        self.assertEqual(g["done"] + g["failed"], g["to_send"])
+        self.assertEqual(g["to_send"] + g["skipped_present"], N + BAD)
+        self.assertGreaterEqual(g["attempts"], g["done"] + g["failed"])
+        self.assertGreater(g["repaired_bytes"], 0)
+        self.assertEqual(st["requests"]["completed"], g["done"])
+
+    def test_lost_agent_ids_go_to_the_other(self):
+        """An agent SIGKILLed mid-job: declared lost after 10 s, the ids it held go to the
+        other agent, and the job completes with every id once."""
+        sim = self.start_sim("--ttft", "5ms", "--itl", "2ms", "--output-tokens", "10")
+        n = 800
+        inp = self.scope.path("in.jsonl")
+        out = self.scope.path("out.jsonl")
+        with open(inp, "w") as f:
+            for i in range(n):
+                f.write(batch_line("id-%d" % i, {
+                    "model": "chatload-sim", "max_tokens": 10,
+                    "messages": [{"role": "user", "content": "x %d" % i}]}) + "\n")
+        # slow enough that the job outlives the 10 s it takes to declare an agent lost
+        scn = self.job(sim, "lose", inp, out, concurrency=2)
+        run = self.start_run(scn, self.scope.path("res"), name="lose")
+        tl.wait_until(lambda: len(read_lines(out)) >= 50, 60, "50 answers")
+
+        def children():
+            with open("/proc/%d/task/%d/children" % (run.pid, run.pid)) as f:
+                kids = [int(x) for x in f.read().split()]
+            agents = []
+            for k in kids:
+                with open("/proc/%d/cmdline" % k, "rb") as f:
+                    if b"chatload-agent" in f.read():
+                        agents.append(k)
+            return agents
+        agents = children()
+        self.assertEqual(len(agents), 2, agents)
+        os.kill(agents[0], signal.SIGKILL)
+        run.wait_line(r"agent \d+ .* was lost: its \d+ leased requests go to the other", 30)
+        self.assertExit(run, 0, 240)
+        got = [l["custom_id"] for l in read_lines(out)]
+        self.assertEqual(len(got), len(set(got)), "an id is in the output twice")
+        self.assertEqual(set(got), {"id-%d" % i for i in range(n)})
+        g = self.results(self.scope.path("res"))["stages"][0]["generate"]
+        self.assertGreater(g["reissued"], 0)
+        self.assertEqual(g["done"], n)
+
+    def test_interrupted_then_finished(self):
+        """SIGINT mid-job: exit 1, the stage `interrupted`, results.json's tally is exactly
+        the output's lines (answers still in flight are not written), and the same command
+        finishes the rest."""
+        sim = self.start_sim("--ttft", "5ms", "--itl", "2ms", "--output-tokens", "10")
+        n = 1500
+        inp = self.scope.path("in.jsonl")
+        out = self.scope.path("out.jsonl")
+        with open(inp, "w") as f:
+            for i in range(n):
+                f.write(batch_line("i%d" % i, {
+                    "model": "chatload-sim", "messages": [{"role": "user", "content": "y"}]})
+                        + "\n")
+        scn = self.job(sim, "intr", inp, out, concurrency=4)
+        run = self.start_run(scn, self.scope.path("res0"), name="intr0")
+        tl.wait_until(lambda: count_lines(out) >= 100, 60, "100 answers")
+        run.send(signal.SIGINT)
+        self.assertExit(run, 1, 30)
+        st = self.results(self.scope.path("res0"))["stages"][0]
+        self.assertEqual(st["status"], "interrupted")
+        self.assertEqual(st["generate"]["done"], count_lines(out))
+        self.assertLess(count_lines(out), n)
+        run = self.start_run(scn, self.scope.path("res1"), name="intr1")
+        self.assertExit(run, 0, 120)
+        got = [l["custom_id"] for l in read_lines(out)]
+        self.assertEqual(sorted(got), sorted("i%d" % i for i in range(n)))
+
+    def test_full_disk_stops_the_job_and_a_rerun_finishes(self):
+        """The output on a 256 KiB tmpfs: the disk fills, the job stops with a message naming
+        the file and ENOSPC's words (exit 1), every line before it whole; with room again
+        (remounted larger) the same command finishes, each id once."""
+        full = self.scope.path("full")
+        os.makedirs(full)
+        import subprocess
+        m = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", full],
+                           capture_output=True, text=True)
+        if m.returncode != 0:
+            self.skipTest("cannot mount a tmpfs to fill (needs root): %s" % m.stderr.strip())
+        self.scope.on_close(lambda: subprocess.run(["umount", "-l", full]))
+        sim = self.start_sim("--ttft", "1ms", "--itl", "0ms", "--output-tokens", "40")
+        n = 1200
+        inp = self.scope.path("in.jsonl")
+        out = os.path.join(full, "out.jsonl")
+        with open(inp, "w") as f:
+            for i in range(n):
+                f.write(batch_line("f%d" % i, {
+                    "model": "chatload-sim", "messages": [{"role": "user", "content": "z"}]})
+                        + "\n")
+        scn = self.job(sim, "full", inp, out, concurrency=8)
+        run = self.start_run(scn, self.scope.path("res0"), name="full0")
+        self.assertExit(run, 1, 60)
+        run.wait_line(r"cannot write '.*out\.jsonl': No space left on device", 1)
+        with open(out, "rb") as f:
+            data = f.read()
+        whole = data[:data.rfind(b"\n") + 1]
+        before = [json.loads(l) for l in whole.decode().splitlines()]
+        self.assertGreater(len(before), 0)
+        self.assertLess(len(before), n)
+        subprocess.run(["mount", "-o", "remount,size=16m", full], check=True)
+        run = self.start_run(scn, self.scope.path("res1"), name="full1")
+        self.assertExit(run, 0, 120)
+        got = [l["custom_id"] for l in read_lines(out)]
+        self.assertEqual(sorted(got), sorted("f%d" % i for i in range(n)))
+
+    def test_estimate_check(self):
+        """generate.estimate_from: the benchmark's rate against the job's real duration, in
+        results.json and said at the end; a results file without an estimate is bad input."""
+        sim = self.start_sim("--ttft", "5ms", "--itl", "2ms", "--output-tokens", "10")
+        bench = self.write_scenario("bench", tl.scenario(
+            {"url": sim.url}, [{"name": "c4", "concurrency": 4, "duration": "3s"}],
+            {"local": 2, "workers": 1}, estimate={"samples": [800]}))
+        run = self.start_run(bench, self.scope.path("bench-res"), name="bench")
+        self.assertExit(run, 0, 60)
+        rps = self.results(self.scope.path("bench-res"))["estimates"][0]["requests_per_s"]
+        inp = self.scope.path("in.jsonl")
+        with open(inp, "w") as f:
+            for i in range(800):
+                f.write(batch_line("e%d" % i, {
+                    "model": "chatload-sim", "max_tokens": 32,
+                    "messages": [{"role": "user", "content": "Say something."}]}) + "\n")
+        scn = self.job(sim, "est", inp, self.scope.path("out.jsonl"), concurrency=4,
+                       estimate_from=self.scope.path("bench-res"))
+        run = self.start_run(scn, self.scope.path("res"), name="est")
+        self.assertExit(run, 0, 60)
+        run.wait_line(r"the benchmark .* stage 'c4' at [\d.]+ req/s\) planned \d+ s for 800 "
+                      r"requests; it took \d+ s", 1)
+        e = self.results(self.scope.path("res"))["stages"][0]["generate"]["estimate"]
+        self.assertEqual(e["stage"], "c4")
+        self.assertAlmostEqual(e["requests_per_s"], rps, places=3)
+        self.assertAlmostEqual(e["planned_s"], 800 / rps, places=3)
+        self.assertAlmostEqual(e["actual_over_planned"], e["actual_s"] / e["planned_s"], places=3)
+        sys.stderr.write("generate_test: estimate %.2f s planned, %.2f s taken (%.2fx)\n" % (
+            e["planned_s"], e["actual_s"], e["actual_over_planned"]))
+        # the same closed loop at the same concurrency: the job takes about what was planned
+        # (its start-up, ~0.3 s, is inside its duration: more under sanitizers)
+        self.assertTrue(0.7 < e["actual_over_planned"] < 2.0, e)
+        scn = self.job(sim, "est2", inp, self.scope.path("out2.jsonl"),
+                       estimate_from=self.scope.path("res"))  # a job's results: no estimate
+        run = self.start_run(scn, self.scope.path("res2"), name="est2")
+        self.assertExit(run, 2, 30)
+        run.wait_line(r"generate.estimate_from: '.*res' has no estimate with a rate", 1)
+
+    def test_bad_input_is_reported_before_anything_is_sent(self):
+        sim = self.start_sim("--ttft", "1ms", "--itl", "1ms", "--output-tokens", "4")
+        good = {"model": "chatload-sim", "messages": [{"role": "user", "content": "hi"}]}
+        cases = [
+            ('{"custom_id": "a", "method": "POST", "url": "/v1/chat/completions", "body": {',
+             r"in-0\.jsonl:2:\d+: not a JSON line"),
+            (batch_line("first", good), r"in-1\.jsonl:2:\d+: custom_id 'first' is used by an "
+             r"earlier line"),
+            (json.dumps({"custom_id": "e", "method": "POST", "url": "/v1/embeddings",
+                         "body": good}), r"in-2\.jsonl:2:\d+: field 'url' is '/v1/embeddings'"),
+            (json.dumps({"custom_id": "b", "method": "POST", "url": "/v1/chat/completions",
+                         "body": "hello"}), r"in-3\.jsonl:2:\d+: field 'body' must be a JSON "
+             r"object"),
+        ]
+        for i, (line, want) in enumerate(cases):
+            inp = self.scope.path("in-%d.jsonl" % i)
+            with open(inp, "w") as f:
+                f.write(batch_line("first", good) + "\n" + line + "\n" +
+                        batch_line("last", good) + "\n")
+            out = self.scope.path("out-%d.jsonl" % i)
+            run = self.start_run(self.job(sim, "bad%d" % i, inp, out),
+                                 self.scope.path("res-bad%d" % i), name="bad%d" % i)
+            self.assertExit(run, 2, 30)
+            run.wait_line(want, 1)
+            self.assertEqual(read_lines(out), [])
+        self.assertEqual(sim.truth(), [], "a request was sent despite bad input")
+
+        # skip_invalid: the bad line goes to errors (once, also on a rerun), the rest is sent
+        inp = self.scope.path("in-2.jsonl")
+        out = self.scope.path("skip.jsonl")
+        scn = self.job(sim, "skip", inp, out, skip_invalid=True)
+        for k in range(2):
+            run = self.start_run(scn, self.scope.path("res-skip%d" % k), name="skip%d" % k)
+            self.assertExit(run, 0, 60)
+        self.assertEqual(sorted(l["custom_id"] for l in read_lines(out)), ["first", "last"])
+        errs = read_lines(self.scope.path("skip.errors.jsonl"))
+        self.assertEqual(len(errs), 1, errs)
+        self.assertEqual(errs[0]["custom_id"], "e")
+        self.assertEqual(errs[0]["error"]["code"], "invalid_input")
+        self.assertIn("in-2.jsonl:2:", errs[0]["error"]["message"])
+        self.assertEqual(len(sim.truth()), 2, "the rerun sent requests already answered")
+
+
+if __name__ == "__main__":
+    tl.main()
