@@ -208,10 +208,13 @@ void cli_rp_html_load_charts(const json_t *doc, bool rate_mode, FILE *out)
 	};
 	chart_slo(&charts[2], &ttft);
 	chart_slo(&charts[3], &itl);
+	/* An embeddings run has requests and nothing token-shaped: only the request rate. */
+	bool emb = cli_rp_embeddings(stages);
 	for (size_t c = 0; c < sizeof(charts) / sizeof(charts[0]); c++)
-		cli_rp_svg_chart(out, &charts[c]);
+		if (!emb || c == 1)
+			cli_rp_svg_chart(out, &charts[c]);
 	fputs("</div>\n", out);
-	if (m >= 2) {
+	if (m >= 2 && !emb) {
 		/* The trade-off: what each step of load bought in throughput and cost in
 		 * latency, stages joined in load order. */
 		fputs("<h3>Trade-off: latency against throughput</h3>\n<p class=\"meta\">Each "
@@ -329,12 +332,14 @@ void cli_rp_html_distributions(const json_t *doc, FILE *out)
 		{ "e2e", "End-to-end latency", "E2E (ms)" },
 	};
 	bool thinking = cli_rp_thinking(stages);
+	bool emb = cli_rp_embeddings(stages); /* latency (e2e) and prompts only */
 	for (size_t k = 0; k < sizeof(lat) / sizeof(lat[0]); k++)
-		if (k != 1 || thinking)
+		if ((k != 1 || thinking) && (!emb || k == 4))
 			cdf_chart(stages, "lat", lat[k].key, 1000, lat[k].title, lat[k].xl, NULL,
 				  out);
-	cdf_chart(stages, "cnt", "output_tokens", 1, "Output tokens per request: received",
-		  "tokens", "requested_tokens", out);
+	if (!emb)
+		cdf_chart(stages, "cnt", "output_tokens", 1, "Output tokens per request: received",
+			  "tokens", "requested_tokens", out);
 	cdf_chart(stages, "cnt", "prompt_tokens", 1, "Prompt tokens per request", "tokens", NULL,
 		  out);
 	fputs("</div></section>\n", out);
@@ -710,9 +715,12 @@ void cli_rp_html_timeline(const json_t *doc, FILE *out)
 		{ "loop_lag_p99_ms", "Loop lag p99 (client health)", "event-loop lag p99 (ms)",
 		  GREY, false },
 	};
+	bool emb = cli_rp_embeddings(stages); /* no output, TTFT or ITL to draw */
 	for (size_t c = 0; c < sizeof(ch) / sizeof(ch[0]); c++) {
 		if (c == 4) /* under the client's throughput and TTFT: what the server saw */
 			server_charts(stages, vl, send, vl, vlabel, ns, out);
+		if (emb && (c == 0 || c == 2 || c == 3))
+			continue;
 		if (c == 5) /* after the active streams */
 			errors_chart(stages, x, n, vl, vlabel, ns, out);
 		timeline_chart(stages, x, n, ch[c].key, ch[c].title, ch[c].yl, ch[c].color,

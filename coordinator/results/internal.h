@@ -101,7 +101,7 @@ struct cli_rs_client {
  * out of memory. */
 json_t *cli_rs_stage_json(size_t index, const struct cl_scn_stage *st, const struct cl_metrics *m,
 			  double window_s, enum cl_stage_status status, const char *reason,
-			  const struct cli_rs_client *client);
+			  const struct cli_rs_client *client, enum cl_api api);
 /* One interval's summary (rates over interval_s).  NULL when out of memory. */
 json_t *cli_rs_interval_json(double t_s, double interval_s, const struct cl_metrics *m);
 /* results/turns.c: the stage's "turns" array (multi-turn: one entry per turn index that had
@@ -134,6 +134,11 @@ enum {
 	RP_CONTENT_TPS, /* content (answer) tokens per second: output without reasoning */
 	/* shown only when the server said some prompt tokens came from its cache: */
 	RP_CACHED, /* tokens.cached_prompt_ratio, beside TTFT, which it makes read better */
+	/* embeddings (every stage has an "embeddings" object): these replace the token and
+	 * chunk columns, which an embeddings run leaves empty */
+	RP_INPUTS_PS,   /* inputs (vectors) per second */
+	RP_INTOK_PS,    /* input (prompt) tokens per second */
+	RP_E2E99,
 	RP__COLS
 };
 #define RP_CELL_MAX 96
@@ -151,6 +156,9 @@ void cli_rp_stage_row(const json_t *stage, struct cli_rp_row *row);
 size_t cli_rp_columns(const json_t *stages, int cols[RP__COLS]);
 /* Whether any of these stages saw reasoning tokens (a thinking model). */
 bool cli_rp_thinking(const json_t *stages);
+/* Whether these stages are an embeddings run (every one has "embeddings"): no output, so no
+ * token columns or charts. */
+bool cli_rp_embeddings(const json_t *stages);
 /* Whether a stage's numbers are not a normal measurement: its status is not ok, or it was
  * client-bound.  Such stages are marked in every table and never drawn as normal points. */
 bool cli_rp_stage_marked(const json_t *stage);
@@ -309,6 +317,7 @@ struct cl_results {
 	char *from_stage;
 	unsigned formats;
 	bool client_bound_warn;    /* scenario `client_bound: warn`: a client-bound stage passes */
+	enum cl_api api;           /* workload.api: an embeddings stage gets `embeddings` */
 	uint32_t abort_intervals;  /* slo.abort_on_breach: { intervals } (0: off) */
 	struct cl_scn_drift drift; /* slo.max_drift */
 	double report_interval_s;

@@ -168,6 +168,7 @@ static json_t *scenario_json(const struct cl_scenario *s, const char *path)
 						    : "required";
 	if (target &&
 	    (cli_rj_set(target, "http2", json_string(h2)) ||
+	     cli_rj_set(target, "api", json_string(cl_api_name(s->workload.api))) ||
 	     cli_rj_set(target, "http2_streams_per_connection",
 			json_integer(s->target.http2_streams ? s->target.http2_streams
 							     : CL_HTTP2_DEFAULT_STREAMS)))) {
@@ -226,6 +227,7 @@ static int copy_scenario(struct cl_results *r, const struct cl_scenario *s)
 		return CL_ENOMEM;
 	r->formats = s->output.formats | CL_FMT_JSON;
 	r->client_bound_warn = s->client_bound == CL_CLIENT_BOUND_WARN;
+	r->api = s->workload.api;
 	r->abort_intervals = s->slo_abort_intervals;
 	r->drift = s->drift;
 	r->report_interval_s = s->agents.report_interval_us / 1e6;
@@ -626,7 +628,8 @@ static int finish_stage_obj(struct cl_results *r, size_t stage, const struct cl_
 {
 	struct stage_state *ss = &r->stages[stage];
 	size_t n_rep = json_array_size(ss->repeats);
-	json_t *o = cli_rs_stage_json(stage, st, cumulative, window_s, status, reason, &ss->client);
+	json_t *o = cli_rs_stage_json(stage, st, cumulative, window_s, status, reason, &ss->client,
+				      r->api);
 	if (o && n_rep &&
 	    (cli_rj_set(o, "repeat", json_integer((json_int_t)ss->repeat_n)) ||
 	     json_object_set(o, "repeats", ss->repeats) != 0)) {
@@ -697,9 +700,9 @@ int cl_results_finish_stage(struct cl_results *r, size_t stage, const struct cl_
  * histograms (the pooled stage has them) or anything the pooled stage says for all. */
 static json_t *repeat_json(struct stage_state *ss, size_t stage, const struct cl_scn_stage *st,
 			   const struct cl_metrics *m, double window_s, enum cl_stage_status status,
-			   const char *reason)
+			   const char *reason, enum cl_api api)
 {
-	json_t *o = cli_rs_stage_json(stage, st, m, window_s, status, reason, &ss->client);
+	json_t *o = cli_rs_stage_json(stage, st, m, window_s, status, reason, &ss->client, api);
 	json_t *ci = o ? cli_rs_ci_json(ss->ci, o, m) : NULL;
 	if (!o || cli_rj_set(o, "ci95", ci) ||
 	    cli_rj_set(o, "repeat", json_integer((json_int_t)ss->repeats_done + 1))) {
@@ -736,7 +739,7 @@ int cl_results_finish_repeat(struct cl_results *r, size_t stage, const struct cl
 		if (!ss->pooled || cl_metrics_init(ss->pooled) != 0)
 			return CL_ENOMEM; /* freed with the stage state */
 	}
-	json_t *o = repeat_json(ss, stage, st, cumulative, window_s, status, reason);
+	json_t *o = repeat_json(ss, stage, st, cumulative, window_s, status, reason, r->api);
 	cli_rs_ci_free(ss->ci);
 	ss->ci = NULL;
 	if (cli_rj_append(ss->repeats, o) || cl_metrics_merge(ss->pooled, cumulative) != 0)

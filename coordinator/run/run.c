@@ -105,6 +105,7 @@ static int make_target(struct run *r, struct cl_err *err)
 	if (t->ca_file)
 		p->ca_file = strdup(t->ca_file);
 	p->connect_timeout_us = t->connect_timeout_us;
+	p->api = r->s.workload.api; /* the gate sends what the stages send */
 	if (!p->base_url)
 		return cl_err_set(err, CL_ENOMEM, "out of memory");
 	if (!p->model && !r->s.readiness.enabled)
@@ -216,8 +217,8 @@ static int render(struct run *r, struct cl_err *err)
 	const char *prompt = r->s.workload.kind == CL_WORKLOAD_PROMPTS && r->s.workload.n_prompts
 				 ? r->s.workload.prompts[0]
 				 : r->s.readiness.prompt;
-	rc =
-	    cl_body_json_probe(r->target.model, prompt, w->max_tokens, extra, &r->warmup_body, err);
+	rc = cl_body_json_probe_api(r->s.workload.api, r->target.model, prompt, w->max_tokens, extra,
+				    &r->warmup_body, err);
 	free(extra);
 	return rc;
 }

@@ -178,6 +178,10 @@ struct cl_scn_workload {
 	 * synthetic prompts, shared prefixes and trace prompts are then built */
 	bool calibrate;
 	double chars_per_token;
+	/* which API the requests use (docs/scenario.md, "APIs"); embeddings send
+	 * embedding_batch inputs per request (default 1) */
+	enum cl_api api;
+	uint32_t embedding_batch;
 };
 
 /* One load level after expansion (a sweep becomes one stage per value). */
