@@ -4,6 +4,7 @@
 
 #include "chatload/exitcode.h"
 #include "chatload/metrics.h"
+#include "generate/batch.h"
 #include "scenario/scenario.h"
 #include "chatload/sim_options.h"
 #include "chatload/units.h"
@@ -24,7 +25,7 @@ static void usage(FILE *out)
 	    "Checks each scenario and prints the plan it resolves to, defaults included.\n"
 	    "Errors are printed as file:line:column: message.\n\n"
 	    "The workload is read in full (every dataset line), as chatload run reads it before\n"
-	    "it starts anything.\n\n"
+	    "it starts anything; so is a generate job's input (nothing is written).\n\n"
 	    "options:\n"
 	    "  --set KEY.PATH=VALUE  override a value before checking, e.g.\n"
 	    "                        --set stages.0.duration=30s --set target.model=x\n"
@@ -389,7 +390,44 @@ static void print_slos(const struct cl_scenario *s)
 					       : "fail (exit 1: its numbers describe the client)");
 }
 
-static void print_plan(const struct cl_scenario *s, const struct cl_workload_stats *st)
+/* A generate job: its settings and what the input check found (nothing is written, so
+ * ids already in output or errors are not counted: run skips them). */
+static void print_generate(const struct cl_scenario *s, const struct cl_gen_scan *scan,
+			   const struct cl_err *first_bad)
+{
+	const struct cl_scn_generate *g = &s->generate;
+	char a[32], b[32], msg[1024];
+	printf("generate:\n");
+	printf("  input: %s\n", g->input);
+	printf("  input lines: %llu, %llu valid, %llu invalid\n", (unsigned long long)scan->lines,
+	       (unsigned long long)scan->valid, (unsigned long long)scan->invalid);
+	if (scan->invalid)
+		printf("  first invalid line (skip_invalid: written to errors): %s\n",
+		       cl_err_format(first_bad, msg, sizeof(msg)));
+	printf("  output: %s\n  errors: %s\n", g->output, g->errors);
+	printf("  concurrency: %u\n  max attempts: %u\n", g->concurrency, g->max_attempts);
+	printf("  backoff: %s to %s\n", dur(g->backoff_initial_us, a, sizeof(a)),
+	       dur(g->backoff_max_us, b, sizeof(b)));
+	printf("  skip invalid: %s\n", g->skip_invalid ? "yes" : "no");
+	if (g->estimate_from)
+		printf("  estimate from: %s\n", g->estimate_from);
+}
+
+/* A generate job's input checked as chatload run checks it, with nothing written: 0, or
+ * CL_EINVAL with err naming file:line:col, or CL_EIO / CL_ENOMEM.  With skip_invalid the
+ * first bad line is left in first_bad. */
+static int check_generate(const struct cl_scenario *s, struct cl_gen_scan *scan,
+			  struct cl_err *first_bad, struct cl_err *err)
+{
+	struct cl_gen_idset seen = { 0 };
+	int rc = cl_gen_scan(s->generate.input, NULL, s->generate.skip_invalid, NULL, &seen, scan,
+			     s->generate.skip_invalid ? first_bad : err);
+	cl_gen_idset_free(&seen);
+	return rc;
+}
+
+static void print_plan(const struct cl_scenario *s, const struct cl_workload_stats *st,
+		       const struct cl_gen_scan *scan, const struct cl_err *first_bad)
 {
 	printf("scenario: %s (%s)\n", s->name, s->file);
 	if (s->description)
@@ -401,6 +439,8 @@ static void print_plan(const struct cl_scenario *s, const struct cl_workload_sta
 	print_workload(&s->workload);
 	print_workload_read(&s->workload, st);
 	print_stages(s);
+	if (s->generate.set)
+		print_generate(s, scan, first_bad);
 	print_search(s);
 	print_slos(s);
 	printf("estimate:\n");
@@ -514,7 +554,8 @@ int cl_cmd_validate(int argc, char **argv)
 		int lrc = cl_scenario_load_file(files[i], sets, &s, &d);
 		struct cl_workload_plan w = { 0 };
 		struct cl_workload_stats st;
-		struct cl_err werr = { 0 };
+		struct cl_err werr = { 0 }, first_bad = { 0 };
+		struct cl_gen_scan scan = { 0 };
 		char line[1024];
 		if (lrc == 0 && cl_workload_render_stats(&s, cl_scenario_render_model(&s), &w, &st,
 							 &werr) != 0) {
@@ -526,11 +567,17 @@ int cl_cmd_validate(int argc, char **argv)
 			else
 				fprintf(stderr, "%s: workload: %s\n", files[i],
 					cl_err_format(&werr, line, sizeof(line)));
+		} else if (lrc == 0 && s.generate.set &&
+			   check_generate(&s, &scan, &first_bad, &werr) != 0) {
+			/* The job's input has a bad line (or cannot be read): run would stop
+			 * there with exit 2 before sending anything, so validate does too. */
+			bad++;
+			fprintf(stderr, "%s\n", cl_err_format(&werr, line, sizeof(line)));
 		} else if (lrc == 0) {
 			if (i)
 				printf("\n");
 			cl_workload_trace_fill_stages(&s, &st);
-			print_plan(&s, &st);
+			print_plan(&s, &st, &scan, &first_bad);
 			if (dump && dump_bodies(dump, &w) != 0)
 				bad++;
 		} else {

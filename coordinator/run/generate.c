@@ -168,8 +168,8 @@ int cli_run_generate_check(struct run *r, struct cl_err *err)
 	if (rc != 0)
 		return rc;
 	struct cl_gen_idset seen = { 0 };
-	rc = cl_gen_scan(s->input, &g->done, s->skip_invalid ? &g->out : NULL, &seen, &g->scan,
-			 err);
+	rc = cl_gen_scan(s->input, &g->done, s->skip_invalid, s->skip_invalid ? &g->out : NULL, &seen,
+			 &g->scan, err);
 	cl_gen_idset_free(&seen);
 	if (rc != 0)
 		return rc;
