@@ -398,8 +398,16 @@ static void print_generate(const struct cl_scenario *s, const struct cl_gen_scan
 	const struct cl_scn_generate *g = &s->generate;
 	char a[32], b[32], msg[1024];
 	printf("generate:\n");
+	static const char *const formats[] = { "batch", "openai", "sharegpt", "text" };
 	printf("  input: %s\n", g->input);
-	printf("  input lines: %llu, %llu valid, %llu invalid\n", (unsigned long long)scan->lines,
+	printf("  input format: %s%s\n", formats[g->input_format],
+	       g->input_format == CL_GEN_INPUT_BATCH
+		   ? ""
+		   : " (a dataset: each record's custom_id is its line number; workload's model, "
+		     "system_prompt, max_tokens and target.body apply, never ignore_eos)");
+	printf("  input %s: %llu, %llu valid, %llu invalid\n",
+	       g->input_format == CL_GEN_INPUT_BATCH ? "lines" : "records",
+	       (unsigned long long)scan->lines,
 	       (unsigned long long)scan->valid, (unsigned long long)scan->invalid);
 	if (scan->invalid)
 		printf("  first invalid line (skip_invalid: written to errors): %s\n",
@@ -419,6 +427,18 @@ static void print_generate(const struct cl_scenario *s, const struct cl_gen_scan
 static int check_generate(const struct cl_scenario *s, struct cl_gen_scan *scan,
 			  struct cl_err *first_bad, struct cl_err *err)
 {
+	if (s->generate.input_format != CL_GEN_INPUT_BATCH) {
+		/* a dataset: every record rendered as run renders it; a bad one stops it */
+		struct cl_workload_plan w = { 0 };
+		uint32_t *lines = NULL;
+		int rc = cl_workload_render_generate(s, cl_scenario_render_model(s), &w, &lines, NULL,
+						     err);
+		if (rc == 0)
+			scan->lines = scan->valid = scan->to_send = w.n_bodies;
+		cl_workload_plan_free(&w);
+		free(lines);
+		return rc;
+	}
 	struct cl_gen_idset seen = { 0 };
 	int rc = cl_gen_scan(s->generate.input, NULL, s->generate.skip_invalid, NULL, &seen, scan,
 			     s->generate.skip_invalid ? first_bad : err);

@@ -54,6 +54,13 @@ struct run_gen {
 	struct cl_gen_out out;
 	struct cl_gen_scan scan;
 	struct cl_gen_reader reader;
+	/* generate.input_format a dataset: the records are r->workload's bodies, rendered when
+	 * the input is checked; lines[k] is body k's line (its custom_id), next the next body */
+	struct {
+		bool on;
+		uint32_t *lines;
+		size_t next;
+	} ds;
 	struct lease *pool; /* a lost agent's leases, to be given again */
 	size_t n_pool, cap_pool;
 	struct gen_agent agents[CL_FLEET_MAX_AGENTS];
@@ -121,6 +128,7 @@ void cli_run_generate_free(struct run *r)
 		lease_free(&g->pool[k]);
 	free(g->pool);
 	cl_gen_reader_close(&g->reader);
+	free(g->ds.lines);
 	struct cl_err err = { 0 };
 	cl_gen_out_close(&g->out, &err);
 	cl_gen_idset_free(&g->done);
@@ -157,6 +165,34 @@ static int read_plan(struct run_gen *g, const char *path, struct cl_err *err)
 	return 0;
 }
 
+/* A dataset's record k: its custom_id, the decimal number of its line. */
+static int ds_id(const struct run_gen *g, size_t k, char *buf, size_t n)
+{
+	return snprintf(buf, n, "%u", g->ds.lines[k]);
+}
+
+/* generate.input_format a dataset: the records rendered into r->workload (replacing the
+ * workload's own bodies, which a generate job does not send), counted as the checking pass
+ * counts a Batch input.  A bad record fails the job here as file:line:col (CL_EINVAL). */
+static int check_dataset(struct run *r, struct cl_err *err)
+{
+	struct run_gen *g = r->gen;
+	cl_workload_plan_free(&r->workload);
+	int rc = cl_workload_render_generate(&r->s, cl_scenario_render_model(&r->s), &r->workload,
+					     &g->ds.lines, &r->workload_stats, err);
+	if (rc != 0)
+		return rc == CL_ENOMEM ? rc : CL_EINVAL;
+	g->ds.on = true;
+	g->scan.lines = g->scan.valid = r->workload.n_bodies;
+	for (size_t k = 0; k < r->workload.n_bodies; k++) {
+		char id[16];
+		int n = ds_id(g, k, id, sizeof(id));
+		g->scan.present += cl_gen_idset_has(&g->done, id, (size_t)n);
+	}
+	g->scan.to_send = g->scan.valid - g->scan.present;
+	return 0;
+}
+
 int cli_run_generate_check(struct run *r, struct cl_err *err)
 {
 	const struct cl_scn_generate *s = &r->s.generate;
@@ -167,10 +203,14 @@ int cli_run_generate_check(struct run *r, struct cl_err *err)
 	int rc = cl_gen_out_open(&g->out, s->output, s->errors, &g->done, err);
 	if (rc != 0)
 		return rc;
-	struct cl_gen_idset seen = { 0 };
-	rc = cl_gen_scan(s->input, &g->done, s->skip_invalid, s->skip_invalid ? &g->out : NULL, &seen,
-			 &g->scan, err);
-	cl_gen_idset_free(&seen);
+	if (s->input_format != CL_GEN_INPUT_BATCH) {
+		rc = check_dataset(r, err);
+	} else {
+		struct cl_gen_idset seen = { 0 };
+		rc = cl_gen_scan(s->input, &g->done, s->skip_invalid,
+				 s->skip_invalid ? &g->out : NULL, &seen, &g->scan, err);
+		cl_gen_idset_free(&seen);
+	}
 	if (rc != 0)
 		return rc;
 	if ((rc = cl_gen_out_sync(&g->out, true, err)) != 0)
@@ -181,6 +221,10 @@ int cli_run_generate_check(struct run *r, struct cl_err *err)
 	if ((rc = cl_metrics_init(&g->m)) != 0)
 		return cl_err_set(err, rc, "out of memory");
 	g->m_ready = true;
+	if (g->ds.on) {
+		g->reader.eof = !g->total; /* set again when the last record is leased */
+		return 0;
+	}
 	return cl_gen_reader_open(&g->reader, s->input, err);
 }
 
@@ -310,6 +354,26 @@ static int next_lease(struct run *r, struct lease *out, struct cl_err *err)
 		*out = g->pool[--g->n_pool];
 		g->reissued++;
 		return 1;
+	}
+	if (g->ds.on) {
+		while (g->ds.next < r->workload.n_bodies) {
+			size_t k = g->ds.next++;
+			char id[16];
+			int n = ds_id(g, k, id, sizeof(id));
+			if (cl_gen_idset_has(&g->done, id, (size_t)n))
+				continue; /* answered by an earlier run */
+			const struct cl_request_body *b = &r->workload.bodies[k];
+			*out = (struct lease){ .id = strdup(id), .body = malloc(b->len + 1),
+					       .body_len = b->len };
+			if (!out->id || !out->body) {
+				lease_free(out);
+				return cl_err_set(err, CL_ENOMEM, "out of memory");
+			}
+			memcpy(out->body, b->json, b->len + 1);
+			return 1;
+		}
+		g->reader.eof = true;
+		return 0;
 	}
 	struct cl_gen_line ln;
 	int rc = cl_gen_reader_next(&g->reader, &g->done, &ln, err);

@@ -30,6 +30,11 @@ struct render_ctx {
 	struct cl_workload_stats *stats; /* filled as records are read; never NULL */
 	bool no_prefix;                  /* the body being pushed gets no shared prefix */
 	double token_scale; /* workload.chars_per_token / 4: built lengths in estimated tokens */
+	/* A generate job's dataset input (cl_workload_render_generate): the file line of each
+	 * body, its custom_id; NULL when not wanted.  cur_line is the line being read. */
+	uint32_t *lines;
+	bool want_lines;
+	uint32_t cur_line;
 };
 
 /* tokens (the target's) in estimated tokens, the unit cli_workload_words builds to. */

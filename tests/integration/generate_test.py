@@ -335,6 +335,78 @@ class Generate(tl.FleetCase):
         self.assertExit(run, 2, 30)
         run.wait_line(r"generate.estimate_from: '.*res' has no estimate with a rate", 1)
 
+    def test_dataset_input(self):
+        """input_format openai / text: each record sent once with custom_id its line number,
+        the body built from the scenario (model, system_prompt, max_tokens as a cap,
+        target.body) but never with a record's own length or ignore_eos; a rerun sends
+        nothing again."""
+        sim = self.start_sim("--ttft", "1ms", "--itl", "1ms", "--output-tokens", "5")
+        oa = self.scope.path("chat.jsonl")
+        with open(oa, "w") as f:
+            f.write(json.dumps({"messages": [{"role": "user", "content": "one"}]}) + "\n")
+            f.write("\n")  # blank: no record, but it is a line
+            # a benchmark would ask for 50 tokens with ignore_eos: a generate job does not
+            f.write(json.dumps({"messages": [{"role": "user", "content": "two"}],
+                                "max_tokens": 50}) + "\n")
+            f.write(json.dumps({"messages": [{"role": "user", "content": "three"},
+                                             {"role": "assistant", "content": "x " * 400}]})
+                    + "\n")
+        txt = self.scope.path("prompts.txt")
+        with open(txt, "w") as f:
+            f.write("alpha\n\n\nbeta\ngamma\n")
+        for fmt, inp, want in (("openai", oa, ["1", "3", "4"]), ("text", txt, ["1", "4", "5"])):
+            with self.subTest(fmt=fmt):
+                before = len(sim.truth())
+                out = self.scope.path("ds-%s.jsonl" % fmt)
+                scn = self.write_scenario("ds-" + fmt, {
+                    "name": "ds-" + fmt,
+                    "target": {"url": sim.url, "model": "chatload-sim",
+                               "body": {"ignore_eos": True, "temperature": 0.25}},
+                    "readiness": {"enabled": False}, "agents": {"local": 2, "workers": 1},
+                    "workload": {"request_timeout": "20s", "max_tokens": 7,
+                                 "system_prompt": "be brief"},
+                    "generate": {"input": inp, "input_format": fmt, "output": out,
+                                 "concurrency": 2}})
+                run = self.start_run(scn, self.scope.path("res-" + fmt), name="ds-" + fmt)
+                self.assertExit(run, 0, 60)
+                lines = read_lines(out)
+                self.assertEqual(sorted(l["custom_id"] for l in lines), want)
+                for l in lines:
+                    self.assertEqual(l["response"]["status_code"], 200, l)
+                    self.assertEqual(l["response"]["request_id"], l["custom_id"])
+                    self.assertEqual(l["response"]["body"]["object"], "chat.completion")
+                sent = sim.truth()[before:]
+                self.assertEqual(sorted(t["x_request_id"] for t in sent), want)
+                for t in sent:
+                    self.assertEqual(t["model"], "chatload-sim", t)
+                    self.assertEqual(t["max_tokens"], 7, t)  # workload.max_tokens, a cap
+                    self.assertFalse(t["ignore_eos"], t)      # not even from target.body
+                    # "be brief" and the prompt: a few tokens, never the reference answer
+                    self.assertLess(t["prompt_tokens"], 20, t)
+                self.assertEqual(self.results(self.scope.path("res-" + fmt))
+                                 ["stages"][0]["generate"]["done"], len(want))
+                # the same command again: every id is in the output, nothing is sent
+                run = self.start_run(scn, self.scope.path("res2-" + fmt), name="ds2-" + fmt)
+                self.assertExit(run, 0, 60)
+                self.assertEqual(len(sim.truth()), before + len(want))
+                self.assertEqual(len(read_lines(out)), len(want))
+
+        # a bad record stops the job before anything is sent, with file:line:col
+        bad = self.scope.path("bad.jsonl")
+        with open(bad, "w") as f:
+            f.write(json.dumps({"messages": [{"role": "user", "content": "ok"}]}) + "\n")
+            f.write('{"messages": [\n')
+        before = len(sim.truth())
+        scn = self.write_scenario("ds-bad", {
+            "name": "ds-bad", "target": {"url": sim.url, "model": "chatload-sim"},
+            "readiness": {"enabled": False}, "agents": {"local": 1},
+            "generate": {"input": bad, "input_format": "openai",
+                         "output": self.scope.path("bad-out.jsonl")}})
+        run = self.start_run(scn, self.scope.path("res-bad"), name="ds-bad")
+        self.assertExit(run, 2, 30)
+        run.wait_line(re.escape(bad) + r":2:\d+: invalid JSON", 1)
+        self.assertEqual(len(sim.truth()), before)
+
     def test_bad_input_is_reported_before_anything_is_sent(self):
         sim = self.start_sim("--ttft", "1ms", "--itl", "1ms", "--output-tokens", "4")
         good = {"model": "chatload-sim", "messages": [{"role": "user", "content": "hi"}]}

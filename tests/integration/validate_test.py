@@ -305,6 +305,29 @@ class GenerateInput(unittest.TestCase):
             self.assertEqual(rc, 2)
             self.assertRegex(err, r"^" + re.escape(inp) + r":2:\d+: not a JSON line")
 
+    def test_dataset_input(self):
+        with tempfile.TemporaryDirectory() as d:
+            data = os.path.join(d, "chat.jsonl")
+            with open(data, "w") as f:
+                f.write('{"messages":[{"role":"user","content":"a"}]}\n\n')
+                f.write('{"messages":[{"role":"user","content":"b"}]}\n')
+            scn = os.path.join(d, "job.yaml")
+            with open(scn, "w") as f:
+                f.write("target: { url: http://127.0.0.1:9/v1, model: m }\n"
+                        "generate: { input: chat.jsonl, input_format: openai, "
+                        "output: out.jsonl }\n")
+            rc, out, err = validate(scn)
+            self.assertEqual(rc, 0, err)
+            self.assertIn("  input format: openai (a dataset: each record's custom_id is its "
+                          "line number", out)
+            self.assertIn("  input records: 2, 2 valid, 0 invalid\n", out)
+            with open(data, "a") as f:
+                f.write('{"messages":[{"role":"user","content":"c"}]\n')
+            rc, out, err = validate(scn)
+            self.assertEqual(rc, 2, out)
+            self.assertRegex(err, r"^" + re.escape(data) + r":4:\d+: invalid JSON")
+            self.assertEqual(sorted(os.listdir(d)), ["chat.jsonl", "job.yaml"])
+
 
 class Overrides(unittest.TestCase):
     QUICK = os.path.join(SRC, "scenarios", "quickstart.yaml")
