@@ -293,6 +293,19 @@ static void finish(struct cl_gen_runner *r, struct xfer *x, CURLcode res)
 	if (step > r->cfg.backoff_max_us)
 		step = r->cfg.backoff_max_us;
 	int64_t wait = step / 2 + (step > 1 ? (int64_t)(next_rand(&r->rng) % (uint64_t)(step / 2 + 1)) : 0);
+	/* A 429 (or 503) that says Retry-After waits at least that long, up to backoff_max: the
+	 * server knows when it has room, and a sooner try only spends an attempt.  libcurl
+	 * reads both forms, seconds and an HTTP date (as seconds from now; a date in the past
+	 * is negative before curl 8.12, so it is clamped). */
+	curl_off_t after_s = 0;
+	if ((x->status == 429 || x->status == 503) &&
+	    curl_easy_getinfo(x->easy, CURLINFO_RETRY_AFTER, &after_s) == CURLE_OK && after_s > 0) {
+		int64_t after_us = after_s > r->cfg.backoff_max_us / 1000000
+					   ? r->cfg.backoff_max_us
+					   : (int64_t)after_s * 1000000;
+		if (wait < after_us)
+			wait = after_us;
+	}
 	j->not_before_us = cl_mono_us() + wait;
 	CL_DEBUG("request '%s' try %u failed (%s): again in %lld ms", j->id, j->attempts, why,
 		 (long long)(wait / 1000));

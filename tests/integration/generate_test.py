@@ -335,6 +335,48 @@ class Generate(tl.FleetCase):
         self.assertExit(run, 2, 30)
         run.wait_line(r"generate.estimate_from: '.*res' has no estimate with a rate", 1)
 
+    def retry_gaps(self, truth):
+        """For every try the simulator refused with 429: the seconds until the same request's
+        next try arrived (X-Request-Id <id> then <id>/2, <id>/2 then <id>/3, ...)."""
+        at = {t["x_request_id"]: t for t in truth}
+        gaps = []
+        for rid, t in at.items():
+            if t["status"] != 429:
+                continue
+            cid, _, k = rid.partition("/")
+            nxt = at.get("%s/%d" % (cid, int(k or 1) + 1))
+            self.assertIsNotNone(nxt, "no try after the 429 of %s" % rid)
+            gaps.append((nxt["arrival_us"] - t["arrival_us"]) / 1e6)
+        return gaps
+
+    def test_retry_after(self):
+        """A 429's Retry-After (seconds, or an HTTP date) is waited at least, up to
+        backoff_max; the backoff alone (20 ms here) would retry far sooner."""
+        n = 24
+        inp = self.scope.path("ra.jsonl")
+        with open(inp, "w") as f:
+            for i in range(n):
+                f.write(batch_line("ra%d" % i, {
+                    "model": "chatload-sim", "max_tokens": 3,
+                    "messages": [{"role": "user", "content": "z"}]}) + "\n")
+        cases = (("seconds", ("--retry-after", "1"), "5s", 1.0, 5.0),
+                 ("date", ("--retry-after", "1", "--retry-after-date"), "5s", 1.0, 5.0),
+                 ("capped", ("--retry-after", "30"), "400ms", 0.4, 5.0))
+        for name, flags, bmax, least, most in cases:
+            with self.subTest(case=name):
+                sim = self.start_sim("--ttft", "1ms", "--itl", "1ms", "--fault-429", "0.3",
+                                     "--seed", "11", *flags, name="sim-" + name)
+                out = self.scope.path("ra-%s.jsonl" % name)
+                scn = self.job(sim, "ra-" + name, inp, out, concurrency=4, max_attempts=12,
+                               backoff_initial="20ms", backoff_max=bmax)
+                run = self.start_run(scn, self.scope.path("res-ra-" + name), name="ra-" + name)
+                self.assertExit(run, 0, 120)
+                self.assertEqual(len(read_lines(out)), n)
+                gaps = self.retry_gaps(sim.truth())
+                self.assertGreaterEqual(len(gaps), 3, "too few 429s to judge")
+                self.assertGreaterEqual(min(gaps), least, sorted(gaps))
+                self.assertLess(max(gaps), most, sorted(gaps))
+
     def test_dataset_input(self):
         """input_format openai / text: each record sent once with custom_id its line number,
         the body built from the scenario (model, system_prompt, max_tokens as a cap,
