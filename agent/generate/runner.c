@@ -59,6 +59,7 @@ struct cl_gen_runner {
 	atomic_size_t inflight;
 	struct xfer *x; /* concurrency entries */
 	uint64_t rng;
+	int64_t next_start_us; /* with a rate: the next try may start then */
 };
 
 static void job_free(struct job *j)
@@ -323,6 +324,12 @@ static void *run(void *arg)
 		for (uint32_t i = 0; i < r->cfg.concurrency; i++) {
 			if (r->x[i].job)
 				continue;
+			if (r->cfg.rate_per_s > 0 && now < r->next_start_us) {
+				/* paced: not yet (a free stream waits for its start) */
+				if (r->next_start_us < next_due)
+					next_due = r->next_start_us;
+				break;
+			}
 			pthread_mutex_lock(&r->mu);
 			struct job *j = dequeue_due(r, now);
 			for (struct job *q = r->queue; q; q = q->next)
@@ -331,6 +338,17 @@ static void *run(void *arg)
 			pthread_mutex_unlock(&r->mu);
 			if (!j)
 				break;
+			if (r->cfg.rate_per_s > 0) {
+				/* Evenly spaced starts; after an idle spell (no work, or every
+				 * stream busy) the schedule restarts from now rather than
+				 * bursting to catch up. */
+				int64_t gap_us = (int64_t)(1e6 / r->cfg.rate_per_s);
+				if (gap_us < 1)
+					gap_us = 1;
+				if (r->next_start_us < now - gap_us)
+					r->next_start_us = now;
+				r->next_start_us += gap_us;
+			}
 			begin(r, &r->x[i], j);
 		}
 		int running = 0;

@@ -413,7 +413,12 @@ static void print_generate(const struct cl_scenario *s, const struct cl_gen_scan
 		printf("  first invalid line (skip_invalid: written to errors): %s\n",
 		       cl_err_format(first_bad, msg, sizeof(msg)));
 	printf("  output: %s\n  errors: %s\n", g->output, g->errors);
-	printf("  concurrency: %u\n  max attempts: %u\n", g->concurrency, g->max_attempts);
+	if (g->rate_per_s > 0)
+		printf("  rate: %g/s, evenly spaced (retries included), at most %u streams\n",
+		       g->rate_per_s, g->concurrency);
+	else
+		printf("  concurrency: %u\n", g->concurrency);
+	printf("  max attempts: %u\n", g->max_attempts);
 	printf("  backoff: %s to %s\n", dur(g->backoff_initial_us, a, sizeof(a)),
 	       dur(g->backoff_max_us, b, sizeof(b)));
 	printf("  skip invalid: %s\n", g->skip_invalid ? "yes" : "no");

@@ -43,6 +43,7 @@ struct sent_lease {
 
 struct gen_agent {
 	uint32_t share;         /* streams in flight this agent runs */
+	double rate_per_s;      /* generate.rate: its part (0: none) */
 	bool started, lost_done; /* GENERATE sent; its loss handled */
 	struct lease *held;     /* leased, not answered */
 	size_t n_held, cap_held;
@@ -476,6 +477,8 @@ static void split_shares(struct run *r)
 			continue;
 		uint64_t w = r->fleet.agents[i].workers ? r->fleet.agents[i].workers : 1;
 		g->agents[i].share = (uint32_t)(total * w / workers);
+		/* a rate is split like a stage's: by the agents' workers */
+		g->agents[i].rate_per_s = r->s.generate.rate_per_s * (double)w / (double)workers;
 		given += g->agents[i].share;
 		last = i;
 	}
@@ -497,6 +500,7 @@ static void send_generate(struct run *r, size_t i)
 		.request_timeout_us = r->s.workload.request_timeout_us,
 		.backoff_initial_us = s->backoff_initial_us,
 		.backoff_max_us = s->backoff_max_us,
+		.rate_per_s = r->gen->agents[i].rate_per_s,
 	};
 	if (cl_fleet_send(&r->fleet, i, &c) != 0)
 		r->gen->agents[i].started = true;
@@ -592,12 +596,15 @@ int cli_run_generate(struct run *r)
 	r->fleet.on_answers = on_answers;
 	g->start_us = cl_mono_us();
 	split_shares(r);
+	char pace[64] = "";
+	if (r->s.generate.rate_per_s > 0)
+		snprintf(pace, sizeof(pace), " at most, at %g/s", r->s.generate.rate_per_s);
 	cl_progress_note(&r->prog,
 			 "generate: %llu requests to send (%llu lines, %llu already answered, %llu "
-			 "invalid), %u streams over %zu agents",
+			 "invalid), %u streams%s over %zu agents",
 			 (unsigned long long)g->total, (unsigned long long)g->scan.lines,
 			 (unsigned long long)g->scan.present, (unsigned long long)g->scan.invalid,
-			 r->s.generate.concurrency, cl_fleet_active(&r->fleet));
+			 r->s.generate.concurrency, pace, cl_fleet_active(&r->fleet));
 	enum cl_stage_status status = CL_STAGE_OK;
 	char reason[1500] = "";
 	/* --metrics-listen: the job is the running stage, its figures those of the answers */

@@ -22,6 +22,13 @@ static void conv_input_format(struct scn_ctx *c, const struct ynode *v, void *ob
 		((struct cl_scn_generate *)obj)->input_format = (enum cl_gen_input_format)x;
 }
 
+static void conv_gen_rate(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	double x;
+	if (cli_scn_get_rate(c, v, &x) == 0)
+		((struct cl_scn_generate *)obj)->rate_per_s = x;
+}
+
 static const struct scn_field generate_fields[] = {
 	SCN_FIELD("input", SCN_F_NESTR, struct cl_scn_generate, input),
 	SCN_FIELD("output", SCN_F_NESTR, struct cl_scn_generate, output),
@@ -35,6 +42,7 @@ static const struct scn_field generate_fields[] = {
 		  3600 * SEC),
 	SCN_FIELD("estimate_from", SCN_F_NESTR, struct cl_scn_generate, estimate_from),
 	SCN_CUSTOM("input_format", conv_input_format),
+	SCN_CUSTOM("rate", conv_gen_rate),
 };
 enum { G_INPUT, G_OUTPUT, G_ERRORS, G_SKIP = 5, G_ESTIMATE = 8 };
 
@@ -163,6 +171,11 @@ void cli_scn_check_generate(struct scn_ctx *c, const struct ynode *generate_at,
 	st.name = strdup("generate");
 	st.mode = CL_MODE_CONCURRENCY;
 	st.concurrency = l->s->generate.concurrency;
+	if (l->s->generate.rate_per_s > 0) { /* paced: a rate stage, concurrency its cap */
+		st.mode = CL_MODE_RATE;
+		st.rate_per_s = l->s->generate.rate_per_s;
+		st.arrival = CL_ARRIVAL_CONSTANT;
+	}
 	st.line = generate_at->line;
 	if (!st.name || cl_scenario_insert_stage(l->s, 0, &st) != 0) {
 		free(st.name);

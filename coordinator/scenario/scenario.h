@@ -258,7 +258,8 @@ struct cl_scn_generate {
 	enum cl_gen_input_format input_format; /* default batch */
 	char *output;         /* Batch output lines, appended (resumed when present) */
 	char *errors;         /* lines failed for good; default: output with .errors.jsonl */
-	uint32_t concurrency; /* streams in flight over all agents, default 64 */
+	uint32_t concurrency; /* streams in flight over all agents, default 64 (with a rate: their cap) */
+	double rate_per_s;    /* `rate`: tries started per second over all agents, 0: none */
 	uint32_t max_attempts;      /* tries per request (retryable failures), default 4 */
 	bool skip_invalid;          /* bad input lines go to errors instead of stopping */
 	int64_t backoff_initial_us; /* default 1s, doubled per try */

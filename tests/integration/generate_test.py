@@ -377,6 +377,36 @@ class Generate(tl.FleetCase):
                 self.assertGreaterEqual(min(gaps), least, sorted(gaps))
                 self.assertLess(max(gaps), most, sorted(gaps))
 
+    def test_rate(self):
+        """rate: 20/s over 2 agents: the simulator sees the tries arrive at that pace (60
+        requests over ~3 s), where concurrency alone would send them all in well under a
+        second (1 ms answers); results.json keeps the job as its generate stage."""
+        n, rate = 60, 20.0
+        sim = self.start_sim("--ttft", "1ms", "--itl", "1ms", "--output-tokens", "3")
+        inp = self.scope.path("rate.jsonl")
+        with open(inp, "w") as f:
+            for i in range(n):
+                f.write(batch_line("r%d" % i, {
+                    "model": "chatload-sim", "messages": [{"role": "user", "content": "q"}]})
+                        + "\n")
+        out = self.scope.path("rate-out.jsonl")
+        scn = self.job(sim, "rate", inp, out, concurrency=8, rate="%g/s" % rate)
+        run = self.start_run(scn, self.scope.path("res-rate"), name="rate")
+        self.assertExit(run, 0, 60)
+        self.assertEqual(len(read_lines(out)), n)
+        arr = sorted(t["arrival_us"] / 1e6 for t in sim.truth())
+        self.assertEqual(len(arr), n)
+        span = arr[-1] - arr[0]
+        # n starts at 20/s take (n - 1) / 20 = 2.95 s; the two agents start apart
+        self.assertGreater(span, 0.8 * (n - 1) / rate, arr)
+        self.assertLess(span, 1.6 * (n - 1) / rate, arr)
+        # no burst: at most 20/s + 2 (one start of each agent at a window's edge) in any 1 s
+        busiest = max(sum(1 for b in arr if a <= b < a + 1.0) for a in arr)
+        self.assertLessEqual(busiest, rate + 2, arr)
+        st = self.results(self.scope.path("res-rate"))["stages"][0]
+        self.assertEqual(st["mode"], "generate")
+        self.assertEqual(st["generate"]["done"], n)
+
     def test_dataset_input(self):
         """input_format openai / text: each record sent once with custom_id its line number,
         the body built from the scenario (model, system_prompt, max_tokens as a cap,

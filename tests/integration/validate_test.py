@@ -290,6 +290,15 @@ class GenerateInput(unittest.TestCase):
             self.assertIn("\ngenerate:\n  input: %s\n" % inp, out)
             self.assertIn("  input lines: 3, 3 valid, 0 invalid\n", out)
             self.assertIn("  errors: %s\n" % os.path.join(d, "out.errors.jsonl"), out)
+            self.assertIn("  concurrency: 64\n", out)
+            rc, out, err = validate("--set", "generate.rate=20/s", scn)
+            self.assertEqual(rc, 0, err)
+            self.assertIn("  rate: 20/s, evenly spaced (retries included), at most 64 streams\n",
+                          out)
+            self.assertRegex(out, r"\n  0\s+generate\s+rate\s+20/s constant, cap 64\s")
+            rc, out, err = validate("--set", "generate.rate=20", scn)
+            self.assertEqual(rc, 2)
+            self.assertIn("generate.rate needs a unit: write '20/s'", err)
         with tempfile.TemporaryDirectory() as d:
             inp, scn = self.setup_job(d, [self.line("a"), "nope", self.line("a"),
                                           self.line("b")], ", skip_invalid: true")
