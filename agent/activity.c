@@ -6,6 +6,7 @@
 
 #include "chatload/log.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,6 +183,9 @@ void cl_activity_warmup(struct session *s, struct cl_msg_cmd *c)
 		s->warm_workload.bodies = &s->warm_body;
 		s->warm_workload.n_bodies = 1;
 		s->warm_workload.trace_stride = 0; /* the warmup replays nothing */
+		/* Its one body is the warmup's own, not the workload's: sending it again and
+		 * again is no repeat of the run's requests. */
+		s->warm_workload.share = SIZE_MAX;
 		if (c->warmup.request_timeout_us)
 			s->warm_workload.request_timeout_us = c->warmup.request_timeout_us;
 		s->warm_engine = e = make_engine(s, &s->warm_workload);
@@ -217,6 +221,9 @@ static void take_stalls(struct session *s, struct cl_stall_list *into)
 		CL_WARN("stage %u: %u more stalls not listed", s->stage, into->dropped);
 }
 
+/* Intervals between trims of the report's record (~1 min at 100 ms). */
+#define ACC_TRIM_EVERY 600
+
 void cl_activity_pump(struct session *s, int64_t now)
 {
 	if (s->act == ACT_NONE)
@@ -232,7 +239,12 @@ void cl_activity_pump(struct session *s, int64_t now)
 	    now >= s->start_local_us + (int64_t)(s->interval + 1) * s->report_interval_us;
 	if (!done && !interval_due)
 		return;
-	cl_metrics_reset(&s->acc);
+	/* The record is reused all stage: every ACC_TRIM_EVERY intervals it also gives back
+	 * the pages rare latencies touched (cl_metrics_trim), so a soak's RSS stays flat. */
+	if (++s->acc_uses % ACC_TRIM_EVERY == 0)
+		cl_metrics_trim(&s->acc);
+	else
+		cl_metrics_reset(&s->acc);
 	cl_engine_collect(s->act_engine, &s->acc);
 	struct cl_msg_report rep = {
 		.stage = s->stage,

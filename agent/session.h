@@ -98,6 +98,7 @@ struct session {
 	int64_t start_skew_us; /* how late START_AT was applied; sent with the first report */
 	struct cl_metrics acc;
 	bool acc_ready;
+	uint64_t acc_uses;           /* intervals reported from acc: every so often it is trimmed */
 	struct cl_stall_list stalls; /* the control thread's own stalls in the stage, unreported */
 
 	/* PROBE, run on its own thread because the gate blocks */

@@ -116,6 +116,7 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 	st->stream = cr->stream;
 	st->include_usage = cr->stream && cr->include_usage;
 	st->continuous_usage = cr->stream && cr->continuous_usage;
+	st->cache_timings = cfg->cache_timings;
 	st->rng = cl_sim_rng_for(cfg->seed, st->seq);
 	st->fault = cl_sim_fault_pick(cfg, st->seq, &st->rng);
 	st->prompt_tokens =
@@ -125,6 +126,7 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 	st->ignore_eos = cr->ignore_eos;
 	st->history_turns = cr->history_turns;
 	st->history_fnv = cr->history_fnv;
+	st->prompt_fnv = cr->prompt_fnv;
 	st->planned_tokens =
 	    pick_length(cfg, st, cr->max_tokens, cr->ignore_eos && !cfg->no_ignore_eos);
 	st->planned_reasoning =
@@ -285,7 +287,10 @@ void cl_sim_api_handle(struct cl_sim *s, struct cl_sim_conn *c, const struct cl_
 					  "internal_error");
 			goto out;
 		}
-		answer_json(c, 200, &b);
+		/* The exposition format's own type, as Prometheus' client libraries send it: a
+		 * scraper that goes by Content-Type must not take the page for JSON. */
+		cl_sim_conn_respond_typed(c, 200, "text/plain; version=0.0.4; charset=utf-8", NULL,
+					  b.data ? b.data : "", b.len);
 		goto out;
 	}
 	if (strncmp(req->path, "/v1/", 4) == 0 && !authorized(cfg, req)) {

@@ -90,13 +90,39 @@ static void feed_prefix(struct cl_sim_prefix_key *k, json_t *content)
 	cl_sim_prefix_feed(k, "\x1e", 1);
 }
 
-/* FNV-1a, 64 bits: how the truth log names texts without carrying them. */
-static uint64_t fnv1a(const char *s, size_t n)
+/* FNV-1a, 64 bits, from h on: how the truth log names texts without carrying them. */
+static uint64_t fnv1a_from(uint64_t h, const char *s, size_t n)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
 	for (size_t i = 0; i < n; i++)
 		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ULL;
 	return h;
+}
+
+static uint64_t fnv1a(const char *s, size_t n)
+{
+	return fnv1a_from(0xcbf29ce484222325ULL, s, n);
+}
+
+/* The message's role and text into the prompt's hash, each ended by a separator. */
+static uint64_t fnv_message(uint64_t h, json_t *role, json_t *content)
+{
+	if (json_is_string(role))
+		h = fnv1a_from(h, json_string_value(role), json_string_length(role));
+	h = fnv1a_from(h, "\x1e", 1);
+	if (json_is_string(content)) {
+		h = fnv1a_from(h, json_string_value(content), json_string_length(content));
+	} else if (json_is_array(content)) {
+		size_t i;
+		json_t *part;
+		json_array_foreach(content, i, part)
+		{
+			json_t *text = json_object_get(part, "text");
+			if (json_is_string(text))
+				h = fnv1a_from(h, json_string_value(text),
+					       json_string_length(text));
+		}
+	}
+	return fnv1a_from(h, "\x1e", 1);
 }
 
 static int get_bool(json_t *obj, const char *key, bool *out, char *msg, size_t n, const char **code)
@@ -194,6 +220,7 @@ int cl_sim_chat_parse(const char *body, size_t len, struct cl_sim_chat_req *req,
 	}
 	size_t i;
 	json_t *m;
+	req->prompt_fnv = 0xcbf29ce484222325ULL;
 	json_array_foreach(messages, i, m)
 	{
 		if (!json_is_object(m) ||
@@ -208,6 +235,7 @@ int cl_sim_chat_parse(const char *body, size_t len, struct cl_sim_chat_req *req,
 		}
 		json_t *role = json_object_get(m, "role"), *content = json_object_get(m, "content");
 		feed_prefix(&req->prefix, content);
+		req->prompt_fnv = fnv_message(req->prompt_fnv, role, content);
 		if (json_is_string(role) && strcmp(json_string_value(role), "assistant") == 0) {
 			req->history_turns++;
 			req->history_fnv =

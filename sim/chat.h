@@ -30,6 +30,8 @@ struct cl_sim_chat_req {
 	uint32_t history_turns; /* messages with role "assistant" (a conversation's history) */
 	uint64_t history_fnv;   /* FNV-1a 64 of the last one's string content (0: none) */
 	struct cl_sim_prefix_key prefix; /* the messages' text in blocks, for the prefix cache */
+	uint64_t prompt_fnv; /* FNV-1a 64 of every message's role and text, each ended by 0x1e:
+			      * the prompt's identity in the truth log */
 };
 
 /*

@@ -388,6 +388,10 @@ static int parse_metrics_flags(struct cl_sim_config *cfg, const char *const *val
 	if (v && cl_parse_bool(v, &off))
 		return cl_err_set(err, CL_EINVAL, "--no-prefix-cache: '%s' is not a boolean", v);
 	cfg->prefix_cache = !off;
+	bool timings = false;
+	if ((v = val(vals, "cache-timings")) && cl_parse_bool(v, &timings))
+		return cl_err_set(err, CL_EINVAL, "--cache-timings: '%s' is not a boolean", v);
+	cfg->cache_timings = timings;
 	if ((v = val(vals, "ttft-buckets"))) {
 		/* Seconds, ascending, at most 40: finer bounds than vLLM's where a test needs
 		 * the server's percentiles to the millisecond. */

@@ -86,6 +86,7 @@ struct cl_sim_config {
 	uint32_t max_batch;       /* 0: unlimited */
 	uint32_t kv_cache_tokens; /* 0: unlimited */
 	bool prefix_cache;        /* off with --no-prefix-cache */
+	bool cache_timings;       /* --cache-timings: llama.cpp's timings, not cached_tokens */
 	double ttft_buckets[40];  /* --ttft-buckets, seconds, ascending */
 	size_t n_ttft_buckets;    /* 0: vLLM's */
 	enum cl_sim_names {

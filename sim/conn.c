@@ -218,12 +218,19 @@ bool cl_sim_conn_hold(struct cl_sim_conn *c)
 bool cl_sim_conn_respond(struct cl_sim_conn *c, int status, const char *extra_headers,
 			 const char *body, size_t body_len)
 {
+	return cl_sim_conn_respond_typed(c, status, "application/json", extra_headers, body,
+					 body_len);
+}
+
+bool cl_sim_conn_respond_typed(struct cl_sim_conn *c, int status, const char *content_type,
+			       const char *extra_headers, const char *body, size_t body_len)
+{
 	char head[1024];
 	bool closing = !c->keep_alive || c->sim->draining;
 	int n = snprintf(head, sizeof(head),
 			 "HTTP/1.1 %d %s\r\nServer: chatload-sim\r\nContent-Type: "
-			 "application/json\r\nContent-Length: %zu\r\n%s%s%s\r\n",
-			 status, cl_sim_http_reason(status), body_len,
+			 "%s\r\nContent-Length: %zu\r\n%s%s%s\r\n",
+			 status, cl_sim_http_reason(status), content_type, body_len,
 			 extra_headers ? extra_headers : "", closing ? "Connection: close\r\n" : "",
 			 cl_sim_conn_keepalive_header(c));
 	if (n < 0 || (size_t)n >= sizeof(head)) {

@@ -35,6 +35,11 @@ int cl_sim_conn_write(struct cl_sim_conn *c, const void *p, size_t n);
 bool cl_sim_conn_respond(struct cl_sim_conn *c, int status, const char *extra_headers,
 			 const char *body, size_t body_len);
 
+/* As cl_sim_conn_respond with another Content-Type (e.g. the Prometheus text format's
+ * "text/plain; version=0.0.4; charset=utf-8" for /metrics). */
+bool cl_sim_conn_respond_typed(struct cl_sim_conn *c, int status, const char *content_type,
+			       const char *extra_headers, const char *body, size_t body_len);
+
 /* As cl_sim_conn_respond with an OpenAI-style error body (see cl_sim_render_error). */
 bool cl_sim_conn_error(struct cl_sim_conn *c, int status, const char *extra_headers,
 		       const char *message, const char *type, const char *code);

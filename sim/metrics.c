@@ -20,6 +20,7 @@ static const double queue_le[CL_SIM_QUEUE_BUCKETS] = { 0.3,   0.5,   0.8,   1.0,
 int cl_sim_metrics_init(struct cl_sim *s)
 {
 	memset(&s->metrics, 0, sizeof(s->metrics));
+	s->metrics.start_time_s = (double)cl_wall_us() / 1e6;
 	s->metrics.ttft_le = s->cfg->n_ttft_buckets ? s->cfg->ttft_buckets : ttft_le;
 	s->metrics.n_ttft_le =
 	    s->cfg->n_ttft_buckets ? s->cfg->n_ttft_buckets : CL_SIM_TTFT_BUCKETS;
@@ -192,5 +193,14 @@ int cl_sim_metrics_render(struct cl_sim *s, struct cl_buf *b)
 	rc = rc ? rc : hist(b, nm->ttft, lab, m->ttft, m->ttft_le, m->n_ttft_le, m->ttft_sum_s);
 	rc = rc ? rc
 		: hist(b, nm->queue, lab, m->queue, queue_le, CL_SIM_QUEUE_BUCKETS, m->queue_sum_s);
+	/* Prometheus' Python client adds it to vLLM's and SGLang's pages; llama.cpp's has none.
+	 * A scraper tells a restart by it even before any counter went down. */
+	if (!rc && cfg->metrics_names != CL_SIM_NAMES_LLAMACPP)
+		rc =
+		    cl_buf_printf(b,
+				  "# HELP process_start_time_seconds Start time of the process "
+				  "since unix epoch in seconds.\n# TYPE process_start_time_seconds "
+				  "gauge\nprocess_start_time_seconds %.3f\n",
+				  m->start_time_s);
 	return rc;
 }

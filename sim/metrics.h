@@ -25,6 +25,7 @@ struct cl_sim_metrics {
 	size_t n_ttft_le;
 	uint64_t queue[CL_SIM_QUEUE_BUCKETS + 1];
 	double ttft_sum_s, queue_sum_s;
+	double start_time_s; /* process_start_time_seconds: when this process started serving */
 };
 
 /* 0 or CL_ENOMEM (the prefix cache's table when --prefix-cache is on). */

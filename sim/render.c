@@ -87,6 +87,12 @@ static void render_usage_obj(struct cl_sim_w *w, uint32_t prompt, uint32_t compl
 	CL_SIM_W_LIT(w, "}");
 }
 
+/* What usage says the cache found: nothing with --cache-timings (timings say it). */
+static uint32_t usage_cached(const struct cl_sim_stream *st)
+{
+	return st->cache_timings ? 0 : st->cached_tokens;
+}
+
 static uint32_t reasoning_among(const struct cl_sim_stream *st, uint32_t tokens)
 {
 	return tokens < st->planned_reasoning ? tokens : st->planned_reasoning;
@@ -144,7 +150,7 @@ void cl_sim_render_chunk(struct cl_sim_w *w, const struct cl_sim_config *cfg,
 		uint32_t done = ch->role ? 0 : ch->first_token + ch->n_tokens;
 		CL_SIM_W_LIT(w, ",\"usage\":");
 		render_usage_obj(w, st->prompt_tokens, done, reasoning_among(st, done),
-				 st->cached_tokens);
+				 usage_cached(st));
 	} else if (st->include_usage) {
 		CL_SIM_W_LIT(w, ",\"usage\":null");
 	}
@@ -156,7 +162,15 @@ void cl_sim_render_usage(struct cl_sim_w *w, const struct cl_sim_stream *st)
 	render_head(w, st);
 	CL_SIM_W_LIT(w, "],\"usage\":");
 	render_usage_obj(w, st->prompt_tokens, st->sent_tokens,
-			 reasoning_among(st, st->sent_tokens), st->cached_tokens);
+			 reasoning_among(st, st->sent_tokens), usage_cached(st));
+	if (st->cache_timings) {
+		/* llama.cpp b4748's shape: prompt_n is what it evaluated, the rest was cached. */
+		CL_SIM_W_LIT(w, ",\"timings\":{\"prompt_n\":");
+		cl_sim_w_u64(w, st->prompt_tokens - st->cached_tokens);
+		CL_SIM_W_LIT(w, ",\"predicted_n\":");
+		cl_sim_w_u64(w, st->sent_tokens);
+		CL_SIM_W_LIT(w, "}");
+	}
 	CL_SIM_W_LIT(w, "}\n\n");
 }
 
@@ -261,7 +275,7 @@ int cl_sim_render_completion(struct cl_buf *out, const struct cl_sim_config *cfg
 	CL_SIM_W_LIT(&w, "\"}]");
 	if (with_usage) {
 		CL_SIM_W_LIT(&w, ",\"usage\":");
-		render_usage_obj(&w, st->prompt_tokens, n, r, st->cached_tokens);
+		render_usage_obj(&w, st->prompt_tokens, n, r, usage_cached(st));
 	}
 	CL_SIM_W_LIT(&w, "}");
 	return cl_buf_append(out, tmp, cl_sim_w_len(&w, tmp));

@@ -36,6 +36,7 @@ struct cl_sim_stream {
 	bool stream;
 	bool include_usage;
 	bool continuous_usage;
+	bool cache_timings; /* --cache-timings: the cache said in timings.prompt_n only */
 	bool has_request_id;
 	char request_id[132];
 	enum cl_sim_fault fault;
@@ -50,6 +51,7 @@ struct cl_sim_stream {
 	bool ignore_eos;            /* the request asked for ignore_eos */
 	uint32_t history_turns;     /* assistant messages in the request (truth log) */
 	uint64_t history_fnv;       /* FNV-1a of the last one's content, 0: none */
+	uint64_t prompt_fnv;        /* FNV-1a of the whole prompt (cl_sim_chat_req) */
 	uint32_t sent_tokens;
 	uint32_t chunks;    /* token-bearing chunks sent */
 	uint32_t fault_tok; /* the chunk carrying this token is where a mid-stream fault hits */

@@ -47,6 +47,8 @@ static void log_stream(struct cl_sim *s, const struct cl_sim_stream *st, int htt
 		.ignore_eos = st->ignore_eos,
 		.history_turns = st->history_turns,
 		.history_fnv = st->history_fnv,
+		.prompt_fnv = st->prompt_fnv,
+		.cached_tokens = st->cached_tokens,
 		.answer_fnv =
 		    cl_sim_render_content_fnv(st->seq, st->sent_tokens > st->planned_reasoning
 							   ? st->sent_tokens - st->planned_reasoning

@@ -136,6 +136,16 @@ void cl_sim_truth_record(struct cl_sim_truth *t, const struct cl_sim_truth_rec *
 	CL_SIM_W_LIT(&w, ",\"answer_fnv\":");
 	snprintf(hex, sizeof(hex), "\"%016llx\"", (unsigned long long)r->answer_fnv);
 	cl_sim_w_put(&w, hex, strlen(hex));
+	/* Rejected requests were never parsed: no prompt to name. */
+	CL_SIM_W_LIT(&w, ",\"prompt_fnv\":");
+	if (r->prompt_fnv) {
+		snprintf(hex, sizeof(hex), "\"%016llx\"", (unsigned long long)r->prompt_fnv);
+		cl_sim_w_put(&w, hex, strlen(hex));
+	} else {
+		CL_SIM_W_LIT(&w, "null");
+	}
+	CL_SIM_W_LIT(&w, ",\"cached_tokens\":");
+	cl_sim_w_u64(&w, r->cached_tokens);
 	CL_SIM_W_LIT(&w, "}\n");
 	if (w.overflow)
 		return; /* cannot happen: every field is bounded well below the line size */

@@ -37,6 +37,8 @@ struct cl_sim_truth_rec {
 	uint32_t history_turns; /* assistant messages the request carried */
 	uint64_t history_fnv;   /* FNV-1a 64 of the last one's content (0: none) */
 	uint64_t answer_fnv;    /* FNV-1a 64 of the content text sent */
+	uint64_t prompt_fnv;    /* FNV-1a 64 of the whole prompt: every message's role and text */
+	uint32_t cached_tokens; /* prompt tokens found in the prefix cache */
 };
 
 /* Opens (truncates) path; path NULL: a disabled log whose calls do nothing.  CL_EIO. */

@@ -4,6 +4,7 @@
 #include "internal.h"
 
 #include "chatload/clock.h"
+#include "chatload/rng.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,14 @@ int cli_conv_index(struct cl_engine *e)
 		}
 		e->conv_starts[e->n_convs++] = i;
 	}
+	/* The conversations that start inside the agent's share of the bodies. */
+	size_t end =
+	    w->share > w->n_bodies - w->first_body ? w->n_bodies : w->first_body + w->share;
+	e->conv_share = 0;
+	for (size_t c = 0; w->share && c < e->n_convs; c++)
+		e->conv_share += e->conv_starts[c] >= w->first_body && e->conv_starts[c] < end;
+	if (!e->conv_share)
+		e->conv_share = e->n_convs;
 	return 0;
 }
 
@@ -41,6 +50,50 @@ static bool has_next_turn(const struct cl_workload_plan *w, size_t i)
 	       w->bodies[i + 1].turn == w->bodies[i].turn + 1;
 }
 
+/* Whether the k-th body (or conversation) the agent takes was sent before in this run: past
+ * the agent's share of share of them the agent wraps into bodies sent already (its own, or
+ * those of the agent whose share follows), and with per_stage below what an earlier stage
+ * took. A body taken once by each of two agents whose shares were overrun counts once per
+ * overrun, which is the count of requests the server may have seen. */
+static bool is_repeat(const struct cl_engine *e, uint64_t k, size_t share)
+{
+	return k >= share || k < e->taken_before;
+}
+
+/*
+ * A synthetic workload without a pool (plan.retag): the k-th body the agent takes, past its
+ * share, goes out with the run's salt replaced by a tag of its own, so it is a prompt no
+ * request of the run sent (and no cache holds: the tag opens the prompt).  Writes into the
+ * slot's conv_req (unused without conversations).  False when the body does not carry the
+ * salt or does not fit: it is then sent as it is, and counted repeated.
+ */
+static bool retag(struct cl_slot *s, const struct cl_workload_plan *wl,
+		  const struct cl_request_body *b, uint64_t k)
+{
+	char needle[sizeof(wl->retag) + 2];
+	int n = snprintf(needle, sizeof(needle), "[%s]", wl->retag);
+	if (n != 10) /* "[" + 8 hex digits + "]" */
+		return false;
+	const char *at = memmem(b->json, b->len, needle, (size_t)n);
+	if (!at)
+		return false;
+	cl_buf_reset(&s->conv_req);
+	if (cl_buf_append(&s->conv_req, b->json, b->len))
+		return false;
+	uint64_t x = 0xcbf29ce484222325ULL;
+	for (int i = 1; i < 9; i++)
+		x = (x ^ (unsigned char)needle[i]) * 0x100000001b3ULL;
+	x ^= (uint64_t)wl->first_body * 0x9e3779b97f4a7c15ULL ^ k * 0xbf58476d1ce4e5b9ULL;
+	uint64_t tag = cl_splitmix64(&x);
+	static const char hex[] = "0123456789abcdef";
+	char *digits = s->conv_req.data + (at - b->json) + 1;
+	for (int i = 0; i < 8; i++)
+		digits[i] = hex[(tag >> (4 * i)) & 15];
+	s->post = s->conv_req.data;
+	s->post_len = s->conv_req.len;
+	return true;
+}
+
 const struct cl_request_body *cli_conv_pick(struct cl_worker *w, struct cl_slot *s)
 {
 	struct cl_engine *e = w->e;
@@ -49,6 +102,7 @@ const struct cl_request_body *cli_conv_pick(struct cl_worker *w, struct cl_slot 
 	if (w->pick) {
 		b = w->pick; /* a trace's request, chosen by its start time */
 		w->pick = NULL;
+		s->repeated = false;
 	} else if (s->conv_next) {
 		/* The next turn of the slot's conversation (its history already holds the
 		 * previous turns and their answers). */
@@ -57,11 +111,23 @@ const struct cl_request_body *cli_conv_pick(struct cl_worker *w, struct cl_slot 
 	} else if (e->n_convs) {
 		uint64_t k = atomic_fetch_add_explicit(&e->next_body, 1, memory_order_relaxed);
 		s->conv_body = e->conv_starts[(e->first_conv + k) % e->n_convs];
+		s->repeated = is_repeat(e, k, e->conv_share);
 		cl_buf_reset(&s->conv_hist);
 		b = &wl->bodies[s->conv_body];
 	} else {
 		uint64_t k = atomic_fetch_add_explicit(&e->next_body, 1, memory_order_relaxed);
 		b = &wl->bodies[(wl->first_body + k) % wl->n_bodies];
+		s->repeated = is_repeat(e, k, wl->share ? wl->share : wl->n_bodies);
+		s->post = b->json;
+		s->post_len = b->len;
+		/* Past its share, a pool-less synthetic workload sends a new prompt: the same
+		 * words behind a tag of the request's own (per_stage's repeats stay repeats). */
+		if (s->repeated && wl->retag[0] && k >= (wl->share ? wl->share : wl->n_bodies) &&
+		    retag(s, wl, b, k))
+			s->repeated = false;
+		s->answer_cut = false;
+		cl_buf_reset(&s->conv_answer);
+		return b;
 	}
 	s->post = b->json;
 	s->post_len = b->len;

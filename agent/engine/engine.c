@@ -84,6 +84,10 @@ static int copy_workload(struct cl_workload_plan *d, const struct cl_workload_pl
 	d->first_body = s->first_body < s->n_bodies ? s->first_body : 0;
 	d->think_time_us = s->think_time_us;
 	d->trace_stride = s->trace_stride;
+	d->share = s->share;
+	d->per_stage = s->per_stage;
+	memcpy(d->retag, s->retag, sizeof(d->retag));
+	d->retag[sizeof(d->retag) - 1] = '\0';
 	for (size_t i = 0; i < s->n_bodies; i++) {
 		d->bodies[i].len = s->bodies[i].len;
 		d->bodies[i].prompt_chars = s->bodies[i].prompt_chars;
@@ -340,8 +344,14 @@ int cl_engine_start(struct cl_engine *e, const struct cl_stage_plan *share, int6
 	e->done_workers = 0;
 	e->started = true;
 	pthread_mutex_unlock(&e->mu);
-	/* Every stage starts at the agent's first body: the same requests in the same order. */
-	atomic_store(&e->next_body, 0);
+	/* One order per run: every stage takes the bodies after the last stage's, so a server's
+	 * prompt cache has not seen them; per_stage starts each at the agent's first body (the
+	 * same requests in the same order, repeats of the run's earlier ones). */
+	uint64_t taken = atomic_load(&e->next_body);
+	if (taken > e->taken_before)
+		e->taken_before = taken;
+	if (e->workload.per_stage)
+		atomic_store(&e->next_body, 0);
 	for (uint32_t i = 0; i < e->nworkers; i++) {
 		struct cl_worker *w = &e->workers[i];
 		pthread_mutex_lock(&w->mu);
@@ -385,6 +395,9 @@ static int64_t rss_bytes(void)
 	return (int64_t)pages_rss * sysconf(_SC_PAGESIZE);
 }
 
+/* Collects between trims of a worker's record: ~1 min at 100 ms intervals. */
+#define COLLECT_TRIM_EVERY 601
+
 int cl_engine_collect(struct cl_engine *e, struct cl_metrics *acc)
 {
 	if (!e || !acc)
@@ -426,7 +439,13 @@ int cl_engine_collect(struct cl_engine *e, struct cl_metrics *acc)
 		int mrc = cl_metrics_merge(acc, w->spare);
 		if (mrc && !rc)
 			rc = mrc;
-		cl_metrics_reset(w->spare);
+		/* Now and then the record also gives back its pages (the collector's thread,
+		 * not the worker's loop), so the rare latencies of a soak do not keep theirs
+		 * resident; odd, so both of the worker's records take their turn. */
+		if (++w->collects % COLLECT_TRIM_EVERY == 0)
+			cl_metrics_trim(w->spare);
+		else
+			cl_metrics_reset(w->spare);
 		w->collect_outstanding = false;
 		if (mono > w->prev_mono_us && w->prev_mono_us > 0)
 			cpu_pct += 100.0 * (double)(cpu - w->prev_cpu_us) /

@@ -4,6 +4,9 @@
 #include "internal.h"
 
 #include "chatload/clock.h"
+#include "stream/chunk.h"
+
+#include <math.h>
 
 static bool is_tls_error(CURLcode r)
 {
@@ -178,8 +181,12 @@ static void record_tokens(struct cl_metrics *m, const struct cl_slot *s, const s
 		cl_hist_record(&m->cnt[CL_CNT_PROMPT_TOKENS], s->usage_pt);
 	if (s->usage_pt > 0)
 		m->ctr[CL_CTR_PROMPT_TOKENS] += (uint64_t)s->usage_pt;
-	if (s->usage_cached > 0)
-		m->ctr[CL_CTR_CACHED_PROMPT_TOKENS] += (uint64_t)s->usage_cached;
+	/* What the cache saw, in one field whoever said it: usage's cached_tokens, or llama.cpp's
+	 * timings (cache_n, or the prompt less the prompt_n it evaluated). */
+	int64_t cached = cl_chunk_cached_prompt(s->usage_cached, s->usage_pt, s->timings_cache_n,
+						s->timings_prompt_n);
+	if (cached > 0)
+		m->ctr[CL_CTR_CACHED_PROMPT_TOKENS] += (uint64_t)cached;
 	cli_conv_record(m, s, s->usage_pt);
 	/* Requested against received: a server that stops before max_tokens (an EOS honoured,
 	 * a cap of its own) shows as a ratio below 1. */
@@ -199,6 +206,21 @@ static void record_tokens(struct cl_metrics *m, const struct cl_slot *s, const s
 	m->ctr[o->from_usage ? CL_CTR_USAGE_FROM_SERVER : CL_CTR_USAGE_FROM_CHUNKS]++;
 }
 
+/* Records what a cut request measured before the end of its stage: the times to its first
+ * byte, token and content token. A stage shorter than its answers cuts them all, and their
+ * first tokens are still the server's answer to "how long until something shows" (E2E and
+ * TPOT need an end, so they stay with completed requests; ITLs were recorded as they came). */
+static void record_cut(struct cl_metrics *m, const struct cl_slot *s)
+{
+	int64_t t0 = s->handed_us;
+	if (s->headers_us)
+		cl_hist_record(&m->lat[CL_LAT_TTFB], s->headers_us - t0);
+	if (s->first_us)
+		cl_hist_record(&m->lat[CL_LAT_TTFT], s->first_us - t0);
+	if (s->first_content_us)
+		cl_hist_record(&m->lat[CL_LAT_TTFC], s->first_content_us - t0);
+}
+
 /* Records a request of the measured window (started inside it) by its class: a completed
  * one's latencies and tokens, a failed one's error sample (msg, msg_len bytes). */
 static void record_measured(const struct cl_engine *e, struct cl_metrics *m,
@@ -206,6 +228,8 @@ static void record_measured(const struct cl_engine *e, struct cl_metrics *m,
 			    size_t msg_len)
 {
 	m->ctr[o->cls]++;
+	if (s->repeated)
+		m->ctr[CL_CTR_REPEATED]++;
 	m->ctr[CL_CTR_RESENT] += cl_slot_reconnects(s) > 0 || s->fresh_resent;
 	if (o->cls == CL_CTR_COMPLETED && o->http_major == 1)
 		m->ctr[CL_CTR_COMPLETED_H1]++;
@@ -216,9 +240,36 @@ static void record_measured(const struct cl_engine *e, struct cl_metrics *m,
 		record_tokens(m, s, o);
 		if (good)
 			m->ctr[CL_CTR_GOOD]++;
-	} else if (o->cls != CL_CTR_CUT) {
+	} else if (o->cls == CL_CTR_CUT) {
+		record_cut(m, s);
+	} else {
 		cl_metrics_add_err_sample(m, o->cls, s->http_status, msg, msg_len);
 	}
+}
+
+/* The share of a completed request that lies inside the measured window, in thousandths:
+ * the share of its tokens received inside it, or for a request without tokens the share of
+ * its lifetime [start_us, end_us). Summed over requests and divided by the window, it is a
+ * request rate that does not depend on where the window cut a wave of long requests
+ * (closed-loop streams that start together end together): a window of 1.5 answers counts one
+ * wave and half of the next, not one or two. Tokens, not lifetime, because a request queued at
+ * the server makes no progress while it waits: counting its wait would credit the requests
+ * queued when the window closes, and a stage that began with an empty queue read 7 % over
+ * the server's capacity (docs/results.md, "The request rate"). */
+static uint64_t window_share_milli(const struct cl_worker *w, const struct cl_slot *s,
+				   int64_t end_us)
+{
+	if (s->tok_counted > 0)
+		return (uint64_t)llround(1000.0 * (double)s->tok_counted_win /
+					 (double)s->tok_counted);
+	int64_t start_us = s->handed_us;
+	if (!w->st.active || end_us <= start_us)
+		return 0;
+	int64_t from = start_us > w->st.win_start_us ? start_us : w->st.win_start_us;
+	int64_t to = end_us < w->st.win_end_us ? end_us : w->st.win_end_us;
+	if (to <= from)
+		return 0;
+	return (uint64_t)llround(1000.0 * (double)(to - from) / (double)(end_us - start_us));
 }
 
 void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bool cut)
@@ -251,6 +302,8 @@ void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bo
 	 * tokens received inside it; latencies count requests started inside it. */
 	if (o.cls == CL_CTR_COMPLETED && end_win)
 		m->ctr[CL_CTR_COMPLETED_IN_WINDOW]++;
+	if (o.cls == CL_CTR_COMPLETED)
+		m->ctr[CL_CTR_WINDOW_SHARE_MILLI] += window_share_milli(w, s, now);
 	/* Connections count for every request of the stage, the ramp's too: the ramp is where
 	 * most of them are opened, and the question is how the stage used connections. */
 	if (o.connects > 0)

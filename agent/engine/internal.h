@@ -105,6 +105,7 @@ struct cl_slot {
 	int64_t rtok_counted, rtok_counted_win; /* the same for reasoning tokens */
 	int64_t usage_ct, usage_rt, usage_pt;   /* last usage seen, -1 absent */
 	int64_t usage_cached;                   /* its prompt_tokens_details.cached_tokens */
+	int64_t timings_cache_n, timings_prompt_n; /* llama.cpp's timings (-1: not said) */
 	uint64_t bytes;
 	size_t sample_len;
 	char sample[CL_ERR_SAMPLE_BODY_MAX]; /* first bytes of an error body / bad event */
@@ -122,6 +123,7 @@ struct cl_slot {
 	 * Buffers grow to the longest conversation and are then reused. */
 	size_t conv_body;        /* index of the turn being sent */
 	bool conv_next;          /* parked for the think time: the next turn follows */
+	bool repeated;           /* its body (its conversation) was sent before in this run */
 	bool answer_cut;         /* this turn's answer outgrew conv_answer: the conversation ends */
 	struct cl_buf conv_hist; /* earlier turns: message objects, each followed by ',' */
 	struct cl_buf conv_answer; /* this turn's answer text, still JSON-escaped */
@@ -188,6 +190,7 @@ struct cl_worker {
 	/* collector-side */
 	bool collect_outstanding;
 	int64_t prev_cpu_us, prev_mono_us;
+	uint64_t collects; /* records taken: every so often the one taken is trimmed */
 
 	atomic_int phase; /* enum cl_engine_state */
 	atomic_int_fast64_t inflight;
@@ -220,14 +223,19 @@ struct cl_engine {
 
 	struct cl_target_plan target;
 	struct cl_workload_plan workload;
-	/* Bodies handed out since the stage started, over all workers: the k-th request the
-	 * agent starts in a stage sends body (first_body + k) mod n, whichever worker starts it,
-	 * so the agent's sequence of requests is the same on every run. */
+	/* Bodies handed out in the run, over all workers (per_stage: since the stage started):
+	 * the k-th request the agent starts sends body (first_body + k) mod n, whichever worker
+	 * starts it, so the warmup and the stages take the next bodies and no body is sent twice
+	 * until the agent has gone through its share (docs/engine.md, "Which body"). */
 	atomic_uint_fast64_t next_body;
+	/* The most bodies handed out by any earlier stage (set when a stage starts): with
+	 * per_stage, a k below it sends a body the run has sent already. */
+	uint64_t taken_before;
 	/* Multi-turn: where each conversation starts (bodies with turn 1), in order; the k-th
-	 * conversation the agent starts in a stage is conv_starts[(first_conv + k) % n_convs]. */
+	 * conversation the agent starts is conv_starts[(first_conv + k) % n_convs]; conv_share
+	 * of them start inside the agent's share of the bodies. */
 	size_t *conv_starts;
-	size_t n_convs, first_conv;
+	size_t n_convs, first_conv, conv_share;
 	char prefix[CL_ENGINE_MAX_PREFIX + 1];
 	struct cl_http_target http; /* URL, header lines (key wiped at destroy), TLS, version:
 				     * applied to every slot, read-only once built */

@@ -195,6 +195,7 @@ bool cli_request_launch(struct cl_worker *w, struct cl_slot *s, int64_t intended
 	s->tok_exact = s->last_ct = 0;
 	s->tok_counted = s->tok_counted_win = s->rtok_counted = s->rtok_counted_win = 0;
 	s->usage_ct = s->usage_rt = s->usage_pt = s->usage_cached = -1;
+	s->timings_cache_n = s->timings_prompt_n = -1;
 	s->bytes = 0;
 	s->sample_len = 0;
 	s->sample[0] = '\0';
@@ -395,6 +396,10 @@ static int on_event(void *ctx, const char *data, size_t len)
 		if (c.cached_tokens >= 0)
 			s->usage_cached = c.cached_tokens;
 	}
+	if (c.timings_cache_n >= 0)
+		s->timings_cache_n = c.timings_cache_n;
+	if (c.timings_prompt_n >= 0)
+		s->timings_prompt_n = c.timings_prompt_n;
 	if (c.finish_reason[0])
 		s->finish = strcmp(c.finish_reason, "stop") == 0     ? CLI_FINISH_STOP
 			    : strcmp(c.finish_reason, "length") == 0 ? CLI_FINISH_LENGTH

@@ -256,6 +256,42 @@ static int parse_prompt_details(struct scan *sc, int depth, struct cl_chunk *out
 	return rc;
 }
 
+/* llama.cpp's timings: cache_n and prompt_n read when they are counts; nothing in them is
+ * judged, since they are a server's informational extra, not part of the chunk format. */
+static int parse_timings(struct scan *sc, int depth, struct cl_chunk *out)
+{
+	bool first = true;
+	const char *ignored;
+	struct str k;
+	int rc;
+
+	if ((rc = obj_open(sc, depth)))
+		return rc;
+	while ((rc = obj_next(sc, &first, &k)) == 1) {
+		if (KEY_IS(&k, "cache_n"))
+			rc = want_count(sc, depth + 1, &out->timings_cache_n, &ignored, NULL);
+		else if (KEY_IS(&k, "prompt_n"))
+			rc = want_count(sc, depth + 1, &out->timings_prompt_n, &ignored, NULL);
+		else
+			rc = parse_value(sc, depth + 1);
+		if (rc)
+			return rc;
+	}
+	return rc;
+}
+
+int64_t cl_chunk_cached_prompt(int64_t usage_cached, int64_t usage_prompt, int64_t cache_n,
+			       int64_t prompt_n)
+{
+	if (usage_cached >= 0)
+		return usage_cached;
+	if (cache_n >= 0)
+		return cache_n;
+	if (prompt_n >= 0 && usage_prompt >= prompt_n)
+		return usage_prompt - prompt_n;
+	return -1;
+}
+
 static int parse_usage(struct scan *sc, int depth, struct cl_chunk *out, const char **bad)
 {
 	const char *bad_pt = NULL, *bad_ct = NULL, *bad_details = NULL, *bad_cached = NULL;
@@ -337,6 +373,11 @@ static void clear_usage(struct cl_chunk *out)
 	out->cached_tokens = -1;
 }
 
+static void clear_timings(struct cl_chunk *out)
+{
+	out->timings_cache_n = out->timings_prompt_n = -1;
+}
+
 static void clear_error(struct cl_chunk *out)
 {
 	out->is_error = false;
@@ -349,6 +390,7 @@ static void clear_all(struct cl_chunk *out)
 {
 	memset(out, 0, sizeof(*out));
 	clear_usage(out);
+	clear_timings(out);
 }
 
 /* A top-level "error" that is a string: an error all the same, its text the message. */
@@ -387,6 +429,9 @@ static int parse_top(struct scan *sc, struct cl_chunk *out, const char **bad)
 			bad_usage = NULL;
 			rc = c == '{' ? parse_usage(sc, 2, out, &bad_usage)
 				      : skip_other(sc, 2, &bad_usage, R_USAGE);
+		} else if (KEY_IS(&k, "timings")) {
+			clear_timings(out);
+			rc = c == '{' ? parse_timings(sc, 2, out) : parse_value(sc, 2);
 		} else if (KEY_IS(&k, "error")) {
 			clear_error(out);
 			bad_error = NULL;

@@ -39,6 +39,9 @@ struct cl_chunk {
 	bool has_usage;         /* a non-null "usage" object */
 	int64_t prompt_tokens, completion_tokens, reasoning_tokens; /* -1 when absent */
 	int64_t cached_tokens; /* usage.prompt_tokens_details.cached_tokens, -1 when absent */
+	/* llama.cpp's "timings" object (its final chunk): prompt tokens taken from its cache
+	 * (cache_n, newer builds) and evaluated (prompt_n); -1 when absent or not a count */
+	int64_t timings_cache_n, timings_prompt_n;
 	const char *content;   /* the first choice with content: its text, raw (still JSON-escaped,
 				* validated, without the quotes), pointing into the input; NULL
 				* without content */
@@ -58,8 +61,9 @@ struct cl_chunk {
  * Read: choices[].delta.{content, reasoning_content, reasoning, role},
  * choices[].finish_reason, usage.{prompt_tokens, completion_tokens,
  * completion_tokens_details.reasoning_tokens, prompt_tokens_details.cached_tokens}, error (an
- * object: .code, .message; or a string: the message).  Everything else (llama.cpp's timings, ids,
- * logprobs...) is validated and skipped.
+ * object: .code, .message; or a string: the message), llama.cpp's timings.{cache_n, prompt_n}
+ * (never judged: a timings of another shape or a count that is not one is skipped).
+ * Everything else (ids, logprobs...) is validated and skipped.
  *
  * CL_EPROTO when the text is valid JSON but not a chunk: the top level is not an object, or
  * a field read has a wrong type (choices not an array, a choice neither an object nor
@@ -71,5 +75,15 @@ struct cl_chunk {
  * empty chunk (nothing present), never half-filled.
  */
 int cl_chunk_decode(const char *data, size_t len, struct cl_chunk *out);
+
+/*
+ * The prompt tokens a server says it took from its cache, from what its stream said (each
+ * -1 when not said): usage.prompt_tokens_details.cached_tokens (vLLM, SGLang, OpenAI) first;
+ * else llama.cpp's timings.cache_n; else usage.prompt_tokens − timings.prompt_n (llama.cpp
+ * builds before cache_n: prompt_n is what it evaluated, the rest came from its cache).
+ * -1 when nothing says, or the figures disagree (prompt_n above prompt_tokens).  Pure.
+ */
+int64_t cl_chunk_cached_prompt(int64_t usage_cached, int64_t usage_prompt, int64_t cache_n,
+			       int64_t prompt_n);
 
 #endif

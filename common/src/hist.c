@@ -4,8 +4,11 @@
 #include "hist_int.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 /*
  * Layout (HdrHistogram's): values are split into buckets of doubling range.  Bucket 0 holds
@@ -131,6 +134,25 @@ void cl_hist_reset(struct cl_hist *h)
 	h->min = INT64_MAX;
 	h->max = 0;
 	h->sum = 0;
+}
+
+void cl_hist_trim(struct cl_hist *h)
+{
+	cl_hist_reset(h);
+	if (!h->counts)
+		return;
+	/* Only the pages wholly inside counts: the partial ones at its ends hold the
+	 * allocator's or a neighbour's bytes.  Private anonymous pages dropped with
+	 * MADV_DONTNEED read back as zero, which is what an empty histogram holds; where
+	 * madvise fails the counts are zero already, only still resident. */
+	long page = sysconf(_SC_PAGESIZE);
+	if (page <= 0)
+		return;
+	uintptr_t lo = (uintptr_t)h->counts, hi = lo + (size_t)h->counts_len * sizeof(*h->counts);
+	uintptr_t first = (lo + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+	uintptr_t last = hi & ~((uintptr_t)page - 1);
+	if (last > first)
+		(void)madvise((void *)first, last - first, MADV_DONTNEED);
 }
 
 void cl_hist_record_n(struct cl_hist *h, int64_t value, uint64_t n)

@@ -64,6 +64,8 @@ static const char *const ctr_names[CL_CTR__COUNT] = {
 	[CL_CTR_COMPLETED_H2] = "completed_h2",
 	[CL_CTR_CONNECTIONS_OPENED] = "connections_opened",
 	[CL_CTR_NO_CONTENT] = "no_content",
+	[CL_CTR_REPEATED] = "repeated",
+	[CL_CTR_WINDOW_SHARE_MILLI] = "window_share_milli",
 	[CL_CTR_RESENT] = "resent",
 	[CL_CTR_SHORT_FINISH_STOP] = "short_finish_stop",
 	[CL_CTR_SHORT_FINISH_LENGTH] = "short_finish_length",
@@ -181,13 +183,27 @@ void cl_metrics_reset(struct cl_metrics *m)
 	m->n_err_samples = 0;
 }
 
+void cl_metrics_trim(struct cl_metrics *m)
+{
+	cl_metrics_reset(m);
+	for (int i = 0; i < CL_LAT__COUNT; i++)
+		cl_hist_trim(&m->lat[i]);
+	for (int i = 0; i < CL_CNT__COUNT; i++)
+		cl_hist_trim(&m->cnt[i]);
+}
+
 /* Records kept for decoded REPORTs: the coordinator decodes one report at a time, so a few
  * cover its bursts. */
 #define POOL_KEEP 4
+/* Every this many records given back, the one given back sheds its pages (cl_metrics_trim):
+ * ~30 s of a soak with two agents at 100 ms intervals.  Odd, so records that take turns
+ * are each trimmed in turn. */
+#define POOL_TRIM_EVERY 601
 static struct {
 	pthread_mutex_t mu;
 	struct cl_metrics *kept[POOL_KEEP];
 	int n;
+	unsigned long given;
 } pool = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 struct cl_metrics *cli_metrics_take(void)
@@ -212,7 +228,13 @@ void cli_metrics_give(struct cl_metrics *m)
 {
 	if (!m)
 		return;
-	cl_metrics_reset(m);
+	pthread_mutex_lock(&pool.mu);
+	bool trim = ++pool.given % POOL_TRIM_EVERY == 0;
+	pthread_mutex_unlock(&pool.mu);
+	if (trim)
+		cl_metrics_trim(m);
+	else
+		cl_metrics_reset(m);
 	pthread_mutex_lock(&pool.mu);
 	if (pool.n < POOL_KEEP) {
 		pool.kept[pool.n++] = m;

@@ -56,6 +56,11 @@ const struct cl_sim_option cl_sim_options[] = {
 	  true },
 	{ "no-prefix-cache", B, NULL, NULL,
 	  "no prefix cache: a prompt's beginning seen before is prefilled again", true },
+	{ "cache-timings", B, NULL, NULL,
+	  "say what the prefix cache found as llama.cpp b4748 does: no "
+	  "usage.prompt_tokens_details; the final usage chunk carries timings.prompt_n (the "
+	  "prompt tokens evaluated)",
+	  true },
 	{ "ttft-buckets", S, "LIST", NULL,
 	  "upper bounds of /metrics' TTFT histogram in seconds, ascending, comma-separated (at "
 	  "most 40; default vLLM's)",

@@ -118,11 +118,12 @@ static int dec_workload(struct wire_dec *d, const char *name, const msgpack_obje
 	if ((rc = cli_wire_need_map(d, name, v, true)))
 		return rc;
 	size_t old = wire_path_push(&d->path, name);
-	struct wire_fld f[] = { FLD("bodies"),      FLD("request_timeout_us"),
-				FLD("max_tokens"),  FLD("total_bodies"),
-				FLD("first_body"),  FLD("think_time_us"),
-				FLD("trace_stride") };
-	uint64_t total = 0, first = 0;
+	struct wire_fld f[] = { FLD("bodies"),       FLD("request_timeout_us"),
+				FLD("max_tokens"),   FLD("total_bodies"),
+				FLD("first_body"),   FLD("think_time_us"),
+				FLD("trace_stride"), FLD("share"),
+				FLD("per_stage"),    FLD("retag") };
+	uint64_t total = 0, first = 0, share = 0;
 	if ((rc = cli_wire_fields(d, v, f, WIRE_N(f))) ||
 	    (rc = dec_bodies(d, f[0].v, &w->bodies, &w->n_bodies)) ||
 	    (rc = cli_wire_get_i64(d, "request_timeout_us", f[1].v, true, 0,
@@ -133,7 +134,11 @@ static int dec_workload(struct wire_dec *d, const char *name, const msgpack_obje
 	    (rc = cli_wire_get_u64(d, "first_body", f[4].v, false, CL_WIRE_MAX_TOTAL_BODIES,
 				   &first)) ||
 	    (rc = cli_wire_get_i64(d, "think_time_us", f[5].v, false, 0, &w->think_time_us)) ||
-	    (rc = cli_wire_get_u32(d, "trace_stride", f[6].v, false, &w->trace_stride)))
+	    (rc = cli_wire_get_u32(d, "trace_stride", f[6].v, false, &w->trace_stride)) ||
+	    (rc = cli_wire_get_u64(d, "share", f[7].v, false, CL_WIRE_MAX_TOTAL_BODIES, &share)) ||
+	    (rc = cli_wire_get_bool(d, "per_stage", f[8].v, false, &w->per_stage)) ||
+	    (f[9].v &&
+	     (rc = cli_wire_get_fixed_str(d, "retag", f[9].v, w->retag, sizeof(w->retag), WSTR_NAME))))
 		goto out;
 	if (f[3].v && total < w->n_bodies) {
 		rc =
@@ -148,6 +153,12 @@ static int dec_workload(struct wire_dec *d, const char *name, const msgpack_obje
 		goto out;
 	}
 	w->first_body = (size_t)first;
+	if (share > w->total_bodies) {
+		rc = cli_wire_bad(d, CL_EPROTO, "share", "is %llu, above the %zu bodies",
+				  (unsigned long long)share, w->total_bodies);
+		goto out;
+	}
+	w->share = (size_t)share;
 out:
 	wire_path_pop(&d->path, old);
 	return rc;

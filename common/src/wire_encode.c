@@ -230,7 +230,10 @@ static void enc_workload(struct enc *e, const char *name, const struct cl_worklo
 	if (w->first_body && w->first_body >= total)
 		fail(e, CL_EINVAL, "first_body", "is %zu, not below the %zu bodies", w->first_body,
 		     total);
-	map(e, 3 + parts + !!w->first_body + !!w->think_time_us + !!w->trace_stride);
+	if (w->share > total)
+		fail(e, CL_EINVAL, "share", "is %zu, above the %zu bodies", w->share, total);
+	map(e, 3 + parts + !!w->first_body + !!w->think_time_us + !!w->trace_stride + !!w->share +
+		   w->per_stage + !!w->retag[0]);
 	key(e, "bodies");
 	enc_bodies_value(e, w->bodies, w->n_bodies);
 	nonneg(e, "request_timeout_us", w->request_timeout_us);
@@ -243,6 +246,12 @@ static void enc_workload(struct enc *e, const char *name, const struct cl_worklo
 		nonneg(e, "think_time_us", w->think_time_us);
 	if (w->trace_stride)
 		u64(e, "trace_stride", w->trace_stride);
+	if (w->share)
+		u64(e, "share", w->share);
+	if (w->per_stage)
+		boolean(e, "per_stage", true);
+	if (w->retag[0])
+		str(e, "retag", w->retag, sizeof(w->retag) - 1, WSTR_NAME);
 	wire_path_pop(&e->path, old);
 }
 

@@ -32,7 +32,7 @@ static void usage(FILE *out)
 	    "                        (list entries by index; VALUE is YAML, so [1,2] is a list)\n"
 	    "  --dump-bodies FILE    write the request bodies, one JSON object a line, in the\n"
 	    "                        order an agent starting at the first sends them (one\n"
-	    "                        scenario only)\n"
+	    "                        scenario only), with an example of the run's salt\n"
 	    "  -h, --help            show this help\n\n"
 	    "exit codes: 0 every scenario is valid, 2 a scenario has errors or cannot be read\n");
 }
@@ -90,6 +90,19 @@ static void print_target(const struct cl_scenario *s)
 	printf("  tls verify: %s%s%s\n", t->tls_verify ? "yes" : "no", t->ca_file ? ", ca " : "",
 	       t->ca_file ? t->ca_file : "");
 	printf("  connect timeout: %s\n", dur(t->connect_timeout_us, a, sizeof(a)));
+	const struct cl_scn_server_metrics *sm = &t->server_metrics;
+	if (sm->mode == CL_SCN_SRV_OFF) {
+		printf("  server metrics: off\n");
+	} else {
+		printf("  server metrics: %s every %s",
+		       sm->mode == CL_SCN_SRV_URL ? sm->url : "auto (the target's /metrics)",
+		       dur(sm->interval_us, a, sizeof(a)));
+		if (sm->n_headers)
+			printf(", %zu header%s", sm->n_headers, sm->n_headers == 1 ? "" : "s");
+		for (size_t i = 0; i < sm->n_extra; i++)
+			printf("%s%s", i ? ", " : "; extra series kept: ", sm->extra[i]);
+		printf("\n");
+	}
 }
 
 static void print_agents(const struct cl_scn_agents *a)
@@ -252,6 +265,14 @@ static void print_workload(const struct cl_scn_workload *w)
 	printf("  request timeout: %s\n", dur(w->request_timeout_us, a, sizeof(a)));
 	printf("  drain timeout: %s\n", dur(w->drain_timeout_us, a, sizeof(a)));
 	printf("  seed: %llu\n", (unsigned long long)w->seed);
+	printf("  order: %s\n", w->order_per_stage
+				     ? "per_stage (every stage sends the same bodies again)"
+				     : "run (the warmup and each stage take the next bodies)");
+	if (w->salt_none || !w->salt_tag[0])
+		printf("  salt: none (the text exactly as written)\n");
+	else
+		printf("  salt: [%s] before every first message (a new tag every run)\n",
+		       w->salt_tag);
 }
 
 static void print_stages(const struct cl_scenario *s)
@@ -582,6 +603,10 @@ int cl_cmd_validate(int argc, char **argv)
 		struct cl_err werr = { 0 }, first_bad = { 0 };
 		struct cl_gen_scan scan = { 0 };
 		char line[1024];
+		/* The salt the run would make, so --dump-bodies shows what is sent; a run makes
+		 * a tag of its own (workload.salt). */
+		if (lrc == 0 && !s.workload.salt_none && !s.generate.set)
+			cl_workload_new_salt(&s.workload);
 		if (lrc == 0 && cl_workload_render_stats(&s, cl_scenario_render_model(&s), &w, &st,
 							 &werr) != 0) {
 			/* The scenario is sound but its workload is not: a dataset line, a

@@ -88,6 +88,9 @@ struct cl_live_metrics {
 	size_t n, cap;
 	long running; /* index into stages, -1: none */
 	size_t breaches;
+	bool have_server; /* the server is scraped: its figures are rendered */
+	struct cl_live_server server;
+	char server_source[32], server_url[1024];
 };
 
 struct cl_live_metrics *cl_live_metrics_new(const char *scenario)
@@ -377,10 +380,74 @@ static int render_stages(struct cl_live_metrics *lm, struct cl_buf *b)
 	return rc;
 }
 
+void cl_live_metrics_server(struct cl_live_metrics *lm, const struct cl_live_server *s)
+{
+	pthread_mutex_lock(&lm->mu);
+	lm->server = *s;
+	snprintf(lm->server_source, sizeof(lm->server_source), "%s", s->source ? s->source : "");
+	snprintf(lm->server_url, sizeof(lm->server_url), "%s", s->url ? s->url : "");
+	lm->server.source = lm->server_source;
+	lm->server.url = lm->server_url;
+	lm->have_server = true;
+	pthread_mutex_unlock(&lm->mu);
+}
+
+/* A gauge of the server's, left out when it does not offer it. */
+static int server_gauge(struct cl_buf *b, const char *name, const char *help, double v)
+{
+	if (isnan(v))
+		return 0;
+	return family(b, name, "gauge", help) | cl_buf_printf(b, "%s %.6g\n", name, v);
+}
+
+static int render_server(struct cl_live_metrics *lm, struct cl_buf *b)
+{
+	if (!lm->have_server)
+		return 0;
+	const struct cl_live_server *s = &lm->server;
+	int rc = family(b, "chatload_server_info", "gauge",
+			"The server's /metrics page scraped and the engine recognised; always 1.");
+	rc |= cl_buf_puts(b, "chatload_server_info{url=\"");
+	rc |= put_label(b, s->url);
+	rc |= cl_buf_puts(b, "\",source=\"");
+	rc |= put_label(b, s->source);
+	rc |= cl_buf_puts(b, "\"} 1\n");
+	rc |= family(b, "chatload_server_up", "gauge",
+		     "1 when the last scrape of the server's /metrics read the page, else 0.");
+	rc |= cl_buf_printf(b, "chatload_server_up %d\n", s->up ? 1 : 0);
+	rc |= family(b, "chatload_server_scrapes_total", "counter",
+		     "Scrapes of the server's /metrics by result.");
+	rc |= cl_buf_printf(b,
+			    "chatload_server_scrapes_total{result=\"ok\"} %u\n"
+			    "chatload_server_scrapes_total{result=\"failed\"} %u\n",
+			    s->scrapes_ok, s->scrapes_failed);
+	rc |= family(b, "chatload_server_restarts_total", "counter",
+		     "Server restarts seen (a counter went down or the process start time "
+		     "changed).");
+	rc |= cl_buf_printf(b, "chatload_server_restarts_total %u\n", s->restarts);
+	rc |= server_gauge(b, "chatload_server_requests_running",
+			   "Requests the server is running, as it last said.", s->running);
+	rc |= server_gauge(b, "chatload_server_requests_waiting",
+			   "Requests waiting in the server's queue, as it last said.", s->waiting);
+	rc |= server_gauge(b, "chatload_server_kv_cache_usage_ratio",
+			   "The server's KV-cache usage, 0..1, as it last said.", s->kv_usage);
+	rc |= server_gauge(b, "chatload_server_prefix_cache_hit_ratio",
+			   "The server's prefix-cache hits / queries since the previous scrape.",
+			   s->prefix_hit_rate);
+	if (!isnan(s->preemptions)) {
+		rc |= family(b, "chatload_server_preemptions_total", "counter",
+			     "Preemptions the server counted since the first scrape, restarts "
+			     "added up.");
+		rc |= cl_buf_printf(b, "chatload_server_preemptions_total %.0f\n", s->preemptions);
+	}
+	return rc;
+}
+
 int cl_live_metrics_render(struct cl_live_metrics *lm, struct cl_buf *body)
 {
 	pthread_mutex_lock(&lm->mu);
 	int rc = render_run(lm, body);
+	rc |= render_server(lm, body);
 	rc |= render_stages(lm, body);
 	pthread_mutex_unlock(&lm->mu);
 	return rc ? CL_ENOMEM : 0;

@@ -51,6 +51,18 @@ void cl_live_metrics_stage_update(struct cl_live_metrics *lm, const struct cl_me
 /* The running stage ended with status ("ok", "failed", ...) and its final metrics. */
 void cl_live_metrics_stage_end(struct cl_live_metrics *lm, const struct cl_metrics *cum,
 			       const char *status);
+/* The server's own /metrics as last scraped (target.server_metrics), re-exported under
+ * chatload_server_*.  A figure the server does not offer is NAN and is left out. */
+struct cl_live_server {
+	bool up;            /* the last scrape read the page */
+	const char *source; /* the engine recognised ("vllm", ...; "unknown"); copied */
+	const char *url;    /* the page; copied */
+	double running, waiting, kv_usage, prefix_hit_rate; /* gauges, ratios 0..1 */
+	double preemptions;                                 /* counter, restarts added up */
+	uint32_t restarts, scrapes_ok, scrapes_failed;
+};
+void cl_live_metrics_server(struct cl_live_metrics *lm, const struct cl_live_server *s);
+
 /* SLO breaches counted so far (the verdict's). */
 void cl_live_metrics_breaches(struct cl_live_metrics *lm, size_t breaches);
 

@@ -8,6 +8,8 @@
 #include "chatload/exitcode.h"
 
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -48,17 +50,17 @@ int cl_report_render(const json_t *doc, enum cl_report_format f, FILE *out)
 const char *const cli_rp_col_names[RP__COLS] = {
 	"stage",       "load",        "status",      "req/s",         "out tok/s",  "TTFT p50 ms",
 	"TTFT p99 ms", "ITL p50 ms",  "ITL p99 ms",  "TPOT p50 ms",   "E2E p50 ms", "errors",
-	"no content",  "TTFC p50 ms", "TTFC p99 ms", "content tok/s",
+	"no content",  "TTFC p50 ms", "TTFC p99 ms", "content tok/s", "cached prompt",
 };
-const bool cli_rp_col_numeric[RP__COLS] = { false, true, false, true, true, true, true, true,
+const bool cli_rp_col_numeric[RP__COLS] = { false, true, false, true, true, true, true, true, true,
 					    true,  true, true,  true, true, true, true, true };
 
 /* Display order: the thinking-model columns sit beside TTFT and the output rate they
  * qualify. */
 static const int col_order[RP__COLS] = {
 	RP_STAGE,  RP_LOAD,   RP_STATUS, RP_RPS,       RP_OTPS,  RP_CONTENT_TPS,
-	RP_TTFT50, RP_TTFT99, RP_TTFC50, RP_TTFC99,    RP_ITL50, RP_ITL99,
-	RP_TPOT50, RP_E2E50,  RP_ERRORS, RP_NOCONTENT,
+	RP_TTFT50, RP_TTFT99, RP_CACHED, RP_TTFC50,    RP_TTFC99, RP_ITL50,
+	RP_ITL99,  RP_TPOT50, RP_E2E50,  RP_ERRORS, RP_NOCONTENT,
 };
 
 bool cli_rp_thinking(const json_t *stages)
@@ -83,12 +85,19 @@ size_t cli_rp_columns(const json_t *stages, int cols[RP__COLS])
 		no_content |= cl_results_num(s, "requests.no_content") > 0;
 	}
 	bool thinking = cli_rp_thinking(stages);
+	bool cached = false;
+	json_array_foreach(stages, i, s)
+	{
+		cached |= cl_results_num(s, "tokens.cached_prompt_tokens") > 0;
+	}
 	size_t n = 0;
 	for (int k = 0; k < RP__COLS; k++) {
 		int c = col_order[k];
 		if (c == RP_NOCONTENT && !no_content)
 			continue;
 		if ((c == RP_TTFC50 || c == RP_TTFC99 || c == RP_CONTENT_TPS) && !thinking)
+			continue;
+		if (c == RP_CACHED && !cached)
 			continue;
 		cols[n++] = c;
 	}
@@ -229,6 +238,13 @@ void cli_rp_stage_row(const json_t *s, struct cli_rp_row *row)
 	    row->cell[RP_CONTENT_TPS], RP_CELL_MAX,
 	    (cl_results_num(s, "tokens.output") - cl_results_num(s, "tokens.reasoning")) /
 		cl_results_num(s, "duration_s"));
+	/* The share of prompt tokens the server took from its cache: a high one means TTFT
+	 * measured the cache, not a new user's prefill. */
+	double cached = cl_results_num(s, "tokens.cached_prompt_ratio");
+	if (isfinite(cached))
+		cli_rp_fmt_pct(row->cell[RP_CACHED], RP_CELL_MAX, cached * 100);
+	else
+		cli_rj_fmt(row->cell[RP_CACHED], RP_CELL_MAX, NAN, 0);
 	double errors = cl_results_num(s, "requests.errors_total");
 	double rate = cl_results_num(s, "requests.error_rate");
 	if (isfinite(errors) && errors > 0 && isfinite(rate))
@@ -328,4 +344,85 @@ bool cli_rp_server_row(const json_t *st, char cell[RP_SERVER_COLS][RP_CELL_MAX])
 	cli_rj_fmt(cell[8], RP_CELL_MAX, cl_results_num(s, "queue_time_ms.p99"), 1);
 	pct_cell(cell[9], cl_results_num(st, "tokens.cached_prompt_ratio"));
 	return true;
+}
+
+/* Appends to a line being built; past its size the rest is cut. */
+static void addf(char *buf, size_t n, size_t *o, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void addf(char *buf, size_t n, size_t *o, const char *fmt, ...)
+{
+	if (*o >= n)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int k = vsnprintf(buf + *o, n - *o, fmt, ap);
+	va_end(ap);
+	*o = k < 0 ? n : *o + (size_t)k;
+}
+
+void cli_rp_server_notes(const json_t *doc, void (*emit)(void *arg, const char *line), void *arg)
+{
+	char line[1024];
+	const json_t *sm = json_object_get(doc, "server_metrics");
+	const char *err = cl_results_str(sm, "error", NULL);
+	if (json_is_false(json_object_get(sm, "available")) && err) {
+		snprintf(line, sizeof(line), "the server's metrics at '%s' could not be read: %s",
+			 cl_results_str(sm, "url", "-"), err);
+		emit(arg, line);
+	}
+	size_t i, j;
+	const json_t *st, *v;
+	json_array_foreach(json_object_get(doc, "stages"), i, st)
+	{
+		const json_t *srv = json_object_get(st, "server");
+		const json_t *at =
+		    json_object_get(json_object_get(srv, "timeline"), "restarts_at_s");
+		size_t o = 0;
+		json_array_foreach(at, j, v)
+		{
+			if (j == 0)
+				addf(line, sizeof(line), &o, "server restart in stage '%s' at",
+				     cl_results_str(st, "name", "-"));
+			addf(line, sizeof(line), &o, "%s t=%.1f s", j ? "," : "",
+			     json_number_value(v));
+		}
+		if (o) {
+			addf(line, sizeof(line), &o,
+			     " (its counters went on from the new process' values)");
+			emit(arg, line);
+		}
+		o = 0;
+		json_array_foreach(json_object_get(srv, "extra"), j, v)
+		{
+			char a[32], b[32];
+			const char *labels = cl_results_str(v, "labels", "");
+			addf(line, sizeof(line), &o, "%s%s%s%s%s ", o ? "; " : "",
+			     cl_results_str(v, "name", "?"), *labels ? "{" : "", labels,
+			     *labels ? "}" : "");
+			if (strcmp(cl_results_str(v, "kind", ""), "counter") == 0)
+				addf(line, sizeof(line), &o, "increase %s (%s/s)",
+				     cli_rj_fmt(a, sizeof(a), cl_results_num(v, "increase"), 0),
+				     cli_rj_fmt(b, sizeof(b), cl_results_num(v, "per_s"), 2));
+			else
+				addf(line, sizeof(line), &o, "mean %s, max %s",
+				     cli_rj_fmt(a, sizeof(a), cl_results_num(v, "mean"), 3),
+				     cli_rj_fmt(b, sizeof(b), cl_results_num(v, "max"), 3));
+		}
+		if (o) {
+			char full[1200];
+			snprintf(full, sizeof(full), "extra series in stage '%s': %s",
+				 cl_results_str(st, "name", "-"), line);
+			emit(arg, full);
+		}
+	}
+	const json_t *nf = json_object_get(json_object_get(sm, "extra"), "not_found");
+	size_t o = 0;
+	json_array_foreach(nf, j, v)
+	{
+		addf(line, sizeof(line), &o, "%s%s",
+		     j ? ", " : "extra names that matched no series: ",
+		     json_is_string(v) ? json_string_value(v) : "?");
+	}
+	if (o)
+		emit(arg, line);
 }

@@ -34,6 +34,31 @@ static const struct metric metrics[] = {
 };
 #define N_METRICS (sizeof(metrics) / sizeof(metrics[0]))
 
+/* The server's own figures (stages[].server, when it was scraped in either run): they
+ * explain a change in the client's figures, they do not decide one, so they never count as
+ * regressions (a queue of 0 that became 1 is not a failed night) and are shown only when
+ * one of the runs has them (older files have none). */
+static const struct metric srv_metrics[] = {
+	{ "server_requests_waiting_max", "server waiting max", "server.requests_waiting.max",
+	  LOWER },
+	{ "server_kv_cache_usage_max", "server KV usage max", "server.kv_cache_usage.max", LOWER },
+	{ "server_prefix_cache_hit_rate", "server prefix hits", "server.prefix_cache_hit_rate",
+	  HIGHER },
+	{ "server_preemptions", "server preemptions", "server.preemptions", LOWER },
+	{ "server_ttft_p99_ms", "server TTFT p99 ms", "server.ttft_ms.p99", LOWER },
+	{ "server_queue_time_p99_ms", "server queue p99 ms", "server.queue_time_ms.p99", LOWER },
+	{ "server_restarts", "server restarts", "server.restarts", LOWER },
+};
+#define N_SRV_METRICS (sizeof(srv_metrics) / sizeof(srv_metrics[0]))
+
+/* Shares shown in % and their change in percentage points. */
+static bool is_ratio(const char *metric)
+{
+	return strcmp(metric, "error_rate") == 0 ||
+	       strcmp(metric, "server_kv_cache_usage_max") == 0 ||
+	       strcmp(metric, "server_prefix_cache_hit_rate") == 0;
+}
+
 /* A capacity search's answer, compared as one more "stage": its probes differ from run to
  * run with the answer, so they are not matched by name. */
 static const struct metric cap_metrics[] = {
@@ -146,6 +171,28 @@ static json_t *metric_json(const struct metric *mt, const json_t *bs, const json
 			 cli_rj_real(cli_rj_sig(change, 6)), "verdict", verdict);
 }
 
+/* A server figure's row, or NULL (*skip) when neither run has it. */
+static json_t *srv_metric_json(const struct metric *mt, const json_t *bs, const json_t *ns,
+			       const struct cl_compare_opts *o, bool *skip)
+{
+	double b = cl_results_num(bs, mt->path), n = cl_results_num(ns, mt->path);
+	*skip = !isfinite(b) && !isfinite(n);
+	if (*skip)
+		return NULL;
+	double change = NAN;
+	const char *verdict = "n/a";
+	if (isfinite(b) && isfinite(n)) {
+		verdict = judge(mt->better, b, n, o, &change);
+		if (strcmp(verdict, "regressed") == 0)
+			verdict = "worse";
+	}
+	return json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:s,s:b}", "metric", mt->name, "label",
+			 mt->label, "better", mt->better == HIGHER ? "higher" : "lower", "base",
+			 cli_rj_real(b), "new", cli_rj_real(n), "change",
+			 cli_rj_real(cli_rj_sig(change, 6)), "verdict", verdict, "informational",
+			 true);
+}
+
 static int add_warnings(json_t *w, const json_t *doc, const char *which)
 {
 	int rc = 0;
@@ -191,6 +238,14 @@ json_t *cl_compare_build(const json_t *base, const json_t *cur, const char *base
 			goto fail;
 		for (size_t m = 0; ns && m < N_METRICS; m++) {
 			if (cli_rj_append(ms, metric_json(&metrics[m], bs, ns, opts, &reg))) {
+				json_decref(ms);
+				goto fail;
+			}
+		}
+		for (size_t m = 0; ns && m < N_SRV_METRICS; m++) {
+			bool skip;
+			json_t *row = srv_metric_json(&srv_metrics[m], bs, ns, opts, &skip);
+			if (!skip && cli_rj_append(ms, row)) {
 				json_decref(ms);
 				goto fail;
 			}
@@ -255,7 +310,7 @@ static void fmt_value(char *buf, size_t n, const char *metric, double v)
 {
 	if (!isfinite(v))
 		snprintf(buf, n, "-");
-	else if (strcmp(metric, "error_rate") == 0)
+	else if (is_ratio(metric))
 		snprintf(buf, n, "%.2f%%", v * 100);
 	else
 		cli_rp_fmt_ms(buf, n, v); /* the same precision rule suits rates */
@@ -266,7 +321,7 @@ static void fmt_change(char *buf, size_t n, const json_t *m)
 	const char *metric = cl_results_str(m, "metric", "");
 	double b = cl_results_num(m, "base"), v = cl_results_num(m, "new");
 	double c = cl_results_num(m, "change");
-	if (strcmp(metric, "error_rate") == 0 && isfinite(b) && isfinite(v))
+	if (is_ratio(metric) && isfinite(b) && isfinite(v))
 		snprintf(buf, n, "%+.2fpp", (v - b) * 100);
 	else if (isfinite(c))
 		snprintf(buf, n, "%+.1f%%", c * 100);
@@ -368,8 +423,21 @@ static void summary_line(const json_t *cmp, FILE *out, bool md)
 	else
 		fprintf(out, "%sresult: no regression beyond %g%% (error rate: %g pp)%s\n",
 			md ? "**" : "", lim, err, md ? "**" : "");
-	size_t i;
-	const json_t *w;
+	size_t i, k;
+	const json_t *w, *st, *m;
+	bool srv = false;
+	json_array_foreach(json_object_get(cmp, "stages"), i, st)
+	{
+		json_array_foreach(json_object_get(st, "metrics"), k, m)
+		{
+			srv |= json_is_true(json_object_get(m, "informational"));
+		}
+	}
+	if (srv)
+		fprintf(out,
+			"%sthe server's own figures (its /metrics, 'server ...' rows) explain the "
+			"client's; they never count as regressions.\n",
+			md ? "\n" : "");
 	json_array_foreach(json_object_get(cmp, "warnings"), i, w)
 	{
 		fprintf(out, "%swarning: %s\n", md ? "- " : "", json_string_value(w));

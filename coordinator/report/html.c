@@ -260,6 +260,22 @@ static void capacity(const json_t *doc, FILE *out)
 	fputs("</tbody></table></section>\n", out);
 }
 
+struct note_out {
+	FILE *out;
+	bool *open;
+};
+
+static void html_note(void *arg, const char *line)
+{
+	struct note_out *no = arg;
+	if (!*no->open)
+		fputs("<ul class=\"server-notes\">\n", no->out);
+	*no->open = true;
+	fputs("<li>", no->out);
+	text(no->out, line);
+	fputs("</li>\n", no->out);
+}
+
 /* What the server's own /metrics said, per stage (docs/results.md, stages[].server). */
 static void server(const json_t *doc, FILE *out)
 {
@@ -283,8 +299,20 @@ static void server(const json_t *doc, FILE *out)
 			td(out, cell[k], cli_rp_server_numeric[k]);
 		fputs("</tr>\n", out);
 	}
-	if (any)
-		fputs("</tbody></table></section>\n", out);
+	if (any) {
+		fputs("</tbody></table>\n", out);
+		bool open = false;
+		struct note_out no = { out, &open };
+		cli_rp_server_notes(doc, html_note, &no);
+		if (open)
+			fputs("</ul>\n", out);
+		if (json_object_get(doc, "server_metrics"))
+			fputs(
+			    "<p class=\"meta\">The server's signals over time are in the Timeline, "
+			    "under the client's throughput and TTFT.</p>\n",
+			    out);
+		fputs("</section>\n", out);
+	}
 }
 
 static void estimates(const json_t *doc, FILE *out)
@@ -466,6 +494,35 @@ static const char live_script[] =
     "});},2000);})();\n"
     "//]]></script>\n";
 
+/* The live page's line of what the server says now (the latest scrape of its /metrics). */
+static void server_now(const json_t *now, FILE *out)
+{
+	if (!json_is_object(now))
+		return;
+	char line[400], a[32], b[32], c[32], d[32];
+	const char *src = cl_results_str(now, "source", NULL);
+	if (!src) {
+		fputs("<p class=\"meta\" id=\"server-now\">server now: its /metrics has not been "
+		      "read yet</p>\n",
+		      out);
+		return;
+	}
+	double kv = cl_results_num(now, "kv_cache_usage"),
+	       hit = cl_results_num(now, "prefix_cache_hit_rate");
+	snprintf(line, sizeof(line),
+		 "server now (%s%s): %s running, %s waiting, KV cache %s, prefix-cache hits %s, "
+		 "%d restarts",
+		 src, json_is_true(json_object_get(now, "up")) ? "" : ", last scrape failed",
+		 cli_rj_fmt(a, sizeof(a), cl_results_num(now, "running"), 0),
+		 cli_rj_fmt(b, sizeof(b), cl_results_num(now, "waiting"), 0),
+		 isnan(kv) ? "-" : cli_rp_fmt_pct(c, sizeof(c), kv * 100),
+		 isnan(hit) ? "-" : cli_rp_fmt_pct(d, sizeof(d), hit * 100),
+		 (int)cl_results_num(now, "restarts"));
+	fputs("<p class=\"meta\" id=\"server-now\">", out);
+	text(out, line);
+	fputs("</p>\n", out);
+}
+
 static int render(const json_t *doc, bool live, FILE *out)
 {
 	const json_t *stages = json_object_get(doc, "stages");
@@ -482,6 +539,8 @@ static int render(const json_t *doc, bool live, FILE *out)
 		      "refreshed every 2 s while the run goes on; a running stage shows its "
 		      "intervals so far, its totals come when it ends.</p>\n",
 		      out);
+	if (live)
+		server_now(json_object_get(doc, "server_now"), out);
 	/* What decides a nightly job first, then the pictures, then the details. */
 	stage_table(stages, out);
 	verdict(doc, out);

@@ -478,6 +478,143 @@ static void per_agent_chart(const json_t *stages, const double *x, size_t n, con
 	free(y);
 }
 
+/* One of the server's signals from stages[].server.timeline on the timeline's axis: each
+ * stage's scrapes at its offset, those outside [0, its last interval's end] left out (the
+ * marks' scrapes before START_AT and in the drain), the line broken between stages.  Two
+ * keys make two series (running and waiting).  scale: 100 for shares shown in %. */
+struct srv_chart {
+	const char *key[2], *name[2], *color[2];
+	const char *title, *yl;
+	double scale;
+	bool integer, percent;
+};
+
+static void server_chart(const json_t *stages, const double *off, const double *end,
+			 const struct srv_chart *sc, const double *vline, const char *const *vlabel,
+			 size_t nv, FILE *out)
+{
+	size_t n = 0, i;
+	const json_t *s;
+	json_array_foreach(stages, i, s)
+	{
+		n += json_array_size(json_object_get(
+			 json_object_get(json_object_get(s, "server"), "timeline"), "t_s")) +
+		     1;
+	}
+	double *x = calloc(3 * (n ? n : 1), sizeof(*x));
+	if (!x)
+		return;
+	double *y[2] = { x + n, x + 2 * n };
+	size_t k = 0;
+	bool any = false;
+	json_array_foreach(stages, i, s)
+	{
+		const json_t *tl = json_object_get(json_object_get(s, "server"), "timeline");
+		const json_t *t = json_object_get(tl, "t_s");
+		for (size_t j = 0; j < json_array_size(t); j++) {
+			double ts = json_number_value(json_array_get(t, j));
+			if (ts < 0 || ts > end[i])
+				continue;
+			x[k] = off[i] + ts;
+			for (int c = 0; c < 2 && sc->key[c]; c++) {
+				const json_t *v =
+				    json_array_get(json_object_get(tl, sc->key[c]), j);
+				y[c][k] =
+				    json_is_number(v) ? json_number_value(v) * sc->scale : NAN;
+				any |= json_is_number(v);
+			}
+			k++;
+		}
+		x[k] = y[0][k] = y[1][k] = NAN;
+		k++;
+	}
+	if (any) {
+		struct cli_rp_series se[2];
+		size_t ns = 0;
+		for (int c = 0; c < 2 && sc->key[c]; c++)
+			se[ns++] = ser(sc->name[c], sc->color[c], x, y[c], k, false, NULL, NULL);
+		struct cli_rp_chart c = chart(sc->title, "time since the first stage started (s)",
+					      sc->yl, "t=", se, ns, 540, 250, sc->integer);
+		c.vline = vline;
+		c.vline_label = vlabel;
+		c.n_vlines = nv;
+		c.y_percent = sc->percent;
+		cli_rp_svg_chart(out, &c);
+	}
+	free(x);
+}
+
+/* The server's charts: stage starts and restarts ("server restart") as vertical lines. */
+static void server_charts(const json_t *stages, const double *off, const double *end,
+			  const double *vl, const char *const *vlabel, size_t ns, FILE *out)
+{
+	size_t nr = 0, i, j;
+	const json_t *s, *v;
+	json_array_foreach(stages, i, s)
+	{
+		nr += json_array_size(json_object_get(
+		    json_object_get(json_object_get(s, "server"), "timeline"), "restarts_at_s"));
+	}
+	double *lines = calloc(ns + nr + 1, sizeof(*lines));
+	const char **labels = calloc(ns + nr + 1, sizeof(*labels));
+	if (!lines || !labels)
+		goto out;
+	memcpy(lines, vl, ns * sizeof(*lines));
+	memcpy(labels, vlabel, ns * sizeof(*labels));
+	size_t n = ns;
+	json_array_foreach(stages, i, s)
+	{
+		json_array_foreach(
+		    json_object_get(json_object_get(json_object_get(s, "server"), "timeline"),
+				    "restarts_at_s"),
+		    j, v)
+		{
+			double t = json_number_value(v);
+			lines[n] = off[i] + (t < 0 ? 0 : t > end[i] ? end[i] : t);
+			labels[n++] = "server restart";
+		}
+	}
+	static const struct srv_chart ch[] = {
+		{ { "running", "waiting" },
+		  { "running", "waiting" },
+		  { BLUE, ORANGE },
+		  "Server: requests running and waiting",
+		  "requests (the server's gauges)",
+		  1,
+		  true,
+		  false },
+		{ { "kv_cache_usage", NULL },
+		  { "KV cache used", NULL },
+		  { PURPLE, NULL },
+		  "Server: KV-cache usage",
+		  "KV cache used (%)",
+		  100,
+		  false,
+		  true },
+		{ { "prefix_cache_hit_rate", NULL },
+		  { "prefix-cache hits", NULL },
+		  { GREEN, NULL },
+		  "Server: prefix-cache hit ratio",
+		  "hits / queries (%)",
+		  100,
+		  false,
+		  true },
+		{ { "preemptions", NULL },
+		  { "preemptions", NULL },
+		  { RED, NULL },
+		  "Server: preemptions",
+		  "preemptions per scrape",
+		  1,
+		  true,
+		  false },
+	};
+	for (size_t c = 0; c < sizeof(ch) / sizeof(ch[0]); c++)
+		server_chart(stages, off, end, &ch[c], lines, labels, n, out);
+out:
+	free(lines);
+	free(labels);
+}
+
 void cli_rp_html_timeline(const json_t *doc, FILE *out)
 {
 	const json_t *stages = json_object_get(doc, "stages");
@@ -490,8 +627,9 @@ void cli_rp_html_timeline(const json_t *doc, FILE *out)
 	if (n == ns)
 		return;
 	double *x = calloc(n, sizeof(*x)), *vl = calloc(ns ? ns : 1, sizeof(*vl));
+	double *send = calloc(ns ? ns : 1, sizeof(*send));
 	const char **vlabel = calloc(ns ? ns : 1, sizeof(*vlabel));
-	if (!x || !vl || !vlabel)
+	if (!x || !vl || !vlabel || !send)
 		goto out;
 	/* Stages end to end: each starts where the previous one's last interval ended (the
 	 * pauses between stages, drain and start, are left out). */
@@ -514,6 +652,7 @@ void cli_rp_html_timeline(const json_t *doc, FILE *out)
 			end = isfinite(t) ? t : end;
 		}
 		x[k++] = NAN;
+		send[i] = end;
 		offset += end;
 	}
 	fputs("<section><h2>Timeline</h2>\n<p class=\"meta\">Every stage's intervals on one "
@@ -524,6 +663,10 @@ void cli_rp_html_timeline(const json_t *doc, FILE *out)
 		fputs("; long stages show one interval in every stride (intervals.jsonl has them "
 		      "all)",
 		      out);
+	fputs(". The server's charts (from its own /metrics, when it was scraped) sit under the "
+	      "client's throughput and TTFT on the same axis, its restarts marked 'server "
+	      "restart'",
+	      out);
 	fputs(". Red: a failed, degraded, interrupted or client-bound stage. Errors are per "
 	      "interval and class; agent CPU is the busiest agent's (100 = one core); dispatch "
 	      "and loop lag over 50 ms mean the client could not keep up.</p>"
@@ -545,6 +688,8 @@ void cli_rp_html_timeline(const json_t *doc, FILE *out)
 		  GREY, false },
 	};
 	for (size_t c = 0; c < sizeof(ch) / sizeof(ch[0]); c++) {
+		if (c == 4) /* under the client's throughput and TTFT: what the server saw */
+			server_charts(stages, vl, send, vl, vlabel, ns, out);
 		if (c == 5) /* after the active streams */
 			errors_chart(stages, x, n, vl, vlabel, ns, out);
 		timeline_chart(stages, x, n, ch[c].key, ch[c].title, ch[c].yl, ch[c].color,
@@ -561,5 +706,6 @@ void cli_rp_html_timeline(const json_t *doc, FILE *out)
 out:
 	free(x);
 	free(vl);
+	free(send);
 	free(vlabel);
 }

@@ -182,6 +182,20 @@ static void capacity(const json_t *doc, FILE *out)
 	fputc('\n', out);
 }
 
+struct note_out {
+	FILE *out;
+	size_t *n;
+};
+
+static void md_note(void *arg, const char *line)
+{
+	struct note_out *no = arg;
+	fputs("- ", no->out);
+	cli_rj_put_md(no->out, line);
+	fputc('\n', no->out);
+	(*no->n)++;
+}
+
 /* What the server's own /metrics said, per stage (docs/results.md, stages[].server). */
 static void server(const json_t *doc, FILE *out)
 {
@@ -204,8 +218,14 @@ static void server(const json_t *doc, FILE *out)
 			cells[k] = cell[k];
 		row(out, cells, RP_SERVER_COLS);
 	}
-	if (any)
+	if (any) {
 		fputc('\n', out);
+		size_t n = 0;
+		struct note_out no = { out, &n };
+		cli_rp_server_notes(doc, md_note, &no);
+		if (n)
+			fputc('\n', out);
+	}
 }
 
 static void estimates(const json_t *doc, FILE *out)

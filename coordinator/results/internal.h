@@ -132,6 +132,8 @@ enum {
 	RP_TTFC50, /* time to first content token */
 	RP_TTFC99,
 	RP_CONTENT_TPS, /* content (answer) tokens per second: output without reasoning */
+	/* shown only when the server said some prompt tokens came from its cache: */
+	RP_CACHED, /* tokens.cached_prompt_ratio, beside TTFT, which it makes read better */
 	RP__COLS
 };
 #define RP_CELL_MAX 96
@@ -191,6 +193,10 @@ void cli_rp_probe_row(const json_t *probe, char cell[RP_PROBE_COLS][RP_CELL_MAX]
 extern const char *const cli_rp_server_cols[RP_SERVER_COLS];
 extern const bool cli_rp_server_numeric[RP_SERVER_COLS];
 bool cli_rp_server_row(const json_t *stage, char cell[RP_SERVER_COLS][RP_CELL_MAX]);
+/* The notes under the Server table, each one line of plain text handed to emit: a page
+ * that could not be read, every server restart (stage and time), the extra series kept per
+ * stage and the names that matched nothing.  Nothing for files without them. */
+void cli_rp_server_notes(const json_t *doc, void (*emit)(void *arg, const char *line), void *arg);
 /* A share of a whole in percent as people read it: "100%", "45%", "2.5%", "0.12%". */
 char *cli_rp_fmt_pct(char *buf, size_t n, double pct);
 
@@ -247,7 +253,8 @@ void cli_rp_svg_chart(FILE *out, const struct cli_rp_chart *c);
 void cli_rp_html_load_charts(const json_t *doc, bool rate_mode, FILE *out);
 /* Cumulative distributions from the stored histograms (latencies, tokens per request). */
 void cli_rp_html_distributions(const json_t *doc, FILE *out);
-/* Every stage's intervals on one time axis, client health included. */
+/* Every stage's intervals on one time axis, client health included, and under the client's
+ * throughput and TTFT the server's own signals (stages[].server.timeline) with its restarts. */
 void cli_rp_html_timeline(const json_t *doc, FILE *out);
 
 /* -- the results object, shared by results/results.c, results/summary.c, results/soak.c and
@@ -341,6 +348,18 @@ int cli_rs_agent_episodes(json_t *doc);
 /* Appends the warnings the stages' faults call for (a lost agent's unaccounted load, the
  * coordinator's own stalls) to w.  0 or CL_ENOMEM. */
 int cli_rs_fault_warnings(json_t *w, const json_t *stage);
+
+/* -- stages too short for their requests (results/short.c) -- */
+/* Whether a duration-bounded stage was too short for its requests: fewer than 10 completed,
+ * or a window shorter than two typical lifetimes (E2E p50). Requests-bounded stages: never. */
+bool cli_rs_too_short(const struct cl_scn_stage *st, const struct cl_metrics *m, double window_s);
+/* Appends the warning for stage s (a results.json stage) when it is marked too_short.  0 or
+ * CL_ENOMEM. */
+int cli_rs_short_warning(json_t *w, const json_t *s);
+
+/* results/repeat.c: appends the warning about requests that re-sent a body the run had
+ * sent already (warmup and stages of doc), if any did.  0 or CL_ENOMEM. */
+int cli_rs_repeat_warning(json_t *w, const json_t *doc);
 
 /* results/util.c: appends the formatted warning (at most 1023 bytes) to arr.  0 or
  * CL_ENOMEM. */

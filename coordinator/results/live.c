@@ -5,9 +5,17 @@
 
 json_t *cl_results_live_doc(const struct cl_results *r)
 {
-	json_t *doc = json_deep_copy(r->doc);
-	json_t *stages = json_object_get(doc, "stages");
+	/* Shallow copies: the page only reads the document, so this one shares every value
+	 * with r->doc but has its own stages array, where the running stages go.  A deep copy
+	 * at every refresh of the page copied every finished stage's kept intervals too. */
+	json_t *doc = json_copy(r->doc);
+	json_t *stages = json_copy(json_object_get(r->doc, "stages"));
 	if (!doc || !json_is_array(stages)) {
+		json_decref(stages);
+		json_decref(doc);
+		return NULL;
+	}
+	if (json_object_set_new(doc, "stages", stages) != 0) { /* it releases stages */
 		json_decref(doc);
 		return NULL;
 	}

@@ -114,8 +114,25 @@ json_t *cli_rs_probe_json(const struct stage_state *ss, const struct cl_metrics 
 	size_t i;
 	json_t *c;
 	json_array_foreach(checks, i, c) pass &= json_is_true(json_object_get(c, "pass"));
-	return json_pack("{s:o,s:f,s:b,s:o}", "search", cli_rj_str(ss->probe_search), "level",
-			 ss->probe_level, "pass", pass, "checks", checks);
+	/* The fewest samples any latency SLO's percentile rested on, against what it needs:
+	 * a p99 of 20 values is their maximum. */
+	bool any = false;
+	uint64_t samples = 0, needed = 0;
+	for (size_t k = 0; k < ss->n_probe_slos; k++) {
+		const struct cl_scn_slo *slo = &ss->probe_slos[k];
+		if (slo->kind != CL_SLO_LATENCY)
+			continue;
+		uint64_t n = cl_verdict_slo_samples(slo, m), want = cl_verdict_samples_needed(slo);
+		if (!any || n * needed < samples * want) { /* the lowest share of its need */
+			samples = n;
+			needed = want;
+		}
+		any = true;
+	}
+	return json_pack("{s:o,s:f,s:b,s:o,s:o,s:o}", "search", cli_rj_str(ss->probe_search),
+			 "level", ss->probe_level, "pass", pass, "checks", checks, "samples",
+			 any ? cli_rj_uint(samples) : json_null(), "samples_needed",
+			 any ? cli_rj_uint(needed) : json_null());
 }
 
 int cl_results_set_client_load(struct cl_results *r, size_t stage, double agents_cpu_pct_mean,
@@ -142,6 +159,13 @@ int cl_results_set_server(struct cl_results *r, size_t stage, json_t *server)
 	json_decref(r->stages[stage].server);
 	r->stages[stage].server = server;
 	return 0;
+}
+
+int cl_results_set_server_metrics(struct cl_results *r, json_t *server_metrics)
+{
+	if (!server_metrics)
+		return CL_ENOMEM;
+	return json_object_set_new(r->doc, "server_metrics", server_metrics) ? CL_ENOMEM : 0;
 }
 
 /* ---- the capacity answer ---- */
@@ -382,8 +406,34 @@ int cl_results_set_capacity(struct cl_results *r, const char *name, const struct
 			goto oom;
 	}
 	json_t *at = at_json(at_stage);
-	char line[768], advice[400], plan_line[400];
+	char line[1024], advice[400], plan_line[400];
 	answer_text(c, name, at, knee, line, sizeof(line), advice, sizeof(advice));
+	/* The probes the answer rests on (the last level that met the SLOs, the first that broke
+	 * them) with fewer samples than their percentiles need, even after running on. */
+	json_t *thin = json_array();
+	if (!thin)
+		goto oom;
+	for (size_t i = 0; i < c->n; i++) {
+		const struct cl_capacity_probe *p = &c->probes[i];
+		const json_t *st = cl_results_stage(r, p->stage);
+		const json_t *got = cl_results_get(st, "probe.samples"),
+			     *need = cl_results_get(st, "probe.samples_needed");
+		if (!p->trusted || (p->level != c->lo && p->level != c->hi) ||
+		    !json_is_integer(got) || !json_is_integer(need) ||
+		    json_integer_value(got) >= json_integer_value(need))
+			continue;
+		const char *pn = cl_results_str(st, "name", "?");
+		if (cli_rj_append(thin, json_pack("{s:s,s:O,s:O}", "stage", pn, "samples", got,
+						  "samples_needed", need))) {
+			json_decref(thin);
+			goto oom;
+		}
+		size_t l = strlen(line);
+		snprintf(line + l, sizeof(line) - l,
+			 "; rests on a thin probe: '%s' had %lld samples of the %lld its SLO "
+			 "percentile needs",
+			 pn, (long long)json_integer_value(got), (long long)json_integer_value(need));
+	}
 	json_t *why = explain(r, c, at_stage);
 	const char *why_text = json_string_value(json_object_get(why, "text"));
 	size_t ll = strlen(line);
@@ -400,7 +450,7 @@ int cl_results_set_capacity(struct cl_results *r, const char *name, const struct
 			    num_or_null(c->probes[knee].output_tokens_per_s, 6))
 		: json_null();
 	json_t *cap = json_pack(
-	    "{s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:f,s:b,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:s}",
+	    "{s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:f,s:b,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:s}",
 	    "search", name, "over", conc ? "concurrency" : "rate", "unit",
 	    conc ? "streams" : "requests/s", "status", state_name(c->state), "sustainable",
 	    level_json(c, c->lo), "breaks_at", level_json(c, c->hi), "from", level_json(c, c->from),
@@ -408,7 +458,8 @@ int cl_results_set_capacity(struct cl_results *r, const char *name, const struct
 	    c->relative, "stopped_because",
 	    c->state == CL_CAP_STOPPED ? json_string(c->stop_reason) : json_null(), "advice",
 	    advice[0] ? json_string(advice) : json_null(), "at_sustainable", at, "knee", knee_j,
-	    "slo", slos, "probes", probes, "plan", plan_j, "explanation", why, "summary", line);
+	    "slo", slos, "probes", probes, "plan", plan_j, "explanation", why, "thin_probes", thin,
+	    "summary", line);
 	if (!cap)
 		return CL_ENOMEM;
 	if (json_object_set_new(r->doc, "capacity", cap) != 0)

@@ -155,6 +155,11 @@ int cl_results_add_stalls(struct cl_results *r, size_t stage, const struct cl_re
  * cl_results_finish_stage.  CL_EINVAL (bad index, finished stage), CL_ENOMEM (server NULL). */
 int cl_results_set_server(struct cl_results *r, size_t stage, json_t *server);
 
+/* Records the run-wide account of the server's /metrics (results.json's `server_metrics`:
+ * mode, URL, availability, restarts, the extra series kept); takes ownership, also on
+ * failure.  Call before cl_results_finish.  CL_ENOMEM (NULL). */
+int cl_results_set_server_metrics(struct cl_results *r, json_t *server_metrics);
+
 /* Records what the agents spent on stage `stage` over its measured window: their CPU summed
  * (100 = one core) and the streams they had in flight, both averaged over the samples the
  * run took; results.json's client.agents_cpu_pct_mean, streams_mean and cpu_per_stream_pct
@@ -285,7 +290,9 @@ const json_t *cl_results_doc(const struct cl_results *r);
 
 /* A copy of the document as it stands (the caller owns it), with each running stage that
  * has reported intervals added as {index, name, status "running", intervals}: what the
- * live report page shows.  NULL when out of memory.  Same thread as the other calls. */
+ * live report page shows.  A shallow copy: it shares its values with r's document, so the
+ * caller only reads it, and drops it before the next call that changes r.  NULL when out
+ * of memory.  Same thread as the other calls. */
 json_t *cl_results_live_doc(const struct cl_results *r);
 /* The output directory (owned by r). */
 const char *cl_results_dir(const struct cl_results *r);

@@ -14,6 +14,8 @@
 /* The last window is kept as this many buckets of whole intervals (plus the one filling),
  * so its memory does not grow with the window: it is exact to a quarter of the window. */
 #define BUCKETS 4
+/* The latest interval's window is trimmed every this many intervals (~1 min at 100 ms). */
+#define PENDING_TRIM_EVERY 601
 
 /* What a window needs of its intervals: latency histograms merged exactly, counts summed. */
 struct win {
@@ -61,6 +63,18 @@ static void win_reset(struct win *w)
 	w->completed_in_window = w->output_tokens = w->completed = w->errors = 0;
 	w->intervals = 0;
 	w->from_s = w->to_s = w->seconds = 0;
+}
+
+/* Empties w; with trim also gives back the pages its histograms touched (cl_hist_trim), so
+ * the rare latencies of an hour do not keep theirs resident: a bucket of the last window
+ * at each turn of the ring, the latest interval every PENDING_TRIM_EVERY. */
+static void win_clear(struct win *w, bool trim)
+{
+	if (trim) {
+		cl_hist_trim(&w->ttft);
+		cl_hist_trim(&w->itl);
+	}
+	win_reset(w);
 }
 
 /* dst += src (histograms exactly, counts summed, the span widened). */
@@ -146,12 +160,12 @@ static void take_last(struct cli_rs_drift *d, const struct win *w)
 	if (d->cur.intervals < d->bucket_intervals)
 		return;
 	struct win *slot = &d->ring[d->ring_next];
-	win_reset(slot);
+	win_clear(slot, true);
 	win_add(slot, &d->cur);
 	d->ring_next = (d->ring_next + 1) % BUCKETS;
 	if (d->ring_n < BUCKETS)
 		d->ring_n++;
-	win_reset(&d->cur);
+	win_clear(&d->cur, true);
 }
 
 void cli_rs_drift_add(struct cli_rs_drift *d, double t_s, double interval_s,
@@ -165,7 +179,7 @@ void cli_rs_drift_add(struct cli_rs_drift *d, double t_s, double interval_s,
 	if (d->first.intervals < d->window_intervals)
 		win_add_metrics(&d->first, t_s, interval_s, m);
 	if (!d->until_end) {
-		win_reset(&d->pending);
+		win_clear(&d->pending, d->measured % PENDING_TRIM_EVERY == 0);
 		win_add_metrics(&d->pending, t_s, interval_s, m);
 		take_last(d, &d->pending);
 		return;
@@ -174,7 +188,7 @@ void cli_rs_drift_add(struct cli_rs_drift *d, double t_s, double interval_s,
 	 * last window only once the next one has come. */
 	if (d->has_pending)
 		take_last(d, &d->pending);
-	win_reset(&d->pending);
+	win_clear(&d->pending, d->measured % PENDING_TRIM_EVERY == 0);
 	win_add_metrics(&d->pending, t_s, interval_s, m);
 	d->has_pending = true;
 }

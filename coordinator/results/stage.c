@@ -103,13 +103,14 @@ static json_t *requests_json(const struct cl_metrics *m)
 		if (cli_rj_append(samples, s))
 			goto fail;
 	}
-	o = json_pack("{s:o,s:o,s:o,s:o,s:o,s:f,s:o,s:o,s:o}", "started",
+	o = json_pack("{s:o,s:o,s:o,s:o,s:o,s:f,s:o,s:o,s:o,s:o}", "started",
 		      cli_rj_uint(m->ctr[CL_CTR_STARTED]), "completed",
 		      cli_rj_uint(m->ctr[CL_CTR_COMPLETED]), "cut", cli_rj_uint(m->ctr[CL_CTR_CUT]),
 		      "good", cli_rj_uint(m->ctr[CL_CTR_GOOD]), "errors_total",
 		      cli_rj_uint(cl_verdict_errors(m)), "error_rate",
 		      cli_rj_sig(cl_verdict_error_rate(m), 6), "errors", errors, "error_samples",
-		      samples, "no_content", cli_rj_uint(m->ctr[CL_CTR_NO_CONTENT]));
+		      samples, "no_content", cli_rj_uint(m->ctr[CL_CTR_NO_CONTENT]), "repeated",
+		      cli_rj_uint(m->ctr[CL_CTR_REPEATED]));
 	/* Sent twice: the server had closed the reused connection (docs/engine.md). */
 	if (o && cli_rj_set(o, "resent", cli_rj_uint(m->ctr[CL_CTR_RESENT]))) {
 		json_decref(o);
@@ -191,16 +192,16 @@ static json_t *tokens_base_json(const struct cl_metrics *m)
 static json_t *throughput_json(const struct cl_metrics *m, double window_s)
 {
 	uint64_t total = m->ctr[CL_CTR_OUTPUT_TOKENS] + m->ctr[CL_CTR_PROMPT_TOKENS];
-	/* Goodput: the completion rate times the share of measured requests that met every
-	 * per-request SLO (good counts requests started in the window, the rate counts
-	 * completions inside it; their ratio keeps goodput <= throughput). */
+	double rps = cl_verdict_request_rate(m, window_s);
+	json_t *req = isfinite(rps) ? json_real(cli_rj_sig(rps, 6)) : json_null();
+	/* Goodput: the request rate times the share of measured requests that met every
+	 * per-request SLO (good counts requests started in the window, the rate the lifetimes
+	 * inside it; their ratio keeps goodput <= throughput). */
 	json_t *good = json_null();
-	if (m->ctr[CL_CTR_COMPLETED] && window_s > 0)
-		good = rate((uint64_t)llround((double)m->ctr[CL_CTR_COMPLETED_IN_WINDOW] *
-					      (double)m->ctr[CL_CTR_GOOD] /
-					      (double)m->ctr[CL_CTR_COMPLETED]),
-			    window_s);
-	return json_pack("{s:o,s:o,s:o,s:o}", "requests_per_s",
+	if (m->ctr[CL_CTR_COMPLETED] && isfinite(rps))
+		good = json_real(cli_rj_sig(
+		    rps * (double)m->ctr[CL_CTR_GOOD] / (double)m->ctr[CL_CTR_COMPLETED], 6));
+	return json_pack("{s:o,s:o,s:o,s:o,s:o}", "requests_per_s", req, "completions_per_s",
 			 rate(m->ctr[CL_CTR_COMPLETED_IN_WINDOW], window_s), "output_tokens_per_s",
 			 rate(m->ctr[CL_CTR_OUTPUT_TOKENS], window_s), "total_tokens_per_s",
 			 rate(total, window_s), "goodput_requests_per_s", good);
@@ -359,6 +360,7 @@ json_t *cli_rs_stage_json(size_t index, const struct cl_scn_stage *st, const str
 		return NULL;
 	}
 	if (o && (cli_rj_set(o, "http", http_json(m)) ||
+		  cli_rj_set(o, "too_short", json_boolean(cli_rs_too_short(st, m, window_s))) ||
 		  cli_rj_set(o, "unaccounted",
 			     client->unaccounted ? json_deep_copy(client->unaccounted)
 						 : json_array()))) {
@@ -410,9 +412,10 @@ json_t *cli_rs_interval_json(double t_s, double interval_s, const struct cl_metr
 
 json_t *cli_rs_warmup_json(const struct cl_metrics *m)
 {
-	return json_pack("{s:o,s:o,s:o}", "requests", cli_rj_uint(m->ctr[CL_CTR_STARTED]),
+	return json_pack("{s:o,s:o,s:o,s:o}", "requests", cli_rj_uint(m->ctr[CL_CTR_STARTED]),
 			 "completed", cli_rj_uint(m->ctr[CL_CTR_COMPLETED]), "errors",
-			 cli_rj_uint(cl_verdict_errors(m)));
+			 cli_rj_uint(cl_verdict_errors(m)), "repeated",
+			 cli_rj_uint(m->ctr[CL_CTR_REPEATED]));
 }
 
 static json_t *phase_s(int64_t us)

@@ -291,6 +291,7 @@ static json_t *warnings_json(struct cl_results *r)
 			rc |= warn_client_bound(
 			    w, s, name, !r->client_bound_warn && cli_rs_client_bound_gates(s));
 		rc |= cli_rs_fault_warnings(w, s);
+		rc |= cli_rs_short_warning(w, s);
 		double no_content = cl_results_num(s, "requests.no_content");
 		if (no_content > 0)
 			rc |= cli_rs_warn(
@@ -320,6 +321,7 @@ static json_t *warnings_json(struct cl_results *r)
 					  "(the server sent no usage)",
 					  name);
 	}
+	rc |= cli_rs_repeat_warning(w, r->doc);
 	json_array_foreach(json_object_get(r->doc, "agents"), i, s)
 	{
 		if (json_is_true(json_object_get(s, "lost")))

@@ -339,6 +339,31 @@ static bool is_scalar(const json_t *j)
 	return !json_is_object(j) && !json_is_array(j);
 }
 
+/* json_dump_callback's sink for fits_in: counts, and stops the dump past the limit. */
+struct fit {
+	size_t len, limit;
+};
+
+static int count_up_to(const char *buf, size_t size, void *data)
+{
+	(void)buf;
+	struct fit *fit = data;
+	fit->len += size;
+	return fit->len > fit->limit ? -1 : 0;
+}
+
+/* Whether j's one-line JSON is at most limit bytes.  Counted, never built: asked of the
+ * document and every container in it, building each would make a transient copy of the
+ * whole document per level (MBs for a soak's intervals) at every rewrite of
+ * results.json, and the dump stops as soon as it is too long. */
+static bool fits_in(const json_t *j, size_t limit)
+{
+	struct fit fit = { 0, limit };
+	return json_dump_callback(j, count_up_to, &fit,
+				  JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15)) == 0 &&
+	       fit.len <= limit;
+}
+
 /* Whether j is printed on one line: scalars, arrays of scalars or of arrays of scalars
  * (histogram buckets), objects of scalars (a latency summary, an interval), and anything
  * short. */
@@ -366,25 +391,16 @@ static bool one_line(const json_t *j, size_t short_len)
 	} else {
 		json_object_foreach((json_t *)j, k, v) flat = flat && is_scalar(v);
 	}
-	if (flat)
-		return true;
-	char *text = json_dumps(j, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
-	bool fits = text && strlen(text) <= short_len;
-	free(text);
-	return fits;
+	return flat || fits_in(j, short_len);
 }
 
 static int emit(const json_t *j, FILE *f, int depth)
 {
 	const size_t flags = JSON_ENCODE_ANY | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15);
-	if (one_line(j, (size_t)(96 - 2 * depth > 40 ? 96 - 2 * depth : 40))) {
-		char *text = json_dumps(j, flags);
-		if (!text)
-			return CL_ENOMEM;
-		fputs(text, f);
-		free(text);
-		return 0;
-	}
+	/* Streamed into f, never built as a string: a flat container (a histogram's buckets)
+	 * can be long, and a copy per rewrite of results.json is a transient for nothing. */
+	if (one_line(j, (size_t)(96 - 2 * depth > 40 ? 96 - 2 * depth : 40)))
+		return json_dumpf(j, f, flags) == 0 ? 0 : CL_EIO;
 	bool obj = json_is_object(j);
 	size_t n = obj ? json_object_size(j) : json_array_size(j), at = 0;
 	fputs(obj ? "{\n" : "[\n", f);
@@ -396,12 +412,14 @@ static int emit(const json_t *j, FILE *f, int depth)
 		json_object_foreach((json_t *)j, k, v)
 		{
 			json_t *key = json_string(k);
-			char *kt = key ? json_dumps(key, flags) : NULL;
-			json_decref(key);
-			if (!kt)
+			if (!key)
 				return CL_ENOMEM;
-			fprintf(f, "%*s%s: ", 2 * (depth + 1), "", kt);
-			free(kt);
+			fprintf(f, "%*s", 2 * (depth + 1), "");
+			rc = json_dumpf(key, f, flags) == 0 ? 0 : CL_EIO;
+			json_decref(key);
+			if (rc != 0)
+				return rc;
+			fputs(": ", f);
 			if ((rc = emit(v, f, depth + 1)) != 0)
 				return rc;
 			fputs(++at < n ? ",\n" : "\n", f);

@@ -25,6 +25,11 @@ double cl_verdict_error_rate(const struct cl_metrics *m)
 	return ended ? (double)errors / (double)ended : 0.0;
 }
 
+double cl_verdict_request_rate(const struct cl_metrics *m, double window_s)
+{
+	return window_s > 0 ? (double)m->ctr[CL_CTR_WINDOW_SHARE_MILLI] / 1000.0 / window_s : NAN;
+}
+
 double cl_verdict_goodput(const struct cl_metrics *m, double window_s)
 {
 	return window_s > 0 ? (double)m->ctr[CL_CTR_GOOD] / window_s : 0.0;
@@ -63,10 +68,26 @@ double cl_verdict_measure(const struct cl_scn_slo *slo, const struct cl_metrics 
 	case CL_SLO_MIN_REQUEST_RATE:
 		if (window_s <= 0)
 			break;
-		return (double)m->ctr[CL_CTR_COMPLETED_IN_WINDOW] / window_s;
+		return cl_verdict_request_rate(m, window_s);
 	}
 	*has_data = false;
 	return NAN;
+}
+
+uint64_t cl_verdict_slo_samples(const struct cl_scn_slo *slo, const struct cl_metrics *m)
+{
+	if (slo->kind != CL_SLO_LATENCY || slo->lat < 0 || slo->lat >= CL_LAT__COUNT)
+		return 0;
+	return cl_hist_count(&m->lat[slo->lat]);
+}
+
+uint64_t cl_verdict_samples_needed(const struct cl_scn_slo *slo)
+{
+	if (slo->kind != CL_SLO_LATENCY || slo->percentile < 0 || slo->percentile >= 100)
+		return 1;
+	/* The small epsilon keeps 1 / 0.01 from rounding up to 101. */
+	double need = ceil(1.0 / (1.0 - slo->percentile / 100.0) - 1e-9);
+	return need < 1 ? 1 : need > 1e9 ? 1000000000u : (uint64_t)need;
 }
 
 bool cl_verdict_passes(const struct cl_scn_slo *slo, double measured, bool has_data)

@@ -1,5 +1,6 @@
 /* Verdicts on merged metrics: SLO evaluation, goodput, client-bound detection, estimates
- * and the run's exit code.  Pure functions; results/results.c puts their answers in the document. */
+ * and the run's exit code.  Pure functions; results/results.c puts their answers in the document.
+ */
 #ifndef CHATLOAD_VERDICT_H
 #define CHATLOAD_VERDICT_H
 
@@ -15,6 +16,12 @@ uint64_t cl_verdict_errors(const struct cl_metrics *m);
 
 /* errors / (completed + errors); 0 when nothing ended. */
 double cl_verdict_error_rate(const struct cl_metrics *m);
+
+/* The stage's request rate: completed requests, each counted by the share of it (its tokens)
+ * inside the window (CL_CTR_WINDOW_SHARE_MILLI), per second of the window, so the rate does
+ * not swing with where the window cut a wave of long requests (docs/results.md).  NAN when
+ * window_s <= 0. */
+double cl_verdict_request_rate(const struct cl_metrics *m, double window_s);
 
 /* Completed requests meeting every per-request SLO, per second of the window (the engine
  * counts them in CL_CTR_GOOD).  0 when window_s <= 0. */
@@ -35,6 +42,14 @@ double cl_verdict_measure(const struct cl_scn_slo *slo, const struct cl_metrics 
 
 /* Whether measured meets slo: latency and error rate <= limit, minimums >= limit.  Equal
  * to the limit passes. */
+/* Samples an SLO's figure rests on: for a latency SLO the values its histogram holds (0 for
+ * another kind, which rests on counts, not on a tail). */
+uint64_t cl_verdict_slo_samples(const struct cl_scn_slo *slo, const struct cl_metrics *m);
+
+/* Samples a latency SLO's percentile needs to be more than the largest value seen:
+ * ceil(1 / (1 − p)), so p99 needs 100 and p90 10; 1 for a mean or another kind. */
+uint64_t cl_verdict_samples_needed(const struct cl_scn_slo *slo);
+
 bool cl_verdict_passes(const struct cl_scn_slo *slo, double measured, bool has_data);
 
 /* The unit of an SLO's limit and measurement as written in results: "ms" for latency

@@ -69,8 +69,10 @@ struct run_agent {
 struct run_slot {
 	int64_t k;         /* interval index held, -1: free */
 	int64_t group_end; /* last interval an agent reported together with this one */
-	bool metrics_ready;
-	struct cl_metrics m; /* allocated on first use, kept for reuse */
+	/* Taken from the stage's spares while k is held, given back when its row is
+	 * written: the stage holds as many records as intervals wait at once (two or three),
+	 * not one per slot of the loss window (102 at 100 ms, ~0.5 MiB resident each). */
+	struct cl_metrics *m;
 	/* each report's agent health, in the slot of the report's last interval */
 	struct cl_results_agent_health health[CL_FLEET_MAX_AGENTS];
 	size_t n_health;
@@ -87,7 +89,12 @@ struct run_stage {
 	 * them. */
 	struct run_slot *slots;
 	size_t n_slots;
-	int64_t next_emit;                     /* next interval index to write */
+	/* Records no slot holds, reset, kept for the next interval (at most n_slots): the
+	 * top n_warm keep their pages, those under them were trimmed (run/merge.c). */
+	struct cl_metrics **spare;
+	size_t n_spare, n_warm;
+	uint64_t n_released; /* records given back: every so often one is trimmed */
+	int64_t next_emit;   /* next interval index to write */
 	uint64_t late_reports, late_completed; /* data too late for its rows: totals only */
 	struct cl_stall_list own_stalls;       /* the coordinator's own, in the stage */
 	uint32_t own_first, own_seen;          /* the fleet's n_own at the start, and filed */
@@ -98,6 +105,8 @@ struct run_stage {
 	enum cl_stage_status status;
 	char reason[1400]; /* why the status is not ok; "" when it is */
 	bool stop_sent;    /* a signal arrived and the agents were told to stop */
+	bool ended_early;  /* a probe stopped once its SLOs had their samples (search.c) */
+	bool noted_run_on; /* ... and said it was running on for them */
 	/* the agents' CPU (summed, 100 = one core) and streams in flight, sampled every turn
 	 * of the measured window, for capacity planning */
 	double load_cpu_sum, load_streams_sum;
@@ -109,6 +118,7 @@ struct run_gen; /* run/generate.c */
 struct run {
 	struct run_gen *gen;       /* a generate job's state (NULL: a benchmark) */
 	struct cl_srv_scrape *srv; /* the target's /metrics, scraped all run long; NULL: none */
+	int64_t srv_t0_us;         /* when scraping began (server_metrics.restarts[].t_s) */
 	const struct cl_run_opts *o;
 	struct cl_scenario s;
 	struct cl_results *res;

@@ -20,20 +20,30 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 static struct run_agent *agent_of(struct run *r, const struct cl_fleet_agent *a)
 {
 	return &r->agents[a->id - 1];
 }
 
+static void metrics_free(struct cl_metrics *m)
+{
+	cl_metrics_destroy(m);
+	free(m);
+}
+
 int cli_run_intervals_init(struct run *r, struct run_stage *st)
 {
 	int64_t iv = r->s.agents.report_interval_us > 0 ? r->s.agents.report_interval_us : 1000000;
-	/* Every interval of the loss window, plus the one being cut and one in flight: ~2.3 MiB
-	 * each once used (12 at the default 1 s interval, 102 at the shortest, 100 ms). */
+	/* Every interval of the loss window, plus the one being cut and one in flight (12 at
+	 * the default 1 s interval, 102 at the shortest, 100 ms).  A slot is small: its
+	 * metrics (~2.4 MiB of address space) are only held while its interval waits. */
 	st->n_slots = (size_t)((CL_WIRE_LOST_US + iv - 1) / iv) + 2;
 	st->slots = calloc(st->n_slots, sizeof(*st->slots));
-	if (!st->slots)
+	st->spare = calloc(st->n_slots, sizeof(*st->spare));
+	st->n_spare = st->n_warm = 0;
+	if (!st->slots || !st->spare)
 		return CL_ENOMEM;
 	for (size_t i = 0; i < st->n_slots; i++)
 		st->slots[i].k = -1;
@@ -43,10 +53,14 @@ int cli_run_intervals_init(struct run *r, struct run_stage *st)
 void cli_run_intervals_free(struct run_stage *st)
 {
 	for (size_t i = 0; st->slots && i < st->n_slots; i++)
-		if (st->slots[i].metrics_ready)
-			cl_metrics_destroy(&st->slots[i].m);
+		metrics_free(st->slots[i].m);
+	for (size_t i = 0; st->spare && i < st->n_spare; i++)
+		metrics_free(st->spare[i]);
 	free(st->slots);
+	free(st->spare);
 	st->slots = NULL;
+	st->spare = NULL;
+	st->n_spare = st->n_warm = 0;
 }
 
 static struct run_slot *slot_of(struct run_stage *st, int64_t k)
@@ -54,17 +68,26 @@ static struct run_slot *slot_of(struct run_stage *st, int64_t k)
 	return &st->slots[(size_t)k % st->n_slots];
 }
 
-/* The slot for interval k, taken (and its metrics allocated) if free.  NULL when out of
- * memory.  The caller has made sure k is inside the window. */
+/* The slot for interval k, taken (with a spare record, or a new one) if free.  NULL when
+ * out of memory.  The caller has made sure k is inside the window. */
 static struct run_slot *slot_take(struct run_stage *st, int64_t k)
 {
 	struct run_slot *s = slot_of(st, k);
 	if (s->k == k)
 		return s;
-	if (!s->metrics_ready) {
-		if (cl_metrics_init(&s->m) != 0)
-			return NULL;
-		s->metrics_ready = true;
+	if (!s->m) {
+		if (st->n_spare > 0) {
+			s->m = st->spare[--st->n_spare]; /* a warm one first: they are on top */
+			if (st->n_warm > 0)
+				st->n_warm--;
+		} else {
+			struct cl_metrics *m = calloc(1, sizeof(*m));
+			if (!m || cl_metrics_init(m) != 0) {
+				free(m);
+				return NULL;
+			}
+			s->m = m;
+		}
 	}
 	s->k = k;
 	s->group_end = k;
@@ -85,6 +108,41 @@ static int64_t group_end(struct run_stage *st, int64_t k)
 	return end;
 }
 
+/* Every this many intervals written, the record given back sheds its pages: the pages a
+ * rare latency touched once would otherwise stay resident for the rest of the stage, and a
+ * soak's RSS would creep up with each new outlier.  Odd, so records that take turns are
+ * each trimmed in turn; ~1 min at 100 ms intervals. */
+#define SLOT_TRIM_EVERY 601
+/* Spares that keep their pages: a steady stage holds two or three intervals at once, so
+ * the records it cycles through stay warm and a lag leaves at most this many behind. */
+#define SPARES_WARM 2
+
+/* Empties slot s and gives its record back to the spares. */
+static void slot_release(struct run_stage *st, struct run_slot *s)
+{
+	if (s->m) {
+		/* Records never outnumber slots, so the spares always have room. */
+		bool periodic = ++st->n_released % SLOT_TRIM_EVERY == 0;
+		if (st->n_warm < SPARES_WARM && !periodic) {
+			cl_metrics_reset(s->m);
+			st->spare[st->n_spare++] = s->m;
+			st->n_warm++;
+		} else {
+			/* Beyond the few a steady stage cycles through, a spare is what a
+			 * lagging agent made the stage hold: kept for the next lag, without its
+			 * pages, and under the warm ones, so that they are taken first (taking a
+			 * cold one while a warm one idles would keep both resident). */
+			cl_metrics_trim(s->m);
+			memmove(st->spare + 1, st->spare, st->n_spare * sizeof(*st->spare));
+			st->spare[0] = s->m;
+			st->n_spare++;
+		}
+		s->m = NULL;
+	}
+	s->k = -1;
+	s->n_health = 0;
+}
+
 /* Writes intervals first..last as one row (one interval, or a lump's) and frees them. */
 static void emit_row(struct run *r, struct run_stage *st, int64_t first, int64_t last)
 {
@@ -92,7 +150,7 @@ static void emit_row(struct run *r, struct run_stage *st, int64_t first, int64_t
 	struct run_slot *acc = NULL;
 	/* Streams in flight at the row's end: its last interval's, not a sum over the row. */
 	const struct run_slot *end = slot_of(st, last);
-	int64_t active = end->k == last ? end->m.health.inflight : 0;
+	int64_t active = end->k == last ? end->m->health.inflight : 0;
 	/* Each agent's health over the row: its worst in any of the row's intervals. */
 	struct cl_results_agent_health health[CL_FLEET_MAX_AGENTS];
 	size_t n_health = 0;
@@ -123,12 +181,12 @@ static void emit_row(struct run *r, struct run_stage *st, int64_t first, int64_t
 		if (!acc)
 			acc = s;
 		else
-			cl_metrics_merge(&acc->m, &s->m);
+			cl_metrics_merge(acc->m, s->m);
 	}
 	if (acc) {
-		acc->m.health.inflight = active;
+		acc->m->health.inflight = active;
 		double span_s = (double)(last - first + 1) * interval_s;
-		const struct cl_metrics *m = &acc->m;
+		const struct cl_metrics *m = acc->m;
 		cl_results_add_interval_agents(r->res, st->index, (double)(last + 1) * interval_s,
 					       m, span_s, health, n_health);
 		st->last_req_s = m->ctr[CL_CTR_COMPLETED_IN_WINDOW] / span_s;
@@ -139,11 +197,8 @@ static void emit_row(struct run *r, struct run_stage *st, int64_t first, int64_t
 	}
 	for (int64_t j = first; j <= last; j++) {
 		struct run_slot *s = slot_of(st, j);
-		if (s->k != j)
-			continue;
-		cl_metrics_reset(&s->m);
-		s->k = -1;
-		s->n_health = 0;
+		if (s->k == j)
+			slot_release(st, s);
 	}
 	st->next_emit = last + 1;
 }
@@ -267,7 +322,7 @@ static void merge_interval(struct run *r, struct run_stage *st, struct run_agent
 			s->group_end = k1;
 		last = s;
 	}
-	cl_metrics_merge(&last->m, rep->metrics);
+	cl_metrics_merge(last->m, rep->metrics);
 	if (last->n_health < CL_FLEET_MAX_AGENTS) {
 		const struct cl_hist *loop = &rep->metrics->lat[CL_LAT_LOOP_LAG],
 				     *queue = &rep->metrics->lat[CL_LAT_QUEUE];

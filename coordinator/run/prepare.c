@@ -250,11 +250,23 @@ int cli_run_prepare(struct run *r)
 		/* Agents start at evenly spaced bodies, so they do not all send the same prompt
 		 * first (which a prefix cache would serve from the first agent's work). */
 		c.prepare.workload.first_body = w->n_bodies * i / n;
+		/* ... and each goes through its own share of them first, so no body is sent
+		 * twice in a run while any is unsent (docs/engine.md, "Which body"). */
+		c.prepare.workload.share = w->n_bodies * (i + 1) / n - w->n_bodies * i / n;
+		c.prepare.workload.per_stage = r->s.workload.order_per_stage;
+		/* Synthetic prompts without a pool: every request distinct, past the bodies too
+		 * (plan.h, retag); the salt is what makes a tag of its own possible. */
+		const struct cl_scn_workload *sw = &r->s.workload;
+		if (sw->kind == CL_WORKLOAD_SYNTHETIC && !sw->synthetic_count_given &&
+		    !sw->multi_turn && !sw->salt_none && sw->salt_tag[0])
+			snprintf(c.prepare.workload.retag, sizeof(c.prepare.workload.retag), "%s",
+				 sw->salt_tag);
 		/* A trace is dealt out: agent i replays requests i, i + n, ... (each at its own
 		 * offset from START_AT), so together they replay it whole. */
 		if (w->trace_stride) {
 			c.prepare.workload.first_body = i;
 			c.prepare.workload.trace_stride = (uint32_t)n;
+			c.prepare.workload.share = 0;
 		}
 		if (!(last[i] = cl_fleet_send(&r->fleet, i, &c))) {
 			cl_progress_note(&r->prog, "agent %u (%s) has too many commands pending",

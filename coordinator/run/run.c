@@ -5,6 +5,7 @@
 
 #include "report/report.h"
 
+#include "chatload/clock.h"
 #include "chatload/exitcode.h"
 #include "chatload/log.h"
 #include "workload/workload.h"
@@ -22,17 +23,49 @@ static int fail_msg(struct run *r, int code, const struct cl_err *err, const cha
 	return code;
 }
 
-/* Scrapes the target's /metrics from readiness to the end (target.server_metrics is `auto`:
- * the target URL's scheme://host:port/metrics, noted as unavailable when absent). */
+/* Scrapes the server's /metrics from readiness to the end, as target.server_metrics says:
+ * `auto` (the target URL's scheme://host:port/metrics, noted when absent), a URL (warned
+ * about when it cannot be read), or false.  Never fails the run (docs/scenario.md). */
 static void start_server_metrics(struct run *r)
 {
+	const struct cl_scn_server_metrics *m = &r->s.target.server_metrics;
 	char url[1024];
-	if (cl_srv_metrics_url(r->target.base_url, url, sizeof(url)) != 0) {
+	if (m->mode == CL_SCN_SRV_OFF)
+		return;
+	if (m->mode == CL_SCN_SRV_URL) {
+		snprintf(url, sizeof(url), "%s", m->url);
+	} else if (cl_srv_metrics_url(r->target.base_url, url, sizeof(url)) != 0) {
 		CL_INFO("server metrics: no /metrics URL from '%s'", r->target.base_url);
 		return;
 	}
-	if (cl_srv_scrape_start(url, 1000000, true, &r->srv) != 0)
+	struct cl_srv_scrape_opts o = {
+		.url = url,
+		.interval_us = m->interval_us,
+		.quiet = m->mode == CL_SCN_SRV_AUTO,
+		.headers = (const char *const *)m->headers,
+		.n_headers = m->n_headers,
+		.extra = (const char *const *)m->extra,
+		.n_extra = m->n_extra,
+	};
+	if (cl_srv_scrape_start(&o, &r->srv) != 0)
 		CL_WARN("server metrics: cannot start scraping '%s'", url);
+	r->srv_t0_us = cl_mono_us();
+}
+
+/* results.json's server_metrics: the run-wide account, or {mode: off}. */
+static void record_server_metrics(struct run *r)
+{
+	const struct cl_scn_server_metrics *m = &r->s.target.server_metrics;
+	json_t *j = NULL;
+	if (m->mode == CL_SCN_SRV_OFF)
+		j = json_pack("{s:s}", "mode", "off");
+	else if (r->srv)
+		j = cl_srv_scrape_run_json(r->srv, m->mode == CL_SCN_SRV_URL ? "url" : "auto",
+					   r->srv_t0_us);
+	else
+		return;
+	if (cl_results_set_server_metrics(r->res, j) != 0)
+		CL_WARN("server metrics: out of memory for results.json's server_metrics");
 }
 
 /* Builds the target plan the agents get: the scenario's, or the simulator's address. */
@@ -250,6 +283,8 @@ static int finish(struct run *r, int code)
 	cl_progress_end(&r->prog);
 	cli_run_record_agents(r);
 	cli_run_stop_processes(r);
+	if (r->res)
+		record_server_metrics(r);
 	cl_srv_scrape_stop(r->srv);
 	r->srv = NULL;
 	if (r->res) {
@@ -282,6 +317,10 @@ int cl_run(const struct cl_run_opts *o)
 		free(r);
 		return CL_EXIT_USAGE;
 	}
+	/* One salt for the run, kept if calibration renders again (workload.salt).  Never for
+	 * a generate job: it sends its inputs byte for byte as written. */
+	if (!r->s.workload.salt_none && !r->s.generate.set)
+		cl_workload_new_salt(&r->s.workload);
 	if (load_workload(r, &err) != 0) {
 		char msg[900];
 		fprintf(stderr, "%s\n", cl_err_format(&err, msg, sizeof(msg)));

@@ -21,7 +21,13 @@ static int probe_stage(const struct cl_scn_stage *entry, const char *name, doubl
 	*out = *entry;
 	out->search = NULL;
 	out->requests = 0;
-	out->duration_us = q->probe_duration_us;
+	/* It may run on to max_probe_duration for the samples its SLOs need (run/stage.c ends
+	 * it as soon as they are in, from probe_duration on). */
+	out->duration_us = q->max_probe_duration_us > q->probe_duration_us
+			       ? q->max_probe_duration_us
+			       : q->probe_duration_us;
+	out->probe_of = q;
+	out->probe_min_us = q->probe_duration_us;
 	out->ramp_us = q->ramp_us;
 	int n;
 	if (q->over == CL_MODE_CONCURRENCY) {

@@ -228,7 +228,8 @@ static void stage_sample_load(struct run *r, int64_t now)
 	struct run_stage *st = r->st;
 	const struct cl_scn_stage *scn = st->scn;
 	int64_t from = st->start_coord_us + scn->ramp_us;
-	if (now < from || (scn->duration_us && now > from + scn->duration_us) || st->stop_sent)
+	if (now < from || (scn->duration_us && now > from + scn->duration_us) || st->stop_sent ||
+	    st->ended_early)
 		return;
 	double cpu = 0, streams = 0;
 	for (size_t i = 0; i < r->fleet.n; i++) {
@@ -267,6 +268,44 @@ static void stage_check_breach_window(struct run *r, int64_t now)
 	stage_set_status(st, CL_STAGE_ABORTED, reason);
 	st->deadline_us = now + r->s.workload.drain_timeout_us + 5 * 1000000LL;
 	r->exit_hint = CL_EXIT_SLO_BREACH;
+}
+
+/* A probe of a capacity search ends once it has run probe_duration and its SLOs' percentiles
+ * have the samples they need (cl_verdict_samples_needed); short of them it runs on, up to
+ * max_probe_duration (its duration).  The stop is an ordinary end: the window is the time
+ * the agents measured. */
+static void stage_check_probe_samples(struct run *r, int64_t now)
+{
+	struct run_stage *st = r->st;
+	const struct cl_scn_stage *scn = st->scn;
+	const struct cl_scn_search *q = scn->probe_of;
+	if (!q || st->stop_sent || st->ended_early || scn->duration_us <= scn->probe_min_us ||
+	    now < st->start_coord_us + scn->ramp_us + scn->probe_min_us)
+		return;
+	for (size_t i = 0; i < q->n_slos; i++) {
+		const struct cl_scn_slo *slo = &q->slos[i];
+		uint64_t got = cl_verdict_slo_samples(slo, &st->cum);
+		uint64_t need = slo->kind == CL_SLO_LATENCY ? cl_verdict_samples_needed(slo) : 0;
+		if (got >= need)
+			continue;
+		if (!st->noted_run_on) {
+			char at[32];
+			cl_progress_note(&r->prog,
+					 "probe '%s': %s has %llu samples of the %llu it needs: running "
+					 "on, up to %s",
+					 scn->name, slo->key, (unsigned long long)got,
+					 (unsigned long long)need,
+					 cl_format_duration_us(scn->duration_us, CL_DURATION_TENTHS, at, sizeof(at)));
+			st->noted_run_on = true;
+		}
+		return;
+	}
+	struct cl_msg_cmd c = { .cmd = CL_CMD_STOP };
+	c.stop.stage = (uint32_t)st->index;
+	cl_fleet_broadcast(&r->fleet, &c);
+	/* Not stop_sent: a signal during the drain must still interrupt the run. */
+	st->ended_early = true;
+	st->deadline_us = now + r->s.workload.drain_timeout_us + 5 * 1000000LL;
 }
 
 static void stage_progress(struct run *r, int64_t now, bool force)
@@ -333,6 +372,7 @@ static bool stage_poll(struct run *r)
 	if (atomic_load(r->o->stop) && !st->stop_sent)
 		stage_interrupt(r, now);
 	stage_check_breach_window(r, now);
+	stage_check_probe_samples(r, now);
 	stage_sample_load(r, now);
 	cli_run_live_tick(r, false);
 	if (stage_check_fleet(r))
@@ -361,7 +401,7 @@ static double stage_window_s(const struct run *r, const struct run_stage *st)
 {
 	const struct cl_scn_stage *scn = st->scn;
 	double window_s = scn->duration_us / 1e6;
-	if (!scn->duration_us || st->status != CL_STAGE_OK) {
+	if (!scn->duration_us || st->status != CL_STAGE_OK || st->ended_early) {
 		int64_t longest = 0;
 		for (size_t i = 0; i < r->fleet.n; i++)
 			if (r->agents[i].stage.span_us > longest)
@@ -438,8 +478,11 @@ static int stage_close(struct run *r)
 		/* Gauges over the measured window (after the ramp, before the drain); counters
 		 * and histograms from the scrape before the stage to the one after it. */
 		int64_t from = st->start_coord_us + st->scn->ramp_us;
-		int64_t to = st->scn->duration_us ? from + st->scn->duration_us : 0;
-		json_t *srv = cl_srv_scrape_stage_json(r->srv, &st->srv_at_start, &end, from, to);
+		/* A probe that ended once it had its samples: its window ended with it. */
+		int64_t to = st->scn->duration_us && !st->ended_early ? from + st->scn->duration_us
+								       : 0;
+		json_t *srv = cl_srv_scrape_stage_json(r->srv, &st->srv_at_start, &end,
+						       st->start_coord_us, from, to);
 		if (cl_results_set_server(r->res, st->index, srv))
 			CL_WARN("server metrics: out of memory for stage '%s'", st->scn->name);
 	}

@@ -20,6 +20,7 @@ struct search_spec {
 	int over;
 	const struct ynode *from, *max, *tolerance, *slo;
 	int64_t probe_duration_us;
+	int64_t max_probe_duration_us;
 	int64_t ramp_us;
 	int arrival;
 	double burstiness;
@@ -44,7 +45,20 @@ static void conv_search_arrival(struct scn_ctx *c, const struct ynode *v, void *
 	cli_scn_get_enum(c, v, names, N(names), obj);
 }
 
-enum { Q_OVER, Q_FROM, Q_MAX, Q_TOL, Q_DUR, Q_RAMP, Q_ARRIVAL, Q_BURST, Q_MAXC, Q_SLO, Q__COUNT };
+enum {
+	Q_OVER,
+	Q_FROM,
+	Q_MAX,
+	Q_TOL,
+	Q_DUR,
+	Q_RAMP,
+	Q_ARRIVAL,
+	Q_BURST,
+	Q_MAXC,
+	Q_SLO,
+	Q_MAXDUR,
+	Q__COUNT
+};
 
 static const struct scn_field search_fields[Q__COUNT] = {
 	[Q_OVER] = SCN_CUSTOM_AT("over", struct search_spec, over, conv_over),
@@ -59,6 +73,8 @@ static const struct scn_field search_fields[Q__COUNT] = {
 	[Q_MAXC] = SCN_RANGE("max_concurrency", SCN_F_U32, struct search_spec, max_concurrency, 1,
 			     1000000),
 	[Q_SLO] = SCN_CUSTOM_AT("slo", struct search_spec, slo, keep_node),
+	[Q_MAXDUR] = SCN_RANGE("max_probe_duration", SCN_F_DUR, struct search_spec,
+			       max_probe_duration_us, 1, 100 * DAY),
 };
 
 /* One level of the search's kind at search.<key>: streams or a rate.  0, or -1 (reported). */
@@ -113,6 +129,13 @@ static bool search_build(struct scn_ctx *c, const struct ynode *at, const struct
 	q->tolerance = rate ? 0.05 : 1;
 	q->tolerance_relative = rate;
 	q->probe_duration_us = seen[Q_DUR] ? sp->probe_duration_us : 30 * SEC;
+	q->max_probe_duration_us =
+	    seen[Q_MAXDUR] ? sp->max_probe_duration_us : 4 * q->probe_duration_us;
+	if (seen[Q_MAXDUR] && q->max_probe_duration_us < q->probe_duration_us)
+		cli_scn_error(c, seen[Q_MAXDUR],
+			      "%s.max_probe_duration must be at least probe_duration (a probe "
+			      "short of samples runs on from probe_duration up to it)",
+			      p);
 	q->ramp_us = sp->ramp_us;
 	q->arrival = seen[Q_ARRIVAL] ? (enum cl_arrival)sp->arrival
 		     : seen[Q_BURST] ? CL_ARRIVAL_GAMMA
@@ -209,7 +232,8 @@ static void refuse_stage_key(struct scn_ctx *c, const struct ynode *k, const str
 			cli_scn_error(c, k,
 				      "%s: a search stage chooses its own levels; '%s' is not "
 				      "allowed beside search (probe settings go inside it: over, "
-				      "from, max, probe_duration, ramp, arrival, max_concurrency)",
+				      "from, max, probe_duration, max_probe_duration, ramp, arrival, "
+				      "max_concurrency)",
 				      cli_scn_path(c), k->str);
 			return;
 		}

@@ -27,6 +27,7 @@ void cl_scenario_defaults(struct cl_scenario *s)
 
 	s->target.tls_verify = true;
 	s->target.connect_timeout_us = 10 * SEC;
+	s->target.server_metrics.interval_us = SEC;
 
 	s->agents.local = 2; /* 0 when agents.listen is set: see cli_scenario_derive_defaults */
 	s->agents.join_timeout_us = 60 * SEC;
@@ -211,6 +212,9 @@ void cl_scenario_free(struct cl_scenario *s)
 		free(t->sim[i].value);
 	}
 	free(t->sim);
+	free(t->server_metrics.url);
+	free_strv(t->server_metrics.headers, t->server_metrics.n_headers);
+	free_strv(t->server_metrics.extra, t->server_metrics.n_extra);
 
 	struct cl_scn_agents *a = &s->agents;
 	free(a->listen);

@@ -21,6 +21,25 @@ struct cl_sim_kv {
 	char *value;
 };
 
+/* target.server_metrics: where the server's own /metrics is read (docs/scenario.md). */
+enum cl_scn_srv_mode {
+	CL_SCN_SRV_AUTO = 0, /* the target URL's scheme://host:port/metrics, noted when absent */
+	CL_SCN_SRV_OFF,      /* false: not scraped */
+	CL_SCN_SRV_URL,      /* a URL given: warned about when it cannot be read */
+};
+
+#define CL_SCN_SRV_MAX_EXTRA 32 /* names in server_metrics.extra */
+
+struct cl_scn_server_metrics {
+	enum cl_scn_srv_mode mode;
+	char *url;           /* CL_SCN_SRV_URL: the page */
+	int64_t interval_us; /* default 1 s */
+	char **headers;      /* "Name: value", sent with each scrape */
+	size_t n_headers;
+	char **extra; /* series names kept raw; a trailing '*' matches every name it begins */
+	size_t n_extra;
+};
+
 struct cl_scn_target {
 	char *url;         /* base URL ending in /v1 (NULL when simulator) */
 	char *model;       /* NULL: the first model /v1/models lists */
@@ -37,6 +56,7 @@ struct cl_scn_target {
 	bool simulator;             /* target.simulator given: the run starts chatload-sim */
 	struct cl_sim_kv *sim;
 	size_t n_sim;
+	struct cl_scn_server_metrics server_metrics;
 };
 
 enum cl_on_loss { CL_ON_LOSS_FAIL = 0, CL_ON_LOSS_CONTINUE = 1 };
@@ -121,6 +141,7 @@ struct cl_scn_workload {
 	uint32_t dataset_limit;             /* 0: all */
 	struct cl_len_dist synthetic_input; /* synthetic prompt length in tokens */
 	uint32_t synthetic_count;           /* distinct synthetic prompts, default 64 */
+	bool synthetic_count_given; /* a pool: without it every request is distinct (retag) */
 	uint64_t seed;                      /* default 1 */
 	uint32_t max_tokens;                /* default 256 */
 	int64_t request_timeout_us;         /* default 10m */
@@ -131,6 +152,14 @@ struct cl_scn_workload {
 	enum cl_dataset_output dataset_output; /* default record */
 	/* datasets at scale */
 	bool dataset_shuffle; /* seeded by seed */
+	/* workload.order: false (run, the default): the warmup and every stage take the next
+	 * bodies; true (per_stage): every stage starts again at the agent's first body. */
+	bool order_per_stage;
+	/* workload.salt: false (run, the default): salt_tag opens every request's first message;
+	 * true (none): the text exactly as written.  salt_tag is the run's, set by whoever
+	 * renders (cl_workload_new_salt) before rendering; empty: no salt. */
+	bool salt_none;
+	char salt_tag[16];
 	struct cl_dataset_filter dataset_filter;
 	/* shared prefixes: request i starts with group (i mod groups)'s prefix of tokens */
 	uint32_t shared_prefix_groups; /* 0: none */
@@ -167,6 +196,11 @@ struct cl_scn_stage {
 	 * entry with the probes it decides on (mode is the search's `over`, duration_us and
 	 * ramp_us each probe's; concurrency and rate_per_s are 0). */
 	struct cl_scn_search *search;
+	/* A probe of a search (borrowed from the search's entry; NULL otherwise): it runs at
+	 * least probe_min_us of its duration_us (then max_probe_duration), and ends as soon as
+	 * its search's SLOs have the samples they need. */
+	const struct cl_scn_search *probe_of;
+	int64_t probe_min_us;
 	/* `replay: true`: the workload's trace at its own timing (a rate stage whose arrivals
 	 * are the trace's; rate_per_s is the trace's mean, set once it is read, and
 	 * duration_us its span when not given) */
@@ -200,6 +234,9 @@ struct cl_scn_search {
 	double tolerance;        /* absolute, in over's unit; a fraction when relative */
 	bool tolerance_relative; /* tolerance is a share of the upper bracket */
 	int64_t probe_duration_us;
+	/* a probe whose SLO percentiles lack samples (cl_verdict_samples_needed) runs on until
+	 * it has them, up to this long; default 4 × probe_duration */
+	int64_t max_probe_duration_us;
 	int64_t ramp_us;
 	enum cl_arrival arrival; /* rate probes */
 	double gamma_shape;

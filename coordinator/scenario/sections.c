@@ -70,13 +70,14 @@ const char *cli_scn_hint_for(const char *key)
 
 /* ---- target ---- */
 
-static void conv_url(struct scn_ctx *c, const struct ynode *v, void *obj)
+/* An http:// or https:// URL with a host and no spaces, into *out (trailing '/' dropped).
+ * 0, or -1 after an error naming the field. */
+static int get_http_url(struct scn_ctx *c, const struct ynode *v, char **out)
 {
-	struct cl_scn_target *t = obj;
 	char got[96];
-	if (cli_scn_get_str(c, v, true, &t->url) != 0)
-		return;
-	const char *u = t->url;
+	if (cli_scn_get_str(c, v, true, out) != 0)
+		return -1;
+	const char *u = *out;
 	const char *host = NULL;
 	if (strncasecmp(u, "http://", 7) == 0)
 		host = u + 7;
@@ -85,24 +86,31 @@ static void conv_url(struct scn_ctx *c, const struct ynode *v, void *obj)
 	if (!host) {
 		cli_scn_error(c, v, "%s must start with http:// or https://, got %s",
 			      cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
-		return;
+		return -1;
 	}
 	if (!*host || *host == '/' || *host == ':') {
 		cli_scn_error(c, v, "%s has no host, got %s", cli_scn_path(c),
 			      cli_scn_describe(v, got, sizeof(got)));
-		return;
+		return -1;
 	}
 	for (const char *p = u; *p; p++) {
 		if (isspace((unsigned char)*p) || (unsigned char)*p < 0x20) {
 			cli_scn_error(c, v,
 				      "%s must not contain spaces or control characters, got %s",
 				      cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
-			return;
+			return -1;
 		}
 	}
-	size_t len = strlen(t->url);
-	while (len > (size_t)(host - u) + 1 && t->url[len - 1] == '/')
-		t->url[--len] = '\0';
+	size_t len = strlen(*out);
+	while (len > (size_t)(host - u) + 1 && (*out)[len - 1] == '/')
+		(*out)[--len] = '\0';
+	return 0;
+}
+
+static void conv_url(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	struct cl_scn_target *t = obj;
+	get_http_url(c, v, &t->url);
 }
 
 /* True for the output-tokens forms chatload-sim documents: N, request, uniform:A-B,
@@ -262,10 +270,18 @@ static void conv_simulator(struct scn_ctx *c, const struct ynode *v, void *obj)
 	cli_scn_map_each(c, v, sim_pair, &a);
 }
 
+/* Where header_pair appends: target.headers or target.server_metrics.headers. */
+struct header_list {
+	char ***headers;
+	size_t *n_headers;
+};
+
 static void header_pair(struct scn_ctx *c, const struct ynode *k, const struct ynode *v,
 			bool merged, void *argp)
 {
-	struct cl_scn_target *t = argp;
+	const struct header_list *hl = argp;
+	char **have = *hl->headers;
+	size_t n = *hl->n_headers;
 	char got[96];
 	if (k->kind != YN_SCALAR || k->len == 0 || strlen(k->str) != k->len) {
 		cli_scn_error(c, k, "header names in %s must be strings, got %s", cli_scn_path(c),
@@ -273,9 +289,8 @@ static void header_pair(struct scn_ctx *c, const struct ynode *k, const struct y
 		return;
 	}
 	/* HTTP header names are case-insensitive: a second one is a duplicate, unless merged */
-	for (size_t i = 0; i < t->n_headers; i++) {
-		if (strncasecmp(t->headers[i], k->str, k->len) == 0 &&
-		    t->headers[i][k->len] == ':') {
+	for (size_t i = 0; i < n; i++) {
+		if (strncasecmp(have[i], k->str, k->len) == 0 && have[i][k->len] == ':') {
 			if (!merged)
 				cli_scn_error(c, k, "duplicate header '%s' in %s", k->str,
 					      cli_scn_path(c));
@@ -289,7 +304,7 @@ static void header_pair(struct scn_ctx *c, const struct ynode *k, const struct y
 			return;
 		}
 	}
-	if (t->n_headers >= SCN_MAX_HEADERS) {
+	if (n >= SCN_MAX_HEADERS) {
 		cli_scn_error(c, k, "%s has more than %d headers", cli_scn_path(c),
 			      SCN_MAX_HEADERS);
 		return;
@@ -303,20 +318,20 @@ static void header_pair(struct scn_ctx *c, const struct ynode *k, const struct y
 	cli_scn_path_pop(c, mark);
 	if (!ok)
 		return;
-	char **h = realloc(t->headers, (t->n_headers + 1) * sizeof(*h));
+	char **h = realloc(have, (n + 1) * sizeof(*h));
 	if (!h) {
 		c->oom = true;
 		return;
 	}
-	t->headers = h;
-	if (asprintf(&h[t->n_headers], "%s: %s", k->str, v->str) < 0) {
+	*hl->headers = h;
+	if (asprintf(&h[n], "%s: %s", k->str, v->str) < 0) {
 		c->oom = true;
 		return;
 	}
-	t->n_headers++;
+	(*hl->n_headers)++;
 }
 
-static void conv_headers(struct scn_ctx *c, const struct ynode *v, void *obj)
+static void read_headers(struct scn_ctx *c, const struct ynode *v, struct header_list *hl)
 {
 	char got[96];
 	if (cli_ynode_is_null(v))
@@ -326,7 +341,131 @@ static void conv_headers(struct scn_ctx *c, const struct ynode *v, void *obj)
 			      cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
 		return;
 	}
-	cli_scn_map_each(c, v, header_pair, obj);
+	cli_scn_map_each(c, v, header_pair, hl);
+}
+
+static void conv_headers(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	struct cl_scn_target *t = obj;
+	struct header_list hl = { &t->headers, &t->n_headers };
+	read_headers(c, v, &hl);
+}
+
+/* ---- target.server_metrics ---- */
+
+static void conv_sm_headers(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	struct cl_scn_server_metrics *m = obj;
+	struct header_list hl = { &m->headers, &m->n_headers };
+	read_headers(c, v, &hl);
+}
+
+/* url: `auto` (the target's) or an http(s) URL. */
+static void conv_sm_url(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	struct cl_scn_server_metrics *m = obj;
+	if (v && v->kind == YN_SCALAR && strcmp(v->str, "auto") == 0)
+		return;
+	if (get_http_url(c, v, &m->url) == 0)
+		m->mode = CL_SCN_SRV_URL;
+}
+
+/* A Prometheus metric name ([a-zA-Z_:][a-zA-Z0-9_:]*), or such a beginning and a '*'. */
+static bool series_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+	if (n && s[n - 1] == '*')
+		n--;
+	if (n == 0 || isdigit((unsigned char)s[0]))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != ':')
+			return false;
+	return true;
+}
+
+static void conv_sm_extra(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	struct cl_scn_server_metrics *m = obj;
+	char got[96];
+	if (cli_ynode_is_null(v))
+		return;
+	if (v->kind != YN_SEQ) {
+		cli_scn_error(
+		    c, v,
+		    "%s must be a list of metric names (e.g. [vllm:iteration_tokens_total, "
+		    "DCGM_FI_DEV_*]), got %s",
+		    cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
+		return;
+	}
+	if (v->n > CL_SCN_SRV_MAX_EXTRA) {
+		cli_scn_error(c, v, "%s has %zu names; at most %d are kept", cli_scn_path(c), v->n,
+			      CL_SCN_SRV_MAX_EXTRA);
+		return;
+	}
+	m->extra = calloc(v->n ? v->n : 1, sizeof(*m->extra));
+	if (!m->extra) {
+		c->oom = true;
+		return;
+	}
+	for (size_t i = 0; i < v->n; i++) {
+		const struct ynode *x = v->kids[i];
+		size_t mark = cli_scn_path_index(c, i);
+		char *name = NULL;
+		if (cli_scn_get_str(c, x, true, &name) == 0) {
+			if (!series_name_ok(name)) {
+				cli_scn_error(c, x,
+					      "%s must be a metric name ([a-zA-Z_:][a-zA-Z0-9_:]*, "
+					      "optionally ending in '*'), got %s",
+					      cli_scn_path(c),
+					      cli_scn_describe(x, got, sizeof(got)));
+				free(name);
+			} else {
+				m->extra[m->n_extra++] = name;
+			}
+		}
+		cli_scn_path_pop(c, mark);
+	}
+}
+
+static const struct scn_field server_metrics_fields[] = {
+	SCN_CUSTOM("url", conv_sm_url),
+	SCN_RANGE("interval", SCN_F_DUR, struct cl_scn_server_metrics, interval_us, 100000,
+		  3600 * SEC),
+	SCN_CUSTOM("headers", conv_sm_headers),
+	SCN_CUSTOM("extra", conv_sm_extra),
+};
+
+/* false, auto (or true, or nothing), a URL, or { url, interval, headers, extra }. */
+static void conv_server_metrics(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	struct cl_scn_target *t = obj;
+	struct cl_scn_server_metrics *m = &t->server_metrics;
+	char got[96];
+	bool b;
+	if (cli_ynode_is_null(v))
+		return;
+	if (v->kind == YN_SCALAR && !v->quoted && cl_parse_bool(v->str, &b) == 0) {
+		m->mode = b ? CL_SCN_SRV_AUTO : CL_SCN_SRV_OFF;
+		return;
+	}
+	if (v->kind == YN_SCALAR && strcmp(v->str, "auto") == 0)
+		return;
+	if (v->kind == YN_SCALAR &&
+	    (strncasecmp(v->str, "http://", 7) == 0 || strncasecmp(v->str, "https://", 8) == 0)) {
+		if (get_http_url(c, v, &m->url) == 0)
+			m->mode = CL_SCN_SRV_URL;
+		return;
+	}
+	if (v->kind != YN_MAP) {
+		cli_scn_error(c, v,
+			      "%s must be false, auto, a URL (http:// or https://) or a mapping "
+			      "{ url, interval, headers, extra }, got %s",
+			      cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
+		return;
+	}
+	const struct ynode *seen[N(server_metrics_fields)] = { 0 };
+	cli_scn_fields(c, v, server_metrics_fields, N(server_metrics_fields), m, seen, NULL);
 }
 
 /* Request fields chatload writes itself; a body may not replace them. */
@@ -394,6 +533,7 @@ static const struct scn_field target_fields[] = {
 	SCN_RANGE("connect_timeout", SCN_F_DUR, struct cl_scn_target, connect_timeout_us, 1, DAY),
 	SCN_RANGE("http2_streams_per_connection", SCN_F_U32, struct cl_scn_target, http2_streams, 1,
 		  CL_HTTP2_MAX_STREAMS),
+	SCN_CUSTOM("server_metrics", conv_server_metrics),
 };
 
 const struct ynode *cli_scn_target_key(const struct scn_loader *l, const char *key)

@@ -59,6 +59,22 @@ static void conv_dataset_format(struct scn_ctx *c, const struct ynode *v, void *
 		((struct cl_scn_workload *)obj)->dataset_format = (enum cl_dataset_format)x;
 }
 
+static void conv_order(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	static const char *const names[] = { "run", "per_stage" };
+	int x;
+	if (cli_scn_get_enum(c, v, names, N(names), &x) == 0)
+		((struct cl_scn_workload *)obj)->order_per_stage = x == 1;
+}
+
+static void conv_salt(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	static const char *const names[] = { "run", "none" };
+	int x;
+	if (cli_scn_get_enum(c, v, names, N(names), &x) == 0)
+		((struct cl_scn_workload *)obj)->salt_none = x == 1;
+}
+
 /* A length in tokens: "512" (fixed), or { mean, stddev, min, max }; which bounds were given
  * go to *min_given and *max_given (their defaults depend on the mean). */
 static void conv_len_dist(struct scn_ctx *c, const struct ynode *v, struct cl_len_dist *d,
@@ -125,6 +141,7 @@ static void conv_synthetic(struct scn_ctx *c, const struct ynode *v, void *obj)
 		return;
 	}
 	cli_scn_fields(c, v, f, N(f), w, seen, NULL);
+	w->synthetic_count_given = seen[1] != NULL;
 	if (!seen[0])
 		cli_scn_error(c, v, "%s needs input_tokens (e.g. { mean: 512 })", cli_scn_path(c));
 }
@@ -277,6 +294,8 @@ static const struct scn_field workload_fields[] = {
 	SCN_CUSTOM("multi_turn", conv_multi_turn),
 	SCN_CUSTOM("trace", conv_trace),
 	SCN_FIELD("calibrate", SCN_F_BOOL, struct cl_scn_workload, calibrate),
+	SCN_CUSTOM("order", conv_order),
+	SCN_CUSTOM("salt", conv_salt),
 };
 
 /* Resolves *path against the scenario's directory and checks it can be read. */

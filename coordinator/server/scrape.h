@@ -11,11 +11,42 @@
 
 struct cl_srv_scrape;
 
+/* Why a scrape is taken for a server restart. */
+enum cl_srv_restart {
+	CL_SRV_NO_RESTART = 0,
+	CL_SRV_RESTART_COUNTER,    /* a counter or histogram went down */
+	CL_SRV_RESTART_START_TIME, /* process_start_time_seconds changed */
+};
+
 /* A point of the timeline: the gauges of one scrape (NAN: not offered). */
 struct cl_srv_point {
 	int64_t t_us;
-	float running, waiting, kv_usage, prefix_hit_rate;
-	bool restart; /* a counter or histogram went down: the server restarted */
+	float running, waiting, kv_usage;
+	float
+	    prefix_hit_rate; /* hits ÷ queries since the previous scrape (or the engine's gauge) */
+	float preemptions;   /* the counter's increase since the previous scrape */
+	uint8_t restart;     /* enum cl_srv_restart */
+};
+
+/* What the scraper is told: target.server_metrics (docs/scenario.md). */
+struct cl_srv_scrape_opts {
+	const char *url;
+	int64_t interval_us; /* 0: 1 s */
+	bool quiet;          /* the URL was guessed (`auto`): a missing page is noted, not warned */
+	const char *const *headers; /* "Name: value", sent with every scrape */
+	size_t n_headers;
+	const char *const *extra; /* series kept raw: names, or a beginning and '*' */
+	size_t n_extra;
+};
+
+/* The latest scrape, for the live metrics. */
+struct cl_srv_latest {
+	bool up;   /* the last scrape read the page */
+	bool have; /* some scrape ever did (the figures below are from it) */
+	enum cl_srv_engine engine;
+	double running, waiting, kv_usage, prefix_hit_rate; /* NAN: not offered */
+	double preemptions; /* total since the first scrape, restarts added up; NAN: none */
+	uint32_t restarts, scrapes_ok, scrapes_failed;
 };
 
 /* Where the counters stood at a moment: totals since the first scrape, restarts added up
@@ -30,13 +61,23 @@ struct cl_srv_mark {
 };
 
 /*
- * Starts scraping url every interval_us on a new thread (a libcurl easy handle of its own,
- * timeout min(interval/2, 2 s), pages capped at CL_PROM_MAX_PAGE).  quiet: the URL was
- * guessed from the target's (`auto`), so a server without /metrics is noted, not warned
- * about.  Returns 0 or CL_ENOMEM / CL_ESYS; *out NULL on failure.  Needs curl_global_init.
+ * Starts scraping o->url every o->interval_us on a new thread (a libcurl easy handle of its
+ * own, timeout min(interval/2, 2 s), pages capped at CL_PROM_MAX_PAGE).  The first failure
+ * is logged once: a warning naming the URL and the error, or (quiet) a note.  o is copied.
+ * Returns 0 or CL_ENOMEM / CL_ESYS; *out NULL on failure.  Needs curl_global_init.
  */
-int cl_srv_scrape_start(const char *url, int64_t interval_us, bool quiet,
-			struct cl_srv_scrape **out);
+int cl_srv_scrape_start(const struct cl_srv_scrape_opts *o, struct cl_srv_scrape **out);
+
+/* The page scraped (constant while sc lives). */
+const char *cl_srv_scrape_url(const struct cl_srv_scrape *sc);
+
+/* The latest scrape's figures; never blocks for longer than a copy. */
+void cl_srv_scrape_latest(struct cl_srv_scrape *sc, struct cl_srv_latest *out);
+
+/* The run-wide summary (docs/results.md, `server_metrics`): availability, the first error,
+ * scrape counts, every restart (t_s since t0_us) and which extra series were kept.  mode is
+ * "auto" or "url".  NULL when out of memory. */
+json_t *cl_srv_scrape_run_json(struct cl_srv_scrape *sc, const char *mode, int64_t t0_us);
 
 /* Copies where the counters stand.  wait_us 0: the latest scrape's, never blocking; else a
  * scrape started now, waited for at most wait_us (the scrape's own timeout bounds it): for
@@ -45,9 +86,12 @@ void cl_srv_scrape_mark(struct cl_srv_scrape *sc, struct cl_srv_mark *m, int64_t
 
 /* The stage between two marks in the common vocabulary (docs/results.md, stages[].server):
  * gauges over the timeline points taken in [from_us, to_us] (the measured window; to_us 0:
- * up to b), counters and histograms as b − a.  NULL when out of memory. */
+ * up to b), counters and histograms as b − a, the extra series likewise, and the timeline
+ * of the scrapes between the marks with t_s since start_us (the stage's START_AT, the clock
+ * of its intervals).  NULL when out of memory. */
 json_t *cl_srv_scrape_stage_json(struct cl_srv_scrape *sc, const struct cl_srv_mark *a,
-				 const struct cl_srv_mark *b, int64_t from_us, int64_t to_us);
+				 const struct cl_srv_mark *b, int64_t start_us, int64_t from_us,
+				 int64_t to_us);
 
 /* Stops the thread (waits at most one scrape timeout) and frees everything.  NULL is fine. */
 void cl_srv_scrape_stop(struct cl_srv_scrape *sc);

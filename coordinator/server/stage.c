@@ -5,12 +5,13 @@
 #include <math.h>
 #include <string.h>
 
-/* Adds one counter's step; returns true when it went down (a restart). */
-static bool step(double *cum, double prev, double now)
+/* Adds one counter's step; returns true when it went down (a restart).  new_process: the
+ * server is another process (its start time changed), whose counters began at 0. */
+static bool step(double *cum, double prev, double now, bool new_process)
 {
 	if (isnan(now) || isnan(prev))
 		return false;
-	if (now < prev) {
+	if (now < prev || new_process) {
 		*cum += now; /* the server restarted: count from its new value */
 		return true;
 	}
@@ -24,7 +25,7 @@ static bool same_layout(const struct cl_srv_hist *a, const struct cl_srv_hist *b
 }
 
 static bool hist_step(struct cl_srv_hist *cum, const struct cl_srv_hist *prev,
-		      const struct cl_srv_hist *now)
+		      const struct cl_srv_hist *now, bool new_process)
 {
 	if (now->n == 0)
 		return false;
@@ -37,36 +38,49 @@ static bool hist_step(struct cl_srv_hist *cum, const struct cl_srv_hist *prev,
 	}
 	if (!prev || !same_layout(prev, now))
 		return false;
-	bool restart = now->count[now->n - 1] < prev->count[prev->n - 1];
+	bool restart = now->count[now->n - 1] < prev->count[prev->n - 1] || new_process;
 	for (uint32_t i = 0; i < now->n; i++)
 		cum->count[i] += restart ? now->count[i] : now->count[i] - prev->count[i];
 	cum->sum += restart ? now->sum : now->sum - prev->sum;
 	return restart;
 }
 
-bool cli_srv_accumulate(struct cl_srv_mark *cum, const struct cl_srv_snap *prev,
-			const struct cl_srv_snap *snap)
+bool cli_srv_new_process(const struct cl_srv_snap *prev, const struct cl_srv_snap *snap)
+{
+	return !isnan(prev->start_time_s) && !isnan(snap->start_time_s) &&
+	       fabs(snap->start_time_s - prev->start_time_s) >= 0.5;
+}
+
+enum cl_srv_restart cli_srv_accumulate(struct cl_srv_mark *cum, const struct cl_srv_snap *prev,
+				       const struct cl_srv_snap *snap, bool counters_down)
 {
 	if (snap->engine != CL_SRV_UNKNOWN)
 		cum->engine = snap->engine;
 	if (!prev) {
-		hist_step(&cum->ttft, NULL, &snap->ttft);
-		hist_step(&cum->queue, NULL, &snap->queue);
-		hist_step(&cum->e2e, NULL, &snap->e2e);
-		return false;
+		hist_step(&cum->ttft, NULL, &snap->ttft, false);
+		hist_step(&cum->queue, NULL, &snap->queue, false);
+		hist_step(&cum->e2e, NULL, &snap->e2e, false);
+		return CL_SRV_NO_RESTART;
 	}
+	/* A new process whose counters have already passed the old ones' values shows no
+	 * drop; its start time tells, and its counters count from 0.  Prometheus' clients
+	 * print it to the second or finer, and it does not move while the process lives. */
+	bool start = cli_srv_new_process(prev, snap);
+	bool np = start || counters_down;
 	bool r = false;
-	r |= step(&cum->prefix_queries, prev->prefix_queries, snap->prefix_queries);
-	r |= step(&cum->prefix_hits, prev->prefix_hits, snap->prefix_hits);
-	r |= step(&cum->preemptions, prev->preemptions, snap->preemptions);
-	r |= step(&cum->spec_accepted, prev->spec_accepted, snap->spec_accepted);
-	r |= step(&cum->spec_draft, prev->spec_draft, snap->spec_draft);
-	r |= hist_step(&cum->ttft, &prev->ttft, &snap->ttft);
-	r |= hist_step(&cum->queue, &prev->queue, &snap->queue);
-	r |= hist_step(&cum->e2e, &prev->e2e, &snap->e2e);
-	if (r)
+	r |= step(&cum->prefix_queries, prev->prefix_queries, snap->prefix_queries, np);
+	r |= step(&cum->prefix_hits, prev->prefix_hits, snap->prefix_hits, np);
+	r |= step(&cum->preemptions, prev->preemptions, snap->preemptions, np);
+	r |= step(&cum->spec_accepted, prev->spec_accepted, snap->spec_accepted, np);
+	r |= step(&cum->spec_draft, prev->spec_draft, snap->spec_draft, np);
+	r |= hist_step(&cum->ttft, &prev->ttft, &snap->ttft, np);
+	r |= hist_step(&cum->queue, &prev->queue, &snap->queue, np);
+	r |= hist_step(&cum->e2e, &prev->e2e, &snap->e2e, np);
+	if (r || np)
 		cum->restarts++;
-	return r;
+	if (start)
+		return CL_SRV_RESTART_START_TIME;
+	return r || counters_down ? CL_SRV_RESTART_COUNTER : CL_SRV_NO_RESTART;
 }
 
 static json_t *num(double v, double scale)
@@ -121,16 +135,69 @@ static json_t *ratio(double num_, double den)
 	return den > 0 && isfinite(num_) ? num(num_ / den, 1) : json_null();
 }
 
+static json_t *fnum(float v)
+{
+	return isfinite(v) ? json_real(round((double)v * 1e4) / 1e4) : json_null();
+}
+
+/* The scrapes between the marks, at most CLI_SRV_TIMELINE_MAX of them (a longer stage keeps
+ * every k-th scrape, with the largest gauge and the summed preemptions of the k, so a spike
+ * is not lost), as columns; restarts as their own list.  sc->mu held. */
+static json_t *timeline_json(struct cl_srv_scrape *sc, size_t from, size_t to, int64_t start_us)
+{
+	size_t n = to > from ? to - from : 0;
+	size_t stride =
+	    n > CLI_SRV_TIMELINE_MAX ? (n + CLI_SRV_TIMELINE_MAX - 1) / CLI_SRV_TIMELINE_MAX : 1;
+	json_t *t = json_array(), *run = json_array(), *wait = json_array(), *kv = json_array(),
+	       *hit = json_array(), *pre = json_array(), *rs = json_array();
+	json_t *o = json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:i}", "t_s", t, "running", run,
+			      "waiting", wait, "kv_cache_usage", kv, "prefix_cache_hit_rate", hit,
+			      "preemptions", pre, "restarts_at_s", rs, "stride", (int)stride);
+	if (!o)
+		return NULL;
+	for (size_t i = from; i < to; i += stride) {
+		struct cl_srv_point g = sc->points[i];
+		for (size_t j = i + 1; j < i + stride && j < to; j++) {
+			const struct cl_srv_point *p = &sc->points[j];
+			g.running =
+			    isnan(g.running) || p->running > g.running ? p->running : g.running;
+			g.waiting =
+			    isnan(g.waiting) || p->waiting > g.waiting ? p->waiting : g.waiting;
+			g.kv_usage = isnan(g.kv_usage) || p->kv_usage > g.kv_usage ? p->kv_usage
+										   : g.kv_usage;
+			if (!isnan(p->preemptions))
+				g.preemptions = isnan(g.preemptions)
+						    ? p->preemptions
+						    : g.preemptions + p->preemptions;
+		}
+		double ts = round((double)(g.t_us - start_us) / 1e3) / 1e3;
+		json_array_append_new(t, json_real(ts));
+		json_array_append_new(run, fnum(g.running));
+		json_array_append_new(wait, fnum(g.waiting));
+		json_array_append_new(kv, fnum(g.kv_usage));
+		json_array_append_new(hit, fnum(g.prefix_hit_rate));
+		json_array_append_new(pre, fnum(g.preemptions));
+	}
+	for (size_t i = from; i < to; i++)
+		if (sc->points[i].restart)
+			json_array_append_new(
+			    rs,
+			    json_real(round((double)(sc->points[i].t_us - start_us) / 1e3) / 1e3));
+	return o;
+}
+
 json_t *cl_srv_scrape_stage_json(struct cl_srv_scrape *sc, const struct cl_srv_mark *a,
-				 const struct cl_srv_mark *b, int64_t from_us, int64_t to_us)
+				 const struct cl_srv_mark *b, int64_t start_us, int64_t from_us,
+				 int64_t to_us)
 {
 	struct gauge run = { 0 }, wait = { 0 }, kv = { 0 }, prate = { 0 };
 	uint32_t restarts_seen = 0;
 	pthread_mutex_lock(&sc->mu);
 	struct cl_srv_snap last = sc->prev; /* which counters the server offers */
-	for (size_t i = a->point; i < b->point && i < sc->n_points; i++) {
+	size_t to_point = b->point < sc->n_points ? b->point : sc->n_points;
+	for (size_t i = a->point; i < to_point; i++) {
 		const struct cl_srv_point *p = &sc->points[i];
-		restarts_seen += p->restart;
+		restarts_seen += p->restart != CL_SRV_NO_RESTART;
 		if (p->t_us < from_us || (to_us && p->t_us > to_us))
 			continue;
 		gauge_add(&run, p->running);
@@ -138,16 +205,22 @@ json_t *cl_srv_scrape_stage_json(struct cl_srv_scrape *sc, const struct cl_srv_m
 		gauge_add(&kv, p->kv_usage);
 		gauge_add(&prate, p->prefix_hit_rate);
 	}
+	json_t *timeline = timeline_json(sc, a->point, to_point, start_us);
+	json_t *extra = sc->n_extra
+			    ? cli_srv_extra_stage_json(sc, a->point, to_point, from_us, to_us)
+			    : json_null();
 	pthread_mutex_unlock(&sc->mu);
 	double secs = (b->t_us - a->t_us) / 1e6;
 	double dq = b->prefix_queries - a->prefix_queries, dh = b->prefix_hits - a->prefix_hits;
+	/* The gauge of SGLang's kind where the server offers no counters (the points then hold
+	 * it, not a ratio of counters). */
 	json_t *hit = !isnan(last.prefix_queries) ? ratio(dh, dq)
 		      : prate.n                   ? num(prate.sum / prate.n, 1)
 						  : json_null();
 	double dp = b->preemptions - a->preemptions;
 	bool has_p = !isnan(last.preemptions);
 	uint32_t ok = b->scrapes_ok - a->scrapes_ok;
-	return json_pack(
+	json_t *o = json_pack(
 	    "{s:o,s:s,s:i,s:i,s:i,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "source",
 	    ok ? json_string(cl_srv_engine_name(b->engine)) : json_null(), "url", sc->url,
 	    "scrapes", (int)ok, "scrapes_failed", (int)(b->scrapes_failed - a->scrapes_failed),
@@ -160,4 +233,17 @@ json_t *cl_srv_scrape_stage_json(struct cl_srv_scrape *sc, const struct cl_srv_m
 	    !isnan(last.spec_draft)
 		? ratio(b->spec_accepted - a->spec_accepted, b->spec_draft - a->spec_draft)
 		: json_null());
+	if (!o || !timeline || !extra) {
+		json_decref(o);
+		json_decref(timeline);
+		json_decref(extra);
+		return NULL;
+	}
+	/* set_new takes the value even when it fails */
+	if (json_object_set_new(o, "timeline", timeline) ||
+	    json_object_set_new(o, "extra", extra)) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
 }

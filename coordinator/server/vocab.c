@@ -161,8 +161,12 @@ void cl_srv_vocab_read(const struct cl_prom_page *page, struct cl_srv_snap *snap
 	snap->t_us = t;
 	snap->series = (uint32_t)page->n;
 	struct acc acc[F_COUNT] = { { 0 } };
+	snap->start_time_s = NAN;
 	for (size_t i = 0; i < page->n; i++) {
 		const struct cl_prom_sample *s = &page->s[i];
+		/* Not an engine's name: it says no engine, only that the process is the same. */
+		if (isnan(snap->start_time_s) && strcmp(s->name, "process_start_time_seconds") == 0)
+			snap->start_time_s = s->value;
 		const struct map *m = lookup(s);
 		if (!m || isnan(s->value))
 			continue;

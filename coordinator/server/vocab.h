@@ -40,7 +40,10 @@ struct cl_srv_snap {
 	double preemptions;                  /* counter */
 	double spec_accepted, spec_draft;    /* counters: speculative decoding tokens */
 	struct cl_srv_hist ttft, queue, e2e; /* seconds */
-	uint32_t series;                     /* samples on the page */
+	/* process_start_time_seconds (Prometheus' client libraries, so vLLM, SGLang, TGI): a
+	 * new value is a new process, a restart even when no counter had counted yet */
+	double start_time_s;
+	uint32_t series; /* samples on the page */
 };
 
 /* Fills snap from page (t_us set by the caller).  Never fails: what is missing is NAN. */

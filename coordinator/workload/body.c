@@ -42,6 +42,36 @@ static int add_prefix(json_t *messages, const char *prefix, size_t *chars)
 	return 0;
 }
 
+/* Puts salt before the text of the first message of messages (as a first text part when its
+ * content is an array of parts): every request of a run then begins with the same few tokens
+ * that no earlier run sent, so a server's prefix cache shares within the run only. */
+static int add_salt(json_t *messages, const char *salt, size_t *chars)
+{
+	json_t *m = NULL;
+	/* The first object: a conversation's turn holds a history marker (a string) before it. */
+	for (size_t i = 0; i < json_array_size(messages) && !json_is_object(m); i++)
+		m = json_array_get(messages, i);
+	json_t *content = json_is_object(m) ? json_object_get(m, "content") : NULL;
+	size_t slen = strlen(salt);
+	if (json_is_string(content)) {
+		struct cl_buf b;
+		cl_buf_init(&b, 0);
+		int rc = cl_buf_append(&b, salt, slen) ||
+			 cl_buf_append(&b, json_string_value(content), json_string_length(content));
+		json_t *v = rc ? NULL : json_stringn(b.data, b.len);
+		cl_buf_free(&b);
+		if (!v || json_object_set_new(m, "content", v) != 0)
+			return CL_ENOMEM;
+		*chars += slen;
+	} else if (json_is_array(content)) {
+		json_t *part = json_pack("{s:s,s:s}", "type", "text", "text", salt);
+		if (!part || json_array_insert_new(content, 0, part) != 0)
+			return CL_ENOMEM;
+		*chars += slen;
+	}
+	return 0;
+}
+
 int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt_chars,
 			   uint32_t out_tokens, struct cl_err *err)
 {
@@ -54,6 +84,10 @@ int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt
 	size_t chars = prompt_chars;
 	if (c->n_prefixes && !c->no_prefix &&
 	    add_prefix(messages, c->prefixes[c->n % c->n_prefixes], &chars) != 0) {
+		json_decref(messages);
+		return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
+	}
+	if (c->salt && !c->no_salt && add_salt(messages, c->salt, &chars) != 0) {
 		json_decref(messages);
 		return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
 	}
@@ -201,8 +235,11 @@ int cli_workload_push_turn(struct render_ctx *c, const char *system, const char 
 		return rc;
 	/* A shared prefix opens the conversation: later turns carry it in their history. */
 	c->no_prefix = turn > 1;
+	/* So does the salt, unless a system message comes first in every turn: then each turn
+	 * opens with the same salted system message, and its history follows. */
+	c->no_salt = turn > 1 && !(system && *system);
 	rc = cli_workload_push_body(c, messages, chars, out_tokens, err);
-	c->no_prefix = false;
+	c->no_prefix = c->no_salt = false;
 	if (rc)
 		return rc;
 	struct cl_request_body *b = &c->bodies[c->n - 1];

@@ -29,6 +29,8 @@ struct render_ctx {
 	size_t total_bytes;
 	struct cl_workload_stats *stats; /* filled as records are read; never NULL */
 	bool no_prefix;                  /* the body being pushed gets no shared prefix */
+	const char *salt; /* the run's tag and a space before the first message's text, or NULL */
+	bool no_salt;     /* the body being pushed gets no salt (a later turn: its history has) */
 	double token_scale; /* workload.chars_per_token / 4: built lengths in estimated tokens */
 	/* A generate job's dataset input (cl_workload_render_generate): the file line of each
 	 * body, its custom_id; NULL when not wanted.  cur_line is the line being read. */
@@ -50,7 +52,8 @@ enum { RENDER_OWN_LENGTH = 1, RENDER_IGNORE_EOS = 2, RENDER_STOP = 4 };
 
 /* Appends one rendered body for messages (stolen); prompt_chars counts its text; out_tokens
  * is the request's own output length (0: workload.max_tokens).  With shared prefixes the
- * body's group prefix is put before the text of its first user message first.  CL_ETOOBIG
+ * body's group prefix is put before the text of its first user message first; then the
+ * run's salt before the text of its first message, whatever its role.  CL_ETOOBIG
  * past CL_WORKLOAD_MAX_BODIES or CL_WORKLOAD_MAX_TOTAL_BYTES, CL_ENOMEM; err filled. */
 int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt_chars,
 			   uint32_t out_tokens, struct cl_err *err);

@@ -3,8 +3,12 @@
  * per source (workload/dataset.c, workload/synth.c), the body builder in workload/body.c. */
 #include "workload/internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 static void free_bodies(struct cl_request_body *b, size_t n)
 {
@@ -45,6 +49,21 @@ static void finish_stats(const struct render_ctx *c, struct cl_workload_stats *s
 		st->requested_min = 0;
 }
 
+void cl_workload_new_salt(struct cl_scn_workload *w)
+{
+	unsigned char b[4];
+	if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
+		/* No entropy: the clock and the process still tell runs apart. */
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		uint64_t x = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^
+			     ((uint64_t)getpid() << 40);
+		x *= 0x9e3779b97f4a7c15ULL;
+		memcpy(b, &x, sizeof(b));
+	}
+	snprintf(w->salt_tag, sizeof(w->salt_tag), "%02x%02x%02x%02x", b[0], b[1], b[2], b[3]);
+}
+
 int cl_workload_render(const struct cl_scenario *s, const char *model, struct cl_workload_plan *out,
 		       struct cl_err *err)
 {
@@ -70,6 +89,11 @@ static int render(const struct cl_scenario *s, const char *model, struct cl_work
 	c.max_tokens = w->max_tokens;
 	c.ignore_eos = w->ignore_eos;
 	c.system_prompt = w->system_prompt;
+	char salt[sizeof(w->salt_tag) + 4];
+	if (!w->salt_none && w->salt_tag[0]) {
+		snprintf(salt, sizeof(salt), "[%s] ", w->salt_tag);
+		c.salt = salt;
+	}
 	c.token_scale =
 	    w->chars_per_token > 0 ? w->chars_per_token / CL_WORKLOAD_CHARS_PER_TOKEN : 1;
 	own.prefix_groups = w->shared_prefix_groups;

@@ -98,6 +98,16 @@ struct cl_workload_stats {
 int cl_workload_render(const struct cl_scenario *s, const char *model, struct cl_workload_plan *out,
 		       struct cl_err *err);
 
+/*
+ * workload.salt: gives w a new tag for this run (8 hex digits from getrandom, or the clock and
+ * the process id without entropy).  cl_workload_render then opens the text of every body's
+ * first message (whatever its role; of a conversation, its first turn, which the later turns
+ * carry in their history) with "[<tag>] ": 11 characters, 3 tokens by the estimate, 9 to 11
+ * in llama's SentencePiece tokenizer, which splits the digits (docs/scenario.md).  Call it once per run, before the first rendering, so a rendering
+ * again (calibration) keeps the tag.  No salt with salt: none or without a tag.
+ */
+void cl_workload_new_salt(struct cl_scn_workload *w);
+
 /* cl_workload_render that also fills stats (NULL: not wanted). */
 int cl_workload_render_stats(const struct cl_scenario *s, const char *model,
 			     struct cl_workload_plan *out, struct cl_workload_stats *stats,

@@ -88,6 +88,7 @@ static inline void tm_record(struct cl_metrics *m, uint64_t *seed, const struct 
 		m->ctr[CL_CTR_STARTED]++;
 		m->ctr[CL_CTR_COMPLETED]++;
 		m->ctr[CL_CTR_COMPLETED_IN_WINDOW]++;
+		m->ctr[CL_CTR_WINDOW_SHARE_MILLI] += 1000; /* whole lifetime inside */
 		m->ctr[CL_CTR_OUTPUT_TOKENS] += t->output_tokens;
 		m->ctr[CL_CTR_PROMPT_TOKENS] += t->prompt_tokens;
 		m->ctr[CL_CTR_CHUNKS] += chunks;

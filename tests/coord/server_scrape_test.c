@@ -129,7 +129,8 @@ static struct cl_srv_scrape *scrape(const struct srv *s, int64_t interval_us)
 	char url[64];
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", s->port);
 	struct cl_srv_scrape *sc = NULL;
-	assert_int_equal(cl_srv_scrape_start(url, interval_us, true, &sc), 0);
+	struct cl_srv_scrape_opts o = { .url = url, .interval_us = interval_us, .quiet = true };
+	assert_int_equal(cl_srv_scrape_start(&o, &sc), 0);
 	return sc;
 }
 
@@ -163,7 +164,7 @@ static void test_restart_is_counted_not_negative(void **state)
 	assert_true(b.prefix_queries - a.prefix_queries == 500);
 	assert_true(b.prefix_hits - a.prefix_hits == 350);
 	assert_true(b.preemptions - a.preemptions == 3);
-	json_t *j = cl_srv_scrape_stage_json(sc, &a, &b, 0, 0);
+	json_t *j = cl_srv_scrape_stage_json(sc, &a, &b, 0, 0, 0);
 	assert_non_null(j);
 	assert_int_equal(json_integer_value(json_object_get(j, "restarts")), 1);
 	assert_true(fabs(json_real_value(json_object_get(j, "prefix_cache_hit_rate")) - 0.7) <
@@ -173,6 +174,154 @@ static void test_restart_is_counted_not_negative(void **state)
 	/* waiting was 4 and 0 in the window's points (the first point is a's) */
 	json_t *w = json_object_get(j, "requests_waiting");
 	assert_true(json_real_value(json_object_get(w, "max")) == 4);
+	json_decref(j);
+	cl_srv_scrape_stop(sc);
+	srv_stop(&s);
+}
+
+/* A new process whose counters already passed the old one's values shows no drop: its
+ * process_start_time_seconds tells, and the restart is placed in the timeline and listed. */
+static void test_restart_by_start_time(void **state)
+{
+	(void)state;
+	static char p1[768], p2[768], p3[768];
+	const char *st = "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %s\n";
+	char t1[96], t2[96];
+	snprintf(t1, sizeof(t1), st, "1764850000.25");
+	snprintf(t2, sizeof(t2), st, "1764850090.5");
+	snprintf(p1, sizeof(p1), PAGE_FMT "%s", "0", "100", "10", "0", t1);
+	snprintf(p2, sizeof(p2), PAGE_FMT "%s", "0", "200", "20", "0", t1);
+	snprintf(p3, sizeof(p3), PAGE_FMT "%s", "0", "300", "30", "0", t2); /* counters rose */
+	struct srv s;
+	srv_start(&s, PAGE);
+	set_page(&s, p1);
+	struct cl_srv_scrape *sc = scrape(&s, 10000000);
+	struct cl_srv_mark a, b;
+	cl_srv_scrape_mark(sc, &a, 2000000);
+	set_page(&s, p2);
+	cl_srv_scrape_mark(sc, &b, 2000000);
+	assert_int_equal(b.restarts, 0);
+	set_page(&s, p3);
+	cl_srv_scrape_mark(sc, &b, 2000000);
+	assert_int_equal(b.restarts, 1);
+	/* 100 -> 200, then the new process' 300 queries from its 0, not 300 - 200 */
+	assert_true(b.prefix_queries - a.prefix_queries == 400);
+	assert_true(b.prefix_hits - a.prefix_hits == 40);
+	json_t *j = cl_srv_scrape_stage_json(sc, &a, &b, a.t_us, 0, 0);
+	assert_non_null(j);
+	assert_int_equal(json_integer_value(json_object_get(j, "restarts")), 1);
+	json_t *tl = json_object_get(j, "timeline");
+	assert_int_equal(json_array_size(json_object_get(tl, "restarts_at_s")), 1);
+	assert_int_equal(json_array_size(json_object_get(tl, "t_s")), 2); /* the points after a */
+	json_decref(j);
+	j = cl_srv_scrape_run_json(sc, "url", a.t_us);
+	json_t *r = json_array_get(json_object_get(j, "restarts"), 0);
+	assert_string_equal(json_string_value(json_object_get(r, "why")), "start_time");
+	assert_int_equal(json_integer_value(json_object_get(j, "restarts_total")), 1);
+	json_decref(j);
+	cl_srv_scrape_stop(sc);
+	srv_stop(&s);
+}
+
+/* llama.cpp's page: no counter of the vocabulary, no start time; its own counters fall back
+ * when it restarts, and that is a restart too. */
+static void test_restart_by_any_counter(void **state)
+{
+	(void)state;
+	static const char p1[] = "# TYPE llamacpp:prompt_tokens_total counter\n"
+				 "llamacpp:prompt_tokens_total 5000\n"
+				 "# TYPE llamacpp:requests_processing gauge\n"
+				 "llamacpp:requests_processing 2\n";
+	/* an average typed as a counter goes down, the true counters up: no restart */
+	static const char p2[] = "# TYPE llamacpp:prompt_tokens_total counter\n"
+				 "llamacpp:prompt_tokens_total 6000\n"
+				 "# TYPE llamacpp:n_busy_slots_per_decode counter\n"
+				 "llamacpp:n_busy_slots_per_decode 1.5\n"
+				 "# TYPE llamacpp:requests_processing gauge\n"
+				 "llamacpp:requests_processing 2\n";
+	static const char p2b[] = "# TYPE llamacpp:prompt_tokens_total counter\n"
+				  "llamacpp:prompt_tokens_total 6100\n"
+				  "# TYPE llamacpp:n_decode_total counter\n"
+				  "llamacpp:n_decode_total 70\n"
+				  "# TYPE llamacpp:n_busy_slots_per_decode counter\n"
+				  "llamacpp:n_busy_slots_per_decode 1.2\n";
+	static const char p2c[] = "# TYPE llamacpp:prompt_tokens_total counter\n"
+				  "llamacpp:prompt_tokens_total 6200\n"
+				  "# TYPE llamacpp:n_decode_total counter\n"
+				  "llamacpp:n_decode_total 80\n"
+				  "# TYPE llamacpp:n_busy_slots_per_decode counter\n"
+				  "llamacpp:n_busy_slots_per_decode 1.1\n";
+	static const char p3[] = "# TYPE llamacpp:prompt_tokens_total counter\n"
+				 "llamacpp:prompt_tokens_total 40\n"
+				 "# TYPE llamacpp:requests_processing gauge\n"
+				 "llamacpp:requests_processing 1\n";
+	struct srv s;
+	srv_start(&s, PAGE);
+	set_page(&s, p1);
+	struct cl_srv_scrape *sc = scrape(&s, 10000000);
+	struct cl_srv_mark a, b;
+	cl_srv_scrape_mark(sc, &a, 2000000);
+	set_page(&s, p2);
+	cl_srv_scrape_mark(sc, &b, 2000000);
+	set_page(&s, p2b);
+	cl_srv_scrape_mark(sc, &b, 2000000);
+	set_page(&s, p2c);
+	cl_srv_scrape_mark(sc, &b, 2000000);
+	assert_int_equal(b.restarts, 0);
+	set_page(&s, p3);
+	cl_srv_scrape_mark(sc, &b, 2000000);
+	assert_int_equal(b.restarts, 1);
+	json_t *j = cl_srv_scrape_run_json(sc, "auto", a.t_us);
+	json_t *r = json_array_get(json_object_get(j, "restarts"), 0);
+	assert_string_equal(json_string_value(json_object_get(r, "why")), "counter_reset");
+	json_decref(j);
+	cl_srv_scrape_stop(sc);
+	srv_stop(&s);
+}
+
+/* A stage of more scrapes than the timeline keeps: every k-th point, each the largest gauge
+ * of the k it stands for, so a one-scrape spike is not lost. */
+static void test_timeline_stride(void **state)
+{
+	(void)state;
+	static char calm[512], spike[512];
+	snprintf(calm, sizeof(calm), PAGE_FMT, "3", "10", "5", "0");
+	snprintf(spike, sizeof(spike), PAGE_FMT, "99", "10", "5", "0");
+	struct srv s;
+	srv_start(&s, PAGE);
+	set_page(&s, calm);
+	struct cl_srv_scrape *sc = scrape(&s, 10000000);
+	struct cl_srv_mark a, b;
+	cl_srv_scrape_mark(sc, &a, 2000000);
+	b = a;
+	/* > 1800 points: stride 2.  The test server may drop a connection among so many (a
+	 * failed scrape makes no point), so the spike is scraped until one read it. */
+	int retries = 20;
+	for (size_t i = 0; i < 1900; i++) {
+		uint32_t ok = b.scrapes_ok;
+		set_page(&s, i == 1001 ? spike : calm);
+		cl_srv_scrape_mark(sc, &b, 2000000);
+		if (i == 1001 && b.scrapes_ok == ok && retries-- > 0)
+			i--;
+	}
+	size_t n = b.point - a.point;
+	assert_true(n > 1800 && n <= 3600);
+	json_t *j = cl_srv_scrape_stage_json(sc, &a, &b, a.t_us, 0, 0);
+	assert_non_null(j);
+	json_t *tl = json_object_get(j, "timeline");
+	assert_int_equal(json_integer_value(json_object_get(tl, "stride")), 2);
+	json_t *w = json_object_get(tl, "waiting");
+	assert_int_equal(json_array_size(w), (n + 1) / 2);
+	assert_int_equal(json_array_size(json_object_get(tl, "t_s")), (n + 1) / 2);
+	double max = 0;
+	size_t i;
+	json_t *v;
+	json_array_foreach(w, i, v)
+	{
+		if (json_number_value(v) > max)
+			max = json_number_value(v);
+	}
+	assert_true(max == 99);
 	json_decref(j);
 	cl_srv_scrape_stop(sc);
 	srv_stop(&s);
@@ -193,7 +342,7 @@ static void bad_server(enum mode m)
 	t0 = cl_mono_us();
 	cl_srv_scrape_mark(sc, &b, 0);
 	assert_true(cl_mono_us() - t0 < 50000); /* never waits on the network */
-	json_t *j = cl_srv_scrape_stage_json(sc, &a, &b, 0, 0);
+	json_t *j = cl_srv_scrape_stage_json(sc, &a, &b, 0, 0, 0);
 	assert_non_null(j);
 	if (m == GARBAGE) {
 		/* a page that decodes to nothing: scraped, nothing recognised */
@@ -251,6 +400,9 @@ int main(void)
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_restart_is_counted_not_negative),
+		cmocka_unit_test(test_restart_by_start_time),
+		cmocka_unit_test(test_restart_by_any_counter),
+		cmocka_unit_test(test_timeline_stride),
 		cmocka_unit_test(test_slow),
 		cmocka_unit_test(test_huge),
 		cmocka_unit_test(test_garbage),

@@ -69,6 +69,7 @@ static void test_rates(void **state)
 	assert_int_equal(cl_metrics_init(&m), 0);
 	m.ctr[CL_CTR_COMPLETED] = 99;
 	m.ctr[CL_CTR_COMPLETED_IN_WINDOW] = 99;
+	m.ctr[CL_CTR_WINDOW_SHARE_MILLI] = 99000;
 	m.ctr[CL_CTR_ERR_TIMEOUT] = 1;
 	m.ctr[CL_CTR_CUT] = 7; /* cut requests are not errors */
 	m.ctr[CL_CTR_OUTPUT_TOKENS] = 5000;

@@ -259,6 +259,14 @@ class Generate(tl.FleetCase):
         self.assertExit(run, 0, 120)
         got = [l["custom_id"] for l in read_lines(out)]
         self.assertEqual(sorted(got), sorted("i%d" % i for i in range(n)))
+        # Never a salt in a generate job (issue 33): the simulator saw the prompt exactly as
+        # the input wrote it (its truth log's FNV-1a of role, 0x1e, text, 0x1e).
+        h = 0xcbf29ce484222325
+        for b in b"user\x1ey\x1e":
+            h = ((h ^ b) * 0x100000001b3) & 0xffffffffffffffff
+        seen = {t["prompt_fnv"] for t in sim.truth() if t.get("status") == 200}
+        self.assertEqual(seen, {"%016x" % h})
+        self.assertIsNone(self.results(self.scope.path("res1"))["workload"]["salt"])
 
     def test_full_disk_stops_the_job_and_a_rerun_finishes(self):
         """The output on a 256 KiB tmpfs: the disk fills, the job stops with a message naming

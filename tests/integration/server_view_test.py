@@ -31,6 +31,15 @@ def calm():
     return os.getloadavg()[0] <= (os.cpu_count() or 1) * 1.5
 
 
+def bucket_width_ms(value_ms):
+    """The width, in ms, of the FINE bucket holding value_ms (the last finite one above it)."""
+    bounds = [0.0] + [float(b) * 1000.0 for b in FINE.split(",")]
+    for lo, hi in zip(bounds, bounds[1:]):
+        if value_ms <= hi:
+            return hi - lo
+    return bounds[-1] - bounds[-2]
+
+
 def pct(values, p):
     values = sorted(values)
     return values[min(len(values) - 1, max(0, int(round(p / 100.0 * len(values) + 0.5)) - 1))]
@@ -118,7 +127,7 @@ class ServerView(tl.FleetCase):
 
     def test_server_ttft_is_the_truth(self):
         """The server's p50/p99 that chatload records are the simulator's own TTFTs (its truth
-        log: arrival to first write) to within the 1 ms buckets."""
+        log: arrival to first write) to within the width of the bucket each falls in."""
         sim = self.start_sim("--ttft", "98ms", "--itl", "10ms", "--max-batch", "8",
                              "--ttft-buckets", FINE)
         doc = tl.scenario({"url": sim.url}, [{"concurrency": 4, "duration": "3s"}],
@@ -132,8 +141,13 @@ class ServerView(tl.FleetCase):
                    if t.get("actual_first_us")]
         self.assertEqual(s["ttft_ms"]["count"], len(ttft_ms), s)
         for q in (50, 99):
-            self.assertLess(abs(s["ttft_ms"]["p%d" % q] - pct(ttft_ms, q)), 1.0,
-                            (q, s["ttft_ms"], pct(ttft_ms, q)))
+            truth = pct(ttft_ms, q)
+            # A percentile read off a histogram is exact to the width of the bucket it falls
+            # in: 1 ms near the simulator's 98 ms, wider where a loaded machine pushed a
+            # first token later (0.11-0.12 s, 0.12-0.15 s ...).
+            width = bucket_width_ms(truth)
+            self.assertLessEqual(abs(s["ttft_ms"]["p%d" % q] - truth), width + 0.01,
+                                 (q, s["ttft_ms"], truth, width))
         self.assertLess(abs(s["ttft_ms"]["mean"] - sum(ttft_ms) / len(ttft_ms)), 0.01)
 
     def test_capacity_answer_names_the_queue(self):

@@ -189,8 +189,12 @@ class Workload(unittest.TestCase):
                 bodies = [json.loads(l) for l in f]
             self.assertEqual(len(bodies), 12)
             prefixes = []
+            salts = set()
             for i, b in enumerate(bodies):
                 text = b["messages"][-1]["content"]
+                # The run's salt opens the first message, before the shared prefix.
+                salt, text = text.split(" ", 1)
+                salts.add(salt)
                 prefix, rest = text.split("\n\n", 1)
                 self.assertTrue(rest.startswith("%d:" % (i + 1)), rest[:10])
                 self.assertTrue(b["ignore_eos"])
@@ -200,6 +204,8 @@ class Workload(unittest.TestCase):
                 self.assertEqual(p, prefixes[i % 3])
                 self.assertAlmostEqual(len(p), 64 * 4, delta=8)
             self.assertEqual(len(set(prefixes)), 3)
+            self.assertEqual(len(salts), 1, salts)
+            self.assertRegex(salts.pop(), r"^\[[0-9a-f]{8}\]$")
 
 
     def test_ignore_eos_and_stop_counted_as_sent(self):

@@ -308,6 +308,17 @@ static void v_usage(struct gen *g)
 	else
 		gen_members(g, m, sizeof(m) / sizeof(m[0]));
 }
+static void v_timings(struct gen *g)
+{
+	static const struct member m[] = { { "prompt_n", v_number },
+					   { "cache_n", v_number },
+					   { "prompt_ms", v_number },
+					   { "predicted_n", v_number } };
+	if (pick(6) == 0)
+		gen_any(g, 2);
+	else
+		gen_members(g, m, sizeof(m) / sizeof(m[0]));
+}
 static void v_error(struct gen *g)
 {
 	static const struct member m[] = { { "message", v_string },
@@ -331,7 +342,7 @@ static void gen_chunk(struct gen *g)
 	static const struct member m[] = {
 		{ "id", v_id },        { "object", v_string },   { "created", v_number },
 		{ "model", v_string }, { "choices", v_choices }, { "choices", v_choices },
-		{ "usage", v_usage },  { "error", v_error },     { "timings", v_any },
+		{ "usage", v_usage },  { "error", v_error },     { "timings", v_timings },
 	};
 	g->len = 0;
 	ws(g);

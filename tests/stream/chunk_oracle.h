@@ -351,7 +351,7 @@ static inline void oracle_check(const char *data, size_t len, int rc, const stru
 	bool is_error = false, has_usage = false;
 	int code = 0;
 	long long msg_len = -1;
-	int64_t pt = -1, ct = -1, rt = -1;
+	int64_t pt = -1, ct = -1, rt = -1, tc = -1, tp = -1;
 
 	if (json_is_object(root)) {
 		json_t *choices = json_object_get(root, "choices");
@@ -391,6 +391,11 @@ static inline void oracle_check(const char *data, size_t len, int rc, const stru
 			if (json_is_object(det))
 				rt = oracle_count(json_object_get(det, "reasoning_tokens"));
 		}
+		json_t *tim = json_object_get(root, "timings"); /* llama.cpp's; never judged */
+		if (json_is_object(tim)) {
+			tc = oracle_count(json_object_get(tim, "cache_n"));
+			tp = oracle_count(json_object_get(tim, "prompt_n"));
+		}
 		json_t *err = json_object_get(root, "error");
 		if (json_is_object(err)) {
 			is_error = true;
@@ -427,6 +432,10 @@ static inline void oracle_check(const char *data, size_t len, int rc, const stru
 			    (long long)c->prompt_tokens, (long long)c->completion_tokens,
 			    (long long)c->reasoning_tokens, has_usage, (long long)pt, (long long)ct,
 			    (long long)rt);
+	if (c->timings_cache_n != tc || c->timings_prompt_n != tp)
+		ORACLE_FAIL(r, "timings cache_n %lld prompt_n %lld, jansson %lld %lld",
+			    (long long)c->timings_cache_n, (long long)c->timings_prompt_n,
+			    (long long)tc, (long long)tp);
 	if (c->is_error != is_error || c->error_code != code)
 		ORACLE_FAIL(r, "error %d code %d, jansson %d code %d", c->is_error, c->error_code,
 			    is_error, code);

@@ -121,6 +121,20 @@ static const struct want llama_want[] = {
 	  .reasoning_tokens = -1 },
 	DONE,
 };
+/* The same server answering a prompt it had just answered: usage counts the whole prompt,
+ * timings.prompt_n the one token it evaluated (checked in test_llama_timings). */
+static const struct want llama_cached_want[] = {
+	CONTENT(6), /* " Watch" */
+	CONTENT(4), /* "agli" */
+	CONTENT(6), /* " trade" */
+	{ .n_choices = 1,
+	  .finish_reason = "length",
+	  .has_usage = true,
+	  .prompt_tokens = 138,
+	  .completion_tokens = 3,
+	  .reasoning_tokens = -1 },
+	DONE,
+};
 static const struct want multitoken_want[] = {
 	{ .n_choices = 1, .has_role = true, NOUSAGE },
 	CONTENT(17), /* "def quicksort(arr" */
@@ -194,6 +208,7 @@ static const struct {
 } fixtures[] = {
 	{ "crlf-comment-error-midstream.sse", crlf_want, 4 },
 	{ "llama.cpp-b4748-chat-stream.sse", llama_want, 14 },
+	{ "llama.cpp-b4748-chat-stream-cached.sse", llama_cached_want, 5 },
 	{ "openai-style-multitoken-chunks.sse", multitoken_want, 6 },
 	{ "openai-style-reasoning-field.sse", reasoning_field_want, 5 },
 	{ "openai-style-reasoning.sse", reasoning_want, 7 },
@@ -661,6 +676,72 @@ static size_t nest(char *buf, size_t cap, int n, bool objects, const char *prefi
 	return len;
 }
 
+/* The last event of a fixture, decoded. */
+static void last_event(const char *file, size_t back, struct cl_chunk *c)
+{
+	struct ev_list ev = { 0 };
+	read_events(file, &ev);
+	assert_true(ev.n > back);
+	size_t i = ev.n - 1 - back;
+	assert_int_equal(decode(ev.arena + ev.off[i], ev.len[i], c), 0);
+	ev_list_free(&ev);
+}
+
+/* What the cache saw, as llama.cpp says it: timings.prompt_n (evaluated) against
+ * usage.prompt_tokens, or timings.cache_n in builds that send it; usage's cached_tokens,
+ * where a server gives it, first. */
+static void test_llama_timings(void **state)
+{
+	(void)state;
+	struct cl_chunk c;
+	/* A first request: the whole prompt evaluated, nothing from the cache. */
+	last_event("llama.cpp-b4748-chat-stream.sse", 1, &c);
+	assert_int_equal(c.timings_prompt_n, 32);
+	assert_int_equal(c.timings_cache_n, -1);
+	assert_int_equal(cl_chunk_cached_prompt(c.cached_tokens, c.prompt_tokens,
+						c.timings_cache_n, c.timings_prompt_n),
+			 0);
+	/* The same prompt again: 1 token evaluated of 138, so 137 came from the cache. */
+	last_event("llama.cpp-b4748-chat-stream-cached.sse", 1, &c);
+	assert_int_equal(c.timings_prompt_n, 1);
+	assert_int_equal(c.cached_tokens, -1);
+	assert_int_equal(cl_chunk_cached_prompt(c.cached_tokens, c.prompt_tokens,
+						c.timings_cache_n, c.timings_prompt_n),
+			 137);
+	/* Newer builds say cache_n outright (and may put it before usage). */
+	assert_int_equal(decode_str("{\"timings\":{\"cache_n\":120,\"prompt_n\":18,"
+				    "\"prompt_ms\":2.5},\"usage\":{\"prompt_tokens\":138}}",
+				    &c),
+			 0);
+	assert_int_equal(c.timings_cache_n, 120);
+	assert_int_equal(c.timings_prompt_n, 18);
+	assert_int_equal(cl_chunk_cached_prompt(c.cached_tokens, c.prompt_tokens,
+						c.timings_cache_n, c.timings_prompt_n),
+			 120);
+	/* usage.prompt_tokens_details.cached_tokens wins: one field for both. */
+	assert_int_equal(cl_chunk_cached_prompt(64, 138, 120, 18), 64);
+	/* Nothing said, or figures that disagree: unknown. */
+	assert_int_equal(cl_chunk_cached_prompt(-1, 138, -1, -1), -1);
+	assert_int_equal(cl_chunk_cached_prompt(-1, -1, -1, 18), -1);
+	assert_int_equal(cl_chunk_cached_prompt(-1, 10, -1, 18), -1);
+	/* timings is a server's extra: a shape of its own is skipped, never malformed. */
+	assert_int_equal(decode_str("{\"timings\":\"fast\"}", &c), 0);
+	assert_null(c.malformed);
+	assert_int_equal(c.timings_prompt_n, -1);
+	assert_int_equal(decode_str("{\"timings\":{\"prompt_n\":-3,\"cache_n\":1.5}}", &c), 0);
+	assert_null(c.malformed);
+	assert_int_equal(c.timings_prompt_n, -1);
+	assert_int_equal(c.timings_cache_n, -1);
+	/* A repeated timings replaces the earlier one. */
+	assert_int_equal(
+	    decode_str("{\"timings\":{\"prompt_n\":5},\"timings\":{\"cache_n\":2}}", &c), 0);
+	assert_int_equal(c.timings_prompt_n, -1);
+	assert_int_equal(c.timings_cache_n, 2);
+	/* Still validated: bad JSON inside it is bad JSON. */
+	assert_int_equal(decode_str("{\"timings\":{\"prompt_n\":01}}", &c), CL_EPARSE);
+	assert_int_equal(c.timings_prompt_n, -1);
+}
+
 static void test_depth(void **state)
 {
 	char buf[2048];
@@ -701,6 +782,7 @@ int main(void)
 		cmocka_unit_test(test_done),     cmocka_unit_test(test_content_text),
 		cmocka_unit_test(test_shapes),   cmocka_unit_test(test_finish_reason_forms),
 		cmocka_unit_test(test_mangled),  cmocka_unit_test(test_depth),
+		cmocka_unit_test(test_llama_timings),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

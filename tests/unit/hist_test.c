@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -352,6 +354,52 @@ static void test_record_n_and_reset(void **state)
 	cl_hist_destroy(&all);
 	cl_hist_destroy(&a);
 	cl_hist_destroy(&b);
+	cl_hist_destroy(&fresh);
+}
+
+/* Pages of the counts array that are resident (mincore), the partial pages at its ends
+ * left out. */
+static size_t resident_pages(const struct cl_hist *h)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uintptr_t lo = (uintptr_t)h->counts, hi = lo + (size_t)h->counts_len * sizeof(*h->counts);
+	uintptr_t first = (lo + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+	uintptr_t last = hi & ~((uintptr_t)page - 1);
+	size_t n = (last - first) / (size_t)page, in = 0;
+	unsigned char *vec = calloc(n ? n : 1, 1);
+	assert_non_null(vec);
+	assert_int_equal(mincore((void *)first, last - first, vec), 0);
+	for (size_t i = 0; i < n; i++)
+		in += vec[i] & 1;
+	free(vec);
+	return in;
+}
+
+/* Trim empties like reset and gives the pages back: values spread over every bucket make
+ * the counts resident, trim leaves none of its whole pages resident and every counter
+ * zero, and the histogram then records exactly as a fresh one. */
+static void test_trim(void **state)
+{
+	(void)state;
+	struct cl_hist a, fresh;
+	assert_int_equal(cl_hist_init(&a, &lat_cfg), 0);
+	assert_int_equal(cl_hist_init(&fresh, &lat_cfg), 0);
+	for (int64_t x = 1; x < 3600000000LL; x = x * 5 / 4 + 1)
+		cl_hist_record(&a, x);
+	assert_true(resident_pages(&a) > 10);
+	cl_hist_trim(&a);
+	assert_int_equal(resident_pages(&a), 0);
+	assert_true(cl_hist_equal(&a, &fresh));
+	static const int64_t again[] = { 3, 999, 123456, 3000000000LL };
+	for (size_t i = 0; i < sizeof(again) / sizeof(again[0]); i++) {
+		cl_hist_record(&a, again[i]);
+		cl_hist_record(&fresh, again[i]);
+	}
+	assert_true(cl_hist_equal(&a, &fresh));
+	assert_int_equal(cl_hist_percentile(&a, 50), cl_hist_percentile(&fresh, 50));
+	cl_hist_trim(&fresh);
+	cl_hist_trim(&fresh); /* twice, and on an empty one: harmless */
+	cl_hist_destroy(&a);
 	cl_hist_destroy(&fresh);
 }
 
@@ -912,6 +960,7 @@ int main(void)
 		cmocka_unit_test(test_accuracy_adversarial),
 		cmocka_unit_test(test_low_negative_and_overflow),
 		cmocka_unit_test(test_record_n_and_reset),
+		cmocka_unit_test(test_trim),
 		cmocka_unit_test(test_merge),
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_truncated_prefixes),

@@ -51,6 +51,8 @@ static const char *const want_ctr[] = {
 	"completed_h2",
 	"connections_opened",
 	"no_content",
+	"repeated",
+	"window_share_milli",
 	"resent",
 	"short_finish_stop",
 	"short_finish_length",

@@ -931,7 +931,10 @@ static void test_cmd_prepare_parts(void **state)
 							     .first_body = 3,
 							     .max_tokens = 9,
 							     .think_time_us = 700000,
-							     .trace_stride = 3 };
+							     .trace_stride = 3,
+							     .share = 1,
+							     .per_stage = true,
+							     .retag = "0a1b2c3d" };
 	roundtrip(&in, &out);
 	const struct cl_workload_plan *w = &out.cmd.prepare.workload;
 	assert_int_equal(w->n_bodies, 2);
@@ -942,14 +945,23 @@ static void test_cmd_prepare_parts(void **state)
 	assert_int_equal(w->bodies[1].turn, 0);
 	assert_int_equal(w->think_time_us, 700000);
 	assert_int_equal(w->trace_stride, 3);
+	assert_int_equal(w->share, 1);
+	assert_true(w->per_stage);
+	assert_string_equal(w->retag, "0a1b2c3d");
 	cl_msg_free(&out);
 
 	/* Without parts the decoder says the total is what came. */
 	in.cmd.prepare.workload.total_bodies = 0;
 	in.cmd.prepare.workload.first_body = 1;
+	in.cmd.prepare.workload.share = 0; /* absent: all bodies */
+	in.cmd.prepare.workload.per_stage = false;
+	in.cmd.prepare.workload.retag[0] = '\0'; /* absent: no retagging */
 	roundtrip(&in, &out);
 	assert_int_equal(out.cmd.prepare.workload.total_bodies, 2);
 	assert_int_equal(out.cmd.prepare.workload.first_body, 1);
+	assert_int_equal(out.cmd.prepare.workload.share, 0);
+	assert_false(out.cmd.prepare.workload.per_stage);
+	assert_string_equal(out.cmd.prepare.workload.retag, "");
 	cl_msg_free(&out);
 
 	/* A first body beyond the total cannot be encoded. */

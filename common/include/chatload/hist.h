@@ -52,6 +52,11 @@ int cl_hist_init(struct cl_hist *h, const struct cl_hist_cfg *cfg);
 void cl_hist_destroy(struct cl_hist *h);
 /* Empties, keeping memory.  O(occupied range). */
 void cl_hist_reset(struct cl_hist *h);
+/* Empties and gives the kernel back the whole pages of the counts (they read as zero when
+ * next touched): the pages that rare values touched once stop counting in the process's
+ * RSS.  A record reused for hours calls this now and then, not per use: it is a syscall,
+ * and the pages it frees are touched again by the next values.  Never fails. */
+void cl_hist_trim(struct cl_hist *h);
 
 /* Records one value (or n of the same value).  O(1), never allocates, never fails. */
 void cl_hist_record(struct cl_hist *h, int64_t value);

@@ -74,6 +74,10 @@ enum cl_ctr {
 				     * reused ones count nothing */
 	CL_CTR_NO_CONTENT,          /* completed requests that carried no content token (e.g. a
 				     * thinking model cut by max_tokens inside its reasoning) */
+	CL_CTR_REPEATED, /* measured requests whose body (conversation) the run had sent before */
+	CL_CTR_WINDOW_SHARE_MILLI, /* completed requests (any start), each counted in milli-
+				    * requests by the share of its tokens inside the window:
+				    * the request rate's numerator (docs/results.md) */
 	CL_CTR_RESENT,              /* requests sent a second time, on a fresh connection, after
 				     * the reused one was found closed (the server's earlier close) */
 	CL_CTR_SHORT_FINISH_STOP,   /* short outputs (CL_CTR_SHORT_OUTPUT) whose finish_reason
@@ -148,6 +152,9 @@ int cl_metrics_init(struct cl_metrics *m);
 void cl_metrics_destroy(struct cl_metrics *m);
 /* Zeroes all values, keeping memory (O(size of the histograms)). */
 void cl_metrics_reset(struct cl_metrics *m);
+/* cl_metrics_reset, and every histogram's pages given back (cl_hist_trim): for a record
+ * reused for hours, now and then, so rare values do not keep their pages resident. */
+void cl_metrics_trim(struct cl_metrics *m);
 /* dst += src exactly: histograms merged, counters added, health maxed (inflight summed),
  * error samples appended up to the cap. */
 int cl_metrics_merge(struct cl_metrics *dst, const struct cl_metrics *src);

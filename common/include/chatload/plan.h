@@ -81,10 +81,11 @@ struct cl_request_body {
 /*
  * The request bodies an agent sends, in order.  A workload too large for one message travels
  * in parts (docs/protocol.md, BODIES): PREPARE carries bodies [0, n_bodies) and says
- * total_bodies; the rest follow.  Every stage (and the warmup) starts at body first_body
- * and goes on in order, wrapping around, so one agent sends the same requests in the same
- * order on every run; the coordinator staggers first_body between agents so that they do not
- * all begin with the same prompt.
+ * total_bodies; the rest follow.  The warmup starts at body first_body and every stage goes
+ * on where the one before it stopped (per_stage: every stage starts at first_body again),
+ * wrapping around.  The coordinator gives agent i of n the bodies [i × total / n, (i + 1) ×
+ * total / n): first_body is where that share begins and share its length, so no body is sent
+ * twice in a run until an agent has gone through its share (docs/engine.md, "Which body").
  */
 struct cl_workload_plan {
 	struct cl_request_body *bodies;
@@ -97,6 +98,16 @@ struct cl_workload_plan {
 	/* Trace replay: 0 for none; else this agent sends bodies first_body, first_body +
 	 * trace_stride, ... once each, each at its at_us (the agents' shares interleave). */
 	uint32_t trace_stride;
+	/* Bodies in this agent's share, from first_body on; 0 means all of them.  A request
+	 * whose body lies past it (or before where the stage began, per_stage) is counted
+	 * `repeated`: the run has sent that body already. */
+	size_t share;
+	bool per_stage; /* workload.order: per_stage, each stage starts again at first_body */
+	/* Synthetic prompts without a pool (no synthetic.count): the run's salt, 8 hex digits,
+	 * which every body carries as "[<salt>] "; a request past the agent's share sends its
+	 * body with those digits replaced by a tag of its own (from the salt, first_body and its
+	 * index), so no two requests of the run send one prompt.  "" for none. */
+	char retag[16];
 };
 
 /* Frees owned strings/arrays; safe on zeroed and partly filled structures. */
