@@ -566,6 +566,14 @@ static void finish_results(struct run *r, enum cl_stage_status status, const cha
 	    (json_int_t)g->attempts, "retried", (json_int_t)g->retried_answers, "reissued",
 	    (json_int_t)g->reissued, "repaired_bytes", (json_int_t)g->out.repaired_bytes, "input",
 	    r->s.generate.input, "output", r->s.generate.output, "errors", r->s.generate.errors);
+	static const char *const formats[] = { "batch", "openai", "sharegpt", "text" };
+	if (block &&
+	    (json_object_set_new(block, "input_format",
+				 json_string(formats[r->s.generate.input_format])) != 0 ||
+	     json_object_set_new(block, "rate_per_s",
+				 r->s.generate.rate_per_s > 0 ? json_real(r->s.generate.rate_per_s)
+							      : json_null()) != 0))
+		CL_WARN("cannot record the generate job's input format and rate in results.json");
 	if (block && g->plan.set) {
 		/* The estimate is the benchmark's rate over what this run had to send. */
 		double planned_s = (double)g->total / g->plan.requests_per_s;

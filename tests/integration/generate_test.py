@@ -414,6 +414,8 @@ class Generate(tl.FleetCase):
         st = self.results(self.scope.path("res-rate"))["stages"][0]
         self.assertEqual(st["mode"], "generate")
         self.assertEqual(st["generate"]["done"], n)
+        self.assertEqual(st["generate"]["rate_per_s"], rate)
+        self.assertEqual(st["generate"]["input_format"], "batch")
 
     def test_dataset_input(self):
         """input_format openai / text: each record sent once with custom_id its line number,
@@ -463,8 +465,10 @@ class Generate(tl.FleetCase):
                     self.assertFalse(t["ignore_eos"], t)      # not even from target.body
                     # "be brief" and the prompt: a few tokens, never the reference answer
                     self.assertLess(t["prompt_tokens"], 20, t)
-                self.assertEqual(self.results(self.scope.path("res-" + fmt))
-                                 ["stages"][0]["generate"]["done"], len(want))
+                blk = self.results(self.scope.path("res-" + fmt))["stages"][0]["generate"]
+                self.assertEqual(blk["done"], len(want))
+                self.assertEqual(blk["input_format"], fmt)
+                self.assertIsNone(blk["rate_per_s"])
                 # the same command again: every id is in the output, nothing is sent
                 run = self.start_run(scn, self.scope.path("res2-" + fmt), name="ds2-" + fmt)
                 self.assertExit(run, 0, 60)
