@@ -307,6 +307,10 @@ static void print_stages(const struct cl_scenario *s)
 				 (unsigned long long)st->requests);
 		else
 			snprintf(bound, sizeof(bound), "%s", dur(st->duration_us, a, sizeof(a)));
+		if (st->repeat > 1) {
+			size_t len = strlen(bound);
+			snprintf(bound + len, sizeof(bound) - len, " x%u", st->repeat);
+		}
 		printf("  %-3zu %-16s %-12s %-34s %-16s %s\n", i, st->name,
 		       cl_load_mode_name(st->mode), load, bound,
 		       st->ramp_us ? dur(st->ramp_us, a, sizeof(a)) : "-");

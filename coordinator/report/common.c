@@ -212,6 +212,36 @@ char *cli_rp_exit_text(char *buf, size_t n, const json_t *doc)
 	return buf;
 }
 
+/* Appends " ±h" to the cells whose figure has a 95 % interval (stages[].ci95), in the
+ * cell's own precision, so "812.4 ±9.6" reads as the value and its uncertainty. */
+static void add_ci(const json_t *s, struct cli_rp_row *row)
+{
+	static const struct {
+		int col;
+		const char *figure;
+		bool rate;
+	} cis[] = { { RP_RPS, "requests_per_s", true },  { RP_OTPS, "output_tokens_per_s", true },
+		    { RP_TTFT50, "ttft_p50_ms", false }, { RP_TTFT99, "ttft_p99_ms", false },
+		    { RP_ITL50, "itl_p50_ms", false },   { RP_ITL99, "itl_p99_ms", false },
+		    { RP_TPOT50, "tpot_p50_ms", false }, { RP_E2E50, "e2e_p50_ms", false } };
+	const json_t *ci = json_object_get(s, "ci95");
+	if (!json_is_object(ci))
+		return;
+	for (size_t i = 0; i < sizeof(cis) / sizeof(cis[0]); i++) {
+		double h = cl_results_num(json_object_get(ci, cis[i].figure), "half");
+		char *cell = row->cell[cis[i].col];
+		size_t len = strlen(cell);
+		if (!isfinite(h) || strcmp(cell, "-") == 0 || len + 24 >= RP_CELL_MAX)
+			continue;
+		char hb[32];
+		if (cis[i].rate)
+			cli_rp_fmt_rate(hb, sizeof(hb), h);
+		else
+			cli_rp_fmt_ms(hb, sizeof(hb), h);
+		snprintf(cell + len, RP_CELL_MAX - len, " \xc2\xb1%s", hb);
+	}
+}
+
 void cli_rp_stage_row(const json_t *s, struct cli_rp_row *row)
 {
 	static const struct {
@@ -238,6 +268,7 @@ void cli_rp_stage_row(const json_t *s, struct cli_rp_row *row)
 	    row->cell[RP_CONTENT_TPS], RP_CELL_MAX,
 	    (cl_results_num(s, "tokens.output") - cl_results_num(s, "tokens.reasoning")) /
 		cl_results_num(s, "duration_s"));
+	add_ci(s, row);
 	/* The share of prompt tokens the server took from its cache: a high one means TTFT
 	 * measured the cache, not a new user's prefill. */
 	double cached = cl_results_num(s, "tokens.cached_prompt_ratio");

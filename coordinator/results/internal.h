@@ -224,6 +224,9 @@ struct cli_rp_series {
 	 * "client-bound"): such points are left out of the line and drawn as a red cross. */
 	const char *const *mark;
 	const char *const *point_name; /* NULL, or per point: named in its tooltip */
+	/* NULL, or per point: half the width of its 95 % interval (NaN: none), drawn as an
+	 * error bar y - err .. y + err and named in the tooltip */
+	const double *err;
 };
 struct cli_rp_chart {
 	const char *title;
@@ -281,6 +284,16 @@ struct stage_state {
 	/* drift (results/soak.c): made at the first interval, freed when the stage finishes */
 	struct cli_rs_drift *drift;
 	double ramp_s, duration_s; /* the scenario stage's: which intervals are measured */
+	/* stages[].ci95's batches (results/ci.c): made at the first interval, freed at the end
+	 * (of each repeat) */
+	struct cli_rs_ci *ci;
+	/* `repeat`: the runs planned, done, their objects, and the pooled metrics so far */
+	uint32_t repeat_n, repeats_done;
+	json_t *repeats;
+	struct cl_metrics *pooled;
+	double pooled_window_s;
+	enum cl_stage_status pooled_status;
+	char *pooled_reason;
 };
 
 struct cl_results {
@@ -321,6 +334,23 @@ void cli_rs_drift_add(struct cli_rs_drift *d, double t_s, double interval_s,
 json_t *cli_rs_drift_json(struct cli_rs_drift *d, const struct cl_scn_drift *cfg, const char *stage,
 			  json_t *checks);
 void cli_rs_drift_free(struct cli_rs_drift *d);
+/* results/ci.c: the 95 % intervals of a stage's headline figures (docs/results.md, "ci95").
+ * new: NULL when out of memory; duration_s 0 for a request-bound stage.  add: one interval
+ * (ramp and drain left out).  json: the stage's ci95 object, the point estimates read from
+ * the finished stage object, cumulative its pooled metrics (a percentile's fallback); null when
+ * there are fewer than 5 whole batches.  NULL when out of memory.  repeats_json: ci95 across n
+ * repeats' stage objects (t interval over their figures), around the pooled stage's estimates; null
+ * for n < 2. */
+struct cli_rs_ci *cli_rs_ci_new(double ramp_s, double duration_s);
+void cli_rs_ci_add(struct cli_rs_ci *c, double t_s, double interval_s, const struct cl_metrics *m);
+json_t *cli_rs_ci_json(const struct cli_rs_ci *c, const json_t *stage,
+		       const struct cl_metrics *cumulative);
+json_t *cli_rs_ci_repeats_json(const json_t *stage, const json_t *const *repeats, size_t n);
+void cli_rs_ci_free(struct cli_rs_ci *c);
+/* Half the width of the 95 % t interval of the mean of the finite values of v[0..n); NaN
+ * with fewer than two. */
+double cli_rs_ci_half(const double *v, size_t n);
+
 /* results/soak.c: judges one interval of a stage (ending t_s into it) against the SLOs that
  * apply to it, for the abort window (ss->breach_streak, ss->breach_why); ramp and drain
  * intervals are skipped. */

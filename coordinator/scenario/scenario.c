@@ -91,6 +91,7 @@ void cli_scenario_stage_defaults(struct cl_scn_stage *st)
 	 * constant spacing is the unusual choice and must be asked for. */
 	st->arrival = CL_ARRIVAL_POISSON;
 	st->gamma_shape = 1.0;
+	st->repeat = 1;
 }
 
 static int dup_into(char **dst, const char *src)

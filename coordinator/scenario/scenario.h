@@ -205,7 +205,12 @@ struct cl_scn_stage {
 	 * are the trace's; rate_per_s is the trace's mean, set once it is read, and
 	 * duration_us its span when not given) */
 	bool replay;
+	/* `repeat: N` (or `chatload run --repeat N`): the stage runs N times (1 = once, the
+	 * default), its figures pooled with each repeat's own beside them; never on a search or
+	 * a replay stage.  At most CL_SCN_MAX_REPEAT. */
+	uint32_t repeat;
 };
+#define CL_SCN_MAX_REPEAT 100
 
 enum cl_slo_kind {
 	CL_SLO_LATENCY,         /* metric + percentile (or mean) <= limit_us */
