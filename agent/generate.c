@@ -33,6 +33,7 @@ void cl_generate_start(struct session *s, struct cl_msg_cmd *c)
 		.request_timeout_us = g->request_timeout_us,
 		.backoff_initial_us = g->backoff_initial_us,
 		.backoff_max_us = g->backoff_max_us,
+		.rate_per_s = g->rate_per_s,
 		.seed = (uint64_t)s->agent_id * 7919u + (uint64_t)cl_mono_us(),
 		.notify = cl_wake_poke,
 	};

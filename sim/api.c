@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #define DEFAULT_OUTPUT_TOKENS 128
 
@@ -173,7 +174,19 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 		return;
 	}
 	if (st->fault == CL_SIM_FAULT_429) {
-		snprintf(hdr + hl, sizeof(hdr) - hl, "Retry-After: %u\r\n", cfg->retry_after_s);
+		if (cfg->retry_after_date) {
+			/* An HTTP date has whole seconds: the next second boundary plus the
+			 * value, so a client waits at least retry_after_s from now. */
+			time_t at = time(NULL) + 1 + (time_t)cfg->retry_after_s;
+			struct tm tm;
+			char date[64];
+			gmtime_r(&at, &tm);
+			strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+			snprintf(hdr + hl, sizeof(hdr) - hl, "Retry-After: %s\r\n", date);
+		} else {
+			snprintf(hdr + hl, sizeof(hdr) - hl, "Retry-After: %u\r\n",
+				 cfg->retry_after_s);
+		}
 		cl_sim_stream_log_rejected(s, st, 429);
 		cl_sim_conn_error(c, 429, hdr, "Rate limit reached (chatload-sim fault 429)",
 				  "rate_limit_error", "rate_limit_exceeded");

@@ -457,6 +457,8 @@ int cl_sim_config_parse(struct cl_sim_config *cfg, int argc, char **argv, struct
 		return cl_err_set(err, CL_EINVAL, "--word-tokens: '%s' is not a boolean", v);
 	if ((v = val(vals, "no-ignore-eos")) && cl_parse_bool(v, &cfg->no_ignore_eos))
 		return cl_err_set(err, CL_EINVAL, "--no-ignore-eos: '%s' is not a boolean", v);
+	if ((v = val(vals, "retry-after-date")) && cl_parse_bool(v, &cfg->retry_after_date))
+		return cl_err_set(err, CL_EINVAL, "--retry-after-date: '%s' is not a boolean", v);
 	cfg->port_file = val(vals, "port-file");
 	cfg->truth_log = val(vals, "truth-log");
 	cfg->stats_file = val(vals, "stats-file");

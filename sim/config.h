@@ -109,6 +109,7 @@ struct cl_sim_config {
 	/* faults */
 	double fault_p[CL_SIM_FAULT_COUNT];
 	uint32_t retry_after_s;
+	bool retry_after_date; /* --retry-after-date: Retry-After as an HTTP date */
 	int64_t stall_for_us;
 	uint32_t stall_at;
 	int64_t fault_at; /* tokens before a mid-stream fault; -1: half the output */

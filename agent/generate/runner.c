@@ -59,6 +59,7 @@ struct cl_gen_runner {
 	atomic_size_t inflight;
 	struct xfer *x; /* concurrency entries */
 	uint64_t rng;
+	int64_t next_start_us; /* with a rate: the next try may start then */
 };
 
 static void job_free(struct job *j)
@@ -293,6 +294,19 @@ static void finish(struct cl_gen_runner *r, struct xfer *x, CURLcode res)
 	if (step > r->cfg.backoff_max_us)
 		step = r->cfg.backoff_max_us;
 	int64_t wait = step / 2 + (step > 1 ? (int64_t)(next_rand(&r->rng) % (uint64_t)(step / 2 + 1)) : 0);
+	/* A 429 (or 503) that says Retry-After waits at least that long, up to backoff_max: the
+	 * server knows when it has room, and a sooner try only spends an attempt.  libcurl
+	 * reads both forms, seconds and an HTTP date (as seconds from now; a date in the past
+	 * is negative before curl 8.12, so it is clamped). */
+	curl_off_t after_s = 0;
+	if ((x->status == 429 || x->status == 503) &&
+	    curl_easy_getinfo(x->easy, CURLINFO_RETRY_AFTER, &after_s) == CURLE_OK && after_s > 0) {
+		int64_t after_us = after_s > r->cfg.backoff_max_us / 1000000
+					   ? r->cfg.backoff_max_us
+					   : (int64_t)after_s * 1000000;
+		if (wait < after_us)
+			wait = after_us;
+	}
 	j->not_before_us = cl_mono_us() + wait;
 	CL_DEBUG("request '%s' try %u failed (%s): again in %lld ms", j->id, j->attempts, why,
 		 (long long)(wait / 1000));
@@ -310,6 +324,12 @@ static void *run(void *arg)
 		for (uint32_t i = 0; i < r->cfg.concurrency; i++) {
 			if (r->x[i].job)
 				continue;
+			if (r->cfg.rate_per_s > 0 && now < r->next_start_us) {
+				/* paced: not yet (a free stream waits for its start) */
+				if (r->next_start_us < next_due)
+					next_due = r->next_start_us;
+				break;
+			}
 			pthread_mutex_lock(&r->mu);
 			struct job *j = dequeue_due(r, now);
 			for (struct job *q = r->queue; q; q = q->next)
@@ -318,6 +338,17 @@ static void *run(void *arg)
 			pthread_mutex_unlock(&r->mu);
 			if (!j)
 				break;
+			if (r->cfg.rate_per_s > 0) {
+				/* Evenly spaced starts; after an idle spell (no work, or every
+				 * stream busy) the schedule restarts from now rather than
+				 * bursting to catch up. */
+				int64_t gap_us = (int64_t)(1e6 / r->cfg.rate_per_s);
+				if (gap_us < 1)
+					gap_us = 1;
+				if (r->next_start_us < now - gap_us)
+					r->next_start_us = now;
+				r->next_start_us += gap_us;
+			}
 			begin(r, &r->x[i], j);
 		}
 		int running = 0;

@@ -21,7 +21,8 @@ struct cl_gen_runner_cfg {
 	uint32_t max_attempts;               /* tries of one request */
 	int64_t request_timeout_us;          /* one try, whole (0: none) */
 	int64_t backoff_initial_us, backoff_max_us;
-	uint64_t seed; /* backoff jitter */
+	double rate_per_s; /* tries started per second, evenly spaced (retries too); 0: none */
+	uint64_t seed;     /* backoff jitter */
 	/* Called (on the runner's thread) after an answer is queued, NULL: none.  Must not
 	 * block or call back into the runner. */
 	void (*notify)(void);

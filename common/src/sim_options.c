@@ -82,6 +82,10 @@ const struct cl_sim_option cl_sim_options[] = {
 	{ "fault-500", F, "P", "0", "probability of HTTP 500", true },
 	{ "fault-429", F, "P", "0", "probability of HTTP 429 with Retry-After", true },
 	{ "retry-after", I, "SECONDS", "1", "Retry-After value sent with 429", true },
+	{ "retry-after-date", B, NULL, NULL,
+	  "send the 429's Retry-After as an HTTP date (now plus --retry-after, whole seconds "
+	  "rounded up) instead of seconds",
+	  true },
 	{ "fault-drop", F, "P", "0", "probability of dropping the connection mid-stream", true },
 	{ "fault-malformed", F, "P", "0", "probability of a malformed JSON chunk mid-stream",
 	  true },

@@ -524,7 +524,8 @@ static int dec_generate(struct wire_dec *d, const msgpack_object *args, struct c
 {
 	struct wire_fld f[] = { FLD("target"),	   FLD("concurrency"),
 				FLD("max_attempts"),	   FLD("request_timeout_us"),
-				FLD("backoff_initial_us"), FLD("backoff_max_us") };
+				FLD("backoff_initial_us"), FLD("backoff_max_us"),
+				FLD("rate_per_s") };
 	int rc;
 	if ((rc = cli_wire_fields(d, args, f, WIRE_N(f))) ||
 	    (rc = dec_target(d, "target", f[0].v, &g->target)) ||
@@ -534,8 +535,11 @@ static int dec_generate(struct wire_dec *d, const msgpack_object *args, struct c
 				   &g->request_timeout_us)) ||
 	    (rc = cli_wire_get_i64(d, "backoff_initial_us", f[4].v, true, 0,
 				   &g->backoff_initial_us)) ||
-	    (rc = cli_wire_get_i64(d, "backoff_max_us", f[5].v, true, 0, &g->backoff_max_us)))
+	    (rc = cli_wire_get_i64(d, "backoff_max_us", f[5].v, true, 0, &g->backoff_max_us)) ||
+	    (rc = cli_wire_get_dbl(d, "rate_per_s", f[6].v, false, &g->rate_per_s)))
 		return rc;
+	if (!(g->rate_per_s >= 0) || !isfinite(g->rate_per_s))
+		return cli_wire_bad(d, CL_EPROTO, "rate_per_s", "must be a finite number >= 0");
 	if (g->concurrency < 1 || g->max_attempts < 1)
 		return cli_wire_bad(d, CL_EPROTO, g->concurrency < 1 ? "concurrency" : "max_attempts",
 				    "must be at least 1");

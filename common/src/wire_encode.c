@@ -409,7 +409,7 @@ static void enc_args(struct enc *e, const struct cl_msg_cmd *c)
 		break;
 	case CL_CMD_GENERATE: {
 		const struct cl_cmd_generate *g = &c->generate;
-		map(e, 6);
+		map(e, 7);
 		enc_target(e, "target", &g->target);
 		if (g->concurrency < 1 || g->max_attempts < 1)
 			fail(e, CL_EINVAL, "concurrency", "and max_attempts must be at least 1");
@@ -418,6 +418,7 @@ static void enc_args(struct enc *e, const struct cl_msg_cmd *c)
 		nonneg(e, "request_timeout_us", g->request_timeout_us);
 		nonneg(e, "backoff_initial_us", g->backoff_initial_us);
 		nonneg(e, "backoff_max_us", g->backoff_max_us);
+		dbl(e, "rate_per_s", g->rate_per_s);
 		break;
 	}
 	case CL_CMD_LEASE: {

@@ -4,6 +4,7 @@
 
 #include "chatload/exitcode.h"
 #include "chatload/metrics.h"
+#include "generate/batch.h"
 #include "scenario/scenario.h"
 #include "chatload/sim_options.h"
 #include "chatload/units.h"
@@ -24,7 +25,7 @@ static void usage(FILE *out)
 	    "Checks each scenario and prints the plan it resolves to, defaults included.\n"
 	    "Errors are printed as file:line:column: message.\n\n"
 	    "The workload is read in full (every dataset line), as chatload run reads it before\n"
-	    "it starts anything.\n\n"
+	    "it starts anything; so is a generate job's input (nothing is written).\n\n"
 	    "options:\n"
 	    "  --set KEY.PATH=VALUE  override a value before checking, e.g.\n"
 	    "                        --set stages.0.duration=30s --set target.model=x\n"
@@ -426,7 +427,69 @@ static void print_slos(const struct cl_scenario *s)
 					       : "fail (exit 1: its numbers describe the client)");
 }
 
-static void print_plan(const struct cl_scenario *s, const struct cl_workload_stats *st)
+/* A generate job: its settings and what the input check found (nothing is written, so
+ * ids already in output or errors are not counted: run skips them). */
+static void print_generate(const struct cl_scenario *s, const struct cl_gen_scan *scan,
+			   const struct cl_err *first_bad)
+{
+	const struct cl_scn_generate *g = &s->generate;
+	char a[32], b[32], msg[1024];
+	printf("generate:\n");
+	static const char *const formats[] = { "batch", "openai", "sharegpt", "text" };
+	printf("  input: %s\n", g->input);
+	printf("  input format: %s%s\n", formats[g->input_format],
+	       g->input_format == CL_GEN_INPUT_BATCH
+		   ? ""
+		   : " (a dataset: each record's custom_id is its line number; workload's model, "
+		     "system_prompt, max_tokens and target.body apply, never ignore_eos)");
+	printf("  input %s: %llu, %llu valid, %llu invalid\n",
+	       g->input_format == CL_GEN_INPUT_BATCH ? "lines" : "records",
+	       (unsigned long long)scan->lines,
+	       (unsigned long long)scan->valid, (unsigned long long)scan->invalid);
+	if (scan->invalid)
+		printf("  first invalid line (skip_invalid: written to errors): %s\n",
+		       cl_err_format(first_bad, msg, sizeof(msg)));
+	printf("  output: %s\n  errors: %s\n", g->output, g->errors);
+	if (g->rate_per_s > 0)
+		printf("  rate: %g/s, evenly spaced (retries included), at most %u streams\n",
+		       g->rate_per_s, g->concurrency);
+	else
+		printf("  concurrency: %u\n", g->concurrency);
+	printf("  max attempts: %u\n", g->max_attempts);
+	printf("  backoff: %s to %s\n", dur(g->backoff_initial_us, a, sizeof(a)),
+	       dur(g->backoff_max_us, b, sizeof(b)));
+	printf("  skip invalid: %s\n", g->skip_invalid ? "yes" : "no");
+	if (g->estimate_from)
+		printf("  estimate from: %s\n", g->estimate_from);
+}
+
+/* A generate job's input checked as chatload run checks it, with nothing written: 0, or
+ * CL_EINVAL with err naming file:line:col, or CL_EIO / CL_ENOMEM.  With skip_invalid the
+ * first bad line is left in first_bad. */
+static int check_generate(const struct cl_scenario *s, struct cl_gen_scan *scan,
+			  struct cl_err *first_bad, struct cl_err *err)
+{
+	if (s->generate.input_format != CL_GEN_INPUT_BATCH) {
+		/* a dataset: every record rendered as run renders it; a bad one stops it */
+		struct cl_workload_plan w = { 0 };
+		uint32_t *lines = NULL;
+		int rc = cl_workload_render_generate(s, cl_scenario_render_model(s), &w, &lines, NULL,
+						     err);
+		if (rc == 0)
+			scan->lines = scan->valid = scan->to_send = w.n_bodies;
+		cl_workload_plan_free(&w);
+		free(lines);
+		return rc;
+	}
+	struct cl_gen_idset seen = { 0 };
+	int rc = cl_gen_scan(s->generate.input, NULL, s->generate.skip_invalid, NULL, &seen, scan,
+			     s->generate.skip_invalid ? first_bad : err);
+	cl_gen_idset_free(&seen);
+	return rc;
+}
+
+static void print_plan(const struct cl_scenario *s, const struct cl_workload_stats *st,
+		       const struct cl_gen_scan *scan, const struct cl_err *first_bad)
 {
 	printf("scenario: %s (%s)\n", s->name, s->file);
 	if (s->description)
@@ -438,6 +501,8 @@ static void print_plan(const struct cl_scenario *s, const struct cl_workload_sta
 	print_workload(&s->workload);
 	print_workload_read(&s->workload, st);
 	print_stages(s);
+	if (s->generate.set)
+		print_generate(s, scan, first_bad);
 	print_search(s);
 	print_slos(s);
 	printf("estimate:\n");
@@ -551,7 +616,8 @@ int cl_cmd_validate(int argc, char **argv)
 		int lrc = cl_scenario_load_file(files[i], sets, &s, &d);
 		struct cl_workload_plan w = { 0 };
 		struct cl_workload_stats st;
-		struct cl_err werr = { 0 };
+		struct cl_err werr = { 0 }, first_bad = { 0 };
+		struct cl_gen_scan scan = { 0 };
 		char line[1024];
 		/* The salt the run would make, so --dump-bodies shows what is sent; a run makes
 		 * a tag of its own (workload.salt). */
@@ -567,11 +633,17 @@ int cl_cmd_validate(int argc, char **argv)
 			else
 				fprintf(stderr, "%s: workload: %s\n", files[i],
 					cl_err_format(&werr, line, sizeof(line)));
+		} else if (lrc == 0 && s.generate.set &&
+			   check_generate(&s, &scan, &first_bad, &werr) != 0) {
+			/* The job's input has a bad line (or cannot be read): run would stop
+			 * there with exit 2 before sending anything, so validate does too. */
+			bad++;
+			fprintf(stderr, "%s\n", cl_err_format(&werr, line, sizeof(line)));
 		} else if (lrc == 0) {
 			if (i)
 				printf("\n");
 			cl_workload_trace_fill_stages(&s, &st);
-			print_plan(&s, &st);
+			print_plan(&s, &st, &scan, &first_bad);
 			if (dump && dump_bodies(dump, &w) != 0)
 				bad++;
 		} else {

@@ -57,13 +57,15 @@ struct cl_gen_out;
  * object with a string custom_id (1..CL_GEN_MAX_ID bytes, no control characters), method
  * "POST", url CL_GEN_URL and an object body; a custom_id seen on an earlier line is a
  * duplicate.  Blank lines are skipped.  A bad line fails with "file:line:col: message" in
- * err (CL_EINVAL) unless out is given (skip_invalid): then it is written to out's errors file
- * (once: a rerun finds it there) and counted.  present is the set of ids already answered
- * (read from output and errors); every valid id is added to seen.  0, CL_EINVAL, CL_EIO,
- * CL_ENOMEM.
+ * err (CL_EINVAL) unless skip_invalid: then it is written to out's errors file (once: a rerun
+ * finds it there) and counted; with skip_invalid and no out (chatload validate, which writes
+ * nothing) bad lines are only counted, and the first one's message is left in err while 0
+ * is returned.  present is the set of ids already answered (read from output and errors;
+ * NULL: none); every valid id is added to seen.  0, CL_EINVAL, CL_EIO, CL_ENOMEM.
  */
-int cl_gen_scan(const char *path, const struct cl_gen_idset *present, struct cl_gen_out *out,
-		struct cl_gen_idset *seen, struct cl_gen_scan *scan, struct cl_err *err);
+int cl_gen_scan(const char *path, const struct cl_gen_idset *present, bool skip_invalid,
+		struct cl_gen_out *out, struct cl_gen_idset *seen, struct cl_gen_scan *scan,
+		struct cl_err *err);
 
 /*
  * One input line (len bytes, NUL-terminated at line[len]) checked as the checking pass does

@@ -109,8 +109,9 @@ static int check_line(const char *path, uint64_t line_no, const char *line, size
 	return 0;
 }
 
-int cl_gen_scan(const char *path, const struct cl_gen_idset *present, struct cl_gen_out *out,
-		struct cl_gen_idset *seen, struct cl_gen_scan *scan, struct cl_err *err)
+int cl_gen_scan(const char *path, const struct cl_gen_idset *present, bool skip_invalid,
+		struct cl_gen_out *out, struct cl_gen_idset *seen, struct cl_gen_scan *scan,
+		struct cl_err *err)
 {
 	memset(scan, 0, sizeof(*scan));
 	FILE *f = fopen(path, "r");
@@ -167,11 +168,17 @@ int cl_gen_scan(const char *path, const struct cl_gen_idset *present, struct cl_
 		}
 		if (lrc != 0) {
 			scan->invalid++;
-			if (!out) {
+			if (!skip_invalid) {
 				*err = lerr;
 				json_decref(root);
 				rc = CL_EINVAL;
 				break;
+			}
+			if (!out) { /* counted only (chatload validate); the first one said */
+				if (scan->invalid == 1)
+					*err = lerr;
+				json_decref(root);
+				continue;
 			}
 			/* Written once: a rerun finds its key ("#line:N", or the custom_id)
 			 * among the ids already answered. */

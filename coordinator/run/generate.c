@@ -43,6 +43,7 @@ struct sent_lease {
 
 struct gen_agent {
 	uint32_t share;         /* streams in flight this agent runs */
+	double rate_per_s;      /* generate.rate: its part (0: none) */
 	bool started, lost_done; /* GENERATE sent; its loss handled */
 	struct lease *held;     /* leased, not answered */
 	size_t n_held, cap_held;
@@ -54,6 +55,13 @@ struct run_gen {
 	struct cl_gen_out out;
 	struct cl_gen_scan scan;
 	struct cl_gen_reader reader;
+	/* generate.input_format a dataset: the records are r->workload's bodies, rendered when
+	 * the input is checked; lines[k] is body k's line (its custom_id), next the next body */
+	struct {
+		bool on;
+		uint32_t *lines;
+		size_t next;
+	} ds;
 	struct lease *pool; /* a lost agent's leases, to be given again */
 	size_t n_pool, cap_pool;
 	struct gen_agent agents[CL_FLEET_MAX_AGENTS];
@@ -121,6 +129,7 @@ void cli_run_generate_free(struct run *r)
 		lease_free(&g->pool[k]);
 	free(g->pool);
 	cl_gen_reader_close(&g->reader);
+	free(g->ds.lines);
 	struct cl_err err = { 0 };
 	cl_gen_out_close(&g->out, &err);
 	cl_gen_idset_free(&g->done);
@@ -157,6 +166,34 @@ static int read_plan(struct run_gen *g, const char *path, struct cl_err *err)
 	return 0;
 }
 
+/* A dataset's record k: its custom_id, the decimal number of its line. */
+static int ds_id(const struct run_gen *g, size_t k, char *buf, size_t n)
+{
+	return snprintf(buf, n, "%u", g->ds.lines[k]);
+}
+
+/* generate.input_format a dataset: the records rendered into r->workload (replacing the
+ * workload's own bodies, which a generate job does not send), counted as the checking pass
+ * counts a Batch input.  A bad record fails the job here as file:line:col (CL_EINVAL). */
+static int check_dataset(struct run *r, struct cl_err *err)
+{
+	struct run_gen *g = r->gen;
+	cl_workload_plan_free(&r->workload);
+	int rc = cl_workload_render_generate(&r->s, cl_scenario_render_model(&r->s), &r->workload,
+					     &g->ds.lines, &r->workload_stats, err);
+	if (rc != 0)
+		return rc == CL_ENOMEM ? rc : CL_EINVAL;
+	g->ds.on = true;
+	g->scan.lines = g->scan.valid = r->workload.n_bodies;
+	for (size_t k = 0; k < r->workload.n_bodies; k++) {
+		char id[16];
+		int n = ds_id(g, k, id, sizeof(id));
+		g->scan.present += cl_gen_idset_has(&g->done, id, (size_t)n);
+	}
+	g->scan.to_send = g->scan.valid - g->scan.present;
+	return 0;
+}
+
 int cli_run_generate_check(struct run *r, struct cl_err *err)
 {
 	const struct cl_scn_generate *s = &r->s.generate;
@@ -167,10 +204,14 @@ int cli_run_generate_check(struct run *r, struct cl_err *err)
 	int rc = cl_gen_out_open(&g->out, s->output, s->errors, &g->done, err);
 	if (rc != 0)
 		return rc;
-	struct cl_gen_idset seen = { 0 };
-	rc = cl_gen_scan(s->input, &g->done, s->skip_invalid ? &g->out : NULL, &seen, &g->scan,
-			 err);
-	cl_gen_idset_free(&seen);
+	if (s->input_format != CL_GEN_INPUT_BATCH) {
+		rc = check_dataset(r, err);
+	} else {
+		struct cl_gen_idset seen = { 0 };
+		rc = cl_gen_scan(s->input, &g->done, s->skip_invalid,
+				 s->skip_invalid ? &g->out : NULL, &seen, &g->scan, err);
+		cl_gen_idset_free(&seen);
+	}
 	if (rc != 0)
 		return rc;
 	if ((rc = cl_gen_out_sync(&g->out, true, err)) != 0)
@@ -181,6 +222,10 @@ int cli_run_generate_check(struct run *r, struct cl_err *err)
 	if ((rc = cl_metrics_init(&g->m)) != 0)
 		return cl_err_set(err, rc, "out of memory");
 	g->m_ready = true;
+	if (g->ds.on) {
+		g->reader.eof = !g->total; /* set again when the last record is leased */
+		return 0;
+	}
 	return cl_gen_reader_open(&g->reader, s->input, err);
 }
 
@@ -311,6 +356,26 @@ static int next_lease(struct run *r, struct lease *out, struct cl_err *err)
 		g->reissued++;
 		return 1;
 	}
+	if (g->ds.on) {
+		while (g->ds.next < r->workload.n_bodies) {
+			size_t k = g->ds.next++;
+			char id[16];
+			int n = ds_id(g, k, id, sizeof(id));
+			if (cl_gen_idset_has(&g->done, id, (size_t)n))
+				continue; /* answered by an earlier run */
+			const struct cl_request_body *b = &r->workload.bodies[k];
+			*out = (struct lease){ .id = strdup(id), .body = malloc(b->len + 1),
+					       .body_len = b->len };
+			if (!out->id || !out->body) {
+				lease_free(out);
+				return cl_err_set(err, CL_ENOMEM, "out of memory");
+			}
+			memcpy(out->body, b->json, b->len + 1);
+			return 1;
+		}
+		g->reader.eof = true;
+		return 0;
+	}
 	struct cl_gen_line ln;
 	int rc = cl_gen_reader_next(&g->reader, &g->done, &ln, err);
 	if (rc != 1)
@@ -412,6 +477,8 @@ static void split_shares(struct run *r)
 			continue;
 		uint64_t w = r->fleet.agents[i].workers ? r->fleet.agents[i].workers : 1;
 		g->agents[i].share = (uint32_t)(total * w / workers);
+		/* a rate is split like a stage's: by the agents' workers */
+		g->agents[i].rate_per_s = r->s.generate.rate_per_s * (double)w / (double)workers;
 		given += g->agents[i].share;
 		last = i;
 	}
@@ -433,6 +500,7 @@ static void send_generate(struct run *r, size_t i)
 		.request_timeout_us = r->s.workload.request_timeout_us,
 		.backoff_initial_us = s->backoff_initial_us,
 		.backoff_max_us = s->backoff_max_us,
+		.rate_per_s = r->gen->agents[i].rate_per_s,
 	};
 	if (cl_fleet_send(&r->fleet, i, &c) != 0)
 		r->gen->agents[i].started = true;
@@ -498,6 +566,14 @@ static void finish_results(struct run *r, enum cl_stage_status status, const cha
 	    (json_int_t)g->attempts, "retried", (json_int_t)g->retried_answers, "reissued",
 	    (json_int_t)g->reissued, "repaired_bytes", (json_int_t)g->out.repaired_bytes, "input",
 	    r->s.generate.input, "output", r->s.generate.output, "errors", r->s.generate.errors);
+	static const char *const formats[] = { "batch", "openai", "sharegpt", "text" };
+	if (block &&
+	    (json_object_set_new(block, "input_format",
+				 json_string(formats[r->s.generate.input_format])) != 0 ||
+	     json_object_set_new(block, "rate_per_s",
+				 r->s.generate.rate_per_s > 0 ? json_real(r->s.generate.rate_per_s)
+							      : json_null()) != 0))
+		CL_WARN("cannot record the generate job's input format and rate in results.json");
 	if (block && g->plan.set) {
 		/* The estimate is the benchmark's rate over what this run had to send. */
 		double planned_s = (double)g->total / g->plan.requests_per_s;
@@ -528,12 +604,15 @@ int cli_run_generate(struct run *r)
 	r->fleet.on_answers = on_answers;
 	g->start_us = cl_mono_us();
 	split_shares(r);
+	char pace[64] = "";
+	if (r->s.generate.rate_per_s > 0)
+		snprintf(pace, sizeof(pace), " at most, at %g/s", r->s.generate.rate_per_s);
 	cl_progress_note(&r->prog,
 			 "generate: %llu requests to send (%llu lines, %llu already answered, %llu "
-			 "invalid), %u streams over %zu agents",
+			 "invalid), %u streams%s over %zu agents",
 			 (unsigned long long)g->total, (unsigned long long)g->scan.lines,
 			 (unsigned long long)g->scan.present, (unsigned long long)g->scan.invalid,
-			 r->s.generate.concurrency, cl_fleet_active(&r->fleet));
+			 r->s.generate.concurrency, pace, cl_fleet_active(&r->fleet));
 	enum cl_stage_status status = CL_STAGE_OK;
 	char reason[1500] = "";
 	/* --metrics-listen: the job is the running stage, its figures those of the answers */

@@ -14,6 +14,21 @@
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 #define SEC  1000000LL
 
+static void conv_input_format(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	static const char *const names[] = { "batch", "openai", "sharegpt", "text" };
+	int x;
+	if (cli_scn_get_enum(c, v, names, N(names), &x) == 0)
+		((struct cl_scn_generate *)obj)->input_format = (enum cl_gen_input_format)x;
+}
+
+static void conv_gen_rate(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	double x;
+	if (cli_scn_get_rate(c, v, &x) == 0)
+		((struct cl_scn_generate *)obj)->rate_per_s = x;
+}
+
 static const struct scn_field generate_fields[] = {
 	SCN_FIELD("input", SCN_F_NESTR, struct cl_scn_generate, input),
 	SCN_FIELD("output", SCN_F_NESTR, struct cl_scn_generate, output),
@@ -26,8 +41,10 @@ static const struct scn_field generate_fields[] = {
 	SCN_RANGE("backoff_max", SCN_F_DUR, struct cl_scn_generate, backoff_max_us, 0,
 		  3600 * SEC),
 	SCN_FIELD("estimate_from", SCN_F_NESTR, struct cl_scn_generate, estimate_from),
+	SCN_CUSTOM("input_format", conv_input_format),
+	SCN_CUSTOM("rate", conv_gen_rate),
 };
-enum { G_INPUT, G_OUTPUT, G_ERRORS, G_ESTIMATE = 8 };
+enum { G_INPUT, G_OUTPUT, G_ERRORS, G_SKIP = 5, G_ESTIMATE = 8 };
 
 /* path relative to the scenario's directory, as workload.dataset is. */
 static void resolve(struct scn_ctx *c, char **path)
@@ -113,6 +130,10 @@ void cli_scn_conv_generate(struct scn_ctx *c, const struct ynode *v, void *obj)
 	    strcmp(g->errors, g->input) == 0)
 		cli_scn_error(c, seen[G_ERRORS] ? seen[G_ERRORS] : seen[G_OUTPUT],
 			      "generate.input, output and errors must be three different files");
+	if (g->input_format != CL_GEN_INPUT_BATCH && g->skip_invalid)
+		cli_scn_error(c, seen[G_SKIP],
+			      "generate.skip_invalid works with a Batch input only: a bad dataset "
+			      "record stops the job (fix or remove its line)");
 	if (g->backoff_max_us < g->backoff_initial_us)
 		cli_scn_error(c, v, "generate.backoff_max (%lld ms) is shorter than "
 				    "generate.backoff_initial (%lld ms)",
@@ -133,6 +154,19 @@ void cli_scn_check_generate(struct scn_ctx *c, const struct ynode *generate_at,
 	}
 	if (!generate_at)
 		return;
+	/* calibrate renders the workload again, built to the target's tokens: a generate job's
+	 * dataset records are sent as written, so there is nothing to build. */
+	if (l->s->generate.input_format != CL_GEN_INPUT_BATCH && l->s->workload.calibrate)
+		cli_scn_error(c, generate_at,
+			      "workload.calibrate does not apply to a generate job: its records are "
+			      "sent as written");
+	/* A generate job sends chat completions (its Batch lines' url is checked to be one),
+	 * so the workload's other request shapes do not apply to it. */
+	if (l->s->workload.api != CL_API_CHAT)
+		cli_scn_error(c, generate_at,
+			      "workload.api: %s does not apply to a generate job: it sends chat "
+			      "completions (/v1/chat/completions) only",
+			      cl_api_name(l->s->workload.api));
 	/* A generate job goes on without a lost agent (its requests are given to the others)
 	 * unless the scenario says on_loss: fail itself.  agents_fields: on_loss is [4]. */
 	if (!l->agents[4])
@@ -144,6 +178,11 @@ void cli_scn_check_generate(struct scn_ctx *c, const struct ynode *generate_at,
 	st.name = strdup("generate");
 	st.mode = CL_MODE_CONCURRENCY;
 	st.concurrency = l->s->generate.concurrency;
+	if (l->s->generate.rate_per_s > 0) { /* paced: a rate stage, concurrency its cap */
+		st.mode = CL_MODE_RATE;
+		st.rate_per_s = l->s->generate.rate_per_s;
+		st.arrival = CL_ARRIVAL_CONSTANT;
+	}
 	st.line = generate_at->line;
 	if (!st.name || cl_scenario_insert_stage(l->s, 0, &st) != 0) {
 		free(st.name);

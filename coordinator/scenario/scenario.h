@@ -287,14 +287,25 @@ struct cl_scn_output {
 	unsigned formats; /* bitmask of cl_output_format; JSON always included */
 };
 
+/* generate.input_format: an OpenAI Batch file, or a dataset as workload.dataset reads
+ * them (each record's custom_id its line number). */
+enum cl_gen_input_format {
+	CL_GEN_INPUT_BATCH,
+	CL_GEN_INPUT_OPENAI,
+	CL_GEN_INPUT_SHAREGPT,
+	CL_GEN_INPUT_TEXT,
+};
+
 /* A generate job (`generate:`, instead of `stages:`): every request of an OpenAI Batch input
  * file sent once, its answer appended to output (docs/scenario.md, "Generate jobs"). */
 struct cl_scn_generate {
 	bool set;             /* the scenario is a generate job */
 	char *input;          /* OpenAI Batch lines, resolved like workload.dataset */
+	enum cl_gen_input_format input_format; /* default batch */
 	char *output;         /* Batch output lines, appended (resumed when present) */
 	char *errors;         /* lines failed for good; default: output with .errors.jsonl */
-	uint32_t concurrency; /* streams in flight over all agents, default 64 */
+	uint32_t concurrency; /* streams in flight over all agents, default 64 (with a rate: their cap) */
+	double rate_per_s;    /* `rate`: tries started per second over all agents, 0: none */
 	uint32_t max_attempts;      /* tries per request (retryable failures), default 4 */
 	bool skip_invalid;          /* bad input lines go to errors instead of stopping */
 	int64_t backoff_initial_us; /* default 1s, doubled per try */

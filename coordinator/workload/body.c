@@ -140,6 +140,15 @@ int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt
 			return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
 		}
 		c->flags = f;
+		if (c->want_lines) {
+			uint32_t *l = realloc(c->lines, cap * sizeof(*l));
+			if (!l) {
+				free(json);
+				return cl_err_set(err, CL_ENOMEM,
+						  "out of memory rendering request bodies");
+			}
+			c->lines = l;
+		}
 		c->cap = cap;
 	}
 	struct cl_request_body *b = &c->bodies[c->n];
@@ -149,6 +158,8 @@ int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt
 	b->prompt_chars = chars > UINT32_MAX ? UINT32_MAX : (uint32_t)chars;
 	b->max_tokens = max_tokens;
 	b->inputs = inputs;
+	if (c->want_lines)
+		c->lines[c->n] = c->cur_line;
 	c->flags[c->n] = (out_tokens ? RENDER_OWN_LENGTH : 0) |
 			 (ignore_eos ? RENDER_IGNORE_EOS : 0) | (has_stop ? RENDER_STOP : 0);
 	c->n++;

@@ -453,6 +453,7 @@ int cli_workload_read_dataset(struct render_ctx *c, const struct cl_scn_workload
 		    (rc = detect_format(line, len, file, r->lineno, &fmt, err)) != 0)
 			goto out;
 		bool kept = false;
+		c->cur_line = (uint32_t)r->lineno;
 		if (fmt == CL_DATASET_TEXT)
 			rc = take_text(c, w, line, len, file, r->lineno, &kept, err);
 		else

@@ -38,6 +38,11 @@ struct render_ctx {
 	uint32_t batch;
 	json_t *pending;
 	size_t pending_chars;
+	/* A generate job's dataset input (cl_workload_render_generate): the file line of each
+	 * body, its custom_id; NULL when not wanted.  cur_line is the line being read. */
+	uint32_t *lines;
+	bool want_lines;
+	uint32_t cur_line;
 };
 
 /* Renders the inputs still waiting for a full embeddings batch as one last, shorter body.

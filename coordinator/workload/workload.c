@@ -70,13 +70,15 @@ int cl_workload_render(const struct cl_scenario *s, const char *model, struct cl
 	return cl_workload_render_stats(s, model, out, NULL, err);
 }
 
-int cl_workload_render_stats(const struct cl_scenario *s, const char *model,
-			     struct cl_workload_plan *out, struct cl_workload_stats *stats,
-			     struct cl_err *err)
+/* Renders s's workload; with lines, *lines gets each body's file line (a dataset's). */
+static int render(const struct cl_scenario *s, const char *model, struct cl_workload_plan *out,
+		  struct cl_workload_stats *stats, uint32_t **lines, struct cl_err *err)
 {
 	struct cl_workload_stats own = { 0 };
-	struct render_ctx c = { .stats = &own };
+	struct render_ctx c = { .stats = &own, .want_lines = lines != NULL };
 	int rc = 0;
+	if (lines)
+		*lines = NULL;
 	memset(out, 0, sizeof(*out));
 	if (stats)
 		memset(stats, 0, sizeof(*stats));
@@ -140,8 +142,11 @@ out:
 	if (rc) {
 		free_bodies(c.bodies, c.n);
 		free(c.flags);
+		free(c.lines);
 		return rc;
 	}
+	if (lines)
+		*lines = c.lines;
 	finish_stats(&c, &own);
 	free(c.flags);
 	if (stats)
@@ -154,6 +159,72 @@ out:
 	/* One agent replays it all; the coordinator gives each of n agents every n-th. */
 	out->trace_stride = w->kind == CL_WORKLOAD_TRACE ? 1 : 0;
 	return 0;
+}
+
+int cl_workload_render_stats(const struct cl_scenario *s, const char *model,
+			     struct cl_workload_plan *out, struct cl_workload_stats *stats,
+			     struct cl_err *err)
+{
+	return render(s, model, out, stats, NULL, err);
+}
+
+int cl_workload_render_generate(const struct cl_scenario *s, const char *model,
+				struct cl_workload_plan *out, uint32_t **lines,
+				struct cl_workload_stats *stats, struct cl_err *err)
+{
+	static const enum cl_dataset_format formats[] = {
+		[CL_GEN_INPUT_OPENAI] = CL_DATASET_OPENAI,
+		[CL_GEN_INPUT_SHAREGPT] = CL_DATASET_SHAREGPT,
+		[CL_GEN_INPUT_TEXT] = CL_DATASET_TEXT,
+	};
+	const struct cl_scn_generate *g = &s->generate;
+	if (!g->set || g->input_format == CL_GEN_INPUT_BATCH ||
+	    (unsigned)g->input_format >= sizeof(formats) / sizeof(formats[0]))
+		return cl_err_set(err, CL_EINVAL, "generate.input is not a dataset");
+	/* A copy that reads only the input, one body a record: a generate job wants each
+	 * record's own answer, so no record's length is asked for (max_tokens stays a cap),
+	 * nothing forces the length (ignore_eos), and nothing is dropped, shuffled or
+	 * prefixed.  The copy borrows s's strings. */
+	struct cl_scenario t = *s;
+	struct cl_scn_workload *w = &t.workload;
+	w->kind = CL_WORKLOAD_DATASET;
+	w->dataset = g->input;
+	w->dataset_format = formats[g->input_format];
+	w->dataset_limit = 0;
+	w->dataset_shuffle = false;
+	memset(&w->dataset_filter, 0, sizeof(w->dataset_filter));
+	w->dataset_output = CL_DATASET_OUTPUT_MAX_TOKENS;
+	w->ignore_eos = 0;
+	w->shared_prefix_groups = 0;
+	w->multi_turn = false;
+	w->chars_per_token = 0;
+	int rc = render(&t, model, out, stats, lines, err);
+	if (rc == 0 && s->target.body_json) {
+		/* target.body may name ignore_eos itself; a generate job never sends it */
+		for (size_t i = 0; i < out->n_bodies && rc == 0; i++) {
+			struct cl_request_body *b = &out->bodies[i];
+			if (!strstr(b->json, "\"ignore_eos\""))
+				continue;
+			json_t *o = json_loadb(b->json, b->len, 0, NULL);
+			char *text = NULL;
+			if (o && json_object_del(o, "ignore_eos") == 0)
+				text = json_dumps(o, CL_BODY_JSON_DUMP_FLAGS);
+			json_decref(o);
+			if (!text) {
+				rc = cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
+				break;
+			}
+			free(b->json);
+			b->json = text;
+			b->len = strlen(text);
+		}
+		if (rc != 0) {
+			cl_workload_plan_free(out);
+			free(*lines);
+			*lines = NULL;
+		}
+	}
+	return rc;
 }
 
 /* The text a body begins with when rendered for model: {"model":"<model, JSON-escaped>". */

@@ -114,6 +114,20 @@ int cl_workload_render_stats(const struct cl_scenario *s, const char *model,
 			     struct cl_err *err);
 
 /*
+ * A generate job's input when it is a dataset (generate.input_format openai, sharegpt or
+ * text): every record of generate.input rendered as a benchmark's dataset is (model,
+ * workload.system_prompt, workload.max_tokens as a cap, target.body), except that no record
+ * asks for its own length, no body carries ignore_eos (not even from target.body), and no
+ * record is filtered, limited, shuffled or given a shared prefix.  *lines (malloc'd, one
+ * per body; the caller frees) is each body's line in the file, 1-based: its custom_id.
+ * The dataset caps apply (CL_WORKLOAD_MAX_*): the bodies are held whole.  Errors as
+ * cl_workload_render (a bad record is "file:line:col: what").
+ */
+int cl_workload_render_generate(const struct cl_scenario *s, const char *model,
+				struct cl_workload_plan *out, uint32_t **lines,
+				struct cl_workload_stats *stats, struct cl_err *err);
+
+/*
  * Puts model in place of the model every body of w was rendered for (old_model), without
  * reading the workload again: `chatload run` renders before anything starts, to find bad
  * input early, and learns the model only from the readiness gate.  Each body must begin

@@ -92,7 +92,7 @@ static void test_scan_errors(void **state)
 		struct cl_gen_scan scan;
 		struct cl_err err = { 0 };
 		char msg[600];
-		assert_int_equal(cl_gen_scan(in, &present, NULL, &seen, &scan, &err), CL_EINVAL);
+		assert_int_equal(cl_gen_scan(in, &present, false, NULL, &seen, &scan, &err), CL_EINVAL);
 		cl_err_format(&err, msg, sizeof(msg));
 		if (!strstr(msg, cases[i].want))
 			fail_msg("case %zu: '%s' does not contain '%s'", i, msg, cases[i].want);
@@ -117,7 +117,7 @@ static void test_skip_and_resume(void **state)
 		struct cl_err err = { 0 };
 		assert_int_equal(cl_gen_out_open(&o, out, errs, &done, &err), 0);
 		assert_int_equal(o.repaired_bytes, pass == 0 ? 14 : 0);
-		assert_int_equal(cl_gen_scan(in, &done, &o, &seen, &scan, &err), 0);
+		assert_int_equal(cl_gen_scan(in, &done, true, &o, &seen, &scan, &err), 0);
 		assert_int_equal(scan.lines, 5);
 		assert_int_equal(scan.valid, 3);
 		assert_int_equal(scan.invalid, 2);

@@ -343,6 +343,154 @@ class Generate(tl.FleetCase):
         self.assertExit(run, 2, 30)
         run.wait_line(r"generate.estimate_from: '.*res' has no estimate with a rate", 1)
 
+    def retry_gaps(self, truth):
+        """For every try the simulator refused with 429: the seconds until the same request's
+        next try arrived (X-Request-Id <id> then <id>/2, <id>/2 then <id>/3, ...)."""
+        at = {t["x_request_id"]: t for t in truth}
+        gaps = []
+        for rid, t in at.items():
+            if t["status"] != 429:
+                continue
+            cid, _, k = rid.partition("/")
+            nxt = at.get("%s/%d" % (cid, int(k or 1) + 1))
+            self.assertIsNotNone(nxt, "no try after the 429 of %s" % rid)
+            gaps.append((nxt["arrival_us"] - t["arrival_us"]) / 1e6)
+        return gaps
+
+    def test_retry_after(self):
+        """A 429's Retry-After (seconds, or an HTTP date) is waited at least, up to
+        backoff_max; the backoff alone (20 ms here) would retry far sooner."""
+        n = 24
+        inp = self.scope.path("ra.jsonl")
+        with open(inp, "w") as f:
+            for i in range(n):
+                f.write(batch_line("ra%d" % i, {
+                    "model": "chatload-sim", "max_tokens": 3,
+                    "messages": [{"role": "user", "content": "z"}]}) + "\n")
+        cases = (("seconds", ("--retry-after", "1"), "5s", 1.0, 5.0),
+                 ("date", ("--retry-after", "1", "--retry-after-date"), "5s", 1.0, 5.0),
+                 ("capped", ("--retry-after", "30"), "400ms", 0.4, 5.0))
+        for name, flags, bmax, least, most in cases:
+            with self.subTest(case=name):
+                sim = self.start_sim("--ttft", "1ms", "--itl", "1ms", "--fault-429", "0.3",
+                                     "--seed", "11", *flags, name="sim-" + name)
+                out = self.scope.path("ra-%s.jsonl" % name)
+                scn = self.job(sim, "ra-" + name, inp, out, concurrency=4, max_attempts=12,
+                               backoff_initial="20ms", backoff_max=bmax)
+                run = self.start_run(scn, self.scope.path("res-ra-" + name), name="ra-" + name)
+                self.assertExit(run, 0, 120)
+                self.assertEqual(len(read_lines(out)), n)
+                gaps = self.retry_gaps(sim.truth())
+                self.assertGreaterEqual(len(gaps), 3, "too few 429s to judge")
+                self.assertGreaterEqual(min(gaps), least, sorted(gaps))
+                self.assertLess(max(gaps), most, sorted(gaps))
+
+    def test_rate(self):
+        """rate: 20/s over 2 agents: the simulator sees the tries arrive at that pace (60
+        requests over ~3 s), where concurrency alone would send them all in well under a
+        second (1 ms answers); results.json keeps the job as its generate stage."""
+        n, rate = 60, 20.0
+        sim = self.start_sim("--ttft", "1ms", "--itl", "1ms", "--output-tokens", "3")
+        inp = self.scope.path("rate.jsonl")
+        with open(inp, "w") as f:
+            for i in range(n):
+                f.write(batch_line("r%d" % i, {
+                    "model": "chatload-sim", "messages": [{"role": "user", "content": "q"}]})
+                        + "\n")
+        out = self.scope.path("rate-out.jsonl")
+        scn = self.job(sim, "rate", inp, out, concurrency=8, rate="%g/s" % rate)
+        run = self.start_run(scn, self.scope.path("res-rate"), name="rate")
+        self.assertExit(run, 0, 60)
+        self.assertEqual(len(read_lines(out)), n)
+        arr = sorted(t["arrival_us"] / 1e6 for t in sim.truth())
+        self.assertEqual(len(arr), n)
+        span = arr[-1] - arr[0]
+        # n starts at 20/s take (n - 1) / 20 = 2.95 s; the two agents start apart
+        self.assertGreater(span, 0.8 * (n - 1) / rate, arr)
+        self.assertLess(span, 1.6 * (n - 1) / rate, arr)
+        # no burst: at most 20/s + 2 (one start of each agent at a window's edge) in any 1 s
+        busiest = max(sum(1 for b in arr if a <= b < a + 1.0) for a in arr)
+        self.assertLessEqual(busiest, rate + 2, arr)
+        st = self.results(self.scope.path("res-rate"))["stages"][0]
+        self.assertEqual(st["mode"], "generate")
+        self.assertEqual(st["generate"]["done"], n)
+        self.assertEqual(st["generate"]["rate_per_s"], rate)
+        self.assertEqual(st["generate"]["input_format"], "batch")
+
+    def test_dataset_input(self):
+        """input_format openai / text: each record sent once with custom_id its line number,
+        the body built from the scenario (model, system_prompt, max_tokens as a cap,
+        target.body) but never with a record's own length or ignore_eos; a rerun sends
+        nothing again."""
+        sim = self.start_sim("--ttft", "1ms", "--itl", "1ms", "--output-tokens", "5")
+        oa = self.scope.path("chat.jsonl")
+        with open(oa, "w") as f:
+            f.write(json.dumps({"messages": [{"role": "user", "content": "one"}]}) + "\n")
+            f.write("\n")  # blank: no record, but it is a line
+            # a benchmark would ask for 50 tokens with ignore_eos: a generate job does not
+            f.write(json.dumps({"messages": [{"role": "user", "content": "two"}],
+                                "max_tokens": 50}) + "\n")
+            f.write(json.dumps({"messages": [{"role": "user", "content": "three"},
+                                             {"role": "assistant", "content": "x " * 400}]})
+                    + "\n")
+        txt = self.scope.path("prompts.txt")
+        with open(txt, "w") as f:
+            f.write("alpha\n\n\nbeta\ngamma\n")
+        for fmt, inp, want in (("openai", oa, ["1", "3", "4"]), ("text", txt, ["1", "4", "5"])):
+            with self.subTest(fmt=fmt):
+                before = len(sim.truth())
+                out = self.scope.path("ds-%s.jsonl" % fmt)
+                scn = self.write_scenario("ds-" + fmt, {
+                    "name": "ds-" + fmt,
+                    "target": {"url": sim.url, "model": "chatload-sim",
+                               "body": {"ignore_eos": True, "temperature": 0.25}},
+                    "readiness": {"enabled": False}, "agents": {"local": 2, "workers": 1},
+                    "workload": {"request_timeout": "20s", "max_tokens": 7,
+                                 "system_prompt": "be brief"},
+                    "generate": {"input": inp, "input_format": fmt, "output": out,
+                                 "concurrency": 2}})
+                run = self.start_run(scn, self.scope.path("res-" + fmt), name="ds-" + fmt)
+                self.assertExit(run, 0, 60)
+                lines = read_lines(out)
+                self.assertEqual(sorted(l["custom_id"] for l in lines), want)
+                for l in lines:
+                    self.assertEqual(l["response"]["status_code"], 200, l)
+                    self.assertEqual(l["response"]["request_id"], l["custom_id"])
+                    self.assertEqual(l["response"]["body"]["object"], "chat.completion")
+                sent = sim.truth()[before:]
+                self.assertEqual(sorted(t["x_request_id"] for t in sent), want)
+                for t in sent:
+                    self.assertEqual(t["model"], "chatload-sim", t)
+                    self.assertEqual(t["max_tokens"], 7, t)  # workload.max_tokens, a cap
+                    self.assertFalse(t["ignore_eos"], t)      # not even from target.body
+                    # "be brief" and the prompt: a few tokens, never the reference answer
+                    self.assertLess(t["prompt_tokens"], 20, t)
+                blk = self.results(self.scope.path("res-" + fmt))["stages"][0]["generate"]
+                self.assertEqual(blk["done"], len(want))
+                self.assertEqual(blk["input_format"], fmt)
+                self.assertIsNone(blk["rate_per_s"])
+                # the same command again: every id is in the output, nothing is sent
+                run = self.start_run(scn, self.scope.path("res2-" + fmt), name="ds2-" + fmt)
+                self.assertExit(run, 0, 60)
+                self.assertEqual(len(sim.truth()), before + len(want))
+                self.assertEqual(len(read_lines(out)), len(want))
+
+        # a bad record stops the job before anything is sent, with file:line:col
+        bad = self.scope.path("bad.jsonl")
+        with open(bad, "w") as f:
+            f.write(json.dumps({"messages": [{"role": "user", "content": "ok"}]}) + "\n")
+            f.write('{"messages": [\n')
+        before = len(sim.truth())
+        scn = self.write_scenario("ds-bad", {
+            "name": "ds-bad", "target": {"url": sim.url, "model": "chatload-sim"},
+            "readiness": {"enabled": False}, "agents": {"local": 1},
+            "generate": {"input": bad, "input_format": "openai",
+                         "output": self.scope.path("bad-out.jsonl")}})
+        run = self.start_run(scn, self.scope.path("res-bad"), name="ds-bad")
+        self.assertExit(run, 2, 30)
+        run.wait_line(re.escape(bad) + r":2:\d+: invalid JSON", 1)
+        self.assertEqual(len(sim.truth()), before)
+
     def test_bad_input_is_reported_before_anything_is_sent(self):
         sim = self.start_sim("--ttft", "1ms", "--itl", "1ms", "--output-tokens", "4")
         good = {"model": "chatload-sim", "messages": [{"role": "user", "content": "hi"}]}

@@ -248,6 +248,102 @@ class Workload(unittest.TestCase):
                 self.assertFalse(any("ignore_eos" in json.loads(l) for l in f))
 
 
+class GenerateInput(unittest.TestCase):
+    """validate runs a generate job's input check as run does: a bad Batch line is reported
+    file:line:col with exit 2; with skip_invalid it is counted; nothing is written."""
+
+    GOOD = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+
+    def line(self, cid, **kw):
+        d = {"custom_id": cid, "method": "POST", "url": "/v1/chat/completions",
+             "body": self.GOOD}
+        d.update(kw)
+        return json.dumps(d)
+
+    def setup_job(self, d, lines, extra=""):
+        inp = os.path.join(d, "in.jsonl")
+        with open(inp, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        scn = os.path.join(d, "job.yaml")
+        with open(scn, "w") as f:
+            f.write("target: { url: http://127.0.0.1:9/v1 }\n"
+                    "generate: { input: in.jsonl, output: out.jsonl%s }\n" % extra)
+        return inp, scn
+
+    def test_bad_lines(self):
+        cases = [
+            ('{"custom_id": "x", "url": "/v1/chat/completions", "body": {',
+             r":3:\d+: not a JSON line"),
+            (self.line("a"), r":3:\d+: custom_id 'a' is used by an earlier line"),
+            (self.line("e", url="/v1/embeddings"), r":3:\d+: field 'url' is '/v1/embeddings'"),
+            (self.line("b", body="hello"), r":3:\d+: field 'body' must be a JSON object"),
+            ('{"method": "POST"}', r":3:1: field 'custom_id' is missing"),
+        ]
+        for bad, want in cases:
+            with self.subTest(want=want), tempfile.TemporaryDirectory() as d:
+                inp, scn = self.setup_job(d, [self.line("a"), "", bad, self.line("z")])
+                rc, out, err = validate(scn)
+                self.assertEqual(rc, 2, (out, err))
+                self.assertEqual(out, "")
+                self.assertRegex(err, r"^" + re.escape(inp) + want)
+                self.assertEqual(sorted(os.listdir(d)), ["in.jsonl", "job.yaml"])
+
+    def test_good_input_and_skip_invalid(self):
+        with tempfile.TemporaryDirectory() as d:
+            inp, scn = self.setup_job(d, [self.line("a"), self.line("b"), self.line("c")])
+            rc, out, err = validate(scn)
+            self.assertEqual(rc, 0, err)
+            self.assertIn("\ngenerate:\n  input: %s\n" % inp, out)
+            self.assertIn("  input lines: 3, 3 valid, 0 invalid\n", out)
+            self.assertIn("  errors: %s\n" % os.path.join(d, "out.errors.jsonl"), out)
+            self.assertIn("  concurrency: 64\n", out)
+            rc, out, err = validate("--set", "generate.rate=20/s", scn)
+            self.assertEqual(rc, 0, err)
+            self.assertIn("  rate: 20/s, evenly spaced (retries included), at most 64 streams\n",
+                          out)
+            self.assertRegex(out, r"\n  0\s+generate\s+rate\s+20/s constant, cap 64\s")
+            rc, out, err = validate("--set", "generate.rate=20", scn)
+            self.assertEqual(rc, 2)
+            self.assertIn("generate.rate needs a unit: write '20/s'", err)
+        with tempfile.TemporaryDirectory() as d:
+            inp, scn = self.setup_job(d, [self.line("a"), "nope", self.line("a"),
+                                          self.line("b")], ", skip_invalid: true")
+            rc, out, err = validate(scn)
+            self.assertEqual(rc, 0, err)
+            self.assertIn("  input lines: 4, 2 valid, 2 invalid\n", out)
+            self.assertRegex(out, r"first invalid line \(skip_invalid: written to errors\): "
+                             + re.escape(inp) + r":2:\d+: not a JSON line")
+            # validate writes nothing: run writes the bad lines to errors
+            self.assertEqual(sorted(os.listdir(d)), ["in.jsonl", "job.yaml"])
+            # --set reaches the job: without skip_invalid the same file is bad input
+            rc, out, err = validate("--set", "generate.skip_invalid=false", scn)
+            self.assertEqual(rc, 2)
+            self.assertRegex(err, r"^" + re.escape(inp) + r":2:\d+: not a JSON line")
+
+    def test_dataset_input(self):
+        with tempfile.TemporaryDirectory() as d:
+            data = os.path.join(d, "chat.jsonl")
+            with open(data, "w") as f:
+                f.write('{"messages":[{"role":"user","content":"a"}]}\n\n')
+                f.write('{"messages":[{"role":"user","content":"b"}]}\n')
+            scn = os.path.join(d, "job.yaml")
+            with open(scn, "w") as f:
+                f.write("target: { url: http://127.0.0.1:9/v1, model: m }\n"
+                        "generate: { input: chat.jsonl, input_format: openai, "
+                        "output: out.jsonl }\n")
+            rc, out, err = validate(scn)
+            self.assertEqual(rc, 0, err)
+            self.assertIn("  input format: openai (a dataset: each record's custom_id is its "
+                          "line number", out)
+            self.assertIn("  input records: 2, 2 valid, 0 invalid\n", out)
+            with open(data, "a") as f:
+                f.write('{"messages":[{"role":"user","content":"c"}]\n')
+            rc, out, err = validate(scn)
+            self.assertEqual(rc, 2, out)
+            self.assertRegex(err, r"^" + re.escape(data) + r":4:\d+: invalid JSON")
+            self.assertEqual(sorted(os.listdir(d)), ["chat.jsonl", "job.yaml"])
+
+
 class Overrides(unittest.TestCase):
     QUICK = os.path.join(SRC, "scenarios", "quickstart.yaml")
 

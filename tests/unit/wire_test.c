@@ -695,9 +695,11 @@ static void test_generate_messages(void **state)
 						    .max_attempts = 4,
 						    .request_timeout_us = 600000000,
 						    .backoff_initial_us = 500000,
-						    .backoff_max_us = 30000000 };
+						    .backoff_max_us = 30000000,
+						    .rate_per_s = 12.5 };
 	roundtrip(&in, &out);
 	check_cmd_envelope(&out, CL_CMD_GENERATE);
+	assert_true(out.cmd.generate.rate_per_s == 12.5);
 	assert_int_equal(out.cmd.generate.concurrency, 64);
 	assert_int_equal(out.cmd.generate.max_attempts, 4);
 	assert_int_equal(out.cmd.generate.request_timeout_us, 600000000);
@@ -705,6 +707,13 @@ static void test_generate_messages(void **state)
 	assert_int_equal(out.cmd.generate.backoff_max_us, 30000000);
 	assert_string_equal(out.cmd.generate.target.base_url, t.base_url);
 	cl_msg_free(&out);
+	/* a negative rate is refused by the encoder */
+	in.cmd.generate.rate_per_s = -1;
+	struct cl_err eerr = { 0 };
+	msgpack_sbuffer gsb;
+	msgpack_sbuffer_init(&gsb);
+	assert_err(cl_wire_encode(&in, &gsb, &eerr), CL_EINVAL, eerr, "rate_per_s");
+	msgpack_sbuffer_destroy(&gsb);
 
 	struct cl_gen_item items[3] = { { .id = "req-1", .body = "{\"messages\":[]}" },
 					{ .id = "", .body = "{}" },

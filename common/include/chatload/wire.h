@@ -275,6 +275,8 @@ struct cl_cmd_generate {
 	int64_t request_timeout_us;
 	int64_t backoff_initial_us; /* before the second try; doubled per try, up to max */
 	int64_t backoff_max_us;
+	double rate_per_s; /* this agent's tries started per second, evenly spaced; 0: as fast
+			    * as concurrency allows */
 };
 
 /* One request of a generate job: its custom_id and the body as given (JSON object text). */
