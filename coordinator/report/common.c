@@ -380,7 +380,7 @@ void cli_rp_server_notes(const json_t *doc, void (*emit)(void *arg, const char *
 		snprintf(line, sizeof(line), "the exporter at '%s' %s: %s",
 			 cl_results_str(v, "url", "-"),
 			 json_is_false(json_object_get(v, "available")) ? "could not be read"
-									 : "was read in part",
+									: "was read in part",
 			 e);
 		emit(arg, line);
 	}
@@ -407,16 +407,18 @@ void cli_rp_server_notes(const json_t *doc, void (*emit)(void *arg, const char *
 		if (isfinite(cl_results_num(srv, "gpu_utilization.mean")) ||
 		    isfinite(cl_results_num(srv, "gpu_memory_used_bytes.max"))) {
 			char a[32], b[32], c[32];
-			snprintf(line, sizeof(line),
-				 "GPU in stage '%s': utilisation mean %s, max %s; memory used max "
-				 "%s GiB",
-				 cl_results_str(st, "name", "-"),
-				 cli_rj_fmt(a, sizeof(a), cl_results_num(srv, "gpu_utilization.mean"), 2),
-				 cli_rj_fmt(b, sizeof(b), cl_results_num(srv, "gpu_utilization.max"), 2),
-				 cli_rj_fmt(c, sizeof(c),
-					    cl_results_num(srv, "gpu_memory_used_bytes.max") /
-						1073741824.0,
-					    2));
+			snprintf(
+			    line, sizeof(line),
+			    "GPU in stage '%s': utilisation mean %s, max %s; memory used max "
+			    "%s GiB",
+			    cl_results_str(st, "name", "-"),
+			    cli_rj_fmt(a, sizeof(a), cl_results_num(srv, "gpu_utilization.mean"),
+				       2),
+			    cli_rj_fmt(b, sizeof(b), cl_results_num(srv, "gpu_utilization.max"), 2),
+			    cli_rj_fmt(c, sizeof(c),
+				       cl_results_num(srv, "gpu_memory_used_bytes.max") /
+					   1073741824.0,
+				       2));
 			emit(arg, line);
 		}
 		/* The series the scenario named; the rest are in results.json only. */

@@ -273,15 +273,13 @@ json_t *cli_srv_extra_stage_json(struct cl_srv_scrape *sc, size_t from_point, si
 			double secs = (t_end - t_base) / 1e6;
 			o = json_pack("{s:s,s:s,s:s,s:b,s:s,s:o,s:o}", "name", x->name, "labels",
 				      x->labels, "source", src, "named", x->asked, "kind",
-				      "counter", "increase",
-				      rnd(end - base),
-				      "per_s", secs > 0 ? rnd((end - base) / secs) : json_null());
+				      "counter", "increase", rnd(end - base), "per_s",
+				      secs > 0 ? rnd((end - base) / secs) : json_null());
 		} else {
 			o = json_pack("{s:s,s:s,s:s,s:b,s:s,s:o,s:o,s:o}", "name", x->name,
 				      "labels", x->labels, "source", src, "named", x->asked, "kind",
-				      "gauge", "mean",
-				      n ? rnd(sum / n) : json_null(), "max", rnd(max), "last",
-				      rnd(last));
+				      "gauge", "mean", n ? rnd(sum / n) : json_null(), "max",
+				      rnd(max), "last", rnd(last));
 		}
 		if (json_array_append_new(arr, o)) {
 			json_decref(arr);

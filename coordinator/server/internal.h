@@ -11,12 +11,12 @@
 
 #define CLI_SRV_MAX_POINTS 200000u /* timeline points kept (55 h at 1 s); later ones dropped */
 
-#define CLI_SRV_MAX_XSERIES  256u /* raw series kept (source, name, labels); later ones dropped */
-#define CLI_SRV_XRESERVED    32u  /* of them, the columns only series: names may take */
-#define CLI_SRV_XROWS        1024u /* timeline rows of the raw series; then merged in pairs */
-#define CLI_SRV_XDROP_EX     8u   /* names of dropped series shown in results.json */
-#define CLI_SRV_TIMELINE_MAX 1800u /* timeline points per stage in results.json */
-#define CLI_SRV_MAX_EXPORTERS 8u  /* target.server_metrics.extra */
+#define CLI_SRV_MAX_XSERIES   256u  /* raw series kept (source, name, labels); later ones dropped */
+#define CLI_SRV_XRESERVED     32u   /* of them, the columns only series: names may take */
+#define CLI_SRV_XROWS         1024u /* timeline rows of the raw series; then merged in pairs */
+#define CLI_SRV_XDROP_EX      8u    /* names of dropped series shown in results.json */
+#define CLI_SRV_TIMELINE_MAX  1800u /* timeline points per stage in results.json */
+#define CLI_SRV_MAX_EXPORTERS 8u    /* target.server_metrics.extra */
 
 /* A series outside the vocabulary, kept raw. */
 struct cli_srv_xseries {
@@ -71,7 +71,7 @@ struct cl_srv_scrape {
 	bool *series_found;         /* under mu: a pattern matched some series */
 	struct cli_srv_xseries *xs; /* under mu */
 	size_t n_xs;
-	size_t x_dropped; /* the most series one scrape found no room for */
+	size_t x_dropped;                 /* the most series one scrape found no room for */
 	char *xdrop_ex[CLI_SRV_XDROP_EX]; /* the first names dropped */
 	size_t n_xdrop_ex;
 	struct cli_srv_xcell *xc; /* under mu: xc[row * CLI_SRV_MAX_XSERIES + k] */

@@ -412,14 +412,13 @@ json_t *cl_srv_scrape_run_json(struct cl_srv_scrape *sc, const char *mode, int64
 	bool any = sc->cum.scrapes_ok > 0;
 	json_t *o = json_pack(
 	    "{s:s,s:s,s:f,s:b,s:o,s:i,s:i,s:o,s:i,s:o,s:o,s:{s:o,s:o,s:o,s:i,s:o,s:i}}", "mode",
-	    mode, "url",
-	    sc->url, "interval_s", sc->interval_us / 1e6, "available", any, "error",
+	    mode, "url", sc->url, "interval_s", sc->interval_us / 1e6, "available", any, "error",
 	    sc->first_error[0] ? json_string(sc->first_error) : json_null(), "scrapes",
 	    (int)sc->cum.scrapes_ok, "scrapes_failed", (int)sc->cum.scrapes_failed, "source",
 	    any ? json_string(cl_srv_engine_name(sc->cum.engine)) : json_null(), "restarts_total",
-	    (int)sc->cum.restarts, "restarts", restarts, "extra", exporters, "series",
-	    "requested", req, "kept", kept, "not_found", missing, "dropped", (int)sc->x_dropped,
-	    "dropped_names", dropped_ex, "limit", (int)CLI_SRV_MAX_XSERIES);
+	    (int)sc->cum.restarts, "restarts", restarts, "extra", exporters, "series", "requested",
+	    req, "kept", kept, "not_found", missing, "dropped", (int)sc->x_dropped, "dropped_names",
+	    dropped_ex, "limit", (int)CLI_SRV_MAX_XSERIES);
 	pthread_mutex_unlock(&sc->mu);
 	return o;
 }

@@ -26,7 +26,7 @@ struct cl_srv_point {
 	    prefix_hit_rate; /* hits ÷ queries since the previous scrape (or the engine's gauge) */
 	float preemptions;   /* the counter's increase since the previous scrape */
 	float gpu_util, gpu_mem_used, gpu_mem_fraction; /* dcgm-exporter's, on any page */
-	uint8_t restart;     /* enum cl_srv_restart */
+	uint8_t restart;                                /* enum cl_srv_restart */
 };
 
 /* What the scraper is told: target.server_metrics (docs/scenario.md). */

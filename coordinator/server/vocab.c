@@ -197,13 +197,12 @@ void cl_srv_vocab_read(const struct cl_prom_page *page, struct cl_srv_snap *snap
 /* dcgm-exporter 3.3/4.x (etc/default-counters.csv; docs.nvidia.com/datacenter/cloud-native/
  * gpu-telemetry/latest/dcgm-exporter.html): gauges, one series per GPU (labels gpu, UUID,
  * device, modelName, Hostname). */
-#define DCGM_UTIL   "DCGM_FI_DEV_GPU_UTIL"           /* percent */
+#define DCGM_UTIL   "DCGM_FI_DEV_GPU_UTIL"          /* percent */
 #define DCGM_ACTIVE "DCGM_FI_PROF_GR_ENGINE_ACTIVE" /* ratio, the profiling counters' */
-#define DCGM_USED   "DCGM_FI_DEV_FB_USED"            /* MiB */
-#define DCGM_FREE   "DCGM_FI_DEV_FB_FREE"            /* MiB */
+#define DCGM_USED   "DCGM_FI_DEV_FB_USED"           /* MiB */
+#define DCGM_FREE   "DCGM_FI_DEV_FB_FREE"           /* MiB */
 
-void cl_srv_vocab_gpu(const struct cl_prom_page *const *pages, size_t n,
-		      struct cl_srv_snap *snap)
+void cl_srv_vocab_gpu(const struct cl_prom_page *const *pages, size_t n, struct cl_srv_snap *snap)
 {
 	double util = 0, active = 0, used = 0, free_ = 0;
 	uint32_t n_util = 0, n_active = 0, n_used = 0, n_free = 0;
@@ -222,9 +221,7 @@ void cl_srv_vocab_gpu(const struct cl_prom_page *const *pages, size_t n,
 				free_ += s->value, n_free++;
 		}
 	}
-	snap->gpu_util = n_util     ? util / n_util / 100
-			 : n_active ? active / n_active
-				    : NAN;
+	snap->gpu_util = n_util ? util / n_util / 100 : n_active ? active / n_active : NAN;
 	snap->gpu_mem_used = n_used ? used * 1048576.0 : NAN;
 	snap->gpu_mem_fraction =
 	    n_used && n_used == n_free && used + free_ > 0 ? used / (used + free_) : NAN;

@@ -56,8 +56,7 @@ void cl_srv_vocab_read(const struct cl_prom_page *page, struct cl_srv_snap *snap
 /* Adds the GPU figures of pages[0..n) to snap (after cl_srv_vocab_read, which leaves them
  * NAN): dcgm-exporter's DCGM_FI_DEV_GPU_UTIL (percent; else DCGM_FI_PROF_GR_ENGINE_ACTIVE, a
  * ratio), DCGM_FI_DEV_FB_USED and DCGM_FI_DEV_FB_FREE (MiB), one series per GPU. */
-void cl_srv_vocab_gpu(const struct cl_prom_page *const *pages, size_t n,
-		      struct cl_srv_snap *snap);
+void cl_srv_vocab_gpu(const struct cl_prom_page *const *pages, size_t n, struct cl_srv_snap *snap);
 
 /* True when the vocabulary reads a sample of this name (a histogram's _bucket, _sum and
  * _count too): the series left out of the raw ones kept beside it. */

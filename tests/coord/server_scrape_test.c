@@ -463,8 +463,7 @@ static void test_raw_series_compact(void **state)
 	assert_int_equal(sc.x_rows, CLI_SRV_XROWS);
 	assert_int_equal(sc.x_shift, 2);
 	size_t a = CLI_SRV_XROWS, b = 2 * CLI_SRV_XROWS; /* on rows of 4 */
-	json_t *j = cli_srv_extra_stage_json(&sc, a, b, (int64_t)(a + 1) * 1000,
-					     (int64_t)b * 1000);
+	json_t *j = cli_srv_extra_stage_json(&sc, a, b, (int64_t)(a + 1) * 1000, (int64_t)b * 1000);
 	assert_non_null(j);
 	assert_int_equal(json_array_size(j), 2);
 	json_t *c = json_array_get(j, 0), *g = json_array_get(j, 1);
