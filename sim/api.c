@@ -108,18 +108,30 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 	const struct cl_sim_config *cfg = s->cfg;
 	struct cl_sim_stream *st = &c->st;
 
+	static const char *const id_prefix[CL_API__COUNT] = { "chatcmpl-sim-", "cmpl-sim-",
+							      "resp-sim-", "embd-sim-" };
 	st->seq = ++s->next_seq;
-	snprintf(st->id, sizeof(st->id), "chatcmpl-sim-%llu", (unsigned long long)st->seq);
+	st->api = cr->api;
+	st->inputs = cr->inputs;
+	snprintf(st->id, sizeof(st->id), "%s%llu", id_prefix[cr->api],
+		 (unsigned long long)st->seq);
 	st->model = model;
 	st->created_s = cl_wall_us() / 1000000;
 	st->stream = cr->stream;
-	st->include_usage = cr->stream && cr->include_usage;
-	st->continuous_usage = cr->stream && cr->continuous_usage;
-	st->cache_timings = cfg->cache_timings;
+	/* A Responses stream always ends with its usage (response.completed); per-chunk usage
+	 * is vLLM's chat and completions option only. */
+	st->include_usage = cr->stream && (cr->include_usage || cr->api == CL_API_RESPONSES);
+	st->continuous_usage = cr->stream && cr->continuous_usage && cr->api != CL_API_RESPONSES;
+	/* llama.cpp's timings object rides on chat and completion chunks only. */
+	st->cache_timings = cfg->cache_timings &&
+			    (cr->api == CL_API_CHAT || cr->api == CL_API_COMPLETIONS);
 	st->rng = cl_sim_rng_for(cfg->seed, st->seq);
 	st->fault = cl_sim_fault_pick(cfg, st->seq, &st->rng);
-	st->prompt_tokens =
-	    prompt_tokens(cfg, cr->prompt_chars, cr->prompt_words) + cfg->template_tokens;
+	/* The chat template wraps messages (chat, and responses' input items); a raw prompt
+	 * or an embeddings input is tokenized as it is. */
+	bool templated = cr->api == CL_API_CHAT || cr->api == CL_API_RESPONSES;
+	st->prompt_tokens = prompt_tokens(cfg, cr->prompt_chars, cr->prompt_words) +
+			    (templated ? cfg->template_tokens : 0);
 	st->cached_tokens = cl_sim_metrics_prefix(s, &cr->prefix, st->prompt_tokens);
 	st->requested_tokens = cr->max_tokens;
 	st->ignore_eos = cr->ignore_eos;
@@ -128,8 +140,14 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 	st->prompt_fnv = cr->prompt_fnv;
 	st->planned_tokens =
 	    pick_length(cfg, st, cr->max_tokens, cr->ignore_eos && !cfg->no_ignore_eos);
-	st->planned_reasoning =
-	    cfg->reasoning_tokens < st->planned_tokens ? cfg->reasoning_tokens : st->planned_tokens;
+	/* The legacy completions API has no reasoning field: all of it is text there. */
+	uint32_t reasoning = cr->api == CL_API_COMPLETIONS ? 0 : cfg->reasoning_tokens;
+	st->planned_reasoning = reasoning < st->planned_tokens ? reasoning : st->planned_tokens;
+	if (cr->api == CL_API_EMBEDDINGS) {
+		/* Nothing is generated: the answer's time is its input's (stream.c). */
+		st->planned_tokens = st->planned_reasoning = 0;
+		st->finish_length = false;
+	}
 	if (cr->n_stop) {
 		/* A stop string ends the answer where it first appears, with finish_reason
 		 * "stop", whatever ignore_eos asked. */
@@ -164,8 +182,8 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 	cl_sim_stream_begin(s, st, now);
 }
 
-static void handle_chat(struct cl_sim *s, struct cl_sim_conn *c, const char *body, size_t len,
-			int64_t now)
+static void handle_chat(struct cl_sim *s, struct cl_sim_conn *c, enum cl_api api, const char *body,
+			size_t len, int64_t now)
 {
 	struct cl_sim_stream *st = &c->st;
 	struct cl_sim_chat_req cr;
@@ -173,12 +191,22 @@ static void handle_chat(struct cl_sim *s, struct cl_sim_conn *c, const char *bod
 	const char *code;
 	const char *model = s->cfg->models[0];
 
-	if (cl_sim_chat_parse(body, len, &cr, msg, sizeof(msg), &code) != 0) {
+	st->api = api;
+	if (cl_sim_api_parse(api, body, len, &cr, msg, sizeof(msg), &code) != 0) {
 		cl_sim_stream_log_rejected(s, st, 400);
 		cl_sim_conn_error(c, 400, NULL, msg, "invalid_request_error", code);
 		return;
 	}
 	st->stream = cr.stream;
+	if (!cr.stream && (api == CL_API_COMPLETIONS || api == CL_API_RESPONSES)) {
+		/* Not built: chatload streams these, and the simulator answers what it sends. */
+		snprintf(msg, sizeof(msg),
+			 "chatload-sim answers %s only streamed: set 'stream': true",
+			 cl_api_path(api));
+		cl_sim_stream_log_rejected(s, st, 400);
+		cl_sim_conn_error(c, 400, NULL, msg, "invalid_request_error", "invalid_value");
+		return;
+	}
 	if (cr.has_model) {
 		model = cr.model_too_long ? NULL : find_model(s->cfg, cr.model);
 		if (!model) {
@@ -229,7 +257,12 @@ void cl_sim_api_handle(struct cl_sim *s, struct cl_sim_conn *c, const struct cl_
 	struct cl_sim_stream *st = &c->st;
 	int64_t now = cl_mono_us();
 	int64_t since = now - s->start_us;
-	bool is_chat = strcmp(req->path, "/v1/chat/completions") == 0;
+	/* The generation endpoints, one per API: what the truth log records. */
+	enum cl_api api = CL_API__COUNT;
+	for (int a = 0; a < CL_API__COUNT; a++)
+		if (strncmp(req->path, "/v1", 3) == 0 && strcmp(req->path + 3, cl_api_path(a)) == 0)
+			api = (enum cl_api)a;
+	bool is_chat = api != CL_API__COUNT;
 	bool get = strcmp(req->method, "GET") == 0;
 	struct cl_buf b = { .max = 1 << 20 };
 
@@ -237,6 +270,7 @@ void cl_sim_api_handle(struct cl_sim *s, struct cl_sim_conn *c, const struct cl_
 	st->conn = c;
 	st->heap_idx = SIZE_MAX;
 	st->arrival_us = now;
+	st->api = is_chat ? api : CL_API_CHAT;
 	if (req->has_request_id) {
 		st->has_request_id = true;
 		snprintf(st->request_id, sizeof(st->request_id), "%s", req->request_id);
@@ -330,7 +364,7 @@ void cl_sim_api_handle(struct cl_sim *s, struct cl_sim_conn *c, const struct cl_
 		answer_loading(c);
 		return;
 	}
-	handle_chat(s, c, body, body_len, now);
+	handle_chat(s, c, api, body, body_len, now);
 out:
 	cl_buf_free(&b);
 }

@@ -185,8 +185,118 @@ static int get_stop(json_t *root, struct cl_sim_chat_req *req, char *msg, size_t
 	return 0;
 }
 
+/* chat's "messages": text, prefix blocks, the history's turns.  0, or CL_EINVAL. */
+static int read_messages(json_t *root, struct cl_sim_chat_req *req, char *msg, size_t n,
+			 const char **code)
+{
+	json_t *messages = json_object_get(root, "messages");
+	if (!messages) {
+		snprintf(msg, n, "'messages' is a required property");
+		*code = "missing_required_parameter";
+		return CL_EINVAL;
+	}
+	if (!json_is_array(messages) || json_array_size(messages) == 0 ||
+	    json_array_size(messages) > MAX_MESSAGES) {
+		snprintf(msg, n, "'messages' must be a non-empty array of messages");
+		*code = "invalid_type";
+		return CL_EINVAL;
+	}
+	size_t i;
+	json_t *m;
+	req->prompt_fnv = 0xcbf29ce484222325ULL;
+	json_array_foreach(messages, i, m)
+	{
+		if (!json_is_object(m) ||
+		    content_chars(json_object_get(m, "content"), &req->prompt_chars,
+				  &req->prompt_words) != 0) {
+			snprintf(msg, n,
+				 "messages[%zu] must be an object with string or text-part "
+				 "content",
+				 i);
+			*code = "invalid_type";
+			return CL_EINVAL;
+		}
+		json_t *role = json_object_get(m, "role"), *content = json_object_get(m, "content");
+		feed_prefix(&req->prefix, content);
+		req->prompt_fnv = fnv_message(req->prompt_fnv, role, content);
+		if (json_is_string(role) && strcmp(json_string_value(role), "assistant") == 0) {
+			req->history_turns++;
+			req->history_fnv =
+			    json_is_string(content)
+				? fnv1a(json_string_value(content), json_string_length(content))
+				: 0;
+		}
+	}
+	return 0;
+}
+
 int cl_sim_chat_parse(const char *body, size_t len, struct cl_sim_chat_req *req, char *msg,
 		      size_t n, const char **code)
+{
+	return cl_sim_api_parse(CL_API_CHAT, body, len, req, msg, n, code);
+}
+
+/* completions' "prompt", responses' and embeddings' "input": a string, or an array of
+ * strings (embeddings, completions) or of messages/items (responses).  Counts characters,
+ * text tokens and inputs, and feeds the prefix cache.  0, or CL_EINVAL with msg set. */
+static int read_input(enum cl_api api, json_t *v, const char *key, struct cl_sim_chat_req *req,
+		      char *msg, size_t n, const char **code)
+{
+	if (!v) {
+		snprintf(msg, n, "'%s' is a required property", key);
+		*code = "missing_required_parameter";
+		return CL_EINVAL;
+	}
+	/* The truth log's prompt_fnv: each input (a string, or a message's role and text). */
+	req->prompt_fnv = 0xcbf29ce484222325ULL;
+	if (json_is_array(v)) {
+		size_t i;
+		json_t *e;
+		json_array_foreach(v, i, e)
+		{
+			req->prompt_fnv = json_is_object(e)
+					      ? fnv_message(req->prompt_fnv, json_object_get(e, "role"),
+							    json_object_get(e, "content"))
+					      : fnv_message(req->prompt_fnv, NULL, e);
+		}
+	} else {
+		req->prompt_fnv = fnv_message(req->prompt_fnv, NULL, v);
+	}
+	if (json_is_string(v)) {
+		content_chars(v, &req->prompt_chars, &req->prompt_words);
+		feed_prefix(&req->prefix, v);
+		req->inputs = 1;
+		return 0;
+	}
+	if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > MAX_MESSAGES)
+		goto bad;
+	size_t i;
+	json_t *e;
+	json_array_foreach(v, i, e)
+	{
+		json_t *content = e;
+		if (api == CL_API_RESPONSES && json_is_object(e))
+			content = json_object_get(e, "content");
+		else if (!json_is_string(e))
+			goto bad;
+		if (content_chars(content, &req->prompt_chars, &req->prompt_words) != 0)
+			goto bad;
+		feed_prefix(&req->prefix, content);
+		req->inputs++;
+	}
+	return 0;
+bad:
+	snprintf(msg, n,
+		 api == CL_API_RESPONSES
+		     ? "'%s' must be a string or a non-empty array of messages"
+		     : "'%s' must be a string or a non-empty array of strings",
+		 key);
+	*code = "invalid_type";
+	return CL_EINVAL;
+}
+
+int cl_sim_api_parse(enum cl_api api, const char *body, size_t len, struct cl_sim_chat_req *req,
+		     char *msg, size_t n, const char **code)
 {
 	json_error_t jerr;
 	json_t *root = NULL;
@@ -206,43 +316,15 @@ int cl_sim_chat_parse(const char *body, size_t len, struct cl_sim_chat_req *req,
 		snprintf(msg, n, "the request body must be a JSON object");
 		goto out;
 	}
-	json_t *messages = json_object_get(root, "messages");
-	if (!messages) {
-		snprintf(msg, n, "'messages' is a required property");
-		*code = "missing_required_parameter";
-		goto out;
-	}
-	if (!json_is_array(messages) || json_array_size(messages) == 0 ||
-	    json_array_size(messages) > MAX_MESSAGES) {
-		snprintf(msg, n, "'messages' must be a non-empty array of messages");
-		*code = "invalid_type";
-		goto out;
-	}
-	size_t i;
-	json_t *m;
-	req->prompt_fnv = 0xcbf29ce484222325ULL;
-	json_array_foreach(messages, i, m)
-	{
-		if (!json_is_object(m) ||
-		    content_chars(json_object_get(m, "content"), &req->prompt_chars,
-				  &req->prompt_words) != 0) {
-			snprintf(msg, n,
-				 "messages[%zu] must be an object with string or text-part "
-				 "content",
-				 i);
-			*code = "invalid_type";
+	req->api = api;
+	if (api == CL_API_COMPLETIONS) {
+		if (read_input(api, json_object_get(root, "prompt"), "prompt", req, msg, n, code))
 			goto out;
-		}
-		json_t *role = json_object_get(m, "role"), *content = json_object_get(m, "content");
-		feed_prefix(&req->prefix, content);
-		req->prompt_fnv = fnv_message(req->prompt_fnv, role, content);
-		if (json_is_string(role) && strcmp(json_string_value(role), "assistant") == 0) {
-			req->history_turns++;
-			req->history_fnv =
-			    json_is_string(content)
-				? fnv1a(json_string_value(content), json_string_length(content))
-				: 0;
-		}
+	} else if (api != CL_API_CHAT) {
+		if (read_input(api, json_object_get(root, "input"), "input", req, msg, n, code))
+			goto out;
+	} else if (read_messages(root, req, msg, n, code)) {
+		goto out;
 	}
 	json_t *model = json_object_get(root, "model");
 	if (model && !json_is_null(model)) {
@@ -257,9 +339,18 @@ int cl_sim_chat_parse(const char *body, size_t len, struct cl_sim_chat_req *req,
 	}
 	if (get_bool(root, "stream", &req->stream, msg, n, code) ||
 	    get_bool(root, "ignore_eos", &req->ignore_eos, msg, n, code) ||
-	    get_max(root, "max_tokens", &max_tokens, msg, n, code) ||
-	    get_max(root, "max_completion_tokens", &max_completion, msg, n, code))
+	    get_max(root, api == CL_API_RESPONSES ? "max_output_tokens" : "max_tokens",
+		    &max_tokens, msg, n, code) ||
+	    (api == CL_API_CHAT &&
+	     get_max(root, "max_completion_tokens", &max_completion, msg, n, code)))
 		goto out;
+	if (api == CL_API_EMBEDDINGS && req->stream) {
+		snprintf(msg, n, "embeddings are not streamed: 'stream' must be false or absent");
+		*code = "invalid_value";
+		goto out;
+	}
+	if (api == CL_API_EMBEDDINGS)
+		req->max_tokens = 0, max_tokens = 0, req->ignore_eos = false;
 	req->max_tokens = max_completion ? max_completion : max_tokens;
 	if (get_stop(root, req, msg, n, code))
 		goto out;

@@ -7,6 +7,8 @@
 
 #include "prefix.h"
 
+#include "chatload/plan.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -15,6 +17,8 @@
 #define CL_SIM_STOP_LEN 64 /* bytes of one, NUL included */
 
 struct cl_sim_chat_req {
+	enum cl_api api;  /* which endpoint the body came to */
+	uint32_t inputs;  /* embeddings: inputs ("input": a string is one) */
 	bool has_model;
 	bool model_too_long;
 	char model[CL_SIM_MODEL_MAX];
@@ -41,6 +45,17 @@ struct cl_sim_chat_req {
  */
 int cl_sim_chat_parse(const char *body, size_t len, struct cl_sim_chat_req *req, char *msg,
 		      size_t n, const char **code);
+
+/*
+ * The same for a body sent to api's endpoint (docs/simulator.md, "APIs"): chat reads
+ * "messages"; completions "prompt" (a string or an array of strings) and "max_tokens";
+ * responses "input" (a string, or an array of messages or items whose content is a string
+ * or text parts) and "max_output_tokens"; embeddings "input" (a string or an array of
+ * strings, each one input) and refuses "stream": true.  stream, stream_options,
+ * ignore_eos and stop are read as for chat where the API has them.
+ */
+int cl_sim_api_parse(enum cl_api api, const char *body, size_t len, struct cl_sim_chat_req *req,
+		     char *msg, size_t n, const char **code);
 
 /* ceil(chars / chars_per_token) (0: 4): the prompt token rule (docs/simulator.md). */
 uint32_t cl_sim_chat_prompt_tokens(uint64_t chars, uint32_t chars_per_token);

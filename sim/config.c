@@ -96,7 +96,8 @@ void cl_sim_config_help(FILE *f)
 	fprintf(f, "  %-24s %s\n  %-24s %s\n\n", "-h, --help", "show this help and exit",
 		"--version", "show the version and exit");
 	fprintf(f, "Durations: 500us, 20ms, 1.5s, 2m.  Sizes: 512, 64KiB, 1MiB.\n"
-		   "Endpoints: POST /v1/chat/completions, GET /v1/models, GET /v1/models/ID,\n"
+		   "Endpoints: POST /v1/chat/completions, /v1/completions, /v1/responses (streamed),\n"
+		   "  /v1/embeddings, GET /v1/models, GET /v1/models/ID,\n"
 		   "GET /health.  Logging: CHATLOAD_LOG=debug|info|warn|error|quiet (stderr).\n"
 		   "Signals: SIGTERM/SIGINT stop accepting, let decoding streams finish within\n"
 		   "--grace, cut the rest, flush the truth log and exit 0.  SIGUSR1 restarts the\n"
@@ -484,6 +485,7 @@ int cl_sim_config_parse(struct cl_sim_config *cfg, int argc, char **argv, struct
 	if ((rc = get_duration(vals, "ttft", &cfg->ttft_us, err)) ||
 	    (rc = get_duration(vals, "itl", &cfg->itl_us, err)) ||
 	    (rc = get_duration(vals, "prefill-per-token", &cfg->prefill_per_token_us, err)) ||
+	    (rc = get_duration(vals, "embedding-per-token", &cfg->embedding_per_token_us, err)) ||
 	    (rc = get_duration(vals, "itl-per-active", &cfg->itl_per_active_us, err)) ||
 	    (rc = get_duration(vals, "itl-growth", &cfg->itl_growth_us, err)) ||
 	    (rc = get_duration(vals, "loading-for", &cfg->loading_for_us, err)) ||
@@ -496,12 +498,15 @@ int cl_sim_config_parse(struct cl_sim_config *cfg, int argc, char **argv, struct
 			  err)) ||
 	    (rc = get_u32(vals, "tokens-per-chunk", CL_SIM_MAX_TPC, &cfg->tokens_per_chunk, err)) ||
 	    (rc = get_u32(vals, "max-batch", 1000000, &cfg->max_batch, err)) ||
+	    (rc = get_u32(vals, "embedding-dim", 65536, &cfg->embedding_dim, err)) ||
 	    (rc = get_u32(vals, "kv-cache-tokens", UINT32_MAX - 1, &cfg->kv_cache_tokens, err)) ||
 	    (rc = get_u32(vals, "chars-per-token", 64, &cfg->chars_per_token, err)) ||
 	    (rc = get_u32(vals, "template-tokens", 100000, &cfg->template_tokens, err)) ||
 	    (rc = get_u32(vals, "retry-after", 86400, &cfg->retry_after_s, err)) ||
 	    (rc = get_u32(vals, "stall-at", CL_SIM_MAX_OUTPUT, &cfg->stall_at, err)))
 		return rc;
+	if (cfg->embedding_dim == 0)
+		return cl_err_set(err, CL_EINVAL, "--embedding-dim: must be at least 1");
 	if (cfg->tokens_per_chunk < 1)
 		return cl_err_set(err, CL_ERANGE, "--tokens-per-chunk: must be at least 1");
 	if ((rc = get_prob(vals, "jitter", 1.0, &cfg->jitter, err)))

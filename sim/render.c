@@ -102,42 +102,60 @@ static void render_head(struct cl_sim_w *w, const struct cl_sim_stream *st)
 {
 	CL_SIM_W_LIT(w, "data: {\"id\":\"");
 	cl_sim_w_str(w, st->id);
-	CL_SIM_W_LIT(w, "\",\"object\":\"chat.completion.chunk\",\"created\":");
+	if (st->api == CL_API_COMPLETIONS)
+		CL_SIM_W_LIT(w, "\",\"object\":\"text_completion\",\"created\":");
+	else
+		CL_SIM_W_LIT(w, "\",\"object\":\"chat.completion.chunk\",\"created\":");
 	cl_sim_w_i64(w, st->created_s);
 	CL_SIM_W_LIT(w, ",\"model\":\"");
 	cl_sim_w_str(w, st->model);
 	CL_SIM_W_LIT(w, "\",\"choices\":[");
 }
 
+/* A chat chunk's delta members: the opening role, or its reasoning then content text. */
+static void render_delta(struct cl_sim_w *w, const struct cl_sim_config *cfg,
+			 const struct cl_sim_stream *st, const struct cl_sim_chunk *ch)
+{
+	if (ch->role) {
+		CL_SIM_W_LIT(w, "\"role\":\"assistant\",\"content\":\"\"");
+		return;
+	}
+	uint32_t a = ch->first_token, b = ch->first_token + ch->n_tokens;
+	uint32_t r_end = b < st->planned_reasoning ? b : st->planned_reasoning;
+	bool any = false;
+	if (a < r_end) {
+		CL_SIM_W_LIT(w, "\"");
+		cl_sim_w_str(w, cfg->reasoning_field);
+		CL_SIM_W_LIT(w, "\":\"");
+		cl_sim_render_tokens(w, st->seq, a, r_end - a, true);
+		CL_SIM_W_LIT(w, "\"");
+		any = true;
+		a = r_end;
+	}
+	if (a < b) {
+		if (any)
+			CL_SIM_W_LIT(w, ",");
+		CL_SIM_W_LIT(w, "\"content\":\"");
+		cl_sim_render_tokens(w, st->seq, a - st->planned_reasoning, b - a, false);
+		CL_SIM_W_LIT(w, "\"");
+	}
+}
+
 void cl_sim_render_chunk(struct cl_sim_w *w, const struct cl_sim_config *cfg,
 			 const struct cl_sim_stream *st, const struct cl_sim_chunk *ch)
 {
 	render_head(w, st);
-	CL_SIM_W_LIT(w, "{\"index\":0,\"delta\":{");
-	if (ch->role) {
-		CL_SIM_W_LIT(w, "\"role\":\"assistant\",\"content\":\"\"");
+	if (st->api == CL_API_COMPLETIONS) {
+		/* vLLM's text_completion chunk: the text, no delta, no role, no reasoning. */
+		CL_SIM_W_LIT(w, "{\"index\":0,\"text\":\"");
+		cl_sim_render_tokens(w, st->seq, ch->first_token, ch->n_tokens, false);
+		CL_SIM_W_LIT(w, "\"");
 	} else {
-		uint32_t a = ch->first_token, b = ch->first_token + ch->n_tokens;
-		uint32_t r_end = b < st->planned_reasoning ? b : st->planned_reasoning;
-		bool any = false;
-		if (a < r_end) {
-			CL_SIM_W_LIT(w, "\"");
-			cl_sim_w_str(w, cfg->reasoning_field);
-			CL_SIM_W_LIT(w, "\":\"");
-			cl_sim_render_tokens(w, st->seq, a, r_end - a, true);
-			CL_SIM_W_LIT(w, "\"");
-			any = true;
-			a = r_end;
-		}
-		if (a < b) {
-			if (any)
-				CL_SIM_W_LIT(w, ",");
-			CL_SIM_W_LIT(w, "\"content\":\"");
-			cl_sim_render_tokens(w, st->seq, a - st->planned_reasoning, b - a, false);
-			CL_SIM_W_LIT(w, "\"");
-		}
+		CL_SIM_W_LIT(w, "{\"index\":0,\"delta\":{");
+		render_delta(w, cfg, st, ch);
+		CL_SIM_W_LIT(w, "}");
 	}
-	CL_SIM_W_LIT(w, "},\"logprobs\":null,\"finish_reason\":");
+	CL_SIM_W_LIT(w, ",\"logprobs\":null,\"finish_reason\":");
 	if (ch->finish) {
 		CL_SIM_W_LIT(w, "\"");
 		cl_sim_w_str(w, ch->finish);

@@ -73,4 +73,30 @@ uint64_t cl_sim_render_content_fnv(uint64_t seq, uint32_t n);
 void cl_sim_render_tokens(struct cl_sim_w *w, uint64_t seq, uint32_t first, uint32_t n,
 			  bool reasoning);
 
+/* ---- the other APIs (render_api.c) ---- */
+
+/* Responses: appends `event: response.created` (the stream's opening, no tokens).  The
+ * responses renderers number their events in st->events (sequence_number). */
+void cl_sim_render_resp_created(struct cl_sim_w *w, struct cl_sim_stream *st);
+
+/* Responses: the delta events of tokens [ch->first_token, + n_tokens): a
+ * response.reasoning_text.delta for the reasoning among them, then a
+ * response.output_text.delta for the content.  Never allocates. */
+void cl_sim_render_resp_delta(struct cl_sim_w *w, struct cl_sim_stream *st,
+			      const struct cl_sim_chunk *ch);
+
+/* Responses: the last event, response.completed (status "completed") or, when the request's
+ * max_output_tokens ended it, response.incomplete with incomplete_details.reason
+ * "max_output_tokens"; response.usage counts st->sent_tokens (null without with_usage). */
+void cl_sim_render_resp_end(struct cl_sim_w *w, struct cl_sim_stream *st, bool with_usage);
+
+/* Responses: an `event: error` (a fault mid-stream). */
+void cl_sim_render_resp_error(struct cl_sim_w *w, struct cl_sim_stream *st);
+
+/* Embeddings: the whole /v1/embeddings answer for st (st->inputs vectors of
+ * cfg->embedding_dim numbers, deterministic from the request number), usage
+ * {prompt_tokens, total_tokens} unless !with_usage.  Allocates; 0, CL_ENOMEM, CL_ETOOBIG. */
+int cl_sim_render_embeddings(struct cl_buf *out, const struct cl_sim_config *cfg,
+			     const struct cl_sim_stream *st, bool with_usage);
+
 #endif

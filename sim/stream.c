@@ -20,6 +20,8 @@ static void log_stream(struct cl_sim *s, const struct cl_sim_stream *st, int htt
 		       const char *outcome, int64_t now_us)
 {
 	struct cl_sim_truth_rec r = {
+		.api = cl_api_name(st->api),
+		.inputs = st->inputs,
 		.id = st->seq ? st->id : NULL,
 		.seq = st->seq,
 		.request_id = st->has_request_id ? st->request_id : NULL,
@@ -98,7 +100,17 @@ void cl_sim_stream_start(struct cl_sim *s, struct cl_sim_stream *st, int64_t sta
 	st->phase = CL_SIM_PHASE_RUNNING;
 	st->start_us = start_us;
 	cl_sim_metrics_started(s, st);
-	if (st->stream) {
+	if (st->api == CL_API_EMBEDDINGS) {
+		/* No decode: the whole answer is due when its input is read, at a cost per
+		 * token (docs/simulator.md, "APIs"). */
+		st->deadline_us =
+		    start_us + cl_sim_rng_jitter(&st->rng,
+						 cfg->embedding_per_token_us *
+						     (int64_t)st->prompt_tokens,
+						 cfg->jitter);
+		st->sched_first_us = st->deadline_us;
+		maybe_stall(s, st, 0, 1);
+	} else if (st->stream) {
 		st->next_n = tokens_in_next(s, st);
 		st->deadline_us = first_token_us + chunk_interval(s, st, st->next_n - 1);
 		maybe_stall(s, st, 0, st->next_n);
@@ -180,8 +192,10 @@ static void fire_whole(struct cl_sim *s, struct cl_sim_stream *st, int64_t now_u
 		rc = cl_sim_render_error(&body, "simulated error (chatload-sim fault error-chunk)",
 					 "server_error", "internal_error", 500);
 	} else {
-		rc =
-		    cl_sim_render_completion(&body, s->cfg, st, st->fault != CL_SIM_FAULT_NO_USAGE);
+		bool usage = st->fault != CL_SIM_FAULT_NO_USAGE;
+		rc = st->api == CL_API_EMBEDDINGS
+			 ? cl_sim_render_embeddings(&body, s->cfg, st, usage)
+			 : cl_sim_render_completion(&body, s->cfg, st, usage);
 		if (st->fault == CL_SIM_FAULT_MALFORMED)
 			body.len /= 2; /* cut the JSON in half */
 		if (!rc)
@@ -234,7 +248,11 @@ void cl_sim_stream_fire(struct cl_sim *s, struct cl_sim_stream *st, int64_t now_
 		return;
 	}
 	cl_sim_w_init(&w, payload, CL_SIM_SCRATCH - FRAME_HEAD - FRAME_TAIL);
-	if (st->chunks == 0) {
+	bool resp = st->api == CL_API_RESPONSES;
+	if (st->chunks == 0 && resp) {
+		cl_sim_render_resp_created(&w, st);
+	} else if (st->chunks == 0 && st->api == CL_API_CHAT) {
+		/* The legacy completions API has no role: its first chunk carries text. */
 		struct cl_sim_chunk role = { .role = true };
 		cl_sim_render_chunk(&w, cfg, st, &role);
 	}
@@ -243,9 +261,14 @@ void cl_sim_stream_fire(struct cl_sim *s, struct cl_sim_stream *st, int64_t now_
 	if (fault_hits(st, CL_SIM_FAULT_WRONG_TYPE, a, n))
 		cl_sim_render_wrong_type(&w, st, cfg->wrong_shape);
 	if (fault_hits(st, CL_SIM_FAULT_ERROR_CHUNK, a, n)) {
-		/* vLLM's shape: the error object, then [DONE]. */
-		cl_sim_render_error_event(&w);
-		cl_sim_render_done(&w);
+		/* vLLM's shape: the error object, then [DONE]; a Responses stream's error
+		 * event ends it. */
+		if (resp) {
+			cl_sim_render_resp_error(&w, st);
+		} else {
+			cl_sim_render_error_event(&w);
+			cl_sim_render_done(&w);
+		}
 		end = true;
 		tokens = false;
 	} else {
@@ -254,12 +277,20 @@ void cl_sim_stream_fire(struct cl_sim *s, struct cl_sim_stream *st, int64_t now_
 			.n_tokens = n,
 			.finish = last ? (st->finish_length ? "length" : "stop") : NULL,
 		};
-		cl_sim_render_chunk(&w, cfg, st, &ch);
+		if (resp)
+			cl_sim_render_resp_delta(&w, st, &ch);
+		else
+			cl_sim_render_chunk(&w, cfg, st, &ch);
 		if (last) {
 			st->sent_tokens = b; /* the usage chunk counts this one */
-			if (st->include_usage && st->fault != CL_SIM_FAULT_NO_USAGE)
+			bool usage = st->include_usage && st->fault != CL_SIM_FAULT_NO_USAGE;
+			/* A Responses stream ends with response.completed (no [DONE]): the
+			 * no-done fault leaves it out. */
+			if (resp && st->fault != CL_SIM_FAULT_NO_DONE)
+				cl_sim_render_resp_end(&w, st, usage);
+			else if (!resp && usage)
 				cl_sim_render_usage(&w, st);
-			if (st->fault != CL_SIM_FAULT_NO_DONE)
+			if (!resp && st->fault != CL_SIM_FAULT_NO_DONE)
 				cl_sim_render_done(&w);
 			end = true;
 		}

@@ -60,6 +60,7 @@ static int copy_target(struct cl_target_plan *d, const struct cl_target_plan *s)
 	d->http2_streams = s->http2_streams;
 	d->tls_verify = s->tls_verify;
 	d->connect_timeout_us = s->connect_timeout_us;
+	d->api = s->api;
 	if (s->n_headers) {
 		d->headers = calloc(s->n_headers, sizeof(*d->headers));
 		if (!d->headers)

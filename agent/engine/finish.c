@@ -150,7 +150,7 @@ static bool record_latencies(const struct cl_engine *e, struct cl_metrics *m,
 	}
 	if (s->first_content_us) {
 		cl_hist_record(&m->lat[CL_LAT_TTFC], s->first_content_us - t0);
-	} else {
+	} else if (e->http.api != CL_API_EMBEDDINGS) {
 		/* No answer reached the user (reasoning only, or empty): not good. */
 		m->ctr[CL_CTR_NO_CONTENT]++;
 		good = false;
@@ -187,6 +187,7 @@ static void record_tokens(struct cl_metrics *m, const struct cl_slot *s, const s
 						s->timings_prompt_n);
 	if (cached > 0)
 		m->ctr[CL_CTR_CACHED_PROMPT_TOKENS] += (uint64_t)cached;
+	m->ctr[CL_CTR_EMBEDDING_INPUTS] += s->embed_inputs;
 	cli_conv_record(m, s, s->usage_pt);
 	/* Requested against received: a server that stops before max_tokens (an EOS honoured,
 	 * a cap of its own) shows as a ratio below 1. */
@@ -278,6 +279,10 @@ void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bo
 	int64_t now = cl_stamp(w);
 	cli_request_detach(w, s);
 
+	/* Embeddings: the answer is judged once, whole, when the transfer ended well. */
+	if (!cut && w->e->http.api == CL_API_EMBEDDINGS && !s->err_ctr && res == CURLE_OK &&
+	    s->http_status >= 200 && s->http_status <= 299)
+		cli_request_whole_end(s);
 	struct outcome o = { .cls = cut ? CL_CTR_CUT : classify(s, res) };
 	o.from_usage = s->usage_ct >= 0;
 	o.tokens = o.from_usage ? s->usage_ct : s->tok_exact + s->n_prov_chunks;

@@ -37,6 +37,7 @@
 	(16u << 20) /* a conversation's history at most (a turn's body: its own                    \
 		     * JSON, at most 16 MiB on the wire, plus the history) */
 #define CL_ENGINE_MAX_ANSWER (4u << 20) /* one answer kept for the history at most */
+#define CL_ENGINE_MAX_WHOLE  (64u << 20) /* one embeddings answer (not streamed) at most */
 
 struct cl_worker;
 struct cli_load_model;
@@ -111,6 +112,10 @@ struct cl_slot {
 	char sample[CL_ERR_SAMPLE_BODY_MAX]; /* first bytes of an error body / bad event */
 
 	struct cl_sse_parser sse;
+	/* Embeddings: the answer is one JSON document, kept whole until the transfer ends and
+	 * then decoded once (cli_request_whole_end).  Grows to the largest answer, then reused. */
+	struct cl_buf whole;
+	uint32_t embed_inputs; /* vectors the answer held */
 	struct curl_slist *hdrs; /* header nodes owned by the slot, data shared (see request.c) */
 	char reqid[CL_ENGINE_REQID_MAX]; /* "X-Request-Id: <prefix>-<worker>-<seq>" */
 	char errbuf[CURL_ERROR_SIZE];
@@ -326,6 +331,10 @@ static inline uint32_t cl_slot_reconnects(const struct cl_slot *s)
 /* curl callbacks */
 size_t cli_on_header(char *p, size_t size, size_t n, void *ud);
 size_t cli_on_body(char *p, size_t size, size_t n, void *ud);
+/* Embeddings: decodes the whole answer of a transfer that ended well (2xx, CURLE_OK): sets
+ * done_seen, the usage and embed_inputs, or err_ctr and the sample when it is not an
+ * answer.  Called once, by cli_request_finish, before the request is classified. */
+void cli_request_whole_end(struct cl_slot *s);
 
 /* finish.c */
 /* Ends the slot's request: cut (CL_CTR_CUT) when cut, else classified from res; records it.

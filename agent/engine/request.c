@@ -4,6 +4,8 @@
 #include "internal.h"
 
 #include "stream/chunk.h"
+#include "stream/embedding.h"
+#include "stream/responses.h"
 
 #include "chatload/clock.h"
 #include "chatload/log.h"
@@ -90,6 +92,7 @@ int cli_slot_prepare(struct cl_slot *s)
 		return 0;
 	if (cl_sse_init(&s->sse, CL_ENGINE_MAX_EVENT_BYTES) != 0)
 		goto fail;
+	cl_buf_init(&s->whole, CL_ENGINE_MAX_WHOLE);
 	cl_buf_init(&s->conv_hist, CL_ENGINE_MAX_HISTORY);
 	cl_buf_init(&s->conv_answer, CL_ENGINE_MAX_ANSWER);
 	cl_buf_init(&s->conv_req, 2 * CL_ENGINE_MAX_HISTORY);
@@ -131,6 +134,7 @@ void cli_slot_destroy(struct cl_slot *s)
 	}
 	s->busy = false;
 	cl_sse_destroy(&s->sse);
+	cl_buf_free(&s->whole);
 	cl_buf_free(&s->conv_hist);
 	cl_buf_free(&s->conv_answer);
 	cl_buf_free(&s->conv_req);
@@ -200,6 +204,8 @@ bool cli_request_launch(struct cl_worker *w, struct cl_slot *s, int64_t intended
 	s->sample_len = 0;
 	s->sample[0] = '\0';
 	s->errbuf[0] = '\0';
+	s->embed_inputs = 0;
+	cl_buf_reset(&s->whole);
 	cl_sse_reset(&s->sse);
 	snprintf(s->reqid, sizeof(s->reqid), "X-Request-Id: %s-%u-%" PRIu64, e->prefix, w->index,
 		 s->seq);
@@ -344,13 +350,44 @@ static void on_token_chunk(struct cl_slot *s, const struct cl_chunk *c, int64_t 
 	}
 }
 
+/* The decoder of the target's API: every event becomes the facts of a chat chunk. */
+static int decode_event(enum cl_api api, const char *data, size_t len, struct cl_chunk *c)
+{
+	switch (api) {
+	case CL_API_COMPLETIONS:
+		return cl_chunk_decode_text(data, len, c);
+	case CL_API_RESPONSES:
+		return cl_responses_decode(data, len, c);
+	default:
+		return cl_chunk_decode(data, len, c);
+	}
+}
+
+/* The end of the answer ([DONE], or response.completed): STOP_AT_DONE or 0. */
+static int on_done(struct cl_slot *s)
+{
+	s->done_seen = true;
+	s->done_us = s->w->recv_us;
+	if (!s->framed) {
+		/* Only the connection's close could end this body, and a server may never
+		 * send it: [DONE] ends the answer, so end the transfer now (the connection
+		 * could not carry another request anyway). */
+		s->closed_at_done = true;
+		return STOP_AT_DONE;
+	}
+	/* A framed body normally ends in these bytes or the next read; if it does not,
+	 * cli_request_expire_done ends it after a grace. */
+	after_done_add(s);
+	return 0;
+}
+
 static int on_event(void *ctx, const char *data, size_t len)
 {
 	struct cl_slot *s = ctx;
 	if (s->done_seen)
 		return 0; /* anything after [DONE] is not part of the answer */
 	struct cl_chunk c;
-	int rc = cl_chunk_decode(data, len, &c);
+	int rc = decode_event(s->w->e->http.api, data, len, &c);
 	if (rc != 0) {
 		s->err_ctr = CL_CTR_ERR_STREAM_MALFORMED;
 		/* Valid JSON of the wrong shape: say what was wrong, then the event. */
@@ -360,21 +397,6 @@ static int on_event(void *ctx, const char *data, size_t len)
 		}
 		keep_sample(s, data, len);
 		return STOP_BAD_EVENT;
-	}
-	if (c.done) {
-		s->done_seen = true;
-		s->done_us = s->w->recv_us;
-		if (!s->framed) {
-			/* Only the connection's close could end this body, and a server may
-			 * never send it: [DONE] ends the answer, so end the transfer now (the
-			 * connection could not carry another request anyway). */
-			s->closed_at_done = true;
-			return STOP_AT_DONE;
-		}
-		/* A framed body normally ends in these bytes or the next read; if it does
-		 * not, cli_request_expire_done ends it after a grace. */
-		after_done_add(s);
-		return 0;
 	}
 	if (c.is_error) {
 		/* The stream is over as far as the answer goes; stop rather than wait on a
@@ -386,6 +408,8 @@ static int on_event(void *ctx, const char *data, size_t len)
 			keep_sample(s, data, len);
 		return STOP_BAD_EVENT;
 	}
+	/* Usage before the end: a Responses stream's last event (response.completed) is
+	 * both. */
 	if (c.has_usage) {
 		if (c.completion_tokens >= 0)
 			s->usage_ct = c.completion_tokens;
@@ -404,11 +428,51 @@ static int on_event(void *ctx, const char *data, size_t len)
 		s->finish = strcmp(c.finish_reason, "stop") == 0     ? CLI_FINISH_STOP
 			    : strcmp(c.finish_reason, "length") == 0 ? CLI_FINISH_LENGTH
 								     : CLI_FINISH_OTHER;
+	if (c.done)
+		return on_done(s);
 	if (c.has_content || c.has_reasoning)
 		on_token_chunk(s, &c, s->w->recv_us);
 	if (c.content)
 		cli_conv_on_content(s, c.content, c.content_len);
 	return 0;
+}
+
+void cli_request_whole_end(struct cl_slot *s)
+{
+	struct cl_embedding a;
+	int rc = cl_embedding_decode(s->whole.data ? s->whole.data : "", s->whole.len, &a);
+	if (rc != 0) {
+		s->err_ctr = CL_CTR_ERR_STREAM_MALFORMED;
+		if (rc == CL_EPROTO && a.malformed) {
+			keep_sample(s, a.malformed, strlen(a.malformed));
+			keep_sample(s, ": ", 2);
+		}
+		keep_sample(s, s->whole.data ? s->whole.data : "", s->whole.len);
+		return;
+	}
+	if (a.is_error) {
+		s->err_ctr = CL_CTR_ERR_STREAM_ERROR;
+		if (a.error_msg)
+			keep_sample(s, a.error_msg, a.error_msg_len);
+		else
+			keep_sample(s, s->whole.data, s->whole.len);
+		return;
+	}
+	/* One vector per input sent: fewer or more is not the answer asked for. */
+	if (s->body && s->body->inputs && a.n_data != s->body->inputs) {
+		char why[96];
+		int n = snprintf(why, sizeof(why), "%u vectors for %u inputs: ", a.n_data,
+				 s->body->inputs);
+		s->err_ctr = CL_CTR_ERR_STREAM_MALFORMED;
+		keep_sample(s, why, n > 0 ? (size_t)n : 0);
+		keep_sample(s, s->whole.data, s->whole.len);
+		return;
+	}
+	s->done_seen = true;
+	s->embed_inputs = a.n_data;
+	s->usage_ct = 0; /* nothing generated: an output of 0, as the server's usage says */
+	if (a.prompt_tokens >= 0)
+		s->usage_pt = a.prompt_tokens;
 }
 
 size_t cli_on_body(char *p, size_t size, size_t n, void *ud)
@@ -424,6 +488,15 @@ size_t cli_on_body(char *p, size_t size, size_t n, void *ud)
 	if (s->http_status < 200 || s->http_status > 299) {
 		keep_sample(s, p, len);
 		return len;
+	}
+	if (s->w->e->http.api == CL_API_EMBEDDINGS) {
+		/* One JSON document: kept whole, decoded when the transfer ends. */
+		s->last_us = now;
+		if (cl_buf_append(&s->whole, p, len) == 0)
+			return len;
+		s->err_ctr = CL_CTR_ERR_STREAM_MALFORMED;
+		keep_sample(s, "answer larger than 64 MiB", 25);
+		return 0;
 	}
 	int rc = cl_sse_feed(&s->sse, p, len, on_event, s);
 	if (rc == 0)

@@ -88,6 +88,9 @@ static int build_lines(struct cl_http_target *t, struct cl_err *err)
 		"Content-Type: application/json", "Accept: text/event-stream",
 		"Expect:", /* curl would send Expect: 100-continue for large bodies and wait */
 	};
+	static const char *const embeddings[] = {
+		"Content-Type: application/json", "Accept: application/json", "Expect:",
+	};
 	for (int ep = CL_HTTP_MODELS; ep < CL_HTTP__ENDPOINTS; ep++) {
 		size_t cap = 4 + 1 + t->n_extra;
 		const char **l = calloc(cap, sizeof(*l));
@@ -95,9 +98,11 @@ static int build_lines(struct cl_http_target *t, struct cl_err *err)
 			return cl_err_set(err, CL_ENOMEM, "out of memory");
 		t->lines[ep] = l;
 		size_t n = 0;
+		/* The generation endpoint's lines: an embeddings answer is one JSON document. */
+		const char *const *gen = t->api == CL_API_EMBEDDINGS ? embeddings : chat;
 		for (size_t i = 0; ep == CL_HTTP_CHAT && i < sizeof(chat) / sizeof(chat[0]); i++)
-			if (!overridden(t, chat[i]))
-				l[n++] = chat[i];
+			if (!overridden(t, gen[i]))
+				l[n++] = gen[i];
 		if (ep == CL_HTTP_TOKENIZE && !overridden(t, chat[0]))
 			l[n++] = chat[0]; /* Content-Type: application/json */
 		for (size_t i = 0; i < sizeof(every) / sizeof(every[0]); i++)
@@ -145,9 +150,11 @@ static bool same_where(const struct cl_url_where *a, const struct cl_url_where *
 static int build_urls(struct cl_http_target *t, const char *base, struct cl_err *err)
 {
 	for (int ep = 0; ep < CL_HTTP__ENDPOINTS; ep++) {
+		/* The generation endpoint is the API's (chat/completions, completions, ...). */
+		const char *suffix = ep == CL_HTTP_CHAT ? cl_api_path(t->api) : endpoint_suffix[ep];
 		int rc = ep == CL_HTTP_TOKENIZE
-			     ? cl_url_root_endpoint(base, endpoint_suffix[ep], &t->url[ep], err)
-			     : cl_url_endpoint(base, endpoint_suffix[ep], &t->url[ep], err);
+			     ? cl_url_root_endpoint(base, suffix, &t->url[ep], err)
+			     : cl_url_endpoint(base, suffix, &t->url[ep], err);
 		if (rc != 0)
 			return rc;
 		struct cl_url_where w;
@@ -156,7 +163,7 @@ static int build_urls(struct cl_http_target *t, const char *base, struct cl_err 
 		if (!same_where(&w, &t->where))
 			return cl_err_set(err, CL_EINVAL,
 					  "the target URL's %s endpoint would not go to %s",
-					  endpoint_suffix[ep], t->where.host);
+					  suffix, t->where.host);
 	}
 	return 0;
 }
@@ -194,6 +201,7 @@ int cl_http_target_init(struct cl_http_target *t, const struct cl_target_plan *p
 				  "the target URL carries a user name or password (user:pass@): "
 				  "URLs are logged and recorded, so send credentials with "
 				  "target.api_key_env or target.headers");
+	t->api = p->api < CL_API__COUNT ? p->api : CL_API_CHAT;
 	t->tls_verify = p->tls_verify;
 	t->connect_timeout_us =
 	    p->connect_timeout_us > 0 ? p->connect_timeout_us : CL_HTTP_DEFAULT_CONNECT_TIMEOUT_US;

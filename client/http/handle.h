@@ -21,7 +21,9 @@
 enum cl_http_endpoint {
 	CL_HTTP_BASE = 0,     /* the base URL itself: the probe's connect-only check, no headers */
 	CL_HTTP_MODELS = 1,   /* GET {base}/models */
-	CL_HTTP_CHAT = 2,     /* POST {base}/chat/completions, streamed */
+	CL_HTTP_CHAT = 2,     /* POST the generation endpoint: {base}/chat/completions, or the
+			       * plan's other API (cl_api_path: /completions, /responses,
+			       * /embeddings) */
 	CL_HTTP_TOKENIZE = 3, /* POST {root}/tokenize: vLLM, SGLang and llama.cpp serve it beside
 			       * /v1, so a base ending in /v1 loses it */
 	CL_HTTP__ENDPOINTS
@@ -44,6 +46,7 @@ struct cl_http_target {
 	bool tls_verify;
 	char *ca_file;
 	int64_t connect_timeout_us;
+	enum cl_api api; /* the plan's: which URL and Accept line CL_HTTP_CHAT gets */
 };
 
 /*

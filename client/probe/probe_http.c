@@ -4,6 +4,8 @@
 
 #include "probe/readiness.h"
 #include "stream/chunk.h"
+#include "stream/embedding.h"
+#include "stream/responses.h"
 #include "stream/sse.h"
 
 #include "chatload/clock.h"
@@ -529,6 +531,7 @@ struct gen {
 	struct cl_probe_http *h;
 	struct cl_sse_parser sse;
 	struct cl_buf errbody; /* a non-200 answer's body, for its message */
+	struct cl_buf whole;   /* embeddings: the whole answer (one JSON document) */
 	long status;
 	bool status_known;
 	bool framed; /* the body can end by itself (chunked, Content-Length, HTTP/2) */
@@ -568,7 +571,10 @@ static int on_event(void *ctx, const char *data, size_t len)
 	g->events++;
 	if (g->done)
 		return 0; /* anything after [DONE] is not ours to judge */
-	int rc = cl_chunk_decode(data, len, &ch);
+	enum cl_api api = g->h->http.api;
+	int rc = api == CL_API_COMPLETIONS ? cl_chunk_decode_text(data, len, &ch)
+		 : api == CL_API_RESPONSES ? cl_responses_decode(data, len, &ch)
+					   : cl_chunk_decode(data, len, &ch);
 	if (rc != 0) {
 		char snippet[64];
 		copy_line(data, len < 48 ? len : 48, snippet, sizeof(snippet));
@@ -626,6 +632,14 @@ static size_t on_stream(char *p, size_t size, size_t nmemb, void *ctx)
 		cl_buf_append(&g->errbody, p, n < room ? n : room);
 		return n;
 	}
+	if (g->h->http.api == CL_API_EMBEDDINGS) {
+		if (cl_buf_append(&g->whole, p, n) == 0)
+			return n;
+		snprintf(g->problem, sizeof(g->problem), "embeddings answer larger than %u MiB",
+			 (unsigned)(g->whole.max >> 20));
+		g->malformed = true;
+		return 0;
+	}
 	int rc = cl_sse_feed(&g->sse, p, n, on_event, g);
 	if (rc == STOP_AT_DONE)
 		return 0; /* ends the transfer: the answer is complete */
@@ -652,6 +666,37 @@ static int on_gen_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl
 	return 0;
 }
 
+/* Embeddings: judges the whole answer of a 200 (one JSON document, at least one vector).
+ * False with the error set when it is not one. */
+static bool whole_answer(struct gen *g, struct cl_probe_attempt *a)
+{
+	struct cl_embedding e;
+	char snippet[64];
+	const char *data = g->whole.data ? g->whole.data : "";
+	int rc = cl_embedding_decode(data, g->whole.len, &e);
+	copy_line(data, g->whole.len < 48 ? g->whole.len : 48, snippet, sizeof(snippet));
+	if (rc != 0) {
+		if (rc == CL_EPROTO && e.malformed)
+			set_error(a, CL_PROBE_RETRY, "malformed embeddings answer (%s): '%s'",
+				  e.malformed, snippet);
+		else
+			set_error(a, CL_PROBE_RETRY, "malformed embeddings answer: '%s'", snippet);
+		return false;
+	}
+	if (e.is_error) {
+		set_error(a, CL_PROBE_RETRY, "error in the embeddings answer: '%s'", snippet);
+		return false;
+	}
+	if (e.n_data == 0) {
+		set_error(a, CL_PROBE_RETRY, "embeddings answer without vectors");
+		return false;
+	}
+	/* No tokens to wait for: the first "token" is the whole answer. */
+	g->token = true;
+	g->first_token_us = cl_mono_us();
+	return true;
+}
+
 static int generate_opts(struct cl_probe_http *h, struct gen *g, const char *body_json,
 			 int64_t timeout_us, struct cl_probe_attempt *a)
 {
@@ -673,6 +718,7 @@ void cli_probe_http_generate(struct cl_probe_http *h, const char *body_json, int
 	attempt_clear(a);
 	struct gen g = { .h = h };
 	cl_buf_init(&g.errbody, CL_PROBE_ERRBODY_MAX_BYTES);
+	cl_buf_init(&g.whole, 64u << 20);
 	if (cl_sse_init(&g.sse, CL_PROBE_EVENT_MAX_BYTES) != 0) {
 		set_error(a, CL_PROBE_RETRY, "out of memory");
 		goto out;
@@ -701,11 +747,16 @@ void cli_probe_http_generate(struct cl_probe_http *h, const char *body_json, int
 		goto out;
 	}
 	if (status != 200) {
-		http_failure(h, status, &g.errbody,
-			     " (unknown model, or the URL does not serve /chat/completions)", a);
+		char hint[96];
+		snprintf(hint, sizeof(hint), " (unknown model, or the URL does not serve %s)",
+			 cl_api_path(h->http.api));
+		http_failure(h, status, &g.errbody, hint, a);
 		goto out;
 	}
-	if (!g.token) {
+	if (h->http.api == CL_API_EMBEDDINGS) {
+		if (!whole_answer(&g, a))
+			goto out;
+	} else if (!g.token) {
 		char *ctype = NULL;
 		curl_easy_getinfo(h->easy, CURLINFO_CONTENT_TYPE, &ctype);
 		/* A server that answers a streamed request with one JSON body will not start
@@ -717,7 +768,7 @@ void cli_probe_http_generate(struct cl_probe_http *h, const char *body_json, int
 			set_error(a, CL_PROBE_RETRY, "stream ended without tokens");
 		goto out;
 	}
-	if (!g.done && !(g.finish && !cl_sse_pending(&g.sse))) {
+	if (h->http.api != CL_API_EMBEDDINGS && !g.done && !(g.finish && !cl_sse_pending(&g.sse))) {
 		set_error(a, CL_PROBE_RETRY, "stream ended without [DONE]");
 		goto out;
 	}
@@ -732,4 +783,5 @@ void cli_probe_http_generate(struct cl_probe_http *h, const char *body_json, int
 out:
 	cl_sse_destroy(&g.sse);
 	cl_buf_free(&g.errbody);
+	cl_buf_free(&g.whole);
 }

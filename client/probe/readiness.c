@@ -161,8 +161,8 @@ static void gate_passed(struct gate *g, struct cl_readiness_result *out,
 		out->phase = CL_READY_GENERATION;
 		if (g->body_json)
 			return;
-		int rc = cl_body_json_probe(
-		    out->model, cfg->prompt ? cfg->prompt : CL_PROBE_DEFAULT_PROMPT,
+		int rc = cl_body_json_probe_api(
+		    cfg->target->api, out->model, cfg->prompt ? cfg->prompt : CL_PROBE_DEFAULT_PROMPT,
 		    cfg->max_tokens ? cfg->max_tokens : CL_PROBE_DEFAULT_MAX_TOKENS,
 		    cfg->extra_body_json, &g->body, &g->err);
 		if (rc) {

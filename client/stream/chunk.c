@@ -21,6 +21,7 @@
 #define R_REASONING  "choices[].delta.reasoning is not a string"
 #define R_ROLE       "choices[].delta.role is not a string"
 #define R_FINISH     "choices[].finish_reason is not a string"
+#define R_TEXT       "choices[].text is not a string"
 #define R_USAGE      "usage is not an object"
 #define R_PROMPT     "usage.prompt_tokens is not a non-negative integer"
 #define R_CACHED     "usage.prompt_tokens_details.cached_tokens is not a non-negative integer"
@@ -42,40 +43,9 @@ struct choice {
 	const char *bad_delta, *bad_content, *bad_rcontent, *bad_reasoning, *bad_role, *bad_fr;
 };
 
-/* The first reason that is not NULL among n, or NULL. */
-static const char *first_bad(const char *const *r, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (r[i])
-			return r[i];
-	return NULL;
-}
-
-#define FIRST_BAD(...)                                                                             \
-	first_bad((const char *const[]){ __VA_ARGS__ },                                            \
-		  sizeof((const char *const[]){ __VA_ARGS__ }) / sizeof(const char *))
-
-/* Validates and skips a value that is not of the type wanted: null is absent and fine,
- * anything else sets *bad to why.  0 or CL_EPARSE. */
-static int skip_other(struct scan *sc, int depth, const char **bad, const char *why)
-{
-	bool null = *sc->p == 'n';
-	int rc = parse_value(sc, depth);
-	if (!rc && !null)
-		*bad = why;
-	return rc;
-}
-
-/* Reads a value that is wanted as a string: 1 with *s if it is one, 0 if it is null or
- * something else (validated and skipped; *bad set to why unless null), or CL_EPARSE. */
-static int want_string(struct scan *sc, int depth, struct str *s, const char **bad, const char *why)
-{
-	*bad = NULL;
-	if (*sc->p != '"')
-		return skip_other(sc, depth, bad, why);
-	int rc = parse_string(sc, s);
-	return rc ? rc : 1;
-}
+/* Which shape of choice is read: a chat chunk's choices[].delta, or a legacy completion's
+ * choices[].text (POST /v1/completions).  Everything else is the same. */
+enum shape { SHAPE_CHAT, SHAPE_TEXT };
 
 static int parse_delta(struct scan *sc, int depth, struct choice *ch)
 {
@@ -114,7 +84,8 @@ static int parse_delta(struct scan *sc, int depth, struct choice *ch)
 
 /* One element of choices; *bad gets the element's wrong-type reason if it has one and *bad
  * has none yet (elements do not replace each other). */
-static int parse_choice(struct scan *sc, int depth, struct cl_chunk *out, const char **bad)
+static int parse_choice(struct scan *sc, int depth, struct cl_chunk *out, const char **bad,
+			enum shape shape)
 {
 	struct choice ch = { .content_len = -1, .reasoning_content_len = -1, .reasoning_len = -1 };
 	bool first = true;
@@ -124,7 +95,14 @@ static int parse_choice(struct scan *sc, int depth, struct cl_chunk *out, const 
 	if ((rc = obj_open(sc, depth)))
 		return rc;
 	while ((rc = obj_next(sc, &first, &k)) == 1) {
-		if (KEY_IS(&k, "delta")) {
+		if (shape == SHAPE_TEXT && KEY_IS(&k, "text")) {
+			/* The legacy completion's text is its content; a repeated one replaces. */
+			struct str v;
+			if ((rc = want_string(sc, depth + 1, &v, &ch.bad_content, R_TEXT)) < 0)
+				return rc;
+			ch.content_len = rc == 1 ? (long long)v.len : -1;
+			ch.content = rc == 1 ? v.s : NULL;
+		} else if (shape == SHAPE_CHAT && KEY_IS(&k, "delta")) {
 			ch.content_len = ch.reasoning_content_len = ch.reasoning_len = -1;
 			ch.role = false;
 			ch.bad_delta = ch.bad_content = ch.bad_rcontent = NULL;
@@ -173,7 +151,8 @@ static int parse_choice(struct scan *sc, int depth, struct cl_chunk *out, const 
 	return 0;
 }
 
-static int parse_choices(struct scan *sc, int depth, struct cl_chunk *out, const char **bad)
+static int parse_choices(struct scan *sc, int depth, struct cl_chunk *out, const char **bad,
+			 enum shape shape)
 {
 	bool first = true;
 	int rc;
@@ -185,7 +164,7 @@ static int parse_choices(struct scan *sc, int depth, struct cl_chunk *out, const
 		if (out->n_choices < UINT32_MAX)
 			out->n_choices++;
 		if (*sc->p == '{') {
-			rc = parse_choice(sc, depth + 1, out, bad);
+			rc = parse_choice(sc, depth + 1, out, bad, shape);
 		} else {
 			const char *b = NULL;
 			rc = skip_other(sc, depth + 1, &b, R_CHOICE);
@@ -196,25 +175,6 @@ static int parse_choices(struct scan *sc, int depth, struct cl_chunk *out, const
 			return rc;
 	}
 	return rc;
-}
-
-/* A token count: a non-negative integer that fits an int64, or null (absent: -1).  Anything
- * else, a string, a fraction, an exponent, a negative or too large number, is a wrong type:
- * *bad = why. */
-static int want_count(struct scan *sc, int depth, int64_t *count, const char **bad, const char *why)
-{
-	int64_t v;
-	bool null = *sc->p == 'n';
-	*bad = NULL;
-	*count = -1;
-	int rc = want_int(sc, depth, &v);
-	if (rc < 0)
-		return rc;
-	if (rc == 1 && v >= 0)
-		*count = v;
-	else if (!null)
-		*bad = why;
-	return 0;
 }
 
 static int parse_details(struct scan *sc, int depth, struct cl_chunk *out, const char **bad)
@@ -408,7 +368,7 @@ static int parse_error_string(struct scan *sc, struct cl_chunk *out)
 
 /* The top-level object: a repeated top-level key replaces what the earlier one said.  *bad
  * gets the reason the object is not a chunk, if it is not. */
-static int parse_top(struct scan *sc, struct cl_chunk *out, const char **bad)
+static int parse_top(struct scan *sc, struct cl_chunk *out, const char **bad, enum shape shape)
 {
 	const char *bad_choices = NULL, *bad_usage = NULL, *bad_error = NULL;
 	bool first = true;
@@ -422,7 +382,7 @@ static int parse_top(struct scan *sc, struct cl_chunk *out, const char **bad)
 		if (KEY_IS(&k, "choices")) {
 			clear_choices(out);
 			bad_choices = NULL;
-			rc = c == '[' ? parse_choices(sc, 2, out, &bad_choices)
+			rc = c == '[' ? parse_choices(sc, 2, out, &bad_choices, shape)
 				      : skip_other(sc, 2, &bad_choices, R_CHOICES);
 		} else if (KEY_IS(&k, "usage")) {
 			clear_usage(out);
@@ -448,7 +408,7 @@ static int parse_top(struct scan *sc, struct cl_chunk *out, const char **bad)
 	return rc;
 }
 
-int cl_chunk_decode(const char *data, size_t len, struct cl_chunk *out)
+static int decode(const char *data, size_t len, struct cl_chunk *out, enum shape shape)
 {
 	struct scan sc = { (const unsigned char *)data, (const unsigned char *)data + len };
 	int rc;
@@ -465,7 +425,7 @@ int cl_chunk_decode(const char *data, size_t len, struct cl_chunk *out)
 		goto out;
 	}
 	if (*sc.p == '{') {
-		rc = parse_top(&sc, out, &bad);
+		rc = parse_top(&sc, out, &bad, shape);
 	} else {
 		rc = parse_value(&sc, 1);
 		bad = R_TOP;
@@ -487,4 +447,14 @@ out:
 		rc = CL_EPROTO;
 	}
 	return rc;
+}
+
+int cl_chunk_decode(const char *data, size_t len, struct cl_chunk *out)
+{
+	return decode(data, len, out, SHAPE_CHAT);
+}
+
+int cl_chunk_decode_text(const char *data, size_t len, struct cl_chunk *out)
+{
+	return decode(data, len, out, SHAPE_TEXT);
 }

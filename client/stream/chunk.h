@@ -86,4 +86,13 @@ int cl_chunk_decode(const char *data, size_t len, struct cl_chunk *out);
 int64_t cl_chunk_cached_prompt(int64_t usage_cached, int64_t usage_prompt, int64_t cache_n,
 			       int64_t prompt_n);
 
+/*
+ * The same for one event of a streamed legacy completion (POST /v1/completions, object
+ * "text_completion"): choices[].text is read as the content (has_content, content_bytes,
+ * content), and delta is not read (an unknown field); finish_reason, usage, error and
+ * [DONE] as above.  No reasoning or role: the legacy API has neither.  A text that is not
+ * a string is CL_EPROTO, "choices[].text is not a string".
+ */
+int cl_chunk_decode_text(const char *data, size_t len, struct cl_chunk *out);
+
 #endif

@@ -1,7 +1,8 @@
-/* The validating JSON scanner under the chunk decoder (chunk.c): strings with escapes and
- * UTF-8 checked, numbers, literals, object and array iteration, key matching.  Internal to
- * chunk.c, which is its only includer: the functions are static so that the decoder's hot
- * path stays one translation unit (inlined, as before the split). */
+/* The validating JSON scanner under the decoders of client/stream/ (chunk.c, responses.c,
+ * embedding.c): strings with escapes and UTF-8 checked, numbers, literals, object and array
+ * iteration, key matching.  Internal to this folder: the functions are static so that each
+ * decoder's hot path stays one translation unit (inlined, as before the split); a decoder
+ * that does not use one of them is not warned about it. */
 #ifndef CHATLOAD_JSON_SCAN_H
 #define CHATLOAD_JSON_SCAN_H
 
@@ -380,7 +381,8 @@ static int want_int(struct scan *sc, int depth, int64_t *v)
  * whole characters, so the result is cut at a character boundary.  Escaped lone
  * surrogates become U+FFFD.  Returns the bytes written; *cut says something did not fit.
  */
-static size_t unescape(const struct str *s, char *dst, size_t cap, bool *cut)
+static __attribute__((unused)) size_t unescape(const struct str *s, char *dst, size_t cap,
+					       bool *cut)
 {
 	const unsigned char *p = (const unsigned char *)s->s, *end = p + s->len;
 	size_t n = 0;
@@ -485,5 +487,61 @@ static inline __attribute__((always_inline)) bool key_is(const struct str *s, co
 }
 
 #define KEY_IS(k, lit) key_is((k), (lit), sizeof(lit) - 1)
+
+/* ---- typed reads shared by the decoders: a wrong type is a reason, not a parse error ---- */
+
+/* The first reason that is not NULL among n, or NULL. */
+static __attribute__((unused)) const char *first_bad(const char *const *r, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (r[i])
+			return r[i];
+	return NULL;
+}
+
+#define FIRST_BAD(...)                                                                             \
+	first_bad((const char *const[]){ __VA_ARGS__ },                                            \
+		  sizeof((const char *const[]){ __VA_ARGS__ }) / sizeof(const char *))
+
+/* Validates and skips a value that is not of the type wanted: null is absent and fine,
+ * anything else sets *bad to why.  0 or CL_EPARSE. */
+static __attribute__((unused)) int skip_other(struct scan *sc, int depth, const char **bad, const char *why)
+{
+	bool null = *sc->p == 'n';
+	int rc = parse_value(sc, depth);
+	if (!rc && !null)
+		*bad = why;
+	return rc;
+}
+
+/* Reads a value that is wanted as a string: 1 with *s if it is one, 0 if it is null or
+ * something else (validated and skipped; *bad set to why unless null), or CL_EPARSE. */
+static __attribute__((unused)) int want_string(struct scan *sc, int depth, struct str *s, const char **bad, const char *why)
+{
+	*bad = NULL;
+	if (*sc->p != '"')
+		return skip_other(sc, depth, bad, why);
+	int rc = parse_string(sc, s);
+	return rc ? rc : 1;
+}
+
+/* A token count: a non-negative integer that fits an int64, or null (absent: -1).  Anything
+ * else, a string, a fraction, an exponent, a negative or too large number, is a wrong type:
+ * *bad = why. */
+static __attribute__((unused)) int want_count(struct scan *sc, int depth, int64_t *count, const char **bad, const char *why)
+{
+	int64_t v;
+	bool null = *sc->p == 'n';
+	*bad = NULL;
+	*count = -1;
+	int rc = want_int(sc, depth, &v);
+	if (rc < 0)
+		return rc;
+	if (rc == 1 && v >= 0)
+		*count = v;
+	else if (!null)
+		*bad = why;
+	return 0;
+}
 
 #endif

@@ -1,7 +1,9 @@
-/* One chat-completions request body as JSON: the shape every body chatload sends shares,
- * rendered in one place for the coordinator's workload and the agent's readiness gate. */
+/* One request body as JSON for each API (chat, completions, responses, embeddings): the shape
+ * every body chatload sends shares, rendered in one place for the coordinator's workload and
+ * the agent's readiness gate. */
 #include "chatload/body_json.h"
 
+#include "chatload/buf.h"
 #include "chatload/err.h"
 
 #include <string.h>
@@ -65,30 +67,123 @@ int cl_body_json_add_message(json_t *messages, const char *role, json_t *content
 	return json_array_append_new(messages, m) != 0 ? CL_ENOMEM : 0;
 }
 
+/* The text of a message's content: a string, or the "text" of each text part, joined. */
+static int content_text(json_t *content, struct cl_buf *out)
+{
+	if (json_is_string(content))
+		return cl_buf_append(out, json_string_value(content), json_string_length(content));
+	size_t i;
+	json_t *part;
+	json_array_foreach(content, i, part)
+	{
+		json_t *text = json_object_get(part, "text");
+		if (json_is_string(text) &&
+		    cl_buf_append(out, json_string_value(text), json_string_length(text)) != 0)
+			return CL_ENOMEM;
+	}
+	return 0;
+}
+
+/* completions: every message's text joined by a blank line, as one prompt string. */
+static json_t *prompt_of(json_t *messages)
+{
+	struct cl_buf b;
+	cl_buf_init(&b, 0);
+	size_t i;
+	json_t *m;
+	json_t *out = NULL;
+	json_array_foreach(messages, i, m)
+	{
+		if ((i && cl_buf_append(&b, "\n\n", 2) != 0) ||
+		    content_text(json_object_get(m, "content"), &b) != 0)
+			goto out;
+	}
+	out = json_stringn(b.data ? b.data : "", b.len);
+out:
+	cl_buf_free(&b);
+	return out;
+}
+
+/* embeddings: one input string per message. */
+static json_t *inputs_of(json_t *messages)
+{
+	json_t *arr = json_array();
+	size_t i;
+	json_t *m;
+	json_array_foreach(messages, i, m)
+	{
+		struct cl_buf b;
+		cl_buf_init(&b, 0);
+		json_t *v = NULL;
+		if (content_text(json_object_get(m, "content"), &b) == 0)
+			v = json_stringn(b.data ? b.data : "", b.len);
+		cl_buf_free(&b);
+		if (!arr || json_array_append_new(arr, v) != 0) {
+			json_decref(arr);
+			return NULL;
+		}
+	}
+	return arr;
+}
+
 int cl_body_json_render(const char *model, json_t *messages /* stolen */, uint32_t max_tokens,
 			bool ignore_eos, json_t *extra, char **json_out)
+{
+	return cl_body_json_render_api(CL_API_CHAT, model, messages, max_tokens, ignore_eos, extra,
+				       json_out);
+}
+
+int cl_body_json_render_api(enum cl_api api, const char *model, json_t *messages /* stolen */,
+			    uint32_t max_tokens, bool ignore_eos, json_t *extra, char **json_out)
 {
 	int rc = CL_ENOMEM;
 	json_t *body = json_object();
 	json_t *opts = json_object();
+	json_t *what = NULL;
+	const char *what_key = "messages", *max_key = "max_tokens";
+	bool stream = cl_api_streams(api);
 	if (!body || !opts || json_object_set_new(body, "model", json_string(model)) != 0)
 		goto out;
-	int bad = json_object_set_new(body, "messages", messages); /* consumes messages */
-	messages = NULL;
+	switch (api) {
+	case CL_API_COMPLETIONS:
+		what = prompt_of(messages), what_key = "prompt";
+		break;
+	case CL_API_RESPONSES:
+		/* A list of {"role", "content"} messages is a valid Responses input. */
+		what = messages, messages = NULL, what_key = "input";
+		max_key = "max_output_tokens";
+		break;
+	case CL_API_EMBEDDINGS:
+		what = inputs_of(messages), what_key = "input";
+		max_tokens = 0; /* no output to bound */
+		ignore_eos = false;
+		break;
+	default:
+		what = messages, messages = NULL;
+		break;
+	}
+	int bad = json_object_set_new(body, what_key, what); /* consumes what */
 	if (bad)
 		goto out;
 	/* max_tokens 0 leaves the limit to the server. */
-	if ((max_tokens &&
-	     json_object_set_new(body, "max_tokens", json_integer(max_tokens)) != 0) ||
-	    (ignore_eos && json_object_set_new(body, "ignore_eos", json_true()) != 0) ||
-	    json_object_set_new(body, "stream", json_true()) != 0 ||
-	    json_object_set_new(opts, "include_usage", json_true()) != 0 ||
-	    json_object_set(body, "stream_options", opts) != 0)
+	if ((max_tokens && json_object_set_new(body, max_key, json_integer(max_tokens)) != 0) ||
+	    (ignore_eos && json_object_set_new(body, "ignore_eos", json_true()) != 0))
+		goto out;
+	/* stream_options is the chat and completions APIs' (Responses always ends with usage in
+	 * response.completed). */
+	if (stream && json_object_set_new(body, "stream", json_true()) != 0)
+		goto out;
+	if (stream && api != CL_API_RESPONSES &&
+	    (json_object_set_new(opts, "include_usage", json_true()) != 0 ||
+	     json_object_set(body, "stream_options", opts) != 0))
 		goto out;
 	if (extra && cl_body_json_merge(body, extra, false) != 0)
 		goto out;
-	/* The engine reads an SSE stream; a body that turned streaming off would be unreadable. */
-	if (json_object_set_new(body, "stream", json_true()) != 0)
+	/* The engine reads an SSE stream (or, for embeddings, one JSON answer); a body that
+	 * turned streaming on or off would be unreadable.  Set after the merge so it wins. */
+	if (!stream)
+		json_object_del(body, "stream"); /* -1 when absent: nothing to do */
+	else if (json_object_set_new(body, "stream", json_true()) != 0)
 		goto out;
 	*json_out = json_dumps(body, CL_BODY_JSON_DUMP_FLAGS);
 	if (*json_out)
@@ -102,6 +197,14 @@ out:
 
 int cl_body_json_probe(const char *model, const char *prompt, uint32_t max_tokens,
 		       const char *extra_body_json, char **json_out, struct cl_err *err)
+{
+	return cl_body_json_probe_api(CL_API_CHAT, model, prompt, max_tokens, extra_body_json,
+				      json_out, err);
+}
+
+int cl_body_json_probe_api(enum cl_api api, const char *model, const char *prompt,
+			   uint32_t max_tokens, const char *extra_body_json, char **json_out,
+			   struct cl_err *err)
 {
 	json_t *extra = NULL;
 	json_t *messages = NULL;
@@ -124,7 +227,7 @@ int cl_body_json_probe(const char *model, const char *prompt, uint32_t max_token
 		rc = cl_err_set(err, CL_ENOMEM, "out of memory rendering the probe body");
 		goto out;
 	}
-	rc = cl_body_json_render(model, messages, max_tokens, false, extra, json_out);
+	rc = cl_body_json_render_api(api, model, messages, max_tokens, false, extra, json_out);
 	messages = NULL;
 	if (rc)
 		rc = cl_err_set(err, CL_ENOMEM, "out of memory rendering the probe body");

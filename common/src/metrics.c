@@ -87,6 +87,7 @@ static const char *const ctr_names[CL_CTR__COUNT] = {
 	[CL_CTR_TURN1_PROMPT_TOKENS + 6] = "turn7_prompt_tokens",
 	[CL_CTR_TURN1_PROMPT_TOKENS + 7] = "turn8_prompt_tokens",
 	[CL_CTR_CACHED_PROMPT_TOKENS] = "cached_prompt_tokens",
+	[CL_CTR_EMBEDDING_INPUTS] = "embedding_inputs",
 };
 
 /* Latencies in µs: 1 µs .. 1 h at 3 digits (23552 buckets, 184 KiB). */

@@ -85,6 +85,25 @@ int cl_apportion_real(double total, const uint32_t *weights, size_t n, double *o
 	return 0;
 }
 
+const char *cl_api_name(enum cl_api a)
+{
+	static const char *const names[CL_API__COUNT] = { "chat", "completions", "responses",
+							  "embeddings" };
+	return (unsigned)a < CL_API__COUNT ? names[a] : NULL;
+}
+
+const char *cl_api_path(enum cl_api a)
+{
+	static const char *const paths[CL_API__COUNT] = { "/chat/completions", "/completions",
+							  "/responses", "/embeddings" };
+	return (unsigned)a < CL_API__COUNT ? paths[a] : NULL;
+}
+
+bool cl_api_streams(enum cl_api a)
+{
+	return a != CL_API_EMBEDDINGS;
+}
+
 const char *cl_load_mode_name(enum cl_load_mode m)
 {
 	switch (m) {

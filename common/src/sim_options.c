@@ -47,6 +47,10 @@ const struct cl_sim_option cl_sim_options[] = {
 	{ "jitter", F, "FRAC", "0", "relative jitter on ttft and itl (0.1 = +-10%)", true },
 	{ "seed", I, "N", "1", "seed for jitter, lengths and faults", true },
 	{ "prefill-per-token", D, "DUR", "0", "extra time to first token per prompt token", true },
+	{ "embedding-dim", I, "N", "8",
+	  "numbers in each vector of a /v1/embeddings answer (1..65536)", true },
+	{ "embedding-per-token", D, "DUR", "20us",
+	  "/v1/embeddings: time per input token, the whole answer's time (no decode)", true },
 	/* capacity */
 	{ "max-batch", I, "N", "0", "requests decoding at once, the rest queue (0: unlimited)",
 	  true },

@@ -20,11 +20,13 @@ static int dec_target(struct wire_dec *d, const char *name, const msgpack_object
 	if ((rc = cli_wire_need_map(d, name, v, true)))
 		return rc;
 	size_t old = wire_path_push(&d->path, name);
+	uint32_t api = 0;
 	struct wire_fld f[] = { FLD("base_url"),       FLD("model"),
 				FLD("api_key_env"),    FLD("headers"),
 				FLD("http2"),          FLD("tls_verify"),
 				FLD("ca_file"),        FLD("connect_timeout_us"),
-				FLD("http2_fallback"), FLD("http2_streams") };
+				FLD("http2_fallback"), FLD("http2_streams"),
+				FLD("api") };
 	if ((rc = cli_wire_fields(d, v, f, WIRE_N(f))))
 		goto out;
 #define F(n) cli_wire_fv(f, WIRE_N(f), n)
@@ -46,8 +48,14 @@ static int dec_target(struct wire_dec *d, const char *name, const msgpack_object
 	    (rc = cli_wire_get_bool(d, "http2_fallback", F("http2_fallback"), false,
 				    &t->http2_fallback)) ||
 	    (rc = cli_wire_get_u32(d, "http2_streams", F("http2_streams"), false,
-				   &t->http2_streams)))
+				   &t->http2_streams)) ||
+	    (rc = cli_wire_get_u32(d, "api", F("api"), false, &api)))
 		goto out;
+	if (api >= CL_API__COUNT) {
+		rc = cli_wire_bad(d, CL_EPROTO, "api", "is not an API this agent knows (%u)", api);
+		goto out;
+	}
+	t->api = (enum cl_api)api;
 	if (t->http2_streams > CL_HTTP2_MAX_STREAMS) {
 		rc = cli_wire_bad(d, CL_EPROTO, "http2_streams", "is out of range (%u, max %u)",
 				  t->http2_streams, CL_HTTP2_MAX_STREAMS);
@@ -88,7 +96,7 @@ static int dec_bodies(struct wire_dec *d, const msgpack_object *b, struct cl_req
 		size_t o2 = wire_path_push(&d->path, nm);
 		struct wire_fld bf[] = { FLD("json"), FLD("prompt_chars"), FLD("max_tokens"),
 					 FLD("turn"), FLD("hist_at"),      FLD("user_len"),
-					 FLD("at_us") };
+					 FLD("at_us"), FLD("inputs") };
 		struct cl_request_body *rb = &(*out)[i];
 		if (!(rc = cli_wire_fields(d, e, bf, WIRE_N(bf))) &&
 		    !(rc = cli_wire_get_str(d, "json", bf[0].v, true, CL_WIRE_MAX_BODY, WSTR_TEXT,
@@ -100,6 +108,7 @@ static int dec_bodies(struct wire_dec *d, const msgpack_object *b, struct cl_req
 		    !(rc =
 			  cli_wire_get_u32(d, "user_len", bf[5].v, rb->turn != 0, &rb->user_len)) &&
 		    !(rc = cli_wire_get_i64(d, "at_us", bf[6].v, false, 0, &rb->at_us)) &&
+		    !(rc = cli_wire_get_u32(d, "inputs", bf[7].v, false, &rb->inputs)) &&
 		    (size_t)rb->hist_at + rb->user_len > rb->len)
 			rc = cli_wire_bad(d, CL_EPROTO, "hist_at",
 					  "%u + %u is past the body's %zu bytes", rb->hist_at,

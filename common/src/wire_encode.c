@@ -154,7 +154,7 @@ static void enc_target(struct enc *e, const char *name, const struct cl_target_p
 	if (t->n_headers && !t->headers)
 		fail(e, CL_EINVAL, "headers", "is NULL with %zu entries", t->n_headers);
 	map(e, 5 + !!t->model + !!t->api_key_env + !!t->ca_file + !!t->http2_fallback +
-		   !!t->http2_streams);
+		   !!t->http2_streams + !!t->api);
 	str(e, "base_url", t->base_url, CL_WIRE_MAX_URL, WSTR_NAME);
 	if (t->model)
 		str(e, "model", t->model, CL_WIRE_MAX_NAME, WSTR_NAME);
@@ -178,6 +178,8 @@ static void enc_target(struct enc *e, const char *name, const struct cl_target_p
 		boolean(e, "http2_fallback", true);
 	if (t->http2_streams)
 		nonneg(e, "http2_streams", t->http2_streams);
+	if (t->api)
+		nonneg(e, "api", t->api);
 	wire_path_pop(&e->path, old);
 }
 
@@ -201,7 +203,7 @@ static void enc_bodies_value(struct enc *e, const struct cl_request_body *bodies
 		if (b->turn && ((size_t)b->hist_at + b->user_len > len))
 			fail(e, CL_EINVAL, "hist_at", "%u + %u is past the body's %zu bytes",
 			     b->hist_at, b->user_len, len);
-		map(e, 2 + !!b->max_tokens + 3 * !!b->turn + !!b->at_us);
+		map(e, 2 + !!b->max_tokens + 3 * !!b->turn + !!b->at_us + !!b->inputs);
 		key(e, "json");
 		str_val(e, "json", json, len, CL_WIRE_MAX_BODY, WSTR_TEXT);
 		u64(e, "prompt_chars", b->prompt_chars);
@@ -214,6 +216,8 @@ static void enc_bodies_value(struct enc *e, const struct cl_request_body *bodies
 		}
 		if (b->at_us)
 			nonneg(e, "at_us", b->at_us);
+		if (b->inputs)
+			u64(e, "inputs", b->inputs);
 		wire_path_pop(&e->path, o2);
 	}
 }

@@ -33,7 +33,7 @@ static void usage(FILE *out)
 	    "                      [--consecutive N] [--prompt TEXT] [--max-tokens N]\n"
 	    "                      [--body JSON] [--api-key-env VAR] [--header 'Name: value']...\n"
 	    "                      [--connect-timeout D] [--backoff-initial D] [--backoff-max D]\n"
-	    "                      [--insecure] [-q]\n"
+	    "                      [--api chat|completions|responses|embeddings] [--insecure] [-q]\n"
 	    "\n"
 	    "Runs the readiness gate against URL from this machine and prints one verdict line\n"
 	    "on stdout.  The gate passes when, in order: a TCP connection to URL's host and port\n"
@@ -61,6 +61,8 @@ static void usage(FILE *out)
 	    "  --connect-timeout D   limit on each TCP connect (default 10s)\n"
 	    "  --backoff-initial D   first wait after a failure (default 1s)\n"
 	    "  --backoff-max D       longest wait between attempts (default 30s)\n"
+	    "  --api A               the API probed, as workload.api: chat (default), completions,\n"
+	    "                        responses or embeddings\n"
 	    "  --insecure            do not verify the server's TLS certificate\n"
 	    "  -q, --quiet           no progress lines on stderr, only the verdict\n"
 	    "  -h, --help            show this help\n"
@@ -169,6 +171,7 @@ enum {
 	OPT_BACKOFF_INITIAL,
 	OPT_BACKOFF_MAX,
 	OPT_INSECURE,
+	OPT_API,
 };
 
 /* What the command line asks for; cfg.target points at target. */
@@ -251,6 +254,20 @@ static int apply_option(struct probe_args *a, int c, char **argv)
 	case OPT_INSECURE:
 		a->target.tls_verify = false;
 		break;
+	case OPT_API: {
+		bool found = false;
+		for (int i = 0; i < CL_API__COUNT && !found; i++) {
+			if (strcmp(optarg, cl_api_name((enum cl_api)i)) == 0) {
+				a->target.api = (enum cl_api)i;
+				found = true;
+			}
+		}
+		if (!found)
+			return bad_usage("--api must be chat, completions, responses or embeddings, "
+					 "not '%s'",
+					 optarg);
+		break;
+	}
 	case 'q':
 		a->prog.quiet = true;
 		break;
@@ -283,6 +300,7 @@ static int parse_args(int argc, char **argv, struct probe_args *a)
 		{ "backoff-initial", required_argument, NULL, OPT_BACKOFF_INITIAL },
 		{ "backoff-max", required_argument, NULL, OPT_BACKOFF_MAX },
 		{ "insecure", no_argument, NULL, OPT_INSECURE },
+		{ "api", required_argument, NULL, OPT_API },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },

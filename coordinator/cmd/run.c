@@ -1,12 +1,14 @@
 /* chatload run: flags for one run (run/run.c does the work). */
 #include "cmd/commands.h"
 #include "run/run.h"
+#include "scenario/scenario.h"
 
 #include "chatload/exitcode.h"
 
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MAX_OVERRIDES 128
@@ -28,7 +30,7 @@ static void on_signal(int sig)
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: chatload run SCENARIO [--set KEY.PATH=VALUE]... [--out DIR]\n"
+		"usage: chatload run SCENARIO [--set KEY.PATH=VALUE]... [--out DIR] [--repeat N]\n"
 		"                    [--metrics-listen HOST:PORT [--metrics-allow-remote]]\n"
 		"                    [--web HOST:PORT [--web-allow-remote]]\n\n"
 		"Runs a scenario: starts the built-in simulator if the scenario asks for one,\n"
@@ -38,6 +40,8 @@ static void usage(FILE *out)
 		"  --set K=V    override a scenario value, e.g. --set stages.1.duration=30s\n"
 		"               --set target.model=llama (repeatable)\n"
 		"  --out DIR    results directory (default: output.dir or results/<name>-<UTC>/)\n"
+		"  --repeat N   run every stage N times (not searches or replays): figures\n"
+		"               pooled, each repeat's own and a 95%% interval across them\n"
 		"  --insecure   allow a plaintext tcp:// agents.listen off loopback\n"
 		"  --metrics-listen HOST:PORT\n"
 		"               serve live Prometheus metrics at http://HOST:PORT/metrics for\n"
@@ -78,6 +82,18 @@ int cl_cmd_run(int argc, char **argv)
 			} else {
 				o.out_dir = argv[++i];
 			}
+		} else if (strcmp(a, "--repeat") == 0 || strncmp(a, "--repeat=", 9) == 0) {
+			const char *v = a[8] == '=' ? a + 9 : i + 1 < argc ? argv[++i] : NULL;
+			char *end = NULL;
+			unsigned long n = v ? strtoul(v, &end, 10) : 0;
+			if (!v || !*v || *end || v[0] == '-' || n < 1 || n > CL_SCN_MAX_REPEAT) {
+				fprintf(stderr,
+					"chatload run: --repeat needs a count from 1 to %d, got "
+					"'%s'\n",
+					CL_SCN_MAX_REPEAT, v ? v : "");
+				return CL_EXIT_USAGE;
+			}
+			o.repeat = (uint32_t)n;
 		} else if (strcmp(a, "--insecure") == 0) {
 			o.insecure = true;
 		} else if (strcmp(a, "--metrics-listen") == 0) {

@@ -183,6 +183,13 @@ static void print_workload_read(const struct cl_scn_workload *w, const struct cl
 	}
 	printf("  request bodies: %zu (prompts of %.1f tokens on average, estimated)\n", st->bodies,
 	       st->bodies ? (double)st->prompt_tokens_sum / st->bodies : 0.0);
+	if (w->api == CL_API_EMBEDDINGS) {
+		/* Nothing is generated: no lengths or ends of sequence to report. */
+		printf("  inputs: %zu prompts, %u to a request\n", st->records ? st->records
+										  : st->bodies,
+		       w->embedding_batch);
+		return;
+	}
 	printf("  output tokens asked: %u..%u, mean %.1f; %zu bodies with their own length, "
 	       "%zu with max_tokens\n",
 	       st->requested_min, st->requested_max,
@@ -262,7 +269,12 @@ static void print_workload(const struct cl_scn_workload *w)
 		       w->shared_prefix_tokens);
 	if (w->system_prompt)
 		printf("  system prompt: \"%s\"\n", w->system_prompt);
-	printf("  max tokens: %u\n", w->max_tokens);
+	printf("  api: %s (POST %s)%s\n", cl_api_name(w->api), cl_api_path(w->api),
+	       w->api == CL_API_CHAT ? " (default)" : "");
+	if (w->api == CL_API_EMBEDDINGS)
+		printf("  embedding batch: %u inputs per request\n", w->embedding_batch);
+	else
+		printf("  max tokens: %u\n", w->max_tokens);
 	printf("  request timeout: %s\n", dur(w->request_timeout_us, a, sizeof(a)));
 	printf("  drain timeout: %s\n", dur(w->drain_timeout_us, a, sizeof(a)));
 	printf("  seed: %llu\n", (unsigned long long)w->seed);
@@ -308,6 +320,10 @@ static void print_stages(const struct cl_scenario *s)
 				 (unsigned long long)st->requests);
 		else
 			snprintf(bound, sizeof(bound), "%s", dur(st->duration_us, a, sizeof(a)));
+		if (st->repeat > 1) {
+			size_t len = strlen(bound);
+			snprintf(bound + len, sizeof(bound) - len, " x%u", st->repeat);
+		}
 		printf("  %-3zu %-16s %-12s %-34s %-16s %s\n", i, st->name,
 		       cl_load_mode_name(st->mode), load, bound,
 		       st->ramp_us ? dur(st->ramp_us, a, sizeof(a)) : "-");

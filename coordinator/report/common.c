@@ -51,16 +51,23 @@ const char *const cli_rp_col_names[RP__COLS] = {
 	"stage",       "load",        "status",      "req/s",         "out tok/s",  "TTFT p50 ms",
 	"TTFT p99 ms", "ITL p50 ms",  "ITL p99 ms",  "TPOT p50 ms",   "E2E p50 ms", "errors",
 	"no content",  "TTFC p50 ms", "TTFC p99 ms", "content tok/s", "cached prompt",
+	"inputs/s",    "input tok/s", "E2E p99 ms",
 };
-const bool cli_rp_col_numeric[RP__COLS] = { false, true, false, true, true, true, true, true, true,
-					    true,  true, true,  true, true, true, true, true };
+const bool cli_rp_col_numeric[RP__COLS] = { false, true, false, true, true, true, true,
+					    true,  true, true,  true, true, true, true,
+					    true,  true, true,  true, true, true };
 
 /* Display order: the thinking-model columns sit beside TTFT and the output rate they
  * qualify. */
-static const int col_order[RP__COLS] = {
+static const int col_order[] = {
 	RP_STAGE,  RP_LOAD,   RP_STATUS, RP_RPS,       RP_OTPS,  RP_CONTENT_TPS,
 	RP_TTFT50, RP_TTFT99, RP_CACHED, RP_TTFC50,    RP_TTFC99, RP_ITL50,
 	RP_ITL99,  RP_TPOT50, RP_E2E50,  RP_ERRORS, RP_NOCONTENT,
+};
+/* An embeddings run: no output, no chunks, so no TTFT, ITL or TPOT; what it has instead. */
+static const int col_order_embeddings[] = {
+	RP_STAGE, RP_LOAD, RP_STATUS, RP_RPS, RP_INPUTS_PS, RP_INTOK_PS, RP_E2E50, RP_E2E99,
+	RP_ERRORS,
 };
 
 bool cli_rp_thinking(const json_t *stages)
@@ -73,6 +80,18 @@ bool cli_rp_thinking(const json_t *stages)
 			return true;
 	}
 	return false;
+}
+
+bool cli_rp_embeddings(const json_t *stages)
+{
+	size_t i;
+	const json_t *s;
+	bool embeddings = json_array_size(stages) > 0;
+	json_array_foreach(stages, i, s)
+	{
+		embeddings &= json_is_object(json_object_get(s, "embeddings"));
+	}
+	return embeddings;
 }
 
 size_t cli_rp_columns(const json_t *stages, int cols[RP__COLS])
@@ -91,7 +110,12 @@ size_t cli_rp_columns(const json_t *stages, int cols[RP__COLS])
 		cached |= cl_results_num(s, "tokens.cached_prompt_tokens") > 0;
 	}
 	size_t n = 0;
-	for (int k = 0; k < RP__COLS; k++) {
+	if (cli_rp_embeddings(stages)) {
+		for (size_t k = 0; k < sizeof(col_order_embeddings) / sizeof(int); k++)
+			cols[n++] = col_order_embeddings[k];
+		return n;
+	}
+	for (size_t k = 0; k < sizeof(col_order) / sizeof(col_order[0]); k++) {
 		int c = col_order[k];
 		if (c == RP_NOCONTENT && !no_content)
 			continue;
@@ -212,12 +236,43 @@ char *cli_rp_exit_text(char *buf, size_t n, const json_t *doc)
 	return buf;
 }
 
+/* Appends " ±h" to the cells whose figure has a 95 % interval (stages[].ci95), in the
+ * cell's own precision, so "812.4 ±9.6" reads as the value and its uncertainty. */
+static void add_ci(const json_t *s, struct cli_rp_row *row)
+{
+	static const struct {
+		int col;
+		const char *figure;
+		bool rate;
+	} cis[] = { { RP_RPS, "requests_per_s", true },  { RP_OTPS, "output_tokens_per_s", true },
+		    { RP_TTFT50, "ttft_p50_ms", false }, { RP_TTFT99, "ttft_p99_ms", false },
+		    { RP_ITL50, "itl_p50_ms", false },   { RP_ITL99, "itl_p99_ms", false },
+		    { RP_TPOT50, "tpot_p50_ms", false }, { RP_E2E50, "e2e_p50_ms", false } };
+	const json_t *ci = json_object_get(s, "ci95");
+	if (!json_is_object(ci))
+		return;
+	for (size_t i = 0; i < sizeof(cis) / sizeof(cis[0]); i++) {
+		double h = cl_results_num(json_object_get(ci, cis[i].figure), "half");
+		char *cell = row->cell[cis[i].col];
+		size_t len = strlen(cell);
+		if (!isfinite(h) || strcmp(cell, "-") == 0 || len + 24 >= RP_CELL_MAX)
+			continue;
+		char hb[32];
+		if (cis[i].rate)
+			cli_rp_fmt_rate(hb, sizeof(hb), h);
+		else
+			cli_rp_fmt_ms(hb, sizeof(hb), h);
+		snprintf(cell + len, RP_CELL_MAX - len, " \xc2\xb1%s", hb);
+	}
+}
+
 void cli_rp_stage_row(const json_t *s, struct cli_rp_row *row)
 {
 	static const struct {
 		int col;
 		const char *path;
-	} ms[] = { { RP_TTFT50, "latency_ms.ttft.p50" }, { RP_TTFT99, "latency_ms.ttft.p99" },
+	} ms[] = { { RP_E2E99, "latency_ms.e2e.p99" },
+		   { RP_TTFT50, "latency_ms.ttft.p50" }, { RP_TTFT99, "latency_ms.ttft.p99" },
 		   { RP_ITL50, "latency_ms.itl.p50" },   { RP_ITL99, "latency_ms.itl.p99" },
 		   { RP_TPOT50, "latency_ms.tpot.p50" }, { RP_E2E50, "latency_ms.e2e.p50" },
 		   { RP_TTFC50, "latency_ms.ttfc.p50" }, { RP_TTFC99, "latency_ms.ttfc.p99" } };
@@ -238,6 +293,7 @@ void cli_rp_stage_row(const json_t *s, struct cli_rp_row *row)
 	    row->cell[RP_CONTENT_TPS], RP_CELL_MAX,
 	    (cl_results_num(s, "tokens.output") - cl_results_num(s, "tokens.reasoning")) /
 		cl_results_num(s, "duration_s"));
+	add_ci(s, row);
 	/* The share of prompt tokens the server took from its cache: a high one means TTFT
 	 * measured the cache, not a new user's prefill. */
 	double cached = cl_results_num(s, "tokens.cached_prompt_ratio");
@@ -245,6 +301,10 @@ void cli_rp_stage_row(const json_t *s, struct cli_rp_row *row)
 		cli_rp_fmt_pct(row->cell[RP_CACHED], RP_CELL_MAX, cached * 100);
 	else
 		cli_rj_fmt(row->cell[RP_CACHED], RP_CELL_MAX, NAN, 0);
+	cli_rp_fmt_rate(row->cell[RP_INPUTS_PS], RP_CELL_MAX,
+			cl_results_num(s, "embeddings.inputs_per_s"));
+	cli_rp_fmt_rate(row->cell[RP_INTOK_PS], RP_CELL_MAX,
+			cl_results_num(s, "embeddings.input_tokens_per_s"));
 	double errors = cl_results_num(s, "requests.errors_total");
 	double rate = cl_results_num(s, "requests.error_rate");
 	if (isfinite(errors) && errors > 0 && isfinite(rate))

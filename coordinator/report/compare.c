@@ -29,7 +29,9 @@ static const struct metric metrics[] = {
 	{ "itl_p50_ms", "ITL p50 ms", "latency_ms.itl.p50", LOWER },
 	{ "itl_p99_ms", "ITL p99 ms", "latency_ms.itl.p99", LOWER },
 	{ "tpot_p50_ms", "TPOT p50 ms", "latency_ms.tpot.p50", LOWER },
+	{ "tpot_p99_ms", "TPOT p99 ms", "latency_ms.tpot.p99", LOWER },
 	{ "e2e_p50_ms", "E2E p50 ms", "latency_ms.e2e.p50", LOWER },
+	{ "e2e_p99_ms", "E2E p99 ms", "latency_ms.e2e.p99", LOWER },
 	{ "error_rate", "error rate", "requests.error_rate", LOWER_RATE },
 };
 #define N_METRICS (sizeof(metrics) / sizeof(metrics[0]))
@@ -122,9 +124,12 @@ static const json_t *find_stage(const json_t *doc, const char *name)
 	return NULL;
 }
 
-/* Decides one metric; returns its verdict word and sets *change (NaN when undefined). */
-static const char *judge(enum better better, double b, double n, const struct cl_compare_opts *o,
-			 double *change)
+/* Decides one metric; returns its verdict word and sets *change (NaN when undefined).
+ * noise is half the width of the 95 % interval of the difference n - b (NaN when either run
+ * has no interval for it): a change beyond the limit that noise could explain is "within
+ * noise", not a regression. */
+static const char *judge(enum better better, double b, double n, double noise,
+			 const struct cl_compare_opts *o, double *change)
 {
 	*change = NAN;
 	if (!isfinite(b))
@@ -146,7 +151,21 @@ static const char *judge(enum better better, double b, double n, const struct cl
 		beyond = n - b > o->max_error_increase && (b == 0 || *change > o->max_regression);
 	else
 		beyond = b == 0 || fabs(*change) > o->max_regression;
-	return beyond ? "regressed" : "worse";
+	if (!beyond)
+		return "worse";
+	return isfinite(noise) && fabs(n - b) <= noise ? "within noise" : "regressed";
+}
+
+/* Half the width of the 95 % interval of the difference of a figure between two runs: the
+ * two runs' intervals are independent, so their half-widths add in quadrature.  NaN when
+ * either run has none (a results file from before ci95, or too few intervals). */
+static double noise_of(const char *metric, const json_t *bs, const json_t *ns)
+{
+	double hb = cl_results_num(json_object_get(json_object_get(bs, "ci95"), metric), "half");
+	double hn = cl_results_num(json_object_get(json_object_get(ns, "ci95"), metric), "half");
+	if (!isfinite(hb) || !isfinite(hn) || hb < 0 || hn < 0) /* a file's nonsense: unknown */
+		return NAN;
+	return sqrt(hb * hb + hn * hn);
 }
 
 static json_t *run_json(const json_t *doc, const char *file)
@@ -161,14 +180,15 @@ static json_t *metric_json(const struct metric *mt, const json_t *bs, const json
 			   const struct cl_compare_opts *o, size_t *regressions)
 {
 	double b = cl_results_num(bs, mt->path), n = cl_results_num(ns, mt->path);
-	double change;
-	const char *verdict = judge(mt->better, b, n, o, &change);
+	double change, noise = noise_of(mt->name, bs, ns);
+	const char *verdict = judge(mt->better, b, n, noise, o, &change);
 	if (strcmp(verdict, "regressed") == 0)
 		(*regressions)++;
-	return json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:s}", "metric", mt->name, "label", mt->label,
-			 "better", mt->better == HIGHER ? "higher" : "lower", "base",
+	return json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:s}", "metric", mt->name, "label",
+			 mt->label, "better", mt->better == HIGHER ? "higher" : "lower", "base",
 			 cli_rj_real(b), "new", cli_rj_real(n), "change",
-			 cli_rj_real(cli_rj_sig(change, 6)), "verdict", verdict);
+			 cli_rj_real(cli_rj_sig(change, 6)), "noise",
+			 cli_rj_real(cli_rj_sig(noise, 6)), "verdict", verdict);
 }
 
 /* A server figure's row, or NULL (*skip) when neither run has it. */
@@ -182,15 +202,16 @@ static json_t *srv_metric_json(const struct metric *mt, const json_t *bs, const 
 	double change = NAN;
 	const char *verdict = "n/a";
 	if (isfinite(b) && isfinite(n)) {
-		verdict = judge(mt->better, b, n, o, &change);
+		/* no interval for the server's figures: the limit alone words it */
+		verdict = judge(mt->better, b, n, NAN, o, &change);
 		if (strcmp(verdict, "regressed") == 0)
 			verdict = "worse";
 	}
-	return json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:s,s:b}", "metric", mt->name, "label",
+	return json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:n,s:s,s:b}", "metric", mt->name, "label",
 			 mt->label, "better", mt->better == HIGHER ? "higher" : "lower", "base",
 			 cli_rj_real(b), "new", cli_rj_real(n), "change",
-			 cli_rj_real(cli_rj_sig(change, 6)), "verdict", verdict, "informational",
-			 true);
+			 cli_rj_real(cli_rj_sig(change, 6)), "noise", "verdict", verdict,
+			 "informational", true);
 }
 
 static int add_warnings(json_t *w, const json_t *doc, const char *which)
@@ -329,11 +350,26 @@ static void fmt_change(char *buf, size_t n, const json_t *m)
 		snprintf(buf, n, "-");
 }
 
+/* The noise as the change is written: +-% of the base (error rate: pp); "-" when unknown. */
+static void fmt_noise(char *buf, size_t n, const json_t *m)
+{
+	const char *metric = cl_results_str(m, "metric", "");
+	double b = cl_results_num(m, "base"), z = cl_results_num(m, "noise");
+	if (!isfinite(z))
+		snprintf(buf, n, "-");
+	else if (strcmp(metric, "error_rate") == 0)
+		snprintf(buf, n, "\xc2\xb1%.2fpp", z * 100);
+	else if (isfinite(b) && b != 0)
+		snprintf(buf, n, "\xc2\xb1%.1f%%", 100 * z / fabs(b));
+	else
+		snprintf(buf, n, "-");
+}
+
 /* One row of cells per metric (or per missing/new stage), shared by table and Markdown. */
-#define CMP_COLS 6
-static const char *const cmp_head[CMP_COLS] = { "stage", "metric", "base",
-						"new",   "change", "verdict" };
-static const bool cmp_numeric[CMP_COLS] = { false, false, true, true, true, false };
+#define CMP_COLS 7
+static const char *const cmp_head[CMP_COLS] = { "stage",  "metric", "base",   "new",
+						"change", "noise",  "verdict" };
+static const bool cmp_numeric[CMP_COLS] = { false, false, true, true, true, true, false };
 
 typedef void (*row_fn)(FILE *out, char cells[CMP_COLS][96], void *ctx);
 
@@ -352,7 +388,8 @@ static void each_row(const json_t *cmp, FILE *out, row_fn fn, void *ctx)
 			snprintf(cells[2], 96, "%s", is_new ? "-" : "present");
 			snprintf(cells[3], 96, "%s", is_new ? "present" : "-");
 			snprintf(cells[4], 96, "-");
-			snprintf(cells[5], 96, "%s", is_new ? "new stage" : "MISSING (regressed)");
+			snprintf(cells[5], 96, "-");
+			snprintf(cells[6], 96, "%s", is_new ? "new stage" : "MISSING (regressed)");
 			fn(out, cells, ctx);
 			continue;
 		}
@@ -366,7 +403,8 @@ static void each_row(const json_t *cmp, FILE *out, row_fn fn, void *ctx)
 			fmt_value(cells[2], 96, metric, cl_results_num(m, "base"));
 			fmt_value(cells[3], 96, metric, cl_results_num(m, "new"));
 			fmt_change(cells[4], 96, m);
-			snprintf(cells[5], 96, "%s",
+			fmt_noise(cells[5], 96, m);
+			snprintf(cells[6], 96, "%s",
 				 strcmp(verdict, "regressed") == 0 ? "REGRESSED" : verdict);
 			fn(out, cells, ctx);
 		}
@@ -411,28 +449,35 @@ static void summary_line(const json_t *cmp, FILE *out, bool md)
 	double lim = cl_results_num(cmp, "max_regression") * 100;
 	double err = cl_results_num(cmp, "max_error_increase") * 100;
 	/* The units, once, for a reader who did not write the flags. */
-	fprintf(out,
-		"change: new against base, in %% of the base value (the error rate's in "
-		"percentage points, pp);\nhigher is better for tok/s, req/s and the sustainable "
-		"level, lower for latencies (ms) and the error rate;\na change for the worse "
-		"beyond %g%% (error rate: %g pp) is a regression, within it 'worse'.\n%s",
-		lim, err, md ? "\n" : "");
+	fprintf(
+	    out,
+	    "change: new against base, in %% of the base value (the error rate's in "
+	    "percentage points, pp);\nhigher is better for tok/s, req/s and the sustainable "
+	    "level, lower for latencies (ms) and the error rate;\na change for the worse "
+	    "beyond %g%% (error rate: %g pp) is a regression, within it 'worse';\nnoise: the 95%% "
+	    "interval of the change from both runs' ci95, where both have one: a change\n"
+	    "beyond the limit but within the noise is 'within noise', not a regression.\n%s",
+	    lim, err, md ? "\n" : "");
 	if (reg > 0)
 		fprintf(out, "%sresult: %.0f regression%s beyond %g%% (error rate: %g pp)%s\n",
 			md ? "**" : "", reg, reg == 1 ? "" : "s", lim, err, md ? "**" : "");
 	else
 		fprintf(out, "%sresult: no regression beyond %g%% (error rate: %g pp)%s\n",
 			md ? "**" : "", lim, err, md ? "**" : "");
-	size_t i, k;
+	size_t i, k, noisy = 0;
 	const json_t *w, *st, *m;
 	bool srv = false;
 	json_array_foreach(json_object_get(cmp, "stages"), i, st)
 	{
 		json_array_foreach(json_object_get(st, "metrics"), k, m)
 		{
+			noisy += strcmp(cl_results_str(m, "verdict", ""), "within noise") == 0;
 			srv |= json_is_true(json_object_get(m, "informational"));
 		}
 	}
+	if (noisy)
+		fprintf(out, "%s%zu change%s beyond the limit %s within the noise of the runs\n",
+			md ? "- " : "", noisy, noisy == 1 ? "" : "s", noisy == 1 ? "is" : "are");
 	if (srv)
 		fprintf(out,
 			"%sthe server's own figures (its /metrics, 'server ...' rows) explain the "

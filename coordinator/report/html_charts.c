@@ -127,15 +127,22 @@ void cli_rp_html_load_charts(const json_t *doc, bool rate_mode, FILE *out)
 	const json_t *stages = json_object_get(doc, "stages");
 	size_t n = json_array_size(stages);
 	size_t *idx = calloc(n ? n : 1, sizeof(*idx));
-	double *v = calloc(V__N * (n ? n : 1), sizeof(*v));
+	/* the values, then each one's 95 % half-width (stages[].ci95; NaN: none) */
+	double *v = calloc(2 * V__N * (n ? n : 1), sizeof(*v));
 	const char **mark = calloc(n ? n : 1, sizeof(*mark));
 	const char **name = calloc(n ? n : 1, sizeof(*name));
 	size_t m = idx && v && mark && name ? by_load(stages, rate_mode, idx) : 0;
 	if (m == 0)
 		goto out;
-	double *col[V__N];
-	for (int k = 0; k < V__N; k++)
+	double *col[V__N], *err[V__N];
+	for (int k = 0; k < V__N; k++) {
 		col[k] = v + (size_t)k * n;
+		err[k] = v + (size_t)(V__N + k) * n;
+	}
+	static const char *const ci_keys[V__N] = {
+		NULL,          "output_tokens_per_s", "requests_per_s", "ttft_p50_ms",
+		"ttft_p99_ms", "itl_p50_ms",          "itl_p99_ms"
+	};
 	static const char *const keys[V__N] = { NULL,
 						"throughput.output_tokens_per_s",
 						"throughput.requests_per_s",
@@ -143,12 +150,16 @@ void cli_rp_html_load_charts(const json_t *doc, bool rate_mode, FILE *out)
 						"latency_ms.ttft.p99",
 						"latency_ms.itl.p50",
 						"latency_ms.itl.p99" };
-	bool any_mark = false;
+	bool any_mark = false, any_ci = false;
 	for (size_t j = 0; j < m; j++) {
 		const json_t *s = json_array_get(stages, idx[j]);
 		col[V_X][j] = cl_results_num(s, rate_mode ? "rate" : "concurrency");
-		for (int k = 1; k < V__N; k++)
+		const json_t *ci = json_object_get(s, "ci95");
+		for (int k = 1; k < V__N; k++) {
 			col[k][j] = cl_results_num(s, keys[k]);
+			err[k][j] = cl_results_num(json_object_get(ci, ci_keys[k]), "half");
+			any_ci |= isfinite(err[k][j]) != 0;
+		}
 		mark[j] = mark_of(s);
 		name[j] = cl_results_str(s, "name", "-");
 		any_mark |= mark[j] != NULL;
@@ -164,6 +175,11 @@ void cli_rp_html_load_charts(const json_t *doc, bool rate_mode, FILE *out)
 		fputs("<p class=\"meta\">A red cross marks a failed, degraded, interrupted or "
 		      "client-bound stage: its numbers are shown but not joined to the line.</p>\n",
 		      out);
+	if (any_ci)
+		fputs("<p class=\"meta\">Bars are 95 % confidence intervals "
+		      "(stages[].ci95: batch means over the stage's intervals, or the spread of "
+		      "its repeats).</p>\n",
+		      out);
 	fputs("<div class=\"charts\">\n", out);
 	struct cli_rp_series s1[] = { ser("output tokens/s", BLUE, col[V_X], col[V_OTPS], m, false,
 					  mark, NULL) };
@@ -177,6 +193,13 @@ void cli_rp_html_load_charts(const json_t *doc, bool rate_mode, FILE *out)
 		ser("ITL p50", BLUE, col[V_X], col[V_I50], m, false, mark, NULL),
 		ser("ITL p99", RED, col[V_X], col[V_I99], m, true, mark, NULL),
 	};
+	/* Error bars: each stage's 95 % interval where the document has one. */
+	s1[0].err = err[V_OTPS];
+	s2[0].err = err[V_RPS];
+	s3[0].err = err[V_T50];
+	s3[1].err = err[V_T99];
+	s4[0].err = err[V_I50];
+	s4[1].err = err[V_I99];
 	struct cli_rp_chart charts[] = {
 		chart("Output throughput", xl, "output tokens/s", pl, s1, 1, 540, 300, false),
 		chart("Request throughput", xl, "completed requests/s", pl, s2, 1, 540, 300, false),
@@ -185,10 +208,13 @@ void cli_rp_html_load_charts(const json_t *doc, bool rate_mode, FILE *out)
 	};
 	chart_slo(&charts[2], &ttft);
 	chart_slo(&charts[3], &itl);
+	/* An embeddings run has requests and nothing token-shaped: only the request rate. */
+	bool emb = cli_rp_embeddings(stages);
 	for (size_t c = 0; c < sizeof(charts) / sizeof(charts[0]); c++)
-		cli_rp_svg_chart(out, &charts[c]);
+		if (!emb || c == 1)
+			cli_rp_svg_chart(out, &charts[c]);
 	fputs("</div>\n", out);
-	if (m >= 2) {
+	if (m >= 2 && !emb) {
 		/* The trade-off: what each step of load bought in throughput and cost in
 		 * latency, stages joined in load order. */
 		fputs("<h3>Trade-off: latency against throughput</h3>\n<p class=\"meta\">Each "
@@ -306,12 +332,14 @@ void cli_rp_html_distributions(const json_t *doc, FILE *out)
 		{ "e2e", "End-to-end latency", "E2E (ms)" },
 	};
 	bool thinking = cli_rp_thinking(stages);
+	bool emb = cli_rp_embeddings(stages); /* latency (e2e) and prompts only */
 	for (size_t k = 0; k < sizeof(lat) / sizeof(lat[0]); k++)
-		if (k != 1 || thinking)
+		if ((k != 1 || thinking) && (!emb || k == 4))
 			cdf_chart(stages, "lat", lat[k].key, 1000, lat[k].title, lat[k].xl, NULL,
 				  out);
-	cdf_chart(stages, "cnt", "output_tokens", 1, "Output tokens per request: received",
-		  "tokens", "requested_tokens", out);
+	if (!emb)
+		cdf_chart(stages, "cnt", "output_tokens", 1, "Output tokens per request: received",
+			  "tokens", "requested_tokens", out);
 	cdf_chart(stages, "cnt", "prompt_tokens", 1, "Prompt tokens per request", "tokens", NULL,
 		  out);
 	fputs("</div></section>\n", out);
@@ -687,9 +715,12 @@ void cli_rp_html_timeline(const json_t *doc, FILE *out)
 		{ "loop_lag_p99_ms", "Loop lag p99 (client health)", "event-loop lag p99 (ms)",
 		  GREY, false },
 	};
+	bool emb = cli_rp_embeddings(stages); /* no output, TTFT or ITL to draw */
 	for (size_t c = 0; c < sizeof(ch) / sizeof(ch[0]); c++) {
 		if (c == 4) /* under the client's throughput and TTFT: what the server saw */
 			server_charts(stages, vl, send, vl, vlabel, ns, out);
+		if (emb && (c == 0 || c == 2 || c == 3))
+			continue;
 		if (c == 5) /* after the active streams */
 			errors_chart(stages, x, n, vl, vlabel, ns, out);
 		timeline_chart(stages, x, n, ch[c].key, ch[c].title, ch[c].yl, ch[c].color,

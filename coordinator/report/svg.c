@@ -135,6 +135,10 @@ static struct plot frame(const struct cli_rp_chart *c)
 			if (!plottable(x) || !plottable(y))
 				continue;
 			p.points++;
+			/* The error bar's top must fit too. */
+			const double *err = c->series[s].err;
+			if (err && isfinite(err[i]) && err[i] > 0)
+				y += err[i];
 			max_x = x > max_x ? x : max_x;
 			max_y = y > max_y ? y : max_y;
 		}
@@ -327,6 +331,16 @@ static void put_points(FILE *out, const struct cli_rp_chart *c, const struct cli
 			fputs("<g class=\"marked\">", out);
 			cross(out, px(p, x), py(p, y));
 		}
+		double err = se->err && isfinite(se->err[i]) && se->err[i] > 0 ? se->err[i] : NAN;
+		if (isfinite(err)) {
+			/* The 95 % interval: a vertical bar with short caps. */
+			double lo = y - err < 0 ? 0 : y - err, cx = px(p, x);
+			fprintf(out,
+				"<path class=\"errbar\" d=\"M%.1f %.1fV%.1fM%.1f %.1fH%.1fM%.1f "
+				"%.1fH%.1f\" stroke=\"%s\" stroke-width=\"1.2\" fill=\"none\"/>\n",
+				cx, py(p, lo), py(p, y + err), cx - 4, py(p, lo), cx + 4, cx - 4,
+				py(p, y + err), cx + 4, mark ? RED_MARK : se->color);
+		}
 		/* A marked point's circle is faint, but filled so its tooltip shows. */
 		fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%s\" fill=\"%s\"%s><title>",
 			px(p, x), py(p, y), mark ? "7" : "3", mark ? RED_MARK : se->color,
@@ -339,6 +353,11 @@ static void put_points(FILE *out, const struct cli_rp_chart *c, const struct cli
 		fputs(" at ", out);
 		cli_rj_put_xml(out, c->point_label ? c->point_label : "");
 		fprintf(out, "%s: %s", xs, ys);
+		if (isfinite(err)) {
+			char es[32];
+			fmt_value(es, sizeof(es), err);
+			fprintf(out, " \xc2\xb1%s (95%% interval)", es);
+		}
 		if (mark) {
 			fputs(" (", out);
 			cli_rj_put_xml(out, mark);

@@ -101,7 +101,7 @@ struct cli_rs_client {
  * out of memory. */
 json_t *cli_rs_stage_json(size_t index, const struct cl_scn_stage *st, const struct cl_metrics *m,
 			  double window_s, enum cl_stage_status status, const char *reason,
-			  const struct cli_rs_client *client);
+			  const struct cli_rs_client *client, enum cl_api api);
 /* One interval's summary (rates over interval_s).  NULL when out of memory. */
 json_t *cli_rs_interval_json(double t_s, double interval_s, const struct cl_metrics *m);
 /* results/turns.c: the stage's "turns" array (multi-turn: one entry per turn index that had
@@ -134,6 +134,11 @@ enum {
 	RP_CONTENT_TPS, /* content (answer) tokens per second: output without reasoning */
 	/* shown only when the server said some prompt tokens came from its cache: */
 	RP_CACHED, /* tokens.cached_prompt_ratio, beside TTFT, which it makes read better */
+	/* embeddings (every stage has an "embeddings" object): these replace the token and
+	 * chunk columns, which an embeddings run leaves empty */
+	RP_INPUTS_PS,   /* inputs (vectors) per second */
+	RP_INTOK_PS,    /* input (prompt) tokens per second */
+	RP_E2E99,
 	RP__COLS
 };
 #define RP_CELL_MAX 96
@@ -151,6 +156,9 @@ void cli_rp_stage_row(const json_t *stage, struct cli_rp_row *row);
 size_t cli_rp_columns(const json_t *stages, int cols[RP__COLS]);
 /* Whether any of these stages saw reasoning tokens (a thinking model). */
 bool cli_rp_thinking(const json_t *stages);
+/* Whether these stages are an embeddings run (every one has "embeddings"): no output, so no
+ * token columns or charts. */
+bool cli_rp_embeddings(const json_t *stages);
 /* Whether a stage's numbers are not a normal measurement: its status is not ok, or it was
  * client-bound.  Such stages are marked in every table and never drawn as normal points. */
 bool cli_rp_stage_marked(const json_t *stage);
@@ -224,6 +232,9 @@ struct cli_rp_series {
 	 * "client-bound"): such points are left out of the line and drawn as a red cross. */
 	const char *const *mark;
 	const char *const *point_name; /* NULL, or per point: named in its tooltip */
+	/* NULL, or per point: half the width of its 95 % interval (NaN: none), drawn as an
+	 * error bar y - err .. y + err and named in the tooltip */
+	const double *err;
 };
 struct cli_rp_chart {
 	const char *title;
@@ -281,6 +292,16 @@ struct stage_state {
 	/* drift (results/soak.c): made at the first interval, freed when the stage finishes */
 	struct cli_rs_drift *drift;
 	double ramp_s, duration_s; /* the scenario stage's: which intervals are measured */
+	/* stages[].ci95's batches (results/ci.c): made at the first interval, freed at the end
+	 * (of each repeat) */
+	struct cli_rs_ci *ci;
+	/* `repeat`: the runs planned, done, their objects, and the pooled metrics so far */
+	uint32_t repeat_n, repeats_done;
+	json_t *repeats;
+	struct cl_metrics *pooled;
+	double pooled_window_s;
+	enum cl_stage_status pooled_status;
+	char *pooled_reason;
 };
 
 struct cl_results {
@@ -296,6 +317,7 @@ struct cl_results {
 	char *from_stage;
 	unsigned formats;
 	bool client_bound_warn;    /* scenario `client_bound: warn`: a client-bound stage passes */
+	enum cl_api api;           /* workload.api: an embeddings stage gets `embeddings` */
 	uint32_t abort_intervals;  /* slo.abort_on_breach: { intervals } (0: off) */
 	struct cl_scn_drift drift; /* slo.max_drift */
 	double report_interval_s;
@@ -321,6 +343,23 @@ void cli_rs_drift_add(struct cli_rs_drift *d, double t_s, double interval_s,
 json_t *cli_rs_drift_json(struct cli_rs_drift *d, const struct cl_scn_drift *cfg, const char *stage,
 			  json_t *checks);
 void cli_rs_drift_free(struct cli_rs_drift *d);
+/* results/ci.c: the 95 % intervals of a stage's headline figures (docs/results.md, "ci95").
+ * new: NULL when out of memory; duration_s 0 for a request-bound stage.  add: one interval
+ * (ramp and drain left out).  json: the stage's ci95 object, the point estimates read from
+ * the finished stage object, cumulative its pooled metrics (a percentile's fallback); null when
+ * there are fewer than 5 whole batches.  NULL when out of memory.  repeats_json: ci95 across n
+ * repeats' stage objects (t interval over their figures), around the pooled stage's estimates; null
+ * for n < 2. */
+struct cli_rs_ci *cli_rs_ci_new(double ramp_s, double duration_s);
+void cli_rs_ci_add(struct cli_rs_ci *c, double t_s, double interval_s, const struct cl_metrics *m);
+json_t *cli_rs_ci_json(const struct cli_rs_ci *c, const json_t *stage,
+		       const struct cl_metrics *cumulative);
+json_t *cli_rs_ci_repeats_json(const json_t *stage, const json_t *const *repeats, size_t n);
+void cli_rs_ci_free(struct cli_rs_ci *c);
+/* Half the width of the 95 % t interval of the mean of the finite values of v[0..n); NaN
+ * with fewer than two. */
+double cli_rs_ci_half(const double *v, size_t n);
+
 /* results/soak.c: judges one interval of a stage (ending t_s into it) against the SLOs that
  * apply to it, for the abort window (ss->breach_streak, ss->breach_why); ramp and drain
  * intervals are skipped. */

@@ -24,6 +24,12 @@ void cli_rs_stage_state_free(struct stage_state *ss)
 	json_decref(ss->client.stalls);
 	json_decref(ss->client.unaccounted);
 	cli_rs_drift_free(ss->drift);
+	cli_rs_ci_free(ss->ci);
+	json_decref(ss->repeats);
+	if (ss->pooled)
+		cl_metrics_destroy(ss->pooled);
+	free(ss->pooled);
+	free(ss->pooled_reason);
 	free(ss->probe_search);
 	for (size_t i = 0; ss->probe_slos && i < ss->n_probe_slos; i++) {
 		free(ss->probe_slos[i].key);

@@ -168,6 +168,7 @@ static json_t *scenario_json(const struct cl_scenario *s, const char *path)
 						    : "required";
 	if (target &&
 	    (cli_rj_set(target, "http2", json_string(h2)) ||
+	     cli_rj_set(target, "api", json_string(cl_api_name(s->workload.api))) ||
 	     cli_rj_set(target, "http2_streams_per_connection",
 			json_integer(s->target.http2_streams ? s->target.http2_streams
 							     : CL_HTTP2_DEFAULT_STREAMS)))) {
@@ -195,6 +196,7 @@ static int copy_scenario(struct cl_results *r, const struct cl_scenario *s)
 		ss->stride = 1;
 		ss->ramp_s = s->stages[i].ramp_us / 1e6;
 		ss->duration_s = s->stages[i].duration_us / 1e6;
+		ss->repeat_n = s->stages[i].repeat > 1 ? s->stages[i].repeat : 1;
 		ss->intervals = json_array();
 		if (!ss->intervals ||
 		    (s->stages[i].name && !(ss->name = strdup(s->stages[i].name))))
@@ -225,6 +227,7 @@ static int copy_scenario(struct cl_results *r, const struct cl_scenario *s)
 		return CL_ENOMEM;
 	r->formats = s->output.formats | CL_FMT_JSON;
 	r->client_bound_warn = s->client_bound == CL_CLIENT_BOUND_WARN;
+	r->api = s->workload.api;
 	r->abort_intervals = s->slo_abort_intervals;
 	r->drift = s->drift;
 	r->report_interval_s = s->agents.report_interval_us / 1e6;
@@ -493,6 +496,9 @@ int cl_results_add_interval_agents(struct cl_results *r, size_t stage, double t_
 			ss->drift = cli_rs_drift_new(&r->drift, ss->ramp_s, ss->duration_s,
 						     r->report_interval_s);
 		cli_rs_drift_add(ss->drift, t_s, interval_s, interval);
+		if (!ss->ci) /* freed at the end of each repeat */
+			ss->ci = cli_rs_ci_new(ss->ramp_s, ss->duration_s);
+		cli_rs_ci_add(ss->ci, t_s, interval_s, interval);
 		if (r->abort_intervals)
 			cli_rs_interval_breach(r, ss, t_s, interval, interval_s);
 	}
@@ -500,6 +506,12 @@ int cl_results_add_interval_agents(struct cl_results *r, size_t stage, double t_
 	json_t *iv = cli_rs_interval_json(t_s, interval_s, interval);
 	if (!iv)
 		return CL_ENOMEM;
+	/* A repeated stage's intervals say which repeat they belong to (t_s starts again). */
+	if (ss->repeat_n > 1 &&
+	    cli_rj_set(iv, "repeat", json_integer((json_int_t)ss->repeats_done + 1)) != 0) {
+		json_decref(iv);
+		return CL_ENOMEM;
+	}
 	if (n && cli_rj_set(iv, "agents", agents_health_json(agents, n)) != 0) {
 		json_decref(iv);
 		return CL_ENOMEM;
@@ -607,17 +619,23 @@ json_t *cli_rs_checks(const struct cl_scn_slo *slos, size_t n, const char *name,
 	return checks;
 }
 
-int cl_results_finish_stage(struct cl_results *r, size_t stage, const struct cl_scn_stage *st,
+/* Finishes stage `stage` from cumulative: its object, checks, drift, ci95, into the document.
+ * A repeated stage passes its pooled metrics and ss->repeats (n > 0): ci95 is then the
+ * interval across the repeats, and the object lists them. */
+static int finish_stage_obj(struct cl_results *r, size_t stage, const struct cl_scn_stage *st,
 			    const struct cl_metrics *cumulative, double window_s,
 			    enum cl_stage_status status, const char *reason)
 {
-	bool known = cl_stage_status_name(status) != NULL;
-	if (stage >= r->n_stages || !known || !st || !isfinite(window_s) || window_s < 0)
-		return CL_EINVAL;
 	struct stage_state *ss = &r->stages[stage];
-	if (ss->finished || r->finished)
-		return CL_ESTATE;
-	json_t *o = cli_rs_stage_json(stage, st, cumulative, window_s, status, reason, &ss->client);
+	size_t n_rep = json_array_size(ss->repeats);
+	json_t *o = cli_rs_stage_json(stage, st, cumulative, window_s, status, reason, &ss->client,
+				      r->api);
+	if (o && n_rep &&
+	    (cli_rj_set(o, "repeat", json_integer((json_int_t)ss->repeat_n)) ||
+	     json_object_set(o, "repeats", ss->repeats) != 0)) {
+		json_decref(o);
+		o = NULL;
+	}
 	/* A probe's breaches are its search's answer, not the run's: its checks live in its
 	 * `probe` object; an ordinary stage's feed the verdict, drift checks included. */
 	json_t *checks = ss->probe
@@ -627,8 +645,25 @@ int cl_results_finish_stage(struct cl_results *r, size_t stage, const struct cl_
 				  : cli_rs_drift_json(ss->drift, &r->drift, st->name, checks);
 	cli_rs_drift_free(ss->drift);
 	ss->drift = NULL;
+	json_t *ci = NULL;
+	if (o && n_rep) {
+		const json_t *reps[CL_RESULTS_MAX_REPEATS];
+		for (size_t i = 0; i < n_rep && i < CL_RESULTS_MAX_REPEATS; i++)
+			reps[i] = json_array_get(ss->repeats, i);
+		ci = cli_rs_ci_repeats_json(
+		    o, reps, n_rep < CL_RESULTS_MAX_REPEATS ? n_rep : CL_RESULTS_MAX_REPEATS);
+	} else if (o) {
+		ci = cli_rs_ci_json(ss->ci, o, cumulative);
+	}
+	cli_rs_ci_free(ss->ci);
+	ss->ci = NULL;
 	if (!o)
 		json_decref(extra);
+	if (o && cli_rj_set(o, "ci95", ci)) { /* takes ci, even on failure */
+		json_decref(o);
+		json_decref(extra);
+		o = NULL;
+	}
 	if (!o || !checks || cli_rj_set(o, ss->probe ? "probe" : "drift", extra) ||
 	    cli_rj_set(o, "intervals_stride", json_integer((json_int_t)ss->stride)) ||
 	    cli_rj_set(o, "intervals_total", cli_rj_uint(ss->seen)) ||
@@ -646,6 +681,99 @@ int cl_results_finish_stage(struct cl_results *r, size_t stage, const struct cl_
 	ss->finished = true;
 	ss->checks = checks;
 	return cli_rs_write(r);
+}
+
+int cl_results_finish_stage(struct cl_results *r, size_t stage, const struct cl_scn_stage *st,
+			    const struct cl_metrics *cumulative, double window_s,
+			    enum cl_stage_status status, const char *reason)
+{
+	bool known = cl_stage_status_name(status) != NULL;
+	if (stage >= r->n_stages || !known || !st || !isfinite(window_s) || window_s < 0)
+		return CL_EINVAL;
+	struct stage_state *ss = &r->stages[stage];
+	if (ss->finished || r->finished)
+		return CL_ESTATE;
+	return finish_stage_obj(r, stage, st, cumulative, window_s, status, reason);
+}
+
+/* One repeat's own object: the stage's figures and its batch-means ci95, without the
+ * histograms (the pooled stage has them) or anything the pooled stage says for all. */
+static json_t *repeat_json(struct stage_state *ss, size_t stage, const struct cl_scn_stage *st,
+			   const struct cl_metrics *m, double window_s, enum cl_stage_status status,
+			   const char *reason, enum cl_api api)
+{
+	json_t *o = cli_rs_stage_json(stage, st, m, window_s, status, reason, &ss->client, api);
+	json_t *ci = o ? cli_rs_ci_json(ss->ci, o, m) : NULL;
+	if (!o || cli_rj_set(o, "ci95", ci) ||
+	    cli_rj_set(o, "repeat", json_integer((json_int_t)ss->repeats_done + 1))) {
+		json_decref(o);
+		return NULL;
+	}
+	/* The client's health accumulates over the repeats (its stalls, CPU maxima): it is the
+	 * pooled stage's to say, not one repeat's. */
+	static const char *const drop[] = { "histograms", "index",           "name",
+					    "mode",       "concurrency",     "rate",
+					    "arrival",    "planned",         "unaccounted",
+					    "client",     "tokens_per_chunk" };
+	for (size_t i = 0; i < sizeof(drop) / sizeof(drop[0]); i++)
+		json_object_del(o, drop[i]);
+	return o;
+}
+
+int cl_results_finish_repeat(struct cl_results *r, size_t stage, const struct cl_scn_stage *st,
+			     const struct cl_metrics *cumulative, double window_s,
+			     enum cl_stage_status status, const char *reason)
+{
+	bool known = cl_stage_status_name(status) != NULL;
+	if (stage >= r->n_stages || !known || !st || !isfinite(window_s) || window_s < 0)
+		return CL_EINVAL;
+	struct stage_state *ss = &r->stages[stage];
+	if (ss->finished || r->finished)
+		return CL_ESTATE;
+	if (ss->repeat_n <= 1 || ss->probe)
+		return finish_stage_obj(r, stage, st, cumulative, window_s, status, reason);
+	if (!ss->repeats && !(ss->repeats = json_array()))
+		return CL_ENOMEM;
+	if (!ss->pooled) {
+		ss->pooled = calloc(1, sizeof(*ss->pooled));
+		if (!ss->pooled || cl_metrics_init(ss->pooled) != 0)
+			return CL_ENOMEM; /* freed with the stage state */
+	}
+	json_t *o = repeat_json(ss, stage, st, cumulative, window_s, status, reason, r->api);
+	cli_rs_ci_free(ss->ci);
+	ss->ci = NULL;
+	if (cli_rj_append(ss->repeats, o) || cl_metrics_merge(ss->pooled, cumulative) != 0)
+		return CL_ENOMEM;
+	ss->pooled_window_s += window_s;
+	/* The pooled stage is as sound as its worst repeat: the first that was not ok says
+	 * why. */
+	if (status != CL_STAGE_OK && ss->pooled_status == CL_STAGE_OK) {
+		char why[1600];
+		snprintf(why, sizeof(why), "repeat %u: %s", ss->repeats_done + 1,
+			 reason ? reason : cl_stage_status_name(status));
+		ss->pooled_status = status;
+		free(ss->pooled_reason);
+		ss->pooled_reason = strdup(why);
+	}
+	ss->repeats_done++;
+	if (ss->repeats_done < ss->repeat_n)
+		return 0;
+	return finish_stage_obj(r, stage, st, ss->pooled, ss->pooled_window_s, ss->pooled_status,
+				ss->pooled_reason);
+}
+
+int cl_results_end_repeats(struct cl_results *r, size_t stage, const struct cl_scn_stage *st)
+{
+	if (stage >= r->n_stages || !st)
+		return CL_EINVAL;
+	struct stage_state *ss = &r->stages[stage];
+	if (ss->finished || r->finished || ss->repeats_done == 0 || !ss->pooled)
+		return 0;
+	char why[1700];
+	snprintf(why, sizeof(why), "%u of %u repeats ran%s%s", ss->repeats_done, ss->repeat_n,
+		 ss->pooled_reason ? "; " : "", ss->pooled_reason ? ss->pooled_reason : "");
+	return finish_stage_obj(r, stage, st, ss->pooled, ss->pooled_window_s, ss->pooled_status,
+				why);
 }
 
 int cl_results_set_generate(struct cl_results *r, size_t stage, json_t *block)

@@ -47,6 +47,8 @@
 /* Intervals kept per stage inside results.json: past this the document keeps every other
  * one (stride doubles), so a 12-hour soak stays small; intervals.jsonl keeps them all. */
 #define CL_RESULTS_MAX_INTERVALS 1800
+/* Most repeats of one stage (scenario `repeat`, `--repeat`). */
+#define CL_RESULTS_MAX_REPEATS 100
 /* A stage is client-bound when, in any interval, the busiest agent used more than this
  * share of its CPU capacity ... */
 #define CL_RESULTS_CLIENT_CPU_FRACTION 0.85
@@ -216,6 +218,23 @@ int cl_stage_status_parse(const char *name, enum cl_stage_status *out);
 int cl_results_finish_stage(struct cl_results *r, size_t stage, const struct cl_scn_stage *st,
 			    const struct cl_metrics *cumulative, double window_s,
 			    enum cl_stage_status status, const char *reason);
+
+/*
+ * One run of stage `stage` ended, as cl_results_finish_stage says.  For a stage whose
+ * scenario entry has `repeat: N` (N > 1) it records repeat k (the k-th call) in the stage's
+ * `repeats` with its own batch-means ci95, merges cumulative into the stage's pooled
+ * metrics and window, and at the N-th call finishes the stage from the pooled figures with
+ * ci95 across the repeats.  The stage's intervals between calls belong to the next repeat
+ * (their rows carry `repeat`).  Any other stage: cl_results_finish_stage.  Same errors.
+ */
+int cl_results_finish_repeat(struct cl_results *r, size_t stage, const struct cl_scn_stage *st,
+			     const struct cl_metrics *cumulative, double window_s,
+			     enum cl_stage_status status, const char *reason);
+
+/* The run stops before every repeat of stage `stage` ran: finishes it from the repeats that
+ * did (its reason says how many), or does nothing when none did or it is finished.  0,
+ * CL_EINVAL, CL_ENOMEM, CL_EIO. */
+int cl_results_end_repeats(struct cl_results *r, size_t stage, const struct cl_scn_stage *st);
 
 /* A generate job's stage (finished): its mode becomes "generate" and block (taken, also on
  * failure) becomes its `generate` object; results.json is rewritten.  0, CL_EINVAL (not a

@@ -326,7 +326,7 @@ static json_t *http_json(const struct cl_metrics *m)
 
 json_t *cli_rs_stage_json(size_t index, const struct cl_scn_stage *st, const struct cl_metrics *m,
 			  double window_s, enum cl_stage_status status, const char *reason,
-			  const struct cli_rs_client *client)
+			  const struct cli_rs_client *client, enum cl_api api)
 {
 	bool rate_mode = st->mode == CL_MODE_RATE;
 	static const char *const arrivals[] = { "constant", "poisson", "gamma" };
@@ -356,6 +356,16 @@ json_t *cli_rs_stage_json(size_t index, const struct cl_scn_stage *st, const str
 	if (o && turns && json_array_size(turns) == 0)
 		json_decref(turns);
 	else if (o && cli_rj_set(o, "turns", turns)) {
+		json_decref(o);
+		return NULL;
+	}
+	/* Embeddings: what such a stage has in place of output tokens. */
+	if (o && api == CL_API_EMBEDDINGS &&
+	    cli_rj_set(o, "embeddings",
+		       json_pack("{s:o,s:o,s:o}", "inputs",
+				 cli_rj_uint(m->ctr[CL_CTR_EMBEDDING_INPUTS]), "inputs_per_s",
+				 rate(m->ctr[CL_CTR_EMBEDDING_INPUTS], window_s),
+				 "input_tokens_per_s", rate(m->ctr[CL_CTR_PROMPT_TOKENS], window_s)))) {
 		json_decref(o);
 		return NULL;
 	}

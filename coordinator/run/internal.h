@@ -80,6 +80,7 @@ struct run_slot {
 
 struct run_stage {
 	size_t index;
+	uint32_t repeat; /* which run of a repeated stage, 1-based (1: the only one) */
 	struct cl_srv_mark srv_at_start; /* the server's counters when the stage started */
 	const struct cl_scn_stage *scn;
 	struct cl_stage_plan plan; /* the whole stage, before the split (names not owned) */
@@ -225,6 +226,9 @@ int cli_run_prepare(struct run *r);
 int cli_run_readiness(struct run *r);
 int cli_run_warmup(struct run *r);
 int cli_run_stage(struct run *r, size_t index);
+/* Repeat `repeat` (1-based) of stage `index` (scenario `repeat`): as cli_run_stage, with its
+ * own seed for the workload's draws, its results recorded as that repeat's. */
+int cli_run_stage_repeat(struct run *r, size_t index, uint32_t repeat);
 
 /* run/live.c: --metrics-listen and --web.  open: starts the listeners (0 when not asked;
  * CL_EINVAL for a bad or non-loopback address, CL_ESYS when it cannot bind, err says why;

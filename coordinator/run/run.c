@@ -107,6 +107,7 @@ static int make_target(struct run *r, struct cl_err *err)
 	if (t->ca_file)
 		p->ca_file = strdup(t->ca_file);
 	p->connect_timeout_us = t->connect_timeout_us;
+	p->api = r->s.workload.api; /* the gate sends what the stages send */
 	if (!p->base_url)
 		return cl_err_set(err, CL_ENOMEM, "out of memory");
 	if (!p->model && !r->s.readiness.enabled)
@@ -218,8 +219,8 @@ static int render(struct run *r, struct cl_err *err)
 	const char *prompt = r->s.workload.kind == CL_WORKLOAD_PROMPTS && r->s.workload.n_prompts
 				 ? r->s.workload.prompts[0]
 				 : r->s.readiness.prompt;
-	rc =
-	    cl_body_json_probe(r->target.model, prompt, w->max_tokens, extra, &r->warmup_body, err);
+	rc = cl_body_json_probe_api(r->s.workload.api, r->target.model, prompt, w->max_tokens, extra,
+				    &r->warmup_body, err);
 	free(extra);
 	return rc;
 }
@@ -254,25 +255,90 @@ static int load_scenario(struct run *r)
 			fprintf(stderr, "%s\n", cl_err_format(&diags.items[i], msg, sizeof(msg)));
 	}
 	cl_diags_free(&diags);
+	/* --repeat: every stage that can repeat does (a search chooses its own probes and a
+	 * replay replays the same arrivals, so those run once, as the scenario key refuses; a
+	 * generate job's one stage is the job, done once). */
+	for (size_t i = 0; rc == 0 && r->o->repeat && !r->s.generate.set && i < r->s.n_stages; i++)
+		if (!r->s.stages[i].search && !r->s.stages[i].replay)
+			r->s.stages[i].repeat = r->o->repeat;
 	return rc;
 }
 
-/* Runs the stages in order (a search runs its probes as stages): 0 when all ran, nonzero
- * when one failed or an SLO breach stopped the run (slo.abort_on_breach). */
+/* After stage `i` (or a round of repeats ending with it): whether slo.abort_on_breach stops
+ * the run now. */
+static bool breach_stops(struct run *r, size_t i)
+{
+	if (!r->s.slo_abort_on_breach || cl_results_breach_count(r->res) == 0)
+		return false;
+	cl_progress_note(&r->prog, "SLO breached in stage '%s': stopping (slo.abort_on_breach)",
+			 r->s.stages[i].name);
+	r->exit_hint = CL_EXIT_SLO_BREACH;
+	return true;
+}
+
+/*
+ * Stages [from, to), none a search, of which some repeat: run in rounds, round k running
+ * the k-th repeat of each stage that has one.  Interleaved rather than one stage's repeats
+ * back to back, so that a target that drifts over the run (caches warming, a neighbour's
+ * load, thermal limits) moves every stage's figures alike instead of biasing the later
+ * stages, and each stage's repeats spread over the block's whole time, so their spread
+ * includes that drift instead of hiding it.  When the run stops early, the stages finish
+ * from the repeats that ran.
+ */
+static int run_rounds(struct run *r, size_t from, size_t to)
+{
+	uint32_t rounds = 1;
+	for (size_t i = from; i < to; i++)
+		if (r->s.stages[i].repeat > rounds)
+			rounds = r->s.stages[i].repeat;
+	int rc = 0;
+	for (uint32_t k = 1; rc == 0 && k <= rounds; k++) {
+		for (size_t i = from; rc == 0 && i < to; i++) {
+			if (k > (r->s.stages[i].repeat ? r->s.stages[i].repeat : 1))
+				continue;
+			rc = cli_run_stage_repeat(r, i, k);
+			if (rc == 0 && breach_stops(r, i))
+				rc = -1;
+		}
+	}
+	for (size_t i = from; rc != 0 && i < to; i++)
+		if (cl_results_end_repeats(r->res, i, &r->s.stages[i]) != 0)
+			CL_ERROR("cannot write results for stage '%s': %s", r->s.stages[i].name,
+				 cl_results_last_error(r->res));
+	return rc;
+}
+
+/* Runs the stages in order (a search runs its probes as stages; a block of stages that
+ * repeat runs in rounds): 0 when all ran, nonzero when one failed or an SLO breach stopped
+ * the run (slo.abort_on_breach). */
 static int run_stages(struct run *r)
 {
 	for (size_t i = 0; i < r->s.n_stages; i++) {
-		int rc = r->s.stages[i].search ? cli_run_search(r, &i) : cli_run_stage(r, i);
+		if (r->s.stages[i].search) {
+			int rc = cli_run_search(r, &i);
+			if (rc != 0)
+				return rc;
+			if (breach_stops(r, i))
+				return -1;
+			continue;
+		}
+		/* The block of ordinary stages from i up to the next search. */
+		size_t end = i;
+		bool repeats = false;
+		while (end < r->s.n_stages && !r->s.stages[end].search)
+			repeats |= r->s.stages[end++].repeat > 1;
+		if (repeats) {
+			int rc = run_rounds(r, i, end);
+			if (rc != 0)
+				return rc;
+			i = end - 1;
+			continue;
+		}
+		int rc = cli_run_stage(r, i);
 		if (rc != 0)
 			return rc;
-		if (r->s.slo_abort_on_breach && cl_results_breach_count(r->res) > 0) {
-			cl_progress_note(&r->prog,
-					 "SLO breached in stage '%s': stopping "
-					 "(slo.abort_on_breach)",
-					 r->s.stages[i].name);
-			r->exit_hint = CL_EXIT_SLO_BREACH;
+		if (breach_stops(r, i))
 			return -1;
-		}
 	}
 	return 0;
 }

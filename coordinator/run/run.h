@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 struct cl_run_opts {
 	const char *scenario_path;
@@ -18,6 +19,7 @@ struct cl_run_opts {
 	bool metrics_allow_remote;  /* --metrics-allow-remote: a non-loopback metrics address */
 	const char *web_listen;     /* --web HOST:PORT: the live report page, NULL: none */
 	bool web_allow_remote;      /* --web-allow-remote: a non-loopback --web address */
+	uint32_t repeat; /* --repeat N: every stage but searches and replays N times; 0: as set */
 };
 
 /* Runs the scenario.  Returns the process exit code (enum cl_exit). Blocks for the run. */

@@ -51,7 +51,7 @@ static void stage_free(struct run_stage *st)
 	free(st);
 }
 
-static struct run_stage *stage_new(struct run *r, size_t index)
+static struct run_stage *stage_new(struct run *r, size_t index, uint32_t repeat)
 {
 	struct run_stage *st = calloc(1, sizeof(*st));
 	if (!st)
@@ -68,17 +68,25 @@ static struct run_stage *stage_new(struct run *r, size_t index)
 		return NULL;
 	}
 	stage_plan_from(r, index, &st->plan);
+	/* Each repeat draws its own prompts and lengths (the first as an unrepeated stage
+	 * would), so the spread across repeats includes the workload's sampling. */
+	st->repeat = repeat ? repeat : 1;
+	st->plan.seed += (uint64_t)(st->repeat - 1) * 7919u;
 	return st;
 }
 
 static void stage_announce(struct run *r, const struct run_stage *st)
 {
 	const struct cl_scn_stage *scn = st->scn;
-	char d[32];
+	char d[48];
 	if (scn->duration_us)
 		cl_format_duration_us(scn->duration_us, CL_DURATION_PRECISE, d, sizeof(d));
 	else
 		snprintf(d, sizeof(d), "%llu requests", (unsigned long long)scn->requests);
+	if (scn->repeat > 1) {
+		size_t len = strlen(d);
+		snprintf(d + len, sizeof(d) - len, ", repeat %u/%u", st->repeat, scn->repeat);
+	}
 	if (scn->mode == CL_MODE_CONCURRENCY)
 		cl_progress_note(&r->prog, "stage %zu/%zu '%s': concurrency %u for %s",
 				 st->index + 1, r->s.n_stages, scn->name, scn->concurrency, d);
@@ -93,9 +101,9 @@ static void stage_set_status(struct run_stage *st, enum cl_stage_status status, 
 /* Splits the stage among the agents, tells each when to start its share and sets r->st.
  * 0, or the error (CL_ENOMEM) with r->st left NULL.  With no agent left to run it, the stage
  * is set up failed (nothing measured passes nothing). */
-static int stage_start(struct run *r, size_t index)
+static int stage_start(struct run *r, size_t index, uint32_t repeat)
 {
-	struct run_stage *st = stage_new(r, index);
+	struct run_stage *st = stage_new(r, index, repeat);
 	if (!st)
 		return CL_ENOMEM;
 	st->own_first = st->own_seen = r->fleet.n_own; /* earlier stalls are not this stage's */
@@ -489,8 +497,8 @@ static int stage_close(struct run *r)
 	if (st->load_samples)
 		cl_results_set_client_load(r->res, st->index, st->load_cpu_sum / st->load_samples,
 					   st->load_streams_sum / st->load_samples);
-	if (cl_results_finish_stage(r->res, st->index, st->scn, &st->cum, stage_window_s(r, st),
-				    st->status, st->reason[0] ? st->reason : NULL) != 0)
+	if (cl_results_finish_repeat(r->res, st->index, st->scn, &st->cum, stage_window_s(r, st),
+				     st->status, st->reason[0] ? st->reason : NULL) != 0)
 		CL_ERROR("cannot write results for stage '%s': %s", st->scn->name,
 			 cl_results_last_error(r->res));
 	if (r->live)
@@ -508,7 +516,12 @@ static int stage_close(struct run *r)
 
 int cli_run_stage(struct run *r, size_t index)
 {
-	int rc = stage_start(r, index);
+	return cli_run_stage_repeat(r, index, 1);
+}
+
+int cli_run_stage_repeat(struct run *r, size_t index, uint32_t repeat)
+{
+	int rc = stage_start(r, index, repeat);
 	if (rc != 0)
 		return rc;
 	if (r->st->status != CL_STAGE_FAILED)

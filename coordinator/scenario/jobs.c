@@ -224,6 +224,14 @@ static void refuse_stage_key(struct scn_ctx *c, const struct ynode *k, const str
 	(void)arg;
 	if (k->kind != YN_SCALAR || strcmp(k->str, "name") == 0 || strcmp(k->str, "search") == 0)
 		return;
+	if (strcmp(k->str, "repeat") == 0) {
+		cli_scn_error(
+		    c, k,
+		    "%s.repeat: a search stage cannot repeat (each run of it chooses its own "
+		    "probes; repeat the stages at the level it found instead)",
+		    cli_scn_path(c));
+		return;
+	}
 	static const char *const inside[] = { "concurrency", "rate",     "duration",
 					      "ramp",        "arrival",  "burstiness",
 					      "gamma_shape", "requests", "max_concurrency" };

@@ -65,6 +65,7 @@ void cl_scenario_defaults(struct cl_scenario *s)
 	s->workload.seed = 1;
 	s->workload.trace_speedup = 1;
 	s->workload.max_tokens = 256;
+	s->workload.embedding_batch = 1;
 	s->workload.request_timeout_us = 10 * MIN;
 	s->workload.drain_timeout_us = 30 * SEC;
 	s->workload.ignore_eos = -1;
@@ -91,6 +92,7 @@ void cli_scenario_stage_defaults(struct cl_scn_stage *st)
 	 * constant spacing is the unusual choice and must be asked for. */
 	st->arrival = CL_ARRIVAL_POISSON;
 	st->gamma_shape = 1.0;
+	st->repeat = 1;
 }
 
 static int dup_into(char **dst, const char *src)

@@ -181,6 +181,10 @@ struct cl_scn_workload {
 	 * synthetic prompts, shared prefixes and trace prompts are then built */
 	bool calibrate;
 	double chars_per_token;
+	/* which API the requests use (docs/scenario.md, "APIs"); embeddings send
+	 * embedding_batch inputs per request (default 1) */
+	enum cl_api api;
+	uint32_t embedding_batch;
 };
 
 /* One load level after expansion (a sweep becomes one stage per value). */
@@ -208,7 +212,12 @@ struct cl_scn_stage {
 	 * are the trace's; rate_per_s is the trace's mean, set once it is read, and
 	 * duration_us its span when not given) */
 	bool replay;
+	/* `repeat: N` (or `chatload run --repeat N`): the stage runs N times (1 = once, the
+	 * default), its figures pooled with each repeat's own beside them; never on a search or
+	 * a replay stage.  At most CL_SCN_MAX_REPEAT. */
+	uint32_t repeat;
 };
+#define CL_SCN_MAX_REPEAT 100
 
 enum cl_slo_kind {
 	CL_SLO_LATENCY,         /* metric + percentile (or mean) <= limit_us */

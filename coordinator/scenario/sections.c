@@ -523,8 +523,11 @@ static const struct {
 	{ "model", "set target.model instead" },
 	{ "messages", "prompts come from the workload" },
 	{ "prompt", "prompts come from the workload" },
-	{ "stream", "requests always stream" },
+	{ "input", "prompts come from the workload" },
+	{ "stream", "chat, completions and responses requests always stream, and embeddings "
+		    "never do" },
 	{ "max_tokens", "set max_tokens in the section instead" },
+	{ "max_output_tokens", "set max_tokens in the section instead" },
 };
 
 static void reserved_pair(struct scn_ctx *c, const struct ynode *k, const struct ynode *v,

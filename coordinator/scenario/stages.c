@@ -27,6 +27,7 @@ struct stage_spec {
 	uint64_t requests;
 	int64_t ramp_us;
 	bool replay;
+	uint32_t repeat;
 };
 
 static int list_or_one(struct scn_ctx *c, const struct ynode *v, size_t *n)
@@ -123,6 +124,7 @@ enum {
 	SF_REQ,
 	SF_RAMP,
 	SF_REPLAY,
+	SF_REPEAT,
 	SF__COUNT
 };
 
@@ -140,6 +142,8 @@ static const struct scn_field stage_fields[SF__COUNT] = {
 	    SCN_RANGE("requests", SCN_F_U64, struct stage_spec, requests, 1, 1000000000000ull),
 	[SF_RAMP] = SCN_RANGE("ramp", SCN_F_DUR, struct stage_spec, ramp_us, 0, 100 * DAY),
 	[SF_REPLAY] = SCN_FIELD("replay", SCN_F_BOOL, struct stage_spec, replay),
+	[SF_REPEAT] =
+	    SCN_RANGE("repeat", SCN_F_U32, struct stage_spec, repeat, 1, CL_SCN_MAX_REPEAT),
 };
 
 static void add_stage(struct scn_ctx *c, const struct ynode *entry, const struct stage_spec *sp,
@@ -196,6 +200,7 @@ static void add_stage(struct scn_ctx *c, const struct ynode *entry, const struct
 	st->duration_us = sp->duration_us;
 	st->requests = sp->requests;
 	st->ramp_us = sp->ramp_us;
+	st->repeat = seen[SF_REPEAT] ? sp->repeat : 1;
 	st->line = entry->line;
 	if (sp->name && sweep)
 		st->name = (asprintf(&st->name, "%s-%s", sp->name, gen) < 0) ? NULL : st->name;
@@ -226,6 +231,13 @@ static void conv_stage(struct scn_ctx *c, const struct ynode *entry)
 	const char *p = cli_scn_path(c);
 
 	if (sp.replay) {
+		if (seen[SF_REPEAT])
+			cli_scn_error(
+			    c, seen[SF_REPEAT],
+			    "%s.repeat does not apply to a replay stage (a trace replayed "
+			    "again is not an independent repeat: its arrivals are the "
+			    "same)",
+			    p);
 		static const int not_replay[] = { SF_CONC,  SF_RATE, SF_ARRIVAL, SF_BURST,
 						  SF_GAMMA, SF_REQ,  SF_RAMP };
 		for (size_t i = 0; i < N(not_replay); i++) {

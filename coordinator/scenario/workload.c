@@ -274,6 +274,15 @@ static void conv_trace(struct scn_ctx *c, const struct ynode *v, void *obj)
 		cli_scn_error(c, v, "%s needs file (a JSONL trace)", cli_scn_path(c));
 }
 
+static void conv_api(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	static const char *const names[] = { "chat", "completions", "responses", "embeddings" };
+	_Static_assert(N(names) == CL_API__COUNT, "one name per API");
+	int x;
+	if (cli_scn_get_enum(c, v, names, N(names), &x) == 0)
+		((struct cl_scn_workload *)obj)->api = (enum cl_api)x;
+}
+
 static const struct scn_field workload_fields[] = {
 	SCN_CUSTOM("prompts", conv_prompts),
 	SCN_FIELD("dataset", SCN_F_NESTR, struct cl_scn_workload, dataset),
@@ -296,7 +305,62 @@ static const struct scn_field workload_fields[] = {
 	SCN_FIELD("calibrate", SCN_F_BOOL, struct cl_scn_workload, calibrate),
 	SCN_CUSTOM("order", conv_order),
 	SCN_CUSTOM("salt", conv_salt),
+	SCN_CUSTOM("api", conv_api),
+	SCN_RANGE("embedding_batch", SCN_F_U32, struct cl_scn_workload, embedding_batch, 1, 2048),
 };
+
+/* What the API chosen cannot do, by the index in workload_fields of the key that asks for
+ * it: refused here, at validate time, rather than by the server in the middle of a run. */
+static void check_api(struct scn_ctx *c, const struct cl_scn_workload *w,
+		      const struct ynode *const *seen)
+{
+	const struct ynode *api = seen[18];
+	if (seen[19] && w->api != CL_API_EMBEDDINGS) {
+		cli_scn_error(c, seen[19],
+			      "workload.embedding_batch only applies with workload.api: embeddings");
+		return;
+	}
+	if (seen[19] && seen[16] && w->embedding_batch > 1) {
+		cli_scn_error(c, seen[19],
+			      "workload.embedding_batch cannot be used with workload.trace (each "
+			      "trace record is one request at its own time)");
+		return;
+	}
+	if (w->api == CL_API_EMBEDDINGS) {
+		/* An embedding has no output: nothing to bound, nothing to generate. */
+		static const struct {
+			size_t idx;
+			const char *why;
+		} no[] = {
+			{ 7, "embeddings generate nothing, so there is no output length to set" },
+			{ 10, "embeddings generate nothing, so there is no end of sequence" },
+			{ 11, "embeddings generate nothing, so there is no output length to set" },
+			{ 15, "an embedding is not a conversation" },
+			{ 5, "each input of an embeddings request is embedded on its own, so a system "
+			     "prompt would be one more input" },
+		};
+		for (size_t i = 0; i < N(no); i++) {
+			if (seen[no[i].idx]) {
+				cli_scn_error(c, seen[no[i].idx],
+					      "workload.%s cannot be used with workload.api: "
+					      "embeddings (%s)",
+					      workload_fields[no[i].idx].name, no[i].why);
+				return;
+			}
+		}
+		if (w->synthetic_output.mean > 0)
+			cli_scn_error(c, api,
+				      "workload.synthetic.output_tokens cannot be used with "
+				      "workload.api: embeddings (embeddings generate nothing, so "
+				      "there is no output length to set)");
+		return;
+	}
+	if (w->api != CL_API_CHAT && seen[15])
+		cli_scn_error(c, seen[15],
+			      "workload.multi_turn needs workload.api: chat (conversations are "
+			      "sent as chat messages; %s is not supported yet)",
+			      cl_api_name(w->api));
+}
 
 /* Resolves *path against the scenario's directory and checks it can be read. */
 static void resolve_file(struct scn_ctx *c, char **path, const char *what, const struct ynode *at)
@@ -323,6 +387,7 @@ void cli_scn_conv_workload(struct scn_ctx *c, const struct ynode *v, void *obj)
 	struct cl_scn_workload *w = &l->s->workload;
 	const struct ynode **seen = l->workload;
 	cli_scn_fields(c, v, workload_fields, N(workload_fields), w, seen, cli_scn_hint_for);
+	check_api(c, w, seen);
 	int sources = !!seen[0] + !!seen[1] + !!seen[4] + !!seen[16];
 	l->given.workload_source = sources > 0;
 	if (sources > 1) {

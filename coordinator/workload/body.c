@@ -91,9 +91,28 @@ int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt
 		json_decref(messages);
 		return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
 	}
+	if (c->api == CL_API_EMBEDDINGS && c->batch > 1) {
+		/* One input per prompt: they wait until the batch is full. */
+		if (!c->pending && !(c->pending = json_array())) {
+			json_decref(messages);
+			return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
+		}
+		int bad = json_array_extend(c->pending, messages);
+		json_decref(messages);
+		if (bad)
+			return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
+		c->pending_chars += chars;
+		if (json_array_size(c->pending) < c->batch)
+			return 0;
+		return cli_workload_flush_batch(c, err);
+	}
+	uint32_t inputs = c->api == CL_API_EMBEDDINGS ? (uint32_t)json_array_size(messages) : 0;
 	uint32_t max_tokens = out_tokens ? out_tokens : c->max_tokens;
 	bool ignore_eos = c->ignore_eos == 1 || (c->ignore_eos < 0 && out_tokens);
-	if (cl_body_json_render(c->model, messages, max_tokens, ignore_eos, c->extra, &json) != 0)
+	if (c->api == CL_API_EMBEDDINGS)
+		max_tokens = 0, ignore_eos = false; /* no output */
+	if (cl_body_json_render_api(c->api, c->model, messages, max_tokens, ignore_eos, c->extra,
+				    &json) != 0)
 		return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
 	/* What is sent, whichever key set it: target.body's keys replace chatload's (a null
 	 * removes one), so its ignore_eos decides, and a stop there ends answers early. */
@@ -129,11 +148,33 @@ int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt
 	b->len = len;
 	b->prompt_chars = chars > UINT32_MAX ? UINT32_MAX : (uint32_t)chars;
 	b->max_tokens = max_tokens;
+	b->inputs = inputs;
 	c->flags[c->n] = (out_tokens ? RENDER_OWN_LENGTH : 0) |
 			 (ignore_eos ? RENDER_IGNORE_EOS : 0) | (has_stop ? RENDER_STOP : 0);
 	c->n++;
 	c->total_bytes += len;
 	return 0;
+}
+
+int cli_workload_flush_batch(struct render_ctx *c, struct cl_err *err)
+{
+	json_t *batch = c->pending;
+	size_t chars = c->pending_chars;
+	if (!batch || json_array_size(batch) == 0)
+		return 0;
+	/* The prefix, if any, is in each input already. */
+	size_t saved = c->n_prefixes;
+	c->n_prefixes = 0;
+	c->pending = NULL;
+	c->pending_chars = 0;
+	json_t *messages = batch;
+	/* The batch is full (or the last one): through push_body with batching off. */
+	uint32_t b = c->batch;
+	c->batch = 1;
+	int rc = cli_workload_push_body(c, messages, chars, 0, err);
+	c->batch = b;
+	c->n_prefixes = saved;
+	return rc;
 }
 
 /* Markers that stand where the history goes and after the turn's user message while a turn

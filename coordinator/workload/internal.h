@@ -32,7 +32,17 @@ struct render_ctx {
 	const char *salt; /* the run's tag and a space before the first message's text, or NULL */
 	bool no_salt;     /* the body being pushed gets no salt (a later turn: its history has) */
 	double token_scale; /* workload.chars_per_token / 4: built lengths in estimated tokens */
+	enum cl_api api;    /* workload.api: the shape each body is rendered in */
+	/* embeddings: inputs per body (workload.embedding_batch); while a batch fills, its
+	 * messages wait in pending (one input each) */
+	uint32_t batch;
+	json_t *pending;
+	size_t pending_chars;
 };
+
+/* Renders the inputs still waiting for a full embeddings batch as one last, shorter body.
+ * 0 when none wait; else as cli_workload_push_body. */
+int cli_workload_flush_batch(struct render_ctx *c, struct cl_err *err);
 
 /* tokens (the target's) in estimated tokens, the unit cli_workload_words builds to. */
 static inline uint32_t cli_workload_scaled(const struct render_ctx *c, uint32_t tokens)

@@ -92,6 +92,8 @@ int cl_workload_render_stats(const struct cl_scenario *s, const char *model,
 		snprintf(salt, sizeof(salt), "[%s] ", w->salt_tag);
 		c.salt = salt;
 	}
+	c.api = w->api;
+	c.batch = w->api == CL_API_EMBEDDINGS && w->embedding_batch ? w->embedding_batch : 1;
 	c.token_scale =
 	    w->chars_per_token > 0 ? w->chars_per_token / CL_WORKLOAD_CHARS_PER_TOKEN : 1;
 	own.prefix_groups = w->shared_prefix_groups;
@@ -127,7 +129,10 @@ int cl_workload_render_stats(const struct cl_scenario *s, const char *model,
 	default:
 		rc = cl_err_set(err, CL_EINVAL, "unknown workload kind %d", (int)w->kind);
 	}
+	if (!rc)
+		rc = cli_workload_flush_batch(&c, err); /* a last batch that is not full */
 out:
+	json_decref(c.pending);
 	json_decref(c.extra);
 	for (size_t i = 0; i < c.n_prefixes; i++)
 		free(c.prefixes[i]);

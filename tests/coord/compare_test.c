@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -145,6 +146,76 @@ static void test_regression(void **state)
 	cmp = cl_compare_build(base, cur, "b", "n", &loose, &reg);
 	assert_int_equal(reg, 0);
 	json_decref(cmp);
+	json_decref(cur);
+}
+
+/* Gives a copy's stage a ci95 whose figure `name` has this half-width. */
+static void set_half(json_t *doc, size_t stage, const char *name, double half)
+{
+	json_t *st = json_array_get(json_object_get(doc, "stages"), stage);
+	json_t *ci = json_object_get(st, "ci95");
+	if (!json_is_object(ci)) {
+		ci = json_pack("{s:s,s:f,s:i}", "method", "batch_means", "level", 0.95, "n", 10);
+		json_object_set_new(st, "ci95", ci);
+	}
+	json_object_set_new(ci, name, json_pack("{s:f}", "half", half));
+}
+
+/* A change beyond the limit is a regression only when it is beyond the noise too: both runs'
+ * half-widths in quadrature.  Without an interval in either run, the limit alone decides. */
+static void test_noise(void **state)
+{
+	(void)state;
+	json_t *b = json_deep_copy(base), *cur = json_deep_copy(base);
+	double p99 = cl_results_num(json_array_get(json_object_get(base, "stages"), 1),
+				    "latency_ms.ttft.p99");
+	scale(cur, 1, "latency_ms.ttft.p99", 1.20); /* +20 % */
+	/* Only the new run has an interval: judged as before. */
+	set_half(cur, 1, "ttft_p99_ms", 0.15 * p99);
+	size_t reg = 0;
+	json_t *cmp = cl_compare_build(b, cur, "b", "n", &opts, &reg);
+	assert_string_equal(verdict(cmp, 1, "ttft_p99_ms"), "regressed");
+	assert_true(json_is_null(json_object_get(metric(cmp, 1, "ttft_p99_ms"), "noise")));
+	json_decref(cmp);
+	/* Both at 15 %: the noise of the change is 21.2 % > 20 %: within noise. */
+	set_half(b, 1, "ttft_p99_ms", 0.15 * p99);
+	cmp = cl_compare_build(b, cur, "b", "n", &opts, &reg);
+	assert_int_equal(reg, 0);
+	assert_string_equal(verdict(cmp, 1, "ttft_p99_ms"), "within noise");
+	double noise = cl_results_num(metric(cmp, 1, "ttft_p99_ms"), "noise");
+	if (!(fabs(noise - sqrt(2) * 0.15 * p99) < 1e-3 * p99))
+		fail_msg("noise %g, want %g", noise, sqrt(2) * 0.15 * p99);
+	json_decref(cmp);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+	assert_int_equal(cl_compare(b, cur, "b.json", "n.json", &opts, CL_COMPARE_TABLE, out),
+			 CL_EXIT_OK);
+	fclose(out);
+	if (!strstr(text, "within noise") ||
+	    !strstr(text, "\xc2\xb1"
+			  "21.2%") ||
+	    !strstr(text, "1 change beyond the limit is within the noise"))
+		fail_msg("table:\n%s", text);
+	free(text);
+	/* Both at 10 %: noise 14.1 % < 20 %: a regression. */
+	set_half(b, 1, "ttft_p99_ms", 0.10 * p99);
+	set_half(cur, 1, "ttft_p99_ms", 0.10 * p99);
+	cmp = cl_compare_build(b, cur, "b", "n", &opts, &reg);
+	assert_int_equal(reg, 1);
+	assert_string_equal(verdict(cmp, 1, "ttft_p99_ms"), "regressed");
+	json_decref(cmp);
+	/* The limit stays the practical floor: +3 % with no noise at all is only worse. */
+	json_t *small = json_deep_copy(base);
+	scale(small, 1, "latency_ms.ttft.p99", 1.03);
+	set_half(small, 1, "ttft_p99_ms", 0);
+	set_half(b, 1, "ttft_p99_ms", 0);
+	cmp = cl_compare_build(b, small, "b", "n", &opts, &reg);
+	assert_int_equal(reg, 0);
+	assert_string_equal(verdict(cmp, 1, "ttft_p99_ms"), "worse");
+	json_decref(cmp);
+	json_decref(small);
+	json_decref(b);
 	json_decref(cur);
 }
 
@@ -326,6 +397,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_same),
 		cmocka_unit_test(test_regression),
+		cmocka_unit_test(test_noise),
 		cmocka_unit_test(test_improvement),
 		cmocka_unit_test(test_error_rate_floor),
 		cmocka_unit_test(test_missing_and_null),

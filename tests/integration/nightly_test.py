@@ -98,11 +98,12 @@ class Nightly(tl.FleetCase):
         night = os.path.join(self.dir, "2026-01-03")
         with open(os.path.join(night, "compare.txt")) as f:
             cmp = f.read()
-        self.assertRegex(cmp, r"steady\s+ITL p50 ms\s+[0-9.]+\s+[0-9.]+\s+\+[0-9.]+%\s+REGRESSED")
+        self.assertRegex(cmp, r"steady\s+ITL p50 ms\s+[0-9.]+\s+[0-9.]+\s+\+[0-9.]+%\s+"
+                              r"(?:-|±[0-9.]+%)\s+REGRESSED")  # the noise column between
         # The server's own TTFT (its /metrics, scraped by default) is compared too: worse,
         # as information, never a regression of its own (issue 26).
         self.assertRegex(cmp, r"steady\s+server TTFT p99 ms\s+[0-9.]+\s+[0-9.]+\s+\+[0-9.]+%"
-                              r"\s+worse\n")
+                              r"\s+(?:-|±[0-9.]+%)\s+worse\n")
         self.assertIn("they never count as regressions", cmp)
         self.assertTrue(os.path.isfile(os.path.join(night, "compare.json")))
         self.assertTrue(os.path.isfile(os.path.join(night, "summary.txt")))

@@ -1103,6 +1103,45 @@ static void search_and_soak_keys(void **state)
 	load_bad(clash, strlen(clash), NULL, 3, 7, "could collide with the probes of search 'cap'");
 }
 
+/* repeat: a count on ordinary stages (each value of a sweep repeats), refused on a search and
+ * on a replay stage, at the key, with the reason. */
+static void repeat_key(void **state)
+{
+	(void)state;
+	struct cl_scenario s;
+	static const char ok[] = "target: { url: http://127.0.0.1:8000/v1 }\n"
+				 "stages:\n"
+				 "  - { concurrency: [2, 4], duration: 10s, repeat: 5 }\n"
+				 "  - { concurrency: 1, requests: 3 }\n";
+	load_ok(ok, NULL, &s);
+	assert_int_equal(s.n_stages, 3);
+	assert_int_equal(s.stages[0].repeat, 5);
+	assert_int_equal(s.stages[1].repeat, 5);
+	assert_int_equal(s.stages[2].repeat, 1);
+	cl_scenario_free(&s);
+	static const char *const ov[] = { "stages.1.repeat=7", NULL };
+	load_ok(ok, ov, &s);
+	assert_int_equal(s.stages[2].repeat, 7);
+	cl_scenario_free(&s);
+	static const char zero[] = "target: { url: http://127.0.0.1:8000/v1 }\n"
+				   "stages: [ { concurrency: 1, duration: 1s, repeat: 0 } ]\n";
+	load_bad(zero, strlen(zero), NULL, 2, 51, "stages[0].repeat");
+	static const char many[] = "target: { url: http://127.0.0.1:8000/v1 }\n"
+				   "stages: [ { concurrency: 1, duration: 1s, repeat: 101 } ]\n";
+	load_bad(many, strlen(many), NULL, 2, 51, "stages[0].repeat");
+	static const char search[] = "target: { url: http://127.0.0.1:8000/v1 }\n"
+				     "stages:\n"
+				     "  - { search: { over: concurrency, max: 8 }, repeat: 3 }\n"
+				     "slo: { ttft_p99: 2s }\n";
+	load_bad(search, strlen(search), NULL, 3, 46,
+		 "stages[0].repeat: a search stage cannot repeat");
+	static const char replay[] = "target: { url: http://127.0.0.1:8000/v1 }\n"
+				     "workload: { trace: t.jsonl }\n"
+				     "stages: [ { replay: true, repeat: 2 } ]\n";
+	load_bad(replay, strlen(replay), NULL, 3, 27,
+		 "stages[0].repeat does not apply to a replay stage");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1120,6 +1159,7 @@ int main(void)
 		cmocka_unit_test(example_scenarios),
 		cmocka_unit_test(client_bound_policy),
 		cmocka_unit_test(search_and_soak_keys),
+		cmocka_unit_test(repeat_key),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

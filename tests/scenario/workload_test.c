@@ -561,6 +561,61 @@ static void test_synthetic_errors(void **state)
 	assert_null(w.bodies);
 }
 
+/* workload.api: each API's body from the same prompts (docs/scenario.md, "APIs"). */
+static void test_api_bodies(void **state)
+{
+	char *prompts[] = { "one", "two", "three", "four", "five" };
+	struct cl_scenario s = base_scenario();
+	s.workload.kind = CL_WORKLOAD_PROMPTS;
+	s.workload.prompts = prompts;
+	s.workload.n_prompts = 5;
+	s.workload.max_tokens = 32;
+	struct cl_workload_plan w;
+	struct cl_err err = { 0 };
+
+	s.workload.system_prompt = "Be brief.";
+	s.workload.api = CL_API_COMPLETIONS;
+	assert_int_equal(cl_workload_render(&s, "m", &w, &err), 0);
+	assert_int_equal(w.n_bodies, 5);
+	assert_string_equal(w.bodies[0].json,
+			    "{\"model\":\"m\",\"prompt\":\"Be brief.\\n\\none\",\"max_tokens\":32,"
+			    "\"stream\":true,\"stream_options\":{\"include_usage\":true}}");
+	assert_int_equal(w.bodies[0].inputs, 0);
+	cl_workload_plan_free(&w);
+
+	s.workload.api = CL_API_RESPONSES;
+	s.workload.ignore_eos = 1;
+	assert_int_equal(cl_workload_render(&s, "m", &w, &err), 0);
+	assert_string_equal(w.bodies[1].json,
+			    "{\"model\":\"m\",\"input\":[{\"role\":\"system\",\"content\":"
+			    "\"Be brief.\"},{\"role\":\"user\",\"content\":\"two\"}],"
+			    "\"max_output_tokens\":32,\"ignore_eos\":true,\"stream\":true}");
+	cl_workload_plan_free(&w);
+
+	/* embeddings: batches of 2 in order, the last one short; no length, no stream */
+	s.workload.system_prompt = NULL;
+	s.workload.ignore_eos = -1;
+	s.workload.api = CL_API_EMBEDDINGS;
+	s.workload.embedding_batch = 2;
+	s.target.body_json = "{\"stream\":true,\"encoding_format\":\"float\"}";
+	assert_int_equal(cl_workload_render(&s, "m", &w, &err), 0);
+	assert_int_equal(w.n_bodies, 3);
+	assert_string_equal(w.bodies[0].json, "{\"model\":\"m\",\"input\":[\"one\",\"two\"],"
+					      "\"encoding_format\":\"float\"}");
+	assert_string_equal(w.bodies[2].json,
+			    "{\"model\":\"m\",\"input\":[\"five\"],\"encoding_format\":\"float\"}");
+	assert_int_equal(w.bodies[0].inputs, 2);
+	assert_int_equal(w.bodies[2].inputs, 1);
+	assert_int_equal(w.bodies[0].max_tokens, 0);
+	cl_workload_plan_free(&w);
+
+	char *js = NULL;
+	assert_int_equal(cl_body_json_probe_api(CL_API_EMBEDDINGS, "m", "hi", 16, NULL, &js, &err),
+			 0);
+	assert_string_equal(js, "{\"model\":\"m\",\"input\":[\"hi\"]}");
+	free(js);
+}
+
 static void test_render_probe(void **state)
 {
 	char *js = NULL;
@@ -660,6 +715,7 @@ int main(void)
 		cmocka_unit_test(test_synthetic),
 		cmocka_unit_test(test_synthetic_errors),
 		cmocka_unit_test(test_render_probe),
+		cmocka_unit_test(test_api_bodies),
 		cmocka_unit_test(test_merge_json),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -6,6 +6,7 @@
 #define CHATLOAD_BODY_JSON_H
 
 #include "chatload/err.h"
+#include "chatload/plan.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -38,6 +39,21 @@ int cl_body_json_render(const char *model, json_t *messages, uint32_t max_tokens
 			json_t *extra, char **json_out);
 
 /*
+ * The same for any API, from the same messages (docs/scenario.md, "APIs"):
+ * - chat: {"model", "messages", "max_tokens"?, "ignore_eos"?, "stream": true,
+ *   "stream_options": {"include_usage": true}}, as cl_body_json_render;
+ * - completions: "prompt" = the messages' text joined by a blank line, "max_tokens",
+ *   "ignore_eos", "stream", "stream_options" as chat;
+ * - responses: "input" = the messages, "max_output_tokens", "ignore_eos" (a vLLM
+ *   extension, sent only when asked), "stream": true, no stream_options;
+ * - embeddings: "input" = one string per message (the batch), no length, no ignore_eos, and
+ *   no "stream" at all (the key is removed even when extra sets it).
+ * extra is merged last (chatload's "stream" wins).  Consumes messages.  CL_ENOMEM.
+ */
+int cl_body_json_render_api(enum cl_api api, const char *model, json_t *messages,
+			    uint32_t max_tokens, bool ignore_eos, json_t *extra, char **json_out);
+
+/*
  * Renders one probe body (readiness or warmup): {"model", "messages": [{"role": "user",
  * "content": prompt}], "max_tokens", "stream": true, "stream_options": {"include_usage":
  * true}} merged with extra_body_json (NULL or a JSON object text; for readiness this is
@@ -47,6 +63,12 @@ int cl_body_json_render(const char *model, json_t *messages, uint32_t max_tokens
  */
 int cl_body_json_probe(const char *model, const char *prompt, uint32_t max_tokens,
 		       const char *extra_body_json, char **json_out, struct cl_err *err);
+
+/* cl_body_json_probe for any API (cl_body_json_render_api's shapes); the prompt is the one
+ * message (embeddings: the one input). */
+int cl_body_json_probe_api(enum cl_api api, const char *model, const char *prompt,
+			   uint32_t max_tokens, const char *extra_body_json, char **json_out,
+			   struct cl_err *err);
 
 /*
  * Merges the JSON object text over_json over base_json (either may be NULL: then the other

@@ -92,6 +92,8 @@ enum cl_ctr {
 	CL_CTR_TURN_LAST_PROMPT_TOKENS = CL_CTR_TURN1_PROMPT_TOKENS + 7,
 	CL_CTR_CACHED_PROMPT_TOKENS, /* usage.prompt_tokens_details.cached_tokens of completed
 				      * requests: the prompt the server's prefix cache served */
+	CL_CTR_EMBEDDING_INPUTS,     /* embeddings: inputs (vectors answered) of completed
+				      * requests */
 	CL_CTR__COUNT
 };
 

@@ -21,6 +21,23 @@ int cl_apportion_real(double total, const uint32_t *weights, size_t n, double *o
 enum cl_load_mode { CL_MODE_CONCURRENCY = 0, CL_MODE_RATE = 1 };
 enum cl_arrival { CL_ARRIVAL_CONSTANT = 0, CL_ARRIVAL_POISSON = 1, CL_ARRIVAL_GAMMA = 2 };
 
+/* Which OpenAI-compatible API the requests use (scenario workload.api, docs/scenario.md). */
+enum cl_api {
+	CL_API_CHAT = 0,        /* POST {base}/chat/completions, streamed chunks */
+	CL_API_COMPLETIONS = 1, /* POST {base}/completions, streamed choices[].text */
+	CL_API_RESPONSES = 2,   /* POST {base}/responses, streamed semantic events */
+	CL_API_EMBEDDINGS = 3,  /* POST {base}/embeddings, one JSON answer, not streamed */
+	CL_API__COUNT
+};
+
+/* "chat", "completions", "responses", "embeddings"; NULL when out of range. */
+const char *cl_api_name(enum cl_api a);
+/* The endpoint after the base URL: "/chat/completions", "/completions", ...; NULL when out
+ * of range. */
+const char *cl_api_path(enum cl_api a);
+/* Whether the API streams its answer (every one but embeddings). */
+bool cl_api_streams(enum cl_api a);
+
 const char *cl_load_mode_name(enum cl_load_mode m);
 const char *cl_arrival_name(enum cl_arrival a);
 
@@ -40,6 +57,7 @@ struct cl_target_plan {
 	bool tls_verify;        /* default true */
 	char *ca_file;
 	int64_t connect_timeout_us;
+	enum cl_api api; /* default CL_API_CHAT */
 };
 
 /* One load level for one agent (the coordinator's share) or one worker (the agent's). */
@@ -76,6 +94,8 @@ struct cl_request_body {
 	/* Trace replay: when to start, µs after the stage's start (already divided by the
 	 * speedup); only with cl_workload_plan.trace_stride. */
 	int64_t at_us;
+	/* Embeddings: the inputs this body sends (workload.embedding_batch); 0 otherwise. */
+	uint32_t inputs;
 };
 
 /*

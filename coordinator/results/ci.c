@@ -1,0 +1,377 @@
+/* The 95 % confidence intervals of a stage's headline figures (stages[].ci95): batch means over
+ * the stage's report intervals in bounded memory, or the spread across a stage's repeats. */
+#include "results/results.h"
+#include "results/internal.h"
+#include "results/verdict.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * Why batch means.  The intervals of one stage are not independent draws: a slow request
+ * straddles two intervals, and a closed loop that completes many requests in one interval
+ * has fewer in flight for the next.  A plain standard error over intervals would then be too
+ * narrow.  Batch means groups consecutive intervals into B batches of equal length L; when
+ * L is long against the series' memory the batch figures are nearly independent, and the
+ * t interval over them is honest.  A block bootstrap would do as well but needs every
+ * interval kept (or resampled blocks of them), which a soak cannot afford.
+ *
+ * Bounded memory: at most 2K batches are kept.  When they are full, neighbours are merged
+ * (histograms exactly, counts summed) and L doubles, so a 12-hour soak holds K..2K batches of
+ * long intervals, the same memory as a 10-second stage.  Each batch keeps the four latency
+ * histograms the figures need at 2 significant digits (26 KiB each): percentiles of a batch
+ * within 1 %, which is noise next to the spread between batches.
+ */
+#define K_MIN_BATCHES 10
+#define MAX_BATCHES   (2 * K_MIN_BATCHES)
+/* Fewer whole batches than this and the interval is not worth printing (null). */
+#define MIN_BATCHES 5
+/* Values one figure's interval is computed from at most: batches, or a stage's repeats. */
+#define CI_VALUES CL_RESULTS_MAX_REPEATS
+_Static_assert(CI_VALUES >= MAX_BATCHES, "room for every batch");
+
+enum { H_TTFT, H_ITL, H_TPOT, H_E2E, H__N };
+static const int h_lat[H__N] = { CL_LAT_TTFT, CL_LAT_ITL, CL_LAT_TPOT, CL_LAT_E2E };
+static const struct cl_hist_cfg batch_cfg = { .lowest = 1, .highest = 3600000000LL, .sigfigs = 2 };
+
+struct batch {
+	struct cl_hist h[H__N];
+	uint64_t completed_in_window, output_tokens, completed, errors;
+	uint32_t intervals;
+	double seconds;
+};
+
+struct cli_rs_ci {
+	double ramp_s, end_s;
+	bool until_end;     /* request-bound: the last interval is a drain, held back one step */
+	uint32_t per_batch; /* L: intervals in a whole batch */
+	uint32_t n_full;    /* whole batches in b[] */
+	struct batch b[MAX_BATCHES];
+	struct batch pending;
+	bool has_pending;
+};
+
+/* The figures, in the order results.json lists them: name, where the point estimate is in
+ * the stage object, and which batch value goes with it. */
+enum fig_kind { F_RATE_TOKENS, F_RATE_REQUESTS, F_PCT, F_ERROR_RATE };
+static const struct figure {
+	const char *name;
+	const char *path;
+	enum fig_kind kind;
+	int hist;
+	double pct;
+} figures[] = {
+	{ "output_tokens_per_s", "throughput.output_tokens_per_s", F_RATE_TOKENS, 0, 0 },
+	{ "requests_per_s", "throughput.requests_per_s", F_RATE_REQUESTS, 0, 0 },
+	{ "ttft_p50_ms", "latency_ms.ttft.p50", F_PCT, H_TTFT, 50 },
+	{ "ttft_p99_ms", "latency_ms.ttft.p99", F_PCT, H_TTFT, 99 },
+	{ "itl_p50_ms", "latency_ms.itl.p50", F_PCT, H_ITL, 50 },
+	{ "itl_p99_ms", "latency_ms.itl.p99", F_PCT, H_ITL, 99 },
+	{ "tpot_p50_ms", "latency_ms.tpot.p50", F_PCT, H_TPOT, 50 },
+	{ "tpot_p99_ms", "latency_ms.tpot.p99", F_PCT, H_TPOT, 99 },
+	{ "e2e_p50_ms", "latency_ms.e2e.p50", F_PCT, H_E2E, 50 },
+	{ "e2e_p99_ms", "latency_ms.e2e.p99", F_PCT, H_E2E, 99 },
+	{ "error_rate", "requests.error_rate", F_ERROR_RATE, 0, 0 },
+};
+#define N_FIGURES (sizeof(figures) / sizeof(figures[0]))
+
+static int batch_init(struct batch *b)
+{
+	memset(b, 0, sizeof(*b));
+	int rc = 0;
+	for (int i = 0; i < H__N; i++)
+		rc |= cl_hist_init(&b->h[i], &batch_cfg);
+	return rc ? CL_ENOMEM : 0;
+}
+
+static void batch_reset(struct batch *b)
+{
+	for (int i = 0; i < H__N; i++)
+		cl_hist_reset(&b->h[i]);
+	b->completed_in_window = b->output_tokens = b->completed = b->errors = 0;
+	b->intervals = 0;
+	b->seconds = 0;
+}
+
+static void batch_add(struct batch *dst, const struct batch *src)
+{
+	for (int i = 0; i < H__N; i++)
+		cl_hist_merge(&dst->h[i], &src->h[i]);
+	dst->completed_in_window += src->completed_in_window;
+	dst->output_tokens += src->output_tokens;
+	dst->completed += src->completed;
+	dst->errors += src->errors;
+	dst->intervals += src->intervals;
+	dst->seconds += src->seconds;
+}
+
+/* One interval into b: its histograms re-bucketed at the batch's precision. */
+static void batch_add_metrics(struct batch *b, double interval_s, const struct cl_metrics *m)
+{
+	for (int i = 0; i < H__N; i++) {
+		const struct cl_hist *src = &m->lat[h_lat[i]];
+		int32_t state = 0, index;
+		int64_t value;
+		uint64_t count;
+		while (cl_hist_next_bucket(src, &state, &index, &value, &count))
+			cl_hist_record_n(&b->h[i], value, count);
+	}
+	b->completed_in_window += m->ctr[CL_CTR_COMPLETED_IN_WINDOW];
+	b->output_tokens += m->ctr[CL_CTR_OUTPUT_TOKENS];
+	b->completed += m->ctr[CL_CTR_COMPLETED];
+	b->errors += cl_verdict_errors(m);
+	b->intervals++;
+	b->seconds += interval_s;
+}
+
+void cli_rs_ci_free(struct cli_rs_ci *c)
+{
+	if (!c)
+		return;
+	for (int i = 0; i < MAX_BATCHES; i++)
+		for (int k = 0; k < H__N; k++)
+			cl_hist_destroy(&c->b[i].h[k]);
+	for (int k = 0; k < H__N; k++)
+		cl_hist_destroy(&c->pending.h[k]);
+	free(c);
+}
+
+struct cli_rs_ci *cli_rs_ci_new(double ramp_s, double duration_s)
+{
+	struct cli_rs_ci *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	int rc = batch_init(&c->pending);
+	for (int i = 0; i < MAX_BATCHES; i++)
+		rc |= batch_init(&c->b[i]);
+	if (rc) {
+		cli_rs_ci_free(c);
+		return NULL;
+	}
+	c->ramp_s = ramp_s;
+	c->end_s = duration_s > 0 ? ramp_s + duration_s : INFINITY;
+	c->until_end = duration_s <= 0;
+	c->per_batch = 1;
+	return c;
+}
+
+/* Adds one measured interval (in c->pending) to the batch filling; merges neighbours when
+ * every slot is whole. */
+static void commit(struct cli_rs_ci *c)
+{
+	batch_add(&c->b[c->n_full], &c->pending);
+	if (c->b[c->n_full].intervals < c->per_batch)
+		return;
+	c->n_full++;
+	if (c->n_full < MAX_BATCHES)
+		return;
+	/* b[i] = b[2i] + b[2i+1]: for i >= 1 both sources lie past i and are still intact. */
+	batch_add(&c->b[0], &c->b[1]);
+	for (int i = 1; i < K_MIN_BATCHES; i++) {
+		batch_reset(&c->b[i]);
+		batch_add(&c->b[i], &c->b[2 * i]);
+		batch_add(&c->b[i], &c->b[2 * i + 1]);
+	}
+	for (int i = K_MIN_BATCHES; i < MAX_BATCHES; i++)
+		batch_reset(&c->b[i]);
+	c->n_full = K_MIN_BATCHES;
+	c->per_batch *= 2;
+}
+
+void cli_rs_ci_add(struct cli_rs_ci *c, double t_s, double interval_s, const struct cl_metrics *m)
+{
+	const double eps = 1e-6;
+	/* Whole intervals of the measured window only, as drift takes them. */
+	if (!c || interval_s <= 0 || t_s - interval_s < c->ramp_s - eps || t_s > c->end_s + eps)
+		return;
+	if (c->until_end && c->has_pending)
+		commit(c);
+	batch_reset(&c->pending);
+	batch_add_metrics(&c->pending, interval_s, m);
+	c->has_pending = true;
+	if (!c->until_end) {
+		commit(c);
+		c->has_pending = false;
+	}
+}
+
+/* t quantile of 97.5 % with df degrees of freedom. */
+static double t975(size_t df)
+{
+	static const double t[] = { NAN,   12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365,
+				    2.306, 2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+				    2.120, 2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069,
+				    2.064, 2.060,  2.056, 2.052, 2.048, 2.045, 2.042 };
+	if (df < sizeof(t) / sizeof(t[0]))
+		return t[df];
+	return df < 40 ? 2.030 : df < 60 ? 2.010 : df < 120 ? 1.990 : 1.960;
+}
+
+double cli_rs_ci_half(const double *v, size_t n)
+{
+	/* Deviations from the first value, so that equal values give exactly 0 (a mean of
+	 * equal doubles need not equal them). */
+	size_t k = 0;
+	double shift = NAN, mean = 0;
+	for (size_t i = 0; i < n; i++)
+		if (isfinite(v[i])) {
+			if (k == 0)
+				shift = v[i];
+			mean += v[i] - shift;
+			k++;
+		}
+	if (k < 2)
+		return NAN;
+	mean /= (double)k;
+	double ss = 0;
+	for (size_t i = 0; i < n; i++)
+		if (isfinite(v[i]))
+			ss += (v[i] - shift - mean) * (v[i] - shift - mean);
+	return t975(k - 1) * sqrt(ss / (double)(k - 1)) / sqrt((double)k);
+}
+
+/* {half, low, high, n, method}; null when unknown. */
+static json_t *fig_json(const struct figure *f, double lo, double hi, size_t n, const char *method)
+{
+	if (!isfinite(lo) || !isfinite(hi))
+		return json_null();
+	if (lo < 0)
+		lo = 0;
+	if (f->kind == F_ERROR_RATE && hi > 1)
+		hi = 1;
+	int sig = f->kind == F_ERROR_RATE ? 4 : 5;
+	return json_pack("{s:o,s:o,s:o,s:i,s:s}", "half",
+			 cli_rj_real(cli_rj_sig((hi - lo) / 2, sig)), "low",
+			 cli_rj_real(cli_rj_sig(lo, sig)), "high", cli_rj_real(cli_rj_sig(hi, sig)),
+			 "n", (int)n, "method", method);
+}
+
+/* The t interval of values v[0..n) put around the stage's estimate. */
+static json_t *t_fig(const struct figure *f, double est, const double *v, size_t n, size_t min_n,
+		     const char *method)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		k += isfinite(v[i]) != 0;
+	double half = k >= min_n ? cli_rs_ci_half(v, n) : NAN;
+	return fig_json(f, est - half, est + half, k, method);
+}
+
+/* Values a batch needs of a latency for its percentile p to mean something: a batch of 8
+ * requests has no p99 of its own (its "p99" is its max, biased low). */
+static uint64_t need_for(double pct)
+{
+	return (uint64_t)ceil(5.0 / (1.0 - pct / 100.0));
+}
+
+/*
+ * A percentile's interval.  Batch means over groups of g neighbouring batches, g the least
+ * that gives every group enough values for the percentile while MIN_BATCHES groups remain.
+ * When no g does (a p99 of a short stage), the distribution-free order-statistic interval of
+ * the pooled histogram: the ranks N p -+ 1.96 sqrt(N p (1-p)).  That one assumes independent
+ * requests (it is too narrow when they queue behind each other), so it is the fallback, and
+ * its `method` says so; null when N is too small for the upper rank to exist.
+ */
+static json_t *pct_fig(const struct cli_rs_ci *c, const struct figure *f, double est,
+		       const struct cl_hist *pooled, struct cl_hist *tmp)
+{
+	uint64_t need = need_for(f->pct);
+	for (size_t g = 1; c->n_full / g >= MIN_BATCHES; g++) {
+		size_t groups = c->n_full / g;
+		double v[CI_VALUES];
+		bool ok = true;
+		for (size_t i = 0; ok && i < groups; i++) {
+			cl_hist_reset(tmp);
+			for (size_t j = 0; j < g; j++)
+				cl_hist_merge(tmp, &c->b[i * g + j].h[f->hist]);
+			ok = cl_hist_count(tmp) >= need;
+			v[i] = ok ? cl_hist_percentile(tmp, f->pct) / 1000.0 : NAN;
+		}
+		if (ok)
+			return t_fig(f, est, v, groups, MIN_BATCHES, "batch_means");
+	}
+	uint64_t n = pooled ? cl_hist_count(pooled) : 0;
+	if (n == 0 || !isfinite(est))
+		return json_null();
+	double p = f->pct / 100.0, np = (double)n * p, sd = sqrt((double)n * p * (1 - p));
+	double lo_rank = floor(np - 1.96 * sd), hi_rank = ceil(np + 1.96 * sd);
+	if (lo_rank < 1 || hi_rank > (double)n)
+		return json_null();
+	double lo = cl_hist_percentile(pooled, 100.0 * (lo_rank - 0.5) / (double)n) / 1000.0;
+	double hi = cl_hist_percentile(pooled, 100.0 * (hi_rank - 0.5) / (double)n) / 1000.0;
+	/* The stage's estimate is the 3-digit histogram's; keep it inside its interval. */
+	lo = lo < est ? lo : est;
+	hi = hi > est ? hi : est;
+	return fig_json(f, lo, hi, (size_t)n, "order_statistics");
+}
+
+static json_t *ci_head(const char *method, size_t n, uint32_t per_batch)
+{
+	json_t *o = json_pack("{s:s,s:f,s:i}", "method", method, "level", 0.95, "n", (int)n);
+	if (o && per_batch && cli_rj_set(o, "intervals_per_batch", json_integer(per_batch))) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+json_t *cli_rs_ci_json(const struct cli_rs_ci *c, const json_t *stage,
+		       const struct cl_metrics *cumulative)
+{
+	if (!c || c->n_full < MIN_BATCHES)
+		return json_null();
+	struct cl_hist tmp;
+	if (cl_hist_init(&tmp, &batch_cfg) != 0)
+		return NULL;
+	json_t *o = ci_head("batch_means", c->n_full, c->per_batch);
+	size_t n = c->n_full;
+	for (size_t f = 0; o && f < N_FIGURES; f++) {
+		const struct figure *fg = &figures[f];
+		double est = cl_results_num(stage, fg->path);
+		json_t *fj;
+		if (fg->kind == F_PCT) {
+			fj = pct_fig(c, fg, est,
+				     cumulative ? &cumulative->lat[h_lat[fg->hist]] : NULL, &tmp);
+		} else {
+			double v[CI_VALUES];
+			for (size_t i = 0; i < n; i++) {
+				const struct batch *b = &c->b[i];
+				uint64_t ended = b->completed + b->errors;
+				if (fg->kind == F_RATE_TOKENS)
+					v[i] = b->seconds > 0 ? b->output_tokens / b->seconds : NAN;
+				else if (fg->kind == F_RATE_REQUESTS)
+					v[i] = b->seconds > 0 ? b->completed_in_window / b->seconds
+							      : NAN;
+				else
+					v[i] = ended ? (double)b->errors / (double)ended : NAN;
+			}
+			fj = t_fig(fg, est, v, n, MIN_BATCHES, "batch_means");
+		}
+		if (cli_rj_set(o, fg->name, fj)) {
+			json_decref(o);
+			o = NULL;
+		}
+	}
+	cl_hist_destroy(&tmp);
+	return o;
+}
+
+json_t *cli_rs_ci_repeats_json(const json_t *stage, const json_t *const *repeats, size_t n)
+{
+	if (n < 2 || n > CI_VALUES)
+		return json_null();
+	json_t *o = ci_head("repeats", n, 0);
+	for (size_t f = 0; o && f < N_FIGURES; f++) {
+		double v[CI_VALUES];
+		for (size_t i = 0; i < n; i++)
+			v[i] = cl_results_num(repeats[i], figures[f].path);
+		json_t *fj =
+		    t_fig(&figures[f], cl_results_num(stage, figures[f].path), v, n, 2, "repeats");
+		if (cli_rj_set(o, figures[f].name, fj)) {
+			json_decref(o);
+			o = NULL;
+		}
+	}
+	return o;
+}

@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""How honest are chatload's error bars?  A benchmark, not a test: it prints figures.
+
+Against the built-in simulator with jitter, it measures
+  coverage   one run of a short stage with `repeat: R`: how often the 95 % interval of one
+             repeat (its batch-means ci95) contains the mean of all R repeats, per figure;
+  false      K runs of one scenario with `repeat: N`, a different simulator seed each, the
+             simulator unchanged: how many of the K*(K-1)/2 pairwise `chatload compare`s
+             exit 99 (a regression called on noise);
+  detect     K more runs whose simulator is 10 % slower per token (itl x 1.1): how many of
+             the K*K compares base -> slower exit 99, and which metrics they name.
+
+usage: bench_noise.py [--build DIR] [--runs K] [--repeat N] [--duration 10s]
+                      [--coverage-repeats R] [--coverage-duration 5s] [--out DIR]
+Every server is the simulator chatload starts itself, on loopback.
+"""
+import argparse
+import itertools
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.dirname(os.path.dirname(HERE))
+
+SCENARIO = """name: noise
+target:
+  simulator:
+    ttft: 100ms
+    itl: {itl}
+    output_tokens: uniform:32-96
+    jitter: 0.2
+    seed: {seed}
+    max_batch: 8
+agents:
+  local: 1
+  report_interval: {interval}
+warmup:
+  requests: 4
+# a shared machine: a stall of the whole host is reported, not a failed run
+client_bound: warn
+stages:
+  - {{ name: c4, concurrency: 4, duration: {duration}, repeat: {repeat} }}
+  - {{ name: c8, concurrency: 8, duration: {duration}, repeat: {repeat} }}
+"""
+
+FIGURES = ["output_tokens_per_s", "requests_per_s", "ttft_p50_ms", "ttft_p99_ms",
+           "itl_p50_ms", "itl_p99_ms", "tpot_p50_ms", "tpot_p99_ms", "e2e_p50_ms",
+           "e2e_p99_ms"]
+PATHS = {"output_tokens_per_s": ("throughput", "output_tokens_per_s"),
+         "requests_per_s": ("throughput", "requests_per_s"),
+         "ttft_p50_ms": ("latency_ms", "ttft", "p50"), "ttft_p99_ms": ("latency_ms", "ttft", "p99"),
+         "itl_p50_ms": ("latency_ms", "itl", "p50"), "itl_p99_ms": ("latency_ms", "itl", "p99"),
+         "tpot_p50_ms": ("latency_ms", "tpot", "p50"), "tpot_p99_ms": ("latency_ms", "tpot", "p99"),
+         "e2e_p50_ms": ("latency_ms", "e2e", "p50"), "e2e_p99_ms": ("latency_ms", "e2e", "p99")}
+
+
+def get(o, path):
+    for k in path:
+        o = o.get(k) if isinstance(o, dict) else None
+    return o
+
+
+def run(chatload, env, workdir, name, **kw):
+    path = os.path.join(workdir, name + ".yaml")
+    with open(path, "w") as f:
+        f.write(SCENARIO.format(**kw))
+    out = os.path.join(workdir, name)
+    p = subprocess.run([chatload, "run", path, "--out", out], env=env, capture_output=True,
+                       text=True, timeout=3600)
+    if p.returncode != 0:
+        sys.exit("run %s exited %d: %s" % (name, p.returncode, p.stderr[-2000:]))
+    return os.path.join(out, "results.json")
+
+
+def compare(chatload, a, b):
+    p = subprocess.run([chatload, "compare", a, b, "--format", "json"], capture_output=True,
+                       text=True, timeout=60)
+    if p.returncode not in (0, 99):
+        sys.exit("compare exited %d: %s" % (p.returncode, p.stderr))
+    doc = json.loads(p.stdout)
+    named = [(s["stage"], m["metric"]) for s in doc["stages"] for m in s["metrics"]
+             if m["verdict"] == "regressed"]
+    noisy = sum(m["verdict"] == "within noise" for s in doc["stages"] for m in s["metrics"])
+    return p.returncode, named, noisy
+
+
+def coverage(doc):
+    """Per figure: (covered, counted) over every stage's repeats."""
+    out = {f: [0, 0] for f in FIGURES}
+    for st in doc["stages"]:
+        reps = st.get("repeats") or []
+        for f in FIGURES:
+            vals = [get(r, PATHS[f]) for r in reps]
+            vals = [v for v in vals if isinstance(v, (int, float))]
+            if len(vals) < 2:
+                continue
+            mean = sum(vals) / len(vals)
+            for r in reps:
+                ci = (r.get("ci95") or {}).get(f)
+                if not ci:
+                    continue
+                out[f][1] += 1
+                out[f][0] += ci["low"] <= mean <= ci["high"]
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default=os.path.join(SRC, "build"))
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--duration", default="10s")
+    ap.add_argument("--coverage-repeats", type=int, default=20)
+    ap.add_argument("--coverage-duration", default="5s")
+    ap.add_argument("--interval", default="500ms")
+    ap.add_argument("--skip", default="", help="comma list of: coverage,compare")
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    chatload = os.path.join(a.build, "bin", "chatload")
+    env = dict(os.environ, CHATLOAD_AGENT_BIN=os.path.join(a.build, "bin", "chatload-agent"),
+               CHATLOAD_SIM_BIN=os.path.join(a.build, "bin", "chatload-sim"))
+    work = a.out or tempfile.mkdtemp(prefix="chatload-noise-")
+    os.makedirs(work, exist_ok=True)
+    skip = set(a.skip.split(",")) if a.skip else set()
+    print("workdir", work)
+
+    if "coverage" not in skip:
+        doc = json.load(open(run(chatload, env, work, "coverage", itl="10ms", seed=101,
+                                 duration=a.coverage_duration, repeat=a.coverage_repeats,
+                                 interval=a.interval)))
+        cov = coverage(doc)
+        print("coverage of one repeat's ci95 over the mean of %d repeats (2 stages):"
+              % a.coverage_repeats)
+        for f in FIGURES:
+            c, n = cov[f]
+            print("  %-20s %3d / %3d  %5.1f %%" % (f, c, n, 100.0 * c / n if n else float("nan")))
+        tc = sum(c for c, n in cov.values())
+        tn = sum(n for c, n in cov.values())
+        print("  %-20s %3d / %3d  %5.1f %%" % ("all", tc, tn, 100.0 * tc / tn if tn else 0))
+        # The across-repeats interval of the pooled figure is the one compare trusts.
+        for st in doc["stages"]:
+            ci = st.get("ci95") or {}
+            print("  stage %s pooled ci95 (repeats): " % st["name"] + ", ".join(
+                "%s %.4g +-%.3g" % (f, get(st, PATHS[f]), ci[f]["half"])
+                for f in ("output_tokens_per_s", "itl_p50_ms", "ttft_p50_ms") if ci.get(f)))
+
+    if "compare" not in skip:
+        same = [run(chatload, env, work, "same%d" % i, itl="10ms", seed=1 + i,
+                    duration=a.duration, repeat=a.repeat, interval=a.interval)
+                for i in range(a.runs)]
+        slow = [run(chatload, env, work, "slow%d" % i, itl="11ms", seed=51 + i,
+                    duration=a.duration, repeat=a.repeat, interval=a.interval)
+                for i in range(a.runs)]
+        calls, named_all, noisy_all = 0, [], 0
+        pairs = list(itertools.combinations(range(a.runs), 2))
+        for i, j in pairs:
+            rc, named, noisy = compare(chatload, same[i], same[j])
+            calls += rc == 99
+            named_all += named
+            noisy_all += noisy
+        print("unchanged: %d of %d pairwise compares called a regression; metrics named: %s;"
+              " %d changes beyond 5%% were within noise"
+              % (calls, len(pairs), sorted(set(named_all)) or "none", noisy_all))
+        calls, named_all = 0, []
+        for i in range(a.runs):
+            for j in range(a.runs):
+                rc, named, _ = compare(chatload, same[i], slow[j])
+                calls += rc == 99
+                named_all += named
+        counts = {}
+        for k in named_all:
+            counts[k] = counts.get(k, 0) + 1
+        print("10 %% slower per token: %d of %d compares called a regression; metrics named "
+              "(times): %s" % (calls, a.runs * a.runs,
+                               ", ".join("%s/%s %d" % (s, m, n)
+                                         for (s, m), n in sorted(counts.items()))))
+
+
+if __name__ == "__main__":
+    main()

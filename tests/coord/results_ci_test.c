@@ -1,0 +1,271 @@
+/* stages[].ci95 on real histograms: batch means give the t interval the formula says, the
+ * ramp and drain stay out, memory stays bounded however long the stage (batches merge), a
+ * percentile too thin for its batches falls back to order statistics or null, a stage of
+ * too few intervals has none, and repeats pool their figures with ci95 across them. */
+#include "coord_metrics.h"
+#include "results/results.h"
+
+#include "chatload/exitcode.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static char *make_tmpdir(void)
+{
+	char tmpl[] = "/tmp/chatload-ci-test-XXXXXX";
+	char *d = mkdtemp(tmpl);
+	assert_non_null(d);
+	return strdup(d);
+}
+
+static void rm_rf(char *path)
+{
+	char cmd[4200];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
+	assert_int_equal(system(cmd), 0);
+	free(path);
+}
+
+/* One interval: n requests, each with this TTFT and tokens output tokens; errors failed. */
+static void interval(struct cl_metrics *m, uint32_t n, int64_t ttft_us, uint32_t tokens,
+		     uint32_t errors)
+{
+	cl_metrics_reset(m);
+	for (uint32_t i = 0; i < n; i++) {
+		cl_hist_record(&m->lat[CL_LAT_TTFT], ttft_us);
+		cl_hist_record(&m->lat[CL_LAT_ITL], 10000);
+		m->ctr[CL_CTR_STARTED]++;
+		m->ctr[CL_CTR_COMPLETED]++;
+		m->ctr[CL_CTR_COMPLETED_IN_WINDOW]++;
+		m->ctr[CL_CTR_OUTPUT_TOKENS] += tokens;
+	}
+	m->ctr[CL_CTR_STARTED] += errors;
+	m->ctr[CL_CTR_ERR_HTTP_5XX] += errors;
+}
+
+static double num(const json_t *o, const char *path)
+{
+	return cl_results_num(o, path);
+}
+
+static void fail_near(double got, double want, double tol, const char *what)
+{
+	if (!(fabs(got - want) <= tol))
+		fail_msg("%s: got %.6g, want %.6g +- %.3g", what, got, want, tol);
+}
+
+struct fixture {
+	char *dir;
+	struct cl_scenario s;
+	struct cl_results *r;
+	struct cl_metrics iv, cum;
+};
+
+static void fx_open(struct fixture *f, int64_t ramp_us, int64_t duration_us, uint32_t repeat)
+{
+	f->dir = make_tmpdir();
+	const uint32_t conc[] = { 4 };
+	tm_scenario(&f->s, "ci", conc, 1);
+	f->s.output.formats = CL_FMT_JSON;
+	f->s.stages[0].ramp_us = ramp_us;
+	f->s.stages[0].duration_us = duration_us;
+	f->s.stages[0].repeat = repeat;
+	char *argv[] = { "chatload" };
+	struct cl_err err = { 0 };
+	assert_int_equal(cl_results_create(&f->s, NULL, 1, argv, f->dir, &f->r, &err), 0);
+	assert_int_equal(cl_metrics_init(&f->iv), 0);
+	assert_int_equal(cl_metrics_init(&f->cum), 0);
+}
+
+static void fx_close(struct fixture *f)
+{
+	cl_metrics_destroy(&f->iv);
+	cl_metrics_destroy(&f->cum);
+	cl_results_destroy(f->r);
+	tm_scenario_free(&f->s);
+	rm_rf(f->dir);
+}
+
+/* Ten measured 1 s intervals whose output alternates 100 and 200 tokens/s: batch means of ten
+ * batches of one interval, so the half-width is t(0.975, 9) * sd / sqrt(10) with sd =
+ * 50 * sqrt(10/9).  The slow ramp and drain intervals around them must not count. */
+static void test_batch_means_formula(void **state)
+{
+	(void)state;
+	struct fixture f;
+	fx_open(&f, 2000000, 10000000, 1);
+	for (int k = 1; k <= 13; k++) {
+		bool measured = k > 2 && k <= 12;
+		uint32_t tokens = measured ? (k % 2 ? 10 : 20) : 1;
+		/* ramp and drain: 1000 tokens/s and a huge TTFT, which would widen everything */
+		interval(&f.iv, 10, measured ? 100000 : 5000000, measured ? tokens : 100, 0);
+		assert_int_equal(cl_results_add_interval(f.r, 0, k, &f.iv, 1.0), 0);
+		if (measured)
+			assert_int_equal(cl_metrics_merge(&f.cum, &f.iv), 0);
+	}
+	assert_int_equal(
+	    cl_results_finish_stage(f.r, 0, &f.s.stages[0], &f.cum, 10, CL_STAGE_OK, NULL), 0);
+	const json_t *ci = json_object_get(cl_results_stage(f.r, 0), "ci95");
+	assert_true(json_is_object(ci));
+	assert_string_equal(cl_results_str(ci, "method", ""), "batch_means");
+	assert_true(num(ci, "n") == 10);
+	assert_true(num(ci, "intervals_per_batch") == 1);
+	double want = 2.262 * 50 * sqrt(10.0 / 9) / sqrt(10.0);
+	fail_near(num(ci, "output_tokens_per_s.half"), want, 0.01, "output tok/s half");
+	fail_near(num(ci, "output_tokens_per_s.low"), 150 - want, 0.01, "output tok/s low");
+	fail_near(num(ci, "output_tokens_per_s.high"), 150 + want, 0.01, "output tok/s high");
+	/* Every request in the window had the same TTFT: no spread at all. */
+	assert_true(num(ci, "requests_per_s.half") == 0);
+	if (num(ci, "ttft_p50_ms.half") != 0)
+		fail_msg("ttft p50: %s", json_dumps(json_object_get(ci, "ttft_p50_ms"), 0));
+	fail_near(num(ci, "ttft_p50_ms.low"), 100, 0.1, "ttft p50 low");
+	/* 10 requests a batch: p99 needs 500 per group, 100 in all is too few for the
+	 * order-statistic interval's upper rank: null, not a made-up number. */
+	assert_true(json_is_null(json_object_get(ci, "ttft_p99_ms")));
+	assert_true(num(ci, "error_rate.half") == 0);
+	fx_close(&f);
+}
+
+/* A long stage: 5000 intervals.  The batches merge as they fill, so the stage holds 10..20
+ * of them, each a whole number of intervals; a p99 with enough requests gets batch means. */
+static void test_bounded_batches(void **state)
+{
+	(void)state;
+	struct fixture f;
+	fx_open(&f, 0, 5000LL * 1000000, 1);
+	for (int k = 1; k <= 5000; k++) {
+		interval(&f.iv, 20, (100 + k % 7) * 1000, 10, k % 50 == 0);
+		assert_int_equal(cl_results_add_interval(f.r, 0, k, &f.iv, 1.0), 0);
+		assert_int_equal(cl_metrics_merge(&f.cum, &f.iv), 0);
+	}
+	assert_int_equal(
+	    cl_results_finish_stage(f.r, 0, &f.s.stages[0], &f.cum, 5000, CL_STAGE_OK, NULL), 0);
+	const json_t *ci = json_object_get(cl_results_stage(f.r, 0), "ci95");
+	double n = num(ci, "n"), per = num(ci, "intervals_per_batch");
+	if (!(n >= 10 && n <= 20 && per >= 256 && n * per <= 5000 && n * per > 5000 - per))
+		fail_msg("batches: %g of %g intervals for 5000 intervals", n, per);
+	assert_string_equal(cl_results_str(json_object_get(ci, "ttft_p99_ms"), "method", ""),
+			    "batch_means");
+	/* One error every 50 intervals is spread evenly: a narrow interval around 0.1 %. */
+	double er = num(cl_results_stage(f.r, 0), "requests.error_rate");
+	assert_true(num(ci, "error_rate.low") <= er && num(ci, "error_rate.high") >= er);
+	assert_true(num(ci, "error_rate.half") < er);
+	fx_close(&f);
+}
+
+/* Fewer than 5 intervals: no interval worth printing. */
+static void test_too_short(void **state)
+{
+	(void)state;
+	struct fixture f;
+	fx_open(&f, 0, 4000000, 1);
+	for (int k = 1; k <= 4; k++) {
+		interval(&f.iv, 10, 100000, 10, 0);
+		assert_int_equal(cl_results_add_interval(f.r, 0, k, &f.iv, 1.0), 0);
+		assert_int_equal(cl_metrics_merge(&f.cum, &f.iv), 0);
+	}
+	assert_int_equal(
+	    cl_results_finish_stage(f.r, 0, &f.s.stages[0], &f.cum, 4, CL_STAGE_OK, NULL), 0);
+	assert_true(json_is_null(json_object_get(cl_results_stage(f.r, 0), "ci95")));
+	fx_close(&f);
+}
+
+/* Three repeats of 6 intervals at 100, 130 and 160 tokens/s: the stage pools them (145 over
+ * 18 s... here 130 tokens/s), lists each with its own batch-means ci95, and its ci95 is the t
+ * interval across the three: t(0.975, 2) * 30 / sqrt(3). */
+static void test_repeats(void **state)
+{
+	(void)state;
+	struct fixture f;
+	fx_open(&f, 0, 6000000, 3);
+	for (int rep = 0; rep < 3; rep++) {
+		struct cl_metrics one;
+		assert_int_equal(cl_metrics_init(&one), 0);
+		for (int k = 1; k <= 6; k++) {
+			interval(&f.iv, 10, (100 + 10 * rep) * 1000, 10 + 3 * rep, 0);
+			assert_int_equal(cl_results_add_interval(f.r, 0, k, &f.iv, 1.0), 0);
+			assert_int_equal(cl_metrics_merge(&one, &f.iv), 0);
+		}
+		assert_int_equal(
+		    cl_results_finish_repeat(f.r, 0, &f.s.stages[0], &one, 6, CL_STAGE_OK, NULL),
+		    0);
+		/* Not finished until the last repeat. */
+		if (rep < 2)
+			assert_null(cl_results_stage(f.r, 0));
+		cl_metrics_destroy(&one);
+	}
+	const json_t *st = cl_results_stage(f.r, 0);
+	assert_non_null(st);
+	assert_true(num(st, "repeat") == 3);
+	fail_near(num(st, "duration_s"), 18, 1e-9, "pooled window");
+	fail_near(num(st, "throughput.output_tokens_per_s"), 130, 1e-6, "pooled tok/s");
+	assert_true(num(st, "requests.completed") == 180);
+	const json_t *reps = json_object_get(st, "repeats");
+	assert_int_equal(json_array_size(reps), 3);
+	for (size_t i = 0; i < 3; i++) {
+		const json_t *one = json_array_get(reps, i);
+		assert_true(num(one, "repeat") == (double)i + 1);
+		fail_near(num(one, "throughput.output_tokens_per_s"), 100 + 30 * (double)i, 1e-6,
+			  "repeat tok/s");
+		assert_string_equal(cl_results_str(one, "ci95.method", ""), "batch_means");
+		assert_null(json_object_get(one, "histograms"));
+	}
+	const json_t *ci = json_object_get(st, "ci95");
+	assert_string_equal(cl_results_str(ci, "method", ""), "repeats");
+	assert_true(num(ci, "n") == 3);
+	fail_near(num(ci, "output_tokens_per_s.half"), 4.303 * 30 / sqrt(3.0), 0.01,
+		  "across repeats");
+	fail_near(num(ci, "ttft_p50_ms.half"), 4.303 * 10 / sqrt(3.0), 0.05, "ttft across");
+	/* Every interval row says its repeat. */
+	const json_t *ivs = json_object_get(st, "intervals");
+	assert_int_equal(json_array_size(ivs), 18);
+	assert_true(num(json_array_get(ivs, 0), "repeat") == 1);
+	assert_true(num(json_array_get(ivs, 17), "repeat") == 3);
+	fx_close(&f);
+}
+
+/* The run stopped after 2 of 4 repeats: the stage finishes from those two, and says so. */
+static void test_repeats_cut_short(void **state)
+{
+	(void)state;
+	struct fixture f;
+	fx_open(&f, 0, 6000000, 4);
+	for (int rep = 0; rep < 2; rep++) {
+		cl_metrics_reset(&f.cum);
+		for (int k = 1; k <= 6; k++) {
+			interval(&f.iv, 10, 100000, 10, 0);
+			assert_int_equal(cl_results_add_interval(f.r, 0, k, &f.iv, 1.0), 0);
+			assert_int_equal(cl_metrics_merge(&f.cum, &f.iv), 0);
+		}
+		assert_int_equal(cl_results_finish_repeat(f.r, 0, &f.s.stages[0], &f.cum, 6,
+							  rep ? CL_STAGE_INTERRUPTED : CL_STAGE_OK,
+							  rep ? "interrupted by a signal" : NULL),
+				 0);
+	}
+	assert_null(cl_results_stage(f.r, 0));
+	assert_int_equal(cl_results_end_repeats(f.r, 0, &f.s.stages[0]), 0);
+	const json_t *st = cl_results_stage(f.r, 0);
+	assert_non_null(st);
+	assert_string_equal(cl_results_str(st, "status", ""), "interrupted");
+	const char *why = cl_results_str(st, "reason", "");
+	if (!strstr(why, "2 of 4 repeats ran") || !strstr(why, "repeat 2: interrupted"))
+		fail_msg("reason: '%s'", why);
+	assert_int_equal(json_array_size(json_object_get(st, "repeats")), 2);
+	fx_close(&f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_batch_means_formula), cmocka_unit_test(test_bounded_batches),
+		cmocka_unit_test(test_too_short),           cmocka_unit_test(test_repeats),
+		cmocka_unit_test(test_repeats_cut_short),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
