@@ -34,7 +34,7 @@ struct cli_srv_xseries {
 struct cli_srv_xcell {
 	double last; /* gauges: the last value; counters: the running total */
 	double sum;  /* gauges: the values' sum */
-	float max;
+	double max;
 	uint32_t n; /* scrapes that held it */
 };
 
