@@ -283,45 +283,81 @@ static void conv_api(struct scn_ctx *c, const struct ynode *v, void *obj)
 		((struct cl_scn_workload *)obj)->api = (enum cl_api)x;
 }
 
-static const struct scn_field workload_fields[] = {
-	SCN_CUSTOM("prompts", conv_prompts),
-	SCN_FIELD("dataset", SCN_F_NESTR, struct cl_scn_workload, dataset),
-	SCN_CUSTOM("dataset_format", conv_dataset_format),
-	SCN_RANGE("dataset_limit", SCN_F_U32, struct cl_scn_workload, dataset_limit, 0, 100000000),
-	SCN_CUSTOM("synthetic", conv_synthetic),
-	SCN_FIELD("system_prompt", SCN_F_STR, struct cl_scn_workload, system_prompt),
-	SCN_RANGE("seed", SCN_F_U64, struct cl_scn_workload, seed, 0, INT64_MAX),
-	SCN_RANGE("max_tokens", SCN_F_U32, struct cl_scn_workload, max_tokens, 1, 10000000),
-	SCN_RANGE("request_timeout", SCN_F_DUR, struct cl_scn_workload, request_timeout_us, 1, DAY),
-	SCN_RANGE("drain_timeout", SCN_F_DUR, struct cl_scn_workload, drain_timeout_us, 0, DAY),
-	/* 10.. */
-	SCN_CUSTOM("ignore_eos", conv_ignore_eos),
-	SCN_CUSTOM("dataset_output_tokens", conv_dataset_output),
-	SCN_FIELD("dataset_shuffle", SCN_F_BOOL, struct cl_scn_workload, dataset_shuffle),
-	SCN_CUSTOM("dataset_filter", conv_dataset_filter),
-	SCN_CUSTOM("shared_prefix", conv_shared_prefix),
-	SCN_CUSTOM("multi_turn", conv_multi_turn),
-	SCN_CUSTOM("trace", conv_trace),
-	SCN_FIELD("calibrate", SCN_F_BOOL, struct cl_scn_workload, calibrate),
-	SCN_CUSTOM("order", conv_order),
-	SCN_CUSTOM("salt", conv_salt),
-	SCN_CUSTOM("api", conv_api),
-	SCN_RANGE("embedding_batch", SCN_F_U32, struct cl_scn_workload, embedding_batch, 1, 2048),
+/* The index of each key in workload_fields: the checks below name keys by it. */
+enum workload_field {
+	WF_PROMPTS,
+	WF_DATASET,
+	WF_DATASET_FORMAT,
+	WF_DATASET_LIMIT,
+	WF_SYNTHETIC,
+	WF_SYSTEM_PROMPT,
+	WF_SEED,
+	WF_MAX_TOKENS,
+	WF_REQUEST_TIMEOUT,
+	WF_DRAIN_TIMEOUT,
+	WF_IGNORE_EOS,
+	WF_DATASET_OUTPUT_TOKENS,
+	WF_DATASET_SHUFFLE,
+	WF_DATASET_FILTER,
+	WF_SHARED_PREFIX,
+	WF_MULTI_TURN,
+	WF_TRACE,
+	WF_CALIBRATE,
+	WF_ORDER,
+	WF_SALT,
+	WF_API,
+	WF_EMBEDDING_BATCH,
+	WF__COUNT
 };
+
+static const struct scn_field workload_fields[] = {
+	[WF_PROMPTS] = SCN_CUSTOM("prompts", conv_prompts),
+	[WF_DATASET] = SCN_FIELD("dataset", SCN_F_NESTR, struct cl_scn_workload, dataset),
+	[WF_DATASET_FORMAT] = SCN_CUSTOM("dataset_format", conv_dataset_format),
+	[WF_DATASET_LIMIT] = SCN_RANGE("dataset_limit", SCN_F_U32, struct cl_scn_workload,
+				       dataset_limit, 0, 100000000),
+	[WF_SYNTHETIC] = SCN_CUSTOM("synthetic", conv_synthetic),
+	[WF_SYSTEM_PROMPT] =
+	    SCN_FIELD("system_prompt", SCN_F_STR, struct cl_scn_workload, system_prompt),
+	[WF_SEED] = SCN_RANGE("seed", SCN_F_U64, struct cl_scn_workload, seed, 0, INT64_MAX),
+	[WF_MAX_TOKENS] =
+	    SCN_RANGE("max_tokens", SCN_F_U32, struct cl_scn_workload, max_tokens, 1, 10000000),
+	[WF_REQUEST_TIMEOUT] = SCN_RANGE("request_timeout", SCN_F_DUR, struct cl_scn_workload,
+					 request_timeout_us, 1, DAY),
+	[WF_DRAIN_TIMEOUT] =
+	    SCN_RANGE("drain_timeout", SCN_F_DUR, struct cl_scn_workload, drain_timeout_us, 0, DAY),
+	[WF_IGNORE_EOS] = SCN_CUSTOM("ignore_eos", conv_ignore_eos),
+	[WF_DATASET_OUTPUT_TOKENS] = SCN_CUSTOM("dataset_output_tokens", conv_dataset_output),
+	[WF_DATASET_SHUFFLE] =
+	    SCN_FIELD("dataset_shuffle", SCN_F_BOOL, struct cl_scn_workload, dataset_shuffle),
+	[WF_DATASET_FILTER] = SCN_CUSTOM("dataset_filter", conv_dataset_filter),
+	[WF_SHARED_PREFIX] = SCN_CUSTOM("shared_prefix", conv_shared_prefix),
+	[WF_MULTI_TURN] = SCN_CUSTOM("multi_turn", conv_multi_turn),
+	[WF_TRACE] = SCN_CUSTOM("trace", conv_trace),
+	[WF_CALIBRATE] = SCN_FIELD("calibrate", SCN_F_BOOL, struct cl_scn_workload, calibrate),
+	[WF_ORDER] = SCN_CUSTOM("order", conv_order),
+	[WF_SALT] = SCN_CUSTOM("salt", conv_salt),
+	[WF_API] = SCN_CUSTOM("api", conv_api),
+	[WF_EMBEDDING_BATCH] = SCN_RANGE("embedding_batch", SCN_F_U32, struct cl_scn_workload,
+					 embedding_batch, 1, 2048),
+};
+_Static_assert(N(workload_fields) == WF__COUNT, "one field per index");
+_Static_assert(WF__COUNT <= N(((struct scn_loader *)0)->workload), "room for every key");
 
 /* What the API chosen cannot do, by the index in workload_fields of the key that asks for
  * it: refused here, at validate time, rather than by the server in the middle of a run. */
 static void check_api(struct scn_ctx *c, const struct cl_scn_workload *w,
 		      const struct ynode *const *seen)
 {
-	const struct ynode *api = seen[18];
-	if (seen[19] && w->api != CL_API_EMBEDDINGS) {
-		cli_scn_error(c, seen[19],
-			      "workload.embedding_batch only applies with workload.api: embeddings");
+	const struct ynode *api = seen[WF_API];
+	if (seen[WF_EMBEDDING_BATCH] && w->api != CL_API_EMBEDDINGS) {
+		cli_scn_error(
+		    c, seen[WF_EMBEDDING_BATCH],
+		    "workload.embedding_batch only applies with workload.api: embeddings");
 		return;
 	}
-	if (seen[19] && seen[16] && w->embedding_batch > 1) {
-		cli_scn_error(c, seen[19],
+	if (seen[WF_EMBEDDING_BATCH] && seen[WF_TRACE] && w->embedding_batch > 1) {
+		cli_scn_error(c, seen[WF_EMBEDDING_BATCH],
 			      "workload.embedding_batch cannot be used with workload.trace (each "
 			      "trace record is one request at its own time)");
 		return;
@@ -332,12 +368,16 @@ static void check_api(struct scn_ctx *c, const struct cl_scn_workload *w,
 			size_t idx;
 			const char *why;
 		} no[] = {
-			{ 7, "embeddings generate nothing, so there is no output length to set" },
-			{ 10, "embeddings generate nothing, so there is no end of sequence" },
-			{ 11, "embeddings generate nothing, so there is no output length to set" },
-			{ 15, "an embedding is not a conversation" },
-			{ 5, "each input of an embeddings request is embedded on its own, so a system "
-			     "prompt would be one more input" },
+			{ WF_MAX_TOKENS,
+			  "embeddings generate nothing, so there is no output length to set" },
+			{ WF_IGNORE_EOS,
+			  "embeddings generate nothing, so there is no end of sequence" },
+			{ WF_DATASET_OUTPUT_TOKENS,
+			  "embeddings generate nothing, so there is no output length to set" },
+			{ WF_MULTI_TURN, "an embedding is not a conversation" },
+			{ WF_SYSTEM_PROMPT,
+			  "each input of an embeddings request is embedded on its own, so a system "
+			  "prompt would be one more input" },
 		};
 		for (size_t i = 0; i < N(no); i++) {
 			if (seen[no[i].idx]) {
@@ -355,8 +395,8 @@ static void check_api(struct scn_ctx *c, const struct cl_scn_workload *w,
 				      "there is no output length to set)");
 		return;
 	}
-	if (w->api != CL_API_CHAT && seen[15])
-		cli_scn_error(c, seen[15],
+	if (w->api != CL_API_CHAT && seen[WF_MULTI_TURN])
+		cli_scn_error(c, seen[WF_MULTI_TURN],
 			      "workload.multi_turn needs workload.api: chat (conversations are "
 			      "sent as chat messages; %s is not supported yet)",
 			      cl_api_name(w->api));
@@ -388,28 +428,31 @@ void cli_scn_conv_workload(struct scn_ctx *c, const struct ynode *v, void *obj)
 	const struct ynode **seen = l->workload;
 	cli_scn_fields(c, v, workload_fields, N(workload_fields), w, seen, cli_scn_hint_for);
 	check_api(c, w, seen);
-	int sources = !!seen[0] + !!seen[1] + !!seen[4] + !!seen[16];
+	int sources =
+	    !!seen[WF_PROMPTS] + !!seen[WF_DATASET] + !!seen[WF_SYNTHETIC] + !!seen[WF_TRACE];
 	l->given.workload_source = sources > 0;
 	if (sources > 1) {
 		cli_scn_error(
 		    c,
-		    seen[16]  ? seen[16]
-		    : seen[4] ? seen[4]
-			      : seen[1],
+		    seen[WF_TRACE]       ? seen[WF_TRACE]
+		    : seen[WF_SYNTHETIC] ? seen[WF_SYNTHETIC]
+					 : seen[WF_DATASET],
 		    "workload: prompts, dataset, synthetic and trace are exclusive; choose "
 		    "one");
 		return;
 	}
-	if (seen[1]) {
+	if (seen[WF_DATASET]) {
 		w->kind = CL_WORKLOAD_DATASET;
 		if (w->dataset)
-			resolve_file(c, &w->dataset, "workload.dataset", l->workload[1]);
+			resolve_file(c, &w->dataset, "workload.dataset", l->workload[WF_DATASET]);
 	}
-	if (seen[16] && w->trace)
-		resolve_file(c, &w->trace, "workload.trace.file", l->workload[16]);
-	/* The dataset's own keys, by their index in workload_fields. */
-	static const size_t dataset_only[] = { 2, 3, 11, 12, 13 };
-	for (size_t i = 0; !seen[1] && i < N(dataset_only); i++) {
+	if (seen[WF_TRACE] && w->trace)
+		resolve_file(c, &w->trace, "workload.trace.file", l->workload[WF_TRACE]);
+	/* The dataset's own keys. */
+	static const size_t dataset_only[] = { WF_DATASET_FORMAT, WF_DATASET_LIMIT,
+					       WF_DATASET_OUTPUT_TOKENS, WF_DATASET_SHUFFLE,
+					       WF_DATASET_FILTER };
+	for (size_t i = 0; !seen[WF_DATASET] && i < N(dataset_only); i++) {
 		const struct ynode *k = seen[dataset_only[i]];
 		if (k) {
 			cli_scn_error(c, k, "workload.%s only applies with workload.dataset",
@@ -417,9 +460,9 @@ void cli_scn_conv_workload(struct scn_ctx *c, const struct ynode *v, void *obj)
 			break;
 		}
 	}
-	/* multi_turn (index 15): conversations are made of synthetic prompts. */
-	const struct ynode *mt = seen[15];
-	if (mt && !seen[4])
+	/* multi_turn: conversations are made of synthetic prompts. */
+	const struct ynode *mt = seen[WF_MULTI_TURN];
+	if (mt && !seen[WF_SYNTHETIC])
 		cli_scn_error(c, mt,
 			      "workload.multi_turn needs workload.synthetic (conversations "
 			      "are made of synthetic prompts)");
