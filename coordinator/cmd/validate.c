@@ -99,8 +99,10 @@ static void print_target(const struct cl_scenario *s)
 		       dur(sm->interval_us, a, sizeof(a)));
 		if (sm->n_headers)
 			printf(", %zu header%s", sm->n_headers, sm->n_headers == 1 ? "" : "s");
+		for (size_t i = 0; i < sm->n_series; i++)
+			printf("%s%s", i ? ", " : "; series kept first: ", sm->series[i]);
 		for (size_t i = 0; i < sm->n_extra; i++)
-			printf("%s%s", i ? ", " : "; extra series kept: ", sm->extra[i]);
+			printf("%s%s", i ? ", " : "; exporters also scraped: ", sm->extra[i]);
 		printf("\n");
 	}
 }

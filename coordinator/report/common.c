@@ -432,6 +432,18 @@ void cli_rp_server_notes(const json_t *doc, void (*emit)(void *arg, const char *
 	}
 	size_t i, j;
 	const json_t *st, *v;
+	json_array_foreach(json_object_get(sm, "extra"), i, v)
+	{
+		const char *e = cl_results_str(v, "error", NULL);
+		if (!json_is_object(v) || !e)
+			continue;
+		snprintf(line, sizeof(line), "the exporter at '%s' %s: %s",
+			 cl_results_str(v, "url", "-"),
+			 json_is_false(json_object_get(v, "available")) ? "could not be read"
+									: "was read in part",
+			 e);
+		emit(arg, line);
+	}
 	json_array_foreach(json_object_get(doc, "stages"), i, st)
 	{
 		const json_t *srv = json_object_get(st, "server");
@@ -452,9 +464,29 @@ void cli_rp_server_notes(const json_t *doc, void (*emit)(void *arg, const char *
 			emit(arg, line);
 		}
 		o = 0;
-		json_array_foreach(json_object_get(srv, "extra"), j, v)
+		if (isfinite(cl_results_num(srv, "gpu_utilization.mean")) ||
+		    isfinite(cl_results_num(srv, "gpu_memory_used_bytes.max"))) {
+			char a[32], b[32], c[32];
+			snprintf(
+			    line, sizeof(line),
+			    "GPU in stage '%s': utilisation mean %s, max %s; memory used max "
+			    "%s GiB",
+			    cl_results_str(st, "name", "-"),
+			    cli_rj_fmt(a, sizeof(a), cl_results_num(srv, "gpu_utilization.mean"),
+				       2),
+			    cli_rj_fmt(b, sizeof(b), cl_results_num(srv, "gpu_utilization.max"), 2),
+			    cli_rj_fmt(c, sizeof(c),
+				       cl_results_num(srv, "gpu_memory_used_bytes.max") /
+					   1073741824.0,
+				       2));
+			emit(arg, line);
+		}
+		/* The series the scenario named; the rest are in results.json only. */
+		json_array_foreach(json_object_get(srv, "series"), j, v)
 		{
 			char a[32], b[32];
+			if (!json_is_true(json_object_get(v, "named")))
+				continue;
 			const char *labels = cl_results_str(v, "labels", "");
 			addf(line, sizeof(line), &o, "%s%s%s%s%s ", o ? "; " : "",
 			     cl_results_str(v, "name", "?"), *labels ? "{" : "", labels,
@@ -470,17 +502,17 @@ void cli_rp_server_notes(const json_t *doc, void (*emit)(void *arg, const char *
 		}
 		if (o) {
 			char full[1200];
-			snprintf(full, sizeof(full), "extra series in stage '%s': %s",
+			snprintf(full, sizeof(full), "series in stage '%s': %s",
 				 cl_results_str(st, "name", "-"), line);
 			emit(arg, full);
 		}
 	}
-	const json_t *nf = json_object_get(json_object_get(sm, "extra"), "not_found");
+	const json_t *nf = json_object_get(json_object_get(sm, "series"), "not_found");
 	size_t o = 0;
 	json_array_foreach(nf, j, v)
 	{
 		addf(line, sizeof(line), &o, "%s%s",
-		     j ? ", " : "extra names that matched no series: ",
+		     j ? ", " : "series names that matched no series: ",
 		     json_is_string(v) ? json_string_value(v) : "?");
 	}
 	if (o)

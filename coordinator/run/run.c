@@ -44,6 +44,8 @@ static void start_server_metrics(struct run *r)
 		.quiet = m->mode == CL_SCN_SRV_AUTO,
 		.headers = (const char *const *)m->headers,
 		.n_headers = m->n_headers,
+		.series = (const char *const *)m->series,
+		.n_series = m->n_series,
 		.extra = (const char *const *)m->extra,
 		.n_extra = m->n_extra,
 	};

@@ -216,6 +216,7 @@ void cl_scenario_free(struct cl_scenario *s)
 	free(t->sim);
 	free(t->server_metrics.url);
 	free_strv(t->server_metrics.headers, t->server_metrics.n_headers);
+	free_strv(t->server_metrics.series, t->server_metrics.n_series);
 	free_strv(t->server_metrics.extra, t->server_metrics.n_extra);
 
 	struct cl_scn_agents *a = &s->agents;

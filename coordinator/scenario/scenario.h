@@ -28,7 +28,8 @@ enum cl_scn_srv_mode {
 	CL_SCN_SRV_URL,      /* a URL given: warned about when it cannot be read */
 };
 
-#define CL_SCN_SRV_MAX_EXTRA 32 /* names in server_metrics.extra */
+#define CL_SCN_SRV_MAX_SERIES 32 /* names in server_metrics.series */
+#define CL_SCN_SRV_MAX_EXTRA  8  /* exporter URLs in server_metrics.extra */
 
 struct cl_scn_server_metrics {
 	enum cl_scn_srv_mode mode;
@@ -36,7 +37,9 @@ struct cl_scn_server_metrics {
 	int64_t interval_us; /* default 1 s */
 	char **headers;      /* "Name: value", sent with each scrape */
 	size_t n_headers;
-	char **extra; /* series names kept raw; a trailing '*' matches every name it begins */
+	char **series; /* series names kept first; a trailing '*' matches every name it begins */
+	size_t n_series;
+	char **extra; /* more exporters' pages (dcgm-exporter, node exporter): http(s) URLs */
 	size_t n_extra;
 };
 

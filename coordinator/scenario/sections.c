@@ -384,7 +384,7 @@ static bool series_name_ok(const char *s)
 	return true;
 }
 
-static void conv_sm_extra(struct scn_ctx *c, const struct ynode *v, void *obj)
+static void conv_sm_series(struct scn_ctx *c, const struct ynode *v, void *obj)
 {
 	struct cl_scn_server_metrics *m = obj;
 	char got[96];
@@ -398,13 +398,13 @@ static void conv_sm_extra(struct scn_ctx *c, const struct ynode *v, void *obj)
 		    cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
 		return;
 	}
-	if (v->n > CL_SCN_SRV_MAX_EXTRA) {
+	if (v->n > CL_SCN_SRV_MAX_SERIES) {
 		cli_scn_error(c, v, "%s has %zu names; at most %d are kept", cli_scn_path(c), v->n,
-			      CL_SCN_SRV_MAX_EXTRA);
+			      CL_SCN_SRV_MAX_SERIES);
 		return;
 	}
-	m->extra = calloc(v->n ? v->n : 1, sizeof(*m->extra));
-	if (!m->extra) {
+	m->series = calloc(v->n ? v->n : 1, sizeof(*m->series));
+	if (!m->series) {
 		c->oom = true;
 		return;
 	}
@@ -421,8 +421,54 @@ static void conv_sm_extra(struct scn_ctx *c, const struct ynode *v, void *obj)
 					      cli_scn_describe(x, got, sizeof(got)));
 				free(name);
 			} else {
-				m->extra[m->n_extra++] = name;
+				m->series[m->n_series++] = name;
 			}
+		}
+		cli_scn_path_pop(c, mark);
+	}
+}
+
+/* extra: more exporters' pages, scraped beside the engine's: http(s) URLs, each once. */
+static void conv_sm_extra(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	struct cl_scn_server_metrics *m = obj;
+	char got[96];
+	if (cli_ynode_is_null(v))
+		return;
+	if (v->kind != YN_SEQ) {
+		cli_scn_error(c, v,
+			      "%s must be a list of exporter URLs (e.g. "
+			      "[http://gpu-node:9400/metrics]), got %s",
+			      cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
+		return;
+	}
+	if (v->n > CL_SCN_SRV_MAX_EXTRA) {
+		cli_scn_error(c, v, "%s has %zu URLs; at most %d exporters are scraped",
+			      cli_scn_path(c), v->n, CL_SCN_SRV_MAX_EXTRA);
+		return;
+	}
+	m->extra = calloc(v->n ? v->n : 1, sizeof(*m->extra));
+	if (!m->extra) {
+		c->oom = true;
+		return;
+	}
+	for (size_t i = 0; i < v->n; i++) {
+		const struct ynode *x = v->kids[i];
+		size_t mark = cli_scn_path_index(c, i);
+		char *url = NULL;
+		if (get_http_url(c, x, &url) == 0) {
+			bool dup = false;
+			for (size_t k = 0; k < m->n_extra && !dup; k++)
+				dup = strcmp(m->extra[k], url) == 0;
+			if (dup) {
+				cli_scn_error(c, x, "%s repeats the exporter URL '%s'",
+					      cli_scn_path(c), url);
+				free(url);
+			} else {
+				m->extra[m->n_extra++] = url;
+			}
+		} else {
+			free(url);
 		}
 		cli_scn_path_pop(c, mark);
 	}
@@ -433,10 +479,11 @@ static const struct scn_field server_metrics_fields[] = {
 	SCN_RANGE("interval", SCN_F_DUR, struct cl_scn_server_metrics, interval_us, 100000,
 		  3600 * SEC),
 	SCN_CUSTOM("headers", conv_sm_headers),
+	SCN_CUSTOM("series", conv_sm_series),
 	SCN_CUSTOM("extra", conv_sm_extra),
 };
 
-/* false, auto (or true, or nothing), a URL, or { url, interval, headers, extra }. */
+/* false, auto (or true, or nothing), a URL, or { url, interval, headers, series, extra }. */
 static void conv_server_metrics(struct scn_ctx *c, const struct ynode *v, void *obj)
 {
 	struct cl_scn_target *t = obj;
@@ -460,7 +507,7 @@ static void conv_server_metrics(struct scn_ctx *c, const struct ynode *v, void *
 	if (v->kind != YN_MAP) {
 		cli_scn_error(c, v,
 			      "%s must be false, auto, a URL (http:// or https://) or a mapping "
-			      "{ url, interval, headers, extra }, got %s",
+			      "{ url, interval, headers, series, extra }, got %s",
 			      cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
 		return;
 	}

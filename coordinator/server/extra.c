@@ -1,6 +1,11 @@
-/* Series chatload has no name for, kept raw because target.server_metrics.extra names them:
- * each matching series (name and labels) gets a column of the timeline, and a stage's summary
- * is its gauge's mean/max/last or its counter's increase and rate. */
+/* The series chatload has no name for, kept raw so nothing a page offers is lost: every
+ * series of the engine's page and of the extra exporters that the vocabulary does not read
+ * (those target.server_metrics.series names first), at most CLI_SRV_MAX_XSERIES of them.
+ * Each gets a column of a timeline of CLI_SRV_XROWS rows; when a run outgrows it, rows are
+ * merged in pairs (so memory stays flat over a soak, and a stage's edges are exact to
+ * 2^shift scrapes).  A stage's summary is a gauge's mean/max/last or a counter's increase
+ * and rate (a histogram's or summary's _count and _sum are counters; buckets and quantiles
+ * are left out). */
 #include "internal.h"
 
 #include <math.h>
@@ -16,24 +21,29 @@ static bool pattern_match(const char *pat, const char *name)
 	return strcmp(name, pat) == 0;
 }
 
-/* Which samples are kept: a histogram's or summary's buckets and quantiles are left out (its
- * _count and _sum are kept, as counters); everything else as it is. */
-static bool wanted(struct cl_srv_scrape *sc, const struct cl_prom_sample *s)
+/* Whether series: names s; marks the patterns that matched. */
+static bool asked_for(struct cl_srv_scrape *sc, const struct cl_prom_sample *s)
+{
+	bool any = false;
+	for (size_t i = 0; i < sc->n_series; i++) {
+		if (pattern_match(sc->series[i], s->name) ||
+		    (s->family[0] && pattern_match(sc->series[i], s->family))) {
+			sc->series_found[i] = true;
+			any = true;
+		}
+	}
+	return any;
+}
+
+/* Which samples are kept: not the vocabulary's, not a bucket or a summary's quantile. */
+static bool keepable(const struct cl_prom_sample *s)
 {
 	bool hist = s->type == CL_PROM_HISTOGRAM || s->type == CL_PROM_SUMMARY;
 	if (hist && strcmp(s->name, s->family) == 0)
 		return false; /* a summary's quantile lines */
 	if (!isnan(s->le))
 		return false; /* a bucket */
-	bool any = false;
-	for (size_t i = 0; i < sc->n_extra; i++) {
-		if (pattern_match(sc->extra[i], s->name) ||
-		    (s->family[0] && pattern_match(sc->extra[i], s->family))) {
-			sc->extra_found[i] = true;
-			any = true;
-		}
-	}
-	return any;
+	return !isnan(s->value) && !cl_srv_vocab_known(s->name);
 }
 
 static bool is_counter(const struct cl_prom_sample *s)
@@ -46,14 +56,28 @@ static bool is_counter(const struct cl_prom_sample *s)
 	return s->type == CL_PROM_UNTYPED && n > 6 && strcmp(s->name + n - 6, "_total") == 0;
 }
 
-static long find_or_add(struct cl_srv_scrape *sc, const struct cl_prom_sample *s)
+static void note_dropped(struct cl_srv_scrape *sc, const struct cl_prom_sample *s)
+{
+	for (size_t i = 0; i < sc->n_xdrop_ex; i++)
+		if (strcmp(sc->xdrop_ex[i], s->name) == 0)
+			return;
+	if (sc->n_xdrop_ex < CLI_SRV_XDROP_EX && (sc->xdrop_ex[sc->n_xdrop_ex] = strdup(s->name)))
+		sc->n_xdrop_ex++;
+}
+
+/* The series' column, added when new and there is room (series: names may take the last
+ * CLI_SRV_XRESERVED columns, others not).  -1: dropped or out of memory. */
+static long find_or_add(struct cl_srv_scrape *sc, const struct cl_prom_sample *s, uint8_t src,
+			bool asked, size_t *dropped)
 {
 	for (size_t k = 0; k < sc->n_xs; k++)
-		if (strcmp(sc->xs[k].name, s->name) == 0 &&
+		if (sc->xs[k].src == src && strcmp(sc->xs[k].name, s->name) == 0 &&
 		    strcmp(sc->xs[k].labels, s->labels) == 0)
 			return (long)k;
-	if (sc->n_xs == CLI_SRV_MAX_XSERIES) {
-		sc->xs_dropped = true;
+	size_t room = asked ? CLI_SRV_MAX_XSERIES : CLI_SRV_MAX_XSERIES - CLI_SRV_XRESERVED;
+	if (sc->n_xs >= room) {
+		(*dropped)++;
+		note_dropped(sc, s);
 		return -1;
 	}
 	if (!sc->xs && !(sc->xs = calloc(CLI_SRV_MAX_XSERIES, sizeof(*sc->xs))))
@@ -68,63 +92,135 @@ static long find_or_add(struct cl_srv_scrape *sc, const struct cl_prom_sample *s
 		return -1;
 	}
 	x->counter = is_counter(s);
+	x->src = src;
+	x->asked = asked;
+	x->seen_point = (size_t)-1;
 	return (long)sc->n_xs++;
 }
 
-/* Makes room for row `point`; its cells NAN.  false when out of memory. */
-static bool row(struct cl_srv_scrape *sc, size_t point)
+static struct cli_srv_xcell *cell(struct cl_srv_scrape *sc, size_t row, size_t k)
 {
-	if (point >= sc->xv_rows) {
-		size_t rows = sc->xv_rows ? sc->xv_rows * 2 : 256;
-		while (rows <= point)
-			rows *= 2;
-		if (rows > CLI_SRV_MAX_POINTS)
-			rows = CLI_SRV_MAX_POINTS;
-		double *v = realloc(sc->xv, rows * CLI_SRV_MAX_XSERIES * sizeof(*v));
-		if (!v)
-			return false;
-		/* Rows of points whose own growth failed are read too: absent, not garbage. */
-		for (size_t i = sc->xv_rows * CLI_SRV_MAX_XSERIES; i < rows * CLI_SRV_MAX_XSERIES;
-		     i++)
-			v[i] = NAN;
-		sc->xv = v;
-		sc->xv_rows = rows;
-	}
-	double *r = &sc->xv[point * CLI_SRV_MAX_XSERIES];
-	for (size_t k = 0; k < CLI_SRV_MAX_XSERIES; k++)
-		r[k] = NAN;
-	return true;
+	return &sc->xc[row * CLI_SRV_MAX_XSERIES + k];
 }
 
-void cli_srv_extra_record(struct cl_srv_scrape *sc, const struct cl_prom_page *pg, size_t point,
-			  bool new_process)
+static void clear_rows(struct cl_srv_scrape *sc, size_t from, size_t to)
 {
-	if (!row(sc, point))
-		return;
-	double *r = &sc->xv[point * CLI_SRV_MAX_XSERIES];
+	for (size_t r = from; r < to; r++) {
+		sc->xt0[r] = sc->xt1[r] = 0;
+		for (size_t k = 0; k < CLI_SRV_MAX_XSERIES; k++)
+			*cell(sc, r, k) = (struct cli_srv_xcell){ .last = NAN, .max = NAN };
+	}
+}
+
+/* Merges rows in pairs: the timeline covers twice the scrapes in the same memory. */
+static void compact(struct cl_srv_scrape *sc)
+{
+	for (size_t r = 0; r < CLI_SRV_XROWS / 2; r++) {
+		size_t a = 2 * r, b = 2 * r + 1;
+		sc->xt0[r] = sc->xt0[a] ? sc->xt0[a] : sc->xt0[b];
+		sc->xt1[r] = sc->xt1[b] ? sc->xt1[b] : sc->xt1[a];
+		for (size_t k = 0; k < CLI_SRV_MAX_XSERIES; k++) {
+			struct cli_srv_xcell ca = *cell(sc, a, k), cb = *cell(sc, b, k);
+			struct cli_srv_xcell *o = cell(sc, r, k);
+			o->n = ca.n + cb.n;
+			o->sum = ca.sum + cb.sum;
+			o->max = isnan(ca.max) || cb.max > ca.max ? cb.max : ca.max;
+			o->last = isnan(cb.last) ? ca.last : cb.last;
+		}
+	}
+	clear_rows(sc, CLI_SRV_XROWS / 2, CLI_SRV_XROWS);
+	sc->x_shift++;
+}
+
+/* The row of `point`, allocated; SIZE_MAX when out of memory. */
+static size_t row_of(struct cl_srv_scrape *sc, size_t point)
+{
+	while ((point >> sc->x_shift) >= CLI_SRV_XROWS)
+		compact(sc);
+	size_t r = point >> sc->x_shift;
+	if (r >= sc->x_rows) {
+		size_t rows = sc->x_rows ? sc->x_rows * 2 : 64;
+		while (rows <= r)
+			rows *= 2;
+		if (rows > CLI_SRV_XROWS)
+			rows = CLI_SRV_XROWS;
+		struct cli_srv_xcell *c = realloc(sc->xc, rows * CLI_SRV_MAX_XSERIES * sizeof(*c));
+		if (!c)
+			return SIZE_MAX;
+		sc->xc = c;
+		if (!sc->xt0 && (!(sc->xt0 = calloc(CLI_SRV_XROWS, sizeof(int64_t))) ||
+				 !(sc->xt1 = calloc(CLI_SRV_XROWS, sizeof(int64_t)))))
+			return SIZE_MAX;
+		clear_rows(sc, sc->x_rows, rows);
+		sc->x_rows = rows;
+	}
+	return r;
+}
+
+static void record_page(struct cl_srv_scrape *sc, const struct cl_prom_page *pg, uint8_t src,
+			size_t point, size_t r, bool new_process, bool pass_asked, size_t *dropped)
+{
 	for (size_t i = 0; i < pg->n; i++) {
 		const struct cl_prom_sample *s = &pg->s[i];
-		if (isnan(s->value) || !wanted(sc, s))
+		if (!keepable(s))
 			continue;
-		long k = find_or_add(sc, s);
-		if (k < 0 || !isnan(r[k]))
-			continue; /* dropped, or a repeated line: the first counts */
+		bool asked = sc->n_series && asked_for(sc, s);
+		if (asked != pass_asked)
+			continue;
+		long k = find_or_add(sc, s, src, asked, dropped);
+		if (k < 0)
+			continue;
 		struct cli_srv_xseries *x = &sc->xs[k];
+		if (x->seen_point == point)
+			continue; /* a repeated line: the first counts */
+		x->seen_point = point;
+		struct cli_srv_xcell *c = cell(sc, r, (size_t)k);
 		if (!x->counter) {
-			r[k] = s->value;
+			c->last = s->value;
+			c->sum += s->value;
+			c->max = isnan(c->max) || s->value > c->max ? s->value : c->max;
+			c->n++;
 			continue;
 		}
 		if (x->have_prev) /* after a restart, counting goes on from the new value */
-			x->cum += s->value < x->prev || new_process ? s->value : s->value - x->prev;
+			x->cum += s->value < x->prev || (new_process && src == 0)
+				      ? s->value
+				      : s->value - x->prev;
 		x->prev = s->value;
 		x->have_prev = true;
-		r[k] = x->cum;
+		c->last = x->cum;
+		c->n++;
 	}
+}
+
+void cli_srv_extra_record(struct cl_srv_scrape *sc, const struct cl_prom_page *const *pages,
+			  size_t n_pages, size_t point, int64_t t_us, bool new_process)
+{
+	size_t r = row_of(sc, point);
+	if (r == SIZE_MAX)
+		return;
+	if (!sc->xt0[r])
+		sc->xt0[r] = t_us;
+	sc->xt1[r] = t_us;
+	size_t dropped = 0;
+	/* series: names first, so they find room before the rest of the page */
+	for (int pass = 1; pass >= 0; pass--)
+		for (size_t p = 0; p < n_pages; p++)
+			if (pages[p])
+				record_page(sc, pages[p], (uint8_t)p, point, r, new_process,
+					    pass == 1, &dropped);
+	if (dropped > sc->x_dropped)
+		sc->x_dropped = dropped;
 }
 
 static json_t *rnd(double v)
 {
 	return isfinite(v) ? json_real(round(v * 1e4) / 1e4) : json_null();
+}
+
+const char *cli_srv_source_url(const struct cl_srv_scrape *sc, uint8_t src)
+{
+	return src == 0 || src > sc->n_ex ? sc->url : sc->ex[src - 1].url;
 }
 
 json_t *cli_srv_extra_stage_json(struct cl_srv_scrape *sc, size_t from_point, size_t to_point,
@@ -133,55 +229,57 @@ json_t *cli_srv_extra_stage_json(struct cl_srv_scrape *sc, size_t from_point, si
 	json_t *arr = json_array();
 	if (!arr)
 		return NULL;
-	if (to_point > sc->xv_rows)
-		to_point = sc->xv_rows;
+	if (to_point <= from_point || !sc->xc)
+		return arr;
+	size_t r0 = from_point >> sc->x_shift, r1 = (to_point - 1) >> sc->x_shift;
+	if (r1 >= sc->x_rows)
+		r1 = sc->x_rows - 1;
 	for (size_t k = 0; k < sc->n_xs; k++) {
 		const struct cli_srv_xseries *x = &sc->xs[k];
 		double sum = 0, max = NAN, last = NAN, base = NAN, end = NAN;
 		int64_t t_base = 0, t_end = 0;
 		size_t n = 0;
 		/* A counter's base is its last value before the stage, else its first in it. */
-		for (size_t i = from_point < sc->xv_rows ? from_point : sc->xv_rows;
-		     i-- > 0 && x->counter;) {
-			double v = sc->xv[i * CLI_SRV_MAX_XSERIES + k];
-			if (!isnan(v)) {
-				base = v;
-				t_base = sc->points[i].t_us;
+		for (size_t r = r0; r-- > 0 && x->counter;) {
+			if (!isnan(cell(sc, r, k)->last)) {
+				base = cell(sc, r, k)->last;
+				t_base = sc->xt1[r];
 				break;
 			}
 		}
-		for (size_t i = from_point; i < to_point; i++) {
-			double v = sc->xv[i * CLI_SRV_MAX_XSERIES + k];
-			if (isnan(v))
+		for (size_t r = r0; r <= r1 && r0 < sc->x_rows; r++) {
+			const struct cli_srv_xcell *c = cell(sc, r, k);
+			if (!c->n)
 				continue;
-			int64_t t = sc->points[i].t_us;
 			if (x->counter) {
 				if (isnan(base)) {
-					base = v;
-					t_base = t;
+					base = c->last;
+					t_base = sc->xt1[r];
 				}
-				end = v;
-				t_end = t;
+				end = c->last;
+				t_end = sc->xt1[r];
 				continue;
 			}
-			last = v;
-			if (t < from_us || (to_us && t > to_us))
+			last = c->last;
+			if (sc->xt0[r] < from_us || (to_us && sc->xt1[r] > to_us))
 				continue;
-			sum += v;
-			max = n == 0 || v > max ? v : max;
-			n++;
+			sum += c->sum;
+			max = n == 0 || c->max > max ? c->max : max;
+			n += c->n;
 		}
 		json_t *o;
+		const char *src = cli_srv_source_url(sc, x->src);
 		if (x->counter) {
 			double secs = (t_end - t_base) / 1e6;
-			o = json_pack("{s:s,s:s,s:s,s:o,s:o}", "name", x->name, "labels", x->labels,
-				      "kind", "counter", "increase", rnd(end - base), "per_s",
+			o = json_pack("{s:s,s:s,s:s,s:b,s:s,s:o,s:o}", "name", x->name, "labels",
+				      x->labels, "source", src, "named", x->asked, "kind",
+				      "counter", "increase", rnd(end - base), "per_s",
 				      secs > 0 ? rnd((end - base) / secs) : json_null());
 		} else {
-			o = json_pack("{s:s,s:s,s:s,s:o,s:o,s:o}", "name", x->name, "labels",
-				      x->labels, "kind", "gauge", "mean",
-				      n ? rnd(sum / n) : json_null(), "max", rnd(max), "last",
-				      rnd(last));
+			o = json_pack("{s:s,s:s,s:s,s:b,s:s,s:o,s:o,s:o}", "name", x->name,
+				      "labels", x->labels, "source", src, "named", x->asked, "kind",
+				      "gauge", "mean", n ? rnd(sum / n) : json_null(), "max",
+				      rnd(max), "last", rnd(last));
 		}
 		if (json_array_append_new(arr, o)) {
 			json_decref(arr);
@@ -198,14 +296,19 @@ void cli_srv_extra_free(struct cl_srv_scrape *sc)
 		free(sc->xs[k].labels);
 	}
 	free(sc->xs);
-	for (size_t i = 0; i < sc->n_extra; i++)
-		free(sc->extra[i]);
-	free(sc->extra);
-	free(sc->extra_found);
-	free(sc->xv);
+	for (size_t i = 0; i < sc->n_series; i++)
+		free(sc->series[i]);
+	for (size_t i = 0; i < sc->n_xdrop_ex; i++)
+		free(sc->xdrop_ex[i]);
+	free(sc->series);
+	free(sc->series_found);
+	free(sc->xc);
+	free(sc->xt0);
+	free(sc->xt1);
 	sc->xs = NULL;
-	sc->extra = NULL;
-	sc->extra_found = NULL;
-	sc->xv = NULL;
-	sc->n_xs = sc->n_extra = 0;
+	sc->series = NULL;
+	sc->series_found = NULL;
+	sc->xc = NULL;
+	sc->xt0 = sc->xt1 = NULL;
+	sc->n_xs = sc->n_series = sc->n_xdrop_ex = 0;
 }

@@ -57,78 +57,180 @@ static void warn_once(struct cl_srv_scrape *sc, const char *what)
 		CL_INFO("server metrics: %s from '%s' (target.server_metrics auto)", what, sc->url);
 }
 
-/* One scrape: fetch, decode, map; into the timeline and the totals. */
-static void scrape_once(struct cl_srv_scrape *sc, CURL *h, struct cl_buf *body)
+static void warn_exporter(struct cl_srv_scrape *sc, struct cli_srv_exporter *e, const char *what)
+{
+	pthread_mutex_lock(&sc->mu);
+	bool first = !e->warned;
+	e->warned = true;
+	if (first)
+		snprintf(e->first_error, sizeof(e->first_error), "%s", what);
+	pthread_mutex_unlock(&sc->mu);
+	if (first)
+		CL_WARN("server metrics: cannot read the exporter '%s': %s; the run goes on, its "
+			"figures recorded as unavailable or partial (target.server_metrics.extra)",
+			e->url, what);
+}
+
+/* Fetches the n handles together (each bounded by its own timeout); cc[i] each's result. */
+static void fetch_all(CURLM *m, CURL *const *hs, size_t n, CURLcode *cc)
+{
+	for (size_t i = 0; i < n; i++) {
+		cc[i] = CURLE_FAILED_INIT;
+		if (hs[i] && curl_multi_add_handle(m, hs[i]) != CURLM_OK)
+			cc[i] = CURLE_OUT_OF_MEMORY;
+	}
+	int running = 1;
+	while (running) {
+		if (curl_multi_perform(m, &running) != CURLM_OK)
+			break;
+		if (running && curl_multi_poll(m, NULL, 0, 100, NULL) != CURLM_OK)
+			break;
+	}
+	CURLMsg *msg;
+	int left;
+	while ((msg = curl_multi_info_read(m, &left)))
+		for (size_t i = 0; i < n; i++)
+			if (msg->msg == CURLMSG_DONE && hs[i] == msg->easy_handle)
+				cc[i] = msg->data.result;
+	for (size_t i = 0; i < n; i++)
+		if (hs[i])
+			curl_multi_remove_handle(m, hs[i]);
+}
+
+/* Decodes what a handle fetched into pg; why: what went wrong ("" when nothing).  True when
+ * the page was read (a decoding problem leaves it partial, still read). */
+static bool judge(CURL *h, CURLcode cc, const struct cl_buf *body, struct cl_prom_page *pg,
+		  char *why, size_t n)
+{
+	long status = 0;
+	if (h)
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	why[0] = '\0';
+	if (cc != CURLE_OK)
+		snprintf(why, n, "cannot read the page: %s", curl_easy_strerror(cc));
+	else if (status != 200)
+		snprintf(why, n, "HTTP %ld", status);
+	else if (cl_prom_parse(body->data ? body->data : "", body->len, pg, NULL) != 0)
+		snprintf(why, n, "the page could not be decoded");
+	else if (pg->bad_lines)
+		snprintf(why, n, "%zu malformed lines (first: %s)", pg->bad_lines, pg->first_bad);
+	return cc == CURLE_OK && status == 200;
+}
+
+#define N_PAGES (1 + CLI_SRV_MAX_EXPORTERS)
+
+/* One scrape: fetch the engine's page and the exporters', decode, map; into the timeline
+ * and the totals. */
+static void scrape_once(struct cl_srv_scrape *sc, CURLM *m, CURL *h, struct cl_buf *body)
 {
 	struct cl_srv_snap snap = { .t_us = cl_mono_us() };
+	size_t n = 1 + sc->n_ex;
+	CURL *hs[N_PAGES];
+	CURLcode cc[N_PAGES];
+	struct cl_prom_page pg[N_PAGES];
+	const struct cl_prom_page *pages[N_PAGES];
+	bool read[N_PAGES];
+	char why[N_PAGES][160];
+	memset(pg, 0, sizeof(pg));
 	cl_buf_reset(body);
-	CURLcode cc = curl_easy_perform(h);
-	long status = 0;
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	struct cl_prom_page pg = { 0 };
-	char why[160] = "";
-	if (cc != CURLE_OK)
-		snprintf(why, sizeof(why), "cannot read the page: %s", curl_easy_strerror(cc));
-	else if (status != 200)
-		snprintf(why, sizeof(why), "HTTP %ld", status);
-	else if (cl_prom_parse(body->data ? body->data : "", body->len, &pg, NULL) != 0)
-		snprintf(why, sizeof(why), "the page could not be decoded");
-	else if (pg.bad_lines)
-		snprintf(why, sizeof(why), "%zu malformed lines (first: %s)", pg.bad_lines,
-			 pg.first_bad);
+	hs[0] = h;
+	for (size_t i = 1; i < n; i++) {
+		cl_buf_reset(&sc->ex[i - 1].body);
+		hs[i] = sc->ex[i - 1].h;
+	}
+	fetch_all(m, hs, n, cc);
+	for (size_t i = 0; i < n; i++) {
+		read[i] = judge(hs[i], cc[i], i ? &sc->ex[i - 1].body : body, &pg[i], why[i],
+				sizeof(why[i]));
+		pages[i] = read[i] ? &pg[i] : NULL;
+	}
 	/* Always read, an empty page too: what is missing is then NAN, never 0 (a zeroed
 	 * start time would read as a new process). */
-	cl_srv_vocab_read(&pg, &snap);
-	if (why[0])
-		warn_once(sc, why);
-	bool ok = cc == CURLE_OK && status == 200;
+	cl_srv_vocab_read(&pg[0], &snap);
+	cl_srv_vocab_gpu(pages, n, &snap);
+	if (why[0][0])
+		warn_once(sc, why[0]);
+	for (size_t i = 1; i < n; i++)
+		if (why[i][0])
+			warn_exporter(sc, &sc->ex[i - 1], why[i]);
+	bool ok = read[0], any = ok;
+	for (size_t i = 1; i < n; i++)
+		any = any || read[i];
 	/* Outside the lock: the page's counters by name, for a restart the vocabulary cannot
 	 * see (llama.cpp offers none of its counters). */
-	bool down = ok && cli_srv_counters_update(&sc->counters, &pg);
+	bool down = ok && cli_srv_counters_update(&sc->counters, &pg[0]);
 	pthread_mutex_lock(&sc->mu);
 	sc->last_ok = ok;
+	for (size_t i = 1; i < n; i++) {
+		sc->ex[i - 1].last_ok = read[i];
+		if (read[i])
+			sc->ex[i - 1].ok++;
+		else
+			sc->ex[i - 1].failed++;
+	}
+	enum cl_srv_restart restart = CL_SRV_NO_RESTART;
+	struct cl_srv_point pt = {
+		.t_us = snap.t_us,
+		.running = NAN,
+		.waiting = NAN,
+		.kv_usage = NAN,
+		.prefix_hit_rate = NAN,
+		.preemptions = NAN,
+		.gpu_util = (float)snap.gpu_util,
+		.gpu_mem_used = (float)snap.gpu_mem_used,
+		.gpu_mem_fraction = (float)snap.gpu_mem_fraction,
+	};
 	if (!ok) {
 		sc->cum.scrapes_failed++;
 	} else {
 		sc->cum.scrapes_ok++;
 		struct cl_srv_mark before = sc->cum;
-		enum cl_srv_restart restart =
-		    sc->have_prev ? cli_srv_accumulate(&sc->cum, &sc->prev, &snap, down)
-				  : cli_srv_accumulate(&sc->cum, NULL, &snap, false);
+		restart = sc->have_prev ? cli_srv_accumulate(&sc->cum, &sc->prev, &snap, down)
+					: cli_srv_accumulate(&sc->cum, NULL, &snap, false);
 		/* This scrape's share of the counters: the hit ratio and the preemptions of the
 		 * last interval, for the timeline (NAN before a second scrape). */
 		double dq = sc->cum.prefix_queries - before.prefix_queries;
 		double dh = sc->cum.prefix_hits - before.prefix_hits;
-		float hit = !isnan(snap.prefix_queries)
-				? (sc->have_prev && dq > 0 ? (float)(dh / dq) : NAN)
-				: (float)snap.prefix_hit_rate;
-		float pre = !isnan(snap.preemptions) && sc->have_prev
-				? (float)(sc->cum.preemptions - before.preemptions)
-				: NAN;
+		pt.prefix_hit_rate = !isnan(snap.prefix_queries)
+					 ? (sc->have_prev && dq > 0 ? (float)(dh / dq) : NAN)
+					 : (float)snap.prefix_hit_rate;
+		pt.preemptions = !isnan(snap.preemptions) && sc->have_prev
+				     ? (float)(sc->cum.preemptions - before.preemptions)
+				     : NAN;
+		pt.running = (float)snap.running;
+		pt.waiting = (float)snap.waiting;
+		pt.kv_usage = (float)snap.kv_usage;
+		pt.restart = (uint8_t)restart;
 		sc->prev = snap;
 		sc->have_prev = true;
-		if (sc->n_points < CLI_SRV_MAX_POINTS) {
-			sc->points[sc->n_points] = (struct cl_srv_point){
-				.t_us = snap.t_us,
-				.running = (float)snap.running,
-				.waiting = (float)snap.waiting,
-				.kv_usage = (float)snap.kv_usage,
-				.prefix_hit_rate = hit,
-				.preemptions = pre,
-				.restart = (uint8_t)restart,
-			};
-			if (sc->n_extra)
-				cli_srv_extra_record(sc, &pg, sc->n_points,
-						     restart != CL_SRV_NO_RESTART);
-			sc->n_points++;
-		}
 	}
-	cl_prom_page_free(&pg);
+	/* A point when any page was read: an exporter's GPU figures count without the
+	 * engine's page too. */
+	if (any && sc->n_points < CLI_SRV_MAX_POINTS) {
+		sc->points[sc->n_points] = pt;
+		cli_srv_extra_record(sc, pages, n, sc->n_points, snap.t_us,
+				     restart != CL_SRV_NO_RESTART);
+		sc->n_points++;
+	}
+	for (size_t i = 0; i < n; i++)
+		cl_prom_page_free(&pg[i]);
 	sc->cum.t_us = snap.t_us;
 	sc->attempts++;
 	sc->busy = false;
 	pthread_cond_broadcast(&sc->done);
 	pthread_mutex_unlock(&sc->mu);
+}
+
+static void setup(CURL *h, const char *url, struct cl_buf *body, long timeout_ms)
+{
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, body);
+	curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)CL_PROM_MAX_PAGE);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 }
 
 static void *scrape_main(void *arg)
@@ -137,30 +239,30 @@ static void *scrape_main(void *arg)
 	struct cl_buf body;
 	cl_buf_init(&body, CL_PROM_MAX_PAGE);
 	CURL *h = curl_easy_init();
-	if (!h) {
+	CURLM *m = curl_multi_init();
+	if (!h || !m) {
 		warn_once(sc, "cannot create a libcurl handle");
+		curl_easy_cleanup(h);
+		curl_multi_cleanup(m);
 		return NULL;
 	}
 	long timeout_ms = (long)(sc->interval_us / 2000);
 	if (timeout_ms > 2000)
 		timeout_ms = 2000;
-	curl_easy_setopt(h, CURLOPT_URL, sc->url);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
-	curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)CL_PROM_MAX_PAGE);
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	setup(h, sc->url, &body, timeout_ms);
 	if (sc->headers)
 		curl_easy_setopt(h, CURLOPT_HTTPHEADER, sc->headers);
+	/* The scenario's headers are the engine page's: not sent to other hosts. */
+	for (size_t i = 0; i < sc->n_ex; i++)
+		if ((sc->ex[i].h = curl_easy_init()))
+			setup(sc->ex[i].h, sc->ex[i].url, &sc->ex[i].body, timeout_ms);
 	pthread_mutex_lock(&sc->mu);
 	while (!sc->stop) {
 		sc->now = false;
 		sc->busy = true;
 		pthread_mutex_unlock(&sc->mu);
 		int64_t next = cl_mono_us() + sc->interval_us;
-		scrape_once(sc, h, &body);
+		scrape_once(sc, m, h, &body);
 		pthread_mutex_lock(&sc->mu);
 		/* Fixed interval from each scrape's start; the condition wakes us to stop. */
 		while (!sc->stop && !sc->now && cl_mono_us() < next) {
@@ -179,6 +281,11 @@ static void *scrape_main(void *arg)
 		}
 	}
 	pthread_mutex_unlock(&sc->mu);
+	for (size_t i = 0; i < sc->n_ex; i++) {
+		curl_easy_cleanup(sc->ex[i].h);
+		sc->ex[i].h = NULL;
+	}
+	curl_multi_cleanup(m);
 	curl_easy_cleanup(h);
 	cl_buf_free(&body);
 	return NULL;
@@ -211,14 +318,22 @@ int cl_srv_scrape_start(const struct cl_srv_scrape_opts *o, struct cl_srv_scrape
 			goto fail;
 		sc->headers = l;
 	}
-	if (o->n_extra) {
-		sc->extra = calloc(o->n_extra, sizeof(*sc->extra));
-		sc->extra_found = calloc(o->n_extra, sizeof(*sc->extra_found));
-		if (!sc->extra || !sc->extra_found)
+	if (o->n_series) {
+		sc->series = calloc(o->n_series, sizeof(*sc->series));
+		sc->series_found = calloc(o->n_series, sizeof(*sc->series_found));
+		if (!sc->series || !sc->series_found)
 			goto fail;
-		for (; sc->n_extra < o->n_extra; sc->n_extra++)
-			if (!(sc->extra[sc->n_extra] = strdup(o->extra[sc->n_extra])))
+		for (; sc->n_series < o->n_series; sc->n_series++)
+			if (!(sc->series[sc->n_series] = strdup(o->series[sc->n_series])))
 				goto fail;
+	}
+	for (size_t i = 0; i < o->n_extra && sc->n_ex < CLI_SRV_MAX_EXPORTERS; i++) {
+		struct cli_srv_exporter *e = &sc->ex[sc->n_ex];
+		if (strlen(o->extra[i]) >= sizeof(e->url))
+			goto fail;
+		snprintf(e->url, sizeof(e->url), "%s", o->extra[i]);
+		cl_buf_init(&e->body, CL_PROM_MAX_PAGE);
+		sc->n_ex++;
 	}
 	rc = CL_ESYS;
 	if (pthread_create(&sc->thread, NULL, scrape_main, sc) != 0)
@@ -271,26 +386,39 @@ json_t *cl_srv_scrape_run_json(struct cl_srv_scrape *sc, const char *mode, int64
 							    ? "counter_reset"
 							    : "start_time"));
 	}
-	for (size_t i = 0; i < sc->n_extra; i++) {
-		json_array_append_new(req, json_string(sc->extra[i]));
-		if (!sc->extra_found[i])
-			json_array_append_new(missing, json_string(sc->extra[i]));
+	for (size_t i = 0; i < sc->n_series; i++) {
+		json_array_append_new(req, json_string(sc->series[i]));
+		if (!sc->series_found[i])
+			json_array_append_new(missing, json_string(sc->series[i]));
 	}
 	for (size_t k = 0; k < sc->n_xs; k++) {
 		char key[1200];
 		snprintf(key, sizeof(key), "%s%s%s%s", sc->xs[k].name, *sc->xs[k].labels ? "{" : "",
 			 sc->xs[k].labels, *sc->xs[k].labels ? "}" : "");
-		json_array_append_new(kept, json_string(key));
+		json_array_append_new(kept, json_pack("{s:s,s:s}", "series", key, "source",
+						      cli_srv_source_url(sc, sc->xs[k].src)));
+	}
+	json_t *dropped_ex = json_array(), *exporters = json_array();
+	for (size_t i = 0; i < sc->n_xdrop_ex; i++)
+		json_array_append_new(dropped_ex, json_string(sc->xdrop_ex[i]));
+	for (size_t i = 0; i < sc->n_ex; i++) {
+		const struct cli_srv_exporter *e = &sc->ex[i];
+		json_array_append_new(
+		    exporters,
+		    json_pack("{s:s,s:b,s:i,s:i,s:o}", "url", e->url, "available", e->ok > 0,
+			      "scrapes", (int)e->ok, "scrapes_failed", (int)e->failed, "error",
+			      e->first_error[0] ? json_string(e->first_error) : json_null()));
 	}
 	bool any = sc->cum.scrapes_ok > 0;
 	json_t *o = json_pack(
-	    "{s:s,s:s,s:f,s:b,s:o,s:i,s:i,s:o,s:i,s:o,s:{s:o,s:o,s:o,s:b}}", "mode", mode, "url",
-	    sc->url, "interval_s", sc->interval_us / 1e6, "available", any, "error",
+	    "{s:s,s:s,s:f,s:b,s:o,s:i,s:i,s:o,s:i,s:o,s:o,s:{s:o,s:o,s:o,s:i,s:o,s:i}}", "mode",
+	    mode, "url", sc->url, "interval_s", sc->interval_us / 1e6, "available", any, "error",
 	    sc->first_error[0] ? json_string(sc->first_error) : json_null(), "scrapes",
 	    (int)sc->cum.scrapes_ok, "scrapes_failed", (int)sc->cum.scrapes_failed, "source",
 	    any ? json_string(cl_srv_engine_name(sc->cum.engine)) : json_null(), "restarts_total",
-	    (int)sc->cum.restarts, "restarts", restarts, "extra", "requested", req, "kept", kept,
-	    "not_found", missing, "dropped", sc->xs_dropped);
+	    (int)sc->cum.restarts, "restarts", restarts, "extra", exporters, "series", "requested",
+	    req, "kept", kept, "not_found", missing, "dropped", (int)sc->x_dropped, "dropped_names",
+	    dropped_ex, "limit", (int)CLI_SRV_MAX_XSERIES);
 	pthread_mutex_unlock(&sc->mu);
 	return o;
 }
@@ -337,6 +465,8 @@ void cl_srv_scrape_stop(struct cl_srv_scrape *sc)
 	pthread_cond_destroy(&sc->cv);
 	pthread_cond_destroy(&sc->done);
 	cli_srv_extra_free(sc);
+	for (size_t i = 0; i < sc->n_ex; i++)
+		cl_buf_free(&sc->ex[i].body);
 	cli_srv_counters_free(&sc->counters);
 	curl_slist_free_all(sc->headers);
 	free(sc->points);

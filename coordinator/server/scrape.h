@@ -25,7 +25,8 @@ struct cl_srv_point {
 	float
 	    prefix_hit_rate; /* hits ÷ queries since the previous scrape (or the engine's gauge) */
 	float preemptions;   /* the counter's increase since the previous scrape */
-	uint8_t restart;     /* enum cl_srv_restart */
+	float gpu_util, gpu_mem_used, gpu_mem_fraction; /* dcgm-exporter's, on any page */
+	uint8_t restart;                                /* enum cl_srv_restart */
 };
 
 /* What the scraper is told: target.server_metrics (docs/scenario.md). */
@@ -35,7 +36,9 @@ struct cl_srv_scrape_opts {
 	bool quiet;          /* the URL was guessed (`auto`): a missing page is noted, not warned */
 	const char *const *headers; /* "Name: value", sent with every scrape */
 	size_t n_headers;
-	const char *const *extra; /* series kept raw: names, or a beginning and '*' */
+	const char *const *series; /* raw series kept first: names, or a beginning and '*' */
+	size_t n_series;
+	const char *const *extra; /* more exporters' pages, scraped beside url (at most 8) */
 	size_t n_extra;
 };
 
@@ -61,9 +64,10 @@ struct cl_srv_mark {
 };
 
 /*
- * Starts scraping o->url every o->interval_us on a new thread (a libcurl easy handle of its
- * own, timeout min(interval/2, 2 s), pages capped at CL_PROM_MAX_PAGE).  The first failure
- * is logged once: a warning naming the URL and the error, or (quiet) a note.  o is copied.
+ * Starts scraping o->url and the o->extra exporters every o->interval_us on a new thread
+ * (libcurl easy handles of its own, fetched together, timeout min(interval/2, 2 s), pages
+ * capped at CL_PROM_MAX_PAGE).  The first failure of each page is logged once: a warning
+ * naming the URL and the error, or (quiet, the engine's page only) a note.  o is copied.
  * Returns 0 or CL_ENOMEM / CL_ESYS; *out NULL on failure.  Needs curl_global_init.
  */
 int cl_srv_scrape_start(const struct cl_srv_scrape_opts *o, struct cl_srv_scrape **out);

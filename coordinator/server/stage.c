@@ -190,7 +190,8 @@ json_t *cl_srv_scrape_stage_json(struct cl_srv_scrape *sc, const struct cl_srv_m
 				 const struct cl_srv_mark *b, int64_t start_us, int64_t from_us,
 				 int64_t to_us)
 {
-	struct gauge run = { 0 }, wait = { 0 }, kv = { 0 }, prate = { 0 };
+	struct gauge run = { 0 }, wait = { 0 }, kv = { 0 }, prate = { 0 }, gu = { 0 }, gm = { 0 },
+		     gf = { 0 };
 	uint32_t restarts_seen = 0;
 	pthread_mutex_lock(&sc->mu);
 	struct cl_srv_snap last = sc->prev; /* which counters the server offers */
@@ -204,11 +205,12 @@ json_t *cl_srv_scrape_stage_json(struct cl_srv_scrape *sc, const struct cl_srv_m
 		gauge_add(&wait, p->waiting);
 		gauge_add(&kv, p->kv_usage);
 		gauge_add(&prate, p->prefix_hit_rate);
+		gauge_add(&gu, p->gpu_util);
+		gauge_add(&gm, p->gpu_mem_used);
+		gauge_add(&gf, p->gpu_mem_fraction);
 	}
 	json_t *timeline = timeline_json(sc, a->point, to_point, start_us);
-	json_t *extra = sc->n_extra
-			    ? cli_srv_extra_stage_json(sc, a->point, to_point, from_us, to_us)
-			    : json_null();
+	json_t *extra = cli_srv_extra_stage_json(sc, a->point, to_point, from_us, to_us);
 	pthread_mutex_unlock(&sc->mu);
 	double secs = (b->t_us - a->t_us) / 1e6;
 	double dq = b->prefix_queries - a->prefix_queries, dh = b->prefix_hits - a->prefix_hits;
@@ -241,7 +243,10 @@ json_t *cl_srv_scrape_stage_json(struct cl_srv_scrape *sc, const struct cl_srv_m
 	}
 	/* set_new takes the value even when it fails */
 	if (json_object_set_new(o, "timeline", timeline) ||
-	    json_object_set_new(o, "extra", extra)) {
+	    json_object_set_new(o, "series", extra) ||
+	    json_object_set_new(o, "gpu_utilization", gauge_json(&gu)) ||
+	    json_object_set_new(o, "gpu_memory_used_bytes", gauge_json(&gm)) ||
+	    json_object_set_new(o, "gpu_memory_usage", gauge_json(&gf))) {
 		json_decref(o);
 		return NULL;
 	}

@@ -191,6 +191,49 @@ void cl_srv_vocab_read(const struct cl_prom_page *page, struct cl_srv_snap *snap
 	snap->preemptions = finish(&acc[F_PREEMPT], F_PREEMPT);
 	snap->spec_accepted = finish(&acc[F_SPEC_ACC], F_SPEC_ACC);
 	snap->spec_draft = finish(&acc[F_SPEC_DRAFT], F_SPEC_DRAFT);
+	snap->gpu_util = snap->gpu_mem_used = snap->gpu_mem_fraction = NAN;
+}
+
+/* dcgm-exporter 3.3/4.x (etc/default-counters.csv; docs.nvidia.com/datacenter/cloud-native/
+ * gpu-telemetry/latest/dcgm-exporter.html): gauges, one series per GPU (labels gpu, UUID,
+ * device, modelName, Hostname). */
+#define DCGM_UTIL   "DCGM_FI_DEV_GPU_UTIL"          /* percent */
+#define DCGM_ACTIVE "DCGM_FI_PROF_GR_ENGINE_ACTIVE" /* ratio, the profiling counters' */
+#define DCGM_USED   "DCGM_FI_DEV_FB_USED"           /* MiB */
+#define DCGM_FREE   "DCGM_FI_DEV_FB_FREE"           /* MiB */
+
+void cl_srv_vocab_gpu(const struct cl_prom_page *const *pages, size_t n, struct cl_srv_snap *snap)
+{
+	double util = 0, active = 0, used = 0, free_ = 0;
+	uint32_t n_util = 0, n_active = 0, n_used = 0, n_free = 0;
+	for (size_t p = 0; p < n; p++) {
+		for (size_t i = 0; pages[p] && i < pages[p]->n; i++) {
+			const struct cl_prom_sample *s = &pages[p]->s[i];
+			if (!isfinite(s->value) || strncmp(s->name, "DCGM_FI_", 8) != 0)
+				continue;
+			if (strcmp(s->name, DCGM_UTIL) == 0)
+				util += s->value, n_util++;
+			else if (strcmp(s->name, DCGM_ACTIVE) == 0)
+				active += s->value, n_active++;
+			else if (strcmp(s->name, DCGM_USED) == 0)
+				used += s->value, n_used++;
+			else if (strcmp(s->name, DCGM_FREE) == 0)
+				free_ += s->value, n_free++;
+		}
+	}
+	snap->gpu_util = n_util ? util / n_util / 100 : n_active ? active / n_active : NAN;
+	snap->gpu_mem_used = n_used ? used * 1048576.0 : NAN;
+	snap->gpu_mem_fraction =
+	    n_used && n_used == n_free && used + free_ > 0 ? used / (used + free_) : NAN;
+}
+
+bool cl_srv_vocab_known(const char *name)
+{
+	if (strcmp(name, DCGM_UTIL) == 0 || strcmp(name, DCGM_ACTIVE) == 0 ||
+	    strcmp(name, DCGM_USED) == 0 || strcmp(name, DCGM_FREE) == 0)
+		return true;
+	struct cl_prom_sample s = { .name = (char *)name };
+	return lookup(&s) != NULL;
 }
 
 double cl_srv_hist_quantile(const struct cl_srv_hist *h, double q)

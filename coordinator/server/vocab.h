@@ -44,10 +44,23 @@ struct cl_srv_snap {
 	 * new value is a new process, a restart even when no counter had counted yet */
 	double start_time_s;
 	uint32_t series; /* samples on the page */
+	/* GPU telemetry (dcgm-exporter's names, on any page read): cl_srv_vocab_gpu */
+	double gpu_util;         /* 0..1, mean over GPUs */
+	double gpu_mem_used;     /* bytes, summed over GPUs */
+	double gpu_mem_fraction; /* used ÷ (used + free), over the GPUs that give both */
 };
 
 /* Fills snap from page (t_us set by the caller).  Never fails: what is missing is NAN. */
 void cl_srv_vocab_read(const struct cl_prom_page *page, struct cl_srv_snap *snap);
+
+/* Adds the GPU figures of pages[0..n) to snap (after cl_srv_vocab_read, which leaves them
+ * NAN): dcgm-exporter's DCGM_FI_DEV_GPU_UTIL (percent; else DCGM_FI_PROF_GR_ENGINE_ACTIVE, a
+ * ratio), DCGM_FI_DEV_FB_USED and DCGM_FI_DEV_FB_FREE (MiB), one series per GPU. */
+void cl_srv_vocab_gpu(const struct cl_prom_page *const *pages, size_t n, struct cl_srv_snap *snap);
+
+/* True when the vocabulary reads a sample of this name (a histogram's _bucket, _sum and
+ * _count too): the series left out of the raw ones kept beside it. */
+bool cl_srv_vocab_known(const char *name);
 
 /* "vllm", "sglang", "llama.cpp", "tgi", "unknown". */
 const char *cl_srv_engine_name(enum cl_srv_engine e);

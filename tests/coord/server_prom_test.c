@@ -138,6 +138,51 @@ static void test_llamacpp_as_served(void **state)
 	cl_prom_page_free(&pg);
 }
 
+/* dcgm-exporter's page (rebuilt): utilisation averaged over GPUs (percent to 0..1), memory
+ * summed (MiB to bytes), the fraction over used + free; its other series are not the
+ * vocabulary's, so they are kept raw; an engine's page has no GPU figures. */
+static void test_dcgm(void **state)
+{
+	(void)state;
+	struct cl_prom_page pg, vl;
+	load("dcgm-exporter-3.3.txt", &pg);
+	assert_int_equal(pg.bad_lines, 0);
+	assert_int_equal(pg.n, 26);
+	struct cl_srv_snap sn = { 0 };
+	cl_srv_vocab_read(&pg, &sn);
+	assert_int_equal(sn.engine, CL_SRV_UNKNOWN);
+	assert_true(isnan(sn.gpu_util) && isnan(sn.gpu_mem_used));
+	load("vllm-0.11.txt", &vl);
+	const struct cl_prom_page *both[] = { &vl, NULL, &pg };
+	cl_srv_vocab_gpu(both, 3, &sn);
+	assert_true(fabs(sn.gpu_util - 0.65) < 1e-12);
+	assert_true(sn.gpu_mem_used == (61440.0 + 30720.0) * 1048576.0);
+	assert_true(fabs(sn.gpu_mem_fraction - 92160.0 / 163840.0) < 1e-12);
+	assert_true(cl_srv_vocab_known("DCGM_FI_DEV_GPU_UTIL"));
+	assert_true(cl_srv_vocab_known("DCGM_FI_DEV_FB_FREE"));
+	assert_false(cl_srv_vocab_known("DCGM_FI_DEV_POWER_USAGE"));
+	assert_true(cl_srv_vocab_known("vllm:time_to_first_token_seconds_bucket"));
+	assert_true(cl_srv_vocab_known("vllm:num_requests_waiting"));
+	assert_false(cl_srv_vocab_known("vllm:generation_tokens_total"));
+	assert_false(cl_srv_vocab_known("process_start_time_seconds"));
+	const struct cl_prom_sample *s = find(&pg, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", 1);
+	assert_non_null(s);
+	assert_int_equal(s->type, CL_PROM_COUNTER);
+	assert_non_null(strstr(s->labels, "modelName=\"NVIDIA H100 80GB HBM3\""));
+	/* Without GPU_UTIL, the profiling ratio stands in; the engine's page alone: none. */
+	const struct cl_prom_page *eng[] = { &vl };
+	cl_srv_vocab_gpu(eng, 1, &sn);
+	assert_true(isnan(sn.gpu_util) && isnan(sn.gpu_mem_used) && isnan(sn.gpu_mem_fraction));
+	for (size_t i = 0; i < pg.n; i++)
+		if (strcmp(pg.s[i].name, "DCGM_FI_DEV_GPU_UTIL") == 0)
+			pg.s[i].name[0] = 'X';
+	const struct cl_prom_page *prof[] = { &pg };
+	cl_srv_vocab_gpu(prof, 1, &sn);
+	assert_true(fabs(sn.gpu_util - (0.85 + 0.41) / 2) < 1e-9);
+	cl_prom_page_free(&vl);
+	cl_prom_page_free(&pg);
+}
+
 /* Histograms of several label sets add up by bound; a page with no TYPE lines still maps. */
 static void test_sum_and_untyped(void **state)
 {
@@ -191,6 +236,7 @@ int main(void)
 		cmocka_unit_test(test_edge_cases), cmocka_unit_test(test_vllm),
 		cmocka_unit_test(test_sglang_tgi), cmocka_unit_test(test_sum_and_untyped),
 		cmocka_unit_test(test_caps),       cmocka_unit_test(test_llamacpp_as_served),
+		cmocka_unit_test(test_dcgm),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

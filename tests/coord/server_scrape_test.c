@@ -395,6 +395,88 @@ static void test_metrics_url(void **state)
 	assert_int_equal(cl_srv_metrics_url("not a url", u, sizeof(u)), CL_EINVAL);
 }
 
+/* ---- the raw series (extra.c), fed pages directly ---- */
+
+static void parse(const char *text, struct cl_prom_page *pg)
+{
+	memset(pg, 0, sizeof(*pg));
+	assert_int_equal(cl_prom_parse(text, strlen(text), pg, NULL), 0);
+}
+
+/* At most CLI_SRV_MAX_XSERIES series, first seen first kept, series: names before the rest
+ * of the page (though they come last), the dropped counted once a scrape and named. */
+static void test_raw_series_bounded(void **state)
+{
+	(void)state;
+	struct cl_srv_scrape sc = { .url = "http://e/metrics" };
+	char *pat = strdup("z_*");
+	bool found = false;
+	sc.series = &pat;
+	sc.n_series = 1;
+	sc.series_found = &found;
+	char *text = malloc(300 * 40 + 200);
+	size_t o = 0;
+	for (int i = 0; i < 300; i++)
+		o += (size_t)sprintf(text + o, "g_%d{a=\"x\"} %d\n", i, i);
+	o += (size_t)sprintf(text + o, "vllm:num_requests_running 3\nz_last 5\n");
+	struct cl_prom_page pg;
+	parse(text, &pg);
+	const struct cl_prom_page *pages[] = { &pg };
+	for (size_t pt = 0; pt < 3; pt++)
+		cli_srv_extra_record(&sc, pages, 1, pt, (int64_t)pt * 1000, false);
+	assert_true(found);
+	/* the unnamed may fill the columns but the reserved ones, z_last's included */
+	assert_int_equal(sc.n_xs, CLI_SRV_MAX_XSERIES - CLI_SRV_XRESERVED);
+	assert_string_equal(sc.xs[0].name, "z_last");
+	assert_true(sc.xs[0].asked);
+	assert_int_equal(sc.x_dropped, 300 - (CLI_SRV_MAX_XSERIES - CLI_SRV_XRESERVED - 1));
+	assert_int_equal(sc.n_xdrop_ex, CLI_SRV_XDROP_EX);
+	assert_string_equal(sc.xdrop_ex[0], "g_223");
+	for (size_t k = 0; k < sc.n_xs; k++) /* the vocabulary's own is not kept raw */
+		assert_string_not_equal(sc.xs[k].name, "vllm:num_requests_running");
+	cl_prom_page_free(&pg);
+	free(text);
+	sc.series = NULL; /* freed below by hand: extra_free frees what start allocated */
+	sc.series_found = NULL;
+	sc.n_series = 0;
+	free(pat);
+	cli_srv_extra_free(&sc);
+}
+
+/* Past CLI_SRV_XROWS scrapes the rows merge in pairs: memory stays put, and a stage whose
+ * edges fall on rows still gets its counter's increase and its gauge's mean and max exactly. */
+static void test_raw_series_compact(void **state)
+{
+	(void)state;
+	struct cl_srv_scrape sc = { .url = "http://e/metrics" };
+	char text[200];
+	size_t n = 3 * CLI_SRV_XROWS;
+	for (size_t pt = 0; pt < n; pt++) {
+		snprintf(text, sizeof(text), "# TYPE c_total counter\nc_total %zu\ng_0 %zu\n",
+			 2 * pt, pt % 8);
+		struct cl_prom_page pg;
+		parse(text, &pg);
+		const struct cl_prom_page *pages[] = { &pg };
+		cli_srv_extra_record(&sc, pages, 1, pt, (int64_t)(pt + 1) * 1000, false);
+		cl_prom_page_free(&pg);
+	}
+	assert_int_equal(sc.x_rows, CLI_SRV_XROWS);
+	assert_int_equal(sc.x_shift, 2);
+	size_t a = CLI_SRV_XROWS, b = 2 * CLI_SRV_XROWS; /* on rows of 4 */
+	json_t *j = cli_srv_extra_stage_json(&sc, a, b, (int64_t)(a + 1) * 1000, (int64_t)b * 1000);
+	assert_non_null(j);
+	assert_int_equal(json_array_size(j), 2);
+	json_t *c = json_array_get(j, 0), *g = json_array_get(j, 1);
+	assert_string_equal(json_string_value(json_object_get(c, "kind")), "counter");
+	assert_true(json_number_value(json_object_get(c, "increase")) == 2.0 * (double)(b - a));
+	assert_true(fabs(json_number_value(json_object_get(c, "per_s")) - 2000) < 1e-6);
+	assert_string_equal(json_string_value(json_object_get(g, "kind")), "gauge");
+	assert_true(json_number_value(json_object_get(g, "mean")) == 3.5);
+	assert_true(json_number_value(json_object_get(g, "max")) == 7);
+	json_decref(j);
+	cli_srv_extra_free(&sc);
+}
+
 int main(void)
 {
 	curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -408,6 +490,8 @@ int main(void)
 		cmocka_unit_test(test_garbage),
 		cmocka_unit_test(test_not_found),
 		cmocka_unit_test(test_metrics_url),
+		cmocka_unit_test(test_raw_series_bounded),
+		cmocka_unit_test(test_raw_series_compact),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	curl_global_cleanup();

@@ -1,9 +1,10 @@
 """target.server_metrics end to end through the real binaries and the simulator's /metrics:
-an explicit URL with its own interval and `extra` series kept raw (and said which were and
-were not found), the per-stage timeline, `false` (nothing scraped, said so), an explicit URL
+an explicit URL with its own interval and `series` kept raw first (and said which were and
+were not found), an `extra` exporter beside the engine's page (GPU figures, unknown series of
+both pages summarised, an unreachable exporter warned about once), the per-stage timeline, `false` (nothing scraped, said so), an explicit URL
 that cannot be read (one clear warning naming it, the run goes on), a server restart in the
 middle of a stage (found, placed in the timeline, listed), and the simulator's Content-Type.
-Not checked here: dcgm-exporter or a real engine (docs/testing.md), the reports' charts
+Not checked here: a real dcgm-exporter (its page is rebuilt here) or a real engine (docs/testing.md), the reports' charts
 (report_results_test), compare (report_compare_test)."""
 
 import json
@@ -58,11 +59,11 @@ class ServerMetrics(tl.FleetCase):
             # time; llama.cpp's page has none.
             self.assertEqual("process_start_time_seconds " in body, names != "llamacpp", body)
 
-    def test_url_interval_extra_and_timeline(self):
+    def test_url_interval_series_and_timeline(self):
         sim = self.start_sim("--ttft", "20ms", "--itl", "5ms", "--max-batch", "4",
                              "--output-tokens", "30")
         sm = {"url": metrics_url(sim), "interval": "250ms",
-              "extra": ["vllm:generation_tokens_total", "process_*", "nope_*"]}
+              "series": ["vllm:generation_tokens_total", "process_*", "nope_*"]}
         doc = tl.scenario({"url": sim.url, "server_metrics": sm},
                           [{"concurrency": [2, 8], "duration": "3s"}], {"local": 1},
                           name="srv-extra")
@@ -76,15 +77,22 @@ class ServerMetrics(tl.FleetCase):
         self.assertIsNone(top["error"], top)
         self.assertEqual(top["source"], "vllm", top)
         self.assertEqual(top["restarts_total"], 0, top)
-        self.assertEqual(top["extra"]["requested"], sm["extra"], top)
-        self.assertEqual(top["extra"]["not_found"], ["nope_*"], top)
-        kept = top["extra"]["kept"]
+        self.assertEqual(top["series"]["requested"], sm["series"], top)
+        self.assertEqual(top["series"]["not_found"], ["nope_*"], top)
+        self.assertEqual(top["series"]["dropped"], 0, top)
+        self.assertEqual(top["extra"], [], top)
+        kept = [k["series"] for k in top["series"]["kept"]]
+        self.assertEqual({k["source"] for k in top["series"]["kept"]}, {metrics_url(sim)})
         self.assertTrue(any(k.startswith("vllm:generation_tokens_total{") for k in kept), kept)
         self.assertIn("process_start_time_seconds", kept)
         for st in res["stages"]:
             s = st["server"]
-            ex = {e["name"]: e for e in s["extra"]}
+            ex = {e["name"]: e for e in s["series"]}
             gen = ex["vllm:generation_tokens_total"]
+            self.assertTrue(gen["named"], gen)
+            # The vocabulary's own series are not repeated raw.
+            self.assertNotIn("vllm:num_requests_running", ex)
+            self.assertIsNone(s["gpu_utilization"]["mean"], s)
             self.assertEqual(gen["kind"], "counter", gen)
             self.assertIn('model_name="chatload-sim"', gen["labels"])
             # The server counts a stream's tokens when it ends; the stage's marks are scrapes
@@ -96,6 +104,7 @@ class ServerMetrics(tl.FleetCase):
             pst = ex["process_start_time_seconds"]
             self.assertEqual(pst["kind"], "gauge", pst)
             self.assertEqual(pst["mean"], pst["last"], pst)
+            self.assertEqual(pst["max"], pst["last"], pst)  # kept to the second, not a float's 128 s
             self.assertLess(abs(pst["last"] - time.time()), 600, pst)
             # The timeline: every scrape between the marks, 4 a second, t from START_AT.
             tlin = s["timeline"]
@@ -118,8 +127,8 @@ class ServerMetrics(tl.FleetCase):
         self.assertNotIn(">server restart</text>", html)
         with open(os.path.join(self.scope.path("out-srv-extra"), "report.md")) as f:
             md = f.read()
-        self.assertIn("- extra names that matched no series: nope\\_\\*", md)
-        self.assertRegex(md, r"- extra series in stage 'c2': vllm:generation\\_tokens\\_total"
+        self.assertIn("- series names that matched no series: nope\\_\\*", md)
+        self.assertRegex(md, r"- series in stage 'c2': vllm:generation\\_tokens\\_total"
                              r"\{engine=\"0\",model\\_name=\"chatload-sim\"\} increase \d+ ")
         c2, c8 = ({x["name"]: x for x in res["stages"]}[k]["server"]["timeline"]
                   for k in ("c2", "c8"))
@@ -281,6 +290,115 @@ class ServerMetrics(tl.FleetCase):
             self.assertEqual(h.get("Authorization"), "Bearer reader", h)
             self.assertEqual(h.get("X-Scrape"), "1", h)
             self.assertNotIn("X-Target-Only", h)
+
+    def test_extra_exporter(self):
+        """target.server_metrics.extra: a dcgm-exporter-like page (two GPUs whose utilisation
+        and memory change every scrape, and a series chatload has no name for) served by the
+        test itself, scraped beside the simulator's page; and an exporter that is not there,
+        warned about once by URL while the run goes on."""
+        import http.server
+        import threading
+        n = [0]
+
+        class Dcgm(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                n[0] += 1
+                k = n[0]
+                lines = ["# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %).",
+                         "# TYPE DCGM_FI_DEV_GPU_UTIL gauge"]
+                # GPU 0 alternates 40 % and 80 %, GPU 1 stays at 20 %: mean over GPUs
+                # 0.3 or 0.5, so a stage's mean lies in [0.3, 0.5] and its max is 0.5.
+                for g, u in ((0, 40 if k % 2 else 80), (1, 20)):
+                    lines.append('DCGM_FI_DEV_GPU_UTIL{gpu="%d",UUID="GPU-%d",device="nvidia%d",'
+                                 'modelName="NVIDIA H100 80GB HBM3",Hostname="h"} %d'
+                                 % (g, g, g, u))
+                lines += ["# TYPE DCGM_FI_DEV_FB_USED gauge"]
+                for g in (0, 1):
+                    lines.append('DCGM_FI_DEV_FB_USED{gpu="%d",UUID="GPU-%d"} %d'
+                                 % (g, g, 1000 + 10 * (k % 5)))
+                lines += ["# TYPE DCGM_FI_DEV_FB_FREE gauge"]
+                for g in (0, 1):
+                    lines.append('DCGM_FI_DEV_FB_FREE{gpu="%d",UUID="GPU-%d"} %d'
+                                 % (g, g, 3000 - 10 * (k % 5)))
+                lines += ["# TYPE DCGM_FI_DEV_POWER_USAGE gauge",
+                          'DCGM_FI_DEV_POWER_USAGE{gpu="0",UUID="GPU-0"} %d' % (300 + k % 3),
+                          "# TYPE DCGM_FI_PROF_PCIE_TX_BYTES counter",
+                          'DCGM_FI_PROF_PCIE_TX_BYTES{gpu="0",UUID="GPU-0"} %d' % (1000 * k)]
+                body = ("\n".join(lines) + "\n").encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *a):
+                pass
+
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Dcgm)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        self.addCleanup(srv.server_close)
+        self.addCleanup(srv.shutdown)
+        sim = self.start_sim("--ttft", "10ms", "--itl", "2ms", "--output-tokens", "20")
+        dcgm = "http://127.0.0.1:%d/metrics" % srv.server_address[1]
+        dead = "http://127.0.0.1:%d/metrics" % tl.free_port()
+        doc = tl.scenario({"url": sim.url,
+                           "server_metrics": {"interval": "250ms", "extra": [dcgm, dead]}},
+                          [{"concurrency": 2, "duration": "2s"}], {"local": 1},
+                          name="srv-dcgm")
+        res, p = self.run_doc("srv-dcgm", doc)
+        err = p.text("err")
+        self.assertEqual(err.count("cannot read the exporter '%s': " % dead), 1, err)
+        self.assertNotIn("cannot read the exporter '%s'" % dcgm, err)
+        top = res["server_metrics"]
+        self.assertTrue(top["available"], top)
+        ex = {e["url"]: e for e in top["extra"]}
+        self.assertEqual(list(ex), [dcgm, dead], top["extra"])
+        self.assertTrue(ex[dcgm]["available"], ex)
+        self.assertGreater(ex[dcgm]["scrapes"], 4, ex)
+        self.assertEqual(ex[dcgm]["scrapes_failed"], 0, ex)
+        self.assertFalse(ex[dead]["available"], ex)
+        self.assertEqual(ex[dead]["scrapes"], 0, ex)
+        self.assertIn("Couldn't connect", ex[dead]["error"], ex)
+        st = res["stages"][0]
+        self.assertGreater(st["requests"]["completed"], 0, st["requests"])
+        s = st["server"]
+        self.assertEqual(s["source"], "vllm", s)
+        gu = s["gpu_utilization"]
+        self.assertEqual(gu["max"], 0.5, gu)
+        self.assertGreaterEqual(gu["mean"], 0.3, gu)
+        self.assertLessEqual(gu["mean"], 0.5, gu)
+        gm = s["gpu_memory_used_bytes"]
+        self.assertGreaterEqual(gm["max"], 2000 * 1048576, gm)
+        self.assertLessEqual(gm["max"], 2080 * 1048576, gm)
+        gf = s["gpu_memory_usage"]
+        self.assertAlmostEqual(gf["mean"], 0.25, delta=0.01)
+        raw = {(e["source"], e["name"]): e for e in s["series"]}
+        # The exporter's unknown series: a gauge and a counter, summarised.
+        pw = raw[(dcgm, "DCGM_FI_DEV_POWER_USAGE")]
+        self.assertEqual(pw["kind"], "gauge", pw)
+        self.assertFalse(pw["named"], pw)
+        self.assertTrue(300 <= pw["mean"] <= 302 and pw["max"] <= 302, pw)
+        tx = raw[(dcgm, "DCGM_FI_PROF_PCIE_TX_BYTES")]
+        self.assertEqual(tx["kind"], "counter", tx)
+        self.assertGreater(tx["increase"], 0, tx)
+        self.assertEqual(tx["increase"] % 1000, 0, tx)
+        self.assertAlmostEqual(tx["per_s"], 4000, delta=1500)
+        # The vocabulary's GPU names are not repeated raw.
+        self.assertNotIn((dcgm, "DCGM_FI_DEV_GPU_UTIL"), raw)
+        # The simulator's unknown series: its generated-tokens counter, unnamed, increased by
+        # the stage's output.
+        gen = raw[(metrics_url(sim), "vllm:generation_tokens_total")]
+        self.assertFalse(gen["named"], gen)
+        self.assertEqual(gen["increase"], 20 * st["requests"]["completed"], gen)
+        kept = {(k["source"], k["series"].split("{")[0]) for k in top["series"]["kept"]}
+        self.assertIn((dcgm, "DCGM_FI_DEV_POWER_USAGE"), kept)
+        self.assertIn((metrics_url(sim), "vllm:generation_tokens_total"), kept)
+        self.assertEqual(top["series"]["dropped"], 0, top)
+        with open(os.path.join(self.scope.path("out-srv-dcgm"), "report.md")) as f:
+            md = f.read()
+        self.assertIn("- the exporter at '%s' could not be read: " % dead.replace("_", "\\_"),
+                      md)
+        self.assertIn("- GPU in stage 'c2': utilisation mean 0.", md)
 
     def test_off(self):
         sim = self.start_sim("--ttft", "10ms", "--itl", "2ms")
