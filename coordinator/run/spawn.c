@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,15 +16,56 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+extern char **environ;
+
+/* environ with env_extra's NAME=VALUE entries put in (replacing a variable of the same name),
+ * as one array for execve; the strings are shared, only the array is allocated. */
+static char **child_env(char *const env_extra[])
+{
+	size_t n_env = 0, n_extra = 0;
+	while (environ && environ[n_env])
+		n_env++;
+	while (env_extra && env_extra[n_extra])
+		n_extra++;
+	char **envp = calloc(n_env + n_extra + 1, sizeof(*envp));
+	if (!envp)
+		return NULL;
+	size_t n = 0;
+	for (size_t i = 0; i < n_env; i++) {
+		const char *eq = strchr(environ[i], '=');
+		size_t klen = eq ? (size_t)(eq - environ[i]) : strlen(environ[i]);
+		bool replaced = false;
+		for (size_t j = 0; j < n_extra && !replaced; j++)
+			replaced = strncmp(env_extra[j], environ[i], klen) == 0 &&
+				   env_extra[j][klen] == '=';
+		if (!replaced)
+			envp[n++] = environ[i];
+	}
+	for (size_t j = 0; j < n_extra; j++)
+		envp[n++] = env_extra[j];
+	envp[n] = NULL;
+	return envp;
+}
+
 int cl_child_start(struct cl_child *c, const char *name, char *const argv[],
 		   char *const env_extra[], int stdout_fd, struct cl_err *err)
 {
 	memset(c, 0, sizeof(*c));
 	snprintf(c->name, sizeof(c->name), "%s", name);
+	/* The child's environment is built here, before fork: between fork and exec the child
+	 * may call only async-signal-safe functions.  putenv there allocated, and when another
+	 * thread (the /metrics scraper, nng's) held the allocator's lock at the fork, as
+	 * AddressSanitizer's allocator does not reset it, the child hung before exec and the
+	 * agent never joined. */
+	char **envp = child_env(env_extra);
+	if (!envp)
+		return cl_err_set(err, CL_ENOMEM, "cannot start %s: out of memory", name);
 	pid_t parent = getpid();
 	pid_t pid = fork();
-	if (pid < 0)
+	if (pid < 0) {
+		free(envp);
 		return cl_err_set(err, CL_ESYS, "cannot start %s: fork: %s", name, strerror(errno));
+	}
 	if (pid == 0) {
 		/* Child: only async-signal-safe work until exec. */
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -31,9 +73,7 @@ int cl_child_start(struct cl_child *c, const char *name, char *const argv[],
 			_exit(127); /* the parent died before prctl took effect */
 		if (stdout_fd >= 0)
 			dup2(stdout_fd, STDOUT_FILENO);
-		for (size_t i = 0; env_extra && env_extra[i]; i++)
-			putenv(env_extra[i]);
-		execv(argv[0], argv);
+		execve(argv[0], argv, envp);
 		char msg[512];
 		int len = snprintf(msg, sizeof(msg), "chatload: cannot run '%s': %s\n", argv[0],
 				   strerror(errno));
@@ -41,6 +81,7 @@ int cl_child_start(struct cl_child *c, const char *name, char *const argv[],
 			_exit(127);
 		_exit(127);
 	}
+	free(envp);
 	c->pid = pid;
 	return 0;
 }
