@@ -184,6 +184,8 @@ static void maybe_swap(struct cl_worker *w)
 		pthread_cond_broadcast(&w->cv);
 	}
 	pthread_mutex_unlock(&w->mu);
+	/* Once a report interval is often enough to notice slots a burst left idle. */
+	cli_worker_shed_idle(w, cl_mono_us());
 }
 
 /* Lets curl send what was just started (and whatever else wants a timeout now). */
