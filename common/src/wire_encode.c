@@ -154,7 +154,7 @@ static void enc_target(struct enc *e, const char *name, const struct cl_target_p
 	if (t->n_headers && !t->headers)
 		fail(e, CL_EINVAL, "headers", "is NULL with %zu entries", t->n_headers);
 	map(e, 5 + !!t->model + !!t->api_key_env + !!t->ca_file + !!t->http2_fallback +
-		   !!t->http2_streams + !!t->api);
+		   !!t->http2_streams + !!t->api + 2 * !!t->n_endpoints);
 	str(e, "base_url", t->base_url, CL_WIRE_MAX_URL, WSTR_NAME);
 	if (t->model)
 		str(e, "model", t->model, CL_WIRE_MAX_NAME, WSTR_NAME);
@@ -180,6 +180,21 @@ static void enc_target(struct enc *e, const char *name, const struct cl_target_p
 		nonneg(e, "http2_streams", t->http2_streams);
 	if (t->api)
 		nonneg(e, "api", t->api);
+	/* --- several endpoints (target.urls): sent only with two or more --- */
+	if (t->n_endpoints) {
+		if (t->n_endpoints < 2 || t->n_endpoints > CL_ENDPOINTS_MAX || !t->endpoints)
+			fail(e, CL_EINVAL, "endpoints", "has %zu entries (2..%d)", t->n_endpoints,
+			     CL_ENDPOINTS_MAX);
+		key(e, "endpoints");
+		array(e, t->n_endpoints);
+		for (size_t i = 0; i < t->n_endpoints && !e->rc; i++) {
+			char nm[32];
+			snprintf(nm, sizeof(nm), "endpoints[%zu]", i);
+			const char *u = t->endpoints[i] ? t->endpoints[i] : "";
+			str_val(e, nm, u, strlen(u), CL_WIRE_MAX_URL, WSTR_NAME);
+		}
+		nonneg(e, "route", t->route);
+	}
 	wire_path_pop(&e->path, old);
 }
 
