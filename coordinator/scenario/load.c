@@ -211,10 +211,22 @@ static void check_target(struct scn_ctx *c)
 		return;
 	}
 	if (given > 1) {
+		/* name the keys given, in the order the table has them */
+		const char *names[3];
+		int k = 0;
+		if (seen[TK_URL])
+			names[k++] = "target.url";
+		if (sim)
+			names[k++] = "target.simulator";
+		if (seen[TK_URLS])
+			names[k++] = "target.urls";
 		const struct ynode *at = seen[TK_URLS] ? seen[TK_URLS] : seen[TK_SIMULATOR];
-		cli_scn_error(c, at,
-			      "target.url, target.urls and target.simulator are exclusive: give "
-			      "one");
+		if (k == 2)
+			cli_scn_error(c, at, "%s and %s are exclusive: give one", names[0],
+				      names[1]);
+		else
+			cli_scn_error(c, at, "%s, %s and %s are exclusive: give one", names[0],
+				      names[1], names[2]);
 		return;
 	}
 	if (seen[TK_ROUTE] && !seen[TK_URLS])
