@@ -6,6 +6,7 @@ keeps every conversation on one simulator, an endpoint killed mid-stage has the 
 the other goes on, an endpoint not ready fails the gate naming it, and a repeated URL is
 refused at its file:line:col."""
 
+import json
 import os
 import re
 import signal
@@ -15,6 +16,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import chatload_testlib as tl  # noqa: E402
+
+SRC = os.environ.get("CHATLOAD_SOURCE_DIR",
+                     os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
 
 def measured(sim):
@@ -51,6 +55,9 @@ class Endpoints(tl.FleetCase):
         fast.stop()
         slow.stop()
         res = self.results(out)
+        import jsonschema
+        with open(os.path.join(SRC, "docs", "results.schema.json")) as f:
+            jsonschema.validate(res, json.load(f))
         tgt = res["scenario"]["target"]
         self.assertEqual(tgt["url"], fast.url)
         self.assertEqual(tgt["urls"], [fast.url, slow.url])
