@@ -325,6 +325,11 @@ static void check_stages(struct scn_ctx *c)
 		cli_scn_error(c, l->top[T_WARMUP],
 			      "warmup is not used by a generate job (every request it sends is one "
 			      "of the input's): remove it");
+	const struct ynode *urls = cli_scn_target_key(l, "urls");
+	if (l->top[T_GENERATE] && urls)
+		cli_scn_error(c, urls,
+			      "a generate job sends to one endpoint: give target.url (several "
+			      "endpoints are for stages)");
 	if (!l->top[T_STAGES] && !l->top[T_GENERATE])
 		cli_scn_error(c, l->root,
 			      "missing 'stages': add at least one, e.g. stages: [ { "
