@@ -95,6 +95,28 @@ class Endpoints(tl.FleetCase):
         self.assertIn("Per endpoint", rep.stdout)
         self.assertIn(slow.url, rep.stdout)
 
+    def test_least_outstanding_favours_the_fast(self):
+        """least_outstanding, one agent, 4 streams over a fast (2 ms a token) and a slowed
+        (30 ms) simulator: the slowed one holds its requests longer, so it is sent fewer;
+        the counts still match each truth log."""
+        fast, slow = self.two_sims(slow_itl="30ms")
+        doc = tl.scenario({"urls": [fast.url, slow.url], "route": "least_outstanding"},
+                          [{"name": "lo", "concurrency": 4, "requests": 60}],
+                          {"local": 1, "workers": 1}, name="lo")
+        doc["workload"]["max_tokens"] = 16
+        _, out = self.run_doc(doc, "lo")
+        fast.stop()
+        slow.stop()
+        res = self.results(out)
+        self.assertEqual(res["scenario"]["target"]["route"], "least_outstanding")
+        eps = res["stages"][0]["endpoints"]
+        n = [len(measured(fast)), len(measured(slow))]
+        self.assertEqual([e["started"] for e in eps], n)
+        self.assertEqual(sum(n), 60)
+        # a request on the slowed one lasts ~15x longer: round robin would give 30/30
+        self.assertGreater(n[0], 2 * n[1], n)
+        self.assertGreater(n[1], 0, n)
+
     def test_session_hash_conversations(self):
         """64 requests of 4-turn conversations over two simulators, route left to its
         default: every conversation's turns are all in one simulator's truth log (the
