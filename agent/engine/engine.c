@@ -81,6 +81,8 @@ static int copy_target(struct cl_target_plan *d, const struct cl_target_plan *s)
 	return oom ? CL_ENOMEM : 0;
 }
 
+_Static_assert(CL_METRICS_EPS_MAX == CL_ENDPOINTS_MAX, "a record holds every endpoint a plan may");
+
 /* Several endpoints (target.urls): each gets its target built as the first's, so each URL is
  * checked (--allow-target too) before anything is sent.  0, or an error naming the URL. */
 static int init_endpoints(struct cl_engine *e, const struct cl_allow_list *allow,

@@ -161,12 +161,13 @@ static void route(struct cl_worker *w, struct cl_slot *s, const struct cl_reques
 	struct cl_engine *e = w->e;
 	if (b->turn <= 1)
 		s->conv_seq = s->seq;
+	s->ep = 0;
+	if (!e->n_convs && !e->n_eps)
+		return; /* no header to send, no endpoint to pick: no formatting per request */
 	int len = snprintf(s->convid, sizeof(s->convid), "X-Chatload-Conversation: %s-%u-%" PRIu64,
 			   e->prefix, w->index, s->conv_seq);
-	if (!e->n_eps) {
-		s->ep = 0;
+	if (!e->n_eps)
 		return;
-	}
 	static const size_t skip = sizeof("X-Chatload-Conversation: ") - 1;
 	uint64_t key = len > (int)skip ? cl_route_key(s->convid + skip, (size_t)len - skip) : 0;
 	uint64_t turn = atomic_fetch_add_explicit(&e->ep_turn, 1, memory_order_relaxed);
