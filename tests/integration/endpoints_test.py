@@ -42,19 +42,25 @@ class Endpoints(tl.FleetCase):
         self.assertExit(p, code, timeout)
         return p, out
 
+    def run_two(self, name, target, requests, agents, slow_itl="12ms"):
+        """A closed-loop stage of 4 streams and `requests` requests (16 tokens each) over a
+        fast and a slowed simulator, both stopped after it (their truth logs flushed):
+        (fast, slow, results, output directory)."""
+        fast, slow = self.two_sims(slow_itl=slow_itl)
+        doc = tl.scenario(dict(target, urls=[fast.url, slow.url]),
+                          [{"name": name, "concurrency": 4, "requests": requests}],
+                          {"local": agents, "workers": 1}, name=name)
+        doc["workload"]["max_tokens"] = 16
+        _, out = self.run_doc(doc, name)
+        fast.stop()
+        slow.stop()
+        return fast, slow, self.results(out), out
+
     def test_round_robin_figures(self):
         """Two agents, 48 requests over a fast and a slowed simulator: per endpoint, the
         requests equal the truth log's, the slowed one's ITL is higher, the stage's figures
         are the endpoints' sum, and each agent alternates (its two counts differ by <= 1)."""
-        fast, slow = self.two_sims()
-        doc = tl.scenario({"urls": [fast.url, slow.url]},
-                          [{"name": "rr", "concurrency": 4, "requests": 48}],
-                          {"local": 2, "workers": 1}, name="rr")
-        doc["workload"]["max_tokens"] = 16
-        _, out = self.run_doc(doc, "rr")
-        fast.stop()
-        slow.stop()
-        res = self.results(out)
+        fast, slow, res, out = self.run_two("rr", {}, 48, agents=2)
         import jsonschema
         with open(os.path.join(SRC, "docs", "results.schema.json")) as f:
             jsonschema.validate(res, json.load(f))
@@ -99,15 +105,8 @@ class Endpoints(tl.FleetCase):
         """least_outstanding, one agent, 4 streams over a fast (2 ms a token) and a slowed
         (30 ms) simulator: the slowed one holds its requests longer, so it is sent fewer;
         the counts still match each truth log."""
-        fast, slow = self.two_sims(slow_itl="30ms")
-        doc = tl.scenario({"urls": [fast.url, slow.url], "route": "least_outstanding"},
-                          [{"name": "lo", "concurrency": 4, "requests": 60}],
-                          {"local": 1, "workers": 1}, name="lo")
-        doc["workload"]["max_tokens"] = 16
-        _, out = self.run_doc(doc, "lo")
-        fast.stop()
-        slow.stop()
-        res = self.results(out)
+        fast, slow, res, _ = self.run_two("lo", {"route": "least_outstanding"}, 60, agents=1,
+                                          slow_itl="30ms")
         self.assertEqual(res["scenario"]["target"]["route"], "least_outstanding")
         eps = res["stages"][0]["endpoints"]
         n = [len(measured(fast)), len(measured(slow))]
