@@ -135,6 +135,12 @@ struct cl_slot {
 	struct cl_buf conv_hist; /* earlier turns: message objects, each followed by ',' */
 	struct cl_buf conv_answer; /* this turn's answer text, still JSON-escaped */
 	struct cl_buf conv_req;    /* the body sent */
+
+	/* --- several endpoints (target.urls) and conversation ids --- */
+	uint32_t ep;       /* the endpoint its request went to (0 with one) */
+	uint64_t conv_seq; /* seq of its conversation's first turn (the conversation's id) */
+	char convid[CL_ENGINE_REQID_MAX]; /* "X-Chatload-Conversation: <prefix>-<w>-<seq>" */
+	struct curl_slist conv_node;      /* the line above, linked after X-Request-Id */
 };
 
 /* The part of one stage a worker runs (worker-thread state only). */
@@ -249,6 +255,11 @@ struct cl_engine {
 	struct cl_http_target http; /* URL, header lines (key wiped at destroy), TLS, version:
 				     * applied to every slot, read-only once built */
 	int64_t good_ttft_us, good_tpot_us, good_e2e_us;
+	/* --- several endpoints (target.urls): none (0) with one --- */
+	uint32_t n_eps;
+	struct cl_http_target *ep_http;          /* each endpoint's, built like http */
+	atomic_int_fast64_t *ep_outstanding;     /* requests in flight per endpoint */
+	atomic_uint_fast64_t ep_turn;            /* requests routed so far */
 	int log_fd; /* -1: no request log */
 	atomic_bool log_failed;
 
@@ -393,6 +404,13 @@ static inline int64_t cl_stamp(const struct cl_worker *w)
 {
 	(void)w;
 	return cl_mono_us();
+}
+
+/* The endpoint record of slot s's request in the worker's active record, NULL with one
+ * endpoint. */
+static inline struct cl_ep_metrics *cl_slot_ep(const struct cl_worker *w, const struct cl_slot *s)
+{
+	return s->ep < w->active->n_eps ? &w->active->eps[s->ep] : NULL;
 }
 
 /* Whether t is inside the worker's measured window. */
