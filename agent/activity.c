@@ -46,6 +46,7 @@ static struct cl_engine *make_engine(struct session *s, const struct cl_workload
 		.request_id_prefix = prefix,
 		.request_log_path = s->o->request_log,
 		.allow = s->o->allow,
+		.source = s->o->source,
 	};
 	struct cl_engine *e = NULL;
 	struct cl_err err = { 0 };

@@ -51,6 +51,9 @@ static void usage(FILE *out)
 	    "  --allow-target H[:P] only load this host (and port; repeatable): a name, an IPv4\n"
 	    "                       address or [IPv6]; default: any target\n"
 	    "  --workers N          worker threads (default: online CPUs)\n"
+	    "  --source-address A   bind the load's connections to the local address A, each\n"
+	    "                       stream to the next address of the pool (repeatable; an IPv4\n"
+	    "                       block A.B.C.D/LEN adds its host addresses)\n"
 	    "  --insecure           allow plaintext tcp:// off loopback\n"
 	    "  --once               exit when the first run ends\n"
 	    "  --request-log F      write one JSON line per request (debugging)\n"
@@ -105,7 +108,8 @@ enum {
 	O_REQLOG,
 	O_PREFIX,
 	O_VERSION,
-	O_NAME
+	O_NAME,
+	O_SOURCE
 };
 static const struct option longopts[] = {
 	{ "connect", required_argument, NULL, O_CONNECT },
@@ -122,6 +126,7 @@ static const struct option longopts[] = {
 	{ "id-prefix", required_argument, NULL, O_PREFIX },
 	{ "version", no_argument, NULL, O_VERSION },
 	{ "name", required_argument, NULL, O_NAME },
+	{ "source-address", required_argument, NULL, O_SOURCE },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -129,6 +134,7 @@ static const struct option longopts[] = {
 /* What the flags fill in and main hands to the daemon: the options point into them. */
 static char token[512];
 static struct cl_allow_list allow;
+static struct cl_srcaddr_pool source;
 
 /* parse_flags and apply_flag: go on to serve (any other value is the exit code). */
 #define GO_ON (-1)
@@ -183,6 +189,24 @@ static int apply_flag(int c, const char *arg, struct cl_agent_opts *o)
 		if (cl_allow_list_add(&allow, arg, &aerr) != 0) {
 			fprintf(stderr, "chatload-agent: %s\n", aerr.msg);
 			return CL_EXIT_USAGE;
+		}
+		break;
+	case O_SOURCE:
+		/* Checked at once: an address this host does not have would fail every
+		 * connection of the run, so it is a bad flag, not a run's error. */
+		{
+			size_t before = source.n;
+			if (cl_srcaddr_add(&source, arg, &aerr) != 0) {
+				fprintf(stderr, "chatload-agent: --source-address: %s\n", aerr.msg);
+				return CL_EXIT_USAGE;
+			}
+			for (size_t i = before; i < source.n; i++) {
+				if (cl_srcaddr_check_local(source.addr[i], &aerr) != 0) {
+					fprintf(stderr, "chatload-agent: --source-address: %s\n",
+						aerr.msg);
+					return CL_EXIT_USAGE;
+				}
+			}
 		}
 		break;
 	case O_WORKERS:
@@ -258,6 +282,7 @@ static int parse_flags(int argc, char **argv, struct cl_agent_opts *o)
 		o->token = env ? env : "";
 	}
 	o->allow = &allow;
+	o->source = &source;
 	struct cl_err err = { 0 };
 	if (cl_transport_check_dial(o->connect_url, &o->tls, o->insecure, &err) != 0) {
 		char msg[700];
