@@ -6,6 +6,7 @@
 #include "chatload/fdlimit.h"
 #include "chatload/log.h"
 #include "chatload/sim_options.h"
+#include "chatload/srcaddr.h"
 #include "chatload/units.h"
 
 #include <errno.h>
@@ -124,10 +125,42 @@ static int read_token(struct run *r, struct cl_err *err)
 	return 0;
 }
 
+/* agents.source_addresses, before any agent starts (the loader checked each address is this
+ * host's): the pool must hold the largest stage's streams, each a connection from one
+ * address to the one target address and port. */
+static int check_source_pool(const struct run *r, struct cl_err *err)
+{
+	const struct cl_srcaddr_pool *p = r->s.agents.source;
+	if (!p || !p->n)
+		return 0;
+	if (!r->s.agents.local)
+		return cl_err_set(err, CL_EINVAL,
+				  "agents.source_addresses applies to local agents (agents.local); "
+				  "a remote agent takes --source-address");
+	uint32_t ports = cl_srcaddr_ephemeral_ports();
+	if (!ports)
+		return 0; /* no /proc: nothing to count with */
+	uint64_t room = (uint64_t)p->n * ports;
+	for (size_t i = 0; i < r->s.n_stages; i++) {
+		const struct cl_scn_stage *st = &r->s.stages[i];
+		if (st->concurrency > room)
+			return cl_err_set(
+			    err, CL_EINVAL,
+			    "stage '%s' holds %u streams, but agents.source_addresses gives %zu "
+			    "addresses x %u ephemeral ports (net.ipv4.ip_local_port_range) = %llu "
+			    "connections to one target address and port: add addresses",
+			    st->name ? st->name : "?", st->concurrency, p->n, ports,
+			    (unsigned long long)room);
+	}
+	return 0;
+}
+
 int cli_run_start_fleet(struct run *r, struct cl_err *err)
 {
-	int rc = read_token(r, err);
+	int rc = check_source_pool(r, err);
 	if (rc != 0)
+		return rc;
+	if ((rc = read_token(r, err)) != 0)
 		return rc;
 	char run_id[64];
 	char stamp[32];
@@ -185,10 +218,14 @@ int cli_run_start_fleet(struct run *r, struct cl_err *err)
 	char *env[] = { token_env, NULL };
 	char workers[16];
 	snprintf(workers, sizeof(workers), "%u", r->s.agents.workers);
+	const struct cl_srcaddr_pool *src = r->s.agents.source;
+	size_t n_src = src ? src->n : 0;
+	char **argv = calloc(8 + 2 * n_src, sizeof(*argv));
+	if (!argv)
+		return cl_err_set(err, CL_ENOMEM, "out of memory");
 	for (uint32_t i = 0; i < r->s.agents.local; i++) {
 		char name[32];
 		snprintf(name, sizeof(name), "local agent %u", i + 1);
-		char *argv[10];
 		size_t n = 0;
 		argv[n++] = bin;
 		argv[n++] = "--connect";
@@ -198,12 +235,19 @@ int cli_run_start_fleet(struct run *r, struct cl_err *err)
 			argv[n++] = "--workers";
 			argv[n++] = workers;
 		}
+		/* Every agent gets the whole pool, each starting at another address, so the
+		 * first streams of all agents do not crowd the first address. */
+		for (size_t k = 0; k < n_src; k++) {
+			argv[n++] = "--source-address";
+			argv[n++] = (char *)src->addr[(i + k) % n_src];
+		}
 		argv[n] = NULL;
 		if ((rc = cl_child_start(&r->local[i], name, argv, env, -1, err)) != 0)
-			return rc;
+			break;
 		r->n_local++;
 	}
-	return 0;
+	free(argv);
+	return rc;
 }
 
 int cli_run_wait_for_agents(struct run *r, struct cl_err *err)

@@ -5,6 +5,7 @@
 
 #include "chatload/err.h"
 #include "chatload/plan.h"
+#include "chatload/srcaddr.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -79,6 +80,9 @@ struct cl_scn_agents {
 	char *tls_key;
 	char *tls_ca;
 	int64_t report_interval_us; /* default 1s */
+	/* agents.source_addresses, expanded (NULL: none): each local agent binds its load's
+	 * connections to these addresses in turn (chatload-agent --source-address) */
+	struct cl_srcaddr_pool *source;
 };
 
 struct cl_scn_readiness {
