@@ -298,6 +298,7 @@ void cli_run_record_agents(struct run *r)
 			.clock_offset_us = a->clock_offset_us,
 			.start_skew_us = r->agents[i].worst_skew_us,
 			.lost = a->live == CL_LIVE_LOST,
+			.sources = r->agents[i].sources,
 		};
 	}
 	cl_results_set_agents(r->res, ag, r->fleet.n);
