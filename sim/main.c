@@ -10,6 +10,7 @@
 #include "server.h"
 #include "sim.h"
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,7 +56,16 @@ static int serve(const struct cl_sim_config *cfg, int ready_fd)
 		goto out;
 	}
 	exit_code = CL_EXIT_OK;
-out:
+out:;
+	/* Draining is over: a late signal (a supervisor's forward crossing a direct one) must
+	 * not kill the process while it writes its files.  Freeing the loop's signal events
+	 * puts the default action back, so the signals are blocked first, and a pending one
+	 * dies with the process. */
+	sigset_t late;
+	sigemptyset(&late);
+	sigaddset(&late, SIGTERM);
+	sigaddset(&late, SIGINT);
+	sigprocmask(SIG_BLOCK, &late, NULL);
 	cl_sim_server_destroy(&sim);
 	if (exit_code == CL_EXIT_OK) {
 		CL_INFO("served %llu chat requests (%llu rejected, %llu client gone, %llu cut), "

@@ -49,6 +49,10 @@ static void run_child(const struct cl_sim_config *cfg, uint32_t i, cl_sim_serve_
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
 	if (getppid() != parent)
 		_exit(1);
+	/* A group of its own: a terminal's Ctrl-C or a kill of the supervisor's group reaches
+	 * the servers once, forwarded, and not also directly, which would be a second signal
+	 * (cut at once) instead of a drain. */
+	setpgid(0, 0);
 	sigprocmask(SIG_SETMASK, old_mask, NULL);
 	snprintf(name, sizeof(name), "chatload-sim.%u", i);
 	cl_log_init(name);
