@@ -13,7 +13,7 @@
 #define CL_SIM_MAX_SCHEDULE 256     /* entries of --fault-schedule */
 #define CL_SIM_MAX_OUTPUT   1000000 /* output tokens one request may ask for */
 #define CL_SIM_MAX_TPC      256     /* --tokens-per-chunk */
-#define CL_SIM_MAX_PROCESSES 64     /* --processes */
+#define CL_SIM_MAX_PROCESSES 64     /* --processes (CL_PROCS_MAX) */
 
 /* How output length is chosen (--output-tokens). */
 enum cl_sim_len_kind {

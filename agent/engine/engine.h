@@ -6,6 +6,7 @@
 #include "http/allow.h"
 
 #include "chatload/err.h"
+#include "chatload/fdlimit.h"
 #include "chatload/metrics.h"
 #include "chatload/plan.h"
 #include "chatload/srcaddr.h"
@@ -16,7 +17,7 @@
 
 struct cl_engine;
 
-#define CL_ENGINE_DEFAULT_MAX_STREAMS 16384u
+#define CL_ENGINE_DEFAULT_MAX_STREAMS CL_AGENT_MAX_STREAMS /* chatload/fdlimit.h */
 #define CL_ENGINE_MAX_PREFIX          64 /* longest request_id_prefix */
 
 struct cl_engine_cfg {

@@ -155,10 +155,76 @@ static int check_source_pool(const struct run *r, struct cl_err *err)
 	return 0;
 }
 
+/* The most streams any stage holds at once (a rate stage's cap; 0 when none says). */
+static uint32_t largest_stage(const struct run *r, const char **name)
+{
+	uint32_t most = 0;
+	*name = "?";
+	for (size_t i = 0; i < r->s.n_stages; i++) {
+		if (r->s.stages[i].concurrency > most) {
+			most = r->s.stages[i].concurrency;
+			*name = r->s.stages[i].name ? r->s.stages[i].name : "?";
+		}
+	}
+	return most;
+}
+
+/* How many streams the fleet can hold, against the largest stage, before any agent starts:
+ * `agents.local: auto` is decided here (as many local agents as the largest stage needs at
+ * what one agent can hold, the cores shared among them), and a stage the fleet cannot hold
+ * is refused with the arithmetic instead of failing on the agents when it starts.  Local
+ * agents inherit this process's descriptor limit; a remote one is counted at its engine's
+ * slots, the most it can hold whatever its limit. */
+static int size_fleet(struct run *r, struct cl_err *err)
+{
+	const char *name;
+	uint32_t streams = largest_stage(r, &name);
+	uint64_t fds = cl_fd_limit_raise();
+	uint32_t per_local = cl_fd_agent_streams(fds);
+	struct cl_scn_agents *ag = &r->s.agents;
+	if (ag->local_auto) {
+		uint64_t want = streams ? ((uint64_t)streams + per_local - 1) / per_local : 1;
+		if (want > CL_RUN_MAX_LOCAL)
+			return cl_err_set(
+			    err, CL_EINVAL,
+			    "agents.local: auto: stage '%s' holds %u streams, %llu local agents of "
+			    "%u streams each (descriptor limit %llu less %u kept), more than the %d "
+			    "one host may start: add remote agents (agents.listen)",
+			    name, streams, (unsigned long long)want, per_local,
+			    (unsigned long long)fds, CL_AGENT_FD_MARGIN, CL_RUN_MAX_LOCAL);
+		ag->local = (uint32_t)(want < 2 ? 2 : want);
+		if (!ag->workers) {
+			long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+			uint32_t cores = ncpu > 0 ? (uint32_t)ncpu : 1;
+			ag->workers = cores / ag->local ? cores / ag->local : 1;
+		}
+		CL_INFO("agents.local: auto: %u local agents of %u workers (largest stage '%s', "
+			"%u streams; %u streams per agent)",
+			ag->local, ag->workers, name, streams, per_local);
+	}
+	uint64_t room = (uint64_t)ag->local * per_local + (uint64_t)ag->expect * CL_AGENT_MAX_STREAMS;
+	if (streams > room) {
+		char remote[96] = "";
+		if (ag->expect)
+			snprintf(remote, sizeof(remote), " + %u remote agents x %u streams", ag->expect,
+				 CL_AGENT_MAX_STREAMS);
+		return cl_err_set(err, CL_EINVAL,
+				  "stage '%s' holds %u streams, but %u local agents x %u streams "
+				  "(the engine's %u slots, or the descriptor limit %llu less %u "
+				  "kept)%s = %llu: add agents (agents.local: auto starts enough)",
+				  name, streams, ag->local, per_local, CL_AGENT_MAX_STREAMS,
+				  (unsigned long long)fds, CL_AGENT_FD_MARGIN, remote,
+				  (unsigned long long)room);
+	}
+	return 0;
+}
+
 int cli_run_start_fleet(struct run *r, struct cl_err *err)
 {
 	int rc = check_source_pool(r, err);
 	if (rc != 0)
+		return rc;
+	if ((rc = size_fleet(r, err)) != 0)
 		return rc;
 	if ((rc = read_token(r, err)) != 0)
 		return rc;

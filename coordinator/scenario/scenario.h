@@ -69,6 +69,7 @@ enum cl_client_bound_policy { CL_CLIENT_BOUND_FAIL = 0, CL_CLIENT_BOUND_WARN = 1
 
 struct cl_scn_agents {
 	uint32_t local;          /* agents spawned on this machine (default 2 unless listen) */
+	bool local_auto;         /* `local: auto`: the run sets local from its largest stage */
 	char *listen;            /* URL remote agents dial, e.g. tls+tcp://0.0.0.0:7700 */
 	uint32_t expect;         /* remote agents to wait for */
 	int64_t join_timeout_us; /* default 60s */
