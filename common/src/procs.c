@@ -84,8 +84,9 @@ static void stop_all(struct proc *k, uint32_t n)
 	}
 }
 
-/* Reaps the children that ended; returns how many still run.  One that ends before the
- * supervisor was told to stop fails the whole, and the rest are stopped. */
+/* Reaps the children that ended; returns how many still run.  One that fails (a non-zero
+ * status, a signal) before the supervisor was told to stop fails the whole, and the rest are
+ * stopped; one that exits 0 has finished its work. */
 static uint32_t reap(const struct cl_procs *p, struct proc *k, bool *stopping, bool *failed)
 {
 	int st;
@@ -97,7 +98,10 @@ static uint32_t reap(const struct cl_procs *p, struct proc *k, bool *stopping, b
 			k[i].pid = 0;
 			k[i].status = st;
 			char how[64];
-			if (!*stopping) {
+			if (!*stopping && WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+				/* Its work is done (an agent's --once run): the others go on. */
+				CL_INFO("%s %u (pid %d) finished", p->what, i, (int)pid);
+			} else if (!*stopping) {
 				CL_ERROR("%s %u (pid %d) %s while serving: stopping the others",
 					 p->what, i, (int)pid, describe(st, how, sizeof(how)));
 				*failed = *stopping = true;

@@ -652,7 +652,7 @@ static void conv_agents_local(struct scn_ctx *c, const struct ynode *v, void *ob
 	L(c)->given.agents_local = true;
 	/* auto: the run decides how many, from the largest stage and the descriptor limit
 	 * (run/setup.c); 1 until then, so the checks between keys see agents that run load. */
-	if (v->kind == YN_SCALAR && !v->quoted && strcmp(v->str, "auto") == 0) {
+	if (v->kind == YN_SCALAR && strcmp(v->str, "auto") == 0) {
 		a->local_auto = true;
 		a->local = 1;
 		return;

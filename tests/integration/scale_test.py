@@ -14,11 +14,17 @@ and a pool of source addresses, and each piece is checked by what the other side
   scenario (exit 2, file:line:col and the address) and a bad agent flag (exit 2).
 - A stage holding more streams than addresses x ephemeral ports is refused before any agent
   starts, with the arithmetic read from /proc/sys/net/ipv4/ip_local_port_range.
+- chatload-agent --processes 3 joins as three agents of one host (one results entry each,
+  each loading the simulator under its own prefix).
+- agents.local: auto under a descriptor limit lowered to 1,500 (prlimit can lower it) starts
+  as many agents as the stage needs at 988 streams each; with one agent the same stage is
+  refused, with the arithmetic.
 """
 
 import collections
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -157,6 +163,59 @@ class Scale(tl.FleetCase):
         self.assertExit(agent, 2, 10)
         self.assertIn("source address '192.0.2.1' is not an address of this host",
                       agent.text())
+
+    def test_agent_processes(self):
+        """chatload-agent --processes 3: three agents join as three entries of one host."""
+        sim = self.start_sim("--ttft", "20ms", "--itl", "10ms")
+        port = tl.free_port()
+        listen = "tcp://127.0.0.1:%d" % port
+        doc = tl.scenario({"url": sim.url}, [{"name": "s", "concurrency": 30,
+                                              "duration": "2s"}],
+                          {"listen": listen, "expect": 3, "token_env": "CLT_SCALE_TOKEN",
+                           "join_timeout": "30s"})
+        out = self.scope.path("out")
+        run = self.start_run(self.write_scenario("procs", doc), out,
+                             env={"CLT_SCALE_TOKEN": "scale-token"})
+        agent = self.start_agent(listen, "--processes", "3", "--once", "--workers", "1",
+                                 "--name", "hostA", token="scale-token")
+        self.assertExit(run, 0, 90)
+        self.assertExit(agent, 0, 30)
+        res = self.results(out)
+        self.assertEqual(len(res["agents"]), 3, res["agents"])
+        self.assertEqual({a["host"] for a in res["agents"]}, {"hostA"})
+        # Each process loaded the simulator under its own X-Request-Id prefix.
+        self.assertEqual(len({tl.agent_of(r) for r in sim.truth()}), 3)
+
+    def test_local_auto(self):
+        """agents.local: auto under a descriptor limit of 1,500 (988 streams an agent, 512
+        kept): 2,500 streams need 3 agents, one entry each in results.json."""
+        if not shutil.which("prlimit"):
+            self.skipTest("prlimit (util-linux) is not installed")
+        sim = self.start_sim("--ttft", "20ms", "--itl", "50ms", "--output-tokens", "10")
+        doc = tl.scenario({"url": sim.url}, [{"name": "wide", "concurrency": 2500,
+                                              "duration": "2s"}],
+                          {"local": "auto", "workers": 1})
+        out = self.scope.path("out")
+        run = self.scope.start("chatload", ["prlimit", "--nofile=1500:1500", tl.CHATLOAD,
+                                            "run", self.write_scenario("auto", doc), "--out",
+                                            out])
+        self.assertExit(run, 0, 120)
+        self.assertIn("agents.local: auto: 3 local agents", run.text())
+        res = self.results(out)
+        self.assertEqual(len(res["agents"]), 3, res["agents"])
+        self.assertTrue(all(a["host"] for a in res["agents"]))
+        self.assertEqual(res["stages"][0]["requests"]["errors_total"], 0)
+
+        # The same limit with one agent cannot hold the stage: refused with the arithmetic.
+        doc["agents"] = {"local": 1, "workers": 1}
+        run2 = self.scope.start("chatload2", ["prlimit", "--nofile=1500:1500", tl.CHATLOAD,
+                                              "run", self.write_scenario("one", doc),
+                                              "--out", self.scope.path("out2")])
+        self.assertExit(run2, 2, 30)
+        self.assertIn("stage 'wide' holds 2500 streams, but 1 local agents x 988 streams "
+                      "(the engine's 16384 slots, or the descriptor limit 1500 less 512 "
+                      "kept) = 988: add agents", run2.text())
+        self.assertNotIn("agents joined", run2.text())
 
     def test_pool_too_small(self):
         with open("/proc/sys/net/ipv4/ip_local_port_range") as f:

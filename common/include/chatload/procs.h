@@ -28,10 +28,11 @@ struct cl_procs {
  * Forks p->n children one by one, each waited for until it says it is ready.  Each child
  * gets SIGTERM if the supervisor dies and runs in a process group of its own, so a signal
  * to the supervisor's group reaches it once, forwarded.  Then SIGTERM, SIGINT and SIGUSR1
- * to the supervisor go to every child; a child that ends before the supervisor was told to
- * stop is reported and the others are stopped.  Blocks until every child has ended and
- * returns the exit code: 0 when all exited 0 after a stop signal; a child's own non-zero
- * code when it failed to start; else 1.  The caller must have no other threads.
+ * to the supervisor go to every child; a child that fails (non-zero status or a signal)
+ * before the supervisor was told to stop is reported and the others are stopped, while one
+ * that exits 0 has simply finished.  Blocks until every child has ended and returns the
+ * exit code: 0 when all exited 0; a child's own non-zero code when it failed to start; else
+ * 1.  The caller must have no other threads.
  */
 int cl_procs_run(const struct cl_procs *p);
 
