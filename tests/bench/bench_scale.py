@@ -18,8 +18,8 @@ addresses (`--source-address`), and prints:
 A benchmark: it prints figures and asserts nothing (docs/testing.md).  Loopback only.
 
     python3 tests/bench/bench_scale.py [--build build] [--streams 100000] [--itl 5s]
-        [--tokens 4] [--ramp 30s] [--hold 30s] [--agents N] [--sim-processes N]
-        [--addresses N] [--keep]
+        [--tokens 4] [--ramp 30s] [--hold 30s] [--agents N] [--workers 1]
+        [--sim-processes N] [--addresses N] [--keep]
 """
 
 import argparse
@@ -116,6 +116,7 @@ def main():
     ap.add_argument("--sim-processes", type=int, default=0, help="0: 15,000 streams each")
     ap.add_argument("--addresses", type=int, default=0,
                     help="source addresses from 127.0.0.2 (0: 25,000 streams each)")
+    ap.add_argument("--workers", type=int, default=1, help="worker threads an agent process")
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
     c = a.streams
@@ -153,7 +154,7 @@ def main():
         procs.append(coord)
         time.sleep(1)
         argv = [os.path.join(bindir, "chatload-agent"), "--connect", listen, "--once",
-                "--processes", str(n_agents), "--workers", "1", "--request-log",
+                "--processes", str(n_agents), "--workers", str(a.workers), "--request-log",
                 d + "/req"]
         for i in range(n_addr):
             argv += ["--source-address", "127.0.0.%d" % (2 + i)]
@@ -201,8 +202,10 @@ def main():
         peers = {}
         for t in truth.values():
             peers[t.get("peer")] = peers.get(t.get("peer"), 0) + 1
-        print("streams %d: %d agent processes (workers 1), %d simulator processes, %d source "
-              "addresses" % (c, n_agents, n_sim, n_addr))
+        print("streams %d: %d agent processes (workers %d), %d simulator processes, %d source "
+              "addresses" % (c, n_agents, a.workers, n_sim, n_addr))
+        print("client: %s" % json.dumps({k: st["client"].get(k) for k in (
+            "client_bound", "reasons", "loop_lag_p99_ms", "stalls")}))
         print("held: stage mean in flight %s; requests started %d, completed %d, errors %d, "
               "cut %d" % (st["client"].get("streams_mean"), req["started"], req["completed"],
                           req["errors_total"], req["cut"]))
