@@ -27,11 +27,16 @@ import json
 import math
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
+
+# The benchmarks' own helpers: RSS as bench_soak_rss reads it, a free loopback port as
+# bench_idle takes one.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_idle import free_port  # noqa: E402
+from bench_soak_rss import rss_kib  # noqa: E402
 
 
 def children(pid):
@@ -42,17 +47,6 @@ def children(pid):
         return []
 
 
-def rss_kib(pid):
-    try:
-        with open("/proc/%d/status" % pid) as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
 def cpu_s(pid):
     try:
         with open("/proc/%d/stat" % pid) as f:
@@ -60,14 +54,6 @@ def cpu_s(pid):
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, IndexError, ValueError):
         return 0.0
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def read_jsonl(path):
@@ -117,6 +103,8 @@ def main():
     ap.add_argument("--addresses", type=int, default=0,
                     help="source addresses from 127.0.0.2 (0: 25,000 streams each)")
     ap.add_argument("--workers", type=int, default=1, help="worker threads an agent process")
+    ap.add_argument("--no-source", action="store_true",
+                    help="no source addresses: the kernel picks (a comparison)")
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
     c = a.streams
@@ -156,7 +144,7 @@ def main():
         argv = [os.path.join(bindir, "chatload-agent"), "--connect", listen, "--once",
                 "--processes", str(n_agents), "--workers", str(a.workers), "--request-log",
                 d + "/req"]
-        for i in range(n_addr):
+        for i in range(0 if a.no_source else n_addr):
             argv += ["--source-address", "127.0.0.%d" % (2 + i)]
         agent = subprocess.Popen(argv, stderr=open(d + "/agent.err", "w"),
                                  env=dict(env, CHATLOAD_TOKEN="bench-scale"))
