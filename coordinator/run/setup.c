@@ -143,6 +143,16 @@ static int check_source_pool(const struct run *r, struct cl_err *err)
 	uint64_t room = (uint64_t)p->n * ports;
 	for (size_t i = 0; i < r->s.n_stages; i++) {
 		const struct cl_scn_stage *st = &r->s.stages[i];
+		/* Linux looks for a free port of a connect() bound to an address by scanning
+		 * the range: at 20,000 connections an address (71 % of the range) agents
+		 * stalled 60-100 s opening them, at 5,000 (18 %) not at all (bench_scale,
+		 * docs/testing.md). */
+		if (st->concurrency <= room && st->concurrency > room / 2)
+			CL_WARN("stage '%s' holds %u streams over %zu source addresses: %llu an "
+				"address, more than half of its %u ephemeral ports, where opening "
+				"connections slows (docs/testing.md, bench_scale): add addresses",
+				st->name ? st->name : "?", st->concurrency, p->n,
+				(unsigned long long)((st->concurrency + p->n - 1) / p->n), ports);
 		if (st->concurrency > room)
 			return cl_err_set(
 			    err, CL_EINVAL,

@@ -3,7 +3,8 @@
 (default 100,000: itl 5 s, one token per chunk) from this host through the real coordinator
 and agents against `chatload-sim --processes`, with the agents spread over processes
 (`chatload-agent --processes`) and their connections over a pool of loopback source
-addresses (`--source-address`), and prints:
+addresses (`--source-address`, 5,000 streams an address: at 20,000 an address connect() slowed the
+agents to a halt, docs/testing.md), and prints:
 
 - streams held (the stage's mean in flight) and errors;
 - memory per stream: the agents' RSS growth from joined-and-idle to the end of the hold,
@@ -101,7 +102,7 @@ def main():
     ap.add_argument("--agents", type=int, default=0, help="agent processes (0: 16,000 each)")
     ap.add_argument("--sim-processes", type=int, default=0, help="0: 15,000 streams each")
     ap.add_argument("--addresses", type=int, default=0,
-                    help="source addresses from 127.0.0.2 (0: 25,000 streams each)")
+                    help="source addresses from 127.0.0.2 (0: 5,000 streams each)")
     ap.add_argument("--workers", type=int, default=1, help="worker threads an agent process")
     ap.add_argument("--no-source", action="store_true",
                     help="no source addresses: the kernel picks (a comparison)")
@@ -110,7 +111,7 @@ def main():
     c = a.streams
     n_agents = a.agents or max(1, -(-c // 16000))
     n_sim = a.sim_processes or max(1, -(-c // 15000))
-    n_addr = a.addresses or max(1, -(-c // 25000))
+    n_addr = a.addresses or max(1, -(-c // 5000))
     bindir = os.path.join(a.build, "bin")
     d = tempfile.mkdtemp(prefix="bench-scale-")
     env = dict(os.environ, CHATLOAD_LOG="warn", BENCH_SCALE_TOKEN="bench-scale")
