@@ -114,8 +114,13 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 	st->seq = ++s->next_seq;
 	st->api = cr->api;
 	st->inputs = cr->inputs;
-	snprintf(st->id, sizeof(st->id), "%s%llu", id_prefix[cr->api],
-		 (unsigned long long)st->seq);
+	/* With --processes each process numbers its own requests: its index keeps ids apart. */
+	if (cfg->processes > 1)
+		snprintf(st->id, sizeof(st->id), "%sp%u-%llu", id_prefix[cr->api],
+			 cfg->process_index, (unsigned long long)st->seq);
+	else
+		snprintf(st->id, sizeof(st->id), "%s%llu", id_prefix[cr->api],
+			 (unsigned long long)st->seq);
 	st->model = model;
 	st->created_s = cl_wall_us() / 1000000;
 	st->stream = cr->stream;

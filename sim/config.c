@@ -472,6 +472,10 @@ int cl_sim_config_parse(struct cl_sim_config *cfg, int argc, char **argv, struct
 		return cl_err_set(err, CL_ERANGE, "--max-connections: must be at least 1");
 	if ((rc = get_duration(vals, "grace", &cfg->grace_us, err)))
 		return rc;
+	if ((rc = get_u32(vals, "processes", CL_SIM_MAX_PROCESSES, &cfg->processes, err)))
+		return rc;
+	if (cfg->processes < 1)
+		return cl_err_set(err, CL_ERANGE, "--processes: must be at least 1");
 
 	if ((rc = parse_models(cfg, val(vals, "model"), err)))
 		return rc;

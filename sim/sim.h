@@ -90,6 +90,7 @@ struct cl_sim_conn {
 	bool close_on_next; /* --close-after-answer: answered; close when the next request came */
 	bool held;          /* --hold-after-done: answer sent, body delimited by a close that
 			     * never comes; nothing more is read as a request */
+	char peer[48]; /* the client's address, as the truth log's "peer" says it */
 	struct event *ev_read;
 	struct event *ev_write;
 	bool write_armed;

@@ -52,6 +52,8 @@ static void log_stream(struct cl_sim *s, const struct cl_sim_stream *st, int htt
 		.history_fnv = st->history_fnv,
 		.prompt_fnv = st->prompt_fnv,
 		.cached_tokens = st->cached_tokens,
+		.peer = st->conn ? st->conn->peer : NULL,
+		.process = s->cfg->process_index,
 		.answer_fnv =
 		    cl_sim_render_content_fnv(st->seq, st->sent_tokens > st->planned_reasoning
 							   ? st->sent_tokens - st->planned_reasoning

@@ -152,6 +152,10 @@ void cl_sim_truth_record(struct cl_sim_truth *t, const struct cl_sim_truth_rec *
 	}
 	CL_SIM_W_LIT(&w, ",\"cached_tokens\":");
 	cl_sim_w_u64(&w, r->cached_tokens);
+	CL_SIM_W_LIT(&w, ",\"peer\":");
+	put_str_or_null(&w, r->peer && r->peer[0] ? r->peer : NULL);
+	CL_SIM_W_LIT(&w, ",\"process\":");
+	cl_sim_w_u64(&w, r->process);
 	CL_SIM_W_LIT(&w, "}\n");
 	if (w.overflow)
 		return; /* cannot happen: every field is bounded well below the line size */

@@ -42,6 +42,8 @@ struct cl_sim_truth_rec {
 	uint64_t answer_fnv;    /* FNV-1a 64 of the content text sent */
 	uint64_t prompt_fnv;    /* FNV-1a 64 of the whole prompt: every message's role and text */
 	uint32_t cached_tokens; /* prompt tokens found in the prefix cache */
+	const char *peer;       /* the client's address, NULL or "" when unknown */
+	uint32_t process;       /* --processes: which process served it (0-based) */
 };
 
 /* Opens (truncates) path; path NULL: a disabled log whose calls do nothing.  CL_EIO. */

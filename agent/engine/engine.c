@@ -267,6 +267,21 @@ int cl_engine_create(const struct cl_engine_cfg *cfg, struct cl_engine **out, st
 	if ((rc = cl_http_target_init(&e->http, &e->target, cfg->allow, err)) != 0 ||
 	    (rc = init_endpoints(e, cfg->allow, err)) != 0)
 		goto fail;
+	if (cfg->source && cfg->source->n) {
+		e->n_src = cfg->source->n;
+		e->src_iface = calloc(e->n_src, sizeof(*e->src_iface));
+		e->src_conns = calloc(e->n_src, sizeof(*e->src_conns));
+		if (!e->src_iface || !e->src_conns) {
+			rc = cl_err_set(err, CL_ENOMEM, "out of memory");
+			goto fail;
+		}
+		/* "host!" keeps libcurl from taking the text for an interface name. */
+		for (size_t i = 0; i < e->n_src; i++) {
+			snprintf(e->src_iface[i], sizeof(e->src_iface[i]), "host!%s",
+				 cfg->source->addr[i]);
+			atomic_init(&e->src_conns[i], 0);
+		}
+	}
 	static atomic_bool warned_h2c;
 	if (e->http.ver.fresh_connection && !atomic_exchange(&warned_h2c, true))
 		CL_WARN(
@@ -602,6 +617,11 @@ void cl_engine_stats(struct cl_engine *e, struct cl_engine_stats *st)
 	}
 }
 
+uint64_t cl_engine_source_connections(const struct cl_engine *e, size_t i)
+{
+	return e && i < e->n_src ? atomic_load(&e->src_conns[i]) : 0;
+}
+
 void cl_engine_destroy(struct cl_engine *e)
 {
 	if (!e)
@@ -631,6 +651,8 @@ void cl_engine_destroy(struct cl_engine *e)
 	cl_target_plan_free(&e->target);
 	cl_workload_plan_free(&e->workload);
 	free(e->conv_starts);
+	free(e->src_iface);
+	free(e->src_conns);
 	if (e->collect_mu_init)
 		pthread_mutex_destroy(&e->collect_mu);
 	if (e->sync_init) {

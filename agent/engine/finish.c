@@ -333,8 +333,12 @@ void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bo
 		m->ctr[CL_CTR_WINDOW_SHARE_MILLI] += window_share_milli(w, s, now);
 	/* Connections count for every request of the stage, the ramp's too: the ramp is where
 	 * most of them are opened, and the question is how the stage used connections. */
-	if (o.connects > 0)
+	if (o.connects > 0) {
 		m->ctr[CL_CTR_CONNECTIONS_OPENED] += (uint64_t)o.connects;
+		if (w->e->n_src)
+			atomic_fetch_add_explicit(&w->e->src_conns[s->src], (uint64_t)o.connects,
+						  memory_order_relaxed);
+	}
 	if (ep)
 		record_endpoint(w, s, ep, &o, end_win, now);
 	if (s->in_window)

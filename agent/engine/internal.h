@@ -120,6 +120,7 @@ struct cl_slot {
 	uint32_t embed_inputs; /* vectors the answer held */
 	struct curl_slist *hdrs; /* header nodes owned by the slot, data shared (see request.c) */
 	char reqid[CL_ENGINE_REQID_MAX]; /* "X-Request-Id: <prefix>-<worker>-<seq>" */
+	uint32_t src; /* the source address its connections bind to (engine's src_iface) */
 	char errbuf[CURL_ERROR_SIZE];
 
 	/* What libcurl sends: body->json, or for a conversation's turn the body with its
@@ -252,6 +253,13 @@ struct cl_engine {
 	size_t *conv_starts;
 	size_t n_convs, first_conv, conv_share;
 	char prefix[CL_ENGINE_MAX_PREFIX + 1];
+	/* Source addresses: CURLOPT_INTERFACE strings "host!ADDR", the connections opened from
+	 * each, and the next one a slot takes (slots are prepared lazily, so they take them
+	 * round-robin in the order they are first used). */
+	size_t n_src;
+	char (*src_iface)[CL_SRCADDR_TEXTMAX + 8];
+	atomic_uint_fast64_t *src_conns;
+	atomic_uint_fast32_t next_src;
 	struct cl_http_target http; /* URL, header lines (key wiped at destroy), TLS, version:
 				     * applied to every slot, read-only once built */
 	int64_t good_ttft_us, good_tpot_us, good_e2e_us;

@@ -55,6 +55,8 @@ static int apply_options(struct cl_slot *s)
 		return err.code ? err.code : CL_EINVAL;
 	}
 	int bad = 0;
+	if (e->n_src)
+		bad |= curl_easy_setopt(h, CURLOPT_INTERFACE, e->src_iface[s->src]);
 	bad |= curl_easy_setopt(h, CURLOPT_PRIVATE, s);
 	bad |= curl_easy_setopt(h, CURLOPT_POST, 1L);
 	bad |= curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, cli_on_body);
@@ -122,6 +124,8 @@ int cli_slot_prepare(struct cl_slot *s)
 	if (!h)
 		goto fail;
 	s->easy = h;
+	if (e->n_src)
+		s->src = (uint32_t)(atomic_fetch_add(&e->next_src, 1) % e->n_src);
 	if (apply_options(s) != 0)
 		goto fail;
 	return 0;

@@ -26,6 +26,11 @@ const struct cl_sim_option cl_sim_options[] = {
 	  false },
 	{ "grace", D, "DUR", "5s",
 	  "on SIGTERM/SIGINT, time decoding streams get to finish before they are cut", false },
+	/* Under target.simulator too: a scale test names it in the scenario. */
+	{ "processes", I, "N", "1",
+	  "serve from N processes on one port (SO_REUSEPORT), each with its own state, "
+	  "descriptors and truth log FILE.<i>; the first process supervises the others (1..64)",
+	  true },
 	/* model and protocol */
 	{ "model", S, "NAME", "chatload-sim",
 	  "model name served, or a comma-separated list (others get 404)", true },

@@ -383,12 +383,47 @@ static int dec_stalls(struct wire_dec *d, const msgpack_object *v, struct cl_sta
 	return rc;
 }
 
+/* REPORT.sources: an array of at most CL_SRCADDR_MAX {address, connections}; absent: none. */
+static int dec_sources(struct wire_dec *d, const msgpack_object *v, struct cl_source_conns **out)
+{
+	if (!v)
+		return 0;
+	if (v->type != MSGPACK_OBJECT_ARRAY)
+		return cli_wire_wrong(d, "sources", "an array", v);
+	if (v->via.array.size > CL_SRCADDR_MAX)
+		return cli_wire_bad(d, CL_ETOOBIG, "sources", "has too many entries (%u, max %d)",
+				    v->via.array.size, CL_SRCADDR_MAX);
+	struct cl_source_conns *sc = calloc(1, sizeof(*sc));
+	if (!sc)
+		return cl_err_set(d->err, CL_ENOMEM, "out of memory decoding sources");
+	*out = sc;
+	int rc = 0;
+	for (uint32_t i = 0; i < v->via.array.size && !rc; i++) {
+		char nm[32];
+		snprintf(nm, sizeof(nm), "sources[%u]", i);
+		const msgpack_object *e = &v->via.array.ptr[i];
+		if ((rc = cli_wire_need_map(d, nm, e, true)))
+			break;
+		size_t old = wire_path_push(&d->path, nm);
+		struct wire_fld sf[] = { FLD("address"), FLD("connections") };
+		if (!(rc = cli_wire_fields(d, e, sf, WIRE_N(sf))) &&
+		    !(rc = cli_wire_get_fixed_str(d, "address", sf[0].v, sc->e[i].address,
+						  sizeof(sc->e[i].address), WSTR_NAME)))
+			rc = cli_wire_get_u64(d, "connections", sf[1].v, true, UINT64_MAX,
+					      &sc->e[i].connections);
+		wire_path_pop(&d->path, old);
+		if (!rc)
+			sc->n = i + 1;
+	}
+	return rc;
+}
+
 static int dec_report(struct wire_dec *d, const msgpack_object *top, struct cl_msg_report *r)
 {
 	struct wire_fld f[] = { FLD("kind"),      FLD("stage"),         FLD("interval"),
 				FLD("span_us"),   FLD("metrics"),       FLD("readiness"),
 				FLD("t_send_us"), FLD("error"),         FLD("start_skew_us"),
-				FLD("stalls"),    FLD("stalls_dropped") };
+				FLD("stalls"),    FLD("stalls_dropped"), FLD("sources") };
 	int rc, kind = 0;
 	if ((rc = cli_wire_fields(d, top, f, WIRE_N(f))))
 		return rc;
@@ -409,6 +444,7 @@ static int dec_report(struct wire_dec *d, const msgpack_object *top, struct cl_m
 	    (rc = dec_stalls(d, F("stalls"), &r->stalls)) ||
 	    (rc = cli_wire_get_u32(d, "stalls_dropped", F("stalls_dropped"), false,
 				   &r->stalls.dropped)) ||
+	    (rc = dec_sources(d, F("sources"), &r->sources)) ||
 	    (rc = cli_wire_need_map(d, "readiness", F("readiness"), probe)) ||
 	    (rc = cli_wire_need_map(d, "metrics", F("metrics"), !probe)))
 		return rc;

@@ -354,6 +354,30 @@ static void enc_stalls(struct enc *e, const struct cl_stall_list *l)
 	wire_path_pop(&e->path, old);
 }
 
+/* REPORT.sources: [{address, connections}, ...], at most CL_SRCADDR_MAX. */
+static void enc_sources(struct enc *e, const struct cl_source_conns *sc)
+{
+	if (sc->n > CL_SRCADDR_MAX) {
+		fail(e, CL_ETOOBIG, "sources", "has too many entries (%u, max %d)", sc->n,
+		     CL_SRCADDR_MAX);
+		return;
+	}
+	key(e, "sources");
+	size_t old = wire_path_push(&e->path, "sources");
+	array(e, sc->n);
+	for (uint32_t i = 0; i < sc->n && !e->rc; i++) {
+		size_t o2 = wire_path_index(&e->path, i);
+		const char *a = sc->e[i].address;
+		map(e, 2);
+		key(e, "address");
+		str_val(e, "address", a, strnlen(a, CL_SRCADDR_TEXTMAX - 1),
+			CL_SRCADDR_TEXTMAX - 1, WSTR_NAME);
+		u64(e, "connections", sc->e[i].connections);
+		wire_path_pop(&e->path, o2);
+	}
+	wire_path_pop(&e->path, old);
+}
+
 static void enc_metrics(struct enc *e, const struct cl_metrics *m)
 {
 	key(e, "metrics");
@@ -512,7 +536,7 @@ static size_t body_fields(const struct cl_msg *m)
 	case CL_MSG_REPORT:
 		return 5 + !!m->report.metrics + !!m->report.readiness + !!m->report.error +
 		       !!m->report.start_skew_us + !!m->report.stalls.n +
-		       !!m->report.stalls.dropped;
+		       !!m->report.stalls.dropped + !!m->report.sources;
 	case CL_MSG_WELCOME:
 		return 4;
 	case CL_MSG_REFUSE:
@@ -597,6 +621,8 @@ static void enc_body(struct enc *e, const struct cl_msg *m)
 			enc_stalls(e, &r->stalls);
 		if (r->stalls.dropped)
 			u64(e, "stalls_dropped", r->stalls.dropped);
+		if (r->sources)
+			enc_sources(e, r->sources);
 		if (r->readiness)
 			enc_readiness(e, "readiness", r->readiness);
 		if (r->metrics)

@@ -35,6 +35,7 @@
 struct run_agent {
 	struct cl_stage_plan share; /* its part of the current stage or warmup (owned) */
 	int64_t worst_skew_us;      /* latest start against START_AT it reported, any stage */
+	struct cl_source_conns *sources; /* its latest final report's, owned; NULL: none */
 	struct {
 		struct cl_readiness_result result; /* its latest gate report */
 		bool seen;                         /* it reported at least once */

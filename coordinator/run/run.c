@@ -241,8 +241,11 @@ static void cleanup(struct run *r)
 	cli_run_generate_free(r);
 	cli_run_live_close(r);
 	cl_fleet_close(&r->fleet);
-	for (size_t i = 0; i < CL_FLEET_MAX_AGENTS; i++)
+	for (size_t i = 0; i < CL_FLEET_MAX_AGENTS; i++) {
 		cl_stage_plan_free(&r->agents[i].share);
+		free(r->agents[i].sources);
+		r->agents[i].sources = NULL;
+	}
 	cl_target_plan_free(&r->target);
 	cl_workload_plan_free(&r->workload);
 	free(r->warmup_body);

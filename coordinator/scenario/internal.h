@@ -238,6 +238,23 @@ struct scn_loader {
 	const struct ynode *workload[24];
 };
 
+/* The keys of the agents section, in its field table's order (sections.c): l->agents[AGF_*]
+ * is the key node of each one given. */
+enum scn_agents_field {
+	AGF_LOCAL,
+	AGF_LISTEN,
+	AGF_EXPECT,
+	AGF_JOIN_TIMEOUT,
+	AGF_ON_LOSS,
+	AGF_WORKERS,
+	AGF_TOKEN_ENV,
+	AGF_TOKEN_FILE,
+	AGF_TLS,
+	AGF_REPORT_INTERVAL,
+	AGF_SOURCE_ADDRESSES,
+	AGF__COUNT
+};
+
 /* scenario/sections.c: one section each; obj is unused (they write l->s). */
 void cli_scn_conv_target(struct scn_ctx *c, const struct ynode *v, void *obj);
 void cli_scn_conv_agents(struct scn_ctx *c, const struct ynode *v, void *obj);

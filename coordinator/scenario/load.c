@@ -281,38 +281,38 @@ static void check_agents(struct scn_ctx *c)
 {
 	struct scn_loader *l = L(c);
 	struct cl_scn_agents *a = &l->s->agents;
-	const struct ynode **seen = l->agents; /* order of agents_fields */
+	const struct ynode **seen = l->agents; /* by enum scn_agents_field */
 	const struct ynode *at = l->top[T_AGENTS] ? l->top[T_AGENTS] : l->root;
 	bool local_zero = l->given.agents_local ? a->local == 0 : a->listen != NULL;
 	if (local_zero && !a->listen)
-		cli_scn_error(c, seen[0] ? seen[0] : at,
+		cli_scn_error(c, seen[AGF_LOCAL] ? seen[AGF_LOCAL] : at,
 			      "agents.local is 0 and agents.listen is not set: "
 			      "no agent would run the load");
 	if (a->listen && a->expect == 0 && local_zero)
-		cli_scn_error(c, seen[2] ? seen[2] : seen[1],
+		cli_scn_error(c, seen[AGF_EXPECT] ? seen[AGF_EXPECT] : seen[AGF_LISTEN],
 			      "agents.listen is set but agents.expect is 0: "
 			      "say how many remote agents to wait for");
-	if (!a->listen && seen[2] && a->expect > 0)
-		cli_scn_error(c, seen[2],
+	if (!a->listen && seen[AGF_EXPECT] && a->expect > 0)
+		cli_scn_error(c, seen[AGF_EXPECT],
 			      "agents.expect needs agents.listen (the address remote agents "
 			      "dial)");
 	if ((uint64_t)a->local + a->expect > CL_SCN_MAX_AGENTS)
-		cli_scn_error(c, seen[2] ? seen[2] : at,
+		cli_scn_error(c, seen[AGF_EXPECT] ? seen[AGF_EXPECT] : at,
 			      "agents.local (%u) and agents.expect (%u) make %llu agents; a run "
 			      "takes at most %u",
 			      a->local, a->expect, (unsigned long long)a->local + a->expect,
 			      CL_SCN_MAX_AGENTS);
-	if (seen[6] && seen[7])
-		cli_scn_error(c, seen[7],
+	if (seen[AGF_TOKEN_ENV] && seen[AGF_TOKEN_FILE])
+		cli_scn_error(c, seen[AGF_TOKEN_FILE],
 			      "agents.token_env and agents.token_file are exclusive: give one");
 	bool tls_url = a->listen && strncmp(a->listen, "tls+", 4) == 0;
-	if (seen[8] && a->listen && !tls_url)
-		cli_scn_error(c, seen[8],
+	if (seen[AGF_TLS] && a->listen && !tls_url)
+		cli_scn_error(c, seen[AGF_TLS],
 			      "agents.tls is set but agents.listen '%s' is not a tls+tcp:// "
 			      "address",
 			      a->listen);
 	if (tls_url && (!a->tls_cert || !a->tls_key))
-		cli_scn_error(c, seen[1],
+		cli_scn_error(c, seen[AGF_LISTEN],
 			      "agents.listen uses TLS: set agents.tls.cert and agents.tls.key");
 }
 

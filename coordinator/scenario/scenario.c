@@ -226,6 +226,7 @@ void cl_scenario_free(struct cl_scenario *s)
 	free(a->listen);
 	free(a->token_env);
 	free(a->token_file);
+	free(a->source);
 	free(a->tls_cert);
 	free(a->tls_key);
 	free(a->tls_ca);

@@ -5,6 +5,7 @@
 
 #include "chatload/err.h"
 #include "chatload/plan.h"
+#include "chatload/srcaddr.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -74,6 +75,7 @@ enum cl_client_bound_policy { CL_CLIENT_BOUND_FAIL = 0, CL_CLIENT_BOUND_WARN = 1
 
 struct cl_scn_agents {
 	uint32_t local;          /* agents spawned on this machine (default 2 unless listen) */
+	bool local_auto;         /* `local: auto`: the run sets local from its largest stage */
 	char *listen;            /* URL remote agents dial, e.g. tls+tcp://0.0.0.0:7700 */
 	uint32_t expect;         /* remote agents to wait for */
 	int64_t join_timeout_us; /* default 60s */
@@ -85,6 +87,9 @@ struct cl_scn_agents {
 	char *tls_key;
 	char *tls_ca;
 	int64_t report_interval_us; /* default 1s */
+	/* agents.source_addresses, expanded (NULL: none): each local agent binds its load's
+	 * connections to these addresses in turn (chatload-agent --source-address) */
+	struct cl_srcaddr_pool *source;
 };
 
 struct cl_scn_readiness {

@@ -528,6 +528,51 @@ static void test_report_probe(void **state)
 	cl_msg_free(&out);
 }
 
+/* Connections per source address ride on a final REPORT: the pool's order kept, at most
+ * CL_SRCADDR_MAX entries; absent when the agent has no pool.  A decoded message owns them. */
+static void test_report_sources(void **state)
+{
+	(void)state;
+	struct cl_metrics *m = calloc(1, sizeof(*m));
+	assert_non_null(m);
+	assert_int_equal(cl_metrics_init(m), 0);
+	struct cl_source_conns *sc = calloc(1, sizeof(*sc));
+	assert_non_null(sc);
+	sc->n = 2;
+	snprintf(sc->e[0].address, sizeof(sc->e[0].address), "127.0.0.3");
+	sc->e[0].connections = 20001;
+	snprintf(sc->e[1].address, sizeof(sc->e[1].address), "fd00::2");
+	sc->e[1].connections = 0;
+	struct cl_msg in = { .type = CL_MSG_REPORT, .run = "run-1", .agent = 2, .seq = 7 };
+	in.report = (struct cl_msg_report){ .kind = CL_REPORT_FINAL, .metrics = m, .sources = sc };
+	struct cl_msg out;
+	roundtrip(&in, &out);
+	assert_non_null(out.report.sources);
+	assert_int_equal(out.report.sources->n, 2);
+	assert_string_equal(out.report.sources->e[0].address, "127.0.0.3");
+	assert_int_equal(out.report.sources->e[0].connections, 20001);
+	assert_string_equal(out.report.sources->e[1].address, "fd00::2");
+	assert_int_equal(out.report.sources->e[1].connections, 0);
+	cl_msg_free(&out);
+	in.report.sources = NULL;
+	roundtrip(&in, &out);
+	assert_null(out.report.sources);
+	cl_msg_free(&out);
+
+	/* More than the pool can hold is refused by the encoder, as the decoder would. */
+	sc->n = CL_SRCADDR_MAX + 1;
+	in.report.sources = sc;
+	msgpack_sbuffer sb;
+	msgpack_sbuffer_init(&sb);
+	struct cl_err err = { 0 };
+	assert_err(cl_wire_encode(&in, &sb, &err), CL_ETOOBIG, err,
+		   "field 'sources' has too many entries (257, max 256)");
+	msgpack_sbuffer_destroy(&sb);
+	free(sc);
+	cl_metrics_destroy(m);
+	free(m);
+}
+
 /* A REPORT with a hand-made `stalls` value (and an empty metrics record), for the decoder. */
 static int decode_report_with_stalls(const int64_t (*ep)[2], size_t n, bool as_array,
 				     struct cl_msg *out, struct cl_err *err)
@@ -1714,6 +1759,7 @@ int main(void)
 		cmocka_unit_test(test_report_spread),
 		cmocka_unit_test(test_report_probe),
 		cmocka_unit_test(test_report_stalls),
+		cmocka_unit_test(test_report_sources),
 		cmocka_unit_test(test_replies),
 		cmocka_unit_test(test_cmd_plain),
 		cmocka_unit_test(test_cmd_probe),
