@@ -41,6 +41,9 @@ struct cl_sim_truth_rec {
 	uint64_t answer_fnv;    /* FNV-1a 64 of the content text sent */
 	uint64_t prompt_fnv;    /* FNV-1a 64 of the whole prompt: every message's role and text */
 	uint32_t cached_tokens; /* prompt tokens found in the prefix cache */
+	bool tool_call;            /* the answer was a streamed tool call */
+	uint32_t tool_call_tokens; /* of output_tokens, those of the call's arguments */
+	uint32_t tool_results;     /* tool messages since the request's last user message */
 };
 
 /* Opens (truncates) path; path NULL: a disabled log whose calls do nothing.  CL_EIO. */
