@@ -216,7 +216,11 @@ struct scn_loader {
 	const struct ynode *target[16];
 	const struct ynode *agents[16];
 	const struct ynode *warmup[16];
-	const struct ynode *workload[24];
+	const struct ynode *workload[26];
+	/* workload.tools: the node of its max_rounds or result_tokens (the agentic loop's
+	 * keys, which need multi_turn), and that key's name */
+	const struct ynode *tools_loop;
+	const char *tools_loop_key;
 };
 
 /* scenario/sections.c: one section each; obj is unused (they write l->s). */
