@@ -18,11 +18,13 @@ truth log (issue 27):
 What it does not check: a real model's tool calls (docs/testing.md: llama-server accepted
 the tools, its random model made none)."""
 
+import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import chatload_testlib as tl  # noqa: E402
+import simclient  # noqa: E402
 
 
 def served(sim):
@@ -161,6 +163,62 @@ class ToolCalls(tl.FleetCase):
                                r"tools \(2 function definitions")
         stage = [r for r in served(sim) if r["x_request_id"]]
         self.assertEqual(stage, [])
+
+    def test_sim_shapes(self):
+        """The simulator's side, request by request: a streamed call's pieces assemble into
+        {"q": ...} of exactly its tokens with finish_reason tool_calls; the P^(N+1) rule
+        after tool results; required and none; malformed tools are 400s naming the field."""
+        sim = self.start_sim("--ttft", "1ms", "--itl", "1ms", "--tokens-per-chunk", "2",
+                             "--tool-call-rate", "1", name="sim-shapes")
+        tools = [{"type": "function", "function": {"name": "get_x", "description": "d",
+                                                   "parameters": {"type": "object"}}}]
+        r = simclient.chat(sim.port, tools=tools, max_tokens=5,
+                           stream_options={"include_usage": True})
+        self.assertEqual(r.status, 200)
+        pieces, finish, usage = [], None, None
+        for _, obj in r.chunks():
+            for ch in obj.get("choices") or []:
+                pieces += ch.get("delta", {}).get("tool_calls") or []
+                finish = ch.get("finish_reason") or finish
+            usage = obj.get("usage") or usage
+        self.assertEqual(pieces[0]["function"]["name"], "get_x")
+        self.assertTrue(pieces[0]["id"].startswith("call-sim-"))
+        self.assertEqual({p["index"] for p in pieces}, {0})
+        args = "".join(p["function"]["arguments"] for p in pieces)
+        self.assertEqual(list(json.loads(args)), ["q"], args)
+        self.assertEqual(finish, "tool_calls")
+        self.assertEqual(usage["completion_tokens"], 5)
+        self.assertEqual(len(pieces), 3)  # 5 tokens, 2 a chunk
+        # tool_choice none: content; after a tool result at P = 1: a call again.
+        r = simclient.chat(sim.port, tools=tools, tool_choice="none", max_tokens=3)
+        self.assertNotIn("tool_calls", "".join(r.data()))
+        hist = [{"role": "user", "content": "hi"},
+                {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": "c1", "type": "function",
+                     "function": {"name": "get_x", "arguments": args}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": "result: sky"}]
+        r = simclient.chat(sim.port, messages=hist, tools=tools, max_tokens=3)
+        self.assertEqual(r.status, 200)
+        self.assertIn("tool_calls", "".join(r.data()))
+        bad = [
+            ({"tools": [{"type": "function", "function": {"name": "no spaces"}}]},
+             "tools[0].function.name"),
+            ({"tools": [{"type": "retrieval"}]}, "tools[0].type"),
+            ({"tools": tools, "tool_choice": {"type": "function",
+                                              "function": {"name": "other"}}},
+             "'tool_choice' must be"),
+            ({"tools": tools, "messages": [{"role": "tool", "content": "x"}]},
+             "tool_call_id"),
+        ]
+        for fields, want in bad:
+            msgs = fields.pop("messages", None)
+            r = simclient.chat(sim.port, messages=msgs, **fields)
+            self.assertEqual(r.status, 400, fields)
+            self.assertIn(want, r.json()["error"]["message"])
+        truth = served(sim)
+        calls = [t for t in truth if t["seq"] and t["tool_call"]]
+        self.assertEqual([t["tool_results"] for t in calls], [0, 1])
+        self.assertEqual(calls[0]["tool_call_tokens"], 5)
 
     def test_validate_refusals(self):
         """tools with another API, or the loop's keys without multi_turn: refused at validate
