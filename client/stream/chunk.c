@@ -58,30 +58,41 @@ struct choice {
 
 /* ---- delta.tool_calls ---------------------------------------------------------------- */
 
+/* A string piece of a tool call kept as a pointer into the input and its raw length (NULL
+ * and 0 when null or of another type, *bad then says why).  0 or CL_EPARSE. */
+static int want_piece(struct scan *sc, int depth, const char **s, size_t *len, const char **bad,
+		      const char *why)
+{
+	struct str v;
+	int rc = want_string(sc, depth, &v, bad, why);
+	if (rc < 0)
+		return rc;
+	*s = rc == 1 ? v.s : NULL;
+	*len = rc == 1 ? v.len : 0;
+	return 0;
+}
+
 /* tool_calls[].function: name and arguments (a repeated key replaces). */
 static int parse_tool_fn(struct scan *sc, int depth, struct cl_chunk_tool *t, const char **bad)
 {
 	const char *bad_name = NULL, *bad_args = NULL;
 	bool first = true;
-	struct str k, v;
+	struct str k;
 	int rc;
 
 	if ((rc = obj_open(sc, depth)))
 		return rc;
 	while ((rc = obj_next(sc, &first, &k)) == 1) {
-		if (KEY_IS(&k, "name")) {
-			if ((rc = want_string(sc, depth + 1, &v, &bad_name, R_TOOL_NAME)) < 0)
-				return rc;
-			t->name = rc == 1 ? v.s : NULL;
-			t->name_len = rc == 1 ? v.len : 0;
-		} else if (KEY_IS(&k, "arguments")) {
-			if ((rc = want_string(sc, depth + 1, &v, &bad_args, R_TOOL_ARGS)) < 0)
-				return rc;
-			t->args = rc == 1 ? v.s : NULL;
-			t->args_len = rc == 1 ? v.len : 0;
-		} else if ((rc = parse_value(sc, depth + 1))) {
+		if (KEY_IS(&k, "name"))
+			rc = want_piece(sc, depth + 1, &t->name, &t->name_len, &bad_name,
+					R_TOOL_NAME);
+		else if (KEY_IS(&k, "arguments"))
+			rc = want_piece(sc, depth + 1, &t->args, &t->args_len, &bad_args,
+					R_TOOL_ARGS);
+		else
+			rc = parse_value(sc, depth + 1);
+		if (rc)
 			return rc;
-		}
 	}
 	if (!rc)
 		*bad = FIRST_BAD(bad_name, bad_args);
@@ -93,7 +104,7 @@ static int parse_tool(struct scan *sc, int depth, struct cl_chunk_tool *t, const
 {
 	const char *bad_index = NULL, *bad_id = NULL, *bad_fn = NULL;
 	bool first = true;
-	struct str k, v;
+	struct str k;
 	int rc;
 
 	if ((rc = obj_open(sc, depth)))
@@ -102,11 +113,7 @@ static int parse_tool(struct scan *sc, int depth, struct cl_chunk_tool *t, const
 		if (KEY_IS(&k, "index")) {
 			rc = want_count(sc, depth + 1, &t->index, &bad_index, R_TOOL_INDEX);
 		} else if (KEY_IS(&k, "id")) {
-			if ((rc = want_string(sc, depth + 1, &v, &bad_id, R_TOOL_ID)) < 0)
-				return rc;
-			t->id = rc == 1 ? v.s : NULL;
-			t->id_len = rc == 1 ? v.len : 0;
-			rc = 0;
+			rc = want_piece(sc, depth + 1, &t->id, &t->id_len, &bad_id, R_TOOL_ID);
 		} else if (KEY_IS(&k, "function")) {
 			t->name = t->args = NULL;
 			t->name_len = t->args_len = 0;
