@@ -664,6 +664,30 @@ static void test_tools_bodies(void **state)
 	cl_workload_plan_free(&w2);
 	cl_workload_plan_free(&w);
 
+	/* A dataset record's own tools replace the synthetic ones in its body only. */
+	static const char records[] =
+	    "{\"messages\":[{\"role\":\"user\",\"content\":\"weather?\"}],\"tools\":[{\"type\":"
+	    "\"function\",\"function\":{\"name\":\"own_tool\",\"description\":\"d\"}}]}\n"
+	    "{\"messages\":[{\"role\":\"user\",\"content\":\"hello\"}]}\n";
+	write_file(tmp_path("tools.jsonl"), records, sizeof(records) - 1);
+	struct cl_scenario d = s;
+	d.workload.kind = CL_WORKLOAD_DATASET;
+	d.workload.dataset = (char *)tmp_path("tools.jsonl");
+	d.workload.prompts = NULL;
+	d.workload.n_prompts = 0;
+	assert_int_equal(cl_workload_render(&d, "m", &w, &err), 0);
+	assert_int_equal(w.n_bodies, 2);
+	json_t *own = parse(w.bodies[0].json), *syn = parse(w.bodies[1].json);
+	json_t *ot = json_object_get(own, "tools");
+	assert_int_equal(json_array_size(ot), 1);
+	assert_string_equal(str_at(json_object_get(json_array_get(ot, 0), "function"), "name"),
+			    "own_tool");
+	assert_string_equal(str_at(own, "tool_choice"), "required");
+	assert_int_equal(json_array_size(json_object_get(syn, "tools")), 3);
+	json_decref(own);
+	json_decref(syn);
+	cl_workload_plan_free(&w);
+
 	/* target.body's tool_choice replaces ours; a null there removes the tools */
 	s.target.body_json = "{\"tool_choice\":\"none\",\"tools\":null}";
 	assert_int_equal(cl_workload_render(&s, "m", &w, &err), 0);
@@ -751,7 +775,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	const char *names[] = { "empty.txt", "bad-utf8.txt", "nul.txt", "long-line.txt",
-				"huge.txt" };
+				"huge.txt", "tools.jsonl" };
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		unlink(tmp_path(names[i]));
 	rmdir(tmp_dir);
