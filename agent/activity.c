@@ -81,7 +81,7 @@ void cl_activity_prepare(struct session *s, struct cl_msg *reply)
 	s->prepare_msg = *reply;
 	memset(reply, 0, sizeof(*reply));
 	const struct cl_target_plan *t = &s->prepare_msg.cmd.prepare.target;
-	if (!cl_agent_target_allowed(s->o, t->base_url, why, sizeof(why))) {
+	if (!cl_agent_plan_allowed(s->o, t, why, sizeof(why))) {
 		cl_session_fail(s, "%s", why);
 		return;
 	}

@@ -43,6 +43,8 @@ struct cl_sim_stream {
 	bool cache_timings; /* --cache-timings: the cache said in timings.prompt_n only */
 	bool has_request_id;
 	char request_id[132];
+	bool has_conversation; /* X-Chatload-Conversation, for the truth log */
+	char conversation[132];
 	enum cl_sim_fault fault;
 	uint64_t rng;
 

@@ -25,6 +25,7 @@ static void log_stream(struct cl_sim *s, const struct cl_sim_stream *st, int htt
 		.id = st->seq ? st->id : NULL,
 		.seq = st->seq,
 		.request_id = st->has_request_id ? st->request_id : NULL,
+		.conversation = st->has_conversation ? st->conversation : NULL,
 		.model = st->model,
 		.stream = st->stream,
 		.http_status = http_status,

@@ -79,6 +79,8 @@ void cl_sim_truth_record(struct cl_sim_truth *t, const struct cl_sim_truth_rec *
 	cl_sim_w_u64(&w, r->seq);
 	CL_SIM_W_LIT(&w, ",\"x_request_id\":");
 	put_str_or_null(&w, r->request_id);
+	CL_SIM_W_LIT(&w, ",\"conversation\":");
+	put_str_or_null(&w, r->conversation);
 	CL_SIM_W_LIT(&w, ",\"model\":");
 	put_str_or_null(&w, r->model);
 	CL_SIM_W_LIT(&w, ",\"api\":");

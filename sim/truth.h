@@ -23,6 +23,7 @@ struct cl_sim_truth_rec {
 	const char *id;         /* response id, NULL for rejected requests */
 	uint64_t seq;           /* 0 for rejected requests */
 	const char *request_id; /* X-Request-Id, NULL when absent */
+	const char *conversation; /* X-Chatload-Conversation, NULL when absent */
 	const char *model;      /* NULL for rejected requests */
 	bool stream;
 	int http_status;

@@ -26,6 +26,7 @@
 #define CL_ENGINE_MAX_EVENT_BYTES (64u * 1024u) /* one SSE event larger is stream_malformed */
 #define CL_ENGINE_LOG_BUF         (64u * 1024u) /* per-worker request log buffer */
 #define CL_ENGINE_PROBE_US        10000         /* loop-lag probe period */
+#define CL_ENGINE_SLOT_IDLE_US    (15 * 1000000) /* a free slot unused this long is shed */
 #define CL_ENGINE_EPOLL_BATCH     256
 #define CL_ENGINE_REQID_MAX       128
 #define CL_ENGINE_SHARD_SLOTS     256 /* HTTP/1.1 streams per libcurl multi handle */
@@ -73,7 +74,7 @@ struct cl_shard {
 
 /* One stream slot: everything a request needs, prepared once and reused. */
 struct cl_slot {
-	CURL *easy; /* NULL until first used (prepared lazily, then kept) */
+	CURL *easy; /* NULL until first used (prepared lazily, kept while in use: idle.c) */
 	struct cl_worker *w;
 	struct cl_shard *shard;
 	uint32_t index;
@@ -82,6 +83,7 @@ struct cl_slot {
 	uint32_t requested; /* max_tokens its body asks for (0: none) */
 	bool parked;        /* waiting out the no-answer backoff (not in curl, not free) */
 	uint32_t no_answer_streak; /* consecutive requests of this slot that got no answer */
+	int64_t freed_us;          /* when it last went back to the free stack (idle.c) */
 
 	/* one request's record (reset when the slot is taken) */
 	uint64_t seq;
@@ -155,6 +157,12 @@ struct cl_slot {
 	uint32_t tool_rounds;
 	uint32_t conv_req_no;
 	struct cli_tool_call tool[CL_ENGINE_TOOL_CALLS];
+
+	/* --- several endpoints (target.urls) and conversation ids --- */
+	uint32_t ep;       /* the endpoint its request went to (0 with one) */
+	uint64_t conv_seq; /* seq of its conversation's first turn (the conversation's id) */
+	char convid[CL_ENGINE_REQID_MAX]; /* "X-Chatload-Conversation: <prefix>-<w>-<seq>" */
+	struct curl_slist conv_node;      /* the line above, linked after X-Request-Id */
 };
 
 /* The part of one stage a worker runs (worker-thread state only). */
@@ -194,6 +202,8 @@ struct cl_worker {
 	uint32_t nslots;
 	uint32_t *free_stack; /* indices of free slots, LIFO so warm handles are reused */
 	uint32_t nfree;
+	int64_t shed_due_us;   /* next look for slots idle long enough to shed (idle.c) */
+	int64_t trim_again_us; /* when to give back the pages of a shed burst's connections */
 	struct cl_park_heap parked; /* slots waiting out the no-answer backoff (closed loop) */
 	uint64_t backoff_rng;       /* splitmix64 state of the backoff jitter */
 
@@ -269,6 +279,11 @@ struct cl_engine {
 	struct cl_http_target http; /* URL, header lines (key wiped at destroy), TLS, version:
 				     * applied to every slot, read-only once built */
 	int64_t good_ttft_us, good_tpot_us, good_e2e_us;
+	/* --- several endpoints (target.urls): none (0) with one --- */
+	uint32_t n_eps;
+	struct cl_http_target *ep_http;          /* each endpoint's, built like http */
+	atomic_int_fast64_t *ep_outstanding;     /* requests in flight per endpoint */
+	atomic_uint_fast64_t ep_turn;            /* requests routed so far */
 	int log_fd; /* -1: no request log */
 	atomic_bool log_failed;
 
@@ -312,6 +327,9 @@ void cli_stage_stop(struct cl_worker *w, bool cut_now);
 void cli_worker_release(struct cl_worker *w, struct cl_slot *s, bool no_answer);
 /* Puts s back on the free stack (its no-answer streak forgotten). */
 void cli_slot_free(struct cl_worker *w, struct cl_slot *s);
+/* Gives back the memory of slots idle for CL_ENGINE_SLOT_IDLE_US (idle.c); the worker's
+ * thread calls it at a safe point. Returns how many slots it shed. */
+uint32_t cli_worker_shed_idle(struct cl_worker *w, int64_t now_us);
 /* Frees every parked slot: their users are over (window closed, stage cut or done). */
 void cli_park_release_all(struct cl_worker *w);
 /* The parked slot whose backoff ended first if by now_us (its wake time in *due_us), taken
@@ -427,6 +445,13 @@ static inline int64_t cl_stamp(const struct cl_worker *w)
 {
 	(void)w;
 	return cl_mono_us();
+}
+
+/* The endpoint record of slot s's request in the worker's active record, NULL with one
+ * endpoint. */
+static inline struct cl_ep_metrics *cl_slot_ep(const struct cl_worker *w, const struct cl_slot *s)
+{
+	return s->ep < w->active->n_eps ? &w->active->eps[s->ep] : NULL;
 }
 
 /* Whether t is inside the worker's measured window. */

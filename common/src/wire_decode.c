@@ -26,7 +26,9 @@ static int dec_target(struct wire_dec *d, const char *name, const msgpack_object
 				FLD("http2"),          FLD("tls_verify"),
 				FLD("ca_file"),        FLD("connect_timeout_us"),
 				FLD("http2_fallback"), FLD("http2_streams"),
-				FLD("api") };
+				FLD("api"),            FLD("endpoints"),
+				FLD("route") };
+	uint32_t route = 0;
 	if ((rc = cli_wire_fields(d, v, f, WIRE_N(f))))
 		goto out;
 #define F(n) cli_wire_fv(f, WIRE_N(f), n)
@@ -56,6 +58,21 @@ static int dec_target(struct wire_dec *d, const char *name, const msgpack_object
 		goto out;
 	}
 	t->api = (enum cl_api)api;
+	/* several endpoints (target.urls) */
+	if ((F("endpoints") &&
+	     (rc = cli_wire_get_str_array(d, "endpoints", F("endpoints"), CL_ENDPOINTS_MAX,
+					 CL_WIRE_MAX_URL, WSTR_NAME, &t->endpoints,
+					 &t->n_endpoints))) ||
+	    (rc = cli_wire_get_u32(d, "route", F("route"), false, &route)))
+		goto out;
+	if (t->n_endpoints == 1 || route >= CL_ROUTE__COUNT ||
+	    (t->n_endpoints && strcmp(t->endpoints[0], t->base_url) != 0)) {
+		rc = cli_wire_bad(d, CL_EPROTO, "endpoints",
+				  "must hold 2..%d URLs, the first the base_url, and a known route",
+				  CL_ENDPOINTS_MAX);
+		goto out;
+	}
+	t->route = (enum cl_route)route;
 	if (t->http2_streams > CL_HTTP2_MAX_STREAMS) {
 		rc = cli_wire_bad(d, CL_EPROTO, "http2_streams", "is out of range (%u, max %u)",
 				  t->http2_streams, CL_HTTP2_MAX_STREAMS);

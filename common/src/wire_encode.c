@@ -144,6 +144,20 @@ static const char *table(const char *const *names, size_t n, int v)
 	return v >= 0 && (size_t)v < n ? names[v] : NULL;
 }
 
+/* key, then an array of n strings (NULL sent as ""), each named "key[i]" in errors */
+static void str_array(struct enc *e, const char *name, char *const *a, size_t n, size_t cap,
+		      enum wire_str kind)
+{
+	key(e, name);
+	array(e, n);
+	for (size_t i = 0; i < n && !e->rc; i++) {
+		char nm[48];
+		snprintf(nm, sizeof(nm), "%s[%zu]", name, i);
+		const char *s = a[i] ? a[i] : "";
+		str_val(e, nm, s, strlen(s), cap, kind);
+	}
+}
+
 static void enc_target(struct enc *e, const char *name, const struct cl_target_plan *t)
 {
 	size_t old = wire_path_push(&e->path, name);
@@ -154,20 +168,13 @@ static void enc_target(struct enc *e, const char *name, const struct cl_target_p
 	if (t->n_headers && !t->headers)
 		fail(e, CL_EINVAL, "headers", "is NULL with %zu entries", t->n_headers);
 	map(e, 5 + !!t->model + !!t->api_key_env + !!t->ca_file + !!t->http2_fallback +
-		   !!t->http2_streams + !!t->api);
+		   !!t->http2_streams + !!t->api + 2 * !!t->n_endpoints);
 	str(e, "base_url", t->base_url, CL_WIRE_MAX_URL, WSTR_NAME);
 	if (t->model)
 		str(e, "model", t->model, CL_WIRE_MAX_NAME, WSTR_NAME);
 	if (t->api_key_env)
 		str(e, "api_key_env", t->api_key_env, CL_WIRE_MAX_NAME, WSTR_NAME);
-	key(e, "headers");
-	array(e, t->n_headers);
-	for (size_t i = 0; i < t->n_headers && !e->rc; i++) {
-		char nm[32];
-		snprintf(nm, sizeof(nm), "headers[%zu]", i);
-		const char *h = t->headers[i] ? t->headers[i] : "";
-		str_val(e, nm, h, strlen(h), CL_WIRE_MAX_HEADER, WSTR_HEADER);
-	}
+	str_array(e, "headers", t->headers, t->n_headers, CL_WIRE_MAX_HEADER, WSTR_HEADER);
 	boolean(e, "http2", t->http2);
 	boolean(e, "tls_verify", t->tls_verify);
 	if (t->ca_file)
@@ -180,6 +187,16 @@ static void enc_target(struct enc *e, const char *name, const struct cl_target_p
 		nonneg(e, "http2_streams", t->http2_streams);
 	if (t->api)
 		nonneg(e, "api", t->api);
+	/* --- several endpoints (target.urls): sent only with two or more --- */
+	if (t->n_endpoints) {
+		if (t->n_endpoints < 2 || t->n_endpoints > CL_ENDPOINTS_MAX || !t->endpoints)
+			fail(e, CL_EINVAL, "endpoints", "has %zu entries (2..%d)", t->n_endpoints,
+			     CL_ENDPOINTS_MAX);
+		else
+			str_array(e, "endpoints", t->endpoints, t->n_endpoints, CL_WIRE_MAX_URL,
+				  WSTR_NAME);
+		nonneg(e, "route", t->route);
+	}
 	wire_path_pop(&e->path, old);
 }
 

@@ -76,6 +76,11 @@ static void print_target(const struct cl_scenario *s)
 			else if (o->scenario && o->def)
 				printf("  simulator %s: %s (default)\n", o->name, o->def);
 		}
+	} else if (t->n_urls) {
+		for (size_t i = 0; i < t->n_urls; i++)
+			printf("  url %zu: %s\n", i + 1, t->urls[i]);
+		printf("  route: %s%s\n", cl_route_name(t->route),
+		       t->route_given ? "" : " (default)");
 	} else {
 		printf("  url: %s\n", t->url);
 	}

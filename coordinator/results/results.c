@@ -166,6 +166,21 @@ static json_t *scenario_json(const struct cl_scenario *s, const char *path)
 	const char *h2 = !s->target.http2           ? "false"
 			 : s->target.http2_fallback ? "preferred"
 						    : "required";
+	json_t *urls = s->target.n_urls ? json_array() : NULL;
+	for (size_t i = 0; urls && i < s->target.n_urls; i++)
+		if (cli_rj_append(urls, url_json(s->target.urls[i]))) {
+			json_decref(urls);
+			urls = NULL;
+		}
+	/* several endpoints: target.url stays the first, target.urls lists them all */
+	if (!target)
+		json_decref(urls);
+	else if (s->target.n_urls &&
+	    (!urls || cli_rj_set(target, "urls", urls) ||
+	     cli_rj_set(target, "route", json_string(cl_route_name(s->target.route))))) {
+		json_decref(target);
+		target = NULL;
+	}
 	if (target &&
 	    (cli_rj_set(target, "http2", json_string(h2)) ||
 	     cli_rj_set(target, "api", json_string(cl_api_name(s->workload.api))) ||
@@ -630,6 +645,14 @@ static int finish_stage_obj(struct cl_results *r, size_t stage, const struct cl_
 	size_t n_rep = json_array_size(ss->repeats);
 	json_t *o = cli_rs_stage_json(stage, st, cumulative, window_s, status, reason, &ss->client,
 				      r->api);
+	/* several endpoints (target.urls): each one's share of the stage */
+	const json_t *urls = json_object_get(
+	    json_object_get(json_object_get(r->doc, "scenario"), "target"), "urls");
+	if (o && cumulative->n_eps &&
+	    cli_rj_set(o, "endpoints", cli_rs_endpoints_json(cumulative, urls, window_s))) {
+		json_decref(o);
+		o = NULL;
+	}
 	if (o && n_rep &&
 	    (cli_rj_set(o, "repeat", json_integer((json_int_t)ss->repeat_n)) ||
 	     json_object_set(o, "repeats", ss->repeats) != 0)) {

@@ -108,6 +108,15 @@ static int make_target(struct run *r, struct cl_err *err)
 		p->ca_file = strdup(t->ca_file);
 	p->connect_timeout_us = t->connect_timeout_us;
 	p->api = r->s.workload.api; /* the gate sends what the stages send */
+	/* several endpoints (target.urls): base_url is the first */
+	if (t->n_urls) {
+		if (!(p->endpoints = calloc(t->n_urls, sizeof(char *))))
+			return cl_err_set(err, CL_ENOMEM, "out of memory");
+		for (size_t i = 0; i < t->n_urls; i++)
+			if (!(p->endpoints[p->n_endpoints++] = strdup(t->urls[i])))
+				return cl_err_set(err, CL_ENOMEM, "out of memory");
+		p->route = t->route;
+	}
 	if (!p->base_url)
 		return cl_err_set(err, CL_ENOMEM, "out of memory");
 	if (!p->model && !r->s.readiness.enabled)

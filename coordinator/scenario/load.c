@@ -202,18 +202,45 @@ static void check_target(struct scn_ctx *c)
 			      "http://127.0.0.1:8000/v1) or target.simulator (the built-in one)");
 		return;
 	}
-	bool sim = seen[1] && t->simulator;
-	if (!seen[0] && !sim) {
-		cli_scn_error(c, seen[1] ? seen[1] : l->top[T_TARGET],
+	bool sim = seen[TK_SIMULATOR] && t->simulator;
+	int given = !!seen[TK_URL] + !!seen[TK_URLS] + sim;
+	if (given == 0) {
+		cli_scn_error(c, seen[TK_SIMULATOR] ? seen[TK_SIMULATOR] : l->top[T_TARGET],
 			      "target needs url (a server such as http://127.0.0.1:"
-			      "8000/v1) or simulator (the built-in one)");
+			      "8000/v1), urls (several endpoints) or simulator (the built-in one)");
 		return;
 	}
-	if (seen[0] && sim) {
-		cli_scn_error(c, seen[1],
-			      "target.url and target.simulator are exclusive: give one");
+	if (given > 1) {
+		/* name the keys given, in the order the table has them */
+		const char *names[3];
+		int k = 0;
+		if (seen[TK_URL])
+			names[k++] = "target.url";
+		if (sim)
+			names[k++] = "target.simulator";
+		if (seen[TK_URLS])
+			names[k++] = "target.urls";
+		const struct ynode *at = seen[TK_URLS] ? seen[TK_URLS] : seen[TK_SIMULATOR];
+		if (k == 2)
+			cli_scn_error(c, at, "%s and %s are exclusive: give one", names[0],
+				      names[1]);
+		else
+			cli_scn_error(c, at, "%s, %s and %s are exclusive: give one", names[0],
+				      names[1], names[2]);
 		return;
 	}
+	if (seen[TK_ROUTE] && !seen[TK_URLS])
+		cli_scn_error(c, seen[TK_ROUTE],
+			      "target.route needs target.urls (it spreads requests over several "
+			      "endpoints)");
+	/* Conversations go by session hash unless told otherwise: every turn of one then goes
+	 * to the endpoint holding its history in its prefix cache. */
+	if (seen[TK_URLS] && !t->route_given)
+		t->route = l->s->workload.multi_turn ? CL_ROUTE_SESSION_HASH : CL_ROUTE_ROUND_ROBIN;
+	/* target.url is the first endpoint: what a single URL serves (results' target.url, the
+	 * server's /metrics and /tokenize) takes the first */
+	if (t->n_urls && !(t->url = strdup(t->urls[0])))
+		c->oom = true;
 	const struct ynode *h2 = cli_scn_target_key(l, "http2"),
 			   *streams = cli_scn_target_key(l, "http2_streams_per_connection");
 	if (streams && !t->http2)
@@ -221,7 +248,7 @@ static void check_target(struct scn_ctx *c)
 			      "target.http2_streams_per_connection needs target.http2 (true, "
 			      "required or preferred)");
 	if (sim && t->http2 && !t->http2_fallback)
-		cli_scn_error(c, h2 ? h2 : seen[1],
+		cli_scn_error(c, h2 ? h2 : seen[TK_SIMULATOR],
 			      "target.simulator speaks HTTP/1.1 only: target.http2 must be false "
 			      "or preferred with it (put an HTTP/2 proxy in front and use "
 			      "target.url to test HTTP/2)");
@@ -298,6 +325,11 @@ static void check_stages(struct scn_ctx *c)
 		cli_scn_error(c, l->top[T_WARMUP],
 			      "warmup is not used by a generate job (every request it sends is one "
 			      "of the input's): remove it");
+	const struct ynode *urls = cli_scn_target_key(l, "urls");
+	if (l->top[T_GENERATE] && urls)
+		cli_scn_error(c, urls,
+			      "a generate job sends to one endpoint: give target.url (several "
+			      "endpoints are for stages)");
 	if (!l->top[T_STAGES] && !l->top[T_GENERATE])
 		cli_scn_error(c, l->root,
 			      "missing 'stages': add at least one, e.g. stages: [ { "

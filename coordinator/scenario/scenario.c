@@ -206,6 +206,9 @@ void cl_scenario_free(struct cl_scenario *s)
 
 	struct cl_scn_target *t = &s->target;
 	free(t->url);
+	for (size_t i = 0; t->urls && i < t->n_urls; i++)
+		free(t->urls[i]);
+	free(t->urls);
 	free(t->model);
 	free(t->api_key_env);
 	free(t->body_json);

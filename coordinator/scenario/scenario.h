@@ -60,6 +60,12 @@ struct cl_scn_target {
 	struct cl_sim_kv *sim;
 	size_t n_sim;
 	struct cl_scn_server_metrics server_metrics;
+	/* several endpoints (target.urls): 2..CL_ENDPOINTS_MAX distinct base URLs, url is then
+	 * NULL; route how requests are spread (route_given: the scenario said it) */
+	char **urls;
+	size_t n_urls;
+	enum cl_route route;
+	bool route_given;
 };
 
 enum cl_on_loss { CL_ON_LOSS_FAIL = 0, CL_ON_LOSS_CONTINUE = 1 };

@@ -127,6 +127,11 @@ class ToolCalls(tl.FleetCase):
         self.assertEqual(len(stage), conv * per_conv)
         self.check_exact(st, stage)
         self.assertEqual(st["requests"]["tool_calls"], conv * per_conv)
+        # The rounds are requests of their conversation: one X-Chatload-Conversation each.
+        by_conv = {}
+        for r in stage:
+            by_conv.setdefault(r["conversation"], []).append(r)
+        self.assertEqual(sorted(len(v) for v in by_conv.values()), [per_conv] * conv)
         # Within a turn the rounds carry 0, 1, 2 tool results; a new user turn resets it.
         self.assertEqual(sorted(r["tool_results"] for r in stage),
                          sorted(list(range(rounds + 1)) * turns * conv))

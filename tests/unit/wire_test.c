@@ -164,6 +164,8 @@ static void assert_opt_str(const char *got, const char *want)
 }
 
 static char *headers_in[] = { "X-Team: perf", "Authorization-Extra: a\tb", "X-Empty:" };
+static char *endpoints_in[] = { "https://llm.example.internal:8443/v1",
+				"https://llm-2.example.internal:8443/v1" };
 
 static struct cl_target_plan sample_target(void)
 {
@@ -179,6 +181,9 @@ static struct cl_target_plan sample_target(void)
 		.tls_verify = false,
 		.ca_file = "/etc/chatload/ca.pem",
 		.connect_timeout_us = 5000000,
+		.endpoints = endpoints_in,
+		.n_endpoints = 2,
+		.route = CL_ROUTE_SESSION_HASH,
 	};
 	return t;
 }
@@ -197,6 +202,10 @@ static void assert_target_equal(const struct cl_target_plan *a, const struct cl_
 	assert_int_equal(a->tls_verify, b->tls_verify);
 	assert_opt_str(a->ca_file, b->ca_file);
 	assert_int_equal(a->connect_timeout_us, b->connect_timeout_us);
+	assert_int_equal(a->n_endpoints, b->n_endpoints);
+	for (size_t i = 0; i < b->n_endpoints; i++)
+		assert_string_equal(a->endpoints[i], b->endpoints[i]);
+	assert_int_equal(a->route, b->route);
 }
 
 static struct cl_stage_plan sample_stage(void)
