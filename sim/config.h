@@ -126,6 +126,9 @@ struct cl_sim_config {
 	/* connection behaviour */
 	bool close_after_answer; /* keep-alive advertised, closed once the next request came */
 	bool hold_after_done;    /* streamed bodies delimited by close, never closed */
+	/* tool calls */
+	double tool_call_rate; /* --tool-call-rate: P of a tool call when tools are offered */
+	bool no_tools;         /* --no-tools: a request offering tools is refused (400) */
 };
 
 /*

@@ -58,6 +58,12 @@ struct cl_sim_stream {
 	uint32_t history_turns;     /* assistant messages in the request (truth log) */
 	uint64_t history_fnv;       /* FNV-1a of the last one's content, 0: none */
 	uint64_t prompt_fnv;        /* FNV-1a of the whole prompt (cl_sim_chat_req) */
+	/* tool calls: the answer is a streamed call of tool_name (its content tokens are the
+	 * arguments); tool_results counts the request's tool messages since its last user
+	 * message (truth log) */
+	bool tool_call;
+	uint32_t tool_results;
+	char tool_name[65];
 	uint32_t sent_tokens;
 	uint32_t chunks;    /* token-bearing chunks sent */
 	uint32_t fault_tok; /* the chunk carrying this token is where a mid-stream fault hits */

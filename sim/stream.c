@@ -54,6 +54,12 @@ static void log_stream(struct cl_sim *s, const struct cl_sim_stream *st, int htt
 		.cached_tokens = st->cached_tokens,
 		.peer = st->conn ? st->conn->peer : NULL,
 		.process = s->cfg->process_index,
+		/* a call counts once a piece of it was sent (a fault may cut it before) */
+		.tool_call = st->tool_call && st->sent_tokens > st->planned_reasoning,
+		.tool_call_tokens = st->tool_call && st->sent_tokens > st->planned_reasoning
+					? st->sent_tokens - st->planned_reasoning
+					: 0,
+		.tool_results = st->tool_results,
 		.answer_fnv =
 		    cl_sim_render_content_fnv(st->seq, st->sent_tokens > st->planned_reasoning
 							   ? st->sent_tokens - st->planned_reasoning
@@ -278,7 +284,7 @@ void cl_sim_stream_fire(struct cl_sim *s, struct cl_sim_stream *st, int64_t now_
 		struct cl_sim_chunk ch = {
 			.first_token = a,
 			.n_tokens = n,
-			.finish = last ? (st->finish_length ? "length" : "stop") : NULL,
+			.finish = last ? cl_sim_render_finish(st) : NULL,
 		};
 		if (resp)
 			cl_sim_render_resp_delta(&w, st, &ch);

@@ -44,6 +44,9 @@ struct cl_sim_truth_rec {
 	uint32_t cached_tokens; /* prompt tokens found in the prefix cache */
 	const char *peer;       /* the client's address, NULL or "" when unknown */
 	uint32_t process;       /* --processes: which process served it (0-based) */
+	bool tool_call;            /* the answer was a streamed tool call */
+	uint32_t tool_call_tokens; /* of output_tokens, those of the call's arguments */
+	uint32_t tool_results;     /* tool messages since the request's last user message */
 };
 
 /* Opens (truncates) path; path NULL: a disabled log whose calls do nothing.  CL_EIO. */

@@ -125,6 +125,8 @@ static int copy_workload(struct cl_workload_plan *d, const struct cl_workload_pl
 	d->trace_stride = s->trace_stride;
 	d->share = s->share;
 	d->per_stage = s->per_stage;
+	d->tool_result_tokens = s->tool_result_tokens;
+	d->tool_max_rounds = s->tool_max_rounds;
 	memcpy(d->retag, s->retag, sizeof(d->retag));
 	d->retag[sizeof(d->retag) - 1] = '\0';
 	for (size_t i = 0; i < s->n_bodies; i++) {
@@ -255,7 +257,7 @@ int cl_engine_create(const struct cl_engine_cfg *cfg, struct cl_engine **out, st
 
 	if ((rc = copy_target(&e->target, cfg->target)) != 0 ||
 	    (rc = copy_workload(&e->workload, cfg->workload)) != 0 ||
-	    (rc = cli_conv_index(e)) != 0) {
+	    (rc = cli_conv_index(e)) != 0 || (rc = cli_tools_init(e)) != 0) {
 		cl_err_set(err, rc, "out of memory copying the plan");
 		goto fail;
 	}
@@ -653,6 +655,7 @@ void cl_engine_destroy(struct cl_engine *e)
 	free(e->conv_starts);
 	free(e->src_iface);
 	free(e->src_conns);
+	free(e->tool_result);
 	if (e->collect_mu_init)
 		pthread_mutex_destroy(&e->collect_mu);
 	if (e->sync_init) {

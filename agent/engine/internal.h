@@ -39,8 +39,20 @@
 		     * JSON, at most 16 MiB on the wire, plus the history) */
 #define CL_ENGINE_MAX_ANSWER (4u << 20) /* one answer kept for the history at most */
 #define CL_ENGINE_MAX_WHOLE  (64u << 20) /* one embeddings answer (not streamed) at most */
+#define CL_ENGINE_TOOL_CALLS 4 /* tool calls of one answer kept for the agentic loop */
+#define CL_ENGINE_MAX_TOOL_ARGS                                                                    \
+	(64u << 10) /* one tool call's arguments kept at most; more ends the conversation */
+
+/* One tool call of an answer as it streams (docs/engine.md, "Tool calls"): id and function
+ * name raw (still JSON-escaped, as received), arguments assembled from their fragments. */
+struct cli_tool_call {
+	char id[96];
+	char name[96];
+	struct cl_buf args;
+};
 
 struct cl_worker;
+struct cl_chunk;
 struct cli_load_model;
 
 /*
@@ -136,6 +148,16 @@ struct cl_slot {
 	struct cl_buf conv_hist; /* earlier turns: message objects, each followed by ',' */
 	struct cl_buf conv_answer; /* this turn's answer text, still JSON-escaped */
 	struct cl_buf conv_req;    /* the body sent */
+	/* The agentic loop (tools.c): whether the answer is a tool call, its calls by index,
+	 * the rounds of tool results in the current turn, whether the turn's user message is
+	 * in the history already, and the request's 1-based place in its conversation. */
+	bool tool_answer;
+	bool tool_next;     /* parked: the same turn again, after the tool results */
+	bool user_in_hist;
+	uint32_t n_tool_calls; /* calls seen (highest index + 1) */
+	uint32_t tool_rounds;
+	uint32_t conv_req_no;
+	struct cli_tool_call tool[CL_ENGINE_TOOL_CALLS];
 
 	/* --- several endpoints (target.urls) and conversation ids --- */
 	uint32_t ep;       /* the endpoint its request went to (0 with one) */
@@ -252,6 +274,8 @@ struct cl_engine {
 	 * of them start inside the agent's share of the bodies. */
 	size_t *conv_starts;
 	size_t n_convs, first_conv, conv_share;
+	char *tool_result; /* the agentic loop's tool result text, JSON-safe (tools.c) */
+	size_t tool_result_len;
 	char prefix[CL_ENGINE_MAX_PREFIX + 1];
 	/* Source addresses: CURLOPT_INTERFACE strings "host!ADDR", the connections opened from
 	 * each, and the next one a slot takes (slots are prepared lazily, so they take them
@@ -394,6 +418,23 @@ void cli_conv_on_content(struct cl_slot *s, const char *text, size_t len);
 bool cli_conv_follow(struct cl_worker *w, struct cl_slot *s, bool completed, int64_t now_us);
 /* Records a completed measured turn's TTFT and prompt tokens by its turn index. */
 void cli_conv_record(struct cl_metrics *m, const struct cl_slot *s, int64_t prompt_tokens);
+
+/* tools.c: tool calls and the agentic loop (docs/engine.md, "Tool calls") */
+/* Makes e->tool_result, the synthetic tool result text (workload.tool_result_tokens words);
+ * nothing without the loop.  0 or CL_ENOMEM. */
+int cli_tools_init(struct cl_engine *e);
+/* Sets up and frees a slot's tool-call buffers. */
+void cli_tools_slot_init(struct cl_slot *s);
+void cli_tools_slot_free(struct cl_slot *s);
+/* Forgets the answer's tool calls (a new request starts). */
+void cli_tools_reset_answer(struct cl_slot *s);
+/* Keeps a chunk's tool-call pieces for the loop (when it runs); marks the answer a tool
+ * call.  A piece that does not fit ends the conversation (answer_cut). */
+void cli_tools_on_chunk(struct cl_slot *s, const struct cl_chunk *c);
+/* Appends the answer's assistant message with its tool_calls, then one role "tool" message
+ * per call with the synthetic result, each followed by ','.  0 or CL_ENOMEM/CL_ETOOBIG
+ * (the history is then as before). */
+int cli_tools_add_history(struct cl_slot *s);
 
 /* error_text.c */
 /* Writes a failed request's error sample into out[n] (NUL-terminated): what happened in words

@@ -99,6 +99,7 @@ int cli_slot_prepare(struct cl_slot *s)
 	cl_buf_init(&s->conv_hist, CL_ENGINE_MAX_HISTORY);
 	cl_buf_init(&s->conv_answer, CL_ENGINE_MAX_ANSWER);
 	cl_buf_init(&s->conv_req, 2 * CL_ENGINE_MAX_HISTORY);
+	cli_tools_slot_init(s);
 	/*
 	 * The header list is the slot's own array of nodes: X-Request-Id first, then the
 	 * target's chat lines (shared, not copied).  curl only reads the list while it builds
@@ -150,6 +151,7 @@ void cli_slot_destroy(struct cl_slot *s)
 	cl_buf_free(&s->conv_hist);
 	cl_buf_free(&s->conv_answer);
 	cl_buf_free(&s->conv_req);
+	cli_tools_slot_free(s);
 	free(s->hdrs);
 	s->hdrs = NULL;
 }
@@ -163,7 +165,8 @@ void cli_slot_destroy(struct cl_slot *s)
 static void route(struct cl_worker *w, struct cl_slot *s, const struct cl_request_body *b)
 {
 	struct cl_engine *e = w->e;
-	if (b->turn <= 1)
+	/* A round of the agentic loop resends its turn's body: still the same conversation. */
+	if (b->turn == 0 || (b->turn == 1 && s->conv_req_no <= 1))
 		s->conv_seq = s->seq;
 	s->ep = 0;
 	if (!e->n_convs && !e->n_eps)
@@ -364,7 +367,8 @@ static void on_token_chunk(struct cl_slot *s, const struct cl_chunk *c, int64_t 
 		if (ep)
 			cl_hist_record(&ep->lat[CL_EP_LAT_ITL], now - s->last_us);
 	}
-	if (c->has_content && !s->first_content_us)
+	/* A tool call is the answer of its turn: its first delta is the first content. */
+	if ((c->has_content || c->has_tool_call) && !s->first_content_us)
 		s->first_content_us = now;
 	s->last_us = now;
 	s->n_tok_chunks++;
@@ -387,7 +391,7 @@ static void on_token_chunk(struct cl_slot *s, const struct cl_chunk *c, int64_t 
 		d = 1;
 		s->n_prov_chunks++;
 	}
-	bool reasoning = c->has_reasoning && !c->has_content;
+	bool reasoning = c->has_reasoning && !c->has_content && !c->has_tool_call;
 	bool win = cl_in_window(w, now);
 	s->tok_counted += d;
 	if (reasoning)
@@ -486,8 +490,10 @@ static int on_event(void *ctx, const char *data, size_t len)
 								     : CLI_FINISH_OTHER;
 	if (c.done)
 		return on_done(s);
-	if (c.has_content || c.has_reasoning)
+	if (c.has_content || c.has_reasoning || c.has_tool_call)
 		on_token_chunk(s, &c, s->w->recv_us);
+	if (c.n_tool_calls)
+		cli_tools_on_chunk(s, &c);
 	if (c.content)
 		cli_conv_on_content(s, c.content, c.content_len);
 	return 0;

@@ -148,7 +148,8 @@ static int dec_workload(struct wire_dec *d, const char *name, const msgpack_obje
 				FLD("max_tokens"),   FLD("total_bodies"),
 				FLD("first_body"),   FLD("think_time_us"),
 				FLD("trace_stride"), FLD("share"),
-				FLD("per_stage"),    FLD("retag") };
+				FLD("per_stage"),    FLD("retag"),
+				FLD("tool_result_tokens"), FLD("tool_max_rounds") };
 	uint64_t total = 0, first = 0, share = 0;
 	if ((rc = cli_wire_fields(d, v, f, WIRE_N(f))) ||
 	    (rc = dec_bodies(d, f[0].v, &w->bodies, &w->n_bodies)) ||
@@ -164,8 +165,19 @@ static int dec_workload(struct wire_dec *d, const char *name, const msgpack_obje
 	    (rc = cli_wire_get_u64(d, "share", f[7].v, false, CL_WIRE_MAX_TOTAL_BODIES, &share)) ||
 	    (rc = cli_wire_get_bool(d, "per_stage", f[8].v, false, &w->per_stage)) ||
 	    (f[9].v &&
-	     (rc = cli_wire_get_fixed_str(d, "retag", f[9].v, w->retag, sizeof(w->retag), WSTR_NAME))))
+	     (rc = cli_wire_get_fixed_str(d, "retag", f[9].v, w->retag, sizeof(w->retag), WSTR_NAME))) ||
+	    (rc = cli_wire_get_u32(d, "tool_result_tokens", f[10].v, false,
+				   &w->tool_result_tokens)) ||
+	    (rc = cli_wire_get_u32(d, "tool_max_rounds", f[11].v, false, &w->tool_max_rounds)))
 		goto out;
+	if (w->tool_result_tokens > CL_TOOL_MAX_RESULT_TOKENS ||
+	    w->tool_max_rounds > CL_TOOL_MAX_ROUNDS || (!f[10].v) != (!f[11].v)) {
+		rc = cli_wire_bad(d, CL_EPROTO, "tool_result_tokens",
+				  "is %u with tool_max_rounds %u (at most %u and %u, both or neither)",
+				  w->tool_result_tokens, w->tool_max_rounds, CL_TOOL_MAX_RESULT_TOKENS,
+				  CL_TOOL_MAX_ROUNDS);
+		goto out;
+	}
 	if (f[3].v && total < w->n_bodies) {
 		rc =
 		    cli_wire_bad(d, CL_EPROTO, "total_bodies", "is %llu, below the %zu bodies sent",

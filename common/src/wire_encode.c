@@ -254,7 +254,7 @@ static void enc_workload(struct enc *e, const char *name, const struct cl_worklo
 	if (w->share > total)
 		fail(e, CL_EINVAL, "share", "is %zu, above the %zu bodies", w->share, total);
 	map(e, 3 + parts + !!w->first_body + !!w->think_time_us + !!w->trace_stride + !!w->share +
-		   w->per_stage + !!w->retag[0]);
+		   w->per_stage + !!w->retag[0] + 2 * !!w->tool_result_tokens);
 	key(e, "bodies");
 	enc_bodies_value(e, w->bodies, w->n_bodies);
 	nonneg(e, "request_timeout_us", w->request_timeout_us);
@@ -273,6 +273,11 @@ static void enc_workload(struct enc *e, const char *name, const struct cl_worklo
 		boolean(e, "per_stage", true);
 	if (w->retag[0])
 		str(e, "retag", w->retag, sizeof(w->retag) - 1, WSTR_NAME);
+	if (w->tool_result_tokens) {
+		/* the agentic loop: both or neither */
+		u64(e, "tool_result_tokens", w->tool_result_tokens);
+		u64(e, "tool_max_rounds", w->tool_max_rounds);
+	}
 	wire_path_pop(&e->path, old);
 }
 

@@ -142,6 +142,7 @@ enum {
 	RP_INPUTS_PS,   /* inputs (vectors) per second */
 	RP_INTOK_PS,    /* input (prompt) tokens per second */
 	RP_E2E99,
+	RP_TOOL_CALLS, /* answers that were tool calls: shown only when some stage had one */
 	RP__COLS
 };
 #define RP_CELL_MAX 96

@@ -144,7 +144,8 @@ struct run {
 	struct cl_workload_plan workload;
 	struct cl_workload_stats workload_stats;
 	char *warmup_body;
-	char *probe_extra; /* readiness.body merged over target.body */
+	char *probe_extra; /* readiness.body merged over target.body (over workload.tools) */
+	bool probe_tools;  /* the probe offers workload.tools (the gate says so when it fails) */
 
 	/* warmup */
 	struct cl_metrics warm;

@@ -257,6 +257,25 @@ static void cleanup(struct run *r)
 }
 
 /* Loads the scenario, printing each problem: 0, or nonzero with r->s left empty. */
+/* workload.tools go into the readiness probe as into every body (under readiness.body and
+ * target.body, which win): a server that refuses tools then fails the gate, which names the
+ * request shape it refused and the server's answer, rather than every request of a stage. */
+static int probe_with_tools(struct run *r, struct cl_err *err)
+{
+	char *tools = NULL, *merged = NULL;
+	int rc = cl_workload_tools_json(&r->s.workload, &tools, err);
+	if (rc || !tools)
+		return rc;
+	rc = cl_body_json_merge_text(tools, r->probe_extra, &merged, err);
+	free(tools);
+	if (rc)
+		return rc;
+	free(r->probe_extra);
+	r->probe_extra = merged;
+	r->probe_tools = true;
+	return 0;
+}
+
 static int load_scenario(struct run *r)
 {
 	struct cl_diags diags = { 0 };
@@ -444,6 +463,10 @@ int cl_run(const struct cl_run_opts *o)
 	if (cl_body_json_merge_text(r->s.target.body_json, r->s.readiness.body_json,
 				    &r->probe_extra, &err) != 0) {
 		code = fail_msg(r, CL_EXIT_USAGE, &err, "bad readiness.body");
+		goto finish;
+	}
+	if (probe_with_tools(r, &err) != 0) {
+		code = fail_msg(r, CL_EXIT_FAILED, &err, "cannot render workload.tools");
 		goto finish;
 	}
 	int frc = cli_run_start_fleet(r, &err);

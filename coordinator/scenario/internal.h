@@ -235,7 +235,11 @@ struct scn_loader {
 	const struct ynode *target[TK__COUNT];
 	const struct ynode *agents[16];
 	const struct ynode *warmup[16];
-	const struct ynode *workload[24];
+	const struct ynode *workload[26];
+	/* workload.tools: the node of its max_rounds or result_tokens (the agentic loop's
+	 * keys, which need multi_turn), and that key's name */
+	const struct ynode *tools_loop;
+	const char *tools_loop_key;
 };
 
 /* The keys of the agents section, in its field table's order (sections.c): l->agents[AGF_*]

@@ -196,6 +196,14 @@ struct cl_scn_workload {
 	 * embedding_batch inputs per request (default 1) */
 	enum cl_api api;
 	uint32_t embedding_batch;
+	/* workload.tools (docs/scenario.md, "Tool calls"): tools_count synthetic functions
+	 * offered with tool_choice; with multi_turn an answer that is a tool call is followed,
+	 * up to tools_max_rounds times, by a tool result of tools_result_tokens and the same
+	 * question again.  tools_count 0: no tools. */
+	uint32_t tools_count;
+	enum cl_tool_choice { CL_TOOL_CHOICE_AUTO, CL_TOOL_CHOICE_NONE, CL_TOOL_CHOICE_REQUIRED } tools_choice;
+	uint32_t tools_result_tokens; /* default 64 */
+	uint32_t tools_max_rounds;    /* default 1 */
 };
 
 /* One load level after expansion (a sweep becomes one stage per value). */

@@ -988,7 +988,9 @@ static void test_cmd_prepare_parts(void **state)
 							     .trace_stride = 3,
 							     .share = 1,
 							     .per_stage = true,
-							     .retag = "0a1b2c3d" };
+							     .retag = "0a1b2c3d",
+							     .tool_result_tokens = 64,
+							     .tool_max_rounds = 0 };
 	roundtrip(&in, &out);
 	const struct cl_workload_plan *w = &out.cmd.prepare.workload;
 	assert_int_equal(w->n_bodies, 2);
@@ -1002,6 +1004,9 @@ static void test_cmd_prepare_parts(void **state)
 	assert_int_equal(w->share, 1);
 	assert_true(w->per_stage);
 	assert_string_equal(w->retag, "0a1b2c3d");
+	/* the agentic loop: both keys, even a max_rounds of 0 */
+	assert_int_equal(w->tool_result_tokens, 64);
+	assert_int_equal(w->tool_max_rounds, 0);
 	cl_msg_free(&out);
 
 	/* Without parts the decoder says the total is what came. */
@@ -1010,7 +1015,11 @@ static void test_cmd_prepare_parts(void **state)
 	in.cmd.prepare.workload.share = 0; /* absent: all bodies */
 	in.cmd.prepare.workload.per_stage = false;
 	in.cmd.prepare.workload.retag[0] = '\0'; /* absent: no retagging */
+	in.cmd.prepare.workload.tool_result_tokens = 0; /* absent: no agentic loop */
+	in.cmd.prepare.workload.tool_max_rounds = 3;    /* not sent without it */
 	roundtrip(&in, &out);
+	assert_int_equal(out.cmd.prepare.workload.tool_result_tokens, 0);
+	assert_int_equal(out.cmd.prepare.workload.tool_max_rounds, 0);
 	assert_int_equal(out.cmd.prepare.workload.total_bodies, 2);
 	assert_int_equal(out.cmd.prepare.workload.first_body, 1);
 	assert_int_equal(out.cmd.prepare.workload.share, 0);

@@ -94,6 +94,7 @@ enum cl_ctr {
 				      * requests: the prompt the server's prefix cache served */
 	CL_CTR_EMBEDDING_INPUTS,     /* embeddings: inputs (vectors answered) of completed
 				      * requests */
+	CL_CTR_TOOL_CALLS, /* completed requests whose answer was a tool call (a tool_calls delta) */
 	CL_CTR__COUNT
 };
 

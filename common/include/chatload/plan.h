@@ -148,7 +148,16 @@ struct cl_workload_plan {
 	 * body with those digits replaced by a tag of its own (from the salt, first_body and its
 	 * index), so no two requests of the run send one prompt.  "" for none. */
 	char retag[16];
+	/* The agentic loop (workload.tools with multi_turn; docs/engine.md, "Tool calls"): when
+	 * tool_result_tokens is not 0, an answer that is a tool call is followed by a tool
+	 * result of about that many tokens and the same question again, up to tool_max_rounds
+	 * times in a turn (at most CL_TOOL_MAX_ROUNDS). */
+	uint32_t tool_result_tokens;
+	uint32_t tool_max_rounds;
 };
+
+#define CL_TOOL_MAX_ROUNDS        64
+#define CL_TOOL_MAX_RESULT_TOKENS 100000
 
 /* Frees owned strings/arrays; safe on zeroed and partly filled structures. */
 void cl_target_plan_free(struct cl_target_plan *t);
