@@ -20,12 +20,27 @@ static bool stage_failed(const json_t *s)
 	return strcmp(cl_results_str(s, "status", "ok"), "ok") != 0;
 }
 
-/* A client-bound stage's figures describe the client (a stalled host, a saturated agent),
- * not the server: the history does not judge them, so a frozen client neither invents a
- * step nor hides one; the next clean night is judged against the history as usual. */
+/* A stage client-bound by an event (an agent or the coordinator stalled, an agent went
+ * missing, an agent's CPU was saturated: the reasons that fail a run by default) has figures
+ * that describe the client, not the server: the history does not judge them, so a frozen
+ * client neither invents a step nor hides one, and the next clean night is judged against
+ * the history as usual.  The two percentile reasons (loop_lag, dispatch_lag) are evidence to
+ * read, as in a run: such a night is judged, with a warning. */
 static bool stage_client_bound(const json_t *s)
 {
-	return json_is_true(cl_results_get(s, "client.client_bound"));
+	static const char *const events[] = { "stall", "agent_missing", "coordinator_stall",
+					      "cpu" };
+	if (!json_is_true(cl_results_get(s, "client.client_bound")))
+		return false;
+	size_t i;
+	const json_t *why;
+	json_array_foreach(cl_results_get(s, "client.reasons"), i, why)
+	{
+		for (size_t k = 0; k < sizeof(events) / sizeof(events[0]); k++)
+			if (json_is_string(why) && strcmp(json_string_value(why), events[k]) == 0)
+				return true;
+	}
+	return false;
 }
 
 static const json_t *find_stage(const json_t *doc, const char *name)
@@ -199,8 +214,10 @@ json_t *cl_history_build(const struct cl_history_input *nights, size_t n, const 
 		}
 		for (size_t k = 0; k < n_used; k++) {
 			const json_t *st = find_stage(used[k].doc, stage);
-			if (!st || stage_failed(st) || !stage_client_bound(st))
+			if (!st || stage_failed(st) ||
+			    !json_is_true(cl_results_get(st, "client.client_bound")))
 				continue;
+			bool judged = !stage_client_bound(st);
 			char reasons[160] = "", buf[400];
 			size_t r;
 			const json_t *why;
@@ -211,8 +228,10 @@ json_t *cl_history_build(const struct cl_history_input *nights, size_t n, const 
 					 json_is_string(why) ? json_string_value(why) : "?");
 			}
 			snprintf(buf, sizeof(buf),
-				 "stage '%s' of %s was client-bound (%s): its figures describe the "
-				 "client, so that night is not judged",
+				 judged ? "stage '%s' of %s was client-bound (%s): judged, but its "
+					  "tails may describe the client"
+					: "stage '%s' of %s was client-bound (%s): its figures describe "
+					  "the client, so that night is not judged",
 				 stage, used[k].name, reasons[0] ? reasons : "?");
 			if (cli_rj_append(warnings, cli_rj_str(buf)))
 				goto done;
