@@ -85,8 +85,9 @@ static void figure_chart(const json_t *fig, const char *stage, FILE *out)
 			snprintf(tip[k], sizeof(tip[k]), "%s (%s)", cl_results_str(p, "night", "?"),
 				 label);
 		names[k] = tip[k];
-		/* A client-bound night: drawn as a red cross, out of the line (not judged). */
-		mark[k] = json_is_true(json_object_get(p, "client_bound")) ? "client-bound" : NULL;
+		/* A night shown but not judged (client-bound, no interval): a red cross, out of
+		 * the line, its reason in the tooltip. */
+		mark[k] = cl_results_str(p, "not_judged", NULL);
 		if (strcmp(label, "step") == 0 || strcmp(label, "outlier") == 0) {
 			vline[nv] = x[k];
 			vlabel[nv++] = strcmp(label, "step") == 0 ? "step" : "outlier";
