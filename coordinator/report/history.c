@@ -482,8 +482,10 @@ int cl_history_table(const json_t *hist, FILE *out)
 	table_row(out, head, &w);
 	each_fig(hist, out, table_row, &w);
 	fputs("\nexpected: the median of the earlier nights on the current level; band: where a "
-	      "night\nstays normal (the noise: 3 robust SDs of those nights and both nights' ci95, "
-	      "or the\nlimit, whichever is wider); change and noise in % of the expected value.\n",
+	      "night\nstays normal: the noise (those nights' robust spread, widened for how few "
+	      "they are,\nand both nights' ci95) or the limit, whichever is wider; change and "
+	      "noise in % of\nthe expected value; learning: fewer than 3 earlier nights, not "
+	      "judged.\n",
 	      out);
 	if (json_array_size(json_object_get(hist, "events")) ||
 	    json_array_size(json_object_get(hist, "warnings")))
