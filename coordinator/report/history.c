@@ -230,15 +230,8 @@ json_t *cl_history_build(const struct cl_history_input *nights, size_t n, const 
 			    !json_is_true(cl_results_get(st, "client.client_bound")))
 				continue;
 			bool judged = !stage_client_bound(st);
-			char reasons[160] = "", buf[400];
-			size_t r;
-			const json_t *why;
-			json_array_foreach(cl_results_get(st, "client.reasons"), r, why)
-			{
-				size_t len = strlen(reasons);
-				snprintf(reasons + len, sizeof(reasons) - len, "%s%s", len ? ", " : "",
-					 json_is_string(why) ? json_string_value(why) : "?");
-			}
+			char reasons[160], buf[400];
+			cl_results_client_reasons(st, reasons, sizeof(reasons));
 			snprintf(buf, sizeof(buf),
 				 judged ? "stage '%s' of %s was client-bound (%s): judged, but its "
 					  "tails may describe the client"
