@@ -480,8 +480,9 @@ int cl_history_table(const json_t *hist, FILE *out)
 	      "noise in % of\nthe expected value; learning: fewer than 3 earlier nights, not "
 	      "judged.\n",
 	      out);
+	size_t listed = json_array_size(json_object_get(hist, "nights"));
 	if (json_array_size(json_object_get(hist, "events")) ||
-	    json_array_size(json_object_get(hist, "warnings")))
+	    json_array_size(json_object_get(hist, "warnings")) || listed > used)
 		fputc('\n', out);
 	cli_history_events(hist, out, "");
 	cli_history_verdict(hist, out);
