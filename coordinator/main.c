@@ -24,6 +24,8 @@ static const struct command commands[] = {
 	{ "report", cl_cmd_report, "re-render a saved results.json as table, csv, md or html",
 	  false },
 	{ "compare", cl_cmd_compare, "compare two results.json files and flag regressions", false },
+	{ "history", cl_cmd_history, "judge a nightly job's nights as a trend and find steps",
+	  false },
 };
 
 /* Runs one command, with libcurl initialised once around it when it wants libcurl (before
@@ -53,7 +55,7 @@ static void usage(FILE *out)
 		fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
 	fprintf(out, "\n'chatload COMMAND --help' describes one command.\n"
 		     "exit codes: 0 ok, 1 run failed, 2 bad input or usage, 3 target not ready,\n"
-		     "            99 SLO breached\n");
+		     "            99 SLO breached (compare: a regression; history: a step)\n");
 }
 
 int main(int argc, char **argv)

@@ -1,27 +1,33 @@
 #!/usr/bin/env bash
 # The nightly soak: runs a scenario into DIR/<UTC date>/, compares it with the previous
-# night's results (chatload compare) and exits with what decides the night: the run's own
-# code when it failed (1), was not ready (3) or breached an SLO (99), else the comparison's
-# (99: a metric regressed beyond --max-regression; 0: a good night).
+# night's results (chatload compare), judges it against the recent nights (chatload
+# history) and exits with what decides the night: the run's own code when it failed (1),
+# was not ready (3) or breached an SLO (99), else the history's (99: the night starts a step
+# for the worse, beyond --max-regression and beyond the nights' noise; 0: a good night).
+# The comparison with the night before is kept for reading, but one noisy night on either
+# side of it neither fails nor passes the job: the history decides.
 #
-# usage: nightly.sh [--scenario FILE] [--dir DIR] [--max-regression PCT] [--date YYYY-MM-DD]
-#                   [--chatload PATH] [-- ARGS FOR chatload run...]
+# usage: nightly.sh [--scenario FILE] [--dir DIR] [--max-regression PCT] [--last K]
+#                   [--date YYYY-MM-DD] [--chatload PATH] [-- ARGS FOR chatload run...]
 #
 # Each option may come from the environment instead (the chatload-nightly.service unit
 # reads them from /etc/default/chatload-nightly): CHATLOAD_NIGHTLY_SCENARIO,
 # CHATLOAD_NIGHTLY_DIR (default /var/lib/chatload/nightly), CHATLOAD_NIGHTLY_MAX_REGRESSION
-# (default 5%), CHATLOAD_NIGHTLY_ARGS (extra words for chatload run, split on spaces),
+# (default 5%), CHATLOAD_NIGHTLY_LAST (the earlier nights the history's baseline holds,
+# default 7), CHATLOAD_NIGHTLY_ARGS (extra words for chatload run, split on spaces),
 # CHATLOAD (the chatload program; default: on PATH).
 #
 # A night's directory holds results.json and the reports, run.log (the run's stderr),
-# summary.txt (its terminal summary), and when there was a previous night compare.txt and
-# compare.json against it; DIR/latest points at the newest night.  Nights are kept; prune
-# them with find(1) if the disk asks for it.
+# summary.txt (its terminal summary), history.txt, history.html and history.json (chatload
+# history over DIR, this night the latest), and when there was a previous night compare.txt
+# and compare.json against it; DIR/latest points at the newest night.  Nights are kept;
+# prune them with find(1) if the disk asks for it.
 set -uo pipefail
 
 scenario=${CHATLOAD_NIGHTLY_SCENARIO:-}
 dir=${CHATLOAD_NIGHTLY_DIR:-/var/lib/chatload/nightly}
 max_regression=${CHATLOAD_NIGHTLY_MAX_REGRESSION:-5%}
+last=${CHATLOAD_NIGHTLY_LAST:-7}
 chatload=${CHATLOAD:-chatload}
 date=$(date -u +%F)
 read -r -a run_args <<<"${CHATLOAD_NIGHTLY_ARGS:-}"
@@ -35,6 +41,7 @@ while [ $# -gt 0 ]; do
     --scenario) scenario=${2:?--scenario needs a file}; shift 2 ;;
     --dir) dir=${2:?--dir needs a directory}; shift 2 ;;
     --max-regression) max_regression=${2:?--max-regression needs a percentage}; shift 2 ;;
+    --last) last=${2:?--last needs a number of nights}; shift 2 ;;
     --date) date=${2:?--date needs YYYY-MM-DD}; shift 2 ;;
     --chatload) chatload=${2:?--chatload needs a path}; shift 2 ;;
     -h|--help) usage; exit 0 ;;
@@ -101,18 +108,32 @@ else
   echo "nightly: no earlier night in $dir: nothing to compare with" >&2
 fi
 
+# The history: tonight against the recent nights (tonight is the newest dated directory).
+echo "nightly: judging $date against the last nights of $dir (chatload history --last $last)" >&2
+"$chatload" history "$dir" --last "$last" --max-regression "$max_regression" \
+  -o "$out/history.txt" --html "$out/history.html" --json "$out/history.json"
+hist_rc=$?
+[ -f "$out/history.txt" ] && cat "$out/history.txt"
+
 # The run's failure says more than a comparison with it; a clean run is judged by the
-# comparison.
+# history, which a single noisy night (tonight's or last night's) does not sway.
 if [ "$run_rc" -ne 0 ]; then
   echo "nightly: $date: the run exited $run_rc" >&2
   exit "$run_rc"
 fi
-if [ "$cmp_rc" -eq 99 ]; then
-  echo "nightly: $date: compare exited 99: regressed against ${previous##*/}" >&2
-  exit 99
-elif [ "$cmp_rc" -ne 0 ]; then
+if [ "$cmp_rc" -ne 0 ] && [ "$cmp_rc" -ne 99 ]; then
   echo "nightly: $date: compare exited $cmp_rc: could not compare with ${previous##*/}" >&2
   exit "$cmp_rc"
+fi
+if [ "$hist_rc" -eq 99 ]; then
+  echo "nightly: $date: history exited 99: tonight starts a step for the worse (see $out/history.txt)" >&2
+  exit 99
+elif [ "$hist_rc" -ne 0 ]; then
+  echo "nightly: $date: history exited $hist_rc: could not judge the nights in $dir" >&2
+  exit "$hist_rc"
+fi
+if [ "$cmp_rc" -eq 99 ]; then
+  echo "nightly: $date: compare exited 99 against ${previous##*/}, but the history finds no step tonight: one night's difference, not a change (see $out/history.txt)" >&2
 fi
 echo "nightly: $date: ok" >&2
 exit 0

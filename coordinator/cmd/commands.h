@@ -8,5 +8,6 @@ int cl_cmd_validate(int argc, char **argv);
 int cl_cmd_probe(int argc, char **argv);
 int cl_cmd_report(int argc, char **argv);
 int cl_cmd_compare(int argc, char **argv);
+int cl_cmd_history(int argc, char **argv);
 
 #endif

@@ -565,3 +565,18 @@ int cl_compare(const json_t *base, const json_t *cur, const char *base_name, con
 		return CL_EXIT_FAILED;
 	return reg ? CL_EXIT_SLO_BREACH : CL_EXIT_OK;
 }
+
+size_t cl_compare_n_metrics(void)
+{
+	return N_METRICS;
+}
+
+bool cl_compare_metric(size_t i, struct cl_compare_metric *out)
+{
+	if (i >= N_METRICS)
+		return false;
+	*out = (struct cl_compare_metric){ metrics[i].name, metrics[i].label, metrics[i].path,
+					   metrics[i].better == HIGHER,
+					   metrics[i].better == LOWER_RATE };
+	return true;
+}

@@ -4,6 +4,7 @@
 #define CHATLOAD_COMPARE_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -52,5 +53,17 @@ size_t cl_compare_common(const json_t *base, const json_t *cur);
 
 int cl_compare(const json_t *base, const json_t *cur, const char *base_name, const char *cur_name,
 	       const struct cl_compare_opts *opts, enum cl_compare_format fmt, FILE *out);
+
+/* The headline figures compare judges (chatload history judges the same ones), in order. */
+struct cl_compare_metric {
+	const char *name;  /* as in ci95 and compare's JSON: "ttft_p99_ms" */
+	const char *label; /* for people: "TTFT p99 ms" */
+	const char *path;  /* in a stage object: "latency_ms.ttft.p99" */
+	bool higher_better;
+	bool rate; /* a share (the error rate): judged with --max-error-increase too */
+};
+size_t cl_compare_n_metrics(void);
+/* Fills *out with the i-th figure and returns true, or false past the end. */
+bool cl_compare_metric(size_t i, struct cl_compare_metric *out);
 
 #endif

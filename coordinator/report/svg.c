@@ -142,6 +142,12 @@ static struct plot frame(const struct cli_rp_chart *c)
 			max_x = x > max_x ? x : max_x;
 			max_y = y > max_y ? y : max_y;
 		}
+		/* A band's top must fit as well. */
+		for (size_t i = 0; c->series[s].band_hi && i < c->series[s].n; i++) {
+			double x = c->series[s].x[i], hi = c->series[s].band_hi[i];
+			if (plottable(x) && plottable(hi) && hi > max_y)
+				max_y = hi;
+		}
 	}
 	/* An SLO line far above the data would flatten it against the axis: the axis takes in
 	 * limits up to 3 times the data's top; a higher one is named at the top instead. */
@@ -290,6 +296,35 @@ static void put_reference_lines(FILE *out, const struct cli_rp_chart *c, const s
 	}
 }
 
+/* A series' band: one faint polygon per run of points where both edges are known, the upper
+ * edge left to right, then the lower one back. */
+static void put_band(FILE *out, const struct cli_rp_series *se, const struct plot *p)
+{
+	if (!se->band_lo || !se->band_hi)
+		return;
+	size_t i = 0;
+	while (i < se->n) {
+		size_t a = i;
+		while (i < se->n && plottable(se->x[i]) && plottable(se->band_lo[i]) &&
+		       plottable(se->band_hi[i]))
+			i++;
+		if (i > a) {
+			fprintf(out, "<polygon class=\"band\" fill=\"%s\" fill-opacity=\"0.12\" "
+				     "stroke=\"none\" points=\"", se->color);
+			for (size_t k = a; k < i; k++)
+				fprintf(out, "%.1f,%.1f ", px(p, se->x[k]), py(p, se->band_hi[k]));
+			for (size_t k = i; k-- > a;) {
+				double lo = se->band_lo[k] < 0 ? 0 : se->band_lo[k];
+				fprintf(out, "%.1f,%.1f%s", px(p, se->x[k]), py(p, lo),
+					k > a ? " " : "");
+			}
+			fputs("\"/>\n", out);
+		}
+		if (i == a)
+			i++;
+	}
+}
+
 /* A series' line, broken where a value is missing or a point is marked. */
 static void put_line(FILE *out, const struct cli_rp_series *se, const struct plot *p)
 {
@@ -379,6 +414,8 @@ void cli_rp_svg_chart(FILE *out, const struct cli_rp_chart *c)
 			"text-anchor=\"middle\">no data</text>\n",
 			ML + p.pw / 2, p.mt + p.ph / 2);
 	}
+	for (size_t s = 0; s < c->n_series; s++)
+		put_band(out, &c->series[s], &p);
 	put_reference_lines(out, c, &p);
 	for (size_t s = 0; s < c->n_series; s++) {
 		put_line(out, &c->series[s], &p);

@@ -240,6 +240,9 @@ struct cli_rp_series {
 	/* NULL, or per point: half the width of its 95 % interval (NaN: none), drawn as an
 	 * error bar y - err .. y + err and named in the tooltip */
 	const double *err;
+	/* NULL, or per point: a band from band_lo to band_hi (NaN: none there), filled faintly
+	 * in the series' colour under every line (chatload history's expected range) */
+	const double *band_lo, *band_hi;
 };
 struct cli_rp_chart {
 	const char *title;

@@ -40,6 +40,23 @@ const char *cl_results_str(const json_t *o, const char *path, const char *def)
 	return json_is_string(v) ? json_string_value(v) : def;
 }
 
+char *cl_results_client_reasons(const json_t *stage, char *buf, size_t n)
+{
+	size_t i;
+	const json_t *why;
+	if (n)
+		buf[0] = '\0';
+	json_array_foreach(cl_results_get(stage, "client.reasons"), i, why)
+	{
+		size_t len = strlen(buf);
+		if (len + 1 >= n)
+			break;
+		snprintf(buf + len, n - len, "%s%s", len ? ", " : "",
+			 json_is_string(why) ? json_string_value(why) : "?");
+	}
+	return buf;
+}
+
 int cl_stage_status_parse(const char *name, enum cl_stage_status *out)
 {
 	for (int s = 0; name && s < CL_STAGE_N_STATUS; s++) {

@@ -349,6 +349,9 @@ int cl_results_hist_from_json(const json_t *j, struct cl_hist *h, struct cl_err 
 const json_t *cl_results_get(const json_t *o, const char *path);
 double cl_results_num(const json_t *o, const char *path);
 const char *cl_results_str(const json_t *o, const char *path, const char *def);
+/* A stage's client.reasons joined with ", " into buf (truncated to n, "" when it has
+ * none); returns buf. */
+char *cl_results_client_reasons(const json_t *stage, char *buf, size_t n);
 
 /*
  * Reads and parses a results file (or a directory holding results.json), checks the

@@ -75,16 +75,9 @@ static void probe_outcome(struct run *r, size_t index, double level, struct cl_c
 			 cl_results_str(st, "reason", "?"));
 	} else if (client_bound && r->s.client_bound != CL_CLIENT_BOUND_WARN) {
 		p->trusted = false;
-		char reasons[96] = "";
-		size_t k;
-		const json_t *x;
-		json_array_foreach(cl_results_get(st, "client.reasons"), k, x)
-		{
-			size_t l = strlen(reasons);
-			snprintf(reasons + l, sizeof(reasons) - l, "%s%s", l ? ", " : "",
-				 json_is_string(x) ? json_string_value(x) : "?");
-		}
-		snprintf(why, n, "probe '%s' was client-bound (%s)", name, reasons);
+		char reasons[96];
+		snprintf(why, n, "probe '%s' was client-bound (%s)", name,
+			 cl_results_client_reasons(st, reasons, sizeof(reasons)));
 	}
 }
 
