@@ -553,6 +553,25 @@ static void on_answers(struct cl_fleet *f, struct cl_fleet_agent *a, nng_msg *rq
 	reply(f, rq, &m, peer);
 }
 
+/* REQUESTS of output.requests: handed to the run once per seq, then ACKed. */
+static void on_requests(struct cl_fleet *f, struct cl_fleet_agent *a, nng_msg *rq,
+			struct cl_msg *req, const char *peer)
+{
+	if (!f->on_requests) {
+		refuse(f, rq, req, peer, "REQUESTS without output.requests");
+		return;
+	}
+	if (req->seq > a->last_requests_seq) {
+		if (f->on_requests(f->ctx, a, &req->requests) != 0)
+			return; /* not ACKed: the agent sends it again */
+		a->last_requests_seq = req->seq;
+	}
+	struct cl_msg m = {
+		.type = CL_MSG_ACK, .run = a->session, .agent = a->id, .seq = req->seq
+	};
+	reply(f, rq, &m, peer);
+}
+
 static void handle(struct cl_fleet *f, nng_msg *rq, int64_t t_recv)
 {
 	char peer[96];
@@ -598,6 +617,8 @@ static void handle(struct cl_fleet *f, nng_msg *rq, int64_t t_recv)
 				on_report(f, a, rq, &req, peer);
 			else if (req.type == CL_MSG_ANSWERS)
 				on_answers(f, a, rq, &req, peer);
+			else if (req.type == CL_MSG_REQUESTS)
+				on_requests(f, a, rq, &req, peer);
 			else
 				refuse(f, rq, &req, peer, "unexpected %s from an agent",
 				       cl_msg_type_name(req.type));

@@ -241,7 +241,8 @@ static void assert_stage_equal(const struct cl_stage_plan *a, const struct cl_st
 static void test_names(void **state)
 {
 	static const char *const types[] = { NULL,      "HELLO",  "POLL", "REPORT",
-					     "WELCOME", "REFUSE", "CMD",  "ACK", "ANSWERS" };
+					     "WELCOME", "REFUSE", "CMD",  "ACK", "ANSWERS",
+					     "REQUESTS" };
 	static const char *const cmds[] = { "NOOP", "PROBE", "WARMUP", "PREPARE", "START_AT",
 					    "STOP", "ABORT", "QUIT",   "BODIES", "GENERATE", "LEASE" };
 	static const char *const states[] = { "idle",     "preparing", "ready", "running",
