@@ -114,12 +114,14 @@ static void put_record(struct run *r, struct run_requests *q, const struct cl_fl
 	    ",\"http_status\":%" PRIu32 ",\"prompt_tokens\":%" PRIu64 ",\"output_tokens\":%" PRIu64
 	    ",\"reasoning_tokens\":%" PRIu64 ",\"status\":",
 	    x->http_status, x->prompt_tokens, x->output_tokens, x->reasoning_tokens);
-	put_str(q, x->status);
-	if (strcmp(x->status, "completed") == 0) {
+	/* "completed", "cut", or "error" with the class results.json counts it under. */
+	bool err = strncmp(x->status, "err_", 4) == 0;
+	put_str(q, err ? "error" : x->status);
+	if (!err) {
 		put(q, ",\"error\":null}\n");
 	} else {
 		put(q, ",\"error\":{\"class\":");
-		put_str(q, x->status);
+		put_str(q, x->status + 4);
 		put(q, ",\"message\":");
 		put_str(q, x->error);
 		put(q, "}}\n");
