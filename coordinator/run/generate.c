@@ -51,7 +51,12 @@ struct gen_agent {
 };
 
 struct run_gen {
+	/* The ids already answered, read from output and errors: needed only until the input is
+	 * checked, then freed, so the run holds no set of ids (send says what to send). */
 	struct cl_gen_idset done;
+	/* The lines (Batch input) or records (dataset: body k is k) still to send: one bit
+	 * each, filled by the check, read by the leases. */
+	struct cl_gen_lineset send;
 	struct cl_gen_out out;
 	struct cl_gen_scan scan;
 	struct cl_gen_reader reader;
@@ -133,6 +138,7 @@ void cli_run_generate_free(struct run *r)
 	struct cl_err err = { 0 };
 	cl_gen_out_close(&g->out, &err);
 	cl_gen_idset_free(&g->done);
+	cl_gen_lineset_free(&g->send);
 	if (g->m_ready)
 		cl_metrics_destroy(&g->m);
 	free(g);
@@ -188,7 +194,10 @@ static int check_dataset(struct run *r, struct cl_err *err)
 	for (size_t k = 0; k < r->workload.n_bodies; k++) {
 		char id[16];
 		int n = ds_id(g, k, id, sizeof(id));
-		g->scan.present += cl_gen_idset_has(&g->done, id, (size_t)n);
+		if (cl_gen_idset_has(&g->done, id, (size_t)n))
+			g->scan.present++;
+		else if (cl_gen_lineset_add(&g->send, k) != 0)
+			return cl_err_set(err, CL_ENOMEM, "out of memory");
 	}
 	g->scan.to_send = g->scan.valid - g->scan.present;
 	return 0;
@@ -209,9 +218,11 @@ int cli_run_generate_check(struct run *r, struct cl_err *err)
 	} else {
 		struct cl_gen_idset seen = { 0 };
 		rc = cl_gen_scan(s->input, &g->done, s->skip_invalid,
-				 s->skip_invalid ? &g->out : NULL, &seen, &g->scan, err);
+				 s->skip_invalid ? &g->out : NULL, &seen, &g->send, &g->scan, err);
 		cl_gen_idset_free(&seen);
 	}
+	/* From here on send says what to send: the id sets' memory goes back before the run. */
+	cl_gen_idset_free(&g->done);
 	if (rc != 0)
 		return rc;
 	if ((rc = cl_gen_out_sync(&g->out, true, err)) != 0)
@@ -359,10 +370,10 @@ static int next_lease(struct run *r, struct lease *out, struct cl_err *err)
 	if (g->ds.on) {
 		while (g->ds.next < r->workload.n_bodies) {
 			size_t k = g->ds.next++;
-			char id[16];
-			int n = ds_id(g, k, id, sizeof(id));
-			if (cl_gen_idset_has(&g->done, id, (size_t)n))
+			if (!cl_gen_lineset_has(&g->send, k))
 				continue; /* answered by an earlier run */
+			char id[16];
+			ds_id(g, k, id, sizeof(id));
 			const struct cl_request_body *b = &r->workload.bodies[k];
 			*out = (struct lease){ .id = strdup(id), .body = malloc(b->len + 1),
 					       .body_len = b->len };
@@ -377,7 +388,7 @@ static int next_lease(struct run *r, struct lease *out, struct cl_err *err)
 		return 0;
 	}
 	struct cl_gen_line ln;
-	int rc = cl_gen_reader_next(&g->reader, &g->done, &ln, err);
+	int rc = cl_gen_reader_next(&g->reader, &g->send, &ln, err);
 	if (rc != 1)
 		return rc;
 	*out = (struct lease){ .id = ln.id, .body = ln.body, .body_len = ln.body_len };
