@@ -213,7 +213,8 @@ void cl_activity_destroy(struct session *s);
 /* ---- generate.c ------------------------------------------------------------------------ */
 
 /* GENERATE: starts the runner with this agent's share (the target checked against the
- * allow-list).  A runner already running is stopped first.  Failures fail the agent. */
+ * allow-list).  With a runner already running, only its rate changes (an agent was lost and
+ * this one takes part of its share): leases and streams stay.  Failures fail the agent. */
 void cl_generate_start(struct session *s, struct cl_msg_cmd *c);
 /* LEASE: hands the items to the runner (taking them out of c).  Without a runner the
  * session fails. */
