@@ -14,15 +14,18 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The longest line one record makes: fixed fields, an id of 128 bytes and a 256-byte
- * message escaped at most six-fold, with room to spare. */
-#define LINE_MAX_BYTES 4096
+/* The longest line one record makes: fixed fields, a stage name of 256 bytes, an id of 128
+ * and a message of 256, each escaped at most six-fold, with room to spare. */
+#define LINE_MAX_BYTES 6144
+/* Lines are gathered in a buffer this size and written when it is nearly full. */
+#define BUF_BYTES (256u << 10)
 
 struct run_requests {
 	int fd;
 	char path[4200];
-	char *buf; /* one message's lines: CL_WIRE_MAX_ITEMS * LINE_MAX_BYTES at most */
+	char *buf; /* lines not yet written */
 	size_t len, cap;
+	off_t msg_start; /* the file's size before the message being written */
 	uint64_t records;                        /* lines written */
 	uint64_t by_agent[CL_FLEET_MAX_AGENTS];  /* ... per agent */
 	uint64_t dropped[CL_FLEET_MAX_AGENTS];   /* as each agent last told (cumulative) */
@@ -128,10 +131,11 @@ static void put_record(struct run *r, struct run_requests *q, const struct cl_fl
 	}
 }
 
-/* Writes buf whole, or leaves the file as it was (a line is never left half written). */
+/* Writes buf, or cuts the file back to where the message began (a line is never left half
+ * written, nor a message half kept: the agent sends it again whole). */
 static int write_whole(struct run_requests *q)
 {
-	off_t before = lseek(q->fd, 0, SEEK_END);
+	off_t before = q->msg_start;
 	size_t off = 0;
 	while (off < q->len) {
 		ssize_t k = write(q->fd, q->buf + off, q->len - off);
@@ -146,6 +150,7 @@ static int write_whole(struct run_requests *q)
 		}
 		off += (size_t)k;
 	}
+	q->len = 0;
 	return 0;
 }
 
@@ -157,9 +162,14 @@ static int on_requests(void *ctx, struct cl_fleet_agent *a, const struct cl_msg_
 		return -1;
 	int64_t mono_to_unix_us = cl_wall_us() - cl_mono_us();
 	q->len = 0;
-	for (size_t i = 0; i < m->n_records; i++)
+	q->msg_start = lseek(q->fd, 0, SEEK_END);
+	int rc = 0;
+	for (size_t i = 0; i < m->n_records && rc == 0; i++) {
+		if (q->cap - q->len < LINE_MAX_BYTES)
+			rc = write_whole(q);
 		put_record(r, q, a, &m->records[i], mono_to_unix_us);
-	if (write_whole(q) != 0) {
+	}
+	if (rc != 0 || write_whole(q) != 0) {
 		/* Said once; the agent sends the message again, and drops what it cannot keep. */
 		if (!q->write_failed)
 			CL_ERROR("cannot write %s: %s (request records are held back until it "
@@ -190,7 +200,7 @@ int cli_run_requests_open(struct run *r, struct cl_err *err)
 	if (!q)
 		return cl_err_set(err, CL_ENOMEM, "out of memory");
 	q->fd = -1;
-	q->cap = (size_t)CL_WIRE_MAX_ITEMS * LINE_MAX_BYTES;
+	q->cap = BUF_BYTES;
 	q->buf = malloc(q->cap);
 	snprintf(q->path, sizeof(q->path), "%s/requests.jsonl", cl_results_dir(r->res));
 	if (q->buf)
