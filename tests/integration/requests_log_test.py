@@ -85,6 +85,9 @@ class RequestsLog(tl.FleetCase):
                 self.assertEqual(r["error"]["class"], "http_5xx", r)
                 self.assertTrue(r["error"]["message"], r)
         self.assertGreater(errors, 0, "no 500 was injected: nothing checked of errors")
+        import jsonschema  # python3-jsonschema (install-deps.sh); missing, the test fails
+        with open(os.path.join(tl.SOURCE_DIR, "docs", "results.schema.json")) as f:
+            jsonschema.validate(doc, json.load(f))
         log = doc["requests_log"]
         self.assertEqual(log["records"], len(recs))
         self.assertEqual(log["dropped"], 0)
