@@ -27,16 +27,8 @@ import sys
 import tempfile
 import time
 
-
-def rss_kib(pid):
-    try:
-        with open("/proc/%d/status" % pid) as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except OSError:
-        return None
-    return None
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_soak_rss import rss_kib  # noqa: E402
 
 
 def cpu_s(pid):

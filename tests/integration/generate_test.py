@@ -50,6 +50,18 @@ def read_lines(path):
     return [json.loads(l) for l in data.split("\n")[:-1] if l.strip()]
 
 
+def local_agents(run):
+    """The pids of the agents a running chatload spawned (its chatload-agent children)."""
+    with open("/proc/%d/task/%d/children" % (run.pid, run.pid)) as f:
+        kids = [int(x) for x in f.read().split()]
+    agents = []
+    for k in kids:
+        with open("/proc/%d/cmdline" % k, "rb") as f:
+            if b"chatload-agent" in f.read():
+                agents.append(k)
+    return agents
+
+
 def count_lines(path):
     try:
         with open(path, "rb") as f:
@@ -212,16 +224,7 @@ class Generate(tl.FleetCase):
         run = self.start_run(scn, self.scope.path("res"), name="lose")
         tl.wait_until(lambda: len(read_lines(out)) >= 50, 60, "50 answers")
 
-        def children():
-            with open("/proc/%d/task/%d/children" % (run.pid, run.pid)) as f:
-                kids = [int(x) for x in f.read().split()]
-            agents = []
-            for k in kids:
-                with open("/proc/%d/cmdline" % k, "rb") as f:
-                    if b"chatload-agent" in f.read():
-                        agents.append(k)
-            return agents
-        agents = children()
+        agents = local_agents(run)
         self.assertEqual(len(agents), 2, agents)
         os.kill(agents[0], signal.SIGKILL)
         run.wait_line(r"agent \d+ .* was lost: its \d+ leased requests go to the other", 30)
@@ -249,11 +252,7 @@ class Generate(tl.FleetCase):
         scn = self.job(sim, "lose-rate", inp, out, concurrency=8, rate="%g/s" % rate)
         run = self.start_run(scn, self.scope.path("res-lr"), name="lose-rate")
         tl.wait_until(lambda: len(read_lines(out)) >= 30, 60, "30 answers")
-        agents = []
-        for k in open("/proc/%d/task/%d/children" % (run.pid, run.pid)).read().split():
-            with open("/proc/%s/cmdline" % k, "rb") as f:
-                if b"chatload-agent" in f.read():
-                    agents.append(int(k))
+        agents = local_agents(run)
         self.assertEqual(len(agents), 2, agents)
         os.kill(agents[0], signal.SIGKILL)
         run.wait_line(r"generate: 20/s now split over 1 agents", 30)
