@@ -47,10 +47,10 @@ static struct cl_engine *make_engine(struct session *s, const struct cl_workload
 		.request_log_path = s->o->request_log,
 		.allow = s->o->allow,
 		/* Only the stages' engine keeps records: a warmup's own engine never does. */
-		.request_records = s->prepare_msg.cmd.prepare.requests &&
-					   w == &s->prepare_msg.cmd.prepare.workload
-				       ? CL_REQUESTS_RING
-				       : 0,
+		.request_records =
+		    s->prepare_msg.cmd.prepare.requests && w == &s->prepare_msg.cmd.prepare.workload
+			? CL_REQUESTS_RING
+			: 0,
 	};
 	struct cl_engine *e = NULL;
 	struct cl_err err = { 0 };
@@ -258,9 +258,10 @@ void cl_activity_pump(struct session *s, int64_t now)
 			s->final_wait_until_us = now + FINAL_WAIT_US;
 		if (now < s->final_wait_until_us)
 			return;
-		CL_WARN("stage %u: %zu request records not yet acknowledged after %d s; sending the "
-			"final report without waiting for them",
-			s->stage, cl_requests_outstanding(s), FINAL_WAIT_US / 1000000);
+		CL_WARN(
+		    "stage %u: %zu request records not yet acknowledged after %d s; sending the "
+		    "final report without waiting for them",
+		    s->stage, cl_requests_outstanding(s), FINAL_WAIT_US / 1000000);
 	}
 	/* The record is reused all stage: every ACC_TRIM_EVERY intervals it also gives back
 	 * the pages rare latencies touched (cl_metrics_trim), so a soak's RSS stays flat. */

@@ -425,7 +425,8 @@ static int turn_answers(struct session *s, int64_t now, bool *moved)
 			cl_msg_free(&reply);
 			return CL_EREFUSED;
 		}
-		if (rc == 0 && reply.type == CL_MSG_ACK && s->ans_pending && reply.seq == s->ans_seq)
+		if (rc == 0 && reply.type == CL_MSG_ACK && s->ans_pending &&
+		    reply.seq == s->ans_seq)
 			cl_generate_answered(s);
 		else if (rc == 0 && reply.type == CL_MSG_ACK && s->req_pending &&
 			 reply.seq == s->req_seq)

@@ -535,14 +535,15 @@ static void absorb_own_stalls(struct cl_fleet *f, int64_t now)
 /* Handles the request rq, and frees it unless it holds it (a POLL). */
 /* ANSWERS of a generate job and REQUESTS of output.requests: handed to the run once per seq,
  * then ACKed (a resend of one already taken is only ACKed). */
-static void on_batch(struct cl_fleet *f, struct cl_fleet_agent *a, nng_msg *rq,
-		     struct cl_msg *req, const char *peer)
+static void on_batch(struct cl_fleet *f, struct cl_fleet_agent *a, nng_msg *rq, struct cl_msg *req,
+		     const char *peer)
 {
 	bool answers = req->type == CL_MSG_ANSWERS;
 	uint64_t *last = answers ? &a->last_answers_seq : &a->last_requests_seq;
 	if (answers ? !f->on_answers : !f->on_requests) {
 		refuse(f, rq, req, peer,
-		       answers ? "ANSWERS outside a generate job" : "REQUESTS without output.requests");
+		       answers ? "ANSWERS outside a generate job"
+			       : "REQUESTS without output.requests");
 		return;
 	}
 	if (req->seq > *last) {

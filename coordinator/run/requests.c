@@ -25,10 +25,10 @@ struct run_requests {
 	char path[4200];
 	char *buf; /* lines not yet written */
 	size_t len, cap;
-	off_t msg_start; /* the file's size before the message being written */
-	uint64_t records;                        /* lines written */
-	uint64_t by_agent[CL_FLEET_MAX_AGENTS];  /* ... per agent */
-	uint64_t dropped[CL_FLEET_MAX_AGENTS];   /* as each agent last told (cumulative) */
+	off_t msg_start;  /* the file's size before the message being written */
+	uint64_t records; /* lines written */
+	uint64_t by_agent[CL_FLEET_MAX_AGENTS]; /* ... per agent */
+	uint64_t dropped[CL_FLEET_MAX_AGENTS];  /* as each agent last told (cumulative) */
 	bool write_failed;
 };
 
@@ -49,8 +49,11 @@ static bool utf8_ok(const unsigned char *s, size_t n)
 {
 	for (size_t i = 0; i < n;) {
 		unsigned c = s[i];
-		size_t k = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3
-					: (c & 0xf8) == 0xf0 ? 4 : 0;
+		size_t k = c < 0x80             ? 1
+			   : (c & 0xe0) == 0xc0 ? 2
+			   : (c & 0xf0) == 0xe0 ? 3
+			   : (c & 0xf8) == 0xf0 ? 4
+						: 0;
 		if (!k || i + k > n || (k == 2 && c < 0xc2) || (k == 4 && c > 0xf4))
 			return false;
 		for (size_t j = 1; j < k; j++)
@@ -184,8 +187,7 @@ static int on_requests(void *ctx, struct cl_fleet_agent *a, const struct cl_msg_
 	if (m->dropped > q->dropped[a->id - 1]) {
 		CL_WARN("agent %u (%s) dropped %llu request records: this coordinator fell behind "
 			"(%llu so far)",
-			a->id, a->label,
-			(unsigned long long)(m->dropped - q->dropped[a->id - 1]),
+			a->id, a->label, (unsigned long long)(m->dropped - q->dropped[a->id - 1]),
 			(unsigned long long)m->dropped);
 		q->dropped[a->id - 1] = m->dropped;
 	}
@@ -232,9 +234,9 @@ void cli_run_requests_note(struct run *r)
 						"records", (json_int_t)q->by_agent[i], "dropped",
 						(json_int_t)q->dropped[i]));
 	}
-	json_t *block = json_pack("{s:s,s:I,s:I,s:o}", "file", "requests.jsonl", "records",
-				  (json_int_t)q->records, "dropped", (json_int_t)dropped,
-				  "agents", agents);
+	json_t *block =
+	    json_pack("{s:s,s:I,s:I,s:o}", "file", "requests.jsonl", "records",
+		      (json_int_t)q->records, "dropped", (json_int_t)dropped, "agents", agents);
 	if (cl_results_set_requests_log(r->res, block) != 0)
 		CL_ERROR("cannot note the request records in results.json");
 }
