@@ -47,6 +47,11 @@ static struct cl_engine *make_engine(struct session *s, const struct cl_workload
 		.request_log_path = s->o->request_log,
 		.allow = s->o->allow,
 		.source = s->o->source,
+		/* Only the stages' engine keeps records: a warmup's own engine never does. */
+		.request_records =
+		    s->prepare_msg.cmd.prepare.requests && w == &s->prepare_msg.cmd.prepare.workload
+			? CL_REQUESTS_RING
+			: 0,
 	};
 	struct cl_engine *e = NULL;
 	struct cl_err err = { 0 };
@@ -151,9 +156,12 @@ static void begin(struct session *s, enum activity act, struct cl_engine *e,
 				cl_err_format(&err, msg, sizeof(msg)));
 		return;
 	}
+	/* Records are kept for a stage's requests, never a warmup's (on the same engine). */
+	cl_engine_record_requests(e, act == ACT_STAGE);
 	s->act = act;
 	s->act_engine = e;
 	s->stage = share->index;
+	s->final_wait_until_us = 0;
 	s->interval = 0;
 	s->start_local_us = start_local_us;
 	int64_t late = cl_mono_us() - start_local_us;
@@ -222,6 +230,9 @@ static void take_stalls(struct session *s, struct cl_stall_list *into)
 		CL_WARN("stage %u: %u more stalls not listed", s->stage, into->dropped);
 }
 
+/* Longest a stage's final report waits for its request records' acknowledgement. */
+#define FINAL_WAIT_US 10000000
+
 /* Intervals between trims of the report's record (~1 min at 100 ms). */
 #define ACC_TRIM_EVERY 600
 
@@ -240,6 +251,19 @@ void cl_activity_pump(struct session *s, int64_t now)
 	    now >= s->start_local_us + (int64_t)(s->interval + 1) * s->report_interval_us;
 	if (!done && !interval_due)
 		return;
+	/* With output.requests the final report waits until every record of the stage has
+	 * been acknowledged, so the coordinator has them all when it closes the stage; for
+	 * 10 s at most, after which the rest still follow but the stage is not held up. */
+	if (done && s->act == ACT_STAGE && cl_requests_outstanding(s)) {
+		if (!s->final_wait_until_us)
+			s->final_wait_until_us = now + FINAL_WAIT_US;
+		if (now < s->final_wait_until_us)
+			return;
+		CL_WARN(
+		    "stage %u: %zu request records not yet acknowledged after %d s; sending the "
+		    "final report without waiting for them",
+		    s->stage, cl_requests_outstanding(s), FINAL_WAIT_US / 1000000);
+	}
 	/* The record is reused all stage: every ACC_TRIM_EVERY intervals it also gives back
 	 * the pages rare latencies touched (cl_metrics_trim), so a soak's RSS stays flat. */
 	if (++s->acc_uses % ACC_TRIM_EVERY == 0)

@@ -18,8 +18,14 @@
 
 void cl_generate_start(struct session *s, struct cl_msg_cmd *c)
 {
-	cl_generate_stop(s);
 	const struct cl_cmd_generate *g = &c->generate;
+	if (s->gen) {
+		/* The job again: the coordinator has given this agent a new part of the rate (an
+		 * agent was lost, and the others take its share).  Its leases and streams stay. */
+		cl_gen_runner_set_rate(s->gen, g->rate_per_s);
+		CL_INFO("generate job: %g tries a second from now on", g->rate_per_s);
+		return;
+	}
 	char why[600];
 	if (!cl_agent_plan_allowed(s->o, &g->target, why, sizeof(why))) {
 		cl_session_fail(s, "%s", why);

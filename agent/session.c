@@ -405,9 +405,10 @@ static int turn_reports(struct session *s, int64_t now, bool *moved)
 }
 
 /*
- * The answers channel's turn (a generate job): takes the reply to the ANSWERS in flight, and
- * sends the pending one (or the next) when the channel is free.  An ANSWERS not acknowledged
- * goes again with its seq, so the coordinator writes each answer once.  CL_EREFUSED when the
+ * The answers channel's turn (a generate job's ANSWERS, a stage's REQUESTS): takes the reply
+ * to the message in flight, and sends the pending one (or the next) when the channel is free.
+ * A message not acknowledged goes again with its seq, so the coordinator writes each answer
+ * or record once.  CL_EREFUSED when the
  * coordinator refused it (the session is over), else 0.
  */
 static int turn_answers(struct session *s, int64_t now, bool *moved)
@@ -424,16 +425,25 @@ static int turn_answers(struct session *s, int64_t now, bool *moved)
 			cl_msg_free(&reply);
 			return CL_EREFUSED;
 		}
-		if (rc == 0 && reply.type == CL_MSG_ACK && reply.seq == s->ans_seq)
+		if (rc == 0 && reply.type == CL_MSG_ACK && s->ans_pending &&
+		    reply.seq == s->ans_seq)
 			cl_generate_answered(s);
+		else if (rc == 0 && reply.type == CL_MSG_ACK && s->req_pending &&
+			 reply.seq == s->req_seq)
+			cl_requests_answered(s);
 		else
 			c->next_us = t_recv + REPORT_RETRY_US;
 		cl_msg_free(&reply);
 	}
-	if (c->phase == CHANNEL_IDLE && now >= c->next_us && cl_generate_next_answers(s)) {
-		if (channel_start(c, s->ans_buf.data, s->ans_buf.size, REPLY_TIMEOUT_US) != 0)
-			c->next_us = now + REPORT_RETRY_US;
-	}
+	if (c->phase != CHANNEL_IDLE || now < c->next_us)
+		return 0;
+	/* A generate job's answers, else a stage's request records: the two never share a
+	 * run, so neither waits behind the other. */
+	const msgpack_sbuffer *b = cl_generate_next_answers(s) ? &s->ans_buf
+				   : cl_requests_next(s)       ? &s->req_buf
+							       : NULL;
+	if (b && channel_start(c, b->data, b->size, REPLY_TIMEOUT_US) != 0)
+		c->next_us = now + REPORT_RETRY_US;
 	return 0;
 }
 
@@ -505,7 +515,7 @@ static int64_t next_wake(struct session *s, int64_t now)
 		if (go < at)
 			at = go;
 	}
-	if (s->act != ACT_NONE || s->probe_running || s->gen) {
+	if (s->act != ACT_NONE || s->probe_running || s->gen || cl_requests_outstanding(s)) {
 		if (now + ACTIVE_TICK_US < at)
 			at = now + ACTIVE_TICK_US;
 		int64_t due =
@@ -521,6 +531,9 @@ void cl_session_cleanup(struct session *s)
 	cl_probe_thread_stop(s);
 	cl_generate_stop(s);
 	cl_activity_destroy(s);
+	cl_requests_clear(s);
+	if (s->req_sent)
+		CL_INFO("request records acknowledged: %llu", (unsigned long long)s->req_sent);
 	cl_msg_free(&s->prepare_msg);
 	cl_msg_free(&s->probe_msg);
 	cl_report_queue_clear(s);

@@ -130,7 +130,20 @@ struct session {
 	uint64_t ans_seq;
 	size_t ans_count;
 	uint64_t ans_sent; /* answers acknowledged, for the log */
+
+	/* output.requests: the REQUESTS message in flight on the same channel, encoded once so
+	 * a resend carries the same seq (requests.c) */
+	msgpack_sbuffer req_buf;
+	bool req_pending;
+	uint64_t req_seq;
+	size_t req_count;
+	uint64_t req_sent;              /* records acknowledged, for the log */
+	int64_t final_wait_until_us;   /* a stage's final report held for its records until */
 };
+
+/* Records an engine keeps for output.requests before it drops new ones: ~4 MB, two full
+ * REQUESTS messages, a second or more of requests at thousands a second. */
+#define CL_REQUESTS_RING 8192u
 
 /* ---- session.c ------------------------------------------------------------------------- */
 
@@ -200,7 +213,8 @@ void cl_activity_destroy(struct session *s);
 /* ---- generate.c ------------------------------------------------------------------------ */
 
 /* GENERATE: starts the runner with this agent's share (the target checked against the
- * allow-list).  A runner already running is stopped first.  Failures fail the agent. */
+ * allow-list).  With a runner already running, only its rate changes (an agent was lost and
+ * this one takes part of its share): leases and streams stay.  Failures fail the agent. */
 void cl_generate_start(struct session *s, struct cl_msg_cmd *c);
 /* LEASE: hands the items to the runner (taking them out of c).  Without a runner the
  * session fails. */
@@ -212,6 +226,18 @@ bool cl_generate_next_answers(struct session *s);
 void cl_generate_answered(struct session *s);
 /* Stops the runner (requests in flight cut) and drops the pending ANSWERS. */
 void cl_generate_stop(struct session *s);
+
+/* ---- requests.c ----------------------------------------------------------------------- */
+
+/* When no REQUESTS is pending, encodes the next one from the engine's waiting records into
+ * s->req_buf (req_pending set).  Returns true when one is pending. */
+bool cl_requests_next(struct session *s);
+/* The pending REQUESTS was acknowledged: drops it. */
+void cl_requests_answered(struct session *s);
+/* Records not yet acknowledged: waiting in the engine or in the pending message. */
+size_t cl_requests_outstanding(struct session *s);
+/* Drops the pending REQUESTS. */
+void cl_requests_clear(struct session *s);
 
 /* ---- probe_thread.c -------------------------------------------------------------------- */
 

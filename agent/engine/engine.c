@@ -302,6 +302,12 @@ int cl_engine_create(const struct cl_engine_cfg *cfg, struct cl_engine **out, st
 		}
 	}
 
+	if (cfg->request_records && (rc = cli_records_init(e, cfg->request_records)) != 0) {
+		cl_err_set(err, rc, "cannot make room for %u request records",
+			   cfg->request_records);
+		goto fail;
+	}
+
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	e->nworkers = cfg->workers ? cfg->workers : (ncpu > 0 ? (uint32_t)ncpu : 1);
 	uint32_t max_streams = cfg->max_streams ? cfg->max_streams : CL_ENGINE_DEFAULT_MAX_STREAMS;
@@ -645,6 +651,7 @@ void cl_engine_destroy(struct cl_engine *e)
 	free(e->workers);
 	if (e->log_fd >= 0)
 		close(e->log_fd);
+	cli_records_destroy(e);
 	cl_http_target_free(&e->http);
 	for (uint32_t i = 0; e->ep_http && i < e->n_eps; i++)
 		cl_http_target_free(&e->ep_http[i]);

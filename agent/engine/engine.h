@@ -11,6 +11,7 @@
 #include "chatload/plan.h"
 #include "chatload/srcaddr.h"
 #include "chatload/stall.h"
+#include "chatload/reqrec.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -31,6 +32,8 @@ struct cl_engine_cfg {
 	const char *request_log_path;            /* optional JSONL, one line per finished request
 						  * (docs/engine.md lists the fields); truncated at
 						  * create */
+	uint32_t request_records; /* output.requests: room for this many finished requests'
+				   * records awaiting cl_engine_take_records; 0: none kept */
 	int64_t good_ttft_us, good_tpot_us, good_e2e_us; /* per-request SLOs for goodput; 0 off */
 	const struct cl_allow_list *allow;               /* targets this engine may load (an agent's
 							  * --allow-target); NULL or empty: any */
@@ -138,6 +141,22 @@ struct cl_engine_stats {
 
 /* Fills st (a snapshot; counters of workers still running may move).  Non-blocking. */
 void cl_engine_stats(struct cl_engine *e, struct cl_engine_stats *st);
+
+/*
+ * Per-request records (cfg.request_records): turns recording on (a stage) or off (a warmup).
+ * Each request that finishes while it is on becomes one record, kept until taken; when
+ * request_records are waiting the newest is dropped and counted instead.  Non-blocking; a
+ * no-op without request_records.
+ */
+void cl_engine_record_requests(struct cl_engine *e, bool on);
+
+/* Moves up to max waiting records, oldest first, into out; *dropped gets the records dropped
+ * since create.  Returns how many were moved.  Takes the records' lock briefly. */
+size_t cl_engine_take_records(struct cl_engine *e, struct cl_req_record *out, size_t max,
+			      uint64_t *dropped);
+
+/* Records waiting to be taken. */
+size_t cl_engine_records_waiting(struct cl_engine *e);
 
 /* Stops everything (cutting in-flight requests), joins the threads, frees.  NULL ok. */
 void cl_engine_destroy(struct cl_engine *e);

@@ -347,8 +347,10 @@ void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bo
 	else
 		atomic_fetch_add_explicit(&w->ramp_finished, 1, memory_order_relaxed);
 
-	cli_reqlog_write(w, s, o.cls == CL_CTR_COMPLETED ? "completed" : cl_ctr_name(o.cls), now,
-			 o.tokens, o.rtokens, o.from_usage, o.connects, o.http_major, msg, msg_len);
+	const char *status = o.cls == CL_CTR_COMPLETED ? "completed" : cl_ctr_name(o.cls);
+	cli_reqlog_write(w, s, status, now, o.tokens, o.rtokens, o.from_usage, o.connects,
+			 o.http_major, msg, msg_len);
+	cli_records_push(w, s, status, now, o.tokens, o.rtokens, msg, msg_len);
 
 	if (w->e->n_eps)
 		atomic_fetch_sub_explicit(&w->e->ep_outstanding[s->ep], 1, memory_order_relaxed);

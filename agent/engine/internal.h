@@ -294,6 +294,13 @@ struct cl_engine {
 	atomic_uint_fast64_t ep_turn;            /* requests routed so far */
 	int log_fd; /* -1: no request log */
 	atomic_bool log_failed;
+	/* output.requests (records.c): a ring of finished requests' records, NULL when not
+	 * asked; rec_on while a stage (not a warmup) runs */
+	struct cl_req_record *rec_ring;
+	uint32_t rec_cap, rec_head, rec_len;
+	uint64_t rec_dropped;
+	pthread_mutex_t rec_mu;
+	atomic_bool rec_on;
 
 	pthread_mutex_t mu; /* guards done_workers; cv signalled when a worker is DONE */
 	pthread_cond_t cv;
@@ -391,6 +398,17 @@ void cli_request_whole_end(struct cl_slot *s);
  * The slot then goes back to the free stack, is parked by cli_worker_release, or waits for its
  * conversation's next turn (cli_conv_follow). */
 void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bool cut);
+
+/* records.c */
+/* Allocates the ring of cap records.  0, CL_ENOMEM or CL_ESYS. */
+int cli_records_init(struct cl_engine *e, uint32_t cap);
+/* Frees it (a no-op when never made). */
+void cli_records_destroy(struct cl_engine *e);
+/* Files slot s's finished request while recording is on; counts it dropped when the ring
+ * is full.  Takes a short lock; allocates nothing. */
+void cli_records_push(struct cl_worker *w, const struct cl_slot *s, const char *status,
+		      int64_t end_us, int64_t tokens, int64_t rtokens, const char *msg,
+		      size_t msg_len);
 
 /* reqlog.c */
 /* Writes the buffered request log lines. */

@@ -60,6 +60,7 @@ struct cl_gen_runner {
 	struct xfer *x; /* concurrency entries */
 	uint64_t rng;
 	int64_t next_start_us; /* with a rate: the next try may start then */
+	_Atomic(double) rate_per_s; /* cfg.rate_per_s, changed by cl_gen_runner_set_rate */
 };
 
 static void job_free(struct job *j)
@@ -321,10 +322,11 @@ static void *run(void *arg)
 	while (!atomic_load(&r->stop)) {
 		int64_t now = cl_mono_us();
 		int64_t next_due = now + 200000;
+		double rate = atomic_load(&r->rate_per_s);
 		for (uint32_t i = 0; i < r->cfg.concurrency; i++) {
 			if (r->x[i].job)
 				continue;
-			if (r->cfg.rate_per_s > 0 && now < r->next_start_us) {
+			if (rate > 0 && now < r->next_start_us) {
 				/* paced: not yet (a free stream waits for its start) */
 				if (r->next_start_us < next_due)
 					next_due = r->next_start_us;
@@ -338,11 +340,11 @@ static void *run(void *arg)
 			pthread_mutex_unlock(&r->mu);
 			if (!j)
 				break;
-			if (r->cfg.rate_per_s > 0) {
+			if (rate > 0) {
 				/* Evenly spaced starts; after an idle spell (no work, or every
 				 * stream busy) the schedule restarts from now rather than
 				 * bursting to catch up. */
-				int64_t gap_us = (int64_t)(1e6 / r->cfg.rate_per_s);
+				int64_t gap_us = (int64_t)(1e6 / rate);
 				if (gap_us < 1)
 					gap_us = 1;
 				if (r->next_start_us < now - gap_us)
@@ -382,6 +384,7 @@ int cl_gen_runner_start(const struct cl_gen_runner_cfg *cfg, struct cl_gen_runne
 	if (!r)
 		return cl_err_set(err, CL_ENOMEM, "out of memory");
 	r->cfg = *cfg;
+	atomic_init(&r->rate_per_s, cfg->rate_per_s);
 	r->rng = cfg->seed ? cfg->seed : (uint64_t)cl_mono_us();
 	pthread_mutex_init(&r->mu, NULL);
 	int rc = cl_http_target_init(&r->target, cfg->target, cfg->allow, err);
@@ -413,6 +416,11 @@ int cl_gen_runner_start(const struct cl_gen_runner_cfg *cfg, struct cl_gen_runne
 fail:
 	cl_gen_runner_stop(r);
 	return rc;
+}
+
+void cl_gen_runner_set_rate(struct cl_gen_runner *r, double rate_per_s)
+{
+	atomic_store(&r->rate_per_s, rate_per_s);
 }
 
 int cl_gen_runner_add(struct cl_gen_runner *r, struct cl_gen_item *items, size_t n)

@@ -34,6 +34,9 @@ struct cl_gen_runner;
  * target) / CL_ENOMEM / CL_ESYS with err filled. */
 int cl_gen_runner_start(const struct cl_gen_runner_cfg *cfg, struct cl_gen_runner **out,
 			struct cl_err *err);
+/* Sets the tries started per second from now on (0: as fast as concurrency allows), as the
+ * next turn of the thread sees it (within 200 ms).  Non-blocking. */
+void cl_gen_runner_set_rate(struct cl_gen_runner *r, double rate_per_s);
 /* Queues n requests: takes their id and body strings (set to NULL in items).  Does not
  * block beyond a mutex.  0 or CL_ENOMEM (nothing taken). */
 int cl_gen_runner_add(struct cl_gen_runner *r, struct cl_gen_item *items, size_t n);

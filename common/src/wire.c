@@ -10,6 +10,7 @@ static const char *const type_names[CL_MSG__COUNT] = {
 	[CL_MSG_HELLO] = "HELLO",     [CL_MSG_POLL] = "POLL",     [CL_MSG_REPORT] = "REPORT",
 	[CL_MSG_WELCOME] = "WELCOME", [CL_MSG_REFUSE] = "REFUSE", [CL_MSG_CMD] = "CMD",
 	[CL_MSG_ACK] = "ACK",         [CL_MSG_ANSWERS] = "ANSWERS",
+	[CL_MSG_REQUESTS] = "REQUESTS",
 };
 
 static const char *const cmd_names[CL_CMD__COUNT] = {
@@ -172,6 +173,9 @@ void cl_msg_free(struct cl_msg *m)
 			free(a->error);
 		}
 		free(m->answers.answers);
+		break;
+	case CL_MSG_REQUESTS:
+		free(m->requests.records);
 		break;
 	default:
 		break;

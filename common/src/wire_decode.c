@@ -656,6 +656,76 @@ static int dec_answers(struct wire_dec *d, const msgpack_object *top, struct cl_
 	return 0;
 }
 
+/* An optional duration: -1 when absent. */
+static int get_opt_dur(struct wire_dec *d, const char *name, const msgpack_object *v,
+		       int64_t *out)
+{
+	*out = -1;
+	return cli_wire_get_i64(d, name, v, false, 0, out);
+}
+
+static int dec_record(struct wire_dec *d, const msgpack_object *e, struct cl_req_record *r)
+{
+	struct wire_fld g[] = { FLD("stage"),	      FLD("id"),
+				FLD("in_window"),     FLD("start_us"),
+				FLD("ttft_us"),	      FLD("ttfc_us"),
+				FLD("e2e_us"),	      FLD("chunks"),
+				FLD("last_token_us"),    FLD("http_status"),
+				FLD("prompt_tokens"), FLD("output_tokens"),
+				FLD("reasoning_tokens"), FLD("status"),
+				FLD("error") };
+	int rc;
+	if ((rc = cli_wire_fields(d, e, g, WIRE_N(g))) ||
+	    (rc = cli_wire_get_u32(d, "stage", g[0].v, true, &r->stage)) ||
+	    (rc = cli_wire_get_fixed_str(d, "id", g[1].v, r->id, sizeof(r->id), WSTR_NAME)) ||
+	    (rc = cli_wire_get_bool(d, "in_window", g[2].v, true, &r->in_window)) ||
+	    (rc = cli_wire_get_i64(d, "start_us", g[3].v, true, INT64_MIN, &r->start_us)) ||
+	    (rc = get_opt_dur(d, "ttft_us", g[4].v, &r->ttft_us)) ||
+	    (rc = get_opt_dur(d, "ttfc_us", g[5].v, &r->ttfc_us)) ||
+	    (rc = get_opt_dur(d, "e2e_us", g[6].v, &r->e2e_us)) ||
+	    (rc = cli_wire_get_u32(d, "chunks", g[7].v, true, &r->chunks)) ||
+	    (rc = get_opt_dur(d, "last_token_us", g[8].v, &r->last_token_us)) ||
+	    (rc = cli_wire_get_u32(d, "http_status", g[9].v, true, &r->http_status)) ||
+	    (rc = cli_wire_get_u64(d, "prompt_tokens", g[10].v, true, UINT64_MAX,
+				   &r->prompt_tokens)) ||
+	    (rc = cli_wire_get_u64(d, "output_tokens", g[11].v, true, UINT64_MAX,
+				   &r->output_tokens)) ||
+	    (rc = cli_wire_get_u64(d, "reasoning_tokens", g[12].v, true, UINT64_MAX,
+				   &r->reasoning_tokens)) ||
+	    (rc = cli_wire_get_fixed_str(d, "status", g[13].v, r->status, sizeof(r->status),
+					 WSTR_NAME)))
+		return rc;
+	if (g[14].v)
+		return cli_wire_get_fixed_str(d, "error", g[14].v, r->error, sizeof(r->error),
+					      WSTR_TEXT);
+	return 0;
+}
+
+static int dec_requests(struct wire_dec *d, const msgpack_object *top, struct cl_msg_requests *m)
+{
+	struct wire_fld f[] = { FLD("t_send_us"), FLD("dropped"), FLD("records") };
+	int rc;
+	if ((rc = cli_wire_fields(d, top, f, 3)) ||
+	    (rc = cli_wire_get_i64(d, "t_send_us", f[0].v, true, INT64_MIN, &m->t_send_us)) ||
+	    (rc = cli_wire_get_u64(d, "dropped", f[1].v, true, UINT64_MAX, &m->dropped)) ||
+	    (rc = dec_item_array(d, "records", f[2].v, sizeof(*m->records), (void **)&m->records,
+				 &m->n_records)))
+		return rc;
+	for (size_t i = 0; i < m->n_records; i++) {
+		char nm[32];
+		snprintf(nm, sizeof(nm), "records[%zu]", i);
+		const msgpack_object *e = &f[2].v->via.array.ptr[i];
+		if ((rc = cli_wire_need_map(d, nm, e, true)))
+			return rc;
+		size_t o2 = wire_path_push(&d->path, nm);
+		rc = dec_record(d, e, &m->records[i]);
+		wire_path_pop(&d->path, o2);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 static int dec_args(struct wire_dec *d, const msgpack_object *args, struct cl_msg_cmd *c)
 {
 	int rc;
@@ -676,14 +746,15 @@ static int dec_args(struct wire_dec *d, const msgpack_object *args, struct cl_ms
 			return rc;
 		return 0;
 	}
-	case CL_CMD_PREPARE:
-		f[0].name = "target";
-		f[1].name = "workload";
-		if ((rc = cli_wire_fields(d, args, f, 2)) ||
-		    (rc = dec_target(d, "target", f[0].v, &c->prepare.target)) ||
-		    (rc = dec_workload(d, "workload", f[1].v, &c->prepare.workload)))
+	case CL_CMD_PREPARE: {
+		struct wire_fld g[] = { FLD("target"), FLD("workload"), FLD("requests") };
+		if ((rc = cli_wire_fields(d, args, g, WIRE_N(g))) ||
+		    (rc = dec_target(d, "target", g[0].v, &c->prepare.target)) ||
+		    (rc = dec_workload(d, "workload", g[1].v, &c->prepare.workload)) ||
+		    (rc = cli_wire_get_bool(d, "requests", g[2].v, false, &c->prepare.requests)))
 			return rc;
 		return 0;
+	}
 	case CL_CMD_START_AT:
 		f[0].name = "stage";
 		f[1].name = "start_at_coord_us";
@@ -814,6 +885,8 @@ static int decode(struct wire_dec *d, const msgpack_object *top, struct cl_msg *
 		return dec_cmd(d, top, &m->cmd);
 	case CL_MSG_ANSWERS:
 		return dec_answers(d, top, &m->answers);
+	case CL_MSG_REQUESTS:
+		return dec_requests(d, top, &m->requests);
 	default:
 		return 0; /* ACK: the envelope is all */
 	}

@@ -430,9 +430,11 @@ static void enc_args(struct enc *e, const struct cl_msg_cmd *c)
 		break;
 	}
 	case CL_CMD_PREPARE:
-		map(e, 2);
+		map(e, 2 + c->prepare.requests);
 		enc_target(e, "target", &c->prepare.target);
 		enc_workload(e, "workload", &c->prepare.workload);
+		if (c->prepare.requests)
+			boolean(e, "requests", true);
 		break;
 	case CL_CMD_START_AT:
 		map(e, 2);
@@ -523,6 +525,47 @@ static void enc_answers(struct enc *e, const struct cl_msg_answers *m)
 	wire_path_pop(&e->path, old);
 }
 
+/* A duration that may be unknown (-1): absent then. */
+static void opt_dur(struct enc *e, const char *name, int64_t v)
+{
+	if (v >= 0)
+		nonneg(e, name, v);
+}
+
+static void enc_records(struct enc *e, const struct cl_msg_requests *m)
+{
+	key(e, "records");
+	if (m->n_records > CL_WIRE_MAX_ITEMS)
+		fail(e, CL_ETOOBIG, "records", "has too many entries (%zu, max %u)", m->n_records,
+		     CL_WIRE_MAX_ITEMS);
+	size_t old = wire_path_push(&e->path, "records");
+	array(e, m->n_records);
+	for (size_t i = 0; i < m->n_records && !e->rc; i++) {
+		const struct cl_req_record *r = &m->records[i];
+		size_t o2 = wire_path_index(&e->path, i);
+		map(e, 10 + (r->ttft_us >= 0) + (r->ttfc_us >= 0) + (r->e2e_us >= 0) +
+			   (r->last_token_us >= 0) + !!r->error[0]);
+		u64(e, "stage", r->stage);
+		str(e, "id", r->id, CL_WIRE_MAX_REQ_ID, WSTR_NAME);
+		boolean(e, "in_window", r->in_window);
+		i64(e, "start_us", r->start_us);
+		opt_dur(e, "ttft_us", r->ttft_us);
+		opt_dur(e, "ttfc_us", r->ttfc_us);
+		opt_dur(e, "e2e_us", r->e2e_us);
+		u64(e, "chunks", r->chunks);
+		opt_dur(e, "last_token_us", r->last_token_us);
+		u64(e, "http_status", r->http_status);
+		u64(e, "prompt_tokens", r->prompt_tokens);
+		u64(e, "output_tokens", r->output_tokens);
+		u64(e, "reasoning_tokens", r->reasoning_tokens);
+		str(e, "status", r->status, sizeof(r->status) - 1, WSTR_NAME);
+		if (r->error[0])
+			str(e, "error", r->error, CL_WIRE_MAX_REQ_ERR, WSTR_TEXT);
+		wire_path_pop(&e->path, o2);
+	}
+	wire_path_pop(&e->path, old);
+}
+
 static bool cmd_has_args(enum cl_cmd c)
 {
 	return c == CL_CMD_PROBE || c == CL_CMD_WARMUP || c == CL_CMD_PREPARE ||
@@ -550,6 +593,8 @@ static size_t body_fields(const struct cl_msg *m)
 		return 4 + cmd_has_args(m->cmd.cmd);
 	case CL_MSG_ANSWERS:
 		return 2;
+	case CL_MSG_REQUESTS:
+		return 3;
 	default:
 		return 0;
 	}
@@ -657,6 +702,11 @@ static void enc_body(struct enc *e, const struct cl_msg *m)
 	case CL_MSG_ANSWERS:
 		i64(e, "t_send_us", m->answers.t_send_us);
 		enc_answers(e, &m->answers);
+		break;
+	case CL_MSG_REQUESTS:
+		i64(e, "t_send_us", m->requests.t_send_us);
+		u64(e, "dropped", m->requests.dropped);
+		enc_records(e, &m->requests);
 		break;
 	default:
 		break;

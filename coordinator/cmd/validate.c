@@ -504,7 +504,7 @@ static int check_generate(const struct cl_scenario *s, struct cl_gen_scan *scan,
 		return rc;
 	}
 	struct cl_gen_idset seen = { 0 };
-	int rc = cl_gen_scan(s->generate.input, NULL, s->generate.skip_invalid, NULL, &seen, scan,
+	int rc = cl_gen_scan(s->generate.input, NULL, s->generate.skip_invalid, NULL, &seen, NULL, scan,
 			     s->generate.skip_invalid ? first_bad : err);
 	cl_gen_idset_free(&seen);
 	return rc;

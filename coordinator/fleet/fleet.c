@@ -533,19 +533,25 @@ static void absorb_own_stalls(struct cl_fleet *f, int64_t now)
 }
 
 /* Handles the request rq, and frees it unless it holds it (a POLL). */
-/* ANSWERS of a generate job: handed to the run once per seq, then ACKed (a resend of one
- * already taken is only ACKed). */
-static void on_answers(struct cl_fleet *f, struct cl_fleet_agent *a, nng_msg *rq,
-		       struct cl_msg *req, const char *peer)
+/* ANSWERS of a generate job and REQUESTS of output.requests: handed to the run once per seq,
+ * then ACKed (a resend of one already taken is only ACKed). */
+static void on_batch(struct cl_fleet *f, struct cl_fleet_agent *a, nng_msg *rq, struct cl_msg *req,
+		     const char *peer)
 {
-	if (!f->on_answers) {
-		refuse(f, rq, req, peer, "ANSWERS outside a generate job");
+	bool answers = req->type == CL_MSG_ANSWERS;
+	uint64_t *last = answers ? &a->last_answers_seq : &a->last_requests_seq;
+	if (answers ? !f->on_answers : !f->on_requests) {
+		refuse(f, rq, req, peer,
+		       answers ? "ANSWERS outside a generate job"
+			       : "REQUESTS without output.requests");
 		return;
 	}
-	if (req->seq > a->last_answers_seq) {
-		if (f->on_answers(f->ctx, a, &req->answers) != 0)
+	if (req->seq > *last) {
+		int rc = answers ? f->on_answers(f->ctx, a, &req->answers)
+				 : f->on_requests(f->ctx, a, &req->requests);
+		if (rc != 0)
 			return; /* not ACKed: the agent sends it again */
-		a->last_answers_seq = req->seq;
+		*last = req->seq;
 	}
 	struct cl_msg m = {
 		.type = CL_MSG_ACK, .run = a->session, .agent = a->id, .seq = req->seq
@@ -596,8 +602,8 @@ static void handle(struct cl_fleet *f, nng_msg *rq, int64_t t_recv)
 				held = on_poll(f, a, rq, &req, t_recv);
 			else if (req.type == CL_MSG_REPORT)
 				on_report(f, a, rq, &req, peer);
-			else if (req.type == CL_MSG_ANSWERS)
-				on_answers(f, a, rq, &req, peer);
+			else if (req.type == CL_MSG_ANSWERS || req.type == CL_MSG_REQUESTS)
+				on_batch(f, a, rq, &req, peer);
 			else
 				refuse(f, rq, &req, peer, "unexpected %s from an agent",
 				       cl_msg_type_name(req.type));

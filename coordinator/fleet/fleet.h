@@ -68,6 +68,7 @@ struct cl_fleet_agent {
 	int64_t rtt_us;
 	uint64_t last_report_seq;  /* dedupe of resent REPORTs */
 	uint64_t last_answers_seq; /* ... and ANSWERS */
+	uint64_t last_requests_seq; /* ... and REQUESTS */
 	/* Silence the coordinator caused itself since last_seen_us (its own stalls): not counted
 	 * against the agent's liveness. */
 	int64_t credit_us;
@@ -94,6 +95,11 @@ typedef void (*cl_fleet_report_cb)(void *ctx, struct cl_fleet_agent *a, struct c
  * callback may take the answers' strings (setting them NULL).  Returns 0 to ACK, nonzero to
  * leave it unacknowledged (the agent sends it again: a write that failed is retried). */
 typedef int (*cl_fleet_answers_cb)(void *ctx, struct cl_fleet_agent *a, struct cl_msg_answers *m);
+/* Called for every new (not duplicate) REQUESTS (output.requests), before it is ACKed; m
+ * belongs to the fleet.  Returns 0 to ACK, nonzero to leave it unacknowledged (the agent
+ * sends it again). */
+typedef int (*cl_fleet_requests_cb)(void *ctx, struct cl_fleet_agent *a,
+				    const struct cl_msg_requests *m);
 
 struct cl_fleet {
 	nng_socket sock;
@@ -108,6 +114,7 @@ struct cl_fleet {
 	uint64_t rejected; /* malformed or refused messages */
 	cl_fleet_report_cb on_report;
 	cl_fleet_answers_cb on_answers; /* NULL: ANSWERS are refused */
+	cl_fleet_requests_cb on_requests; /* NULL: REQUESTS are refused */
 	void *ctx;
 	/* TLS listeners, whose refused handshakes are logged (nng counts them; no peer is
 	 * known before a handshake succeeds) */

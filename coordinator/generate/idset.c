@@ -1,8 +1,10 @@
-/* A set of custom_ids as 64-bit hashes: the ids already answered and those seen in the input
- * of a generate job, in 8 bytes an id. */
+/* A set of custom_ids as 64-bit hashes (the ids already answered and those seen in the input
+ * of a generate job, in 8 bytes an id), and a set of line numbers as bits (the lines still to
+ * send). */
 #include "generate/batch.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* FNV-1a 64 then a splitmix64 finish, so short ids that differ in one byte spread over the
  * table. */
@@ -70,6 +72,40 @@ bool cl_gen_idset_has(const struct cl_gen_idset *s, const char *id, size_t len)
 		k = (k + 1) & (s->cap - 1);
 	}
 	return false;
+}
+
+int cl_gen_lineset_add(struct cl_gen_lineset *s, uint64_t line)
+{
+	uint64_t w = line / 64;
+	if (w >= s->n_words) {
+		/* Lines come in order, so doubling makes the growth amortised and the slack at
+		 * most half of a set that is one bit a line anyway. */
+		uint64_t n = s->n_words ? s->n_words * 2 : 1024;
+		while (n <= w)
+			n *= 2;
+		uint64_t *b = realloc(s->bits, n * sizeof(*b));
+		if (!b)
+			return CL_ENOMEM;
+		memset(b + s->n_words, 0, (n - s->n_words) * sizeof(*b));
+		s->bits = b;
+		s->n_words = n;
+	}
+	uint64_t m = 1ull << (line % 64);
+	s->n += !(s->bits[w] & m);
+	s->bits[w] |= m;
+	return 0;
+}
+
+bool cl_gen_lineset_has(const struct cl_gen_lineset *s, uint64_t line)
+{
+	uint64_t w = line / 64;
+	return s && w < s->n_words && (s->bits[w] >> (line % 64) & 1);
+}
+
+void cl_gen_lineset_free(struct cl_gen_lineset *s)
+{
+	free(s->bits);
+	memset(s, 0, sizeof(*s));
 }
 
 void cl_gen_idset_free(struct cl_gen_idset *s)

@@ -110,8 +110,8 @@ static int check_line(const char *path, uint64_t line_no, const char *line, size
 }
 
 int cl_gen_scan(const char *path, const struct cl_gen_idset *present, bool skip_invalid,
-		struct cl_gen_out *out, struct cl_gen_idset *seen, struct cl_gen_scan *scan,
-		struct cl_err *err)
+		struct cl_gen_out *out, struct cl_gen_idset *seen, struct cl_gen_lineset *send,
+		struct cl_gen_scan *scan, struct cl_err *err)
 {
 	memset(scan, 0, sizeof(*scan));
 	FILE *f = fopen(path, "r");
@@ -162,8 +162,14 @@ int cl_gen_scan(const char *path, const struct cl_gen_idset *present, bool skip_
 				id = NULL; /* the error line must not name (and so skip) the first */
 			} else {
 				scan->valid++;
-				if (cl_gen_idset_has(present, id, il))
+				if (cl_gen_idset_has(present, id, il)) {
 					scan->present++;
+				} else if (send && cl_gen_lineset_add(send, line_no) != 0) {
+					json_decref(root);
+					rc = cl_err_set(err, CL_ENOMEM, "out of memory reading '%s'",
+							path);
+					break;
+				}
 			}
 		}
 		if (lrc != 0) {
@@ -357,7 +363,7 @@ int cl_gen_line_parse(const char *path, uint64_t line_no, const char *line, size
 	return rc;
 }
 
-int cl_gen_reader_next(struct cl_gen_reader *r, const struct cl_gen_idset *done,
+int cl_gen_reader_next(struct cl_gen_reader *r, const struct cl_gen_lineset *send,
 		       struct cl_gen_line *out, struct cl_err *err)
 {
 	memset(out, 0, sizeof(*out));
@@ -371,7 +377,7 @@ int cl_gen_reader_next(struct cl_gen_reader *r, const struct cl_gen_idset *done,
 		if (n == CL_EIO)
 			return cl_err_set(err, CL_EIO, "cannot read generate.input '%s': %s", r->path,
 					  strerror(errno));
-		if (n == CL_ETOOBIG || blank(r->buf))
+		if (n == CL_ETOOBIG || blank(r->buf) || (send && !cl_gen_lineset_has(send, r->line_no)))
 			continue;
 		struct cl_err lerr = { 0 };
 		int prc = cl_gen_line_parse(r->path, r->line_no, r->buf, (size_t)n, out, &lerr);
@@ -379,16 +385,6 @@ int cl_gen_reader_next(struct cl_gen_reader *r, const struct cl_gen_idset *done,
 			continue; /* reported by the checking pass */
 		if (prc != 0)
 			return cl_err_set(err, prc, "out of memory reading '%s'", r->path);
-		size_t il = strlen(out->id);
-		int added = cl_gen_idset_has(done, out->id, il) ? 0
-							       : cl_gen_idset_add(&r->issued, out->id, il);
-		if (added <= 0) {
-			/* answered already, or a duplicate (the first line with the id is sent) */
-			cl_gen_line_free(out);
-			if (added < 0)
-				return cl_err_set(err, CL_ENOMEM, "out of memory reading '%s'", r->path);
-			continue;
-		}
 		return 1;
 	}
 	return 0;
@@ -399,7 +395,6 @@ void cl_gen_reader_close(struct cl_gen_reader *r)
 	if (r->f)
 		fclose(r->f);
 	free(r->buf);
-	cl_gen_idset_free(&r->issued);
 	memset(r, 0, sizeof(*r));
 }
 

@@ -134,18 +134,15 @@ int cl_gen_out_open(struct cl_gen_out *o, const char *path_out, const char *path
 	return rc;
 }
 
-/* Appends root as one line to fd: one write of the whole line (retried on a short write). */
-static int append(struct cl_gen_out *o, int fd, const char *path, json_t *root, struct cl_err *err)
+/* Writes text[0..len) (a whole line, its newline included) to fd in one write, retried on a
+ * short write. */
+static int write_line(struct cl_gen_out *o, int fd, const char *path, const char *text,
+		      size_t len, struct cl_err *err)
 {
-	char *text = json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(17));
-	if (!text)
-		return cl_err_set(err, CL_ENOMEM, "out of memory writing '%s'", path);
-	size_t len = strlen(text);
-	text[len] = '\n'; /* json_dumps's NUL becomes the newline: one buffer, one write */
 	size_t done = 0;
 	int rc = 0;
-	while (done < len + 1) {
-		ssize_t n = write(fd, text + done, len + 1 - done);
+	while (done < len) {
+		ssize_t n = write(fd, text + done, len - done);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
@@ -157,9 +154,70 @@ static int append(struct cl_gen_out *o, int fd, const char *path, json_t *root, 
 		}
 		done += (size_t)n;
 	}
-	free(text);
 	o->dirty = true;
 	return rc;
+}
+
+/* Appends root as one line to fd. */
+static int append(struct cl_gen_out *o, int fd, const char *path, json_t *root, struct cl_err *err)
+{
+	char *text = json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(17));
+	if (!text)
+		return cl_err_set(err, CL_ENOMEM, "out of memory writing '%s'", path);
+	size_t len = strlen(text);
+	text[len] = '\n'; /* json_dumps's NUL becomes the newline: one buffer, one write */
+	int rc = write_line(o, fd, path, text, len + 1, err);
+	free(text);
+	return rc;
+}
+
+/* A JSON string's text (quoted, escaped), or "null" for NULL; free it.  NULL: no memory. */
+static char *json_text(const char *s)
+{
+	json_t *j = s ? json_string(s) : json_null();
+	char *t = j ? json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+	json_decref(j);
+	return t;
+}
+
+/*
+ * The success line with the body copied as it came, not parsed into a tree and serialized
+ * again: the answers are most of a job's bytes, and dumping each one again cost the
+ * coordinator as much as parsing it (docs/testing.md, "Generate jobs at scale").  The body
+ * has been checked to be one JSON object; a raw newline in it (whitespace between tokens,
+ * legal JSON) would split the line, so such a body takes the slow path.  1 when written
+ * (or failed: rc in *rc), 0 when the caller must take the slow path.
+ */
+static int append_verbatim(struct cl_gen_out *o, const char *custom_id, int status,
+			   const char *request_id, const char *body, size_t body_len, int *rc,
+			   struct cl_err *err)
+{
+	if (memchr(body, '\n', body_len) || memchr(body, '\r', body_len))
+		return 0;
+	char *cid = json_text(custom_id), *rid = json_text(request_id);
+	size_t cap = body_len + (cid ? strlen(cid) : 0) + (rid ? strlen(rid) : 0) + 160;
+	char *line = cid && rid ? malloc(cap) : NULL;
+	if (!line) {
+		free(cid);
+		free(rid);
+		*rc = cl_err_set(err, CL_ENOMEM, "out of memory writing '%s'", o->path_out);
+		return 1;
+	}
+	int k = snprintf(line, cap,
+			 "{\"id\":\"batch_req_%s%06llx\",\"custom_id\":%s,\"response\":{"
+			 "\"status_code\":%d,\"request_id\":%s,\"body\":",
+			 o->id_stem, (unsigned long long)++o->seq, cid, status, rid);
+	size_t len = (size_t)k;
+	memcpy(line + len, body, body_len);
+	len += body_len;
+	static const char tail[] = "},\"error\":null}\n";
+	memcpy(line + len, tail, sizeof(tail) - 1);
+	len += sizeof(tail) - 1;
+	*rc = write_line(o, o->fd_out, o->path_out, line, len, err);
+	free(line);
+	free(cid);
+	free(rid);
+	return 1;
 }
 
 static json_t *line_base(struct cl_gen_out *o, const char *custom_id)
@@ -180,6 +238,11 @@ int cl_gen_out_success(struct cl_gen_out *o, const char *custom_id, int status,
 		return cl_err_set(err, CL_EINVAL, "the answer to '%.200s' is not a JSON object: %s",
 				  custom_id, b ? "another JSON value" : je.text);
 	}
+	int rc;
+	if (append_verbatim(o, custom_id, status, request_id, body, strlen(body), &rc, err)) {
+		json_decref(b);
+		return rc;
+	}
 	json_t *root = line_base(o, custom_id);
 	json_t *resp = json_pack("{s:i, s:s?, s:o}", "status_code", status, "request_id",
 				 request_id, "body", b);
@@ -188,7 +251,7 @@ int cl_gen_out_success(struct cl_gen_out *o, const char *custom_id, int status,
 		json_decref(root);
 		return cl_err_set(err, CL_ENOMEM, "out of memory writing '%s'", o->path_out);
 	}
-	int rc = append(o, o->fd_out, o->path_out, root, err);
+	rc = append(o, o->fd_out, o->path_out, root, err);
 	json_decref(root);
 	return rc;
 }

@@ -174,6 +174,13 @@ int cl_results_set_server_metrics(struct cl_results *r, json_t *server_metrics)
 	return json_object_set_new(r->doc, "server_metrics", server_metrics) ? CL_ENOMEM : 0;
 }
 
+int cl_results_set_requests_log(struct cl_results *r, json_t *block)
+{
+	if (!block)
+		return CL_ENOMEM;
+	return json_object_set_new(r->doc, "requests_log", block) ? CL_ENOMEM : 0;
+}
+
 /* ---- the capacity answer ---- */
 
 static const char *state_name(enum cl_capacity_state s)

@@ -164,6 +164,11 @@ int cl_results_set_server(struct cl_results *r, size_t stage, json_t *server);
  * failure.  Call before cl_results_finish.  CL_ENOMEM (NULL). */
 int cl_results_set_server_metrics(struct cl_results *r, json_t *server_metrics);
 
+/* Records the output.requests account (results.json's `requests_log`: file, records
+ * written, records the agents dropped, per agent); takes ownership, also on failure.
+ * CL_ENOMEM (NULL). */
+int cl_results_set_requests_log(struct cl_results *r, json_t *block);
+
 /* Records what the agents spent on stage `stage` over its measured window: their CPU summed
  * (100 = one core) and the streams they had in flight, both averaged over the samples the
  * run took; results.json's client.agents_cpu_pct_mean, streams_mean and cpu_per_stream_pct

@@ -51,7 +51,12 @@ struct gen_agent {
 };
 
 struct run_gen {
+	/* The ids already answered, read from output and errors: needed only until the input is
+	 * checked, then freed, so the run holds no set of ids (send says what to send). */
 	struct cl_gen_idset done;
+	/* The lines (Batch input) or records (dataset: body k is k) still to send: one bit
+	 * each, filled by the check, read by the leases. */
+	struct cl_gen_lineset send;
 	struct cl_gen_out out;
 	struct cl_gen_scan scan;
 	struct cl_gen_reader reader;
@@ -133,6 +138,7 @@ void cli_run_generate_free(struct run *r)
 	struct cl_err err = { 0 };
 	cl_gen_out_close(&g->out, &err);
 	cl_gen_idset_free(&g->done);
+	cl_gen_lineset_free(&g->send);
 	if (g->m_ready)
 		cl_metrics_destroy(&g->m);
 	free(g);
@@ -188,7 +194,10 @@ static int check_dataset(struct run *r, struct cl_err *err)
 	for (size_t k = 0; k < r->workload.n_bodies; k++) {
 		char id[16];
 		int n = ds_id(g, k, id, sizeof(id));
-		g->scan.present += cl_gen_idset_has(&g->done, id, (size_t)n);
+		if (cl_gen_idset_has(&g->done, id, (size_t)n))
+			g->scan.present++;
+		else if (cl_gen_lineset_add(&g->send, k) != 0)
+			return cl_err_set(err, CL_ENOMEM, "out of memory");
 	}
 	g->scan.to_send = g->scan.valid - g->scan.present;
 	return 0;
@@ -209,9 +218,11 @@ int cli_run_generate_check(struct run *r, struct cl_err *err)
 	} else {
 		struct cl_gen_idset seen = { 0 };
 		rc = cl_gen_scan(s->input, &g->done, s->skip_invalid,
-				 s->skip_invalid ? &g->out : NULL, &seen, &g->scan, err);
+				 s->skip_invalid ? &g->out : NULL, &seen, &g->send, &g->scan, err);
 		cl_gen_idset_free(&seen);
 	}
+	/* From here on send says what to send: the id sets' memory goes back before the run. */
+	cl_gen_idset_free(&g->done);
 	if (rc != 0)
 		return rc;
 	if ((rc = cl_gen_out_sync(&g->out, true, err)) != 0)
@@ -359,10 +370,10 @@ static int next_lease(struct run *r, struct lease *out, struct cl_err *err)
 	if (g->ds.on) {
 		while (g->ds.next < r->workload.n_bodies) {
 			size_t k = g->ds.next++;
-			char id[16];
-			int n = ds_id(g, k, id, sizeof(id));
-			if (cl_gen_idset_has(&g->done, id, (size_t)n))
+			if (!cl_gen_lineset_has(&g->send, k))
 				continue; /* answered by an earlier run */
+			char id[16];
+			ds_id(g, k, id, sizeof(id));
 			const struct cl_request_body *b = &r->workload.bodies[k];
 			*out = (struct lease){ .id = strdup(id), .body = malloc(b->len + 1),
 					       .body_len = b->len };
@@ -377,7 +388,7 @@ static int next_lease(struct run *r, struct lease *out, struct cl_err *err)
 		return 0;
 	}
 	struct cl_gen_line ln;
-	int rc = cl_gen_reader_next(&g->reader, &g->done, &ln, err);
+	int rc = cl_gen_reader_next(&g->reader, &g->send, &ln, err);
 	if (rc != 1)
 		return rc;
 	*out = (struct lease){ .id = ln.id, .body = ln.body, .body_len = ln.body_len };
@@ -385,11 +396,22 @@ static int next_lease(struct run *r, struct lease *out, struct cl_err *err)
 }
 
 /* Leases agent i ids up to twice its share, in one LEASE.  0 or a negative code. */
+/* The most ids an agent holds: twice its streams, or with a rate one second of its tries
+ * when that is more.  A paced agent needs few streams (rate x latency) but must not run dry
+ * while its answers and the next lease cross the control channel: with 4 streams at 20/s,
+ * eight ids were 0.4 s of work, and a loaded machine's round trip starved it. */
+static size_t lease_cap(const struct gen_agent *a)
+{
+	size_t cap = 2 * (size_t)a->share;
+	size_t by_rate = (size_t)ceil(a->rate_per_s);
+	return by_rate > cap ? by_rate : cap;
+}
+
 static int lease_to(struct run *r, size_t i, struct cl_err *err)
 {
 	struct run_gen *g = r->gen;
 	struct gen_agent *a = &g->agents[i];
-	size_t cap = 2 * (size_t)a->share;
+	size_t cap = lease_cap(a);
 	if (a->n_held >= cap || cl_fleet_room(&r->fleet, i) == 0)
 		return 0;
 	/* Not in dribbles: with a large allowance, wait until a quarter of it is free (unless
@@ -432,7 +454,7 @@ static int lease_to(struct run *r, size_t i, struct cl_err *err)
 	c.lease.n_items = n;
 	s->cmd_seq = cl_fleet_send(&r->fleet, i, &c);
 	CL_ASSERT(s->cmd_seq != 0);     /* room was checked */
-	CL_ASSERT(a->n_held <= cap);    /* never more than twice its concurrency held */
+	CL_ASSERT(a->n_held <= cap);    /* never more than lease_cap held */
 	s->next = a->sent;
 	a->sent = s;
 	return rc;
@@ -458,6 +480,32 @@ static void reclaim(struct run *r, size_t i)
 }
 
 /* ---- the job ---- */
+
+static void send_generate(struct run *r, size_t i);
+
+/* generate.rate over the agents left, by their workers (as a stage's), sent again to those
+ * already running (the agent changes only its pace): a lost agent's part of the rate goes to
+ * the others, so the job keeps its rate.  Streams stay as they were split. */
+static void resplit_rate(struct run *r)
+{
+	struct run_gen *g = r->gen;
+	uint64_t workers = 0;
+	for (size_t i = 0; i < r->fleet.n; i++)
+		if (r->fleet.agents[i].live != CL_LIVE_LOST)
+			workers += r->fleet.agents[i].workers ? r->fleet.agents[i].workers : 1;
+	if (!workers || r->s.generate.rate_per_s <= 0)
+		return;
+	for (size_t i = 0; i < r->fleet.n; i++) {
+		if (r->fleet.agents[i].live == CL_LIVE_LOST)
+			continue;
+		uint64_t w = r->fleet.agents[i].workers ? r->fleet.agents[i].workers : 1;
+		g->agents[i].rate_per_s = r->s.generate.rate_per_s * (double)w / (double)workers;
+		if (g->agents[i].started)
+			send_generate(r, i);
+	}
+	cl_progress_note(&r->prog, "generate: %g/s now split over %zu agents",
+			 r->s.generate.rate_per_s, cl_fleet_active(&r->fleet));
+}
 
 static void split_shares(struct run *r)
 {
@@ -648,6 +696,7 @@ int cli_run_generate(struct run *r)
 			if (fa->live == CL_LIVE_LOST) {
 				if (!a->lost_done) {
 					reclaim(r, i);
+					resplit_rate(r);
 					if (r->s.agents.on_loss == CL_ON_LOSS_FAIL) {
 						status = CL_STAGE_FAILED;
 						snprintf(reason, sizeof(reason),

@@ -115,10 +115,12 @@ struct run_stage {
 	uint32_t load_samples;
 };
 
-struct run_gen; /* run/generate.c */
+struct run_gen;      /* run/generate.c */
+struct run_requests; /* run/requests.c */
 
 struct run {
 	struct run_gen *gen;       /* a generate job's state (NULL: a benchmark) */
+	struct run_requests *requests; /* output.requests: requests.jsonl (NULL: not asked) */
 	struct cl_srv_scrape *srv; /* the target's /metrics, scraped all run long; NULL: none */
 	int64_t srv_t0_us;         /* when scraping began (server_metrics.restarts[].t_s) */
 	const struct cl_run_opts *o;
@@ -167,6 +169,15 @@ struct run {
 	struct cl_http_live *http_web;
 	int64_t web_tick_us;
 };
+
+/* run/requests.c */
+/* With output.requests, creates <results>/requests.jsonl and takes the agents' REQUESTS
+ * (the fleet's on_requests).  0 (also when not asked), CL_ENOMEM or CL_EIO. */
+int cli_run_requests_open(struct run *r, struct cl_err *err);
+/* Puts the records written and dropped so far into results.json's requests_log. */
+void cli_run_requests_note(struct run *r);
+/* Closes the file; REQUESTS are refused after it.  Safe when never opened. */
+void cli_run_requests_close(struct run *r);
 
 /* run/setup.c */
 int cli_run_start_simulator(struct run *r, struct cl_err *err);

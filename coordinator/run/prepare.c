@@ -243,6 +243,7 @@ int cli_run_prepare(struct run *r)
 			continue;
 		struct cl_msg_cmd c = { .cmd = CL_CMD_PREPARE };
 		c.prepare.target = r->target;
+		c.prepare.requests = r->s.output.requests;
 		c.prepare.workload = *w;
 		c.prepare.workload.n_bodies = in_parts ? 0 : w->n_bodies;
 		c.prepare.workload.bodies = in_parts ? NULL : w->bodies;

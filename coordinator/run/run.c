@@ -239,6 +239,7 @@ static int render(struct run *r, struct cl_err *err)
 static void cleanup(struct run *r)
 {
 	cli_run_generate_free(r);
+	cli_run_requests_close(r);
 	cli_run_live_close(r);
 	cl_fleet_close(&r->fleet);
 	for (size_t i = 0; i < CL_FLEET_MAX_AGENTS; i++) {
@@ -384,6 +385,7 @@ static int finish(struct run *r, int code)
 	cli_run_stop_processes(r);
 	if (r->res)
 		record_server_metrics(r);
+	cli_run_requests_note(r);
 	cl_srv_scrape_stop(r->srv);
 	r->srv = NULL;
 	if (r->res) {
@@ -475,6 +477,10 @@ int cl_run(const struct cl_run_opts *o)
 		bool bad_input = frc == CL_EREFUSED || frc == CL_EINVAL;
 		code = fail_msg(r, bad_input ? CL_EXIT_USAGE : CL_EXIT_FAILED, &err,
 				"cannot start the agents");
+		goto finish;
+	}
+	if (cli_run_requests_open(r, &err) != 0) {
+		code = fail_msg(r, CL_EXIT_FAILED, &err, "cannot keep the request records");
 		goto finish;
 	}
 	if (cli_run_wait_for_agents(r, &err) != 0) {

@@ -85,6 +85,7 @@ static void conv_formats(struct scn_ctx *c, const struct ynode *v, void *obj)
 static const struct scn_field output_fields[] = {
 	SCN_FIELD("dir", SCN_F_NESTR, struct cl_scn_output, dir),
 	SCN_CUSTOM("formats", conv_formats),
+	SCN_FIELD("requests", SCN_F_BOOL, struct cl_scn_output, requests),
 };
 
 static void conv_output(struct scn_ctx *c, const struct ynode *v, void *obj)
@@ -330,6 +331,10 @@ static void check_stages(struct scn_ctx *c)
 		cli_scn_error(c, urls,
 			      "a generate job sends to one endpoint: give target.url (several "
 			      "endpoints are for stages)");
+	if (l->top[T_GENERATE] && s->output.requests)
+		cli_scn_error(c, l->top[T_OUTPUT],
+			      "output.requests is for benchmark stages: a generate job already "
+			      "writes one line per request to generate.output and generate.errors");
 	if (!l->top[T_STAGES] && !l->top[T_GENERATE])
 		cli_scn_error(c, l->root,
 			      "missing 'stages': add at least one, e.g. stages: [ { "

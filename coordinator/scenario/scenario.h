@@ -307,6 +307,8 @@ enum cl_output_format { CL_FMT_JSON = 1, CL_FMT_CSV = 2, CL_FMT_MD = 4, CL_FMT_H
 struct cl_scn_output {
 	char *dir;        /* NULL: results/<name>-<UTC stamp>/ */
 	unsigned formats; /* bitmask of cl_output_format; JSON always included */
+	bool requests;    /* requests.jsonl: every request of every benchmark stage, collected
+			   * from the agents as the run goes */
 };
 
 /* generate.input_format: an OpenAI Batch file, or a dataset as workload.dataset reads

@@ -92,7 +92,7 @@ static void test_scan_errors(void **state)
 		struct cl_gen_scan scan;
 		struct cl_err err = { 0 };
 		char msg[600];
-		assert_int_equal(cl_gen_scan(in, &present, false, NULL, &seen, &scan, &err), CL_EINVAL);
+		assert_int_equal(cl_gen_scan(in, &present, false, NULL, &seen, NULL, &scan, &err), CL_EINVAL);
 		cl_err_format(&err, msg, sizeof(msg));
 		if (!strstr(msg, cases[i].want))
 			fail_msg("case %zu: '%s' does not contain '%s'", i, msg, cases[i].want);
@@ -112,34 +112,38 @@ static void test_skip_and_resume(void **state)
 	write_file(out, "{\"id\":\"x\",\"custom_id\":\"b\",\"response\":null,\"error\":null}\n{\"id\":\"y\",\"cus");
 	for (int pass = 0; pass < 2; pass++) {
 		struct cl_gen_idset done = { 0 }, seen = { 0 };
+		struct cl_gen_lineset send = { 0 };
 		struct cl_gen_out o;
 		struct cl_gen_scan scan;
 		struct cl_err err = { 0 };
 		assert_int_equal(cl_gen_out_open(&o, out, errs, &done, &err), 0);
 		assert_int_equal(o.repaired_bytes, pass == 0 ? 14 : 0);
-		assert_int_equal(cl_gen_scan(in, &done, true, &o, &seen, &scan, &err), 0);
+		assert_int_equal(cl_gen_scan(in, &done, true, &o, &seen, &send, &scan, &err), 0);
 		assert_int_equal(scan.lines, 5);
 		assert_int_equal(scan.valid, 3);
 		assert_int_equal(scan.invalid, 2);
 		assert_int_equal(scan.present, 1);
 		assert_int_equal(scan.to_send, 2);
+		assert_int_equal(send.n, 2); /* lines 1 and 6: not b (answered), not the second a */
+		assert_true(cl_gen_lineset_has(&send, 1) && cl_gen_lineset_has(&send, 6));
 		assert_int_equal(cl_gen_out_close(&o, &err), 0);
 		struct cl_gen_reader r;
 		assert_int_equal(cl_gen_reader_open(&r, in, &err), 0);
 		struct cl_gen_line l;
-		assert_int_equal(cl_gen_reader_next(&r, &done, &l, &err), 1);
+		assert_int_equal(cl_gen_reader_next(&r, &send, &l, &err), 1);
 		assert_string_equal(l.id, "a");
 		assert_int_equal(l.line_no, 1);
 		/* sent as written, the two fields first */
 		assert_string_equal(l.body, "{\"stream\":true,\"stream_options\":{\"include_usage\":"
 					    "true},\"messages\":[],\"temperature\":0.5}");
 		cl_gen_line_free(&l);
-		assert_int_equal(cl_gen_reader_next(&r, &done, &l, &err), 1);
+		assert_int_equal(cl_gen_reader_next(&r, &send, &l, &err), 1);
 		assert_string_equal(l.id, "c");
 		assert_int_equal(l.line_no, 6);
 		cl_gen_line_free(&l);
-		assert_int_equal(cl_gen_reader_next(&r, &done, &l, &err), 0);
+		assert_int_equal(cl_gen_reader_next(&r, &send, &l, &err), 0);
 		cl_gen_reader_close(&r);
+		cl_gen_lineset_free(&send);
 		cl_gen_idset_free(&done);
 		cl_gen_idset_free(&seen);
 	}
@@ -169,19 +173,18 @@ static void test_body_as_written(void **state)
 		   "{\"custom_id\":\"b\",\"url\":\"/v1/chat/completions\",\"body\":{ }}\n"
 		   "{\"custom_id\":\"c\",\"url\":\"/v1/chat/completions\",\"body\":{\"stream\":false,"
 		   "\"stream_options\":{\"x\":1},\"t\":1}}\n");
-	struct cl_gen_idset done = { 0 };
 	struct cl_gen_reader r;
 	struct cl_gen_line l;
 	struct cl_err err = { 0 };
 	assert_int_equal(cl_gen_reader_open(&r, in, &err), 0);
-	assert_int_equal(cl_gen_reader_next(&r, &done, &l, &err), 1);
+	assert_int_equal(cl_gen_reader_next(&r, NULL, &l, &err), 1);
 	assert_string_equal(l.body, "{\"stream\":true,\"stream_options\":{\"include_usage\":true}, "
 				    "\"t\" : 0.7, \"s\": \"a\\\"}\\u00e9\", \"n\": [1e2, {\"x\": \"]\"}] }");
 	cl_gen_line_free(&l);
-	assert_int_equal(cl_gen_reader_next(&r, &done, &l, &err), 1);
+	assert_int_equal(cl_gen_reader_next(&r, NULL, &l, &err), 1);
 	assert_string_equal(l.body, "{\"stream\":true,\"stream_options\":{\"include_usage\":true} }");
 	cl_gen_line_free(&l);
-	assert_int_equal(cl_gen_reader_next(&r, &done, &l, &err), 1);
+	assert_int_equal(cl_gen_reader_next(&r, NULL, &l, &err), 1);
 	assert_string_equal(l.body, "{\"stream\":true,\"stream_options\":{\"x\":1,\"include_usage\":"
 				    "true},\"t\":1}");
 	cl_gen_line_free(&l);

@@ -50,6 +50,18 @@ def read_lines(path):
     return [json.loads(l) for l in data.split("\n")[:-1] if l.strip()]
 
 
+def local_agents(run):
+    """The pids of the agents a running chatload spawned (its chatload-agent children)."""
+    with open("/proc/%d/task/%d/children" % (run.pid, run.pid)) as f:
+        kids = [int(x) for x in f.read().split()]
+    agents = []
+    for k in kids:
+        with open("/proc/%d/cmdline" % k, "rb") as f:
+            if b"chatload-agent" in f.read():
+                agents.append(k)
+    return agents
+
+
 def count_lines(path):
     try:
         with open(path, "rb") as f:
@@ -212,16 +224,7 @@ class Generate(tl.FleetCase):
         run = self.start_run(scn, self.scope.path("res"), name="lose")
         tl.wait_until(lambda: len(read_lines(out)) >= 50, 60, "50 answers")
 
-        def children():
-            with open("/proc/%d/task/%d/children" % (run.pid, run.pid)) as f:
-                kids = [int(x) for x in f.read().split()]
-            agents = []
-            for k in kids:
-                with open("/proc/%d/cmdline" % k, "rb") as f:
-                    if b"chatload-agent" in f.read():
-                        agents.append(k)
-            return agents
-        agents = children()
+        agents = local_agents(run)
         self.assertEqual(len(agents), 2, agents)
         os.kill(agents[0], signal.SIGKILL)
         run.wait_line(r"agent \d+ .* was lost: its \d+ leased requests go to the other", 30)
@@ -232,6 +235,38 @@ class Generate(tl.FleetCase):
         g = self.results(self.scope.path("res"))["stages"][0]["generate"]
         self.assertGreater(g["reissued"], 0)
         self.assertEqual(g["done"], n)
+
+    def test_lost_agent_rate_goes_to_the_other(self):
+        """rate: 20/s over two agents, one SIGKILLed: once it is declared lost (10 s later)
+        the other agent takes its part, so the simulator's arrivals after the loss come at
+        the job's 20/s again, not the 10/s one agent's share would give."""
+        n, rate = 330, 20.0
+        sim = self.start_sim("--ttft", "1ms", "--itl", "1ms", "--output-tokens", "3")
+        inp = self.scope.path("lr.jsonl")
+        out = self.scope.path("lr-out.jsonl")
+        with open(inp, "w") as f:
+            for i in range(n):
+                f.write(batch_line("lr%d" % i, {
+                    "model": "chatload-sim", "messages": [{"role": "user", "content": "q"}]})
+                        + "\n")
+        scn = self.job(sim, "lose-rate", inp, out, concurrency=8, rate="%g/s" % rate)
+        run = self.start_run(scn, self.scope.path("res-lr"), name="lose-rate")
+        tl.wait_until(lambda: len(read_lines(out)) >= 30, 60, "30 answers")
+        agents = local_agents(run)
+        self.assertEqual(len(agents), 2, agents)
+        os.kill(agents[0], signal.SIGKILL)
+        run.wait_line(r"generate: 20/s now split over 1 agents", 30)
+        # the simulator's clock is CLOCK_MONOTONIC, as is Python's monotonic clock
+        lost_us = time.monotonic() * 1e6
+        self.assertExit(run, 0, 120)
+        self.assertEqual(len(read_lines(out)), n)
+        after = sorted(t["arrival_us"] for t in sim.truth() if t["arrival_us"] > lost_us + 1e6)
+        self.assertGreaterEqual(len(after), 60, "too few arrivals after the loss to judge")
+        got = (len(after) - 1) / ((after[-1] - after[0]) / 1e6)
+        sys.stderr.write("generate_test: rate after the loss %.2f/s over %d arrivals (set "
+                         "%g/s)\n" % (got, len(after), rate))
+        self.assertGreater(got, 0.85 * rate)
+        self.assertLess(got, 1.15 * rate)
 
     def test_interrupted_then_finished(self):
         """SIGINT mid-job: exit 1, the stage `interrupted`, results.json's tally is exactly

@@ -250,7 +250,8 @@ static void assert_stage_equal(const struct cl_stage_plan *a, const struct cl_st
 static void test_names(void **state)
 {
 	static const char *const types[] = { NULL,      "HELLO",  "POLL", "REPORT",
-					     "WELCOME", "REFUSE", "CMD",  "ACK", "ANSWERS" };
+					     "WELCOME", "REFUSE", "CMD",  "ACK", "ANSWERS",
+					     "REQUESTS" };
 	static const char *const cmds[] = { "NOOP", "PROBE", "WARMUP", "PREPARE", "START_AT",
 					    "STOP", "ABORT", "QUIT",   "BODIES", "GENERATE", "LEASE" };
 	static const char *const states[] = { "idle",     "preparing", "ready", "running",
@@ -832,6 +833,58 @@ static void test_generate_messages(void **state)
 	in.cmd.lease.n_items = CL_WIRE_MAX_ITEMS + 1;
 	assert_err(cl_wire_encode(&in, &sb, &err), CL_ETOOBIG, err, "too many entries");
 	free(many);
+	assert_int_equal(sb.size, 0);
+	msgpack_sbuffer_destroy(&sb);
+}
+
+/* REQUESTS (output.requests): a record round-trips field by field, durations never reached
+ * travel absent and come back -1, and the encoder refuses a control character in an id. */
+static void test_requests_message(void **state)
+{
+	(void)state;
+	struct cl_req_record rec[2] = {
+		{ .stage = 3, .id = "a1-0-7", .in_window = true, .start_us = 123456, .ttft_us = 50,
+		  .ttfc_us = 60, .e2e_us = 900, .chunks = 16, .last_token_us = 880,
+		  .http_status = 200, .prompt_tokens = 10, .output_tokens = 16,
+		  .reasoning_tokens = 2, .status = "completed" },
+		{ .stage = 3, .id = "a1-0-8", .start_us = 123999, .ttft_us = -1, .ttfc_us = -1,
+		  .e2e_us = 40, .last_token_us = -1, .http_status = 500, .status = "err_http_5xx",
+		  .error = "500: \"boom\"\n" },
+	};
+	struct cl_msg in = { .type = CL_MSG_REQUESTS, .run = "r/s", .agent = 2, .seq = 11 }, out;
+	in.requests = (struct cl_msg_requests){ .records = rec, .n_records = 2, .dropped = 5,
+						.t_send_us = 99 };
+	roundtrip(&in, &out);
+	assert_int_equal(out.requests.n_records, 2);
+	assert_int_equal(out.requests.dropped, 5);
+	assert_int_equal(out.requests.t_send_us, 99);
+	assert_int_equal(out.requests.records[0].stage, 3);
+	const struct cl_req_record *a = &out.requests.records[0], *b = &out.requests.records[1];
+	assert_string_equal(a->id, "a1-0-7");
+	assert_true(a->in_window);
+	assert_int_equal(a->start_us, 123456);
+	assert_int_equal(a->ttft_us, 50);
+	assert_int_equal(a->ttfc_us, 60);
+	assert_int_equal(a->e2e_us, 900);
+	assert_int_equal(a->chunks, 16);
+	assert_int_equal(a->last_token_us, 880);
+	assert_int_equal(a->reasoning_tokens, 2);
+	assert_string_equal(a->status, "completed");
+	assert_string_equal(a->error, "");
+	assert_false(b->in_window);
+	assert_int_equal(b->ttft_us, -1);
+	assert_int_equal(b->ttfc_us, -1);
+	assert_int_equal(b->last_token_us, -1);
+	assert_int_equal(b->e2e_us, 40);
+	assert_int_equal(b->http_status, 500);
+	assert_string_equal(b->error, rec[1].error);
+	cl_msg_free(&out);
+
+	struct cl_err err = { 0 };
+	msgpack_sbuffer sb;
+	msgpack_sbuffer_init(&sb);
+	snprintf(rec[1].id, sizeof(rec[1].id), "a\r\nX: 1");
+	assert_err(cl_wire_encode(&in, &sb, &err), CL_EINVAL, err, "control character");
 	assert_int_equal(sb.size, 0);
 	msgpack_sbuffer_destroy(&sb);
 }
@@ -1761,6 +1814,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_generate_messages),
+		cmocka_unit_test(test_requests_message),
 		cmocka_unit_test(test_hello),
 		cmocka_unit_test(test_poll),
 		cmocka_unit_test(test_report_metrics),

@@ -9,6 +9,7 @@
 #include "chatload/plan.h"
 #include "chatload/readiness.h"
 #include "chatload/srcaddr.h"
+#include "chatload/reqrec.h"
 #include "chatload/stall.h"
 
 #include <msgpack.h>
@@ -50,7 +51,7 @@
 #define CL_WIRE_MAX_BODIES  (1u << 18)  /* workload.bodies entries (262144) */
 #define CL_WIRE_MAX_BODY    (16u << 20) /* one request body (JSON text), and probe/warmup bodies */
 #define CL_WIRE_MAX_PROMPT  (1u << 20)  /* PROBE.prompt */
-#define CL_WIRE_MAX_ITEMS   4096        /* LEASE.items, ANSWERS.answers entries */
+#define CL_WIRE_MAX_ITEMS   4096        /* LEASE.items, ANSWERS.answers, REQUESTS.records entries */
 #define CL_WIRE_MAX_ID      512         /* a generate request's custom_id */
 #define CL_WIRE_MAX_ANSWER  (16u << 20) /* one assembled chat.completion (JSON text) */
 
@@ -85,6 +86,7 @@ enum cl_msg_type {
 	CL_MSG_CMD,     /* reply to POLL: what to do */
 	CL_MSG_ACK,     /* reply to REPORT and ANSWERS: received (envelope seq = the request's) */
 	CL_MSG_ANSWERS, /* agent -> coordinator: finished generation requests (generate jobs) */
+	CL_MSG_REQUESTS, /* agent -> coordinator: per-request records of benchmark stages */
 	CL_MSG__COUNT
 };
 
@@ -256,6 +258,8 @@ struct cl_cmd_warmup {
 struct cl_cmd_prepare {
 	struct cl_target_plan target;
 	struct cl_workload_plan workload;
+	bool requests; /* send every finished request's record back in REQUESTS (the
+			* scenario's output.requests); on the wire only when true */
 };
 
 /* BODIES: bodies [offset, offset + n_bodies) of the workload the last PREPARE began. */
@@ -347,6 +351,17 @@ struct cl_msg_answers {
 	int64_t t_send_us;
 };
 
+/* REQUESTS: per-request records of benchmark stages.  Deduplicated by (agent, seq) as
+ * REPORT.  dropped counts the records this agent has dropped so far in the run (its buffer
+ * was full because the coordinator fell behind): cumulative, so a lost message loses no
+ * count. */
+struct cl_msg_requests {
+	struct cl_req_record *records; /* decode: allocated; encode: borrowed */
+	size_t n_records;
+	uint64_t dropped;
+	int64_t t_send_us;
+};
+
 /* One message: the envelope every message carries, and its type's fields. */
 struct cl_msg {
 	enum cl_msg_type type;
@@ -363,6 +378,7 @@ struct cl_msg {
 		struct cl_msg_refuse refuse;
 		struct cl_msg_cmd cmd;
 		struct cl_msg_answers answers;
+		struct cl_msg_requests requests;
 	};
 };
 
