@@ -91,6 +91,11 @@ int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt
 		json_decref(messages);
 		return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
 	}
+	/* workload.images, after the prefix and salt went into the text they join. */
+	if (c->images && c->images->count && cli_workload_add_images(c, messages, c->n) != 0) {
+		json_decref(messages);
+		return cl_err_set(err, CL_ENOMEM, "out of memory making workload.images");
+	}
 	if (c->api == CL_API_EMBEDDINGS && c->batch > 1) {
 		/* One input per prompt: they wait until the batch is full. */
 		if (!c->pending && !(c->pending = json_array())) {

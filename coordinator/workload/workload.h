@@ -42,6 +42,8 @@ struct cl_workload_stats {
 	uint64_t prompt_chars_sum;  /* characters of the prompts, prefix included */
 	uint32_t prefix_groups;     /* workload.shared_prefix.groups (0: none) */
 	uint32_t prefix_tokens;
+	uint32_t images;         /* workload.images.count: images each request carries */
+	uint64_t body_bytes_sum; /* the bodies' bytes as rendered (images' data URLs included) */
 	int64_t trace_span_us; /* trace replay: the last start's offset (speedup applied) */
 	/* workload.calibrate, filled by the run (0 without it): the sample's characters per
 	 * token, and the target's count of some prompts as sent against what they were built
