@@ -205,6 +205,13 @@ int cl_report_table(const json_t *doc, FILE *out)
 	}
 	if (marked)
 		print_detail(doc, RP_TBL_CLIENT, out);
+	/* workload.images: what the images cost in prompt tokens. */
+	json_array_foreach(stages, k, st)
+	{
+		char line[512];
+		if (cli_rp_images_line(st, line, sizeof(line)))
+			fprintf(out, "images: %s\n", line);
+	}
 	print_verdict(doc, out);
 	print_capacity(doc, out);
 	print_estimates(doc, out);
