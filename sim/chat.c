@@ -364,6 +364,15 @@ static int read_input(enum cl_api api, json_t *v, const char *key, struct cl_sim
 			*code = "invalid_image_url";
 			return CL_EINVAL;
 		}
+		/* A Responses conversation's history: its assistant items, as chat's. */
+		json_t *role = api == CL_API_RESPONSES ? json_object_get(e, "role") : NULL;
+		if (json_is_string(role) && strcmp(json_string_value(role), "assistant") == 0) {
+			req->history_turns++;
+			req->history_fnv =
+			    json_is_string(content)
+				? fnv1a(json_string_value(content), json_string_length(content))
+				: 0;
+		}
 		feed_prefix(&req->prefix, content);
 		req->inputs++;
 	}

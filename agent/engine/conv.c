@@ -156,10 +156,35 @@ void cli_conv_on_content(struct cl_slot *s, const char *text, size_t len)
 		s->answer_cut = true;
 }
 
-/* Appends the turn just answered to the history: its user message, then the answer. */
+/* A completions conversation's history (its prompt is one string): the turn's own text and
+ * the answer, each followed by a blank line, still JSON-escaped, inside the prompt's string. */
+static int add_to_prompt_history(struct cl_slot *s)
+{
+	const struct cl_request_body *b = s->body;
+	static const char gap[] = "\\n\\n";
+	struct cl_buf *h = &s->conv_hist;
+	size_t mark = h->len;
+	int rc = cl_buf_append(h, b->json + b->hist_at, b->user_len);
+	rc = rc ? rc : cl_buf_append(h, gap, sizeof(gap) - 1);
+	rc = rc ? rc
+		: cl_buf_append(h, s->conv_answer.data ? s->conv_answer.data : "",
+				s->conv_answer.len);
+	rc = rc ? rc : cl_buf_append(h, gap, sizeof(gap) - 1);
+	if (rc) {
+		h->len = mark;
+		if (h->data)
+			h->data[mark] = '\0';
+	}
+	return rc;
+}
+
+/* Appends the turn just answered to the history: its user message, then the answer (chat
+ * messages, which are also Responses input items). */
 static int add_to_history(struct cl_slot *s)
 {
 	const struct cl_request_body *b = s->body;
+	if (s->w->e->http.api == CL_API_COMPLETIONS)
+		return add_to_prompt_history(s);
 	static const char head[] = "{\"role\":\"assistant\",\"content\":\"", tail[] = "\"},";
 	struct cl_buf *h = &s->conv_hist;
 	size_t mark = h->len;

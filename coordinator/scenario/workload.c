@@ -456,11 +456,8 @@ static void check_api(struct scn_ctx *c, const struct cl_scn_workload *w,
 				      "there is no output length to set)");
 		return;
 	}
-	if (w->api != CL_API_CHAT && seen[WF_MULTI_TURN])
-		cli_scn_error(c, seen[WF_MULTI_TURN],
-			      "workload.multi_turn needs workload.api: chat (conversations are "
-			      "sent as chat messages; %s is not supported yet)",
-			      cl_api_name(w->api));
+	/* multi_turn needs nothing more: chat, responses (the history as input items) and
+	 * completions (the history inside the prompt string) all hold conversations. */
 }
 
 /* Resolves *path against the scenario's directory and checks it can be read. */

@@ -232,12 +232,17 @@ class ApiValidate(tl.FleetCase):
         self.assertRegex(text, r"v\.yaml:\d+:\d+: workload\.embedding_batch only applies "
                                r"with workload\.api: embeddings")
 
-    def test_multi_turn_needs_chat(self):
-        rc, text = self.validate({"api": "responses", "synthetic": {"input_tokens": 8},
+    def test_multi_turn_not_with_embeddings(self):
+        rc, text = self.validate({"api": "embeddings", "synthetic": {"input_tokens": 8},
                                   "multi_turn": {"turns": 2}})
         self.assertEqual(rc, 2, text)
-        self.assertRegex(text, r"v\.yaml:\d+:\d+: workload\.multi_turn needs workload\.api: "
-                               r"chat")
+        self.assertRegex(text, r"v\.yaml:\d+:\d+: workload\.multi_turn cannot be used with "
+                               r"workload\.api: embeddings \(an embedding is not a conversation\)")
+        # The generating APIs all hold conversations (conversation_test runs them).
+        for api in ("completions", "responses"):
+            rc, text = self.validate({"api": api, "synthetic": {"input_tokens": 8},
+                                      "multi_turn": {"turns": 2}})
+            self.assertEqual(rc, 0, text)
 
     def test_unknown_api(self):
         rc, text = self.validate({"api": "chats", "prompts": ["x"]})
