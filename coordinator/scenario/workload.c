@@ -417,10 +417,10 @@ static void check_api(struct scn_ctx *c, const struct cl_scn_workload *w,
 	if (seen[WF_IMAGES] && (w->api == CL_API_COMPLETIONS || w->api == CL_API_EMBEDDINGS)) {
 		cli_scn_error(c, seen[WF_IMAGES],
 			      "workload.images cannot be used with workload.api: %s (images are "
-			      "content parts of chat or responses messages; a %s)",
+			      "content parts of chat or responses messages; %s)",
 			      cl_api_name(w->api),
-			      w->api == CL_API_COMPLETIONS ? "completions prompt is one string"
-							   : "embeddings input is text");
+			      w->api == CL_API_COMPLETIONS ? "a completions prompt is one string"
+							   : "an embeddings input is text");
 		return;
 	}
 	if (w->api == CL_API_EMBEDDINGS) {
