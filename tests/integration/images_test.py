@@ -156,6 +156,32 @@ class Images(tl.FleetCase):
         self.run_images("responses", {"count": 1, "width": 32, "height": 32,
                                       "format": "jpeg"}, "resp")
 
+    def test_dataset_images_pass_through(self):
+        """An OpenAI-format record's own image_url parts are sent as written, and
+        workload.images adds its own after them: the simulator counts both."""
+        data = self.scope.path("vision.jsonl")
+        with open(data, "w") as f:
+            f.write(json.dumps({"messages": [{"role": "user", "content": [
+                {"type": "text", "text": "what is this?"},
+                {"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}}]}]})
+                + "\n")
+            f.write(json.dumps({"messages": [{"role": "user", "content": "plain text"}]}) + "\n")
+        sim = self.start_sim("--ttft", "2ms", "--itl", "1ms", "--output-tokens", "4",
+                             "--image-tokens", str(IMAGE_TOKENS))
+        w = {"dataset": data, "max_tokens": 4, "images": {"count": 1, "width": 16, "height": 16},
+             "drain_timeout": "5s", "request_timeout": "20s"}
+        doc = tl.scenario({"url": sim.url}, [{"concurrency": 1, "requests": 4}],
+                          {"local": 1, "workers": 1}, name="ds", workload=w,
+                          output={"formats": ["json"]})
+        out = self.scope.path("ds-out")
+        p = self.start_run(self.write_scenario("ds", doc), out, name="ds")
+        self.assertExit(p, 0, 90)
+        st = self.results(out)["stages"][0]
+        stage = [r for r in served(sim) if r["x_request_id"]]
+        self.assertEqual(st["requests"]["errors_total"], 0, st["requests"]["error_samples"])
+        self.assertEqual(sorted(r["images"] for r in stage), [1, 1, 2, 2])
+        self.assertEqual(st["tokens"]["prompt"], sum(r["prompt_tokens"] for r in stage))
+
     # ---- the images themselves --------------------------------------------------------
 
     def dump(self, images, seed=1, api="chat", name="d"):
