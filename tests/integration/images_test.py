@@ -118,7 +118,7 @@ class Images(tl.FleetCase):
              "drain_timeout": "5s", "request_timeout": "20s"}
         doc = tl.scenario({"url": sim.url}, [{"name": "c2", "concurrency": 2, "requests": 12}],
                           {"local": 1, "workers": 1}, name=name, workload=w, readiness=True,
-                          output={"formats": ["json", "md"]})
+                          output={"formats": ["json", "md", "html"]})
         out = self.scope.path(name + "-out")
         p = self.start_run(self.write_scenario(name, doc), out, name=name)
         self.assertExit(p, 0, 90)
@@ -151,6 +151,8 @@ class Images(tl.FleetCase):
         self.assertIn("images: " + line, p.tail(100000))
         with open(os.path.join(out, "report.md")) as f:
             self.assertIn(line, f.read())
+        with open(os.path.join(out, "report.html")) as f:
+            self.assertIn("<h2>Images</h2><ul>\n<li>" + line.replace("'", "&#39;"), f.read())
 
     def test_responses_images_equal_truth(self):
         self.run_images("responses", {"count": 1, "width": 32, "height": 32,
