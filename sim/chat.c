@@ -260,6 +260,18 @@ static int get_stop(json_t *root, struct cl_sim_chat_req *req, char *msg, size_t
 	return 0;
 }
 
+/* A message of a conversation's history (role "assistant"): counted, and the last one's
+ * string content named by its hash, for the truth log. */
+static void note_history(struct cl_sim_chat_req *req, json_t *role, json_t *content)
+{
+	if (!json_is_string(role) || strcmp(json_string_value(role), "assistant") != 0)
+		return;
+	req->history_turns++;
+	req->history_fnv = json_is_string(content)
+			       ? fnv1a(json_string_value(content), json_string_length(content))
+			       : 0;
+}
+
 /* chat's "messages": text, prefix blocks, the history's turns.  0, or CL_EINVAL. */
 static int read_messages(json_t *root, struct cl_sim_chat_req *req, char *msg, size_t n,
 			 const char **code)
@@ -298,13 +310,7 @@ static int read_messages(json_t *root, struct cl_sim_chat_req *req, char *msg, s
 		}
 		feed_prefix(&req->prefix, content);
 		req->prompt_fnv = fnv_message(req->prompt_fnv, role, content);
-		if (json_is_string(role) && strcmp(json_string_value(role), "assistant") == 0) {
-			req->history_turns++;
-			req->history_fnv =
-			    json_is_string(content)
-				? fnv1a(json_string_value(content), json_string_length(content))
-				: 0;
-		}
+		note_history(req, role, content);
 	}
 	return 0;
 }
@@ -365,14 +371,8 @@ static int read_input(enum cl_api api, json_t *v, const char *key, struct cl_sim
 			return CL_EINVAL;
 		}
 		/* A Responses conversation's history: its assistant items, as chat's. */
-		json_t *role = api == CL_API_RESPONSES ? json_object_get(e, "role") : NULL;
-		if (json_is_string(role) && strcmp(json_string_value(role), "assistant") == 0) {
-			req->history_turns++;
-			req->history_fnv =
-			    json_is_string(content)
-				? fnv1a(json_string_value(content), json_string_length(content))
-				: 0;
-		}
+		if (api == CL_API_RESPONSES)
+			note_history(req, json_object_get(e, "role"), content);
 		feed_prefix(&req->prefix, content);
 		req->inputs++;
 	}

@@ -156,45 +156,28 @@ void cli_conv_on_content(struct cl_slot *s, const char *text, size_t len)
 		s->answer_cut = true;
 }
 
-/* A completions conversation's history (its prompt is one string): the turn's own text and
- * the answer, each followed by a blank line, still JSON-escaped, inside the prompt's string. */
-static int add_to_prompt_history(struct cl_slot *s)
-{
-	const struct cl_request_body *b = s->body;
-	static const char gap[] = "\\n\\n";
-	struct cl_buf *h = &s->conv_hist;
-	size_t mark = h->len;
-	int rc = cl_buf_append(h, b->json + b->hist_at, b->user_len);
-	rc = rc ? rc : cl_buf_append(h, gap, sizeof(gap) - 1);
-	rc = rc ? rc
-		: cl_buf_append(h, s->conv_answer.data ? s->conv_answer.data : "",
-				s->conv_answer.len);
-	rc = rc ? rc : cl_buf_append(h, gap, sizeof(gap) - 1);
-	if (rc) {
-		h->len = mark;
-		if (h->data)
-			h->data[mark] = '\0';
-	}
-	return rc;
-}
-
-/* Appends the turn just answered to the history: its user message, then the answer (chat
- * messages, which are also Responses input items). */
+/*
+ * Appends the turn just answered to the history: its user message, then the answer.  Chat
+ * (and Responses, whose input items are the same messages): the user message object, then
+ * {"role":"assistant","content":"<answer>"} and a comma.  Completions, whose prompt is one
+ * string: the turn's text and the answer inside that string, each followed by a blank line.
+ * The answer is still JSON-escaped, as the decoder validated it.
+ */
 static int add_to_history(struct cl_slot *s)
 {
+	static const char chat_mid[] = ",{\"role\":\"assistant\",\"content\":\"",
+			  chat_tail[] = "\"},", gap[] = "\\n\\n";
 	const struct cl_request_body *b = s->body;
-	if (s->w->e->http.api == CL_API_COMPLETIONS)
-		return add_to_prompt_history(s);
-	static const char head[] = "{\"role\":\"assistant\",\"content\":\"", tail[] = "\"},";
+	bool prompt = s->w->e->http.api == CL_API_COMPLETIONS;
+	const char *mid = prompt ? gap : chat_mid, *tail = prompt ? gap : chat_tail;
 	struct cl_buf *h = &s->conv_hist;
 	size_t mark = h->len;
 	int rc = cl_buf_append(h, b->json + b->hist_at, b->user_len);
-	rc = rc ? rc : cl_buf_append(h, ",", 1);
-	rc = rc ? rc : cl_buf_append(h, head, sizeof(head) - 1);
+	rc = rc ? rc : cl_buf_append(h, mid, strlen(mid));
 	rc = rc ? rc
 		: cl_buf_append(h, s->conv_answer.data ? s->conv_answer.data : "",
 				s->conv_answer.len);
-	rc = rc ? rc : cl_buf_append(h, tail, sizeof(tail) - 1);
+	rc = rc ? rc : cl_buf_append(h, tail, strlen(tail));
 	if (rc) {
 		h->len = mark;
 		if (h->data)

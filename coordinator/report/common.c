@@ -519,7 +519,7 @@ void cli_rp_server_notes(const json_t *doc, void (*emit)(void *arg, const char *
 		emit(arg, line);
 }
 
-bool cli_rp_images_line(const json_t *stage, char *buf, size_t n)
+static bool images_line(const json_t *stage, char *buf, size_t n)
 {
 	const json_t *im = json_object_get(stage, "images");
 	if (!json_is_object(im))
@@ -535,4 +535,21 @@ bool cli_rp_images_line(const json_t *stage, char *buf, size_t n)
 			    1),
 		 cli_rj_fmt(each, sizeof(each), cl_results_num(im, "prompt_tokens_per_image"), 1));
 	return true;
+}
+
+size_t cli_rp_images_lines(const json_t *stages, void (*emit)(void *arg, const char *line),
+			   void *arg)
+{
+	size_t i, n = 0;
+	const json_t *st;
+	json_array_foreach(stages, i, st)
+	{
+		char line[512];
+		if (!images_line(st, line, sizeof(line)))
+			continue;
+		n++;
+		if (emit)
+			emit(arg, line);
+	}
+	return n;
 }

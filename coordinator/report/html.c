@@ -442,26 +442,22 @@ static void warnings(const json_t *doc, FILE *out)
 	fputs("</ul></section>\n", out);
 }
 
+static void html_item(void *arg, const char *line)
+{
+	FILE *out = arg;
+	fputs("<li>", out);
+	text(out, line);
+	fputs("</li>\n", out);
+}
+
 /* workload.images: each stage's prompt tokens with images against the text alone. */
 static void images(const json_t *stages, FILE *out)
 {
-	size_t i;
-	const json_t *st;
-	bool head = false;
-	json_array_foreach(stages, i, st)
-	{
-		char line[512];
-		if (!cli_rp_images_line(st, line, sizeof(line)))
-			continue;
-		if (!head)
-			fputs("<section><h2>Images</h2><ul>\n", out);
-		head = true;
-		fputs("<li>", out);
-		text(out, line);
-		fputs("</li>\n", out);
-	}
-	if (head)
-		fputs("</ul></section>\n", out);
+	if (!cli_rp_images_lines(stages, NULL, NULL))
+		return;
+	fputs("<section><h2>Images</h2><ul>\n", out);
+	cli_rp_images_lines(stages, html_item, out);
+	fputs("</ul></section>\n", out);
 }
 
 static void error_samples(const json_t *doc, FILE *out)

@@ -376,27 +376,23 @@ static void warnings_errors(const json_t *doc, FILE *out)
 		fputc('\n', out);
 }
 
+static void md_item(void *arg, const char *line)
+{
+	FILE *out = arg;
+	fputs("- ", out);
+	cli_rj_put_md(out, line);
+	fputc('\n', out);
+}
+
 /* workload.images: each stage's prompt tokens with images against the text alone. */
 static void images(const json_t *doc, FILE *out)
 {
 	const json_t *stages = json_object_get(doc, "stages");
-	size_t i;
-	const json_t *st;
-	bool head = false;
-	json_array_foreach(stages, i, st)
-	{
-		char line[512];
-		if (!cli_rp_images_line(st, line, sizeof(line)))
-			continue;
-		if (!head)
-			fputs("## Images\n\n", out);
-		head = true;
-		fputs("- ", out);
-		cli_rj_put_md(out, line);
-		fputc('\n', out);
-	}
-	if (head)
-		fputc('\n', out);
+	if (!cli_rp_images_lines(stages, NULL, NULL))
+		return;
+	fputs("## Images\n\n", out);
+	cli_rp_images_lines(stages, md_item, out);
+	fputc('\n', out);
 }
 
 int cl_report_md(const json_t *doc, FILE *out)

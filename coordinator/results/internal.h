@@ -218,10 +218,12 @@ char *cli_rp_fmt_pct(char *buf, size_t n, double pct);
 /* Milliseconds and rates with precision that suits their size; "-" for NaN. */
 char *cli_rp_fmt_ms(char *buf, size_t n, double ms);
 char *cli_rp_fmt_rate(char *buf, size_t n, double v);
-/* report/common.c: a stage's image cost in words (its `images` object), e.g. "stage 'c2':
+/* report/common.c: each stage's image cost in words (its `images` object), e.g. "stage 'c2':
  * 2 images per request, 1234.0 prompt tokens per request with them against 1064.0 for the
- * text alone (estimated): 85.0 per image"; false when the stage has no `images`. */
-bool cli_rp_images_line(const json_t *stage, char *buf, size_t n);
+ * text alone (estimated): 85.0 per image", handed to emit (NULL: only counted), in order.
+ * Returns how many stages have one. */
+size_t cli_rp_images_lines(const json_t *stages, void (*emit)(void *arg, const char *line),
+			   void *arg);
 /* A check's measured value and limit in its unit ("2345.0 ms", "1.20%", "12.5/s"). */
 char *cli_rp_fmt_slo_value(char *buf, size_t n, double v, const char *unit);
 /* Large counts as people read them: 51200000 -> "51.2M". */

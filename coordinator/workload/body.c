@@ -275,6 +275,21 @@ static int cut_markers(struct cl_request_body *b, const char *open, const char *
 	return 0;
 }
 
+/* The body just pushed is turn `turn`: its markers (open, close) cut out, its history's
+ * place and user message recorded. */
+static int mark_turn(struct render_ctx *c, const char *open, const char *close, uint32_t turn,
+		     struct cl_err *err)
+{
+	struct cl_request_body *b = &c->bodies[c->n - 1];
+	size_t before = b->len;
+	int rc = cut_markers(b, open, close);
+	if (rc)
+		return cl_err_set(err, rc, "cannot place the history in a conversation's body");
+	c->total_bytes -= before - b->len;
+	b->turn = turn;
+	return 0;
+}
+
 /* ---- multi-turn with api: completions ---- */
 
 /* The markers of a completions turn: inside the prompt string, around the turn's own text,
@@ -306,15 +321,7 @@ static int push_turn_prompt(struct render_ctx *c, const char *system, const char
 	if (rc)
 		return rc;
 	rc = cli_workload_push_body(c, messages, chars - 16, out_tokens, err);
-	if (rc)
-		return rc;
-	struct cl_request_body *b = &c->bodies[c->n - 1];
-	size_t before = b->len;
-	if ((rc = cut_markers(b, cmark1, cmark2)) != 0)
-		return cl_err_set(err, rc, "cannot place the history in a conversation's prompt");
-	c->total_bytes -= before - b->len;
-	b->turn = turn;
-	return 0;
+	return rc ? rc : mark_turn(c, cmark1, cmark2, turn, err);
 }
 
 int cli_workload_push_turn(struct render_ctx *c, const char *system, const char *prompt, size_t len,
@@ -334,13 +341,5 @@ int cli_workload_push_turn(struct render_ctx *c, const char *system, const char 
 	c->no_salt = turn > 1 && !(system && *system);
 	rc = cli_workload_push_body(c, messages, chars, out_tokens, err);
 	c->no_prefix = c->no_salt = false;
-	if (rc)
-		return rc;
-	struct cl_request_body *b = &c->bodies[c->n - 1];
-	size_t before = b->len;
-	if ((rc = cut_markers(b, mark1, mark2)) != 0)
-		return cl_err_set(err, rc, "cannot place the history in a conversation's body");
-	c->total_bytes -= before - b->len;
-	b->turn = turn;
-	return 0;
+	return rc ? rc : mark_turn(c, mark1, mark2, turn, err);
 }
