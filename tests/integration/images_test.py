@@ -261,7 +261,10 @@ class Images(tl.FleetCase):
         return r.status, data
 
     def test_sim_checks_image_urls(self):
-        sim = self.start_sim("--ttft", "1ms", "--itl", "1ms", "--image-tokens", "50")
+        """Malformed image URLs are a 400; a good one counts --image-tokens prompt tokens,
+        and the prefill time they cost (--prefill-per-token) is in the scheduled TTFT."""
+        sim = self.start_sim("--ttft", "1ms", "--itl", "1ms", "--image-tokens", "50",
+                             "--prefill-per-token", "1ms")
         ok = "data:image/png;base64," + base64.b64encode(b"\x89PNG....").decode()
         for bad in ("data:image/png;base64,abc", "data:image/png;base64,ab!=",
                     "data:image/png,AAAA", "data:text/plain;base64,AAAA", "ftp://x/y.png",
@@ -275,6 +278,10 @@ class Images(tl.FleetCase):
             self.assertEqual(json.loads(data)["usage"]["prompt_tokens"], 1 + 50)
         truth = served(sim)
         self.assertEqual([r["images"] for r in truth], [1, 1])
+        for r in truth:
+            # 1 ms of TTFT and 1 ms for each of 51 prompt tokens, 50 of them the image's
+            due = r["scheduled_first_us"] - r["arrival_us"] - r["queued_us"]
+            self.assertEqual(due, 1000 + 51 * 1000, r)
 
 
 class ImagesValidate(tl.FleetCase):
