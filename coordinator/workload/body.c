@@ -94,9 +94,11 @@ int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt
 		return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
 	}
 	/* workload.images, after the prefix and salt went into the text they join. */
-	if (c->images && c->images->count && cli_workload_add_images(c, messages, c->n) != 0) {
+	int irc =
+	    c->images && c->images->count ? cli_workload_add_images(c, messages, c->n, err) : 0;
+	if (irc) {
 		json_decref(messages);
-		return cl_err_set(err, CL_ENOMEM, "out of memory making workload.images");
+		return irc;
 	}
 	if (c->api == CL_API_EMBEDDINGS && c->batch > 1) {
 		/* One input per prompt: they wait until the batch is full. */

@@ -226,7 +226,8 @@ static json_t *image_part(enum cl_api api, const struct cl_scn_images *im, const
 	return part;
 }
 
-int cli_workload_add_images(struct render_ctx *c, json_t *messages, uint64_t body)
+int cli_workload_add_images(struct render_ctx *c, json_t *messages, uint64_t body,
+			    struct cl_err *err)
 {
 	const struct cl_scn_images *im = c->images;
 	json_t *user = NULL;
@@ -252,16 +253,30 @@ int cli_workload_add_images(struct render_ctx *c, json_t *messages, uint64_t bod
 	struct cl_buf url;
 	cl_buf_init(&url, 0);
 	int rc = parts ? 0 : CL_ENOMEM;
+	size_t bytes = 0;
 	for (uint32_t k = 0; !rc && k < im->count; k++) {
 		rc = cli_image_data_url(im, c->seed, body, k, &url);
 		json_t *part = rc ? NULL : image_part(c->api, im, url.data, url.len);
 		if (!rc && (!part || json_array_append_new(parts, part) != 0))
 			rc = CL_ENOMEM;
+		bytes += url.len;
 	}
 	cl_buf_free(&url);
-	if (!rc && json_object_set_new(user, "content", parts) != 0)
-		return CL_ENOMEM;
-	if (rc)
+	/* A body travels to the agents in one message (CL_WIRE_MAX_MSG, 64 MiB): refuse here,
+	 * before the run, what PREPARE could not send. */
+	if (!rc && bytes > CL_WORKLOAD_MAX_IMAGE_BYTES) {
 		json_decref(parts);
-	return rc;
+		return cl_err_set(
+		    err, CL_ETOOBIG,
+		    "workload.images: a request's %u images are %.1f MiB as data URLs, "
+		    "more than %u MiB; use fewer or smaller images",
+		    im->count, bytes / 1048576.0, CL_WORKLOAD_MAX_IMAGE_BYTES >> 20);
+	}
+	if (!rc && json_object_set_new(user, "content", parts) != 0)
+		return cl_err_set(err, CL_ENOMEM, "out of memory making workload.images");
+	if (rc) {
+		json_decref(parts);
+		return cl_err_set(err, rc, "out of memory making workload.images");
+	}
+	return 0;
 }

@@ -100,8 +100,10 @@ int cli_image_data_url(const struct cl_scn_images *im, uint64_t seed, uint64_t b
 
 /* Appends c->images' image parts (chat: image_url; responses: input_image) to the last user
  * message of messages, its string content becoming a text part first.  Nothing without
- * images or without a user message.  0 or CL_ENOMEM. */
-int cli_workload_add_images(struct render_ctx *c, json_t *messages, uint64_t body);
+ * images or without a user message.  0, CL_ETOOBIG (the images' data URLs of one request over
+ * CL_WORKLOAD_MAX_IMAGE_BYTES) or CL_ENOMEM, err filled; messages stays the caller's. */
+int cli_workload_add_images(struct render_ctx *c, json_t *messages, uint64_t body,
+			    struct cl_err *err);
 
 /* ---- workload/synth.c: text from the vocabulary ---------------------------------------------- */
 

@@ -17,6 +17,7 @@
 #define CL_WORKLOAD_MAX_TOTAL_BYTES  (1024u << 20) /* all rendered bodies together at most */
 #define CL_WORKLOAD_MAX_SYNTH_TOKENS (1u << 20)    /* one synthetic prompt at most */
 #define CL_WORKLOAD_CHARS_PER_TOKEN  4             /* the token estimate, below */
+#define CL_WORKLOAD_MAX_IMAGE_BYTES  (32u << 20)   /* one request's workload.images at most */
 
 /*
  * Tokens estimated without a tokenizer: ceil(characters / 4), characters being Unicode code

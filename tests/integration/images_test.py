@@ -315,6 +315,15 @@ class ImagesValidate(tl.FleetCase):
         self.assertNotEqual(rc, 0, text)
         self.assertRegex(text, r"v\.yaml:\d+:\d+: workload\.images\.format.*png.*jpeg")
 
+    def test_too_large(self):
+        """A request whose images could not travel to the agents is refused before the run
+        (a body goes in one message of at most 64 MiB)."""
+        rc, text = self.validate({"prompts": ["x"], "images": {
+            "count": 16, "width": 4096, "height": 4096, "format": "jpeg"}})
+        self.assertEqual(rc, 2, text)
+        self.assertRegex(text, r"workload\.images: a request's 16 images are \d+\.\d MiB as "
+                               r"data URLs, more than 32 MiB; use fewer or smaller images")
+
     def test_too_many(self):
         rc, text = self.validate({"prompts": ["x"], "images": {"count": 17}})
         self.assertNotEqual(rc, 0, text)
