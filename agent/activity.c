@@ -46,6 +46,7 @@ static struct cl_engine *make_engine(struct session *s, const struct cl_workload
 		.request_id_prefix = prefix,
 		.request_log_path = s->o->request_log,
 		.allow = s->o->allow,
+		.source = s->o->source,
 	};
 	struct cl_engine *e = NULL;
 	struct cl_err err = { 0 };
@@ -81,7 +82,7 @@ void cl_activity_prepare(struct session *s, struct cl_msg *reply)
 	s->prepare_msg = *reply;
 	memset(reply, 0, sizeof(*reply));
 	const struct cl_target_plan *t = &s->prepare_msg.cmd.prepare.target;
-	if (!cl_agent_target_allowed(s->o, t->base_url, why, sizeof(why))) {
+	if (!cl_agent_plan_allowed(s->o, t, why, sizeof(why))) {
 		cl_session_fail(s, "%s", why);
 		return;
 	}
@@ -270,6 +271,20 @@ void cl_activity_pump(struct session *s, int64_t now)
 		return;
 	}
 	rep.kind = s->act == ACT_WARMUP ? CL_REPORT_WARMUP : CL_REPORT_FINAL;
+	/* A final report says how many connections each source address has carried so far:
+	 * the coordinator keeps the latest (results' agents[].source_addresses).  Encoded
+	 * before push returns, so one record of the control thread serves every report. */
+	static struct cl_source_conns sources;
+	const struct cl_srcaddr_pool *pool = s->o->source;
+	if (rep.kind == CL_REPORT_FINAL && pool && pool->n) {
+		sources.n = (uint32_t)pool->n;
+		for (size_t i = 0; i < pool->n; i++) {
+			snprintf(sources.e[i].address, sizeof(sources.e[i].address), "%s",
+				 pool->addr[i]);
+			sources.e[i].connections = cl_engine_source_connections(s->act_engine, i);
+		}
+		rep.sources = &sources;
+	}
 	cl_report_queue_push(s, &rep, s->act == ACT_WARMUP ? "warmup" : "final");
 	s->act = ACT_NONE;
 	s->act_engine = NULL;

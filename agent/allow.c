@@ -15,3 +15,14 @@ bool cl_agent_target_allowed(const struct cl_agent_opts *o, const char *base_url
 	snprintf(why, n, "%s", err.msg);
 	return false;
 }
+
+bool cl_agent_plan_allowed(const struct cl_agent_opts *o, const struct cl_target_plan *t,
+			   char *why, size_t n)
+{
+	if (!cl_agent_target_allowed(o, t->base_url, why, n))
+		return false;
+	for (size_t i = 0; i < t->n_endpoints; i++)
+		if (!cl_agent_target_allowed(o, t->endpoints[i], why, n))
+			return false;
+	return true;
+}

@@ -4,6 +4,8 @@
 
 #include "control.h"
 
+#include "chatload/plan.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -15,5 +17,10 @@
  */
 bool cl_agent_target_allowed(const struct cl_agent_opts *opts, const char *base_url, char *why,
 			     size_t n);
+
+/* cl_agent_target_allowed for the plan's base URL and each of its endpoints (target.urls):
+ * the first one refused fills why. */
+bool cl_agent_plan_allowed(const struct cl_agent_opts *opts, const struct cl_target_plan *t,
+			   char *why, size_t n);
 
 #endif

@@ -6,6 +6,7 @@
 #include "http/allow.h"
 
 #include "chatload/exitcode.h"
+#include "chatload/srcaddr.h"
 #include "chatload/transport.h"
 
 #include <stdatomic.h>
@@ -24,6 +25,8 @@ struct cl_agent_opts {
 	const char *request_log;           /* optional per-request JSONL log (debugging, tests) */
 	const char *id_prefix;             /* X-Request-Id prefix; NULL: the host name */
 	const char *name; /* how the coordinator names this agent; NULL: the host name */
+	const struct cl_srcaddr_pool *source; /* --source-address: addresses the engine's
+					       * connections bind to in turn; empty: any */
 };
 
 /*

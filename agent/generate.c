@@ -21,7 +21,7 @@ void cl_generate_start(struct session *s, struct cl_msg_cmd *c)
 	cl_generate_stop(s);
 	const struct cl_cmd_generate *g = &c->generate;
 	char why[600];
-	if (!cl_agent_target_allowed(s->o, g->target.base_url, why, sizeof(why))) {
+	if (!cl_agent_plan_allowed(s->o, &g->target, why, sizeof(why))) {
 		cl_session_fail(s, "%s", why);
 		return;
 	}

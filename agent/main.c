@@ -5,6 +5,7 @@
 #include "chatload/buf.h"
 #include "chatload/exitcode.h"
 #include "chatload/log.h"
+#include "chatload/procs.h"
 #include "chatload/units.h"
 #include "chatload/wire.h"
 
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /*
  * Set by SIGINT/SIGTERM, read by the control loop on the main thread.  A signal sent to the
@@ -51,6 +53,11 @@ static void usage(FILE *out)
 	    "  --allow-target H[:P] only load this host (and port; repeatable): a name, an IPv4\n"
 	    "                       address or [IPv6]; default: any target\n"
 	    "  --workers N          worker threads (default: online CPUs)\n"
+	    "  --processes N        serve from N agent processes (1..64), each joining the\n"
+	    "                       coordinator as an agent of its own (same --name)\n"
+	    "  --source-address A   bind the load's connections to the local address A, each\n"
+	    "                       stream to the next address of the pool (repeatable; an IPv4\n"
+	    "                       block A.B.C.D/LEN adds its host addresses)\n"
 	    "  --insecure           allow plaintext tcp:// off loopback\n"
 	    "  --once               exit when the first run ends\n"
 	    "  --request-log F      write one JSON line per request (debugging)\n"
@@ -105,7 +112,9 @@ enum {
 	O_REQLOG,
 	O_PREFIX,
 	O_VERSION,
-	O_NAME
+	O_NAME,
+	O_SOURCE,
+	O_PROCESSES
 };
 static const struct option longopts[] = {
 	{ "connect", required_argument, NULL, O_CONNECT },
@@ -122,6 +131,8 @@ static const struct option longopts[] = {
 	{ "id-prefix", required_argument, NULL, O_PREFIX },
 	{ "version", no_argument, NULL, O_VERSION },
 	{ "name", required_argument, NULL, O_NAME },
+	{ "source-address", required_argument, NULL, O_SOURCE },
+	{ "processes", required_argument, NULL, O_PROCESSES },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -129,6 +140,8 @@ static const struct option longopts[] = {
 /* What the flags fill in and main hands to the daemon: the options point into them. */
 static char token[512];
 static struct cl_allow_list allow;
+static struct cl_srcaddr_pool source;
+static uint32_t n_processes = 1;
 
 /* parse_flags and apply_flag: go on to serve (any other value is the exit code). */
 #define GO_ON (-1)
@@ -184,6 +197,32 @@ static int apply_flag(int c, const char *arg, struct cl_agent_opts *o)
 			fprintf(stderr, "chatload-agent: %s\n", aerr.msg);
 			return CL_EXIT_USAGE;
 		}
+		break;
+	case O_SOURCE:
+		/* Checked at once: an address this host does not have would fail every
+		 * connection of the run, so it is a bad flag, not a run's error. */
+		{
+			size_t before = source.n;
+			if (cl_srcaddr_add(&source, arg, &aerr) != 0) {
+				fprintf(stderr, "chatload-agent: --source-address: %s\n", aerr.msg);
+				return CL_EXIT_USAGE;
+			}
+			for (size_t i = before; i < source.n; i++) {
+				if (cl_srcaddr_check_local(source.addr[i], &aerr) != 0) {
+					fprintf(stderr, "chatload-agent: --source-address: %s\n",
+						aerr.msg);
+					return CL_EXIT_USAGE;
+				}
+			}
+		}
+		break;
+	case O_PROCESSES:
+		if (cl_parse_i64(arg, 1, CL_PROCS_MAX, &v) != 0) {
+			fprintf(stderr, "chatload-agent: --processes must be 1..%d, got '%s'\n",
+				CL_PROCS_MAX, arg);
+			return CL_EXIT_USAGE;
+		}
+		n_processes = (uint32_t)v;
 		break;
 	case O_WORKERS:
 		if (cl_parse_i64(arg, 1, 1024, &v) != 0) {
@@ -258,6 +297,7 @@ static int parse_flags(int argc, char **argv, struct cl_agent_opts *o)
 		o->token = env ? env : "";
 	}
 	o->allow = &allow;
+	o->source = &source;
 	struct cl_err err = { 0 };
 	if (cl_transport_check_dial(o->connect_url, &o->tls, o->insecure, &err) != 0) {
 		char msg[700];
@@ -295,13 +335,42 @@ static int serve(const struct cl_agent_opts *o)
 	return code;
 }
 
+/* --processes: child i serves as an agent of its own.  Its request log and X-Request-Id
+ * prefix get ".<i>", so neither is shared; it is ready at once (joining is its own
+ * business, and a child that cannot join ends, which the supervisor reports). */
+static int serve_child(void *arg, uint32_t i, int ready_fd)
+{
+	static char log_path[4200], prefix[80], name[48];
+	struct cl_agent_opts o = *(const struct cl_agent_opts *)arg;
+	snprintf(name, sizeof(name), "chatload-agent.%u", i);
+	cl_log_init(name);
+	if (o.request_log) {
+		snprintf(log_path, sizeof(log_path), "%s.%u", o.request_log, i);
+		o.request_log = log_path;
+	}
+	if (o.id_prefix) {
+		snprintf(prefix, sizeof(prefix), "%s.%u", o.id_prefix, i);
+		o.id_prefix = prefix;
+	}
+	if (write(ready_fd, "1\n", 2) != 2)
+		CL_WARN("cannot tell the supervisor this process started");
+	close(ready_fd);
+	return serve(&o);
+}
+
 int main(int argc, char **argv)
 {
 	cl_log_init(argv[0]);
 	struct cl_agent_opts o = { .tls.words = &agent_tls_words };
 	int code = parse_flags(argc, argv, &o);
-	if (code == GO_ON)
+	if (code == GO_ON && n_processes > 1) {
+		struct cl_procs p = {
+			.n = n_processes, .what = "agent process", .arg = &o, .child = serve_child
+		};
+		code = cl_procs_run(&p);
+	} else if (code == GO_ON) {
 		code = serve(&o);
+	}
 	cl_allow_list_free(&allow);
 	return code;
 }

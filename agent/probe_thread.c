@@ -8,6 +8,7 @@
 #include "chatload/log.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 /* Runs on the gate's thread after every attempt: keeps the latest state for the control
@@ -22,10 +23,50 @@ static void probe_progress(void *ctx, const struct cl_readiness_result *now, int
 	cl_wake_poke(); /* a phase that passed is sent on at once (cl_probe_thread_pump) */
 }
 
+/*
+ * Several endpoints (target.urls): the gate runs on each in turn, each with the whole
+ * readiness timeout, and stops at the first that does not pass; its URL leads the error, so
+ * the run's failure names the endpoint.  When all pass, the first's result (the model it
+ * found) is the agent's.
+ */
+static void probe_endpoints(struct session *s)
+{
+	const struct cl_target_plan *t = s->probe_cfg.target;
+	struct cl_readiness_result first = { 0 };
+	for (size_t i = 0; i < t->n_endpoints; i++) {
+		struct cl_target_plan one = *t; /* shallow: only the base URL differs */
+		one.base_url = t->endpoints[i];
+		one.endpoints = NULL;
+		one.n_endpoints = 0;
+		struct cl_probe_cfg cfg = s->probe_cfg;
+		cfg.target = &one;
+		int rc = cl_probe_run(&cfg, probe_progress, s, &s->probe_cancel, &s->probe_res);
+		if (rc != 0) {
+			char msg[sizeof(s->probe_res.last_error)];
+			int n = snprintf(msg, sizeof(msg), "endpoint %zu %s: %s", i + 1,
+					 t->endpoints[i],
+					 s->probe_res.last_error[0] ? s->probe_res.last_error
+								    : "not ready");
+			if (n >= (int)sizeof(msg)) /* the server's words cut: say so */
+				memcpy(msg + sizeof(msg) - 4, "...", 4);
+			memcpy(s->probe_res.last_error, msg, sizeof(msg));
+			return;
+		}
+		if (i == 0)
+			first = s->probe_res;
+		else
+			CL_INFO("readiness gate: endpoint %zu %s ready", i + 1, t->endpoints[i]);
+	}
+	s->probe_res = first;
+}
+
 static void *probe_main(void *arg)
 {
 	struct session *s = arg;
-	cl_probe_run(&s->probe_cfg, probe_progress, s, &s->probe_cancel, &s->probe_res);
+	if (s->probe_cfg.target->n_endpoints)
+		probe_endpoints(s);
+	else
+		cl_probe_run(&s->probe_cfg, probe_progress, s, &s->probe_cancel, &s->probe_res);
 	atomic_store(&s->probe_done, 1);
 	cl_wake_poke(); /* the control loop sends the result at once */
 	return NULL;
@@ -46,7 +87,7 @@ void cl_probe_thread_start(struct session *s, struct cl_msg *reply)
 		return;
 	}
 	char why[600];
-	if (!cl_agent_target_allowed(s->o, t->base_url, why, sizeof(why))) {
+	if (!cl_agent_plan_allowed(s->o, t, why, sizeof(why))) {
 		cl_session_fail(s, "%s", why);
 		return;
 	}

@@ -102,6 +102,33 @@ static uint32_t prompt_tokens(const struct cl_sim_config *cfg, uint64_t chars, u
 	return cl_sim_chat_prompt_tokens(chars, cfg->chars_per_token);
 }
 
+/*
+ * Whether the answer is a tool call (docs/simulator.md, "Tool calls"), and of which tool:
+ * with tools offered and tool_choice auto, with probability rate^(N+1) where N counts the
+ * tool results since the last user message, so an agentic loop ends (rate 1: a call every
+ * time, until the client stops); "required" or a named tool always, "none" never.  The
+ * draw is its own hash of the seed and the request number: the request's other random
+ * numbers (jitter, length, fault) are the same with or without tools.
+ */
+static void pick_tool_call(const struct cl_sim_config *cfg, struct cl_sim_stream *st,
+			   const struct cl_sim_chat_req *cr)
+{
+	_Static_assert(sizeof(st->tool_name) == CL_SIM_TOOL_NAME, "a tool's name fits");
+	st->tool_results = cr->tool_results;
+	if (!cr->n_tools || cr->tool_choice == CL_SIM_TOOL_NONE ||
+	    st->planned_tokens <= st->planned_reasoning)
+		return;
+	uint64_t h = cl_sim_rng_for(cfg->seed ^ 0x746f6f6c63616c6cULL, st->seq);
+	double p = pow(cfg->tool_call_rate, (double)cr->tool_results + 1.0);
+	bool call = cr->tool_choice == CL_SIM_TOOL_REQUIRED || cl_splitmix_frac(&h) <= p;
+	if (!call)
+		return;
+	uint32_t k = cr->tool_choice_named ? cr->tool_named
+					   : (uint32_t)(cl_splitmix64(&h) % cr->n_tools);
+	st->tool_call = true;
+	snprintf(st->tool_name, sizeof(st->tool_name), "%s", cr->tool_names[k]);
+}
+
 /* A request that passed every check: fault, length, then a stream or a fault answer. */
 static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl_sim_chat_req *cr,
 			const char *model, int64_t now)
@@ -114,8 +141,13 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 	st->seq = ++s->next_seq;
 	st->api = cr->api;
 	st->inputs = cr->inputs;
-	snprintf(st->id, sizeof(st->id), "%s%llu", id_prefix[cr->api],
-		 (unsigned long long)st->seq);
+	/* With --processes each process numbers its own requests: its index keeps ids apart. */
+	if (cfg->processes > 1)
+		snprintf(st->id, sizeof(st->id), "%sp%u-%llu", id_prefix[cr->api],
+			 cfg->process_index, (unsigned long long)st->seq);
+	else
+		snprintf(st->id, sizeof(st->id), "%s%llu", id_prefix[cr->api],
+			 (unsigned long long)st->seq);
 	st->model = model;
 	st->created_s = cl_wall_us() / 1000000;
 	st->stream = cr->stream;
@@ -163,6 +195,7 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 			st->finish_length = false;
 		}
 	}
+	pick_tool_call(cfg, st, cr);
 	st->fault_tok = cl_sim_fault_token(cfg, st->planned_tokens);
 	st->stall_tok = cl_sim_fault_stall_token(cfg, st->planned_tokens);
 
@@ -215,6 +248,14 @@ static void handle_chat(struct cl_sim *s, struct cl_sim_conn *c, enum cl_api api
 		return;
 	}
 	st->stream = cr.stream;
+	if (cr.n_tools && s->cfg->no_tools) {
+		/* A server without tool support (llama.cpp without --jinja refuses them). */
+		cl_sim_stream_log_rejected(s, st, 400);
+		cl_sim_conn_error(c, 400, NULL,
+				  "tools are not supported by this server (chatload-sim --no-tools)",
+				  "invalid_request_error", "unsupported_parameter");
+		return;
+	}
 	if (!cr.stream && (api == CL_API_COMPLETIONS || api == CL_API_RESPONSES)) {
 		/* Not built: chatload streams these, and the simulator answers what it sends. */
 		snprintf(msg, sizeof(msg),
@@ -291,6 +332,10 @@ void cl_sim_api_handle(struct cl_sim *s, struct cl_sim_conn *c, const struct cl_
 	if (req->has_request_id) {
 		st->has_request_id = true;
 		snprintf(st->request_id, sizeof(st->request_id), "%s", req->request_id);
+	}
+	if (req->has_conversation) {
+		st->has_conversation = true;
+		snprintf(st->conversation, sizeof(st->conversation), "%s", req->conversation);
 	}
 
 	if (s->draining) {

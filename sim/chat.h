@@ -15,6 +15,15 @@
 
 #define CL_SIM_STOP_MAX 4  /* stop strings a request may give (OpenAI's limit) */
 #define CL_SIM_STOP_LEN 64 /* bytes of one, NUL included */
+#define CL_SIM_TOOLS_MAX 128 /* tools a request may offer */
+#define CL_SIM_TOOL_NAME 65  /* bytes of a tool's name (OpenAI: 1..64), NUL included */
+
+/* tool_choice (docs/simulator.md, "Tool calls") */
+enum cl_sim_tool_choice {
+	CL_SIM_TOOL_AUTO,     /* absent or "auto": the rate decides */
+	CL_SIM_TOOL_NONE,     /* "none": never a call */
+	CL_SIM_TOOL_REQUIRED, /* "required", or a named function: always a call */
+};
 
 struct cl_sim_chat_req {
 	enum cl_api api;  /* which endpoint the body came to */
@@ -37,6 +46,14 @@ struct cl_sim_chat_req {
 	struct cl_sim_prefix_key prefix; /* the messages' text in blocks, for the prefix cache */
 	uint64_t prompt_fnv; /* FNV-1a 64 of every message's role and text, each ended by 0x1e:
 			      * the prompt's identity in the truth log */
+	/* tools (chat only): the functions offered, tool_choice, and the role "tool" messages
+	 * since the last user message (the rounds of an agentic loop) */
+	uint32_t n_tools;
+	char tool_names[CL_SIM_TOOLS_MAX][CL_SIM_TOOL_NAME];
+	enum cl_sim_tool_choice tool_choice;
+	uint32_t tool_named; /* with a named tool_choice: the index of that tool */
+	bool tool_choice_named;
+	uint32_t tool_results;
 };
 
 /*
@@ -52,7 +69,8 @@ int cl_sim_chat_parse(const char *body, size_t len, struct cl_sim_chat_req *req,
  * "messages"; completions "prompt" (a string or an array of strings) and "max_tokens";
  * responses "input" (a string, or an array of messages or items whose content is a string
  * or text parts) and "max_output_tokens"; embeddings "input" (a string or an array of
- * strings, each one input) and refuses "stream": true.  stream, stream_options,
+ * strings, each one input) and refuses "stream": true.  Chat reads "tools" and
+ * "tool_choice" (a malformed one is a 400 naming the field); the other APIs refuse tools.  stream, stream_options,
  * ignore_eos and stop are read as for chat where the API has them.
  */
 int cl_sim_api_parse(enum cl_api api, const char *body, size_t len, struct cl_sim_chat_req *req,

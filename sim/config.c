@@ -472,6 +472,10 @@ int cl_sim_config_parse(struct cl_sim_config *cfg, int argc, char **argv, struct
 		return cl_err_set(err, CL_ERANGE, "--max-connections: must be at least 1");
 	if ((rc = get_duration(vals, "grace", &cfg->grace_us, err)))
 		return rc;
+	if ((rc = get_u32(vals, "processes", CL_SIM_MAX_PROCESSES, &cfg->processes, err)))
+		return rc;
+	if (cfg->processes < 1)
+		return cl_err_set(err, CL_ERANGE, "--processes: must be at least 1");
 
 	if ((rc = parse_models(cfg, val(vals, "model"), err)))
 		return rc;
@@ -555,5 +559,10 @@ int cl_sim_config_parse(struct cl_sim_config *cfg, int argc, char **argv, struct
 		return cl_err_set(err, CL_EINVAL, "--close-after-answer: '%s' is not a boolean", v);
 	if ((v = val(vals, "hold-after-done")) && cl_parse_bool(v, &cfg->hold_after_done))
 		return cl_err_set(err, CL_EINVAL, "--hold-after-done: '%s' is not a boolean", v);
+	/* Tool calls (docs/simulator.md, "Tool calls"). */
+	if ((rc = get_prob(vals, "tool-call-rate", 1.0, &cfg->tool_call_rate, err)))
+		return rc;
+	if ((v = val(vals, "no-tools")) && cl_parse_bool(v, &cfg->no_tools))
+		return cl_err_set(err, CL_EINVAL, "--no-tools: '%s' is not a boolean", v);
 	return 0;
 }

@@ -13,6 +13,7 @@
 #define CL_SIM_MAX_SCHEDULE 256     /* entries of --fault-schedule */
 #define CL_SIM_MAX_OUTPUT   1000000 /* output tokens one request may ask for */
 #define CL_SIM_MAX_TPC      256     /* --tokens-per-chunk */
+#define CL_SIM_MAX_PROCESSES 64     /* --processes (CL_PROCS_MAX) */
 
 /* How output length is chosen (--output-tokens). */
 enum cl_sim_len_kind {
@@ -66,6 +67,12 @@ struct cl_sim_config {
 	uint64_t max_body;
 	uint32_t max_connections;
 	int64_t grace_us;
+	/* --processes (procs.c): N > 1 forks N servers on one port.  A child's config says
+	 * which it is: process_index 0..N-1 and reuse_port, with its own truth and stats file
+	 * names and seed filled in by the supervisor. */
+	uint32_t processes;
+	uint32_t process_index;
+	bool reuse_port;
 	/* model and protocol */
 	char models[CL_SIM_MAX_MODELS][CL_SIM_MODEL_MAX];
 	size_t n_models;
@@ -120,6 +127,9 @@ struct cl_sim_config {
 	/* connection behaviour */
 	bool close_after_answer; /* keep-alive advertised, closed once the next request came */
 	bool hold_after_done;    /* streamed bodies delimited by close, never closed */
+	/* tool calls */
+	double tool_call_rate; /* --tool-call-rate: P of a tool call when tools are offered */
+	bool no_tools;         /* --no-tools: a request offering tools is refused (400) */
 };
 
 /*

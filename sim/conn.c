@@ -9,8 +9,10 @@
 
 #include "chatload/log.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <event2/event.h>
+#include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -441,7 +443,21 @@ static struct cl_sim_conn *conn_get(struct cl_sim *s)
 	return c;
 }
 
-bool cl_sim_conn_open(struct cl_sim *s, int fd)
+/* The client's address as the truth log names it ("127.0.0.2"), once per connection: a
+ * source-address pool is checked by what the server saw. */
+static void peer_text(const struct sockaddr *sa, char *out, size_t n)
+{
+	out[0] = '\0';
+	if (!sa)
+		return;
+	if (sa->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, out, (socklen_t)n);
+	else if (sa->sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, out,
+			  (socklen_t)n);
+}
+
+bool cl_sim_conn_open(struct cl_sim *s, int fd, const struct sockaddr *peer)
 {
 	int one = 1;
 	/* Each SSE event must leave when it is written, not when Nagle decides. */
@@ -451,6 +467,7 @@ bool cl_sim_conn_open(struct cl_sim *s, int fd)
 		return false;
 	c->fd = fd;
 	c->in_use = true;
+	peer_text(peer, c->peer, sizeof(c->peer));
 	event_assign(c->ev_read, s->base, fd, EV_READ | EV_PERSIST, on_readable, c);
 	event_assign(c->ev_write, s->base, fd, EV_WRITE | EV_PERSIST, on_writable, c);
 	if (event_add(c->ev_read, NULL) != 0) {

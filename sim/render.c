@@ -112,6 +112,46 @@ static void render_head(struct cl_sim_w *w, const struct cl_sim_stream *st)
 	CL_SIM_W_LIT(w, "\",\"choices\":[");
 }
 
+/* ---- tool calls (docs/simulator.md, "Tool calls") ------------------------------------- */
+
+const char *cl_sim_render_finish(const struct cl_sim_stream *st)
+{
+	return st->tool_call ? "tool_calls" : st->finish_length ? "length" : "stop";
+}
+
+/* The arguments text of a tool call, as it goes inside a JSON string: tokens [first, first +
+ * n) of the answer's content tokens.  The whole text is {"q":"<words>"}: the first token
+ * opens the object, the last closes it, so the planned count of tokens is the arguments. */
+static void render_tool_args(struct cl_sim_w *w, const struct cl_sim_stream *st, uint32_t first,
+			     uint32_t n)
+{
+	uint32_t total = st->planned_tokens - st->planned_reasoning;
+	if (first == 0)
+		CL_SIM_W_LIT(w, "{\\\"q\\\":\\\"");
+	cl_sim_render_tokens(w, st->seq, first, n, false);
+	if (first + n == total)
+		CL_SIM_W_LIT(w, "\\\"}");
+}
+
+/* A tool_calls delta as vLLM and llama.cpp stream it: the call's first piece carries its
+ * index, id, type and function name, later pieces the index and an arguments fragment. */
+static void render_tool_delta(struct cl_sim_w *w, const struct cl_sim_stream *st, uint32_t first,
+			      uint32_t n)
+{
+	CL_SIM_W_LIT(w, "\"tool_calls\":[{\"index\":0,");
+	if (first == 0) {
+		CL_SIM_W_LIT(w, "\"id\":\"call-sim-");
+		cl_sim_w_u64(w, st->seq);
+		CL_SIM_W_LIT(w, "\",\"type\":\"function\",\"function\":{\"name\":\"");
+		cl_sim_w_str(w, st->tool_name); /* [A-Za-z0-9_-] only: checked when read */
+		CL_SIM_W_LIT(w, "\",\"arguments\":\"");
+	} else {
+		CL_SIM_W_LIT(w, "\"function\":{\"arguments\":\"");
+	}
+	render_tool_args(w, st, first, n);
+	CL_SIM_W_LIT(w, "\"}}]");
+}
+
 /* A chat chunk's delta members: the opening role, or its reasoning then content text. */
 static void render_delta(struct cl_sim_w *w, const struct cl_sim_config *cfg,
 			 const struct cl_sim_stream *st, const struct cl_sim_chunk *ch)
@@ -132,7 +172,11 @@ static void render_delta(struct cl_sim_w *w, const struct cl_sim_config *cfg,
 		any = true;
 		a = r_end;
 	}
-	if (a < b) {
+	if (a < b && st->tool_call) {
+		if (any)
+			CL_SIM_W_LIT(w, ",");
+		render_tool_delta(w, st, a - st->planned_reasoning, b - a);
+	} else if (a < b) {
 		if (any)
 			CL_SIM_W_LIT(w, ",");
 		CL_SIM_W_LIT(w, "\"content\":\"");
@@ -274,13 +318,24 @@ int cl_sim_render_completion(struct cl_buf *out, const struct cl_sim_config *cfg
 	cl_sim_w_i64(&w, st->created_s);
 	CL_SIM_W_LIT(&w, ",\"model\":\"");
 	cl_sim_w_str(&w, st->model);
-	CL_SIM_W_LIT(&w, "\",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\","
-			 "\"content\":\"");
+	CL_SIM_W_LIT(&w, "\",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",");
 	if ((rc = cl_buf_append(out, tmp, cl_sim_w_len(&w, tmp))))
 		return rc;
-	if ((rc = append_tokens(out, st->seq, r, n - r, false)))
-		return rc;
-	if ((rc = cl_buf_puts(out, "\"")))
+	if (st->tool_call) {
+		/* The whole call at once: content null, the arguments in one string. */
+		rc = cl_buf_printf(out,
+				   "\"content\":null,\"tool_calls\":[{\"id\":\"call-sim-%llu\",\"type\":"
+				   "\"function\",\"function\":{\"name\":\"%s\",\"arguments\":\"{\\\"q\\\":"
+				   "\\\"",
+				   (unsigned long long)st->seq, st->tool_name);
+		rc = rc ? rc : append_tokens(out, st->seq, 0, n - r, false);
+		rc = rc ? rc : cl_buf_puts(out, "\\\"}\"}}]");
+	} else {
+		rc = cl_buf_puts(out, "\"content\":\"");
+		rc = rc ? rc : append_tokens(out, st->seq, r, n - r, false);
+		rc = rc ? rc : cl_buf_puts(out, "\"");
+	}
+	if (rc)
 		return rc;
 	if (r > 0) {
 		if ((rc = cl_buf_printf(out, ",\"%s\":\"", cfg->reasoning_field)) ||
@@ -289,7 +344,7 @@ int cl_sim_render_completion(struct cl_buf *out, const struct cl_sim_config *cfg
 	}
 	cl_sim_w_init(&w, tmp, sizeof(tmp));
 	CL_SIM_W_LIT(&w, "},\"logprobs\":null,\"finish_reason\":\"");
-	cl_sim_w_str(&w, st->finish_length ? "length" : "stop");
+	cl_sim_w_str(&w, cl_sim_render_finish(st));
 	CL_SIM_W_LIT(&w, "\"}]");
 	if (with_usage) {
 		CL_SIM_W_LIT(&w, ",\"usage\":");

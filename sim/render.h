@@ -30,6 +30,10 @@ void cl_sim_render_chunk(struct cl_sim_w *w, const struct cl_sim_config *cfg,
 /* Appends the usage-only final event (`"choices":[]`) counting st->sent_tokens. */
 void cl_sim_render_usage(struct cl_sim_w *w, const struct cl_sim_stream *st);
 
+/* The answer's finish_reason: "tool_calls" for a tool call (whatever its length), else
+ * "length" when the request's max ended it, else "stop". */
+const char *cl_sim_render_finish(const struct cl_sim_stream *st);
+
 /* Appends `data: [DONE]\n\n`. */
 void cl_sim_render_done(struct cl_sim_w *w);
 

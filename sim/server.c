@@ -28,7 +28,10 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
 {
 	struct cl_sim *s = arg;
 	for (int i = 0; i < ACCEPTS_PER_WAKEUP; i++) {
-		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct sockaddr_storage peer;
+		socklen_t peer_len = sizeof(peer);
+		int fd = accept4(lfd, (struct sockaddr *)&peer, &peer_len,
+				 SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
@@ -50,7 +53,7 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
 			close(fd);
 			continue;
 		}
-		if (!cl_sim_conn_open(s, fd))
+		if (!cl_sim_conn_open(s, fd, (const struct sockaddr *)&peer))
 			close(fd);
 	}
 }
@@ -146,7 +149,7 @@ static bool is_loopback(const struct sockaddr *sa)
 	return false;
 }
 
-static int write_port_file(const char *path, int port, struct cl_err *err)
+int cl_sim_write_port_file(const char *path, int port, struct cl_err *err)
 {
 	char tmp[4200];
 	snprintf(tmp, sizeof(tmp), "%.4096s.tmp.%ld", path, (long)getpid());
@@ -189,6 +192,12 @@ static int open_listener(struct cl_sim *s, struct cl_err *err)
 		goto out;
 	}
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* --processes: every process listens on the same port and the kernel spreads the
+	 * connections over their sockets, so no process accepts for another. */
+	if (cfg->reuse_port && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0) {
+		rc = cl_err_set(err, CL_ESYS, "cannot set SO_REUSEPORT: %s", strerror(errno));
+		goto out;
+	}
 	if (bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 4096) != 0) {
 		rc = cl_err_set(err, CL_ESYS, "cannot listen on '%s:%s': %s", cfg->listen_host,
 				cfg->listen_port, strerror(errno));
@@ -272,9 +281,14 @@ int cl_sim_server_init(struct cl_sim *s, const struct cl_sim_config *cfg, int64_
 		return cl_err_set(err, CL_ESYS, "cannot register events");
 	signal(SIGPIPE, SIG_IGN);
 
-	if (cfg->port_file && (rc = write_port_file(cfg->port_file, s->port, err)))
+	if (cfg->port_file && (rc = cl_sim_write_port_file(cfg->port_file, s->port, err)))
 		return rc;
-	CL_INFO("listening on %s:%d (model %s)", cfg->listen_host, s->port, cfg->models[0]);
+	if (cfg->processes > 1)
+		CL_INFO("process %u (of %u) listening on %s:%d (model %s)", cfg->process_index,
+			cfg->processes, cfg->listen_host, s->port, cfg->models[0]);
+	else
+		CL_INFO("listening on %s:%d (model %s)", cfg->listen_host, s->port,
+			cfg->models[0]);
 	return 0;
 }
 

@@ -8,6 +8,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* Writes port to path atomically (a temporary file renamed over it).  0 or CL_EIO. */
+int cl_sim_write_port_file(const char *path, int port, struct cl_err *err);
+
 /*
  * Builds the server: event loop, listening socket (refusing a non-loopback address unless
  * cfg->allow_remote), port file, truth log, signal handlers.  s must be zeroed; on failure

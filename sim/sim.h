@@ -43,6 +43,8 @@ struct cl_sim_stream {
 	bool cache_timings; /* --cache-timings: the cache said in timings.prompt_n only */
 	bool has_request_id;
 	char request_id[132];
+	bool has_conversation; /* X-Chatload-Conversation, for the truth log */
+	char conversation[132];
 	enum cl_sim_fault fault;
 	uint64_t rng;
 
@@ -57,6 +59,12 @@ struct cl_sim_stream {
 	uint32_t history_turns;     /* assistant messages in the request (truth log) */
 	uint64_t history_fnv;       /* FNV-1a of the last one's content, 0: none */
 	uint64_t prompt_fnv;        /* FNV-1a of the whole prompt (cl_sim_chat_req) */
+	/* tool calls: the answer is a streamed call of tool_name (its content tokens are the
+	 * arguments); tool_results counts the request's tool messages since its last user
+	 * message (truth log) */
+	bool tool_call;
+	uint32_t tool_results;
+	char tool_name[65];
 	uint32_t sent_tokens;
 	uint32_t chunks;    /* token-bearing chunks sent */
 	uint32_t fault_tok; /* the chunk carrying this token is where a mid-stream fault hits */
@@ -89,6 +97,7 @@ struct cl_sim_conn {
 	bool close_on_next; /* --close-after-answer: answered; close when the next request came */
 	bool held;          /* --hold-after-done: answer sent, body delimited by a close that
 			     * never comes; nothing more is read as a request */
+	char peer[48]; /* the client's address, as the truth log's "peer" says it */
 	struct event *ev_read;
 	struct event *ev_write;
 	bool write_armed;

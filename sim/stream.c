@@ -25,6 +25,7 @@ static void log_stream(struct cl_sim *s, const struct cl_sim_stream *st, int htt
 		.id = st->seq ? st->id : NULL,
 		.seq = st->seq,
 		.request_id = st->has_request_id ? st->request_id : NULL,
+		.conversation = st->has_conversation ? st->conversation : NULL,
 		.model = st->model,
 		.stream = st->stream,
 		.http_status = http_status,
@@ -52,6 +53,14 @@ static void log_stream(struct cl_sim *s, const struct cl_sim_stream *st, int htt
 		.history_fnv = st->history_fnv,
 		.prompt_fnv = st->prompt_fnv,
 		.cached_tokens = st->cached_tokens,
+		.peer = st->conn ? st->conn->peer : NULL,
+		.process = s->cfg->process_index,
+		/* a call counts once a piece of it was sent (a fault may cut it before) */
+		.tool_call = st->tool_call && st->sent_tokens > st->planned_reasoning,
+		.tool_call_tokens = st->tool_call && st->sent_tokens > st->planned_reasoning
+					? st->sent_tokens - st->planned_reasoning
+					: 0,
+		.tool_results = st->tool_results,
 		.answer_fnv =
 		    cl_sim_render_content_fnv(st->seq, st->sent_tokens > st->planned_reasoning
 							   ? st->sent_tokens - st->planned_reasoning
@@ -276,7 +285,7 @@ void cl_sim_stream_fire(struct cl_sim *s, struct cl_sim_stream *st, int64_t now_
 		struct cl_sim_chunk ch = {
 			.first_token = a,
 			.n_tokens = n,
-			.finish = last ? (st->finish_length ? "length" : "stop") : NULL,
+			.finish = last ? cl_sim_render_finish(st) : NULL,
 		};
 		if (resp)
 			cl_sim_render_resp_delta(&w, st, &ch);

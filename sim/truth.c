@@ -79,6 +79,8 @@ void cl_sim_truth_record(struct cl_sim_truth *t, const struct cl_sim_truth_rec *
 	cl_sim_w_u64(&w, r->seq);
 	CL_SIM_W_LIT(&w, ",\"x_request_id\":");
 	put_str_or_null(&w, r->request_id);
+	CL_SIM_W_LIT(&w, ",\"conversation\":");
+	put_str_or_null(&w, r->conversation);
 	CL_SIM_W_LIT(&w, ",\"model\":");
 	put_str_or_null(&w, r->model);
 	CL_SIM_W_LIT(&w, ",\"api\":");
@@ -152,6 +154,19 @@ void cl_sim_truth_record(struct cl_sim_truth *t, const struct cl_sim_truth_rec *
 	}
 	CL_SIM_W_LIT(&w, ",\"cached_tokens\":");
 	cl_sim_w_u64(&w, r->cached_tokens);
+	CL_SIM_W_LIT(&w, ",\"peer\":");
+	put_str_or_null(&w, r->peer && r->peer[0] ? r->peer : NULL);
+	CL_SIM_W_LIT(&w, ",\"process\":");
+	cl_sim_w_u64(&w, r->process);
+	/* tool calls: whether the answer was one, its tokens (the arguments sent), and the
+	 * tool results the request carried since its last user message */
+	if (r->tool_call)
+		CL_SIM_W_LIT(&w, ",\"tool_call\":true,\"tool_call_tokens\":");
+	else
+		CL_SIM_W_LIT(&w, ",\"tool_call\":false,\"tool_call_tokens\":");
+	cl_sim_w_u64(&w, r->tool_call_tokens);
+	CL_SIM_W_LIT(&w, ",\"tool_results\":");
+	cl_sim_w_u64(&w, r->tool_results);
 	CL_SIM_W_LIT(&w, "}\n");
 	if (w.overflow)
 		return; /* cannot happen: every field is bounded well below the line size */

@@ -23,6 +23,7 @@ struct cl_sim_truth_rec {
 	const char *id;         /* response id, NULL for rejected requests */
 	uint64_t seq;           /* 0 for rejected requests */
 	const char *request_id; /* X-Request-Id, NULL when absent */
+	const char *conversation; /* X-Chatload-Conversation, NULL when absent */
 	const char *model;      /* NULL for rejected requests */
 	bool stream;
 	int http_status;
@@ -42,6 +43,11 @@ struct cl_sim_truth_rec {
 	uint64_t answer_fnv;    /* FNV-1a 64 of the content text sent */
 	uint64_t prompt_fnv;    /* FNV-1a 64 of the whole prompt: every message's role and text */
 	uint32_t cached_tokens; /* prompt tokens found in the prefix cache */
+	const char *peer;       /* the client's address, NULL or "" when unknown */
+	uint32_t process;       /* --processes: which process served it (0-based) */
+	bool tool_call;            /* the answer was a streamed tool call */
+	uint32_t tool_call_tokens; /* of output_tokens, those of the call's arguments */
+	uint32_t tool_results;     /* tool messages since the request's last user message */
 };
 
 /* Opens (truncates) path; path NULL: a disabled log whose calls do nothing.  CL_EIO. */

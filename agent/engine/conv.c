@@ -3,6 +3,7 @@
  * index), or the one a replayed trace's arrival chose (load/trace.c). */
 #include "internal.h"
 
+#include "chatload/assert.h"
 #include "chatload/clock.h"
 #include "chatload/rng.h"
 
@@ -94,6 +95,25 @@ static bool retag(struct cl_slot *s, const struct cl_workload_plan *wl,
 	return true;
 }
 
+/* A round of the agentic loop: body b with the history in place of its user message (which
+ * the history holds, before the calls and their results); the history's last ',' dropped. */
+static const struct cl_request_body *tool_round(struct cl_slot *s, const struct cl_request_body *b)
+{
+	s->answer_cut = false;
+	cl_buf_reset(&s->conv_answer);
+	cli_tools_reset_answer(s);
+	CL_ASSERT(s->conv_hist.len > 0 && s->conv_hist.data[s->conv_hist.len - 1] == ',');
+	cl_buf_reset(&s->conv_req);
+	if (cl_buf_append(&s->conv_req, b->json, b->hist_at) ||
+	    cl_buf_append(&s->conv_req, s->conv_hist.data, s->conv_hist.len - 1) ||
+	    cl_buf_append(&s->conv_req, b->json + b->hist_at + b->user_len,
+			  b->len - b->hist_at - b->user_len))
+		return NULL;
+	s->post = s->conv_req.data;
+	s->post_len = s->conv_req.len;
+	return b;
+}
+
 const struct cl_request_body *cli_conv_pick(struct cl_worker *w, struct cl_slot *s)
 {
 	struct cl_engine *e = w->e;
@@ -103,16 +123,28 @@ const struct cl_request_body *cli_conv_pick(struct cl_worker *w, struct cl_slot 
 		b = w->pick; /* a trace's request, chosen by its start time */
 		w->pick = NULL;
 		s->repeated = false;
+	} else if (s->tool_next) {
+		/* The same turn again after its tool results (the agentic loop): the history
+		 * holds the turn's user message, the calls and their results. */
+		s->tool_next = false;
+		s->conv_req_no++;
+		return tool_round(s, &wl->bodies[s->conv_body]);
 	} else if (s->conv_next) {
 		/* The next turn of the slot's conversation (its history already holds the
 		 * previous turns and their answers). */
 		s->conv_next = false;
+		s->conv_req_no++;
+		s->tool_rounds = 0;
+		s->user_in_hist = false;
 		b = &wl->bodies[++s->conv_body];
 	} else if (e->n_convs) {
 		uint64_t k = atomic_fetch_add_explicit(&e->next_body, 1, memory_order_relaxed);
 		s->conv_body = e->conv_starts[(e->first_conv + k) % e->n_convs];
 		s->repeated = is_repeat(e, k, e->conv_share);
 		cl_buf_reset(&s->conv_hist);
+		s->conv_req_no = 1;
+		s->tool_rounds = 0;
+		s->user_in_hist = false;
 		b = &wl->bodies[s->conv_body];
 	} else {
 		uint64_t k = atomic_fetch_add_explicit(&e->next_body, 1, memory_order_relaxed);
@@ -127,12 +159,14 @@ const struct cl_request_body *cli_conv_pick(struct cl_worker *w, struct cl_slot 
 			s->repeated = false;
 		s->answer_cut = false;
 		cl_buf_reset(&s->conv_answer);
+		cli_tools_reset_answer(s);
 		return b;
 	}
 	s->post = b->json;
 	s->post_len = b->len;
 	s->answer_cut = false;
 	cl_buf_reset(&s->conv_answer);
+	cli_tools_reset_answer(s);
 	if (!b->turn || !s->conv_hist.len)
 		return b;
 	/* The body with the history at its place: before the turn's own user message. */
@@ -157,27 +191,38 @@ void cli_conv_on_content(struct cl_slot *s, const char *text, size_t len)
 }
 
 /*
- * Appends the turn just answered to the history: its user message, then the answer.  Chat
- * (and Responses, whose input items are the same messages): the user message object, then
- * {"role":"assistant","content":"<answer>"} and a comma.  Completions, whose prompt is one
- * string: the turn's text and the answer inside that string, each followed by a blank line.
- * The answer is still JSON-escaped, as the decoder validated it.
+ * Appends the turn just answered to the history: its user message (unless an earlier round
+ * of the agentic loop put it there), then the answer: its text, or with tool_calls the
+ * assistant's calls and the tool results (tools.c).  Chat (and Responses, whose input items
+ * are the same messages): the user message object, a comma, then {"role":"assistant",
+ * "content":"<answer>"} and a comma.  Completions, whose prompt is one string: the turn's
+ * text and the answer inside that string, each followed by a blank line.  The answer is
+ * still JSON-escaped, as the decoder validated it.
  */
-static int add_to_history(struct cl_slot *s)
+static int add_to_history(struct cl_slot *s, bool tool_calls)
 {
-	static const char chat_mid[] = ",{\"role\":\"assistant\",\"content\":\"",
+	static const char chat_head[] = "{\"role\":\"assistant\",\"content\":\"",
 			  chat_tail[] = "\"},", gap[] = "\\n\\n";
 	const struct cl_request_body *b = s->body;
 	bool prompt = s->w->e->http.api == CL_API_COMPLETIONS;
-	const char *mid = prompt ? gap : chat_mid, *tail = prompt ? gap : chat_tail;
+	const char *mid = prompt ? gap : ",", *head = prompt ? "" : chat_head,
+		   *tail = prompt ? gap : chat_tail;
 	struct cl_buf *h = &s->conv_hist;
 	size_t mark = h->len;
-	int rc = cl_buf_append(h, b->json + b->hist_at, b->user_len);
-	rc = rc ? rc : cl_buf_append(h, mid, strlen(mid));
-	rc = rc ? rc
-		: cl_buf_append(h, s->conv_answer.data ? s->conv_answer.data : "",
-				s->conv_answer.len);
-	rc = rc ? rc : cl_buf_append(h, tail, strlen(tail));
+	int rc = 0;
+	if (!s->user_in_hist) {
+		rc = cl_buf_append(h, b->json + b->hist_at, b->user_len);
+		rc = rc ? rc : cl_buf_append(h, mid, strlen(mid));
+	}
+	if (tool_calls) {
+		rc = rc ? rc : cli_tools_add_history(s);
+	} else {
+		rc = rc ? rc : cl_buf_append(h, head, strlen(head));
+		rc = rc ? rc
+			: cl_buf_append(h, s->conv_answer.data ? s->conv_answer.data : "",
+					s->conv_answer.len);
+		rc = rc ? rc : cl_buf_append(h, tail, strlen(tail));
+	}
 	if (rc) {
 		h->len = mark;
 		if (h->data)
@@ -189,16 +234,31 @@ static int add_to_history(struct cl_slot *s)
 bool cli_conv_follow(struct cl_worker *w, struct cl_slot *s, bool completed, int64_t now_us)
 {
 	const struct cl_stage_run *st = &w->st;
-	s->conv_next = false;
+	const struct cl_workload_plan *wl = &w->e->workload;
+	s->conv_next = s->tool_next = false;
 	if (!completed || !s->body || !s->body->turn || s->answer_cut || !st->active ||
-	    st->stopping || !has_next_turn(&w->e->workload, s->conv_body) || add_to_history(s) != 0)
+	    st->stopping)
+		return false;
+	/* The agentic loop: an answer that is a tool call gets its results and the same
+	 * question again, up to max_rounds times a turn; past them the calls and results stay
+	 * in the history and the next turn follows them. */
+	bool calls = s->tool_answer && s->n_tool_calls && w->e->tool_result;
+	bool again = calls && s->tool_rounds < wl->tool_max_rounds;
+	if ((!again && !has_next_turn(wl, s->conv_body)) || add_to_history(s, calls) != 0)
 		return false;
 	/* The conversation keeps its slot through the think time: parked like a backoff, it
-	 * holds its user's place in the closed loop and is woken by the same heap. */
-	s->conv_next = true;
+	 * holds its user's place in the closed loop and is woken by the same heap.  A tool
+	 * result is there at once: no user thinks between the rounds. */
+	if (again) {
+		s->tool_next = true;
+		s->tool_rounds++;
+		s->user_in_hist = true;
+	} else {
+		s->conv_next = true;
+	}
 	s->parked = true;
 	s->no_answer_streak = 0;
-	cl_park_push(&w->parked, s->index, now_us + w->e->workload.think_time_us);
+	cl_park_push(&w->parked, s->index, now_us + (again ? 0 : wl->think_time_us));
 	return true;
 }
 
@@ -206,7 +266,10 @@ void cli_conv_record(struct cl_metrics *m, const struct cl_slot *s, int64_t prom
 {
 	if (!s->body || !s->body->turn)
 		return;
-	uint32_t t = s->body->turn < CL_TURNS_MAX ? s->body->turn - 1 : CL_TURNS_MAX - 1;
+	/* The request's place in its conversation: its turn, counting the rounds of the
+	 * agentic loop as turns of their own (the prompt grows with each). */
+	uint32_t n = s->conv_req_no ? s->conv_req_no : s->body->turn;
+	uint32_t t = n < CL_TURNS_MAX ? n - 1 : CL_TURNS_MAX - 1;
 	m->ctr[CL_CTR_TURN1_COMPLETED + t]++;
 	if (prompt_tokens > 0)
 		m->ctr[CL_CTR_TURN1_PROMPT_TOKENS + t] += (uint64_t)prompt_tokens;

@@ -69,7 +69,45 @@ static int copy_target(struct cl_target_plan *d, const struct cl_target_plan *s)
 		for (size_t i = 0; i < s->n_headers; i++)
 			d->headers[i] = dup_or_null(s->headers[i], &oom);
 	}
+	if (s->n_endpoints) {
+		d->endpoints = calloc(s->n_endpoints, sizeof(*d->endpoints));
+		if (!d->endpoints)
+			return CL_ENOMEM;
+		d->n_endpoints = s->n_endpoints;
+		for (size_t i = 0; i < s->n_endpoints; i++)
+			d->endpoints[i] = dup_or_null(s->endpoints[i], &oom);
+	}
+	d->route = s->route;
 	return oom ? CL_ENOMEM : 0;
+}
+
+_Static_assert(CL_METRICS_EPS_MAX == CL_ENDPOINTS_MAX, "a record holds every endpoint a plan may");
+
+/* Several endpoints (target.urls): each gets its target built as the first's, so each URL is
+ * checked (--allow-target too) before anything is sent.  0, or an error naming the URL. */
+static int init_endpoints(struct cl_engine *e, const struct cl_allow_list *allow,
+			  struct cl_err *err)
+{
+	uint32_t n = (uint32_t)e->target.n_endpoints;
+	if (n < 2)
+		return 0;
+	e->ep_http = calloc(n, sizeof(*e->ep_http));
+	e->ep_outstanding = calloc(n, sizeof(*e->ep_outstanding));
+	if (!e->ep_http || !e->ep_outstanding)
+		return cl_err_set(err, CL_ENOMEM, "out of memory for %u endpoints", n);
+	e->n_eps = n;
+	for (uint32_t i = 0; i < n; i++) {
+		struct cl_target_plan one = e->target; /* shallow: only the base URL differs */
+		one.base_url = e->target.endpoints[i];
+		one.endpoints = NULL;
+		one.n_endpoints = 0;
+		int rc = cl_http_target_init(&e->ep_http[i], &one, allow, err);
+		if (rc) {
+			cl_err_prefix(err, "endpoint %u (%s)", i + 1, one.base_url);
+			return rc;
+		}
+	}
+	return 0;
 }
 
 static int copy_workload(struct cl_workload_plan *d, const struct cl_workload_plan *s)
@@ -87,6 +125,8 @@ static int copy_workload(struct cl_workload_plan *d, const struct cl_workload_pl
 	d->trace_stride = s->trace_stride;
 	d->share = s->share;
 	d->per_stage = s->per_stage;
+	d->tool_result_tokens = s->tool_result_tokens;
+	d->tool_max_rounds = s->tool_max_rounds;
 	memcpy(d->retag, s->retag, sizeof(d->retag));
 	d->retag[sizeof(d->retag) - 1] = '\0';
 	for (size_t i = 0; i < s->n_bodies; i++) {
@@ -217,7 +257,7 @@ int cl_engine_create(const struct cl_engine_cfg *cfg, struct cl_engine **out, st
 
 	if ((rc = copy_target(&e->target, cfg->target)) != 0 ||
 	    (rc = copy_workload(&e->workload, cfg->workload)) != 0 ||
-	    (rc = cli_conv_index(e)) != 0) {
+	    (rc = cli_conv_index(e)) != 0 || (rc = cli_tools_init(e)) != 0) {
 		cl_err_set(err, rc, "out of memory copying the plan");
 		goto fail;
 	}
@@ -226,8 +266,24 @@ int cl_engine_create(const struct cl_engine_cfg *cfg, struct cl_engine **out, st
 	e->good_ttft_us = cfg->good_ttft_us;
 	e->good_tpot_us = cfg->good_tpot_us;
 	e->good_e2e_us = cfg->good_e2e_us;
-	if ((rc = cl_http_target_init(&e->http, &e->target, cfg->allow, err)) != 0)
+	if ((rc = cl_http_target_init(&e->http, &e->target, cfg->allow, err)) != 0 ||
+	    (rc = init_endpoints(e, cfg->allow, err)) != 0)
 		goto fail;
+	if (cfg->source && cfg->source->n) {
+		e->n_src = cfg->source->n;
+		e->src_iface = calloc(e->n_src, sizeof(*e->src_iface));
+		e->src_conns = calloc(e->n_src, sizeof(*e->src_conns));
+		if (!e->src_iface || !e->src_conns) {
+			rc = cl_err_set(err, CL_ENOMEM, "out of memory");
+			goto fail;
+		}
+		/* "host!" keeps libcurl from taking the text for an interface name. */
+		for (size_t i = 0; i < e->n_src; i++) {
+			snprintf(e->src_iface[i], sizeof(e->src_iface[i]), "host!%s",
+				 cfg->source->addr[i]);
+			atomic_init(&e->src_conns[i], 0);
+		}
+	}
 	static atomic_bool warned_h2c;
 	if (e->http.ver.fresh_connection && !atomic_exchange(&warned_h2c, true))
 		CL_WARN(
@@ -563,6 +619,11 @@ void cl_engine_stats(struct cl_engine *e, struct cl_engine_stats *st)
 	}
 }
 
+uint64_t cl_engine_source_connections(const struct cl_engine *e, size_t i)
+{
+	return e && i < e->n_src ? atomic_load(&e->src_conns[i]) : 0;
+}
+
 void cl_engine_destroy(struct cl_engine *e)
 {
 	if (!e)
@@ -585,9 +646,16 @@ void cl_engine_destroy(struct cl_engine *e)
 	if (e->log_fd >= 0)
 		close(e->log_fd);
 	cl_http_target_free(&e->http);
+	for (uint32_t i = 0; e->ep_http && i < e->n_eps; i++)
+		cl_http_target_free(&e->ep_http[i]);
+	free(e->ep_http);
+	free(e->ep_outstanding);
 	cl_target_plan_free(&e->target);
 	cl_workload_plan_free(&e->workload);
 	free(e->conv_starts);
+	free(e->src_iface);
+	free(e->src_conns);
+	free(e->tool_result);
 	if (e->collect_mu_init)
 		pthread_mutex_destroy(&e->collect_mu);
 	if (e->sync_init) {

@@ -6,8 +6,10 @@
 #include "http/allow.h"
 
 #include "chatload/err.h"
+#include "chatload/fdlimit.h"
 #include "chatload/metrics.h"
 #include "chatload/plan.h"
+#include "chatload/srcaddr.h"
 #include "chatload/stall.h"
 
 #include <stdbool.h>
@@ -15,7 +17,7 @@
 
 struct cl_engine;
 
-#define CL_ENGINE_DEFAULT_MAX_STREAMS 16384u
+#define CL_ENGINE_DEFAULT_MAX_STREAMS CL_AGENT_MAX_STREAMS /* chatload/fdlimit.h */
 #define CL_ENGINE_MAX_PREFIX          64 /* longest request_id_prefix */
 
 struct cl_engine_cfg {
@@ -32,6 +34,10 @@ struct cl_engine_cfg {
 	int64_t good_ttft_us, good_tpot_us, good_e2e_us; /* per-request SLOs for goodput; 0 off */
 	const struct cl_allow_list *allow;               /* targets this engine may load (an agent's
 							  * --allow-target); NULL or empty: any */
+	/* ---- source addresses (issue 29; agents.source_addresses, --source-address) ---- */
+	const struct cl_srcaddr_pool *source; /* copied; NULL or empty: the kernel picks. Each
+					       * stream slot binds its connections to one
+					       * address, the slots taking them in turn */
 };
 
 /*
@@ -45,6 +51,10 @@ struct cl_engine_cfg {
  * (once, in main, before any thread starts); the engine never does.
  */
 int cl_engine_create(const struct cl_engine_cfg *cfg, struct cl_engine **out, struct cl_err *err);
+
+/* Connections the engine's requests opened from source address i of cfg->source (in pool
+ * order) since it was created; 0 for an i out of range.  Thread-safe, never blocks. */
+uint64_t cl_engine_source_connections(const struct cl_engine *e, size_t i);
 
 /*
  * Starts one stage: share is this agent's part of it, split across the workers with

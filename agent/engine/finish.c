@@ -188,6 +188,7 @@ static void record_tokens(struct cl_metrics *m, const struct cl_slot *s, const s
 	if (cached > 0)
 		m->ctr[CL_CTR_CACHED_PROMPT_TOKENS] += (uint64_t)cached;
 	m->ctr[CL_CTR_EMBEDDING_INPUTS] += s->embed_inputs;
+	m->ctr[CL_CTR_TOOL_CALLS] += s->tool_answer;
 	cli_conv_record(m, s, s->usage_pt);
 	/* Requested against received: a server that stops before max_tokens (an EOS honoured,
 	 * a cap of its own) shows as a ratio below 1. */
@@ -273,6 +274,24 @@ static uint64_t window_share_milli(const struct cl_worker *w, const struct cl_sl
 	return (uint64_t)llround(1000.0 * (double)(to - from) / (double)(end_us - start_us));
 }
 
+/* With several endpoints, the share of the request's figures its endpoint keeps: what the
+ * whole record counts of it (its class, the window's completions, TTFT), in the same
+ * window.  Tokens are counted as they arrive (request.c). */
+static void record_endpoint(struct cl_worker *w, const struct cl_slot *s,
+			    struct cl_ep_metrics *ep, const struct outcome *o, bool end_win,
+			    int64_t now)
+{
+	if (o->cls == CL_CTR_COMPLETED && end_win)
+		ep->ctr[CL_CTR_COMPLETED_IN_WINDOW]++;
+	if (o->cls == CL_CTR_COMPLETED)
+		ep->ctr[CL_CTR_WINDOW_SHARE_MILLI] += window_share_milli(w, s, now);
+	if (!s->in_window)
+		return;
+	ep->ctr[o->cls]++;
+	if (o->cls == CL_CTR_COMPLETED && s->first_us)
+		cl_hist_record(&ep->lat[CL_EP_LAT_TTFT], s->first_us - s->handed_us);
+}
+
 void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bool cut)
 {
 	struct cl_metrics *m = w->active;
@@ -290,8 +309,12 @@ void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bo
 	bool end_win = cl_in_window(w, now);
 
 	/* Tokens received: the usage correction is spread like the chunks it corrects. */
+	struct cl_ep_metrics *ep = cl_slot_ep(w, s);
 	if (o.from_usage)
 		add_correction(&m->ctr[CL_CTR_OUTPUT_TOKENS], o.tokens, s->tok_counted,
+			       s->tok_counted_win, end_win);
+	if (o.from_usage && ep)
+		add_correction(&ep->ctr[CL_CTR_OUTPUT_TOKENS], o.tokens, s->tok_counted,
 			       s->tok_counted_win, end_win);
 	if (s->usage_rt >= 0)
 		add_correction(&m->ctr[CL_CTR_REASONING_TOKENS], o.rtokens, s->rtok_counted,
@@ -311,8 +334,14 @@ void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bo
 		m->ctr[CL_CTR_WINDOW_SHARE_MILLI] += window_share_milli(w, s, now);
 	/* Connections count for every request of the stage, the ramp's too: the ramp is where
 	 * most of them are opened, and the question is how the stage used connections. */
-	if (o.connects > 0)
+	if (o.connects > 0) {
 		m->ctr[CL_CTR_CONNECTIONS_OPENED] += (uint64_t)o.connects;
+		if (w->e->n_src)
+			atomic_fetch_add_explicit(&w->e->src_conns[s->src], (uint64_t)o.connects,
+						  memory_order_relaxed);
+	}
+	if (ep)
+		record_endpoint(w, s, ep, &o, end_win, now);
 	if (s->in_window)
 		record_measured(w->e, m, s, &o, msg, msg_len);
 	else
@@ -321,6 +350,8 @@ void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bo
 	cli_reqlog_write(w, s, o.cls == CL_CTR_COMPLETED ? "completed" : cl_ctr_name(o.cls), now,
 			 o.tokens, o.rtokens, o.from_usage, o.connects, o.http_major, msg, msg_len);
 
+	if (w->e->n_eps)
+		atomic_fetch_sub_explicit(&w->e->ep_outstanding[s->ep], 1, memory_order_relaxed);
 	s->busy = false;
 	/* No answer at all (nothing to measure, nothing the server said): the closed loop
 	 * backs off on this slot rather than spin (docs/engine.md, "No-answer backoff"). */

@@ -26,6 +26,7 @@
 #define CL_ENGINE_MAX_EVENT_BYTES (64u * 1024u) /* one SSE event larger is stream_malformed */
 #define CL_ENGINE_LOG_BUF         (64u * 1024u) /* per-worker request log buffer */
 #define CL_ENGINE_PROBE_US        10000         /* loop-lag probe period */
+#define CL_ENGINE_SLOT_IDLE_US    (15 * 1000000) /* a free slot unused this long is shed */
 #define CL_ENGINE_EPOLL_BATCH     256
 #define CL_ENGINE_REQID_MAX       128
 #define CL_ENGINE_SHARD_SLOTS     256 /* HTTP/1.1 streams per libcurl multi handle */
@@ -38,8 +39,20 @@
 		     * JSON, at most 16 MiB on the wire, plus the history) */
 #define CL_ENGINE_MAX_ANSWER (4u << 20) /* one answer kept for the history at most */
 #define CL_ENGINE_MAX_WHOLE  (64u << 20) /* one embeddings answer (not streamed) at most */
+#define CL_ENGINE_TOOL_CALLS 4 /* tool calls of one answer kept for the agentic loop */
+#define CL_ENGINE_MAX_TOOL_ARGS                                                                    \
+	(64u << 10) /* one tool call's arguments kept at most; more ends the conversation */
+
+/* One tool call of an answer as it streams (docs/engine.md, "Tool calls"): id and function
+ * name raw (still JSON-escaped, as received), arguments assembled from their fragments. */
+struct cli_tool_call {
+	char id[96];
+	char name[96];
+	struct cl_buf args;
+};
 
 struct cl_worker;
+struct cl_chunk;
 struct cli_load_model;
 
 /*
@@ -61,7 +74,7 @@ struct cl_shard {
 
 /* One stream slot: everything a request needs, prepared once and reused. */
 struct cl_slot {
-	CURL *easy; /* NULL until first used (prepared lazily, then kept) */
+	CURL *easy; /* NULL until first used (prepared lazily, kept while in use: idle.c) */
 	struct cl_worker *w;
 	struct cl_shard *shard;
 	uint32_t index;
@@ -70,6 +83,7 @@ struct cl_slot {
 	uint32_t requested; /* max_tokens its body asks for (0: none) */
 	bool parked;        /* waiting out the no-answer backoff (not in curl, not free) */
 	uint32_t no_answer_streak; /* consecutive requests of this slot that got no answer */
+	int64_t freed_us;          /* when it last went back to the free stack (idle.c) */
 
 	/* one request's record (reset when the slot is taken) */
 	uint64_t seq;
@@ -118,6 +132,7 @@ struct cl_slot {
 	uint32_t embed_inputs; /* vectors the answer held */
 	struct curl_slist *hdrs; /* header nodes owned by the slot, data shared (see request.c) */
 	char reqid[CL_ENGINE_REQID_MAX]; /* "X-Request-Id: <prefix>-<worker>-<seq>" */
+	uint32_t src; /* the source address its connections bind to (engine's src_iface) */
 	char errbuf[CURL_ERROR_SIZE];
 
 	/* What libcurl sends: body->json, or for a conversation's turn the body with its
@@ -133,6 +148,22 @@ struct cl_slot {
 	struct cl_buf conv_hist; /* earlier turns: message objects, each followed by ',' */
 	struct cl_buf conv_answer; /* this turn's answer text, still JSON-escaped */
 	struct cl_buf conv_req;    /* the body sent */
+	/* The agentic loop (tools.c): whether the answer is a tool call, its calls by index,
+	 * the rounds of tool results in the current turn, whether the turn's user message is
+	 * in the history already, and the request's 1-based place in its conversation. */
+	bool tool_answer;
+	bool tool_next;     /* parked: the same turn again, after the tool results */
+	bool user_in_hist;
+	uint32_t n_tool_calls; /* calls seen (highest index + 1) */
+	uint32_t tool_rounds;
+	uint32_t conv_req_no;
+	struct cli_tool_call tool[CL_ENGINE_TOOL_CALLS];
+
+	/* --- several endpoints (target.urls) and conversation ids --- */
+	uint32_t ep;       /* the endpoint its request went to (0 with one) */
+	uint64_t conv_seq; /* seq of its conversation's first turn (the conversation's id) */
+	char convid[CL_ENGINE_REQID_MAX]; /* "X-Chatload-Conversation: <prefix>-<w>-<seq>" */
+	struct curl_slist conv_node;      /* the line above, linked after X-Request-Id */
 };
 
 /* The part of one stage a worker runs (worker-thread state only). */
@@ -172,6 +203,8 @@ struct cl_worker {
 	uint32_t nslots;
 	uint32_t *free_stack; /* indices of free slots, LIFO so warm handles are reused */
 	uint32_t nfree;
+	int64_t shed_due_us;   /* next look for slots idle long enough to shed (idle.c) */
+	int64_t trim_again_us; /* when to give back the pages of a shed burst's connections */
 	struct cl_park_heap parked; /* slots waiting out the no-answer backoff (closed loop) */
 	uint64_t backoff_rng;       /* splitmix64 state of the backoff jitter */
 
@@ -241,10 +274,24 @@ struct cl_engine {
 	 * of them start inside the agent's share of the bodies. */
 	size_t *conv_starts;
 	size_t n_convs, first_conv, conv_share;
+	char *tool_result; /* the agentic loop's tool result text, JSON-safe (tools.c) */
+	size_t tool_result_len;
 	char prefix[CL_ENGINE_MAX_PREFIX + 1];
+	/* Source addresses: CURLOPT_INTERFACE strings "host!ADDR", the connections opened from
+	 * each, and the next one a slot takes (slots are prepared lazily, so they take them
+	 * round-robin in the order they are first used). */
+	size_t n_src;
+	char (*src_iface)[CL_SRCADDR_TEXTMAX + 8];
+	atomic_uint_fast64_t *src_conns;
+	atomic_uint_fast32_t next_src;
 	struct cl_http_target http; /* URL, header lines (key wiped at destroy), TLS, version:
 				     * applied to every slot, read-only once built */
 	int64_t good_ttft_us, good_tpot_us, good_e2e_us;
+	/* --- several endpoints (target.urls): none (0) with one --- */
+	uint32_t n_eps;
+	struct cl_http_target *ep_http;          /* each endpoint's, built like http */
+	atomic_int_fast64_t *ep_outstanding;     /* requests in flight per endpoint */
+	atomic_uint_fast64_t ep_turn;            /* requests routed so far */
 	int log_fd; /* -1: no request log */
 	atomic_bool log_failed;
 
@@ -288,6 +335,9 @@ void cli_stage_stop(struct cl_worker *w, bool cut_now);
 void cli_worker_release(struct cl_worker *w, struct cl_slot *s, bool no_answer);
 /* Puts s back on the free stack (its no-answer streak forgotten). */
 void cli_slot_free(struct cl_worker *w, struct cl_slot *s);
+/* Gives back the memory of slots idle for CL_ENGINE_SLOT_IDLE_US (idle.c); the worker's
+ * thread calls it at a safe point. Returns how many slots it shed. */
+uint32_t cli_worker_shed_idle(struct cl_worker *w, int64_t now_us);
 /* Frees every parked slot: their users are over (window closed, stage cut or done). */
 void cli_park_release_all(struct cl_worker *w);
 /* The parked slot whose backoff ended first if by now_us (its wake time in *due_us), taken
@@ -369,6 +419,23 @@ bool cli_conv_follow(struct cl_worker *w, struct cl_slot *s, bool completed, int
 /* Records a completed measured turn's TTFT and prompt tokens by its turn index. */
 void cli_conv_record(struct cl_metrics *m, const struct cl_slot *s, int64_t prompt_tokens);
 
+/* tools.c: tool calls and the agentic loop (docs/engine.md, "Tool calls") */
+/* Makes e->tool_result, the synthetic tool result text (workload.tool_result_tokens words);
+ * nothing without the loop.  0 or CL_ENOMEM. */
+int cli_tools_init(struct cl_engine *e);
+/* Sets up and frees a slot's tool-call buffers. */
+void cli_tools_slot_init(struct cl_slot *s);
+void cli_tools_slot_free(struct cl_slot *s);
+/* Forgets the answer's tool calls (a new request starts). */
+void cli_tools_reset_answer(struct cl_slot *s);
+/* Keeps a chunk's tool-call pieces for the loop (when it runs); marks the answer a tool
+ * call.  A piece that does not fit ends the conversation (answer_cut). */
+void cli_tools_on_chunk(struct cl_slot *s, const struct cl_chunk *c);
+/* Appends the answer's assistant message with its tool_calls, then one role "tool" message
+ * per call with the synthetic result, each followed by ','.  0 or CL_ENOMEM/CL_ETOOBIG
+ * (the history is then as before). */
+int cli_tools_add_history(struct cl_slot *s);
+
 /* error_text.c */
 /* Writes a failed request's error sample into out[n] (NUL-terminated): what happened in words
  * a user acts on, what to check, then the detail (body, event, libcurl's message).  cls is its
@@ -386,6 +453,13 @@ static inline int64_t cl_stamp(const struct cl_worker *w)
 {
 	(void)w;
 	return cl_mono_us();
+}
+
+/* The endpoint record of slot s's request in the worker's active record, NULL with one
+ * endpoint. */
+static inline struct cl_ep_metrics *cl_slot_ep(const struct cl_worker *w, const struct cl_slot *s)
+{
+	return s->ep < w->active->n_eps ? &w->active->eps[s->ep] : NULL;
 }
 
 /* Whether t is inside the worker's measured window. */

@@ -11,6 +11,7 @@ void cli_slot_free(struct cl_worker *w, struct cl_slot *s)
 	s->parked = false;
 	s->no_answer_streak = 0;
 	s->conv_next = false; /* a conversation ends with its slot */
+	s->freed_us = cl_mono_us();
 	w->free_stack[w->nfree++] = s->index;
 }
 

@@ -2,6 +2,7 @@
  * and decode the stream (nothing allocated per chunk), re-sends on a fresh connection, the end
  * at [DONE], taking the transfer back; what it came to is finish.c's. */
 #include "internal.h"
+#include "route.h"
 
 #include "stream/chunk.h"
 #include "stream/embedding.h"
@@ -54,6 +55,8 @@ static int apply_options(struct cl_slot *s)
 		return err.code ? err.code : CL_EINVAL;
 	}
 	int bad = 0;
+	if (e->n_src)
+		bad |= curl_easy_setopt(h, CURLOPT_INTERFACE, e->src_iface[s->src]);
 	bad |= curl_easy_setopt(h, CURLOPT_PRIVATE, s);
 	bad |= curl_easy_setopt(h, CURLOPT_POST, 1L);
 	bad |= curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, cli_on_body);
@@ -96,6 +99,7 @@ int cli_slot_prepare(struct cl_slot *s)
 	cl_buf_init(&s->conv_hist, CL_ENGINE_MAX_HISTORY);
 	cl_buf_init(&s->conv_answer, CL_ENGINE_MAX_ANSWER);
 	cl_buf_init(&s->conv_req, 2 * CL_ENGINE_MAX_HISTORY);
+	cli_tools_slot_init(s);
 	/*
 	 * The header list is the slot's own array of nodes: X-Request-Id first, then the
 	 * target's chat lines (shared, not copied).  curl only reads the list while it builds
@@ -109,11 +113,20 @@ int cli_slot_prepare(struct cl_slot *s)
 	snprintf(s->reqid, sizeof(s->reqid), "X-Request-Id: %s", e->prefix);
 	if (!cl_http_target_link(&e->http, CL_HTTP_CHAT, s->hdrs, n, s->reqid))
 		goto fail;
+	if (e->n_convs) {
+		/* A conversation's turns carry its id (rewritten in place per request, like
+		 * X-Request-Id), so a server's log, or a gateway's affinity, can tell them. */
+		s->conv_node.data = s->convid;
+		s->conv_node.next = s->hdrs[0].next;
+		s->hdrs[0].next = &s->conv_node;
+	}
 
 	CURL *h = curl_easy_init();
 	if (!h)
 		goto fail;
 	s->easy = h;
+	if (e->n_src)
+		s->src = (uint32_t)(atomic_fetch_add(&e->next_src, 1) % e->n_src);
 	if (apply_options(s) != 0)
 		goto fail;
 	return 0;
@@ -138,8 +151,41 @@ void cli_slot_destroy(struct cl_slot *s)
 	cl_buf_free(&s->conv_hist);
 	cl_buf_free(&s->conv_answer);
 	cl_buf_free(&s->conv_req);
+	cli_tools_slot_free(s);
 	free(s->hdrs);
 	s->hdrs = NULL;
+}
+
+/*
+ * The conversation the request belongs to (a turn after the first keeps its conversation's
+ * id; a lone request is a conversation of one), and with several endpoints the one it goes to
+ * (target.route): session_hash keys on the conversation's id, so all its turns go to one
+ * endpoint, whichever worker or agent sends them.
+ */
+static void route(struct cl_worker *w, struct cl_slot *s, const struct cl_request_body *b)
+{
+	struct cl_engine *e = w->e;
+	/* A round of the agentic loop resends its turn's body: still the same conversation. */
+	if (b->turn == 0 || (b->turn == 1 && s->conv_req_no <= 1))
+		s->conv_seq = s->seq;
+	s->ep = 0;
+	if (!e->n_convs && !e->n_eps)
+		return; /* no header to send, no endpoint to pick: no formatting per request */
+	int len = snprintf(s->convid, sizeof(s->convid), "X-Chatload-Conversation: %s-%u-%" PRIu64,
+			   e->prefix, w->index, s->conv_seq);
+	if (!e->n_eps)
+		return;
+	static const size_t skip = sizeof("X-Chatload-Conversation: ") - 1;
+	uint64_t key = len > (int)skip ? cl_route_key(s->convid + skip, (size_t)len - skip) : 0;
+	uint64_t turn = atomic_fetch_add_explicit(&e->ep_turn, 1, memory_order_relaxed);
+	int64_t out[CL_ENDPOINTS_MAX];
+	if (e->target.route == CL_ROUTE_LEAST_OUTSTANDING)
+		for (uint32_t i = 0; i < e->n_eps; i++)
+			out[i] = atomic_load_explicit(&e->ep_outstanding[i], memory_order_relaxed);
+	s->ep = cl_route_pick(e->target.route, e->n_eps, turn, out, key);
+	/* each endpoint's connections are its own in the shard's cache (keyed by host and port),
+	 * so switching the URL keeps every endpoint's connections reused */
+	curl_easy_setopt(s->easy, CURLOPT_URL, e->ep_http[s->ep].url[CL_HTTP_CHAT]);
 }
 
 /* Keeps the first bytes of an error body or a bad event for the error sample. */
@@ -217,6 +263,7 @@ bool cli_request_launch(struct cl_worker *w, struct cl_slot *s, int64_t intended
 	}
 	s->body = b;
 	s->requested = b->max_tokens;
+	route(w, s, b);
 	if (curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, s->post) != CURLE_OK ||
 	    curl_easy_setopt(s->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)s->post_len) !=
 		CURLE_OK) {
@@ -236,8 +283,13 @@ bool cli_request_launch(struct cl_worker *w, struct cl_slot *s, int64_t intended
 		return false;
 	}
 	atomic_fetch_add_explicit(&w->inflight, 1, memory_order_relaxed);
+	if (e->n_eps)
+		atomic_fetch_add_explicit(&e->ep_outstanding[s->ep], 1, memory_order_relaxed);
 	if (s->in_window) {
 		w->active->ctr[CL_CTR_STARTED]++;
+		struct cl_ep_metrics *ep = cl_slot_ep(w, s);
+		if (ep)
+			ep->ctr[CL_CTR_STARTED]++;
 		cl_hist_record(&w->active->lat[CL_LAT_QUEUE], s->handed_us - intended_us);
 		if (w->st.by_requests && w->st.to_start > 0)
 			w->st.to_start--;
@@ -309,9 +361,14 @@ static void on_token_chunk(struct cl_slot *s, const struct cl_chunk *c, int64_t 
 	struct cl_metrics *m = w->active;
 	if (!s->first_us)
 		s->first_us = now;
-	else if (s->in_window)
+	else if (s->in_window) {
 		cl_hist_record(&m->lat[CL_LAT_ITL], now - s->last_us);
-	if (c->has_content && !s->first_content_us)
+		struct cl_ep_metrics *ep = cl_slot_ep(w, s);
+		if (ep)
+			cl_hist_record(&ep->lat[CL_EP_LAT_ITL], now - s->last_us);
+	}
+	/* A tool call is the answer of its turn: its first delta is the first content. */
+	if ((c->has_content || c->has_tool_call) && !s->first_content_us)
 		s->first_content_us = now;
 	s->last_us = now;
 	s->n_tok_chunks++;
@@ -334,7 +391,7 @@ static void on_token_chunk(struct cl_slot *s, const struct cl_chunk *c, int64_t 
 		d = 1;
 		s->n_prov_chunks++;
 	}
-	bool reasoning = c->has_reasoning && !c->has_content;
+	bool reasoning = c->has_reasoning && !c->has_content && !c->has_tool_call;
 	bool win = cl_in_window(w, now);
 	s->tok_counted += d;
 	if (reasoning)
@@ -343,6 +400,9 @@ static void on_token_chunk(struct cl_slot *s, const struct cl_chunk *c, int64_t 
 		s->tok_counted_win += d;
 		m->ctr[CL_CTR_OUTPUT_TOKENS] += (uint64_t)d;
 		m->ctr[CL_CTR_CHUNKS]++;
+		struct cl_ep_metrics *ep = cl_slot_ep(w, s);
+		if (ep)
+			ep->ctr[CL_CTR_OUTPUT_TOKENS] += (uint64_t)d;
 		if (reasoning) {
 			s->rtok_counted_win += d;
 			m->ctr[CL_CTR_REASONING_TOKENS] += (uint64_t)d;
@@ -430,8 +490,10 @@ static int on_event(void *ctx, const char *data, size_t len)
 								     : CLI_FINISH_OTHER;
 	if (c.done)
 		return on_done(s);
-	if (c.has_content || c.has_reasoning)
+	if (c.has_content || c.has_reasoning || c.has_tool_call)
 		on_token_chunk(s, &c, s->w->recv_us);
+	if (c.n_tool_calls)
+		cli_tools_on_chunk(s, &c);
 	if (c.content)
 		cli_conv_on_content(s, c.content, c.content_len);
 	return 0;
@@ -585,6 +647,8 @@ bool cli_request_resend(struct cl_worker *w, struct cl_slot *s, CURLcode res)
 	s->reset_easy = true; /* drop FRESH_CONNECT after this request */
 	s->errbuf[0] = '\0';
 	int bad = curl_easy_setopt(s->easy, CURLOPT_FRESH_CONNECT, 1L);
+	if (w->e->n_eps) /* the reset put back the first endpoint's URL */
+		bad |= curl_easy_setopt(s->easy, CURLOPT_URL, w->e->ep_http[s->ep].url[CL_HTTP_CHAT]);
 	bad |= curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, s->post);
 	bad |= curl_easy_setopt(s->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)s->post_len);
 	if (bad || curl_multi_add_handle(s->shard->multi, s->easy) != CURLM_OK) {

@@ -184,6 +184,8 @@ static void maybe_swap(struct cl_worker *w)
 		pthread_cond_broadcast(&w->cv);
 	}
 	pthread_mutex_unlock(&w->mu);
+	/* Once a report interval is often enough to notice slots a burst left idle. */
+	cli_worker_shed_idle(w, cl_mono_us());
 }
 
 /* Lets curl send what was just started (and whatever else wants a timeout now). */
@@ -448,7 +450,9 @@ int cli_worker_init(struct cl_worker *w, struct cl_engine *e, uint32_t index, ui
 	if (cl_park_init(&w->parked, nslots) != 0)
 		return cl_err_set(err, CL_ENOMEM, "out of memory for %u stream slots", nslots);
 	w->backoff_rng = cl_seed_derive((uint64_t)cl_mono_us(), index);
-	if (cl_metrics_init(&w->mrec[0]) != 0 || cl_metrics_init(&w->mrec[1]) != 0)
+	if (cl_metrics_init(&w->mrec[0]) != 0 || cl_metrics_init(&w->mrec[1]) != 0 ||
+	    cl_metrics_eps_init(&w->mrec[0], e->n_eps) != 0 ||
+	    cl_metrics_eps_init(&w->mrec[1], e->n_eps) != 0)
 		return cl_err_set(err, CL_ENOMEM, "out of memory for the metrics records");
 	w->active = &w->mrec[0];
 	w->spare = &w->mrec[1];

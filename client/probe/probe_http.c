@@ -608,7 +608,8 @@ static int on_event(void *ctx, const char *data, size_t len)
 		g->stream_error = true;
 		return STOP_BAD;
 	}
-	if ((ch.has_content || ch.has_reasoning) && !g->token) {
+	/* A tool call is a generation too: a probe that offers workload.tools may get one. */
+	if ((ch.has_content || ch.has_reasoning || ch.has_tool_call) && !g->token) {
 		g->token = true;
 		g->first_token_us = cl_mono_us();
 	}

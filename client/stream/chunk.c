@@ -29,6 +29,13 @@
 #define R_DETAILS    "usage.completion_tokens_details is not an object"
 #define R_RTOKENS    "usage.completion_tokens_details.reasoning_tokens is not a non-negative integer"
 #define R_ERROR      "error is neither an object nor a string"
+#define R_TOOLS      "choices[].delta.tool_calls is not an array"
+#define R_TOOL       "choices[].delta.tool_calls[] is not an object"
+#define R_TOOL_INDEX "choices[].delta.tool_calls[].index is not a non-negative integer"
+#define R_TOOL_ID    "choices[].delta.tool_calls[].id is not a string"
+#define R_TOOL_FN    "choices[].delta.tool_calls[].function is not an object"
+#define R_TOOL_NAME  "choices[].delta.tool_calls[].function.name is not a string"
+#define R_TOOL_ARGS  "choices[].delta.tool_calls[].function.arguments is not a string"
 
 /* Per-choice state: kept apart so a repeated key inside a choice replaces, not adds. */
 struct choice {
@@ -39,9 +46,125 @@ struct choice {
 	bool role;
 	bool has_fr;
 	struct str fr;
+	/* delta.tool_calls: its elements (the first CL_CHUNK_TOOLS_MAX kept) */
+	uint32_t n_tools;
+	struct cl_chunk_tool tools[CL_CHUNK_TOOLS_MAX];
+	bool tool_any;     /* some element carries an id, a name or an arguments fragment */
+	size_t tool_bytes; /* raw bytes of every element's name and arguments */
 	/* wrong-type reasons, NULL when fine */
 	const char *bad_delta, *bad_content, *bad_rcontent, *bad_reasoning, *bad_role, *bad_fr;
+	const char *bad_tools;
 };
+
+/* ---- delta.tool_calls ---------------------------------------------------------------- */
+
+/* A string piece of a tool call kept as a pointer into the input and its raw length (NULL
+ * and 0 when null or of another type, *bad then says why).  0 or CL_EPARSE. */
+static int want_piece(struct scan *sc, int depth, const char **s, size_t *len, const char **bad,
+		      const char *why)
+{
+	struct str v;
+	int rc = want_string(sc, depth, &v, bad, why);
+	if (rc < 0)
+		return rc;
+	*s = rc == 1 ? v.s : NULL;
+	*len = rc == 1 ? v.len : 0;
+	return 0;
+}
+
+/* tool_calls[].function: name and arguments (a repeated key replaces). */
+static int parse_tool_fn(struct scan *sc, int depth, struct cl_chunk_tool *t, const char **bad)
+{
+	const char *bad_name = NULL, *bad_args = NULL;
+	bool first = true;
+	struct str k;
+	int rc;
+
+	if ((rc = obj_open(sc, depth)))
+		return rc;
+	while ((rc = obj_next(sc, &first, &k)) == 1) {
+		if (KEY_IS(&k, "name"))
+			rc = want_piece(sc, depth + 1, &t->name, &t->name_len, &bad_name,
+					R_TOOL_NAME);
+		else if (KEY_IS(&k, "arguments"))
+			rc = want_piece(sc, depth + 1, &t->args, &t->args_len, &bad_args,
+					R_TOOL_ARGS);
+		else
+			rc = parse_value(sc, depth + 1);
+		if (rc)
+			return rc;
+	}
+	if (!rc)
+		*bad = FIRST_BAD(bad_name, bad_args);
+	return rc;
+}
+
+/* One element of tool_calls: index, id, function (type and anything else are skipped). */
+static int parse_tool(struct scan *sc, int depth, struct cl_chunk_tool *t, const char **bad)
+{
+	const char *bad_index = NULL, *bad_id = NULL, *bad_fn = NULL;
+	bool first = true;
+	struct str k;
+	int rc;
+
+	if ((rc = obj_open(sc, depth)))
+		return rc;
+	while ((rc = obj_next(sc, &first, &k)) == 1) {
+		if (KEY_IS(&k, "index")) {
+			rc = want_count(sc, depth + 1, &t->index, &bad_index, R_TOOL_INDEX);
+		} else if (KEY_IS(&k, "id")) {
+			rc = want_piece(sc, depth + 1, &t->id, &t->id_len, &bad_id, R_TOOL_ID);
+		} else if (KEY_IS(&k, "function")) {
+			t->name = t->args = NULL;
+			t->name_len = t->args_len = 0;
+			bad_fn = NULL;
+			rc = *sc->p == '{' ? parse_tool_fn(sc, depth + 1, t, &bad_fn)
+					   : skip_other(sc, depth + 1, &bad_fn, R_TOOL_FN);
+		} else {
+			rc = parse_value(sc, depth + 1);
+		}
+		if (rc)
+			return rc;
+	}
+	if (!rc)
+		*bad = FIRST_BAD(bad_index, bad_id, bad_fn);
+	return rc;
+}
+
+/* delta.tool_calls: an array of elements; the first CL_CHUNK_TOOLS_MAX are kept in ch. */
+static int parse_tools(struct scan *sc, int depth, struct choice *ch)
+{
+	bool first = true;
+	int rc;
+
+	if (depth > CL_CHUNK_MAX_DEPTH)
+		return CL_EPARSE;
+	sc->p++;
+	while ((rc = arr_next(sc, &first)) == 1) {
+		struct cl_chunk_tool scratch, *t = ch->n_tools < CL_CHUNK_TOOLS_MAX
+							? &ch->tools[ch->n_tools]
+							: &scratch;
+		const char *b = NULL;
+		memset(t, 0, sizeof(*t));
+		t->index = -1;
+		if (*sc->p == '{')
+			rc = parse_tool(sc, depth + 1, t, &b);
+		else
+			rc = skip_other(sc, depth + 1, &b, R_TOOL);
+		if (rc)
+			return rc;
+		if (b && !ch->bad_tools)
+			ch->bad_tools = b;
+		/* A null element is nothing; anything else is one more call's piece. */
+		if (b || !(t->id || t->name || t->args || t->index >= 0))
+			continue;
+		ch->tool_any |= t->id_len || t->name_len || t->args_len;
+		ch->tool_bytes += t->name_len + t->args_len;
+		if (ch->n_tools < UINT32_MAX)
+			ch->n_tools++;
+	}
+	return rc;
+}
 
 /* Which shape of choice is read: a chat chunk's choices[].delta, or a legacy completion's
  * choices[].text (POST /v1/completions).  Everything else is the same. */
@@ -75,11 +198,32 @@ static int parse_delta(struct scan *sc, int depth, struct choice *ch)
 			if ((rc = want_string(sc, depth + 1, &v, &ch->bad_role, R_ROLE)) < 0)
 				return rc;
 			ch->role = rc == 1;
+		} else if (KEY_IS(&k, "tool_calls")) {
+			ch->n_tools = 0;
+			ch->tool_any = false;
+			ch->tool_bytes = 0;
+			ch->bad_tools = NULL;
+			rc = *sc->p == '[' ? parse_tools(sc, depth + 1, ch)
+					   : skip_other(sc, depth + 1, &ch->bad_tools, R_TOOLS);
+			if (rc)
+				return rc;
 		} else if ((rc = parse_value(sc, depth + 1))) {
 			return rc;
 		}
 	}
 	return rc;
+}
+
+/* The choice's tool-call pieces into the chunk's facts. */
+static void add_tools(struct cl_chunk *out, const struct choice *ch)
+{
+	uint32_t kept = ch->n_tools < CL_CHUNK_TOOLS_MAX ? ch->n_tools : CL_CHUNK_TOOLS_MAX;
+	for (uint32_t i = 0; i < kept && out->n_tool_calls + i < CL_CHUNK_TOOLS_MAX; i++)
+		out->tools[out->n_tool_calls + i] = ch->tools[i];
+	uint64_t n = (uint64_t)out->n_tool_calls + ch->n_tools;
+	out->n_tool_calls = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+	out->has_tool_call |= ch->tool_any;
+	out->tool_bytes += ch->tool_bytes;
 }
 
 /* One element of choices; *bad gets the element's wrong-type reason if it has one and *bad
@@ -105,8 +249,11 @@ static int parse_choice(struct scan *sc, int depth, struct cl_chunk *out, const 
 		} else if (shape == SHAPE_CHAT && KEY_IS(&k, "delta")) {
 			ch.content_len = ch.reasoning_content_len = ch.reasoning_len = -1;
 			ch.role = false;
+			ch.n_tools = 0;
+			ch.tool_any = false;
+			ch.tool_bytes = 0;
 			ch.bad_delta = ch.bad_content = ch.bad_rcontent = NULL;
-			ch.bad_reasoning = ch.bad_role = NULL;
+			ch.bad_reasoning = ch.bad_role = ch.bad_tools = NULL;
 			rc = *sc->p == '{' ? parse_delta(sc, depth + 1, &ch)
 					   : skip_other(sc, depth + 1, &ch.bad_delta, R_DELTA);
 			if (rc)
@@ -123,7 +270,8 @@ static int parse_choice(struct scan *sc, int depth, struct cl_chunk *out, const 
 		return rc;
 	if (!*bad)
 		*bad = FIRST_BAD(ch.bad_delta, ch.bad_content, ch.bad_rcontent, ch.bad_reasoning,
-				 ch.bad_role, ch.bad_fr);
+				 ch.bad_role, ch.bad_fr, ch.bad_tools);
+	add_tools(out, &ch);
 
 	if (ch.content_len > 0) {
 		if (!out->has_content) {
@@ -324,6 +472,10 @@ static void clear_choices(struct cl_chunk *out)
 	out->content = NULL;
 	out->content_len = 0;
 	out->finish_reason[0] = '\0';
+	out->has_tool_call = false;
+	out->n_tool_calls = 0;
+	out->tool_bytes = 0;
+	memset(out->tools, 0, sizeof(out->tools));
 }
 
 static void clear_usage(struct cl_chunk *out)

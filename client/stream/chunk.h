@@ -9,6 +9,27 @@
 /* Deepest nesting of arrays/objects accepted (the top-level value is depth 1). */
 #define CL_CHUNK_MAX_DEPTH 64
 
+/* Tool-call elements of one chunk whose fields are kept (tool_calls[]); more are counted
+ * (n_tool_calls) but not kept.  Streaming servers send one element per delta. */
+#define CL_CHUNK_TOOLS_MAX 4
+
+/*
+ * One element of choices[].delta.tool_calls: the streamed pieces of a function call
+ * (vLLM, SGLang, llama.cpp, OpenAI).  The first delta of a call carries its id, type and
+ * function.name, later ones fragments of function.arguments; `index` says which call of the
+ * answer a fragment belongs to.  Strings point into the input, raw (still JSON-escaped,
+ * validated, without the quotes); NULL with length 0 when absent or null.
+ */
+struct cl_chunk_tool {
+	int64_t index; /* tool_calls[].index, -1 when absent */
+	const char *id;
+	size_t id_len;
+	const char *name; /* function.name */
+	size_t name_len;
+	const char *args; /* function.arguments: this delta's fragment */
+	size_t args_len;
+};
+
 /*
  * What one chunk says.  "Absent" covers a field that is missing or null.  A field we read
  * that has another wrong type (a number for content, a string for choices or a token
@@ -46,6 +67,14 @@ struct cl_chunk {
 				* validated, without the quotes), pointing into the input; NULL
 				* without content */
 	size_t content_len;
+	/* Tool calls (choices[].delta.tool_calls): has_tool_call when some element carries an
+	 * id, a function name or an arguments fragment that is not empty; n_tool_calls counts
+	 * the elements of every choice, the first CL_CHUNK_TOOLS_MAX of which are in tools[];
+	 * tool_bytes sums the raw bytes of their names and arguments fragments. */
+	bool has_tool_call;
+	uint32_t n_tool_calls;
+	size_t tool_bytes;
+	struct cl_chunk_tool tools[CL_CHUNK_TOOLS_MAX];
 };
 
 /*
@@ -59,6 +88,7 @@ struct cl_chunk {
  * surrogates ("\ud800") are accepted.  "[DONE]" is not JSON but gives 0 with done set.
  *
  * Read: choices[].delta.{content, reasoning_content, reasoning, role},
+ * choices[].delta.tool_calls[].{index, id, function.name, function.arguments},
  * choices[].finish_reason, usage.{prompt_tokens, completion_tokens,
  * completion_tokens_details.reasoning_tokens, prompt_tokens_details.cached_tokens}, error (an
  * object: .code, .message; or a string: the message), llama.cpp's timings.{cache_n, prompt_n}
@@ -69,7 +99,9 @@ struct cl_chunk {
  * a field read has a wrong type (choices not an array, a choice neither an object nor
  * null, delta not an object, content/reasoning/role/finish_reason not a string, usage or
  * completion_tokens_details not an object, a token count not a non-negative integer, error
- * neither an object nor a string).  Null stands for absent everywhere, and unknown fields
+ * neither an object nor a string, tool_calls not an array, one of its elements not an
+ * object, its function not an object, its id, function.name or function.arguments not a
+ * string, its index not a non-negative integer).  Null stands for absent everywhere, and unknown fields
  * are never judged.  out->malformed then names the first wrong field
  * (docs/stream-decoding.md).  On CL_EPARSE and CL_EPROTO *out is otherwise left as for an
  * empty chunk (nothing present), never half-filled.

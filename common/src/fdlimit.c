@@ -24,3 +24,10 @@ uint64_t cl_fd_limit_raise(void)
 	}
 	return rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_cur;
 }
+
+uint32_t cl_fd_agent_streams(uint64_t fd_limit)
+{
+	if (fd_limit == 0 || fd_limit >= (uint64_t)CL_AGENT_MAX_STREAMS + CL_AGENT_FD_MARGIN)
+		return CL_AGENT_MAX_STREAMS;
+	return fd_limit > CL_AGENT_FD_MARGIN ? (uint32_t)(fd_limit - CL_AGENT_FD_MARGIN) : 1;
+}

@@ -88,6 +88,7 @@ static const char *const ctr_names[CL_CTR__COUNT] = {
 	[CL_CTR_TURN1_PROMPT_TOKENS + 7] = "turn8_prompt_tokens",
 	[CL_CTR_CACHED_PROMPT_TOKENS] = "cached_prompt_tokens",
 	[CL_CTR_EMBEDDING_INPUTS] = "embedding_inputs",
+	[CL_CTR_TOOL_CALLS] = "tool_calls",
 };
 
 /* Latencies in µs: 1 µs .. 1 h at 3 digits (23552 buckets, 184 KiB). */
@@ -162,6 +163,39 @@ int cl_metrics_init(struct cl_metrics *m)
 	return rc;
 }
 
+const char *cl_ep_lat_name(int i)
+{
+	static const enum cl_lat of[CL_EP_LAT__COUNT] = { CL_LAT_TTFT, CL_LAT_ITL };
+	return i >= 0 && i < CL_EP_LAT__COUNT ? cl_lat_name(of[i]) : NULL;
+}
+
+int cl_metrics_eps_init(struct cl_metrics *m, uint32_t n)
+{
+	if (n > CL_METRICS_EPS_MAX)
+		return CL_EINVAL;
+	if (n <= m->n_eps)
+		return 0;
+	struct cl_ep_metrics *eps = calloc(n, sizeof(*eps));
+	if (!eps)
+		return CL_ENOMEM;
+	for (uint32_t i = m->n_eps; i < n; i++)
+		for (int k = 0; k < CL_EP_LAT__COUNT; k++)
+			if (cl_hist_init(&eps[i].lat[k], &lat_cfg) != 0) {
+				for (uint32_t j = m->n_eps; j <= i; j++)
+					for (int q = 0; q < CL_EP_LAT__COUNT; q++)
+						cl_hist_destroy(&eps[j].lat[q]);
+				free(eps);
+				return CL_ENOMEM;
+			}
+	/* the histograms own their counts by pointer, so moving the records is safe */
+	if (m->n_eps)
+		memcpy(eps, m->eps, m->n_eps * sizeof(*eps));
+	free(m->eps);
+	m->eps = eps;
+	m->n_eps = n;
+	return 0;
+}
+
 void cl_metrics_destroy(struct cl_metrics *m)
 {
 	if (!m)
@@ -170,6 +204,12 @@ void cl_metrics_destroy(struct cl_metrics *m)
 		cl_hist_destroy(&m->lat[i]);
 	for (int i = 0; i < CL_CNT__COUNT; i++)
 		cl_hist_destroy(&m->cnt[i]);
+	for (uint32_t i = 0; m->eps && i < m->n_eps; i++)
+		for (int k = 0; k < CL_EP_LAT__COUNT; k++)
+			cl_hist_destroy(&m->eps[i].lat[k]);
+	free(m->eps);
+	m->eps = NULL;
+	m->n_eps = 0;
 }
 
 void cl_metrics_reset(struct cl_metrics *m)
@@ -182,6 +222,11 @@ void cl_metrics_reset(struct cl_metrics *m)
 	memset(&m->health, 0, sizeof(m->health));
 	memset(m->err_samples, 0, sizeof(m->err_samples));
 	m->n_err_samples = 0;
+	for (uint32_t i = 0; i < m->n_eps; i++) {
+		for (int k = 0; k < CL_EP_LAT__COUNT; k++)
+			cl_hist_reset(&m->eps[i].lat[k]);
+		memset(m->eps[i].ctr, 0, sizeof(m->eps[i].ctr));
+	}
 }
 
 void cl_metrics_trim(struct cl_metrics *m)
@@ -191,6 +236,9 @@ void cl_metrics_trim(struct cl_metrics *m)
 		cl_hist_trim(&m->lat[i]);
 	for (int i = 0; i < CL_CNT__COUNT; i++)
 		cl_hist_trim(&m->cnt[i]);
+	for (uint32_t i = 0; i < m->n_eps; i++)
+		for (int k = 0; k < CL_EP_LAT__COUNT; k++)
+			cl_hist_trim(&m->eps[i].lat[k]);
 }
 
 /* Records kept for decoded REPORTs: the coordinator decodes one report at a time, so a few
@@ -271,6 +319,15 @@ int cl_metrics_merge(struct cl_metrics *dst, const struct cl_metrics *src)
 	for (int i = 0; i < CL_CTR__COUNT; i++)
 		dst->ctr[i] += src->ctr[i];
 	cli_metrics_health_merge(&dst->health, &src->health);
+	if (src->n_eps && (rc = cl_metrics_eps_init(dst, src->n_eps)))
+		return rc;
+	for (uint32_t e = 0; e < src->n_eps; e++) {
+		for (int k = 0; k < CL_EP_LAT__COUNT; k++)
+			if ((rc = cl_hist_merge(&dst->eps[e].lat[k], &src->eps[e].lat[k])))
+				return rc;
+		for (int i = 0; i < CL_CTR__COUNT; i++)
+			dst->eps[e].ctr[i] += src->eps[e].ctr[i];
+	}
 	for (uint32_t i = 0; i < src->n_err_samples && i < CL_ERR_SAMPLES_MAX &&
 			     dst->n_err_samples < CL_ERR_SAMPLES_MAX;
 	     i++)

@@ -36,25 +36,48 @@ static int pack_hists(msgpack_packer *pk, const struct cl_hist *h, int n, const 
 	return rc;
 }
 
+static int pack_ctrs(msgpack_packer *pk, const uint64_t *ctr)
+{
+	size_t used = 0;
+	for (int i = 0; i < CL_CTR__COUNT; i++)
+		used += ctr[i] != 0;
+	int rc = msgpack_pack_map(pk, used);
+	for (int i = 0; i < CL_CTR__COUNT && !rc; i++) {
+		if (!ctr[i])
+			continue;
+		rc = pack_key(pk, cl_ctr_name(i));
+		rc = rc ? rc : msgpack_pack_uint64(pk, ctr[i]);
+	}
+	return rc;
+}
+
+/* "eps": one {lat, ctr} map per endpoint, in the plan's order (target.urls). */
+static int pack_eps(msgpack_packer *pk, const struct cl_metrics *m)
+{
+	int rc = pack_key(pk, "eps");
+	rc = rc ? rc : msgpack_pack_array(pk, m->n_eps);
+	for (uint32_t e = 0; e < m->n_eps && !rc; e++) {
+		rc = msgpack_pack_map(pk, 2);
+		rc = rc ? rc : pack_key(pk, "lat");
+		rc = rc ? rc : pack_hists(pk, m->eps[e].lat, CL_EP_LAT__COUNT, cl_ep_lat_name);
+		rc = rc ? rc : pack_key(pk, "ctr");
+		rc = rc ? rc : pack_ctrs(pk, m->eps[e].ctr);
+	}
+	return rc;
+}
+
 int cl_metrics_pack(const struct cl_metrics *m, msgpack_packer *pk)
 {
-	int rc = msgpack_pack_map(pk, 5);
+	int rc = msgpack_pack_map(pk, 5 + !!m->n_eps);
 	rc = rc ? rc : pack_key(pk, "lat");
 	rc = rc ? rc : pack_hists(pk, m->lat, CL_LAT__COUNT, cl_lat_name);
 	rc = rc ? rc : pack_key(pk, "cnt");
 	rc = rc ? rc : pack_hists(pk, m->cnt, CL_CNT__COUNT, cl_cnt_name);
 
-	size_t used = 0;
-	for (int i = 0; i < CL_CTR__COUNT; i++)
-		used += m->ctr[i] != 0;
 	rc = rc ? rc : pack_key(pk, "ctr");
-	rc = rc ? rc : msgpack_pack_map(pk, used);
-	for (int i = 0; i < CL_CTR__COUNT && !rc; i++) {
-		if (!m->ctr[i])
-			continue;
-		rc = pack_key(pk, cl_ctr_name(i));
-		rc = rc ? rc : msgpack_pack_uint64(pk, m->ctr[i]);
-	}
+	rc = rc ? rc : pack_ctrs(pk, m->ctr);
+	if (m->n_eps)
+		rc = rc ? rc : pack_eps(pk, m);
 
 	rc = rc ? rc : pack_key(pk, "health");
 	rc = rc ? rc : msgpack_pack_map(pk, 4);
@@ -126,8 +149,7 @@ static int walk_hists(struct cl_hist *hists, int n, const char *(*name)(int), co
 	return 0;
 }
 
-static int walk_ctrs(struct cl_metrics *m, const msgpack_object *obj, bool apply,
-		     struct cl_err *err)
+static int walk_ctrs(uint64_t *ctr, const msgpack_object *obj, bool apply, struct cl_err *err)
 {
 	char q[64];
 	if (obj->type != MSGPACK_OBJECT_MAP)
@@ -150,11 +172,56 @@ static int walk_ctrs(struct cl_metrics *m, const msgpack_object *obj, bool apply
 			return cl_err_set(err, CL_EPARSE,
 					  "counter '%s' is not a non-negative integer",
 					  cl_ctr_name(idx));
-		if (__builtin_add_overflow(m->ctr[idx], n_add, &sum))
+		if (__builtin_add_overflow(ctr[idx], n_add, &sum))
 			return cl_err_set(err, CL_EPARSE, "counter '%s' would overflow",
 					  cl_ctr_name(idx));
 		if (apply)
-			m->ctr[idx] = sum;
+			ctr[idx] = sum;
+	}
+	return 0;
+}
+
+/* "eps": at most CL_METRICS_EPS_MAX maps of {lat, ctr}.  The validating pass grows m to hold
+ * them (empty records: no value of m changes), so both passes have histograms to read. */
+static int walk_eps(struct cl_metrics *m, const msgpack_object *obj, bool apply,
+		    struct cl_err *err)
+{
+	char q[64];
+	if (obj->type != MSGPACK_OBJECT_ARRAY)
+		return cl_err_set(err, CL_EPARSE, "metrics 'eps' is not an array");
+	uint32_t n = obj->via.array.size;
+	if (n > CL_METRICS_EPS_MAX)
+		return cl_err_set(err, CL_EPARSE, "metrics 'eps' has %u endpoints (max %d)", n,
+				  CL_METRICS_EPS_MAX);
+	if (!apply && cl_metrics_eps_init(m, n) != 0)
+		return cl_err_set(err, CL_ENOMEM, "out of memory for %u endpoints", n);
+	for (uint32_t e = 0; e < n; e++) {
+		const msgpack_object *o = &obj->via.array.ptr[e];
+		if (o->type != MSGPACK_OBJECT_MAP)
+			return cl_err_set(err, CL_EPARSE, "metrics 'eps[%u]' is not a map", e);
+		unsigned seen = 0;
+		for (uint32_t i = 0; i < o->via.map.size; i++) {
+			const msgpack_object *k = &o->via.map.ptr[i].key;
+			const msgpack_object *v = &o->via.map.ptr[i].val;
+			unsigned bit;
+			int rc;
+			if (cli_mpk_str_is(k, "lat")) {
+				bit = 1;
+				rc = walk_hists(m->eps[e].lat, CL_EP_LAT__COUNT, cl_ep_lat_name,
+						"lat", "endpoint latency", v, apply, err);
+			} else if (cli_mpk_str_is(k, "ctr")) {
+				bit = 2;
+				rc = walk_ctrs(m->eps[e].ctr, v, apply, err);
+			} else {
+				return cl_err_set(err, CL_EPARSE, "unknown field '%s' in eps[%u]",
+						  cli_mpk_quote(k, q, sizeof(q)), e);
+			}
+			if (seen & bit)
+				return cl_err_set(err, CL_EPARSE, "duplicate field in eps[%u]", e);
+			seen |= bit;
+			if (rc)
+				return cl_err_prefix(err, "eps[%u]", e);
+		}
 	}
 	return 0;
 }
@@ -262,13 +329,16 @@ static int walk(struct cl_metrics *m, const msgpack_object *obj, bool apply, str
 					apply, err);
 		} else if (cli_mpk_str_is(k, "ctr")) {
 			bit = 4;
-			rc = walk_ctrs(m, v, apply, err);
+			rc = walk_ctrs(m->ctr, v, apply, err);
 		} else if (cli_mpk_str_is(k, "health")) {
 			bit = 8;
 			rc = walk_health(m, v, apply, err);
 		} else if (cli_mpk_str_is(k, "errs")) {
 			bit = 16;
 			rc = walk_errs(m, v, apply, err);
+		} else if (cli_mpk_str_is(k, "eps")) {
+			bit = 32;
+			rc = walk_eps(m, v, apply, err);
 		} else {
 			return cl_err_set(err, CL_EPARSE, "unknown metrics field '%s'",
 					  cli_mpk_quote(k, q, sizeof(q)));

@@ -92,6 +92,13 @@ const char *cl_api_name(enum cl_api a)
 	return (unsigned)a < CL_API__COUNT ? names[a] : NULL;
 }
 
+const char *cl_route_name(enum cl_route r)
+{
+	static const char *const names[CL_ROUTE__COUNT] = { "round_robin", "least_outstanding",
+							    "session_hash" };
+	return (unsigned)r < CL_ROUTE__COUNT ? names[r] : NULL;
+}
+
 const char *cl_api_path(enum cl_api a)
 {
 	static const char *const paths[CL_API__COUNT] = { "/chat/completions", "/completions",
@@ -139,6 +146,9 @@ void cl_target_plan_free(struct cl_target_plan *t)
 		free(t->headers[i]);
 	free(t->headers);
 	free(t->ca_file);
+	for (size_t i = 0; t->endpoints && i < t->n_endpoints; i++)
+		free(t->endpoints[i]);
+	free(t->endpoints);
 	memset(t, 0, sizeof(*t));
 }
 

@@ -26,6 +26,11 @@ const struct cl_sim_option cl_sim_options[] = {
 	  false },
 	{ "grace", D, "DUR", "5s",
 	  "on SIGTERM/SIGINT, time decoding streams get to finish before they are cut", false },
+	/* Under target.simulator too: a scale test names it in the scenario. */
+	{ "processes", I, "N", "1",
+	  "serve from N processes on one port (SO_REUSEPORT), each with its own state, "
+	  "descriptors and truth log FILE.<i>; the first process supervises the others (1..64)",
+	  true },
 	/* model and protocol */
 	{ "model", S, "NAME", "chatload-sim",
 	  "model name served, or a comma-separated list (others get 404)", true },
@@ -150,6 +155,15 @@ const struct cl_sim_option cl_sim_options[] = {
 	  true },
 	{ "no-tokenize", B, NULL, NULL,
 	  "answer POST /tokenize with 404, as a server without it does (OpenAI's own API)", true },
+	/* tool calls (docs/simulator.md, "Tool calls") */
+	{ "tool-call-rate", F, "P", "0",
+	  "probability that a chat request offering tools is answered with a streamed tool call "
+	  "(after N tool results since the last user message: P^(N+1))",
+	  true },
+	{ "no-tools", B, NULL, NULL,
+	  "refuse a chat request that offers tools with 400, as a server without tool support "
+	  "does (llama.cpp without --jinja)",
+	  true },
 };
 
 const size_t cl_sim_options_count = sizeof(cl_sim_options) / sizeof(cl_sim_options[0]);

@@ -154,6 +154,7 @@ void cl_msg_free(struct cl_msg *m)
 	case CL_MSG_REPORT:
 		cli_metrics_give(m->report.metrics);
 		free(m->report.readiness);
+		free(m->report.sources);
 		free(m->report.error);
 		break;
 	case CL_MSG_REFUSE:

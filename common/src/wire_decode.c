@@ -26,7 +26,9 @@ static int dec_target(struct wire_dec *d, const char *name, const msgpack_object
 				FLD("http2"),          FLD("tls_verify"),
 				FLD("ca_file"),        FLD("connect_timeout_us"),
 				FLD("http2_fallback"), FLD("http2_streams"),
-				FLD("api") };
+				FLD("api"),            FLD("endpoints"),
+				FLD("route") };
+	uint32_t route = 0;
 	if ((rc = cli_wire_fields(d, v, f, WIRE_N(f))))
 		goto out;
 #define F(n) cli_wire_fv(f, WIRE_N(f), n)
@@ -56,6 +58,21 @@ static int dec_target(struct wire_dec *d, const char *name, const msgpack_object
 		goto out;
 	}
 	t->api = (enum cl_api)api;
+	/* several endpoints (target.urls) */
+	if ((F("endpoints") &&
+	     (rc = cli_wire_get_str_array(d, "endpoints", F("endpoints"), CL_ENDPOINTS_MAX,
+					 CL_WIRE_MAX_URL, WSTR_NAME, &t->endpoints,
+					 &t->n_endpoints))) ||
+	    (rc = cli_wire_get_u32(d, "route", F("route"), false, &route)))
+		goto out;
+	if (t->n_endpoints == 1 || route >= CL_ROUTE__COUNT ||
+	    (t->n_endpoints && strcmp(t->endpoints[0], t->base_url) != 0)) {
+		rc = cli_wire_bad(d, CL_EPROTO, "endpoints",
+				  "must hold 2..%d URLs, the first the base_url, and a known route",
+				  CL_ENDPOINTS_MAX);
+		goto out;
+	}
+	t->route = (enum cl_route)route;
 	if (t->http2_streams > CL_HTTP2_MAX_STREAMS) {
 		rc = cli_wire_bad(d, CL_EPROTO, "http2_streams", "is out of range (%u, max %u)",
 				  t->http2_streams, CL_HTTP2_MAX_STREAMS);
@@ -131,7 +148,8 @@ static int dec_workload(struct wire_dec *d, const char *name, const msgpack_obje
 				FLD("max_tokens"),   FLD("total_bodies"),
 				FLD("first_body"),   FLD("think_time_us"),
 				FLD("trace_stride"), FLD("share"),
-				FLD("per_stage"),    FLD("retag") };
+				FLD("per_stage"),    FLD("retag"),
+				FLD("tool_result_tokens"), FLD("tool_max_rounds") };
 	uint64_t total = 0, first = 0, share = 0;
 	if ((rc = cli_wire_fields(d, v, f, WIRE_N(f))) ||
 	    (rc = dec_bodies(d, f[0].v, &w->bodies, &w->n_bodies)) ||
@@ -147,8 +165,19 @@ static int dec_workload(struct wire_dec *d, const char *name, const msgpack_obje
 	    (rc = cli_wire_get_u64(d, "share", f[7].v, false, CL_WIRE_MAX_TOTAL_BODIES, &share)) ||
 	    (rc = cli_wire_get_bool(d, "per_stage", f[8].v, false, &w->per_stage)) ||
 	    (f[9].v &&
-	     (rc = cli_wire_get_fixed_str(d, "retag", f[9].v, w->retag, sizeof(w->retag), WSTR_NAME))))
+	     (rc = cli_wire_get_fixed_str(d, "retag", f[9].v, w->retag, sizeof(w->retag), WSTR_NAME))) ||
+	    (rc = cli_wire_get_u32(d, "tool_result_tokens", f[10].v, false,
+				   &w->tool_result_tokens)) ||
+	    (rc = cli_wire_get_u32(d, "tool_max_rounds", f[11].v, false, &w->tool_max_rounds)))
 		goto out;
+	if (w->tool_result_tokens > CL_TOOL_MAX_RESULT_TOKENS ||
+	    w->tool_max_rounds > CL_TOOL_MAX_ROUNDS || (!f[10].v) != (!f[11].v)) {
+		rc = cli_wire_bad(d, CL_EPROTO, "tool_result_tokens",
+				  "is %u with tool_max_rounds %u (at most %u and %u, both or neither)",
+				  w->tool_result_tokens, w->tool_max_rounds, CL_TOOL_MAX_RESULT_TOKENS,
+				  CL_TOOL_MAX_ROUNDS);
+		goto out;
+	}
 	if (f[3].v && total < w->n_bodies) {
 		rc =
 		    cli_wire_bad(d, CL_EPROTO, "total_bodies", "is %llu, below the %zu bodies sent",
@@ -366,12 +395,47 @@ static int dec_stalls(struct wire_dec *d, const msgpack_object *v, struct cl_sta
 	return rc;
 }
 
+/* REPORT.sources: an array of at most CL_SRCADDR_MAX {address, connections}; absent: none. */
+static int dec_sources(struct wire_dec *d, const msgpack_object *v, struct cl_source_conns **out)
+{
+	if (!v)
+		return 0;
+	if (v->type != MSGPACK_OBJECT_ARRAY)
+		return cli_wire_wrong(d, "sources", "an array", v);
+	if (v->via.array.size > CL_SRCADDR_MAX)
+		return cli_wire_bad(d, CL_ETOOBIG, "sources", "has too many entries (%u, max %d)",
+				    v->via.array.size, CL_SRCADDR_MAX);
+	struct cl_source_conns *sc = calloc(1, sizeof(*sc));
+	if (!sc)
+		return cl_err_set(d->err, CL_ENOMEM, "out of memory decoding sources");
+	*out = sc;
+	int rc = 0;
+	for (uint32_t i = 0; i < v->via.array.size && !rc; i++) {
+		char nm[32];
+		snprintf(nm, sizeof(nm), "sources[%u]", i);
+		const msgpack_object *e = &v->via.array.ptr[i];
+		if ((rc = cli_wire_need_map(d, nm, e, true)))
+			break;
+		size_t old = wire_path_push(&d->path, nm);
+		struct wire_fld sf[] = { FLD("address"), FLD("connections") };
+		if (!(rc = cli_wire_fields(d, e, sf, WIRE_N(sf))) &&
+		    !(rc = cli_wire_get_fixed_str(d, "address", sf[0].v, sc->e[i].address,
+						  sizeof(sc->e[i].address), WSTR_NAME)))
+			rc = cli_wire_get_u64(d, "connections", sf[1].v, true, UINT64_MAX,
+					      &sc->e[i].connections);
+		wire_path_pop(&d->path, old);
+		if (!rc)
+			sc->n = i + 1;
+	}
+	return rc;
+}
+
 static int dec_report(struct wire_dec *d, const msgpack_object *top, struct cl_msg_report *r)
 {
 	struct wire_fld f[] = { FLD("kind"),      FLD("stage"),         FLD("interval"),
 				FLD("span_us"),   FLD("metrics"),       FLD("readiness"),
 				FLD("t_send_us"), FLD("error"),         FLD("start_skew_us"),
-				FLD("stalls"),    FLD("stalls_dropped") };
+				FLD("stalls"),    FLD("stalls_dropped"), FLD("sources") };
 	int rc, kind = 0;
 	if ((rc = cli_wire_fields(d, top, f, WIRE_N(f))))
 		return rc;
@@ -392,6 +456,7 @@ static int dec_report(struct wire_dec *d, const msgpack_object *top, struct cl_m
 	    (rc = dec_stalls(d, F("stalls"), &r->stalls)) ||
 	    (rc = cli_wire_get_u32(d, "stalls_dropped", F("stalls_dropped"), false,
 				   &r->stalls.dropped)) ||
+	    (rc = dec_sources(d, F("sources"), &r->sources)) ||
 	    (rc = cli_wire_need_map(d, "readiness", F("readiness"), probe)) ||
 	    (rc = cli_wire_need_map(d, "metrics", F("metrics"), !probe)))
 		return rc;

@@ -144,6 +144,20 @@ static const char *table(const char *const *names, size_t n, int v)
 	return v >= 0 && (size_t)v < n ? names[v] : NULL;
 }
 
+/* key, then an array of n strings (NULL sent as ""), each named "key[i]" in errors */
+static void str_array(struct enc *e, const char *name, char *const *a, size_t n, size_t cap,
+		      enum wire_str kind)
+{
+	key(e, name);
+	array(e, n);
+	for (size_t i = 0; i < n && !e->rc; i++) {
+		char nm[48];
+		snprintf(nm, sizeof(nm), "%s[%zu]", name, i);
+		const char *s = a[i] ? a[i] : "";
+		str_val(e, nm, s, strlen(s), cap, kind);
+	}
+}
+
 static void enc_target(struct enc *e, const char *name, const struct cl_target_plan *t)
 {
 	size_t old = wire_path_push(&e->path, name);
@@ -154,20 +168,13 @@ static void enc_target(struct enc *e, const char *name, const struct cl_target_p
 	if (t->n_headers && !t->headers)
 		fail(e, CL_EINVAL, "headers", "is NULL with %zu entries", t->n_headers);
 	map(e, 5 + !!t->model + !!t->api_key_env + !!t->ca_file + !!t->http2_fallback +
-		   !!t->http2_streams + !!t->api);
+		   !!t->http2_streams + !!t->api + 2 * !!t->n_endpoints);
 	str(e, "base_url", t->base_url, CL_WIRE_MAX_URL, WSTR_NAME);
 	if (t->model)
 		str(e, "model", t->model, CL_WIRE_MAX_NAME, WSTR_NAME);
 	if (t->api_key_env)
 		str(e, "api_key_env", t->api_key_env, CL_WIRE_MAX_NAME, WSTR_NAME);
-	key(e, "headers");
-	array(e, t->n_headers);
-	for (size_t i = 0; i < t->n_headers && !e->rc; i++) {
-		char nm[32];
-		snprintf(nm, sizeof(nm), "headers[%zu]", i);
-		const char *h = t->headers[i] ? t->headers[i] : "";
-		str_val(e, nm, h, strlen(h), CL_WIRE_MAX_HEADER, WSTR_HEADER);
-	}
+	str_array(e, "headers", t->headers, t->n_headers, CL_WIRE_MAX_HEADER, WSTR_HEADER);
 	boolean(e, "http2", t->http2);
 	boolean(e, "tls_verify", t->tls_verify);
 	if (t->ca_file)
@@ -180,6 +187,16 @@ static void enc_target(struct enc *e, const char *name, const struct cl_target_p
 		nonneg(e, "http2_streams", t->http2_streams);
 	if (t->api)
 		nonneg(e, "api", t->api);
+	/* --- several endpoints (target.urls): sent only with two or more --- */
+	if (t->n_endpoints) {
+		if (t->n_endpoints < 2 || t->n_endpoints > CL_ENDPOINTS_MAX || !t->endpoints)
+			fail(e, CL_EINVAL, "endpoints", "has %zu entries (2..%d)", t->n_endpoints,
+			     CL_ENDPOINTS_MAX);
+		else
+			str_array(e, "endpoints", t->endpoints, t->n_endpoints, CL_WIRE_MAX_URL,
+				  WSTR_NAME);
+		nonneg(e, "route", t->route);
+	}
 	wire_path_pop(&e->path, old);
 }
 
@@ -237,7 +254,7 @@ static void enc_workload(struct enc *e, const char *name, const struct cl_worklo
 	if (w->share > total)
 		fail(e, CL_EINVAL, "share", "is %zu, above the %zu bodies", w->share, total);
 	map(e, 3 + parts + !!w->first_body + !!w->think_time_us + !!w->trace_stride + !!w->share +
-		   w->per_stage + !!w->retag[0]);
+		   w->per_stage + !!w->retag[0] + 2 * !!w->tool_result_tokens);
 	key(e, "bodies");
 	enc_bodies_value(e, w->bodies, w->n_bodies);
 	nonneg(e, "request_timeout_us", w->request_timeout_us);
@@ -256,6 +273,11 @@ static void enc_workload(struct enc *e, const char *name, const struct cl_worklo
 		boolean(e, "per_stage", true);
 	if (w->retag[0])
 		str(e, "retag", w->retag, sizeof(w->retag) - 1, WSTR_NAME);
+	if (w->tool_result_tokens) {
+		/* the agentic loop: both or neither */
+		u64(e, "tool_result_tokens", w->tool_result_tokens);
+		u64(e, "tool_max_rounds", w->tool_max_rounds);
+	}
 	wire_path_pop(&e->path, old);
 }
 
@@ -332,6 +354,30 @@ static void enc_stalls(struct enc *e, const struct cl_stall_list *l)
 		map(e, 2);
 		i64(e, "start_us", l->ep[i].start_us);
 		i64(e, "length_us", l->ep[i].length_us);
+		wire_path_pop(&e->path, o2);
+	}
+	wire_path_pop(&e->path, old);
+}
+
+/* REPORT.sources: [{address, connections}, ...], at most CL_SRCADDR_MAX. */
+static void enc_sources(struct enc *e, const struct cl_source_conns *sc)
+{
+	if (sc->n > CL_SRCADDR_MAX) {
+		fail(e, CL_ETOOBIG, "sources", "has too many entries (%u, max %d)", sc->n,
+		     CL_SRCADDR_MAX);
+		return;
+	}
+	key(e, "sources");
+	size_t old = wire_path_push(&e->path, "sources");
+	array(e, sc->n);
+	for (uint32_t i = 0; i < sc->n && !e->rc; i++) {
+		size_t o2 = wire_path_index(&e->path, i);
+		const char *a = sc->e[i].address;
+		map(e, 2);
+		key(e, "address");
+		str_val(e, "address", a, strnlen(a, CL_SRCADDR_TEXTMAX - 1),
+			CL_SRCADDR_TEXTMAX - 1, WSTR_NAME);
+		u64(e, "connections", sc->e[i].connections);
 		wire_path_pop(&e->path, o2);
 	}
 	wire_path_pop(&e->path, old);
@@ -495,7 +541,7 @@ static size_t body_fields(const struct cl_msg *m)
 	case CL_MSG_REPORT:
 		return 5 + !!m->report.metrics + !!m->report.readiness + !!m->report.error +
 		       !!m->report.start_skew_us + !!m->report.stalls.n +
-		       !!m->report.stalls.dropped;
+		       !!m->report.stalls.dropped + !!m->report.sources;
 	case CL_MSG_WELCOME:
 		return 4;
 	case CL_MSG_REFUSE:
@@ -580,6 +626,8 @@ static void enc_body(struct enc *e, const struct cl_msg *m)
 			enc_stalls(e, &r->stalls);
 		if (r->stalls.dropped)
 			u64(e, "stalls_dropped", r->stalls.dropped);
+		if (r->sources)
+			enc_sources(e, r->sources);
 		if (r->readiness)
 			enc_readiness(e, "readiness", r->readiness);
 		if (r->metrics)

@@ -17,6 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* workload.tools.choice as written. */
+static const char *tool_choice_name(enum cl_tool_choice c)
+{
+	static const char *const names[] = { "auto", "none", "required" };
+	return (unsigned)c < 3 ? names[c] : "auto";
+}
+
 static void usage(FILE *out)
 {
 	fprintf(
@@ -69,6 +76,11 @@ static void print_target(const struct cl_scenario *s)
 			else if (o->scenario && o->def)
 				printf("  simulator %s: %s (default)\n", o->name, o->def);
 		}
+	} else if (t->n_urls) {
+		for (size_t i = 0; i < t->n_urls; i++)
+			printf("  url %zu: %s\n", i + 1, t->urls[i]);
+		printf("  route: %s%s\n", cl_route_name(t->route),
+		       t->route_given ? "" : " (default)");
 	} else {
 		printf("  url: %s\n", t->url);
 	}
@@ -265,6 +277,14 @@ static void print_workload(const struct cl_scn_workload *w)
 			       "%u..%u), think time %s\n",
 			       w->turns.mean, w->turns.stddev, w->turns.min, w->turns.max,
 			       dur(w->think_time_us, a, sizeof(a)));
+		if (w->tools_count && w->multi_turn)
+			printf("  tools: %u synthetic functions, tool_choice %s; agentic loop: a "
+			       "tool call gets a %u-token result, up to %u rounds a turn\n",
+			       w->tools_count, tool_choice_name(w->tools_choice),
+			       w->tools_result_tokens, w->tools_max_rounds);
+		else if (w->tools_count)
+			printf("  tools: %u synthetic functions, tool_choice %s\n", w->tools_count,
+			       tool_choice_name(w->tools_choice));
 		break;
 	case CL_WORKLOAD_TRACE: {
 		static const char *const tf[] = { "auto", "mooncake", "azure" };

@@ -51,18 +51,18 @@ const char *const cli_rp_col_names[RP__COLS] = {
 	"stage",       "load",        "status",      "req/s",         "out tok/s",  "TTFT p50 ms",
 	"TTFT p99 ms", "ITL p50 ms",  "ITL p99 ms",  "TPOT p50 ms",   "E2E p50 ms", "errors",
 	"no content",  "TTFC p50 ms", "TTFC p99 ms", "content tok/s", "cached prompt",
-	"inputs/s",    "input tok/s", "E2E p99 ms",
+	"inputs/s",    "input tok/s", "E2E p99 ms",  "tool calls",
 };
 const bool cli_rp_col_numeric[RP__COLS] = { false, true, false, true, true, true, true,
 					    true,  true, true,  true, true, true, true,
-					    true,  true, true,  true, true, true };
+					    true,  true, true,  true, true, true, true };
 
 /* Display order: the thinking-model columns sit beside TTFT and the output rate they
  * qualify. */
 static const int col_order[] = {
 	RP_STAGE,  RP_LOAD,   RP_STATUS, RP_RPS,       RP_OTPS,  RP_CONTENT_TPS,
 	RP_TTFT50, RP_TTFT99, RP_CACHED, RP_TTFC50,    RP_TTFC99, RP_ITL50,
-	RP_ITL99,  RP_TPOT50, RP_E2E50,  RP_ERRORS, RP_NOCONTENT,
+	RP_ITL99,  RP_TPOT50, RP_E2E50,  RP_ERRORS, RP_NOCONTENT, RP_TOOL_CALLS,
 };
 /* An embeddings run: no output, no chunks, so no TTFT, ITL or TPOT; what it has instead. */
 static const int col_order_embeddings[] = {
@@ -104,10 +104,11 @@ size_t cli_rp_columns(const json_t *stages, int cols[RP__COLS])
 		no_content |= cl_results_num(s, "requests.no_content") > 0;
 	}
 	bool thinking = cli_rp_thinking(stages);
-	bool cached = false;
+	bool cached = false, tool_calls = false;
 	json_array_foreach(stages, i, s)
 	{
 		cached |= cl_results_num(s, "tokens.cached_prompt_tokens") > 0;
+		tool_calls |= cl_results_num(s, "requests.tool_calls") > 0;
 	}
 	size_t n = 0;
 	if (cli_rp_embeddings(stages)) {
@@ -122,6 +123,8 @@ size_t cli_rp_columns(const json_t *stages, int cols[RP__COLS])
 		if ((c == RP_TTFC50 || c == RP_TTFC99 || c == RP_CONTENT_TPS) && !thinking)
 			continue;
 		if (c == RP_CACHED && !cached)
+			continue;
+		if (c == RP_TOOL_CALLS && !tool_calls)
 			continue;
 		cols[n++] = c;
 	}
@@ -319,6 +322,8 @@ void cli_rp_stage_row(const json_t *s, struct cli_rp_row *row)
 			 cli_rp_fmt_pct((char[32]){ 0 }, 32, 100 * no_content / completed));
 	else
 		cli_rj_fmt_count(row->cell[RP_NOCONTENT], RP_CELL_MAX, no_content);
+	cli_rj_fmt_count(row->cell[RP_TOOL_CALLS], RP_CELL_MAX,
+			 cl_results_num(s, "requests.tool_calls"));
 }
 
 const char *const cli_rp_probe_cols[RP_PROBE_COLS] = { "probe",      "level",     "result",

@@ -73,6 +73,7 @@ static const struct column columns[] = {
 	{ "loop_lag_p99_ms", "client.loop_lag_p99_ms", K_NUM },
 	{ "slo_pass", NULL, K_SLO },
 	{ "no_content", "requests.no_content", K_NUM },
+	{ "tool_calls", "requests.tool_calls", K_NUM },
 	/* embeddings (workload.api); empty for the other APIs */
 	{ "embedding_inputs", "embeddings.inputs", K_NUM },
 	{ "embedding_inputs_per_s", "embeddings.inputs_per_s", K_NUM },

@@ -282,6 +282,67 @@ static int episodes(const json_t *doc, struct cli_rp_table *t)
 	return 0;
 }
 
+/* A millisecond figure of an endpoint, or "-" when it has none. */
+static void ms_cell(char *buf, const json_t *ep, const char *path)
+{
+	const json_t *v = cl_results_get(ep, path);
+	cli_rj_fmt(buf, RP_CELL_MAX, json_is_number(v) ? json_number_value(v) : NAN, 1);
+}
+
+/* Several endpoints: each one's share of each stage, so a slow or failing replica shows
+ * beside the others; its errors are told by class. */
+static int endpoints(const json_t *stages, struct cli_rp_table *t)
+{
+	heading(t, "Per endpoint",
+		"Each endpoint of target.urls, per stage: its requests and errors (by class), "
+		"output tokens/s, TTFT and ITL from its own histograms merged across agents. "
+		"The stage's figures above are all of them together.",
+		11, "stage", 0, "endpoint", 0, "started", 1, "completed", 1, "errors", 0,
+		"out tok/s", 1, "TTFT p50 ms", 1, "TTFT p99 ms", 1, "ITL p50 ms", 1, "ITL p99 ms", 1,
+		"share %", 1);
+	size_t i;
+	const json_t *s;
+	json_array_foreach(stages, i, s)
+	{
+		const json_t *eps = json_object_get(s, "endpoints");
+		double all = cl_results_num(s, "requests.started");
+		size_t k;
+		const json_t *ep;
+		json_array_foreach(eps, k, ep)
+		{
+			double errs = cl_results_num(ep, "errors_total");
+			char(*r)[RP_CELL_MAX] = add_row(t, cli_rp_stage_marked(s) || errs > 0);
+			if (!r)
+				return CL_ENOMEM;
+			stage_cell(r[0], s);
+			snprintf(r[1], RP_CELL_MAX, "%s", cl_results_str(ep, "url", "-"));
+			cli_rj_fmt_count(r[2], RP_CELL_MAX, cl_results_num(ep, "started"));
+			cli_rj_fmt_count(r[3], RP_CELL_MAX, cl_results_num(ep, "completed"));
+			size_t at = (size_t)snprintf(r[4], RP_CELL_MAX, "%.0f", errs > 0 ? errs : 0);
+			const char *sep = " (";
+			for (size_t c = 0; c < cli_rj_n_err_keys && at < RP_CELL_MAX; c++) {
+				double n = cl_results_num(cl_results_get(ep, "errors"),
+							  cli_rj_err_keys[c]);
+				if (!(n > 0))
+					continue;
+				at += (size_t)snprintf(r[4] + at, RP_CELL_MAX - at, "%s%s %.0f", sep,
+						       cli_rj_err_keys[c], n);
+				sep = ", ";
+			}
+			if (*sep == ',' && at < RP_CELL_MAX)
+				snprintf(r[4] + at, RP_CELL_MAX - at, ")");
+			cli_rj_fmt(r[5], RP_CELL_MAX, cl_results_num(ep, "output_tokens_per_s"), 1);
+			ms_cell(r[6], ep, "ttft_ms.p50");
+			ms_cell(r[7], ep, "ttft_ms.p99");
+			ms_cell(r[8], ep, "itl_ms.p50");
+			ms_cell(r[9], ep, "itl_ms.p99");
+			double started = cl_results_num(ep, "started");
+			cli_rj_fmt(r[10], RP_CELL_MAX, all > 0 ? 100 * started / all : NAN, 1);
+		}
+	}
+	return 0;
+}
+
 int cli_rp_table_build(const json_t *doc, enum cli_rp_table_kind kind, struct cli_rp_table *t)
 {
 	memset(t, 0, sizeof(*t));
@@ -299,6 +360,8 @@ int cli_rp_table_build(const json_t *doc, enum cli_rp_table_kind kind, struct cl
 		return client(stages, t);
 	case RP_TBL_EPISODES:
 		return episodes(doc, t);
+	case RP_TBL_ENDPOINTS:
+		return endpoints(stages, t);
 	case RP__TBL:
 		break;
 	}

@@ -102,6 +102,9 @@ struct cli_rs_client {
 json_t *cli_rs_stage_json(size_t index, const struct cl_scn_stage *st, const struct cl_metrics *m,
 			  double window_s, enum cl_stage_status status, const char *reason,
 			  const struct cli_rs_client *client, enum cl_api api);
+/* results/endpoints.c: the stage's "endpoints" array from m's endpoint records (urls: the
+ * scenario's target.urls, a JSON array, read by index).  NULL when out of memory. */
+json_t *cli_rs_endpoints_json(const struct cl_metrics *m, const json_t *urls, double window_s);
 /* One interval's summary (rates over interval_s).  NULL when out of memory. */
 json_t *cli_rs_interval_json(double t_s, double interval_s, const struct cl_metrics *m);
 /* results/turns.c: the stage's "turns" array (multi-turn: one entry per turn index that had
@@ -146,6 +149,7 @@ enum {
 	RP_INPUTS_PS,   /* inputs (vectors) per second */
 	RP_INTOK_PS,    /* input (prompt) tokens per second */
 	RP_E2E99,
+	RP_TOOL_CALLS, /* answers that were tool calls: shown only when some stage had one */
 	RP__COLS
 };
 #define RP_CELL_MAX 96
@@ -190,6 +194,7 @@ enum cli_rp_table_kind {
 	RP_TBL_ERRORS,   /* errors by class per stage */
 	RP_TBL_CLIENT,   /* client health per stage and why it was flagged */
 	RP_TBL_EPISODES, /* per agent: its stalls, partitions and loss */
+	RP_TBL_ENDPOINTS, /* several endpoints (target.urls): stage x endpoint */
 	RP__TBL
 };
 /* Builds table `kind` of doc into t (zeroed first).  A table with no row is not worth a

@@ -166,6 +166,21 @@ static json_t *scenario_json(const struct cl_scenario *s, const char *path)
 	const char *h2 = !s->target.http2           ? "false"
 			 : s->target.http2_fallback ? "preferred"
 						    : "required";
+	json_t *urls = s->target.n_urls ? json_array() : NULL;
+	for (size_t i = 0; urls && i < s->target.n_urls; i++)
+		if (cli_rj_append(urls, url_json(s->target.urls[i]))) {
+			json_decref(urls);
+			urls = NULL;
+		}
+	/* several endpoints: target.url stays the first, target.urls lists them all */
+	if (!target)
+		json_decref(urls);
+	else if (s->target.n_urls &&
+	    (!urls || cli_rj_set(target, "urls", urls) ||
+	     cli_rj_set(target, "route", json_string(cl_route_name(s->target.route))))) {
+		json_decref(target);
+		target = NULL;
+	}
 	if (target &&
 	    (cli_rj_set(target, "http2", json_string(h2)) ||
 	     cli_rj_set(target, "api", json_string(cl_api_name(s->workload.api))) ||
@@ -427,22 +442,69 @@ void cl_results_set_warmup(struct cl_results *r, const struct cl_metrics *warmup
 		CL_WARN("cannot record the warmup result: out of memory");
 }
 
+/* [{address, connections}] of one agent's source addresses, added into the run's sums. */
+static json_t *source_rows(const struct cl_source_conns *sc, json_t *sums)
+{
+	json_t *arr = json_array();
+	for (uint32_t i = 0; arr && i < sc->n; i++) {
+		const char *addr = sc->e[i].address;
+		json_t *sum = json_object_get(sums, addr);
+		uint64_t before = sum ? (uint64_t)json_integer_value(sum) : 0;
+		if (cli_rj_append(arr, json_pack("{s:s,s:I}", "address", addr, "connections",
+						 (json_int_t)sc->e[i].connections)) ||
+		    json_object_set_new(sums, addr,
+					json_integer((json_int_t)(before + sc->e[i].connections)))) {
+			json_decref(arr);
+			arr = NULL;
+		}
+	}
+	return arr;
+}
+
 int cl_results_set_agents(struct cl_results *r, const struct cl_results_agent *agents, size_t n)
 {
 	json_t *arr = json_array();
-	for (size_t i = 0; arr && i < n; i++) {
+	json_t *sums = json_object(); /* address -> connections over all agents */
+	bool any_sources = false;
+	for (size_t i = 0; arr && sums && i < n; i++) {
 		const struct cl_results_agent *a = &agents[i];
 		json_t *o = json_pack(
 		    "{s:I,s:o,s:o,s:I,s:I,s:I,s:b}", "id", (json_int_t)a->id, "host",
 		    cli_rj_str(a->host), "address", cli_rj_str(a->address), "workers",
 		    (json_int_t)a->workers, "clock_offset_us", (json_int_t)a->clock_offset_us,
 		    "start_skew_us", (json_int_t)a->start_skew_us, "lost", a->lost);
+		if (o && a->sources && a->sources->n) {
+			any_sources = true;
+			json_t *rows = source_rows(a->sources, sums);
+			if (!rows || json_object_set_new(o, "source_addresses", rows) != 0) {
+				json_decref(o);
+				o = NULL;
+			}
+		}
 		if (cli_rj_append(arr, o)) {
 			json_decref(arr);
 			arr = NULL;
 		}
 	}
-	if (!arr || json_object_set_new(r->doc, "agents", arr) != 0)
+	if (!arr || !sums || json_object_set_new(r->doc, "agents", arr) != 0) {
+		json_decref(sums);
+		return CL_ENOMEM;
+	}
+	/* The pool's whole use, summed over the agents, addresses in the order they first came. */
+	json_t *total = any_sources ? json_array() : NULL;
+	const char *addr;
+	json_t *v;
+	json_object_foreach(sums, addr, v)
+	{
+		if (total && cli_rj_append(total, json_pack("{s:s,s:O}", "address", addr,
+							     "connections", v))) {
+			json_decref(total);
+			total = NULL;
+			any_sources = false;
+		}
+	}
+	json_decref(sums);
+	if (any_sources && (!total || json_object_set_new(r->doc, "source_addresses", total)))
 		return CL_ENOMEM;
 	return 0;
 }
@@ -652,6 +714,14 @@ static int finish_stage_obj(struct cl_results *r, size_t stage, const struct cl_
 	/* workload.images: what they cost in prompt tokens, beside the text's estimate. */
 	json_t *images = o ? cli_rs_images_json(json_object_get(r->doc, "workload"), o) : NULL;
 	if (images && cli_rj_set(o, "images", images)) {
+		json_decref(o);
+		o = NULL;
+	}
+	/* several endpoints (target.urls): each one's share of the stage */
+	const json_t *urls = json_object_get(
+	    json_object_get(json_object_get(r->doc, "scenario"), "target"), "urls");
+	if (o && cumulative->n_eps &&
+	    cli_rj_set(o, "endpoints", cli_rs_endpoints_json(cumulative, urls, window_s))) {
 		json_decref(o);
 		o = NULL;
 	}

@@ -3,6 +3,7 @@
 #ifndef CHATLOAD_RESULTS_H
 #define CHATLOAD_RESULTS_H
 
+#include "chatload/wire.h"
 #include "chatload/err.h"
 #include "chatload/hist.h"
 #include "chatload/metrics.h"
@@ -66,6 +67,7 @@ struct cl_results_agent {
 	int64_t start_skew_us;   /* worst measured start skew over the stages */
 	bool lost;
 	const char *address; /* the agent's IP address as the coordinator saw it; NULL: local */
+	const struct cl_source_conns *sources; /* connections per source address; NULL: none */
 };
 
 /*

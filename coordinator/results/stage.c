@@ -112,7 +112,9 @@ static json_t *requests_json(const struct cl_metrics *m)
 		      samples, "no_content", cli_rj_uint(m->ctr[CL_CTR_NO_CONTENT]), "repeated",
 		      cli_rj_uint(m->ctr[CL_CTR_REPEATED]));
 	/* Sent twice: the server had closed the reused connection (docs/engine.md). */
-	if (o && cli_rj_set(o, "resent", cli_rj_uint(m->ctr[CL_CTR_RESENT]))) {
+	/* Answers that were tool calls (docs/results.md): always present, 0 without tools. */
+	if (o && (cli_rj_set(o, "resent", cli_rj_uint(m->ctr[CL_CTR_RESENT])) ||
+		  cli_rj_set(o, "tool_calls", cli_rj_uint(m->ctr[CL_CTR_TOOL_CALLS])))) {
 		json_decref(o);
 		return NULL;
 	}

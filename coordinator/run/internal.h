@@ -35,6 +35,7 @@
 struct run_agent {
 	struct cl_stage_plan share; /* its part of the current stage or warmup (owned) */
 	int64_t worst_skew_us;      /* latest start against START_AT it reported, any stage */
+	struct cl_source_conns *sources; /* its latest final report's, owned; NULL: none */
 	struct {
 		struct cl_readiness_result result; /* its latest gate report */
 		bool seen;                         /* it reported at least once */
@@ -143,7 +144,8 @@ struct run {
 	struct cl_workload_plan workload;
 	struct cl_workload_stats workload_stats;
 	char *warmup_body;
-	char *probe_extra; /* readiness.body merged over target.body */
+	char *probe_extra; /* readiness.body merged over target.body (over workload.tools) */
+	bool probe_tools;  /* the probe offers workload.tools (the gate says so when it fails) */
 
 	/* warmup */
 	struct cl_metrics warm;

@@ -354,6 +354,11 @@ static void on_stage_report(struct run *r, struct cl_fleet_agent *a, struct cl_m
 		ra->worst_skew_us = rep->start_skew_us;
 	if (rep->error)
 		CL_ERROR("agent %u (%s): %s", a->id, a->label, rep->error);
+	if (rep->sources) { /* counts since the agent started: the latest replaces */
+		free(ra->sources);
+		ra->sources = rep->sources;
+		rep->sources = NULL;
+	}
 	if (rep->kind == CL_REPORT_FINAL)
 		ra->stage.final_seen = true;
 	else

@@ -108,6 +108,15 @@ static int make_target(struct run *r, struct cl_err *err)
 		p->ca_file = strdup(t->ca_file);
 	p->connect_timeout_us = t->connect_timeout_us;
 	p->api = r->s.workload.api; /* the gate sends what the stages send */
+	/* several endpoints (target.urls): base_url is the first */
+	if (t->n_urls) {
+		if (!(p->endpoints = calloc(t->n_urls, sizeof(char *))))
+			return cl_err_set(err, CL_ENOMEM, "out of memory");
+		for (size_t i = 0; i < t->n_urls; i++)
+			if (!(p->endpoints[p->n_endpoints++] = strdup(t->urls[i])))
+				return cl_err_set(err, CL_ENOMEM, "out of memory");
+		p->route = t->route;
+	}
 	if (!p->base_url)
 		return cl_err_set(err, CL_ENOMEM, "out of memory");
 	if (!p->model && !r->s.readiness.enabled)
@@ -232,8 +241,11 @@ static void cleanup(struct run *r)
 	cli_run_generate_free(r);
 	cli_run_live_close(r);
 	cl_fleet_close(&r->fleet);
-	for (size_t i = 0; i < CL_FLEET_MAX_AGENTS; i++)
+	for (size_t i = 0; i < CL_FLEET_MAX_AGENTS; i++) {
 		cl_stage_plan_free(&r->agents[i].share);
+		free(r->agents[i].sources);
+		r->agents[i].sources = NULL;
+	}
 	cl_target_plan_free(&r->target);
 	cl_workload_plan_free(&r->workload);
 	free(r->warmup_body);
@@ -245,6 +257,25 @@ static void cleanup(struct run *r)
 }
 
 /* Loads the scenario, printing each problem: 0, or nonzero with r->s left empty. */
+/* workload.tools go into the readiness probe as into every body (under readiness.body and
+ * target.body, which win): a server that refuses tools then fails the gate, which names the
+ * request shape it refused and the server's answer, rather than every request of a stage. */
+static int probe_with_tools(struct run *r, struct cl_err *err)
+{
+	char *tools = NULL, *merged = NULL;
+	int rc = cl_workload_tools_json(&r->s.workload, &tools, err);
+	if (rc || !tools)
+		return rc;
+	rc = cl_body_json_merge_text(tools, r->probe_extra, &merged, err);
+	free(tools);
+	if (rc)
+		return rc;
+	free(r->probe_extra);
+	r->probe_extra = merged;
+	r->probe_tools = true;
+	return 0;
+}
+
 static int load_scenario(struct run *r)
 {
 	struct cl_diags diags = { 0 };
@@ -432,6 +463,10 @@ int cl_run(const struct cl_run_opts *o)
 	if (cl_body_json_merge_text(r->s.target.body_json, r->s.readiness.body_json,
 				    &r->probe_extra, &err) != 0) {
 		code = fail_msg(r, CL_EXIT_USAGE, &err, "bad readiness.body");
+		goto finish;
+	}
+	if (probe_with_tools(r, &err) != 0) {
+		code = fail_msg(r, CL_EXIT_FAILED, &err, "cannot render workload.tools");
 		goto finish;
 	}
 	int frc = cli_run_start_fleet(r, &err);

@@ -6,6 +6,7 @@
 #include "chatload/fdlimit.h"
 #include "chatload/log.h"
 #include "chatload/sim_options.h"
+#include "chatload/srcaddr.h"
 #include "chatload/units.h"
 
 #include <errno.h>
@@ -124,10 +125,118 @@ static int read_token(struct run *r, struct cl_err *err)
 	return 0;
 }
 
+/* agents.source_addresses, before any agent starts (the loader checked each address is this
+ * host's): the pool must hold the largest stage's streams, each a connection from one
+ * address to the one target address and port. */
+static int check_source_pool(const struct run *r, struct cl_err *err)
+{
+	const struct cl_srcaddr_pool *p = r->s.agents.source;
+	if (!p || !p->n)
+		return 0;
+	if (!r->s.agents.local)
+		return cl_err_set(err, CL_EINVAL,
+				  "agents.source_addresses applies to local agents (agents.local); "
+				  "a remote agent takes --source-address");
+	uint32_t ports = cl_srcaddr_ephemeral_ports();
+	if (!ports)
+		return 0; /* no /proc: nothing to count with */
+	uint64_t room = (uint64_t)p->n * ports;
+	for (size_t i = 0; i < r->s.n_stages; i++) {
+		const struct cl_scn_stage *st = &r->s.stages[i];
+		/* Linux looks for a free port of a connect() bound to an address by scanning
+		 * the range: at 20,000 connections an address (71 % of the range) agents
+		 * stalled 60-100 s opening them, at 5,000 (18 %) not at all (bench_scale,
+		 * docs/testing.md). */
+		if (st->concurrency <= room && st->concurrency > room / 2)
+			CL_WARN("stage '%s' holds %u streams over %zu source addresses: %llu an "
+				"address, more than half of its %u ephemeral ports, where opening "
+				"connections slows (docs/testing.md, bench_scale): add addresses",
+				st->name ? st->name : "?", st->concurrency, p->n,
+				(unsigned long long)((st->concurrency + p->n - 1) / p->n), ports);
+		if (st->concurrency > room)
+			return cl_err_set(
+			    err, CL_EINVAL,
+			    "stage '%s' holds %u streams, but agents.source_addresses gives %zu "
+			    "addresses x %u ephemeral ports (net.ipv4.ip_local_port_range) = %llu "
+			    "connections to one target address and port: add addresses",
+			    st->name ? st->name : "?", st->concurrency, p->n, ports,
+			    (unsigned long long)room);
+	}
+	return 0;
+}
+
+/* The most streams any stage holds at once (a rate stage's cap; 0 when none says). */
+static uint32_t largest_stage(const struct run *r, const char **name)
+{
+	uint32_t most = 0;
+	*name = "?";
+	for (size_t i = 0; i < r->s.n_stages; i++) {
+		if (r->s.stages[i].concurrency > most) {
+			most = r->s.stages[i].concurrency;
+			*name = r->s.stages[i].name ? r->s.stages[i].name : "?";
+		}
+	}
+	return most;
+}
+
+/* How many streams the fleet can hold, against the largest stage, before any agent starts:
+ * `agents.local: auto` is decided here (as many local agents as the largest stage needs at
+ * what one agent can hold, the cores shared among them), and a stage the fleet cannot hold
+ * is refused with the arithmetic instead of failing on the agents when it starts.  Local
+ * agents inherit this process's descriptor limit; a remote one is counted at its engine's
+ * slots, the most it can hold whatever its limit. */
+static int size_fleet(struct run *r, struct cl_err *err)
+{
+	const char *name;
+	uint32_t streams = largest_stage(r, &name);
+	uint64_t fds = cl_fd_limit_raise();
+	uint32_t per_local = cl_fd_agent_streams(fds);
+	struct cl_scn_agents *ag = &r->s.agents;
+	if (ag->local_auto) {
+		uint64_t want = streams ? ((uint64_t)streams + per_local - 1) / per_local : 1;
+		if (want > CL_RUN_MAX_LOCAL)
+			return cl_err_set(
+			    err, CL_EINVAL,
+			    "agents.local: auto: stage '%s' holds %u streams, %llu local agents of "
+			    "%u streams each (descriptor limit %llu less %u kept), more than the %d "
+			    "one host may start: add remote agents (agents.listen)",
+			    name, streams, (unsigned long long)want, per_local,
+			    (unsigned long long)fds, CL_AGENT_FD_MARGIN, CL_RUN_MAX_LOCAL);
+		ag->local = (uint32_t)(want < 2 ? 2 : want);
+		if (!ag->workers) {
+			long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+			uint32_t cores = ncpu > 0 ? (uint32_t)ncpu : 1;
+			ag->workers = cores / ag->local ? cores / ag->local : 1;
+		}
+		CL_INFO("agents.local: auto: %u local agents of %u workers (largest stage '%s', "
+			"%u streams; %u streams per agent)",
+			ag->local, ag->workers, name, streams, per_local);
+	}
+	uint64_t room = (uint64_t)ag->local * per_local + (uint64_t)ag->expect * CL_AGENT_MAX_STREAMS;
+	if (streams > room) {
+		char remote[96] = "";
+		if (ag->expect)
+			snprintf(remote, sizeof(remote), " + %u remote agents x %u streams", ag->expect,
+				 CL_AGENT_MAX_STREAMS);
+		return cl_err_set(err, CL_EINVAL,
+				  "stage '%s' holds %u streams, but %u local agents x %u streams "
+				  "(the engine's %u slots, or the descriptor limit %llu less %u "
+				  "kept)%s = %llu: add agents (agents.local: auto starts enough)",
+				  name, streams, ag->local, per_local, CL_AGENT_MAX_STREAMS,
+				  (unsigned long long)fds, CL_AGENT_FD_MARGIN, remote,
+				  (unsigned long long)room);
+	}
+	return 0;
+}
+
 int cli_run_start_fleet(struct run *r, struct cl_err *err)
 {
-	int rc = read_token(r, err);
+	int rc = check_source_pool(r, err);
 	if (rc != 0)
+		return rc;
+	if ((rc = size_fleet(r, err)) != 0)
+		return rc;
+	if ((rc = read_token(r, err)) != 0)
 		return rc;
 	char run_id[64];
 	char stamp[32];
@@ -185,10 +294,14 @@ int cli_run_start_fleet(struct run *r, struct cl_err *err)
 	char *env[] = { token_env, NULL };
 	char workers[16];
 	snprintf(workers, sizeof(workers), "%u", r->s.agents.workers);
+	const struct cl_srcaddr_pool *src = r->s.agents.source;
+	size_t n_src = src ? src->n : 0;
+	char **argv = calloc(8 + 2 * n_src, sizeof(*argv));
+	if (!argv)
+		return cl_err_set(err, CL_ENOMEM, "out of memory");
 	for (uint32_t i = 0; i < r->s.agents.local; i++) {
 		char name[32];
 		snprintf(name, sizeof(name), "local agent %u", i + 1);
-		char *argv[10];
 		size_t n = 0;
 		argv[n++] = bin;
 		argv[n++] = "--connect";
@@ -198,12 +311,19 @@ int cli_run_start_fleet(struct run *r, struct cl_err *err)
 			argv[n++] = "--workers";
 			argv[n++] = workers;
 		}
+		/* Every agent gets the whole pool, each starting at another address, so the
+		 * first streams of all agents do not crowd the first address. */
+		for (size_t k = 0; k < n_src; k++) {
+			argv[n++] = "--source-address";
+			argv[n++] = (char *)src->addr[(i + k) % n_src];
+		}
 		argv[n] = NULL;
 		if ((rc = cl_child_start(&r->local[i], name, argv, env, -1, err)) != 0)
-			return rc;
+			break;
 		r->n_local++;
 	}
-	return 0;
+	free(argv);
+	return rc;
 }
 
 int cli_run_wait_for_agents(struct run *r, struct cl_err *err)
@@ -254,6 +374,7 @@ void cli_run_record_agents(struct run *r)
 			.clock_offset_us = a->clock_offset_us,
 			.start_skew_us = r->agents[i].worst_skew_us,
 			.lost = a->live == CL_LIVE_LOST,
+			.sources = r->agents[i].sources,
 		};
 	}
 	cl_results_set_agents(r->res, ag, r->fleet.n);

@@ -168,8 +168,8 @@ void cli_scn_check_generate(struct scn_ctx *c, const struct ynode *generate_at,
 			      "completions (/v1/chat/completions) only",
 			      cl_api_name(l->s->workload.api));
 	/* A generate job goes on without a lost agent (its requests are given to the others)
-	 * unless the scenario says on_loss: fail itself.  agents_fields: on_loss is [4]. */
-	if (!l->agents[4])
+	 * unless the scenario says on_loss: fail itself. */
+	if (!l->agents[AGF_ON_LOSS])
 		l->s->agents.on_loss = CL_ON_LOSS_CONTINUE;
 	/* The job is one stage of the results (mode "generate"), so reports, compare and the
 	 * nightly read it as any run. */

@@ -199,6 +199,25 @@ struct scn_given {
 	bool turns_max;
 };
 
+/* target's keys, by their place in its field table (sections.c) */
+enum scn_target_key {
+	TK_URL,
+	TK_SIMULATOR,
+	TK_MODEL,
+	TK_API_KEY_ENV,
+	TK_BODY,
+	TK_HEADERS,
+	TK_HTTP2,
+	TK_TLS_VERIFY,
+	TK_CA_FILE,
+	TK_CONNECT_TIMEOUT,
+	TK_H2_STREAMS,
+	TK_SERVER_METRICS,
+	TK_URLS,
+	TK_ROUTE,
+	TK__COUNT
+};
+
 /* The whole loader's state; scn_ctx first, so a struct scn_ctx * is a struct scn_loader *. */
 struct scn_loader {
 	struct scn_ctx c;
@@ -213,10 +232,31 @@ struct scn_loader {
 	const struct ynode *sim_model; /* target.simulator.model's value node */
 	/* key nodes of the fields given, per section, for checks across fields */
 	const struct ynode *top[16];
-	const struct ynode *target[16];
+	const struct ynode *target[TK__COUNT];
 	const struct ynode *agents[16];
 	const struct ynode *warmup[16];
-	const struct ynode *workload[24];
+	const struct ynode *workload[26];
+	/* workload.tools: the node of its max_rounds or result_tokens (the agentic loop's
+	 * keys, which need multi_turn), and that key's name */
+	const struct ynode *tools_loop;
+	const char *tools_loop_key;
+};
+
+/* The keys of the agents section, in its field table's order (sections.c): l->agents[AGF_*]
+ * is the key node of each one given. */
+enum scn_agents_field {
+	AGF_LOCAL,
+	AGF_LISTEN,
+	AGF_EXPECT,
+	AGF_JOIN_TIMEOUT,
+	AGF_ON_LOSS,
+	AGF_WORKERS,
+	AGF_TOKEN_ENV,
+	AGF_TOKEN_FILE,
+	AGF_TLS,
+	AGF_REPORT_INTERVAL,
+	AGF_SOURCE_ADDRESSES,
+	AGF__COUNT
 };
 
 /* scenario/sections.c: one section each; obj is unused (they write l->s). */
@@ -232,6 +272,12 @@ void cli_scn_conv_stages(struct scn_ctx *c, const struct ynode *v, void *obj);
  * c->oom. */
 void cli_scn_sim_append(struct scn_ctx *c, struct cl_scn_target *t, const char *key,
 			const char *value);
+/* An http:// or https:// URL with a host and no spaces, into *out (trailing '/' dropped).
+ * 0, or -1 after an error naming the field (sections.c). */
+int cli_scn_get_http_url(struct scn_ctx *c, const struct ynode *v, char **out);
+/* scenario/urls.c: target.urls (several endpoints) and target.route (obj: the target) */
+void cli_scn_conv_urls(struct scn_ctx *c, const struct ynode *v, void *obj);
+void cli_scn_conv_route(struct scn_ctx *c, const struct ynode *v, void *obj);
 /* The key node of target.<key> when the scenario gave it, else NULL. */
 const struct ynode *cli_scn_target_key(const struct scn_loader *l, const char *key);
 /* The section a key belongs to when it is written in the wrong one, or NULL. */

@@ -202,18 +202,45 @@ static void check_target(struct scn_ctx *c)
 			      "http://127.0.0.1:8000/v1) or target.simulator (the built-in one)");
 		return;
 	}
-	bool sim = seen[1] && t->simulator;
-	if (!seen[0] && !sim) {
-		cli_scn_error(c, seen[1] ? seen[1] : l->top[T_TARGET],
+	bool sim = seen[TK_SIMULATOR] && t->simulator;
+	int given = !!seen[TK_URL] + !!seen[TK_URLS] + sim;
+	if (given == 0) {
+		cli_scn_error(c, seen[TK_SIMULATOR] ? seen[TK_SIMULATOR] : l->top[T_TARGET],
 			      "target needs url (a server such as http://127.0.0.1:"
-			      "8000/v1) or simulator (the built-in one)");
+			      "8000/v1), urls (several endpoints) or simulator (the built-in one)");
 		return;
 	}
-	if (seen[0] && sim) {
-		cli_scn_error(c, seen[1],
-			      "target.url and target.simulator are exclusive: give one");
+	if (given > 1) {
+		/* name the keys given, in the order the table has them */
+		const char *names[3];
+		int k = 0;
+		if (seen[TK_URL])
+			names[k++] = "target.url";
+		if (sim)
+			names[k++] = "target.simulator";
+		if (seen[TK_URLS])
+			names[k++] = "target.urls";
+		const struct ynode *at = seen[TK_URLS] ? seen[TK_URLS] : seen[TK_SIMULATOR];
+		if (k == 2)
+			cli_scn_error(c, at, "%s and %s are exclusive: give one", names[0],
+				      names[1]);
+		else
+			cli_scn_error(c, at, "%s, %s and %s are exclusive: give one", names[0],
+				      names[1], names[2]);
 		return;
 	}
+	if (seen[TK_ROUTE] && !seen[TK_URLS])
+		cli_scn_error(c, seen[TK_ROUTE],
+			      "target.route needs target.urls (it spreads requests over several "
+			      "endpoints)");
+	/* Conversations go by session hash unless told otherwise: every turn of one then goes
+	 * to the endpoint holding its history in its prefix cache. */
+	if (seen[TK_URLS] && !t->route_given)
+		t->route = l->s->workload.multi_turn ? CL_ROUTE_SESSION_HASH : CL_ROUTE_ROUND_ROBIN;
+	/* target.url is the first endpoint: what a single URL serves (results' target.url, the
+	 * server's /metrics and /tokenize) takes the first */
+	if (t->n_urls && !(t->url = strdup(t->urls[0])))
+		c->oom = true;
 	const struct ynode *h2 = cli_scn_target_key(l, "http2"),
 			   *streams = cli_scn_target_key(l, "http2_streams_per_connection");
 	if (streams && !t->http2)
@@ -221,7 +248,7 @@ static void check_target(struct scn_ctx *c)
 			      "target.http2_streams_per_connection needs target.http2 (true, "
 			      "required or preferred)");
 	if (sim && t->http2 && !t->http2_fallback)
-		cli_scn_error(c, h2 ? h2 : seen[1],
+		cli_scn_error(c, h2 ? h2 : seen[TK_SIMULATOR],
 			      "target.simulator speaks HTTP/1.1 only: target.http2 must be false "
 			      "or preferred with it (put an HTTP/2 proxy in front and use "
 			      "target.url to test HTTP/2)");
@@ -254,38 +281,38 @@ static void check_agents(struct scn_ctx *c)
 {
 	struct scn_loader *l = L(c);
 	struct cl_scn_agents *a = &l->s->agents;
-	const struct ynode **seen = l->agents; /* order of agents_fields */
+	const struct ynode **seen = l->agents; /* by enum scn_agents_field */
 	const struct ynode *at = l->top[T_AGENTS] ? l->top[T_AGENTS] : l->root;
 	bool local_zero = l->given.agents_local ? a->local == 0 : a->listen != NULL;
 	if (local_zero && !a->listen)
-		cli_scn_error(c, seen[0] ? seen[0] : at,
+		cli_scn_error(c, seen[AGF_LOCAL] ? seen[AGF_LOCAL] : at,
 			      "agents.local is 0 and agents.listen is not set: "
 			      "no agent would run the load");
 	if (a->listen && a->expect == 0 && local_zero)
-		cli_scn_error(c, seen[2] ? seen[2] : seen[1],
+		cli_scn_error(c, seen[AGF_EXPECT] ? seen[AGF_EXPECT] : seen[AGF_LISTEN],
 			      "agents.listen is set but agents.expect is 0: "
 			      "say how many remote agents to wait for");
-	if (!a->listen && seen[2] && a->expect > 0)
-		cli_scn_error(c, seen[2],
+	if (!a->listen && seen[AGF_EXPECT] && a->expect > 0)
+		cli_scn_error(c, seen[AGF_EXPECT],
 			      "agents.expect needs agents.listen (the address remote agents "
 			      "dial)");
 	if ((uint64_t)a->local + a->expect > CL_SCN_MAX_AGENTS)
-		cli_scn_error(c, seen[2] ? seen[2] : at,
+		cli_scn_error(c, seen[AGF_EXPECT] ? seen[AGF_EXPECT] : at,
 			      "agents.local (%u) and agents.expect (%u) make %llu agents; a run "
 			      "takes at most %u",
 			      a->local, a->expect, (unsigned long long)a->local + a->expect,
 			      CL_SCN_MAX_AGENTS);
-	if (seen[6] && seen[7])
-		cli_scn_error(c, seen[7],
+	if (seen[AGF_TOKEN_ENV] && seen[AGF_TOKEN_FILE])
+		cli_scn_error(c, seen[AGF_TOKEN_FILE],
 			      "agents.token_env and agents.token_file are exclusive: give one");
 	bool tls_url = a->listen && strncmp(a->listen, "tls+", 4) == 0;
-	if (seen[8] && a->listen && !tls_url)
-		cli_scn_error(c, seen[8],
+	if (seen[AGF_TLS] && a->listen && !tls_url)
+		cli_scn_error(c, seen[AGF_TLS],
 			      "agents.tls is set but agents.listen '%s' is not a tls+tcp:// "
 			      "address",
 			      a->listen);
 	if (tls_url && (!a->tls_cert || !a->tls_key))
-		cli_scn_error(c, seen[1],
+		cli_scn_error(c, seen[AGF_LISTEN],
 			      "agents.listen uses TLS: set agents.tls.cert and agents.tls.key");
 }
 
@@ -298,6 +325,11 @@ static void check_stages(struct scn_ctx *c)
 		cli_scn_error(c, l->top[T_WARMUP],
 			      "warmup is not used by a generate job (every request it sends is one "
 			      "of the input's): remove it");
+	const struct ynode *urls = cli_scn_target_key(l, "urls");
+	if (l->top[T_GENERATE] && urls)
+		cli_scn_error(c, urls,
+			      "a generate job sends to one endpoint: give target.url (several "
+			      "endpoints are for stages)");
 	if (!l->top[T_STAGES] && !l->top[T_GENERATE])
 		cli_scn_error(c, l->root,
 			      "missing 'stages': add at least one, e.g. stages: [ { "

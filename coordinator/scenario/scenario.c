@@ -67,6 +67,8 @@ void cl_scenario_defaults(struct cl_scenario *s)
 	s->workload.max_tokens = 256;
 	s->workload.embedding_batch = 1;
 	s->workload.images.width = s->workload.images.height = 512;
+	s->workload.tools_result_tokens = 64;
+	s->workload.tools_max_rounds = 1;
 	s->workload.request_timeout_us = 10 * MIN;
 	s->workload.drain_timeout_us = 30 * SEC;
 	s->workload.ignore_eos = -1;
@@ -205,6 +207,9 @@ void cl_scenario_free(struct cl_scenario *s)
 
 	struct cl_scn_target *t = &s->target;
 	free(t->url);
+	for (size_t i = 0; t->urls && i < t->n_urls; i++)
+		free(t->urls[i]);
+	free(t->urls);
 	free(t->model);
 	free(t->api_key_env);
 	free(t->body_json);
@@ -224,6 +229,7 @@ void cl_scenario_free(struct cl_scenario *s)
 	free(a->listen);
 	free(a->token_env);
 	free(a->token_file);
+	free(a->source);
 	free(a->tls_cert);
 	free(a->tls_key);
 	free(a->tls_ca);

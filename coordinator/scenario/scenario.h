@@ -5,6 +5,7 @@
 
 #include "chatload/err.h"
 #include "chatload/plan.h"
+#include "chatload/srcaddr.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -60,6 +61,12 @@ struct cl_scn_target {
 	struct cl_sim_kv *sim;
 	size_t n_sim;
 	struct cl_scn_server_metrics server_metrics;
+	/* several endpoints (target.urls): 2..CL_ENDPOINTS_MAX distinct base URLs, url is then
+	 * NULL; route how requests are spread (route_given: the scenario said it) */
+	char **urls;
+	size_t n_urls;
+	enum cl_route route;
+	bool route_given;
 };
 
 enum cl_on_loss { CL_ON_LOSS_FAIL = 0, CL_ON_LOSS_CONTINUE = 1 };
@@ -68,6 +75,7 @@ enum cl_client_bound_policy { CL_CLIENT_BOUND_FAIL = 0, CL_CLIENT_BOUND_WARN = 1
 
 struct cl_scn_agents {
 	uint32_t local;          /* agents spawned on this machine (default 2 unless listen) */
+	bool local_auto;         /* `local: auto`: the run sets local from its largest stage */
 	char *listen;            /* URL remote agents dial, e.g. tls+tcp://0.0.0.0:7700 */
 	uint32_t expect;         /* remote agents to wait for */
 	int64_t join_timeout_us; /* default 60s */
@@ -79,6 +87,9 @@ struct cl_scn_agents {
 	char *tls_key;
 	char *tls_ca;
 	int64_t report_interval_us; /* default 1s */
+	/* agents.source_addresses, expanded (NULL: none): each local agent binds its load's
+	 * connections to these addresses in turn (chatload-agent --source-address) */
+	struct cl_srcaddr_pool *source;
 };
 
 struct cl_scn_readiness {
@@ -202,6 +213,14 @@ struct cl_scn_workload {
 	enum cl_api api;
 	uint32_t embedding_batch;
 	struct cl_scn_images images; /* workload.images */
+	/* workload.tools (docs/scenario.md, "Tool calls"): tools_count synthetic functions
+	 * offered with tool_choice; with multi_turn an answer that is a tool call is followed,
+	 * up to tools_max_rounds times, by a tool result of tools_result_tokens and the same
+	 * question again.  tools_count 0: no tools. */
+	uint32_t tools_count;
+	enum cl_tool_choice { CL_TOOL_CHOICE_AUTO, CL_TOOL_CHOICE_NONE, CL_TOOL_CHOICE_REQUIRED } tools_choice;
+	uint32_t tools_result_tokens; /* default 64 */
+	uint32_t tools_max_rounds;    /* default 1 */
 };
 
 /* One load level after expansion (a sweep becomes one stage per value). */

@@ -72,7 +72,7 @@ const char *cli_scn_hint_for(const char *key)
 
 /* An http:// or https:// URL with a host and no spaces, into *out (trailing '/' dropped).
  * 0, or -1 after an error naming the field. */
-static int get_http_url(struct scn_ctx *c, const struct ynode *v, char **out)
+int cli_scn_get_http_url(struct scn_ctx *c, const struct ynode *v, char **out)
 {
 	char got[96];
 	if (cli_scn_get_str(c, v, true, out) != 0)
@@ -110,7 +110,7 @@ static int get_http_url(struct scn_ctx *c, const struct ynode *v, char **out)
 static void conv_url(struct scn_ctx *c, const struct ynode *v, void *obj)
 {
 	struct cl_scn_target *t = obj;
-	get_http_url(c, v, &t->url);
+	cli_scn_get_http_url(c, v, &t->url);
 }
 
 /* True for the output-tokens forms chatload-sim documents: N, request, uniform:A-B,
@@ -366,7 +366,7 @@ static void conv_sm_url(struct scn_ctx *c, const struct ynode *v, void *obj)
 	struct cl_scn_server_metrics *m = obj;
 	if (v && v->kind == YN_SCALAR && strcmp(v->str, "auto") == 0)
 		return;
-	if (get_http_url(c, v, &m->url) == 0)
+	if (cli_scn_get_http_url(c, v, &m->url) == 0)
 		m->mode = CL_SCN_SRV_URL;
 }
 
@@ -456,7 +456,7 @@ static void conv_sm_extra(struct scn_ctx *c, const struct ynode *v, void *obj)
 		const struct ynode *x = v->kids[i];
 		size_t mark = cli_scn_path_index(c, i);
 		char *url = NULL;
-		if (get_http_url(c, x, &url) == 0) {
+		if (cli_scn_get_http_url(c, x, &url) == 0) {
 			bool dup = false;
 			for (size_t k = 0; k < m->n_extra && !dup; k++)
 				dup = strcmp(m->extra[k], url) == 0;
@@ -500,7 +500,7 @@ static void conv_server_metrics(struct scn_ctx *c, const struct ynode *v, void *
 		return;
 	if (v->kind == YN_SCALAR &&
 	    (strncasecmp(v->str, "http://", 7) == 0 || strncasecmp(v->str, "https://", 8) == 0)) {
-		if (get_http_url(c, v, &m->url) == 0)
+		if (cli_scn_get_http_url(c, v, &m->url) == 0)
 			m->mode = CL_SCN_SRV_URL;
 		return;
 	}
@@ -570,20 +570,23 @@ static void conv_http2(struct scn_ctx *c, const struct ynode *v, void *obj)
 	t->http2_fallback = x == 3;
 }
 
-static const struct scn_field target_fields[] = {
-	SCN_CUSTOM("url", conv_url),
-	SCN_CUSTOM("simulator", conv_simulator),
-	SCN_FIELD("model", SCN_F_NESTR, struct cl_scn_target, model),
-	SCN_FIELD("api_key_env", SCN_F_ENV, struct cl_scn_target, api_key_env),
-	SCN_CUSTOM("body", conv_target_body),
-	SCN_CUSTOM("headers", conv_headers),
-	SCN_CUSTOM("http2", conv_http2),
-	SCN_FIELD("tls_verify", SCN_F_BOOL, struct cl_scn_target, tls_verify),
-	SCN_FIELD("ca_file", SCN_F_NESTR, struct cl_scn_target, ca_file),
-	SCN_RANGE("connect_timeout", SCN_F_DUR, struct cl_scn_target, connect_timeout_us, 1, DAY),
-	SCN_RANGE("http2_streams_per_connection", SCN_F_U32, struct cl_scn_target, http2_streams, 1,
-		  CL_HTTP2_MAX_STREAMS),
-	SCN_CUSTOM("server_metrics", conv_server_metrics),
+static const struct scn_field target_fields[TK__COUNT] = {
+	[TK_URL] = SCN_CUSTOM("url", conv_url),
+	[TK_SIMULATOR] = SCN_CUSTOM("simulator", conv_simulator),
+	[TK_MODEL] = SCN_FIELD("model", SCN_F_NESTR, struct cl_scn_target, model),
+	[TK_API_KEY_ENV] = SCN_FIELD("api_key_env", SCN_F_ENV, struct cl_scn_target, api_key_env),
+	[TK_BODY] = SCN_CUSTOM("body", conv_target_body),
+	[TK_HEADERS] = SCN_CUSTOM("headers", conv_headers),
+	[TK_HTTP2] = SCN_CUSTOM("http2", conv_http2),
+	[TK_TLS_VERIFY] = SCN_FIELD("tls_verify", SCN_F_BOOL, struct cl_scn_target, tls_verify),
+	[TK_CA_FILE] = SCN_FIELD("ca_file", SCN_F_NESTR, struct cl_scn_target, ca_file),
+	[TK_CONNECT_TIMEOUT] = SCN_RANGE("connect_timeout", SCN_F_DUR, struct cl_scn_target,
+					 connect_timeout_us, 1, DAY),
+	[TK_H2_STREAMS] = SCN_RANGE("http2_streams_per_connection", SCN_F_U32,
+				    struct cl_scn_target, http2_streams, 1, CL_HTTP2_MAX_STREAMS),
+	[TK_SERVER_METRICS] = SCN_CUSTOM("server_metrics", conv_server_metrics),
+	[TK_URLS] = SCN_CUSTOM("urls", cli_scn_conv_urls),
+	[TK_ROUTE] = SCN_CUSTOM("route", cli_scn_conv_route),
 };
 
 const struct ynode *cli_scn_target_key(const struct scn_loader *l, const char *key)
@@ -650,22 +653,71 @@ static void conv_agents_local(struct scn_ctx *c, const struct ynode *v, void *ob
 {
 	struct cl_scn_agents *a = obj;
 	L(c)->given.agents_local = true;
+	/* auto: the run decides how many, from the largest stage and the descriptor limit
+	 * (run/setup.c); 1 until then, so the checks between keys see agents that run load. */
+	if (v->kind == YN_SCALAR && strcmp(v->str, "auto") == 0) {
+		a->local_auto = true;
+		a->local = 1;
+		return;
+	}
 	cli_scn_get_u32(c, v, 0, 256, &a->local);
 }
 
+/* agents.source_addresses: a list of addresses and IPv4 blocks, expanded into one pool. */
+static void conv_source_addresses(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	struct cl_scn_agents *a = obj;
+	char got[96];
+	if (v->kind != YN_SEQ || v->n == 0) {
+		cli_scn_error(c, v,
+			      "%s must be a list of local addresses or IPv4 blocks, e.g. "
+			      "[127.0.0.2, 127.0.0.3] or [127.0.0.0/30], got %s",
+			      cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
+		return;
+	}
+	if (!a->source && !(a->source = calloc(1, sizeof(*a->source)))) {
+		cli_scn_error(c, v, "out of memory");
+		return;
+	}
+	for (size_t i = 0; i < v->n; i++) {
+		size_t mark = cli_scn_path_index(c, i);
+		char *text = NULL;
+		struct cl_err err = { 0 };
+		size_t before = a->source->n;
+		if (cli_scn_get_str(c, v->kids[i], true, &text) == 0 &&
+		    cl_srcaddr_add(a->source, text, &err) != 0)
+			cli_scn_error(c, v->kids[i], "%s: %s", cli_scn_path(c), err.msg);
+		/* Local agents bind to them on this host: one this host lacks would fail every
+		 * connection, so it is found here, where the file's position can be named. */
+		for (size_t k = before; k < a->source->n; k++) {
+			if (cl_srcaddr_check_local(a->source->addr[k], &err) != 0) {
+				cli_scn_error(c, v->kids[i], "%s: %s", cli_scn_path(c), err.msg);
+				break;
+			}
+		}
+		free(text);
+		cli_scn_path_pop(c, mark);
+	}
+}
+
 static const struct scn_field agents_fields[] = {
-	SCN_CUSTOM("local", conv_agents_local),
-	SCN_CUSTOM("listen", conv_listen),
-	SCN_RANGE("expect", SCN_F_U32, struct cl_scn_agents, expect, 0, CL_SCN_MAX_AGENTS),
-	SCN_RANGE("join_timeout", SCN_F_DUR, struct cl_scn_agents, join_timeout_us, 1, DAY),
-	SCN_CUSTOM("on_loss", conv_on_loss),
-	SCN_RANGE("workers", SCN_F_U32, struct cl_scn_agents, workers, 0, 1024),
-	SCN_FIELD("token_env", SCN_F_ENV, struct cl_scn_agents, token_env),
-	SCN_FIELD("token_file", SCN_F_NESTR, struct cl_scn_agents, token_file),
-	SCN_CUSTOM("tls", conv_agents_tls),
-	SCN_RANGE("report_interval", SCN_F_DUR, struct cl_scn_agents, report_interval_us, 100000,
-		  60 * SEC),
+	[AGF_LOCAL] = SCN_CUSTOM("local", conv_agents_local),
+	[AGF_LISTEN] = SCN_CUSTOM("listen", conv_listen),
+	[AGF_EXPECT] =
+	    SCN_RANGE("expect", SCN_F_U32, struct cl_scn_agents, expect, 0, CL_SCN_MAX_AGENTS),
+	[AGF_JOIN_TIMEOUT] =
+	    SCN_RANGE("join_timeout", SCN_F_DUR, struct cl_scn_agents, join_timeout_us, 1, DAY),
+	[AGF_ON_LOSS] = SCN_CUSTOM("on_loss", conv_on_loss),
+	[AGF_WORKERS] = SCN_RANGE("workers", SCN_F_U32, struct cl_scn_agents, workers, 0, 1024),
+	[AGF_TOKEN_ENV] = SCN_FIELD("token_env", SCN_F_ENV, struct cl_scn_agents, token_env),
+	[AGF_TOKEN_FILE] = SCN_FIELD("token_file", SCN_F_NESTR, struct cl_scn_agents, token_file),
+	[AGF_TLS] = SCN_CUSTOM("tls", conv_agents_tls),
+	[AGF_REPORT_INTERVAL] = SCN_RANGE("report_interval", SCN_F_DUR, struct cl_scn_agents,
+					  report_interval_us, 100000, 60 * SEC),
+	[AGF_SOURCE_ADDRESSES] = SCN_CUSTOM("source_addresses", conv_source_addresses),
 };
+_Static_assert(N(agents_fields) == AGF__COUNT, "one field per index");
+_Static_assert(AGF__COUNT <= N(((struct scn_loader *)0)->agents), "room for every key");
 
 void cli_scn_conv_agents(struct scn_ctx *c, const struct ynode *v, void *obj)
 {

@@ -331,6 +331,72 @@ static void conv_images(struct scn_ctx *c, const struct ynode *v, void *obj)
 		im->count = 1;
 }
 
+/* ---- workload.tools (docs/scenario.md, "Tool calls") ----------------------------------- */
+
+static void conv_tool_choice(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	static const char *const names[] = { "auto", "none", "required" };
+	int x;
+	if (cli_scn_get_enum(c, v, names, N(names), &x) == 0)
+		((struct cl_scn_workload *)obj)->tools_choice = (enum cl_tool_choice)x;
+}
+
+/* The index of each key of workload.tools. */
+enum tools_field { TF_COUNT, TF_CHOICE, TF_RESULT_TOKENS, TF_MAX_ROUNDS, TF__COUNT };
+
+static void conv_tools(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	static const struct scn_field f[] = {
+		[TF_COUNT] = SCN_RANGE("count", SCN_F_U32, struct cl_scn_workload, tools_count, 1,
+				       128),
+		[TF_CHOICE] = SCN_CUSTOM("choice", conv_tool_choice),
+		[TF_RESULT_TOKENS] = SCN_RANGE("result_tokens", SCN_F_U32, struct cl_scn_workload,
+					       tools_result_tokens, 1, 100000),
+		[TF_MAX_ROUNDS] = SCN_RANGE("max_rounds", SCN_F_U32, struct cl_scn_workload,
+					    tools_max_rounds, 0, 64),
+	};
+	_Static_assert(N(f) == TF__COUNT, "one field per index");
+	struct cl_scn_workload *w = obj;
+	const struct ynode *seen[TF__COUNT] = { 0 };
+	char got[96];
+	if (!v || v->kind != YN_MAP) {
+		cli_scn_error(c, v,
+			      "%s must be a mapping such as { count: 4, choice: auto, "
+			      "result_tokens: 64, max_rounds: 2 }, got %s",
+			      cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
+		return;
+	}
+	cli_scn_fields(c, v, f, N(f), w, seen, NULL);
+	struct scn_loader *l = L(c);
+	l->tools_loop = seen[TF_MAX_ROUNDS] ? seen[TF_MAX_ROUNDS] : seen[TF_RESULT_TOKENS];
+	l->tools_loop_key = f[seen[TF_MAX_ROUNDS] ? TF_MAX_ROUNDS : TF_RESULT_TOKENS].name;
+	if (!seen[TF_COUNT])
+		cli_scn_error(c, v, "%s needs count (the functions offered, e.g. { count: 4 })",
+			      cli_scn_path(c));
+}
+
+/* workload.tools against the rest of the workload: tools are chat's, and the agentic loop's
+ * keys need conversations.  Refused here rather than by the server in the middle of a run. */
+static void check_tools(struct scn_ctx *c, const struct cl_scn_workload *w,
+			const struct ynode *tools, const struct ynode *multi_turn)
+{
+	if (!tools)
+		return;
+	if (w->api != CL_API_CHAT) {
+		cli_scn_error(c, tools,
+			      "workload.tools needs workload.api: chat (function definitions and "
+			      "streamed tool calls are the chat API's; %s has none here)",
+			      cl_api_name(w->api));
+		return;
+	}
+	struct scn_loader *l = L(c);
+	if (l->tools_loop && !multi_turn)
+		cli_scn_error(c, l->tools_loop,
+			      "workload.tools.%s needs workload.multi_turn (the agentic loop's "
+			      "rounds are turns of a conversation)",
+			      l->tools_loop_key);
+}
+
 /* The index of each key in workload_fields: the checks below name keys by it. */
 enum workload_field {
 	WF_PROMPTS,
@@ -356,6 +422,7 @@ enum workload_field {
 	WF_API,
 	WF_EMBEDDING_BATCH,
 	WF_IMAGES,
+	WF_TOOLS,
 	WF__COUNT
 };
 
@@ -390,6 +457,7 @@ static const struct scn_field workload_fields[] = {
 	[WF_EMBEDDING_BATCH] = SCN_RANGE("embedding_batch", SCN_F_U32, struct cl_scn_workload,
 					 embedding_batch, 1, 2048),
 	[WF_IMAGES] = SCN_CUSTOM_AT("images", struct cl_scn_workload, images, conv_images),
+	[WF_TOOLS] = SCN_CUSTOM("tools", conv_tools),
 };
 _Static_assert(N(workload_fields) == WF__COUNT, "one field per index");
 _Static_assert(WF__COUNT <= N(((struct scn_loader *)0)->workload), "room for every key");
@@ -486,6 +554,7 @@ void cli_scn_conv_workload(struct scn_ctx *c, const struct ynode *v, void *obj)
 	const struct ynode **seen = l->workload;
 	cli_scn_fields(c, v, workload_fields, N(workload_fields), w, seen, cli_scn_hint_for);
 	check_api(c, w, seen);
+	check_tools(c, w, seen[WF_TOOLS], seen[WF_MULTI_TURN]);
 	int sources =
 	    !!seen[WF_PROMPTS] + !!seen[WF_DATASET] + !!seen[WF_SYNTHETIC] + !!seen[WF_TRACE];
 	l->given.workload_source = sources > 0;

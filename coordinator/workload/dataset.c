@@ -108,6 +108,34 @@ static int64_t explicit_length(json_t *rec, const char *file, int line, struct c
 	return 0;
 }
 
+/* ---- a record's own tools (workload.tools, docs/scenario.md "Tool calls") ------------- */
+
+/*
+ * Pushes messages (stolen) as cli_workload_push_body does; with workload.tools, a record that
+ * has its own "tools" array (an OpenAI record from an agent's trace) offers those instead of
+ * the synthetic ones.  The record's tools are not judged here: a server refuses bad ones.
+ */
+static int push_with_own_tools(struct render_ctx *c, const struct cl_scn_workload *w,
+			       json_t *rec, json_t *messages, size_t chars, uint32_t own,
+			       struct cl_err *err)
+{
+	json_t *tools = json_object_get(rec, "tools");
+	if (!w->tools_count || !json_is_array(tools) || json_array_size(tools) == 0)
+		return cli_workload_push_body(c, messages, chars, own, err);
+	json_t *shared = c->extra;
+	json_t *mine = shared ? json_deep_copy(shared) : json_object();
+	if (!mine || json_object_set(mine, "tools", tools) != 0) {
+		json_decref(mine);
+		json_decref(messages);
+		return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
+	}
+	c->extra = mine;
+	int rc = cli_workload_push_body(c, messages, chars, own, err);
+	c->extra = shared;
+	json_decref(mine);
+	return rc;
+}
+
 /* An OpenAI record: {"messages": [{"role": ..., "content": ...}, ...]}. */
 static int take_openai(struct render_ctx *c, const struct cl_scn_workload *w, json_t *rec,
 		       const char *file, int line, bool *kept, struct cl_err *err)
@@ -188,7 +216,7 @@ static int take_openai(struct render_ctx *c, const struct cl_scn_workload *w, js
 		if (json_array_append(out, m) != 0)
 			goto nomem;
 	}
-	return cli_workload_push_body(c, out, chars, (uint32_t)own, err);
+	return push_with_own_tools(c, w, rec, out, chars, (uint32_t)own, err);
 nomem:
 	json_decref(out);
 	return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");

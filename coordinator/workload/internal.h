@@ -49,6 +49,12 @@ struct render_ctx {
 	uint64_t seed;
 };
 
+/* ---- tools.c: workload.tools ------------------------------------------------------------ */
+
+/* {"tools": [count synthetic function definitions, deterministic from w->seed], "tool_choice":
+ * w's} as a new object in *out, or NULL without workload.tools.  0 or CL_ENOMEM (err filled). */
+int cli_workload_tools(const struct cl_scn_workload *w, json_t **out, struct cl_err *err);
+
 /* Renders the inputs still waiting for a full embeddings batch as one last, shorter body.
  * 0 when none wait; else as cli_workload_push_body. */
 int cli_workload_flush_batch(struct render_ctx *c, struct cl_err *err);

@@ -72,6 +72,23 @@ int cl_workload_render(const struct cl_scenario *s, const char *model, struct cl
 }
 
 /* Renders s's workload; with lines, *lines gets each body's file line (a dataset's). */
+/* *extra becomes workload.tools' keys with the old *extra (target.body, or NULL) merged over
+ * them: the scenario's explicit body wins. */
+static int with_tools(const struct cl_scn_workload *w, json_t **extra, struct cl_err *err)
+{
+	json_t *tools;
+	int rc = cli_workload_tools(w, &tools, err);
+	if (rc)
+		return rc;
+	if (*extra && cl_body_json_merge(tools, *extra, false) != 0) {
+		json_decref(tools);
+		return cl_err_set(err, CL_ENOMEM, "out of memory rendering workload.tools");
+	}
+	json_decref(*extra);
+	*extra = tools;
+	return 0;
+}
+
 static int render(const struct cl_scenario *s, const char *model, struct cl_workload_plan *out,
 		  struct cl_workload_stats *stats, uint32_t **lines, struct cl_err *err)
 {
@@ -107,6 +124,10 @@ static int render(const struct cl_scenario *s, const char *model, struct cl_work
 	if (s->target.body_json && (rc = cl_body_json_parse_object(
 					s->target.body_json, "target.body", &c.extra, err)) != 0)
 		return rc;
+	/* workload.tools go into every body as keys of the extra body, under target.body's
+	 * (a "tools" or "tool_choice" there replaces them). */
+	if (w->tools_count && (rc = with_tools(w, &c.extra, err)) != 0)
+		goto out;
 	if ((rc = cli_workload_make_prefixes(&c, w, err)) != 0)
 		goto out;
 	switch (w->kind) {
@@ -160,6 +181,9 @@ out:
 	out->max_tokens = w->max_tokens;
 	out->request_timeout_us = w->request_timeout_us;
 	out->think_time_us = w->multi_turn ? w->think_time_us : 0;
+	/* The agentic loop: tool calls answered within a conversation. */
+	out->tool_result_tokens = w->tools_count && w->multi_turn ? w->tools_result_tokens : 0;
+	out->tool_max_rounds = out->tool_result_tokens ? w->tools_max_rounds : 0;
 	/* One agent replays it all; the coordinator gives each of n agents every n-th. */
 	out->trace_stride = w->kind == CL_WORKLOAD_TRACE ? 1 : 0;
 	return 0;

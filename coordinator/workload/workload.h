@@ -142,6 +142,14 @@ int cl_workload_plan_set_model(struct cl_workload_plan *w, const char *old_model
 
 /* Words of the prompt vocabulary, about `tokens` tokens by the estimate, into *out (malloc'd):
  * what calibration asks the target to count.  0 or CL_ENOMEM. */
+/*
+ * workload.tools as a JSON object text {"tools": [...], "tool_choice": ...} (the keys every
+ * body gets, docs/scenario.md "Tool calls"), malloc'd into *json_out; NULL without tools.
+ * The readiness gate's probe carries them too, so a server that refuses tools fails the
+ * gate, not the run.  0 or CL_ENOMEM with err filled.
+ */
+int cl_workload_tools_json(const struct cl_scn_workload *w, char **json_out, struct cl_err *err);
+
 int cl_workload_sample_text(uint32_t tokens, char **out);
 
 /*

@@ -10,13 +10,19 @@ out as warm-up.
 
     python3 tests/bench/bench_soak_rss.py [--build build] [--minutes 60] [--every 30]
         [--rate 300] [--concurrency N] [--agents 2] [--interval 100ms] [--warmup 300]
-        [--parts] [--web] [--keep]
+        [--parts] [--web] [--keep] [--stall-at S [--stall-for D]]
+
+--stall-at S stops the first agent (SIGSTOP) S seconds in for D seconds (default 2), as a
+starved or paused host would: the requests due meanwhile start at once when it runs again,
+and the figures show whether the memory that burst took comes back (docs/engine.md,
+"Memory after a burst"); the second agent is the control.
 """
 
 import argparse
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -124,6 +130,9 @@ def main():
     ap.add_argument("--web", action="store_true",
                     help="serve the live page (--web on loopback) and fetch it every second, "
                          "as a browser watching the soak would")
+    ap.add_argument("--stall-at", type=float, default=0,
+                    help="stop the first agent this many seconds in (0: never)")
+    ap.add_argument("--stall-for", type=float, default=2.0, help="for this many seconds")
     a = ap.parse_args()
 
     chatload = os.path.join(a.build, "bin", "chatload")
@@ -168,6 +177,19 @@ def main():
         watcher = Watcher(os.path.join(work, "chatload.err"), p)
         watcher.start()
     t0 = time.monotonic()
+    stalled = []  # (t_s, pid) of the stop, once done
+
+    def stall():
+        agents = [pid for pid, prog in children(p.pid) if prog == "chatload-agent"]
+        if not agents or p.poll() is not None:
+            return
+        os.kill(agents[0], signal.SIGSTOP)
+        stalled.append((time.monotonic() - t0, agents[0]))
+        time.sleep(a.stall_for)
+        os.kill(agents[0], signal.SIGCONT)
+
+    if a.stall_at > 0:
+        threading.Timer(a.stall_at, stall).start()
     rows = []  # (t_s, {name: kib})
     parts = []  # (t_s, {name: (heap, anon, files)})
     loads = []  # the machine's 1-minute load average at each of rows
@@ -245,6 +267,19 @@ def main():
             ks = [k for _, k in pts]
             print("  %-10s %+8.1f KiB/min  growth %+7d KiB  band %6d KiB  peak %d KiB" % (
                 n, slope, sb[n] - sa[n], max(ks) - min(ks), max(s.get(n, 0) for _, s in rows)))
+    if stalled:
+        ts = stalled[0][0]
+        before = [s for t, s in rows if t < ts]
+        after_stall = [s for t, s in rows if t > ts + a.stall_for]
+        print("agent1 stopped at %.0f s for %g s (agent2 the control): RSS in KiB" % (
+            ts, a.stall_for))
+        for n in ("agent1", "agent2"):
+            if before and after_stall and n in before[-1]:
+                print("  %-7s just before %6d  peak after %6d  at the end %6d  "
+                      "(end - before %+d)" % (n, before[-1][n],
+                                              max(s.get(n, 0) for s in after_stall),
+                                              after_stall[-1][n],
+                                              after_stall[-1][n] - before[-1][n]))
     with open(os.path.join(work, "chatload.err"), errors="replace") as f:
         err = f.read()
     if watcher:

@@ -131,8 +131,8 @@ int main(int argc, char **argv)
 					  .failing_since_us = -1 };
 	snprintf(rr.model, sizeof(rr.model), "fixture-model");
 	cl_results_set_readiness(r, &rr);
-	struct cl_results_agent agents[] = { { 1, "127.0.0.1", 2, -35, 120, false, "10.0.0.5" },
-					     { 2, "127.0.0.1", 2, 18, 95, false, "10.0.0.6" } };
+	struct cl_results_agent agents[] = { { 1, "127.0.0.1", 2, -35, 120, false, "10.0.0.5", NULL },
+					     { 2, "127.0.0.1", 2, 18, 95, false, "10.0.0.6", NULL } };
 	cl_results_set_agents(r, agents, 2);
 
 	struct cl_metrics warm = { 0 }, iv = { 0 }, cum = { 0 };

@@ -137,8 +137,8 @@ static void test_lifecycle(void **state)
 					  .failing_since_us = -1 };
 	snprintf(rr.model, sizeof(rr.model), "test-model");
 	cl_results_set_readiness(r, &rr);
-	struct cl_results_agent agents[] = { { 1, "host-a", 4, -120, 300, false, "10.0.0.1" },
-					     { 2, "host-b", 4, 85, 410, false, "10.0.0.2" } };
+	struct cl_results_agent agents[] = { { 1, "host-a", 4, -120, 300, false, "10.0.0.1", NULL },
+					     { 2, "host-b", 4, 85, 410, false, "10.0.0.2", NULL } };
 	assert_int_equal(cl_results_set_agents(r, agents, 2), 0);
 
 	uint64_t seed = 7;

@@ -23,6 +23,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if (c.content_bytes > size || c.reasoning_bytes > size)
 		abort();
+	if (c.tool_bytes > size)
+		abort();
+	/* Every kept tool-call piece lies inside the input (zero-copy). */
+	for (uint32_t i = 0; i < c.n_tool_calls && i < CL_CHUNK_TOOLS_MAX; i++) {
+		const struct cl_chunk_tool *t = &c.tools[i];
+		const char *p[3] = { t->id, t->name, t->args };
+		size_t n[3] = { t->id_len, t->name_len, t->args_len };
+		for (int k = 0; k < 3; k++)
+			if ((!p[k] && n[k]) || (p[k] && (p[k] < s || p[k] + n[k] > s + size)))
+				abort();
+	}
 	oracle_check(s, size, rc, &c, &r);
 	if (r.verdict == ORACLE_MISMATCH) {
 		fprintf(stderr, "mismatch with jansson: %s\n", r.detail);

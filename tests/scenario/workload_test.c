@@ -616,6 +616,88 @@ static void test_api_bodies(void **state)
 	free(js);
 }
 
+/* workload.tools: count definitions in every body, each with a JSON-schema parameters object
+ * whose required q the simulator's calls fill; deterministic from the seed; target.body's keys
+ * win; the plan carries the loop only with multi_turn. */
+static void test_tools_bodies(void **state)
+{
+	(void)state;
+	char *prompts[] = { "one", "two" };
+	struct cl_scenario s = base_scenario();
+	s.workload.kind = CL_WORKLOAD_PROMPTS;
+	s.workload.prompts = prompts;
+	s.workload.n_prompts = 2;
+	s.workload.tools_count = 3;
+	s.workload.tools_choice = CL_TOOL_CHOICE_REQUIRED;
+	s.workload.tools_result_tokens = 64;
+	s.workload.tools_max_rounds = 2;
+	struct cl_workload_plan w, w2;
+	struct cl_err err = { 0 };
+	assert_int_equal(cl_workload_render(&s, "m", &w, &err), 0);
+	assert_int_equal(w.tool_result_tokens, 0); /* no multi_turn: no loop */
+	for (size_t b = 0; b < w.n_bodies; b++) {
+		json_t *body = parse(w.bodies[b].json);
+		json_t *tools = json_object_get(body, "tools");
+		assert_int_equal(json_array_size(tools), 3);
+		assert_string_equal(str_at(body, "tool_choice"), "required");
+		size_t i;
+		json_t *t;
+		json_array_foreach(tools, i, t)
+		{
+			json_t *fn = json_object_get(t, "function");
+			assert_string_equal(str_at(t, "type"), "function");
+			char suffix[32];
+			snprintf(suffix, sizeof(suffix), "_%zu", i);
+			const char *name = str_at(fn, "name");
+			assert_non_null(strstr(name, suffix));
+			assert_non_null(json_object_get(fn, "description"));
+			json_t *params = json_object_get(fn, "parameters");
+			assert_string_equal(str_at(params, "type"), "object");
+			assert_true(json_is_object(
+			    json_object_get(json_object_get(params, "properties"), "q")));
+		}
+		json_decref(body);
+	}
+	/* the same seed, the same tools */
+	assert_int_equal(cl_workload_render(&s, "m", &w2, &err), 0);
+	assert_string_equal(w.bodies[0].json, w2.bodies[0].json);
+	cl_workload_plan_free(&w2);
+	cl_workload_plan_free(&w);
+
+	/* A dataset record's own tools replace the synthetic ones in its body only. */
+	static const char records[] =
+	    "{\"messages\":[{\"role\":\"user\",\"content\":\"weather?\"}],\"tools\":[{\"type\":"
+	    "\"function\",\"function\":{\"name\":\"own_tool\",\"description\":\"d\"}}]}\n"
+	    "{\"messages\":[{\"role\":\"user\",\"content\":\"hello\"}]}\n";
+	write_file(tmp_path("tools.jsonl"), records, sizeof(records) - 1);
+	struct cl_scenario d = s;
+	d.workload.kind = CL_WORKLOAD_DATASET;
+	d.workload.dataset = (char *)tmp_path("tools.jsonl");
+	d.workload.prompts = NULL;
+	d.workload.n_prompts = 0;
+	assert_int_equal(cl_workload_render(&d, "m", &w, &err), 0);
+	assert_int_equal(w.n_bodies, 2);
+	json_t *own = parse(w.bodies[0].json), *syn = parse(w.bodies[1].json);
+	json_t *ot = json_object_get(own, "tools");
+	assert_int_equal(json_array_size(ot), 1);
+	assert_string_equal(str_at(json_object_get(json_array_get(ot, 0), "function"), "name"),
+			    "own_tool");
+	assert_string_equal(str_at(own, "tool_choice"), "required");
+	assert_int_equal(json_array_size(json_object_get(syn, "tools")), 3);
+	json_decref(own);
+	json_decref(syn);
+	cl_workload_plan_free(&w);
+
+	/* target.body's tool_choice replaces ours; a null there removes the tools */
+	s.target.body_json = "{\"tool_choice\":\"none\",\"tools\":null}";
+	assert_int_equal(cl_workload_render(&s, "m", &w, &err), 0);
+	json_t *body = parse(w.bodies[0].json);
+	assert_string_equal(str_at(body, "tool_choice"), "none");
+	assert_null(json_object_get(body, "tools"));
+	json_decref(body);
+	cl_workload_plan_free(&w);
+}
+
 static void test_render_probe(void **state)
 {
 	char *js = NULL;
@@ -693,7 +775,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	const char *names[] = { "empty.txt", "bad-utf8.txt", "nul.txt", "long-line.txt",
-				"huge.txt" };
+				"huge.txt", "tools.jsonl" };
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		unlink(tmp_path(names[i]));
 	rmdir(tmp_dir);
@@ -715,7 +797,7 @@ int main(void)
 		cmocka_unit_test(test_synthetic),
 		cmocka_unit_test(test_synthetic_errors),
 		cmocka_unit_test(test_render_probe),
-		cmocka_unit_test(test_api_bodies),
+		cmocka_unit_test(test_api_bodies), cmocka_unit_test(test_tools_bodies),
 		cmocka_unit_test(test_merge_json),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

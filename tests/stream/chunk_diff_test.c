@@ -31,7 +31,7 @@ static size_t pick(size_t n)
 
 /* A bounded text being generated. */
 struct gen {
-	char buf[4096];
+	char buf[16384]; /* room for the largest generated chunk (tool calls nest deep) */
 	size_t len;
 };
 
@@ -243,6 +243,50 @@ static void v_fr(struct gen *g)
 	else
 		put(g, fr[pick(sizeof(fr) / sizeof(fr[0]))]);
 }
+/* delta.tool_calls: an array of call pieces (index, id, type, function.{name, arguments}),
+ * their values mostly of the right type. */
+static void v_tool_fn(struct gen *g)
+{
+	static const struct member m[] = { { "name", v_string }, { "arguments", v_string } };
+	if (pick(6) == 0)
+		gen_any(g, 2);
+	else
+		gen_members(g, m, sizeof(m) / sizeof(m[0]));
+}
+static void v_tool_index(struct gen *g)
+{
+	static const char *const idx[] = { "0", "1", "3", "4", "7", "-1", "1.5", "null" };
+	if (pick(6) == 0)
+		gen_any(g, 2);
+	else
+		put(g, idx[pick(sizeof(idx) / sizeof(idx[0]))]);
+}
+static void v_tool(struct gen *g)
+{
+	static const struct member m[] = { { "index", v_tool_index },
+					   { "id", v_string },
+					   { "type", v_string },
+					   { "function", v_tool_fn } };
+	if (pick(8) == 0)
+		gen_any(g, 2);
+	else
+		gen_members(g, m, sizeof(m) / sizeof(m[0]));
+}
+static void v_tool_calls(struct gen *g)
+{
+	if (pick(8) == 0) {
+		gen_any(g, 2);
+		return;
+	}
+	put(g, "[");
+	size_t n = pick(6); /* up to five: past the decoder's four kept pieces */
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			put(g, ",");
+		v_tool(g);
+	}
+	put(g, "]");
+}
 static void v_delta(struct gen *g)
 {
 	static const struct member m[] = {
@@ -250,7 +294,7 @@ static void v_delta(struct gen *g)
 		{ "content", v_string },
 		{ "reasoning_content", v_string },
 		{ "reasoning", v_string },
-		{ "tool_calls", v_any },
+		{ "tool_calls", v_tool_calls },
 	};
 	if (pick(8) == 0)
 		gen_any(g, 2);
@@ -386,7 +430,8 @@ static void load_seeds(struct corpus *c)
 		"crlf-comment-error-midstream.sse",   "llama.cpp-b4748-chat-stream.sse",
 		"openai-style-multitoken-chunks.sse", "openai-style-reasoning-field.sse",
 		"openai-style-reasoning.sse",         "vllm-style-continuous-usage.sse",
-		"synthetic-cr-multiline-cut.sse",
+		"synthetic-cr-multiline-cut.sse",     "vllm-style-tool-calls.sse",
+		"llama.cpp-style-tool-calls.sse",
 	};
 	static const char *const json_files[] = { "llama.cpp-b4748-chat-nonstream.json",
 						  "llama.cpp-b4748-models.json" };
@@ -593,7 +638,7 @@ static void test_fixture_mutants(void **state)
 {
 	struct corpus c = { 0 };
 	struct tally t = { 0 };
-	static char work[8192];
+	static char work[32768];
 
 	load_seeds(&c);
 	assert_true(c.n >= 30);
@@ -625,7 +670,7 @@ static void test_generated(void **state)
 {
 	struct tally plain = { 0 }, mutated = { 0 };
 	static struct gen g;
-	static char work[8192];
+	static char work[32768];
 
 	for (int iter = 0; iter < 40000; iter++) {
 		gen_chunk(&g);
@@ -676,6 +721,8 @@ static void test_wrong_shapes(void **state)
 		"{\"error\":5}",
 		"{\"choices\":[{\"delta\":{\"content\":\"ok\"}},{\"delta\":{\"content\":5}}]}",
 		"{\"usage\":null,\"usage\":[]}",
+		"{\"choices\":[{\"delta\":{\"tool_calls\":7}}]}",
+		"{\"choices\":[{\"delta\":{\"tool_calls\":[{\"function\":{\"arguments\":{}}}]}}]}",
 	};
 	static const char *const fine[] = {
 		"{}",
@@ -684,8 +731,9 @@ static void test_wrong_shapes(void **state)
 		"{\"choices\":[{\"delta\":{\"content\":null,\"role\":null,\"reasoning\":null}}]}",
 		"{\"usage\":{\"prompt_tokens\":null,\"completion_tokens\":0,"
 		"\"completion_tokens_details\":null,\"total_tokens\":\"x\"}}",
-		"{\"choices\":[{\"delta\":{\"content\":\"a\",\"tool_calls\":7},\"logprobs\":5}],"
+		"{\"choices\":[{\"delta\":{\"content\":\"a\",\"audio\":7},\"logprobs\":5}],"
 		"\"timings\":\"x\"}",
+		"{\"choices\":[{\"delta\":{\"tool_calls\":[null,{\"type\":5,\"function\":null}]}}]}",
 		"{\"error\":\"overloaded\"}",
 		"{\"error\":{\"code\":\"x\",\"message\":7}}",
 		"{\"usage\":{\"completion_tokens\":\"many\"},\"usage\":{\"completion_tokens\":3}}",

@@ -93,6 +93,37 @@ static inline bool oracle_count_ok(json_t *v)
 	return json_is_integer(v) && json_integer_value(v) >= 0;
 }
 
+/* delta.tool_calls: an array of objects (or nulls) whose index is a count, id a string,
+ * function an object whose name and arguments are strings; null is absent throughout. */
+static inline const char *oracle_tools_shape(json_t *tools)
+{
+	if (ORACLE_WRONG(tools, json_is_array(tools)))
+		return "tool_calls";
+	size_t i;
+	json_t *t;
+	json_array_foreach(tools, i, t)
+	{
+		if (json_is_null(t))
+			continue;
+		if (!json_is_object(t))
+			return "tool_calls[]";
+		json_t *idx = json_object_get(t, "index"), *id = json_object_get(t, "id");
+		json_t *fn = json_object_get(t, "function");
+		if (ORACLE_WRONG(idx, oracle_count_ok(idx)))
+			return "tool_calls[].index";
+		if (ORACLE_WRONG(id, json_is_string(id)))
+			return "tool_calls[].id";
+		if (ORACLE_WRONG(fn, json_is_object(fn)))
+			return "tool_calls[].function";
+		json_t *name = json_object_get(fn, "name"), *args = json_object_get(fn, "arguments");
+		if (ORACLE_WRONG(name, json_is_string(name)))
+			return "tool_calls[].function.name";
+		if (ORACLE_WRONG(args, json_is_string(args)))
+			return "tool_calls[].function.arguments";
+	}
+	return NULL;
+}
+
 /*
  * Why the tree jansson built is not a chunk, by our rules (docs/stream-decoding.md): the
  * top level must be an object; choices an array of objects (or nulls); delta an object;
@@ -128,6 +159,9 @@ static inline const char *oracle_shape(json_t *root)
 		json_t *fr = json_object_get(ch, "finish_reason");
 		if (ORACLE_WRONG(fr, json_is_string(fr)))
 			return "finish_reason";
+		const char *tools = oracle_tools_shape(json_object_get(delta, "tool_calls"));
+		if (tools)
+			return tools;
 	}
 	json_t *usage = json_object_get(root, "usage");
 	if (ORACLE_WRONG(usage, json_is_object(usage)))
@@ -352,6 +386,9 @@ static inline void oracle_check(const char *data, size_t len, int rc, const stru
 	int code = 0;
 	long long msg_len = -1;
 	int64_t pt = -1, ct = -1, rt = -1, tc = -1, tp = -1;
+	uint32_t n_tools = 0;
+	bool tool_any = false;
+	long long tool_bytes = 0;
 
 	if (json_is_object(root)) {
 		json_t *choices = json_object_get(root, "choices");
@@ -375,6 +412,27 @@ static inline void oracle_check(const char *data, size_t len, int rc, const stru
 					long long rl = a > b ? a : b;
 					reasoning += rl > 0 ? rl : 0;
 					role |= json_is_string(json_object_get(delta, "role"));
+					size_t k;
+					json_t *t;
+					json_array_foreach(json_object_get(delta, "tool_calls"), k,
+							   t)
+					{
+						json_t *fn = json_object_get(t, "function");
+						json_t *id = json_object_get(t, "id");
+						json_t *nm = json_object_get(fn, "name");
+						json_t *ar = json_object_get(fn, "arguments");
+						if (!json_is_object(t) ||
+						    !(json_is_string(id) || json_is_string(nm) ||
+						      json_is_string(ar) ||
+						      json_is_integer(json_object_get(t, "index"))))
+							continue;
+						n_tools++;
+						long long il = oracle_strlen(id),
+							  nl = oracle_strlen(nm),
+							  al = oracle_strlen(ar);
+						tool_any |= il > 0 || nl > 0 || al > 0;
+						tool_bytes += (nl > 0 ? nl : 0) + (al > 0 ? al : 0);
+					}
 				}
 				json_t *f = json_object_get(ch, "finish_reason");
 				if (!fr[0] && json_is_string(f) && json_string_value(f)[0])
@@ -424,6 +482,12 @@ static inline void oracle_check(const char *data, size_t len, int rc, const stru
 	    (no_escapes && (long long)c->reasoning_bytes != reasoning))
 		ORACLE_FAIL(r, "reasoning %d/%zu bytes, jansson %lld unescaped", c->has_reasoning,
 			    c->reasoning_bytes, reasoning);
+	if (c->n_tool_calls != n_tools || c->has_tool_call != tool_any ||
+	    (long long)c->tool_bytes < tool_bytes ||
+	    (no_escapes && (long long)c->tool_bytes != tool_bytes))
+		ORACLE_FAIL(r, "tool calls %u any %d %zu bytes, jansson %u any %d %lld unescaped",
+			    c->n_tool_calls, c->has_tool_call, c->tool_bytes, n_tools, tool_any,
+			    tool_bytes);
 	if (strcmp(c->finish_reason, fr) != 0)
 		ORACLE_FAIL(r, "finish_reason '%s', jansson '%s'", c->finish_reason, fr);
 	if (c->has_usage != has_usage || c->prompt_tokens != pt || c->completion_tokens != ct ||

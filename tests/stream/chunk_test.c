@@ -350,7 +350,7 @@ static void test_shapes(void **state)
 
 	/* Nulls count as absent and are not errors; neither are fields we do not read. */
 	assert_int_equal(decode_str("{\"choices\":[{\"delta\":{\"content\":null,\"role\":null,"
-				    "\"reasoning\":null,\"tool_calls\":5},\"finish_reason\":null,"
+				    "\"reasoning\":null,\"tool_calls\":null,\"audio\":5},\"finish_reason\":null,"
 				    "\"logprobs\":\"x\"},null],"
 				    "\"usage\":{\"prompt_tokens\":null,\"total_tokens\":\"12\","
 				    "\"completion_tokens_details\":{\"reasoning_tokens\":null}},"
@@ -742,6 +742,127 @@ static void test_llama_timings(void **state)
 	assert_int_equal(c.timings_prompt_n, -1);
 }
 
+/* Tool calls: the fixtures' pieces assembled by index give each call's id, name and
+ * arguments; the chunks that carry them are tool-call chunks, the others are not. */
+struct tool_asm {
+	char id[64], name[64], args[256];
+	size_t args_len;
+};
+
+static void assemble_tools(const char *file, struct tool_asm *calls, size_t n_calls,
+			   size_t *tool_chunks, char *finish, size_t finish_cap)
+{
+	struct ev_list ev = { 0 };
+	read_events(file, &ev);
+	*tool_chunks = 0;
+	finish[0] = '\0';
+	for (size_t i = 0; i < ev.n; i++) {
+		struct cl_chunk c;
+		/* The pieces point into the input: decode the list's own copy. */
+		int rc = cl_chunk_decode(ev.arena + ev.off[i], ev.len[i], &c);
+		if (rc)
+			fail_msg("%s event %zu: %s", file, i, cl_strerror(rc));
+		assert_false(c.has_content);
+		*tool_chunks += c.has_tool_call;
+		if (c.finish_reason[0])
+			snprintf(finish, finish_cap, "%s", c.finish_reason);
+		for (uint32_t k = 0; k < c.n_tool_calls && k < CL_CHUNK_TOOLS_MAX; k++) {
+			const struct cl_chunk_tool *t = &c.tools[k];
+			assert_true(t->index >= 0 && (size_t)t->index < n_calls);
+			struct tool_asm *a = &calls[t->index];
+			if (t->id)
+				snprintf(a->id, sizeof(a->id), "%.*s", (int)t->id_len, t->id);
+			if (t->name)
+				snprintf(a->name, sizeof(a->name), "%.*s", (int)t->name_len,
+					 t->name);
+			assert_true(a->args_len + t->args_len < sizeof(a->args));
+			memcpy(a->args + a->args_len, t->args ? t->args : "", t->args_len);
+			a->args_len += t->args_len;
+			a->args[a->args_len] = '\0';
+		}
+	}
+	ev_list_free(&ev);
+}
+
+static void test_tool_calls(void **state)
+{
+	(void)state;
+	struct tool_asm v[2] = { 0 }, l[1] = { 0 };
+	size_t n;
+	char fr[24];
+	assemble_tools("vllm-style-tool-calls.sse", v, 2, &n, fr, sizeof(fr));
+	assert_int_equal(n, 6); /* two first deltas, four argument fragments */
+	assert_string_equal(fr, "tool_calls");
+	assert_string_equal(v[0].id, "chatcmpl-tool-a1b2");
+	assert_string_equal(v[0].name, "get_weather");
+	/* raw: still JSON-escaped, as a history's string wants it */
+	assert_string_equal(v[0].args, "{\\\"city\\\": \\\"Paris\\\", \\\"unit\\\": \\\"c\\\"}");
+	assert_string_equal(v[1].id, "chatcmpl-tool-c3d4");
+	assert_string_equal(v[1].name, "get_time");
+	assert_string_equal(v[1].args, "{\\\"tz\\\": \\\"CET\\\"}");
+	assemble_tools("llama.cpp-style-tool-calls.sse", l, 1, &n, fr, sizeof(fr));
+	assert_int_equal(n, 7);
+	assert_string_equal(fr, "tool_calls");
+	assert_string_equal(l[0].id, "QVbXtY2Kl");
+	assert_string_equal(l[0].name, "search");
+	assert_string_equal(l[0].args, "{\\\"query\\\":\\\"tool calls\\\\n\\\"}");
+
+	/* Hand-made shapes: counts, replacement, nulls, and every wrong type named. */
+	struct cl_chunk c;
+	static const char two[] =
+	    "{\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"ab\"}},"
+	    "null,{\"index\":1,\"id\":\"x\",\"function\":{\"name\":\"f\",\"arguments\":\"\"}}]}}]}";
+	assert_int_equal(cl_chunk_decode(two, sizeof(two) - 1, &c), 0);
+	assert_int_equal(c.n_tool_calls, 2);
+	assert_true(c.has_tool_call);
+	assert_int_equal(c.tool_bytes, 3);
+	assert_int_equal(c.tools[1].index, 1);
+	assert_int_equal(c.tools[1].id_len, 1);
+	/* a repeated tool_calls replaces; empty pieces are no tool call */
+	static const char rep[] = "{\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,"
+				  "\"function\":{\"arguments\":\"ab\"}}],\"tool_calls\":[{\"index\":0,"
+				  "\"function\":{\"arguments\":\"\"}}]}}]}";
+	assert_int_equal(cl_chunk_decode(rep, sizeof(rep) - 1, &c), 0);
+	assert_int_equal(c.n_tool_calls, 1);
+	assert_false(c.has_tool_call);
+	assert_int_equal(c.tool_bytes, 0);
+	static const char many[] =
+	    "{\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0},{\"index\":1},{\"index\":2},"
+	    "{\"index\":3},{\"index\":4,\"function\":{\"arguments\":\"z\"}}]}}]}";
+	assert_int_equal(cl_chunk_decode(many, sizeof(many) - 1, &c), 0);
+	assert_int_equal(c.n_tool_calls, 5); /* counted past the kept four */
+	assert_true(c.has_tool_call);
+	assert_int_equal(c.tool_bytes, 1);
+	static const struct {
+		const char *json, *why;
+	} bad[] = {
+		{ "{\"choices\":[{\"delta\":{\"tool_calls\":{}}}]}",
+		  "choices[].delta.tool_calls is not an array" },
+		{ "{\"choices\":[{\"delta\":{\"tool_calls\":[1]}}]}",
+		  "choices[].delta.tool_calls[] is not an object" },
+		{ "{\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":-1}]}}]}",
+		  "choices[].delta.tool_calls[].index is not a non-negative integer" },
+		{ "{\"choices\":[{\"delta\":{\"tool_calls\":[{\"id\":7}]}}]}",
+		  "choices[].delta.tool_calls[].id is not a string" },
+		{ "{\"choices\":[{\"delta\":{\"tool_calls\":[{\"function\":\"f\"}]}}]}",
+		  "choices[].delta.tool_calls[].function is not an object" },
+		{ "{\"choices\":[{\"delta\":{\"tool_calls\":[{\"function\":{\"name\":[]}}]}}]}",
+		  "choices[].delta.tool_calls[].function.name is not a string" },
+		{ "{\"choices\":[{\"delta\":{\"tool_calls\":[{\"function\":{\"arguments\":{}}}]}}]}",
+		  "choices[].delta.tool_calls[].function.arguments is not a string" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(cl_chunk_decode(bad[i].json, strlen(bad[i].json), &c), CL_EPROTO);
+		assert_string_equal(c.malformed, bad[i].why);
+		assert_int_equal(c.n_tool_calls, 0);
+	}
+	static const char nulls[] = "{\"choices\":[{\"delta\":{\"tool_calls\":null}},{\"delta\":"
+				    "{\"tool_calls\":[{\"id\":null,\"function\":null}]}}]}";
+	assert_int_equal(cl_chunk_decode(nulls, sizeof(nulls) - 1, &c), 0);
+	assert_int_equal(c.n_tool_calls, 0);
+	assert_false(c.has_tool_call);
+}
+
 static void test_depth(void **state)
 {
 	char buf[2048];
@@ -782,7 +903,7 @@ int main(void)
 		cmocka_unit_test(test_done),     cmocka_unit_test(test_content_text),
 		cmocka_unit_test(test_shapes),   cmocka_unit_test(test_finish_reason_forms),
 		cmocka_unit_test(test_mangled),  cmocka_unit_test(test_depth),
-		cmocka_unit_test(test_llama_timings),
+		cmocka_unit_test(test_llama_timings), cmocka_unit_test(test_tool_calls),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

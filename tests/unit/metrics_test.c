@@ -73,7 +73,7 @@ static const char *const want_ctr[] = {
 	"turn6_prompt_tokens",
 	"turn7_prompt_tokens",
 	"turn8_prompt_tokens",
-	"cached_prompt_tokens", "embedding_inputs",
+	"cached_prompt_tokens", "embedding_inputs", "tool_calls",
 };
 
 static void test_names(void **state)
@@ -658,12 +658,86 @@ static void test_hostile(void **state)
 	cl_metrics_destroy(&before);
 }
 
+/* Several endpoints: each endpoint's record round-trips, a decode or merge into a record
+ * with none grows it, merging adds exactly, reset keeps the records and empties them, and a
+ * count over the cap or an unknown field is refused with the record unchanged. */
+static void test_endpoints(void **state)
+{
+	(void)state;
+	struct cl_metrics a, b, d;
+	assert_int_equal(cl_metrics_init(&a), 0);
+	assert_int_equal(cl_metrics_init(&b), 0);
+	assert_int_equal(cl_metrics_init(&d), 0);
+	assert_int_equal(cl_metrics_eps_init(&a, 3), 0);
+	assert_int_equal(cl_metrics_eps_init(&a, CL_METRICS_EPS_MAX + 1), CL_EINVAL);
+	for (uint32_t e = 0; e < 3; e++) {
+		a.eps[e].ctr[CL_CTR_STARTED] = 10 + e;
+		a.eps[e].ctr[CL_CTR_ERR_CONNECT] = e;
+		for (int k = 0; k < 50; k++) {
+			cl_hist_record(&a.eps[e].lat[CL_EP_LAT_TTFT], 1000 * (e + 1) + k);
+			cl_hist_record(&a.eps[e].lat[CL_EP_LAT_ITL], 100 * (e + 1) + k);
+		}
+	}
+	msgpack_sbuffer sb;
+	msgpack_sbuffer_init(&sb);
+	pack_metrics(&sb, &a);
+	struct cl_err err = { 0 };
+	assert_int_equal(decode_into(&d, sb.data, sb.size, &err), 0);
+	assert_int_equal(d.n_eps, 3);
+	for (uint32_t e = 0; e < 3; e++) {
+		assert_memory_equal(d.eps[e].ctr, a.eps[e].ctr, sizeof(a.eps[e].ctr));
+		for (int k = 0; k < CL_EP_LAT__COUNT; k++)
+			assert_true(cl_hist_equal(&d.eps[e].lat[k], &a.eps[e].lat[k]));
+	}
+	/* merged twice: counts add, histograms merge exactly */
+	assert_int_equal(cl_metrics_merge(&b, &a), 0);
+	assert_int_equal(cl_metrics_merge(&b, &d), 0);
+	assert_int_equal(b.n_eps, 3);
+	assert_int_equal(b.eps[2].ctr[CL_CTR_STARTED], 24);
+	assert_int_equal(cl_hist_count(&b.eps[1].lat[CL_EP_LAT_ITL]), 100);
+	assert_int_equal(cl_hist_percentile(&b.eps[1].lat[CL_EP_LAT_TTFT], 50),
+			 cl_hist_percentile(&a.eps[1].lat[CL_EP_LAT_TTFT], 50));
+	cl_metrics_reset(&b);
+	assert_int_equal(b.n_eps, 3);
+	assert_int_equal(b.eps[2].ctr[CL_CTR_STARTED], 0);
+	assert_int_equal(cl_hist_count(&b.eps[0].lat[CL_EP_LAT_TTFT]), 0);
+
+	/* hostile: an unknown field in an endpoint's record, and too many endpoints */
+	msgpack_packer pk;
+	msgpack_sbuffer_clear(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 1);
+	key(&pk, "eps");
+	msgpack_pack_array(&pk, 1);
+	msgpack_pack_map(&pk, 1);
+	key(&pk, "bogus");
+	msgpack_pack_nil(&pk);
+	assert_int_not_equal(decode_into(&d, sb.data, sb.size, &err), 0);
+	assert_non_null(strstr(err.msg, "bogus"));
+	assert_int_equal(d.eps[0].ctr[CL_CTR_STARTED], 10);
+	msgpack_sbuffer_clear(&sb);
+	msgpack_pack_map(&pk, 1);
+	key(&pk, "eps");
+	msgpack_pack_array(&pk, CL_METRICS_EPS_MAX + 1);
+	for (int i = 0; i <= CL_METRICS_EPS_MAX; i++)
+		msgpack_pack_map(&pk, 0);
+	assert_int_not_equal(decode_into(&d, sb.data, sb.size, &err), 0);
+	assert_int_equal(d.n_eps, 3);
+
+	msgpack_sbuffer_destroy(&sb);
+	cl_metrics_destroy(&a);
+	cl_metrics_destroy(&b);
+	cl_metrics_destroy(&d);
+	assert_null(a.eps);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_names),       cmocka_unit_test(test_init_destroy),
 		cmocka_unit_test(test_roundtrip),   cmocka_unit_test(test_delta_equals_merge),
 		cmocka_unit_test(test_err_samples), cmocka_unit_test(test_hostile),
+		cmocka_unit_test(test_endpoints),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

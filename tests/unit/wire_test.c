@@ -164,6 +164,8 @@ static void assert_opt_str(const char *got, const char *want)
 }
 
 static char *headers_in[] = { "X-Team: perf", "Authorization-Extra: a\tb", "X-Empty:" };
+static char *endpoints_in[] = { "https://llm.example.internal:8443/v1",
+				"https://llm-2.example.internal:8443/v1" };
 
 static struct cl_target_plan sample_target(void)
 {
@@ -179,6 +181,9 @@ static struct cl_target_plan sample_target(void)
 		.tls_verify = false,
 		.ca_file = "/etc/chatload/ca.pem",
 		.connect_timeout_us = 5000000,
+		.endpoints = endpoints_in,
+		.n_endpoints = 2,
+		.route = CL_ROUTE_SESSION_HASH,
 	};
 	return t;
 }
@@ -197,6 +202,10 @@ static void assert_target_equal(const struct cl_target_plan *a, const struct cl_
 	assert_int_equal(a->tls_verify, b->tls_verify);
 	assert_opt_str(a->ca_file, b->ca_file);
 	assert_int_equal(a->connect_timeout_us, b->connect_timeout_us);
+	assert_int_equal(a->n_endpoints, b->n_endpoints);
+	for (size_t i = 0; i < b->n_endpoints; i++)
+		assert_string_equal(a->endpoints[i], b->endpoints[i]);
+	assert_int_equal(a->route, b->route);
 }
 
 static struct cl_stage_plan sample_stage(void)
@@ -517,6 +526,51 @@ static void test_report_probe(void **state)
 	assert_string_equal(out.report.readiness->last_error, r.last_error);
 	assert_int_equal(out.report.readiness->status, CL_READY_PASSED);
 	cl_msg_free(&out);
+}
+
+/* Connections per source address ride on a final REPORT: the pool's order kept, at most
+ * CL_SRCADDR_MAX entries; absent when the agent has no pool.  A decoded message owns them. */
+static void test_report_sources(void **state)
+{
+	(void)state;
+	struct cl_metrics *m = calloc(1, sizeof(*m));
+	assert_non_null(m);
+	assert_int_equal(cl_metrics_init(m), 0);
+	struct cl_source_conns *sc = calloc(1, sizeof(*sc));
+	assert_non_null(sc);
+	sc->n = 2;
+	snprintf(sc->e[0].address, sizeof(sc->e[0].address), "127.0.0.3");
+	sc->e[0].connections = 20001;
+	snprintf(sc->e[1].address, sizeof(sc->e[1].address), "fd00::2");
+	sc->e[1].connections = 0;
+	struct cl_msg in = { .type = CL_MSG_REPORT, .run = "run-1", .agent = 2, .seq = 7 };
+	in.report = (struct cl_msg_report){ .kind = CL_REPORT_FINAL, .metrics = m, .sources = sc };
+	struct cl_msg out;
+	roundtrip(&in, &out);
+	assert_non_null(out.report.sources);
+	assert_int_equal(out.report.sources->n, 2);
+	assert_string_equal(out.report.sources->e[0].address, "127.0.0.3");
+	assert_int_equal(out.report.sources->e[0].connections, 20001);
+	assert_string_equal(out.report.sources->e[1].address, "fd00::2");
+	assert_int_equal(out.report.sources->e[1].connections, 0);
+	cl_msg_free(&out);
+	in.report.sources = NULL;
+	roundtrip(&in, &out);
+	assert_null(out.report.sources);
+	cl_msg_free(&out);
+
+	/* More than the pool can hold is refused by the encoder, as the decoder would. */
+	sc->n = CL_SRCADDR_MAX + 1;
+	in.report.sources = sc;
+	msgpack_sbuffer sb;
+	msgpack_sbuffer_init(&sb);
+	struct cl_err err = { 0 };
+	assert_err(cl_wire_encode(&in, &sb, &err), CL_ETOOBIG, err,
+		   "field 'sources' has too many entries (257, max 256)");
+	msgpack_sbuffer_destroy(&sb);
+	free(sc);
+	cl_metrics_destroy(m);
+	free(m);
 }
 
 /* A REPORT with a hand-made `stalls` value (and an empty metrics record), for the decoder. */
@@ -934,7 +988,9 @@ static void test_cmd_prepare_parts(void **state)
 							     .trace_stride = 3,
 							     .share = 1,
 							     .per_stage = true,
-							     .retag = "0a1b2c3d" };
+							     .retag = "0a1b2c3d",
+							     .tool_result_tokens = 64,
+							     .tool_max_rounds = 0 };
 	roundtrip(&in, &out);
 	const struct cl_workload_plan *w = &out.cmd.prepare.workload;
 	assert_int_equal(w->n_bodies, 2);
@@ -948,6 +1004,9 @@ static void test_cmd_prepare_parts(void **state)
 	assert_int_equal(w->share, 1);
 	assert_true(w->per_stage);
 	assert_string_equal(w->retag, "0a1b2c3d");
+	/* the agentic loop: both keys, even a max_rounds of 0 */
+	assert_int_equal(w->tool_result_tokens, 64);
+	assert_int_equal(w->tool_max_rounds, 0);
 	cl_msg_free(&out);
 
 	/* Without parts the decoder says the total is what came. */
@@ -956,7 +1015,11 @@ static void test_cmd_prepare_parts(void **state)
 	in.cmd.prepare.workload.share = 0; /* absent: all bodies */
 	in.cmd.prepare.workload.per_stage = false;
 	in.cmd.prepare.workload.retag[0] = '\0'; /* absent: no retagging */
+	in.cmd.prepare.workload.tool_result_tokens = 0; /* absent: no agentic loop */
+	in.cmd.prepare.workload.tool_max_rounds = 3;    /* not sent without it */
 	roundtrip(&in, &out);
+	assert_int_equal(out.cmd.prepare.workload.tool_result_tokens, 0);
+	assert_int_equal(out.cmd.prepare.workload.tool_max_rounds, 0);
 	assert_int_equal(out.cmd.prepare.workload.total_bodies, 2);
 	assert_int_equal(out.cmd.prepare.workload.first_body, 1);
 	assert_int_equal(out.cmd.prepare.workload.share, 0);
@@ -1705,6 +1768,7 @@ int main(void)
 		cmocka_unit_test(test_report_spread),
 		cmocka_unit_test(test_report_probe),
 		cmocka_unit_test(test_report_stalls),
+		cmocka_unit_test(test_report_sources),
 		cmocka_unit_test(test_replies),
 		cmocka_unit_test(test_cmd_plain),
 		cmocka_unit_test(test_cmd_probe),

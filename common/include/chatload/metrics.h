@@ -94,6 +94,7 @@ enum cl_ctr {
 				      * requests: the prompt the server's prefix cache served */
 	CL_CTR_EMBEDDING_INPUTS,     /* embeddings: inputs (vectors answered) of completed
 				      * requests */
+	CL_CTR_TOOL_CALLS, /* completed requests whose answer was a tool call (a tool_calls delta) */
 	CL_CTR__COUNT
 };
 
@@ -125,6 +126,16 @@ struct cl_health {
 	int64_t inflight; /* streams in flight at the end of the interval (summed on merge) */
 };
 
+/* One endpoint's share of a record, with several endpoints (target.urls): the counters of
+ * cl_ctr (every one recorded for the whole record is recorded here too for the endpoint the
+ * request went to) and two latency histograms. */
+enum cl_ep_lat { CL_EP_LAT_TTFT, CL_EP_LAT_ITL, CL_EP_LAT__COUNT };
+#define CL_METRICS_EPS_MAX 64 /* endpoints a record holds at most (= CL_ENDPOINTS_MAX) */
+struct cl_ep_metrics {
+	struct cl_hist lat[CL_EP_LAT__COUNT];
+	uint64_t ctr[CL_CTR__COUNT];
+};
+
 struct cl_metrics {
 	struct cl_hist lat[CL_LAT__COUNT];
 	struct cl_hist cnt[CL_CNT__COUNT];
@@ -132,6 +143,10 @@ struct cl_metrics {
 	struct cl_health health;
 	uint32_t n_err_samples;
 	struct cl_err_sample err_samples[CL_ERR_SAMPLES_MAX];
+	/* Per endpoint (target.urls): none (NULL, 0) with one endpoint.  Allocated by
+	 * cl_metrics_eps_init, or grown by a merge or decode that brings more; kept by reset. */
+	struct cl_ep_metrics *eps;
+	uint32_t n_eps;
 };
 
 /* Stable snake_case names used on the wire and in results ("ttft", "tokens_per_chunk",
@@ -160,6 +175,11 @@ void cl_metrics_trim(struct cl_metrics *m);
 /* dst += src exactly: histograms merged, counters added, health maxed (inflight summed),
  * error samples appended up to the cap. */
 int cl_metrics_merge(struct cl_metrics *dst, const struct cl_metrics *src);
+/* Makes m hold at least n endpoint records (n <= CL_METRICS_EPS_MAX); those it had keep their
+ * values.  0, CL_EINVAL (n too large), CL_ENOMEM (m unchanged). */
+int cl_metrics_eps_init(struct cl_metrics *m, uint32_t n);
+/* Name of an endpoint histogram: "ttft", "itl"; NULL out of range. */
+const char *cl_ep_lat_name(int i);
 /* Keeps an error sample if fewer than CL_ERR_SAMPLES_MAX are kept (truncates body). */
 void cl_metrics_add_err_sample(struct cl_metrics *m, int ctr, int http_status, const char *body,
 			       size_t body_len);

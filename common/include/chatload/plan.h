@@ -44,6 +44,19 @@ const char *cl_arrival_name(enum cl_arrival a);
 #define CL_HTTP2_DEFAULT_STREAMS 100u   /* streams per HTTP/2 connection unless set */
 #define CL_HTTP2_MAX_STREAMS     10000u /* the most target.http2_streams_per_connection */
 
+/* Several endpoints (target.urls): how the engine picks one for each request
+ * (docs/engine.md, "Several endpoints"). */
+enum cl_route {
+	CL_ROUTE_ROUND_ROBIN = 0,       /* in turn, per agent */
+	CL_ROUTE_LEAST_OUTSTANDING = 1, /* the one with the fewest requests in flight, per agent */
+	CL_ROUTE_SESSION_HASH = 2,      /* by a hash of the conversation (or request) id */
+	CL_ROUTE__COUNT
+};
+#define CL_ENDPOINTS_MAX 64 /* target.urls holds at most this many */
+
+/* "round_robin", "least_outstanding", "session_hash"; NULL when out of range. */
+const char *cl_route_name(enum cl_route r);
+
 /* Where requests go and how they are sent.  Strings are owned (freed by cl_target_plan_free). */
 struct cl_target_plan {
 	char *base_url;    /* e.g. "http://127.0.0.1:8000/v1" (no trailing slash) */
@@ -58,6 +71,13 @@ struct cl_target_plan {
 	char *ca_file;
 	int64_t connect_timeout_us;
 	enum cl_api api; /* default CL_API_CHAT */
+	/* --- several endpoints (target.urls) --- */
+	/* Every endpoint's base URL, endpoints[0] == base_url; n_endpoints 0 (one endpoint,
+	 * base_url) or 2..CL_ENDPOINTS_MAX.  Each has the same model, key, headers and TLS. */
+	char **endpoints;
+	size_t n_endpoints;
+	enum cl_route route;
+	/* --- end of several endpoints --- */
 };
 
 /* One load level for one agent (the coordinator's share) or one worker (the agent's). */
@@ -128,7 +148,16 @@ struct cl_workload_plan {
 	 * body with those digits replaced by a tag of its own (from the salt, first_body and its
 	 * index), so no two requests of the run send one prompt.  "" for none. */
 	char retag[16];
+	/* The agentic loop (workload.tools with multi_turn; docs/engine.md, "Tool calls"): when
+	 * tool_result_tokens is not 0, an answer that is a tool call is followed by a tool
+	 * result of about that many tokens and the same question again, up to tool_max_rounds
+	 * times in a turn (at most CL_TOOL_MAX_ROUNDS). */
+	uint32_t tool_result_tokens;
+	uint32_t tool_max_rounds;
 };
+
+#define CL_TOOL_MAX_ROUNDS        64
+#define CL_TOOL_MAX_RESULT_TOKENS 100000
 
 /* Frees owned strings/arrays; safe on zeroed and partly filled structures. */
 void cl_target_plan_free(struct cl_target_plan *t);

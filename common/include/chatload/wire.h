@@ -8,6 +8,7 @@
 #include "chatload/metrics.h"
 #include "chatload/plan.h"
 #include "chatload/readiness.h"
+#include "chatload/srcaddr.h"
 #include "chatload/stall.h"
 
 #include <msgpack.h>
@@ -182,6 +183,17 @@ struct cl_msg_poll {
 	int64_t clock_rtt_us;
 };
 
+/* ---- source addresses (issue 29) -------------------------------------------------------- */
+/* REPORT.sources: connections an agent opened from each of its --source-address addresses
+ * since its engine started (for this run), in its pool's order. */
+struct cl_source_conns {
+	uint32_t n; /* at most CL_SRCADDR_MAX */
+	struct {
+		char address[CL_SRCADDR_TEXTMAX];
+		uint64_t connections;
+	} e[CL_SRCADDR_MAX];
+};
+
 /* REPORT: measurements.  Reports are deltas since the previous report of the same stage. */
 struct cl_msg_report {
 	enum cl_report_kind kind;
@@ -199,6 +211,9 @@ struct cl_msg_report {
 	 * the agent's clock (at most CL_STALLS_MAX; dropped counts those left out); empty when
 	 * none (then not sent) */
 	struct cl_stall_list stalls;
+	/* optional, final reports of an agent with source addresses (cl_source_conns); NULL:
+	 * absent.  Owned (freed by cl_msg_free) when the message is. */
+	struct cl_source_conns *sources;
 };
 
 /* WELCOME: the coordinator accepted a HELLO.  The envelope's run is the run the agent joins. */
