@@ -163,8 +163,12 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 	/* The chat template wraps messages (chat, and responses' input items); a raw prompt
 	 * or an embeddings input is tokenized as it is. */
 	bool templated = cr->api == CL_API_CHAT || cr->api == CL_API_RESPONSES;
-	st->prompt_tokens = prompt_tokens(cfg, cr->prompt_chars, cr->prompt_words) +
-			    (templated ? cfg->template_tokens : 0);
+	/* Each image part is --image-tokens prompt tokens: usage, the truth log, prefill. */
+	uint64_t image_tokens = (uint64_t)cr->images * cfg->image_tokens;
+	uint64_t pt = (uint64_t)prompt_tokens(cfg, cr->prompt_chars, cr->prompt_words) +
+		      (templated ? cfg->template_tokens : 0) + image_tokens;
+	st->prompt_tokens = pt > UINT32_MAX ? UINT32_MAX : (uint32_t)pt;
+	st->images = cr->images;
 	st->cached_tokens = cl_sim_metrics_prefix(s, &cr->prefix, st->prompt_tokens);
 	st->requested_tokens = cr->max_tokens;
 	st->ignore_eos = cr->ignore_eos;

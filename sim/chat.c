@@ -71,6 +71,81 @@ static int content_chars(json_t *content, uint64_t *chars, uint64_t *words)
 	return 0;
 }
 
+/* ---- image parts (--image-tokens) ---- */
+
+/* Whether url is an http(s) URL or a data URL "data:image/<type>;base64,<base64>", checked
+ * without decoding: the base64 alphabet, a length that is a multiple of 4, at most two
+ * '=' at the end. */
+static bool image_url_ok(const char *url, size_t len)
+{
+	if ((len > 7 && strncmp(url, "http://", 7) == 0) ||
+	    (len > 8 && strncmp(url, "https://", 8) == 0))
+		return true;
+	static const char head[] = "data:image/";
+	if (len < sizeof(head) || strncmp(url, head, sizeof(head) - 1) != 0)
+		return false;
+	const char *comma = memchr(url, ',', len);
+	static const char b64[] = ";base64";
+	if (!comma || (size_t)(comma - url) < sizeof(head) - 1 + sizeof(b64) ||
+	    strncmp(comma - (sizeof(b64) - 1), b64, sizeof(b64) - 1) != 0)
+		return false;
+	const char *d = comma + 1;
+	size_t n = len - (size_t)(d - url), pad = 0;
+	if (n == 0 || n % 4)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)d[i];
+		bool alpha = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+			     (ch >= '0' && ch <= '9') || ch == '+' || ch == '/';
+		if (ch == '=' && i + 2 >= n)
+			pad++;
+		else if (!alpha || pad)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Counts the image parts of a message's content into *images: chat's {"type": "image_url",
+ * "image_url": {"url": U} or U} and Responses' {"type": "input_image", "image_url": U} (or
+ * a "file_id", counted as it is).  CL_EINVAL, msg filled, for a part whose URL is missing or
+ * malformed: a server refuses such a request with 400 before it runs.
+ */
+static int count_images(json_t *content, uint32_t *images, char *msg, size_t n)
+{
+	size_t i;
+	json_t *part;
+	if (!json_is_array(content))
+		return 0;
+	json_array_foreach(content, i, part)
+	{
+		json_t *type = json_object_get(part, "type");
+		if (!json_is_string(type))
+			continue;
+		const char *t = json_string_value(type);
+		bool chat = strcmp(t, "image_url") == 0, resp = strcmp(t, "input_image") == 0;
+		if (!chat && !resp)
+			continue;
+		json_t *u = json_object_get(part, "image_url");
+		if (chat && json_is_object(u))
+			u = json_object_get(u, "url");
+		if (resp && !u && json_is_string(json_object_get(part, "file_id"))) {
+			(*images)++;
+			continue;
+		}
+		if (!json_is_string(u) ||
+		    !image_url_ok(json_string_value(u), json_string_length(u))) {
+			snprintf(msg, n,
+				 "content part %zu: image_url must be an http(s) URL or a data URL "
+				 "'data:image/<type>;base64,<data>' with valid base64",
+				 i);
+			return CL_EINVAL;
+		}
+		(*images)++;
+	}
+	return 0;
+}
+
 /* The message's text into the prefix cache's blocks (prefix.h), a separator after it. */
 static void feed_prefix(struct cl_sim_prefix_key *k, json_t *content)
 {
@@ -183,6 +258,18 @@ static int get_stop(json_t *root, struct cl_sim_chat_req *req, char *msg, size_t
 		snprintf(req->stop[req->n_stop++], CL_SIM_STOP_LEN, "%s", json_string_value(s));
 	}
 	return 0;
+}
+
+/* A message of a conversation's history (role "assistant"): counted, and the last one's
+ * string content named by its hash, for the truth log. */
+static void note_history(struct cl_sim_chat_req *req, json_t *role, json_t *content)
+{
+	if (!json_is_string(role) || strcmp(json_string_value(role), "assistant") != 0)
+		return;
+	req->history_turns++;
+	req->history_fnv = json_is_string(content)
+			       ? fnv1a(json_string_value(content), json_string_length(content))
+			       : 0;
 }
 
 /* ---- tools (docs/simulator.md, "Tool calls") ------------------------------------------ */
@@ -368,17 +455,15 @@ static int read_messages(json_t *root, struct cl_sim_chat_req *req, char *msg, s
 			return CL_EINVAL;
 		}
 		json_t *role = json_object_get(m, "role"), *content = json_object_get(m, "content");
+		if (count_images(content, &req->images, msg, n) != 0) {
+			*code = "invalid_image_url";
+			return CL_EINVAL;
+		}
 		if (read_tool_message(m, role, i, req, msg, n, code))
 			return CL_EINVAL;
 		feed_prefix(&req->prefix, content);
 		req->prompt_fnv = fnv_message(req->prompt_fnv, role, content);
-		if (json_is_string(role) && strcmp(json_string_value(role), "assistant") == 0) {
-			req->history_turns++;
-			req->history_fnv =
-			    json_is_string(content)
-				? fnv1a(json_string_value(content), json_string_length(content))
-				: 0;
-		}
+		note_history(req, role, content);
 	}
 	return 0;
 }
@@ -434,6 +519,13 @@ static int read_input(enum cl_api api, json_t *v, const char *key, struct cl_sim
 			goto bad;
 		if (content_chars(content, &req->prompt_chars, &req->prompt_words) != 0)
 			goto bad;
+		if (api == CL_API_RESPONSES && count_images(content, &req->images, msg, n) != 0) {
+			*code = "invalid_image_url";
+			return CL_EINVAL;
+		}
+		/* A Responses conversation's history: its assistant items, as chat's. */
+		if (api == CL_API_RESPONSES)
+			note_history(req, json_object_get(e, "role"), content);
 		feed_prefix(&req->prefix, content);
 		req->inputs++;
 	}

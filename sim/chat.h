@@ -40,6 +40,7 @@ struct cl_sim_chat_req {
 	uint64_t prompt_words; /* ... their tokens by the text (cl_sim_text_tokens) */
 	uint32_t n_stop;       /* stop strings given ("stop": a string or up to 4) */
 	char stop[CL_SIM_STOP_MAX][CL_SIM_STOP_LEN];
+	uint32_t images;        /* image content parts (image_url, input_image) in the prompt */
 	uint32_t history_turns; /* messages with role "assistant" (a conversation's history) */
 	uint64_t history_fnv;   /* FNV-1a 64 of the last one's string content (0: none) */
 	struct cl_sim_prefix_key prefix; /* the messages' text in blocks, for the prefix cache */

@@ -508,6 +508,7 @@ int cl_sim_config_parse(struct cl_sim_config *cfg, int argc, char **argv, struct
 	    (rc = get_u32(vals, "kv-cache-tokens", UINT32_MAX - 1, &cfg->kv_cache_tokens, err)) ||
 	    (rc = get_u32(vals, "chars-per-token", 64, &cfg->chars_per_token, err)) ||
 	    (rc = get_u32(vals, "template-tokens", 100000, &cfg->template_tokens, err)) ||
+	    (rc = get_u32(vals, "image-tokens", 100000, &cfg->image_tokens, err)) ||
 	    (rc = get_u32(vals, "retry-after", 86400, &cfg->retry_after_s, err)) ||
 	    (rc = get_u32(vals, "stall-at", CL_SIM_MAX_OUTPUT, &cfg->stall_at, err)))
 		return rc;

@@ -110,6 +110,7 @@ struct cl_sim_config {
 	bool no_tokenize;         /* --no-tokenize: /tokenize is not found */
 	bool word_tokens; /* --word-tokens: prompt tokens by the text (cl_sim_text_tokens) */
 	uint32_t template_tokens; /* --template-tokens: added to usage.prompt_tokens */
+	uint32_t image_tokens;    /* --image-tokens: prompt tokens of each image part */
 	/* readiness */
 	int64_t loading_for_us;
 	int64_t chat_ready_after_us;

@@ -55,6 +55,7 @@ struct cl_sim_stream {
 	bool finish_length;         /* finish_reason "length": the request's max was reached */
 	uint32_t requested_tokens;  /* the request's max_completion_tokens / max_tokens, 0 */
 	bool ignore_eos;            /* the request asked for ignore_eos */
+	uint32_t images;            /* image parts in the prompt (truth log) */
 	uint32_t history_turns;     /* assistant messages in the request (truth log) */
 	uint64_t history_fnv;       /* FNV-1a of the last one's content, 0: none */
 	uint64_t prompt_fnv;        /* FNV-1a of the whole prompt (cl_sim_chat_req) */

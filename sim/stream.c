@@ -48,6 +48,7 @@ static void log_stream(struct cl_sim *s, const struct cl_sim_stream *st, int htt
 		.chunks = st->chunks,
 		.max_tokens = st->requested_tokens,
 		.ignore_eos = st->ignore_eos,
+		.images = st->images,
 		.history_turns = st->history_turns,
 		.history_fnv = st->history_fnv,
 		.prompt_fnv = st->prompt_fnv,

@@ -130,6 +130,8 @@ void cl_sim_truth_record(struct cl_sim_truth *t, const struct cl_sim_truth_rec *
 	else
 		CL_SIM_W_LIT(&w, ",\"ignore_eos\":false");
 	char hex[24];
+	CL_SIM_W_LIT(&w, ",\"images\":");
+	cl_sim_w_u64(&w, r->images);
 	CL_SIM_W_LIT(&w, ",\"history_turns\":");
 	cl_sim_w_u64(&w, r->history_turns);
 	CL_SIM_W_LIT(&w, ",\"history_fnv\":");

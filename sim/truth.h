@@ -37,6 +37,7 @@ struct cl_sim_truth_rec {
 	uint32_t prompt_tokens, planned_tokens, output_tokens, reasoning_tokens, chunks;
 	uint32_t max_tokens; /* what the request asked for (0: nothing) */
 	bool ignore_eos;
+	uint32_t images;        /* image content parts the prompt carried */
 	uint32_t history_turns; /* assistant messages the request carried */
 	uint64_t history_fnv;   /* FNV-1a 64 of the last one's content (0: none) */
 	uint64_t answer_fnv;    /* FNV-1a 64 of the content text sent */

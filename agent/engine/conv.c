@@ -190,28 +190,38 @@ void cli_conv_on_content(struct cl_slot *s, const char *text, size_t len)
 		s->answer_cut = true;
 }
 
-/* Appends the turn just answered to the history: its user message (unless an earlier round
+/*
+ * Appends the turn just answered to the history: its user message (unless an earlier round
  * of the agentic loop put it there), then the answer: its text, or with tool_calls the
- * assistant's calls and the tool results (tools.c). */
+ * assistant's calls and the tool results (tools.c).  Chat (and Responses, whose input items
+ * are the same messages): the user message object, a comma, then {"role":"assistant",
+ * "content":"<answer>"} and a comma.  Completions, whose prompt is one string: the turn's
+ * text and the answer inside that string, each followed by a blank line.  The answer is
+ * still JSON-escaped, as the decoder validated it.
+ */
 static int add_to_history(struct cl_slot *s, bool tool_calls)
 {
+	static const char chat_head[] = "{\"role\":\"assistant\",\"content\":\"",
+			  chat_tail[] = "\"},", gap[] = "\\n\\n";
 	const struct cl_request_body *b = s->body;
-	static const char head[] = "{\"role\":\"assistant\",\"content\":\"", tail[] = "\"},";
+	bool prompt = s->w->e->http.api == CL_API_COMPLETIONS;
+	const char *mid = prompt ? gap : ",", *head = prompt ? "" : chat_head,
+		   *tail = prompt ? gap : chat_tail;
 	struct cl_buf *h = &s->conv_hist;
 	size_t mark = h->len;
 	int rc = 0;
 	if (!s->user_in_hist) {
 		rc = cl_buf_append(h, b->json + b->hist_at, b->user_len);
-		rc = rc ? rc : cl_buf_append(h, ",", 1);
+		rc = rc ? rc : cl_buf_append(h, mid, strlen(mid));
 	}
 	if (tool_calls) {
 		rc = rc ? rc : cli_tools_add_history(s);
 	} else {
-		rc = rc ? rc : cl_buf_append(h, head, sizeof(head) - 1);
+		rc = rc ? rc : cl_buf_append(h, head, strlen(head));
 		rc = rc ? rc
 			: cl_buf_append(h, s->conv_answer.data ? s->conv_answer.data : "",
 					s->conv_answer.len);
-		rc = rc ? rc : cl_buf_append(h, tail, sizeof(tail) - 1);
+		rc = rc ? rc : cl_buf_append(h, tail, strlen(tail));
 	}
 	if (rc) {
 		h->len = mark;

@@ -148,6 +148,11 @@ const struct cl_sim_option cl_sim_options[] = {
 	  "tokens a chat template adds to every request's prompt, counted in usage.prompt_tokens "
 	  "but not by POST /tokenize of the text (llama.cpp's template adds about 28)",
 	  true },
+	{ "image-tokens", I, "N", "85",
+	  "prompt tokens each image content part counts (image_url, input_image), in usage and "
+	  "the truth log, and prefill time like any prompt token (OpenAI counts 85 for a "
+	  "low-detail image)",
+	  true },
 	{ "no-tokenize", B, NULL, NULL,
 	  "answer POST /tokenize with 404, as a server without it does (OpenAI's own API)", true },
 	/* tool calls (docs/simulator.md, "Tool calls") */

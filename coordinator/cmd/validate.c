@@ -196,6 +196,14 @@ static void print_workload_read(const struct cl_scn_workload *w, const struct cl
 	}
 	printf("  request bodies: %zu (prompts of %.1f tokens on average, estimated)\n", st->bodies,
 	       st->bodies ? (double)st->prompt_tokens_sum / st->bodies : 0.0);
+	if (st->images) {
+		static const char *const fmt[] = { "png", "jpeg" };
+		printf("  images: %u per request, %ux%u %s, made from the seed; bodies of %.0f "
+		       "bytes on average\n",
+		       st->images, w->images.width, w->images.height,
+		       fmt[w->images.format == CL_IMAGE_JPEG],
+		       st->bodies ? (double)st->body_bytes_sum / st->bodies : 0.0);
+	}
 	if (w->api == CL_API_EMBEDDINGS) {
 		/* Nothing is generated: no lengths or ends of sequence to report. */
 		printf("  inputs: %zu prompts, %u to a request\n", st->records ? st->records

@@ -58,6 +58,10 @@ static const struct {
 	{ "chatload_prompt_tokens_total", "Prompt tokens of completed requests (from usage).",
 	  CL_CTR_PROMPT_TOKENS },
 	{ "chatload_response_bytes_total", "Response body bytes received.", CL_CTR_BYTES },
+	/* workload.api: embeddings: the inputs embedded (their tokens are the prompt tokens
+	 * above; their latency chatload_e2e_seconds); 0 for the generating APIs. */
+	{ "chatload_embedding_inputs_total",
+	  "Embedding inputs (vectors) answered by completed requests.", CL_CTR_EMBEDDING_INPUTS },
 };
 
 static const char *const phase_names[CL_LIVE__PHASES] = { "starting", "readiness", "warmup",

@@ -523,3 +523,38 @@ void cli_rp_server_notes(const json_t *doc, void (*emit)(void *arg, const char *
 	if (o)
 		emit(arg, line);
 }
+
+static bool images_line(const json_t *stage, char *buf, size_t n)
+{
+	const json_t *im = json_object_get(stage, "images");
+	if (!json_is_object(im))
+		return false;
+	char with[32], text[32], each[32];
+	snprintf(buf, n,
+		 "stage '%s': %.0f image%s per request, %s prompt tokens per request with them "
+		 "against %s for the text alone (estimated): %s per image",
+		 cl_results_str(stage, "name", "-"), cl_results_num(im, "per_request"),
+		 cl_results_num(im, "per_request") == 1 ? "" : "s",
+		 cli_rj_fmt(with, sizeof(with), cl_results_num(im, "prompt_tokens_mean"), 1),
+		 cli_rj_fmt(text, sizeof(text), cl_results_num(im, "text_prompt_tokens_estimated_mean"),
+			    1),
+		 cli_rj_fmt(each, sizeof(each), cl_results_num(im, "prompt_tokens_per_image"), 1));
+	return true;
+}
+
+size_t cli_rp_images_lines(const json_t *stages, void (*emit)(void *arg, const char *line),
+			   void *arg)
+{
+	size_t i, n = 0;
+	const json_t *st;
+	json_array_foreach(stages, i, st)
+	{
+		char line[512];
+		if (!images_line(st, line, sizeof(line)))
+			continue;
+		n++;
+		if (emit)
+			emit(arg, line);
+	}
+	return n;
+}

@@ -36,6 +36,19 @@ static const struct metric metrics[] = {
 };
 #define N_METRICS (sizeof(metrics) / sizeof(metrics[0]))
 
+/* An embeddings stage (`embeddings` in either run) has no tokens out, so no TTFT, ITL or
+ * TPOT: its figures are its latency (e2e), the requests, inputs and input tokens a second,
+ * and errors, each with its ci95 (results/ci.c) so noise is judged as for the others. */
+static const struct metric emb_metrics[] = {
+	{ "inputs_per_s", "inputs/s", "embeddings.inputs_per_s", HIGHER },
+	{ "input_tokens_per_s", "input tok/s", "embeddings.input_tokens_per_s", HIGHER },
+	{ "requests_per_s", "req/s", "throughput.requests_per_s", HIGHER },
+	{ "e2e_p50_ms", "E2E p50 ms", "latency_ms.e2e.p50", LOWER },
+	{ "e2e_p99_ms", "E2E p99 ms", "latency_ms.e2e.p99", LOWER },
+	{ "error_rate", "error rate", "requests.error_rate", LOWER_RATE },
+};
+#define N_EMB_METRICS (sizeof(emb_metrics) / sizeof(emb_metrics[0]))
+
 /* The server's own figures (stages[].server, when it was scraped in either run): they
  * explain a change in the client's figures, they do not decide one, so they never count as
  * regressions (a queue of 0 that became 1 is not a failed night) and are shown only when
@@ -257,8 +270,12 @@ json_t *cl_compare_build(const json_t *base, const json_t *cur, const char *base
 		json_t *ms = json_array();
 		if (!ms)
 			goto fail;
-		for (size_t m = 0; ns && m < N_METRICS; m++) {
-			if (cli_rj_append(ms, metric_json(&metrics[m], bs, ns, opts, &reg))) {
+		bool emb = json_is_object(json_object_get(bs, "embeddings")) ||
+			   (ns && json_is_object(json_object_get(ns, "embeddings")));
+		const struct metric *list = emb ? emb_metrics : metrics;
+		size_t n_list = emb ? N_EMB_METRICS : N_METRICS;
+		for (size_t m = 0; ns && m < n_list; m++) {
+			if (cli_rj_append(ms, metric_json(&list[m], bs, ns, opts, &reg))) {
 				json_decref(ms);
 				goto fail;
 			}

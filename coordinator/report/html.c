@@ -442,6 +442,24 @@ static void warnings(const json_t *doc, FILE *out)
 	fputs("</ul></section>\n", out);
 }
 
+static void html_item(void *arg, const char *line)
+{
+	FILE *out = arg;
+	fputs("<li>", out);
+	text(out, line);
+	fputs("</li>\n", out);
+}
+
+/* workload.images: each stage's prompt tokens with images against the text alone. */
+static void images(const json_t *stages, FILE *out)
+{
+	if (!cli_rp_images_lines(stages, NULL, NULL))
+		return;
+	fputs("<section><h2>Images</h2><ul>\n", out);
+	cli_rp_images_lines(stages, html_item, out);
+	fputs("</ul></section>\n", out);
+}
+
 static void error_samples(const json_t *doc, FILE *out)
 {
 	size_t i;
@@ -543,6 +561,7 @@ static int render(const json_t *doc, bool live, FILE *out)
 		server_now(json_object_get(doc, "server_now"), out);
 	/* What decides a nightly job first, then the pictures, then the details. */
 	stage_table(stages, out);
+	images(stages, out);
 	verdict(doc, out);
 	capacity(doc, out);
 	server(doc, out);

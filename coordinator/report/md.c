@@ -376,10 +376,30 @@ static void warnings_errors(const json_t *doc, FILE *out)
 		fputc('\n', out);
 }
 
+static void md_item(void *arg, const char *line)
+{
+	FILE *out = arg;
+	fputs("- ", out);
+	cli_rj_put_md(out, line);
+	fputc('\n', out);
+}
+
+/* workload.images: each stage's prompt tokens with images against the text alone. */
+static void images(const json_t *doc, FILE *out)
+{
+	const json_t *stages = json_object_get(doc, "stages");
+	if (!cli_rp_images_lines(stages, NULL, NULL))
+		return;
+	fputs("## Images\n\n", out);
+	cli_rp_images_lines(stages, md_item, out);
+	fputc('\n', out);
+}
+
 int cl_report_md(const json_t *doc, FILE *out)
 {
 	summary(doc, out);
 	stages(doc, out);
+	images(doc, out);
 	verdict(doc, out);
 	capacity(doc, out);
 	server(doc, out);

@@ -173,6 +173,11 @@ static void print_estimates(const json_t *doc, FILE *out)
 	}
 }
 
+static void table_item(void *arg, const char *line)
+{
+	fprintf(arg, "images: %s\n", line);
+}
+
 int cl_report_table(const json_t *doc, FILE *out)
 {
 	char exit_text[64];
@@ -206,6 +211,8 @@ int cl_report_table(const json_t *doc, FILE *out)
 	}
 	if (marked)
 		print_detail(doc, RP_TBL_CLIENT, out);
+	/* workload.images: what the images cost in prompt tokens. */
+	cli_rp_images_lines(stages, table_item, out);
 	print_verdict(doc, out);
 	print_capacity(doc, out);
 	print_estimates(doc, out);

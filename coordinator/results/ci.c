@@ -38,6 +38,7 @@ static const struct cl_hist_cfg batch_cfg = { .lowest = 1, .highest = 3600000000
 struct batch {
 	struct cl_hist h[H__N];
 	uint64_t completed_in_window, output_tokens, completed, errors;
+	uint64_t inputs, prompt_tokens; /* embeddings: inputs embedded, their tokens */
 	uint32_t intervals;
 	double seconds;
 };
@@ -54,7 +55,14 @@ struct cli_rs_ci {
 
 /* The figures, in the order results.json lists them: name, where the point estimate is in
  * the stage object, and which batch value goes with it. */
-enum fig_kind { F_RATE_TOKENS, F_RATE_REQUESTS, F_PCT, F_ERROR_RATE };
+enum fig_kind {
+	F_RATE_TOKENS,
+	F_RATE_REQUESTS,
+	F_PCT,
+	F_ERROR_RATE,
+	F_RATE_INPUTS,      /* embeddings only (a stage with `embeddings`) */
+	F_RATE_INPUT_TOKENS /* ... */
+};
 static const struct figure {
 	const char *name;
 	const char *path;
@@ -73,6 +81,9 @@ static const struct figure {
 	{ "e2e_p50_ms", "latency_ms.e2e.p50", F_PCT, H_E2E, 50 },
 	{ "e2e_p99_ms", "latency_ms.e2e.p99", F_PCT, H_E2E, 99 },
 	{ "error_rate", "requests.error_rate", F_ERROR_RATE, 0, 0 },
+	/* An embeddings stage's own figures; other stages have no such path and no interval. */
+	{ "inputs_per_s", "embeddings.inputs_per_s", F_RATE_INPUTS, 0, 0 },
+	{ "input_tokens_per_s", "embeddings.input_tokens_per_s", F_RATE_INPUT_TOKENS, 0, 0 },
 };
 #define N_FIGURES (sizeof(figures) / sizeof(figures[0]))
 
@@ -90,6 +101,7 @@ static void batch_reset(struct batch *b)
 	for (int i = 0; i < H__N; i++)
 		cl_hist_reset(&b->h[i]);
 	b->completed_in_window = b->output_tokens = b->completed = b->errors = 0;
+	b->inputs = b->prompt_tokens = 0;
 	b->intervals = 0;
 	b->seconds = 0;
 }
@@ -102,6 +114,8 @@ static void batch_add(struct batch *dst, const struct batch *src)
 	dst->output_tokens += src->output_tokens;
 	dst->completed += src->completed;
 	dst->errors += src->errors;
+	dst->inputs += src->inputs;
+	dst->prompt_tokens += src->prompt_tokens;
 	dst->intervals += src->intervals;
 	dst->seconds += src->seconds;
 }
@@ -121,6 +135,8 @@ static void batch_add_metrics(struct batch *b, double interval_s, const struct c
 	b->output_tokens += m->ctr[CL_CTR_OUTPUT_TOKENS];
 	b->completed += m->ctr[CL_CTR_COMPLETED];
 	b->errors += cl_verdict_errors(m);
+	b->inputs += m->ctr[CL_CTR_EMBEDDING_INPUTS];
+	b->prompt_tokens += m->ctr[CL_CTR_PROMPT_TOKENS];
 	b->intervals++;
 	b->seconds += interval_s;
 }
@@ -328,6 +344,8 @@ json_t *cli_rs_ci_json(const struct cli_rs_ci *c, const json_t *stage,
 	size_t n = c->n_full;
 	for (size_t f = 0; o && f < N_FIGURES; f++) {
 		const struct figure *fg = &figures[f];
+		if (!cl_results_get(stage, fg->path))
+			continue; /* an embeddings figure of another stage */
 		double est = cl_results_num(stage, fg->path);
 		json_t *fj;
 		if (fg->kind == F_PCT) {
@@ -340,6 +358,10 @@ json_t *cli_rs_ci_json(const struct cli_rs_ci *c, const json_t *stage,
 				uint64_t ended = b->completed + b->errors;
 				if (fg->kind == F_RATE_TOKENS)
 					v[i] = b->seconds > 0 ? b->output_tokens / b->seconds : NAN;
+				else if (fg->kind == F_RATE_INPUTS)
+					v[i] = b->seconds > 0 ? b->inputs / b->seconds : NAN;
+				else if (fg->kind == F_RATE_INPUT_TOKENS)
+					v[i] = b->seconds > 0 ? b->prompt_tokens / b->seconds : NAN;
 				else if (fg->kind == F_RATE_REQUESTS)
 					v[i] = b->seconds > 0 ? b->completed_in_window / b->seconds
 							      : NAN;
@@ -364,6 +386,8 @@ json_t *cli_rs_ci_repeats_json(const json_t *stage, const json_t *const *repeats
 	json_t *o = ci_head("repeats", n, 0);
 	for (size_t f = 0; o && f < N_FIGURES; f++) {
 		double v[CI_VALUES];
+		if (!cl_results_get(stage, figures[f].path))
+			continue; /* an embeddings figure of another stage */
 		for (size_t i = 0; i < n; i++)
 			v[i] = cl_results_num(repeats[i], figures[f].path);
 		json_t *fj =

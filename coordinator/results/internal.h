@@ -110,6 +110,13 @@ json_t *cli_rs_interval_json(double t_s, double interval_s, const struct cl_metr
 /* results/turns.c: the stage's "turns" array (multi-turn: one entry per turn index that had
  * completed requests; empty without conversations), NULL on out of memory. */
 json_t *cli_rs_turns_json(const struct cl_metrics *m);
+
+/* images.c: a stage's `images` object from the document's workload (its `images` and
+ * `prompt_tokens_estimated_mean`) and the stage's `tokens.prompt_per_request`: per_request,
+ * prompt_tokens_mean (measured, null without usage), text_prompt_tokens_estimated_mean,
+ * prompt_tokens_per_image = (measured - estimate) / per_request.  NULL (and nothing to add)
+ * when the workload sends no images, or out of memory. */
+json_t *cli_rs_images_json(const json_t *workload, const json_t *stage);
 /* The warmup and readiness objects. */
 json_t *cli_rs_warmup_json(const struct cl_metrics *m);
 json_t *cli_rs_readiness_json(const struct cl_readiness_result *rr);
@@ -216,6 +223,12 @@ char *cli_rp_fmt_pct(char *buf, size_t n, double pct);
 /* Milliseconds and rates with precision that suits their size; "-" for NaN. */
 char *cli_rp_fmt_ms(char *buf, size_t n, double ms);
 char *cli_rp_fmt_rate(char *buf, size_t n, double v);
+/* report/common.c: each stage's image cost in words (its `images` object), e.g. "stage 'c2':
+ * 2 images per request, 1234.0 prompt tokens per request with them against 1064.0 for the
+ * text alone (estimated): 85.0 per image", handed to emit (NULL: only counted), in order.
+ * Returns how many stages have one. */
+size_t cli_rp_images_lines(const json_t *stages, void (*emit)(void *arg, const char *line),
+			   void *arg);
 /* A check's measured value and limit in its unit ("2345.0 ms", "1.20%", "12.5/s"). */
 char *cli_rp_fmt_slo_value(char *buf, size_t n, double v, const char *unit);
 /* Large counts as people read them: 51200000 -> "51.2M". */

@@ -405,6 +405,25 @@ void cl_results_set_workload(struct cl_results *r, const struct cl_scn_workload 
 		json_decref(v);
 		v = NULL;
 	}
+	/* workload.images: what each request carried (null without images). */
+	static const char *const image_formats[] = { "png", "jpeg" };
+	static const char *const details[] = { NULL, "auto", "low", "high" };
+	json_t *images =
+	    st->images
+		? json_pack("{s:o,s:o,s:o,s:s,s:o,s:o}", "count", cli_rj_uint(st->images), "width",
+			    cli_rj_uint(w->images.width), "height", cli_rj_uint(w->images.height),
+			    "format", image_formats[w->images.format == CL_IMAGE_JPEG], "detail",
+			    (unsigned)w->images.detail < 4 && details[w->images.detail]
+				? json_string(details[w->images.detail])
+				: json_null(),
+			    "body_bytes_mean",
+			    json_real(cli_rj_sig(
+				st->bodies ? (double)st->body_bytes_sum / st->bodies : 0, 6)))
+		: json_null();
+	if (v && cli_rj_set(v, "images", images)) {
+		json_decref(v);
+		v = NULL;
+	}
 	if (v && w->calibrate &&
 	    cli_rj_set(v, "chars_per_token",
 		       w->chars_per_token > 0 ? json_real(cli_rj_round(w->chars_per_token, 3))
@@ -692,6 +711,12 @@ static int finish_stage_obj(struct cl_results *r, size_t stage, const struct cl_
 	size_t n_rep = json_array_size(ss->repeats);
 	json_t *o = cli_rs_stage_json(stage, st, cumulative, window_s, status, reason, &ss->client,
 				      r->api);
+	/* workload.images: what they cost in prompt tokens, beside the text's estimate. */
+	json_t *images = o ? cli_rs_images_json(json_object_get(r->doc, "workload"), o) : NULL;
+	if (images && cli_rj_set(o, "images", images)) {
+		json_decref(o);
+		o = NULL;
+	}
 	/* several endpoints (target.urls): each one's share of the stage */
 	const json_t *urls = json_object_get(
 	    json_object_get(json_object_get(r->doc, "scenario"), "target"), "urls");

@@ -138,6 +138,22 @@ enum cl_dataset_output {
 	CL_DATASET_OUTPUT_MAX_TOKENS /* workload.max_tokens for every record */
 };
 
+/* ---- workload.images (docs/scenario.md, "Images") ---- */
+enum cl_image_format { CL_IMAGE_PNG, CL_IMAGE_JPEG };
+/* The detail an image part asks for; NONE sends no "detail" (the server's default). */
+enum cl_image_detail { CL_IMAGE_DETAIL_NONE, CL_IMAGE_DETAIL_AUTO, CL_IMAGE_DETAIL_LOW,
+		       CL_IMAGE_DETAIL_HIGH };
+#define CL_SCN_MAX_IMAGES     16   /* images per request at most */
+#define CL_SCN_MAX_IMAGE_SIDE 4096 /* pixels, either side */
+
+/* Images generated from the seed, attached to every request's own user message. */
+struct cl_scn_images {
+	uint32_t count; /* per request; 0: no images */
+	uint32_t width, height;
+	enum cl_image_format format;
+	enum cl_image_detail detail;
+};
+
 /* Dataset records kept by estimated length (tokens; 0: no bound). */
 struct cl_dataset_filter {
 	uint32_t min_input, max_input;   /* the prompt's estimated tokens, system included */
@@ -196,6 +212,7 @@ struct cl_scn_workload {
 	 * embedding_batch inputs per request (default 1) */
 	enum cl_api api;
 	uint32_t embedding_batch;
+	struct cl_scn_images images; /* workload.images */
 	/* workload.tools (docs/scenario.md, "Tool calls"): tools_count synthetic functions
 	 * offered with tool_choice; with multi_turn an answer that is a tool call is followed,
 	 * up to tools_max_rounds times, by a tool result of tools_result_tokens and the same

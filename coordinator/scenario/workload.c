@@ -283,6 +283,54 @@ static void conv_api(struct scn_ctx *c, const struct ynode *v, void *obj)
 		((struct cl_scn_workload *)obj)->api = (enum cl_api)x;
 }
 
+/* ---- workload.images ---- */
+
+static void conv_image_format(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	static const char *const names[] = { "png", "jpeg" };
+	int x;
+	if (cli_scn_get_enum(c, v, names, N(names), &x) == 0)
+		((struct cl_scn_images *)obj)->format = (enum cl_image_format)x;
+}
+
+static void conv_image_detail(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	static const char *const names[] = { "auto", "low", "high" };
+	int x;
+	if (cli_scn_get_enum(c, v, names, N(names), &x) == 0)
+		((struct cl_scn_images *)obj)->detail = (enum cl_image_detail)(x + 1);
+}
+
+/* { count, width, height, format, detail }: images made from the seed for every request. */
+static void conv_images(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	enum { IF_COUNT, IF_WIDTH, IF_HEIGHT, IF_FORMAT, IF_DETAIL, IF__COUNT };
+	static const struct scn_field f[] = {
+		[IF_COUNT] = SCN_RANGE("count", SCN_F_U32, struct cl_scn_images, count, 1,
+				       CL_SCN_MAX_IMAGES),
+		[IF_WIDTH] = SCN_RANGE("width", SCN_F_U32, struct cl_scn_images, width, 8,
+				       CL_SCN_MAX_IMAGE_SIDE),
+		[IF_HEIGHT] = SCN_RANGE("height", SCN_F_U32, struct cl_scn_images, height, 8,
+					CL_SCN_MAX_IMAGE_SIDE),
+		[IF_FORMAT] = SCN_CUSTOM("format", conv_image_format),
+		[IF_DETAIL] = SCN_CUSTOM("detail", conv_image_detail),
+	};
+	_Static_assert(N(f) == IF__COUNT, "one field per index");
+	struct cl_scn_images *im = obj;
+	const struct ynode *seen[N(f)] = { 0 };
+	char got[96];
+	if (!v || v->kind != YN_MAP) {
+		cli_scn_error(c, v,
+			      "%s must be a mapping such as { count: 1, width: 512, height: 512 }, "
+			      "got %s",
+			      cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
+		return;
+	}
+	cli_scn_fields(c, v, f, N(f), im, seen, NULL);
+	if (!seen[IF_COUNT])
+		im->count = 1;
+}
+
 /* ---- workload.tools (docs/scenario.md, "Tool calls") ----------------------------------- */
 
 static void conv_tool_choice(struct scn_ctx *c, const struct ynode *v, void *obj)
@@ -373,6 +421,7 @@ enum workload_field {
 	WF_SALT,
 	WF_API,
 	WF_EMBEDDING_BATCH,
+	WF_IMAGES,
 	WF_TOOLS,
 	WF__COUNT
 };
@@ -407,6 +456,7 @@ static const struct scn_field workload_fields[] = {
 	[WF_API] = SCN_CUSTOM("api", conv_api),
 	[WF_EMBEDDING_BATCH] = SCN_RANGE("embedding_batch", SCN_F_U32, struct cl_scn_workload,
 					 embedding_batch, 1, 2048),
+	[WF_IMAGES] = SCN_CUSTOM_AT("images", struct cl_scn_workload, images, conv_images),
 	[WF_TOOLS] = SCN_CUSTOM("tools", conv_tools),
 };
 _Static_assert(N(workload_fields) == WF__COUNT, "one field per index");
@@ -428,6 +478,17 @@ static void check_api(struct scn_ctx *c, const struct cl_scn_workload *w,
 		cli_scn_error(c, seen[WF_EMBEDDING_BATCH],
 			      "workload.embedding_batch cannot be used with workload.trace (each "
 			      "trace record is one request at its own time)");
+		return;
+	}
+	/* Image parts are chat's and Responses' message content; a completions prompt is
+	 * one string, and an embeddings input text. */
+	if (seen[WF_IMAGES] && (w->api == CL_API_COMPLETIONS || w->api == CL_API_EMBEDDINGS)) {
+		cli_scn_error(c, seen[WF_IMAGES],
+			      "workload.images cannot be used with workload.api: %s (images are "
+			      "content parts of chat or responses messages; %s)",
+			      cl_api_name(w->api),
+			      w->api == CL_API_COMPLETIONS ? "a completions prompt is one string"
+							   : "an embeddings input is text");
 		return;
 	}
 	if (w->api == CL_API_EMBEDDINGS) {
@@ -463,11 +524,8 @@ static void check_api(struct scn_ctx *c, const struct cl_scn_workload *w,
 				      "there is no output length to set)");
 		return;
 	}
-	if (w->api != CL_API_CHAT && seen[WF_MULTI_TURN])
-		cli_scn_error(c, seen[WF_MULTI_TURN],
-			      "workload.multi_turn needs workload.api: chat (conversations are "
-			      "sent as chat messages; %s is not supported yet)",
-			      cl_api_name(w->api));
+	/* multi_turn needs nothing more: chat, responses (the history as input items) and
+	 * completions (the history inside the prompt string) all hold conversations. */
 }
 
 /* Resolves *path against the scenario's directory and checks it can be read. */

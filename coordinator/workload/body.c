@@ -2,6 +2,8 @@
  * the growing array of rendered bodies with its caps. */
 #include "workload/internal.h"
 
+#include "chatload/assert.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,6 +92,13 @@ int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt
 	if (c->salt && !c->no_salt && add_salt(messages, c->salt, &chars) != 0) {
 		json_decref(messages);
 		return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
+	}
+	/* workload.images, after the prefix and salt went into the text they join. */
+	int irc =
+	    c->images && c->images->count ? cli_workload_add_images(c, messages, c->n, err) : 0;
+	if (irc) {
+		json_decref(messages);
+		return irc;
 	}
 	if (c->api == CL_API_EMBEDDINGS && c->batch > 1) {
 		/* One input per prompt: they wait until the batch is full. */
@@ -247,15 +256,17 @@ int cli_workload_push_prompt(struct render_ctx *c, const char *system, const cha
 	return rc ? rc : cli_workload_push_body(c, messages, chars, out_tokens, err);
 }
 
-/* Cuts the markers out of b->json, filling hist_at and user_len. */
-static int cut_markers(struct cl_request_body *b)
+/* Cuts the markers mark1 and mark2 (or, for a completions prompt, cmark1 and cmark2) out of
+ * b->json, filling hist_at and user_len. */
+static int cut_markers(struct cl_request_body *b, const char *open, const char *close)
 {
-	char *m1 = strstr(b->json, mark1);
-	char *m2 = m1 ? strstr(m1 + sizeof(mark1) - 1, mark2) : NULL;
+	size_t l1 = strlen(open), l2 = strlen(close);
+	char *m1 = strstr(b->json, open);
+	char *m2 = m1 ? strstr(m1 + l1, close) : NULL;
 	if (!m1 || !m2)
 		return CL_EINVAL;
-	size_t l1 = sizeof(mark1) - 1, l2 = sizeof(mark2) - 1;
 	size_t at = (size_t)(m1 - b->json), user = (size_t)(m2 - m1) - l1;
+	CL_ASSERT(m2 >= m1 + l1);
 	memmove(m1, m1 + l1, user);
 	memmove(m1 + user, m2 + l2, b->len - (size_t)(m2 + l2 - b->json) + 1);
 	b->len -= l1 + l2;
@@ -266,9 +277,60 @@ static int cut_markers(struct cl_request_body *b)
 	return 0;
 }
 
+/* The body just pushed is turn `turn`: its markers (open, close) cut out, its history's
+ * place and user message recorded. */
+static int mark_turn(struct render_ctx *c, const char *open, const char *close, uint32_t turn,
+		     struct cl_err *err)
+{
+	struct cl_request_body *b = &c->bodies[c->n - 1];
+	size_t before = b->len;
+	int rc = cut_markers(b, open, close);
+	if (rc)
+		return cl_err_set(err, rc, "cannot place the history in a conversation's body");
+	c->total_bytes -= before - b->len;
+	b->turn = turn;
+	return 0;
+}
+
+/* ---- multi-turn with api: completions ---- */
+
+/* The markers of a completions turn: inside the prompt string, around the turn's own text,
+ * where jansson writes the NUL that opens each as \u0000. */
+static const char cmark1[] = "\\u0000CLHIST1", cmark2[] = "\\u0000CLHIST2";
+
+/*
+ * Turn `turn` of a conversation sent to /v1/completions, whose prompt is one string: the
+ * history (each earlier turn's text and answer, "\n\n" after each, agent/engine/conv.c)
+ * goes just before the turn's own text, so turn k's prompt is turn k-1's, its answer and
+ * the new text.  What opens the prompt (the system prompt, the salt, a shared prefix) is in
+ * every turn, before the history: unlike chat messages, a prompt string has no earlier
+ * message to carry it.
+ */
+static int push_turn_prompt(struct render_ctx *c, const char *system, const char *prompt,
+			    size_t len, uint32_t out_tokens, uint32_t turn, struct cl_err *err)
+{
+	struct cl_buf text;
+	json_t *messages;
+	size_t chars;
+	cl_buf_init(&text, 0);
+	if (cl_buf_append(&text, "\0CLHIST1", 8) || cl_buf_append(&text, prompt, len) ||
+	    cl_buf_append(&text, "\0CLHIST2", 8)) {
+		cl_buf_free(&text);
+		return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
+	}
+	int rc = build_messages(system, text.data, text.len, false, &messages, &chars, err);
+	cl_buf_free(&text);
+	if (rc)
+		return rc;
+	rc = cli_workload_push_body(c, messages, chars - 16, out_tokens, err);
+	return rc ? rc : mark_turn(c, cmark1, cmark2, turn, err);
+}
+
 int cli_workload_push_turn(struct render_ctx *c, const char *system, const char *prompt, size_t len,
 			   uint32_t out_tokens, uint32_t turn, struct cl_err *err)
 {
+	if (c->api == CL_API_COMPLETIONS)
+		return push_turn_prompt(c, system, prompt, len, out_tokens, turn, err);
 	json_t *messages;
 	size_t chars;
 	int rc = build_messages(system, prompt, len, true, &messages, &chars, err);
@@ -281,13 +343,5 @@ int cli_workload_push_turn(struct render_ctx *c, const char *system, const char 
 	c->no_salt = turn > 1 && !(system && *system);
 	rc = cli_workload_push_body(c, messages, chars, out_tokens, err);
 	c->no_prefix = c->no_salt = false;
-	if (rc)
-		return rc;
-	struct cl_request_body *b = &c->bodies[c->n - 1];
-	size_t before = b->len;
-	if ((rc = cut_markers(b)) != 0)
-		return cl_err_set(err, rc, "cannot place the history in a conversation's body");
-	c->total_bytes -= before - b->len;
-	b->turn = turn;
-	return 0;
+	return rc ? rc : mark_turn(c, mark1, mark2, turn, err);
 }

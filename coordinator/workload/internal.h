@@ -43,6 +43,10 @@ struct render_ctx {
 	uint32_t *lines;
 	bool want_lines;
 	uint32_t cur_line;
+	/* workload.images: attached to each body's own user message (NULL or count 0: none),
+	 * made from seed and the body's index */
+	const struct cl_scn_images *images;
+	uint64_t seed;
 };
 
 /* ---- tools.c: workload.tools ------------------------------------------------------------ */
@@ -84,6 +88,28 @@ int cli_workload_push_prompt(struct render_ctx *c, const char *system, const cha
  * on turn 1 only.  Errors as cli_workload_push_prompt. */
 int cli_workload_push_turn(struct render_ctx *c, const char *system, const char *prompt, size_t len,
 			   uint32_t out_tokens, uint32_t turn, struct cl_err *err);
+
+/* ---- workload/image.c: workload.images ------------------------------------------------------ */
+
+/* Appends the PNG (8-bit RGB, one IDAT, Sub filter on every row) of rgb (width*height*3
+ * bytes, rows top down) to out.  0 or CL_ENOMEM. */
+int cli_image_png(const uint8_t *rgb, uint32_t width, uint32_t height, struct cl_buf *out);
+
+/* Appends the baseline JPEG (quality 85, libjpeg) of rgb to out.  0, CL_ENOMEM, CL_EINVAL. */
+int cli_image_jpeg(const uint8_t *rgb, uint32_t width, uint32_t height, struct cl_buf *out);
+
+/* Puts into url (reset first) "data:image/png;base64,..." (or image/jpeg) for image `index`
+ * of body `body` in im's size and format, made from seed: the same arguments give the same
+ * bytes, any other body or index other pixels.  0 or CL_ENOMEM. */
+int cli_image_data_url(const struct cl_scn_images *im, uint64_t seed, uint64_t body,
+		       uint32_t index, struct cl_buf *url);
+
+/* Appends c->images' image parts (chat: image_url; responses: input_image) to the last user
+ * message of messages, its string content becoming a text part first.  Nothing without
+ * images or without a user message.  0, CL_ETOOBIG (the images' data URLs of one request over
+ * CL_WORKLOAD_MAX_IMAGE_BYTES) or CL_ENOMEM, err filled; messages stays the caller's. */
+int cli_workload_add_images(struct render_ctx *c, json_t *messages, uint64_t body,
+			    struct cl_err *err);
 
 /* ---- workload/synth.c: text from the vocabulary ---------------------------------------------- */
 

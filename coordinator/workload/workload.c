@@ -37,6 +37,7 @@ static void finish_stats(const struct render_ctx *c, struct cl_workload_stats *s
 		st->ignore_eos += (c->flags[i] & RENDER_IGNORE_EOS) != 0;
 		st->stop += (c->flags[i] & RENDER_STOP) != 0;
 		st->prompt_chars_sum += b->prompt_chars;
+		st->body_bytes_sum += b->len;
 		st->requested_sum += b->max_tokens;
 		if (b->max_tokens < st->requested_min)
 			st->requested_min = b->max_tokens;
@@ -112,6 +113,9 @@ static int render(const struct cl_scenario *s, const char *model, struct cl_work
 		c.salt = salt;
 	}
 	c.api = w->api;
+	c.images = &w->images;
+	c.seed = w->seed;
+	own.images = w->images.count;
 	c.batch = w->api == CL_API_EMBEDDINGS && w->embedding_batch ? w->embedding_batch : 1;
 	c.token_scale =
 	    w->chars_per_token > 0 ? w->chars_per_token / CL_WORKLOAD_CHARS_PER_TOKEN : 1;

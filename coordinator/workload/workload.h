@@ -17,6 +17,7 @@
 #define CL_WORKLOAD_MAX_TOTAL_BYTES  (1024u << 20) /* all rendered bodies together at most */
 #define CL_WORKLOAD_MAX_SYNTH_TOKENS (1u << 20)    /* one synthetic prompt at most */
 #define CL_WORKLOAD_CHARS_PER_TOKEN  4             /* the token estimate, below */
+#define CL_WORKLOAD_MAX_IMAGE_BYTES  (32u << 20)   /* one request's workload.images at most */
 
 /*
  * Tokens estimated without a tokenizer: ceil(characters / 4), characters being Unicode code
@@ -42,6 +43,8 @@ struct cl_workload_stats {
 	uint64_t prompt_chars_sum;  /* characters of the prompts, prefix included */
 	uint32_t prefix_groups;     /* workload.shared_prefix.groups (0: none) */
 	uint32_t prefix_tokens;
+	uint32_t images;         /* workload.images.count: images each request carries */
+	uint64_t body_bytes_sum; /* the bodies' bytes as rendered (images' data URLs included) */
 	int64_t trace_span_us; /* trace replay: the last start's offset (speedup applied) */
 	/* workload.calibrate, filled by the run (0 without it): the sample's characters per
 	 * token, and the target's count of some prompts as sent against what they were built

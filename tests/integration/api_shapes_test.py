@@ -163,6 +163,102 @@ class ApiShapes(tl.FleetCase):
             self.assertGreaterEqual(got, want, r)
             self.assertLess(got, want + 200000, r)  # a bound a loaded machine still meets
 
+    def emb_run(self, per_token, name):
+        """An embeddings stage of 1.5 s reported every 200 ms: enough intervals for ci95."""
+        sim = self.start_sim("--embedding-per-token", per_token, name=name + "-sim")
+        w = {"api": "embeddings", "prompts": PROMPTS, "embedding_batch": 2,
+             "drain_timeout": "5s", "request_timeout": "20s"}
+        doc = tl.scenario({"url": sim.url}, [{"name": "e", "concurrency": 2, "duration": "1.5s"}],
+                          {"local": 1, "workers": 1, "report_interval": "200ms"}, name=name,
+                          workload=w, output={"formats": ["json"]})
+        out = self.scope.path(name + "-out")
+        p = self.start_run(self.write_scenario(name, doc), out, name=name)
+        self.assertExit(p, 0, 90)
+        sim.stop()
+        return os.path.join(out, "results.json")
+
+    def compare(self, base, new):
+        p = subprocess.run([tl.CHATLOAD, "compare", base, new, "--format", "json"],
+                           capture_output=True, text=True, timeout=60)
+        return p.returncode, json.loads(p.stdout) if p.stdout.strip() else p.stderr
+
+    def test_compare_embeddings(self):
+        """chatload compare on embeddings stages compares what they have: inputs/s, input
+        tok/s, req/s, E2E p50/p99 and errors, each with the noise of its ci95, and calls a
+        server ten times slower per token a regression of inputs/s and latency."""
+        base = self.emb_run("200us", "emb-base")
+        slow = self.emb_run("2ms", "emb-slow")
+        with open(base) as f:
+            (st,) = json.load(f)["stages"]
+        self.assertIsNotNone(st["ci95"], "1.5 s at 200 ms intervals should give ci95")
+        for k in ("inputs_per_s", "input_tokens_per_s"):
+            self.assertGreater(st["ci95"][k]["half"], 0, st["ci95"][k])
+            lo, hi = st["ci95"][k]["low"], st["ci95"][k]["high"]
+            self.assertTrue(lo <= st["embeddings"][k] <= hi, (k, st["ci95"][k]))
+        rc, same = self.compare(base, base)
+        self.assertEqual(rc, 0, same)
+        (row,) = same["stages"]
+        # (the server's own figures follow, informational: the simulator serves /metrics)
+        names = [m["metric"] for m in row["metrics"] if not m.get("informational")]
+        self.assertEqual(names, ["inputs_per_s", "input_tokens_per_s", "requests_per_s",
+                                 "e2e_p50_ms", "e2e_p99_ms", "error_rate"])
+        self.assertEqual({m["verdict"] for m in row["metrics"]
+                          if not m.get("informational")}, {"same"})
+        self.assertIsNotNone(row["metrics"][0]["noise"])
+        rc, cmp = self.compare(base, slow)
+        self.assertEqual(rc, 99, cmp)
+        verdicts = {m["metric"]: m["verdict"] for m in cmp["stages"][0]["metrics"]}
+        for k in ("inputs_per_s", "input_tokens_per_s", "requests_per_s", "e2e_p50_ms"):
+            self.assertEqual(verdicts[k], "regressed", cmp)
+        self.assertEqual(verdicts["error_rate"], "same", cmp)
+        # Back the other way it is an improvement.
+        rc, back = self.compare(slow, base)
+        self.assertEqual(rc, 0, back)
+        verdicts = {m["metric"]: m["verdict"] for m in back["stages"][0]["metrics"]}
+        self.assertEqual(verdicts["inputs_per_s"], "better", back)
+
+    def test_live_metrics_count_embedding_inputs(self):
+        """--metrics-listen: a finished embeddings stage's chatload_embedding_inputs_total
+        and chatload_prompt_tokens_total equal the results and the truth log exactly."""
+        try:
+            from prometheus_client.parser import text_string_to_metric_families
+        except ImportError:
+            self.skipTest("python3-prometheus-client is missing (deploy/install-deps.sh)")
+        import urllib.request
+        sim = self.start_sim("--embedding-per-token", "100us")
+        w = {"api": "embeddings", "prompts": PROMPTS, "embedding_batch": 2,
+             "drain_timeout": "5s", "request_timeout": "20s"}
+        doc = tl.scenario({"url": sim.url}, [{"name": "e", "concurrency": 2, "requests": 20},
+                                             {"name": "hold", "concurrency": 1,
+                                              "duration": "4s"}],
+                          {"local": 1, "workers": 1}, name="emb-live", workload=w,
+                          output={"formats": ["json"]})
+        out = self.scope.path("emb-live-out")
+        p = self.start_run(self.write_scenario("emb-live", doc), out, "--metrics-listen",
+                           "127.0.0.1:0", name="emb-live")
+        _, _, m = p.wait_line(r"metrics at (http://127\.0\.0\.1:\d+/metrics)", 20)
+        p.wait_line(r"stage 2/2 'hold'", 30)
+        with urllib.request.urlopen(m.group(1), timeout=5) as r:
+            fams = {f.name: f for f in text_string_to_metric_families(r.read().decode())}
+
+        def value(family, sample):
+            for s in fams[family].samples:
+                if s.name == sample and s.labels.get("stage") == "e":
+                    return s.value
+            return None
+
+        self.assertEqual(fams["chatload_embedding_inputs"].type, "counter")
+        inputs = value("chatload_embedding_inputs", "chatload_embedding_inputs_total")
+        prompt = value("chatload_prompt_tokens", "chatload_prompt_tokens_total")
+        self.assertExit(p, 0, 60)
+        st = self.results(out)["stages"][0]
+        stage = [r for r in served(sim) if r["x_request_id"]][:20]
+        self.assertEqual(st["requests"]["completed"], 20)
+        self.assertEqual(inputs, st["embeddings"]["inputs"])
+        self.assertEqual(inputs, sum(r["inputs"] for r in stage))
+        self.assertEqual(prompt, st["tokens"]["prompt"])
+        self.assertEqual(prompt, sum(r["prompt_tokens"] for r in stage))
+
     def test_responses_faults_are_errors(self):
         """Per request, the truth log's fault and the client's error class agree."""
         sim, p, out = self.run_api(
@@ -232,12 +328,17 @@ class ApiValidate(tl.FleetCase):
         self.assertRegex(text, r"v\.yaml:\d+:\d+: workload\.embedding_batch only applies "
                                r"with workload\.api: embeddings")
 
-    def test_multi_turn_needs_chat(self):
-        rc, text = self.validate({"api": "responses", "synthetic": {"input_tokens": 8},
+    def test_multi_turn_not_with_embeddings(self):
+        rc, text = self.validate({"api": "embeddings", "synthetic": {"input_tokens": 8},
                                   "multi_turn": {"turns": 2}})
         self.assertEqual(rc, 2, text)
-        self.assertRegex(text, r"v\.yaml:\d+:\d+: workload\.multi_turn needs workload\.api: "
-                               r"chat")
+        self.assertRegex(text, r"v\.yaml:\d+:\d+: workload\.multi_turn cannot be used with "
+                               r"workload\.api: embeddings \(an embedding is not a conversation\)")
+        # The generating APIs all hold conversations (conversation_test runs them).
+        for api in ("completions", "responses"):
+            rc, text = self.validate({"api": api, "synthetic": {"input_tokens": 8},
+                                      "multi_turn": {"turns": 2}})
+            self.assertEqual(rc, 0, text)
 
     def test_unknown_api(self):
         rc, text = self.validate({"api": "chats", "prompts": ["x"]})

@@ -2,7 +2,11 @@
 """Multi-turn conversations through the real binaries and the simulator: each turn carries
 the answers the simulator really sent (its truth log names every answer and every history by
 a hash), the think time is kept between an answer and the next turn, and the results report
-TTFT and prompt length per turn index, in closed and open loop."""
+TTFT and prompt length per turn index, in closed and open loop; and the same conversations
+over the Responses API (the history as input items, checked hash for hash as chat's) and the
+completions API (the history inside the prompt string: each turn's prompt begins with the
+previous turn's whole prompt, which the simulator's prefix cache finds, then grows by that
+turn's answer and a new question)."""
 
 import os
 import sys
@@ -84,6 +88,62 @@ class Conversations(tl.FleetCase):
         # every turn adds at least its question and the answer before it.
         for a, b in zip(means, means[1:]):
             self.assertGreater(b, a + 20, means)
+
+    def run_api(self, api, name):
+        sim = self.start_sim("--ttft", "3ms", "--itl", "1ms")
+        work = {"api": api, "synthetic": {"input_tokens": 20, "output_tokens": 12, "count": 8},
+                "multi_turn": {"turns": 4, "think_time": "%dms" % (THINK_S * 1000)},
+                "drain_timeout": "5s", "request_timeout": "20s"}
+        doc = tl.scenario({"url": sim.url}, [{"concurrency": 4, "requests": 32}],
+                          {"local": 1, "workers": 1}, name=name, workload=work,
+                          output={"formats": ["json"]})
+        res = self.run_doc(doc, name)
+        sim.stop()
+        recs = [r for r in sim.truth() if r.get("seq")]
+        self.assertEqual(len(recs), 32)
+        self.assertEqual({r["api"] for r in recs}, {api})
+        st = res["stages"][0]
+        self.assertEqual(st["requests"]["errors_total"], 0, st["requests"]["error_samples"])
+        self.assertEqual(st["requests"]["completed"], 32)
+        self.assertEqual(st["tokens"]["prompt"], sum(r["prompt_tokens"] for r in recs))
+        turns = st["turns"]
+        self.assertEqual([t["turn"] for t in turns], [1, 2, 3, 4])
+        self.assertEqual([t["requests"] for t in turns], [8, 8, 8, 8])
+        means = [t["prompt_tokens_mean"] for t in turns]
+        for a, b in zip(means, means[1:]):
+            self.assertGreater(b, a + 20, means)
+        return recs
+
+    def test_responses(self):
+        """Responses conversations: every history is an answer the simulator sent."""
+        recs = self.run_api("responses", "convresp")
+        self.assertEqual(sorted(r["history_turns"] for r in recs), sorted([0, 1, 2, 3] * 8))
+        self.assertEqual(self.check_histories(recs, 4), 24)
+
+    def test_completions(self):
+        """Completions conversations: turn k's prompt string is turn k-1's prompt, its answer
+        and a new question.  The simulator's prefix cache (64-character blocks) proves the
+        first part: a later turn finds every whole block of an earlier turn's prompt."""
+        recs = self.run_api("completions", "convcmpl")
+        firsts = [r for r in recs if r["cached_tokens"] == 0]
+        self.assertEqual(len(firsts), 8, [r["cached_tokens"] for r in recs])
+        for r in recs:
+            if r["cached_tokens"] == 0:
+                continue
+            # Its previous turn is among the earlier requests whose every whole block this
+            # prompt found (16 tokens a block; a prompt's characters are 4 * prompt_tokens
+            # less 0..3).  The truth log does not say which conversation a prompt string
+            # belongs to, and the other conversations' same turn has as many blocks, so one
+            # of them must be it: ended at least the think time before, and this prompt
+            # longer by its answer and a new question.
+            self.assertEqual(r["cached_tokens"] % 16, 0, r)
+            blocks = r["cached_tokens"] // 16
+            prev = [p for p in recs if p["arrival_us"] < r["arrival_us"]
+                    and (p["prompt_tokens"] * 4 - 3) // 64 <= blocks
+                    <= p["prompt_tokens"] * 4 // 64
+                    and r["prompt_tokens"] > p["prompt_tokens"] + p["output_tokens"] // 2 + 4
+                    and r["arrival_us"] - p["actual_last_us"] >= (THINK_S - 0.002) * 1e6]
+            self.assertTrue(prev, "turn carries no earlier turn's prompt whole: %r" % r)
 
     def test_open_loop(self):
         """In rate mode an arrival starts a conversation; its later turns follow their
