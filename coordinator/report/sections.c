@@ -1,5 +1,6 @@
 /* The detail tables every report format shows (latency distribution, thinking models,
- * tokens per request, errors by class, client health, agent episodes), built once as cells
+ * tokens per request, errors by class, client health, agent episodes, endpoints, client
+ * hosts), built once as cells
  * so the terminal, report.md and report.html say the same thing. */
 #include "results/results.h"
 #include "results/internal.h"
@@ -343,6 +344,85 @@ static int endpoints(const json_t *stages, struct cli_rp_table *t)
 	return 0;
 }
 
+/* The connections agent a opened from its source addresses over the run, or -1 without. */
+static double source_connections(const json_t *a)
+{
+	const json_t *src = json_object_get(a, "source_addresses");
+	if (!json_is_array(src))
+		return -1;
+	double n = 0;
+	size_t k;
+	const json_t *e;
+	json_array_foreach(src, k, e)
+	{
+		double c = cl_results_num(e, "connections");
+		if (c > 0)
+			n += c;
+	}
+	return n;
+}
+
+/*
+ * Several agent processes on one host (agents.local: auto, chatload-agent --processes):
+ * results.json keeps one agent a process, and this table groups them by host, so a reader
+ * sees the client hosts a run used. No rows (no section) when every host ran one agent.
+ */
+static int hosts(const json_t *doc, struct cli_rp_table *t)
+{
+	heading(t, "Client hosts",
+		"The agents grouped by host (each agent process is one entry of agents[]): how "
+		"many ran there, their worker threads, how many were lost, and the connections "
+		"they opened from source addresses.",
+		6, "host", 0, "agents", 1, "ids", 0, "workers", 1, "lost", 1, "source conns", 1);
+	const json_t *agents = json_object_get(doc, "agents");
+	size_t n = json_array_size(agents);
+	bool several = false;
+	for (size_t i = 0; i < n && !several; i++)
+		for (size_t j = i + 1; j < n && !several; j++)
+			several = strcmp(cl_results_str(json_array_get(agents, i), "host", "-"),
+					 cl_results_str(json_array_get(agents, j), "host", "-")) == 0;
+	if (!several)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		const char *host = cl_results_str(json_array_get(agents, i), "host", "-");
+		bool seen = false;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = strcmp(cl_results_str(json_array_get(agents, j), "host", "-"), host) == 0;
+		if (seen)
+			continue; /* its row was made at its first agent */
+		double count = 0, workers = 0, lost = 0, conns = -1;
+		char(*r)[RP_CELL_MAX] = add_row(t, false);
+		if (!r)
+			return CL_ENOMEM;
+		size_t at = 0;
+		for (size_t j = i; j < n; j++) {
+			const json_t *a = json_array_get(agents, j);
+			if (strcmp(cl_results_str(a, "host", "-"), host) != 0)
+				continue;
+			count++;
+			workers += cl_results_num(a, "workers");
+			lost += json_is_true(json_object_get(a, "lost"));
+			double c = source_connections(a);
+			if (c >= 0)
+				conns = (conns < 0 ? 0 : conns) + c;
+			if (at < RP_CELL_MAX)
+				at += (size_t)snprintf(r[2] + at, RP_CELL_MAX - at, "%s%.0f",
+						       at ? " " : "", cl_results_num(a, "id"));
+		}
+		snprintf(r[0], RP_CELL_MAX, "%s", host);
+		cli_rj_fmt_count(r[1], RP_CELL_MAX, count);
+		cli_rj_fmt_count(r[3], RP_CELL_MAX, workers);
+		cli_rj_fmt_count(r[4], RP_CELL_MAX, lost);
+		if (conns >= 0)
+			cli_rj_fmt_count(r[5], RP_CELL_MAX, conns);
+		else
+			snprintf(r[5], RP_CELL_MAX, "-");
+		if (lost > 0)
+			t->marked[t->n_rows - 1] = true;
+	}
+	return 0;
+}
+
 int cli_rp_table_build(const json_t *doc, enum cli_rp_table_kind kind, struct cli_rp_table *t)
 {
 	memset(t, 0, sizeof(*t));
@@ -362,6 +442,8 @@ int cli_rp_table_build(const json_t *doc, enum cli_rp_table_kind kind, struct cl
 		return episodes(doc, t);
 	case RP_TBL_ENDPOINTS:
 		return endpoints(stages, t);
+	case RP_TBL_HOSTS:
+		return hosts(doc, t);
 	case RP__TBL:
 		break;
 	}

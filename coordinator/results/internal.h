@@ -195,6 +195,7 @@ enum cli_rp_table_kind {
 	RP_TBL_CLIENT,   /* client health per stage and why it was flagged */
 	RP_TBL_EPISODES, /* per agent: its stalls, partitions and loss */
 	RP_TBL_ENDPOINTS, /* several endpoints (target.urls): stage x endpoint */
+	RP_TBL_HOSTS,     /* several agent processes on one host: the agents grouped by host */
 	RP__TBL
 };
 /* Builds table `kind` of doc into t (zeroed first).  A table with no row is not worth a

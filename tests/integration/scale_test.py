@@ -15,7 +15,8 @@ and a pool of source addresses, and each piece is checked by what the other side
 - A stage holding more streams than addresses x ephemeral ports is refused before any agent
   starts, with the arithmetic read from /proc/sys/net/ipv4/ip_local_port_range.
 - chatload-agent --processes 3 joins as three agents of one host (one results entry each,
-  each loading the simulator under its own prefix).
+  each loading the simulator under its own prefix), and the report groups them: one
+  "Client hosts" row, 3 agents.
 - agents.local: auto under a descriptor limit lowered to 1,500 (prlimit can lower it) starts
   as many agents as the stage needs at 988 streams each; with one agent the same stage is
   refused, with the arithmetic.
@@ -185,6 +186,15 @@ class Scale(tl.FleetCase):
         self.assertEqual({a["host"] for a in res["agents"]}, {"hostA"})
         # Each process loaded the simulator under its own X-Request-Id prefix.
         self.assertEqual(len({tl.agent_of(r) for r in sim.truth()}), 3)
+        # The report groups the three processes under their host: one row, 3 agents.
+        for fmt in ("md", "table"):
+            p = subprocess.run([tl.CHATLOAD, "report", out, "--format", fmt],
+                               capture_output=True, text=True, timeout=30)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("Client hosts", p.stdout)
+            rows = [l for l in p.stdout.splitlines() if "hostA" in l and "1 2 3" in l]
+            self.assertEqual(len(rows), 1, p.stdout)
+            self.assertEqual(re.split(r"[|\s]+", rows[0].strip(" |"))[1], "3", rows[0])
 
     def test_local_auto(self):
         """agents.local: auto under a descriptor limit of 1,500 (988 streams an agent, 512
