@@ -264,11 +264,13 @@ static void test_reasoning(void **state)
 	assert_int_equal(m.ctr[CL_CTR_REASONING_TOKENS], 12 * 5);
 	assert_int_equal(cl_hist_min(&m.cnt[CL_CNT_REASONING_TOKENS]), 5);
 	assert_int_equal(cl_hist_max(&m.cnt[CL_CNT_REASONING_TOKENS]), 5);
-	/* ttfc - ttft = 5 tokens * 3 ms. */
+	/* ttfc - ttft = 5 tokens * 3 ms. The two medians may come from different requests,
+	 * each one chunk's arrival a scheduler's hiccup can delay (a CI pass saw 15.55 ms with
+	 * other tests beside it): half a token either way still tells 5 tokens from 4 or 6. */
 	int64_t ttft = cl_hist_percentile(&m.lat[CL_LAT_TTFT], 50);
 	int64_t ttfc = cl_hist_percentile(&m.lat[CL_LAT_TTFC], 50);
 	check_cmp(ttft, <, ttfc);
-	assert_in_range(ttfc - ttft, 14500, 15500);
+	assert_in_range(ttfc - ttft, 13500, 16500);
 	/* Per request: content strictly after reasoning; the median gap is 15 ms. */
 	struct h_jsonl log;
 	assert_int_equal(h_jsonl_load(&log, he.log_path), 0);
