@@ -293,6 +293,11 @@ void cli_rp_html_timeline(const json_t *doc, FILE *out);
 /* -- the results object, shared by results/results.c, results/summary.c, results/soak.c and
  * results/probe.c -- */
 struct cli_rs_drift;
+/* The file beside results.json that gets a line per interval as it comes (intervals.c). */
+#define CLI_RS_INTERVALS_JSONL "intervals.jsonl"
+/* Keeps the run's first error for cl_results_last_error (results.c). */
+void cli_rs_remember_error(struct cl_results *r, const struct cl_err *e);
+
 struct stage_state {
 	char *name;     /* planned name */
 	json_t *server; /* what the server's /metrics said (cl_results_set_server), NULL none */
