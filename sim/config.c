@@ -431,34 +431,26 @@ static int parse_metrics_flags(struct cl_sim_config *cfg, const char *const *val
 	return 0;
 }
 
-int cl_sim_config_parse(struct cl_sim_config *cfg, int argc, char **argv, struct cl_err *err)
+/* --name as a boolean into *out (left as it is when the flag is absent). */
+static int get_bool(const char *const *vals, const char *name, bool *out, struct cl_err *err)
 {
-	const char *vals[MAX_OPTS] = { 0 };
-	const char *v;
-	uint64_t u;
+	const char *v = val(vals, name);
+	if (v && cl_parse_bool(v, out))
+		return cl_err_set(err, CL_EINVAL, "--%s: '%s' is not a boolean", name, v);
+	return 0;
+}
+
+/* The server itself: where it listens, its files, its limits, its processes, its models. */
+static int parse_server(struct cl_sim_config *cfg, const char *const *vals, struct cl_err *err)
+{
 	int rc;
-
-	if (cl_sim_options_count > MAX_OPTS)
-		return cl_err_set(err, CL_ERANGE, "option table too large");
-	memset(cfg, 0, sizeof(*cfg));
-	for (size_t i = 0; i < cl_sim_options_count; i++)
-		vals[i] = cl_sim_options[i].def;
-	rc = collect(vals, argc, argv, err);
-	if (rc)
+	if ((rc = parse_listen(cfg, val(vals, "listen"), err)) ||
+	    (rc = get_bool(vals, "allow-remote", &cfg->allow_remote, err)) ||
+	    (rc = get_bool(vals, "no-tokenize", &cfg->no_tokenize, err)) ||
+	    (rc = get_bool(vals, "word-tokens", &cfg->word_tokens, err)) ||
+	    (rc = get_bool(vals, "no-ignore-eos", &cfg->no_ignore_eos, err)) ||
+	    (rc = get_bool(vals, "retry-after-date", &cfg->retry_after_date, err)))
 		return rc;
-
-	if ((rc = parse_listen(cfg, val(vals, "listen"), err)))
-		return rc;
-	if ((v = val(vals, "allow-remote")) && cl_parse_bool(v, &cfg->allow_remote))
-		return cl_err_set(err, CL_EINVAL, "--allow-remote: '%s' is not a boolean", v);
-	if ((v = val(vals, "no-tokenize")) && cl_parse_bool(v, &cfg->no_tokenize))
-		return cl_err_set(err, CL_EINVAL, "--no-tokenize: '%s' is not a boolean", v);
-	if ((v = val(vals, "word-tokens")) && cl_parse_bool(v, &cfg->word_tokens))
-		return cl_err_set(err, CL_EINVAL, "--word-tokens: '%s' is not a boolean", v);
-	if ((v = val(vals, "no-ignore-eos")) && cl_parse_bool(v, &cfg->no_ignore_eos))
-		return cl_err_set(err, CL_EINVAL, "--no-ignore-eos: '%s' is not a boolean", v);
-	if ((v = val(vals, "retry-after-date")) && cl_parse_bool(v, &cfg->retry_after_date))
-		return cl_err_set(err, CL_EINVAL, "--retry-after-date: '%s' is not a boolean", v);
 	cfg->port_file = val(vals, "port-file");
 	cfg->truth_log = val(vals, "truth-log");
 	cfg->stats_file = val(vals, "stats-file");
@@ -476,7 +468,6 @@ int cl_sim_config_parse(struct cl_sim_config *cfg, int argc, char **argv, struct
 		return rc;
 	if (cfg->processes < 1)
 		return cl_err_set(err, CL_ERANGE, "--processes: must be at least 1");
-
 	if ((rc = parse_models(cfg, val(vals, "model"), err)))
 		return rc;
 	cfg->api_key = val(vals, "api-key");
@@ -487,7 +478,14 @@ int cl_sim_config_parse(struct cl_sim_config *cfg, int argc, char **argv, struct
 		    err, CL_EINVAL,
 		    "--reasoning-field: '%s' is neither reasoning_content nor reasoning",
 		    cfg->reasoning_field);
+	return 0;
+}
 
+/* What an answer is and how long it takes: the timing model, lengths, chunks, the seed,
+ * tool calls (docs/simulator.md, "Timing model", "Tool calls"). */
+static int parse_answers(struct cl_sim_config *cfg, const char *const *vals, struct cl_err *err)
+{
+	int rc;
 	if ((rc = get_duration(vals, "ttft", &cfg->ttft_us, err)) ||
 	    (rc = get_duration(vals, "itl", &cfg->itl_us, err)) ||
 	    (rc = get_duration(vals, "prefill-per-token", &cfg->prefill_per_token_us, err)) ||
@@ -518,9 +516,22 @@ int cl_sim_config_parse(struct cl_sim_config *cfg, int argc, char **argv, struct
 		return cl_err_set(err, CL_ERANGE, "--tokens-per-chunk: must be at least 1");
 	if ((rc = get_prob(vals, "jitter", 1.0, &cfg->jitter, err)))
 		return rc;
-	v = val(vals, "seed");
+	const char *v = val(vals, "seed");
 	if (cl_parse_u64(v, UINT64_MAX, &cfg->seed))
 		return cl_err_set(err, CL_EINVAL, "--seed: '%s' is not a non-negative integer", v);
+	if ((rc = get_prob(vals, "tool-call-rate", 1.0, &cfg->tool_call_rate, err)) ||
+	    (rc = get_bool(vals, "no-tools", &cfg->no_tools, err)))
+		return rc;
+	return 0;
+}
+
+/* What goes wrong on purpose: injected faults, their schedule, malformed shapes, closes
+ * (docs/simulator.md, "Faults"). */
+static int parse_faults(struct cl_sim_config *cfg, const char *const *vals, struct cl_err *err)
+{
+	int rc;
+	const char *v;
+	uint64_t u;
 	cfg->fault_at = -1;
 	if ((v = val(vals, "fault-at"))) {
 		if (cl_parse_u64(v, CL_SIM_MAX_OUTPUT, &u))
@@ -528,7 +539,6 @@ int cl_sim_config_parse(struct cl_sim_config *cfg, int argc, char **argv, struct
 					  v);
 		cfg->fault_at = (int64_t)u;
 	}
-
 	double total = 0;
 	for (int f = 1; f < CL_SIM_FAULT_COUNT; f++) {
 		if ((rc = get_prob(vals, fault_flags[f], 1.0, &cfg->fault_p[f], err)))
@@ -553,16 +563,25 @@ int cl_sim_config_parse(struct cl_sim_config *cfg, int argc, char **argv, struct
 				  "array, all, rotate",
 				  v);
 	cfg->wrong_shape = (enum cl_sim_wrong_shape)k;
-	if ((rc = parse_metrics_flags(cfg, vals, err)))
+	if ((rc = get_bool(vals, "close-after-answer", &cfg->close_after_answer, err)) ||
+	    (rc = get_bool(vals, "hold-after-done", &cfg->hold_after_done, err)))
 		return rc;
-	if ((v = val(vals, "close-after-answer")) && cl_parse_bool(v, &cfg->close_after_answer))
-		return cl_err_set(err, CL_EINVAL, "--close-after-answer: '%s' is not a boolean", v);
-	if ((v = val(vals, "hold-after-done")) && cl_parse_bool(v, &cfg->hold_after_done))
-		return cl_err_set(err, CL_EINVAL, "--hold-after-done: '%s' is not a boolean", v);
-	/* Tool calls (docs/simulator.md, "Tool calls"). */
-	if ((rc = get_prob(vals, "tool-call-rate", 1.0, &cfg->tool_call_rate, err)))
+	return 0;
+}
+
+int cl_sim_config_parse(struct cl_sim_config *cfg, int argc, char **argv, struct cl_err *err)
+{
+	const char *vals[MAX_OPTS] = { 0 };
+	int rc;
+
+	if (cl_sim_options_count > MAX_OPTS)
+		return cl_err_set(err, CL_ERANGE, "option table too large");
+	memset(cfg, 0, sizeof(*cfg));
+	for (size_t i = 0; i < cl_sim_options_count; i++)
+		vals[i] = cl_sim_options[i].def;
+	if ((rc = collect(vals, argc, argv, err)) || (rc = parse_server(cfg, vals, err)) ||
+	    (rc = parse_answers(cfg, vals, err)) || (rc = parse_faults(cfg, vals, err)) ||
+	    (rc = parse_metrics_flags(cfg, vals, err)))
 		return rc;
-	if ((v = val(vals, "no-tools")) && cl_parse_bool(v, &cfg->no_tools))
-		return cl_err_set(err, CL_EINVAL, "--no-tools: '%s' is not a boolean", v);
 	return 0;
 }
