@@ -644,6 +644,57 @@ static void finish_results(struct run *r, enum cl_stage_status status, const cha
 		CL_WARN("cannot record the generate block in results.json");
 }
 
+/* One turn over the agents: a lost one's ids taken back (and its share of the rate given
+ * to the others), a failed one ends the job, a new one told to start, the others' answers
+ * reaped and new leases given.  Non-zero when the job must stop (*status, reason say why). */
+static int tend_agents(struct run *r, enum cl_stage_status *status, char *reason, size_t n)
+{
+	struct run_gen *g = r->gen;
+	struct cl_err err = { 0 };
+	char msg[900];
+	int rc = 0;
+	for (size_t i = 0; i < r->fleet.n && rc == 0; i++) {
+		struct cl_fleet_agent *fa = &r->fleet.agents[i];
+		struct gen_agent *a = &g->agents[i];
+		if (fa->live == CL_LIVE_LOST) {
+			if (!a->lost_done) {
+				reclaim(r, i);
+				resplit_rate(r);
+				if (r->s.agents.on_loss == CL_ON_LOSS_FAIL) {
+					*status = CL_STAGE_FAILED;
+					snprintf(reason, n,
+						 "agent %u (%s) was lost (agents.on_loss: fail); "
+						 "run the same command again to finish",
+						 fa->id, fa->label);
+					rc = -1;
+				}
+			}
+			continue;
+		}
+		if (fa->state == CL_AGENT_FAILED) {
+			*status = CL_STAGE_FAILED;
+			snprintf(reason, n, "agent %u (%s) failed: %s", fa->id,
+				 fa->label, fa->error);
+			rc = -1;
+			break;
+		}
+		if (!a->started) {
+			send_generate(r, i);
+			continue;
+		}
+		reap_sent(r, i);
+		rc = lease_to(r, i, &err);
+		if (rc > 0)
+			rc = 0;
+		if (rc < 0 && *status == CL_STAGE_OK) {
+			*status = CL_STAGE_FAILED;
+			snprintf(reason, n, "%s",
+				 cl_err_format(&err, msg, sizeof(msg)));
+		}
+	}
+	return rc;
+}
+
 int cli_run_generate(struct run *r)
 {
 	struct run_gen *g = r->gen;
@@ -689,47 +740,7 @@ int cli_run_generate(struct run *r)
 			cl_progress_note(&r->prog, "generate: interrupted: %s", reason);
 			break;
 		}
-		int rc = 0;
-		for (size_t i = 0; i < r->fleet.n && rc == 0; i++) {
-			struct cl_fleet_agent *fa = &r->fleet.agents[i];
-			struct gen_agent *a = &g->agents[i];
-			if (fa->live == CL_LIVE_LOST) {
-				if (!a->lost_done) {
-					reclaim(r, i);
-					resplit_rate(r);
-					if (r->s.agents.on_loss == CL_ON_LOSS_FAIL) {
-						status = CL_STAGE_FAILED;
-						snprintf(reason, sizeof(reason),
-							 "agent %u (%s) was lost (agents.on_loss: fail); "
-							 "run the same command again to finish",
-							 fa->id, fa->label);
-						rc = -1;
-					}
-				}
-				continue;
-			}
-			if (fa->state == CL_AGENT_FAILED) {
-				status = CL_STAGE_FAILED;
-				snprintf(reason, sizeof(reason), "agent %u (%s) failed: %s", fa->id,
-					 fa->label, fa->error);
-				rc = -1;
-				break;
-			}
-			if (!a->started) {
-				send_generate(r, i);
-				continue;
-			}
-			reap_sent(r, i);
-			rc = lease_to(r, i, &err);
-			if (rc > 0)
-				rc = 0;
-			if (rc < 0 && status == CL_STAGE_OK) {
-				status = CL_STAGE_FAILED;
-				snprintf(reason, sizeof(reason), "%s",
-					 cl_err_format(&err, msg, sizeof(msg)));
-			}
-		}
-		if (rc != 0)
+		if (tend_agents(r, &status, reason, sizeof(reason)) != 0)
 			break;
 		if (cl_fleet_active(&r->fleet) == 0) {
 			status = CL_STAGE_FAILED;
