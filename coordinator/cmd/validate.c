@@ -123,7 +123,17 @@ static void print_agents(const struct cl_scn_agents *a)
 {
 	char b[32];
 	printf("agents:\n");
-	printf("  local: %u\n", a->local);
+	if (a->local_auto)
+		printf("  local: auto (as many agents as the largest stage needs, sized when the "
+		       "run starts)\n");
+	else
+		printf("  local: %u\n", a->local);
+	if (a->source && a->source->n) {
+		printf("  source addresses: %zu (", a->source->n);
+		for (size_t i = 0; i < a->source->n && i < 4; i++)
+			printf("%s%s", i ? ", " : "", a->source->addr[i]);
+		printf("%s)\n", a->source->n > 4 ? ", ..." : "");
+	}
 	if (a->listen) {
 		printf("  listen: %s\n", a->listen);
 		printf("  expect: %u remote\n", a->expect);

@@ -357,6 +357,16 @@ class Overrides(unittest.TestCase):
         self.assertIn("model: m\n", out)
         self.assertIn("simulator ttft: 5ms", out)
 
+    def test_agents_auto_and_source_addresses_shown(self):
+        # The plan says what the run will decide (local: auto) and the pool it will use,
+        # not a count of 1 that the run would not use.
+        rc, out, err = validate("--set", "agents.local=auto", "--set",
+                                "agents.source_addresses=[127.0.0.2, 127.0.0.3]", self.QUICK)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("  local: auto (", out)
+        self.assertNotIn("  local: 1\n", out)
+        self.assertIn("  source addresses: 2 (127.0.0.2, 127.0.0.3)\n", out)
+
     def test_set_applies_to_each_file(self):
         soak = os.path.join(SRC, "scenarios", "soak.yaml")
         rc, out, err = validate("--set", "workload.max_tokens=77", self.QUICK, soak)
