@@ -8,6 +8,8 @@
 #include "stream/embedding.h"
 #include "stream/responses.h"
 
+#include <stdint.h>
+
 enum api_kind { API_TEXT, API_RESPONSES, API_EMBEDDINGS };
 
 /* Decodes data with the decoder of kind into *c (text, responses) or *e (embeddings). */
@@ -334,6 +336,31 @@ static inline const char *api_oracle_check(enum api_kind k, const char *data, si
 		return detail;
 	}
 	return NULL;
+}
+
+/* One fuzz input through decoder k: the pointers it returns stay inside the input, the
+ * finish reason is a terminated string, and the oracle agrees (the body of fuzz_completion,
+ * fuzz_responses and fuzz_embedding).  Aborts on a finding. */
+static inline void api_fuzz_one(enum api_kind k, const uint8_t *data, size_t size)
+{
+	const char *s = (const char *)data;
+	struct cl_chunk c;
+	struct cl_embedding e;
+	char detail[256];
+	int rc = api_decode(k, s, size, &c, &e);
+	if (!memchr(c.finish_reason, '\0', sizeof(c.finish_reason)))
+		abort();
+	if (c.content_bytes > size || c.reasoning_bytes > size)
+		abort();
+	if (c.content && (c.content < s || c.content + c.content_len > s + size))
+		abort();
+	if (e.error_msg && (e.error_msg < s || e.error_msg + e.error_msg_len > s + size))
+		abort();
+	const char *bad = api_oracle_check(k, s, size, rc, &c, &e, detail, sizeof(detail));
+	if (bad) {
+		fprintf(stderr, "oracle: %s\n", bad);
+		abort();
+	}
 }
 
 #endif
