@@ -238,6 +238,93 @@ static bool fault_hits(const struct cl_sim_stream *st, enum cl_sim_fault f, uint
 	return st->fault == f && first <= st->fault_tok && st->fault_tok < first + n;
 }
 
+/* What one chunk's events did: carried tokens (the next chunk follows), or ended the stream. */
+struct fire_events {
+	bool end, tokens;
+};
+
+/* Renders the SSE events of the chunk that carries tokens [a, a + n) into w: the opening
+ * event before the first, the faults due in it, the tokens, and after the last the usage
+ * and the end of the stream. */
+static struct fire_events compose_events(struct cl_sim *s, struct cl_sim_stream *st,
+					 struct cl_sim_w *w, uint32_t a, uint32_t n)
+{
+	const struct cl_sim_config *cfg = s->cfg;
+	uint32_t b = a + n;
+	bool last = b >= st->planned_tokens;
+	bool resp = st->api == CL_API_RESPONSES;
+	struct fire_events ev = { .end = false, .tokens = true };
+
+	if (st->chunks == 0 && resp) {
+		cl_sim_render_resp_created(w, st);
+	} else if (st->chunks == 0 && st->api == CL_API_CHAT) {
+		/* The legacy completions API has no role: its first chunk carries text. */
+		struct cl_sim_chunk role = { .role = true };
+		cl_sim_render_chunk(w, cfg, st, &role);
+	}
+	if (fault_hits(st, CL_SIM_FAULT_MALFORMED, a, n))
+		cl_sim_render_malformed(w, st);
+	if (fault_hits(st, CL_SIM_FAULT_WRONG_TYPE, a, n))
+		cl_sim_render_wrong_type(w, st, cfg->wrong_shape);
+	if (fault_hits(st, CL_SIM_FAULT_ERROR_CHUNK, a, n)) {
+		/* vLLM's shape: the error object, then [DONE]; a Responses stream's error
+		 * event ends it. */
+		if (resp) {
+			cl_sim_render_resp_error(w, st);
+		} else {
+			cl_sim_render_error_event(w);
+			cl_sim_render_done(w);
+		}
+		return (struct fire_events){ .end = true, .tokens = false };
+	}
+	struct cl_sim_chunk ch = {
+		.first_token = a,
+		.n_tokens = n,
+		.finish = last ? cl_sim_render_finish(st) : NULL,
+	};
+	if (resp)
+		cl_sim_render_resp_delta(w, st, &ch);
+	else
+		cl_sim_render_chunk(w, cfg, st, &ch);
+	if (last) {
+		st->sent_tokens = b; /* the usage chunk counts this one */
+		bool usage = st->include_usage && st->fault != CL_SIM_FAULT_NO_USAGE;
+		/* A Responses stream ends with response.completed (no [DONE]): the no-done
+		 * fault leaves it out. */
+		if (resp && st->fault != CL_SIM_FAULT_NO_DONE)
+			cl_sim_render_resp_end(w, st, usage);
+		else if (!resp && usage)
+			cl_sim_render_usage(w, st);
+		if (!resp && st->fault != CL_SIM_FAULT_NO_DONE)
+			cl_sim_render_done(w);
+		ev.end = true;
+	}
+	return ev;
+}
+
+/* HTTP/1.1 chunked framing around the len bytes of SSE events at payload, in the room
+ * FRAME_HEAD and FRAME_TAIL leave around them; end adds the terminating chunk.  None for a
+ * body delimited by the close (--hold-after-done).  Sets *start and returns the end. */
+static char *frame_http_chunk(const struct cl_sim_config *cfg, char *payload, size_t len,
+			      bool end, char **start)
+{
+	char *tail = payload + len;
+	*start = payload;
+	if (cfg->hold_after_done)
+		return tail;
+	char hex[FRAME_HEAD];
+	int hn = snprintf(hex, sizeof(hex), "%zx\r\n", len);
+	*start = payload - hn;
+	memcpy(*start, hex, (size_t)hn);
+	memcpy(tail, "\r\n", 2);
+	tail += 2;
+	if (end) {
+		memcpy(tail, "0\r\n\r\n", 5);
+		tail += 5;
+	}
+	return tail;
+}
+
 void cl_sim_stream_fire(struct cl_sim *s, struct cl_sim_stream *st, int64_t now_us)
 {
 	const struct cl_sim_config *cfg = s->cfg;
@@ -248,7 +335,6 @@ void cl_sim_stream_fire(struct cl_sim *s, struct cl_sim_stream *st, int64_t now_
 	}
 	uint32_t a = st->sent_tokens, n = st->next_n, b = a + n;
 	bool last = b >= st->planned_tokens;
-	bool end = false, tokens = true;
 	char *payload = s->scratch + FRAME_HEAD;
 	struct cl_sim_w w;
 
@@ -258,53 +344,7 @@ void cl_sim_stream_fire(struct cl_sim *s, struct cl_sim_stream *st, int64_t now_
 		return;
 	}
 	cl_sim_w_init(&w, payload, CL_SIM_SCRATCH - FRAME_HEAD - FRAME_TAIL);
-	bool resp = st->api == CL_API_RESPONSES;
-	if (st->chunks == 0 && resp) {
-		cl_sim_render_resp_created(&w, st);
-	} else if (st->chunks == 0 && st->api == CL_API_CHAT) {
-		/* The legacy completions API has no role: its first chunk carries text. */
-		struct cl_sim_chunk role = { .role = true };
-		cl_sim_render_chunk(&w, cfg, st, &role);
-	}
-	if (fault_hits(st, CL_SIM_FAULT_MALFORMED, a, n))
-		cl_sim_render_malformed(&w, st);
-	if (fault_hits(st, CL_SIM_FAULT_WRONG_TYPE, a, n))
-		cl_sim_render_wrong_type(&w, st, cfg->wrong_shape);
-	if (fault_hits(st, CL_SIM_FAULT_ERROR_CHUNK, a, n)) {
-		/* vLLM's shape: the error object, then [DONE]; a Responses stream's error
-		 * event ends it. */
-		if (resp) {
-			cl_sim_render_resp_error(&w, st);
-		} else {
-			cl_sim_render_error_event(&w);
-			cl_sim_render_done(&w);
-		}
-		end = true;
-		tokens = false;
-	} else {
-		struct cl_sim_chunk ch = {
-			.first_token = a,
-			.n_tokens = n,
-			.finish = last ? cl_sim_render_finish(st) : NULL,
-		};
-		if (resp)
-			cl_sim_render_resp_delta(&w, st, &ch);
-		else
-			cl_sim_render_chunk(&w, cfg, st, &ch);
-		if (last) {
-			st->sent_tokens = b; /* the usage chunk counts this one */
-			bool usage = st->include_usage && st->fault != CL_SIM_FAULT_NO_USAGE;
-			/* A Responses stream ends with response.completed (no [DONE]): the
-			 * no-done fault leaves it out. */
-			if (resp && st->fault != CL_SIM_FAULT_NO_DONE)
-				cl_sim_render_resp_end(&w, st, usage);
-			else if (!resp && usage)
-				cl_sim_render_usage(&w, st);
-			if (!resp && st->fault != CL_SIM_FAULT_NO_DONE)
-				cl_sim_render_done(&w);
-			end = true;
-		}
-	}
+	struct fire_events ev = compose_events(s, st, &w, a, n);
 	if (w.overflow) {
 		/* cannot happen: a chunk is bounded by CL_SIM_MAX_TPC words */
 		CL_ERROR("chunk of %u tokens does not fit the render buffer", n);
@@ -312,23 +352,8 @@ void cl_sim_stream_fire(struct cl_sim *s, struct cl_sim_stream *st, int64_t now_
 		cl_sim_conn_close(c, NULL);
 		return;
 	}
-
-	/* HTTP/1.1 chunked framing around the SSE events (none for a body delimited by the
-	 * close, --hold-after-done). */
-	size_t len = cl_sim_w_len(&w, payload);
-	char *start = payload, *tail = payload + len;
-	if (!cfg->hold_after_done) {
-		char hex[FRAME_HEAD];
-		int hn = snprintf(hex, sizeof(hex), "%zx\r\n", len);
-		start = payload - hn;
-		memcpy(start, hex, (size_t)hn);
-		memcpy(tail, "\r\n", 2);
-		tail += 2;
-		if (end) {
-			memcpy(tail, "0\r\n\r\n", 5);
-			tail += 5;
-		}
-	}
+	char *start;
+	char *tail = frame_http_chunk(cfg, payload, cl_sim_w_len(&w, payload), ev.end, &start);
 
 	int64_t actual = cl_mono_us();
 	if (cl_sim_conn_write(c, start, (size_t)(tail - start))) {
@@ -338,7 +363,7 @@ void cl_sim_stream_fire(struct cl_sim *s, struct cl_sim_stream *st, int64_t now_
 		return;
 	}
 	record_late(s, st, actual);
-	if (tokens) {
+	if (ev.tokens) {
 		if (st->chunks == 0) {
 			st->sched_first_us = st->deadline_us;
 			st->act_first_us = actual;
@@ -350,7 +375,7 @@ void cl_sim_stream_fire(struct cl_sim *s, struct cl_sim_stream *st, int64_t now_
 		st->act_last_us = actual;
 		s->stats.chunks++;
 	}
-	if (end) {
+	if (ev.end) {
 		end_stream(s, st, 200, now_us);
 		if (cfg->hold_after_done)
 			cl_sim_conn_hold(c);
