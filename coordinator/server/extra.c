@@ -1,9 +1,10 @@
 /* The series chatload has no name for, kept raw so nothing a page offers is lost: every
  * series of the engine's page and of the extra exporters that the vocabulary does not read
  * (those target.server_metrics.series names first), at most CLI_SRV_MAX_XSERIES of them.
- * Each gets a column of a timeline of CLI_SRV_XROWS rows; when a run outgrows it, rows are
- * merged in pairs (so memory stays flat over a soak, and a stage's edges are exact to
- * 2^shift scrapes).  A stage's summary is a gauge's mean/max/last or a counter's increase
+ * Each gets a column of a timeline of CLI_SRV_XROWS rows, allocated whole when the series is
+ * first seen (so memory is the series', not the run's length: it never grows in steps as a
+ * soak goes on); when a run outgrows it, rows are merged in pairs (a stage's edges are then
+ * exact to 2^shift scrapes).  A stage's summary is a gauge's mean/max/last or a counter's increase
  * and rate (a histogram's or summary's _count and _sum are counters; buckets and quantiles
  * are left out). */
 #include "internal.h"
@@ -65,6 +66,25 @@ static void note_dropped(struct cl_srv_scrape *sc, const struct cl_prom_sample *
 		sc->n_xdrop_ex++;
 }
 
+static struct cli_srv_xcell *cell(struct cl_srv_scrape *sc, size_t row, size_t k)
+{
+	return &sc->xs[k].col[row];
+}
+
+static void clear_cells(struct cli_srv_xcell *col, size_t from, size_t to)
+{
+	for (size_t r = from; r < to; r++)
+		col[r] = (struct cli_srv_xcell){ .last = NAN, .max = NAN };
+}
+
+static void clear_rows(struct cl_srv_scrape *sc, size_t from, size_t to)
+{
+	for (size_t r = from; r < to; r++)
+		sc->xt0[r] = sc->xt1[r] = 0;
+	for (size_t k = 0; k < sc->n_xs; k++)
+		clear_cells(sc->xs[k].col, from, to);
+}
+
 /* The series' column, added when new and there is room (series: names may take the last
  * CLI_SRV_XRESERVED columns, others not).  -1: dropped or out of memory. */
 static long find_or_add(struct cl_srv_scrape *sc, const struct cl_prom_sample *s, uint8_t src,
@@ -85,31 +105,20 @@ static long find_or_add(struct cl_srv_scrape *sc, const struct cl_prom_sample *s
 	struct cli_srv_xseries *x = &sc->xs[sc->n_xs];
 	x->name = strdup(s->name);
 	x->labels = strdup(s->labels);
-	if (!x->name || !x->labels) {
+	x->col = malloc(CLI_SRV_XROWS * sizeof(*x->col));
+	if (!x->name || !x->labels || !x->col) {
 		free(x->name);
 		free(x->labels);
-		x->name = x->labels = NULL;
+		free(x->col);
+		*x = (struct cli_srv_xseries){ 0 };
 		return -1;
 	}
+	clear_cells(x->col, 0, CLI_SRV_XROWS);
 	x->counter = is_counter(s);
 	x->src = src;
 	x->asked = asked;
 	x->seen_point = (size_t)-1;
 	return (long)sc->n_xs++;
-}
-
-static struct cli_srv_xcell *cell(struct cl_srv_scrape *sc, size_t row, size_t k)
-{
-	return &sc->xc[row * CLI_SRV_MAX_XSERIES + k];
-}
-
-static void clear_rows(struct cl_srv_scrape *sc, size_t from, size_t to)
-{
-	for (size_t r = from; r < to; r++) {
-		sc->xt0[r] = sc->xt1[r] = 0;
-		for (size_t k = 0; k < CLI_SRV_MAX_XSERIES; k++)
-			*cell(sc, r, k) = (struct cli_srv_xcell){ .last = NAN, .max = NAN };
-	}
 }
 
 /* Merges rows in pairs: the timeline covers twice the scrapes in the same memory. */
@@ -119,7 +128,7 @@ static void compact(struct cl_srv_scrape *sc)
 		size_t a = 2 * r, b = 2 * r + 1;
 		sc->xt0[r] = sc->xt0[a] ? sc->xt0[a] : sc->xt0[b];
 		sc->xt1[r] = sc->xt1[b] ? sc->xt1[b] : sc->xt1[a];
-		for (size_t k = 0; k < CLI_SRV_MAX_XSERIES; k++) {
+		for (size_t k = 0; k < sc->n_xs; k++) {
 			struct cli_srv_xcell ca = *cell(sc, a, k), cb = *cell(sc, b, k);
 			struct cli_srv_xcell *o = cell(sc, r, k);
 			o->n = ca.n + cb.n;
@@ -132,29 +141,15 @@ static void compact(struct cl_srv_scrape *sc)
 	sc->x_shift++;
 }
 
-/* The row of `point`, allocated; SIZE_MAX when out of memory. */
+/* The row of `point`; SIZE_MAX when out of memory. */
 static size_t row_of(struct cl_srv_scrape *sc, size_t point)
 {
+	if (!sc->xt0 && (!(sc->xt0 = calloc(CLI_SRV_XROWS, sizeof(int64_t))) ||
+			 !(sc->xt1 = calloc(CLI_SRV_XROWS, sizeof(int64_t)))))
+		return SIZE_MAX;
 	while ((point >> sc->x_shift) >= CLI_SRV_XROWS)
 		compact(sc);
-	size_t r = point >> sc->x_shift;
-	if (r >= sc->x_rows) {
-		size_t rows = sc->x_rows ? sc->x_rows * 2 : 64;
-		while (rows <= r)
-			rows *= 2;
-		if (rows > CLI_SRV_XROWS)
-			rows = CLI_SRV_XROWS;
-		struct cli_srv_xcell *c = realloc(sc->xc, rows * CLI_SRV_MAX_XSERIES * sizeof(*c));
-		if (!c)
-			return SIZE_MAX;
-		sc->xc = c;
-		if (!sc->xt0 && (!(sc->xt0 = calloc(CLI_SRV_XROWS, sizeof(int64_t))) ||
-				 !(sc->xt1 = calloc(CLI_SRV_XROWS, sizeof(int64_t)))))
-			return SIZE_MAX;
-		clear_rows(sc, sc->x_rows, rows);
-		sc->x_rows = rows;
-	}
-	return r;
+	return point >> sc->x_shift;
 }
 
 static void record_page(struct cl_srv_scrape *sc, const struct cl_prom_page *pg, uint8_t src,
@@ -229,11 +224,11 @@ json_t *cli_srv_extra_stage_json(struct cl_srv_scrape *sc, size_t from_point, si
 	json_t *arr = json_array();
 	if (!arr)
 		return NULL;
-	if (to_point <= from_point || !sc->xc)
+	if (to_point <= from_point || !sc->xt0)
 		return arr;
 	size_t r0 = from_point >> sc->x_shift, r1 = (to_point - 1) >> sc->x_shift;
-	if (r1 >= sc->x_rows)
-		r1 = sc->x_rows - 1;
+	if (r1 >= CLI_SRV_XROWS)
+		r1 = CLI_SRV_XROWS - 1;
 	for (size_t k = 0; k < sc->n_xs; k++) {
 		const struct cli_srv_xseries *x = &sc->xs[k];
 		double sum = 0, max = NAN, last = NAN, base = NAN, end = NAN;
@@ -247,7 +242,7 @@ json_t *cli_srv_extra_stage_json(struct cl_srv_scrape *sc, size_t from_point, si
 				break;
 			}
 		}
-		for (size_t r = r0; r <= r1 && r0 < sc->x_rows; r++) {
+		for (size_t r = r0; r <= r1; r++) {
 			const struct cli_srv_xcell *c = cell(sc, r, k);
 			if (!c->n)
 				continue;
@@ -294,6 +289,7 @@ void cli_srv_extra_free(struct cl_srv_scrape *sc)
 	for (size_t k = 0; k < sc->n_xs; k++) {
 		free(sc->xs[k].name);
 		free(sc->xs[k].labels);
+		free(sc->xs[k].col);
 	}
 	free(sc->xs);
 	for (size_t i = 0; i < sc->n_series; i++)
@@ -302,13 +298,11 @@ void cli_srv_extra_free(struct cl_srv_scrape *sc)
 		free(sc->xdrop_ex[i]);
 	free(sc->series);
 	free(sc->series_found);
-	free(sc->xc);
 	free(sc->xt0);
 	free(sc->xt1);
 	sc->xs = NULL;
 	sc->series = NULL;
 	sc->series_found = NULL;
-	sc->xc = NULL;
 	sc->xt0 = sc->xt1 = NULL;
 	sc->n_xs = sc->n_series = sc->n_xdrop_ex = 0;
 }

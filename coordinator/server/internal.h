@@ -18,6 +18,14 @@
 #define CLI_SRV_TIMELINE_MAX  1800u /* timeline points per stage in results.json */
 #define CLI_SRV_MAX_EXPORTERS 8u    /* target.server_metrics.extra */
 
+/* One row of a raw series' timeline: one scrape, or 2^shift of them merged. */
+struct cli_srv_xcell {
+	double last; /* gauges: the last value; counters: the running total */
+	double sum;  /* gauges: the values' sum */
+	double max;
+	uint32_t n; /* scrapes that held it */
+};
+
 /* A series outside the vocabulary, kept raw. */
 struct cli_srv_xseries {
 	char *name, *labels;
@@ -28,14 +36,7 @@ struct cli_srv_xseries {
 	double cum;   /* counters: the total since first seen, restarts added up */
 	bool have_prev;
 	size_t seen_point; /* the last point that held it */
-};
-
-/* One row of a raw series' timeline: one scrape, or 2^shift of them merged. */
-struct cli_srv_xcell {
-	double last; /* gauges: the last value; counters: the running total */
-	double sum;  /* gauges: the values' sum */
-	double max;
-	uint32_t n; /* scrapes that held it */
+	struct cli_srv_xcell *col; /* its timeline: CLI_SRV_XROWS rows */
 };
 
 /* An extra exporter (target.server_metrics.extra), scraped beside the engine's page. */
@@ -74,10 +75,8 @@ struct cl_srv_scrape {
 	size_t x_dropped;                 /* the most series one scrape found no room for */
 	char *xdrop_ex[CLI_SRV_XDROP_EX]; /* the first names dropped */
 	size_t n_xdrop_ex;
-	struct cli_srv_xcell *xc; /* under mu: xc[row * CLI_SRV_MAX_XSERIES + k] */
-	int64_t *xt0, *xt1;       /* under mu: a row's first and last scrape */
-	size_t x_rows;            /* rows allocated */
-	unsigned x_shift;         /* a row holds 2^x_shift points */
+	int64_t *xt0, *xt1; /* under mu: a row's first and last scrape (CLI_SRV_XROWS each) */
+	unsigned x_shift;   /* a row holds 2^x_shift points */
 	struct cli_srv_exporter ex[CLI_SRV_MAX_EXPORTERS];
 	size_t n_ex;
 	char first_error[200]; /* under mu: the first failure's text */

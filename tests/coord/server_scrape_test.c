@@ -460,7 +460,7 @@ static void test_raw_series_compact(void **state)
 		cli_srv_extra_record(&sc, pages, 1, pt, (int64_t)(pt + 1) * 1000, false);
 		cl_prom_page_free(&pg);
 	}
-	assert_int_equal(sc.x_rows, CLI_SRV_XROWS);
+	assert_int_equal(sc.n_xs, 2);
 	assert_int_equal(sc.x_shift, 2);
 	size_t a = CLI_SRV_XROWS, b = 2 * CLI_SRV_XROWS; /* on rows of 4 */
 	json_t *j = cli_srv_extra_stage_json(&sc, a, b, (int64_t)(a + 1) * 1000, (int64_t)b * 1000);
@@ -473,6 +473,22 @@ static void test_raw_series_compact(void **state)
 	assert_string_equal(json_string_value(json_object_get(g, "kind")), "gauge");
 	assert_true(json_number_value(json_object_get(g, "mean")) == 3.5);
 	assert_true(json_number_value(json_object_get(g, "max")) == 7);
+	json_decref(j);
+
+	/* A series first seen this late gets a column of its own, empty before it: over the
+	 * whole run its mean and max are its one value. */
+	snprintf(text, sizeof(text), "late_g 5\n");
+	struct cl_prom_page pg;
+	parse(text, &pg);
+	const struct cl_prom_page *pages[] = { &pg };
+	cli_srv_extra_record(&sc, pages, 1, n, (int64_t)(n + 1) * 1000, false);
+	cl_prom_page_free(&pg);
+	j = cli_srv_extra_stage_json(&sc, 0, n + 1, 0, 0);
+	assert_int_equal(json_array_size(j), 3);
+	json_t *late = json_array_get(j, 2);
+	assert_string_equal(json_string_value(json_object_get(late, "name")), "late_g");
+	assert_true(json_number_value(json_object_get(late, "mean")) == 5);
+	assert_true(json_number_value(json_object_get(late, "max")) == 5);
 	json_decref(j);
 	cli_srv_extra_free(&sc);
 }
