@@ -446,8 +446,29 @@ static void errors_chart(const json_t *stages, const double *x, size_t n, const 
 	free(y);
 }
 
+/* A row's agents: the largest `agents_total` of any interval (0: every row lists every
+ * agent), so the per-agent charts know whether a row lists only the worst few. */
+static double agents_listed_of(const json_t *stages)
+{
+	double most = 0;
+	size_t i, j;
+	const json_t *s, *p;
+	json_array_foreach(stages, i, s)
+	{
+		json_array_foreach(json_object_get(s, "intervals"), j, p)
+		{
+			double t = cl_results_num(p, "agents_total");
+			if (isfinite(t) && t > most)
+				most = t;
+		}
+	}
+	return most;
+}
+
 /* `key` of each agent's health in every interval (intervals[].agents[]), one series per
- * agent (the first MAX_DIST seen).  Nothing for files without per-agent rows. */
+ * agent (the first MAX_DIST seen); when rows list only the worst agents of many
+ * (`agents_total`), one series: the worst agent's figure in each interval.  Nothing for
+ * files without per-agent rows. */
 static void per_agent_chart(const json_t *stages, const double *x, size_t n, const char *key,
 			    const char *title, const char *yl, const double *vline,
 			    const char *const *vlabel, size_t nv, FILE *out)
@@ -455,6 +476,7 @@ static void per_agent_chart(const json_t *stages, const double *x, size_t n, con
 	double ids[MAX_DIST];
 	size_t na = 0, i, j, k;
 	const json_t *s, *p, *a;
+	double total = agents_listed_of(stages);
 	json_array_foreach(stages, i, s)
 	{
 		json_array_foreach(json_object_get(s, "intervals"), j, p)
@@ -472,6 +494,8 @@ static void per_agent_chart(const json_t *stages, const double *x, size_t n, con
 	}
 	if (na == 0)
 		return;
+	if (total > 0)
+		na = 1; /* the worst agent's series */
 	double *y = calloc(na * (n ? n : 1), sizeof(*y));
 	char names[MAX_DIST][32];
 	struct cli_rp_series se[MAX_DIST];
@@ -487,14 +511,19 @@ static void per_agent_chart(const json_t *stages, const double *x, size_t n, con
 				double v = NAN;
 				json_array_foreach(json_object_get(p, "agents"), k, a)
 				{
-					if (cl_results_num(a, "agent") == ids[c])
-						v = cl_results_num(a, key);
+					double av = cl_results_num(a, key);
+					if (total > 0 ? isfinite(av) && !(av <= v)
+						      : cl_results_num(a, "agent") == ids[c])
+						v = av;
 				}
 				yc[m++] = v;
 			}
 			yc[m++] = NAN;
 		}
-		snprintf(names[c], sizeof(names[c]), "agent %.0f", ids[c]);
+		if (total > 0)
+			snprintf(names[c], sizeof(names[c]), "worst of %.0f agents", total);
+		else
+			snprintf(names[c], sizeof(names[c]), "agent %.0f", ids[c]);
 		se[c] = ser(names[c], palette[c], x, yc, m, false, NULL, NULL);
 	}
 	struct cli_rp_chart c = chart(title, "time since the first stage started (s)", yl, "t=", se,

@@ -397,6 +397,11 @@ void cli_rs_interval_breach(const struct cl_results *r, struct stage_state *ss, 
  * (remembered for cl_results_last_error). */
 int cli_rs_write(struct cl_results *r);
 
+/* Holds the finished stages' kept intervals to CL_RESULTS_MAX_FINISHED_INTERVALS rows in
+ * all: while they hold more, the one that holds the most is halved (its stride doubles;
+ * intervals.c).  0, or CL_ENOMEM. */
+int cli_rs_fit_finished_intervals(struct cl_results *r);
+
 /* results/probe.c: frees what a stage state owns (not the array slot). */
 void cli_rs_stage_state_free(struct stage_state *ss);
 /* results/probe.c: a probe's SLO checks on its cumulative metrics, in the stage's `probe`

@@ -610,6 +610,8 @@ static int finish_stage_obj(struct cl_results *r, size_t stage, const struct cl_
 	}
 	ss->finished = true;
 	ss->checks = checks;
+	if (cli_rs_fit_finished_intervals(r) != 0)
+		return CL_ENOMEM;
 	return cli_rs_write(r);
 }
 

@@ -48,6 +48,11 @@
 /* Intervals kept per stage inside results.json: past this the document keeps every other
  * one (stride doubles), so a 12-hour soak stays small; intervals.jsonl keeps them all. */
 #define CL_RESULTS_MAX_INTERVALS 1800
+/* Intervals kept over all the finished stages: past this the stage that keeps the most is
+ * halved, so a sweep of many long stages holds what two long stages hold. */
+#define CL_RESULTS_MAX_FINISHED_INTERVALS (2 * CL_RESULTS_MAX_INTERVALS)
+/* Agents a kept interval lists at most (intervals.jsonl lists every one). */
+#define CL_RESULTS_AGENTS_KEPT 8
 /* Most repeats of one stage (scenario `repeat`, `--repeat`). */
 #define CL_RESULTS_MAX_REPEATS 100
 /* A stage is client-bound when, in any interval, the busiest agent used more than this

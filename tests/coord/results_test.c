@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -562,6 +563,120 @@ static void test_interval_decimation(void **state)
 	free(dir);
 }
 
+/* A sweep of long stages: the finished stages keep CL_RESULTS_MAX_FINISHED_INTERVALS rows in
+ * all, the longest halved first, each still evenly spaced from its first interval with the
+ * stride its object says; a short stage keeps every row. */
+static void test_finished_intervals_budget(void **state)
+{
+	(void)state;
+	char *dir = make_tmpdir();
+	struct cl_scenario s;
+	const uint32_t conc[] = { 1, 2, 3, 4 };
+	tm_scenario(&s, "sweep", conc, 4);
+	struct cl_results *r = NULL;
+	struct cl_err err = { 0 };
+	assert_int_equal(cl_results_create(&s, NULL, 0, NULL, dir, &r, &err), 0);
+	struct cl_metrics iv = { 0 };
+	assert_int_equal(cl_metrics_init(&iv), 0);
+	const int len[] = { CL_RESULTS_MAX_INTERVALS, 10, CL_RESULTS_MAX_INTERVALS,
+			    CL_RESULTS_MAX_INTERVALS };
+	for (size_t st = 0; st < 4; st++) {
+		for (int k = 0; k < len[st]; k++)
+			assert_int_equal(cl_results_add_interval(r, st, k + 1.0, &iv, 1.0), 0);
+		assert_int_equal(
+		    cl_results_finish_stage(r, st, &s.stages[st], &iv, len[st], CL_STAGE_OK, NULL),
+		    0);
+	}
+	const json_t *stages = json_object_get(cl_results_doc(r), "stages");
+	size_t total = 0;
+	for (size_t st = 0; st < 4; st++) {
+		const json_t *o = json_array_get(stages, st);
+		const json_t *kept = json_object_get(o, "intervals");
+		int64_t stride = (int64_t)cl_results_num(o, "intervals_stride");
+		total += json_array_size(kept);
+		assert_int_equal((int64_t)cl_results_num(o, "intervals_total"), len[st]);
+		assert_int_equal(json_array_size(kept), (len[st] + stride - 1) / stride);
+		for (size_t k = 0; k < json_array_size(kept); k++)
+			assert_float_equal(cl_results_num(json_array_get(kept, k), "t_s"),
+					   1.0 + (double)k * (double)stride, 1e-9);
+		if (st == 1)
+			assert_int_equal(stride, 1);
+	}
+	assert_true(total <= CL_RESULTS_MAX_FINISHED_INTERVALS);
+	assert_true(total > CL_RESULTS_MAX_FINISHED_INTERVALS / 2);
+	/* What was written is what the document holds. */
+	json_t *doc = load_file(dir, "results.json");
+	const json_t *o = json_array_get(json_object_get(doc, "stages"), 0);
+	assert_int_equal(json_array_size(json_object_get(o, "intervals")),
+			 json_array_size(json_object_get(json_array_get(stages, 0), "intervals")));
+	json_decref(doc);
+	cl_metrics_destroy(&iv);
+	cl_results_destroy(r);
+	tm_scenario_free(&s);
+	rm_rf(dir);
+	free(dir);
+}
+
+/* Many agents: intervals.jsonl lists every agent's health, results.json's kept row only
+ * CL_RESULTS_AGENTS_KEPT of them with `agents_total`: the busiest CPU, the highest dispatch
+ * lag and the highest loop lags (so each figure's worst agent is there); few agents: every
+ * one, and no `agents_total`. */
+static void test_interval_agents_kept(void **state)
+{
+	(void)state;
+	char *dir = make_tmpdir();
+	struct cl_scenario s;
+	const uint32_t conc[] = { 1 };
+	tm_scenario(&s, "fleet", conc, 1);
+	struct cl_results *r = NULL;
+	struct cl_err err = { 0 };
+	assert_int_equal(cl_results_create(&s, NULL, 0, NULL, dir, &r, &err), 0);
+	struct cl_metrics iv = { 0 };
+	assert_int_equal(cl_metrics_init(&iv), 0);
+	enum { N = 40 };
+	struct cl_results_agent_health h[N];
+	for (uint32_t i = 0; i < N; i++) /* loop lag rises with the id: 35..40 the worst six */
+		h[i] = (struct cl_results_agent_health){ .agent = i + 1,
+							 .cpu_pct = 10,
+							 .loop_lag_p99_ms = 1 + i,
+							 .dispatch_lag_p99_ms = 2 };
+	h[4].cpu_pct = 95;             /* agent 5: the busiest */
+	h[9].dispatch_lag_p99_ms = 70; /* agent 10: the most late dispatches */
+	h[20].loop_lag_p99_ms = NAN;   /* no sample: never the worst */
+	assert_int_equal(cl_results_add_interval_agents(r, 0, 1.0, &iv, 1.0, h, N), 0);
+	assert_int_equal(cl_results_add_interval_agents(r, 0, 2.0, &iv, 1.0, h, 3), 0);
+	assert_int_equal(cl_results_finish_stage(r, 0, &s.stages[0], &iv, 2, CL_STAGE_OK, NULL), 0);
+
+	const json_t *st = json_array_get(json_object_get(cl_results_doc(r), "stages"), 0);
+	const json_t *row = json_array_get(json_object_get(st, "intervals"), 0);
+	const json_t *ag = json_object_get(row, "agents");
+	assert_int_equal(json_array_size(ag), CL_RESULTS_AGENTS_KEPT);
+	assert_int_equal((int)cl_results_num(row, "agents_total"), N);
+	const int want[CL_RESULTS_AGENTS_KEPT] = { 5, 10, 35, 36, 37, 38, 39, 40 };
+	for (size_t k = 0; k < CL_RESULTS_AGENTS_KEPT; k++)
+		assert_int_equal((int)cl_results_num(json_array_get(ag, k), "agent"), want[k]);
+	row = json_array_get(json_object_get(st, "intervals"), 1);
+	assert_int_equal(json_array_size(json_object_get(row, "agents")), 3);
+	assert_null(json_object_get(row, "agents_total"));
+
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/intervals.jsonl", dir);
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	json_error_t je;
+	json_t *line = json_loadf(f, JSON_DISABLE_EOF_CHECK, &je);
+	assert_non_null(line);
+	assert_int_equal(json_array_size(json_object_get(line, "agents")), N);
+	assert_null(json_object_get(line, "agents_total"));
+	json_decref(line);
+	fclose(f);
+	cl_metrics_destroy(&iv);
+	cl_results_destroy(r);
+	tm_scenario_free(&s);
+	rm_rf(dir);
+	free(dir);
+}
+
 static void test_untrusted_text(void **state)
 {
 	char *dir = make_tmpdir();
@@ -733,6 +848,8 @@ int main(void)
 		cmocka_unit_test(test_client_bound),
 		cmocka_unit_test(test_stalls),
 		cmocka_unit_test(test_interval_decimation),
+		cmocka_unit_test(test_interval_agents_kept),
+		cmocka_unit_test(test_finished_intervals_budget),
 		cmocka_unit_test(test_untrusted_text),
 		cmocka_unit_test(test_default_directory),
 		cmocka_unit_test(test_create_failure),

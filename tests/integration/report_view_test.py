@@ -333,6 +333,36 @@ class Reports(tl.FleetCase):
         self.assertIn("cannot connect to the server", src)
 
 
+    def test_many_agents_chart_the_worst(self):
+        # Past CL_RESULTS_AGENTS_KEPT agents a kept row lists only the worst few with
+        # `agents_total` (intervals.jsonl has every one): the per-agent charts then draw
+        # one series, the worst agent's figure in each interval, named for the fleet.
+        out, _ = self.fixture("fleet", expect=0)
+        path = os.path.join(out, "results.json")
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+        for s in doc["stages"]:
+            for k, iv in enumerate(s["intervals"]):
+                iv["agents"] = [{"agent": 30 + a, "cpu_pct": 10.0 + a + (k == 1) * 50,
+                                 "loop_lag_p99_ms": 1.0 + a, "dispatch_lag_p99_ms": 2.0}
+                                for a in range(8)]
+                iv["agents_total"] = 40
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(doc, f)
+        html = os.path.join(out, "fleet.html")
+        r = subprocess.run([tl.CHATLOAD, "report", out, "--format", "html", "-o", html],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(html, encoding="utf-8") as f:
+            src = f.read()
+        root = ET.fromstring(src)
+        texts = [t.text or "" for t in root.iter(SVG + "text")]
+        tips = [t.text or "" for t in root.iter(SVG + "title")]
+        self.assertIn("worst of 40 agents", texts + tips)
+        self.assertFalse(any(t.startswith("agent 3") for t in texts + tips), texts)
+        # The worst CPU of the second interval (agent 37: 10 + 7 + 50) is a point of it.
+        self.assertTrue(any("67" in t and "worst of 40" in t for t in tips), tips[:40])
+
 if __name__ == "__main__":
     if not os.environ.get("CHATLOAD_BIN") or not os.path.exists(FIXTURE):
         sys.exit("need CHATLOAD_BIN and CHATLOAD_RESULTS_FIXTURE")
