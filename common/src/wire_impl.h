@@ -147,4 +147,16 @@ int cli_wire_get_str_array(struct wire_dec *d, const char *name, const msgpack_o
 			   size_t max_n, size_t cap, enum wire_str kind, char ***out,
 			   size_t *n_out);
 
+/* Plans (wire_decode_plan.c): each decodes the field `name` of a command into its plan. */
+int cli_wire_dec_target(struct wire_dec *d, const char *name, const msgpack_object *v,
+			struct cl_target_plan *t);
+int cli_wire_dec_bodies(struct wire_dec *d, const msgpack_object *b, struct cl_request_body **out,
+			size_t *n_out);
+int cli_wire_dec_workload(struct wire_dec *d, const char *name, const msgpack_object *v,
+			  struct cl_workload_plan *w);
+int cli_wire_dec_stage(struct wire_dec *d, const char *name, const msgpack_object *v,
+		       struct cl_stage_plan *s);
+int cli_wire_dec_readiness(struct wire_dec *d, const char *name, const msgpack_object *v,
+			   struct cl_readiness_result *r);
+
 #endif
