@@ -33,6 +33,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_scale import children  # noqa: E402
 from bench_soak_rss import rss_kib  # noqa: E402
 
 
@@ -55,14 +56,6 @@ def status_kib(pid, key):
     except OSError:
         pass
     return None
-
-
-def children(pid):
-    try:
-        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-            return [int(x) for x in f.read().split()]
-    except OSError:
-        return []
 
 
 def count_lines(path):
