@@ -261,6 +261,8 @@ int cl_workload_render_generate(const struct cl_scenario *s, const char *model,
 	struct cl_workload_plan none;
 	int rc = render(&t, model, &none, stats, generate_body, &sink, err);
 	cl_workload_plan_free(&none);
+	if (rc == 0 && stats)
+		stats->ignore_eos = 0; /* counted from target.body's key, which generate_body cut */
 	return rc;
 }
 

@@ -513,7 +513,10 @@ class Generate(tl.FleetCase):
                     self.assertEqual(t["model"], "chatload-sim", t)
                     self.assertEqual(t["max_tokens"], 7, t)
                     self.assertFalse(t["ignore_eos"], t)
-                blk = self.results(self.scope.path("res-" + fmt))["stages"][0]["generate"]
+                doc = self.results(self.scope.path("res-" + fmt))
+                self.assertEqual(doc["workload"]["bodies"], len(golden))
+                self.assertEqual(doc["workload"]["ignore_eos"], 0)  # none carries it
+                blk = doc["stages"][0]["generate"]
                 self.assertEqual(blk["input_format"], fmt)
                 self.assertEqual(blk["input_lines"], len(golden))
                 self.assertEqual(blk["done"] + blk["skipped_present"], len(golden))
