@@ -503,6 +503,15 @@ static void print_generate(const struct cl_scenario *s, const struct cl_gen_scan
 		printf("  estimate from: %s\n", g->estimate_from);
 }
 
+/* A dataset's rendered record, counted (a cl_workload_body_fn): validate writes nothing. */
+static int count_record(void *arg, uint32_t line, const char *json, size_t len,
+			struct cl_err *err)
+{
+	(void)line, (void)json, (void)len, (void)err;
+	((struct cl_gen_scan *)arg)->lines++;
+	return 0;
+}
+
 /* A generate job's input checked as chatload run checks it, with nothing written: 0, or
  * CL_EINVAL with err naming file:line:col, or CL_EIO / CL_ENOMEM.  With skip_invalid the
  * first bad line is left in first_bad. */
@@ -510,15 +519,12 @@ static int check_generate(const struct cl_scenario *s, struct cl_gen_scan *scan,
 			  struct cl_err *first_bad, struct cl_err *err)
 {
 	if (s->generate.input_format != CL_GEN_INPUT_BATCH) {
-		/* a dataset: every record rendered as run renders it; a bad one stops it */
-		struct cl_workload_plan w = { 0 };
-		uint32_t *lines = NULL;
-		int rc = cl_workload_render_generate(s, cl_scenario_render_model(s), &w, &lines, NULL,
-						     err);
+		/* a dataset: every record rendered as run renders it, one at a time, and counted;
+		 * a bad one stops it */
+		int rc = cl_workload_render_generate(s, cl_scenario_render_model(s), count_record,
+						     scan, NULL, err);
 		if (rc == 0)
-			scan->lines = scan->valid = scan->to_send = w.n_bodies;
-		cl_workload_plan_free(&w);
-		free(lines);
+			scan->valid = scan->to_send = scan->lines;
 		return rc;
 	}
 	struct cl_gen_idset seen = { 0 };

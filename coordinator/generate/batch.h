@@ -116,6 +116,34 @@ void cl_gen_reader_close(struct cl_gen_reader *r);
 void cl_gen_line_free(struct cl_gen_line *l);
 
 /*
+ * A generate job's spool (input_format a dataset): its records, rendered, as the Batch lines
+ * the two passes above read, custom_id each record's line number.  Named for the output:
+ * "<output without .jsonl>.input.jsonl".  Written to "<that>.tmp" and renamed when whole, so
+ * the name never holds half a spool; every run writes it again (the same records give the
+ * same lines).  The job's runner removes it once the job has completed.
+ */
+struct cl_gen_spool {
+	FILE *f;
+	char *path, *tmp;
+	const char *source; /* the dataset, for messages */
+	uint64_t lines;
+	bool failed;    /* a write failed (CL_EIO): a full disk, not bad input */
+	bool committed; /* renamed to path */
+};
+/* Opens "<path>.tmp" for writing.  CL_EINVAL when path would be the dataset (source) or the
+ * errors file, CL_EIO, CL_ENOMEM; cl_gen_spool_close is safe after any failure. */
+int cl_gen_spool_open(struct cl_gen_spool *sp, const char *output, const char *errors,
+		      const char *source, struct cl_err *err);
+/* Appends record `line`'s body (len bytes of JSON object text, written as given).  0,
+ * CL_EINVAL (the line would be longer than CL_GEN_MAX_LINE: err names source:line), CL_EIO. */
+int cl_gen_spool_add(struct cl_gen_spool *sp, uint32_t line, const char *body, size_t len,
+		     struct cl_err *err);
+/* Closes the file and renames it to path.  0 or CL_EIO. */
+int cl_gen_spool_commit(struct cl_gen_spool *sp, struct cl_err *err);
+/* Closes; a spool not committed is removed.  Safe on a zeroed or failed sp. */
+void cl_gen_spool_close(struct cl_gen_spool *sp);
+
+/*
  * The output and errors files.  Opening repairs a half-written last line of each (a crash
  * in the middle of a write: the bytes after the last newline are cut off, and said), then
  * reads every custom_id in them into done.  Lines are appended whole (one write each, the

@@ -17,10 +17,12 @@
 
 #include <jansson.h>
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define LEASE_MAX_ITEMS 256       /* ids in one LEASE */
 #define LEASE_MAX_BYTES (8u << 20) /* ... and bytes of bodies (one larger body goes alone) */
@@ -54,19 +56,19 @@ struct run_gen {
 	/* The ids already answered, read from output and errors: needed only until the input is
 	 * checked, then freed, so the run holds no set of ids (send says what to send). */
 	struct cl_gen_idset done;
-	/* The lines (Batch input) or records (dataset: body k is k) still to send: one bit
-	 * each, filled by the check, read by the leases. */
+	/* The lines of the Batch input (or the spool) still to send: one bit each, filled by
+	 * the check, read by the leases. */
 	struct cl_gen_lineset send;
 	struct cl_gen_out out;
 	struct cl_gen_scan scan;
 	struct cl_gen_reader reader;
-	/* generate.input_format a dataset: the records are r->workload's bodies, rendered when
-	 * the input is checked; lines[k] is body k's line (its custom_id), next the next body */
-	struct {
-		bool on;
-		uint32_t *lines;
-		size_t next;
-	} ds;
+	/* generate.input_format a dataset: its records rendered into a Batch file, the spool,
+	 * which the job then reads as it reads a Batch input (the one way ids are leased,
+	 * skipped and resumed).  Its bodies name the model known before the readiness gate
+	 * (old_model); when the gate found another, each is given the one found as leased. */
+	struct cl_gen_spool spool;
+	const char *old_model;
+	bool swap_model;
 	struct lease *pool; /* a lost agent's leases, to be given again */
 	size_t n_pool, cap_pool;
 	struct gen_agent agents[CL_FLEET_MAX_AGENTS];
@@ -134,7 +136,7 @@ void cli_run_generate_free(struct run *r)
 		lease_free(&g->pool[k]);
 	free(g->pool);
 	cl_gen_reader_close(&g->reader);
-	free(g->ds.lines);
+	cl_gen_spool_close(&g->spool);
 	struct cl_err err = { 0 };
 	cl_gen_out_close(&g->out, &err);
 	cl_gen_idset_free(&g->done);
@@ -172,35 +174,32 @@ static int read_plan(struct run_gen *g, const char *path, struct cl_err *err)
 	return 0;
 }
 
-/* A dataset's record k: its custom_id, the decimal number of its line. */
-static int ds_id(const struct run_gen *g, size_t k, char *buf, size_t n)
+/* One rendered record into the spool (a cl_workload_body_fn). */
+static int spool_record(void *arg, uint32_t line, const char *json, size_t len,
+			struct cl_err *err)
 {
-	return snprintf(buf, n, "%u", g->ds.lines[k]);
+	return cl_gen_spool_add(arg, line, json, len, err);
 }
 
-/* generate.input_format a dataset: the records rendered into r->workload (replacing the
- * workload's own bodies, which a generate job does not send), counted as the checking pass
- * counts a Batch input.  A bad record fails the job here as file:line:col (CL_EINVAL). */
-static int check_dataset(struct run *r, struct cl_err *err)
+/*
+ * generate.input_format a dataset: every record rendered, one at a time, into the spool (a
+ * Batch file, custom_id the record's line number), which the job then reads as a Batch
+ * input.  The workload's figures in results.json are the dataset's.  A bad record fails
+ * the job here as file:line:col (CL_EINVAL); a spool that cannot be written is CL_EIO.
+ */
+static int spool_dataset(struct run *r, struct cl_err *err)
 {
 	struct run_gen *g = r->gen;
-	cl_workload_plan_free(&r->workload);
-	int rc = cl_workload_render_generate(&r->s, cl_scenario_render_model(&r->s), &r->workload,
-					     &g->ds.lines, &r->workload_stats, err);
-	if (rc != 0)
-		return rc == CL_ENOMEM ? rc : CL_EINVAL;
-	g->ds.on = true;
-	g->scan.lines = g->scan.valid = r->workload.n_bodies;
-	for (size_t k = 0; k < r->workload.n_bodies; k++) {
-		char id[16];
-		int n = ds_id(g, k, id, sizeof(id));
-		if (cl_gen_idset_has(&g->done, id, (size_t)n))
-			g->scan.present++;
-		else if (cl_gen_lineset_add(&g->send, k) != 0)
-			return cl_err_set(err, CL_ENOMEM, "out of memory");
-	}
-	g->scan.to_send = g->scan.valid - g->scan.present;
-	return 0;
+	const struct cl_scn_generate *s = &r->s.generate;
+	int rc = cl_gen_spool_open(&g->spool, s->output, s->errors, s->input, err);
+	if (rc == 0)
+		rc = cl_workload_render_generate(&r->s, g->old_model, spool_record, &g->spool,
+						 &r->workload_stats, err);
+	if (rc == 0)
+		rc = cl_gen_spool_commit(&g->spool, err);
+	if (rc != 0 && !g->spool.failed && rc != CL_ENOMEM)
+		rc = CL_EINVAL; /* the dataset is bad input */
+	return rc;
 }
 
 int cli_run_generate_check(struct run *r, struct cl_err *err)
@@ -213,14 +212,17 @@ int cli_run_generate_check(struct run *r, struct cl_err *err)
 	int rc = cl_gen_out_open(&g->out, s->output, s->errors, &g->done, err);
 	if (rc != 0)
 		return rc;
+	const char *input = s->input;
 	if (s->input_format != CL_GEN_INPUT_BATCH) {
-		rc = check_dataset(r, err);
-	} else {
-		struct cl_gen_idset seen = { 0 };
-		rc = cl_gen_scan(s->input, &g->done, s->skip_invalid,
-				 s->skip_invalid ? &g->out : NULL, &seen, &g->send, &g->scan, err);
-		cl_gen_idset_free(&seen);
+		g->old_model = cl_scenario_render_model(&r->s);
+		if ((rc = spool_dataset(r, err)) != 0)
+			return rc;
+		input = g->spool.path;
 	}
+	struct cl_gen_idset seen = { 0 };
+	rc = cl_gen_scan(input, &g->done, s->skip_invalid, s->skip_invalid ? &g->out : NULL, &seen,
+			 &g->send, &g->scan, err);
+	cl_gen_idset_free(&seen);
 	/* From here on send says what to send: the id sets' memory goes back before the run. */
 	cl_gen_idset_free(&g->done);
 	if (rc != 0)
@@ -233,11 +235,7 @@ int cli_run_generate_check(struct run *r, struct cl_err *err)
 	if ((rc = cl_metrics_init(&g->m)) != 0)
 		return cl_err_set(err, rc, "out of memory");
 	g->m_ready = true;
-	if (g->ds.on) {
-		g->reader.eof = !g->total; /* set again when the last record is leased */
-		return 0;
-	}
-	return cl_gen_reader_open(&g->reader, s->input, err);
+	return cl_gen_reader_open(&g->reader, input, err);
 }
 
 /* ---- answers ---- */
@@ -367,31 +365,24 @@ static int next_lease(struct run *r, struct lease *out, struct cl_err *err)
 		g->reissued++;
 		return 1;
 	}
-	if (g->ds.on) {
-		while (g->ds.next < r->workload.n_bodies) {
-			size_t k = g->ds.next++;
-			if (!cl_gen_lineset_has(&g->send, k))
-				continue; /* answered by an earlier run */
-			char id[16];
-			ds_id(g, k, id, sizeof(id));
-			const struct cl_request_body *b = &r->workload.bodies[k];
-			*out = (struct lease){ .id = strdup(id), .body = malloc(b->len + 1),
-					       .body_len = b->len };
-			if (!out->id || !out->body) {
-				lease_free(out);
-				return cl_err_set(err, CL_ENOMEM, "out of memory");
-			}
-			memcpy(out->body, b->json, b->len + 1);
-			return 1;
-		}
-		g->reader.eof = true;
-		return 0;
-	}
 	struct cl_gen_line ln;
 	int rc = cl_gen_reader_next(&g->reader, &g->send, &ln, err);
 	if (rc != 1)
 		return rc;
 	*out = (struct lease){ .id = ln.id, .body = ln.body, .body_len = ln.body_len };
+	if (g->swap_model) {
+		char *body;
+		size_t len;
+		rc = cl_workload_body_set_model(out->body, out->body_len, g->old_model,
+						r->target.model, &body, &len, err);
+		if (rc != 0) {
+			lease_free(out);
+			return rc;
+		}
+		free(out->body);
+		out->body = body;
+		out->body_len = len;
+	}
 	return 1;
 }
 
@@ -702,6 +693,7 @@ int cli_run_generate(struct run *r)
 	char msg[900];
 	r->fleet.on_answers = on_answers;
 	g->start_us = cl_mono_us();
+	g->swap_model = g->old_model && r->target.model && strcmp(g->old_model, r->target.model);
 	split_shares(r);
 	char pace[64] = "";
 	if (r->s.generate.rate_per_s > 0)
@@ -776,6 +768,10 @@ int cli_run_generate(struct run *r)
 		r->s.generate.errors, (unsigned long long)g->scan.present,
 		(unsigned long long)g->attempts);
 	finish_results(r, status, reason[0] ? reason : NULL);
+	/* Every record is in output or errors: the spool has served.  After a failure it stays
+	 * (the next run writes it again), showing what was sent. */
+	if (status == CL_STAGE_OK && g->spool.committed && unlink(g->spool.path) != 0)
+		CL_WARN("generate: cannot remove '%s': %s", g->spool.path, strerror(errno));
 	if (status == CL_STAGE_OK)
 		return 0;
 	r->exit_hint = CL_EXIT_FAILED;

@@ -74,11 +74,25 @@ static int add_salt(json_t *messages, const char *salt, size_t *chars)
 	return 0;
 }
 
+/* A rendered body (b->json taken) given to c->sink, counted in the figures and freed: it
+ * takes the place of the next body, as if kept, so an image's seed (the body's index) is the
+ * same either way. */
+static int sink_body(struct render_ctx *c, struct cl_request_body *b, uint8_t flags,
+		     struct cl_err *err)
+{
+	cli_workload_stats_add(c->stats, b, flags);
+	int rc = c->sink(c->sink_arg, c->cur_line, b->json, b->len, err);
+	free(b->json);
+	b->json = NULL;
+	c->n++;
+	return rc;
+}
+
 int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt_chars,
 			   uint32_t out_tokens, struct cl_err *err)
 {
 	char *json = NULL;
-	if (c->n >= CL_WORKLOAD_MAX_BODIES) {
+	if (c->n >= CL_WORKLOAD_MAX_BODIES && !c->sink) {
 		json_decref(messages);
 		return cl_err_set(err, CL_ETOOBIG, "workload has more than %u prompts",
 				  CL_WORKLOAD_MAX_BODIES);
@@ -133,6 +147,14 @@ int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt
 			!(json_is_array(stop) && json_array_size(stop) == 0) &&
 			!(json_is_string(stop) && json_string_length(stop) == 0);
 	size_t len = strlen(json);
+	uint8_t flags = (out_tokens ? RENDER_OWN_LENGTH : 0) | (ignore_eos ? RENDER_IGNORE_EOS : 0) |
+			(has_stop ? RENDER_STOP : 0);
+	if (c->sink) {
+		struct cl_request_body b = {
+			.json = json, .len = len, .max_tokens = max_tokens,
+			.prompt_chars = chars > UINT32_MAX ? UINT32_MAX : (uint32_t)chars };
+		return sink_body(c, &b, flags, err);
+	}
 	if (len > CL_WORKLOAD_MAX_TOTAL_BYTES - c->total_bytes) {
 		free(json);
 		return cl_err_set(err, CL_ETOOBIG, "rendered request bodies exceed %u MiB in total",
@@ -149,15 +171,6 @@ int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt
 			return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
 		}
 		c->flags = f;
-		if (c->want_lines) {
-			uint32_t *l = realloc(c->lines, cap * sizeof(*l));
-			if (!l) {
-				free(json);
-				return cl_err_set(err, CL_ENOMEM,
-						  "out of memory rendering request bodies");
-			}
-			c->lines = l;
-		}
 		c->cap = cap;
 	}
 	struct cl_request_body *b = &c->bodies[c->n];
@@ -167,10 +180,7 @@ int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt
 	b->prompt_chars = chars > UINT32_MAX ? UINT32_MAX : (uint32_t)chars;
 	b->max_tokens = max_tokens;
 	b->inputs = inputs;
-	if (c->want_lines)
-		c->lines[c->n] = c->cur_line;
-	c->flags[c->n] = (out_tokens ? RENDER_OWN_LENGTH : 0) |
-			 (ignore_eos ? RENDER_IGNORE_EOS : 0) | (has_stop ? RENDER_STOP : 0);
+	c->flags[c->n] = flags;
 	c->n++;
 	c->total_bytes += len;
 	return 0;
@@ -282,6 +292,7 @@ static int cut_markers(struct cl_request_body *b, const char *open, const char *
 static int mark_turn(struct render_ctx *c, const char *open, const char *close, uint32_t turn,
 		     struct cl_err *err)
 {
+	CL_ASSERT(!c->sink); /* a sink's bodies are gone: conversations are kept whole */
 	struct cl_request_body *b = &c->bodies[c->n - 1];
 	size_t before = b->len;
 	int rc = cut_markers(b, open, close);

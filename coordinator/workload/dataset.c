@@ -304,16 +304,24 @@ static int take_sharegpt(struct render_ctx *c, const struct cl_scn_workload *w, 
 	return cli_workload_push_prompt(c, sys, human, human_len, own, err);
 }
 
+/* A file that opens a JSON array: records are read a line at a time (JSONL), never a
+ * whole document, so an array (ShareGPT is often shipped as one) is refused, saying how to
+ * convert it. */
+static int array_error(const char *file, int lineno, struct cl_err *err)
+{
+	return cl_err_setpos(err, CL_EPARSE, file, lineno, 0,
+			     "dataset is a JSON array; write one JSON record per line "
+			     "(JSONL, e.g. jq -c '.[]'), or set workload.dataset_format: "
+			     "text for plain prompts");
+}
+
 /* Picks the format of a file from its first non-blank line. */
 static int detect_format(const char *line, size_t len, const char *file, int lineno,
 			 enum cl_dataset_format *fmt, struct cl_err *err)
 {
 	const char *p = skip_space(line);
 	if (*p == '[')
-		return cl_err_setpos(err, CL_EPARSE, file, lineno, 0,
-				     "dataset is a JSON array; write one JSON record per line "
-				     "(JSONL, e.g. jq -c '.[]'), or set workload.dataset_format: "
-				     "text for plain prompts");
+		return array_error(file, lineno, err);
 	if (*p != '{') {
 		*fmt = CL_DATASET_TEXT;
 		return 0;
@@ -363,9 +371,10 @@ static void shuffle_and_limit(struct render_ctx *c, const struct cl_scn_workload
 	}
 }
 
-/* Opens the dataset, refusing a directory and a file over the size cap. */
+/* Opens the dataset, refusing a directory and a file over r->max_total (0: the size cap). */
 static int open_dataset(struct line_reader *r, const char *file, struct cl_err *err)
 {
+	uint64_t cap = r->max_total ? r->max_total : CL_WORKLOAD_MAX_FILE_BYTES;
 	r->f = fopen(file, "rb");
 	if (!r->f)
 		return cl_err_set(err, CL_EIO, "cannot open dataset '%s': %s", file,
@@ -374,7 +383,7 @@ static int open_dataset(struct line_reader *r, const char *file, struct cl_err *
 	if (fstat(fileno(r->f), &st) == 0 && S_ISDIR(st.st_mode))
 		return cl_err_set(err, CL_EIO, "cannot read dataset '%s': Is a directory", file);
 	if (fstat(fileno(r->f), &st) == 0 && S_ISREG(st.st_mode) &&
-	    (uint64_t)st.st_size > CL_WORKLOAD_MAX_FILE_BYTES)
+	    (uint64_t)st.st_size > cap)
 		return cl_err_set(err, CL_ETOOBIG,
 				  "dataset '%s' is %lld MiB, more than the %u MiB cap", file,
 				  (long long)(st.st_size >> 20), CL_WORKLOAD_MAX_FILE_BYTES >> 20);
@@ -427,6 +436,8 @@ static int take_record(struct render_ctx *c, const struct cl_scn_workload *w,
 {
 	json_error_t jerr;
 	json_t *rec = json_loadb(line, len, 0, &jerr);
+	if (!rec && *skip_space(line) == '[')
+		return array_error(file, lineno, err); /* a pretty-printed array's "[" */
 	if (!rec)
 		return cl_err_setpos(err, CL_EPARSE, file, lineno, jerr.column, "invalid JSON: %s",
 				     jerr.text);
@@ -456,6 +467,10 @@ int cli_workload_read_dataset(struct render_ctx *c, const struct cl_scn_workload
 	if (!r)
 		return cl_err_set(err, CL_ENOMEM, "out of memory reading dataset '%s'", file);
 	cl_buf_init(&r->line, CL_WORKLOAD_MAX_LINE_BYTES);
+	/* A generate job's records go to its sink one at a time: no body is held, so the
+	 * file may be of any size (each line keeps its cap). */
+	if (c->sink)
+		r->max_total = UINT64_MAX;
 	if ((rc = open_dataset(r, file, err)) != 0)
 		goto out;
 	for (;;) {

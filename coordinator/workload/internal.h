@@ -38,16 +38,23 @@ struct render_ctx {
 	uint32_t batch;
 	json_t *pending;
 	size_t pending_chars;
-	/* A generate job's dataset input (cl_workload_render_generate): the file line of each
-	 * body, its custom_id; NULL when not wanted.  cur_line is the line being read. */
-	uint32_t *lines;
-	bool want_lines;
+	/* A generate job's dataset input (cl_workload_render_generate): each body is handed to
+	 * sink with the line it was read from (cur_line, its custom_id) as soon as it is
+	 * rendered, then freed, so memory holds one record, not the file (and the caps on
+	 * bodies held, CL_WORKLOAD_MAX_BODIES and _TOTAL_BYTES, do not apply); bodies stays
+	 * empty.  NULL: bodies are kept in `bodies`. */
+	cl_workload_body_fn sink;
+	void *sink_arg;
 	uint32_t cur_line;
 	/* workload.images: attached to each body's own user message (NULL or count 0: none),
 	 * made from seed and the body's index */
 	const struct cl_scn_images *images;
 	uint64_t seed;
 };
+
+/* Adds body b (its flags RENDER_*) to the figures of st (workload.c). */
+void cli_workload_stats_add(struct cl_workload_stats *st, const struct cl_request_body *b,
+			    uint8_t flags);
 
 /* ---- tools.c: workload.tools ------------------------------------------------------------ */
 
@@ -131,6 +138,9 @@ struct line_reader {
 	size_t pos, n;
 	struct cl_buf line;
 	uint64_t total;
+	/* the file's cap: 0 is CL_WORKLOAD_MAX_FILE_BYTES (what is held whole must be capped; a
+	 * file streamed a record at a time needs none, and says UINT64_MAX) */
+	uint64_t max_total;
 	int lineno;
 	bool eof;
 };

@@ -21,7 +21,7 @@ int cli_workload_lines_next(struct line_reader *r)
 				break;
 			}
 			r->total += r->n;
-			if (r->total > CL_WORKLOAD_MAX_FILE_BYTES)
+			if (r->total > (r->max_total ? r->max_total : CL_WORKLOAD_MAX_FILE_BYTES))
 				return CL_ETOOBIG;
 		}
 		any = true;

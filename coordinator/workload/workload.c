@@ -26,26 +26,30 @@ uint32_t cl_workload_tokens_estimate(const char *text, size_t len)
 	return t > UINT32_MAX ? UINT32_MAX : (uint32_t)t;
 }
 
-/* The figures of the final bodies (after a shuffle's limit). */
+void cli_workload_stats_add(struct cl_workload_stats *st, const struct cl_request_body *b,
+			    uint8_t flags)
+{
+	st->own_length += (flags & RENDER_OWN_LENGTH) != 0;
+	st->ignore_eos += (flags & RENDER_IGNORE_EOS) != 0;
+	st->stop += (flags & RENDER_STOP) != 0;
+	st->prompt_chars_sum += b->prompt_chars;
+	st->body_bytes_sum += b->len;
+	st->requested_sum += b->max_tokens;
+	if (b->max_tokens < st->requested_min)
+		st->requested_min = b->max_tokens;
+	if (b->max_tokens > st->requested_max)
+		st->requested_max = b->max_tokens;
+	st->prompt_tokens_sum += (b->prompt_chars + CL_WORKLOAD_CHARS_PER_TOKEN - 1) /
+				 CL_WORKLOAD_CHARS_PER_TOKEN;
+}
+
+/* The figures of the final bodies (after a shuffle's limit); a sink's were counted as they
+ * went by.  st->requested_min starts at UINT32_MAX. */
 static void finish_stats(const struct render_ctx *c, struct cl_workload_stats *st)
 {
 	st->bodies = c->n;
-	st->requested_min = UINT32_MAX;
-	for (size_t i = 0; i < c->n; i++) {
-		const struct cl_request_body *b = &c->bodies[i];
-		st->own_length += (c->flags[i] & RENDER_OWN_LENGTH) != 0;
-		st->ignore_eos += (c->flags[i] & RENDER_IGNORE_EOS) != 0;
-		st->stop += (c->flags[i] & RENDER_STOP) != 0;
-		st->prompt_chars_sum += b->prompt_chars;
-		st->body_bytes_sum += b->len;
-		st->requested_sum += b->max_tokens;
-		if (b->max_tokens < st->requested_min)
-			st->requested_min = b->max_tokens;
-		if (b->max_tokens > st->requested_max)
-			st->requested_max = b->max_tokens;
-		st->prompt_tokens_sum += (b->prompt_chars + CL_WORKLOAD_CHARS_PER_TOKEN - 1) /
-					 CL_WORKLOAD_CHARS_PER_TOKEN;
-	}
+	for (size_t i = 0; !c->sink && i < c->n; i++)
+		cli_workload_stats_add(st, &c->bodies[i], c->flags[i]);
 	if (!c->n)
 		st->requested_min = 0;
 }
@@ -71,7 +75,6 @@ int cl_workload_render(const struct cl_scenario *s, const char *model, struct cl
 	return cl_workload_render_stats(s, model, out, NULL, err);
 }
 
-/* Renders s's workload; with lines, *lines gets each body's file line (a dataset's). */
 /* *extra becomes workload.tools' keys with the old *extra (target.body, or NULL) merged over
  * them: the scenario's explicit body wins. */
 static int with_tools(const struct cl_scn_workload *w, json_t **extra, struct cl_err *err)
@@ -89,14 +92,15 @@ static int with_tools(const struct cl_scn_workload *w, json_t **extra, struct cl
 	return 0;
 }
 
+/* Renders s's workload into out; with sink, each body goes to sink instead and out gets
+ * none (its other fields are set). */
 static int render(const struct cl_scenario *s, const char *model, struct cl_workload_plan *out,
-		  struct cl_workload_stats *stats, uint32_t **lines, struct cl_err *err)
+		  struct cl_workload_stats *stats, cl_workload_body_fn sink, void *sink_arg,
+		  struct cl_err *err)
 {
-	struct cl_workload_stats own = { 0 };
-	struct render_ctx c = { .stats = &own, .want_lines = lines != NULL };
+	struct cl_workload_stats own = { .requested_min = UINT32_MAX };
+	struct render_ctx c = { .stats = &own, .sink = sink, .sink_arg = sink_arg };
 	int rc = 0;
-	if (lines)
-		*lines = NULL;
 	memset(out, 0, sizeof(*out));
 	if (stats)
 		memset(stats, 0, sizeof(*stats));
@@ -165,19 +169,16 @@ out:
 		free(c.prefixes[i]);
 	free(c.prefixes);
 	if (rc) {
-		free_bodies(c.bodies, c.n);
+		free_bodies(c.bodies, c.bodies ? c.n : 0);
 		free(c.flags);
-		free(c.lines);
 		return rc;
 	}
-	if (lines)
-		*lines = c.lines;
 	finish_stats(&c, &own);
 	free(c.flags);
 	if (stats)
 		*stats = own;
 	out->bodies = c.bodies;
-	out->n_bodies = c.n;
+	out->n_bodies = c.bodies ? c.n : 0; /* a sink's bodies are gone */
 	out->max_tokens = w->max_tokens;
 	out->request_timeout_us = w->request_timeout_us;
 	out->think_time_us = w->multi_turn ? w->think_time_us : 0;
@@ -193,12 +194,40 @@ int cl_workload_render_stats(const struct cl_scenario *s, const char *model,
 			     struct cl_workload_plan *out, struct cl_workload_stats *stats,
 			     struct cl_err *err)
 {
-	return render(s, model, out, stats, NULL, err);
+	return render(s, model, out, stats, NULL, NULL, err);
+}
+
+/* What a generate job's rendering hands each body through: the caller's callback, and
+ * whether target.body names ignore_eos (which a generate job never sends). */
+struct generate_sink {
+	cl_workload_body_fn fn;
+	void *arg;
+	bool strip_eos;
+};
+
+/* A generate job's body: ignore_eos taken out if target.body put it in, then given to the
+ * caller's callback. */
+static int generate_body(void *arg, uint32_t line, const char *json, size_t len,
+			 struct cl_err *err)
+{
+	const struct generate_sink *g = arg;
+	if (!g->strip_eos || !strstr(json, "\"ignore_eos\""))
+		return g->fn(g->arg, line, json, len, err);
+	json_t *o = json_loadb(json, len, 0, NULL);
+	char *text = NULL;
+	if (o && json_object_del(o, "ignore_eos") == 0)
+		text = json_dumps(o, CL_BODY_JSON_DUMP_FLAGS);
+	json_decref(o);
+	if (!text)
+		return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
+	int rc = g->fn(g->arg, line, text, strlen(text), err);
+	free(text);
+	return rc;
 }
 
 int cl_workload_render_generate(const struct cl_scenario *s, const char *model,
-				struct cl_workload_plan *out, uint32_t **lines,
-				struct cl_workload_stats *stats, struct cl_err *err)
+				cl_workload_body_fn fn, void *arg, struct cl_workload_stats *stats,
+				struct cl_err *err)
 {
 	static const enum cl_dataset_format formats[] = {
 		[CL_GEN_INPUT_OPENAI] = CL_DATASET_OPENAI,
@@ -226,32 +255,14 @@ int cl_workload_render_generate(const struct cl_scenario *s, const char *model,
 	w->shared_prefix_groups = 0;
 	w->multi_turn = false;
 	w->chars_per_token = 0;
-	int rc = render(&t, model, out, stats, lines, err);
-	if (rc == 0 && s->target.body_json) {
-		/* target.body may name ignore_eos itself; a generate job never sends it */
-		for (size_t i = 0; i < out->n_bodies && rc == 0; i++) {
-			struct cl_request_body *b = &out->bodies[i];
-			if (!strstr(b->json, "\"ignore_eos\""))
-				continue;
-			json_t *o = json_loadb(b->json, b->len, 0, NULL);
-			char *text = NULL;
-			if (o && json_object_del(o, "ignore_eos") == 0)
-				text = json_dumps(o, CL_BODY_JSON_DUMP_FLAGS);
-			json_decref(o);
-			if (!text) {
-				rc = cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
-				break;
-			}
-			free(b->json);
-			b->json = text;
-			b->len = strlen(text);
-		}
-		if (rc != 0) {
-			cl_workload_plan_free(out);
-			free(*lines);
-			*lines = NULL;
-		}
-	}
+	/* target.body may name ignore_eos itself; a generate job never sends it */
+	struct generate_sink sink = { .fn = fn, .arg = arg,
+				      .strip_eos = s->target.body_json != NULL };
+	struct cl_workload_plan none;
+	int rc = render(&t, model, &none, stats, generate_body, &sink, err);
+	cl_workload_plan_free(&none);
+	if (rc == 0 && stats)
+		stats->ignore_eos = 0; /* counted from target.body's key, which generate_body cut */
 	return rc;
 }
 
@@ -264,6 +275,40 @@ static char *model_head(const char *model)
 	if (text)
 		text[strlen(text) - 1] = '\0'; /* drop the closing brace */
 	return text;
+}
+
+/* json (len bytes) with its head old_head (ol bytes, then a comma) replaced by new_head:
+ * malloc'd into *out.  0, CL_EINVAL (json does not begin with old_head,) or CL_ENOMEM. */
+static int swap_head(const char *json, size_t len, const char *old_head, size_t ol,
+		     const char *new_head, size_t nl, char **out)
+{
+	*out = NULL;
+	if (len <= ol || memcmp(json, old_head, ol) != 0 || json[ol] != ',')
+		return CL_EINVAL;
+	if (!(*out = malloc(len - ol + nl + 1)))
+		return CL_ENOMEM;
+	memcpy(*out, new_head, nl);
+	memcpy(*out + nl, json + ol, len - ol + 1);
+	return 0;
+}
+
+int cl_workload_body_set_model(const char *json, size_t len, const char *old_model,
+			       const char *model, char **out, size_t *out_len, struct cl_err *err)
+{
+	*out = NULL;
+	char *old_head = model_head(old_model), *new_head = model_head(model);
+	int rc = !old_head || !new_head ? CL_ENOMEM
+					: swap_head(json, len, old_head, strlen(old_head), new_head,
+						    strlen(new_head), out);
+	if (rc == 0)
+		*out_len = len - strlen(old_head) + strlen(new_head);
+	else if (rc == CL_EINVAL)
+		cl_err_set(err, rc, "a request body does not begin with its model");
+	else
+		cl_err_set(err, rc, "out of memory setting the model");
+	free(old_head);
+	free(new_head);
+	return rc;
 }
 
 int cl_workload_plan_set_model(struct cl_workload_plan *w, const char *old_model, const char *model,
@@ -284,17 +329,16 @@ int cl_workload_plan_set_model(struct cl_workload_plan *w, const char *old_model
 	/* Every new text first, so a failure leaves the plan as it was. */
 	for (size_t i = 0; i < w->n_bodies; i++) {
 		const struct cl_request_body *b = &w->bodies[i];
-		if (b->len <= ol || memcmp(b->json, old_head, ol) != 0 || b->json[ol] != ',') {
+		rc = swap_head(b->json, b->len, old_head, ol, new_head, nl, &texts[i]);
+		if (rc == CL_EINVAL) {
 			rc = cl_err_set(err, CL_EINVAL,
 					"request body %zu does not begin with its model", i);
 			goto out;
 		}
-		if (!(texts[i] = malloc(b->len - ol + nl + 1))) {
+		if (rc != 0) {
 			rc = cl_err_set(err, CL_ENOMEM, "out of memory setting the model");
 			goto out;
 		}
-		memcpy(texts[i], new_head, nl);
-		memcpy(texts[i] + nl, b->json + ol, b->len - ol + 1);
 	}
 	for (size_t i = 0; i < w->n_bodies; i++) {
 		struct cl_request_body *b = &w->bodies[i];

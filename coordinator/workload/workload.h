@@ -117,18 +117,39 @@ int cl_workload_render_stats(const struct cl_scenario *s, const char *model,
 			     struct cl_err *err);
 
 /*
+ * Receives one rendered body of a streamed rendering: line is the file line (1-based) of the
+ * record it was made from, json its text (len bytes, NUL-terminated), borrowed until the
+ * call returns.  0 to go on; anything else stops the rendering, which returns it (err
+ * filled by the callee).
+ */
+typedef int (*cl_workload_body_fn)(void *arg, uint32_t line, const char *json, size_t len,
+				   struct cl_err *err);
+
+/*
  * A generate job's input when it is a dataset (generate.input_format openai, sharegpt or
  * text): every record of generate.input rendered as a benchmark's dataset is (model,
  * workload.system_prompt, workload.max_tokens as a cap, target.body), except that no record
  * asks for its own length, no body carries ignore_eos (not even from target.body), and no
- * record is filtered, limited, shuffled or given a shared prefix.  *lines (malloc'd, one
- * per body; the caller frees) is each body's line in the file, 1-based: its custom_id.
- * The dataset caps apply (CL_WORKLOAD_MAX_*): the bodies are held whole.  Errors as
- * cl_workload_render (a bad record is "file:line:col: what").
+ * record is filtered, limited, shuffled or given a shared prefix.  Streams: the file is read
+ * a line at a time and each body handed to fn, in file order, as soon as it is rendered,
+ * then freed, so memory is bounded by the largest record (CL_WORKLOAD_MAX_LINE_BYTES), not
+ * the file, and neither the file cap nor the caps on bodies held apply.  stats (NULL: not
+ * wanted) gets the figures of every body.  Blocks on file I/O.  Errors as
+ * cl_workload_render (a bad record is "file:line:col: what"), or fn's.
  */
 int cl_workload_render_generate(const struct cl_scenario *s, const char *model,
-				struct cl_workload_plan *out, uint32_t **lines,
-				struct cl_workload_stats *stats, struct cl_err *err);
+				cl_workload_body_fn fn, void *arg, struct cl_workload_stats *stats,
+				struct cl_err *err);
+
+/*
+ * One body's text with model in place of old_model, the one it was rendered for (it must
+ * begin {"model":<old_model>, as cl_workload_render writes it): what
+ * cl_workload_plan_set_model does to every body of a plan, for a body kept elsewhere (a
+ * generate job's spool).  *out (malloc'd, NUL-terminated) and *out_len.  0, CL_EINVAL (a
+ * body that does not begin so) or CL_ENOMEM, err filled.
+ */
+int cl_workload_body_set_model(const char *json, size_t len, const char *old_model,
+			       const char *model, char **out, size_t *out_len, struct cl_err *err);
 
 /*
  * Puts model in place of the model every body of w was rendered for (old_model), without

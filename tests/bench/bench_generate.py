@@ -10,12 +10,17 @@
               both alike.  Each run's rate is the simulator's, from its truth log:
               requests / (last answer's end - first arrival), the same clock for both.
               Prints each pair, both means and their ratio.
+  dataset     one job whose input is a dataset (--format text or openai, --n records of
+              about --record-bytes each; defaults 200,000 x 2,000 B text): the coordinator's
+              peak resident memory (VmHWM) when its check pass is over (the first answer) and
+              at the end, and its agents' at the end.  Bounded memory means the figures do not
+              grow with --n (compare --n 20000 with --n 200000).
   channel     answers of ~23 KB (4,000 tokens in chunks of 256, no inter-token delay) at
               C=64: the answers' bytes written per second once answers flow, in MB/s, and
               the coordinator's CPU over the same span.
 
     python3 tests/bench/bench_generate.py MODE [--build build] [--n N] [--pairs 4]
-        [--concurrency 64] [--requests 4000] [--keep]
+        [--concurrency 64] [--requests 4000] [--format text] [--record-bytes 2000] [--keep]
 """
 
 import argparse
@@ -28,6 +33,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_scale import children  # noqa: E402
 from bench_soak_rss import rss_kib  # noqa: E402
 
 
@@ -38,6 +44,18 @@ def cpu_s(pid):
         return (int(st[11]) + int(st[12])) / os.sysconf("SC_CLK_TCK")
     except OSError:
         return None
+
+
+def status_kib(pid, key):
+    """A VmXXX line of /proc/<pid>/status in KiB, or None once the process is gone."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
 
 
 def count_lines(path):
@@ -98,14 +116,14 @@ class Bench:
             json.dump(doc, f)
         return p
 
-    def run(self, scn, out, sample=None):
+    def run(self, scn, out, sample=None, every=0.5):
         p = subprocess.Popen([self.bin["chatload"], "run", scn, "--out", out], env=self.env,
                              stdout=subprocess.DEVNULL, stderr=open(out + ".log", "w"))
         samples = []
         while p.poll() is None:
             if sample:
                 samples.append(sample(p.pid))
-            time.sleep(0.5)
+            time.sleep(every)
         return p.returncode, samples
 
     def stop(self, p):
@@ -177,6 +195,59 @@ class Bench:
         print("C=%d, %d requests each, %d pairs: generate %.1f req/s, stage %.1f req/s, "
               "ratio %.3f (%+.1f %%)" % (c, n, len(gen), mg, ms, mg / ms, (mg / ms - 1) * 100))
 
+    def dataset_input(self, n, size, fmt):
+        """n records of about size bytes: prompts of words, each opening with its number."""
+        p = self.path("ds." + ("txt" if fmt == "text" else "jsonl"))
+        words = " ".join("w%d" % (i % 97) for i in range(size // 4))
+        with open(p, "w") as f:
+            for i in range(n):
+                text = ("record %d " % i + words)[:size]
+                if fmt == "text":
+                    f.write(text + "\n")
+                else:
+                    f.write(json.dumps({"messages": [{"role": "user", "content": text}]})
+                            + "\n")
+        return p
+
+    def dataset(self):
+        n, fmt = self.a.n, self.a.format
+        inp = self.dataset_input(n, self.a.record_bytes, fmt)
+        mb = os.path.getsize(inp) / 1e6
+        sim, url, _ = self.sim("--ttft", "1ms", "--itl", "0ms", "--output-tokens", "3")
+        out = self.path("ds-out.jsonl")
+        scn = self.scenario("dataset", url, generate={
+            "input": inp, "input_format": fmt, "output": out,
+            "concurrency": self.a.concurrency})
+        t0 = time.time()
+        seen = {"checked": None, "hwm": None, "agents": {}}
+
+        def sample(pid):
+            hwm = status_kib(pid, "VmHWM")
+            if hwm:
+                seen["hwm"] = hwm
+            if seen["checked"] is None and count_lines(out) > 0:
+                seen["checked"] = (time.time() - t0, hwm)
+            for k in children(pid):
+                h = status_kib(k, "VmHWM")
+                if h:
+                    seen["agents"][k] = h
+            return hwm
+        rc, _ = self.run(scn, self.path("ds-res"), sample, every=0.1)  # a short check pass
+        self.stop(sim)
+        print("dataset: %d %s records of ~%d B (%.0f MB), C=%d, exit %d, %.1f s, %d answers" % (
+            n, fmt, self.a.record_bytes, mb, self.a.concurrency, rc, time.time() - t0,
+            count_lines(out)))
+        if seen["checked"]:
+            print("coordinator VmHWM when the check pass was over (%.1f s): %.1f MB" % (
+                seen["checked"][0], seen["checked"][1] / 1024))
+        if seen["hwm"]:
+            print("coordinator VmHWM at the end: %.1f MB" % (seen["hwm"] / 1024))
+        if seen["agents"]:
+            print("agents' VmHWM at the end: %s MB" % ", ".join(
+                "%.1f" % (h / 1024) for h in sorted(seen["agents"].values())))
+        if rc != 0:
+            sys.stdout.write(open(self.path("ds-res") + ".log").read()[-2000:])
+
     def channel(self):
         n = self.a.requests // 2
         # 256 tokens a chunk: 16 chunks an answer, so the simulator and the agents' per-chunk
@@ -211,14 +282,19 @@ class Bench:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("mode", choices=["rss", "throughput", "channel"])
+    ap.add_argument("mode", choices=["rss", "throughput", "channel", "dataset"])
     ap.add_argument("--build", default="build")
-    ap.add_argument("--n", type=int, default=150000)
+    ap.add_argument("--n", type=int, default=None,
+                    help="requests (rss: 150,000) or records (dataset: 200,000)")
+    ap.add_argument("--format", choices=["text", "openai"], default="text")
+    ap.add_argument("--record-bytes", type=int, default=2000)
     ap.add_argument("--pairs", type=int, default=4)
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--requests", type=int, default=4000)
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
+    if a.n is None:
+        a.n = 200000 if a.mode == "dataset" else 150000
     b = Bench(a)
     try:
         getattr(b, a.mode)()

@@ -162,8 +162,9 @@ static void test_skip_and_resume(void **state)
 }
 
 /* The body goes byte for byte as written (numbers, spacing, escapes, key order), with the
- * two stream fields put first; a body that has stream or stream_options is re-serialized with
- * them set, its other stream_options kept. */
+ * two stream fields put first, or as it is when it says both itself (a spool's); a body that
+ * has stream or stream_options otherwise is re-serialized with them set, its other
+ * stream_options kept. */
 static void test_body_as_written(void **state)
 {
 	const char *in = path_of("in4.jsonl");
@@ -172,7 +173,11 @@ static void test_body_as_written(void **state)
 		   "\"n\": [1e2, {\"x\": \"]\"}] } , \"custom_id\": \"a\"}\n"
 		   "{\"custom_id\":\"b\",\"url\":\"/v1/chat/completions\",\"body\":{ }}\n"
 		   "{\"custom_id\":\"c\",\"url\":\"/v1/chat/completions\",\"body\":{\"stream\":false,"
-		   "\"stream_options\":{\"x\":1},\"t\":1}}\n");
+		   "\"stream_options\":{\"x\":1},\"t\":1}}\n"
+		   "{\"custom_id\":\"d\",\"url\":\"/v1/chat/completions\",\"body\": {\"t\": 0.7, "
+		   "\"stream\":true,\"stream_options\":{ \"include_usage\" :true}} }\n"
+		   "{\"custom_id\":\"e\",\"url\":\"/v1/chat/completions\",\"body\":{\"stream\":true,"
+		   "\"stream_options\":{\"include_usage\":false}}}\n");
 	struct cl_gen_reader r;
 	struct cl_gen_line l;
 	struct cl_err err = { 0 };
@@ -188,7 +193,75 @@ static void test_body_as_written(void **state)
 	assert_string_equal(l.body, "{\"stream\":true,\"stream_options\":{\"x\":1,\"include_usage\":"
 				    "true},\"t\":1}");
 	cl_gen_line_free(&l);
+	assert_int_equal(cl_gen_reader_next(&r, NULL, &l, &err), 1);
+	assert_string_equal(l.body, "{\"t\": 0.7, \"stream\":true,\"stream_options\":{ "
+				    "\"include_usage\" :true}}");
+	assert_int_equal(l.body_len, strlen(l.body));
+	cl_gen_line_free(&l);
+	assert_int_equal(cl_gen_reader_next(&r, NULL, &l, &err), 1);
+	assert_string_equal(l.body, "{\"stream\":true,\"stream_options\":{\"include_usage\":true}}");
+	cl_gen_line_free(&l);
 	cl_gen_reader_close(&r);
+}
+
+/* The spool: Batch lines written to a .tmp, renamed when committed, read back by the two
+ * passes with each body as written; it never replaces the dataset or the errors file, a
+ * record too long to send is named source:line, and an uncommitted spool is removed. */
+static void test_spool(void **state)
+{
+	const char *src = path_of("data.jsonl");
+	char out[256], errs[256], spool[256], tmp[300];
+	snprintf(out, sizeof(out), "%s", path_of("gen.jsonl"));
+	snprintf(errs, sizeof(errs), "%s", path_of("gen.errors.jsonl"));
+	snprintf(spool, sizeof(spool), "%s", path_of("gen.input.jsonl"));
+	snprintf(tmp, sizeof(tmp), "%s.tmp", spool);
+	write_file(src, "x\n");
+	struct cl_gen_spool sp;
+	struct cl_err err = { 0 };
+	assert_int_equal(cl_gen_spool_open(&sp, out, errs, src, &err), 0);
+	assert_string_equal(sp.path, spool);
+	const char *body = "{\"a\":0.7,\"stream\":true}";
+	assert_int_equal(cl_gen_spool_add(&sp, 3, body, strlen(body), &err), 0);
+	assert_int_equal(cl_gen_spool_add(&sp, 17, "{}", 2, &err), 0);
+	assert_int_equal(access(tmp, F_OK), 0);
+	assert_int_not_equal(access(spool, F_OK), 0); /* not before it is whole */
+	char *big = malloc(CL_GEN_MAX_LINE);
+	assert_non_null(big);
+	memset(big, ' ', CL_GEN_MAX_LINE);
+	assert_int_equal(cl_gen_spool_add(&sp, 99, big, CL_GEN_MAX_LINE - 60, &err), CL_EINVAL);
+	free(big);
+	assert_string_equal(err.file, src);
+	assert_int_equal(err.line, 99);
+	assert_int_equal(cl_gen_spool_commit(&sp, &err), 0);
+	assert_int_not_equal(access(tmp, F_OK), 0);
+	char *text = read_file(spool);
+	assert_string_equal(text, "{\"custom_id\":\"3\",\"method\":\"POST\",\"url\":"
+				  "\"/v1/chat/completions\",\"body\":{\"a\":0.7,\"stream\":true}}\n"
+				  "{\"custom_id\":\"17\",\"method\":\"POST\",\"url\":"
+				  "\"/v1/chat/completions\",\"body\":{}}\n");
+	free(text);
+	cl_gen_spool_close(&sp);
+	assert_int_equal(access(spool, F_OK), 0); /* a committed spool stays */
+
+	/* a spool that would be the dataset (or the errors file) is refused, nothing written */
+	char data[256];
+	snprintf(data, sizeof(data), "%s", path_of("ds.input.jsonl"));
+	write_file(data, "keep me\n");
+	assert_int_equal(cl_gen_spool_open(&sp, path_of("ds.jsonl"), errs, data, &err), CL_EINVAL);
+	cl_gen_spool_close(&sp);
+	text = read_file(data);
+	assert_string_equal(text, "keep me\n");
+	free(text);
+	assert_int_equal(cl_gen_spool_open(&sp, path_of("e"), path_of("e.input.jsonl"), src, &err),
+			 CL_EINVAL);
+	cl_gen_spool_close(&sp);
+
+	/* closed before its commit (a bad record): the half spool goes */
+	assert_int_equal(cl_gen_spool_open(&sp, path_of("h.jsonl"), errs, src, &err), 0);
+	assert_int_equal(cl_gen_spool_add(&sp, 1, "{}", 2, &err), 0);
+	cl_gen_spool_close(&sp);
+	assert_int_not_equal(access(path_of("h.input.jsonl.tmp"), F_OK), 0);
+	assert_int_not_equal(access(path_of("h.input.jsonl"), F_OK), 0);
 }
 
 /* A success line is the Batch output shape; a body that is not an object is refused. */
@@ -251,6 +324,7 @@ int main(void)
 		cmocka_unit_test(test_scan_errors),
 		cmocka_unit_test(test_skip_and_resume),
 		cmocka_unit_test(test_body_as_written),
+		cmocka_unit_test(test_spool),
 		cmocka_unit_test(test_output_lines),
 		cmocka_unit_test(test_idset),
 	};

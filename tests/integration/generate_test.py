@@ -8,7 +8,8 @@ file, tried once; the truth log shows no id answered successfully twice except i
 leased, not yet written, at a kill; a half-written last line is repaired.  And bad input:
 a malformed line, a duplicate custom_id, a url chatload does not send and a body that is not
 an object each stop the job with file:line:col before anything is sent (exit 2), or go to
-the errors file with skip_invalid."""
+the errors file with skip_invalid.  A dataset input (openai, sharegpt, text) is spooled with
+each body byte for byte the golden (tests/data/generate/) and resumed after a SIGKILL."""
 
 import json
 import os
@@ -31,6 +32,21 @@ ATTEMPTS = 6
 def fnv1a64(text):
     h = 0xcbf29ce484222325
     for b in text.encode("utf-8"):
+        h ^= b
+        h = (h * 0x100000001b3) & 0xffffffffffffffff
+    return "%016x" % h
+
+
+def prompt_fnv(messages):
+    """The simulator's prompt_fnv of chat messages: each one's role, 0x1e, its text (text
+    parts joined), 0x1e (sim/chat.c)."""
+    data = b""
+    for m in messages:
+        c = m["content"]
+        text = c if isinstance(c, str) else "".join(p.get("text", "") for p in c)
+        data += m["role"].encode() + b"\x1e" + text.encode() + b"\x1e"
+    h = 0xcbf29ce484222325
+    for b in data:
         h ^= b
         h = (h * 0x100000001b3) & 0xffffffffffffffff
     return "%016x" % h
@@ -207,39 +223,12 @@ class Generate(tl.FleetCase):
         self.assertGreater(g["repaired_bytes"], 0)
         self.assertEqual(st["requests"]["completed"], g["done"])
 
-    def test_lost_agent_ids_go_to_the_other(self):
-        """An agent SIGKILLed mid-job: declared lost after 10 s, the ids it held go to the
-        other agent, and the job completes with every id once."""
-        sim = self.start_sim("--ttft", "5ms", "--itl", "2ms", "--output-tokens", "10")
-        n = 800
-        inp = self.scope.path("in.jsonl")
-        out = self.scope.path("out.jsonl")
-        with open(inp, "w") as f:
-            for i in range(n):
-                f.write(batch_line("id-%d" % i, {
-                    "model": "chatload-sim", "max_tokens": 10,
-                    "messages": [{"role": "user", "content": "x %d" % i}]}) + "\n")
-        # slow enough that the job outlives the 10 s it takes to declare an agent lost
-        scn = self.job(sim, "lose", inp, out, concurrency=2)
-        run = self.start_run(scn, self.scope.path("res"), name="lose")
-        tl.wait_until(lambda: len(read_lines(out)) >= 50, 60, "50 answers")
-
-        agents = local_agents(run)
-        self.assertEqual(len(agents), 2, agents)
-        os.kill(agents[0], signal.SIGKILL)
-        run.wait_line(r"agent \d+ .* was lost: its \d+ leased requests go to the other", 30)
-        self.assertExit(run, 0, 240)
-        got = [l["custom_id"] for l in read_lines(out)]
-        self.assertEqual(len(got), len(set(got)), "an id is in the output twice")
-        self.assertEqual(set(got), {"id-%d" % i for i in range(n)})
-        g = self.results(self.scope.path("res"))["stages"][0]["generate"]
-        self.assertGreater(g["reissued"], 0)
-        self.assertEqual(g["done"], n)
-
-    def test_lost_agent_rate_goes_to_the_other(self):
-        """rate: 20/s over two agents, one SIGKILLed: once it is declared lost (10 s later)
-        the other agent takes its part, so the simulator's arrivals after the loss come at
-        the job's 20/s again, not the 10/s one agent's share would give."""
+    def test_lost_agent_ids_and_rate_go_to_the_other(self):
+        """rate: 20/s over two agents, one SIGKILLed mid-job: once it is declared lost (10 s
+        later) the ids it held go to the other agent (reissued), which also takes its part of
+        the rate, so the simulator's arrivals after the loss come at the job's 20/s again,
+        not the 10/s one agent's share would give; the job completes with every id once.
+        (One test for both: each must outlive the 10 s it takes to declare a loss.)"""
         n, rate = 330, 20.0
         sim = self.start_sim("--ttft", "1ms", "--itl", "1ms", "--output-tokens", "3")
         inp = self.scope.path("lr.jsonl")
@@ -255,11 +244,17 @@ class Generate(tl.FleetCase):
         agents = local_agents(run)
         self.assertEqual(len(agents), 2, agents)
         os.kill(agents[0], signal.SIGKILL)
-        run.wait_line(r"generate: 20/s now split over 1 agents", 30)
+        run.wait_line(r"agent \d+ .* was lost: its \d+ leased requests go to the other", 30)
+        run.wait_line(r"generate: 20/s now split over 1 agents", 5)
         # the simulator's clock is CLOCK_MONOTONIC, as is Python's monotonic clock
         lost_us = time.monotonic() * 1e6
         self.assertExit(run, 0, 120)
-        self.assertEqual(len(read_lines(out)), n)
+        got = [l["custom_id"] for l in read_lines(out)]
+        self.assertEqual(len(got), len(set(got)), "an id is in the output twice")
+        self.assertEqual(set(got), {"lr%d" % i for i in range(n)})
+        g = self.results(self.scope.path("res-lr"))["stages"][0]["generate"]
+        self.assertGreater(g["reissued"], 0)
+        self.assertEqual(g["done"], n)
         after = sorted(t["arrival_us"] for t in sim.truth() if t["arrival_us"] > lost_us + 1e6)
         self.assertGreaterEqual(len(after), 60, "too few arrivals after the loss to judge")
         got = (len(after) - 1) / ((after[-1] - after[0]) / 1e6)
@@ -273,7 +268,7 @@ class Generate(tl.FleetCase):
         the output's lines (answers still in flight are not written), and the same command
         finishes the rest."""
         sim = self.start_sim("--ttft", "5ms", "--itl", "2ms", "--output-tokens", "10")
-        n = 1500
+        n = 600  # ~4 s at 4 streams: SIGINT after 100, a rerun for the rest
         inp = self.scope.path("in.jsonl")
         out = self.scope.path("out.jsonl")
         with open(inp, "w") as f:
@@ -296,11 +291,8 @@ class Generate(tl.FleetCase):
         self.assertEqual(sorted(got), sorted("i%d" % i for i in range(n)))
         # Never a salt in a generate job (issue 33): the simulator saw the prompt exactly as
         # the input wrote it (its truth log's FNV-1a of role, 0x1e, text, 0x1e).
-        h = 0xcbf29ce484222325
-        for b in b"user\x1ey\x1e":
-            h = ((h ^ b) * 0x100000001b3) & 0xffffffffffffffff
         seen = {t["prompt_fnv"] for t in sim.truth() if t.get("status") == 200}
-        self.assertEqual(seen, {"%016x" % h})
+        self.assertEqual(seen, {prompt_fnv([{"role": "user", "content": "y"}])})
         self.assertIsNone(self.results(self.scope.path("res1"))["workload"]["salt"])
 
     def test_full_disk_stops_the_job_and_a_rerun_finishes(self):
@@ -453,77 +445,112 @@ class Generate(tl.FleetCase):
         self.assertEqual(st["generate"]["input_format"], "batch")
 
     def test_dataset_input(self):
-        """input_format openai / text: each record sent once with custom_id its line number,
-        the body built from the scenario (model, system_prompt, max_tokens as a cap,
-        target.body) but never with a record's own length or ignore_eos; a rerun sends
-        nothing again."""
-        sim = self.start_sim("--ttft", "1ms", "--itl", "1ms", "--output-tokens", "5")
-        oa = self.scope.path("chat.jsonl")
-        with open(oa, "w") as f:
-            f.write(json.dumps({"messages": [{"role": "user", "content": "one"}]}) + "\n")
-            f.write("\n")  # blank: no record, but it is a line
-            # a benchmark would ask for 50 tokens with ignore_eos: a generate job does not
-            f.write(json.dumps({"messages": [{"role": "user", "content": "two"}],
-                                "max_tokens": 50}) + "\n")
-            f.write(json.dumps({"messages": [{"role": "user", "content": "three"},
-                                             {"role": "assistant", "content": "x " * 400}]})
-                    + "\n")
-        txt = self.scope.path("prompts.txt")
-        with open(txt, "w") as f:
-            f.write("alpha\n\n\nbeta\ngamma\n")
-        for fmt, inp, want in (("openai", oa, ["1", "3", "4"]), ("text", txt, ["1", "4", "5"])):
+        """input_format openai / sharegpt / text (tests/data/generate/): the coordinator
+        renders the records one at a time into its spool (<output stem>.input.jsonl), each
+        body byte for byte the golden <fmt>.bodies (what the whole-file renderer this replaced
+        sent: main at 961eb96), custom_id its line number.  SIGKILLed after the first answer,
+        the same command finishes: each id once in output, and every try of it the simulator
+        saw carried the golden's prompt (prompt_fnv), model, max_tokens 7 (workload.max_tokens,
+        a cap: never a record's own length) and no ignore_eos (not even from target.body).  The
+        spool is gone once the job completed; a rerun sends nothing.  text runs without
+        target.model: the spool names the placeholder, the wire the model the gate found."""
+        sim = self.start_sim("--ttft", "300ms", "--itl", "1ms", "--output-tokens", "5")
+        data = os.path.join(tl.SOURCE_DIR, "tests", "data", "generate")
+        placeholder = "chatload-model-to-be-found"
+        for fmt, name in (("openai", "chat.jsonl"), ("sharegpt", "sharegpt.jsonl"),
+                          ("text", "prompts.txt")):
             with self.subTest(fmt=fmt):
+                with open(os.path.join(data, fmt + ".bodies"), encoding="utf-8") as f:
+                    golden = dict(l.rstrip("\n").split("\t", 1) for l in f)
                 before = len(sim.truth())
                 out = self.scope.path("ds-%s.jsonl" % fmt)
+                spool = self.scope.path("ds-%s.input.jsonl" % fmt)
+                target = {"url": sim.url, "body": {"ignore_eos": True, "temperature": 0.25}}
+                if fmt != "text":
+                    target["model"] = "chatload-sim"
                 scn = self.write_scenario("ds-" + fmt, {
-                    "name": "ds-" + fmt,
-                    "target": {"url": sim.url, "model": "chatload-sim",
-                               "body": {"ignore_eos": True, "temperature": 0.25}},
-                    "readiness": {"enabled": False}, "agents": {"local": 2, "workers": 1},
+                    "name": "ds-" + fmt, "target": target,
+                    "readiness": {"enabled": fmt == "text"},
+                    "agents": {"local": 1, "workers": 1},
                     "workload": {"request_timeout": "20s", "max_tokens": 7,
                                  "system_prompt": "be brief"},
-                    "generate": {"input": inp, "input_format": fmt, "output": out,
-                                 "concurrency": 2}})
+                    "generate": {"input": os.path.join(data, name), "input_format": fmt,
+                                 "output": out, "concurrency": 1}})
+                run = self.start_run(scn, self.scope.path("res0-" + fmt), name="ds0-" + fmt)
+                tl.wait_until(lambda: count_lines(out) >= 1 or run.poll() is not None, 60,
+                              "a first answer")
+                self.assertIsNone(run.poll(), "the job ended before the kill\n%s" % run.tail())
+                run.kill_group(signal.SIGKILL)
+                run.wait(10)
+                with open(spool, encoding="utf-8") as f:
+                    raw = f.read().splitlines()
+                self.assertEqual(len(raw), len(golden))
+                for line in raw:
+                    cid = json.loads(line)["custom_id"]
+                    body = golden[cid]
+                    if fmt == "text":
+                        body = body.replace('{"model":"chatload-sim",',
+                                            '{"model":"%s",' % placeholder, 1)
+                    self.assertEqual(line, '{"custom_id":"%s","method":"POST","url":'
+                                     '"/v1/chat/completions","body":%s}' % (cid, body))
+                self.assertLess(count_lines(out), len(golden))
+
                 run = self.start_run(scn, self.scope.path("res-" + fmt), name="ds-" + fmt)
                 self.assertExit(run, 0, 60)
                 lines = read_lines(out)
-                self.assertEqual(sorted(l["custom_id"] for l in lines), want)
+                got = [l["custom_id"] for l in lines]
+                self.assertEqual(sorted(got), sorted(golden), "each id once")
                 for l in lines:
                     self.assertEqual(l["response"]["status_code"], 200, l)
                     self.assertEqual(l["response"]["request_id"], l["custom_id"])
                     self.assertEqual(l["response"]["body"]["object"], "chat.completion")
-                sent = sim.truth()[before:]
-                self.assertEqual(sorted(t["x_request_id"] for t in sent), want)
+                self.assertFalse(os.path.exists(spool), "the spool outlived its job")
+                sent = [t for t in sim.truth()[before:] if t["x_request_id"] in golden]
+                self.assertGreaterEqual(len(sent), len(golden))
                 for t in sent:
+                    want = json.loads(golden[t["x_request_id"]])
+                    self.assertEqual(t["prompt_fnv"], prompt_fnv(want["messages"]), t)
                     self.assertEqual(t["model"], "chatload-sim", t)
-                    self.assertEqual(t["max_tokens"], 7, t)  # workload.max_tokens, a cap
-                    self.assertFalse(t["ignore_eos"], t)      # not even from target.body
-                    # "be brief" and the prompt: a few tokens, never the reference answer
-                    self.assertLess(t["prompt_tokens"], 20, t)
-                blk = self.results(self.scope.path("res-" + fmt))["stages"][0]["generate"]
-                self.assertEqual(blk["done"], len(want))
+                    self.assertEqual(t["max_tokens"], 7, t)
+                    self.assertFalse(t["ignore_eos"], t)
+                doc = self.results(self.scope.path("res-" + fmt))
+                self.assertEqual(doc["workload"]["bodies"], len(golden))
+                self.assertEqual(doc["workload"]["ignore_eos"], 0)  # none carries it
+                blk = doc["stages"][0]["generate"]
                 self.assertEqual(blk["input_format"], fmt)
+                self.assertEqual(blk["input_lines"], len(golden))
+                self.assertEqual(blk["done"] + blk["skipped_present"], len(golden))
+                self.assertGreater(blk["skipped_present"], 0)
                 self.assertIsNone(blk["rate_per_s"])
-                # the same command again: every id is in the output, nothing is sent
-                run = self.start_run(scn, self.scope.path("res2-" + fmt), name="ds2-" + fmt)
-                self.assertExit(run, 0, 60)
-                self.assertEqual(len(sim.truth()), before + len(want))
-                self.assertEqual(len(read_lines(out)), len(want))
+                if fmt == "openai":  # the same command again: nothing is sent
+                    n = len(sim.truth())
+                    run = self.start_run(scn, self.scope.path("res2-" + fmt), name="ds2-" + fmt)
+                    self.assertExit(run, 0, 60)
+                    self.assertEqual(len(sim.truth()), n)
+                    self.assertEqual(len(read_lines(out)), len(golden))
 
-        # a bad record stops the job before anything is sent, with file:line:col
-        bad = self.scope.path("bad.jsonl")
-        with open(bad, "w") as f:
-            f.write(json.dumps({"messages": [{"role": "user", "content": "ok"}]}) + "\n")
-            f.write('{"messages": [\n')
+        # a bad record stops the job before anything is sent, with file:line:col, and
+        # leaves no spool; so does a JSON array (records are read a line at a time)
         before = len(sim.truth())
-        scn = self.write_scenario("ds-bad", {
-            "name": "ds-bad", "target": {"url": sim.url, "model": "chatload-sim"},
-            "readiness": {"enabled": False}, "agents": {"local": 1},
-            "generate": {"input": bad, "input_format": "openai",
-                         "output": self.scope.path("bad-out.jsonl")}})
-        run = self.start_run(scn, self.scope.path("res-bad"), name="ds-bad")
-        self.assertExit(run, 2, 30)
-        run.wait_line(re.escape(bad) + r":2:\d+: invalid JSON", 1)
+        for fmt, text, want in (
+                ("openai", json.dumps({"messages": [{"role": "user", "content": "ok"}]}) +
+                 "\n" + '{"messages": [\n', r":2:\d+: invalid JSON"),
+                ("sharegpt", json.dumps([{"conversations": [
+                    {"from": "human", "value": "hi"}]}], indent=1) + "\n",
+                 r":1:\d+: dataset is a JSON array; write one JSON record per line")):
+            bad = self.scope.path("bad-%s.jsonl" % fmt)
+            with open(bad, "w") as f:
+                f.write(text)
+            scn = self.write_scenario("ds-bad", {
+                "name": "ds-bad", "target": {"url": sim.url, "model": "chatload-sim"},
+                "readiness": {"enabled": False}, "agents": {"local": 1},
+                "generate": {"input": bad, "input_format": fmt,
+                             "output": self.scope.path("bad-out.jsonl")}})
+            run = self.start_run(scn, self.scope.path("res-bad-" + fmt), name="ds-bad-" + fmt)
+            self.assertExit(run, 2, 30)
+            run.wait_line(re.escape(bad) + want, 1)
+            for p in ("bad-out.input.jsonl", "bad-out.input.jsonl.tmp"):
+                self.assertFalse(os.path.exists(self.scope.path(p)), p)
         self.assertEqual(len(sim.truth()), before)
 
     def test_bad_input_is_reported_before_anything_is_sent(self):

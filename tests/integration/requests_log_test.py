@@ -6,9 +6,10 @@ Against the real simulator's truth log: every request of every stage has exactly
 (by X-Request-Id), no warmup request has one, the records of each stage equal its request
 counts, the outcome and tokens of each record are the ones the simulator says it sent, and
 both agents' records are there.  Off, there is no file.  A run interrupted by SIGINT
-mid-stage keeps whole lines, each a request the simulator saw.  Not checked here: back-
-pressure drops (a coordinator that cannot keep up; the count is in results.json and the
-ring's bound is in the engine)."""
+mid-stage keeps whole lines, each a request the simulator saw.  A coordinator that falls
+behind (SIGSTOPped for 6 s while a fast stage runs) makes the agent's ring fill and drop
+records: results.json's requests_log.dropped is then exactly the stage's requests that have
+no line, and the file's lines are its records."""
 import json
 import os
 import signal
@@ -101,6 +102,45 @@ class RequestsLog(tl.FleetCase):
         self.assertExit(run, 0, 60)
         self.assertFalse(os.path.exists(os.path.join(out, "requests.jsonl")))
         self.assertNotIn("requests_log", self.results(out))
+
+    def test_drops_are_counted(self):
+        """The coordinator stopped (SIGSTOP) for 6 s, under the 10 s after which an agent stops
+        its load, while one agent runs as fast as the simulator answers: the agent's ring
+        (8,192 records, a REQUESTS in flight unanswered) fills and drops.  Every request of
+        the stage is then either a line of requests.jsonl or counted in requests_log.dropped,
+        never both, never neither."""
+        sim = self.start_sim("--ttft", "0ms", "--itl", "0ms", "--output-tokens", "1")
+        doc = tl.scenario({"url": sim.url}, [{"concurrency": 32, "duration": "9s"}],
+                          {"local": 1, "workers": 2}, name="drops",
+                          output={"formats": ["json"], "requests": True})
+        doc["workload"]["max_tokens"] = 1
+        scn = self.write_scenario("drops", doc)
+        out = self.scope.path("res-drops")
+        run = self.start_run(scn, out, name="drops")
+        path = os.path.join(out, "requests.jsonl")
+        tl.wait_until(lambda: os.path.exists(path) and os.path.getsize(path) > 0, 60,
+                      "the first records")
+        run.send(signal.SIGSTOP)
+        time.sleep(6)
+        run.send(signal.SIGCONT)
+        self.assertExit(run, 0, 90)
+        doc = self.results(out)
+        log = doc["requests_log"]
+        recs = read_records(path)
+        st = doc["stages"][0]
+        sys.stderr.write("requests_log_test: %d requests, %d records, %d dropped\n" % (
+            st["requests"]["started"], len(recs), log["dropped"]))
+        if log["dropped"] == 0:
+            self.skipTest("the agent did not outrun its ring in 6 s (%d requests): this "
+                          "machine is too slow to force drops" % st["requests"]["started"])
+        self.assertEqual(log["records"], len(recs))
+        self.assertEqual(len({r["id"] for r in recs}), len(recs), "an id twice")
+        self.assertEqual(log["records"] + log["dropped"], st["requests"]["started"])
+        self.assertEqual([(a["records"], a["dropped"]) for a in log["agents"]],
+                         [(len(recs), log["dropped"])])
+        # the requests without a record are the dropped ones (the stage's: no warmup here)
+        truth = {t["x_request_id"] for t in sim.truth()}
+        self.assertEqual({r["id"] for r in recs} - truth, set())
 
     def test_interrupted_keeps_records(self):
         sim = self.start_sim("--ttft", "5ms", "--itl", "2ms", "--output-tokens", "8")
