@@ -938,8 +938,12 @@ def lanes(*names):
     one after another, the lanes at the same time, each in a thread, so the file takes as
     long as its longest lane.  Tests no lane names run after, one after another.  Only for
     tests whose bounds hold beside each other's load: one that compares latencies to a few
-    ms stays out of lanes.  A test named on the command line runs alone, as always."""
+    ms stays out of lanes.  A test named on the command line runs alone, as always, and
+    CHATLOAD_TEST_LANES=serial runs every lane one after another (to tell whether a flaky
+    test, or one beside it in ctest, suffers from the load the lanes add)."""
     def load_tests(loader, tests, pattern):
+        if os.environ.get("CHATLOAD_TEST_LANES") == "serial":
+            return tests
         def flat(suite):
             for t in suite:
                 if isinstance(t, unittest.TestSuite):
