@@ -463,15 +463,17 @@ class Ticker:
 
 
 _ticker = None
+_ticker_lock = threading.Lock()
 
 
 def ticker():
     """The process's Ticker, started on first use (FleetCase.setUp starts it, so it runs
-    through every fleet test)."""
+    through every fleet test; tests that run at once, see `lanes`, share it)."""
     global _ticker
-    if _ticker is None:
-        _ticker = Ticker()
-    return _ticker
+    with _ticker_lock:
+        if _ticker is None:
+            _ticker = Ticker()
+        return _ticker
 
 
 def witnessed(t_from, t_to, slack_s=0.3):
@@ -874,6 +876,100 @@ def skip_verdict(result, stem, ci=None):
     return 0
 
 
+class _Kept(unittest.TestResult):
+    """One test's outcome, kept while it runs beside others and handed to the real result
+    when it ends (unittest's results are not thread-safe, and their lines would interleave).
+    The FleetCase's own checks (failures and errors) read it as a result like any other."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+    def _keep(name):
+        def keep(self, *args):
+            self.calls.append((name, args))
+            getattr(unittest.TestResult, name)(self, *args)
+        return keep
+
+    addSuccess = _keep("addSuccess")
+    addError = _keep("addError")
+    addFailure = _keep("addFailure")
+    addSkip = _keep("addSkip")
+    addSubTest = _keep("addSubTest")
+    addExpectedFailure = _keep("addExpectedFailure")
+    addUnexpectedSuccess = _keep("addUnexpectedSuccess")
+    del _keep
+
+
+class _Lanes(unittest.TestSuite):
+    """Lanes of tests: each lane's tests one after another, the lanes at the same time, each
+    in a thread; every test's outcome goes to the real result, whole, as the test ends."""
+
+    def __init__(self, lanes):
+        super().__init__([t for lane in lanes for t in lane])
+        self.lanes = lanes
+
+    def run(self, result, debug=False):
+        lock = threading.Lock()
+
+        def lane(tests):
+            for t in tests:
+                kept = _Kept()
+                t(kept)
+                with lock:
+                    result.startTest(t)
+                    for name, args in kept.calls:
+                        getattr(result, name)(*args)
+                    result.stopTest(t)
+
+        threads = [threading.Thread(target=lane, args=(tests,), name="lane-%d" % i)
+                   for i, tests in enumerate(self.lanes)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        return result
+
+
+def lanes(*names):
+    """A load_tests hook for a test file whose tests mostly wait (on stage lengths, silence
+    windows, timeouts): `load_tests = tl.lanes(["A.test_x", "A.test_y"], ["B"])`.  Each
+    argument is a lane, a list of names (a class, or Class.test_method); a lane's tests run
+    one after another, the lanes at the same time, each in a thread, so the file takes as
+    long as its longest lane.  Tests no lane names run after, one after another.  Only for
+    tests whose bounds hold beside each other's load: one that compares latencies to a few
+    ms stays out of lanes.  A test named on the command line runs alone, as always, and
+    CHATLOAD_TEST_LANES=serial runs every lane one after another (to tell whether a flaky
+    test, or one beside it in ctest, suffers from the load the lanes add)."""
+    def load_tests(loader, tests, pattern):
+        if os.environ.get("CHATLOAD_TEST_LANES") == "serial":
+            return tests
+        def flat(suite):
+            for t in suite:
+                if isinstance(t, unittest.TestSuite):
+                    yield from flat(t)
+                else:
+                    yield t
+        found = list(flat(tests))
+        chosen = [[] for _ in names]
+        rest = unittest.TestSuite()
+        for t in found:
+            cls, meth = type(t).__name__, getattr(t, "_testMethodName", "")
+            for i, lane in enumerate(names):
+                if cls in lane or "%s.%s" % (cls, meth) in lane:
+                    chosen[i].append(t)
+                    break
+            else:
+                rest.addTest(t)
+        missing = [n for lane in names for n in lane
+                   if not any(n in (type(t).__name__, "%s.%s" % (type(t).__name__,
+                              getattr(t, "_testMethodName", ""))) for t in found)]
+        if missing:
+            raise ValueError("lanes name no test: %s" % ", ".join(missing))
+        return unittest.TestSuite([_Lanes(chosen), rest])
+    return load_tests
+
+
 def main():
     """unittest's main for every test file: exits SKIP when everything was skipped, 1 when a
     test CI must run was skipped under CI=true (see skip_verdict)."""
@@ -949,19 +1045,27 @@ class Netns:
 # ---- a LAN of network namespaces, and silent partitions in it ---------------------------
 
 class Lan:
-    """Namespaces clh-<pid>-<name>, one per host, each with a veth into a bridge that lives in
-    a namespace of its own (so the host's network sees none of it), addressed as given
-    ({name: "10.78.0.1"}, /24).  self.ns[name] is the Netns; everything goes at scope close.
-    """
+    """Namespaces clh-<pid>-lan<n><name>, one per host, each with a veth into a bridge that
+    lives in a namespace of its own (so the host's network sees none of it), addressed as
+    given ({name: "10.78.0.1"}, /24).  n counts the process's LANs, so tests running at once
+    (see `lanes`) each have their own, the same addresses in each.  self.ns[name] is the
+    Netns; everything goes at scope close."""
 
-    def __init__(self, scope, hosts, tag="lan"):
+    _count = 0
+    _count_lock = threading.Lock()
+
+    def __init__(self, scope, hosts, tag=None):
+        if tag is None:
+            with Lan._count_lock:
+                Lan._count += 1
+                tag = "lan%d" % Lan._count
         self.ns = {}
         self.addr = dict(hosts)
         br = Netns(scope, tag + "br")
         br.ip("link", "add", "br0", "type", "bridge")
         br.ip("link", "set", "br0", "up")
         for name, addr in hosts.items():
-            ns = Netns(scope, name)
+            ns = Netns(scope, tag + name)
             # both ends made straight inside the namespaces: the host sees neither
             sh("ip", "link", "add", "eth0", "netns", ns.name, "type", "veth", "peer",
                "name", "p-" + name, "netns", br.name)
@@ -989,9 +1093,21 @@ class Lan:
             sh(*self.ns[host].wrap(), "iptables", "-D", *r)
 
 
+_iptables_verdict = None
+_iptables_lock = threading.Lock()
+
+
 def iptables_supported():
     """(True, "") when iptables can filter inside a network namespace of ours; else
-    (False, why)."""
+    (False, why).  Found out once a process (tests running at once ask together)."""
+    global _iptables_verdict
+    with _iptables_lock:
+        if _iptables_verdict is None:
+            _iptables_verdict = _iptables_probe()
+        return _iptables_verdict
+
+
+def _iptables_probe():
     ok, why = netns_supported()
     if not ok:
         return ok, why

@@ -180,8 +180,10 @@ class ErrorWords(tl.FleetCase):
 
     def test_refused_connection_says_what_to_check(self):
         port = tl.free_port()  # nothing listens there
+        # Four users, not one: a user waits out a growing backoff after each failure in a
+        # row (up to 0.5-1 s), so one user's 20 refusals took ~12 s, four users' ~1.5 s.
         doc = tl.scenario({"url": "http://127.0.0.1:%d/v1" % port},
-                          [{"name": "refused", "concurrency": 1, "requests": 20}],
+                          [{"name": "refused", "concurrency": 4, "requests": 20}],
                           {"local": 1, "workers": 1})
         out = self.scope.path("out")
         p = self.start_run(self.write_scenario("refused", doc), out)
@@ -196,6 +198,13 @@ class ErrorWords(tl.FleetCase):
         self.assertIn(str(port), sample["body"])
         self.assertRegex(p.text("out"), r"(?m)^refused .* 20 \(100%\)$")
 
+
+# The frozen fleet and the quiet one each wait out a 6 s stage: they run at the same time
+# (tl.lanes), two light fleets; the short runs follow them.  The quiet run's excuse
+# for a stall stays what it was: only a freeze the test's ticker saw too.
+load_tests = tl.lanes(["ClientStall.test_stall_makes_the_stage_client_bound_and_fails_the_run",
+                       "ErrorWords"],
+                      ["ClientStall.test_quiet_run_is_not_client_bound", "ReasoningOnly"])
 
 if __name__ == "__main__":
     tl.main()

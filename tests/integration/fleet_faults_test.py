@@ -3,10 +3,11 @@ partitions of the control link, losses and a frozen coordinator, checked against
 simulator's truth log.
 
 Partitions run inside network namespaces this test makes: the coordinator and the simulator
-in clh-<pid>-coord (10.78.0.1), two agents in -a1 and -a2 (10.78.0.2, .3), joined by a bridge
-in a namespace of its own.  A partition is iptables DROP on the control port (7700) inside a
-namespace: no RST, no ICMP, the connection just goes quiet; the agents' load to the simulator
-(port 18080) goes on.  Without root, iproute2 or iptables these tests skip, saying why.
+in clh-<pid>-lan<n>coord (10.78.0.1), two agents in -lan<n>a1 and -lan<n>a2 (10.78.0.2, .3),
+joined by a bridge in a namespace of its own; each test has its own LAN (n).  A partition is
+iptables DROP on the control port (7700) inside a namespace: no RST, no ICMP, the connection
+just goes quiet; the agents' load to the simulator (port 18080) goes on.  Without root,
+iproute2 or iptables these tests skip, saying why.
 
 - healed within the loss window: the interval series is whole (one 1 s row per interval, in
   order, each at the simulator's rate for that second), nothing counted twice or lost, and
@@ -18,6 +19,10 @@ namespace: no RST, no ICMP, the connection just goes quiet; the agents' load to 
 - agents.on_loss: continue with every agent lost fails the stage and exits 1;
 - a coordinator frozen with SIGSTOP (loopback, no namespaces needed): 4 s blames no agent,
   15 s loses every agent as caused by the coordinator, never as their fault.
+
+Each test waits out the agents' 10 s silence (a constant of the wire protocol) and mostly
+sleeps: the five run at the same time (tl.lanes), each against its own simulator and LAN,
+so the file takes as long as the longest (the frozen coordinator's, ~30 s), not the sum.
 """
 
 import json
@@ -364,6 +369,11 @@ class Faults(tl.FleetCase):
         table = coord.text("out")
         self.assertIn("the coordinator itself could not run for", table)
 
+
+load_tests = tl.lanes(*[["Faults.%s" % m] for m in (
+    "test_coordinator_frozen_blames_no_agent", "test_lost_agent_that_returns_is_refused",
+    "test_partition_never_healed_loses_the_agent", "test_partition_healed_in_the_loss_window",
+    "test_on_loss_continue_with_every_agent_lost_fails")])
 
 if __name__ == "__main__":
     tl.main()

@@ -135,5 +135,10 @@ class AgentLoss(tl.FleetCase):
         self.assertEqual({tl.agent_of(r) for r in late}, {"a1"})
 
 
+# Each test waits out the 10 s loss window (a constant) around a killed agent, seconds of
+# margin on every bound: the two run at the same time (tl.lanes), each with its own fleet.
+load_tests = tl.lanes(["AgentLoss.test_lost_agent_fails_the_stage_and_keeps_earlier_stages"],
+                      ["AgentLoss.test_on_loss_continue_degrades_and_goes_on"])
+
 if __name__ == "__main__":
     tl.main()

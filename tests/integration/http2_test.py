@@ -246,5 +246,14 @@ class Http2(tl.FleetCase):
         self.assertLessEqual(accepted[0], 10 * c)
 
 
+# Short runs that mostly wait on the proxy, the simulator and backoffs: three lanes at the
+# same time (tl.lanes).  The timing checks compare medians to the simulator's truth log with
+# 25 ms and 2.5 ms to spare, which another light run beside them does not use up.
+load_tests = tl.lanes(["Http2.test_no_answer_backs_off_instead_of_spinning"],
+                      ["Http2.test_preferred_falls_back_to_http1_visibly",
+                       "Http2.test_required_h2_fails_the_gate_on_an_http1_server"],
+                      ["Http2.test_h2c_prior_knowledge_gate_warmup_and_stage",
+                       "Http2.test_tls_alpn_h2_streams_per_connection"])
+
 if __name__ == "__main__":
     tl.main()

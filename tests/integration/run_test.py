@@ -144,5 +144,14 @@ class Run(tl.FleetCase):
         self.assertLess(time.monotonic() - t_end, 10)
 
 
+# The quick start's four stages are most of this file's time; the gate, deadline and SIGINT
+# runs, which wait on the simulator's loading and on timers with seconds to spare, go on
+# beside it (tl.lanes).  The quick start's bounds are a ceiling on throughput and TTFT growing
+# with the queue, which a light run beside it does not move.
+load_tests = tl.lanes(["Run.test_quickstart"], [
+    "Run.test_%s" % m for m in (
+        "slow_readiness_waits_and_warmup_is_excluded", "never_ready_exits_3_at_the_deadline",
+        "unknown_model_fails_fast", "sigint_keeps_results_and_stops_load")])
+
 if __name__ == "__main__":
     tl.main()

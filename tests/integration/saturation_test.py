@@ -431,5 +431,16 @@ class ProbeSamples(tl.FleetCase):
             st["name"], probe["samples"]), cap["summary"])
 
 
+# Every run here waits on stage lengths and answer times, not on the CPU, and no bound
+# depends on the client's speed beside another run's: four lanes at the same time
+# (tl.lanes), the longest, the window phases (~40 s, its four stages and drains), alone.
+load_tests = tl.lanes(
+    ["Saturation.test_rate_does_not_depend_on_the_window_phase"],
+    ["Salt.test_a_run_shares_nothing_with_the_one_before", "Salt.test_dump_bodies_shows_the_salt",
+     "OneOrder"],
+    ["Salt.test_llamacpp_timings_fill_the_same_field",
+     "Salt.test_synthetic_prompts_are_distinct_per_request", "ProbeSamples"],
+    ["Saturation.test_a_stage_shorter_than_its_answers_says_so"])
+
 if __name__ == "__main__":
     tl.main()

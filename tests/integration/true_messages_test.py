@@ -189,5 +189,13 @@ class TrueMessages(tl.FleetCase):
         self.assertNotIn("interval 0.0 / 0.0 / 0.0 ms", err)
 
 
+# The readiness lines wait ~6 s for the simulator's model to load: the other runs, a second
+# or two each, go on beside it (tl.lanes).
+load_tests = tl.lanes(["TrueMessages.test_readiness_lines"], [
+    "TrueMessages.test_%s" % m for m in (
+        "stop_in_body_is_named", "no_ignore_eos_blames_the_server",
+        "connection_churn_is_said_once", "keep_alive_server_is_quiet",
+        "calibrated_on_what_is_sent")])
+
 if __name__ == "__main__":
     tl.main()
