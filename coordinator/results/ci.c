@@ -324,7 +324,7 @@ static json_t *pct_fig(const struct cli_rs_ci *c, const struct figure *f, double
 		sum_below += below[i];
 		sum_values += values[i];
 	}
-	double h_binomial = 1.96 * sqrt(p * (1 - p) / (double)n), h = h_binomial;
+	double h = 1.96 * sqrt(p * (1 - p) / (double)n), n_eff = (double)n;
 	if (sum_values > 0 && nb >= 2) {
 		double share = sum_below / sum_values, ss = 0;
 		for (size_t i = 0; i < nb; i++)
@@ -332,13 +332,15 @@ static json_t *pct_fig(const struct cli_rs_ci *c, const struct figure *f, double
 		double mean_values = sum_values / (double)nb;
 		double se = sqrt(ss / ((double)nb * (double)(nb - 1))) / mean_values;
 		double hb = cli_rs_t975(nb - 1) * se;
-		h = hb > h ? hb : h;
+		if (hb > h) {
+			h = hb;
+			n_eff = p * (1 - p) / (se * se);
+		}
 	}
 	/* Past the data's ends the ranks fall back on the min or max, when these still bound the
 	 * percentile at 97.5 % on their side: the max falls below the p-quantile only when all of
 	 * n_eff independent values do, p^n_eff (n_eff: the values the dependence leaves, n
-	 * shrunk by the ratio of the binomial variance to the batches'). */
-	double n_eff = (double)n * (h_binomial / h) * (h_binomial / h);
+	 * shrunk by the ratio of the batches' variance of F(x) to the binomial one). */
 	double lo_rank = floor((double)n * (p - h)), hi_rank = ceil((double)n * (p + h));
 	if (lo_rank < 1 && n_eff * log(1 - p) <= log(0.025))
 		lo_rank = 1;

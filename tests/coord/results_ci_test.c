@@ -317,6 +317,52 @@ static void test_percentile_of_few_values(void **state)
 	fx_close(&f);
 }
 
+/* The ITL p99 interval of 10 batches k = 0..9 that each hold `per` values 1000 + k, 1010 + k,
+ * ... us: all distinct, and the batches agree to within one value, so the width is the
+ * binomial one over 10 * per values. */
+static json_t *p99_of_equal_batches(uint32_t per)
+{
+	struct cli_rs_ci *c = cli_rs_ci_new(0, 10);
+	struct cl_metrics iv, cum;
+	assert_non_null(c);
+	assert_int_equal(cl_metrics_init(&iv), 0);
+	assert_int_equal(cl_metrics_init(&cum), 0);
+	for (int k = 1; k <= 10; k++) {
+		cl_metrics_reset(&iv);
+		for (uint32_t i = 0; i < per; i++)
+			cl_hist_record(&iv.lat[CL_LAT_ITL], 1000 + 10 * (int64_t)i + k - 1);
+		cli_rs_ci_add(c, k, 1.0, &iv);
+		assert_int_equal(cl_metrics_merge(&cum, &iv), 0);
+	}
+	double est = (double)cl_hist_percentile(&cum.lat[CL_LAT_ITL], 99) / 1000.0;
+	json_t *stage = json_pack("{s:{s:{s:f}}}", "latency_ms", "itl", "p99", est);
+	json_t *ci = cli_rs_ci_json(c, stage, &cum);
+	json_t *fig = json_incref(json_object_get(ci, "itl_p99_ms"));
+	json_decref(ci);
+	json_decref(stage);
+	cl_metrics_destroy(&iv);
+	cl_metrics_destroy(&cum);
+	cli_rs_ci_free(c);
+	return fig;
+}
+
+/* Where the upper rank passes the data the max stands in, if it still bounds the p99 at
+ * 97.5 %: 380 independent values all fall below the p99 with probability 0.99^380 = 2.2 %,
+ * so the max bounds it; 360 values do with 2.7 %: null. */
+static void test_p99_max_as_upper_end(void **state)
+{
+	(void)state;
+	json_t *fig = p99_of_equal_batches(38);
+	assert_true(json_is_object(fig));
+	/* ranks 372 .. 380 of 1000 + 10 i + k: 1371 .. the max 1379 us, around the p99 1376 */
+	if (num(fig, "high") != 1.379 || num(fig, "low") != 1.371)
+		fail_msg("380 values: %s", json_dumps(fig, 0));
+	json_decref(fig);
+	fig = p99_of_equal_batches(36);
+	assert_true(json_is_null(fig));
+	json_decref(fig);
+}
+
 /* Fewer than 5 intervals: no interval worth printing. */
 static void test_too_short(void **state)
 {
@@ -425,6 +471,7 @@ int main(void)
 		cmocka_unit_test(test_p99_correlated_values),
 		cmocka_unit_test(test_p99_independent_values),
 		cmocka_unit_test(test_percentile_of_few_values),
+		cmocka_unit_test(test_p99_max_as_upper_end),
 		cmocka_unit_test(test_too_short),           cmocka_unit_test(test_repeats),
 		cmocka_unit_test(test_repeats_cut_short),
 	};
