@@ -213,26 +213,36 @@ void cli_rs_ci_add(struct cli_rs_ci *c, double t_s, double interval_s, const str
 	}
 }
 
+/* Student's t quantiles, two-sided 95 % and 99 % (97.5 % and 99.5 %), for df 1..30 by pairs,
+ * then for df below 40, 60, 120 and more. */
+static const double t_table[31][2] = {
+	{ NAN, NAN },     { 12.706, 63.657 }, { 4.303, 9.925 }, { 3.182, 5.841 }, { 2.776, 4.604 },
+	{ 2.571, 4.032 }, { 2.447, 3.707 },   { 2.365, 3.499 }, { 2.306, 3.355 }, { 2.262, 3.250 },
+	{ 2.228, 3.169 }, { 2.201, 3.106 },   { 2.179, 3.055 }, { 2.160, 3.012 }, { 2.145, 2.977 },
+	{ 2.131, 2.947 }, { 2.120, 2.921 },   { 2.110, 2.898 }, { 2.101, 2.878 }, { 2.093, 2.861 },
+	{ 2.086, 2.845 }, { 2.080, 2.831 },   { 2.074, 2.819 }, { 2.069, 2.807 }, { 2.064, 2.797 },
+	{ 2.060, 2.787 }, { 2.056, 2.779 },   { 2.052, 2.771 }, { 2.048, 2.763 }, { 2.045, 2.756 },
+	{ 2.042, 2.750 },
+};
+static const double t_beyond[4][2] = {
+	{ 2.030, 2.704 }, { 2.010, 2.704 }, { 1.990, 2.660 }, { 1.960, 2.576 }
+};
+
+static double t_quantile(size_t df, int level)
+{
+	if (df <= 30)
+		return t_table[df][level];
+	return t_beyond[df < 40 ? 0 : df < 60 ? 1 : df < 120 ? 2 : 3][level];
+}
+
 double cli_rs_t975(size_t df)
 {
-	static const double t[] = { NAN,   12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365,
-				    2.306, 2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-				    2.120, 2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069,
-				    2.064, 2.060,  2.056, 2.052, 2.048, 2.045, 2.042 };
-	if (df < sizeof(t) / sizeof(t[0]))
-		return t[df];
-	return df < 40 ? 2.030 : df < 60 ? 2.010 : df < 120 ? 1.990 : 1.960;
+	return t_quantile(df, 0);
 }
 
 double cli_rs_t995(size_t df)
 {
-	static const double t[] = { NAN,   63.657, 9.925, 5.841, 4.604, 4.032, 3.707, 3.499,
-				    3.355, 3.250,  3.169, 3.106, 3.055, 3.012, 2.977, 2.947,
-				    2.921, 2.898,  2.878, 2.861, 2.845, 2.831, 2.819, 2.807,
-				    2.797, 2.787,  2.779, 2.771, 2.763, 2.756, 2.750 };
-	if (df < sizeof(t) / sizeof(t[0]))
-		return t[df];
-	return df < 60 ? 2.704 : df < 120 ? 2.660 : 2.576;
+	return t_quantile(df, 1);
 }
 
 double cli_rs_ci_half(const double *v, size_t n)
@@ -348,8 +358,9 @@ static json_t *pct_fig(const struct cli_rs_ci *c, const struct figure *f, double
 		hi_rank = (double)n;
 	if (lo_rank < 1 || hi_rank > (double)n)
 		return json_null();
-	double lo = lo_rank == 1 ? (double)cl_hist_min(pooled) / 1000.0
-				 : cl_hist_percentile(pooled, 100.0 * (lo_rank - 0.5) / (double)n) / 1000.0;
+	double lo = lo_rank == 1
+			? (double)cl_hist_min(pooled) / 1000.0
+			: cl_hist_percentile(pooled, 100.0 * (lo_rank - 0.5) / (double)n) / 1000.0;
 	double hi = hi_rank == (double)n
 			? (double)cl_hist_max(pooled) / 1000.0
 			: cl_hist_percentile(pooled, 100.0 * (hi_rank - 0.5) / (double)n) / 1000.0;
