@@ -344,7 +344,7 @@ static json_t *pct_fig(const struct cli_rs_ci *c, const struct figure *f, double
 		double hb = cli_rs_t975(nb - 1) * se;
 		if (hb > h) {
 			h = hb;
-			n_eff = p * (1 - p) / (se * se);
+			n_eff = fmin((double)n, p * (1 - p) / (se * se));
 		}
 	}
 	/* Past the data's ends the ranks fall back on the min or max, when these still bound the
