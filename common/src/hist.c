@@ -246,6 +246,34 @@ int64_t cl_hist_percentile(const struct cl_hist *h, double p)
 	return h->max; /* counts disagree with total: only reachable through corruption */
 }
 
+double cl_hist_count_at_or_below(const struct cl_hist *h, double value)
+{
+	if (h->total == 0 || value <= (double)h->min - 1)
+		return 0;
+	if (value >= (double)h->max)
+		return (double)h->total;
+	double below = 0;
+	for (int32_t i = h->nz_lo; i < h->nz_hi; i++) {
+		if (!h->counts[i])
+			continue;
+		/* The bucket holds the integers lo..hi, narrowed to the exact min and max (the
+		 * end buckets hold nothing beyond them).  As a continuum it is (lo - 1, hi], each
+		 * integer standing for the unit below it, so that a bucket's highest equivalent
+		 * value (what cl_hist_percentile answers) has the whole bucket at or below it. */
+		int64_t lo = value_at_index(h, i), hi = highest_at_index(h, i);
+		lo = lo > h->min ? lo : h->min;
+		hi = hi < h->max ? hi : h->max;
+		if (value >= (double)hi) {
+			below += (double)h->counts[i];
+			continue;
+		}
+		if (value > (double)lo - 1)
+			below += (double)h->counts[i] * (value - (double)(lo - 1)) / (double)(hi - lo + 1);
+		break;
+	}
+	return below; /* overflowed values lie above max, and value is below it */
+}
+
 double cl_hist_mean(const struct cl_hist *h)
 {
 	return h->total ? h->sum / (double)h->total : 0.0;

@@ -138,7 +138,7 @@ static const json_t *find_stage(const json_t *doc, const char *name)
 }
 
 /* Decides one metric; returns its verdict word and sets *change (NaN when undefined).
- * noise is half the width of the 95 % interval of the difference n - b (NaN when either run
+ * noise is half the width of the 99 % interval of the difference n - b (NaN when either run
  * has no interval for it): a change beyond the limit that noise could explain is "within
  * noise", not a regression. */
 static const char *judge(enum better better, double b, double n, double noise,
@@ -169,15 +169,37 @@ static const char *judge(enum better better, double b, double n, double noise,
 	return isfinite(noise) && fabs(n - b) <= noise ? "within noise" : "regressed";
 }
 
-/* Half the width of the 95 % interval of the difference of a figure between two runs: the
- * two runs' intervals are independent, so their half-widths add in quadrature.  NaN when
- * either run has none (a results file from before ci95, or too few intervals). */
+/* How much wider a figure's 99 % interval is than its 95 % one: t(0.995, df) / t(0.975, df)
+ * with the degrees of freedom its half came from (its batches or repeats, less one: 1.66 for
+ * five repeats, 1.44 for ten batches), 2.576 / 1.96 for an order-statistic interval (older
+ * files).  For a percentile's cdf_batch_means interval, mapped back through the quantiles,
+ * the ratio holds where the density is smooth around the figure. */
+static double widen_to_99(const json_t *ci, const char *metric)
+{
+	const json_t *fig = json_object_get(ci, metric);
+	const char *method = cl_results_str(fig, "method", "");
+	/* cdf_batch_means counts values in n; its batches are the stage's. */
+	double n = cl_results_num(strcmp(method, "cdf_batch_means") == 0 ? ci : fig, "n");
+	if (strcmp(method, "order_statistics") == 0 || !(n >= 2) || n > 1e9)
+		return 2.576 / 1.96;
+	size_t df = (size_t)n - 1;
+	return cli_rs_t995(df) / cli_rs_t975(df);
+}
+
+/* Half the width of the 99 % interval of the difference of a figure between two runs, from
+ * their 95 % ones: each widened to 99 % (widen_to_99), then added in quadrature (the two runs
+ * are independent).  99 %, not 95 %: compare judges eleven figures a stage, and a run's
+ * verdict is one call over all of them (docs/results.md, "Comparing runs").  NaN when either
+ * run has none (a results file from before ci95, or too few intervals). */
 static double noise_of(const char *metric, const json_t *bs, const json_t *ns)
 {
-	double hb = cl_results_num(json_object_get(json_object_get(bs, "ci95"), metric), "half");
-	double hn = cl_results_num(json_object_get(json_object_get(ns, "ci95"), metric), "half");
+	const json_t *cb = json_object_get(bs, "ci95"), *cn = json_object_get(ns, "ci95");
+	double hb = cl_results_num(json_object_get(cb, metric), "half");
+	double hn = cl_results_num(json_object_get(cn, metric), "half");
 	if (!isfinite(hb) || !isfinite(hn) || hb < 0 || hn < 0) /* a file's nonsense: unknown */
 		return NAN;
+	hb *= widen_to_99(cb, metric);
+	hn *= widen_to_99(cn, metric);
 	return sqrt(hb * hb + hn * hn);
 }
 
@@ -471,7 +493,7 @@ static void summary_line(const json_t *cmp, FILE *out, bool md)
 	    "change: new against base, in %% of the base value (the error rate's in "
 	    "percentage points, pp);\nhigher is better for tok/s, req/s and the sustainable "
 	    "level, lower for latencies (ms) and the error rate;\na change for the worse "
-	    "beyond %g%% (error rate: %g pp) is a regression, within it 'worse';\nnoise: the 95%% "
+	    "beyond %g%% (error rate: %g pp) is a regression, within it 'worse';\nnoise: the 99%% "
 	    "interval of the change from both runs' ci95, where both have one: a change\n"
 	    "beyond the limit but within the noise is 'within noise', not a regression.\n%s",
 	    lim, err, md ? "\n" : "");

@@ -3,6 +3,7 @@
  * that leaves the band confirmed as a step by the night after it, or called an outlier when
  * that night comes back.  Pure functions; docs/results.md ("chatload history") says why. */
 #include "report/history.h"
+#include "results/internal.h"
 
 #include "chatload/assert.h"
 
@@ -18,14 +19,9 @@
  * host hiccup in the tails).  99 %, not 95 %: each stage has eleven figures. */
 static double spread_factor(size_t n)
 {
-	static const double t995[] = { NAN,   63.657, 9.925, 5.841, 4.604, 4.032, 3.707, 3.499,
-				       3.355, 3.250,  3.169, 3.106, 3.055, 3.012, 2.977, 2.947,
-				       2.921, 2.898,  2.878, 2.861, 2.845, 2.831, 2.819, 2.807,
-				       2.797, 2.787,  2.779, 2.771, 2.763, 2.756, 2.750 };
 	if (n < 2)
 		return 0; /* one night has no spread of its own: the ci95s and the limit decide */
-	size_t df = n - 1;
-	double t = df < sizeof(t995) / sizeof(t995[0]) ? t995[df] : df < 60 ? 2.704 : 2.660;
+	double t = cli_rs_t995(n - 1);
 	return t * sqrt(1 + 1.0 / (double)n);
 }
 

@@ -20,8 +20,9 @@
  * Bounded memory: at most 2K batches are kept.  When they are full, neighbours are merged
  * (histograms exactly, counts summed) and L doubles, so a 12-hour soak holds K..2K batches of
  * long intervals, the same memory as a 10-second stage.  Each batch keeps the four latency
- * histograms the figures need at 2 significant digits (26 KiB each): percentiles of a batch
- * within 1 %, which is noise next to the spread between batches.
+ * histograms the percentiles need at 2 significant digits (26 KiB each): how many of a
+ * batch's values lie at or below the stage's percentile, within 1 % of the value, which is
+ * noise next to the spread between batches (pct_fig says why percentiles go that way).
  */
 #define K_MIN_BATCHES 10
 #define MAX_BATCHES   (2 * K_MIN_BATCHES)
@@ -212,16 +213,36 @@ void cli_rs_ci_add(struct cli_rs_ci *c, double t_s, double interval_s, const str
 	}
 }
 
-/* t quantile of 97.5 % with df degrees of freedom. */
-static double t975(size_t df)
+/* Student's t quantiles, two-sided 95 % and 99 % (97.5 % and 99.5 %), for df 1..30 by pairs,
+ * then for df below 40, 60, 120 and more. */
+static const double t_table[31][2] = {
+	{ NAN, NAN },     { 12.706, 63.657 }, { 4.303, 9.925 }, { 3.182, 5.841 }, { 2.776, 4.604 },
+	{ 2.571, 4.032 }, { 2.447, 3.707 },   { 2.365, 3.499 }, { 2.306, 3.355 }, { 2.262, 3.250 },
+	{ 2.228, 3.169 }, { 2.201, 3.106 },   { 2.179, 3.055 }, { 2.160, 3.012 }, { 2.145, 2.977 },
+	{ 2.131, 2.947 }, { 2.120, 2.921 },   { 2.110, 2.898 }, { 2.101, 2.878 }, { 2.093, 2.861 },
+	{ 2.086, 2.845 }, { 2.080, 2.831 },   { 2.074, 2.819 }, { 2.069, 2.807 }, { 2.064, 2.797 },
+	{ 2.060, 2.787 }, { 2.056, 2.779 },   { 2.052, 2.771 }, { 2.048, 2.763 }, { 2.045, 2.756 },
+	{ 2.042, 2.750 },
+};
+static const double t_beyond[4][2] = {
+	{ 2.030, 2.704 }, { 2.010, 2.704 }, { 1.990, 2.660 }, { 1.960, 2.576 }
+};
+
+static double t_quantile(size_t df, int level)
 {
-	static const double t[] = { NAN,   12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365,
-				    2.306, 2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-				    2.120, 2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069,
-				    2.064, 2.060,  2.056, 2.052, 2.048, 2.045, 2.042 };
-	if (df < sizeof(t) / sizeof(t[0]))
-		return t[df];
-	return df < 40 ? 2.030 : df < 60 ? 2.010 : df < 120 ? 1.990 : 1.960;
+	if (df <= 30)
+		return t_table[df][level];
+	return t_beyond[df < 40 ? 0 : df < 60 ? 1 : df < 120 ? 2 : 3][level];
+}
+
+double cli_rs_t975(size_t df)
+{
+	return t_quantile(df, 0);
+}
+
+double cli_rs_t995(size_t df)
+{
+	return t_quantile(df, 1);
 }
 
 double cli_rs_ci_half(const double *v, size_t n)
@@ -244,7 +265,7 @@ double cli_rs_ci_half(const double *v, size_t n)
 	for (size_t i = 0; i < n; i++)
 		if (isfinite(v[i]))
 			ss += (v[i] - shift - mean) * (v[i] - shift - mean);
-	return t975(k - 1) * sqrt(ss / (double)(k - 1)) / sqrt((double)k);
+	return cli_rs_t975(k - 1) * sqrt(ss / (double)(k - 1)) / sqrt((double)k);
 }
 
 /* {half, low, high, n, method}; null when unknown. */
@@ -274,52 +295,79 @@ static json_t *t_fig(const struct figure *f, double est, const double *v, size_t
 	return fig_json(f, est - half, est + half, k, method);
 }
 
-/* Values a batch needs of a latency for its percentile p to mean something: a batch of 8
- * requests has no p99 of its own (its "p99" is its max, biased low). */
-static uint64_t need_for(double pct)
-{
-	return (uint64_t)ceil(5.0 / (1.0 - pct / 100.0));
-}
-
 /*
- * A percentile's interval.  Batch means over groups of g neighbouring batches, g the least
- * that gives every group enough values for the percentile while MIN_BATCHES groups remain.
- * When no g does (a p99 of a short stage), the distribution-free order-statistic interval of
- * the pooled histogram: the ranks N p -+ 1.96 sqrt(N p (1-p)).  That one assumes independent
- * requests (it is too narrow when they queue behind each other), so it is the fallback, and
- * its `method` says so; null when N is too small for the upper rank to exist.
+ * A percentile's interval, through the distribution function.  The stage's p-th percentile x
+ * is where the pooled distribution function F crosses p, and an interval for F(x) maps back
+ * through the pooled histogram's quantiles to one for the percentile: [Q(p - h), Q(p + h)]
+ * (Woodruff's interval).  F(x), the share of values at or below x, is a ratio of two sums
+ * over the batches, so batch means gives its uncertainty (the ratio estimator's: residuals
+ * below_i - F * values_i, t with B - 1 degrees of freedom), and that sees the dependence
+ * between values: the gaps of the streams in one simulator batch step move together, requests
+ * queued behind one slow request are slow together, a host hiccup stretches every gap of one
+ * batch.  The order-statistic interval (binomial: values independent) is too narrow then.
+ *
+ * Why not batch means over each batch's own percentile: a batch needs ~5/(1-p) values for a
+ * p99 of its own (a batch of 8 requests has none: its "p99" is its max, biased low), and the
+ * mean of small batches' tail percentiles is a different, outlier-driven statistic from the
+ * pooled one.  Counting values at or below x needs no minimum per batch, and the interval is
+ * centred where the figure is.
+ *
+ * Never narrower than the binomial width (values independent): ten batches' spread of a
+ * rare exceedance can come out near 0 by chance, and a load test's values are rarely less
+ * dependent than independent.  Null when a rank would leave the data and the extreme value
+ * there does not bound the percentile either (a p99 of under ~370 independent values), or
+ * there are no values.  The batches' histograms are at 2 digits: below_i counts the
+ * bucket holding x in proportion (cl_hist_count_at_or_below).
  */
 static json_t *pct_fig(const struct cli_rs_ci *c, const struct figure *f, double est,
-		       const struct cl_hist *pooled, struct cl_hist *tmp)
+		       const struct cl_hist *pooled)
 {
-	uint64_t need = need_for(f->pct);
-	for (size_t g = 1; c->n_full / g >= MIN_BATCHES; g++) {
-		size_t groups = c->n_full / g;
-		double v[CI_VALUES];
-		bool ok = true;
-		for (size_t i = 0; ok && i < groups; i++) {
-			cl_hist_reset(tmp);
-			for (size_t j = 0; j < g; j++)
-				cl_hist_merge(tmp, &c->b[i * g + j].h[f->hist]);
-			ok = cl_hist_count(tmp) >= need;
-			v[i] = ok ? cl_hist_percentile(tmp, f->pct) / 1000.0 : NAN;
-		}
-		if (ok)
-			return t_fig(f, est, v, groups, MIN_BATCHES, "batch_means");
-	}
 	uint64_t n = pooled ? cl_hist_count(pooled) : 0;
 	if (n == 0 || !isfinite(est))
 		return json_null();
-	double p = f->pct / 100.0, np = (double)n * p, sd = sqrt((double)n * p * (1 - p));
-	double lo_rank = floor(np - 1.96 * sd), hi_rank = ceil(np + 1.96 * sd);
+	double p = f->pct / 100.0, x = (double)cl_hist_percentile(pooled, f->pct);
+	size_t nb = c->n_full;
+	double below[MAX_BATCHES], values[MAX_BATCHES], sum_below = 0, sum_values = 0;
+	for (size_t i = 0; i < nb; i++) {
+		below[i] = cl_hist_count_at_or_below(&c->b[i].h[f->hist], x);
+		values[i] = (double)cl_hist_count(&c->b[i].h[f->hist]);
+		sum_below += below[i];
+		sum_values += values[i];
+	}
+	double h = 1.96 * sqrt(p * (1 - p) / (double)n), n_eff = (double)n;
+	if (sum_values > 0 && nb >= 2) {
+		double share = sum_below / sum_values, ss = 0;
+		for (size_t i = 0; i < nb; i++)
+			ss += (below[i] - share * values[i]) * (below[i] - share * values[i]);
+		double mean_values = sum_values / (double)nb;
+		double se = sqrt(ss / ((double)nb * (double)(nb - 1))) / mean_values;
+		double hb = cli_rs_t975(nb - 1) * se;
+		if (hb > h) {
+			h = hb;
+			n_eff = fmin((double)n, p * (1 - p) / (se * se));
+		}
+	}
+	/* Past the data's ends the ranks fall back on the min or max, when these still bound the
+	 * percentile at 97.5 % on their side: the max falls below the p-quantile only when all of
+	 * n_eff independent values do, p^n_eff (n_eff: the values the dependence leaves, n
+	 * shrunk by the ratio of the batches' variance of F(x) to the binomial one). */
+	double lo_rank = floor((double)n * (p - h)), hi_rank = ceil((double)n * (p + h));
+	if (lo_rank < 1 && n_eff * log(1 - p) <= log(0.025))
+		lo_rank = 1;
+	if (hi_rank > (double)n && n_eff * log(p) <= log(0.025))
+		hi_rank = (double)n;
 	if (lo_rank < 1 || hi_rank > (double)n)
 		return json_null();
-	double lo = cl_hist_percentile(pooled, 100.0 * (lo_rank - 0.5) / (double)n) / 1000.0;
-	double hi = cl_hist_percentile(pooled, 100.0 * (hi_rank - 0.5) / (double)n) / 1000.0;
+	double lo = lo_rank == 1
+			? (double)cl_hist_min(pooled) / 1000.0
+			: cl_hist_percentile(pooled, 100.0 * (lo_rank - 0.5) / (double)n) / 1000.0;
+	double hi = hi_rank == (double)n
+			? (double)cl_hist_max(pooled) / 1000.0
+			: cl_hist_percentile(pooled, 100.0 * (hi_rank - 0.5) / (double)n) / 1000.0;
 	/* The stage's estimate is the 3-digit histogram's; keep it inside its interval. */
 	lo = lo < est ? lo : est;
 	hi = hi > est ? hi : est;
-	return fig_json(f, lo, hi, (size_t)n, "order_statistics");
+	return fig_json(f, lo, hi, (size_t)n, "cdf_batch_means");
 }
 
 static json_t *ci_head(const char *method, size_t n, uint32_t per_batch)
@@ -337,9 +385,6 @@ json_t *cli_rs_ci_json(const struct cli_rs_ci *c, const json_t *stage,
 {
 	if (!c || c->n_full < MIN_BATCHES)
 		return json_null();
-	struct cl_hist tmp;
-	if (cl_hist_init(&tmp, &batch_cfg) != 0)
-		return NULL;
 	json_t *o = ci_head("batch_means", c->n_full, c->per_batch);
 	size_t n = c->n_full;
 	for (size_t f = 0; o && f < N_FIGURES; f++) {
@@ -350,7 +395,7 @@ json_t *cli_rs_ci_json(const struct cli_rs_ci *c, const json_t *stage,
 		json_t *fj;
 		if (fg->kind == F_PCT) {
 			fj = pct_fig(c, fg, est,
-				     cumulative ? &cumulative->lat[h_lat[fg->hist]] : NULL, &tmp);
+				     cumulative ? &cumulative->lat[h_lat[fg->hist]] : NULL);
 		} else {
 			double v[CI_VALUES];
 			for (size_t i = 0; i < n; i++) {
@@ -375,7 +420,6 @@ json_t *cli_rs_ci_json(const struct cli_rs_ci *c, const json_t *stage,
 			o = NULL;
 		}
 	}
-	cl_hist_destroy(&tmp);
 	return o;
 }
 

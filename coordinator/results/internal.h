@@ -373,7 +373,7 @@ void cli_rs_drift_free(struct cli_rs_drift *d);
 /* results/ci.c: the 95 % intervals of a stage's headline figures (docs/results.md, "ci95").
  * new: NULL when out of memory; duration_s 0 for a request-bound stage.  add: one interval
  * (ramp and drain left out).  json: the stage's ci95 object, the point estimates read from
- * the finished stage object, cumulative its pooled metrics (a percentile's fallback); null when
+ * the finished stage object, cumulative its pooled metrics (the percentiles' quantiles); null when
  * there are fewer than 5 whole batches.  NULL when out of memory.  repeats_json: ci95 across n
  * repeats' stage objects (t interval over their figures), around the pooled stage's estimates; null
  * for n < 2. */
@@ -386,6 +386,11 @@ void cli_rs_ci_free(struct cli_rs_ci *c);
 /* Half the width of the 95 % t interval of the mean of the finite values of v[0..n); NaN
  * with fewer than two. */
 double cli_rs_ci_half(const double *v, size_t n);
+/* Student's t quantiles of 97.5 % and 99.5 % with df >= 1 degrees of freedom (tabled to 30,
+ * then rounded up to the next tabled 40, 60, 120, infinity): the 95 % and 99 % two-sided
+ * multipliers. */
+double cli_rs_t975(size_t df);
+double cli_rs_t995(size_t df);
 
 /* results/soak.c: judges one interval of a stage (ending t_s into it) against the SLOs that
  * apply to it, for the abort window (ss->breach_streak, ss->breach_why); ramp and drain

@@ -3,7 +3,12 @@
 
 Against the built-in simulator with jitter, it measures
   coverage   one run of a short stage with `repeat: R`: how often the 95 % interval of one
-             repeat (its batch-means ci95) contains the mean of all R repeats, per figure;
+             repeat (its ci95) contains the figure of all R repeats, per figure: for a rate
+             and the error rate the mean of the repeats (the pooled figure, within
+             rounding: equal windows), for a percentile the pooled percentile (the stage's
+             own figure; a percentile is not additive, and the mean of R small-sample p99s
+             is a different statistic, dragged by a repeat with a host hiccup), with the
+             coverage of the mean of the repeats' percentiles printed beside it;
   false      K runs of one scenario with `repeat: N`, a different simulator seed each, the
              simulator unchanged: how many of the K*(K-1)/2 pairwise `chatload compare`s
              exit 99 (a regression called on noise);
@@ -48,13 +53,14 @@ stages:
 
 FIGURES = ["output_tokens_per_s", "requests_per_s", "ttft_p50_ms", "ttft_p99_ms",
            "itl_p50_ms", "itl_p99_ms", "tpot_p50_ms", "tpot_p99_ms", "e2e_p50_ms",
-           "e2e_p99_ms"]
+           "e2e_p99_ms", "error_rate"]
 PATHS = {"output_tokens_per_s": ("throughput", "output_tokens_per_s"),
          "requests_per_s": ("throughput", "requests_per_s"),
          "ttft_p50_ms": ("latency_ms", "ttft", "p50"), "ttft_p99_ms": ("latency_ms", "ttft", "p99"),
          "itl_p50_ms": ("latency_ms", "itl", "p50"), "itl_p99_ms": ("latency_ms", "itl", "p99"),
          "tpot_p50_ms": ("latency_ms", "tpot", "p50"), "tpot_p99_ms": ("latency_ms", "tpot", "p99"),
-         "e2e_p50_ms": ("latency_ms", "e2e", "p50"), "e2e_p99_ms": ("latency_ms", "e2e", "p99")}
+         "e2e_p50_ms": ("latency_ms", "e2e", "p50"), "e2e_p99_ms": ("latency_ms", "e2e", "p99"),
+         "error_rate": ("requests", "error_rate")}
 
 
 def get(o, path):
@@ -87,24 +93,49 @@ def compare(chatload, a, b):
     return p.returncode, named, noisy
 
 
+def is_pct(f):
+    return f.endswith(("_p50_ms", "_p99_ms"))
+
+
 def coverage(doc):
-    """Per figure: (covered, counted) over every stage's repeats."""
-    out = {f: [0, 0] for f in FIGURES}
+    """Per figure: [covered, counted, covered by the mean of repeats' figures] over every
+    stage's repeats, against the figure's target (see the docstring), and per stage and
+    rate the largest |mean of repeats - pooled| in % of the pooled figure."""
+    out = {f: [0, 0, 0] for f in FIGURES}
+    gaps = []
     for st in doc["stages"]:
         reps = st.get("repeats") or []
         for f in FIGURES:
             vals = [get(r, PATHS[f]) for r in reps]
             vals = [v for v in vals if isinstance(v, (int, float))]
-            if len(vals) < 2:
-                continue
+            if len(vals) < 2 or not any(vals):
+                continue  # no errors at all: an interval of [0, 0] proves nothing
             mean = sum(vals) / len(vals)
+            pooled = get(st, PATHS[f])
+            if not is_pct(f) and pooled:
+                gaps.append((st["name"], f, 100.0 * (mean - pooled) / pooled))
+            target = pooled if is_pct(f) else mean
             for r in reps:
                 ci = (r.get("ci95") or {}).get(f)
                 if not ci:
                     continue
                 out[f][1] += 1
-                out[f][0] += ci["low"] <= mean <= ci["high"]
-    return out
+                out[f][0] += ci["low"] <= target <= ci["high"]
+                out[f][2] += ci["low"] <= mean <= ci["high"]
+    return out, gaps
+
+
+def methods(doc):
+    """Per figure: the ci95 methods the repeats' intervals used, with counts."""
+    m = {}
+    for st in doc["stages"]:
+        for r in st.get("repeats") or []:
+            for f in FIGURES:
+                ci = (r.get("ci95") or {}).get(f)
+                key = ci["method"] if ci else "null"
+                m.setdefault(f, {}).setdefault(key, 0)
+                m[f][key] += 1
+    return m
 
 
 def main():
@@ -131,15 +162,25 @@ def main():
         doc = json.load(open(run(chatload, env, work, "coverage", itl="10ms", seed=101,
                                  duration=a.coverage_duration, repeat=a.coverage_repeats,
                                  interval=a.interval)))
-        cov = coverage(doc)
-        print("coverage of one repeat's ci95 over the mean of %d repeats (2 stages):"
-              % a.coverage_repeats)
+        cov, gaps = coverage(doc)
+        meth = methods(doc)
+        print("coverage of one repeat's ci95 over the figure of all %d repeats (2 stages;"
+              " rates: their mean, percentiles: the pooled percentile, and beside it the"
+              " mean of the repeats' percentiles):" % a.coverage_repeats)
         for f in FIGURES:
-            c, n = cov[f]
-            print("  %-20s %3d / %3d  %5.1f %%" % (f, c, n, 100.0 * c / n if n else float("nan")))
-        tc = sum(c for c, n in cov.values())
-        tn = sum(n for c, n in cov.values())
+            c, n, cm = cov[f]
+            pct = lambda k: 100.0 * k / n if n else float("nan")  # noqa: E731
+            extra = ("   (mean of repeats: %3d / %3d  %5.1f %%)" % (cm, n, pct(cm))
+                     if is_pct(f) else "")
+            how = ", ".join("%s %d" % kv for kv in sorted(meth.get(f, {}).items()))
+            print("  %-20s %3d / %3d  %5.1f %%%s  [%s]" % (f, c, n, pct(c), extra, how))
+        tc = sum(v[0] for v in cov.values())
+        tn = sum(v[1] for v in cov.values())
         print("  %-20s %3d / %3d  %5.1f %%" % ("all", tc, tn, 100.0 * tc / tn if tn else 0))
+        if gaps:
+            worst = max(gaps, key=lambda g: abs(g[2]))
+            print("  rates: mean of repeats against pooled, largest gap %s %s %+.3f %%"
+                  % worst)
         # The across-repeats interval of the pooled figure is the one compare trusts.
         for st in doc["stages"]:
             ci = st.get("ci95") or {}

@@ -70,8 +70,11 @@ class Compare(unittest.TestCase):
         self.assertGreater(cmp["regressions"], 0)
         verdicts = {(s["stage"], m["metric"]): m["verdict"]
                     for s in cmp["stages"] for m in s["metrics"]}
-        # Direction-aware: slower TTFT and lower throughput are both regressions.
-        self.assertEqual(verdicts[("c8", "ttft_p50_ms")], "regressed")
+        # Direction-aware: slower latency and lower throughput are both regressions.  (Not
+        # c8's TTFT p50: 50 requests a run pin their median only to about +-17 %, so +20 %
+        # is within the noise at 99 %.)
+        self.assertEqual(verdicts[("c8", "ttft_p50_ms")], "within noise")
+        self.assertEqual(verdicts[("c8", "e2e_p50_ms")], "regressed")
         self.assertEqual(verdicts[("c8", "itl_p50_ms")], "regressed")
         self.assertEqual(verdicts[("c16", "output_tokens_per_s")], "regressed")
         m = next(m for s in cmp["stages"] if s["stage"] == "c8" for m in s["metrics"]

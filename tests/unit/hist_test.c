@@ -403,6 +403,39 @@ static void test_trim(void **state)
 	cl_hist_destroy(&fresh);
 }
 
+/* Values at or below a point: exact between buckets, in proportion inside the bucket holding
+ * the point (at 2 digits the bucket of 12000 us is 64 us wide), exact at the min and max, and
+ * overflowed values above every point below the max. */
+static void test_count_at_or_below(void **state)
+{
+	(void)state;
+	const struct cl_hist_cfg c2 = { 1, 3600000000LL, 2 };
+	struct cl_hist h;
+	assert_int_equal(cl_hist_init(&h, &c2), 0);
+	assert_true(cl_hist_count_at_or_below(&h, 5) == 0);
+	/* 100 values at each of 100 and 200 us (exact buckets at 2 digits up to 256), and
+	 * 64 spread over the 64 us bucket [11968, 12031] one each. */
+	cl_hist_record_n(&h, 100, 100);
+	cl_hist_record_n(&h, 200, 100);
+	for (int64_t v = 11968; v <= 12031; v++)
+		cl_hist_record(&h, v);
+	assert_true(cl_hist_count_at_or_below(&h, 99) == 0);
+	assert_true(cl_hist_count_at_or_below(&h, 100) == 100);
+	assert_true(cl_hist_count_at_or_below(&h, 150) == 100);
+	assert_true(cl_hist_count_at_or_below(&h, 200) == 200);
+	assert_true(cl_hist_count_at_or_below(&h, 199.5) == 150); /* 200 stands for (199, 200] */
+	/* Into the spread bucket: 33 of its 64 (the continuum (11967, 12031]). */
+	double got = cl_hist_count_at_or_below(&h, 12000);
+	if (fabs(got - 233) > 1e-9)
+		fail_msg("at 12000: %.6g, want 233", got);
+	assert_true(cl_hist_count_at_or_below(&h, 12031) == 264); /* the max: all */
+	/* One overflowed value: above every point below the max, counted at the max. */
+	cl_hist_record(&h, 3600000000LL + 5);
+	assert_true(cl_hist_count_at_or_below(&h, 12100) == 264);
+	assert_true(cl_hist_count_at_or_below(&h, 3600000000.0 + 5) == 265);
+	cl_hist_destroy(&h);
+}
+
 static void test_merge(void **state)
 {
 	struct cl_hist a, b, all, other;
@@ -962,6 +995,7 @@ int main(void)
 		cmocka_unit_test(test_record_n_and_reset),
 		cmocka_unit_test(test_trim),
 		cmocka_unit_test(test_merge),
+		cmocka_unit_test(test_count_at_or_below),
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_truncated_prefixes),
 		cmocka_unit_test(test_hand_encodings),

@@ -71,6 +71,12 @@ int cl_hist_merge(struct cl_hist *dst, const struct cl_hist *src);
  * p = 100 gives max. */
 int64_t cl_hist_percentile(const struct cl_hist *h, double p);
 double cl_hist_mean(const struct cl_hist *h);
+/* How many recorded values are at or below value: whole buckets below it, and of the bucket
+ * holding it the share of its width up to value (its values taken as spread evenly over it,
+ * each integer v standing for (v - 1, v], so a bucket's highest equivalent value has all of
+ * it).  Exact at and beyond the min and max; overflowed values lie above every value below
+ * the max.  0 when empty. */
+double cl_hist_count_at_or_below(const struct cl_hist *h, double value);
 int64_t cl_hist_min(const struct cl_hist *h);
 int64_t cl_hist_max(const struct cl_hist *h);
 uint64_t cl_hist_count(const struct cl_hist *h);
