@@ -34,7 +34,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_scale import children  # noqa: E402
-from bench_soak_rss import rss_kib  # noqa: E402
+from bench_soak_rss import rss_kib, status_kib  # noqa: E402
 
 
 def cpu_s(pid):
@@ -44,18 +44,6 @@ def cpu_s(pid):
         return (int(st[11]) + int(st[12])) / os.sysconf("SC_CLK_TCK")
     except OSError:
         return None
-
-
-def status_kib(pid, key):
-    """A VmXXX line of /proc/<pid>/status in KiB, or None once the process is gone."""
-    try:
-        with open("/proc/%d/status" % pid) as f:
-            for line in f:
-                if line.startswith(key + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return None
 
 
 def count_lines(path):

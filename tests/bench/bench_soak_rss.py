@@ -31,15 +31,21 @@ import time
 import urllib.request
 
 
-def rss_kib(pid):
+def status_kib(pid, key):
+    """The line `key` (VmRSS, VmHWM, ...) of /proc/PID/status in KiB, or None once the
+    process is gone."""
     try:
         with open("/proc/%d/status" % pid) as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(key + ":"):
                     return int(line.split()[1])
     except OSError:
         return None
     return None
+
+
+def rss_kib(pid):
+    return status_kib(pid, "VmRSS")
 
 
 def rss_parts(pid):
