@@ -966,6 +966,15 @@ def lanes(*names):
                               getattr(t, "_testMethodName", ""))) for t in found)]
         if missing:
             raise ValueError("lanes name no test: %s" % ", ".join(missing))
+        # A lane runs its tests one by one, outside the suite that would call a class's
+        # setUpClass/tearDownClass: refuse a class that has them rather than skip them.
+        fixtures = sorted({type(t).__name__ for lane in chosen for t in lane
+                           if type(t).setUpClass.__func__ is not unittest.TestCase.setUpClass.__func__
+                           or type(t).tearDownClass.__func__
+                           is not unittest.TestCase.tearDownClass.__func__})
+        if fixtures:
+            raise ValueError("lanes cannot run classes with setUpClass/tearDownClass: %s"
+                             % ", ".join(fixtures))
         return unittest.TestSuite([_Lanes(chosen), rest])
     return load_tests
 
