@@ -1,5 +1,6 @@
 /* The 95 % confidence intervals of a stage's headline figures (stages[].ci95): batch means over
- * the stage's report intervals in bounded memory, or the spread across a stage's repeats. */
+ * the stage's report intervals in bounded memory, or the spread across a stage's repeats
+ * (their figures for the rates, their distribution functions for the percentiles). */
 #include "results/results.h"
 #include "results/internal.h"
 #include "results/verdict.h"
@@ -319,18 +320,17 @@ static json_t *t_fig(const struct figure *f, double est, const double *v, size_t
  * there are no values.  The batches' histograms are at 2 digits: below_i counts the
  * bucket holding x in proportion (cl_hist_count_at_or_below).
  */
-static json_t *pct_fig(const struct cli_rs_ci *c, const struct figure *f, double est,
-		       const struct cl_hist *pooled)
+static json_t *pct_fig(const struct batch *b, size_t nb, const struct figure *f, double est,
+		       const struct cl_hist *pooled, const char *method)
 {
 	uint64_t n = pooled ? cl_hist_count(pooled) : 0;
-	if (n == 0 || !isfinite(est))
+	if (n == 0 || !isfinite(est) || nb > CI_VALUES)
 		return json_null();
 	double p = f->pct / 100.0, x = (double)cl_hist_percentile(pooled, f->pct);
-	size_t nb = c->n_full;
-	double below[MAX_BATCHES], values[MAX_BATCHES], sum_below = 0, sum_values = 0;
+	double below[CI_VALUES], values[CI_VALUES], sum_below = 0, sum_values = 0;
 	for (size_t i = 0; i < nb; i++) {
-		below[i] = cl_hist_count_at_or_below(&c->b[i].h[f->hist], x);
-		values[i] = (double)cl_hist_count(&c->b[i].h[f->hist]);
+		below[i] = cl_hist_count_at_or_below(&b[i].h[f->hist], x);
+		values[i] = (double)cl_hist_count(&b[i].h[f->hist]);
 		sum_below += below[i];
 		sum_values += values[i];
 	}
@@ -367,7 +367,7 @@ static json_t *pct_fig(const struct cli_rs_ci *c, const struct figure *f, double
 	/* The stage's estimate is the 3-digit histogram's; keep it inside its interval. */
 	lo = lo < est ? lo : est;
 	hi = hi > est ? hi : est;
-	return fig_json(f, lo, hi, (size_t)n, "cdf_batch_means");
+	return fig_json(f, lo, hi, (size_t)n, method);
 }
 
 static json_t *ci_head(const char *method, size_t n, uint32_t per_batch)
@@ -394,8 +394,9 @@ json_t *cli_rs_ci_json(const struct cli_rs_ci *c, const json_t *stage,
 		double est = cl_results_num(stage, fg->path);
 		json_t *fj;
 		if (fg->kind == F_PCT) {
-			fj = pct_fig(c, fg, est,
-				     cumulative ? &cumulative->lat[h_lat[fg->hist]] : NULL);
+			fj = pct_fig(c->b, c->n_full, fg, est,
+				     cumulative ? &cumulative->lat[h_lat[fg->hist]] : NULL,
+				     "cdf_batch_means");
 		} else {
 			double v[CI_VALUES];
 			for (size_t i = 0; i < n; i++) {
@@ -423,20 +424,79 @@ json_t *cli_rs_ci_json(const struct cli_rs_ci *c, const json_t *stage,
 	return o;
 }
 
-json_t *cli_rs_ci_repeats_json(const json_t *stage, const json_t *const *repeats, size_t n)
+/*
+ * A stage's repeats, each kept as one batch: its four latency histograms (2 digits) and its
+ * counters.  Across repeats a percentile's interval is the same distribution-function
+ * interval as within one run, with the repeats as its batches (method cdf_repeats): each
+ * repeat's share of values at or below the pooled percentile, a ratio over independent runs.
+ * Why not the t interval of the repeats' own percentiles, as for the rates: a 5-second
+ * repeat of 60 requests has no TTFT p99 of its own (its "p99" is its max), the mean of such
+ * figures is not the pooled one, and the interval was centred where the figure is not.
+ * Memory: ~104 KiB a repeat, at most CL_RESULTS_MAX_REPEATS (10 MiB), freed with the stage.
+ */
+struct cli_rs_ci_reps {
+	size_t n;
+	struct batch b[CI_VALUES];
+};
+
+struct cli_rs_ci_reps *cli_rs_ci_reps_new(void)
+{
+	return calloc(1, sizeof(struct cli_rs_ci_reps));
+}
+
+int cli_rs_ci_reps_add(struct cli_rs_ci_reps *r, double window_s, const struct cl_metrics *m)
+{
+	if (r->n >= CI_VALUES)
+		return 0; /* cannot happen: repeat is at most CL_RESULTS_MAX_REPEATS */
+	if (batch_init(&r->b[r->n]) != 0) {
+		for (int k = 0; k < H__N; k++)
+			cl_hist_destroy(&r->b[r->n].h[k]);
+		return CL_ENOMEM;
+	}
+	batch_add_metrics(&r->b[r->n], window_s, m);
+	r->n++;
+	return 0;
+}
+
+void cli_rs_ci_reps_free(struct cli_rs_ci_reps *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->n; i++)
+		for (int k = 0; k < H__N; k++)
+			cl_hist_destroy(&r->b[i].h[k]);
+	free(r);
+}
+
+json_t *cli_rs_ci_repeats_json(const json_t *stage, const json_t *const *repeats, size_t n,
+			       const struct cli_rs_ci_reps *reps, const struct cl_metrics *pooled)
 {
 	if (n < 2 || n > CI_VALUES)
 		return json_null();
 	json_t *o = ci_head("repeats", n, 0);
 	for (size_t f = 0; o && f < N_FIGURES; f++) {
+		const struct figure *fg = &figures[f];
 		double v[CI_VALUES];
-		if (!cl_results_get(stage, figures[f].path))
+		if (!cl_results_get(stage, fg->path))
 			continue; /* an embeddings figure of another stage */
-		for (size_t i = 0; i < n; i++)
-			v[i] = cl_results_num(repeats[i], figures[f].path);
-		json_t *fj =
-		    t_fig(&figures[f], cl_results_num(stage, figures[f].path), v, n, 2, "repeats");
-		if (cli_rj_set(o, figures[f].name, fj)) {
+		double est = cl_results_num(stage, fg->path);
+		json_t *fj = NULL;
+		if (fg->kind == F_PCT && reps && reps->n == n && pooled)
+			fj = pct_fig(reps->b, reps->n, fg, est, &pooled->lat[h_lat[fg->hist]],
+				     "cdf_repeats");
+		/* The rates; and a percentile the distribution function cannot bound: too few
+		 * values (a p99 of under ~370 independent ones), or repeats that disagree past
+		 * what their values can bound (F(x) near 0 in some, 1 in others): the t interval
+		 * of the repeats' own figures.  A rough width (a short repeat's p99 is near its
+		 * max), but a width: a null would leave compare the limit alone for a figure
+		 * known to be noisy. */
+		if (!fj || json_is_null(fj)) {
+			json_decref(fj);
+			for (size_t i = 0; i < n; i++)
+				v[i] = cl_results_num(repeats[i], fg->path);
+			fj = t_fig(fg, est, v, n, 2, "repeats");
+		}
+		if (cli_rj_set(o, fg->name, fj)) {
 			json_decref(o);
 			o = NULL;
 		}

@@ -293,6 +293,7 @@ void cli_rp_html_timeline(const json_t *doc, FILE *out);
 /* -- the results object, shared by results/results.c, results/summary.c, results/soak.c and
  * results/probe.c -- */
 struct cli_rs_drift;
+struct cli_rs_ci_reps;
 /* The file beside results.json that gets a line per interval as it comes (intervals.c). */
 #define CLI_RS_INTERVALS_JSONL "intervals.jsonl"
 /* Keeps the run's first error for cl_results_last_error (results.c). */
@@ -326,6 +327,7 @@ struct stage_state {
 	uint32_t repeat_n, repeats_done;
 	json_t *repeats;
 	struct cl_metrics *pooled;
+	struct cli_rs_ci_reps *reps; /* each repeat's histograms (results/ci.c) */
 	double pooled_window_s;
 	enum cl_stage_status pooled_status;
 	char *pooled_reason;
@@ -375,13 +377,20 @@ void cli_rs_drift_free(struct cli_rs_drift *d);
  * (ramp and drain left out).  json: the stage's ci95 object, the point estimates read from
  * the finished stage object, cumulative its pooled metrics (the percentiles' quantiles); null when
  * there are fewer than 5 whole batches.  NULL when out of memory.  repeats_json: ci95 across n
- * repeats' stage objects (t interval over their figures), around the pooled stage's estimates; null
- * for n < 2. */
+ * repeats' stage objects (t interval over their figures; for the percentiles, with reps holding
+ * the same n repeats and pooled their merged metrics, the interval of the distribution function
+ * at the pooled percentile across them), around the pooled stage's estimates; null for n < 2. */
 struct cli_rs_ci *cli_rs_ci_new(double ramp_s, double duration_s);
 void cli_rs_ci_add(struct cli_rs_ci *c, double t_s, double interval_s, const struct cl_metrics *m);
 json_t *cli_rs_ci_json(const struct cli_rs_ci *c, const json_t *stage,
 		       const struct cl_metrics *cumulative);
-json_t *cli_rs_ci_repeats_json(const json_t *stage, const json_t *const *repeats, size_t n);
+json_t *cli_rs_ci_repeats_json(const json_t *stage, const json_t *const *repeats, size_t n,
+			       const struct cli_rs_ci_reps *reps, const struct cl_metrics *pooled);
+/* The repeats' histograms the percentiles' interval across repeats needs (cdf_repeats): new
+ * (NULL when out of memory), add one finished repeat's metrics (0 or CL_ENOMEM), free. */
+struct cli_rs_ci_reps *cli_rs_ci_reps_new(void);
+int cli_rs_ci_reps_add(struct cli_rs_ci_reps *r, double window_s, const struct cl_metrics *m);
+void cli_rs_ci_reps_free(struct cli_rs_ci_reps *r);
 void cli_rs_ci_free(struct cli_rs_ci *c);
 /* Half the width of the 95 % t interval of the mean of the finite values of v[0..n); NaN
  * with fewer than two. */

@@ -25,6 +25,7 @@ void cli_rs_stage_state_free(struct stage_state *ss)
 	json_decref(ss->client.unaccounted);
 	cli_rs_drift_free(ss->drift);
 	cli_rs_ci_free(ss->ci);
+	cli_rs_ci_reps_free(ss->reps);
 	json_decref(ss->repeats);
 	if (ss->pooled)
 		cl_metrics_destroy(ss->pooled);

@@ -581,12 +581,15 @@ static int finish_stage_obj(struct cl_results *r, size_t stage, const struct cl_
 		for (size_t i = 0; i < n_rep && i < CL_RESULTS_MAX_REPEATS; i++)
 			reps[i] = json_array_get(ss->repeats, i);
 		ci = cli_rs_ci_repeats_json(
-		    o, reps, n_rep < CL_RESULTS_MAX_REPEATS ? n_rep : CL_RESULTS_MAX_REPEATS);
+		    o, reps, n_rep < CL_RESULTS_MAX_REPEATS ? n_rep : CL_RESULTS_MAX_REPEATS,
+		    ss->reps, cumulative);
 	} else if (o) {
 		ci = cli_rs_ci_json(ss->ci, o, cumulative);
 	}
 	cli_rs_ci_free(ss->ci);
 	ss->ci = NULL;
+	cli_rs_ci_reps_free(ss->reps);
+	ss->reps = NULL;
 	if (!o)
 		json_decref(extra);
 	if (o && cli_rj_set(o, "ci95", ci)) { /* takes ci, even on failure */
@@ -671,6 +674,10 @@ int cl_results_finish_repeat(struct cl_results *r, size_t stage, const struct cl
 		if (!ss->pooled || cl_metrics_init(ss->pooled) != 0)
 			return CL_ENOMEM; /* freed with the stage state */
 	}
+	if (!ss->reps && !(ss->reps = cli_rs_ci_reps_new()))
+		return CL_ENOMEM;
+	if (cli_rs_ci_reps_add(ss->reps, window_s, cumulative) != 0)
+		return CL_ENOMEM;
 	json_t *o = repeat_json(ss, stage, st, cumulative, window_s, status, reason, r->api);
 	cli_rs_ci_free(ss->ci);
 	ss->ci = NULL;

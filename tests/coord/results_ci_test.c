@@ -4,7 +4,8 @@
  * correlated clumps (where the order-statistic interval covers half as often) and stays as
  * narrow as that one when they do not, a percentile of few values still gets one (or null
  * when its ranks leave the data), a stage of too few intervals has none, and repeats pool
- * their figures with ci95 across them. */
+ * their figures with ci95 across them (a percentile's from the repeats' distribution
+ * functions). */
 #include "coord_metrics.h"
 #include "results/internal.h"
 #include "results/results.h"
@@ -434,6 +435,62 @@ static void test_repeats(void **state)
 	fx_close(&f);
 }
 
+/* Five repeats of 6 intervals; repeat r records TTFT values 1..100 ms moved by shift * r ms
+ * (100 values a repeat).  Returns the stage's ttft_p50_ms interval (a new reference). */
+static json_t *p50_across_repeats(int64_t shift_ms)
+{
+	struct fixture f;
+	fx_open(&f, 0, 6000000, 5);
+	for (int rep = 0; rep < 5; rep++) {
+		struct cl_metrics one;
+		assert_int_equal(cl_metrics_init(&one), 0);
+		for (int k = 1; k <= 6; k++) {
+			interval(&f.iv, 0, 0, 0, 0);
+			for (int64_t v = k; v <= 100; v += 6) {
+				cl_hist_record(&f.iv.lat[CL_LAT_TTFT], (v + shift_ms * rep) * 1000);
+				f.iv.ctr[CL_CTR_STARTED]++;
+				f.iv.ctr[CL_CTR_COMPLETED]++;
+				f.iv.ctr[CL_CTR_COMPLETED_IN_WINDOW]++;
+			}
+			assert_int_equal(cl_results_add_interval(f.r, 0, k, &f.iv, 1.0), 0);
+			assert_int_equal(cl_metrics_merge(&one, &f.iv), 0);
+		}
+		assert_int_equal(
+		    cl_results_finish_repeat(f.r, 0, &f.s.stages[0], &one, 6, CL_STAGE_OK, NULL),
+		    0);
+		cl_metrics_destroy(&one);
+	}
+	const json_t *st = cl_results_stage(f.r, 0);
+	assert_non_null(st);
+	json_t *fig = json_incref(json_object_get(json_object_get(st, "ci95"), "ttft_p50_ms"));
+	double est = num(st, "latency_ms.ttft.p50");
+	if (!json_is_object(fig) || !(num(fig, "low") <= est && est <= num(fig, "high")))
+		fail_msg("ttft p50 %g: %s", est, fig ? json_dumps(fig, 0) : "(none)");
+	assert_string_equal(cl_results_str(fig, "method", ""), "cdf_repeats");
+	assert_true(num(fig, "n") == 500);
+	fx_close(&f);
+	return fig;
+}
+
+/* Across repeats a percentile's interval comes from each repeat's share of values at or below
+ * the pooled percentile (cdf_repeats).  Repeats 5 ms apart: the shares at the pooled median
+ * (~60 ms) are 0.60, 0.55, ... 0.40, t(0.975, 4) * se = 0.098 of the 500 values, about 49
+ * ranks each side, ~10 ms where 500 values spread over 120 ms (the t interval of the
+ * repeats' own medians, 50.5 + 5 r ms, says 9.8).  Identical repeats: the binomial floor,
+ * 1.96 * sqrt(0.25 / 500) = 0.044, ~22 ranks, ~4.4 ms. */
+static void test_percentile_across_repeats(void **state)
+{
+	(void)state;
+	json_t *apart = p50_across_repeats(5);
+	json_t *same = p50_across_repeats(0);
+	if (!(num(apart, "half") > 7 && num(apart, "half") < 13))
+		fail_msg("repeats 5 ms apart: %s", json_dumps(apart, 0));
+	if (!(num(same, "half") > 3 && num(same, "half") < 6))
+		fail_msg("identical repeats: %s", json_dumps(same, 0));
+	json_decref(apart);
+	json_decref(same);
+}
+
 /* The run stopped after 2 of 4 repeats: the stage finishes from those two, and says so. */
 static void test_repeats_cut_short(void **state)
 {
@@ -474,6 +531,7 @@ int main(void)
 		cmocka_unit_test(test_p99_max_as_upper_end),
 		cmocka_unit_test(test_too_short),           cmocka_unit_test(test_repeats),
 		cmocka_unit_test(test_repeats_cut_short),
+		cmocka_unit_test(test_percentile_across_repeats),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
