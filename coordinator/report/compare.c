@@ -137,6 +137,32 @@ static const json_t *find_stage(const json_t *doc, const char *name)
 	return NULL;
 }
 
+/* A stage client-bound by an event (an agent or the coordinator stalled, an agent went
+ * missing, an agent's CPU was saturated: the reasons that fail a run by default).  Every
+ * stream in flight during a freeze shows it as latency, so the stage's tails (the p99s)
+ * describe the client and are shown but not judged, by compare and history alike; its
+ * medians and throughput, which a freeze of a fraction of a second barely moves, are judged
+ * (their ci95 widens with it).  Leaving the whole night out was tried: on a shared machine
+ * most 50-second nights hold a 250 ms stall somewhere, and the history then never had three
+ * nights to judge by.  The two percentile reasons (loop_lag, dispatch_lag) are evidence to
+ * read, as in a run: the stage is judged whole, with a warning. */
+bool cl_compare_client_bound_tails(const json_t *s)
+{
+	static const char *const events[] = { "stall", "agent_missing", "coordinator_stall",
+					      "cpu" };
+	if (!json_is_true(cl_results_get(s, "client.client_bound")))
+		return false;
+	size_t i;
+	const json_t *why;
+	json_array_foreach(cl_results_get(s, "client.reasons"), i, why)
+	{
+		for (size_t k = 0; k < sizeof(events) / sizeof(events[0]); k++)
+			if (json_is_string(why) && strcmp(json_string_value(why), events[k]) == 0)
+				return true;
+	}
+	return false;
+}
+
 /* Decides one metric; returns its verdict word and sets *change (NaN when undefined).
  * noise is half the width of the 99 % interval of the difference n - b (NaN when either run
  * has no interval for it): a change beyond the limit that noise could explain is "within
@@ -172,14 +198,16 @@ static const char *judge(enum better better, double b, double n, double noise,
 /* How much wider a figure's 99 % interval is than its 95 % one: t(0.995, df) / t(0.975, df)
  * with the degrees of freedom its half came from (its batches or repeats, less one: 1.66 for
  * five repeats, 1.44 for ten batches), 2.576 / 1.96 for an order-statistic interval (older
- * files).  For a percentile's cdf_batch_means interval, mapped back through the quantiles,
+ * files).  For a percentile's cdf_ interval, mapped back through the quantiles,
  * the ratio holds where the density is smooth around the figure. */
 static double widen_to_99(const json_t *ci, const char *metric)
 {
 	const json_t *fig = json_object_get(ci, metric);
 	const char *method = cl_results_str(fig, "method", "");
-	/* cdf_batch_means counts values in n; its batches are the stage's. */
-	double n = cl_results_num(strcmp(method, "cdf_batch_means") == 0 ? ci : fig, "n");
+	/* cdf_batch_means and cdf_repeats count values in n; their batches (or repeats) are the
+	 * stage's n. */
+	bool cdf = strcmp(method, "cdf_batch_means") == 0 || strcmp(method, "cdf_repeats") == 0;
+	double n = cl_results_num(cdf ? ci : fig, "n");
 	if (strcmp(method, "order_statistics") == 0 || !(n >= 2) || n > 1e9)
 		return 2.576 / 1.96;
 	size_t df = (size_t)n - 1;
@@ -217,6 +245,10 @@ static json_t *metric_json(const struct metric *mt, const json_t *bs, const json
 	double b = cl_results_num(bs, mt->path), n = cl_results_num(ns, mt->path);
 	double change, noise = noise_of(mt->name, bs, ns);
 	const char *verdict = judge(mt->better, b, n, noise, o, &change);
+	/* A tail of a stage the client froze in, in either run: shown, not judged. */
+	if (strstr(mt->name, "_p99_") && strcmp(verdict, "n/a") != 0 &&
+	    (cl_compare_client_bound_tails(bs) || cl_compare_client_bound_tails(ns)))
+		verdict = "client-bound";
 	if (strcmp(verdict, "regressed") == 0)
 		(*regressions)++;
 	return json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:s}", "metric", mt->name, "label",
@@ -263,11 +295,15 @@ static int add_warnings(json_t *w, const json_t *doc, const char *which)
 	{
 		if (!json_is_true(cl_results_get(s, "client.client_bound")))
 			continue;
-		char buf[300];
-		snprintf(
-		    buf, sizeof(buf),
-		    "stage '%s' of the %s run was client-bound: its numbers describe the client",
-		    cl_results_str(s, "name", "?"), which);
+		char reasons[160], buf[400];
+		cl_results_client_reasons(s, reasons, sizeof(reasons));
+		snprintf(buf, sizeof(buf),
+			 cl_compare_client_bound_tails(s)
+			     ? "stage '%s' of the %s run was client-bound (%s): its tails describe "
+			       "the client, so its p99s are not judged"
+			     : "stage '%s' of the %s run was client-bound (%s): judged, but its "
+			       "tails may describe the client",
+			 cl_results_str(s, "name", "?"), which, reasons[0] ? reasons : "?");
 		rc |= cli_rj_append(w, cli_rj_str(buf));
 	}
 	return rc;

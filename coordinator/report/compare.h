@@ -31,13 +31,19 @@ struct cl_compare_opts {
  * Builds the comparison of cur against base (both already passed cl_results_check) as a
  * JSON object {schema: "chatload.compare/1", base, new, max_regression, max_error_increase,
  * regressions, stages: [{stage, status: compared|missing|new, metrics: [{metric, better,
- * base, new, change, verdict: regressed|worse|same|better|n/a}]}], warnings}.  Stages are
+ * base, new, change, verdict: regressed|within noise|worse|same|better|client-bound|n/a}]}],
+ * warnings}.  Stages are
  * matched by name; a stage of base missing from cur counts as a regression.  *regressions
  * gets the count.  Returns a new reference, NULL when out of memory.
  */
 json_t *cl_compare_build(const json_t *base, const json_t *cur, const char *base_name,
 			 const char *cur_name, const struct cl_compare_opts *opts,
 			 size_t *regressions);
+
+/* Whether a stage's tails (its p99s) describe the client, not the server: it was
+ * client-bound by an event (an agent or the coordinator stalled, an agent went missing, an
+ * agent's CPU was saturated).  compare and history then show those figures unjudged. */
+bool cl_compare_client_bound_tails(const json_t *stage);
 
 /* Renders a comparison built by cl_compare_build.  0 or CL_EIO. */
 int cl_compare_render(const json_t *cmp, enum cl_compare_format fmt, FILE *out);

@@ -20,32 +20,6 @@ static bool stage_failed(const json_t *s)
 	return strcmp(cl_results_str(s, "status", "ok"), "ok") != 0;
 }
 
-/* A stage client-bound by an event (an agent or the coordinator stalled, an agent went
- * missing, an agent's CPU was saturated: the reasons that fail a run by default).  Every
- * stream in flight during a freeze shows it as latency, so the stage's tails (the p99s)
- * describe the client and are shown but not judged; its medians and throughput, which a
- * freeze of a fraction of a second barely moves, are judged (their ci95 widens with it).
- * Leaving the whole night out was tried: on a shared machine most 50-second nights hold a
- * 250 ms stall somewhere, and the history then never had three nights to judge by.  The
- * two percentile reasons (loop_lag, dispatch_lag) are evidence to read, as in a run: the
- * night is judged whole, with a warning. */
-static bool stage_client_bound(const json_t *s)
-{
-	static const char *const events[] = { "stall", "agent_missing", "coordinator_stall",
-					      "cpu" };
-	if (!json_is_true(cl_results_get(s, "client.client_bound")))
-		return false;
-	size_t i;
-	const json_t *why;
-	json_array_foreach(cl_results_get(s, "client.reasons"), i, why)
-	{
-		for (size_t k = 0; k < sizeof(events) / sizeof(events[0]); k++)
-			if (json_is_string(why) && strcmp(json_string_value(why), events[k]) == 0)
-				return true;
-	}
-	return false;
-}
-
 static const json_t *find_stage(const json_t *doc, const char *name)
 {
 	size_t i;
@@ -118,7 +92,7 @@ static json_t *figure_json(const struct cl_history_input *used, size_t n, const 
 		 * there, this figure's null: a p99 of 24 requests is their maximum).  A stage with no ci95 at all (an
 		 * older file, a stage of under 5 intervals) is judged by the nights' spread and
 		 * the limit, as compare judges it by the limit. */
-		if (isfinite(value[k]) && stage_client_bound(s) && strstr(m->name, "_p99_"))
+		if (isfinite(value[k]) && cl_compare_client_bound_tails(s) && strstr(m->name, "_p99_"))
 			not_judged[k] = "client-bound";
 		else if (isfinite(value[k]) && json_is_object(ci95) && !json_is_object(ci))
 			not_judged[k] = "no interval";
@@ -229,7 +203,7 @@ json_t *cl_history_build(const struct cl_history_input *nights, size_t n, const 
 			if (!st || stage_failed(st) ||
 			    !json_is_true(cl_results_get(st, "client.client_bound")))
 				continue;
-			bool judged = !stage_client_bound(st);
+			bool judged = !cl_compare_client_bound_tails(st);
 			char reasons[160], buf[400];
 			cl_results_client_reasons(st, reasons, sizeof(reasons));
 			snprintf(buf, sizeof(buf),

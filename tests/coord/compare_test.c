@@ -242,6 +242,22 @@ static void test_noise(void **state)
 		assert_int_equal(reg, strcmp(cases[i].verdict, "regressed") == 0);
 		json_decref(cmp);
 	}
+	/* A percentile across 5 repeats (cdf_repeats): n counts values, its degrees of freedom
+	 * are the 5 repeats' (the ci95 object's n), 4.604 / 2.776 as for the rates. */
+	for (int k = 0; k < 2; k++) {
+		json_t *doc = k ? cur : b;
+		json_t *ci = json_object_get(json_array_get(json_object_get(doc, "stages"), 1),
+					     "ci95");
+		json_object_set_new(ci, "method", json_string("repeats"));
+		json_object_set_new(ci, "n", json_integer(5));
+		set_ci(doc, 1, "ttft_p99_ms", 0.10 * p99, "cdf_repeats", 900);
+	}
+	cmp = cl_compare_build(b, cur, "b", "n", &opts, &reg);
+	noise = cl_results_num(metric(cmp, 1, "ttft_p99_ms"), "noise") / p99;
+	if (fabs(noise - 0.235) > 0.001 || strcmp(verdict(cmp, 1, "ttft_p99_ms"), "within noise"))
+		fail_msg("cdf_repeats: noise %.4f (want 0.235), %s", noise,
+			 verdict(cmp, 1, "ttft_p99_ms"));
+	json_decref(cmp);
 	/* The limit stays the practical floor: +3 % with no noise at all is only worse. */
 	json_t *small = json_deep_copy(base);
 	scale(small, 1, "latency_ms.ttft.p99", 1.03);
@@ -254,6 +270,40 @@ static void test_noise(void **state)
 	json_decref(small);
 	json_decref(b);
 	json_decref(cur);
+}
+
+/* A stage the client froze in (an agent stalled) has tails that describe the client: in
+ * either run, its p99s are shown but not judged ("client-bound", not counted), as chatload
+ * history does; its medians and throughput are judged; a stage client-bound only by a lag
+ * percentile is judged whole.  The warning says which. */
+static void test_client_bound_tails(void **state)
+{
+	(void)state;
+	for (int which = 0; which < 3; which++) {
+		json_t *b = json_deep_copy(base), *cur = json_deep_copy(base);
+		scale(cur, 1, "latency_ms.ttft.p99", 1.50);
+		scale(cur, 1, "latency_ms.itl.p50", 1.50);
+		json_t *st = json_array_get(json_object_get(which == 1 ? b : cur, "stages"), 1);
+		json_t *client = json_object_get(st, "client");
+		json_object_set_new(client, "client_bound", json_true());
+		json_object_set_new(client, "reasons",
+				    json_pack("[s]", which == 2 ? "loop_lag" : "stall"));
+		size_t reg = 0;
+		json_t *cmp = cl_compare_build(b, cur, "b", "n", &opts, &reg);
+		const char *want = which == 2 ? "regressed" : "client-bound";
+		if (strcmp(verdict(cmp, 1, "ttft_p99_ms"), want) != 0)
+			fail_msg("case %d: ttft p99 %s, want %s", which,
+				 verdict(cmp, 1, "ttft_p99_ms"), want);
+		assert_string_equal(verdict(cmp, 1, "itl_p50_ms"), "regressed");
+		assert_int_equal(reg, which == 2 ? 2 : 1);
+		const char *w = json_string_value(json_array_get(json_object_get(cmp, "warnings"), 0));
+		const char *say = which == 2 ? "(loop_lag): judged" : "(stall): its tails describe";
+		if (!w || !strstr(w, say))
+			fail_msg("case %d: warning '%s'", which, w ? w : "(none)");
+		json_decref(cmp);
+		json_decref(b);
+		json_decref(cur);
+	}
 }
 
 static void test_improvement(void **state)
@@ -434,7 +484,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_same),
 		cmocka_unit_test(test_regression),
-		cmocka_unit_test(test_noise),
+		cmocka_unit_test(test_noise), cmocka_unit_test(test_client_bound_tails),
 		cmocka_unit_test(test_improvement),
 		cmocka_unit_test(test_error_rate_floor),
 		cmocka_unit_test(test_missing_and_null),
