@@ -176,9 +176,12 @@ void cli_rp_html_load_charts(const json_t *doc, bool rate_mode, FILE *out)
 		      "client-bound stage: its numbers are shown but not joined to the line.</p>\n",
 		      out);
 	if (any_ci)
-		fputs("<p class=\"meta\">Bars are 95 % confidence intervals "
-		      "(stages[].ci95: batch means over the stage's intervals, or the spread of "
-		      "its repeats).</p>\n",
+		fputs("<p class=\"meta\">Bars are 95 % confidence intervals (stages[].ci95). "
+		      "Within one run they are batch means over the stage's intervals: they see "
+		      "the noise inside the run, not noise that changes more slowly than it (a "
+		      "busy server host, a burst that lands in one run and not another). With "
+		      "<code>repeat: N</code> they are the spread across the repeats, the "
+		      "interval to judge a change by.</p>\n",
 		      out);
 	fputs("<div class=\"charts\">\n", out);
 	struct cli_rp_series s1[] = { ser("output tokens/s", BLUE, col[V_X], col[V_OTPS], m, false,
