@@ -9,6 +9,10 @@ Against the built-in simulator with jitter, it measures
              own figure; a percentile is not additive, and the mean of R small-sample p99s
              is a different statistic, dragged by a repeat with a host hiccup), with the
              coverage of the mean of the repeats' percentiles printed beside it;
+  runs       K separate runs (a different simulator seed each) of the same stages with
+             `repeat: N`: how often one run's stage ci95 (across its N repeats: what a user
+             of `repeat:` is shown) contains the figure of all K runs: the mean of the runs'
+             figures for a rate, the percentile of their histograms merged for a percentile;
   false      K runs of one scenario with `repeat: N`, a different simulator seed each, the
              simulator unchanged: how many of the K*(K-1)/2 pairwise `chatload compare`s
              exit 99 (a regression called on noise);
@@ -16,12 +20,15 @@ Against the built-in simulator with jitter, it measures
              the K*K compares base -> slower exit 99, and which metrics they name.
 
 usage: bench_noise.py [--build DIR] [--runs K] [--repeat N] [--duration 10s]
-                      [--coverage-repeats R] [--coverage-duration 5s] [--out DIR]
+                      [--coverage-repeats R] [--coverage-duration 5s]
+                      [--coverage-runs K] [--coverage-runs-repeat N] [--out DIR]
+                      [--skip coverage,runs,compare]
 Every server is the simulator chatload starts itself, on loopback.
 """
 import argparse
 import itertools
 import json
+import math
 import os
 import subprocess
 import sys
@@ -125,6 +132,71 @@ def coverage(doc):
     return out, gaps
 
 
+HIST = {"ttft": "ttft", "itl": "itl", "tpot": "tpot", "e2e": "e2e"}
+
+
+def merge_hists(hs):
+    """Stored histograms (docs/results.md, "Stored histograms") merged exactly."""
+    counts, out = {}, {"total": 0, "overflow": 0, "max": None}
+    for h in hs:
+        out["total"] += h["total"]
+        out["overflow"] += h["overflow"]
+        if h["max"] is not None:
+            out["max"] = h["max"] if out["max"] is None else max(out["max"], h["max"])
+        for v, c in h["buckets"]:
+            counts[v] = counts.get(v, 0) + c
+    out["buckets"] = sorted(counts.items())
+    return out
+
+
+def percentile_ms(h, p):
+    """Nearest rank, as common/src/hist.c (tests/integration/report_results_test.py)."""
+    n = h["total"]
+    if n == 0:
+        return None
+    x = p / 100.0 * n
+    x -= x * 1e-12
+    rank = min(max(math.ceil(x), 1), n)
+    if rank > n - h["overflow"]:
+        return h["max"] / 1000.0
+    seen = 0
+    for v, c in h["buckets"]:
+        seen += c
+        if seen >= rank:
+            return min(v, h["max"]) / 1000.0
+    return None
+
+
+def runs_coverage(docs):
+    """Per figure: [covered, counted] of each run's stage ci95 over the figure of all runs."""
+    out = {f: [0, 0] for f in FIGURES}
+    methods_seen = {}
+    names = [st["name"] for st in docs[0]["stages"]]
+    for name in names:
+        stages = [next(s for s in d["stages"] if s["name"] == name) for d in docs]
+        for f in FIGURES:
+            if is_pct(f):
+                metric, p = f.split("_")[0], float(f.split("_")[1][1:])
+                target = percentile_ms(
+                    merge_hists([s["histograms"]["lat"][HIST[metric]] for s in stages]), p)
+            else:
+                vals = [get(s, PATHS[f]) for s in stages]
+                vals = [v for v in vals if isinstance(v, (int, float))]
+                target = sum(vals) / len(vals) if vals and any(vals) else None
+            if target is None:
+                continue
+            for s in stages:
+                ci = (s.get("ci95") or {}).get(f)
+                key = ci["method"] if ci else "null"
+                methods_seen.setdefault(f, {}).setdefault(key, 0)
+                methods_seen[f][key] += 1
+                if not ci:
+                    continue
+                out[f][1] += 1
+                out[f][0] += ci["low"] <= target <= ci["high"]
+    return out, methods_seen
+
+
 def methods(doc):
     """Per figure: the ci95 methods the repeats' intervals used, with counts."""
     m = {}
@@ -146,8 +218,10 @@ def main():
     ap.add_argument("--duration", default="10s")
     ap.add_argument("--coverage-repeats", type=int, default=20)
     ap.add_argument("--coverage-duration", default="5s")
+    ap.add_argument("--coverage-runs", type=int, default=20)
+    ap.add_argument("--coverage-runs-repeat", type=int, default=5)
     ap.add_argument("--interval", default="500ms")
-    ap.add_argument("--skip", default="", help="comma list of: coverage,compare")
+    ap.add_argument("--skip", default="", help="comma list of: coverage,runs,compare")
     ap.add_argument("--out")
     a = ap.parse_args()
     chatload = os.path.join(a.build, "bin", "chatload")
@@ -187,6 +261,27 @@ def main():
             print("  stage %s pooled ci95 (repeats): " % st["name"] + ", ".join(
                 "%s %.4g +-%.3g" % (f, get(st, PATHS[f]), ci[f]["half"])
                 for f in ("output_tokens_per_s", "itl_p50_ms", "ttft_p50_ms") if ci.get(f)))
+
+    if "runs" not in skip:
+        docs = []
+        for i in range(a.coverage_runs):
+            path = run(chatload, env, work, "runs%d" % i, itl="10ms", seed=201 + i,
+                       duration=a.coverage_duration, repeat=a.coverage_runs_repeat,
+                       interval=a.interval)
+            docs.append(json.load(open(path)))
+        cov, meth = runs_coverage(docs)
+        print("coverage of one run's stage ci95 (across its %d repeats of %s) over the figure"
+              " of all %d runs (2 stages; rates: the mean of the runs, percentiles: their"
+              " histograms merged):" % (a.coverage_runs_repeat, a.coverage_duration,
+                                         a.coverage_runs))
+        for f in FIGURES:
+            c, n = cov[f]
+            how = ", ".join("%s %d" % kv for kv in sorted(meth.get(f, {}).items()))
+            print("  %-20s %3d / %3d  %5.1f %%  [%s]"
+                  % (f, c, n, 100.0 * c / n if n else float("nan"), how))
+        tc = sum(v[0] for v in cov.values())
+        tn = sum(v[1] for v in cov.values())
+        print("  %-20s %3d / %3d  %5.1f %%" % ("all", tc, tn, 100.0 * tc / tn if tn else 0))
 
     if "compare" not in skip:
         same = [run(chatload, env, work, "same%d" % i, itl="10ms", seed=1 + i,
