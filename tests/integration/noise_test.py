@@ -67,6 +67,13 @@ class Repeats(tl.FleetCase):
             self.assertLessEqual(o["low"], st["throughput"]["output_tokens_per_s"])
             self.assertGreaterEqual(o["high"], st["throughput"]["output_tokens_per_s"])
             self.assertGreater(o["half"], 0)
+            # A percentile's interval across the repeats comes from their shares below the
+            # pooled figure (thousands of ITL gaps: enough for the distribution function).
+            itl = ci["itl_p50_ms"]
+            self.assertEqual(itl["method"], "cdf_repeats", itl)
+            self.assertEqual(itl["n"], st["latency_ms"]["itl"]["count"])
+            self.assertLessEqual(itl["low"], st["latency_ms"]["itl"]["p50"])
+            self.assertGreaterEqual(itl["high"], st["latency_ms"]["itl"]["p50"])
         # Interleaved: round 1 runs c2 then c4, round 2 likewise, round 3 only c2.
         order = []
         with open(os.path.join(out, "intervals.jsonl")) as f:
