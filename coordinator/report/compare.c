@@ -198,8 +198,8 @@ static const char *judge(enum better better, double b, double n, double noise,
 /* How much wider a figure's 99 % interval is than its 95 % one: t(0.995, df) / t(0.975, df)
  * with the degrees of freedom its half came from (its batches or repeats, less one: 1.66 for
  * five repeats, 1.44 for ten batches), 2.576 / 1.96 for an order-statistic interval (older
- * files).  For a percentile's cdf_ interval, mapped back through the quantiles,
- * the ratio holds where the density is smooth around the figure. */
+ * files).  For a percentile's cdf_batch_means or cdf_repeats interval, mapped back through
+ * the quantiles, the ratio holds where the density is smooth around the figure. */
 static double widen_to_99(const json_t *ci, const char *metric)
 {
 	const json_t *fig = json_object_get(ci, metric);

@@ -32,9 +32,9 @@ struct cl_compare_opts {
  * JSON object {schema: "chatload.compare/1", base, new, max_regression, max_error_increase,
  * regressions, stages: [{stage, status: compared|missing|new, metrics: [{metric, better,
  * base, new, change, verdict: regressed|within noise|worse|same|better|client-bound|n/a}]}],
- * warnings}.  Stages are
- * matched by name; a stage of base missing from cur counts as a regression.  *regressions
- * gets the count.  Returns a new reference, NULL when out of memory.
+ * warnings}.  Stages are matched by name; a stage of base missing from cur counts as a
+ * regression.  *regressions gets the count.  Returns a new reference, NULL when out of
+ * memory.
  */
 json_t *cl_compare_build(const json_t *base, const json_t *cur, const char *base_name,
 			 const char *cur_name, const struct cl_compare_opts *opts,

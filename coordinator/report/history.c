@@ -92,7 +92,8 @@ static json_t *figure_json(const struct cl_history_input *used, size_t n, const 
 		 * there, this figure's null: a p99 of 24 requests is their maximum).  A stage with no ci95 at all (an
 		 * older file, a stage of under 5 intervals) is judged by the nights' spread and
 		 * the limit, as compare judges it by the limit. */
-		if (isfinite(value[k]) && cl_compare_client_bound_tails(s) && strstr(m->name, "_p99_"))
+		if (isfinite(value[k]) && cl_compare_client_bound_tails(s) &&
+		    strstr(m->name, "_p99_"))
 			not_judged[k] = "client-bound";
 		else if (isfinite(value[k]) && json_is_object(ci95) && !json_is_object(ci))
 			not_judged[k] = "no interval";

@@ -122,6 +122,23 @@ static size_t by_load(const json_t *stages, bool rate_mode, size_t *idx)
 
 enum { V_X, V_OTPS, V_RPS, V_T50, V_T99, V_I50, V_I99, V__N };
 
+/* What the marks and the error bars of the charts against load mean, said above them. */
+static void load_charts_notes(bool any_mark, bool any_ci, FILE *out)
+{
+	if (any_mark)
+		fputs("<p class=\"meta\">A red cross marks a failed, degraded, interrupted or "
+		      "client-bound stage: its numbers are shown but not joined to the line.</p>\n",
+		      out);
+	if (any_ci)
+		fputs("<p class=\"meta\">Bars are 95 % confidence intervals (stages[].ci95). "
+		      "Within one run they are batch means over the stage's intervals: they see "
+		      "the noise inside the run, not noise that changes more slowly than it (a "
+		      "busy server host, a burst that lands in one run and not another). With "
+		      "<code>repeat: N</code> they are the spread across the repeats, the "
+		      "interval to judge a change by.</p>\n",
+		      out);
+}
+
 void cli_rp_html_load_charts(const json_t *doc, bool rate_mode, FILE *out)
 {
 	const json_t *stages = json_object_get(doc, "stages");
@@ -171,18 +188,7 @@ void cli_rp_html_load_charts(const json_t *doc, bool rate_mode, FILE *out)
 	slo_lines(doc, "itl", &itl);
 	fprintf(out, "<section><h2>Throughput and latency vs %s</h2>\n",
 		rate_mode ? "offered rate" : "concurrency");
-	if (any_mark)
-		fputs("<p class=\"meta\">A red cross marks a failed, degraded, interrupted or "
-		      "client-bound stage: its numbers are shown but not joined to the line.</p>\n",
-		      out);
-	if (any_ci)
-		fputs("<p class=\"meta\">Bars are 95 % confidence intervals (stages[].ci95). "
-		      "Within one run they are batch means over the stage's intervals: they see "
-		      "the noise inside the run, not noise that changes more slowly than it (a "
-		      "busy server host, a burst that lands in one run and not another). With "
-		      "<code>repeat: N</code> they are the spread across the repeats, the "
-		      "interval to judge a change by.</p>\n",
-		      out);
+	load_charts_notes(any_mark, any_ci, out);
 	fputs("<div class=\"charts\">\n", out);
 	struct cli_rp_series s1[] = { ser("output tokens/s", BLUE, col[V_X], col[V_OTPS], m, false,
 					  mark, NULL) };

@@ -98,6 +98,12 @@ static int batch_init(struct batch *b)
 	return rc ? CL_ENOMEM : 0;
 }
 
+static void batch_destroy(struct batch *b)
+{
+	for (int i = 0; i < H__N; i++)
+		cl_hist_destroy(&b->h[i]);
+}
+
 static void batch_reset(struct batch *b)
 {
 	for (int i = 0; i < H__N; i++)
@@ -148,10 +154,8 @@ void cli_rs_ci_free(struct cli_rs_ci *c)
 	if (!c)
 		return;
 	for (int i = 0; i < MAX_BATCHES; i++)
-		for (int k = 0; k < H__N; k++)
-			cl_hist_destroy(&c->b[i].h[k]);
-	for (int k = 0; k < H__N; k++)
-		cl_hist_destroy(&c->pending.h[k]);
+		batch_destroy(&c->b[i]);
+	batch_destroy(&c->pending);
 	free(c);
 }
 
@@ -449,8 +453,7 @@ int cli_rs_ci_reps_add(struct cli_rs_ci_reps *r, double window_s, const struct c
 	if (r->n >= CI_VALUES)
 		return 0; /* cannot happen: repeat is at most CL_RESULTS_MAX_REPEATS */
 	if (batch_init(&r->b[r->n]) != 0) {
-		for (int k = 0; k < H__N; k++)
-			cl_hist_destroy(&r->b[r->n].h[k]);
+		batch_destroy(&r->b[r->n]);
 		return CL_ENOMEM;
 	}
 	batch_add_metrics(&r->b[r->n], window_s, m);
@@ -463,8 +466,7 @@ void cli_rs_ci_reps_free(struct cli_rs_ci_reps *r)
 	if (!r)
 		return;
 	for (size_t i = 0; i < r->n; i++)
-		for (int k = 0; k < H__N; k++)
-			cl_hist_destroy(&r->b[i].h[k]);
+		batch_destroy(&r->b[i]);
 	free(r);
 }
 
