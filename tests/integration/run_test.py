@@ -39,6 +39,10 @@ class Run(tl.FleetCase):
             self.assertGreater(s["requests"]["completed"], 0, s["name"])
             self.assertEqual(sum(s["requests"]["errors"].values()), 0, s["name"])
         self.assertEqual(doc["stages"][0]["requests"]["completed"], 4)
+        # The example follows its own advice: every request a prompt of its own, so no
+        # warning about the scenario itself is the first thing a user reads.
+        self.assertEqual([s["requests"]["repeated"] for s in doc["stages"]], [0, 0, 0, 0])
+        self.assertFalse([w for w in doc["warnings"] if "re-sent a prompt" in w], doc["warnings"])
         # Past the simulator's capacity (max_batch 8, 64 tokens at ttft 100ms + 63 x 10ms =
         # 0.73 s each: 10.96 req/s) throughput saturates and TTFT grows with the queue.
         c8, c16 = doc["stages"][2], doc["stages"][3]
