@@ -279,6 +279,10 @@ class Generate(tl.FleetCase):
                               "fault error-chunk)", e["error"]["message"])
         self.assertEqual(len(want_retries), 2, "both faults among the retried tries")
         doc = self.results(self.scope.path("res-fail"))
+        import jsonschema  # python3-jsonschema (install-deps.sh)
+        with open(os.path.join(tl.SOURCE_DIR, "docs", "results.schema.json")) as f:
+            schema = json.load(f)
+        jsonschema.validate(doc, schema)
         st = doc["stages"][0]
         g = st["generate"]
         self.assertEqual({k: v for k, v in g["retries"].items() if v}, want_retries)
@@ -376,9 +380,7 @@ class Generate(tl.FleetCase):
         # a stream without [DONE] that gave its finish_reason and usage is a whole answer
         self.assertEqual(faults, {None: n - 2, "no-done": 2})
         doc = self.results(self.scope.path("res-ok"))
-        with open(os.path.join(tl.SOURCE_DIR, "docs", "results.schema.json")) as f:
-            import jsonschema
-            jsonschema.validate(doc, json.load(f))
+        jsonschema.validate(doc, schema)
         st = doc["stages"][0]
         g = st["generate"]
         self.assertEqual({k: v for k, v in g["retries"].items() if v}, {"stream_incomplete": 2})
