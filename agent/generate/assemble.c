@@ -32,6 +32,8 @@ struct cl_asm {
 	struct choice ch[CL_ASM_MAX_CHOICES];
 	size_t bytes;
 	bool done, token;
+	bool content; /* a content token, a refusal or a tool call: an answer for the user */
+	bool error;   /* an error object arrived */
 };
 
 struct cl_asm *cl_asm_new(void)
@@ -156,6 +158,7 @@ static int fold_tool_calls(struct cl_asm *a, struct choice *c, json_t *calls, ch
 			return fail(why, n, "%s are not strings", "tool_calls[].function fields");
 	}
 	a->token = true;
+	a->content = true;
 	return 0;
 }
 
@@ -177,11 +180,17 @@ int cl_asm_feed(struct cl_asm *a, const char *data, size_t len, int *error_code,
 	}
 	json_t *err = json_object_get(root, "error");
 	if (err && !json_is_null(err)) {
+		/* {"error": {"code", "message"}} (vLLM, llama.cpp since PR 16109) or a string
+		 * (TGI): the server's own words are kept, its numeric code beside them. */
 		json_t *code = json_object_get(err, "code");
 		*error_code = json_is_integer(code) ? (int)json_integer_value(code) : 0;
-		json_t *msg = json_object_get(err, "message");
-		snprintf(why, n, "the server sent an error in the stream: %.300s",
+		json_t *msg = json_is_string(err) ? err : json_object_get(err, "message");
+		char codes[24] = "";
+		if (*error_code)
+			snprintf(codes, sizeof(codes), " (code %d)", *error_code);
+		snprintf(why, n, "the server sent an error in the stream%s: %.300s", codes,
 			 json_is_string(msg) ? json_string_value(msg) : "(no message)");
+		a->error = true;
 		rc = -1;
 		goto out;
 	}
@@ -235,6 +244,10 @@ int cl_asm_feed(struct cl_asm *a, const char *data, size_t len, int *error_code,
 			if ((json_is_string(content) && json_string_length(content)) ||
 			    (json_is_string(reasoning) && json_string_length(reasoning)))
 				a->token = true;
+			json_t *refusal = json_object_get(delta, "refusal");
+			if ((json_is_string(content) && json_string_length(content)) ||
+			    (json_is_string(refusal) && json_string_length(refusal)))
+				a->content = true;
 			json_t *calls = json_object_get(delta, "tool_calls");
 			if (calls && !json_is_null(calls) &&
 			    (rc = fold_tool_calls(a, ch, calls, why, n)) != 0)
@@ -263,6 +276,24 @@ bool cl_asm_has_token(const struct cl_asm *a)
 	return a->token;
 }
 
+bool cl_asm_has_content(const struct cl_asm *a)
+{
+	return a->content;
+}
+
+bool cl_asm_has_choice(const struct cl_asm *a)
+{
+	for (size_t i = 0; i < CL_ASM_MAX_CHOICES; i++)
+		if (a->ch[i].seen)
+			return true;
+	return false;
+}
+
+bool cl_asm_error_seen(const struct cl_asm *a)
+{
+	return a->error;
+}
+
 bool cl_asm_finished(const struct cl_asm *a)
 {
 	bool any = false;
@@ -276,11 +307,21 @@ bool cl_asm_finished(const struct cl_asm *a)
 	return any;
 }
 
-uint32_t cl_asm_output_tokens(const struct cl_asm *a)
+static uint32_t usage_count(const struct cl_asm *a, const char *name)
 {
-	json_t *t = json_object_get(a->usage, "completion_tokens");
+	json_t *t = json_object_get(a->usage, name);
 	json_int_t v = json_is_integer(t) ? json_integer_value(t) : 0;
 	return v > 0 && v < UINT32_MAX ? (uint32_t)v : 0;
+}
+
+uint32_t cl_asm_output_tokens(const struct cl_asm *a)
+{
+	return usage_count(a, "completion_tokens");
+}
+
+uint32_t cl_asm_prompt_tokens(const struct cl_asm *a)
+{
+	return usage_count(a, "prompt_tokens");
 }
 
 const char *cl_asm_id(const struct cl_asm *a)

@@ -22,17 +22,23 @@ void cl_asm_free(struct cl_asm *a);
 /*
  * Folds one SSE event's data (not NUL-terminated) in.  Returns 0 (a chunk, or `[DONE]`, which
  * sets done), or -1 with why[n] filled: the data is not a JSON object, carries an `error`
- * object (the server failed mid-stream: *error_code gets its code when it is a number, else
- * 0), a field has the wrong type, or the answer passed CL_ASM_MAX_BYTES.  Every failure
- * means the answer is incomplete.
+ * (an object or a string: the server failed mid-stream; why quotes its message, *error_code
+ * gets its code when it is a number, else 0, and cl_asm_error_seen turns true), a field has
+ * the wrong type, or the answer passed CL_ASM_MAX_BYTES.  Every failure means the answer is
+ * incomplete.
  */
 int cl_asm_feed(struct cl_asm *a, const char *data, size_t len, int *error_code, char *why,
 		size_t n);
 
 bool cl_asm_done(const struct cl_asm *a);          /* `[DONE]` seen */
 bool cl_asm_has_token(const struct cl_asm *a);     /* any content, reasoning or tool call yet */
-bool cl_asm_finished(const struct cl_asm *a);      /* every choice seen has a finish_reason */
+bool cl_asm_has_content(const struct cl_asm *a);   /* content, a refusal or a tool call yet */
+bool cl_asm_has_choice(const struct cl_asm *a);    /* any chunk carried a choice */
+bool cl_asm_error_seen(const struct cl_asm *a);    /* an error object arrived (feed failed) */
+/* Every choice seen has a finish_reason, and one was seen at least: the answer is whole. */
+bool cl_asm_finished(const struct cl_asm *a);
 uint32_t cl_asm_output_tokens(const struct cl_asm *a); /* usage.completion_tokens, 0: none */
+uint32_t cl_asm_prompt_tokens(const struct cl_asm *a); /* usage.prompt_tokens, 0: none */
 const char *cl_asm_id(const struct cl_asm *a);     /* the chunks' id, NULL when none came */
 
 /* The chat.completion as compact JSON text (malloc'd; the caller frees), NULL when out of

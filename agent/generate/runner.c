@@ -7,8 +7,10 @@
 #include "http/handle.h"
 #include "stream/sse.h"
 
+#include "chatload/assert.h"
 #include "chatload/clock.h"
 #include "chatload/log.h"
+#include "chatload/metrics.h"
 
 #include <curl/curl.h>
 #include <pthread.h>
@@ -25,6 +27,7 @@ struct job {
 	size_t body_len;
 	uint32_t attempts;     /* tries begun */
 	int64_t not_before_us; /* a retry waits until then */
+	uint32_t retries[CL_GEN_ERR_CLASSES]; /* failed tries retried, by class */
 };
 
 struct xfer {
@@ -35,11 +38,16 @@ struct xfer {
 	struct cl_sse_parser sse;
 	struct cl_asm *as;
 	long status;
+	/* The first bytes of the response body: an error response's message, or the start of
+	 * a stream that brought no answer (a server's error outside data: lines shows here). */
 	char errbody[ERR_BODY_MAX + 1];
 	size_t errlen;
-	int64_t start_us, first_us;
+	int64_t start_us, first_us, first_content_us;
 	bool stream_failed;
 	int stream_code;
+	/* The class of a failure the event callback saw, when it knows it (an enum cl_ctr
+	 * error); 0: finish() works it out. */
+	int err_class;
 	char why[400];
 };
 
@@ -61,7 +69,9 @@ struct cl_gen_runner {
 	uint64_t rng;
 	int64_t next_start_us; /* with a rate: the next try may start then */
 	_Atomic(double) rate_per_s; /* cfg.rate_per_s, changed by cl_gen_runner_set_rate */
+	uint32_t retry_logged; /* error classes whose first retry was logged at info, a bit each */
 };
+_Static_assert(CL_GEN_ERR_CLASSES <= 32, "retry_logged has a bit for every error class");
 
 static void job_free(struct job *j)
 {
@@ -120,9 +130,10 @@ static struct job *dequeue_due(struct cl_gen_runner *r, int64_t now)
 	return NULL;
 }
 
-/* Files an answer for j (under no lock; takes mu), freeing j. */
+/* Files an answer for j (under no lock; takes mu), freeing j: body when it succeeded, else
+ * error and its class (an enum cl_ctr error). */
 static void answer(struct cl_gen_runner *r, struct job *j, struct xfer *x, char *body,
-		   const char *error, bool retryable)
+		   const char *error, int err_class, bool retryable)
 {
 	struct cl_gen_answer a = {
 		.id = j->id,
@@ -130,7 +141,10 @@ static void answer(struct cl_gen_runner *r, struct job *j, struct xfer *x, char 
 		.status = x->status > 0 && x->status < 1000 ? (uint32_t)x->status : 0,
 		.body = body,
 		.retryable = retryable,
+		.err_class = body ? 0 : err_class,
 	};
+	_Static_assert(sizeof(a.retries) == sizeof(j->retries), "retries by class");
+	memcpy(a.retries, j->retries, sizeof(a.retries));
 	j->id = NULL;
 	const char *rid = x->as ? cl_asm_id(x->as) : NULL;
 	if (rid && strlen(rid) < CL_WIRE_MAX_NAME) {
@@ -143,8 +157,10 @@ static void answer(struct cl_gen_runner *r, struct job *j, struct xfer *x, char 
 		a.error = strndup(error, CL_WIRE_MAX_ERROR - 1);
 	if (body) {
 		a.ttft_us = x->first_us ? x->first_us - x->start_us : 0;
+		a.ttfc_us = x->first_content_us ? x->first_content_us - x->start_us : 0;
 		a.total_us = cl_mono_us() - x->start_us;
 		a.output_tokens = cl_asm_output_tokens(x->as);
+		a.prompt_tokens = cl_asm_prompt_tokens(x->as);
 	}
 	pthread_mutex_lock(&r->mu);
 	if (r->n_answers == r->cap_answers) {
@@ -185,21 +201,27 @@ static size_t on_write(char *p, size_t size, size_t n, void *ctx)
 	size_t len = size * n;
 	if (!x->status)
 		curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->status);
-	if (x->status != 200) {
+	if (x->errlen < ERR_BODY_MAX) { /* a copy into the slot's buffer, the first bytes only */
 		size_t room = ERR_BODY_MAX - x->errlen;
 		size_t k = len < room ? len : room;
 		memcpy(x->errbody + x->errlen, p, k);
 		x->errlen += k;
 		x->errbody[x->errlen] = '\0';
-		return len;
 	}
+	if (x->status != 200)
+		return len;
 	if (cl_sse_feed(&x->sse, p, len, on_event, x) != 0) {
 		if (!x->stream_failed) {
 			x->stream_failed = true;
+			x->err_class = CL_CTR_ERR_STREAM_MALFORMED;
 			snprintf(x->why, sizeof(x->why), "an event is larger than the cap");
 		}
 		return 0; /* cuts the transfer */
 	}
+	/* The events of this block are in: the first content token is timed here, as the
+	 * first token is in on_event, to the same write. */
+	if (!x->first_content_us && cl_asm_has_content(x->as))
+		x->first_content_us = cl_mono_us();
 	return len;
 }
 
@@ -212,9 +234,10 @@ static int begin(struct cl_gen_runner *r, struct xfer *x, struct job *j)
 	x->status = 0;
 	x->errlen = 0;
 	x->errbody[0] = '\0';
-	x->first_us = 0;
+	x->first_us = x->first_content_us = 0;
 	x->stream_failed = false;
 	x->stream_code = 0;
+	x->err_class = 0;
 	x->why[0] = '\0';
 	cl_sse_reset(&x->sse);
 	cl_asm_reset(x->as);
@@ -228,7 +251,7 @@ static int begin(struct cl_gen_runner *r, struct xfer *x, struct job *j)
 	if (cl_http_target_apply(&r->target, x->easy, CL_HTTP_CHAT, r->cfg.request_timeout_us, h,
 				 &err) != 0) {
 		x->job = NULL;
-		answer(r, j, x, NULL, err.msg, false);
+		answer(r, j, x, NULL, err.msg, CL_CTR_ERR_OTHER, false);
 		return -1;
 	}
 	curl_easy_setopt(x->easy, CURLOPT_POSTFIELDS, j->body);
@@ -239,7 +262,7 @@ static int begin(struct cl_gen_runner *r, struct xfer *x, struct job *j)
 	x->start_us = cl_mono_us();
 	if (curl_multi_add_handle(r->multi, x->easy) != CURLM_OK) {
 		x->job = NULL;
-		answer(r, j, x, NULL, "libcurl refused the transfer", false);
+		answer(r, j, x, NULL, "libcurl refused the transfer", CL_CTR_ERR_OTHER, false);
 		return -1;
 	}
 	atomic_fetch_add(&r->inflight, 1);
@@ -251,44 +274,127 @@ static bool retryable_status(long s)
 	return s == 408 || s == 429 || s >= 500;
 }
 
-/* A finished transfer: its answer, or the job queued again for a retry. */
-static void finish(struct cl_gen_runner *r, struct xfer *x, CURLcode res)
+static int status_class(long s)
 {
-	struct job *j = x->job;
-	x->job = NULL;
-	curl_multi_remove_handle(r->multi, x->easy);
-	atomic_fetch_sub(&r->inflight, 1);
-	if (!x->status)
-		curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->status);
-	char why[700];
-	bool retryable = true;
-	if (x->status == 200 && !x->stream_failed && res == CURLE_OK &&
-	    (cl_asm_done(x->as) || cl_asm_finished(x->as)) && !cl_sse_pending(&x->sse)) {
-		char *body = cl_asm_result(x->as);
-		if (body) {
-			answer(r, j, x, body, NULL, false);
-			return;
+	if (s == 429)
+		return CL_CTR_ERR_HTTP_429;
+	if (s >= 400 && s <= 499)
+		return CL_CTR_ERR_HTTP_4XX;
+	if (s >= 500 && s <= 599)
+		return CL_CTR_ERR_HTTP_5XX;
+	return CL_CTR_ERR_OTHER;
+}
+
+/* A failure libcurl reported, in the engine's classes (agent/engine/finish.c decides the
+ * same way; docs/engine.md, "Errors"): a request that never went out is a connect error. */
+static int curl_class(CURL *easy, CURLcode res, long status)
+{
+	long sent = 0;
+	curl_easy_getinfo(easy, CURLINFO_REQUEST_SIZE, &sent);
+	switch (res) {
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_RESOLVE_PROXY:
+		return CL_CTR_ERR_CONNECT;
+	case CURLE_OPERATION_TIMEDOUT:
+		return sent || status ? CL_CTR_ERR_TIMEOUT : CL_CTR_ERR_CONNECT;
+	case CURLE_GOT_NOTHING:
+	case CURLE_RECV_ERROR:
+	case CURLE_SEND_ERROR:
+	case CURLE_PARTIAL_FILE:
+	case CURLE_HTTP2_STREAM:
+	case CURLE_HTTP2:
+		return sent || status ? CL_CTR_ERR_STREAM_INCOMPLETE : CL_CTR_ERR_CONNECT;
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_CERTPROBLEM:
+	case CURLE_SSL_CIPHER:
+	case CURLE_SSL_CACERT_BADFILE:
+	case CURLE_SSL_ISSUER_ERROR:
+	case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+	case CURLE_SSL_CLIENTCERT:
+	case CURLE_USE_SSL_FAILED:
+		return CL_CTR_ERR_TLS;
+	default:
+		return CL_CTR_ERR_OTHER;
+	}
+}
+
+/* The body's first bytes for a message, each run of control characters (the SSE framing's
+ * newlines) one space. */
+static void body_head(const struct xfer *x, char *out, size_t n)
+{
+	size_t k = 0;
+	bool gap = false;
+	for (size_t i = 0; i < x->errlen && k + 1 < n; i++) {
+		unsigned char c = (unsigned char)x->errbody[i];
+		if (c < 0x20 || c == 0x7f) {
+			gap = k > 0;
+			continue;
 		}
-		snprintf(why, sizeof(why), "out of memory assembling the answer");
-	} else if (x->stream_failed) {
-		snprintf(why, sizeof(why), "%s", x->why);
-		retryable = x->stream_code == 0 || retryable_status(x->stream_code);
-	} else if (x->status && x->status != 200) {
-		snprintf(why, sizeof(why), "HTTP %ld: %.500s", x->status, x->errbody);
-		retryable = retryable_status(x->status);
-	} else if (res == CURLE_OPERATION_TIMEDOUT) {
-		snprintf(why, sizeof(why), "timed out: %s", curl_easy_strerror(res));
-	} else if (res != CURLE_OK) {
-		snprintf(why, sizeof(why), "%s", curl_easy_strerror(res));
-	} else {
-		snprintf(why, sizeof(why), "the stream ended before the answer did (no [DONE] and "
-					   "no finish_reason)");
+		if (gap && k + 2 < n)
+			out[k++] = ' ';
+		gap = false;
+		out[k++] = (char)c;
 	}
-	if (!retryable || j->attempts >= r->cfg.max_attempts) {
-		answer(r, j, x, NULL, why, retryable);
-		return;
+	out[k] = '\0';
+	if (!k)
+		snprintf(out, n, "(nothing)");
+}
+
+/*
+ * A finished try: 0 when it brought a whole answer (status 200, no error of any kind in the
+ * stream, every choice given a finish_reason), else its error class with why[n] saying what
+ * happened in the server's own words where it gave any, and *retryable.  A stream that
+ * ended with `[DONE]` but no choice or no finish_reason is a failure, not an answer: it is
+ * what a server that reports its error outside `data:` lines (llama.cpp's `error:` field
+ * before its PR 16109) looks like, and writing it as an answer loses the request for good.
+ */
+static int classify(const struct xfer *x, CURLcode res, bool *retryable, char *why, size_t n)
+{
+	*retryable = true;
+	if (x->stream_failed) {
+		snprintf(why, n, "%s", x->why);
+		*retryable = x->stream_code == 0 || retryable_status(x->stream_code);
+		if (x->err_class)
+			return x->err_class;
+		return cl_asm_error_seen(x->as) ? CL_CTR_ERR_STREAM_ERROR
+						: CL_CTR_ERR_STREAM_MALFORMED;
 	}
-	/* Exponential backoff with jitter: half the step, plus up to another half at random. */
+	if (x->status && x->status != 200) {
+		snprintf(why, n, "HTTP %ld: %.500s", x->status, x->errbody);
+		*retryable = retryable_status(x->status);
+		return status_class(x->status);
+	}
+	bool whole = cl_asm_finished(x->as) && !cl_sse_pending(&x->sse);
+	/* [DONE] ends the answer: what the connection does after it changes nothing. */
+	if (x->status == 200 && whole && (res == CURLE_OK || cl_asm_done(x->as)))
+		return 0;
+	if (res != CURLE_OK) {
+		snprintf(why, n, "%s%s", res == CURLE_OPERATION_TIMEDOUT ? "timed out: " : "",
+			 curl_easy_strerror(res));
+		return curl_class(x->easy, res, x->status);
+	}
+	if (!cl_asm_has_choice(x->as) && !cl_asm_has_token(x->as)) {
+		char head[320];
+		body_head(x, head, sizeof(head));
+		snprintf(why, n, "the stream ended without an answer (%s no choice, no "
+				 "finish_reason); the body began: %s",
+			 cl_asm_done(x->as) ? "[DONE], but" : "no [DONE],", head);
+		/* An empty answer: CL_CTR_ERR_EMPTY_ANSWER once the engine has that class (the
+		 * stream branch adds it); until then the stream was incomplete. */
+		return CL_CTR_ERR_STREAM_INCOMPLETE;
+	}
+	snprintf(why, n, "the stream ended before the answer did (%s, no finish_reason)",
+		 cl_asm_done(x->as) ? "[DONE]" : "no [DONE]");
+	return CL_CTR_ERR_STREAM_INCOMPLETE;
+}
+
+/* The wait before j's next try: exponential backoff with jitter, at least a 429's or 503's
+ * Retry-After. */
+static int64_t backoff_us(struct cl_gen_runner *r, const struct job *j, const struct xfer *x)
+{
+	/* Half the step, plus up to another half at random. */
 	int64_t step = r->cfg.backoff_initial_us;
 	for (uint32_t k = 1; k < j->attempts && step < r->cfg.backoff_max_us; k++)
 		step *= 2;
@@ -308,9 +414,51 @@ static void finish(struct cl_gen_runner *r, struct xfer *x, CURLcode res)
 		if (wait < after_us)
 			wait = after_us;
 	}
+	return wait;
+}
+
+/* A finished transfer: its answer, or the job queued again for a retry. */
+static void finish(struct cl_gen_runner *r, struct xfer *x, CURLcode res)
+{
+	struct job *j = x->job;
+	x->job = NULL;
+	curl_multi_remove_handle(r->multi, x->easy);
+	atomic_fetch_sub(&r->inflight, 1);
+	if (!x->status)
+		curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->status);
+	char why[700];
+	bool retryable;
+	int cls = classify(x, res, &retryable, why, sizeof(why));
+	if (cls == 0) {
+		char *body = cl_asm_result(x->as);
+		if (body) {
+			answer(r, j, x, body, NULL, 0, false);
+			return;
+		}
+		snprintf(why, sizeof(why), "out of memory assembling the answer");
+		cls = CL_CTR_ERR_OTHER;
+	}
+	CL_ASSERT(cls >= CL_CTR_FIRST_ERROR && cls <= CL_CTR_LAST_ERROR);
+	if (!retryable || j->attempts >= r->cfg.max_attempts) {
+		answer(r, j, x, NULL, why, cls, retryable);
+		return;
+	}
+	int k = cls - CL_CTR_FIRST_ERROR;
+	j->retries[k]++;
+	int64_t wait = backoff_us(r, j, x);
 	j->not_before_us = cl_mono_us() + wait;
-	CL_DEBUG("request '%s' try %u failed (%s): again in %lld ms", j->id, j->attempts, why,
-		 (long long)(wait / 1000));
+	/* Every class's first retry is said at info level, with the server's words; the rest
+	 * are counted (the coordinator shows them by class) and logged at debug. */
+	if (!(r->retry_logged & (1u << k))) {
+		r->retry_logged |= 1u << k;
+		CL_INFO("generate: request '%s' try %u failed (%s: %s): again in %lld ms (later "
+			"%s retries are counted, not logged)",
+			j->id, j->attempts, cl_ctr_name(cls) + 4, why, (long long)(wait / 1000),
+			cl_ctr_name(cls) + 4);
+	} else {
+		CL_DEBUG("request '%s' try %u failed (%s: %s): again in %lld ms", j->id,
+			 j->attempts, cl_ctr_name(cls) + 4, why, (long long)(wait / 1000));
+	}
 	pthread_mutex_lock(&r->mu);
 	enqueue(r, j);
 	pthread_mutex_unlock(&r->mu);

@@ -321,6 +321,51 @@ static int dec_generate(struct wire_dec *d, const msgpack_object *args, struct c
 	return 0;
 }
 
+/* An answer's error class: the name of an error counter (cl_ctr_name). */
+static int dec_err_class(struct wire_dec *d, const char *name, const msgpack_object *v,
+			 int32_t *out)
+{
+	char q[64];
+	int idx = cli_mpk_str_index(v, cl_ctr_name, CL_CTR__COUNT);
+	if (idx < CL_CTR_FIRST_ERROR || idx > CL_CTR_LAST_ERROR)
+		return cli_wire_bad(d, CL_EPROTO, name, "is not an error class (%s)",
+				    cli_mpk_quote(v, q, sizeof(q)));
+	*out = idx;
+	return 0;
+}
+
+/* An answer's optional parts since the first version: ttfc_us, prompt_tokens, class and
+ * retries (a map of error class to count, whose sum is attempts - 1). */
+static int dec_answer_more(struct wire_dec *d, const struct wire_fld *g, size_t n,
+			   struct cl_gen_answer *a)
+{
+	const msgpack_object *cls = cli_wire_fv(g, n, "class");
+	const msgpack_object *rt = cli_wire_fv(g, n, "retries");
+	int rc;
+	if ((rc = cli_wire_get_i64(d, "ttfc_us", cli_wire_fv(g, n, "ttfc_us"), false, 0,
+				   &a->ttfc_us)) ||
+	    (rc = cli_wire_get_u32(d, "prompt_tokens", cli_wire_fv(g, n, "prompt_tokens"), false,
+				   &a->prompt_tokens)) ||
+	    (cls && (rc = dec_err_class(d, "class", cls, &a->err_class))) ||
+	    (rc = cli_wire_need_map(d, "retries", rt, false)))
+		return rc;
+	uint64_t sum = 0;
+	for (uint32_t k = 0; rt && k < rt->via.map.size; k++) {
+		int32_t c = CL_CTR_FIRST_ERROR;
+		uint32_t v = 0;
+		if ((rc = dec_err_class(d, "retries", &rt->via.map.ptr[k].key, &c)) ||
+		    (rc = cli_wire_get_u32(d, "retries", &rt->via.map.ptr[k].val, true, &v)))
+			return rc;
+		a->retries[c - CL_CTR_FIRST_ERROR] += v;
+		sum += v;
+	}
+	if (sum >= a->attempts)
+		return cli_wire_bad(d, CL_EPROTO, "retries",
+				    "count %llu tries, more than attempts (%u) less the last",
+				    (unsigned long long)sum, a->attempts);
+	return 0;
+}
+
 static int dec_answers(struct wire_dec *d, const msgpack_object *top, struct cl_msg_answers *m)
 {
 	struct wire_fld f[] = { FLD("t_send_us"), FLD("answers") };
@@ -340,7 +385,8 @@ static int dec_answers(struct wire_dec *d, const msgpack_object *top, struct cl_
 		struct wire_fld g[] = { FLD("id"),        FLD("attempts"),   FLD("status"),
 					FLD("ttft_us"),   FLD("total_us"),   FLD("output_tokens"),
 					FLD("retryable"), FLD("request_id"), FLD("body"),
-					FLD("error") };
+					FLD("error"),     FLD("ttfc_us"),    FLD("prompt_tokens"),
+					FLD("class"),     FLD("retries") };
 		struct cl_gen_answer *a = &m->answers[i];
 		if (!(rc = cli_wire_fields(d, e, g, WIRE_N(g))) &&
 		    !(rc = cli_wire_get_str(d, "id", g[0].v, true, CL_WIRE_MAX_ID, WSTR_NAME,
@@ -356,9 +402,12 @@ static int dec_answers(struct wire_dec *d, const msgpack_object *top, struct cl_
 		    !(rc = cli_wire_get_str(d, "body", g[8].v, false, CL_WIRE_MAX_ANSWER, WSTR_TEXT,
 					    &a->body, NULL)) &&
 		    !(rc = cli_wire_get_str(d, "error", g[9].v, false, CL_WIRE_MAX_ERROR, WSTR_TEXT,
-					    &a->error, NULL)) &&
-		    a->attempts < 1)
-			rc = cli_wire_bad(d, CL_EPROTO, "attempts", "must be at least 1");
+					    &a->error, NULL))) {
+			if (a->attempts < 1)
+				rc = cli_wire_bad(d, CL_EPROTO, "attempts", "must be at least 1");
+			else
+				rc = dec_answer_more(d, g, WIRE_N(g), a);
+		}
 		wire_path_pop(&d->path, o2);
 		if (rc)
 			return rc;

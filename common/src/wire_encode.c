@@ -506,7 +506,19 @@ static void enc_answers(struct enc *e, const struct cl_msg_answers *m)
 		size_t o2 = wire_path_index(&e->path, i);
 		if (a->attempts < 1)
 			fail(e, CL_EINVAL, "attempts", "must be at least 1");
-		map(e, 7 + !!a->request_id + !!a->body + !!a->error);
+		size_t n_retried = 0;
+		uint64_t sum = 0;
+		for (size_t k = 0; k < CL_GEN_ERR_CLASSES; k++) {
+			n_retried += a->retries[k] != 0;
+			sum += a->retries[k];
+		}
+		if (a->attempts >= 1 && sum >= a->attempts)
+			fail(e, CL_EINVAL, "retries", "count more tries than attempts less the last");
+		bool cls = a->err_class != 0;
+		if (cls && (a->err_class < CL_CTR_FIRST_ERROR || a->err_class > CL_CTR_LAST_ERROR))
+			fail(e, CL_EINVAL, "class", "is not an error class (%d)", (int)a->err_class);
+		map(e, 7 + !!a->request_id + !!a->body + !!a->error + (a->ttfc_us > 0) +
+			   (a->prompt_tokens > 0) + cls + (n_retried > 0));
 		str(e, "id", a->id, CL_WIRE_MAX_ID, WSTR_NAME);
 		u64(e, "attempts", a->attempts);
 		u64(e, "status", a->status);
@@ -520,6 +532,22 @@ static void enc_answers(struct enc *e, const struct cl_msg_answers *m)
 			str(e, "body", a->body, CL_WIRE_MAX_ANSWER, WSTR_TEXT);
 		if (a->error)
 			str(e, "error", a->error, CL_WIRE_MAX_ERROR, WSTR_TEXT);
+		if (a->ttfc_us > 0)
+			nonneg(e, "ttfc_us", a->ttfc_us);
+		if (a->prompt_tokens > 0)
+			u64(e, "prompt_tokens", a->prompt_tokens);
+		if (cls)
+			str(e, "class", cl_ctr_name(a->err_class), CL_WIRE_MAX_NAME, WSTR_NAME);
+		if (n_retried) {
+			/* by the counter's name, as a REPORT's counters: the enum's order is
+			 * no part of the protocol */
+			key(e, "retries");
+			map(e, n_retried);
+			for (size_t k = 0; k < CL_GEN_ERR_CLASSES; k++)
+				if (a->retries[k])
+					u64(e, cl_ctr_name(CL_CTR_FIRST_ERROR + (int)k),
+					    a->retries[k]);
+		}
 		wire_path_pop(&e->path, o2);
 	}
 	wire_path_pop(&e->path, old);

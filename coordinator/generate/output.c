@@ -256,6 +256,27 @@ int cl_gen_out_success(struct cl_gen_out *o, const char *custom_id, int status,
 	return rc;
 }
 
+/* A message as a JSON string: the server's words may be cut inside a UTF-8 sequence (the
+ * agent keeps their first bytes) or not be UTF-8 at all, which jansson refuses; the cut
+ * sequence is dropped, and failing that every byte above ASCII becomes '?'. */
+static json_t *message_json(const char *s)
+{
+	json_t *j = json_string(s);
+	size_t n = strlen(s);
+	for (size_t cut = 1; !j && cut <= 3 && cut <= n && (unsigned char)s[n - cut] >= 0x80;
+	     cut++)
+		j = json_stringn(s, n - cut);
+	char *ascii = j ? NULL : strdup(s);
+	if (ascii) {
+		for (char *p = ascii; *p; p++)
+			if ((unsigned char)*p >= 0x80)
+				*p = '?';
+		j = json_string(ascii);
+		free(ascii);
+	}
+	return j;
+}
+
 int cl_gen_out_failure(struct cl_gen_out *o, const char *custom_id, int status,
 		       const char *request_id, const char *code, const char *message,
 		       uint64_t line_no, struct cl_err *err)
@@ -264,7 +285,7 @@ int cl_gen_out_failure(struct cl_gen_out *o, const char *custom_id, int status,
 	json_t *resp = status ? json_pack("{s:i, s:s?, s:n}", "status_code", status, "request_id",
 					  request_id, "body")
 			      : json_null();
-	json_t *e = json_pack("{s:s, s:s}", "code", code, "message", message);
+	json_t *e = json_pack("{s:s, s:o}", "code", code, "message", message_json(message));
 	if (!root || !resp || !e || json_object_set_new(root, "response", resp) != 0 ||
 	    json_object_set_new(root, "error", e) != 0 ||
 	    (line_no && json_object_set_new(root, "line", json_integer((json_int_t)line_no)) != 0)) {

@@ -91,7 +91,8 @@ struct run_gen {
 	bool closed; /* the job ended: answers that still come are not written (nor ACKed), so
 		      * the tally in results.json is the file's; a rerun sends those ids again */
 	char fatal[900];
-	uint64_t errs_http4xx, errs_http5xx, errs_other;
+	/* failed tries that were tried again, by class (the answers' retries summed) */
+	uint64_t retries[CL_GEN_ERR_CLASSES];
 };
 
 static void lease_free(struct lease *l)
@@ -251,16 +252,72 @@ static struct lease *find_held(struct gen_agent *a, const char *id, size_t *at)
 	return NULL;
 }
 
-static void count_error(struct run_gen *g, const struct cl_gen_answer *x)
+/* A class's name in results and messages: its counter's name without "err_". */
+static const char *class_name(int ctr)
 {
+	const char *n = cl_ctr_name(ctr);
+	return n && strncmp(n, "err_", 4) == 0 ? n + 4 : "other";
+}
+
+/* The class of a failed answer: as the agent said, or (an agent that does not say) by its
+ * HTTP status. */
+static int answer_class(const struct cl_gen_answer *x)
+{
+	if (x->err_class >= CL_CTR_FIRST_ERROR && x->err_class <= CL_CTR_LAST_ERROR)
+		return x->err_class;
 	if (x->status == 429)
-		g->m.ctr[CL_CTR_ERR_HTTP_429]++;
-	if (x->status >= 500)
-		g->errs_http5xx++, g->m.ctr[CL_CTR_ERR_HTTP_5XX]++;
-	else if (x->status >= 400 && x->status != 429)
-		g->errs_http4xx++, g->m.ctr[CL_CTR_ERR_HTTP_4XX]++;
-	else if (x->status != 429)
-		g->errs_other++, g->m.ctr[CL_CTR_ERR_OTHER]++;
+		return CL_CTR_ERR_HTTP_429;
+	if (x->status >= 400 && x->status <= 499)
+		return CL_CTR_ERR_HTTP_4XX;
+	if (x->status >= 500 && x->status <= 599)
+		return CL_CTR_ERR_HTTP_5XX;
+	return CL_CTR_ERR_OTHER;
+}
+
+/* A written answer in the job's metrics, as a stage's engine records a completed request:
+ * its latencies, tokens, and whether it was good (it reached the user with content; a job
+ * has no per-request SLO).  The whole job is the window, so the request counts whole in
+ * requests_per_s (window_share_milli). */
+static void record_answer(struct run_gen *g, const struct cl_gen_answer *x)
+{
+	struct cl_metrics *m = &g->m;
+	cl_hist_record(&m->lat[CL_LAT_TTFT], x->ttft_us);
+	cl_hist_record(&m->lat[CL_LAT_E2E], x->total_us);
+	if (x->ttfc_us > 0)
+		cl_hist_record(&m->lat[CL_LAT_TTFC], x->ttfc_us);
+	else
+		m->ctr[CL_CTR_NO_CONTENT]++;
+	if (x->output_tokens > 1 && x->total_us > x->ttft_us)
+		cl_hist_record(&m->lat[CL_LAT_TPOT],
+			       (x->total_us - x->ttft_us) / (x->output_tokens - 1));
+	cl_hist_record(&m->cnt[CL_CNT_OUTPUT_TOKENS], x->output_tokens);
+	if (x->prompt_tokens > 0)
+		cl_hist_record(&m->cnt[CL_CNT_PROMPT_TOKENS], x->prompt_tokens);
+	m->ctr[CL_CTR_COMPLETED]++;
+	m->ctr[CL_CTR_COMPLETED_IN_WINDOW]++;
+	m->ctr[CL_CTR_WINDOW_SHARE_MILLI] += 1000;
+	m->ctr[CL_CTR_GOOD] += x->ttfc_us > 0;
+	m->ctr[CL_CTR_OUTPUT_TOKENS] += x->output_tokens;
+	m->ctr[CL_CTR_PROMPT_TOKENS] += x->prompt_tokens;
+	m->ctr[CL_CTR_USAGE_FROM_SERVER] += x->output_tokens > 0;
+}
+
+/* An answer's retried tries by class: counted, and each class said once as it first
+ * appears (its reason is in the agent's log, said at info level there). */
+static void count_retries(struct run *r, const struct cl_gen_answer *x)
+{
+	struct run_gen *g = r->gen;
+	for (size_t k = 0; k < CL_GEN_ERR_CLASSES; k++) {
+		if (!x->retries[k])
+			continue;
+		if (!g->retries[k])
+			CL_INFO("generate: tries fail with %s and are tried again ('%s': %u of "
+				"its %u tries); the progress line and results.json's "
+				"generate.retries count them by class, the agent's log says why",
+				class_name(CL_CTR_FIRST_ERROR + (int)k), x->id, x->retries[k],
+				x->attempts);
+		g->retries[k] += x->retries[k];
+	}
 }
 
 /* One answer: its line written, its lease dropped.  0, or CL_EIO (a write failed: the
@@ -285,27 +342,30 @@ static int take_answer(struct run *r, struct gen_agent *a, struct cl_gen_answer 
 			rc = cl_gen_out_failure(&g->out, x->id, (int)x->status, rid, "bad_answer",
 						err.msg, 0, &err);
 			g->failed++;
+			g->m.ctr[CL_CTR_ERR_STREAM_MALFORMED]++;
 		} else if (rc == 0) {
 			g->written++;
 			g->output_tokens += x->output_tokens;
-			cl_hist_record(&g->m.lat[CL_LAT_TTFT], x->ttft_us);
-			cl_hist_record(&g->m.lat[CL_LAT_E2E], x->total_us);
-			if (x->output_tokens > 1 && x->total_us > x->ttft_us)
-				cl_hist_record(&g->m.lat[CL_LAT_TPOT],
-					       (x->total_us - x->ttft_us) / (x->output_tokens - 1));
-			cl_hist_record(&g->m.cnt[CL_CNT_OUTPUT_TOKENS], x->output_tokens);
-			g->m.ctr[CL_CTR_COMPLETED]++;
-			g->m.ctr[CL_CTR_COMPLETED_IN_WINDOW]++;
-			g->m.ctr[CL_CTR_OUTPUT_TOKENS] += x->output_tokens;
-			g->m.ctr[CL_CTR_USAGE_FROM_SERVER] += x->output_tokens > 0;
+			record_answer(g, x);
 		}
 	} else {
+		/* The code says what failed: the HTTP status of a response that was an error,
+		 * else the class (stream_error, timeout, ...); the message keeps the server's
+		 * words (an in-stream error's code in it). */
+		int cls = answer_class(x);
+		bool http = x->status >= 400 && x->status <= 599 &&
+			    (cls == CL_CTR_ERR_HTTP_4XX || cls == CL_CTR_ERR_HTTP_429 ||
+			     cls == CL_CTR_ERR_HTTP_5XX);
 		char code[32];
-		snprintf(code, sizeof(code), x->status ? "http_%u" : "request_failed", x->status);
-		rc = cl_gen_out_failure(&g->out, x->id, (int)x->status, rid, code,
-					x->error ? x->error : "failed", 0, &err);
+		if (http)
+			snprintf(code, sizeof(code), "http_%u", x->status);
+		else
+			snprintf(code, sizeof(code), "%s", class_name(cls));
+		const char *msg = x->error ? x->error : "failed";
+		rc = cl_gen_out_failure(&g->out, x->id, (int)x->status, rid, code, msg, 0, &err);
 		g->failed++;
-		count_error(g, x);
+		g->m.ctr[cls]++;
+		cl_metrics_add_err_sample(&g->m, cls, (int)x->status, msg, strlen(msg));
 	}
 	if (rc != 0) {
 		char msg[800];
@@ -316,6 +376,7 @@ static int take_answer(struct run *r, struct gen_agent *a, struct cl_gen_answer 
 	g->attempts += x->attempts;
 	g->retried_answers += x->attempts > 1;
 	g->m.ctr[CL_CTR_STARTED] += x->attempts;
+	count_retries(r, x);
 	lease_free(l);
 	a->held[at] = a->held[--a->n_held];
 	return 0;
@@ -553,6 +614,30 @@ static uint64_t held_total(const struct run *r)
 	return n;
 }
 
+/* " (stream_error 3, timeout 1)": the counts n[k] of the error classes that have any ("":
+ * none); returns their sum. */
+static uint64_t by_class(const uint64_t *n, char *out, size_t cap)
+{
+	uint64_t sum = 0;
+	size_t len = 0;
+	out[0] = '\0';
+	for (size_t k = 0; k < CL_GEN_ERR_CLASSES; k++) {
+		if (!n[k])
+			continue;
+		sum += n[k];
+		int w = snprintf(out + len, cap - len, "%s%s %llu", len ? ", " : " (",
+				 class_name(CL_CTR_FIRST_ERROR + (int)k), (unsigned long long)n[k]);
+		if (w < 0 || (size_t)w >= cap - len - 1) {
+			out[len] = '\0'; /* no room: the classes so far (the sum counts all) */
+			continue;
+		}
+		len += (size_t)w;
+	}
+	if (len)
+		snprintf(out + len, cap - len, ")");
+	return sum;
+}
+
 static void progress(struct run *r, bool force)
 {
 	struct run_gen *g = r->gen;
@@ -579,14 +664,16 @@ static void progress(struct run *r, bool force)
 		double left = (double)(g->total - done) / rate;
 		snprintf(eta, sizeof(eta), "%.0fm%02.0fs", floor(left / 60), fmod(left, 60));
 	}
-	char line[300];
+	char errs[160], retries[160];
+	(void)by_class(g->m.ctr + CL_CTR_FIRST_ERROR, errs, sizeof(errs));
+	uint64_t n_retries = by_class(g->retries, retries, sizeof(retries));
+	char line[520];
 	snprintf(line, sizeof(line),
 		 "generate %llu/%llu done | %.1f req/s, %.0f tok/s (last %llds) | ETA %s | "
-		 "leased %llu | errors %llu (4xx %llu, 5xx %llu, other %llu) | agents %zu",
+		 "leased %llu | errors %llu%s | retries %llu%s | agents %zu",
 		 (unsigned long long)done, (unsigned long long)g->total, rate, tok,
 		 (long long)span, eta, (unsigned long long)held_total(r),
-		 (unsigned long long)g->failed, (unsigned long long)g->errs_http4xx,
-		 (unsigned long long)g->errs_http5xx, (unsigned long long)g->errs_other,
+		 (unsigned long long)g->failed, errs, (unsigned long long)n_retries, retries,
 		 cl_fleet_active(&r->fleet));
 	cl_progress_show(&r->prog, line);
 }
@@ -606,6 +693,18 @@ static void finish_results(struct run *r, enum cl_stage_status status, const cha
 	    (json_int_t)g->reissued, "repaired_bytes", (json_int_t)g->out.repaired_bytes, "input",
 	    r->s.generate.input, "output", r->s.generate.output, "errors", r->s.generate.errors);
 	static const char *const formats[] = { "batch", "openai", "sharegpt", "text" };
+	/* The retried tries by class, every class present as requests.errors has them. */
+	json_t *retries = json_object();
+	for (size_t k = 0; retries && k < CL_GEN_ERR_CLASSES; k++)
+		if (json_object_set_new(retries, class_name(CL_CTR_FIRST_ERROR + (int)k),
+					json_integer((json_int_t)g->retries[k])) != 0) {
+			json_decref(retries);
+			retries = NULL;
+		}
+	if (block && (!retries || json_object_set_new(block, "retries", retries) != 0))
+		CL_WARN("cannot record the generate job's retries in results.json");
+	else if (!block)
+		json_decref(retries);
 	if (block &&
 	    (json_object_set_new(block, "input_format",
 				 json_string(formats[r->s.generate.input_format])) != 0 ||
@@ -761,12 +860,19 @@ int cli_run_generate(struct run *r)
 	if (status == CL_STAGE_OK && g->duplicates)
 		CL_INFO("generate: %llu answers came twice and were written once",
 			(unsigned long long)g->duplicates);
+	char retries[160];
+	uint64_t n_retries = by_class(g->retries, retries, sizeof(retries));
 	fprintf(stderr,
 		"chatload: generate: %llu written to %s, %llu failed (in %s), %llu already there, "
-		"%llu attempts\n",
+		"%llu attempts, %llu retried%s\n",
 		(unsigned long long)g->written, r->s.generate.output, (unsigned long long)g->failed,
 		r->s.generate.errors, (unsigned long long)g->scan.present,
-		(unsigned long long)g->attempts);
+		(unsigned long long)g->attempts, (unsigned long long)n_retries, retries);
+	if (g->failed)
+		fprintf(stderr,
+			"chatload: generate: a rerun skips the ids in %s as answered; to send them "
+			"again (the server fixed), remove their lines from it first\n",
+			r->s.generate.errors);
 	finish_results(r, status, reason[0] ? reason : NULL);
 	/* Every record is in output or errors: the spool has served.  After a failure it stays
 	 * (the next run writes it again), showing what was sent. */

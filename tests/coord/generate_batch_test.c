@@ -277,8 +277,33 @@ static void test_output_lines(void **state)
 			 0);
 	assert_int_equal(cl_gen_out_success(&o, "q2", 200, "q2", "[1]", &err), CL_EINVAL);
 	assert_int_equal(cl_gen_out_failure(&o, "q3", 400, "q3", "http_400", "bad", 0, &err), 0);
+	/* a server's message cut inside a UTF-8 sequence ("é" is c3 a9), or not UTF-8 at all,
+	 * is still written (the job would stop on a write it cannot make) */
+	assert_int_equal(cl_gen_out_failure(&o, "q4", 200, "q4/2", "stream_error", "caf\xc3", 0,
+					    &err),
+			 0);
+	assert_int_equal(cl_gen_out_failure(&o, "q5", 500, "q5", "http_500", "a\xff\xfe" "b", 0,
+					    &err),
+			 0);
 	assert_int_equal(cl_gen_out_close(&o, &err), 0);
 	json_error_t je;
+	json_t *el = json_load_file(errs, JSON_DISABLE_EOF_CHECK, &je);
+	assert_non_null(el);
+	json_decref(el);
+	FILE *ef = fopen(errs, "r");
+	assert_non_null(ef);
+	char eline[512];
+	const char *want_msg[] = { "bad", "caf", "a??b" };
+	for (int k = 0; k < 3; k++) {
+		assert_non_null(fgets(eline, sizeof(eline), ef));
+		json_t *e = json_loads(eline, 0, &je);
+		assert_non_null(e);
+		assert_string_equal(
+		    json_string_value(json_object_get(json_object_get(e, "error"), "message")),
+		    want_msg[k]);
+		json_decref(e);
+	}
+	fclose(ef);
 	json_t *l = json_load_file(out, 0, &je);
 	assert_non_null(l);
 	assert_string_equal(json_string_value(json_object_get(l, "custom_id")), "q1");

@@ -223,6 +223,189 @@ class Generate(tl.FleetCase):
         self.assertGreater(g["repaired_bytes"], 0)
         self.assertEqual(st["requests"]["completed"], g["done"])
 
+    def test_failed_tries_are_never_answers(self):
+        """Issue 40: a server that fails every try inside its stream (the simulator's
+        error-chunk, a vLLM-shaped error object then [DONE], and drop, the connection cut
+        mid-answer) and one that says its error outside data: lines (llama.cpp b4748's
+        `error:` field then [DONE], its captured bytes replayed): each id is tried
+        max_attempts times, then written to the errors file with the server's words, none
+        to the output; the retried tries are counted by class exactly as the truth log's
+        faults say, on the progress line and in results.json.  With the errors emptied, the
+        same job against a healthy server (two drops and two streams without [DONE] among
+        its first tries) completes every id once, and its figures mean what a stage's do:
+        requests_per_s = done / duration_s, good = done, total tokens = prompt + output."""
+        import http.server
+        import threading
+        n, attempts = 12, 3
+        inp = self.scope.path("fail.jsonl")
+        with open(inp, "w") as f:
+            for i in range(n):
+                f.write(batch_line("f%d" % i, {
+                    "model": "chatload-sim", "max_tokens": 6,
+                    "messages": [{"role": "user", "content": "fail %d" % i}]}) + "\n")
+        out = self.scope.path("fail-out.jsonl")
+        errs = self.scope.path("fail-out.errors.jsonl")
+
+        # error-chunk and drop share every draw: each try gets one of them
+        sim = self.start_sim("--ttft", "2ms", "--itl", "1ms", "--output-tokens", "6",
+                             "--fault-error-chunk", "0.5", "--fault-drop", "0.5",
+                             "--fault-at", "2", "--seed", "5", name="sim-fail")
+        scn = self.job(sim, "fail", inp, out, max_attempts=attempts, concurrency=4,
+                       backoff_initial="5ms", backoff_max="20ms")
+        run = self.start_run(scn, self.scope.path("res-fail"), name="fail")
+        self.assertExit(run, 0, 60)
+        self.assertEqual(read_lines(out), [], "a failed try was written as an answer")
+        errors = {l["custom_id"]: l for l in read_lines(errs)}
+        self.assertEqual(sorted(errors), sorted("f%d" % i for i in range(n)))
+        tl.wait_until(lambda: len(sim.truth()) >= n * attempts, 5, "the truth log")
+        truth = sim.truth()
+        tries = {}
+        for t in truth:
+            cid, _, k = t["x_request_id"].partition("/")
+            tries.setdefault(cid, {})[int(k or 1)] = t
+        cls = {"error-chunk": "stream_error", "drop": "stream_incomplete"}
+        want_retries = {}
+        for cid, e in errors.items():
+            self.assertEqual(sorted(tries[cid]), list(range(1, attempts + 1)), tries[cid])
+            for k in range(1, attempts):
+                c = cls[tries[cid][k]["fault"]]
+                want_retries[c] = want_retries.get(c, 0) + 1
+            last = tries[cid][attempts]
+            self.assertEqual(e["error"]["code"], cls[last["fault"]], e)
+            self.assertEqual(e["response"]["status_code"], 200, e)
+            self.assertEqual(e["response"]["request_id"], "%s/%d" % (cid, attempts))
+            if last["fault"] == "error-chunk":  # the server's message and code, verbatim
+                self.assertIn("(code 500): simulated error inside the stream (chatload-sim "
+                              "fault error-chunk)", e["error"]["message"])
+        self.assertEqual(len(want_retries), 2, "both faults among the retried tries")
+        doc = self.results(self.scope.path("res-fail"))
+        import jsonschema  # python3-jsonschema (install-deps.sh)
+        with open(os.path.join(tl.SOURCE_DIR, "docs", "results.schema.json")) as f:
+            schema = json.load(f)
+        jsonschema.validate(doc, schema)
+        st = doc["stages"][0]
+        g = st["generate"]
+        self.assertEqual({k: v for k, v in g["retries"].items() if v}, want_retries)
+        self.assertEqual((g["done"], g["failed"], g["attempts"]), (0, n, n * attempts))
+        self.assertEqual(st["requests"]["completed"], 0)
+        self.assertEqual(st["requests"]["good"], 0)
+        self.assertEqual(st["requests"]["errors_total"], n)
+        self.assertEqual(st["requests"]["errors"]["stream_error"] +
+                         st["requests"]["errors"]["stream_incomplete"], n)
+        samples = st["requests"]["error_samples"]
+        self.assertTrue(samples and all(s["class"] in cls.values() for s in samples), samples)
+        # the progress line counts them by class; the agent says each class once at info
+        progress = "retries %d \\(%s\\)" % (n * (attempts - 1), ", ".join(
+            "%s %d" % (c, want_retries[c]) for c in ("stream_incomplete", "stream_error")))
+        run.wait_line(progress, 1)
+        run.wait_line(r"chatload-agent: info: generate: request 'f\d+' try \d failed "
+                      r"\(stream_error: the server sent an error in the stream \(code 500\): "
+                      r"simulated error", 1)
+        run.wait_line(r"chatload-agent: info: generate: request 'f\d+' try \d failed "
+                      r"\(stream_incomplete: ", 1)
+        run.wait_line(r"a rerun skips the ids in .*fail-out\.errors\.jsonl as answered", 1)
+
+        # llama.cpp b4748 with a prompt beyond its context (../shared/fixtures/streams/
+        # llama.cpp-b4748-error-in-stream.http): 200, its error in an `error:` field, [DONE]
+        said = (b'error: {"code":400,"message":"the request exceeds the available context '
+                b'size. try increasing the context size or enable context shift","type":'
+                b'"invalid_request_error"}\n\ndata: [DONE]\n\n')
+        seen = []
+
+        class Llama(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                seen.append(self.headers.get("X-Request-Id"))
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Content-Length", str(len(said)))
+                self.end_headers()
+                self.wfile.write(said)
+
+            def log_message(self, *a):
+                pass
+
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Llama)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        self.addCleanup(srv.server_close)
+        self.addCleanup(srv.shutdown)
+        lout = self.scope.path("llama-out.jsonl")
+        lin = self.scope.path("llama.jsonl")
+        with open(inp) as f, open(lin, "w") as g2:
+            g2.writelines(f.readlines()[:3])
+        scn = self.write_scenario("llama", {
+            "name": "llama", "target": {"url": "http://127.0.0.1:%d/v1" % srv.server_address[1],
+                                        "model": "chatload-sim"},
+            "readiness": {"enabled": False}, "agents": {"local": 1},
+            "generate": {"input": lin, "output": lout, "concurrency": 2, "max_attempts": 2,
+                         "backoff_initial": "5ms", "backoff_max": "20ms"}})
+        run = self.start_run(scn, self.scope.path("res-llama"), name="llama")
+        self.assertExit(run, 0, 60)
+        self.assertEqual(read_lines(lout), [], "llama.cpp's error was written as an answer")
+        lerr = read_lines(self.scope.path("llama-out.errors.jsonl"))
+        self.assertEqual(sorted(l["custom_id"] for l in lerr), ["f0", "f1", "f2"])
+        for e in lerr:
+            self.assertIn("the request exceeds the available context size",
+                          e["error"]["message"], e)
+            # a stream without an answer (empty_answer once the engine has that class) or,
+            # read as the error it is, stream_error
+            self.assertIn(e["error"]["code"],
+                          ("stream_incomplete", "empty_answer", "stream_error"), e)
+        self.assertLessEqual(len(seen), 6)
+
+        # the server healthy again: the failed ids sent once the errors are emptied
+        sim = self.start_sim("--ttft", "2ms", "--itl", "1ms", "--output-tokens", "6",
+                             "--fault-schedule", "drop@1,no-done@2,drop@3,no-done@4",
+                             "--fault-at", "2", name="sim-ok")
+        scn = self.job(sim, "fail", inp, out, max_attempts=attempts, concurrency=4,
+                       backoff_initial="5ms", backoff_max="20ms")
+        open(errs, "w").close()
+        run = self.start_run(scn, self.scope.path("res-ok"), name="ok")
+        self.assertExit(run, 0, 60)
+        lines = read_lines(out)
+        self.assertEqual(sorted(l["custom_id"] for l in lines), sorted(errors))
+        self.assertEqual(read_lines(errs), [])
+        tl.wait_until(lambda: len(sim.truth()) >= n + 2, 5, "the truth log")
+        truth = {t["id"]: t for t in sim.truth() if t["id"]}
+        faults = {}
+        for l in lines:
+            t = truth[l["response"]["body"]["id"]]
+            faults[t["fault"]] = faults.get(t["fault"], 0) + 1
+            self.assertIn(l["response"]["body"]["choices"][0]["finish_reason"],
+                          ("stop", "length"), l)
+            self.assertEqual(fnv1a64(l["response"]["body"]["choices"][0]["message"]
+                                     ["content"]), t["answer_fnv"])
+        # a stream without [DONE] that gave its finish_reason and usage is a whole answer
+        self.assertEqual(faults, {None: n - 2, "no-done": 2})
+        doc = self.results(self.scope.path("res-ok"))
+        jsonschema.validate(doc, schema)
+        st = doc["stages"][0]
+        g = st["generate"]
+        self.assertEqual({k: v for k, v in g["retries"].items() if v}, {"stream_incomplete": 2})
+        self.assertEqual((g["done"], g["failed"], g["attempts"]), (n, 0, n + 2))
+        req, thr, tok, dur = st["requests"], st["throughput"], st["tokens"], st["duration_s"]
+        self.assertEqual((req["completed"], req["good"], req["started"]), (n, n, n + 2))
+        self.assertAlmostEqual(thr["requests_per_s"], n / dur, delta=1e-3 * n / dur)
+        self.assertAlmostEqual(thr["completions_per_s"], n / dur, delta=1e-3 * n / dur)
+        self.assertAlmostEqual(thr["goodput_requests_per_s"], n / dur, delta=1e-3 * n / dur)
+        sent = [t for t in truth.values() if t["fault"] != "drop"]
+        self.assertEqual(tok["output"], sum(t["output_tokens"] for t in sent))
+        self.assertEqual(tok["prompt"], sum(t["prompt_tokens"] for t in sent))
+        self.assertGreater(tok["prompt"], 0)
+        self.assertAlmostEqual(thr["total_tokens_per_s"], (tok["prompt"] + tok["output"]) / dur,
+                               delta=1e-3 * thr["total_tokens_per_s"])
+        sys.stderr.write("generate_test: failing job retries %s; healthy rerun %.1f req/s, "
+                         "%.0f total tok/s over %.3f s\n" % (
+                             want_retries, thr["requests_per_s"], thr["total_tokens_per_s"],
+                             dur))
+        # the summary table's req/s is the stage's, not 0.00
+        m = run.find(r"^generate\s+c=4\s+ok\s+([0-9.]+)\s", key="out") or \
+            run.find(r"^generate\s+c=4\s+ok\s+([0-9.]+)\s")
+        self.assertIsNotNone(m, run.tail())
+        self.assertGreater(float(m[2].group(1)), 0)
+
     def test_lost_agent_ids_and_rate_go_to_the_other(self):
         """rate: 20/s over two agents, one SIGKILLed mid-job: once it is declared lost (10 s
         later) the ids it held go to the other agent (reissued), which also takes its part of

@@ -793,9 +793,15 @@ static void test_generate_messages(void **state)
 		  .body = "{\"object\":\"chat.completion\"}",
 		  .ttft_us = 1234,
 		  .total_us = 99999,
-		  .output_tokens = 17 },
-		{ .id = "req-2", .attempts = 4, .status = 500, .error = "500: internal", .retryable = true },
+		  .ttfc_us = 2345,
+		  .output_tokens = 17,
+		  .prompt_tokens = 41 },
+		{ .id = "req-2", .attempts = 4, .status = 500, .error = "500: internal", .retryable = true,
+		  .err_class = CL_CTR_ERR_HTTP_5XX },
 	};
+	ans[0].retries[CL_CTR_ERR_STREAM_ERROR - CL_CTR_FIRST_ERROR] = 1;
+	ans[1].retries[CL_CTR_ERR_HTTP_5XX - CL_CTR_FIRST_ERROR] = 2;
+	ans[1].retries[CL_CTR_ERR_TIMEOUT - CL_CTR_FIRST_ERROR] = 1;
 	in = (struct cl_msg){ .type = CL_MSG_ANSWERS, .run = "r/s", .agent = 2, .seq = 9 };
 	in.answers = (struct cl_msg_answers){ .answers = ans, .n_answers = 2, .t_send_us = 77 };
 	roundtrip(&in, &out);
@@ -813,7 +819,31 @@ static void test_generate_messages(void **state)
 	assert_string_equal(out.answers.answers[1].error, "500: internal");
 	assert_int_equal(out.answers.answers[1].status, 500);
 	assert_true(out.answers.answers[1].retryable);
+	/* the later optional parts: content time, prompt tokens, the class, retries by class */
+	assert_int_equal(out.answers.answers[0].ttfc_us, 2345);
+	assert_int_equal(out.answers.answers[0].prompt_tokens, 41);
+	assert_int_equal(out.answers.answers[0].err_class, 0);
+	assert_int_equal(out.answers.answers[1].err_class, CL_CTR_ERR_HTTP_5XX);
+	assert_int_equal(out.answers.answers[1].ttfc_us, 0);
+	for (size_t k = 0; k < CL_GEN_ERR_CLASSES; k++) {
+		assert_int_equal(out.answers.answers[0].retries[k], ans[0].retries[k]);
+		assert_int_equal(out.answers.answers[1].retries[k], ans[1].retries[k]);
+	}
 	cl_msg_free(&out);
+	{
+		/* more retries than tries, or a class that is not an error, are refused */
+		struct cl_err rerr = { 0 };
+		msgpack_sbuffer rsb;
+		msgpack_sbuffer_init(&rsb);
+		ans[1].retries[CL_CTR_ERR_OTHER - CL_CTR_FIRST_ERROR] = 1;
+		assert_err(cl_wire_encode(&in, &rsb, &rerr), CL_EINVAL, rerr, "retries");
+		ans[1].retries[CL_CTR_ERR_OTHER - CL_CTR_FIRST_ERROR] = 0;
+		ans[1].err_class = CL_CTR_COMPLETED;
+		assert_err(cl_wire_encode(&in, &rsb, &rerr), CL_EINVAL, rerr, "class");
+		ans[1].err_class = CL_CTR_ERR_HTTP_5XX;
+		memset(ans[1].retries, 0, sizeof(ans[1].retries)); /* for the checks below */
+		msgpack_sbuffer_destroy(&rsb);
+	}
 
 	/* refusals: the encoder refuses what the decoder would */
 	struct cl_err err = { 0 };

@@ -330,6 +330,10 @@ struct cl_msg_cmd {
 	};
 };
 
+/* The error classes of a try, as a stage counts them (enum cl_ctr from CL_CTR_FIRST_ERROR to
+ * CL_CTR_LAST_ERROR): a generate answer's retries are counted by them. */
+#define CL_GEN_ERR_CLASSES (CL_CTR_LAST_ERROR - CL_CTR_FIRST_ERROR + 1)
+
 /* One finished request of a generate job, as an agent sends it back. */
 struct cl_gen_answer {
 	char *id;          /* the custom_id */
@@ -340,8 +344,14 @@ struct cl_gen_answer {
 			    * the request succeeded */
 	char *error;       /* optional: why it failed for good (body absent) */
 	int64_t ttft_us, total_us; /* the successful try's timing; 0 when it failed */
+	int64_t ttfc_us;           /* ... to its first content token or tool call (0: none) */
 	uint32_t output_tokens;    /* usage.completion_tokens of the answer (0: failed) */
+	uint32_t prompt_tokens;    /* usage.prompt_tokens of the answer (0: failed or none) */
 	bool retryable;    /* the failure was of a retryable kind (the tries ran out) */
+	int32_t err_class; /* failed: the last try's class (an enum cl_ctr error); 0 answered */
+	/* The tries before the last that failed, by class: retries[k] counts class
+	 * CL_CTR_FIRST_ERROR + k (their sum is attempts - 1). */
+	uint32_t retries[CL_GEN_ERR_CLASSES];
 };
 
 /* ANSWERS: finished requests of a generate job.  Deduplicated by (agent, seq) as REPORT. */
