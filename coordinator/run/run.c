@@ -224,7 +224,7 @@ static int render(struct run *r, struct cl_err *err)
 	if (rc != 0)
 		return rc;
 	const struct cl_scn_warmup *w = &r->s.warmup;
-	if (!w->body_json && w->max_tokens == r->s.workload.max_tokens)
+	if (!cl_scenario_warmup_own_body(&r->s))
 		return 0; /* warmup uses the workload's own bodies */
 	char *extra = NULL;
 	if ((rc = cl_body_json_merge_text(r->s.target.body_json, w->body_json, &extra, err)) != 0)
