@@ -244,6 +244,11 @@ int cli_run_stage(struct run *r, size_t index);
 /* Repeat `repeat` (1-based) of stage `index` (scenario `repeat`): as cli_run_stage, with its
  * own seed for the workload's draws, its results recorded as that repeat's. */
 int cli_run_stage_repeat(struct run *r, size_t index, uint32_t repeat);
+/* Where stage st's measured window ends on the coordinator's clock, at the latest now: the
+ * planned end of a duration-bound stage, the slowest agent's finish of a request-bound one,
+ * and never after the agents were told to stop or abort.  The server's gauges are averaged up
+ * to it (run/stage.c, and the live page's running stage in run/live.c). */
+int64_t cli_run_stage_window_end_us(const struct run *r, const struct run_stage *st, int64_t now);
 
 /* run/live.c: --metrics-listen and --web.  open: starts the listeners (0 when not asked;
  * CL_EINVAL for a bad or non-loopback address, CL_ESYS when it cannot bind, err says why;

@@ -431,12 +431,11 @@ static double stage_window_s(const struct run *r, const struct run_stage *st)
 	return window_s;
 }
 
-/* Where the stage's measured window ends on the coordinator's clock, for the server's gauges:
- * a duration-bound stage's planned end; a request-bound one's when its slowest agent finished
- * (START_AT + the time its reports covered); and in any case no later than the moment the
- * agents were told to stop or abort (a probe that had its samples, a signal, an SLO abort, a
- * failure) nor than now.  Scrapes after it saw the drain, not the load (issue 40). */
-static int64_t stage_window_end_us(const struct run *r, const struct run_stage *st, int64_t now)
+/* The request-bound stage's finish is START_AT + the time its slowest agent's reports
+ * covered; the moment the agents were told to stop is a probe that had its samples, a
+ * signal, an SLO abort or a failure.  Scrapes after the end saw the drain, not the load
+ * (issue 40). */
+int64_t cli_run_stage_window_end_us(const struct run *r, const struct run_stage *st, int64_t now)
 {
 	const struct cl_scn_stage *scn = st->scn;
 	int64_t from = st->start_coord_us + scn->ramp_us;
@@ -523,7 +522,7 @@ static int stage_close(struct run *r)
 		 * bounds the stage; counters and histograms from the scrape before the stage to
 		 * the one after it. */
 		int64_t from = st->start_coord_us + st->scn->ramp_us;
-		int64_t to = stage_window_end_us(r, st, cl_mono_us());
+		int64_t to = cli_run_stage_window_end_us(r, st, cl_mono_us());
 		struct cl_srv_mark end;
 		cl_srv_scrape_mark(r->srv, &end, SRV_MARK_WAIT_US);
 		json_t *srv = cl_srv_scrape_stage_json(r->srv, &st->srv_at_start, &end,

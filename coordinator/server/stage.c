@@ -241,8 +241,8 @@ json_t *cl_srv_scrape_stage_json(struct cl_srv_scrape *sc, const struct cl_srv_m
 		json_decref(extra);
 		return NULL;
 	}
-	/* set_new takes the value even when it fails */
-	/* The window the gauges are over, on the timeline's clock. */
+	/* The window the gauges are over, on the timeline's clock; set_new takes the value
+	 * even when it fails. */
 	int64_t end_us = to_us ? to_us : b->t_us;
 	json_t *win = json_pack("[f,f]", round((double)(from_us - start_us) / 1e3) / 1e3,
 				round((double)(end_us - start_us) / 1e3) / 1e3);
