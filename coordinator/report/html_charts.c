@@ -181,8 +181,8 @@ static bool load_cols_read(const json_t *stages, bool rate_mode, struct load_col
 	lc->mark = calloc(n ? n : 1, sizeof(*lc->mark));
 	lc->name = calloc(n ? n : 1, sizeof(*lc->name));
 	size_t *sorted = lc->idx, *idx = lc->idx + (n ? n : 1);
-	size_t m = lc->idx && lc->buf && lc->mark && lc->name ? by_load(stages, rate_mode, sorted)
-							      : 0;
+	size_t m =
+	    lc->idx && lc->buf && lc->mark && lc->name ? by_load(stages, rate_mode, sorted) : 0;
 	/* A stable partition: the ordinary stages, then the probes, each in load order. */
 	for (int probes = 0; probes < 2; probes++)
 		for (size_t j = 0; j < m; j++)
@@ -228,15 +228,16 @@ static void load_series(const struct load_cols *lc, int xk, int k, const char *n
 			const char *color, const char *probe_color, bool dashed, bool names,
 			char label[][128], struct cli_rp_series *out, size_t *n)
 {
-	size_t parts[2][2] = { { 0, lc->m - lc->n_probes }, { lc->m - lc->n_probes, lc->n_probes } };
+	size_t parts[2][2] = { { 0, lc->m - lc->n_probes },
+			       { lc->m - lc->n_probes, lc->n_probes } };
 	for (int g = 0; g < 2; g++) {
 		size_t off = parts[g][0], cnt = parts[g][1];
 		if (!cnt)
 			continue;
 		snprintf(label[*n], 128, "%s%s", name, g ? lc->probe_label : "");
-		out[*n] = ser(label[*n], g ? probe_color : color, lc->col[xk] + off,
-			      lc->col[k] + off, cnt, dashed, lc->mark + off,
-			      names ? lc->name + off : NULL);
+		out[*n] =
+		    ser(label[*n], g ? probe_color : color, lc->col[xk] + off, lc->col[k] + off,
+			cnt, dashed, lc->mark + off, names ? lc->name + off : NULL);
 		out[*n].err = xk == V_X ? lc->err[k] + off : NULL;
 		(*n)++;
 	}
@@ -299,7 +300,8 @@ void cli_rp_html_load_charts(const json_t *doc, bool rate_mode, FILE *out)
 	load_series(&lc, V_X, V_I99, "ITL p99", RED, PURPLE, true, false, l4, s4, &n4);
 	struct cli_rp_chart charts[] = {
 		chart("Output throughput", xl, "output tokens/s", pl, s1, n1, 540, 300, false),
-		chart("Request throughput", xl, "completed requests/s", pl, s2, n2, 540, 300, false),
+		chart("Request throughput", xl, "completed requests/s", pl, s2, n2, 540, 300,
+		      false),
 		chart("Time to first token", xl, "TTFT (ms)", pl, s3, n3, 540, 300, false),
 		chart("Inter-token latency", xl, "ITL (ms)", pl, s4, n4, 540, 300, false),
 	};

@@ -108,9 +108,10 @@ struct run_stage {
 	char reason[1400]; /* why the status is not ok; "" when it is */
 	bool stop_sent;    /* a signal arrived and the agents were told to stop */
 	bool ended_early;  /* a probe stopped once its SLOs had their samples (search.c) */
-	int64_t stopped_at_us; /* when the agents were first told to stop or abort (0: never):
-				* the measured window ended there, the drain began */
 	bool noted_run_on; /* ... and said it was running on for them */
+	/* when the agents were first told to stop or abort (0: never): the measured window
+	 * ended there, the drain began */
+	int64_t stopped_at_us;
 	/* the agents' CPU (summed, 100 = one core) and streams in flight, sampled every turn
 	 * of the measured window, for capacity planning */
 	double load_cpu_sum, load_streams_sum;

@@ -71,7 +71,7 @@ struct cl_srv_scrape {
 	struct cl_http_target http;    /* how every page is asked for (client/http/handle.c) */
 	struct curl_slist *headers;    /* the engine's page: User-Agent, server_metrics.headers */
 	struct curl_slist *ex_headers; /* the exporters': User-Agent only */
-	char **series; /* the names kept first */
+	char **series;                 /* the names kept first */
 	size_t n_series;
 	bool *series_found;         /* under mu: a pattern matched some series */
 	struct cli_srv_xseries *xs; /* under mu */

@@ -226,8 +226,8 @@ static void scrape_once(struct cl_srv_scrape *sc, CURLM *m, CURL *h, struct cl_b
 static int setup(struct cl_srv_scrape *sc, CURL *h, const char *url, struct curl_slist *headers,
 		 struct cl_buf *body, long timeout_ms, struct cl_err *err)
 {
-	int rc = cl_http_target_apply_page(&sc->http, h, url, (int64_t)timeout_ms * 1000, headers,
-					   err);
+	int rc =
+	    cl_http_target_apply_page(&sc->http, h, url, (int64_t)timeout_ms * 1000, headers, err);
 	if (rc != 0)
 		return rc;
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);

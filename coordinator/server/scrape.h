@@ -102,9 +102,9 @@ void cl_srv_scrape_mark(struct cl_srv_scrape *sc, struct cl_srv_mark *m, int64_t
 /* The stage between two marks in the common vocabulary (docs/results.md, stages[].server):
  * gauges over the timeline points taken in [from_us, to_us] (the measured window, whatever
  * bounds the stage, so that no drain scrape enters a mean; to_us 0: up to b; the window is
- * written as gauge_window_s), counters and histograms as b − a, the extra series likewise, and the timeline
- * of the scrapes between the marks with t_s since start_us (the stage's START_AT, the clock
- * of its intervals).  NULL when out of memory. */
+ * written as gauge_window_s), counters and histograms as b − a, the extra series likewise, and the
+ * timeline of the scrapes between the marks with t_s since start_us (the stage's START_AT, the
+ * clock of its intervals).  NULL when out of memory. */
 json_t *cl_srv_scrape_stage_json(struct cl_srv_scrape *sc, const struct cl_srv_mark *a,
 				 const struct cl_srv_mark *b, int64_t start_us, int64_t from_us,
 				 int64_t to_us);
