@@ -286,7 +286,7 @@ void cli_rp_html_load_charts(const json_t *doc, bool rate_mode, FILE *out)
 	slo_lines(doc, "itl", &itl);
 	fprintf(out, "<section><h2>Throughput and latency vs %s</h2>\n",
 		rate_mode ? "offered rate" : "concurrency");
-	load_charts_notes(lc.any_mark, lc.any_ci, lc.n_probes > 0, out);
+	load_charts_notes(lc.any_mark, lc.any_ci, lc.n_probes > 0 && lc.n_probes < lc.m, out);
 	fputs("<div class=\"charts\">\n", out);
 	struct cli_rp_series s1[2], s2[2], s3[4], s4[4];
 	char l1[2][128], l2[2][128], l3[4][128], l4[4][128];
