@@ -122,6 +122,37 @@ class Examples(unittest.TestCase):
         self.assertEqual(out.count("\nstages: "), len(SCENARIOS))
 
 
+class WarmupSent(tl.FleetCase):
+    """What validate says the warmup sends is what run sends: the simulator's truth log
+    records each request's max_tokens (issue 40: validate said 256 where 32 went out)."""
+    tag = "wusent"
+
+    def test_warmup_max_tokens_as_sent(self):
+        sim = self.start_sim("--ttft", "2ms", "--itl", "1ms")
+        doc = tl.scenario({"url": sim.url}, [{"concurrency": 1, "requests": 3}],
+                          {"local": 1}, name="wusent", warmup={"requests": 4})
+        doc["workload"] = {"synthetic": {"input_tokens": 20, "output_tokens": 32,
+                                         "count": 50}}
+        for extra, want in (((), 32), (("--set", "warmup.max_tokens=8"), 8)):
+            path = self.write_scenario("wusent-%d" % want, doc)
+            rc, out, err = validate(*extra, path)
+            self.assertEqual(rc, 0, err)
+            shown = re.search(r"\nwarmup:\n(?:  .*\n)*?  max tokens: (\d+)", out)
+            self.assertTrue(shown, out)
+            self.assertEqual(int(shown.group(1)), want, out)
+            before = len(sim.truth())
+            p = self.start_run(path, self.scope.path("out-%d" % want), *extra,
+                               name="run-%d" % want)
+            self.assertExit(p, 0, 60)
+            # The truth log is flushed every 100 ms.
+            tl.wait_until(lambda: len(sim.truth()) - before >= 7, 5, "7 lines of truth")
+            sent = [r["max_tokens"] for r in sim.truth()[before:] if "max_tokens" in r]
+            # The warmup's 4 go first (a stage starts after its report), then the stage's 3.
+            self.assertEqual(len(sent), 7, sent)
+            self.assertEqual(sent[:4], [want] * 4, sent)
+            self.assertEqual(sent[4:], [32] * 3, sent)
+
+
 class BadScenarios(unittest.TestCase):
     def test_every_bad_file(self):
         files = sorted(glob.glob(os.path.join(BAD_DIR, "*.yaml")))
