@@ -118,10 +118,40 @@ class Http2(tl.FleetCase):
                         "proxy + client add more than %d ms" % (25 * tl.SLOW))
         self.assertAlmostEqual(stage["latency_ms"]["itl"]["p50"], 5.0, delta=2.5)
 
+    def exporter(self):
+        """An HTTP/1.1-only page of the exposition format on loopback (Python's http.server,
+        which ignores an Upgrade: h2c); returns its URL and the HTTP versions asked of it."""
+        import http.server
+        seen = []
+
+        class Page(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                seen.append((self.request_version, self.headers.get("Upgrade"),
+                             self.headers.get("User-Agent")))
+                body = b"# TYPE DCGM_FI_DEV_GPU_UTIL gauge\nDCGM_FI_DEV_GPU_UTIL{gpu=\"0\"} 40\n"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *a):
+                pass
+
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        self.scope.on_close(srv.server_close)
+        self.scope.on_close(srv.shutdown)
+        return "http://127.0.0.1:%d/metrics" % srv.server_address[1], seen
+
     def test_h2c_prior_knowledge_gate_warmup_and_stage(self):
         sim = self.start_sim(*SIM_ARGS)
         px = Nghttpx(self, "h2c", sim.port)
-        doc = tl.scenario({"url": px.url, "http2": True},
+        # An exporter on another address is not the target: http2 (required) is no promise
+        # of its, so it must still be read over HTTP/1.1 (an h2c preface would break it).
+        ex_url, ex_seen = self.exporter()
+        doc = tl.scenario({"url": px.url, "http2": True,
+                           "server_metrics": {"extra": [ex_url]}},
                           [{"name": "c16", "concurrency": 16, "requests": 48}],
                           {"local": 1, "workers": 2}, name="h2c", readiness=True,
                           warmup={"requests": 4, "concurrency": 2})
@@ -141,6 +171,14 @@ class Http2(tl.FleetCase):
         self.assertEqual(set(protos), {"h2c"}, lines)
         self.assertGreaterEqual(protos["h2c"], 48 + 4 + 2)  # + /models and a generation
         px.check_scrapes(self, res, "h2c")
+        ex = res["server_metrics"]["extra"][0]
+        self.assertTrue(ex["available"], ex)
+        self.assertEqual(ex["scrapes_failed"], 0, ex)
+        self.assertTrue(ex_seen)
+        for version, upgrade, agent in ex_seen:
+            self.assertEqual(version, "HTTP/1.1")
+            self.assertEqual(upgrade, "h2c")  # offered, in the form that falls back
+            self.assertRegex(agent or "", r"^chatload/\d+\.\d+\.\d+$")
         if p.find(r"cannot reuse an h2c prior-knowledge connection"):
             # libcurl < 7.89: one connection per request (said once, and visible).
             self.assertEqual(st["http"]["connections_opened"], 48)
