@@ -266,11 +266,11 @@ static long to_ms(int64_t us)
 	return us <= 0 ? 0 : us < 1000 ? 1 : (long)((us + 999) / 1000);
 }
 
-int cl_http_target_apply(const struct cl_http_target *t, CURL *h, enum cl_http_endpoint ep,
-			 int64_t timeout_us, struct curl_slist *headers, struct cl_err *err)
+/* Every option of a request to url over ver: the one list both appliers share. */
+static int apply_url(const struct cl_http_target *t, CURL *h, const char *url,
+		     const struct cl_httpver *ver, int64_t timeout_us, struct curl_slist *headers,
+		     struct cl_err *err)
 {
-	if (ep >= CL_HTTP__ENDPOINTS || !t->url[ep])
-		return cl_err_set(err, CL_EINVAL, "target not prepared");
 	int64_t connect_us = t->connect_timeout_us;
 	if (timeout_us > 0 && connect_us > timeout_us)
 		connect_us = timeout_us;
@@ -282,7 +282,7 @@ int cl_http_target_apply(const struct cl_http_target *t, CURL *h, enum cl_http_e
 		if ((c = curl_easy_setopt(h, opt, val)) != CURLE_OK)                               \
 			goto fail;                                                                 \
 	} while (0)
-	SET(CURLOPT_URL, t->url[ep]);
+	SET(CURLOPT_URL, url);
 	/* Nothing but HTTP(S), and never somewhere else by a redirect: the allow-list decided
 	 * on this URL's host and port, and a redirect would be a new destination. */
 	SET(CURLOPT_PROTOCOLS_STR, "http,https");
@@ -290,7 +290,7 @@ int cl_http_target_apply(const struct cl_http_target *t, CURL *h, enum cl_http_e
 	SET(CURLOPT_FOLLOWLOCATION, 0L);
 	SET(CURLOPT_NOSIGNAL, 1L);
 	what = "CURLOPT_HTTP_VERSION";
-	if ((c = (CURLcode)cl_httpver_apply(h, &t->ver)) != CURLE_OK)
+	if ((c = (CURLcode)cl_httpver_apply(h, ver)) != CURLE_OK)
 		goto fail;
 	SET(CURLOPT_SSL_VERIFYPEER, t->tls_verify ? 1L : 0L);
 	SET(CURLOPT_SSL_VERIFYHOST, t->tls_verify ? 2L : 0L);
@@ -308,4 +308,69 @@ fail:
 				  curl_easy_strerror(c));
 	return cl_err_set(err, c == CURLE_OUT_OF_MEMORY ? CL_ENOMEM : CL_EINVAL,
 			  "cannot set %s: %s", what, curl_easy_strerror(c));
+}
+
+int cl_http_target_apply(const struct cl_http_target *t, CURL *h, enum cl_http_endpoint ep,
+			 int64_t timeout_us, struct curl_slist *headers, struct cl_err *err)
+{
+	if (ep >= CL_HTTP__ENDPOINTS || !t->url[ep])
+		return cl_err_set(err, CL_EINVAL, "target not prepared");
+	return apply_url(t, h, t->url[ep], &t->ver, timeout_us, headers, err);
+}
+
+int cl_http_target_apply_page(const struct cl_http_target *t, CURL *h, const char *url,
+			      int64_t timeout_us, struct curl_slist *headers, struct cl_err *err)
+{
+	if (!t->url[CL_HTTP_BASE])
+		return cl_err_set(err, CL_EINVAL, "target not prepared");
+	struct cl_url_where w;
+	int rc = cl_url_where(url, &w, err);
+	if (rc != 0)
+		return rc;
+	if (same_where(&w, &t->where))
+		return apply_url(t, h, url, &t->ver, timeout_us, headers, err);
+	/* Another server (a /metrics on its own port, an exporter): the target's promise of
+	 * HTTP/2 is not its, so it gets HTTP/2 only in a form that falls back (ALPN over
+	 * TLS, Upgrade over cleartext), decided where every version is. */
+	struct cl_target_plan other = { .base_url = (char *)url,
+					.http2 = t->ver.h2,
+					.http2_fallback = true,
+					.http2_streams = t->ver.streams_per_conn };
+	struct cl_httpver ver;
+	cl_httpver_choose(&other, &ver);
+	return apply_url(t, h, url, &ver, timeout_us, headers, err);
+}
+
+int cl_http_page_headers(const char *const *lines, size_t n, struct curl_slist **out,
+			 struct cl_err *err)
+{
+	static const char ua[] = "User-Agent: chatload/" CHATLOAD_VERSION;
+	struct curl_slist *l = NULL, *next;
+	bool own_ua = false;
+	*out = NULL;
+	for (size_t i = 0; i < n; i++) {
+		size_t name = header_name_len(lines[i] ? lines[i] : "");
+		if (!name) {
+			curl_slist_free_all(l);
+			return cl_err_set(err, CL_EINVAL,
+					  "bad header '%.80s': want 'Name: value' without line "
+					  "breaks or control characters",
+					  lines[i] ? lines[i] : "");
+		}
+		own_ua = own_ua || (name == sizeof("User-Agent") - 1 &&
+				    strncasecmp(lines[i], "User-Agent", name) == 0);
+	}
+	/* Who sends it first, as on every other request; a line of the caller's own of the
+	 * same name replaces it. */
+	if (!own_ua && !(l = curl_slist_append(NULL, ua)))
+		return cl_err_set(err, CL_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		if (!(next = curl_slist_append(l, lines[i]))) {
+			curl_slist_free_all(l);
+			return cl_err_set(err, CL_ENOMEM, "out of memory");
+		}
+		l = next;
+	}
+	*out = l;
+	return 0;
 }

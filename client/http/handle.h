@@ -103,4 +103,29 @@ struct curl_slist *cl_http_target_link(const struct cl_http_target *t, enum cl_h
 int cl_http_target_apply(const struct cl_http_target *t, CURL *easy, enum cl_http_endpoint ep,
 			 int64_t timeout_us, struct curl_slist *headers, struct cl_err *err);
 
+/*
+ * Applies to easy what a request for a page outside the API takes from t: the server's own
+ * /metrics and the exporters beside it (coordinator/server/scrape.c), so that every request
+ * chatload makes is configured here.  url need not be one of t's endpoints; libcurl parses it.
+ * On t's own host and port it gets t's HTTP version and connection use (target.http2 holds
+ * for every request to the target); another address gets HTTP/2 only in the forms that fall
+ * back (ALPN over TLS, Upgrade: h2c in cleartext) when t asks for HTTP/2, else HTTP/1.1: the
+ * target's promise is not another server's.  The rest as cl_http_target_apply: http and https
+ * only, no redirects, TLS verification and CA file, connect and overall timeouts, NOSIGNAL,
+ * headers (from cl_http_page_headers; may be NULL).  CL_EINVAL with err when url does not parse
+ * or libcurl refuses an option.  No allow-list is consulted: the caller decided the URL.
+ */
+int cl_http_target_apply_page(const struct cl_http_target *t, CURL *easy, const char *url,
+			      int64_t timeout_us, struct curl_slist *headers, struct cl_err *err);
+
+/*
+ * The header lines of such a page: "User-Agent: chatload/<version>", as every request says,
+ * then lines[0..n) (the caller's own, e.g. target.server_metrics.headers), one of which named
+ * User-Agent replaces the fixed one.  Each line is checked as target.headers are (CL_EINVAL,
+ * err quoting it).  *out is a new list the caller frees with curl_slist_free_all; NULL on
+ * failure (CL_ENOMEM too).
+ */
+int cl_http_page_headers(const char *const *lines, size_t n, struct curl_slist **out,
+			 struct cl_err *err);
+
 #endif

@@ -5,6 +5,7 @@
 #include "chatload/exitcode.h"
 #include "chatload/metrics.h"
 #include "generate/batch.h"
+#include "results/results.h"
 #include "scenario/scenario.h"
 #include "chatload/sim_options.h"
 #include "chatload/units.h"
@@ -173,8 +174,9 @@ static void print_readiness(const struct cl_scn_readiness *r)
 		printf("  extra body: %s\n", r->body_json);
 }
 
-static void print_warmup(const struct cl_scn_warmup *w)
+static void print_warmup(const struct cl_scenario *s, const struct cl_workload_stats *st)
 {
+	const struct cl_scn_warmup *w = &s->warmup;
 	char a[32];
 	printf("warmup:\n");
 	if (!w->requests && !w->duration_us) {
@@ -186,7 +188,20 @@ static void print_warmup(const struct cl_scn_warmup *w)
 	else
 		printf("  duration: %s\n", dur(w->duration_us, a, sizeof(a)));
 	printf("  concurrency: %u\n", w->concurrency);
-	printf("  max tokens: %u\n", w->max_tokens);
+	/* What the warmup sends, as the run decides it: its own body, or the workload's bodies
+	 * as they are (each with its own max_tokens, whatever warmup.max_tokens defaulted to). */
+	if (cl_scenario_warmup_own_body(s))
+		printf("  max tokens: %u (a body of its own: the %s prompt)\n", w->max_tokens,
+		       s->workload.kind == CL_WORKLOAD_PROMPTS && s->workload.n_prompts
+			   ? "first inline"
+			   : "readiness");
+	else if (s->workload.api == CL_API_EMBEDDINGS)
+		printf("  bodies: the workload's own\n");
+	else if (st->requested_min == st->requested_max)
+		printf("  max tokens: %u (the workload's own bodies)\n", st->requested_max);
+	else
+		printf("  max tokens: %u..%u (the workload's own bodies, each its own)\n",
+		       st->requested_min, st->requested_max);
 	printf("  request timeout: %s\n", dur(w->request_timeout_us, a, sizeof(a)));
 	printf("  fail on error: %s\n", w->fail_on_error ? "yes" : "no");
 	if (w->body_json)
@@ -327,7 +342,7 @@ static void print_workload(const struct cl_scn_workload *w)
 		       w->salt_tag);
 }
 
-static void print_stages(const struct cl_scenario *s)
+static void print_stages(const struct cl_scenario *s, const struct cl_gen_scan *scan)
 {
 	char a[32], load[96], bound[48];
 	printf("stages: %zu\n", s->n_stages);
@@ -354,7 +369,10 @@ static void print_stages(const struct cl_scenario *s)
 				snprintf(load + n, sizeof(load) - (size_t)n, ", cap %u",
 					 st->concurrency);
 		}
-		if (st->requests)
+		if (s->generate.set) /* a job: every valid line of its input, once */
+			snprintf(bound, sizeof(bound), "%llu request%s",
+				 (unsigned long long)scan->valid, scan->valid == 1 ? "" : "s");
+		else if (st->requests)
 			snprintf(bound, sizeof(bound), "%llu requests",
 				 (unsigned long long)st->requests);
 		else
@@ -467,6 +485,34 @@ static void print_slos(const struct cl_scenario *s)
 					       : "fail (exit 1: its numbers describe the client)");
 }
 
+/* generate.estimate_from: the file, the stage its estimate rests on and its rate, and a
+ * warning when that stage was client-bound (its rate then describes the client). */
+static void print_estimate_from(const char *path)
+{
+	json_t *doc = NULL;
+	struct cl_err err = { 0 };
+	char msg[600];
+	printf("  estimate from: %s\n", path);
+	if (cl_results_load(path, &doc, &err) != 0) {
+		printf("    cannot read it: %s\n", cl_err_format(&err, msg, sizeof(msg)));
+		return;
+	}
+	double rps;
+	bool client_bound;
+	const char *stage = cl_results_estimate_source(doc, &rps, &client_bound);
+	if (!stage)
+		printf("    no estimate with a stage in it: run the benchmark with estimate: { "
+		       "samples: [...] }\n");
+	else
+		printf("    its estimate: stage '%s', %.4g requests/s\n", stage, rps);
+	if (stage && client_bound)
+		printf("    warning: stage '%s' was client-bound: its %.4g requests/s describe the "
+		       "client, not the server, so the job's plan may be too long; estimate from "
+		       "a stage that was not\n",
+		       stage, rps);
+	json_decref(doc);
+}
+
 /* A generate job: its settings and what the input check found (nothing is written, so
  * ids already in output or errors are not counted: run skips them). */
 static void print_generate(const struct cl_scenario *s, const struct cl_gen_scan *scan,
@@ -500,7 +546,7 @@ static void print_generate(const struct cl_scenario *s, const struct cl_gen_scan
 	       dur(g->backoff_max_us, b, sizeof(b)));
 	printf("  skip invalid: %s\n", g->skip_invalid ? "yes" : "no");
 	if (g->estimate_from)
-		printf("  estimate from: %s\n", g->estimate_from);
+		print_estimate_from(g->estimate_from);
 }
 
 /* A dataset's rendered record, counted (a cl_workload_body_fn): validate writes nothing. */
@@ -543,10 +589,10 @@ static void print_plan(const struct cl_scenario *s, const struct cl_workload_sta
 	print_target(s);
 	print_agents(&s->agents);
 	print_readiness(&s->readiness);
-	print_warmup(&s->warmup);
+	print_warmup(s, st);
 	print_workload(&s->workload);
 	print_workload_read(&s->workload, st);
-	print_stages(s);
+	print_stages(s, scan);
 	if (s->generate.set)
 		print_generate(s, scan, first_bad);
 	print_search(s);

@@ -21,7 +21,8 @@ static const char css[] =
     "box-shadow:0 1px 2px rgba(0,0,0,.06)}\n"
     "table{border-collapse:collapse;font-size:13px;margin:6px 0}"
     "th,td{padding:5px 10px;border-bottom:1px solid #e5e7eb;text-align:left;"
-    "white-space:nowrap}th{background:#f9fafb;font-weight:600}td.n,th.n{text-align:right;"
+    "white-space:nowrap}th{background:#f9fafb;font-weight:600;white-space:normal;"
+    "vertical-align:bottom}td.n,th.n{text-align:right;"
     "font-variant-numeric:tabular-nums}\n"
     ".badge{display:inline-block;padding:3px 10px;border-radius:12px;font-weight:700;"
     "font-size:13px;margin-left:8px;vertical-align:middle}\n"
@@ -288,7 +289,10 @@ static void server(const json_t *doc, FILE *out)
 		if (!cli_rp_server_row(st, cell))
 			continue;
 		if (!any) {
-			fputs("<section><h2>Server</h2>\n<table><thead><tr>", out);
+			/* Headers wrap (the stylesheet's th) so its ten columns fit the card;
+			 * the scroll is for a window narrower still. */
+			fputs("<section><h2>Server</h2>\n<div class=\"scroll\"><table><thead><tr>",
+			      out);
 			for (size_t k = 0; k < RP_SERVER_COLS; k++)
 				th(out, cli_rp_server_cols[k], cli_rp_server_numeric[k]);
 			fputs("</tr></thead><tbody>\n", out);
@@ -300,7 +304,7 @@ static void server(const json_t *doc, FILE *out)
 		fputs("</tr>\n", out);
 	}
 	if (any) {
-		fputs("</tbody></table>\n", out);
+		fputs("</tbody></table></div>\n", out);
 		bool open = false;
 		struct note_out no = { out, &open };
 		cli_rp_server_notes(doc, html_note, &no);

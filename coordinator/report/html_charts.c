@@ -123,8 +123,13 @@ static size_t by_load(const json_t *stages, bool rate_mode, size_t *idx)
 enum { V_X, V_OTPS, V_RPS, V_T50, V_T99, V_I50, V_I99, V__N };
 
 /* What the marks and the error bars of the charts against load mean, said above them. */
-static void load_charts_notes(bool any_mark, bool any_ci, FILE *out)
+static void load_charts_notes(bool any_mark, bool any_ci, bool probes, FILE *out)
 {
+	if (probes)
+		fputs("<p class=\"meta\">A capacity search's probes are a series of their own "
+		      "(orange and purple), never joined to the other stages' line: they ran at "
+		      "other times, for as long as each needed.</p>\n",
+		      out);
 	if (any_mark)
 		fputs("<p class=\"meta\">A red cross marks a failed, degraded, interrupted or "
 		      "client-bound stage: its numbers are shown but not joined to the line.</p>\n",
@@ -139,23 +144,50 @@ static void load_charts_notes(bool any_mark, bool any_ci, FILE *out)
 		      out);
 }
 
-void cli_rp_html_load_charts(const json_t *doc, bool rate_mode, FILE *out)
+/* One mode's stages against load, as columns: ordinary stages first, then a capacity
+ * search's probes, each part in ascending load (so each is a line of its own). */
+struct load_cols {
+	size_t m, n_probes;   /* points; of them, the probes (the last n_probes) */
+	double *col[V__N];    /* values per point */
+	double *err[V__N];    /* 95 % half-widths (stages[].ci95; NaN: none) */
+	const char **mark;    /* why a point is not a normal one, or NULL */
+	const char **name;    /* stage names */
+	char probe_label[96]; /* ", probes of 'cap'" */
+	bool any_mark, any_ci;
+	double *buf;
+	size_t *idx;
+};
+
+static void load_cols_free(struct load_cols *lc)
 {
-	const json_t *stages = json_object_get(doc, "stages");
+	free(lc->buf);
+	free(lc->idx);
+	free(lc->mark);
+	free(lc->name);
+}
+
+static bool is_probe(const json_t *s)
+{
+	return json_is_object(json_object_get(s, "probe"));
+}
+
+/* Fills lc from stages of one mode; false when there is none (or out of memory). */
+static bool load_cols_read(const json_t *stages, bool rate_mode, struct load_cols *lc)
+{
 	size_t n = json_array_size(stages);
-	size_t *idx = calloc(n ? n : 1, sizeof(*idx));
-	/* the values, then each one's 95 % half-width (stages[].ci95; NaN: none) */
-	double *v = calloc(2 * V__N * (n ? n : 1), sizeof(*v));
-	const char **mark = calloc(n ? n : 1, sizeof(*mark));
-	const char **name = calloc(n ? n : 1, sizeof(*name));
-	size_t m = idx && v && mark && name ? by_load(stages, rate_mode, idx) : 0;
-	if (m == 0)
-		goto out;
-	double *col[V__N], *err[V__N];
-	for (int k = 0; k < V__N; k++) {
-		col[k] = v + (size_t)k * n;
-		err[k] = v + (size_t)(V__N + k) * n;
-	}
+	memset(lc, 0, sizeof(*lc));
+	lc->idx = calloc(2 * (n ? n : 1), sizeof(*lc->idx));
+	lc->buf = calloc(2 * V__N * (n ? n : 1), sizeof(*lc->buf));
+	lc->mark = calloc(n ? n : 1, sizeof(*lc->mark));
+	lc->name = calloc(n ? n : 1, sizeof(*lc->name));
+	size_t *sorted = lc->idx, *idx = lc->idx + (n ? n : 1);
+	size_t m =
+	    lc->idx && lc->buf && lc->mark && lc->name ? by_load(stages, rate_mode, sorted) : 0;
+	/* A stable partition: the ordinary stages, then the probes, each in load order. */
+	for (int probes = 0; probes < 2; probes++)
+		for (size_t j = 0; j < m; j++)
+			if (is_probe(json_array_get(stages, sorted[j])) == (probes == 1))
+				idx[lc->m++] = sorted[j];
 	static const char *const ci_keys[V__N] = {
 		NULL,          "output_tokens_per_s", "requests_per_s", "ttft_p50_ms",
 		"ttft_p99_ms", "itl_p50_ms",          "itl_p99_ms"
@@ -167,20 +199,86 @@ void cli_rp_html_load_charts(const json_t *doc, bool rate_mode, FILE *out)
 						"latency_ms.ttft.p99",
 						"latency_ms.itl.p50",
 						"latency_ms.itl.p99" };
-	bool any_mark = false, any_ci = false;
-	for (size_t j = 0; j < m; j++) {
+	for (int k = 0; k < V__N && lc->buf; k++) {
+		lc->col[k] = lc->buf + (size_t)k * n;
+		lc->err[k] = lc->buf + (size_t)(V__N + k) * n;
+	}
+	for (size_t j = 0; j < lc->m; j++) {
 		const json_t *s = json_array_get(stages, idx[j]);
-		col[V_X][j] = cl_results_num(s, rate_mode ? "rate" : "concurrency");
+		lc->col[V_X][j] = cl_results_num(s, rate_mode ? "rate" : "concurrency");
 		const json_t *ci = json_object_get(s, "ci95");
 		for (int k = 1; k < V__N; k++) {
-			col[k][j] = cl_results_num(s, keys[k]);
-			err[k][j] = cl_results_num(json_object_get(ci, ci_keys[k]), "half");
-			any_ci |= isfinite(err[k][j]) != 0;
+			lc->col[k][j] = cl_results_num(s, keys[k]);
+			lc->err[k][j] = cl_results_num(json_object_get(ci, ci_keys[k]), "half");
+			lc->any_ci |= isfinite(lc->err[k][j]) != 0;
 		}
-		mark[j] = mark_of(s);
-		name[j] = cl_results_str(s, "name", "-");
-		any_mark |= mark[j] != NULL;
+		lc->mark[j] = mark_of(s);
+		lc->name[j] = cl_results_str(s, "name", "-");
+		lc->any_mark |= lc->mark[j] != NULL;
+		if (is_probe(s) && !lc->n_probes++)
+			snprintf(lc->probe_label, sizeof(lc->probe_label), ", probes of '%.60s'",
+				 cl_results_str(s, "probe.search", "?"));
 	}
+	return lc->m > 0;
+}
+
+/* The series of one quantity k: the ordinary stages' (name, colour) and the probes' (name +
+ * the probes' label, their colour), each its own line; *n gets how many (0, 1 or 2). */
+static void load_series(const struct load_cols *lc, int xk, int k, const char *name,
+			const char *color, const char *probe_color, bool dashed, bool names,
+			char label[][128], struct cli_rp_series *out, size_t *n)
+{
+	size_t parts[2][2] = { { 0, lc->m - lc->n_probes },
+			       { lc->m - lc->n_probes, lc->n_probes } };
+	for (int g = 0; g < 2; g++) {
+		size_t off = parts[g][0], cnt = parts[g][1];
+		if (!cnt)
+			continue;
+		snprintf(label[*n], 128, "%s%s", name, g ? lc->probe_label : "");
+		out[*n] =
+		    ser(label[*n], g ? probe_color : color, lc->col[xk] + off, lc->col[k] + off,
+			cnt, dashed, lc->mark + off, names ? lc->name + off : NULL);
+		out[*n].err = xk == V_X ? lc->err[k] + off : NULL;
+		(*n)++;
+	}
+}
+
+/* The trade-off: what each step of load bought in throughput and cost in latency, each
+ * line's stages joined in load order. */
+static void tradeoff_charts(const struct load_cols *lc, const struct slo_lines *ttft,
+			    const struct slo_lines *itl, FILE *out)
+{
+	fputs("<h3>Trade-off: latency against throughput</h3>\n<p class=\"meta\">Each "
+	      "point is a stage (hover for its name); the line joins them in order of "
+	      "load. Where the line turns up, more load buys latency, not throughput. "
+	      "Dashed red lines are the scenario's SLOs.</p><div class=\"charts\">\n",
+	      out);
+	struct cli_rp_series t1[4], t2[4];
+	char l1[4][128], l2[4][128];
+	size_t n1 = 0, n2 = 0;
+	load_series(lc, V_OTPS, V_T50, "TTFT p50", BLUE, ORANGE, false, true, l1, t1, &n1);
+	load_series(lc, V_OTPS, V_T99, "TTFT p99", RED, PURPLE, true, true, l1, t1, &n1);
+	load_series(lc, V_OTPS, V_I50, "ITL p50", BLUE, ORANGE, false, true, l2, t2, &n2);
+	load_series(lc, V_OTPS, V_I99, "ITL p99", RED, PURPLE, true, true, l2, t2, &n2);
+	struct cli_rp_chart tc[] = {
+		chart("TTFT against throughput", "output tokens/s", "TTFT (ms)", "", t1, n1, 540,
+		      320, false),
+		chart("ITL against throughput", "output tokens/s", "ITL (ms)", "", t2, n2, 540, 320,
+		      false),
+	};
+	chart_slo(&tc[0], ttft);
+	chart_slo(&tc[1], itl);
+	for (size_t c = 0; c < 2; c++)
+		cli_rp_svg_chart(out, &tc[c]);
+	fputs("</div>\n", out);
+}
+
+void cli_rp_html_load_charts(const json_t *doc, bool rate_mode, FILE *out)
+{
+	const json_t *stages = json_object_get(doc, "stages");
+	struct load_cols lc;
+	if (!load_cols_read(stages, rate_mode, &lc))
+		goto out;
 	const char *xl = rate_mode ? "offered rate (requests/s)" : "concurrency (streams)";
 	const char *pl = rate_mode ? "" : "c=";
 	struct slo_lines ttft, itl;
@@ -188,32 +286,24 @@ void cli_rp_html_load_charts(const json_t *doc, bool rate_mode, FILE *out)
 	slo_lines(doc, "itl", &itl);
 	fprintf(out, "<section><h2>Throughput and latency vs %s</h2>\n",
 		rate_mode ? "offered rate" : "concurrency");
-	load_charts_notes(any_mark, any_ci, out);
+	load_charts_notes(lc.any_mark, lc.any_ci, lc.n_probes > 0 && lc.n_probes < lc.m, out);
 	fputs("<div class=\"charts\">\n", out);
-	struct cli_rp_series s1[] = { ser("output tokens/s", BLUE, col[V_X], col[V_OTPS], m, false,
-					  mark, NULL) };
-	struct cli_rp_series s2[] = { ser("completed requests/s", GREEN, col[V_X], col[V_RPS], m,
-					  false, mark, NULL) };
-	struct cli_rp_series s3[] = {
-		ser("TTFT p50", BLUE, col[V_X], col[V_T50], m, false, mark, NULL),
-		ser("TTFT p99", RED, col[V_X], col[V_T99], m, true, mark, NULL),
-	};
-	struct cli_rp_series s4[] = {
-		ser("ITL p50", BLUE, col[V_X], col[V_I50], m, false, mark, NULL),
-		ser("ITL p99", RED, col[V_X], col[V_I99], m, true, mark, NULL),
-	};
-	/* Error bars: each stage's 95 % interval where the document has one. */
-	s1[0].err = err[V_OTPS];
-	s2[0].err = err[V_RPS];
-	s3[0].err = err[V_T50];
-	s3[1].err = err[V_T99];
-	s4[0].err = err[V_I50];
-	s4[1].err = err[V_I99];
+	struct cli_rp_series s1[2], s2[2], s3[4], s4[4];
+	char l1[2][128], l2[2][128], l3[4][128], l4[4][128];
+	size_t n1 = 0, n2 = 0, n3 = 0, n4 = 0;
+	load_series(&lc, V_X, V_OTPS, "output tokens/s", BLUE, ORANGE, false, false, l1, s1, &n1);
+	load_series(&lc, V_X, V_RPS, "completed requests/s", GREEN, ORANGE, false, false, l2, s2,
+		    &n2);
+	load_series(&lc, V_X, V_T50, "TTFT p50", BLUE, ORANGE, false, false, l3, s3, &n3);
+	load_series(&lc, V_X, V_T99, "TTFT p99", RED, PURPLE, true, false, l3, s3, &n3);
+	load_series(&lc, V_X, V_I50, "ITL p50", BLUE, ORANGE, false, false, l4, s4, &n4);
+	load_series(&lc, V_X, V_I99, "ITL p99", RED, PURPLE, true, false, l4, s4, &n4);
 	struct cli_rp_chart charts[] = {
-		chart("Output throughput", xl, "output tokens/s", pl, s1, 1, 540, 300, false),
-		chart("Request throughput", xl, "completed requests/s", pl, s2, 1, 540, 300, false),
-		chart("Time to first token", xl, "TTFT (ms)", pl, s3, 2, 540, 300, false),
-		chart("Inter-token latency", xl, "ITL (ms)", pl, s4, 2, 540, 300, false),
+		chart("Output throughput", xl, "output tokens/s", pl, s1, n1, 540, 300, false),
+		chart("Request throughput", xl, "completed requests/s", pl, s2, n2, 540, 300,
+		      false),
+		chart("Time to first token", xl, "TTFT (ms)", pl, s3, n3, 540, 300, false),
+		chart("Inter-token latency", xl, "ITL (ms)", pl, s4, n4, 540, 300, false),
 	};
 	chart_slo(&charts[2], &ttft);
 	chart_slo(&charts[3], &itl);
@@ -223,40 +313,11 @@ void cli_rp_html_load_charts(const json_t *doc, bool rate_mode, FILE *out)
 		if (!emb || c == 1)
 			cli_rp_svg_chart(out, &charts[c]);
 	fputs("</div>\n", out);
-	if (m >= 2 && !emb) {
-		/* The trade-off: what each step of load bought in throughput and cost in
-		 * latency, stages joined in load order. */
-		fputs("<h3>Trade-off: latency against throughput</h3>\n<p class=\"meta\">Each "
-		      "point is a stage (hover for its name); the line joins them in order of "
-		      "load. Where the line turns up, more load buys latency, not throughput. "
-		      "Dashed red lines are the scenario's SLOs.</p><div class=\"charts\">\n",
-		      out);
-		struct cli_rp_series t1[] = {
-			ser("TTFT p50", BLUE, col[V_OTPS], col[V_T50], m, false, mark, name),
-			ser("TTFT p99", RED, col[V_OTPS], col[V_T99], m, true, mark, name),
-		};
-		struct cli_rp_series t2[] = {
-			ser("ITL p50", BLUE, col[V_OTPS], col[V_I50], m, false, mark, name),
-			ser("ITL p99", RED, col[V_OTPS], col[V_I99], m, true, mark, name),
-		};
-		struct cli_rp_chart tc[] = {
-			chart("TTFT against throughput", "output tokens/s", "TTFT (ms)", "", t1, 2,
-			      540, 320, false),
-			chart("ITL against throughput", "output tokens/s", "ITL (ms)", "", t2, 2,
-			      540, 320, false),
-		};
-		chart_slo(&tc[0], &ttft);
-		chart_slo(&tc[1], &itl);
-		for (size_t c = 0; c < 2; c++)
-			cli_rp_svg_chart(out, &tc[c]);
-		fputs("</div>\n", out);
-	}
+	if (lc.m >= 2 && !emb)
+		tradeoff_charts(&lc, &ttft, &itl, out);
 	fputs("</section>\n", out);
 out:
-	free(idx);
-	free(v);
-	free(mark);
-	free(name);
+	load_cols_free(&lc);
 }
 
 /* One chart of cumulative distributions, one line per stage, from the stored histograms

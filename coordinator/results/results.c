@@ -399,6 +399,7 @@ void cl_results_set_workload(struct cl_results *r, const struct cl_scn_workload 
 	/* The tag opening every first message (workload.salt), null when none was sent. */
 	bool salted = !w->salt_none && w->salt_tag[0];
 	if (v && (cli_rj_set(v, "stop", cli_rj_uint(st->stop)) ||
+		  cli_rj_set(v, "order", json_string(w->order_per_stage ? "per_stage" : "run")) ||
 		  cli_rj_set(v, "salt", salted ? cli_rj_str(w->salt_tag) : json_null()) ||
 		  (w->calibrate && set_calibration(v, w, st)))) {
 		json_decref(v);

@@ -371,6 +371,15 @@ char *cl_results_client_reasons(const json_t *stage, char *buf, size_t n);
  */
 int cl_results_load(const char *path, json_t **out, struct cl_err *err);
 
+/*
+ * The stage a results document's estimates came from: its name (NULL when the document has
+ * no estimate resting on a stage; borrowed from doc), the requests/s they used, and whether
+ * that stage was client-bound, so its rate describes the client and the hours may be too
+ * many (the run's own warnings say so; a generate job planned from it should too).
+ */
+const char *cl_results_estimate_source(const json_t *doc, double *requests_per_s,
+				       bool *client_bound);
+
 /* Checks doc's schema version and structure; err names the first bad field. */
 int cl_results_check(const json_t *doc, struct cl_err *err);
 

@@ -193,9 +193,11 @@ static int warn_client_bound(json_t *w, const json_t *s, const char *name, bool 
 }
 
 /*
- * Requests that asked the server to ignore its end of sequence and still got less than they
- * asked for, with the causes that apply: the finish_reason values the server gave, and a
- * stop sequence in the body (the user's own setting, not the server's fault).
+ * Completed requests that asked the server to ignore its end of sequence and still got less
+ * than they asked for, with the causes that apply and only those: the server is said not to
+ * honour ignore_eos only when answers came back short with finish_reason stop (an end of
+ * sequence; or the body's stop sequence, said too); a cap with length; another reason as
+ * given; none when the stream said no reason.  Failed requests are errors, never short.
  */
 static int warn_short_output(json_t *w, const json_t *s, const char *name, bool stop_sent)
 {
@@ -229,7 +231,17 @@ static int warn_short_output(json_t *w, const json_t *s, const char *name, bool 
 				      "%sthe server ended answers for length below max_tokens: it "
 				      "caps output (or its context is full)",
 				      k ? "; " : "");
-	if (!k)
+	if (other > 0 && k < sizeof(why))
+		k += (size_t)snprintf(why + k, sizeof(why) - k,
+				      "%sthe server ended answers for a reason of its own (its "
+				      "finish_reason, e.g. content_filter)",
+				      k ? "; " : "");
+	if (none > 0 && k < sizeof(why))
+		k += (size_t)snprintf(why + k, sizeof(why) - k,
+				      "%sthe stream ended without a finish_reason: it does not "
+				      "say why (check the server's log and any proxy between)",
+				      k ? "; " : "");
+	if (!k) /* a document older than short_finish: no reason was recorded */
 		snprintf(why, sizeof(why), "the server does not honour ignore_eos or caps output");
 	return cli_rs_warn(w,
 			   "stage '%s': %lld requests stopped before the max_tokens they asked "
@@ -239,31 +251,116 @@ static int warn_short_output(json_t *w, const json_t *s, const char *name, bool 
 			   100 * json_number_value(ratio), seen[0] ? seen : "none given", why);
 }
 
-/*
- * A server that closes the connection after every answer (llama.cpp's llama-server does,
- * while sending Keep-Alive): every request opens a connection, and some are sent twice when
- * they find their reused connection closed.  Said once, for the first stage that shows it.
- */
-static int warn_churn(json_t *w, const json_t *s, const char *name, bool *said)
+/* Whether stage s shows a server that closes the connection after every answer (llama.cpp's
+ * llama-server does, while sending Keep-Alive): every request opened a connection. */
+static bool churns(const json_t *s)
 {
 	double opened = cl_results_num(s, "http.connections_opened");
 	double done = cl_results_num(s, "requests.completed");
 	double resent = cl_results_num(s, "requests.resent");
 	if (!isfinite(opened) || !isfinite(done) || done < 8 || opened < done)
-		return 0;
+		return false;
 	/* A keep-alive server opens one connection per stream: with as many streams as
 	 * requests, or an open-loop stage without re-sends, many connections prove nothing. */
 	double streams = cl_results_num(s, "concurrency");
-	if (isfinite(streams) && streams > 0 ? done < 2 * streams : !(resent > 0))
+	return isfinite(streams) && streams > 0 ? done >= 2 * streams : resent > 0;
+}
+
+/*
+ * Such a server: each request opens a connection, and some are sent twice when they find
+ * their reused connection closed.  One warning naming every stage that shows it ("every
+ * stage" when all do), with their figures added up.
+ */
+static int warn_churn(json_t *w, const json_t *stages)
+{
+	char names[400] = "";
+	size_t used = 0, n = 0, i;
+	double opened = 0, done = 0, resent = 0;
+	const json_t *s;
+	json_array_foreach(stages, i, s)
+	{
+		if (!churns(s))
+			continue;
+		n++;
+		opened += cl_results_num(s, "http.connections_opened");
+		done += cl_results_num(s, "requests.completed");
+		double r = cl_results_num(s, "requests.resent");
+		resent += isfinite(r) ? r : 0;
+		int k = snprintf(names + used, sizeof(names) - used, "%s'%s'", used ? ", " : "",
+				 cl_results_str(s, "name", ""));
+		if (k > 0 && (size_t)k < sizeof(names) - used)
+			used += (size_t)k;
+		else if (used + 4 < sizeof(names))
+			used += (size_t)snprintf(names + used, sizeof(names) - used, "...");
+	}
+	if (!n)
 		return 0;
-	*said = true;
+	char who[440];
+	if (n == json_array_size(stages) && n > 1)
+		snprintf(who, sizeof(who), "every stage (%s)", names);
+	else
+		snprintf(who, sizeof(who), "stage%s %s", n > 1 ? "s" : "", names);
 	return cli_rs_warn(
 	    w,
-	    "the server closes the connection after each answer: stage '%s' opened %.0f "
+	    "the server closes the connection after each answer: %s opened %.0f "
 	    "connections for %.0f completed requests, and %.0f requests were sent twice "
 	    "after finding their connection closed. Each request pays a new TCP (and TLS) "
 	    "handshake, which is part of its TTFT on this server",
-	    name, opened, done, isfinite(resent) ? resent : 0);
+	    who, opened, done, resent);
+}
+
+/* A stage's completed requests without a content token, with the cause that applies: a
+ * thinking model's answer cut inside its reasoning only when the stage saw reasoning. */
+static int warn_no_content(json_t *w, const json_t *s, const char *name, bool stop_sent)
+{
+	double no_content = cl_results_num(s, "requests.no_content");
+	if (!(no_content > 0))
+		return 0;
+	double done = cl_results_num(s, "requests.completed");
+	if (cl_results_num(s, "tokens.reasoning") > 0)
+		return cli_rs_warn(
+		    w,
+		    "stage '%s': %.0f of %.0f completed requests carried no content token "
+		    "(reasoning only): max_tokens may end a thinking model's answer inside its "
+		    "reasoning; raise workload.max_tokens or turn thinking off. They are not "
+		    "counted good and have no TTFC",
+		    name, no_content, done);
+	return cli_rs_warn(w,
+			   "stage '%s': %.0f of %.0f completed requests carried no token at all "
+			   "(no reasoning either): %s. They are not counted good and have no TTFC",
+			   name, no_content, done,
+			   stop_sent ? "the server ended them before their first token; the "
+				       "body's stop sequence may match at the start of the answer"
+				     : "the server ended them before their first token");
+}
+
+const char *cl_results_estimate_source(const json_t *doc, double *requests_per_s,
+				       bool *client_bound)
+{
+	const json_t *e = json_array_get(json_object_get(doc, "estimates"), 0);
+	const json_t *at = json_object_get(e, "stage_index");
+	const json_t *s = json_is_integer(at) ? json_array_get(json_object_get(doc, "stages"),
+							       (size_t)json_integer_value(at))
+					      : NULL;
+	*requests_per_s = s ? cl_results_num(e, "requests_per_s") : NAN;
+	*client_bound = s && json_is_true(cl_results_get(s, "client.client_bound"));
+	return s ? cl_results_str(s, "name", "") : NULL;
+}
+
+/* The estimates rest on one stage's throughput: a client-bound one measured the client. */
+static int warn_estimate_source(json_t *w, const json_t *doc)
+{
+	double rps;
+	bool client_bound;
+	const char *stage = cl_results_estimate_source(doc, &rps, &client_bound);
+	if (!stage || !client_bound)
+		return 0;
+	return cli_rs_warn(w,
+			   "the estimates come from stage '%s', which was client-bound: its %.4g "
+			   "requests/s describe the client, not the server, so the hours may be "
+			   "too many; estimate from a stage that was not (estimate.from_stage), or "
+			   "add agents or workers",
+			   stage, rps);
 }
 
 static json_t *warnings_json(struct cl_results *r)
@@ -277,7 +374,6 @@ static json_t *warnings_json(struct cl_results *r)
 	int rc = 0;
 	bool eos_asked = json_integer_value(cl_results_get(r->doc, "workload.ignore_eos")) > 0;
 	bool stop_sent = json_integer_value(cl_results_get(r->doc, "workload.stop")) > 0;
-	bool churn_said = false;
 	json_array_foreach(stages, i, s)
 	{
 		const char *name = cl_results_str(s, "name", "");
@@ -292,19 +388,9 @@ static json_t *warnings_json(struct cl_results *r)
 			    w, s, name, !r->client_bound_warn && cli_rs_client_bound_gates(s));
 		rc |= cli_rs_fault_warnings(w, s);
 		rc |= cli_rs_short_warning(w, s);
-		double no_content = cl_results_num(s, "requests.no_content");
-		if (no_content > 0)
-			rc |= cli_rs_warn(
-			    w,
-			    "stage '%s': %.0f of %.0f completed requests carried no content "
-			    "token (reasoning only, or nothing): max_tokens may end a thinking "
-			    "model's answer inside its reasoning; raise workload.max_tokens or "
-			    "turn thinking off. They are not counted good and have no TTFC",
-			    name, no_content, cl_results_num(s, "requests.completed"));
+		rc |= warn_no_content(w, s, name, stop_sent);
 		if (eos_asked)
 			rc |= warn_short_output(w, s, name, stop_sent);
-		if (!churn_said)
-			rc |= warn_churn(w, s, name, &churn_said);
 		/* HTTP/2 asked for, HTTP/1.1 got (http2: preferred falls back silently). */
 		double h1 = cl_results_num(s, "http.completed_h1");
 		const char *want = cl_results_str(r->doc, "scenario.target.http2", "false");
@@ -321,6 +407,8 @@ static json_t *warnings_json(struct cl_results *r)
 					  "(the server sent no usage)",
 					  name);
 	}
+	rc |= warn_churn(w, stages);
+	rc |= warn_estimate_source(w, r->doc);
 	rc |= cli_rs_repeat_warning(w, r->doc);
 	json_array_foreach(json_object_get(r->doc, "agents"), i, s)
 	{

@@ -109,6 +109,9 @@ struct run_stage {
 	bool stop_sent;    /* a signal arrived and the agents were told to stop */
 	bool ended_early;  /* a probe stopped once its SLOs had their samples (search.c) */
 	bool noted_run_on; /* ... and said it was running on for them */
+	/* when the agents were first told to stop or abort (0: never): the measured window
+	 * ended there, the drain began */
+	int64_t stopped_at_us;
 	/* the agents' CPU (summed, 100 = one core) and streams in flight, sampled every turn
 	 * of the measured window, for capacity planning */
 	double load_cpu_sum, load_streams_sum;
@@ -242,6 +245,11 @@ int cli_run_stage(struct run *r, size_t index);
 /* Repeat `repeat` (1-based) of stage `index` (scenario `repeat`): as cli_run_stage, with its
  * own seed for the workload's draws, its results recorded as that repeat's. */
 int cli_run_stage_repeat(struct run *r, size_t index, uint32_t repeat);
+/* Where stage st's measured window ends on the coordinator's clock, at the latest now: the
+ * planned end of a duration-bound stage, the slowest agent's finish of a request-bound one,
+ * and never after the agents were told to stop or abort.  The server's gauges are averaged up
+ * to it (run/stage.c, and the live page's running stage in run/live.c). */
+int64_t cli_run_stage_window_end_us(const struct run *r, const struct run_stage *st, int64_t now);
 
 /* run/live.c: --metrics-listen and --web.  open: starts the listeners (0 when not asked;
  * CL_EINVAL for a bad or non-loopback address, CL_ESYS when it cannot bind, err says why;

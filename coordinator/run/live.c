@@ -95,7 +95,8 @@ static void web_add_server(struct run *r, json_t *doc)
 		json_object_set_new(
 		    s, "server",
 		    cl_srv_scrape_stage_json(r->srv, &st->srv_at_start, &m_now, st->start_coord_us,
-					     st->start_coord_us + st->scn->ramp_us, 0));
+					     st->start_coord_us + st->scn->ramp_us,
+					     cli_run_stage_window_end_us(r, st, m_now.t_us)));
 	}
 }
 

@@ -40,6 +40,7 @@ static void start_server_metrics(struct run *r)
 	}
 	struct cl_srv_scrape_opts o = {
 		.url = url,
+		.target = &r->target,
 		.interval_us = m->interval_us,
 		.quiet = m->mode == CL_SCN_SRV_AUTO,
 		.headers = (const char *const *)m->headers,
@@ -49,8 +50,11 @@ static void start_server_metrics(struct run *r)
 		.extra = (const char *const *)m->extra,
 		.n_extra = m->n_extra,
 	};
-	if (cl_srv_scrape_start(&o, &r->srv) != 0)
-		CL_WARN("server metrics: cannot start scraping '%s'", url);
+	struct cl_err err = { 0 };
+	char msg[600];
+	if (cl_srv_scrape_start(&o, &r->srv, &err) != 0)
+		CL_WARN("server metrics: cannot start scraping '%s': %s", url,
+			cl_err_format(&err, msg, sizeof(msg)));
 	r->srv_t0_us = cl_mono_us();
 }
 
@@ -220,7 +224,7 @@ static int render(struct run *r, struct cl_err *err)
 	if (rc != 0)
 		return rc;
 	const struct cl_scn_warmup *w = &r->s.warmup;
-	if (!w->body_json && w->max_tokens == r->s.workload.max_tokens)
+	if (!cl_scenario_warmup_own_body(&r->s))
 		return 0; /* warmup uses the workload's own bodies */
 	char *extra = NULL;
 	if ((rc = cl_body_json_merge_text(r->s.target.body_json, w->body_json, &extra, err)) != 0)

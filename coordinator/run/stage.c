@@ -171,11 +171,19 @@ static void stage_set_status(struct run_stage *st, enum cl_stage_status status, 
 	snprintf(st->reason, sizeof(st->reason), "%s", reason);
 }
 
+/* The agents are told to stop or abort now: whatever follows is drain, not window. */
+static void stage_note_stop(struct run_stage *st, int64_t now)
+{
+	if (!st->stopped_at_us)
+		st->stopped_at_us = now;
+}
+
 /* Gives the stage up: every agent is told to abort and the run to fail. */
 static void stage_abort(struct run *r, const char *reason)
 {
 	struct cl_msg_cmd c = { .cmd = CL_CMD_ABORT };
 	cl_fleet_broadcast(&r->fleet, &c);
+	stage_note_stop(r->st, cl_mono_us());
 	stage_set_status(r->st, CL_STAGE_FAILED, reason);
 	r->exit_hint = CL_EXIT_FAILED;
 }
@@ -189,6 +197,7 @@ static void stage_interrupt(struct run *r, int64_t now)
 	c.stop.stage = (uint32_t)st->index;
 	cl_fleet_broadcast(&r->fleet, &c);
 	st->stop_sent = true;
+	stage_note_stop(st, now);
 	stage_set_status(st, CL_STAGE_INTERRUPTED, "interrupted by a signal");
 	st->deadline_us = now + r->s.workload.drain_timeout_us + 5 * 1000000LL;
 }
@@ -273,6 +282,7 @@ static void stage_check_breach_window(struct run *r, int64_t now)
 	c.stop.stage = (uint32_t)st->index;
 	cl_fleet_broadcast(&r->fleet, &c);
 	st->stop_sent = true;
+	stage_note_stop(st, now);
 	stage_set_status(st, CL_STAGE_ABORTED, reason);
 	st->deadline_us = now + r->s.workload.drain_timeout_us + 5 * 1000000LL;
 	r->exit_hint = CL_EXIT_SLO_BREACH;
@@ -313,6 +323,7 @@ static void stage_check_probe_samples(struct run *r, int64_t now)
 	cl_fleet_broadcast(&r->fleet, &c);
 	/* Not stop_sent: a signal during the drain must still interrupt the run. */
 	st->ended_early = true;
+	stage_note_stop(st, now);
 	st->deadline_us = now + r->s.workload.drain_timeout_us + 5 * 1000000LL;
 }
 
@@ -420,6 +431,32 @@ static double stage_window_s(const struct run *r, const struct run_stage *st)
 	return window_s;
 }
 
+/* The request-bound stage's finish is START_AT + the time its slowest agent's reports
+ * covered; the moment the agents were told to stop is a probe that had its samples, a
+ * signal, an SLO abort or a failure.  Scrapes after the end saw the drain, not the load
+ * (issue 40). */
+int64_t cli_run_stage_window_end_us(const struct run *r, const struct run_stage *st, int64_t now)
+{
+	const struct cl_scn_stage *scn = st->scn;
+	int64_t from = st->start_coord_us + scn->ramp_us;
+	int64_t end = now;
+	if (scn->duration_us) {
+		end = from + scn->duration_us;
+	} else {
+		int64_t longest = 0;
+		for (size_t i = 0; i < r->fleet.n; i++)
+			if (r->agents[i].stage.span_us > longest)
+				longest = r->agents[i].stage.span_us;
+		if (longest > 0)
+			end = st->start_coord_us + longest;
+	}
+	if (st->stopped_at_us && st->stopped_at_us < end)
+		end = st->stopped_at_us;
+	if (end > now)
+		end = now;
+	return end > from ? end : from;
+}
+
 /* Adds one agent's episodes (coordinator clock) to out as stalls of the stage that ran from
  * start_us to end_us; the parts outside it are not the stage's. */
 static size_t stage_stalls_of(const struct cl_fleet_agent *a, const struct cl_stall_list *l,
@@ -481,14 +518,13 @@ static int stage_close(struct run *r)
 	stage_file_stalls(r, st);
 	cli_run_file_faults(r, st, cl_mono_us());
 	if (r->srv && st->srv_at_start.t_us) {
+		/* Gauges over the measured window (after the ramp, before the drain), whatever
+		 * bounds the stage; counters and histograms from the scrape before the stage to
+		 * the one after it. */
+		int64_t from = st->start_coord_us + st->scn->ramp_us;
+		int64_t to = cli_run_stage_window_end_us(r, st, cl_mono_us());
 		struct cl_srv_mark end;
 		cl_srv_scrape_mark(r->srv, &end, SRV_MARK_WAIT_US);
-		/* Gauges over the measured window (after the ramp, before the drain); counters
-		 * and histograms from the scrape before the stage to the one after it. */
-		int64_t from = st->start_coord_us + st->scn->ramp_us;
-		/* A probe that ended once it had its samples: its window ended with it. */
-		int64_t to = st->scn->duration_us && !st->ended_early ? from + st->scn->duration_us
-								       : 0;
 		json_t *srv = cl_srv_scrape_stage_json(r->srv, &st->srv_at_start, &end,
 						       st->start_coord_us, from, to);
 		if (cl_results_set_server(r->res, st->index, srv))

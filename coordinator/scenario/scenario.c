@@ -176,6 +176,11 @@ int cli_scenario_derive_defaults(struct cl_scenario *s, const struct scn_given *
 	return 0;
 }
 
+bool cl_scenario_warmup_own_body(const struct cl_scenario *s)
+{
+	return s->warmup.body_json || s->warmup.max_tokens != s->workload.max_tokens;
+}
+
 const char *cl_scenario_render_model(const struct cl_scenario *s)
 {
 	if (s->target.model)

@@ -405,6 +405,12 @@ void cl_scenario_defaults(struct cl_scenario *s);
  * (cl_workload_plan_set_model).  Never NULL. */
 const char *cl_scenario_render_model(const struct cl_scenario *s);
 
+/* Whether the warmup sends a body of its own (warmup.body given, or a warmup.max_tokens other
+ * than the workload's): the first inline prompt, or the readiness prompt, with those settings.
+ * Otherwise it sends the workload's own bodies as they are, each with its own max_tokens
+ * (docs/architecture.md, "Warmup uses its own body"). */
+bool cl_scenario_warmup_own_body(const struct cl_scenario *s);
+
 /* Frees everything; safe on zeroed and partly loaded scenarios. */
 void cl_scenario_free(struct cl_scenario *s);
 

@@ -4,6 +4,8 @@
 
 #include "scrape.h"
 
+#include "http/handle.h"
+
 #include "chatload/buf.h"
 
 #include <curl/curl.h>
@@ -66,8 +68,10 @@ struct cl_srv_scrape {
 	char url[1024];
 	int64_t interval_us;
 	bool quiet;
-	struct curl_slist *headers;
-	char **series; /* the names kept first */
+	struct cl_http_target http;    /* how every page is asked for (client/http/handle.c) */
+	struct curl_slist *headers;    /* the engine's page: User-Agent, server_metrics.headers */
+	struct curl_slist *ex_headers; /* the exporters': User-Agent only */
+	char **series;                 /* the names kept first */
 	size_t n_series;
 	bool *series_found;         /* under mu: a pattern matched some series */
 	struct cli_srv_xseries *xs; /* under mu */

@@ -221,16 +221,19 @@ static void scrape_once(struct cl_srv_scrape *sc, CURLM *m, CURL *h, struct cl_b
 	pthread_mutex_unlock(&sc->mu);
 }
 
-static void setup(CURL *h, const char *url, struct cl_buf *body, long timeout_ms)
+/* Everything about how a page is asked for comes from client/http/ (the target's TLS and,
+ * on its address, its HTTP version); the scraper adds only where the answer goes. */
+static int setup(struct cl_srv_scrape *sc, CURL *h, const char *url, struct curl_slist *headers,
+		 struct cl_buf *body, long timeout_ms, struct cl_err *err)
 {
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
+	int rc =
+	    cl_http_target_apply_page(&sc->http, h, url, (int64_t)timeout_ms * 1000, headers, err);
+	if (rc != 0)
+		return rc;
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, body);
 	curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)CL_PROM_MAX_PAGE);
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	return 0;
 }
 
 static void *scrape_main(void *arg)
@@ -249,13 +252,24 @@ static void *scrape_main(void *arg)
 	long timeout_ms = (long)(sc->interval_us / 2000);
 	if (timeout_ms > 2000)
 		timeout_ms = 2000;
-	setup(h, sc->url, &body, timeout_ms);
-	if (sc->headers)
-		curl_easy_setopt(h, CURLOPT_HTTPHEADER, sc->headers);
+	struct cl_err err = { 0 };
+	if (setup(sc, h, sc->url, sc->headers, &body, timeout_ms, &err) != 0) {
+		char msg[300];
+		warn_once(sc, cl_err_format(&err, msg, sizeof(msg)));
+		curl_easy_reset(h); /* fetches nothing: each scrape then fails, counted */
+	}
 	/* The scenario's headers are the engine page's: not sent to other hosts. */
-	for (size_t i = 0; i < sc->n_ex; i++)
-		if ((sc->ex[i].h = curl_easy_init()))
-			setup(sc->ex[i].h, sc->ex[i].url, &sc->ex[i].body, timeout_ms);
+	for (size_t i = 0; i < sc->n_ex; i++) {
+		if (!(sc->ex[i].h = curl_easy_init()))
+			continue;
+		if (setup(sc, sc->ex[i].h, sc->ex[i].url, sc->ex_headers, &sc->ex[i].body,
+			  timeout_ms, &err) != 0) {
+			char msg[300];
+			warn_exporter(sc, &sc->ex[i], cl_err_format(&err, msg, sizeof(msg)));
+			curl_easy_cleanup(sc->ex[i].h);
+			sc->ex[i].h = NULL;
+		}
+	}
 	pthread_mutex_lock(&sc->mu);
 	while (!sc->stop) {
 		sc->now = false;
@@ -291,7 +305,30 @@ static void *scrape_main(void *arg)
 	return NULL;
 }
 
-int cl_srv_scrape_start(const struct cl_srv_scrape_opts *o, struct cl_srv_scrape **out)
+/* The target's settings for every page: its key and headers stay with its API (the key is
+ * not even read here: it may live only on the agents' hosts). */
+static int prepare_http(struct cl_srv_scrape *sc, const struct cl_srv_scrape_opts *o,
+			struct cl_err *err)
+{
+	struct cl_target_plan plan = { .base_url = (char *)o->url, .tls_verify = true };
+	if (o->target) {
+		plan = *o->target;
+		plan.api_key_env = NULL;
+		plan.headers = NULL;
+		plan.n_headers = 0;
+		plan.endpoints = NULL;
+		plan.n_endpoints = 0;
+	}
+	int rc = cl_http_target_init(&sc->http, &plan, NULL, err);
+	if (rc == 0)
+		rc = cl_http_page_headers(o->headers, o->n_headers, &sc->headers, err);
+	if (rc == 0)
+		rc = cl_http_page_headers(NULL, 0, &sc->ex_headers, err);
+	return rc;
+}
+
+int cl_srv_scrape_start(const struct cl_srv_scrape_opts *o, struct cl_srv_scrape **out,
+			struct cl_err *err)
 {
 	*out = NULL;
 	struct cl_srv_scrape *sc = calloc(1, sizeof(*sc));
@@ -312,12 +349,9 @@ int cl_srv_scrape_start(const struct cl_srv_scrape_opts *o, struct cl_srv_scrape
 	sc->interval_us = o->interval_us > 0 ? o->interval_us : 1000000;
 	sc->quiet = o->quiet;
 	sc->t_start_us = cl_mono_us();
-	for (size_t i = 0; i < o->n_headers; i++) {
-		struct curl_slist *l = curl_slist_append(sc->headers, o->headers[i]);
-		if (!l)
-			goto fail;
-		sc->headers = l;
-	}
+	if ((rc = prepare_http(sc, o, err)) != 0)
+		goto fail;
+	rc = CL_ENOMEM;
 	if (o->n_series) {
 		sc->series = calloc(o->n_series, sizeof(*sc->series));
 		sc->series_found = calloc(o->n_series, sizeof(*sc->series_found));
@@ -469,6 +503,8 @@ void cl_srv_scrape_stop(struct cl_srv_scrape *sc)
 		cl_buf_free(&sc->ex[i].body);
 	cli_srv_counters_free(&sc->counters);
 	curl_slist_free_all(sc->headers);
+	curl_slist_free_all(sc->ex_headers);
+	cl_http_target_free(&sc->http);
 	free(sc->points);
 	free(sc);
 }

@@ -5,6 +5,9 @@
 
 #include "vocab.h"
 
+#include "chatload/err.h"
+#include "chatload/plan.h"
+
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -32,6 +35,10 @@ struct cl_srv_point {
 /* What the scraper is told: target.server_metrics (docs/scenario.md). */
 struct cl_srv_scrape_opts {
 	const char *url;
+	/* The run's target: its HTTP version (on the target's own address), TLS verification and
+	 * CA file, connect timeout, applied through client/http/ as for every other request; its
+	 * key and headers are not sent.  NULL: url alone, HTTP/1.1, TLS verified. */
+	const struct cl_target_plan *target;
 	int64_t interval_us; /* 0: 1 s */
 	bool quiet;          /* the URL was guessed (`auto`): a missing page is noted, not warned */
 	const char *const *headers; /* "Name: value", sent with every scrape */
@@ -65,12 +72,16 @@ struct cl_srv_mark {
 
 /*
  * Starts scraping o->url and the o->extra exporters every o->interval_us on a new thread
- * (libcurl easy handles of its own, fetched together, timeout min(interval/2, 2 s), pages
- * capped at CL_PROM_MAX_PAGE).  The first failure of each page is logged once: a warning
- * naming the URL and the error, or (quiet, the engine's page only) a note.  o is copied.
- * Returns 0 or CL_ENOMEM / CL_ESYS; *out NULL on failure.  Needs curl_global_init.
+ * (libcurl easy handles of its own, configured by cl_http_target_apply_page from o->target and
+ * fetched together, timeout min(interval/2, 2 s), pages capped at CL_PROM_MAX_PAGE; every
+ * request says User-Agent chatload/<version> unless o->headers names one).  The first failure
+ * of each page is logged once: a warning naming the URL and the error, or (quiet, the engine's
+ * page only) a note.  o is copied.  Returns 0, CL_EINVAL (err says why: a bad header line, a
+ * target plan client/http refuses, an option this libcurl lacks), CL_ENOMEM or CL_ESYS; *out
+ * NULL on failure.  Needs curl_global_init.
  */
-int cl_srv_scrape_start(const struct cl_srv_scrape_opts *o, struct cl_srv_scrape **out);
+int cl_srv_scrape_start(const struct cl_srv_scrape_opts *o, struct cl_srv_scrape **out,
+			struct cl_err *err);
 
 /* The page scraped (constant while sc lives). */
 const char *cl_srv_scrape_url(const struct cl_srv_scrape *sc);
@@ -89,10 +100,11 @@ json_t *cl_srv_scrape_run_json(struct cl_srv_scrape *sc, const char *mode, int64
 void cl_srv_scrape_mark(struct cl_srv_scrape *sc, struct cl_srv_mark *m, int64_t wait_us);
 
 /* The stage between two marks in the common vocabulary (docs/results.md, stages[].server):
- * gauges over the timeline points taken in [from_us, to_us] (the measured window; to_us 0:
- * up to b), counters and histograms as b − a, the extra series likewise, and the timeline
- * of the scrapes between the marks with t_s since start_us (the stage's START_AT, the clock
- * of its intervals).  NULL when out of memory. */
+ * gauges over the timeline points taken in [from_us, to_us] (the measured window, whatever
+ * bounds the stage, so that no drain scrape enters a mean; to_us 0: up to b; the window is
+ * written as gauge_window_s), counters and histograms as b − a, the extra series likewise, and the
+ * timeline of the scrapes between the marks with t_s since start_us (the stage's START_AT, the
+ * clock of its intervals).  NULL when out of memory. */
 json_t *cl_srv_scrape_stage_json(struct cl_srv_scrape *sc, const struct cl_srv_mark *a,
 				 const struct cl_srv_mark *b, int64_t start_us, int64_t from_us,
 				 int64_t to_us);

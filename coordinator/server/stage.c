@@ -241,8 +241,13 @@ json_t *cl_srv_scrape_stage_json(struct cl_srv_scrape *sc, const struct cl_srv_m
 		json_decref(extra);
 		return NULL;
 	}
-	/* set_new takes the value even when it fails */
-	if (json_object_set_new(o, "timeline", timeline) ||
+	/* The window the gauges are over, on the timeline's clock; set_new takes the value
+	 * even when it fails. */
+	int64_t end_us = to_us ? to_us : b->t_us;
+	json_t *win = json_pack("[f,f]", round((double)(from_us - start_us) / 1e3) / 1e3,
+				round((double)(end_us - start_us) / 1e3) / 1e3);
+	if (json_object_set_new(o, "gauge_window_s", win) ||
+	    json_object_set_new(o, "timeline", timeline) ||
 	    json_object_set_new(o, "series", extra) ||
 	    json_object_set_new(o, "gpu_utilization", gauge_json(&gu)) ||
 	    json_object_set_new(o, "gpu_memory_used_bytes", gauge_json(&gm)) ||

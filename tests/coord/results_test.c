@@ -2,6 +2,7 @@
  * when (checkpoints, atomic rewrites, intervals.jsonl), and how misuse is refused. */
 #include "coord_metrics.h"
 #include "results/results.h"
+#include "workload/workload.h"
 
 #include "chatload/exitcode.h"
 
@@ -470,6 +471,127 @@ static void test_client_bound(void **state)
 	free(dir);
 }
 
+/* The warning of r that contains needle, or NULL. */
+static const char *warning_with(struct cl_results *r, const char *needle)
+{
+	size_t i;
+	const json_t *w;
+	json_array_foreach(json_object_get(cl_results_doc(r), "warnings"), i, w)
+	{
+		if (strstr(json_string_value(w), needle))
+			return json_string_value(w);
+	}
+	return NULL;
+}
+
+/* One stage of cum's traffic (cpu_pct makes it client-bound) with counters added on top. */
+static void finish_with(struct cl_results *r, struct cl_scenario *s, size_t i, double cpu_pct,
+			const uint64_t *ctr)
+{
+	struct cl_metrics cum = { 0 };
+	assert_int_equal(cl_metrics_init(&cum), 0);
+	uint64_t seed = 3 + i;
+	struct tm_traffic t = normal;
+	t.cpu_pct = cpu_pct;
+	run_stage_intervals(r, i, &cum, &t, 2, &seed);
+	for (int k = 0; k < CL_CTR__COUNT; k++)
+		cum.ctr[k] += ctr[k];
+	assert_int_equal(cl_results_finish_stage(r, i, &s->stages[i], &cum, 2, CL_STAGE_OK, NULL),
+			 0);
+	cl_metrics_destroy(&cum);
+}
+
+/* The warnings name the cause that applies (issue 40): a thinking model's cut reasoning only
+ * where reasoning was seen; ignore_eos unhonoured only for answers that said stop; estimates
+ * from a client-bound stage said; a repeated prompt's cost as TTFT for generations and
+ * latency for embeddings, and order: per_stage advised away only when it was set. */
+static void test_warning_causes(void **state)
+{
+	(void)state;
+	char *dir = make_tmpdir();
+	struct cl_scenario s;
+	const uint32_t conc[] = { 2, 4 };
+	tm_scenario(&s, "causes", conc, 2);
+	s.estimate.samples = calloc(1, sizeof(*s.estimate.samples));
+	s.estimate.samples[0] = 1000;
+	s.estimate.n_samples = 1;
+	s.estimate.from_stage = strdup("c4");
+	struct cl_results *r = NULL;
+	struct cl_err err = { 0 };
+	assert_int_equal(cl_results_create(&s, NULL, 0, NULL, dir, &r, &err), 0);
+	struct cl_workload_stats ws = { .bodies = 4, .ignore_eos = 4, .requested_max = 64 };
+	cl_results_set_workload(r, &s.workload, &ws);
+	/* c2: answers without any token, short ones whose stream gave no finish_reason, and
+	 * prompts sent again. */
+	uint64_t c2[CL_CTR__COUNT] = { 0 };
+	c2[CL_CTR_NO_CONTENT] = 3;
+	c2[CL_CTR_SHORT_OUTPUT] = 5;
+	c2[CL_CTR_REQUESTED_TOKENS] = 320;
+	c2[CL_CTR_REQUESTED_RECEIVED] = 100;
+	c2[CL_CTR_REPEATED] = 4;
+	finish_with(r, &s, 0, 40, c2);
+	/* c4: client-bound (90% of two cores); answers cut inside their reasoning, and short
+	 * ones that ended at the server's end of sequence. */
+	uint64_t c4[CL_CTR__COUNT] = { 0 };
+	c4[CL_CTR_NO_CONTENT] = 2;
+	c4[CL_CTR_REASONING_TOKENS] = 50;
+	c4[CL_CTR_SHORT_OUTPUT] = 2;
+	c4[CL_CTR_SHORT_FINISH_STOP] = 2;
+	c4[CL_CTR_REQUESTED_TOKENS] = 128;
+	c4[CL_CTR_REQUESTED_RECEIVED] = 20;
+	finish_with(r, &s, 1, 180, c4);
+	int code = 0;
+	assert_int_equal(cl_results_finish(r, true, CL_EXIT_OK, &code), 0);
+
+	const char *w = warning_with(r, "stage 'c2': 3 of ");
+	assert_non_null(w);
+	assert_non_null(strstr(w, "carried no token at all (no reasoning either)"));
+	assert_null(strstr(w, "reasoning;"));
+	w = warning_with(r, "stage 'c4': 2 of ");
+	assert_non_null(w);
+	assert_non_null(strstr(w, "max_tokens may end a thinking model's answer inside its "
+				  "reasoning"));
+	w = warning_with(r, "stage 'c2': 5 requests stopped before the max_tokens");
+	assert_non_null(w);
+	assert_non_null(strstr(w, "finish_reason: none given 5"));
+	assert_non_null(strstr(w, "the stream ended without a finish_reason"));
+	assert_null(strstr(w, "ignore_eos:")); /* "ignore_eos" the request, not the blame */
+	assert_null(strstr(w, "honour"));
+	w = warning_with(r, "stage 'c4': 2 requests stopped before the max_tokens");
+	assert_non_null(w);
+	assert_non_null(strstr(w, "it does not honour ignore_eos"));
+	w = warning_with(r, "the estimates come from stage 'c4', which was client-bound");
+	assert_non_null(w);
+	w = warning_with(r, "re-sent a prompt");
+	assert_non_null(w);
+	assert_non_null(strstr(w, "their TTFT reads better"));
+	assert_null(strstr(w, "per_stage"));
+	cl_results_destroy(r);
+
+	/* Estimates from a stage that was not client-bound: no word; embeddings sent again
+	 * under order: per_stage: latency, and the advice to drop per_stage. */
+	free(s.estimate.from_stage);
+	s.estimate.from_stage = strdup("c2");
+	s.workload.api = CL_API_EMBEDDINGS;
+	s.workload.order_per_stage = true;
+	assert_int_equal(cl_results_create(&s, NULL, 0, NULL, dir, &r, &err), 0);
+	cl_results_set_workload(r, &s.workload, &ws);
+	uint64_t none[CL_CTR__COUNT] = { 0 };
+	finish_with(r, &s, 0, 40, c2);
+	finish_with(r, &s, 1, 180, none);
+	assert_int_equal(cl_results_finish(r, true, CL_EXIT_OK, &code), 0);
+	assert_null(warning_with(r, "the estimates come from"));
+	w = warning_with(r, "re-sent an input");
+	assert_non_null(w);
+	assert_non_null(strstr(w, "their latency reads better than a new input's"));
+	assert_null(strstr(w, "TTFT"));
+	assert_non_null(strstr(w, "or drop workload.order: per_stage"));
+	cl_results_destroy(r);
+	tm_scenario_free(&s);
+	rm_rf(dir);
+	free(dir);
+}
+
 /* Stalls: listed up to CL_RESULTS_MAX_STALLS with the rest counted, each witness its own
  * reason, the run failing unless the scenario says client_bound: warn. */
 static void test_stalls(void **state)
@@ -846,6 +968,7 @@ int main(void)
 		cmocka_unit_test(test_interrupted_run),
 		cmocka_unit_test(test_token_source),
 		cmocka_unit_test(test_client_bound),
+		cmocka_unit_test(test_warning_causes),
 		cmocka_unit_test(test_stalls),
 		cmocka_unit_test(test_interval_decimation),
 		cmocka_unit_test(test_interval_agents_kept),

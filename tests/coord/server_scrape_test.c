@@ -130,7 +130,7 @@ static struct cl_srv_scrape *scrape(const struct srv *s, int64_t interval_us)
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", s->port);
 	struct cl_srv_scrape *sc = NULL;
 	struct cl_srv_scrape_opts o = { .url = url, .interval_us = interval_us, .quiet = true };
-	assert_int_equal(cl_srv_scrape_start(&o, &sc), 0);
+	assert_int_equal(cl_srv_scrape_start(&o, &sc, NULL), 0);
 	return sc;
 }
 

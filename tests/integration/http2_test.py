@@ -2,7 +2,8 @@
 front of chatload-sim, as h2c (prior knowledge, and Upgrade for `preferred`) and as TLS with
 ALPN and a throw-away certificate.  Checks completions, errors, timing against the
 simulator's truth log, the protocol the readiness gate, warmup and stages really spoke (the
-proxy's access log and results.json), streams per connection, the readiness failure when h2
+proxy's access log and results.json), the coordinator's scrapes of /metrics over the same
+protocol with the target's CA and chatload's User-Agent, streams per connection, the readiness failure when h2
 is required and the server lacks it, the fall-back when it is only preferred, and that
 requests which get no answer (refused, garbage) back off instead of spinning."""
 
@@ -37,7 +38,7 @@ class Nghttpx:
             argv = [NGHTTPX, "--conf=/dev/null", "-f", front, "-b",
                     "127.0.0.1,%d" % backend_port, "--workers=1", "--no-ocsp",
                     "--accesslog-file=" + self.access,
-                    "--accesslog-format=$alpn $method $path $status",
+                    "--accesslog-format=$alpn $method $path $status $http_user_agent",
                     "--errorlog-file=/dev/stderr", "-L", "WARN"]
             if alpn_h1_only:
                 argv.append("--npn-list=http/1.1")
@@ -56,20 +57,39 @@ class Nghttpx:
             return
         raise last
 
-    def protocols(self):
-        """{alpn: count} of the API requests the proxy has logged, and the lines.  The
-        coordinator's scrapes of the server's /metrics are not the load's requests: they
-        use a handle of their own (coordinator/server/scrape.c), so they are left out."""
+    def protocols(self, path=None):
+        """{alpn: count} of every request the proxy has logged (the coordinator's scrapes
+        of the server's /metrics too: they are configured by client/http/ as the load's
+        requests are), or of those for path only; and the lines (alpn, method, path,
+        status, user agent)."""
         try:
             with open(self.access) as f:
                 lines = [l.split() for l in f if l.strip()]
         except FileNotFoundError:
             lines = []
-        lines = [l for l in lines if len(l) < 3 or l[2] != "/metrics"]
+        if path:
+            lines = [l for l in lines if len(l) > 2 and l[2] == path]
         out = {}
         for l in lines:
             out[l[0]] = out.get(l[0], 0) + 1
         return out, lines
+
+    def check_scrapes(self, case, res, alpn):
+        """The coordinator's scrapes of /metrics went over alpn like every other request, each
+        saying who sends it, and every one of them was read."""
+        protos, lines = self.protocols("/metrics")
+        case.assertEqual(set(protos), {alpn}, lines)
+        case.assertGreaterEqual(protos[alpn], 2, lines)  # the stage's two marks at least
+        case.assertTrue(all(l[3] == "200" for l in lines), lines)
+        sm = res["server_metrics"]
+        case.assertTrue(sm["available"], sm)
+        case.assertEqual(sm["scrapes_failed"], 0, sm)
+        case.assertEqual(sm["source"], "vllm", sm)
+        # Every request the proxy saw, scrapes included, says chatload/<version>.
+        _, every = self.protocols()
+        agents = {l[4] if len(l) > 4 else "-" for l in every}
+        case.assertEqual(len(agents), 1, agents)
+        case.assertRegex(agents.pop(), r"^chatload/\d+\.\d+\.\d+$")
 
 
 def truth_chat(sim):
@@ -98,10 +118,40 @@ class Http2(tl.FleetCase):
                         "proxy + client add more than %d ms" % (25 * tl.SLOW))
         self.assertAlmostEqual(stage["latency_ms"]["itl"]["p50"], 5.0, delta=2.5)
 
+    def exporter(self):
+        """An HTTP/1.1-only page of the exposition format on loopback (Python's http.server,
+        which ignores an Upgrade: h2c); returns its URL and the HTTP versions asked of it."""
+        import http.server
+        seen = []
+
+        class Page(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                seen.append((self.request_version, self.headers.get("Upgrade"),
+                             self.headers.get("User-Agent")))
+                body = b"# TYPE DCGM_FI_DEV_GPU_UTIL gauge\nDCGM_FI_DEV_GPU_UTIL{gpu=\"0\"} 40\n"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *a):
+                pass
+
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        self.scope.on_close(srv.server_close)
+        self.scope.on_close(srv.shutdown)
+        return "http://127.0.0.1:%d/metrics" % srv.server_address[1], seen
+
     def test_h2c_prior_knowledge_gate_warmup_and_stage(self):
         sim = self.start_sim(*SIM_ARGS)
         px = Nghttpx(self, "h2c", sim.port)
-        doc = tl.scenario({"url": px.url, "http2": True},
+        # An exporter on another address is not the target: http2 (required) is no promise
+        # of its, so it must still be read over HTTP/1.1 (an h2c preface would break it).
+        ex_url, ex_seen = self.exporter()
+        doc = tl.scenario({"url": px.url, "http2": True,
+                           "server_metrics": {"extra": [ex_url]}},
                           [{"name": "c16", "concurrency": 16, "requests": 48}],
                           {"local": 1, "workers": 2}, name="h2c", readiness=True,
                           warmup={"requests": 4, "concurrency": 2})
@@ -115,10 +165,20 @@ class Http2(tl.FleetCase):
         self.assertEqual(st["http"]["protocol"], "HTTP/2")
         self.assertEqual(st["http"]["completed_h2"], 48)
         self.assertEqual(res["scenario"]["target"]["http2"], "required")
-        # Every request the proxy saw, probe and warmup included, came as h2c.
+        # Every request the proxy saw, probe, warmup and the server's /metrics included,
+        # came as h2c (issue 40: 11 scrapes came as HTTP/1.1 beside 531 HTTP/2 requests).
         protos, lines = px.protocols()
         self.assertEqual(set(protos), {"h2c"}, lines)
         self.assertGreaterEqual(protos["h2c"], 48 + 4 + 2)  # + /models and a generation
+        px.check_scrapes(self, res, "h2c")
+        ex = res["server_metrics"]["extra"][0]
+        self.assertTrue(ex["available"], ex)
+        self.assertEqual(ex["scrapes_failed"], 0, ex)
+        self.assertTrue(ex_seen)
+        for version, upgrade, agent in ex_seen:
+            self.assertEqual(version, "HTTP/1.1")
+            self.assertEqual(upgrade, "h2c")  # offered, in the form that falls back
+            self.assertRegex(agent or "", r"^chatload/\d+\.\d+\.\d+$")
         if p.find(r"cannot reuse an h2c prior-knowledge connection"):
             # libcurl < 7.89: one connection per request (said once, and visible).
             self.assertEqual(st["http"]["connections_opened"], 48)
@@ -146,6 +206,10 @@ class Http2(tl.FleetCase):
         self.assertLessEqual(st["http"]["connections_opened"], 4)
         protos, lines = px.protocols()
         self.assertEqual(set(protos), {"h2"}, lines)
+        # The scrapes trusted the target's CA (a throw-away one no system store holds): with
+        # libcurl's default store every scrape would fail verification.
+        px.check_scrapes(self, res, "h2")
+        self.assertIsNotNone(st["server"]["requests_running"]["max"], st["server"])
         self.check_timing(sim, st)
 
     def test_required_h2_fails_the_gate_on_an_http1_server(self):

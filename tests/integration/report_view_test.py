@@ -85,10 +85,12 @@ class Browser:
                 f"--user-data-dir={self.profile}", *args, url]
         return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
 
-    def dom(self, url, budget_ms=None):
+    def dom(self, url, budget_ms=None, width=None):
         args = ["--dump-dom"]
         if budget_ms:
             args.append(f"--virtual-time-budget={budget_ms}")
+        if width:
+            args.append(f"--window-size={width},2000")
         p = self._run(url, *args)
         if p.returncode != 0 or "<html" not in p.stdout:
             raise AssertionError(f"chromium --dump-dom {url} exited {p.returncode}: "
@@ -270,6 +272,86 @@ class Reports(tl.FleetCase):
         run = self.start_run(path, self.scope.path("q2"), "--web", "nonsense", name="bad")
         self.assertExit(run, 2, 30)
         self.assertIn("--web 'nonsense': expected HOST:PORT", run.text())
+
+    # ---- a sweep and a capacity search in one run (issue 40) ----------------------------
+
+    # Measures, in the browser, how far each section's tables reach past the section (its
+    # card): "h2 text:pixels|..." on body's data-overflow, "" when every table fits.
+    OVERFLOW_JS = (
+        "<script>var o=[];document.querySelectorAll('section').forEach(function(s){"
+        "var h=s.querySelector('h2'),c=s.getBoundingClientRect();"
+        "s.querySelectorAll('table').forEach(function(t){"
+        "var r=t.getBoundingClientRect();if(r.right>c.right+0.5)"
+        "o.push((h?h.textContent:'?')+':'+Math.round(r.right-c.right));});});"
+        "document.body.setAttribute('data-overflow',o.join('|'));</script>")
+
+    def test_probes_apart_and_server_table_fits(self):
+        """A sweep and a capacity search over the same concurrencies: on every chart against
+        load the probes are a series of their own, so no line goes back or straight up from
+        a sweep's c4 to a probe's c4 (the zig-zag issue 40 saw), and in the trade-off each
+        point is in its own kind's series.  The Server table, ten columns, fits its card at
+        1,280 px in Chromium (its last column was cut off at 1,300)."""
+        doc = {
+            "name": "sweep-search",
+            "target": {"model": "chatload-sim",
+                       "simulator": {"ttft": "30ms", "itl": "5ms", "output_tokens": 30,
+                                     "max-batch": 4}},
+            "agents": {"local": 1},
+            "readiness": {"enabled": False},
+            "workload": {"prompts": ["Say something."], "max_tokens": 30},
+            "stages": [{"concurrency": [1, 4, 8], "duration": "1s"},
+                       {"name": "cap", "search": {"over": "concurrency", "from": 1, "max": 8,
+                                                  "probe_duration": "1s",
+                                                  "slo": {"ttft_p90": "150ms"}}}],
+            "client_bound": "warn",
+        }
+        out = self.scope.path("sweep-search")
+        run = self.start_run(self.write_scenario("sweep-search.yaml", doc), out)
+        self.assertExit(run, 0, 120)
+        res = self.results(out)
+        probes = {s["name"] for s in res["stages"] if "probe" in s}
+        sweep = {s["name"] for s in res["stages"] if "probe" not in s}
+        self.assertEqual(sweep, {"c1", "c4", "c8"})
+        self.assertIn("cap-c4", probes)  # a level both ran at
+        self.assertTrue(all(s.get("server") for s in res["stages"]))
+        report = os.path.join(out, "report.html")
+        with open(report, encoding="utf-8") as f:
+            src = f.read()
+        root = ET.fromstring(src)
+        charts = {}  # the first chart of each title (Distributions reuse some)
+        for svg in root.iter(SVG + "svg"):
+            for t in svg.findall(SVG + "title"):
+                charts.setdefault(t.text, svg)
+        for title in ("Output throughput", "Request throughput", "Time to first token",
+                      "Inter-token latency"):
+            svg = charts[title]
+            lines = [[tuple(map(float, p.split(","))) for p in poly.get("points").split()]
+                     for poly in svg.iter(SVG + "polyline")]
+            self.assertGreaterEqual(len(lines), 2, title)
+            for pts in lines:
+                xs = [x for x, _ in pts]
+                self.assertEqual(xs, sorted(set(xs)), (title, pts))  # strictly rising
+        for title in ("TTFT against throughput", "ITL against throughput"):
+            tips = [t.text or "" for t in charts[title].iter(SVG + "title")
+                    if " of " in (t.text or "")]
+            self.assertGreaterEqual(len(tips), 2 * len(res["stages"]), tips)
+            for tip in tips:
+                m = re.match(r"(.*) of (\S+) at ", tip)
+                self.assertTrue(m, tip)
+                self.assertEqual(m.group(2) in probes, m.group(1).endswith(
+                    ", probes of 'cap'"), tip)
+        self.assertIn("probes are a series of their own", src)
+        if not chromium():
+            self.skipTest("chromium not installed (deploy/packages.txt role test)")
+        probe = os.path.join(out, "report-layout.html")
+        with open(probe, "w", encoding="utf-8") as f:
+            f.write(src.replace("</body>", self.OVERFLOW_JS + "</body>"))
+        dom = Browser(self.scope.path()).dom("file://" + probe, width=1280)
+        self.assertIn("Server", [t.strip() for t in dom.h2])
+        self.assertIn("data-overflow", dom.body_attrs)
+        self.assertEqual(dom.body_attrs["data-overflow"], "",
+                         "tables reaching past their card (section: px)")
+        self.check_in_browser(report, "sweep-and-search", ["Server", "Capacity"])
 
     # ---- stages that are not normal measurements ---------------------------------------
 

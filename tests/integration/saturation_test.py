@@ -207,6 +207,9 @@ class OneOrder(tl.FleetCase):
         warn = [w for w in res["warnings"] if "re-sent" in w]
         self.assertEqual(len(warn), 1, res["warnings"])
         self.assertIn("'two' 40", warn[0])
+        # order: per_stage was not set: nothing to drop (issue 40); a chat prompt's TTFT.
+        self.assertNotIn("per_stage", warn[0])
+        self.assertIn("their TTFT reads better than a new prompt's", warn[0])
 
     def test_per_stage_order_repeats_and_says_so(self):
         prompts, res = self.run_recorded("per", 500, order="per_stage")
@@ -217,7 +220,10 @@ class OneOrder(tl.FleetCase):
         one, two = res["stages"]
         self.assertEqual(one["requests"]["repeated"], 16)
         self.assertEqual(two["requests"]["repeated"], 40)
-        self.assertTrue([w for w in res["warnings"] if "re-sent" in w], res["warnings"])
+        warn = [w for w in res["warnings"] if "re-sent" in w]
+        self.assertEqual(len(warn), 1, res["warnings"])
+        self.assertTrue(warn[0].endswith(", or drop workload.order: per_stage (every stage "
+                                         "sends the same bodies again)"), warn[0])
 
 
 class Salt(tl.FleetCase):

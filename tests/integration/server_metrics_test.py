@@ -280,7 +280,9 @@ class ServerMetrics(tl.FleetCase):
                            "server_metrics": {"url": url,
                                               "headers": {"Authorization": "Bearer reader",
                                                           "X-Scrape": "1"}}},
-                          [{"concurrency": 1, "requests": 4}], {"local": 1}, name="srv-hdr")
+                          # 2 s: a scrape (every 1 s) inside the window for the gauge
+                          [{"concurrency": 1, "duration": "2s"}], {"local": 1},
+                          name="srv-hdr")
         res, _ = self.run_doc("srv-hdr", doc)
         self.assertTrue(res["server_metrics"]["available"], res["server_metrics"])
         self.assertEqual(res["stages"][0]["server"]["requests_running"]["max"], 3)

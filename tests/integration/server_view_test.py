@@ -7,7 +7,8 @@ TTFT p99 within a few ms of the client's below the knee.  A server's percentile 
 fine as its buckets: vLLM's are 20 ms wide around 100 ms and 150 ms above, so the sweep gives
 the simulator 1 ms buckets around its TTFT (--ttft-buckets; SGLang lets its users do the
 same), and checks the exact mean (from _sum and _count) as well.  SGLang's and llama.cpp's
-names are read the same way.
+names are read the same way.  The gauges of a request-bound stage and of a probe that ends
+early are over their own window, not the drain after it.
 Not checked here: a real engine (docs/testing.md), the reports."""
 
 import json
@@ -197,6 +198,64 @@ class ServerView(tl.FleetCase):
         self.assertTrue(0 <= t["network_and_client_ms"] < 10, t)
         self.assertAlmostEqual(t["client_mean_ms"] - t["server_mean_ms"],
                                t["network_and_client_ms"], delta=0.02)
+
+    def test_gauges_over_the_window_only(self):
+        """A request-bound stage and a capacity probe that ends once it has its samples, at 8
+        streams against --max-batch 4: the server runs 4 and queues 4 from the first scrape
+        of the window to its end, so the gauges' means are those of the window's own scrapes
+        (running exactly 4), never pulled down by the drain's and the end mark's scrapes
+        after it (issue 40: a probe whose window held 4 / 4 throughout reported 3.0 / 3.0)."""
+        sim = {"ttft": "20ms", "itl": "10ms", "output_tokens": 30, "max-batch": 4}
+        stages = [{"name": "req", "concurrency": 8, "requests": 64},
+                  {"name": "cap", "search": {"over": "concurrency", "from": 8, "max": 8,
+                                             "probe_duration": "3s",
+                                             "max_probe_duration": "9s",
+                                             "slo": {"ttft_p90": "10s"}}}]
+        doc = tl.scenario({"simulator": sim, "server_metrics": {"interval": "400ms"}}, stages,
+                          {"local": 1}, name="server-window")
+        doc["workload"]["max_tokens"] = 30
+        out = self.scope.path("out-window")
+        p = self.start_run(self.write_scenario("sv-window.yaml", doc), out)
+        self.assertEqual(p.wait(120), 0, p.tail())
+        res = self.results(out)
+        check_schema(res)
+        st = {s["name"]: s for s in res["stages"]}
+        self.assertEqual(set(st), {"req", "cap-c8"}, list(st))
+        probe = st["cap-c8"]
+        # It ended once it had its samples, long before max_probe_duration.
+        self.assertLess(probe["duration_s"], 6, probe["duration_s"])
+        for name, s in st.items():
+            srv = s["server"]
+            a, b = srv["gauge_window_s"]
+            self.assertEqual(a, 0, (name, srv["gauge_window_s"]))
+            # The window ends where the load did: the slowest agent's finish (request-bound,
+            # the stage's own duration_s) or the STOP that ended the probe.
+            self.assertLessEqual(b, s["duration_s"] + 0.05, (name, b, s["duration_s"]))
+            self.assertGreater(b, 2.5, (name, b))
+            tl_ = srv["timeline"]
+            inside = [i for i, t in enumerate(tl_["t_s"]) if a <= t <= b]
+            after = [i for i, t in enumerate(tl_["t_s"]) if t > b + 0.002]
+            self.assertGreaterEqual(len(inside), 5, (name, tl_))
+            # The scrapes after the window saw the drain: the test means something only if
+            # the mean would be different with them.
+            self.assertTrue(any(tl_["running"][i] < 4 for i in after), (name, tl_))
+            run = [tl_["running"][i] for i in inside]
+            wait = [tl_["waiting"][i] for i in inside]
+            # The batch was full at every scrape of the window.
+            self.assertEqual(run, [4] * len(run), (name, tl_))
+            self.assertEqual(srv["requests_running"], {"mean": 4, "max": 4}, (name, srv))
+            self.assertAlmostEqual(srv["requests_waiting"]["mean"],
+                                   sum(wait) / len(wait), delta=0.01, msg=(name, wait, srv))
+            self.assertEqual(srv["requests_waiting"]["max"], 4, (name, srv))
+            self.assertEqual(max(wait), 4, (name, wait))
+            if name == "cap-c8":
+                # 8 streams, 4 in the batch: the excess waits at (nearly) every scrape (a
+                # scrape may fall in the instant between an answer and its stream's next
+                # request).
+                self.assertGreaterEqual(srv["requests_waiting"]["mean"], 3.5, srv)
+            print("%s: window %s s, %d scrapes in it, %d after; running %s, waiting %s" % (
+                name, srv["gauge_window_s"], len(inside), len(after),
+                srv["requests_running"], srv["requests_waiting"]))
 
     def test_sglang_names(self):
         st = self.sweep("sglang")

@@ -70,6 +70,39 @@ class Examples(unittest.TestCase):
         self.assertIn("consecutive successes: 2", out)
         self.assertIn("formats: json csv md html", out)
 
+    def test_warmup_says_what_it_sends(self):
+        """The warmup sends the workload's own bodies unless it has a body or max_tokens of
+        its own: validate shows their max_tokens (32 here), not warmup.max_tokens' default
+        (the workload's 256; issue 40)."""
+        with tempfile.TemporaryDirectory() as d:
+            scn = os.path.join(d, "w.yaml")
+            with open(scn, "w") as f:
+                f.write("target: { url: http://127.0.0.1:9/v1, model: m }\n"
+                        "warmup: { requests: 4 }\n"
+                        "workload: { synthetic: { input_tokens: 180, output_tokens: 32, "
+                        "count: 10 } }\n"
+                        "stages: [ { concurrency: 1, requests: 10 } ]\n")
+            rc, out, err = validate(scn)
+            self.assertEqual(rc, 0, err)
+            self.assertIn("warmup:\n  requests: 4\n  concurrency: 1\n"
+                          "  max tokens: 32 (the workload's own bodies)\n", out)
+            self.assertIn("  output tokens asked: 32..32", out)
+            rc, out, err = validate("--set", "warmup.max_tokens=8", scn)
+            self.assertEqual(rc, 0, err)
+            self.assertIn("  max tokens: 8 (a body of its own: the readiness prompt)\n", out)
+            with open(scn, "w") as f:  # a spread of lengths: each body its own
+                f.write("target: { url: http://127.0.0.1:9/v1, model: m }\n"
+                        "warmup: { requests: 4 }\n"
+                        "workload: { synthetic: { input_tokens: 180, output_tokens: "
+                        "{ mean: 32, stddev: 8 }, count: 50 } }\n"
+                        "stages: [ { concurrency: 1, requests: 10 } ]\n")
+            rc, out, err = validate(scn)
+            self.assertEqual(rc, 0, err)
+            m = re.search(r"  output tokens asked: (\d+)\.\.(\d+),", out)
+            self.assertLess(int(m.group(1)), int(m.group(2)), out)
+            self.assertIn("  max tokens: %s..%s (the workload's own bodies, each its own)\n"
+                          % m.groups(), out)
+
     def test_sweep_plan(self):
         rc, out, err = validate(os.path.join(SRC, "scenarios", "sweep.yaml"))
         self.assertEqual(rc, 0, err)
@@ -87,6 +120,37 @@ class Examples(unittest.TestCase):
         rc, out, err = validate(*SCENARIOS)
         self.assertEqual(rc, 0, err)
         self.assertEqual(out.count("\nstages: "), len(SCENARIOS))
+
+
+class WarmupSent(tl.FleetCase):
+    """What validate says the warmup sends is what run sends: the simulator's truth log
+    records each request's max_tokens (issue 40: validate said 256 where 32 went out)."""
+    tag = "wusent"
+
+    def test_warmup_max_tokens_as_sent(self):
+        sim = self.start_sim("--ttft", "2ms", "--itl", "1ms")
+        doc = tl.scenario({"url": sim.url}, [{"concurrency": 1, "requests": 3}],
+                          {"local": 1}, name="wusent", warmup={"requests": 4})
+        doc["workload"] = {"synthetic": {"input_tokens": 20, "output_tokens": 32,
+                                         "count": 50}}
+        for extra, want in (((), 32), (("--set", "warmup.max_tokens=8"), 8)):
+            path = self.write_scenario("wusent-%d" % want, doc)
+            rc, out, err = validate(*extra, path)
+            self.assertEqual(rc, 0, err)
+            shown = re.search(r"\nwarmup:\n(?:  .*\n)*?  max tokens: (\d+)", out)
+            self.assertTrue(shown, out)
+            self.assertEqual(int(shown.group(1)), want, out)
+            before = len(sim.truth())
+            p = self.start_run(path, self.scope.path("out-%d" % want), *extra,
+                               name="run-%d" % want)
+            self.assertExit(p, 0, 60)
+            # The truth log is flushed every 100 ms.
+            tl.wait_until(lambda: len(sim.truth()) - before >= 7, 5, "7 lines of truth")
+            sent = [r["max_tokens"] for r in sim.truth()[before:] if "max_tokens" in r]
+            # The warmup's 4 go first (a stage starts after its report), then the stage's 3.
+            self.assertEqual(len(sent), 7, sent)
+            self.assertEqual(sent[:4], [want] * 4, sent)
+            self.assertEqual(sent[4:], [32] * 3, sent)
 
 
 class BadScenarios(unittest.TestCase):
@@ -297,6 +361,9 @@ class GenerateInput(unittest.TestCase):
             self.assertIn("  input lines: 3, 3 valid, 0 invalid\n", out)
             self.assertIn("  errors: %s\n" % os.path.join(d, "out.errors.jsonl"), out)
             self.assertIn("  concurrency: 64\n", out)
+            # The job's one stage is bounded by its input, not "0" (issue 40).
+            self.assertRegex(out, r"\n  0\s+generate\s+concurrency\s+concurrency 64\s+"
+                             r"3 requests\s")
             rc, out, err = validate("--set", "generate.rate=20/s", scn)
             self.assertEqual(rc, 0, err)
             self.assertIn("  rate: 20/s, evenly spaced (retries included), at most 64 streams\n",
@@ -319,6 +386,36 @@ class GenerateInput(unittest.TestCase):
             rc, out, err = validate("--set", "generate.skip_invalid=false", scn)
             self.assertEqual(rc, 2)
             self.assertRegex(err, r"^" + re.escape(inp) + r":2:\d+: not a JSON line")
+
+    def test_estimate_from_a_client_bound_stage_is_said(self):
+        """generate.estimate_from: validate names the stage and rate the plan would use, and
+        warns when that stage was client-bound (issue 40: it was used without a word).  The
+        benchmark is results_fixture's --stall run, whose c8 (the estimate's stage) stalled."""
+        fixture = os.environ.get("CHATLOAD_RESULTS_FIXTURE")
+        if not fixture:
+            self.skipTest("CHATLOAD_RESULTS_FIXTURE not set (ctest sets it)")
+        with tempfile.TemporaryDirectory() as d:
+            bench = os.path.join(d, "bench")
+            for args, bound in ((["--stall", "--warn"], True), ([], False)):
+                subprocess.run([fixture, bench] + args, capture_output=True, timeout=60)
+                with open(os.path.join(bench, "results.json")) as f:
+                    res = json.load(f)
+                said = [w for w in res["warnings"] if w.startswith("the estimates come from")]
+                self.assertEqual(len(said), 1 if bound else 0, res["warnings"])
+                _, scn = self.setup_job(d, [self.line("a")],
+                                        ", estimate_from: %s" % bench)
+                rc, out, err = validate(scn)
+                self.assertEqual(rc, 0, err)
+                self.assertIn("  estimate from: %s\n    its estimate: stage 'c8', 10 "
+                              "requests/s\n" % bench, out)
+                warned = "    warning: stage 'c8' was client-bound: its 10 requests/s " \
+                         "describe the client, not the server"
+                if bound:
+                    self.assertIn(warned, out)
+                    self.assertIn("the estimates come from stage 'c8', which was "
+                                  "client-bound", said[0])
+                else:
+                    self.assertNotIn("was client-bound", out)
 
     def test_dataset_input(self):
         with tempfile.TemporaryDirectory() as d:

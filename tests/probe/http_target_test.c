@@ -335,6 +335,36 @@ static void test_endpoint_urls(void **state)
 	cl_http_target_free(&t);
 }
 
+/* A page outside the API (the server's /metrics) says who asks for it as every request
+ * does, unless the caller's own lines name a User-Agent; a bad line is refused. */
+static void test_page_headers(void **state)
+{
+	(void)state;
+	struct curl_slist *l = NULL;
+	struct cl_err err = { 0 };
+	const char *own[] = { "Authorization: Bearer metrics-reader" };
+	assert_int_equal(cl_http_page_headers(own, 1, &l, &err), 0);
+	assert_non_null(l);
+	assert_string_equal(l->data, "User-Agent: chatload/" CHATLOAD_VERSION);
+	assert_string_equal(l->next->data, own[0]);
+	assert_null(l->next->next);
+	curl_slist_free_all(l);
+	const char *ua[] = { "user-agent: probe/1", "X-A: b" };
+	assert_int_equal(cl_http_page_headers(ua, 2, &l, &err), 0);
+	assert_string_equal(l->data, ua[0]);
+	assert_string_equal(l->next->data, ua[1]);
+	assert_null(l->next->next);
+	curl_slist_free_all(l);
+	assert_int_equal(cl_http_page_headers(NULL, 0, &l, &err), 0);
+	assert_string_equal(l->data, "User-Agent: chatload/" CHATLOAD_VERSION);
+	assert_null(l->next);
+	curl_slist_free_all(l);
+	const char *bad[] = { "X-A: b\r\nHost: elsewhere" };
+	assert_int_equal(cl_http_page_headers(bad, 1, &l, &err), CL_EINVAL);
+	assert_null(l);
+	assert_non_null(strstr(err.msg, "bad header"));
+}
+
 static void test_userinfo_and_allow_refused(void **state)
 {
 	struct cl_http_target t;
@@ -518,6 +548,7 @@ int main(void)
 		cmocka_unit_test(test_bad_entries),
 		cmocka_unit_test(test_where_is_where_libcurl_connects),
 		cmocka_unit_test(test_endpoint_urls),
+		cmocka_unit_test(test_page_headers),
 		cmocka_unit_test(test_userinfo_and_allow_refused),
 		cmocka_unit_test(test_headers_and_key),
 		cmocka_unit_test(test_key_policy),
