@@ -81,6 +81,7 @@ struct run_gen {
 	/* generate.estimate_from: the benchmark's sustained rate the job was planned with */
 	struct {
 		bool set;
+		bool client_bound; /* its stage measured the client: the plan may be too long */
 		double requests_per_s, output_tokens_per_request;
 		char stage[128];
 	} plan;
@@ -171,6 +172,13 @@ static int read_plan(struct run_gen *g, const char *path, struct cl_err *err)
 	g->plan.requests_per_s = rps;
 	g->plan.output_tokens_per_request = cl_results_num(e, "output_tokens_per_request");
 	snprintf(g->plan.stage, sizeof(g->plan.stage), "%s", cl_results_str(e, "from_stage", ""));
+	double source_rps;
+	if (cl_results_estimate_source(doc, &source_rps, &g->plan.client_bound) &&
+	    g->plan.client_bound)
+		CL_WARN("generate.estimate_from: stage '%s' of '%s' was client-bound: its %.4g "
+			"requests/s describe the client, not the server, so the job's plan may be "
+			"too long; estimate from a stage that was not",
+			g->plan.stage, path, rps);
 	json_decref(doc);
 	return 0;
 }
@@ -716,9 +724,10 @@ static void finish_results(struct run *r, enum cl_stage_status status, const cha
 		/* The estimate is the benchmark's rate over what this run had to send. */
 		double planned_s = (double)g->total / g->plan.requests_per_s;
 		json_t *est = json_pack(
-		    "{s:s,s:s,s:f,s:f,s:f,s:o}", "from", r->s.generate.estimate_from, "stage",
-		    g->plan.stage, "requests_per_s", g->plan.requests_per_s, "planned_s", planned_s,
-		    "actual_s", window_s, "actual_over_planned",
+		    "{s:s,s:s,s:f,s:b,s:f,s:f,s:o}", "from", r->s.generate.estimate_from, "stage",
+		    g->plan.stage, "requests_per_s", g->plan.requests_per_s, "client_bound",
+		    g->plan.client_bound, "planned_s", planned_s, "actual_s", window_s,
+		    "actual_over_planned",
 		    planned_s > 0 && status == CL_STAGE_OK ? json_real(window_s / planned_s)
 							   : json_null());
 		if (est)

@@ -540,6 +540,11 @@ class Generate(tl.FleetCase):
         e = self.results(self.scope.path("res"))["stages"][0]["generate"]["estimate"]
         self.assertEqual(e["stage"], "c4")
         self.assertAlmostEqual(e["requests_per_s"], rps, places=3)
+        # a client-bound source is said and recorded, never used without a word (issue 40)
+        bound = self.results(self.scope.path("bench-res"))["stages"][0]["client"]["client_bound"]
+        self.assertEqual(e["client_bound"], bound)
+        self.assertEqual(bool(run.find(r"estimate_from: stage 'c4' of .* was client-bound")),
+                         bound)
         self.assertAlmostEqual(e["planned_s"], 800 / rps, places=3)
         self.assertAlmostEqual(e["actual_over_planned"], e["actual_s"] / e["planned_s"], places=3)
         sys.stderr.write("generate_test: estimate %.2f s planned, %.2f s taken (%.2fx)\n" % (
