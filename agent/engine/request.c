@@ -6,7 +6,7 @@
 
 #include "stream/chunk.h"
 #include "stream/embedding.h"
-#include "stream/responses.h"
+#include "stream/event.h"
 
 #include "chatload/clock.h"
 #include "chatload/log.h"
@@ -410,19 +410,6 @@ static void on_token_chunk(struct cl_slot *s, const struct cl_chunk *c, int64_t 
 	}
 }
 
-/* The decoder of the target's API: every event becomes the facts of a chat chunk. */
-static int decode_event(enum cl_api api, const char *data, size_t len, struct cl_chunk *c)
-{
-	switch (api) {
-	case CL_API_COMPLETIONS:
-		return cl_chunk_decode_text(data, len, c);
-	case CL_API_RESPONSES:
-		return cl_responses_decode(data, len, c);
-	default:
-		return cl_chunk_decode(data, len, c);
-	}
-}
-
 /* The end of the answer ([DONE], or response.completed): STOP_AT_DONE or 0. */
 static int on_done(struct cl_slot *s)
 {
@@ -441,13 +428,13 @@ static int on_done(struct cl_slot *s)
 	return 0;
 }
 
-static int on_event(void *ctx, const char *data, size_t len)
+static int on_event(void *ctx, const char *data, size_t len, unsigned flags)
 {
 	struct cl_slot *s = ctx;
 	if (s->done_seen)
 		return 0; /* anything after [DONE] is not part of the answer */
 	struct cl_chunk c;
-	int rc = decode_event(s->w->e->http.api, data, len, &c);
+	int rc = cl_event_decode(s->w->e->http.api, data, len, flags, &c);
 	if (rc != 0) {
 		s->err_ctr = CL_CTR_ERR_STREAM_MALFORMED;
 		/* Valid JSON of the wrong shape: say what was wrong, then the event. */

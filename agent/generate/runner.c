@@ -5,6 +5,7 @@
 #include "generate/assemble.h"
 
 #include "http/handle.h"
+#include "stream/event.h"
 #include "stream/sse.h"
 
 #include "chatload/clock.h"
@@ -165,10 +166,20 @@ static void answer(struct cl_gen_runner *r, struct job *j, struct xfer *x, char 
 		r->cfg.notify();
 }
 
-static int on_event(void *ctx, const char *data, size_t len)
+static int on_event(void *ctx, const char *data, size_t len, unsigned flags)
 {
 	struct xfer *x = ctx;
 	int code = 0;
+	/* A failure in any server's dialect (stream/event.h) is never part of an answer. */
+	struct cl_chunk c;
+	if (cl_event_decode(CL_API_CHAT, data, len, flags, &c) == 0 && c.is_error) {
+		x->stream_failed = true;
+		x->stream_code = c.error_code;
+		snprintf(x->why, sizeof(x->why), "the server sent an error in the stream: %.*s",
+			 c.error_msg ? (int)(c.error_msg_len < 300 ? c.error_msg_len : 300) : 0,
+			 c.error_msg ? c.error_msg : "");
+		return 1;
+	}
 	if (cl_asm_feed(x->as, data, len, &code, x->why, sizeof(x->why)) != 0) {
 		x->stream_failed = true;
 		x->stream_code = code;

@@ -5,6 +5,7 @@
 #include "probe/readiness.h"
 #include "stream/chunk.h"
 #include "stream/embedding.h"
+#include "stream/event.h"
 #include "stream/responses.h"
 #include "stream/sse.h"
 
@@ -564,17 +565,14 @@ static bool body_framed(CURL *e)
 	return false;
 }
 
-static int on_event(void *ctx, const char *data, size_t len)
+static int on_event(void *ctx, const char *data, size_t len, unsigned flags)
 {
 	struct gen *g = ctx;
 	struct cl_chunk ch;
 	g->events++;
 	if (g->done)
 		return 0; /* anything after [DONE] is not ours to judge */
-	enum cl_api api = g->h->http.api;
-	int rc = api == CL_API_COMPLETIONS ? cl_chunk_decode_text(data, len, &ch)
-		 : api == CL_API_RESPONSES ? cl_responses_decode(data, len, &ch)
-					   : cl_chunk_decode(data, len, &ch);
+	int rc = cl_event_decode(g->h->http.api, data, len, flags, &ch);
 	if (rc != 0) {
 		char snippet[64];
 		copy_line(data, len < 48 ? len : 48, snippet, sizeof(snippet));

@@ -5,6 +5,7 @@
 #include "chatload/clock.h"
 #include "chatload/err.h"
 #include "stream/chunk.h"
+#include "stream/event.h"
 #include "stream/sse.h"
 
 #include <jansson.h>
@@ -34,7 +35,7 @@ struct events {
 	size_t n, bytes;
 };
 
-static int collect(void *ctx, const char *d, size_t n)
+static int collect(void *ctx, const char *d, size_t n, unsigned flags)
 {
 	struct events *e = ctx;
 	if (e->n < 256) {
@@ -49,16 +50,17 @@ static int collect(void *ctx, const char *d, size_t n)
 }
 
 static size_t sink_events;
-static int count_event(void *ctx, const char *d, size_t n)
+static int count_event(void *ctx, const char *d, size_t n, unsigned flags)
 {
 	sink_events++;
 	return 0;
 }
 
-static int decode_event(void *ctx, const char *d, size_t n)
+static int decode_event(void *ctx, const char *d, size_t n, unsigned flags)
 {
 	struct cl_chunk c;
-	sink_events += cl_chunk_decode(d, n, &c) == 0 && (c.has_content || c.done);
+	/* The engine's path: the flags first, then the chat decoder. */
+	sink_events += cl_event_decode(CL_API_CHAT, d, n, flags, &c) == 0 && (c.has_content || c.done);
 	return 0;
 }
 
@@ -169,7 +171,7 @@ int main(int argc, char **argv)
 	mbs = feed_mb_s(big.data, big.len, 1, count_event, &nev);
 	printf("cl_sse_feed, 1-byte pieces: %.1f MB/s (%zu events)\n", mbs, nev);
 	mbs = feed_mb_s(big.data, big.len, 4096, decode_event, &nev);
-	printf("cl_sse_feed + cl_chunk_decode, 4 KiB pieces: %.0f MB/s (%.0f ns/event)\n", mbs,
+	printf("cl_sse_feed + cl_event_decode, 4 KiB pieces: %.0f MB/s (%.0f ns/event)\n", mbs,
 	       (double)big.len * 1e3 / mbs / (double)nev);
 
 	for (size_t i = 0; i < ev.n; i++)
