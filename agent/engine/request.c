@@ -241,10 +241,12 @@ bool cli_request_launch(struct cl_worker *w, struct cl_slot *s, int64_t intended
 	s->finish = CLI_FINISH_NONE;
 	s->h1_refused = false;
 	s->err_ctr = 0;
+	s->err_code = 0;
 	s->n_tok_chunks = s->n_prov_chunks = 0;
 	s->tok_exact = s->last_ct = 0;
 	s->tok_counted = s->tok_counted_win = s->rtok_counted = s->rtok_counted_win = 0;
 	s->usage_ct = s->usage_rt = s->usage_pt = s->usage_cached = -1;
+	s->usage_seen = false;
 	s->timings_cache_n = s->timings_prompt_n = -1;
 	s->bytes = 0;
 	s->sample_len = 0;
@@ -446,18 +448,22 @@ static int on_event(void *ctx, const char *data, size_t len, unsigned flags)
 		return STOP_BAD_EVENT;
 	}
 	if (c.is_error) {
-		/* The stream is over as far as the answer goes; stop rather than wait on a
-		 * server that may keep the connection open. */
+		/* The server said the request failed, in whichever dialect: the stream is over
+		 * as far as the answer goes; stop rather than wait on a server that may keep the
+		 * connection open.  The sample is its message; its code is said before it
+		 * (error_text.c), so a long message never cuts it off. */
 		s->err_ctr = CL_CTR_ERR_STREAM_ERROR;
 		if (c.error_msg)
 			keep_sample(s, c.error_msg, c.error_msg_len);
 		else
 			keep_sample(s, data, len);
+		s->err_code = c.error_code;
 		return STOP_BAD_EVENT;
 	}
 	/* Usage before the end: a Responses stream's last event (response.completed) is
 	 * both. */
 	if (c.has_usage) {
+		s->usage_seen = true;
 		if (c.completion_tokens >= 0)
 			s->usage_ct = c.completion_tokens;
 		if (c.reasoning_tokens >= 0)
@@ -484,6 +490,15 @@ static int on_event(void *ctx, const char *data, size_t len, unsigned flags)
 	if (c.content)
 		cli_conv_on_content(s, c.content, c.content_len);
 	return 0;
+}
+
+void cli_request_stream_end(struct cl_slot *s)
+{
+	if (s->done_seen)
+		return; /* [DONE] ended the answer; what came after is not judged */
+	/* Its return is on_event's (the class is then set) or a sticky parser error, which
+	 * cli_on_body met first and classed. */
+	(void)cl_sse_finish(&s->sse, on_event, s);
 }
 
 void cli_request_whole_end(struct cl_slot *s)

@@ -296,11 +296,20 @@ static json_t *warnings_json(struct cl_results *r)
 		if (no_content > 0)
 			rc |= cli_rs_warn(
 			    w,
-			    "stage '%s': %.0f of %.0f completed requests carried no content "
-			    "token (reasoning only, or nothing): max_tokens may end a thinking "
-			    "model's answer inside its reasoning; raise workload.max_tokens or "
-			    "turn thinking off. They are not counted good and have no TTFC",
+			    "stage '%s': %.0f of %.0f completed requests carried reasoning and "
+			    "no answer token: max_tokens may end a thinking model's answer "
+			    "inside its reasoning; raise workload.max_tokens or turn thinking "
+			    "off. They are not counted good and have no TTFC",
 			    name, no_content, cl_results_num(s, "requests.completed"));
+		double empty = cl_results_num(s, "requests.errors.empty_answer");
+		if (empty > 0)
+			rc |= cli_rs_warn(
+			    w,
+			    "stage '%s': %.0f requests were answered with a stream that carried "
+			    "no token, no finish_reason and no usage (empty_answer errors): the "
+			    "server answered nothing; its log says why (a prompt longer than its "
+			    "context, a request it refused without saying so)",
+			    name, empty);
 		if (eos_asked)
 			rc |= warn_short_output(w, s, name, stop_sent);
 		if (!churn_said)

@@ -153,8 +153,8 @@ class ReasoningOnly(tl.FleetCase):
         table = p.text("out")
         self.assertRegex(table, r"no content")
         self.assertRegex(table, r"(?m)^think .* 10 \(100%\)$")
-        self.assertIn("warning: stage 'think': 10 of 10 completed requests carried no "
-                      "content token", table)
+        self.assertIn("warning: stage 'think': 10 of 10 completed requests carried "
+                      "reasoning and no answer token", table)
         with open(os.path.join(out, "results.csv"), newline="") as f:
             rows = [l.rstrip("\r\n").split(",") for l in f]
         self.assertEqual(rows[1][rows[0].index("no_content")], "10")
