@@ -516,4 +516,21 @@ static inline const char *api_event_check(enum cl_api api, const char *data, siz
 	return NULL;
 }
 
+/* One fuzz input as an event of api under every SSE flag (cl_event_decode's rule). */
+static inline void api_fuzz_event(enum cl_api api, const uint8_t *data, size_t size)
+{
+	static const unsigned flag_sets[] = { 0, CL_SSE_ERROR_FIELD, CL_SSE_ERROR_EVENT,
+					      CL_SSE_DOCUMENT };
+	const char *s = (const char *)data;
+	for (size_t f = 0; f < sizeof(flag_sets) / sizeof(flag_sets[0]); f++) {
+		struct cl_chunk c;
+		int rc = cl_event_decode(api, s, size, flag_sets[f], &c);
+		const char *bad = api_event_check(api, s, size, flag_sets[f], rc, &c);
+		if (bad) {
+			fprintf(stderr, "event oracle (flags %u): %s\n", flag_sets[f], bad);
+			abort();
+		}
+	}
+}
+
 #endif
