@@ -6,10 +6,16 @@ error of its class with the server's words in error_samples; none is completed o
 content"; an error_rate SLO is breached (exit 99), and the summary warns with the right
 cause.  The simulator's own error-chunk fault is api_shapes_test's and engine_faults_test's."""
 import http.server
+import json
 import os
 import threading
 
 import chatload_testlib as tl
+
+try:
+    import jsonschema
+except ImportError:  # the schema is checked where jsonschema is installed
+    jsonschema = None
 
 
 def fixture_body(name):
@@ -88,7 +94,12 @@ class Dialects(tl.FleetCase):
             self.assertExit(p, 99, 60)
         finally:
             srv.close()
-        return p, self.results(out), srv.posts
+        res = self.results(out)
+        if jsonschema:  # the new class and its samples are in the schema
+            with open(os.path.join(os.environ.get("CHATLOAD_SOURCE_DIR", "."), "docs",
+                                   "results.schema.json")) as f:
+                jsonschema.Draft202012Validator(json.load(f)).validate(res)
+        return p, res, srv.posts
 
     def test_every_dialect_is_an_error_with_the_servers_words(self):
         for fixture, api, cls, words in ROWS:
