@@ -602,9 +602,9 @@ static bool body_framed(CURL *e)
 static bool config_failure(int code, const char *type, size_t type_len)
 {
 	static const char *const kinds[] = {
-		"invalid_request_error", "validation",    "not_found_error",
-		"exceed_context_size_error", "BadRequestError", "NotFoundError",
-		"authentication_error", "permission_error",
+		"invalid_request_error",     "validation",       "not_found_error",
+		"exceed_context_size_error", "BadRequestError",  "NotFoundError",
+		"authentication_error",      "permission_error",
 	};
 	if (code)
 		return fatal_status(code);

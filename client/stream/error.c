@@ -128,8 +128,8 @@ struct top {
 	struct fields resp;    /* response.error */
 	bool err_obj, err_str; /* "error" an object, a string */
 	struct str err_text;
-	bool resp_err;         /* response.error an object */
-	bool object_error;     /* "object": "error" */
+	bool resp_err;     /* response.error an object */
+	bool object_error; /* "object": "error" */
 };
 
 static int parse_top(struct scan *sc, struct top *t)
@@ -199,10 +199,10 @@ static void apply(const struct top *t, struct cl_stream_error *out)
 	else if (o->has_detail)
 		set_str(&out->message, &out->message_len, &o->detail);
 
-	out->code = e && e->has_code ? e->code
+	out->code = e && e->has_code   ? e->code
 		    : r && r->has_code ? r->code
-		    : o->has_code    ? o->code
-				     : 0;
+		    : o->has_code      ? o->code
+				       : 0;
 
 	if (e && e->has_type)
 		set_str(&out->type, &out->type_len, &e->type);

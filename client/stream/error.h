@@ -11,15 +11,15 @@
  * length 0 when absent.
  */
 struct cl_stream_error {
-	bool is_json;      /* the text is exactly one JSON value */
-	bool is_error;     /* it has one of the shapes of an error (below) */
-	int code;          /* the status the server gave (an integer, or a string of digits,
-			    * that fits an int), 0 when none */
+	bool is_json;  /* the text is exactly one JSON value */
+	bool is_error; /* it has one of the shapes of an error (below) */
+	int code;      /* the status the server gave (an integer, or a string of digits,
+			* that fits an int), 0 when none */
 	const char *message;
 	size_t message_len;
-	bool message_raw;  /* not JSON: message is the whole text, surrounding whitespace
-			    * trimmed (llama.cpp's `error:` field could carry anything) */
-	const char *type;  /* the server's name for the kind of failure */
+	bool message_raw; /* not JSON: message is the whole text, surrounding whitespace
+			   * trimmed (llama.cpp's `error:` field could carry anything) */
+	const char *type; /* the server's name for the kind of failure */
 	size_t type_len;
 };
 

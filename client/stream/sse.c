@@ -292,10 +292,12 @@ int cl_sse_feed(struct cl_sse_parser *p, const char *bytes, size_t n, cl_sse_eve
 				}
 			}
 			if (c == '\n' || c == '\r') {
-				/* A blank line: dispatch, and forget the event's type either way. */
+				/* A blank line: dispatch; forget the event's type either way. */
 				p->after_cr = c == '\r';
 				s++;
-				unsigned flags = p->flags | (p->type_error ? CL_SSE_ERROR_EVENT : 0);
+				unsigned flags = p->flags;
+				if (p->type_error)
+					flags |= CL_SSE_ERROR_EVENT;
 				p->flags = 0;
 				p->type_error = false;
 				if (!p->has_data)

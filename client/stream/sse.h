@@ -46,22 +46,22 @@ struct cl_sse_parser {
 	size_t cap; /* bytes allocated in buf (grows by doubling, never past max) */
 
 	/* private */
-	size_t max;             /* cap on one event's data, bytes */
-	size_t data_len;        /* logical length of the event's data so far */
-	const char *span;       /* zero-copy: the event's data so far, inside the caller's bytes */
-	unsigned char state;    /* where in a line we are (enum in sse.c) */
-	unsigned char mode;     /* body not judged yet, an event stream, or a document */
-	unsigned char name_len; /* bytes of the field name read so far (saturates) */
-	unsigned char name_can; /* which known names ("data", "error", "event") the name so
-				 * far is a prefix of (bits in sse.c) */
-	unsigned char field;    /* the current line's field: data, error, event, other */
+	size_t max;              /* cap on one event's data, bytes */
+	size_t data_len;         /* logical length of the event's data so far */
+	const char *span;        /* zero-copy: the event's data so far, inside the caller's bytes */
+	unsigned char state;     /* where in a line we are (enum in sse.c) */
+	unsigned char mode;      /* body not judged yet, an event stream, or a document */
+	unsigned char name_len;  /* bytes of the field name read so far (saturates) */
+	unsigned char name_can;  /* which known names ("data", "error", "event") the name so
+				  * far is a prefix of (bits in sse.c) */
+	unsigned char field;     /* the current line's field: data, error, event, other */
 	unsigned char value_len; /* an `event` line: bytes of its value so far (saturates) */
-	bool value_is_error;    /* an `event` line: its value so far is a prefix of "error" */
-	bool type_error;        /* the event's type (the last `event` line) is "error" */
-	unsigned flags;         /* CL_SSE_ERROR_FIELD when an `error` line joined the event */
-	bool after_cr;          /* the last byte was a CR: a following LF belongs to it */
-	bool has_data;          /* a data line was seen since the last dispatch */
-	int failed;             /* sticky error (CL_ETOOBIG, CL_ENOMEM) until reset */
+	bool value_is_error;     /* an `event` line: its value so far is a prefix of "error" */
+	bool type_error;         /* the event's type (the last `event` line) is "error" */
+	unsigned flags;          /* CL_SSE_ERROR_FIELD when an `error` line joined the event */
+	bool after_cr;           /* the last byte was a CR: a following LF belongs to it */
+	bool has_data;           /* a data line was seen since the last dispatch */
+	int failed;              /* sticky error (CL_ETOOBIG, CL_ENOMEM) until reset */
 };
 
 /*

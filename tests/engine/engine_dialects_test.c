@@ -158,8 +158,8 @@ static void run_against(const char *file, enum cl_api api, uint64_t n, struct cl
 	assert_int_equal(h_engine_create(&he, &nosim, &o), 0);
 	struct cl_stage_plan p = h_closed(1, n, 0);
 	assert_int_equal(h_run(&he, &p, 0, 20000000, m), 0);
-	printf("  %-42s %-11s: %llu started, %llu completed, %llu errors",
-	       file, cl_api_name(api), (unsigned long long)m->ctr[CL_CTR_STARTED],
+	printf("  %-42s %-11s: %llu started, %llu completed, %llu errors", file, cl_api_name(api),
+	       (unsigned long long)m->ctr[CL_CTR_STARTED],
 	       (unsigned long long)m->ctr[CL_CTR_COMPLETED], (unsigned long long)errors(m));
 	for (int i = CL_CTR_FIRST_ERROR; i <= CL_CTR_LAST_ERROR; i++)
 		if (m->ctr[i])
@@ -188,7 +188,8 @@ static void test_each_dialect(void **state)
 		  "context shift" },
 		{ "llama.cpp-b4748-error-in-stream.http", CL_API_COMPLETIONS,
 		  CL_CTR_ERR_STREAM_ERROR, "available context size" },
-		{ "llama.cpp-after-16109-error-in-stream.http", CL_API_CHAT, CL_CTR_ERR_STREAM_ERROR,
+		{ "llama.cpp-after-16109-error-in-stream.http", CL_API_CHAT,
+		  CL_CTR_ERR_STREAM_ERROR,
 		  "(code 400) after the response headers, before any token: request (180 tokens) "
 		  "exceeds the available context size (128 tokens)" },
 		{ "vllm-0.9-error-in-stream.http", CL_API_CHAT, CL_CTR_ERR_STREAM_ERROR,
@@ -204,21 +205,24 @@ static void test_each_dialect(void **state)
 		{ "tgi-error-in-stream.http", CL_API_CHAT, CL_CTR_ERR_STREAM_ERROR,
 		  "Input validation error" },
 		{ "litellm-proxy-error-in-stream.http", CL_API_CHAT, CL_CTR_ERR_STREAM_ERROR,
-		  "(code 429) after the response headers, before any token: litellm.RateLimitError" },
+		  "(code 429) after the response headers, before any token: "
+		  "litellm.RateLimitError" },
 		{ "openai-chat-error-in-stream.http", CL_API_CHAT, CL_CTR_ERR_STREAM_ERROR,
 		  "after 1 token chunk: The server had an error" },
 		{ "openai-responses-error-event.http", CL_API_RESPONSES, CL_CTR_ERR_STREAM_ERROR,
 		  "Something went wrong" },
 		{ "openai-responses-failed.http", CL_API_RESPONSES, CL_CTR_ERR_STREAM_ERROR,
 		  "failed to generate a response" },
-		{ "anthropic-error-event.http", CL_API_CHAT, CL_CTR_ERR_STREAM_ERROR, "Overloaded" },
+		{ "anthropic-error-event.http", CL_API_CHAT, CL_CTR_ERR_STREAM_ERROR,
+		  "Overloaded" },
 		{ "gateway-json-error-200.http", CL_API_CHAT, CL_CTR_ERR_STREAM_ERROR,
 		  "(code 400) after the response headers, before any token: Request too large" },
 		{ "empty-answer-done-only.http", CL_API_CHAT, CL_CTR_ERR_EMPTY_ANSWER,
 		  "ended at data: [DONE] without a token, a finish_reason or usage" },
 		{ "vllm-0.9-error-body.http", CL_API_CHAT, CL_CTR_ERR_HTTP_4XX,
 		  "maximum context length" },
-		{ "tgi-error-body.http", CL_API_CHAT, CL_CTR_ERR_HTTP_4XX, "Input validation error" },
+		{ "tgi-error-body.http", CL_API_CHAT, CL_CTR_ERR_HTTP_4XX,
+		  "Input validation error" },
 		{ "ollama-v1-error-body.http", CL_API_CHAT, CL_CTR_ERR_HTTP_4XX, "not found" },
 	};
 	for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {

@@ -76,9 +76,9 @@ static int split_http(const struct cl_buf *b, const char **body, size_t *len)
 	status = atoi(b->data + 9);
 	const char *end = b->data + b->len;
 	for (const char *p = b->data; p + 1 < end; p++) {
-		size_t k = p[0] == '\n' && p[1] == '\n' ? 2
+		size_t k = p[0] == '\n' && p[1] == '\n'                   ? 2
 			   : p + 3 < end && memcmp(p, "\r\n\r\n", 4) == 0 ? 4
-									     : 0;
+									  : 0;
 		if (k) {
 			*body = p + k;
 			*len = (size_t)(end - p - k);
@@ -239,7 +239,8 @@ static void test_reader(void **state)
 	read_str("{\"error\":{\"code\":\"1234567890\"}}", &e);
 	assert_int_equal(e.code, 0);
 
-	read_str("{\"type\":\"response.failed\",\"response\":{\"error\":{\"code\":7,\"message\":\"f\"}}}",
+	read_str("{\"type\":\"response.failed\",\"response\":{\"error\":{\"code\":7,\"message\":"
+		 "\"f\"}}}",
 		 &e);
 	assert_true(e.is_error);
 	assert_int_equal(e.code, 7);
@@ -272,9 +273,8 @@ static void test_event_rule(void **state)
 	struct cl_chunk c;
 	const char content[] =
 	    "{\"choices\":[{\"delta\":{\"content\":\"hi\"},\"finish_reason\":null}]}";
-	assert_int_equal(cl_event_decode(CL_API_CHAT, content, sizeof(content) - 1,
-					 CL_SSE_ERROR_EVENT, &c),
-			 0);
+	assert_int_equal(
+	    cl_event_decode(CL_API_CHAT, content, sizeof(content) - 1, CL_SSE_ERROR_EVENT, &c), 0);
 	assert_true(c.is_error);
 	assert_false(c.has_content);
 	assert_int_equal(cl_event_decode(CL_API_CHAT, "[DONE]", 6, CL_SSE_ERROR_FIELD, &c), 0);
@@ -282,9 +282,9 @@ static void test_event_rule(void **state)
 	assert_false(c.done);
 	assert_non_null(c.error_msg);
 
-	assert_int_equal(cl_event_decode(CL_API_CHAT, content, sizeof(content) - 1,
-					 CL_SSE_DOCUMENT, &c),
-			 CL_EPROTO);
+	assert_int_equal(
+	    cl_event_decode(CL_API_CHAT, content, sizeof(content) - 1, CL_SSE_DOCUMENT, &c),
+	    CL_EPROTO);
 	assert_string_equal(c.malformed, CL_EVENT_NOT_A_STREAM);
 	assert_int_equal(cl_event_decode(CL_API_CHAT, "{\"a\":", 5, CL_SSE_DOCUMENT, &c),
 			 CL_EPARSE);
@@ -315,9 +315,9 @@ static uint64_t rnd(void)
 static void mutate(char *s, size_t *n, size_t cap)
 {
 	static const char alphabet[] = "{}[]\",:0123456789 \\untrlfaxyz";
-	static const char *const words[] = { "\"error\"", "\"object\"", "\"type\"",
-					     "\"message\"", "\"code\"", "\"detail\"",
-					     "\"response.failed\"", "null", "\"400\"" };
+	static const char *const words[] = { "\"error\"",           "\"object\"", "\"type\"",
+					     "\"message\"",         "\"code\"",   "\"detail\"",
+					     "\"response.failed\"", "null",       "\"400\"" };
 	int k = 1 + (int)(rnd() % 3);
 	while (k--) {
 		size_t at = *n ? rnd() % *n : 0;
@@ -389,12 +389,13 @@ static void test_mutants(void **state)
 		for (int api = CL_API_CHAT; api <= CL_API_RESPONSES; api++) {
 			for (size_t f = 0; f < sizeof(flag_sets) / sizeof(flag_sets[0]); f++) {
 				struct cl_chunk c;
-				int rc = cl_event_decode((enum cl_api)api, copy, n, flag_sets[f], &c);
-				const char *bad =
-				    api_event_check((enum cl_api)api, copy, n, flag_sets[f], rc, &c);
+				int rc =
+				    cl_event_decode((enum cl_api)api, copy, n, flag_sets[f], &c);
+				const char *bad = api_event_check((enum cl_api)api, copy, n,
+								  flag_sets[f], rc, &c);
 				if (bad)
-					fail_msg("round %zu api %d flags %u: %s on '%.*s'", round, api,
-						 flag_sets[f], bad, (int)n, buf);
+					fail_msg("round %zu api %d flags %u: %s on '%.*s'", round,
+						 api, flag_sets[f], bad, (int)n, buf);
 				n_checked++;
 				n_errors += rc == 0 && c.is_error;
 			}
