@@ -6,6 +6,7 @@
 
 #include "stream/chunk.h"
 #include "stream/embedding.h"
+#include "stream/error.h"
 #include "stream/event.h"
 
 #include "chatload/clock.h"
@@ -504,7 +505,22 @@ void cli_request_stream_end(struct cl_slot *s)
 void cli_request_whole_end(struct cl_slot *s)
 {
 	struct cl_embedding a;
-	int rc = cl_embedding_decode(s->whole.data ? s->whole.data : "", s->whole.len, &a);
+	const char *body = s->whole.data ? s->whole.data : "";
+	int rc = cl_embedding_decode(body, s->whole.len, &a);
+	/* A failure in a dialect the embeddings decoder does not know ({"object":"error"},
+	 * {"type":"error",...}): the one reader says so, with the server's words and code. */
+	struct cl_stream_error se = { 0 };
+	if (rc == CL_EPROTO || (rc == 0 && a.is_error))
+		cl_stream_error_read(body, s->whole.len, &se);
+	if (rc == CL_EPROTO && se.is_error) {
+		s->err_ctr = CL_CTR_ERR_STREAM_ERROR;
+		s->err_code = se.code;
+		if (se.message)
+			keep_sample(s, se.message, se.message_len);
+		else
+			keep_sample(s, body, s->whole.len);
+		return;
+	}
 	if (rc != 0) {
 		s->err_ctr = CL_CTR_ERR_STREAM_MALFORMED;
 		if (rc == CL_EPROTO && a.malformed) {
@@ -516,6 +532,7 @@ void cli_request_whole_end(struct cl_slot *s)
 	}
 	if (a.is_error) {
 		s->err_ctr = CL_CTR_ERR_STREAM_ERROR;
+		s->err_code = a.error_code ? a.error_code : se.code;
 		if (a.error_msg)
 			keep_sample(s, a.error_msg, a.error_msg_len);
 		else

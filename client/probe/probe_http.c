@@ -736,16 +736,27 @@ static bool whole_answer(struct gen *g, struct cl_probe_attempt *a)
 	const char *data = g->whole.data ? g->whole.data : "";
 	int rc = cl_embedding_decode(data, g->whole.len, &e);
 	copy_line(data, g->whole.len < 48 ? g->whole.len : 48, snippet, sizeof(snippet));
+	/* A failure in any dialect (the embeddings decoder knows "error" only): the server's
+	 * words and code, fatal when waiting cannot fix it, as for a stream. */
+	struct cl_stream_error se;
+	cl_stream_error_read(data, g->whole.len, &se);
+	if ((rc == 0 && e.is_error) || (rc == CL_EPROTO && se.is_error)) {
+		char msg[MESSAGE_MAX_BYTES + 8], code[24] = "";
+		if (!error_message(&se, msg, sizeof(msg)))
+			snprintf(msg, sizeof(msg), "%s", snippet);
+		if (se.code)
+			snprintf(code, sizeof(code), " (code %d)", se.code);
+		set_error(a, config_failure(se.code, se.type, se.type_len) ? CL_PROBE_FATAL
+									  : CL_PROBE_RETRY,
+			  "error in the embeddings answer%s: \"%s\"", code, msg);
+		return false;
+	}
 	if (rc != 0) {
 		if (rc == CL_EPROTO && e.malformed)
 			set_error(a, CL_PROBE_RETRY, "malformed embeddings answer (%s): '%s'",
 				  e.malformed, snippet);
 		else
 			set_error(a, CL_PROBE_RETRY, "malformed embeddings answer: '%s'", snippet);
-		return false;
-	}
-	if (e.is_error) {
-		set_error(a, CL_PROBE_RETRY, "error in the embeddings answer: '%s'", snippet);
 		return false;
 	}
 	if (e.n_data == 0) {

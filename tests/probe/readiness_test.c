@@ -767,6 +767,40 @@ static void test_classification(void **state)
 	}
 }
 
+/* An embeddings answer that is a failure, in any dialect: quoted, and fatal for a 4xx. */
+static void test_embeddings_errors(void **state)
+{
+	static const struct {
+		const char *chat;
+		int rc;
+		const char *want;
+	} cases[] = {
+		{ "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+		  "{\"object\":\"error\",\"message\":\"input is too long\",\"type\":"
+		  "\"BadRequestError\",\"param\":null,\"code\":400}",
+		  CL_EREFUSED, "error in the embeddings answer (code 400): \"input is too long\"" },
+		{ "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+		  "{\"error\":{\"message\":\"Loading model\",\"code\":503}}",
+		  CL_ETIMEDOUT, "error in the embeddings answer (code 503): \"Loading model\"" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct canned c;
+		canned_start(&c, MODELS_OK, cases[i].chat);
+		struct cl_target_plan t = target_for(c.url, NULL);
+		t.api = CL_API_EMBEDDINGS;
+		struct cl_probe_cfg cfg = cfg_for(&t, 600 * MS);
+		cfg.backoff_max_us = 100 * MS;
+		struct cl_readiness_result r;
+		int rc = cl_probe_run(&cfg, NULL, NULL, NULL, &r);
+		canned_stop(&c);
+		print_verdict(&r);
+		if (rc != cases[i].rc)
+			fail_msg("case %zu: rc %d, wanted %d (%s)", i, rc, cases[i].rc,
+				 r.last_error);
+		assert_contains(r.last_error, cases[i].want);
+	}
+}
+
 /* Server messages are pulled out of the error bodies servers really send. */
 static void test_error_text(void **state)
 {
@@ -884,6 +918,7 @@ int main(void)
 		T(test_cancel),
 		T(test_explicit_body),
 		T(test_classification),
+		T(test_embeddings_errors),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -53,6 +53,7 @@ static const struct row {
 	{ "anthropic-error-event.http", CL_API_RESPONSES, "Overloaded", 0 },
 	{ "gateway-json-error-200.http", CL_API_CHAT, "context length exceeded", 400 },
 	{ "gateway-json-error-200.http", CL_API_COMPLETIONS, "context length exceeded", 400 },
+	{ "vllm-errorresponse-200.http", CL_API_CHAT, "input is too long", 400 },
 	{ "empty-answer-done-only.http", CL_API_CHAT, NULL, 0 },
 };
 
