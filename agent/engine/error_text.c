@@ -134,8 +134,22 @@ size_t cli_error_text(const struct cl_slot *s, int cls, CURLcode res, char *out,
 		http_text(s, out, n, &len);
 		break;
 	case CL_CTR_ERR_STREAM_ERROR:
-		put(out, n, &len, "the server sent an error inside the stream %s: %.*s",
-		    tokens_so_far(s, so_far, sizeof(so_far)), (int)s->sample_len, s->sample);
+		/* The code first: a long message is cut at the sample's size, the code never. */
+		if (s->err_code)
+			put(out, n, &len, "the server said the request failed (code %d) %s: %.*s",
+			    s->err_code, tokens_so_far(s, so_far, sizeof(so_far)),
+			    (int)s->sample_len, s->sample);
+		else
+			put(out, n, &len, "the server said the request failed %s: %.*s",
+			    tokens_so_far(s, so_far, sizeof(so_far)), (int)s->sample_len,
+			    s->sample);
+		break;
+	case CL_CTR_ERR_EMPTY_ANSWER:
+		put(out, n, &len,
+		    "the stream %s without a token, a finish_reason or usage: the server answered "
+		    "nothing (check its logs: a request it refused without saying so, a prompt "
+		    "it could not take)",
+		    s->done_seen ? "ended at data: [DONE]" : "ended");
 		break;
 	case CL_CTR_ERR_STREAM_MALFORMED:
 		/* The offending event itself is the most useful thing to show. */

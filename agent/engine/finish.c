@@ -54,6 +54,13 @@ static int classify(const struct cl_slot *s, CURLcode res)
 	if (s->http_status && !ok_status)
 		return status_class(s->http_status);
 	if (ok_status) {
+		/* An answer that ended (at [DONE] or by a clean end of its body) having carried
+		 * nothing at all, no token of any kind, no finish_reason and no usage, is no
+		 * answer (docs/engine.md, "Errors").  Embeddings answer in one document. */
+		bool ended = s->done_seen || res == CURLE_OK;
+		if (ended && s->w->e->http.api != CL_API_EMBEDDINGS && !s->first_us &&
+		    s->finish == CLI_FINISH_NONE && !s->usage_seen)
+			return CL_CTR_ERR_EMPTY_ANSWER;
 		/* [DONE] ends the answer: what happens to the body after it (ended by us, a
 		 * reset, a timeout waiting for a close) does not change the answer. */
 		if (s->done_seen)
@@ -151,8 +158,12 @@ static bool record_latencies(const struct cl_engine *e, struct cl_metrics *m,
 	if (s->first_content_us) {
 		cl_hist_record(&m->lat[CL_LAT_TTFC], s->first_content_us - t0);
 	} else if (e->http.api != CL_API_EMBEDDINGS) {
-		/* No answer reached the user (reasoning only, or empty): not good. */
-		m->ctr[CL_CTR_NO_CONTENT]++;
+		/* No answer reached the user: not good.  "No content" is the answer that carried
+		 * reasoning and no answer token (a thinking model cut inside its reasoning); one
+		 * that carried nothing at all is an error (empty_answer), and one with only a
+		 * finish_reason or usage (a stop at its first token) is neither. */
+		if (s->rtok_counted > 0)
+			m->ctr[CL_CTR_NO_CONTENT]++;
 		good = false;
 	}
 	if (s->last_us) {
@@ -298,10 +309,14 @@ void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bo
 	int64_t now = cl_stamp(w);
 	cli_request_detach(w, s);
 
-	/* Embeddings: the answer is judged once, whole, when the transfer ended well. */
-	if (!cut && w->e->http.api == CL_API_EMBEDDINGS && !s->err_ctr && res == CURLE_OK &&
-	    s->http_status >= 200 && s->http_status <= 299)
+	/* Embeddings: the answer is judged once, whole, when the transfer ended well; a stream
+	 * is ended, which gives a body that was one JSON document (an error sent with 200). */
+	bool ended_well = !cut && !s->err_ctr && res == CURLE_OK && s->http_status >= 200 &&
+			  s->http_status <= 299;
+	if (ended_well && w->e->http.api == CL_API_EMBEDDINGS)
 		cli_request_whole_end(s);
+	else if (ended_well)
+		cli_request_stream_end(s);
 	struct outcome o = { .cls = cut ? CL_CTR_CUT : classify(s, res) };
 	o.from_usage = s->usage_ct >= 0;
 	o.tokens = o.from_usage ? s->usage_ct : s->tok_exact + s->n_prov_chunks;

@@ -111,6 +111,7 @@ struct cl_slot {
 	const struct cl_request_body *body;
 	bool h1_refused;         /* answered over HTTP/1.x while HTTP/2 is required: aborted */
 	int err_ctr;             /* class decided while streaming (malformed, stream error), 0 */
+	int err_code;            /* the code a stream_error's server gave, 0 when none */
 	uint32_t n_tok_chunks;   /* token-bearing chunks */
 	uint32_t n_prov_chunks;  /* ... whose token count was not told by usage (counted 1) */
 	int64_t tok_exact;       /* tokens of the other chunks, from cumulative usage deltas */
@@ -119,6 +120,7 @@ struct cl_slot {
 	int64_t tok_counted_win; /* ... of which received inside the window */
 	int64_t rtok_counted, rtok_counted_win; /* the same for reasoning tokens */
 	int64_t usage_ct, usage_rt, usage_pt;   /* last usage seen, -1 absent */
+	bool usage_seen;                        /* a usage object came, whatever it held */
 	int64_t usage_cached;                   /* its prompt_tokens_details.cached_tokens */
 	int64_t timings_cache_n, timings_prompt_n; /* llama.cpp's timings (-1: not said) */
 	uint64_t bytes;
@@ -392,6 +394,14 @@ size_t cli_on_body(char *p, size_t size, size_t n, void *ud);
  * done_seen, the usage and embed_inputs, or err_ctr and the sample when it is not an
  * answer.  Called once, by cli_request_finish, before the request is classified. */
 void cli_request_whole_end(struct cl_slot *s);
+
+/*
+ * A streamed answer's transfer ended well (2xx, no class decided yet): ends the SSE parser
+ * (cl_sse_finish), so a body that was one JSON document is judged now: an error in it is
+ * stream_error with the server's message, anything else stream_malformed ("the server sent
+ * one JSON document, not an event stream").
+ */
+void cli_request_stream_end(struct cl_slot *s);
 
 /* finish.c */
 /* Ends the slot's request: cut (CL_CTR_CUT) when cut, else classified from res; records it.

@@ -6,7 +6,8 @@
 
 #include "stream/chunk.h"
 #include "stream/embedding.h"
-#include "stream/responses.h"
+#include "stream/error.h"
+#include "stream/event.h"
 
 #include "chatload/clock.h"
 #include "chatload/log.h"
@@ -241,10 +242,12 @@ bool cli_request_launch(struct cl_worker *w, struct cl_slot *s, int64_t intended
 	s->finish = CLI_FINISH_NONE;
 	s->h1_refused = false;
 	s->err_ctr = 0;
+	s->err_code = 0;
 	s->n_tok_chunks = s->n_prov_chunks = 0;
 	s->tok_exact = s->last_ct = 0;
 	s->tok_counted = s->tok_counted_win = s->rtok_counted = s->rtok_counted_win = 0;
 	s->usage_ct = s->usage_rt = s->usage_pt = s->usage_cached = -1;
+	s->usage_seen = false;
 	s->timings_cache_n = s->timings_prompt_n = -1;
 	s->bytes = 0;
 	s->sample_len = 0;
@@ -410,19 +413,6 @@ static void on_token_chunk(struct cl_slot *s, const struct cl_chunk *c, int64_t 
 	}
 }
 
-/* The decoder of the target's API: every event becomes the facts of a chat chunk. */
-static int decode_event(enum cl_api api, const char *data, size_t len, struct cl_chunk *c)
-{
-	switch (api) {
-	case CL_API_COMPLETIONS:
-		return cl_chunk_decode_text(data, len, c);
-	case CL_API_RESPONSES:
-		return cl_responses_decode(data, len, c);
-	default:
-		return cl_chunk_decode(data, len, c);
-	}
-}
-
 /* The end of the answer ([DONE], or response.completed): STOP_AT_DONE or 0. */
 static int on_done(struct cl_slot *s)
 {
@@ -441,13 +431,13 @@ static int on_done(struct cl_slot *s)
 	return 0;
 }
 
-static int on_event(void *ctx, const char *data, size_t len)
+static int on_event(void *ctx, const char *data, size_t len, unsigned flags)
 {
 	struct cl_slot *s = ctx;
 	if (s->done_seen)
 		return 0; /* anything after [DONE] is not part of the answer */
 	struct cl_chunk c;
-	int rc = decode_event(s->w->e->http.api, data, len, &c);
+	int rc = cl_event_decode(s->w->e->http.api, data, len, flags, &c);
 	if (rc != 0) {
 		s->err_ctr = CL_CTR_ERR_STREAM_MALFORMED;
 		/* Valid JSON of the wrong shape: say what was wrong, then the event. */
@@ -459,18 +449,22 @@ static int on_event(void *ctx, const char *data, size_t len)
 		return STOP_BAD_EVENT;
 	}
 	if (c.is_error) {
-		/* The stream is over as far as the answer goes; stop rather than wait on a
-		 * server that may keep the connection open. */
+		/* The server said the request failed, in whichever dialect: the stream is over
+		 * as far as the answer goes; stop rather than wait on a server that may keep the
+		 * connection open.  The sample is its message; its code is said before it
+		 * (error_text.c), so a long message never cuts it off. */
 		s->err_ctr = CL_CTR_ERR_STREAM_ERROR;
 		if (c.error_msg)
 			keep_sample(s, c.error_msg, c.error_msg_len);
 		else
 			keep_sample(s, data, len);
+		s->err_code = c.error_code;
 		return STOP_BAD_EVENT;
 	}
 	/* Usage before the end: a Responses stream's last event (response.completed) is
 	 * both. */
 	if (c.has_usage) {
+		s->usage_seen = true;
 		if (c.completion_tokens >= 0)
 			s->usage_ct = c.completion_tokens;
 		if (c.reasoning_tokens >= 0)
@@ -499,10 +493,34 @@ static int on_event(void *ctx, const char *data, size_t len)
 	return 0;
 }
 
+void cli_request_stream_end(struct cl_slot *s)
+{
+	if (s->done_seen)
+		return; /* [DONE] ended the answer; what came after is not judged */
+	/* Its return is on_event's (the class is then set) or a sticky parser error, which
+	 * cli_on_body met first and classed. */
+	(void)cl_sse_finish(&s->sse, on_event, s);
+}
+
 void cli_request_whole_end(struct cl_slot *s)
 {
 	struct cl_embedding a;
-	int rc = cl_embedding_decode(s->whole.data ? s->whole.data : "", s->whole.len, &a);
+	const char *body = s->whole.data ? s->whole.data : "";
+	int rc = cl_embedding_decode(body, s->whole.len, &a);
+	/* A failure in a dialect the embeddings decoder does not know ({"object":"error"},
+	 * {"type":"error",...}): the one reader says so, with the server's words and code. */
+	struct cl_stream_error se = { 0 };
+	if (rc == CL_EPROTO || (rc == 0 && a.is_error))
+		cl_stream_error_read(body, s->whole.len, &se);
+	if (rc == CL_EPROTO && se.is_error) {
+		s->err_ctr = CL_CTR_ERR_STREAM_ERROR;
+		s->err_code = se.code;
+		if (se.message)
+			keep_sample(s, se.message, se.message_len);
+		else
+			keep_sample(s, body, s->whole.len);
+		return;
+	}
 	if (rc != 0) {
 		s->err_ctr = CL_CTR_ERR_STREAM_MALFORMED;
 		if (rc == CL_EPROTO && a.malformed) {
@@ -514,6 +532,7 @@ void cli_request_whole_end(struct cl_slot *s)
 	}
 	if (a.is_error) {
 		s->err_ctr = CL_CTR_ERR_STREAM_ERROR;
+		s->err_code = a.error_code ? a.error_code : se.code;
 		if (a.error_msg)
 			keep_sample(s, a.error_msg, a.error_msg_len);
 		else

@@ -5,6 +5,7 @@
 #include "generate/assemble.h"
 
 #include "http/handle.h"
+#include "stream/event.h"
 #include "stream/sse.h"
 
 #include "chatload/assert.h"
@@ -181,10 +182,33 @@ static void answer(struct cl_gen_runner *r, struct job *j, struct xfer *x, char 
 		r->cfg.notify();
 }
 
-static int on_event(void *ctx, const char *data, size_t len)
+static int on_event(void *ctx, const char *data, size_t len, unsigned flags)
 {
 	struct xfer *x = ctx;
 	int code = 0;
+	/* A failure in any server's dialect (stream/event.h) is never part of an answer. */
+	struct cl_chunk c;
+	if (cl_event_decode(CL_API_CHAT, data, len, flags, &c) == 0 && c.is_error) {
+		x->stream_failed = true;
+		x->stream_code = c.error_code;
+		x->err_class = CL_CTR_ERR_STREAM_ERROR;
+		char code_text[32] = "";
+		if (c.error_code)
+			snprintf(code_text, sizeof(code_text), " (code %d)", c.error_code);
+		snprintf(x->why, sizeof(x->why), "the server sent an error in the stream%s: %.*s",
+			 code_text,
+			 c.error_msg ? (int)(c.error_msg_len < 300 ? c.error_msg_len : 300) : 0,
+			 c.error_msg ? c.error_msg : "");
+		return 1;
+	}
+	if (flags & CL_SSE_DOCUMENT) {
+		/* A whole JSON answer where a stream was asked: not assembled as one (its choices
+		 * carry a message, not deltas, and would read as an empty answer). */
+		x->stream_failed = true;
+		x->err_class = CL_CTR_ERR_STREAM_MALFORMED;
+		snprintf(x->why, sizeof(x->why), "%s", CL_EVENT_NOT_A_STREAM);
+		return 1;
+	}
 	if (cl_asm_feed(x->as, data, len, &code, x->why, sizeof(x->why)) != 0) {
 		x->stream_failed = true;
 		x->stream_code = code;
@@ -381,9 +405,7 @@ static int classify(const struct xfer *x, CURLcode res, bool *retryable, char *w
 		snprintf(why, n, "the stream ended without an answer (%s no choice, no "
 				 "finish_reason); the body began: %s",
 			 cl_asm_done(x->as) ? "[DONE], but" : "no [DONE],", head);
-		/* An empty answer: CL_CTR_ERR_EMPTY_ANSWER once the engine has that class (the
-		 * stream branch adds it); until then the stream was incomplete. */
-		return CL_CTR_ERR_STREAM_INCOMPLETE;
+		return CL_CTR_ERR_EMPTY_ANSWER;
 	}
 	snprintf(why, n, "the stream ended before the answer did (%s, no finish_reason)",
 		 cl_asm_done(x->as) ? "[DONE]" : "no [DONE]");
@@ -426,6 +448,9 @@ static void finish(struct cl_gen_runner *r, struct xfer *x, CURLcode res)
 	atomic_fetch_sub(&r->inflight, 1);
 	if (!x->status)
 		curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->status);
+	/* A body that was one JSON document, not a stream, is judged now that it has ended. */
+	if (x->status == 200 && !x->stream_failed)
+		cl_sse_finish(&x->sse, on_event, x);
 	char why[700];
 	bool retryable;
 	int cls = classify(x, res, &retryable, why, sizeof(why));

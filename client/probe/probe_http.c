@@ -5,6 +5,8 @@
 #include "probe/readiness.h"
 #include "stream/chunk.h"
 #include "stream/embedding.h"
+#include "stream/error.h"
+#include "stream/event.h"
 #include "stream/responses.h"
 #include "stream/sse.h"
 
@@ -93,27 +95,55 @@ static void copy_line(const char *text, size_t len, char *out, size_t n)
 	out[o] = '\0';
 }
 
-/* Finds the human message in an OpenAI-style (or FastAPI / TGI / llama.cpp) error JSON. */
+/* The message of a failure e read (cl_stream_error_read) as one printable line: unescaped
+ * when it came from JSON (it is a validated string's inside, so quoting it again makes a
+ * JSON string), as is when it is the text itself.  False when e has none. */
+static bool error_message(const struct cl_stream_error *e, char *out, size_t n)
+{
+	if (!e->message || !e->message_len)
+		return false;
+	if (e->message_raw) {
+		copy_line(e->message, e->message_len, out, n);
+		return true;
+	}
+	char quoted[MESSAGE_MAX_BYTES * 6 + 8];
+	size_t take = e->message_len;
+	if (take > sizeof(quoted) - 2) {
+		/* Keep whole escapes: cut before a backslash run that might be split. */
+		take = sizeof(quoted) - 2;
+		while (take && e->message[take - 1] == '\\')
+			take--;
+		while (take && (e->message[take - 1] & 0xC0) == 0x80)
+			take--; /* nor inside a UTF-8 character */
+		if (take && ((unsigned char)e->message[take - 1] & 0xC0) == 0xC0)
+			take--;
+	}
+	quoted[0] = '"';
+	memcpy(quoted + 1, e->message, take);
+	quoted[take + 1] = '"';
+	json_t *v = json_loadb(quoted, take + 2, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+	bool ok = json_is_string(v);
+	if (ok)
+		copy_line(json_string_value(v), json_string_length(v), out, n);
+	else
+		copy_line(e->message, e->message_len, out, n); /* a cut \u escape: as it is */
+	json_decref(v);
+	return true;
+}
+
+/* Finds the human message in a server's error text, whatever its dialect (the one reader,
+ * stream/error.h), or in FastAPI's validation list ({"detail": [{"msg": ...}]}). */
 static bool json_message(const char *body, size_t len, char *out, size_t n)
 {
+	struct cl_stream_error e;
+	cl_stream_error_read(body, len, &e);
+	if (!e.is_json)
+		return false;
+	if (error_message(&e, out, n))
+		return true;
 	json_t *root = json_loadb(body, len, JSON_DECODE_ANY, NULL);
-	json_t *msg = NULL;
-	if (!json_is_object(root))
-		goto out;
-	json_t *e = json_object_get(root, "error");
-	if (json_is_object(e))
-		msg = json_object_get(e, "message");
-	else if (json_is_string(e))
-		msg = e;
-	if (!json_is_string(msg))
-		msg = json_object_get(root, "message");
-	if (!json_is_string(msg)) {
-		json_t *d = json_object_get(root, "detail");
-		if (json_is_array(d)) /* FastAPI validation errors: [{"msg": ...}] */
-			d = json_object_get(json_array_get(d, 0), "msg");
-		msg = d;
-	}
-out:;
+	json_t *d = json_object_get(root, "detail");
+	json_t *msg = json_is_array(d) ? json_object_get(json_array_get(d, 0), "msg") : NULL;
 	bool found = json_is_string(msg) && json_string_length(msg) > 0;
 	if (found)
 		copy_line(json_string_value(msg), json_string_length(msg), out, n);
@@ -537,6 +567,8 @@ struct gen {
 	bool framed; /* the body can end by itself (chunked, Content-Length, HTTP/2) */
 	size_t events;
 	bool token, done, finish, malformed, stream_error;
+	bool config_error;      /* the stream's error is one waiting cannot fix */
+	bool not_a_stream;      /* the body was one JSON document, no error */
 	bool ended_at_done;     /* the probe ended the transfer at [DONE] (see on_event) */
 	int64_t first_token_us; /* monotonic */
 	int64_t done_us;        /* monotonic, when [DONE] arrived */
@@ -564,17 +596,48 @@ static bool body_framed(CURL *e)
 	return false;
 }
 
-static int on_event(void *ctx, const char *data, size_t len)
+/* A failure the server reports with this code or kind is one of the request itself (too long
+ * for its context, invalid, an unknown model): every retry gets the same answer.  429, 5xx
+ * and "Loading model" (503) are the server's state, and pass. */
+static bool config_failure(int code, const char *type, size_t type_len)
+{
+	static const char *const kinds[] = {
+		"invalid_request_error",     "validation",       "not_found_error",
+		"exceed_context_size_error", "BadRequestError",  "NotFoundError",
+		"authentication_error",      "permission_error",
+	};
+	if (code)
+		return fatal_status(code);
+	for (size_t i = 0; type && i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (type_len == strlen(kinds[i]) && memcmp(type, kinds[i], type_len) == 0)
+			return true;
+	return false;
+}
+
+/* The server said the generation failed (in any dialect, stream/event.h): its words, its
+ * code, and whether waiting can fix it. */
+static void stream_error(struct gen *g, const char *data, size_t len, const struct cl_chunk *ch)
+{
+	struct cl_stream_error e;
+	char msg[MESSAGE_MAX_BYTES + 8], code[24] = "";
+	cl_stream_error_read(data, len, &e);
+	if (!error_message(&e, msg, sizeof(msg)))
+		copy_line(data, len, msg, sizeof(msg));
+	if (ch->error_code)
+		snprintf(code, sizeof(code), " (code %d)", ch->error_code);
+	snprintf(g->problem, sizeof(g->problem), "error in stream%s: \"%s\"", code, msg);
+	g->stream_error = true;
+	g->config_error = config_failure(ch->error_code, ch->error_type, ch->error_type_len);
+}
+
+static int on_event(void *ctx, const char *data, size_t len, unsigned flags)
 {
 	struct gen *g = ctx;
 	struct cl_chunk ch;
 	g->events++;
 	if (g->done)
 		return 0; /* anything after [DONE] is not ours to judge */
-	enum cl_api api = g->h->http.api;
-	int rc = api == CL_API_COMPLETIONS ? cl_chunk_decode_text(data, len, &ch)
-		 : api == CL_API_RESPONSES ? cl_responses_decode(data, len, &ch)
-					   : cl_chunk_decode(data, len, &ch);
+	int rc = cl_event_decode(g->h->http.api, data, len, flags, &ch);
 	if (rc != 0) {
 		char snippet[64];
 		copy_line(data, len < 48 ? len : 48, snippet, sizeof(snippet));
@@ -585,6 +648,8 @@ static int on_event(void *ctx, const char *data, size_t len)
 			snprintf(g->problem, sizeof(g->problem), "malformed chunk in stream: '%s'",
 				 snippet);
 		g->malformed = true;
+		g->not_a_stream = rc == CL_EPROTO && ch.malformed &&
+				  strcmp(ch.malformed, CL_EVENT_NOT_A_STREAM) == 0;
 		return STOP_BAD;
 	}
 	if (ch.done) {
@@ -600,12 +665,7 @@ static int on_event(void *ctx, const char *data, size_t len)
 		return 0;
 	}
 	if (ch.is_error) {
-		char msg[MESSAGE_MAX_BYTES + 8];
-		if (json_message(data, len, msg, sizeof(msg)))
-			snprintf(g->problem, sizeof(g->problem), "error in stream: \"%s\"", msg);
-		else
-			snprintf(g->problem, sizeof(g->problem), "error in stream");
-		g->stream_error = true;
+		stream_error(g, data, len, &ch);
 		return STOP_BAD;
 	}
 	/* A tool call is a generation too: a probe that offers workload.tools may get one. */
@@ -676,16 +736,27 @@ static bool whole_answer(struct gen *g, struct cl_probe_attempt *a)
 	const char *data = g->whole.data ? g->whole.data : "";
 	int rc = cl_embedding_decode(data, g->whole.len, &e);
 	copy_line(data, g->whole.len < 48 ? g->whole.len : 48, snippet, sizeof(snippet));
+	/* A failure in any dialect (the embeddings decoder knows "error" only): the server's
+	 * words and code, fatal when waiting cannot fix it, as for a stream. */
+	struct cl_stream_error se;
+	cl_stream_error_read(data, g->whole.len, &se);
+	if ((rc == 0 && e.is_error) || (rc == CL_EPROTO && se.is_error)) {
+		char msg[MESSAGE_MAX_BYTES + 8], code[24] = "";
+		if (!error_message(&se, msg, sizeof(msg)))
+			snprintf(msg, sizeof(msg), "%s", snippet);
+		if (se.code)
+			snprintf(code, sizeof(code), " (code %d)", se.code);
+		set_error(a, config_failure(se.code, se.type, se.type_len) ? CL_PROBE_FATAL
+									  : CL_PROBE_RETRY,
+			  "error in the embeddings answer%s: \"%s\"", code, msg);
+		return false;
+	}
 	if (rc != 0) {
 		if (rc == CL_EPROTO && e.malformed)
 			set_error(a, CL_PROBE_RETRY, "malformed embeddings answer (%s): '%s'",
 				  e.malformed, snippet);
 		else
 			set_error(a, CL_PROBE_RETRY, "malformed embeddings answer: '%s'", snippet);
-		return false;
-	}
-	if (e.is_error) {
-		set_error(a, CL_PROBE_RETRY, "error in the embeddings answer: '%s'", snippet);
 		return false;
 	}
 	if (e.n_data == 0) {
@@ -737,7 +808,26 @@ void cli_probe_http_generate(struct cl_probe_http *h, const char *body_json, int
 		rc = CURLE_OK;
 		t_end = g.done_us;
 	}
-	if (rc != CURLE_OK && (g.malformed || g.stream_error)) {
+	/* The end of the body: one that was a JSON document is judged now. */
+	if (rc == CURLE_OK && status == 200 && h->http.api != CL_API_EMBEDDINGS && !g.done &&
+	    !g.malformed && !g.stream_error)
+		(void)cl_sse_finish(&g.sse, on_event, &g);
+	if (g.stream_error) {
+		set_error(a, g.config_error ? CL_PROBE_FATAL : CL_PROBE_RETRY, "%s", g.problem);
+		goto out;
+	}
+	if (g.not_a_stream) {
+		/* A server that answers a streamed request with one JSON body will not start
+		 * streaming by being asked again. */
+		char *ctype = NULL;
+		curl_easy_getinfo(h->easy, CURLINFO_CONTENT_TYPE, &ctype);
+		set_error(a, CL_PROBE_FATAL,
+			  "response is not an event stream (Content-Type: %s): the server sent one "
+			  "JSON document",
+			  ctype ? ctype : "none");
+		goto out;
+	}
+	if (rc != CURLE_OK && g.malformed) {
 		set_error(a, CL_PROBE_RETRY, "%s", g.problem);
 		goto out;
 	}

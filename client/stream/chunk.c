@@ -520,9 +520,46 @@ static int parse_error_string(struct scan *sc, struct cl_chunk *out)
 
 /* The top-level object: a repeated top-level key replaces what the earlier one said.  *bad
  * gets the reason the object is not a chunk, if it is not. */
+/* What the top level says besides the chunk's fields: vLLM's ErrorResponse sent as an event
+ * on its own, {"object":"error","message":...,"type":...,"param":null,"code":400}, with no
+ * "error" wrapper. */
+struct top_error {
+	bool object_error; /* "object" is the string "error" */
+	int code;          /* "code", an integer that fits an int, else 0 */
+	bool has_msg;      /* "message" a string */
+	struct str msg;
+};
+
+/* Reads one top-level key of that shape ("object", "message", "code"): 1 when k was one of
+ * them (its value read), 0 when not (nothing read), or CL_EPARSE. */
+static int read_top_error(struct scan *sc, const struct str *k, struct top_error *te)
+{
+	const char *ignored;
+	struct str v;
+	int64_t code;
+	int rc;
+	if (KEY_IS(k, "object")) {
+		if ((rc = want_string(sc, 2, &v, &ignored, NULL)) < 0)
+			return rc;
+		te->object_error = rc == 1 && KEY_IS(&v, "error");
+	} else if (KEY_IS(k, "message")) {
+		if ((rc = want_string(sc, 2, &te->msg, &ignored, NULL)) < 0)
+			return rc;
+		te->has_msg = rc == 1;
+	} else if (KEY_IS(k, "code")) {
+		if ((rc = want_int(sc, 2, &code)) < 0)
+			return rc;
+		te->code = rc == 1 && code >= INT32_MIN && code <= INT32_MAX ? (int)code : 0;
+	} else {
+		return 0;
+	}
+	return 1;
+}
+
 static int parse_top(struct scan *sc, struct cl_chunk *out, const char **bad, enum shape shape)
 {
 	const char *bad_choices = NULL, *bad_usage = NULL, *bad_error = NULL;
+	struct top_error te = { 0 };
 	bool first = true;
 	struct str k;
 	int rc;
@@ -550,11 +587,20 @@ static int parse_top(struct scan *sc, struct cl_chunk *out, const char **bad, en
 			rc = c == '{'   ? parse_error(sc, 2, out)
 			     : c == '"' ? parse_error_string(sc, out)
 					: skip_other(sc, 2, &bad_error, R_ERROR);
-		} else {
+		} else if ((rc = read_top_error(sc, &k, &te)) == 0) {
 			rc = parse_value(sc, 2);
+		} else if (rc == 1) {
+			rc = 0;
 		}
 		if (rc)
 			return rc;
+	}
+	/* An "error" key says more than "object":"error" and wins. */
+	if (!rc && te.object_error && !out->is_error) {
+		out->is_error = true;
+		out->error_code = te.code;
+		out->error_msg = te.has_msg ? te.msg.s : NULL;
+		out->error_msg_len = te.has_msg ? te.msg.len : 0;
 	}
 	*bad = FIRST_BAD(bad_choices, bad_usage, bad_error);
 	return rc;

@@ -41,11 +41,17 @@ struct cl_chunk {
 				* field ("choices is not an array"); static text.  NULL
 				* otherwise */
 	bool done;             /* data was exactly "[DONE]" */
-	bool is_error;         /* top-level "error" object present (mid-stream error) */
-	int error_code;        /* error.code if an integer that fits an int, else 0 */
-	const char *error_msg; /* error.message: points into the input (still JSON-escaped,
+	bool is_error;         /* top-level "error" object or string present (mid-stream
+				* error), or "object":"error" (vLLM's ErrorResponse unwrapped) */
+	int error_code;        /* error.code (or the top-level code of "object":"error") if an
+				* integer that fits an int, else 0 */
+	const char *error_msg; /* error.message (the error string; the top-level message of
+				* "object":"error"): points into the input (still JSON-escaped,
 				* without the quotes), NULL if none or not a string */
 	size_t error_msg_len;
+	const char *error_type; /* the server's kind of failure (error.type, TGI's error_type),
+				 * into the input, escaped; set by cl_event_decode only */
+	size_t error_type_len;
 	uint32_t n_choices;     /* elements in "choices" (of any type) */
 	bool has_content;       /* some choice has a non-empty delta.content string */
 	bool has_reasoning;     /* some choice has non-empty delta.reasoning_content or
@@ -92,7 +98,10 @@ struct cl_chunk {
  * choices[].finish_reason, usage.{prompt_tokens, completion_tokens,
  * completion_tokens_details.reasoning_tokens, prompt_tokens_details.cached_tokens}, error (an
  * object: .code, .message; or a string: the message), llama.cpp's timings.{cache_n, prompt_n}
- * (never judged: a timings of another shape or a count that is not one is skipped).
+ * (never judged: a timings of another shape or a count that is not one is skipped); and, when
+ * the top-level "object" is the string "error" and no "error" key says otherwise, the
+ * top-level code and message as an error's (vLLM's ErrorResponse without its wrapper; never
+ * judged either).
  * Everything else (ids, logprobs...) is validated and skipped.
  *
  * CL_EPROTO when the text is valid JSON but not a chunk: the top level is not an object, or

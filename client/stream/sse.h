@@ -9,12 +9,31 @@
 #define CL_SSE_DEFAULT_MAX_EVENT_BYTES (64u * 1024u)
 
 /*
- * Called once per complete event with its data: the `data:` lines joined by '\n', without
- * the final newline.  data is NOT NUL-terminated and is valid only until the callback
- * returns.  Return 0 to go on; any other value stops cl_sse_feed, which returns it.
- * The callback must not call back into the same parser.
+ * What an event's flags say about where its text came from (cl_sse_event_cb's flags, 0 for a
+ * plain `data:` event):
+ *   CL_SSE_ERROR_FIELD  some of the text came from `error:` lines: llama.cpp's server before
+ *                       its PR 16109 (September 2025) told a failure after `200 OK` as the
+ *                       non-standard field `error: {...}` followed by `data: [DONE]`.  Its
+ *                       values are joined with the `data` values exactly as data lines are.
+ *   CL_SSE_ERROR_EVENT  the event's type was `error` (`event: error`: OpenAI's Responses
+ *                       stream, Anthropic's Messages stream).
+ *   CL_SSE_DOCUMENT     the body was not an event stream: its first byte other than
+ *                       whitespace was `{` or `[` (a JSON body, such as an error object sent
+ *                       with 200 to a request that asked for a stream).  The text is the
+ *                       whole body from that byte, given once by cl_sse_finish.
  */
-typedef int (*cl_sse_event_cb)(void *ctx, const char *data, size_t len);
+#define CL_SSE_ERROR_FIELD 0x1u
+#define CL_SSE_ERROR_EVENT 0x2u
+#define CL_SSE_DOCUMENT    0x4u
+
+/*
+ * Called once per complete event with its data: the `data:` (and `error:`) lines joined by
+ * '\n', without the final newline, and its flags (CL_SSE_*).  data is NOT NUL-terminated and
+ * is valid only until the callback returns.  Return 0 to go on; any other value stops
+ * cl_sse_feed (or cl_sse_finish), which returns it.  The callback must not call back into
+ * the same parser.
+ */
+typedef int (*cl_sse_event_cb)(void *ctx, const char *data, size_t len, unsigned flags);
 
 /*
  * One parser per response stream; embed it in per-stream state.  Zeroed is "not
@@ -27,16 +46,22 @@ struct cl_sse_parser {
 	size_t cap; /* bytes allocated in buf (grows by doubling, never past max) */
 
 	/* private */
-	size_t max;             /* cap on one event's data, bytes */
-	size_t data_len;        /* logical length of the event's data so far */
-	const char *span;       /* zero-copy: the event's data so far, inside the caller's bytes */
-	unsigned char state;    /* where in a line we are (enum in sse.c) */
-	unsigned char name_len; /* bytes of the field name read so far (saturates) */
-	bool name_is_data;      /* the field name read so far is a prefix of "data" */
-	bool field_is_data;     /* the current line is a `data` field */
-	bool after_cr;          /* the last byte was a CR: a following LF belongs to it */
-	bool has_data;          /* a data line was seen since the last dispatch */
-	int failed;             /* sticky error (CL_ETOOBIG, CL_ENOMEM) until reset */
+	size_t max;              /* cap on one event's data, bytes */
+	size_t data_len;         /* logical length of the event's data so far */
+	const char *span;        /* zero-copy: the event's data so far, inside the caller's bytes */
+	unsigned char state;     /* where in a line we are (enum in sse.c) */
+	unsigned char mode;      /* body not judged yet, an event stream, or a document */
+	unsigned char name_len;  /* bytes of the field name read so far (saturates) */
+	unsigned char name_can;  /* which known names ("data", "error", "event") the name so
+				  * far is a prefix of (bits in sse.c) */
+	unsigned char field;     /* the current line's field: data, error, event, other */
+	unsigned char value_len; /* an `event` line: bytes of its value so far (saturates) */
+	bool value_is_error;     /* an `event` line: its value so far is a prefix of "error" */
+	bool type_error;         /* the event's type (the last `event` line) is "error" */
+	unsigned flags;          /* CL_SSE_ERROR_FIELD when an `error` line joined the event */
+	bool after_cr;           /* the last byte was a CR: a following LF belongs to it */
+	bool has_data;           /* a data line was seen since the last dispatch */
+	int failed;              /* sticky error (CL_ETOOBIG, CL_ENOMEM) until reset */
 };
 
 /*
@@ -61,9 +86,16 @@ void cl_sse_destroy(struct cl_sse_parser *p);
  * interpretation"): lines end with CRLF, LF or CR, including a CRLF split across two feeds;
  * a line starting with ':' is a comment; `field:value` with one optional space after the
  * colon, a line without a colon is a field with an empty value; `data` appends value + '\n'
- * to the event; `event`, `id`, `retry` and unknown fields are ignored; a blank line
- * dispatches the event if it had a data line (an empty `data:` line gives an event of
- * length 0).  A leading byte-order mark is not stripped.
+ * to the event; `error` does the same and flags the event CL_SSE_ERROR_FIELD (llama.cpp's
+ * own field, see above); `event` sets the event's type, of which only "error" is told
+ * (CL_SSE_ERROR_EVENT); `id`, `retry` and unknown fields are ignored; a blank line
+ * dispatches the event if it had a data (or error) line (an empty `data:` line gives an
+ * event of length 0) and forgets its type in any case.  A leading byte-order mark is not
+ * stripped.
+ *
+ * A body whose first byte other than space, tab, CR and LF is '{' or '[' is not an event
+ * stream but one JSON document: from that byte on it is kept whole (the cap below applies
+ * to it) and given to cb by cl_sse_finish, flagged CL_SSE_DOCUMENT.
  *
  * Zero-copy: when an event's single data line lies wholly inside `bytes`, the callback's
  * data points into `bytes`; otherwise into p->buf.
@@ -77,9 +109,18 @@ int cl_sse_feed(struct cl_sse_parser *p, const char *bytes, size_t n, cl_sse_eve
 		void *ctx);
 
 /*
+ * The end of the response body: a document body (see cl_sse_feed) is given to cb now, once,
+ * flagged CL_SSE_DOCUMENT; returns cb's value.  An event stream has nothing left to give (an
+ * event the body cut before its blank line is not an event): returns 0.  Returns the sticky
+ * error when there is one.  A second call gives nothing.  Allocates nothing.
+ */
+int cl_sse_finish(struct cl_sse_parser *p, cl_sse_event_cb cb, void *ctx);
+
+/*
  * True when the stream so far ends inside an event: a data line was seen and no blank line
- * followed yet, or a line (of any kind, comments included) is unfinished.  At the end of a
- * response this tells a clean end from a cut.
+ * followed yet, or a line (of any kind, comments included) is unfinished; or the body is a
+ * document that cl_sse_finish has not given yet.  At the end of a response (after
+ * cl_sse_finish) this tells a clean end from a cut.
  */
 bool cl_sse_pending(const struct cl_sse_parser *p);
 

@@ -47,6 +47,7 @@ static const char *const ctr_names[CL_CTR__COUNT] = {
 	[CL_CTR_ERR_STREAM_MALFORMED] = "err_stream_malformed",
 	[CL_CTR_ERR_STREAM_INCOMPLETE] = "err_stream_incomplete",
 	[CL_CTR_ERR_STREAM_ERROR] = "err_stream_error",
+	[CL_CTR_ERR_EMPTY_ANSWER] = "err_empty_answer",
 	[CL_CTR_ERR_OTHER] = "err_other",
 	[CL_CTR_OUTPUT_TOKENS] = "output_tokens",
 	[CL_CTR_REASONING_TOKENS] = "reasoning_tokens",

@@ -35,7 +35,8 @@ static const int err_ctrs[] = { CL_CTR_ERR_CONNECT,          CL_CTR_ERR_TLS,
 				CL_CTR_ERR_HTTP_4XX,         CL_CTR_ERR_HTTP_429,
 				CL_CTR_ERR_HTTP_5XX,         CL_CTR_ERR_TIMEOUT,
 				CL_CTR_ERR_STREAM_MALFORMED, CL_CTR_ERR_STREAM_INCOMPLETE,
-				CL_CTR_ERR_STREAM_ERROR,     CL_CTR_ERR_OTHER };
+				CL_CTR_ERR_STREAM_ERROR,     CL_CTR_ERR_EMPTY_ANSWER,
+				CL_CTR_ERR_OTHER };
 
 /* Plain counters per stage: name, help, counter. */
 static const struct {

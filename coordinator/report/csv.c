@@ -48,6 +48,7 @@ static const struct column columns[] = {
 	{ "err_stream_malformed", "requests.errors.stream_malformed", K_NUM },
 	{ "err_stream_incomplete", "requests.errors.stream_incomplete", K_NUM },
 	{ "err_stream_error", "requests.errors.stream_error", K_NUM },
+	{ "err_empty_answer", "requests.errors.empty_answer", K_NUM },
 	{ "err_other", "requests.errors.other", K_NUM },
 	{ "requests_per_s", "throughput.requests_per_s", K_NUM },
 	{ "output_tokens_per_s", "throughput.output_tokens_per_s", K_NUM },

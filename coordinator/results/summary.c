@@ -309,29 +309,21 @@ static int warn_churn(json_t *w, const json_t *stages)
 	    who, opened, done, resent);
 }
 
-/* A stage's completed requests without a content token, with the cause that applies: a
- * thinking model's answer cut inside its reasoning only when the stage saw reasoning. */
-static int warn_no_content(json_t *w, const json_t *s, const char *name, bool stop_sent)
+/* A stage's completed answers that were reasoning only: a thinking model's answer cut
+ * inside its reasoning (the only cause left once an answer of nothing is an error). */
+static int warn_no_content(json_t *w, const json_t *s, const char *name)
 {
+	/* requests.no_content counts completed answers that carried reasoning and no answer
+	 * token (one that carried nothing at all is an empty_answer error, warned apart) */
 	double no_content = cl_results_num(s, "requests.no_content");
 	if (!(no_content > 0))
 		return 0;
-	double done = cl_results_num(s, "requests.completed");
-	if (cl_results_num(s, "tokens.reasoning") > 0)
-		return cli_rs_warn(
-		    w,
-		    "stage '%s': %.0f of %.0f completed requests carried no content token "
-		    "(reasoning only): max_tokens may end a thinking model's answer inside its "
-		    "reasoning; raise workload.max_tokens or turn thinking off. They are not "
-		    "counted good and have no TTFC",
-		    name, no_content, done);
 	return cli_rs_warn(w,
-			   "stage '%s': %.0f of %.0f completed requests carried no token at all "
-			   "(no reasoning either): %s. They are not counted good and have no TTFC",
-			   name, no_content, done,
-			   stop_sent ? "the server ended them before their first token; the "
-				       "body's stop sequence may match at the start of the answer"
-				     : "the server ended them before their first token");
+			   "stage '%s': %.0f of %.0f completed requests carried reasoning and no "
+			   "answer token: max_tokens may end a thinking model's answer inside its "
+			   "reasoning; raise workload.max_tokens or turn thinking off. They are not "
+			   "counted good and have no TTFC",
+			   name, no_content, cl_results_num(s, "requests.completed"));
 }
 
 const char *cl_results_estimate_source(const json_t *doc, double *requests_per_s,
@@ -388,7 +380,16 @@ static json_t *warnings_json(struct cl_results *r)
 			    w, s, name, !r->client_bound_warn && cli_rs_client_bound_gates(s));
 		rc |= cli_rs_fault_warnings(w, s);
 		rc |= cli_rs_short_warning(w, s);
-		rc |= warn_no_content(w, s, name, stop_sent);
+		rc |= warn_no_content(w, s, name);
+		double empty = cl_results_num(s, "requests.errors.empty_answer");
+		if (empty > 0)
+			rc |= cli_rs_warn(
+			    w,
+			    "stage '%s': %.0f requests were answered with a stream that carried "
+			    "no token, no finish_reason and no usage (empty_answer errors): the "
+			    "server answered nothing; its log says why (a prompt longer than its "
+			    "context, a request it refused without saying so)",
+			    name, empty);
 		if (eos_asked)
 			rc |= warn_short_output(w, s, name, stop_sent);
 		/* HTTP/2 asked for, HTTP/1.1 got (http2: preferred falls back silently). */

@@ -23,7 +23,8 @@ const char *const cli_rj_err_keys[] = { "connect",          "tls",
 					"http_4xx",         "http_429",
 					"http_5xx",         "timeout",
 					"stream_malformed", "stream_incomplete",
-					"stream_error",     "other" };
+					"stream_error",     "empty_answer",
+					"other" };
 const size_t cli_rj_n_err_keys = sizeof(cli_rj_err_keys) / sizeof(cli_rj_err_keys[0]);
 _Static_assert(sizeof(cli_rj_err_keys) / sizeof(cli_rj_err_keys[0]) ==
 		   CL_CTR_LAST_ERROR - CL_CTR_FIRST_ERROR + 1,

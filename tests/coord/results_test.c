@@ -521,10 +521,10 @@ static void test_warning_causes(void **state)
 	assert_int_equal(cl_results_create(&s, NULL, 0, NULL, dir, &r, &err), 0);
 	struct cl_workload_stats ws = { .bodies = 4, .ignore_eos = 4, .requested_max = 64 };
 	cl_results_set_workload(r, &s.workload, &ws);
-	/* c2: answers without any token, short ones whose stream gave no finish_reason, and
-	 * prompts sent again. */
+	/* c2: streams that carried nothing (errors, not answers), short ones whose stream gave
+	 * no finish_reason, and prompts sent again. */
 	uint64_t c2[CL_CTR__COUNT] = { 0 };
-	c2[CL_CTR_NO_CONTENT] = 3;
+	c2[CL_CTR_ERR_EMPTY_ANSWER] = 3;
 	c2[CL_CTR_SHORT_OUTPUT] = 5;
 	c2[CL_CTR_REQUESTED_TOKENS] = 320;
 	c2[CL_CTR_REQUESTED_RECEIVED] = 100;
@@ -543,10 +543,11 @@ static void test_warning_causes(void **state)
 	int code = 0;
 	assert_int_equal(cl_results_finish(r, true, CL_EXIT_OK, &code), 0);
 
-	const char *w = warning_with(r, "stage 'c2': 3 of ");
+	assert_null(warning_with(r, "stage 'c2': 3 of ")); /* no answer was reasoning only */
+	const char *w = warning_with(r, "stage 'c2': 3 requests were answered with a stream "
+					"that carried no token");
 	assert_non_null(w);
-	assert_non_null(strstr(w, "carried no token at all (no reasoning either)"));
-	assert_null(strstr(w, "reasoning;"));
+	assert_null(strstr(w, "reasoning"));
 	w = warning_with(r, "stage 'c4': 2 of ");
 	assert_non_null(w);
 	assert_non_null(strstr(w, "max_tokens may end a thinking model's answer inside its "

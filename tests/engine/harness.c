@@ -221,6 +221,7 @@ int h_engine_create(struct h_engine *he, const struct h_sim *sim, const struct h
 	he->target.model = strdup("chatload-sim");
 	he->target.tls_verify = true;
 	he->target.http2 = o->http2;
+	he->target.api = o->api;
 	he->target.api_key_env = o->api_key_env ? strdup(o->api_key_env) : NULL;
 	he->target.connect_timeout_us = 2000000;
 

@@ -76,6 +76,7 @@ struct h_engine_opts {
 	const char *prefix;      /* request id prefix, default "t" */
 	const char *api_key_env; /* target.api_key_env */
 	bool http2;              /* target.http2 (prior knowledge on http://) */
+	enum cl_api api;         /* target.api (default chat) */
 };
 
 /* cmocka group setup and teardown of every engine test program: libcurl initialised once

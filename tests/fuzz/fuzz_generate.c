@@ -12,7 +12,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static int on_event(void *ctx, const char *d, size_t len)
+static int on_event(void *ctx, const char *d, size_t len, unsigned flags)
 {
 	int code = 0;
 	char why[256];

@@ -6,6 +6,7 @@
 
 #include "../stream/sse_ref.h"
 #include "stream/chunk.h"
+#include "stream/event.h"
 #include "stream/sse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -47,6 +48,8 @@ static void run(const char *s, size_t n, size_t max, size_t step, uint32_t seed,
 		}
 	}
 	out->pending = cl_sse_pending(&p);
+	if (!out->rc)
+		out->rc = cl_sse_finish(&p, ev_list_cb, out);
 	if (p.cap > p.max)
 		abort();
 	cl_sse_destroy(&p);
@@ -83,12 +86,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	same_or_die(&whole, &bytes, "whole vs 1-byte");
 	same_or_die(&whole, &random, "whole vs random pieces");
 
-	/* What the engine does next with each event. */
+	/* What the engine does next with each event: an event flagged as an error is never
+	 * anything else, a document never an answer. */
 	for (size_t i = 0; i < whole.n; i++) {
 		struct cl_chunk c;
-		int rc = cl_chunk_decode(whole.arena + whole.off[i], whole.len[i], &c);
+		int rc = cl_event_decode(CL_API_CHAT, whole.arena + whole.off[i], whole.len[i],
+					 whole.flags[i], &c);
 		/* CL_EPROTO: valid JSON that is not a chunk (stream/chunk.h) */
 		if (rc != 0 && rc != CL_EPARSE && rc != CL_EPROTO)
+			abort();
+		if ((whole.flags[i] & (CL_SSE_ERROR_FIELD | CL_SSE_ERROR_EVENT)) &&
+		    (rc || !c.is_error))
+			abort();
+		if ((whole.flags[i] & CL_SSE_DOCUMENT) && !rc && !c.is_error)
 			abort();
 	}
 	ev_list_free(&ref);

@@ -153,8 +153,8 @@ class ReasoningOnly(tl.FleetCase):
         table = p.text("out")
         self.assertRegex(table, r"no content")
         self.assertRegex(table, r"(?m)^think .* 10 \(100%\)$")
-        self.assertIn("warning: stage 'think': 10 of 10 completed requests carried no "
-                      "content token (reasoning only): max_tokens may end a thinking "
+        self.assertIn("warning: stage 'think': 10 of 10 completed requests carried "
+                      "reasoning and no answer token: max_tokens may end a thinking "
                       "model's answer inside its reasoning", table)
         with open(os.path.join(out, "results.csv"), newline="") as f:
             rows = [l.rstrip("\r\n").split(",") for l in f]

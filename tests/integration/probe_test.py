@@ -1,7 +1,12 @@
 #!/usr/bin/env python3
 """chatload probe against the real chatload-sim: exit codes, the verdict on stdout, progress on
-stderr, fail-fast configuration errors and the deadline."""
+stderr, fail-fast configuration errors and the deadline.  And against a loopback server that
+says "failed" as llama.cpp b4748 does (issue 40): the gate quotes the server, ends at once on a
+4xx waiting cannot fix (chatload probe and chatload run exit 3), and waits out a 503."""
+import http.server
+import json
 import os
+import threading
 import signal
 import socket
 import subprocess
@@ -79,6 +84,67 @@ def free_port():
 
 
 FAST = ["--backoff-initial", "100ms", "--backoff-max", "500ms", "--max-tokens", "4"]
+
+
+def captured_body(name):
+    """The body of an .http fixture of tests/data/streams (after the headers)."""
+    path = os.path.join(os.environ.get("CHATLOAD_SOURCE_DIR", "."), "tests", "data", "streams",
+                        name)
+    with open(path, "rb") as f:
+        data = f.read()
+    return data.split(b"\r\n\r\n", 1)[1] if b"\r\n\r\n" in data else data.split(b"\n\n", 1)[1]
+
+
+class Dialect:
+    """A loopback server that lists model 'tiny' and answers every streamed generation with
+    `failure` (bytes after 200 OK, text/event-stream) while `failing()` says so, and with a
+    good stream after."""
+
+    GOOD = (b'data: {"choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":null}]}\n\n'
+            b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],'
+            b'"usage":{"prompt_tokens":3,"completion_tokens":1}}\n\ndata: [DONE]\n\n')
+
+    def __init__(self, failure, fail_for=None, content_type="text/event-stream"):
+        self.failure, self.content_type = failure, content_type
+        self.until = None if fail_for is None else time.monotonic() + fail_for
+        self.posts = 0
+        srv = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.0"
+
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                body = json.dumps({"object": "list", "data": [{"id": "tiny"}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers["Content-Length"]))
+                srv.posts += 1
+                failing = srv.until is None or time.monotonic() < srv.until
+                self.send_response(200)
+                self.send_header("Content-Type",
+                                 srv.content_type if failing else "text/event-stream")
+                self.end_headers()
+                self.wfile.write(srv.failure if failing else srv.GOOD)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.url = "http://127.0.0.1:%d/v1" % self.server.server_address[1]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
 
 
 class ProbeCli(unittest.TestCase):
@@ -188,6 +254,71 @@ class ProbeCli(unittest.TestCase):
                      "--prompt", "--max-tokens", "--body", "--api-key-env", "-q",
                      "exit codes"]:
             self.assertIn(flag, out)
+
+
+LLAMA_B4748_CONTEXT = "llama.cpp-b4748-error-in-stream.http"
+
+
+class ServerSaysFailed(unittest.TestCase):
+    """The gate against each way a server says a generation failed (issue 40)."""
+
+    def test_llama_cpp_context_error_ends_the_gate_at_once(self):
+        # llama.cpp b4748 with a context too small for the prompt: 200 OK, then its `error:`
+        # field (code 400) and data: [DONE].  Before, "stream ended without tokens", retried
+        # for the whole timeout.
+        with Dialect(captured_body(LLAMA_B4748_CONTEXT)) as srv:
+            rc, out, err, secs = probe("--url", srv.url, "--timeout", "1m", *FAST)
+        self.assertEqual(rc, 3, out + err)
+        self.assertIn("configuration error, not retried", out)
+        self.assertIn('error in stream (code 400): "the request exceeds the available context '
+                      'size. try increasing the context size or enable context shift"', out)
+        self.assertEqual(srv.posts, 1)
+        self.assertLess(secs, 5)
+
+    def test_json_error_body_with_200(self):
+        body = b'{"error":{"message":"model \'x\' not found","type":"invalid_request_error",' \
+               b'"param":null,"code":404}}'
+        with Dialect(body, content_type="application/json") as srv:
+            rc, out, err, secs = probe("--url", srv.url, "--timeout", "1m", *FAST)
+        self.assertEqual(rc, 3, out + err)
+        self.assertIn("configuration error", out)
+        self.assertIn('error in stream (code 404): "model \'x\' not found"', out)
+        self.assertLess(secs, 5)
+
+    def test_loading_model_in_the_stream_is_waited_out(self):
+        # llama.cpp's own 503 while loading, said in the stream: retried, quoted, then ready.
+        fail = (b'error: {"code":503,"message":"Loading model","type":"unavailable_error"}\n\n'
+                b'data: [DONE]\n\n')
+        with Dialect(fail, fail_for=1.5) as srv:
+            rc, out, err, secs = probe("--url", srv.url, "--timeout", "30s", *FAST)
+        self.assertEqual(rc, 0, out + err)
+        self.assertTrue(out.startswith("ready after "), out)
+        self.assertIn('error in stream (code 503): "Loading model"', err)
+        self.assertGreater(srv.posts, 1)
+        self.assertGreater(secs, 1.4)
+
+    def test_run_exits_3_quoting_the_server(self):
+        # chatload run takes the same path: the gate's configuration error, exit 3, no stage.
+        with Dialect(captured_body(LLAMA_B4748_CONTEXT)) as srv, \
+                tempfile.TemporaryDirectory(prefix="probe_test.") as d:
+            doc = tl.scenario({"url": srv.url}, [{"name": "s", "concurrency": 1,
+                                                  "requests": 4}],
+                              {"local": 1, "workers": 1}, readiness=True)
+            doc["readiness"] = {"timeout": "1m"}
+            path = os.path.join(d, "s.yaml")
+            with open(path, "w") as f:
+                json.dump(doc, f)
+            start = time.monotonic()
+            p = subprocess.run([CHATLOAD, "run", path, "--out", os.path.join(d, "out")],
+                               capture_output=True, text=True, timeout=90,
+                               stdin=subprocess.DEVNULL, env=tl.child_env())
+            secs = time.monotonic() - start
+        self.assertEqual(p.returncode, 3, p.stdout + p.stderr)
+        both = p.stdout + p.stderr
+        self.assertIn("configuration error", both)
+        self.assertIn("the request exceeds the available context size", both)
+        self.assertIn("(code 400)", both)
+        self.assertLess(secs, 30)
 
 
 if __name__ == "__main__":

@@ -705,6 +705,45 @@ static void test_classification(void **state)
 		{ MODELS_OK, SSE_HEAD CHUNK("{\"content\":\"OK\"}", "\"stop\""), 0, "" },
 		{ MODELS_OK, SSE_HEAD "data: {not json}\n\n", CL_ETIMEDOUT,
 		  "malformed chunk in stream: '{not json}'" },
+		/* The server's own words, whatever its dialect (issue 40); a 4xx in the stream
+		 * is the request's fault and ends the gate at once, a 5xx or 429 is waited on.
+		 * llama.cpp b4748's `error:` field, then [DONE]: */
+		{ MODELS_OK,
+		  SSE_HEAD "error: {\"code\":400,\"message\":\"the request exceeds the available "
+			   "context size. try increasing the context size or enable context "
+			   "shift\",\"type\":\"invalid_request_error\"}\n\ndata: [DONE]\n\n",
+		  CL_EREFUSED,
+		  "error in stream (code 400): \"the request exceeds the available context size" },
+		/* ... and its 503 while loading, or a 500 of the KV cache, pass by waiting */
+		{ MODELS_OK,
+		  SSE_HEAD "error: {\"code\":503,\"message\":\"Loading model\",\"type\":"
+			   "\"unavailable_error\"}\n\ndata: [DONE]\n\n",
+		  CL_ETIMEDOUT, "error in stream (code 503): \"Loading model\"" },
+		/* TGI: no code, its error_type says validation */
+		{ MODELS_OK,
+		  SSE_HEAD "data:{\"error\":\"Input validation error: `inputs` tokens + "
+			   "`max_new_tokens` must be <= 2048\",\"error_type\":\"validation\"}\n\n",
+		  CL_EREFUSED, "error in stream: \"Input validation error: `inputs` tokens" },
+		/* vLLM's ErrorResponse as an event, unwrapped: an unknown model */
+		{ MODELS_OK,
+		  SSE_HEAD "data: {\"object\":\"error\",\"message\":\"The model `x` does not "
+			   "exist.\",\"type\":\"NotFoundError\",\"param\":null,\"code\":404}\n\n",
+		  CL_EREFUSED, "error in stream (code 404): \"The model `x` does not exist.\"" },
+		/* Anthropic's event: error, overloaded: the server's state */
+		{ MODELS_OK,
+		  SSE_HEAD "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":"
+			   "\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n",
+		  CL_ETIMEDOUT, "error in stream: \"Overloaded\"" },
+		/* a JSON error body with status 200 to a streamed request */
+		{ MODELS_OK,
+		  "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+		  "{\"error\":{\"message\":\"context length exceeded\",\"type\":"
+		  "\"invalid_request_error\",\"code\":\"400\"}}",
+		  CL_EREFUSED, "error in stream (code 400): \"context length exceeded\"" },
+		{ MODELS_OK,
+		  "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+		  "{\"error\":{\"message\":\"upstream \\\"gpu-3\\\" busy\",\"code\":500}}",
+		  CL_ETIMEDOUT, "error in stream (code 500): \"upstream \"gpu-3\" busy\"" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct canned c;
@@ -725,6 +764,40 @@ static void test_classification(void **state)
 				       300 * MS); /* at once, not at the deadline */
 		if (rc == 0)
 			assert_string_equal(r.model, "second"); /* the first entry with an id */
+	}
+}
+
+/* An embeddings answer that is a failure, in any dialect: quoted, and fatal for a 4xx. */
+static void test_embeddings_errors(void **state)
+{
+	static const struct {
+		const char *chat;
+		int rc;
+		const char *want;
+	} cases[] = {
+		{ "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+		  "{\"object\":\"error\",\"message\":\"input is too long\",\"type\":"
+		  "\"BadRequestError\",\"param\":null,\"code\":400}",
+		  CL_EREFUSED, "error in the embeddings answer (code 400): \"input is too long\"" },
+		{ "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+		  "{\"error\":{\"message\":\"Loading model\",\"code\":503}}",
+		  CL_ETIMEDOUT, "error in the embeddings answer (code 503): \"Loading model\"" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct canned c;
+		canned_start(&c, MODELS_OK, cases[i].chat);
+		struct cl_target_plan t = target_for(c.url, NULL);
+		t.api = CL_API_EMBEDDINGS;
+		struct cl_probe_cfg cfg = cfg_for(&t, 600 * MS);
+		cfg.backoff_max_us = 100 * MS;
+		struct cl_readiness_result r;
+		int rc = cl_probe_run(&cfg, NULL, NULL, NULL, &r);
+		canned_stop(&c);
+		print_verdict(&r);
+		if (rc != cases[i].rc)
+			fail_msg("case %zu: rc %d, wanted %d (%s)", i, rc, cases[i].rc,
+				 r.last_error);
+		assert_contains(r.last_error, cases[i].want);
 	}
 }
 
@@ -845,6 +918,7 @@ int main(void)
 		T(test_cancel),
 		T(test_explicit_body),
 		T(test_classification),
+		T(test_embeddings_errors),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

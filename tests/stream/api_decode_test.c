@@ -58,7 +58,7 @@ struct events {
 	size_t len[32];
 };
 
-static int on_event(void *ctx, const char *data, size_t len)
+static int on_event(void *ctx, const char *data, size_t len, unsigned flags)
 {
 	struct events *ev = ctx;
 	assert_true(ev->n < 32);

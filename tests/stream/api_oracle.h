@@ -6,7 +6,10 @@
 
 #include "chunk_oracle.h"
 #include "stream/embedding.h"
+#include "stream/error.h"
+#include "stream/event.h"
 #include "stream/responses.h"
+#include "stream/sse.h"
 
 #include <stdint.h>
 
@@ -360,6 +363,173 @@ static inline void api_fuzz_one(enum api_kind k, const uint8_t *data, size_t siz
 	if (bad) {
 		fprintf(stderr, "oracle: %s\n", bad);
 		abort();
+	}
+}
+
+/* ---- cl_stream_error_read and cl_event_decode (stream/error.h, stream/event.h) ---- */
+
+/* A code as error.h reads one: an integer that fits an int, or a string of 1 to 9 digits. */
+static inline bool api_code(json_t *v, int *code)
+{
+	if (json_is_integer(v) && json_integer_value(v) >= INT32_MIN &&
+	    json_integer_value(v) <= INT32_MAX) {
+		*code = (int)json_integer_value(v);
+		return true;
+	}
+	if (!json_is_string(v))
+		return false;
+	const char *s = json_string_value(v);
+	size_t n = json_string_length(v);
+	if (n == 0 || n > 9)
+		return false;
+	int c = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+		c = c * 10 + (s[i] - '0');
+	}
+	*code = c;
+	return true;
+}
+
+/* What a failure's text says, from jansson's tree, by error.h's rules. */
+struct api_err_want {
+	bool is_error;
+	int code;
+	bool has_msg;
+};
+
+static inline void api_err_expect(json_t *root, struct api_err_want *w)
+{
+	memset(w, 0, sizeof(*w));
+	if (!json_is_object(root))
+		return;
+	json_t *err = json_object_get(root, "error"), *type = json_object_get(root, "type");
+	json_t *resp = json_object_get(root, "response");
+	json_t *rerr = json_is_object(resp) ? json_object_get(resp, "error") : NULL;
+	if (!json_is_object(rerr))
+		rerr = NULL;
+	json_t *eobj = json_is_object(err) ? err : NULL;
+	w->is_error = json_is_object(err) || json_is_string(err) ||
+		      api_is(json_object_get(root, "object"), "error") || api_is(type, "error") ||
+		      api_is(type, "response.failed");
+	w->has_msg = json_is_string(err) ||
+		     (eobj && json_is_string(json_object_get(eobj, "message"))) ||
+		     (rerr && json_is_string(json_object_get(rerr, "message"))) ||
+		     json_is_string(json_object_get(root, "message")) ||
+		     json_is_string(json_object_get(root, "detail"));
+	if (!(eobj && api_code(json_object_get(eobj, "code"), &w->code)) &&
+	    !(rerr && api_code(json_object_get(rerr, "code"), &w->code)) &&
+	    !api_code(json_object_get(root, "code"), &w->code))
+		w->code = 0;
+}
+
+/* The reader's verdict on one text against jansson's: NULL, or what disagreed. */
+static inline const char *api_error_read_check(const char *data, size_t len,
+					       const struct cl_stream_error *e)
+{
+	struct cl_chunk ref;
+	/* The chunk decoder's JSON verdict (proven against jansson); its [DONE] is no JSON. */
+	bool json = cl_chunk_decode(data, len, &ref) != CL_EPARSE &&
+		    !(len == 6 && memcmp(data, "[DONE]", 6) == 0);
+	if (e->is_json != json)
+		return "JSON verdict";
+	if (e->message && (e->message < data || e->message + e->message_len > data + len))
+		return "message outside the input";
+	if (e->type && (e->type < data || e->type + e->type_len > data + len))
+		return "type outside the input";
+	if (!json) {
+		if (e->is_error || e->code || !e->message_raw != !e->message)
+			return "a text that is not JSON read as an error object";
+		return NULL;
+	}
+	json_error_t jerr;
+	json_t *root = json_loadb(data, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
+	if (!root || oracle_depth(root) > CL_CHUNK_MAX_DEPTH) {
+		json_decref(root);
+		return NULL; /* a divergence chunk_oracle.h names */
+	}
+	struct api_err_want w;
+	api_err_expect(root, &w);
+	json_decref(root);
+	if (e->is_error != w.is_error)
+		return "error shape";
+	if (e->code != w.code)
+		return "code";
+	if ((e->message != NULL) != w.has_msg || e->message_raw)
+		return "message";
+	return NULL;
+}
+
+/*
+ * cl_event_decode's verdict (rc, *c) on data with flags against its rule (event.h), each part
+ * from a reference: the API's own decoder and jansson's tree.  NULL, or what disagreed.
+ */
+static inline const char *api_event_check(enum cl_api api, const char *data, size_t len,
+					  unsigned flags, int rc, const struct cl_chunk *c)
+{
+	struct cl_stream_error e;
+	cl_stream_error_read(data, len, &e);
+	const char *bad = api_error_read_check(data, len, &e);
+	if (bad)
+		return bad;
+	if (rc == 0 && c->is_error) {
+		if (c->error_code != e.code && c->error_code == 0)
+			return "error code lost";
+		if (c->error_msg && (c->error_msg < data || c->error_msg + c->error_msg_len > data + len))
+			return "error message outside the input";
+	}
+	if (flags & (CL_SSE_ERROR_FIELD | CL_SSE_ERROR_EVENT)) {
+		if (rc != 0 || !c->is_error)
+			return "a flagged error event not an error";
+		if ((c->error_msg != NULL) != (e.message != NULL))
+			return "a flagged error's message";
+		return NULL;
+	}
+	if (flags & CL_SSE_DOCUMENT) {
+		if (e.is_error)
+			return rc == 0 && c->is_error ? NULL : "an error document not an error";
+		if (!e.is_json)
+			return rc == CL_EPARSE ? NULL : "a document that is not JSON";
+		return rc == CL_EPROTO && c->malformed &&
+			       strcmp(c->malformed, CL_EVENT_NOT_A_STREAM) == 0
+			   ? NULL
+			   : "a document that is no error not refused";
+	}
+	struct cl_chunk ref;
+	int ref_rc = api == CL_API_COMPLETIONS ? cl_chunk_decode_text(data, len, &ref)
+		     : api == CL_API_RESPONSES ? cl_responses_decode(data, len, &ref)
+					       : cl_chunk_decode(data, len, &ref);
+	bool nothing = ref_rc == 0 && !ref.n_choices && !ref.done && !ref.is_error &&
+		       !ref.has_usage && !ref.has_content && !ref.has_reasoning &&
+		       !ref.has_tool_call && !ref.finish_reason[0];
+	bool want_error = (ref_rc == 0 && ref.is_error) ||
+			  ((ref_rc == CL_EPROTO || nothing) &&
+			   e.is_error);
+	if (want_error)
+		return rc == 0 && c->is_error ? NULL : "an error the rule names missed";
+	if (rc != ref_rc)
+		return "not the API decoder's verdict";
+	if (rc == 0 && (c->is_error || c->done != ref.done || c->has_content != ref.has_content ||
+			c->content_bytes != ref.content_bytes))
+		return "not the API decoder's facts";
+	return NULL;
+}
+
+/* One fuzz input as an event of api under every SSE flag (cl_event_decode's rule). */
+static inline void api_fuzz_event(enum cl_api api, const uint8_t *data, size_t size)
+{
+	static const unsigned flag_sets[] = { 0, CL_SSE_ERROR_FIELD, CL_SSE_ERROR_EVENT,
+					      CL_SSE_DOCUMENT };
+	const char *s = (const char *)data;
+	for (size_t f = 0; f < sizeof(flag_sets) / sizeof(flag_sets[0]); f++) {
+		struct cl_chunk c;
+		int rc = cl_event_decode(api, s, size, flag_sets[f], &c);
+		const char *bad = api_event_check(api, s, size, flag_sets[f], rc, &c);
+		if (bad) {
+			fprintf(stderr, "event oracle (flags %u): %s\n", flag_sets[f], bad);
+			abort();
+		}
 	}
 }
 

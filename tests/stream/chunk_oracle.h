@@ -466,6 +466,17 @@ static inline void oracle_check(const char *data, size_t len, int rc, const stru
 			is_error = true; /* a string error is its own message */
 			msg_len = oracle_strlen(err);
 		}
+		/* vLLM's ErrorResponse unwrapped: "object":"error", code and message on top. */
+		json_t *obj = json_object_get(root, "object");
+		if (!is_error && json_is_string(obj) && strcmp(json_string_value(obj), "error") == 0 &&
+		    strlen(json_string_value(obj)) == json_string_length(obj)) {
+			is_error = true;
+			json_t *jc = json_object_get(root, "code");
+			if (json_is_integer(jc) && json_integer_value(jc) >= INT32_MIN &&
+			    json_integer_value(jc) <= INT32_MAX)
+				code = (int)json_integer_value(jc);
+			msg_len = oracle_strlen(json_object_get(root, "message"));
+		}
 	}
 
 	if (c->done)

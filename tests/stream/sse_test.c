@@ -67,6 +67,10 @@ static void parse_split(const char *s, size_t n, size_t max, const size_t *sizes
 		}
 	}
 	out->pending = cl_sse_pending(&p);
+	/* The end of the body: a document is given now (the reference lists it last). */
+	if (!out->rc)
+		out->rc = cl_sse_finish(&p, ev_list_cb, out);
+	assert_int_equal(cl_sse_finish(&p, ev_list_cb, out), out->rc); /* gives nothing twice */
 	assert_true(p.cap <= p.max);
 	cl_sse_destroy(&p);
 }
@@ -119,7 +123,7 @@ static void test_fixture_splits(void **state)
 				while (j < b.len && b.data[j] != '\n' && b.data[j] != '\r')
 					j++;
 				if (j - i > 6 && memcmp(b.data + i, "data: ", 6) == 0)
-					ev_list_add(&lines, b.data + i + 6, j - i - 6);
+					ev_list_add(&lines, b.data + i + 6, j - i - 6, 0);
 				i = j + 1;
 			}
 			lines.pending = whole.pending;
@@ -359,7 +363,7 @@ static void test_growth(void **state)
 	free(s);
 }
 
-static int stop_on_second(void *ctx, const char *data, size_t len)
+static int stop_on_second(void *ctx, const char *data, size_t len, unsigned flags)
 {
 	int *count = ctx;
 	return ++*count == 2 ? 42 : 0;
@@ -414,7 +418,7 @@ struct where {
 	int inside, outside;
 };
 
-static int where_cb(void *ctx, const char *data, size_t len)
+static int where_cb(void *ctx, const char *data, size_t len, unsigned flags)
 {
 	struct where *w = ctx;
 	if (data >= w->lo && data + len <= w->hi)
@@ -461,13 +465,155 @@ static void test_destroy_zeroed(void **state)
 	cl_sse_destroy(&p);
 }
 
+/* Parses s whole and in 1-byte pieces (they must agree, and agree with the reference) and
+ * returns the whole parse in *l. */
+static void parse_checked(const char *s, size_t n, size_t max, struct ev_list *l)
+{
+	struct ev_list bytes = { 0 }, ref = { 0 };
+	size_t one = 1;
+	parse_whole(s, n, max, l);
+	parse_split(s, n, max, &one, 1, &bytes);
+	sse_ref_parse(s, n, max ? max : CL_SSE_DEFAULT_MAX_EVENT_BYTES, &ref);
+	assert_same(l, &bytes, "whole vs 1-byte");
+	assert_same(&ref, l, "reference vs parser");
+	ev_list_free(&bytes);
+	ev_list_free(&ref);
+}
+
+static void assert_event(const struct ev_list *l, size_t i, const char *text, unsigned flags)
+{
+	assert_true(i < l->n);
+	assert_int_equal(l->len[i], strlen(text));
+	assert_memory_equal(l->arena + l->off[i], text, strlen(text));
+	assert_int_equal(l->flags[i], flags);
+}
+
+/* llama.cpp's `error:` field (before its PR 16109): its value is the event's text, flagged;
+ * joined with data lines as data lines are; the flag lasts one event. */
+static void test_error_field(void **state)
+{
+	struct ev_list l = { 0 };
+	const char llama[] = "error: {\"code\":400,\"message\":\"too big\"}\n\ndata: [DONE]\n\n";
+	parse_checked(llama, sizeof(llama) - 1, 0, &l);
+	assert_int_equal(l.n, 2);
+	assert_event(&l, 0, "{\"code\":400,\"message\":\"too big\"}", CL_SSE_ERROR_FIELD);
+	assert_event(&l, 1, "[DONE]", 0);
+	ev_list_free(&l);
+
+	const char mixed[] = "data: a\nerror:b\n\nerror\n\nerrors: x\nerro: y\n\n";
+	parse_checked(mixed, sizeof(mixed) - 1, 0, &l);
+	assert_int_equal(l.n, 2);
+	assert_event(&l, 0, "a\nb", CL_SSE_ERROR_FIELD);
+	assert_event(&l, 1, "", CL_SSE_ERROR_FIELD);
+	ev_list_free(&l);
+}
+
+/* `event: error` flags its event; the type is forgotten at every blank line; other names
+ * are not errors; the last `event` line counts. */
+static void test_error_event(void **state)
+{
+	struct ev_list l = { 0 };
+	const char s[] = "event: error\ndata: {\"type\":\"error\"}\n\n"
+			 "data: plain\n\n"
+			 "event: error\n\ndata: after-blank\n\n"
+			 "event: error\nevent: message\ndata: last-wins\n\n"
+			 "event: message\nevent:error\ndata: x\n\n"
+			 "event: errors\ndata: y\n\nevent: erro\ndata: z\n\nevent: Error\ndata: w\n\n";
+	parse_checked(s, sizeof(s) - 1, 0, &l);
+	assert_int_equal(l.n, 8);
+	assert_event(&l, 0, "{\"type\":\"error\"}", CL_SSE_ERROR_EVENT);
+	assert_event(&l, 1, "plain", 0);
+	assert_event(&l, 2, "after-blank", 0);
+	assert_event(&l, 3, "last-wins", 0);
+	assert_event(&l, 4, "x", CL_SSE_ERROR_EVENT);
+	assert_event(&l, 5, "y", 0);
+	assert_event(&l, 6, "z", 0);
+	assert_event(&l, 7, "w", 0);
+	ev_list_free(&l);
+
+	const char both[] = "event: error\nerror: boom\n\n";
+	parse_checked(both, sizeof(both) - 1, 0, &l);
+	assert_int_equal(l.n, 1);
+	assert_event(&l, 0, "boom", CL_SSE_ERROR_EVENT | CL_SSE_ERROR_FIELD);
+	ev_list_free(&l);
+}
+
+/* A body that is one JSON document: kept whole, given once by cl_sse_finish, flagged; its
+ * leading whitespace dropped; the cap applies; pending until given. */
+static void test_document(void **state)
+{
+	struct ev_list l = { 0 };
+	const char doc[] = " \r\n\t{\"error\":{\"message\":\"no\"}}\n\ndata: not-an-event\n\n";
+	parse_checked(doc, sizeof(doc) - 1, 0, &l);
+	assert_int_equal(l.rc, 0);
+	assert_true(l.pending);
+	assert_int_equal(l.n, 1);
+	assert_event(&l, 0, "{\"error\":{\"message\":\"no\"}}\n\ndata: not-an-event\n\n",
+		     CL_SSE_DOCUMENT);
+	ev_list_free(&l);
+
+	const char arr[] = "[1,2]";
+	parse_checked(arr, sizeof(arr) - 1, 0, &l);
+	assert_int_equal(l.n, 1);
+	assert_event(&l, 0, "[1,2]", CL_SSE_DOCUMENT);
+	ev_list_free(&l);
+
+	/* Every split point gives the same document. */
+	for (size_t cut = 1; cut < sizeof(doc) - 1; cut++) {
+		size_t sizes[2] = { cut, 0 };
+		struct ev_list two = { 0 }, whole = { 0 };
+		parse_whole(doc, sizeof(doc) - 1, 0, &whole);
+		parse_split(doc, sizeof(doc) - 1, 0, sizes, 2, &two);
+		assert_same(&whole, &two, "document split");
+		ev_list_free(&two);
+		ev_list_free(&whole);
+	}
+
+	/* The cap: at it passes, past it fails (sticky, also from cl_sse_finish). */
+	parse_checked("{\"a\":12}", 8, 8, &l);
+	assert_int_equal(l.rc, 0);
+	assert_int_equal(l.n, 1);
+	ev_list_free(&l);
+	parse_checked("{\"a\":123}", 9, 8, &l);
+	assert_int_equal(l.rc, CL_ETOOBIG);
+	assert_int_equal(l.n, 0);
+	ev_list_free(&l);
+
+	/* A stream (first byte 'd', or ':' or a BOM) is never a document, and an empty or
+	 * all-whitespace body gives nothing. */
+	parse_checked("data: {}\n\n{\"x\":1}", 18, 0, &l);
+	assert_int_equal(l.n, 1);
+	assert_event(&l, 0, "{}", 0);
+	ev_list_free(&l);
+	parse_checked(" \n\n", 3, 0, &l);
+	assert_int_equal(l.n, 0);
+	assert_false(l.pending);
+	ev_list_free(&l);
+
+	/* Reset forgets a document; the next body is judged afresh. */
+	struct cl_sse_parser p;
+	assert_int_equal(cl_sse_init(&p, 0), 0);
+	assert_int_equal(cl_sse_feed(&p, "{\"half\":", 8, ev_list_cb, &l), 0);
+	assert_true(cl_sse_pending(&p));
+	cl_sse_reset(&p);
+	assert_false(cl_sse_pending(&p));
+	assert_int_equal(cl_sse_feed(&p, "data: x\n\n", 9, ev_list_cb, &l), 0);
+	assert_int_equal(cl_sse_finish(&p, ev_list_cb, &l), 0);
+	assert_int_equal(l.n, 1);
+	assert_event(&l, 0, "x", 0);
+	cl_sse_destroy(&p);
+	ev_list_free(&l);
+}
+
 /* Random streams over the SSE alphabet: the parser under random splits matches the
  * whole-buffer reference implementation, events, cap errors and pending alike. */
 static void test_random_vs_reference(void **state)
 {
 	static const char *const atoms[] = { "data", "data:", "data: ", "event: m", ":",
 					     " ",    "\n",    "\r",     "\r\n",     "x",
-					     "{}",   "id:",   "dat",    "a" };
+					     "{}",   "id:",   "dat",    "a",        "error",
+					     "error:", "err", "event: error", "event:", "event",
+					     "{",    "[",     "\t",     "errors" };
 	char s[256];
 	for (int iter = 0; iter < 20000; iter++) {
 		size_t n = 0;
@@ -515,6 +661,9 @@ int main(void)
 		cmocka_unit_test(test_reset),
 		cmocka_unit_test(test_zero_copy),
 		cmocka_unit_test(test_destroy_zeroed),
+		cmocka_unit_test(test_error_field),
+		cmocka_unit_test(test_error_event),
+		cmocka_unit_test(test_document),
 		cmocka_unit_test(test_random_vs_reference),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

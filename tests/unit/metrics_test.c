@@ -34,6 +34,7 @@ static const char *const want_ctr[] = {
 	"err_stream_malformed",
 	"err_stream_incomplete",
 	"err_stream_error",
+	"err_empty_answer",
 	"err_other",
 	"output_tokens",
 	"reasoning_tokens",

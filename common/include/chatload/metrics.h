@@ -51,7 +51,9 @@ enum cl_ctr {
 	CL_CTR_ERR_TIMEOUT,
 	CL_CTR_ERR_STREAM_MALFORMED,
 	CL_CTR_ERR_STREAM_INCOMPLETE, /* ended without [DONE] */
-	CL_CTR_ERR_STREAM_ERROR,      /* an error object arrived inside the stream */
+	CL_CTR_ERR_STREAM_ERROR,      /* the server said the request failed, in any dialect */
+	CL_CTR_ERR_EMPTY_ANSWER,      /* a 2xx stream that ended carrying no token of any kind,
+				       * no finish_reason and no usage */
 	CL_CTR_ERR_OTHER,
 	CL_CTR_OUTPUT_TOKENS,    /* output tokens received (usage-corrected at request end) */
 	CL_CTR_REASONING_TOKENS, /* of which reasoning */
