@@ -241,13 +241,6 @@ void cl_sim_render_done(struct cl_sim_w *w)
 	CL_SIM_W_LIT(w, "data: [DONE]\n\n");
 }
 
-void cl_sim_render_error_event(struct cl_sim_w *w)
-{
-	CL_SIM_W_LIT(w, "data: {\"error\":{\"object\":\"error\",\"message\":\"simulated error "
-			"inside the stream (chatload-sim fault error-chunk)\",\"type\":"
-			"\"InternalServerError\",\"param\":null,\"code\":500}}\n\n");
-}
-
 void cl_sim_render_malformed(struct cl_sim_w *w, const struct cl_sim_stream *st)
 {
 	/* Cut inside a string: no JSON parser can accept it. */

@@ -37,9 +37,6 @@ const char *cl_sim_render_finish(const struct cl_sim_stream *st);
 /* Appends `data: [DONE]\n\n`. */
 void cl_sim_render_done(struct cl_sim_w *w);
 
-/* Appends an error object event `data: {"error":{...}}\n\n` (a fault mid-stream). */
-void cl_sim_render_error_event(struct cl_sim_w *w);
-
 /* Appends an event whose JSON is cut short (a fault mid-stream). */
 void cl_sim_render_malformed(struct cl_sim_w *w, const struct cl_sim_stream *st);
 
@@ -94,8 +91,8 @@ void cl_sim_render_resp_delta(struct cl_sim_w *w, struct cl_sim_stream *st,
  * "max_output_tokens"; response.usage counts st->sent_tokens (null without with_usage). */
 void cl_sim_render_resp_end(struct cl_sim_w *w, struct cl_sim_stream *st, bool with_usage);
 
-/* Responses: an `event: error` (a fault mid-stream). */
-void cl_sim_render_resp_error(struct cl_sim_w *w, struct cl_sim_stream *st);
+/* Responses: an `event: error` saying message (a fault mid-stream). */
+void cl_sim_render_resp_error(struct cl_sim_w *w, struct cl_sim_stream *st, const char *message);
 
 /* Embeddings: the whole /v1/embeddings answer for st (st->inputs vectors of
  * cfg->embedding_dim numbers, deterministic from the request number), usage

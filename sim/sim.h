@@ -71,6 +71,7 @@ struct cl_sim_stream {
 	uint32_t stall_tok; /* the chunk carrying this token is delayed by --stall-for */
 	uint32_t next_n;    /* tokens in the chunk due at deadline_us */
 	bool stalled;
+	bool failed; /* a failure was said or the answer withheld (the truth log's "failed") */
 
 	int64_t arrival_us;
 	int64_t start_us; /* got its batch slot */
