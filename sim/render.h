@@ -61,9 +61,9 @@ int cl_sim_render_error(struct cl_buf *out, const char *message, const char *typ
 
 /* FNV-1a 64 of the content text of tokens [0, n) of request seq: the truth log's
  * answer_fnv, which a multi-turn client's next turn must repeat as its history. */
-/* The content token (of n) at which one of the stop strings first appears in the text of
- * request seq's answer: the answer ends before it, as servers end at a stop string; n when
- * none appears. */
+/* The content token (of n) in which the first match of one of the stop strings in the text
+ * of request seq's answer begins: the answer ends before it, as servers end at a stop string
+ * (0: at the first token, an empty answer); n when none appears. */
 uint32_t cl_sim_render_stop_at(uint64_t seq, uint32_t n, const char (*stop)[64], uint32_t n_stop);
 
 uint64_t cl_sim_render_content_fnv(uint64_t seq, uint32_t n);

@@ -123,13 +123,18 @@ void cl_sim_stream_start(struct cl_sim *s, struct cl_sim_stream *st, int64_t sta
 		st->sched_first_us = st->deadline_us;
 		maybe_stall(s, st, 0, 1);
 	} else if (st->stream) {
+		/* An answer of no token (a stop string matched at the first) ends when its first
+		 * token would have come: one chunk that carries only the finish. */
 		st->next_n = tokens_in_next(s, st);
-		st->deadline_us = first_token_us + chunk_interval(s, st, st->next_n - 1);
+		st->deadline_us = first_token_us +
+				  (st->next_n ? chunk_interval(s, st, st->next_n - 1) : 0);
 		maybe_stall(s, st, 0, st->next_n);
 	} else {
 		/* One answer when the last token is due; the batch size is read once. */
 		st->sched_first_us = first_token_us;
-		st->deadline_us = first_token_us + chunk_interval(s, st, st->planned_tokens - 1);
+		st->deadline_us =
+		    first_token_us +
+		    (st->planned_tokens ? chunk_interval(s, st, st->planned_tokens - 1) : 0);
 		maybe_stall(s, st, 0, st->planned_tokens);
 	}
 	cl_sim_sched_push(s, st);
@@ -267,10 +272,12 @@ static void fire_whole(struct cl_sim *s, struct cl_sim_stream *st, int64_t now_u
 	cl_buf_free(&body);
 }
 
+/* Whether fault f strikes in the chunk of tokens [first, first + n); the one chunk of an
+ * answer of no token (n 0) holds the fault point too. */
 static bool fault_hits(const struct cl_sim_stream *st, enum cl_sim_fault f, uint32_t first,
 		       uint32_t n)
 {
-	return st->fault == f && first <= st->fault_tok && st->fault_tok < first + n;
+	return st->fault == f && first <= st->fault_tok && (st->fault_tok < first + n || n == 0);
 }
 
 /* What one chunk's events did: carried tokens (the next chunk follows), or ended the stream. */
@@ -288,7 +295,7 @@ static struct fire_events compose_events(struct cl_sim *s, struct cl_sim_stream 
 	uint32_t b = a + n;
 	bool last = b >= st->planned_tokens;
 	bool resp = st->api == CL_API_RESPONSES;
-	struct fire_events ev = { .end = false, .tokens = true };
+	struct fire_events ev = { .end = false, .tokens = n > 0 };
 
 	if (st->fault == CL_SIM_FAULT_EMPTY) {
 		/* A stream that carries nothing: [DONE] alone (a Responses stream: nothing). */
