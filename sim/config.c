@@ -22,6 +22,7 @@ static const char *const fault_names[CL_SIM_FAULT_COUNT] = {
 	[CL_SIM_FAULT_STALL] = "stall",
 	[CL_SIM_FAULT_WRONG_TYPE] = "wrong-type",
 	[CL_SIM_FAULT_EMPTY] = "empty",
+	[CL_SIM_FAULT_HANG] = "hang",
 };
 
 /* The option behind each fault probability, in enum order. */
@@ -36,6 +37,7 @@ static const char *const fault_flags[CL_SIM_FAULT_COUNT] = {
 	[CL_SIM_FAULT_STALL] = "fault-stall",
 	[CL_SIM_FAULT_WRONG_TYPE] = "fault-wrong-type",
 	[CL_SIM_FAULT_EMPTY] = "fault-empty",
+	[CL_SIM_FAULT_HANG] = "fault-hang",
 };
 
 static const char *const dialect_names[CL_SIM_DIALECT_COUNT] = {

@@ -36,6 +36,7 @@ enum cl_sim_fault {
 	CL_SIM_FAULT_STALL,
 	CL_SIM_FAULT_WRONG_TYPE, /* valid JSON chunks whose fields have the wrong types */
 	CL_SIM_FAULT_EMPTY,      /* a 200 stream that carries nothing: data: [DONE] alone */
+	CL_SIM_FAULT_HANG,       /* the request is read and never answered, not even headers */
 	CL_SIM_FAULT_COUNT
 };
 

@@ -22,6 +22,7 @@ enum cl_sim_phase {
 	CL_SIM_PHASE_IDLE = 0, /* no request on this connection */
 	CL_SIM_PHASE_QUEUED,   /* waiting for a batch slot */
 	CL_SIM_PHASE_RUNNING,  /* holding a slot, in the timer heap */
+	CL_SIM_PHASE_HANGING,  /* the hang fault: read, never answered, no slot, no timer */
 };
 
 /*

@@ -187,6 +187,15 @@ bool cl_sim_stream_fail_at_once(struct cl_sim *s, struct cl_sim_stream *st, int6
 	return cl_sim_conn_respond(c, status, hdr, body, cl_sim_w_len(&w, body));
 }
 
+void cl_sim_stream_hang(struct cl_sim *s, struct cl_sim_stream *st)
+{
+	s->stats.requests++;
+	st->failed = true;
+	st->phase = CL_SIM_PHASE_HANGING; /* the connection stays busy: nothing more is read */
+	CL_DEBUG("request %llu: hang fault, holding it without an answer",
+		 (unsigned long long)st->seq);
+}
+
 /* The response is over (logged): give the slot back as of the scheduled end. */
 static void end_stream(struct cl_sim *s, struct cl_sim_stream *st, int http_status, int64_t now_us)
 {
@@ -452,7 +461,9 @@ void cl_sim_stream_abort(struct cl_sim *s, struct cl_sim_stream *st, const char 
 			s->stats.cut++;
 		else
 			s->stats.client_gone++;
-		log_stream(s, st, st->stream ? 200 : 0, outcome, now);
+		/* a held request got nothing, not even its status line */
+		log_stream(s, st, st->stream && phase != CL_SIM_PHASE_HANGING ? 200 : 0, outcome,
+			   now);
 	}
 	st->phase = CL_SIM_PHASE_IDLE;
 	if (phase == CL_SIM_PHASE_RUNNING) {

@@ -110,7 +110,7 @@ const struct cl_sim_option cl_sim_options[] = {
 	  "tokens sent before a drop, malformed or error chunk (default: half the output)", true },
 	{ "fault-schedule", S, "LIST", NULL,
 	  "faults by request number, e.g. 'drop@2,500@5' (names: 500 429 drop malformed "
-	  "error-chunk no-usage no-done stall wrong-type empty); overrides the probabilities",
+	  "error-chunk no-usage no-done stall wrong-type empty hang); overrides the probabilities",
 	  true },
 	{ "wrong-type-shape", S, "SHAPE", "all",
 	  "what a wrong-type fault sends: content (a number), choices (a string), usage (a "
@@ -119,6 +119,10 @@ const struct cl_sim_option cl_sim_options[] = {
 	  true },
 	{ "fault-empty", F, "P", "0",
 	  "probability of a 200 stream that carries nothing: 'data: [DONE]' alone", true },
+	{ "fault-hang", F, "P", "0",
+	  "probability of a request read and never answered (no headers, no byte), the "
+	  "connection held open until the client leaves or the simulator exits",
+	  true },
 	{ "error-dialect", S, "NAME", "vllm",
 	  "how an error-chunk fault says the request failed: vllm, vllm-legacy, llama.cpp-field, "
 	  "tgi, tgi-openai, openai-event, anthropic or json-200 (a 200 JSON error body instead "
