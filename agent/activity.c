@@ -253,8 +253,9 @@ void cl_activity_pump(struct session *s, int64_t now)
 		return;
 	/* With output.requests the final report waits until every record of the stage has
 	 * been acknowledged, so the coordinator has them all when it closes the stage; for
-	 * 10 s at most, after which the rest still follow but the stage is not held up. */
-	if (done && s->act == ACT_STAGE && cl_requests_outstanding(s)) {
+	 * 10 s at most, after which the rest still follow but the stage is not held up.  An
+	 * agent that is leaving (a signal) does not wait: the report is what must get out. */
+	if (done && s->act == ACT_STAGE && cl_requests_outstanding(s) && !s->leaving) {
 		if (!s->final_wait_until_us)
 			s->final_wait_until_us = now + FINAL_WAIT_US;
 		if (now < s->final_wait_until_us)

@@ -107,6 +107,7 @@ struct run_stage {
 	enum cl_stage_status status;
 	char reason[1400]; /* why the status is not ok; "" when it is */
 	bool stop_sent;    /* a signal arrived and the agents were told to stop */
+	bool cut_sent;     /* ... to cut their requests (a signal, even during a drain) */
 	bool ended_early;  /* a probe stopped once its SLOs had their samples (search.c) */
 	bool noted_run_on; /* ... and said it was running on for them */
 	/* the agents' CPU (summed, 100 = one core) and streams in flight, sampled every turn
