@@ -296,6 +296,10 @@ void cl_activity_pump(struct session *s, int64_t now)
 		return;
 	}
 	rep.kind = s->act == ACT_WARMUP ? CL_REPORT_WARMUP : CL_REPORT_FINAL;
+	/* A signal stopped this agent before the stage's end: the coordinator must know its
+	 * share was cut short, not finished (docs/protocol.md, "STOP"). */
+	if (s->leaving)
+		rep.error = "stopped by a signal: its requests in flight were cut";
 	/* A final report says how many connections each source address has carried so far:
 	 * the coordinator keeps the latest (results' agents[].source_addresses).  Encoded
 	 * before push returns, so one record of the control thread serves every report. */

@@ -48,6 +48,10 @@ struct run_agent {
 	struct {                               /* the stage running now; reset when one starts */
 		bool participates;             /* given a non-empty share, and not given up on */
 		bool final_seen;               /* its FINAL report arrived */
+		/* that FINAL said the agent was stopped before the stage's end (a signal of its
+		 * own: it cut its requests and left), and why */
+		bool left;
+		char left_why[256];
 		int64_t last_interval;         /* highest interval index reported, -1 */
 		int64_t span_us;               /* agent time covered by its reports */
 		struct cl_stall_list stalls;   /* stalls it saw itself (coordinator clock) */

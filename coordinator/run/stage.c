@@ -241,6 +241,30 @@ static bool stage_check_fleet(struct run *r)
 	return true;
 }
 
+/* An agent whose final report says it was stopped before the stage's end (a signal of its
+ * own) ran only part of its share: the stage fails, saying so at once, unless the run was
+ * stopped too (interrupted, or already ending).  Before agents said it, such an agent went
+ * silent and was declared lost 10 s later. */
+static void stage_check_left(struct run *r)
+{
+	struct run_stage *st = r->st;
+	if (st->stop_sent || st->status != CL_STAGE_OK)
+		return;
+	for (size_t i = 0; i < r->fleet.n; i++) {
+		const struct run_agent *ra = &r->agents[i];
+		if (!ra->stage.participates || !ra->stage.left)
+			continue;
+		const struct cl_fleet_agent *a = &r->fleet.agents[i];
+		char why[400];
+		snprintf(why, sizeof(why), "agent %u (%s) left the stage before its end: %s", a->id,
+			 a->label, ra->stage.left_why);
+		cl_progress_note(&r->prog, "stage '%s' failed: %s", st->scn->name, why);
+		stage_set_status(st, CL_STAGE_FAILED, why);
+		r->exit_hint = CL_EXIT_FAILED;
+		return;
+	}
+}
+
 /* Samples what the agents spend, inside the measured window only (capacity planning). */
 static void stage_sample_load(struct run *r, int64_t now)
 {
@@ -397,6 +421,7 @@ static bool stage_poll(struct run *r)
 	if (stage_check_fleet(r))
 		return true;
 	cli_run_emit_intervals(r); /* a lost agent is no longer waited for */
+	stage_check_left(r);
 	if (cli_run_all_finished(r, RUN_PHASE_STAGE))
 		return true;
 	if (now > st->deadline_us) {

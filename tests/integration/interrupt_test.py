@@ -79,6 +79,40 @@ class Interrupt(tl.FleetCase):
         p, took = self.interrupted_run("group", to_group=True)
         self.assertRegex(p.text(), r"chatload-agent: info: stopping: cutting the requests")
 
+    def test_sigterm_to_the_agent_alone_fails_the_stage_at_once(self):
+        """An agent stopped by its own signal while the run goes on: it cuts its share and
+        says so in its final report, and the stage fails at once naming it, instead of the
+        coordinator waiting 10 s to declare it lost (or taking its early final for a whole
+        share)."""
+        sim = self.start_sim("--ttft", "5ms", "--itl", "2ms", "--output-tokens", "8",
+                             "--fault-schedule", "hang@5")
+        port = tl.free_port()
+        url = "tcp://127.0.0.1:%d" % port
+        doc = tl.scenario({"url": sim.url}, [{"name": "s", "concurrency": 2,
+                                              "duration": "120s"}],
+                          {"listen": url, "expect": 1, "token_env": "CLT_INT_TOKEN"})
+        doc["workload"].update({"drain_timeout": "60s", "request_timeout": "10m"})
+        out = self.scope.path("alone")
+        p = self.start_run(self.write_scenario("alone", doc), out,
+                           env={"CLT_INT_TOKEN": "int-token"})
+        tl.wait_port("127.0.0.1", port, 15, p)
+        agent = self.start_agent(url, "--once", "--workers", "1", token="int-token")
+        p.wait_line(r"stage 1/1 's'", 30)
+        time.sleep(2.0)
+        t0 = time.monotonic()
+        agent.send(signal.SIGTERM)
+        self.assertExit(agent, 0, 10)
+        self.assertExit(p, 1, 30)
+        self.assertLess(time.monotonic() - t0, 8)
+        res = self.results(out)
+        st = res["stages"][0]
+        self.assertEqual(st["status"], "failed")
+        self.assertRegex(st["reason"], r"agent 1 .* left the stage before its end: stopped by "
+                                       r"a signal")
+        self.assertEqual([a["lost"] for a in res["agents"]], [False])
+        self.assertGreaterEqual(st["requests"]["cut"], 1)
+        self.assertGreater(st["requests"]["completed"], 0)
+
     def test_held_requests_end_by_the_stage_bound(self):
         """Duration-bounded: held requests are cut at duration + drain_timeout.  Requests-
         bounded: the window waits for its last request, which ends at request_timeout."""
