@@ -558,19 +558,21 @@ static int parse_error_words(struct cl_sim_config *cfg, const char *const *vals,
 	if (d == CL_SIM_DIALECT_COUNT)
 		return cl_err_set(err, CL_EINVAL,
 				  "--error-dialect: '%s' is none of vllm, vllm-legacy, "
-				  "llama.cpp-field, tgi, tgi-openai, openai-event, anthropic, json-200",
+				  "llama.cpp-field, tgi, tgi-openai, openai-event, anthropic, "
+				  "json-200",
 				  v);
 	cfg->error_dialect = (enum cl_sim_dialect)d;
 	if ((rc = get_u32(vals, "error-code", 599, &cfg->error_code, err)))
 		return rc;
 	if (cfg->error_code < 400)
-		return cl_err_set(err, CL_ERANGE, "--error-code: %u is not an error status (400..599)",
+		return cl_err_set(err, CL_ERANGE,
+				  "--error-code: %u is not an error status (400..599)",
 				  cfg->error_code);
 	cfg->error_message = val(vals, "error-message");
 	size_t n = strlen(cfg->error_message);
 	if (n == 0 || n > 1024)
-		return cl_err_set(err, CL_EINVAL, "--error-message: must be 1 to 1024 bytes, got %zu",
-				  n);
+		return cl_err_set(err, CL_EINVAL,
+				  "--error-message: must be 1 to 1024 bytes, got %zu", n);
 	return 0;
 }
 

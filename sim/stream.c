@@ -173,7 +173,7 @@ bool cl_sim_stream_begin(struct cl_sim *s, struct cl_sim_stream *st, int64_t now
 bool cl_sim_stream_fail_at_once(struct cl_sim *s, struct cl_sim_stream *st, int64_t now_us)
 {
 	struct cl_sim_conn *c = st->conn;
-	char body[2048], hdr[200] = "";
+	char body[8192], hdr[200] = ""; /* as fire_whole's */
 	struct cl_sim_w w;
 	cl_sim_w_init(&w, body, sizeof(body));
 	cl_sim_dialect_body(&w, s->cfg);
@@ -234,7 +234,7 @@ static void fire_whole(struct cl_sim *s, struct cl_sim_stream *st, int64_t now_u
 	if (st->fault == CL_SIM_FAULT_ERROR_CHUNK || st->fault == CL_SIM_FAULT_EMPTY) {
 		/* The failure as the dialect's server puts it in a body; an empty answer is a
 		 * completion without choices or usage, as a failed one was seen to be. */
-		char tmp[2048];
+		char tmp[8192]; /* a 1024-byte message, each byte escaped to six at worst */
 		struct cl_sim_w w;
 		cl_sim_w_init(&w, tmp, sizeof(tmp));
 		if (st->fault == CL_SIM_FAULT_EMPTY) {

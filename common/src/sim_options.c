@@ -129,7 +129,8 @@ const struct cl_sim_option cl_sim_options[] = {
 	  "of a stream)",
 	  true },
 	{ "error-code", I, "N", "500", "the error-chunk fault's status code (400..599)", true },
-	{ "error-message", S, "TEXT", "simulated error inside the stream (chatload-sim fault error-chunk)",
+	{ "error-message", S, "TEXT",
+	  "simulated error inside the stream (chatload-sim fault error-chunk)",
 	  "the error-chunk fault's message", true },
 	/* connection behaviour of real servers */
 	{ "close-after-answer", B, NULL, NULL,
