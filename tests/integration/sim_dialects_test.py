@@ -170,6 +170,33 @@ class Dialects(unittest.TestCase):
             self.assertIn("--error-", out.stderr)
 
 
+class Scenario(unittest.TestCase):
+    def test_settable_from_a_scenario(self):
+        """The options come from the table the scenario loader shares: target.simulator
+        takes them (underscores or dashes), checks their kind, and `validate` lists them."""
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            def validate(sim):
+                path = os.path.join(d, "s.yaml")
+                with open(path, "w") as f:
+                    json.dump({"name": "d", "target": {"simulator": sim},
+                               "readiness": {"enabled": False},
+                               "workload": {"prompts": ["hi"], "max_tokens": 4},
+                               "stages": [{"concurrency": 1, "requests": 1}]}, f)
+                return subprocess.run([tl.CHATLOAD, "validate", path], capture_output=True,
+                                      text=True, timeout=20)
+            out = validate({"error_dialect": "llama.cpp-field", "error_code": 400,
+                            "error_message": CTX, "fault_error_chunk": 0.5,
+                            "fault-empty": 0.1, "fault_hang": 0.1})
+            self.assertEqual(out.returncode, 0, out.stderr)
+            for line in ("simulator error-dialect: llama.cpp-field", "simulator error-code: 400",
+                         "simulator fault-empty: 0.1", "simulator fault-hang: 0.1"):
+                self.assertIn(line, out.stdout)
+            out = validate({"fault_hang": 2})
+            self.assertNotEqual(out.returncode, 0)
+            self.assertIn("fault_hang", out.stderr)
+
+
 class Empty(unittest.TestCase):
     def test_empty_stream_is_done_alone(self):
         with sc.Sim(*FAST, "--fault-schedule", "empty@2") as sim:
