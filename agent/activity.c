@@ -253,8 +253,9 @@ void cl_activity_pump(struct session *s, int64_t now)
 		return;
 	/* With output.requests the final report waits until every record of the stage has
 	 * been acknowledged, so the coordinator has them all when it closes the stage; for
-	 * 10 s at most, after which the rest still follow but the stage is not held up. */
-	if (done && s->act == ACT_STAGE && cl_requests_outstanding(s)) {
+	 * 10 s at most, after which the rest still follow but the stage is not held up.  An
+	 * agent that is leaving (a signal) does not wait: the report is what must get out. */
+	if (done && s->act == ACT_STAGE && cl_requests_outstanding(s) && !s->leaving) {
 		if (!s->final_wait_until_us)
 			s->final_wait_until_us = now + FINAL_WAIT_US;
 		if (now < s->final_wait_until_us)
@@ -295,6 +296,10 @@ void cl_activity_pump(struct session *s, int64_t now)
 		return;
 	}
 	rep.kind = s->act == ACT_WARMUP ? CL_REPORT_WARMUP : CL_REPORT_FINAL;
+	/* A signal stopped this agent before the stage's end: the coordinator must know its
+	 * share was cut short, not finished (docs/protocol.md, "STOP"). */
+	if (s->leaving)
+		rep.error = "stopped by a signal: its requests in flight were cut";
 	/* A final report says how many connections each source address has carried so far:
 	 * the coordinator keeps the latest (results' agents[].source_addresses).  Encoded
 	 * before push returns, so one record of the control thread serves every report. */

@@ -219,8 +219,10 @@ static void apply_command(struct session *s, struct cl_msg *reply)
 		cl_activity_start_stage(s, c);
 		break;
 	case CL_CMD_STOP:
+		/* cut: an interrupted run; the requests in flight are cut, not drained, so the
+		 * final report goes at once whatever the target does with them. */
 		if (s->act_engine && c->stop.stage == s->stage)
-			cl_engine_stop(s->act_engine, false);
+			cl_engine_stop(s->act_engine, c->stop.cut);
 		break;
 	case CL_CMD_ABORT:
 		cl_generate_stop(s);
@@ -526,6 +528,47 @@ static int64_t next_wake(struct session *s, int64_t now)
 	return at;
 }
 
+/* Longest a stopped agent spends getting its last report to the coordinator. */
+#define LEAVE_US 2000000
+
+/*
+ * Stopped by a signal (SIGTERM, SIGINT: the group of a `chatload run` stopped by its
+ * supervisor, or a daemon stopped by its operator): the stage or warmup in progress is cut at
+ * once and its final report, the cut requests counted, is sent and acknowledged before the
+ * agent leaves, for LEAVE_US at most.  Before this the agent left without a word and the
+ * coordinator heard nothing until it declared it lost, CL_WIRE_LOST_US later.
+ */
+static void leave(struct session *s)
+{
+	cl_generate_stop(s);
+	cl_probe_thread_stop(s);
+	if (s->act == ACT_NONE) {
+		cl_activity_stop(s, true);
+		return;
+	}
+	CL_INFO("stopping: cutting the requests in flight and sending the last report");
+	s->leaving = true;
+	cl_engine_stop(s->act_engine, true);
+	int64_t until = cl_mono_us() + LEAVE_US;
+	for (;;) {
+		int64_t now = cl_mono_us();
+		cl_activity_pump(s, now); /* the final report, once the engine has cut */
+		bool moved = false;
+		if (turn_reports(s, now, &moved) != 0)
+			break;
+		if (s->act == ACT_NONE && !cl_report_queue_head(s))
+			break; /* every report acknowledged */
+		if (now >= until) {
+			CL_WARN("stopping: the last report was not acknowledged within %d s",
+				LEAVE_US / 1000000);
+			break;
+		}
+		if (!moved)
+			cl_wake_sleep(until - now < 20000 ? until - now : 20000);
+	}
+	cl_activity_stop(s, true);
+}
+
 void cl_session_cleanup(struct session *s)
 {
 	cl_probe_thread_stop(s);
@@ -616,9 +659,7 @@ int cl_session_run(struct session *s)
 	while (!s->quit) {
 		int64_t now = cl_mono_us();
 		if (atomic_load(s->stop)) {
-			cl_generate_stop(s);
-			cl_activity_stop(s, true);
-			cl_probe_thread_stop(s);
+			leave(s);
 			return CL_ECLOSED;
 		}
 		if (now - s->last_reply_us > CL_WIRE_AGENT_SILENCE_US) {

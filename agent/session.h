@@ -78,6 +78,7 @@ struct session {
 	char refusal[CL_WIRE_MAX_REASON + 64]; /* why the coordinator refused our HELLO ("": it
 						* did not) */
 	bool quit;                             /* QUIT received */
+	bool leaving; /* stopped by a signal: the stage was cut, its final report goes now */
 	bool failed;                           /* the session ended badly */
 
 	/* PREPARE */

@@ -229,6 +229,15 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 				  "rate_limit_error", "rate_limit_exceeded");
 		return;
 	}
+	if (st->fault == CL_SIM_FAULT_HANG) {
+		cl_sim_stream_hang(s, st);
+		return;
+	}
+	if (st->fault == CL_SIM_FAULT_ERROR_CHUNK && st->stream &&
+	    cfg->error_dialect == CL_SIM_DIALECT_JSON_200) {
+		cl_sim_stream_fail_at_once(s, st, now);
+		return;
+	}
 	cl_sim_stream_begin(s, st, now);
 }
 

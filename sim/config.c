@@ -21,6 +21,8 @@ static const char *const fault_names[CL_SIM_FAULT_COUNT] = {
 	[CL_SIM_FAULT_NO_DONE] = "no-done",
 	[CL_SIM_FAULT_STALL] = "stall",
 	[CL_SIM_FAULT_WRONG_TYPE] = "wrong-type",
+	[CL_SIM_FAULT_EMPTY] = "empty",
+	[CL_SIM_FAULT_HANG] = "hang",
 };
 
 /* The option behind each fault probability, in enum order. */
@@ -34,6 +36,19 @@ static const char *const fault_flags[CL_SIM_FAULT_COUNT] = {
 	[CL_SIM_FAULT_NO_DONE] = "fault-no-done",
 	[CL_SIM_FAULT_STALL] = "fault-stall",
 	[CL_SIM_FAULT_WRONG_TYPE] = "fault-wrong-type",
+	[CL_SIM_FAULT_EMPTY] = "fault-empty",
+	[CL_SIM_FAULT_HANG] = "fault-hang",
+};
+
+static const char *const dialect_names[CL_SIM_DIALECT_COUNT] = {
+	[CL_SIM_DIALECT_VLLM] = "vllm",
+	[CL_SIM_DIALECT_VLLM_LEGACY] = "vllm-legacy",
+	[CL_SIM_DIALECT_LLAMACPP] = "llama.cpp-field",
+	[CL_SIM_DIALECT_TGI] = "tgi",
+	[CL_SIM_DIALECT_TGI_OPENAI] = "tgi-openai",
+	[CL_SIM_DIALECT_OPENAI] = "openai-event",
+	[CL_SIM_DIALECT_ANTHROPIC] = "anthropic",
+	[CL_SIM_DIALECT_JSON_200] = "json-200",
 };
 
 static const char *const wrong_shape_names[] = {
@@ -41,6 +56,11 @@ static const char *const wrong_shape_names[] = {
 	[CL_SIM_WRONG_USAGE] = "usage",     [CL_SIM_WRONG_ARRAY] = "array",
 	[CL_SIM_WRONG_ALL] = "all",         [CL_SIM_WRONG_ROTATE] = "rotate",
 };
+
+const char *cl_sim_dialect_name(enum cl_sim_dialect d)
+{
+	return (d >= 0 && d < CL_SIM_DIALECT_COUNT) ? dialect_names[d] : NULL;
+}
 
 const char *cl_sim_fault_name(enum cl_sim_fault f)
 {
@@ -525,6 +545,37 @@ static int parse_answers(struct cl_sim_config *cfg, const char *const *vals, str
 	return 0;
 }
 
+/* How the error-chunk fault says its failure: --error-dialect, --error-code,
+ * --error-message (docs/simulator.md, "Error dialects"). */
+static int parse_error_words(struct cl_sim_config *cfg, const char *const *vals,
+			     struct cl_err *err)
+{
+	int rc;
+	const char *v = val(vals, "error-dialect");
+	int d;
+	for (d = 0; d < CL_SIM_DIALECT_COUNT && strcmp(v, dialect_names[d]) != 0; d++)
+		;
+	if (d == CL_SIM_DIALECT_COUNT)
+		return cl_err_set(err, CL_EINVAL,
+				  "--error-dialect: '%s' is none of vllm, vllm-legacy, "
+				  "llama.cpp-field, tgi, tgi-openai, openai-event, anthropic, "
+				  "json-200",
+				  v);
+	cfg->error_dialect = (enum cl_sim_dialect)d;
+	if ((rc = get_u32(vals, "error-code", 599, &cfg->error_code, err)))
+		return rc;
+	if (cfg->error_code < 400)
+		return cl_err_set(err, CL_ERANGE,
+				  "--error-code: %u is not an error status (400..599)",
+				  cfg->error_code);
+	cfg->error_message = val(vals, "error-message");
+	size_t n = strlen(cfg->error_message);
+	if (n == 0 || n > 1024)
+		return cl_err_set(err, CL_EINVAL,
+				  "--error-message: must be 1 to 1024 bytes, got %zu", n);
+	return 0;
+}
+
 /* What goes wrong on purpose: injected faults, their schedule, malformed shapes, closes
  * (docs/simulator.md, "Faults"). */
 static int parse_faults(struct cl_sim_config *cfg, const char *const *vals, struct cl_err *err)
@@ -566,7 +617,7 @@ static int parse_faults(struct cl_sim_config *cfg, const char *const *vals, stru
 	if ((rc = get_bool(vals, "close-after-answer", &cfg->close_after_answer, err)) ||
 	    (rc = get_bool(vals, "hold-after-done", &cfg->hold_after_done, err)))
 		return rc;
-	return 0;
+	return parse_error_words(cfg, vals, err);
 }
 
 int cl_sim_config_parse(struct cl_sim_config *cfg, int argc, char **argv, struct cl_err *err)

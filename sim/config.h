@@ -35,6 +35,8 @@ enum cl_sim_fault {
 	CL_SIM_FAULT_NO_DONE,
 	CL_SIM_FAULT_STALL,
 	CL_SIM_FAULT_WRONG_TYPE, /* valid JSON chunks whose fields have the wrong types */
+	CL_SIM_FAULT_EMPTY,      /* a 200 stream that carries nothing: data: [DONE] alone */
+	CL_SIM_FAULT_HANG,       /* the request is read and never answered, not even headers */
 	CL_SIM_FAULT_COUNT
 };
 
@@ -47,6 +49,23 @@ enum cl_sim_wrong_shape {
 	CL_SIM_WRONG_ALL,     /* the four above, in that order */
 	CL_SIM_WRONG_ROTATE,  /* request N: shape (N - 1) mod 4 */
 };
+
+/* How the error-chunk fault says "this request failed" (--error-dialect): one per real
+ * server's way, docs/simulator.md "Error dialects". */
+enum cl_sim_dialect {
+	CL_SIM_DIALECT_VLLM,        /* data: {"error":{"object":"error",...,"code":N}}, [DONE] */
+	CL_SIM_DIALECT_VLLM_LEGACY, /* data: {"object":"error",...,"code":N} (no wrapper) */
+	CL_SIM_DIALECT_LLAMACPP,    /* error: {"code":N,...} then data: [DONE] (b4748) */
+	CL_SIM_DIALECT_TGI,         /* data: {"error":"...","error_type":"..."}, [DONE] */
+	CL_SIM_DIALECT_TGI_OPENAI,  /* data: {"error":{"message":...,"http_status_code":N}} */
+	CL_SIM_DIALECT_OPENAI,      /* event: error + data: {"error":{...}} */
+	CL_SIM_DIALECT_ANTHROPIC,   /* event: error + data: {"type":"error","error":{...}} */
+	CL_SIM_DIALECT_JSON_200,    /* status 200, application/json error body, no stream */
+	CL_SIM_DIALECT_COUNT
+};
+
+/* The dialect's name as --error-dialect takes it ("llama.cpp-field"). */
+const char *cl_sim_dialect_name(enum cl_sim_dialect d);
 
 /* The fault's name as written in --fault-schedule and the truth log ("drop"); NULL for none. */
 const char *cl_sim_fault_name(enum cl_sim_fault f);
@@ -124,6 +143,9 @@ struct cl_sim_config {
 	struct cl_sim_sched_entry schedule[CL_SIM_MAX_SCHEDULE];
 	size_t n_schedule;
 	enum cl_sim_wrong_shape wrong_shape;
+	enum cl_sim_dialect error_dialect; /* --error-dialect */
+	uint32_t error_code;               /* --error-code: the failure's status/code */
+	const char *error_message;         /* --error-message: its words */
 	/* connection behaviour */
 	bool close_after_answer; /* keep-alive advertised, closed once the next request came */
 	bool hold_after_done;    /* streamed bodies delimited by close, never closed */

@@ -45,22 +45,35 @@ uint64_t cl_sim_render_content_fnv(uint64_t seq, uint32_t n)
 uint32_t cl_sim_render_stop_at(uint64_t seq, uint32_t n, const char (*stop)[64], uint32_t n_stop)
 {
 	/* The text so far, kept to its last bytes: a stop string (under 64 bytes) that
-	 * completes in the newest word lies within them. */
+	 * completes in the newest word lies within them.  The answer ends before the word in
+	 * which the match begins, found among the last words' start offsets (a stop string
+	 * spans at most 64 bytes, so at most 32 words of two bytes or more). */
 	char win[160];
 	size_t len = 0;
+	uint64_t base = 0; /* offset in the whole text of win[0] */
+	uint64_t starts[32];
 	for (uint32_t i = 0; i < n; i++) {
 		const char *word = content_words[(seq - 1 + i) % N_CONTENT];
 		size_t wl = strlen(word);
 		if (len + wl >= sizeof(win)) {
 			size_t keep = 64;
 			memmove(win, win + len - keep, keep);
+			base += len - keep;
 			len = keep;
 		}
+		starts[i % 32] = base + len;
 		memcpy(win + len, word, wl + 1);
 		len += wl;
-		for (uint32_t k = 0; k < n_stop; k++)
-			if (strstr(win, stop[k]))
-				return i;
+		for (uint32_t k = 0; k < n_stop; k++) {
+			const char *hit = strstr(win, stop[k]);
+			if (!hit)
+				continue;
+			uint64_t at = base + (uint64_t)(hit - win);
+			uint32_t j = i;
+			while (j > 0 && i - j < 31 && starts[j % 32] > at)
+				j--;
+			return j;
+		}
 	}
 	return n;
 }
@@ -160,6 +173,11 @@ static void render_delta(struct cl_sim_w *w, const struct cl_sim_config *cfg,
 		CL_SIM_W_LIT(w, "\"role\":\"assistant\",\"content\":\"\"");
 		return;
 	}
+	if (ch->n_tokens == 0) {
+		/* an answer of no token (a stop string at its first): its finish alone */
+		CL_SIM_W_LIT(w, "\"content\":\"\"");
+		return;
+	}
 	uint32_t a = ch->first_token, b = ch->first_token + ch->n_tokens;
 	uint32_t r_end = b < st->planned_reasoning ? b : st->planned_reasoning;
 	bool any = false;
@@ -239,13 +257,6 @@ void cl_sim_render_usage(struct cl_sim_w *w, const struct cl_sim_stream *st)
 void cl_sim_render_done(struct cl_sim_w *w)
 {
 	CL_SIM_W_LIT(w, "data: [DONE]\n\n");
-}
-
-void cl_sim_render_error_event(struct cl_sim_w *w)
-{
-	CL_SIM_W_LIT(w, "data: {\"error\":{\"object\":\"error\",\"message\":\"simulated error "
-			"inside the stream (chatload-sim fault error-chunk)\",\"type\":"
-			"\"InternalServerError\",\"param\":null,\"code\":500}}\n\n");
 }
 
 void cl_sim_render_malformed(struct cl_sim_w *w, const struct cl_sim_stream *st)

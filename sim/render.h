@@ -37,9 +37,6 @@ const char *cl_sim_render_finish(const struct cl_sim_stream *st);
 /* Appends `data: [DONE]\n\n`. */
 void cl_sim_render_done(struct cl_sim_w *w);
 
-/* Appends an error object event `data: {"error":{...}}\n\n` (a fault mid-stream). */
-void cl_sim_render_error_event(struct cl_sim_w *w);
-
 /* Appends an event whose JSON is cut short (a fault mid-stream). */
 void cl_sim_render_malformed(struct cl_sim_w *w, const struct cl_sim_stream *st);
 
@@ -64,9 +61,9 @@ int cl_sim_render_error(struct cl_buf *out, const char *message, const char *typ
 
 /* FNV-1a 64 of the content text of tokens [0, n) of request seq: the truth log's
  * answer_fnv, which a multi-turn client's next turn must repeat as its history. */
-/* The content token (of n) at which one of the stop strings first appears in the text of
- * request seq's answer: the answer ends before it, as servers end at a stop string; n when
- * none appears. */
+/* The content token (of n) in which the first match of one of the stop strings in the text
+ * of request seq's answer begins: the answer ends before it, as servers end at a stop string
+ * (0: at the first token, an empty answer); n when none appears. */
 uint32_t cl_sim_render_stop_at(uint64_t seq, uint32_t n, const char (*stop)[64], uint32_t n_stop);
 
 uint64_t cl_sim_render_content_fnv(uint64_t seq, uint32_t n);
@@ -94,8 +91,8 @@ void cl_sim_render_resp_delta(struct cl_sim_w *w, struct cl_sim_stream *st,
  * "max_output_tokens"; response.usage counts st->sent_tokens (null without with_usage). */
 void cl_sim_render_resp_end(struct cl_sim_w *w, struct cl_sim_stream *st, bool with_usage);
 
-/* Responses: an `event: error` (a fault mid-stream). */
-void cl_sim_render_resp_error(struct cl_sim_w *w, struct cl_sim_stream *st);
+/* Responses: an `event: error` saying message (a fault mid-stream). */
+void cl_sim_render_resp_error(struct cl_sim_w *w, struct cl_sim_stream *st, const char *message);
 
 /* Embeddings: the whole /v1/embeddings answer for st (st->inputs vectors of
  * cfg->embedding_dim numbers, deterministic from the request number), usage

@@ -5,6 +5,7 @@
 #include "chatload/err.h"
 
 #include <stdio.h>
+#include <string.h>
 
 /* `event: <type>\ndata: {"type":"<type>","sequence_number":N` (the object left open). */
 static void event_head(struct cl_sim_w *w, struct cl_sim_stream *st, const char *type)
@@ -95,11 +96,12 @@ void cl_sim_render_resp_end(struct cl_sim_w *w, struct cl_sim_stream *st, bool w
 	CL_SIM_W_LIT(w, "}}}\n\n");
 }
 
-void cl_sim_render_resp_error(struct cl_sim_w *w, struct cl_sim_stream *st)
+void cl_sim_render_resp_error(struct cl_sim_w *w, struct cl_sim_stream *st, const char *message)
 {
 	event_head(w, st, "error");
-	CL_SIM_W_LIT(w, ",\"code\":\"internal_error\",\"message\":\"simulated error inside the "
-			"stream (chatload-sim fault error-chunk)\",\"param\":null}\n\n");
+	CL_SIM_W_LIT(w, ",\"code\":\"internal_error\",\"message\":");
+	cl_sim_w_json(w, message, strlen(message));
+	CL_SIM_W_LIT(w, ",\"param\":null}\n\n");
 }
 
 /* A number of vector i of request seq in [-1, 1): deterministic, cheap, never NaN. */

@@ -89,12 +89,15 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 	/* Requests still waiting for a batch slot never started decoding: cut them now. */
 	while (s->q_head)
 		cl_sim_conn_close(s->q_head->conn, "cut");
-	/* Idle keep-alive connections have nothing to finish. */
+	/* Idle keep-alive connections have nothing to finish, and a request held by the hang
+	 * fault would never finish. */
 	struct cl_sim_conn *c = s->conns;
 	while (c) {
 		struct cl_sim_conn *next = c->next;
 		if (cl_sim_conn_idle(c))
 			cl_sim_conn_close(c, NULL);
+		else if (c->st.phase == CL_SIM_PHASE_HANGING)
+			cl_sim_conn_close(c, "cut");
 		c = next;
 	}
 	if (s->n_conns == 0) {

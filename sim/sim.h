@@ -22,6 +22,7 @@ enum cl_sim_phase {
 	CL_SIM_PHASE_IDLE = 0, /* no request on this connection */
 	CL_SIM_PHASE_QUEUED,   /* waiting for a batch slot */
 	CL_SIM_PHASE_RUNNING,  /* holding a slot, in the timer heap */
+	CL_SIM_PHASE_HANGING,  /* the hang fault: read, never answered, no slot, no timer */
 };
 
 /*
@@ -71,6 +72,7 @@ struct cl_sim_stream {
 	uint32_t stall_tok; /* the chunk carrying this token is delayed by --stall-for */
 	uint32_t next_n;    /* tokens in the chunk due at deadline_us */
 	bool stalled;
+	bool failed; /* a failure was said or the answer withheld (the truth log's "failed") */
 
 	int64_t arrival_us;
 	int64_t start_us; /* got its batch slot */

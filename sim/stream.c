@@ -3,6 +3,7 @@
 
 #include "chatload/clock.h"
 #include "chatload/log.h"
+#include "dialect.h"
 #include "render.h"
 #include "rng.h"
 #include "sched.h"
@@ -31,6 +32,7 @@ static void log_stream(struct cl_sim *s, const struct cl_sim_stream *st, int htt
 		.http_status = http_status,
 		.outcome = outcome,
 		.fault = cl_sim_fault_name(st->fault),
+		.failed = st->failed || http_status >= 400,
 		.arrival_us = st->arrival_us,
 		.queued_us = st->start_us                       ? st->start_us - st->arrival_us
 			     : st->phase == CL_SIM_PHASE_QUEUED ? now_us - st->arrival_us
@@ -121,13 +123,18 @@ void cl_sim_stream_start(struct cl_sim *s, struct cl_sim_stream *st, int64_t sta
 		st->sched_first_us = st->deadline_us;
 		maybe_stall(s, st, 0, 1);
 	} else if (st->stream) {
+		/* An answer of no token (a stop string matched at the first) ends when its first
+		 * token would have come: one chunk that carries only the finish. */
 		st->next_n = tokens_in_next(s, st);
-		st->deadline_us = first_token_us + chunk_interval(s, st, st->next_n - 1);
+		st->deadline_us = first_token_us +
+				  (st->next_n ? chunk_interval(s, st, st->next_n - 1) : 0);
 		maybe_stall(s, st, 0, st->next_n);
 	} else {
 		/* One answer when the last token is due; the batch size is read once. */
 		st->sched_first_us = first_token_us;
-		st->deadline_us = first_token_us + chunk_interval(s, st, st->planned_tokens - 1);
+		st->deadline_us =
+		    first_token_us +
+		    (st->planned_tokens ? chunk_interval(s, st, st->planned_tokens - 1) : 0);
 		maybe_stall(s, st, 0, st->planned_tokens);
 	}
 	cl_sim_sched_push(s, st);
@@ -163,6 +170,32 @@ bool cl_sim_stream_begin(struct cl_sim *s, struct cl_sim_stream *st, int64_t now
 	return true;
 }
 
+bool cl_sim_stream_fail_at_once(struct cl_sim *s, struct cl_sim_stream *st, int64_t now_us)
+{
+	struct cl_sim_conn *c = st->conn;
+	char body[8192], hdr[200] = ""; /* as fire_whole's */
+	struct cl_sim_w w;
+	cl_sim_w_init(&w, body, sizeof(body));
+	cl_sim_dialect_body(&w, s->cfg);
+	if (st->has_request_id)
+		snprintf(hdr, sizeof(hdr), "X-Request-Id: %s\r\n", st->request_id);
+	int status = cl_sim_dialect_status(s->cfg);
+	s->stats.requests++;
+	s->stats.completed++;
+	st->failed = true;
+	log_stream(s, st, status, NULL, now_us);
+	return cl_sim_conn_respond(c, status, hdr, body, cl_sim_w_len(&w, body));
+}
+
+void cl_sim_stream_hang(struct cl_sim *s, struct cl_sim_stream *st)
+{
+	s->stats.requests++;
+	st->failed = true;
+	st->phase = CL_SIM_PHASE_HANGING; /* the connection stays busy: nothing more is read */
+	CL_DEBUG("request %llu: hang fault, holding it without an answer",
+		 (unsigned long long)st->seq);
+}
+
 /* The response is over (logged): give the slot back as of the scheduled end. */
 static void end_stream(struct cl_sim *s, struct cl_sim_stream *st, int http_status, int64_t now_us)
 {
@@ -193,14 +226,30 @@ static void fire_whole(struct cl_sim *s, struct cl_sim_stream *st, int64_t now_u
 	if (st->has_request_id)
 		snprintf(hdr, sizeof(hdr), "X-Request-Id: %s\r\n", st->request_id);
 	if (st->fault == CL_SIM_FAULT_DROP) {
+		st->failed = true;
 		end_stream(s, st, 0, now_us);
 		cl_sim_conn_close(c, NULL);
 		return;
 	}
-	if (st->fault == CL_SIM_FAULT_ERROR_CHUNK) {
-		status = 500;
-		rc = cl_sim_render_error(&body, "simulated error (chatload-sim fault error-chunk)",
-					 "server_error", "internal_error", 500);
+	if (st->fault == CL_SIM_FAULT_ERROR_CHUNK || st->fault == CL_SIM_FAULT_EMPTY) {
+		/* The failure as the dialect's server puts it in a body; an empty answer is a
+		 * completion without choices or usage, as a failed one was seen to be. */
+		char tmp[8192]; /* a 1024-byte message, each byte escaped to six at worst */
+		struct cl_sim_w w;
+		cl_sim_w_init(&w, tmp, sizeof(tmp));
+		if (st->fault == CL_SIM_FAULT_EMPTY) {
+			st->failed = true;
+			CL_SIM_W_LIT(&w, "{\"id\":\"");
+			cl_sim_w_str(&w, st->id);
+			CL_SIM_W_LIT(&w, "\",\"object\":\"chat.completion\",\"model\":\"");
+			cl_sim_w_str(&w, st->model);
+			CL_SIM_W_LIT(&w, "\",\"choices\":[],\"usage\":null}");
+		} else {
+			status = cl_sim_dialect_status(s->cfg);
+			st->failed = true;
+			cl_sim_dialect_body(&w, s->cfg);
+		}
+		rc = w.overflow ? CL_ETOOBIG : cl_buf_append(&body, tmp, cl_sim_w_len(&w, tmp));
 	} else {
 		bool usage = st->fault != CL_SIM_FAULT_NO_USAGE;
 		rc = st->api == CL_API_EMBEDDINGS
@@ -232,10 +281,12 @@ static void fire_whole(struct cl_sim *s, struct cl_sim_stream *st, int64_t now_u
 	cl_buf_free(&body);
 }
 
+/* Whether fault f strikes in the chunk of tokens [first, first + n); the one chunk of an
+ * answer of no token (n 0) holds the fault point too. */
 static bool fault_hits(const struct cl_sim_stream *st, enum cl_sim_fault f, uint32_t first,
 		       uint32_t n)
 {
-	return st->fault == f && first <= st->fault_tok && st->fault_tok < first + n;
+	return st->fault == f && first <= st->fault_tok && (st->fault_tok < first + n || n == 0);
 }
 
 /* What one chunk's events did: carried tokens (the next chunk follows), or ended the stream. */
@@ -253,9 +304,21 @@ static struct fire_events compose_events(struct cl_sim *s, struct cl_sim_stream 
 	uint32_t b = a + n;
 	bool last = b >= st->planned_tokens;
 	bool resp = st->api == CL_API_RESPONSES;
-	struct fire_events ev = { .end = false, .tokens = true };
+	struct fire_events ev = { .end = false, .tokens = n > 0 };
 
-	if (st->chunks == 0 && resp) {
+	if (st->fault == CL_SIM_FAULT_EMPTY) {
+		/* A stream that carries nothing: [DONE] alone (a Responses stream: nothing). */
+		st->failed = true;
+		if (!resp)
+			cl_sim_render_done(w);
+		return (struct fire_events){ .end = true, .tokens = false };
+	}
+	/* A failure before any token comes alone, as servers send it when the request fails
+	 * before its first output (no opening role chunk). */
+	bool fails_now = fault_hits(st, CL_SIM_FAULT_ERROR_CHUNK, a, n);
+	if (fails_now && st->chunks == 0) {
+		/* nothing before it */
+	} else if (st->chunks == 0 && resp) {
 		cl_sim_render_resp_created(w, st);
 	} else if (st->chunks == 0 && st->api == CL_API_CHAT) {
 		/* The legacy completions API has no role: its first chunk carries text. */
@@ -266,15 +329,14 @@ static struct fire_events compose_events(struct cl_sim *s, struct cl_sim_stream 
 		cl_sim_render_malformed(w, st);
 	if (fault_hits(st, CL_SIM_FAULT_WRONG_TYPE, a, n))
 		cl_sim_render_wrong_type(w, st, cfg->wrong_shape);
-	if (fault_hits(st, CL_SIM_FAULT_ERROR_CHUNK, a, n)) {
-		/* vLLM's shape: the error object, then [DONE]; a Responses stream's error
-		 * event ends it. */
-		if (resp) {
-			cl_sim_render_resp_error(w, st);
-		} else {
-			cl_sim_render_error_event(w);
-			cl_sim_render_done(w);
-		}
+	if (fails_now) {
+		st->failed = true;
+		/* The dialect's failure (--error-dialect), then its [DONE] if it sends one; a
+		 * Responses stream's error event ends it. */
+		if (resp)
+			cl_sim_render_resp_error(w, st, cfg->error_message);
+		else
+			cl_sim_dialect_event(w, cfg);
 		return (struct fire_events){ .end = true, .tokens = false };
 	}
 	struct cl_sim_chunk ch = {
@@ -339,6 +401,7 @@ void cl_sim_stream_fire(struct cl_sim *s, struct cl_sim_stream *st, int64_t now_
 	struct cl_sim_w w;
 
 	if (fault_hits(st, CL_SIM_FAULT_DROP, a, n)) {
+		st->failed = true;
 		end_stream(s, st, 200, now_us);
 		cl_sim_conn_close(c, NULL);
 		return;
@@ -398,7 +461,9 @@ void cl_sim_stream_abort(struct cl_sim *s, struct cl_sim_stream *st, const char 
 			s->stats.cut++;
 		else
 			s->stats.client_gone++;
-		log_stream(s, st, st->stream ? 200 : 0, outcome, now);
+		/* a held request got nothing, not even its status line */
+		log_stream(s, st, st->stream && phase != CL_SIM_PHASE_HANGING ? 200 : 0, outcome,
+			   now);
 	}
 	st->phase = CL_SIM_PHASE_IDLE;
 	if (phase == CL_SIM_PHASE_RUNNING) {

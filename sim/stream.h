@@ -12,6 +12,21 @@
  */
 bool cl_sim_stream_begin(struct cl_sim *s, struct cl_sim_stream *st, int64_t now_us);
 
+/*
+ * Answers an accepted streamed request whose error-chunk fault speaks json-200: status 200,
+ * application/json, the dialect's error body at once instead of a stream (a body has no
+ * middle for --fault-at to name).  Logged as failed.  Returns true when c is still open.
+ */
+bool cl_sim_stream_fail_at_once(struct cl_sim *s, struct cl_sim_stream *st, int64_t now_us);
+
+/*
+ * Holds an accepted request with the hang fault: nothing is ever sent on its connection (no
+ * headers, no byte) and nothing more is read from it as a request; it takes no batch slot.
+ * It ends when the client leaves (truth log "client_gone") or at shutdown, when it is cut
+ * at once ("cut"), logged failed with http_status 0.
+ */
+void cl_sim_stream_hang(struct cl_sim *s, struct cl_sim_stream *st);
+
 /* Called by the capacity model when st gets its slot at start_us: schedules the first
  * chunk at start + ttft (+ prefill) + (tokens in it - 1) * itl. */
 void cl_sim_stream_start(struct cl_sim *s, struct cl_sim_stream *st, int64_t start_us);

@@ -101,6 +101,10 @@ void cl_sim_truth_record(struct cl_sim_truth *t, const struct cl_sim_truth_rec *
 	cl_sim_w_i64(&w, r->http_status);
 	CL_SIM_W_LIT(&w, ",\"fault\":");
 	put_str_or_null(&w, r->fault);
+	if (r->failed)
+		CL_SIM_W_LIT(&w, ",\"failed\":true");
+	else
+		CL_SIM_W_LIT(&w, ",\"failed\":false");
 	TIME(&w, ",\"arrival_us\":", r->arrival_us);
 	CL_SIM_W_LIT(&w, ",\"queued_us\":");
 	cl_sim_w_i64(&w, r->queued_us);

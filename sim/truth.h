@@ -29,6 +29,8 @@ struct cl_sim_truth_rec {
 	int http_status;
 	const char *outcome; /* NULL: the status is http_status; else "client_gone" or "cut" */
 	const char *fault;   /* NULL: none */
+	bool failed;         /* the request failed: an error status, or a failure said in or
+			      * instead of its stream, a drop, an empty answer, none at all */
 	int64_t arrival_us;
 	int64_t queued_us;
 	int64_t sched_first_us, act_first_us;

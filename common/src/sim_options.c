@@ -110,13 +110,28 @@ const struct cl_sim_option cl_sim_options[] = {
 	  "tokens sent before a drop, malformed or error chunk (default: half the output)", true },
 	{ "fault-schedule", S, "LIST", NULL,
 	  "faults by request number, e.g. 'drop@2,500@5' (names: 500 429 drop malformed "
-	  "error-chunk no-usage no-done stall wrong-type); overrides the probabilities",
+	  "error-chunk no-usage no-done stall wrong-type empty hang); overrides the probabilities",
 	  true },
 	{ "wrong-type-shape", S, "SHAPE", "all",
 	  "what a wrong-type fault sends: content (a number), choices (a string), usage (a "
 	  "string token count), array (the chunk is an array), all (the four in turn) or rotate "
 	  "(request N sends shape (N-1) mod 4 of content, choices, usage, array)",
 	  true },
+	{ "fault-empty", F, "P", "0",
+	  "probability of a 200 stream that carries nothing: 'data: [DONE]' alone", true },
+	{ "fault-hang", F, "P", "0",
+	  "probability of a request read and never answered (no headers, no byte), the "
+	  "connection held open until the client leaves or the simulator exits",
+	  true },
+	{ "error-dialect", S, "NAME", "vllm",
+	  "how an error-chunk fault says the request failed: vllm, vllm-legacy, llama.cpp-field, "
+	  "tgi, tgi-openai, openai-event, anthropic or json-200 (a 200 JSON error body instead "
+	  "of a stream)",
+	  true },
+	{ "error-code", I, "N", "500", "the error-chunk fault's status code (400..599)", true },
+	{ "error-message", S, "TEXT",
+	  "simulated error inside the stream (chatload-sim fault error-chunk)",
+	  "the error-chunk fault's message", true },
 	/* connection behaviour of real servers */
 	{ "close-after-answer", B, NULL, NULL,
 	  "advertise 'Keep-Alive: timeout=5, max=100' (llama.cpp), then close each connection "
@@ -167,6 +182,8 @@ const struct cl_sim_option cl_sim_options[] = {
 };
 
 const size_t cl_sim_options_count = sizeof(cl_sim_options) / sizeof(cl_sim_options[0]);
+_Static_assert(sizeof(cl_sim_options) / sizeof(cl_sim_options[0]) <= CL_SIM_OPTIONS_MAX,
+	       "CL_SIM_OPTIONS_MAX bounds the table");
 
 const struct cl_sim_option *cl_sim_option_find(const char *name)
 {

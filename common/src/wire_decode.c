@@ -531,8 +531,10 @@ static int dec_args(struct wire_dec *d, const msgpack_object *args, struct cl_ms
 		return 0;
 	case CL_CMD_STOP:
 		f[0].name = "stage";
-		if ((rc = cli_wire_fields(d, args, f, 1)) ||
-		    (rc = cli_wire_get_u32(d, "stage", f[0].v, true, &c->stop.stage)))
+		f[1].name = "cut";
+		if ((rc = cli_wire_fields(d, args, f, 2)) ||
+		    (rc = cli_wire_get_u32(d, "stage", f[0].v, true, &c->stop.stage)) ||
+		    (rc = cli_wire_get_bool(d, "cut", f[1].v, false, &c->stop.cut)))
 			return rc;
 		return 0;
 	case CL_CMD_BODIES:

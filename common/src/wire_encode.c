@@ -442,8 +442,11 @@ static void enc_args(struct enc *e, const struct cl_msg_cmd *c)
 		i64(e, "start_at_coord_us", c->start_at.start_at_coord_us);
 		break;
 	case CL_CMD_STOP:
-		map(e, 1);
+		/* "cut" only when set: a plain STOP stays the one-key map it always was */
+		map(e, c->stop.cut ? 2 : 1);
 		u64(e, "stage", c->stop.stage);
+		if (c->stop.cut)
+			boolean(e, "cut", true);
 		break;
 	case CL_CMD_BODIES:
 		map(e, 2);

@@ -48,6 +48,10 @@ struct run_agent {
 	struct {                               /* the stage running now; reset when one starts */
 		bool participates;             /* given a non-empty share, and not given up on */
 		bool final_seen;               /* its FINAL report arrived */
+		/* that FINAL said the agent was stopped before the stage's end (a signal of its
+		 * own: it cut its requests and left), and why */
+		bool left;
+		char left_why[256];
 		int64_t last_interval;         /* highest interval index reported, -1 */
 		int64_t span_us;               /* agent time covered by its reports */
 		struct cl_stall_list stalls;   /* stalls it saw itself (coordinator clock) */
@@ -107,6 +111,7 @@ struct run_stage {
 	enum cl_stage_status status;
 	char reason[1400]; /* why the status is not ok; "" when it is */
 	bool stop_sent;    /* a signal arrived and the agents were told to stop */
+	bool cut_sent;     /* ... to cut their requests (a signal, even during a drain) */
 	bool ended_early;  /* a probe stopped once its SLOs had their samples (search.c) */
 	bool noted_run_on; /* ... and said it was running on for them */
 	/* when the agents were first told to stop or abort (0: never): the measured window

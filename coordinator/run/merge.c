@@ -359,6 +359,11 @@ static void on_stage_report(struct run *r, struct cl_fleet_agent *a, struct cl_m
 		ra->sources = rep->sources;
 		rep->sources = NULL;
 	}
+	if (rep->kind == CL_REPORT_FINAL && rep->error && !ra->stage.left) {
+		/* the agent stopped before the stage's end: its share is cut short */
+		ra->stage.left = true;
+		snprintf(ra->stage.left_why, sizeof(ra->stage.left_why), "%s", rep->error);
+	}
 	if (rep->kind == CL_REPORT_FINAL)
 		ra->stage.final_seen = true;
 	else

@@ -188,18 +188,29 @@ static void stage_abort(struct run *r, const char *reason)
 	r->exit_hint = CL_EXIT_FAILED;
 }
 
-/* A signal arrived: the agents stop their shares and get a drain's time to report. */
+/* Longest an interrupted stage waits for the agents' final reports: they cut what they hold
+ * at once, so only the report's trip is left. */
+#define INTERRUPT_REPORT_US (5 * 1000000LL)
+
+/* A signal arrived: the agents cut their requests in flight (no drain: a request the target
+ * never answers would hold the run for drain_timeout) and send their final reports at once.
+ * Also during a drain already under way (an SLO abort's, a probe's end). */
 static void stage_interrupt(struct run *r, int64_t now)
 {
 	struct run_stage *st = r->st;
-	cl_progress_note(&r->prog, "interrupted: stopping the agents");
+	cl_progress_note(&r->prog, "interrupted: stopping the agents, cutting their requests");
 	struct cl_msg_cmd c = { .cmd = CL_CMD_STOP };
 	c.stop.stage = (uint32_t)st->index;
+	c.stop.cut = true;
 	cl_fleet_broadcast(&r->fleet, &c);
+	/* an SLO abort's drain keeps its status: the signal only hastens its end */
+	if (!st->stop_sent)
+		stage_set_status(st, CL_STAGE_INTERRUPTED, "interrupted by a signal");
 	st->stop_sent = true;
 	stage_note_stop(st, now);
-	stage_set_status(st, CL_STAGE_INTERRUPTED, "interrupted by a signal");
-	st->deadline_us = now + r->s.workload.drain_timeout_us + 5 * 1000000LL;
+	st->cut_sent = true;
+	if (st->deadline_us > now + INTERRUPT_REPORT_US)
+		st->deadline_us = now + INTERRUPT_REPORT_US;
 }
 
 /* A lost or failed participant: with agents.on_loss continue, a lost one is no longer
@@ -237,6 +248,30 @@ static bool stage_check_fleet(struct run *r)
 	stage_abort(r, why);
 	cli_run_record_agents(r);
 	return true;
+}
+
+/* An agent whose final report says it was stopped before the stage's end (a signal of its
+ * own) ran only part of its share: the stage fails, saying so at once, unless the run was
+ * stopped too (interrupted, or already ending).  Before agents said it, such an agent went
+ * silent and was declared lost 10 s later. */
+static void stage_check_left(struct run *r)
+{
+	struct run_stage *st = r->st;
+	if (st->stop_sent || st->status != CL_STAGE_OK)
+		return;
+	for (size_t i = 0; i < r->fleet.n; i++) {
+		const struct run_agent *ra = &r->agents[i];
+		if (!ra->stage.participates || !ra->stage.left)
+			continue;
+		const struct cl_fleet_agent *a = &r->fleet.agents[i];
+		char why[400];
+		snprintf(why, sizeof(why), "agent %u (%s) left the stage before its end: %s", a->id,
+			 a->label, ra->stage.left_why);
+		cl_progress_note(&r->prog, "stage '%s' failed: %s", st->scn->name, why);
+		stage_set_status(st, CL_STAGE_FAILED, why);
+		r->exit_hint = CL_EXIT_FAILED;
+		return;
+	}
 }
 
 /* Samples what the agents spend, inside the measured window only (capacity planning). */
@@ -388,7 +423,7 @@ static bool stage_poll(struct run *r)
 	cli_run_note_own_stalls(r);
 	stage_note_silences(r);
 	int64_t now = cl_mono_us();
-	if (atomic_load(r->o->stop) && !st->stop_sent)
+	if (atomic_load(r->o->stop) && !st->cut_sent)
 		stage_interrupt(r, now);
 	stage_check_breach_window(r, now);
 	stage_check_probe_samples(r, now);
@@ -397,6 +432,7 @@ static bool stage_poll(struct run *r)
 	if (stage_check_fleet(r))
 		return true;
 	cli_run_emit_intervals(r); /* a lost agent is no longer waited for */
+	stage_check_left(r);
 	if (cli_run_all_finished(r, RUN_PHASE_STAGE))
 		return true;
 	if (now > st->deadline_us) {

@@ -3,6 +3,7 @@
  * scenario/stages.c). */
 #include "scenario/scenario.h"
 
+#include "chatload/assert.h"
 #include "chatload/sim_options.h"
 #include "chatload/units.h"
 
@@ -158,7 +159,7 @@ void cli_scn_sim_append(struct scn_ctx *c, struct cl_scn_target *t, const char *
 
 struct sim_arg {
 	struct cl_scn_target *t;
-	const struct ynode *seen[64];
+	const struct ynode *seen[CL_SIM_OPTIONS_MAX]; /* by index in cl_sim_options */
 };
 
 static void sim_pair(struct scn_ctx *c, const struct ynode *k, const struct ynode *v, bool merged,
@@ -175,10 +176,10 @@ static void sim_pair(struct scn_ctx *c, const struct ynode *k, const struct ynod
 	if (!o) {
 		/* suggest in the spelling the user chose: output_tokens or output-tokens */
 		bool underscore = strchr(k->str, '_') != NULL || strchr(k->str, '-') == NULL;
-		char names[64][32];
-		const char *list[64];
+		char names[CL_SIM_OPTIONS_MAX][32];
+		const char *list[CL_SIM_OPTIONS_MAX];
 		size_t n = 0;
-		for (size_t i = 0; i < cl_sim_options_count && n < 64; i++) {
+		for (size_t i = 0; i < cl_sim_options_count; i++) {
 			if (!cl_sim_options[i].scenario)
 				continue;
 			snprintf(names[n], sizeof(names[n]), "%s", cl_sim_options[i].name);
@@ -198,13 +199,13 @@ static void sim_pair(struct scn_ctx *c, const struct ynode *k, const struct ynod
 		return;
 	}
 	size_t idx = (size_t)(o - cl_sim_options);
-	if (idx < 64 && a->seen[idx]) {
+	CL_ASSERT(idx < CL_SIM_OPTIONS_MAX);
+	if (a->seen[idx]) {
 		if (!merged)
 			cli_scn_error(c, k, "duplicate key '%s' in %s", k->str, cli_scn_path(c));
 		return;
 	}
-	if (idx < 64)
-		a->seen[idx] = k;
+	a->seen[idx] = k;
 	size_t mark = cli_scn_path_key(c, k->str);
 	const char *value = NULL;
 	bool ok = false;

@@ -4,7 +4,12 @@ a loopback server answers every streamed generation with one of the fixtures of
 tests/data/streams (the table in docs/stream-decoding.md).  Every request is counted as an
 error of its class with the server's words in error_samples; none is completed or "no
 content"; an error_rate SLO is breached (exit 99), and the summary warns with the right
-cause.  The simulator's own error-chunk fault is api_shapes_test's and engine_faults_test's."""
+cause.  The simulator's own error-chunk fault is api_shapes_test's and engine_faults_test's.
+
+`SimDialects` plays each dialect from the simulator (`--error-dialect`), every request
+failing before its first token and after three, then half of them, and checks the counts
+against the simulator's truth log: a truncated answer never enters E2E or the tokens.  The runs
+mostly wait on their requests, so they share lanes."""
 import http.server
 import json
 import os
@@ -123,6 +128,105 @@ class Dialects(tl.FleetCase):
                 if cls == "empty_answer":
                     self.assertIn("8 requests were answered with a stream that carried no "
                                   "token", text)
+
+
+MESSAGE = "the request exceeds the available context size, try increasing it"
+REQUESTS = 6
+
+# dialect -> the error class its failure is counted in
+DIALECTS = {
+    "vllm": "stream_error",
+    "vllm-legacy": "stream_error",
+    "llama.cpp-field": "stream_error",
+    "tgi": "stream_error",
+    "openai-event": "stream_error",
+    "anthropic": "stream_error",
+    "tgi-openai": "stream_error",
+    "json-200": "stream_error",
+}
+
+
+class SimDialects(tl.FleetCase):
+    tag = "simdialects"
+
+    def run_sim(self, sim_args, name, slo="1%"):
+        sim = self.start_sim("--ttft", "5ms", "--itl", "2ms", "--output-tokens", "8",
+                             *sim_args)
+        doc = tl.scenario({"url": sim.url}, [{"name": "c2", "concurrency": 2,
+                                              "requests": REQUESTS}],
+                          {"local": 1}, name=name, slo={"error_rate": slo})
+        out = self.scope.path(name + "-out")
+        p = self.start_run(self.write_scenario(name, doc), out, name=name)
+        return sim, p, out
+
+    def check_all_failed(self, dialect, at):
+        cls = DIALECTS[dialect]
+        sim, p, out = self.run_sim(
+            ["--fault-error-chunk", "1", "--fault-at", str(at), "--error-dialect", dialect,
+             "--error-code", "400", "--error-message", MESSAGE],
+            "%s-at%d" % (dialect.replace(".", ""), at))
+        self.assertExit(p, 99, 120)
+        st = self.results(out)["stages"][0]
+        req = st["requests"]
+        why = "%s at %d: %r" % (dialect, at, req)
+        self.assertEqual(req["completed"], 0, why)
+        self.assertEqual(req["errors"][cls], REQUESTS, why)
+        self.assertEqual(req["errors_total"], REQUESTS, why)
+        self.assertEqual(req.get("no_content", 0), 0, why)
+        samples = req["error_samples"]
+        self.assertTrue(samples, why)
+        for s in samples:
+            self.assertEqual(s["class"], cls, why)
+            self.assertIn("available context size", s["body"], why)
+        # nothing of a failed answer is measured as an answer
+        self.assertEqual(st["latency_ms"]["e2e"]["count"], 0, why)
+        self.assertIn("SLO", p.text() + p.text("out"), why)
+        failed = [r for r in sim.truth() if r["failed"] and r["fault"] == "error-chunk"]
+        self.assertEqual(len(failed), REQUESTS, why)
+
+    def test_empty_answer(self):
+        """A 200 stream that carries nothing but [DONE] is an error, not a request without
+        content."""
+        sim, p, out = self.run_sim(["--fault-schedule", ",".join(
+            "empty@%d" % i for i in range(1, REQUESTS + 1))], "empty")
+        self.assertExit(p, 99, 120)
+        req = self.results(out)["stages"][0]["requests"]
+        self.assertEqual(req["completed"], 0, req)
+        self.assertEqual(req["errors"]["empty_answer"], REQUESTS, req)
+        self.assertEqual(req.get("no_content", 0), 0, req)
+
+    def test_half_failed_matches_truth(self):
+        """Half the requests fail (llama.cpp's `error:` field, mid-stream): the errors are
+        exactly the simulator's failed requests, the rest completed, and the SLO breached."""
+        sim, p, out = self.run_sim(
+            ["--fault-error-chunk", "0.5", "--fault-at", "3", "--error-dialect",
+             "llama.cpp-field", "--error-code", "400", "--error-message", MESSAGE,
+             "--seed", "7"], "half", slo="1%")
+        self.assertExit(p, 99, 120)
+        req = self.results(out)["stages"][0]["requests"]
+        truth = [r for r in sim.truth() if r.get("api") in (None, "chat")]
+        failed = sum(1 for r in truth if r["failed"])
+        self.assertGreater(failed, 0)
+        self.assertLess(failed, len(truth))
+        self.assertEqual(req["errors"]["stream_error"], failed, req)
+        self.assertEqual(req["completed"], len(truth) - failed, req)
+
+
+def _add(dialect, at):
+    def t(self):
+        self.check_all_failed(dialect, at)
+    t.__doc__ = "%s, failing %s" % (dialect, "before the first token" if at == 0 else
+                                    "after %d tokens" % at)
+    setattr(SimDialects, "test_%s_at%d" % (dialect.replace(".", "").replace("-", "_"), at), t)
+
+
+for _d in DIALECTS:
+    for _at in (0, 3):
+        _add(_d, _at)
+
+_names = sorted(n for n in dir(SimDialects) if n.startswith("test_"))
+load_tests = tl.lanes(["Dialects"], *[["SimDialects.%s" % n for n in _names[i::3]]
+                                     for i in range(3)])
 
 
 if __name__ == "__main__":

@@ -119,6 +119,52 @@ class StreamFaults(unittest.TestCase):
                              5 * 10000 + 300000)
 
 
+class Hang(unittest.TestCase):
+    """The hang fault: the request is read, then nothing, not even headers, until the client
+    leaves or the simulator exits; the server goes on serving the others."""
+
+    def test_no_byte_until_the_client_leaves(self):
+        import socket
+        with fault_sim("--fault-schedule", "hang@1") as sim:
+            c = sc.Conn(sim.port, timeout=1.5)
+            c.send("POST", "/v1/chat/completions",
+                   {"model": "chatload-sim", "stream": True, "max_tokens": 3,
+                    "messages": [{"role": "user", "content": "hi"}]})
+            with self.assertRaises(socket.timeout):
+                c.sock.recv(1)  # not a byte in 1.5 s, and the connection still open
+            # others are answered meanwhile, and its own connection reads nothing more
+            self.assertEqual(sc.chat(sim.port, max_tokens=2).status, 200)
+            c.send("GET", "/health")
+            with self.assertRaises(socket.timeout):
+                c.sock.recv(1)
+            c.close()
+            recs = sorted(sim.truth(2), key=lambda r: r["seq"])
+            self.assertEqual([(r["fault"], r["status"], r["http_status"], r["failed"])
+                              for r in recs],
+                             [("hang", "client_gone", 0, True), (None, 200, 200, False)])
+
+    def test_held_not_streamed_and_cut_at_shutdown_at_once(self):
+        import socket
+        import time
+        with fault_sim("--fault-hang", "1", "--grace", "30s") as sim:
+            c = sc.Conn(sim.port, timeout=1.0)
+            c.send("POST", "/v1/chat/completions",
+                   {"model": "chatload-sim", "stream": False, "max_tokens": 3,
+                    "messages": [{"role": "user", "content": "hi"}]})
+            with self.assertRaises(socket.timeout):
+                c.sock.recv(1)
+            c.sock.settimeout(10)
+            t0 = time.monotonic()
+            self.assertEqual(sim.stop(), 0)
+            # the held connection is closed at shutdown, not kept for --grace
+            self.assertEqual(c.sock.recv(1), b"")
+            self.assertLess(time.monotonic() - t0, 5)
+            rec = sim.truth(1)[0]
+            self.assertEqual((rec["fault"], rec["status"], rec["http_status"], rec["failed"]),
+                             ("hang", "cut", 0, True))
+            c.close()
+
+
 class Deciding(unittest.TestCase):
     def test_schedule_by_request_number(self):
         with fault_sim("--fault-schedule", "drop@2,429@3,no-done@5") as sim:

@@ -736,6 +736,13 @@ static void test_cmd_plain(void **state)
 	roundtrip(&in, &out);
 	check_cmd_envelope(&out, CL_CMD_STOP);
 	assert_int_equal(out.cmd.stop.stage, 6);
+	assert_false(out.cmd.stop.cut);
+	cl_msg_free(&out);
+	/* an interrupted run's STOP cuts: the flag travels */
+	in.cmd.stop.cut = true;
+	roundtrip(&in, &out);
+	assert_int_equal(out.cmd.stop.stage, 6);
+	assert_true(out.cmd.stop.cut);
 	cl_msg_free(&out);
 }
 

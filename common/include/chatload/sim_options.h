@@ -23,6 +23,10 @@ struct cl_sim_option {
 	bool scenario;       /* may appear under target.simulator (false: process-level) */
 };
 
+/* Options the table holds at most: a scenario's check of repeated keys keeps one slot per
+ * option (coordinator/scenario/sections.c), so the table is held under it at compile time. */
+#define CL_SIM_OPTIONS_MAX 128
+
 extern const struct cl_sim_option cl_sim_options[];
 extern const size_t cl_sim_options_count;
 

@@ -280,9 +280,12 @@ struct cl_cmd_start_at {
 	int64_t start_at_coord_us;  /* convert with cl_clock_est_to_local */
 };
 
-/* STOP: end the window of a stage now (drain, then REPORT final). */
+/* STOP: end the window of a stage now (drain, then REPORT final).  cut: no drain; the
+ * requests in flight are cut at once (an interrupted run), so the final report goes within
+ * moments whatever the target is doing. */
 struct cl_cmd_stop {
 	uint32_t stage;
+	bool cut;
 };
 
 /* GENERATE: run a generate job (docs/protocol.md): the requests come in LEASE commands, the
