@@ -2,7 +2,7 @@
  * against the allow-list (client/http/allow.c holds the rule). */
 #include "allow.h"
 
-#include "http/allow.h"
+#include "client/http/allow.h"
 
 #include <stdio.h>
 

@@ -3,7 +3,7 @@
 #ifndef CHATLOAD_AGENT_CONTROL_H
 #define CHATLOAD_AGENT_CONTROL_H
 
-#include "http/allow.h"
+#include "client/http/allow.h"
 
 #include "chatload/exitcode.h"
 #include "chatload/srcaddr.h"

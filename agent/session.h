@@ -8,7 +8,7 @@
 
 #include "engine/engine.h"
 #include "generate/runner.h"
-#include "probe/readiness.h"
+#include "client/probe/readiness.h"
 
 #include "chatload/clock.h"
 #include "chatload/err.h"

@@ -3,7 +3,7 @@
 #ifndef CHATLOAD_ENGINE_H
 #define CHATLOAD_ENGINE_H
 
-#include "http/allow.h"
+#include "client/http/allow.h"
 
 #include "chatload/err.h"
 #include "chatload/fdlimit.h"

@@ -4,7 +4,7 @@
 #include "internal.h"
 
 #include "chatload/clock.h"
-#include "stream/chunk.h"
+#include "client/stream/chunk.h"
 
 #include <math.h>
 

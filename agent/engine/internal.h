@@ -8,8 +8,8 @@
 #include "backoff.h"
 #include "engine.h"
 
-#include "http/handle.h"
-#include "stream/sse.h"
+#include "client/http/handle.h"
+#include "client/stream/sse.h"
 
 #include "chatload/buf.h"
 #include "chatload/clock.h"

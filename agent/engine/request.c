@@ -4,10 +4,10 @@
 #include "internal.h"
 #include "route.h"
 
-#include "stream/chunk.h"
-#include "stream/embedding.h"
-#include "stream/error.h"
-#include "stream/event.h"
+#include "client/stream/chunk.h"
+#include "client/stream/embedding.h"
+#include "client/stream/error.h"
+#include "client/stream/event.h"
 
 #include "chatload/clock.h"
 #include "chatload/log.h"

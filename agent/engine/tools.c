@@ -2,7 +2,7 @@
  * agentic loop's history (the assistant's calls, the synthetic tool results). */
 #include "internal.h"
 
-#include "stream/chunk.h"
+#include "client/stream/chunk.h"
 
 #include <stdio.h>
 #include <stdlib.h>

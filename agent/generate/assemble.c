@@ -1,6 +1,6 @@
 /* Streamed chat.completion.chunk events folded into one chat.completion (jansson holds the
  * parts; a chunk's strings are appended, its scalars replace). */
-#include "generate/assemble.h"
+#include "agent/generate/assemble.h"
 
 #include <jansson.h>
 

@@ -1,12 +1,12 @@
 /* The generate runner: one thread, one libcurl multi, up to `concurrency` streamed chat
  * completions of leased requests, retried with backoff on retryable failures, answers
  * assembled and queued for the control thread. */
-#include "generate/runner.h"
-#include "generate/assemble.h"
+#include "agent/generate/runner.h"
+#include "agent/generate/assemble.h"
 
-#include "http/handle.h"
-#include "stream/event.h"
-#include "stream/sse.h"
+#include "client/http/handle.h"
+#include "client/stream/event.h"
+#include "client/stream/sse.h"
 
 #include "chatload/assert.h"
 #include "chatload/clock.h"

@@ -5,7 +5,7 @@
 #ifndef CHATLOAD_GENERATE_RUNNER_H
 #define CHATLOAD_GENERATE_RUNNER_H
 
-#include "http/allow.h"
+#include "client/http/allow.h"
 
 #include "chatload/err.h"
 #include "chatload/plan.h"

@@ -1,6 +1,6 @@
 /* The allow-list decision (--allow-target): entries and target URLs are both parsed by
  * libcurl (http/url.c), and compared on the host and port libcurl connects to. */
-#include "http/allow.h"
+#include "client/http/allow.h"
 
 #include <stdio.h>
 #include <sys/socket.h>

@@ -3,7 +3,7 @@
 #ifndef CHATLOAD_HTTP_ALLOW_H
 #define CHATLOAD_HTTP_ALLOW_H
 
-#include "http/url.h"
+#include "client/http/url.h"
 
 #include "chatload/err.h"
 

@@ -1,7 +1,7 @@
 /* One way to talk to a target: URL and allow-list, headers and key, TLS, timeouts, HTTP
  * version and protocols, decided once from the plan and applied to any number of libcurl
  * handles by the engine and the readiness probe alike. */
-#include "http/handle.h"
+#include "client/http/handle.h"
 
 #include <stdio.h>
 #include <stdlib.h>

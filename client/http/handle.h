@@ -3,9 +3,9 @@
 #ifndef CHATLOAD_HTTP_HANDLE_H
 #define CHATLOAD_HTTP_HANDLE_H
 
-#include "http/allow.h"
-#include "http/url.h"
-#include "httpver/httpver.h"
+#include "client/http/allow.h"
+#include "client/http/url.h"
+#include "client/httpver/httpver.h"
 
 #include "chatload/err.h"
 #include "chatload/plan.h"

@@ -1,7 +1,7 @@
 /* Where a target URL makes libcurl connect, parsed by libcurl itself (curl_url()), and
  * endpoint URLs built by the same parser: a check that parses a URL differently from the
  * code that connects can be walked around (user@host, percent-encoding, odd IP spellings). */
-#include "http/url.h"
+#include "client/http/url.h"
 
 #include <arpa/inet.h>
 #include <curl/curl.h>

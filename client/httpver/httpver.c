@@ -1,6 +1,6 @@
 /* The HTTP-version decision (HTTP/1.1, h2 over ALPN, h2c with prior knowledge or by Upgrade)
  * and the libcurl options that carry it out, shared by the probe and the engine. */
-#include "httpver/httpver.h"
+#include "client/httpver/httpver.h"
 
 #include <string.h>
 

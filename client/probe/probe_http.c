@@ -1,14 +1,14 @@
 /* One attempt of each readiness phase (connect, /models, a streamed generation) over blocking
  * libcurl, classified as ok, not yet or fatal with a short human reason. */
-#include "probe/probe_http.h"
+#include "client/probe/probe_http.h"
 
-#include "probe/readiness.h"
-#include "stream/chunk.h"
-#include "stream/embedding.h"
-#include "stream/error.h"
-#include "stream/event.h"
-#include "stream/responses.h"
-#include "stream/sse.h"
+#include "client/probe/readiness.h"
+#include "client/stream/chunk.h"
+#include "client/stream/embedding.h"
+#include "client/stream/error.h"
+#include "client/stream/event.h"
+#include "client/stream/responses.h"
+#include "client/stream/sse.h"
 
 #include "chatload/clock.h"
 #include "chatload/units.h"

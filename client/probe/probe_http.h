@@ -3,7 +3,7 @@
 #ifndef CHATLOAD_PROBE_HTTP_H
 #define CHATLOAD_PROBE_HTTP_H
 
-#include "http/handle.h"
+#include "client/http/handle.h"
 
 #include "chatload/buf.h"
 #include "chatload/err.h"

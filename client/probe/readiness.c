@@ -1,8 +1,8 @@
 /* The readiness gate's loop: phases in order, capped exponential backoff with full jitter,
  * the deadline and cancellation (the verdict's words are common's, chatload/readiness.h). */
-#include "probe/readiness.h"
+#include "client/probe/readiness.h"
 
-#include "probe/probe_http.h"
+#include "client/probe/probe_http.h"
 
 #include "chatload/clock.h"
 #include "chatload/rng.h"

@@ -3,7 +3,7 @@
 #ifndef CHATLOAD_PROBE_READINESS_H
 #define CHATLOAD_PROBE_READINESS_H
 
-#include "http/allow.h"
+#include "client/http/allow.h"
 
 #include "chatload/plan.h"
 #include "chatload/readiness.h"

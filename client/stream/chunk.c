@@ -1,11 +1,11 @@
 /* Zero-allocation chunk decoder: one validating recursive-descent pass reading known fields. */
-#include "stream/chunk.h"
+#include "client/stream/chunk.h"
 
 #include <string.h>
 
 #include "chatload/assert.h"
 #include "chatload/err.h"
-#include "stream/json_scan.h"
+#include "client/stream/json_scan.h"
 
 /*
  * Why a chunk that is valid JSON is not a chunk (cl_chunk.malformed).  Each read field keeps

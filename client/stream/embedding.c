@@ -1,10 +1,10 @@
 /* Zero-allocation decoder of one /v1/embeddings answer (see embedding.h). */
-#include "stream/embedding.h"
+#include "client/stream/embedding.h"
 
 #include <string.h>
 
 #include "chatload/err.h"
-#include "stream/json_scan.h"
+#include "client/stream/json_scan.h"
 
 #define R_TOP       "the answer is not a JSON object"
 #define R_DATA      "data is not an array"

@@ -1,11 +1,11 @@
 /* The reader of a server's failure text in every dialect: one validating pass keeping the
  * fields any of them uses, then what they mean (see error.h). */
-#include "stream/error.h"
+#include "client/stream/error.h"
 
 #include <string.h>
 
 #include "chatload/err.h"
-#include "stream/json_scan.h"
+#include "client/stream/json_scan.h"
 
 /* The fields of an error object ("error", "response.error") or of the top level. */
 struct fields {

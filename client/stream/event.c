@@ -1,13 +1,13 @@
 /* One event to its facts: the SSE flags first, then the API's decoder, then the shapes of a
  * failure that decoder does not know (see event.h). */
-#include "stream/event.h"
+#include "client/stream/event.h"
 
 #include <string.h>
 
 #include "chatload/err.h"
-#include "stream/error.h"
-#include "stream/responses.h"
-#include "stream/sse.h"
+#include "client/stream/error.h"
+#include "client/stream/responses.h"
+#include "client/stream/sse.h"
 
 static void clear(struct cl_chunk *out)
 {

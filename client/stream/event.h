@@ -6,7 +6,7 @@
 #include <stddef.h>
 
 #include "chatload/plan.h"
-#include "stream/chunk.h"
+#include "client/stream/chunk.h"
 
 /* cl_chunk.malformed of a body that was one JSON document but no error. */
 #define CL_EVENT_NOT_A_STREAM "the server sent one JSON document, not an event stream"

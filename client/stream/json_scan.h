@@ -6,7 +6,7 @@
 #ifndef CHATLOAD_JSON_SCAN_H
 #define CHATLOAD_JSON_SCAN_H
 
-#include "stream/chunk.h"
+#include "client/stream/chunk.h"
 
 #include "chatload/err.h"
 

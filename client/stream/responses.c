@@ -1,11 +1,11 @@
 /* Zero-allocation decoder of one streamed Responses API event: one validating pass that keeps
  * the fields read, then decides by the event's type what they mean (see responses.h). */
-#include "stream/responses.h"
+#include "client/stream/responses.h"
 
 #include <string.h>
 
 #include "chatload/err.h"
-#include "stream/json_scan.h"
+#include "client/stream/json_scan.h"
 
 #define R_TOP      "the event is not a JSON object"
 #define R_TYPE     "type is not a string"

@@ -2,7 +2,7 @@
 #ifndef CHATLOAD_RESPONSES_H
 #define CHATLOAD_RESPONSES_H
 
-#include "stream/chunk.h"
+#include "client/stream/chunk.h"
 
 #include <stddef.h>
 

@@ -1,5 +1,5 @@
 /* Incremental server-sent-events parser: a byte-level line state machine, any split. */
-#include "stream/sse.h"
+#include "client/stream/sse.h"
 
 #include <stdlib.h>
 #include <string.h>

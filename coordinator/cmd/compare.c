@@ -1,7 +1,7 @@
 /* chatload compare: compares two results.json files and exits 99 on a regression. */
-#include "cmd/commands.h"
-#include "report/compare.h"
-#include "results/results.h"
+#include "coordinator/cmd/commands.h"
+#include "coordinator/report/compare.h"
+#include "coordinator/results/results.h"
 
 #include "chatload/err.h"
 #include "chatload/exitcode.h"

@@ -1,10 +1,10 @@
 /* chatload history: reads a nightly job's nights (DIR/<YYYY-MM-DD>[-N]/results.json, as
  * deploy/nightly.sh lays them out), judges the trend and exits 99 when the latest night
  * starts a step for the worse. */
-#include "cmd/commands.h"
-#include "report/compare.h"
-#include "report/history.h"
-#include "results/results.h"
+#include "coordinator/cmd/commands.h"
+#include "coordinator/report/compare.h"
+#include "coordinator/report/history.h"
+#include "coordinator/results/results.h"
 
 #include "chatload/err.h"
 #include "chatload/exitcode.h"

@@ -1,7 +1,7 @@
 /* chatload probe: runs the readiness gate alone from this machine and prints its verdict. */
-#include "cmd/commands.h"
+#include "coordinator/cmd/commands.h"
 
-#include "probe/readiness.h"
+#include "client/probe/readiness.h"
 
 #include "chatload/exitcode.h"
 #include "chatload/log.h"

@@ -1,7 +1,7 @@
 /* chatload report: re-renders a saved results.json as a table, CSV, Markdown or HTML. */
-#include "cmd/commands.h"
-#include "report/report.h"
-#include "results/results.h"
+#include "coordinator/cmd/commands.h"
+#include "coordinator/report/report.h"
+#include "coordinator/results/results.h"
 
 #include "chatload/err.h"
 #include "chatload/exitcode.h"

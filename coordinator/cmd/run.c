@@ -1,7 +1,7 @@
 /* chatload run: flags for one run (run/run.c does the work). */
-#include "cmd/commands.h"
-#include "run/run.h"
-#include "scenario/scenario.h"
+#include "coordinator/cmd/commands.h"
+#include "coordinator/run/run.h"
+#include "coordinator/scenario/scenario.h"
 
 #include "chatload/exitcode.h"
 

@@ -1,15 +1,15 @@
 /* chatload validate: loads scenarios, prints every error with its position, or the resolved
  * plan with every default shown. */
-#include "cmd/commands.h"
+#include "coordinator/cmd/commands.h"
 
 #include "chatload/exitcode.h"
 #include "chatload/metrics.h"
-#include "generate/batch.h"
-#include "results/results.h"
-#include "scenario/scenario.h"
+#include "coordinator/generate/batch.h"
+#include "coordinator/results/results.h"
+#include "coordinator/scenario/scenario.h"
 #include "chatload/sim_options.h"
 #include "chatload/units.h"
-#include "workload/workload.h"
+#include "coordinator/workload/workload.h"
 
 #include <errno.h>
 

@@ -5,9 +5,9 @@
  * the request id), and a reply is any later message sent with that header.  That is what
  * lets this one thread hold a POLL while it answers others, without a context and an aio per
  * request in flight and the hand-offs between nng's threads and this one they would need. */
-#include "fleet/fleet.h"
+#include "coordinator/fleet/fleet.h"
 
-#include "fleet/internal.h"
+#include "coordinator/fleet/internal.h"
 
 #include "chatload/assert.h"
 #include "chatload/clock.h"

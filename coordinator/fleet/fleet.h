@@ -7,7 +7,7 @@
 
 #include "chatload/err.h"
 #include "chatload/hist.h"
-#include "scenario/scenario.h"
+#include "coordinator/scenario/scenario.h"
 #include "chatload/stall.h"
 #include "chatload/transport.h"
 #include "chatload/wire.h"

@@ -1,5 +1,5 @@
 /* The fleet's address book: each pipe's remote address, read when the pipe is added. */
-#include "fleet/internal.h"
+#include "coordinator/fleet/internal.h"
 
 #include "chatload/err.h"
 #include "chatload/transport.h"

@@ -1,5 +1,5 @@
 /* The coordinator's watch on its own stalls: a thread that notices when it wakes up late. */
-#include "fleet/internal.h"
+#include "coordinator/fleet/internal.h"
 
 #include "chatload/err.h"
 

@@ -1,7 +1,7 @@
 /* A set of custom_ids as 64-bit hashes (the ids already answered and those seen in the input
  * of a generate job, in 8 bytes an id), and a set of line numbers as bits (the lines still to
  * send). */
-#include "generate/batch.h"
+#include "coordinator/generate/batch.h"
 
 #include <stdlib.h>
 #include <string.h>

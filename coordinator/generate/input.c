@@ -1,7 +1,7 @@
 /* A generate job's input, an OpenAI Batch file, read in two streaming passes: the checking
  * pass before anything is sent (every bad line named by file:line:col) and the sending pass,
  * which reads as the leases need it.  Neither holds the file: one line at a time. */
-#include "generate/batch.h"
+#include "coordinator/generate/batch.h"
 
 #include <jansson.h>
 

@@ -1,7 +1,7 @@
 /* A generate job's output and errors files: opened with a half-written last line repaired and
  * the custom_ids in them read back (what a rerun skips), then appended whole lines at a time
  * in OpenAI's Batch output shape, fsync'd in batches. */
-#include "generate/batch.h"
+#include "coordinator/generate/batch.h"
 
 #include "chatload/clock.h"
 #include "chatload/log.h"

@@ -1,6 +1,6 @@
 /* A generate job's spool: a dataset's records, rendered, written as OpenAI Batch lines beside
  * the output, so a dataset job runs through the same streaming passes as a Batch input. */
-#include "generate/batch.h"
+#include "coordinator/generate/batch.h"
 
 #include <errno.h>
 #include <stdlib.h>

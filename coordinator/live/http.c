@@ -1,5 +1,5 @@
 /* The live HTTP listener on nng's HTTP server (see live/http.h). */
-#include "live/http.h"
+#include "coordinator/live/http.h"
 
 #include <arpa/inet.h>
 #include <nng/nng.h>

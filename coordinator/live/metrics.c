@@ -1,6 +1,6 @@
 /* The run's live metrics: snapshots the run thread writes, Prometheus text rendered for HTTP
  * threads (see live/metrics.h; docs/metrics.md lists every name). */
-#include "live/metrics.h"
+#include "coordinator/live/metrics.h"
 
 #include "chatload/assert.h"
 #include "chatload/clock.h"

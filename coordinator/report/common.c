@@ -1,8 +1,8 @@
 /* What every report format shares: the dispatcher, number formatting, and the stage summary
  * row (so the terminal, Markdown and HTML tables show the same cells). */
-#include "report/report.h"
-#include "results/results.h"
-#include "results/internal.h"
+#include "coordinator/report/report.h"
+#include "coordinator/results/results.h"
+#include "coordinator/results/internal.h"
 
 #include "chatload/err.h"
 #include "chatload/exitcode.h"

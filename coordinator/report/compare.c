@@ -1,8 +1,8 @@
 /* chatload compare: matches stages by name, compares each headline metric in the direction
  * that matters, and counts regressions beyond the allowed change. */
-#include "report/compare.h"
-#include "results/results.h"
-#include "results/internal.h"
+#include "coordinator/report/compare.h"
+#include "coordinator/results/results.h"
+#include "coordinator/results/internal.h"
 
 #include "chatload/err.h"
 #include "chatload/exitcode.h"

@@ -1,8 +1,8 @@
 /* results.csv: one row per stage with stable column names (docs/results.md lists them);
  * numbers as in results.json, empty cells for "no data". */
-#include "report/report.h"
-#include "results/results.h"
-#include "results/internal.h"
+#include "coordinator/report/report.h"
+#include "coordinator/results/results.h"
+#include "coordinator/results/internal.h"
 
 #include "chatload/err.h"
 

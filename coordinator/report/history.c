@@ -1,11 +1,11 @@
 /* chatload history: builds the trend of a nightly job's nights (each a results document)
  * per stage and headline figure, runs the step detector on each, and renders the result as
  * a terminal table.  The HTML page is history_html.c. */
-#include "report/history.h"
-#include "report/history_int.h"
-#include "report/compare.h"
-#include "results/results.h"
-#include "results/internal.h"
+#include "coordinator/report/history.h"
+#include "coordinator/report/history_int.h"
+#include "coordinator/report/compare.h"
+#include "coordinator/results/results.h"
+#include "coordinator/results/internal.h"
 
 #include "chatload/err.h"
 

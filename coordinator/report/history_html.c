@@ -1,10 +1,10 @@
 /* chatload history's HTML page: the verdict, the events, and per stage one SVG chart per
  * headline figure (nights on the x axis, each night's ci95 as an error bar, the band the
  * history expected shaded, steps marked).  One file: inline CSS and SVG, no scripts. */
-#include "report/history.h"
-#include "report/history_int.h"
-#include "results/results.h"
-#include "results/internal.h"
+#include "coordinator/report/history.h"
+#include "coordinator/report/history_int.h"
+#include "coordinator/results/results.h"
+#include "coordinator/results/internal.h"
 
 #include "chatload/err.h"
 

@@ -2,8 +2,8 @@
  * baseline of the nights before them (median and MAD, with each night's own ci95), a night
  * that leaves the band confirmed as a step by the night after it, or called an outlier when
  * that night comes back.  Pure functions; docs/results.md ("chatload history") says why. */
-#include "report/history.h"
-#include "results/internal.h"
+#include "coordinator/report/history.h"
+#include "coordinator/results/internal.h"
 
 #include "chatload/assert.h"
 

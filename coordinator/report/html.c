@@ -1,9 +1,9 @@
 /* report.html: one self-contained XHTML-compatible page (inline CSS and SVG, no scripts, no
  * network) with the stage table, verdict, detail tables and charts; and the live page
  * (chatload run --web), the same with a small script that refreshes it. */
-#include "report/report.h"
-#include "results/results.h"
-#include "results/internal.h"
+#include "coordinator/report/report.h"
+#include "coordinator/results/results.h"
+#include "coordinator/results/internal.h"
 
 #include "chatload/err.h"
 

@@ -2,8 +2,8 @@
  * throughput across a sweep, SLO lines drawn), distributions from the stored histograms, and
  * one timeline across every stage.  Failed, degraded, interrupted and client-bound stages are
  * marked, never drawn as normal points. */
-#include "results/results.h"
-#include "results/internal.h"
+#include "coordinator/results/results.h"
+#include "coordinator/results/internal.h"
 
 #include <math.h>
 #include <stdlib.h>

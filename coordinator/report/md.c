@@ -1,8 +1,8 @@
 /* report.md: the stage table plus verdict, estimates, readiness, warmup, agents, warnings
  * and error samples, as GitHub-flavoured Markdown tables. */
-#include "report/report.h"
-#include "results/results.h"
-#include "results/internal.h"
+#include "coordinator/report/report.h"
+#include "coordinator/results/results.h"
+#include "coordinator/results/internal.h"
 
 #include "chatload/err.h"
 

@@ -2,8 +2,8 @@
  * tokens per request, errors by class, client health, agent episodes, endpoints, client
  * hosts), built once as cells
  * so the terminal, report.md and report.html say the same thing. */
-#include "results/results.h"
-#include "results/internal.h"
+#include "coordinator/results/results.h"
+#include "coordinator/results/internal.h"
 
 #include "chatload/err.h"
 

@@ -1,6 +1,6 @@
 /* Inline SVG line charts for report.html: honest axes from zero, round tick values, a grid,
  * a legend and hover titles on the points; plain attributes, so the markup is valid XML. */
-#include "results/internal.h"
+#include "coordinator/results/internal.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,8 +1,8 @@
 /* The terminal summary printed at the end of `run` and by `chatload report`: one aligned row
  * per stage, then verdict, estimates, warnings and where the results are. */
-#include "report/report.h"
-#include "results/results.h"
-#include "results/internal.h"
+#include "coordinator/report/report.h"
+#include "coordinator/results/results.h"
+#include "coordinator/results/internal.h"
 
 #include "chatload/err.h"
 

@@ -1,7 +1,7 @@
 /* The capacity search's decisions, its knee and its plan (see results/capacity.h). */
-#include "results/capacity.h"
+#include "coordinator/results/capacity.h"
 
-#include "results/results.h"
+#include "coordinator/results/results.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@
 #ifndef CHATLOAD_CAPACITY_H
 #define CHATLOAD_CAPACITY_H
 
-#include "scenario/scenario.h"
+#include "coordinator/scenario/scenario.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,9 +1,9 @@
 /* The 95 % confidence intervals of a stage's headline figures (stages[].ci95): batch means over
  * the stage's report intervals in bounded memory, or the spread across a stage's repeats
  * (their figures for the rates, their distribution functions for the percentiles). */
-#include "results/results.h"
-#include "results/internal.h"
-#include "results/verdict.h"
+#include "coordinator/results/results.h"
+#include "coordinator/results/internal.h"
+#include "coordinator/results/verdict.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,8 +1,8 @@
 /* What faults leave in the document: a lost agent's unaccounted load per stage, each agent's
  * episodes (stalls, silences, loss) gathered at the run level, and the warnings they call
  * for.  docs/protocol.md ("Faults") says what each fault leaves. */
-#include "results/results.h"
-#include "results/internal.h"
+#include "coordinator/results/results.h"
+#include "coordinator/results/internal.h"
 
 #include <math.h>
 #include <stdarg.h>

@@ -1,7 +1,7 @@
 /* The stored histogram form of results.json, and the decoder that rebuilds an exact
  * cl_hist from it (so any percentile can be recomputed from a file, long after the run). */
-#include "results/results.h"
-#include "results/internal.h"
+#include "coordinator/results/results.h"
+#include "coordinator/results/internal.h"
 
 #include "chatload/hist_wire.h"
 

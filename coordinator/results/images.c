@@ -1,6 +1,6 @@
 /* What workload.images cost in prompt tokens: a stage's measured prompt tokens per request
  * against the text's estimate, per image (results' `stages[].images`). */
-#include "results/internal.h"
+#include "coordinator/results/internal.h"
 
 #include <math.h>
 

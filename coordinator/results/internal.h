@@ -4,7 +4,7 @@
 #ifndef CHATLOAD_RESULTS_INTERNAL_H
 #define CHATLOAD_RESULTS_INTERNAL_H
 
-#include "results/results.h"
+#include "coordinator/results/results.h"
 
 #include "chatload/err.h"
 

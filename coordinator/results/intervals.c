@@ -2,9 +2,9 @@
  * batch means of ci95, the abort window), its line in intervals.jsonl, its summary kept in
  * results.json (every other one dropped when the cap is reached) with the agents' health,
  * and the stage's stall episodes. */
-#include "results/results.h"
-#include "results/internal.h"
-#include "results/verdict.h"
+#include "coordinator/results/results.h"
+#include "coordinator/results/internal.h"
+#include "coordinator/results/verdict.h"
 
 #include "chatload/err.h"
 

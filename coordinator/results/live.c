@@ -1,7 +1,7 @@
 /* The document as it stands during a run, for the live report page (chatload run --web):
  * the finished stages, and the running stage's intervals so far. */
-#include "results/results.h"
-#include "results/internal.h"
+#include "coordinator/results/results.h"
+#include "coordinator/results/internal.h"
 
 json_t *cl_results_live_doc(const struct cl_results *r)
 {

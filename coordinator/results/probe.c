@@ -1,12 +1,12 @@
 /* Stages a run adds as it goes: a capacity search's probes, inserted into the results as the
  * search decides on them and judged by the search's SLOs, and the search's answer, the
  * document's `capacity`. */
-#include "results/results.h"
-#include "results/internal.h"
-#include "server/explain.h"
-#include "results/verdict.h"
+#include "coordinator/results/results.h"
+#include "coordinator/results/internal.h"
+#include "coordinator/server/explain.h"
+#include "coordinator/results/verdict.h"
 
-#include "results/capacity.h"
+#include "coordinator/results/capacity.h"
 
 #include "chatload/assert.h"
 

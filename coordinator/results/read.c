@@ -1,7 +1,7 @@
 /* Reading results documents back: lenient accessors for renderers, and the loader and
  * shape check `report` and `compare` run on files that may be old, edited or hostile. */
-#include "results/results.h"
-#include "results/internal.h"
+#include "coordinator/results/results.h"
+#include "coordinator/results/internal.h"
 
 #include "chatload/buf.h"
 #include "chatload/units.h"

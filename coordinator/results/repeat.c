@@ -2,7 +2,7 @@
  * cache answers those from cache, and their TTFT reads better than a new user's would.  It
  * advises dropping order: per_stage only when the run set it, and speaks of latency, not
  * TTFT, for embeddings. */
-#include "results/internal.h"
+#include "coordinator/results/internal.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,9 +1,9 @@
 /* The run's results document: created at the start of a run, filled stage by stage,
  * checkpointed to disk after every stage and every interval, finished with a verdict. */
-#include "results/results.h"
-#include "report/report.h"
-#include "results/internal.h"
-#include "results/verdict.h"
+#include "coordinator/results/results.h"
+#include "coordinator/report/report.h"
+#include "coordinator/results/internal.h"
+#include "coordinator/results/verdict.h"
 
 #include "chatload/buf.h"
 #include "chatload/clock.h"

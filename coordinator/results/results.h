@@ -8,8 +8,8 @@
 #include "chatload/hist.h"
 #include "chatload/metrics.h"
 #include "chatload/readiness.h"
-#include "scenario/scenario.h"
-#include "workload/workload.h"
+#include "coordinator/scenario/scenario.h"
+#include "coordinator/workload/workload.h"
 
 #include <jansson.h>
 #include <stdbool.h>

@@ -1,5 +1,5 @@
 /* SHA-256 (FIPS 180-4) of the scenario file, so a result names exactly what produced it. */
-#include "results/results.h"
+#include "coordinator/results/results.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* Stages too short for their requests: the judgement (`stages[].too_short`) made on a stage's
  * merged metrics, and the warning that names such a stage with its numbers and the way out. */
-#include "results/internal.h"
+#include "coordinator/results/internal.h"
 
 #include <math.h>
 

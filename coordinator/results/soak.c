@@ -2,9 +2,9 @@
  * last: throughput, TTFT p99, ITL p99, error rate; from the interval series in constant
  * memory) with slo.max_drift's checks, and the per-interval SLO checks behind
  * slo.abort_on_breach's window. */
-#include "results/results.h"
-#include "results/internal.h"
-#include "results/verdict.h"
+#include "coordinator/results/results.h"
+#include "coordinator/results/internal.h"
+#include "coordinator/results/verdict.h"
 
 #include <math.h>
 #include <stdio.h>

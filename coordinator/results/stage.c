@@ -1,8 +1,8 @@
 /* Builds the document's per-stage, per-interval, warmup and readiness objects from merged
  * metrics (every number in results.json that comes from a measurement is computed here). */
-#include "results/results.h"
-#include "results/internal.h"
-#include "results/verdict.h"
+#include "coordinator/results/results.h"
+#include "coordinator/results/internal.h"
+#include "coordinator/results/verdict.h"
 
 #include "chatload/readiness.h"
 

@@ -1,8 +1,8 @@
 /* Rebuilds the verdict, estimates and warnings of a results document from its finished
  * stages (results/summary.c; results/results.c calls it before every write). */
-#include "results/results.h"
-#include "results/internal.h"
-#include "results/verdict.h"
+#include "coordinator/results/results.h"
+#include "coordinator/results/internal.h"
+#include "coordinator/results/verdict.h"
 
 #include <math.h>
 #include <stdarg.h>

@@ -1,5 +1,5 @@
 /* A stage's multi-turn figures in results.json: TTFT and prompt length by turn index. */
-#include "results/internal.h"
+#include "coordinator/results/internal.h"
 
 /* Milliseconds at percentile p of h, rounded to the microsecond. */
 static json_t *pct_ms(const struct cl_hist *h, double p)

@@ -1,6 +1,6 @@
 /* Small helpers for the results and report files: JSON values from untrusted C text,
  * rounding, atomic file writes, directories, and escaping for XML, Markdown and CSV. */
-#include "results/internal.h"
+#include "coordinator/results/internal.h"
 
 #include "chatload/metrics.h"
 

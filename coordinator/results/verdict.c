@@ -1,8 +1,8 @@
 /* SLO evaluation on merged histograms, goodput, client-bound detection, estimates and the
  * exit code of a run. */
-#include "results/verdict.h"
+#include "coordinator/results/verdict.h"
 
-#include "results/results.h"
+#include "coordinator/results/results.h"
 
 #include "chatload/exitcode.h"
 #include "chatload/units.h"

@@ -5,7 +5,7 @@
 #define CHATLOAD_VERDICT_H
 
 #include "chatload/metrics.h"
-#include "scenario/scenario.h"
+#include "coordinator/scenario/scenario.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,12 +1,12 @@
 /* workload.calibrate: asks the target's /tokenize (vLLM, SGLang, llama.cpp) how many tokens
  * a sample of the prompt vocabulary is, then the prompts to be sent themselves, so prompts are
  * built to the target's own characters per token rather than the estimate of 4. */
-#include "run/calibrate.h"
+#include "coordinator/run/calibrate.h"
 
-#include "http/handle.h"
+#include "client/http/handle.h"
 
 #include "chatload/buf.h"
-#include "workload/workload.h"
+#include "coordinator/workload/workload.h"
 
 #include <jansson.h>
 #include <stdio.h>

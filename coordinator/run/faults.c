@@ -1,7 +1,7 @@
 /* What faults leave in a stage's record, from the run's side: the coordinator's own stalls
  * during the stage, and the load lost agents put on the target that no report covers (their
  * blind windows).  docs/protocol.md ("Faults") says what each fault leaves. */
-#include "run/internal.h"
+#include "coordinator/run/internal.h"
 
 #include "chatload/log.h"
 

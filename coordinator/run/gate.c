@@ -1,8 +1,8 @@
 /* The phases before the measured stages, both of which must pass for the stages to run: the
  * readiness gate (every agent probes the target until it answers) and warmup (load that is
  * recorded apart from the results). */
-#include "run/internal.h"
-#include "results/verdict.h"
+#include "coordinator/run/internal.h"
+#include "coordinator/results/verdict.h"
 
 #include "chatload/clock.h"
 #include "chatload/exitcode.h"

@@ -6,9 +6,9 @@
  * channel of their own; a lost agent's leases go to the others.  A rerun of the same command
  * skips every id already in output or errors (docs/scenario.md, "Generate jobs").
  */
-#include "run/internal.h"
+#include "coordinator/run/internal.h"
 
-#include "generate/batch.h"
+#include "coordinator/generate/batch.h"
 
 #include "chatload/assert.h"
 #include "chatload/clock.h"

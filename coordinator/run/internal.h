@@ -4,20 +4,20 @@
 #ifndef CHATLOAD_RUN_INTERNAL_H
 #define CHATLOAD_RUN_INTERNAL_H
 
-#include "fleet/fleet.h"
-#include "live/http.h"
-#include "live/metrics.h"
-#include "run/progress.h"
-#include "results/results.h"
-#include "run/run.h"
-#include "run/spawn.h"
-#include "server/scrape.h"
+#include "coordinator/fleet/fleet.h"
+#include "coordinator/live/http.h"
+#include "coordinator/live/metrics.h"
+#include "coordinator/run/progress.h"
+#include "coordinator/results/results.h"
+#include "coordinator/run/run.h"
+#include "coordinator/run/spawn.h"
+#include "coordinator/server/scrape.h"
 
 #include "chatload/metrics.h"
 #include "chatload/plan.h"
 #include "chatload/readiness.h"
-#include "scenario/scenario.h"
-#include "workload/workload.h"
+#include "coordinator/scenario/scenario.h"
+#include "coordinator/workload/workload.h"
 #include "chatload/stall.h"
 
 #include <stdbool.h>

@@ -2,8 +2,8 @@
  * (--web) on one HTTP listener, or two when they name different addresses; the phases, fleet
  * and running stage copied into the metrics as it goes, and the report re-rendered from the
  * results as they stand. */
-#include "report/report.h"
-#include "run/internal.h"
+#include "coordinator/report/report.h"
+#include "coordinator/run/internal.h"
 
 #include "chatload/assert.h"
 #include "chatload/buf.h"

@@ -14,7 +14,7 @@
  * true length in span_us: those intervals become one row whose interval_s is that length,
  * with every agent's data for them, rather than a burst in one row and gaps around it.
  */
-#include "run/internal.h"
+#include "coordinator/run/internal.h"
 
 #include "chatload/log.h"
 

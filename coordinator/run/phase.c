@@ -1,6 +1,6 @@
 /* What a phase of the run (readiness, warmup, a stage) asks of the agents' records: who
  * takes part, who has finished, who broke, and each one's share of the load. */
-#include "run/internal.h"
+#include "coordinator/run/internal.h"
 
 #include <stdio.h>
 

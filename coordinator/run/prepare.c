@@ -1,7 +1,7 @@
 /* PREPARE: the target and the workload to every agent, a large workload in bounded parts
  * (PREPARE carries the plan, BODIES the bodies, each part encoded once for all agents), and
  * the wait until every agent is ready. */
-#include "run/internal.h"
+#include "coordinator/run/internal.h"
 
 #include "chatload/clock.h"
 #include "chatload/exitcode.h"

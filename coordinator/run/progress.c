@@ -1,5 +1,5 @@
 /* Live progress line for chatload run. */
-#include "run/progress.h"
+#include "coordinator/run/progress.h"
 
 #include "chatload/clock.h"
 

@@ -1,14 +1,14 @@
 /* chatload run, start to end: load, fleet, readiness, warmup, stages, verdict, reports. */
-#include "run/internal.h"
+#include "coordinator/run/internal.h"
 
-#include "run/calibrate.h"
+#include "coordinator/run/calibrate.h"
 
-#include "report/report.h"
+#include "coordinator/report/report.h"
 
 #include "chatload/clock.h"
 #include "chatload/exitcode.h"
 #include "chatload/log.h"
-#include "workload/workload.h"
+#include "coordinator/workload/workload.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,9 +1,9 @@
 /* A capacity search in a run: each probe the search decides on becomes an ordinary stage,
  * inserted before the search's entry and run like any other; its outcome (the search's SLOs,
  * client health) decides the next level, until the answer is bracketed. */
-#include "run/internal.h"
+#include "coordinator/run/internal.h"
 
-#include "results/capacity.h"
+#include "coordinator/results/capacity.h"
 
 #include "chatload/log.h"
 

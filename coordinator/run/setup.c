@@ -1,6 +1,6 @@
 /* Setting up a run's processes: the built-in simulator, the control socket, local agents;
  * waiting for the fleet to join; and tearing it all down on every exit path. */
-#include "run/internal.h"
+#include "coordinator/run/internal.h"
 
 #include "chatload/clock.h"
 #include "chatload/fdlimit.h"

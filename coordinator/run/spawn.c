@@ -1,5 +1,5 @@
 /* Starting, watching and stopping the coordinator's child processes. */
-#include "run/spawn.h"
+#include "coordinator/run/spawn.h"
 
 #include "chatload/clock.h"
 

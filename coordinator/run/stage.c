@@ -1,8 +1,8 @@
 /* One measured stage of a run: started (the load split among the agents, each told when to
  * begin), polled until every agent has finished or the stage must end (a signal, a lost or
  * failed agent, the deadline), and closed into the results. */
-#include "run/internal.h"
-#include "results/verdict.h"
+#include "coordinator/run/internal.h"
+#include "coordinator/results/verdict.h"
 
 #include "chatload/clock.h"
 #include "chatload/exitcode.h"

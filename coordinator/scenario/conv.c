@@ -1,6 +1,6 @@
 /* The scenario loader's typed readers: YAML nodes to numbers, durations and strings, each
  * error naming the field path and the node's position; unknown keys with suggestions. */
-#include "scenario/internal.h"
+#include "coordinator/scenario/internal.h"
 
 #include "chatload/units.h"
 

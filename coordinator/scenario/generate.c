@@ -1,6 +1,6 @@
 /* The scenario's `generate:` job: its keys, their defaults and the checks across sections
  * (a scenario is either a benchmark with stages or a generate job, never both). */
-#include "scenario/internal.h"
+#include "coordinator/scenario/internal.h"
 
 #include "chatload/units.h"
 

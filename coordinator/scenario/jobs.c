@@ -2,7 +2,7 @@
  * `plan:`, and the soak guards in `slo:` (abort_on_breach with a window, max_drift). */
 #include "chatload/units.h"
 
-#include "scenario/internal.h"
+#include "coordinator/scenario/internal.h"
 
 #include <math.h>
 #include <stdio.h>

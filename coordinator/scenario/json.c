@@ -1,6 +1,6 @@
 /* The scenario loader's request bodies: a YAML mapping to JSON object text, types kept as
  * YAML 1.2's core schema reads them (quoted scalars stay strings). */
-#include "scenario/internal.h"
+#include "coordinator/scenario/internal.h"
 
 #include "chatload/units.h"
 

@@ -1,11 +1,11 @@
 /* The scenario loader's entry points: file or text -> YAML tree -> overrides -> sections, then
  * the checks across sections (target, agents, stage names, SLO and estimate references). */
-#include "scenario/scenario.h"
+#include "coordinator/scenario/scenario.h"
 
 #include "chatload/buf.h"
 #include "chatload/units.h"
 
-#include "scenario/internal.h"
+#include "coordinator/scenario/internal.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* The scenario model's defaults (the one place they live) and its destructor. */
-#include "scenario/scenario.h"
+#include "coordinator/scenario/scenario.h"
 
-#include "scenario/internal.h"
+#include "coordinator/scenario/internal.h"
 
 #include <math.h>
 #include <stdlib.h>

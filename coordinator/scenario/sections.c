@@ -1,13 +1,13 @@
 /* The scenario loader's sections: target (with the simulator's settings), agents, readiness,
  * and warmup, each read from its YAML mapping (workload: scenario/workload.c, stages:
  * scenario/stages.c). */
-#include "scenario/scenario.h"
+#include "coordinator/scenario/scenario.h"
 
 #include "chatload/assert.h"
 #include "chatload/sim_options.h"
 #include "chatload/units.h"
 
-#include "scenario/internal.h"
+#include "coordinator/scenario/internal.h"
 
 #include <ctype.h>
 #include <errno.h>

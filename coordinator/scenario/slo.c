@@ -2,7 +2,7 @@
  * and search.slo, every key read into a struct cl_scn_slo (soak guards: scenario/jobs.c). */
 #include "chatload/metrics.h"
 
-#include "scenario/internal.h"
+#include "coordinator/scenario/internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

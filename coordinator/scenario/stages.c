@@ -2,7 +2,7 @@
  * checked as a whole and expanded, one stage per value of a sweep. */
 #include "chatload/units.h"
 
-#include "scenario/internal.h"
+#include "coordinator/scenario/internal.h"
 
 #include <stddef.h>
 #include <stdio.h>

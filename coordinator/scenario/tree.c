@@ -1,6 +1,6 @@
 /* The scenario loader's YAML layer: libyaml events -> a node tree with positions, under
  * hard caps on size, depth and alias expansion, and the --set overrides applied to it. */
-#include "scenario/internal.h"
+#include "coordinator/scenario/internal.h"
 
 #include "chatload/units.h"
 

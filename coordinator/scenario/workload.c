@@ -1,11 +1,11 @@
 /* The scenario loader's workload section: prompts, dataset (with its filter, shuffle and
  * limit), synthetic lengths, output lengths and shared prefixes. */
-#include "scenario/scenario.h"
+#include "coordinator/scenario/scenario.h"
 
 #include "chatload/sim_options.h"
 #include "chatload/units.h"
 
-#include "scenario/internal.h"
+#include "coordinator/scenario/internal.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -4,7 +4,7 @@
 
 #include "scrape.h"
 
-#include "http/handle.h"
+#include "client/http/handle.h"
 
 #include "chatload/buf.h"
 

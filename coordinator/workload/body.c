@@ -1,6 +1,6 @@
 /* One request body: messages plus the scenario's extra body rendered to compact JSON, and
  * the growing array of rendered bodies with its caps. */
-#include "workload/internal.h"
+#include "coordinator/workload/internal.h"
 
 #include "chatload/assert.h"
 

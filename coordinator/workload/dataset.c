@@ -1,6 +1,6 @@
 /* Dataset files: OpenAI and ShareGPT JSONL records or plain-text prompts, one per line,
  * the format detected from the first record when not given. */
-#include "workload/internal.h"
+#include "coordinator/workload/internal.h"
 
 #include "chatload/rng.h"
 

@@ -1,6 +1,6 @@
 /* workload.images: pictures made from the seed, encoded as PNG (our chunk writer over zlib's
  * deflate) or JPEG (libjpeg), as the base64 data URLs an image_url content part carries. */
-#include "workload/internal.h"
+#include "coordinator/workload/internal.h"
 
 #include "chatload/rng.h"
 

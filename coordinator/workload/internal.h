@@ -6,7 +6,7 @@
 
 #include "chatload/body_json.h"
 #include "chatload/buf.h"
-#include "workload/workload.h"
+#include "coordinator/workload/workload.h"
 
 #include <jansson.h>
 #include <stdbool.h>

@@ -1,5 +1,5 @@
 /* Reads a file line by line with a cap on each line (its cl_buf's) and on the whole file. */
-#include "workload/internal.h"
+#include "coordinator/workload/internal.h"
 
 #include <string.h>
 

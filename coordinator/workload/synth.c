@@ -1,6 +1,6 @@
 /* Synthetic prompts and shared prefixes: lengths drawn from a clamped normal distribution,
  * words from a fixed vocabulary, deterministic for the workload's seed. */
-#include "workload/internal.h"
+#include "coordinator/workload/internal.h"
 
 #include "chatload/rng.h"
 

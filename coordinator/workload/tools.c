@@ -1,6 +1,6 @@
 /* workload.tools: the synthetic function definitions a workload offers (docs/scenario.md,
  * "Tool calls"), rendered once as the body keys "tools" and "tool_choice". */
-#include "workload/internal.h"
+#include "coordinator/workload/internal.h"
 
 #include "chatload/rng.h"
 

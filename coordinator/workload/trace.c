@@ -1,7 +1,7 @@
 /* Trace replay: a JSONL trace (Mooncake's or Azure's LLM inference trace shape) becomes one
  * body per record, a synthetic prompt of its input length asking for its output length, with
  * its start offset divided by the speedup; and replay stages get the trace's span and rate. */
-#include "workload/internal.h"
+#include "coordinator/workload/internal.h"
 
 #include "chatload/rng.h"
 

@@ -1,7 +1,7 @@
 /* Request-body rendering, the entry points: inline prompts, dataset files and synthetic
  * prompts become pre-rendered chat-completions bodies (jansson; off the hot path).  One file
  * per source (workload/dataset.c, workload/synth.c), the body builder in workload/body.c. */
-#include "workload/internal.h"
+#include "coordinator/workload/internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

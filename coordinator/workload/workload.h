@@ -6,7 +6,7 @@
 #include "chatload/body_json.h"
 #include "chatload/err.h"
 #include "chatload/plan.h"
-#include "scenario/scenario.h"
+#include "coordinator/scenario/scenario.h"
 
 #include <stddef.h>
 #include <stdint.h>

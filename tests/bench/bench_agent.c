@@ -2,7 +2,7 @@
  * bare epoll + recv client reading the same streams): CPU per SSE chunk, chunks/s per worker
  * thread, streams held, memory per stream, and TTFT error against the simulator's truth log.
  * Prints figures; not a test.  See docs/engine.md for how to read them. */
-#include "engine.h"
+#include "agent/engine/engine.h"
 
 #include "chatload/clock.h"
 #include "chatload/metrics.h"

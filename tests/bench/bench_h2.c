@@ -1,7 +1,7 @@
 /* bench_h2: the engine's CPU per SSE event over HTTP/1.1 and HTTP/2 at high concurrency, through
  * nghttpx (h2c and TLS frontends) in front of chatload-sim on this machine, so every mode takes
  * the same path.  Prints figures; not a test.  See docs/engine.md ("HTTP/2") for the reading. */
-#include "engine.h"
+#include "agent/engine/engine.h"
 
 #include "chatload/clock.h"
 #include "chatload/metrics.h"

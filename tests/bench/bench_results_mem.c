@@ -7,8 +7,8 @@
  *
  *     bench_results_mem [--intervals 1800] [--agents 0,2,10,100,1000] [--stages 1]
  */
-#include "coord_metrics.h"
-#include "results/results.h"
+#include "tests/coord/coord_metrics.h"
+#include "coordinator/results/results.h"
 
 #include <malloc.h>
 #include <stdio.h>

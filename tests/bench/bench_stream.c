@@ -4,9 +4,9 @@
 #include "chatload/buf.h"
 #include "chatload/clock.h"
 #include "chatload/err.h"
-#include "stream/chunk.h"
-#include "stream/event.h"
-#include "stream/sse.h"
+#include "client/stream/chunk.h"
+#include "client/stream/event.h"
+#include "client/stream/sse.h"
 
 #include <jansson.h>
 #include <libgen.h>

@@ -4,12 +4,15 @@
 The map's table (between the "boundary table" markers) has a row per folder: the folder, what
 it owns, and what it may include.  This test reads that table, so the document and the check
 cannot say different things.  For every .c/.h under the folders the table names it resolves
-each #include to the file it names (relative to the including file, then the include
-directories CMake gives) and fails, with file:line and the broken rule, on:
+each #include to the file it names (relative to the including file, then from the one
+include root: the repository root, and common/include for the public "chatload/" headers)
+and fails, with file:line and the broken rule, on:
   - an include of a folder (or a header) the including folder's row does not list;
   - an include of another folder's internal header (*internal.h, *_int.h, *_impl.h,
     *private.h), unless the row lists that very header (a named, visible exception);
-  - a quoted include that resolves to no file of the tree;
+  - a quoted include that resolves to no file of the tree (an include that names its header
+    from another root than the repository's, "stream/chunk.h" for "client/stream/chunk.h",
+    resolves to nothing and is reported so);
   - a source file in a folder the table has no row for, and a row for a folder that is gone.
 Third-party code lives under third_party/ (none today) and is exempt, as are tests/ (tests
 may reach anything) and build trees.
@@ -25,9 +28,9 @@ import re
 import sys
 import tempfile
 
-# The include directories the CMake targets put on the path, in the order tried after the
-# including file's own folder (common/include, then each library's folder).
-INCLUDE_DIRS = ["common/include", "client", "coordinator", "agent", "agent/engine", "sim"]
+# The include directories every CMake target has, tried after the including file's own
+# folder: the public headers' root, then the one root of every other project header.
+INCLUDE_DIRS = ["common/include", "."]
 # Never scanned: tests reach anything; third-party code keeps its own layout.
 EXEMPT_TOP = {"tests", "third_party", ".git", "docs", "deploy", "scenarios", "cmake"}
 INTERNAL_RE = re.compile(r"(internal\.h|_int\.h|_impl\.h|private\.h)$")
@@ -190,10 +193,12 @@ SYNTH_FILES = {
     "common/src/log_int.h": "\n",
     "client/http.h": '#include "chatload/log.h"\n',
     # a forbidden include: the simulator includes the client side
-    "sim/main.c": '#include "chatload/log.h"\n#include "http.h"\n',
+    "sim/main.c": '#include "chatload/log.h"\n#include "client/http.h"\n',
     # another folder's internal header
-    "coordinator/run/run.c": '#include "report/report.h"\n#include "results/internal.h"\n'
-                             '#include "results/internal2.h"\n',
+    "coordinator/run/run.c": '#include "coordinator/report/report.h"\n'
+                             '#include "coordinator/results/internal.h"\n'
+                             '#include "coordinator/results/internal2.h"\n'
+                             '#include "report/report.h"\n',
     "coordinator/report/report.h": '#include "../../common/src/log_int.h"\n',
     "coordinator/results/internal.h": "\n",
     "coordinator/results/internal2.h": "\n",
@@ -211,6 +216,8 @@ SYNTH_EXPECT = [
     ("coordinator/run/run.c:2:", "internal header of coordinator/results/"),
     ("coordinator/report/report.h:1:", "internal header of common/"),
     ("coordinator/results/results.c:1:", 'names no file of the tree'),
+    # a header named from a root that is not the one root
+    ("coordinator/run/run.c:4:", 'names no file of the tree'),
     ("coordinator/fleet/fleet.c:1:", "has no row"),
     ("docs/architecture.md:", "row for gone/"),
 ]

@@ -1,9 +1,9 @@
 /* The capacity search's decisions against servers whose limit is known: the probe sequence
  * (doubling, then bisecting), the bracket it ends with, limits at and past both ends, a
  * relative tolerance over rate, an untrusted probe; the knee; the plan's arithmetic. */
-#include "results/capacity.h"
+#include "coordinator/results/capacity.h"
 
-#include "results/results.h"
+#include "coordinator/results/results.h"
 
 #include <math.h>
 #include <setjmp.h>

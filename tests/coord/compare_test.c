@@ -1,9 +1,9 @@
 /* compare on real results documents: injected regressions are caught in the right
  * direction, improvements pass, limits and the error-rate floor hold, missing stages count,
  * and bad input is refused naming the file and the field. */
-#include "report/compare.h"
+#include "coordinator/report/compare.h"
 #include "coord_metrics.h"
-#include "results/results.h"
+#include "coordinator/results/results.h"
 
 #include "chatload/exitcode.h"
 

@@ -5,7 +5,7 @@
 #define CHATLOAD_TESTS_COORD_METRICS_H
 
 #include "chatload/metrics.h"
-#include "scenario/scenario.h"
+#include "coordinator/scenario/scenario.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -2,8 +2,8 @@
  * garbage, a lost agent back), command delivery by seq, long polls (held, answered by a
  * command or at the hold's end, superseded), report de-duplication, liveness and the
  * coordinator's own stalls. */
-#include "fleet/fleet.h"
-#include "fleet/internal.h"
+#include "coordinator/fleet/fleet.h"
+#include "coordinator/fleet/internal.h"
 
 #include "chatload/clock.h"
 #include "chatload/wire.h"

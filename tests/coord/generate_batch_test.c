@@ -1,7 +1,7 @@
 /* coordinator/generate/: the Batch input's checking pass (errors at file:line:col, duplicates,
  * skip_invalid writing each bad line once), the sending pass (skips, the body with stream
  * added), and the output files (a half-written last line repaired, ids read back). */
-#include "generate/batch.h"
+#include "coordinator/generate/batch.h"
 
 #include <jansson.h>
 

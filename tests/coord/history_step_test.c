@@ -2,7 +2,7 @@
  * at the latest night, a step some nights ago that persisted, the practical limit, the
  * noise (the nights' spread and their ci95), missing nights, the error rate's floor and the
  * baseline window. */
-#include "report/history.h"
+#include "coordinator/report/history.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

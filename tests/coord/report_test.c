@@ -2,10 +2,10 @@
  * tables, self-contained HTML with charts, the terminal table, and documents from hostile
  * files (wrong types, missing fields) rendered without trusting them. */
 #include "coord_metrics.h"
-#include "run/progress.h"
-#include "report/report.h"
-#include "results/results.h"
-#include "results/internal.h"
+#include "coordinator/run/progress.h"
+#include "coordinator/report/report.h"
+#include "coordinator/results/results.h"
+#include "coordinator/results/internal.h"
 
 #include "chatload/exitcode.h"
 

@@ -7,8 +7,8 @@
  * their figures with ci95 across them (a percentile's from the repeats' distribution
  * functions). */
 #include "coord_metrics.h"
-#include "results/internal.h"
-#include "results/results.h"
+#include "coordinator/results/internal.h"
+#include "coordinator/results/results.h"
 
 #include "chatload/exitcode.h"
 

@@ -18,8 +18,8 @@
  *   --intervals N  report intervals per stage (default 5)
  */
 #include "coord_metrics.h"
-#include "report/report.h"
-#include "results/results.h"
+#include "coordinator/report/report.h"
+#include "coordinator/results/results.h"
 
 #include "chatload/exitcode.h"
 #include "chatload/units.h"

@@ -1,7 +1,7 @@
 /* The stored histogram form: encode -> decode gives back an identical cl_hist (every
  * percentile, mean, min, max, overflow), and hostile stored forms are refused. */
 #include "coord_metrics.h"
-#include "results/results.h"
+#include "coordinator/results/results.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

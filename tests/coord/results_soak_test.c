@@ -2,7 +2,7 @@
  * exact percentiles, the ramp and drain left out, too short a stage, max_drift checks), the
  * abort window's streak, and probes inserted as stages and kept out of the verdict. */
 #include "coord_metrics.h"
-#include "results/results.h"
+#include "coordinator/results/results.h"
 
 #include "chatload/exitcode.h"
 

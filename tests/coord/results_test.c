@@ -1,8 +1,8 @@
 /* The results lifecycle on real metrics: what the document says, what lands on disk and
  * when (checkpoints, atomic rewrites, intervals.jsonl), and how misuse is refused. */
 #include "coord_metrics.h"
-#include "results/results.h"
-#include "workload/workload.h"
+#include "coordinator/results/results.h"
+#include "coordinator/workload/workload.h"
 
 #include "chatload/exitcode.h"
 

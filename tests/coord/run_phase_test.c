@@ -1,6 +1,6 @@
 /* Tests of the run's per-agent records in a phase (run/phase.c): who must finish, who broke
  * the fleet, and how a stage is shared out, on a fleet table built by hand. */
-#include "run/internal.h"
+#include "coordinator/run/internal.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,7 +1,7 @@
 /* The /metrics decoder and the vocabulary over saved pages (tests/data/metrics/README.md). */
 #include "chatload/buf.h"
-#include "server/prom.h"
-#include "server/vocab.h"
+#include "coordinator/server/prom.h"
+#include "coordinator/server/vocab.h"
 
 #include <math.h>
 #include <setjmp.h>

@@ -3,7 +3,7 @@
  * it was allowed to wait. */
 #include "chatload/clock.h"
 #include "chatload/err.h"
-#include "server/internal.h"
+#include "coordinator/server/internal.h"
 
 #include <arpa/inet.h>
 #include <math.h>

@@ -2,8 +2,8 @@
  * data, stage selection, estimates, goodput, client-bound rules and the exit code, and the
  * breach list and exit 99 a run's results end with. */
 #include "coord_metrics.h"
-#include "results/results.h"
-#include "results/verdict.h"
+#include "coordinator/results/results.h"
+#include "coordinator/results/verdict.h"
 
 #include "chatload/exitcode.h"
 

@@ -1,6 +1,6 @@
 /* The load-model arithmetic on its own: RNG, gamma sampler, arrival processes (constant,
  * Poisson, gamma) with and without a rate ramp, and the closed-loop concurrency ramp. */
-#include "arrival.h"
+#include "agent/engine/arrival.h"
 
 #include <math.h>
 #include <setjmp.h>

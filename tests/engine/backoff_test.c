@@ -1,5 +1,5 @@
 /* The no-answer backoff rule (delays by streak, jitter range, cap) and the parked-slot heap. */
-#include "backoff.h"
+#include "agent/engine/backoff.h"
 
 #include "chatload/rng.h"
 

@@ -4,7 +4,7 @@
 #ifndef CHATLOAD_TEST_ENGINE_HARNESS_H
 #define CHATLOAD_TEST_ENGINE_HARNESS_H
 
-#include "engine.h"
+#include "agent/engine/engine.h"
 
 #include "chatload/metrics.h"
 #include "chatload/plan.h"

@@ -2,7 +2,7 @@
  * handle back, in what order, and that the look is at most once a second. The slots are
  * real ones (real curl handles, the engine's own destroy); only the worker around them is
  * built by hand, as a stage would leave it. */
-#include "internal.h"
+#include "agent/engine/internal.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,6 +1,6 @@
 /* Which endpoint a request goes to (target.urls): round robin in turn, least outstanding
  * with rotating ties, session hash stable per key and spread over the endpoints. */
-#include "route.h"
+#include "agent/engine/route.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -2,7 +2,7 @@
  * A line accepted must give a custom_id and a body that is one JSON object carrying every
  * key of the line's body, with "stream": true and stream_options.include_usage true; a line
  * refused must say where (a line and a column). */
-#include "generate/batch.h"
+#include "coordinator/generate/batch.h"
 
 #include <jansson.h>
 

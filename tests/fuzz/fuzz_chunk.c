@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../stream/chunk_oracle.h"
+#include "tests/stream/chunk_oracle.h"
 #include "chatload/err.h"
-#include "stream/chunk.h"
+#include "client/stream/chunk.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -3,7 +3,7 @@
  * under every SSE flag, against cl_event_decode's rule. */
 #include <stdint.h>
 
-#include "../stream/api_oracle.h"
+#include "tests/stream/api_oracle.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

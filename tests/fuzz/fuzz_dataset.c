@@ -2,8 +2,8 @@
  * and the trace reader (Mooncake or Azure JSONL) through cl_workload_render, the code that turns a
  * user's file into request bodies.  The first byte picks the declared format, the second the record
  * limit; the rest is the file, held in a memfd so no disk is touched. */
-#include "scenario/scenario.h"
-#include "workload/workload.h"
+#include "coordinator/scenario/scenario.h"
+#include "coordinator/workload/workload.h"
 
 #include <jansson.h>
 #include <stdbool.h>

@@ -2,7 +2,7 @@
  * chat decoder's JSON verdict and jansson's tree (tests/stream/api_oracle.h). */
 #include <stdint.h>
 
-#include "../stream/api_oracle.h"
+#include "tests/stream/api_oracle.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,8 +1,8 @@
 /* libFuzzer target: a generate job's answer assembled from a hostile stream.  The input is
  * an SSE response body; every event goes to cl_asm_feed, and whatever the events were, the
  * assembled chat.completion must be one JSON object with object "chat.completion". */
-#include "generate/assemble.h"
-#include "stream/sse.h"
+#include "agent/generate/assemble.h"
+#include "client/stream/sse.h"
 
 #include <jansson.h>
 

@@ -1,7 +1,7 @@
 /* libFuzzer target: the readiness probe's reading of a server's error body (JSON in the
  * shapes servers use, or text): the message quoted to the user is one printable line that
  * fits its buffer, whatever the server sent. */
-#include "probe/probe_http.h"
+#include "client/probe/probe_http.h"
 
 #include <stdint.h>
 #include <stdlib.h>

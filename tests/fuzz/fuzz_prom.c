@@ -1,8 +1,8 @@
 /* libFuzzer target: a /metrics page as a server might send it, decoded and mapped to the
  * common vocabulary: never a crash or a leak, every sample kept has a name, and a histogram's
  * bounds stay ascending. */
-#include "server/prom.h"
-#include "server/vocab.h"
+#include "coordinator/server/prom.h"
+#include "coordinator/server/vocab.h"
 
 #include <math.h>
 #include <stdint.h>

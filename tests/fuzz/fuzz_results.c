@@ -2,9 +2,9 @@
  * passes cl_results_check must render in every format, compare with itself, and give back
  * every histogram it stores, without a crash or a leak; one that fails must say why.  Every
  * stored histogram configuration also goes to cl_hist_init as it stands. */
-#include "report/compare.h"
-#include "report/report.h"
-#include "results/results.h"
+#include "coordinator/report/compare.h"
+#include "coordinator/report/report.h"
+#include "coordinator/results/results.h"
 
 #include "chatload/err.h"
 #include "chatload/hist.h"

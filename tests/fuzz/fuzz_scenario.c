@@ -2,7 +2,7 @@
  * Seed it with the examples and the bad corpus: copy the files of scenarios/ and
  * tests/data/bad-scenarios/ into a directory CORPUS, then run
  *   fuzz_scenario -dict=tests/fuzz/fuzz_scenario.dict CORPUS */
-#include "scenario/scenario.h"
+#include "coordinator/scenario/scenario.h"
 #include "scenario_invariants.h"
 
 #include <stdint.h>

@@ -1,7 +1,7 @@
 /* libFuzzer target: --set values over a scenario that has every section, so each override
  * reaches a converter (durations, sizes, rates, lists, SLOs, the simulator's options).
  * Input: up to 8 lines, each one "key.path=value" override. */
-#include "scenario/scenario.h"
+#include "coordinator/scenario/scenario.h"
 #include "scenario_invariants.h"
 
 #include <stdint.h>

@@ -4,10 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../stream/sse_ref.h"
-#include "stream/chunk.h"
-#include "stream/event.h"
-#include "stream/sse.h"
+#include "tests/stream/sse_ref.h"
+#include "client/stream/chunk.h"
+#include "client/stream/event.h"
+#include "client/stream/sse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -2,9 +2,9 @@
  * (client/http), with the properties the allow-list relies on: an endpoint URL built from
  * a base goes where the base goes, an entry made from a URL's host allows that URL, and a
  * target handle built from a URL holds URLs that go there too. */
-#include "http/allow.h"
-#include "http/handle.h"
-#include "http/url.h"
+#include "client/http/allow.h"
+#include "client/http/handle.h"
+#include "client/http/url.h"
 
 #include <curl/curl.h>
 #include <stdint.h>

@@ -3,7 +3,7 @@
 #ifndef CHATLOAD_FUZZ_SCENARIO_INVARIANTS_H
 #define CHATLOAD_FUZZ_SCENARIO_INVARIANTS_H
 
-#include "scenario/scenario.h"
+#include "coordinator/scenario/scenario.h"
 
 #include <stdlib.h>
 

@@ -1,9 +1,9 @@
 /* Tests of client/http: where a URL connects as libcurl parses it (checked against where
  * libcurl really connects), the --allow-target decision on hostile URLs, and the target
  * handle's headers, key policy, endpoint URLs and options. */
-#include "http/allow.h"
-#include "http/handle.h"
-#include "http/url.h"
+#include "client/http/allow.h"
+#include "client/http/handle.h"
+#include "client/http/url.h"
 
 #include <arpa/inet.h>
 #include <curl/curl.h>

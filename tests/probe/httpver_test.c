@@ -1,5 +1,5 @@
 /* The HTTP-version decision both the probe and the engine take from a target (httpver.h). */
-#include "httpver/httpver.h"
+#include "client/httpver/httpver.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,9 +1,9 @@
 /* The readiness probe against servers that behave like real ones: llama.cpp's close after
  * every answer, a stream held open after [DONE] (close-delimited, and chunked), and
  * wrong-typed chunks.  Real chatload-sim as a child process (the engine tests' harness). */
-#include "../engine/harness.h"
-#include "probe/probe_http.h"
-#include "probe/readiness.h"
+#include "tests/engine/harness.h"
+#include "client/probe/probe_http.h"
+#include "client/probe/readiness.h"
 
 #include "chatload/clock.h"
 

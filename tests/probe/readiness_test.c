@@ -1,7 +1,7 @@
 /* Tests of the readiness gate against the real chatload-sim, started as a child process on an
  * ephemeral loopback port: phase timing, not-yet vs fatal, deadlines, cancellation, verdicts. */
-#include "probe/probe_http.h"
-#include "probe/readiness.h"
+#include "client/probe/probe_http.h"
+#include "client/probe/readiness.h"
 
 #include "chatload/clock.h"
 

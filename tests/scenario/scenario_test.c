@@ -1,7 +1,7 @@
 /* Tests of the scenario loader: every field and default, sweep expansion, body JSON typing,
  * anchors and merges, --set overrides, hard caps, and every bad file's message and position. */
 #include "chatload/metrics.h"
-#include "scenario/scenario.h"
+#include "coordinator/scenario/scenario.h"
 
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,7 +1,7 @@
 /* Tests of what the workload asks for and how it is arranged: synthetic output lengths,
  * records' own lengths, ignore_eos, the dataset filter, shuffle and limit, shared prefixes,
  * the token estimate, and putting the model found into rendered bodies. */
-#include "workload/workload.h"
+#include "coordinator/workload/workload.h"
 
 #include <jansson.h>
 #include <limits.h>

@@ -1,6 +1,6 @@
 /* Tests of request-body rendering: every workload source, the merge rules, bad datasets
  * (refused with their line numbers) and the caps. */
-#include "workload/workload.h"
+#include "coordinator/workload/workload.h"
 
 #include <jansson.h>
 #include <limits.h>

@@ -14,7 +14,7 @@
 #include "api_oracle.h"
 #include "chatload/buf.h"
 #include "chatload/err.h"
-#include "stream/sse.h"
+#include "client/stream/sse.h"
 
 
 /* Decodes from an exact-size heap copy so that ASan sees any read past the end. */

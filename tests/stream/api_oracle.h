@@ -5,11 +5,11 @@
 #define CHATLOAD_TEST_API_ORACLE_H
 
 #include "chunk_oracle.h"
-#include "stream/embedding.h"
-#include "stream/error.h"
-#include "stream/event.h"
-#include "stream/responses.h"
-#include "stream/sse.h"
+#include "client/stream/embedding.h"
+#include "client/stream/error.h"
+#include "client/stream/event.h"
+#include "client/stream/responses.h"
+#include "client/stream/sse.h"
 
 #include <stdint.h>
 

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "generate/assemble.h"
+#include "agent/generate/assemble.h"
 
 /* Feeds one event's data; returns cl_asm_feed's result, the code in *code, why in why. */
 static int feed(struct cl_asm *a, const char *data, int *code, char *why, size_t n)

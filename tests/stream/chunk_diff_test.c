@@ -11,9 +11,9 @@
 
 #include "chatload/buf.h"
 #include "chatload/err.h"
-#include "stream/chunk.h"
+#include "client/stream/chunk.h"
 #include "chunk_oracle.h"
-#include "stream/sse.h"
+#include "client/stream/sse.h"
 #include "sse_ref.h"
 
 static uint64_t rng_state = 0x2545F4914F6CDD1Dull;

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "chatload/err.h"
-#include "stream/chunk.h"
+#include "client/stream/chunk.h"
 
 enum oracle_verdict {
 	ORACLE_BOTH_ACCEPT,

@@ -11,8 +11,8 @@
 
 #include "chatload/buf.h"
 #include "chatload/err.h"
-#include "stream/chunk.h"
-#include "stream/sse.h"
+#include "client/stream/chunk.h"
+#include "client/stream/sse.h"
 #include "sse_ref.h"
 
 /* Decodes from an exact-size heap copy, so ASan catches any read past the end (the input

@@ -16,9 +16,9 @@
 #include "chatload/buf.h"
 #include "chatload/err.h"
 #include "sse_ref.h"
-#include "stream/error.h"
-#include "stream/event.h"
-#include "stream/sse.h"
+#include "client/stream/error.h"
+#include "client/stream/event.h"
+#include "client/stream/sse.h"
 
 /* One row of the table: its fixture, the API it answers, what the server said. */
 static const struct row {

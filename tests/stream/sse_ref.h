@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "chatload/err.h"
-#include "stream/sse.h"
+#include "client/stream/sse.h"
 
 /* One list of events: data copied into one arena, offsets and flags (CL_SSE_*) per event. */
 struct ev_list {

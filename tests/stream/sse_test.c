@@ -11,7 +11,7 @@
 
 #include "chatload/buf.h"
 #include "chatload/err.h"
-#include "stream/sse.h"
+#include "client/stream/sse.h"
 #include "sse_ref.h"
 
 static const struct {

@@ -1,6 +1,6 @@
 /* The one msgpack field reader (common/src/mpk_read.c): every type and range edge, and that a
  * refused read leaves the output untouched. */
-#include "mpk_read.h"
+#include "common/src/mpk_read.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

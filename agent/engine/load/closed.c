@@ -1,8 +1,8 @@
 /* The closed loop (docs/engine.md, "Load models"): a concurrency of C users, each starting its
  * next request as soon as its last ended, C reached by a linear ramp. */
-#include "load/load_int.h"
+#include "agent/engine/load/load_int.h"
 
-#include "arrival.h"
+#include "agent/engine/arrival.h"
 
 /* Where the ramp starts: ramp_from, at most the concurrency. */
 static uint32_t ramp_from(const struct cl_stage_run *st)

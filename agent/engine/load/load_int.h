@@ -2,7 +2,7 @@
 #ifndef CHATLOAD_ENGINE_LOAD_INT_H
 #define CHATLOAD_ENGINE_LOAD_INT_H
 
-#include "internal.h"
+#include "agent/engine/internal.h"
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,6 +1,6 @@
 /* The open loop's mechanics, shared by the rate and trace-replay models: arrivals start at
  * their own times whatever the answers, behind an in-flight cap, their queue implicit. */
-#include "load/load_int.h"
+#include "agent/engine/load/load_int.h"
 
 void cli_open_begin(struct cl_worker *w)
 {

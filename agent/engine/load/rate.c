@@ -1,8 +1,8 @@
 /* The open loop at a rate (docs/engine.md, "Load models"): arrivals of a constant, Poisson or
  * gamma process (arrival.c), its rate ramped linearly, each worker's phase-shifted. */
-#include "load/load_int.h"
+#include "agent/engine/load/load_int.h"
 
-#include "arrival.h"
+#include "agent/engine/arrival.h"
 
 static int64_t process_peek(const struct cl_worker *w)
 {

@@ -1,6 +1,6 @@
 /* Trace replay (docs/engine.md, "Trace replay"): a rate stage's arrivals are a trace's, each
  * request sent once, at the stage's start plus its offset, with its own body. */
-#include "load/load_int.h"
+#include "agent/engine/load/load_int.h"
 
 /*
  * The body of this worker's k-th request of the trace, or NULL past its end: worker j of W
