@@ -451,7 +451,11 @@ static bool stage_poll(struct run *r)
 /* ---- close --------------------------------------------------------------------------- */
 
 /* Throughput's denominator: the measured window for duration-bound stages; for
- * request-bound ones (or a stage cut short) the longest time any agent took. */
+ * request-bound ones (or a stage cut short) the longest time any agent took.  Never past
+ * the moment the agents were told to stop (a probe that had its samples, a signal, an
+ * abort): their windows close then, and what they count after it is the drain's, which
+ * their reports' spans cover too (a probe ended early read 70 req/s where the same load
+ * read 82 in a sweep). */
 static double stage_window_s(const struct run *r, const struct run_stage *st)
 {
 	const struct cl_scn_stage *scn = st->scn;
@@ -464,6 +468,9 @@ static double stage_window_s(const struct run *r, const struct run_stage *st)
 		if (!scn->duration_us || longest < scn->duration_us)
 			window_s = longest / 1e6;
 	}
+	int64_t from = st->start_coord_us + scn->ramp_us;
+	if (st->stopped_at_us > from && (st->stopped_at_us - from) / 1e6 < window_s)
+		window_s = (st->stopped_at_us - from) / 1e6;
 	return window_s;
 }
 

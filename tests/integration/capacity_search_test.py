@@ -182,6 +182,31 @@ class CapacitySearch(tl.FleetCase):
         self.assertRegex(table, r"(?m)^advice: .*add agents")
         self.assertIn("exit 1 (client-bound)", table)
 
+    def test_a_probe_ended_early_reads_the_sweeps_rate(self):
+        """A probe that has its samples before max_probe_duration ends early: its throughput's
+        denominator is its window up to the STOP, never the drain after it, so it reads what
+        the same load reads in a sweep (before: 26.7 req/s against the sweep's 29.3)."""
+        # answers of 0.27 s (32 tokens): a drain that long after a 2 s window is an eighth
+        sim = self.start_sim("--ttft", "20ms", "--itl", "8ms", "--output-tokens", "50",
+                             "--max-batch", "16")
+        doc = tl.scenario({"url": sim.url}, [
+            {"name": "c8", "concurrency": 8, "duration": "3s"},
+            {"name": "cap", "search": {"over": "concurrency", "from": 8, "max": 8,
+                                       "tolerance": 1, "probe_duration": "2s",
+                                       "max_probe_duration": "4s",
+                                       "slo": {"ttft_p50": "500ms"}}}],
+            {"local": 1, "report_interval": "250ms"}, name="early")
+        out = self.scope.path("early")
+        p = self.start_run(self.write_scenario("early", doc), out)
+        self.assertExit(p, 0, 60)
+        sweep, probe = self.results(out)["stages"]
+        self.assertEqual(probe["name"], "cap-c8")
+        # it ended early: its window is the 2 s it needed, not the 4 s it could have run
+        self.assertLess(probe["duration_s"], 3.0, probe["duration_s"])
+        rs, rp = sweep["throughput"]["requests_per_s"], probe["throughput"]["requests_per_s"]
+        sys.stderr.write("capacity_search_test: c8 %.1f req/s in the sweep, %.1f in the probe "
+                         "ended early (%.3f s)\n" % (rs, rp, probe["duration_s"]))
+        self.assertLess(abs(rp - rs) / rs, 0.06, (rs, rp))
 
 if __name__ == "__main__":
     tl.main()
