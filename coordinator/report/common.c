@@ -1,8 +1,8 @@
-/* What every report format shares: the dispatcher, number formatting, and the stage summary
- * row (so the terminal, Markdown and HTML tables show the same cells). */
-#include "coordinator/report/report.h"
+/* The cells every report format shares: the stage summary row and its columns (so the
+ * terminal, Markdown and HTML tables show the same cells), the probes and server rows, the
+ * server's notes, the images' cost in words, the verdict and the exit code in words. */
+#include "coordinator/report/internal.h"
 #include "coordinator/results/results.h"
-#include "coordinator/results/internal.h"
 
 #include "chatload/err.h"
 #include "chatload/exitcode.h"
@@ -11,41 +11,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
-
-int cl_report_parse_format(const char *name, enum cl_report_format *out)
-{
-	static const struct {
-		const char *name;
-		enum cl_report_format f;
-	} names[] = { { "table", CL_REPORT_TABLE },
-		      { "csv", CL_REPORT_CSV },
-		      { "md", CL_REPORT_MD },
-		      { "markdown", CL_REPORT_MD },
-		      { "html", CL_REPORT_HTML } };
-	for (size_t i = 0; name && i < sizeof(names) / sizeof(names[0]); i++) {
-		if (strcasecmp(name, names[i].name) == 0) {
-			*out = names[i].f;
-			return 0;
-		}
-	}
-	return CL_EINVAL;
-}
-
-int cl_report_render(const json_t *doc, enum cl_report_format f, FILE *out)
-{
-	switch (f) {
-	case CL_REPORT_TABLE:
-		return cl_report_table(doc, out);
-	case CL_REPORT_CSV:
-		return cl_report_csv(doc, out);
-	case CL_REPORT_MD:
-		return cl_report_md(doc, out);
-	case CL_REPORT_HTML:
-		return cl_report_html(doc, out);
-	}
-	return CL_EINVAL;
-}
 
 const char *const cli_rp_col_names[RP__COLS] = {
 	"stage",       "load",        "status",      "req/s",         "out tok/s",  "TTFT p50 ms",
@@ -131,70 +96,6 @@ size_t cli_rp_columns(const json_t *stages, int cols[RP__COLS])
 	return n;
 }
 
-char *cli_rp_fmt_pct(char *buf, size_t n, double pct)
-{
-	if (!isfinite(pct))
-		return cli_rj_fmt(buf, n, NAN, 0);
-	/* Two significant digits below 10% (%g would print 100 as 1e+02); whole percents
-	 * above, never rounding a share short of all up to "100%". */
-	if (pct < 9.95)
-		snprintf(buf, n, "%.2g%%", pct);
-	else if (pct < 99.5 || pct >= 100)
-		snprintf(buf, n, "%.0f%%", pct);
-	else
-		snprintf(buf, n, "%.1f%%", pct < 99.95 ? pct : 99.9);
-	return buf;
-}
-
-char *cli_rp_fmt_ms(char *buf, size_t n, double ms)
-{
-	if (!isfinite(ms))
-		return cli_rj_fmt(buf, n, NAN, 0);
-	/* Thresholds sit where rounding would carry into the next digit (9.996 -> "10.0"). */
-	return cli_rj_fmt(buf, n, ms, ms < 9.995 ? 2 : ms < 999.95 ? 1 : 0);
-}
-
-char *cli_rp_fmt_rate(char *buf, size_t n, double v)
-{
-	if (!isfinite(v))
-		return cli_rj_fmt(buf, n, NAN, 0);
-	return cli_rj_fmt(buf, n, v, v < 9.995 ? 2 : v < 999.95 ? 1 : 0);
-}
-
-char *cli_rp_fmt_big(char *buf, size_t n, double v)
-{
-	if (!isfinite(v))
-		return cli_rj_fmt(buf, n, NAN, 0);
-	/* Below 10,000 the digits are few enough to read whole. */
-	static const struct {
-		double at, div;
-		const char *suffix;
-	} steps[] = {
-		{ 1e12, 1e12, "T" }, { 1e9, 1e9, "G" }, { 1e6, 1e6, "M" }, { 1e4, 1e3, "k" }
-	};
-	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
-		if (fabs(v) >= steps[i].at) {
-			snprintf(buf, n, "%.3g%s", v / steps[i].div, steps[i].suffix);
-			return buf;
-		}
-	}
-	snprintf(buf, n, "%.0f", v);
-	return buf;
-}
-
-char *cli_rp_fmt_slo_value(char *buf, size_t n, double v, const char *unit)
-{
-	if (!isfinite(v))
-		return cli_rj_fmt(buf, n, NAN, 0);
-	if (unit && strcmp(unit, "ratio") == 0)
-		snprintf(buf, n, "%.3g%%", v * 100);
-	else if (unit && strcmp(unit, "ms") == 0)
-		snprintf(buf, n, "%s ms", cli_rp_fmt_ms((char[32]){ 0 }, 32, v));
-	else
-		snprintf(buf, n, "%s/s", cli_rp_fmt_rate((char[32]){ 0 }, 32, v));
-	return buf;
-}
-
 const char *cli_rp_verdict_word(const json_t *doc)
 {
 	const json_t *pass = cl_results_get(doc, "verdict.pass");
@@ -236,6 +137,26 @@ char *cli_rp_exit_text(char *buf, size_t n, const json_t *doc)
 			   : c == CL_EXIT_SLO_BREACH ? "SLO breached"
 						     : "unknown";
 	snprintf(buf, n, "%lld (%s)", (long long)c, what);
+	return buf;
+}
+
+char *cli_rp_stage_load(const json_t *stage, char *buf, size_t n)
+{
+	const json_t *mode = json_object_get(stage, "mode");
+	const json_t *c = json_object_get(stage, "concurrency");
+	const json_t *rate = json_object_get(stage, "rate");
+	if (json_is_string(mode) && strcmp(json_string_value(mode), "rate") == 0 &&
+	    json_is_number(rate)) {
+		if (json_is_integer(c) && json_integer_value(c) > 0)
+			snprintf(buf, n, "%g/s (max %lld)", json_number_value(rate),
+				 (long long)json_integer_value(c));
+		else
+			snprintf(buf, n, "%g/s", json_number_value(rate));
+	} else if (json_is_integer(c)) {
+		snprintf(buf, n, "c=%lld", (long long)json_integer_value(c));
+	} else {
+		snprintf(buf, n, "-");
+	}
 	return buf;
 }
 
@@ -281,7 +202,7 @@ void cli_rp_stage_row(const json_t *s, struct cli_rp_row *row)
 		   { RP_TTFC50, "latency_ms.ttfc.p50" }, { RP_TTFC99, "latency_ms.ttfc.p99" } };
 	memset(row, 0, sizeof(*row));
 	snprintf(row->cell[RP_STAGE], RP_CELL_MAX, "%s", cl_results_str(s, "name", "-"));
-	cli_rj_stage_load(s, row->cell[RP_LOAD], RP_CELL_MAX);
+	cli_rp_stage_load(s, row->cell[RP_LOAD], RP_CELL_MAX);
 	const char *status = cl_results_str(s, "status", "-");
 	bool bound = json_is_true(cl_results_get(s, "client.client_bound"));
 	snprintf(row->cell[RP_STATUS], RP_CELL_MAX, "%s%s", status, bound ? " (client-bound)" : "");
@@ -303,7 +224,7 @@ void cli_rp_stage_row(const json_t *s, struct cli_rp_row *row)
 	if (isfinite(cached))
 		cli_rp_fmt_pct(row->cell[RP_CACHED], RP_CELL_MAX, cached * 100);
 	else
-		cli_rj_fmt(row->cell[RP_CACHED], RP_CELL_MAX, NAN, 0);
+		cli_rp_fmt(row->cell[RP_CACHED], RP_CELL_MAX, NAN, 0);
 	cli_rp_fmt_rate(row->cell[RP_INPUTS_PS], RP_CELL_MAX,
 			cl_results_num(s, "embeddings.inputs_per_s"));
 	cli_rp_fmt_rate(row->cell[RP_INTOK_PS], RP_CELL_MAX,
@@ -314,15 +235,15 @@ void cli_rp_stage_row(const json_t *s, struct cli_rp_row *row)
 		snprintf(row->cell[RP_ERRORS], RP_CELL_MAX, "%.0f (%s)", errors,
 			 cli_rp_fmt_pct((char[32]){ 0 }, 32, rate * 100));
 	else
-		cli_rj_fmt_count(row->cell[RP_ERRORS], RP_CELL_MAX, errors);
+		cli_rp_fmt_count(row->cell[RP_ERRORS], RP_CELL_MAX, errors);
 	double no_content = cl_results_num(s, "requests.no_content");
 	double completed = cl_results_num(s, "requests.completed");
 	if (isfinite(no_content) && no_content > 0 && completed > 0)
 		snprintf(row->cell[RP_NOCONTENT], RP_CELL_MAX, "%.0f (%s)", no_content,
 			 cli_rp_fmt_pct((char[32]){ 0 }, 32, 100 * no_content / completed));
 	else
-		cli_rj_fmt_count(row->cell[RP_NOCONTENT], RP_CELL_MAX, no_content);
-	cli_rj_fmt_count(row->cell[RP_TOOL_CALLS], RP_CELL_MAX,
+		cli_rp_fmt_count(row->cell[RP_NOCONTENT], RP_CELL_MAX, no_content);
+	cli_rp_fmt_count(row->cell[RP_TOOL_CALLS], RP_CELL_MAX,
 			 cl_results_num(s, "requests.tool_calls"));
 }
 
@@ -336,7 +257,7 @@ const bool cli_rp_probe_numeric[RP_PROBE_COLS] = {
 void cli_rp_probe_row(const json_t *p, char cell[RP_PROBE_COLS][RP_CELL_MAX])
 {
 	snprintf(cell[0], RP_CELL_MAX, "%s", cl_results_str(p, "stage", "-"));
-	cli_rj_fmt_count(cell[1], RP_CELL_MAX, cl_results_num(p, "level"));
+	cli_rp_fmt_count(cell[1], RP_CELL_MAX, cl_results_num(p, "level"));
 	if (!json_is_true(json_object_get(p, "trusted")))
 		snprintf(cell[2], RP_CELL_MAX, "not trusted");
 	else
@@ -381,8 +302,8 @@ static void pair(char *cell, const json_t *o, const char *a, const char *b, int 
 	if (isnan(u) && isnan(v))
 		snprintf(cell, RP_CELL_MAX, "-");
 	else
-		snprintf(cell, RP_CELL_MAX, "%s / %s", cli_rj_fmt(x, sizeof(x), u, decimals),
-			 cli_rj_fmt(y, sizeof(y), v, decimals));
+		snprintf(cell, RP_CELL_MAX, "%s / %s", cli_rp_fmt(x, sizeof(x), u, decimals),
+			 cli_rp_fmt(y, sizeof(y), v, decimals));
 }
 
 static void pct_cell(char *cell, double v)
@@ -404,9 +325,9 @@ bool cli_rp_server_row(const json_t *st, char cell[RP_SERVER_COLS][RP_CELL_MAX])
 	pair(cell[3], s, "requests_waiting.mean", "requests_waiting.max", 1);
 	pct_cell(cell[4], cl_results_num(s, "kv_cache_usage.max"));
 	pct_cell(cell[5], cl_results_num(s, "prefix_cache_hit_rate"));
-	cli_rj_fmt(cell[6], RP_CELL_MAX, cl_results_num(s, "preemptions"), 0);
+	cli_rp_fmt(cell[6], RP_CELL_MAX, cl_results_num(s, "preemptions"), 0);
 	pair(cell[7], s, "ttft_ms.p50", "ttft_ms.p99", 1);
-	cli_rj_fmt(cell[8], RP_CELL_MAX, cl_results_num(s, "queue_time_ms.p99"), 1);
+	cli_rp_fmt(cell[8], RP_CELL_MAX, cl_results_num(s, "queue_time_ms.p99"), 1);
 	pct_cell(cell[9], cl_results_num(st, "tokens.cached_prompt_ratio"));
 	return true;
 }
@@ -477,10 +398,10 @@ void cli_rp_server_notes(const json_t *doc, void (*emit)(void *arg, const char *
 			    "GPU in stage '%s': utilisation mean %s, max %s; memory used max "
 			    "%s GiB",
 			    cl_results_str(st, "name", "-"),
-			    cli_rj_fmt(a, sizeof(a), cl_results_num(srv, "gpu_utilization.mean"),
+			    cli_rp_fmt(a, sizeof(a), cl_results_num(srv, "gpu_utilization.mean"),
 				       2),
-			    cli_rj_fmt(b, sizeof(b), cl_results_num(srv, "gpu_utilization.max"), 2),
-			    cli_rj_fmt(c, sizeof(c),
+			    cli_rp_fmt(b, sizeof(b), cl_results_num(srv, "gpu_utilization.max"), 2),
+			    cli_rp_fmt(c, sizeof(c),
 				       cl_results_num(srv, "gpu_memory_used_bytes.max") /
 					   1073741824.0,
 				       2));
@@ -498,12 +419,12 @@ void cli_rp_server_notes(const json_t *doc, void (*emit)(void *arg, const char *
 			     *labels ? "}" : "");
 			if (strcmp(cl_results_str(v, "kind", ""), "counter") == 0)
 				addf(line, sizeof(line), &o, "increase %s (%s/s)",
-				     cli_rj_fmt(a, sizeof(a), cl_results_num(v, "increase"), 0),
-				     cli_rj_fmt(b, sizeof(b), cl_results_num(v, "per_s"), 2));
+				     cli_rp_fmt(a, sizeof(a), cl_results_num(v, "increase"), 0),
+				     cli_rp_fmt(b, sizeof(b), cl_results_num(v, "per_s"), 2));
 			else
 				addf(line, sizeof(line), &o, "mean %s, max %s",
-				     cli_rj_fmt(a, sizeof(a), cl_results_num(v, "mean"), 3),
-				     cli_rj_fmt(b, sizeof(b), cl_results_num(v, "max"), 3));
+				     cli_rp_fmt(a, sizeof(a), cl_results_num(v, "mean"), 3),
+				     cli_rp_fmt(b, sizeof(b), cl_results_num(v, "max"), 3));
 		}
 		if (o) {
 			char full[1200];
@@ -535,10 +456,10 @@ static bool images_line(const json_t *stage, char *buf, size_t n)
 		 "against %s for the text alone (estimated): %s per image",
 		 cl_results_str(stage, "name", "-"), cl_results_num(im, "per_request"),
 		 cl_results_num(im, "per_request") == 1 ? "" : "s",
-		 cli_rj_fmt(with, sizeof(with), cl_results_num(im, "prompt_tokens_mean"), 1),
-		 cli_rj_fmt(text, sizeof(text), cl_results_num(im, "text_prompt_tokens_estimated_mean"),
+		 cli_rp_fmt(with, sizeof(with), cl_results_num(im, "prompt_tokens_mean"), 1),
+		 cli_rp_fmt(text, sizeof(text), cl_results_num(im, "text_prompt_tokens_estimated_mean"),
 			    1),
-		 cli_rj_fmt(each, sizeof(each), cl_results_num(im, "prompt_tokens_per_image"), 1));
+		 cli_rp_fmt(each, sizeof(each), cl_results_num(im, "prompt_tokens_per_image"), 1));
 	return true;
 }
 

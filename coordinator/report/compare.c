@@ -2,7 +2,9 @@
  * that matters, and counts regressions beyond the allowed change. */
 #include "coordinator/report/compare.h"
 #include "coordinator/results/results.h"
-#include "coordinator/results/internal.h"
+#include "coordinator/report/internal.h"
+#include "coordinator/results/ci.h"
+#include "coordinator/results/json_int.h"
 
 #include "chatload/err.h"
 #include "chatload/exitcode.h"
@@ -211,7 +213,7 @@ static double widen_to_99(const json_t *ci, const char *metric)
 	if (strcmp(method, "order_statistics") == 0 || !(n >= 2) || n > 1e9)
 		return 2.576 / 1.96;
 	size_t df = (size_t)n - 1;
-	return cli_rs_t995(df) / cli_rs_t975(df);
+	return cl_ci_t995(df) / cl_ci_t975(df);
 }
 
 /* Half the width of the 99 % interval of the difference of a figure between two runs, from
@@ -512,7 +514,7 @@ static void md_row(FILE *out, char cells[CMP_COLS][96], void *ctx)
 	fputc('|', out);
 	for (int c = 0; c < CMP_COLS; c++) {
 		fputc(' ', out);
-		cli_rj_put_md(out, cells[c][0] ? cells[c] : "-");
+		cli_rp_put_md(out, cells[c][0] ? cells[c] : "-");
 		fputs(" |", out);
 	}
 	fputc('\n', out);
@@ -590,9 +592,9 @@ int cl_compare_render(const json_t *cmp, enum cl_compare_format fmt, FILE *out)
 	}
 	case CL_COMPARE_MD: {
 		fputs("# chatload compare\n\nBase: `", out);
-		cli_rj_put_md(out, bf);
+		cli_rp_put_md(out, bf);
 		fputs("` New: `", out);
-		cli_rj_put_md(out, nf);
+		cli_rp_put_md(out, nf);
 		fputs("`\n\n", out);
 		char head[CMP_COLS][96];
 		for (int c = 0; c < CMP_COLS; c++)

@@ -2,7 +2,7 @@
  * numbers as in results.json, empty cells for "no data". */
 #include "coordinator/report/report.h"
 #include "coordinator/results/results.h"
-#include "coordinator/results/internal.h"
+#include "coordinator/report/internal.h"
 
 #include "chatload/err.h"
 
@@ -133,7 +133,7 @@ int cl_report_csv(const json_t *doc, FILE *out)
 			switch (columns[c].kind) {
 			case K_STR:
 				if (json_is_string(v))
-					cli_rj_put_csv(out, json_string_value(v));
+					cli_rp_put_csv(out, json_string_value(v));
 				break;
 			case K_NUM:
 				put_num(v, out);

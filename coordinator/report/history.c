@@ -5,7 +5,8 @@
 #include "coordinator/report/history_int.h"
 #include "coordinator/report/compare.h"
 #include "coordinator/results/results.h"
-#include "coordinator/results/internal.h"
+#include "coordinator/report/internal.h"
+#include "coordinator/results/json_int.h"
 
 #include "chatload/err.h"
 

@@ -4,7 +4,7 @@
 #include "coordinator/report/history.h"
 #include "coordinator/report/history_int.h"
 #include "coordinator/results/results.h"
-#include "coordinator/results/internal.h"
+#include "coordinator/report/internal.h"
 
 #include "chatload/err.h"
 
@@ -41,7 +41,7 @@ static void escaped(FILE *out, void (*fn)(const json_t *, FILE *, const char *),
 		return;
 	fn(hist, mem, prefix);
 	if (fclose(mem) == 0 && buf)
-		cli_rj_put_xml(out, buf);
+		cli_rp_put_xml(out, buf);
 	free(buf);
 }
 
@@ -135,9 +135,9 @@ static void figure_chart(const json_t *fig, const char *stage, FILE *out)
 				  .vline_label = vlabel,
 				  .n_vlines = nv };
 	fprintf(out, "<div class=\"chart\" data-stage=\"");
-	cli_rj_put_xml(out, stage);
+	cli_rp_put_xml(out, stage);
 	fprintf(out, "\" data-metric=\"");
-	cli_rj_put_xml(out, cl_results_str(fig, "metric", ""));
+	cli_rp_put_xml(out, cl_results_str(fig, "metric", ""));
 	fputs("\">\n", out);
 	cli_rp_svg_chart(out, &c);
 	fputs("</div>\n", out);
@@ -169,11 +169,11 @@ int cl_history_html(const json_t *hist, FILE *out)
 	fprintf(out, "<span class=\"badge %s\">%s</span></h1>\n", fail ? "fail" : "pass",
 		fail ? "STEP" : "NO STEP");
 	fputs("<p class=\"meta\">", out);
-	cli_rj_put_xml(out, cl_results_str(hist, "dir", "?"));
+	cli_rp_put_xml(out, cl_results_str(hist, "dir", "?"));
 	fprintf(out, ": %zu night%s, ", used, used == 1 ? "" : "s");
-	cli_rj_put_xml(out, first);
+	cli_rp_put_xml(out, first);
 	fputs(" .. ", out);
-	cli_rj_put_xml(out, last);
+	cli_rp_put_xml(out, last);
 	fprintf(out,
 		"; baseline: up to %.0f earlier nights; limit %g%% (error rate: %g pp)</p>\n",
 		cl_results_num(hist, "window"), cl_results_num(hist, "max_regression") * 100,
@@ -193,7 +193,7 @@ int cl_history_html(const json_t *hist, FILE *out)
 	{
 		const char *stage = cl_results_str(s, "stage", "?");
 		fputs("<section class=\"stage\"><h2>Stage ", out);
-		cli_rj_put_xml(out, stage);
+		cli_rp_put_xml(out, stage);
 		fputs("</h2>\n<div class=\"charts\">\n", out);
 		json_array_foreach(json_object_get(s, "figures"), k, f)
 		{

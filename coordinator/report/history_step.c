@@ -3,7 +3,7 @@
  * that leaves the band confirmed as a step by the night after it, or called an outlier when
  * that night comes back.  Pure functions; docs/results.md ("chatload history") says why. */
 #include "coordinator/report/history.h"
-#include "coordinator/results/internal.h"
+#include "coordinator/results/ci.h"
 
 #include "chatload/assert.h"
 
@@ -21,7 +21,7 @@ static double spread_factor(size_t n)
 {
 	if (n < 2)
 		return 0; /* one night has no spread of its own: the ci95s and the limit decide */
-	double t = cli_rs_t995(n - 1);
+	double t = cl_ci_t995(n - 1);
 	return t * sqrt(1 + 1.0 / (double)n);
 }
 

@@ -3,7 +3,7 @@
  * (chatload run --web), the same with a small script that refreshes it. */
 #include "coordinator/report/report.h"
 #include "coordinator/results/results.h"
-#include "coordinator/results/internal.h"
+#include "coordinator/report/internal.h"
 
 #include "chatload/err.h"
 
@@ -37,7 +37,7 @@ static const char css[] =
 
 static void text(FILE *out, const char *s)
 {
-	cli_rj_put_xml(out, s ? s : "-");
+	cli_rp_put_xml(out, s ? s : "-");
 }
 
 static void th(FILE *out, const char *s, bool numeric)
@@ -74,7 +74,7 @@ static void header(const json_t *doc, bool live, FILE *out)
 	fputs(" &#183; finished ", out);
 	text(out, cl_results_str(doc, "finished_at", "-"));
 	fprintf(out, " &#183; %s s &#183; exit code ",
-		cli_rj_fmt(dur, sizeof(dur), cl_results_num(doc, "duration_s"), 1));
+		cli_rp_fmt(dur, sizeof(dur), cl_results_num(doc, "duration_s"), 1));
 	text(out, cli_rp_exit_text(exit_text, sizeof(exit_text), doc));
 	fputs("</p>\n<p class=\"meta\">scenario ", out);
 	text(out, cl_results_str(doc, "scenario.file", "-"));
@@ -339,12 +339,12 @@ static void estimates(const json_t *doc, FILE *out)
 	{
 		char a[32], b[32], c[32], d[32], t[32];
 		fputs("<tr>", out);
-		td(out, cli_rj_fmt_count(a, sizeof(a), cl_results_num(e, "samples")), true);
+		td(out, cli_rp_fmt_count(a, sizeof(a), cl_results_num(e, "samples")), true);
 		td(out, cl_results_str(e, "from_stage", "-"), false);
 		td(out, cli_rp_fmt_rate(b, sizeof(b), cl_results_num(e, "requests_per_s")), true);
-		td(out, cli_rj_fmt(c, sizeof(c), cl_results_num(e, "output_tokens_per_request"), 1),
+		td(out, cli_rp_fmt(c, sizeof(c), cl_results_num(e, "output_tokens_per_request"), 1),
 		   true);
-		td(out, cli_rj_fmt(d, sizeof(d), cl_results_num(e, "hours"), 2), true);
+		td(out, cli_rp_fmt(d, sizeof(d), cl_results_num(e, "hours"), 2), true);
 		td(out, cli_rp_fmt_big(t, sizeof(t), cl_results_num(e, "output_tokens")), true);
 		td(out, cl_results_str(e, "note", ""), false);
 		fputs("</tr>\n", out);
@@ -369,13 +369,13 @@ static void run_details(const json_t *doc, FILE *out)
 		fputs("<h3>Readiness gate</h3><table><tbody>\n", out);
 		kv_row(out, "status", cl_results_str(r, "status", "-"));
 		kv_row(out, "connect ok at (s)",
-		       cli_rj_fmt(a, sizeof(a), cl_results_num(r, "phases.connect_s"), 3));
+		       cli_rp_fmt(a, sizeof(a), cl_results_num(r, "phases.connect_s"), 3));
 		kv_row(out, "models ok at (s)",
-		       cli_rj_fmt(b, sizeof(b), cl_results_num(r, "phases.models_s"), 3));
+		       cli_rp_fmt(b, sizeof(b), cl_results_num(r, "phases.models_s"), 3));
 		kv_row(out, "generation ok at (s)",
-		       cli_rj_fmt(c, sizeof(c), cl_results_num(r, "phases.generation_s"), 3));
+		       cli_rp_fmt(c, sizeof(c), cl_results_num(r, "phases.generation_s"), 3));
 		kv_row(out, "attempts",
-		       cli_rj_fmt_count(d, sizeof(d), cl_results_num(r, "attempts")));
+		       cli_rp_fmt_count(d, sizeof(d), cl_results_num(r, "attempts")));
 		kv_row(out, "model", cl_results_str(r, "model", "-"));
 		kv_row(out, "probe TTFT (ms)",
 		       cli_rp_fmt_ms(e, sizeof(e), cl_results_num(r, "probe_ttft_ms")));
@@ -389,10 +389,10 @@ static void run_details(const json_t *doc, FILE *out)
 		char a[32], b[32], c[32];
 		fputs("<h3>Warmup (excluded from every stage)</h3><table><tbody>\n", out);
 		kv_row(out, "requests",
-		       cli_rj_fmt_count(a, sizeof(a), cl_results_num(w, "requests")));
+		       cli_rp_fmt_count(a, sizeof(a), cl_results_num(w, "requests")));
 		kv_row(out, "completed",
-		       cli_rj_fmt_count(b, sizeof(b), cl_results_num(w, "completed")));
-		kv_row(out, "errors", cli_rj_fmt_count(c, sizeof(c), cl_results_num(w, "errors")));
+		       cli_rp_fmt_count(b, sizeof(b), cl_results_num(w, "completed")));
+		kv_row(out, "errors", cli_rp_fmt_count(c, sizeof(c), cl_results_num(w, "errors")));
 		fputs("</tbody></table>\n", out);
 	}
 	const json_t *agents = json_object_get(doc, "agents");
@@ -411,15 +411,15 @@ static void run_details(const json_t *doc, FILE *out)
 		{
 			char id[32], wk[32], off[32], skew[32];
 			fputs("<tr>", out);
-			td(out, cli_rj_fmt_count(id, sizeof(id), cl_results_num(a, "id")), true);
+			td(out, cli_rp_fmt_count(id, sizeof(id), cl_results_num(a, "id")), true);
 			td(out, cl_results_str(a, "host", "-"), false);
-			td(out, cli_rj_fmt_count(wk, sizeof(wk), cl_results_num(a, "workers")),
+			td(out, cli_rp_fmt_count(wk, sizeof(wk), cl_results_num(a, "workers")),
 			   true);
 			td(out,
-			   cli_rj_fmt_count(off, sizeof(off), cl_results_num(a, "clock_offset_us")),
+			   cli_rp_fmt_count(off, sizeof(off), cl_results_num(a, "clock_offset_us")),
 			   true);
 			td(out,
-			   cli_rj_fmt_count(skew, sizeof(skew), cl_results_num(a, "start_skew_us")),
+			   cli_rp_fmt_count(skew, sizeof(skew), cl_results_num(a, "start_skew_us")),
 			   true);
 			td(out, json_is_true(json_object_get(a, "lost")) ? "LOST" : "no", false);
 			fputs("</tr>\n", out);
@@ -490,7 +490,7 @@ static void error_samples(const json_t *doc, FILE *out)
 			fputs("<tr>", out);
 			td(out, cl_results_str(s, "name", "-"), false);
 			td(out, cl_results_str(e, "class", "-"), false);
-			td(out, cli_rj_fmt_count(st, sizeof(st), cl_results_num(e, "http_status")),
+			td(out, cli_rp_fmt_count(st, sizeof(st), cl_results_num(e, "http_status")),
 			   true);
 			fputs("<td><code>", out);
 			text(out, cl_results_str(e, "body", ""));
@@ -535,8 +535,8 @@ static void server_now(const json_t *now, FILE *out)
 		 "server now (%s%s): %s running, %s waiting, KV cache %s, prefix-cache hits %s, "
 		 "%d restarts",
 		 src, json_is_true(json_object_get(now, "up")) ? "" : ", last scrape failed",
-		 cli_rj_fmt(a, sizeof(a), cl_results_num(now, "running"), 0),
-		 cli_rj_fmt(b, sizeof(b), cl_results_num(now, "waiting"), 0),
+		 cli_rp_fmt(a, sizeof(a), cl_results_num(now, "running"), 0),
+		 cli_rp_fmt(b, sizeof(b), cl_results_num(now, "waiting"), 0),
 		 isnan(kv) ? "-" : cli_rp_fmt_pct(c, sizeof(c), kv * 100),
 		 isnan(hit) ? "-" : cli_rp_fmt_pct(d, sizeof(d), hit * 100),
 		 (int)cl_results_num(now, "restarts"));

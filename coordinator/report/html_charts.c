@@ -3,7 +3,8 @@
  * one timeline across every stage.  Failed, degraded, interrupted and client-bound stages are
  * marked, never drawn as normal points. */
 #include "coordinator/results/results.h"
-#include "coordinator/results/internal.h"
+#include "coordinator/report/internal.h"
+#include "coordinator/results/json_int.h"
 
 #include <math.h>
 #include <stdlib.h>

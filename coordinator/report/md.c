@@ -2,7 +2,7 @@
  * and error samples, as GitHub-flavoured Markdown tables. */
 #include "coordinator/report/report.h"
 #include "coordinator/results/results.h"
-#include "coordinator/results/internal.h"
+#include "coordinator/report/internal.h"
 
 #include "chatload/err.h"
 
@@ -14,7 +14,7 @@ static void row(FILE *out, const char *const *cells, size_t n)
 	fputc('|', out);
 	for (size_t i = 0; i < n; i++) {
 		fputc(' ', out);
-		cli_rj_put_md(out, cells[i] && cells[i][0] ? cells[i] : "-");
+		cli_rp_put_md(out, cells[i] && cells[i][0] ? cells[i] : "-");
 		fputs(" |", out);
 	}
 	fputc('\n', out);
@@ -38,7 +38,7 @@ static void summary(const json_t *doc, FILE *out)
 {
 	char buf[128], dur[32];
 	fprintf(out, "# chatload results: ");
-	cli_rj_put_md(out, cl_results_str(doc, "scenario.name", "-"));
+	cli_rp_put_md(out, cl_results_str(doc, "scenario.name", "-"));
 	fputs("\n\n", out);
 	const char *h[2] = { "run", "value" };
 	row(out, h, 2);
@@ -48,7 +48,7 @@ static void summary(const json_t *doc, FILE *out)
 	kv(out, "chatload", cl_results_str(doc, "chatload_version", "-"));
 	kv(out, "started", cl_results_str(doc, "started_at", "-"));
 	kv(out, "finished", cl_results_str(doc, "finished_at", "-"));
-	kv(out, "duration (s)", cli_rj_fmt(dur, sizeof(dur), cl_results_num(doc, "duration_s"), 1));
+	kv(out, "duration (s)", cli_rp_fmt(dur, sizeof(dur), cl_results_num(doc, "duration_s"), 1));
 	kv(out, "complete", json_is_true(json_object_get(doc, "complete")) ? "yes" : "no");
 	kv(out, "exit code", cli_rp_exit_text(buf, sizeof(buf), doc));
 	kv(out, "verdict", cli_rp_verdict_word(doc));
@@ -98,7 +98,7 @@ static void detail(const json_t *doc, enum cli_rp_table_kind kind, FILE *out)
 	}
 	fprintf(out, "## %s\n\n", t.title);
 	if (t.note) {
-		cli_rj_put_md(out, t.note);
+		cli_rp_put_md(out, t.note);
 		fputs("\n\n", out);
 	}
 	row(out, t.col, t.n_cols);
@@ -191,7 +191,7 @@ static void md_note(void *arg, const char *line)
 {
 	struct note_out *no = arg;
 	fputs("- ", no->out);
-	cli_rj_put_md(no->out, line);
+	cli_rp_put_md(no->out, line);
 	fputc('\n', no->out);
 	(*no->n)++;
 }
@@ -247,11 +247,11 @@ static void estimates(const json_t *doc, FILE *out)
 	{
 		char a[32], b[32], c[32], d[32], t[32];
 		const char *cells[7] = {
-			cli_rj_fmt_count(a, sizeof(a), cl_results_num(e, "samples")),
+			cli_rp_fmt_count(a, sizeof(a), cl_results_num(e, "samples")),
 			cl_results_str(e, "from_stage", "-"),
 			cli_rp_fmt_rate(b, sizeof(b), cl_results_num(e, "requests_per_s")),
-			cli_rj_fmt(c, sizeof(c), cl_results_num(e, "output_tokens_per_request"), 1),
-			cli_rj_fmt(d, sizeof(d), cl_results_num(e, "hours"), 2),
+			cli_rp_fmt(c, sizeof(c), cl_results_num(e, "output_tokens_per_request"), 1),
+			cli_rp_fmt(d, sizeof(d), cl_results_num(e, "hours"), 2),
 			cli_rp_fmt_big(t, sizeof(t), cl_results_num(e, "output_tokens")),
 			cl_results_str(e, "note", ""),
 		};
@@ -274,12 +274,12 @@ static void readiness(const json_t *doc, FILE *out)
 	rule(out, NULL, 2);
 	kv(out, "status", cl_results_str(r, "status", "-"));
 	kv(out, "connect ok at (s)",
-	   cli_rj_fmt(a, sizeof(a), cl_results_num(r, "phases.connect_s"), 3));
+	   cli_rp_fmt(a, sizeof(a), cl_results_num(r, "phases.connect_s"), 3));
 	kv(out, "models ok at (s)",
-	   cli_rj_fmt(b, sizeof(b), cl_results_num(r, "phases.models_s"), 3));
+	   cli_rp_fmt(b, sizeof(b), cl_results_num(r, "phases.models_s"), 3));
 	kv(out, "generation ok at (s)",
-	   cli_rj_fmt(c, sizeof(c), cl_results_num(r, "phases.generation_s"), 3));
-	kv(out, "attempts", cli_rj_fmt_count(d, sizeof(d), cl_results_num(r, "attempts")));
+	   cli_rp_fmt(c, sizeof(c), cl_results_num(r, "phases.generation_s"), 3));
+	kv(out, "attempts", cli_rp_fmt_count(d, sizeof(d), cl_results_num(r, "attempts")));
 	kv(out, "model", cl_results_str(r, "model", "-"));
 	kv(out, "probe TTFT (ms)", cli_rp_fmt_ms(e, sizeof(e), cl_results_num(r, "probe_ttft_ms")));
 	kv(out, "last error", cl_results_str(r, "last_error", "-"));
@@ -295,9 +295,9 @@ static void warmup_agents(const json_t *doc, FILE *out)
 		static const char *const h[] = { "requests", "completed", "errors" };
 		static const bool num[] = { true, true, true };
 		const char *cells[3] = {
-			cli_rj_fmt_count(a, sizeof(a), cl_results_num(w, "requests")),
-			cli_rj_fmt_count(b, sizeof(b), cl_results_num(w, "completed")),
-			cli_rj_fmt_count(c, sizeof(c), cl_results_num(w, "errors"))
+			cli_rp_fmt_count(a, sizeof(a), cl_results_num(w, "requests")),
+			cli_rp_fmt_count(b, sizeof(b), cl_results_num(w, "completed")),
+			cli_rp_fmt_count(c, sizeof(c), cl_results_num(w, "errors"))
 		};
 		row(out, h, 3);
 		rule(out, num, 3);
@@ -320,11 +320,11 @@ static void warmup_agents(const json_t *doc, FILE *out)
 	{
 		char id[32], wk[32], off[32], skew[32];
 		const char *cells[6] = {
-			cli_rj_fmt_count(id, sizeof(id), cl_results_num(a, "id")),
+			cli_rp_fmt_count(id, sizeof(id), cl_results_num(a, "id")),
 			cl_results_str(a, "host", "-"),
-			cli_rj_fmt_count(wk, sizeof(wk), cl_results_num(a, "workers")),
-			cli_rj_fmt_count(off, sizeof(off), cl_results_num(a, "clock_offset_us")),
-			cli_rj_fmt_count(skew, sizeof(skew), cl_results_num(a, "start_skew_us")),
+			cli_rp_fmt_count(wk, sizeof(wk), cl_results_num(a, "workers")),
+			cli_rp_fmt_count(off, sizeof(off), cl_results_num(a, "clock_offset_us")),
+			cli_rp_fmt_count(skew, sizeof(skew), cl_results_num(a, "start_skew_us")),
 			json_is_true(json_object_get(a, "lost")) ? "LOST" : "no",
 		};
 		row(out, cells, 6);
@@ -342,7 +342,7 @@ static void warnings_errors(const json_t *doc, FILE *out)
 		json_array_foreach(warnings, i, w)
 		{
 			fputs("- ", out);
-			cli_rj_put_md(out, json_string_value(w));
+			cli_rp_put_md(out, json_string_value(w));
 			fputc('\n', out);
 		}
 		fputc('\n', out);
@@ -366,7 +366,7 @@ static void warnings_errors(const json_t *doc, FILE *out)
 			char st[16];
 			const char *cells[4] = {
 				cl_results_str(s, "name", "-"), cl_results_str(e, "class", "-"),
-				cli_rj_fmt_count(st, sizeof(st), cl_results_num(e, "http_status")),
+				cli_rp_fmt_count(st, sizeof(st), cl_results_num(e, "http_status")),
 				cl_results_str(e, "body", "")
 			};
 			row(out, cells, 4);
@@ -380,7 +380,7 @@ static void md_item(void *arg, const char *line)
 {
 	FILE *out = arg;
 	fputs("- ", out);
-	cli_rj_put_md(out, line);
+	cli_rp_put_md(out, line);
 	fputc('\n', out);
 }
 

@@ -4,6 +4,8 @@
 #ifndef CHATLOAD_REPORT_H
 #define CHATLOAD_REPORT_H
 
+#include "chatload/err.h"
+
 #include <jansson.h>
 #include <stdio.h>
 
@@ -32,6 +34,20 @@ int cl_report_html(const json_t *doc, FILE *out);
 /* report.html as the live page serves it (chatload run --web): a "live" badge and a small
  * inline script that fetches the page every 2 s and swaps in the new content. */
 int cl_report_html_live(const json_t *doc, FILE *out);
+
+/* The bit of a format in the `formats` of cl_report_write_files. */
+#define CL_REPORT_FILE(f) (1u << (f))
+
+/*
+ * Writes the report files of a finished run into dir, each atomically (a temporary file,
+ * fsync, rename), as `formats` asks (CL_REPORT_FILE bits): results.csv (CL_REPORT_CSV),
+ * report.md (CL_REPORT_MD), report.html (CL_REPORT_HTML); CL_REPORT_TABLE has no file.  The
+ * run calls it after cl_results_finish, with the scenario's output.formats; results/ writes
+ * results.json only.  Every file asked for is attempted: returns 0, or the first failure
+ * (CL_EIO, CL_ENOMEM) with err (may be NULL) saying which file and why.
+ */
+int cl_report_write_files(const json_t *doc, const char *dir, unsigned formats,
+			  struct cl_err *err);
 
 /* The CSV columns, in order (a stable interface: documented in docs/results.md):
  * cl_report_csv_column(i) for i < cl_report_csv_n_columns(), NULL past the end. */

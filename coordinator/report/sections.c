@@ -3,7 +3,8 @@
  * hosts), built once as cells
  * so the terminal, report.md and report.html say the same thing. */
 #include "coordinator/results/results.h"
-#include "coordinator/results/internal.h"
+#include "coordinator/report/internal.h"
+#include "coordinator/results/json_int.h"
 
 #include "chatload/err.h"
 
@@ -127,12 +128,12 @@ static int thinking(const json_t *stages, struct cli_rp_table *t)
 		cli_rp_fmt_ms(r[1], RP_CELL_MAX, cl_results_num(s, "latency_ms.ttft.p50"));
 		cli_rp_fmt_ms(r[2], RP_CELL_MAX, cl_results_num(s, "latency_ms.ttfc.p50"));
 		cli_rp_fmt_ms(r[3], RP_CELL_MAX, cl_results_num(s, "latency_ms.ttfc.p99"));
-		cli_rj_fmt_count(r[4], RP_CELL_MAX, reasoning);
-		cli_rj_fmt_count(r[5], RP_CELL_MAX, out - reasoning);
+		cli_rp_fmt_count(r[4], RP_CELL_MAX, reasoning);
+		cli_rp_fmt_count(r[5], RP_CELL_MAX, out - reasoning);
 		cli_rp_fmt_pct(r[6], RP_CELL_MAX, out > 0 ? 100 * reasoning / out : NAN);
 		cli_rp_fmt_rate(r[7], RP_CELL_MAX,
 				(out - reasoning) / cl_results_num(s, "duration_s"));
-		cli_rj_fmt_count(r[8], RP_CELL_MAX, cl_results_num(s, "requests.no_content"));
+		cli_rp_fmt_count(r[8], RP_CELL_MAX, cl_results_num(s, "requests.no_content"));
 		any_no_content |= cl_results_num(s, "requests.no_content") > 0;
 	}
 	/* Like the stage table, the column only when some request lacked content. */
@@ -161,14 +162,14 @@ static int tokens(const json_t *stages, struct cli_rp_table *t)
 		if (!r)
 			return CL_ENOMEM;
 		stage_cell(r[0], s);
-		cli_rj_fmt(r[1], RP_CELL_MAX, cl_results_num(tk, "prompt_per_request.mean"), 1);
-		cli_rj_fmt(r[2], RP_CELL_MAX, cl_results_num(tk, "requested_per_request.mean"), 1);
-		cli_rj_fmt(r[3], RP_CELL_MAX, cl_results_num(tk, "output_per_request.mean"), 1);
-		cli_rj_fmt_count(r[4], RP_CELL_MAX, cl_results_num(tk, "output_per_request.p50"));
-		cli_rj_fmt_count(r[5], RP_CELL_MAX, cl_results_num(tk, "output_per_request.p90"));
-		cli_rj_fmt_count(r[6], RP_CELL_MAX, cl_results_num(tk, "output_per_request.max"));
+		cli_rp_fmt(r[1], RP_CELL_MAX, cl_results_num(tk, "prompt_per_request.mean"), 1);
+		cli_rp_fmt(r[2], RP_CELL_MAX, cl_results_num(tk, "requested_per_request.mean"), 1);
+		cli_rp_fmt(r[3], RP_CELL_MAX, cl_results_num(tk, "output_per_request.mean"), 1);
+		cli_rp_fmt_count(r[4], RP_CELL_MAX, cl_results_num(tk, "output_per_request.p50"));
+		cli_rp_fmt_count(r[5], RP_CELL_MAX, cl_results_num(tk, "output_per_request.p90"));
+		cli_rp_fmt_count(r[6], RP_CELL_MAX, cl_results_num(tk, "output_per_request.max"));
 		cli_rp_fmt_pct(r[7], RP_CELL_MAX, 100 * cl_results_num(tk, "received_ratio"));
-		cli_rj_fmt_count(r[8], RP_CELL_MAX, cl_results_num(tk, "short_requests"));
+		cli_rp_fmt_count(r[8], RP_CELL_MAX, cl_results_num(tk, "short_requests"));
 		snprintf(r[9], RP_CELL_MAX, "%s", cl_results_str(tk, "source", "-"));
 	}
 	return 0;
@@ -195,7 +196,7 @@ static int errors(const json_t *stages, struct cli_rp_table *t)
 				return CL_ENOMEM;
 			stage_cell(r[0], s);
 			snprintf(r[1], RP_CELL_MAX, "%s", cli_rj_err_keys[k]);
-			cli_rj_fmt_count(r[2], RP_CELL_MAX, n);
+			cli_rp_fmt_count(r[2], RP_CELL_MAX, n);
 			cli_rp_fmt_pct(r[3], RP_CELL_MAX, total > 0 ? 100 * n / total : NAN);
 		}
 	}
@@ -240,12 +241,12 @@ static int client(const json_t *stages, struct cli_rp_table *t)
 		snprintf(r[1], RP_CELL_MAX, "%s",
 			 json_is_true(json_object_get(c, "client_bound")) ? "YES" : "no");
 		join_reasons(r[2], json_object_get(c, "reasons"));
-		cli_rj_fmt(r[3], RP_CELL_MAX, cl_results_num(c, "cpu_max_pct"), 1);
-		cli_rj_fmt(r[4], RP_CELL_MAX, cl_results_num(c, "cpu_capacity_pct"), 0);
-		cli_rj_fmt_count(r[5], RP_CELL_MAX, cl_results_num(c, "cpu_bound_intervals"));
+		cli_rp_fmt(r[3], RP_CELL_MAX, cl_results_num(c, "cpu_max_pct"), 1);
+		cli_rp_fmt(r[4], RP_CELL_MAX, cl_results_num(c, "cpu_capacity_pct"), 0);
+		cli_rp_fmt_count(r[5], RP_CELL_MAX, cl_results_num(c, "cpu_bound_intervals"));
 		cli_rp_fmt_ms(r[6], RP_CELL_MAX, cl_results_num(c, "loop_lag_p99_ms"));
 		cli_rp_fmt_ms(r[7], RP_CELL_MAX, cl_results_num(c, "dispatch_lag_p99_ms"));
-		cli_rj_fmt_count(r[8], RP_CELL_MAX,
+		cli_rp_fmt_count(r[8], RP_CELL_MAX,
 				 (double)json_array_size(json_object_get(c, "stalls")) +
 				     fmax(0, cl_results_num(c, "stalls_unlisted")));
 	}
@@ -271,12 +272,12 @@ static int episodes(const json_t *doc, struct cli_rp_table *t)
 				return CL_ENOMEM;
 			char id[32];
 			snprintf(r[0], RP_CELL_MAX, "%s (%s)",
-				 cli_rj_fmt_count(id, sizeof(id), cl_results_num(a, "id")),
+				 cli_rp_fmt_count(id, sizeof(id), cl_results_num(a, "id")),
 				 cl_results_str(a, "host", "-"));
 			snprintf(r[1], RP_CELL_MAX, "%s", cl_results_str(e, "stage", "-"));
 			snprintf(r[2], RP_CELL_MAX, "%s", cl_results_str(e, "cause", "-"));
-			cli_rj_fmt(r[3], RP_CELL_MAX, cl_results_num(e, "at_s"), 2);
-			cli_rj_fmt(r[4], RP_CELL_MAX, cl_results_num(e, "length_s"), 2);
+			cli_rp_fmt(r[3], RP_CELL_MAX, cl_results_num(e, "at_s"), 2);
+			cli_rp_fmt(r[4], RP_CELL_MAX, cl_results_num(e, "length_s"), 2);
 			join_reasons(r[5], json_object_get(e, "seen_by"));
 		}
 	}
@@ -287,7 +288,7 @@ static int episodes(const json_t *doc, struct cli_rp_table *t)
 static void ms_cell(char *buf, const json_t *ep, const char *path)
 {
 	const json_t *v = cl_results_get(ep, path);
-	cli_rj_fmt(buf, RP_CELL_MAX, json_is_number(v) ? json_number_value(v) : NAN, 1);
+	cli_rp_fmt(buf, RP_CELL_MAX, json_is_number(v) ? json_number_value(v) : NAN, 1);
 }
 
 /* Several endpoints: each one's share of each stage, so a slow or failing replica shows
@@ -317,8 +318,8 @@ static int endpoints(const json_t *stages, struct cli_rp_table *t)
 				return CL_ENOMEM;
 			stage_cell(r[0], s);
 			snprintf(r[1], RP_CELL_MAX, "%s", cl_results_str(ep, "url", "-"));
-			cli_rj_fmt_count(r[2], RP_CELL_MAX, cl_results_num(ep, "started"));
-			cli_rj_fmt_count(r[3], RP_CELL_MAX, cl_results_num(ep, "completed"));
+			cli_rp_fmt_count(r[2], RP_CELL_MAX, cl_results_num(ep, "started"));
+			cli_rp_fmt_count(r[3], RP_CELL_MAX, cl_results_num(ep, "completed"));
 			size_t at = (size_t)snprintf(r[4], RP_CELL_MAX, "%.0f", errs > 0 ? errs : 0);
 			const char *sep = " (";
 			for (size_t c = 0; c < cli_rj_n_err_keys && at < RP_CELL_MAX; c++) {
@@ -332,13 +333,13 @@ static int endpoints(const json_t *stages, struct cli_rp_table *t)
 			}
 			if (*sep == ',' && at < RP_CELL_MAX)
 				snprintf(r[4] + at, RP_CELL_MAX - at, ")");
-			cli_rj_fmt(r[5], RP_CELL_MAX, cl_results_num(ep, "output_tokens_per_s"), 1);
+			cli_rp_fmt(r[5], RP_CELL_MAX, cl_results_num(ep, "output_tokens_per_s"), 1);
 			ms_cell(r[6], ep, "ttft_ms.p50");
 			ms_cell(r[7], ep, "ttft_ms.p99");
 			ms_cell(r[8], ep, "itl_ms.p50");
 			ms_cell(r[9], ep, "itl_ms.p99");
 			double started = cl_results_num(ep, "started");
-			cli_rj_fmt(r[10], RP_CELL_MAX, all > 0 ? 100 * started / all : NAN, 1);
+			cli_rp_fmt(r[10], RP_CELL_MAX, all > 0 ? 100 * started / all : NAN, 1);
 		}
 	}
 	return 0;
@@ -410,11 +411,11 @@ static int hosts(const json_t *doc, struct cli_rp_table *t)
 						       at ? " " : "", cl_results_num(a, "id"));
 		}
 		snprintf(r[0], RP_CELL_MAX, "%s", host);
-		cli_rj_fmt_count(r[1], RP_CELL_MAX, count);
-		cli_rj_fmt_count(r[3], RP_CELL_MAX, workers);
-		cli_rj_fmt_count(r[4], RP_CELL_MAX, lost);
+		cli_rp_fmt_count(r[1], RP_CELL_MAX, count);
+		cli_rp_fmt_count(r[3], RP_CELL_MAX, workers);
+		cli_rp_fmt_count(r[4], RP_CELL_MAX, lost);
 		if (conns >= 0)
-			cli_rj_fmt_count(r[5], RP_CELL_MAX, conns);
+			cli_rp_fmt_count(r[5], RP_CELL_MAX, conns);
 		else
 			snprintf(r[5], RP_CELL_MAX, "-");
 		if (lost > 0)

@@ -1,6 +1,6 @@
 /* Inline SVG line charts for report.html: honest axes from zero, round tick values, a grid,
  * a legend and hover titles on the points; plain attributes, so the markup is valid XML. */
-#include "coordinator/results/internal.h"
+#include "coordinator/report/internal.h"
 
 #include <math.h>
 #include <string.h>
@@ -176,16 +176,16 @@ static void put_head(FILE *out, const struct cli_rp_chart *c, const struct plot 
 		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
 		"viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"",
 		p->w, p->h, p->w, p->h);
-	cli_rj_put_xml(out, c->title);
+	cli_rp_put_xml(out, c->title);
 	fprintf(out, "\" " FONT ">\n<title>");
-	cli_rj_put_xml(out, c->title);
+	cli_rp_put_xml(out, c->title);
 	fprintf(out,
 		"</title>\n<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n",
 		p->w, p->h);
 	fprintf(out,
 		"<text x=\"%d\" y=\"18\" font-size=\"14\" font-weight=\"600\" fill=\"#111827\">",
 		TITLE_X);
-	cli_rj_put_xml(out, c->title);
+	cli_rp_put_xml(out, c->title);
 	fputs("</text>\n", out);
 }
 
@@ -207,7 +207,7 @@ static void put_legend(FILE *out, const struct cli_rp_chart *c, const struct plo
 			se->dashed ? " stroke-dasharray=\"5 3\"" : "");
 		fprintf(out, "<text x=\"%.1f\" y=\"%d\" font-size=\"12\" fill=\"#374151\">",
 			lx + 23, ly + 4);
-		cli_rj_put_xml(out, se->name);
+		cli_rp_put_xml(out, se->name);
 		fputs("</text>\n", out);
 		lx += legend_width(se);
 	}
@@ -248,12 +248,12 @@ static void put_axes(FILE *out, const struct cli_rp_chart *c, const struct plot 
 		"<text x=\"%.1f\" y=\"%d\" font-size=\"12\" fill=\"#111827\" "
 		"text-anchor=\"middle\">",
 		ML + p->pw / 2, h - 8);
-	cli_rj_put_xml(out, c->x_label);
+	cli_rp_put_xml(out, c->x_label);
 	fprintf(out,
 		"</text>\n<text x=\"14\" y=\"%.1f\" font-size=\"12\" fill=\"#111827\" "
 		"text-anchor=\"middle\" transform=\"rotate(-90 14 %.1f)\">",
 		p->mt + p->ph / 2, p->mt + p->ph / 2);
-	cli_rj_put_xml(out, c->y_label);
+	cli_rp_put_xml(out, c->y_label);
 	fputs("</text>\n", out);
 }
 
@@ -269,7 +269,7 @@ static void put_reference_lines(FILE *out, const struct cli_rp_chart *c, const s
 				"<text x=\"%d\" y=\"%d\" font-size=\"11\" fill=\"#991b1b\" "
 				"text-anchor=\"end\">",
 				w - MR - 2, mt - 4);
-			cli_rj_put_xml(out, c->hline_label ? c->hline_label[k] : "");
+			cli_rp_put_xml(out, c->hline_label ? c->hline_label[k] : "");
 			fputs(" (above the chart)</text>\n", out);
 			continue;
 		}
@@ -279,7 +279,7 @@ static void put_reference_lines(FILE *out, const struct cli_rp_chart *c, const s
 			"stroke-width=\"1.5\" stroke-dasharray=\"2 3\"/><text x=\"%d\" y=\"%.1f\" "
 			"font-size=\"11\" fill=\"#991b1b\" text-anchor=\"end\">",
 			ML, y, w - MR, y, w - MR - 2, y - 4);
-		cli_rj_put_xml(out, c->hline_label ? c->hline_label[k] : "");
+		cli_rp_put_xml(out, c->hline_label ? c->hline_label[k] : "");
 		fputs("</text>\n", out);
 	}
 	for (size_t k = 0; k < c->n_vlines; k++) {
@@ -291,7 +291,7 @@ static void put_reference_lines(FILE *out, const struct cli_rp_chart *c, const s
 			"stroke-width=\"1\" stroke-dasharray=\"4 3\"/><text x=\"%.1f\" y=\"%d\" "
 			"font-size=\"10\" fill=\"#4b5563\">",
 			x, mt, x, h - (double)MB, x + 3, mt + 10);
-		cli_rj_put_xml(out, c->vline_label ? c->vline_label[k] : "");
+		cli_rp_put_xml(out, c->vline_label ? c->vline_label[k] : "");
 		fputs("</text>\n", out);
 	}
 }
@@ -380,13 +380,13 @@ static void put_points(FILE *out, const struct cli_rp_chart *c, const struct cli
 		fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%s\" fill=\"%s\"%s><title>",
 			px(p, x), py(p, y), mark ? "7" : "3", mark ? RED_MARK : se->color,
 			mark ? " fill-opacity=\"0.15\"" : "");
-		cli_rj_put_xml(out, se->name);
+		cli_rp_put_xml(out, se->name);
 		if (se->point_name && se->point_name[i]) {
 			fputs(" of ", out);
-			cli_rj_put_xml(out, se->point_name[i]);
+			cli_rp_put_xml(out, se->point_name[i]);
 		}
 		fputs(" at ", out);
-		cli_rj_put_xml(out, c->point_label ? c->point_label : "");
+		cli_rp_put_xml(out, c->point_label ? c->point_label : "");
 		fprintf(out, "%s: %s", xs, ys);
 		if (isfinite(err)) {
 			char es[32];
@@ -395,7 +395,7 @@ static void put_points(FILE *out, const struct cli_rp_chart *c, const struct cli
 		}
 		if (mark) {
 			fputs(" (", out);
-			cli_rj_put_xml(out, mark);
+			cli_rp_put_xml(out, mark);
 			fputs(": not a normal measurement)", out);
 		}
 		fputs(mark ? "</title></circle></g>\n" : "</title></circle>\n", out);

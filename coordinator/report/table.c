@@ -2,7 +2,7 @@
  * per stage, then verdict, estimates, warnings and where the results are. */
 #include "coordinator/report/report.h"
 #include "coordinator/results/results.h"
-#include "coordinator/results/internal.h"
+#include "coordinator/report/internal.h"
 
 #include "chatload/err.h"
 
@@ -158,7 +158,7 @@ static void print_estimates(const json_t *doc, FILE *out)
 	    out, "estimates (stage '%s' at %s req/s, %s output tokens per request):\n",
 	    cl_results_str(first, "from_stage", "?"),
 	    cli_rp_fmt_rate(rps, sizeof(rps), cl_results_num(first, "requests_per_s")),
-	    cli_rj_fmt(tpr, sizeof(tpr), cl_results_num(first, "output_tokens_per_request"), 1));
+	    cli_rp_fmt(tpr, sizeof(tpr), cl_results_num(first, "output_tokens_per_request"), 1));
 	size_t i;
 	const json_t *e;
 	json_array_foreach(est, i, e)
@@ -166,8 +166,8 @@ static void print_estimates(const json_t *doc, FILE *out)
 		char samples[32], hours[32], tokens[32];
 		const char *note = cl_results_str(e, "note", NULL);
 		fprintf(out, "  %s samples: %s h, %s output tokens%s%s\n",
-			cli_rj_fmt_count(samples, sizeof(samples), cl_results_num(e, "samples")),
-			cli_rj_fmt(hours, sizeof(hours), cl_results_num(e, "hours"), 2),
+			cli_rp_fmt_count(samples, sizeof(samples), cl_results_num(e, "samples")),
+			cli_rp_fmt(hours, sizeof(hours), cl_results_num(e, "hours"), 2),
 			cli_rp_fmt_big(tokens, sizeof(tokens), cl_results_num(e, "output_tokens")),
 			note ? " - " : "", note ? note : "");
 	}
@@ -189,7 +189,7 @@ int cl_report_table(const json_t *doc, FILE *out)
 	char dur_text[32];
 	fprintf(out, "started %s, took %s s, %zu agents\n\n",
 		cl_results_str(doc, "started_at", "-"),
-		cli_rj_fmt(dur_text, sizeof(dur_text), dur, 1),
+		cli_rp_fmt(dur_text, sizeof(dur_text), dur, 1),
 		json_array_size(json_object_get(doc, "agents")));
 	const json_t *stages = json_object_get(doc, "stages");
 	if (json_array_size(stages))

@@ -1,6 +1,7 @@
 /* The 95 % confidence intervals of a stage's headline figures (stages[].ci95): batch means over
  * the stage's report intervals in bounded memory, or the spread across a stage's repeats
  * (their figures for the rates, their distribution functions for the percentiles). */
+#include "coordinator/results/ci.h"
 #include "coordinator/results/results.h"
 #include "coordinator/results/internal.h"
 #include "coordinator/results/verdict.h"
@@ -240,12 +241,12 @@ static double t_quantile(size_t df, int level)
 	return t_beyond[df < 40 ? 0 : df < 60 ? 1 : df < 120 ? 2 : 3][level];
 }
 
-double cli_rs_t975(size_t df)
+double cl_ci_t975(size_t df)
 {
 	return t_quantile(df, 0);
 }
 
-double cli_rs_t995(size_t df)
+double cl_ci_t995(size_t df)
 {
 	return t_quantile(df, 1);
 }
@@ -270,7 +271,7 @@ double cli_rs_ci_half(const double *v, size_t n)
 	for (size_t i = 0; i < n; i++)
 		if (isfinite(v[i]))
 			ss += (v[i] - shift - mean) * (v[i] - shift - mean);
-	return cli_rs_t975(k - 1) * sqrt(ss / (double)(k - 1)) / sqrt((double)k);
+	return cl_ci_t975(k - 1) * sqrt(ss / (double)(k - 1)) / sqrt((double)k);
 }
 
 /* {half, low, high, n, method}; null when unknown. */
@@ -345,7 +346,7 @@ static json_t *pct_fig(const struct batch *b, size_t nb, const struct figure *f,
 			ss += (below[i] - share * values[i]) * (below[i] - share * values[i]);
 		double mean_values = sum_values / (double)nb;
 		double se = sqrt(ss / ((double)nb * (double)(nb - 1))) / mean_values;
-		double hb = cli_rs_t975(nb - 1) * se;
+		double hb = cl_ci_t975(nb - 1) * se;
 		if (hb > h) {
 			h = hb;
 			n_eff = fmin((double)n, p * (1 - p) / (se * se));

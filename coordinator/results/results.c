@@ -1,7 +1,6 @@
 /* The run's results document: created at the start of a run, filled stage by stage,
  * checkpointed to disk after every stage and every interval, finished with a verdict. */
 #include "coordinator/results/results.h"
-#include "coordinator/report/report.h"
 #include "coordinator/results/internal.h"
 #include "coordinator/results/verdict.h"
 
@@ -239,7 +238,6 @@ static int copy_scenario(struct cl_results *r, const struct cl_scenario *s)
 	}
 	if (s->estimate.from_stage && !(r->from_stage = strdup(s->estimate.from_stage)))
 		return CL_ENOMEM;
-	r->formats = s->output.formats | CL_FMT_JSON;
 	r->client_bound_warn = s->client_bound == CL_CLIENT_BOUND_WARN;
 	r->api = s->workload.api;
 	r->abort_intervals = s->slo_abort_intervals;
@@ -734,17 +732,6 @@ size_t cl_results_breach_count(const struct cl_results *r)
 	return r->breaches;
 }
 
-struct render_ctx {
-	const json_t *doc;
-	enum cl_report_format fmt;
-};
-
-static int fill_report(FILE *f, void *ctx)
-{
-	const struct render_ctx *c = ctx;
-	return cl_report_render(c->doc, c->fmt, f);
-}
-
 int cl_results_finish(struct cl_results *r, bool complete, int exit_code_hint, int *exit_code_out)
 {
 	*exit_code_out = CL_EXIT_FAILED;
@@ -779,25 +766,6 @@ int cl_results_finish(struct cl_results *r, bool complete, int exit_code_hint, i
 	if (cli_rj_set(r->doc, "exit_code", json_integer(code)))
 		return CL_ENOMEM;
 	int first = cli_rs_write(r);
-	static const struct {
-		unsigned bit;
-		const char *name;
-		enum cl_report_format fmt;
-	} files[] = { { CL_FMT_CSV, "results.csv", CL_REPORT_CSV },
-		      { CL_FMT_MD, "report.md", CL_REPORT_MD },
-		      { CL_FMT_HTML, "report.html", CL_REPORT_HTML } };
-	for (size_t k = 0; k < sizeof(files) / sizeof(files[0]); k++) {
-		if (!(r->formats & files[k].bit))
-			continue;
-		struct render_ctx ctx = { r->doc, files[k].fmt };
-		struct cl_err e = { 0 };
-		int wrc = cli_rj_write_atomic(r->dir, files[k].name, fill_report, &ctx, &e);
-		if (wrc != 0) {
-			cli_rs_remember_error(r, &e);
-			if (first == 0)
-				first = wrc;
-		}
-	}
 	if (r->intervals_fp && fsync(fileno(r->intervals_fp)) != 0 && first == 0)
 		first = CL_EIO;
 	*exit_code_out = first == 0 ? code : CL_EXIT_FAILED;

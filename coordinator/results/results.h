@@ -28,15 +28,18 @@
  *       at its end:            cl_results_finish_stage(r, i, &s->stages[i], &cumulative,
  *                                                      window_s, CL_STAGE_OK, NULL);
  *       if (s->slo_abort_on_breach && cl_results_breach_count(r) > 0) stop;
- *   cl_results_finish(r, complete, hint, &code);       // verdict, estimates, every format
- *   cl_report_render(cl_results_doc(r), CL_REPORT_TABLE, stdout);  // report/report.h
+ *   cl_results_finish(r, complete, hint, &code);       // verdict, estimates, results.json
+ *   // the caller then asks report/report.h for the other files and the table:
+ *   cl_report_write_files(cl_results_doc(r), out_dir, formats, &err);  // on failure code 1
+ *   cl_report_render(cl_results_doc(r), CL_REPORT_TABLE, stdout);
  *   cl_results_destroy(r);
  *   return code;
  *
  * Files in the output directory: results.json (rewritten atomically after every stage and
  * at the end), intervals.jsonl (one line per stage interval, appended and flushed as it
- * arrives, so a killed run loses at most the interval in flight), and at the end
- * results.csv, report.md and report.html as output.formats asks.  docs/results.md is the
+ * arrives, so a killed run loses at most the interval in flight).  results.csv, report.md
+ * and report.html are report/'s, written by the run from the finished document
+ * (cl_report_write_files); this module includes nothing of report/.  docs/results.md is the
  * reference for every field.
  */
 
@@ -305,13 +308,14 @@ int cl_results_set_capacity(struct cl_results *r, const char *name, const struct
 
 /*
  * Ends the run: final verdict, estimates, warnings, finished_at, complete and exit_code,
- * then writes results.json and the other output.formats.  exit_code_hint is what the run
+ * then writes results.json and syncs intervals.jsonl (the other output.formats are the
+ * caller's to write with cl_report_write_files, from cl_results_doc).  exit_code_hint is what the run
  * loop knows (CL_EXIT_OK, or CL_EXIT_FAILED / CL_EXIT_NOT_READY / ...; CL_EXIT_SLO_BREACH
  * when it stopped early for slo.abort_on_breach, since an incomplete run is otherwise a
  * failed one).  The exit code is:
  * the hint when it is not 0; else 1 when the run is incomplete or a stage failed; else 99
  * when an SLO was breached; else 0.  *exit_code_out is always set (1 when a file could not
- * be written, in which case the first error is returned and the others still attempted).
+ * be written, in which case the first error is returned; cl_results_last_error names it).
  * May be called once.
  */
 int cl_results_finish(struct cl_results *r, bool complete, int exit_code_hint, int *exit_code_out);

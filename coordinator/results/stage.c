@@ -1,9 +1,12 @@
 /* Builds the document's per-stage, per-interval, warmup and readiness objects from merged
- * metrics (every number in results.json that comes from a measurement is computed here). */
+ * metrics (every number in results.json that comes from a measurement is computed here):
+ * with a stage its per-turn TTFT (`turns`), whether it was too short for its requests
+ * (`too_short`), its share per endpoint (`endpoints`) and the images' cost (`images`). */
 #include "coordinator/results/results.h"
 #include "coordinator/results/internal.h"
 #include "coordinator/results/verdict.h"
 
+#include "chatload/metrics.h"
 #include "chatload/readiness.h"
 
 #include <math.h>
@@ -326,6 +329,74 @@ static json_t *http_json(const struct cl_metrics *m)
 			 cli_rj_uint(m->ctr[CL_CTR_CONNECTIONS_OPENED]));
 }
 
+/* -- multi-turn figures: TTFT and prompt length by turn index -- */
+
+/* A turn's TTFT: milliseconds at percentile p of h, rounded to the microsecond. */
+static json_t *turn_pct_ms(const struct cl_hist *h, double p)
+{
+	return json_real(cli_rj_round(cl_hist_percentile(h, p) / 1000.0, 3));
+}
+
+/* The stage's "turns" array (multi-turn: one entry per turn index that had completed
+ * requests; empty without conversations), NULL on out of memory. */
+static json_t *turns_json(const struct cl_metrics *m)
+{
+	json_t *a = json_array();
+	if (!a)
+		return NULL;
+	for (int t = 0; t < CL_TURNS_MAX; t++) {
+		const struct cl_hist *h = &m->lat[CL_LAT_TTFT_TURN1 + t];
+		uint64_t done = m->ctr[CL_CTR_TURN1_COMPLETED + t];
+		if (!done)
+			continue;
+		uint64_t pt = m->ctr[CL_CTR_TURN1_PROMPT_TOKENS + t];
+		bool any = cl_hist_count(h) > 0;
+		json_t *o = json_pack(
+		    "{s:i,s:b,s:o,s:o,s:o,s:o,s:o}", "turn", t + 1, "and_later",
+		    t == CL_TURNS_MAX - 1, "requests", cli_rj_uint(done), "ttft_p50_ms",
+		    any ? turn_pct_ms(h, 50) : json_null(), "ttft_p90_ms",
+		    any ? turn_pct_ms(h, 90) : json_null(), "ttft_p99_ms",
+		    any ? turn_pct_ms(h, 99) : json_null(), "prompt_tokens_mean",
+		    pt ? json_real(cli_rj_round((double)pt / (double)done, 1)) : json_null());
+		if (cli_rj_append(a, o)) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
+/* -- stages too short for their requests -- */
+
+/* Fewer completions than this and a stage's percentiles rest on a handful of requests. */
+#define SHORT_MIN_COMPLETED 10
+/* A window shorter than this many typical lifetimes is mostly its edges: the first wave
+ * starting together, the last one cut or finishing in the drain. */
+#define SHORT_MIN_LIFETIMES 2.0
+
+/* The typical lifetime of the stage's completed requests (E2E p50) in seconds, NAN when none
+ * completed. */
+static double lifetime_s(const struct cl_metrics *m)
+{
+	const struct cl_hist *e2e = &m->lat[CL_LAT_E2E];
+	return cl_hist_count(e2e) ? (double)cl_hist_percentile(e2e, 50) / 1e6 : NAN;
+}
+
+/* stages[].too_short: whether a duration-bounded stage was too short for its requests (fewer
+ * than 10 completed, or a window shorter than two typical lifetimes); requests-bounded
+ * stages never are.  summary.c warns about such a stage. */
+static bool too_short(const struct cl_scn_stage *st, const struct cl_metrics *m, double window_s)
+{
+	/* A requests-bounded stage's window lasts until its last request ends: it has the
+	 * requests it asked for, which is the way out offered to a duration-bounded one. */
+	if (!st || st->duration_us <= 0 || st->requests > 0)
+		return false;
+	if (m->ctr[CL_CTR_COMPLETED] < SHORT_MIN_COMPLETED)
+		return true;
+	double life = lifetime_s(m);
+	return isfinite(life) && window_s < SHORT_MIN_LIFETIMES * life;
+}
+
 json_t *cli_rs_stage_json(size_t index, const struct cl_scn_stage *st, const struct cl_metrics *m,
 			  double window_s, enum cl_stage_status status, const char *reason,
 			  const struct cli_rs_client *client, enum cl_api api)
@@ -354,7 +425,7 @@ json_t *cli_rs_stage_json(size_t index, const struct cl_scn_stage *st, const str
 		      throughput_json(m, window_s), "latency_ms", latency_json(m),
 		      "tokens_per_chunk", cnt_summary(&m->cnt[CL_CNT_TOKENS_PER_CHUNK], 1000.0),
 		      "client", client_json(m, st, client), "histograms", histograms_json(m));
-	json_t *turns = o ? cli_rs_turns_json(m) : NULL;
+	json_t *turns = o ? turns_json(m) : NULL;
 	if (o && turns && json_array_size(turns) == 0)
 		json_decref(turns);
 	else if (o && cli_rj_set(o, "turns", turns)) {
@@ -372,7 +443,7 @@ json_t *cli_rs_stage_json(size_t index, const struct cl_scn_stage *st, const str
 		return NULL;
 	}
 	if (o && (cli_rj_set(o, "http", http_json(m)) ||
-		  cli_rj_set(o, "too_short", json_boolean(cli_rs_too_short(st, m, window_s))) ||
+		  cli_rj_set(o, "too_short", json_boolean(too_short(st, m, window_s))) ||
 		  cli_rj_set(o, "unaccounted",
 			     client->unaccounted ? json_deep_copy(client->unaccounted)
 						 : json_array()))) {
@@ -380,6 +451,81 @@ json_t *cli_rs_stage_json(size_t index, const struct cl_scn_stage *st, const str
 		return NULL;
 	}
 	return o;
+}
+
+/* -- stages[].endpoints: a stage's figures per endpoint when the target has several
+ * (target.urls; docs/results.md, "Per endpoint") -- */
+
+/* {count, p50, p99} in ms of one endpoint histogram (merged across agents and workers like
+ * the stage's own, never percentiles averaged) */
+static json_t *ep_lat_json(const struct cl_hist *h)
+{
+	return json_pack("{s:o,s:o,s:o}", "count", cli_rj_uint(cl_hist_count(h)), "p50",
+			 pct_ms(h, 50), "p99", pct_ms(h, 99));
+}
+
+static json_t *ep_json(const struct cl_ep_metrics *ep, const char *url, double window_s)
+{
+	json_t *errors = json_object();
+	uint64_t total = 0;
+	for (size_t i = 0; errors && i < cli_rj_n_err_keys; i++) {
+		uint64_t n = ep->ctr[CL_CTR_FIRST_ERROR + i];
+		total += n;
+		if (cli_rj_set(errors, cli_rj_err_keys[i], cli_rj_uint(n))) {
+			json_decref(errors);
+			errors = NULL;
+		}
+	}
+	if (!errors)
+		return NULL;
+	uint64_t tok = ep->ctr[CL_CTR_OUTPUT_TOKENS];
+	json_t *tps = window_s > 0 ? json_real(cli_rj_sig((double)tok / window_s, 6)) : json_null();
+	json_t *rps = window_s > 0
+			  ? json_real(cli_rj_sig(
+				(double)ep->ctr[CL_CTR_WINDOW_SHARE_MILLI] / 1000.0 / window_s, 6))
+			  : json_null();
+	return json_pack(
+	    "{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "url", cli_rj_str(url), "started",
+	    cli_rj_uint(ep->ctr[CL_CTR_STARTED]), "completed",
+	    cli_rj_uint(ep->ctr[CL_CTR_COMPLETED]), "cut", cli_rj_uint(ep->ctr[CL_CTR_CUT]),
+	    "errors_total", cli_rj_uint(total), "errors", errors, "output_tokens", cli_rj_uint(tok),
+	    "output_tokens_per_s", tps, "requests_per_s", rps, "ttft_ms",
+	    ep_lat_json(&ep->lat[CL_EP_LAT_TTFT]), "itl_ms", ep_lat_json(&ep->lat[CL_EP_LAT_ITL]));
+}
+
+json_t *cli_rs_endpoints_json(const struct cl_metrics *m, const json_t *urls, double window_s)
+{
+	json_t *a = json_array();
+	for (uint32_t i = 0; a && i < m->n_eps; i++) {
+		const json_t *u = json_array_get(urls, i);
+		if (cli_rj_append(a,
+				  ep_json(&m->eps[i], u ? json_string_value(u) : NULL, window_s))) {
+			json_decref(a);
+			a = NULL;
+		}
+	}
+	return a;
+}
+
+/* stages[].images: what workload.images cost in prompt tokens, the measured prompt tokens per
+ * request against the text's estimate, per image. */
+json_t *cli_rs_images_json(const json_t *workload, const json_t *stage)
+{
+	const json_t *im = json_object_get(workload, "images");
+	double per_request = json_number_value(json_object_get(im, "count"));
+	if (!json_is_object(im) || !(per_request > 0))
+		return NULL;
+	double text = json_number_value(json_object_get(workload, "prompt_tokens_estimated_mean"));
+	const json_t *pp = json_object_get(json_object_get(stage, "tokens"), "prompt_per_request");
+	double n = json_number_value(json_object_get(pp, "count"));
+	double with = json_number_value(json_object_get(pp, "mean"));
+	/* Nothing measured (no usage, or no request finished): the cost is unknown, not 0. */
+	bool have = n > 0 && isfinite(with) && json_is_number(json_object_get(pp, "mean"));
+	return json_pack(
+	    "{s:o,s:o,s:o,s:o}", "per_request", json_integer((json_int_t)per_request),
+	    "prompt_tokens_mean", have ? json_real(with) : json_null(),
+	    "text_prompt_tokens_estimated_mean", json_real(text), "prompt_tokens_per_image",
+	    have ? json_real(cli_rj_sig((with - text) / per_request, 6)) : json_null());
 }
 
 json_t *cli_rs_interval_json(double t_s, double interval_s, const struct cl_metrics *m)

@@ -1,5 +1,6 @@
 /* Rebuilds the verdict, estimates and warnings of a results document from its finished
- * stages (results/summary.c; results/results.c calls it before every write). */
+ * stages (results/results.c calls it before every write): among the warnings, stages too
+ * short for their requests and requests that re-sent a body the run had sent already. */
 #include "coordinator/results/results.h"
 #include "coordinator/results/internal.h"
 #include "coordinator/results/verdict.h"
@@ -355,6 +356,78 @@ static int warn_estimate_source(json_t *w, const json_t *doc)
 			   stage, rps);
 }
 
+/* The warning for stage s when it is marked too_short (stage.c judges it): its numbers and the
+ * way out.  0 or CL_ENOMEM. */
+static int warn_too_short(json_t *w, const json_t *s)
+{
+	if (!json_is_true(json_object_get(s, "too_short")))
+		return 0;
+	const char *name = cl_results_str(s, "name", "");
+	double done = cl_results_num(s, "requests.completed");
+	double started = cl_results_num(s, "requests.started");
+	double window = cl_results_num(s, "duration_s");
+	double e2e_ms = cl_results_num(s, "latency_ms.e2e.p50");
+	char took[96];
+	if (isfinite(e2e_ms))
+		snprintf(took, sizeof(took), "answers take ~%.3g s", e2e_ms / 1e3);
+	else
+		snprintf(took, sizeof(took), "no answer ended within the stage and its drain");
+	return cli_rs_warn(w,
+			   "stage '%s' is too short for its requests: %.0f of %.0f completed in "
+			   "%.3g s, %s; its percentiles and rates rest on the stage's edges. "
+			   "Lengthen it (to at least %s) or bound it by requests",
+			   name, done, started, window, took,
+			   isfinite(e2e_ms) ? "two answers' time and 10 completions"
+					    : "10 completions");
+}
+
+/* The warning about requests that re-sent a body the run had sent already (warmup and stages
+ * of doc), if any did: a server's prompt cache answers those from cache, and their TTFT reads
+ * better than a new user's would.  It advises dropping order: per_stage only when the run set
+ * it, and speaks of latency, not TTFT, for embeddings.  0 or CL_ENOMEM. */
+static int warn_repeated(json_t *w, const json_t *doc)
+{
+	double repeated = cl_results_num(doc, "warmup.repeated");
+	if (!isfinite(repeated))
+		repeated = 0;
+	char where[320] = "";
+	size_t used = 0;
+	size_t i;
+	const json_t *s;
+	json_array_foreach(json_object_get(doc, "stages"), i, s)
+	{
+		double n = cl_results_num(s, "requests.repeated");
+		if (!isfinite(n) || n <= 0)
+			continue;
+		repeated += n;
+		int k = snprintf(where + used, sizeof(where) - used, "%s'%s' %.0f",
+				 used ? ", " : "", cl_results_str(s, "name", ""), n);
+		if (k > 0 && (size_t)k < sizeof(where) - used)
+			used += (size_t)k;
+	}
+	if (repeated <= 0)
+		return 0;
+	/* What a repeat costs, for what was sent: a generation's TTFT, an embedding's latency. */
+	bool embeddings =
+	    strcmp(cl_results_str(doc, "scenario.target.api", "chat"), "embeddings") == 0;
+	bool per_stage = strcmp(cl_results_str(doc, "workload.order", "run"), "per_stage") == 0;
+	return cli_rs_warn(
+	    w,
+	    "%.0f requests re-sent %s this run had already sent (%s%s%s): %s. Give the "
+	    "workload more %ss than the run sends (a larger dataset, a larger synthetic.count "
+	    "or none, which makes every request distinct)%s",
+	    repeated, embeddings ? "an input" : "a prompt", used ? "stages " : "in the warmup",
+	    where, cl_results_num(doc, "warmup.repeated") > 0 && used ? " and the warmup" : "",
+	    embeddings ? "a server that caches inputs or their vectors may answer them from its "
+			 "cache, so their latency reads better than a new input's"
+		       : "a server's prompt cache (vLLM, SGLang, llama.cpp) may answer them "
+			 "from cache, so their TTFT reads better than a new prompt's",
+	    embeddings ? "input" : "prompt",
+	    per_stage ? ", or drop workload.order: per_stage (every stage sends the same "
+			"bodies again)"
+		      : "");
+}
+
 static json_t *warnings_json(struct cl_results *r)
 {
 	json_t *w = json_array();
@@ -379,7 +452,7 @@ static json_t *warnings_json(struct cl_results *r)
 			rc |= warn_client_bound(
 			    w, s, name, !r->client_bound_warn && cli_rs_client_bound_gates(s));
 		rc |= cli_rs_fault_warnings(w, s);
-		rc |= cli_rs_short_warning(w, s);
+		rc |= warn_too_short(w, s);
 		rc |= warn_no_content(w, s, name);
 		double empty = cl_results_num(s, "requests.errors.empty_answer");
 		if (empty > 0)
@@ -410,7 +483,7 @@ static json_t *warnings_json(struct cl_results *r)
 	}
 	rc |= warn_churn(w, stages);
 	rc |= warn_estimate_source(w, r->doc);
-	rc |= cli_rs_repeat_warning(w, r->doc);
+	rc |= warn_repeated(w, r->doc);
 	json_array_foreach(json_object_get(r->doc, "agents"), i, s)
 	{
 		if (json_is_true(json_object_get(s, "lost")))

@@ -1,5 +1,6 @@
-/* Small helpers for the results and report files: JSON values from untrusted C text,
- * rounding, atomic file writes, directories, and escaping for XML, Markdown and CSV. */
+/* Small helpers for results.json and the files beside it (results/json_int.h): JSON values
+ * from untrusted C text, rounding, atomic file writes, directories, the dump format; and the
+ * warnings and stage order of the document (results/internal.h). */
 #include "coordinator/results/internal.h"
 
 #include "chatload/metrics.h"
@@ -233,106 +234,6 @@ out:
 		unlink(tmp);
 	free(final);
 	return rc;
-}
-
-void cli_rj_put_xml(FILE *f, const char *s)
-{
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		switch (c) {
-		case '<':
-			fputs("&lt;", f);
-			break;
-		case '>':
-			fputs("&gt;", f);
-			break;
-		case '&':
-			fputs("&amp;", f);
-			break;
-		case '"':
-			fputs("&quot;", f);
-			break;
-		case '\'':
-			fputs("&#39;", f);
-			break;
-		default:
-			/* XML 1.0 forbids most control characters even as references. */
-			if (c < 0x20 && c != '\n' && c != '\t')
-				fputc('?', f);
-			else
-				fputc(c, f);
-		}
-	}
-}
-
-void cli_rj_put_md(FILE *f, const char *s)
-{
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '|' || c == '\\' || c == '`' || c == '*' || c == '_' || c == '<' ||
-		    c == '>' || c == '[' || c == ']')
-			fputc('\\', f);
-		if (c == '\n' || c == '\r' || c == '\t')
-			c = ' ';
-		fputc(c, f);
-	}
-}
-
-void cli_rj_put_csv(FILE *f, const char *s)
-{
-	if (!s)
-		return;
-	bool quote =
-	    strpbrk(s, ",\"\r\n") != NULL || s[0] == ' ' || (s[0] && s[strlen(s) - 1] == ' ');
-	if (!quote) {
-		fputs(s, f);
-		return;
-	}
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"')
-			fputc('"', f);
-		fputc(*s, f);
-	}
-	fputc('"', f);
-}
-
-char *cli_rj_fmt(char *buf, size_t n, double x, int decimals)
-{
-	if (!isfinite(x))
-		snprintf(buf, n, "-");
-	else
-		snprintf(buf, n, "%.*f", decimals, x);
-	return buf;
-}
-
-char *cli_rj_fmt_count(char *buf, size_t n, double x)
-{
-	if (!isfinite(x))
-		snprintf(buf, n, "-");
-	else
-		snprintf(buf, n, "%.0f", x);
-	return buf;
-}
-
-char *cli_rj_stage_load(const json_t *stage, char *buf, size_t n)
-{
-	const json_t *mode = json_object_get(stage, "mode");
-	const json_t *c = json_object_get(stage, "concurrency");
-	const json_t *rate = json_object_get(stage, "rate");
-	if (json_is_string(mode) && strcmp(json_string_value(mode), "rate") == 0 &&
-	    json_is_number(rate)) {
-		if (json_is_integer(c) && json_integer_value(c) > 0)
-			snprintf(buf, n, "%g/s (max %lld)", json_number_value(rate),
-				 (long long)json_integer_value(c));
-		else
-			snprintf(buf, n, "%g/s", json_number_value(rate));
-	} else if (json_is_integer(c)) {
-		snprintf(buf, n, "c=%lld", (long long)json_integer_value(c));
-	} else {
-		snprintf(buf, n, "-");
-	}
-	return buf;
 }
 
 static bool is_scalar(const json_t *j)

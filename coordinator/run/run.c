@@ -379,6 +379,25 @@ static int run_stages(struct run *r)
 	return 0;
 }
 
+/* The report files output.formats asks for, written by report/ from the finished document
+ * beside results.json (results/ writes results.json only).  0, or the first failure with err
+ * saying which file and why. */
+static int write_reports(struct run *r, struct cl_err *err)
+{
+	static const struct {
+		unsigned scenario;
+		enum cl_report_format report;
+	} map[] = { { CL_FMT_CSV, CL_REPORT_CSV },
+		    { CL_FMT_MD, CL_REPORT_MD },
+		    { CL_FMT_HTML, CL_REPORT_HTML } };
+	unsigned files = 0;
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+		if (r->s.output.formats & map[i].scenario)
+			files |= CL_REPORT_FILE(map[i].report);
+	}
+	return cl_report_write_files(cl_results_doc(r->res), cl_results_dir(r->res), files, err);
+}
+
 /* Ends the run on every path after the results exist: stops the processes, writes the
  * result files and prints the table.  code is the failure found so far (0: none); returns
  * the run's exit code. */
@@ -394,9 +413,19 @@ static int finish(struct run *r, int code)
 	r->srv = NULL;
 	if (r->res) {
 		int final = 0;
-		if (cl_results_finish(r->res, r->complete, code ? code : r->exit_hint, &final) != 0)
+		struct cl_err err = { 0 };
+		bool failed =
+		    cl_results_finish(r->res, r->complete, code ? code : r->exit_hint, &final) != 0;
+		if (write_reports(r, &err) != 0) {
+			final = CL_EXIT_FAILED;
+			failed = true;
+		}
+		/* The run's first error: results.json's (or an earlier checkpoint's), else a
+		 * report file's. */
+		const char *why = cl_results_last_error(r->res);
+		if (failed)
 			fprintf(stderr, "chatload: cannot write every result file: %s\n",
-				cl_results_last_error(r->res));
+				why[0] ? why : err.msg);
 		cl_report_render(cl_results_doc(r->res), CL_REPORT_TABLE, stdout);
 		fflush(stdout);
 		code = final;

@@ -5,7 +5,7 @@
 #include "coordinator/run/progress.h"
 #include "coordinator/report/report.h"
 #include "coordinator/results/results.h"
-#include "coordinator/results/internal.h"
+#include "coordinator/report/internal.h"
 
 #include "chatload/exitcode.h"
 
@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* A finished run of three stages, one with a name that needs quoting everywhere. */
 static json_t *build_doc(void)
@@ -370,6 +371,47 @@ static void test_marked_and_thinking(void **state)
 	json_decref(doc);
 }
 
+/* The report files a run leaves: exactly the formats asked for, each the renderer's text byte
+ * for byte, no temporary file left; a directory that cannot take them is an error naming the
+ * file, and every file asked for is still attempted. */
+static void test_write_files(void **state)
+{
+	(void)state;
+	json_t *doc = build_doc();
+	char tmpl[] = "/tmp/chatload-report-files-XXXXXX";
+	char *dir = mkdtemp(tmpl);
+	assert_non_null(dir);
+	struct cl_err err = { 0 };
+	assert_int_equal(
+	    cl_report_write_files(
+		doc, dir, CL_REPORT_FILE(CL_REPORT_MD) | CL_REPORT_FILE(CL_REPORT_TABLE), &err),
+	    0);
+	char path[512], *want = render(doc, CL_REPORT_MD);
+	snprintf(path, sizeof(path), "%s/report.md", dir);
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	char *got = calloc(1, strlen(want) + 2);
+	assert_non_null(got);
+	size_t n = fread(got, 1, strlen(want) + 1, f);
+	fclose(f);
+	assert_int_equal(n, strlen(want));
+	assert_string_equal(got, want);
+	free(got);
+	free(want);
+	assert_int_equal(unlink(path), 0);
+	/* Nothing else: no CSV, no HTML, no file for the table, no temporary file. */
+	assert_int_equal(rmdir(dir), 0);
+
+	/* The directory is gone now: every file fails, the first is named. */
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(
+	    cl_report_write_files(
+		doc, dir, CL_REPORT_FILE(CL_REPORT_CSV) | CL_REPORT_FILE(CL_REPORT_HTML), &err),
+	    CL_EIO);
+	assert_non_null(strstr(err.msg, "results.csv"));
+	json_decref(doc);
+}
+
 static void test_parse_format(void **state)
 {
 	enum cl_report_format f;
@@ -459,6 +501,7 @@ int main(void)
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_hostile_documents),
 		cmocka_unit_test(test_marked_and_thinking),
+		cmocka_unit_test(test_write_files),
 		cmocka_unit_test(test_parse_format),
 		cmocka_unit_test(test_percent_format),
 		cmocka_unit_test(test_progress_no_data),

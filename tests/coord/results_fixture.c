@@ -1,7 +1,8 @@
 /* Test-only program: builds a run's results through the real results API from synthetic
  * traffic recorded into real metrics, and writes them (all formats) to a directory, for the
- * Python integration tests.  Prints the terminal table as `run` does; exits with the run's
- * exit code (111 when the fixture itself fails).
+ * Python integration tests (results.json by results/, then results.csv, report.md and
+ * report.html by report/, as the run asks for them).  Prints the terminal table as `run` does;
+ * exits with the run's exit code (111 when the fixture itself fails).
  *
  * usage: results_fixture OUTDIR [--scale F] [--breach] [--interrupt] [--kill-after-stage N]
  *                               [--client-bound] [--stall] [--warn] [--rate] [--intervals N]
@@ -226,6 +227,12 @@ int main(int argc, char **argv)
 	int code = FIXTURE_FAILED;
 	if (cl_results_finish(r, complete, CL_EXIT_OK, &code) != 0)
 		return die(cl_results_last_error(r), NULL);
+	/* The report files, as the run writes them after results.json (run/run.c). */
+	if (cl_report_write_files(cl_results_doc(r), dir,
+				  CL_REPORT_FILE(CL_REPORT_CSV) | CL_REPORT_FILE(CL_REPORT_MD) |
+				      CL_REPORT_FILE(CL_REPORT_HTML),
+				  &err) != 0)
+		return die("cannot write the reports", &err);
 	cl_report_render(cl_results_doc(r), CL_REPORT_TABLE, stdout);
 	cl_metrics_destroy(&warm);
 	cl_metrics_destroy(&iv);

@@ -1,6 +1,7 @@
 /* The results lifecycle on real metrics: what the document says, what lands on disk and
  * when (checkpoints, atomic rewrites, intervals.jsonl), and how misuse is refused. */
 #include "coord_metrics.h"
+#include "coordinator/report/report.h"
 #include "coordinator/results/results.h"
 #include "coordinator/workload/workload.h"
 
@@ -230,6 +231,18 @@ static void test_lifecycle(void **state)
 	assert_true(json_is_true(json_object_get(disk, "complete")));
 	assert_int_equal(json_integer_value(json_object_get(disk, "exit_code")), 0);
 	json_decref(disk);
+	/* results/ writes results.json only: the report files are report/'s, which the run asks
+	 * for from the finished document. */
+	assert_false(exists(dir, "results.csv"));
+	assert_false(exists(dir, "report.md"));
+	assert_false(exists(dir, "report.html"));
+	struct cl_err rerr = { 0 };
+	assert_int_equal(cl_report_write_files(doc, dir,
+					       CL_REPORT_FILE(CL_REPORT_CSV) |
+						   CL_REPORT_FILE(CL_REPORT_MD) |
+						   CL_REPORT_FILE(CL_REPORT_HTML),
+					       &rerr),
+			 0);
 	assert_true(exists(dir, "results.csv"));
 	assert_true(exists(dir, "report.md"));
 	assert_true(exists(dir, "report.html"));
