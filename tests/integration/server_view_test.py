@@ -88,9 +88,12 @@ class ServerView(tl.FleetCase):
             self.assertEqual(s["ttft_ms"]["count"], st[name]["requests"]["completed"],
                              (name, s["ttft_ms"]))
             # c4 opens the run on a cold cache: its first scrape's hit rate was 0.29 and the
-            # stage's 0.49-0.55 (32 requests); c8 and c16 find the four prefixes cached.  The
-            # exact check is the next one: the server's rate is the client's own.
-            self.assertGreater(s["prefix_cache_hit_rate"], 0.3 if name == "c4" else 0.5,
+            # stage's 0.49-0.55 (32 requests); c8 and c16 find the four prefixes cached.  Since
+            # the counters are read over the measured window only (issue 40, not the drain's
+            # scrapes too) a warm stage read 0.48 once (its scrapes 0.47-0.49): the floor is
+            # 0.4, a cache that works.  The exact check is the next one: the server's rate is
+            # the client's own.
+            self.assertGreater(s["prefix_cache_hit_rate"], 0.3 if name == "c4" else 0.4,
                                (name, s))
             # The client's own view: usage.prompt_tokens_details.cached_tokens, summed.
             tok = st[name]["tokens"]
