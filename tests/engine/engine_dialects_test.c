@@ -72,6 +72,9 @@ static void *serve(void *arg)
 		if (c < 0)
 			continue;
 		read_request(c);
+		/* Counted before the answer goes out: the engine may end the request (an error
+		 * event stops it at once) before this thread's send returns. */
+		atomic_fetch_add(&s->served, 1);
 		size_t off = 0;
 		while (off < s->response_len) {
 			ssize_t k = send(c, s->response + off, s->response_len - off, MSG_NOSIGNAL);
@@ -79,7 +82,6 @@ static void *serve(void *arg)
 				break;
 			off += (size_t)k;
 		}
-		atomic_fetch_add(&s->served, 1);
 		shutdown(c, SHUT_WR);
 		close(c);
 	}
