@@ -45,8 +45,9 @@ double cli_rj_round(double x, int decimals);
 /* Writes dir/name atomically: a temporary file in dir, fill(), fflush, fsync, rename, and
  * an fsync of the directory.  fill returns 0 or a negative code.  On failure the temporary
  * file is removed and err says which file and why. */
-int cli_rj_write_atomic(const char *dir, const char *name, int (*fill)(FILE *f, void *ctx),
-			void *ctx, struct cl_err *err);
+CL_MUST_CHECK int cli_rj_write_atomic(const char *dir, const char *name,
+				      int (*fill)(FILE *f, void *ctx), void *ctx,
+				      struct cl_err *err);
 
 /* mkdir -p with mode 0755.  0, or CL_EIO with err naming the directory. */
 int cli_rj_mkdirs(const char *path, struct cl_err *err);
@@ -409,7 +410,7 @@ void cli_rs_interval_breach(const struct cl_results *r, struct stage_state *ss, 
 
 /* results/results.c: rebuilds the summary and rewrites results.json atomically.  0, or the error
  * (remembered for cl_results_last_error). */
-int cli_rs_write(struct cl_results *r);
+CL_MUST_CHECK int cli_rs_write(struct cl_results *r);
 
 /* Holds the finished stages' kept intervals to CL_RESULTS_MAX_FINISHED_INTERVALS rows in
  * all: while they hold more, the one that holds the most is halved (its stride doubles;
