@@ -187,6 +187,10 @@ struct cl_stage_run {
 	uint32_t cap;       /* in-flight cap (slots or the plan's cap) */
 	int64_t retry_us;   /* a start failed: no start attempt before this */
 	int64_t probe_due_us;
+	/* Measured requests in flight: started inside the window (CL_CTR_STARTED), not yet
+	 * ended as completed, an error class or cut.  Zero when the stage is done, which is
+	 * started == completed + errors + cut for this worker's share (asserted). */
+	uint64_t win_open;
 };
 
 /* Commands from the control thread (bits in cl_worker.cmd). */
