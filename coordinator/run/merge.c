@@ -353,8 +353,8 @@ static void on_stage_report(struct run *r, struct cl_fleet_agent *a, struct cl_m
 	}
 	int rc = cl_metrics_merge(&st->cum, rep->metrics);
 	if (rc != 0)
-		CL_ERROR("cannot merge agent %u's report into stage '%s': %s", a->id,
-			 st->scn->name, cl_strerror(rc));
+		CL_ERROR("cannot merge agent %u's report into stage '%s': %s", a->id, st->scn->name,
+			 cl_strerror(rc));
 	ra->stage.span_us += rep->span_us;
 	note_rate(ra, rep);
 	file_stalls(r, a, rep);
