@@ -306,14 +306,20 @@ static void answer_tokenize(struct cl_sim_conn *c, const struct cl_sim_config *c
 		return;
 	}
 	uint32_t n = prompt_tokens(cfg, chars, words); /* the text's: no chat template */
-	cl_buf_printf(b, "{\"count\":%u,\"max_model_len\":%u", n, CL_SIM_MAX_OUTPUT);
-	if (n <= 65536) {
-		cl_buf_puts(b, ",\"tokens\":[");
-		for (uint32_t i = 0; i < n; i++)
-			cl_buf_printf(b, i ? ",%u" : "%u", i);
-		cl_buf_puts(b, "]");
+	int rc = cl_buf_printf(b, "{\"count\":%u,\"max_model_len\":%u", n, CL_SIM_MAX_OUTPUT);
+	if (!rc && n <= 65536) {
+		rc = cl_buf_puts(b, ",\"tokens\":[");
+		for (uint32_t i = 0; i < n && !rc; i++)
+			rc = cl_buf_printf(b, i ? ",%u" : "%u", i);
+		rc = rc ? rc : cl_buf_puts(b, "]");
 	}
-	cl_buf_puts(b, "}");
+	rc = rc ? rc : cl_buf_puts(b, "}");
+	if (rc != 0) {
+		/* Never half an answer: a client would take a cut list for the tokens. */
+		cl_sim_conn_error(c, 500, NULL, "cannot render the tokens", "server_error",
+				  "internal_error");
+		return;
+	}
 	answer_json(c, 200, b);
 }
 
@@ -365,7 +371,11 @@ void cl_sim_api_handle(struct cl_sim *s, struct cl_sim_conn *c, const struct cl_
 			method_not_allowed(c, "GET");
 			return;
 		}
-		cl_buf_puts(&b, "{\"status\":\"ok\"}");
+		if (cl_buf_puts(&b, "{\"status\":\"ok\"}") != 0) {
+			cl_sim_conn_error(c, 500, NULL, "out of memory", "server_error",
+					  "internal_error");
+			goto out;
+		}
 		answer_json(c, 200, &b);
 		goto out;
 	}

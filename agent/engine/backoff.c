@@ -1,6 +1,7 @@
 /* The no-answer backoff rule and a binary min-heap of parked slots (see backoff.h). */
 #include "backoff.h"
 
+#include "chatload/assert.h"
 #include "chatload/err.h"
 
 #include <stdlib.h>
@@ -51,8 +52,9 @@ static void swap(struct cl_park_heap *h, uint32_t a, uint32_t b)
 
 void cl_park_push(struct cl_park_heap *h, uint32_t slot, int64_t at_us)
 {
-	if (h->n >= h->cap)
-		return; /* cannot happen: a slot is parked at most once */
+	/* The heap has a place for every slot and a slot is parked at most once: a full heap
+	 * would silently lose a user of the closed loop. */
+	CL_ASSERT(h->n < h->cap);
 	uint32_t i = h->n++;
 	h->slot[i] = slot;
 	h->at_us[i] = at_us;
@@ -69,6 +71,7 @@ int64_t cl_park_peek(const struct cl_park_heap *h)
 
 uint32_t cl_park_pop(struct cl_park_heap *h)
 {
+	CL_ASSERT(h->n > 0);
 	uint32_t top = h->slot[0];
 	h->n--;
 	if (h->n) {

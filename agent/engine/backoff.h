@@ -5,6 +5,8 @@
 
 #include <stdint.h>
 
+#include "chatload/err.h"
+
 #define CL_BACKOFF_BASE_US 50000   /* after the first no-answer failure in a row */
 #define CL_BACKOFF_CAP_US  1000000 /* never longer: one report interval (docs/engine.md) */
 
@@ -23,10 +25,11 @@ struct cl_park_heap {
 };
 
 /* Room for cap slots.  0 or CL_ENOMEM (h then destroyable). */
-int cl_park_init(struct cl_park_heap *h, uint32_t cap);
+CL_MUST_CHECK int cl_park_init(struct cl_park_heap *h, uint32_t cap);
 /* Frees; safe on zeroed. */
 void cl_park_destroy(struct cl_park_heap *h);
-/* Adds slot, due at at_us.  The caller never parks more than cap slots (one entry each). */
+/* Adds slot, due at at_us.  The caller never parks more than cap slots (one entry each):
+ * a push onto a full heap is a bug, and CL_ASSERT stops the program there. */
 void cl_park_push(struct cl_park_heap *h, uint32_t slot, int64_t at_us);
 /* The earliest due time, INT64_MAX when empty. */
 int64_t cl_park_peek(const struct cl_park_heap *h);

@@ -53,7 +53,8 @@ struct cl_engine_cfg {
  * failure *out is NULL and nothing is left behind. The program must have called curl_global_init
  * (once, in main, before any thread starts); the engine never does.
  */
-int cl_engine_create(const struct cl_engine_cfg *cfg, struct cl_engine **out, struct cl_err *err);
+CL_MUST_CHECK int cl_engine_create(const struct cl_engine_cfg *cfg, struct cl_engine **out,
+				   struct cl_err *err);
 
 /* Connections the engine's requests opened from source address i of cfg->source (in pool
  * order) since it was created; 0 for an i out of range.  Thread-safe, never blocks. */

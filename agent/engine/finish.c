@@ -3,6 +3,7 @@
  * to the free stack, parked for a backoff, or kept for a conversation's next turn. */
 #include "internal.h"
 
+#include "chatload/assert.h"
 #include "chatload/clock.h"
 #include "client/stream/chunk.h"
 
@@ -240,6 +241,10 @@ static void record_measured(const struct cl_engine *e, struct cl_metrics *m,
 			    const struct cl_slot *s, const struct outcome *o, const char *msg,
 			    size_t msg_len)
 {
+	/* Every measured request ends in exactly one of these: started == completed + errors
+	 * + cut (docs/architecture.md, "Ramps are not measured"). */
+	CL_ASSERT(o->cls == CL_CTR_COMPLETED || o->cls == CL_CTR_CUT ||
+		  (o->cls >= CL_CTR_FIRST_ERROR && o->cls <= CL_CTR_LAST_ERROR));
 	m->ctr[o->cls]++;
 	if (s->repeated)
 		m->ctr[CL_CTR_REPEATED]++;
@@ -307,6 +312,7 @@ void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bo
 {
 	struct cl_metrics *m = w->active;
 	int64_t now = cl_stamp(w);
+	CL_ASSERT(s->busy);
 	cli_request_detach(w, s);
 
 	/* Embeddings: the answer is judged once, whole, when the transfer ended well; a stream
@@ -357,9 +363,11 @@ void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bo
 	}
 	if (ep)
 		record_endpoint(w, s, ep, &o, end_win, now);
-	if (s->in_window)
+	if (s->in_window) {
+		CL_ASSERT(w->st.win_open > 0);
+		w->st.win_open--;
 		record_measured(w->e, m, s, &o, msg, msg_len);
-	else
+	} else
 		atomic_fetch_add_explicit(&w->ramp_finished, 1, memory_order_relaxed);
 
 	const char *status = o.cls == CL_CTR_COMPLETED ? "completed" : cl_ctr_name(o.cls);

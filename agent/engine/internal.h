@@ -4,6 +4,7 @@
 #ifndef CHATLOAD_ENGINE_INTERNAL_H
 #define CHATLOAD_ENGINE_INTERNAL_H
 
+#include "chatload/err.h"
 #include "arrival.h"
 #include "backoff.h"
 #include "engine.h"
@@ -186,6 +187,10 @@ struct cl_stage_run {
 	uint32_t cap;       /* in-flight cap (slots or the plan's cap) */
 	int64_t retry_us;   /* a start failed: no start attempt before this */
 	int64_t probe_due_us;
+	/* Measured requests in flight: started inside the window (CL_CTR_STARTED), not yet
+	 * ended as completed, an error class or cut.  Zero when the stage is done, which is
+	 * started == completed + errors + cut for this worker's share (asserted). */
+	uint64_t win_open;
 };
 
 /* Commands from the control thread (bits in cl_worker.cmd). */
@@ -315,8 +320,8 @@ struct cl_engine {
 
 /* worker.c */
 /* Sets up w (fds, multi, slots, metrics); on failure w is left destroyable. */
-int cli_worker_init(struct cl_worker *w, struct cl_engine *e, uint32_t index, uint32_t nslots,
-		    struct cl_err *err);
+CL_MUST_CHECK int cli_worker_init(struct cl_worker *w, struct cl_engine *e, uint32_t index,
+				  uint32_t nslots, struct cl_err *err);
 /* Frees what cli_worker_init made; the thread must have been joined.  Safe on zeroed. */
 void cli_worker_destroy(struct cl_worker *w);
 void *cli_worker_main(void *arg);
@@ -411,7 +416,7 @@ void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bo
 
 /* records.c */
 /* Allocates the ring of cap records.  0, CL_ENOMEM or CL_ESYS. */
-int cli_records_init(struct cl_engine *e, uint32_t cap);
+CL_MUST_CHECK int cli_records_init(struct cl_engine *e, uint32_t cap);
 /* Frees it (a no-op when never made). */
 void cli_records_destroy(struct cl_engine *e);
 /* Files slot s's finished request while recording is on; counts it dropped when the ring
@@ -450,7 +455,7 @@ void cli_conv_record(struct cl_metrics *m, const struct cl_slot *s, int64_t prom
 /* tools.c: tool calls and the agentic loop (docs/engine.md, "Tool calls") */
 /* Makes e->tool_result, the synthetic tool result text (workload.tool_result_tokens words);
  * nothing without the loop.  0 or CL_ENOMEM. */
-int cli_tools_init(struct cl_engine *e);
+CL_MUST_CHECK int cli_tools_init(struct cl_engine *e);
 /* Sets up and frees a slot's tool-call buffers. */
 void cli_tools_slot_init(struct cl_slot *s);
 void cli_tools_slot_free(struct cl_slot *s);

@@ -3,11 +3,16 @@
 #include "internal.h"
 #include "load/load_int.h"
 
+#include "chatload/assert.h"
 #include "chatload/clock.h"
 #include "chatload/rng.h"
 
 void cli_slot_free(struct cl_worker *w, struct cl_slot *s)
 {
+	/* A slot on the free stack is in neither libcurl nor the after-[DONE] list, and the
+	 * stack holds each slot at most once. */
+	CL_ASSERT(!s->busy && !s->in_after_done);
+	CL_ASSERT(w->nfree < w->nslots);
 	s->parked = false;
 	s->no_answer_streak = 0;
 	s->conv_next = false; /* a conversation ends with its slot */
@@ -18,6 +23,7 @@ void cli_slot_free(struct cl_worker *w, struct cl_slot *s)
 void cli_worker_release(struct cl_worker *w, struct cl_slot *s, bool no_answer)
 {
 	const struct cl_stage_run *st = &w->st;
+	CL_ASSERT(!s->busy && !s->parked);
 	/* Open-loop arrivals keep their own pace whatever the answers: only the closed loop,
 	 * which would start the next request at once, waits. */
 	if (no_answer && st->active && !st->stopping && !st->model->open) {

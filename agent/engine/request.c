@@ -9,6 +9,7 @@
 #include "client/stream/error.h"
 #include "client/stream/event.h"
 
+#include "chatload/assert.h"
 #include "chatload/clock.h"
 #include "chatload/log.h"
 
@@ -204,7 +205,9 @@ bool cli_request_start(struct cl_worker *w, int64_t intended_us)
 {
 	if (w->nfree == 0)
 		return false;
+	CL_ASSERT(w->nfree <= w->nslots);
 	uint32_t idx = w->free_stack[w->nfree - 1];
+	CL_ASSERT(idx < w->nslots);
 	struct cl_slot *s = &w->slots[idx];
 	if (!s->w) {
 		s->w = w;
@@ -274,6 +277,8 @@ bool cli_request_launch(struct cl_worker *w, struct cl_slot *s, int64_t intended
 		return false; /* the caller takes the slot back */
 	}
 
+	/* A slot is launched from the free stack or the park heap, never while libcurl has it. */
+	CL_ASSERT(!s->busy && !s->parked && !s->in_after_done);
 	s->in_window = cl_in_window(w, intended_us);
 	s->busy = true;
 	s->handed_us = cl_mono_us();
@@ -290,6 +295,7 @@ bool cli_request_launch(struct cl_worker *w, struct cl_slot *s, int64_t intended
 		atomic_fetch_add_explicit(&e->ep_outstanding[s->ep], 1, memory_order_relaxed);
 	if (s->in_window) {
 		w->active->ctr[CL_CTR_STARTED]++;
+		w->st.win_open++;
 		struct cl_ep_metrics *ep = cl_slot_ep(w, s);
 		if (ep)
 			ep->ctr[CL_CTR_STARTED]++;
@@ -606,6 +612,7 @@ size_t cli_on_body(char *p, size_t size, size_t n, void *ud)
 static void after_done_add(struct cl_slot *s)
 {
 	struct cl_worker *w = s->w;
+	CL_ASSERT(s->busy && !s->in_after_done);
 	s->ad_prev = w->ad_tail;
 	s->ad_next = CL_NO_SLOT;
 	if (w->ad_tail != CL_NO_SLOT)
@@ -619,6 +626,10 @@ static void after_done_add(struct cl_slot *s)
 static void after_done_remove(struct cl_slot *s)
 {
 	struct cl_worker *w = s->w;
+	/* Only the list's ends have no neighbour. */
+	CL_ASSERT(s->in_after_done);
+	CL_ASSERT(s->ad_prev != CL_NO_SLOT || w->ad_head == s->index);
+	CL_ASSERT(s->ad_next != CL_NO_SLOT || w->ad_tail == s->index);
 	if (s->ad_prev != CL_NO_SLOT)
 		w->slots[s->ad_prev].ad_next = s->ad_next;
 	else
@@ -634,6 +645,7 @@ int64_t cli_request_expire_done(struct cl_worker *w, int64_t now_us)
 {
 	while (w->ad_head != CL_NO_SLOT) {
 		struct cl_slot *s = &w->slots[w->ad_head];
+		CL_ASSERT(s->in_after_done && s->busy);
 		int64_t due = s->done_us + CL_ENGINE_DONE_GRACE_US;
 		if (due > now_us)
 			return due;

@@ -4,6 +4,7 @@
 #include "internal.h"
 #include "load/load_int.h"
 
+#include "chatload/assert.h"
 #include "chatload/clock.h"
 
 #include <pthread.h>
@@ -22,6 +23,9 @@ static void set_phase(struct cl_worker *w, int ph)
 static void stage_done(struct cl_worker *w)
 {
 	struct cl_engine *e = w->e;
+	/* Done means nothing measured is left in flight: every request started in the window
+	 * ended as completed, an error or cut, so started == completed + errors + cut. */
+	CL_ASSERT(w->st.win_open == 0);
 	w->st.active = false;
 	cli_reqlog_flush(w);
 	set_phase(w, CL_ENGINE_DONE);

@@ -71,8 +71,8 @@ struct cl_http_target {
  * err says what failed, never the key.  cl_http_target_free is safe after any failure.  The
  * program must have called curl_global_init.
  */
-int cl_http_target_init(struct cl_http_target *t, const struct cl_target_plan *plan,
-			const struct cl_allow_list *allow, struct cl_err *err);
+CL_MUST_CHECK int cl_http_target_init(struct cl_http_target *t, const struct cl_target_plan *plan,
+				      const struct cl_allow_list *allow, struct cl_err *err);
 
 /* Frees what t owns, wiping the key first; t is zeroed.  Safe on a zeroed or part-built t. */
 void cl_http_target_free(struct cl_http_target *t);

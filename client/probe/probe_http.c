@@ -508,8 +508,9 @@ static void read_models(const struct cl_buf *body, const char *want, struct cl_p
 			break;
 		shown++;
 	}
+	/* Past the list's cap the count is left out: the names shown are still the server's. */
 	if (n > shown)
-		cl_buf_printf(&list, " and %zu more", n - shown);
+		CL_IGNORE(cl_buf_printf(&list, " and %zu more", n - shown));
 	set_error(a, CL_PROBE_FATAL, "model '%s' is not listed; the server lists %s", want,
 		  list.data ? list.data : "nothing usable");
 	cl_buf_free(&list);
@@ -690,7 +691,9 @@ static size_t on_stream(char *p, size_t size, size_t nmemb, void *ctx)
 	if (g->status != 200) {
 		/* Keep the start of an error body; the rest is read and dropped. */
 		size_t room = g->errbody.max - g->errbody.len;
-		cl_buf_append(&g->errbody, p, n < room ? n : room);
+		/* Within the cap only memory can fail: the error is then told without its body,
+		 * which is a sample for the message, not the verdict. */
+		CL_IGNORE(cl_buf_append(&g->errbody, p, n < room ? n : room));
 		return n;
 	}
 	if (g->h->http.api == CL_API_EMBEDDINGS) {

@@ -54,9 +54,9 @@ struct cl_probe_http {
  * empty), headers checked.  CL_EINVAL, CL_EREFUSED, CL_ENOMEM with err filled.
  * cli_probe_http_destroy is safe after any failure.
  */
-int cli_probe_http_init(struct cl_probe_http *h, const struct cl_target_plan *target,
-			const struct cl_allow_list *allow, const atomic_int *cancel,
-			struct cl_err *err);
+CL_MUST_CHECK int cli_probe_http_init(struct cl_probe_http *h, const struct cl_target_plan *target,
+				      const struct cl_allow_list *allow, const atomic_int *cancel,
+				      struct cl_err *err);
 void cli_probe_http_destroy(struct cl_probe_http *h);
 
 /* TCP (and for https, TLS) connect to the URL's host and port, within timeout_us.  Blocks. */

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "chatload/err.h"
+
 /* Deepest nesting of arrays/objects accepted (the top-level value is depth 1). */
 #define CL_CHUNK_MAX_DEPTH 64
 
@@ -115,7 +117,7 @@ struct cl_chunk {
  * (docs/stream-decoding.md).  On CL_EPARSE and CL_EPROTO *out is otherwise left as for an
  * empty chunk (nothing present), never half-filled.
  */
-int cl_chunk_decode(const char *data, size_t len, struct cl_chunk *out);
+CL_MUST_CHECK int cl_chunk_decode(const char *data, size_t len, struct cl_chunk *out);
 
 /*
  * The prompt tokens a server says it took from its cache, from what its stream said (each
@@ -134,6 +136,6 @@ int64_t cl_chunk_cached_prompt(int64_t usage_cached, int64_t usage_prompt, int64
  * [DONE] as above.  No reasoning or role: the legacy API has neither.  A text that is not
  * a string is CL_EPROTO, "choices[].text is not a string".
  */
-int cl_chunk_decode_text(const char *data, size_t len, struct cl_chunk *out);
+CL_MUST_CHECK int cl_chunk_decode_text(const char *data, size_t len, struct cl_chunk *out);
 
 #endif

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "chatload/err.h"
+
 /* What one /v1/embeddings answer says.  "Absent" covers a field that is missing or null. */
 struct cl_embedding {
 	const char *malformed; /* CL_EPROTO: why this valid JSON is not an answer (static
@@ -33,6 +35,6 @@ struct cl_embedding {
  * non-negative integer, error neither an object nor a string, or neither data nor error
  * present.
  */
-int cl_embedding_decode(const char *data, size_t len, struct cl_embedding *out);
+CL_MUST_CHECK int cl_embedding_decode(const char *data, size_t len, struct cl_embedding *out);
 
 #endif

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 
+#include "chatload/err.h"
 #include "chatload/plan.h"
 #include "client/stream/chunk.h"
 
@@ -32,7 +33,7 @@
  * for a text that is not JSON it is the text itself.  NULL when the server gave none.
  * Returns 0, CL_EPARSE or CL_EPROTO as the decoders do.  Never allocates.
  */
-int cl_event_decode(enum cl_api api, const char *data, size_t len, unsigned sse_flags,
-		    struct cl_chunk *out);
+CL_MUST_CHECK int cl_event_decode(enum cl_api api, const char *data, size_t len, unsigned sse_flags,
+				  struct cl_chunk *out);
 
 #endif

@@ -2,6 +2,7 @@
 #ifndef CHATLOAD_RESPONSES_H
 #define CHATLOAD_RESPONSES_H
 
+#include "chatload/err.h"
 #include "client/stream/chunk.h"
 
 #include <stddef.h>
@@ -36,6 +37,6 @@
  * "*_tokens_details" not objects, a token count not a non-negative integer.  Null stands
  * for absent; unknown fields are validated and never judged.  Never allocates.
  */
-int cl_responses_decode(const char *data, size_t len, struct cl_chunk *out);
+CL_MUST_CHECK int cl_responses_decode(const char *data, size_t len, struct cl_chunk *out);
 
 #endif

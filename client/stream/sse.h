@@ -5,6 +5,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "chatload/err.h"
+
 /* Cap used when cl_sse_init is given 0. */
 #define CL_SSE_DEFAULT_MAX_EVENT_BYTES (64u * 1024u)
 
@@ -71,7 +73,7 @@ struct cl_sse_parser {
  * split across feeds, or multi-line data), so in steady state nothing is allocated.
  * Returns 0 or CL_ENOMEM (p is then safe to destroy).
  */
-int cl_sse_init(struct cl_sse_parser *p, size_t max_event_bytes);
+CL_MUST_CHECK int cl_sse_init(struct cl_sse_parser *p, size_t max_event_bytes);
 
 /* Makes p ready for a new response, forgetting any partial event and a sticky error.
  * Keeps the memory.  Does not allocate. */

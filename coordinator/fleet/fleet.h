@@ -147,8 +147,9 @@ struct cl_fleet {
 
 /* Opens the socket.  token may be "" (no token).  f is zeroed first; cl_fleet_close is safe
  * after any failure. */
-int cl_fleet_open(struct cl_fleet *f, const char *run, const char *token, uint32_t max_agents,
-		  int64_t report_interval_us, struct cl_err *err);
+CL_MUST_CHECK int cl_fleet_open(struct cl_fleet *f, const char *run, const char *token,
+				uint32_t max_agents, int64_t report_interval_us,
+				struct cl_err *err);
 /* Adds a listener (several may be added: ipc:// for local agents, tls+tcp:// for remote). */
 int cl_fleet_listen(struct cl_fleet *f, const char *url, const struct cl_tls_opts *tls,
 		    bool insecure, struct cl_err *err);

@@ -103,7 +103,7 @@ struct cl_gen_reader {
 	uint64_t line_no;
 	bool eof;
 };
-int cl_gen_reader_open(struct cl_gen_reader *r, const char *path, struct cl_err *err);
+CL_MUST_CHECK int cl_gen_reader_open(struct cl_gen_reader *r, const char *path, struct cl_err *err);
 /*
  * The next line to send: the next line in send (the checking pass's choice: valid, not
  * answered, the first with its id), read and parsed; lines not in it are skipped unparsed.
@@ -132,12 +132,12 @@ struct cl_gen_spool {
 };
 /* Opens "<path>.tmp" for writing.  CL_EINVAL when path would be the dataset (source) or the
  * errors file, CL_EIO, CL_ENOMEM; cl_gen_spool_close is safe after any failure. */
-int cl_gen_spool_open(struct cl_gen_spool *sp, const char *output, const char *errors,
-		      const char *source, struct cl_err *err);
+CL_MUST_CHECK int cl_gen_spool_open(struct cl_gen_spool *sp, const char *output, const char *errors,
+				    const char *source, struct cl_err *err);
 /* Appends record `line`'s body (len bytes of JSON object text, written as given).  0,
  * CL_EINVAL (the line would be longer than CL_GEN_MAX_LINE: err names source:line), CL_EIO. */
-int cl_gen_spool_add(struct cl_gen_spool *sp, uint32_t line, const char *body, size_t len,
-		     struct cl_err *err);
+CL_MUST_CHECK int cl_gen_spool_add(struct cl_gen_spool *sp, uint32_t line, const char *body,
+				   size_t len, struct cl_err *err);
 /* Closes the file and renames it to path.  0 or CL_EIO. */
 int cl_gen_spool_commit(struct cl_gen_spool *sp, struct cl_err *err);
 /* Closes; a spool not committed is removed.  Safe on a zeroed or failed sp. */
@@ -161,21 +161,21 @@ struct cl_gen_out {
 };
 /* 0, or CL_EIO / CL_EINVAL (a line that is not a Batch output line, with file:line) /
  * CL_ENOMEM; cl_gen_out_close is safe after any failure. */
-int cl_gen_out_open(struct cl_gen_out *o, const char *path_out, const char *path_err,
-		    struct cl_gen_idset *done, struct cl_err *err);
+CL_MUST_CHECK int cl_gen_out_open(struct cl_gen_out *o, const char *path_out, const char *path_err,
+				  struct cl_gen_idset *done, struct cl_err *err);
 /* Appends a success line: body is the chat.completion (JSON object text, checked).  0,
  * CL_EINVAL (body not a JSON object), CL_EIO (with errno's words: a full disk). */
-int cl_gen_out_success(struct cl_gen_out *o, const char *custom_id, int status,
-		       const char *request_id, const char *body, struct cl_err *err);
+CL_MUST_CHECK int cl_gen_out_success(struct cl_gen_out *o, const char *custom_id, int status,
+				     const char *request_id, const char *body, struct cl_err *err);
 /* Appends an error line to the errors file: code and message say why; status 0 when no
  * response came; line_no > 0 names an input line (a bad one). */
-int cl_gen_out_failure(struct cl_gen_out *o, const char *custom_id, int status,
-		       const char *request_id, const char *code, const char *message,
-		       uint64_t line_no, struct cl_err *err);
+CL_MUST_CHECK int cl_gen_out_failure(struct cl_gen_out *o, const char *custom_id, int status,
+				     const char *request_id, const char *code, const char *message,
+				     uint64_t line_no, struct cl_err *err);
 /* fsyncs both files when anything was written since the last sync and at least
  * sync_every_us passed (force: now).  0 or CL_EIO. */
-int cl_gen_out_sync(struct cl_gen_out *o, bool force, struct cl_err *err);
+CL_MUST_CHECK int cl_gen_out_sync(struct cl_gen_out *o, bool force, struct cl_err *err);
 /* Syncs and closes; safe on a zeroed or failed o (fds < 0 or 0 as never opened). */
-int cl_gen_out_close(struct cl_gen_out *o, struct cl_err *err);
+CL_MUST_CHECK int cl_gen_out_close(struct cl_gen_out *o, struct cl_err *err);
 
 #endif

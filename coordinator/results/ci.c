@@ -6,6 +6,8 @@
 #include "coordinator/results/internal.h"
 #include "coordinator/results/verdict.h"
 
+#include "chatload/assert.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,8 +119,11 @@ static void batch_reset(struct batch *b)
 
 static void batch_add(struct batch *dst, const struct batch *src)
 {
-	for (int i = 0; i < H__N; i++)
-		cl_hist_merge(&dst->h[i], &src->h[i]);
+	for (int i = 0; i < H__N; i++) {
+		/* Both batches' histograms are made with one configuration: a merge cannot fail. */
+		int rc = cl_hist_merge(&dst->h[i], &src->h[i]);
+		CL_ASSERT(rc == 0);
+	}
 	dst->completed_in_window += src->completed_in_window;
 	dst->output_tokens += src->output_tokens;
 	dst->completed += src->completed;

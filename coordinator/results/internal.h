@@ -172,7 +172,7 @@ void cli_rs_interval_breach(const struct cl_results *r, struct stage_state *ss, 
 
 /* results/results.c: rebuilds the summary and rewrites results.json atomically.  0, or the error
  * (remembered for cl_results_last_error). */
-int cli_rs_write(struct cl_results *r);
+CL_MUST_CHECK int cli_rs_write(struct cl_results *r);
 
 /* Holds the finished stages' kept intervals to CL_RESULTS_MAX_FINISHED_INTERVALS rows in
  * all: while they hold more, the one that holds the most is halved (its stride doubles;

@@ -44,8 +44,9 @@ double cli_rj_round(double x, int decimals);
 /* Writes dir/name atomically: a temporary file in dir, fill(), fflush, fsync, rename, and
  * an fsync of the directory.  fill returns 0 or a negative code.  On failure the temporary
  * file is removed and err says which file and why. */
-int cli_rj_write_atomic(const char *dir, const char *name, int (*fill)(FILE *f, void *ctx),
-			void *ctx, struct cl_err *err);
+CL_MUST_CHECK int cli_rj_write_atomic(const char *dir, const char *name,
+				      int (*fill)(FILE *f, void *ctx), void *ctx,
+				      struct cl_err *err);
 
 /* mkdir -p with mode 0755.  0, or CL_EIO with err naming the directory. */
 int cli_rj_mkdirs(const char *path, struct cl_err *err);

@@ -6,6 +6,8 @@
 #include "coordinator/results/internal.h"
 #include "coordinator/results/verdict.h"
 
+#include "chatload/assert.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,13 +79,21 @@ static void win_clear(struct win *w, bool trim)
 	win_reset(w);
 }
 
+/* dst += src for two latency histograms: every one here and in a record is made with the
+ * metrics' latency configuration (cl_metrics_lat_cfg), so the merge cannot fail. */
+static void merge_lat(struct cl_hist *dst, const struct cl_hist *src)
+{
+	int rc = cl_hist_merge(dst, src);
+	CL_ASSERT(rc == 0);
+}
+
 /* dst += src (histograms exactly, counts summed, the span widened). */
 static void win_add(struct win *dst, const struct win *src)
 {
 	if (!src->intervals)
 		return;
-	cl_hist_merge(&dst->ttft, &src->ttft);
-	cl_hist_merge(&dst->itl, &src->itl);
+	merge_lat(&dst->ttft, &src->ttft);
+	merge_lat(&dst->itl, &src->itl);
 	dst->completed_in_window += src->completed_in_window;
 	dst->output_tokens += src->output_tokens;
 	dst->completed += src->completed;
@@ -99,8 +109,8 @@ static void win_add(struct win *dst, const struct win *src)
 static void win_add_metrics(struct win *w, double t_s, double interval_s,
 			    const struct cl_metrics *m)
 {
-	cl_hist_merge(&w->ttft, &m->lat[CL_LAT_TTFT]);
-	cl_hist_merge(&w->itl, &m->lat[CL_LAT_ITL]);
+	merge_lat(&w->ttft, &m->lat[CL_LAT_TTFT]);
+	merge_lat(&w->itl, &m->lat[CL_LAT_ITL]);
 	w->completed_in_window += m->ctr[CL_CTR_COMPLETED_IN_WINDOW];
 	w->output_tokens += m->ctr[CL_CTR_OUTPUT_TOKENS];
 	w->completed += m->ctr[CL_CTR_COMPLETED];

@@ -140,7 +140,9 @@ void cli_run_generate_free(struct run *r)
 	cl_gen_reader_close(&g->reader);
 	cl_gen_spool_close(&g->spool);
 	struct cl_err err = { 0 };
-	cl_gen_out_close(&g->out, &err);
+	/* The job synced its files when it ended; on an early exit this is the last word. */
+	if (cl_gen_out_close(&g->out, &err) != 0)
+		CL_WARN("generate: %s", err.msg);
 	cl_gen_idset_free(&g->done);
 	cl_gen_lineset_free(&g->send);
 	if (g->m_ready)

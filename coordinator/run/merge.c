@@ -178,10 +178,12 @@ static void emit_row(struct run *r, struct run_stage *st, int64_t first, int64_t
 		struct run_slot *s = slot_of(st, j);
 		if (s->k != j)
 			continue;
+		int rc = acc ? cl_metrics_merge(acc->m, s->m) : 0;
 		if (!acc)
 			acc = s;
-		else
-			cl_metrics_merge(acc->m, s->m);
+		else if (rc != 0)
+			CL_ERROR("cannot merge the intervals of stage '%s': %s", st->scn->name,
+				 cl_strerror(rc));
 	}
 	if (acc) {
 		acc->m->health.inflight = active;
@@ -322,7 +324,10 @@ static void merge_interval(struct run *r, struct run_stage *st, struct run_agent
 			s->group_end = k1;
 		last = s;
 	}
-	cl_metrics_merge(last->m, rep->metrics);
+	int rc = cl_metrics_merge(last->m, rep->metrics);
+	if (rc != 0)
+		CL_ERROR("cannot merge agent %u's interval into stage '%s': %s", a->id,
+			 st->scn->name, cl_strerror(rc));
 	if (last->n_health < CL_FLEET_MAX_AGENTS) {
 		const struct cl_hist *loop = &rep->metrics->lat[CL_LAT_LOOP_LAG],
 				     *queue = &rep->metrics->lat[CL_LAT_QUEUE];
@@ -346,7 +351,10 @@ static void on_stage_report(struct run *r, struct cl_fleet_agent *a, struct cl_m
 			rep->stage);
 		return;
 	}
-	cl_metrics_merge(&st->cum, rep->metrics);
+	int rc = cl_metrics_merge(&st->cum, rep->metrics);
+	if (rc != 0)
+		CL_ERROR("cannot merge agent %u's report into stage '%s': %s", a->id, st->scn->name,
+			 cl_strerror(rc));
 	ra->stage.span_us += rep->span_us;
 	note_rate(ra, rep);
 	file_stalls(r, a, rep);
@@ -384,8 +392,8 @@ void cli_run_on_report(void *ctx, struct cl_fleet_agent *a, struct cl_msg_report
 		}
 		break;
 	case CL_REPORT_WARMUP:
-		if (rep->metrics && r->warm_ready)
-			cl_metrics_merge(&r->warm, rep->metrics);
+		if (rep->metrics && r->warm_ready && cl_metrics_merge(&r->warm, rep->metrics) != 0)
+			CL_ERROR("cannot merge agent %u's warmup report", a->id);
 		ra->warm.seen = true;
 		break;
 	case CL_REPORT_INTERVAL:

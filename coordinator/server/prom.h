@@ -53,7 +53,8 @@ struct cl_prom_page {
  * CL_ETOOBIG (len > CL_PROM_MAX_PAGE, nothing parsed); CL_ENOMEM.  On failure page is left
  * valid to free.  Never blocks; linear in len.
  */
-int cl_prom_parse(const char *text, size_t len, struct cl_prom_page *page, struct cl_err *err);
+CL_MUST_CHECK int cl_prom_parse(const char *text, size_t len, struct cl_prom_page *page,
+				struct cl_err *err);
 
 /* Frees what cl_prom_parse stored; page is then empty.  Accepts a zeroed page. */
 void cl_prom_page_free(struct cl_prom_page *page);

@@ -335,7 +335,10 @@ static int engine_run(const struct engine_run_cfg *rc, struct engine_result *out
 				   .drain_timeout_us = 0,
 				   .seed = 1 };
 	struct cl_metrics m;
-	cl_metrics_init(&m);
+	if (cl_metrics_init(&m) != 0) {
+		fprintf(stderr, "bench_agent: out of memory\n");
+		return 1;
+	}
 	int64_t t0 = cl_mono_us();
 	if (cl_engine_start(e, &p, t0, &err) != 0) {
 		fprintf(stderr, "bench_agent: %s\n", err.msg);

@@ -127,7 +127,10 @@ static void fill_template(struct cl_metrics *m, uint64_t seed)
 {
 	struct cl_rng r;
 	cl_rng_seed(&r, seed);
-	cl_metrics_init(m);
+	if (cl_metrics_init(m) != 0) {
+		fprintf(stderr, "bench_fleet: out of memory\n");
+		exit(1);
+	}
 	int reqs = 25 + (int)(cl_rng_uniform(&r) * 10);
 	for (int i = 0; i < reqs; i++) {
 		double load = 1.0 + cl_rng_uniform(&r);
@@ -689,8 +692,11 @@ int main(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	pthread_mutex_init(&g.mu, NULL);
-	cl_hist_init(&g.cmd_lag, cl_metrics_lat_cfg());
-	cl_hist_init(&g.report_rtt, cl_metrics_lat_cfg());
+	if (cl_hist_init(&g.cmd_lag, cl_metrics_lat_cfg()) != 0 ||
+	    cl_hist_init(&g.report_rtt, cl_metrics_lat_cfg()) != 0) {
+		fprintf(stderr, "bench_fleet: out of memory\n");
+		return 1;
+	}
 	for (int i = 0; i < N_TEMPLATES; i++)
 		fill_template(&g.tmpl[i], 1000 + (uint64_t)i);
 	char dir[] = "/tmp/bench_fleet.XXXXXX";

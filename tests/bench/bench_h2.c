@@ -136,8 +136,10 @@ static int run_mode(const struct mode *md, int port, const char *ca, uint32_t co
 				   .drain_timeout_us = 0,
 				   .seed = 1 };
 	struct cl_metrics ramp, m;
-	cl_metrics_init(&ramp);
-	cl_metrics_init(&m);
+	if (cl_metrics_init(&ramp) != 0 || cl_metrics_init(&m) != 0) {
+		fprintf(stderr, "bench_h2: out of memory\n");
+		return 1;
+	}
 	int64_t t0 = cl_mono_us();
 	if (cl_engine_start(e, &p, t0, &err) != 0) {
 		fprintf(stderr, "bench_h2: %s\n", err.msg);

@@ -78,8 +78,13 @@ int main(void)
 	for (int i = 0; i < 10000; i++)
 		cl_hist_record(&b, vals[i]);
 	t0 = cl_mono_ns();
+	int bad = 0;
 	for (int i = 0; i < N_MERGE; i++)
-		cl_hist_merge(&a, &b);
+		bad |= cl_hist_merge(&a, &b);
+	if (bad) {
+		fprintf(stderr, "bench_hist: merge failed\n");
+		return 1;
+	}
 	t1 = cl_mono_ns();
 	printf("merge:      %6.0f ns per merge (whole %d-count histogram)\n",
 	       (double)(t1 - t0) / N_MERGE, a.counts_len);
@@ -118,7 +123,10 @@ int main(void)
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer pk;
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	cl_hist_pack(&e, &pk);
+	if (cl_hist_pack(&e, &pk) != 0) {
+		fprintf(stderr, "bench_hist: pack failed\n");
+		return 1;
+	}
 	struct cl_err err = { 0 };
 	enum { N_DEC = 2000 };
 	t0 = cl_mono_ns();

@@ -120,8 +120,8 @@ int main(int argc, char **argv)
 			return 1;
 		cl_sse_destroy(&p);
 		/* A blank line after each file, so a cut-off last event ends there. */
-		cl_buf_append(&all, b.data, b.len);
-		cl_buf_append(&all, "\n\n", 2);
+		if (cl_buf_append(&all, b.data, b.len) || cl_buf_append(&all, "\n\n", 2))
+			return 1;
 		cl_buf_free(&b);
 	}
 	printf("fixtures: %zu events, %zu data bytes (mean %.0f bytes/event)\n", ev.n, ev.bytes,
@@ -173,7 +173,8 @@ int main(int argc, char **argv)
 	struct cl_buf big;
 	cl_buf_init(&big, 0);
 	while (big.len < (16u << 20))
-		cl_buf_append(&big, all.data, all.len);
+		if (cl_buf_append(&big, all.data, all.len) != 0)
+			return 1;
 	size_t nev;
 	double mbs = feed_mb_s(big.data, big.len, 4096, count_event, &nev);
 	printf("cl_sse_feed, 4 KiB pieces: %.0f MB/s (%zu events, %.0f ns/event)\n", mbs, nev,

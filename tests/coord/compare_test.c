@@ -31,7 +31,8 @@ static int setup(void **state)
 	if (cl_results_create(&s, NULL, 0, NULL, dir, &r, &err) != 0)
 		return -1;
 	struct cl_metrics m = { 0 };
-	cl_metrics_init(&m);
+	if (cl_metrics_init(&m) != 0)
+		return -1;
 	uint64_t seed = 4;
 	for (size_t st = 0; st < 2; st++) {
 		cl_metrics_reset(&m);

@@ -187,7 +187,8 @@ int main(int argc, char **argv)
 			tm_record(&iv, &seed, &ti);
 			if (cl_results_add_interval(r, st, k + 1.0, &iv, 1.0) != 0)
 				return die("cannot add an interval", NULL);
-			cl_metrics_merge(&cum, &iv);
+			if (cl_metrics_merge(&cum, &iv) != 0)
+				return die("cannot merge an interval", NULL);
 		}
 		if (kill_after >= 0 && (long)st == kill_after + 1) {
 			fflush(stdout);

@@ -126,7 +126,7 @@ static void test_drift_windows(void **state)
 	for (int k = 1; k <= 3; k++) {
 		interval(&iv, 10, 100000, 10000);
 		assert_int_equal(cl_results_add_interval(r, 1, k, &iv, 1.0), 0);
-		cl_metrics_merge(&cum, &iv);
+		assert_int_equal(cl_metrics_merge(&cum, &iv), 0);
 	}
 	assert_int_equal(cl_results_finish_stage(r, 1, &s.stages[1], &cum, 3, CL_STAGE_OK, NULL),
 			 0);

@@ -4,10 +4,14 @@
 #include "chatload/rng.h"
 
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -38,7 +42,6 @@ static void heap_pops_in_time_order(void **state)
 	uint64_t rs = 42;
 	for (uint32_t i = 0; i < N; i++)
 		cl_park_push(&h, i, (int64_t)(cl_splitmix64(&rs) % 5000));
-	cl_park_push(&h, 12345, 0); /* over capacity: ignored, never written past the end */
 	assert_int_equal(h.n, N);
 	int64_t prev = -1;
 	uint8_t seen[N] = { 0 };
@@ -56,11 +59,48 @@ static void heap_pops_in_time_order(void **state)
 	cl_park_destroy(&h); /* twice, and on zeroed: safe */
 }
 
+/* A slot is parked at most once, so a full heap is a bug: the push that would lose a user
+ * stops the agent with the broken invariant named (CL_ASSERT), in a child. */
+static void push_past_capacity_aborts(void **state)
+{
+	(void)state;
+	int fds[2];
+	assert_int_equal(pipe(fds), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(fds[0]);
+		dup2(fds[1], STDERR_FILENO);
+		signal(SIGABRT, SIG_DFL);
+		struct cl_park_heap h = { 0 };
+		if (cl_park_init(&h, 2) != 0)
+			_exit(3);
+		cl_park_push(&h, 0, 1);
+		cl_park_push(&h, 1, 2);
+		cl_park_push(&h, 2, 3); /* a third slot in a heap of two */
+		_exit(0);               /* not reached when the assertion holds the line */
+	}
+	close(fds[1]);
+	char out[512];
+	size_t len = 0;
+	ssize_t r;
+	while (len + 1 < sizeof(out) && (r = read(fds[0], out + len, sizeof(out) - 1 - len)) > 0)
+		len += (size_t)r;
+	out[len] = '\0';
+	close(fds[0]);
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status));
+	assert_int_equal(WTERMSIG(status), SIGABRT);
+	assert_non_null(strstr(out, "h->n < h->cap"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(delays_double_then_cap),
 		cmocka_unit_test(heap_pops_in_time_order),
+		cmocka_unit_test(push_past_capacity_aborts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

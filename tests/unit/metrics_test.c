@@ -476,15 +476,15 @@ static void pack_bad(msgpack_sbuffer *sb, const struct cl_hist *ttft, const stru
 		if (bc == B_HIST_NOT_MAP)
 			msgpack_pack_int(&pk, 3);
 		else if (bc == B_HIST_WRONG_CFG)
-			cl_hist_pack(cnt, &pk);
+			assert_int_equal(cl_hist_pack(cnt, &pk), 0);
 		else
-			cl_hist_pack(ttft, &pk);
+			assert_int_equal(cl_hist_pack(ttft, &pk), 0);
 		if (bc == B_UNKNOWN_LAT || bc == B_DUP_LAT) {
 			key(&pk, bc == B_UNKNOWN_LAT ? "ttft2" : "ttft");
-			cl_hist_pack(ttft, &pk);
+			assert_int_equal(cl_hist_pack(ttft, &pk), 0);
 		} else if (bc == B_LAT_KEY_INT) {
 			msgpack_pack_int(&pk, 2);
-			cl_hist_pack(ttft, &pk);
+			assert_int_equal(cl_hist_pack(ttft, &pk), 0);
 		}
 	}
 	/* 3: cnt */
@@ -493,7 +493,7 @@ static void pack_bad(msgpack_sbuffer *sb, const struct cl_hist *ttft, const stru
 	key(&pk, bc == B_UNKNOWN_CNT       ? "tokens"
 		 : bc == B_LAT_NAME_IN_CNT ? "ttft"
 					   : "output_tokens");
-	cl_hist_pack(cnt, &pk);
+	assert_int_equal(cl_hist_pack(cnt, &pk), 0);
 	/* 4: health */
 	key(&pk, "health");
 	if (bc == B_HEALTH_STR) {

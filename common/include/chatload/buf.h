@@ -5,6 +5,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 
+#include "chatload/err.h"
+
 /*
  * data is always NUL-terminated (when non-NULL) so text can be used as a C string.
  * Zero-initialised plus a max is a valid empty buffer: `struct cl_buf b = { .max = 1<<20 };`
@@ -21,10 +23,11 @@ struct cl_buf {
 void cl_buf_init(struct cl_buf *b, size_t max);
 
 /* Appends n bytes.  Returns 0, CL_ETOOBIG past the cap (buffer unchanged), CL_ENOMEM. */
-int cl_buf_append(struct cl_buf *b, const void *p, size_t n);
-int cl_buf_puts(struct cl_buf *b, const char *s);
-int cl_buf_printf(struct cl_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int cl_buf_vprintf(struct cl_buf *b, const char *fmt, va_list ap);
+CL_MUST_CHECK int cl_buf_append(struct cl_buf *b, const void *p, size_t n);
+CL_MUST_CHECK int cl_buf_puts(struct cl_buf *b, const char *s);
+CL_MUST_CHECK int cl_buf_printf(struct cl_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+CL_MUST_CHECK int cl_buf_vprintf(struct cl_buf *b, const char *fmt, va_list ap);
 
 /* Empties the buffer, keeping its memory. */
 void cl_buf_reset(struct cl_buf *b);
@@ -37,6 +40,6 @@ void cl_buf_free(struct cl_buf *b);
 
 /* Reads a whole file into b, up to b->max bytes (CL_ETOOBIG beyond).  CL_EIO on failure,
  * with errno preserved. */
-int cl_buf_read_file(struct cl_buf *b, const char *path);
+CL_MUST_CHECK int cl_buf_read_file(struct cl_buf *b, const char *path);
 
 #endif

@@ -23,6 +23,22 @@ enum cl_errcode {
 	CL_EVERSION = -14,  /* incompatible protocol or format version */
 };
 
+/*
+ * CL_MUST_CHECK marks a function whose result the caller must look at: a buffer append that
+ * can fail at its cap, an init or allocation that can leave nothing behind, an encoder or
+ * decoder, a file write.  Dropping such a result is a compile warning (as curl marks
+ * dynbuf's appends with WARN_UNUSED_RESULT), and the build is warning-free.
+ *
+ * When ignoring one is right, say why in a comment and write CL_IGNORE(call): gcc does not
+ * let a plain (void) cast silence warn_unused_result, so the `!` makes it a used value.
+ */
+#if defined(__GNUC__) || defined(__clang__)
+#define CL_MUST_CHECK __attribute__((warn_unused_result))
+#else
+#define CL_MUST_CHECK
+#endif
+#define CL_IGNORE(call) ((void)!(call))
+
 /* Returns a static, lower-case description of an error code ("invalid argument"). */
 const char *cl_strerror(int code);
 

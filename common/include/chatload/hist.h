@@ -47,7 +47,7 @@ struct cl_hist {
 
 /* Allocates the counts for cfg.  CL_EINVAL for a bad cfg, CL_ENOMEM.  h is destroyable on
  * failure. */
-int cl_hist_init(struct cl_hist *h, const struct cl_hist_cfg *cfg);
+CL_MUST_CHECK int cl_hist_init(struct cl_hist *h, const struct cl_hist_cfg *cfg);
 /* Frees; safe on zeroed or failed-init histograms. */
 void cl_hist_destroy(struct cl_hist *h);
 /* Empties, keeping memory.  O(occupied range). */
@@ -64,7 +64,7 @@ void cl_hist_record_n(struct cl_hist *h, int64_t value, uint64_t n);
 
 /* dst += src exactly, in O(src's occupied range).  CL_EINVAL when the configurations
  * differ. */
-int cl_hist_merge(struct cl_hist *dst, const struct cl_hist *src);
+CL_MUST_CHECK int cl_hist_merge(struct cl_hist *dst, const struct cl_hist *src);
 
 /* Value at percentile p (0..100): the highest value equivalent to the bucket holding the
  * p-th ranked value (HdrHistogram semantics), clamped to the exact max.  0 when empty.

@@ -166,7 +166,7 @@ const struct cl_hist_cfg *cl_metrics_lat_cfg(void);
 const struct cl_hist_cfg *cl_metrics_cnt_cfg(void);
 
 /* Allocates every histogram (fixed memory, a few MiB).  On failure leaves m destroyable. */
-int cl_metrics_init(struct cl_metrics *m);
+CL_MUST_CHECK int cl_metrics_init(struct cl_metrics *m);
 /* Frees; safe on zeroed and partly initialised records. */
 void cl_metrics_destroy(struct cl_metrics *m);
 /* Zeroes all values, keeping memory (O(size of the histograms)). */
@@ -176,10 +176,10 @@ void cl_metrics_reset(struct cl_metrics *m);
 void cl_metrics_trim(struct cl_metrics *m);
 /* dst += src exactly: histograms merged, counters added, health maxed (inflight summed),
  * error samples appended up to the cap. */
-int cl_metrics_merge(struct cl_metrics *dst, const struct cl_metrics *src);
+CL_MUST_CHECK int cl_metrics_merge(struct cl_metrics *dst, const struct cl_metrics *src);
 /* Makes m hold at least n endpoint records (n <= CL_METRICS_EPS_MAX); those it had keep their
  * values.  0, CL_EINVAL (n too large), CL_ENOMEM (m unchanged). */
-int cl_metrics_eps_init(struct cl_metrics *m, uint32_t n);
+CL_MUST_CHECK int cl_metrics_eps_init(struct cl_metrics *m, uint32_t n);
 /* Name of an endpoint histogram: "ttft", "itl"; NULL out of range. */
 const char *cl_ep_lat_name(int i);
 /* Keeps an error sample if fewer than CL_ERR_SAMPLES_MAX are kept (truncates body). */

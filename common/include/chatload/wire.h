@@ -413,7 +413,7 @@ void cl_msg_free(struct cl_msg *m);
  * CL_WIRE_MAX_MSG); CL_ENOMEM.  On failure out is restored to its previous size.
  * Does not block; allocates only in out.
  */
-int cl_wire_encode(const struct cl_msg *m, msgpack_sbuffer *out, struct cl_err *err);
+CL_MUST_CHECK int cl_wire_encode(const struct cl_msg *m, msgpack_sbuffer *out, struct cl_err *err);
 
 /*
  * cl_wire_encode for a REPORT whose t_send_us is to be set when it goes out, not when it is
@@ -422,8 +422,8 @@ int cl_wire_encode(const struct cl_msg *m, msgpack_sbuffer *out, struct cl_err *
  * (a resend carries the same seq) but may send it later (its share of the report spread) and
  * more than once.  Same results as cl_wire_encode; CL_EINVAL for any other type.
  */
-int cl_wire_encode_report(const struct cl_msg *m, msgpack_sbuffer *out, size_t *t_send_at,
-			  struct cl_err *err);
+CL_MUST_CHECK int cl_wire_encode_report(const struct cl_msg *m, msgpack_sbuffer *out,
+					size_t *t_send_at, struct cl_err *err);
 
 /* Sets the t_send_us of an encoding made by cl_wire_encode_report (msg: its first byte). */
 void cl_wire_restamp(void *msg, size_t t_send_at, int64_t t_send_us);
@@ -433,8 +433,8 @@ void cl_wire_restamp(void *msg, size_t t_send_at, int64_t t_send_us);
  * checks cl_wire_encode makes) to out, for struct cl_cmd_bodies.packed.  Returns 0, or
  * CL_EINVAL / CL_ETOOBIG / CL_ENOMEM with the field in err (out then keeps its old size).
  */
-int cl_wire_pack_bodies(const struct cl_request_body *bodies, size_t n, msgpack_sbuffer *out,
-			struct cl_err *err);
+CL_MUST_CHECK int cl_wire_pack_bodies(const struct cl_request_body *bodies, size_t n,
+				      msgpack_sbuffer *out, struct cl_err *err);
 
 /*
  * Decodes one message from buf[0..len), which is treated as hostile.  In order:
@@ -452,7 +452,8 @@ int cl_wire_pack_bodies(const struct cl_request_body *bodies, size_t n, msgpack_
  * CL_ENOMEM.  On failure out owns nothing; its proto, type and seq keep what was read, for
  * logging.  buf is not referenced after return.
  */
-int cl_wire_decode(const void *buf, size_t len, struct cl_msg *out, struct cl_err *err);
+CL_MUST_CHECK int cl_wire_decode(const void *buf, size_t len, struct cl_msg *out,
+				 struct cl_err *err);
 
 /* What cl_wire_check saw. */
 struct cl_wire_stats {
@@ -467,7 +468,8 @@ struct cl_wire_stats {
  * nesting is at most CL_WIRE_MAX_DEPTH, and there are at most CL_WIRE_MAX_OBJECTS objects.
  * Returns 0 (and fills st when not NULL), CL_EPARSE or CL_ETOOBIG with the byte offset in err.
  */
-int cl_wire_check(const void *buf, size_t len, struct cl_wire_stats *st, struct cl_err *err);
+CL_MUST_CHECK int cl_wire_check(const void *buf, size_t len, struct cl_wire_stats *st,
+				struct cl_err *err);
 
 /* ---- Helpers the protocol prescribes --------------------------------------------------- */
 
