@@ -104,8 +104,7 @@ static struct cl_readiness_result ready = {
 	.last_error = "HTTP 503 \"Loading model\"",
 	.failing_since_us = -1,
 };
-static struct cl_source_conns sources = { .n = 2,
-					  .e = { { "127.0.0.1", 10 }, { "::1", 300 } } };
+static struct cl_source_conns sources = { .n = 2, .e = { { "127.0.0.1", 10 }, { "::1", 300 } } };
 static struct cl_gen_item items[] = { { .id = "req-1", .body = "{\"a\":1}" },
 				      { .id = "req-2", .body = "{}" } };
 static struct cl_gen_answer answers[2];
@@ -117,51 +116,46 @@ static size_t goldens(struct golden *g)
 {
 	size_t n = 0;
 	g[n++] = (struct golden){ "hello",
-				  { ENV(CL_MSG_HELLO),
-				    .hello = { .version = "0.1.0",
-					       .host = "agent-7",
-					       .workers = 4,
-					       .caps = caps,
-					       .n_caps = 3,
-					       .token = "s3cret",
-					       .pid = 4242,
-					       .t_send_us = 123456789 } } };
+				  { ENV(CL_MSG_HELLO), .hello = { .version = "0.1.0",
+								  .host = "agent-7",
+								  .workers = 4,
+								  .caps = caps,
+								  .n_caps = 3,
+								  .token = "s3cret",
+								  .pid = 4242,
+								  .t_send_us = 123456789 } } };
 	g[n++] = (struct golden){ "poll_min",
-				  { ENV(CL_MSG_POLL),
-				    .poll = { .state = CL_AGENT_RUNNING,
-					      .applied_seq = 5,
-					      .cpu_pct = 33.25,
-					      .rss_bytes = 1000000,
-					      .inflight = 12,
-					      .loop_lag_us = 40,
-					      .t_send_us = -5 } } };
+				  { ENV(CL_MSG_POLL), .poll = { .state = CL_AGENT_RUNNING,
+								.applied_seq = 5,
+								.cpu_pct = 33.25,
+								.rss_bytes = 1000000,
+								.inflight = 12,
+								.loop_lag_us = 40,
+								.t_send_us = -5 } } };
 	g[n++] = (struct golden){ "poll_full",
-				  { ENV(CL_MSG_POLL),
-				    .poll = { .state = CL_AGENT_FAILED,
-					      .applied_seq = 9,
-					      .cpu_pct = 0,
-					      .t_send_us = 1,
-					      .error = "out of descriptors",
-					      .clock_offset_us = -1500,
-					      .clock_rtt_us = 300 } } };
+				  { ENV(CL_MSG_POLL), .poll = { .state = CL_AGENT_FAILED,
+								.applied_seq = 9,
+								.cpu_pct = 0,
+								.t_send_us = 1,
+								.error = "out of descriptors",
+								.clock_offset_us = -1500,
+								.clock_rtt_us = 300 } } };
 	g[n++] = (struct golden){ "report_interval",
-				  { ENV(CL_MSG_REPORT),
-				    .report = { .kind = CL_REPORT_INTERVAL,
-						.stage = 1,
-						.interval = 4,
-						.span_us = 1000000,
-						.metrics = &metrics,
-						.t_send_us = 99 } } };
+				  { ENV(CL_MSG_REPORT), .report = { .kind = CL_REPORT_INTERVAL,
+								    .stage = 1,
+								    .interval = 4,
+								    .span_us = 1000000,
+								    .metrics = &metrics,
+								    .t_send_us = 99 } } };
 	g[n++] = (struct golden){ "report_final_full",
-				  { ENV(CL_MSG_REPORT),
-				    .report = { .kind = CL_REPORT_FINAL,
-						.stage = 1,
-						.interval = 5,
-						.metrics = &metrics,
-						.t_send_us = 100,
-						.error = "lost 3 streams",
-						.start_skew_us = 2500,
-						.sources = &sources } } };
+				  { ENV(CL_MSG_REPORT), .report = { .kind = CL_REPORT_FINAL,
+								    .stage = 1,
+								    .interval = 5,
+								    .metrics = &metrics,
+								    .t_send_us = 100,
+								    .error = "lost 3 streams",
+								    .start_skew_us = 2500,
+								    .sources = &sources } } };
 	g[n - 1].m.report.stalls.n = 2;
 	g[n - 1].m.report.stalls.ep[0].start_us = -100;
 	g[n - 1].m.report.stalls.ep[0].length_us = 50;
@@ -169,40 +163,41 @@ static size_t goldens(struct golden *g)
 	g[n - 1].m.report.stalls.ep[1].length_us = 7;
 	g[n - 1].m.report.stalls.dropped = 4;
 	g[n++] = (struct golden){ "report_probe",
-				  { ENV(CL_MSG_REPORT),
-				    .report = { .kind = CL_REPORT_PROBE,
-						.readiness = &ready,
-						.t_send_us = 101 } } };
+				  { ENV(CL_MSG_REPORT), .report = { .kind = CL_REPORT_PROBE,
+								    .readiness = &ready,
+								    .t_send_us = 101 } } };
 	g[n++] = (struct golden){ "welcome",
-				  { ENV(CL_MSG_WELCOME),
-				    .welcome = { .agent_id = 3,
-						 .report_interval_us = 1000000,
-						 .t_coord_us = 555,
-						 .t_coord_recv_us = 554 } } };
+				  { ENV(CL_MSG_WELCOME), .welcome = { .agent_id = 3,
+								      .report_interval_us = 1000000,
+								      .t_coord_us = 555,
+								      .t_coord_recv_us = 554 } } };
 	g[n++] = (struct golden){ "refuse",
 				  { ENV(CL_MSG_REFUSE), .refuse = { .reason = "bad token" } } };
 	g[n++] = (struct golden){ "ack", { ENV(CL_MSG_ACK) } };
-	g[n++] = (struct golden){ "cmd_noop",
-				  { ENV(CL_MSG_CMD),
-				    .cmd = { .cmd = CL_CMD_NOOP, .cmd_seq = 0, .t_coord_us = 8 } } };
-	g[n++] = (struct golden){ "cmd_abort",
-				  { ENV(CL_MSG_CMD),
-				    .cmd = { .cmd = CL_CMD_ABORT, .cmd_seq = 6, .t_coord_us = 9 } } };
-	g[n++] = (struct golden){ "cmd_quit",
-				  { ENV(CL_MSG_CMD),
-				    .cmd = { .cmd = CL_CMD_QUIT, .cmd_seq = 7, .t_coord_us = 10 } } };
-	g[n++] = (struct golden){ "cmd_probe_min",
-				  { ENV(CL_MSG_CMD),
-				    .cmd = { .cmd = CL_CMD_PROBE,
-					     .cmd_seq = 1,
-					     .t_coord_us = 11,
-					     .t_coord_recv_us = 10,
-					     .probe = { .timeout_us = 900000000,
-							.request_timeout_us = 60000000,
-							.consecutive = 2,
-							.backoff_initial_us = 500000,
-							.backoff_max_us = 10000000,
-							.seed = 42 } } } };
+	g[n++] =
+	    (struct golden){ "cmd_noop",
+			     { ENV(CL_MSG_CMD),
+			       .cmd = { .cmd = CL_CMD_NOOP, .cmd_seq = 0, .t_coord_us = 8 } } };
+	g[n++] =
+	    (struct golden){ "cmd_abort",
+			     { ENV(CL_MSG_CMD),
+			       .cmd = { .cmd = CL_CMD_ABORT, .cmd_seq = 6, .t_coord_us = 9 } } };
+	g[n++] =
+	    (struct golden){ "cmd_quit",
+			     { ENV(CL_MSG_CMD),
+			       .cmd = { .cmd = CL_CMD_QUIT, .cmd_seq = 7, .t_coord_us = 10 } } };
+	g[n++] =
+	    (struct golden){ "cmd_probe_min",
+			     { ENV(CL_MSG_CMD), .cmd = { .cmd = CL_CMD_PROBE,
+							 .cmd_seq = 1,
+							 .t_coord_us = 11,
+							 .t_coord_recv_us = 10,
+							 .probe = { .timeout_us = 900000000,
+								    .request_timeout_us = 60000000,
+								    .consecutive = 2,
+								    .backoff_initial_us = 500000,
+								    .backoff_max_us = 10000000,
+								    .seed = 42 } } } };
 	static struct cl_target_plan probe_target;
 	probe_target = target_full();
 	g[n++] = (struct golden){ "cmd_probe_full",
@@ -221,12 +216,13 @@ static size_t goldens(struct golden *g)
 							.max_tokens = 16,
 							.extra_body_json = "{\"top_k\":1}",
 							.target = &probe_target } } } };
-	g[n++] = (struct golden){ "cmd_warmup_min",
-				  { ENV(CL_MSG_CMD),
-				    .cmd = { .cmd = CL_CMD_WARMUP,
-					     .cmd_seq = 2,
-					     .t_coord_us = 12,
-					     .warmup = { .stage = stage(NULL), .max_tokens = 8 } } } };
+	g[n++] =
+	    (struct golden){ "cmd_warmup_min",
+			     { ENV(CL_MSG_CMD),
+			       .cmd = { .cmd = CL_CMD_WARMUP,
+					.cmd_seq = 2,
+					.t_coord_us = 12,
+					.warmup = { .stage = stage(NULL), .max_tokens = 8 } } } };
 	g[n++] = (struct golden){ "cmd_warmup_full",
 				  { ENV(CL_MSG_CMD),
 				    .cmd = { .cmd = CL_CMD_WARMUP,
@@ -236,77 +232,77 @@ static size_t goldens(struct golden *g)
 							 .max_tokens = 8,
 							 .request_timeout_us = 7000,
 							 .body_json = "{\"w\":true}" } } } };
+	g[n++] =
+	    (struct golden){ "cmd_prepare_min",
+			     { ENV(CL_MSG_CMD),
+			       .cmd = { .cmd = CL_CMD_PREPARE,
+					.cmd_seq = 3,
+					.t_coord_us = 13,
+					.prepare = { .target = target_min(),
+						     .workload = { .bodies = bodies,
+								   .n_bodies = 1,
+								   .request_timeout_us = 60000000,
+								   .max_tokens = 64 } } } } };
+	g[n++] =
+	    (struct golden){ "cmd_prepare_full",
+			     { ENV(CL_MSG_CMD),
+			       .cmd = { .cmd = CL_CMD_PREPARE,
+					.cmd_seq = 3,
+					.t_coord_us = 13,
+					.prepare = { .target = target_full(),
+						     .workload = { .bodies = bodies,
+								   .n_bodies = 2,
+								   .request_timeout_us = 60000000,
+								   .max_tokens = 64,
+								   .total_bodies = 10,
+								   .first_body = 4,
+								   .think_time_us = 1500,
+								   .trace_stride = 3,
+								   .share = 5,
+								   .per_stage = true,
+								   .retag = "0badf00d",
+								   .tool_result_tokens = 200,
+								   .tool_max_rounds = 3 },
+						     .requests = true } } } };
 	g[n++] = (struct golden){
-		"cmd_prepare_min",
+		"cmd_start_at",
 		{ ENV(CL_MSG_CMD),
-		  .cmd = { .cmd = CL_CMD_PREPARE,
-			   .cmd_seq = 3,
-			   .t_coord_us = 13,
-			   .prepare = { .target = target_min(),
-					.workload = { .bodies = bodies,
-						      .n_bodies = 1,
-						      .request_timeout_us = 60000000,
-						      .max_tokens = 64 } } } }
+		  .cmd = { .cmd = CL_CMD_START_AT,
+			   .cmd_seq = 4,
+			   .t_coord_us = 14,
+			   .start_at = { .stage = stage("s1"), .start_at_coord_us = -77 } } }
 	};
-	g[n++] = (struct golden){
-		"cmd_prepare_full",
-		{ ENV(CL_MSG_CMD),
-		  .cmd = { .cmd = CL_CMD_PREPARE,
-			   .cmd_seq = 3,
-			   .t_coord_us = 13,
-			   .prepare = { .target = target_full(),
-					.workload = { .bodies = bodies,
-						      .n_bodies = 2,
-						      .request_timeout_us = 60000000,
-						      .max_tokens = 64,
-						      .total_bodies = 10,
-						      .first_body = 4,
-						      .think_time_us = 1500,
-						      .trace_stride = 3,
-						      .share = 5,
-						      .per_stage = true,
-						      .retag = "0badf00d",
-						      .tool_result_tokens = 200,
-						      .tool_max_rounds = 3 },
-					.requests = true } } }
-	};
-	g[n++] = (struct golden){ "cmd_start_at",
-				  { ENV(CL_MSG_CMD),
-				    .cmd = { .cmd = CL_CMD_START_AT,
-					     .cmd_seq = 4,
-					     .t_coord_us = 14,
-					     .start_at = { .stage = stage("s1"),
-							   .start_at_coord_us = -77 } } } };
 	g[n++] = (struct golden){ "cmd_stop",
-				  { ENV(CL_MSG_CMD),
-				    .cmd = { .cmd = CL_CMD_STOP,
-					     .cmd_seq = 5,
-					     .t_coord_us = 15,
-					     .stop = { .stage = 2 } } } };
-	g[n++] = (struct golden){ "cmd_stop_cut",
-				  { ENV(CL_MSG_CMD),
-				    .cmd = { .cmd = CL_CMD_STOP,
-					     .cmd_seq = 5,
-					     .t_coord_us = 15,
-					     .stop = { .stage = 2, .cut = true } } } };
-	g[n++] = (struct golden){ "cmd_bodies",
-				  { ENV(CL_MSG_CMD),
-				    .cmd = { .cmd = CL_CMD_BODIES,
-					     .cmd_seq = 8,
-					     .t_coord_us = 16,
-					     .bodies = { .offset = 2, .bodies = bodies, .n_bodies = 2 } } } };
-	g[n++] = (struct golden){ "cmd_generate",
-				  { ENV(CL_MSG_CMD),
-				    .cmd = { .cmd = CL_CMD_GENERATE,
-					     .cmd_seq = 9,
-					     .t_coord_us = 17,
-					     .generate = { .target = target_full(),
-							   .concurrency = 8,
-							   .max_attempts = 3,
-							   .request_timeout_us = 1000,
-							   .backoff_initial_us = 2000,
-							   .backoff_max_us = 3000,
-							   .rate_per_s = 2.5 } } } };
+				  { ENV(CL_MSG_CMD), .cmd = { .cmd = CL_CMD_STOP,
+							      .cmd_seq = 5,
+							      .t_coord_us = 15,
+							      .stop = { .stage = 2 } } } };
+	g[n++] =
+	    (struct golden){ "cmd_stop_cut",
+			     { ENV(CL_MSG_CMD), .cmd = { .cmd = CL_CMD_STOP,
+							 .cmd_seq = 5,
+							 .t_coord_us = 15,
+							 .stop = { .stage = 2, .cut = true } } } };
+	g[n++] = (struct golden){
+		"cmd_bodies",
+		{ ENV(CL_MSG_CMD),
+		  .cmd = { .cmd = CL_CMD_BODIES,
+			   .cmd_seq = 8,
+			   .t_coord_us = 16,
+			   .bodies = { .offset = 2, .bodies = bodies, .n_bodies = 2 } } }
+	};
+	g[n++] =
+	    (struct golden){ "cmd_generate",
+			     { ENV(CL_MSG_CMD), .cmd = { .cmd = CL_CMD_GENERATE,
+							 .cmd_seq = 9,
+							 .t_coord_us = 17,
+							 .generate = { .target = target_full(),
+								       .concurrency = 8,
+								       .max_attempts = 3,
+								       .request_timeout_us = 1000,
+								       .backoff_initial_us = 2000,
+								       .backoff_max_us = 3000,
+								       .rate_per_s = 2.5 } } } };
 	g[n++] = (struct golden){ "cmd_lease",
 				  { ENV(CL_MSG_CMD),
 				    .cmd = { .cmd = CL_CMD_LEASE,
@@ -332,8 +328,9 @@ static size_t goldens(struct golden *g)
 	answers[1].retries[CL_CTR_ERR_HTTP_5XX - CL_CTR_FIRST_ERROR] = 2;
 	answers[1].retries[CL_CTR_ERR_CONNECT - CL_CTR_FIRST_ERROR] = 1;
 	g[n++] = (struct golden){ "answers",
-				  { ENV(CL_MSG_ANSWERS),
-				    .answers = { .answers = answers, .n_answers = 2, .t_send_us = 19 } } };
+				  { ENV(CL_MSG_ANSWERS), .answers = { .answers = answers,
+								      .n_answers = 2,
+								      .t_send_us = 19 } } };
 	records[0] = (struct cl_req_record){ .stage = 1,
 					     .id = "cl-1-0001",
 					     .in_window = true,
@@ -358,11 +355,10 @@ static size_t goldens(struct golden *g)
 					     .status = "http_5xx",
 					     .error = "HTTP 503" };
 	g[n++] = (struct golden){ "requests",
-				  { ENV(CL_MSG_REQUESTS),
-				    .requests = { .records = records,
-						  .n_records = 2,
-						  .dropped = 6,
-						  .t_send_us = 20 } } };
+				  { ENV(CL_MSG_REQUESTS), .requests = { .records = records,
+									.n_records = 2,
+									.dropped = 6,
+									.t_send_us = 20 } } };
 	return n;
 }
 
