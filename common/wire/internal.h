@@ -72,7 +72,7 @@ static inline void wire_path_pop(struct wire_path *p, size_t old)
 	p->s[old] = '\0';
 }
 
-/* ---- Decoder field access (wire_fields.c, on top of mpk_read.h) ----------------------- */
+/* ---- Decoder field access (fields.c, on top of common/src/mpk_read.h) ------------------ */
 
 /* Decoding context: where errors go and the path of the field being decoded. */
 struct wire_dec {
