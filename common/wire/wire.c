@@ -1,7 +1,7 @@
 /* Wire protocol basics: enum names, message release, constant-time token compare, clock offset. */
 #include "chatload/wire.h"
 
-#include "metrics_int.h"
+#include "common/src/metrics_int.h"
 
 #include <stdlib.h>
 #include <string.h>

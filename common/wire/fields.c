@@ -1,8 +1,9 @@
-/* Typed, capped, hostile-safe access to the fields of decoded msgpack maps (for wire_decode.c):
- * the protocol's rules and messages over the readers of mpk_read.c. */
+/* Typed, capped, hostile-safe access to the values of decoded msgpack maps (for table.c and
+ * the custom codecs of the tables): the protocol's rules and messages over common's one msgpack
+ * field reader (common/src/mpk_read.c). */
 #include "chatload/wire.h"
 
-#include "wire_impl.h"
+#include "internal.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -29,44 +30,6 @@ int cli_wire_wrong(struct wire_dec *d, const char *name, const char *want, const
 int cli_wire_missing(struct wire_dec *d, const char *name)
 {
 	return cli_wire_bad(d, CL_EPROTO, name, "is missing");
-}
-
-/*
- * Looks up the fields f[0..n) in the map obj (which the caller has checked is a map) in one
- * pass.  Keys must be strings; a known key given twice is refused (which value would win is
- * exactly the kind of ambiguity an attacker uses); unknown keys are ignored.
- */
-int cli_wire_fields(struct wire_dec *d, const msgpack_object *obj, struct wire_fld *f, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		f[i].v = NULL;
-	const msgpack_object_map *m = &obj->via.map;
-	for (uint32_t k = 0; k < m->size; k++) {
-		const msgpack_object *key = &m->ptr[k].key;
-		if (key->type != MSGPACK_OBJECT_STR)
-			return cl_err_set(d->err, CL_EPROTO, "%s%smap '%s' has a key that is %s",
-					  d->what ? d->what : "", d->what ? ": " : "",
-					  d->path.len ? d->path.s : "(top)",
-					  cli_mpk_type_word(key));
-		for (size_t i = 0; i < n; i++) {
-			if (!cli_mpk_str_is(key, f[i].name))
-				continue;
-			if (f[i].v)
-				return cli_wire_bad(d, CL_EPROTO, f[i].name, "is given twice");
-			f[i].v = &m->ptr[k].val;
-			break;
-		}
-	}
-	return 0;
-}
-
-const msgpack_object *cli_wire_fv(const struct wire_fld *f, size_t n, const char *name)
-{
-	for (size_t i = 0; i < n; i++) {
-		if (strcmp(f[i].name, name) == 0)
-			return f[i].v;
-	}
-	return NULL;
 }
 
 int cli_wire_need_map(struct wire_dec *d, const char *name, const msgpack_object *v, bool req)
@@ -220,32 +183,6 @@ int cli_wire_get_enum(struct wire_dec *d, const char *name, const msgpack_object
 		return cli_wire_bad(d, CL_EPROTO, name, "has unknown value '%s'", s);
 	*out = x;
 	return 0;
-}
-
-static int table_lookup(const char *const *names, size_t n, const char *s)
-{
-	for (size_t i = 0; i < n; i++) {
-		if (strcmp(names[i], s) == 0)
-			return (int)i;
-	}
-	return -1;
-}
-
-int cli_wire_mode_lookup(const char *s)
-{
-	return table_lookup(wire_mode_names, WIRE_N(wire_mode_names), s);
-}
-int cli_wire_arrival_lookup(const char *s)
-{
-	return table_lookup(wire_arrival_names, WIRE_N(wire_arrival_names), s);
-}
-int cli_wire_status_lookup(const char *s)
-{
-	return table_lookup(wire_ready_status_names, WIRE_N(wire_ready_status_names), s);
-}
-int cli_wire_phase_lookup(const char *s)
-{
-	return table_lookup(wire_ready_phase_names, WIRE_N(wire_ready_phase_names), s);
 }
 
 /* An array of strings, each within cap, at most max_n of them. */
