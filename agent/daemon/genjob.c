@@ -1,11 +1,12 @@
 /* The session's side of a generate job: GENERATE starts the runner (agent/generate/), LEASE
  * feeds it, and its finished answers go back in ANSWERS messages on a channel of their own,
  * so they never wait behind a held POLL or delay an interval REPORT. */
-#include "session.h"
 
-#include "allow.h"
-#include "wake.h"
+#include "agent/daemon/genjob.h"
+#include "agent/daemon/allow.h"
+#include "agent/daemon/wake.h"
 
+#include "chatload/assert.h"
 #include "chatload/log.h"
 
 #include <stdlib.h>
@@ -16,7 +17,7 @@
 #define ANSWERS_MAX       1024
 #define ANSWERS_MAX_BYTES (8u << 20)
 
-void cl_generate_start(struct session *s, struct cl_msg_cmd *c)
+void cl_genjob_start(struct session *s, struct cl_msg_cmd *c)
 {
 	const struct cl_cmd_generate *g = &c->generate;
 	if (s->gen) {
@@ -52,10 +53,10 @@ void cl_generate_start(struct session *s, struct cl_msg_cmd *c)
 	}
 	CL_INFO("generate job: %u streams, %u attempts a request", g->concurrency,
 		g->max_attempts);
-	s->state = CL_AGENT_RUNNING;
+	cl_session_set_state(s, CL_AGENT_RUNNING);
 }
 
-void cl_generate_lease(struct session *s, struct cl_msg_cmd *c)
+void cl_genjob_lease(struct session *s, struct cl_msg_cmd *c)
 {
 	if (!s->gen) {
 		cl_session_fail(s, "LEASE without a generate job (no GENERATE before it)");
@@ -65,7 +66,7 @@ void cl_generate_lease(struct session *s, struct cl_msg_cmd *c)
 		cl_session_fail(s, "out of memory taking %zu leased requests", c->lease.n_items);
 }
 
-bool cl_generate_next_answers(struct session *s)
+bool cl_genjob_next_answers(struct session *s)
 {
 	if (s->ans_pending)
 		return true;
@@ -75,6 +76,7 @@ bool cl_generate_next_answers(struct session *s)
 	if (!a)
 		return false;
 	size_t n = cl_gen_runner_take(s->gen, a, ANSWERS_MAX, ANSWERS_MAX_BYTES);
+	CL_ASSERT(n <= ANSWERS_MAX);
 	if (n == 0) {
 		free(a);
 		return false;
@@ -101,17 +103,19 @@ bool cl_generate_next_answers(struct session *s)
 	return s->ans_pending;
 }
 
-void cl_generate_answered(struct session *s)
+void cl_genjob_answered(struct session *s)
 {
 	if (!s->ans_pending)
 		return;
+	/* what was sent is what is acknowledged: one message of 1 to ANSWERS_MAX answers */
+	CL_ASSERT(s->ans_count >= 1 && s->ans_count <= ANSWERS_MAX);
 	s->ans_sent += s->ans_count;
 	msgpack_sbuffer_destroy(&s->ans_buf);
 	s->ans_pending = false;
 	s->ans_count = 0;
 }
 
-void cl_generate_stop(struct session *s)
+void cl_genjob_stop(struct session *s)
 {
 	if (s->gen)
 		CL_INFO("generate job stopped: %llu answers acknowledged",

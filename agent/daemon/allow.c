@@ -1,6 +1,6 @@
 /* The agent's --allow-target check: a target URL's host and port, as libcurl parses them,
  * against the allow-list (client/http/allow.c holds the rule). */
-#include "allow.h"
+#include "agent/daemon/allow.h"
 
 #include "client/http/allow.h"
 
