@@ -16,8 +16,8 @@ bool cl_agent_target_allowed(const struct cl_agent_opts *o, const char *base_url
 	return false;
 }
 
-bool cl_agent_plan_allowed(const struct cl_agent_opts *o, const struct cl_target_plan *t,
-			   char *why, size_t n)
+bool cl_agent_plan_allowed(const struct cl_agent_opts *o, const struct cl_target_plan *t, char *why,
+			   size_t n)
 {
 	if (!cl_agent_target_allowed(o, t->base_url, why, n))
 		return false;

@@ -51,8 +51,7 @@ void cl_genjob_start(struct session *s, struct cl_msg_cmd *c)
 				cl_err_format(&err, msg, sizeof(msg)));
 		return;
 	}
-	CL_INFO("generate job: %u streams, %u attempts a request", g->concurrency,
-		g->max_attempts);
+	CL_INFO("generate job: %u streams, %u attempts a request", g->concurrency, g->max_attempts);
 	cl_session_set_state(s, CL_AGENT_RUNNING);
 }
 
@@ -83,7 +82,8 @@ bool cl_genjob_next_answers(struct session *s)
 	}
 	struct cl_msg m = { .type = CL_MSG_ANSWERS, .run = s->run, .agent = s->agent_id };
 	m.seq = ++s->seq;
-	m.answers = (struct cl_msg_answers){ .answers = a, .n_answers = n, .t_send_us = cl_mono_us() };
+	m.answers =
+	    (struct cl_msg_answers){ .answers = a, .n_answers = n, .t_send_us = cl_mono_us() };
 	struct cl_err err = { 0 };
 	msgpack_sbuffer_init(&s->ans_buf);
 	if (cl_wire_encode(&m, &s->ans_buf, &err) != 0) {

@@ -44,10 +44,9 @@ static void probe_endpoints(struct session *s)
 		int rc = cl_probe_run(&cfg, probe_progress, s, &s->probe_cancel, &s->probe_res);
 		if (rc != 0) {
 			char msg[sizeof(s->probe_res.last_error)];
-			int n = snprintf(msg, sizeof(msg), "endpoint %zu %s: %s", i + 1,
-					 t->endpoints[i],
-					 s->probe_res.last_error[0] ? s->probe_res.last_error
-								    : "not ready");
+			int n = snprintf(
+			    msg, sizeof(msg), "endpoint %zu %s: %s", i + 1, t->endpoints[i],
+			    s->probe_res.last_error[0] ? s->probe_res.last_error : "not ready");
 			if (n >= (int)sizeof(msg)) /* the server's words cut: say so */
 				memcpy(msg + sizeof(msg) - 4, "...", 4);
 			memcpy(s->probe_res.last_error, msg, sizeof(msg));

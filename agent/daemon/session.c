@@ -442,8 +442,8 @@ static int turn_answers(struct session *s, int64_t now, bool *moved)
 	 * run, so neither waits behind the other. */
 	CL_ASSERT(!(s->ans_pending && s->req_pending));
 	const msgpack_sbuffer *b = cl_genjob_next_answers(s) ? &s->ans_buf
-				   : cl_requests_next(s)       ? &s->req_buf
-							       : NULL;
+				   : cl_requests_next(s)     ? &s->req_buf
+							     : NULL;
 	if (b && channel_start(c, b->data, b->size, REPLY_TIMEOUT_US) != 0)
 		c->next_us = now + REPORT_RETRY_US;
 	return 0;

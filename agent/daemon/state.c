@@ -22,7 +22,8 @@ void cl_session_set_state(struct session *s, enum cl_agent_state st)
 {
 	switch (st) {
 	case CL_AGENT_READY:
-		/* the coordinator sends WARMUP and START_AT to a ready agent: they need the engine */
+		/* the coordinator sends WARMUP and START_AT to a ready agent: they need the engine
+		 */
 		CL_ASSERT(s->prepared && s->engine);
 		break;
 	case CL_AGENT_RUNNING:

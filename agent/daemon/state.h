@@ -86,7 +86,7 @@ struct session {
 						* did not) */
 	bool quit;                             /* QUIT received */
 	bool leaving; /* stopped by a signal: the stage was cut, its final report goes now */
-	bool failed;                           /* the session ended badly */
+	bool failed;  /* the session ended badly */
 
 	/* PREPARE */
 	struct cl_msg prepare_msg; /* owns the decoded target and workload */
@@ -145,8 +145,8 @@ struct session {
 	bool req_pending;
 	uint64_t req_seq;
 	size_t req_count;
-	uint64_t req_sent;              /* records acknowledged, for the log */
-	int64_t final_wait_until_us;   /* a stage's final report held for its records until */
+	uint64_t req_sent;           /* records acknowledged, for the log */
+	int64_t final_wait_until_us; /* a stage's final report held for its records until */
 };
 
 /* Records an engine keeps for output.requests before it drops new ones: ~4 MB, two full

@@ -1,8 +1,9 @@
 /* The validating JSON scanner under the decoders of client/stream/ (chunk.c, responses.c,
  * embedding.c): strings with escapes and UTF-8 checked, numbers, literals, object and array
- * iteration, key matching, and the driver of one document (scan_document).  Internal to this folder: the functions are static so that each
- * decoder's hot path stays one translation unit (inlined, as before the split); a decoder
- * that does not use one of them is not warned about it. */
+ * iteration, key matching, and the driver of one document (scan_document).  Internal to this
+ * folder: the functions are static so that each decoder's hot path stays one translation unit
+ * (inlined, as before the split); a decoder that does not use one of them is not warned about
+ * it. */
 #ifndef CHATLOAD_JSON_SCAN_H
 #define CHATLOAD_JSON_SCAN_H
 

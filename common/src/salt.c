@@ -17,8 +17,8 @@ void cl_salt_new(char tag[CL_SALT_TAG_SIZE])
 		/* No entropy: the clock and the process still tell runs apart. */
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
-		uint64_t x = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^
-			     ((uint64_t)getpid() << 40);
+		uint64_t x =
+		    ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^ ((uint64_t)getpid() << 40);
 		uint64_t r = cl_splitmix64(&x);
 		memcpy(b, &r, sizeof(b));
 	}
