@@ -1,6 +1,6 @@
 /* chatload-agent: the load-generating daemon; parses flags and serves runs (control.c). */
-#include "control.h"
-#include "wake.h"
+#include "agent/daemon/control.h"
+#include "agent/daemon/wake.h"
 
 #include "chatload/buf.h"
 #include "chatload/exitcode.h"

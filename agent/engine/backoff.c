@@ -8,16 +8,7 @@
 
 int64_t cl_backoff_delay_us(uint32_t streak, double u)
 {
-	if (streak == 0)
-		return 0;
-	int64_t d = CL_BACKOFF_BASE_US;
-	for (uint32_t i = 1; i < streak && d < CL_BACKOFF_CAP_US; i++)
-		d *= 2;
-	if (d > CL_BACKOFF_CAP_US)
-		d = CL_BACKOFF_CAP_US;
-	if (!(u >= 0.0 && u < 1.0))
-		u = 0.0;
-	return (int64_t)((double)d * (0.5 + 0.5 * u));
+	return cl_backoff_scaled_us(CL_BACKOFF_BASE_US, CL_BACKOFF_CAP_US, streak, u);
 }
 
 int cl_park_init(struct cl_park_heap *h, uint32_t cap)

@@ -6,6 +6,7 @@
 #include "chatload/assert.h"
 #include "chatload/clock.h"
 #include "chatload/rng.h"
+#include "chatload/salt.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -71,24 +72,23 @@ static bool is_repeat(const struct cl_engine *e, uint64_t k, size_t share)
 static bool retag(struct cl_slot *s, const struct cl_workload_plan *wl,
 		  const struct cl_request_body *b, uint64_t k)
 {
-	char needle[sizeof(wl->retag) + 2];
-	int n = snprintf(needle, sizeof(needle), "[%s]", wl->retag);
-	if (n != 10) /* "[" + 8 hex digits + "]" */
+	char needle[CL_SALT_PREFIX_LEN + 1];
+	if (!cl_salt_prefix(wl->retag, needle, sizeof(needle)))
 		return false;
-	const char *at = memmem(b->json, b->len, needle, (size_t)n);
+	const char *at = memmem(b->json, b->len, needle, CL_SALT_MARK_LEN);
 	if (!at)
 		return false;
 	cl_buf_reset(&s->conv_req);
 	if (cl_buf_append(&s->conv_req, b->json, b->len))
 		return false;
 	uint64_t x = 0xcbf29ce484222325ULL;
-	for (int i = 1; i < 9; i++)
+	for (int i = 1; i <= CL_SALT_DIGITS; i++)
 		x = (x ^ (unsigned char)needle[i]) * 0x100000001b3ULL;
 	x ^= (uint64_t)wl->first_body * 0x9e3779b97f4a7c15ULL ^ k * 0xbf58476d1ce4e5b9ULL;
 	uint64_t tag = cl_splitmix64(&x);
 	static const char hex[] = "0123456789abcdef";
 	char *digits = s->conv_req.data + (at - b->json) + 1;
-	for (int i = 0; i < 8; i++)
+	for (int i = 0; i < CL_SALT_DIGITS; i++)
 		digits[i] = hex[(tag >> (4 * i)) & 15];
 	s->post = s->conv_req.data;
 	s->post_len = s->conv_req.len;

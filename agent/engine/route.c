@@ -1,16 +1,9 @@
 /* Which endpoint a request goes to (target.urls, docs/engine.md "Several endpoints"). */
 #include "route.h"
 
-#include <stddef.h>
+#include "chatload/rng.h"
 
-/* splitmix64's finaliser: every bit of the key moves every bit of the result, so even keys
- * that differ in their last digit only spread over the endpoints */
-static uint64_t mix(uint64_t z)
-{
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
+#include <stddef.h>
 
 uint32_t cl_route_pick(enum cl_route route, uint32_t n, uint64_t turn,
 		       const int64_t *outstanding, uint64_t key)
@@ -29,7 +22,9 @@ uint32_t cl_route_pick(enum cl_route route, uint32_t n, uint64_t turn,
 		return best;
 	}
 	case CL_ROUTE_SESSION_HASH:
-		return (uint32_t)(mix(key) % n);
+		/* mixed first, so even keys that differ in their last digit only spread over
+		 * the endpoints */
+		return (uint32_t)(cl_mix64(key) % n);
 	case CL_ROUTE_ROUND_ROBIN:
 	default:
 		return start;

@@ -3,6 +3,7 @@
  * assembled and queued for the control thread. */
 #include "agent/generate/runner.h"
 #include "agent/generate/assemble.h"
+#include "agent/engine/backoff.h"
 
 #include "client/http/handle.h"
 #include "client/stream/event.h"
@@ -12,6 +13,7 @@
 #include "chatload/clock.h"
 #include "chatload/log.h"
 #include "chatload/metrics.h"
+#include "chatload/rng.h"
 
 #include <curl/curl.h>
 #include <pthread.h>
@@ -90,14 +92,6 @@ void cl_gen_answer_free(struct cl_gen_answer *a)
 	free(a->body);
 	free(a->error);
 	memset(a, 0, sizeof(*a));
-}
-
-static uint64_t next_rand(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
 }
 
 /* Puts j at the end of the queue (under mu). */
@@ -416,13 +410,9 @@ static int classify(const struct xfer *x, CURLcode res, bool *retryable, char *w
  * Retry-After. */
 static int64_t backoff_us(struct cl_gen_runner *r, const struct job *j, const struct xfer *x)
 {
-	/* Half the step, plus up to another half at random. */
-	int64_t step = r->cfg.backoff_initial_us;
-	for (uint32_t k = 1; k < j->attempts && step < r->cfg.backoff_max_us; k++)
-		step *= 2;
-	if (step > r->cfg.backoff_max_us)
-		step = r->cfg.backoff_max_us;
-	int64_t wait = step / 2 + (step > 1 ? (int64_t)(next_rand(&r->rng) % (uint64_t)(step / 2 + 1)) : 0);
+	/* The agent's one backoff rule: half the step, plus up to another half at random. */
+	int64_t wait = cl_backoff_scaled_us(r->cfg.backoff_initial_us, r->cfg.backoff_max_us,
+					    j->attempts, cl_splitmix_frac(&r->rng));
 	/* A 429 (or 503) that says Retry-After waits at least that long, up to backoff_max: the
 	 * server knows when it has room, and a sooner try only spends an attempt.  libcurl
 	 * reads both forms, seconds and an HTTP date (as seconds from now; a date in the past

@@ -606,34 +606,28 @@ static int parse_top(struct scan *sc, struct cl_chunk *out, const char **bad, en
 	return rc;
 }
 
+/* What parse_top needs besides the scanner, for the shared driver (scan_document). */
+struct top_arg {
+	struct cl_chunk *out;
+	enum shape shape;
+};
+
+static int top(struct scan *sc, void *arg, const char **bad)
+{
+	struct top_arg *t = arg;
+	return parse_top(sc, t->out, bad, t->shape);
+}
+
 static int decode(const char *data, size_t len, struct cl_chunk *out, enum shape shape)
 {
-	struct scan sc = { (const unsigned char *)data, (const unsigned char *)data + len };
-	int rc;
-
 	clear_all(out);
 	if (len == 6 && memcmp(data, "[DONE]", 6) == 0) {
 		out->done = true;
 		return 0;
 	}
-	const char *bad = NULL;
-	skip_ws(&sc);
-	if (sc.p == sc.end) {
-		rc = CL_EPARSE;
-		goto out;
-	}
-	if (*sc.p == '{') {
-		rc = parse_top(&sc, out, &bad, shape);
-	} else {
-		rc = parse_value(&sc, 1);
-		bad = R_TOP;
-	}
-	if (rc)
-		goto out;
-	skip_ws(&sc);
-	if (sc.p != sc.end)
-		rc = CL_EPARSE;
-out:
+	const char *bad;
+	struct top_arg t = { out, shape };
+	int rc = scan_document(data, len, top, &t, R_TOP, &bad);
 	if (rc) {
 		clear_all(out);
 		rc = CL_EPARSE;

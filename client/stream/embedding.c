@@ -214,30 +214,17 @@ static int parse_top(struct scan *sc, struct cl_embedding *out, const char **bad
 	return 0;
 }
 
+static int top(struct scan *sc, void *out, const char **bad)
+{
+	return parse_top(sc, out, bad);
+}
+
 int cl_embedding_decode(const char *data, size_t len, struct cl_embedding *out)
 {
-	struct scan sc = { (const unsigned char *)data, (const unsigned char *)data + len };
-	const char *bad = NULL;
-	int rc;
+	const char *bad;
 
 	clear_all(out);
-	skip_ws(&sc);
-	if (sc.p == sc.end) {
-		rc = CL_EPARSE;
-		goto out;
-	}
-	if (*sc.p == '{') {
-		rc = parse_top(&sc, out, &bad);
-	} else {
-		rc = parse_value(&sc, 1);
-		bad = R_TOP;
-	}
-	if (rc)
-		goto out;
-	skip_ws(&sc);
-	if (sc.p != sc.end)
-		rc = CL_EPARSE;
-out:
+	int rc = scan_document(data, len, top, out, R_TOP, &bad);
 	if (rc) {
 		clear_all(out);
 		rc = CL_EPARSE;

@@ -1,8 +1,9 @@
 /* The validating JSON scanner under the decoders of client/stream/ (chunk.c, responses.c,
  * embedding.c): strings with escapes and UTF-8 checked, numbers, literals, object and array
- * iteration, key matching.  Internal to this folder: the functions are static so that each
- * decoder's hot path stays one translation unit (inlined, as before the split); a decoder
- * that does not use one of them is not warned about it. */
+ * iteration, key matching, and the driver of one document (scan_document).  Internal to this
+ * folder: the functions are static so that each decoder's hot path stays one translation unit
+ * (inlined, as before the split); a decoder that does not use one of them is not warned about
+ * it. */
 #ifndef CHATLOAD_JSON_SCAN_H
 #define CHATLOAD_JSON_SCAN_H
 
@@ -542,6 +543,44 @@ static __attribute__((unused)) int want_count(struct scan *sc, int depth, int64_
 	else if (!null)
 		*bad = why;
 	return 0;
+}
+
+/* ---- the document driver every decoder shares ---- */
+
+/* Reads one document's top-level object into the decoder's own state (arg); *bad set to why
+ * the document is not what the decoder wants.  0 or CL_EPARSE. */
+typedef int (*scan_top_fn)(struct scan *sc, void *arg, const char **bad);
+
+/*
+ * The one JSON document of data (len bytes), white space around it allowed: an object is
+ * handed to top, any other valid value sets *bad = not_object.  Returns 0 when data is one
+ * JSON value and nothing else (then *bad says whether it is the document wanted), or
+ * CL_EPARSE when it is not JSON; the caller clears its output in both failing cases, so a
+ * text that is both bad JSON and the wrong shape is reported as not JSON.  Inlined, so each
+ * decoder calls its own top directly on its per-chunk path.
+ */
+static inline __attribute__((always_inline)) int scan_document(const char *data, size_t len,
+							       scan_top_fn top, void *arg,
+							       const char *not_object,
+							       const char **bad)
+{
+	struct scan sc = { (const unsigned char *)data, (const unsigned char *)data + len };
+	int rc;
+
+	*bad = NULL;
+	skip_ws(&sc);
+	if (sc.p == sc.end)
+		return CL_EPARSE;
+	if (*sc.p == '{') {
+		rc = top(&sc, arg, bad);
+	} else {
+		rc = parse_value(&sc, 1);
+		*bad = not_object;
+	}
+	if (rc)
+		return CL_EPARSE;
+	skip_ws(&sc);
+	return sc.p == sc.end ? 0 : CL_EPARSE;
 }
 
 #endif

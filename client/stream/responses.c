@@ -344,40 +344,33 @@ static const char *apply(const struct ev *e, const struct ev *top_err, struct cl
 	}
 }
 
+/* The events' top-level object and the error beside it, for the shared driver. */
+struct top_arg {
+	struct ev *e, *top_err;
+};
+
+static int top(struct scan *sc, void *arg, const char **bad)
+{
+	struct top_arg *t = arg;
+	(void)bad; /* an event's shape is judged after the whole text (apply) */
+	return parse_top(sc, t->e, t->top_err);
+}
+
 int cl_responses_decode(const char *data, size_t len, struct cl_chunk *out)
 {
-	struct scan sc = { (const unsigned char *)data, (const unsigned char *)data + len };
 	struct ev e = { .in = -1, .out = -1, .rtokens = -1, .cached = -1 };
 	struct ev top_err = { 0 };
-	const char *bad = NULL;
-	int rc;
+	struct top_arg t = { &e, &top_err };
+	const char *bad;
 
 	clear_all(out);
 	if (len == 6 && memcmp(data, "[DONE]", 6) == 0) {
 		out->done = true;
 		return 0;
 	}
-	skip_ws(&sc);
-	if (sc.p == sc.end) {
-		rc = CL_EPARSE;
-		goto out;
-	}
-	if (*sc.p == '{') {
-		rc = parse_top(&sc, &e, &top_err);
-	} else {
-		rc = parse_value(&sc, 1);
-		bad = R_TOP;
-	}
-	if (rc)
-		goto out;
-	skip_ws(&sc);
-	if (sc.p != sc.end) {
-		rc = CL_EPARSE;
-		goto out;
-	}
-	if (!bad)
+	int rc = scan_document(data, len, top, &t, R_TOP, &bad);
+	if (!rc && !bad)
 		bad = apply(&e, &top_err, out);
-out:
 	if (rc) {
 		clear_all(out);
 		rc = CL_EPARSE;

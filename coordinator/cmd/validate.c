@@ -255,7 +255,7 @@ static void print_workload_read(const struct cl_scn_workload *w, const struct cl
 		       st->bodies / ((st->trace_span_us + 1000) / 1e6));
 }
 
-static void print_workload(const struct cl_scn_workload *w)
+static void print_workload(const struct cl_scn_workload *w, const char *salt)
 {
 	static const char *const formats[] = { "auto", "openai", "sharegpt", "text" };
 	char a[32];
@@ -335,11 +335,10 @@ static void print_workload(const struct cl_scn_workload *w)
 	printf("  order: %s\n", w->order_per_stage
 				     ? "per_stage (every stage sends the same bodies again)"
 				     : "run (the warmup and each stage take the next bodies)");
-	if (w->salt_none || !w->salt_tag[0])
+	if (!salt[0])
 		printf("  salt: none (the text exactly as written)\n");
 	else
-		printf("  salt: [%s] before every first message (a new tag every run)\n",
-		       w->salt_tag);
+		printf("  salt: [%s] before every first message (a new tag every run)\n", salt);
 }
 
 static void print_stages(const struct cl_scenario *s, const struct cl_gen_scan *scan)
@@ -580,8 +579,9 @@ static int check_generate(const struct cl_scenario *s, struct cl_gen_scan *scan,
 	return rc;
 }
 
-static void print_plan(const struct cl_scenario *s, const struct cl_workload_stats *st,
-		       const struct cl_gen_scan *scan, const struct cl_err *first_bad)
+static void print_plan(const struct cl_scenario *s, const char *salt,
+		       const struct cl_workload_stats *st, const struct cl_gen_scan *scan,
+		       const struct cl_err *first_bad)
 {
 	printf("scenario: %s (%s)\n", s->name, s->file);
 	if (s->description)
@@ -590,7 +590,7 @@ static void print_plan(const struct cl_scenario *s, const struct cl_workload_sta
 	print_agents(&s->agents);
 	print_readiness(&s->readiness);
 	print_warmup(s, st);
-	print_workload(&s->workload);
+	print_workload(&s->workload, salt);
 	print_workload_read(&s->workload, st);
 	print_stages(s, scan);
 	if (s->generate.set)
@@ -713,10 +713,11 @@ int cl_cmd_validate(int argc, char **argv)
 		char line[1024];
 		/* The salt the run would make, so --dump-bodies shows what is sent; a run makes
 		 * a tag of its own (workload.salt). */
-		if (lrc == 0 && !s.workload.salt_none && !s.generate.set)
-			cl_workload_new_salt(&s.workload);
-		if (lrc == 0 && cl_workload_render_stats(&s, cl_scenario_render_model(&s), &w, &st,
-							 &werr) != 0) {
+		char salt[CL_SALT_TAG_SIZE] = "";
+		if (lrc == 0)
+			cl_workload_new_salt(&s, salt);
+		if (lrc == 0 && cl_workload_render_stats(&s, cl_scenario_render_model(&s), salt, &w,
+							 &st, &werr) != 0) {
 			/* The scenario is sound but its workload is not: a dataset line, a
 			 * length out of range.  The message names the file, line and column. */
 			bad++;
@@ -735,7 +736,7 @@ int cl_cmd_validate(int argc, char **argv)
 			if (i)
 				printf("\n");
 			cl_workload_trace_fill_stages(&s, &st);
-			print_plan(&s, &st, &scan, &first_bad);
+			print_plan(&s, salt, &st, &scan, &first_bad);
 			if (dump && dump_bodies(dump, &w) != 0)
 				bad++;
 		} else {

@@ -3,6 +3,8 @@
  * send). */
 #include "coordinator/generate/batch.h"
 
+#include "chatload/rng.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,11 +17,7 @@ static uint64_t hash_id(const char *id, size_t len)
 		h ^= (unsigned char)id[i];
 		h *= 0x100000001b3ull;
 	}
-	h ^= h >> 30;
-	h *= 0xbf58476d1ce4e5b9ull;
-	h ^= h >> 27;
-	h *= 0x94d049bb133111ebull;
-	h ^= h >> 31;
+	h = cl_mix64(h);
 	return h ? h : 1;
 }
 

@@ -14,6 +14,7 @@
 #include "chatload/clock.h"
 #include "chatload/exitcode.h"
 #include "chatload/log.h"
+#include "chatload/plan.h"
 
 #include <jansson.h>
 
@@ -72,6 +73,7 @@ struct run_gen {
 	struct lease *pool; /* a lost agent's leases, to be given again */
 	size_t n_pool, cap_pool;
 	struct gen_agent agents[CL_FLEET_MAX_AGENTS];
+	uint32_t weights[CL_FLEET_MAX_AGENTS]; /* a split's weights (weigh_agents) */
 	struct cl_metrics m;
 	bool m_ready;
 	uint64_t written, failed, attempts, duplicates, output_tokens, retried_answers;
@@ -545,58 +547,66 @@ static void reclaim(struct run *r, size_t i)
 
 static void send_generate(struct run *r, size_t i);
 
+/* Each agent's weight for a split (its workers, as a stage's), 0 for a lost one, into
+ * g->weights; the count of agents left. */
+static size_t weigh_agents(struct run *r)
+{
+	struct run_gen *g = r->gen;
+	size_t left = 0;
+	for (size_t i = 0; i < r->fleet.n; i++) {
+		bool lost = r->fleet.agents[i].live == CL_LIVE_LOST;
+		uint32_t w = r->fleet.agents[i].workers ? r->fleet.agents[i].workers : 1;
+		g->weights[i] = lost ? 0 : w;
+		left += !lost;
+	}
+	return left;
+}
+
+/* generate.rate over the agents left, by their workers (cl_apportion_real), into each
+ * agent's rate_per_s. */
+static void split_rate(struct run *r)
+{
+	struct run_gen *g = r->gen;
+	double rates[CL_FLEET_MAX_AGENTS];
+	if (cl_apportion_real(r->s.generate.rate_per_s, g->weights, r->fleet.n, rates) != 0)
+		return;
+	for (size_t i = 0; i < r->fleet.n; i++)
+		if (g->weights[i])
+			g->agents[i].rate_per_s = rates[i];
+}
+
 /* generate.rate over the agents left, by their workers (as a stage's), sent again to those
  * already running (the agent changes only its pace): a lost agent's part of the rate goes to
  * the others, so the job keeps its rate.  Streams stay as they were split. */
 static void resplit_rate(struct run *r)
 {
 	struct run_gen *g = r->gen;
-	uint64_t workers = 0;
-	for (size_t i = 0; i < r->fleet.n; i++)
-		if (r->fleet.agents[i].live != CL_LIVE_LOST)
-			workers += r->fleet.agents[i].workers ? r->fleet.agents[i].workers : 1;
-	if (!workers || r->s.generate.rate_per_s <= 0)
+	if (!weigh_agents(r) || r->s.generate.rate_per_s <= 0)
 		return;
-	for (size_t i = 0; i < r->fleet.n; i++) {
-		if (r->fleet.agents[i].live == CL_LIVE_LOST)
-			continue;
-		uint64_t w = r->fleet.agents[i].workers ? r->fleet.agents[i].workers : 1;
-		g->agents[i].rate_per_s = r->s.generate.rate_per_s * (double)w / (double)workers;
-		if (g->agents[i].started)
+	split_rate(r);
+	for (size_t i = 0; i < r->fleet.n; i++)
+		if (g->weights[i] && g->agents[i].started)
 			send_generate(r, i);
-	}
 	cl_progress_note(&r->prog, "generate: %g/s now split over %zu agents",
 			 r->s.generate.rate_per_s, cl_fleet_active(&r->fleet));
 }
 
+/* generate.concurrency and generate.rate over the agents left, by their workers: the streams
+ * exactly (cl_apportion, largest remainder), each agent left at least one. */
 static void split_shares(struct run *r)
 {
 	struct run_gen *g = r->gen;
-	uint64_t workers = 0;
-	size_t n = 0;
+	uint64_t shares[CL_FLEET_MAX_AGENTS];
+	if (!weigh_agents(r) ||
+	    cl_apportion(r->s.generate.concurrency, g->weights, r->fleet.n, shares) != 0)
+		return;
+	split_rate(r);
 	for (size_t i = 0; i < r->fleet.n; i++) {
-		if (r->fleet.agents[i].live == CL_LIVE_LOST)
+		if (!g->weights[i])
 			continue;
-		workers += r->fleet.agents[i].workers ? r->fleet.agents[i].workers : 1;
-		n++;
+		/* more agents than streams: one each */
+		g->agents[i].share = shares[i] ? (uint32_t)shares[i] : 1;
 	}
-	uint32_t total = r->s.generate.concurrency, given = 0;
-	size_t last = 0;
-	for (size_t i = 0; i < r->fleet.n; i++) {
-		if (r->fleet.agents[i].live == CL_LIVE_LOST)
-			continue;
-		uint64_t w = r->fleet.agents[i].workers ? r->fleet.agents[i].workers : 1;
-		g->agents[i].share = (uint32_t)(total * w / workers);
-		/* a rate is split like a stage's: by the agents' workers */
-		g->agents[i].rate_per_s = r->s.generate.rate_per_s * (double)w / (double)workers;
-		given += g->agents[i].share;
-		last = i;
-	}
-	g->agents[last].share += total - given;
-	for (size_t i = 0; i < r->fleet.n; i++)
-		if (g->agents[i].share == 0 && r->fleet.agents[i].live != CL_LIVE_LOST)
-			g->agents[i].share = 1; /* more agents than streams: one each */
-	(void)n;
 }
 
 static void send_generate(struct run *r, size_t i)

@@ -259,9 +259,9 @@ int cli_run_prepare(struct run *r)
 		 * (plan.h, retag); the salt is what makes a tag of its own possible. */
 		const struct cl_scn_workload *sw = &r->s.workload;
 		if (sw->kind == CL_WORKLOAD_SYNTHETIC && !sw->synthetic_count_given &&
-		    !sw->multi_turn && !sw->salt_none && sw->salt_tag[0])
+		    !sw->multi_turn && r->salt[0])
 			snprintf(c.prepare.workload.retag, sizeof(c.prepare.workload.retag), "%s",
-				 sw->salt_tag);
+				 r->salt);
 		/* A trace is dealt out: agent i replays requests i, i + n, ... (each at its own
 		 * offset from START_AT), so together they replay it whole. */
 		if (w->trace_stride) {

@@ -135,8 +135,8 @@ static int make_target(struct run *r, struct cl_err *err)
 static int load_workload(struct run *r, struct cl_err *err)
 {
 	struct cl_workload_stats st;
-	int rc = cl_workload_render_stats(&r->s, cl_scenario_render_model(&r->s), &r->workload, &st,
-					  err);
+	int rc = cl_workload_render_stats(&r->s, cl_scenario_render_model(&r->s), r->salt,
+					  &r->workload, &st, err);
 	if (rc == 0) {
 		r->workload_stats = st;
 		cl_workload_trace_fill_stages(&r->s, &st);
@@ -451,10 +451,8 @@ int cl_run(const struct cl_run_opts *o)
 		free(r);
 		return CL_EXIT_USAGE;
 	}
-	/* One salt for the run, kept if calibration renders again (workload.salt).  Never for
-	 * a generate job: it sends its inputs byte for byte as written. */
-	if (!r->s.workload.salt_none && !r->s.generate.set)
-		cl_workload_new_salt(&r->s.workload);
+	/* One salt for the run, kept if calibration renders again (workload.salt). */
+	cl_workload_new_salt(&r->s, r->salt);
 	if (load_workload(r, &err) != 0) {
 		char msg[900];
 		fprintf(stderr, "%s\n", cl_err_format(&err, msg, sizeof(msg)));
@@ -532,7 +530,7 @@ int cl_run(const struct cl_run_opts *o)
 		code = fail_msg(r, CL_EXIT_USAGE, &err, "cannot render the workload");
 		goto finish;
 	}
-	cl_results_set_workload(r->res, &r->s.workload, &r->workload_stats);
+	cl_results_set_workload(r->res, &r->s.workload, r->salt, &r->workload_stats);
 	if (r->gen) {
 		cli_run_live_phase(r, CL_LIVE_STAGES, 0);
 		if (cli_run_generate(r) == 0)

@@ -185,11 +185,10 @@ struct cl_scn_workload {
 	/* workload.order: false (run, the default): the warmup and every stage take the next
 	 * bodies; true (per_stage): every stage starts again at the agent's first body. */
 	bool order_per_stage;
-	/* workload.salt: false (run, the default): salt_tag opens every request's first message;
-	 * true (none): the text exactly as written.  salt_tag is the run's, set by whoever
-	 * renders (cl_workload_new_salt) before rendering; empty: no salt. */
+	/* workload.salt: false (run, the default): the run's tag opens every request's first
+	 * message; true (none): the text exactly as written.  The tag itself is the run's, not
+	 * the scenario's (cl_workload_new_salt, chatload/salt.h). */
 	bool salt_none;
-	char salt_tag[16];
 	struct cl_dataset_filter dataset_filter;
 	/* shared prefixes: request i starts with group (i mod groups)'s prefix of tokens */
 	uint32_t shared_prefix_groups; /* 0: none */

@@ -29,7 +29,7 @@ struct render_ctx {
 	size_t total_bytes;
 	struct cl_workload_stats *stats; /* filled as records are read; never NULL */
 	bool no_prefix;                  /* the body being pushed gets no shared prefix */
-	const char *salt; /* the run's tag and a space before the first message's text, or NULL */
+	const char *salt; /* "[<tag>] " (cl_salt_prefix) before the first message's text, or NULL */
 	bool no_salt;     /* the body being pushed gets no salt (a later turn: its history has) */
 	double token_scale; /* workload.chars_per_token / 4: built lengths in estimated tokens */
 	enum cl_api api;    /* workload.api: the shape each body is rendered in */

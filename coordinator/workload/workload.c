@@ -3,12 +3,11 @@
  * per source (workload/dataset.c, workload/synth.c), the body builder in workload/body.c. */
 #include "coordinator/workload/internal.h"
 
+#include "chatload/salt.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <time.h>
-#include <unistd.h>
 
 static void free_bodies(struct cl_request_body *b, size_t n)
 {
@@ -54,25 +53,18 @@ static void finish_stats(const struct render_ctx *c, struct cl_workload_stats *s
 		st->requested_min = 0;
 }
 
-void cl_workload_new_salt(struct cl_scn_workload *w)
+void cl_workload_new_salt(const struct cl_scenario *s, char tag[CL_SALT_TAG_SIZE])
 {
-	unsigned char b[4];
-	if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
-		/* No entropy: the clock and the process still tell runs apart. */
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		uint64_t x = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^
-			     ((uint64_t)getpid() << 40);
-		x *= 0x9e3779b97f4a7c15ULL;
-		memcpy(b, &x, sizeof(b));
-	}
-	snprintf(w->salt_tag, sizeof(w->salt_tag), "%02x%02x%02x%02x", b[0], b[1], b[2], b[3]);
+	if (s->workload.salt_none || s->generate.set)
+		tag[0] = '\0';
+	else
+		cl_salt_new(tag);
 }
 
 int cl_workload_render(const struct cl_scenario *s, const char *model, struct cl_workload_plan *out,
 		       struct cl_err *err)
 {
-	return cl_workload_render_stats(s, model, out, NULL, err);
+	return cl_workload_render_stats(s, model, NULL, out, NULL, err);
 }
 
 /* *extra becomes workload.tools' keys with the old *extra (target.body, or NULL) merged over
@@ -94,9 +86,9 @@ static int with_tools(const struct cl_scn_workload *w, json_t **extra, struct cl
 
 /* Renders s's workload into out; with sink, each body goes to sink instead and out gets
  * none (its other fields are set). */
-static int render(const struct cl_scenario *s, const char *model, struct cl_workload_plan *out,
-		  struct cl_workload_stats *stats, cl_workload_body_fn sink, void *sink_arg,
-		  struct cl_err *err)
+static int render(const struct cl_scenario *s, const char *model, const char *salt_tag,
+		  struct cl_workload_plan *out, struct cl_workload_stats *stats,
+		  cl_workload_body_fn sink, void *sink_arg, struct cl_err *err)
 {
 	struct cl_workload_stats own = { .requested_min = UINT32_MAX };
 	struct render_ctx c = { .stats = &own, .sink = sink, .sink_arg = sink_arg };
@@ -111,11 +103,9 @@ static int render(const struct cl_scenario *s, const char *model, struct cl_work
 	c.max_tokens = w->max_tokens;
 	c.ignore_eos = w->ignore_eos;
 	c.system_prompt = w->system_prompt;
-	char salt[sizeof(w->salt_tag) + 4];
-	if (!w->salt_none && w->salt_tag[0]) {
-		snprintf(salt, sizeof(salt), "[%s] ", w->salt_tag);
+	char salt[CL_SALT_PREFIX_LEN + 1];
+	if (salt_tag && cl_salt_prefix(salt_tag, salt, sizeof(salt)))
 		c.salt = salt;
-	}
 	c.api = w->api;
 	c.images = &w->images;
 	c.seed = w->seed;
@@ -190,11 +180,11 @@ out:
 	return 0;
 }
 
-int cl_workload_render_stats(const struct cl_scenario *s, const char *model,
+int cl_workload_render_stats(const struct cl_scenario *s, const char *model, const char *salt,
 			     struct cl_workload_plan *out, struct cl_workload_stats *stats,
 			     struct cl_err *err)
 {
-	return render(s, model, out, stats, NULL, NULL, err);
+	return render(s, model, salt, out, stats, NULL, NULL, err);
 }
 
 /* What a generate job's rendering hands each body through: the caller's callback, and
@@ -259,7 +249,7 @@ int cl_workload_render_generate(const struct cl_scenario *s, const char *model,
 	struct generate_sink sink = { .fn = fn, .arg = arg,
 				      .strip_eos = s->target.body_json != NULL };
 	struct cl_workload_plan none;
-	int rc = render(&t, model, &none, stats, generate_body, &sink, err);
+	int rc = render(&t, model, NULL, &none, stats, generate_body, &sink, err);
 	cl_workload_plan_free(&none);
 	if (rc == 0 && stats)
 		stats->ignore_eos = 0; /* counted from target.body's key, which generate_body cut */

@@ -6,6 +6,7 @@
 #include "chatload/body_json.h"
 #include "chatload/err.h"
 #include "chatload/plan.h"
+#include "chatload/salt.h"
 #include "coordinator/scenario/scenario.h"
 
 #include <stddef.h>
@@ -102,17 +103,21 @@ int cl_workload_render(const struct cl_scenario *s, const char *model, struct cl
 		       struct cl_err *err);
 
 /*
- * workload.salt: gives w a new tag for this run (8 hex digits from getrandom, or the clock and
- * the process id without entropy).  cl_workload_render then opens the text of every body's
- * first message (whatever its role; of a conversation, its first turn, which the later turns
- * carry in their history) with "[<tag>] ": 11 characters, 3 tokens by the estimate, 9 to 11
- * in llama's SentencePiece tokenizer, which splits the digits (docs/scenario.md).  Call it once per run, before the first rendering, so a rendering
- * again (calibration) keeps the tag.  No salt with salt: none or without a tag.
+ * workload.salt: the run's tag (chatload/salt.h) when s wants one, "" when it does not
+ * (salt: none, or a generate job, which sends its inputs byte for byte as written).  The
+ * tag is a value of the run, not of the scenario: the run makes it once and hands it to
+ * every rendering (cl_workload_render_stats, so a rendering again for calibration keeps it),
+ * to results.json and to the agents (plan.h's retag).  A rendering with a tag opens the text
+ * of every body's first message (whatever its role; of a conversation, its first turn, which
+ * the later turns carry in their history) with "[<tag>] ": 11 characters, 3 tokens by the
+ * estimate, 9 to 11 in llama's SentencePiece tokenizer, which splits the digits
+ * (docs/scenario.md).
  */
-void cl_workload_new_salt(struct cl_scn_workload *w);
+void cl_workload_new_salt(const struct cl_scenario *s, char tag[CL_SALT_TAG_SIZE]);
 
-/* cl_workload_render that also fills stats (NULL: not wanted). */
-int cl_workload_render_stats(const struct cl_scenario *s, const char *model,
+/* cl_workload_render with the run's salt (cl_workload_new_salt; NULL or "": none) that also
+ * fills stats (NULL: not wanted).  cl_workload_render renders without a salt. */
+int cl_workload_render_stats(const struct cl_scenario *s, const char *model, const char *salt,
 			     struct cl_workload_plan *out, struct cl_workload_stats *stats,
 			     struct cl_err *err);
 

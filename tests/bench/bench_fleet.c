@@ -2,7 +2,7 @@
 /*
  * Starts the real `chatload run` (a scenario listening on loopback, `agents.expect: N`, readiness
  * off, one stage of --seconds), then plays N agents against it from this process: each has its
- * own nng REQ socket and, as the real agent does (agent/session.c), two contexts on it: one
+ * own nng REQ socket and, as the real agent does (agent/daemon/session.c), two contexts on it: one
  * for long polls (a POLL, which the coordinator holds until it has a command or for up to
  * CL_WIRE_POLL_HOLD_US, then the next POLL at once) and one for one REPORT per report interval
  * carrying a metrics delta built with the real metrics/histogram code (filled with plausible
@@ -55,7 +55,7 @@
 #endif
 
 #define TOKEN       "bench-fleet-token"
-#define POLL_GAP_US 100000 /* as agent/session.c: after a NOOP, no POLL sooner than this */
+#define POLL_GAP_US 100000 /* as agent/daemon/session.c: after a NOOP, no POLL sooner than this */
 #define N_TEMPLATES 8
 
 enum op { OP_IDLE, OP_SEND, OP_RECV, OP_SLEEP };

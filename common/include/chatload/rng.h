@@ -10,12 +10,18 @@
  * where a small stateless-looking stream is wanted (a request's lengths, a backoff draw, the
  * simulator's per-request sequence) and to seed xoshiro.  Advances *state.
  */
-static inline uint64_t cl_splitmix64(uint64_t *state)
+/* splitmix64's finaliser alone: every bit of z moves every bit of the result (a hash's last
+ * step: endpoint routes, the generate job's id set). */
+static inline uint64_t cl_mix64(uint64_t z)
 {
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
 	return z ^ (z >> 31);
+}
+
+static inline uint64_t cl_splitmix64(uint64_t *state)
+{
+	return cl_mix64(*state += 0x9e3779b97f4a7c15ull);
 }
 
 /* The i-th of a family of well-separated seeds derived from one seed (pure). */

@@ -1,8 +1,8 @@
 /* The agent's --allow-target check: whether this agent may send load to a target URL. */
-#ifndef CHATLOAD_AGENT_ALLOW_H
-#define CHATLOAD_AGENT_ALLOW_H
+#ifndef CHATLOAD_AGENT_DAEMON_ALLOW_H
+#define CHATLOAD_AGENT_DAEMON_ALLOW_H
 
-#include "control.h"
+#include "agent/daemon/control.h"
 
 #include "chatload/plan.h"
 

@@ -3,15 +3,21 @@
  * going out on another, applying the commands the replies carry, until QUIT, silence or a
  * stop.  One loop on the control thread moves both on; it sleeps on the wake-up pipe (wake.h)
  * that the aio callbacks, the gate's thread and the signal handler poke. */
-#include "session.h"
-#include "wake.h"
 
+#include "agent/daemon/session.h"
+#include "agent/daemon/activity.h"
+#include "agent/daemon/genjob.h"
+#include "agent/daemon/probe_thread.h"
+#include "agent/daemon/report_queue.h"
+#include "agent/daemon/requests.h"
+#include "agent/daemon/wake.h"
+
+#include "chatload/assert.h"
 #include "chatload/log.h"
 #include "chatload/transport.h"
 
 #include <curl/curl.h>
 #include <nng/protocol/reqrep0/req.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -91,6 +97,9 @@ static int channel_start(struct channel *c, const void *data, size_t len, int64_
 		nng_msg_free(m);
 		return CL_ENOMEM;
 	}
+	/* One exchange at a time on a context: a REQ context sending again would cancel the
+	 * request whose reply is awaited. */
+	CL_ASSERT(c->phase == CHANNEL_IDLE);
 	c->t_send_us = cl_mono_us();
 	c->deadline_us = c->t_send_us + timeout_us;
 	c->cancelled = false;
@@ -187,16 +196,6 @@ static int exchange(struct session *s, struct channel *c, struct cl_msg *m, stru
 	return rc;
 }
 
-void cl_session_fail(struct session *s, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(s->error, sizeof(s->error), fmt, ap);
-	va_end(ap);
-	s->state = CL_AGENT_FAILED;
-	CL_ERROR("%s", s->error);
-}
-
 /* Applies a new command (the next POLL, which goes at once, says it was). */
 static void apply_command(struct session *s, struct cl_msg *reply)
 {
@@ -225,10 +224,10 @@ static void apply_command(struct session *s, struct cl_msg *reply)
 			cl_engine_stop(s->act_engine, c->stop.cut);
 		break;
 	case CL_CMD_ABORT:
-		cl_generate_stop(s);
+		cl_genjob_stop(s);
 		cl_activity_stop(s, true);
 		cl_probe_thread_stop(s);
-		s->state = CL_AGENT_IDLE;
+		cl_session_set_state(s, CL_AGENT_IDLE);
 		break;
 	case CL_CMD_QUIT:
 		s->quit = true;
@@ -237,10 +236,10 @@ static void apply_command(struct session *s, struct cl_msg *reply)
 		cl_activity_bodies(s, c);
 		break;
 	case CL_CMD_GENERATE:
-		cl_generate_start(s, c);
+		cl_genjob_start(s, c);
 		break;
 	case CL_CMD_LEASE:
-		cl_generate_lease(s, c);
+		cl_genjob_lease(s, c);
 		break;
 	default:
 		break;
@@ -429,7 +428,7 @@ static int turn_answers(struct session *s, int64_t now, bool *moved)
 		}
 		if (rc == 0 && reply.type == CL_MSG_ACK && s->ans_pending &&
 		    reply.seq == s->ans_seq)
-			cl_generate_answered(s);
+			cl_genjob_answered(s);
 		else if (rc == 0 && reply.type == CL_MSG_ACK && s->req_pending &&
 			 reply.seq == s->req_seq)
 			cl_requests_answered(s);
@@ -441,9 +440,10 @@ static int turn_answers(struct session *s, int64_t now, bool *moved)
 		return 0;
 	/* A generate job's answers, else a stage's request records: the two never share a
 	 * run, so neither waits behind the other. */
-	const msgpack_sbuffer *b = cl_generate_next_answers(s) ? &s->ans_buf
-				   : cl_requests_next(s)       ? &s->req_buf
-							       : NULL;
+	CL_ASSERT(!(s->ans_pending && s->req_pending));
+	const msgpack_sbuffer *b = cl_genjob_next_answers(s) ? &s->ans_buf
+				   : cl_requests_next(s)     ? &s->req_buf
+							     : NULL;
 	if (b && channel_start(c, b->data, b->size, REPLY_TIMEOUT_US) != 0)
 		c->next_us = now + REPORT_RETRY_US;
 	return 0;
@@ -540,7 +540,7 @@ static int64_t next_wake(struct session *s, int64_t now)
  */
 static void leave(struct session *s)
 {
-	cl_generate_stop(s);
+	cl_genjob_stop(s);
 	cl_probe_thread_stop(s);
 	if (s->act == ACT_NONE) {
 		cl_activity_stop(s, true);
@@ -572,7 +572,7 @@ static void leave(struct session *s)
 void cl_session_cleanup(struct session *s)
 {
 	cl_probe_thread_stop(s);
-	cl_generate_stop(s);
+	cl_genjob_stop(s);
 	cl_activity_destroy(s);
 	cl_requests_clear(s);
 	if (s->req_sent)
@@ -653,7 +653,7 @@ int cl_session_run(struct session *s)
 	}
 	/* the part after '/' is the session secret: not for logs */
 	CL_INFO("joined run '%.*s' as agent %u", (int)strcspn(s->run, "/"), s->run, s->agent_id);
-	s->state = CL_AGENT_IDLE;
+	cl_session_set_state(s, CL_AGENT_IDLE);
 	s->last_reply_us = cl_mono_us();
 
 	while (!s->quit) {
@@ -665,7 +665,7 @@ int cl_session_run(struct session *s)
 		if (now - s->last_reply_us > CL_WIRE_AGENT_SILENCE_US) {
 			CL_ERROR("coordinator silent for %lld s: stopping all load",
 				 (long long)((now - s->last_reply_us) / 1000000));
-			cl_generate_stop(s);
+			cl_genjob_stop(s);
 			cl_activity_stop(s, true);
 			cl_probe_thread_stop(s);
 			return CL_ETIMEDOUT;
@@ -676,7 +676,7 @@ int cl_session_run(struct session *s)
 		if ((rc = turn_reports(s, now, &moved)) != 0 ||
 		    (rc = turn_answers(s, now, &moved)) != 0 ||
 		    (rc = turn_polls(s, now, &moved)) != 0) {
-			cl_generate_stop(s);
+			cl_genjob_stop(s);
 			cl_activity_stop(s, true);
 			return rc;
 		}
@@ -688,7 +688,7 @@ int cl_session_run(struct session *s)
 	}
 	/* QUIT: end.  Closing the socket (cl_session_cleanup) is how the coordinator learns that
 	 * QUIT arrived (cl_fleet_departed). */
-	cl_generate_stop(s);
+	cl_genjob_stop(s);
 	cl_activity_stop(s, true);
 	cl_probe_thread_stop(s);
 	return 0;

@@ -1,5 +1,5 @@
 /* The control thread's wake-up pipe (see wake.h). */
-#include "wake.h"
+#include "agent/daemon/wake.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,13 +1,22 @@
 /* Reports waiting for the coordinator's ACK, oldest first: encoded once when queued, so a
  * resend after a lost ACK carries the same seq and is deduplicated by the coordinator. */
-#include "session.h"
 
+#include "agent/daemon/report_queue.h"
+
+#include "chatload/assert.h"
 #include "chatload/log.h"
 
 #include <stdio.h>
 
+/* The ring's bounds, which every index into q relies on. */
+static void check_bounds(const struct session *s)
+{
+	CL_ASSERT(s->q_head < MAX_PENDING_REPORTS && s->q_len <= MAX_PENDING_REPORTS);
+}
+
 void cl_report_queue_push(struct session *s, struct cl_msg_report *rep, const char *what)
 {
+	check_bounds(s);
 	if (s->q_len == MAX_PENDING_REPORTS) {
 		CL_ERROR("report queue full: dropping %s report (coordinator unreachable?)", what);
 		return;
@@ -37,11 +46,13 @@ void cl_report_queue_push(struct session *s, struct cl_msg_report *rep, const ch
 
 struct pending_report *cl_report_queue_head(struct session *s)
 {
+	check_bounds(s);
 	return s->q_len ? &s->q[s->q_head] : NULL;
 }
 
 int cl_report_queue_answered(struct session *s, const struct cl_msg *reply, struct cl_err *err)
 {
+	check_bounds(s);
 	struct pending_report *p = &s->q[s->q_head];
 	int rc = 0;
 	if (!s->q_len)

@@ -1,6 +1,6 @@
 /* The agent's --allow-target check: a target URL's host and port, as libcurl parses them,
  * against the allow-list (client/http/allow.c holds the rule). */
-#include "allow.h"
+#include "agent/daemon/allow.h"
 
 #include "client/http/allow.h"
 
@@ -16,8 +16,8 @@ bool cl_agent_target_allowed(const struct cl_agent_opts *o, const char *base_url
 	return false;
 }
 
-bool cl_agent_plan_allowed(const struct cl_agent_opts *o, const struct cl_target_plan *t,
-			   char *why, size_t n)
+bool cl_agent_plan_allowed(const struct cl_agent_opts *o, const struct cl_target_plan *t, char *why,
+			   size_t n)
 {
 	if (!cl_agent_target_allowed(o, t->base_url, why, n))
 		return false;

@@ -1,8 +1,8 @@
 /* The control thread's wake-up: one pipe that the signal handler and nng's aio callbacks poke
  * and the control thread sleeps on, so it sleeps as long as it means to (no timed slices to
  * look at a stop flag) and still wakes at once for a stop or a reply. */
-#ifndef CHATLOAD_AGENT_WAKE_H
-#define CHATLOAD_AGENT_WAKE_H
+#ifndef CHATLOAD_AGENT_DAEMON_WAKE_H
+#define CHATLOAD_AGENT_DAEMON_WAKE_H
 
 #include <stdint.h>
 

@@ -1,8 +1,10 @@
 /* The agent's engines and what they run: PREPARE builds the engine, WARMUP and START_AT
  * start an activity on it, and its interval and final reports are queued as it goes. */
-#include "session.h"
 
-#include "allow.h"
+#include "agent/daemon/activity.h"
+#include "agent/daemon/allow.h"
+#include "agent/daemon/report_queue.h"
+#include "agent/daemon/requests.h"
 
 #include "chatload/log.h"
 
@@ -72,7 +74,7 @@ static void finish_prepare(struct session *s)
 	if (!s->engine)
 		return;
 	s->prepared = true;
-	s->state = CL_AGENT_READY;
+	cl_session_set_state(s, CL_AGENT_READY);
 	CL_INFO("prepared: target %s, model %s, %zu request bodies", t->base_url,
 		t->model ? t->model : "?", s->prepare_msg.cmd.prepare.workload.n_bodies);
 }
@@ -101,7 +103,7 @@ void cl_activity_prepare(struct session *s, struct cl_msg *reply)
 			return;
 		}
 		w->bodies = b;
-		s->state = CL_AGENT_PREPARING;
+		cl_session_set_state(s, CL_AGENT_PREPARING);
 		CL_INFO("preparing: %zu of %zu request bodies received", w->n_bodies,
 			w->total_bodies);
 		return;
@@ -167,7 +169,7 @@ static void begin(struct session *s, enum activity act, struct cl_engine *e,
 	int64_t late = cl_mono_us() - start_local_us;
 	s->start_skew_us = late > 0 ? late : 0;
 	s->interval_start_us = start_local_us > cl_mono_us() ? start_local_us : cl_mono_us();
-	s->state = CL_AGENT_RUNNING;
+	cl_session_set_state(s, CL_AGENT_RUNNING);
 }
 
 void cl_activity_warmup(struct session *s, struct cl_msg_cmd *c)
@@ -243,7 +245,7 @@ void cl_activity_pump(struct session *s, int64_t now)
 	enum cl_engine_state es = cl_engine_state(s->act_engine);
 	bool done = es == CL_ENGINE_DONE;
 	if (es == CL_ENGINE_DRAINING)
-		s->state = CL_AGENT_DRAINING;
+		cl_session_set_state(s, CL_AGENT_DRAINING);
 	/* Interval k covers [start + k*I, start + (k+1)*I) on this agent's clock, so every
 	 * agent's interval k is the same stretch of time, however late a report goes out. */
 	bool interval_due =
@@ -317,5 +319,5 @@ void cl_activity_pump(struct session *s, int64_t now)
 	cl_report_queue_push(s, &rep, s->act == ACT_WARMUP ? "warmup" : "final");
 	s->act = ACT_NONE;
 	s->act_engine = NULL;
-	s->state = CL_AGENT_DONE;
+	cl_session_set_state(s, CL_AGENT_DONE);
 }

@@ -3,8 +3,10 @@
  * they never wait behind a held POLL or delay an interval REPORT.  One message is in flight
  * at a time; while it is, the engine's ring fills and then drops (and counts) new records,
  * so a coordinator that falls behind costs the agent neither memory nor pace. */
-#include "session.h"
 
+#include "agent/daemon/requests.h"
+
+#include "chatload/assert.h"
 #include "chatload/log.h"
 
 #include <stdlib.h>
@@ -23,6 +25,7 @@ bool cl_requests_next(struct session *s)
 		return false;
 	uint64_t dropped = 0;
 	size_t n = cl_engine_take_records(s->engine, r, REQUESTS_MAX, &dropped);
+	CL_ASSERT(n <= REQUESTS_MAX);
 	struct cl_msg m = { .type = CL_MSG_REQUESTS, .run = s->run, .agent = s->agent_id };
 	m.seq = ++s->seq;
 	m.requests = (struct cl_msg_requests){

@@ -1,9 +1,10 @@
 /* PROBE: the readiness gate run on a thread of its own (it blocks for minutes), its progress
  * handed to the control loop under a mutex and its result when it has finished. */
-#include "session.h"
 
-#include "allow.h"
-#include "wake.h"
+#include "agent/daemon/probe_thread.h"
+#include "agent/daemon/allow.h"
+#include "agent/daemon/report_queue.h"
+#include "agent/daemon/wake.h"
 
 #include "chatload/log.h"
 
@@ -43,10 +44,9 @@ static void probe_endpoints(struct session *s)
 		int rc = cl_probe_run(&cfg, probe_progress, s, &s->probe_cancel, &s->probe_res);
 		if (rc != 0) {
 			char msg[sizeof(s->probe_res.last_error)];
-			int n = snprintf(msg, sizeof(msg), "endpoint %zu %s: %s", i + 1,
-					 t->endpoints[i],
-					 s->probe_res.last_error[0] ? s->probe_res.last_error
-								    : "not ready");
+			int n = snprintf(
+			    msg, sizeof(msg), "endpoint %zu %s: %s", i + 1, t->endpoints[i],
+			    s->probe_res.last_error[0] ? s->probe_res.last_error : "not ready");
 			if (n >= (int)sizeof(msg)) /* the server's words cut: say so */
 				memcpy(msg + sizeof(msg) - 4, "...", 4);
 			memcpy(s->probe_res.last_error, msg, sizeof(msg));
@@ -114,7 +114,7 @@ void cl_probe_thread_start(struct session *s, struct cl_msg *reply)
 		return;
 	}
 	s->probe_running = true;
-	s->state = CL_AGENT_PREPARING;
+	cl_session_set_state(s, CL_AGENT_PREPARING);
 	CL_INFO("readiness gate started for %s", t->base_url);
 }
 
@@ -153,7 +153,7 @@ void cl_probe_thread_pump(struct session *s, int64_t now)
 					     .readiness = &s->probe_res,
 					     .t_send_us = now };
 		cl_report_queue_push(s, &rep, "probe");
-		s->state = CL_AGENT_IDLE;
+		cl_session_set_state(s, CL_AGENT_IDLE);
 	}
 }
 

@@ -1,7 +1,7 @@
 /* The agent's side of the control channel: dial the coordinator, join a run, obey its
  * commands, drive the engine and the readiness gate, and report measurements. */
-#ifndef CHATLOAD_AGENT_CONTROL_H
-#define CHATLOAD_AGENT_CONTROL_H
+#ifndef CHATLOAD_AGENT_DAEMON_CONTROL_H
+#define CHATLOAD_AGENT_DAEMON_CONTROL_H
 
 #include "client/http/allow.h"
 

@@ -1,8 +1,8 @@
 /* The agent daemon's top-level loop: one session per run (session.c), the next dialled when
  * one ends, until a stop or, with --once, the first session's end. */
-#include "control.h"
 
-#include "session.h"
+#include "agent/daemon/control.h"
+#include "agent/daemon/session.h"
 
 #include "chatload/clock.h"
 #include "chatload/log.h"

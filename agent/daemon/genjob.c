@@ -1,11 +1,12 @@
 /* The session's side of a generate job: GENERATE starts the runner (agent/generate/), LEASE
  * feeds it, and its finished answers go back in ANSWERS messages on a channel of their own,
  * so they never wait behind a held POLL or delay an interval REPORT. */
-#include "session.h"
 
-#include "allow.h"
-#include "wake.h"
+#include "agent/daemon/genjob.h"
+#include "agent/daemon/allow.h"
+#include "agent/daemon/wake.h"
 
+#include "chatload/assert.h"
 #include "chatload/log.h"
 
 #include <stdlib.h>
@@ -16,7 +17,7 @@
 #define ANSWERS_MAX       1024
 #define ANSWERS_MAX_BYTES (8u << 20)
 
-void cl_generate_start(struct session *s, struct cl_msg_cmd *c)
+void cl_genjob_start(struct session *s, struct cl_msg_cmd *c)
 {
 	const struct cl_cmd_generate *g = &c->generate;
 	if (s->gen) {
@@ -50,12 +51,11 @@ void cl_generate_start(struct session *s, struct cl_msg_cmd *c)
 				cl_err_format(&err, msg, sizeof(msg)));
 		return;
 	}
-	CL_INFO("generate job: %u streams, %u attempts a request", g->concurrency,
-		g->max_attempts);
-	s->state = CL_AGENT_RUNNING;
+	CL_INFO("generate job: %u streams, %u attempts a request", g->concurrency, g->max_attempts);
+	cl_session_set_state(s, CL_AGENT_RUNNING);
 }
 
-void cl_generate_lease(struct session *s, struct cl_msg_cmd *c)
+void cl_genjob_lease(struct session *s, struct cl_msg_cmd *c)
 {
 	if (!s->gen) {
 		cl_session_fail(s, "LEASE without a generate job (no GENERATE before it)");
@@ -65,7 +65,7 @@ void cl_generate_lease(struct session *s, struct cl_msg_cmd *c)
 		cl_session_fail(s, "out of memory taking %zu leased requests", c->lease.n_items);
 }
 
-bool cl_generate_next_answers(struct session *s)
+bool cl_genjob_next_answers(struct session *s)
 {
 	if (s->ans_pending)
 		return true;
@@ -75,13 +75,15 @@ bool cl_generate_next_answers(struct session *s)
 	if (!a)
 		return false;
 	size_t n = cl_gen_runner_take(s->gen, a, ANSWERS_MAX, ANSWERS_MAX_BYTES);
+	CL_ASSERT(n <= ANSWERS_MAX);
 	if (n == 0) {
 		free(a);
 		return false;
 	}
 	struct cl_msg m = { .type = CL_MSG_ANSWERS, .run = s->run, .agent = s->agent_id };
 	m.seq = ++s->seq;
-	m.answers = (struct cl_msg_answers){ .answers = a, .n_answers = n, .t_send_us = cl_mono_us() };
+	m.answers =
+	    (struct cl_msg_answers){ .answers = a, .n_answers = n, .t_send_us = cl_mono_us() };
 	struct cl_err err = { 0 };
 	msgpack_sbuffer_init(&s->ans_buf);
 	if (cl_wire_encode(&m, &s->ans_buf, &err) != 0) {
@@ -101,17 +103,19 @@ bool cl_generate_next_answers(struct session *s)
 	return s->ans_pending;
 }
 
-void cl_generate_answered(struct session *s)
+void cl_genjob_answered(struct session *s)
 {
 	if (!s->ans_pending)
 		return;
+	/* what was sent is what is acknowledged: one message of 1 to ANSWERS_MAX answers */
+	CL_ASSERT(s->ans_count >= 1 && s->ans_count <= ANSWERS_MAX);
 	s->ans_sent += s->ans_count;
 	msgpack_sbuffer_destroy(&s->ans_buf);
 	s->ans_pending = false;
 	s->ans_count = 0;
 }
 
-void cl_generate_stop(struct session *s)
+void cl_genjob_stop(struct session *s)
 {
 	if (s->gen)
 		CL_INFO("generate job stopped: %llu answers acknowledged",
