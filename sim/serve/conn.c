@@ -1,11 +1,11 @@
 /* chatload-sim's connections (see conn.h): reading and framing requests, writing responses. */
 #include "conn.h"
 
-#include "api.h"
+#include "sim/api/api.h"
 #include "http.h"
-#include "render.h"
-#include "sched.h"
-#include "stream.h"
+#include "sim/api/render.h"
+#include "sim/sched/sched.h"
+#include "sim/sched/stream.h"
 
 #include "chatload/log.h"
 

@@ -3,11 +3,11 @@
 
 #include "chatload/clock.h"
 #include "chatload/log.h"
-#include "dialect.h"
-#include "render.h"
-#include "rng.h"
+#include "sim/faults/dialect.h"
+#include "sim/api/render.h"
+#include "sim/rng.h"
 #include "sched.h"
-#include "conn.h"
+#include "sim/serve/conn.h"
 
 #include <stdio.h>
 #include <string.h>

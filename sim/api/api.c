@@ -3,11 +3,11 @@
 
 #include "chat.h"
 #include "chatload/clock.h"
-#include "faults.h"
+#include "sim/faults/faults.h"
 #include "render.h"
-#include "rng.h"
-#include "conn.h"
-#include "stream.h"
+#include "sim/rng.h"
+#include "sim/serve/conn.h"
+#include "sim/sched/stream.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
 
 #include "chatload/clock.h"
 #include "chatload/err.h"
-#include "sim.h"
+#include "sim/sim.h"
 
 #include <string.h>
 
