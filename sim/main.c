@@ -6,8 +6,8 @@
 #include "chatload/exitcode.h"
 #include "chatload/log.h"
 #include "config.h"
-#include "procs.h"
-#include "server.h"
+#include "sim/serve/procs.h"
+#include "sim/serve/server.h"
 #include "sim.h"
 
 #include <signal.h>

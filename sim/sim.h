@@ -5,9 +5,9 @@
 #include "chatload/buf.h"
 #include "config.h"
 #include "chatload/plan.h"
-#include "metrics.h"
-#include "stats.h"
-#include "truth.h"
+#include "sim/truth/metrics.h"
+#include "sim/truth/stats.h"
+#include "sim/truth/truth.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -3,6 +3,8 @@
 #ifndef CHATLOAD_SIM_WBUF_H
 #define CHATLOAD_SIM_WBUF_H
 
+#include "chatload/assert.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -81,8 +83,11 @@ static inline void cl_sim_w_json(struct cl_sim_w *w, const char *s, size_t n)
 	CL_SIM_W_LIT(w, "\"");
 }
 
+/* The bytes written since start (the buffer w was set up on).  Checked once per rendering,
+ * not in cl_sim_w_put, which runs for every byte of an escaped string. */
 static inline size_t cl_sim_w_len(const struct cl_sim_w *w, const char *start)
 {
+	CL_ASSERT(start <= w->p && w->p <= w->end);
 	return (size_t)(w->p - start);
 }
 

@@ -1,7 +1,7 @@
 /* libFuzzer target: chatload-sim's decoding of untrusted request bytes (HTTP head, chunked
  * body, chat completions JSON, a /tokenize body).  Built with -DCHATLOAD_FUZZ=ON (clang). */
-#include "sim/chat.h"
-#include "sim/http.h"
+#include "sim/api/chat.h"
+#include "sim/serve/http.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -3,7 +3,7 @@
 #ifndef CHATLOAD_SIM_CONN_H
 #define CHATLOAD_SIM_CONN_H
 
-#include "sim.h"
+#include "sim/sim.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,12 +1,13 @@
 /* chatload-sim's connections (see conn.h): reading and framing requests, writing responses. */
 #include "conn.h"
 
-#include "api.h"
+#include "sim/api/api.h"
 #include "http.h"
-#include "render.h"
-#include "sched.h"
-#include "stream.h"
+#include "sim/api/render.h"
+#include "sim/sched/sched.h"
+#include "sim/sched/stream.h"
 
+#include "chatload/assert.h"
 #include "chatload/log.h"
 
 #include <arpa/inet.h>
@@ -112,6 +113,7 @@ void cl_sim_conn_close(struct cl_sim_conn *c, const char *outcome)
 	c->prev = NULL;
 	c->next = s->free_conns;
 	s->free_conns = c;
+	CL_ASSERT(s->n_conns > 0);
 	s->n_conns--;
 	maybe_finish_drain(s);
 }
@@ -158,6 +160,7 @@ static void on_writable(evutil_socket_t fd, short what, void *arg)
 			return;
 		}
 		c->out_off += (size_t)w;
+		CL_ASSERT(c->out_off <= c->out.len); /* send took no more than it was given */
 	}
 	/* Drained: give back memory a large response grew, keep small buffers. */
 	if (c->out.cap > 65536)
@@ -358,6 +361,8 @@ static void process_input(struct cl_sim_conn *c)
 			body_len = (size_t)req.content_length;
 			total = req.head_len + body_len;
 		}
+		/* The request framed lies within what was read. */
+		CL_ASSERT(total <= c->in.len);
 		if (c->close_on_next) {
 			/* --close-after-answer: the request is read whole (so the close is a FIN,
 			 * not a reset) and never answered. */
@@ -482,6 +487,8 @@ bool cl_sim_conn_open(struct cl_sim *s, int fd, const struct sockaddr *peer)
 		s->conns->prev = c;
 	s->conns = c;
 	s->n_conns++;
+	/* The timer heap holds one stream per connection up to this bound (sched.c). */
+	CL_ASSERT(s->n_conns <= s->cfg->max_connections);
 	return true;
 }
 

@@ -2,6 +2,7 @@
  * render.h); the chat and legacy completions chunks are render.c's. */
 #include "render.h"
 
+#include "chatload/assert.h"
 #include "chatload/err.h"
 
 #include <stdio.h>
@@ -61,6 +62,7 @@ void cl_sim_render_resp_delta(struct cl_sim_w *w, struct cl_sim_stream *st,
 			      const struct cl_sim_chunk *ch)
 {
 	uint32_t a = ch->first_token, b = ch->first_token + ch->n_tokens;
+	CL_ASSERT(b <= st->planned_tokens); /* the chunk's tokens lie within the output */
 	uint32_t r_end = b < st->planned_reasoning ? b : st->planned_reasoning;
 	if (a < r_end) {
 		delta_event(w, st, true, a, r_end - a);

@@ -1,6 +1,7 @@
 /* Response rendering for chatload-sim (see render.h). */
 #include "render.h"
 
+#include "chatload/assert.h"
 #include "chatload/err.h"
 
 #include <string.h>
@@ -206,6 +207,8 @@ static void render_delta(struct cl_sim_w *w, const struct cl_sim_config *cfg,
 void cl_sim_render_chunk(struct cl_sim_w *w, const struct cl_sim_config *cfg,
 			 const struct cl_sim_stream *st, const struct cl_sim_chunk *ch)
 {
+	/* The tokens a chunk names lie within the stream's output. */
+	CL_ASSERT(ch->first_token + ch->n_tokens <= st->planned_tokens);
 	render_head(w, st);
 	if (st->api == CL_API_COMPLETIONS) {
 		/* vLLM's text_completion chunk: the text, no delta, no role, no reasoning. */

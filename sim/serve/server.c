@@ -5,7 +5,7 @@
 #include "chatload/clock.h"
 #include "chatload/log.h"
 #include "conn.h"
-#include "sched.h"
+#include "sim/sched/sched.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -3,7 +3,7 @@
 #ifndef CHATLOAD_SIM_SCHED_H
 #define CHATLOAD_SIM_SCHED_H
 
-#include "sim.h"
+#include "sim/sim.h"
 
 /* Preallocates the heap for cfg->max_connections streams.  CL_ENOMEM. */
 int cl_sim_sched_init(struct cl_sim *s, struct cl_err *err);

@@ -1,6 +1,7 @@
 /* The timer heap and the batch capacity model of chatload-sim (see sched.h). */
 #include "sched.h"
 
+#include "chatload/assert.h"
 #include "chatload/clock.h"
 #include "stream.h"
 
@@ -42,6 +43,7 @@ static bool before(const struct cl_sim_stream *a, const struct cl_sim_stream *b)
 
 static void place(struct cl_sim *s, size_t i, struct cl_sim_stream *st)
 {
+	CL_ASSERT(i < s->heap_len);
 	s->heap[i] = st;
 	st->heap_idx = i;
 }
@@ -101,8 +103,10 @@ static void arm(struct cl_sim *s)
 
 void cl_sim_sched_push(struct cl_sim *s, struct cl_sim_stream *st)
 {
-	if (s->heap_len == s->heap_cap)
-		return; /* cannot happen: one stream per connection, one slot per connection */
+	/* One stream per connection and at most --max-connections connections (server.c
+	 * refuses the next), so the heap never fills; a stream is in it once. */
+	CL_ASSERT(s->heap_len < s->heap_cap);
+	CL_ASSERT(st->heap_idx == SIZE_MAX);
 	place(s, s->heap_len++, st);
 	sift_up(s, st->heap_idx);
 	if (!s->in_timer)
@@ -112,8 +116,9 @@ void cl_sim_sched_push(struct cl_sim *s, struct cl_sim_stream *st)
 void cl_sim_sched_remove(struct cl_sim *s, struct cl_sim_stream *st)
 {
 	size_t i = st->heap_idx;
-	if (i == SIZE_MAX || i >= s->heap_len || s->heap[i] != st)
-		return;
+	if (i == SIZE_MAX)
+		return; /* not in the heap: queued, or being fired (popped) */
+	CL_ASSERT(i < s->heap_len && s->heap[i] == st);
 	st->heap_idx = SIZE_MAX;
 	s->heap_len--;
 	if (i < s->heap_len) {
@@ -127,6 +132,7 @@ void cl_sim_sched_remove(struct cl_sim *s, struct cl_sim_stream *st)
 
 static struct cl_sim_stream *pop(struct cl_sim *s)
 {
+	CL_ASSERT(s->heap_len > 0);
 	struct cl_sim_stream *st = s->heap[0];
 	st->heap_idx = SIZE_MAX;
 	s->heap_len--;
@@ -157,6 +163,8 @@ void cl_sim_sched_on_timer(int fd, short what, void *arg)
 			s->stats.spin_us += now - spin_from;
 		}
 		struct cl_sim_stream *st = pop(s);
+		/* The heap's order, sampled at its root: nothing left is due before what fires. */
+		CL_ASSERT(s->heap_len == 0 || !before(s->heap[0], st));
 		cl_sim_stream_fire(s, st, now);
 		now = cl_mono_us();
 	}
@@ -178,6 +186,7 @@ int64_t cl_sim_sched_itl_us(const struct cl_sim *s)
 
 void cl_sim_batch_admit(struct cl_sim *s, struct cl_sim_stream *st, int64_t now_us)
 {
+	CL_ASSERT(st->phase == CL_SIM_PHASE_IDLE);
 	if (s->cfg->max_batch == 0 || s->active < s->cfg->max_batch) {
 		s->active++;
 		cl_sim_stream_start(s, st, now_us);
@@ -205,16 +214,21 @@ void cl_sim_batch_unqueue(struct cl_sim *s, struct cl_sim_stream *st)
 	else if (s->q_tail == st)
 		s->q_tail = st->qprev;
 	st->qprev = st->qnext = NULL;
+	CL_ASSERT(s->queued > 0);
 	s->queued--;
+	CL_ASSERT((s->queued == 0) == (s->q_head == NULL));
 }
 
 void cl_sim_batch_release(struct cl_sim *s, int64_t free_at_us)
 {
-	if (s->active > 0)
-		s->active--;
+	/* Only a stream that holds a slot gives one back. */
+	CL_ASSERT(s->active > 0);
+	s->active--;
 	struct cl_sim_stream *st = s->q_head;
 	if (!st || s->draining)
 		return;
+	/* A stream waits only while every slot is taken. */
+	CL_ASSERT(s->cfg->max_batch != 0 && s->active < s->cfg->max_batch);
 	cl_sim_batch_unqueue(s, st);
 	s->active++;
 	cl_sim_stream_start(s, st, free_at_us > st->arrival_us ? free_at_us : st->arrival_us);

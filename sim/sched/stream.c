@@ -1,13 +1,14 @@
 /* Chunk timing, rendering and in-stream faults of chatload-sim (see stream.h). */
 #include "stream.h"
 
+#include "chatload/assert.h"
 #include "chatload/clock.h"
 #include "chatload/log.h"
-#include "dialect.h"
-#include "render.h"
-#include "rng.h"
+#include "sim/faults/dialect.h"
+#include "sim/api/render.h"
+#include "sim/rng.h"
 #include "sched.h"
-#include "conn.h"
+#include "sim/serve/conn.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -85,6 +86,7 @@ static int64_t chunk_interval(struct cl_sim *s, struct cl_sim_stream *st, uint32
 
 static uint32_t tokens_in_next(const struct cl_sim *s, const struct cl_sim_stream *st)
 {
+	CL_ASSERT(st->sent_tokens <= st->planned_tokens);
 	uint32_t left = st->planned_tokens - st->sent_tokens;
 	return left < s->cfg->tokens_per_chunk ? left : s->cfg->tokens_per_chunk;
 }
@@ -376,6 +378,7 @@ static char *frame_http_chunk(const struct cl_sim_config *cfg, char *payload, si
 		return tail;
 	char hex[FRAME_HEAD];
 	int hn = snprintf(hex, sizeof(hex), "%zx\r\n", len);
+	CL_ASSERT(hn > 0 && hn < FRAME_HEAD); /* the room left before the payload */
 	*start = payload - hn;
 	memcpy(*start, hex, (size_t)hn);
 	memcpy(tail, "\r\n", 2);
@@ -391,11 +394,15 @@ void cl_sim_stream_fire(struct cl_sim *s, struct cl_sim_stream *st, int64_t now_
 {
 	const struct cl_sim_config *cfg = s->cfg;
 	struct cl_sim_conn *c = st->conn;
+	/* The timer fires a running stream once it left the heap, never early. */
+	CL_ASSERT(st->phase == CL_SIM_PHASE_RUNNING && st->heap_idx == SIZE_MAX);
+	CL_ASSERT(now_us >= st->deadline_us);
 	if (!st->stream) {
 		fire_whole(s, st, now_us);
 		return;
 	}
 	uint32_t a = st->sent_tokens, n = st->next_n, b = a + n;
+	CL_ASSERT(b <= st->planned_tokens); /* the chunk's tokens lie within the output */
 	bool last = b >= st->planned_tokens;
 	char *payload = s->scratch + FRAME_HEAD;
 	struct cl_sim_w w;

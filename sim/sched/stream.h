@@ -3,7 +3,7 @@
 #ifndef CHATLOAD_SIM_STREAM_H
 #define CHATLOAD_SIM_STREAM_H
 
-#include "sim.h"
+#include "sim/sim.h"
 
 /*
  * Starts the response to an accepted chat request whose fields the API filled in

@@ -3,7 +3,7 @@
 #ifndef CHATLOAD_SIM_FAULTS_H
 #define CHATLOAD_SIM_FAULTS_H
 
-#include "config.h"
+#include "sim/config.h"
 
 #include <stdint.h>
 

@@ -3,9 +3,9 @@
 #ifndef CHATLOAD_SIM_CHAT_H
 #define CHATLOAD_SIM_CHAT_H
 
-#include "config.h"
+#include "sim/config.h"
 
-#include "prefix.h"
+#include "sim/sched/prefix.h"
 
 #include "chatload/plan.h"
 

@@ -4,7 +4,7 @@
 #ifndef CHATLOAD_SIM_PROCS_H
 #define CHATLOAD_SIM_PROCS_H
 
-#include "config.h"
+#include "sim/config.h"
 
 /*
  * Runs one server with the given config and returns the program's exit code.  When

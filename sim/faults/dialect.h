@@ -4,8 +4,8 @@
 #ifndef CHATLOAD_SIM_DIALECT_H
 #define CHATLOAD_SIM_DIALECT_H
 
-#include "config.h"
-#include "wbuf.h"
+#include "sim/config.h"
+#include "sim/wbuf.h"
 
 #include <stdbool.h>
 

@@ -2,12 +2,13 @@
 #include "api.h"
 
 #include "chat.h"
+#include "chatload/assert.h"
 #include "chatload/clock.h"
-#include "faults.h"
+#include "sim/faults/faults.h"
 #include "render.h"
-#include "rng.h"
-#include "conn.h"
-#include "stream.h"
+#include "sim/rng.h"
+#include "sim/serve/conn.h"
+#include "sim/sched/stream.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -198,6 +199,8 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 	pick_tool_call(cfg, st, cr);
 	st->fault_tok = cl_sim_fault_token(cfg, st->planned_tokens);
 	st->stall_tok = cl_sim_fault_stall_token(cfg, st->planned_tokens);
+	/* Reasoning comes first within the output; the renderers count content from its end. */
+	CL_ASSERT(st->planned_reasoning <= st->planned_tokens);
 
 	char hdr[256] = "";
 	size_t hl = 0;

@@ -1,9 +1,10 @@
 /* chatload-sim's /metrics (metrics.h). */
 #include "metrics.h"
 
+#include "chatload/assert.h"
 #include "chatload/clock.h"
 #include "chatload/err.h"
-#include "sim.h"
+#include "sim/sim.h"
 
 #include <string.h>
 
@@ -57,7 +58,9 @@ void cl_sim_metrics_ended(struct cl_sim *s, const struct cl_sim_stream *st)
 {
 	struct cl_sim_metrics *m = &s->metrics;
 	uint64_t f = footprint(st);
-	m->kv_reserved = m->kv_reserved > f ? m->kv_reserved - f : 0;
+	/* Only a stream metrics_started counted ends, with the same footprint. */
+	CL_ASSERT(m->kv_reserved >= f);
+	m->kv_reserved -= f;
 	m->generation_tokens += st->sent_tokens;
 	m->finished++;
 }

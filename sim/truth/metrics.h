@@ -4,7 +4,7 @@
 #define CHATLOAD_SIM_METRICS_H
 
 #include "chatload/buf.h"
-#include "prefix.h"
+#include "sim/sched/prefix.h"
 
 #include <stdint.h>
 

@@ -4,9 +4,9 @@
 #define CHATLOAD_SIM_RENDER_H
 
 #include "chatload/buf.h"
-#include "config.h"
-#include "sim.h"
-#include "wbuf.h"
+#include "sim/config.h"
+#include "sim/sim.h"
+#include "sim/wbuf.h"
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -2,7 +2,7 @@
  * 100 ms timer and at exit. */
 #include "truth.h"
 
-#include "wbuf.h"
+#include "sim/wbuf.h"
 
 #include <errno.h>
 #include <fcntl.h>

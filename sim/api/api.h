@@ -3,8 +3,8 @@
 #ifndef CHATLOAD_SIM_API_H
 #define CHATLOAD_SIM_API_H
 
-#include "http.h"
-#include "sim.h"
+#include "sim/serve/http.h"
+#include "sim/sim.h"
 
 /*
  * Handles one complete request on c (c->busy is set).  Either answers at once (through
