@@ -115,13 +115,14 @@ void cl_sim_config_help(FILE *f)
 	}
 	fprintf(f, "  %-24s %s\n  %-24s %s\n\n", "-h, --help", "show this help and exit",
 		"--version", "show the version and exit");
-	fprintf(f, "Durations: 500us, 20ms, 1.5s, 2m.  Sizes: 512, 64KiB, 1MiB.\n"
-		   "Endpoints: POST /v1/chat/completions, /v1/completions, /v1/responses (streamed),\n"
-		   "  /v1/embeddings, GET /v1/models, GET /v1/models/ID,\n"
-		   "GET /health.  Logging: CHATLOAD_LOG=debug|info|warn|error|quiet (stderr).\n"
-		   "Signals: SIGTERM/SIGINT stop accepting, let decoding streams finish within\n"
-		   "--grace, cut the rest, flush the truth log and exit 0.  SIGUSR1 restarts the\n"
-		   "chunk lateness statistics (for benchmarks).\n");
+	fprintf(f,
+		"Durations: 500us, 20ms, 1.5s, 2m.  Sizes: 512, 64KiB, 1MiB.\n"
+		"Endpoints: POST /v1/chat/completions, /v1/completions, /v1/responses (streamed),\n"
+		"  /v1/embeddings, GET /v1/models, GET /v1/models/ID,\n"
+		"GET /health.  Logging: CHATLOAD_LOG=debug|info|warn|error|quiet (stderr).\n"
+		"Signals: SIGTERM/SIGINT stop accepting, let decoding streams finish within\n"
+		"--grace, cut the rest, flush the truth log and exit 0.  SIGUSR1 restarts the\n"
+		"chunk lateness statistics (for benchmarks).\n");
 }
 
 /* Looks a value up by option name (the name must be in the table). */
@@ -547,8 +548,7 @@ static int parse_answers(struct cl_sim_config *cfg, const char *const *vals, str
 
 /* How the error-chunk fault says its failure: --error-dialect, --error-code,
  * --error-message (docs/simulator.md, "Error dialects"). */
-static int parse_error_words(struct cl_sim_config *cfg, const char *const *vals,
-			     struct cl_err *err)
+static int parse_error_words(struct cl_sim_config *cfg, const char *const *vals, struct cl_err *err)
 {
 	int rc;
 	const char *v = val(vals, "error-dialect");

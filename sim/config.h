@@ -8,12 +8,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define CL_SIM_MAX_MODELS   8
-#define CL_SIM_MODEL_MAX    128     /* bytes of one model name */
-#define CL_SIM_MAX_SCHEDULE 256     /* entries of --fault-schedule */
-#define CL_SIM_MAX_OUTPUT   1000000 /* output tokens one request may ask for */
-#define CL_SIM_MAX_TPC      256     /* --tokens-per-chunk */
-#define CL_SIM_MAX_PROCESSES 64     /* --processes (CL_PROCS_MAX) */
+#define CL_SIM_MAX_MODELS    8
+#define CL_SIM_MODEL_MAX     128     /* bytes of one model name */
+#define CL_SIM_MAX_SCHEDULE  256     /* entries of --fault-schedule */
+#define CL_SIM_MAX_OUTPUT    1000000 /* output tokens one request may ask for */
+#define CL_SIM_MAX_TPC       256     /* --tokens-per-chunk */
+#define CL_SIM_MAX_PROCESSES 64      /* --processes (CL_PROCS_MAX) */
 
 /* How output length is chosen (--output-tokens). */
 enum cl_sim_len_kind {
@@ -101,8 +101,8 @@ struct cl_sim_config {
 	int64_t ttft_us;
 	int64_t itl_us;
 	int64_t prefill_per_token_us;
-	uint32_t embedding_dim;           /* numbers per embeddings vector */
-	int64_t embedding_per_token_us;   /* an embeddings answer's time per input token */
+	uint32_t embedding_dim;         /* numbers per embeddings vector */
+	int64_t embedding_per_token_us; /* an embeddings answer's time per input token */
 	enum cl_sim_len_kind len_kind;
 	uint32_t len_a, len_b; /* fixed: a; uniform: [a, b] */
 	double len_mean, len_sd;

@@ -31,11 +31,11 @@ enum cl_sim_phase {
  */
 struct cl_sim_stream {
 	enum cl_sim_phase phase;
-	enum cl_api api;   /* the endpoint: the shape of the answer (render.c) */
-	uint32_t inputs;   /* embeddings: vectors to answer */
-	uint32_t events;   /* responses: events sent (their sequence_number) */
-	uint64_t seq; /* 1-based number among accepted chat requests */
-	char id[40];  /* the response id, "chatcmpl-sim-<seq>" */
+	enum cl_api api; /* the endpoint: the shape of the answer (render.c) */
+	uint32_t inputs; /* embeddings: vectors to answer */
+	uint32_t events; /* responses: events sent (their sequence_number) */
+	uint64_t seq;    /* 1-based number among accepted chat requests */
+	char id[40];     /* the response id, "chatcmpl-sim-<seq>" */
 	const char *model;
 	int64_t created_s; /* wall-clock seconds for the "created" field */
 	bool stream;
@@ -99,7 +99,7 @@ struct cl_sim_conn {
 	bool close_on_next; /* --close-after-answer: answered; close when the next request came */
 	bool held;          /* --hold-after-done: answer sent, body delimited by a close that
 			     * never comes; nothing more is read as a request */
-	char peer[48]; /* the client's address, as the truth log's "peer" says it */
+	char peer[48];      /* the client's address, as the truth log's "peer" says it */
 	struct event *ev_read;
 	struct event *ev_write;
 	bool write_armed;

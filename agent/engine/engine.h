@@ -19,7 +19,7 @@
 struct cl_engine;
 
 #define CL_ENGINE_DEFAULT_MAX_STREAMS CL_AGENT_MAX_STREAMS /* chatload/fdlimit.h */
-#define CL_ENGINE_MAX_PREFIX          64 /* longest request_id_prefix */
+#define CL_ENGINE_MAX_PREFIX          64                   /* longest request_id_prefix */
 
 struct cl_engine_cfg {
 	uint32_t workers;                        /* worker threads; 0 = online CPUs */

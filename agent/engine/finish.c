@@ -293,9 +293,8 @@ static uint64_t window_share_milli(const struct cl_worker *w, const struct cl_sl
 /* With several endpoints, the share of the request's figures its endpoint keeps: what the
  * whole record counts of it (its class, the window's completions, TTFT), in the same
  * window.  Tokens are counted as they arrive (request.c). */
-static void record_endpoint(struct cl_worker *w, const struct cl_slot *s,
-			    struct cl_ep_metrics *ep, const struct outcome *o, bool end_win,
-			    int64_t now)
+static void record_endpoint(struct cl_worker *w, const struct cl_slot *s, struct cl_ep_metrics *ep,
+			    const struct outcome *o, bool end_win, int64_t now)
 {
 	if (o->cls == CL_CTR_COMPLETED && end_win)
 		ep->ctr[CL_CTR_COMPLETED_IN_WINDOW]++;

@@ -24,9 +24,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define CL_ENGINE_MAX_EVENT_BYTES (64u * 1024u) /* one SSE event larger is stream_malformed */
-#define CL_ENGINE_LOG_BUF         (64u * 1024u) /* per-worker request log buffer */
-#define CL_ENGINE_PROBE_US        10000         /* loop-lag probe period */
+#define CL_ENGINE_MAX_EVENT_BYTES (64u * 1024u)  /* one SSE event larger is stream_malformed */
+#define CL_ENGINE_LOG_BUF         (64u * 1024u)  /* per-worker request log buffer */
+#define CL_ENGINE_PROBE_US        10000          /* loop-lag probe period */
 #define CL_ENGINE_SLOT_IDLE_US    (15 * 1000000) /* a free slot unused this long is shed */
 #define CL_ENGINE_EPOLL_BATCH     256
 #define CL_ENGINE_REQID_MAX       128
@@ -38,9 +38,9 @@
 #define CL_ENGINE_MAX_HISTORY                                                                      \
 	(16u << 20) /* a conversation's history at most (a turn's body: its own                    \
 		     * JSON, at most 16 MiB on the wire, plus the history) */
-#define CL_ENGINE_MAX_ANSWER (4u << 20) /* one answer kept for the history at most */
+#define CL_ENGINE_MAX_ANSWER (4u << 20)  /* one answer kept for the history at most */
 #define CL_ENGINE_MAX_WHOLE  (64u << 20) /* one embeddings answer (not streamed) at most */
-#define CL_ENGINE_TOOL_CALLS 4 /* tool calls of one answer kept for the agentic loop */
+#define CL_ENGINE_TOOL_CALLS 4           /* tool calls of one answer kept for the agentic loop */
 #define CL_ENGINE_MAX_TOOL_ARGS                                                                    \
 	(64u << 10) /* one tool call's arguments kept at most; more ends the conversation */
 
@@ -119,10 +119,10 @@ struct cl_slot {
 	int64_t last_ct;         /* last cumulative completion_tokens seen on a token chunk */
 	int64_t tok_counted;     /* tokens added to CL_CTR_OUTPUT_TOKENS-style running count */
 	int64_t tok_counted_win; /* ... of which received inside the window */
-	int64_t rtok_counted, rtok_counted_win; /* the same for reasoning tokens */
-	int64_t usage_ct, usage_rt, usage_pt;   /* last usage seen, -1 absent */
-	bool usage_seen;                        /* a usage object came, whatever it held */
-	int64_t usage_cached;                   /* its prompt_tokens_details.cached_tokens */
+	int64_t rtok_counted, rtok_counted_win;    /* the same for reasoning tokens */
+	int64_t usage_ct, usage_rt, usage_pt;      /* last usage seen, -1 absent */
+	bool usage_seen;                           /* a usage object came, whatever it held */
+	int64_t usage_cached;                      /* its prompt_tokens_details.cached_tokens */
 	int64_t timings_cache_n, timings_prompt_n; /* llama.cpp's timings (-1: not said) */
 	uint64_t bytes;
 	size_t sample_len;
@@ -132,7 +132,7 @@ struct cl_slot {
 	/* Embeddings: the answer is one JSON document, kept whole until the transfer ends and
 	 * then decoded once (cli_request_whole_end).  Grows to the largest answer, then reused. */
 	struct cl_buf whole;
-	uint32_t embed_inputs; /* vectors the answer held */
+	uint32_t embed_inputs;   /* vectors the answer held */
 	struct curl_slist *hdrs; /* header nodes owned by the slot, data shared (see request.c) */
 	char reqid[CL_ENGINE_REQID_MAX]; /* "X-Request-Id: <prefix>-<worker>-<seq>" */
 	uint32_t src; /* the source address its connections bind to (engine's src_iface) */
@@ -155,7 +155,7 @@ struct cl_slot {
 	 * the rounds of tool results in the current turn, whether the turn's user message is
 	 * in the history already, and the request's 1-based place in its conversation. */
 	bool tool_answer;
-	bool tool_next;     /* parked: the same turn again, after the tool results */
+	bool tool_next; /* parked: the same turn again, after the tool results */
 	bool user_in_hist;
 	uint32_t n_tool_calls; /* calls seen (highest index + 1) */
 	uint32_t tool_rounds;
@@ -210,8 +210,8 @@ struct cl_worker {
 	uint32_t nslots;
 	uint32_t *free_stack; /* indices of free slots, LIFO so warm handles are reused */
 	uint32_t nfree;
-	int64_t shed_due_us;   /* next look for slots idle long enough to shed (idle.c) */
-	int64_t trim_again_us; /* when to give back the pages of a shed burst's connections */
+	int64_t shed_due_us;        /* next look for slots idle long enough to shed (idle.c) */
+	int64_t trim_again_us;      /* when to give back the pages of a shed burst's connections */
 	struct cl_park_heap parked; /* slots waiting out the no-answer backoff (closed loop) */
 	uint64_t backoff_rng;       /* splitmix64 state of the backoff jitter */
 
@@ -296,10 +296,10 @@ struct cl_engine {
 	int64_t good_ttft_us, good_tpot_us, good_e2e_us;
 	/* --- several endpoints (target.urls): none (0) with one --- */
 	uint32_t n_eps;
-	struct cl_http_target *ep_http;          /* each endpoint's, built like http */
-	atomic_int_fast64_t *ep_outstanding;     /* requests in flight per endpoint */
-	atomic_uint_fast64_t ep_turn;            /* requests routed so far */
-	int log_fd; /* -1: no request log */
+	struct cl_http_target *ep_http;      /* each endpoint's, built like http */
+	atomic_int_fast64_t *ep_outstanding; /* requests in flight per endpoint */
+	atomic_uint_fast64_t ep_turn;        /* requests routed so far */
+	int log_fd;                          /* -1: no request log */
 	atomic_bool log_failed;
 	/* output.requests (records.c): a ring of finished requests' records, NULL when not
 	 * asked; rec_on while a stage (not a warmup) runs */

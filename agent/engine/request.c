@@ -679,7 +679,8 @@ bool cli_request_resend(struct cl_worker *w, struct cl_slot *s, CURLcode res)
 	s->errbuf[0] = '\0';
 	int bad = curl_easy_setopt(s->easy, CURLOPT_FRESH_CONNECT, 1L);
 	if (w->e->n_eps) /* the reset put back the first endpoint's URL */
-		bad |= curl_easy_setopt(s->easy, CURLOPT_URL, w->e->ep_http[s->ep].url[CL_HTTP_CHAT]);
+		bad |=
+		    curl_easy_setopt(s->easy, CURLOPT_URL, w->e->ep_http[s->ep].url[CL_HTTP_CHAT]);
 	bad |= curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, s->post);
 	bad |= curl_easy_setopt(s->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)s->post_len);
 	if (bad || curl_multi_add_handle(s->shard->multi, s->easy) != CURLM_OK) {

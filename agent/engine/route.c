@@ -5,8 +5,8 @@
 
 #include <stddef.h>
 
-uint32_t cl_route_pick(enum cl_route route, uint32_t n, uint64_t turn,
-		       const int64_t *outstanding, uint64_t key)
+uint32_t cl_route_pick(enum cl_route route, uint32_t n, uint64_t turn, const int64_t *outstanding,
+		       uint64_t key)
 {
 	if (n <= 1)
 		return 0;

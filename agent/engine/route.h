@@ -16,8 +16,8 @@
  *   gives the same endpoint, and distinct keys spread evenly.
  * Never blocks, never allocates.
  */
-uint32_t cl_route_pick(enum cl_route route, uint32_t n, uint64_t turn,
-		       const int64_t *outstanding, uint64_t key);
+uint32_t cl_route_pick(enum cl_route route, uint32_t n, uint64_t turn, const int64_t *outstanding,
+		       uint64_t key);
 
 /* FNV-1a 64 of s (len bytes): the session key of an id. */
 uint64_t cl_route_key(const char *s, size_t len);

@@ -134,8 +134,9 @@ static int fold_tool_calls(struct cl_asm *a, struct choice *c, json_t *calls, ch
 		json_t *ix = json_object_get(tc, "index");
 		json_int_t k = json_is_integer(ix) ? json_integer_value(ix) : (json_int_t)i;
 		if (!json_is_object(tc) || k < 0 || k >= 128)
-			return fail(why, n, "%s has an entry that is not an object with an index "
-					    "below 128",
+			return fail(why, n,
+				    "%s has an entry that is not an object with an index "
+				    "below 128",
 				    "delta.tool_calls");
 		if ((size_t)k >= c->n_calls) {
 			struct tool_call *p = realloc(c->calls, (size_t)(k + 1) * sizeof(*p));
@@ -232,7 +233,8 @@ int cl_asm_feed(struct cl_asm *a, const char *data, size_t len, int *error_code,
 			json_t *content = json_object_get(delta, "content");
 			json_t *reasoning = json_object_get(delta, "reasoning_content");
 			if (!reasoning)
-				reasoning = json_object_get(delta, "reasoning"); /* vLLM's newer name */
+				reasoning =
+				    json_object_get(delta, "reasoning"); /* vLLM's newer name */
 			if (append(a, &ch->content, content) != 0 ||
 			    append(a, &ch->reasoning, reasoning) != 0 ||
 			    append(a, &ch->refusal, json_object_get(delta, "refusal")) != 0) {
@@ -345,7 +347,8 @@ char *cl_asm_result(const struct cl_asm *a)
 	}
 	json_object_set(root, "id", a->id ? a->id : json_null());
 	json_object_set_new(root, "object", json_string("chat.completion"));
-	json_object_set_new(root, "created", a->created ? json_incref(a->created) : json_integer(0));
+	json_object_set_new(root, "created",
+			    a->created ? json_incref(a->created) : json_integer(0));
 	json_object_set(root, "model", a->model ? a->model : json_null());
 	if (a->fingerprint)
 		json_object_set(root, "system_fingerprint", a->fingerprint);
@@ -368,22 +371,19 @@ char *cl_asm_result(const struct cl_asm *a)
 			for (size_t k = 0; k < c->n_calls; k++) {
 				const struct tool_call *t = &c->calls[k];
 				json_array_append_new(
-				    calls,
-				    json_pack("{s:o, s:o, s:{s:o, s:o}}", "id", text_json(&t->id),
-					      "type",
-					      t->type.seen ? text_json(&t->type)
-							   : json_string("function"),
-					      "function", "name", text_json(&t->name), "arguments",
-					      text_json(&t->args)));
+				    calls, json_pack("{s:o, s:o, s:{s:o, s:o}}", "id",
+						     text_json(&t->id), "type",
+						     t->type.seen ? text_json(&t->type)
+								  : json_string("function"),
+						     "function", "name", text_json(&t->name),
+						     "arguments", text_json(&t->args)));
 			}
 			json_object_set_new(msg, "tool_calls", calls);
 		}
-		json_t *ch = json_pack("{s:I, s:o, s:o, s:O}", "index", (json_int_t)i, "message", msg,
-				       "logprobs",
-				       c->logprobs ? json_pack("{s:O}", "content", c->logprobs)
-						   : json_null(),
-				       "finish_reason",
-				       c->finish_reason ? c->finish_reason : json_null());
+		json_t *ch = json_pack(
+		    "{s:I, s:o, s:o, s:O}", "index", (json_int_t)i, "message", msg, "logprobs",
+		    c->logprobs ? json_pack("{s:O}", "content", c->logprobs) : json_null(),
+		    "finish_reason", c->finish_reason ? c->finish_reason : json_null());
 		json_array_append_new(choices, ch);
 	}
 	json_object_set_new(root, "choices", choices);

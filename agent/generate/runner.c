@@ -28,8 +28,8 @@ struct job {
 	struct job *next;
 	char *id, *body;
 	size_t body_len;
-	uint32_t attempts;     /* tries begun */
-	int64_t not_before_us; /* a retry waits until then */
+	uint32_t attempts;                    /* tries begun */
+	int64_t not_before_us;                /* a retry waits until then */
 	uint32_t retries[CL_GEN_ERR_CLASSES]; /* failed tries retried, by class */
 };
 
@@ -70,7 +70,7 @@ struct cl_gen_runner {
 	atomic_size_t inflight;
 	struct xfer *x; /* concurrency entries */
 	uint64_t rng;
-	int64_t next_start_us; /* with a rate: the next try may start then */
+	int64_t next_start_us;      /* with a rate: the next try may start then */
 	_Atomic(double) rate_per_s; /* cfg.rate_per_s, changed by cl_gen_runner_set_rate */
 	uint32_t retry_logged; /* error classes whose first retry was logged at info, a bit each */
 };
@@ -263,8 +263,8 @@ static int begin(struct cl_gen_runner *r, struct xfer *x, struct job *j)
 		snprintf(x->lead, sizeof(x->lead), "X-Request-Id: %s", j->id);
 	else
 		snprintf(x->lead, sizeof(x->lead), "X-Request-Id: %s/%u", j->id, j->attempts);
-	struct curl_slist *h = cl_http_target_link(&r->target, CL_HTTP_CHAT, x->nodes,
-						   r->n_lines + 1, x->lead);
+	struct curl_slist *h =
+	    cl_http_target_link(&r->target, CL_HTTP_CHAT, x->nodes, r->n_lines + 1, x->lead);
 	curl_easy_reset(x->easy);
 	if (cl_http_target_apply(&r->target, x->easy, CL_HTTP_CHAT, r->cfg.request_timeout_us, h,
 				 &err) != 0) {
@@ -396,8 +396,9 @@ static int classify(const struct xfer *x, CURLcode res, bool *retryable, char *w
 	if (!cl_asm_has_choice(x->as) && !cl_asm_has_token(x->as)) {
 		char head[320];
 		body_head(x, head, sizeof(head));
-		snprintf(why, n, "the stream ended without an answer (%s no choice, no "
-				 "finish_reason); the body began: %s",
+		snprintf(why, n,
+			 "the stream ended without an answer (%s no choice, no "
+			 "finish_reason); the body began: %s",
 			 cl_asm_done(x->as) ? "[DONE], but" : "no [DONE],", head);
 		return CL_CTR_ERR_EMPTY_ANSWER;
 	}
@@ -421,8 +422,8 @@ static int64_t backoff_us(struct cl_gen_runner *r, const struct job *j, const st
 	if ((x->status == 429 || x->status == 503) &&
 	    curl_easy_getinfo(x->easy, CURLINFO_RETRY_AFTER, &after_s) == CURLE_OK && after_s > 0) {
 		int64_t after_us = after_s > r->cfg.backoff_max_us / 1000000
-					   ? r->cfg.backoff_max_us
-					   : (int64_t)after_s * 1000000;
+				       ? r->cfg.backoff_max_us
+				       : (int64_t)after_s * 1000000;
 		if (wait < after_us)
 			wait = after_us;
 	}

@@ -89,7 +89,9 @@ static int build_lines(struct cl_http_target *t, struct cl_err *err)
 		"Expect:", /* curl would send Expect: 100-continue for large bodies and wait */
 	};
 	static const char *const embeddings[] = {
-		"Content-Type: application/json", "Accept: application/json", "Expect:",
+		"Content-Type: application/json",
+		"Accept: application/json",
+		"Expect:",
 	};
 	for (int ep = CL_HTTP_MODELS; ep < CL_HTTP__ENDPOINTS; ep++) {
 		size_t cap = 4 + 1 + t->n_extra;
@@ -162,8 +164,8 @@ static int build_urls(struct cl_http_target *t, const char *base, struct cl_err 
 			return rc;
 		if (!same_where(&w, &t->where))
 			return cl_err_set(err, CL_EINVAL,
-					  "the target URL's %s endpoint would not go to %s",
-					  suffix, t->where.host);
+					  "the target URL's %s endpoint would not go to %s", suffix,
+					  t->where.host);
 	}
 	return 0;
 }

@@ -749,8 +749,9 @@ static bool whole_answer(struct gen *g, struct cl_probe_attempt *a)
 			snprintf(msg, sizeof(msg), "%s", snippet);
 		if (se.code)
 			snprintf(code, sizeof(code), " (code %d)", se.code);
-		set_error(a, config_failure(se.code, se.type, se.type_len) ? CL_PROBE_FATAL
-									  : CL_PROBE_RETRY,
+		set_error(a,
+			  config_failure(se.code, se.type, se.type_len) ? CL_PROBE_FATAL
+									: CL_PROBE_RETRY,
 			  "error in the embeddings answer%s: \"%s\"", code, msg);
 		return false;
 	}

@@ -161,10 +161,11 @@ static void gate_passed(struct gate *g, struct cl_readiness_result *out,
 		out->phase = CL_READY_GENERATION;
 		if (g->body_json)
 			return;
-		int rc = cl_body_json_probe_api(
-		    cfg->target->api, out->model, cfg->prompt ? cfg->prompt : CL_PROBE_DEFAULT_PROMPT,
-		    cfg->max_tokens ? cfg->max_tokens : CL_PROBE_DEFAULT_MAX_TOKENS,
-		    cfg->extra_body_json, &g->body, &g->err);
+		int rc = cl_body_json_probe_api(cfg->target->api, out->model,
+						cfg->prompt ? cfg->prompt : CL_PROBE_DEFAULT_PROMPT,
+						cfg->max_tokens ? cfg->max_tokens
+								: CL_PROBE_DEFAULT_MAX_TOKENS,
+						cfg->extra_body_json, &g->body, &g->err);
 		if (rc) {
 			snprintf(out->last_error, sizeof(out->last_error), "%s", g->err.msg);
 			out->status = CL_READY_FATAL;

@@ -141,9 +141,8 @@ static int parse_tools(struct scan *sc, int depth, struct choice *ch)
 		return CL_EPARSE;
 	sc->p++;
 	while ((rc = arr_next(sc, &first)) == 1) {
-		struct cl_chunk_tool scratch, *t = ch->n_tools < CL_CHUNK_TOOLS_MAX
-							? &ch->tools[ch->n_tools]
-							: &scratch;
+		struct cl_chunk_tool scratch,
+		    *t = ch->n_tools < CL_CHUNK_TOOLS_MAX ? &ch->tools[ch->n_tools] : &scratch;
 		const char *b = NULL;
 		memset(t, 0, sizeof(*t));
 		t->index = -1;

@@ -71,9 +71,9 @@ struct cl_chunk {
 	/* llama.cpp's "timings" object (its final chunk): prompt tokens taken from its cache
 	 * (cache_n, newer builds) and evaluated (prompt_n); -1 when absent or not a count */
 	int64_t timings_cache_n, timings_prompt_n;
-	const char *content;   /* the first choice with content: its text, raw (still JSON-escaped,
-				* validated, without the quotes), pointing into the input; NULL
-				* without content */
+	const char *content; /* the first choice with content: its text, raw (still JSON-escaped,
+			      * validated, without the quotes), pointing into the input; NULL
+			      * without content */
 	size_t content_len;
 	/* Tool calls (choices[].delta.tool_calls): has_tool_call when some element carries an
 	 * id, a function name or an arguments fragment that is not empty; n_tool_calls counts
@@ -112,8 +112,8 @@ struct cl_chunk {
  * completion_tokens_details not an object, a token count not a non-negative integer, error
  * neither an object nor a string, tool_calls not an array, one of its elements not an
  * object, its function not an object, its id, function.name or function.arguments not a
- * string, its index not a non-negative integer).  Null stands for absent everywhere, and unknown fields
- * are never judged.  out->malformed then names the first wrong field
+ * string, its index not a non-negative integer).  Null stands for absent everywhere, and unknown
+ * fields are never judged.  out->malformed then names the first wrong field
  * (docs/stream-decoding.md).  On CL_EPARSE and CL_EPROTO *out is otherwise left as for an
  * empty chunk (nothing present), never half-filled.
  */

@@ -506,7 +506,8 @@ static __attribute__((unused)) const char *first_bad(const char *const *r, size_
 
 /* Validates and skips a value that is not of the type wanted: null is absent and fine,
  * anything else sets *bad to why.  0 or CL_EPARSE. */
-static __attribute__((unused)) int skip_other(struct scan *sc, int depth, const char **bad, const char *why)
+static __attribute__((unused)) int skip_other(struct scan *sc, int depth, const char **bad,
+					      const char *why)
 {
 	bool null = *sc->p == 'n';
 	int rc = parse_value(sc, depth);
@@ -517,7 +518,8 @@ static __attribute__((unused)) int skip_other(struct scan *sc, int depth, const 
 
 /* Reads a value that is wanted as a string: 1 with *s if it is one, 0 if it is null or
  * something else (validated and skipped; *bad set to why unless null), or CL_EPARSE. */
-static __attribute__((unused)) int want_string(struct scan *sc, int depth, struct str *s, const char **bad, const char *why)
+static __attribute__((unused)) int want_string(struct scan *sc, int depth, struct str *s,
+					       const char **bad, const char *why)
 {
 	*bad = NULL;
 	if (*sc->p != '"')
@@ -529,7 +531,8 @@ static __attribute__((unused)) int want_string(struct scan *sc, int depth, struc
 /* A token count: a non-negative integer that fits an int64, or null (absent: -1).  Anything
  * else, a string, a fraction, an exponent, a negative or too large number, is a wrong type:
  * *bad = why. */
-static __attribute__((unused)) int want_count(struct scan *sc, int depth, int64_t *count, const char **bad, const char *why)
+static __attribute__((unused)) int want_count(struct scan *sc, int depth, int64_t *count,
+					      const char **bad, const char *why)
 {
 	int64_t v;
 	bool null = *sc->p == 'n';

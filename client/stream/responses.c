@@ -18,7 +18,8 @@
 #define R_IN_DET   "response.usage.input_tokens_details is not an object"
 #define R_OUT_DET  "response.usage.output_tokens_details is not an object"
 #define R_CACHED   "response.usage.input_tokens_details.cached_tokens is not a non-negative integer"
-#define R_RTOKENS  "response.usage.output_tokens_details.reasoning_tokens is not a non-negative integer"
+#define R_RTOKENS                                                                                  \
+	"response.usage.output_tokens_details.reasoning_tokens is not a non-negative integer"
 
 /* The event types that mean something to a load generator. */
 enum type {
@@ -120,8 +121,8 @@ static int parse_usage(struct scan *sc, int depth, struct ev *e)
 		} else if (KEY_IS(&k, "output_tokens_details")) {
 			e->rtokens = -1;
 			e->bad_rtokens = e->bad_out_det = NULL;
-			rc = c == '{' ? parse_details(sc, depth + 1, "reasoning_tokens", &e->rtokens,
-						      &e->bad_rtokens, R_RTOKENS)
+			rc = c == '{' ? parse_details(sc, depth + 1, "reasoning_tokens",
+						      &e->rtokens, &e->bad_rtokens, R_RTOKENS)
 				      : skip_other(sc, depth + 1, &e->bad_out_det, R_OUT_DET);
 		} else {
 			rc = parse_value(sc, depth + 1);
@@ -311,8 +312,8 @@ static const char *apply(const struct ev *e, const struct ev *top_err, struct cl
 			return bad;
 		out->done = true;
 		strcpy(out->finish_reason, e->type == T_COMPLETED ? "stop"
-					   : e->max_output       ? "length"
-								 : "other");
+					   : e->max_output        ? "length"
+								  : "other");
 		if (e->has_usage) {
 			out->has_usage = true;
 			out->prompt_tokens = e->in;

@@ -268,7 +268,8 @@ double cl_hist_count_at_or_below(const struct cl_hist *h, double value)
 			continue;
 		}
 		if (value > (double)lo - 1)
-			below += (double)h->counts[i] * (value - (double)(lo - 1)) / (double)(hi - lo + 1);
+			below += (double)h->counts[i] * (value - (double)(lo - 1)) /
+				 (double)(hi - lo + 1);
 		break;
 	}
 	return below; /* overflowed values lie above max, and value is below it */

@@ -183,8 +183,7 @@ static int walk_ctrs(uint64_t *ctr, const msgpack_object *obj, bool apply, struc
 
 /* "eps": at most CL_METRICS_EPS_MAX maps of {lat, ctr}.  The validating pass grows m to hold
  * them (empty records: no value of m changes), so both passes have histograms to read. */
-static int walk_eps(struct cl_metrics *m, const msgpack_object *obj, bool apply,
-		    struct cl_err *err)
+static int walk_eps(struct cl_metrics *m, const msgpack_object *obj, bool apply, struct cl_err *err)
 {
 	char q[64];
 	if (obj->type != MSGPACK_OBJECT_ARRAY)

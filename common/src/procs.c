@@ -21,8 +21,8 @@ struct proc {
 };
 
 /* In the child after fork: runs its work and never returns. */
-static void run_child(const struct cl_procs *p, uint32_t i, const sigset_t *old_mask,
-		      pid_t parent, int ready_fd)
+static void run_child(const struct cl_procs *p, uint32_t i, const sigset_t *old_mask, pid_t parent,
+		      int ready_fd)
 {
 	/* A supervisor killed outright (SIGKILL) must not leave children behind. */
 	prctl(PR_SET_PDEATHSIG, SIGTERM);

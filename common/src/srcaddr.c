@@ -17,7 +17,8 @@ static int put(struct cl_srcaddr_pool *p, const char *text, const char *spec, st
 {
 	for (size_t i = 0; i < p->n; i++)
 		if (strcmp(p->addr[i], text) == 0)
-			return cl_err_set(err, CL_EINVAL, "source address '%s' is given twice", text);
+			return cl_err_set(err, CL_EINVAL, "source address '%s' is given twice",
+					  text);
 	if (p->n == CL_SRCADDR_MAX)
 		return cl_err_set(err, CL_ERANGE,
 				  "source address '%s' makes the pool larger than %d addresses",
@@ -104,8 +105,7 @@ int cl_srcaddr_check_local(const char *addr, struct cl_err *err)
 		in6->sin6_family = AF_INET6;
 		sl = sizeof(*in6);
 	} else {
-		return cl_err_set(err, CL_EINVAL, "source address '%s' is not an IP address",
-				  addr);
+		return cl_err_set(err, CL_EINVAL, "source address '%s' is not an IP address", addr);
 	}
 	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -114,8 +114,8 @@ int cl_srcaddr_check_local(const char *addr, struct cl_err *err)
 	int rc = 0;
 	if (bind(fd, (struct sockaddr *)&ss, sl) != 0)
 		rc = cl_err_set(err, CL_EREFUSED,
-				"source address '%s' is not an address of this host (bind: %s)", addr,
-				strerror(errno));
+				"source address '%s' is not an address of this host (bind: %s)",
+				addr, strerror(errno));
 	close(fd);
 	return rc;
 }

@@ -7,16 +7,15 @@
 #include <string.h>
 
 static const char *const type_names[CL_MSG__COUNT] = {
-	[CL_MSG_HELLO] = "HELLO",     [CL_MSG_POLL] = "POLL",     [CL_MSG_REPORT] = "REPORT",
-	[CL_MSG_WELCOME] = "WELCOME", [CL_MSG_REFUSE] = "REFUSE", [CL_MSG_CMD] = "CMD",
-	[CL_MSG_ACK] = "ACK",         [CL_MSG_ANSWERS] = "ANSWERS",
-	[CL_MSG_REQUESTS] = "REQUESTS",
+	[CL_MSG_HELLO] = "HELLO",     [CL_MSG_POLL] = "POLL",       [CL_MSG_REPORT] = "REPORT",
+	[CL_MSG_WELCOME] = "WELCOME", [CL_MSG_REFUSE] = "REFUSE",   [CL_MSG_CMD] = "CMD",
+	[CL_MSG_ACK] = "ACK",         [CL_MSG_ANSWERS] = "ANSWERS", [CL_MSG_REQUESTS] = "REQUESTS",
 };
 
 static const char *const cmd_names[CL_CMD__COUNT] = {
-	[CL_CMD_NOOP] = "NOOP",       [CL_CMD_PROBE] = "PROBE",       [CL_CMD_WARMUP] = "WARMUP",
-	[CL_CMD_PREPARE] = "PREPARE", [CL_CMD_START_AT] = "START_AT", [CL_CMD_STOP] = "STOP",
-	[CL_CMD_ABORT] = "ABORT",     [CL_CMD_QUIT] = "QUIT",         [CL_CMD_BODIES] = "BODIES",
+	[CL_CMD_NOOP] = "NOOP",         [CL_CMD_PROBE] = "PROBE",       [CL_CMD_WARMUP] = "WARMUP",
+	[CL_CMD_PREPARE] = "PREPARE",   [CL_CMD_START_AT] = "START_AT", [CL_CMD_STOP] = "STOP",
+	[CL_CMD_ABORT] = "ABORT",       [CL_CMD_QUIT] = "QUIT",         [CL_CMD_BODIES] = "BODIES",
 	[CL_CMD_GENERATE] = "GENERATE", [CL_CMD_LEASE] = "LEASE",
 };
 

@@ -23,20 +23,22 @@
 
 static void usage(FILE *out)
 {
-	fprintf(out,
-		"usage: chatload history DIR [--last K] [--nights N] [--max-regression 5%%]\n"
-		"                        [--max-error-increase 0.1%%] [--html FILE] [--json FILE]\n"
-		"                        [-o FILE]\n\n"
-		"Reads the nights under DIR (each DIR/YYYY-MM-DD[-N]/results.json, as\n"
-		"deploy/nightly.sh keeps them), the newest N (default %d), and judges each stage's\n"
-		"headline figures against the nights before: a night outside the band the history\n"
-		"expects (the median and spread of up to K earlier nights, 3 to 60, default %d,\n"
-		"with the nights' ci95; and beyond --max-regression) is a step when the next night\n"
-		"stays there, an outlier when it comes back.  Prints a table (-o: to FILE), writes the\n"
-		"charts to --html FILE and the analysis to --json FILE.\n"
-		"Exit 99 when the latest night starts a step for the worse, 0 otherwise, 2 on bad\n"
-		"input (no readable night in DIR, bad flags).\n",
-		DEFAULT_NIGHTS, CL_HISTORY_DEFAULT_WINDOW);
+	fprintf(
+	    out,
+	    "usage: chatload history DIR [--last K] [--nights N] [--max-regression 5%%]\n"
+	    "                        [--max-error-increase 0.1%%] [--html FILE] [--json FILE]\n"
+	    "                        [-o FILE]\n\n"
+	    "Reads the nights under DIR (each DIR/YYYY-MM-DD[-N]/results.json, as\n"
+	    "deploy/nightly.sh keeps them), the newest N (default %d), and judges each stage's\n"
+	    "headline figures against the nights before: a night outside the band the history\n"
+	    "expects (the median and spread of up to K earlier nights, 3 to 60, default %d,\n"
+	    "with the nights' ci95; and beyond --max-regression) is a step when the next night\n"
+	    "stays there, an outlier when it comes back.  Prints a table (-o: to FILE), writes "
+	    "the\n"
+	    "charts to --html FILE and the analysis to --json FILE.\n"
+	    "Exit 99 when the latest night starts a step for the worse, 0 otherwise, 2 on bad\n"
+	    "input (no readable night in DIR, bad flags).\n",
+	    DEFAULT_NIGHTS, CL_HISTORY_DEFAULT_WINDOW);
 }
 
 static int percent_flag(const char *flag, const char *value, double *out)
@@ -53,8 +55,7 @@ static int percent_flag(const char *flag, const char *value, double *out)
 	return 0;
 }
 
-static int count_flag(const char *flag, const char *value, uint64_t min, uint64_t max,
-		      size_t *out)
+static int count_flag(const char *flag, const char *value, uint64_t min, uint64_t max, size_t *out)
 {
 	uint64_t v;
 	if (!value || cl_parse_u64(value, max, &v) != 0 || v < min) {
@@ -176,7 +177,8 @@ static int load_night(const char *dir, struct night *night)
 			snprintf(why, sizeof(why), "unreadable: %s",
 				 cl_err_format(&err, msg, sizeof(msg)));
 		} else if (!json_is_true(json_object_get(night->doc, "complete"))) {
-			snprintf(why, sizeof(why), "incomplete run (results.json says complete: false)");
+			snprintf(why, sizeof(why),
+				 "incomplete run (results.json says complete: false)");
 			json_decref(night->doc);
 			night->doc = NULL;
 		}
@@ -205,7 +207,7 @@ static int write_to(const char *path, const json_t *hist, int (*fn)(const json_t
 static int dump_json(const json_t *hist, FILE *f)
 {
 	return json_dumpf(hist, f, JSON_INDENT(1) | JSON_REAL_PRECISION(10)) != 0 ||
-			       fputc('\n', f) == EOF
+		       fputc('\n', f) == EOF
 		   ? CL_EIO
 		   : 0;
 }
@@ -282,8 +284,8 @@ int cl_cmd_history(int argc, char **argv)
 	for (size_t i = first; i < n; i++) {
 		if ((code = load_night(dir, &nights[i])) != 0)
 			goto out;
-		in[i - first] = (struct cl_history_input){ nights[i].name, nights[i].doc,
-							   nights[i].skipped };
+		in[i - first] =
+		    (struct cl_history_input){ nights[i].name, nights[i].doc, nights[i].skipped };
 		n_used += nights[i].doc != NULL;
 	}
 	if (n_used == 0) {

@@ -33,7 +33,8 @@ static void usage(FILE *out)
 	    "                      [--consecutive N] [--prompt TEXT] [--max-tokens N]\n"
 	    "                      [--body JSON] [--api-key-env VAR] [--header 'Name: value']...\n"
 	    "                      [--connect-timeout D] [--backoff-initial D] [--backoff-max D]\n"
-	    "                      [--api chat|completions|responses|embeddings] [--insecure] [-q]\n"
+	    "                      [--api chat|completions|responses|embeddings] [--insecure] "
+	    "[-q]\n"
 	    "\n"
 	    "Runs the readiness gate against URL from this machine and prints one verdict line\n"
 	    "on stdout.  The gate passes when, in order: a TCP connection to URL's host and port\n"
@@ -61,7 +62,8 @@ static void usage(FILE *out)
 	    "  --connect-timeout D   limit on each TCP connect (default 10s)\n"
 	    "  --backoff-initial D   first wait after a failure (default 1s)\n"
 	    "  --backoff-max D       longest wait between attempts (default 30s)\n"
-	    "  --api A               the API probed, as workload.api: chat (default), completions,\n"
+	    "  --api A               the API probed, as workload.api: chat (default), "
+	    "completions,\n"
 	    "                        responses or embeddings\n"
 	    "  --insecure            do not verify the server's TLS certificate\n"
 	    "  -q, --quiet           no progress lines on stderr, only the verdict\n"
@@ -263,9 +265,10 @@ static int apply_option(struct probe_args *a, int c, char **argv)
 			}
 		}
 		if (!found)
-			return bad_usage("--api must be chat, completions, responses or embeddings, "
-					 "not '%s'",
-					 optarg);
+			return bad_usage(
+			    "--api must be chat, completions, responses or embeddings, "
+			    "not '%s'",
+			    optarg);
 		break;
 	}
 	case 'q':

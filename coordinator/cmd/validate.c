@@ -231,9 +231,8 @@ static void print_workload_read(const struct cl_scn_workload *w, const struct cl
 	}
 	if (w->api == CL_API_EMBEDDINGS) {
 		/* Nothing is generated: no lengths or ends of sequence to report. */
-		printf("  inputs: %zu prompts, %u to a request\n", st->records ? st->records
-										  : st->bodies,
-		       w->embedding_batch);
+		printf("  inputs: %zu prompts, %u to a request\n",
+		       st->records ? st->records : st->bodies, w->embedding_batch);
 		return;
 	}
 	printf("  output tokens asked: %u..%u, mean %.1f; %zu bodies with their own length, "
@@ -333,8 +332,8 @@ static void print_workload(const struct cl_scn_workload *w, const char *salt)
 	printf("  drain timeout: %s\n", dur(w->drain_timeout_us, a, sizeof(a)));
 	printf("  seed: %llu\n", (unsigned long long)w->seed);
 	printf("  order: %s\n", w->order_per_stage
-				     ? "per_stage (every stage sends the same bodies again)"
-				     : "run (the warmup and each stage take the next bodies)");
+				    ? "per_stage (every stage sends the same bodies again)"
+				    : "run (the warmup and each stage take the next bodies)");
 	if (!salt[0])
 		printf("  salt: none (the text exactly as written)\n");
 	else
@@ -529,8 +528,8 @@ static void print_generate(const struct cl_scenario *s, const struct cl_gen_scan
 		     "system_prompt, max_tokens and target.body apply, never ignore_eos)");
 	printf("  input %s: %llu, %llu valid, %llu invalid\n",
 	       g->input_format == CL_GEN_INPUT_BATCH ? "lines" : "records",
-	       (unsigned long long)scan->lines,
-	       (unsigned long long)scan->valid, (unsigned long long)scan->invalid);
+	       (unsigned long long)scan->lines, (unsigned long long)scan->valid,
+	       (unsigned long long)scan->invalid);
 	if (scan->invalid)
 		printf("  first invalid line (skip_invalid: written to errors): %s\n",
 		       cl_err_format(first_bad, msg, sizeof(msg)));
@@ -549,8 +548,7 @@ static void print_generate(const struct cl_scenario *s, const struct cl_gen_scan
 }
 
 /* A dataset's rendered record, counted (a cl_workload_body_fn): validate writes nothing. */
-static int count_record(void *arg, uint32_t line, const char *json, size_t len,
-			struct cl_err *err)
+static int count_record(void *arg, uint32_t line, const char *json, size_t len, struct cl_err *err)
 {
 	(void)line, (void)json, (void)len, (void)err;
 	((struct cl_gen_scan *)arg)->lines++;
@@ -573,8 +571,8 @@ static int check_generate(const struct cl_scenario *s, struct cl_gen_scan *scan,
 		return rc;
 	}
 	struct cl_gen_idset seen = { 0 };
-	int rc = cl_gen_scan(s->generate.input, NULL, s->generate.skip_invalid, NULL, &seen, NULL, scan,
-			     s->generate.skip_invalid ? first_bad : err);
+	int rc = cl_gen_scan(s->generate.input, NULL, s->generate.skip_invalid, NULL, &seen, NULL,
+			     scan, s->generate.skip_invalid ? first_bad : err);
 	cl_gen_idset_free(&seen);
 	return rc;
 }

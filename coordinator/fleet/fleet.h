@@ -66,8 +66,8 @@ struct cl_fleet_agent {
 	int64_t inflight;
 	int64_t clock_offset_us; /* coordinator - agent, as the agent estimated it */
 	int64_t rtt_us;
-	uint64_t last_report_seq;  /* dedupe of resent REPORTs */
-	uint64_t last_answers_seq; /* ... and ANSWERS */
+	uint64_t last_report_seq;   /* dedupe of resent REPORTs */
+	uint64_t last_answers_seq;  /* ... and ANSWERS */
 	uint64_t last_requests_seq; /* ... and REQUESTS */
 	/* Silence the coordinator caused itself since last_seen_us (its own stalls): not counted
 	 * against the agent's liveness. */
@@ -113,7 +113,7 @@ struct cl_fleet {
 	uint64_t next_cmd_seq;
 	uint64_t rejected; /* malformed or refused messages */
 	cl_fleet_report_cb on_report;
-	cl_fleet_answers_cb on_answers; /* NULL: ANSWERS are refused */
+	cl_fleet_answers_cb on_answers;   /* NULL: ANSWERS are refused */
 	cl_fleet_requests_cb on_requests; /* NULL: REQUESTS are refused */
 	void *ctx;
 	/* TLS listeners, whose refused handshakes are logged (nng counts them; no peer is

@@ -50,11 +50,11 @@ void cl_gen_idset_free(struct cl_gen_idset *s);
 
 /* What the checking pass found. */
 struct cl_gen_scan {
-	uint64_t lines;    /* non-blank input lines */
-	uint64_t valid;    /* lines that will be sent or are already answered */
-	uint64_t invalid;  /* reported (skip_invalid: written to errors, or already there) */
-	uint64_t present;  /* valid lines whose custom_id is already in output or errors */
-	uint64_t to_send;  /* valid - present */
+	uint64_t lines;   /* non-blank input lines */
+	uint64_t valid;   /* lines that will be sent or are already answered */
+	uint64_t invalid; /* reported (skip_invalid: written to errors, or already there) */
+	uint64_t present; /* valid lines whose custom_id is already in output or errors */
+	uint64_t to_send; /* valid - present */
 };
 
 /* A line read by the sending pass. */
@@ -154,7 +154,7 @@ struct cl_gen_out {
 	const char *path_out, *path_err;
 	int64_t sync_every_us, last_sync_us;
 	bool dirty;
-	uint64_t repaired_bytes; /* cut off half-written lines, both files */
+	uint64_t repaired_bytes;       /* cut off half-written lines, both files */
 	uint64_t out_lines, err_lines; /* lines found when opened */
 	uint64_t seq;                  /* for the line ids */
 	char id_stem[24];

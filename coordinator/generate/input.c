@@ -63,17 +63,17 @@ static int check_line(const char *path, uint64_t line_no, const char *line, size
 				     "not a JSON line: a NUL byte");
 	*root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
 	if (!*root)
-		return cl_err_setpos(err, CL_EINVAL, path, (int)line_no, je.column > 0 ? je.column : 1,
-				     "not a JSON line: %s", je.text);
+		return cl_err_setpos(err, CL_EINVAL, path, (int)line_no,
+				     je.column > 0 ? je.column : 1, "not a JSON line: %s", je.text);
 	if (!json_is_object(*root))
 		return cl_err_setpos(err, CL_EINVAL, path, (int)line_no, 1,
 				     "a Batch line must be a JSON object "
 				     "{\"custom_id\", \"method\", \"url\", \"body\"}");
 	json_t *cid = json_object_get(*root, "custom_id");
 	if (!json_is_string(cid))
-		return cl_err_setpos(err, CL_EINVAL, path, (int)line_no, cid ? col_of(line, "custom_id") : 1,
-				     cid ? "field 'custom_id' must be a string"
-					 : "field 'custom_id' is missing");
+		return cl_err_setpos(
+		    err, CL_EINVAL, path, (int)line_no, cid ? col_of(line, "custom_id") : 1,
+		    cid ? "field 'custom_id' must be a string" : "field 'custom_id' is missing");
 	const char *s = json_string_value(cid);
 	size_t sl = json_string_length(cid);
 	if (sl == 0 || sl > CL_GEN_MAX_ID)
@@ -95,15 +95,17 @@ static int check_line(const char *path, uint64_t line_no, const char *line, size
 				     "field 'method' must be \"POST\"");
 	json_t *url = json_object_get(*root, "url");
 	if (!json_is_string(url))
-		return cl_err_setpos(err, CL_EINVAL, path, (int)line_no, url ? col_of(line, "url") : 1,
-				     url ? "field 'url' must be a string" : "field 'url' is missing");
+		return cl_err_setpos(
+		    err, CL_EINVAL, path, (int)line_no, url ? col_of(line, "url") : 1,
+		    url ? "field 'url' must be a string" : "field 'url' is missing");
 	if (strcmp(json_string_value(url), CL_GEN_URL) != 0)
 		return cl_err_setpos(err, CL_EINVAL, path, (int)line_no, col_of(line, "url"),
-				     "field 'url' is '%.100s': chatload sends %s only", json_string_value(url),
-				     CL_GEN_URL);
+				     "field 'url' is '%.100s': chatload sends %s only",
+				     json_string_value(url), CL_GEN_URL);
 	json_t *body = json_object_get(*root, "body");
 	if (!json_is_object(body))
-		return cl_err_setpos(err, CL_EINVAL, path, (int)line_no, body ? col_of(line, "body") : 1,
+		return cl_err_setpos(err, CL_EINVAL, path, (int)line_no,
+				     body ? col_of(line, "body") : 1,
 				     body ? "field 'body' must be a JSON object (the request)"
 					  : "field 'body' is missing");
 	return 0;
@@ -137,8 +139,9 @@ int cl_gen_scan(const char *path, const struct cl_gen_idset *present, bool skip_
 		const char *id = NULL;
 		int lrc;
 		if (n == CL_ETOOBIG) {
-			lrc = cl_err_setpos(&lerr, CL_EINVAL, path, (int)line_no, 1,
-					    "the line is longer than %u MiB", CL_GEN_MAX_LINE >> 20);
+			lrc =
+			    cl_err_setpos(&lerr, CL_EINVAL, path, (int)line_no, 1,
+					  "the line is longer than %u MiB", CL_GEN_MAX_LINE >> 20);
 		} else {
 			if (blank(buf))
 				continue;
@@ -159,15 +162,16 @@ int cl_gen_scan(const char *path, const struct cl_gen_idset *present, bool skip_
 						    "custom_id '%.200s' is used by an earlier line "
 						    "(custom_ids must be unique)",
 						    id);
-				id = NULL; /* the error line must not name (and so skip) the first */
+				id =
+				    NULL; /* the error line must not name (and so skip) the first */
 			} else {
 				scan->valid++;
 				if (cl_gen_idset_has(present, id, il)) {
 					scan->present++;
 				} else if (send && cl_gen_lineset_add(send, line_no) != 0) {
 					json_decref(root);
-					rc = cl_err_set(err, CL_ENOMEM, "out of memory reading '%s'",
-							path);
+					rc = cl_err_set(err, CL_ENOMEM,
+							"out of memory reading '%s'", path);
 					break;
 				}
 			}
@@ -189,13 +193,15 @@ int cl_gen_scan(const char *path, const struct cl_gen_idset *present, bool skip_
 			/* Written once: a rerun finds its key ("#line:N", or the custom_id)
 			 * among the ids already answered. */
 			char key[40];
-			int kl = snprintf(key, sizeof(key), "#line:%llu", (unsigned long long)line_no);
+			int kl =
+			    snprintf(key, sizeof(key), "#line:%llu", (unsigned long long)line_no);
 			bool there = id ? cl_gen_idset_has(present, id, strlen(id))
 					: cl_gen_idset_has(present, key, (size_t)kl);
 			char msg[900];
-			if (!there && (rc = cl_gen_out_failure(out, id, 0, NULL, "invalid_input",
-							       cl_err_format(&lerr, msg, sizeof(msg)),
-							       id ? 0 : line_no, err)) != 0) {
+			if (!there &&
+			    (rc = cl_gen_out_failure(out, id, 0, NULL, "invalid_input",
+						     cl_err_format(&lerr, msg, sizeof(msg)),
+						     id ? 0 : line_no, err)) != 0) {
 				json_decref(root);
 				break;
 			}
@@ -304,12 +310,14 @@ static char *streamed_body(const char *line, json_t *body)
 {
 	const char *at;
 	size_t len;
-	json_t *stream = json_object_get(body, "stream"), *so = json_object_get(body, "stream_options");
+	json_t *stream = json_object_get(body, "stream"),
+	       *so = json_object_get(body, "stream_options");
 	if (json_is_true(stream) && json_is_true(json_object_get(so, "include_usage")) &&
 	    body_span(line, &at, &len))
 		return strndup(at, len);
 	if (!stream && !so && body_span(line, &at, &len)) {
-		static const char add[] = "\"stream\":true,\"stream_options\":{\"include_usage\":true}";
+		static const char add[] =
+		    "\"stream\":true,\"stream_options\":{\"include_usage\":true}";
 		const char *rest = skip_ws(at + 1);
 		bool empty = *rest == '}';
 		size_t n = 1 + sizeof(add) - 1 + !empty + (len - 1);
@@ -380,9 +388,10 @@ int cl_gen_reader_next(struct cl_gen_reader *r, const struct cl_gen_lineset *sen
 			break;
 		}
 		if (n == CL_EIO)
-			return cl_err_set(err, CL_EIO, "cannot read generate.input '%s': %s", r->path,
-					  strerror(errno));
-		if (n == CL_ETOOBIG || blank(r->buf) || (send && !cl_gen_lineset_has(send, r->line_no)))
+			return cl_err_set(err, CL_EIO, "cannot read generate.input '%s': %s",
+					  r->path, strerror(errno));
+		if (n == CL_ETOOBIG || blank(r->buf) ||
+		    (send && !cl_gen_lineset_has(send, r->line_no)))
 			continue;
 		struct cl_err lerr = { 0 };
 		int prc = cl_gen_line_parse(r->path, r->line_no, r->buf, (size_t)n, out, &lerr);

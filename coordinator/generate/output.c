@@ -36,8 +36,8 @@ static long long repair(int fd, const char *path, struct cl_err *err)
 				if (keep == end)
 					return 0;
 				if (ftruncate(fd, keep) != 0 || fsync(fd) != 0)
-					return cl_err_set(err, CL_EIO, "cannot repair '%s': %s", path,
-							  strerror(errno));
+					return cl_err_set(err, CL_EIO, "cannot repair '%s': %s",
+							  path, strerror(errno));
 				return (long long)(end - keep);
 			}
 		}
@@ -72,8 +72,9 @@ static long long read_ids(const char *path, struct cl_gen_idset *done, struct cl
 			id = json_string_value(cid);
 			il = json_string_length(cid);
 		} else if (json_is_null(cid) && json_is_integer(json_object_get(root, "line"))) {
-			il = (size_t)snprintf(key, sizeof(key), "#line:%lld",
-					      (long long)json_integer_value(json_object_get(root, "line")));
+			il = (size_t)snprintf(
+			    key, sizeof(key), "#line:%lld",
+			    (long long)json_integer_value(json_object_get(root, "line")));
 			id = key;
 		}
 		if (!id) {
@@ -104,9 +105,10 @@ static int open_one(const char *path, int *fd, struct cl_gen_idset *done, uint64
 	if (cut < 0)
 		return (int)cut;
 	if (cut > 0) {
-		CL_WARN("'%s' ended in a half-written line (%lld bytes, a run stopped while writing "
-			"it): cut off; its request is sent again",
-			path, cut);
+		CL_WARN(
+		    "'%s' ended in a half-written line (%lld bytes, a run stopped while writing "
+		    "it): cut off; its request is sent again",
+		    path, cut);
 		*repaired += (uint64_t)cut;
 	}
 	long long n = read_ids(path, done, err);
@@ -136,8 +138,8 @@ int cl_gen_out_open(struct cl_gen_out *o, const char *path_out, const char *path
 
 /* Writes text[0..len) (a whole line, its newline included) to fd in one write, retried on a
  * short write. */
-static int write_line(struct cl_gen_out *o, int fd, const char *path, const char *text,
-		      size_t len, struct cl_err *err)
+static int write_line(struct cl_gen_out *o, int fd, const char *path, const char *text, size_t len,
+		      struct cl_err *err)
 {
 	size_t done = 0;
 	int rc = 0;
@@ -146,9 +148,10 @@ static int write_line(struct cl_gen_out *o, int fd, const char *path, const char
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
-			rc = cl_err_set(err, CL_EIO, "cannot write '%s': %s (every line before this "
-						     "one is whole; run the same command again to "
-						     "finish)",
+			rc = cl_err_set(err, CL_EIO,
+					"cannot write '%s': %s (every line before this "
+					"one is whole; run the same command again to "
+					"finish)",
 					path, n < 0 ? strerror(errno) : "nothing written");
 			break;
 		}
@@ -263,8 +266,7 @@ static json_t *message_json(const char *s)
 {
 	json_t *j = json_string(s);
 	size_t n = strlen(s);
-	for (size_t cut = 1; !j && cut <= 3 && cut <= n && (unsigned char)s[n - cut] >= 0x80;
-	     cut++)
+	for (size_t cut = 1; !j && cut <= 3 && cut <= n && (unsigned char)s[n - cut] >= 0x80; cut++)
 		j = json_stringn(s, n - cut);
 	char *ascii = j ? NULL : strdup(s);
 	if (ascii) {
@@ -288,7 +290,8 @@ int cl_gen_out_failure(struct cl_gen_out *o, const char *custom_id, int status,
 	json_t *e = json_pack("{s:s, s:o}", "code", code, "message", message_json(message));
 	if (!root || !resp || !e || json_object_set_new(root, "response", resp) != 0 ||
 	    json_object_set_new(root, "error", e) != 0 ||
-	    (line_no && json_object_set_new(root, "line", json_integer((json_int_t)line_no)) != 0)) {
+	    (line_no &&
+	     json_object_set_new(root, "line", json_integer((json_int_t)line_no)) != 0)) {
 		json_decref(root);
 		return cl_err_set(err, CL_ENOMEM, "out of memory writing '%s'", o->path_err);
 	}
@@ -305,9 +308,11 @@ int cl_gen_out_sync(struct cl_gen_out *o, bool force, struct cl_err *err)
 	o->last_sync_us = now;
 	o->dirty = false;
 	if (o->fd_out >= 0 && fsync(o->fd_out) != 0)
-		return cl_err_set(err, CL_EIO, "cannot sync '%s': %s", o->path_out, strerror(errno));
+		return cl_err_set(err, CL_EIO, "cannot sync '%s': %s", o->path_out,
+				  strerror(errno));
 	if (o->fd_err >= 0 && fsync(o->fd_err) != 0)
-		return cl_err_set(err, CL_EIO, "cannot sync '%s': %s", o->path_err, strerror(errno));
+		return cl_err_set(err, CL_EIO, "cannot sync '%s': %s", o->path_err,
+				  strerror(errno));
 	return 0;
 }
 

@@ -41,8 +41,10 @@ int cl_gen_spool_open(struct cl_gen_spool *sp, const char *output, const char *e
 		return cl_err_set(err, CL_EINVAL,
 				  "generate: the dataset's requests are written to '%s', which is "
 				  "generate.%s: rename the output or that file",
-				  sp->path, strcmp(sp->path, errors) == 0 || same_file(sp->path, errors)
-						? "errors" : "input");
+				  sp->path,
+				  strcmp(sp->path, errors) == 0 || same_file(sp->path, errors)
+				      ? "errors"
+				      : "input");
 	if (!(sp->f = fopen(sp->tmp, "w")))
 		return cl_err_set(err, CL_EIO, "cannot write '%s': %s", sp->tmp, strerror(errno));
 	return 0;
@@ -59,8 +61,8 @@ int cl_gen_spool_add(struct cl_gen_spool *sp, uint32_t line, const char *body, s
 				     "the record's request body is %zu bytes, more than a generate "
 				     "job sends (%u MiB)",
 				     len, CL_GEN_MAX_LINE >> 20);
-	if (fwrite(head, 1, (size_t)hl, sp->f) != (size_t)hl || fwrite(body, 1, len, sp->f) != len ||
-	    fputs("}\n", sp->f) == EOF) {
+	if (fwrite(head, 1, (size_t)hl, sp->f) != (size_t)hl ||
+	    fwrite(body, 1, len, sp->f) != len || fputs("}\n", sp->f) == EOF) {
 		sp->failed = true;
 		return cl_err_set(err, CL_EIO, "cannot write '%s': %s", sp->tmp, strerror(errno));
 	}

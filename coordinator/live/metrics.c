@@ -31,11 +31,16 @@ static const double quantiles[] = { 0.5, 0.9, 0.99 };
 #define NQ 3
 
 /* Error classes as the label `class` spells them: the counter names without "err_". */
-static const int err_ctrs[] = { CL_CTR_ERR_CONNECT,          CL_CTR_ERR_TLS,
-				CL_CTR_ERR_HTTP_4XX,         CL_CTR_ERR_HTTP_429,
-				CL_CTR_ERR_HTTP_5XX,         CL_CTR_ERR_TIMEOUT,
-				CL_CTR_ERR_STREAM_MALFORMED, CL_CTR_ERR_STREAM_INCOMPLETE,
-				CL_CTR_ERR_STREAM_ERROR,     CL_CTR_ERR_EMPTY_ANSWER,
+static const int err_ctrs[] = { CL_CTR_ERR_CONNECT,
+				CL_CTR_ERR_TLS,
+				CL_CTR_ERR_HTTP_4XX,
+				CL_CTR_ERR_HTTP_429,
+				CL_CTR_ERR_HTTP_5XX,
+				CL_CTR_ERR_TIMEOUT,
+				CL_CTR_ERR_STREAM_MALFORMED,
+				CL_CTR_ERR_STREAM_INCOMPLETE,
+				CL_CTR_ERR_STREAM_ERROR,
+				CL_CTR_ERR_EMPTY_ANSWER,
 				CL_CTR_ERR_OTHER };
 
 /* Plain counters per stage: name, help, counter. */

@@ -13,10 +13,11 @@
 #include <string.h>
 
 const char *const cli_rp_col_names[RP__COLS] = {
-	"stage",       "load",        "status",      "req/s",         "out tok/s",  "TTFT p50 ms",
-	"TTFT p99 ms", "ITL p50 ms",  "ITL p99 ms",  "TPOT p50 ms",   "E2E p50 ms", "errors",
-	"no content",  "TTFC p50 ms", "TTFC p99 ms", "content tok/s", "cached prompt",
-	"inputs/s",    "input tok/s", "E2E p99 ms",  "tool calls",
+	"stage",         "load",          "status",     "req/s",       "out tok/s",
+	"TTFT p50 ms",   "TTFT p99 ms",   "ITL p50 ms", "ITL p99 ms",  "TPOT p50 ms",
+	"E2E p50 ms",    "errors",        "no content", "TTFC p50 ms", "TTFC p99 ms",
+	"content tok/s", "cached prompt", "inputs/s",   "input tok/s", "E2E p99 ms",
+	"tool calls",
 };
 const bool cli_rp_col_numeric[RP__COLS] = { false, true, false, true, true, true, true,
 					    true,  true, true,  true, true, true, true,
@@ -25,14 +26,14 @@ const bool cli_rp_col_numeric[RP__COLS] = { false, true, false, true, true, true
 /* Display order: the thinking-model columns sit beside TTFT and the output rate they
  * qualify. */
 static const int col_order[] = {
-	RP_STAGE,  RP_LOAD,   RP_STATUS, RP_RPS,       RP_OTPS,  RP_CONTENT_TPS,
-	RP_TTFT50, RP_TTFT99, RP_CACHED, RP_TTFC50,    RP_TTFC99, RP_ITL50,
+	RP_STAGE,  RP_LOAD,   RP_STATUS, RP_RPS,    RP_OTPS,      RP_CONTENT_TPS,
+	RP_TTFT50, RP_TTFT99, RP_CACHED, RP_TTFC50, RP_TTFC99,    RP_ITL50,
 	RP_ITL99,  RP_TPOT50, RP_E2E50,  RP_ERRORS, RP_NOCONTENT, RP_TOOL_CALLS,
 };
 /* An embeddings run: no output, no chunks, so no TTFT, ITL or TPOT; what it has instead. */
 static const int col_order_embeddings[] = {
-	RP_STAGE, RP_LOAD, RP_STATUS, RP_RPS, RP_INPUTS_PS, RP_INTOK_PS, RP_E2E50, RP_E2E99,
-	RP_ERRORS,
+	RP_STAGE,    RP_LOAD,  RP_STATUS, RP_RPS,    RP_INPUTS_PS,
+	RP_INTOK_PS, RP_E2E50, RP_E2E99,  RP_ERRORS,
 };
 
 bool cli_rp_thinking(const json_t *stages)
@@ -195,11 +196,11 @@ void cli_rp_stage_row(const json_t *s, struct cli_rp_row *row)
 	static const struct {
 		int col;
 		const char *path;
-	} ms[] = { { RP_E2E99, "latency_ms.e2e.p99" },
-		   { RP_TTFT50, "latency_ms.ttft.p50" }, { RP_TTFT99, "latency_ms.ttft.p99" },
-		   { RP_ITL50, "latency_ms.itl.p50" },   { RP_ITL99, "latency_ms.itl.p99" },
-		   { RP_TPOT50, "latency_ms.tpot.p50" }, { RP_E2E50, "latency_ms.e2e.p50" },
-		   { RP_TTFC50, "latency_ms.ttfc.p50" }, { RP_TTFC99, "latency_ms.ttfc.p99" } };
+	} ms[] = { { RP_E2E99, "latency_ms.e2e.p99" },   { RP_TTFT50, "latency_ms.ttft.p50" },
+		   { RP_TTFT99, "latency_ms.ttft.p99" }, { RP_ITL50, "latency_ms.itl.p50" },
+		   { RP_ITL99, "latency_ms.itl.p99" },   { RP_TPOT50, "latency_ms.tpot.p50" },
+		   { RP_E2E50, "latency_ms.e2e.p50" },   { RP_TTFC50, "latency_ms.ttfc.p50" },
+		   { RP_TTFC99, "latency_ms.ttfc.p99" } };
 	memset(row, 0, sizeof(*row));
 	snprintf(row->cell[RP_STAGE], RP_CELL_MAX, "%s", cl_results_str(s, "name", "-"));
 	cli_rp_stage_load(s, row->cell[RP_LOAD], RP_CELL_MAX);
@@ -457,8 +458,8 @@ static bool images_line(const json_t *stage, char *buf, size_t n)
 		 cl_results_str(stage, "name", "-"), cl_results_num(im, "per_request"),
 		 cl_results_num(im, "per_request") == 1 ? "" : "s",
 		 cli_rp_fmt(with, sizeof(with), cl_results_num(im, "prompt_tokens_mean"), 1),
-		 cli_rp_fmt(text, sizeof(text), cl_results_num(im, "text_prompt_tokens_estimated_mean"),
-			    1),
+		 cli_rp_fmt(text, sizeof(text),
+			    cl_results_num(im, "text_prompt_tokens_estimated_mean"), 1),
 		 cli_rp_fmt(each, sizeof(each), cl_results_num(im, "prompt_tokens_per_image"), 1));
 	return true;
 }

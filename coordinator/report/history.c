@@ -90,9 +90,9 @@ static json_t *figure_json(const struct cl_history_input *used, size_t n, const 
 		half[k] = cl_results_num(ci, "half");
 		/* Shown, not judged: a tail of a night whose client was bound by an event, and a
 		 * figure the night measured from too few values to put an interval on (ci95
-		 * there, this figure's null: a p99 of 24 requests is their maximum).  A stage with no ci95 at all (an
-		 * older file, a stage of under 5 intervals) is judged by the nights' spread and
-		 * the limit, as compare judges it by the limit. */
+		 * there, this figure's null: a p99 of 24 requests is their maximum).  A stage with
+		 * no ci95 at all (an older file, a stage of under 5 intervals) is judged by the
+		 * nights' spread and the limit, as compare judges it by the limit. */
 		if (isfinite(value[k]) && cl_compare_client_bound_tails(s) &&
 		    strstr(m->name, "_p99_"))
 			not_judged[k] = "client-bound";
@@ -107,18 +107,18 @@ static json_t *figure_json(const struct cl_history_input *used, size_t n, const 
 	for (size_t k = 0; k < n; k++) {
 		const struct cl_history_night *h = &out[k];
 		const char *dir = h->label == CL_HISTORY_STEP || h->label == CL_HISTORY_OUTLIER
-					  ? direction_word(h->direction)
-					  : NULL;
-		json_t *p = json_pack("{s:s,s:o,s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:I,s:o}", "night",
-				      used[k].name, "value", cli_rj_real(value[k]), "half",
-				      cli_rj_real(half[k]), "label", cl_history_label_name(h->label),
-				      "direction", dir ? json_string(dir) : json_null(), "expected",
-				      cli_rj_real(cli_rj_sig(h->expected, 6)), "low",
-				      cli_rj_real(cli_rj_sig(h->low, 6)), "high",
-				      cli_rj_real(cli_rj_sig(h->high, 6)), "noise",
-				      cli_rj_real(cli_rj_sig(h->noise, 6)), "baseline",
-				      (json_int_t)h->baseline, "not_judged",
-				      not_judged[k] ? json_string(not_judged[k]) : json_null());
+				      ? direction_word(h->direction)
+				      : NULL;
+		json_t *p = json_pack(
+		    "{s:s,s:o,s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:I,s:o}", "night", used[k].name, "value",
+		    cli_rj_real(value[k]), "half", cli_rj_real(half[k]), "label",
+		    cl_history_label_name(h->label), "direction",
+		    dir ? json_string(dir) : json_null(), "expected",
+		    cli_rj_real(cli_rj_sig(h->expected, 6)), "low",
+		    cli_rj_real(cli_rj_sig(h->low, 6)), "high", cli_rj_real(cli_rj_sig(h->high, 6)),
+		    "noise", cli_rj_real(cli_rj_sig(h->noise, 6)), "baseline",
+		    (json_int_t)h->baseline, "not_judged",
+		    not_judged[k] ? json_string(not_judged[k]) : json_null());
 		if (cli_rj_append(points, p))
 			goto out;
 		if (!dir)
@@ -126,13 +126,13 @@ static json_t *figure_json(const struct cl_history_input *used, size_t n, const 
 		bool latest = k + 1 == n;
 		if (latest && h->label == CL_HISTORY_STEP && h->direction > 0)
 			(*regressions)++;
-		if (cli_rj_append(
-			events,
-			json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:b,s:o,s:o}", "stage", stage, "metric",
-				  m->name, "label", m->label, "night", used[k].name, "kind",
-				  cl_history_label_name(h->label), "direction", dir, "latest", latest,
-				  "expected", cli_rj_real(cli_rj_sig(h->expected, 6)), "value",
-				  cli_rj_real(value[k]))))
+		if (cli_rj_append(events,
+				  json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:b,s:o,s:o}", "stage", stage,
+					    "metric", m->name, "label", m->label, "night",
+					    used[k].name, "kind", cl_history_label_name(h->label),
+					    "direction", dir, "latest", latest, "expected",
+					    cli_rj_real(cli_rj_sig(h->expected, 6)), "value",
+					    cli_rj_real(value[k]))))
 			goto out;
 	}
 	fig = json_pack("{s:s,s:s,s:s,s:s,s:O}", "metric", m->name, "label", m->label, "better",
@@ -162,13 +162,14 @@ json_t *cl_history_build(const struct cl_history_input *nights, size_t n, const 
 		json_t *night;
 		if (nights[k].doc) {
 			used[n_used++] = nights[k];
-			night = json_pack("{s:s,s:o,s:b}", "name", nights[k].name, "started_at",
-					  cli_rj_str(cl_results_str(nights[k].doc, "started_at",
-								    NULL)),
-					  "used", true);
+			night =
+			    json_pack("{s:s,s:o,s:b}", "name", nights[k].name, "started_at",
+				      cli_rj_str(cl_results_str(nights[k].doc, "started_at", NULL)),
+				      "used", true);
 		} else {
-			night = json_pack("{s:s,s:b,s:s}", "name", nights[k].name, "used", false,
-					  "skipped", nights[k].skipped ? nights[k].skipped : "unread");
+			night =
+			    json_pack("{s:s,s:b,s:s}", "name", nights[k].name, "used", false,
+				      "skipped", nights[k].skipped ? nights[k].skipped : "unread");
 		}
 		if (cli_rj_append(listed, night))
 			goto done;
@@ -181,13 +182,13 @@ json_t *cl_history_build(const struct cl_history_input *nights, size_t n, const 
 	{
 		const char *stage = json_string_value(name);
 		json_t *figs = json_array();
-		if (!figs || cli_rj_append(stages, json_pack("{s:s,s:o}", "stage", stage, "figures",
-							     figs)))
+		if (!figs ||
+		    cli_rj_append(stages, json_pack("{s:s,s:o}", "stage", stage, "figures", figs)))
 			goto done;
 		struct cl_compare_metric m;
 		for (size_t k = 0; cl_compare_metric(k, &m); k++)
-			if (cli_rj_append(figs, figure_json(used, n_used, stage, &m, opts, events,
-							    &reg)))
+			if (cli_rj_append(figs,
+					  figure_json(used, n_used, stage, &m, opts, events, &reg)))
 				goto done;
 		/* A stage the night before ran and the latest could not: compare calls a
 		 * stage missing from the new run a regression, and so does the history. */
@@ -209,21 +210,21 @@ json_t *cl_history_build(const struct cl_history_input *nights, size_t n, const 
 			char reasons[160], buf[400];
 			cl_results_client_reasons(st, reasons, sizeof(reasons));
 			snprintf(buf, sizeof(buf),
-				 judged ? "stage '%s' of %s was client-bound (%s): judged, but its "
-					  "tails may describe the client"
-					: "stage '%s' of %s was client-bound (%s): its tails describe "
-					  "the client, so that night's p99s are not judged",
+				 judged
+				     ? "stage '%s' of %s was client-bound (%s): judged, but its "
+				       "tails may describe the client"
+				     : "stage '%s' of %s was client-bound (%s): its tails describe "
+				       "the client, so that night's p99s are not judged",
 				 stage, used[k].name, reasons[0] ? reasons : "?");
 			if (cli_rj_append(warnings, cli_rj_str(buf)))
 				goto done;
 		}
 	}
-	out = json_pack("{s:s,s:o,s:I,s:f,s:f,s:I,s:O,s:O,s:O,s:O}", "schema",
-			"chatload.history/1", "dir", cli_rj_str(dir), "window",
-			(json_int_t)opts->window, "max_regression", opts->max_regression,
-			"max_error_increase", opts->max_error_increase, "regressions",
-			(json_int_t)reg, "nights", listed, "stages", stages, "events", events,
-			"warnings", warnings);
+	out = json_pack("{s:s,s:o,s:I,s:f,s:f,s:I,s:O,s:O,s:O,s:O}", "schema", "chatload.history/1",
+			"dir", cli_rj_str(dir), "window", (json_int_t)opts->window,
+			"max_regression", opts->max_regression, "max_error_increase",
+			opts->max_error_increase, "regressions", (json_int_t)reg, "nights", listed,
+			"stages", stages, "events", events, "warnings", warnings);
 	if (out && regressions)
 		*regressions = reg;
 done:
@@ -266,8 +267,8 @@ static const json_t *latest_point(const json_t *fig)
 }
 
 #define H_COLS 8
-static const char *const h_head[H_COLS] = { "stage",  "metric", "latest", "expected",
-					    "band",   "change", "noise",  "latest night" };
+static const char *const h_head[H_COLS] = { "stage", "metric", "latest", "expected",
+					    "band",  "change", "noise",  "latest night" };
 static const bool h_numeric[H_COLS] = { false, false, true, true, true, true, true, false };
 
 static void fig_cells(const char *stage, const json_t *fig, char cells[H_COLS][96])
@@ -304,13 +305,14 @@ static void fig_cells(const char *stage, const json_t *fig, char cells[H_COLS][9
 	const char *dir = cl_results_str(p, "direction", NULL);
 	const char *latest_name = cl_results_str(p, "night", "");
 	const json_t *pts = json_object_get(fig, "nights");
-	const char *last = cl_results_str(json_array_get(pts, json_array_size(pts) - 1), "night",
-					  "");
+	const char *last =
+	    cl_results_str(json_array_get(pts, json_array_size(pts) - 1), "night", "");
 	if (!p)
 		snprintf(cells[7], 96, "n/a");
 	else if (strcmp(label, "step") == 0)
-		snprintf(cells[7], 96, "%s (%s)%s", strcmp(dir ? dir : "", "worse") == 0 ? "STEP" : "step",
-			 dir ? dir : "?", strcmp(latest_name, last) == 0 ? "" : " [older night]");
+		snprintf(cells[7], 96, "%s (%s)%s",
+			 strcmp(dir ? dir : "", "worse") == 0 ? "STEP" : "step", dir ? dir : "?",
+			 strcmp(latest_name, last) == 0 ? "" : " [older night]");
 	else
 		snprintf(cells[7], 96, "%s", label);
 }
@@ -387,7 +389,7 @@ void cli_history_events(const json_t *hist, FILE *out, const char *item_prefix)
 			cl_results_str(e, "stage", ""), cl_results_str(e, "label", metric), kind,
 			cl_results_str(e, "direction", "?"), cl_results_str(e, "night", ""), a, b,
 			strcmp(kind, "step") != 0 ? " and back the next night"
-			: latest		  ? ", the latest night: a step starts"
+			: latest                  ? ", the latest night: a step starts"
 						  : ", the nights after stayed: a step");
 	}
 	json_array_foreach(json_object_get(hist, "nights"), i, n)

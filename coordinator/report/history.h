@@ -13,14 +13,14 @@
 
 /* What one night is, for one figure, against the history before it. */
 enum cl_history_label {
-	CL_HISTORY_NA = 0,  /* no value that night (the stage did not run, or failed) */
+	CL_HISTORY_NA = 0,   /* no value that night (the stage did not run, or failed) */
 	CL_HISTORY_LEARNING, /* fewer than CL_HISTORY_MIN_BASELINE earlier nights on its level:
 			      * the history cannot tell its noise yet, so it is not judged */
-	CL_HISTORY_NORMAL,  /* within the band the history expects */
-	CL_HISTORY_OUTLIER, /* left the band, and the next night came back: one bad night */
-	CL_HISTORY_STEP,    /* left the band and the nights after it stayed: a change-point.
-			     * On the latest night, which has no night after it: left the band
-			     * (a step starts, unconfirmed) */
+	CL_HISTORY_NORMAL,   /* within the band the history expects */
+	CL_HISTORY_OUTLIER,  /* left the band, and the next night came back: one bad night */
+	CL_HISTORY_STEP,     /* left the band and the nights after it stayed: a change-point.
+			      * On the latest night, which has no night after it: left the band
+			      * (a step starts, unconfirmed) */
 	CL_HISTORY_N_LABELS
 };
 
@@ -43,11 +43,11 @@ struct cl_history_rule {
 /* One night's judgement of one figure. */
 struct cl_history_night {
 	enum cl_history_label label;
-	int direction;   /* +1 worse, -1 better, 0: within the band (for OUTLIER and STEP) */
-	size_t baseline; /* how many earlier nights the baseline holds (0: none) */
-	double expected; /* the baseline's median, NaN without one */
-	double spread;   /* 1.4826 x the baseline's MAD (a robust standard deviation), NaN */
-	double noise;    /* half-width of the band from noise alone, NaN without a baseline */
+	int direction;    /* +1 worse, -1 better, 0: within the band (for OUTLIER and STEP) */
+	size_t baseline;  /* how many earlier nights the baseline holds (0: none) */
+	double expected;  /* the baseline's median, NaN without one */
+	double spread;    /* 1.4826 x the baseline's MAD (a robust standard deviation), NaN */
+	double noise;     /* half-width of the band from noise alone, NaN without a baseline */
 	double low, high; /* the band: a value outside it (on either side) leaves it, NaN */
 };
 

@@ -31,8 +31,8 @@ static const char css[] =
     "pre{font-size:12px;overflow-x:auto}\n";
 
 /* Writes text produced by fn, escaped, so the page never trusts a stage or night name. */
-static void escaped(FILE *out, void (*fn)(const json_t *, FILE *, const char *),
-		    const json_t *hist, const char *prefix)
+static void escaped(FILE *out, void (*fn)(const json_t *, FILE *, const char *), const json_t *hist,
+		    const char *prefix)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -103,7 +103,8 @@ static void figure_chart(const json_t *fig, const char *stage, FILE *out)
 		hi[k] *= 100;
 	}
 	struct cli_rp_series se[2] = {
-		{ .name = "night (\xc2\xb1" "ci95)",
+		{ .name = "night (\xc2\xb1"
+			  "ci95)",
 		  .color = BLUE,
 		  .x = x,
 		  .y = y,
@@ -122,7 +123,8 @@ static void figure_chart(const json_t *fig, const char *stage, FILE *out)
 	};
 	char title[200], ylabel[64];
 	snprintf(title, sizeof(title), "%s: %s", stage, cl_results_str(fig, "label", "?"));
-	snprintf(ylabel, sizeof(ylabel), "%s", share ? "error rate (%)" : cl_results_str(fig, "label", ""));
+	snprintf(ylabel, sizeof(ylabel), "%s",
+		 share ? "error rate (%)" : cl_results_str(fig, "label", ""));
 	struct cli_rp_chart c = { .title = title,
 				  .x_label = "night (1 = oldest shown)",
 				  .y_label = ylabel,
@@ -174,8 +176,7 @@ int cl_history_html(const json_t *hist, FILE *out)
 	cli_rp_put_xml(out, first);
 	fputs(" .. ", out);
 	cli_rp_put_xml(out, last);
-	fprintf(out,
-		"; baseline: up to %.0f earlier nights; limit %g%% (error rate: %g pp)</p>\n",
+	fprintf(out, "; baseline: up to %.0f earlier nights; limit %g%% (error rate: %g pp)</p>\n",
 		cl_results_num(hist, "window"), cl_results_num(hist, "max_regression") * 100,
 		cl_results_num(hist, "max_error_increase") * 100);
 	fputs("<section><h2>Verdict</h2>\n<pre>", out);

@@ -31,7 +31,7 @@ static double spread_factor(size_t n)
 const char *cl_history_label_name(enum cl_history_label l)
 {
 	static const char *const names[CL_HISTORY_N_LABELS] = { "n/a", "learning", "normal",
-								 "outlier", "step" };
+								"outlier", "step" };
 	return (unsigned)l < CL_HISTORY_N_LABELS ? names[l] : "n/a";
 }
 
@@ -64,7 +64,7 @@ static struct baseline baseline_of(const double *value, const double *half, size
 				   const struct cl_history_rule *rule)
 {
 	double v[CL_HISTORY_MAX_WINDOW], h[CL_HISTORY_MAX_WINDOW];
-	size_t window = rule->window < CL_HISTORY_MIN_BASELINE	? CL_HISTORY_MIN_BASELINE
+	size_t window = rule->window < CL_HISTORY_MIN_BASELINE ? CL_HISTORY_MIN_BASELINE
 			: rule->window > CL_HISTORY_MAX_WINDOW ? CL_HISTORY_MAX_WINDOW
 							       : rule->window;
 	size_t nv = 0, nh = 0;

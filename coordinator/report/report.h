@@ -46,8 +46,7 @@ int cl_report_html_live(const json_t *doc, FILE *out);
  * results.json only.  Every file asked for is attempted: returns 0, or the first failure
  * (CL_EIO, CL_ENOMEM) with err (may be NULL) saying which file and why.
  */
-int cl_report_write_files(const json_t *doc, const char *dir, unsigned formats,
-			  struct cl_err *err);
+int cl_report_write_files(const json_t *doc, const char *dir, unsigned formats, struct cl_err *err);
 
 /* The CSV columns, in order (a stable interface: documented in docs/results.md):
  * cl_report_csv_column(i) for i < cl_report_csv_n_columns(), NULL past the end. */

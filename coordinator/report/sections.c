@@ -300,8 +300,8 @@ static int endpoints(const json_t *stages, struct cli_rp_table *t)
 		"output tokens/s, TTFT and ITL from its own histograms merged across agents. "
 		"The stage's figures above are all of them together.",
 		11, "stage", 0, "endpoint", 0, "started", 1, "completed", 1, "errors", 0,
-		"out tok/s", 1, "TTFT p50 ms", 1, "TTFT p99 ms", 1, "ITL p50 ms", 1, "ITL p99 ms", 1,
-		"share %", 1);
+		"out tok/s", 1, "TTFT p50 ms", 1, "TTFT p99 ms", 1, "ITL p50 ms", 1, "ITL p99 ms",
+		1, "share %", 1);
 	size_t i;
 	const json_t *s;
 	json_array_foreach(stages, i, s)
@@ -320,15 +320,16 @@ static int endpoints(const json_t *stages, struct cli_rp_table *t)
 			snprintf(r[1], RP_CELL_MAX, "%s", cl_results_str(ep, "url", "-"));
 			cli_rp_fmt_count(r[2], RP_CELL_MAX, cl_results_num(ep, "started"));
 			cli_rp_fmt_count(r[3], RP_CELL_MAX, cl_results_num(ep, "completed"));
-			size_t at = (size_t)snprintf(r[4], RP_CELL_MAX, "%.0f", errs > 0 ? errs : 0);
+			size_t at =
+			    (size_t)snprintf(r[4], RP_CELL_MAX, "%.0f", errs > 0 ? errs : 0);
 			const char *sep = " (";
 			for (size_t c = 0; c < cli_rj_n_err_keys && at < RP_CELL_MAX; c++) {
 				double n = cl_results_num(cl_results_get(ep, "errors"),
 							  cli_rj_err_keys[c]);
 				if (!(n > 0))
 					continue;
-				at += (size_t)snprintf(r[4] + at, RP_CELL_MAX - at, "%s%s %.0f", sep,
-						       cli_rj_err_keys[c], n);
+				at += (size_t)snprintf(r[4] + at, RP_CELL_MAX - at, "%s%s %.0f",
+						       sep, cli_rj_err_keys[c], n);
 				sep = ", ";
 			}
 			if (*sep == ',' && at < RP_CELL_MAX)
@@ -380,15 +381,17 @@ static int hosts(const json_t *doc, struct cli_rp_table *t)
 	bool several = false;
 	for (size_t i = 0; i < n && !several; i++)
 		for (size_t j = i + 1; j < n && !several; j++)
-			several = strcmp(cl_results_str(json_array_get(agents, i), "host", "-"),
-					 cl_results_str(json_array_get(agents, j), "host", "-")) == 0;
+			several =
+			    strcmp(cl_results_str(json_array_get(agents, i), "host", "-"),
+				   cl_results_str(json_array_get(agents, j), "host", "-")) == 0;
 	if (!several)
 		return 0;
 	for (size_t i = 0; i < n; i++) {
 		const char *host = cl_results_str(json_array_get(agents, i), "host", "-");
 		bool seen = false;
 		for (size_t j = 0; j < i && !seen; j++)
-			seen = strcmp(cl_results_str(json_array_get(agents, j), "host", "-"), host) == 0;
+			seen = strcmp(cl_results_str(json_array_get(agents, j), "host", "-"),
+				      host) == 0;
 		if (seen)
 			continue; /* its row was made at its first agent */
 		double count = 0, workers = 0, lost = 0, conns = -1;

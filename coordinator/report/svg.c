@@ -309,8 +309,10 @@ static void put_band(FILE *out, const struct cli_rp_series *se, const struct plo
 		       plottable(se->band_hi[i]))
 			i++;
 		if (i > a) {
-			fprintf(out, "<polygon class=\"band\" fill=\"%s\" fill-opacity=\"0.12\" "
-				     "stroke=\"none\" points=\"", se->color);
+			fprintf(out,
+				"<polygon class=\"band\" fill=\"%s\" fill-opacity=\"0.12\" "
+				"stroke=\"none\" points=\"",
+				se->color);
 			for (size_t k = a; k < i; k++)
 				fprintf(out, "%.1f,%.1f ", px(p, se->x[k]), py(p, se->band_hi[k]));
 			for (size_t k = i; k-- > a;) {

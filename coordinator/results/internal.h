@@ -197,8 +197,6 @@ int cli_rs_agent_episodes(json_t *doc);
  * coordinator's own stalls) to w.  0 or CL_ENOMEM. */
 int cli_rs_fault_warnings(json_t *w, const json_t *stage);
 
-
-
 /* results/util.c: appends the formatted warning (at most 1023 bytes) to arr.  0 or
  * CL_ENOMEM. */
 int cli_rs_warn(json_t *arr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

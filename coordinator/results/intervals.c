@@ -52,7 +52,8 @@ int cli_rs_fit_finished_intervals(struct cl_results *r)
 		json_array_foreach(stages, k, o)
 		{
 			if (json_object_get(o, "intervals") == big->intervals &&
-			    cli_rj_set(o, "intervals_stride", json_integer((json_int_t)big->stride)))
+			    cli_rj_set(o, "intervals_stride",
+				       json_integer((json_int_t)big->stride)))
 				return CL_ENOMEM;
 		}
 	}

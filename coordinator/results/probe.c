@@ -446,7 +446,8 @@ int cl_results_set_capacity(struct cl_results *r, const char *name, const struct
 		snprintf(line + l, sizeof(line) - l,
 			 "; rests on a thin probe: '%s' had %lld samples of the %lld its SLO "
 			 "percentile needs",
-			 pn, (long long)json_integer_value(got), (long long)json_integer_value(need));
+			 pn, (long long)json_integer_value(got),
+			 (long long)json_integer_value(need));
 	}
 	json_t *why = explain(r, c, at_stage);
 	const char *why_text = json_string_value(json_object_get(why, "text"));

@@ -174,8 +174,8 @@ static json_t *scenario_json(const struct cl_scenario *s, const char *path)
 	if (!target)
 		json_decref(urls);
 	else if (s->target.n_urls &&
-	    (!urls || cli_rj_set(target, "urls", urls) ||
-	     cli_rj_set(target, "route", json_string(cl_route_name(s->target.route))))) {
+		 (!urls || cli_rj_set(target, "urls", urls) ||
+		  cli_rj_set(target, "route", json_string(cl_route_name(s->target.route))))) {
 		json_decref(target);
 		target = NULL;
 	}
@@ -367,8 +367,8 @@ static int set_calibration(json_t *v, const struct cl_scn_workload *w,
 	       cli_rj_set(v, "calibration", check);
 }
 
-void cl_results_set_workload(struct cl_results *r, const struct cl_scn_workload *w, const char *salt,
-			     const struct cl_workload_stats *st)
+void cl_results_set_workload(struct cl_results *r, const struct cl_scn_workload *w,
+			     const char *salt, const struct cl_workload_stats *st)
 {
 	static const char *const kinds[] = { "prompts", "dataset", "synthetic", "trace" };
 	static const char *const formats[] = { "auto", "openai", "sharegpt", "text" };
@@ -450,8 +450,8 @@ static json_t *source_rows(const struct cl_source_conns *sc, json_t *sums)
 		uint64_t before = sum ? (uint64_t)json_integer_value(sum) : 0;
 		if (cli_rj_append(arr, json_pack("{s:s,s:I}", "address", addr, "connections",
 						 (json_int_t)sc->e[i].connections)) ||
-		    json_object_set_new(sums, addr,
-					json_integer((json_int_t)(before + sc->e[i].connections)))) {
+		    json_object_set_new(
+			sums, addr, json_integer((json_int_t)(before + sc->e[i].connections)))) {
 			json_decref(arr);
 			arr = NULL;
 		}
@@ -495,7 +495,7 @@ int cl_results_set_agents(struct cl_results *r, const struct cl_results_agent *a
 	json_object_foreach(sums, addr, v)
 	{
 		if (total && cli_rj_append(total, json_pack("{s:s,s:O}", "address", addr,
-							     "connections", v))) {
+							    "connections", v))) {
 			json_decref(total);
 			total = NULL;
 			any_sources = false;
@@ -543,8 +543,8 @@ static int finish_stage_obj(struct cl_results *r, size_t stage, const struct cl_
 {
 	struct stage_state *ss = &r->stages[stage];
 	size_t n_rep = json_array_size(ss->repeats);
-	json_t *o = cli_rs_stage_json(stage, st, cumulative, window_s, status, reason, &ss->client,
-				      r->api);
+	json_t *o =
+	    cli_rs_stage_json(stage, st, cumulative, window_s, status, reason, &ss->client, r->api);
 	/* workload.images: what they cost in prompt tokens, beside the text's estimate. */
 	json_t *images = o ? cli_rs_images_json(json_object_get(r->doc, "workload"), o) : NULL;
 	if (images && cli_rj_set(o, "images", images)) {
@@ -552,8 +552,8 @@ static int finish_stage_obj(struct cl_results *r, size_t stage, const struct cl_
 		o = NULL;
 	}
 	/* several endpoints (target.urls): each one's share of the stage */
-	const json_t *urls = json_object_get(
-	    json_object_get(json_object_get(r->doc, "scenario"), "target"), "urls");
+	const json_t *urls =
+	    json_object_get(json_object_get(json_object_get(r->doc, "scenario"), "target"), "urls");
 	if (o && cumulative->n_eps &&
 	    cli_rj_set(o, "endpoints", cli_rs_endpoints_json(cumulative, urls, window_s))) {
 		json_decref(o);

@@ -103,8 +103,8 @@ void cl_results_set_target(struct cl_results *r, const char *url, const char *mo
 
 /* Records what the workload was (top-level field `workload`): its source, bodies, output
  * lengths asked for, ignore_eos, shared prefix groups, dataset figures (docs/results.md). */
-void cl_results_set_workload(struct cl_results *r, const struct cl_scn_workload *w, const char *salt,
-			     const struct cl_workload_stats *st);
+void cl_results_set_workload(struct cl_results *r, const struct cl_scn_workload *w,
+			     const char *salt, const struct cl_workload_stats *st);
 
 /* Records warmup totals (requests started, completed, errors) from the merged warmup
  * metrics; they are excluded from every stage. */
@@ -309,12 +309,11 @@ int cl_results_set_capacity(struct cl_results *r, const char *name, const struct
 /*
  * Ends the run: final verdict, estimates, warnings, finished_at, complete and exit_code,
  * then writes results.json and syncs intervals.jsonl (the other output.formats are the
- * caller's to write with cl_report_write_files, from cl_results_doc).  exit_code_hint is what the run
- * loop knows (CL_EXIT_OK, or CL_EXIT_FAILED / CL_EXIT_NOT_READY / ...; CL_EXIT_SLO_BREACH
- * when it stopped early for slo.abort_on_breach, since an incomplete run is otherwise a
- * failed one).  The exit code is:
- * the hint when it is not 0; else 1 when the run is incomplete or a stage failed; else 99
- * when an SLO was breached; else 0.  *exit_code_out is always set (1 when a file could not
+ * caller's to write with cl_report_write_files, from cl_results_doc).  exit_code_hint is what the
+ * run loop knows (CL_EXIT_OK, or CL_EXIT_FAILED / CL_EXIT_NOT_READY / ...; CL_EXIT_SLO_BREACH when
+ * it stopped early for slo.abort_on_breach, since an incomplete run is otherwise a failed one). The
+ * exit code is: the hint when it is not 0; else 1 when the run is incomplete or a stage failed;
+ * else 99 when an SLO was breached; else 0.  *exit_code_out is always set (1 when a file could not
  * be written, in which case the first error is returned; cl_results_last_error names it).
  * May be called once.
  */

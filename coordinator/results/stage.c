@@ -434,11 +434,11 @@ json_t *cli_rs_stage_json(size_t index, const struct cl_scn_stage *st, const str
 	}
 	/* Embeddings: what such a stage has in place of output tokens. */
 	if (o && api == CL_API_EMBEDDINGS &&
-	    cli_rj_set(o, "embeddings",
-		       json_pack("{s:o,s:o,s:o}", "inputs",
-				 cli_rj_uint(m->ctr[CL_CTR_EMBEDDING_INPUTS]), "inputs_per_s",
-				 rate(m->ctr[CL_CTR_EMBEDDING_INPUTS], window_s),
-				 "input_tokens_per_s", rate(m->ctr[CL_CTR_PROMPT_TOKENS], window_s)))) {
+	    cli_rj_set(
+		o, "embeddings",
+		json_pack("{s:o,s:o,s:o}", "inputs", cli_rj_uint(m->ctr[CL_CTR_EMBEDDING_INPUTS]),
+			  "inputs_per_s", rate(m->ctr[CL_CTR_EMBEDDING_INPUTS], window_s),
+			  "input_tokens_per_s", rate(m->ctr[CL_CTR_PROMPT_TOKENS], window_s)))) {
 		json_decref(o);
 		return NULL;
 	}

@@ -319,12 +319,13 @@ static int warn_no_content(json_t *w, const json_t *s, const char *name)
 	double no_content = cl_results_num(s, "requests.no_content");
 	if (!(no_content > 0))
 		return 0;
-	return cli_rs_warn(w,
-			   "stage '%s': %.0f of %.0f completed requests carried reasoning and no "
-			   "answer token: max_tokens may end a thinking model's answer inside its "
-			   "reasoning; raise workload.max_tokens or turn thinking off. They are not "
-			   "counted good and have no TTFC",
-			   name, no_content, cl_results_num(s, "requests.completed"));
+	return cli_rs_warn(
+	    w,
+	    "stage '%s': %.0f of %.0f completed requests carried reasoning and no "
+	    "answer token: max_tokens may end a thinking model's answer inside its "
+	    "reasoning; raise workload.max_tokens or turn thinking off. They are not "
+	    "counted good and have no TTFC",
+	    name, no_content, cl_results_num(s, "requests.completed"));
 }
 
 const char *cl_results_estimate_source(const json_t *doc, double *requests_per_s,

@@ -20,11 +20,16 @@ const char *const cli_rj_lat_keys[] = { "queue", "ttfb", "ttft", "ttfc",
 const size_t cli_rj_n_lat_keys = sizeof(cli_rj_lat_keys) / sizeof(cli_rj_lat_keys[0]);
 
 /* Same order as enum cl_ctr from CL_CTR_FIRST_ERROR to CL_CTR_LAST_ERROR. */
-const char *const cli_rj_err_keys[] = { "connect",          "tls",
-					"http_4xx",         "http_429",
-					"http_5xx",         "timeout",
-					"stream_malformed", "stream_incomplete",
-					"stream_error",     "empty_answer",
+const char *const cli_rj_err_keys[] = { "connect",
+					"tls",
+					"http_4xx",
+					"http_429",
+					"http_5xx",
+					"timeout",
+					"stream_malformed",
+					"stream_incomplete",
+					"stream_error",
+					"empty_answer",
 					"other" };
 const size_t cli_rj_n_err_keys = sizeof(cli_rj_err_keys) / sizeof(cli_rj_err_keys[0]);
 _Static_assert(sizeof(cli_rj_err_keys) / sizeof(cli_rj_err_keys[0]) ==

@@ -128,13 +128,14 @@ static int readiness_verdict(struct run *r)
 	cl_readiness_describe(res, line, sizeof(line));
 	cl_progress_note(&r->prog, "%s", line);
 	if (res->status != CL_READY_PASSED && r->probe_tools)
-		cl_progress_note(&r->prog,
-				 "the gate's request was the workload's shape: %s with tools (%u "
-				 "function definitions of workload.tools, tool_choice %s); a server "
-				 "that refuses tools refuses that shape",
-				 cl_api_name(r->s.workload.api), r->s.workload.tools_count,
-				 (const char *const[]){ "auto", "none",
-							"required" }[r->s.workload.tools_choice % 3]);
+		cl_progress_note(
+		    &r->prog,
+		    "the gate's request was the workload's shape: %s with tools (%u "
+		    "function definitions of workload.tools, tool_choice %s); a server "
+		    "that refuses tools refuses that shape",
+		    cl_api_name(r->s.workload.api), r->s.workload.tools_count,
+		    (const char *const[]){ "auto", "none",
+					   "required" }[r->s.workload.tools_choice % 3]);
 	if (res->status != CL_READY_PASSED) {
 		r->exit_hint = CL_EXIT_NOT_READY;
 		return CL_ETIMEDOUT;

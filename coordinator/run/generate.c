@@ -25,9 +25,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#define LEASE_MAX_ITEMS 256       /* ids in one LEASE */
+#define LEASE_MAX_ITEMS 256        /* ids in one LEASE */
 #define LEASE_MAX_BYTES (8u << 20) /* ... and bytes of bodies (one larger body goes alone) */
-#define RATE_WINDOW     16        /* progress: the rate over the last this many seconds */
+#define RATE_WINDOW     16         /* progress: the rate over the last this many seconds */
 
 /* One id leased to an agent: its body stays here until the answer is written, so a lost
  * agent's ids can be given to another. */
@@ -45,10 +45,10 @@ struct sent_lease {
 };
 
 struct gen_agent {
-	uint32_t share;         /* streams in flight this agent runs */
-	double rate_per_s;      /* generate.rate: its part (0: none) */
+	uint32_t share;          /* streams in flight this agent runs */
+	double rate_per_s;       /* generate.rate: its part (0: none) */
 	bool started, lost_done; /* GENERATE sent; its loss handled */
-	struct lease *held;     /* leased, not answered */
+	struct lease *held;      /* leased, not answered */
 	size_t n_held, cap_held;
 	struct sent_lease *sent;
 };
@@ -167,10 +167,11 @@ static int read_plan(struct run_gen *g, const char *path, struct cl_err *err)
 	double rps = cl_results_num(e, "requests_per_s");
 	if (!e || !isfinite(rps) || rps <= 0) {
 		json_decref(doc);
-		return cl_err_set(err, CL_EINVAL,
-				  "generate.estimate_from: '%s' has no estimate with a rate (run the "
-				  "benchmark with estimate: { samples: [...] })",
-				  path);
+		return cl_err_set(
+		    err, CL_EINVAL,
+		    "generate.estimate_from: '%s' has no estimate with a rate (run the "
+		    "benchmark with estimate: { samples: [...] })",
+		    path);
 	}
 	g->plan.set = true;
 	g->plan.requests_per_s = rps;
@@ -188,8 +189,7 @@ static int read_plan(struct run_gen *g, const char *path, struct cl_err *err)
 }
 
 /* One rendered record into the spool (a cl_workload_body_fn). */
-static int spool_record(void *arg, uint32_t line, const char *json, size_t len,
-			struct cl_err *err)
+static int spool_record(void *arg, uint32_t line, const char *json, size_t len, struct cl_err *err)
 {
 	return cl_gen_spool_add(arg, line, json, len, err);
 }
@@ -348,8 +348,7 @@ static int take_answer(struct run *r, struct gen_agent *a, struct cl_gen_answer 
 	char rid[CL_WIRE_MAX_ID + 16];
 	snprintf(rid, sizeof(rid), x->attempts > 1 ? "%s/%u" : "%s", x->id, x->attempts);
 	if (x->body) {
-		rc = cl_gen_out_success(&g->out, x->id, (int)x->status, rid,
-					x->body, &err);
+		rc = cl_gen_out_success(&g->out, x->id, (int)x->status, rid, x->body, &err);
 		if (rc == CL_EINVAL) { /* the agent's answer is not JSON: say so, as an error */
 			rc = cl_gen_out_failure(&g->out, x->id, (int)x->status, rid, "bad_answer",
 						err.msg, 0, &err);
@@ -503,7 +502,8 @@ static int lease_to(struct run *r, size_t i, struct cl_err *err)
 			rc = cl_err_set(err, CL_ENOMEM, "out of memory");
 			break;
 		}
-		s->items[n++] = (struct cl_gen_item){ .id = l.id, .body = l.body, .body_len = l.body_len };
+		s->items[n++] =
+		    (struct cl_gen_item){ .id = l.id, .body = l.body, .body_len = l.body_len };
 		bytes += l.body_len;
 		if (bytes >= LEASE_MAX_BYTES)
 			break;
@@ -517,8 +517,8 @@ static int lease_to(struct run *r, size_t i, struct cl_err *err)
 	c.lease.items = s->items;
 	c.lease.n_items = n;
 	s->cmd_seq = cl_fleet_send(&r->fleet, i, &c);
-	CL_ASSERT(s->cmd_seq != 0);     /* room was checked */
-	CL_ASSERT(a->n_held <= cap);    /* never more than lease_cap held */
+	CL_ASSERT(s->cmd_seq != 0);  /* room was checked */
+	CL_ASSERT(a->n_held <= cap); /* never more than lease_cap held */
 	s->next = a->sent;
 	a->sent = s;
 	return rc;
@@ -691,10 +691,9 @@ static void progress(struct run *r, bool force)
 	snprintf(line, sizeof(line),
 		 "generate %llu/%llu done | %.1f req/s, %.0f tok/s (last %llds) | ETA %s | "
 		 "leased %llu | errors %llu%s | retries %llu%s | agents %zu",
-		 (unsigned long long)done, (unsigned long long)g->total, rate, tok,
-		 (long long)span, eta, (unsigned long long)held_total(r),
-		 (unsigned long long)g->failed, errs, (unsigned long long)n_retries, retries,
-		 cl_fleet_active(&r->fleet));
+		 (unsigned long long)done, (unsigned long long)g->total, rate, tok, (long long)span,
+		 eta, (unsigned long long)held_total(r), (unsigned long long)g->failed, errs,
+		 (unsigned long long)n_retries, retries, cl_fleet_active(&r->fleet));
 	cl_progress_show(&r->prog, line);
 }
 
@@ -784,8 +783,8 @@ static int tend_agents(struct run *r, enum cl_stage_status *status, char *reason
 		}
 		if (fa->state == CL_AGENT_FAILED) {
 			*status = CL_STAGE_FAILED;
-			snprintf(reason, n, "agent %u (%s) failed: %s", fa->id,
-				 fa->label, fa->error);
+			snprintf(reason, n, "agent %u (%s) failed: %s", fa->id, fa->label,
+				 fa->error);
 			rc = -1;
 			break;
 		}
@@ -799,8 +798,7 @@ static int tend_agents(struct run *r, enum cl_stage_status *status, char *reason
 			rc = 0;
 		if (rc < 0 && *status == CL_STAGE_OK) {
 			*status = CL_STAGE_FAILED;
-			snprintf(reason, n, "%s",
-				 cl_err_format(&err, msg, sizeof(msg)));
+			snprintf(reason, n, "%s", cl_err_format(&err, msg, sizeof(msg)));
 		}
 	}
 	return rc;
@@ -862,7 +860,8 @@ int cli_run_generate(struct run *r)
 		}
 		if (cl_gen_out_sync(&g->out, false, &err) != 0) {
 			status = CL_STAGE_FAILED;
-			snprintf(reason, sizeof(reason), "%s", cl_err_format(&err, msg, sizeof(msg)));
+			snprintf(reason, sizeof(reason), "%s",
+				 cl_err_format(&err, msg, sizeof(msg)));
 			break;
 		}
 		progress(r, false);

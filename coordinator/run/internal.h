@@ -34,8 +34,8 @@
  * agent sends about itself); this is what the run gave the agent and heard back from it,
  * phase by phase.  A new per-agent fact goes here, and only here. */
 struct run_agent {
-	struct cl_stage_plan share; /* its part of the current stage or warmup (owned) */
-	int64_t worst_skew_us;      /* latest start against START_AT it reported, any stage */
+	struct cl_stage_plan share;      /* its part of the current stage or warmup (owned) */
+	int64_t worst_skew_us;           /* latest start against START_AT it reported, any stage */
 	struct cl_source_conns *sources; /* its latest final report's, owned; NULL: none */
 	struct {
 		struct cl_readiness_result result; /* its latest gate report */
@@ -46,9 +46,9 @@ struct run_agent {
 		bool participates; /* given a non-empty share */
 		bool seen;         /* its warmup report arrived */
 	} warm;
-	struct {                               /* the stage running now; reset when one starts */
-		bool participates;             /* given a non-empty share, and not given up on */
-		bool final_seen;               /* its FINAL report arrived */
+	struct {                   /* the stage running now; reset when one starts */
+		bool participates; /* given a non-empty share, and not given up on */
+		bool final_seen;   /* its FINAL report arrived */
 		/* that FINAL said the agent was stopped before the stage's end (a signal of its
 		 * own: it cut its requests and left), and why */
 		bool left;
@@ -128,10 +128,10 @@ struct run_gen;      /* run/generate.c */
 struct run_requests; /* run/requests.c */
 
 struct run {
-	struct run_gen *gen;       /* a generate job's state (NULL: a benchmark) */
+	struct run_gen *gen;           /* a generate job's state (NULL: a benchmark) */
 	struct run_requests *requests; /* output.requests: requests.jsonl (NULL: not asked) */
-	struct cl_srv_scrape *srv; /* the target's /metrics, scraped all run long; NULL: none */
-	int64_t srv_t0_us;         /* when scraping began (server_metrics.restarts[].t_s) */
+	struct cl_srv_scrape *srv;     /* the target's /metrics, scraped all run long; NULL: none */
+	int64_t srv_t0_us;             /* when scraping began (server_metrics.restarts[].t_s) */
 	const struct cl_run_opts *o;
 	struct cl_scenario s;
 	struct cl_results *res;

@@ -232,8 +232,8 @@ static int render(struct run *r, struct cl_err *err)
 	const char *prompt = r->s.workload.kind == CL_WORKLOAD_PROMPTS && r->s.workload.n_prompts
 				 ? r->s.workload.prompts[0]
 				 : r->s.readiness.prompt;
-	rc = cl_body_json_probe_api(r->s.workload.api, r->target.model, prompt, w->max_tokens, extra,
-				    &r->warmup_body, err);
+	rc = cl_body_json_probe_api(r->s.workload.api, r->target.model, prompt, w->max_tokens,
+				    extra, &r->warmup_body, err);
 	free(extra);
 	return rc;
 }

@@ -198,7 +198,8 @@ static int size_fleet(struct run *r, struct cl_err *err)
 			return cl_err_set(
 			    err, CL_EINVAL,
 			    "agents.local: auto: stage '%s' holds %u streams, %llu local agents of "
-			    "%u streams each (descriptor limit %llu less %u kept), more than the %d "
+			    "%u streams each (descriptor limit %llu less %u kept), more than the "
+			    "%d "
 			    "one host may start: add remote agents (agents.listen)",
 			    name, streams, (unsigned long long)want, per_local,
 			    (unsigned long long)fds, CL_AGENT_FD_MARGIN, CL_RUN_MAX_LOCAL);
@@ -212,12 +213,13 @@ static int size_fleet(struct run *r, struct cl_err *err)
 			"%u streams; %u streams per agent)",
 			ag->local, ag->workers, name, streams, per_local);
 	}
-	uint64_t room = (uint64_t)ag->local * per_local + (uint64_t)ag->expect * CL_AGENT_MAX_STREAMS;
+	uint64_t room =
+	    (uint64_t)ag->local * per_local + (uint64_t)ag->expect * CL_AGENT_MAX_STREAMS;
 	if (streams > room) {
 		char remote[96] = "";
 		if (ag->expect)
-			snprintf(remote, sizeof(remote), " + %u remote agents x %u streams", ag->expect,
-				 CL_AGENT_MAX_STREAMS);
+			snprintf(remote, sizeof(remote), " + %u remote agents x %u streams",
+				 ag->expect, CL_AGENT_MAX_STREAMS);
 		return cl_err_set(err, CL_EINVAL,
 				  "stage '%s' holds %u streams, but %u local agents x %u streams "
 				  "(the engine's %u slots, or the descriptor limit %llu less %u "

@@ -343,12 +343,13 @@ static void stage_check_probe_samples(struct run *r, int64_t now)
 			continue;
 		if (!st->noted_run_on) {
 			char at[32];
-			cl_progress_note(&r->prog,
-					 "probe '%s': %s has %llu samples of the %llu it needs: running "
-					 "on, up to %s",
-					 scn->name, slo->key, (unsigned long long)got,
-					 (unsigned long long)need,
-					 cl_format_duration_us(scn->duration_us, CL_DURATION_TENTHS, at, sizeof(at)));
+			cl_progress_note(
+			    &r->prog,
+			    "probe '%s': %s has %llu samples of the %llu it needs: running "
+			    "on, up to %s",
+			    scn->name, slo->key, (unsigned long long)got, (unsigned long long)need,
+			    cl_format_duration_us(scn->duration_us, CL_DURATION_TENTHS, at,
+						  sizeof(at)));
 			st->noted_run_on = true;
 		}
 		return;

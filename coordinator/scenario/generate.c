@@ -38,8 +38,7 @@ static const struct scn_field generate_fields[] = {
 	SCN_FIELD("skip_invalid", SCN_F_BOOL, struct cl_scn_generate, skip_invalid),
 	SCN_RANGE("backoff_initial", SCN_F_DUR, struct cl_scn_generate, backoff_initial_us, 0,
 		  3600 * SEC),
-	SCN_RANGE("backoff_max", SCN_F_DUR, struct cl_scn_generate, backoff_max_us, 0,
-		  3600 * SEC),
+	SCN_RANGE("backoff_max", SCN_F_DUR, struct cl_scn_generate, backoff_max_us, 0, 3600 * SEC),
 	SCN_FIELD("estimate_from", SCN_F_NESTR, struct cl_scn_generate, estimate_from),
 	SCN_CUSTOM("input_format", conv_input_format),
 	SCN_CUSTOM("rate", conv_gen_rate),
@@ -95,8 +94,9 @@ void cli_scn_conv_generate(struct scn_ctx *c, const struct ynode *v, void *obj)
 	}
 	cli_scn_fields(c, v, generate_fields, N(generate_fields), g, seen, cli_scn_hint_for);
 	if (!seen[G_INPUT])
-		cli_scn_error(c, v, "generate needs input (an OpenAI Batch file: one "
-				    "{\"custom_id\", \"method\", \"url\", \"body\"} per line)");
+		cli_scn_error(c, v,
+			      "generate needs input (an OpenAI Batch file: one "
+			      "{\"custom_id\", \"method\", \"url\", \"body\"} per line)");
 	if (!seen[G_OUTPUT])
 		cli_scn_error(c, v, "generate needs output (the file answers are appended to)");
 	if (!g->input || !g->output)
@@ -135,8 +135,9 @@ void cli_scn_conv_generate(struct scn_ctx *c, const struct ynode *v, void *obj)
 			      "generate.skip_invalid works with a Batch input only: a bad dataset "
 			      "record stops the job (fix or remove its line)");
 	if (g->backoff_max_us < g->backoff_initial_us)
-		cli_scn_error(c, v, "generate.backoff_max (%lld ms) is shorter than "
-				    "generate.backoff_initial (%lld ms)",
+		cli_scn_error(c, v,
+			      "generate.backoff_max (%lld ms) is shorter than "
+			      "generate.backoff_initial (%lld ms)",
 			      (long long)(g->backoff_max_us / 1000),
 			      (long long)(g->backoff_initial_us / 1000));
 }
@@ -157,9 +158,10 @@ void cli_scn_check_generate(struct scn_ctx *c, const struct ynode *generate_at,
 	/* calibrate renders the workload again, built to the target's tokens: a generate job's
 	 * dataset records are sent as written, so there is nothing to build. */
 	if (l->s->generate.input_format != CL_GEN_INPUT_BATCH && l->s->workload.calibrate)
-		cli_scn_error(c, generate_at,
-			      "workload.calibrate does not apply to a generate job: its records are "
-			      "sent as written");
+		cli_scn_error(
+		    c, generate_at,
+		    "workload.calibrate does not apply to a generate job: its records are "
+		    "sent as written");
 	/* A generate job sends chat completions (its Batch lines' url is checked to be one),
 	 * so the workload's other request shapes do not apply to it. */
 	if (l->s->workload.api != CL_API_CHAT)

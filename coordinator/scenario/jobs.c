@@ -237,12 +237,13 @@ static void refuse_stage_key(struct scn_ctx *c, const struct ynode *k, const str
 					      "gamma_shape", "requests", "max_concurrency" };
 	for (size_t i = 0; i < N(inside); i++) {
 		if (strcmp(k->str, inside[i]) == 0) {
-			cli_scn_error(c, k,
-				      "%s: a search stage chooses its own levels; '%s' is not "
-				      "allowed beside search (probe settings go inside it: over, "
-				      "from, max, probe_duration, max_probe_duration, ramp, arrival, "
-				      "max_concurrency)",
-				      cli_scn_path(c), k->str);
+			cli_scn_error(
+			    c, k,
+			    "%s: a search stage chooses its own levels; '%s' is not "
+			    "allowed beside search (probe settings go inside it: over, "
+			    "from, max, probe_duration, max_probe_duration, ramp, arrival, "
+			    "max_concurrency)",
+			    cli_scn_path(c), k->str);
 			return;
 		}
 	}

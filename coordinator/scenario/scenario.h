@@ -141,8 +141,12 @@ enum cl_dataset_output {
 /* ---- workload.images (docs/scenario.md, "Images") ---- */
 enum cl_image_format { CL_IMAGE_PNG, CL_IMAGE_JPEG };
 /* The detail an image part asks for; NONE sends no "detail" (the server's default). */
-enum cl_image_detail { CL_IMAGE_DETAIL_NONE, CL_IMAGE_DETAIL_AUTO, CL_IMAGE_DETAIL_LOW,
-		       CL_IMAGE_DETAIL_HIGH };
+enum cl_image_detail {
+	CL_IMAGE_DETAIL_NONE,
+	CL_IMAGE_DETAIL_AUTO,
+	CL_IMAGE_DETAIL_LOW,
+	CL_IMAGE_DETAIL_HIGH
+};
 #define CL_SCN_MAX_IMAGES     16   /* images per request at most */
 #define CL_SCN_MAX_IMAGE_SIDE 4096 /* pixels, either side */
 
@@ -172,10 +176,10 @@ struct cl_scn_workload {
 	struct cl_len_dist synthetic_input; /* synthetic prompt length in tokens */
 	uint32_t synthetic_count;           /* distinct synthetic prompts, default 64 */
 	bool synthetic_count_given; /* a pool: without it every request is distinct (retag) */
-	uint64_t seed;                      /* default 1 */
-	uint32_t max_tokens;                /* default 256 */
-	int64_t request_timeout_us;         /* default 10m */
-	int64_t drain_timeout_us;           /* default 30s */
+	uint64_t seed;              /* default 1 */
+	uint32_t max_tokens;        /* default 256 */
+	int64_t request_timeout_us; /* default 10m */
+	int64_t drain_timeout_us;   /* default 30s */
 	/* output lengths (docs/scenario.md, "Output lengths") */
 	struct cl_len_dist synthetic_output; /* per-request max_tokens; mean 0: not given */
 	int ignore_eos; /* -1 (default): only on bodies with a per-request length; 0 never; 1 all */
@@ -217,7 +221,11 @@ struct cl_scn_workload {
 	 * up to tools_max_rounds times, by a tool result of tools_result_tokens and the same
 	 * question again.  tools_count 0: no tools. */
 	uint32_t tools_count;
-	enum cl_tool_choice { CL_TOOL_CHOICE_AUTO, CL_TOOL_CHOICE_NONE, CL_TOOL_CHOICE_REQUIRED } tools_choice;
+	enum cl_tool_choice {
+		CL_TOOL_CHOICE_AUTO,
+		CL_TOOL_CHOICE_NONE,
+		CL_TOOL_CHOICE_REQUIRED
+	} tools_choice;
 	uint32_t tools_result_tokens; /* default 64 */
 	uint32_t tools_max_rounds;    /* default 1 */
 };
@@ -339,20 +347,21 @@ enum cl_gen_input_format {
 /* A generate job (`generate:`, instead of `stages:`): every request of an OpenAI Batch input
  * file sent once, its answer appended to output (docs/scenario.md, "Generate jobs"). */
 struct cl_scn_generate {
-	bool set;             /* the scenario is a generate job */
-	char *input;          /* OpenAI Batch lines, resolved like workload.dataset */
+	bool set;    /* the scenario is a generate job */
+	char *input; /* OpenAI Batch lines, resolved like workload.dataset */
 	enum cl_gen_input_format input_format; /* default batch */
-	char *output;         /* Batch output lines, appended (resumed when present) */
-	char *errors;         /* lines failed for good; default: output with .errors.jsonl */
-	uint32_t concurrency; /* streams in flight over all agents, default 64 (with a rate: their cap) */
-	double rate_per_s;    /* `rate`: tries started per second over all agents, 0: none */
-	uint32_t max_attempts;      /* tries per request (retryable failures), default 4 */
-	bool skip_invalid;          /* bad input lines go to errors instead of stopping */
+	char *output;          /* Batch output lines, appended (resumed when present) */
+	char *errors;          /* lines failed for good; default: output with .errors.jsonl */
+	uint32_t concurrency;  /* streams in flight over all agents, default 64 (with a rate: their
+				  cap) */
+	double rate_per_s;     /* `rate`: tries started per second over all agents, 0: none */
+	uint32_t max_attempts; /* tries per request (retryable failures), default 4 */
+	bool skip_invalid;     /* bad input lines go to errors instead of stopping */
 	int64_t backoff_initial_us; /* default 1s, doubled per try */
 	int64_t backoff_max_us;     /* default 30s */
 	char *estimate_from; /* a benchmark's results.json (or its directory) whose estimate the
 			      * job is checked against; NULL: none */
-	int line;                   /* where `generate:` is, for messages */
+	int line;            /* where `generate:` is, for messages */
 };
 
 struct cl_scenario {
@@ -376,8 +385,8 @@ struct cl_scenario {
 	 * intervals of a stage breach an SLO (0: no window; slo_abort_on_breach is `true`,
 	 * stop after a breached stage) */
 	uint32_t slo_abort_intervals;
-	struct cl_scn_drift drift; /* slo.max_drift */
-	struct cl_scn_plan plan;   /* top-level `plan:` (needs a search stage) */
+	struct cl_scn_drift drift;       /* slo.max_drift */
+	struct cl_scn_plan plan;         /* top-level `plan:` (needs a search stage) */
 	struct cl_scn_generate generate; /* top-level `generate:` (then n_stages is 0) */
 };
 

@@ -347,8 +347,8 @@ enum tools_field { TF_COUNT, TF_CHOICE, TF_RESULT_TOKENS, TF_MAX_ROUNDS, TF__COU
 static void conv_tools(struct scn_ctx *c, const struct ynode *v, void *obj)
 {
 	static const struct scn_field f[] = {
-		[TF_COUNT] = SCN_RANGE("count", SCN_F_U32, struct cl_scn_workload, tools_count, 1,
-				       128),
+		[TF_COUNT] =
+		    SCN_RANGE("count", SCN_F_U32, struct cl_scn_workload, tools_count, 1, 128),
 		[TF_CHOICE] = SCN_CUSTOM("choice", conv_tool_choice),
 		[TF_RESULT_TOKENS] = SCN_RANGE("result_tokens", SCN_F_U32, struct cl_scn_workload,
 					       tools_result_tokens, 1, 100000),

@@ -37,7 +37,7 @@ struct cli_srv_xseries {
 	double prev;  /* counters: the last raw value */
 	double cum;   /* counters: the total since first seen, restarts added up */
 	bool have_prev;
-	size_t seen_point; /* the last point that held it */
+	size_t seen_point;         /* the last point that held it */
 	struct cli_srv_xcell *col; /* its timeline: CLI_SRV_XROWS rows */
 };
 

@@ -147,12 +147,14 @@ int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt
 			!(json_is_array(stop) && json_array_size(stop) == 0) &&
 			!(json_is_string(stop) && json_string_length(stop) == 0);
 	size_t len = strlen(json);
-	uint8_t flags = (out_tokens ? RENDER_OWN_LENGTH : 0) | (ignore_eos ? RENDER_IGNORE_EOS : 0) |
-			(has_stop ? RENDER_STOP : 0);
+	uint8_t flags = (out_tokens ? RENDER_OWN_LENGTH : 0) |
+			(ignore_eos ? RENDER_IGNORE_EOS : 0) | (has_stop ? RENDER_STOP : 0);
 	if (c->sink) {
-		struct cl_request_body b = {
-			.json = json, .len = len, .max_tokens = max_tokens,
-			.prompt_chars = chars > UINT32_MAX ? UINT32_MAX : (uint32_t)chars };
+		struct cl_request_body b = { .json = json,
+					     .len = len,
+					     .max_tokens = max_tokens,
+					     .prompt_chars = chars > UINT32_MAX ? UINT32_MAX
+										: (uint32_t)chars };
 		return sink_body(c, &b, flags, err);
 	}
 	if (len > CL_WORKLOAD_MAX_TOTAL_BYTES - c->total_bytes) {

@@ -115,9 +115,8 @@ static int64_t explicit_length(json_t *rec, const char *file, int line, struct c
  * has its own "tools" array (an OpenAI record from an agent's trace) offers those instead of
  * the synthetic ones.  The record's tools are not judged here: a server refuses bad ones.
  */
-static int push_with_own_tools(struct render_ctx *c, const struct cl_scn_workload *w,
-			       json_t *rec, json_t *messages, size_t chars, uint32_t own,
-			       struct cl_err *err)
+static int push_with_own_tools(struct render_ctx *c, const struct cl_scn_workload *w, json_t *rec,
+			       json_t *messages, size_t chars, uint32_t own, struct cl_err *err)
 {
 	json_t *tools = json_object_get(rec, "tools");
 	if (!w->tools_count || !json_is_array(tools) || json_array_size(tools) == 0)
@@ -382,8 +381,7 @@ static int open_dataset(struct line_reader *r, const char *file, struct cl_err *
 	struct stat st;
 	if (fstat(fileno(r->f), &st) == 0 && S_ISDIR(st.st_mode))
 		return cl_err_set(err, CL_EIO, "cannot read dataset '%s': Is a directory", file);
-	if (fstat(fileno(r->f), &st) == 0 && S_ISREG(st.st_mode) &&
-	    (uint64_t)st.st_size > cap)
+	if (fstat(fileno(r->f), &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size > cap)
 		return cl_err_set(err, CL_ETOOBIG,
 				  "dataset '%s' is %lld MiB, more than the %u MiB cap", file,
 				  (long long)(st.st_size >> 20), CL_WORKLOAD_MAX_FILE_BYTES >> 20);

@@ -108,8 +108,8 @@ int cli_image_jpeg(const uint8_t *rgb, uint32_t width, uint32_t height, struct c
 /* Puts into url (reset first) "data:image/png;base64,..." (or image/jpeg) for image `index`
  * of body `body` in im's size and format, made from seed: the same arguments give the same
  * bytes, any other body or index other pixels.  0 or CL_ENOMEM. */
-int cli_image_data_url(const struct cl_scn_images *im, uint64_t seed, uint64_t body,
-		       uint32_t index, struct cl_buf *url);
+int cli_image_data_url(const struct cl_scn_images *im, uint64_t seed, uint64_t body, uint32_t index,
+		       struct cl_buf *url);
 
 /* Appends c->images' image parts (chat: image_url; responses: input_image) to the last user
  * message of messages, its string content becoming a text part first.  Nothing without

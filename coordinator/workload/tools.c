@@ -10,9 +10,8 @@
  * same tools, and a model reads them as plausible functions. */
 static const char *const verbs[] = { "get",    "search", "list",    "create", "update",
 				     "delete", "lookup", "convert", "check",  "send" };
-static const char *const objects[] = { "weather", "orders",  "invoice", "calendar",
-				       "ticket",  "user",    "flight",  "document",
-				       "price",   "inventory" };
+static const char *const objects[] = { "weather", "orders", "invoice",  "calendar", "ticket",
+				       "user",    "flight", "document", "price",    "inventory" };
 #define N_VERBS   (sizeof(verbs) / sizeof(verbs[0]))
 #define N_OBJECTS (sizeof(objects) / sizeof(objects[0]))
 
@@ -27,21 +26,21 @@ static json_t *one_tool(uint32_t k, uint64_t *rng)
 	snprintf(name, sizeof(name), "%s_%s_%u", verb, obj, k);
 	snprintf(desc, sizeof(desc), "%s the %s matching a query; returns a JSON object", verb,
 		 obj);
-	json_t *props = json_pack("{s:{s:s,s:s}}", "q", "type", "string", "description",
-				  "what to look for");
+	json_t *props =
+	    json_pack("{s:{s:s,s:s}}", "q", "type", "string", "description", "what to look for");
 	if (!props)
 		return NULL;
 	if (cl_splitmix64(rng) & 1) {
-		json_t *limit = json_pack("{s:s,s:i,s:i}", "type", "integer", "minimum", 1,
-					  "maximum", 100);
+		json_t *limit =
+		    json_pack("{s:s,s:i,s:i}", "type", "integer", "minimum", 1, "maximum", 100);
 		if (!limit || json_object_set_new(props, "limit", limit) != 0) {
 			json_decref(props);
 			return NULL;
 		}
 	}
 	if (cl_splitmix64(rng) & 1) {
-		json_t *unit = json_pack("{s:s,s:[s,s]}", "type", "string", "enum", "metric",
-					 "imperial");
+		json_t *unit =
+		    json_pack("{s:s,s:[s,s]}", "type", "string", "enum", "metric", "imperial");
 		if (!unit || json_object_set_new(props, "unit", unit) != 0) {
 			json_decref(props);
 			return NULL;

@@ -38,8 +38,8 @@ void cli_workload_stats_add(struct cl_workload_stats *st, const struct cl_reques
 		st->requested_min = b->max_tokens;
 	if (b->max_tokens > st->requested_max)
 		st->requested_max = b->max_tokens;
-	st->prompt_tokens_sum += (b->prompt_chars + CL_WORKLOAD_CHARS_PER_TOKEN - 1) /
-				 CL_WORKLOAD_CHARS_PER_TOKEN;
+	st->prompt_tokens_sum +=
+	    (b->prompt_chars + CL_WORKLOAD_CHARS_PER_TOKEN - 1) / CL_WORKLOAD_CHARS_PER_TOKEN;
 }
 
 /* The figures of the final bodies (after a shuffle's limit); a sink's were counted as they
@@ -197,8 +197,7 @@ struct generate_sink {
 
 /* A generate job's body: ignore_eos taken out if target.body put it in, then given to the
  * caller's callback. */
-static int generate_body(void *arg, uint32_t line, const char *json, size_t len,
-			 struct cl_err *err)
+static int generate_body(void *arg, uint32_t line, const char *json, size_t len, struct cl_err *err)
 {
 	const struct generate_sink *g = arg;
 	if (!g->strip_eos || !strstr(json, "\"ignore_eos\""))
@@ -246,7 +245,8 @@ int cl_workload_render_generate(const struct cl_scenario *s, const char *model,
 	w->multi_turn = false;
 	w->chars_per_token = 0;
 	/* target.body may name ignore_eos itself; a generate job never sends it */
-	struct generate_sink sink = { .fn = fn, .arg = arg,
+	struct generate_sink sink = { .fn = fn,
+				      .arg = arg,
 				      .strip_eos = s->target.body_json != NULL };
 	struct cl_workload_plan none;
 	int rc = render(&t, model, NULL, &none, stats, generate_body, &sink, err);

@@ -46,7 +46,7 @@ struct cl_workload_stats {
 	uint32_t prefix_tokens;
 	uint32_t images;         /* workload.images.count: images each request carries */
 	uint64_t body_bytes_sum; /* the bodies' bytes as rendered (images' data URLs included) */
-	int64_t trace_span_us; /* trace replay: the last start's offset (speedup applied) */
+	int64_t trace_span_us;   /* trace replay: the last start's offset (speedup applied) */
 	/* workload.calibrate, filled by the run (0 without it): the sample's characters per
 	 * token, and the target's count of some prompts as sent against what they were built
 	 * to (their characters over the final characters per token) */

@@ -124,8 +124,8 @@ static void pick_tool_call(const struct cl_sim_config *cfg, struct cl_sim_stream
 	bool call = cr->tool_choice == CL_SIM_TOOL_REQUIRED || cl_splitmix_frac(&h) <= p;
 	if (!call)
 		return;
-	uint32_t k = cr->tool_choice_named ? cr->tool_named
-					   : (uint32_t)(cl_splitmix64(&h) % cr->n_tools);
+	uint32_t k =
+	    cr->tool_choice_named ? cr->tool_named : (uint32_t)(cl_splitmix64(&h) % cr->n_tools);
 	st->tool_call = true;
 	snprintf(st->tool_name, sizeof(st->tool_name), "%s", cr->tool_names[k]);
 }
@@ -157,8 +157,8 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 	st->include_usage = cr->stream && (cr->include_usage || cr->api == CL_API_RESPONSES);
 	st->continuous_usage = cr->stream && cr->continuous_usage && cr->api != CL_API_RESPONSES;
 	/* llama.cpp's timings object rides on chat and completion chunks only. */
-	st->cache_timings = cfg->cache_timings &&
-			    (cr->api == CL_API_CHAT || cr->api == CL_API_COMPLETIONS);
+	st->cache_timings =
+	    cfg->cache_timings && (cr->api == CL_API_CHAT || cr->api == CL_API_COMPLETIONS);
 	st->rng = cl_sim_rng_for(cfg->seed, st->seq);
 	st->fault = cl_sim_fault_pick(cfg, st->seq, &st->rng);
 	/* The chat template wraps messages (chat, and responses' input items); a raw prompt
@@ -263,9 +263,10 @@ static void handle_chat(struct cl_sim *s, struct cl_sim_conn *c, enum cl_api api
 	if (cr.n_tools && s->cfg->no_tools) {
 		/* A server without tool support (llama.cpp without --jinja refuses them). */
 		cl_sim_stream_log_rejected(s, st, 400);
-		cl_sim_conn_error(c, 400, NULL,
-				  "tools are not supported by this server (chatload-sim --no-tools)",
-				  "invalid_request_error", "unsupported_parameter");
+		cl_sim_conn_error(
+		    c, 400, NULL,
+		    "tools are not supported by this server (chatload-sim --no-tools)",
+		    "invalid_request_error", "unsupported_parameter");
 		return;
 	}
 	if (!cr.stream && (api == CL_API_COMPLETIONS || api == CL_API_RESPONSES)) {

@@ -305,8 +305,8 @@ static int read_tool_message(json_t *m, json_t *role, size_t i, struct cl_sim_ch
 	}
 	if (strcmp(r, "tool") == 0) {
 		if (!json_is_string(json_object_get(m, "tool_call_id"))) {
-			snprintf(msg, n, "messages[%zu]: a tool message needs a string tool_call_id",
-				 i);
+			snprintf(msg, n,
+				 "messages[%zu]: a tool message needs a string tool_call_id", i);
 			*code = "invalid_type";
 			return CL_EINVAL;
 		}
@@ -324,8 +324,8 @@ static int read_tool_message(json_t *m, json_t *role, size_t i, struct cl_sim_ch
 	{
 		json_t *fn = json_object_get(c, "function");
 		json_t *args = json_object_get(fn, "arguments");
-		if (!json_is_string(json_object_get(c, "id")) || !tool_name_ok(json_object_get(fn, "name")) ||
-		    !json_is_string(args))
+		if (!json_is_string(json_object_get(c, "id")) ||
+		    !tool_name_ok(json_object_get(fn, "name")) || !json_is_string(args))
 			goto bad;
 		content_chars(args, &req->prompt_chars, &req->prompt_words);
 	}
@@ -366,24 +366,28 @@ static int read_tools(json_t *root, struct cl_sim_chat_req *req, char *msg, size
 			json_t *fn = json_object_get(t, "function");
 			json_t *name = json_object_get(fn, "name");
 			json_t *params = json_object_get(fn, "parameters");
-			if (!json_is_string(type) || strcmp(json_string_value(type), "function") != 0) {
+			if (!json_is_string(type) ||
+			    strcmp(json_string_value(type), "function") != 0) {
 				snprintf(msg, n, "tools[%zu].type must be \"function\"", i);
 				return CL_EINVAL;
 			}
 			if (!json_is_object(fn) || !tool_name_ok(name)) {
-				snprintf(msg, n,
-					 "tools[%zu].function.name must be 1 to 64 letters, digits, "
-					 "'_' or '-'",
-					 i);
+				snprintf(
+				    msg, n,
+				    "tools[%zu].function.name must be 1 to 64 letters, digits, "
+				    "'_' or '-'",
+				    i);
 				return CL_EINVAL;
 			}
 			if (params && !json_is_null(params) && !json_is_object(params)) {
-				snprintf(msg, n,
-					 "tools[%zu].function.parameters must be a JSON schema object",
-					 i);
+				snprintf(
+				    msg, n,
+				    "tools[%zu].function.parameters must be a JSON schema object",
+				    i);
 				return CL_EINVAL;
 			}
-			snprintf(req->tool_names[i], CL_SIM_TOOL_NAME, "%s", json_string_value(name));
+			snprintf(req->tool_names[i], CL_SIM_TOOL_NAME, "%s",
+				 json_string_value(name));
 		}
 		req->n_tools = (uint32_t)json_array_size(tools);
 	}
@@ -406,7 +410,8 @@ static int read_tools(json_t *root, struct cl_sim_chat_req *req, char *msg, size
 		}
 		return 0;
 	}
-	const char *name = json_string_value(json_object_get(json_object_get(choice, "function"), "name"));
+	const char *name =
+	    json_string_value(json_object_get(json_object_get(choice, "function"), "name"));
 	for (uint32_t i = 0; name && i < req->n_tools; i++) {
 		if (strcmp(req->tool_names[i], name) == 0) {
 			req->tool_choice = CL_SIM_TOOL_REQUIRED;
@@ -492,10 +497,11 @@ static int read_input(enum cl_api api, json_t *v, const char *key, struct cl_sim
 		json_t *e;
 		json_array_foreach(v, i, e)
 		{
-			req->prompt_fnv = json_is_object(e)
-					      ? fnv_message(req->prompt_fnv, json_object_get(e, "role"),
-							    json_object_get(e, "content"))
-					      : fnv_message(req->prompt_fnv, NULL, e);
+			req->prompt_fnv =
+			    json_is_object(e)
+				? fnv_message(req->prompt_fnv, json_object_get(e, "role"),
+					      json_object_get(e, "content"))
+				: fnv_message(req->prompt_fnv, NULL, e);
 		}
 	} else {
 		req->prompt_fnv = fnv_message(req->prompt_fnv, NULL, v);
@@ -532,9 +538,8 @@ static int read_input(enum cl_api api, json_t *v, const char *key, struct cl_sim
 	return 0;
 bad:
 	snprintf(msg, n,
-		 api == CL_API_RESPONSES
-		     ? "'%s' must be a string or a non-empty array of messages"
-		     : "'%s' must be a string or a non-empty array of strings",
+		 api == CL_API_RESPONSES ? "'%s' must be a string or a non-empty array of messages"
+					 : "'%s' must be a string or a non-empty array of strings",
 		 key);
 	*code = "invalid_type";
 	return CL_EINVAL;
@@ -584,8 +589,8 @@ int cl_sim_api_parse(enum cl_api api, const char *body, size_t len, struct cl_si
 	}
 	if (get_bool(root, "stream", &req->stream, msg, n, code) ||
 	    get_bool(root, "ignore_eos", &req->ignore_eos, msg, n, code) ||
-	    get_max(root, api == CL_API_RESPONSES ? "max_output_tokens" : "max_tokens",
-		    &max_tokens, msg, n, code) ||
+	    get_max(root, api == CL_API_RESPONSES ? "max_output_tokens" : "max_tokens", &max_tokens,
+		    msg, n, code) ||
 	    (api == CL_API_CHAT &&
 	     get_max(root, "max_completion_tokens", &max_completion, msg, n, code)))
 		goto out;

@@ -13,8 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CL_SIM_STOP_MAX 4  /* stop strings a request may give (OpenAI's limit) */
-#define CL_SIM_STOP_LEN 64 /* bytes of one, NUL included */
+#define CL_SIM_STOP_MAX  4   /* stop strings a request may give (OpenAI's limit) */
+#define CL_SIM_STOP_LEN  64  /* bytes of one, NUL included */
 #define CL_SIM_TOOLS_MAX 128 /* tools a request may offer */
 #define CL_SIM_TOOL_NAME 65  /* bytes of a tool's name (OpenAI: 1..64), NUL included */
 
@@ -26,8 +26,8 @@ enum cl_sim_tool_choice {
 };
 
 struct cl_sim_chat_req {
-	enum cl_api api;  /* which endpoint the body came to */
-	uint32_t inputs;  /* embeddings: inputs ("input": a string is one) */
+	enum cl_api api; /* which endpoint the body came to */
+	uint32_t inputs; /* embeddings: inputs ("input": a string is one) */
 	bool has_model;
 	bool model_too_long;
 	char model[CL_SIM_MODEL_MAX];
@@ -70,8 +70,8 @@ int cl_sim_chat_parse(const char *body, size_t len, struct cl_sim_chat_req *req,
  * responses "input" (a string, or an array of messages or items whose content is a string
  * or text parts) and "max_output_tokens"; embeddings "input" (a string or an array of
  * strings, each one input) and refuses "stream": true.  Chat reads "tools" and
- * "tool_choice" (a malformed one is a 400 naming the field); the other APIs refuse tools.  stream, stream_options,
- * ignore_eos and stop are read as for chat where the API has them.
+ * "tool_choice" (a malformed one is a 400 naming the field); the other APIs refuse tools.  stream,
+ * stream_options, ignore_eos and stop are read as for chat where the API has them.
  */
 int cl_sim_api_parse(enum cl_api api, const char *body, size_t len, struct cl_sim_chat_req *req,
 		     char *msg, size_t n, const char **code);

@@ -337,11 +337,12 @@ int cl_sim_render_completion(struct cl_buf *out, const struct cl_sim_config *cfg
 		return rc;
 	if (st->tool_call) {
 		/* The whole call at once: content null, the arguments in one string. */
-		rc = cl_buf_printf(out,
-				   "\"content\":null,\"tool_calls\":[{\"id\":\"call-sim-%llu\",\"type\":"
-				   "\"function\",\"function\":{\"name\":\"%s\",\"arguments\":\"{\\\"q\\\":"
-				   "\\\"",
-				   (unsigned long long)st->seq, st->tool_name);
+		rc = cl_buf_printf(
+		    out,
+		    "\"content\":null,\"tool_calls\":[{\"id\":\"call-sim-%llu\",\"type\":"
+		    "\"function\",\"function\":{\"name\":\"%s\",\"arguments\":\"{\\\"q\\\":"
+		    "\\\"",
+		    (unsigned long long)st->seq, st->tool_name);
 		rc = rc ? rc : append_tokens(out, st->seq, 0, n - r, false);
 		rc = rc ? rc : cl_buf_puts(out, "\\\"}\"}}]");
 	} else {

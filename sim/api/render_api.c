@@ -43,7 +43,8 @@ void cl_sim_render_resp_created(struct cl_sim_w *w, struct cl_sim_stream *st)
 static void delta_event(struct cl_sim_w *w, struct cl_sim_stream *st, bool reasoning,
 			uint32_t first, uint32_t n)
 {
-	event_head(w, st, reasoning ? "response.reasoning_text.delta" : "response.output_text.delta");
+	event_head(w, st,
+		   reasoning ? "response.reasoning_text.delta" : "response.output_text.delta");
 	/* The reasoning item comes first in the output, the message after it. */
 	CL_SIM_W_LIT(w, ",\"item_id\":\"");
 	cl_sim_w_str(w, reasoning ? "rs-sim-" : "msg-sim-");

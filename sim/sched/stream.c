@@ -117,19 +117,18 @@ void cl_sim_stream_start(struct cl_sim *s, struct cl_sim_stream *st, int64_t sta
 	if (st->api == CL_API_EMBEDDINGS) {
 		/* No decode: the whole answer is due when its input is read, at a cost per
 		 * token (docs/simulator.md, "APIs"). */
-		st->deadline_us =
-		    start_us + cl_sim_rng_jitter(&st->rng,
-						 cfg->embedding_per_token_us *
-						     (int64_t)st->prompt_tokens,
-						 cfg->jitter);
+		st->deadline_us = start_us + cl_sim_rng_jitter(&st->rng,
+							       cfg->embedding_per_token_us *
+								   (int64_t)st->prompt_tokens,
+							       cfg->jitter);
 		st->sched_first_us = st->deadline_us;
 		maybe_stall(s, st, 0, 1);
 	} else if (st->stream) {
 		/* An answer of no token (a stop string matched at the first) ends when its first
 		 * token would have come: one chunk that carries only the finish. */
 		st->next_n = tokens_in_next(s, st);
-		st->deadline_us = first_token_us +
-				  (st->next_n ? chunk_interval(s, st, st->next_n - 1) : 0);
+		st->deadline_us =
+		    first_token_us + (st->next_n ? chunk_interval(s, st, st->next_n - 1) : 0);
 		maybe_stall(s, st, 0, st->next_n);
 	} else {
 		/* One answer when the last token is due; the batch size is read once. */
@@ -369,8 +368,8 @@ static struct fire_events compose_events(struct cl_sim *s, struct cl_sim_stream 
 /* HTTP/1.1 chunked framing around the len bytes of SSE events at payload, in the room
  * FRAME_HEAD and FRAME_TAIL leave around them; end adds the terminating chunk.  None for a
  * body delimited by the close (--hold-after-done).  Sets *start and returns the end. */
-static char *frame_http_chunk(const struct cl_sim_config *cfg, char *payload, size_t len,
-			      bool end, char **start)
+static char *frame_http_chunk(const struct cl_sim_config *cfg, char *payload, size_t len, bool end,
+			      char **start)
 {
 	char *tail = payload + len;
 	*start = payload;

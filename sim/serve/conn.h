@@ -10,7 +10,8 @@
 #include <sys/socket.h>
 
 /* Takes an accepted, non-blocking socket into a (pooled) connection and starts reading;
- * peer (may be NULL) is the client's address, kept for the truth log.  Returns false when out of memory or events (fd is then still the caller's to close). */
+ * peer (may be NULL) is the client's address, kept for the truth log.  Returns false when out of
+ * memory or events (fd is then still the caller's to close). */
 bool cl_sim_conn_open(struct cl_sim *s, int fd, const struct sockaddr *peer);
 
 /* True when c has no response in progress and nothing left to write. */

@@ -30,8 +30,8 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
 	for (int i = 0; i < ACCEPTS_PER_WAKEUP; i++) {
 		struct sockaddr_storage peer;
 		socklen_t peer_len = sizeof(peer);
-		int fd = accept4(lfd, (struct sockaddr *)&peer, &peer_len,
-				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd =
+		    accept4(lfd, (struct sockaddr *)&peer, &peer_len, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
@@ -290,8 +290,7 @@ int cl_sim_server_init(struct cl_sim *s, const struct cl_sim_config *cfg, int64_
 		CL_INFO("process %u (of %u) listening on %s:%d (model %s)", cfg->process_index,
 			cfg->processes, cfg->listen_host, s->port, cfg->models[0]);
 	else
-		CL_INFO("listening on %s:%d (model %s)", cfg->listen_host, s->port,
-			cfg->models[0]);
+		CL_INFO("listening on %s:%d (model %s)", cfg->listen_host, s->port, cfg->models[0]);
 	return 0;
 }
 

@@ -18,13 +18,13 @@ struct cl_sim_truth {
 
 /* What one line says.  Times are CLOCK_MONOTONIC µs; 0 means "did not happen" (null). */
 struct cl_sim_truth_rec {
-	const char *api;        /* "chat", "completions", "responses", "embeddings" */
-	uint32_t inputs;        /* embeddings: inputs answered (0 otherwise) */
-	const char *id;         /* response id, NULL for rejected requests */
-	uint64_t seq;           /* 0 for rejected requests */
-	const char *request_id; /* X-Request-Id, NULL when absent */
+	const char *api;          /* "chat", "completions", "responses", "embeddings" */
+	uint32_t inputs;          /* embeddings: inputs answered (0 otherwise) */
+	const char *id;           /* response id, NULL for rejected requests */
+	uint64_t seq;             /* 0 for rejected requests */
+	const char *request_id;   /* X-Request-Id, NULL when absent */
 	const char *conversation; /* X-Chatload-Conversation, NULL when absent */
-	const char *model;      /* NULL for rejected requests */
+	const char *model;        /* NULL for rejected requests */
 	bool stream;
 	int http_status;
 	const char *outcome; /* NULL: the status is http_status; else "client_gone" or "cut" */
@@ -47,7 +47,7 @@ struct cl_sim_truth_rec {
 	uint32_t cached_tokens; /* prompt tokens found in the prefix cache */
 	const char *peer;       /* the client's address, NULL or "" when unknown */
 	uint32_t process;       /* --processes: which process served it (0-based) */
-	bool tool_call;            /* the answer was a streamed tool call */
+	bool tool_call;         /* the answer was a streamed tool call */
 	uint32_t tool_call_tokens; /* of output_tokens, those of the call's arguments */
 	uint32_t tool_results;     /* tool messages since the request's last user message */
 };

@@ -77,9 +77,9 @@ enum cl_ctr {
 	CL_CTR_NO_CONTENT,          /* completed requests that carried no content token (e.g. a
 				     * thinking model cut by max_tokens inside its reasoning) */
 	CL_CTR_REPEATED, /* measured requests whose body (conversation) the run had sent before */
-	CL_CTR_WINDOW_SHARE_MILLI, /* completed requests (any start), each counted in milli-
-				    * requests by the share of its tokens inside the window:
-				    * the request rate's numerator (docs/results.md) */
+	CL_CTR_WINDOW_SHARE_MILLI,  /* completed requests (any start), each counted in milli-
+				     * requests by the share of its tokens inside the window:
+				     * the request rate's numerator (docs/results.md) */
 	CL_CTR_RESENT,              /* requests sent a second time, on a fresh connection, after
 				     * the reused one was found closed (the server's earlier close) */
 	CL_CTR_SHORT_FINISH_STOP,   /* short outputs (CL_CTR_SHORT_OUTPUT) whose finish_reason
@@ -96,7 +96,8 @@ enum cl_ctr {
 				      * requests: the prompt the server's prefix cache served */
 	CL_CTR_EMBEDDING_INPUTS,     /* embeddings: inputs (vectors answered) of completed
 				      * requests */
-	CL_CTR_TOOL_CALLS, /* completed requests whose answer was a tool call (a tool_calls delta) */
+	CL_CTR_TOOL_CALLS, /* completed requests whose answer was a tool call (a tool_calls delta)
+			    */
 	CL_CTR__COUNT
 };
 

@@ -9,9 +9,9 @@
 #define CL_PROCS_MAX 64
 
 struct cl_procs {
-	uint32_t n;        /* children, 1..CL_PROCS_MAX */
-	const char *what;  /* their name in messages, e.g. "process" */
-	void *arg;         /* passed to the callbacks */
+	uint32_t n;       /* children, 1..CL_PROCS_MAX */
+	const char *what; /* their name in messages, e.g. "process" */
+	void *arg;        /* passed to the callbacks */
 	/* In child i after fork: does the work and returns the exit code.  It must write a
 	 * line (at most 15 bytes) to ready_fd and close it once it is ready, or close it
 	 * unwritten when it fails to start. */

@@ -78,14 +78,14 @@
 /* Message types.  0 is no message, so a zeroed struct cl_msg is empty. */
 enum cl_msg_type {
 	CL_MSG_NONE = 0,
-	CL_MSG_HELLO,   /* agent -> coordinator: join */
-	CL_MSG_POLL,    /* agent -> coordinator: state, asks for the next command */
-	CL_MSG_REPORT,  /* agent -> coordinator: a metrics delta or a gate result */
-	CL_MSG_WELCOME, /* reply to HELLO: accepted */
-	CL_MSG_REFUSE,  /* reply to anything: refused, the session ends */
-	CL_MSG_CMD,     /* reply to POLL: what to do */
-	CL_MSG_ACK,     /* reply to REPORT and ANSWERS: received (envelope seq = the request's) */
-	CL_MSG_ANSWERS, /* agent -> coordinator: finished generation requests (generate jobs) */
+	CL_MSG_HELLO,    /* agent -> coordinator: join */
+	CL_MSG_POLL,     /* agent -> coordinator: state, asks for the next command */
+	CL_MSG_REPORT,   /* agent -> coordinator: a metrics delta or a gate result */
+	CL_MSG_WELCOME,  /* reply to HELLO: accepted */
+	CL_MSG_REFUSE,   /* reply to anything: refused, the session ends */
+	CL_MSG_CMD,      /* reply to POLL: what to do */
+	CL_MSG_ACK,      /* reply to REPORT and ANSWERS: received (envelope seq = the request's) */
+	CL_MSG_ANSWERS,  /* agent -> coordinator: finished generation requests (generate jobs) */
 	CL_MSG_REQUESTS, /* agent -> coordinator: per-request records of benchmark stages */
 	CL_MSG__COUNT
 };
@@ -292,8 +292,8 @@ struct cl_cmd_stop {
  * answers go back in ANSWERS. */
 struct cl_cmd_generate {
 	struct cl_target_plan target;
-	uint32_t concurrency;   /* this agent's streams in flight at most (>= 1) */
-	uint32_t max_attempts;  /* tries of one request before its failure is final (>= 1) */
+	uint32_t concurrency;  /* this agent's streams in flight at most (>= 1) */
+	uint32_t max_attempts; /* tries of one request before its failure is final (>= 1) */
 	int64_t request_timeout_us;
 	int64_t backoff_initial_us; /* before the second try; doubled per try, up to max */
 	int64_t backoff_max_us;
@@ -350,7 +350,7 @@ struct cl_gen_answer {
 	int64_t ttfc_us;           /* ... to its first content token or tool call (0: none) */
 	uint32_t output_tokens;    /* usage.completion_tokens of the answer (0: failed) */
 	uint32_t prompt_tokens;    /* usage.prompt_tokens of the answer (0: failed or none) */
-	bool retryable;    /* the failure was of a retryable kind (the tries ran out) */
+	bool retryable;            /* the failure was of a retryable kind (the tries ran out) */
 	int32_t err_class; /* failed: the last try's class (an enum cl_ctr error); 0 answered */
 	/* The tries before the last that failed, by class: retries[k] counts class
 	 * CL_CTR_FIRST_ERROR + k (their sum is attempts - 1). */
