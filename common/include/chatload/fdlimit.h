@@ -11,9 +11,9 @@ uint64_t cl_fd_limit_raise(void);
 
 /* ---- streams per agent (issue 29) ------------------------------------------------------ */
 #define CL_AGENT_MAX_STREAMS 16384u /* stream slots an agent's engine preallocates */
-#define CL_AGENT_FD_MARGIN                                                                         \
-	512u /* descriptors an agent keeps beside its streams: the                                 \
-	      * control socket, epoll and timer fds, logs, libcurl's */
+/* descriptors an agent keeps beside its streams: the control socket, epoll and timer fds,
+ * logs, libcurl's */
+#define CL_AGENT_FD_MARGIN 512u
 
 /* Streams one agent process can hold: its engine's slots, and one descriptor per stream
  * under a limit of fd_limit less CL_AGENT_FD_MARGIN (fd_limit 0: unknown, slots only). */
