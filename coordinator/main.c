@@ -17,6 +17,8 @@ struct command {
 };
 
 static const struct command commands[] = {
+	{ "init", cl_cmd_init, "write a commented scenario to start from (sweep, soak, ...)",
+	  false },
 	/* run's HTTP happens in the agents (readiness, load), other processes */
 	{ "run", cl_cmd_run, "run a scenario: readiness, warmup, stages, results", false },
 	{ "validate", cl_cmd_validate, "check scenarios and print the resolved plan", false },

@@ -3,6 +3,7 @@
 #ifndef CHATLOAD_COMMANDS_H
 #define CHATLOAD_COMMANDS_H
 
+int cl_cmd_init(int argc, char **argv);
 int cl_cmd_run(int argc, char **argv);
 int cl_cmd_validate(int argc, char **argv);
 int cl_cmd_probe(int argc, char **argv);
