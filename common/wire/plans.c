@@ -111,7 +111,7 @@ static const struct wire_field stage_fields[] = {
 	FL(WF_U32, T, index, .req = true),
 	FL(WF_STR, T, name, .send = SEND_NONZERO, .cap = CL_WIRE_MAX_NAME, .text = WSTR_NAME),
 	FL(WF_ENUM, T, mode, .req = true, .names = mode_name, .lookup = mode_lookup),
-	FL(WF_U32, T, concurrency, .req = true),
+	FL(WF_U32, T, concurrency, .req = true, .max = CL_PLAN_CONCURRENCY_MAX),
 	FL(WF_DBL, T, rate_per_s, .req = true),
 	FL(WF_ENUM, T, arrival, .req = true, .names = arrival_name, .lookup = arrival_lookup),
 	FL(WF_DBL, T, gamma_shape, .req = true),

@@ -71,7 +71,7 @@ static const struct scn_field search_fields[Q__COUNT] = {
 	[Q_ARRIVAL] = SCN_CUSTOM_AT("arrival", struct search_spec, arrival, conv_search_arrival),
 	[Q_BURST] = SCN_DRANGE("burstiness", struct search_spec, burstiness, 1e-3, 1000),
 	[Q_MAXC] = SCN_RANGE("max_concurrency", SCN_F_U32, struct search_spec, max_concurrency, 1,
-			     1000000),
+			     CL_PLAN_CONCURRENCY_MAX),
 	[Q_SLO] = SCN_CUSTOM_AT("slo", struct search_spec, slo, keep_node),
 	[Q_MAXDUR] = SCN_RANGE("max_probe_duration", SCN_F_DUR, struct search_spec,
 			       max_probe_duration_us, 1, 100 * DAY),
@@ -87,7 +87,7 @@ static int get_level(struct scn_ctx *c, const struct ynode *v, const char *key, 
 		rc = cli_scn_get_rate(c, v, out);
 	} else {
 		uint32_t n = 0;
-		rc = cli_scn_get_u32(c, v, 1, 1000000, &n);
+		rc = cli_scn_get_u32(c, v, 1, CL_PLAN_CONCURRENCY_MAX, &n);
 		*out = n;
 	}
 	cli_scn_path_pop(c, mark);

@@ -792,7 +792,8 @@ static void conv_warmup_body(struct scn_ctx *c, const struct ynode *v, void *obj
 static const struct scn_field warmup_fields[] = {
 	SCN_RANGE("requests", SCN_F_U32, struct cl_scn_warmup, requests, 0, 1000000),
 	SCN_RANGE("duration", SCN_F_DUR, struct cl_scn_warmup, duration_us, 0, DAY),
-	SCN_RANGE("concurrency", SCN_F_U32, struct cl_scn_warmup, concurrency, 1, 1000000),
+	SCN_RANGE("concurrency", SCN_F_U32, struct cl_scn_warmup, concurrency, 1,
+		  CL_PLAN_CONCURRENCY_MAX),
 	SCN_RANGE("max_tokens", SCN_F_U32, struct cl_scn_warmup, max_tokens, 1, 10000000),
 	SCN_RANGE("request_timeout", SCN_F_DUR, struct cl_scn_warmup, request_timeout_us, 1, DAY),
 	SCN_CUSTOM("body", conv_warmup_body),

@@ -86,7 +86,7 @@ static void *read_sweep(struct scn_ctx *c, const struct ynode *v, size_t size, s
 
 static int read_conc(struct scn_ctx *c, const struct ynode *x, void *slot)
 {
-	return cli_scn_get_u32(c, x, 1, 1000000, slot);
+	return cli_scn_get_u32(c, x, 1, CL_PLAN_CONCURRENCY_MAX, slot);
 }
 
 static int read_rate(struct scn_ctx *c, const struct ynode *x, void *slot)
@@ -135,8 +135,8 @@ static const struct scn_field stage_fields[SF__COUNT] = {
 	[SF_ARRIVAL] = SCN_CUSTOM("arrival", conv_arrival),
 	[SF_BURST] = SCN_DRANGE("burstiness", struct stage_spec, burstiness, 1e-3, 1000),
 	[SF_GAMMA] = SCN_DRANGE("gamma_shape", struct stage_spec, gamma_shape, 1e-3, 1000),
-	[SF_MAXC] =
-	    SCN_RANGE("max_concurrency", SCN_F_U32, struct stage_spec, max_concurrency, 1, 1000000),
+	[SF_MAXC] = SCN_RANGE("max_concurrency", SCN_F_U32, struct stage_spec, max_concurrency, 1,
+			      CL_PLAN_CONCURRENCY_MAX),
 	[SF_DUR] = SCN_RANGE("duration", SCN_F_DUR, struct stage_spec, duration_us, 1, 100 * DAY),
 	[SF_REQ] =
 	    SCN_RANGE("requests", SCN_F_U64, struct stage_spec, requests, 1, 1000000000000ull),

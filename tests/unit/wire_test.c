@@ -998,6 +998,21 @@ static void test_cmd_warmup_start(void **state)
 	assert_stage_equal(&out.cmd.start_at.stage, &in.cmd.start_at.stage);
 	assert_int_equal(out.cmd.start_at.start_at_coord_us, 1700000250000);
 	cl_msg_free(&out);
+
+	/* A concurrency past the one bound the scenario loader holds too is refused, naming
+	 * the field; the bound itself travels. */
+	in.cmd.start_at.stage.concurrency = CL_PLAN_CONCURRENCY_MAX;
+	roundtrip(&in, &out);
+	assert_int_equal(out.cmd.start_at.stage.concurrency, CL_PLAN_CONCURRENCY_MAX);
+	cl_msg_free(&out);
+	in.cmd.start_at.stage.concurrency = CL_PLAN_CONCURRENCY_MAX + 1;
+	msgpack_sbuffer sb;
+	msgpack_sbuffer_init(&sb);
+	encode_ok(&in, &sb);
+	struct cl_err err = { 0 };
+	assert_int_equal(decode_bytes(sb.data, sb.size, &err), CL_EPROTO);
+	assert_non_null(strstr(err.msg, "concurrency"));
+	msgpack_sbuffer_destroy(&sb);
 }
 
 /* PREPARE with a workload of many bodies of varied sizes. */

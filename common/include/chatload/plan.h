@@ -81,6 +81,12 @@ struct cl_target_plan {
 };
 
 /* One load level for one agent (the coordinator's share) or one worker (the agent's). */
+/* The most streams one stage (a warmup, a search level, an open-loop cap) may ask for over
+ * all its agents: the one bound of a concurrency, which the scenario loader and the wire
+ * decoder both hold.  Whether the agents can carry it is another question, asked by the
+ * run's setup (their slots and descriptors) and each engine (its workers' slots). */
+#define CL_PLAN_CONCURRENCY_MAX 1000000u
+
 struct cl_stage_plan {
 	uint32_t index;
 	char *name;
