@@ -137,8 +137,12 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 	const struct cl_sim_config *cfg = s->cfg;
 	struct cl_sim_stream *st = &c->st;
 
-	static const char *const id_prefix[CL_API__COUNT] = { "chatcmpl-sim-", "cmpl-sim-",
-							      "resp-sim-", "embd-sim-" };
+	static const char *const id_prefix[CL_API__COUNT] = {
+		[CL_API_CHAT] = "chatcmpl-sim-",  [CL_API_COMPLETIONS] = "cmpl-sim-",
+		[CL_API_RESPONSES] = "resp-sim-", [CL_API_EMBEDDINGS] = "embd-sim-",
+		[CL_API_RERANK] = "rerank-sim-",  [CL_API_SCORE] = "score-sim-",
+	};
+	CL_ASSERT(id_prefix[cr->api]);
 	st->seq = ++s->next_seq;
 	st->api = cr->api;
 	st->inputs = cr->inputs;
@@ -181,8 +185,9 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 	/* The legacy completions API has no reasoning field: all of it is text there. */
 	uint32_t reasoning = cr->api == CL_API_COMPLETIONS ? 0 : cfg->reasoning_tokens;
 	st->planned_reasoning = reasoning < st->planned_tokens ? reasoning : st->planned_tokens;
-	if (cr->api == CL_API_EMBEDDINGS) {
-		/* Nothing is generated: the answer's time is its input's (stream.c). */
+	if (!cl_api_streams(cr->api)) {
+		/* Nothing is generated (embeddings, rerank, score): the answer's time is its
+		 * input's (stream.c). */
 		st->planned_tokens = st->planned_reasoning = 0;
 		st->finish_length = false;
 	}
@@ -337,8 +342,15 @@ void cl_sim_api_handle(struct cl_sim *s, struct cl_sim_conn *c, const struct cl_
 	/* The generation endpoints, one per API: what the truth log records. */
 	enum cl_api api = CL_API__COUNT;
 	for (int a = 0; a < CL_API__COUNT; a++)
-		if (strncmp(req->path, "/v1", 3) == 0 && strcmp(req->path + 3, cl_api_path(a)) == 0)
+		if (cl_api_path(a) && strncmp(req->path, "/v1", 3) == 0 &&
+		    strcmp(req->path + 3, cl_api_path(a)) == 0)
 			api = (enum cl_api)a;
+	/* vLLM serves rerank and score without /v1 too (and rerank as /v2/rerank), as
+	 * llama.cpp and TEI serve /rerank. */
+	if (strcmp(req->path, "/rerank") == 0 || strcmp(req->path, "/v2/rerank") == 0)
+		api = CL_API_RERANK;
+	else if (strcmp(req->path, "/score") == 0)
+		api = CL_API_SCORE;
 	bool is_chat = api != CL_API__COUNT;
 	bool get = strcmp(req->method, "GET") == 0;
 	struct cl_buf b = { .max = 1 << 20 };
@@ -399,7 +411,7 @@ void cl_sim_api_handle(struct cl_sim *s, struct cl_sim_conn *c, const struct cl_
 					  b.data ? b.data : "", b.len);
 		goto out;
 	}
-	if (strncmp(req->path, "/v1/", 4) == 0 && !authorized(cfg, req)) {
+	if ((strncmp(req->path, "/v1/", 4) == 0 || is_chat) && !authorized(cfg, req)) {
 		if (is_chat)
 			cl_sim_stream_log_rejected(s, st, 401);
 		cl_sim_conn_error(c, 401, "WWW-Authenticate: Bearer\r\n",

@@ -545,6 +545,84 @@ bad:
 	return CL_EINVAL;
 }
 
+/* The text of a rerank document: a string, or an object whose "text" is one (Cohere's and
+ * Jina's {"text": ...}).  NULL otherwise. */
+static json_t *doc_text(json_t *d)
+{
+	if (json_is_object(d))
+		d = json_object_get(d, "text");
+	return json_is_string(d) ? d : NULL;
+}
+
+/* The documents of a rerank or score request against the query q: each a pair read. */
+static int read_scored_docs(json_t *q, json_t *docs, const char *dkey, struct cl_sim_chat_req *req,
+			    char *msg, size_t n, const char **code)
+{
+	if (!json_is_array(docs) || json_array_size(docs) == 0 ||
+	    json_array_size(docs) > MAX_MESSAGES) {
+		snprintf(msg, n, "'%s' must be a non-empty array of strings", dkey);
+		*code = "invalid_type";
+		return CL_EINVAL;
+	}
+	uint64_t qchars = 0, qwords = 0;
+	content_chars(q, &qchars, &qwords);
+	req->prompt_fnv = fnv_message(0xcbf29ce484222325ULL, NULL, q);
+	size_t i;
+	json_t *d;
+	json_array_foreach(docs, i, d)
+	{
+		json_t *text = doc_text(d);
+		if (!text) {
+			snprintf(msg, n,
+				 "'%s[%zu]' must be a string or an object with a 'text' string",
+				 dkey, i);
+			*code = "invalid_type";
+			return CL_EINVAL;
+		}
+		req->prompt_chars += qchars;
+		req->prompt_words += qwords;
+		content_chars(text, &req->prompt_chars, &req->prompt_words);
+		req->prompt_fnv = fnv_message(req->prompt_fnv, NULL, text);
+		req->inputs++;
+	}
+	return 0;
+}
+
+/* rerank's "query" and "documents" (TEI: "texts"), score's "text_1" and "text_2": the query
+ * scored against each document, so the tokens read are each pair's, the query's counted once
+ * per document as a server tokenizes it (docs/simulator.md, "Rerank and score").  inputs is
+ * the documents.  0, or CL_EINVAL with msg set. */
+static int read_scored(enum cl_api api, json_t *root, struct cl_sim_chat_req *req, char *msg,
+		       size_t n, const char **code)
+{
+	bool rerank = api == CL_API_RERANK;
+	const char *qkey = rerank ? "query" : "text_1", *dkey = rerank ? "documents" : "text_2";
+	json_t *q = json_object_get(root, qkey);
+	json_t *docs = json_object_get(root, dkey);
+	if (rerank && !docs && json_object_get(root, "texts"))
+		docs = json_object_get(root, dkey = "texts"); /* TEI's name */
+	/* score's text_1 may be a list of one (vLLM takes 1:N as text_1 of one string). */
+	if (!rerank && json_is_array(q) && json_array_size(q) == 1)
+		q = json_array_get(q, 0);
+	if (!q || !docs) {
+		snprintf(msg, n, "'%s' is a required property", q ? dkey : qkey);
+		*code = "missing_required_parameter";
+		return CL_EINVAL;
+	}
+	if (!json_is_string(q)) {
+		snprintf(msg, n, "'%s' must be a string", qkey);
+		*code = "invalid_type";
+		return CL_EINVAL;
+	}
+	if (!rerank && json_is_string(docs)) {
+		json_t *one = json_pack("[O]", docs);
+		int rc = one ? read_scored_docs(q, one, dkey, req, msg, n, code) : CL_ENOMEM;
+		json_decref(one);
+		return rc;
+	}
+	return read_scored_docs(q, docs, dkey, req, msg, n, code);
+}
+
 int cl_sim_api_parse(enum cl_api api, const char *body, size_t len, struct cl_sim_chat_req *req,
 		     char *msg, size_t n, const char **code)
 {
@@ -567,7 +645,10 @@ int cl_sim_api_parse(enum cl_api api, const char *body, size_t len, struct cl_si
 		goto out;
 	}
 	req->api = api;
-	if (api == CL_API_COMPLETIONS) {
+	if (cl_api_scores(api)) {
+		if (read_scored(api, root, req, msg, n, code))
+			goto out;
+	} else if (api == CL_API_COMPLETIONS) {
 		if (read_input(api, json_object_get(root, "prompt"), "prompt", req, msg, n, code))
 			goto out;
 	} else if (api != CL_API_CHAT) {
@@ -594,12 +675,13 @@ int cl_sim_api_parse(enum cl_api api, const char *body, size_t len, struct cl_si
 	    (api == CL_API_CHAT &&
 	     get_max(root, "max_completion_tokens", &max_completion, msg, n, code)))
 		goto out;
-	if (api == CL_API_EMBEDDINGS && req->stream) {
-		snprintf(msg, n, "embeddings are not streamed: 'stream' must be false or absent");
+	if (!cl_api_streams(api) && req->stream) {
+		snprintf(msg, n, "%s answers are not streamed: 'stream' must be false or absent",
+			 cl_api_name(api));
 		*code = "invalid_value";
 		goto out;
 	}
-	if (api == CL_API_EMBEDDINGS)
+	if (!cl_api_streams(api))
 		req->max_tokens = 0, max_tokens = 0, req->ignore_eos = false;
 	req->max_tokens = max_completion ? max_completion : max_tokens;
 	if (get_stop(root, req, msg, n, code) || read_tools(root, req, msg, n, code))

@@ -100,4 +100,10 @@ void cl_sim_render_resp_error(struct cl_sim_w *w, struct cl_sim_stream *st, cons
 int cl_sim_render_embeddings(struct cl_buf *out, const struct cl_sim_config *cfg,
 			     const struct cl_sim_stream *st, bool with_usage);
 
+/* Rerank and score: the whole answer for st, one score per document (st->inputs, in [0, 1),
+ * deterministic from the request number): rerank in vLLM's and Jina's shape ("results" of
+ * {index, relevance_score}, in the documents' order), score in vLLM's ("data" of {index, object,
+ * score}); usage {prompt_tokens, total_tokens} unless !with_usage.  0, CL_ENOMEM, CL_ETOOBIG. */
+int cl_sim_render_scores(struct cl_buf *out, const struct cl_sim_stream *st, bool with_usage);
+
 #endif

@@ -1,5 +1,5 @@
-/* chatload-sim's answers for the Responses API's semantic events and /v1/embeddings (see
- * render.h); the chat and legacy completions chunks are render.c's. */
+/* chatload-sim's answers for the Responses API's semantic events, /v1/embeddings, /v1/rerank and
+ * /v1/score (see render.h); the chat and legacy completions chunks are render.c's. */
 #include "render.h"
 
 #include "chatload/assert.h"
@@ -138,5 +138,34 @@ int cl_sim_render_embeddings(struct cl_buf *out, const struct cl_sim_config *cfg
 				   st->prompt_tokens, st->prompt_tokens);
 	else if (!rc)
 		rc = cl_buf_puts(out, "\"}");
+	return rc;
+}
+
+int cl_sim_render_scores(struct cl_buf *out, const struct cl_sim_stream *st, bool with_usage)
+{
+	bool rerank = st->api == CL_API_RERANK;
+	int rc = cl_buf_printf(out, "{\"id\":\"%s\",\"object\":\"list\",\"created\":%lld,", st->id,
+			       (long long)st->created_s);
+	if (!rc)
+		rc = cl_buf_puts(out, "\"model\":\"");
+	if (!rc)
+		rc = cl_buf_puts(out, st->model); /* a configured name: JSON-safe (config.c) */
+	if (!rc)
+		rc = cl_buf_puts(out, rerank ? "\",\"results\":[" : "\",\"data\":[");
+	for (uint32_t i = 0; !rc && i < st->inputs; i++) {
+		double score = (component(st->seq, i, 0) + 1.0) / 2.0;
+		rc = rerank ? cl_buf_printf(out, "%s{\"index\":%u,\"relevance_score\":%.6f}",
+					    i ? "," : "", i, score)
+			    : cl_buf_printf(out,
+					    "%s{\"index\":%u,\"object\":\"score\",\"score\":%.6f}",
+					    i ? "," : "", i, score);
+	}
+	if (!rc && with_usage)
+		rc = cl_buf_printf(out,
+				   "],\"usage\":{\"prompt_tokens\":%u,\"total_tokens\":%u,"
+				   "\"completion_tokens\":0}}",
+				   st->prompt_tokens, st->prompt_tokens);
+	else if (!rc)
+		rc = cl_buf_puts(out, "]}");
 	return rc;
 }

@@ -24,6 +24,7 @@ static void log_stream(struct cl_sim *s, const struct cl_sim_stream *st, int htt
 	struct cl_sim_truth_rec r = {
 		.api = cl_api_name(st->api),
 		.inputs = st->inputs,
+		.documents = cl_api_scores(st->api) ? st->inputs : 0,
 		.id = st->seq ? st->id : NULL,
 		.seq = st->seq,
 		.request_id = st->has_request_id ? st->request_id : NULL,
@@ -114,13 +115,16 @@ void cl_sim_stream_start(struct cl_sim *s, struct cl_sim_stream *st, int64_t sta
 	st->phase = CL_SIM_PHASE_RUNNING;
 	st->start_us = start_us;
 	cl_sim_metrics_started(s, st);
-	if (st->api == CL_API_EMBEDDINGS) {
+	if (!cl_api_streams(st->api)) {
 		/* No decode: the whole answer is due when its input is read, at a cost per
-		 * token (docs/simulator.md, "APIs"). */
-		st->deadline_us = start_us + cl_sim_rng_jitter(&st->rng,
-							       cfg->embedding_per_token_us *
-								   (int64_t)st->prompt_tokens,
-							       cfg->jitter);
+		 * token (docs/simulator.md, "APIs"); a rerank's or score's tokens are its
+		 * documents' pairs with the query. */
+		int64_t per_token_us = st->api == CL_API_EMBEDDINGS ? cfg->embedding_per_token_us
+								    : cfg->rerank_per_token_us;
+		st->deadline_us =
+		    start_us + cl_sim_rng_jitter(&st->rng,
+						 per_token_us * (int64_t)st->prompt_tokens,
+						 cfg->jitter);
 		st->sched_first_us = st->deadline_us;
 		maybe_stall(s, st, 0, 1);
 	} else if (st->stream) {
@@ -255,7 +259,8 @@ static void fire_whole(struct cl_sim *s, struct cl_sim_stream *st, int64_t now_u
 		bool usage = st->fault != CL_SIM_FAULT_NO_USAGE;
 		rc = st->api == CL_API_EMBEDDINGS
 			 ? cl_sim_render_embeddings(&body, s->cfg, st, usage)
-			 : cl_sim_render_completion(&body, s->cfg, st, usage);
+		     : cl_api_scores(st->api) ? cl_sim_render_scores(&body, st, usage)
+					      : cl_sim_render_completion(&body, s->cfg, st, usage);
 		if (st->fault == CL_SIM_FAULT_MALFORMED)
 			body.len /= 2; /* cut the JSON in half */
 		if (!rc)

@@ -23,9 +23,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cl_sim_http_dechunk(p, size, &body, &used);
 	cl_buf_free(&body);
 	cl_sim_chat_parse(p, size, &chat, msg, sizeof(msg), &code);
-	/* The same body as each other API's request (completions, responses, embeddings). */
+	/* The same body as each other API's request (completions, responses, embeddings,
+	 * rerank, score). */
 	for (int api = CL_API_COMPLETIONS; api < CL_API__COUNT; api++)
-		cl_sim_api_parse((enum cl_api)api, p, size, &chat, msg, sizeof(msg), &code);
+		if (cl_api_name((enum cl_api)api))
+			cl_sim_api_parse((enum cl_api)api, p, size, &chat, msg, sizeof(msg), &code);
 	uint64_t chars, words;
 	cl_sim_tokenize_parse(p, size, &chars, &words, msg, sizeof(msg));
 	return 0;
