@@ -133,6 +133,7 @@ struct cl_slot {
 	 * then decoded once (cli_request_whole_end).  Grows to the largest answer, then reused. */
 	struct cl_buf whole;
 	uint32_t embed_inputs;   /* vectors the answer held */
+	uint32_t documents;      /* rerank, score: documents the answered request sent */
 	struct curl_slist *hdrs; /* header nodes owned by the slot, data shared (see request.c) */
 	char reqid[CL_ENGINE_REQID_MAX]; /* "X-Request-Id: <prefix>-<worker>-<seq>" */
 	uint32_t src; /* the source address its connections bind to (engine's src_iface) */
@@ -395,9 +396,10 @@ static inline uint32_t cl_slot_reconnects(const struct cl_slot *s)
 /* curl callbacks */
 size_t cli_on_header(char *p, size_t size, size_t n, void *ud);
 size_t cli_on_body(char *p, size_t size, size_t n, void *ud);
-/* Embeddings: decodes the whole answer of a transfer that ended well (2xx, CURLE_OK): sets
- * done_seen, the usage and embed_inputs, or err_ctr and the sample when it is not an
- * answer.  Called once, by cli_request_finish, before the request is classified. */
+/* Embeddings, rerank and score: decodes the whole answer of a transfer that ended well (2xx,
+ * CURLE_OK): sets done_seen, the usage and embed_inputs (or documents), or err_ctr and the
+ * sample when it is not an answer.  Called once, by cli_request_finish, before the request
+ * is classified. */
 void cli_request_whole_end(struct cl_slot *s);
 
 /*

@@ -6,6 +6,7 @@
 
 #include "client/stream/chunk.h"
 #include "client/stream/embedding.h"
+#include "client/stream/rerank.h"
 #include "client/stream/error.h"
 #include "client/stream/event.h"
 
@@ -257,6 +258,7 @@ bool cli_request_launch(struct cl_worker *w, struct cl_slot *s, int64_t intended
 	s->sample[0] = '\0';
 	s->errbuf[0] = '\0';
 	s->embed_inputs = 0;
+	s->documents = 0;
 	cl_buf_reset(&s->whole);
 	cl_sse_reset(&s->sse);
 	snprintf(s->reqid, sizeof(s->reqid), "X-Request-Id: %s-%u-%" PRIu64, e->prefix, w->index,
@@ -508,8 +510,62 @@ void cli_request_stream_end(struct cl_slot *s)
 	(void)cl_sse_finish(&s->sse, on_event, s);
 }
 
+/* A rerank or score answer, whole: the documents it scored and its usage, or why it is none.
+ * A server's failure in any dialect is told by the one reader (client/stream/error.c). */
+static void scored_end(struct cl_slot *s)
+{
+	struct cl_rerank a;
+	const char *body = s->whole.data ? s->whole.data : "";
+	int rc = cl_rerank_decode(body, s->whole.len, &a);
+	struct cl_stream_error se = { 0 };
+	if (rc == CL_EPROTO || (rc == 0 && a.is_error))
+		cl_stream_error_read(body, s->whole.len, &se);
+	if ((rc == CL_EPROTO && se.is_error) || (rc == 0 && a.is_error)) {
+		s->err_ctr = CL_CTR_ERR_STREAM_ERROR;
+		s->err_code = rc == 0 && a.error_code ? a.error_code : se.code;
+		if (rc == 0 && a.error_msg)
+			keep_sample(s, a.error_msg, a.error_msg_len);
+		else if (se.message)
+			keep_sample(s, se.message, se.message_len);
+		else
+			keep_sample(s, body, s->whole.len);
+		return;
+	}
+	if (rc != 0) {
+		s->err_ctr = CL_CTR_ERR_STREAM_MALFORMED;
+		if (rc == CL_EPROTO && a.malformed) {
+			keep_sample(s, a.malformed, strlen(a.malformed));
+			keep_sample(s, ": ", 2);
+		}
+		keep_sample(s, body, s->whole.len);
+		return;
+	}
+	/* At most one score per document sent: fewer is a top_n the body asked for (or a
+	 * server's own cut), more is not the answer to this request. */
+	uint32_t sent = s->body ? s->body->inputs : 0;
+	if (sent && a.n_results > sent) {
+		char why[96];
+		int n =
+		    snprintf(why, sizeof(why), "%u scores for %u documents: ", a.n_results, sent);
+		s->err_ctr = CL_CTR_ERR_STREAM_MALFORMED;
+		keep_sample(s, why, n > 0 ? (size_t)n : 0);
+		keep_sample(s, body, s->whole.len);
+		return;
+	}
+	s->done_seen = true;
+	s->documents = sent ? sent : a.n_results;
+	s->usage_ct = 0; /* nothing generated */
+	/* The tokens the server read, as it says them: vLLM's rerank gives total_tokens
+	 * only, llama.cpp and vLLM's score both (equal, no output). */
+	s->usage_pt = a.prompt_tokens >= 0 ? a.prompt_tokens : a.total_tokens;
+}
+
 void cli_request_whole_end(struct cl_slot *s)
 {
+	if (cl_api_scores(s->w->e->http.api)) {
+		scored_end(s);
+		return;
+	}
 	struct cl_embedding a;
 	const char *body = s->whole.data ? s->whole.data : "";
 	int rc = cl_embedding_decode(body, s->whole.len, &a);
@@ -576,7 +632,7 @@ size_t cli_on_body(char *p, size_t size, size_t n, void *ud)
 		keep_sample(s, p, len);
 		return len;
 	}
-	if (s->w->e->http.api == CL_API_EMBEDDINGS) {
+	if (!cl_api_streams(s->w->e->http.api)) {
 		/* One JSON document: kept whole, decoded when the transfer ends. */
 		s->last_us = now;
 		if (cl_buf_append(&s->whole, p, len) == 0)

@@ -100,8 +100,9 @@ static int build_lines(struct cl_http_target *t, struct cl_err *err)
 			return cl_err_set(err, CL_ENOMEM, "out of memory");
 		t->lines[ep] = l;
 		size_t n = 0;
-		/* The generation endpoint's lines: an embeddings answer is one JSON document. */
-		const char *const *gen = t->api == CL_API_EMBEDDINGS ? embeddings : chat;
+		/* The generation endpoint's lines: an embeddings, rerank or score answer is one
+		 * JSON document. */
+		const char *const *gen = cl_api_streams(t->api) ? chat : embeddings;
 		for (size_t i = 0; ep == CL_HTTP_CHAT && i < sizeof(chat) / sizeof(chat[0]); i++)
 			if (!overridden(t, gen[i]))
 				l[n++] = gen[i];
@@ -203,7 +204,7 @@ int cl_http_target_init(struct cl_http_target *t, const struct cl_target_plan *p
 				  "the target URL carries a user name or password (user:pass@): "
 				  "URLs are logged and recorded, so send credentials with "
 				  "target.api_key_env or target.headers");
-	t->api = p->api < CL_API__COUNT ? p->api : CL_API_CHAT;
+	t->api = cl_api_name(p->api) ? p->api : CL_API_CHAT;
 	t->tls_verify = p->tls_verify;
 	t->connect_timeout_us =
 	    p->connect_timeout_us > 0 ? p->connect_timeout_us : CL_HTTP_DEFAULT_CONNECT_TIMEOUT_US;

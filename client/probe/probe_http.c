@@ -5,6 +5,7 @@
 #include "client/probe/readiness.h"
 #include "client/stream/chunk.h"
 #include "client/stream/embedding.h"
+#include "client/stream/rerank.h"
 #include "client/stream/error.h"
 #include "client/stream/event.h"
 #include "client/stream/responses.h"
@@ -696,11 +697,11 @@ static size_t on_stream(char *p, size_t size, size_t nmemb, void *ctx)
 		CL_IGNORE(cl_buf_append(&g->errbody, p, n < room ? n : room));
 		return n;
 	}
-	if (g->h->http.api == CL_API_EMBEDDINGS) {
+	if (!cl_api_streams(g->h->http.api)) {
 		if (cl_buf_append(&g->whole, p, n) == 0)
 			return n;
-		snprintf(g->problem, sizeof(g->problem), "embeddings answer larger than %u MiB",
-			 (unsigned)(g->whole.max >> 20));
+		snprintf(g->problem, sizeof(g->problem), "%s answer larger than %u MiB",
+			 cl_api_name(g->h->http.api), (unsigned)(g->whole.max >> 20));
 		g->malformed = true;
 		return 0;
 	}
@@ -735,15 +736,23 @@ static int on_gen_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl
 static bool whole_answer(struct gen *g, struct cl_probe_attempt *a)
 {
 	struct cl_embedding e;
+	struct cl_rerank r;
 	char snippet[64];
 	const char *data = g->whole.data ? g->whole.data : "";
-	int rc = cl_embedding_decode(data, g->whole.len, &e);
+	/* Embeddings answer vectors; rerank and score, one score per document. */
+	bool scores = cl_api_scores(g->h->http.api);
+	const char *what = scores ? cl_api_name(g->h->http.api) : "embeddings";
+	int rc = scores ? cl_rerank_decode(data, g->whole.len, &r)
+			: cl_embedding_decode(data, g->whole.len, &e);
+	bool is_error = scores ? r.is_error : e.is_error;
+	const char *malformed = scores ? r.malformed : e.malformed;
+	uint32_t n = scores ? r.n_results : e.n_data;
 	copy_line(data, g->whole.len < 48 ? g->whole.len : 48, snippet, sizeof(snippet));
-	/* A failure in any dialect (the embeddings decoder knows "error" only): the server's
-	 * words and code, fatal when waiting cannot fix it, as for a stream. */
+	/* A failure in any dialect (the decoders know "error" only): the server's words and
+	 * code, fatal when waiting cannot fix it, as for a stream. */
 	struct cl_stream_error se;
 	cl_stream_error_read(data, g->whole.len, &se);
-	if ((rc == 0 && e.is_error) || (rc == CL_EPROTO && se.is_error)) {
+	if ((rc == 0 && is_error) || (rc == CL_EPROTO && se.is_error)) {
 		char msg[MESSAGE_MAX_BYTES + 8], code[24] = "";
 		if (!error_message(&se, msg, sizeof(msg)))
 			snprintf(msg, sizeof(msg), "%s", snippet);
@@ -752,19 +761,20 @@ static bool whole_answer(struct gen *g, struct cl_probe_attempt *a)
 		set_error(a,
 			  config_failure(se.code, se.type, se.type_len) ? CL_PROBE_FATAL
 									: CL_PROBE_RETRY,
-			  "error in the embeddings answer%s: \"%s\"", code, msg);
+			  "error in the %s answer%s: \"%s\"", what, code, msg);
 		return false;
 	}
 	if (rc != 0) {
-		if (rc == CL_EPROTO && e.malformed)
-			set_error(a, CL_PROBE_RETRY, "malformed embeddings answer (%s): '%s'",
-				  e.malformed, snippet);
+		if (rc == CL_EPROTO && malformed)
+			set_error(a, CL_PROBE_RETRY, "malformed %s answer (%s): '%s'", what,
+				  malformed, snippet);
 		else
-			set_error(a, CL_PROBE_RETRY, "malformed embeddings answer: '%s'", snippet);
+			set_error(a, CL_PROBE_RETRY, "malformed %s answer: '%s'", what, snippet);
 		return false;
 	}
-	if (e.n_data == 0) {
-		set_error(a, CL_PROBE_RETRY, "embeddings answer without vectors");
+	if (n == 0) {
+		set_error(a, CL_PROBE_RETRY, "%s answer without %s", what,
+			  scores ? "scores" : "vectors");
 		return false;
 	}
 	/* No tokens to wait for: the first "token" is the whole answer. */
@@ -813,7 +823,7 @@ void cli_probe_http_generate(struct cl_probe_http *h, const char *body_json, int
 		t_end = g.done_us;
 	}
 	/* The end of the body: one that was a JSON document is judged now. */
-	if (rc == CURLE_OK && status == 200 && h->http.api != CL_API_EMBEDDINGS && !g.done &&
+	if (rc == CURLE_OK && status == 200 && cl_api_streams(h->http.api) && !g.done &&
 	    !g.malformed && !g.stream_error)
 		(void)cl_sse_finish(&g.sse, on_event, &g);
 	if (g.stream_error) {
@@ -848,7 +858,7 @@ void cli_probe_http_generate(struct cl_probe_http *h, const char *body_json, int
 		http_failure(h, status, &g.errbody, hint, a);
 		goto out;
 	}
-	if (h->http.api == CL_API_EMBEDDINGS) {
+	if (!cl_api_streams(h->http.api)) {
 		if (!whole_answer(&g, a))
 			goto out;
 	} else if (!g.token) {
@@ -863,7 +873,7 @@ void cli_probe_http_generate(struct cl_probe_http *h, const char *body_json, int
 			set_error(a, CL_PROBE_RETRY, "stream ended without tokens");
 		goto out;
 	}
-	if (h->http.api != CL_API_EMBEDDINGS && !g.done && !(g.finish && !cl_sse_pending(&g.sse))) {
+	if (cl_api_streams(h->http.api) && !g.done && !(g.finish && !cl_sse_pending(&g.sse))) {
 		set_error(a, CL_PROBE_RETRY, "stream ended without [DONE]");
 		goto out;
 	}

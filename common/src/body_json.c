@@ -1,4 +1,5 @@
-/* One request body as JSON for each API (chat, completions, responses, embeddings): the shape
+/* One request body as JSON for each API (chat, completions, responses, embeddings, rerank,
+ * score): the shape
  * every body chatload sends shares, rendered in one place for the coordinator's workload and
  * the agent's readiness gate. */
 #include "chatload/body_json.h"
@@ -126,6 +127,26 @@ static json_t *inputs_of(json_t *messages)
 	return arr;
 }
 
+/* rerank and score: the first message's text is the query, each later one a document; a
+ * lone message (the readiness gate's one prompt) is its own document, so the body is one
+ * the server can answer.  Sets body's query key and documents key. */
+static int put_scored(json_t *body, json_t *messages, const char *query_key, const char *docs_key)
+{
+	json_t *texts = inputs_of(messages);
+	if (!texts || json_array_size(texts) == 0) {
+		json_decref(texts);
+		return CL_ENOMEM;
+	}
+	json_t *query = json_incref(json_array_get(texts, 0));
+	if (json_array_size(texts) > 1)
+		json_array_remove(texts, 0);
+	if (json_object_set_new(body, query_key, query) != 0) {
+		json_decref(texts);
+		return CL_ENOMEM;
+	}
+	return json_object_set_new(body, docs_key, texts) != 0 ? CL_ENOMEM : 0;
+}
+
 int cl_body_json_render(const char *model, json_t *messages /* stolen */, uint32_t max_tokens,
 			bool ignore_eos, json_t *extra, char **json_out)
 {
@@ -158,11 +179,22 @@ int cl_body_json_render_api(enum cl_api api, const char *model, json_t *messages
 		max_tokens = 0; /* no output to bound */
 		ignore_eos = false;
 		break;
+	case CL_API_RERANK:
+	case CL_API_SCORE:
+		/* vLLM's, Cohere's, Jina's and llama.cpp's rerank: {"query", "documents"};
+		 * vLLM's score: {"text_1", "text_2"}, text_1 scored against each text_2. */
+		if (api == CL_API_RERANK ? put_scored(body, messages, "query", "documents")
+					 : put_scored(body, messages, "text_1", "text_2"))
+			goto out;
+		max_tokens = 0; /* no output to bound */
+		ignore_eos = false;
+		break;
 	default:
 		what = messages, messages = NULL;
 		break;
 	}
-	int bad = json_object_set_new(body, what_key, what); /* consumes what */
+	/* Consumes what; rerank and score have put their keys already. */
+	int bad = cl_api_scores(api) ? 0 : json_object_set_new(body, what_key, what);
 	if (bad)
 		goto out;
 	/* max_tokens 0 leaves the limit to the server. */

@@ -69,7 +69,7 @@ static int target_check_dec(struct wire_dec *d, const struct wire_table *tab,
 			    const msgpack_object *const *v, void *st)
 {
 	T *t = st;
-	if ((uint32_t)t->api >= CL_API__COUNT)
+	if (!cl_api_name(t->api))
 		return cli_wire_bad(d, CL_EPROTO, "api", "is not an API this agent knows (%u)",
 				    (uint32_t)t->api);
 	if (t->n_endpoints == 1 || (uint32_t)t->route >= CL_ROUTE__COUNT ||

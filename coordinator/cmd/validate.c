@@ -195,7 +195,7 @@ static void print_warmup(const struct cl_scenario *s, const struct cl_workload_s
 		       s->workload.kind == CL_WORKLOAD_PROMPTS && s->workload.n_prompts
 			   ? "first inline"
 			   : "readiness");
-	else if (s->workload.api == CL_API_EMBEDDINGS)
+	else if (!cl_api_streams(s->workload.api))
 		printf("  bodies: the workload's own\n");
 	else if (st->requested_min == st->requested_max)
 		printf("  max tokens: %u (the workload's own bodies)\n", st->requested_max);
@@ -233,6 +233,12 @@ static void print_workload_read(const struct cl_scn_workload *w, const struct cl
 		/* Nothing is generated: no lengths or ends of sequence to report. */
 		printf("  inputs: %zu prompts, %u to a request\n",
 		       st->records ? st->records : st->bodies, w->embedding_batch);
+		return;
+	}
+	if (cl_api_scores(w->api)) {
+		/* Nothing is generated: each request is a query and its documents. */
+		printf("  requests: %zu, each a query and up to %u documents\n", st->bodies,
+		       w->documents);
 		return;
 	}
 	printf("  output tokens asked: %u..%u, mean %.1f; %zu bodies with their own length, "
@@ -326,6 +332,8 @@ static void print_workload(const struct cl_scn_workload *w, const char *salt)
 	       w->api == CL_API_CHAT ? " (default)" : "");
 	if (w->api == CL_API_EMBEDDINGS)
 		printf("  embedding batch: %u inputs per request\n", w->embedding_batch);
+	else if (cl_api_scores(w->api))
+		printf("  documents: %u per request, after its query\n", w->documents);
 	else
 		printf("  max tokens: %u\n", w->max_tokens);
 	printf("  request timeout: %s\n", dur(w->request_timeout_us, a, sizeof(a)));

@@ -442,6 +442,20 @@ json_t *cli_rs_stage_json(size_t index, const struct cl_scn_stage *st, const str
 		json_decref(o);
 		return NULL;
 	}
+	/* Rerank and score: queries (the completed requests), the documents they scored and
+	 * the tokens the server said it read, in place of output tokens. */
+	if (o && cl_api_scores(api) &&
+	    cli_rj_set(o, "rerank",
+		       json_pack("{s:o,s:o,s:o,s:o,s:o,s:o}", "queries",
+				 cli_rj_uint(m->ctr[CL_CTR_COMPLETED]), "documents",
+				 cli_rj_uint(m->ctr[CL_CTR_DOCUMENTS]), "tokens",
+				 cli_rj_uint(m->ctr[CL_CTR_PROMPT_TOKENS]), "queries_per_s",
+				 rate(m->ctr[CL_CTR_COMPLETED], window_s), "documents_per_s",
+				 rate(m->ctr[CL_CTR_DOCUMENTS], window_s), "tokens_per_s",
+				 rate(m->ctr[CL_CTR_PROMPT_TOKENS], window_s)))) {
+		json_decref(o);
+		return NULL;
+	}
 	if (o && (cli_rj_set(o, "http", http_json(m)) ||
 		  cli_rj_set(o, "too_short", json_boolean(too_short(st, m, window_s))) ||
 		  cli_rj_set(o, "unaccounted",

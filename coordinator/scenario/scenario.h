@@ -147,8 +147,10 @@ enum cl_image_detail {
 	CL_IMAGE_DETAIL_LOW,
 	CL_IMAGE_DETAIL_HIGH
 };
-#define CL_SCN_MAX_IMAGES     16   /* images per request at most */
-#define CL_SCN_MAX_IMAGE_SIDE 4096 /* pixels, either side */
+#define CL_SCN_MAX_IMAGES        16   /* images per request at most */
+#define CL_SCN_MAX_DOCUMENTS     1000 /* workload.documents at most (rerank, score) */
+#define CL_SCN_DEFAULT_DOCUMENTS 4    /* workload.documents unless set */
+#define CL_SCN_MAX_IMAGE_SIDE    4096 /* pixels, either side */
 
 /* Images generated from the seed, attached to every request's own user message. */
 struct cl_scn_images {
@@ -215,6 +217,9 @@ struct cl_scn_workload {
 	 * embedding_batch inputs per request (default 1) */
 	enum cl_api api;
 	uint32_t embedding_batch;
+	/* rerank and score: documents per request, each request a query and this many
+	 * documents, all taken from the workload's prompts in turn (default 4) */
+	uint32_t documents;
 	struct cl_scn_images images; /* workload.images */
 	/* workload.tools (docs/scenario.md, "Tool calls"): tools_count synthetic functions
 	 * offered with tool_choice; with multi_turn an answer that is a tool call is followed,

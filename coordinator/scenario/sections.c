@@ -525,8 +525,12 @@ static const struct {
 	{ "messages", "prompts come from the workload" },
 	{ "prompt", "prompts come from the workload" },
 	{ "input", "prompts come from the workload" },
-	{ "stream", "chat, completions and responses requests always stream, and embeddings "
-		    "never do" },
+	{ "stream", "chat, completions and responses requests always stream, and rerank, score "
+		    "and embeddings never do" },
+	{ "query", "the query and documents come from the workload" },
+	{ "documents", "the query and documents come from the workload" },
+	{ "text_1", "the query and documents come from the workload" },
+	{ "text_2", "the query and documents come from the workload" },
 	{ "max_tokens", "set max_tokens in the section instead" },
 	{ "max_output_tokens", "set max_tokens in the section instead" },
 };

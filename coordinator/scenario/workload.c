@@ -276,11 +276,16 @@ static void conv_trace(struct scn_ctx *c, const struct ynode *v, void *obj)
 
 static void conv_api(struct scn_ctx *c, const struct ynode *v, void *obj)
 {
-	static const char *const names[] = { "chat", "completions", "responses", "embeddings" };
-	_Static_assert(N(names) == CL_API__COUNT, "one name per API");
+	/* The APIs by name; a value of enum cl_api that names none (4, until Messages is
+	 * merged) is not offered. */
+	static const char *const names[] = { "chat",       "completions", "responses",
+					     "embeddings", "rerank",      "score" };
+	static const enum cl_api ids[] = { CL_API_CHAT,       CL_API_COMPLETIONS, CL_API_RESPONSES,
+					   CL_API_EMBEDDINGS, CL_API_RERANK,      CL_API_SCORE };
+	_Static_assert(N(names) == N(ids), "one value per name");
 	int x;
 	if (cli_scn_get_enum(c, v, names, N(names), &x) == 0)
-		((struct cl_scn_workload *)obj)->api = (enum cl_api)x;
+		((struct cl_scn_workload *)obj)->api = ids[x];
 }
 
 /* ---- workload.images ---- */
@@ -423,6 +428,7 @@ enum workload_field {
 	WF_EMBEDDING_BATCH,
 	WF_IMAGES,
 	WF_TOOLS,
+	WF_DOCUMENTS,
 	WF__COUNT
 };
 
@@ -458,6 +464,8 @@ static const struct scn_field workload_fields[] = {
 					 embedding_batch, 1, 2048),
 	[WF_IMAGES] = SCN_CUSTOM_AT("images", struct cl_scn_workload, images, conv_images),
 	[WF_TOOLS] = SCN_CUSTOM("tools", conv_tools),
+	[WF_DOCUMENTS] = SCN_RANGE("documents", SCN_F_U32, struct cl_scn_workload, documents, 1,
+				   CL_SCN_MAX_DOCUMENTS),
 };
 _Static_assert(N(workload_fields) == WF__COUNT, "one field per index");
 _Static_assert(WF__COUNT <= N(((struct scn_loader *)0)->workload), "room for every key");
@@ -482,46 +490,70 @@ static void check_api(struct scn_ctx *c, const struct cl_scn_workload *w,
 	}
 	/* Image parts are chat's and Responses' message content; a completions prompt is
 	 * one string, and an embeddings input text. */
-	if (seen[WF_IMAGES] && (w->api == CL_API_COMPLETIONS || w->api == CL_API_EMBEDDINGS)) {
+	if (seen[WF_IMAGES] && (w->api == CL_API_COMPLETIONS || !cl_api_streams(w->api))) {
 		cli_scn_error(c, seen[WF_IMAGES],
 			      "workload.images cannot be used with workload.api: %s (images are "
 			      "content parts of chat or responses messages; %s)",
 			      cl_api_name(w->api),
-			      w->api == CL_API_COMPLETIONS ? "a completions prompt is one string"
-							   : "an embeddings input is text");
+			      w->api == CL_API_COMPLETIONS  ? "a completions prompt is one string"
+			      : w->api == CL_API_EMBEDDINGS ? "an embeddings input is text"
+							    : "a query and its documents are text");
 		return;
 	}
-	if (w->api == CL_API_EMBEDDINGS) {
-		/* An embedding has no output: nothing to bound, nothing to generate. */
+	if (seen[WF_DOCUMENTS] && !cl_api_scores(w->api)) {
+		cli_scn_error(c, seen[WF_DOCUMENTS],
+			      "workload.documents only applies with workload.api: rerank or score");
+		return;
+	}
+	if (cl_api_scores(w->api) && seen[WF_TRACE]) {
+		cli_scn_error(c, seen[WF_TRACE],
+			      "workload.trace cannot be used with workload.api: %s (each trace "
+			      "record is one request at its own time; a %s request is a query and "
+			      "workload.documents documents made of several prompts)",
+			      cl_api_name(w->api), cl_api_name(w->api));
+		return;
+	}
+	if (!cl_api_streams(w->api)) {
+		/* An embedding, or a document's score, is no output: nothing to bound, nothing
+		 * to generate. */
+		bool emb = w->api == CL_API_EMBEDDINGS;
+		const char *none = emb ? "embeddings generate nothing, so there is no output "
+					 "length to set"
+				       : "a score per document is generated, no tokens, so there "
+					 "is no output length to set";
 		static const struct {
 			size_t idx;
-			const char *why;
+			const char *why_emb, *why_score; /* NULL: the output's reason (none) */
 		} no[] = {
-			{ WF_MAX_TOKENS,
-			  "embeddings generate nothing, so there is no output length to set" },
+			{ WF_MAX_TOKENS, NULL, NULL },
 			{ WF_IGNORE_EOS,
-			  "embeddings generate nothing, so there is no end of sequence" },
-			{ WF_DATASET_OUTPUT_TOKENS,
-			  "embeddings generate nothing, so there is no output length to set" },
-			{ WF_MULTI_TURN, "an embedding is not a conversation" },
+			  "embeddings generate nothing, so there is no end of sequence",
+			  "a score is no generation, so there is no end of sequence" },
+			{ WF_DATASET_OUTPUT_TOKENS, NULL, NULL },
+			{ WF_MULTI_TURN, "an embedding is not a conversation",
+			  "a query and its documents are not a conversation" },
 			{ WF_SYSTEM_PROMPT,
 			  "each input of an embeddings request is embedded on its own, so a system "
-			  "prompt would be one more input" },
+			  "prompt would be one more input",
+			  "the query and each document are texts of their own, so a system prompt "
+			  "would be one more text" },
 		};
 		for (size_t i = 0; i < N(no); i++) {
 			if (seen[no[i].idx]) {
+				const char *why = emb ? no[i].why_emb : no[i].why_score;
 				cli_scn_error(c, seen[no[i].idx],
 					      "workload.%s cannot be used with workload.api: "
-					      "embeddings (%s)",
-					      workload_fields[no[i].idx].name, no[i].why);
+					      "%s (%s)",
+					      workload_fields[no[i].idx].name, cl_api_name(w->api),
+					      why ? why : none);
 				return;
 			}
 		}
 		if (w->synthetic_output.mean > 0)
 			cli_scn_error(c, api,
 				      "workload.synthetic.output_tokens cannot be used with "
-				      "workload.api: embeddings (embeddings generate nothing, so "
-				      "there is no output length to set)");
+				      "workload.api: %s (%s)",
+				      cl_api_name(w->api), none);
 		return;
 	}
 	/* multi_turn needs nothing more: chat, responses (the history as input items) and

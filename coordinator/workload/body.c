@@ -114,8 +114,9 @@ int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt
 		json_decref(messages);
 		return irc;
 	}
-	if (c->api == CL_API_EMBEDDINGS && c->batch > 1) {
-		/* One input per prompt: they wait until the batch is full. */
+	if (!cl_api_streams(c->api) && c->batch > 1) {
+		/* One input (embeddings) or text (rerank, score: the query, then its documents)
+		 * per prompt: they wait until the batch is full. */
 		if (!c->pending && !(c->pending = json_array())) {
 			json_decref(messages);
 			return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
@@ -130,9 +131,19 @@ int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt
 		return cli_workload_flush_batch(c, err);
 	}
 	uint32_t inputs = c->api == CL_API_EMBEDDINGS ? (uint32_t)json_array_size(messages) : 0;
+	if (cl_api_scores(c->api)) {
+		/* The first text is the query, the rest its documents: a lone text (a last
+		 * group of one) would be a query with nothing to score, and is left out. */
+		size_t texts = json_array_size(messages);
+		if (texts < 2) {
+			json_decref(messages);
+			return 0;
+		}
+		inputs = (uint32_t)(texts - 1);
+	}
 	uint32_t max_tokens = out_tokens ? out_tokens : c->max_tokens;
 	bool ignore_eos = c->ignore_eos == 1 || (c->ignore_eos < 0 && out_tokens);
-	if (c->api == CL_API_EMBEDDINGS)
+	if (!cl_api_streams(c->api))
 		max_tokens = 0, ignore_eos = false; /* no output */
 	if (cl_body_json_render_api(c->api, c->model, messages, max_tokens, ignore_eos, c->extra,
 				    &json) != 0)

@@ -33,8 +33,9 @@ struct render_ctx {
 	bool no_salt;     /* the body being pushed gets no salt (a later turn: its history has) */
 	double token_scale; /* workload.chars_per_token / 4: built lengths in estimated tokens */
 	enum cl_api api;    /* workload.api: the shape each body is rendered in */
-	/* embeddings: inputs per body (workload.embedding_batch); while a batch fills, its
-	 * messages wait in pending (one input each) */
+	/* embeddings: inputs per body (workload.embedding_batch); rerank and score: texts per
+	 * body (a query and workload.documents documents).  While a batch fills, its messages
+	 * wait in pending (one input or text each) */
 	uint32_t batch;
 	json_t *pending;
 	size_t pending_chars;

@@ -111,6 +111,9 @@ static int render(const struct cl_scenario *s, const char *model, const char *sa
 	c.seed = w->seed;
 	own.images = w->images.count;
 	c.batch = w->api == CL_API_EMBEDDINGS && w->embedding_batch ? w->embedding_batch : 1;
+	/* rerank and score: a query and its documents, one prompt each, in the order read. */
+	if (cl_api_scores(w->api))
+		c.batch = (w->documents ? w->documents : CL_SCN_DEFAULT_DOCUMENTS) + 1;
 	c.token_scale =
 	    w->chars_per_token > 0 ? w->chars_per_token / CL_WORKLOAD_CHARS_PER_TOKEN : 1;
 	own.prefix_groups = w->shared_prefix_groups;
@@ -152,6 +155,11 @@ static int render(const struct cl_scenario *s, const char *model, const char *sa
 	}
 	if (!rc)
 		rc = cli_workload_flush_batch(&c, err); /* a last batch that is not full */
+	if (!rc && cl_api_scores(w->api) && c.n == 0 && !c.sink)
+		rc = cl_err_set(
+		    err, CL_EINVAL,
+		    "workload.api: %s needs at least two prompts (a query and a document)",
+		    cl_api_name(w->api));
 out:
 	json_decref(c.pending);
 	json_decref(c.extra);

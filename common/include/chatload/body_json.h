@@ -47,7 +47,10 @@ int cl_body_json_render(const char *model, json_t *messages, uint32_t max_tokens
  * - responses: "input" = the messages, "max_output_tokens", "ignore_eos" (a vLLM
  *   extension, sent only when asked), "stream": true, no stream_options;
  * - embeddings: "input" = one string per message (the batch), no length, no ignore_eos, and
- *   no "stream" at all (the key is removed even when extra sets it).
+ *   no "stream" at all (the key is removed even when extra sets it);
+ * - rerank: "query" = the first message's text, "documents" = one string per later message
+ *   (a lone message is its own one document), no length, no "stream", as embeddings;
+ * - score: the same as "text_1" and "text_2" (vLLM's /score).
  * extra is merged last (chatload's "stream" wins).  Consumes messages.  CL_ENOMEM.
  */
 int cl_body_json_render_api(enum cl_api api, const char *model, json_t *messages,

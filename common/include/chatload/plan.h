@@ -27,16 +27,24 @@ enum cl_api {
 	CL_API_COMPLETIONS = 1, /* POST {base}/completions, streamed choices[].text */
 	CL_API_RESPONSES = 2,   /* POST {base}/responses, streamed semantic events */
 	CL_API_EMBEDDINGS = 3,  /* POST {base}/embeddings, one JSON answer, not streamed */
+	/* 4 is CL_API_MESSAGES (Anthropic's Messages API, issue 44), made on another branch;
+	 * until it is merged the value names no API (cl_api_name gives NULL). */
+	CL_API_RERANK = 5, /* POST {base}/rerank: a query and N documents, one JSON answer */
+	CL_API_SCORE = 6,  /* POST {base}/score: text_1 against each text_2, one JSON answer */
 	CL_API__COUNT
 };
 
-/* "chat", "completions", "responses", "embeddings"; NULL when out of range. */
+/* "chat", "completions", "responses", "embeddings", "rerank", "score"; NULL when out of range
+ * or for a value that names no API. */
 const char *cl_api_name(enum cl_api a);
 /* The endpoint after the base URL: "/chat/completions", "/completions", ...; NULL when out
  * of range. */
 const char *cl_api_path(enum cl_api a);
-/* Whether the API streams its answer (every one but embeddings). */
+/* Whether the API streams its answer (every one but embeddings, rerank and score). */
 bool cl_api_streams(enum cl_api a);
+/* Whether the API scores documents against a query (rerank, score): a request is a query
+ * and N documents (workload.documents), its answer one relevance score per document. */
+bool cl_api_scores(enum cl_api a);
 
 const char *cl_load_mode_name(enum cl_load_mode m);
 const char *cl_arrival_name(enum cl_arrival a);
@@ -120,7 +128,8 @@ struct cl_request_body {
 	/* Trace replay: when to start, µs after the stage's start (already divided by the
 	 * speedup); only with cl_workload_plan.trace_stride. */
 	int64_t at_us;
-	/* Embeddings: the inputs this body sends (workload.embedding_batch); 0 otherwise. */
+	/* Embeddings: the inputs this body sends (workload.embedding_batch); rerank and score:
+	 * the documents it sends after its query; 0 otherwise. */
 	uint32_t inputs;
 };
 
