@@ -40,27 +40,26 @@ static int parse_results(struct scan *sc, int depth, struct cl_rerank *out, cons
 
 static int parse_usage(struct scan *sc, int depth, struct cl_rerank *out, const char **bad)
 {
+	const char *bad_pt = NULL, *bad_tt = NULL;
 	bool first = true;
 	struct str k;
-	const char *b;
 	int rc;
 
 	if ((rc = obj_open(sc, depth)))
 		return rc;
 	out->has_usage = true;
+	/* A repeated key's last value counts, as in jansson: each reason is its key's last. */
 	while ((rc = obj_next(sc, &first, &k)) == 1) {
-		b = NULL;
 		if (KEY_IS(&k, "prompt_tokens"))
-			rc = want_count(sc, depth + 1, &out->prompt_tokens, &b, R_PROMPT);
+			rc = want_count(sc, depth + 1, &out->prompt_tokens, &bad_pt, R_PROMPT);
 		else if (KEY_IS(&k, "total_tokens"))
-			rc = want_count(sc, depth + 1, &out->total_tokens, &b, R_TOTAL);
+			rc = want_count(sc, depth + 1, &out->total_tokens, &bad_tt, R_TOTAL);
 		else
 			rc = parse_value(sc, depth + 1);
 		if (rc)
 			return rc;
-		if (b && !*bad)
-			*bad = b;
 	}
+	*bad = FIRST_BAD(bad_pt, bad_tt);
 	return rc;
 }
 

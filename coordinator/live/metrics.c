@@ -68,6 +68,10 @@ static const struct {
 	 * above; their latency chatload_e2e_seconds); 0 for the generating APIs. */
 	{ "chatload_embedding_inputs_total",
 	  "Embedding inputs (vectors) answered by completed requests.", CL_CTR_EMBEDDING_INPUTS },
+	/* workload.api: rerank or score: the documents scored (the queries are the completed
+	 * requests, their tokens the prompt tokens above); 0 for every other API. */
+	{ "chatload_documents_total", "Documents sent by completed rerank or score requests.",
+	  CL_CTR_DOCUMENTS },
 };
 
 static const char *const phase_names[CL_LIVE__PHASES] = { "starting", "readiness", "warmup",

@@ -17,11 +17,11 @@ const char *const cli_rp_col_names[RP__COLS] = {
 	"TTFT p50 ms",   "TTFT p99 ms",   "ITL p50 ms", "ITL p99 ms",  "TPOT p50 ms",
 	"E2E p50 ms",    "errors",        "no content", "TTFC p50 ms", "TTFC p99 ms",
 	"content tok/s", "cached prompt", "inputs/s",   "input tok/s", "E2E p99 ms",
-	"tool calls",
+	"tool calls",    "docs/s",
 };
-const bool cli_rp_col_numeric[RP__COLS] = { false, true, false, true, true, true, true,
-					    true,  true, true,  true, true, true, true,
-					    true,  true, true,  true, true, true, true };
+const bool cli_rp_col_numeric[RP__COLS] = { false, true, false, true, true, true, true, true,
+					    true,  true, true,  true, true, true, true, true,
+					    true,  true, true,  true, true, true };
 
 /* Display order: the thinking-model columns sit beside TTFT and the output rate they
  * qualify. */
@@ -33,6 +33,11 @@ static const int col_order[] = {
 /* An embeddings run: no output, no chunks, so no TTFT, ITL or TPOT; what it has instead. */
 static const int col_order_embeddings[] = {
 	RP_STAGE,    RP_LOAD,  RP_STATUS, RP_RPS,    RP_INPUTS_PS,
+	RP_INTOK_PS, RP_E2E50, RP_E2E99,  RP_ERRORS,
+};
+/* A rerank or score run: req/s is queries/s; documents and tokens per second beside it. */
+static const int col_order_scoring[] = {
+	RP_STAGE,    RP_LOAD,  RP_STATUS, RP_RPS,    RP_DOCS_PS,
 	RP_INTOK_PS, RP_E2E50, RP_E2E99,  RP_ERRORS,
 };
 
@@ -48,16 +53,22 @@ bool cli_rp_thinking(const json_t *stages)
 	return false;
 }
 
-bool cli_rp_embeddings(const json_t *stages)
+/* Whether every stage has an object named key. */
+static bool every_stage_has(const json_t *stages, const char *key)
 {
 	size_t i;
 	const json_t *s;
-	bool embeddings = json_array_size(stages) > 0;
+	bool all = json_array_size(stages) > 0;
 	json_array_foreach(stages, i, s)
 	{
-		embeddings &= json_is_object(json_object_get(s, "embeddings"));
+		all &= json_is_object(json_object_get(s, key));
 	}
-	return embeddings;
+	return all;
+}
+
+bool cli_rp_embeddings(const json_t *stages)
+{
+	return every_stage_has(stages, "embeddings") || every_stage_has(stages, "rerank");
 }
 
 size_t cli_rp_columns(const json_t *stages, int cols[RP__COLS])
@@ -77,6 +88,11 @@ size_t cli_rp_columns(const json_t *stages, int cols[RP__COLS])
 		tool_calls |= cl_results_num(s, "requests.tool_calls") > 0;
 	}
 	size_t n = 0;
+	if (every_stage_has(stages, "rerank")) {
+		for (size_t k = 0; k < sizeof(col_order_scoring) / sizeof(int); k++)
+			cols[n++] = col_order_scoring[k];
+		return n;
+	}
 	if (cli_rp_embeddings(stages)) {
 		for (size_t k = 0; k < sizeof(col_order_embeddings) / sizeof(int); k++)
 			cols[n++] = col_order_embeddings[k];
@@ -228,8 +244,13 @@ void cli_rp_stage_row(const json_t *s, struct cli_rp_row *row)
 		cli_rp_fmt(row->cell[RP_CACHED], RP_CELL_MAX, NAN, 0);
 	cli_rp_fmt_rate(row->cell[RP_INPUTS_PS], RP_CELL_MAX,
 			cl_results_num(s, "embeddings.inputs_per_s"));
-	cli_rp_fmt_rate(row->cell[RP_INTOK_PS], RP_CELL_MAX,
-			cl_results_num(s, "embeddings.input_tokens_per_s"));
+	/* Input tokens: an embedding's, or the tokens a rerank or score read. */
+	bool scoring = json_is_object(json_object_get(s, "rerank"));
+	cli_rp_fmt_rate(
+	    row->cell[RP_INTOK_PS], RP_CELL_MAX,
+	    cl_results_num(s, scoring ? "rerank.tokens_per_s" : "embeddings.input_tokens_per_s"));
+	cli_rp_fmt_rate(row->cell[RP_DOCS_PS], RP_CELL_MAX,
+			cl_results_num(s, "rerank.documents_per_s"));
 	double errors = cl_results_num(s, "requests.errors_total");
 	double rate = cl_results_num(s, "requests.error_rate");
 	if (isfinite(errors) && errors > 0 && isfinite(rate))

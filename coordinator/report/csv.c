@@ -79,6 +79,12 @@ static const struct column columns[] = {
 	{ "embedding_inputs", "embeddings.inputs", K_NUM },
 	{ "embedding_inputs_per_s", "embeddings.inputs_per_s", K_NUM },
 	{ "embedding_input_tokens_per_s", "embeddings.input_tokens_per_s", K_NUM },
+	/* rerank and score (workload.api); empty for the other APIs */
+	{ "rerank_queries", "rerank.queries", K_NUM },
+	{ "rerank_documents", "rerank.documents", K_NUM },
+	{ "rerank_tokens", "rerank.tokens", K_NUM },
+	{ "rerank_documents_per_s", "rerank.documents_per_s", K_NUM },
+	{ "rerank_tokens_per_s", "rerank.tokens_per_s", K_NUM },
 };
 
 size_t cl_report_csv_n_columns(void)

@@ -60,6 +60,7 @@ enum {
 	RP_INTOK_PS,  /* input (prompt) tokens per second */
 	RP_E2E99,
 	RP_TOOL_CALLS, /* answers that were tool calls: shown only when some stage had one */
+	RP_DOCS_PS,    /* rerank and score (every stage has "rerank"): documents per second */
 	RP__COLS
 };
 #define RP_CELL_MAX 96
@@ -79,8 +80,8 @@ void cli_rp_stage_row(const json_t *stage, struct cli_rp_row *row);
 size_t cli_rp_columns(const json_t *stages, int cols[RP__COLS]);
 /* Whether any of these stages saw reasoning tokens (a thinking model). */
 bool cli_rp_thinking(const json_t *stages);
-/* Whether these stages are an embeddings run (every one has "embeddings"): no output, so no
- * token columns or charts. */
+/* Whether these stages are a run without output: every one has "embeddings", or every one
+ * has "rerank" (rerank and score): no token columns or charts. */
 bool cli_rp_embeddings(const json_t *stages);
 /* Whether a stage's numbers are not a normal measurement: its status is not ok, or it was
  * client-bound.  Such stages are marked in every table and never drawn as normal points. */

@@ -7,7 +7,8 @@ truth log (issue 44):
   for request: completed requests (the queries), documents, tokens (usage.prompt_tokens as
   the server gave them); 0 errors; every request the simulator saw came to the endpoint;
   each request is a query and `documents` documents taken from the prompts in turn, a last
-  shorter one with what is left;
+  shorter one with what is left; the summary table shows docs/s and no empty token columns,
+  results.csv the counts;
 - the request bodies are the shapes the servers read: {"query", "documents"} for rerank,
   {"text_1", "text_2"} for score (read back from the simulator, which refuses others);
 - the simulator's faults in such an answer are the errors they are, one for one with the
@@ -52,7 +53,7 @@ class Rerank(tl.FleetCase):
              "request_timeout": "20s"}
         doc = tl.scenario({"url": sim.url}, [{"concurrency": 3, "requests": requests}],
                           {"local": 1, "workers": 1}, name=name, workload=w,
-                          readiness=readiness, output={"formats": ["json"]})
+                          readiness=readiness, output={"formats": ["json", "csv"]})
         path = self.write_scenario(name, doc)
         out = self.scope.path(name + "-out")
         p = self.start_run(path, out, name=name)
@@ -60,6 +61,7 @@ class Rerank(tl.FleetCase):
 
     def check_exact(self, api):
         sim, p, out = self.run_api(api)
+        self.proc, self.out = p, out
         self.assertExit(p, 0, 90)
         res = self.results(out)
         self.assertEqual(res["scenario"]["target"]["api"], api)
@@ -95,7 +97,20 @@ class Rerank(tl.FleetCase):
         return st, stage
 
     def test_rerank_equals_truth(self):
-        self.check_exact("rerank")
+        st, _ = self.check_exact("rerank")
+        # The summary table shows what such a run has, and none of the empty token columns;
+        # results.csv carries the counts in columns of their own.
+        head = next(l for l in self.proc.text("out").splitlines() if l.startswith("stage "))
+        for want in ("docs/s", "input tok/s", "E2E p99 ms"):
+            self.assertIn(want, head)
+        for gone in ("TTFT", "ITL", "TPOT", "out tok/s", "inputs/s"):
+            self.assertNotIn(gone, head)
+        import csv
+        with open(os.path.join(self.out, "results.csv")) as f:
+            (row,) = list(csv.DictReader(f))
+        self.assertEqual(int(row["rerank_documents"]), st["rerank"]["documents"])
+        self.assertEqual(int(row["rerank_tokens"]), st["rerank"]["tokens"])
+        self.assertEqual(int(row["rerank_queries"]), st["rerank"]["queries"])
 
     def test_score_equals_truth(self):
         self.check_exact("score")
