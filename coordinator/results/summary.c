@@ -408,9 +408,11 @@ static int warn_repeated(json_t *w, const json_t *doc)
 	}
 	if (repeated <= 0)
 		return 0;
-	/* What a repeat costs, for what was sent: a generation's TTFT, an embedding's latency. */
-	bool embeddings =
-	    strcmp(cl_results_str(doc, "scenario.target.api", "chat"), "embeddings") == 0;
+	/* What a repeat costs, for what was sent: a generation's TTFT, an embedding's (or a
+	 * rerank's) latency. */
+	const char *api = cl_results_str(doc, "scenario.target.api", "chat");
+	bool embeddings = strcmp(api, "embeddings") == 0 || strcmp(api, "rerank") == 0 ||
+			  strcmp(api, "score") == 0;
 	bool per_stage = strcmp(cl_results_str(doc, "workload.order", "run"), "per_stage") == 0;
 	return cli_rs_warn(
 	    w,
