@@ -182,6 +182,30 @@ class Rerank(tl.FleetCase):
         self.assertEqual(st["requests"]["completed"], len(stage) - failed)
 
 
+class RerankProbe(tl.FleetCase):
+    tag = "rrprobe"
+
+    def test_probe_rerank_and_score(self):
+        """`chatload probe --api rerank|score` sends the API's body (its one prompt as the
+        query and the document) and reads the answer; a server that answers rerank with an
+        error in a 200 body fails the probe with the server's words."""
+        sim = self.start_sim()
+        for api in ("rerank", "score"):
+            p = subprocess.run([tl.CHATLOAD, "probe", "--url", sim.url, "--api", api],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 0, (api, p.stdout, p.stderr))
+        seen = served(sim)
+        self.assertEqual(sorted({r["api"] for r in seen}), ["rerank", "score"])
+        self.assertEqual({r["documents"] for r in seen}, {1})
+        bad = self.start_sim("--fault-error-chunk", "1", "--error-dialect", "json-200",
+                             "--error-message", "reranking is not enabled", name="bad")
+        p = subprocess.run([tl.CHATLOAD, "probe", "--url", bad.url, "--api", "rerank",
+                            "--timeout", "3s"], capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(p.returncode, 0, p.stdout)
+        self.assertIn("error in the rerank answer", p.stdout + p.stderr)
+        self.assertIn("reranking is not enabled", p.stdout + p.stderr)
+
+
 class RerankValidate(tl.FleetCase):
     tag = "rrval"
 
