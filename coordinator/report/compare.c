@@ -51,6 +51,18 @@ static const struct metric emb_metrics[] = {
 };
 #define N_EMB_METRICS (sizeof(emb_metrics) / sizeof(emb_metrics[0]))
 
+/* A rerank or score stage (`rerank` in either run), likewise: documents and tokens read a
+ * second beside its queries (req/s), latency and errors. */
+static const struct metric rerank_metrics[] = {
+	{ "documents_per_s", "docs/s", "rerank.documents_per_s", HIGHER },
+	{ "rerank_tokens_per_s", "input tok/s", "rerank.tokens_per_s", HIGHER },
+	{ "requests_per_s", "req/s", "throughput.requests_per_s", HIGHER },
+	{ "e2e_p50_ms", "E2E p50 ms", "latency_ms.e2e.p50", LOWER },
+	{ "e2e_p99_ms", "E2E p99 ms", "latency_ms.e2e.p99", LOWER },
+	{ "error_rate", "error rate", "requests.error_rate", LOWER_RATE },
+};
+#define N_RERANK_METRICS (sizeof(rerank_metrics) / sizeof(rerank_metrics[0]))
+
 /* The server's own figures (stages[].server, when it was scraped in either run): they
  * explain a change in the client's figures, they do not decide one, so they never count as
  * regressions (a queue of 0 that became 1 is not a failed night) and are shown only when
@@ -332,8 +344,10 @@ json_t *cl_compare_build(const json_t *base, const json_t *cur, const char *base
 			goto fail;
 		bool emb = json_is_object(json_object_get(bs, "embeddings")) ||
 			   (ns && json_is_object(json_object_get(ns, "embeddings")));
-		const struct metric *list = emb ? emb_metrics : metrics;
-		size_t n_list = emb ? N_EMB_METRICS : N_METRICS;
+		bool rr = json_is_object(json_object_get(bs, "rerank")) ||
+			  (ns && json_is_object(json_object_get(ns, "rerank")));
+		const struct metric *list = rr ? rerank_metrics : emb ? emb_metrics : metrics;
+		size_t n_list = rr ? N_RERANK_METRICS : emb ? N_EMB_METRICS : N_METRICS;
 		for (size_t m = 0; ns && m < n_list; m++) {
 			if (cli_rj_append(ms, metric_json(&list[m], bs, ns, opts, &reg))) {
 				json_decref(ms);

@@ -44,6 +44,7 @@ struct batch {
 	struct cl_hist h[H__N];
 	uint64_t completed_in_window, output_tokens, completed, errors;
 	uint64_t inputs, prompt_tokens; /* embeddings: inputs embedded, their tokens */
+	uint64_t documents;             /* rerank, score: documents scored */
 	uint32_t intervals;
 	double seconds;
 };
@@ -65,8 +66,9 @@ enum fig_kind {
 	F_RATE_REQUESTS,
 	F_PCT,
 	F_ERROR_RATE,
-	F_RATE_INPUTS,      /* embeddings only (a stage with `embeddings`) */
-	F_RATE_INPUT_TOKENS /* ... */
+	F_RATE_INPUTS,       /* embeddings only (a stage with `embeddings`) */
+	F_RATE_INPUT_TOKENS, /* ... and rerank, score: the tokens read */
+	F_RATE_DOCUMENTS     /* rerank and score only (a stage with `rerank`) */
 };
 static const struct figure {
 	const char *name;
@@ -89,6 +91,9 @@ static const struct figure {
 	/* An embeddings stage's own figures; other stages have no such path and no interval. */
 	{ "inputs_per_s", "embeddings.inputs_per_s", F_RATE_INPUTS, 0, 0 },
 	{ "input_tokens_per_s", "embeddings.input_tokens_per_s", F_RATE_INPUT_TOKENS, 0, 0 },
+	/* A rerank or score stage's own figures, likewise. */
+	{ "documents_per_s", "rerank.documents_per_s", F_RATE_DOCUMENTS, 0, 0 },
+	{ "rerank_tokens_per_s", "rerank.tokens_per_s", F_RATE_INPUT_TOKENS, 0, 0 },
 };
 #define N_FIGURES (sizeof(figures) / sizeof(figures[0]))
 
@@ -112,7 +117,7 @@ static void batch_reset(struct batch *b)
 	for (int i = 0; i < H__N; i++)
 		cl_hist_reset(&b->h[i]);
 	b->completed_in_window = b->output_tokens = b->completed = b->errors = 0;
-	b->inputs = b->prompt_tokens = 0;
+	b->inputs = b->prompt_tokens = b->documents = 0;
 	b->intervals = 0;
 	b->seconds = 0;
 }
@@ -129,6 +134,7 @@ static void batch_add(struct batch *dst, const struct batch *src)
 	dst->completed += src->completed;
 	dst->errors += src->errors;
 	dst->inputs += src->inputs;
+	dst->documents += src->documents;
 	dst->prompt_tokens += src->prompt_tokens;
 	dst->intervals += src->intervals;
 	dst->seconds += src->seconds;
@@ -150,6 +156,7 @@ static void batch_add_metrics(struct batch *b, double interval_s, const struct c
 	b->completed += m->ctr[CL_CTR_COMPLETED];
 	b->errors += cl_verdict_errors(m);
 	b->inputs += m->ctr[CL_CTR_EMBEDDING_INPUTS];
+	b->documents += m->ctr[CL_CTR_DOCUMENTS];
 	b->prompt_tokens += m->ctr[CL_CTR_PROMPT_TOKENS];
 	b->intervals++;
 	b->seconds += interval_s;
@@ -416,6 +423,8 @@ json_t *cli_rs_ci_json(const struct cli_rs_ci *c, const json_t *stage,
 					v[i] = b->seconds > 0 ? b->output_tokens / b->seconds : NAN;
 				else if (fg->kind == F_RATE_INPUTS)
 					v[i] = b->seconds > 0 ? b->inputs / b->seconds : NAN;
+				else if (fg->kind == F_RATE_DOCUMENTS)
+					v[i] = b->seconds > 0 ? b->documents / b->seconds : NAN;
 				else if (fg->kind == F_RATE_INPUT_TOKENS)
 					v[i] = b->seconds > 0 ? b->prompt_tokens / b->seconds : NAN;
 				else if (fg->kind == F_RATE_REQUESTS)

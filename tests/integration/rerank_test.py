@@ -182,6 +182,60 @@ class Rerank(tl.FleetCase):
         self.assertEqual(st["requests"]["completed"], len(stage) - failed)
 
 
+class RerankCompare(tl.FleetCase):
+    tag = "rrcmp"
+
+    def rerank_run(self, per_token, name):
+        """A rerank stage of 1.5 s reported every 200 ms: enough intervals for ci95."""
+        sim = self.start_sim("--rerank-per-token", per_token, name=name + "-sim")
+        w = {"api": "rerank", "prompts": PROMPTS, "documents": 3, "drain_timeout": "5s",
+             "request_timeout": "20s"}
+        doc = tl.scenario({"url": sim.url},
+                          [{"name": "r", "concurrency": 2, "duration": "1.5s"}],
+                          {"local": 1, "workers": 1, "report_interval": "200ms"}, name=name,
+                          workload=w, output={"formats": ["json"]})
+        out = self.scope.path(name + "-out")
+        p = self.start_run(self.write_scenario(name, doc), out, name=name)
+        self.assertExit(p, 0, 90)
+        sim.stop()
+        return os.path.join(out, "results.json")
+
+    def compare(self, base, new):
+        p = subprocess.run([tl.CHATLOAD, "compare", base, new, "--format", "json"],
+                           capture_output=True, text=True, timeout=60)
+        return p.returncode, json.loads(p.stdout) if p.stdout.strip() else p.stderr
+
+    def test_compare_rerank(self):
+        """chatload compare on rerank stages compares docs/s, tokens/s, queries/s, E2E and
+        errors, each with the noise of its ci95, and calls a server ten times slower per
+        token a regression; the other way round an improvement."""
+        base = self.rerank_run("100us", "rr-base")
+        slow = self.rerank_run("1ms", "rr-slow")
+        with open(base) as f:
+            (st,) = json.load(f)["stages"]
+        self.assertIsNotNone(st["ci95"], "1.5 s at 200 ms intervals should give ci95")
+        for k, path in (("documents_per_s", "documents_per_s"),
+                        ("rerank_tokens_per_s", "tokens_per_s")):
+            self.assertGreater(st["ci95"][k]["half"], 0, st["ci95"][k])
+            lo, hi = st["ci95"][k]["low"], st["ci95"][k]["high"]
+            self.assertTrue(lo <= st["rerank"][path] <= hi, (k, st["ci95"][k]))
+        rc, same = self.compare(base, base)
+        self.assertEqual(rc, 0, same)
+        (row,) = same["stages"]
+        names = [m["metric"] for m in row["metrics"] if not m.get("informational")]
+        self.assertEqual(names, ["documents_per_s", "rerank_tokens_per_s", "requests_per_s",
+                                 "e2e_p50_ms", "e2e_p99_ms", "error_rate"])
+        rc, cmp = self.compare(base, slow)
+        self.assertEqual(rc, 99, cmp)
+        verdicts = {m["metric"]: m["verdict"] for m in cmp["stages"][0]["metrics"]}
+        for k in ("documents_per_s", "rerank_tokens_per_s", "requests_per_s", "e2e_p50_ms"):
+            self.assertEqual(verdicts[k], "regressed", cmp)
+        rc, back = self.compare(slow, base)
+        self.assertEqual(rc, 0, back)
+        verdicts = {m["metric"]: m["verdict"] for m in back["stages"][0]["metrics"]}
+        self.assertEqual(verdicts["documents_per_s"], "better", back)
+
+
 class RerankProbe(tl.FleetCase):
     tag = "rrprobe"
 
