@@ -623,6 +623,138 @@ static int read_scored(enum cl_api api, json_t *root, struct cl_sim_chat_req *re
 	return read_scored_docs(q, docs, dkey, req, msg, n, code);
 }
 
+/* ---- transcription: a multipart/form-data body ---- */
+
+static uint32_t rd32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint16_t rd16(const unsigned char *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+/* A RIFF WAV's length in ms from its fmt and data chunks; a data chunk longer than the bytes
+ * sent counts what was sent.  0, or CL_EINVAL with msg set. */
+static int wav_ms(const unsigned char *p, size_t n, uint32_t *ms, char *msg, size_t mn)
+{
+	uint32_t rate = 0, frame = 0;
+	if (n < 12 || memcmp(p, "RIFF", 4) != 0 || memcmp(p + 8, "WAVE", 4) != 0) {
+		snprintf(msg, mn, "'file' is not a WAV file (RIFF/WAVE)");
+		return CL_EINVAL;
+	}
+	for (size_t at = 12; at + 8 <= n;) {
+		uint32_t size = rd32(p + at + 4);
+		size_t body = at + 8, have = n - body < size ? n - body : size;
+		if (memcmp(p + at, "fmt ", 4) == 0 && have >= 16) {
+			rate = rd32(p + body + 4);
+			frame = rd16(p + body + 12); /* block align: bytes a frame */
+		} else if (memcmp(p + at, "data", 4) == 0) {
+			if (!rate || !frame) {
+				snprintf(msg, mn, "'file': a WAV data chunk before its fmt chunk");
+				return CL_EINVAL;
+			}
+			uint64_t v = (uint64_t)have / frame * 1000 / rate;
+			*ms = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+			return 0;
+		}
+		at = body + size + (size & 1); /* chunks are padded to an even length */
+		if (at < body)
+			break;
+	}
+	snprintf(msg, mn, "'file': a WAV without a data chunk");
+	return CL_EINVAL;
+}
+
+/* One part's field name from its headers (hdr[0..n)): 0 with name, or -1. */
+static int part_name(const char *hdr, size_t n, char *name, size_t cap)
+{
+	static const char key[] = "name=\"";
+	const char *p = hdr, *end = hdr + n;
+	while ((p = memmem(p, (size_t)(end - p), key, sizeof(key) - 1))) {
+		/* not filename=" */
+		if (p == hdr || p[-1] == ' ' || p[-1] == ';') {
+			p += sizeof(key) - 1;
+			const char *q = memchr(p, '"', (size_t)(end - p));
+			if (!q || (size_t)(q - p) >= cap)
+				return -1;
+			memcpy(name, p, (size_t)(q - p));
+			name[q - p] = '\0';
+			return 0;
+		}
+		p += sizeof(key) - 1;
+	}
+	return -1;
+}
+
+static int read_form(const char *body, size_t len, struct cl_sim_chat_req *req, char *msg, size_t n,
+		     const char **code)
+{
+	char boundary[80] = "\r\n";
+	const char *eol =
+	    len > 2 && body[0] == '-' && body[1] == '-' ? memmem(body, len, "\r\n", 2) : NULL;
+	*code = "invalid_request";
+	if (!eol || (size_t)(eol - body) + 2 >= sizeof(boundary) || eol - body < 3) {
+		snprintf(msg, n, "a transcription body must be multipart/form-data");
+		return CL_EINVAL;
+	}
+	size_t bl = (size_t)(eol - body);
+	memcpy(boundary + 2, body, bl); /* "\r\n--B": what ends every part */
+	bl += 2;
+	const char *p = eol + 2, *end = body + len;
+	bool file = false;
+	while (p < end) {
+		const char *hend = memmem(p, (size_t)(end - p), "\r\n\r\n", 4);
+		const char *next =
+		    hend ? memmem(hend + 4, (size_t)(end - hend - 4), boundary, bl) : NULL;
+		if (!hend || !next) {
+			snprintf(msg, n, "a multipart body's part is not ended by its boundary");
+			return CL_EINVAL;
+		}
+		char name[64];
+		const char *v = hend + 4;
+		size_t vl = (size_t)(next - v);
+		if (part_name(p, (size_t)(hend - p), name, sizeof(name)) == 0) {
+			if (strcmp(name, "model") == 0) {
+				req->has_model = true;
+				req->model_too_long = vl >= sizeof(req->model);
+				snprintf(
+				    req->model, sizeof(req->model), "%.*s",
+				    (int)(vl < sizeof(req->model) ? vl : sizeof(req->model) - 1),
+				    v);
+			} else if (strcmp(name, "stream") == 0) {
+				req->stream = vl == 4 && memcmp(v, "true", 4) == 0;
+			} else if (strcmp(name, "file") == 0) {
+				if (wav_ms((const unsigned char *)v, vl, &req->audio_ms, msg, n))
+					return CL_EINVAL;
+				file = true;
+			}
+		}
+		p = next + bl;
+		if (end - p >= 2 && p[0] == '-' && p[1] == '-')
+			break; /* the closing boundary */
+		if (end - p < 2 || p[0] != '\r' || p[1] != '\n') {
+			snprintf(msg, n, "a multipart boundary is not followed by a line end");
+			return CL_EINVAL;
+		}
+		p += 2;
+	}
+	if (!file) {
+		snprintf(msg, n, "'file' is a required property");
+		*code = "missing_required_parameter";
+		return CL_EINVAL;
+	}
+	if (req->stream) {
+		snprintf(msg, n,
+			 "chatload-sim answers transcriptions only as one JSON answer: "
+			 "'stream' must be false or absent");
+		*code = "invalid_value";
+		return CL_EINVAL;
+	}
+	return 0;
+}
+
 int cl_sim_api_parse(enum cl_api api, const char *body, size_t len, struct cl_sim_chat_req *req,
 		     char *msg, size_t n, const char **code)
 {
@@ -633,6 +765,10 @@ int cl_sim_api_parse(enum cl_api api, const char *body, size_t len, struct cl_si
 
 	memset(req, 0, sizeof(*req));
 	*code = "invalid_request";
+	if (api == CL_API_TRANSCRIPTION) {
+		req->api = api;
+		return read_form(body, len, req, msg, n, code);
+	}
 	root = json_loadb(body, len, 0, &jerr);
 	if (!root) {
 		snprintf(msg, n, "invalid JSON body: %s (line %d, column %d)", jerr.text, jerr.line,
