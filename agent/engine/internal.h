@@ -40,6 +40,7 @@
 		     * JSON, at most 16 MiB on the wire, plus the history) */
 #define CL_ENGINE_MAX_ANSWER (4u << 20)  /* one answer kept for the history at most */
 #define CL_ENGINE_MAX_WHOLE  (64u << 20) /* one embeddings answer (not streamed) at most */
+#define CL_ENGINE_MAX_UPLOAD (32u << 20) /* one transcription body: 600 s of audio and more */
 #define CL_ENGINE_TOOL_CALLS 4           /* tool calls of one answer kept for the agentic loop */
 #define CL_ENGINE_MAX_TOOL_ARGS                                                                    \
 	(64u << 10) /* one tool call's arguments kept at most; more ends the conversation */
@@ -132,8 +133,12 @@ struct cl_slot {
 	/* Embeddings: the answer is one JSON document, kept whole until the transfer ends and
 	 * then decoded once (cli_request_whole_end).  Grows to the largest answer, then reused. */
 	struct cl_buf whole;
-	uint32_t embed_inputs;   /* vectors the answer held */
-	uint32_t documents;      /* rerank, score: documents the answered request sent */
+	uint32_t embed_inputs; /* vectors the answer held */
+	uint32_t documents;    /* rerank, score: documents the answered request sent */
+	/* Transcription: the multipart body sent (the body's form head, a WAV made for this
+	 * request, the form's end), grown to the largest and reused (client/http/form.h). */
+	struct cl_buf upload;
+	uint32_t audio_ms;       /* transcription: the audio the answered request sent */
 	struct curl_slist *hdrs; /* header nodes owned by the slot, data shared (see request.c) */
 	char reqid[CL_ENGINE_REQID_MAX]; /* "X-Request-Id: <prefix>-<worker>-<seq>" */
 	uint32_t src; /* the source address its connections bind to (engine's src_iface) */

@@ -7,6 +7,8 @@
 #include "client/stream/chunk.h"
 #include "client/stream/embedding.h"
 #include "client/stream/rerank.h"
+#include "client/stream/transcription.h"
+#include "client/http/form.h"
 #include "client/stream/error.h"
 #include "client/stream/event.h"
 
@@ -99,6 +101,7 @@ int cli_slot_prepare(struct cl_slot *s)
 	if (cl_sse_init(&s->sse, CL_ENGINE_MAX_EVENT_BYTES) != 0)
 		goto fail;
 	cl_buf_init(&s->whole, CL_ENGINE_MAX_WHOLE);
+	cl_buf_init(&s->upload, CL_ENGINE_MAX_UPLOAD);
 	cl_buf_init(&s->conv_hist, CL_ENGINE_MAX_HISTORY);
 	cl_buf_init(&s->conv_answer, CL_ENGINE_MAX_ANSWER);
 	cl_buf_init(&s->conv_req, 2 * CL_ENGINE_MAX_HISTORY);
@@ -151,6 +154,7 @@ void cli_slot_destroy(struct cl_slot *s)
 	s->busy = false;
 	cl_sse_destroy(&s->sse);
 	cl_buf_free(&s->whole);
+	cl_buf_free(&s->upload);
 	cl_buf_free(&s->conv_hist);
 	cl_buf_free(&s->conv_answer);
 	cl_buf_free(&s->conv_req);
@@ -259,6 +263,7 @@ bool cli_request_launch(struct cl_worker *w, struct cl_slot *s, int64_t intended
 	s->errbuf[0] = '\0';
 	s->embed_inputs = 0;
 	s->documents = 0;
+	s->audio_ms = 0;
 	cl_buf_reset(&s->whole);
 	cl_sse_reset(&s->sse);
 	snprintf(s->reqid, sizeof(s->reqid), "X-Request-Id: %s-%u-%" PRIu64, e->prefix, w->index,
@@ -271,6 +276,18 @@ bool cli_request_launch(struct cl_worker *w, struct cl_slot *s, int64_t intended
 	}
 	s->body = b;
 	s->requested = b->max_tokens;
+	/* Transcription: the body's form head, then a WAV made now (its tone by the request's
+	 * number), into the slot's buffer: no file is read, nothing held per body. */
+	if (e->http.api == CL_API_TRANSCRIPTION) {
+		int frc = cl_form_body(&s->upload, b->json, b->len, b->audio_ms, s->seq);
+		if (frc) {
+			CL_WARN("worker %u: cannot make a transcription body of %u ms: %s",
+				w->index, b->audio_ms, cl_strerror(frc));
+			return false;
+		}
+		s->post = s->upload.data;
+		s->post_len = s->upload.len;
+	}
 	route(w, s, b);
 	if (curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, s->post) != CURLE_OK ||
 	    curl_easy_setopt(s->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)s->post_len) !=
@@ -560,10 +577,49 @@ static void scored_end(struct cl_slot *s)
 	s->usage_pt = a.prompt_tokens >= 0 ? a.prompt_tokens : a.total_tokens;
 }
 
+/* A transcription answer, whole: its text, or why it is none; a server's failure in any
+ * dialect through the one reader. */
+static void transcription_end(struct cl_slot *s)
+{
+	struct cl_transcription a;
+	const char *body = s->whole.data ? s->whole.data : "";
+	int rc = cl_transcription_decode(body, s->whole.len, &a);
+	struct cl_stream_error se = { 0 };
+	if (rc == CL_EPROTO || (rc == 0 && a.is_error))
+		cl_stream_error_read(body, s->whole.len, &se);
+	if ((rc == CL_EPROTO && se.is_error) || (rc == 0 && a.is_error)) {
+		s->err_ctr = CL_CTR_ERR_STREAM_ERROR;
+		s->err_code = rc == 0 && a.error_code ? a.error_code : se.code;
+		if (rc == 0 && a.error_msg)
+			keep_sample(s, a.error_msg, a.error_msg_len);
+		else if (se.message)
+			keep_sample(s, se.message, se.message_len);
+		else
+			keep_sample(s, body, s->whole.len);
+		return;
+	}
+	if (rc != 0) {
+		s->err_ctr = CL_CTR_ERR_STREAM_MALFORMED;
+		if (rc == CL_EPROTO && a.malformed) {
+			keep_sample(s, a.malformed, strlen(a.malformed));
+			keep_sample(s, ": ", 2);
+		}
+		keep_sample(s, body, s->whole.len);
+		return;
+	}
+	s->done_seen = true;
+	s->audio_ms = s->body ? s->body->audio_ms : 0;
+	s->usage_ct = 0; /* the transcript's tokens are not counted: its audio is the measure */
+}
+
 void cli_request_whole_end(struct cl_slot *s)
 {
 	if (cl_api_scores(s->w->e->http.api)) {
 		scored_end(s);
+		return;
+	}
+	if (s->w->e->http.api == CL_API_TRANSCRIPTION) {
+		transcription_end(s);
 		return;
 	}
 	struct cl_embedding a;

@@ -168,8 +168,26 @@ int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt
 										: (uint32_t)chars };
 		return sink_body(c, &b, flags, err);
 	}
-	if (len > CL_WORKLOAD_MAX_TOTAL_BYTES - c->total_bytes) {
-		free(json);
+	struct cl_request_body b = { .json = json,
+				     .len = len,
+				     .prompt_chars =
+					 chars > UINT32_MAX ? UINT32_MAX : (uint32_t)chars,
+				     .max_tokens = max_tokens,
+				     .inputs = inputs };
+	return cli_workload_append(c, &b, flags, err);
+}
+
+int cli_workload_append(struct render_ctx *c, const struct cl_request_body *body, uint8_t flags,
+			struct cl_err *err)
+{
+	CL_ASSERT(!c->sink);
+	if (c->n >= CL_WORKLOAD_MAX_BODIES) {
+		free(body->json);
+		return cl_err_set(err, CL_ETOOBIG, "workload has more than %u prompts",
+				  CL_WORKLOAD_MAX_BODIES);
+	}
+	if (body->len > CL_WORKLOAD_MAX_TOTAL_BYTES - c->total_bytes) {
+		free(body->json);
 		return cl_err_set(err, CL_ETOOBIG, "rendered request bodies exceed %u MiB in total",
 				  CL_WORKLOAD_MAX_TOTAL_BYTES >> 20);
 	}
@@ -180,22 +198,16 @@ int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt
 			c->bodies = p;
 		uint8_t *f = p ? realloc(c->flags, cap) : NULL;
 		if (!f) {
-			free(json);
+			free(body->json);
 			return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
 		}
 		c->flags = f;
 		c->cap = cap;
 	}
-	struct cl_request_body *b = &c->bodies[c->n];
-	memset(b, 0, sizeof(*b));
-	b->json = json;
-	b->len = len;
-	b->prompt_chars = chars > UINT32_MAX ? UINT32_MAX : (uint32_t)chars;
-	b->max_tokens = max_tokens;
-	b->inputs = inputs;
+	c->bodies[c->n] = *body;
 	c->flags[c->n] = flags;
 	c->n++;
-	c->total_bytes += len;
+	c->total_bytes += body->len;
 	return 0;
 }
 
