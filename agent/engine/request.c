@@ -277,12 +277,14 @@ bool cli_request_launch(struct cl_worker *w, struct cl_slot *s, int64_t intended
 	s->body = b;
 	s->requested = b->max_tokens;
 	/* Transcription: the body's form head, then a WAV made now (its tone by the request's
-	 * number), into the slot's buffer: no file is read, nothing held per body. */
+	 * number), into the slot's buffer: no file is read, nothing held per body.  A body of
+	 * no length (a warmup's own, rendered as the gate's) sends one second, as the gate. */
 	if (e->http.api == CL_API_TRANSCRIPTION) {
-		int frc = cl_form_body(&s->upload, b->json, b->len, b->audio_ms, s->seq);
+		uint32_t ms = b->audio_ms ? b->audio_ms : 1000;
+		int frc = cl_form_body(&s->upload, b->json, b->len, ms, s->seq);
 		if (frc) {
 			CL_WARN("worker %u: cannot make a transcription body of %u ms: %s",
-				w->index, b->audio_ms, cl_strerror(frc));
+				w->index, ms, cl_strerror(frc));
 			return false;
 		}
 		s->post = s->upload.data;
@@ -608,7 +610,7 @@ static void transcription_end(struct cl_slot *s)
 		return;
 	}
 	s->done_seen = true;
-	s->audio_ms = s->body ? s->body->audio_ms : 0;
+	s->audio_ms = !s->body ? 0 : s->body->audio_ms ? s->body->audio_ms : 1000;
 	s->usage_ct = 0; /* the transcript's tokens are not counted: its audio is the measure */
 }
 

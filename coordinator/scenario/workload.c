@@ -530,7 +530,9 @@ static void check_api(struct scn_ctx *c, const struct cl_scn_workload *w,
 			      cl_api_name(w->api),
 			      w->api == CL_API_COMPLETIONS  ? "a completions prompt is one string"
 			      : w->api == CL_API_EMBEDDINGS ? "an embeddings input is text"
-							    : "a query and its documents are text");
+			      : w->api == CL_API_TRANSCRIPTION
+				  ? "a transcription sends audio"
+				  : "a query and its documents are text");
 		return;
 	}
 	if ((seen[WF_AUDIO] != NULL) != (w->api == CL_API_TRANSCRIPTION)) {
