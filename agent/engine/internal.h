@@ -398,13 +398,17 @@ static inline uint32_t cl_slot_reconnects(const struct cl_slot *s)
 {
 	return s->attempts > 1 ? s->attempts - 1 : 0;
 }
+/* Appends the first bytes of an error body or a bad event to the slot's error sample (up to
+ * its size; the rest is dropped). */
+void cli_slot_keep_sample(struct cl_slot *s, const char *p, size_t n);
+
 /* curl callbacks */
 size_t cli_on_header(char *p, size_t size, size_t n, void *ud);
 size_t cli_on_body(char *p, size_t size, size_t n, void *ud);
-/* Embeddings, rerank and score: decodes the whole answer of a transfer that ended well (2xx,
- * CURLE_OK): sets done_seen, the usage and embed_inputs (or documents), or err_ctr and the
- * sample when it is not an answer.  Called once, by cli_request_finish, before the request
- * is classified. */
+/* Embeddings, rerank, score and transcription (whole.c): decodes the whole answer of a
+ * transfer that ended well (2xx, CURLE_OK): sets done_seen, the usage and embed_inputs (or
+ * documents, or audio_ms), or err_ctr and the sample when it is not an answer.  Called once,
+ * by cli_request_finish, before the request is classified. */
 void cli_request_whole_end(struct cl_slot *s);
 
 /*

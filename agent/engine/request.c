@@ -5,9 +5,6 @@
 #include "route.h"
 
 #include "client/stream/chunk.h"
-#include "client/stream/embedding.h"
-#include "client/stream/rerank.h"
-#include "client/stream/transcription.h"
 #include "client/http/form.h"
 #include "client/stream/error.h"
 #include "client/stream/event.h"
@@ -195,8 +192,7 @@ static void route(struct cl_worker *w, struct cl_slot *s, const struct cl_reques
 	curl_easy_setopt(s->easy, CURLOPT_URL, e->ep_http[s->ep].url[CL_HTTP_CHAT]);
 }
 
-/* Keeps the first bytes of an error body or a bad event for the error sample. */
-static void keep_sample(struct cl_slot *s, const char *p, size_t n)
+void cli_slot_keep_sample(struct cl_slot *s, const char *p, size_t n)
 {
 	size_t room = sizeof(s->sample) - 1 - s->sample_len;
 	if (n > room)
@@ -469,10 +465,10 @@ static int on_event(void *ctx, const char *data, size_t len, unsigned flags)
 		s->err_ctr = CL_CTR_ERR_STREAM_MALFORMED;
 		/* Valid JSON of the wrong shape: say what was wrong, then the event. */
 		if (rc == CL_EPROTO && c.malformed) {
-			keep_sample(s, c.malformed, strlen(c.malformed));
-			keep_sample(s, ": ", 2);
+			cli_slot_keep_sample(s, c.malformed, strlen(c.malformed));
+			cli_slot_keep_sample(s, ": ", 2);
 		}
-		keep_sample(s, data, len);
+		cli_slot_keep_sample(s, data, len);
 		return STOP_BAD_EVENT;
 	}
 	if (c.is_error) {
@@ -482,9 +478,9 @@ static int on_event(void *ctx, const char *data, size_t len, unsigned flags)
 		 * (error_text.c), so a long message never cuts it off. */
 		s->err_ctr = CL_CTR_ERR_STREAM_ERROR;
 		if (c.error_msg)
-			keep_sample(s, c.error_msg, c.error_msg_len);
+			cli_slot_keep_sample(s, c.error_msg, c.error_msg_len);
 		else
-			keep_sample(s, data, len);
+			cli_slot_keep_sample(s, data, len);
 		s->err_code = c.error_code;
 		return STOP_BAD_EVENT;
 	}
@@ -529,153 +525,6 @@ void cli_request_stream_end(struct cl_slot *s)
 	(void)cl_sse_finish(&s->sse, on_event, s);
 }
 
-/* A rerank or score answer, whole: the documents it scored and its usage, or why it is none.
- * A server's failure in any dialect is told by the one reader (client/stream/error.c). */
-static void scored_end(struct cl_slot *s)
-{
-	struct cl_rerank a;
-	const char *body = s->whole.data ? s->whole.data : "";
-	int rc = cl_rerank_decode(body, s->whole.len, &a);
-	struct cl_stream_error se = { 0 };
-	if (rc == CL_EPROTO || (rc == 0 && a.is_error))
-		cl_stream_error_read(body, s->whole.len, &se);
-	if ((rc == CL_EPROTO && se.is_error) || (rc == 0 && a.is_error)) {
-		s->err_ctr = CL_CTR_ERR_STREAM_ERROR;
-		s->err_code = rc == 0 && a.error_code ? a.error_code : se.code;
-		if (rc == 0 && a.error_msg)
-			keep_sample(s, a.error_msg, a.error_msg_len);
-		else if (se.message)
-			keep_sample(s, se.message, se.message_len);
-		else
-			keep_sample(s, body, s->whole.len);
-		return;
-	}
-	if (rc != 0) {
-		s->err_ctr = CL_CTR_ERR_STREAM_MALFORMED;
-		if (rc == CL_EPROTO && a.malformed) {
-			keep_sample(s, a.malformed, strlen(a.malformed));
-			keep_sample(s, ": ", 2);
-		}
-		keep_sample(s, body, s->whole.len);
-		return;
-	}
-	/* At most one score per document sent: fewer is a top_n the body asked for (or a
-	 * server's own cut), more is not the answer to this request. */
-	uint32_t sent = s->body ? s->body->inputs : 0;
-	if (sent && a.n_results > sent) {
-		char why[96];
-		int n =
-		    snprintf(why, sizeof(why), "%u scores for %u documents: ", a.n_results, sent);
-		s->err_ctr = CL_CTR_ERR_STREAM_MALFORMED;
-		keep_sample(s, why, n > 0 ? (size_t)n : 0);
-		keep_sample(s, body, s->whole.len);
-		return;
-	}
-	s->done_seen = true;
-	s->documents = sent ? sent : a.n_results;
-	s->usage_ct = 0; /* nothing generated */
-	/* The tokens the server read, as it says them: vLLM's rerank gives total_tokens
-	 * only, llama.cpp and vLLM's score both (equal, no output). */
-	s->usage_pt = a.prompt_tokens >= 0 ? a.prompt_tokens : a.total_tokens;
-}
-
-/* A transcription answer, whole: its text, or why it is none; a server's failure in any
- * dialect through the one reader. */
-static void transcription_end(struct cl_slot *s)
-{
-	struct cl_transcription a;
-	const char *body = s->whole.data ? s->whole.data : "";
-	int rc = cl_transcription_decode(body, s->whole.len, &a);
-	struct cl_stream_error se = { 0 };
-	if (rc == CL_EPROTO || (rc == 0 && a.is_error))
-		cl_stream_error_read(body, s->whole.len, &se);
-	if ((rc == CL_EPROTO && se.is_error) || (rc == 0 && a.is_error)) {
-		s->err_ctr = CL_CTR_ERR_STREAM_ERROR;
-		s->err_code = rc == 0 && a.error_code ? a.error_code : se.code;
-		if (rc == 0 && a.error_msg)
-			keep_sample(s, a.error_msg, a.error_msg_len);
-		else if (se.message)
-			keep_sample(s, se.message, se.message_len);
-		else
-			keep_sample(s, body, s->whole.len);
-		return;
-	}
-	if (rc != 0) {
-		s->err_ctr = CL_CTR_ERR_STREAM_MALFORMED;
-		if (rc == CL_EPROTO && a.malformed) {
-			keep_sample(s, a.malformed, strlen(a.malformed));
-			keep_sample(s, ": ", 2);
-		}
-		keep_sample(s, body, s->whole.len);
-		return;
-	}
-	s->done_seen = true;
-	s->audio_ms = !s->body ? 0 : s->body->audio_ms ? s->body->audio_ms : 1000;
-	s->usage_ct = 0; /* the transcript's tokens are not counted: its audio is the measure */
-}
-
-void cli_request_whole_end(struct cl_slot *s)
-{
-	if (cl_api_scores(s->w->e->http.api)) {
-		scored_end(s);
-		return;
-	}
-	if (s->w->e->http.api == CL_API_TRANSCRIPTION) {
-		transcription_end(s);
-		return;
-	}
-	struct cl_embedding a;
-	const char *body = s->whole.data ? s->whole.data : "";
-	int rc = cl_embedding_decode(body, s->whole.len, &a);
-	/* A failure in a dialect the embeddings decoder does not know ({"object":"error"},
-	 * {"type":"error",...}): the one reader says so, with the server's words and code. */
-	struct cl_stream_error se = { 0 };
-	if (rc == CL_EPROTO || (rc == 0 && a.is_error))
-		cl_stream_error_read(body, s->whole.len, &se);
-	if (rc == CL_EPROTO && se.is_error) {
-		s->err_ctr = CL_CTR_ERR_STREAM_ERROR;
-		s->err_code = se.code;
-		if (se.message)
-			keep_sample(s, se.message, se.message_len);
-		else
-			keep_sample(s, body, s->whole.len);
-		return;
-	}
-	if (rc != 0) {
-		s->err_ctr = CL_CTR_ERR_STREAM_MALFORMED;
-		if (rc == CL_EPROTO && a.malformed) {
-			keep_sample(s, a.malformed, strlen(a.malformed));
-			keep_sample(s, ": ", 2);
-		}
-		keep_sample(s, s->whole.data ? s->whole.data : "", s->whole.len);
-		return;
-	}
-	if (a.is_error) {
-		s->err_ctr = CL_CTR_ERR_STREAM_ERROR;
-		s->err_code = a.error_code ? a.error_code : se.code;
-		if (a.error_msg)
-			keep_sample(s, a.error_msg, a.error_msg_len);
-		else
-			keep_sample(s, s->whole.data, s->whole.len);
-		return;
-	}
-	/* One vector per input sent: fewer or more is not the answer asked for. */
-	if (s->body && s->body->inputs && a.n_data != s->body->inputs) {
-		char why[96];
-		int n = snprintf(why, sizeof(why), "%u vectors for %u inputs: ", a.n_data,
-				 s->body->inputs);
-		s->err_ctr = CL_CTR_ERR_STREAM_MALFORMED;
-		keep_sample(s, why, n > 0 ? (size_t)n : 0);
-		keep_sample(s, s->whole.data, s->whole.len);
-		return;
-	}
-	s->done_seen = true;
-	s->embed_inputs = a.n_data;
-	s->usage_ct = 0; /* nothing generated: an output of 0, as the server's usage says */
-	if (a.prompt_tokens >= 0)
-		s->usage_pt = a.prompt_tokens;
-}
-
 size_t cli_on_body(char *p, size_t size, size_t n, void *ud)
 {
 	struct cl_slot *s = ud;
@@ -687,7 +536,7 @@ size_t cli_on_body(char *p, size_t size, size_t n, void *ud)
 	if (cl_in_window(w, now))
 		w->active->ctr[CL_CTR_BYTES] += len;
 	if (s->http_status < 200 || s->http_status > 299) {
-		keep_sample(s, p, len);
+		cli_slot_keep_sample(s, p, len);
 		return len;
 	}
 	if (!cl_api_streams(s->w->e->http.api)) {
@@ -696,7 +545,7 @@ size_t cli_on_body(char *p, size_t size, size_t n, void *ud)
 		if (cl_buf_append(&s->whole, p, len) == 0)
 			return len;
 		s->err_ctr = CL_CTR_ERR_STREAM_MALFORMED;
-		keep_sample(s, "answer larger than 64 MiB", 25);
+		cli_slot_keep_sample(s, "answer larger than 64 MiB", 25);
 		return 0;
 	}
 	int rc = cl_sse_feed(&s->sse, p, len, on_event, s);
@@ -706,10 +555,10 @@ size_t cli_on_body(char *p, size_t size, size_t n, void *ud)
 		return 0; /* aborts the transfer; the request is complete */
 	if (rc == CL_ETOOBIG) {
 		s->err_ctr = CL_CTR_ERR_STREAM_MALFORMED;
-		keep_sample(s, "event larger than 64 KiB", 24);
+		cli_slot_keep_sample(s, "event larger than 64 KiB", 24);
 	} else if (rc != STOP_BAD_EVENT) {
 		s->err_ctr = CL_CTR_ERR_OTHER;
-		keep_sample(s, "out of memory decoding the stream", 33);
+		cli_slot_keep_sample(s, "out of memory decoding the stream", 33);
 	}
 	return 0; /* aborts the transfer (CURLE_WRITE_ERROR); the class is already set */
 }
