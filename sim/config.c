@@ -115,16 +115,14 @@ void cl_sim_config_help(FILE *f)
 	}
 	fprintf(f, "  %-24s %s\n  %-24s %s\n\n", "-h, --help", "show this help and exit",
 		"--version", "show the version and exit");
-	fprintf(
-	    f,
-	    "Durations: 500us, 20ms, 1.5s, 2m.  Sizes: 512, 64KiB, 1MiB.\n"
-	    "Endpoints: POST /v1/chat/completions, /v1/completions, /v1/responses (streamed),\n"
-	    "  /v1/embeddings, /v1/rerank, /v1/score, /v1/audio/transcriptions, GET /v1/models,\n"
-	    "  GET /v1/models/ID,\n"
-	    "GET /health.  Logging: CHATLOAD_LOG=debug|info|warn|error|quiet (stderr).\n"
-	    "Signals: SIGTERM/SIGINT stop accepting, let decoding streams finish within\n"
-	    "--grace, cut the rest, flush the truth log and exit 0.  SIGUSR1 restarts the\n"
-	    "chunk lateness statistics (for benchmarks).\n");
+	fprintf(f,
+		"Durations: 500us, 20ms, 1.5s, 2m.  Sizes: 512, 64KiB, 1MiB.\n"
+		"Endpoints: POST /v1/chat/completions, /v1/completions, /v1/responses (streamed),\n"
+		"  /v1/embeddings, /v1/rerank, /v1/score, GET /v1/models, GET /v1/models/ID,\n"
+		"GET /health.  Logging: CHATLOAD_LOG=debug|info|warn|error|quiet (stderr).\n"
+		"Signals: SIGTERM/SIGINT stop accepting, let decoding streams finish within\n"
+		"--grace, cut the rest, flush the truth log and exit 0.  SIGUSR1 restarts the\n"
+		"chunk lateness statistics (for benchmarks).\n");
 }
 
 /* Looks a value up by option name (the name must be in the table). */
@@ -514,8 +512,6 @@ static int parse_answers(struct cl_sim_config *cfg, const char *const *vals, str
 	    (rc = get_duration(vals, "prefill-per-token", &cfg->prefill_per_token_us, err)) ||
 	    (rc = get_duration(vals, "embedding-per-token", &cfg->embedding_per_token_us, err)) ||
 	    (rc = get_duration(vals, "rerank-per-token", &cfg->rerank_per_token_us, err)) ||
-	    (rc = get_duration(vals, "transcription-per-second", &cfg->transcription_per_second_us,
-			       err)) ||
 	    (rc = get_duration(vals, "itl-per-active", &cfg->itl_per_active_us, err)) ||
 	    (rc = get_duration(vals, "itl-growth", &cfg->itl_growth_us, err)) ||
 	    (rc = get_duration(vals, "loading-for", &cfg->loading_for_us, err)) ||

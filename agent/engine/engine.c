@@ -5,7 +5,6 @@
 #include "chatload/clock.h"
 #include "chatload/fdlimit.h"
 #include "chatload/log.h"
-#include "client/http/form.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -131,31 +130,13 @@ static int copy_workload(struct cl_workload_plan *d, const struct cl_workload_pl
 	memcpy(d->retag, s->retag, sizeof(d->retag));
 	d->retag[sizeof(d->retag) - 1] = '\0';
 	for (size_t i = 0; i < s->n_bodies; i++) {
-		/* Every field (inputs, audio_ms and any added later), then a copy of the text. */
+		/* Every field (inputs, and any added later), then a copy of the text. */
 		d->bodies[i] = s->bodies[i];
 		d->bodies[i].json = malloc(s->bodies[i].len + 1);
 		if (!d->bodies[i].json)
 			return CL_ENOMEM;
 		memcpy(d->bodies[i].json, s->bodies[i].json, s->bodies[i].len);
 		d->bodies[i].json[s->bodies[i].len] = '\0';
-	}
-	return 0;
-}
-
-/* Transcription: each body's JSON fields become its form's head, once, so a request only
- * adds its WAV (client/http/form.h). */
-static int form_heads(struct cl_workload_plan *w, struct cl_err *err)
-{
-	for (size_t i = 0; i < w->n_bodies; i++) {
-		struct cl_request_body *b = &w->bodies[i];
-		char *head;
-		size_t len;
-		int rc = cl_form_head(b->json, b->len, &head, &len, err);
-		if (rc)
-			return cl_err_prefix(err, "request body %zu", i);
-		free(b->json);
-		b->json = head;
-		b->len = len;
 	}
 	return 0;
 }
@@ -275,8 +256,6 @@ int cl_engine_create(const struct cl_engine_cfg *cfg, struct cl_engine **out, st
 		cl_err_set(err, rc, "out of memory copying the plan");
 		goto fail;
 	}
-	if (e->target.api == CL_API_TRANSCRIPTION && (rc = form_heads(&e->workload, err)) != 0)
-		goto fail;
 	snprintf(e->prefix, sizeof(e->prefix), "%s",
 		 cfg->request_id_prefix ? cfg->request_id_prefix : "cl");
 	e->good_ttft_us = cfg->good_ttft_us;

@@ -201,7 +201,6 @@ static void record_tokens(struct cl_metrics *m, const struct cl_slot *s, const s
 		m->ctr[CL_CTR_CACHED_PROMPT_TOKENS] += (uint64_t)cached;
 	m->ctr[CL_CTR_EMBEDDING_INPUTS] += s->embed_inputs;
 	m->ctr[CL_CTR_DOCUMENTS] += s->documents;
-	m->ctr[CL_CTR_AUDIO_MS] += s->audio_ms;
 	m->ctr[CL_CTR_TOOL_CALLS] += s->tool_answer;
 	cli_conv_record(m, s, s->usage_pt);
 	/* Requested against received: a server that stops before max_tokens (an EOS honoured,

@@ -40,7 +40,6 @@
 		     * JSON, at most 16 MiB on the wire, plus the history) */
 #define CL_ENGINE_MAX_ANSWER (4u << 20)  /* one answer kept for the history at most */
 #define CL_ENGINE_MAX_WHOLE  (64u << 20) /* one embeddings answer (not streamed) at most */
-#define CL_ENGINE_MAX_UPLOAD (32u << 20) /* one transcription body: 600 s of audio and more */
 #define CL_ENGINE_TOOL_CALLS 4           /* tool calls of one answer kept for the agentic loop */
 #define CL_ENGINE_MAX_TOOL_ARGS                                                                    \
 	(64u << 10) /* one tool call's arguments kept at most; more ends the conversation */
@@ -133,12 +132,8 @@ struct cl_slot {
 	/* Embeddings: the answer is one JSON document, kept whole until the transfer ends and
 	 * then decoded once (cli_request_whole_end).  Grows to the largest answer, then reused. */
 	struct cl_buf whole;
-	uint32_t embed_inputs; /* vectors the answer held */
-	uint32_t documents;    /* rerank, score: documents the answered request sent */
-	/* Transcription: the multipart body sent (the body's form head, a WAV made for this
-	 * request, the form's end), grown to the largest and reused (client/http/form.h). */
-	struct cl_buf upload;
-	uint32_t audio_ms;       /* transcription: the audio the answered request sent */
+	uint32_t embed_inputs;   /* vectors the answer held */
+	uint32_t documents;      /* rerank, score: documents the answered request sent */
 	struct curl_slist *hdrs; /* header nodes owned by the slot, data shared (see request.c) */
 	char reqid[CL_ENGINE_REQID_MAX]; /* "X-Request-Id: <prefix>-<worker>-<seq>" */
 	uint32_t src; /* the source address its connections bind to (engine's src_iface) */
@@ -405,10 +400,10 @@ void cli_slot_keep_sample(struct cl_slot *s, const char *p, size_t n);
 /* curl callbacks */
 size_t cli_on_header(char *p, size_t size, size_t n, void *ud);
 size_t cli_on_body(char *p, size_t size, size_t n, void *ud);
-/* Embeddings, rerank, score and transcription (whole.c): decodes the whole answer of a
- * transfer that ended well (2xx, CURLE_OK): sets done_seen, the usage and embed_inputs (or
- * documents, or audio_ms), or err_ctr and the sample when it is not an answer.  Called once,
- * by cli_request_finish, before the request is classified. */
+/* Embeddings, rerank and score (whole.c): decodes the whole answer of a transfer that ended
+ * well (2xx, CURLE_OK): sets done_seen, the usage and embed_inputs (or documents), or err_ctr
+ * and the sample when it is not an answer.  Called once, by cli_request_finish, before the
+ * request is classified. */
 void cli_request_whole_end(struct cl_slot *s);
 
 /*

@@ -5,7 +5,6 @@
 #include "route.h"
 
 #include "client/stream/chunk.h"
-#include "client/http/form.h"
 #include "client/stream/error.h"
 #include "client/stream/event.h"
 
@@ -98,7 +97,6 @@ int cli_slot_prepare(struct cl_slot *s)
 	if (cl_sse_init(&s->sse, CL_ENGINE_MAX_EVENT_BYTES) != 0)
 		goto fail;
 	cl_buf_init(&s->whole, CL_ENGINE_MAX_WHOLE);
-	cl_buf_init(&s->upload, CL_ENGINE_MAX_UPLOAD);
 	cl_buf_init(&s->conv_hist, CL_ENGINE_MAX_HISTORY);
 	cl_buf_init(&s->conv_answer, CL_ENGINE_MAX_ANSWER);
 	cl_buf_init(&s->conv_req, 2 * CL_ENGINE_MAX_HISTORY);
@@ -151,7 +149,6 @@ void cli_slot_destroy(struct cl_slot *s)
 	s->busy = false;
 	cl_sse_destroy(&s->sse);
 	cl_buf_free(&s->whole);
-	cl_buf_free(&s->upload);
 	cl_buf_free(&s->conv_hist);
 	cl_buf_free(&s->conv_answer);
 	cl_buf_free(&s->conv_req);
@@ -259,7 +256,6 @@ bool cli_request_launch(struct cl_worker *w, struct cl_slot *s, int64_t intended
 	s->errbuf[0] = '\0';
 	s->embed_inputs = 0;
 	s->documents = 0;
-	s->audio_ms = 0;
 	cl_buf_reset(&s->whole);
 	cl_sse_reset(&s->sse);
 	snprintf(s->reqid, sizeof(s->reqid), "X-Request-Id: %s-%u-%" PRIu64, e->prefix, w->index,
@@ -272,20 +268,6 @@ bool cli_request_launch(struct cl_worker *w, struct cl_slot *s, int64_t intended
 	}
 	s->body = b;
 	s->requested = b->max_tokens;
-	/* Transcription: the body's form head, then a WAV made now (its tone by the request's
-	 * number), into the slot's buffer: no file is read, nothing held per body.  A body of
-	 * no length (a warmup's own, rendered as the gate's) sends one second, as the gate. */
-	if (e->http.api == CL_API_TRANSCRIPTION) {
-		uint32_t ms = b->audio_ms ? b->audio_ms : 1000;
-		int frc = cl_form_body(&s->upload, b->json, b->len, ms, s->seq);
-		if (frc) {
-			CL_WARN("worker %u: cannot make a transcription body of %u ms: %s",
-				w->index, ms, cl_strerror(frc));
-			return false;
-		}
-		s->post = s->upload.data;
-		s->post_len = s->upload.len;
-	}
 	route(w, s, b);
 	if (curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, s->post) != CURLE_OK ||
 	    curl_easy_setopt(s->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)s->post_len) !=

@@ -1,11 +1,10 @@
-/* An answer that is one JSON document (embeddings, rerank, score, transcription), judged
- * whole when its transfer ended well: what it counts, or why it is no answer. */
+/* An answer that is one JSON document (embeddings, rerank, score), judged whole when its
+ * transfer ended well: what it counts, or why it is no answer. */
 #include "internal.h"
 
 #include "client/stream/embedding.h"
 #include "client/stream/error.h"
 #include "client/stream/rerank.h"
-#include "client/stream/transcription.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -108,28 +107,11 @@ static void scored_end(struct cl_slot *s)
 	s->usage_pt = a.prompt_tokens >= 0 ? a.prompt_tokens : a.total_tokens;
 }
 
-static void transcription_end(struct cl_slot *s)
-{
-	struct cl_transcription a;
-	int rc = cl_transcription_decode(s->whole.data ? s->whole.data : "", s->whole.len, &a);
-	struct verdict v = {
-		rc, a.is_error, a.error_code, a.error_msg, a.error_msg_len, a.malformed
-	};
-	if (failed(s, &v))
-		return;
-	s->done_seen = true;
-	/* The audio this request sent (a body of no length sent one second: request.c). */
-	s->audio_ms = !s->body ? 0 : s->body->audio_ms ? s->body->audio_ms : 1000;
-	s->usage_ct = 0; /* the transcript's tokens are not counted: its audio is the measure */
-}
-
 void cli_request_whole_end(struct cl_slot *s)
 {
 	enum cl_api api = s->w->e->http.api;
 	if (cl_api_scores(api))
 		scored_end(s);
-	else if (api == CL_API_TRANSCRIPTION)
-		transcription_end(s);
 	else
 		embeddings_end(s);
 }

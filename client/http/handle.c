@@ -3,8 +3,6 @@
  * handles by the engine and the readiness probe alike. */
 #include "client/http/handle.h"
 
-#include "client/http/form.h"
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,11 +93,6 @@ static int build_lines(struct cl_http_target *t, struct cl_err *err)
 		"Accept: application/json",
 		"Expect:",
 	};
-	static const char *const form[] = {
-		CL_FORM_CONTENT_TYPE,
-		"Accept: application/json",
-		"Expect:",
-	};
 	for (int ep = CL_HTTP_MODELS; ep < CL_HTTP__ENDPOINTS; ep++) {
 		size_t cap = 4 + 1 + t->n_extra;
 		const char **l = calloc(cap, sizeof(*l));
@@ -109,9 +102,7 @@ static int build_lines(struct cl_http_target *t, struct cl_err *err)
 		size_t n = 0;
 		/* The generation endpoint's lines: an embeddings, rerank or score answer is one
 		 * JSON document. */
-		const char *const *gen = t->api == CL_API_TRANSCRIPTION ? form
-					 : cl_api_streams(t->api)       ? chat
-									: embeddings;
+		const char *const *gen = cl_api_streams(t->api) ? chat : embeddings;
 		for (size_t i = 0; ep == CL_HTTP_CHAT && i < sizeof(chat) / sizeof(chat[0]); i++)
 			if (!overridden(t, gen[i]))
 				l[n++] = gen[i];

@@ -6,8 +6,6 @@
 #include "client/stream/chunk.h"
 #include "client/stream/embedding.h"
 #include "client/stream/rerank.h"
-#include "client/stream/transcription.h"
-#include "client/http/form.h"
 #include "client/stream/error.h"
 #include "client/stream/event.h"
 #include "client/stream/responses.h"
@@ -566,7 +564,6 @@ struct gen {
 	struct cl_sse_parser sse;
 	struct cl_buf errbody; /* a non-200 answer's body, for its message */
 	struct cl_buf whole;   /* embeddings: the whole answer (one JSON document) */
-	struct cl_buf upload;  /* transcription: the multipart body sent */
 	long status;
 	bool status_known;
 	bool framed; /* the body can end by itself (chunked, Content-Length, HTTP/2) */
@@ -740,20 +737,16 @@ static bool whole_answer(struct gen *g, struct cl_probe_attempt *a)
 {
 	struct cl_embedding e;
 	struct cl_rerank r;
-	struct cl_transcription t;
 	char snippet[64];
 	const char *data = g->whole.data ? g->whole.data : "";
-	/* Embeddings answer vectors; rerank and score, one score per document; a
-	 * transcription, its text. */
+	/* Embeddings answer vectors; rerank and score, one score per document. */
 	bool scores = cl_api_scores(g->h->http.api);
-	bool audio = g->h->http.api == CL_API_TRANSCRIPTION;
-	const char *what = scores || audio ? cl_api_name(g->h->http.api) : "embeddings";
-	int rc = scores  ? cl_rerank_decode(data, g->whole.len, &r)
-		 : audio ? cl_transcription_decode(data, g->whole.len, &t)
-			 : cl_embedding_decode(data, g->whole.len, &e);
-	bool is_error = scores ? r.is_error : audio ? t.is_error : e.is_error;
-	const char *malformed = scores ? r.malformed : audio ? t.malformed : e.malformed;
-	uint32_t n = scores ? r.n_results : audio ? (uint32_t)t.has_text : e.n_data;
+	const char *what = scores ? cl_api_name(g->h->http.api) : "embeddings";
+	int rc = scores ? cl_rerank_decode(data, g->whole.len, &r)
+			: cl_embedding_decode(data, g->whole.len, &e);
+	bool is_error = scores ? r.is_error : e.is_error;
+	const char *malformed = scores ? r.malformed : e.malformed;
+	uint32_t n = scores ? r.n_results : e.n_data;
 	copy_line(data, g->whole.len < 48 ? g->whole.len : 48, snippet, sizeof(snippet));
 	/* A failure in any dialect (the decoders know "error" only): the server's words and
 	 * code, fatal when waiting cannot fix it, as for a stream. */
@@ -781,9 +774,7 @@ static bool whole_answer(struct gen *g, struct cl_probe_attempt *a)
 	}
 	if (n == 0) {
 		set_error(a, CL_PROBE_RETRY, "%s answer without %s", what,
-			  scores  ? "scores"
-			  : audio ? "text"
-				  : "vectors");
+			  scores ? "scores" : "vectors");
 		return false;
 	}
 	/* No tokens to wait for: the first "token" is the whole answer. */
@@ -792,13 +783,13 @@ static bool whole_answer(struct gen *g, struct cl_probe_attempt *a)
 	return true;
 }
 
-static int generate_opts(struct cl_probe_http *h, struct gen *g, const char *post, size_t post_len,
+static int generate_opts(struct cl_probe_http *h, struct gen *g, const char *body_json,
 			 int64_t timeout_us, struct cl_probe_attempt *a)
 {
 	if (setup(h, h->easy, CL_HTTP_CHAT, timeout_us, h->chat_headers, a) != 0)
 		return -1;
-	SETOPT(a, h->easy, CURLOPT_POSTFIELDS, post);
-	SETOPT(a, h->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)post_len);
+	SETOPT(a, h->easy, CURLOPT_POSTFIELDS, body_json);
+	SETOPT(a, h->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body_json));
 	SETOPT(a, h->easy, CURLOPT_WRITEFUNCTION, on_stream);
 	SETOPT(a, h->easy, CURLOPT_WRITEDATA, g);
 	/* after setup: replaces its cancel-only progress callback */
@@ -818,26 +809,7 @@ void cli_probe_http_generate(struct cl_probe_http *h, const char *body_json, int
 		set_error(a, CL_PROBE_RETRY, "out of memory");
 		goto out;
 	}
-	const char *post = body_json;
-	size_t post_len = strlen(body_json);
-	cl_buf_init(&g.upload, 1u << 20);
-	if (h->http.api == CL_API_TRANSCRIPTION) {
-		/* The gate's body as a form with one second of audio, as the engine sends. */
-		char *head = NULL;
-		size_t head_len = 0;
-		struct cl_err ferr = { 0 };
-		if (cl_form_head(body_json, post_len, &head, &head_len, &ferr) != 0 ||
-		    cl_form_body(&g.upload, head, head_len, 1000, 1) != 0) {
-			set_error(a, CL_PROBE_FATAL, "cannot make a transcription body: %s",
-				  ferr.msg[0] ? ferr.msg : "out of memory");
-			free(head);
-			goto out;
-		}
-		free(head);
-		post = g.upload.data;
-		post_len = g.upload.len;
-	}
-	if (generate_opts(h, &g, post, post_len, timeout_us, a) != 0)
+	if (generate_opts(h, &g, body_json, timeout_us, a) != 0)
 		goto out;
 	int64_t t0 = cl_mono_us();
 	CURLcode rc = curl_easy_perform(h->easy);
@@ -917,5 +889,4 @@ out:
 	cl_sse_destroy(&g.sse);
 	cl_buf_free(&g.errbody);
 	cl_buf_free(&g.whole);
-	cl_buf_free(&g.upload);
 }

@@ -189,20 +189,12 @@ int cl_body_json_render_api(enum cl_api api, const char *model, json_t *messages
 		max_tokens = 0; /* no output to bound */
 		ignore_eos = false;
 		break;
-	case CL_API_TRANSCRIPTION:
-		/* The form's fields: the audio is the agent's to make (client/http/form.h). */
-		if (json_object_set_new(body, "response_format", json_string("json")) != 0)
-			goto out;
-		max_tokens = 0;
-		ignore_eos = false;
-		break;
 	default:
 		what = messages, messages = NULL;
 		break;
 	}
-	/* Consumes what; rerank, score and transcription have put their keys already. */
-	bool own_keys = cl_api_scores(api) || api == CL_API_TRANSCRIPTION;
-	int bad = own_keys ? 0 : json_object_set_new(body, what_key, what);
+	/* Consumes what; rerank and score have put their keys already. */
+	int bad = cl_api_scores(api) ? 0 : json_object_set_new(body, what_key, what);
 	if (bad)
 		goto out;
 	/* max_tokens 0 leaves the limit to the server. */

@@ -56,10 +56,6 @@ const struct cl_sim_option cl_sim_options[] = {
 	  "numbers in each vector of a /v1/embeddings answer (1..65536)", true },
 	{ "embedding-per-token", D, "DUR", "20us",
 	  "/v1/embeddings: time per input token, the whole answer's time (no decode)", true },
-	{ "transcription-per-second", D, "DUR", "50ms",
-	  "/v1/audio/transcriptions: time per second of audio, the whole answer's time "
-	  "(a real-time factor of 0.05)",
-	  true },
 	{ "rerank-per-token", D, "DUR", "20us",
 	  "/v1/rerank, /v1/score: time per token of each query-document pair, the whole "
 	  "answer's time",

@@ -178,7 +178,6 @@ static const struct wire_field body_fields[] = {
 	FL(WF_U32, T, user_len, .send = SEND_IF, .send_if = is_turn, .req_if = is_turn),
 	FL(WF_I64, T, at_us, .send = SEND_NONZERO, .min = 0),
 	FL(WF_U32, T, inputs, .send = SEND_NONZERO),
-	FL(WF_U32, T, audio_ms, .send = SEND_NONZERO),
 };
 const struct wire_table cli_wire_body_table =
     WIRE_TABLE(body_fields, body_check_enc, body_check_dec);

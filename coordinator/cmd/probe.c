@@ -33,8 +33,7 @@ static void usage(FILE *out)
 	    "                      [--consecutive N] [--prompt TEXT] [--max-tokens N]\n"
 	    "                      [--body JSON] [--api-key-env VAR] [--header 'Name: value']...\n"
 	    "                      [--connect-timeout D] [--backoff-initial D] [--backoff-max D]\n"
-	    "                      [--api chat|completions|responses|embeddings|rerank|score|\n"
-	    "                             transcription]\n"
+	    "                      [--api chat|completions|responses|embeddings|rerank|score]\n"
 	    "                      [--insecure] [-q]\n"
 	    "\n"
 	    "Runs the readiness gate against URL from this machine and prints one verdict line\n"
@@ -65,7 +64,7 @@ static void usage(FILE *out)
 	    "  --backoff-max D       longest wait between attempts (default 30s)\n"
 	    "  --api A               the API probed, as workload.api: chat (default), "
 	    "completions,\n"
-	    "                        responses, embeddings, rerank, score or transcription\n"
+	    "                        responses, embeddings, rerank or score\n"
 	    "  --insecure            do not verify the server's TLS certificate\n"
 	    "  -q, --quiet           no progress lines on stderr, only the verdict\n"
 	    "  -h, --help            show this help\n"
@@ -268,7 +267,7 @@ static int apply_option(struct probe_args *a, int c, char **argv)
 		}
 		if (!found)
 			return bad_usage("--api must be chat, completions, responses, embeddings, "
-					 "rerank, score or transcription, "
+					 "rerank or score, "
 					 "not '%s'",
 					 optarg);
 		break;

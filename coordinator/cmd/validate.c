@@ -235,12 +235,6 @@ static void print_workload_read(const struct cl_scn_workload *w, const struct cl
 		       st->records ? st->records : st->bodies, w->embedding_batch);
 		return;
 	}
-	if (w->api == CL_API_TRANSCRIPTION) {
-		printf("  audio: %u WAV files of %.1f s on average (16-bit mono, 16 kHz), made by "
-		       "the agents\n",
-		       w->audio.count, (double)w->audio.duration_us / 1e6);
-		return;
-	}
 	if (cl_api_scores(w->api)) {
 		/* Nothing is generated: each request is a query and its documents. */
 		printf("  requests: %zu, each a query and up to %u documents\n", st->bodies,
@@ -271,14 +265,7 @@ static void print_workload(const struct cl_scn_workload *w, const char *salt)
 	static const char *const formats[] = { "auto", "openai", "sharegpt", "text" };
 	char a[32];
 	printf("workload:\n");
-	/* A transcription's workload is its audio (printed below), whatever prompts the
-	 * defaults hold. */
-	switch (w->api == CL_API_TRANSCRIPTION ? -1 : (int)w->kind) {
-	case -1:
-		printf("  audio: %u files of %s", w->audio.count,
-		       dur(w->audio.duration_us, a, sizeof(a)));
-		printf(" (stddev %s)\n", dur(w->audio.stddev_us, a, sizeof(a)));
-		break;
+	switch (w->kind) {
 	case CL_WORKLOAD_PROMPTS:
 		printf("  prompts: %zu inline\n", w->n_prompts);
 		for (size_t i = 0; i < w->n_prompts && i < 5; i++) {

@@ -72,9 +72,6 @@ static const struct {
 	 * requests, their tokens the prompt tokens above); 0 for every other API. */
 	{ "chatload_documents_total", "Documents sent by completed rerank or score requests.",
 	  CL_CTR_DOCUMENTS },
-	/* workload.api: transcription: the audio sent, in ms (0 for every other API). */
-	{ "chatload_audio_milliseconds_total",
-	  "Milliseconds of audio sent by completed transcription requests.", CL_CTR_AUDIO_MS },
 };
 
 static const char *const phase_names[CL_LIVE__PHASES] = { "starting", "readiness", "warmup",

@@ -17,11 +17,11 @@ const char *const cli_rp_col_names[RP__COLS] = {
 	"TTFT p50 ms",   "TTFT p99 ms",   "ITL p50 ms", "ITL p99 ms",  "TPOT p50 ms",
 	"E2E p50 ms",    "errors",        "no content", "TTFC p50 ms", "TTFC p99 ms",
 	"content tok/s", "cached prompt", "inputs/s",   "input tok/s", "E2E p99 ms",
-	"tool calls",    "docs/s",        "audio s/s",  "RTF",
+	"tool calls",    "docs/s",
 };
 const bool cli_rp_col_numeric[RP__COLS] = { false, true, false, true, true, true, true, true,
 					    true,  true, true,  true, true, true, true, true,
-					    true,  true, true,  true, true, true, true, true };
+					    true,  true, true,  true, true, true };
 
 /* Display order: the thinking-model columns sit beside TTFT and the output rate they
  * qualify. */
@@ -34,10 +34,6 @@ static const int col_order[] = {
 static const int col_order_embeddings[] = {
 	RP_STAGE,    RP_LOAD,  RP_STATUS, RP_RPS,    RP_INPUTS_PS,
 	RP_INTOK_PS, RP_E2E50, RP_E2E99,  RP_ERRORS,
-};
-/* A transcription run: the audio a second and the real-time factor beside its latency. */
-static const int col_order_audio[] = {
-	RP_STAGE, RP_LOAD, RP_STATUS, RP_RPS, RP_AUDIO_PS, RP_RTF, RP_E2E50, RP_E2E99, RP_ERRORS,
 };
 /* A rerank or score run: req/s is queries/s; documents and tokens per second beside it. */
 static const int col_order_scoring[] = {
@@ -72,8 +68,7 @@ static bool every_stage_has(const json_t *stages, const char *key)
 
 bool cli_rp_embeddings(const json_t *stages)
 {
-	return every_stage_has(stages, "embeddings") || every_stage_has(stages, "rerank") ||
-	       every_stage_has(stages, "transcription");
+	return every_stage_has(stages, "embeddings") || every_stage_has(stages, "rerank");
 }
 
 size_t cli_rp_columns(const json_t *stages, int cols[RP__COLS])
@@ -93,11 +88,6 @@ size_t cli_rp_columns(const json_t *stages, int cols[RP__COLS])
 		tool_calls |= cl_results_num(s, "requests.tool_calls") > 0;
 	}
 	size_t n = 0;
-	if (every_stage_has(stages, "transcription")) {
-		for (size_t k = 0; k < sizeof(col_order_audio) / sizeof(int); k++)
-			cols[n++] = col_order_audio[k];
-		return n;
-	}
 	if (every_stage_has(stages, "rerank")) {
 		for (size_t k = 0; k < sizeof(col_order_scoring) / sizeof(int); k++)
 			cols[n++] = col_order_scoring[k];
@@ -261,10 +251,6 @@ void cli_rp_stage_row(const json_t *s, struct cli_rp_row *row)
 	    cl_results_num(s, scoring ? "rerank.tokens_per_s" : "embeddings.input_tokens_per_s"));
 	cli_rp_fmt_rate(row->cell[RP_DOCS_PS], RP_CELL_MAX,
 			cl_results_num(s, "rerank.documents_per_s"));
-	cli_rp_fmt_rate(row->cell[RP_AUDIO_PS], RP_CELL_MAX,
-			cl_results_num(s, "transcription.audio_seconds_per_s"));
-	cli_rp_fmt(row->cell[RP_RTF], RP_CELL_MAX,
-		   cl_results_num(s, "transcription.real_time_factor"), 3);
 	double errors = cl_results_num(s, "requests.errors_total");
 	double rate = cl_results_num(s, "requests.error_rate");
 	if (isfinite(errors) && errors > 0 && isfinite(rate))

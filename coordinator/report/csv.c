@@ -85,10 +85,6 @@ static const struct column columns[] = {
 	{ "rerank_tokens", "rerank.tokens", K_NUM },
 	{ "rerank_documents_per_s", "rerank.documents_per_s", K_NUM },
 	{ "rerank_tokens_per_s", "rerank.tokens_per_s", K_NUM },
-	/* transcription (workload.api); empty for the other APIs */
-	{ "audio_seconds", "transcription.audio_seconds", K_NUM },
-	{ "audio_seconds_per_s", "transcription.audio_seconds_per_s", K_NUM },
-	{ "real_time_factor", "transcription.real_time_factor", K_NUM },
 };
 
 size_t cl_report_csv_n_columns(void)

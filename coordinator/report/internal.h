@@ -61,9 +61,6 @@ enum {
 	RP_E2E99,
 	RP_TOOL_CALLS, /* answers that were tool calls: shown only when some stage had one */
 	RP_DOCS_PS,    /* rerank and score (every stage has "rerank"): documents per second */
-	/* transcription (every stage has "transcription"): */
-	RP_AUDIO_PS, /* seconds of audio transcribed per second */
-	RP_RTF,      /* real-time factor: seconds of latency per second of audio */
 	RP__COLS
 };
 #define RP_CELL_MAX 96
@@ -84,7 +81,7 @@ size_t cli_rp_columns(const json_t *stages, int cols[RP__COLS]);
 /* Whether any of these stages saw reasoning tokens (a thinking model). */
 bool cli_rp_thinking(const json_t *stages);
 /* Whether these stages are a run without output: every one has "embeddings", or every one
- * has "rerank" (rerank and score), or "transcription": no token columns or charts. */
+ * has "rerank" (rerank and score): no token columns or charts. */
 bool cli_rp_embeddings(const json_t *stages);
 /* Whether a stage's numbers are not a normal measurement: its status is not ok, or it was
  * client-bound.  Such stages are marked in every table and never drawn as normal points. */

@@ -71,20 +71,6 @@ static json_t *rate(uint64_t n, double seconds)
 	return seconds > 0 ? json_real(cli_rj_sig((double)n / seconds, 6)) : json_null();
 }
 
-/* stages[].transcription: requests, audio_seconds, audio_seconds_per_s, real_time_factor
- * (the completed requests' summed E2E over their summed audio: null without audio). */
-static json_t *transcription_json(const struct cl_metrics *m, double window_s)
-{
-	double audio_s = (double)m->ctr[CL_CTR_AUDIO_MS] / 1000.0;
-	double e2e_s = m->lat[CL_LAT_E2E].sum / 1e6; /* the completed requests' latencies */
-	return json_pack("{s:o,s:o,s:o,s:o}", "requests", cli_rj_uint(m->ctr[CL_CTR_COMPLETED]),
-			 "audio_seconds", json_real(cli_rj_sig(audio_s, 6)), "audio_seconds_per_s",
-			 window_s > 0 ? json_real(cli_rj_sig(audio_s / window_s, 6)) : json_null(),
-			 "real_time_factor",
-			 audio_s > 0 && isfinite(e2e_s) ? json_real(cli_rj_sig(e2e_s / audio_s, 6))
-							: json_null());
-}
-
 static const char *token_source(const struct cl_metrics *m)
 {
 	uint64_t usage = m->ctr[CL_CTR_USAGE_FROM_SERVER],
@@ -453,13 +439,6 @@ json_t *cli_rs_stage_json(size_t index, const struct cl_scn_stage *st, const str
 		json_pack("{s:o,s:o,s:o}", "inputs", cli_rj_uint(m->ctr[CL_CTR_EMBEDDING_INPUTS]),
 			  "inputs_per_s", rate(m->ctr[CL_CTR_EMBEDDING_INPUTS], window_s),
 			  "input_tokens_per_s", rate(m->ctr[CL_CTR_PROMPT_TOKENS], window_s)))) {
-		json_decref(o);
-		return NULL;
-	}
-	/* Transcription: the audio the completed requests sent, a second of run and against
-	 * their latency (the real-time factor: seconds of waiting per second of audio). */
-	if (o && api == CL_API_TRANSCRIPTION &&
-	    cli_rj_set(o, "transcription", transcription_json(m, window_s))) {
 		json_decref(o);
 		return NULL;
 	}

@@ -412,7 +412,7 @@ static int warn_repeated(json_t *w, const json_t *doc)
 	 * rerank's) latency. */
 	const char *api = cl_results_str(doc, "scenario.target.api", "chat");
 	bool embeddings = strcmp(api, "embeddings") == 0 || strcmp(api, "rerank") == 0 ||
-			  strcmp(api, "score") == 0 || strcmp(api, "transcription") == 0;
+			  strcmp(api, "score") == 0;
 	bool per_stage = strcmp(cl_results_str(doc, "workload.order", "run"), "per_stage") == 0;
 	return cli_rs_warn(
 	    w,

@@ -67,7 +67,6 @@ void cl_scenario_defaults(struct cl_scenario *s)
 	s->workload.max_tokens = 256;
 	s->workload.embedding_batch = 1;
 	s->workload.documents = CL_SCN_DEFAULT_DOCUMENTS;
-	s->workload.audio.count = CL_SCN_DEFAULT_AUDIO_COUNT;
 	s->workload.images.width = s->workload.images.height = 512;
 	s->workload.tools_result_tokens = 64;
 	s->workload.tools_max_rounds = 1;

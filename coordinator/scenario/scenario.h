@@ -152,17 +152,6 @@ enum cl_image_detail {
 #define CL_SCN_DEFAULT_DOCUMENTS 4    /* workload.documents unless set */
 #define CL_SCN_MAX_IMAGE_SIDE    4096 /* pixels, either side */
 
-/* workload.audio (api: transcription): WAV files the agents make on the fly, count of them,
- * each duration_us long (normal with stddev_us, clamped to [100 ms, 2 x the mean]), 16-bit
- * mono PCM at 16 kHz (client/http/form.h). */
-struct cl_scn_audio {
-	int64_t duration_us; /* 0: no audio (any other API) */
-	int64_t stddev_us;
-	uint32_t count;
-};
-#define CL_SCN_MAX_AUDIO_US        (600LL * 1000000) /* one file's length at most */
-#define CL_SCN_DEFAULT_AUDIO_COUNT 16
-
 /* Images generated from the seed, attached to every request's own user message. */
 struct cl_scn_images {
 	uint32_t count; /* per request; 0: no images */
@@ -232,7 +221,6 @@ struct cl_scn_workload {
 	 * documents, all taken from the workload's prompts in turn (default 4) */
 	uint32_t documents;
 	struct cl_scn_images images; /* workload.images */
-	struct cl_scn_audio audio;   /* workload.audio (api: transcription) */
 	/* workload.tools (docs/scenario.md, "Tool calls"): tools_count synthetic functions
 	 * offered with tool_choice; with multi_turn an answer that is a tool call is followed,
 	 * up to tools_max_rounds times, by a tool result of tools_result_tokens and the same

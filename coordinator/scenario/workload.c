@@ -278,45 +278,14 @@ static void conv_api(struct scn_ctx *c, const struct ynode *v, void *obj)
 {
 	/* The APIs by name; a value of enum cl_api that names none (4, until Messages is
 	 * merged) is not offered. */
-	static const char *const names[] = { "chat",   "completions", "responses",    "embeddings",
-					     "rerank", "score",       "transcription" };
-	static const enum cl_api ids[] = { CL_API_CHAT,         CL_API_COMPLETIONS,
-					   CL_API_RESPONSES,    CL_API_EMBEDDINGS,
-					   CL_API_RERANK,       CL_API_SCORE,
-					   CL_API_TRANSCRIPTION };
+	static const char *const names[] = { "chat",       "completions", "responses",
+					     "embeddings", "rerank",      "score" };
+	static const enum cl_api ids[] = { CL_API_CHAT,       CL_API_COMPLETIONS, CL_API_RESPONSES,
+					   CL_API_EMBEDDINGS, CL_API_RERANK,      CL_API_SCORE };
 	_Static_assert(N(names) == N(ids), "one value per name");
 	int x;
 	if (cli_scn_get_enum(c, v, names, N(names), &x) == 0)
 		((struct cl_scn_workload *)obj)->api = ids[x];
-}
-
-/* ---- workload.audio ---- */
-
-/* { duration, stddev, count }: the WAV files a transcription workload sends. */
-static void conv_audio(struct scn_ctx *c, const struct ynode *v, void *obj)
-{
-	enum { AF_DURATION, AF_STDDEV, AF_COUNT, AF__COUNT };
-	static const struct scn_field f[] = {
-		[AF_DURATION] = SCN_RANGE("duration", SCN_F_DUR, struct cl_scn_audio, duration_us,
-					  100000, CL_SCN_MAX_AUDIO_US),
-		[AF_STDDEV] = SCN_RANGE("stddev", SCN_F_DUR, struct cl_scn_audio, stddev_us, 0,
-					CL_SCN_MAX_AUDIO_US),
-		[AF_COUNT] = SCN_RANGE("count", SCN_F_U32, struct cl_scn_audio, count, 1, 100000),
-	};
-	_Static_assert(N(f) == AF__COUNT, "one field per index");
-	struct cl_scn_audio *a = obj;
-	const struct ynode *seen[N(f)] = { 0 };
-	char got[96];
-	if (!v || v->kind != YN_MAP) {
-		cli_scn_error(c, v,
-			      "%s must be a mapping such as { duration: 5s, count: 16 }, got %s",
-			      cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
-		return;
-	}
-	cli_scn_fields(c, v, f, N(f), a, seen, NULL);
-	if (!seen[AF_DURATION])
-		cli_scn_error(c, v, "%s needs duration (each file's length, e.g. { duration: 5s })",
-			      cli_scn_path(c));
 }
 
 /* ---- workload.images ---- */
@@ -460,7 +429,6 @@ enum workload_field {
 	WF_IMAGES,
 	WF_TOOLS,
 	WF_DOCUMENTS,
-	WF_AUDIO,
 	WF__COUNT
 };
 
@@ -498,7 +466,6 @@ static const struct scn_field workload_fields[] = {
 	[WF_TOOLS] = SCN_CUSTOM("tools", conv_tools),
 	[WF_DOCUMENTS] = SCN_RANGE("documents", SCN_F_U32, struct cl_scn_workload, documents, 1,
 				   CL_SCN_MAX_DOCUMENTS),
-	[WF_AUDIO] = SCN_CUSTOM_AT("audio", struct cl_scn_workload, audio, conv_audio),
 };
 _Static_assert(N(workload_fields) == WF__COUNT, "one field per index");
 _Static_assert(WF__COUNT <= N(((struct scn_loader *)0)->workload), "room for every key");
@@ -530,36 +497,7 @@ static void check_api(struct scn_ctx *c, const struct cl_scn_workload *w,
 			      cl_api_name(w->api),
 			      w->api == CL_API_COMPLETIONS  ? "a completions prompt is one string"
 			      : w->api == CL_API_EMBEDDINGS ? "an embeddings input is text"
-			      : w->api == CL_API_TRANSCRIPTION
-				  ? "a transcription sends audio"
-				  : "a query and its documents are text");
-		return;
-	}
-	if ((seen[WF_AUDIO] != NULL) != (w->api == CL_API_TRANSCRIPTION)) {
-		cli_scn_error(c, seen[WF_AUDIO] ? seen[WF_AUDIO] : api,
-			      seen[WF_AUDIO]
-				  ? "workload.audio only applies with workload.api: "
-				    "transcription"
-				  : "workload.api: transcription needs workload.audio (the "
-				    "WAV files to send, e.g. { duration: 5s, count: 16 })");
-		return;
-	}
-	if (w->api == CL_API_TRANSCRIPTION) {
-		/* Audio is the workload: no text source, nothing of a text request applies. */
-		static const size_t no[] = { WF_PROMPTS,    WF_DATASET,       WF_SYNTHETIC,
-					     WF_TRACE,      WF_MAX_TOKENS,    WF_IGNORE_EOS,
-					     WF_MULTI_TURN, WF_SYSTEM_PROMPT, WF_SHARED_PREFIX,
-					     WF_IMAGES,     WF_CALIBRATE };
-		for (size_t i = 0; i < N(no); i++) {
-			if (seen[no[i]]) {
-				cli_scn_error(c, seen[no[i]],
-					      "workload.%s cannot be used with workload.api: "
-					      "transcription (its requests are workload.audio's "
-					      "files, not text)",
-					      workload_fields[no[i]].name);
-				return;
-			}
-		}
+							    : "a query and its documents are text");
 		return;
 	}
 	if (seen[WF_DOCUMENTS] && !cl_api_scores(w->api)) {

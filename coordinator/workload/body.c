@@ -168,26 +168,8 @@ int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt
 										: (uint32_t)chars };
 		return sink_body(c, &b, flags, err);
 	}
-	struct cl_request_body b = { .json = json,
-				     .len = len,
-				     .prompt_chars =
-					 chars > UINT32_MAX ? UINT32_MAX : (uint32_t)chars,
-				     .max_tokens = max_tokens,
-				     .inputs = inputs };
-	return cli_workload_append(c, &b, flags, err);
-}
-
-int cli_workload_append(struct render_ctx *c, const struct cl_request_body *body, uint8_t flags,
-			struct cl_err *err)
-{
-	CL_ASSERT(!c->sink);
-	if (c->n >= CL_WORKLOAD_MAX_BODIES) {
-		free(body->json);
-		return cl_err_set(err, CL_ETOOBIG, "workload has more than %u prompts",
-				  CL_WORKLOAD_MAX_BODIES);
-	}
-	if (body->len > CL_WORKLOAD_MAX_TOTAL_BYTES - c->total_bytes) {
-		free(body->json);
+	if (len > CL_WORKLOAD_MAX_TOTAL_BYTES - c->total_bytes) {
+		free(json);
 		return cl_err_set(err, CL_ETOOBIG, "rendered request bodies exceed %u MiB in total",
 				  CL_WORKLOAD_MAX_TOTAL_BYTES >> 20);
 	}
@@ -198,16 +180,22 @@ int cli_workload_append(struct render_ctx *c, const struct cl_request_body *body
 			c->bodies = p;
 		uint8_t *f = p ? realloc(c->flags, cap) : NULL;
 		if (!f) {
-			free(body->json);
+			free(json);
 			return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
 		}
 		c->flags = f;
 		c->cap = cap;
 	}
-	c->bodies[c->n] = *body;
+	struct cl_request_body *b = &c->bodies[c->n];
+	memset(b, 0, sizeof(*b));
+	b->json = json;
+	b->len = len;
+	b->prompt_chars = chars > UINT32_MAX ? UINT32_MAX : (uint32_t)chars;
+	b->max_tokens = max_tokens;
+	b->inputs = inputs;
 	c->flags[c->n] = flags;
 	c->n++;
-	c->total_bytes += body->len;
+	c->total_bytes += len;
 	return 0;
 }
 

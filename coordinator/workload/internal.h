@@ -86,12 +86,6 @@ enum { RENDER_OWN_LENGTH = 1, RENDER_IGNORE_EOS = 2, RENDER_STOP = 4 };
 int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt_chars,
 			   uint32_t out_tokens, struct cl_err *err);
 
-/* Appends body (its json taken, freed on failure) to c's bodies, within the caps on bodies
- * held (CL_WORKLOAD_MAX_BODIES, _TOTAL_BYTES).  Not with a sink.  0, CL_ETOOBIG or CL_ENOMEM,
- * err filled. */
-int cli_workload_append(struct render_ctx *c, const struct cl_request_body *body, uint8_t flags,
-			struct cl_err *err);
-
 /* Pushes [system?, user] for a plain prompt of len bytes.  CL_EINVAL when the prompt or the
  * system prompt is not valid UTF-8; otherwise as cli_workload_push_body. */
 int cli_workload_push_prompt(struct render_ctx *c, const char *system, const char *prompt,
@@ -167,11 +161,6 @@ int cli_workload_read_dataset(struct render_ctx *c, const struct cl_scn_workload
  * at_us.  Errors name "file:line:column". */
 int cli_workload_read_trace(struct render_ctx *c, const struct cl_scn_workload *w,
 			    struct cl_err *err);
-
-/* Renders w->audio.count transcription bodies (workload/audio.c): each the form's fields as
- * a JSON object ("model" first, "response_format": "json", then target.body's keys) and the
- * length of the WAV the agent makes for it (audio_ms), deterministic for w->seed. */
-int cli_workload_audio(struct render_ctx *c, const struct cl_scn_workload *w, struct cl_err *err);
 
 /* Renders w->synthetic_count synthetic prompts, deterministic for w->seed. */
 int cli_workload_synthesize(struct render_ctx *c, const struct cl_scn_workload *w,

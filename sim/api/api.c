@@ -138,16 +138,14 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 	struct cl_sim_stream *st = &c->st;
 
 	static const char *const id_prefix[CL_API__COUNT] = {
-		[CL_API_CHAT] = "chatcmpl-sim-",      [CL_API_COMPLETIONS] = "cmpl-sim-",
-		[CL_API_RESPONSES] = "resp-sim-",     [CL_API_EMBEDDINGS] = "embd-sim-",
-		[CL_API_RERANK] = "rerank-sim-",      [CL_API_SCORE] = "score-sim-",
-		[CL_API_TRANSCRIPTION] = "trsc-sim-",
+		[CL_API_CHAT] = "chatcmpl-sim-",  [CL_API_COMPLETIONS] = "cmpl-sim-",
+		[CL_API_RESPONSES] = "resp-sim-", [CL_API_EMBEDDINGS] = "embd-sim-",
+		[CL_API_RERANK] = "rerank-sim-",  [CL_API_SCORE] = "score-sim-",
 	};
 	CL_ASSERT(id_prefix[cr->api]);
 	st->seq = ++s->next_seq;
 	st->api = cr->api;
 	st->inputs = cr->inputs;
-	st->audio_ms = cr->audio_ms;
 	/* With --processes each process numbers its own requests: its index keeps ids apart. */
 	if (cfg->processes > 1)
 		snprintf(st->id, sizeof(st->id), "%sp%u-%llu", id_prefix[cr->api],

@@ -26,9 +26,8 @@ enum cl_sim_tool_choice {
 };
 
 struct cl_sim_chat_req {
-	enum cl_api api;   /* which endpoint the body came to */
-	uint32_t inputs;   /* embeddings: inputs ("input": a string is one) */
-	uint32_t audio_ms; /* transcription: the uploaded WAV's length */
+	enum cl_api api; /* which endpoint the body came to */
+	uint32_t inputs; /* embeddings: inputs ("input": a string is one) */
 	bool has_model;
 	bool model_too_long;
 	char model[CL_SIM_MODEL_MAX];
@@ -73,9 +72,6 @@ int cl_sim_chat_parse(const char *body, size_t len, struct cl_sim_chat_req *req,
  * strings, each one input) and refuses "stream": true.  Chat reads "tools" and
  * "tool_choice" (a malformed one is a 400 naming the field); the other APIs refuse tools.  stream,
  * stream_options, ignore_eos and stop are read as for chat where the API has them.
- * Transcription reads a multipart/form-data body (its boundary from its first line): the
- * "model" field and the "file" part, a RIFF WAV whose length goes to audio_ms; "stream"
- * "true" is refused (not built).
  */
 int cl_sim_api_parse(enum cl_api api, const char *body, size_t len, struct cl_sim_chat_req *req,
 		     char *msg, size_t n, const char **code);

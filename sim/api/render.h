@@ -106,10 +106,4 @@ int cl_sim_render_embeddings(struct cl_buf *out, const struct cl_sim_config *cfg
  * score}); usage {prompt_tokens, total_tokens} unless !with_usage.  0, CL_ENOMEM, CL_ETOOBIG. */
 int cl_sim_render_scores(struct cl_buf *out, const struct cl_sim_stream *st, bool with_usage);
 
-/* Transcription: {"text": two words a second of st->audio_ms, "usage": {"type": "duration",
- * "seconds": the audio's whole seconds, rounded up}} (OpenAI's shape; no usage unless
- * with_usage).  0, CL_ENOMEM, CL_ETOOBIG. */
-int cl_sim_render_transcription(struct cl_buf *out, const struct cl_sim_stream *st,
-				bool with_usage);
-
 #endif

@@ -169,17 +169,3 @@ int cl_sim_render_scores(struct cl_buf *out, const struct cl_sim_stream *st, boo
 		rc = cl_buf_puts(out, "]}");
 	return rc;
 }
-
-int cl_sim_render_transcription(struct cl_buf *out, const struct cl_sim_stream *st, bool with_usage)
-{
-	uint32_t seconds = (st->audio_ms + 999) / 1000;
-	int rc = cl_buf_puts(out, "{\"text\":\"");
-	for (uint32_t i = 0; !rc && i < 2 * seconds; i++)
-		rc = cl_buf_puts(out, i ? " heard" : "Heard");
-	if (!rc && with_usage)
-		rc = cl_buf_printf(out, ".\",\"usage\":{\"type\":\"duration\",\"seconds\":%u}}",
-				   seconds);
-	else if (!rc)
-		rc = cl_buf_puts(out, ".\"}");
-	return rc;
-}

@@ -25,7 +25,6 @@ static void log_stream(struct cl_sim *s, const struct cl_sim_stream *st, int htt
 		.api = cl_api_name(st->api),
 		.inputs = st->inputs,
 		.documents = cl_api_scores(st->api) ? st->inputs : 0,
-		.audio_ms = st->audio_ms,
 		.id = st->seq ? st->id : NULL,
 		.seq = st->seq,
 		.request_id = st->has_request_id ? st->request_id : NULL,
@@ -122,11 +121,10 @@ void cl_sim_stream_start(struct cl_sim *s, struct cl_sim_stream *st, int64_t sta
 		 * documents' pairs with the query. */
 		int64_t per_token_us = st->api == CL_API_EMBEDDINGS ? cfg->embedding_per_token_us
 								    : cfg->rerank_per_token_us;
-		int64_t cost_us = per_token_us * (int64_t)st->prompt_tokens;
-		/* A transcription's time is its audio's: --transcription-per-second a second. */
-		if (st->api == CL_API_TRANSCRIPTION)
-			cost_us = cfg->transcription_per_second_us * (int64_t)st->audio_ms / 1000;
-		st->deadline_us = start_us + cl_sim_rng_jitter(&st->rng, cost_us, cfg->jitter);
+		st->deadline_us =
+		    start_us + cl_sim_rng_jitter(&st->rng,
+						 per_token_us * (int64_t)st->prompt_tokens,
+						 cfg->jitter);
 		st->sched_first_us = st->deadline_us;
 		maybe_stall(s, st, 0, 1);
 	} else if (st->stream) {
@@ -262,9 +260,7 @@ static void fire_whole(struct cl_sim *s, struct cl_sim_stream *st, int64_t now_u
 		rc = st->api == CL_API_EMBEDDINGS
 			 ? cl_sim_render_embeddings(&body, s->cfg, st, usage)
 		     : cl_api_scores(st->api) ? cl_sim_render_scores(&body, st, usage)
-		     : st->api == CL_API_TRANSCRIPTION
-			 ? cl_sim_render_transcription(&body, st, usage)
-			 : cl_sim_render_completion(&body, s->cfg, st, usage);
+					      : cl_sim_render_completion(&body, s->cfg, st, usage);
 		if (st->fault == CL_SIM_FAULT_MALFORMED)
 			body.len /= 2; /* cut the JSON in half */
 		if (!rc)

@@ -74,7 +74,7 @@ static const char *const want_ctr[] = {
 	"turn6_prompt_tokens",
 	"turn7_prompt_tokens",
 	"turn8_prompt_tokens",
-	"cached_prompt_tokens", "embedding_inputs", "tool_calls", "documents", "audio_ms",
+	"cached_prompt_tokens", "embedding_inputs", "tool_calls", "documents",
 };
 
 static void test_names(void **state)

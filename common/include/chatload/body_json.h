@@ -50,9 +50,7 @@ int cl_body_json_render(const char *model, json_t *messages, uint32_t max_tokens
  *   no "stream" at all (the key is removed even when extra sets it);
  * - rerank: "query" = the first message's text, "documents" = one string per later message
  *   (a lone message is its own one document), no length, no "stream", as embeddings;
- * - score: the same as "text_1" and "text_2" (vLLM's /score);
- * - transcription: {"model", "response_format": "json"}, the form's fields (the messages are
- *   not sent: the engine adds a WAV, client/http/form.h).
+ * - score: the same as "text_1" and "text_2" (vLLM's /score).
  * extra is merged last (chatload's "stream" wins).  Consumes messages.  CL_ENOMEM.
  */
 int cl_body_json_render_api(enum cl_api api, const char *model, json_t *messages,

@@ -99,7 +99,6 @@ enum cl_ctr {
 	CL_CTR_TOOL_CALLS, /* completed requests whose answer was a tool call (a tool_calls delta)
 			    */
 	CL_CTR_DOCUMENTS,  /* rerank, score: documents sent by completed requests (each scored) */
-	CL_CTR_AUDIO_MS,   /* transcription: milliseconds of audio sent by completed requests */
 	CL_CTR__COUNT
 };
 

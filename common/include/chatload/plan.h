@@ -31,19 +31,16 @@ enum cl_api {
 	 * until it is merged the value names no API (cl_api_name gives NULL). */
 	CL_API_RERANK = 5, /* POST {base}/rerank: a query and N documents, one JSON answer */
 	CL_API_SCORE = 6,  /* POST {base}/score: text_1 against each text_2, one JSON answer */
-	CL_API_TRANSCRIPTION = 7, /* POST {base}/audio/transcriptions: a WAV made on the fly,
-				   * multipart/form-data, one JSON answer */
 	CL_API__COUNT
 };
 
-/* "chat", "completions", "responses", "embeddings", "rerank", "score", "transcription"; NULL
- * when out of range or for a value that names no API. */
+/* "chat", "completions", "responses", "embeddings", "rerank", "score"; NULL when out of range
+ * or for a value that names no API. */
 const char *cl_api_name(enum cl_api a);
 /* The endpoint after the base URL: "/chat/completions", "/completions", ...; NULL when out
  * of range. */
 const char *cl_api_path(enum cl_api a);
-/* Whether the API streams its answer (every one but embeddings, rerank, score and
- * transcription). */
+/* Whether the API streams its answer (every one but embeddings, rerank and score). */
 bool cl_api_streams(enum cl_api a);
 /* Whether the API scores documents against a query (rerank, score): a request is a query
  * and N documents (workload.documents), its answer one relevance score per document. */
@@ -134,9 +131,6 @@ struct cl_request_body {
 	/* Embeddings: the inputs this body sends (workload.embedding_batch); rerank and score:
 	 * the documents it sends after its query; 0 otherwise. */
 	uint32_t inputs;
-	/* Transcription: the length of the audio the engine makes for this body, in ms (json
-	 * holds the form's other fields); 0 otherwise. */
-	uint32_t audio_ms;
 };
 
 /*
