@@ -2,8 +2,9 @@
 
 - its control fields (name, version, architecture, Depends computed by dpkg-shlibdeps equal
   to the "runtime" list of deploy/packages.txt, Recommends, conffiles) and its file list
-  (programs, unit, agent.env, man pages, scenarios, k8s files; nothing outside /usr and
-  /etc), and apt resolves its dependencies (apt-get install --simulate);
+  (programs, unit, agent.env, man pages, scenarios, k8s files, the Grafana dashboard;
+  nothing outside /usr and /etc), and apt resolves its dependencies (apt-get install
+  --simulate);
 - unpacked into a scratch root (dpkg-deb -x), the installed programs answer --version and
   --help, the man pages render without warnings, and the installed chatload runs the
   installed quick-start scenario (shortened) with the chatload-agent and chatload-sim next to
@@ -188,7 +189,9 @@ class Deb(unittest.TestCase):
             "/usr/lib/systemd/system/chatload-nightly.service",
             "/usr/lib/systemd/system/chatload-nightly.timer",
             "/usr/share/chatload/agent.env.example", "/usr/share/doc/chatload/README.md",
-            "/usr/share/doc/chatload/scenario.md", "/usr/share/chatload/k8s/kustomization.yaml"]
+            "/usr/share/doc/chatload/scenario.md", "/usr/share/chatload/k8s/kustomization.yaml",
+            "/usr/share/chatload/grafana/chatload-dashboard.json",
+            "/usr/share/chatload/grafana/README.md"]
         want += ["/usr/share/man/man1/%s.1.gz" % p for p in PROGRAMS]
         want += ["/usr/share/chatload/scenarios/" + os.path.basename(s)
                  for s in glob.glob(os.path.join(dt.SOURCE_DIR, "scenarios", "*.yaml"))]
