@@ -2,8 +2,8 @@
 
 chatload-sim serves, a chatload run of one 20 s stage exposes --metrics-listen and scrapes the
 simulator's own /metrics (so the chatload_server_* series exist), and Debian's `prometheus`
-scrapes chatload every second, listening on loopback only, its storage in the test's
-directory.  Once the target is up, every panel's PromQL expression, parsed from the
+scrapes chatload every second, listening on loopback only (ss shows its sockets), its
+storage in the test's directory.  Once the target is up, every panel's PromQL expression, parsed from the
 dashboard's JSON with its variables substituted as Grafana would (the stage variable at its
 All value, the instance at what the instance variable's own query returns, $__rate_interval
 at 10s), runs against Prometheus's /api/v1/query and must return data: at least one series
@@ -62,6 +62,22 @@ class LivePrometheus(tl.FleetCase):
         self.assertEqual(doc.get("status"), "success", "%s: %s" % (url, doc))
         return doc["data"]
 
+    def assert_listens_on_loopback_only(self, proc):
+        """Every TCP socket the process listens on is bound to 127.0.0.0/8 (ss -p names the
+        owner; as root it sees every process's sockets, else the check says it could not)."""
+        if not shutil.which("ss"):
+            return
+        out = subprocess.run(["ss", "-Hltnp"], capture_output=True, text=True,
+                             timeout=10).stdout
+        mine = [ln for ln in out.splitlines() if "pid=%d," % proc.pid in ln]
+        if not mine and os.geteuid() != 0:
+            sys.stderr.write("note: ss shows no owner to a non-root user; Prometheus's "
+                             "listening addresses were not checked\n")
+            return
+        self.assertTrue(mine, "ss shows no socket of %s:\n%s" % (proc.name, out))
+        for ln in mine:
+            self.assertTrue(ln.split()[3].startswith("127."), ln)
+
     def test_every_panel_query_returns_data(self):
         for tool in (PROMETHEUS, PROMTOOL):
             if not os.access(tool, os.X_OK):
@@ -102,6 +118,7 @@ class LivePrometheus(tl.FleetCase):
             except urllib.error.HTTPError:
                 return False
         tl.wait_until(ready, 15, "Prometheus to be ready", step=0.2)
+        self.assert_listens_on_loopback_only(prom)
 
         def target_up():
             ts = self.prom_api(base, "targets")["activeTargets"]
