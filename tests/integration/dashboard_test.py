@@ -161,7 +161,7 @@ class LivePrometheus(tl.FleetCase):
                 if run.poll() is not None:
                     self.fail("the run ended before every query was checked\n" + run.tail())
                 results[(title, ref)] = tl.wait_until(
-                    finite, max(deadline - time.monotonic(), 1),
+                    finite, max(deadline - time.monotonic(), 0),
                     "panel %r query %s to return data: %s" % (title, ref, q), step=0.5)
 
         def value(title, ref="A", **labels):
