@@ -149,10 +149,11 @@ struct cl_workload_plan {
 	 * `repeated`: the run has sent that body already. */
 	size_t share;
 	bool per_stage; /* workload.order: per_stage, each stage starts again at first_body */
-	/* Synthetic prompts without a pool (no synthetic.count): the run's salt
-	 * (chatload/salt.h), which every body carries as "[<salt>] "; a request past the agent's
-	 * share sends its body with those digits replaced by a tag of its own (from the salt,
-	 * first_body and its index), so no two requests of the run send one prompt.  "" for none.
+	/* A list of prompts, or synthetic prompts without a pool (no synthetic.count): the run's
+	 * salt (chatload/salt.h), which every body carries as "[<salt>] "; a request past the
+	 * agent's share sends its body with those digits replaced by a tag of its own (from the
+	 * salt, first_body and its index), so no two requests of the run send one prompt.  "" for
+	 * none.
 	 */
 	char retag[16];
 	/* The agentic loop (workload.tools with multi_turn; docs/engine.md, "Tool calls"): when
