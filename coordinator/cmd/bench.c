@@ -57,6 +57,7 @@ enum opt_id {
 	O_NO_IGNORE_EOS,
 	O_API_KEY_ENV,
 	O_WARMUP,
+	O_READY_TIMEOUT,
 	O_SLO,
 	O_AGENTS,
 	O_AGENTS_LISTEN,
@@ -88,7 +89,7 @@ struct opt {
 
 static const struct opt opts[] = {
 	{ O_URL,
-	  { "--url", "--base-url", "--target", "-u" },
+	  { "--url", "--base-url", "--target" },
 	  "URL",
 	  "the server's OpenAI-compatible base URL, normally ending in /v1 (required)",
 	  "--base-url",
@@ -125,7 +126,7 @@ static const struct opt opts[] = {
 	  "-",
 	  "-" },
 	{ O_DURATION,
-	  { "--duration", "--max-seconds", "--benchmark-duration", "-t" },
+	  { "--duration", "--max-seconds", "--benchmark-duration" },
 	  "DUR",
 	  "each stage's measured window: 30s, 2m, or seconds (default " DEFAULT_DURATION ")",
 	  "-",
@@ -204,6 +205,14 @@ static const struct opt opts[] = {
 	  "--num-warmups",
 	  "--warmup",
 	  "--warmup-request-count" },
+	{ O_READY_TIMEOUT,
+	  { "--ready-timeout", "--ready-check-timeout-sec" },
+	  "DUR",
+	  "how long the readiness gate waits for the model to answer before exit 3 (default "
+	  "15m; 0: no gate, then --model is needed)",
+	  "--ready-check-timeout-sec",
+	  "-",
+	  "-" },
 	{ O_SLO,
 	  { "--slo" },
 	  "K=V[,K=V...]",
@@ -841,6 +850,29 @@ static void emit_agents(struct text *t, const struct flags *f)
 	}
 }
 
+/* The readiness gate's timeout, or no gate (vLLM's --ready-check-timeout-sec 0). */
+static int emit_readiness(struct text *t, const struct flags *f)
+{
+	const char *v = f->val[O_READY_TIMEOUT];
+	if (!v)
+		return 0;
+	if (strspn(v, "0.") == strlen(v) || strcmp(v, "0s") == 0) {
+		/* The gate is what finds the model when none is named. */
+		if (!f->val[O_MODEL])
+			return bad(f, O_READY_TIMEOUT,
+				   "no readiness gate needs --model (the gate is what asks "
+				   "/v1/models for it)");
+		emit(t, O_READY_TIMEOUT, "readiness: false", "no gate: the load starts at once");
+		return 0;
+	}
+	char d[MAX_VALUE + 8];
+	if (duration(f, O_READY_TIMEOUT, d, sizeof(d)) != 0)
+		return -1;
+	emit(t, -1, "readiness:", "the gate before any load: the model answers, twice");
+	emit_kv(t, O_READY_TIMEOUT, "  timeout: ", d, "given up after this long (exit 3)");
+	return 0;
+}
+
 /* The whole scenario into t: 0, or -1 when a flag's value is wrong (said). */
 static int build(struct text *t, const struct flags *f, int argc, char **argv)
 {
@@ -863,6 +895,8 @@ static int build(struct text *t, const struct flags *f, int argc, char **argv)
 		emit_kv(t, O_API_KEY_ENV, "  api_key_env: ", f->val[O_API_KEY_ENV],
 			"the variable holding the API key");
 	emit_agents(t, f);
+	if (emit_readiness(t, f) != 0)
+		return -1;
 	if (emit_warmup(t, f) != 0 || emit_workload(t, f) != 0 || emit_stages(t, f) != 0 ||
 	    emit_slo(t, f) != 0)
 		return -1;

@@ -3,7 +3,8 @@
 prints the tables a scenario run prints, writes scenario.yaml into its results folder and says
 where, and `chatload run` of that file runs the same stage plan; the model defaults to the
 first one /v1/models lists; --rate with --concurrency makes rate stages with a cap; an SLO
-given with --slo that the server breaks makes it exit 99; a bad flag exits 2 naming the flag
+given with --slo that the server breaks makes it exit 99; a server still loading past
+--ready-check-timeout-sec makes it exit 3; a bad flag exits 2 naming the flag
 (as typed, alias or not) before anything starts; --help lists each flag with vLLM's, GuideLLM's
 and AIPerf's name for it."""
 import glob
@@ -140,6 +141,20 @@ class BenchRuns(tl.FleetCase):
         with open(os.path.join(out_dir, "scenario.yaml")) as f:
             self.assertRegex(f.read(), r"\nslo: +# .*\n  ttft_p99: 5ms\n  error_rate: 1%\n")
 
+    def test_the_readiness_gate_and_its_timeout(self):
+        # A server still loading its model (503 on every endpoint): the gate waits
+        # --ready-check-timeout-sec (vLLM's name, a bare number of seconds), then exit 3.
+        sim = self.start_sim("--loading-for", "60s")
+        out_dir = self.scope.path("loading")
+        rc, out, err = self.bench("--url", sim.url, "--ready-check-timeout-sec", "1",
+                                  "--concurrency", "1", "--requests", "2", "--out", out_dir,
+                                  timeout=60)
+        self.assertEqual(rc, 3, err)
+        self.assertIn("not ready", err)
+        with open(os.path.join(out_dir, "scenario.yaml")) as f:
+            self.assertRegex(f.read(), r"\nreadiness: .*\n  timeout: 1s ")
+        self.assertEqual(self.results(out_dir)["exit_code"], 3)
+
 
 class BadFlags(unittest.TestCase):
     """Each bad flag exits 2 naming the flag as typed, and nothing starts: no results folder."""
@@ -175,6 +190,8 @@ class BadFlags(unittest.TestCase):
         (["--rate", "2", "--concurrency", "1,2"], r"--concurrency '1,2': with --rate, one"),
         (["--burstiness", "0.5"], r"--burstiness needs --rate"),
         (["--duration"], r"--duration needs a value"),
+        (["--ready-timeout", "0"], r"--ready-timeout '0': no readiness gate needs --model"),
+        (["--ready-timeout", "soon"], r"--ready-timeout 'soon': not a duration"),
     ]
 
     def test_each_bad_flag_is_named(self):
