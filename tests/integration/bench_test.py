@@ -2,7 +2,8 @@
 """chatload bench, end to end against a running chatload-sim: a run from flags alone exits 0,
 prints the tables a scenario run prints, writes scenario.yaml into its results folder and says
 where, and `chatload run` of that file runs the same stage plan; the model defaults to the
-first one /v1/models lists; --rate with --concurrency makes rate stages with a cap; an SLO
+first one /v1/models lists; --rate with --concurrency makes rate stages with a cap; a dataset,
+the completions API and a remote agent dialling --agents-listen reach the server as asked; an SLO
 given with --slo that the server breaks makes it exit 99; a server still loading past
 --ready-check-timeout-sec makes it exit 3; a bad flag exits 2 naming the flag
 (as typed, alias or not) before anything starts; --help lists each flag with vLLM's, GuideLLM's
@@ -154,6 +155,42 @@ class BenchRuns(tl.FleetCase):
         with open(os.path.join(out_dir, "scenario.yaml")) as f:
             self.assertRegex(f.read(), r"\nreadiness: .*\n  timeout: 1s ")
         self.assertEqual(self.results(out_dir)["exit_code"], 3)
+
+    def test_a_dataset_the_completions_api_and_a_remote_agent(self):
+        sim = self.start_sim("--ttft", "5ms", "--itl", "1ms")
+        data = self.scope.path("prompts.txt")
+        with open(data, "w") as f:
+            for i in range(200):
+                f.write("Question %d: what is %d plus %d?\n" % (i, i, i))
+        with open(self.scope.path("token"), "w") as f:
+            f.write("bench-test-token\n")
+        control = "tcp://127.0.0.1:%d" % tl.free_port()
+        out_dir = self.scope.path("remote")
+        # Relative paths, as a user types them: the scenario gets them absolute.
+        run = self.scope.start("bench", [
+            tl.CHATLOAD, "bench", "--url", sim.url, "--dataset", "prompts.txt",
+            "--api", "completions", "--output-tokens", "8", "--concurrency", "3",
+            "--requests", "12", "--warmup", "2", "--agents-listen", control,
+            "--agents-expect", "1", "--agents-token-file", "token", "--out", out_dir,
+            "--client-bound", "warn"], env=tl.child_env(), cwd=self.scope.dir)
+        run.wait_line(r"scenario written to", 30)
+        self.start_agent(control, token="bench-test-token")
+        self.assertExit(run, 0, 90)
+        with open(os.path.join(out_dir, "scenario.yaml")) as f:
+            text = f.read()
+        self.assertIn("\n  dataset: %s " % os.path.realpath(data), text)
+        self.assertIn("\n  token_file: %s " % os.path.realpath(self.scope.path("token")), text)
+        self.assertIn("\n  api: completions ", text)
+        self.assertIn("\n  max_tokens: 8 ", text)
+        res = self.results(out_dir)
+        self.assertEqual(len(res["agents"]), 1)
+        self.assertEqual([s["name"] for s in res["stages"]], ["c3"])
+        self.assertEqual(res["stages"][0]["requests"]["completed"], 12)
+        # what the simulator served: the load's requests (those with a request id; the gate's
+        # probes have none) to /v1/completions, each asking for 8 tokens
+        load = [r for r in sim.truth() if r["x_request_id"]]
+        self.assertGreaterEqual(len(load), 12)
+        self.assertEqual({(r["api"], r["max_tokens"]) for r in load}, {("completions", 8)})
 
 
 class BadFlags(unittest.TestCase):
