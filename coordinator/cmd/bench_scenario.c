@@ -206,12 +206,21 @@ static int emit_workload(struct bench_text *t, const struct bench_flags *f)
 	return 0;
 }
 
-/* The stages: one entry, a sweep over the levels. */
+/* The stages: one entry, a sweep over the levels. vLLM's `--request-rate inf` (its default)
+ * with `--max-concurrency N` is a closed loop of N streams: concurrency stages here. */
 static int emit_stages(struct bench_text *t, const struct bench_flags *f)
 {
 	char list[LINE_BYTES], line[LINE_BYTES + 64];
+	bool inf = f->val[O_RATE] && strcmp(f->val[O_RATE], "inf") == 0;
+	if (inf && !f->val[O_CONCURRENCY])
+		return bad(
+		    f, O_RATE,
+		    "an unbounded rate needs --concurrency N (the streams in flight); or give "
+		    "rates such as 2,4,8");
+	if (inf && f->val[O_BURSTINESS])
+		return bad(f, O_BURSTINESS, "--burstiness shapes a finite --rate");
 	emit(t, -1, "stages:", "one stage per level, each named for it (c8, r2, ...)");
-	if (f->val[O_RATE]) {
+	if (f->val[O_RATE] && !inf) {
 		if (levels(f, O_RATE, true, list, sizeof(list)) < 0)
 			return -1;
 		snprintf(line, sizeof(line), "  - rate: %s", list);

@@ -125,6 +125,16 @@ class BenchRuns(tl.FleetCase):
         for s in res["stages"]:
             self.assertEqual(s["requests"]["completed"], 10, s["name"])
         self.assertIsNone(res.get("warmup") and res["warmup"].get("requests"))
+        # vLLM's default rate, inf, with --max-concurrency: a closed loop of that many streams
+        rc, out, err = self.bench("--base-url", sim.url, "--request-rate", "inf",
+                                  "--max-concurrency", "3", "--num-prompts", "6",
+                                  "--random-output-len", "4", "--num-warmups", "0",
+                                  "--result-dir", self.scope.path("inf"),
+                                  "--client-bound", "warn")
+        self.assertEqual(rc, 0, err)
+        res = self.results(self.scope.path("inf"))
+        self.assertEqual([(s["name"], s["mode"], s["concurrency"]) for s in res["stages"]],
+                         [("c3", "concurrency", 3)])
 
     def test_a_breached_slo_exits_99(self):
         sim = self.start_sim("--ttft", "60ms", "--itl", "1ms")
@@ -227,6 +237,7 @@ class BadFlags(unittest.TestCase):
         (["--rate", "2", "--concurrency", "1,2"], r"--concurrency '1,2': with --rate, one"),
         (["--burstiness", "0.5"], r"--burstiness needs --rate"),
         (["--duration"], r"--duration needs a value"),
+        (["--request-rate", "inf"], r"--request-rate 'inf': an unbounded rate needs --conc"),
         (["--ready-timeout", "0"], r"--ready-timeout '0': no readiness gate needs --model"),
         (["--ready-timeout", "soon"], r"--ready-timeout 'soon': not a duration"),
     ]
