@@ -66,37 +66,39 @@ static void update_latest(const char *parent, const char *run_dir)
 	}
 }
 
-static int make_dir(struct cl_results *r, const struct cl_scenario *s, const char *out_dir,
-		    struct cl_err *err)
+int cl_results_make_dir(const char *out_dir, const char *parent, const char *name, int64_t wall_us,
+			char **dir, struct cl_err *err)
 {
+	*dir = NULL;
 	if (out_dir) {
 		int rc = cli_rj_mkdirs(out_dir, err);
 		if (rc != 0)
 			return rc;
-		r->dir = strdup(out_dir);
-		return r->dir ? 0 : cl_err_set(err, CL_ENOMEM, "out of memory");
+		*dir = strdup(out_dir);
+		return *dir ? 0 : cl_err_set(err, CL_ENOMEM, "out of memory");
 	}
-	const char *parent = s->output.dir ? s->output.dir : "results";
+	if (!parent)
+		parent = "results";
 	int rc = cli_rj_mkdirs(parent, err);
 	if (rc != 0)
 		return rc;
-	char name[80], stamp[32], path[4096];
-	safe_name(s->name, name, sizeof(name));
-	cl_wall_stamp(r->started_wall_us, stamp, sizeof(stamp));
+	char safe[80], stamp[32], path[4096];
+	safe_name(name, safe, sizeof(safe));
+	cl_wall_stamp(wall_us, stamp, sizeof(stamp));
 	for (int n = 1; n < 1000; n++) {
 		size_t len = strlen(parent);
 		while (len > 1 && parent[len - 1] == '/')
 			len--;
-		int w = n == 1 ? snprintf(path, sizeof(path), "%.*s/%s-%s", (int)len, parent, name,
+		int w = n == 1 ? snprintf(path, sizeof(path), "%.*s/%s-%s", (int)len, parent, safe,
 					  stamp)
 			       : snprintf(path, sizeof(path), "%.*s/%s-%s-%d", (int)len, parent,
-					  name, stamp, n);
+					  safe, stamp, n);
 		if (w < 0 || (size_t)w >= sizeof(path))
 			return cl_err_set(err, CL_EINVAL, "results directory name too long in '%s'",
 					  parent);
 		if (mkdir(path, 0755) == 0) {
-			r->dir = strdup(path);
-			if (!r->dir)
+			*dir = strdup(path);
+			if (!*dir)
 				return cl_err_set(err, CL_ENOMEM, "out of memory");
 			update_latest(parent, path);
 			return 0;
@@ -106,6 +108,13 @@ static int make_dir(struct cl_results *r, const struct cl_scenario *s, const cha
 					  strerror(errno));
 	}
 	return cl_err_set(err, CL_EIO, "cannot create a unique directory under '%s'", parent);
+}
+
+static int make_dir(struct cl_results *r, const struct cl_scenario *s, const char *out_dir,
+		    struct cl_err *err)
+{
+	return cl_results_make_dir(out_dir, s->output.dir, s->name, r->started_wall_us, &r->dir,
+				   err);
 }
 
 /* Removes user:password@ from a URL before it is written anywhere. */
