@@ -504,10 +504,13 @@ int cl_report_vllm(const json_t *doc, const struct cl_report_vllm_opts *opt, FIL
 		if (o.requests_path && lists_whole(s, hi - lo))
 			mine = recs.v + lo;
 		else if (o.requests_path)
-			CL_WARN("stage '%s': %s holds %zu of its measured requests that ended, not "
-				"all of them (the agents dropped records: results.json's "
-				"requests_log.dropped): its per-request lists are left out",
-				cl_results_str(s, "name", ""), o.requests_path, hi - lo);
+			CL_WARN("stage '%s': %s holds %zu of its %.0f measured requests that ended "
+				"(requests_log.dropped in results.json counts those the agents "
+				"dropped): "
+				"its per-request lists are left out",
+				cl_results_str(s, "name", ""), o.requests_path, hi - lo,
+				cl_results_num(s, "requests.completed") +
+				    cl_results_num(s, "requests.errors_total"));
 		if ((rc = put_stage(doc, s, mine, hi - lo, &o, out, err)) != 0)
 			goto out;
 	}

@@ -204,6 +204,27 @@ class VllmFormat(tl.FleetCase):
         p = self.report(out, "--metric-percentiles", "0,50", expect=2)
         self.assertIn("--metric-percentiles", p.stderr)
 
+        # a file short of one of c3's requests (as when the agents dropped records): c3 gets
+        # no lists, rather than lists that do not add up, and a warning says why; c5 keeps its
+        path = os.path.join(out, "requests.jsonl")
+        with open(path) as f:
+            raw = f.read().split("\n")
+        gone = next(i for i, x in enumerate(raw) if x and loads(x)["stage"] == "c3"
+                    and loads(x)["in_window"] and loads(x)["status"] == "completed")
+        with open(path, "w") as f:
+            f.write("\n".join(raw[:gone] + raw[gone + 1:]))
+        p = self.report(out)
+        short = [loads(x) for x in p.stdout.split("\n") if x]
+        self.assertNotIn("ttfts", short[0])
+        self.assertIn("ttfts", short[1])
+        self.assertIn("stage 'c3'", p.stderr)
+        self.assertIn("left out", p.stderr)
+        # a line that is not JSON is named by file and line, exit 1
+        with open(path, "w") as f:
+            f.write("\n".join(raw[:3] + ["{not json"] + raw[3:]))
+        p = self.report(out, expect=1)
+        self.assertIn("requests.jsonl:4:", p.stderr)
+
     def test_without_requests_log(self):
         sim = self.start_sim("--ttft", "5ms", "--itl", "1ms", "--output-tokens", "8")
         out, doc = self.run_scenario(sim, "vf-off", [{"name": "c2", "concurrency": 2,
