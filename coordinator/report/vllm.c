@@ -12,6 +12,7 @@
 #include "chatload/hist.h"
 #include "chatload/log.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
@@ -203,6 +204,16 @@ static int set_num(json_t *o, const char *key, double v)
 	return cli_rj_set(o, key, cli_rj_real(v));
 }
 
+/* Sets key to v (owned) unless an earlier step failed (rc), when v is freed instead. */
+static int set_owned(json_t *o, const char *key, json_t *v, int rc)
+{
+	if (rc) {
+		json_decref(v);
+		return rc;
+	}
+	return cli_rj_set(o, key, v);
+}
+
 /* Copies a number of the document, or null. */
 static int set_from(json_t *o, const char *key, const json_t *stage, const char *path)
 {
@@ -254,12 +265,22 @@ static int add_metric(json_t *o, const json_t *stage, const char *vllm, const ch
 /* "2026-12-02T16:42:13.079Z" -> vLLM's "20261202-164213" (its `date`, here UTC). */
 static json_t *vllm_date(const json_t *doc)
 {
+	/* The digits of "YYYY-MM-DDTHH:MM:SS" in order; anything else is no date. */
+	static const char shape[] = "dddd-dd-ddTdd:dd:dd";
 	const char *s = cl_results_str(doc, "started_at", NULL);
-	int Y, M, D, h, m, sec;
-	char buf[32];
-	if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d", &Y, &M, &D, &h, &m, &sec) != 6)
+	char buf[16];
+	size_t n = 0;
+	for (size_t i = 0; s && i + 1 < sizeof(shape); i++) {
+		if (shape[i] == 'd' ? !isdigit((unsigned char)s[i]) : s[i] != shape[i])
+			return json_null();
+		if (shape[i] == 'd')
+			buf[n++] = s[i];
+		if (n == 8 && shape[i] == 'd' && shape[i + 1] == 'T')
+			buf[n++] = '-';
+	}
+	if (!s)
 		return json_null();
-	snprintf(buf, sizeof(buf), "%04d%02d%02d-%02d%02d%02d", Y, M, D, h, m, sec);
+	buf[n] = '\0';
 	return json_string(buf);
 }
 
@@ -303,8 +324,8 @@ static int add_setup(json_t *o, const json_t *doc, const json_t *stage)
 	rc = rc ? rc : cli_rj_set(o, "model_id", cli_rj_str(model));
 	rc = rc ? rc : cli_rj_set(o, "tokenizer_id", json_null());
 	rc = rc ? rc : set_from(o, "num_prompts", stage, "requests.started");
-	rc = rc ? rc : cli_rj_set(o, "request_rate", rate ? rate : json_null());
-	rc = rc ? rc : cli_rj_set(o, "burstiness", burst);
+	rc = set_owned(o, "request_rate", rate ? rate : json_null(), rc);
+	rc = set_owned(o, "burstiness", burst, rc);
 	rc = rc ? rc
 		: cli_rj_set(o, "max_concurrency",
 			     json_is_integer(conc) ? json_deep_copy(conc) : json_null());

@@ -102,6 +102,8 @@ class VllmFormat(tl.FleetCase):
                     "p<P>_<metric>_ms"]:
                 self.assertIn("`%s`" % k, section, "%s is not documented" % k)
             self.assertEqual(row["label"], name)
+            self.assertEqual(row["date"], doc["started_at"][:19].replace("-", "")
+                             .replace(":", "").replace("T", "-"))
             self.assertEqual(row["backend"], "openai-chat")
             self.assertEqual(row["model_id"], doc["target"]["model"])
             self.assertEqual(row["request_rate"], "inf")
