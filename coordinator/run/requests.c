@@ -111,6 +111,8 @@ static void put_record(struct run *r, struct run_requests *q, const struct cl_fl
 	put_ms(q, "ttft_ms", x->ttft_us);
 	put_ms(q, "ttfc_ms", x->ttfc_us);
 	put_ms(q, "e2e_ms", x->e2e_us);
+	/* The stage's e2e (the last token, not the transfer's end): what vLLM's latency is. */
+	put_ms(q, "last_token_ms", x->last_token_us);
 	put(q, ",\"chunks\":%" PRIu32, x->chunks);
 	int64_t itl = x->chunks > 1 && x->ttft_us >= 0 && x->last_token_us >= x->ttft_us
 			  ? (x->last_token_us - x->ttft_us) / (x->chunks - 1)
