@@ -148,6 +148,7 @@ struct cl_slot {
 	bool conv_next;          /* parked for the think time: the next turn follows */
 	bool repeated;           /* its body (its conversation) was sent before in this run */
 	bool answer_cut;         /* this turn's answer outgrew conv_answer: the conversation ends */
+	bool conv_live;          /* its conversation's later turns count in w->conv_owed */
 	struct cl_buf conv_hist; /* earlier turns: message objects, each followed by ',' */
 	struct cl_buf conv_answer; /* this turn's answer text, still JSON-escaped */
 	struct cl_buf conv_req;    /* the body sent */
@@ -256,6 +257,10 @@ struct cl_worker {
 	uint32_t ad_head, ad_tail; /* slots past [DONE] whose framed body has not ended yet,
 				    * oldest first (CL_NO_SLOT: none) */
 	uint64_t seq;
+	/* Turns the conversations this worker carries have still to start after the ones they
+	 * sent: a stage bounded by requests keeps that many of its budget for them, so a new
+	 * conversation never takes the request a conversation in progress needs (conv.c). */
+	uint64_t conv_owed;
 	const struct cl_request_body *pick; /* trace replay: the body the next start sends */
 	char *log_buf;
 	size_t log_len;
@@ -449,6 +454,14 @@ void cli_conv_on_content(struct cl_slot *s, const char *text, size_t len);
  * like a backoff, then cli_request_launch sends the next turn) and returns true.  false:
  * the caller releases the slot. */
 bool cli_conv_follow(struct cl_worker *w, struct cl_slot *s, bool completed, int64_t now_us);
+/* Ends the conversation slot s carries, if any: its turns not started leave conv_owed.  Called
+ * when a turn is not followed and when the slot is freed. */
+void cli_conv_end(struct cl_worker *w, struct cl_slot *s);
+/* Whether a request intended at t_us may begin a new conversation: in a stage bounded by
+ * requests, only while its budget holds more than the turns the conversations in progress
+ * still owe (conv_owed); else a new conversation would take a turn they need, and the stage
+ * would end with one of them cut short and an extra one begun (a prompt sent again). */
+bool cli_conv_may_begin(const struct cl_worker *w, int64_t t_us);
 /* Records a completed measured turn's TTFT and prompt tokens by its turn index. */
 void cli_conv_record(struct cl_metrics *m, const struct cl_slot *s, int64_t prompt_tokens);
 

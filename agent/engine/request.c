@@ -216,6 +216,7 @@ bool cli_request_start(struct cl_worker *w, int64_t intended_us)
 	}
 	w->nfree--;
 	if (!cli_request_launch(w, s, intended_us)) {
+		cli_conv_end(w, s); /* a conversation it began is not carried */
 		w->free_stack[w->nfree++] = s->index;
 		return false;
 	}
