@@ -60,6 +60,7 @@ enum {
 	RP_INTOK_PS,  /* input (prompt) tokens per second */
 	RP_E2E99,
 	RP_TOOL_CALLS, /* answers that were tool calls: shown only when some stage had one */
+	RP_CANCELLED,  /* abandoned by the client (workload.cancel): shown only when some were */
 	RP__COLS
 };
 #define RP_CELL_MAX 96

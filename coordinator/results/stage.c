@@ -116,7 +116,9 @@ static json_t *requests_json(const struct cl_metrics *m)
 		      cli_rj_uint(m->ctr[CL_CTR_REPEATED]));
 	/* Sent twice: the server had closed the reused connection (docs/engine.md). */
 	/* Answers that were tool calls (docs/results.md): always present, 0 without tools. */
-	if (o && (cli_rj_set(o, "resent", cli_rj_uint(m->ctr[CL_CTR_RESENT])) ||
+	/* Abandoned by the client (workload.cancel): neither completed nor errors. */
+	if (o && (cli_rj_set(o, "cancelled", cli_rj_uint(m->ctr[CL_CTR_CANCELLED])) ||
+		  cli_rj_set(o, "resent", cli_rj_uint(m->ctr[CL_CTR_RESENT])) ||
 		  cli_rj_set(o, "tool_calls", cli_rj_uint(m->ctr[CL_CTR_TOOL_CALLS])))) {
 		json_decref(o);
 		return NULL;
