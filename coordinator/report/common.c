@@ -305,8 +305,9 @@ const char *const cli_rp_server_cols[RP_SERVER_COLS] = {
 	"server TTFT p50/p99 ms",
 	"queue p99 ms",
 	"client cached prompt",
+	"aborted / client cancelled",
 };
-const bool cli_rp_server_numeric[RP_SERVER_COLS] = { false, false, true, true, true,
+const bool cli_rp_server_numeric[RP_SERVER_COLS] = { false, false, true, true, true, true,
 						     true,  true,  true, true, true };
 
 static void pair(char *cell, const json_t *o, const char *a, const char *b, int decimals)
@@ -343,6 +344,13 @@ bool cli_rp_server_row(const json_t *st, char cell[RP_SERVER_COLS][RP_CELL_MAX])
 	pair(cell[7], s, "ttft_ms.p50", "ttft_ms.p99", 1);
 	cli_rp_fmt(cell[8], RP_CELL_MAX, cl_results_num(s, "queue_time_ms.p99"), 1);
 	pct_cell(cell[9], cl_results_num(st, "tokens.cached_prompt_ratio"));
+	/* The requests the server aborted for a client gone away, beside those chatload
+	 * abandoned (workload.cancel): "-" for a figure not known. */
+	char x[32], y[32];
+	double ab = cl_results_num(s, "aborted_requests");
+	double cancelled = cl_results_num(st, "requests.cancelled");
+	snprintf(cell[10], RP_CELL_MAX, "%s / %s", cli_rp_fmt(x, sizeof(x), ab, 0),
+		 cli_rp_fmt(y, sizeof(y), isnan(cancelled) ? 0 : cancelled, 0));
 	return true;
 }
 
