@@ -4,7 +4,8 @@ the share cancelled is the one asked for (apportioned exactly, so within a reque
 each cancelled request received exactly its tokens, none is counted as an error, completed or
 cut, and the simulator saw each one go (its truth log's client_gone and its
 vllm:request_success_total{finished_reason="abort"}, which the server view puts beside
-chatload's count).  A delay: each cancelled request ended at its time, not before."""
+chatload's count, in the warning and in report.md's server table).  A delay, fixed or drawn
+from a range: each cancelled request ended at its time, not before."""
 
 import json
 import os
@@ -32,13 +33,20 @@ class Cancel(tl.FleetCase):
                                                               "interval": "300ms"}},
                           [{"name": "c16", "concurrency": STREAMS, "requests": requests}],
                           {"local": 1, "workers": 2}, name=name,
-                          output={"formats": ["json"], "requests": True})
+                          output={"formats": ["json", "md"], "requests": True})
         doc["workload"].update({"max_tokens": 40, "cancel": cancel})
         out = self.scope.path("out-" + name)
         p = self.start_run(self.write_scenario(name + ".yaml", doc), out)
         self.assertExit(p, 0, 180)
         res = self.results(out)
         st = res["stages"][0]
+        # the run says which figures leave them out, with the server's count beside
+        n = st["requests"]["cancelled"]
+        self.assertTrue(any("%d of %d requests were cancelled by the client" % (n, requests)
+                            in w and "the server counted %d aborted" % n in w
+                            for w in res["warnings"]), res["warnings"])
+        with open(os.path.join(out, "report.md")) as f:
+            self.assertIn("| %d / %d |" % (n, n), f.read())
         recs = read_records(os.path.join(out, "requests.jsonl"))
         sim.stop()
         chat = [r for r in sim.truth() if "arrival_us" in r]
@@ -107,6 +115,20 @@ class Cancel(tl.FleetCase):
         for r in recs:
             if r["status"] == "completed":
                 self.assertGreater(r["e2e_ms"], 60.0, r)
+    def test_after_uniform_delay(self):
+        """share 10 %, after uniform:40ms-120ms: each cancelled request ended inside its range
+        (never before 40 ms), and the delays are spread over it, not one value."""
+        st, recs, chat = self.run_cancel(
+            "uniform", {"share": "10%", "after": "uniform:40ms-120ms"},
+            ["--ttft", "10ms", "--itl", "5ms", "--output-tokens", "40"])
+        cancelled, gone = self.check_counts(st, recs, chat, 0.10)
+        ends = sorted(r["e2e_ms"] for r in cancelled)
+        self.assertGreaterEqual(ends[0], 40.0, ends)
+        self.assertLess(ends[-1], 200.0, ends)
+        # 40 draws from 80 ms of range: the earliest and latest tenths both hold some
+        self.assertLess(ends[0], 60.0, ends)
+        self.assertGreater(ends[-1], 100.0, ends)
+
 
 if __name__ == "__main__":
     tl.main()
