@@ -194,7 +194,7 @@ struct cl_stage_run {
 	int64_t probe_due_us;
 	/* Measured requests in flight: started inside the window (CL_CTR_STARTED), not yet
 	 * ended as completed, an error class or cut.  Zero when the stage is done, which is
-	 * started == completed + errors + cut for this worker's share (asserted). */
+	 * started == completed + errors + cut + cancelled for this worker's share (asserted). */
 	uint64_t win_open;
 };
 
