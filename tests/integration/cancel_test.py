@@ -32,8 +32,8 @@ class Cancel(tl.FleetCase):
         metrics = sim.url[:-len("/v1")] + "/metrics"
         target = {"url": sim.url, "server_metrics": {"url": metrics, "interval": "300ms"}}
         if h2:
-            # nghttpx in front: the client resets each cancelled stream of an h2c connection
-            # that carries others, and the proxy closes its HTTP/1.1 backend connection
+            # nghttpx in front: the client aborts each cancelled h2c transfer and the proxy
+            # closes its HTTP/1.1 backend connection for it
             px = Nghttpx(self, "px-" + name, sim.port)
             target.update({"url": px.url, "http2": True})
         doc = tl.scenario(target,
@@ -140,9 +140,10 @@ class Cancel(tl.FleetCase):
         self.assertGreater(ends[-1], 100.0, ends)
 
     def test_after_tokens_http2(self):
-        """The same over HTTP/2 (h2c through nghttpx): a cancelled request is a reset stream,
-        not a closed connection, and the others on the connection go on; the proxy passes
-        the client's going to the simulator as a closed backend connection."""
+        """The same over HTTP/2 (h2c through nghttpx): the client aborts each cancelled
+        transfer and the proxy passes the client's going to the simulator as a closed backend
+        connection.  (Whether libcurl reset the stream or closed the connection is not told
+        apart here: with this proxy every request opens a connection of its own.)"""
         st, recs, chat = self.run_cancel(
             "h2", {"share": "25%", "after_tokens": 5},
             ["--ttft", "5ms", "--itl", "4ms", "--output-tokens", "40"], h2=True)
