@@ -152,6 +152,9 @@ static void begin(struct session *s, enum activity act, struct cl_engine *e,
 	struct cl_stall_list old = { 0 };
 	cl_engine_take_stalls(e, &old);
 	memset(&s->stalls, 0, sizeof(s->stalls));
+	/* The client abandons a stage's requests (workload.cancel), never a warmup's: set
+	 * before the workers can start any. */
+	cl_engine_cancel_requests(e, act == ACT_STAGE);
 	if (cl_engine_start(e, share, start_local_us, &err) != 0) {
 		char msg[600];
 		cl_session_fail(s, "cannot start stage %u: %s", share->index,

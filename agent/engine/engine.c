@@ -127,6 +127,11 @@ static int copy_workload(struct cl_workload_plan *d, const struct cl_workload_pl
 	d->per_stage = s->per_stage;
 	d->tool_result_tokens = s->tool_result_tokens;
 	d->tool_max_rounds = s->tool_max_rounds;
+	d->cancel_ppm = s->cancel_ppm;
+	d->cancel_after_tokens = s->cancel_after_tokens;
+	d->cancel_after_us = s->cancel_after_us;
+	d->cancel_after_max_us = s->cancel_after_max_us;
+	d->cancel_seed = s->cancel_seed;
 	memcpy(d->retag, s->retag, sizeof(d->retag));
 	d->retag[sizeof(d->retag) - 1] = '\0';
 	for (size_t i = 0; i < s->n_bodies; i++) {

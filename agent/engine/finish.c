@@ -117,14 +117,15 @@ static void count_short(struct cl_metrics *m, const struct cl_slot *s)
 
 /* What one finished request came to, worked out once for its metrics and its log line. */
 struct outcome {
-	int cls;         /* CL_CTR_COMPLETED, CL_CTR_CUT or an error class */
+	int cls;         /* CL_CTR_COMPLETED, CL_CTR_CUT, CL_CTR_CANCELLED or an error class */
 	bool from_usage; /* tokens told by the server's usage (else counted from chunks) */
 	int64_t tokens, rtokens;
 	int http_major; /* the protocol the transfer used */
 	long connects;  /* connections it opened (0: it reused one) */
 };
 
-/* The error sample of a failed request (NULL for a completed or cut one), written into text
+/* The error sample of a failed request (NULL for a completed, cut or cancelled one), written
+ * into text
  * (CL_ERR_SAMPLE_BODY_MAX bytes) unless it is a fixed message; its length in *len. */
 static const char *error_message(const struct cl_slot *s, int cls, CURLcode res, char *text,
 				 size_t *len)
@@ -132,7 +133,7 @@ static const char *error_message(const struct cl_slot *s, int cls, CURLcode res,
 	static const char h1_refused_msg[] =
 	    "answered over HTTP/1.1 (ALPN chose http/1.1) while target.http2 is required";
 	*len = 0;
-	if (cls == CL_CTR_COMPLETED || cls == CL_CTR_CUT)
+	if (cls == CL_CTR_COMPLETED || cls == CL_CTR_CUT || cls == CL_CTR_CANCELLED)
 		return NULL;
 	if (s->h1_refused) {
 		*len = sizeof(h1_refused_msg) - 1;
@@ -223,7 +224,8 @@ static void record_tokens(struct cl_metrics *m, const struct cl_slot *s, const s
 /* Records what a cut request measured before the end of its stage: the times to its first
  * byte, token and content token. A stage shorter than its answers cuts them all, and their
  * first tokens are still the server's answer to "how long until something shows" (E2E and
- * TPOT need an end, so they stay with completed requests; ITLs were recorded as they came). */
+ * TPOT need an end, so they stay with completed requests; ITLs were recorded as they came).
+ * A request the client abandoned (cancelled) keeps the same: what it received until then. */
 static void record_cut(struct cl_metrics *m, const struct cl_slot *s)
 {
 	int64_t t0 = s->handed_us;
@@ -242,8 +244,9 @@ static void record_measured(const struct cl_engine *e, struct cl_metrics *m,
 			    size_t msg_len)
 {
 	/* Every measured request ends in exactly one of these: started == completed + errors
-	 * + cut (docs/architecture.md, "Ramps are not measured"). */
+	 * + cut + cancelled (docs/architecture.md, "Ramps are not measured"). */
 	CL_ASSERT(o->cls == CL_CTR_COMPLETED || o->cls == CL_CTR_CUT ||
+		  o->cls == CL_CTR_CANCELLED ||
 		  (o->cls >= CL_CTR_FIRST_ERROR && o->cls <= CL_CTR_LAST_ERROR));
 	m->ctr[o->cls]++;
 	if (s->repeated)
@@ -258,7 +261,7 @@ static void record_measured(const struct cl_engine *e, struct cl_metrics *m,
 		record_tokens(m, s, o);
 		if (good)
 			m->ctr[CL_CTR_GOOD]++;
-	} else if (o->cls == CL_CTR_CUT) {
+	} else if (o->cls == CL_CTR_CUT || o->cls == CL_CTR_CANCELLED) {
 		record_cut(m, s);
 	} else {
 		cl_metrics_add_err_sample(m, o->cls, s->http_status, msg, msg_len);
@@ -316,13 +319,17 @@ void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bo
 
 	/* Embeddings: the answer is judged once, whole, when the transfer ended well; a stream
 	 * is ended, which gives a body that was one JSON document (an error sent with 200). */
-	bool ended_well = !cut && !s->err_ctr && res == CURLE_OK && s->http_status >= 200 &&
-			  s->http_status <= 299;
+	bool ended_well = !cut && !s->cancelled && !s->err_ctr && res == CURLE_OK &&
+			  s->http_status >= 200 && s->http_status <= 299;
 	if (ended_well && w->e->http.api == CL_API_EMBEDDINGS)
 		cli_request_whole_end(s);
 	else if (ended_well)
 		cli_request_stream_end(s);
-	struct outcome o = { .cls = cut ? CL_CTR_CUT : classify(s, res) };
+	/* Abandoned by the client (workload.cancel) is its own class, whatever the transfer's
+	 * end said: the client ended it.  A cut wins over a cancellation not yet due. */
+	struct outcome o = { .cls = s->cancelled ? CL_CTR_CANCELLED
+				    : cut        ? CL_CTR_CUT
+						 : classify(s, res) };
 	o.from_usage = s->usage_ct >= 0;
 	o.tokens = o.from_usage ? s->usage_ct : s->tok_exact + s->n_prov_chunks;
 	o.rtokens = s->usage_rt >= 0 ? s->usage_rt : s->rtok_counted;
@@ -380,7 +387,9 @@ void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bo
 	/* No answer at all (nothing to measure, nothing the server said): the closed loop
 	 * backs off on this slot rather than spin (docs/engine.md, "No-answer backoff"). */
 	if (!cli_conv_follow(w, s, o.cls == CL_CTR_COMPLETED, now))
-		cli_worker_release(w, s, !cut && (s->http_status == 0 || s->h1_refused));
+		cli_worker_release(w, s,
+				   !cut && o.cls != CL_CTR_CANCELLED &&
+				       (s->http_status == 0 || s->h1_refused));
 	w->last_end_us = now;
 	w->tick = true;
 	atomic_fetch_sub_explicit(&w->inflight, 1, memory_order_relaxed);

@@ -168,6 +168,11 @@ struct cl_slot {
 	uint64_t conv_seq; /* seq of its conversation's first turn (the conversation's id) */
 	char convid[CL_ENGINE_REQID_MAX]; /* "X-Chatload-Conversation: <prefix>-<w>-<seq>" */
 	struct curl_slist conv_node;      /* the line above, linked after X-Request-Id */
+
+	/* --- abandoned requests (cancel.c): when this request is closed by the client --- */
+	int64_t cancel_at_us;   /* at this time (0: not by time) */
+	uint32_t cancel_tokens; /* once this many tokens came (0: not by tokens) */
+	bool cancelled;         /* it was: its class is CL_CTR_CANCELLED */
 };
 
 /* The part of one stage a worker runs (worker-thread state only). */
@@ -190,7 +195,7 @@ struct cl_stage_run {
 	int64_t probe_due_us;
 	/* Measured requests in flight: started inside the window (CL_CTR_STARTED), not yet
 	 * ended as completed, an error class or cut.  Zero when the stage is done, which is
-	 * started == completed + errors + cut for this worker's share (asserted). */
+	 * started == completed + errors + cut + cancelled for this worker's share (asserted). */
 	uint64_t win_open;
 };
 
@@ -202,7 +207,8 @@ struct cl_worker {
 	uint32_t index;
 	pthread_t thread;
 	bool thread_started;
-	int epfd, cmdfd, pacefd, curlfd;
+	int epfd, cmdfd, pacefd, curlfd, cancelfd;
+	int64_t cancel_armed_us; /* what cancelfd is armed for; INT64_MAX disarmed */
 	struct cl_shard *shards;
 	uint32_t nshards;
 	uint32_t shard_slots; /* slots per shard: slot i is in shard i / shard_slots */
@@ -313,6 +319,10 @@ struct cl_engine {
 	uint64_t rec_dropped;
 	pthread_mutex_t rec_mu;
 	atomic_bool rec_on;
+	/* workload.cancel: on while a stage (not a warmup) runs; the measured requests started
+	 * so far, over all workers, numbering the draws of cl_cancel_pick */
+	atomic_bool cancel_on;
+	atomic_uint_fast64_t cancel_k;
 
 	pthread_mutex_t mu; /* guards done_workers; cv signalled when a worker is DONE */
 	pthread_cond_t cv;
@@ -418,6 +428,14 @@ void cli_request_stream_end(struct cl_slot *s);
  * The slot then goes back to the free stack, is parked by cli_worker_release, or waits for its
  * conversation's next turn (cli_conv_follow). */
 void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bool cut);
+
+/* cancel.c */
+/* Decides whether the request just handed to libcurl on s is one the client abandons
+ * (workload.cancel) and arms its point: a time (the worker's cancel timer) or tokens. */
+void cli_cancel_arm(struct cl_worker *w, struct cl_slot *s);
+/* The cancel timer fired (or was due) at now_us: closes the requests whose time came, as
+ * CL_CTR_CANCELLED, and re-arms the timer for the next one. */
+void cli_cancel_expire(struct cl_worker *w, int64_t now_us);
 
 /* records.c */
 /* Allocates the ring of cap records.  0, CL_ENOMEM or CL_ESYS. */

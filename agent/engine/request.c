@@ -20,7 +20,7 @@
 #include <strings.h>
 
 /* Callback stop values for cl_sse_feed (any nonzero stops feeding; curl then aborts). */
-enum { STOP_BAD_EVENT = 1, STOP_AT_DONE = 2 };
+enum { STOP_BAD_EVENT = 1, STOP_AT_DONE = 2, STOP_CANCEL = 3 };
 
 static void after_done_add(struct cl_slot *s);
 static void after_done_remove(struct cl_slot *s);
@@ -292,6 +292,7 @@ bool cli_request_launch(struct cl_worker *w, struct cl_slot *s, int64_t intended
 		return false;
 	}
 	atomic_fetch_add_explicit(&w->inflight, 1, memory_order_relaxed);
+	cli_cancel_arm(w, s);
 	if (e->n_eps)
 		atomic_fetch_add_explicit(&e->ep_outstanding[s->ep], 1, memory_order_relaxed);
 	if (s->in_window) {
@@ -497,6 +498,13 @@ static int on_event(void *ctx, const char *data, size_t len, unsigned flags)
 		cli_tools_on_chunk(s, &c);
 	if (c.content)
 		cli_conv_on_content(s, c.content, c.content_len);
+	/* Abandoned after its tokens (workload.cancel): nothing after this event is read,
+	 * so the request received exactly those tokens (a server's cumulative usage may put
+	 * it past them in one chunk). */
+	if (s->cancel_tokens && s->tok_counted >= s->cancel_tokens) {
+		s->cancelled = true;
+		return STOP_CANCEL;
+	}
 	return 0;
 }
 
@@ -591,6 +599,8 @@ size_t cli_on_body(char *p, size_t size, size_t n, void *ud)
 		return len;
 	if (rc == STOP_AT_DONE)
 		return 0; /* aborts the transfer; the request is complete */
+	if (rc == STOP_CANCEL)
+		return 0; /* aborts the transfer and closes its connection: the client left */
 	if (rc == CL_ETOOBIG) {
 		s->err_ctr = CL_CTR_ERR_STREAM_MALFORMED;
 		keep_sample(s, "event larger than 64 KiB", 24);

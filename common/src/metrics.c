@@ -90,6 +90,7 @@ static const char *const ctr_names[CL_CTR__COUNT] = {
 	[CL_CTR_CACHED_PROMPT_TOKENS] = "cached_prompt_tokens",
 	[CL_CTR_EMBEDDING_INPUTS] = "embedding_inputs",
 	[CL_CTR_TOOL_CALLS] = "tool_calls",
+	[CL_CTR_CANCELLED] = "cancelled",
 };
 
 /* Latencies in µs: 1 µs .. 1 h at 3 digits (23552 buckets, 184 KiB). */

@@ -246,3 +246,22 @@ out:
 	free(rate);
 	return rc;
 }
+
+bool cl_cancel_pick(const struct cl_workload_plan *w, uint64_t k, int64_t *after_us)
+{
+	*after_us = 0;
+	if (!w->cancel_ppm)
+		return false;
+	uint64_t ppm = w->cancel_ppm > CL_CANCEL_PPM_MAX ? CL_CANCEL_PPM_MAX : w->cancel_ppm;
+	uint64_t phase = cl_mix64(w->cancel_seed) % CL_CANCEL_PPM_MAX;
+	/* (k + 1) x ppm stays far below 2^64 for any k a run reaches (2^44 requests). */
+	if ((k * ppm + phase) / CL_CANCEL_PPM_MAX == ((k + 1) * ppm + phase) / CL_CANCEL_PPM_MAX)
+		return false;
+	if (w->cancel_after_tokens)
+		return true;
+	int64_t lo = w->cancel_after_us, hi = w->cancel_after_max_us;
+	if (hi > lo)
+		lo += (int64_t)(cl_seed_derive(w->cancel_seed, k + 1) % (uint64_t)(hi - lo + 1));
+	*after_us = lo;
+	return true;
+}

@@ -224,6 +224,17 @@ static int workload_check_dec(struct wire_dec *d, const struct wire_table *tab,
 		    "is %u with tool_max_rounds %u (at most %u and %u, both or neither)",
 		    w->tool_result_tokens, w->tool_max_rounds, CL_TOOL_MAX_RESULT_TOKENS,
 		    CL_TOOL_MAX_ROUNDS);
+	/* A share needs one point to cancel at: tokens, or a delay (a range: max above it). */
+	if (w->cancel_ppm && !w->cancel_after_tokens == !w->cancel_after_us)
+		return cli_wire_bad(d, CL_EPROTO, "cancel_ppm",
+				    "is %u with cancel_after_tokens %u and cancel_after_us %lld "
+				    "(exactly one of the two)",
+				    w->cancel_ppm, w->cancel_after_tokens,
+				    (long long)w->cancel_after_us);
+	if (w->cancel_after_max_us && w->cancel_after_max_us < w->cancel_after_us)
+		return cli_wire_bad(
+		    d, CL_EPROTO, "cancel_after_max_us", "is %lld, below cancel_after_us %lld",
+		    (long long)w->cancel_after_max_us, (long long)w->cancel_after_us);
 	if (cli_wire_present(tab, v, "total_bodies")) {
 		if (w->total_bodies < w->n_bodies)
 			return cli_wire_bad(d, CL_EPROTO, "total_bodies",
@@ -258,6 +269,12 @@ static const struct wire_field workload_fields[] = {
 	/* the agentic loop: both or neither */
 	FL(WF_U32, T, tool_result_tokens, .send = SEND_NONZERO),
 	FL(WF_U32, T, tool_max_rounds, .send = SEND_IF, .send_if = has_tools),
+	/* abandoned requests (workload.cancel): a share, then tokens or a delay */
+	FL(WF_U32, T, cancel_ppm, .send = SEND_NONZERO, .max = CL_CANCEL_PPM_MAX),
+	FL(WF_U32, T, cancel_after_tokens, .send = SEND_NONZERO),
+	FL(WF_I64, T, cancel_after_us, .send = SEND_NONZERO, .min = 0),
+	FL(WF_I64, T, cancel_after_max_us, .send = SEND_NONZERO, .min = 0),
+	FL(WF_U64, T, cancel_seed, .send = SEND_NONZERO),
 };
 const struct wire_table cli_wire_workload_table =
     WIRE_TABLE(workload_fields, workload_check_enc, workload_check_dec);

@@ -330,6 +330,19 @@ static void print_workload(const struct cl_scn_workload *w, const char *salt)
 		printf("  max tokens: %u\n", w->max_tokens);
 	printf("  request timeout: %s\n", dur(w->request_timeout_us, a, sizeof(a)));
 	printf("  drain timeout: %s\n", dur(w->drain_timeout_us, a, sizeof(a)));
+	if (w->cancel_share > 0 && w->cancel_after_tokens)
+		printf("  cancel: %g%% of each stage's requests, closed by the client after %u "
+		       "tokens\n",
+		       w->cancel_share * 100, w->cancel_after_tokens);
+	else if (w->cancel_share > 0 && w->cancel_after_max_us > w->cancel_after_us) {
+		char b[32];
+		printf("  cancel: %g%% of each stage's requests, closed by the client after a "
+		       "delay drawn from %s..%s\n",
+		       w->cancel_share * 100, dur(w->cancel_after_us, a, sizeof(a)),
+		       dur(w->cancel_after_max_us, b, sizeof(b)));
+	} else if (w->cancel_share > 0)
+		printf("  cancel: %g%% of each stage's requests, closed by the client after %s\n",
+		       w->cancel_share * 100, dur(w->cancel_after_us, a, sizeof(a)));
 	printf("  seed: %llu\n", (unsigned long long)w->seed);
 	printf("  order: %s\n", w->order_per_stage
 				    ? "per_stage (every stage sends the same bodies again)"

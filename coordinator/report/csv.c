@@ -37,6 +37,7 @@ static const struct column columns[] = {
 	{ "started", "requests.started", K_NUM },
 	{ "completed", "requests.completed", K_NUM },
 	{ "cut", "requests.cut", K_NUM },
+	{ "cancelled", "requests.cancelled", K_NUM },
 	{ "errors", "requests.errors_total", K_NUM },
 	{ "error_rate", "requests.error_rate", K_NUM },
 	{ "err_connect", "requests.errors.connect", K_NUM },

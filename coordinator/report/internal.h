@@ -60,6 +60,7 @@ enum {
 	RP_INTOK_PS,  /* input (prompt) tokens per second */
 	RP_E2E99,
 	RP_TOOL_CALLS, /* answers that were tool calls: shown only when some stage had one */
+	RP_CANCELLED,  /* abandoned by the client (workload.cancel): shown only when some were */
 	RP__COLS
 };
 #define RP_CELL_MAX 96
@@ -122,7 +123,7 @@ extern const bool cli_rp_probe_numeric[RP_PROBE_COLS];
 void cli_rp_probe_row(const json_t *probe, char cell[RP_PROBE_COLS][RP_CELL_MAX]);
 /* The "Server" section: one row per stage that has stages[].server (what the server's own
  * /metrics said); false when the stage has none. */
-#define RP_SERVER_COLS 10
+#define RP_SERVER_COLS 11
 extern const char *const cli_rp_server_cols[RP_SERVER_COLS];
 extern const bool cli_rp_server_numeric[RP_SERVER_COLS];
 bool cli_rp_server_row(const json_t *stage, char cell[RP_SERVER_COLS][RP_CELL_MAX]);

@@ -116,7 +116,9 @@ static json_t *requests_json(const struct cl_metrics *m)
 		      cli_rj_uint(m->ctr[CL_CTR_REPEATED]));
 	/* Sent twice: the server had closed the reused connection (docs/engine.md). */
 	/* Answers that were tool calls (docs/results.md): always present, 0 without tools. */
-	if (o && (cli_rj_set(o, "resent", cli_rj_uint(m->ctr[CL_CTR_RESENT])) ||
+	/* Abandoned by the client (workload.cancel): neither completed nor errors. */
+	if (o && (cli_rj_set(o, "cancelled", cli_rj_uint(m->ctr[CL_CTR_CANCELLED])) ||
+		  cli_rj_set(o, "resent", cli_rj_uint(m->ctr[CL_CTR_RESENT])) ||
 		  cli_rj_set(o, "tool_calls", cli_rj_uint(m->ctr[CL_CTR_TOOL_CALLS])))) {
 		json_decref(o);
 		return NULL;
@@ -485,12 +487,13 @@ static json_t *ep_json(const struct cl_ep_metrics *ep, const char *url, double w
 				(double)ep->ctr[CL_CTR_WINDOW_SHARE_MILLI] / 1000.0 / window_s, 6))
 			  : json_null();
 	return json_pack(
-	    "{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "url", cli_rj_str(url), "started",
+	    "{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "url", cli_rj_str(url), "started",
 	    cli_rj_uint(ep->ctr[CL_CTR_STARTED]), "completed",
 	    cli_rj_uint(ep->ctr[CL_CTR_COMPLETED]), "cut", cli_rj_uint(ep->ctr[CL_CTR_CUT]),
-	    "errors_total", cli_rj_uint(total), "errors", errors, "output_tokens", cli_rj_uint(tok),
-	    "output_tokens_per_s", tps, "requests_per_s", rps, "ttft_ms",
-	    ep_lat_json(&ep->lat[CL_EP_LAT_TTFT]), "itl_ms", ep_lat_json(&ep->lat[CL_EP_LAT_ITL]));
+	    "cancelled", cli_rj_uint(ep->ctr[CL_CTR_CANCELLED]), "errors_total", cli_rj_uint(total),
+	    "errors", errors, "output_tokens", cli_rj_uint(tok), "output_tokens_per_s", tps,
+	    "requests_per_s", rps, "ttft_ms", ep_lat_json(&ep->lat[CL_EP_LAT_TTFT]), "itl_ms",
+	    ep_lat_json(&ep->lat[CL_EP_LAT_ITL]));
 }
 
 json_t *cli_rs_endpoints_json(const struct cl_metrics *m, const json_t *urls, double window_s)

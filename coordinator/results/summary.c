@@ -328,6 +328,25 @@ static int warn_no_content(json_t *w, const json_t *s, const char *name)
 	    name, no_content, cl_results_num(s, "requests.completed"));
 }
 
+/* A stage's requests the client abandoned (workload.cancel): which figures leave them out,
+ * and the server's own count of aborted requests beside chatload's where it gives one. */
+static int warn_cancelled(json_t *w, const json_t *s, const char *name)
+{
+	double cancelled = cl_results_num(s, "requests.cancelled");
+	if (!(cancelled > 0))
+		return 0;
+	double aborted = cl_results_num(s, "server.aborted_requests");
+	char srv[96] = "";
+	if (isfinite(aborted))
+		snprintf(srv, sizeof(srv), "; the server counted %.0f aborted", aborted);
+	return cli_rs_warn(
+	    w,
+	    "stage '%s': %.0f of %.0f requests were cancelled by the client (workload.cancel)%s. "
+	    "They are neither completed nor errors: goodput, requests/s, the error rate and "
+	    "E2E/TPOT leave them out; TTFT keeps those that had a first token",
+	    name, cancelled, cl_results_num(s, "requests.started"), srv);
+}
+
 const char *cl_results_estimate_source(const json_t *doc, double *requests_per_s,
 				       bool *client_bound)
 {
@@ -455,6 +474,7 @@ static json_t *warnings_json(struct cl_results *r)
 		rc |= cli_rs_fault_warnings(w, s);
 		rc |= warn_too_short(w, s);
 		rc |= warn_no_content(w, s, name);
+		rc |= warn_cancelled(w, s, name);
 		double empty = cl_results_num(s, "requests.errors.empty_answer");
 		if (empty > 0)
 			rc |= cli_rs_warn(

@@ -185,6 +185,9 @@ int cli_scn_get_json(struct scn_ctx *c, const struct ynode *v, char **out);
 /* A scalar that is a string (any plain or quoted text) without NUL bytes. */
 bool cli_scn_scalar(struct scn_ctx *c, const struct ynode *v, const char *what);
 
+/* scenario/cancel.c: workload.cancel into the struct cl_scn_workload obj. */
+void cli_scn_conv_cancel(struct scn_ctx *c, const struct ynode *v, void *obj);
+
 /* Which fields the file set, for the defaults that depend on other fields. */
 struct scn_given {
 	bool agents_local;
@@ -235,7 +238,7 @@ struct scn_loader {
 	const struct ynode *target[TK__COUNT];
 	const struct ynode *agents[16];
 	const struct ynode *warmup[16];
-	const struct ynode *workload[26];
+	const struct ynode *workload[27];
 	/* workload.tools: the node of its max_rounds or result_tokens (the agentic loop's
 	 * keys, which need multi_turn), and that key's name */
 	const struct ynode *tools_loop;

@@ -228,6 +228,13 @@ struct cl_scn_workload {
 	} tools_choice;
 	uint32_t tools_result_tokens; /* default 64 */
 	uint32_t tools_max_rounds;    /* default 1 */
+	/* workload.cancel (docs/scenario.md, "Abandoned requests"): the share of requests the
+	 * client closes (0: none), after cancel_after_tokens tokens, or after a delay:
+	 * cancel_after_us, or drawn from [cancel_after_us, cancel_after_max_us] when the
+	 * latter is not 0. */
+	double cancel_share;
+	uint32_t cancel_after_tokens;
+	int64_t cancel_after_us, cancel_after_max_us;
 };
 
 /* One load level after expansion (a sweep becomes one stage per value). */

@@ -423,6 +423,7 @@ enum workload_field {
 	WF_EMBEDDING_BATCH,
 	WF_IMAGES,
 	WF_TOOLS,
+	WF_CANCEL,
 	WF__COUNT
 };
 
@@ -458,6 +459,7 @@ static const struct scn_field workload_fields[] = {
 					 embedding_batch, 1, 2048),
 	[WF_IMAGES] = SCN_CUSTOM_AT("images", struct cl_scn_workload, images, conv_images),
 	[WF_TOOLS] = SCN_CUSTOM("tools", conv_tools),
+	[WF_CANCEL] = SCN_CUSTOM("cancel", cli_scn_conv_cancel),
 };
 _Static_assert(N(workload_fields) == WF__COUNT, "one field per index");
 _Static_assert(WF__COUNT <= N(((struct scn_loader *)0)->workload), "room for every key");
@@ -555,6 +557,11 @@ void cli_scn_conv_workload(struct scn_ctx *c, const struct ynode *v, void *obj)
 	cli_scn_fields(c, v, workload_fields, N(workload_fields), w, seen, cli_scn_hint_for);
 	check_api(c, w, seen);
 	check_tools(c, w, seen[WF_TOOLS], seen[WF_MULTI_TURN]);
+	if (seen[WF_CANCEL] && w->cancel_after_tokens && w->api == CL_API_EMBEDDINGS)
+		cli_scn_error(c, seen[WF_CANCEL],
+			      "workload.cancel.after_tokens cannot be used with workload.api: "
+			      "embeddings (an embeddings answer streams no tokens; use after: a "
+			      "delay)");
 	int sources =
 	    !!seen[WF_PROMPTS] + !!seen[WF_DATASET] + !!seen[WF_SYNTHETIC] + !!seen[WF_TRACE];
 	l->given.workload_source = sources > 0;

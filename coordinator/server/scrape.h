@@ -66,7 +66,7 @@ struct cl_srv_mark {
 	size_t point; /* timeline points before the mark */
 	enum cl_srv_engine engine;
 	uint32_t scrapes_ok, scrapes_failed, restarts;
-	double prefix_queries, prefix_hits, preemptions, spec_accepted, spec_draft;
+	double prefix_queries, prefix_hits, preemptions, spec_accepted, spec_draft, aborted;
 	struct cl_srv_hist ttft, queue, e2e;
 };
 

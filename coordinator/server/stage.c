@@ -73,6 +73,7 @@ enum cl_srv_restart cli_srv_accumulate(struct cl_srv_mark *cum, const struct cl_
 	r |= step(&cum->preemptions, prev->preemptions, snap->preemptions, np);
 	r |= step(&cum->spec_accepted, prev->spec_accepted, snap->spec_accepted, np);
 	r |= step(&cum->spec_draft, prev->spec_draft, snap->spec_draft, np);
+	r |= step(&cum->aborted, prev->aborted, snap->aborted, np);
 	r |= hist_step(&cum->ttft, &prev->ttft, &snap->ttft, np);
 	r |= hist_step(&cum->queue, &prev->queue, &snap->queue, np);
 	r |= hist_step(&cum->e2e, &prev->e2e, &snap->e2e, np);
@@ -235,6 +236,14 @@ json_t *cl_srv_scrape_stage_json(struct cl_srv_scrape *sc, const struct cl_srv_m
 	    !isnan(last.spec_draft)
 		? ratio(b->spec_accepted - a->spec_accepted, b->spec_draft - a->spec_draft)
 		: json_null());
+	/* Requests the server says it aborted (its client went away), to sit beside the
+	 * requests chatload abandoned (requests.cancelled); null where the server says nothing. */
+	bool has_ab = !isnan(last.aborted);
+	if (o && json_object_set_new(o, "aborted_requests",
+				     has_ab ? num(b->aborted - a->aborted, 1) : json_null())) {
+		json_decref(o);
+		o = NULL;
+	}
 	if (!o || !timeline || !extra) {
 		json_decref(o);
 		json_decref(timeline);

@@ -17,6 +17,7 @@ enum field {
 	F_TTFT,
 	F_QUEUE,
 	F_E2E,
+	F_ABORTED,
 	F_COUNT,
 };
 
@@ -25,6 +26,9 @@ struct map {
 	const char *name; /* the sample's name; for histograms the family's */
 	enum field f;
 };
+
+/* The label F_ABORTED's series carries: the finish reason of a client gone away. */
+#define ABORT_LABEL "finished_reason=\"abort\""
 
 /*
  * vLLM: v0.10.2 and v0.11 (V1 engine, vllm/v1/metrics/loggers.py), with the names of v0.6-v0.9
@@ -50,6 +54,9 @@ static const struct map maps[] = {
 	{ CL_SRV_VLLM, "vllm:time_to_first_token_seconds", F_TTFT },
 	{ CL_SRV_VLLM, "vllm:request_queue_time_seconds", F_QUEUE },
 	{ CL_SRV_VLLM, "vllm:e2e_request_latency_seconds", F_E2E },
+	/* Requests the server ended because the client went away (vllm/v1/metrics/loggers.py:
+	 * vllm:request_success by FinishReason, whose str() is "stop", "length", "abort"). */
+	{ CL_SRV_VLLM, "vllm:request_success_total", F_ABORTED }, /* with ABORT_LABEL */
 	{ CL_SRV_SGLANG, "sglang:num_running_reqs", F_RUNNING },
 	{ CL_SRV_SGLANG, "sglang:num_queue_reqs", F_WAITING },
 	{ CL_SRV_SGLANG, "sglang:token_usage", F_KV },
@@ -133,7 +140,8 @@ static const struct map *lookup(const struct cl_prom_sample *s)
 	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
 		const struct map *m = &maps[i];
 		if (!is_hist_field(m->f)) {
-			if (strcmp(s->name, m->name) == 0)
+			if (strcmp(s->name, m->name) == 0 &&
+			    (m->f != F_ABORTED || (s->labels && strstr(s->labels, ABORT_LABEL))))
 				return m;
 			continue;
 		}
@@ -191,6 +199,7 @@ void cl_srv_vocab_read(const struct cl_prom_page *page, struct cl_srv_snap *snap
 	snap->preemptions = finish(&acc[F_PREEMPT], F_PREEMPT);
 	snap->spec_accepted = finish(&acc[F_SPEC_ACC], F_SPEC_ACC);
 	snap->spec_draft = finish(&acc[F_SPEC_DRAFT], F_SPEC_DRAFT);
+	snap->aborted = finish(&acc[F_ABORTED], F_ABORTED);
 	snap->gpu_util = snap->gpu_mem_used = snap->gpu_mem_fraction = NAN;
 }
 

@@ -33,12 +33,14 @@ struct cl_srv_hist {
 struct cl_srv_snap {
 	int64_t t_us; /* CLOCK_MONOTONIC of the scrape's start */
 	enum cl_srv_engine engine;
-	double running, waiting;             /* requests, summed over engines/models */
-	double kv_usage;                     /* 0..1, mean over series */
-	double prefix_queries, prefix_hits;  /* counters (tokens for vLLM) */
-	double prefix_hit_rate;              /* a gauge when that is all the server offers */
-	double preemptions;                  /* counter */
-	double spec_accepted, spec_draft;    /* counters: speculative decoding tokens */
+	double running, waiting;            /* requests, summed over engines/models */
+	double kv_usage;                    /* 0..1, mean over series */
+	double prefix_queries, prefix_hits; /* counters (tokens for vLLM) */
+	double prefix_hit_rate;             /* a gauge when that is all the server offers */
+	double preemptions;                 /* counter */
+	double spec_accepted, spec_draft;   /* counters: speculative decoding tokens */
+	double aborted; /* counter: requests ended because their client went away (vLLM's
+			 * request_success_total{finished_reason="abort"}) */
 	struct cl_srv_hist ttft, queue, e2e; /* seconds */
 	/* process_start_time_seconds (Prometheus' client libraries, so vLLM, SGLang, TGI): a
 	 * new value is a new process, a restart even when no counter had counted yet */

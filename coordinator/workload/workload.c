@@ -3,6 +3,7 @@
  * per source (workload/dataset.c, workload/synth.c), the body builder in workload/body.c. */
 #include "coordinator/workload/internal.h"
 
+#include "chatload/rng.h"
 #include "chatload/salt.h"
 
 #include <stdio.h>
@@ -177,6 +178,15 @@ out:
 	out->tool_max_rounds = out->tool_result_tokens ? w->tools_max_rounds : 0;
 	/* One agent replays it all; the coordinator gives each of n agents every n-th. */
 	out->trace_stride = w->kind == CL_WORKLOAD_TRACE ? 1 : 0;
+	/* Abandoned requests: which ones follow from the workload's seed (chatload/plan.h). */
+	if (w->cancel_share > 0) {
+		double ppm = w->cancel_share * CL_CANCEL_PPM_MAX;
+		out->cancel_ppm = ppm < 1 ? 1 : (uint32_t)(ppm + 0.5);
+		out->cancel_after_tokens = w->cancel_after_tokens;
+		out->cancel_after_us = w->cancel_after_tokens ? 0 : w->cancel_after_us;
+		out->cancel_after_max_us = w->cancel_after_tokens ? 0 : w->cancel_after_max_us;
+		out->cancel_seed = cl_seed_derive(w->seed, 0x63616e63656cull); /* "cancel" */
+	}
 	return 0;
 }
 

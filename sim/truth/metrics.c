@@ -6,6 +6,7 @@
 #include "chatload/err.h"
 #include "sim/sim.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* vLLM v0.11's buckets (vllm/v1/metrics/loggers.py), so a page reads like its pages. */
@@ -193,6 +194,15 @@ int cl_sim_metrics_render(struct cl_sim *s, struct cl_buf *b)
 	rc = rc ? rc : one(b, nm->preempt, "counter", lab, (double)m->preemptions);
 	rc = rc ? rc : one(b, nm->prompt, "counter", lab, (double)m->prompt_tokens);
 	rc = rc ? rc : one(b, nm->gen, "counter", lab, (double)m->generation_tokens);
+	/* Clients that went away mid-answer, as vLLM counts the requests it aborts for them
+	 * (vllm:request_success_total by finished_reason; only "abort" here, the one a test
+	 * compares with a client's cancelled requests).  The other engines' names: none. */
+	if (!rc && nm == &vllm) {
+		char alab[200];
+		snprintf(alab, sizeof(alab), "%s,finished_reason=\"abort\"", lab);
+		rc = one(b, "vllm:request_success_total", "counter", alab,
+			 (double)s->stats.client_gone);
+	}
 	rc = rc ? rc : hist(b, nm->ttft, lab, m->ttft, m->ttft_le, m->n_ttft_le, m->ttft_sum_s);
 	rc = rc ? rc
 		: hist(b, nm->queue, lab, m->queue, queue_le, CL_SIM_QUEUE_BUCKETS, m->queue_sum_s);

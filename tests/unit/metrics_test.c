@@ -74,7 +74,10 @@ static const char *const want_ctr[] = {
 	"turn6_prompt_tokens",
 	"turn7_prompt_tokens",
 	"turn8_prompt_tokens",
-	"cached_prompt_tokens", "embedding_inputs", "tool_calls",
+	"cached_prompt_tokens",
+	"embedding_inputs",
+	"tool_calls",
+	"cancelled",
 };
 
 static void test_names(void **state)

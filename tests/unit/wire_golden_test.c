@@ -262,7 +262,11 @@ static size_t goldens(struct golden *g)
 								   .per_stage = true,
 								   .retag = "0badf00d",
 								   .tool_result_tokens = 200,
-								   .tool_max_rounds = 3 },
+								   .tool_max_rounds = 3,
+								   .cancel_ppm = 250000,
+								   .cancel_after_us = 500000,
+								   .cancel_after_max_us = 5000000,
+								   .cancel_seed = 42 },
 						     .requests = true } } } };
 	g[n++] = (struct golden){
 		"cmd_start_at",

@@ -98,6 +98,8 @@ enum cl_ctr {
 				      * requests */
 	CL_CTR_TOOL_CALLS, /* completed requests whose answer was a tool call (a tool_calls delta)
 			    */
+	CL_CTR_CANCELLED,  /* abandoned by the client at the point workload.cancel chose (not
+			    * completed, not errors, not cut) */
 	CL_CTR__COUNT
 };
 

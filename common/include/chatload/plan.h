@@ -162,7 +162,30 @@ struct cl_workload_plan {
 	 * times in a turn (at most CL_TOOL_MAX_ROUNDS). */
 	uint32_t tool_result_tokens;
 	uint32_t tool_max_rounds;
+	/* Abandoned requests (workload.cancel; docs/engine.md, "Abandoned requests"): the
+	 * share of requests, in parts per million (0: none), that the client closes at a point
+	 * of their own: cancel_after_tokens tokens received, or a delay after the request was
+	 * handed to libcurl, cancel_after_us or, when cancel_after_max_us is above it, drawn
+	 * uniformly from [cancel_after_us, cancel_after_max_us].  Which requests, and their
+	 * delays, follow from cancel_seed (chatload/cancel.h). */
+	uint32_t cancel_ppm;
+	uint32_t cancel_after_tokens;
+	int64_t cancel_after_us, cancel_after_max_us;
+	uint64_t cancel_seed;
 };
+
+#define CL_CANCEL_PPM_MAX 1000000u
+
+/*
+ * Whether a party's k-th request (0-based, in the order it starts them) is one the client
+ * abandons (workload.cancel), and if so when: *after_us gets its delay after being handed to
+ * libcurl (0 when it is cancelled by tokens, cancel_after_tokens).  The choice apportions
+ * exactly: request k is picked when floor((k + 1) x ppm + phase) / 10^6 passes a whole number,
+ * the phase drawn from cancel_seed, so any n consecutive requests hold floor or ceil of
+ * n x share picked ones, and a run repeated with the seed picks the same ones.  A uniform
+ * delay is drawn from the seed and k.  Pure; false without cancel_ppm.
+ */
+bool cl_cancel_pick(const struct cl_workload_plan *w, uint64_t k, int64_t *after_us);
 
 #define CL_TOOL_MAX_ROUNDS        64
 #define CL_TOOL_MAX_RESULT_TOKENS 100000
