@@ -50,6 +50,10 @@ static bool authorized(const struct cl_sim_config *cfg, const struct cl_sim_http
 {
 	if (!cfg->api_key)
 		return true;
+	/* x-api-key, as Anthropic's API and the gateways that speak it take the key. */
+	if (req->has_xkey && !req->xkey_too_long &&
+	    equal_ct(req->xkey, strlen(req->xkey), cfg->api_key, strlen(cfg->api_key)))
+		return true;
 	if (!req->has_auth || req->auth_too_long || strncmp(req->auth, "Bearer ", 7) != 0)
 		return false;
 	return equal_ct(req->auth + 7, strlen(req->auth + 7), cfg->api_key, strlen(cfg->api_key));
@@ -138,7 +142,8 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 	struct cl_sim_stream *st = &c->st;
 
 	static const char *const id_prefix[CL_API__COUNT] = { "chatcmpl-sim-", "cmpl-sim-",
-							      "resp-sim-", "embd-sim-" };
+							      "resp-sim-", "embd-sim-",
+							      "msg_sim_" };
 	st->seq = ++s->next_seq;
 	st->api = cr->api;
 	st->inputs = cr->inputs;
@@ -154,8 +159,9 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 	st->stream = cr->stream;
 	/* A Responses stream always ends with its usage (response.completed); per-chunk usage
 	 * is vLLM's chat and completions option only. */
-	st->include_usage = cr->stream && (cr->include_usage || cr->api == CL_API_RESPONSES);
-	st->continuous_usage = cr->stream && cr->continuous_usage && cr->api != CL_API_RESPONSES;
+	bool own_usage = cr->api == CL_API_RESPONSES || cr->api == CL_API_MESSAGES;
+	st->include_usage = cr->stream && (cr->include_usage || own_usage);
+	st->continuous_usage = cr->stream && cr->continuous_usage && !own_usage;
 	/* llama.cpp's timings object rides on chat and completion chunks only. */
 	st->cache_timings =
 	    cfg->cache_timings && (cr->api == CL_API_CHAT || cr->api == CL_API_COMPLETIONS);
@@ -163,7 +169,8 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 	st->fault = cl_sim_fault_pick(cfg, st->seq, &st->rng);
 	/* The chat template wraps messages (chat, and responses' input items); a raw prompt
 	 * or an embeddings input is tokenized as it is. */
-	bool templated = cr->api == CL_API_CHAT || cr->api == CL_API_RESPONSES;
+	bool templated =
+	    cr->api == CL_API_CHAT || cr->api == CL_API_RESPONSES || cr->api == CL_API_MESSAGES;
 	/* Each image part is --image-tokens prompt tokens: usage, the truth log, prefill. */
 	uint64_t image_tokens = (uint64_t)cr->images * cfg->image_tokens;
 	uint64_t pt = (uint64_t)prompt_tokens(cfg, cr->prompt_chars, cr->prompt_words) +
@@ -178,8 +185,10 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 	st->prompt_fnv = cr->prompt_fnv;
 	st->planned_tokens =
 	    pick_length(cfg, st, cr->max_tokens, cr->ignore_eos && !cfg->no_ignore_eos);
-	/* The legacy completions API has no reasoning field: all of it is text there. */
-	uint32_t reasoning = cr->api == CL_API_COMPLETIONS ? 0 : cfg->reasoning_tokens;
+	/* The legacy completions API has no reasoning field: all of it is text there; a messages
+	 * request may turn thinking off. */
+	uint32_t reasoning =
+	    cr->api == CL_API_COMPLETIONS || cr->no_thinking ? 0 : cfg->reasoning_tokens;
 	st->planned_reasoning = reasoning < st->planned_tokens ? reasoning : st->planned_tokens;
 	if (cr->api == CL_API_EMBEDDINGS) {
 		/* Nothing is generated: the answer's time is its input's (stream.c). */
