@@ -8,8 +8,9 @@ binaries and the simulator's truth log:
   included, came to /v1/messages; TTFT counts the first thinking delta, TTFC the first text;
 - `thinking: {type: disabled}` in target.body gives answers without reasoning;
 - the simulator's Anthropic error event (`event: error`, --error-dialect anthropic) is counted
-  as a stream_error, one for one with the truth log's failed requests, with its message and
-  type in the error samples;
+  as a stream_error, one for one with the truth log's failed requests, with its message in
+  the error samples; a cut event, a wrong-typed one and a stream without message_stop are
+  stream_malformed and stream_incomplete, one for one;
 - the API key goes as x-api-key too (Anthropic's header): the simulator takes a request with
   only that header, and refuses one with a wrong key;
 - a request chatload sends carries `anthropic-version`, `x-api-key` and the Messages body
@@ -127,6 +128,25 @@ class Messages(tl.FleetCase):
         for s in samples:
             self.assertEqual(s["class"], "stream_error", s)
             self.assertIn(MESSAGE, s["body"], s)
+
+    def test_faults_are_errors(self):
+        """Per request, the truth log's fault and the client's error class agree: a cut
+        event, a chat-shaped event of the wrong types, a stream without message_stop."""
+        sim, p, out = self.run_messages(
+            "msgs-faults", ("--fault-malformed", "0.2", "--fault-wrong-type", "0.2",
+                            "--fault-no-done", "0.2", "--seed", "5"), readiness=False)
+        rc = p.wait(90)
+        self.assertIn(rc, (0, 1, 99), p.tail())
+        st = self.results(out)["stages"][0]
+        by = {}
+        for r in served(sim):
+            by[r["fault"]] = by.get(r["fault"], 0) + 1
+        err = st["requests"]["errors"]
+        self.assertEqual(err.get("stream_malformed", 0),
+                         by.get("malformed", 0) + by.get("wrong-type", 0), (err, by))
+        self.assertEqual(err.get("stream_incomplete", 0), by.get("no-done", 0), (err, by))
+        self.assertEqual(st["requests"]["completed"], by.get(None, 0), (err, by))
+        self.assertGreater(by.get("no-done", 0) * by.get("malformed", 0), 0, by)
 
     def test_x_api_key(self):
         sim = self.start_sim("--ttft", "1ms", "--itl", "1ms", "--output-tokens", "3",
