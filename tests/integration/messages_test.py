@@ -13,12 +13,15 @@ binaries and the simulator's truth log:
   stream_malformed and stream_incomplete, one for one;
 - the API key goes as x-api-key too (Anthropic's header): the simulator takes a request with
   only that header, and refuses one with a wrong key;
+- `chatload validate` takes api: messages with a system prompt and with multi_turn, and
+  refuses images and tools with it, naming file:line:col;
 - a request chatload sends carries `anthropic-version`, `x-api-key` and the Messages body
   (system apart, max_tokens, stream), seen by a loopback server of the test's own."""
 
 import http.server
 import json
 import os
+import subprocess
 import sys
 import threading
 import urllib.error
@@ -184,6 +187,40 @@ class Messages(tl.FleetCase):
         p = self.start_run(self.write_scenario("msgs-key", doc), out, name="msgs-key")
         self.assertExit(p, 0, 60)
         self.assertEqual(self.results(out)["stages"][0]["requests"]["completed"], 3)
+
+
+class MessagesValidate(tl.FleetCase):
+    tag = "msgval"
+
+    def validate(self, work):
+        doc = tl.scenario({"url": "http://127.0.0.1:9/v1"}, [{"concurrency": 1,
+                                                             "requests": 1}],
+                          {"local": 1}, workload=work)
+        path = self.scope.path("v.yaml")
+        with open(path, "w") as f:
+            json.dump(doc, f, indent=1)
+        p = subprocess.run([tl.CHATLOAD, "validate", path], capture_output=True, text=True,
+                           timeout=30)
+        return p.returncode, p.stdout + p.stderr
+
+    def test_accepted_and_refused(self):
+        """api: messages validates (and says where it posts), holds conversations, and
+        refuses what it does not build, naming file:line:col."""
+        rc, text = self.validate({"api": "messages", "prompts": ["x"],
+                                  "system_prompt": "be brief"})
+        self.assertEqual(rc, 0, text)
+        self.assertIn("api: messages (POST /messages)", text)
+        rc, text = self.validate({"api": "messages", "synthetic": {"input_tokens": 8},
+                                  "multi_turn": {"turns": 2}})
+        self.assertEqual(rc, 0, text)
+        rc, text = self.validate({"api": "messages", "prompts": ["x"],
+                                  "images": {"count": 1, "width": 8, "height": 8}})
+        self.assertEqual(rc, 2, text)
+        self.assertRegex(text, r"v\.yaml:\d+:\d+: workload\.images cannot be used with "
+                               r"workload\.api: messages \(.*Anthropic's image blocks")
+        rc, text = self.validate({"api": "messages", "prompts": ["x"], "tools": {"count": 2}})
+        self.assertEqual(rc, 2, text)
+        self.assertRegex(text, r"v\.yaml:\d+:\d+: workload\.tools needs workload\.api: chat")
 
 
 class Capture(http.server.BaseHTTPRequestHandler):
