@@ -4,6 +4,7 @@
 #include "chat.h"
 #include "chatload/assert.h"
 #include "chatload/clock.h"
+#include "sim/faults/dialect.h"
 #include "sim/faults/faults.h"
 #include "render.h"
 #include "sim/rng.h"
@@ -26,6 +27,27 @@ static bool answer_loading(struct cl_sim_conn *c)
 static bool answer_json(struct cl_sim_conn *c, int status, const struct cl_buf *b)
 {
 	return cl_sim_conn_respond(c, status, NULL, b->data ? b->data : "", b->len);
+}
+
+/* A refusal before any stream, in the shape of the endpoint's API: on /v1/messages
+ * Anthropic's {"type":"error","error":{"type","message"}}, its type by the status (what
+ * Anthropic's clients read); elsewhere the OpenAI-style body of cl_sim_conn_error. */
+static bool refuse(struct cl_sim_conn *c, enum cl_api api, int status, const char *hdr,
+		   const char *message, const char *type, const char *code)
+{
+	if (api != CL_API_MESSAGES)
+		return cl_sim_conn_error(c, status, hdr, message, type, code);
+	char tmp[4096]; /* a 512-byte message, each byte escaped to six at worst */
+	struct cl_sim_w w;
+	cl_sim_w_init(&w, tmp, sizeof(tmp));
+	CL_SIM_W_LIT(&w, "{\"type\":\"error\",\"error\":{\"type\":\"");
+	cl_sim_w_str(&w, cl_sim_dialect_anthropic_type((uint32_t)status));
+	CL_SIM_W_LIT(&w, "\",\"message\":");
+	cl_sim_w_json(&w, message, strlen(message));
+	CL_SIM_W_LIT(&w, "}}");
+	if (w.overflow)
+		return cl_sim_conn_error(c, status, hdr, message, type, code);
+	return cl_sim_conn_respond(c, status, hdr, tmp, cl_sim_w_len(&w, tmp));
 }
 
 static bool method_not_allowed(struct cl_sim_conn *c, const char *allow)
@@ -217,9 +239,9 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 		hl = (size_t)snprintf(hdr, sizeof(hdr), "X-Request-Id: %s\r\n", st->request_id);
 	if (st->fault == CL_SIM_FAULT_500) {
 		cl_sim_stream_log_rejected(s, st, 500);
-		cl_sim_conn_error(c, 500, hdr,
-				  "simulated internal server error (chatload-sim fault 500)",
-				  "server_error", "internal_error");
+		refuse(c, st->api, 500, hdr,
+		       "simulated internal server error (chatload-sim fault 500)", "server_error",
+		       "internal_error");
 		return;
 	}
 	if (st->fault == CL_SIM_FAULT_429) {
@@ -237,8 +259,8 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 				 cfg->retry_after_s);
 		}
 		cl_sim_stream_log_rejected(s, st, 429);
-		cl_sim_conn_error(c, 429, hdr, "Rate limit reached (chatload-sim fault 429)",
-				  "rate_limit_error", "rate_limit_exceeded");
+		refuse(c, st->api, 429, hdr, "Rate limit reached (chatload-sim fault 429)",
+		       "rate_limit_error", "rate_limit_exceeded");
 		return;
 	}
 	if (st->fault == CL_SIM_FAULT_HANG) {
@@ -265,17 +287,16 @@ static void handle_chat(struct cl_sim *s, struct cl_sim_conn *c, enum cl_api api
 	st->api = api;
 	if (cl_sim_api_parse(api, body, len, &cr, msg, sizeof(msg), &code) != 0) {
 		cl_sim_stream_log_rejected(s, st, 400);
-		cl_sim_conn_error(c, 400, NULL, msg, "invalid_request_error", code);
+		refuse(c, api, 400, NULL, msg, "invalid_request_error", code);
 		return;
 	}
 	st->stream = cr.stream;
 	if (cr.n_tools && s->cfg->no_tools) {
 		/* A server without tool support (llama.cpp without --jinja refuses them). */
 		cl_sim_stream_log_rejected(s, st, 400);
-		cl_sim_conn_error(
-		    c, 400, NULL,
-		    "tools are not supported by this server (chatload-sim --no-tools)",
-		    "invalid_request_error", "unsupported_parameter");
+		refuse(c, api, 400, NULL,
+		       "tools are not supported by this server (chatload-sim --no-tools)",
+		       "invalid_request_error", "unsupported_parameter");
 		return;
 	}
 	if (!cr.stream && (api == CL_API_COMPLETIONS || api == CL_API_RESPONSES)) {
@@ -284,7 +305,7 @@ static void handle_chat(struct cl_sim *s, struct cl_sim_conn *c, enum cl_api api
 			 "chatload-sim answers %s only streamed: set 'stream': true",
 			 cl_api_path(api));
 		cl_sim_stream_log_rejected(s, st, 400);
-		cl_sim_conn_error(c, 400, NULL, msg, "invalid_request_error", "invalid_value");
+		refuse(c, api, 400, NULL, msg, "invalid_request_error", "invalid_value");
 		return;
 	}
 	if (cr.has_model) {
@@ -293,8 +314,7 @@ static void handle_chat(struct cl_sim *s, struct cl_sim_conn *c, enum cl_api api
 			snprintf(msg, sizeof(msg), "The model `%s%s` does not exist.", cr.model,
 				 cr.model_too_long ? "..." : "");
 			cl_sim_stream_log_rejected(s, st, 404);
-			cl_sim_conn_error(c, 404, NULL, msg, "invalid_request_error",
-					  "model_not_found");
+			refuse(c, api, 404, NULL, msg, "invalid_request_error", "model_not_found");
 			return;
 		}
 	}
@@ -369,8 +389,8 @@ void cl_sim_api_handle(struct cl_sim *s, struct cl_sim_conn *c, const struct cl_
 	if (s->draining) {
 		if (is_chat)
 			cl_sim_stream_log_rejected(s, st, 503);
-		cl_sim_conn_error(c, 503, NULL, "server is shutting down", "unavailable_error",
-				  "unavailable");
+		refuse(c, api, 503, NULL, "server is shutting down", "unavailable_error",
+		       "unavailable");
 		return;
 	}
 	if (since < cfg->loading_for_us) {
@@ -411,9 +431,8 @@ void cl_sim_api_handle(struct cl_sim *s, struct cl_sim_conn *c, const struct cl_
 	if (strncmp(req->path, "/v1/", 4) == 0 && !authorized(cfg, req)) {
 		if (is_chat)
 			cl_sim_stream_log_rejected(s, st, 401);
-		cl_sim_conn_error(c, 401, "WWW-Authenticate: Bearer\r\n",
-				  "Incorrect API key provided", "invalid_request_error",
-				  "invalid_api_key");
+		refuse(c, api, 401, "WWW-Authenticate: Bearer\r\n", "Incorrect API key provided",
+		       "invalid_request_error", "invalid_api_key");
 		return;
 	}
 	if (strcmp(req->path, "/v1/models") == 0) {

@@ -11,8 +11,9 @@ binaries and the simulator's truth log:
   as a stream_error, one for one with the truth log's failed requests, with its message in
   the error samples; a cut event, a wrong-typed one and a stream without message_stop are
   stream_malformed and stream_incomplete, one for one;
+- a 500 in Anthropic's error body is an http_5xx with its message, one for one;
 - the API key goes as x-api-key too (Anthropic's header): the simulator takes a request with
-  only that header, and refuses one with a wrong key;
+  only that header, and refuses one with a wrong key in Anthropic's error shape;
 - `chatload validate` takes api: messages with a system prompt and with multi_turn, and
   refuses images and tools with it, naming file:line:col;
 - a request chatload sends carries `anthropic-version`, `x-api-key` and the Messages body
@@ -151,6 +152,22 @@ class Messages(tl.FleetCase):
         self.assertEqual(st["requests"]["completed"], by.get(None, 0), (err, by))
         self.assertGreater(by.get("no-done", 0) * by.get("malformed", 0), 0, by)
 
+    def test_refusals_in_anthropic_shape(self):
+        """The simulator's 500s on /v1/messages come in Anthropic's error body: each is an
+        http_5xx with the server's words in the sample, one for one with the truth log."""
+        sim, p, out = self.run_messages("msgs-500", ("--fault-500", "0.3", "--seed", "3"),
+                                        readiness=False)
+        rc = p.wait(90)
+        self.assertIn(rc, (0, 1, 99), p.tail())
+        req = self.results(out)["stages"][0]["requests"]
+        sim.stop()
+        five = [r for r in sim.truth() if r["http_status"] == 500]
+        self.assertGreater(len(five), 0, "no fault was drawn")
+        self.assertEqual(req["errors"].get("http_5xx", 0), len(five), req)
+        for s in req["error_samples"]:
+            self.assertEqual(s["class"], "http_5xx", s)
+            self.assertIn("simulated internal server error", s["body"], s)
+
     def test_x_api_key(self):
         sim = self.start_sim("--ttft", "1ms", "--itl", "1ms", "--output-tokens", "3",
                              "--api-key", "sekrit")
@@ -166,7 +183,7 @@ class Messages(tl.FleetCase):
                 with urllib.request.urlopen(req, timeout=10) as r:
                     return r.status, json.loads(r.read())
             except urllib.error.HTTPError as e:
-                return e.code, None
+                return e.code, json.loads(e.read())
 
         status, msg = post({"x-api-key": "sekrit"})
         self.assertEqual(status, 200)
@@ -175,7 +192,11 @@ class Messages(tl.FleetCase):
         self.assertEqual([b["type"] for b in msg["content"]], ["text"])
         self.assertEqual(msg["stop_reason"], "end_turn")
         self.assertEqual(msg["usage"]["output_tokens"], 3)
-        self.assertEqual(post({"x-api-key": "wrong"})[0], 401)
+        # refused in Anthropic's shape, as its clients read it
+        status, err = post({"x-api-key": "wrong"})
+        self.assertEqual(status, 401)
+        self.assertEqual(err, {"type": "error", "error": {
+            "type": "authentication_error", "message": "Incorrect API key provided"}})
         self.assertEqual(post({})[0], 401)
         # a run with the key in the environment gets in (it sends both headers)
         os.environ["MSGS_TEST_KEY"] = "sekrit"
