@@ -88,7 +88,7 @@ int cl_apportion_real(double total, const uint32_t *weights, size_t n, double *o
 const char *cl_api_name(enum cl_api a)
 {
 	static const char *const names[CL_API__COUNT] = { "chat", "completions", "responses",
-							  "embeddings" };
+							  "embeddings", "messages" };
 	return (unsigned)a < CL_API__COUNT ? names[a] : NULL;
 }
 
@@ -102,7 +102,8 @@ const char *cl_route_name(enum cl_route r)
 const char *cl_api_path(enum cl_api a)
 {
 	static const char *const paths[CL_API__COUNT] = { "/chat/completions", "/completions",
-							  "/responses", "/embeddings" };
+							  "/responses", "/embeddings",
+							  "/messages" };
 	return (unsigned)a < CL_API__COUNT ? paths[a] : NULL;
 }
 

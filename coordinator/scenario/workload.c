@@ -276,7 +276,8 @@ static void conv_trace(struct scn_ctx *c, const struct ynode *v, void *obj)
 
 static void conv_api(struct scn_ctx *c, const struct ynode *v, void *obj)
 {
-	static const char *const names[] = { "chat", "completions", "responses", "embeddings" };
+	static const char *const names[] = { "chat", "completions", "responses", "embeddings",
+					     "messages" };
 	_Static_assert(N(names) == CL_API__COUNT, "one name per API");
 	int x;
 	if (cli_scn_get_enum(c, v, names, N(names), &x) == 0)
@@ -483,14 +484,17 @@ static void check_api(struct scn_ctx *c, const struct cl_scn_workload *w,
 		return;
 	}
 	/* Image parts are chat's and Responses' message content; a completions prompt is
-	 * one string, and an embeddings input text. */
-	if (seen[WF_IMAGES] && (w->api == CL_API_COMPLETIONS || w->api == CL_API_EMBEDDINGS)) {
+	 * one string, and an embeddings input text.  Anthropic's image blocks have their own
+	 * shape (a base64 source), not built. */
+	if (seen[WF_IMAGES] && (w->api == CL_API_COMPLETIONS || w->api == CL_API_EMBEDDINGS ||
+				w->api == CL_API_MESSAGES)) {
 		cli_scn_error(c, seen[WF_IMAGES],
 			      "workload.images cannot be used with workload.api: %s (images are "
 			      "content parts of chat or responses messages; %s)",
 			      cl_api_name(w->api),
 			      w->api == CL_API_COMPLETIONS ? "a completions prompt is one string"
-							   : "an embeddings input is text");
+			      : w->api == CL_API_MESSAGES ? "Anthropic's image blocks are not built"
+							  : "an embeddings input is text");
 		return;
 	}
 	if (w->api == CL_API_EMBEDDINGS) {

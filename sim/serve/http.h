@@ -26,6 +26,9 @@ struct cl_sim_http_req {
 	bool has_auth;
 	bool auth_too_long;
 	char auth[CL_SIM_AUTH_MAX + 1];
+	bool has_xkey; /* x-api-key (Anthropic's way to send the key) */
+	bool xkey_too_long;
+	char xkey[CL_SIM_AUTH_MAX + 1];
 	bool has_request_id;
 	char request_id[CL_SIM_REQUEST_ID_MAX + 1];
 	bool has_conversation; /* X-Chatload-Conversation: a multi-turn client's conversation */

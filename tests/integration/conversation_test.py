@@ -179,6 +179,13 @@ class Conversations(tl.FleetCase):
         self.assertEqual(sorted(r["history_turns"] for r in recs), sorted([0, 1, 2, 3] * 8))
         self.assertEqual(self.check_histories(recs, 4), 24)
 
+    def test_messages(self):
+        """Anthropic Messages conversations (issue 44): the history is the same messages as
+        chat's, the system prompt apart; every history is an answer the simulator sent."""
+        recs = self.run_api("messages", "convmsgs")
+        self.assertEqual(sorted(r["history_turns"] for r in recs), sorted([0, 1, 2, 3] * 8))
+        self.assertEqual(self.check_histories(recs, 4), 24)
+
     def test_completions(self):
         """Completions conversations: turn k's prompt string is turn k-1's prompt, its answer
         and a new question.  The simulator's prefix cache (64-character blocks) proves the

@@ -592,6 +592,26 @@ static void test_api_bodies(void **state)
 			    "\"max_output_tokens\":32,\"ignore_eos\":true,\"stream\":true}");
 	cl_workload_plan_free(&w);
 
+	/* messages (Anthropic): the system prompt apart, max_tokens, no stream_options */
+	s.workload.api = CL_API_MESSAGES;
+	s.workload.ignore_eos = -1;
+	assert_int_equal(cl_workload_render(&s, "m", &w, &err), 0);
+	assert_string_equal(w.bodies[2].json,
+			    "{\"model\":\"m\",\"system\":\"Be brief.\",\"messages\":[{\"role\":"
+			    "\"user\",\"content\":\"three\"}],\"max_tokens\":32,\"stream\":true}");
+	cl_workload_plan_free(&w);
+	/* without a system prompt there is no "system"; a probe with no length gets the
+	 * default Anthropic requires, and a target.body thinking goes as it is */
+	char *mjs = NULL;
+	assert_int_equal(cl_body_json_probe_api(CL_API_MESSAGES, "m", "hi", 0,
+						"{\"thinking\":{\"type\":\"disabled\"}}", &mjs,
+						&err),
+			 0);
+	assert_string_equal(mjs, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":"
+				 "\"hi\"}],\"max_tokens\":4096,\"stream\":true,\"thinking\":{"
+				 "\"type\":\"disabled\"}}");
+	free(mjs);
+
 	/* embeddings: batches of 2 in order, the last one short; no length, no stream */
 	s.workload.system_prompt = NULL;
 	s.workload.ignore_eos = -1;

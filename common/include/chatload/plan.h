@@ -27,10 +27,11 @@ enum cl_api {
 	CL_API_COMPLETIONS = 1, /* POST {base}/completions, streamed choices[].text */
 	CL_API_RESPONSES = 2,   /* POST {base}/responses, streamed semantic events */
 	CL_API_EMBEDDINGS = 3,  /* POST {base}/embeddings, one JSON answer, not streamed */
+	CL_API_MESSAGES = 4,    /* POST {base}/messages (Anthropic), streamed events */
 	CL_API__COUNT
 };
 
-/* "chat", "completions", "responses", "embeddings"; NULL when out of range. */
+/* "chat", "completions", "responses", "embeddings", "messages"; NULL when out of range. */
 const char *cl_api_name(enum cl_api a);
 /* The endpoint after the base URL: "/chat/completions", "/completions", ...; NULL when out
  * of range. */
