@@ -1,7 +1,7 @@
-/* The detail tables every report format shows (latency distribution, thinking models,
- * tokens per request, errors by class, client health, agent episodes, endpoints, client
- * hosts), built once as cells
- * so the terminal, report.md and report.html say the same thing. */
+/* The detail tables every report format shows (latency distribution, where the time to the
+ * first byte went, thinking models, tokens per request, errors by class, client health, agent
+ * episodes, endpoints, client hosts), built once as cells so the terminal, report.md and
+ * report.html say the same thing. */
 #include "coordinator/results/results.h"
 #include "coordinator/report/internal.h"
 #include "coordinator/results/json_int.h"
@@ -99,6 +99,45 @@ static int latency(const json_t *stages, struct cli_rp_table *t)
 			for (size_t j = 0; j < 6; j++)
 				cli_rp_fmt_ms(r[2 + j], RP_CELL_MAX, cl_results_num(m, stats[j]));
 		}
+	}
+	return 0;
+}
+
+/* Where the time to the first byte went (stages[].timing): means, which add up where
+ * percentiles would not. */
+static int timing(const json_t *stages, struct cli_rp_table *t)
+{
+	heading(
+	    t, "Where the time went",
+	    "Per stage, means in milliseconds from libcurl's timers: DNS, connect, TLS and send "
+	    "(a reused connection spends none on the first three), and TTFT split into the "
+	    "client's connection time, the server's wait to its first byte, and first byte to "
+	    "first token.",
+	    11, "stage", 0, "requests", 1, "connections opened", 1, "DNS", 1, "connect", 1, "TLS",
+	    1, "send", 1, "TTFT", 1, "connection", 1, "server wait", 1, "first byte to token", 1);
+	size_t i;
+	const json_t *s;
+	json_array_foreach(stages, i, s)
+	{
+		const json_t *tm = json_object_get(s, "timing");
+		if (!(cl_results_num(tm, "requests") > 0))
+			continue;
+		char(*r)[RP_CELL_MAX] = add_row(t, cli_rp_stage_marked(s));
+		if (!r)
+			return CL_ENOMEM;
+		stage_cell(r[0], s);
+		cli_rp_fmt_count(r[1], RP_CELL_MAX, cl_results_num(tm, "requests"));
+		cli_rp_fmt_count(r[2], RP_CELL_MAX, cl_results_num(tm, "connections_opened"));
+		static const char *const parts[] = { "dns_ms.mean",
+						     "connect_ms.mean",
+						     "tls_ms.mean",
+						     "send_ms.mean",
+						     "ttft_split.ttft_ms",
+						     "ttft_split.connection_ms",
+						     "ttft_split.server_wait_ms",
+						     "ttft_split.after_first_byte_ms" };
+		for (size_t k = 0; k < sizeof(parts) / sizeof(parts[0]); k++)
+			cli_rp_fmt_ms(r[3 + k], RP_CELL_MAX, cl_results_num(tm, parts[k]));
 	}
 	return 0;
 }
@@ -434,6 +473,8 @@ int cli_rp_table_build(const json_t *doc, enum cli_rp_table_kind kind, struct cl
 	switch (kind) {
 	case RP_TBL_LATENCY:
 		return latency(stages, t);
+	case RP_TBL_TIMING:
+		return timing(stages, t);
 	case RP_TBL_THINKING:
 		return thinking(stages, t);
 	case RP_TBL_TOKENS:

@@ -46,6 +46,9 @@ json_t *cli_rs_stage_json(size_t index, const struct cl_scn_stage *st, const str
 /* results/stage.c: the stage's "endpoints" array from m's endpoint records (urls: the
  * scenario's target.urls, a JSON array, read by index).  NULL when out of memory. */
 json_t *cli_rs_endpoints_json(const struct cl_metrics *m, const json_t *urls, double window_s);
+/* results/timing.c: the stage's "timing" object (where the time to the first byte went:
+ * connection stages, connections opened, TTFT split).  NULL when out of memory. */
+json_t *cli_rs_timing_json(const struct cl_metrics *m);
 /* One interval's summary (rates over interval_s).  NULL when out of memory. */
 json_t *cli_rs_interval_json(double t_s, double interval_s, const struct cl_metrics *m);
 
