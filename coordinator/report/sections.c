@@ -142,6 +142,38 @@ static int timing(const json_t *stages, struct cli_rp_table *t)
 	return 0;
 }
 
+/* Joules and money per token (stages[].energy and stages[].cost), for the stages that have
+ * either. */
+static int energy(const json_t *stages, struct cli_rp_table *t)
+{
+	heading(t, "Joules and money",
+		"Per stage: the GPUs' mean power over the measured window (from dcgm-exporter's "
+		"energy counter, else its power gauge), joules per output token and output tokens "
+		"per joule, and with the scenario's cost: what a million output and input tokens "
+		"cost at the stage's rate.",
+		7, "stage", 0, "GPU power W", 1, "J per output token", 1, "output tokens per J", 1,
+		"cost per hour", 1, "cost per M output tokens", 1, "cost per M input tokens", 1);
+	size_t i;
+	const json_t *s;
+	json_array_foreach(stages, i, s)
+	{
+		const json_t *e = json_object_get(s, "energy"), *c = json_object_get(s, "cost");
+		if (!json_is_object(e) && !json_is_object(c))
+			continue;
+		char(*r)[RP_CELL_MAX] = add_row(t, cli_rp_stage_marked(s));
+		if (!r)
+			return CL_ENOMEM;
+		stage_cell(r[0], s);
+		cli_rp_fmt(r[1], RP_CELL_MAX, cl_results_num(e, "power_w"), 1);
+		cli_rp_fmt(r[2], RP_CELL_MAX, cl_results_num(e, "joules_per_output_token"), 4);
+		cli_rp_fmt(r[3], RP_CELL_MAX, cl_results_num(e, "output_tokens_per_joule"), 3);
+		cli_rp_fmt(r[4], RP_CELL_MAX, cl_results_num(c, "per_hour"), 2);
+		cli_rp_fmt(r[5], RP_CELL_MAX, cl_results_num(c, "per_million_output_tokens"), 4);
+		cli_rp_fmt(r[6], RP_CELL_MAX, cl_results_num(c, "per_million_input_tokens"), 4);
+	}
+	return 0;
+}
+
 static int thinking(const json_t *stages, struct cli_rp_table *t)
 {
 	heading(t, "Thinking model",
@@ -475,6 +507,8 @@ int cli_rp_table_build(const json_t *doc, enum cli_rp_table_kind kind, struct cl
 		return latency(stages, t);
 	case RP_TBL_TIMING:
 		return timing(stages, t);
+	case RP_TBL_ENERGY:
+		return energy(stages, t);
 	case RP_TBL_THINKING:
 		return thinking(stages, t);
 	case RP_TBL_TOKENS:

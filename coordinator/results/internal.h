@@ -49,6 +49,19 @@ json_t *cli_rs_endpoints_json(const struct cl_metrics *m, const json_t *urls, do
 /* results/timing.c: the stage's "timing" object (where the time to the first byte went:
  * connection stages, connections opened, TTFT split).  NULL when out of memory. */
 json_t *cli_rs_timing_json(const struct cl_metrics *m);
+/* results/energy.c: what the target costs an hour by the scenario's `cost:` (per_hour x gpus
+ * x servers), NAN without one. */
+struct cl_scn_cost;
+double cli_rs_cost_per_hour(const struct cl_scn_cost *c);
+/* The scenario's `cost` as the document's scenario.cost (json null without one). */
+json_t *cli_rs_cost_scenario_json(const struct cl_scn_cost *c);
+/* A finished stage's `energy` object from its server.gpu_energy and throughput: power,
+ * joules, joules per output token and output tokens per joule.  NULL when the stage has no
+ * GPU energy (or out of memory). */
+json_t *cli_rs_energy_json(const json_t *stage);
+/* A finished stage's `cost` object: money per million output and input tokens at per_hour.
+ * NULL when per_hour is NAN (or out of memory). */
+json_t *cli_rs_cost_json(double per_hour, const char *currency, const json_t *stage);
 /* One interval's summary (rates over interval_s).  NULL when out of memory. */
 json_t *cli_rs_interval_json(double t_s, double interval_s, const struct cl_metrics *m);
 
@@ -116,6 +129,8 @@ struct cl_results {
 	uint64_t *samples;
 	size_t n_samples;
 	char *from_stage;
+	double cost_per_hour;      /* the target's, by the scenario's `cost:` (NAN: none) */
+	char *cost_currency;       /* its label (NULL: none) */
 	bool client_bound_warn;    /* scenario `client_bound: warn`: a client-bound stage passes */
 	enum cl_api api;           /* workload.api: an embeddings stage gets `embeddings` */
 	uint32_t abort_intervals;  /* slo.abort_on_breach: { intervals } (0: off) */

@@ -209,6 +209,7 @@ void cl_scenario_free(struct cl_scenario *s)
 	free(s->name);
 	free(s->description);
 	free(s->file);
+	free(s->cost.currency);
 
 	struct cl_scn_target *t = &s->target;
 	free(t->url);
