@@ -9,16 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-double cli_rs_cost_per_hour(const struct cl_scn_cost *c)
-{
-	if (!c || !(c->per_hour > 0))
-		return NAN;
-	return c->per_hour * (c->gpus ? c->gpus : 1) * (c->servers ? c->servers : 1);
-}
-
 json_t *cli_rs_cost_scenario_json(const struct cl_scn_cost *c)
 {
-	double hour = cli_rs_cost_per_hour(c);
+	double hour = cl_scenario_cost_per_hour(c);
 	if (isnan(hour))
 		return json_null();
 	return json_pack("{s:f,s:o,s:o,s:o,s:f}", "per_hour", c->per_hour, "gpus",

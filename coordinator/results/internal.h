@@ -49,11 +49,9 @@ json_t *cli_rs_endpoints_json(const struct cl_metrics *m, const json_t *urls, do
 /* results/timing.c: the stage's "timing" object (where the time to the first byte went:
  * connection stages, connections opened, TTFT split).  NULL when out of memory. */
 json_t *cli_rs_timing_json(const struct cl_metrics *m);
-/* results/energy.c: what the target costs an hour by the scenario's `cost:` (per_hour x gpus
- * x servers), NAN without one. */
+/* results/energy.c: the scenario's `cost` as the document's scenario.cost (json null
+ * without one). */
 struct cl_scn_cost;
-double cli_rs_cost_per_hour(const struct cl_scn_cost *c);
-/* The scenario's `cost` as the document's scenario.cost (json null without one). */
 json_t *cli_rs_cost_scenario_json(const struct cl_scn_cost *c);
 /* A finished stage's `energy` object from its server.gpu_energy and throughput: power,
  * joules, joules per output token and output tokens per joule.  NULL when the stage has no

@@ -239,7 +239,7 @@ static int copy_scenario(struct cl_results *r, const struct cl_scenario *s)
 	}
 	if (s->estimate.from_stage && !(r->from_stage = strdup(s->estimate.from_stage)))
 		return CL_ENOMEM;
-	r->cost_per_hour = cli_rs_cost_per_hour(&s->cost);
+	r->cost_per_hour = cl_scenario_cost_per_hour(&s->cost);
 	if (s->cost.currency && !(r->cost_currency = strdup(s->cost.currency)))
 		return CL_ENOMEM;
 	r->client_bound_warn = s->client_bound == CL_CLIENT_BOUND_WARN;

@@ -430,6 +430,10 @@ const char *cl_scenario_render_model(const struct cl_scenario *s);
  * (docs/architecture.md, "Warmup uses its own body"). */
 bool cl_scenario_warmup_own_body(const struct cl_scenario *s);
 
+/* What the target costs an hour by `cost:`: per_hour x gpus x servers (an unset count is 1);
+ * NAN without a cost. */
+double cl_scenario_cost_per_hour(const struct cl_scn_cost *c);
+
 /* Frees everything; safe on zeroed and partly loaded scenarios. */
 void cl_scenario_free(struct cl_scenario *s);
 
