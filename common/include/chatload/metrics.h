@@ -26,7 +26,7 @@ enum cl_lat {
 	CL_LAT_DNS,     /* name lookup (CURLINFO_NAMELOOKUP_TIME_T) */
 	CL_LAT_CONNECT, /* lookup done -> TCP connected (CONNECT_TIME_T - NAMELOOKUP_TIME_T) */
 	CL_LAT_TLS,     /* connected -> TLS handshake done (APPCONNECT_TIME_T - CONNECT_TIME_T) */
-	CL_LAT_SEND, /* connection ready -> request about to go (PRETRANSFER_TIME_T - the last) */
+	CL_LAT_SEND,    /* connection ready -> request written (PRETRANSFER_TIME_T - the last) */
 	/* TTFT split in three on the engine's clock, adding up to it: the client's connection
 	 * time (handed to libcurl -> libcurl about to send the request: its start, lookup,
 	 * connect, TLS), the server's wait (-> the answer's status line) and first byte ->

@@ -17,9 +17,9 @@ struct cl_conn_times {
 	int64_t dns_us;     /* name lookup (CURLINFO_NAMELOOKUP_TIME_T) */
 	int64_t connect_us; /* TCP connect after the lookup (CONNECT_TIME_T - NAMELOOKUP_TIME_T) */
 	int64_t tls_us;  /* TLS handshake after the connect (APPCONNECT_TIME_T - CONNECT_TIME_T) */
-	int64_t send_us; /* connection ready -> request about to go (PRETRANSFER_TIME_T - the
+	int64_t send_us; /* connection ready -> request written (PRETRANSFER_TIME_T - the
 			  * stage before); with the three above, the client's connection time */
-	int64_t wait_us; /* request about to go -> first byte of the answer (STARTTRANSFER_TIME_T
+	int64_t wait_us; /* request written -> first byte of the answer (STARTTRANSFER_TIME_T
 			  * - PRETRANSFER_TIME_T): the server's wait */
 };
 
