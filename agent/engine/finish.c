@@ -106,6 +106,75 @@ static void add_correction(uint64_t *ctr, int64_t total, int64_t counted, int64_
 	*ctr += (uint64_t)win;
 }
 
+/* One of libcurl's timers of the transfer in µs from its start, 0 when not reached (or not
+ * known to this libcurl). */
+static int64_t curl_time(CURL *easy, CURLINFO what)
+{
+	curl_off_t t = 0;
+	if (curl_easy_getinfo(easy, what, &t) != CURLE_OK || t < 0)
+		return 0;
+	return (int64_t)t;
+}
+
+/* Where the transfer's time went before its first byte, from libcurl's cumulative timers
+ * (each from libcurl's start of the transfer; docs/engine.md, "Where the time went"): every
+ * stage as its own duration.  On a reused connection libcurl reports no lookup, connect or
+ * handshake, so those are 0; a stage after the last one reached is -1. */
+static void read_conn_times(CURL *easy, struct cl_conn_times *ct)
+{
+	int64_t dns = curl_time(easy, CURLINFO_NAMELOOKUP_TIME_T);
+	int64_t conn = curl_time(easy, CURLINFO_CONNECT_TIME_T);
+	int64_t app = curl_time(easy, CURLINFO_APPCONNECT_TIME_T);
+	int64_t pre = curl_time(easy, CURLINFO_PRETRANSFER_TIME_T);
+	int64_t first = curl_time(easy, CURLINFO_STARTTRANSFER_TIME_T);
+	if (!pre) {
+		/* Never got as far as sending (a failed lookup or connect): only the lookup, if
+		 * it ended, is known. */
+		*ct = (struct cl_conn_times){ .dns_us = dns ? dns : -1,
+					      .connect_us = -1,
+					      .tls_us = -1,
+					      .send_us = -1,
+					      .wait_us = -1 };
+		return;
+	}
+	/* A stage libcurl skipped (a reused connection; plain HTTP has no handshake) reads 0:
+	 * it ended where the one before it did. */
+	if (conn < dns)
+		conn = dns;
+	if (app < conn)
+		app = conn;
+	*ct = (struct cl_conn_times){ .dns_us = dns,
+				      .connect_us = conn - dns,
+				      .tls_us = app - conn,
+				      .send_us = pre >= app ? pre - app : 0,
+				      .wait_us = first >= pre ? first - pre : -1 };
+	if (!first)
+		ct->wait_us = -1;
+}
+
+/* Records where a measured request's time to its first byte and token went: the stages of
+ * its connection by libcurl's timers (a reused one records zeros, which is the point: how
+ * often a request paid for one) and TTFT in three parts on the engine's own clock, which add
+ * up to it exactly: the client's connection time (handed to libcurl -> libcurl about to send
+ * it, PREREQFUNCTION: its wait to be started, lookup, connect, TLS), the server's wait to
+ * its first byte (-> the status line), and first byte to first token. */
+static void record_conn_times(struct cl_metrics *m, const struct cl_slot *s)
+{
+	const struct cl_conn_times *ct = &s->ct;
+	if (ct->send_us < 0)
+		return;
+	cl_hist_record(&m->lat[CL_LAT_DNS], ct->dns_us);
+	cl_hist_record(&m->lat[CL_LAT_CONNECT], ct->connect_us);
+	cl_hist_record(&m->lat[CL_LAT_TLS], ct->tls_us);
+	cl_hist_record(&m->lat[CL_LAT_SEND], ct->send_us);
+	if (!s->first_us || !s->headers_us || !s->sent_us || s->sent_us < s->handed_us ||
+	    s->headers_us < s->sent_us || s->first_us < s->headers_us)
+		return;
+	cl_hist_record(&m->lat[CL_LAT_TTFT_CONNECTION], s->sent_us - s->handed_us);
+	cl_hist_record(&m->lat[CL_LAT_TTFT_SERVER_WAIT], s->headers_us - s->sent_us);
+	cl_hist_record(&m->lat[CL_LAT_TTFT_AFTER_FIRST_BYTE], s->first_us - s->headers_us);
+}
+
 /* A completed request that received less than it asked for, and why, as the server said:
  * finish_reason stop (an end of sequence or a stop string), length (a cap), other. */
 static void count_short(struct cl_metrics *m, const struct cl_slot *s)
@@ -256,6 +325,8 @@ static void record_measured(const struct cl_engine *e, struct cl_metrics *m,
 		m->ctr[CL_CTR_COMPLETED_H1]++;
 	else if (o->cls == CL_CTR_COMPLETED && o->http_major == 2)
 		m->ctr[CL_CTR_COMPLETED_H2]++;
+	if (o->cls == CL_CTR_COMPLETED || o->cls == CL_CTR_CUT)
+		record_conn_times(m, s);
 	if (o->cls == CL_CTR_COMPLETED) {
 		bool good = record_latencies(e, m, s, o->tokens);
 		record_tokens(m, s, o);
@@ -349,6 +420,8 @@ void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bo
 
 	o.http_major = cl_httpver_used(s->easy);
 	curl_easy_getinfo(s->easy, CURLINFO_NUM_CONNECTS, &o.connects);
+	s->connects = o.connects;
+	read_conn_times(s->easy, &s->ct);
 	char text[CL_ERR_SAMPLE_BODY_MAX];
 	size_t msg_len;
 	const char *msg = error_message(s, o.cls, res, text, &msg_len);

@@ -90,11 +90,14 @@ struct cl_slot {
 	uint64_t seq;
 	int64_t intended_us;      /* when the load model wanted it to start */
 	int64_t handed_us;        /* curl_multi_add_handle: "sent" for every latency */
-	int64_t sent_us;          /* libcurl about to write it on a connected socket (log only) */
+	int64_t sent_us;          /* libcurl about to write it on a connected socket (the end of
+				   * TTFT's connection part) */
 	int64_t headers_us;       /* the final response's status line arrived */
 	int64_t first_us;         /* first token-bearing chunk */
 	int64_t first_content_us; /* first content chunk */
 	int64_t last_us;          /* latest token-bearing chunk */
+	struct cl_conn_times ct;  /* libcurl's timers of the transfer, read at its end */
+	long connects;            /* connections it opened (CURLINFO_NUM_CONNECTS), at its end */
 	int http_status;
 	bool framed;               /* the body can end by itself: chunked, Content-Length or h2
 				    * (false: an HTTP/1 body delimited by the connection's close) */

@@ -18,6 +18,13 @@ static const char *const lat_names[CL_LAT__COUNT] = {
 	[CL_LAT_E2E] = "e2e",
 	[CL_LAT_E2E_SCHED] = "e2e_sched",
 	[CL_LAT_LOOP_LAG] = "loop_lag",
+	[CL_LAT_DNS] = "dns",
+	[CL_LAT_CONNECT] = "connect",
+	[CL_LAT_TLS] = "tls",
+	[CL_LAT_SEND] = "send",
+	[CL_LAT_TTFT_CONNECTION] = "ttft_connection",
+	[CL_LAT_TTFT_SERVER_WAIT] = "ttft_server_wait",
+	[CL_LAT_TTFT_AFTER_FIRST_BYTE] = "ttft_after_first_byte",
 	[CL_LAT_TTFT_TURN1] = "ttft_turn1",
 	[CL_LAT_TTFT_TURN1 + 1] = "ttft_turn2",
 	[CL_LAT_TTFT_TURN1 + 2] = "ttft_turn3",
@@ -97,7 +104,8 @@ static const char *const ctr_names[CL_CTR__COUNT] = {
 static const struct cl_hist_cfg lat_cfg = { .lowest = 1, .highest = 3600000000LL, .sigfigs = 3 };
 /* Counts: 1 .. 10^7 at 3 digits (15360 buckets, 120 KiB).  tokens_per_chunk is recorded in
  * milli-tokens (1000 per token), so this covers up to 10,000 tokens in one chunk. */
-/* TTFT per turn index: 1 µs .. 1 h at 2 digits (3328 buckets, 26 KiB), eight of them. */
+/* TTFT per turn index and the stages of a connection (lookup, connect, TLS, send and TTFT's
+ * three parts): 1 µs .. 1 h at 2 digits (3328 buckets, 26 KiB), fifteen of them. */
 static const struct cl_hist_cfg turn_cfg = { .lowest = 1, .highest = 3600000000LL, .sigfigs = 2 };
 static const struct cl_hist_cfg cnt_cfg = { .lowest = 1, .highest = 10000000LL, .sigfigs = 3 };
 
@@ -155,9 +163,11 @@ int cl_metrics_init(struct cl_metrics *m)
 	int rc = 0;
 	memset(m, 0, sizeof(*m));
 	for (int i = 0; i < CL_LAT__COUNT && !rc; i++)
-		rc = cl_hist_init(&m->lat[i], i >= CL_LAT_TTFT_TURN1 && i <= CL_LAT_TTFT_TURN_LAST
-						  ? &turn_cfg
-						  : &lat_cfg);
+		rc = cl_hist_init(&m->lat[i],
+				  (i >= CL_LAT_TTFT_TURN1 && i <= CL_LAT_TTFT_TURN_LAST) ||
+					  (i >= CL_LAT_DNS && i <= CL_LAT_TTFT_AFTER_FIRST_BYTE)
+				      ? &turn_cfg
+				      : &lat_cfg);
 	for (int i = 0; i < CL_CNT__COUNT && !rc; i++)
 		rc = cl_hist_init(&m->cnt[i], &cnt_cfg);
 	if (rc)

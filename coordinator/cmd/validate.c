@@ -456,6 +456,18 @@ static void print_search(const struct cl_scenario *s)
 		for (size_t k = 0; k < q->n_slos; k++)
 			print_slo(&q->slos[k], "each probe");
 	}
+	if (s->cost.per_hour > 0) {
+		const char *cur = s->cost.currency ? s->cost.currency : "";
+		unsigned servers = s->cost.servers ? s->cost.servers : 1;
+		printf("cost: %g%s%s an hour for the target (", cl_scenario_cost_per_hour(&s->cost),
+		       *cur ? " " : "", cur);
+		if (s->cost.gpus)
+			printf("%g per GPU x %u GPUs x %u server%s)\n", s->cost.per_hour,
+			       s->cost.gpus, servers, servers == 1 ? "" : "s");
+		else
+			printf("%g per server x %u server%s)\n", s->cost.per_hour, servers,
+			       servers == 1 ? "" : "s");
+	}
 	if (s->plan.requests_per_s > 0)
 		printf("plan: servers and agents for %g requests/s\n", s->plan.requests_per_s);
 	else if (s->plan.output_tokens_per_s > 0)

@@ -65,6 +65,12 @@ static const struct metric srv_metrics[] = {
 	{ "server_ttft_p99_ms", "server TTFT p99 ms", "server.ttft_ms.p99", LOWER },
 	{ "server_queue_time_p99_ms", "server queue p99 ms", "server.queue_time_ms.p99", LOWER },
 	{ "server_restarts", "server restarts", "server.restarts", LOWER },
+	/* joules and money (stages[].energy, stages[].cost): they follow the throughput */
+	{ "joules_per_output_token", "J per output token", "energy.joules_per_output_token",
+	  LOWER },
+	{ "output_tokens_per_joule", "output tok per J", "energy.output_tokens_per_joule", HIGHER },
+	{ "cost_per_million_output_tokens", "cost per M output tok",
+	  "cost.per_million_output_tokens", LOWER },
 };
 #define N_SRV_METRICS (sizeof(srv_metrics) / sizeof(srv_metrics[0]))
 
@@ -82,6 +88,9 @@ static const struct metric cap_metrics[] = {
 	{ "sustainable", "sustainable level", "sustainable", HIGHER },
 	{ "output_tokens_per_s", "output tok/s there", "at_sustainable.output_tokens_per_s",
 	  HIGHER },
+	{ "joules_per_output_token", "J per output token there",
+	  "at_sustainable.joules_per_output_token", LOWER },
+	{ "plan_cost_per_hour", "plan's cost per hour", "plan.cost_per_hour", LOWER },
 };
 #define N_CAP_METRICS (sizeof(cap_metrics) / sizeof(cap_metrics[0]))
 
@@ -365,7 +374,15 @@ json_t *cl_compare_build(const json_t *base, const json_t *cur, const char *base
 		if (!ms)
 			goto fail;
 		for (size_t m = 0; json_is_object(nc) && m < N_CAP_METRICS; m++) {
-			if (cli_rj_append(ms, metric_json(&cap_metrics[m], bc, nc, opts, &reg))) {
+			/* Joules and money: informational as the server's figures are (they follow
+			 * the throughput, already judged), and only where either run has them
+			 * (older files do not). */
+			bool skip = false;
+			json_t *row = m < 2 ? metric_json(&cap_metrics[m], bc, nc, opts, &reg)
+					    : srv_metric_json(&cap_metrics[m], bc, nc, opts, &skip);
+			if (skip)
+				continue;
+			if (cli_rj_append(ms, row)) {
 				json_decref(ms);
 				goto fail;
 			}

@@ -102,6 +102,8 @@ struct cli_rp_table {
 };
 enum cli_rp_table_kind {
 	RP_TBL_LATENCY,   /* stage x metric: mean, p50, p90, p95, p99, max */
+	RP_TBL_TIMING,    /* where the time went: connection stages and the TTFT split */
+	RP_TBL_ENERGY,    /* joules and money per token (stages[].energy, stages[].cost) */
 	RP_TBL_THINKING,  /* TTFT vs TTFC, reasoning vs content tokens (thinking models) */
 	RP_TBL_TOKENS,    /* prompt, requested and received output tokens per request */
 	RP_TBL_ERRORS,    /* errors by class per stage */

@@ -163,13 +163,18 @@ static void print_estimates(const json_t *doc, FILE *out)
 	const json_t *e;
 	json_array_foreach(est, i, e)
 	{
-		char samples[32], hours[32], tokens[32];
+		char samples[32], hours[32], tokens[32], cost[48] = "";
 		const char *note = cl_results_str(e, "note", NULL);
-		fprintf(out, "  %s samples: %s h, %s output tokens%s%s\n",
+		double money = cl_results_num(e, "cost");
+		if (isfinite(money))
+			snprintf(cost, sizeof(cost), ", costs %.6g%s%s", money,
+				 cl_results_str(doc, "scenario.cost.currency", NULL) ? " " : "",
+				 cl_results_str(doc, "scenario.cost.currency", ""));
+		fprintf(out, "  %s samples: %s h, %s output tokens%s%s%s\n",
 			cli_rp_fmt_count(samples, sizeof(samples), cl_results_num(e, "samples")),
 			cli_rp_fmt(hours, sizeof(hours), cl_results_num(e, "hours"), 2),
 			cli_rp_fmt_big(tokens, sizeof(tokens), cl_results_num(e, "output_tokens")),
-			note ? " - " : "", note ? note : "");
+			cost, note ? " - " : "", note ? note : "");
 	}
 }
 
@@ -203,6 +208,7 @@ int cl_report_table(const json_t *doc, FILE *out)
 	print_detail(doc, RP_TBL_ERRORS, out);
 	print_detail(doc, RP_TBL_ENDPOINTS, out);
 	print_detail(doc, RP_TBL_HOSTS, out);
+	print_detail(doc, RP_TBL_ENERGY, out);
 	bool marked = false;
 	size_t k;
 	const json_t *st;

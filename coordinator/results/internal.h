@@ -46,6 +46,20 @@ json_t *cli_rs_stage_json(size_t index, const struct cl_scn_stage *st, const str
 /* results/stage.c: the stage's "endpoints" array from m's endpoint records (urls: the
  * scenario's target.urls, a JSON array, read by index).  NULL when out of memory. */
 json_t *cli_rs_endpoints_json(const struct cl_metrics *m, const json_t *urls, double window_s);
+/* results/timing.c: the stage's "timing" object (where the time to the first byte went:
+ * connection stages, connections opened, TTFT split).  NULL when out of memory. */
+json_t *cli_rs_timing_json(const struct cl_metrics *m);
+/* results/energy.c: the scenario's `cost` as the document's scenario.cost (json null
+ * without one). */
+struct cl_scn_cost;
+json_t *cli_rs_cost_scenario_json(const struct cl_scn_cost *c);
+/* A finished stage's `energy` object from its server.gpu_energy and throughput: power,
+ * joules, joules per output token and output tokens per joule.  NULL when the stage has no
+ * GPU energy (or out of memory). */
+json_t *cli_rs_energy_json(const json_t *stage);
+/* A finished stage's `cost` object: money per million output and input tokens at per_hour.
+ * NULL when per_hour is NAN (or out of memory). */
+json_t *cli_rs_cost_json(double per_hour, const char *currency, const json_t *stage);
 /* One interval's summary (rates over interval_s).  NULL when out of memory. */
 json_t *cli_rs_interval_json(double t_s, double interval_s, const struct cl_metrics *m);
 
@@ -113,6 +127,8 @@ struct cl_results {
 	uint64_t *samples;
 	size_t n_samples;
 	char *from_stage;
+	double cost_per_hour;      /* the target's, by the scenario's `cost:` (NAN: none) */
+	char *cost_currency;       /* its label (NULL: none) */
 	bool client_bound_warn;    /* scenario `client_bound: warn`: a client-bound stage passes */
 	enum cl_api api;           /* workload.api: an embeddings stage gets `embeddings` */
 	uint32_t abort_intervals;  /* slo.abort_on_breach: { intervals } (0: off) */

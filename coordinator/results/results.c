@@ -197,12 +197,13 @@ static json_t *scenario_json(const struct cl_scenario *s, const char *path)
 		json_decref(target);
 		target = NULL;
 	}
-	return json_pack("{s:o,s:o,s:o,s:o,s:I,s:o,s:o,s:{s:o,s:o},s:s}", "name",
+	return json_pack("{s:o,s:o,s:o,s:o,s:I,s:o,s:o,s:{s:o,s:o},s:s,s:o}", "name",
 			 cli_rj_str(s->name), "description", cli_rj_str(s->description), "file",
 			 cli_rj_str(path ? path : s->file), "sha256", sha, "stages_planned",
 			 (json_int_t)s->n_stages, "target", target, "slo", slos, "estimate",
 			 "samples", samples, "from_stage", cli_rj_str(s->estimate.from_stage),
-			 "client_bound", s->client_bound == CL_CLIENT_BOUND_WARN ? "warn" : "fail");
+			 "client_bound", s->client_bound == CL_CLIENT_BOUND_WARN ? "warn" : "fail",
+			 "cost", cli_rs_cost_scenario_json(&s->cost));
 }
 
 static int copy_scenario(struct cl_results *r, const struct cl_scenario *s)
@@ -246,6 +247,9 @@ static int copy_scenario(struct cl_results *r, const struct cl_scenario *s)
 		r->n_samples = s->estimate.n_samples;
 	}
 	if (s->estimate.from_stage && !(r->from_stage = strdup(s->estimate.from_stage)))
+		return CL_ENOMEM;
+	r->cost_per_hour = cl_scenario_cost_per_hour(&s->cost);
+	if (s->cost.currency && !(r->cost_currency = strdup(s->cost.currency)))
 		return CL_ENOMEM;
 	r->client_bound_warn = s->client_bound == CL_CLIENT_BOUND_WARN;
 	r->api = s->workload.api;
@@ -614,6 +618,16 @@ static int finish_stage_obj(struct cl_results *r, size_t stage, const struct cl_
 		json_decref(checks);
 		return CL_ENOMEM;
 	}
+	/* Joules and money, from the figures just set (docs/results.md, "Joules and money"). */
+	json_t *energy = cli_rs_energy_json(o);
+	json_t *cost = cli_rs_cost_json(r->cost_per_hour, r->cost_currency, o);
+	bool bad = energy && cli_rj_set(o, "energy", energy);
+	bad = (cost && cli_rj_set(o, "cost", cost)) || bad; /* cli_rj_set takes v either way */
+	if (bad) {
+		json_decref(o);
+		json_decref(checks);
+		return CL_ENOMEM;
+	}
 	/* Keep the document's stages in scenario order whatever order they finish in. */
 	if (cli_rs_insert_stage(json_object_get(r->doc, "stages"), stage, o) != 0) {
 		json_decref(checks);
@@ -812,6 +826,7 @@ void cl_results_destroy(struct cl_results *r)
 	free(r->slos);
 	free(r->samples);
 	free(r->from_stage);
+	free(r->cost_currency);
 	free(r->dir);
 	json_decref(r->doc);
 	free(r);

@@ -445,6 +445,7 @@ json_t *cli_rs_stage_json(size_t index, const struct cl_scn_stage *st, const str
 		return NULL;
 	}
 	if (o && (cli_rj_set(o, "http", http_json(m)) ||
+		  cli_rj_set(o, "timing", cli_rs_timing_json(m)) ||
 		  cli_rj_set(o, "too_short", json_boolean(too_short(st, m, window_s))) ||
 		  cli_rj_set(o, "unaccounted",
 			     client->unaccounted ? json_deep_copy(client->unaccounted)

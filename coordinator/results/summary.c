@@ -109,6 +109,12 @@ static json_t *estimates_json(struct cl_results *r)
 		    cli_rj_real(cli_rj_sig(hours, 6)), "output_tokens",
 		    cli_rj_real(cli_rj_round(tokens, 0)), "note",
 		    note ? json_string(note) : json_null());
+		/* With the scenario's `cost:`, what those hours of the target cost. */
+		if (e && r->cost_per_hour > 0 &&
+		    cli_rj_set(e, "cost", cli_rj_real(cli_rj_sig(hours * r->cost_per_hour, 6)))) {
+			json_decref(e);
+			goto fail;
+		}
 		if (cli_rj_append(arr, e))
 			goto fail;
 	}

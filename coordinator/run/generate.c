@@ -741,6 +741,14 @@ static void finish_results(struct run *r, enum cl_stage_status status, const cha
 		    "actual_over_planned",
 		    planned_s > 0 && status == CL_STAGE_OK ? json_real(window_s / planned_s)
 							   : json_null());
+		/* With the scenario's cost: what the plan and the job cost the target. */
+		double hour = cl_scenario_cost_per_hour(&r->s.cost);
+		if (est && isfinite(hour) &&
+		    (json_object_set_new(est, "planned_cost", json_real(planned_s / 3600 * hour)) ||
+		     json_object_set_new(est, "actual_cost", json_real(window_s / 3600 * hour)))) {
+			json_decref(est);
+			est = NULL;
+		}
 		if (est)
 			json_object_set_new(block, "estimate", est);
 		cl_progress_note(&r->prog,

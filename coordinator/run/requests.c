@@ -97,6 +97,32 @@ static void put_ms(struct run_requests *q, const char *name, int64_t us)
 		put(q, ",\"%s\":null", name);
 }
 
+/* Where the request's time went (docs/results.md, "requests.jsonl"): libcurl's stages of the
+ * connection, the connections it opened, and its TTFT in three parts on the agent's clock,
+ * which add up to it: the client's connection time (to libcurl about to send the request),
+ * the server's wait to the status line, and first byte to first token. */
+static void put_timing(struct run_requests *q, const struct cl_req_record *x)
+{
+	const struct cl_conn_times *c = &x->conn;
+	put_ms(q, "ttfb_ms", x->ttfb_us);
+	put_ms(q, "dns_ms", c->dns_us);
+	put_ms(q, "connect_ms", c->connect_us);
+	put_ms(q, "tls_ms", c->tls_us);
+	put_ms(q, "send_ms", c->send_us);
+	put_ms(q, "wait_ms", c->wait_us);
+	put(q, ",\"connections_opened\":%" PRIu32, x->connects);
+	bool split = x->sent_us >= 0 && x->ttfb_us >= x->sent_us && x->ttft_us >= x->ttfb_us;
+	if (!split) {
+		put(q, ",\"ttft_split\":null");
+		return;
+	}
+	put(q,
+	    ",\"ttft_split\":{\"connection_ms\":%.3f,\"server_wait_ms\":%.3f,"
+	    "\"after_first_byte_ms\":%.3f}",
+	    x->sent_us / 1000.0, (x->ttfb_us - x->sent_us) / 1000.0,
+	    (x->ttft_us - x->ttfb_us) / 1000.0);
+}
+
 static void put_record(struct run *r, struct run_requests *q, const struct cl_fleet_agent *a,
 		       const struct cl_req_record *x, int64_t mono_to_unix_us)
 {
@@ -118,6 +144,7 @@ static void put_record(struct run *r, struct run_requests *q, const struct cl_fl
 			  ? (x->last_token_us - x->ttft_us) / (x->chunks - 1)
 			  : -1;
 	put_ms(q, "itl_mean_ms", itl);
+	put_timing(q, x);
 	put(q,
 	    ",\"http_status\":%" PRIu32 ",\"prompt_tokens\":%" PRIu64 ",\"output_tokens\":%" PRIu64
 	    ",\"reasoning_tokens\":%" PRIu64 ",\"status\":",

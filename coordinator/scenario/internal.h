@@ -304,6 +304,7 @@ void cli_scn_conv_search_stage(struct scn_ctx *c, const struct ynode *entry);
 void cli_scn_check_search(struct scn_ctx *c, const struct ynode *plan_at);
 /* The top-level `plan` mapping (obj is the scenario). */
 void cli_scn_conv_plan(struct scn_ctx *c, const struct ynode *v, void *obj);
+void cli_scn_conv_cost(struct scn_ctx *c, const struct ynode *v, void *obj);
 /* slo.abort_on_breach: a boolean, or { intervals: N }. */
 void cli_scn_conv_abort(struct scn_ctx *c, const struct ynode *v);
 /* slo.max_drift: a percentage, or { window, ttft_p99, itl_p99, output_tokens_per_s,

@@ -202,6 +202,13 @@ static void free_strv(char **v, size_t n)
 	free(v);
 }
 
+double cl_scenario_cost_per_hour(const struct cl_scn_cost *c)
+{
+	if (!c || !(c->per_hour > 0))
+		return NAN;
+	return c->per_hour * (c->gpus ? c->gpus : 1) * (c->servers ? c->servers : 1);
+}
+
 void cl_scenario_free(struct cl_scenario *s)
 {
 	if (!s)
@@ -209,6 +216,7 @@ void cl_scenario_free(struct cl_scenario *s)
 	free(s->name);
 	free(s->description);
 	free(s->file);
+	free(s->cost.currency);
 
 	struct cl_scn_target *t = &s->target;
 	free(t->url);

@@ -314,6 +314,16 @@ struct cl_scn_plan {
 	double output_tokens_per_s;
 };
 
+/* Top-level `cost:` (docs/scenario.md): what the target costs, which turns a stage's
+ * throughput into money per million tokens and a capacity plan into money per hour.
+ * per_hour 0: no cost given. */
+struct cl_scn_cost {
+	double per_hour;  /* price of one GPU-hour with gpus, else of one server-hour */
+	uint32_t gpus;    /* GPUs per server (0: per_hour is a server's) */
+	uint32_t servers; /* servers behind the target (0: 1) */
+	char *currency;   /* a label for the figures, e.g. "USD" (NULL: none) */
+};
+
 /* slo.max_drift: how far the last window of a stage may move from its first.  Relative
  * limits are fractions of the first window's value; the error rate's is absolute.  NAN: not
  * checked. */
@@ -394,6 +404,7 @@ struct cl_scenario {
 	uint32_t slo_abort_intervals;
 	struct cl_scn_drift drift;       /* slo.max_drift */
 	struct cl_scn_plan plan;         /* top-level `plan:` (needs a search stage) */
+	struct cl_scn_cost cost;         /* top-level `cost:` */
 	struct cl_scn_generate generate; /* top-level `generate:` (then n_stages is 0) */
 };
 
@@ -425,6 +436,10 @@ const char *cl_scenario_render_model(const struct cl_scenario *s);
  * Otherwise it sends the workload's own bodies as they are, each with its own max_tokens
  * (docs/architecture.md, "Warmup uses its own body"). */
 bool cl_scenario_warmup_own_body(const struct cl_scenario *s);
+
+/* What the target costs an hour by `cost:`: per_hour x gpus x servers (an unset count is 1);
+ * NAN without a cost. */
+double cl_scenario_cost_per_hour(const struct cl_scn_cost *c);
 
 /* Frees everything; safe on zeroed and partly loaded scenarios. */
 void cl_scenario_free(struct cl_scenario *s);

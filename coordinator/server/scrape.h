@@ -29,7 +29,10 @@ struct cl_srv_point {
 	    prefix_hit_rate; /* hits ÷ queries since the previous scrape (or the engine's gauge) */
 	float preemptions;   /* the counter's increase since the previous scrape */
 	float gpu_util, gpu_mem_used, gpu_mem_fraction; /* dcgm-exporter's, on any page */
-	uint8_t restart;                                /* enum cl_srv_restart */
+	double gpu_energy_j; /* the GPUs' energy counter summed, J (NAN: not offered) */
+	float gpu_power_w;   /* their power summed, W (NAN: not offered) */
+	uint16_t gpu_count;  /* the GPUs those sums are over */
+	uint8_t restart;     /* enum cl_srv_restart */
 };
 
 /* What the scraper is told: target.server_metrics (docs/scenario.md). */

@@ -187,6 +187,46 @@ static json_t *timeline_json(struct cl_srv_scrape *sc, size_t from, size_t to, i
 	return o;
 }
 
+/* What the GPUs drew over the window: the energy counter's rise between the first and the
+ * last scrape inside it, over the time between them (exact for a counter however often it
+ * was scraped), else the mean of the power gauge's readings in it.  The counter is refused
+ * when it went down or the GPUs it sums changed between the two (an exporter restarted, a
+ * GPU's series lost): then the gauge answers, or nothing.  NULL-free: json null when neither
+ * is offered.  sc->mu held. */
+static json_t *energy_json(const struct cl_srv_scrape *sc, size_t from, size_t to, int64_t from_us,
+			   int64_t to_us)
+{
+	const struct cl_srv_point *first = NULL, *last = NULL;
+	bool counter_ok = true;
+	struct gauge pw = { 0 };
+	for (size_t i = from; i < to; i++) {
+		const struct cl_srv_point *p = &sc->points[i];
+		if (p->t_us < from_us || (to_us && p->t_us > to_us))
+			continue;
+		gauge_add(&pw, p->gpu_power_w);
+		if (!isfinite(p->gpu_energy_j))
+			continue;
+		if (last &&
+		    (p->gpu_energy_j < last->gpu_energy_j || p->gpu_count != last->gpu_count))
+			counter_ok = false;
+		if (!first)
+			first = p;
+		last = p;
+	}
+	if (counter_ok && first && last != first && last->t_us > first->t_us) {
+		double secs = (last->t_us - first->t_us) / 1e6;
+		double joules = last->gpu_energy_j - first->gpu_energy_j;
+		return json_pack("{s:s,s:o,s:o,s:o,s:i}", "source", "energy_counter", "power_w",
+				 num(joules / secs, 1), "joules", num(joules, 1), "over_s",
+				 num(secs, 1), "gpus", (int)last->gpu_count);
+	}
+	if (pw.n)
+		return json_pack("{s:s,s:o,s:n,s:n,s:i}", "source", "power_usage", "power_w",
+				 num(pw.sum / pw.n, 1), "joules", "over_s", "gpus",
+				 (int)sc->points[to - 1].gpu_count);
+	return json_null();
+}
+
 json_t *cl_srv_scrape_stage_json(struct cl_srv_scrape *sc, const struct cl_srv_mark *a,
 				 const struct cl_srv_mark *b, int64_t start_us, int64_t from_us,
 				 int64_t to_us)
@@ -212,6 +252,7 @@ json_t *cl_srv_scrape_stage_json(struct cl_srv_scrape *sc, const struct cl_srv_m
 	}
 	json_t *timeline = timeline_json(sc, a->point, to_point, start_us);
 	json_t *extra = cli_srv_extra_stage_json(sc, a->point, to_point, from_us, to_us);
+	json_t *energy = energy_json(sc, a->point, to_point, from_us, to_us);
 	pthread_mutex_unlock(&sc->mu);
 	double secs = (b->t_us - a->t_us) / 1e6;
 	double dq = b->prefix_queries - a->prefix_queries, dh = b->prefix_hits - a->prefix_hits;
@@ -244,10 +285,11 @@ json_t *cl_srv_scrape_stage_json(struct cl_srv_scrape *sc, const struct cl_srv_m
 		json_decref(o);
 		o = NULL;
 	}
-	if (!o || !timeline || !extra) {
+	if (!o || !timeline || !extra || !energy) {
 		json_decref(o);
 		json_decref(timeline);
 		json_decref(extra);
+		json_decref(energy);
 		return NULL;
 	}
 	/* The window the gauges are over, on the timeline's clock; set_new takes the value
@@ -260,7 +302,8 @@ json_t *cl_srv_scrape_stage_json(struct cl_srv_scrape *sc, const struct cl_srv_m
 	    json_object_set_new(o, "series", extra) ||
 	    json_object_set_new(o, "gpu_utilization", gauge_json(&gu)) ||
 	    json_object_set_new(o, "gpu_memory_used_bytes", gauge_json(&gm)) ||
-	    json_object_set_new(o, "gpu_memory_usage", gauge_json(&gf))) {
+	    json_object_set_new(o, "gpu_memory_usage", gauge_json(&gf)) ||
+	    json_object_set_new(o, "gpu_energy", energy)) {
 		json_decref(o);
 		return NULL;
 	}

@@ -201,6 +201,7 @@ void cl_srv_vocab_read(const struct cl_prom_page *page, struct cl_srv_snap *snap
 	snap->spec_draft = finish(&acc[F_SPEC_DRAFT], F_SPEC_DRAFT);
 	snap->aborted = finish(&acc[F_ABORTED], F_ABORTED);
 	snap->gpu_util = snap->gpu_mem_used = snap->gpu_mem_fraction = NAN;
+	snap->gpu_energy_j = snap->gpu_power_w = NAN;
 }
 
 /* dcgm-exporter 3.3/4.x (etc/default-counters.csv; docs.nvidia.com/datacenter/cloud-native/
@@ -210,11 +211,15 @@ void cl_srv_vocab_read(const struct cl_prom_page *page, struct cl_srv_snap *snap
 #define DCGM_ACTIVE "DCGM_FI_PROF_GR_ENGINE_ACTIVE" /* ratio, the profiling counters' */
 #define DCGM_USED   "DCGM_FI_DEV_FB_USED"           /* MiB */
 #define DCGM_FREE   "DCGM_FI_DEV_FB_FREE"           /* MiB */
+/* What the GPUs burn (docs/results.md, "Joules and money"): the energy counter when the
+ * exporter has it (a default counter since dcgm-exporter 2.x), else the power gauge. */
+#define DCGM_ENERGY "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION" /* mJ since boot, a counter */
+#define DCGM_POWER  "DCGM_FI_DEV_POWER_USAGE"              /* W */
 
 void cl_srv_vocab_gpu(const struct cl_prom_page *const *pages, size_t n, struct cl_srv_snap *snap)
 {
-	double util = 0, active = 0, used = 0, free_ = 0;
-	uint32_t n_util = 0, n_active = 0, n_used = 0, n_free = 0;
+	double util = 0, active = 0, used = 0, free_ = 0, energy = 0, power = 0;
+	uint32_t n_util = 0, n_active = 0, n_used = 0, n_free = 0, n_energy = 0, n_power = 0;
 	for (size_t p = 0; p < n; p++) {
 		for (size_t i = 0; pages[p] && i < pages[p]->n; i++) {
 			const struct cl_prom_sample *s = &pages[p]->s[i];
@@ -228,12 +233,21 @@ void cl_srv_vocab_gpu(const struct cl_prom_page *const *pages, size_t n, struct 
 				used += s->value, n_used++;
 			else if (strcmp(s->name, DCGM_FREE) == 0)
 				free_ += s->value, n_free++;
+			else if (strcmp(s->name, DCGM_ENERGY) == 0)
+				energy += s->value, n_energy++;
+			else if (strcmp(s->name, DCGM_POWER) == 0)
+				power += s->value, n_power++;
 		}
 	}
 	snap->gpu_util = n_util ? util / n_util / 100 : n_active ? active / n_active : NAN;
 	snap->gpu_mem_used = n_used ? used * 1048576.0 : NAN;
 	snap->gpu_mem_fraction =
 	    n_used && n_used == n_free && used + free_ > 0 ? used / (used + free_) : NAN;
+	/* Summed: the server's energy is every GPU's.  A scrape that lost a GPU's series reads
+	 * lower; the stage's figure (server/stage.c) refuses a counter that went down. */
+	snap->gpu_energy_j = n_energy ? energy / 1000.0 : NAN;
+	snap->gpu_power_w = n_power ? power : NAN;
+	snap->gpu_count = n_energy > n_power ? n_energy : n_power;
 }
 
 bool cl_srv_vocab_known(const char *name)

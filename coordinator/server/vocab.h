@@ -50,6 +50,9 @@ struct cl_srv_snap {
 	double gpu_util;         /* 0..1, mean over GPUs */
 	double gpu_mem_used;     /* bytes, summed over GPUs */
 	double gpu_mem_fraction; /* used ÷ (used + free), over the GPUs that give both */
+	double gpu_energy_j;     /* energy since the driver loaded, J, summed over GPUs */
+	double gpu_power_w;      /* power draw, W, summed over GPUs */
+	uint32_t gpu_count;      /* series of either (GPUs) the pages gave */
 };
 
 /* Fills snap from page (t_us set by the caller).  Never fails: what is missing is NAN. */
@@ -57,7 +60,8 @@ void cl_srv_vocab_read(const struct cl_prom_page *page, struct cl_srv_snap *snap
 
 /* Adds the GPU figures of pages[0..n) to snap (after cl_srv_vocab_read, which leaves them
  * NAN): dcgm-exporter's DCGM_FI_DEV_GPU_UTIL (percent; else DCGM_FI_PROF_GR_ENGINE_ACTIVE, a
- * ratio), DCGM_FI_DEV_FB_USED and DCGM_FI_DEV_FB_FREE (MiB), one series per GPU. */
+ * ratio), DCGM_FI_DEV_FB_USED and DCGM_FI_DEV_FB_FREE (MiB), DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION
+ * (mJ, a counter) and DCGM_FI_DEV_POWER_USAGE (W), one series per GPU. */
 void cl_srv_vocab_gpu(const struct cl_prom_page *const *pages, size_t n, struct cl_srv_snap *snap);
 
 /* True when the vocabulary reads a sample of this name (a histogram's _bucket, _sum and

@@ -139,7 +139,8 @@ static void test_llamacpp_as_served(void **state)
 }
 
 /* dcgm-exporter's page (rebuilt): utilisation averaged over GPUs (percent to 0..1), memory
- * summed (MiB to bytes), the fraction over used + free; its other series are not the
+ * summed (MiB to bytes), the fraction over used + free, energy (mJ to J) and power summed;
+ * its other series are not the
  * vocabulary's, so they are kept raw; an engine's page has no GPU figures. */
 static void test_dcgm(void **state)
 {
@@ -158,6 +159,10 @@ static void test_dcgm(void **state)
 	assert_true(fabs(sn.gpu_util - 0.65) < 1e-12);
 	assert_true(sn.gpu_mem_used == (61440.0 + 30720.0) * 1048576.0);
 	assert_true(fabs(sn.gpu_mem_fraction - 92160.0 / 163840.0) < 1e-12);
+	/* what the GPUs draw (issue 44): the energy counter summed, mJ to J; the power summed */
+	assert_true(fabs(sn.gpu_energy_j - (1234567890.0 + 987654321.0) / 1000) < 1e-6);
+	assert_true(fabs(sn.gpu_power_w - (412.5 + 288.25)) < 1e-9);
+	assert_int_equal(sn.gpu_count, 2);
 	assert_true(cl_srv_vocab_known("DCGM_FI_DEV_GPU_UTIL"));
 	assert_true(cl_srv_vocab_known("DCGM_FI_DEV_FB_FREE"));
 	assert_false(cl_srv_vocab_known("DCGM_FI_DEV_POWER_USAGE"));
@@ -173,6 +178,7 @@ static void test_dcgm(void **state)
 	const struct cl_prom_page *eng[] = { &vl };
 	cl_srv_vocab_gpu(eng, 1, &sn);
 	assert_true(isnan(sn.gpu_util) && isnan(sn.gpu_mem_used) && isnan(sn.gpu_mem_fraction));
+	assert_true(isnan(sn.gpu_energy_j) && isnan(sn.gpu_power_w) && sn.gpu_count == 0);
 	for (size_t i = 0; i < pg.n; i++)
 		if (strcmp(pg.s[i].name, "DCGM_FI_DEV_GPU_UTIL") == 0)
 			pg.s[i].name[0] = 'X';

@@ -16,7 +16,8 @@
 
 static const char *const want_lat[] = { "queue",      "ttfb",       "ttft",       "ttfc",
 					"itl",        "tpot",       "e2e",        "e2e_sched",
-					"loop_lag",   "ttft_turn1", "ttft_turn2", "ttft_turn3",
+					"loop_lag",   "dns", "connect", "tls", "send", "ttft_connection",
+					"ttft_server_wait", "ttft_after_first_byte", "ttft_turn1", "ttft_turn2", "ttft_turn3",
 					"ttft_turn4", "ttft_turn5", "ttft_turn6", "ttft_turn7",
 					"ttft_turn8" };
 static const char *const want_cnt[] = { "tokens_per_chunk", "output_tokens", "reasoning_tokens",
@@ -134,10 +135,12 @@ static void test_init_destroy(void **state)
 	}
 	for (int i = 0; i < CL_CNT__COUNT; i++)
 		bytes += (size_t)m->cnt[i].counts_len * sizeof(uint64_t);
-	/* 9 * 23552 * 8 + 5 * 15360 * 8, and the 8 per-turn TTFT histograms at 2 digits:
-	 * 8 * 3328 * 8 */
-	assert_int_equal(bytes, 2310144 + 212992);
+	/* 9 * 23552 * 8 + 5 * 15360 * 8, and the 8 per-turn TTFT histograms and the 7 of a
+	 * connection's stages at 2 digits: 15 * 3328 * 8 */
+	assert_int_equal(bytes, 2310144 + 399360);
 	for (int i = CL_LAT_TTFT_TURN1; i <= CL_LAT_TTFT_TURN_LAST; i++)
+		assert_int_equal(m->lat[i].cfg.sigfigs, 2);
+	for (int i = CL_LAT_DNS; i <= CL_LAT_TTFT_AFTER_FIRST_BYTE; i++)
 		assert_int_equal(m->lat[i].cfg.sigfigs, 2);
 	for (int i = 0; i < CL_CTR__COUNT; i++)
 		assert_int_equal(m->ctr[i], 0);

@@ -883,10 +883,13 @@ static void test_requests_message(void **state)
 		{ .stage = 3, .id = "a1-0-7", .in_window = true, .start_us = 123456, .ttft_us = 50,
 		  .ttfc_us = 60, .e2e_us = 900, .chunks = 16, .last_token_us = 880,
 		  .http_status = 200, .prompt_tokens = 10, .output_tokens = 16,
-		  .reasoning_tokens = 2, .status = "completed" },
+		  .reasoning_tokens = 2, .status = "completed", .sent_us = 12, .ttfb_us = 45,
+		  .conn = { .dns_us = 0, .connect_us = 120, .tls_us = 900, .send_us = 7, .wait_us = 30 },
+		  .connects = 1 },
 		{ .stage = 3, .id = "a1-0-8", .start_us = 123999, .ttft_us = -1, .ttfc_us = -1,
 		  .e2e_us = 40, .last_token_us = -1, .http_status = 500, .status = "err_http_5xx",
-		  .error = "500: \"boom\"\n" },
+		  .error = "500: \"boom\"\n", .sent_us = -1, .ttfb_us = -1,
+		  .conn = { .dns_us = 3, .connect_us = -1, .tls_us = -1, .send_us = -1, .wait_us = -1 } },
 	};
 	struct cl_msg in = { .type = CL_MSG_REQUESTS, .run = "r/s", .agent = 2, .seq = 11 }, out;
 	in.requests = (struct cl_msg_requests){ .records = rec, .n_records = 2, .dropped = 5,
@@ -908,6 +911,21 @@ static void test_requests_message(void **state)
 	assert_int_equal(a->reasoning_tokens, 2);
 	assert_string_equal(a->status, "completed");
 	assert_string_equal(a->error, "");
+	/* where the time went (issue 44): a 0 travels as 0, a stage never reached as -1 */
+	assert_int_equal(a->sent_us, 12);
+	assert_int_equal(a->ttfb_us, 45);
+	assert_int_equal(a->conn.dns_us, 0);
+	assert_int_equal(a->conn.connect_us, 120);
+	assert_int_equal(a->conn.tls_us, 900);
+	assert_int_equal(a->conn.send_us, 7);
+	assert_int_equal(a->conn.wait_us, 30);
+	assert_int_equal(a->connects, 1);
+	assert_int_equal(b->sent_us, -1);
+	assert_int_equal(b->ttfb_us, -1);
+	assert_int_equal(b->conn.dns_us, 3);
+	assert_int_equal(b->conn.connect_us, -1);
+	assert_int_equal(b->conn.wait_us, -1);
+	assert_int_equal(b->connects, 0);
 	assert_false(b->in_window);
 	assert_int_equal(b->ttft_us, -1);
 	assert_int_equal(b->ttfc_us, -1);

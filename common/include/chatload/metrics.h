@@ -21,6 +21,19 @@ enum cl_lat {
 	CL_LAT_E2E,       /* sent -> last token chunk */
 	CL_LAT_E2E_SCHED, /* intended start -> last token chunk */
 	CL_LAT_LOOP_LAG,  /* event-loop lag: timer due -> timer handled (client health) */
+	/* Where the time to the first byte went, from libcurl's own timers (docs/engine.md,
+	 * "Where the time went"); a reused connection spends none on the first three. */
+	CL_LAT_DNS,     /* name lookup (CURLINFO_NAMELOOKUP_TIME_T) */
+	CL_LAT_CONNECT, /* lookup done -> TCP connected (CONNECT_TIME_T - NAMELOOKUP_TIME_T) */
+	CL_LAT_TLS,     /* connected -> TLS handshake done (APPCONNECT_TIME_T - CONNECT_TIME_T) */
+	CL_LAT_SEND,    /* connection ready -> request written (PRETRANSFER_TIME_T - the last) */
+	/* TTFT split in three on the engine's clock, adding up to it: the client's connection
+	 * time (handed to libcurl -> libcurl about to send the request: its start, lookup,
+	 * connect, TLS), the server's wait (-> the answer's status line) and first byte ->
+	 * first token */
+	CL_LAT_TTFT_CONNECTION,
+	CL_LAT_TTFT_SERVER_WAIT,
+	CL_LAT_TTFT_AFTER_FIRST_BYTE,
 	/* TTFT by a multi-turn conversation's turn index: turn 1 .. CL_TURNS_MAX, the last one
 	 * collecting every later turn too (2 significant digits: they are many) */
 	CL_LAT_TTFT_TURN1,
