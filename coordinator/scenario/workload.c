@@ -423,6 +423,7 @@ enum workload_field {
 	WF_EMBEDDING_BATCH,
 	WF_IMAGES,
 	WF_TOOLS,
+	WF_CLASSES,
 	WF__COUNT
 };
 
@@ -458,6 +459,7 @@ static const struct scn_field workload_fields[] = {
 					 embedding_batch, 1, 2048),
 	[WF_IMAGES] = SCN_CUSTOM_AT("images", struct cl_scn_workload, images, conv_images),
 	[WF_TOOLS] = SCN_CUSTOM("tools", conv_tools),
+	[WF_CLASSES] = SCN_CUSTOM("classes", cli_scn_conv_classes),
 };
 _Static_assert(N(workload_fields) == WF__COUNT, "one field per index");
 _Static_assert(WF__COUNT <= N(((struct scn_loader *)0)->workload), "room for every key");
@@ -587,6 +589,11 @@ void cli_scn_conv_workload(struct scn_ctx *c, const struct ynode *v, void *obj)
 			break;
 		}
 	}
+	/* classes tag single requests; a conversation's turns would have to share one */
+	if (seen[WF_CLASSES] && seen[WF_MULTI_TURN])
+		cli_scn_error(c, seen[WF_CLASSES],
+			      "workload.classes cannot be combined with workload.multi_turn yet "
+			      "(a conversation's turns would need one class)");
 	/* multi_turn: conversations are made of synthetic prompts. */
 	const struct ynode *mt = seen[WF_MULTI_TURN];
 	if (mt && !seen[WF_SYNTHETIC])
