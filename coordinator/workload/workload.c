@@ -152,6 +152,9 @@ static int render(const struct cl_scenario *s, const char *model, const char *sa
 	}
 	if (!rc)
 		rc = cli_workload_flush_batch(&c, err); /* a last batch that is not full */
+	/* workload.classes: each body's class and its keys (workload/classes.c) */
+	if (!rc)
+		rc = cli_workload_apply_classes(&c, s, out, err);
 out:
 	json_decref(c.pending);
 	json_decref(c.extra);
@@ -161,6 +164,7 @@ out:
 	if (rc) {
 		free_bodies(c.bodies, c.bodies ? c.n : 0);
 		free(c.flags);
+		cl_workload_plan_free(out);
 		return rc;
 	}
 	finish_stats(&c, &own);
@@ -319,6 +323,8 @@ int cl_workload_plan_set_model(struct cl_workload_plan *w, const char *old_model
 	/* Every new text first, so a failure leaves the plan as it was. */
 	for (size_t i = 0; i < w->n_bodies; i++) {
 		const struct cl_request_body *b = &w->bodies[i];
+		if (b->own_model) /* its class names its model (an adapter, another model) */
+			continue;
 		rc = swap_head(b->json, b->len, old_head, ol, new_head, nl, &texts[i]);
 		if (rc == CL_EINVAL) {
 			rc = cl_err_set(err, CL_EINVAL,
@@ -332,6 +338,8 @@ int cl_workload_plan_set_model(struct cl_workload_plan *w, const char *old_model
 	}
 	for (size_t i = 0; i < w->n_bodies; i++) {
 		struct cl_request_body *b = &w->bodies[i];
+		if (!texts[i])
+			continue;
 		free(b->json);
 		b->json = texts[i];
 		b->len = b->len - ol + nl;

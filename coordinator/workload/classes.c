@@ -1,0 +1,215 @@
+/* Request classes (workload.classes): which class each rendered body belongs to, apportioned
+ * exactly over the bodies by weight, and each body given its class's model, priority, output
+ * length and extra keys (docs/scenario.md, "Request classes"). */
+#include "coordinator/workload/internal.h"
+
+#include "chatload/plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int cli_workload_class_order(const uint32_t *weights, size_t n_classes, size_t n_bodies,
+			     uint32_t *out)
+{
+	uint64_t target[CL_CLASSES_MAX], taken[CL_CLASSES_MAX] = { 0 };
+	if (n_classes == 0 || n_classes > CL_CLASSES_MAX)
+		return CL_EINVAL;
+	int rc = cl_apportion(n_bodies, weights, n_classes, target);
+	if (rc)
+		return rc;
+	/* The class furthest behind its share of the bodies so far goes next (ties to the
+	 * lower index): every class ends at its exact count, and any run of consecutive
+	 * bodies (an agent's share, a stage's requests) holds each class within one of its
+	 * share.  A pure function of the weights and the count: repeats and agents agree. */
+	for (size_t i = 0; i < n_bodies; i++) {
+		size_t best = n_classes;
+		int64_t best_lag = 0;
+		for (size_t k = 0; k < n_classes; k++) {
+			if (taken[k] >= target[k])
+				continue;
+			/* lag = target[k] * (i + 1) / n_bodies - taken[k], scaled by n_bodies */
+			int64_t lag =
+			    (int64_t)(target[k] * (i + 1)) - (int64_t)(taken[k] * n_bodies);
+			if (best == n_classes || lag > best_lag) {
+				best = k;
+				best_lag = lag;
+			}
+		}
+		if (best == n_classes)
+			return CL_EINVAL; /* cannot happen: the targets sum to n_bodies */
+		taken[best]++;
+		out[i] = (uint32_t)best;
+	}
+	return 0;
+}
+
+/* The key a body bounds its output with: the one it has, else max_tokens. */
+static const char *max_key(const json_t *o)
+{
+	static const char *const keys[] = { "max_tokens", "max_completion_tokens",
+					    "max_output_tokens" };
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (json_object_get(o, keys[i]))
+			return keys[i];
+	return "max_tokens";
+}
+
+/* Body b given class k's keys; *flags updated (RENDER_OWN_LENGTH, RENDER_IGNORE_EOS). */
+static int apply_one(struct cl_request_body *b, uint8_t *flags, const struct cl_scn_class *k,
+		     json_t *extra, enum cl_api api, struct cl_err *err)
+{
+	json_t *o = json_loadb(b->json, b->len, 0, NULL);
+	int rc = 0;
+	if (!o)
+		return cl_err_set(err, CL_ENOMEM, "out of memory applying class '%s'", k->name);
+	uint32_t len = k->output_tokens ? k->output_tokens : k->max_tokens;
+	bool bad = false;
+	/* "model" stays the first key (jansson keeps a replaced key's place), so a body whose
+	 * class names no model still takes the one the readiness gate finds. */
+	if (k->model)
+		bad |= json_object_set_new(o, "model", json_string(k->model)) != 0;
+	if (k->priority_set)
+		bad |= json_object_set_new(o, "priority", json_integer(k->priority)) != 0;
+	if (len && api != CL_API_EMBEDDINGS)
+		bad |= json_object_set_new(o, max_key(o), json_integer(len)) != 0;
+	if (k->output_tokens && api != CL_API_EMBEDDINGS)
+		bad |= json_object_set_new(o, "ignore_eos", json_true()) != 0;
+	if (extra)
+		bad |= cl_body_json_merge(o, extra, false) != 0;
+	json_object_set_new(o, "stream", json_boolean(api != CL_API_EMBEDDINGS));
+	char *text = bad ? NULL : json_dumps(o, CL_BODY_JSON_DUMP_FLAGS);
+	json_decref(o);
+	if (!text)
+		return cl_err_set(err, CL_ENOMEM, "out of memory applying class '%s'", k->name);
+	free(b->json);
+	b->json = text;
+	b->len = strlen(text);
+	b->own_model = k->model != NULL;
+	if (len && api != CL_API_EMBEDDINGS) {
+		b->max_tokens = len;
+		*flags |= RENDER_OWN_LENGTH;
+	}
+	if (k->output_tokens && api != CL_API_EMBEDDINGS)
+		*flags |= RENDER_IGNORE_EOS;
+	return rc;
+}
+
+static uint64_t gcd(uint64_t a, uint64_t b)
+{
+	while (b) {
+		uint64_t t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/*
+ * Each body repeated f times in a row, so a pool smaller than the weights' sum (one inline
+ * prompt, three classes) still carries every class in its share: with f = sum / gcd of the
+ * weights every base body is sent once per class share.  f is 1 for a trace (its bodies are
+ * its arrivals) or when the copies would pass the caps on bodies held.
+ */
+static int replicate(struct render_ctx *c, const struct cl_scn_workload *w, struct cl_err *err)
+{
+	uint64_t sum = 0, g = 0;
+	for (size_t i = 0; i < w->n_classes; i++) {
+		sum += w->classes[i].weight;
+		g = gcd(g, w->classes[i].weight);
+	}
+	uint64_t f = g ? sum / g : 1;
+	if (f <= 1 || w->kind == CL_WORKLOAD_TRACE || c->n == 0 ||
+	    c->n * f > CL_WORKLOAD_MAX_BODIES ||
+	    (uint64_t)c->total_bytes * f > CL_WORKLOAD_MAX_TOTAL_BYTES)
+		return 0;
+	size_t n = c->n * (size_t)f;
+	struct cl_request_body *bodies = calloc(n, sizeof(*bodies));
+	uint8_t *flags = calloc(n, sizeof(*flags));
+	if (!bodies || !flags)
+		goto oom;
+	for (size_t i = 0; i < n; i++) {
+		const struct cl_request_body *from = &c->bodies[i / f];
+		bodies[i] = *from;
+		flags[i] = c->flags[i / f];
+		if (!(bodies[i].json = malloc(from->len + 1))) {
+			for (size_t k = 0; k < i; k++)
+				free(bodies[k].json);
+			goto oom;
+		}
+		memcpy(bodies[i].json, from->json, from->len + 1);
+	}
+	for (size_t i = 0; i < c->n; i++)
+		free(c->bodies[i].json);
+	free(c->bodies);
+	free(c->flags);
+	c->bodies = bodies;
+	c->flags = flags;
+	c->total_bytes *= f;
+	c->n = c->cap = n;
+	return 0;
+oom:
+	free(bodies);
+	free(flags);
+	return cl_err_set(err, CL_ENOMEM,
+			  "out of memory repeating the bodies for workload.classes");
+}
+
+/* The class plans an agent gets: names and header lines, copied. */
+static int class_plans(const struct cl_scn_workload *w, struct cl_workload_plan *out)
+{
+	out->classes = calloc(w->n_classes, sizeof(*out->classes));
+	if (!out->classes)
+		return CL_ENOMEM;
+	out->n_classes = w->n_classes;
+	for (size_t i = 0; i < w->n_classes; i++) {
+		const struct cl_scn_class *k = &w->classes[i];
+		struct cl_class_plan *p = &out->classes[i];
+		if (!(p->name = strdup(k->name)))
+			return CL_ENOMEM;
+		if (!k->n_headers)
+			continue;
+		if (!(p->headers = calloc(k->n_headers, sizeof(char *))))
+			return CL_ENOMEM;
+		for (size_t h = 0; h < k->n_headers; h++, p->n_headers++)
+			if (!(p->headers[h] = strdup(k->headers[h])))
+				return CL_ENOMEM;
+	}
+	return 0;
+}
+
+int cli_workload_apply_classes(struct render_ctx *c, const struct cl_scenario *s,
+			       struct cl_workload_plan *out, struct cl_err *err)
+{
+	const struct cl_scn_workload *w = &s->workload;
+	if (!w->n_classes || c->sink)
+		return 0;
+	uint32_t weights[CL_CLASSES_MAX];
+	for (size_t i = 0; i < w->n_classes; i++)
+		weights[i] = w->classes[i].weight;
+	int rc0 = replicate(c, w, err);
+	if (rc0)
+		return rc0;
+	uint32_t *order = calloc(c->n ? c->n : 1, sizeof(*order));
+	json_t *extra[CL_CLASSES_MAX] = { 0 };
+	int rc = order ? cli_workload_class_order(weights, w->n_classes, c->n, order) : CL_ENOMEM;
+	if (rc) {
+		cl_err_set(err, rc, "cannot apportion the bodies over workload.classes");
+		goto out;
+	}
+	for (size_t i = 0; i < w->n_classes && !rc; i++)
+		if (w->classes[i].body_json)
+			rc = cl_body_json_parse_object(w->classes[i].body_json,
+						       "workload.classes[].body", &extra[i], err);
+	for (size_t i = 0; i < c->n && !rc; i++) {
+		c->bodies[i].cls = order[i];
+		rc = apply_one(&c->bodies[i], &c->flags[i], &w->classes[order[i]], extra[order[i]],
+			       w->api, err);
+	}
+	if (!rc && (rc = class_plans(w, out)) != 0)
+		cl_err_set(err, rc, "out of memory copying workload.classes");
+out:
+	for (size_t i = 0; i < CL_CLASSES_MAX; i++)
+		json_decref(extra[i]);
+	free(order);
+	return rc;
+}
