@@ -108,6 +108,7 @@ enum cli_rp_table_kind {
 	RP_TBL_EPISODES,  /* per agent: its stalls, partitions and loss */
 	RP_TBL_ENDPOINTS, /* several endpoints (target.urls): stage x endpoint */
 	RP_TBL_HOSTS,     /* several agent processes on one host: the agents grouped by host */
+	RP_TBL_CLASSES,   /* request classes (workload.classes): stage x class */
 	RP__TBL
 };
 /* Builds table `kind` of doc into t (zeroed first).  A table with no row is not worth a

@@ -202,6 +202,7 @@ int cl_report_table(const json_t *doc, FILE *out)
 	print_detail(doc, RP_TBL_LATENCY, out);
 	print_detail(doc, RP_TBL_ERRORS, out);
 	print_detail(doc, RP_TBL_ENDPOINTS, out);
+	print_detail(doc, RP_TBL_CLASSES, out);
 	print_detail(doc, RP_TBL_HOSTS, out);
 	bool marked = false;
 	size_t k;
