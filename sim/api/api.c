@@ -173,6 +173,8 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 	st->cached_tokens = cl_sim_metrics_prefix(s, &cr->prefix, st->prompt_tokens);
 	st->requested_tokens = cr->max_tokens;
 	st->ignore_eos = cr->ignore_eos;
+	st->has_priority = cr->has_priority;
+	st->priority = cr->priority;
 	st->history_turns = cr->history_turns;
 	st->history_fnv = cr->history_fnv;
 	st->prompt_fnv = cr->prompt_fnv;

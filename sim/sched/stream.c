@@ -29,6 +29,8 @@ static void log_stream(struct cl_sim *s, const struct cl_sim_stream *st, int htt
 		.request_id = st->has_request_id ? st->request_id : NULL,
 		.conversation = st->has_conversation ? st->conversation : NULL,
 		.model = st->model,
+		.has_priority = st->has_priority,
+		.priority = st->priority,
 		.stream = st->stream,
 		.http_status = http_status,
 		.outcome = outcome,
