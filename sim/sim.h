@@ -46,6 +46,8 @@ struct cl_sim_stream {
 	char request_id[132];
 	bool has_conversation; /* X-Chatload-Conversation, for the truth log */
 	char conversation[132];
+	bool has_class; /* X-Chatload-Class, for the truth log */
+	char cls[68];
 	enum cl_sim_fault fault;
 	uint64_t rng;
 

@@ -5,6 +5,7 @@
 
 #include "chatload/plan.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -166,12 +167,17 @@ static int class_plans(const struct cl_scn_workload *w, struct cl_workload_plan 
 		struct cl_class_plan *p = &out->classes[i];
 		if (!(p->name = strdup(k->name)))
 			return CL_ENOMEM;
-		if (!k->n_headers)
-			continue;
-		if (!(p->headers = calloc(k->n_headers, sizeof(char *))))
+		/* X-Chatload-Class first, as X-Chatload-Conversation tells a conversation: a
+		 * server's log (chatload-sim's truth log) can tell the classes apart */
+		if (!(p->headers = calloc(k->n_headers + 1, sizeof(char *))))
 			return CL_ENOMEM;
+		if (asprintf(&p->headers[0], "X-Chatload-Class: %s", k->name) < 0) {
+			p->headers[0] = NULL;
+			return CL_ENOMEM;
+		}
+		p->n_headers = 1;
 		for (size_t h = 0; h < k->n_headers; h++, p->n_headers++)
-			if (!(p->headers[h] = strdup(k->headers[h])))
+			if (!(p->headers[h + 1] = strdup(k->headers[h])))
 				return CL_ENOMEM;
 	}
 	return 0;

@@ -354,6 +354,10 @@ void cl_sim_api_handle(struct cl_sim *s, struct cl_sim_conn *c, const struct cl_
 		st->has_request_id = true;
 		snprintf(st->request_id, sizeof(st->request_id), "%s", req->request_id);
 	}
+	if (req->has_class) {
+		st->has_class = true;
+		snprintf(st->cls, sizeof(st->cls), "%s", req->cls);
+	}
 	if (req->has_conversation) {
 		st->has_conversation = true;
 		snprintf(st->conversation, sizeof(st->conversation), "%s", req->conversation);

@@ -28,6 +28,7 @@ static void log_stream(struct cl_sim *s, const struct cl_sim_stream *st, int htt
 		.seq = st->seq,
 		.request_id = st->has_request_id ? st->request_id : NULL,
 		.conversation = st->has_conversation ? st->conversation : NULL,
+		.cls = st->has_class ? st->cls : NULL,
 		.model = st->model,
 		.has_priority = st->has_priority,
 		.priority = st->priority,

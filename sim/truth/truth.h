@@ -24,6 +24,7 @@ struct cl_sim_truth_rec {
 	uint64_t seq;             /* 0 for rejected requests */
 	const char *request_id;   /* X-Request-Id, NULL when absent */
 	const char *conversation; /* X-Chatload-Conversation, NULL when absent */
+	const char *cls;          /* X-Chatload-Class, NULL when absent */
 	const char *model;        /* NULL for rejected requests */
 	bool has_priority;        /* the request's "priority" (vLLM's): null when not given */
 	int64_t priority;

@@ -49,7 +49,8 @@ class Recorder:
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with rec.lock:
-                    rec.seen.append((body, self.headers.get("X-Tenant")))
+                    rec.seen.append((body, self.headers.get("X-Tenant"),
+                                     self.headers.get("X-Chatload-Class")))
                 chunk = {"id": "x", "object": "chat.completion.chunk", "model": body["model"],
                          "choices": [{"index": 0, "delta": {"content": "hi"},
                                       "finish_reason": None}]}
@@ -123,6 +124,8 @@ class Classes(tl.FleetCase):
             self.assertEqual(c["tokens"]["output"], want * len(t), name)
             prio = {"chat": 0, "batch": 10, "base": 10}[name]
             self.assertTrue(all(r["priority"] == prio for r in t), (name, t[0]))
+            # each request said its class (X-Chatload-Class), which the truth log keeps
+            self.assertTrue(all(r["class"] == name for r in t), (name, t[0]))
             # the server's time to first token of each request, as the truth log says it
             ttft_truth[name] = statistics.median(
                 (r["actual_first_us"] - r["arrival_us"]) / 1000.0 for r in t)
@@ -186,7 +189,9 @@ class Classes(tl.FleetCase):
         seen = list(rec.seen)
         self.assertEqual(len(seen), 30)
         by = {}
-        for body, tenant in seen:
+        names = {"lora-chat": "chat", "lora-batch": "batch", "base": "base"}
+        for body, tenant, cls in seen:
+            self.assertEqual(cls, names[body["model"]])
             by.setdefault(body["model"], []).append((body, tenant))
         self.assertEqual({m: len(v) for m, v in by.items()},
                          {"lora-chat": 15, "lora-batch": 8, "base": 7})
@@ -202,7 +207,7 @@ class Classes(tl.FleetCase):
         for body, tenant in by["base"]:
             self.assertIsNone(tenant)
             self.assertEqual((body["priority"], body["max_tokens"]), (10, 16))
-        for body, _ in seen:  # target.body goes to every class; the stream stays on
+        for body, _, _ in seen:  # target.body goes to every class; the stream stays on
             self.assertEqual(body["top_p"], 0.9)
             self.assertIs(body["stream"], True)
 
