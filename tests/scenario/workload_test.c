@@ -1,9 +1,11 @@
 /* Tests of request-body rendering: every workload source, the merge rules, bad datasets
  * (refused with their line numbers) and the caps. */
+#include "coordinator/workload/internal.h"
 #include "coordinator/workload/workload.h"
 
 #include <jansson.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -782,6 +784,91 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* workload.classes: one prompt, weights 2:1:1 repeat the pool to 4 bodies tagged chat, batch,
+ * base, chat (the one furthest behind its share goes next); each body has its class's model,
+ * priority, length and keys; putting the gate's model in keeps a class's own; the plan
+ * carries each class's headers after X-Chatload-Class. */
+static void test_classes_bodies(void **state)
+{
+	(void)state;
+	char *prompts[] = { "Hello there." };
+	char *hdr[] = { "X-Tenant: acme" };
+	struct cl_scn_class classes[] = {
+		{ .name = "chat", .weight = 2, .model = "lora-a", .priority = 0,
+		  .priority_set = true, .output_tokens = 8, .headers = hdr, .n_headers = 1 },
+		{ .name = "batch", .weight = 1, .model = "lora-b", .priority = -3,
+		  .priority_set = true, .max_tokens = 99, .body_json = "{\"temperature\":0.5}" },
+		{ .name = "base", .weight = 1 },
+	};
+	struct cl_scenario s = base_scenario();
+	s.workload.kind = CL_WORKLOAD_PROMPTS;
+	s.workload.prompts = prompts;
+	s.workload.n_prompts = 1;
+	s.workload.classes = classes;
+	s.workload.n_classes = 3;
+	struct cl_workload_plan w;
+	struct cl_err err = { 0 };
+	assert_int_equal(cl_workload_render(&s, "base-model", &w, &err), 0);
+	assert_int_equal(w.n_bodies, 4);
+	static const uint32_t want[] = { 0, 1, 2, 0 };
+	for (size_t i = 0; i < 4; i++)
+		assert_int_equal(w.bodies[i].cls, want[i]);
+	json_t *b = parse(w.bodies[0].json);
+	assert_string_equal(str_at(b, "model"), "lora-a");
+	assert_int_equal(json_integer_value(json_object_get(b, "priority")), 0);
+	assert_int_equal(json_integer_value(json_object_get(b, "max_tokens")), 8);
+	assert_true(json_is_true(json_object_get(b, "ignore_eos")));
+	assert_null(json_object_get(b, "temperature"));
+	json_decref(b);
+	b = parse(w.bodies[1].json);
+	assert_string_equal(str_at(b, "model"), "lora-b");
+	assert_int_equal(json_integer_value(json_object_get(b, "priority")), -3);
+	assert_int_equal(json_integer_value(json_object_get(b, "max_tokens")), 99);
+	assert_null(json_object_get(b, "ignore_eos"));
+	assert_true(json_real_value(json_object_get(b, "temperature")) == 0.5);
+	json_decref(b);
+	assert_int_equal(w.bodies[1].max_tokens, 99);
+	b = parse(w.bodies[2].json);
+	assert_string_equal(str_at(b, "model"), "base-model");
+	assert_null(json_object_get(b, "priority"));
+	assert_int_equal(json_integer_value(json_object_get(b, "max_tokens")), 256);
+	json_decref(b);
+	/* the model the gate finds goes into the base class's bodies only */
+	assert_int_equal(cl_workload_plan_set_model(&w, "base-model", "found", &err), 0);
+	assert_contains(w.bodies[2].json, "{\"model\":\"found\",");
+	assert_contains(w.bodies[0].json, "{\"model\":\"lora-a\",");
+	assert_int_equal(w.n_classes, 3);
+	assert_string_equal(w.classes[0].name, "chat");
+	assert_int_equal(w.classes[0].n_headers, 2);
+	assert_string_equal(w.classes[0].headers[0], "X-Chatload-Class: chat");
+	assert_string_equal(w.classes[0].headers[1], "X-Tenant: acme");
+	assert_int_equal(w.classes[2].n_headers, 1);
+	cl_workload_plan_free(&w);
+}
+
+/* The order alone: exact counts by largest remainder, and every prefix within one of its
+ * share. */
+static void test_class_order(void **state)
+{
+	(void)state;
+	const uint32_t weights[] = { 5, 3, 1, 0 };
+	uint32_t order[1000];
+	assert_int_equal(cli_workload_class_order(weights, 4, 1000, order), 0);
+	size_t taken[4] = { 0 };
+	for (size_t i = 0; i < 1000; i++) {
+		taken[order[i]]++;
+		for (size_t k = 0; k < 4; k++) {
+			double share = (double)weights[k] / 9.0 * (double)(i + 1);
+			assert_true(fabs((double)taken[k] - share) <= 1.0 + 1e-9);
+		}
+	}
+	assert_int_equal(taken[0], 556);
+	assert_int_equal(taken[1], 333);
+	assert_int_equal(taken[2], 111);
+	assert_int_equal(taken[3], 0);
+	assert_int_equal(cli_workload_class_order(weights, 0, 10, order), CL_EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -798,7 +885,8 @@ int main(void)
 		cmocka_unit_test(test_synthetic_errors),
 		cmocka_unit_test(test_render_probe),
 		cmocka_unit_test(test_api_bodies), cmocka_unit_test(test_tools_bodies),
-		cmocka_unit_test(test_merge_json),
+		cmocka_unit_test(test_merge_json), cmocka_unit_test(test_classes_bodies),
+		cmocka_unit_test(test_class_order),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
