@@ -211,6 +211,47 @@ class Classes(tl.FleetCase):
             self.assertEqual(body["top_p"], 0.9)
             self.assertIs(body["stream"], True)
 
+    def test_live_metrics_per_class(self):
+        """--metrics-listen: a finished stage's per-class families (label request_class)
+        equal the results' per-class figures."""
+        try:
+            from prometheus_client.parser import text_string_to_metric_families
+        except ImportError:
+            self.skipTest("python3-prometheus-client is missing (deploy/install-deps.sh)")
+        import urllib.request
+        sim = self.start_sim("--model", "base,lora-chat,lora-batch", "--ttft", "5ms",
+                             "--itl", "1ms")
+        doc = tl.scenario({"url": sim.url, "model": "base"},
+                          [{"name": "c", "concurrency": 4, "requests": 40},
+                           {"name": "hold", "concurrency": 1, "duration": "4s"}],
+                          {"local": 1, "workers": 1}, name="live",
+                          output={"formats": ["json"]})
+        doc["workload"]["classes"] = CLASSES
+        doc["client_bound"] = "warn"
+        out = self.scope.path("live-out")
+        p = self.start_run(self.write_scenario("live", doc), out, "--metrics-listen",
+                           "127.0.0.1:0", name="live")
+        _, _, m = p.wait_line(r"metrics at (http://127\.0\.0\.1:\d+/metrics)", 20)
+        p.wait_line(r"stage 2/2 'hold'", 30)
+        with urllib.request.urlopen(m.group(1), timeout=5) as r:
+            fams = {f.name: f for f in text_string_to_metric_families(r.read().decode())}
+        got = {}
+        for s in fams["chatload_class_requests_started"].samples:
+            if s.labels.get("stage") == "c":
+                got[s.labels["request_class"]] = s.value
+        ttft = {}
+        for s in fams["chatload_class_ttft_seconds"].samples:
+            if s.labels.get("stage") == "c" and s.labels.get("quantile") == "0.5":
+                ttft[s.labels["request_class"]] = s.value
+        p.wait(120)
+        st = self.results(out)["stages"][0]
+        want = {c["name"]: c["requests"]["started"] for c in st["classes"]}
+        self.assertEqual(got, want)
+        self.assertEqual(sum(want.values()), 40)
+        for c in st["classes"]:
+            self.assertAlmostEqual(ttft[c["name"]] * 1000, c["latency_ms"]["ttft"]["p50"],
+                                   delta=0.01 * c["latency_ms"]["ttft"]["p50"])
+
     def test_unknown_adapter_is_404(self):
         """A class naming a model the server does not serve fails its requests the vLLM
         way (404 model_not_found), counted in that class only."""
