@@ -169,6 +169,25 @@ class Classes(tl.FleetCase):
         self.assertIn("Per class", md)
         with open(os.path.join(out, "report.html")) as f:
             self.assertIn("Per class", f.read())
+        # compare shows each class's figures, informational (a class has no ci95 to judge
+        # noise by): a class twice as slow is 'worse', not a regression
+        slower = json.loads(json.dumps(res))
+        for c in slower["stages"][0]["classes"]:
+            if c["name"] == "batch":
+                c["latency_ms"]["ttft"]["p50"] *= 2
+        newer = self.scope.path("slower.json")
+        with open(newer, "w") as f:
+            json.dump(slower, f)
+        cmp = subprocess.run([tl.CHATLOAD, "compare", os.path.join(out, "results.json"),
+                              newer, "--format", "json"], capture_output=True, text=True,
+                             timeout=60)
+        self.assertEqual(cmp.returncode, 0, cmp.stdout + cmp.stderr)
+        doc = json.loads(cmp.stdout)
+        rows = {m["metric"]: m for m in doc["stages"][0]["metrics"]}
+        self.assertEqual(rows["batch.ttft_p50_ms"]["verdict"], "worse")
+        self.assertTrue(rows["batch.ttft_p50_ms"]["informational"])
+        self.assertEqual(rows["chat.ttft_p50_ms"]["verdict"], "same")
+        self.assertEqual(doc["regressions"], 0)
         said = p.text("out") + p.text("err")
         self.assertIn("Per class", said)
         self.assertIn("breach: ttft_p50 (class batch) on stage 'full'", said)
