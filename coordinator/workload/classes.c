@@ -105,20 +105,36 @@ static uint64_t gcd(uint64_t a, uint64_t b)
 	return a;
 }
 
-/*
- * Each body repeated f times in a row, so a pool smaller than the weights' sum (one inline
- * prompt, three classes) still carries every class in its share: with f = sum / gcd of the
- * weights every base body is sent once per class share.  f is 1 for a trace (its bodies are
- * its arrivals) or when the copies would pass the caps on bodies held.
- */
-static int replicate(struct render_ctx *c, const struct cl_scn_workload *w, struct cl_err *err)
+/* The classes' round: the sum of the weights over their greatest common divisor (2:1:1 is
+ * 4), the fewest bodies that hold every class in its exact share; 1 without classes. */
+static uint64_t class_round(const struct cl_scn_workload *w)
 {
 	uint64_t sum = 0, g = 0;
 	for (size_t i = 0; i < w->n_classes; i++) {
 		sum += w->classes[i].weight;
 		g = gcd(g, w->classes[i].weight);
 	}
-	uint64_t f = g ? sum / g : 1;
+	return g ? sum / g : 1;
+}
+
+uint32_t cli_workload_class_round(const struct cl_scn_workload *w, uint32_t n)
+{
+	uint64_t r = class_round(w);
+	uint64_t up = (n + r - 1) / r * r;
+	return r <= 1 || up > CL_WORKLOAD_MAX_BODIES ? n : (uint32_t)up;
+}
+
+/*
+ * Each body repeated f times in a row, so a pool that is not a whole number of the classes'
+ * rounds (one inline prompt, three classes) still carries every class in its exact share: f
+ * = round / gcd(bodies, round), the fewest copies that make the pool a whole number of rounds
+ * (one prompt with weights 2:1:1: 4 bodies; 64 prompts: no copy).  f is 1 for a trace (its
+ * bodies are its arrivals) or when the copies would pass the caps on bodies held.
+ */
+static int replicate(struct render_ctx *c, const struct cl_scn_workload *w, struct cl_err *err)
+{
+	uint64_t round = class_round(w);
+	uint64_t f = c->n ? round / gcd(c->n, round) : 1;
 	if (f <= 1 || w->kind == CL_WORKLOAD_TRACE || c->n == 0 ||
 	    c->n * f > CL_WORKLOAD_MAX_BODIES ||
 	    (uint64_t)c->total_bytes * f > CL_WORKLOAD_MAX_TOTAL_BYTES)

@@ -63,6 +63,10 @@ void cli_workload_stats_add(struct cl_workload_stats *st, const struct cl_reques
  * 0 or CL_EINVAL (no class, too many). */
 int cli_workload_class_order(const uint32_t *weights, size_t n_classes, size_t n_bodies,
 			     uint32_t *out);
+/* n rounded up to a whole number of the classes' rounds (the sum of the weights over their
+ * greatest common divisor); n without classes, or when that would pass
+ * CL_WORKLOAD_MAX_BODIES. */
+uint32_t cli_workload_class_round(const struct cl_scn_workload *w, uint32_t n);
 /* Tags c's bodies with their classes and gives each its class's model, priority, length and
  * body keys; out->classes gets the classes' names and headers.  No-op without classes or
  * with a sink.  0, or an error with err filled. */

@@ -141,9 +141,16 @@ static int render(const struct cl_scenario *s, const char *model, const char *sa
 	case CL_WORKLOAD_DATASET:
 		rc = cli_workload_read_dataset(&c, w, err);
 		break;
-	case CL_WORKLOAD_SYNTHETIC:
-		rc = cli_workload_synthesize(&c, w, err);
+	case CL_WORKLOAD_SYNTHETIC: {
+		/* Without a pool every request is to be distinct (retag): with classes the
+		 * prompts made are a whole number of the classes' rounds, so each class has its
+		 * exact share without a prompt made twice (workload/classes.c). */
+		struct cl_scn_workload sw = *w;
+		if (!w->synthetic_count_given)
+			sw.synthetic_count = cli_workload_class_round(w, w->synthetic_count);
+		rc = cli_workload_synthesize(&c, &sw, err);
 		break;
+	}
 	case CL_WORKLOAD_TRACE:
 		rc = cli_workload_read_trace(&c, w, err);
 		break;

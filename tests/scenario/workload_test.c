@@ -844,6 +844,42 @@ static void test_classes_bodies(void **state)
 	assert_string_equal(w.classes[0].headers[1], "X-Tenant: acme");
 	assert_int_equal(w.classes[2].n_headers, 1);
 	cl_workload_plan_free(&w);
+
+	/* six prompts: copied twice (round 4 / gcd(6, 4)), 6, 3 and 3 of the 12 */
+	char *six[] = { "a", "b", "c", "d", "e", "f" };
+	s.workload.prompts = six;
+	s.workload.n_prompts = 6;
+	assert_int_equal(cl_workload_render(&s, "base-model", &w, &err), 0);
+	assert_int_equal(w.n_bodies, 12);
+	size_t per[3] = { 0 };
+	for (size_t i = 0; i < w.n_bodies; i++)
+		per[w.bodies[i].cls]++;
+	assert_int_equal(per[0], 6);
+	assert_int_equal(per[1], 3);
+	assert_int_equal(per[2], 3);
+	cl_workload_plan_free(&w);
+
+	/* synthetic prompts without a pool (every request distinct): weights 3:2 make 65
+	 * prompts of the 64, none copied, 39 and 26 */
+	classes[0].weight = 3;
+	classes[1].weight = 2;
+	s.workload.n_classes = 2;
+	s.workload.kind = CL_WORKLOAD_SYNTHETIC;
+	s.workload.synthetic_input = (struct cl_len_dist){ .mean = 20, .min = 10, .max = 30 };
+	s.workload.synthetic_count = 64;
+	assert_int_equal(cl_workload_render(&s, "base-model", &w, &err), 0);
+	assert_int_equal(w.n_bodies, 65);
+	per[0] = per[1] = 0;
+	for (size_t i = 0; i < w.n_bodies; i++) {
+		per[w.bodies[i].cls]++;
+		for (size_t j = 0; j < i; j++) /* the class's keys aside, no prompt twice */
+			assert_true(w.bodies[i].prompt_chars != w.bodies[j].prompt_chars ||
+				    strcmp(strstr(w.bodies[i].json, "\"messages\""),
+					   strstr(w.bodies[j].json, "\"messages\"")) != 0);
+	}
+	assert_int_equal(per[0], 39);
+	assert_int_equal(per[1], 26);
+	cl_workload_plan_free(&w);
 }
 
 /* The order alone: exact counts by largest remainder, and every prefix within one of its
