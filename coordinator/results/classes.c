@@ -59,10 +59,26 @@ void cli_rs_classes_free(struct cl_results *r)
 	r->n_classes = 0;
 }
 
+/* The stage's server figures of model (stages[].server.models[], by model_name), NULL when
+ * the server's page says nothing of it. */
+static const json_t *server_of(const json_t *server, const char *model)
+{
+	size_t i;
+	const json_t *e;
+	json_array_foreach(json_object_get(server, "models"), i, e)
+	{
+		const char *name = json_string_value(json_object_get(e, "model_name"));
+		if (model && name && strcmp(name, model) == 0)
+			return e;
+	}
+	return NULL;
+}
+
 /* One class's object: who it is, its figures, its checks (each naming the class, and each
- * appended to all_checks too). */
+ * appended to all_checks too), the server's figures of its model when its page has them. */
 static json_t *class_json(const struct cli_rs_class *c, uint64_t weights, const char *stage,
-			  const struct cl_metrics *m, double window_s, json_t *all_checks)
+			  const struct cl_metrics *m, double window_s, json_t *all_checks,
+			  const json_t *server, const char *run_model)
 {
 	json_t *o = cli_rs_class_figures(m, window_s);
 	json_t *checks = cli_rs_checks(c->slos, c->n_slos, stage, m, window_s);
@@ -89,6 +105,11 @@ static json_t *class_json(const struct cli_rs_class *c, uint64_t weights, const 
 		json_decref(o);
 		return NULL;
 	}
+	const json_t *srv = server_of(server, c->model ? c->model : run_model);
+	if (srv && cli_rj_set(o, "server", json_deep_copy(srv))) {
+		json_decref(o);
+		return NULL;
+	}
 	return o;
 fail:
 	json_decref(o);
@@ -97,8 +118,12 @@ fail:
 }
 
 json_t *cli_rs_classes_json(const struct cl_results *r, const char *stage,
-			    const struct cl_metrics *m, double window_s, json_t *checks)
+			    const struct cl_metrics *m, double window_s, json_t *checks,
+			    const json_t *server)
 {
+	/* the model the run's bodies name: the one the gate found (results' target.model) */
+	const char *run_model =
+	    json_string_value(json_object_get(json_object_get(r->doc, "target"), "model"));
 	json_t *a = json_array();
 	uint64_t weights = 0;
 	for (size_t i = 0; i < r->n_classes; i++)
@@ -106,7 +131,7 @@ json_t *cli_rs_classes_json(const struct cl_results *r, const char *stage,
 	/* The agents' records follow the plan's classes, which are the scenario's. */
 	for (uint32_t i = 0; a && i < m->n_cls && i < r->n_classes; i++) {
 		if (cli_rj_append(a, class_json(&r->classes[i], weights, stage, &m->cls[i],
-						window_s, checks))) {
+						window_s, checks, server, run_model))) {
 			json_decref(a);
 			a = NULL;
 		}

@@ -145,10 +145,12 @@ json_t *cli_rs_class_figures(const struct cl_metrics *m, double window_s);
 int cli_rs_classes_copy(struct cl_results *r, const struct cl_scenario *s);
 void cli_rs_classes_free(struct cl_results *r);
 /* stages[].classes of a finished stage from m's class records, each with its own SLO checks,
- * which are appended to checks too (a class's breach is the run's).  NULL when out of memory;
- * an empty array when m has no class records. */
+ * which are appended to checks too (a class's breach is the run's), and, from the stage's
+ * server object (NULL: none), the server's figures of the class's model_name.  NULL when out of
+ * memory; an empty array when m has no class records. */
 json_t *cli_rs_classes_json(const struct cl_results *r, const char *stage,
-			    const struct cl_metrics *m, double window_s, json_t *checks);
+			    const struct cl_metrics *m, double window_s, json_t *checks,
+			    const json_t *server);
 
 /* Rebuilds verdict, estimates and warnings from the finished stages, and counts breaches.
  * 0 or CL_ENOMEM. */

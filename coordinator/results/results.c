@@ -575,9 +575,10 @@ static int finish_stage_obj(struct cl_results *r, size_t stage, const struct cl_
 	/* workload.classes: each class's figures and its own SLOs, whose checks join the
 	 * stage's (a probe's stay out of the verdict, as its stage's do) */
 	json_t *class_checks = json_array();
-	json_t *classes = o && cumulative->n_cls && class_checks
-			      ? cli_rs_classes_json(r, st->name, cumulative, window_s, class_checks)
-			      : NULL;
+	json_t *classes =
+	    o && cumulative->n_cls && class_checks
+		? cli_rs_classes_json(r, st->name, cumulative, window_s, class_checks, ss->server)
+		: NULL;
 	if (o && cumulative->n_cls && (!classes || cli_rj_set(o, "classes", classes))) {
 		json_decref(o);
 		o = NULL;
