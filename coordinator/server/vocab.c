@@ -137,7 +137,7 @@ static bool model_label(const char *labels, char *out, size_t n)
 		if (strncmp(p, "model_name=\"", 12) == 0) {
 			p += 12;
 			size_t k = 0;
-			while (*p && *p != '"' && k + 1 < n) {
+			while (*p && *p != '"' && k + 2 < n) { /* room for an escape and the NUL */
 				if (*p == '\\' && p[1])
 					out[k++] = *p++;
 				out[k++] = *p++;
