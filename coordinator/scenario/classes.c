@@ -41,6 +41,28 @@ static void conv_priority(struct scn_ctx *c, const struct ynode *v, void *obj)
 	k->priority_set = true;
 }
 
+static void conv_prompts(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	struct cl_scn_class *k = obj;
+	char got[96];
+	if (!v || v->kind != YN_SEQ || v->n == 0) {
+		cli_scn_error(c, v, "%s must be a list of one or more prompt strings, got %s",
+			      cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
+		return;
+	}
+	if (!(k->prompts = calloc(v->n, sizeof(char *)))) {
+		c->oom = true;
+		return;
+	}
+	for (size_t i = 0; i < v->n; i++) {
+		size_t mark = cli_scn_path_index(c, i);
+		char *p = NULL;
+		if (cli_scn_get_str(c, v->kids[i], true, &p) == 0)
+			k->prompts[k->n_prompts++] = p;
+		cli_scn_path_pop(c, mark);
+	}
+}
+
 enum class_field {
 	CF_NAME,
 	CF_WEIGHT,
@@ -51,6 +73,8 @@ enum class_field {
 	CF_BODY,
 	CF_HEADERS,
 	CF_SLO,
+	CF_PROMPTS,
+	CF_INPUT_TOKENS,
 	CF__COUNT
 };
 
@@ -66,6 +90,9 @@ static const struct scn_field class_fields[] = {
 	[CF_BODY] = SCN_FIELD("body", SCN_F_JSON, struct cl_scn_class, body_json),
 	[CF_HEADERS] = SCN_CUSTOM("headers", conv_headers),
 	[CF_SLO] = SCN_CUSTOM("slo", conv_slo),
+	[CF_PROMPTS] = SCN_CUSTOM("prompts", conv_prompts),
+	[CF_INPUT_TOKENS] =
+	    SCN_RANGE("input_tokens", SCN_F_U32, struct cl_scn_class, input_tokens, 1, 1 << 20),
 };
 _Static_assert(N(class_fields) == CF__COUNT, "one field per index");
 
@@ -112,6 +139,11 @@ static void one_class(struct scn_ctx *c, const struct ynode *v, struct cl_scn_cl
 		if (before[i].name && strcmp(before[i].name, k->name) == 0)
 			cli_scn_error(c, seen[CF_NAME], "%s.name '%s' is given to two classes",
 				      cli_scn_path(c), k->name);
+	if (seen[CF_PROMPTS] && seen[CF_INPUT_TOKENS])
+		cli_scn_error(c, seen[CF_INPUT_TOKENS],
+			      "%s: prompts and input_tokens are exclusive (its own inline prompts, "
+			      "or synthetic ones of input_tokens tokens)",
+			      cli_scn_path(c));
 	if (seen[CF_MAX_TOKENS] && seen[CF_OUTPUT_TOKENS])
 		cli_scn_error(c, seen[CF_OUTPUT_TOKENS],
 			      "%s: max_tokens and output_tokens are exclusive (output_tokens is "
@@ -157,6 +189,9 @@ void cli_scn_class_free(struct cl_scn_class *k)
 	free(k->name);
 	free(k->model);
 	free(k->body_json);
+	for (size_t i = 0; i < k->n_prompts; i++)
+		free(k->prompts[i]);
+	free(k->prompts);
 	for (size_t i = 0; i < k->n_headers; i++)
 		free(k->headers[i]);
 	free(k->headers);

@@ -246,7 +246,12 @@ struct cl_scn_class {
 	uint32_t max_tokens;    /* 0: the body's own */
 	uint32_t output_tokens; /* 0: none; else max_tokens this and ignore_eos: true */
 	char *body_json;        /* extra body keys, a JSON object text; NULL: none */
-	char **headers;         /* "Name: value", sent with this class's requests */
+	/* its own prompts instead of the workload's: inline ones, or synthetic ones of
+	 * input_tokens tokens (exclusive; neither: the workload's bodies) */
+	char **prompts;
+	size_t n_prompts;
+	uint32_t input_tokens;
+	char **headers; /* "Name: value", sent with this class's requests */
 	size_t n_headers;
 	struct cl_scn_slo *slos; /* judged on this class's requests alone */
 	size_t n_slos;

@@ -589,6 +589,15 @@ void cli_scn_conv_workload(struct scn_ctx *c, const struct ynode *v, void *obj)
 			break;
 		}
 	}
+	/* a trace's bodies are its arrivals: a class cannot bring prompts of its own */
+	for (size_t k = 0; seen[WF_CLASSES] && seen[WF_TRACE] && k < w->n_classes; k++)
+		if (w->classes[k].n_prompts || w->classes[k].input_tokens) {
+			cli_scn_error(c, seen[WF_CLASSES],
+				      "workload.classes[%zu] brings prompts of its own, which a "
+				      "trace replay cannot send (its requests are the trace's)",
+				      k);
+			break;
+		}
 	/* classes tag single requests; a conversation's turns would have to share one */
 	if (seen[WF_CLASSES] && seen[WF_MULTI_TURN])
 		cli_scn_error(c, seen[WF_CLASSES],

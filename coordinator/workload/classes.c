@@ -4,6 +4,7 @@
 #include "coordinator/workload/internal.h"
 
 #include "chatload/plan.h"
+#include "chatload/salt.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -171,6 +172,133 @@ oom:
 			  "out of memory repeating the bodies for workload.classes");
 }
 
+static bool own_source(const struct cl_scn_class *k)
+{
+	return k->n_prompts || k->input_tokens;
+}
+
+/* Class k's own prompts rendered as the workload's would be (model, salt, system prompt,
+ * target.body): its inline prompts, or `count` synthetic prompts of input_tokens tokens
+ * seeded apart from the workload's. */
+static int render_own(const struct render_ctx *c, const struct cl_scenario *s, size_t k,
+		      uint32_t count, struct cl_workload_plan *pool, struct cl_err *err)
+{
+	const struct cl_scn_class *cls = &s->workload.classes[k];
+	struct cl_scenario t = *s; /* borrows s's strings; never freed */
+	struct cl_scn_workload *w = &t.workload;
+	w->classes = NULL;
+	w->n_classes = 0;
+	if (cls->n_prompts) {
+		w->kind = CL_WORKLOAD_PROMPTS;
+		w->prompts = cls->prompts;
+		w->n_prompts = cls->n_prompts;
+	} else {
+		w->kind = CL_WORKLOAD_SYNTHETIC;
+		w->synthetic_input = (struct cl_len_dist){ .mean = cls->input_tokens,
+							   .min = cls->input_tokens,
+							   .max = cls->input_tokens };
+		w->synthetic_count = count ? count : 1;
+		w->synthetic_count_given = true;
+		w->seed = s->workload.seed + k + 1;
+	}
+	char tag[CL_SALT_TAG_SIZE] = "";
+	if (c->salt && strlen(c->salt) > CL_SALT_DIGITS) /* "[<tag>] " */
+		snprintf(tag, sizeof(tag), "%.*s", CL_SALT_DIGITS, c->salt + 1);
+	int rc = cl_workload_render_stats(&t, c->model, tag, pool, NULL, err);
+	if (rc)
+		cl_err_prefix(err, "workload.classes[%zu]", k);
+	return rc;
+}
+
+/*
+ * With classes that bring prompts of their own (prompts, input_tokens): the pool becomes N
+ * bodies, N a whole number of the classes' rounds and large enough that every pool is gone
+ * through at least once; each body of a class with its own prompts is the next of its pool
+ * (rendered with as many synthetic prompts as the class has bodies), each body of another
+ * class the next of the workload's, in turn, so the classes that share the workload's
+ * prompts share them out.
+ */
+static int mix(struct render_ctx *c, const struct cl_scenario *s, const uint32_t *weights,
+	       struct cl_err *err)
+{
+	const struct cl_scn_workload *w = &s->workload;
+	size_t n_cls = w->n_classes;
+	uint64_t all = 0, shared = 0, round = class_round(w);
+	for (size_t k = 0; k < n_cls; k++) {
+		all += weights[k];
+		shared += own_source(&w->classes[k]) ? 0 : weights[k];
+	}
+	if (shared && c->n == 0)
+		return cl_err_set(err, CL_EINVAL,
+				  "workload.classes: the workload has no bodies for the classes "
+				  "without prompts of their own");
+	uint64_t need = round;
+	if (shared && (c->n * all + shared - 1) / shared > need)
+		need = (c->n * all + shared - 1) / shared;
+	for (size_t k = 0; k < n_cls; k++)
+		if (w->classes[k].n_prompts && weights[k] &&
+		    (w->classes[k].n_prompts * all + weights[k] - 1) / weights[k] > need)
+			need = (w->classes[k].n_prompts * all + weights[k] - 1) / weights[k];
+	uint64_t n = (need + round - 1) / round * round;
+	if (n > CL_WORKLOAD_MAX_BODIES)
+		return cl_err_set(err, CL_ETOOBIG,
+				  "workload.classes need %llu request bodies (at most %u)",
+				  (unsigned long long)n, CL_WORKLOAD_MAX_BODIES);
+	uint32_t *order = calloc(n, sizeof(*order));
+	struct cl_request_body *bodies = calloc(n, sizeof(*bodies));
+	uint8_t *flags = calloc(n, sizeof(*flags));
+	struct cl_workload_plan pools[CL_CLASSES_MAX] = { 0 };
+	size_t count[CL_CLASSES_MAX] = { 0 }, at[CL_CLASSES_MAX] = { 0 }, shared_at = 0, made = 0;
+	size_t bytes = 0;
+	int rc = order && bodies && flags ? cli_workload_class_order(weights, n_cls, n, order)
+					  : cl_err_set(err, CL_ENOMEM, "out of memory");
+	for (size_t p = 0; p < n && !rc; p++)
+		count[order[p]]++;
+	for (size_t k = 0; k < n_cls && !rc; k++)
+		if (own_source(&w->classes[k]) && count[k])
+			rc = render_own(c, s, k, (uint32_t)count[k], &pools[k], err);
+	for (size_t p = 0; p < n && !rc; p++, made++) {
+		uint32_t k = order[p];
+		const struct cl_request_body *from;
+		if (own_source(&w->classes[k])) {
+			from = &pools[k].bodies[at[k]++ % pools[k].n_bodies];
+		} else {
+			flags[p] = c->flags[shared_at % c->n];
+			from = &c->bodies[shared_at++ % c->n];
+		}
+		bodies[p] = *from;
+		bytes += from->len;
+		if (bytes > CL_WORKLOAD_MAX_TOTAL_BYTES)
+			rc = cl_err_set(err, CL_ETOOBIG, "workload.classes' bodies pass %u MiB",
+					CL_WORKLOAD_MAX_TOTAL_BYTES >> 20);
+		else if (!(bodies[p].json = malloc(from->len + 1)))
+			rc = cl_err_set(err, CL_ENOMEM, "out of memory");
+		else
+			memcpy(bodies[p].json, from->json, from->len + 1);
+		if (rc)
+			bodies[p].json = NULL;
+	}
+	for (size_t k = 0; k < n_cls; k++)
+		cl_workload_plan_free(&pools[k]);
+	free(order);
+	if (rc) {
+		for (size_t p = 0; bodies && p < made; p++)
+			free(bodies[p].json);
+		free(bodies);
+		free(flags);
+		return rc;
+	}
+	for (size_t i = 0; i < c->n; i++)
+		free(c->bodies[i].json);
+	free(c->bodies);
+	free(c->flags);
+	c->bodies = bodies;
+	c->flags = flags;
+	c->total_bytes = bytes;
+	c->n = c->cap = n;
+	return 0;
+}
+
 /* The class plans an agent gets: names and header lines, copied. */
 static int class_plans(const struct cl_scn_workload *w, struct cl_workload_plan *out)
 {
@@ -208,7 +336,10 @@ int cli_workload_apply_classes(struct render_ctx *c, const struct cl_scenario *s
 	uint32_t weights[CL_CLASSES_MAX];
 	for (size_t i = 0; i < w->n_classes; i++)
 		weights[i] = w->classes[i].weight;
-	int rc0 = replicate(c, w, err);
+	bool own = false;
+	for (size_t i = 0; i < w->n_classes; i++)
+		own |= own_source(&w->classes[i]);
+	int rc0 = own ? mix(c, s, weights, err) : replicate(c, w, err);
 	if (rc0)
 		return rc0;
 	uint32_t *order = calloc(c->n ? c->n : 1, sizeof(*order));

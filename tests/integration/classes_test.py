@@ -279,6 +279,38 @@ class Classes(tl.FleetCase):
             self.assertAlmostEqual(ttft[c["name"]] * 1000, c["latency_ms"]["ttft"]["p50"],
                                    delta=0.01 * c["latency_ms"]["ttft"]["p50"])
 
+    def test_own_prompts(self):
+        """A class with its own inline prompts and one with synthetic prompts of its own
+        length send those, and the class on the workload's prompts sends the workload's."""
+        rec = Recorder()
+        self.addCleanup(rec.close)
+        doc = tl.scenario({"url": rec.url, "model": "base"},
+                          [{"name": "s", "concurrency": 2, "requests": 40}],
+                          {"local": 1, "workers": 1}, name="own")
+        doc["workload"]["classes"] = [
+            {"name": "faq", "prompts": ["What are your opening hours?"]},
+            {"name": "rag", "input_tokens": 500},
+            {"name": "chat", "weight": 2}]
+        path = self.write_scenario("own", doc)
+        v = subprocess.run([tl.CHATLOAD, "validate", path], capture_output=True, text=True,
+                           timeout=60)
+        self.assertEqual(v.returncode, 0, v.stdout + v.stderr)
+        p = self.start_run(path, self.scope.path("own-out"), name="own")
+        p.wait(120)
+        seen = list(rec.seen)
+        self.assertEqual(len(seen), 40)
+        n = {"faq": 0, "rag": 0, "chat": 0}
+        for body, _, cls in seen:
+            n[cls] += 1
+            text = body["messages"][-1]["content"]
+            if cls == "faq":
+                self.assertTrue(text.endswith("What are your opening hours?"), text)
+            elif cls == "rag":
+                self.assertGreater(len(text), 1800, len(text))  # ~4 characters a token
+            else:
+                self.assertTrue(text.endswith("Say something."), text)
+        self.assertEqual(n, {"faq": 10, "rag": 10, "chat": 20})
+
     def test_unknown_adapter_is_404(self):
         """A class naming a model the server does not serve fails its requests the vLLM
         way (404 model_not_found), counted in that class only."""

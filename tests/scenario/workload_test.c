@@ -882,6 +882,58 @@ static void test_classes_bodies(void **state)
 	cl_workload_plan_free(&w);
 }
 
+/* Classes with prompts of their own: a class's inline prompts, another's synthetic prompts of
+ * its input_tokens, and a class on the workload's prompts; each body is its class's, every
+ * pool gone through, the counts exact by weight. */
+static void test_classes_own_prompts(void **state)
+{
+	(void)state;
+	char *base[] = { "b1", "b2", "b3" };
+	char *own[] = { "own prompt one", "own prompt two" };
+	struct cl_scn_class classes[] = {
+		{ .name = "inline", .weight = 1, .prompts = own, .n_prompts = 2 },
+		{ .name = "long", .weight = 1, .input_tokens = 100 },
+		{ .name = "shared", .weight = 2 },
+	};
+	struct cl_scenario s = base_scenario();
+	s.workload.kind = CL_WORKLOAD_PROMPTS;
+	s.workload.prompts = base;
+	s.workload.n_prompts = 3;
+	s.workload.classes = classes;
+	s.workload.n_classes = 3;
+	struct cl_workload_plan w;
+	struct cl_err err = { 0 };
+	assert_int_equal(cl_workload_render(&s, "m", &w, &err), 0);
+	/* the shared class needs its 3 prompts at half the bodies: 6, a whole number of rounds
+	 * (4): 8 */
+	assert_int_equal(w.n_bodies, 8);
+	size_t per[3] = { 0 };
+	bool seen_own[2] = { false, false }, seen_base[3] = { false, false, false };
+	for (size_t i = 0; i < w.n_bodies; i++) {
+		const struct cl_request_body *b = &w.bodies[i];
+		per[b->cls]++;
+		if (b->cls == 0) {
+			bool one = strstr(b->json, "own prompt one") != NULL;
+			assert_true(one || strstr(b->json, "own prompt two"));
+			seen_own[!one] = true;
+		} else if (b->cls == 1) {
+			/* 100 tokens of synthetic text: about 400 characters */
+			assert_true(b->prompt_chars >= 390 && b->prompt_chars <= 420);
+		} else {
+			for (size_t k = 0; k < 3; k++)
+				if (strstr(b->json, base[k]))
+					seen_base[k] = true;
+			assert_null(strstr(b->json, "own prompt"));
+		}
+	}
+	assert_int_equal(per[0], 2);
+	assert_int_equal(per[1], 2);
+	assert_int_equal(per[2], 4);
+	assert_true(seen_own[0] && seen_own[1]);
+	assert_true(seen_base[0] && seen_base[1] && seen_base[2]);
+	cl_workload_plan_free(&w);
+}
+
 /* The order alone: exact counts by largest remainder, and every prefix within one of its
  * share. */
 static void test_class_order(void **state)
@@ -922,7 +974,7 @@ int main(void)
 		cmocka_unit_test(test_render_probe),
 		cmocka_unit_test(test_api_bodies), cmocka_unit_test(test_tools_bodies),
 		cmocka_unit_test(test_merge_json), cmocka_unit_test(test_classes_bodies),
-		cmocka_unit_test(test_class_order),
+		cmocka_unit_test(test_class_order), cmocka_unit_test(test_classes_own_prompts),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
