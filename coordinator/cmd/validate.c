@@ -277,6 +277,10 @@ static void print_classes(const struct cl_scn_workload *w, const struct cl_workl
 		       c->model ? c->model : "(the run's)");
 		if (c->priority_set)
 			printf(", priority %lld", (long long)c->priority);
+		if (c->n_prompts)
+			printf(", %zu prompts of its own", c->n_prompts);
+		else if (c->input_tokens)
+			printf(", synthetic prompts of %u tokens", c->input_tokens);
 		if (c->output_tokens)
 			printf(", output %u tokens (ignore_eos)", c->output_tokens);
 		else if (c->max_tokens)
