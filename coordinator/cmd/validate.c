@@ -281,6 +281,8 @@ static void print_classes(const struct cl_scn_workload *w, const struct cl_workl
 			printf(", %zu prompts of its own", c->n_prompts);
 		else if (c->input_tokens)
 			printf(", synthetic prompts of %u tokens", c->input_tokens);
+		else if (c->dataset)
+			printf(", dataset %s", c->dataset);
 		if (c->output_tokens)
 			printf(", output %u tokens (ignore_eos)", c->output_tokens);
 		else if (c->max_tokens)

@@ -5,6 +5,7 @@
 #include "coordinator/scenario/internal.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,6 +76,7 @@ enum class_field {
 	CF_SLO,
 	CF_PROMPTS,
 	CF_INPUT_TOKENS,
+	CF_DATASET,
 	CF__COUNT
 };
 
@@ -93,6 +95,7 @@ static const struct scn_field class_fields[] = {
 	[CF_PROMPTS] = SCN_CUSTOM("prompts", conv_prompts),
 	[CF_INPUT_TOKENS] =
 	    SCN_RANGE("input_tokens", SCN_F_U32, struct cl_scn_class, input_tokens, 1, 1 << 20),
+	[CF_DATASET] = SCN_FIELD("dataset", SCN_F_NESTR, struct cl_scn_class, dataset),
 };
 _Static_assert(N(class_fields) == CF__COUNT, "one field per index");
 
@@ -139,11 +142,16 @@ static void one_class(struct scn_ctx *c, const struct ynode *v, struct cl_scn_cl
 		if (before[i].name && strcmp(before[i].name, k->name) == 0)
 			cli_scn_error(c, seen[CF_NAME], "%s.name '%s' is given to two classes",
 				      cli_scn_path(c), k->name);
-	if (seen[CF_PROMPTS] && seen[CF_INPUT_TOKENS])
-		cli_scn_error(c, seen[CF_INPUT_TOKENS],
-			      "%s: prompts and input_tokens are exclusive (its own inline prompts, "
-			      "or synthetic ones of input_tokens tokens)",
+	if (!!seen[CF_PROMPTS] + !!seen[CF_INPUT_TOKENS] + !!seen[CF_DATASET] > 1) {
+		cli_scn_error(c, seen[CF_DATASET] ? seen[CF_DATASET] : seen[CF_INPUT_TOKENS],
+			      "%s: prompts, input_tokens and dataset are exclusive (its own inline "
+			      "prompts, synthetic ones of input_tokens tokens, or a dataset's)",
 			      cli_scn_path(c));
+	} else if (k->dataset) {
+		char what[160];
+		snprintf(what, sizeof(what), "%s.dataset", cli_scn_path(c));
+		cli_scn_resolve_file(c, &k->dataset, what, seen[CF_DATASET]);
+	}
 	if (seen[CF_MAX_TOKENS] && seen[CF_OUTPUT_TOKENS])
 		cli_scn_error(c, seen[CF_OUTPUT_TOKENS],
 			      "%s: max_tokens and output_tokens are exclusive (output_tokens is "
@@ -189,6 +197,7 @@ void cli_scn_class_free(struct cl_scn_class *k)
 	free(k->name);
 	free(k->model);
 	free(k->body_json);
+	free(k->dataset);
 	for (size_t i = 0; i < k->n_prompts; i++)
 		free(k->prompts[i]);
 	free(k->prompts);

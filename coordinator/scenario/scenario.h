@@ -251,6 +251,7 @@ struct cl_scn_class {
 	char **prompts;
 	size_t n_prompts;
 	uint32_t input_tokens;
+	char *dataset;  /* its own dataset file (resolved like workload.dataset, format auto) */
 	char **headers; /* "Name: value", sent with this class's requests */
 	size_t n_headers;
 	struct cl_scn_slo *slos; /* judged on this class's requests alone */

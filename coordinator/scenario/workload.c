@@ -530,8 +530,8 @@ static void check_api(struct scn_ctx *c, const struct cl_scn_workload *w,
 	 * completions (the history inside the prompt string) all hold conversations. */
 }
 
-/* Resolves *path against the scenario's directory and checks it can be read. */
-static void resolve_file(struct scn_ctx *c, char **path, const char *what, const struct ynode *at)
+/* Resolves *path against the scenario's directory and checks it can be read (internal.h). */
+void cli_scn_resolve_file(struct scn_ctx *c, char **path, const char *what, const struct ynode *at)
 {
 	if ((*path)[0] != '/' && c->dir[0]) {
 		char *p = NULL;
@@ -573,10 +573,11 @@ void cli_scn_conv_workload(struct scn_ctx *c, const struct ynode *v, void *obj)
 	if (seen[WF_DATASET]) {
 		w->kind = CL_WORKLOAD_DATASET;
 		if (w->dataset)
-			resolve_file(c, &w->dataset, "workload.dataset", l->workload[WF_DATASET]);
+			cli_scn_resolve_file(c, &w->dataset, "workload.dataset",
+					     l->workload[WF_DATASET]);
 	}
 	if (seen[WF_TRACE] && w->trace)
-		resolve_file(c, &w->trace, "workload.trace.file", l->workload[WF_TRACE]);
+		cli_scn_resolve_file(c, &w->trace, "workload.trace.file", l->workload[WF_TRACE]);
 	/* The dataset's own keys. */
 	static const size_t dataset_only[] = { WF_DATASET_FORMAT, WF_DATASET_LIMIT,
 					       WF_DATASET_OUTPUT_TOKENS, WF_DATASET_SHUFFLE,

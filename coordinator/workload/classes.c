@@ -174,7 +174,7 @@ oom:
 
 static bool own_source(const struct cl_scn_class *k)
 {
-	return k->n_prompts || k->input_tokens;
+	return k->n_prompts || k->input_tokens || k->dataset;
 }
 
 /* Class k's own prompts rendered as the workload's would be (model, salt, system prompt,
@@ -192,6 +192,14 @@ static int render_own(const struct render_ctx *c, const struct cl_scenario *s, s
 		w->kind = CL_WORKLOAD_PROMPTS;
 		w->prompts = cls->prompts;
 		w->n_prompts = cls->n_prompts;
+	} else if (cls->dataset) {
+		/* read whole, as written: none of the workload's dataset settings apply */
+		w->kind = CL_WORKLOAD_DATASET;
+		w->dataset = cls->dataset;
+		w->dataset_format = CL_DATASET_AUTO;
+		w->dataset_limit = 0;
+		w->dataset_shuffle = false;
+		memset(&w->dataset_filter, 0, sizeof(w->dataset_filter));
 	} else {
 		w->kind = CL_WORKLOAD_SYNTHETIC;
 		w->synthetic_input = (struct cl_len_dist){ .mean = cls->input_tokens,
@@ -232,30 +240,37 @@ static int mix(struct render_ctx *c, const struct cl_scenario *s, const uint32_t
 		return cl_err_set(err, CL_EINVAL,
 				  "workload.classes: the workload has no bodies for the classes "
 				  "without prompts of their own");
+	/* The pools of a fixed size first (inline prompts, a dataset): they decide N too. */
+	struct cl_workload_plan pools[CL_CLASSES_MAX] = { 0 };
+	int rc = 0;
+	for (size_t k = 0; k < n_cls && !rc; k++)
+		if (weights[k] && (w->classes[k].n_prompts || w->classes[k].dataset))
+			rc = render_own(c, s, k, 0, &pools[k], err);
 	uint64_t need = round;
 	if (shared && (c->n * all + shared - 1) / shared > need)
 		need = (c->n * all + shared - 1) / shared;
 	for (size_t k = 0; k < n_cls; k++)
-		if (w->classes[k].n_prompts && weights[k] &&
-		    (w->classes[k].n_prompts * all + weights[k] - 1) / weights[k] > need)
-			need = (w->classes[k].n_prompts * all + weights[k] - 1) / weights[k];
+		if (pools[k].n_bodies &&
+		    (pools[k].n_bodies * all + weights[k] - 1) / weights[k] > need)
+			need = (pools[k].n_bodies * all + weights[k] - 1) / weights[k];
 	uint64_t n = (need + round - 1) / round * round;
-	if (n > CL_WORKLOAD_MAX_BODIES)
-		return cl_err_set(err, CL_ETOOBIG,
-				  "workload.classes need %llu request bodies (at most %u)",
-				  (unsigned long long)n, CL_WORKLOAD_MAX_BODIES);
-	uint32_t *order = calloc(n, sizeof(*order));
-	struct cl_request_body *bodies = calloc(n, sizeof(*bodies));
-	uint8_t *flags = calloc(n, sizeof(*flags));
-	struct cl_workload_plan pools[CL_CLASSES_MAX] = { 0 };
+	if (!rc && n > CL_WORKLOAD_MAX_BODIES)
+		rc = cl_err_set(err, CL_ETOOBIG,
+				"workload.classes need %llu request bodies (at most %u)",
+				(unsigned long long)n, CL_WORKLOAD_MAX_BODIES);
+	uint32_t *order = rc ? NULL : calloc(n, sizeof(*order));
+	struct cl_request_body *bodies = rc ? NULL : calloc(n, sizeof(*bodies));
+	uint8_t *flags = rc ? NULL : calloc(n, sizeof(*flags));
 	size_t count[CL_CLASSES_MAX] = { 0 }, at[CL_CLASSES_MAX] = { 0 }, shared_at = 0, made = 0;
 	size_t bytes = 0;
-	int rc = order && bodies && flags ? cli_workload_class_order(weights, n_cls, n, order)
-					  : cl_err_set(err, CL_ENOMEM, "out of memory");
+	if (!rc)
+		rc = order && bodies && flags ? cli_workload_class_order(weights, n_cls, n, order)
+					      : cl_err_set(err, CL_ENOMEM, "out of memory");
 	for (size_t p = 0; p < n && !rc; p++)
 		count[order[p]]++;
+	/* synthetic pools: as many prompts as the class has bodies */
 	for (size_t k = 0; k < n_cls && !rc; k++)
-		if (own_source(&w->classes[k]) && count[k])
+		if (w->classes[k].input_tokens && count[k])
 			rc = render_own(c, s, k, (uint32_t)count[k], &pools[k], err);
 	for (size_t p = 0; p < n && !rc; p++, made++) {
 		uint32_t k = order[p];

@@ -932,6 +932,19 @@ static void test_classes_own_prompts(void **state)
 	assert_true(seen_own[0] && seen_own[1]);
 	assert_true(seen_base[0] && seen_base[1] && seen_base[2]);
 	cl_workload_plan_free(&w);
+
+	/* a class's own dataset (format auto: text, one prompt a line), read whole */
+	classes[0].prompts = NULL;
+	classes[0].n_prompts = 0;
+	classes[0].dataset = (char *)dataset("prompts.txt");
+	assert_int_equal(cl_workload_render(&s, "m", &w, &err), 0);
+	size_t from_file = 0;
+	for (size_t i = 0; i < w.n_bodies; i++)
+		from_file += w.bodies[i].cls == 0;
+	/* 3 prompts (blank lines skipped) at a quarter of the bodies: 12 */
+	assert_int_equal(w.n_bodies, 12);
+	assert_int_equal(from_file, 3);
+	cl_workload_plan_free(&w);
 }
 
 /* The order alone: exact counts by largest remainder, and every prefix within one of its
