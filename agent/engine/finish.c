@@ -367,7 +367,7 @@ void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bo
 	if (ep)
 		record_endpoint(w, s, ep, &o, end_win, now);
 	/* A request class's record gets what the whole record gets of its requests, so a class
-	 * has every figure of a stage (docs/results.md, "Per class"). */
+	 * has every figure of a stage (docs/results.md, "stages[].classes"). */
 	if (cm && o.cls == CL_CTR_COMPLETED && end_win)
 		cm->ctr[CL_CTR_COMPLETED_IN_WINDOW]++;
 	if (cm && o.cls == CL_CTR_COMPLETED)

@@ -1,5 +1,5 @@
 /* stages[].classes: a finished stage's figures per request class (workload.classes), each
- * judged by its own SLOs (docs/results.md, "Per class"). */
+ * judged by its own SLOs (docs/results.md, "stages[].classes"). */
 #include "coordinator/results/internal.h"
 #include "coordinator/results/json_int.h"
 
