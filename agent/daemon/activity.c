@@ -197,6 +197,9 @@ void cl_activity_warmup(struct session *s, struct cl_msg_cmd *c)
 		s->warm_workload.bodies = &s->warm_body;
 		s->warm_workload.n_bodies = 1;
 		s->warm_workload.trace_stride = 0; /* the warmup replays nothing */
+		/* ... and is of no request class: none of a class's headers, no class records */
+		s->warm_workload.classes = NULL;
+		s->warm_workload.n_classes = 0;
 		/* Its one body is the warmup's own, not the workload's: sending it again and
 		 * again is no repeat of the run's requests. */
 		s->warm_workload.share = SIZE_MAX;

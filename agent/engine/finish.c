@@ -414,6 +414,10 @@ void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bo
 	if (o.from_usage && ep)
 		add_correction(&ep->ctr[CL_CTR_OUTPUT_TOKENS], o.tokens, s->tok_counted,
 			       s->tok_counted_win, end_win);
+	struct cl_metrics *cm = cl_slot_cls(w, s);
+	if (o.from_usage && cm)
+		add_correction(&cm->ctr[CL_CTR_OUTPUT_TOKENS], o.tokens, s->tok_counted,
+			       s->tok_counted_win, end_win);
 	if (s->usage_rt >= 0)
 		add_correction(&m->ctr[CL_CTR_REASONING_TOKENS], o.rtokens, s->rtok_counted,
 			       s->rtok_counted_win, end_win);
@@ -442,10 +446,18 @@ void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bo
 	}
 	if (ep)
 		record_endpoint(w, s, ep, &o, end_win, now);
+	/* A request class's record gets what the whole record gets of its requests, so a class
+	 * has every figure of a stage (docs/results.md, "stages[].classes"). */
+	if (cm && o.cls == CL_CTR_COMPLETED && end_win)
+		cm->ctr[CL_CTR_COMPLETED_IN_WINDOW]++;
+	if (cm && o.cls == CL_CTR_COMPLETED)
+		cm->ctr[CL_CTR_WINDOW_SHARE_MILLI] += window_share_milli(w, s, now);
 	if (s->in_window) {
 		CL_ASSERT(w->st.win_open > 0);
 		w->st.win_open--;
 		record_measured(w->e, m, s, &o, msg, msg_len);
+		if (cm)
+			record_measured(w->e, cm, s, &o, msg, msg_len);
 	} else
 		atomic_fetch_add_explicit(&w->ramp_finished, 1, memory_order_relaxed);
 

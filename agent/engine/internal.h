@@ -167,7 +167,9 @@ struct cl_slot {
 	struct cli_tool_call tool[CL_ENGINE_TOOL_CALLS];
 
 	/* --- several endpoints (target.urls) and conversation ids --- */
-	uint32_t ep;       /* the endpoint its request went to (0 with one) */
+	uint32_t ep;                 /* the endpoint its request went to (0 with one) */
+	uint32_t cls;                /* the request class of its body (0 without classes) */
+	struct curl_slist *hdr_tail; /* the last of hdrs' nodes: a class's lines follow it */
 	uint64_t conv_seq; /* seq of its conversation's first turn (the conversation's id) */
 	char convid[CL_ENGINE_REQID_MAX]; /* "X-Chatload-Conversation: <prefix>-<w>-<seq>" */
 	struct curl_slist conv_node;      /* the line above, linked after X-Request-Id */
@@ -313,7 +315,10 @@ struct cl_engine {
 	struct cl_http_target *ep_http;      /* each endpoint's, built like http */
 	atomic_int_fast64_t *ep_outstanding; /* requests in flight per endpoint */
 	atomic_uint_fast64_t ep_turn;        /* requests routed so far */
-	int log_fd;                          /* -1: no request log */
+	/* --- request classes (workload.classes): none (0) without them --- */
+	uint32_t n_cls;
+	struct curl_slist *cls_hdrs[CL_CLASSES_MAX]; /* each class's header nodes, or NULL */
+	int log_fd;                                  /* -1: no request log */
 	atomic_bool log_failed;
 	/* output.requests (records.c): a ring of finished requests' records, NULL when not
 	 * asked; rec_on while a stage (not a warmup) runs */
@@ -527,6 +532,12 @@ static inline int64_t cl_stamp(const struct cl_worker *w)
 static inline struct cl_ep_metrics *cl_slot_ep(const struct cl_worker *w, const struct cl_slot *s)
 {
 	return s->ep < w->active->n_eps ? &w->active->eps[s->ep] : NULL;
+}
+
+/* The class record of slot s's request in the worker's active record, NULL without classes. */
+static inline struct cl_metrics *cl_slot_cls(const struct cl_worker *w, const struct cl_slot *s)
+{
+	return s->cls < w->active->n_cls ? &w->active->cls[s->cls] : NULL;
 }
 
 /* Whether t is inside the worker's measured window. */

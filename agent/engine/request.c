@@ -122,6 +122,11 @@ int cli_slot_prepare(struct cl_slot *s)
 		s->conv_node.next = s->hdrs[0].next;
 		s->hdrs[0].next = &s->conv_node;
 	}
+	/* A request of a class with headers links that class's lines after the last node
+	 * (cli_request_launch); the nodes are the engine's, shared and never written. */
+	s->hdr_tail = &s->hdrs[0];
+	while (s->hdr_tail->next)
+		s->hdr_tail = s->hdr_tail->next;
 
 	CURL *h = curl_easy_init();
 	if (!h)
@@ -270,6 +275,9 @@ bool cli_request_launch(struct cl_worker *w, struct cl_slot *s, int64_t intended
 	}
 	s->body = b;
 	s->requested = b->max_tokens;
+	s->cls = b->cls;
+	if (e->n_cls)
+		s->hdr_tail->next = e->cls_hdrs[s->cls];
 	route(w, s, b);
 	if (curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, s->post) != CURLE_OK ||
 	    curl_easy_setopt(s->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)s->post_len) !=
@@ -301,6 +309,11 @@ bool cli_request_launch(struct cl_worker *w, struct cl_slot *s, int64_t intended
 		struct cl_ep_metrics *ep = cl_slot_ep(w, s);
 		if (ep)
 			ep->ctr[CL_CTR_STARTED]++;
+		struct cl_metrics *cm = cl_slot_cls(w, s);
+		if (cm) {
+			cm->ctr[CL_CTR_STARTED]++;
+			cl_hist_record(&cm->lat[CL_LAT_QUEUE], s->handed_us - intended_us);
+		}
 		cl_hist_record(&w->active->lat[CL_LAT_QUEUE], s->handed_us - intended_us);
 		if (w->st.by_requests && w->st.to_start > 0)
 			w->st.to_start--;
@@ -377,6 +390,9 @@ static void on_token_chunk(struct cl_slot *s, const struct cl_chunk *c, int64_t 
 		struct cl_ep_metrics *ep = cl_slot_ep(w, s);
 		if (ep)
 			cl_hist_record(&ep->lat[CL_EP_LAT_ITL], now - s->last_us);
+		struct cl_metrics *cm = cl_slot_cls(w, s);
+		if (cm)
+			cl_hist_record(&cm->lat[CL_LAT_ITL], now - s->last_us);
 	}
 	/* A tool call is the answer of its turn: its first delta is the first content. */
 	if ((c->has_content || c->has_tool_call) && !s->first_content_us)
@@ -414,6 +430,11 @@ static void on_token_chunk(struct cl_slot *s, const struct cl_chunk *c, int64_t 
 		struct cl_ep_metrics *ep = cl_slot_ep(w, s);
 		if (ep)
 			ep->ctr[CL_CTR_OUTPUT_TOKENS] += (uint64_t)d;
+		struct cl_metrics *cm = cl_slot_cls(w, s);
+		if (cm) {
+			cm->ctr[CL_CTR_OUTPUT_TOKENS] += (uint64_t)d;
+			cm->ctr[CL_CTR_CHUNKS]++;
+		}
 		if (reasoning) {
 			s->rtok_counted_win += d;
 			m->ctr[CL_CTR_REASONING_TOKENS] += (uint64_t)d;

@@ -460,7 +460,9 @@ int cli_worker_init(struct cl_worker *w, struct cl_engine *e, uint32_t index, ui
 	w->backoff_rng = cl_seed_derive((uint64_t)cl_mono_us(), index);
 	if (cl_metrics_init(&w->mrec[0]) != 0 || cl_metrics_init(&w->mrec[1]) != 0 ||
 	    cl_metrics_eps_init(&w->mrec[0], e->n_eps) != 0 ||
-	    cl_metrics_eps_init(&w->mrec[1], e->n_eps) != 0)
+	    cl_metrics_eps_init(&w->mrec[1], e->n_eps) != 0 ||
+	    cl_metrics_cls_init(&w->mrec[0], e->n_cls) != 0 ||
+	    cl_metrics_cls_init(&w->mrec[1], e->n_cls) != 0)
 		return cl_err_set(err, CL_ENOMEM, "out of memory for the metrics records");
 	w->active = &w->mrec[0];
 	w->spare = &w->mrec[1];

@@ -208,10 +208,40 @@ int cl_metrics_eps_init(struct cl_metrics *m, uint32_t n)
 	return 0;
 }
 
+int cl_metrics_cls_init(struct cl_metrics *m, uint32_t n)
+{
+	if (n > CL_METRICS_CLASSES_MAX)
+		return CL_EINVAL;
+	if (n <= m->n_cls)
+		return 0;
+	struct cl_metrics *cls = calloc(n, sizeof(*cls));
+	if (!cls)
+		return CL_ENOMEM;
+	for (uint32_t i = m->n_cls; i < n; i++)
+		if (cl_metrics_init(&cls[i]) != 0) {
+			for (uint32_t j = m->n_cls; j <= i; j++)
+				cl_metrics_destroy(&cls[j]);
+			free(cls);
+			return CL_ENOMEM;
+		}
+	/* the histograms own their counts by pointer, so moving the records is safe */
+	if (m->n_cls)
+		memcpy(cls, m->cls, m->n_cls * sizeof(*cls));
+	free(m->cls);
+	m->cls = cls;
+	m->n_cls = n;
+	return 0;
+}
+
 void cl_metrics_destroy(struct cl_metrics *m)
 {
 	if (!m)
 		return;
+	for (uint32_t i = 0; m->cls && i < m->n_cls; i++)
+		cl_metrics_destroy(&m->cls[i]);
+	free(m->cls);
+	m->cls = NULL;
+	m->n_cls = 0;
 	for (int i = 0; i < CL_LAT__COUNT; i++)
 		cl_hist_destroy(&m->lat[i]);
 	for (int i = 0; i < CL_CNT__COUNT; i++)
@@ -239,6 +269,8 @@ void cl_metrics_reset(struct cl_metrics *m)
 			cl_hist_reset(&m->eps[i].lat[k]);
 		memset(m->eps[i].ctr, 0, sizeof(m->eps[i].ctr));
 	}
+	for (uint32_t i = 0; i < m->n_cls; i++)
+		cl_metrics_reset(&m->cls[i]);
 }
 
 void cl_metrics_trim(struct cl_metrics *m)
@@ -251,6 +283,8 @@ void cl_metrics_trim(struct cl_metrics *m)
 	for (uint32_t i = 0; i < m->n_eps; i++)
 		for (int k = 0; k < CL_EP_LAT__COUNT; k++)
 			cl_hist_trim(&m->eps[i].lat[k]);
+	for (uint32_t i = 0; i < m->n_cls; i++)
+		cl_metrics_trim(&m->cls[i]);
 }
 
 /* Records kept for decoded REPORTs: the coordinator decodes one report at a time, so a few
@@ -340,6 +374,11 @@ int cl_metrics_merge(struct cl_metrics *dst, const struct cl_metrics *src)
 		for (int i = 0; i < CL_CTR__COUNT; i++)
 			dst->eps[e].ctr[i] += src->eps[e].ctr[i];
 	}
+	if (src->n_cls && (rc = cl_metrics_cls_init(dst, src->n_cls)))
+		return rc;
+	for (uint32_t k = 0; k < src->n_cls; k++)
+		if ((rc = cl_metrics_merge(&dst->cls[k], &src->cls[k])))
+			return rc;
 	for (uint32_t i = 0; i < src->n_err_samples && i < CL_ERR_SAMPLES_MAX &&
 			     dst->n_err_samples < CL_ERR_SAMPLES_MAX;
 	     i++)

@@ -168,6 +168,13 @@ void cl_workload_plan_free(struct cl_workload_plan *w)
 	for (size_t i = 0; w->bodies && i < w->n_bodies; i++)
 		free(w->bodies[i].json);
 	free(w->bodies);
+	for (size_t i = 0; w->classes && i < w->n_classes; i++) {
+		free(w->classes[i].name);
+		for (size_t k = 0; w->classes[i].headers && k < w->classes[i].n_headers; k++)
+			free(w->classes[i].headers[k]);
+		free(w->classes[i].headers);
+	}
+	free(w->classes);
 	memset(w, 0, sizeof(*w));
 }
 

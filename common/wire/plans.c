@@ -178,9 +178,19 @@ static const struct wire_field body_fields[] = {
 	FL(WF_U32, T, user_len, .send = SEND_IF, .send_if = is_turn, .req_if = is_turn),
 	FL(WF_I64, T, at_us, .send = SEND_NONZERO, .min = 0),
 	FL(WF_U32, T, inputs, .send = SEND_NONZERO),
+	FL(WF_U32, T, cls, .send = SEND_NONZERO, .max = CL_CLASSES_MAX - 1),
 };
 const struct wire_table cli_wire_body_table =
     WIRE_TABLE(body_fields, body_check_enc, body_check_dec);
+#undef T
+
+#define T struct cl_class_plan
+static const struct wire_field class_fields[] = {
+	FL(WF_STR, T, name, .req = true, .cap = CL_WIRE_MAX_NAME, .text = WSTR_NAME),
+	FL(WF_STRS, T, headers, .send = SEND_NONZERO, .n_off = offsetof(T, n_headers),
+	   .max_n = CL_WIRE_MAX_HEADERS, .cap = CL_WIRE_MAX_HEADER, .text = WSTR_HEADER),
+};
+static const struct wire_table class_table = WIRE_TABLE(class_fields, NULL, NULL);
 #undef T
 
 #define T struct cl_workload_plan
@@ -275,6 +285,9 @@ static const struct wire_field workload_fields[] = {
 	FL(WF_I64, T, cancel_after_us, .send = SEND_NONZERO, .min = 0),
 	FL(WF_I64, T, cancel_after_max_us, .send = SEND_NONZERO, .min = 0),
 	FL(WF_U64, T, cancel_seed, .send = SEND_NONZERO),
+	/* request classes (workload.classes): sent only with some */
+	FL(WF_ARRAY, T, classes, .send = SEND_NONZERO, .n_off = offsetof(T, n_classes),
+	   .max_n = CL_CLASSES_MAX, .elem = sizeof(struct cl_class_plan), .sub = &class_table),
 };
 const struct wire_table cli_wire_workload_table =
     WIRE_TABLE(workload_fields, workload_check_enc, workload_check_dec);

@@ -102,6 +102,16 @@ size_t cli_rp_columns(const json_t *stages, int cols[RP__COLS])
 	return n;
 }
 
+const char *cli_rp_check_name(const json_t *check, char *buf, size_t n)
+{
+	const char *cls = cl_results_str(check, "class", NULL);
+	if (cls)
+		snprintf(buf, n, "%s (class %s)", cl_results_str(check, "slo", "-"), cls);
+	else
+		snprintf(buf, n, "%s", cl_results_str(check, "slo", "-"));
+	return buf;
+}
+
 const char *cli_rp_verdict_word(const json_t *doc)
 {
 	const json_t *pass = cl_results_get(doc, "verdict.pass");

@@ -77,6 +77,10 @@ static const struct metric srv_metrics[] = {
 /* Shares shown in % and their change in percentage points. */
 static bool is_ratio(const char *metric)
 {
+	/* a request class's row is "<class>.<metric>" */
+	const char *dot = strrchr(metric, '.');
+	if (dot)
+		metric = dot + 1;
 	return strcmp(metric, "error_rate") == 0 ||
 	       strcmp(metric, "server_kv_cache_usage_max") == 0 ||
 	       strcmp(metric, "server_prefix_cache_hit_rate") == 0;
@@ -292,6 +296,40 @@ static json_t *srv_metric_json(const struct metric *mt, const json_t *bs, const 
 			 "informational", true);
 }
 
+/* A request class's share of a stage (stages[].classes, matched by name): the client
+ * figures of the class, each row named "<class>.<metric>".  A class has no ci95 of its own,
+ * so no noise to tell a change from chance: its rows are informational, as the server's,
+ * and the stage's own rows decide.  0 or CL_ENOMEM. */
+static int class_rows(json_t *ms, const json_t *bs, const json_t *ns,
+		      const struct cl_compare_opts *o)
+{
+	size_t i, k;
+	const json_t *bc, *nc;
+	json_array_foreach(json_object_get(bs, "classes"), i, bc)
+	{
+		const char *cls = cl_results_str(bc, "name", "");
+		const json_t *match = NULL;
+		json_array_foreach(json_object_get(ns, "classes"), k, nc)
+		{
+			if (strcmp(cl_results_str(nc, "name", ""), cls) == 0)
+				match = nc;
+		}
+		for (size_t m = 0; match && m < N_METRICS; m++) {
+			char name[200], label[200];
+			struct metric mt = metrics[m];
+			snprintf(name, sizeof(name), "%s.%s", cls, mt.name);
+			snprintf(label, sizeof(label), "class %s: %s", cls, mt.label);
+			mt.name = name;
+			mt.label = label;
+			bool skip;
+			json_t *row = srv_metric_json(&mt, bc, match, o, &skip);
+			if (!skip && cli_rj_append(ms, row))
+				return CL_ENOMEM;
+		}
+	}
+	return 0;
+}
+
 static int add_warnings(json_t *w, const json_t *doc, const char *which)
 {
 	int rc = 0;
@@ -356,6 +394,10 @@ json_t *cl_compare_build(const json_t *base, const json_t *cur, const char *base
 				json_decref(ms);
 				goto fail;
 			}
+		}
+		if (ns && class_rows(ms, bs, ns, opts) != 0) {
+			json_decref(ms);
+			goto fail;
 		}
 		if (!ns)
 			reg++;

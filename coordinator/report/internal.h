@@ -111,6 +111,7 @@ enum cli_rp_table_kind {
 	RP_TBL_EPISODES,  /* per agent: its stalls, partitions and loss */
 	RP_TBL_ENDPOINTS, /* several endpoints (target.urls): stage x endpoint */
 	RP_TBL_HOSTS,     /* several agent processes on one host: the agents grouped by host */
+	RP_TBL_CLASSES,   /* request classes (workload.classes): stage x class */
 	RP__TBL
 };
 /* Builds table `kind` of doc into t (zeroed first).  A table with no row is not worth a
@@ -142,6 +143,9 @@ size_t cli_rp_images_lines(const json_t *stages, void (*emit)(void *arg, const c
 			   void *arg);
 /* The verdict in one word: "PASS", "FAIL" or "NO SLO" (no checks). */
 const char *cli_rp_verdict_word(const json_t *doc);
+/* An SLO check's name as the verdict tables show it: its key, and for a request class's own
+ * SLO the class ("ttft_p50 (class batch)"), in buf. */
+const char *cli_rp_check_name(const json_t *check, char *buf, size_t n);
 /* "complete" / "incomplete", and the exit code with its meaning ("99 (SLO breached)"). */
 char *cli_rp_exit_text(char *buf, size_t n, const json_t *doc);
 

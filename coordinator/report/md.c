@@ -133,12 +133,12 @@ static void verdict(const json_t *doc, FILE *out)
 		const json_t *c;
 		json_array_foreach(checks, i, c)
 		{
-			char lim[64], meas[64];
+			char lim[64], meas[64], name[160];
 			const char *unit = cl_results_str(c, "unit", "");
 			if (json_is_true(json_object_get(c, "pass")) != (bool)want_pass)
 				continue;
 			const char *cells[6] = {
-				cl_results_str(c, "slo", "-"),
+				cli_rp_check_name(c, name, sizeof(name)),
 				cl_results_str(c, "stage", "-"),
 				cli_rp_fmt_slo_value(lim, sizeof(lim), cl_results_num(c, "limit"),
 						     unit),

@@ -417,6 +417,57 @@ static int endpoints(const json_t *stages, struct cli_rp_table *t)
 	return 0;
 }
 
+/* Request classes: each class's share of each stage, with its own figures and its own SLO
+ * verdict, so an interactive class's TTFT is not hidden by a batch class beside it. */
+static int classes(const json_t *stages, struct cli_rp_table *t)
+{
+	heading(t, "Per class",
+		"Each class of workload.classes, per stage: its model and priority, its requests "
+		"and errors, output tokens/s, TTFT, ITL and E2E from its own histograms merged "
+		"across agents, and the verdict of its own SLOs (a class's breach fails the run).",
+		11, "stage", 0, "class", 0, "model", 0, "priority", 1, "completed", 1, "errors", 1,
+		"out tok/s", 1, "TTFT p50 ms", 1, "TTFT p99 ms", 1, "E2E p50 ms", 1, "SLO", 0);
+	size_t i;
+	const json_t *s;
+	json_array_foreach(stages, i, s)
+	{
+		size_t k;
+		const json_t *c;
+		json_array_foreach(json_object_get(s, "classes"), k, c)
+		{
+			bool has_checks = json_array_size(json_object_get(c, "checks")) > 0;
+			bool pass = json_is_true(json_object_get(c, "pass"));
+			double errs = cl_results_num(c, "requests.errors_total");
+			char(*r)[RP_CELL_MAX] =
+			    add_row(t, cli_rp_stage_marked(s) || errs > 0 || (has_checks && !pass));
+			if (!r)
+				return CL_ENOMEM;
+			stage_cell(r[0], s);
+			snprintf(r[1], RP_CELL_MAX, "%s", cl_results_str(c, "name", "-"));
+			snprintf(r[2], RP_CELL_MAX, "%s", cl_results_str(c, "model", "(run's)"));
+			const json_t *prio = json_object_get(c, "priority");
+			if (json_is_integer(prio))
+				snprintf(r[3], RP_CELL_MAX, "%lld",
+					 (long long)json_integer_value(prio));
+			else
+				snprintf(r[3], RP_CELL_MAX, "-");
+			cli_rp_fmt_count(r[4], RP_CELL_MAX,
+					 cl_results_num(c, "requests.completed"));
+			cli_rp_fmt_count(r[5], RP_CELL_MAX, errs > 0 ? errs : 0);
+			cli_rp_fmt(r[6], RP_CELL_MAX,
+				   cl_results_num(c, "throughput.output_tokens_per_s"), 1);
+			ms_cell(r[7], c, "latency_ms.ttft.p50");
+			ms_cell(r[8], c, "latency_ms.ttft.p99");
+			ms_cell(r[9], c, "latency_ms.e2e.p50");
+			snprintf(r[10], RP_CELL_MAX, "%s",
+				 !has_checks ? "-"
+				 : pass      ? "pass"
+					     : "BREACH");
+		}
+	}
+	return 0;
+}
+
 /* The connections agent a opened from its source addresses over the run, or -1 without. */
 static double source_connections(const json_t *a)
 {
@@ -523,6 +574,8 @@ int cli_rp_table_build(const json_t *doc, enum cli_rp_table_kind kind, struct cl
 		return endpoints(stages, t);
 	case RP_TBL_HOSTS:
 		return hosts(doc, t);
+	case RP_TBL_CLASSES:
+		return classes(stages, t);
 	case RP__TBL:
 		break;
 	}

@@ -115,11 +115,11 @@ static void print_verdict(const json_t *doc, FILE *out)
 	const json_t *b;
 	json_array_foreach(breaches, i, b)
 	{
-		char m[64], l[64];
+		char m[64], l[64], name[160];
 		const char *unit = cl_results_str(b, "unit", "");
 		const char *note = cl_results_str(b, "note", NULL);
 		fprintf(out, "  breach: %s on stage '%s': %s, limit %s%s%s\n",
-			cl_results_str(b, "slo", "?"), cl_results_str(b, "stage", "?"),
+			cli_rp_check_name(b, name, sizeof(name)), cl_results_str(b, "stage", "?"),
 			cli_rp_fmt_slo_value(m, sizeof(m), cl_results_num(b, "measured"), unit),
 			cli_rp_fmt_slo_value(l, sizeof(l), cl_results_num(b, "limit"), unit),
 			note ? " - " : "", note ? note : "");
@@ -207,6 +207,7 @@ int cl_report_table(const json_t *doc, FILE *out)
 	print_detail(doc, RP_TBL_LATENCY, out);
 	print_detail(doc, RP_TBL_ERRORS, out);
 	print_detail(doc, RP_TBL_ENDPOINTS, out);
+	print_detail(doc, RP_TBL_CLASSES, out);
 	print_detail(doc, RP_TBL_HOSTS, out);
 	print_detail(doc, RP_TBL_ENERGY, out);
 	bool marked = false;

@@ -116,8 +116,22 @@ struct stage_state {
 	char *pooled_reason;
 };
 
+/* A request class as the results judge it (workload.classes, copied from the scenario). */
+struct cli_rs_class {
+	char *name;
+	char *model; /* NULL: the run's */
+	bool priority_set;
+	int64_t priority;
+	uint32_t weight;
+	uint32_t max_tokens; /* its max_tokens or output_tokens, 0: the bodies' own */
+	struct cl_scn_slo *slos;
+	size_t n_slos;
+};
+
 struct cl_results {
 	json_t *doc;
+	struct cli_rs_class *classes; /* workload.classes; NULL, 0 without */
+	size_t n_classes;
 	char *dir;
 	FILE *intervals_fp;
 	struct stage_state *stages;
@@ -139,6 +153,20 @@ struct cl_results {
 	size_t breaches;
 	char last_error[sizeof(((struct cl_err *)0)->msg)];
 };
+
+/* results/stage.c: a class's figures, those of a stage: {requests, tokens, throughput,
+ * latency_ms, histograms}; NULL when out of memory. */
+json_t *cli_rs_class_figures(const struct cl_metrics *m, double window_s);
+/* results/classes.c: the scenario's classes copied into r (0 or CL_ENOMEM), and freed. */
+int cli_rs_classes_copy(struct cl_results *r, const struct cl_scenario *s);
+void cli_rs_classes_free(struct cl_results *r);
+/* stages[].classes of a finished stage from m's class records, each with its own SLO checks,
+ * which are appended to checks too (a class's breach is the run's), and, from the stage's
+ * server object (NULL: none), the server's figures of the class's model_name.  NULL when out of
+ * memory; an empty array when m has no class records. */
+json_t *cli_rs_classes_json(const struct cl_results *r, const char *stage,
+			    const struct cl_metrics *m, double window_s, json_t *checks,
+			    const json_t *server);
 
 /* Rebuilds verdict, estimates and warnings from the finished stages, and counts breaches.
  * 0 or CL_ENOMEM. */

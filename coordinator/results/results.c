@@ -251,6 +251,8 @@ static int copy_scenario(struct cl_results *r, const struct cl_scenario *s)
 	r->cost_per_hour = cl_scenario_cost_per_hour(&s->cost);
 	if (s->cost.currency && !(r->cost_currency = strdup(s->cost.currency)))
 		return CL_ENOMEM;
+	if (cli_rs_classes_copy(r, s) != 0)
+		return CL_ENOMEM;
 	r->client_bound_warn = s->client_bound == CL_CLIENT_BOUND_WARN;
 	r->api = s->workload.api;
 	r->abort_intervals = s->slo_abort_intervals;
@@ -583,6 +585,22 @@ static int finish_stage_obj(struct cl_results *r, size_t stage, const struct cl_
 	json_t *checks = ss->probe
 			     ? json_array()
 			     : cli_rs_checks(r->slos, r->n_slos, st->name, cumulative, window_s);
+	/* workload.classes: each class's figures and its own SLOs, whose checks join the
+	 * stage's (a probe's stay out of the verdict, as its stage's do) */
+	json_t *class_checks = json_array();
+	json_t *classes =
+	    o && cumulative->n_cls && class_checks
+		? cli_rs_classes_json(r, st->name, cumulative, window_s, class_checks, ss->server)
+		: NULL;
+	if (o && cumulative->n_cls && (!classes || cli_rj_set(o, "classes", classes))) {
+		json_decref(o);
+		o = NULL;
+	}
+	if (checks && !ss->probe && class_checks && json_array_extend(checks, class_checks) != 0) {
+		json_decref(checks);
+		checks = NULL;
+	}
+	json_decref(class_checks);
 	json_t *extra = ss->probe ? cli_rs_probe_json(ss, cumulative, window_s)
 				  : cli_rs_drift_json(ss->drift, &r->drift, st->name, checks);
 	cli_rs_drift_free(ss->drift);
@@ -824,6 +842,7 @@ void cl_results_destroy(struct cl_results *r)
 		free(r->slos[i].stage);
 	}
 	free(r->slos);
+	cli_rs_classes_free(r);
 	free(r->samples);
 	free(r->from_stage);
 	free(r->cost_currency);

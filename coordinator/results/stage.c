@@ -456,6 +456,13 @@ json_t *cli_rs_stage_json(size_t index, const struct cl_scn_stage *st, const str
 	return o;
 }
 
+json_t *cli_rs_class_figures(const struct cl_metrics *m, double window_s)
+{
+	return json_pack("{s:o,s:o,s:o,s:o,s:o}", "requests", requests_json(m), "tokens",
+			 tokens_json(m), "throughput", throughput_json(m, window_s), "latency_ms",
+			 latency_json(m), "histograms", histograms_json(m));
+}
+
 /* -- stages[].endpoints: a stage's figures per endpoint when the target has several
  * (target.urls; docs/results.md, "Per endpoint") -- */
 

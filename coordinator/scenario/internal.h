@@ -179,6 +179,16 @@ int cli_scn_get_percent(struct scn_ctx *c, const struct ynode *v, double *out);
 int cli_scn_get_rate(struct scn_ctx *c, const struct ynode *v, double *out);
 int cli_scn_get_enum(struct scn_ctx *c, const struct ynode *v, const char *const *names, size_t n,
 		     int *out);
+/* scenario/sections.c: a mapping of HTTP header names to values appended to *headers as
+ * "Name: value" lines (names checked, duplicates refused). */
+void cli_scn_read_headers(struct scn_ctx *c, const struct ynode *v, char ***headers, size_t *n);
+/* scenario/classes.c: workload.classes, a list of classes (docs/scenario.md). */
+void cli_scn_conv_classes(struct scn_ctx *c, const struct ynode *v, void *obj);
+/* scenario/workload.c: *path resolved against the scenario's directory (an absolute one
+ * kept) and checked readable, what naming it in the error at `at`. */
+void cli_scn_resolve_file(struct scn_ctx *c, char **path, const char *what, const struct ynode *at);
+/* Frees one class's strings and SLOs; safe on a zeroed one. */
+void cli_scn_class_free(struct cl_scn_class *k);
 /* scenario/json.c: a mapping as compact JSON object text (types kept: quoted scalars stay
  * strings); 1 when v is null. */
 int cli_scn_get_json(struct scn_ctx *c, const struct ynode *v, char **out);

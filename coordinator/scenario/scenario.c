@@ -256,6 +256,9 @@ void cl_scenario_free(struct cl_scenario *s)
 	free(w->system_prompt);
 	free(w->dataset);
 	free(w->trace);
+	for (size_t i = 0; w->classes && i < w->n_classes; i++)
+		cli_scn_class_free(&w->classes[i]);
+	free(w->classes);
 
 	for (size_t i = 0; s->stages && i < s->n_stages; i++) {
 		free(s->stages[i].name);

@@ -235,6 +235,35 @@ struct cl_scn_workload {
 	double cancel_share;
 	uint32_t cancel_after_tokens;
 	int64_t cancel_after_us, cancel_after_max_us;
+	/* workload.classes: none (NULL, 0), or 1..CL_SCN_MAX_CLASSES */
+	struct cl_scn_class *classes;
+	size_t n_classes;
+};
+
+/* A class of requests (workload.classes, docs/scenario.md "Request classes"): a share of the
+ * run's requests sent with its own model, priority, output length, extra body keys and
+ * headers, counted and judged apart.  Strings owned. */
+#define CL_SCN_MAX_CLASSES 16 /* = CL_METRICS_CLASSES_MAX */
+struct cl_scn_class {
+	char *name;
+	uint32_t weight; /* default 1 */
+	char *model;     /* NULL: the run's model */
+	int64_t priority;
+	bool priority_set;      /* sent as "priority" (vLLM) only when given */
+	uint32_t max_tokens;    /* 0: the body's own */
+	uint32_t output_tokens; /* 0: none; else max_tokens this and ignore_eos: true */
+	char *body_json;        /* extra body keys, a JSON object text; NULL: none */
+	/* its own prompts instead of the workload's: inline ones, or synthetic ones of
+	 * input_tokens tokens (exclusive; neither: the workload's bodies) */
+	char **prompts;
+	size_t n_prompts;
+	uint32_t input_tokens;
+	char *dataset;  /* its own dataset file (resolved like workload.dataset, format auto) */
+	char **headers; /* "Name: value", sent with this class's requests */
+	size_t n_headers;
+	struct cl_scn_slo *slos; /* judged on this class's requests alone */
+	size_t n_slos;
+	int line;
 };
 
 /* One load level after expansion (a sweep becomes one stage per value). */

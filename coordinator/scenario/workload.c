@@ -425,6 +425,7 @@ enum workload_field {
 	WF_IMAGES,
 	WF_TOOLS,
 	WF_CANCEL,
+	WF_CLASSES,
 	WF__COUNT
 };
 
@@ -461,6 +462,7 @@ static const struct scn_field workload_fields[] = {
 	[WF_IMAGES] = SCN_CUSTOM_AT("images", struct cl_scn_workload, images, conv_images),
 	[WF_TOOLS] = SCN_CUSTOM("tools", conv_tools),
 	[WF_CANCEL] = SCN_CUSTOM("cancel", cli_scn_conv_cancel),
+	[WF_CLASSES] = SCN_CUSTOM("classes", cli_scn_conv_classes),
 };
 _Static_assert(N(workload_fields) == WF__COUNT, "one field per index");
 _Static_assert(WF__COUNT <= N(((struct scn_loader *)0)->workload), "room for every key");
@@ -534,8 +536,8 @@ static void check_api(struct scn_ctx *c, const struct cl_scn_workload *w,
 	 * completions (the history inside the prompt string) all hold conversations. */
 }
 
-/* Resolves *path against the scenario's directory and checks it can be read. */
-static void resolve_file(struct scn_ctx *c, char **path, const char *what, const struct ynode *at)
+/* Resolves *path against the scenario's directory and checks it can be read (internal.h). */
+void cli_scn_resolve_file(struct scn_ctx *c, char **path, const char *what, const struct ynode *at)
 {
 	if ((*path)[0] != '/' && c->dir[0]) {
 		char *p = NULL;
@@ -582,10 +584,11 @@ void cli_scn_conv_workload(struct scn_ctx *c, const struct ynode *v, void *obj)
 	if (seen[WF_DATASET]) {
 		w->kind = CL_WORKLOAD_DATASET;
 		if (w->dataset)
-			resolve_file(c, &w->dataset, "workload.dataset", l->workload[WF_DATASET]);
+			cli_scn_resolve_file(c, &w->dataset, "workload.dataset",
+					     l->workload[WF_DATASET]);
 	}
 	if (seen[WF_TRACE] && w->trace)
-		resolve_file(c, &w->trace, "workload.trace.file", l->workload[WF_TRACE]);
+		cli_scn_resolve_file(c, &w->trace, "workload.trace.file", l->workload[WF_TRACE]);
 	/* The dataset's own keys. */
 	static const size_t dataset_only[] = { WF_DATASET_FORMAT, WF_DATASET_LIMIT,
 					       WF_DATASET_OUTPUT_TOKENS, WF_DATASET_SHUFFLE,
@@ -598,6 +601,20 @@ void cli_scn_conv_workload(struct scn_ctx *c, const struct ynode *v, void *obj)
 			break;
 		}
 	}
+	/* a trace's bodies are its arrivals: a class cannot bring prompts of its own */
+	for (size_t k = 0; seen[WF_CLASSES] && seen[WF_TRACE] && k < w->n_classes; k++)
+		if (w->classes[k].n_prompts || w->classes[k].input_tokens) {
+			cli_scn_error(c, seen[WF_CLASSES],
+				      "workload.classes[%zu] brings prompts of its own, which a "
+				      "trace replay cannot send (its requests are the trace's)",
+				      k);
+			break;
+		}
+	/* classes tag single requests; a conversation's turns would have to share one */
+	if (seen[WF_CLASSES] && seen[WF_MULTI_TURN])
+		cli_scn_error(c, seen[WF_CLASSES],
+			      "workload.classes cannot be combined with workload.multi_turn yet "
+			      "(a conversation's turns would need one class)");
 	/* multi_turn: conversations are made of synthetic prompts. */
 	const struct ynode *mt = seen[WF_MULTI_TURN];
 	if (mt && !seen[WF_SYNTHETIC])

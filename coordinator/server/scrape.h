@@ -71,6 +71,9 @@ struct cl_srv_mark {
 	uint32_t scrapes_ok, scrapes_failed, restarts;
 	double prefix_queries, prefix_hits, preemptions, spec_accepted, spec_draft, aborted;
 	struct cl_srv_hist ttft, queue, e2e;
+	/* the same per model_name, restarts added up likewise */
+	struct cl_srv_model_hists models[CL_SRV_MAX_MODELS];
+	uint32_t n_models;
 };
 
 /*

@@ -2,6 +2,7 @@
 #include "vocab.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 enum field {
@@ -135,6 +136,49 @@ static void add_hist_sample(struct cl_srv_hist *h, const struct cl_prom_sample *
 		h->sum += s->value;
 }
 
+/* The model_name label's value in labels (k="v" pairs joined by ','), into out; false when
+ * there is none. */
+static bool model_label(const char *labels, char *out, size_t n)
+{
+	for (const char *p = labels; p && *p;) {
+		if (strncmp(p, "model_name=\"", 12) == 0) {
+			p += 12;
+			size_t k = 0;
+			while (*p && *p != '"' && k + 2 < n) { /* room for an escape and the NUL */
+				if (*p == '\\' && p[1])
+					out[k++] = *p++;
+				out[k++] = *p++;
+			}
+			out[k] = '\0';
+			return true;
+		}
+		/* the next pair: past this value's closing quote */
+		const char *q = strchr(p, '"');
+		if (!q)
+			return false;
+		for (q++; *q && *q != '"'; q++)
+			if (*q == '\\' && q[1])
+				q++;
+		p = *q ? q + 1 : q;
+		if (*p == ',')
+			p++;
+	}
+	return false;
+}
+
+/* snap's histograms of that model_name, a new slot for a new one; NULL when full. */
+static struct cl_srv_model_hists *model_slot(struct cl_srv_snap *snap, const char *name)
+{
+	for (uint32_t i = 0; i < snap->n_models; i++)
+		if (strcmp(snap->models[i].name, name) == 0)
+			return &snap->models[i];
+	if (snap->n_models == CL_SRV_MAX_MODELS)
+		return NULL;
+	struct cl_srv_model_hists *m = &snap->models[snap->n_models++];
+	snprintf(m->name, sizeof(m->name), "%s", name);
+	return m;
+}
+
 static const struct map *lookup(const struct cl_prom_sample *s)
 {
 	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
@@ -185,9 +229,18 @@ void cl_srv_vocab_read(const struct cl_prom_page *page, struct cl_srv_snap *snap
 			continue;
 		a->by = m->name;
 		a->n++;
-		if (is_hist_field(m->f))
+		if (is_hist_field(m->f)) {
 			add_hist_sample(hist_of(snap, m->f), s, m->name);
-		else
+			char model[CL_SRV_MODEL_NAME];
+			struct cl_srv_model_hists *mh = model_label(s->labels, model, sizeof(model))
+							    ? model_slot(snap, model)
+							    : NULL;
+			if (mh)
+				add_hist_sample(m->f == F_TTFT    ? &mh->ttft
+						: m->f == F_QUEUE ? &mh->queue
+								  : &mh->e2e,
+						s, m->name);
+		} else
 			a->sum += s->value;
 	}
 	snap->running = finish(&acc[F_RUNNING], F_RUNNING);

@@ -29,6 +29,16 @@ struct cl_srv_hist {
 	double sum;
 };
 
+/* The latency histograms of one model_name (vLLM's and SGLang's pages label every series
+ * with it; several engines or a router behind one page have several), for the request
+ * classes' server view (docs/results.md, stages[].server.models). */
+#define CL_SRV_MAX_MODELS 16
+#define CL_SRV_MODEL_NAME 128
+struct cl_srv_model_hists {
+	char name[CL_SRV_MODEL_NAME]; /* the label's value as the page wrote it */
+	struct cl_srv_hist ttft, queue, e2e;
+};
+
 /* One scrape in the common vocabulary.  A figure the server does not offer is NAN. */
 struct cl_srv_snap {
 	int64_t t_us; /* CLOCK_MONOTONIC of the scrape's start */
@@ -42,6 +52,9 @@ struct cl_srv_snap {
 	double aborted; /* counter: requests ended because their client went away (vLLM's
 			 * request_success_total{finished_reason="abort"}) */
 	struct cl_srv_hist ttft, queue, e2e; /* seconds */
+	/* the same histograms per model_name label (none: a page without the label) */
+	struct cl_srv_model_hists models[CL_SRV_MAX_MODELS];
+	uint32_t n_models;
 	/* process_start_time_seconds (Prometheus' client libraries, so vLLM, SGLang, TGI): a
 	 * new value is a new process, a restart even when no counter had counted yet */
 	double start_time_s;

@@ -202,6 +202,8 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 	st->cached_tokens = cl_sim_metrics_prefix(s, &cr->prefix, st->prompt_tokens);
 	st->requested_tokens = cr->max_tokens;
 	st->ignore_eos = cr->ignore_eos;
+	st->has_priority = cr->has_priority;
+	st->priority = cr->priority;
 	st->history_turns = cr->history_turns;
 	st->history_fnv = cr->history_fnv;
 	st->prompt_fnv = cr->prompt_fnv;
@@ -380,6 +382,10 @@ void cl_sim_api_handle(struct cl_sim *s, struct cl_sim_conn *c, const struct cl_
 	if (req->has_request_id) {
 		st->has_request_id = true;
 		snprintf(st->request_id, sizeof(st->request_id), "%s", req->request_id);
+	}
+	if (req->has_class) {
+		st->has_class = true;
+		snprintf(st->cls, sizeof(st->cls), "%s", req->cls);
 	}
 	if (req->has_conversation) {
 		st->has_conversation = true;

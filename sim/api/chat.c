@@ -214,6 +214,23 @@ static int get_bool(json_t *obj, const char *key, bool *out, char *msg, size_t n
 	return 0;
 }
 
+/* vLLM's "priority": any integer, a lower one served first when the batch is full. */
+static int get_priority(json_t *root, struct cl_sim_chat_req *req, char *msg, size_t n,
+			const char **code)
+{
+	json_t *v = json_object_get(root, "priority");
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_integer(v)) {
+		snprintf(msg, n, "'priority' must be an integer");
+		*code = "invalid_type";
+		return CL_EINVAL;
+	}
+	req->has_priority = true;
+	req->priority = json_integer_value(v);
+	return 0;
+}
+
 static int get_max(json_t *root, const char *key, uint32_t *out, char *msg, size_t n,
 		   const char **code)
 {
@@ -640,6 +657,7 @@ int cl_sim_api_parse(enum cl_api api, const char *body, size_t len, struct cl_si
 	}
 	if (get_bool(root, "stream", &req->stream, msg, n, code) ||
 	    get_bool(root, "ignore_eos", &req->ignore_eos, msg, n, code) ||
+	    get_priority(root, req, msg, n, code) ||
 	    get_max(root, api == CL_API_RESPONSES ? "max_output_tokens" : "max_tokens", &max_tokens,
 		    msg, n, code) ||
 	    (api == CL_API_CHAT &&

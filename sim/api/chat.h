@@ -36,6 +36,8 @@ struct cl_sim_chat_req {
 	bool continuous_usage; /* vLLM's stream_options.continuous_usage_stats */
 	uint32_t max_tokens;   /* max_completion_tokens, else max_tokens; 0: not given */
 	bool ignore_eos;       /* vLLM, SGLang, llama.cpp: generate until max_tokens */
+	bool has_priority;     /* vLLM's "priority": a lower value is scheduled first */
+	int64_t priority;
 	uint64_t prompt_chars; /* Unicode characters in every message's text content */
 	uint64_t prompt_words; /* ... their tokens by the text (cl_sim_text_tokens) */
 	uint32_t n_stop;       /* stop strings given ("stop": a string or up to 4) */

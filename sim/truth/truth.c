@@ -81,8 +81,15 @@ void cl_sim_truth_record(struct cl_sim_truth *t, const struct cl_sim_truth_rec *
 	put_str_or_null(&w, r->request_id);
 	CL_SIM_W_LIT(&w, ",\"conversation\":");
 	put_str_or_null(&w, r->conversation);
+	CL_SIM_W_LIT(&w, ",\"class\":");
+	put_str_or_null(&w, r->cls);
 	CL_SIM_W_LIT(&w, ",\"model\":");
 	put_str_or_null(&w, r->model);
+	CL_SIM_W_LIT(&w, ",\"priority\":");
+	if (r->has_priority)
+		cl_sim_w_i64(&w, r->priority);
+	else
+		CL_SIM_W_LIT(&w, "null");
 	CL_SIM_W_LIT(&w, ",\"api\":");
 	put_str_or_null(&w, r->api);
 	CL_SIM_W_LIT(&w, ",\"inputs\":");

@@ -216,6 +216,33 @@ static void test_sum_and_untyped(void **state)
 	cl_prom_page_free(&pg);
 }
 
+/* Histograms labelled model_name are also kept per name (request classes' server view), the
+ * label found wherever it stands and with escapes; the totals are still their sum. */
+static void test_models(void **state)
+{
+	(void)state;
+	const char *page =
+	    "vllm:time_to_first_token_seconds_bucket{engine=\"0\",model_name=\"base\",le=\"0.1\"} 1\n"
+	    "vllm:time_to_first_token_seconds_bucket{engine=\"0\",model_name=\"base\",le=\"+Inf\"} 2\n"
+	    "vllm:time_to_first_token_seconds_sum{engine=\"0\",model_name=\"base\"} 0.5\n"
+	    "vllm:time_to_first_token_seconds_bucket{model_name=\"lo\\\"ra\",engine=\"1\",le=\"0.1\"} 3\n"
+	    "vllm:time_to_first_token_seconds_bucket{model_name=\"lo\\\"ra\",engine=\"1\",le=\"+Inf\"} 7\n"
+	    "vllm:request_queue_time_seconds_bucket{x=\"a,model_name=\\\"no\",model_name=\"base\",le=\"+Inf\"} 2\n"
+	    "vllm:time_to_first_token_seconds_bucket{engine=\"2\",le=\"+Inf\"} 1\n";
+	struct cl_prom_page pg = { 0 };
+	assert_int_equal(cl_prom_parse(page, strlen(page), &pg, NULL), 0);
+	struct cl_srv_snap sn = { 0 };
+	cl_srv_vocab_read(&pg, &sn);
+	assert_int_equal(sn.n_models, 2);
+	assert_string_equal(sn.models[0].name, "base");
+	assert_string_equal(sn.models[1].name, "lo\\\"ra");
+	assert_true(sn.models[0].ttft.count[1] == 2 && sn.models[0].ttft.sum == 0.5);
+	assert_true(sn.models[1].ttft.count[0] == 3 && sn.models[1].ttft.count[1] == 7);
+	assert_int_equal(sn.models[0].queue.n, 1); /* a model_name inside a value is not one */
+	assert_true(sn.ttft.count[1] == 10);       /* the total: every series, labelled or not */
+	cl_prom_page_free(&pg);
+}
+
 static void test_caps(void **state)
 {
 	(void)state;
@@ -242,7 +269,7 @@ int main(void)
 		cmocka_unit_test(test_edge_cases), cmocka_unit_test(test_vllm),
 		cmocka_unit_test(test_sglang_tgi), cmocka_unit_test(test_sum_and_untyped),
 		cmocka_unit_test(test_caps),       cmocka_unit_test(test_llamacpp_as_served),
-		cmocka_unit_test(test_dcgm),
+		cmocka_unit_test(test_dcgm),       cmocka_unit_test(test_models),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

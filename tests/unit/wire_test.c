@@ -1089,7 +1089,7 @@ static void test_cmd_prepare_parts(void **state)
 {
 	struct cl_request_body bodies[4] = {
 		{ .json = "{\"a\":1}", .len = 7, .prompt_chars = 3, .max_tokens = 120 },
-		{ .json = "{\"b\":2}", .len = 7, .prompt_chars = 4, .max_tokens = 0 },
+		{ .json = "{\"b\":2}", .len = 7, .prompt_chars = 4, .max_tokens = 0, .cls = 2 },
 		{ .json = "{\"c\":3}",
 		  .len = 7,
 		  .prompt_chars = 5,
@@ -1100,6 +1100,11 @@ static void test_cmd_prepare_parts(void **state)
 		  .at_us = 1500000 },
 		{ .json = "{\"d\":4}", .len = 7, .prompt_chars = 6, .max_tokens = 4096 },
 	};
+	/* request classes: each one's name and headers, a body's class by its index */
+	char *h1[] = { "X-Chatload-Class: batch", "X-Tenant: acme" };
+	struct cl_class_plan classes[] = { { .name = "chat" },
+					   { .name = "batch", .headers = h1, .n_headers = 2 },
+					   { .name = "base" } };
 	struct cl_msg in = cmd_msg(CL_CMD_PREPARE), out;
 	in.cmd.prepare.target = sample_target();
 	in.cmd.prepare.workload = (struct cl_workload_plan){ .bodies = bodies,
@@ -1113,9 +1118,18 @@ static void test_cmd_prepare_parts(void **state)
 							     .per_stage = true,
 							     .retag = "0a1b2c3d",
 							     .tool_result_tokens = 64,
-							     .tool_max_rounds = 0 };
+							     .tool_max_rounds = 0,
+							     .classes = classes,
+							     .n_classes = 3 };
 	roundtrip(&in, &out);
 	const struct cl_workload_plan *w = &out.cmd.prepare.workload;
+	assert_int_equal(w->n_classes, 3);
+	assert_string_equal(w->classes[1].name, "batch");
+	assert_int_equal(w->classes[1].n_headers, 2);
+	assert_string_equal(w->classes[1].headers[1], "X-Tenant: acme");
+	assert_int_equal(w->classes[0].n_headers, 0);
+	assert_int_equal(w->bodies[0].cls, 0);
+	assert_int_equal(w->bodies[1].cls, 2);
 	assert_int_equal(w->n_bodies, 2);
 	assert_int_equal(w->total_bodies, 4);
 	assert_int_equal(w->first_body, 3);
@@ -1140,12 +1154,15 @@ static void test_cmd_prepare_parts(void **state)
 	in.cmd.prepare.workload.retag[0] = '\0'; /* absent: no retagging */
 	in.cmd.prepare.workload.tool_result_tokens = 0; /* absent: no agentic loop */
 	in.cmd.prepare.workload.tool_max_rounds = 3;    /* not sent without it */
+	in.cmd.prepare.workload.n_classes = 0;          /* absent: no classes */
 	roundtrip(&in, &out);
 	assert_int_equal(out.cmd.prepare.workload.tool_result_tokens, 0);
 	assert_int_equal(out.cmd.prepare.workload.tool_max_rounds, 0);
 	assert_int_equal(out.cmd.prepare.workload.total_bodies, 2);
 	assert_int_equal(out.cmd.prepare.workload.first_body, 1);
 	assert_int_equal(out.cmd.prepare.workload.share, 0);
+	assert_int_equal(out.cmd.prepare.workload.n_classes, 0);
+	assert_null(out.cmd.prepare.workload.classes);
 	assert_false(out.cmd.prepare.workload.per_stage);
 	assert_string_equal(out.cmd.prepare.workload.retag, "");
 	cl_msg_free(&out);

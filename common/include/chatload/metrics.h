@@ -154,6 +154,8 @@ struct cl_ep_metrics {
 	uint64_t ctr[CL_CTR__COUNT];
 };
 
+#define CL_METRICS_CLASSES_MAX 16 /* request classes a record holds at most (CL_CLASSES_MAX) */
+
 struct cl_metrics {
 	struct cl_hist lat[CL_LAT__COUNT];
 	struct cl_hist cnt[CL_CNT__COUNT];
@@ -165,6 +167,12 @@ struct cl_metrics {
 	 * cl_metrics_eps_init, or grown by a merge or decode that brings more; kept by reset. */
 	struct cl_ep_metrics *eps;
 	uint32_t n_eps;
+	/* Per request class (workload.classes): none (NULL, 0) without classes.  Each is a whole
+	 * record of its own (with neither endpoints nor classes), so a class has every figure a
+	 * stage has, merged and carried the way the record is.  Allocated by
+	 * cl_metrics_cls_init, or grown by a merge or decode that brings more; kept by reset. */
+	struct cl_metrics *cls;
+	uint32_t n_cls;
 };
 
 /* Stable snake_case names used on the wire and in results ("ttft", "tokens_per_chunk",
@@ -196,6 +204,9 @@ CL_MUST_CHECK int cl_metrics_merge(struct cl_metrics *dst, const struct cl_metri
 /* Makes m hold at least n endpoint records (n <= CL_METRICS_EPS_MAX); those it had keep their
  * values.  0, CL_EINVAL (n too large), CL_ENOMEM (m unchanged). */
 CL_MUST_CHECK int cl_metrics_eps_init(struct cl_metrics *m, uint32_t n);
+/* Makes m hold at least n class records (n <= CL_METRICS_CLASSES_MAX); those it had keep their
+ * values.  0, CL_EINVAL (n too large, or m is itself a class record), CL_ENOMEM (m unchanged). */
+CL_MUST_CHECK int cl_metrics_cls_init(struct cl_metrics *m, uint32_t n);
 /* Name of an endpoint histogram: "ttft", "itl"; NULL out of range. */
 const char *cl_ep_lat_name(int i);
 /* Keeps an error sample if fewer than CL_ERR_SAMPLES_MAX are kept (truncates body). */

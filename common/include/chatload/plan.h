@@ -123,6 +123,22 @@ struct cl_request_body {
 	int64_t at_us;
 	/* Embeddings: the inputs this body sends (workload.embedding_batch); 0 otherwise. */
 	uint32_t inputs;
+	/* Request classes (workload.classes): the index of this body's class in
+	 * cl_workload_plan.classes (0 without classes).  Its model, priority, length and extra
+	 * keys are in json already; the agent adds the class's headers and counts it apart. */
+	uint32_t cls;
+	/* The coordinator's own, never sent: json names a model of its own (its class's), which
+	 * the model the readiness gate finds does not replace. */
+	bool own_model;
+};
+
+/* One request class as an agent needs it: its name (for messages) and the header lines its
+ * requests carry. */
+#define CL_CLASSES_MAX 16
+struct cl_class_plan {
+	char *name;
+	char **headers; /* "Name: value" */
+	size_t n_headers;
 };
 
 /*
@@ -173,6 +189,10 @@ struct cl_workload_plan {
 	uint32_t cancel_after_tokens;
 	int64_t cancel_after_us, cancel_after_max_us;
 	uint64_t cancel_seed;
+	/* Request classes (workload.classes): none (NULL, 0), or 1..CL_CLASSES_MAX; each body's
+	 * cls indexes them, and the agent's metrics get one record per class. */
+	struct cl_class_plan *classes;
+	size_t n_classes;
 };
 
 #define CL_CANCEL_PPM_MAX 1000000u
