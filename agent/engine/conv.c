@@ -113,11 +113,9 @@ static bool retag(struct cl_slot *s, const struct cl_workload_plan *wl,
 	for (int i = 1; i <= CL_SALT_DIGITS; i++)
 		x = (x ^ (unsigned char)needle[i]) * 0x100000001b3ULL;
 	x ^= (uint64_t)wl->first_body * 0x9e3779b97f4a7c15ULL ^ k * 0xbf58476d1ce4e5b9ULL;
-	uint64_t tag = cl_splitmix64(&x);
-	static const char hex[] = "0123456789abcdef";
-	char *digits = s->conv_req.data + (at - b->json) + 1;
-	for (int i = 0; i < CL_SALT_DIGITS; i++)
-		digits[i] = hex[(tag >> (4 * i)) & 15];
+	char tag[CL_SALT_TAG_SIZE];
+	cl_salt_from_u64(cl_splitmix64(&x), tag);
+	memcpy(s->conv_req.data + (at - b->json) + 1, tag, CL_SALT_DIGITS);
 	s->post = s->conv_req.data;
 	s->post_len = s->conv_req.len;
 	return true;

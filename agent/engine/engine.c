@@ -110,30 +110,28 @@ static int init_endpoints(struct cl_engine *e, const struct cl_allow_list *allow
 	return 0;
 }
 
+/*
+ * The engine's own copy of the plan: every value as the plan says, so a field added to
+ * struct cl_workload_plan or cl_request_body needs no line here (a copy field by field had
+ * dropped each body's embeddings `inputs`, so the "vectors for inputs" check never ran), the
+ * bodies and their text deep-copied.  The engine holds the whole workload in one piece, from
+ * the first body of its share when that is one of them.  Partly built on failure
+ * (cl_workload_plan_free is safe on it).
+ */
 static int copy_workload(struct cl_workload_plan *d, const struct cl_workload_plan *s)
 {
-	memset(d, 0, sizeof(*d));
-	d->request_timeout_us = s->request_timeout_us;
-	d->max_tokens = s->max_tokens;
+	*d = *s;
+	d->bodies = NULL;
+	d->n_bodies = 0;
+	d->classes = NULL; /* deep-copied below, as the bodies are */
+	d->n_classes = 0;
+	d->total_bodies = s->n_bodies;
+	d->first_body = s->first_body < s->n_bodies ? s->first_body : 0;
+	d->retag[sizeof(d->retag) - 1] = '\0';
 	d->bodies = calloc(s->n_bodies, sizeof(*d->bodies));
 	if (!d->bodies)
 		return CL_ENOMEM;
 	d->n_bodies = s->n_bodies;
-	d->total_bodies = s->n_bodies;
-	d->first_body = s->first_body < s->n_bodies ? s->first_body : 0;
-	d->think_time_us = s->think_time_us;
-	d->trace_stride = s->trace_stride;
-	d->share = s->share;
-	d->per_stage = s->per_stage;
-	d->tool_result_tokens = s->tool_result_tokens;
-	d->tool_max_rounds = s->tool_max_rounds;
-	d->cancel_ppm = s->cancel_ppm;
-	d->cancel_after_tokens = s->cancel_after_tokens;
-	d->cancel_after_us = s->cancel_after_us;
-	d->cancel_after_max_us = s->cancel_after_max_us;
-	d->cancel_seed = s->cancel_seed;
-	memcpy(d->retag, s->retag, sizeof(d->retag));
-	d->retag[sizeof(d->retag) - 1] = '\0';
 	if (s->n_classes) {
 		if (!(d->classes = calloc(s->n_classes, sizeof(*d->classes))))
 			return CL_ENOMEM;
@@ -152,19 +150,13 @@ static int copy_workload(struct cl_workload_plan *d, const struct cl_workload_pl
 		}
 	}
 	for (size_t i = 0; i < s->n_bodies; i++) {
-		d->bodies[i].cls = s->bodies[i].cls;
-		d->bodies[i].len = s->bodies[i].len;
-		d->bodies[i].prompt_chars = s->bodies[i].prompt_chars;
-		d->bodies[i].max_tokens = s->bodies[i].max_tokens;
-		d->bodies[i].turn = s->bodies[i].turn;
-		d->bodies[i].hist_at = s->bodies[i].hist_at;
-		d->bodies[i].user_len = s->bodies[i].user_len;
-		d->bodies[i].at_us = s->bodies[i].at_us;
-		d->bodies[i].json = malloc(s->bodies[i].len + 1);
-		if (!d->bodies[i].json)
+		char *json = malloc(s->bodies[i].len + 1);
+		if (!json)
 			return CL_ENOMEM;
-		memcpy(d->bodies[i].json, s->bodies[i].json, s->bodies[i].len);
-		d->bodies[i].json[s->bodies[i].len] = '\0';
+		memcpy(json, s->bodies[i].json, s->bodies[i].len);
+		json[s->bodies[i].len] = '\0';
+		d->bodies[i] = s->bodies[i];
+		d->bodies[i].json = json;
 	}
 	return 0;
 }
