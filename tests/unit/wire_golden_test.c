@@ -19,7 +19,7 @@ static char *caps[] = { "http2", "tls", "sse" };
 static char *headers[] = { "X-Team: perf", "X-Tab: a\tb" };
 static char *endpoints[] = { "http://127.0.0.1:8000/v1", "http://127.0.0.1:8001/v1" };
 static struct cl_request_body bodies[] = {
-	{ .json = "{\"model\":\"m\",\"messages\":[]}", .prompt_chars = 12 },
+	{ .json = "{\"model\":\"m\",\"messages\":[]}", .prompt_chars = 12, .cls = 1 },
 	{ .json = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\"}]}",
 	  .prompt_chars = 40,
 	  .max_tokens = 128,
@@ -28,6 +28,11 @@ static struct cl_request_body bodies[] = {
 	  .user_len = 17,
 	  .at_us = 250000,
 	  .inputs = 3 },
+};
+static char *class_headers[] = { "X-Tenant: acme" };
+static struct cl_class_plan classes[] = {
+	{ .name = "chat", .headers = class_headers, .n_headers = 1 },
+	{ .name = "batch" },
 };
 
 static struct cl_target_plan target_full(void)
@@ -275,7 +280,9 @@ static size_t goldens(struct golden *g)
 								   .cancel_ppm = 250000,
 								   .cancel_after_us = 500000,
 								   .cancel_after_max_us = 5000000,
-								   .cancel_seed = 42 },
+								   .cancel_seed = 42,
+								   .classes = classes,
+								   .n_classes = 2 },
 						     .requests = true } } } };
 	g[n++] = (struct golden){
 		"cmd_start_at",
