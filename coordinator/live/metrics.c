@@ -81,6 +81,8 @@ static const char *const phase_names[CL_LIVE__PHASES] = { "starting", "readiness
 struct lm_class {
 	uint64_t started, completed, errors, output_tokens;
 	double ttft_q[NQ], e2e_q[NQ]; /* seconds; NAN without data */
+	double ttft_sum_s, e2e_sum_s; /* a summary's _sum and _count */
+	uint64_t ttft_count, e2e_count;
 };
 
 struct lm_stage {
@@ -254,6 +256,10 @@ static void snapshot(const struct cl_metrics *cum, struct lm_stage *out)
 			o->errors += c->ctr[e];
 		quantiles_s(&c->lat[CL_LAT_TTFT], o->ttft_q);
 		quantiles_s(&c->lat[CL_LAT_E2E], o->e2e_q);
+		o->ttft_count = cl_hist_count(&c->lat[CL_LAT_TTFT]);
+		o->ttft_sum_s = o->ttft_count ? cl_hist_sum(&c->lat[CL_LAT_TTFT]) / 1e6 : 0;
+		o->e2e_count = cl_hist_count(&c->lat[CL_LAT_E2E]);
+		o->e2e_sum_s = o->e2e_count ? cl_hist_sum(&c->lat[CL_LAT_E2E]) / 1e6 : 0;
 	}
 	for (size_t k = 0; k < N(lats); k++) {
 		const struct cl_hist *h = &cum->lat[lats[k].lat];
@@ -471,6 +477,15 @@ static int class_family(struct cl_live_metrics *lm, struct cl_buf *b, const char
 				rc |= stage_sample(b, name, st, extra,
 						   what == 4 ? c->ttft_q[q] : c->e2e_q[q]);
 			}
+			/* a summary carries its _sum and _count beside the quantiles */
+			char part[128];
+			snprintf(extra + at, sizeof(extra) - at, "\"");
+			snprintf(part, sizeof(part), "%s_sum", name);
+			rc |= stage_sample(b, part, st, extra,
+					   what == 4 ? c->ttft_sum_s : c->e2e_sum_s);
+			snprintf(part, sizeof(part), "%s_count", name);
+			rc |= stage_sample(b, part, st, extra,
+					   (double)(what == 4 ? c->ttft_count : c->e2e_count));
 		}
 	}
 	return rc;
@@ -490,10 +505,9 @@ static int render_classes(struct cl_live_metrics *lm, struct cl_buf *b)
 			   "Failed requests of a request class, every error class.", 2);
 	rc |= class_family(lm, b, "chatload_class_output_tokens_total", "counter",
 			   "Output tokens received by a request class's requests.", 3);
-	/* quantiles only (no _sum, _count): gauges, as a summary must carry both */
-	rc |= class_family(lm, b, "chatload_class_ttft_seconds", "gauge",
+	rc |= class_family(lm, b, "chatload_class_ttft_seconds", "summary",
 			   "Time to first token of a request class's requests, by quantile.", 4);
-	rc |= class_family(lm, b, "chatload_class_e2e_seconds", "gauge",
+	rc |= class_family(lm, b, "chatload_class_e2e_seconds", "summary",
 			   "End to end latency of a request class's requests, by quantile.", 5);
 	return rc;
 }
