@@ -82,7 +82,8 @@ class Classes(tl.FleetCase):
 
     def test_three_classes_full_batch(self):
         sim = self.start_sim("--model", "base,lora-chat,lora-batch", "--ttft", "20ms",
-                             "--itl", "2ms", "--max-batch", "4")
+                             "--itl", "2ms", "--max-batch", "4",
+                             "--scheduling-policy", "priority")
         doc = tl.scenario({"url": sim.url, "model": "base"},
                           [{"name": "full", "concurrency": 16, "requests": 240}],
                           {"local": 1, "workers": 1}, name="classes")
@@ -162,6 +163,8 @@ class Classes(tl.FleetCase):
         self.assertEqual(cls["chat"]["model"], "lora-chat")
         self.assertIsNone(cls["base"]["model"])
         self.assertEqual(cls["batch"]["priority"], 10)
+        # the server honoured the priorities: nothing to say about them
+        self.assertFalse([w for w in res["warnings"] if "priority" in w], res["warnings"])
         # the headers and body keys went with their class only (the truth log does not
         # keep headers; the engine's X-Request-Id and the class model show they were sent)
         # the reports show a table per class
@@ -310,6 +313,31 @@ class Classes(tl.FleetCase):
             else:
                 self.assertTrue(text.endswith("Say something."), text)
         self.assertEqual(n, {"faq": 10, "rag": 10, "chat": 20})
+
+    def test_priority_not_honoured_is_named(self):
+        """A server that queues first come, first served (vLLM's default, llama.cpp) gives a
+        priority-0 class no earlier first token than a priority-10 one: the run says so,
+        naming both classes and their TTFT."""
+        sim = self.start_sim("--ttft", "20ms", "--itl", "2ms", "--max-batch", "2",
+                             "--output-tokens", "12")
+        doc = tl.scenario({"url": sim.url},
+                          [{"name": "full", "concurrency": 8, "requests": 80}],
+                          {"local": 1, "workers": 1}, name="fcfs")
+        doc["workload"]["classes"] = [{"name": "first", "priority": 0},
+                                      {"name": "later", "priority": 10}]
+        out = self.scope.path("fcfs-out")
+        p = self.start_run(self.write_scenario("fcfs", doc), out, name="fcfs")
+        self.assertExit(p, 0, 120)
+        res = self.results(out)
+        ttft = {c["name"]: c["latency_ms"]["ttft"]["p50"] for c in res["stages"][0]["classes"]}
+        # the queue was real: 8 streams over 2 slots wait several answers
+        self.assertGreater(min(ttft.values()), 60, ttft)
+        warn = [w for w in res["warnings"] if "priority" in w]
+        self.assertEqual(len(warn), 1, res["warnings"])
+        self.assertIn("class 'first' (priority 0) did not get its first token clearly sooner "
+                      "than class 'later' (priority 10)", warn[0])
+        self.assertIn("TTFT p50 %.1f against %.1f ms" % (ttft["first"], ttft["later"]),
+                      warn[0])
 
     def test_unknown_adapter_is_404(self):
         """A class naming a model the server does not serve fails its requests the vLLM
