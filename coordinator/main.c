@@ -21,6 +21,8 @@ static const struct command commands[] = {
 	  false },
 	/* run's HTTP happens in the agents (readiness, load), other processes */
 	{ "run", cl_cmd_run, "run a scenario: readiness, warmup, stages, results", false },
+	{ "bench", cl_cmd_bench, "measure a server from flags alone (writes the scenario it runs)",
+	  false },
 	{ "validate", cl_cmd_validate, "check scenarios and print the resolved plan", false },
 	{ "probe", cl_cmd_probe, "run the readiness gate alone against a URL", true },
 	{ "report", cl_cmd_report, "re-render a saved results.json as table, csv, md or html",

@@ -5,6 +5,7 @@
 
 int cl_cmd_init(int argc, char **argv);
 int cl_cmd_run(int argc, char **argv);
+int cl_cmd_bench(int argc, char **argv);
 int cl_cmd_validate(int argc, char **argv);
 int cl_cmd_probe(int argc, char **argv);
 int cl_cmd_report(int argc, char **argv);

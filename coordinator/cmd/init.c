@@ -2,6 +2,7 @@
  * sweep, a soak, a capacity search, a generate job, agents on several hosts), with the keys a
  * user must change marked "# CHANGE:". */
 #include "coordinator/cmd/commands.h"
+#include "coordinator/cmd/yaml_text_int.h"
 
 #include "chatload/exitcode.h"
 
@@ -13,8 +14,6 @@
 #include <unistd.h>
 
 #define DEFAULT_URL "http://127.0.0.1:8000/v1"
-#define NOTE_COLUMN 42  /* where a key's trailing comment starts, when the key leaves room */
-#define MAX_COLUMNS 100 /* the longest line a template writes */
 
 /* One line of a template: YAML (or a whole-line comment) and the comment that follows it.
  * A note starting "CHANGE:" marks a value the user must make their own. */
@@ -315,55 +314,11 @@ static void usage(FILE *out)
 	      out);
 }
 
-/* Writes one line: text, then "# note" from NOTE_COLUMN (or one space past a longer text).
- * A note that would take the line past MAX_COLUMNS goes on a line of its own above the text,
- * indented as the text is. */
+/* Writes one line: text, then its note aligned (coordinator/cmd/yaml_text.c). */
 static void put_line(FILE *f, const char *text, const char *note)
 {
-	int len = (int)strlen(text);
-	int pad = NOTE_COLUMN - len > 1 ? NOTE_COLUMN - len : 1;
-	if (note && len + pad + 2 + (int)strlen(note) > MAX_COLUMNS) {
-		fprintf(f, "%.*s# %s\n", (int)strspn(text, " "), text, note);
-		note = NULL;
-	}
-	fputs(text, f);
-	if (note)
-		fprintf(f, "%*s# %s", pad, "", note);
-	fputc('\n', f);
-}
-
-/* True when s can be written as a plain YAML scalar that reads back as itself: characters of
- * URLs and model names only, starting with a letter or digit. */
-static bool plain_scalar(const char *s)
-{
-	static const char ok[] = "._/:@%+=~?&-";
-	if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') ||
-	      (s[0] >= '0' && s[0] <= '9')))
-		return false;
-	for (const char *p = s; *p; p++) {
-		bool alnum = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-			     (*p >= '0' && *p <= '9');
-		if (!alnum && !strchr(ok, *p))
-			return false;
-	}
-	return true;
-}
-
-/* "key: value" with value plain or double-quoted (its '\' and '"' escaped), into buf. */
-static const char *key_value(const char *key, const char *value, char *buf, size_t n)
-{
-	if (plain_scalar(value)) {
-		snprintf(buf, n, "%s%s", key, value);
-		return buf;
-	}
-	size_t at = (size_t)snprintf(buf, n, "%s\"", key);
-	for (const char *p = value; *p && at + 3 < n; p++) {
-		if (*p == '"' || *p == '\\')
-			buf[at++] = '\\';
-		buf[at++] = *p;
-	}
-	snprintf(buf + at, n - at, "\"");
-	return buf;
+	char line[8600];
+	fputs(cli_yaml_line(line, sizeof(line), text, note), f);
 }
 
 /* The target section from --url and --model: what they gave is written as given, what they
@@ -372,11 +327,12 @@ static void target_block(FILE *f, const struct kind *k, const char *url, const c
 {
 	char line[4200];
 	put_line(f, "target:", NULL);
-	put_line(f, key_value("  url: ", url ? url : DEFAULT_URL, line, sizeof(line)),
+	put_line(f, cli_yaml_key_value("  url: ", url ? url : DEFAULT_URL, line, sizeof(line)),
 		 url ? "the server's OpenAI-compatible base URL"
 		     : "CHANGE: your server's OpenAI-compatible base URL");
 	if (model)
-		put_line(f, key_value("  model: ", model, line, sizeof(line)), k->model_note);
+		put_line(f, cli_yaml_key_value("  model: ", model, line, sizeof(line)),
+			 k->model_note);
 	else
 		put_line(f, "  # model: MODEL-NAME",
 			 "CHANGE: the served model; left out, the gate finds it");

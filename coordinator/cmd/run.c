@@ -1,5 +1,6 @@
 /* chatload run: flags for one run (run/run.c does the work). */
 #include "coordinator/cmd/commands.h"
+#include "coordinator/cmd/run_int.h"
 #include "coordinator/run/run.h"
 #include "coordinator/scenario/scenario.h"
 
@@ -25,6 +26,17 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	atomic_store(&g_stop, 1);
+}
+
+int cli_cmd_run_opts(struct cl_run_opts *o)
+{
+	o->stop = &g_stop;
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	return cl_run(o);
 }
 
 static void usage(FILE *out)
@@ -138,10 +150,5 @@ int cl_cmd_run(int argc, char **argv)
 	}
 	overrides[n_over] = NULL;
 	o.overrides = overrides;
-	struct sigaction sa = { .sa_handler = on_signal };
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	return cl_run(&o);
+	return cli_cmd_run_opts(&o);
 }

@@ -66,37 +66,39 @@ static void update_latest(const char *parent, const char *run_dir)
 	}
 }
 
-static int make_dir(struct cl_results *r, const struct cl_scenario *s, const char *out_dir,
-		    struct cl_err *err)
+int cl_results_make_dir(const char *out_dir, const char *parent, const char *name, int64_t wall_us,
+			char **dir, struct cl_err *err)
 {
+	*dir = NULL;
 	if (out_dir) {
 		int rc = cli_rj_mkdirs(out_dir, err);
 		if (rc != 0)
 			return rc;
-		r->dir = strdup(out_dir);
-		return r->dir ? 0 : cl_err_set(err, CL_ENOMEM, "out of memory");
+		*dir = strdup(out_dir);
+		return *dir ? 0 : cl_err_set(err, CL_ENOMEM, "out of memory");
 	}
-	const char *parent = s->output.dir ? s->output.dir : "results";
+	if (!parent)
+		parent = "results";
 	int rc = cli_rj_mkdirs(parent, err);
 	if (rc != 0)
 		return rc;
-	char name[80], stamp[32], path[4096];
-	safe_name(s->name, name, sizeof(name));
-	cl_wall_stamp(r->started_wall_us, stamp, sizeof(stamp));
+	char safe[80], stamp[32], path[4096];
+	safe_name(name, safe, sizeof(safe));
+	cl_wall_stamp(wall_us, stamp, sizeof(stamp));
 	for (int n = 1; n < 1000; n++) {
 		size_t len = strlen(parent);
 		while (len > 1 && parent[len - 1] == '/')
 			len--;
-		int w = n == 1 ? snprintf(path, sizeof(path), "%.*s/%s-%s", (int)len, parent, name,
+		int w = n == 1 ? snprintf(path, sizeof(path), "%.*s/%s-%s", (int)len, parent, safe,
 					  stamp)
 			       : snprintf(path, sizeof(path), "%.*s/%s-%s-%d", (int)len, parent,
-					  name, stamp, n);
+					  safe, stamp, n);
 		if (w < 0 || (size_t)w >= sizeof(path))
 			return cl_err_set(err, CL_EINVAL, "results directory name too long in '%s'",
 					  parent);
 		if (mkdir(path, 0755) == 0) {
-			r->dir = strdup(path);
-			if (!r->dir)
+			*dir = strdup(path);
+			if (!*dir)
 				return cl_err_set(err, CL_ENOMEM, "out of memory");
 			update_latest(parent, path);
 			return 0;
@@ -106,6 +108,13 @@ static int make_dir(struct cl_results *r, const struct cl_scenario *s, const cha
 					  strerror(errno));
 	}
 	return cl_err_set(err, CL_EIO, "cannot create a unique directory under '%s'", parent);
+}
+
+static int make_dir(struct cl_results *r, const struct cl_scenario *s, const char *out_dir,
+		    struct cl_err *err)
+{
+	return cl_results_make_dir(out_dir, s->output.dir, s->name, r->started_wall_us, &r->dir,
+				   err);
 }
 
 /* Removes user:password@ from a URL before it is written anywhere. */
@@ -188,12 +197,13 @@ static json_t *scenario_json(const struct cl_scenario *s, const char *path)
 		json_decref(target);
 		target = NULL;
 	}
-	return json_pack("{s:o,s:o,s:o,s:o,s:I,s:o,s:o,s:{s:o,s:o},s:s}", "name",
+	return json_pack("{s:o,s:o,s:o,s:o,s:I,s:o,s:o,s:{s:o,s:o},s:s,s:o}", "name",
 			 cli_rj_str(s->name), "description", cli_rj_str(s->description), "file",
 			 cli_rj_str(path ? path : s->file), "sha256", sha, "stages_planned",
 			 (json_int_t)s->n_stages, "target", target, "slo", slos, "estimate",
 			 "samples", samples, "from_stage", cli_rj_str(s->estimate.from_stage),
-			 "client_bound", s->client_bound == CL_CLIENT_BOUND_WARN ? "warn" : "fail");
+			 "client_bound", s->client_bound == CL_CLIENT_BOUND_WARN ? "warn" : "fail",
+			 "cost", cli_rs_cost_scenario_json(&s->cost));
 }
 
 static int copy_scenario(struct cl_results *r, const struct cl_scenario *s)
@@ -237,6 +247,11 @@ static int copy_scenario(struct cl_results *r, const struct cl_scenario *s)
 		r->n_samples = s->estimate.n_samples;
 	}
 	if (s->estimate.from_stage && !(r->from_stage = strdup(s->estimate.from_stage)))
+		return CL_ENOMEM;
+	r->cost_per_hour = cl_scenario_cost_per_hour(&s->cost);
+	if (s->cost.currency && !(r->cost_currency = strdup(s->cost.currency)))
+		return CL_ENOMEM;
+	if (cli_rs_classes_copy(r, s) != 0)
 		return CL_ENOMEM;
 	r->client_bound_warn = s->client_bound == CL_CLIENT_BOUND_WARN;
 	r->api = s->workload.api;
@@ -570,6 +585,22 @@ static int finish_stage_obj(struct cl_results *r, size_t stage, const struct cl_
 	json_t *checks = ss->probe
 			     ? json_array()
 			     : cli_rs_checks(r->slos, r->n_slos, st->name, cumulative, window_s);
+	/* workload.classes: each class's figures and its own SLOs, whose checks join the
+	 * stage's (a probe's stay out of the verdict, as its stage's do) */
+	json_t *class_checks = json_array();
+	json_t *classes =
+	    o && cumulative->n_cls && class_checks
+		? cli_rs_classes_json(r, st->name, cumulative, window_s, class_checks, ss->server)
+		: NULL;
+	if (o && cumulative->n_cls && (!classes || cli_rj_set(o, "classes", classes))) {
+		json_decref(o);
+		o = NULL;
+	}
+	if (checks && !ss->probe && class_checks && json_array_extend(checks, class_checks) != 0) {
+		json_decref(checks);
+		checks = NULL;
+	}
+	json_decref(class_checks);
 	json_t *extra = ss->probe ? cli_rs_probe_json(ss, cumulative, window_s)
 				  : cli_rs_drift_json(ss->drift, &r->drift, st->name, checks);
 	cli_rs_drift_free(ss->drift);
@@ -601,6 +632,16 @@ static int finish_stage_obj(struct cl_results *r, size_t stage, const struct cl_
 	    cli_rj_set(o, "intervals_total", cli_rj_uint(ss->seen)) ||
 	    json_object_set(o, "intervals", ss->intervals) != 0 ||
 	    (ss->server && json_object_set(o, "server", ss->server) != 0)) {
+		json_decref(o);
+		json_decref(checks);
+		return CL_ENOMEM;
+	}
+	/* Joules and money, from the figures just set (docs/results.md, "Joules and money"). */
+	json_t *energy = cli_rs_energy_json(o);
+	json_t *cost = cli_rs_cost_json(r->cost_per_hour, r->cost_currency, o);
+	bool bad = energy && cli_rj_set(o, "energy", energy);
+	bad = (cost && cli_rj_set(o, "cost", cost)) || bad; /* cli_rj_set takes v either way */
+	if (bad) {
 		json_decref(o);
 		json_decref(checks);
 		return CL_ENOMEM;
@@ -801,8 +842,10 @@ void cl_results_destroy(struct cl_results *r)
 		free(r->slos[i].stage);
 	}
 	free(r->slos);
+	cli_rs_classes_free(r);
 	free(r->samples);
 	free(r->from_stage);
+	free(r->cost_currency);
 	free(r->dir);
 	json_decref(r->doc);
 	free(r);

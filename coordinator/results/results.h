@@ -92,6 +92,16 @@ struct cl_results_agent {
 int cl_results_create(const struct cl_scenario *s, const char *scenario_path, int argc, char **argv,
 		      const char *out_dir, struct cl_results **out, struct cl_err *err);
 
+/*
+ * Makes a run's results directory as cl_results_create does, for a caller that writes into it
+ * before the run (chatload bench's scenario.yaml): out_dir when given (used as is, created if
+ * missing), else `<parent or "results">/<name>-<UTC stamp of wall_us>/`, made unique with a
+ * "-2", "-3"... suffix, with parent's `latest` symlink pointed at it. *dir gets the path
+ * (malloc'd; the caller frees). 0, or a negative CL_E* code with err filled.
+ */
+int cl_results_make_dir(const char *out_dir, const char *parent, const char *name, int64_t wall_us,
+			char **dir, struct cl_err *err);
+
 /* Records the readiness gate's outcome (copied).  rr NULL: the gate did not run. */
 void cl_results_set_readiness(struct cl_results *r, const struct cl_readiness_result *rr);
 

@@ -276,16 +276,12 @@ static void conv_trace(struct scn_ctx *c, const struct ynode *v, void *obj)
 
 static void conv_api(struct scn_ctx *c, const struct ynode *v, void *obj)
 {
-	/* The APIs by name; a value of enum cl_api that names none (4, until Messages is
-	 * merged) is not offered. */
-	static const char *const names[] = { "chat",       "completions", "responses",
-					     "embeddings", "rerank",      "score" };
-	static const enum cl_api ids[] = { CL_API_CHAT,       CL_API_COMPLETIONS, CL_API_RESPONSES,
-					   CL_API_EMBEDDINGS, CL_API_RERANK,      CL_API_SCORE };
-	_Static_assert(N(names) == N(ids), "one value per name");
+	static const char *const names[] = { "chat",     "completions", "responses", "embeddings",
+					     "messages", "rerank",      "score" };
+	_Static_assert(N(names) == CL_API__COUNT, "one name per API");
 	int x;
 	if (cli_scn_get_enum(c, v, names, N(names), &x) == 0)
-		((struct cl_scn_workload *)obj)->api = ids[x];
+		((struct cl_scn_workload *)obj)->api = (enum cl_api)x;
 }
 
 /* ---- workload.images ---- */
@@ -429,6 +425,8 @@ enum workload_field {
 	WF_IMAGES,
 	WF_TOOLS,
 	WF_DOCUMENTS,
+	WF_CANCEL,
+	WF_CLASSES,
 	WF__COUNT
 };
 
@@ -466,6 +464,8 @@ static const struct scn_field workload_fields[] = {
 	[WF_TOOLS] = SCN_CUSTOM("tools", conv_tools),
 	[WF_DOCUMENTS] = SCN_RANGE("documents", SCN_F_U32, struct cl_scn_workload, documents, 1,
 				   CL_SCN_MAX_DOCUMENTS),
+	[WF_CANCEL] = SCN_CUSTOM("cancel", cli_scn_conv_cancel),
+	[WF_CLASSES] = SCN_CUSTOM("classes", cli_scn_conv_classes),
 };
 _Static_assert(N(workload_fields) == WF__COUNT, "one field per index");
 _Static_assert(WF__COUNT <= N(((struct scn_loader *)0)->workload), "room for every key");
@@ -489,13 +489,16 @@ static void check_api(struct scn_ctx *c, const struct cl_scn_workload *w,
 		return;
 	}
 	/* Image parts are chat's and Responses' message content; a completions prompt is
-	 * one string, and an embeddings input text. */
-	if (seen[WF_IMAGES] && (w->api == CL_API_COMPLETIONS || !cl_api_streams(w->api))) {
+	 * one string, an embeddings input text, and a rerank's query and documents text.
+	 * Anthropic's image blocks have their own shape (a base64 source), not built. */
+	if (seen[WF_IMAGES] && (w->api == CL_API_COMPLETIONS || w->api == CL_API_MESSAGES ||
+				!cl_api_streams(w->api))) {
 		cli_scn_error(c, seen[WF_IMAGES],
 			      "workload.images cannot be used with workload.api: %s (images are "
 			      "content parts of chat or responses messages; %s)",
 			      cl_api_name(w->api),
-			      w->api == CL_API_COMPLETIONS  ? "a completions prompt is one string"
+			      w->api == CL_API_COMPLETIONS ? "a completions prompt is one string"
+			      : w->api == CL_API_MESSAGES ? "Anthropic's image blocks are not built"
 			      : w->api == CL_API_EMBEDDINGS ? "an embeddings input is text"
 							    : "a query and its documents are text");
 		return;
@@ -560,8 +563,8 @@ static void check_api(struct scn_ctx *c, const struct cl_scn_workload *w,
 	 * completions (the history inside the prompt string) all hold conversations. */
 }
 
-/* Resolves *path against the scenario's directory and checks it can be read. */
-static void resolve_file(struct scn_ctx *c, char **path, const char *what, const struct ynode *at)
+/* Resolves *path against the scenario's directory and checks it can be read (internal.h). */
+void cli_scn_resolve_file(struct scn_ctx *c, char **path, const char *what, const struct ynode *at)
 {
 	if ((*path)[0] != '/' && c->dir[0]) {
 		char *p = NULL;
@@ -587,6 +590,13 @@ void cli_scn_conv_workload(struct scn_ctx *c, const struct ynode *v, void *obj)
 	cli_scn_fields(c, v, workload_fields, N(workload_fields), w, seen, cli_scn_hint_for);
 	check_api(c, w, seen);
 	check_tools(c, w, seen[WF_TOOLS], seen[WF_MULTI_TURN]);
+	/* An answer sent whole (embeddings, rerank, score) has no tokens to count. */
+	if (seen[WF_CANCEL] && w->cancel_after_tokens && !cl_api_streams(w->api))
+		cli_scn_error(c, seen[WF_CANCEL],
+			      "workload.cancel.after_tokens cannot be used with workload.api: "
+			      "%s (a%s %s answer streams no tokens; use after: a delay)",
+			      cl_api_name(w->api), w->api == CL_API_EMBEDDINGS ? "n" : "",
+			      cl_api_name(w->api));
 	int sources =
 	    !!seen[WF_PROMPTS] + !!seen[WF_DATASET] + !!seen[WF_SYNTHETIC] + !!seen[WF_TRACE];
 	l->given.workload_source = sources > 0;
@@ -603,10 +613,11 @@ void cli_scn_conv_workload(struct scn_ctx *c, const struct ynode *v, void *obj)
 	if (seen[WF_DATASET]) {
 		w->kind = CL_WORKLOAD_DATASET;
 		if (w->dataset)
-			resolve_file(c, &w->dataset, "workload.dataset", l->workload[WF_DATASET]);
+			cli_scn_resolve_file(c, &w->dataset, "workload.dataset",
+					     l->workload[WF_DATASET]);
 	}
 	if (seen[WF_TRACE] && w->trace)
-		resolve_file(c, &w->trace, "workload.trace.file", l->workload[WF_TRACE]);
+		cli_scn_resolve_file(c, &w->trace, "workload.trace.file", l->workload[WF_TRACE]);
 	/* The dataset's own keys. */
 	static const size_t dataset_only[] = { WF_DATASET_FORMAT, WF_DATASET_LIMIT,
 					       WF_DATASET_OUTPUT_TOKENS, WF_DATASET_SHUFFLE,
@@ -619,6 +630,20 @@ void cli_scn_conv_workload(struct scn_ctx *c, const struct ynode *v, void *obj)
 			break;
 		}
 	}
+	/* a trace's bodies are its arrivals: a class cannot bring prompts of its own */
+	for (size_t k = 0; seen[WF_CLASSES] && seen[WF_TRACE] && k < w->n_classes; k++)
+		if (w->classes[k].n_prompts || w->classes[k].input_tokens) {
+			cli_scn_error(c, seen[WF_CLASSES],
+				      "workload.classes[%zu] brings prompts of its own, which a "
+				      "trace replay cannot send (its requests are the trace's)",
+				      k);
+			break;
+		}
+	/* classes tag single requests; a conversation's turns would have to share one */
+	if (seen[WF_CLASSES] && seen[WF_MULTI_TURN])
+		cli_scn_error(c, seen[WF_CLASSES],
+			      "workload.classes cannot be combined with workload.multi_turn yet "
+			      "(a conversation's turns would need one class)");
 	/* multi_turn: conversations are made of synthetic prompts. */
 	const struct ynode *mt = seen[WF_MULTI_TURN];
 	if (mt && !seen[WF_SYNTHETIC])

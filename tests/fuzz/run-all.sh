@@ -18,8 +18,8 @@ dir=${CHATLOAD_FUZZ_DIR:-$root/build-fuzz}
 fz=$root/tests/fuzz
 
 all=(fuzz_batch fuzz_chunk fuzz_completion fuzz_dataset fuzz_embedding fuzz_generate fuzz_hist
-     fuzz_probe_text fuzz_prom fuzz_rerank fuzz_responses fuzz_results fuzz_scenario fuzz_set
-     fuzz_sim_request fuzz_sse fuzz_url fuzz_wire)
+     fuzz_messages fuzz_probe_text fuzz_prom fuzz_rerank fuzz_responses fuzz_results fuzz_scenario
+     fuzz_set fuzz_sim_request fuzz_sse fuzz_url fuzz_wire)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all[@]}")
 
@@ -39,7 +39,9 @@ dict_of() {
   fuzz_hist) echo "$fz/fuzz_hist.dict" ;;
   fuzz_results) echo "$fz/fuzz_results.dict" ;;
   fuzz_chunk) echo "$root/tests/stream/fuzz_chunk.dict" ;;
-  fuzz_completion | fuzz_responses | fuzz_embedding | fuzz_rerank) echo "$root/tests/stream/fuzz_api.dict" ;;
+  fuzz_completion | fuzz_responses | fuzz_embedding | fuzz_messages | fuzz_rerank)
+    echo "$root/tests/stream/fuzz_api.dict"
+    ;;
   fuzz_sse) echo "$root/tests/stream/fuzz_sse.dict" ;;
   esac
 }

@@ -819,6 +819,8 @@ CI_MUST_RUN = {
     "allow_target_test": "root (listens on 127.0.0.3:80)",
     "report_view_test": "chromium",
     "soak_test": "python3-prometheus-client",
+    "dashboard_test": "prometheus (and its promtool)",
+    "shipped_scenarios_test": "python3-yaml",
     "nightly_test": "systemd (systemd-analyze)",
     "leak_check_test": "asan",
     "systemd_test": "systemd (systemd-analyze --offline)",

@@ -159,7 +159,7 @@ class Recorder:
 class OneOrder(tl.FleetCase):
     tag = "order"
 
-    def run_recorded(self, name, n_prompts, order=None):
+    def run_recorded(self, name, n_prompts, order=None, prompts=None):
         rec = Recorder()
         self.addCleanup(rec.close)
         data = self.scope.path(name + ".txt")
@@ -172,6 +172,9 @@ class OneOrder(tl.FleetCase):
                           name=name, warmup={"requests": 16})
         doc["workload"] = {"dataset": data, "dataset_format": "text", "max_tokens": 2,
                            "drain_timeout": "5s", "request_timeout": "20s"}
+        if prompts:
+            del doc["workload"]["dataset"], doc["workload"]["dataset_format"]
+            doc["workload"]["prompts"] = prompts
         if order:
             doc["workload"]["order"] = order
         out = self.scope.path(name)
@@ -210,6 +213,23 @@ class OneOrder(tl.FleetCase):
         # order: per_stage was not set: nothing to drop (issue 40); a chat prompt's TTFT.
         self.assertNotIn("per_stage", warn[0])
         self.assertIn("their TTFT reads better than a new prompt's", warn[0])
+
+    def test_a_prompt_list_is_asked_anew(self):
+        """Two prompts for 96 requests: each is asked again behind a tag of its own, so the
+        server sees 96 distinct prompts, none counted or warned about as re-sent."""
+        qs = ["why is the sky blue?", "name three prime numbers above 100."]
+        prompts, res = self.run_recorded("list", 0, prompts=qs)
+        self.assertEqual(len(prompts), 96)
+        self.assertEqual(len(set(prompts)), 96, sorted(prompts))
+        for p in prompts:
+            tag, _, text = p.partition("] ")
+            self.assertTrue(tag.startswith("["), p)
+            self.assertIn(text, qs, p)
+        self.assertEqual(sorted(sum(p.endswith(q) for p in prompts) for q in qs), [48, 48])
+        self.assertEqual(res["warmup"]["repeated"], 0)
+        for s in res["stages"]:
+            self.assertEqual(s["requests"]["repeated"], 0, s["name"])
+        self.assertFalse([w for w in res["warnings"] if "re-sent" in w], res["warnings"])
 
     def test_per_stage_order_repeats_and_says_so(self):
         prompts, res = self.run_recorded("per", 500, order="per_stage")

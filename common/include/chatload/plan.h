@@ -27,15 +27,14 @@ enum cl_api {
 	CL_API_COMPLETIONS = 1, /* POST {base}/completions, streamed choices[].text */
 	CL_API_RESPONSES = 2,   /* POST {base}/responses, streamed semantic events */
 	CL_API_EMBEDDINGS = 3,  /* POST {base}/embeddings, one JSON answer, not streamed */
-	/* 4 is CL_API_MESSAGES (Anthropic's Messages API, issue 44), made on another branch;
-	 * until it is merged the value names no API (cl_api_name gives NULL). */
-	CL_API_RERANK = 5, /* POST {base}/rerank: a query and N documents, one JSON answer */
-	CL_API_SCORE = 6,  /* POST {base}/score: text_1 against each text_2, one JSON answer */
+	CL_API_MESSAGES = 4,    /* POST {base}/messages (Anthropic), streamed events */
+	CL_API_RERANK = 5,      /* POST {base}/rerank: a query and N documents, one JSON answer */
+	CL_API_SCORE = 6,       /* POST {base}/score: text_1 against each text_2, one JSON answer */
 	CL_API__COUNT
 };
 
-/* "chat", "completions", "responses", "embeddings", "rerank", "score"; NULL when out of range
- * or for a value that names no API. */
+/* "chat", "completions", "responses", "embeddings", "messages", "rerank", "score"; NULL when
+ * out of range. */
 const char *cl_api_name(enum cl_api a);
 /* The endpoint after the base URL: "/chat/completions", "/completions", ...; NULL when out
  * of range. */
@@ -131,6 +130,22 @@ struct cl_request_body {
 	/* Embeddings: the inputs this body sends (workload.embedding_batch); rerank and score:
 	 * the documents it sends after its query; 0 otherwise. */
 	uint32_t inputs;
+	/* Request classes (workload.classes): the index of this body's class in
+	 * cl_workload_plan.classes (0 without classes).  Its model, priority, length and extra
+	 * keys are in json already; the agent adds the class's headers and counts it apart. */
+	uint32_t cls;
+	/* The coordinator's own, never sent: json names a model of its own (its class's), which
+	 * the model the readiness gate finds does not replace. */
+	bool own_model;
+};
+
+/* One request class as an agent needs it: its name (for messages) and the header lines its
+ * requests carry. */
+#define CL_CLASSES_MAX 16
+struct cl_class_plan {
+	char *name;
+	char **headers; /* "Name: value" */
+	size_t n_headers;
 };
 
 /*
@@ -158,10 +173,11 @@ struct cl_workload_plan {
 	 * `repeated`: the run has sent that body already. */
 	size_t share;
 	bool per_stage; /* workload.order: per_stage, each stage starts again at first_body */
-	/* Synthetic prompts without a pool (no synthetic.count): the run's salt
-	 * (chatload/salt.h), which every body carries as "[<salt>] "; a request past the agent's
-	 * share sends its body with those digits replaced by a tag of its own (from the salt,
-	 * first_body and its index), so no two requests of the run send one prompt.  "" for none.
+	/* A list of prompts, or synthetic prompts without a pool (no synthetic.count): the run's
+	 * salt (chatload/salt.h), which every body carries as "[<salt>] "; a request past the
+	 * agent's share sends its body with those digits replaced by a tag of its own (from the
+	 * salt, first_body and its index), so no two requests of the run send one prompt.  "" for
+	 * none.
 	 */
 	char retag[16];
 	/* The agentic loop (workload.tools with multi_turn; docs/engine.md, "Tool calls"): when
@@ -170,7 +186,34 @@ struct cl_workload_plan {
 	 * times in a turn (at most CL_TOOL_MAX_ROUNDS). */
 	uint32_t tool_result_tokens;
 	uint32_t tool_max_rounds;
+	/* Abandoned requests (workload.cancel; docs/engine.md, "Abandoned requests"): the
+	 * share of requests, in parts per million (0: none), that the client closes at a point
+	 * of their own: cancel_after_tokens tokens received, or a delay after the request was
+	 * handed to libcurl, cancel_after_us or, when cancel_after_max_us is above it, drawn
+	 * uniformly from [cancel_after_us, cancel_after_max_us].  Which requests, and their
+	 * delays, follow from cancel_seed (chatload/cancel.h). */
+	uint32_t cancel_ppm;
+	uint32_t cancel_after_tokens;
+	int64_t cancel_after_us, cancel_after_max_us;
+	uint64_t cancel_seed;
+	/* Request classes (workload.classes): none (NULL, 0), or 1..CL_CLASSES_MAX; each body's
+	 * cls indexes them, and the agent's metrics get one record per class. */
+	struct cl_class_plan *classes;
+	size_t n_classes;
 };
+
+#define CL_CANCEL_PPM_MAX 1000000u
+
+/*
+ * Whether a party's k-th request (0-based, in the order it starts them) is one the client
+ * abandons (workload.cancel), and if so when: *after_us gets its delay after being handed to
+ * libcurl (0 when it is cancelled by tokens, cancel_after_tokens).  The choice apportions
+ * exactly: request k is picked when floor((k + 1) x ppm + phase) / 10^6 passes a whole number,
+ * the phase drawn from cancel_seed, so any n consecutive requests hold floor or ceil of
+ * n x share picked ones, and a run repeated with the seed picks the same ones.  A uniform
+ * delay is drawn from the seed and k.  Pure; false without cancel_ppm.
+ */
+bool cl_cancel_pick(const struct cl_workload_plan *w, uint64_t k, int64_t *after_us);
 
 #define CL_TOOL_MAX_ROUNDS        64
 #define CL_TOOL_MAX_RESULT_TOKENS 100000
