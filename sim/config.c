@@ -511,6 +511,7 @@ static int parse_answers(struct cl_sim_config *cfg, const char *const *vals, str
 	    (rc = get_duration(vals, "itl", &cfg->itl_us, err)) ||
 	    (rc = get_duration(vals, "prefill-per-token", &cfg->prefill_per_token_us, err)) ||
 	    (rc = get_duration(vals, "embedding-per-token", &cfg->embedding_per_token_us, err)) ||
+	    (rc = get_duration(vals, "audio-per-second", &cfg->audio_per_second_us, err)) ||
 	    (rc = get_duration(vals, "itl-per-active", &cfg->itl_per_active_us, err)) ||
 	    (rc = get_duration(vals, "itl-growth", &cfg->itl_growth_us, err)) ||
 	    (rc = get_duration(vals, "loading-for", &cfg->loading_for_us, err)) ||

@@ -8,6 +8,7 @@
 #include "client/stream/error.h"
 #include "client/stream/responses.h"
 #include "client/stream/sse.h"
+#include "client/stream/transcription.h"
 
 static void clear(struct cl_chunk *out)
 {
@@ -58,6 +59,8 @@ static int api_decode(enum cl_api api, const char *data, size_t len, struct cl_c
 		return cl_chunk_decode_text(data, len, out);
 	case CL_API_RESPONSES:
 		return cl_responses_decode(data, len, out);
+	case CL_API_TRANSCRIPTION:
+		return cl_transcription_event_decode(data, len, out);
 	default:
 		return cl_chunk_decode(data, len, out);
 	}

@@ -259,14 +259,16 @@ static int apply_option(struct probe_args *a, int c, char **argv)
 	case OPT_API: {
 		bool found = false;
 		for (int i = 0; i < CL_API__COUNT && !found; i++) {
-			if (strcmp(optarg, cl_api_name((enum cl_api)i)) == 0) {
+			const char *name = cl_api_name((enum cl_api)i);
+			if (name && strcmp(optarg, name) == 0) {
 				a->target.api = (enum cl_api)i;
 				found = true;
 			}
 		}
 		if (!found)
 			return bad_usage(
-			    "--api must be chat, completions, responses or embeddings, "
+			    "--api must be chat, completions, responses, embeddings or "
+			    "transcription, "
 			    "not '%s'",
 			    optarg);
 		break;

@@ -118,6 +118,8 @@ static void render_head(struct cl_sim_w *w, const struct cl_sim_stream *st)
 	cl_sim_w_str(w, st->id);
 	if (st->api == CL_API_COMPLETIONS)
 		CL_SIM_W_LIT(w, "\",\"object\":\"text_completion\",\"created\":");
+	else if (st->api == CL_API_TRANSCRIPTION) /* vLLM's TranscriptionStreamResponse */
+		CL_SIM_W_LIT(w, "\",\"object\":\"transcription.chunk\",\"created\":");
 	else
 		CL_SIM_W_LIT(w, "\",\"object\":\"chat.completion.chunk\",\"created\":");
 	cl_sim_w_i64(w, st->created_s);
@@ -315,6 +317,18 @@ static int append_tokens(struct cl_buf *out, uint64_t seq, uint32_t first, uint3
 		n -= batch;
 	}
 	return 0;
+}
+
+int cl_sim_render_transcription(struct cl_buf *out, const struct cl_sim_stream *st, bool with_usage)
+{
+	int rc = cl_buf_puts(out, "{\"text\":\"");
+	rc = rc ? rc : append_tokens(out, st->seq, 0, st->planned_tokens, false);
+	rc = rc ? rc : cl_buf_puts(out, "\"");
+	/* vLLM's TranscriptionUsageAudio: the audio's whole seconds, rounded up. */
+	if (!rc && with_usage)
+		rc = cl_buf_printf(out, ",\"usage\":{\"type\":\"duration\",\"seconds\":%u}",
+				   (st->audio_ms + 999) / 1000);
+	return rc ? rc : cl_buf_puts(out, "}");
 }
 
 int cl_sim_render_completion(struct cl_buf *out, const struct cl_sim_config *cfg,

@@ -24,6 +24,7 @@ static void log_stream(struct cl_sim *s, const struct cl_sim_stream *st, int htt
 	struct cl_sim_truth_rec r = {
 		.api = cl_api_name(st->api),
 		.inputs = st->inputs,
+		.audio_ms = st->audio_ms,
 		.id = st->seq ? st->id : NULL,
 		.seq = st->seq,
 		.request_id = st->has_request_id ? st->request_id : NULL,
@@ -104,11 +105,13 @@ static void maybe_stall(struct cl_sim *s, struct cl_sim_stream *st, uint32_t fir
 void cl_sim_stream_start(struct cl_sim *s, struct cl_sim_stream *st, int64_t start_us)
 {
 	const struct cl_sim_config *cfg = s->cfg;
-	int64_t ttft =
-	    cl_sim_rng_jitter(&st->rng,
-			      cfg->ttft_us + cfg->prefill_per_token_us *
+	/* A transcription's first text waits for its audio: --audio-per-second per second. */
+	int64_t audio_us = cfg->audio_per_second_us * (int64_t)st->audio_ms / 1000;
+	int64_t ttft = cl_sim_rng_jitter(&st->rng,
+					 cfg->ttft_us + audio_us +
+					     cfg->prefill_per_token_us *
 						 (int64_t)(st->prompt_tokens - st->cached_tokens),
-			      cfg->jitter);
+					 cfg->jitter);
 	int64_t first_token_us = start_us + ttft;
 
 	st->phase = CL_SIM_PHASE_RUNNING;
@@ -255,6 +258,8 @@ static void fire_whole(struct cl_sim *s, struct cl_sim_stream *st, int64_t now_u
 		bool usage = st->fault != CL_SIM_FAULT_NO_USAGE;
 		rc = st->api == CL_API_EMBEDDINGS
 			 ? cl_sim_render_embeddings(&body, s->cfg, st, usage)
+		     : st->api == CL_API_TRANSCRIPTION
+			 ? cl_sim_render_transcription(&body, st, usage)
 			 : cl_sim_render_completion(&body, s->cfg, st, usage);
 		if (st->fault == CL_SIM_FAULT_MALFORMED)
 			body.len /= 2; /* cut the JSON in half */

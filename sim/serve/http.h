@@ -28,7 +28,8 @@ struct cl_sim_http_req {
 	char auth[CL_SIM_AUTH_MAX + 1];
 	bool has_request_id;
 	char request_id[CL_SIM_REQUEST_ID_MAX + 1];
-	bool has_conversation; /* X-Chatload-Conversation: a multi-turn client's conversation */
+	bool has_conversation;  /* X-Chatload-Conversation: a multi-turn client's conversation */
+	char content_type[256]; /* Content-Type ("" when absent; cut at 255 bytes) */
 	char conversation[CL_SIM_REQUEST_ID_MAX + 1];
 	int error_status;      /* on failure: the HTTP status to answer (400, 431, 501, 505) */
 	const char *error_msg; /* on failure: why, static text */

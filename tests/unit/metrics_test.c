@@ -19,8 +19,8 @@ static const char *const want_lat[] = { "queue",      "ttfb",       "ttft",     
 					"loop_lag",   "ttft_turn1", "ttft_turn2", "ttft_turn3",
 					"ttft_turn4", "ttft_turn5", "ttft_turn6", "ttft_turn7",
 					"ttft_turn8" };
-static const char *const want_cnt[] = { "tokens_per_chunk", "output_tokens", "reasoning_tokens",
-					"prompt_tokens", "requested_tokens" };
+static const char *const want_cnt[] = { "tokens_per_chunk", "output_tokens",    "reasoning_tokens",
+					"prompt_tokens",    "requested_tokens", "rtf_milli" };
 static const char *const want_ctr[] = {
 	"started",
 	"completed",
@@ -74,7 +74,10 @@ static const char *const want_ctr[] = {
 	"turn6_prompt_tokens",
 	"turn7_prompt_tokens",
 	"turn8_prompt_tokens",
-	"cached_prompt_tokens", "embedding_inputs", "tool_calls",
+	"cached_prompt_tokens",
+	"embedding_inputs",
+	"tool_calls",
+	"audio_ms",
 };
 
 static void test_names(void **state)
@@ -131,9 +134,9 @@ static void test_init_destroy(void **state)
 	}
 	for (int i = 0; i < CL_CNT__COUNT; i++)
 		bytes += (size_t)m->cnt[i].counts_len * sizeof(uint64_t);
-	/* 9 * 23552 * 8 + 5 * 15360 * 8, and the 8 per-turn TTFT histograms at 2 digits:
+	/* 9 * 23552 * 8 + 6 * 15360 * 8, and the 8 per-turn TTFT histograms at 2 digits:
 	 * 8 * 3328 * 8 */
-	assert_int_equal(bytes, 2310144 + 212992);
+	assert_int_equal(bytes, 2310144 + 212992 + 122880);
 	for (int i = CL_LAT_TTFT_TURN1; i <= CL_LAT_TTFT_TURN_LAST; i++)
 		assert_int_equal(m->lat[i].cfg.sigfigs, 2);
 	for (int i = 0; i < CL_CTR__COUNT; i++)
