@@ -226,9 +226,10 @@ int cl_transcription_decode(const char *data, size_t len, bool whole, struct cl_
 int cl_transcription_event_decode(const char *data, size_t len, struct cl_chunk *out)
 {
 	int rc = cl_chunk_decode(data, len, out);
-	/* vLLM's chunks (and [DONE], and errors) are chat's; only an event with none of chat's
-	 * facts is read again as OpenAI's. */
-	if (rc != 0 || out->done || out->is_error || out->n_choices || out->has_usage)
+	/* vLLM's chunks (and [DONE], and errors) are chat's; an event without choices is read
+	 * again as OpenAI's, whose delta and done say what it is (vLLM's last chunk, "choices":
+	 * [] with usage, has no type and keeps what chat's decoder read). */
+	if (rc != 0 || out->done || out->is_error || out->n_choices)
 		return rc;
 	struct cl_transcription t;
 	rc = cl_transcription_decode(data, len, false, &t);
