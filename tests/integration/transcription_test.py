@@ -10,7 +10,8 @@ simulator's truth log:
   never below it and within a small bound above it;
 - a streamed run (vLLM's transcription.chunk deltas) has a time to first text per request,
   at least the audio's cost, and output tokens equal to the truth log's; clips of spread
-  lengths are each the length the truth log says;
+  lengths are each the length the truth log says; the summary table shows audio s/s and the
+  RTF beside TTFT and E2E, not the token columns;
 - WAV files from a folder (16-bit stereo at 8 kHz and 16 kHz mono, not the synthetic format)
   are uploaded as they are: the truth log's audio length of each is the file's;
 - faults the simulator injects (a 500; an error inside a 200 answer in each server's dialect,
@@ -118,6 +119,13 @@ class Transcription(tl.FleetCase):
         self.assertEqual(st["tokens"]["output"],
                          sum(max(1, -(-ms * TOKENS_PER_S // 1000)) for ms in
                              (r["audio_ms"] for r in stage)))
+        # the summary table shows the audio's figures, not the empty token columns
+        head = next(l for l in p.text("out").splitlines() if l.startswith("stage "))
+        for col in ("audio s/s", "RTF p50", "RTF p99", "TTFT p50 ms", "E2E p50 ms"):
+            self.assertIn(col, head)
+        for gone in ("out tok/s", "ITL p50 ms", "TPOT"):
+            self.assertNotIn(gone, head)
+        self.assertNotIn("re-sent", p.text("out"))  # clips go round by design
         rtf = st["audio"]["rtf"]
         lo = min(self.floor_rtf(ms) for ms in lens)
         self.assertGreaterEqual(rtf["p50"], lo * 0.995, rtf)
