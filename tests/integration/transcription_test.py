@@ -187,6 +187,31 @@ class Transcription(tl.FleetCase):
                 self.assertEqual(rq["errors_total"], failed, rq)
                 self.assertEqual(rq["completed"], 16 - failed)
 
+    def test_probe_and_validate_say_transcription(self):
+        """chatload probe --api transcription passes its gate by an upload; validate says what
+        the audio is, and refuses a folder file that is no WAV before any run, naming it."""
+        sim = self.start_sim(name="probe-sim")
+        r = subprocess.run([tl.CHATLOAD, "probe", "--url", sim.url, "--api", "transcription",
+                            "--timeout", "20s"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("ready after", r.stdout)
+        up = [t for t in served(sim) if t["api"] == "transcription"]
+        self.assertGreaterEqual(len(up), 2)  # readiness.consecutive generations
+        self.assertEqual({t["audio_ms"] for t in up}, {1000})
+        r = self.validate("ok-audio", {"api": "transcription", "audio": {
+            "seconds": {"mean": 4, "stddev": 1}, "count": 8, "language": "de"}})
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("audio: 8 clips of 4 s (stddev 1, 0.05..8)", r.stdout)
+        self.assertIn("language: de", r.stdout)
+        self.assertNotIn("max tokens", r.stdout.split("workload:")[1].split("stages:")[0])
+        d = self.scope.path("bad-clips")
+        os.makedirs(d)
+        with open(os.path.join(d, "x.wav"), "w") as f:
+            f.write("hello\n")
+        r = self.validate("bad-wav", {"api": "transcription", "audio": {"dir": d}})
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("x.wav': not a WAV file (no RIFF/WAVE header)", r.stderr)
+
     def validate(self, name, workload):
         doc = tl.scenario({"url": "http://127.0.0.1:9/v1"}, [{"concurrency": 1,
                                                               "requests": 1}],
