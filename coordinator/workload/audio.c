@@ -5,6 +5,7 @@
 
 #include "chatload/audio.h"
 #include "chatload/rng.h"
+#include "chatload/wire.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -139,6 +140,13 @@ static int from_dir(struct render_ctx *c, const struct cl_scn_audio *a, struct c
 					path, (unsigned long long)ms);
 		else if (cl_audio_base64_encode(file.data, file.len, &text) != 0)
 			rc = cl_err_set(err, CL_ENOMEM, "out of memory reading '%s'", path);
+		else if (text.len + 512 > CL_WIRE_MAX_BODY)
+			/* its base64 travels to the agents as one body */
+			rc = cl_err_set(
+			    err, CL_ETOOBIG,
+			    "workload.audio.dir: '%s' is %zu bytes, more than the %u MiB "
+			    "one request body carries to the agents (in base64)",
+			    path, file.len, (CL_WIRE_MAX_BODY / 4 * 3) >> 20);
 		free(path);
 		if (rc)
 			break;
