@@ -439,6 +439,11 @@ static int parse_metrics_flags(struct cl_sim_config *cfg, const char *const *val
 			p += n + (p[n] == ',');
 		}
 	}
+	v = val(vals, "transcription-stream");
+	if (strcmp(v, "vllm") != 0 && strcmp(v, "openai") != 0)
+		return cl_err_set(err, CL_EINVAL,
+				  "--transcription-stream: '%s' is none of vllm, openai", v);
+	cfg->transcription_openai = strcmp(v, "openai") == 0;
 	v = val(vals, "metrics-names");
 	if (strcmp(v, "vllm") == 0)
 		cfg->metrics_names = CL_SIM_NAMES_VLLM;

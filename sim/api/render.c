@@ -319,6 +319,36 @@ static int append_tokens(struct cl_buf *out, uint64_t seq, uint32_t first, uint3
 	return 0;
 }
 
+void cl_sim_render_transcript_delta(struct cl_sim_w *w, const struct cl_sim_stream *st,
+				    uint32_t first, uint32_t n)
+{
+	CL_SIM_W_LIT(w, "data: {\"type\":\"transcript.text.delta\",\"delta\":\"");
+	cl_sim_render_tokens(w, st->seq, first, n, false);
+	CL_SIM_W_LIT(w, "\",\"logprobs\":null}\n\n");
+}
+
+void cl_sim_render_transcript_done(struct cl_sim_w *w, const struct cl_sim_stream *st,
+				   bool with_usage)
+{
+	/* The whole text, up to CL_SIM_TRANSCRIPT_DONE_MAX tokens so the event fits the
+	 * scratch buffer (the deltas carried all of it). */
+	uint32_t n = st->sent_tokens < CL_SIM_TRANSCRIPT_DONE_MAX ? st->sent_tokens
+								  : CL_SIM_TRANSCRIPT_DONE_MAX;
+	CL_SIM_W_LIT(w, "data: {\"type\":\"transcript.text.done\",\"text\":\"");
+	cl_sim_render_tokens(w, st->seq, 0, n, false);
+	CL_SIM_W_LIT(w, "\"");
+	if (with_usage) {
+		CL_SIM_W_LIT(w, ",\"usage\":{\"type\":\"tokens\",\"input_tokens\":");
+		cl_sim_w_u64(w, st->prompt_tokens);
+		CL_SIM_W_LIT(w, ",\"output_tokens\":");
+		cl_sim_w_u64(w, st->sent_tokens);
+		CL_SIM_W_LIT(w, ",\"total_tokens\":");
+		cl_sim_w_u64(w, (uint64_t)st->prompt_tokens + st->sent_tokens);
+		CL_SIM_W_LIT(w, "}");
+	}
+	CL_SIM_W_LIT(w, "}\n\n");
+}
+
 int cl_sim_render_transcription(struct cl_buf *out, const struct cl_sim_stream *st, bool with_usage)
 {
 	int rc = cl_buf_puts(out, "{\"text\":\"");

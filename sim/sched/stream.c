@@ -310,12 +310,14 @@ static struct fire_events compose_events(struct cl_sim *s, struct cl_sim_stream 
 	uint32_t b = a + n;
 	bool last = b >= st->planned_tokens;
 	bool resp = st->api == CL_API_RESPONSES;
+	/* OpenAI's transcription events: typed like Responses', no [DONE] either. */
+	bool oai = st->api == CL_API_TRANSCRIPTION && cfg->transcription_openai;
 	struct fire_events ev = { .end = false, .tokens = n > 0 };
 
 	if (st->fault == CL_SIM_FAULT_EMPTY) {
 		/* A stream that carries nothing: [DONE] alone (a Responses stream: nothing). */
 		st->failed = true;
-		if (!resp)
+		if (!resp && !oai)
 			cl_sim_render_done(w);
 		return (struct fire_events){ .end = true, .tokens = false };
 	}
@@ -352,9 +354,17 @@ static struct fire_events compose_events(struct cl_sim *s, struct cl_sim_stream 
 	};
 	if (resp)
 		cl_sim_render_resp_delta(w, st, &ch);
-	else
+	else if (oai && n)
+		cl_sim_render_transcript_delta(w, st, a, n);
+	else if (!oai)
 		cl_sim_render_chunk(w, cfg, st, &ch);
-	if (last) {
+	if (last && oai) {
+		st->sent_tokens = b;
+		/* the done event is the end: no-done leaves it out, no-usage its usage */
+		if (st->fault != CL_SIM_FAULT_NO_DONE)
+			cl_sim_render_transcript_done(w, st, st->fault != CL_SIM_FAULT_NO_USAGE);
+		ev.end = true;
+	} else if (last) {
 		st->sent_tokens = b; /* the usage chunk counts this one */
 		bool usage = st->include_usage && st->fault != CL_SIM_FAULT_NO_USAGE;
 		/* A Responses stream ends with response.completed (no [DONE]): the no-done

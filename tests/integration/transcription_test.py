@@ -12,6 +12,8 @@ simulator's truth log:
   at least the audio's cost, and output tokens equal to the truth log's; clips of spread
   lengths are each the length the truth log says; the summary table shows audio s/s and the
   RTF beside TTFT and E2E, not the token columns;
+- OpenAI's streamed events (the simulator's --transcription-stream openai) count as vLLM's do,
+  and a stream without its done event is stream_incomplete;
 - WAV files from a folder (16-bit stereo at 8 kHz and 16 kHz mono, not the synthetic format)
   are uploaded as they are: the truth log's audio length of each is the file's;
 - faults the simulator injects (a 500; an error inside a 200 answer in each server's dialect,
@@ -130,6 +132,28 @@ class Transcription(tl.FleetCase):
         lo = min(self.floor_rtf(ms) for ms in lens)
         self.assertGreaterEqual(rtf["p50"], lo * 0.995, rtf)
         self.assertLess(rtf["max"], max(self.floor_rtf(ms) for ms in lens) + 0.1, rtf)
+
+    def test_openai_events_equal_truth(self):
+        """OpenAI's streamed events (transcript.text.delta, then transcript.text.done with
+        its usage and no [DONE]) give what vLLM's chunks give; a stream cut before its done
+        event is incomplete, one for one."""
+        sim, p, out = self.run_audio({"seconds": 2, "count": 3, "stream": True}, "openai",
+                                     ("--transcription-stream", "openai", "--fault-no-done",
+                                      "0.25"), requests=16, readiness=False)
+        self.assertExit(p, 0, 120)
+        (st,) = self.results(out)["stages"]
+        stage = [r for r in served(sim) if r["x_request_id"]]
+        cut = [r for r in stage if r["fault"] == "no-done"]
+        self.assertGreater(len(cut), 0, "no fault was drawn")
+        rq = st["requests"]
+        self.assertEqual(rq["errors"]["stream_incomplete"], len(cut), rq)
+        self.assertEqual(rq["errors_total"], len(cut), rq)
+        self.assertEqual(rq["completed"], 16 - len(cut))
+        done = [r for r in stage if r["fault"] != "no-done"]
+        self.assertAlmostEqual(st["audio"]["seconds"], sum(r["audio_ms"] for r in done) / 1e3)
+        self.assertEqual(st["latency_ms"]["ttft"]["count"], len(done))
+        self.assertEqual(st["tokens"]["usage_from_server"], len(done))
+        self.assertEqual(st["tokens"]["output"], sum(r["output_tokens"] for r in stage))
 
     def write_wav(self, path, rate, channels, seconds):
         with wave.open(path, "wb") as w:
