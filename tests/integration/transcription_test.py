@@ -19,6 +19,7 @@ simulator's truth log:
 - faults the simulator injects (a 500; an error inside a 200 answer in each server's dialect,
   streamed or as one JSON body) are counted as errors of their class, one for one with the
   truth log;
+- `chatload compare` judges audio s/s and the real-time factor of transcription stages;
 - `chatload validate` refuses, naming file:line:col, a transcription without workload.audio,
   and workload.audio without workload.api: transcription."""
 
@@ -154,6 +155,32 @@ class Transcription(tl.FleetCase):
         self.assertEqual(st["latency_ms"]["ttft"]["count"], len(done))
         self.assertEqual(st["tokens"]["usage_from_server"], len(done))
         self.assertEqual(st["tokens"]["output"], sum(r["output_tokens"] for r in stage))
+
+    def test_compare_judges_audio(self):
+        """chatload compare on transcription stages judges audio s/s and the RTF: a server
+        three times slower per audio second is a regression in both, and the token rows of
+        a generating API are not shown."""
+        outs = []
+        for cost in ("50ms", "150ms"):
+            name = "cmp-" + cost
+            sim = self.start_sim("--ttft", "2ms", "--itl", "1ms", "--audio-per-second", cost,
+                                 name=name + "-sim")
+            w = {"api": "transcription", "audio": {"seconds": 1, "count": 4}}
+            doc = tl.scenario({"url": sim.url}, [{"name": "s", "concurrency": 2,
+                                                  "requests": 8}],
+                              {"local": 1, "workers": 1}, name="cmp", workload=w)
+            out = self.scope.path(name + "-out")
+            p = self.start_run(self.write_scenario(name, doc), out, name=name)
+            self.assertExit(p, 0, 120)
+            outs.append(out)
+        r = subprocess.run([tl.CHATLOAD, "compare", outs[0], outs[1]], capture_output=True,
+                           text=True, timeout=60)
+        rows = {l.split()[1] + " " + l.split()[2]: l for l in r.stdout.splitlines()
+                if l.startswith("s ")}
+        for row in ("audio s/s", "RTF p50", "E2E p50"):
+            self.assertIn("REGRESSED", rows.get(row, ""), r.stdout)
+        self.assertNotIn("output tok/s", r.stdout)
+        self.assertNotEqual(r.returncode, 0, r.stdout)
 
     def write_wav(self, path, rate, channels, seconds):
         with wave.open(path, "wb") as w:
