@@ -101,6 +101,11 @@ class Transcription(tl.FleetCase):
         # histogram values are kept to 3 significant digits
         self.assertGreaterEqual(rtf["p50"], floor * 0.995, rtf)
         self.assertLess(rtf["p99"], floor + 0.05, rtf)  # 100 ms of client and loopback
+        import csv
+        with open(os.path.join(out, "results.csv")) as f:
+            (row,) = list(csv.DictReader(f))
+        self.assertAlmostEqual(float(row["audio_seconds"]), st["audio"]["seconds"])
+        self.assertAlmostEqual(float(row["rtf_p50"]), rtf["p50"], places=4)
         # the audio per second of the window and the request rate agree (2 s per request)
         self.assertAlmostEqual(st["audio"]["seconds_per_s"] /
                                st["throughput"]["requests_per_s"], 2.0, delta=0.3)
