@@ -525,6 +525,11 @@ static int parse_answers(struct cl_sim_config *cfg, const char *const *vals, str
 		return rc;
 	if ((rc = parse_output_tokens(cfg, val(vals, "output-tokens"), err)))
 		return rc;
+	const char *policy = val(vals, "scheduling-policy");
+	if (strcmp(policy, "fcfs") != 0 && strcmp(policy, "priority") != 0)
+		return cl_err_set(err, CL_EINVAL,
+				  "--scheduling-policy: '%s' is neither fcfs nor priority", policy);
+	cfg->priority_sched = strcmp(policy, "priority") == 0;
 	if ((rc = get_u32(vals, "reasoning-tokens", CL_SIM_MAX_OUTPUT, &cfg->reasoning_tokens,
 			  err)) ||
 	    (rc = get_u32(vals, "tokens-per-chunk", CL_SIM_MAX_TPC, &cfg->tokens_per_chunk, err)) ||

@@ -114,6 +114,7 @@ struct cl_sim_config {
 	uint64_t seed;
 	/* capacity */
 	uint32_t max_batch;       /* 0: unlimited */
+	bool priority_sched;      /* --scheduling-policy priority: the queue by "priority" */
 	uint32_t kv_cache_tokens; /* 0: unlimited */
 	bool prefix_cache;        /* off with --no-prefix-cache */
 	bool cache_timings;       /* --cache-timings: llama.cpp's timings, not cached_tokens */

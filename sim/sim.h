@@ -47,6 +47,8 @@ struct cl_sim_stream {
 	char request_id[132];
 	bool has_conversation; /* X-Chatload-Conversation, for the truth log */
 	char conversation[132];
+	bool has_class; /* X-Chatload-Class, for the truth log */
+	char cls[68];
 	enum cl_sim_fault fault;
 	uint64_t rng;
 
@@ -57,10 +59,12 @@ struct cl_sim_stream {
 	bool finish_length;         /* finish_reason "length": the request's max was reached */
 	uint32_t requested_tokens;  /* the request's max_completion_tokens / max_tokens, 0 */
 	bool ignore_eos;            /* the request asked for ignore_eos */
-	uint32_t images;            /* image parts in the prompt (truth log) */
-	uint32_t history_turns;     /* assistant messages in the request (truth log) */
-	uint64_t history_fnv;       /* FNV-1a of the last one's content, 0: none */
-	uint64_t prompt_fnv;        /* FNV-1a of the whole prompt (cl_sim_chat_req) */
+	bool has_priority;          /* the request's "priority" (vLLM), 0 when not given */
+	int64_t priority;
+	uint32_t images;        /* image parts in the prompt (truth log) */
+	uint32_t history_turns; /* assistant messages in the request (truth log) */
+	uint64_t history_fnv;   /* FNV-1a of the last one's content, 0: none */
+	uint64_t prompt_fnv;    /* FNV-1a of the whole prompt (cl_sim_chat_req) */
 	/* tool calls: the answer is a streamed call of tool_name (its content tokens are the
 	 * arguments); tool_results counts the request's tool messages since its last user
 	 * message (truth log) */

@@ -152,6 +152,9 @@ static void begin(struct session *s, enum activity act, struct cl_engine *e,
 	struct cl_stall_list old = { 0 };
 	cl_engine_take_stalls(e, &old);
 	memset(&s->stalls, 0, sizeof(s->stalls));
+	/* The client abandons a stage's requests (workload.cancel), never a warmup's: set
+	 * before the workers can start any. */
+	cl_engine_cancel_requests(e, act == ACT_STAGE);
 	if (cl_engine_start(e, share, start_local_us, &err) != 0) {
 		char msg[600];
 		cl_session_fail(s, "cannot start stage %u: %s", share->index,
@@ -194,6 +197,9 @@ void cl_activity_warmup(struct session *s, struct cl_msg_cmd *c)
 		s->warm_workload.bodies = &s->warm_body;
 		s->warm_workload.n_bodies = 1;
 		s->warm_workload.trace_stride = 0; /* the warmup replays nothing */
+		/* ... and is of no request class: none of a class's headers, no class records */
+		s->warm_workload.classes = NULL;
+		s->warm_workload.n_classes = 0;
 		/* Its one body is the warmup's own, not the workload's: sending it again and
 		 * again is no repeat of the run's requests. */
 		s->warm_workload.share = SIZE_MAX;

@@ -52,6 +52,34 @@ static bool has_next_turn(const struct cl_workload_plan *w, size_t i)
 	       w->bodies[i + 1].turn == w->bodies[i].turn + 1;
 }
 
+/* The turns of its conversation that follow body i. */
+static uint64_t turns_after(const struct cl_workload_plan *w, size_t i)
+{
+	uint64_t n = 0;
+	while (has_next_turn(w, i++))
+		n++;
+	return n;
+}
+
+void cli_conv_end(struct cl_worker *w, struct cl_slot *s)
+{
+	if (!s->conv_live)
+		return;
+	s->conv_live = false;
+	uint64_t n = turns_after(&w->e->workload, s->conv_body);
+	CL_ASSERT(w->conv_owed >= n);
+	w->conv_owed -= n;
+}
+
+bool cli_conv_may_begin(const struct cl_worker *w, int64_t t_us)
+{
+	const struct cl_stage_run *st = &w->st;
+	/* A request intended before the window (the ramp) takes nothing of the budget. */
+	if (!w->e->n_convs || !st->by_requests || t_us < st->win_start_us)
+		return true;
+	return st->to_start > w->conv_owed;
+}
+
 /* Whether the k-th body (or conversation) the agent takes was sent before in this run: past
  * the agent's share of share of them the agent wraps into bodies sent already (its own, or
  * those of the agent whose share follows), and with per_stage below what an earlier stage
@@ -85,11 +113,9 @@ static bool retag(struct cl_slot *s, const struct cl_workload_plan *wl,
 	for (int i = 1; i <= CL_SALT_DIGITS; i++)
 		x = (x ^ (unsigned char)needle[i]) * 0x100000001b3ULL;
 	x ^= (uint64_t)wl->first_body * 0x9e3779b97f4a7c15ULL ^ k * 0xbf58476d1ce4e5b9ULL;
-	uint64_t tag = cl_splitmix64(&x);
-	static const char hex[] = "0123456789abcdef";
-	char *digits = s->conv_req.data + (at - b->json) + 1;
-	for (int i = 0; i < CL_SALT_DIGITS; i++)
-		digits[i] = hex[(tag >> (4 * i)) & 15];
+	char tag[CL_SALT_TAG_SIZE];
+	cl_salt_from_u64(cl_splitmix64(&x), tag);
+	memcpy(s->conv_req.data + (at - b->json) + 1, tag, CL_SALT_DIGITS);
 	s->post = s->conv_req.data;
 	s->post_len = s->conv_req.len;
 	return true;
@@ -137,9 +163,16 @@ const struct cl_request_body *cli_conv_pick(struct cl_worker *w, struct cl_slot 
 		s->tool_rounds = 0;
 		s->user_in_hist = false;
 		b = &wl->bodies[++s->conv_body];
+		if (s->conv_live) {
+			CL_ASSERT(w->conv_owed > 0);
+			w->conv_owed--; /* the turn owed starts */
+		}
 	} else if (e->n_convs) {
 		uint64_t k = atomic_fetch_add_explicit(&e->next_body, 1, memory_order_relaxed);
+		cli_conv_end(w, s); /* ended already: a slot carries one conversation at a time */
 		s->conv_body = e->conv_starts[(e->first_conv + k) % e->n_convs];
+		s->conv_live = true;
+		w->conv_owed += turns_after(wl, s->conv_body);
 		s->repeated = is_repeat(e, k, e->conv_share);
 		cl_buf_reset(&s->conv_hist);
 		s->conv_req_no = 1;
@@ -231,7 +264,8 @@ static int add_to_history(struct cl_slot *s, bool tool_calls)
 	return rc;
 }
 
-bool cli_conv_follow(struct cl_worker *w, struct cl_slot *s, bool completed, int64_t now_us)
+/* cli_conv_follow's decision and, when the conversation goes on, its parking. */
+static bool follow(struct cl_worker *w, struct cl_slot *s, bool completed, int64_t now_us)
 {
 	const struct cl_stage_run *st = &w->st;
 	const struct cl_workload_plan *wl = &w->e->workload;
@@ -260,6 +294,14 @@ bool cli_conv_follow(struct cl_worker *w, struct cl_slot *s, bool completed, int
 	s->no_answer_streak = 0;
 	cl_park_push(&w->parked, s->index, now_us + (again ? 0 : wl->think_time_us));
 	return true;
+}
+
+bool cli_conv_follow(struct cl_worker *w, struct cl_slot *s, bool completed, int64_t now_us)
+{
+	if (follow(w, s, completed, now_us))
+		return true;
+	cli_conv_end(w, s); /* the turns it had left will not be sent */
+	return false;
 }
 
 void cli_conv_record(struct cl_metrics *m, const struct cl_slot *s, int64_t prompt_tokens)

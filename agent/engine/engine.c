@@ -110,38 +110,73 @@ static int init_endpoints(struct cl_engine *e, const struct cl_allow_list *allow
 	return 0;
 }
 
+/*
+ * The engine's own copy of the plan: every value as the plan says, so a field added to
+ * struct cl_workload_plan or cl_request_body needs no line here (a copy field by field had
+ * dropped each body's embeddings `inputs`, so the "vectors for inputs" check never ran), the
+ * bodies and their text deep-copied.  The engine holds the whole workload in one piece, from
+ * the first body of its share when that is one of them.  Partly built on failure
+ * (cl_workload_plan_free is safe on it).
+ */
 static int copy_workload(struct cl_workload_plan *d, const struct cl_workload_plan *s)
 {
-	memset(d, 0, sizeof(*d));
-	d->request_timeout_us = s->request_timeout_us;
-	d->max_tokens = s->max_tokens;
+	*d = *s;
+	d->bodies = NULL;
+	d->n_bodies = 0;
+	d->classes = NULL; /* deep-copied below, as the bodies are */
+	d->n_classes = 0;
+	d->total_bodies = s->n_bodies;
+	d->first_body = s->first_body < s->n_bodies ? s->first_body : 0;
+	d->retag[sizeof(d->retag) - 1] = '\0';
 	d->bodies = calloc(s->n_bodies, sizeof(*d->bodies));
 	if (!d->bodies)
 		return CL_ENOMEM;
 	d->n_bodies = s->n_bodies;
-	d->total_bodies = s->n_bodies;
-	d->first_body = s->first_body < s->n_bodies ? s->first_body : 0;
-	d->think_time_us = s->think_time_us;
-	d->trace_stride = s->trace_stride;
-	d->share = s->share;
-	d->per_stage = s->per_stage;
-	d->tool_result_tokens = s->tool_result_tokens;
-	d->tool_max_rounds = s->tool_max_rounds;
-	memcpy(d->retag, s->retag, sizeof(d->retag));
-	d->retag[sizeof(d->retag) - 1] = '\0';
-	for (size_t i = 0; i < s->n_bodies; i++) {
-		d->bodies[i].len = s->bodies[i].len;
-		d->bodies[i].prompt_chars = s->bodies[i].prompt_chars;
-		d->bodies[i].max_tokens = s->bodies[i].max_tokens;
-		d->bodies[i].turn = s->bodies[i].turn;
-		d->bodies[i].hist_at = s->bodies[i].hist_at;
-		d->bodies[i].user_len = s->bodies[i].user_len;
-		d->bodies[i].at_us = s->bodies[i].at_us;
-		d->bodies[i].json = malloc(s->bodies[i].len + 1);
-		if (!d->bodies[i].json)
+	if (s->n_classes) {
+		if (!(d->classes = calloc(s->n_classes, sizeof(*d->classes))))
 			return CL_ENOMEM;
-		memcpy(d->bodies[i].json, s->bodies[i].json, s->bodies[i].len);
-		d->bodies[i].json[s->bodies[i].len] = '\0';
+		d->n_classes = s->n_classes;
+		for (size_t k = 0; k < s->n_classes; k++) {
+			const struct cl_class_plan *from = &s->classes[k];
+			struct cl_class_plan *to = &d->classes[k];
+			if (!(to->name = strdup(from->name ? from->name : "")))
+				return CL_ENOMEM;
+			if (from->n_headers &&
+			    !(to->headers = calloc(from->n_headers, sizeof(char *))))
+				return CL_ENOMEM;
+			for (size_t h = 0; h < from->n_headers; h++, to->n_headers++)
+				if (!(to->headers[h] = strdup(from->headers[h])))
+					return CL_ENOMEM;
+		}
+	}
+	for (size_t i = 0; i < s->n_bodies; i++) {
+		char *json = malloc(s->bodies[i].len + 1);
+		if (!json)
+			return CL_ENOMEM;
+		memcpy(json, s->bodies[i].json, s->bodies[i].len);
+		json[s->bodies[i].len] = '\0';
+		d->bodies[i] = s->bodies[i];
+		d->bodies[i].json = json;
+	}
+	return 0;
+}
+
+/* Each request class's header lines as a list of nodes of its own, ending in NULL, which a
+ * slot links after its last node for a request of that class (request.c). */
+static int init_class_headers(struct cl_engine *e)
+{
+	e->n_cls = (uint32_t)e->workload.n_classes;
+	for (uint32_t k = 0; k < e->n_cls; k++) {
+		const struct cl_class_plan *c = &e->workload.classes[k];
+		if (!c->n_headers)
+			continue;
+		if (!(e->cls_hdrs[k] = calloc(c->n_headers, sizeof(struct curl_slist))))
+			return CL_ENOMEM;
+		for (size_t h = 0; h < c->n_headers; h++) {
+			e->cls_hdrs[k][h].data = c->headers[h];
+			e->cls_hdrs[k][h].next =
+			    h + 1 < c->n_headers ? &e->cls_hdrs[k][h + 1] : NULL;
+		}
 	}
 	return 0;
 }
@@ -214,9 +249,17 @@ static int validate_cfg(const struct cl_engine_cfg *cfg, struct cl_err *err)
 		return cl_err_set(err, CL_EINVAL, "engine needs a target and a workload");
 	if (cfg->workload->n_bodies == 0 || !cfg->workload->bodies)
 		return cl_err_set(err, CL_EINVAL, "workload has no request bodies");
+	size_t n_cls = cfg->workload->n_classes;
+	if (n_cls > CL_CLASSES_MAX || (n_cls && !cfg->workload->classes))
+		return cl_err_set(err, CL_EINVAL, "workload has %zu request classes (at most %d)",
+				  n_cls, CL_CLASSES_MAX);
 	for (size_t i = 0; i < cfg->workload->n_bodies; i++) {
 		if (!cfg->workload->bodies[i].json)
 			return cl_err_set(err, CL_EINVAL, "request body %zu is missing", i);
+		if (cfg->workload->bodies[i].cls >= (n_cls ? n_cls : 1))
+			return cl_err_set(err, CL_EINVAL,
+					  "request body %zu names class %u of %zu classes", i,
+					  cfg->workload->bodies[i].cls, n_cls);
 	}
 	if (cfg->request_id_prefix && !prefix_ok(cfg->request_id_prefix))
 		return cl_err_set(err, CL_EINVAL,
@@ -257,7 +300,8 @@ int cl_engine_create(const struct cl_engine_cfg *cfg, struct cl_engine **out, st
 
 	if ((rc = copy_target(&e->target, cfg->target)) != 0 ||
 	    (rc = copy_workload(&e->workload, cfg->workload)) != 0 ||
-	    (rc = cli_conv_index(e)) != 0 || (rc = cli_tools_init(e)) != 0) {
+	    (rc = cli_conv_index(e)) != 0 || (rc = cli_tools_init(e)) != 0 ||
+	    (rc = init_class_headers(e)) != 0) {
 		cl_err_set(err, rc, "out of memory copying the plan");
 		goto fail;
 	}
@@ -655,6 +699,8 @@ void cl_engine_destroy(struct cl_engine *e)
 		close(e->log_fd);
 	cli_records_destroy(e);
 	cl_http_target_free(&e->http);
+	for (uint32_t k = 0; k < CL_CLASSES_MAX; k++)
+		free(e->cls_hdrs[k]);
 	for (uint32_t i = 0; e->ep_http && i < e->n_eps; i++)
 		cl_http_target_free(&e->ep_http[i]);
 	free(e->ep_http);

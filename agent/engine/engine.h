@@ -151,6 +151,12 @@ void cl_engine_stats(struct cl_engine *e, struct cl_engine_stats *st);
  */
 void cl_engine_record_requests(struct cl_engine *e, bool on);
 
+/*
+ * Abandoned requests (workload.cancel): on while a stage runs, off for a warmup, whose
+ * requests are never cancelled.  A no-op without workload.cancel.  Non-blocking.
+ */
+void cl_engine_cancel_requests(struct cl_engine *e, bool on);
+
 /* Moves up to max waiting records, oldest first, into out; *dropped gets the records dropped
  * since create.  Returns how many were moved.  Takes the records' lock briefly. */
 size_t cl_engine_take_records(struct cl_engine *e, struct cl_req_record *out, size_t max,

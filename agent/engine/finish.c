@@ -106,6 +106,75 @@ static void add_correction(uint64_t *ctr, int64_t total, int64_t counted, int64_
 	*ctr += (uint64_t)win;
 }
 
+/* One of libcurl's timers of the transfer in µs from its start, 0 when not reached (or not
+ * known to this libcurl). */
+static int64_t curl_time(CURL *easy, CURLINFO what)
+{
+	curl_off_t t = 0;
+	if (curl_easy_getinfo(easy, what, &t) != CURLE_OK || t < 0)
+		return 0;
+	return (int64_t)t;
+}
+
+/* Where the transfer's time went before its first byte, from libcurl's cumulative timers
+ * (each from libcurl's start of the transfer; docs/engine.md, "Where the time went"): every
+ * stage as its own duration.  On a reused connection libcurl reports no lookup, connect or
+ * handshake, so those are 0; a stage after the last one reached is -1. */
+static void read_conn_times(CURL *easy, struct cl_conn_times *ct)
+{
+	int64_t dns = curl_time(easy, CURLINFO_NAMELOOKUP_TIME_T);
+	int64_t conn = curl_time(easy, CURLINFO_CONNECT_TIME_T);
+	int64_t app = curl_time(easy, CURLINFO_APPCONNECT_TIME_T);
+	int64_t pre = curl_time(easy, CURLINFO_PRETRANSFER_TIME_T);
+	int64_t first = curl_time(easy, CURLINFO_STARTTRANSFER_TIME_T);
+	if (!pre) {
+		/* Never got as far as sending (a failed lookup or connect): only the lookup, if
+		 * it ended, is known. */
+		*ct = (struct cl_conn_times){ .dns_us = dns ? dns : -1,
+					      .connect_us = -1,
+					      .tls_us = -1,
+					      .send_us = -1,
+					      .wait_us = -1 };
+		return;
+	}
+	/* A stage libcurl skipped (a reused connection; plain HTTP has no handshake) reads 0:
+	 * it ended where the one before it did. */
+	if (conn < dns)
+		conn = dns;
+	if (app < conn)
+		app = conn;
+	*ct = (struct cl_conn_times){ .dns_us = dns,
+				      .connect_us = conn - dns,
+				      .tls_us = app - conn,
+				      .send_us = pre >= app ? pre - app : 0,
+				      .wait_us = first >= pre ? first - pre : -1 };
+	if (!first)
+		ct->wait_us = -1;
+}
+
+/* Records where a measured request's time to its first byte and token went: the stages of
+ * its connection by libcurl's timers (a reused one records zeros, which is the point: how
+ * often a request paid for one) and TTFT in three parts on the engine's own clock, which add
+ * up to it exactly: the client's connection time (handed to libcurl -> libcurl about to send
+ * it, PREREQFUNCTION: its wait to be started, lookup, connect, TLS), the server's wait to
+ * its first byte (-> the status line), and first byte to first token. */
+static void record_conn_times(struct cl_metrics *m, const struct cl_slot *s)
+{
+	const struct cl_conn_times *ct = &s->ct;
+	if (ct->send_us < 0)
+		return;
+	cl_hist_record(&m->lat[CL_LAT_DNS], ct->dns_us);
+	cl_hist_record(&m->lat[CL_LAT_CONNECT], ct->connect_us);
+	cl_hist_record(&m->lat[CL_LAT_TLS], ct->tls_us);
+	cl_hist_record(&m->lat[CL_LAT_SEND], ct->send_us);
+	if (!s->first_us || !s->headers_us || !s->sent_us || s->sent_us < s->handed_us ||
+	    s->headers_us < s->sent_us || s->first_us < s->headers_us)
+		return;
+	cl_hist_record(&m->lat[CL_LAT_TTFT_CONNECTION], s->sent_us - s->handed_us);
+	cl_hist_record(&m->lat[CL_LAT_TTFT_SERVER_WAIT], s->headers_us - s->sent_us);
+	cl_hist_record(&m->lat[CL_LAT_TTFT_AFTER_FIRST_BYTE], s->first_us - s->headers_us);
+}
+
 /* A completed request that received less than it asked for, and why, as the server said:
  * finish_reason stop (an end of sequence or a stop string), length (a cap), other. */
 static void count_short(struct cl_metrics *m, const struct cl_slot *s)
@@ -117,14 +186,15 @@ static void count_short(struct cl_metrics *m, const struct cl_slot *s)
 
 /* What one finished request came to, worked out once for its metrics and its log line. */
 struct outcome {
-	int cls;         /* CL_CTR_COMPLETED, CL_CTR_CUT or an error class */
+	int cls;         /* CL_CTR_COMPLETED, CL_CTR_CUT, CL_CTR_CANCELLED or an error class */
 	bool from_usage; /* tokens told by the server's usage (else counted from chunks) */
 	int64_t tokens, rtokens;
 	int http_major; /* the protocol the transfer used */
 	long connects;  /* connections it opened (0: it reused one) */
 };
 
-/* The error sample of a failed request (NULL for a completed or cut one), written into text
+/* The error sample of a failed request (NULL for a completed, cut or cancelled one), written
+ * into text
  * (CL_ERR_SAMPLE_BODY_MAX bytes) unless it is a fixed message; its length in *len. */
 static const char *error_message(const struct cl_slot *s, int cls, CURLcode res, char *text,
 				 size_t *len)
@@ -132,7 +202,7 @@ static const char *error_message(const struct cl_slot *s, int cls, CURLcode res,
 	static const char h1_refused_msg[] =
 	    "answered over HTTP/1.1 (ALPN chose http/1.1) while target.http2 is required";
 	*len = 0;
-	if (cls == CL_CTR_COMPLETED || cls == CL_CTR_CUT)
+	if (cls == CL_CTR_COMPLETED || cls == CL_CTR_CUT || cls == CL_CTR_CANCELLED)
 		return NULL;
 	if (s->h1_refused) {
 		*len = sizeof(h1_refused_msg) - 1;
@@ -231,7 +301,8 @@ static void record_tokens(struct cl_metrics *m, const struct cl_slot *s, const s
 /* Records what a cut request measured before the end of its stage: the times to its first
  * byte, token and content token. A stage shorter than its answers cuts them all, and their
  * first tokens are still the server's answer to "how long until something shows" (E2E and
- * TPOT need an end, so they stay with completed requests; ITLs were recorded as they came). */
+ * TPOT need an end, so they stay with completed requests; ITLs were recorded as they came).
+ * A request the client abandoned (cancelled) keeps the same: what it received until then. */
 static void record_cut(struct cl_metrics *m, const struct cl_slot *s)
 {
 	int64_t t0 = s->handed_us;
@@ -250,8 +321,9 @@ static void record_measured(const struct cl_engine *e, struct cl_metrics *m,
 			    size_t msg_len)
 {
 	/* Every measured request ends in exactly one of these: started == completed + errors
-	 * + cut (docs/architecture.md, "Ramps are not measured"). */
+	 * + cut + cancelled (docs/architecture.md, "Ramps are not measured"). */
 	CL_ASSERT(o->cls == CL_CTR_COMPLETED || o->cls == CL_CTR_CUT ||
+		  o->cls == CL_CTR_CANCELLED ||
 		  (o->cls >= CL_CTR_FIRST_ERROR && o->cls <= CL_CTR_LAST_ERROR));
 	m->ctr[o->cls]++;
 	if (s->repeated)
@@ -261,12 +333,14 @@ static void record_measured(const struct cl_engine *e, struct cl_metrics *m,
 		m->ctr[CL_CTR_COMPLETED_H1]++;
 	else if (o->cls == CL_CTR_COMPLETED && o->http_major == 2)
 		m->ctr[CL_CTR_COMPLETED_H2]++;
+	if (o->cls == CL_CTR_COMPLETED || o->cls == CL_CTR_CUT)
+		record_conn_times(m, s);
 	if (o->cls == CL_CTR_COMPLETED) {
 		bool good = record_latencies(e, m, s, o->tokens);
 		record_tokens(m, s, o);
 		if (good)
 			m->ctr[CL_CTR_GOOD]++;
-	} else if (o->cls == CL_CTR_CUT) {
+	} else if (o->cls == CL_CTR_CUT || o->cls == CL_CTR_CANCELLED) {
 		record_cut(m, s);
 	} else {
 		cl_metrics_add_err_sample(m, o->cls, s->http_status, msg, msg_len);
@@ -324,13 +398,17 @@ void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bo
 
 	/* Embeddings: the answer is judged once, whole, when the transfer ended well; a stream
 	 * is ended, which gives a body that was one JSON document (an error sent with 200). */
-	bool ended_well = !cut && !s->err_ctr && res == CURLE_OK && s->http_status >= 200 &&
-			  s->http_status <= 299;
+	bool ended_well = !cut && !s->cancelled && !s->err_ctr && res == CURLE_OK &&
+			  s->http_status >= 200 && s->http_status <= 299;
 	if (ended_well && cli_slot_whole(s))
 		cli_request_whole_end(s);
 	else if (ended_well)
 		cli_request_stream_end(s);
-	struct outcome o = { .cls = cut ? CL_CTR_CUT : classify(s, res) };
+	/* Abandoned by the client (workload.cancel) is its own class, whatever the transfer's
+	 * end said: the client ended it.  A cut wins over a cancellation not yet due. */
+	struct outcome o = { .cls = s->cancelled ? CL_CTR_CANCELLED
+				    : cut        ? CL_CTR_CUT
+						 : classify(s, res) };
 	o.from_usage = s->usage_ct >= 0;
 	o.tokens = o.from_usage ? s->usage_ct : s->tok_exact + s->n_prov_chunks;
 	o.rtokens = s->usage_rt >= 0 ? s->usage_rt : s->rtok_counted;
@@ -344,12 +422,18 @@ void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bo
 	if (o.from_usage && ep)
 		add_correction(&ep->ctr[CL_CTR_OUTPUT_TOKENS], o.tokens, s->tok_counted,
 			       s->tok_counted_win, end_win);
+	struct cl_metrics *cm = cl_slot_cls(w, s);
+	if (o.from_usage && cm)
+		add_correction(&cm->ctr[CL_CTR_OUTPUT_TOKENS], o.tokens, s->tok_counted,
+			       s->tok_counted_win, end_win);
 	if (s->usage_rt >= 0)
 		add_correction(&m->ctr[CL_CTR_REASONING_TOKENS], o.rtokens, s->rtok_counted,
 			       s->rtok_counted_win, end_win);
 
 	o.http_major = cl_httpver_used(s->easy);
 	curl_easy_getinfo(s->easy, CURLINFO_NUM_CONNECTS, &o.connects);
+	s->connects = o.connects;
+	read_conn_times(s->easy, &s->ct);
 	char text[CL_ERR_SAMPLE_BODY_MAX];
 	size_t msg_len;
 	const char *msg = error_message(s, o.cls, res, text, &msg_len);
@@ -370,10 +454,18 @@ void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bo
 	}
 	if (ep)
 		record_endpoint(w, s, ep, &o, end_win, now);
+	/* A request class's record gets what the whole record gets of its requests, so a class
+	 * has every figure of a stage (docs/results.md, "stages[].classes"). */
+	if (cm && o.cls == CL_CTR_COMPLETED && end_win)
+		cm->ctr[CL_CTR_COMPLETED_IN_WINDOW]++;
+	if (cm && o.cls == CL_CTR_COMPLETED)
+		cm->ctr[CL_CTR_WINDOW_SHARE_MILLI] += window_share_milli(w, s, now);
 	if (s->in_window) {
 		CL_ASSERT(w->st.win_open > 0);
 		w->st.win_open--;
 		record_measured(w->e, m, s, &o, msg, msg_len);
+		if (cm)
+			record_measured(w->e, cm, s, &o, msg, msg_len);
 	} else
 		atomic_fetch_add_explicit(&w->ramp_finished, 1, memory_order_relaxed);
 
@@ -388,7 +480,9 @@ void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bo
 	/* No answer at all (nothing to measure, nothing the server said): the closed loop
 	 * backs off on this slot rather than spin (docs/engine.md, "No-answer backoff"). */
 	if (!cli_conv_follow(w, s, o.cls == CL_CTR_COMPLETED, now))
-		cli_worker_release(w, s, !cut && (s->http_status == 0 || s->h1_refused));
+		cli_worker_release(w, s,
+				   !cut && o.cls != CL_CTR_CANCELLED &&
+				       (s->http_status == 0 || s->h1_refused));
 	w->last_end_us = now;
 	w->tick = true;
 	atomic_fetch_sub_explicit(&w->inflight, 1, memory_order_relaxed);

@@ -90,11 +90,14 @@ struct cl_slot {
 	uint64_t seq;
 	int64_t intended_us;      /* when the load model wanted it to start */
 	int64_t handed_us;        /* curl_multi_add_handle: "sent" for every latency */
-	int64_t sent_us;          /* libcurl about to write it on a connected socket (log only) */
+	int64_t sent_us;          /* libcurl about to write it on a connected socket (the end of
+				   * TTFT's connection part) */
 	int64_t headers_us;       /* the final response's status line arrived */
 	int64_t first_us;         /* first token-bearing chunk */
 	int64_t first_content_us; /* first content chunk */
 	int64_t last_us;          /* latest token-bearing chunk */
+	struct cl_conn_times ct;  /* libcurl's timers of the transfer, read at its end */
+	long connects;            /* connections it opened (CURLINFO_NUM_CONNECTS), at its end */
 	int http_status;
 	bool framed;               /* the body can end by itself: chunked, Content-Length or h2
 				    * (false: an HTTP/1 body delimited by the connection's close) */
@@ -148,6 +151,7 @@ struct cl_slot {
 	bool conv_next;          /* parked for the think time: the next turn follows */
 	bool repeated;           /* its body (its conversation) was sent before in this run */
 	bool answer_cut;         /* this turn's answer outgrew conv_answer: the conversation ends */
+	bool conv_live;          /* its conversation's later turns count in w->conv_owed */
 	struct cl_buf conv_hist; /* earlier turns: message objects, each followed by ',' */
 	struct cl_buf conv_answer; /* this turn's answer text, still JSON-escaped */
 	struct cl_buf conv_req;    /* the body sent */
@@ -163,10 +167,17 @@ struct cl_slot {
 	struct cli_tool_call tool[CL_ENGINE_TOOL_CALLS];
 
 	/* --- several endpoints (target.urls) and conversation ids --- */
-	uint32_t ep;       /* the endpoint its request went to (0 with one) */
+	uint32_t ep;                 /* the endpoint its request went to (0 with one) */
+	uint32_t cls;                /* the request class of its body (0 without classes) */
+	struct curl_slist *hdr_tail; /* the last of hdrs' nodes: a class's lines follow it */
 	uint64_t conv_seq; /* seq of its conversation's first turn (the conversation's id) */
 	char convid[CL_ENGINE_REQID_MAX]; /* "X-Chatload-Conversation: <prefix>-<w>-<seq>" */
 	struct curl_slist conv_node;      /* the line above, linked after X-Request-Id */
+
+	/* --- abandoned requests (cancel.c): when this request is closed by the client --- */
+	int64_t cancel_at_us;   /* at this time (0: not by time) */
+	uint32_t cancel_tokens; /* once this many tokens came (0: not by tokens) */
+	bool cancelled;         /* it was: its class is CL_CTR_CANCELLED */
 };
 
 /* The part of one stage a worker runs (worker-thread state only). */
@@ -189,7 +200,7 @@ struct cl_stage_run {
 	int64_t probe_due_us;
 	/* Measured requests in flight: started inside the window (CL_CTR_STARTED), not yet
 	 * ended as completed, an error class or cut.  Zero when the stage is done, which is
-	 * started == completed + errors + cut for this worker's share (asserted). */
+	 * started == completed + errors + cut + cancelled for this worker's share (asserted). */
 	uint64_t win_open;
 };
 
@@ -201,7 +212,8 @@ struct cl_worker {
 	uint32_t index;
 	pthread_t thread;
 	bool thread_started;
-	int epfd, cmdfd, pacefd, curlfd;
+	int epfd, cmdfd, pacefd, curlfd, cancelfd;
+	int64_t cancel_armed_us; /* what cancelfd is armed for; INT64_MAX disarmed */
 	struct cl_shard *shards;
 	uint32_t nshards;
 	uint32_t shard_slots; /* slots per shard: slot i is in shard i / shard_slots */
@@ -256,6 +268,10 @@ struct cl_worker {
 	uint32_t ad_head, ad_tail; /* slots past [DONE] whose framed body has not ended yet,
 				    * oldest first (CL_NO_SLOT: none) */
 	uint64_t seq;
+	/* Turns the conversations this worker carries have still to start after the ones they
+	 * sent: a stage bounded by requests keeps that many of its budget for them, so a new
+	 * conversation never takes the request a conversation in progress needs (conv.c). */
+	uint64_t conv_owed;
 	const struct cl_request_body *pick; /* trace replay: the body the next start sends */
 	char *log_buf;
 	size_t log_len;
@@ -299,7 +315,10 @@ struct cl_engine {
 	struct cl_http_target *ep_http;      /* each endpoint's, built like http */
 	atomic_int_fast64_t *ep_outstanding; /* requests in flight per endpoint */
 	atomic_uint_fast64_t ep_turn;        /* requests routed so far */
-	int log_fd;                          /* -1: no request log */
+	/* --- request classes (workload.classes): none (0) without them --- */
+	uint32_t n_cls;
+	struct curl_slist *cls_hdrs[CL_CLASSES_MAX]; /* each class's header nodes, or NULL */
+	int log_fd;                                  /* -1: no request log */
 	atomic_bool log_failed;
 	/* output.requests (records.c): a ring of finished requests' records, NULL when not
 	 * asked; rec_on while a stage (not a warmup) runs */
@@ -308,6 +327,10 @@ struct cl_engine {
 	uint64_t rec_dropped;
 	pthread_mutex_t rec_mu;
 	atomic_bool rec_on;
+	/* workload.cancel: on while a stage (not a warmup) runs; the measured requests started
+	 * so far, over all workers, numbering the draws of cl_cancel_pick */
+	atomic_bool cancel_on;
+	atomic_uint_fast64_t cancel_k;
 
 	pthread_mutex_t mu; /* guards done_workers; cv signalled when a worker is DONE */
 	pthread_cond_t cv;
@@ -423,6 +446,14 @@ void cli_request_stream_end(struct cl_slot *s);
  * conversation's next turn (cli_conv_follow). */
 void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bool cut);
 
+/* cancel.c */
+/* Decides whether the request just handed to libcurl on s is one the client abandons
+ * (workload.cancel) and arms its point: a time (the worker's cancel timer) or tokens. */
+void cli_cancel_arm(struct cl_worker *w, struct cl_slot *s);
+/* The cancel timer fired (or was due) at now_us: closes the requests whose time came, as
+ * CL_CTR_CANCELLED, and re-arms the timer for the next one. */
+void cli_cancel_expire(struct cl_worker *w, int64_t now_us);
+
 /* records.c */
 /* Allocates the ring of cap records.  0, CL_ENOMEM or CL_ESYS. */
 CL_MUST_CHECK int cli_records_init(struct cl_engine *e, uint32_t cap);
@@ -463,6 +494,14 @@ void cli_conv_on_content(struct cl_slot *s, const char *text, size_t len);
  * like a backoff, then cli_request_launch sends the next turn) and returns true.  false:
  * the caller releases the slot. */
 bool cli_conv_follow(struct cl_worker *w, struct cl_slot *s, bool completed, int64_t now_us);
+/* Ends the conversation slot s carries, if any: its turns not started leave conv_owed.  Called
+ * when a turn is not followed and when the slot is freed. */
+void cli_conv_end(struct cl_worker *w, struct cl_slot *s);
+/* Whether a request intended at t_us may begin a new conversation: in a stage bounded by
+ * requests, only while its budget holds more than the turns the conversations in progress
+ * still owe (conv_owed); else a new conversation would take a turn they need, and the stage
+ * would end with one of them cut short and an extra one begun (a prompt sent again). */
+bool cli_conv_may_begin(const struct cl_worker *w, int64_t t_us);
 /* Records a completed measured turn's TTFT and prompt tokens by its turn index. */
 void cli_conv_record(struct cl_metrics *m, const struct cl_slot *s, int64_t prompt_tokens);
 
@@ -507,6 +546,12 @@ static inline int64_t cl_stamp(const struct cl_worker *w)
 static inline struct cl_ep_metrics *cl_slot_ep(const struct cl_worker *w, const struct cl_slot *s)
 {
 	return s->ep < w->active->n_eps ? &w->active->eps[s->ep] : NULL;
+}
+
+/* The class record of slot s's request in the worker's active record, NULL without classes. */
+static inline struct cl_metrics *cl_slot_cls(const struct cl_worker *w, const struct cl_slot *s)
+{
+	return s->cls < w->active->n_cls ? &w->active->cls[s->cls] : NULL;
 }
 
 /* Whether t is inside the worker's measured window. */

@@ -15,7 +15,8 @@ void cli_slot_free(struct cl_worker *w, struct cl_slot *s)
 	CL_ASSERT(w->nfree < w->nslots);
 	s->parked = false;
 	s->no_answer_streak = 0;
-	s->conv_next = false; /* a conversation ends with its slot */
+	cli_conv_end(w, s); /* a conversation ends with its slot */
+	s->conv_next = false;
 	s->freed_us = cl_mono_us();
 	w->free_stack[w->nfree++] = s->index;
 }
@@ -60,7 +61,10 @@ void cli_park_wake_due(struct cl_worker *w, int64_t now_us)
 	int64_t due;
 	struct cl_slot *s;
 	while ((s = cli_park_take_due(w, now_us, &due))) {
-		if (!cl_stage_may_start(&w->st, due) || !cli_request_launch(w, s, due))
+		/* A slot backing off begins a new conversation: only if the budget has room. */
+		bool goes_on = s->conv_next || s->tool_next;
+		if (!cl_stage_may_start(&w->st, due) || (!goes_on && !cli_conv_may_begin(w, due)) ||
+		    !cli_request_launch(w, s, due))
 			cli_slot_free(w, s); /* the loop replaces the user if it may */
 	}
 }

@@ -68,6 +68,10 @@ void cli_records_push(struct cl_worker *w, const struct cl_slot *s, const char *
 	r->prompt_tokens = s->usage_pt > 0 ? (uint64_t)s->usage_pt : 0;
 	r->output_tokens = tokens > 0 ? (uint64_t)tokens : 0;
 	r->reasoning_tokens = rtokens > 0 ? (uint64_t)rtokens : 0;
+	r->sent_us = since(s->handed_us, s->sent_us);
+	r->ttfb_us = since(s->handed_us, s->headers_us);
+	r->conn = s->ct;
+	r->connects = s->connects > 0 ? (uint32_t)s->connects : 0;
 	snprintf(r->status, sizeof(r->status), "%s", status);
 	size_t n = msg ? (msg_len < CL_WIRE_MAX_REQ_ERR ? msg_len : CL_WIRE_MAX_REQ_ERR) : 0;
 	/* A message is text for the wire: no NUL inside it (it would end the C string). */

@@ -95,6 +95,11 @@ void cli_reqlog_write(struct cl_worker *w, const struct cl_slot *s, const char *
 	log_ts(w, "first_content_us", s->first_content_us);
 	log_ts(w, "last_us", s->last_us);
 	log_ts(w, "end_us", end_us);
+	/* libcurl's timers (docs/engine.md, "Where the time went"), -1 when not reached */
+	log_printf(w,
+		   ",\"dns_us\":%" PRId64 ",\"connect_us\":%" PRId64 ",\"tls_us\":%" PRId64
+		   ",\"send_us\":%" PRId64 ",\"wait_us\":%" PRId64,
+		   s->ct.dns_us, s->ct.connect_us, s->ct.tls_us, s->ct.send_us, s->ct.wait_us);
 	log_printf(w, ",\"new_connection\":%s,\"reconnects\":%u,\"closed_at_done\":%s",
 		   connects > 0 || s->fresh_resent ? "true" : "false", cl_slot_reconnects(s),
 		   s->closed_at_done ? "true" : "false");

@@ -21,7 +21,7 @@
 #include <strings.h>
 
 /* Callback stop values for cl_sse_feed (any nonzero stops feeding; curl then aborts). */
-enum { STOP_BAD_EVENT = 1, STOP_AT_DONE = 2 };
+enum { STOP_BAD_EVENT = 1, STOP_AT_DONE = 2, STOP_CANCEL = 3 };
 
 static void after_done_add(struct cl_slot *s);
 static void after_done_remove(struct cl_slot *s);
@@ -123,6 +123,11 @@ int cli_slot_prepare(struct cl_slot *s)
 		s->conv_node.next = s->hdrs[0].next;
 		s->hdrs[0].next = &s->conv_node;
 	}
+	/* A request of a class with headers links that class's lines after the last node
+	 * (cli_request_launch); the nodes are the engine's, shared and never written. */
+	s->hdr_tail = &s->hdrs[0];
+	while (s->hdr_tail->next)
+		s->hdr_tail = s->hdr_tail->next;
 
 	CURL *h = curl_easy_init();
 	if (!h)
@@ -217,6 +222,7 @@ bool cli_request_start(struct cl_worker *w, int64_t intended_us)
 	}
 	w->nfree--;
 	if (!cli_request_launch(w, s, intended_us)) {
+		cli_conv_end(w, s); /* a conversation it began is not carried */
 		w->free_stack[w->nfree++] = s->index;
 		return false;
 	}
@@ -270,6 +276,9 @@ bool cli_request_launch(struct cl_worker *w, struct cl_slot *s, int64_t intended
 	}
 	s->body = b;
 	s->requested = b->max_tokens;
+	s->cls = b->cls;
+	if (e->n_cls)
+		s->hdr_tail->next = e->cls_hdrs[s->cls];
 	route(w, s, b);
 	if (curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, s->post) != CURLE_OK ||
 	    curl_easy_setopt(s->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)s->post_len) !=
@@ -292,6 +301,7 @@ bool cli_request_launch(struct cl_worker *w, struct cl_slot *s, int64_t intended
 		return false;
 	}
 	atomic_fetch_add_explicit(&w->inflight, 1, memory_order_relaxed);
+	cli_cancel_arm(w, s);
 	if (e->n_eps)
 		atomic_fetch_add_explicit(&e->ep_outstanding[s->ep], 1, memory_order_relaxed);
 	if (s->in_window) {
@@ -300,6 +310,11 @@ bool cli_request_launch(struct cl_worker *w, struct cl_slot *s, int64_t intended
 		struct cl_ep_metrics *ep = cl_slot_ep(w, s);
 		if (ep)
 			ep->ctr[CL_CTR_STARTED]++;
+		struct cl_metrics *cm = cl_slot_cls(w, s);
+		if (cm) {
+			cm->ctr[CL_CTR_STARTED]++;
+			cl_hist_record(&cm->lat[CL_LAT_QUEUE], s->handed_us - intended_us);
+		}
 		cl_hist_record(&w->active->lat[CL_LAT_QUEUE], s->handed_us - intended_us);
 		if (w->st.by_requests && w->st.to_start > 0)
 			w->st.to_start--;
@@ -376,6 +391,9 @@ static void on_token_chunk(struct cl_slot *s, const struct cl_chunk *c, int64_t 
 		struct cl_ep_metrics *ep = cl_slot_ep(w, s);
 		if (ep)
 			cl_hist_record(&ep->lat[CL_EP_LAT_ITL], now - s->last_us);
+		struct cl_metrics *cm = cl_slot_cls(w, s);
+		if (cm)
+			cl_hist_record(&cm->lat[CL_LAT_ITL], now - s->last_us);
 	}
 	/* A tool call is the answer of its turn: its first delta is the first content. */
 	if ((c->has_content || c->has_tool_call) && !s->first_content_us)
@@ -413,6 +431,11 @@ static void on_token_chunk(struct cl_slot *s, const struct cl_chunk *c, int64_t 
 		struct cl_ep_metrics *ep = cl_slot_ep(w, s);
 		if (ep)
 			ep->ctr[CL_CTR_OUTPUT_TOKENS] += (uint64_t)d;
+		struct cl_metrics *cm = cl_slot_cls(w, s);
+		if (cm) {
+			cm->ctr[CL_CTR_OUTPUT_TOKENS] += (uint64_t)d;
+			cm->ctr[CL_CTR_CHUNKS]++;
+		}
 		if (reasoning) {
 			s->rtok_counted_win += d;
 			m->ctr[CL_CTR_REASONING_TOKENS] += (uint64_t)d;
@@ -497,6 +520,13 @@ static int on_event(void *ctx, const char *data, size_t len, unsigned flags)
 		cli_tools_on_chunk(s, &c);
 	if (c.content)
 		cli_conv_on_content(s, c.content, c.content_len);
+	/* Abandoned after its tokens (workload.cancel): nothing after this event is read,
+	 * so the request received exactly those tokens (a server's cumulative usage may put
+	 * it past them in one chunk). */
+	if (s->cancel_tokens && s->tok_counted >= s->cancel_tokens) {
+		s->cancelled = true;
+		return STOP_CANCEL;
+	}
 	return 0;
 }
 
@@ -632,6 +662,8 @@ size_t cli_on_body(char *p, size_t size, size_t n, void *ud)
 		return len;
 	if (rc == STOP_AT_DONE)
 		return 0; /* aborts the transfer; the request is complete */
+	if (rc == STOP_CANCEL)
+		return 0; /* aborts the transfer and closes its connection: the client left */
 	if (rc == CL_ETOOBIG) {
 		s->err_ctr = CL_CTR_ERR_STREAM_MALFORMED;
 		keep_sample(s, "event larger than 64 KiB", 24);

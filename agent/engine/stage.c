@@ -24,7 +24,8 @@ static void stage_done(struct cl_worker *w)
 {
 	struct cl_engine *e = w->e;
 	/* Done means nothing measured is left in flight: every request started in the window
-	 * ended as completed, an error or cut, so started == completed + errors + cut. */
+	 * ended as completed, an error, cut or cancelled, so started == completed + errors + cut +
+	 * cancelled. */
 	CL_ASSERT(w->st.win_open == 0);
 	w->st.active = false;
 	cli_reqlog_flush(w);

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 /* epoll data: the kind of fd in the top byte, a socket's shard in bits 32-55, the fd low. */
-enum { TAG_SOCK = 0, TAG_CMD = 1, TAG_PACE = 2, TAG_CURL = 3 };
+enum { TAG_SOCK = 0, TAG_CMD = 1, TAG_PACE = 2, TAG_CURL = 3, TAG_CANCEL = 4 };
 #define TAG(t, shard, fd) (((uint64_t)(t) << 56) | ((uint64_t)(shard) << 32) | (uint32_t)(fd))
 
 /* Rounds of "start requests, let curl send them" per loop turn before yielding to epoll. */
@@ -300,7 +300,7 @@ void *cli_worker_main(void *arg)
 			break;
 		}
 		w->now_us = cl_mono_us();
-		bool cmd = false;
+		bool cmd = false, cancel = false;
 		int running, nsock = 0;
 		for (int i = 0; i < n; i++) {
 			uint64_t d = evs[i].data.u64;
@@ -334,9 +334,16 @@ void *cli_worker_main(void *arg)
 			case TAG_CURL:
 				on_curl_timer(w);
 				break;
+			case TAG_CANCEL:
+				cancel = true;
+				break;
 			}
 		}
 		reap(w);
+		/* Requests the client abandons now (workload.cancel), after what the sockets
+		 * brought: an answer that ended in those bytes completed first. */
+		if (cancel)
+			cli_cancel_expire(w, cl_mono_us());
 		/* Streams held open after [DONE] past the grace (rare: normally empty). */
 		if (w->ad_head != CL_NO_SLOT)
 			cli_request_expire_done(w, cl_mono_us());
@@ -378,8 +385,8 @@ int cli_worker_init(struct cl_worker *w, struct cl_engine *e, uint32_t index, ui
 	memset(w, 0, sizeof(*w));
 	w->e = e;
 	w->index = index;
-	w->epfd = w->cmdfd = w->pacefd = w->curlfd = -1;
-	w->curl_armed_us = w->pace_armed_us = INT64_MAX;
+	w->epfd = w->cmdfd = w->pacefd = w->curlfd = w->cancelfd = -1;
+	w->curl_armed_us = w->pace_armed_us = w->cancel_armed_us = INT64_MAX;
 	w->ad_head = w->ad_tail = CL_NO_SLOT;
 	atomic_init(&w->phase, CL_ENGINE_IDLE);
 	if (pthread_mutex_init(&w->mu, NULL) != 0)
@@ -399,9 +406,10 @@ int cli_worker_init(struct cl_worker *w, struct cl_engine *e, uint32_t index, ui
 	w->cmdfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	w->pacefd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	w->curlfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (w->epfd < 0 || w->cmdfd < 0 || w->pacefd < 0 || w->curlfd < 0 ||
+	w->cancelfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (w->epfd < 0 || w->cmdfd < 0 || w->pacefd < 0 || w->curlfd < 0 || w->cancelfd < 0 ||
 	    add_fd(w->epfd, w->cmdfd, TAG_CMD) || add_fd(w->epfd, w->pacefd, TAG_PACE) ||
-	    add_fd(w->epfd, w->curlfd, TAG_CURL))
+	    add_fd(w->epfd, w->curlfd, TAG_CURL) || add_fd(w->epfd, w->cancelfd, TAG_CANCEL))
 		return cl_err_set(err, CL_ESYS, "cannot set up worker %u's event loop: %s", index,
 				  strerror(errno));
 
@@ -452,7 +460,9 @@ int cli_worker_init(struct cl_worker *w, struct cl_engine *e, uint32_t index, ui
 	w->backoff_rng = cl_seed_derive((uint64_t)cl_mono_us(), index);
 	if (cl_metrics_init(&w->mrec[0]) != 0 || cl_metrics_init(&w->mrec[1]) != 0 ||
 	    cl_metrics_eps_init(&w->mrec[0], e->n_eps) != 0 ||
-	    cl_metrics_eps_init(&w->mrec[1], e->n_eps) != 0)
+	    cl_metrics_eps_init(&w->mrec[1], e->n_eps) != 0 ||
+	    cl_metrics_cls_init(&w->mrec[0], e->n_cls) != 0 ||
+	    cl_metrics_cls_init(&w->mrec[1], e->n_cls) != 0)
 		return cl_err_set(err, CL_ENOMEM, "out of memory for the metrics records");
 	w->active = &w->mrec[0];
 	w->spare = &w->mrec[1];
@@ -476,7 +486,7 @@ void cli_worker_destroy(struct cl_worker *w)
 	}
 	free(w->shards);
 	w->shards = NULL;
-	int *fds[] = { &w->epfd, &w->cmdfd, &w->pacefd, &w->curlfd };
+	int *fds[] = { &w->epfd, &w->cmdfd, &w->pacefd, &w->curlfd, &w->cancelfd };
 	for (size_t i = 0; w->e && i < sizeof(fds) / sizeof(fds[0]); i++) {
 		/* Only after init, which sets them to -1 first: a zeroed worker owns no fd 0. */
 		if (*fds[i] >= 0)

@@ -78,6 +78,14 @@ static int read_key(struct cl_http_target *t, const char *env, struct cl_err *er
 	if (!(t->auth = malloc(n)))
 		return cl_err_set(err, CL_ENOMEM, "out of memory");
 	snprintf(t->auth, n, "Authorization: Bearer %s", key);
+	if (t->api != CL_API_MESSAGES)
+		return 0;
+	/* Anthropic's own API reads the key from x-api-key, gateways (LiteLLM, llama.cpp's
+	 * server) from either: both go, so every one of them finds it. */
+	n = strlen(key) + sizeof("x-api-key: ");
+	if (!(t->xkey = malloc(n)))
+		return cl_err_set(err, CL_ENOMEM, "out of memory");
+	snprintf(t->xkey, n, "x-api-key: %s", key);
 	return 0;
 }
 
@@ -101,7 +109,7 @@ static int build_lines(struct cl_http_target *t, struct cl_err *err)
 		"Expect:",
 	};
 	for (int ep = CL_HTTP_MODELS; ep < CL_HTTP__ENDPOINTS; ep++) {
-		size_t cap = 4 + 1 + t->n_extra;
+		size_t cap = 4 + 3 + t->n_extra;
 		const char **l = calloc(cap, sizeof(*l));
 		if (!l)
 			return cl_err_set(err, CL_ENOMEM, "out of memory");
@@ -122,6 +130,12 @@ static int build_lines(struct cl_http_target *t, struct cl_err *err)
 				l[n++] = every[i];
 		if (t->auth && !overridden(t, t->auth))
 			l[n++] = t->auth;
+		if (t->xkey && !overridden(t, t->xkey))
+			l[n++] = t->xkey;
+		/* Anthropic's API refuses a request without the version it is written to. */
+		if (ep == CL_HTTP_CHAT && t->api == CL_API_MESSAGES &&
+		    !overridden(t, CL_HTTP_ANTHROPIC_VERSION))
+			l[n++] = CL_HTTP_ANTHROPIC_VERSION;
 		for (size_t i = 0; i < t->n_extra; i++)
 			l[n++] = t->extra[i];
 		t->n_lines[ep] = n;
@@ -131,9 +145,12 @@ static int build_lines(struct cl_http_target *t, struct cl_err *err)
 
 static int copy_extra(struct cl_http_target *t, const struct cl_target_plan *p, struct cl_err *err)
 {
-	if (p->n_headers + 5 > CL_HTTP_MAX_HEADERS)
-		return cl_err_set(err, CL_EINVAL, "too many target headers (%zu; at most %d)",
-				  p->n_headers, CL_HTTP_MAX_HEADERS - 5);
+	/* The fixed lines: 3 of the endpoint, the agent's, the key; messages' version and
+	 * x-api-key. */
+	size_t fixed = t->api == CL_API_MESSAGES ? 7 : 5;
+	if (p->n_headers + fixed > CL_HTTP_MAX_HEADERS)
+		return cl_err_set(err, CL_EINVAL, "too many target headers (%zu; at most %zu)",
+				  p->n_headers, CL_HTTP_MAX_HEADERS - fixed);
 	if (!p->n_headers)
 		return 0;
 	if (!(t->extra = calloc(p->n_headers, sizeof(*t->extra))))
@@ -244,6 +261,10 @@ void cl_http_target_free(struct cl_http_target *t)
 	if (t->auth) {
 		explicit_bzero(t->auth, strlen(t->auth));
 		free(t->auth);
+	}
+	if (t->xkey) {
+		explicit_bzero(t->xkey, strlen(t->xkey));
+		free(t->xkey);
 	}
 	for (size_t i = 0; i < t->n_extra; i++)
 		free(t->extra[i]);

@@ -15,7 +15,9 @@
 #include <stdint.h>
 
 #define CL_HTTP_DEFAULT_CONNECT_TIMEOUT_US 10000000LL /* when the plan says 0 (scenario: 10s) */
-#define CL_HTTP_MAX_HEADERS                72         /* lines of one request, fixed ones too */
+/* Sent with every request of workload.api: messages (Anthropic's API version). */
+#define CL_HTTP_ANTHROPIC_VERSION "anthropic-version: 2023-06-01"
+#define CL_HTTP_MAX_HEADERS       72 /* lines of one request, fixed ones too */
 
 /* What a request asks for; each has its URL and header lines. */
 enum cl_http_endpoint {
@@ -40,6 +42,7 @@ struct cl_http_target {
 	const char **lines[CL_HTTP__ENDPOINTS]; /* header lines per endpoint, n_lines[] each */
 	size_t n_lines[CL_HTTP__ENDPOINTS];
 	char *auth;   /* "Authorization: Bearer <key>" or NULL; wiped at free */
+	char *xkey;   /* api messages: "x-api-key: <key>" beside it, or NULL; wiped too */
 	char **extra; /* copies of the plan's extra header lines */
 	size_t n_extra;
 	struct cl_httpver ver; /* HTTP version and connection use (cl_httpver_choose) */
@@ -57,13 +60,15 @@ struct cl_http_target {
  *   Each endpoint URL is built by libcurl from it and checked again to go to the same host
  *   and port.
  * - Key: when plan->api_key_env is set, its value is read from the environment now and sent
- *   as "Authorization: Bearer <key>".  A variable that is unset or empty is refused
- *   (CL_EREFUSED, naming the variable): a scenario that names a key wants one, and requests
+ *   as "Authorization: Bearer <key>" (with api messages also as "x-api-key: <key>", the
+ *   header Anthropic's API reads; gateways read either).  A variable that is unset or empty is
+ * refused (CL_EREFUSED, naming the variable): a scenario that names a key wants one, and requests
  *   without it would only fail with 401 later, or worse succeed against the wrong tenant.
  * - Headers: every line "Name: value" with a token name; CR, LF or another control
  *   character anywhere (the key too) is refused (CL_EINVAL).  Fixed lines: User-Agent
  *   chatload/<version> on every request, and Content-Type, Accept: text/event-stream and an
- *   empty Expect on chat; an extra header of the same name replaces a fixed line.
+ *   empty Expect on chat, and CL_HTTP_ANTHROPIC_VERSION there with api messages; an extra
+ *   header of the same name replaces a fixed line.
  * - HTTP version and connection use: cl_httpver_choose (client/httpver) decides, once, in
  *   ver; the engine's shards and the probe's h2 checks read it from there.
  * - Every libcurl option is tried on a scratch handle, so an option this libcurl refuses

@@ -6,6 +6,7 @@
 
 #include "chatload/err.h"
 #include "client/stream/error.h"
+#include "client/stream/messages.h"
 #include "client/stream/responses.h"
 #include "client/stream/sse.h"
 #include "client/stream/transcription.h"
@@ -59,6 +60,8 @@ static int api_decode(enum cl_api api, const char *data, size_t len, struct cl_c
 		return cl_chunk_decode_text(data, len, out);
 	case CL_API_RESPONSES:
 		return cl_responses_decode(data, len, out);
+	case CL_API_MESSAGES:
+		return cl_messages_decode(data, len, out);
 	case CL_API_TRANSCRIPTION:
 		return cl_transcription_event_decode(data, len, out);
 	default:

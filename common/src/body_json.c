@@ -126,6 +126,38 @@ static json_t *inputs_of(json_t *messages)
 	return arr;
 }
 
+/* messages (Anthropic): the role "system" messages leave the array for the top-level
+ * "system" string (Anthropic has no system role), their texts joined by a blank line;
+ * *system stays NULL without one.  Non-message elements (a conversation's markers) stay. */
+static int split_system(json_t *messages, json_t **system)
+{
+	struct cl_buf b;
+	int rc = 0;
+	bool any = false;
+	*system = NULL;
+	cl_buf_init(&b, 0);
+	for (size_t i = 0; i < json_array_size(messages);) {
+		json_t *m = json_array_get(messages, i);
+		const char *role = json_string_value(json_object_get(m, "role"));
+		if (!role || strcmp(role, "system") != 0) {
+			i++;
+			continue;
+		}
+		if ((any && cl_buf_append(&b, "\n\n", 2) != 0) ||
+		    content_text(json_object_get(m, "content"), &b) != 0 ||
+		    json_array_remove(messages, i) != 0) {
+			rc = CL_ENOMEM;
+			goto out;
+		}
+		any = true;
+	}
+	if (any && !(*system = json_stringn(b.data ? b.data : "", b.len)))
+		rc = CL_ENOMEM;
+out:
+	cl_buf_free(&b);
+	return rc;
+}
+
 int cl_body_json_render(const char *model, json_t *messages /* stolen */, uint32_t max_tokens,
 			bool ignore_eos, json_t *extra, char **json_out)
 {
@@ -158,6 +190,16 @@ int cl_body_json_render_api(enum cl_api api, const char *model, json_t *messages
 		max_tokens = 0; /* no output to bound */
 		ignore_eos = false;
 		break;
+	case CL_API_MESSAGES: {
+		json_t *system;
+		if (split_system(messages, &system) != 0 ||
+		    (system && json_object_set_new(body, "system", system) != 0))
+			goto out;
+		what = messages, messages = NULL;
+		if (!max_tokens)
+			max_tokens = CL_BODY_JSON_MESSAGES_MAX_TOKENS;
+		break;
+	}
 	default:
 		what = messages, messages = NULL;
 		break;
@@ -170,10 +212,10 @@ int cl_body_json_render_api(enum cl_api api, const char *model, json_t *messages
 	    (ignore_eos && json_object_set_new(body, "ignore_eos", json_true()) != 0))
 		goto out;
 	/* stream_options is the chat and completions APIs' (Responses always ends with usage in
-	 * response.completed). */
+	 * response.completed, Messages with it in message_delta). */
 	if (stream && json_object_set_new(body, "stream", json_true()) != 0)
 		goto out;
-	if (stream && api != CL_API_RESPONSES &&
+	if (stream && api != CL_API_RESPONSES && api != CL_API_MESSAGES &&
 	    (json_object_set_new(opts, "include_usage", json_true()) != 0 ||
 	     json_object_set(body, "stream_options", opts) != 0))
 		goto out;

@@ -18,6 +18,13 @@ static const char *const lat_names[CL_LAT__COUNT] = {
 	[CL_LAT_E2E] = "e2e",
 	[CL_LAT_E2E_SCHED] = "e2e_sched",
 	[CL_LAT_LOOP_LAG] = "loop_lag",
+	[CL_LAT_DNS] = "dns",
+	[CL_LAT_CONNECT] = "connect",
+	[CL_LAT_TLS] = "tls",
+	[CL_LAT_SEND] = "send",
+	[CL_LAT_TTFT_CONNECTION] = "ttft_connection",
+	[CL_LAT_TTFT_SERVER_WAIT] = "ttft_server_wait",
+	[CL_LAT_TTFT_AFTER_FIRST_BYTE] = "ttft_after_first_byte",
 	[CL_LAT_TTFT_TURN1] = "ttft_turn1",
 	[CL_LAT_TTFT_TURN1 + 1] = "ttft_turn2",
 	[CL_LAT_TTFT_TURN1 + 2] = "ttft_turn3",
@@ -90,6 +97,7 @@ static const char *const ctr_names[CL_CTR__COUNT] = {
 	[CL_CTR_CACHED_PROMPT_TOKENS] = "cached_prompt_tokens",
 	[CL_CTR_EMBEDDING_INPUTS] = "embedding_inputs",
 	[CL_CTR_TOOL_CALLS] = "tool_calls",
+	[CL_CTR_CANCELLED] = "cancelled",
 	[CL_CTR_AUDIO_MS] = "audio_ms",
 };
 
@@ -97,7 +105,8 @@ static const char *const ctr_names[CL_CTR__COUNT] = {
 static const struct cl_hist_cfg lat_cfg = { .lowest = 1, .highest = 3600000000LL, .sigfigs = 3 };
 /* Counts: 1 .. 10^7 at 3 digits (15360 buckets, 120 KiB).  tokens_per_chunk is recorded in
  * milli-tokens (1000 per token), so this covers up to 10,000 tokens in one chunk. */
-/* TTFT per turn index: 1 µs .. 1 h at 2 digits (3328 buckets, 26 KiB), eight of them. */
+/* TTFT per turn index and the stages of a connection (lookup, connect, TLS, send and TTFT's
+ * three parts): 1 µs .. 1 h at 2 digits (3328 buckets, 26 KiB), fifteen of them. */
 static const struct cl_hist_cfg turn_cfg = { .lowest = 1, .highest = 3600000000LL, .sigfigs = 2 };
 static const struct cl_hist_cfg cnt_cfg = { .lowest = 1, .highest = 10000000LL, .sigfigs = 3 };
 
@@ -155,9 +164,11 @@ int cl_metrics_init(struct cl_metrics *m)
 	int rc = 0;
 	memset(m, 0, sizeof(*m));
 	for (int i = 0; i < CL_LAT__COUNT && !rc; i++)
-		rc = cl_hist_init(&m->lat[i], i >= CL_LAT_TTFT_TURN1 && i <= CL_LAT_TTFT_TURN_LAST
-						  ? &turn_cfg
-						  : &lat_cfg);
+		rc = cl_hist_init(&m->lat[i],
+				  (i >= CL_LAT_TTFT_TURN1 && i <= CL_LAT_TTFT_TURN_LAST) ||
+					  (i >= CL_LAT_DNS && i <= CL_LAT_TTFT_AFTER_FIRST_BYTE)
+				      ? &turn_cfg
+				      : &lat_cfg);
 	for (int i = 0; i < CL_CNT__COUNT && !rc; i++)
 		rc = cl_hist_init(&m->cnt[i], &cnt_cfg);
 	if (rc)
@@ -198,10 +209,40 @@ int cl_metrics_eps_init(struct cl_metrics *m, uint32_t n)
 	return 0;
 }
 
+int cl_metrics_cls_init(struct cl_metrics *m, uint32_t n)
+{
+	if (n > CL_METRICS_CLASSES_MAX)
+		return CL_EINVAL;
+	if (n <= m->n_cls)
+		return 0;
+	struct cl_metrics *cls = calloc(n, sizeof(*cls));
+	if (!cls)
+		return CL_ENOMEM;
+	for (uint32_t i = m->n_cls; i < n; i++)
+		if (cl_metrics_init(&cls[i]) != 0) {
+			for (uint32_t j = m->n_cls; j <= i; j++)
+				cl_metrics_destroy(&cls[j]);
+			free(cls);
+			return CL_ENOMEM;
+		}
+	/* the histograms own their counts by pointer, so moving the records is safe */
+	if (m->n_cls)
+		memcpy(cls, m->cls, m->n_cls * sizeof(*cls));
+	free(m->cls);
+	m->cls = cls;
+	m->n_cls = n;
+	return 0;
+}
+
 void cl_metrics_destroy(struct cl_metrics *m)
 {
 	if (!m)
 		return;
+	for (uint32_t i = 0; m->cls && i < m->n_cls; i++)
+		cl_metrics_destroy(&m->cls[i]);
+	free(m->cls);
+	m->cls = NULL;
+	m->n_cls = 0;
 	for (int i = 0; i < CL_LAT__COUNT; i++)
 		cl_hist_destroy(&m->lat[i]);
 	for (int i = 0; i < CL_CNT__COUNT; i++)
@@ -229,6 +270,8 @@ void cl_metrics_reset(struct cl_metrics *m)
 			cl_hist_reset(&m->eps[i].lat[k]);
 		memset(m->eps[i].ctr, 0, sizeof(m->eps[i].ctr));
 	}
+	for (uint32_t i = 0; i < m->n_cls; i++)
+		cl_metrics_reset(&m->cls[i]);
 }
 
 void cl_metrics_trim(struct cl_metrics *m)
@@ -241,6 +284,8 @@ void cl_metrics_trim(struct cl_metrics *m)
 	for (uint32_t i = 0; i < m->n_eps; i++)
 		for (int k = 0; k < CL_EP_LAT__COUNT; k++)
 			cl_hist_trim(&m->eps[i].lat[k]);
+	for (uint32_t i = 0; i < m->n_cls; i++)
+		cl_metrics_trim(&m->cls[i]);
 }
 
 /* Records kept for decoded REPORTs: the coordinator decodes one report at a time, so a few
@@ -330,6 +375,11 @@ int cl_metrics_merge(struct cl_metrics *dst, const struct cl_metrics *src)
 		for (int i = 0; i < CL_CTR__COUNT; i++)
 			dst->eps[e].ctr[i] += src->eps[e].ctr[i];
 	}
+	if (src->n_cls && (rc = cl_metrics_cls_init(dst, src->n_cls)))
+		return rc;
+	for (uint32_t k = 0; k < src->n_cls; k++)
+		if ((rc = cl_metrics_merge(&dst->cls[k], &src->cls[k])))
+			return rc;
 	for (uint32_t i = 0; i < src->n_err_samples && i < CL_ERR_SAMPLES_MAX &&
 			     dst->n_err_samples < CL_ERR_SAMPLES_MAX;
 	     i++)

@@ -68,7 +68,7 @@ static int pack_eps(msgpack_packer *pk, const struct cl_metrics *m)
 
 int cl_metrics_pack(const struct cl_metrics *m, msgpack_packer *pk)
 {
-	int rc = msgpack_pack_map(pk, 5 + !!m->n_eps);
+	int rc = msgpack_pack_map(pk, 5 + !!m->n_eps + !!m->n_cls);
 	rc = rc ? rc : pack_key(pk, "lat");
 	rc = rc ? rc : pack_hists(pk, m->lat, CL_LAT__COUNT, cl_lat_name);
 	rc = rc ? rc : pack_key(pk, "cnt");
@@ -78,6 +78,13 @@ int cl_metrics_pack(const struct cl_metrics *m, msgpack_packer *pk)
 	rc = rc ? rc : pack_ctrs(pk, m->ctr);
 	if (m->n_eps)
 		rc = rc ? rc : pack_eps(pk, m);
+	/* "cls": one whole record per request class, in the plan's order (workload.classes) */
+	if (m->n_cls) {
+		rc = rc ? rc : pack_key(pk, "cls");
+		rc = rc ? rc : msgpack_pack_array(pk, m->n_cls);
+		for (uint32_t k = 0; k < m->n_cls && !rc; k++)
+			rc = cl_metrics_pack(&m->cls[k], pk);
+	}
 
 	rc = rc ? rc : pack_key(pk, "health");
 	rc = rc ? rc : msgpack_pack_map(pk, 4);
@@ -307,7 +314,31 @@ static int walk_errs(struct cl_metrics *m, const msgpack_object *obj, bool apply
 	return 0;
 }
 
-static int walk(struct cl_metrics *m, const msgpack_object *obj, bool apply, struct cl_err *err)
+static int walk(struct cl_metrics *m, const msgpack_object *obj, bool apply, bool in_class,
+		struct cl_err *err);
+
+/* "cls": at most CL_METRICS_CLASSES_MAX whole records, none with endpoints or classes of its
+ * own.  The validating pass grows m to hold them, as walk_eps does. */
+static int walk_cls(struct cl_metrics *m, const msgpack_object *obj, bool apply, struct cl_err *err)
+{
+	if (obj->type != MSGPACK_OBJECT_ARRAY)
+		return cl_err_set(err, CL_EPARSE, "metrics 'cls' is not an array");
+	uint32_t n = obj->via.array.size;
+	if (n > CL_METRICS_CLASSES_MAX)
+		return cl_err_set(err, CL_EPARSE, "metrics 'cls' has %u classes (max %d)", n,
+				  CL_METRICS_CLASSES_MAX);
+	if (!apply && cl_metrics_cls_init(m, n) != 0)
+		return cl_err_set(err, CL_ENOMEM, "out of memory for %u classes", n);
+	for (uint32_t k = 0; k < n; k++) {
+		int rc = walk(&m->cls[k], &obj->via.array.ptr[k], apply, true, err);
+		if (rc)
+			return cl_err_prefix(err, "cls[%u]", k);
+	}
+	return 0;
+}
+
+static int walk(struct cl_metrics *m, const msgpack_object *obj, bool apply, bool in_class,
+		struct cl_err *err)
 {
 	char q[64];
 	unsigned seen = 0;
@@ -335,9 +366,12 @@ static int walk(struct cl_metrics *m, const msgpack_object *obj, bool apply, str
 		} else if (cli_mpk_str_is(k, "errs")) {
 			bit = 16;
 			rc = walk_errs(m, v, apply, err);
-		} else if (cli_mpk_str_is(k, "eps")) {
+		} else if (cli_mpk_str_is(k, "eps") && !in_class) {
 			bit = 32;
 			rc = walk_eps(m, v, apply, err);
+		} else if (cli_mpk_str_is(k, "cls") && !in_class) {
+			bit = 64;
+			rc = walk_cls(m, v, apply, err);
 		} else {
 			return cl_err_set(err, CL_EPARSE, "unknown metrics field '%s'",
 					  cli_mpk_quote(k, q, sizeof(q)));
@@ -354,9 +388,9 @@ static int walk(struct cl_metrics *m, const msgpack_object *obj, bool apply, str
 
 int cl_metrics_unpack_add(struct cl_metrics *m, const msgpack_object *obj, struct cl_err *err)
 {
-	int rc = walk(m, obj, false, err);
+	int rc = walk(m, obj, false, false, err);
 	if (rc)
 		return rc;
-	rc = walk(m, obj, true, err);
+	rc = walk(m, obj, true, false, err);
 	return rc;
 }

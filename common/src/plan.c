@@ -88,11 +88,9 @@ int cl_apportion_real(double total, const uint32_t *weights, size_t n, double *o
 const char *cl_api_name(enum cl_api a)
 {
 	static const char *const names[CL_API__COUNT] = {
-		[CL_API_CHAT] = "chat",
-		[CL_API_COMPLETIONS] = "completions",
-		[CL_API_RESPONSES] = "responses",
-		[CL_API_EMBEDDINGS] = "embeddings",
-		[CL_API_TRANSCRIPTION] = "transcription",
+		[CL_API_CHAT] = "chat",           [CL_API_COMPLETIONS] = "completions",
+		[CL_API_RESPONSES] = "responses", [CL_API_EMBEDDINGS] = "embeddings",
+		[CL_API_MESSAGES] = "messages",   [CL_API_TRANSCRIPTION] = "transcription",
 	};
 	return (unsigned)a < CL_API__COUNT ? names[a] : NULL;
 }
@@ -111,6 +109,7 @@ const char *cl_api_path(enum cl_api a)
 		[CL_API_COMPLETIONS] = "/completions",
 		[CL_API_RESPONSES] = "/responses",
 		[CL_API_EMBEDDINGS] = "/embeddings",
+		[CL_API_MESSAGES] = "/messages",
 		[CL_API_TRANSCRIPTION] = "/audio/transcriptions",
 	};
 	return (unsigned)a < CL_API__COUNT ? paths[a] : NULL;
@@ -177,6 +176,13 @@ void cl_workload_plan_free(struct cl_workload_plan *w)
 	for (size_t i = 0; w->bodies && i < w->n_bodies; i++)
 		free(w->bodies[i].json);
 	free(w->bodies);
+	for (size_t i = 0; w->classes && i < w->n_classes; i++) {
+		free(w->classes[i].name);
+		for (size_t k = 0; w->classes[i].headers && k < w->classes[i].n_headers; k++)
+			free(w->classes[i].headers[k]);
+		free(w->classes[i].headers);
+	}
+	free(w->classes);
 	memset(w, 0, sizeof(*w));
 }
 
@@ -255,4 +261,23 @@ out:
 	free(eff);
 	free(rate);
 	return rc;
+}
+
+bool cl_cancel_pick(const struct cl_workload_plan *w, uint64_t k, int64_t *after_us)
+{
+	*after_us = 0;
+	if (!w->cancel_ppm)
+		return false;
+	uint64_t ppm = w->cancel_ppm > CL_CANCEL_PPM_MAX ? CL_CANCEL_PPM_MAX : w->cancel_ppm;
+	uint64_t phase = cl_mix64(w->cancel_seed) % CL_CANCEL_PPM_MAX;
+	/* (k + 1) x ppm stays far below 2^64 for any k a run reaches (2^44 requests). */
+	if ((k * ppm + phase) / CL_CANCEL_PPM_MAX == ((k + 1) * ppm + phase) / CL_CANCEL_PPM_MAX)
+		return false;
+	if (w->cancel_after_tokens)
+		return true;
+	int64_t lo = w->cancel_after_us, hi = w->cancel_after_max_us;
+	if (hi > lo)
+		lo += (int64_t)(cl_seed_derive(w->cancel_seed, k + 1) % (uint64_t)(hi - lo + 1));
+	*after_us = lo;
+	return true;
 }

@@ -10,24 +10,26 @@
 #include <time.h>
 #include <unistd.h>
 
+void cl_salt_from_u64(uint64_t x, char tag[CL_SALT_TAG_SIZE])
+{
+	static const char hex[] = "0123456789abcdef";
+	for (int i = 0; i < CL_SALT_DIGITS; i++)
+		tag[i] = hex[(x >> (4 * i)) & 15];
+	tag[CL_SALT_DIGITS] = '\0';
+}
+
 void cl_salt_new(char tag[CL_SALT_TAG_SIZE])
 {
-	unsigned char b[CL_SALT_DIGITS / 2];
-	if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
+	uint32_t r;
+	if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
 		/* No entropy: the clock and the process still tell runs apart. */
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		uint64_t x =
 		    ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^ ((uint64_t)getpid() << 40);
-		uint64_t r = cl_splitmix64(&x);
-		memcpy(b, &r, sizeof(b));
+		r = (uint32_t)cl_splitmix64(&x);
 	}
-	static const char hex[] = "0123456789abcdef";
-	for (size_t i = 0; i < sizeof(b); i++) {
-		tag[2 * i] = hex[b[i] >> 4];
-		tag[2 * i + 1] = hex[b[i] & 15];
-	}
-	tag[CL_SALT_DIGITS] = '\0';
+	cl_salt_from_u64(r, tag);
 }
 
 bool cl_salt_valid(const char *tag)

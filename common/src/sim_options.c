@@ -65,6 +65,10 @@ const struct cl_sim_option cl_sim_options[] = {
 	/* capacity */
 	{ "max-batch", I, "N", "0", "requests decoding at once, the rest queue (0: unlimited)",
 	  true },
+	{ "scheduling-policy", S, "NAME", "fcfs",
+	  "the queue's order when the batch is full: fcfs (first come, first served), or "
+	  "priority (a lower \"priority\" field first, as vLLM's --scheduling-policy priority)",
+	  true },
 	{ "kv-cache-tokens", I, "N", "65536",
 	  "KV-cache capacity in tokens: /metrics usage is the running streams' prompt and output "
 	  "tokens over N; a stream started past it counts a preemption (0: unlimited)",

@@ -515,6 +515,14 @@ static const struct wire_field record_fields[] = {
 	FL(WF_U64, T, reasoning_tokens, .req = true),
 	FL(WF_FSTR, T, status, .req = true, .text = WSTR_NAME),
 	FL(WF_FSTR, T, error, .send = SEND_NONZERO, .text = WSTR_TEXT),
+	FL(WF_I64, T, sent_us, OPT_DUR),
+	FL(WF_I64, T, ttfb_us, OPT_DUR),
+	FLD(WF_I64, T, "dns_us", conn.dns_us, OPT_DUR),
+	FLD(WF_I64, T, "connect_us", conn.connect_us, OPT_DUR),
+	FLD(WF_I64, T, "tls_us", conn.tls_us, OPT_DUR),
+	FLD(WF_I64, T, "send_us", conn.send_us, OPT_DUR),
+	FLD(WF_I64, T, "wait_us", conn.wait_us, OPT_DUR),
+	FL(WF_U32, T, connects, .send = SEND_NONZERO),
 };
 static const struct wire_table record_table = WIRE_TABLE(record_fields, NULL, NULL);
 #undef OPT_DUR

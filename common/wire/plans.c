@@ -56,28 +56,28 @@ static bool has_endpoints(const void *st)
 	return ((const T *)st)->n_endpoints != 0;
 }
 
+/* Several endpoints are two or more, the first the base_url (the bounds of api and route are
+ * their entries', the words the decoder's since the first version). */
+#define ENDPOINTS_RULE "must hold 2..%d URLs, the first the base_url, and a known route"
+static bool endpoints_bad(const T *t)
+{
+	if (!t->n_endpoints)
+		return false;
+	return t->n_endpoints < 2 || !t->endpoints || !t->endpoints[0] || !t->base_url ||
+	       strcmp(t->endpoints[0], t->base_url) != 0;
+}
+
 static void target_check_enc(struct enc *e, const void *st)
 {
-	const T *t = st;
-	if (t->n_endpoints &&
-	    (t->n_endpoints < 2 || t->n_endpoints > CL_ENDPOINTS_MAX || !t->endpoints))
-		cli_wire_enc_fail(e, CL_EINVAL, "endpoints", "has %zu entries (2..%d)",
-				  t->n_endpoints, CL_ENDPOINTS_MAX);
+	if (endpoints_bad(st))
+		cli_wire_enc_fail(e, CL_EINVAL, "endpoints", ENDPOINTS_RULE, CL_ENDPOINTS_MAX);
 }
 
 static int target_check_dec(struct wire_dec *d, const struct wire_table *tab,
 			    const msgpack_object *const *v, void *st)
 {
-	T *t = st;
-	if ((uint32_t)t->api >= CL_API__COUNT)
-		return cli_wire_bad(d, CL_EPROTO, "api", "is not an API this agent knows (%u)",
-				    (uint32_t)t->api);
-	if (t->n_endpoints == 1 || (uint32_t)t->route >= CL_ROUTE__COUNT ||
-	    (t->n_endpoints && strcmp(t->endpoints[0], t->base_url) != 0))
-		return cli_wire_bad(
-		    d, CL_EPROTO, "endpoints",
-		    "must hold 2..%d URLs, the first the base_url, and a known route",
-		    CL_ENDPOINTS_MAX);
+	if (endpoints_bad(st))
+		return cli_wire_bad(d, CL_EPROTO, "endpoints", ENDPOINTS_RULE, CL_ENDPOINTS_MAX);
 	return 0;
 }
 
@@ -95,12 +95,12 @@ static const struct wire_field target_fields[] = {
 	/* Optional, sent only when set, so an older agent still reads a plan that needs none. */
 	FL(WF_BOOL, T, http2_fallback, .send = SEND_NONZERO),
 	FL(WF_U32, T, http2_streams, .send = SEND_NONZERO, .max = CL_HTTP2_MAX_STREAMS),
-	FL(WF_U32, T, api, .send = SEND_NONZERO),
+	FL(WF_U32, T, api, .send = SEND_NONZERO, .max = CL_API__COUNT - 1),
 	/* several endpoints (target.urls): sent only with two or more */
 	FL(WF_STRS, T, endpoints, .send = SEND_IF, .send_if = has_endpoints,
 	   .n_off = offsetof(T, n_endpoints), .max_n = CL_ENDPOINTS_MAX, .cap = CL_WIRE_MAX_URL,
 	   .text = WSTR_NAME),
-	FL(WF_U32, T, route, .send = SEND_IF, .send_if = has_endpoints),
+	FL(WF_U32, T, route, .send = SEND_IF, .send_if = has_endpoints, .max = CL_ROUTE__COUNT - 1),
 };
 const struct wire_table cli_wire_target_table =
     WIRE_TABLE(target_fields, target_check_enc, target_check_dec);
@@ -178,9 +178,19 @@ static const struct wire_field body_fields[] = {
 	FL(WF_U32, T, user_len, .send = SEND_IF, .send_if = is_turn, .req_if = is_turn),
 	FL(WF_I64, T, at_us, .send = SEND_NONZERO, .min = 0),
 	FL(WF_U32, T, inputs, .send = SEND_NONZERO),
+	FL(WF_U32, T, cls, .send = SEND_NONZERO, .max = CL_CLASSES_MAX - 1),
 };
 const struct wire_table cli_wire_body_table =
     WIRE_TABLE(body_fields, body_check_enc, body_check_dec);
+#undef T
+
+#define T struct cl_class_plan
+static const struct wire_field class_fields[] = {
+	FL(WF_STR, T, name, .req = true, .cap = CL_WIRE_MAX_NAME, .text = WSTR_NAME),
+	FL(WF_STRS, T, headers, .send = SEND_NONZERO, .n_off = offsetof(T, n_headers),
+	   .max_n = CL_WIRE_MAX_HEADERS, .cap = CL_WIRE_MAX_HEADER, .text = WSTR_HEADER),
+};
+static const struct wire_table class_table = WIRE_TABLE(class_fields, NULL, NULL);
 #undef T
 
 #define T struct cl_workload_plan
@@ -195,13 +205,33 @@ static bool has_tools(const void *st)
 	return ((const T *)st)->tool_result_tokens != 0;
 }
 
+/* The rules of workload.cancel, the same both ways: the field at fault and why, or NULL. */
+static const char *cancel_problem(const T *w, char *why, size_t cap)
+{
+	/* A share needs one point to cancel at: tokens, or a delay (a range: max above it). */
+	if (w->cancel_ppm && !w->cancel_after_tokens == !w->cancel_after_us) {
+		snprintf(why, cap,
+			 "is %u with cancel_after_tokens %u and cancel_after_us %lld "
+			 "(exactly one of the two)",
+			 w->cancel_ppm, w->cancel_after_tokens, (long long)w->cancel_after_us);
+		return "cancel_ppm";
+	}
+	if (w->cancel_after_max_us && w->cancel_after_max_us < w->cancel_after_us) {
+		snprintf(why, cap, "is %lld, below cancel_after_us %lld",
+			 (long long)w->cancel_after_max_us, (long long)w->cancel_after_us);
+		return "cancel_after_max_us";
+	}
+	return NULL;
+}
+
 static void workload_check_enc(struct enc *e, const void *st)
 {
 	const T *w = st;
 	bool parts = in_parts(w);
-	if (w->total_bodies > CL_WIRE_MAX_TOTAL_BODIES || (parts && w->total_bodies < w->n_bodies))
-		cli_wire_enc_fail(e, CL_EINVAL, "total_bodies", "is %zu with %zu bodies (max %u)",
-				  w->total_bodies, w->n_bodies, CL_WIRE_MAX_TOTAL_BODIES);
+	/* total_bodies' bound is its entry's */
+	if (parts && w->total_bodies < w->n_bodies)
+		cli_wire_enc_fail(e, CL_EINVAL, "total_bodies", "is %zu, below the %zu bodies sent",
+				  w->total_bodies, w->n_bodies);
 	size_t total = parts ? w->total_bodies : w->n_bodies;
 	if (w->first_body && w->first_body >= total)
 		cli_wire_enc_fail(e, CL_EINVAL, "first_body", "is %zu, not below the %zu bodies",
@@ -209,21 +239,30 @@ static void workload_check_enc(struct enc *e, const void *st)
 	if (w->share > total)
 		cli_wire_enc_fail(e, CL_EINVAL, "share", "is %zu, above the %zu bodies", w->share,
 				  total);
+	char why[192];
+	const char *at = cancel_problem(w, why, sizeof(why));
+	if (at)
+		cli_wire_enc_fail(e, CL_EINVAL, at, "%s", why);
 }
 
 static int workload_check_dec(struct wire_dec *d, const struct wire_table *tab,
 			      const msgpack_object *const *v, void *st)
 {
 	T *w = st;
+	/* Both or neither: the encoder sends tool_max_rounds exactly when tool_result_tokens
+	 * (their bounds are their entries'). */
 	bool tools = cli_wire_present(tab, v, "tool_result_tokens") != NULL;
 	bool rounds = cli_wire_present(tab, v, "tool_max_rounds") != NULL;
-	if (w->tool_result_tokens > CL_TOOL_MAX_RESULT_TOKENS ||
-	    w->tool_max_rounds > CL_TOOL_MAX_ROUNDS || tools != rounds)
+	if (tools != rounds)
 		return cli_wire_bad(
 		    d, CL_EPROTO, "tool_result_tokens",
 		    "is %u with tool_max_rounds %u (at most %u and %u, both or neither)",
 		    w->tool_result_tokens, w->tool_max_rounds, CL_TOOL_MAX_RESULT_TOKENS,
 		    CL_TOOL_MAX_ROUNDS);
+	char why[192];
+	const char *at = cancel_problem(w, why, sizeof(why));
+	if (at)
+		return cli_wire_bad(d, CL_EPROTO, at, "%s", why);
 	if (cli_wire_present(tab, v, "total_bodies")) {
 		if (w->total_bodies < w->n_bodies)
 			return cli_wire_bad(d, CL_EPROTO, "total_bodies",
@@ -256,8 +295,18 @@ static const struct wire_field workload_fields[] = {
 	FL(WF_BOOL, T, per_stage, .send = SEND_NONZERO),
 	FL(WF_FSTR, T, retag, .send = SEND_NONZERO, .text = WSTR_NAME),
 	/* the agentic loop: both or neither */
-	FL(WF_U32, T, tool_result_tokens, .send = SEND_NONZERO),
-	FL(WF_U32, T, tool_max_rounds, .send = SEND_IF, .send_if = has_tools),
+	FL(WF_U32, T, tool_result_tokens, .send = SEND_NONZERO, .max = CL_TOOL_MAX_RESULT_TOKENS),
+	FL(WF_U32, T, tool_max_rounds, .send = SEND_IF, .send_if = has_tools,
+	   .max = CL_TOOL_MAX_ROUNDS),
+	/* abandoned requests (workload.cancel): a share, then tokens or a delay */
+	FL(WF_U32, T, cancel_ppm, .send = SEND_NONZERO, .max = CL_CANCEL_PPM_MAX),
+	FL(WF_U32, T, cancel_after_tokens, .send = SEND_NONZERO),
+	FL(WF_I64, T, cancel_after_us, .send = SEND_NONZERO, .min = 0),
+	FL(WF_I64, T, cancel_after_max_us, .send = SEND_NONZERO, .min = 0),
+	FL(WF_U64, T, cancel_seed, .send = SEND_NONZERO),
+	/* request classes (workload.classes): sent only with some */
+	FL(WF_ARRAY, T, classes, .send = SEND_NONZERO, .n_off = offsetof(T, n_classes),
+	   .max_n = CL_CLASSES_MAX, .elem = sizeof(struct cl_class_plan), .sub = &class_table),
 };
 const struct wire_table cli_wire_workload_table =
     WIRE_TABLE(workload_fields, workload_check_enc, workload_check_dec);

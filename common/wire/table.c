@@ -150,26 +150,40 @@ static void enc_strs(struct enc *e, const struct wire_field *f, const void *st)
 	}
 }
 
+/* The most an unsigned field may hold: its entry's max, else its type's.  The encoder and the
+ * decoder both read it here, so the encoder never sends what the decoder would refuse. */
+static uint64_t uint_max(const struct wire_field *f)
+{
+	if (f->max)
+		return f->max;
+	return f->kind == WF_U32 ? UINT32_MAX : f->kind == WF_SIZE ? SIZE_MAX : UINT64_MAX;
+}
+
+/* An unsigned value within the entry's bounds, in the decoder's words. */
+static void enc_uint(struct enc *e, const struct wire_field *f, uint64_t v)
+{
+	if (v < f->umin)
+		cli_wire_enc_fail(e, CL_EINVAL, f->name, "must be at least %llu",
+				  (unsigned long long)f->umin);
+	else if (v > uint_max(f))
+		cli_wire_enc_fail(e, CL_EINVAL, f->name, "is out of range (%llu, max %llu)",
+				  (unsigned long long)v, (unsigned long long)uint_max(f));
+	if (!e->rc)
+		cli_wire_enc_chk(e, msgpack_pack_uint64(&e->pk, v));
+}
+
 static void enc_value(struct enc *e, const struct wire_field *f, const void *st)
 {
 	const char *p = CAT(st, f);
 	switch (f->kind) {
-	case WF_U32: {
-		uint32_t v = *(const uint32_t *)p;
-		if (v < f->umin)
-			cli_wire_enc_fail(e, CL_EINVAL, f->name, "must be at least %llu",
-					  (unsigned long long)f->umin);
-		if (!e->rc)
-			cli_wire_enc_chk(e, msgpack_pack_uint64(&e->pk, v));
+	case WF_U32:
+		enc_uint(e, f, *(const uint32_t *)p);
 		break;
-	}
 	case WF_U64:
-		if (!e->rc)
-			cli_wire_enc_chk(e, msgpack_pack_uint64(&e->pk, *(const uint64_t *)p));
+		enc_uint(e, f, *(const uint64_t *)p);
 		break;
 	case WF_SIZE:
-		if (!e->rc)
-			cli_wire_enc_chk(e, msgpack_pack_uint64(&e->pk, *(const size_t *)p));
+		enc_uint(e, f, *(const size_t *)p);
 		break;
 	case WF_I64:
 		enc_int(e, f, *(const int64_t *)p);
@@ -291,11 +305,10 @@ static int lookup(struct wire_dec *d, const struct wire_table *t, const msgpack_
 static int dec_uint(struct wire_dec *d, const struct wire_field *f, const msgpack_object *v,
 		    bool req, void *p)
 {
-	uint64_t def = f->kind == WF_U32 ? UINT32_MAX : f->kind == WF_SIZE ? SIZE_MAX : UINT64_MAX;
 	uint64_t x = 0;
 	if (!v)
 		return req ? cli_wire_missing(d, f->name) : 0;
-	int rc = cli_wire_get_u64(d, f->name, v, true, f->max ? f->max : def, &x);
+	int rc = cli_wire_get_u64(d, f->name, v, true, uint_max(f), &x);
 	if (rc)
 		return rc;
 	if (x < f->umin)

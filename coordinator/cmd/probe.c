@@ -33,7 +33,8 @@ static void usage(FILE *out)
 	    "                      [--consecutive N] [--prompt TEXT] [--max-tokens N]\n"
 	    "                      [--body JSON] [--api-key-env VAR] [--header 'Name: value']...\n"
 	    "                      [--connect-timeout D] [--backoff-initial D] [--backoff-max D]\n"
-	    "                      [--api chat|completions|responses|embeddings|transcription]\n"
+	    "                      [--api chat|completions|responses|embeddings|messages|\n"
+	    "                             transcription]\n"
 	    "                      [--insecure] [-q]\n"
 	    "\n"
 	    "Runs the readiness gate against URL from this machine and prints one verdict line\n"
@@ -57,14 +58,15 @@ static void usage(FILE *out)
 	    "  --body JSON           extra request fields merged into the probe body, e.g.\n"
 	    "                        '{\"chat_template_kwargs\":{\"enable_thinking\":false}}'\n"
 	    "                        (a null removes a field; \"stream\" stays true)\n"
-	    "  --api-key-env VAR     send 'Authorization: Bearer $VAR' (the key is never printed)\n"
+	    "  --api-key-env VAR     send 'Authorization: Bearer $VAR' (the key is never printed;\n"
+	    "                        with --api messages also as x-api-key)\n"
 	    "  --header H            extra request header 'Name: value' (repeatable)\n"
 	    "  --connect-timeout D   limit on each TCP connect (default 10s)\n"
 	    "  --backoff-initial D   first wait after a failure (default 1s)\n"
 	    "  --backoff-max D       longest wait between attempts (default 30s)\n"
 	    "  --api A               the API probed, as workload.api: chat (default), "
 	    "completions,\n"
-	    "                        responses or embeddings\n"
+	    "                        responses, embeddings, messages or transcription\n"
 	    "  --insecure            do not verify the server's TLS certificate\n"
 	    "  -q, --quiet           no progress lines on stderr, only the verdict\n"
 	    "  -h, --help            show this help\n"
@@ -266,11 +268,9 @@ static int apply_option(struct probe_args *a, int c, char **argv)
 			}
 		}
 		if (!found)
-			return bad_usage(
-			    "--api must be chat, completions, responses, embeddings or "
-			    "transcription, "
-			    "not '%s'",
-			    optarg);
+			return bad_usage("--api must be chat, completions, responses, embeddings, "
+					 "messages or transcription, not '%s'",
+					 optarg);
 		break;
 	}
 	case 'q':

@@ -1,4 +1,5 @@
-/* chatload report: re-renders a saved results.json as a table, CSV, Markdown or HTML. */
+/* chatload report: re-renders a saved results.json as a table, CSV, Markdown or HTML, or
+ * writes its stages as vLLM's benchmark result JSON. */
 #include "coordinator/cmd/commands.h"
 #include "coordinator/report/report.h"
 #include "coordinator/results/results.h"
@@ -7,25 +8,94 @@
 #include "chatload/exitcode.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
+/* vLLM's --metric-percentiles takes any number of them; eight is more than its users ask. */
+#define REPORT_PCT_MAX 8
 
 static void usage(FILE *out)
 {
-	fputs("usage: chatload report RESULTS.json|DIR [--format table|csv|md|html] [-o FILE]\n"
-	      "                       [--check]\n\n"
-	      "Renders a saved results document exactly as the run rendered it.\n"
-	      "  --format F   table (default), csv, md or html\n"
-	      "  -o FILE      write to FILE instead of standard output\n"
-	      "  --check      exit with the run's own exit code (0 ok, 1 failed or incomplete,\n"
-	      "               3 not ready, 99 SLO breached) instead of 0\n",
-	      out);
+	fputs(
+	    "usage: chatload report RESULTS.json|DIR [--format table|csv|md|html|vllm] [-o FILE]\n"
+	    "                       [--check] [--stage NAME] [--metric-percentiles 50,90,99]\n\n"
+	    "Renders a saved results document exactly as the run rendered it.\n"
+	    "  --format F   table (default), csv, md, html, or vllm: each stage as vLLM's\n"
+	    "               benchmark result JSON (one object a line; the per-request lists\n"
+	    "               from requests.jsonl when the run kept one)\n"
+	    "  --stage NAME with vllm: that stage only (one JSON document)\n"
+	    "  --metric-percentiles P,...  with vllm: the p<P>_*_ms keys (default 99)\n"
+	    "  -o FILE      write to FILE instead of standard output\n"
+	    "  --check      exit with the run's own exit code (0 ok, 1 failed or incomplete,\n"
+	    "               3 not ready, 99 SLO breached) instead of 0\n",
+	    out);
+}
+
+/* "50,90,99" into pct[REPORT_PCT_MAX], each in (0, 100]; says what is wrong on stderr. */
+static int parse_percentiles(const char *list, double *pct, size_t *n)
+{
+	*n = 0;
+	for (const char *p = list;;) {
+		char *end;
+		errno = 0;
+		double v = strtod(p, &end);
+		if (end == p || errno || !isfinite(v) || v <= 0 || v > 100 ||
+		    (*end != ',' && *end != '\0')) {
+			fprintf(
+			    stderr,
+			    "chatload report: --metric-percentiles '%s': expected percentiles in "
+			    "(0, 100] separated by commas, e.g. 50,90,99\n",
+			    list);
+			return CL_EINVAL;
+		}
+		if (*n == REPORT_PCT_MAX) {
+			fprintf(stderr, "chatload report: --metric-percentiles '%s': at most %d\n",
+				list, REPORT_PCT_MAX);
+			return CL_EINVAL;
+		}
+		pct[(*n)++] = v;
+		if (*end == '\0')
+			return 0;
+		p = end + 1;
+	}
+}
+
+/* The requests.jsonl of the run whose results path names (the file or its directory), when
+ * the document says the run kept one (requests_log); *out NULL otherwise.  0 or CL_ENOMEM. */
+static int requests_path(const char *path, const json_t *doc, char **out)
+{
+	*out = NULL;
+	const char *file = cl_results_str(doc, "requests_log.file", NULL);
+	if (!file)
+		return 0;
+	struct stat st;
+	size_t dir_len;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		dir_len = strlen(path);
+	} else {
+		const char *slash = strrchr(path, '/');
+		dir_len = slash ? (size_t)(slash - path) : 0;
+	}
+	size_t n = dir_len + strlen(file) + 3;
+	if (!(*out = malloc(n)))
+		return CL_ENOMEM;
+	if (dir_len == 0 && path[0] != '/')
+		snprintf(*out, n, "%s", file);
+	else
+		snprintf(*out, n, "%.*s/%s", (int)dir_len, path, file);
+	return 0;
 }
 
 int cl_cmd_report(int argc, char **argv)
 {
 	const char *path = NULL, *out_path = NULL;
 	enum cl_report_format fmt = CL_REPORT_TABLE;
+	double pct[REPORT_PCT_MAX];
+	struct cl_report_vllm_opts vopt = { .percentiles = pct };
+	char *requests = NULL;
 	bool check = false;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -34,21 +104,21 @@ int cl_cmd_report(int argc, char **argv)
 			return CL_EXIT_OK;
 		} else if (strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0) {
 			if (i + 1 >= argc || cl_report_parse_format(argv[i + 1], &fmt) != 0) {
-				fprintf(
-				    stderr,
-				    "chatload report: unknown format '%s' (expected table, csv, md "
-				    "or html)\n",
-				    i + 1 < argc ? argv[i + 1] : "");
+				fprintf(stderr,
+					"chatload report: unknown format '%s' (expected table, "
+					"csv, md, "
+					"html or vllm)\n",
+					i + 1 < argc ? argv[i + 1] : "");
 				return CL_EXIT_USAGE;
 			}
 			i++;
 		} else if (strncmp(a, "--format=", 9) == 0) {
 			if (cl_report_parse_format(a + 9, &fmt) != 0) {
-				fprintf(
-				    stderr,
-				    "chatload report: unknown format '%s' (expected table, csv, md "
-				    "or html)\n",
-				    a + 9);
+				fprintf(stderr,
+					"chatload report: unknown format '%s' (expected table, "
+					"csv, md, "
+					"html or vllm)\n",
+					a + 9);
 				return CL_EXIT_USAGE;
 			}
 		} else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
@@ -57,6 +127,17 @@ int cl_cmd_report(int argc, char **argv)
 				return CL_EXIT_USAGE;
 			}
 			out_path = argv[++i];
+		} else if (strcmp(a, "--stage") == 0) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "chatload report: '--stage' needs a stage name\n");
+				return CL_EXIT_USAGE;
+			}
+			vopt.stage = argv[++i];
+		} else if (strcmp(a, "--metric-percentiles") == 0) {
+			if (i + 1 >= argc ||
+			    parse_percentiles(argv[i + 1], pct, &vopt.n_percentiles) != 0)
+				return CL_EXIT_USAGE;
+			i++;
 		} else if (strcmp(a, "--check") == 0) {
 			check = true;
 		} else if (a[0] == '-' && a[1] != '\0') {
@@ -74,6 +155,11 @@ int cl_cmd_report(int argc, char **argv)
 		usage(stderr);
 		return CL_EXIT_USAGE;
 	}
+	if (fmt != CL_REPORT_VLLM && (vopt.stage || vopt.n_percentiles)) {
+		fprintf(stderr, "chatload report: '%s' is for --format vllm\n",
+			vopt.stage ? "--stage" : "--metric-percentiles");
+		return CL_EXIT_USAGE;
+	}
 	struct cl_err err = { 0 };
 	json_t *doc = NULL;
 	if (cl_results_load(path, &doc, &err) != 0) {
@@ -89,7 +175,26 @@ int cl_cmd_report(int argc, char **argv)
 		code = CL_EXIT_FAILED;
 		goto out;
 	}
-	int rc = cl_report_render(doc, fmt, out);
+	int rc;
+	if (fmt == CL_REPORT_VLLM) {
+		if ((rc = requests_path(path, doc, &requests)) == 0) {
+			vopt.requests_path = requests;
+			rc = cl_report_vllm(doc, &vopt, out, &err);
+		}
+		/* A failure that err describes is the input's (a stage, requests.jsonl); one it
+		 * does not is writing out, said below. */
+		if (rc != 0 && err.msg[0]) {
+			char msg[1024];
+			fprintf(stderr, "chatload report: %s\n",
+				cl_err_format(&err, msg, sizeof(msg)));
+			if (out != stdout)
+				fclose(out);
+			code = rc == CL_ENOTFOUND ? CL_EXIT_USAGE : CL_EXIT_FAILED;
+			goto out;
+		}
+	} else {
+		rc = cl_report_render(doc, fmt, out);
+	}
 	if (out != stdout && fclose(out) != 0)
 		rc = CL_EIO;
 	else if (out == stdout && fflush(stdout) != 0)
@@ -106,6 +211,7 @@ int cl_cmd_report(int argc, char **argv)
 		code = json_is_integer(ec) ? (int)json_integer_value(ec) : CL_EXIT_FAILED;
 	}
 out:
+	free(requests);
 	json_decref(doc);
 	return code;
 }

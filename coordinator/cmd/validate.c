@@ -260,6 +260,49 @@ static void print_workload_read(const struct cl_scn_workload *w, const struct cl
 		       st->bodies / ((st->trace_span_us + 1000) / 1e6));
 }
 
+static void print_slo(const struct cl_scn_slo *o, const char *stage);
+
+/* workload.classes: each class's share of the bodies as rendered (exact by weight), and its
+ * shape: model, priority, output length, extra keys, headers, SLOs. */
+static void print_classes(const struct cl_scn_workload *w, const struct cl_workload_plan *p)
+{
+	if (!w->n_classes)
+		return;
+	size_t count[CL_SCN_MAX_CLASSES] = { 0 };
+	for (size_t i = 0; i < p->n_bodies; i++)
+		if (p->bodies[i].cls < CL_SCN_MAX_CLASSES)
+			count[p->bodies[i].cls]++;
+	printf("  classes: %zu (each request's class drawn by weight, apportioned exactly over "
+	       "the bodies)\n",
+	       w->n_classes);
+	for (size_t k = 0; k < w->n_classes; k++) {
+		const struct cl_scn_class *c = &w->classes[k];
+		printf("    - %s: weight %u, %zu of %zu bodies (%.1f%%), model %s", c->name,
+		       c->weight, count[k], p->n_bodies,
+		       p->n_bodies ? 100.0 * (double)count[k] / (double)p->n_bodies : 0.0,
+		       c->model ? c->model : "(the run's)");
+		if (c->priority_set)
+			printf(", priority %lld", (long long)c->priority);
+		if (c->n_prompts)
+			printf(", %zu prompts of its own", c->n_prompts);
+		else if (c->input_tokens)
+			printf(", synthetic prompts of %u tokens", c->input_tokens);
+		else if (c->dataset)
+			printf(", dataset %s", c->dataset);
+		if (c->output_tokens)
+			printf(", output %u tokens (ignore_eos)", c->output_tokens);
+		else if (c->max_tokens)
+			printf(", max_tokens %u", c->max_tokens);
+		printf("\n");
+		if (c->body_json)
+			printf("      body: %s\n", c->body_json);
+		for (size_t h = 0; h < c->n_headers; h++)
+			printf("      header: %s\n", c->headers[h]);
+		for (size_t i = 0; i < c->n_slos; i++)
+			print_slo(&c->slos[i], "this class, every stage");
+	}
+}
+
 static void print_workload(const struct cl_scn_workload *w, const char *salt)
 {
 	static const char *const formats[] = { "auto", "openai", "sharegpt", "text" };
@@ -355,6 +398,19 @@ static void print_workload(const struct cl_scn_workload *w, const char *salt)
 		printf("  max tokens: %u\n", w->max_tokens);
 	printf("  request timeout: %s\n", dur(w->request_timeout_us, a, sizeof(a)));
 	printf("  drain timeout: %s\n", dur(w->drain_timeout_us, a, sizeof(a)));
+	if (w->cancel_share > 0 && w->cancel_after_tokens)
+		printf("  cancel: %g%% of each stage's requests, closed by the client after %u "
+		       "tokens\n",
+		       w->cancel_share * 100, w->cancel_after_tokens);
+	else if (w->cancel_share > 0 && w->cancel_after_max_us > w->cancel_after_us) {
+		char b[32];
+		printf("  cancel: %g%% of each stage's requests, closed by the client after a "
+		       "delay drawn from %s..%s\n",
+		       w->cancel_share * 100, dur(w->cancel_after_us, a, sizeof(a)),
+		       dur(w->cancel_after_max_us, b, sizeof(b)));
+	} else if (w->cancel_share > 0)
+		printf("  cancel: %g%% of each stage's requests, closed by the client after %s\n",
+		       w->cancel_share * 100, dur(w->cancel_after_us, a, sizeof(a)));
 	printf("  seed: %llu\n", (unsigned long long)w->seed);
 	printf("  order: %s\n", w->order_per_stage
 				    ? "per_stage (every stage sends the same bodies again)"
@@ -467,6 +523,18 @@ static void print_search(const struct cl_scenario *s)
 		printf("\n  a probe passes when it meets:\n");
 		for (size_t k = 0; k < q->n_slos; k++)
 			print_slo(&q->slos[k], "each probe");
+	}
+	if (s->cost.per_hour > 0) {
+		const char *cur = s->cost.currency ? s->cost.currency : "";
+		unsigned servers = s->cost.servers ? s->cost.servers : 1;
+		printf("cost: %g%s%s an hour for the target (", cl_scenario_cost_per_hour(&s->cost),
+		       *cur ? " " : "", cur);
+		if (s->cost.gpus)
+			printf("%g per GPU x %u GPUs x %u server%s)\n", s->cost.per_hour,
+			       s->cost.gpus, servers, servers == 1 ? "" : "s");
+		else
+			printf("%g per server x %u server%s)\n", s->cost.per_hour, servers,
+			       servers == 1 ? "" : "s");
 	}
 	if (s->plan.requests_per_s > 0)
 		printf("plan: servers and agents for %g requests/s\n", s->plan.requests_per_s);
@@ -760,6 +828,7 @@ int cl_cmd_validate(int argc, char **argv)
 				printf("\n");
 			cl_workload_trace_fill_stages(&s, &st);
 			print_plan(&s, salt, &st, &scan, &first_bad);
+			print_classes(&s.workload, &w);
 			if (dump && dump_bodies(dump, &w) != 0)
 				bad++;
 		} else {

@@ -55,6 +55,9 @@ static const struct {
 	  CL_CTR_COMPLETED },
 	{ "chatload_requests_cut_total", "Requests cancelled at the end of a stage (not errors).",
 	  CL_CTR_CUT },
+	{ "chatload_requests_cancelled_total",
+	  "Requests the client abandoned (workload.cancel; not completed, not errors).",
+	  CL_CTR_CANCELLED },
 	{ "chatload_requests_no_content_total", "Completed requests without a content token.",
 	  CL_CTR_NO_CONTENT },
 	{ "chatload_output_tokens_total", "Output tokens received (reasoning included).",
@@ -76,8 +79,19 @@ static const struct {
 static const char *const phase_names[CL_LIVE__PHASES] = { "starting", "readiness", "warmup",
 							  "stages", "finished" };
 
+/* Per request class (workload.classes): what each class's record gives a stage. */
+#define LM_CLASSES_MAX 16
+struct lm_class {
+	uint64_t started, completed, errors, output_tokens;
+	double ttft_q[NQ], e2e_q[NQ]; /* seconds; NAN without data */
+	double ttft_sum_s, e2e_sum_s; /* a summary's _sum and _count */
+	uint64_t ttft_count, e2e_count;
+};
+
 struct lm_stage {
 	char *name;
+	uint32_t n_cls;
+	struct lm_class cls[LM_CLASSES_MAX];
 	size_t index;
 	char mode[16];
 	double level;
@@ -101,6 +115,8 @@ struct cl_live_metrics {
 	size_t n, cap;
 	long running; /* index into stages, -1: none */
 	size_t breaches;
+	char *cls_names[LM_CLASSES_MAX]; /* workload.classes, the `request_class` label */
+	size_t n_cls_names;
 	bool have_server; /* the server is scraped: its figures are rendered */
 	struct cl_live_server server;
 	char server_source[32], server_url[1024];
@@ -131,6 +147,8 @@ void cl_live_metrics_free(struct cl_live_metrics *lm)
 		return;
 	for (size_t i = 0; i < lm->n; i++)
 		free(lm->stages[i].name);
+	for (size_t i = 0; i < lm->n_cls_names; i++)
+		free(lm->cls_names[i]);
 	free(lm->stages);
 	free(lm->scenario);
 	pthread_mutex_destroy(&lm->mu);
@@ -202,10 +220,50 @@ int cl_live_metrics_stage_start(struct cl_live_metrics *lm, size_t index, const 
 	return rc;
 }
 
+int cl_live_metrics_classes(struct cl_live_metrics *lm, const char *const *names, size_t n)
+{
+	if (!lm)
+		return 0;
+	pthread_mutex_lock(&lm->mu);
+	int rc = 0;
+	for (size_t i = 0; i < n && i < LM_CLASSES_MAX && rc == 0; i++) {
+		if (!(lm->cls_names[i] = strdup(names[i] ? names[i] : "")))
+			rc = CL_ENOMEM;
+		else
+			lm->n_cls_names = i + 1;
+	}
+	pthread_mutex_unlock(&lm->mu);
+	return rc;
+}
+
+static void quantiles_s(const struct cl_hist *h, double *out)
+{
+	uint64_t n = cl_hist_count(h);
+	for (size_t q = 0; q < NQ; q++)
+		out[q] = n ? cl_hist_percentile(h, quantiles[q] * 100) / 1e6 : NAN;
+}
+
 /* The running stage's figures from cum, computed outside the lock. */
 static void snapshot(const struct cl_metrics *cum, struct lm_stage *out)
 {
 	memcpy(out->ctr, cum->ctr, sizeof(out->ctr));
+	out->n_cls = cum->n_cls < LM_CLASSES_MAX ? cum->n_cls : LM_CLASSES_MAX;
+	for (uint32_t k = 0; k < out->n_cls; k++) {
+		const struct cl_metrics *c = &cum->cls[k];
+		struct lm_class *o = &out->cls[k];
+		o->started = c->ctr[CL_CTR_STARTED];
+		o->completed = c->ctr[CL_CTR_COMPLETED];
+		o->output_tokens = c->ctr[CL_CTR_OUTPUT_TOKENS];
+		o->errors = 0;
+		for (int e = CL_CTR_FIRST_ERROR; e <= CL_CTR_LAST_ERROR; e++)
+			o->errors += c->ctr[e];
+		quantiles_s(&c->lat[CL_LAT_TTFT], o->ttft_q);
+		quantiles_s(&c->lat[CL_LAT_E2E], o->e2e_q);
+		o->ttft_count = cl_hist_count(&c->lat[CL_LAT_TTFT]);
+		o->ttft_sum_s = o->ttft_count ? cl_hist_sum(&c->lat[CL_LAT_TTFT]) / 1e6 : 0;
+		o->e2e_count = cl_hist_count(&c->lat[CL_LAT_E2E]);
+		o->e2e_sum_s = o->e2e_count ? cl_hist_sum(&c->lat[CL_LAT_E2E]) / 1e6 : 0;
+	}
 	for (size_t k = 0; k < N(lats); k++) {
 		const struct cl_hist *h = &cum->lat[lats[k].lat];
 		out->lat[k].count = cl_hist_count(h);
@@ -225,6 +283,8 @@ static void install(struct cl_live_metrics *lm, const struct lm_stage *snap, con
 		struct lm_stage *st = &lm->stages[lm->running];
 		memcpy(st->ctr, snap->ctr, sizeof(st->ctr));
 		memcpy(st->lat, snap->lat, sizeof(st->lat));
+		st->n_cls = snap->n_cls;
+		memcpy(st->cls, snap->cls, sizeof(st->cls));
 		if (status) {
 			snprintf(st->status, sizeof(st->status), "%s", status);
 			lm->running = -1;
@@ -394,6 +454,68 @@ static int render_stages(struct cl_live_metrics *lm, struct cl_buf *b)
 	return rc;
 }
 
+/* name{stage="...",request_class="..."<extra>} value, for each class of each stage */
+static int class_family(struct cl_live_metrics *lm, struct cl_buf *b, const char *name,
+			const char *type, const char *help, size_t what)
+{
+	int rc = family(b, name, type, help);
+	char extra[200];
+	for (size_t i = 0; i < lm->n; i++) {
+		const struct lm_stage *st = &lm->stages[i];
+		for (uint32_t k = 0; k < st->n_cls && k < lm->n_cls_names; k++) {
+			const struct lm_class *c = &st->cls[k];
+			size_t at = (size_t)snprintf(extra, sizeof(extra), ",request_class=\"");
+			for (const char *p = lm->cls_names[k]; *p && at + 3 < sizeof(extra); p++)
+				extra[at++] = *p; /* names are [A-Za-z0-9_.-]: nothing to escape */
+			extra[at] = '\0';
+			if (what < 4) {
+				const uint64_t v[] = { c->started, c->completed, c->errors,
+						       c->output_tokens };
+				snprintf(extra + at, sizeof(extra) - at, "\"");
+				rc |= stage_sample(b, name, st, extra, (double)v[what]);
+				continue;
+			}
+			for (size_t q = 0; q < NQ; q++) {
+				snprintf(extra + at, sizeof(extra) - at, "\",quantile=\"%g\"",
+					 quantiles[q]);
+				rc |= stage_sample(b, name, st, extra,
+						   what == 4 ? c->ttft_q[q] : c->e2e_q[q]);
+			}
+			/* a summary carries its _sum and _count beside the quantiles */
+			char part[128];
+			snprintf(extra + at, sizeof(extra) - at, "\"");
+			snprintf(part, sizeof(part), "%s_sum", name);
+			rc |= stage_sample(b, part, st, extra,
+					   what == 4 ? c->ttft_sum_s : c->e2e_sum_s);
+			snprintf(part, sizeof(part), "%s_count", name);
+			rc |= stage_sample(b, part, st, extra,
+					   (double)(what == 4 ? c->ttft_count : c->e2e_count));
+		}
+	}
+	return rc;
+}
+
+/* workload.classes: each class's share of each stage, labelled request_class (`class` is
+ * the error class of chatload_request_errors_total). */
+static int render_classes(struct cl_live_metrics *lm, struct cl_buf *b)
+{
+	if (!lm->n || !lm->n_cls_names)
+		return 0;
+	int rc = class_family(lm, b, "chatload_class_requests_started_total", "counter",
+			      "Requests of a request class started in the measured window.", 0);
+	rc |= class_family(lm, b, "chatload_class_requests_completed_total", "counter",
+			   "Requests of a request class that completed without error.", 1);
+	rc |= class_family(lm, b, "chatload_class_request_errors_total", "counter",
+			   "Failed requests of a request class, every error class.", 2);
+	rc |= class_family(lm, b, "chatload_class_output_tokens_total", "counter",
+			   "Output tokens received by a request class's requests.", 3);
+	rc |= class_family(lm, b, "chatload_class_ttft_seconds", "summary",
+			   "Time to first token of a request class's requests, by quantile.", 4);
+	rc |= class_family(lm, b, "chatload_class_e2e_seconds", "summary",
+			   "End to end latency of a request class's requests, by quantile.", 5);
+	return rc;
+}
+
 void cl_live_metrics_server(struct cl_live_metrics *lm, const struct cl_live_server *s)
 {
 	pthread_mutex_lock(&lm->mu);
@@ -463,6 +585,7 @@ int cl_live_metrics_render(struct cl_live_metrics *lm, struct cl_buf *body)
 	int rc = render_run(lm, body);
 	rc |= render_server(lm, body);
 	rc |= render_stages(lm, body);
+	rc |= render_classes(lm, body);
 	pthread_mutex_unlock(&lm->mu);
 	return rc ? CL_ENOMEM : 0;
 }

@@ -66,6 +66,11 @@ void cl_live_metrics_server(struct cl_live_metrics *lm, const struct cl_live_ser
 /* SLO breaches counted so far (the verdict's). */
 void cl_live_metrics_breaches(struct cl_live_metrics *lm, size_t breaches);
 
+/* The request classes' names (workload.classes, at most 16), the `request_class` label of the
+ * per-class families; the stages' records carry one record per class in this order.  0 or
+ * CL_ENOMEM.  NULL lm: nothing. */
+int cl_live_metrics_classes(struct cl_live_metrics *lm, const char *const *names, size_t n);
+
 /* Renders the exposition (text format 0.0.4) into body.  Thread-safe.  0, CL_ENOMEM,
  * CL_ETOOBIG. */
 int cl_live_metrics_render(struct cl_live_metrics *lm, struct cl_buf *body);

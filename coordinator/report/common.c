@@ -17,30 +17,30 @@ const char *const cli_rp_col_names[RP__COLS] = {
 	"TTFT p50 ms",   "TTFT p99 ms",   "ITL p50 ms", "ITL p99 ms",  "TPOT p50 ms",
 	"E2E p50 ms",    "errors",        "no content", "TTFC p50 ms", "TTFC p99 ms",
 	"content tok/s", "cached prompt", "inputs/s",   "input tok/s", "E2E p99 ms",
-	"tool calls",    "audio s/s",     "RTF p50",    "RTF p99",
+	"tool calls",    "cancelled",     "audio s/s",  "RTF p50",     "RTF p99",
 };
-const bool cli_rp_col_numeric[RP__COLS] = { false, true, false, true, true, true, true, true,
-					    true,  true, true,  true, true, true, true, true,
-					    true,  true, true,  true, true, true, true, true };
+const bool cli_rp_col_numeric[RP__COLS] = { false, true, false, true, true, true, true, true, true,
+					    true,  true, true,  true, true, true, true, true, true,
+					    true,  true, true,  true, true, true, true };
 
 /* Display order: the thinking-model columns sit beside TTFT and the output rate they
  * qualify. */
 static const int col_order[] = {
-	RP_STAGE,  RP_LOAD,   RP_STATUS, RP_RPS,    RP_OTPS,      RP_CONTENT_TPS,
-	RP_TTFT50, RP_TTFT99, RP_CACHED, RP_TTFC50, RP_TTFC99,    RP_ITL50,
-	RP_ITL99,  RP_TPOT50, RP_E2E50,  RP_ERRORS, RP_NOCONTENT, RP_TOOL_CALLS,
+	RP_STAGE,  RP_LOAD,   RP_STATUS,    RP_RPS,        RP_OTPS,      RP_CONTENT_TPS, RP_TTFT50,
+	RP_TTFT99, RP_CACHED, RP_TTFC50,    RP_TTFC99,     RP_ITL50,     RP_ITL99,       RP_TPOT50,
+	RP_E2E50,  RP_ERRORS, RP_NOCONTENT, RP_TOOL_CALLS, RP_CANCELLED,
 };
 /* An embeddings run: no output, no chunks, so no TTFT, ITL or TPOT; what it has instead. */
 static const int col_order_embeddings[] = {
 	RP_STAGE,    RP_LOAD,  RP_STATUS, RP_RPS,    RP_INPUTS_PS,
-	RP_INTOK_PS, RP_E2E50, RP_E2E99,  RP_ERRORS,
+	RP_INTOK_PS, RP_E2E50, RP_E2E99,  RP_ERRORS, RP_CANCELLED,
 };
 
 /* A transcription run: the audio's rate and real-time factor beside latency; TTFT (the first
  * text) stays for a streamed one. */
 static const int col_order_audio[] = {
-	RP_STAGE, RP_LOAD,   RP_STATUS, RP_RPS,   RP_AUDIO_PS, RP_RTF50,
-	RP_RTF99, RP_TTFT50, RP_TTFT99, RP_E2E50, RP_E2E99,    RP_ERRORS,
+	RP_STAGE,  RP_LOAD,   RP_STATUS, RP_RPS,   RP_AUDIO_PS, RP_RTF50,     RP_RTF99,
+	RP_TTFT50, RP_TTFT99, RP_E2E50,  RP_E2E99, RP_ERRORS,   RP_CANCELLED,
 };
 
 bool cli_rp_audio(const json_t *stages)
@@ -89,16 +89,19 @@ size_t cli_rp_columns(const json_t *stages, int cols[RP__COLS])
 		no_content |= cl_results_num(s, "requests.no_content") > 0;
 	}
 	bool thinking = cli_rp_thinking(stages);
-	bool cached = false, tool_calls = false;
+	bool cached = false, tool_calls = false, cancelled = false;
 	json_array_foreach(stages, i, s)
 	{
 		cached |= cl_results_num(s, "tokens.cached_prompt_tokens") > 0;
 		tool_calls |= cl_results_num(s, "requests.tool_calls") > 0;
+		cancelled |= cl_results_num(s, "requests.cancelled") > 0;
 	}
 	size_t n = 0;
 	if (cli_rp_embeddings(stages)) {
-		for (size_t k = 0; k < sizeof(col_order_embeddings) / sizeof(int); k++)
-			cols[n++] = col_order_embeddings[k];
+		for (size_t k = 0; k < sizeof(col_order_embeddings) / sizeof(int); k++) {
+			if (col_order_embeddings[k] != RP_CANCELLED || cancelled)
+				cols[n++] = col_order_embeddings[k];
+		}
 		return n;
 	}
 	if (cli_rp_audio(stages)) {
@@ -107,10 +110,14 @@ size_t cli_rp_columns(const json_t *stages, int cols[RP__COLS])
 		{
 			ttft |= cl_results_num(s, "latency_ms.ttft.count") > 0;
 		}
-		for (size_t k = 0; k < sizeof(col_order_audio) / sizeof(int); k++)
-			if (ttft ||
-			    (col_order_audio[k] != RP_TTFT50 && col_order_audio[k] != RP_TTFT99))
-				cols[n++] = col_order_audio[k];
+		for (size_t k = 0; k < sizeof(col_order_audio) / sizeof(int); k++) {
+			int c = col_order_audio[k];
+			if ((c == RP_TTFT50 || c == RP_TTFT99) && !ttft)
+				continue;
+			if (c == RP_CANCELLED && !cancelled)
+				continue;
+			cols[n++] = c;
+		}
 		return n;
 	}
 	for (size_t k = 0; k < sizeof(col_order) / sizeof(col_order[0]); k++) {
@@ -123,9 +130,21 @@ size_t cli_rp_columns(const json_t *stages, int cols[RP__COLS])
 			continue;
 		if (c == RP_TOOL_CALLS && !tool_calls)
 			continue;
+		if (c == RP_CANCELLED && !cancelled)
+			continue;
 		cols[n++] = c;
 	}
 	return n;
+}
+
+const char *cli_rp_check_name(const json_t *check, char *buf, size_t n)
+{
+	const char *cls = cl_results_str(check, "class", NULL);
+	if (cls)
+		snprintf(buf, n, "%s (class %s)", cl_results_str(check, "slo", "-"), cls);
+	else
+		snprintf(buf, n, "%s", cl_results_str(check, "slo", "-"));
+	return buf;
 }
 
 const char *cli_rp_verdict_word(const json_t *doc)
@@ -281,6 +300,14 @@ void cli_rp_stage_row(const json_t *s, struct cli_rp_row *row)
 			cl_results_num(s, "audio.seconds_per_s"));
 	cli_rp_fmt(row->cell[RP_RTF50], RP_CELL_MAX, cl_results_num(s, "audio.rtf.p50"), 3);
 	cli_rp_fmt(row->cell[RP_RTF99], RP_CELL_MAX, cl_results_num(s, "audio.rtf.p99"), 3);
+	/* Abandoned requests, with their share of those started. */
+	double cancelled = cl_results_num(s, "requests.cancelled");
+	double started = cl_results_num(s, "requests.started");
+	if (isfinite(cancelled) && cancelled > 0 && started > 0)
+		snprintf(row->cell[RP_CANCELLED], RP_CELL_MAX, "%.0f (%s)", cancelled,
+			 cli_rp_fmt_pct((char[32]){ 0 }, 32, 100 * cancelled / started));
+	else
+		cli_rp_fmt_count(row->cell[RP_CANCELLED], RP_CELL_MAX, cancelled);
 }
 
 const char *const cli_rp_probe_cols[RP_PROBE_COLS] = { "probe",      "level",     "result",
@@ -327,8 +354,9 @@ const char *const cli_rp_server_cols[RP_SERVER_COLS] = {
 	"server TTFT p50/p99 ms",
 	"queue p99 ms",
 	"client cached prompt",
+	"aborted / client cancelled",
 };
-const bool cli_rp_server_numeric[RP_SERVER_COLS] = { false, false, true, true, true,
+const bool cli_rp_server_numeric[RP_SERVER_COLS] = { false, false, true, true, true, true,
 						     true,  true,  true, true, true };
 
 static void pair(char *cell, const json_t *o, const char *a, const char *b, int decimals)
@@ -365,6 +393,13 @@ bool cli_rp_server_row(const json_t *st, char cell[RP_SERVER_COLS][RP_CELL_MAX])
 	pair(cell[7], s, "ttft_ms.p50", "ttft_ms.p99", 1);
 	cli_rp_fmt(cell[8], RP_CELL_MAX, cl_results_num(s, "queue_time_ms.p99"), 1);
 	pct_cell(cell[9], cl_results_num(st, "tokens.cached_prompt_ratio"));
+	/* The requests the server aborted for a client gone away, beside those chatload
+	 * abandoned (workload.cancel): "-" for a figure not known. */
+	char x[32], y[32];
+	double ab = cl_results_num(s, "aborted_requests");
+	double cancelled = cl_results_num(st, "requests.cancelled");
+	snprintf(cell[10], RP_CELL_MAX, "%s / %s", cli_rp_fmt(x, sizeof(x), ab, 0),
+		 cli_rp_fmt(y, sizeof(y), isnan(cancelled) ? 0 : cancelled, 0));
 	return true;
 }
 

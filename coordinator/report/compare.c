@@ -81,12 +81,22 @@ static const struct metric srv_metrics[] = {
 	{ "server_ttft_p99_ms", "server TTFT p99 ms", "server.ttft_ms.p99", LOWER },
 	{ "server_queue_time_p99_ms", "server queue p99 ms", "server.queue_time_ms.p99", LOWER },
 	{ "server_restarts", "server restarts", "server.restarts", LOWER },
+	/* joules and money (stages[].energy, stages[].cost): they follow the throughput */
+	{ "joules_per_output_token", "J per output token", "energy.joules_per_output_token",
+	  LOWER },
+	{ "output_tokens_per_joule", "output tok per J", "energy.output_tokens_per_joule", HIGHER },
+	{ "cost_per_million_output_tokens", "cost per M output tok",
+	  "cost.per_million_output_tokens", LOWER },
 };
 #define N_SRV_METRICS (sizeof(srv_metrics) / sizeof(srv_metrics[0]))
 
 /* Shares shown in % and their change in percentage points. */
 static bool is_ratio(const char *metric)
 {
+	/* a request class's row is "<class>.<metric>" */
+	const char *dot = strrchr(metric, '.');
+	if (dot)
+		metric = dot + 1;
 	return strcmp(metric, "error_rate") == 0 ||
 	       strcmp(metric, "server_kv_cache_usage_max") == 0 ||
 	       strcmp(metric, "server_prefix_cache_hit_rate") == 0;
@@ -98,6 +108,9 @@ static const struct metric cap_metrics[] = {
 	{ "sustainable", "sustainable level", "sustainable", HIGHER },
 	{ "output_tokens_per_s", "output tok/s there", "at_sustainable.output_tokens_per_s",
 	  HIGHER },
+	{ "joules_per_output_token", "J per output token there",
+	  "at_sustainable.joules_per_output_token", LOWER },
+	{ "plan_cost_per_hour", "plan's cost per hour", "plan.cost_per_hour", LOWER },
 };
 #define N_CAP_METRICS (sizeof(cap_metrics) / sizeof(cap_metrics[0]))
 
@@ -299,6 +312,40 @@ static json_t *srv_metric_json(const struct metric *mt, const json_t *bs, const 
 			 "informational", true);
 }
 
+/* A request class's share of a stage (stages[].classes, matched by name): the client
+ * figures of the class, each row named "<class>.<metric>".  A class has no ci95 of its own,
+ * so no noise to tell a change from chance: its rows are informational, as the server's,
+ * and the stage's own rows decide.  0 or CL_ENOMEM. */
+static int class_rows(json_t *ms, const json_t *bs, const json_t *ns,
+		      const struct cl_compare_opts *o)
+{
+	size_t i, k;
+	const json_t *bc, *nc;
+	json_array_foreach(json_object_get(bs, "classes"), i, bc)
+	{
+		const char *cls = cl_results_str(bc, "name", "");
+		const json_t *match = NULL;
+		json_array_foreach(json_object_get(ns, "classes"), k, nc)
+		{
+			if (strcmp(cl_results_str(nc, "name", ""), cls) == 0)
+				match = nc;
+		}
+		for (size_t m = 0; match && m < N_METRICS; m++) {
+			char name[200], label[200];
+			struct metric mt = metrics[m];
+			snprintf(name, sizeof(name), "%s.%s", cls, mt.name);
+			snprintf(label, sizeof(label), "class %s: %s", cls, mt.label);
+			mt.name = name;
+			mt.label = label;
+			bool skip;
+			json_t *row = srv_metric_json(&mt, bc, match, o, &skip);
+			if (!skip && cli_rj_append(ms, row))
+				return CL_ENOMEM;
+		}
+	}
+	return 0;
+}
+
 static int add_warnings(json_t *w, const json_t *doc, const char *which)
 {
 	int rc = 0;
@@ -366,6 +413,10 @@ json_t *cl_compare_build(const json_t *base, const json_t *cur, const char *base
 				goto fail;
 			}
 		}
+		if (ns && class_rows(ms, bs, ns, opts) != 0) {
+			json_decref(ms);
+			goto fail;
+		}
 		if (!ns)
 			reg++;
 		if (cli_rj_append(stages,
@@ -383,7 +434,15 @@ json_t *cl_compare_build(const json_t *base, const json_t *cur, const char *base
 		if (!ms)
 			goto fail;
 		for (size_t m = 0; json_is_object(nc) && m < N_CAP_METRICS; m++) {
-			if (cli_rj_append(ms, metric_json(&cap_metrics[m], bc, nc, opts, &reg))) {
+			/* Joules and money: informational as the server's figures are (they follow
+			 * the throughput, already judged), and only where either run has them
+			 * (older files do not). */
+			bool skip = false;
+			json_t *row = m < 2 ? metric_json(&cap_metrics[m], bc, nc, opts, &reg)
+					    : srv_metric_json(&cap_metrics[m], bc, nc, opts, &skip);
+			if (skip)
+				continue;
+			if (cli_rj_append(ms, row)) {
 				json_decref(ms);
 				goto fail;
 			}

@@ -1,5 +1,5 @@
-/* results.csv: one row per stage with stable column names (docs/results.md lists them);
- * numbers as in results.json, empty cells for "no data". */
+/* results.csv: one row per stage (then one per request class of it) with stable column names
+ * (docs/results.md lists them); numbers as in results.json, empty cells for "no data". */
 #include "coordinator/report/report.h"
 #include "coordinator/results/results.h"
 #include "coordinator/report/internal.h"
@@ -37,6 +37,7 @@ static const struct column columns[] = {
 	{ "started", "requests.started", K_NUM },
 	{ "completed", "requests.completed", K_NUM },
 	{ "cut", "requests.cut", K_NUM },
+	{ "cancelled", "requests.cancelled", K_NUM },
 	{ "errors", "requests.errors_total", K_NUM },
 	{ "error_rate", "requests.error_rate", K_NUM },
 	{ "err_connect", "requests.errors.connect", K_NUM },
@@ -84,6 +85,8 @@ static const struct column columns[] = {
 	{ "audio_seconds_per_s", "audio.seconds_per_s", K_NUM },
 	{ "rtf_p50", "audio.rtf.p50", K_NUM },
 	{ "rtf_p99", "audio.rtf.p99", K_NUM },
+	/* workload.classes: empty on a stage's row; a class's row has its name */
+	{ "class", NULL, K_STR },
 };
 
 size_t cl_report_csv_n_columns(void)
@@ -123,18 +126,36 @@ static void put_num(const json_t *v, FILE *out)
 		fprintf(out, "%.15g", json_real_value(v));
 }
 
-int cl_report_csv(const json_t *doc, FILE *out)
+/* Whether a column's figure is one a class has of its own (stages[].classes[]). */
+static bool class_figure(const char *path)
+{
+	static const char *const own[] = { "requests.", "throughput.", "tokens.", "latency_ms." };
+	for (size_t i = 0; path && i < sizeof(own) / sizeof(own[0]); i++)
+		if (strncmp(path, own[i], strlen(own[i])) == 0)
+			return true;
+	return false;
+}
+
+/* One row: stage s's, or with cls one of its classes' (the class's own figures, the stage's
+ * settings, the class's own SLO verdict). */
+static void put_row(const json_t *doc, const json_t *s, const json_t *cls, FILE *out)
 {
 	size_t n = cl_report_csv_n_columns();
-	for (size_t c = 0; c < n; c++)
-		fprintf(out, "%s%s", columns[c].name, c + 1 < n ? "," : "\r\n");
-	size_t i;
-	const json_t *s;
-	json_array_foreach(json_object_get(doc, "stages"), i, s)
 	{
 		for (size_t c = 0; c < n; c++) {
+			const json_t *from = cls && class_figure(columns[c].path) ? cls : s;
 			const json_t *v =
-			    columns[c].path ? cl_results_get(s, columns[c].path) : NULL;
+			    columns[c].path ? cl_results_get(from, columns[c].path) : NULL;
+			if (!columns[c].path && columns[c].kind == K_STR)
+				v = cls ? json_object_get(cls, "name") : NULL;
+			if (cls && columns[c].kind == K_SLO) {
+				if (json_array_size(json_object_get(cls, "checks")))
+					fputs(json_is_true(json_object_get(cls, "pass")) ? "true"
+											 : "false",
+					      out);
+				fputs(c + 1 < n ? "," : "\r\n", out);
+				continue;
+			}
 			switch (columns[c].kind) {
 			case K_STR:
 				if (json_is_string(v))
@@ -153,6 +174,22 @@ int cl_report_csv(const json_t *doc, FILE *out)
 			}
 			fputs(c + 1 < n ? "," : "\r\n", out);
 		}
+	}
+}
+
+int cl_report_csv(const json_t *doc, FILE *out)
+{
+	size_t n = cl_report_csv_n_columns();
+	for (size_t c = 0; c < n; c++)
+		fprintf(out, "%s%s", columns[c].name, c + 1 < n ? "," : "\r\n");
+	size_t i;
+	const json_t *s;
+	json_array_foreach(json_object_get(doc, "stages"), i, s)
+	{
+		put_row(doc, s, NULL, out);
+		size_t k;
+		const json_t *cls;
+		json_array_foreach(json_object_get(s, "classes"), k, cls) put_row(doc, s, cls, out);
 	}
 	return ferror(out) ? CL_EIO : 0;
 }

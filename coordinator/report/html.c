@@ -202,13 +202,13 @@ static void verdict(const json_t *doc, FILE *out)
 		const json_t *c;
 		json_array_foreach(checks, i, c)
 		{
-			char lim[64], meas[64];
+			char lim[64], meas[64], name[160];
 			const char *unit = cl_results_str(c, "unit", "");
 			bool pass = json_is_true(json_object_get(c, "pass"));
 			if (pass != (bool)want_pass)
 				continue;
 			fputs("<tr>", out);
-			td(out, cl_results_str(c, "slo", "-"), false);
+			td(out, cli_rp_check_name(c, name, sizeof(name)), false);
 			td(out, cl_results_str(c, "stage", "-"), false);
 			td(out,
 			   cli_rp_fmt_slo_value(lim, sizeof(lim), cl_results_num(c, "limit"), unit),

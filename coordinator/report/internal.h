@@ -60,6 +60,7 @@ enum {
 	RP_INTOK_PS,  /* input (prompt) tokens per second */
 	RP_E2E99,
 	RP_TOOL_CALLS, /* answers that were tool calls: shown only when some stage had one */
+	RP_CANCELLED,  /* abandoned by the client (workload.cancel): shown only when some were */
 	RP_AUDIO_PS,   /* transcription: audio seconds transcribed per second */
 	RP_RTF50,      /* transcription: the real-time factor, p50 and p99 */
 	RP_RTF99,
@@ -106,6 +107,8 @@ struct cli_rp_table {
 };
 enum cli_rp_table_kind {
 	RP_TBL_LATENCY,   /* stage x metric: mean, p50, p90, p95, p99, max */
+	RP_TBL_TIMING,    /* where the time went: connection stages and the TTFT split */
+	RP_TBL_ENERGY,    /* joules and money per token (stages[].energy, stages[].cost) */
 	RP_TBL_THINKING,  /* TTFT vs TTFC, reasoning vs content tokens (thinking models) */
 	RP_TBL_TOKENS,    /* prompt, requested and received output tokens per request */
 	RP_TBL_ERRORS,    /* errors by class per stage */
@@ -113,6 +116,7 @@ enum cli_rp_table_kind {
 	RP_TBL_EPISODES,  /* per agent: its stalls, partitions and loss */
 	RP_TBL_ENDPOINTS, /* several endpoints (target.urls): stage x endpoint */
 	RP_TBL_HOSTS,     /* several agent processes on one host: the agents grouped by host */
+	RP_TBL_CLASSES,   /* request classes (workload.classes): stage x class */
 	RP__TBL
 };
 /* Builds table `kind` of doc into t (zeroed first).  A table with no row is not worth a
@@ -127,7 +131,7 @@ extern const bool cli_rp_probe_numeric[RP_PROBE_COLS];
 void cli_rp_probe_row(const json_t *probe, char cell[RP_PROBE_COLS][RP_CELL_MAX]);
 /* The "Server" section: one row per stage that has stages[].server (what the server's own
  * /metrics said); false when the stage has none. */
-#define RP_SERVER_COLS 10
+#define RP_SERVER_COLS 11
 extern const char *const cli_rp_server_cols[RP_SERVER_COLS];
 extern const bool cli_rp_server_numeric[RP_SERVER_COLS];
 bool cli_rp_server_row(const json_t *stage, char cell[RP_SERVER_COLS][RP_CELL_MAX]);
@@ -144,6 +148,9 @@ size_t cli_rp_images_lines(const json_t *stages, void (*emit)(void *arg, const c
 			   void *arg);
 /* The verdict in one word: "PASS", "FAIL" or "NO SLO" (no checks). */
 const char *cli_rp_verdict_word(const json_t *doc);
+/* An SLO check's name as the verdict tables show it: its key, and for a request class's own
+ * SLO the class ("ttft_p50 (class batch)"), in buf. */
+const char *cli_rp_check_name(const json_t *check, char *buf, size_t n);
 /* "complete" / "incomplete", and the exit code with its meaning ("99 (SLO breached)"). */
 char *cli_rp_exit_text(char *buf, size_t n, const json_t *doc);
 

@@ -133,12 +133,12 @@ static void verdict(const json_t *doc, FILE *out)
 		const json_t *c;
 		json_array_foreach(checks, i, c)
 		{
-			char lim[64], meas[64];
+			char lim[64], meas[64], name[160];
 			const char *unit = cl_results_str(c, "unit", "");
 			if (json_is_true(json_object_get(c, "pass")) != (bool)want_pass)
 				continue;
 			const char *cells[6] = {
-				cl_results_str(c, "slo", "-"),
+				cli_rp_check_name(c, name, sizeof(name)),
 				cl_results_str(c, "stage", "-"),
 				cli_rp_fmt_slo_value(lim, sizeof(lim), cl_results_num(c, "limit"),
 						     unit),
@@ -234,19 +234,21 @@ static void estimates(const json_t *doc, FILE *out)
 	if (json_array_size(est) == 0)
 		return;
 	fputs("## Estimates\n\n", out);
+	/* With the scenario's cost: one more column, what those hours cost. */
+	size_t nc = isfinite(cl_results_num(json_array_get(est, 0), "cost")) ? 8 : 7;
 	static const char *const h[] = { "samples", "from stage",
 					 "req/s",   "output tokens/request",
 					 "hours",   "output tokens",
-					 "note" };
-	static const bool num[] = { true, false, true, true, true, true, false };
-	row(out, h, 7);
-	rule(out, num, 7);
+					 "note",    "cost" };
+	static const bool num[] = { true, false, true, true, true, true, false, true };
+	row(out, h, nc);
+	rule(out, num, nc);
 	size_t i;
 	const json_t *e;
 	json_array_foreach(est, i, e)
 	{
-		char a[32], b[32], c[32], d[32], t[32];
-		const char *cells[7] = {
+		char a[32], b[32], c[32], d[32], t[32], m[32];
+		const char *cells[8] = {
 			cli_rp_fmt_count(a, sizeof(a), cl_results_num(e, "samples")),
 			cl_results_str(e, "from_stage", "-"),
 			cli_rp_fmt_rate(b, sizeof(b), cl_results_num(e, "requests_per_s")),
@@ -254,8 +256,9 @@ static void estimates(const json_t *doc, FILE *out)
 			cli_rp_fmt(d, sizeof(d), cl_results_num(e, "hours"), 2),
 			cli_rp_fmt_big(t, sizeof(t), cl_results_num(e, "output_tokens")),
 			cl_results_str(e, "note", ""),
+			cli_rp_fmt(m, sizeof(m), cl_results_num(e, "cost"), 2),
 		};
-		row(out, cells, 7);
+		row(out, cells, nc);
 	}
 	fputc('\n', out);
 }

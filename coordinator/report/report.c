@@ -13,11 +13,9 @@ int cl_report_parse_format(const char *name, enum cl_report_format *out)
 	static const struct {
 		const char *name;
 		enum cl_report_format f;
-	} names[] = { { "table", CL_REPORT_TABLE },
-		      { "csv", CL_REPORT_CSV },
-		      { "md", CL_REPORT_MD },
-		      { "markdown", CL_REPORT_MD },
-		      { "html", CL_REPORT_HTML } };
+	} names[] = { { "table", CL_REPORT_TABLE }, { "csv", CL_REPORT_CSV },
+		      { "md", CL_REPORT_MD },       { "markdown", CL_REPORT_MD },
+		      { "html", CL_REPORT_HTML },   { "vllm", CL_REPORT_VLLM } };
 	for (size_t i = 0; name && i < sizeof(names) / sizeof(names[0]); i++) {
 		if (strcasecmp(name, names[i].name) == 0) {
 			*out = names[i].f;
@@ -38,6 +36,8 @@ int cl_report_render(const json_t *doc, enum cl_report_format f, FILE *out)
 		return cl_report_md(doc, out);
 	case CL_REPORT_HTML:
 		return cl_report_html(doc, out);
+	case CL_REPORT_VLLM:
+		return cl_report_vllm(doc, NULL, out, NULL);
 	}
 	return CL_EINVAL;
 }

@@ -1,7 +1,7 @@
-/* The detail tables every report format shows (latency distribution, thinking models,
- * tokens per request, errors by class, client health, agent episodes, endpoints, client
- * hosts), built once as cells
- * so the terminal, report.md and report.html say the same thing. */
+/* The detail tables every report format shows (latency distribution, where the time to the
+ * first byte went, thinking models, tokens per request, errors by class, client health, agent
+ * episodes, endpoints, client hosts), built once as cells so the terminal, report.md and
+ * report.html say the same thing. */
 #include "coordinator/results/results.h"
 #include "coordinator/report/internal.h"
 #include "coordinator/results/json_int.h"
@@ -99,6 +99,77 @@ static int latency(const json_t *stages, struct cli_rp_table *t)
 			for (size_t j = 0; j < 6; j++)
 				cli_rp_fmt_ms(r[2 + j], RP_CELL_MAX, cl_results_num(m, stats[j]));
 		}
+	}
+	return 0;
+}
+
+/* Where the time to the first byte went (stages[].timing): means, which add up where
+ * percentiles would not. */
+static int timing(const json_t *stages, struct cli_rp_table *t)
+{
+	heading(
+	    t, "Where the time went",
+	    "Per stage, means in milliseconds from libcurl's timers: DNS, connect, TLS and send "
+	    "(a reused connection spends none on the first three), and TTFT split into the "
+	    "client's connection time, the server's wait to its first byte, and first byte to "
+	    "first token.",
+	    11, "stage", 0, "requests", 1, "connections opened", 1, "DNS", 1, "connect", 1, "TLS",
+	    1, "send", 1, "TTFT", 1, "connection", 1, "server wait", 1, "first byte to token", 1);
+	size_t i;
+	const json_t *s;
+	json_array_foreach(stages, i, s)
+	{
+		const json_t *tm = json_object_get(s, "timing");
+		if (!(cl_results_num(tm, "requests") > 0))
+			continue;
+		char(*r)[RP_CELL_MAX] = add_row(t, cli_rp_stage_marked(s));
+		if (!r)
+			return CL_ENOMEM;
+		stage_cell(r[0], s);
+		cli_rp_fmt_count(r[1], RP_CELL_MAX, cl_results_num(tm, "requests"));
+		cli_rp_fmt_count(r[2], RP_CELL_MAX, cl_results_num(tm, "connections_opened"));
+		static const char *const parts[] = { "dns_ms.mean",
+						     "connect_ms.mean",
+						     "tls_ms.mean",
+						     "send_ms.mean",
+						     "ttft_split.ttft_ms",
+						     "ttft_split.connection_ms",
+						     "ttft_split.server_wait_ms",
+						     "ttft_split.after_first_byte_ms" };
+		for (size_t k = 0; k < sizeof(parts) / sizeof(parts[0]); k++)
+			cli_rp_fmt_ms(r[3 + k], RP_CELL_MAX, cl_results_num(tm, parts[k]));
+	}
+	return 0;
+}
+
+/* Joules and money per token (stages[].energy and stages[].cost), for the stages that have
+ * either. */
+static int energy(const json_t *stages, struct cli_rp_table *t)
+{
+	heading(t, "Joules and money",
+		"Per stage: the GPUs' mean power over the measured window (from dcgm-exporter's "
+		"energy counter, else its power gauge), joules per output token and output tokens "
+		"per joule, and with the scenario's cost: what a million output and input tokens "
+		"cost at the stage's rate.",
+		7, "stage", 0, "GPU power W", 1, "J per output token", 1, "output tokens per J", 1,
+		"cost per hour", 1, "cost per M output tokens", 1, "cost per M input tokens", 1);
+	size_t i;
+	const json_t *s;
+	json_array_foreach(stages, i, s)
+	{
+		const json_t *e = json_object_get(s, "energy"), *c = json_object_get(s, "cost");
+		if (!json_is_object(e) && !json_is_object(c))
+			continue;
+		char(*r)[RP_CELL_MAX] = add_row(t, cli_rp_stage_marked(s));
+		if (!r)
+			return CL_ENOMEM;
+		stage_cell(r[0], s);
+		cli_rp_fmt(r[1], RP_CELL_MAX, cl_results_num(e, "power_w"), 1);
+		cli_rp_fmt(r[2], RP_CELL_MAX, cl_results_num(e, "joules_per_output_token"), 4);
+		cli_rp_fmt(r[3], RP_CELL_MAX, cl_results_num(e, "output_tokens_per_joule"), 3);
+		cli_rp_fmt(r[4], RP_CELL_MAX, cl_results_num(c, "per_hour"), 2);
+		cli_rp_fmt(r[5], RP_CELL_MAX, cl_results_num(c, "per_million_output_tokens"), 4);
+		cli_rp_fmt(r[6], RP_CELL_MAX, cl_results_num(c, "per_million_input_tokens"), 4);
 	}
 	return 0;
 }
@@ -346,6 +417,57 @@ static int endpoints(const json_t *stages, struct cli_rp_table *t)
 	return 0;
 }
 
+/* Request classes: each class's share of each stage, with its own figures and its own SLO
+ * verdict, so an interactive class's TTFT is not hidden by a batch class beside it. */
+static int classes(const json_t *stages, struct cli_rp_table *t)
+{
+	heading(t, "Per class",
+		"Each class of workload.classes, per stage: its model and priority, its requests "
+		"and errors, output tokens/s, TTFT, ITL and E2E from its own histograms merged "
+		"across agents, and the verdict of its own SLOs (a class's breach fails the run).",
+		11, "stage", 0, "class", 0, "model", 0, "priority", 1, "completed", 1, "errors", 1,
+		"out tok/s", 1, "TTFT p50 ms", 1, "TTFT p99 ms", 1, "E2E p50 ms", 1, "SLO", 0);
+	size_t i;
+	const json_t *s;
+	json_array_foreach(stages, i, s)
+	{
+		size_t k;
+		const json_t *c;
+		json_array_foreach(json_object_get(s, "classes"), k, c)
+		{
+			bool has_checks = json_array_size(json_object_get(c, "checks")) > 0;
+			bool pass = json_is_true(json_object_get(c, "pass"));
+			double errs = cl_results_num(c, "requests.errors_total");
+			char(*r)[RP_CELL_MAX] =
+			    add_row(t, cli_rp_stage_marked(s) || errs > 0 || (has_checks && !pass));
+			if (!r)
+				return CL_ENOMEM;
+			stage_cell(r[0], s);
+			snprintf(r[1], RP_CELL_MAX, "%s", cl_results_str(c, "name", "-"));
+			snprintf(r[2], RP_CELL_MAX, "%s", cl_results_str(c, "model", "(run's)"));
+			const json_t *prio = json_object_get(c, "priority");
+			if (json_is_integer(prio))
+				snprintf(r[3], RP_CELL_MAX, "%lld",
+					 (long long)json_integer_value(prio));
+			else
+				snprintf(r[3], RP_CELL_MAX, "-");
+			cli_rp_fmt_count(r[4], RP_CELL_MAX,
+					 cl_results_num(c, "requests.completed"));
+			cli_rp_fmt_count(r[5], RP_CELL_MAX, errs > 0 ? errs : 0);
+			cli_rp_fmt(r[6], RP_CELL_MAX,
+				   cl_results_num(c, "throughput.output_tokens_per_s"), 1);
+			ms_cell(r[7], c, "latency_ms.ttft.p50");
+			ms_cell(r[8], c, "latency_ms.ttft.p99");
+			ms_cell(r[9], c, "latency_ms.e2e.p50");
+			snprintf(r[10], RP_CELL_MAX, "%s",
+				 !has_checks ? "-"
+				 : pass      ? "pass"
+					     : "BREACH");
+		}
+	}
+	return 0;
+}
+
 /* The connections agent a opened from its source addresses over the run, or -1 without. */
 static double source_connections(const json_t *a)
 {
@@ -434,6 +556,10 @@ int cli_rp_table_build(const json_t *doc, enum cli_rp_table_kind kind, struct cl
 	switch (kind) {
 	case RP_TBL_LATENCY:
 		return latency(stages, t);
+	case RP_TBL_TIMING:
+		return timing(stages, t);
+	case RP_TBL_ENERGY:
+		return energy(stages, t);
 	case RP_TBL_THINKING:
 		return thinking(stages, t);
 	case RP_TBL_TOKENS:
@@ -448,6 +574,8 @@ int cli_rp_table_build(const json_t *doc, enum cli_rp_table_kind kind, struct cl
 		return endpoints(stages, t);
 	case RP_TBL_HOSTS:
 		return hosts(doc, t);
+	case RP_TBL_CLASSES:
+		return classes(stages, t);
 	case RP__TBL:
 		break;
 	}

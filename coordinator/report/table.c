@@ -115,11 +115,11 @@ static void print_verdict(const json_t *doc, FILE *out)
 	const json_t *b;
 	json_array_foreach(breaches, i, b)
 	{
-		char m[64], l[64];
+		char m[64], l[64], name[160];
 		const char *unit = cl_results_str(b, "unit", "");
 		const char *note = cl_results_str(b, "note", NULL);
 		fprintf(out, "  breach: %s on stage '%s': %s, limit %s%s%s\n",
-			cl_results_str(b, "slo", "?"), cl_results_str(b, "stage", "?"),
+			cli_rp_check_name(b, name, sizeof(name)), cl_results_str(b, "stage", "?"),
 			cli_rp_fmt_slo_value(m, sizeof(m), cl_results_num(b, "measured"), unit),
 			cli_rp_fmt_slo_value(l, sizeof(l), cl_results_num(b, "limit"), unit),
 			note ? " - " : "", note ? note : "");
@@ -163,13 +163,18 @@ static void print_estimates(const json_t *doc, FILE *out)
 	const json_t *e;
 	json_array_foreach(est, i, e)
 	{
-		char samples[32], hours[32], tokens[32];
+		char samples[32], hours[32], tokens[32], cost[48] = "";
 		const char *note = cl_results_str(e, "note", NULL);
-		fprintf(out, "  %s samples: %s h, %s output tokens%s%s\n",
+		double money = cl_results_num(e, "cost");
+		if (isfinite(money))
+			snprintf(cost, sizeof(cost), ", costs %.6g%s%s", money,
+				 cl_results_str(doc, "scenario.cost.currency", NULL) ? " " : "",
+				 cl_results_str(doc, "scenario.cost.currency", ""));
+		fprintf(out, "  %s samples: %s h, %s output tokens%s%s%s\n",
 			cli_rp_fmt_count(samples, sizeof(samples), cl_results_num(e, "samples")),
 			cli_rp_fmt(hours, sizeof(hours), cl_results_num(e, "hours"), 2),
 			cli_rp_fmt_big(tokens, sizeof(tokens), cl_results_num(e, "output_tokens")),
-			note ? " - " : "", note ? note : "");
+			cost, note ? " - " : "", note ? note : "");
 	}
 }
 
@@ -202,7 +207,9 @@ int cl_report_table(const json_t *doc, FILE *out)
 	print_detail(doc, RP_TBL_LATENCY, out);
 	print_detail(doc, RP_TBL_ERRORS, out);
 	print_detail(doc, RP_TBL_ENDPOINTS, out);
+	print_detail(doc, RP_TBL_CLASSES, out);
 	print_detail(doc, RP_TBL_HOSTS, out);
+	print_detail(doc, RP_TBL_ENERGY, out);
 	bool marked = false;
 	size_t k;
 	const json_t *st;

@@ -46,6 +46,20 @@ json_t *cli_rs_stage_json(size_t index, const struct cl_scn_stage *st, const str
 /* results/stage.c: the stage's "endpoints" array from m's endpoint records (urls: the
  * scenario's target.urls, a JSON array, read by index).  NULL when out of memory. */
 json_t *cli_rs_endpoints_json(const struct cl_metrics *m, const json_t *urls, double window_s);
+/* results/timing.c: the stage's "timing" object (where the time to the first byte went:
+ * connection stages, connections opened, TTFT split).  NULL when out of memory. */
+json_t *cli_rs_timing_json(const struct cl_metrics *m);
+/* results/energy.c: the scenario's `cost` as the document's scenario.cost (json null
+ * without one). */
+struct cl_scn_cost;
+json_t *cli_rs_cost_scenario_json(const struct cl_scn_cost *c);
+/* A finished stage's `energy` object from its server.gpu_energy and throughput: power,
+ * joules, joules per output token and output tokens per joule.  NULL when the stage has no
+ * GPU energy (or out of memory). */
+json_t *cli_rs_energy_json(const json_t *stage);
+/* A finished stage's `cost` object: money per million output and input tokens at per_hour.
+ * NULL when per_hour is NAN (or out of memory). */
+json_t *cli_rs_cost_json(double per_hour, const char *currency, const json_t *stage);
 /* One interval's summary (rates over interval_s).  NULL when out of memory. */
 json_t *cli_rs_interval_json(double t_s, double interval_s, const struct cl_metrics *m);
 
@@ -102,8 +116,22 @@ struct stage_state {
 	char *pooled_reason;
 };
 
+/* A request class as the results judge it (workload.classes, copied from the scenario). */
+struct cli_rs_class {
+	char *name;
+	char *model; /* NULL: the run's */
+	bool priority_set;
+	int64_t priority;
+	uint32_t weight;
+	uint32_t max_tokens; /* its max_tokens or output_tokens, 0: the bodies' own */
+	struct cl_scn_slo *slos;
+	size_t n_slos;
+};
+
 struct cl_results {
 	json_t *doc;
+	struct cli_rs_class *classes; /* workload.classes; NULL, 0 without */
+	size_t n_classes;
 	char *dir;
 	FILE *intervals_fp;
 	struct stage_state *stages;
@@ -113,6 +141,8 @@ struct cl_results {
 	uint64_t *samples;
 	size_t n_samples;
 	char *from_stage;
+	double cost_per_hour;      /* the target's, by the scenario's `cost:` (NAN: none) */
+	char *cost_currency;       /* its label (NULL: none) */
 	bool client_bound_warn;    /* scenario `client_bound: warn`: a client-bound stage passes */
 	enum cl_api api;           /* workload.api: an embeddings stage gets `embeddings` */
 	uint32_t abort_intervals;  /* slo.abort_on_breach: { intervals } (0: off) */
@@ -123,6 +153,20 @@ struct cl_results {
 	size_t breaches;
 	char last_error[sizeof(((struct cl_err *)0)->msg)];
 };
+
+/* results/stage.c: a class's figures, those of a stage: {requests, tokens, throughput,
+ * latency_ms, histograms}; NULL when out of memory. */
+json_t *cli_rs_class_figures(const struct cl_metrics *m, double window_s);
+/* results/classes.c: the scenario's classes copied into r (0 or CL_ENOMEM), and freed. */
+int cli_rs_classes_copy(struct cl_results *r, const struct cl_scenario *s);
+void cli_rs_classes_free(struct cl_results *r);
+/* stages[].classes of a finished stage from m's class records, each with its own SLO checks,
+ * which are appended to checks too (a class's breach is the run's), and, from the stage's
+ * server object (NULL: none), the server's figures of the class's model_name.  NULL when out of
+ * memory; an empty array when m has no class records. */
+json_t *cli_rs_classes_json(const struct cl_results *r, const char *stage,
+			    const struct cl_metrics *m, double window_s, json_t *checks,
+			    const json_t *server);
 
 /* Rebuilds verdict, estimates and warnings from the finished stages, and counts breaches.
  * 0 or CL_ENOMEM. */

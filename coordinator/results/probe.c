@@ -255,7 +255,7 @@ static json_t *at_json(const json_t *st)
 	if (!st)
 		return json_null();
 	return json_pack(
-	    "{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "stage",
+	    "{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "stage",
 	    json_deep_copy(json_object_get(st, "name")), "requests_per_s",
 	    num_or_null(cl_results_num(st, "throughput.requests_per_s"), 6), "output_tokens_per_s",
 	    num_or_null(cl_results_num(st, "throughput.output_tokens_per_s"), 6), "ttft_p50_ms",
@@ -267,11 +267,19 @@ static json_t *at_json(const json_t *st)
 	    num_or_null(cl_results_num(st, "requests.error_rate"), 6), "streams_mean",
 	    num_or_null(cl_results_num(st, "client.streams_mean"), 6), "cpu_per_stream_pct",
 	    num_or_null(cl_results_num(st, "client.cpu_per_stream_pct"), 4),
-	    "agent_cpu_capacity_pct",
-	    num_or_null(cl_results_num(st, "client.cpu_capacity_pct"), 4));
+	    "agent_cpu_capacity_pct", num_or_null(cl_results_num(st, "client.cpu_capacity_pct"), 4),
+	    "joules_per_output_token",
+	    num_or_null(cl_results_num(st, "energy.joules_per_output_token"), 6),
+	    "output_tokens_per_joule",
+	    num_or_null(cl_results_num(st, "energy.output_tokens_per_joule"), 6),
+	    "cost_per_million_output_tokens",
+	    num_or_null(cl_results_num(st, "cost.per_million_output_tokens"), 6));
 }
 
-static json_t *plan_json(const struct cl_scn_plan *plan, const json_t *at, char *line, size_t n)
+/* The plan: servers and agents for the load asked (capacity.c), and with the scenario's
+ * `cost:` what those servers cost an hour (the target's hour, per_hour, each). */
+static json_t *plan_json(const struct cl_scn_plan *plan, const json_t *at, double per_hour,
+			 const char *currency, char *line, size_t n)
 {
 	line[0] = '\0';
 	if (!plan || (plan->requests_per_s <= 0 && plan->output_tokens_per_s <= 0))
@@ -301,7 +309,12 @@ static json_t *plan_json(const struct cl_scn_plan *plan, const json_t *at, char 
 	else
 		snprintf(line, n, "plan: %g %s: no answer (no sustainable level was found)", want,
 			 unit);
-	return json_pack(
+	double cost = ok && per_hour > 0 ? per_hour * (double)p.servers : NAN;
+	size_t used = strlen(line);
+	if (isfinite(cost) && used < n)
+		snprintf(line + used, n - used, "; they cost %.6g%s%s an hour", cost,
+			 currency ? " " : "", currency ? currency : "");
+	json_t *plan_o = json_pack(
 	    "{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:s}", "requests_per_s",
 	    by_tokens ? json_null() : json_real(want), "output_tokens_per_s",
 	    by_tokens ? json_real(want) : json_null(), "per_server", num_or_null(ok ? per : NAN, 6),
@@ -311,6 +324,11 @@ static json_t *plan_json(const struct cl_scn_plan *plan, const json_t *at, char 
 	    num_or_null(ok ? p.agent_cpu_pct : NAN, 4), "agents",
 	    ok && p.agents ? json_integer((json_int_t)p.agents) : json_null(), "note",
 	    ok ? json_null() : json_string("no sustainable level was found"), "summary", line);
+	if (plan_o && cli_rj_set(plan_o, "cost_per_hour", num_or_null(cost, 6))) {
+		json_decref(plan_o);
+		return NULL;
+	}
+	return plan_o;
 }
 
 /* What the server said about the step from the sustainable level to the first that broke
@@ -454,7 +472,8 @@ int cl_results_set_capacity(struct cl_results *r, const char *name, const struct
 	size_t ll = strlen(line);
 	if (why_text && ll < sizeof(line))
 		snprintf(line + ll, sizeof(line) - ll, "; server: %s", why_text);
-	json_t *plan_j = plan_json(plan, at, plan_line, sizeof(plan_line));
+	json_t *plan_j =
+	    plan_json(plan, at, r->cost_per_hour, r->cost_currency, plan_line, sizeof(plan_line));
 	bool conc = c->over == CL_MODE_CONCURRENCY;
 	json_t *knee_j =
 	    knee >= 0

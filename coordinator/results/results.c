@@ -197,12 +197,13 @@ static json_t *scenario_json(const struct cl_scenario *s, const char *path)
 		json_decref(target);
 		target = NULL;
 	}
-	return json_pack("{s:o,s:o,s:o,s:o,s:I,s:o,s:o,s:{s:o,s:o},s:s}", "name",
+	return json_pack("{s:o,s:o,s:o,s:o,s:I,s:o,s:o,s:{s:o,s:o},s:s,s:o}", "name",
 			 cli_rj_str(s->name), "description", cli_rj_str(s->description), "file",
 			 cli_rj_str(path ? path : s->file), "sha256", sha, "stages_planned",
 			 (json_int_t)s->n_stages, "target", target, "slo", slos, "estimate",
 			 "samples", samples, "from_stage", cli_rj_str(s->estimate.from_stage),
-			 "client_bound", s->client_bound == CL_CLIENT_BOUND_WARN ? "warn" : "fail");
+			 "client_bound", s->client_bound == CL_CLIENT_BOUND_WARN ? "warn" : "fail",
+			 "cost", cli_rs_cost_scenario_json(&s->cost));
 }
 
 static int copy_scenario(struct cl_results *r, const struct cl_scenario *s)
@@ -246,6 +247,11 @@ static int copy_scenario(struct cl_results *r, const struct cl_scenario *s)
 		r->n_samples = s->estimate.n_samples;
 	}
 	if (s->estimate.from_stage && !(r->from_stage = strdup(s->estimate.from_stage)))
+		return CL_ENOMEM;
+	r->cost_per_hour = cl_scenario_cost_per_hour(&s->cost);
+	if (s->cost.currency && !(r->cost_currency = strdup(s->cost.currency)))
+		return CL_ENOMEM;
+	if (cli_rs_classes_copy(r, s) != 0)
 		return CL_ENOMEM;
 	r->client_bound_warn = s->client_bound == CL_CLIENT_BOUND_WARN;
 	r->api = s->workload.api;
@@ -579,6 +585,22 @@ static int finish_stage_obj(struct cl_results *r, size_t stage, const struct cl_
 	json_t *checks = ss->probe
 			     ? json_array()
 			     : cli_rs_checks(r->slos, r->n_slos, st->name, cumulative, window_s);
+	/* workload.classes: each class's figures and its own SLOs, whose checks join the
+	 * stage's (a probe's stay out of the verdict, as its stage's do) */
+	json_t *class_checks = json_array();
+	json_t *classes =
+	    o && cumulative->n_cls && class_checks
+		? cli_rs_classes_json(r, st->name, cumulative, window_s, class_checks, ss->server)
+		: NULL;
+	if (o && cumulative->n_cls && (!classes || cli_rj_set(o, "classes", classes))) {
+		json_decref(o);
+		o = NULL;
+	}
+	if (checks && !ss->probe && class_checks && json_array_extend(checks, class_checks) != 0) {
+		json_decref(checks);
+		checks = NULL;
+	}
+	json_decref(class_checks);
 	json_t *extra = ss->probe ? cli_rs_probe_json(ss, cumulative, window_s)
 				  : cli_rs_drift_json(ss->drift, &r->drift, st->name, checks);
 	cli_rs_drift_free(ss->drift);
@@ -610,6 +632,16 @@ static int finish_stage_obj(struct cl_results *r, size_t stage, const struct cl_
 	    cli_rj_set(o, "intervals_total", cli_rj_uint(ss->seen)) ||
 	    json_object_set(o, "intervals", ss->intervals) != 0 ||
 	    (ss->server && json_object_set(o, "server", ss->server) != 0)) {
+		json_decref(o);
+		json_decref(checks);
+		return CL_ENOMEM;
+	}
+	/* Joules and money, from the figures just set (docs/results.md, "Joules and money"). */
+	json_t *energy = cli_rs_energy_json(o);
+	json_t *cost = cli_rs_cost_json(r->cost_per_hour, r->cost_currency, o);
+	bool bad = energy && cli_rj_set(o, "energy", energy);
+	bad = (cost && cli_rj_set(o, "cost", cost)) || bad; /* cli_rj_set takes v either way */
+	if (bad) {
 		json_decref(o);
 		json_decref(checks);
 		return CL_ENOMEM;
@@ -810,8 +842,10 @@ void cl_results_destroy(struct cl_results *r)
 		free(r->slos[i].stage);
 	}
 	free(r->slos);
+	cli_rs_classes_free(r);
 	free(r->samples);
 	free(r->from_stage);
+	free(r->cost_currency);
 	free(r->dir);
 	json_decref(r->doc);
 	free(r);

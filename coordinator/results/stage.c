@@ -116,7 +116,9 @@ static json_t *requests_json(const struct cl_metrics *m)
 		      cli_rj_uint(m->ctr[CL_CTR_REPEATED]));
 	/* Sent twice: the server had closed the reused connection (docs/engine.md). */
 	/* Answers that were tool calls (docs/results.md): always present, 0 without tools. */
-	if (o && (cli_rj_set(o, "resent", cli_rj_uint(m->ctr[CL_CTR_RESENT])) ||
+	/* Abandoned by the client (workload.cancel): neither completed nor errors. */
+	if (o && (cli_rj_set(o, "cancelled", cli_rj_uint(m->ctr[CL_CTR_CANCELLED])) ||
+		  cli_rj_set(o, "resent", cli_rj_uint(m->ctr[CL_CTR_RESENT])) ||
 		  cli_rj_set(o, "tool_calls", cli_rj_uint(m->ctr[CL_CTR_TOOL_CALLS])))) {
 		json_decref(o);
 		return NULL;
@@ -454,6 +456,7 @@ json_t *cli_rs_stage_json(size_t index, const struct cl_scn_stage *st, const str
 		return NULL;
 	}
 	if (o && (cli_rj_set(o, "http", http_json(m)) ||
+		  cli_rj_set(o, "timing", cli_rs_timing_json(m)) ||
 		  cli_rj_set(o, "too_short", json_boolean(too_short(st, m, window_s))) ||
 		  cli_rj_set(o, "unaccounted",
 			     client->unaccounted ? json_deep_copy(client->unaccounted)
@@ -462,6 +465,13 @@ json_t *cli_rs_stage_json(size_t index, const struct cl_scn_stage *st, const str
 		return NULL;
 	}
 	return o;
+}
+
+json_t *cli_rs_class_figures(const struct cl_metrics *m, double window_s)
+{
+	return json_pack("{s:o,s:o,s:o,s:o,s:o}", "requests", requests_json(m), "tokens",
+			 tokens_json(m), "throughput", throughput_json(m, window_s), "latency_ms",
+			 latency_json(m), "histograms", histograms_json(m));
 }
 
 /* -- stages[].endpoints: a stage's figures per endpoint when the target has several
@@ -496,12 +506,13 @@ static json_t *ep_json(const struct cl_ep_metrics *ep, const char *url, double w
 				(double)ep->ctr[CL_CTR_WINDOW_SHARE_MILLI] / 1000.0 / window_s, 6))
 			  : json_null();
 	return json_pack(
-	    "{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "url", cli_rj_str(url), "started",
+	    "{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "url", cli_rj_str(url), "started",
 	    cli_rj_uint(ep->ctr[CL_CTR_STARTED]), "completed",
 	    cli_rj_uint(ep->ctr[CL_CTR_COMPLETED]), "cut", cli_rj_uint(ep->ctr[CL_CTR_CUT]),
-	    "errors_total", cli_rj_uint(total), "errors", errors, "output_tokens", cli_rj_uint(tok),
-	    "output_tokens_per_s", tps, "requests_per_s", rps, "ttft_ms",
-	    ep_lat_json(&ep->lat[CL_EP_LAT_TTFT]), "itl_ms", ep_lat_json(&ep->lat[CL_EP_LAT_ITL]));
+	    "cancelled", cli_rj_uint(ep->ctr[CL_CTR_CANCELLED]), "errors_total", cli_rj_uint(total),
+	    "errors", errors, "output_tokens", cli_rj_uint(tok), "output_tokens_per_s", tps,
+	    "requests_per_s", rps, "ttft_ms", ep_lat_json(&ep->lat[CL_EP_LAT_TTFT]), "itl_ms",
+	    ep_lat_json(&ep->lat[CL_EP_LAT_ITL]));
 }
 
 json_t *cli_rs_endpoints_json(const struct cl_metrics *m, const json_t *urls, double window_s)

@@ -109,6 +109,12 @@ static json_t *estimates_json(struct cl_results *r)
 		    cli_rj_real(cli_rj_sig(hours, 6)), "output_tokens",
 		    cli_rj_real(cli_rj_round(tokens, 0)), "note",
 		    note ? json_string(note) : json_null());
+		/* With the scenario's `cost:`, what those hours of the target cost. */
+		if (e && r->cost_per_hour > 0 &&
+		    cli_rj_set(e, "cost", cli_rj_real(cli_rj_sig(hours * r->cost_per_hour, 6)))) {
+			json_decref(e);
+			goto fail;
+		}
 		if (cli_rj_append(arr, e))
 			goto fail;
 	}
@@ -328,6 +334,69 @@ static int warn_no_content(json_t *w, const json_t *s, const char *name)
 	    name, no_content, cl_results_num(s, "requests.completed"));
 }
 
+/* A stage's requests the client abandoned (workload.cancel): which figures leave them out,
+ * and the server's own count of aborted requests beside chatload's where it gives one. */
+static int warn_cancelled(json_t *w, const json_t *s, const char *name)
+{
+	double cancelled = cl_results_num(s, "requests.cancelled");
+	if (!(cancelled > 0))
+		return 0;
+	double aborted = cl_results_num(s, "server.aborted_requests");
+	char srv[96] = "";
+	if (isfinite(aborted))
+		snprintf(srv, sizeof(srv), "; the server counted %.0f aborted", aborted);
+	return cli_rs_warn(
+	    w,
+	    "stage '%s': %.0f of %.0f requests were cancelled by the client (workload.cancel)%s. "
+	    "They are neither completed nor errors: goodput, requests/s, the error rate and "
+	    "E2E/TPOT leave them out; TTFT keeps those that had a first token",
+	    name, cancelled, cl_results_num(s, "requests.started"), srv);
+}
+
+/*
+ * Request classes sent with different priorities whose first tokens did not come in that
+ * order: the class with the lowest priority value (served first by vLLM's priority
+ * scheduling) did not get its first token clearly sooner, at the median, than the one with
+ * the highest value (not below PRIORITY_CLEAR of its TTFT p50; a server that schedules by
+ * priority while it queues gives far less, 34 against 272 ms on the simulator).  Either the
+ * server does not honour `priority` (vLLM without --scheduling-policy priority, llama.cpp,
+ * SGLang without its flag) or it never had to queue; the run says what it saw, not why.
+ */
+#define PRIORITY_CLEAR 0.8
+static int warn_priority(json_t *w, const json_t *s, const char *name)
+{
+	const json_t *first = NULL, *last = NULL, *c;
+	size_t i;
+	json_array_foreach(json_object_get(s, "classes"), i, c)
+	{
+		const json_t *p = json_object_get(c, "priority");
+		if (!json_is_integer(p) || !isfinite(cl_results_num(c, "latency_ms.ttft.p50")))
+			continue;
+		json_int_t v = json_integer_value(p);
+		if (!first || v < json_integer_value(json_object_get(first, "priority")))
+			first = c;
+		if (!last || v > json_integer_value(json_object_get(last, "priority")))
+			last = c;
+	}
+	if (!first || json_integer_value(json_object_get(first, "priority")) ==
+			  json_integer_value(json_object_get(last, "priority")))
+		return 0;
+	double t_first = cl_results_num(first, "latency_ms.ttft.p50");
+	double t_last = cl_results_num(last, "latency_ms.ttft.p50");
+	if (t_first < PRIORITY_CLEAR * t_last)
+		return 0;
+	return cli_rs_warn(
+	    w,
+	    "stage '%s': class '%s' (priority %lld) did not get its first token clearly sooner "
+	    "than class '%s' (priority %lld): TTFT p50 %.1f against %.1f ms. The server did not "
+	    "serve by priority here: it does not honour the priority field (vLLM needs "
+	    "--scheduling-policy priority; llama.cpp has none), or it never had to queue",
+	    name, cl_results_str(first, "name", "?"),
+	    (long long)json_integer_value(json_object_get(first, "priority")),
+	    cl_results_str(last, "name", "?"),
+	    (long long)json_integer_value(json_object_get(last, "priority")), t_first, t_last);
+}
+
 const char *cl_results_estimate_source(const json_t *doc, double *requests_per_s,
 				       bool *client_bound)
 {
@@ -460,6 +529,8 @@ static json_t *warnings_json(struct cl_results *r)
 		rc |= cli_rs_fault_warnings(w, s);
 		rc |= warn_too_short(w, s);
 		rc |= warn_no_content(w, s, name);
+		rc |= warn_cancelled(w, s, name);
+		rc |= warn_priority(w, s, name);
 		double empty = cl_results_num(s, "requests.errors.empty_answer");
 		if (empty > 0)
 			rc |= cli_rs_warn(

@@ -6,9 +6,7 @@
  * channel of their own; a lost agent's leases go to the others.  A rerun of the same command
  * skips every id already in output or errors (docs/scenario.md, "Generate jobs").
  */
-#include "coordinator/run/internal.h"
-
-#include "coordinator/generate/batch.h"
+#include "coordinator/run/generate_int.h"
 
 #include "chatload/assert.h"
 #include "chatload/clock.h"
@@ -27,78 +25,8 @@
 
 #define LEASE_MAX_ITEMS 256        /* ids in one LEASE */
 #define LEASE_MAX_BYTES (8u << 20) /* ... and bytes of bodies (one larger body goes alone) */
-#define RATE_WINDOW     16         /* progress: the rate over the last this many seconds */
 
-/* One id leased to an agent: its body stays here until the answer is written, so a lost
- * agent's ids can be given to another. */
-struct lease {
-	char *id, *body;
-	size_t body_len;
-};
-
-/* A LEASE command queued in the fleet: its items borrow the leases' strings, so the array
- * lives until the agent applied it (or the job ends). */
-struct sent_lease {
-	struct sent_lease *next;
-	uint64_t cmd_seq;
-	struct cl_gen_item *items;
-};
-
-struct gen_agent {
-	uint32_t share;          /* streams in flight this agent runs */
-	double rate_per_s;       /* generate.rate: its part (0: none) */
-	bool started, lost_done; /* GENERATE sent; its loss handled */
-	struct lease *held;      /* leased, not answered */
-	size_t n_held, cap_held;
-	struct sent_lease *sent;
-};
-
-struct run_gen {
-	/* The ids already answered, read from output and errors: needed only until the input is
-	 * checked, then freed, so the run holds no set of ids (send says what to send). */
-	struct cl_gen_idset done;
-	/* The lines of the Batch input (or the spool) still to send: one bit each, filled by
-	 * the check, read by the leases. */
-	struct cl_gen_lineset send;
-	struct cl_gen_out out;
-	struct cl_gen_scan scan;
-	struct cl_gen_reader reader;
-	/* generate.input_format a dataset: its records rendered into a Batch file, the spool,
-	 * which the job then reads as it reads a Batch input (the one way ids are leased,
-	 * skipped and resumed).  Its bodies name the model known before the readiness gate
-	 * (old_model); when the gate found another, each is given the one found as leased. */
-	struct cl_gen_spool spool;
-	const char *old_model;
-	bool swap_model;
-	struct lease *pool; /* a lost agent's leases, to be given again */
-	size_t n_pool, cap_pool;
-	struct gen_agent agents[CL_FLEET_MAX_AGENTS];
-	uint32_t weights[CL_FLEET_MAX_AGENTS]; /* a split's weights (weigh_agents) */
-	struct cl_metrics m;
-	bool m_ready;
-	uint64_t written, failed, attempts, duplicates, output_tokens, retried_answers;
-	uint64_t reissued;
-	uint64_t total; /* to send this run */
-	int64_t start_us;
-	/* generate.estimate_from: the benchmark's sustained rate the job was planned with */
-	struct {
-		bool set;
-		bool client_bound; /* its stage measured the client: the plan may be too long */
-		double requests_per_s, output_tokens_per_request;
-		char stage[128];
-	} plan;
-	uint64_t done_at[RATE_WINDOW]; /* written+failed at each of the last seconds */
-	uint64_t tok_at[RATE_WINDOW];
-	int64_t second;
-	bool write_failed;
-	bool closed; /* the job ended: answers that still come are not written (nor ACKed), so
-		      * the tally in results.json is the file's; a rerun sends those ids again */
-	char fatal[900];
-	/* failed tries that were tried again, by class (the answers' retries summed) */
-	uint64_t retries[CL_GEN_ERR_CLASSES];
-};
-
-static void lease_free(struct lease *l)
+void cli_run_gen_lease_free(struct lease *l)
 {
 	free(l->id);
 	free(l->body);
@@ -127,7 +55,7 @@ void cli_run_generate_free(struct run *r)
 	for (size_t i = 0; i < CL_FLEET_MAX_AGENTS; i++) {
 		struct gen_agent *a = &g->agents[i];
 		for (size_t k = 0; k < a->n_held; k++)
-			lease_free(&a->held[k]);
+			cli_run_gen_lease_free(&a->held[k]);
 		free(a->held);
 		while (a->sent) {
 			struct sent_lease *s = a->sent;
@@ -137,7 +65,7 @@ void cli_run_generate_free(struct run *r)
 		}
 	}
 	for (size_t k = 0; k < g->n_pool; k++)
-		lease_free(&g->pool[k]);
+		cli_run_gen_lease_free(&g->pool[k]);
 	free(g->pool);
 	cl_gen_reader_close(&g->reader);
 	cl_gen_spool_close(&g->spool);
@@ -251,163 +179,6 @@ int cli_run_generate_check(struct run *r, struct cl_err *err)
 	return cl_gen_reader_open(&g->reader, input, err);
 }
 
-/* ---- answers ---- */
-
-static struct lease *find_held(struct gen_agent *a, const char *id, size_t *at)
-{
-	for (size_t k = 0; k < a->n_held; k++) {
-		if (strcmp(a->held[k].id, id) == 0) {
-			*at = k;
-			return &a->held[k];
-		}
-	}
-	return NULL;
-}
-
-/* A class's name in results and messages: its counter's name without "err_". */
-static const char *class_name(int ctr)
-{
-	const char *n = cl_ctr_name(ctr);
-	return n && strncmp(n, "err_", 4) == 0 ? n + 4 : "other";
-}
-
-/* The class of a failed answer: as the agent said, or (an agent that does not say) by its
- * HTTP status. */
-static int answer_class(const struct cl_gen_answer *x)
-{
-	if (x->err_class >= CL_CTR_FIRST_ERROR && x->err_class <= CL_CTR_LAST_ERROR)
-		return x->err_class;
-	if (x->status == 429)
-		return CL_CTR_ERR_HTTP_429;
-	if (x->status >= 400 && x->status <= 499)
-		return CL_CTR_ERR_HTTP_4XX;
-	if (x->status >= 500 && x->status <= 599)
-		return CL_CTR_ERR_HTTP_5XX;
-	return CL_CTR_ERR_OTHER;
-}
-
-/* A written answer in the job's metrics, as a stage's engine records a completed request:
- * its latencies, tokens, and whether it was good (it reached the user with content; a job
- * has no per-request SLO).  The whole job is the window, so the request counts whole in
- * requests_per_s (window_share_milli). */
-static void record_answer(struct run_gen *g, const struct cl_gen_answer *x)
-{
-	struct cl_metrics *m = &g->m;
-	cl_hist_record(&m->lat[CL_LAT_TTFT], x->ttft_us);
-	cl_hist_record(&m->lat[CL_LAT_E2E], x->total_us);
-	if (x->ttfc_us > 0)
-		cl_hist_record(&m->lat[CL_LAT_TTFC], x->ttfc_us);
-	else
-		m->ctr[CL_CTR_NO_CONTENT]++;
-	if (x->output_tokens > 1 && x->total_us > x->ttft_us)
-		cl_hist_record(&m->lat[CL_LAT_TPOT],
-			       (x->total_us - x->ttft_us) / (x->output_tokens - 1));
-	cl_hist_record(&m->cnt[CL_CNT_OUTPUT_TOKENS], x->output_tokens);
-	if (x->prompt_tokens > 0)
-		cl_hist_record(&m->cnt[CL_CNT_PROMPT_TOKENS], x->prompt_tokens);
-	m->ctr[CL_CTR_COMPLETED]++;
-	m->ctr[CL_CTR_COMPLETED_IN_WINDOW]++;
-	m->ctr[CL_CTR_WINDOW_SHARE_MILLI] += 1000;
-	m->ctr[CL_CTR_GOOD] += x->ttfc_us > 0;
-	m->ctr[CL_CTR_OUTPUT_TOKENS] += x->output_tokens;
-	m->ctr[CL_CTR_PROMPT_TOKENS] += x->prompt_tokens;
-	m->ctr[CL_CTR_USAGE_FROM_SERVER] += x->output_tokens > 0;
-}
-
-/* An answer's retried tries by class: counted, and each class said once as it first
- * appears (its reason is in the agent's log, said at info level there). */
-static void count_retries(struct run *r, const struct cl_gen_answer *x)
-{
-	struct run_gen *g = r->gen;
-	for (size_t k = 0; k < CL_GEN_ERR_CLASSES; k++) {
-		if (!x->retries[k])
-			continue;
-		if (!g->retries[k])
-			CL_INFO("generate: tries fail with %s and are tried again ('%s': %u of "
-				"its %u tries); the progress line and results.json's "
-				"generate.retries count them by class, the agent's log says why",
-				class_name(CL_CTR_FIRST_ERROR + (int)k), x->id, x->retries[k],
-				x->attempts);
-		g->retries[k] += x->retries[k];
-	}
-}
-
-/* One answer: its line written, its lease dropped.  0, or CL_EIO (a write failed: the
- * ANSWERS is left unacknowledged, the job stops). */
-static int take_answer(struct run *r, struct gen_agent *a, struct cl_gen_answer *x)
-{
-	struct run_gen *g = r->gen;
-	size_t at;
-	struct lease *l = find_held(a, x->id, &at);
-	if (!l) {
-		g->duplicates++; /* not (or no longer) this agent's: written already */
-		return 0;
-	}
-	struct cl_err err = { 0 };
-	int rc;
-	char rid[CL_WIRE_MAX_ID + 16];
-	snprintf(rid, sizeof(rid), x->attempts > 1 ? "%s/%u" : "%s", x->id, x->attempts);
-	if (x->body) {
-		rc = cl_gen_out_success(&g->out, x->id, (int)x->status, rid, x->body, &err);
-		if (rc == CL_EINVAL) { /* the agent's answer is not JSON: say so, as an error */
-			rc = cl_gen_out_failure(&g->out, x->id, (int)x->status, rid, "bad_answer",
-						err.msg, 0, &err);
-			g->failed++;
-			g->m.ctr[CL_CTR_ERR_STREAM_MALFORMED]++;
-		} else if (rc == 0) {
-			g->written++;
-			g->output_tokens += x->output_tokens;
-			record_answer(g, x);
-		}
-	} else {
-		/* The code says what failed: the HTTP status of a response that was an error,
-		 * else the class (stream_error, timeout, ...); the message keeps the server's
-		 * words (an in-stream error's code in it). */
-		int cls = answer_class(x);
-		bool http = x->status >= 400 && x->status <= 599 &&
-			    (cls == CL_CTR_ERR_HTTP_4XX || cls == CL_CTR_ERR_HTTP_429 ||
-			     cls == CL_CTR_ERR_HTTP_5XX);
-		char code[32];
-		if (http)
-			snprintf(code, sizeof(code), "http_%u", x->status);
-		else
-			snprintf(code, sizeof(code), "%s", class_name(cls));
-		const char *msg = x->error ? x->error : "failed";
-		rc = cl_gen_out_failure(&g->out, x->id, (int)x->status, rid, code, msg, 0, &err);
-		g->failed++;
-		g->m.ctr[cls]++;
-		cl_metrics_add_err_sample(&g->m, cls, (int)x->status, msg, strlen(msg));
-	}
-	if (rc != 0) {
-		char msg[800];
-		snprintf(g->fatal, sizeof(g->fatal), "%s", cl_err_format(&err, msg, sizeof(msg)));
-		g->write_failed = true;
-		return CL_EIO;
-	}
-	g->attempts += x->attempts;
-	g->retried_answers += x->attempts > 1;
-	g->m.ctr[CL_CTR_STARTED] += x->attempts;
-	count_retries(r, x);
-	lease_free(l);
-	a->held[at] = a->held[--a->n_held];
-	return 0;
-}
-
-static int on_answers(void *ctx, struct cl_fleet_agent *fa, struct cl_msg_answers *m)
-{
-	struct run *r = ctx;
-	struct run_gen *g = r->gen;
-	if (!g || g->write_failed || g->closed)
-		return -1;
-	struct gen_agent *a = &g->agents[fa->id - 1];
-	/* An answer written before a failed write of the same message is found no longer held
-	 * when the message comes again, so a retried message writes nothing twice. */
-	for (size_t i = 0; i < m->n_answers; i++)
-		if (take_answer(r, a, &m->answers[i]) != 0)
-			return -1;
-	return 0;
-}
-
 /* ---- leases ---- */
 
 /* Frees the LEASE arrays agent a has applied. */
@@ -448,7 +219,7 @@ static int next_lease(struct run *r, struct lease *out, struct cl_err *err)
 		rc = cl_workload_body_set_model(out->body, out->body_len, g->old_model,
 						r->target.model, &body, &len, err);
 		if (rc != 0) {
-			lease_free(out);
+			cli_run_gen_lease_free(out);
 			return rc;
 		}
 		free(out->body);
@@ -498,7 +269,7 @@ static int lease_to(struct run *r, size_t i, struct cl_err *err)
 			break;
 		rc = 0;
 		if (push(&a->held, &a->n_held, &a->cap_held, l) != 0) {
-			lease_free(&l);
+			cli_run_gen_lease_free(&l);
 			rc = cl_err_set(err, CL_ENOMEM, "out of memory");
 			break;
 		}
@@ -533,7 +304,7 @@ static void reclaim(struct run *r, size_t i)
 	size_t n = a->n_held;
 	for (size_t k = 0; k < a->n_held; k++) {
 		if (push(&g->pool, &g->n_pool, &g->cap_pool, a->held[k]) != 0) {
-			lease_free(&a->held[k]); /* out of memory: a rerun sends it */
+			cli_run_gen_lease_free(&a->held[k]); /* out of memory: a rerun sends it */
 			continue;
 		}
 	}
@@ -646,7 +417,8 @@ static uint64_t by_class(const uint64_t *n, char *out, size_t cap)
 			continue;
 		sum += n[k];
 		int w = snprintf(out + len, cap - len, "%s%s %llu", len ? ", " : " (",
-				 class_name(CL_CTR_FIRST_ERROR + (int)k), (unsigned long long)n[k]);
+				 cli_run_gen_class_name(CL_CTR_FIRST_ERROR + (int)k),
+				 (unsigned long long)n[k]);
 		if (w < 0 || (size_t)w >= cap - len - 1) {
 			out[len] = '\0'; /* no room: the classes so far (the sum counts all) */
 			continue;
@@ -715,7 +487,8 @@ static void finish_results(struct run *r, enum cl_stage_status status, const cha
 	/* The retried tries by class, every class present as requests.errors has them. */
 	json_t *retries = json_object();
 	for (size_t k = 0; retries && k < CL_GEN_ERR_CLASSES; k++)
-		if (json_object_set_new(retries, class_name(CL_CTR_FIRST_ERROR + (int)k),
+		if (json_object_set_new(retries,
+					cli_run_gen_class_name(CL_CTR_FIRST_ERROR + (int)k),
 					json_integer((json_int_t)g->retries[k])) != 0) {
 			json_decref(retries);
 			retries = NULL;
@@ -741,6 +514,14 @@ static void finish_results(struct run *r, enum cl_stage_status status, const cha
 		    "actual_over_planned",
 		    planned_s > 0 && status == CL_STAGE_OK ? json_real(window_s / planned_s)
 							   : json_null());
+		/* With the scenario's cost: what the plan and the job cost the target. */
+		double hour = cl_scenario_cost_per_hour(&r->s.cost);
+		if (est && isfinite(hour) &&
+		    (json_object_set_new(est, "planned_cost", json_real(planned_s / 3600 * hour)) ||
+		     json_object_set_new(est, "actual_cost", json_real(window_s / 3600 * hour)))) {
+			json_decref(est);
+			est = NULL;
+		}
 		if (est)
 			json_object_set_new(block, "estimate", est);
 		cl_progress_note(&r->prog,
@@ -809,7 +590,7 @@ int cli_run_generate(struct run *r)
 	struct run_gen *g = r->gen;
 	struct cl_err err = { 0 };
 	char msg[900];
-	r->fleet.on_answers = on_answers;
+	r->fleet.on_answers = cli_run_gen_on_answers;
 	g->start_us = cl_mono_us();
 	g->swap_model = g->old_model && r->target.model && strcmp(g->old_model, r->target.model);
 	split_shares(r);

@@ -154,6 +154,12 @@ int cli_run_live_open(struct run *r, struct cl_err *err)
 	if (o->metrics_listen) {
 		if (!(r->live = cl_live_metrics_new(r->s.name)))
 			return cl_err_set(err, CL_ENOMEM, "out of memory");
+		const char *names[CL_SCN_MAX_CLASSES];
+		size_t n_cls = r->s.workload.n_classes;
+		for (size_t k = 0; k < n_cls && k < CL_SCN_MAX_CLASSES; k++)
+			names[k] = r->s.workload.classes[k].name;
+		if (cl_live_metrics_classes(r->live, names, n_cls) != 0)
+			return cl_err_set(err, CL_ENOMEM, "out of memory");
 		rc = cl_http_live_open(o->metrics_listen, "--metrics-listen",
 				       "--metrics-allow-remote", o->metrics_allow_remote, &r->http,
 				       err);

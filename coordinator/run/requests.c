@@ -97,6 +97,32 @@ static void put_ms(struct run_requests *q, const char *name, int64_t us)
 		put(q, ",\"%s\":null", name);
 }
 
+/* Where the request's time went (docs/results.md, "requests.jsonl"): libcurl's stages of the
+ * connection, the connections it opened, and its TTFT in three parts on the agent's clock,
+ * which add up to it: the client's connection time (to libcurl about to send the request),
+ * the server's wait to the status line, and first byte to first token. */
+static void put_timing(struct run_requests *q, const struct cl_req_record *x)
+{
+	const struct cl_conn_times *c = &x->conn;
+	put_ms(q, "ttfb_ms", x->ttfb_us);
+	put_ms(q, "dns_ms", c->dns_us);
+	put_ms(q, "connect_ms", c->connect_us);
+	put_ms(q, "tls_ms", c->tls_us);
+	put_ms(q, "send_ms", c->send_us);
+	put_ms(q, "wait_ms", c->wait_us);
+	put(q, ",\"connections_opened\":%" PRIu32, x->connects);
+	bool split = x->sent_us >= 0 && x->ttfb_us >= x->sent_us && x->ttft_us >= x->ttfb_us;
+	if (!split) {
+		put(q, ",\"ttft_split\":null");
+		return;
+	}
+	put(q,
+	    ",\"ttft_split\":{\"connection_ms\":%.3f,\"server_wait_ms\":%.3f,"
+	    "\"after_first_byte_ms\":%.3f}",
+	    x->sent_us / 1000.0, (x->ttfb_us - x->sent_us) / 1000.0,
+	    (x->ttft_us - x->ttfb_us) / 1000.0);
+}
+
 static void put_record(struct run *r, struct run_requests *q, const struct cl_fleet_agent *a,
 		       const struct cl_req_record *x, int64_t mono_to_unix_us)
 {
@@ -111,11 +137,14 @@ static void put_record(struct run *r, struct run_requests *q, const struct cl_fl
 	put_ms(q, "ttft_ms", x->ttft_us);
 	put_ms(q, "ttfc_ms", x->ttfc_us);
 	put_ms(q, "e2e_ms", x->e2e_us);
+	/* The stage's e2e (the last token, not the transfer's end): what vLLM's latency is. */
+	put_ms(q, "last_token_ms", x->last_token_us);
 	put(q, ",\"chunks\":%" PRIu32, x->chunks);
 	int64_t itl = x->chunks > 1 && x->ttft_us >= 0 && x->last_token_us >= x->ttft_us
 			  ? (x->last_token_us - x->ttft_us) / (x->chunks - 1)
 			  : -1;
 	put_ms(q, "itl_mean_ms", itl);
+	put_timing(q, x);
 	put(q,
 	    ",\"http_status\":%" PRIu32 ",\"prompt_tokens\":%" PRIu64 ",\"output_tokens\":%" PRIu64
 	    ",\"reasoning_tokens\":%" PRIu64 ",\"status\":",

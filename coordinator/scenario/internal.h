@@ -179,11 +179,24 @@ int cli_scn_get_percent(struct scn_ctx *c, const struct ynode *v, double *out);
 int cli_scn_get_rate(struct scn_ctx *c, const struct ynode *v, double *out);
 int cli_scn_get_enum(struct scn_ctx *c, const struct ynode *v, const char *const *names, size_t n,
 		     int *out);
+/* scenario/sections.c: a mapping of HTTP header names to values appended to *headers as
+ * "Name: value" lines (names checked, duplicates refused). */
+void cli_scn_read_headers(struct scn_ctx *c, const struct ynode *v, char ***headers, size_t *n);
+/* scenario/classes.c: workload.classes, a list of classes (docs/scenario.md). */
+void cli_scn_conv_classes(struct scn_ctx *c, const struct ynode *v, void *obj);
+/* scenario/workload.c: *path resolved against the scenario's directory (an absolute one
+ * kept) and checked readable, what naming it in the error at `at`. */
+void cli_scn_resolve_file(struct scn_ctx *c, char **path, const char *what, const struct ynode *at);
+/* Frees one class's strings and SLOs; safe on a zeroed one. */
+void cli_scn_class_free(struct cl_scn_class *k);
 /* scenario/json.c: a mapping as compact JSON object text (types kept: quoted scalars stay
  * strings); 1 when v is null. */
 int cli_scn_get_json(struct scn_ctx *c, const struct ynode *v, char **out);
 /* A scalar that is a string (any plain or quoted text) without NUL bytes. */
 bool cli_scn_scalar(struct scn_ctx *c, const struct ynode *v, const char *what);
+
+/* scenario/cancel.c: workload.cancel into the struct cl_scn_workload obj. */
+void cli_scn_conv_cancel(struct scn_ctx *c, const struct ynode *v, void *obj);
 
 /* Which fields the file set, for the defaults that depend on other fields. */
 struct scn_given {
@@ -303,6 +316,7 @@ void cli_scn_conv_search_stage(struct scn_ctx *c, const struct ynode *entry);
 void cli_scn_check_search(struct scn_ctx *c, const struct ynode *plan_at);
 /* The top-level `plan` mapping (obj is the scenario). */
 void cli_scn_conv_plan(struct scn_ctx *c, const struct ynode *v, void *obj);
+void cli_scn_conv_cost(struct scn_ctx *c, const struct ynode *v, void *obj);
 /* slo.abort_on_breach: a boolean, or { intervals: N }. */
 void cli_scn_conv_abort(struct scn_ctx *c, const struct ynode *v);
 /* slo.max_drift: a percentage, or { window, ttft_p99, itl_p99, output_tokens_per_s,

@@ -402,6 +402,26 @@ void cli_scn_conv_plan(struct scn_ctx *c, const struct ynode *v, void *obj)
 			      "output_tokens_per_s (e.g. 50000)");
 }
 
+/* ---- cost ---- */
+
+static const struct scn_field cost_fields[] = {
+	SCN_DRANGE("per_hour", struct cl_scn_cost, per_hour, 1e-9, 1e9),
+	SCN_RANGE("gpus", SCN_F_U32, struct cl_scn_cost, gpus, 1, 1000000),
+	SCN_RANGE("servers", SCN_F_U32, struct cl_scn_cost, servers, 1, 1000000),
+	SCN_FIELD("currency", SCN_F_NESTR, struct cl_scn_cost, currency),
+};
+
+void cli_scn_conv_cost(struct scn_ctx *c, const struct ynode *v, void *obj)
+{
+	struct cl_scn_cost *k = &((struct cl_scenario *)obj)->cost;
+	const struct ynode *seen[N(cost_fields)] = { 0 };
+	cli_scn_fields(c, v, cost_fields, N(cost_fields), k, seen, NULL);
+	if (v && v->kind == YN_MAP && !seen[0])
+		cli_scn_error(c, v,
+			      "cost needs per_hour: what one server (or with gpus: one GPU) costs "
+			      "an hour (e.g. { per_hour: 2.50, gpus: 8 })");
+}
+
 /* ---- slo.abort_on_breach, slo.max_drift ---- */
 
 void cli_scn_conv_abort(struct scn_ctx *c, const struct ynode *v)

@@ -112,6 +112,7 @@ enum {
 	T_CLIENT_BOUND,
 	T_PLAN,
 	T_GENERATE,
+	T_COST,
 	T__COUNT
 };
 
@@ -138,6 +139,7 @@ static const struct scn_field top_fields[T__COUNT] = {
 	[T_CLIENT_BOUND] = SCN_CUSTOM("client_bound", conv_client_bound),
 	[T_PLAN] = SCN_CUSTOM("plan", cli_scn_conv_plan),
 	[T_GENERATE] = SCN_CUSTOM("generate", cli_scn_conv_generate),
+	[T_COST] = SCN_CUSTOM("cost", cli_scn_conv_cost),
 };
 
 /* Finds a stage by name, else (for a number) the concurrency stage with that concurrency. */

@@ -203,6 +203,13 @@ static void free_strv(char **v, size_t n)
 	free(v);
 }
 
+double cl_scenario_cost_per_hour(const struct cl_scn_cost *c)
+{
+	if (!c || !(c->per_hour > 0))
+		return NAN;
+	return c->per_hour * (c->gpus ? c->gpus : 1) * (c->servers ? c->servers : 1);
+}
+
 void cl_scenario_free(struct cl_scenario *s)
 {
 	if (!s)
@@ -210,6 +217,7 @@ void cl_scenario_free(struct cl_scenario *s)
 	free(s->name);
 	free(s->description);
 	free(s->file);
+	free(s->cost.currency);
 
 	struct cl_scn_target *t = &s->target;
 	free(t->url);
@@ -251,6 +259,9 @@ void cl_scenario_free(struct cl_scenario *s)
 	free(w->trace);
 	free(w->audio.dir);
 	free(w->audio.language);
+	for (size_t i = 0; w->classes && i < w->n_classes; i++)
+		cli_scn_class_free(&w->classes[i]);
+	free(w->classes);
 
 	for (size_t i = 0; s->stages && i < s->n_stages; i++) {
 		free(s->stages[i].name);

@@ -241,6 +241,42 @@ struct cl_scn_workload {
 	} tools_choice;
 	uint32_t tools_result_tokens; /* default 64 */
 	uint32_t tools_max_rounds;    /* default 1 */
+	/* workload.cancel (docs/scenario.md, "Abandoned requests"): the share of requests the
+	 * client closes (0: none), after cancel_after_tokens tokens, or after a delay:
+	 * cancel_after_us, or drawn from [cancel_after_us, cancel_after_max_us] when the
+	 * latter is not 0. */
+	double cancel_share;
+	uint32_t cancel_after_tokens;
+	int64_t cancel_after_us, cancel_after_max_us;
+	/* workload.classes: none (NULL, 0), or 1..CL_SCN_MAX_CLASSES */
+	struct cl_scn_class *classes;
+	size_t n_classes;
+};
+
+/* A class of requests (workload.classes, docs/scenario.md "Request classes"): a share of the
+ * run's requests sent with its own model, priority, output length, extra body keys and
+ * headers, counted and judged apart.  Strings owned. */
+#define CL_SCN_MAX_CLASSES 16 /* = CL_METRICS_CLASSES_MAX */
+struct cl_scn_class {
+	char *name;
+	uint32_t weight; /* default 1 */
+	char *model;     /* NULL: the run's model */
+	int64_t priority;
+	bool priority_set;      /* sent as "priority" (vLLM) only when given */
+	uint32_t max_tokens;    /* 0: the body's own */
+	uint32_t output_tokens; /* 0: none; else max_tokens this and ignore_eos: true */
+	char *body_json;        /* extra body keys, a JSON object text; NULL: none */
+	/* its own prompts instead of the workload's: inline ones, or synthetic ones of
+	 * input_tokens tokens (exclusive; neither: the workload's bodies) */
+	char **prompts;
+	size_t n_prompts;
+	uint32_t input_tokens;
+	char *dataset;  /* its own dataset file (resolved like workload.dataset, format auto) */
+	char **headers; /* "Name: value", sent with this class's requests */
+	size_t n_headers;
+	struct cl_scn_slo *slos; /* judged on this class's requests alone */
+	size_t n_slos;
+	int line;
 };
 
 /* One load level after expansion (a sweep becomes one stage per value). */
@@ -318,6 +354,16 @@ struct cl_scn_search {
 struct cl_scn_plan {
 	double requests_per_s;
 	double output_tokens_per_s;
+};
+
+/* Top-level `cost:` (docs/scenario.md): what the target costs, which turns a stage's
+ * throughput into money per million tokens and a capacity plan into money per hour.
+ * per_hour 0: no cost given. */
+struct cl_scn_cost {
+	double per_hour;  /* price of one GPU-hour with gpus, else of one server-hour */
+	uint32_t gpus;    /* GPUs per server (0: per_hour is a server's) */
+	uint32_t servers; /* servers behind the target (0: 1) */
+	char *currency;   /* a label for the figures, e.g. "USD" (NULL: none) */
 };
 
 /* slo.max_drift: how far the last window of a stage may move from its first.  Relative
@@ -400,6 +446,7 @@ struct cl_scenario {
 	uint32_t slo_abort_intervals;
 	struct cl_scn_drift drift;       /* slo.max_drift */
 	struct cl_scn_plan plan;         /* top-level `plan:` (needs a search stage) */
+	struct cl_scn_cost cost;         /* top-level `cost:` */
 	struct cl_scn_generate generate; /* top-level `generate:` (then n_stages is 0) */
 };
 
@@ -431,6 +478,10 @@ const char *cl_scenario_render_model(const struct cl_scenario *s);
  * Otherwise it sends the workload's own bodies as they are, each with its own max_tokens
  * (docs/architecture.md, "Warmup uses its own body"). */
 bool cl_scenario_warmup_own_body(const struct cl_scenario *s);
+
+/* What the target costs an hour by `cost:`: per_hour x gpus x servers (an unset count is 1);
+ * NAN without a cost. */
+double cl_scenario_cost_per_hour(const struct cl_scn_cost *c);
 
 /* Frees everything; safe on zeroed and partly loaded scenarios. */
 void cl_scenario_free(struct cl_scenario *s);

@@ -332,6 +332,20 @@ static void header_pair(struct scn_ctx *c, const struct ynode *k, const struct y
 	(*hl->n_headers)++;
 }
 
+void cli_scn_read_headers(struct scn_ctx *c, const struct ynode *v, char ***headers, size_t *n)
+{
+	struct header_list hl = { headers, n };
+	char got[96];
+	if (cli_ynode_is_null(v))
+		return;
+	if (v->kind != YN_MAP) {
+		cli_scn_error(c, v, "%s must be a mapping of header names to values, got %s",
+			      cli_scn_path(c), cli_scn_describe(v, got, sizeof(got)));
+		return;
+	}
+	cli_scn_map_each(c, v, header_pair, &hl);
+}
+
 static void read_headers(struct scn_ctx *c, const struct ynode *v, struct header_list *hl)
 {
 	char got[96];

@@ -431,6 +431,8 @@ enum workload_field {
 	WF_IMAGES,
 	WF_TOOLS,
 	WF_AUDIO,
+	WF_CANCEL,
+	WF_CLASSES,
 	WF__COUNT
 };
 
@@ -467,6 +469,8 @@ static const struct scn_field workload_fields[] = {
 	[WF_IMAGES] = SCN_CUSTOM_AT("images", struct cl_scn_workload, images, conv_images),
 	[WF_TOOLS] = SCN_CUSTOM("tools", conv_tools),
 	[WF_AUDIO] = SCN_CUSTOM_AT("audio", struct cl_scn_workload, audio, cli_scn_conv_audio),
+	[WF_CANCEL] = SCN_CUSTOM("cancel", cli_scn_conv_cancel),
+	[WF_CLASSES] = SCN_CUSTOM("classes", cli_scn_conv_classes),
 };
 _Static_assert(N(workload_fields) == WF__COUNT, "one field per index");
 _Static_assert(WF__COUNT <= N(((struct scn_loader *)0)->workload), "room for every key");
@@ -490,14 +494,17 @@ static void check_api(struct scn_ctx *c, const struct cl_scn_workload *w,
 		return;
 	}
 	/* Image parts are chat's and Responses' message content; a completions prompt is
-	 * one string, and an embeddings input text. */
-	if (seen[WF_IMAGES] && (w->api == CL_API_COMPLETIONS || w->api == CL_API_EMBEDDINGS)) {
+	 * one string, and an embeddings input text.  Anthropic's image blocks have their own
+	 * shape (a base64 source), not built. */
+	if (seen[WF_IMAGES] && (w->api == CL_API_COMPLETIONS || w->api == CL_API_EMBEDDINGS ||
+				w->api == CL_API_MESSAGES)) {
 		cli_scn_error(c, seen[WF_IMAGES],
 			      "workload.images cannot be used with workload.api: %s (images are "
 			      "content parts of chat or responses messages; %s)",
 			      cl_api_name(w->api),
 			      w->api == CL_API_COMPLETIONS ? "a completions prompt is one string"
-							   : "an embeddings input is text");
+			      : w->api == CL_API_MESSAGES ? "Anthropic's image blocks are not built"
+							  : "an embeddings input is text");
 		return;
 	}
 	if (seen[WF_AUDIO] && w->api != CL_API_TRANSCRIPTION) {
@@ -510,7 +517,8 @@ static void check_api(struct scn_ctx *c, const struct cl_scn_workload *w,
 		static const size_t no[] = { WF_PROMPTS,       WF_DATASET,       WF_SYNTHETIC,
 					     WF_TRACE,         WF_SYSTEM_PROMPT, WF_MULTI_TURN,
 					     WF_SHARED_PREFIX, WF_IMAGES,        WF_TOOLS,
-					     WF_MAX_TOKENS,    WF_IGNORE_EOS,    WF_CALIBRATE };
+					     WF_MAX_TOKENS,    WF_IGNORE_EOS,    WF_CALIBRATE,
+					     WF_CLASSES };
 		for (size_t i = 0; i < N(no); i++) {
 			if (seen[no[i]]) {
 				cli_scn_error(c, seen[no[i]],
@@ -564,8 +572,8 @@ static void check_api(struct scn_ctx *c, const struct cl_scn_workload *w,
 	 * completions (the history inside the prompt string) all hold conversations. */
 }
 
-/* Resolves *path against the scenario's directory and checks it can be read. */
-static void resolve_file(struct scn_ctx *c, char **path, const char *what, const struct ynode *at)
+/* Resolves *path against the scenario's directory and checks it can be read (internal.h). */
+void cli_scn_resolve_file(struct scn_ctx *c, char **path, const char *what, const struct ynode *at)
 {
 	if ((*path)[0] != '/' && c->dir[0]) {
 		char *p = NULL;
@@ -591,6 +599,16 @@ void cli_scn_conv_workload(struct scn_ctx *c, const struct ynode *v, void *obj)
 	cli_scn_fields(c, v, workload_fields, N(workload_fields), w, seen, cli_scn_hint_for);
 	check_api(c, w, seen);
 	check_tools(c, w, seen[WF_TOOLS], seen[WF_MULTI_TURN]);
+	if (seen[WF_CANCEL] && w->cancel_after_tokens &&
+	    (w->api == CL_API_EMBEDDINGS || w->api == CL_API_TRANSCRIPTION))
+		cli_scn_error(
+		    c, seen[WF_CANCEL],
+		    "workload.cancel.after_tokens cannot be used with workload.api: %s "
+		    "(%s; use after: a delay)",
+		    cl_api_name(w->api),
+		    w->api == CL_API_EMBEDDINGS
+			? "an embeddings answer streams no tokens"
+			: "a transcription is cancelled by time, not by its text's tokens");
 	int sources =
 	    !!seen[WF_PROMPTS] + !!seen[WF_DATASET] + !!seen[WF_SYNTHETIC] + !!seen[WF_TRACE];
 	l->given.workload_source = sources > 0 || seen[WF_AUDIO];
@@ -607,10 +625,11 @@ void cli_scn_conv_workload(struct scn_ctx *c, const struct ynode *v, void *obj)
 	if (seen[WF_DATASET]) {
 		w->kind = CL_WORKLOAD_DATASET;
 		if (w->dataset)
-			resolve_file(c, &w->dataset, "workload.dataset", l->workload[WF_DATASET]);
+			cli_scn_resolve_file(c, &w->dataset, "workload.dataset",
+					     l->workload[WF_DATASET]);
 	}
 	if (seen[WF_TRACE] && w->trace)
-		resolve_file(c, &w->trace, "workload.trace.file", l->workload[WF_TRACE]);
+		cli_scn_resolve_file(c, &w->trace, "workload.trace.file", l->workload[WF_TRACE]);
 	/* The dataset's own keys. */
 	static const size_t dataset_only[] = { WF_DATASET_FORMAT, WF_DATASET_LIMIT,
 					       WF_DATASET_OUTPUT_TOKENS, WF_DATASET_SHUFFLE,
@@ -623,6 +642,20 @@ void cli_scn_conv_workload(struct scn_ctx *c, const struct ynode *v, void *obj)
 			break;
 		}
 	}
+	/* a trace's bodies are its arrivals: a class cannot bring prompts of its own */
+	for (size_t k = 0; seen[WF_CLASSES] && seen[WF_TRACE] && k < w->n_classes; k++)
+		if (w->classes[k].n_prompts || w->classes[k].input_tokens) {
+			cli_scn_error(c, seen[WF_CLASSES],
+				      "workload.classes[%zu] brings prompts of its own, which a "
+				      "trace replay cannot send (its requests are the trace's)",
+				      k);
+			break;
+		}
+	/* classes tag single requests; a conversation's turns would have to share one */
+	if (seen[WF_CLASSES] && seen[WF_MULTI_TURN])
+		cli_scn_error(c, seen[WF_CLASSES],
+			      "workload.classes cannot be combined with workload.multi_turn yet "
+			      "(a conversation's turns would need one class)");
 	/* multi_turn: conversations are made of synthetic prompts. */
 	const struct ynode *mt = seen[WF_MULTI_TURN];
 	if (mt && !seen[WF_SYNTHETIC])

@@ -179,6 +179,9 @@ static void scrape_once(struct cl_srv_scrape *sc, CURLM *m, CURL *h, struct cl_b
 		.gpu_util = (float)snap.gpu_util,
 		.gpu_mem_used = (float)snap.gpu_mem_used,
 		.gpu_mem_fraction = (float)snap.gpu_mem_fraction,
+		.gpu_energy_j = snap.gpu_energy_j,
+		.gpu_power_w = (float)snap.gpu_power_w,
+		.gpu_count = (uint16_t)(snap.gpu_count < UINT16_MAX ? snap.gpu_count : UINT16_MAX),
 	};
 	if (!ok) {
 		sc->cum.scrapes_failed++;

@@ -29,7 +29,10 @@ struct cl_srv_point {
 	    prefix_hit_rate; /* hits ÷ queries since the previous scrape (or the engine's gauge) */
 	float preemptions;   /* the counter's increase since the previous scrape */
 	float gpu_util, gpu_mem_used, gpu_mem_fraction; /* dcgm-exporter's, on any page */
-	uint8_t restart;                                /* enum cl_srv_restart */
+	double gpu_energy_j; /* the GPUs' energy counter summed, J (NAN: not offered) */
+	float gpu_power_w;   /* their power summed, W (NAN: not offered) */
+	uint16_t gpu_count;  /* the GPUs those sums are over */
+	uint8_t restart;     /* enum cl_srv_restart */
 };
 
 /* What the scraper is told: target.server_metrics (docs/scenario.md). */
@@ -66,8 +69,11 @@ struct cl_srv_mark {
 	size_t point; /* timeline points before the mark */
 	enum cl_srv_engine engine;
 	uint32_t scrapes_ok, scrapes_failed, restarts;
-	double prefix_queries, prefix_hits, preemptions, spec_accepted, spec_draft;
+	double prefix_queries, prefix_hits, preemptions, spec_accepted, spec_draft, aborted;
 	struct cl_srv_hist ttft, queue, e2e;
+	/* the same per model_name, restarts added up likewise */
+	struct cl_srv_model_hists models[CL_SRV_MAX_MODELS];
+	uint32_t n_models;
 };
 
 /*

@@ -45,6 +45,56 @@ static bool hist_step(struct cl_srv_hist *cum, const struct cl_srv_hist *prev,
 	return restart;
 }
 
+static const struct cl_srv_model_hists *find_model(const struct cl_srv_model_hists *m, uint32_t n,
+						   const char *name)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (strcmp(m[i].name, name) == 0)
+			return &m[i];
+	return NULL;
+}
+
+/* One histogram of a model_name: as hist_step, except that a series the previous scrape did
+ * not have is new on the page, so it counted from 0 (Prometheus' series are born at 0):
+ * what it holds already is counted. */
+static bool model_hist_step(struct cl_srv_hist *cum, const struct cl_srv_hist *prev,
+			    const struct cl_srv_hist *now, bool have_prev, bool new_process)
+{
+	if (have_prev && !prev && now->n && cum->n == 0) {
+		*cum = *now;
+		return false;
+	}
+	return hist_step(cum, prev, now, new_process);
+}
+
+/* Each model_name's histograms added to cum's (new names take a slot while there is one). */
+static bool models_step(struct cl_srv_mark *cum, const struct cl_srv_snap *prev,
+			const struct cl_srv_snap *snap, bool new_process)
+{
+	bool r = false;
+	for (uint32_t i = 0; i < snap->n_models; i++) {
+		const struct cl_srv_model_hists *now = &snap->models[i];
+		struct cl_srv_model_hists *c =
+		    (struct cl_srv_model_hists *)find_model(cum->models, cum->n_models, now->name);
+		if (!c && cum->n_models < CL_SRV_MAX_MODELS) {
+			c = &cum->models[cum->n_models++];
+			memset(c, 0, sizeof(*c));
+			snprintf(c->name, sizeof(c->name), "%s", now->name);
+		}
+		if (!c)
+			continue;
+		const struct cl_srv_model_hists *p =
+		    prev ? find_model(prev->models, prev->n_models, now->name) : NULL;
+		r |= model_hist_step(&c->ttft, p ? &p->ttft : NULL, &now->ttft, prev != NULL,
+				     new_process);
+		r |= model_hist_step(&c->queue, p ? &p->queue : NULL, &now->queue, prev != NULL,
+				     new_process);
+		r |= model_hist_step(&c->e2e, p ? &p->e2e : NULL, &now->e2e, prev != NULL,
+				     new_process);
+	}
+	return r;
+}
+
 bool cli_srv_new_process(const struct cl_srv_snap *prev, const struct cl_srv_snap *snap)
 {
 	return !isnan(prev->start_time_s) && !isnan(snap->start_time_s) &&
@@ -60,6 +110,7 @@ enum cl_srv_restart cli_srv_accumulate(struct cl_srv_mark *cum, const struct cl_
 		hist_step(&cum->ttft, NULL, &snap->ttft, false);
 		hist_step(&cum->queue, NULL, &snap->queue, false);
 		hist_step(&cum->e2e, NULL, &snap->e2e, false);
+		models_step(cum, NULL, snap, false);
 		return CL_SRV_NO_RESTART;
 	}
 	/* A new process whose counters have already passed the old ones' values shows no
@@ -73,9 +124,11 @@ enum cl_srv_restart cli_srv_accumulate(struct cl_srv_mark *cum, const struct cl_
 	r |= step(&cum->preemptions, prev->preemptions, snap->preemptions, np);
 	r |= step(&cum->spec_accepted, prev->spec_accepted, snap->spec_accepted, np);
 	r |= step(&cum->spec_draft, prev->spec_draft, snap->spec_draft, np);
+	r |= step(&cum->aborted, prev->aborted, snap->aborted, np);
 	r |= hist_step(&cum->ttft, &prev->ttft, &snap->ttft, np);
 	r |= hist_step(&cum->queue, &prev->queue, &snap->queue, np);
 	r |= hist_step(&cum->e2e, &prev->e2e, &snap->e2e, np);
+	models_step(cum, prev, snap, np); /* the page's restart is told by the totals */
 	if (r || np)
 		cum->restarts++;
 	if (start)
@@ -128,6 +181,29 @@ static json_t *hist_json(const struct cl_srv_hist *a, const struct cl_srv_hist *
 			 count > 0 ? num(d.sum / count, 1000) : json_null(), "p50",
 			 num(cl_srv_hist_quantile(&d, 0.5), 1000), "p99",
 			 num(cl_srv_hist_quantile(&d, 0.99), 1000));
+}
+
+/* stages[].server.models: each model_name's TTFT, queue time and E2E over the stage (b − a;
+ * a name new since a counts from 0). */
+static json_t *models_json(const struct cl_srv_mark *a, const struct cl_srv_mark *b)
+{
+	static const struct cl_srv_model_hists none;
+	json_t *arr = json_array();
+	for (uint32_t i = 0; arr && i < b->n_models; i++) {
+		const struct cl_srv_model_hists *m = &b->models[i];
+		const struct cl_srv_model_hists *f = find_model(a->models, a->n_models, m->name);
+		if (!f)
+			f = &none;
+		json_t *o = json_pack("{s:s,s:o,s:o,s:o}", "model_name", m->name, "ttft_ms",
+				      hist_json(&f->ttft, &m->ttft), "queue_time_ms",
+				      hist_json(&f->queue, &m->queue), "e2e_ms",
+				      hist_json(&f->e2e, &m->e2e));
+		if (!o || json_array_append_new(arr, o) != 0) {
+			json_decref(arr);
+			arr = NULL;
+		}
+	}
+	return arr;
 }
 
 static json_t *ratio(double num_, double den)
@@ -186,6 +262,46 @@ static json_t *timeline_json(struct cl_srv_scrape *sc, size_t from, size_t to, i
 	return o;
 }
 
+/* What the GPUs drew over the window: the energy counter's rise between the first and the
+ * last scrape inside it, over the time between them (exact for a counter however often it
+ * was scraped), else the mean of the power gauge's readings in it.  The counter is refused
+ * when it went down or the GPUs it sums changed between the two (an exporter restarted, a
+ * GPU's series lost): then the gauge answers, or nothing.  NULL-free: json null when neither
+ * is offered.  sc->mu held. */
+static json_t *energy_json(const struct cl_srv_scrape *sc, size_t from, size_t to, int64_t from_us,
+			   int64_t to_us)
+{
+	const struct cl_srv_point *first = NULL, *last = NULL;
+	bool counter_ok = true;
+	struct gauge pw = { 0 };
+	for (size_t i = from; i < to; i++) {
+		const struct cl_srv_point *p = &sc->points[i];
+		if (p->t_us < from_us || (to_us && p->t_us > to_us))
+			continue;
+		gauge_add(&pw, p->gpu_power_w);
+		if (!isfinite(p->gpu_energy_j))
+			continue;
+		if (last &&
+		    (p->gpu_energy_j < last->gpu_energy_j || p->gpu_count != last->gpu_count))
+			counter_ok = false;
+		if (!first)
+			first = p;
+		last = p;
+	}
+	if (counter_ok && first && last != first && last->t_us > first->t_us) {
+		double secs = (last->t_us - first->t_us) / 1e6;
+		double joules = last->gpu_energy_j - first->gpu_energy_j;
+		return json_pack("{s:s,s:o,s:o,s:o,s:i}", "source", "energy_counter", "power_w",
+				 num(joules / secs, 1), "joules", num(joules, 1), "over_s",
+				 num(secs, 1), "gpus", (int)last->gpu_count);
+	}
+	if (pw.n)
+		return json_pack("{s:s,s:o,s:n,s:n,s:i}", "source", "power_usage", "power_w",
+				 num(pw.sum / pw.n, 1), "joules", "over_s", "gpus",
+				 (int)sc->points[to - 1].gpu_count);
+	return json_null();
+}
+
 json_t *cl_srv_scrape_stage_json(struct cl_srv_scrape *sc, const struct cl_srv_mark *a,
 				 const struct cl_srv_mark *b, int64_t start_us, int64_t from_us,
 				 int64_t to_us)
@@ -211,6 +327,7 @@ json_t *cl_srv_scrape_stage_json(struct cl_srv_scrape *sc, const struct cl_srv_m
 	}
 	json_t *timeline = timeline_json(sc, a->point, to_point, start_us);
 	json_t *extra = cli_srv_extra_stage_json(sc, a->point, to_point, from_us, to_us);
+	json_t *energy = energy_json(sc, a->point, to_point, from_us, to_us);
 	pthread_mutex_unlock(&sc->mu);
 	double secs = (b->t_us - a->t_us) / 1e6;
 	double dq = b->prefix_queries - a->prefix_queries, dh = b->prefix_hits - a->prefix_hits;
@@ -235,10 +352,19 @@ json_t *cl_srv_scrape_stage_json(struct cl_srv_scrape *sc, const struct cl_srv_m
 	    !isnan(last.spec_draft)
 		? ratio(b->spec_accepted - a->spec_accepted, b->spec_draft - a->spec_draft)
 		: json_null());
-	if (!o || !timeline || !extra) {
+	/* Requests the server says it aborted (its client went away), to sit beside the
+	 * requests chatload abandoned (requests.cancelled); null where the server says nothing. */
+	bool has_ab = !isnan(last.aborted);
+	if (o && json_object_set_new(o, "aborted_requests",
+				     has_ab ? num(b->aborted - a->aborted, 1) : json_null())) {
+		json_decref(o);
+		o = NULL;
+	}
+	if (!o || !timeline || !extra || !energy) {
 		json_decref(o);
 		json_decref(timeline);
 		json_decref(extra);
+		json_decref(energy);
 		return NULL;
 	}
 	/* The window the gauges are over, on the timeline's clock; set_new takes the value
@@ -251,7 +377,9 @@ json_t *cl_srv_scrape_stage_json(struct cl_srv_scrape *sc, const struct cl_srv_m
 	    json_object_set_new(o, "series", extra) ||
 	    json_object_set_new(o, "gpu_utilization", gauge_json(&gu)) ||
 	    json_object_set_new(o, "gpu_memory_used_bytes", gauge_json(&gm)) ||
-	    json_object_set_new(o, "gpu_memory_usage", gauge_json(&gf))) {
+	    json_object_set_new(o, "gpu_memory_usage", gauge_json(&gf)) ||
+	    json_object_set_new(o, "gpu_energy", energy) ||
+	    (b->n_models && json_object_set_new(o, "models", models_json(a, b)))) {
 		json_decref(o);
 		return NULL;
 	}

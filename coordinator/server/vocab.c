@@ -2,6 +2,7 @@
 #include "vocab.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 enum field {
@@ -17,6 +18,7 @@ enum field {
 	F_TTFT,
 	F_QUEUE,
 	F_E2E,
+	F_ABORTED,
 	F_COUNT,
 };
 
@@ -25,6 +27,9 @@ struct map {
 	const char *name; /* the sample's name; for histograms the family's */
 	enum field f;
 };
+
+/* The label F_ABORTED's series carries: the finish reason of a client gone away. */
+#define ABORT_LABEL "finished_reason=\"abort\""
 
 /*
  * vLLM: v0.10.2 and v0.11 (V1 engine, vllm/v1/metrics/loggers.py), with the names of v0.6-v0.9
@@ -50,6 +55,9 @@ static const struct map maps[] = {
 	{ CL_SRV_VLLM, "vllm:time_to_first_token_seconds", F_TTFT },
 	{ CL_SRV_VLLM, "vllm:request_queue_time_seconds", F_QUEUE },
 	{ CL_SRV_VLLM, "vllm:e2e_request_latency_seconds", F_E2E },
+	/* Requests the server ended because the client went away (vllm/v1/metrics/loggers.py:
+	 * vllm:request_success by FinishReason, whose str() is "stop", "length", "abort"). */
+	{ CL_SRV_VLLM, "vllm:request_success_total", F_ABORTED }, /* with ABORT_LABEL */
 	{ CL_SRV_SGLANG, "sglang:num_running_reqs", F_RUNNING },
 	{ CL_SRV_SGLANG, "sglang:num_queue_reqs", F_WAITING },
 	{ CL_SRV_SGLANG, "sglang:token_usage", F_KV },
@@ -128,12 +136,56 @@ static void add_hist_sample(struct cl_srv_hist *h, const struct cl_prom_sample *
 		h->sum += s->value;
 }
 
+/* The model_name label's value in labels (k="v" pairs joined by ','), into out; false when
+ * there is none. */
+static bool model_label(const char *labels, char *out, size_t n)
+{
+	for (const char *p = labels; p && *p;) {
+		if (strncmp(p, "model_name=\"", 12) == 0) {
+			p += 12;
+			size_t k = 0;
+			while (*p && *p != '"' && k + 2 < n) { /* room for an escape and the NUL */
+				if (*p == '\\' && p[1])
+					out[k++] = *p++;
+				out[k++] = *p++;
+			}
+			out[k] = '\0';
+			return true;
+		}
+		/* the next pair: past this value's closing quote */
+		const char *q = strchr(p, '"');
+		if (!q)
+			return false;
+		for (q++; *q && *q != '"'; q++)
+			if (*q == '\\' && q[1])
+				q++;
+		p = *q ? q + 1 : q;
+		if (*p == ',')
+			p++;
+	}
+	return false;
+}
+
+/* snap's histograms of that model_name, a new slot for a new one; NULL when full. */
+static struct cl_srv_model_hists *model_slot(struct cl_srv_snap *snap, const char *name)
+{
+	for (uint32_t i = 0; i < snap->n_models; i++)
+		if (strcmp(snap->models[i].name, name) == 0)
+			return &snap->models[i];
+	if (snap->n_models == CL_SRV_MAX_MODELS)
+		return NULL;
+	struct cl_srv_model_hists *m = &snap->models[snap->n_models++];
+	snprintf(m->name, sizeof(m->name), "%s", name);
+	return m;
+}
+
 static const struct map *lookup(const struct cl_prom_sample *s)
 {
 	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
 		const struct map *m = &maps[i];
 		if (!is_hist_field(m->f)) {
-			if (strcmp(s->name, m->name) == 0)
+			if (strcmp(s->name, m->name) == 0 &&
+			    (m->f != F_ABORTED || (s->labels && strstr(s->labels, ABORT_LABEL))))
 				return m;
 			continue;
 		}
@@ -177,9 +229,18 @@ void cl_srv_vocab_read(const struct cl_prom_page *page, struct cl_srv_snap *snap
 			continue;
 		a->by = m->name;
 		a->n++;
-		if (is_hist_field(m->f))
+		if (is_hist_field(m->f)) {
 			add_hist_sample(hist_of(snap, m->f), s, m->name);
-		else
+			char model[CL_SRV_MODEL_NAME];
+			struct cl_srv_model_hists *mh = model_label(s->labels, model, sizeof(model))
+							    ? model_slot(snap, model)
+							    : NULL;
+			if (mh)
+				add_hist_sample(m->f == F_TTFT    ? &mh->ttft
+						: m->f == F_QUEUE ? &mh->queue
+								  : &mh->e2e,
+						s, m->name);
+		} else
 			a->sum += s->value;
 	}
 	snap->running = finish(&acc[F_RUNNING], F_RUNNING);
@@ -191,7 +252,9 @@ void cl_srv_vocab_read(const struct cl_prom_page *page, struct cl_srv_snap *snap
 	snap->preemptions = finish(&acc[F_PREEMPT], F_PREEMPT);
 	snap->spec_accepted = finish(&acc[F_SPEC_ACC], F_SPEC_ACC);
 	snap->spec_draft = finish(&acc[F_SPEC_DRAFT], F_SPEC_DRAFT);
+	snap->aborted = finish(&acc[F_ABORTED], F_ABORTED);
 	snap->gpu_util = snap->gpu_mem_used = snap->gpu_mem_fraction = NAN;
+	snap->gpu_energy_j = snap->gpu_power_w = NAN;
 }
 
 /* dcgm-exporter 3.3/4.x (etc/default-counters.csv; docs.nvidia.com/datacenter/cloud-native/
@@ -201,11 +264,15 @@ void cl_srv_vocab_read(const struct cl_prom_page *page, struct cl_srv_snap *snap
 #define DCGM_ACTIVE "DCGM_FI_PROF_GR_ENGINE_ACTIVE" /* ratio, the profiling counters' */
 #define DCGM_USED   "DCGM_FI_DEV_FB_USED"           /* MiB */
 #define DCGM_FREE   "DCGM_FI_DEV_FB_FREE"           /* MiB */
+/* What the GPUs burn (docs/results.md, "Joules and money"): the energy counter when the
+ * exporter has it (a default counter since dcgm-exporter 2.x), else the power gauge. */
+#define DCGM_ENERGY "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION" /* mJ since boot, a counter */
+#define DCGM_POWER  "DCGM_FI_DEV_POWER_USAGE"              /* W */
 
 void cl_srv_vocab_gpu(const struct cl_prom_page *const *pages, size_t n, struct cl_srv_snap *snap)
 {
-	double util = 0, active = 0, used = 0, free_ = 0;
-	uint32_t n_util = 0, n_active = 0, n_used = 0, n_free = 0;
+	double util = 0, active = 0, used = 0, free_ = 0, energy = 0, power = 0;
+	uint32_t n_util = 0, n_active = 0, n_used = 0, n_free = 0, n_energy = 0, n_power = 0;
 	for (size_t p = 0; p < n; p++) {
 		for (size_t i = 0; pages[p] && i < pages[p]->n; i++) {
 			const struct cl_prom_sample *s = &pages[p]->s[i];
@@ -219,12 +286,21 @@ void cl_srv_vocab_gpu(const struct cl_prom_page *const *pages, size_t n, struct 
 				used += s->value, n_used++;
 			else if (strcmp(s->name, DCGM_FREE) == 0)
 				free_ += s->value, n_free++;
+			else if (strcmp(s->name, DCGM_ENERGY) == 0)
+				energy += s->value, n_energy++;
+			else if (strcmp(s->name, DCGM_POWER) == 0)
+				power += s->value, n_power++;
 		}
 	}
 	snap->gpu_util = n_util ? util / n_util / 100 : n_active ? active / n_active : NAN;
 	snap->gpu_mem_used = n_used ? used * 1048576.0 : NAN;
 	snap->gpu_mem_fraction =
 	    n_used && n_used == n_free && used + free_ > 0 ? used / (used + free_) : NAN;
+	/* Summed: the server's energy is every GPU's.  A scrape that lost a GPU's series reads
+	 * lower; the stage's figure (server/stage.c) refuses a counter that went down. */
+	snap->gpu_energy_j = n_energy ? energy / 1000.0 : NAN;
+	snap->gpu_power_w = n_power ? power : NAN;
+	snap->gpu_count = n_energy > n_power ? n_energy : n_power;
 }
 
 bool cl_srv_vocab_known(const char *name)

@@ -56,6 +56,23 @@ struct render_ctx {
 void cli_workload_stats_add(struct cl_workload_stats *st, const struct cl_request_body *b,
 			    uint8_t flags);
 
+/* ---- classes.c: workload.classes -------------------------------------------------------- */
+
+/* out[i] (n_bodies entries): the class of body i, apportioned exactly by weights
+ * (cl_apportion) and spread so every run of bodies holds each class within one of its share.
+ * 0 or CL_EINVAL (no class, too many). */
+int cli_workload_class_order(const uint32_t *weights, size_t n_classes, size_t n_bodies,
+			     uint32_t *out);
+/* n rounded up to a whole number of the classes' rounds (the sum of the weights over their
+ * greatest common divisor); n without classes, or when that would pass
+ * CL_WORKLOAD_MAX_BODIES. */
+uint32_t cli_workload_class_round(const struct cl_scn_workload *w, uint32_t n);
+/* Tags c's bodies with their classes and gives each its class's model, priority, length and
+ * body keys; out->classes gets the classes' names and headers.  No-op without classes or
+ * with a sink.  0, or an error with err filled. */
+int cli_workload_apply_classes(struct render_ctx *c, const struct cl_scenario *s,
+			       struct cl_workload_plan *out, struct cl_err *err);
+
 /* ---- tools.c: workload.tools ------------------------------------------------------------ */
 
 /* {"tools": [count synthetic function definitions, deterministic from w->seed], "tool_choice":

@@ -3,6 +3,7 @@
  * per source (workload/dataset.c, workload/synth.c), the body builder in workload/body.c. */
 #include "coordinator/workload/internal.h"
 
+#include "chatload/rng.h"
 #include "chatload/salt.h"
 
 #include <stdio.h>
@@ -144,9 +145,16 @@ static int render(const struct cl_scenario *s, const char *model, const char *sa
 	case CL_WORKLOAD_DATASET:
 		rc = cli_workload_read_dataset(&c, w, err);
 		break;
-	case CL_WORKLOAD_SYNTHETIC:
-		rc = cli_workload_synthesize(&c, w, err);
+	case CL_WORKLOAD_SYNTHETIC: {
+		/* Without a pool every request is to be distinct (retag): with classes the
+		 * prompts made are a whole number of the classes' rounds, so each class has its
+		 * exact share without a prompt made twice (workload/classes.c). */
+		struct cl_scn_workload sw = *w;
+		if (!w->synthetic_count_given)
+			sw.synthetic_count = cli_workload_class_round(w, w->synthetic_count);
+		rc = cli_workload_synthesize(&c, &sw, err);
 		break;
+	}
 	case CL_WORKLOAD_TRACE:
 		rc = cli_workload_read_trace(&c, w, err);
 		break;
@@ -155,6 +163,9 @@ static int render(const struct cl_scenario *s, const char *model, const char *sa
 	}
 	if (!rc)
 		rc = cli_workload_flush_batch(&c, err); /* a last batch that is not full */
+	/* workload.classes: each body's class and its keys (workload/classes.c) */
+	if (!rc)
+		rc = cli_workload_apply_classes(&c, s, out, err);
 out:
 	json_decref(c.pending);
 	json_decref(c.extra);
@@ -164,6 +175,7 @@ out:
 	if (rc) {
 		free_bodies(c.bodies, c.bodies ? c.n : 0);
 		free(c.flags);
+		cl_workload_plan_free(out);
 		return rc;
 	}
 	finish_stats(&c, &own);
@@ -180,6 +192,15 @@ out:
 	out->tool_max_rounds = out->tool_result_tokens ? w->tools_max_rounds : 0;
 	/* One agent replays it all; the coordinator gives each of n agents every n-th. */
 	out->trace_stride = w->kind == CL_WORKLOAD_TRACE ? 1 : 0;
+	/* Abandoned requests: which ones follow from the workload's seed (chatload/plan.h). */
+	if (w->cancel_share > 0) {
+		double ppm = w->cancel_share * CL_CANCEL_PPM_MAX;
+		out->cancel_ppm = ppm < 1 ? 1 : (uint32_t)(ppm + 0.5);
+		out->cancel_after_tokens = w->cancel_after_tokens;
+		out->cancel_after_us = w->cancel_after_tokens ? 0 : w->cancel_after_us;
+		out->cancel_after_max_us = w->cancel_after_tokens ? 0 : w->cancel_after_max_us;
+		out->cancel_seed = cl_seed_derive(w->seed, 0x63616e63656cull); /* "cancel" */
+	}
 	return 0;
 }
 
@@ -322,6 +343,8 @@ int cl_workload_plan_set_model(struct cl_workload_plan *w, const char *old_model
 	/* Every new text first, so a failure leaves the plan as it was. */
 	for (size_t i = 0; i < w->n_bodies; i++) {
 		const struct cl_request_body *b = &w->bodies[i];
+		if (b->own_model) /* its class names its model (an adapter, another model) */
+			continue;
 		rc = swap_head(b->json, b->len, old_head, ol, new_head, nl, &texts[i]);
 		if (rc == CL_EINVAL) {
 			rc = cl_err_set(err, CL_EINVAL,
@@ -335,6 +358,8 @@ int cl_workload_plan_set_model(struct cl_workload_plan *w, const char *old_model
 	}
 	for (size_t i = 0; i < w->n_bodies; i++) {
 		struct cl_request_body *b = &w->bodies[i];
+		if (!texts[i])
+			continue;
 		free(b->json);
 		b->json = texts[i];
 		b->len = b->len - ol + nl;

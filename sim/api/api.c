@@ -5,6 +5,7 @@
 #include "chat.h"
 #include "chatload/assert.h"
 #include "chatload/clock.h"
+#include "sim/faults/dialect.h"
 #include "sim/faults/faults.h"
 #include "render.h"
 #include "sim/rng.h"
@@ -32,6 +33,27 @@ static bool answer_json(struct cl_sim_conn *c, int status, const struct cl_buf *
 	return cl_sim_conn_respond(c, status, NULL, b->data ? b->data : "", b->len);
 }
 
+/* A refusal before any stream, in the shape of the endpoint's API: on /v1/messages
+ * Anthropic's {"type":"error","error":{"type","message"}}, its type by the status (what
+ * Anthropic's clients read); elsewhere the OpenAI-style body of cl_sim_conn_error. */
+static bool refuse(struct cl_sim_conn *c, enum cl_api api, int status, const char *hdr,
+		   const char *message, const char *type, const char *code)
+{
+	if (api != CL_API_MESSAGES)
+		return cl_sim_conn_error(c, status, hdr, message, type, code);
+	char tmp[4096]; /* a 512-byte message, each byte escaped to six at worst */
+	struct cl_sim_w w;
+	cl_sim_w_init(&w, tmp, sizeof(tmp));
+	CL_SIM_W_LIT(&w, "{\"type\":\"error\",\"error\":{\"type\":\"");
+	cl_sim_w_str(&w, cl_sim_dialect_anthropic_type((uint32_t)status));
+	CL_SIM_W_LIT(&w, "\",\"message\":");
+	cl_sim_w_json(&w, message, strlen(message));
+	CL_SIM_W_LIT(&w, "}}");
+	if (w.overflow)
+		return cl_sim_conn_error(c, status, hdr, message, type, code);
+	return cl_sim_conn_respond(c, status, hdr, tmp, cl_sim_w_len(&w, tmp));
+}
+
 static bool method_not_allowed(struct cl_sim_conn *c, const char *allow)
 {
 	char hdr[64];
@@ -53,6 +75,10 @@ static bool equal_ct(const char *a, size_t an, const char *b, size_t bn)
 static bool authorized(const struct cl_sim_config *cfg, const struct cl_sim_http_req *req)
 {
 	if (!cfg->api_key)
+		return true;
+	/* x-api-key, as Anthropic's API and the gateways that speak it take the key. */
+	if (req->has_xkey && !req->xkey_too_long &&
+	    equal_ct(req->xkey, strlen(req->xkey), cfg->api_key, strlen(cfg->api_key)))
 		return true;
 	if (!req->has_auth || req->auth_too_long || strncmp(req->auth, "Bearer ", 7) != 0)
 		return false;
@@ -142,9 +168,9 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 	struct cl_sim_stream *st = &c->st;
 
 	static const char *const id_prefix[CL_API__COUNT] = {
-		[CL_API_CHAT] = "chatcmpl-sim-",      [CL_API_COMPLETIONS] = "cmpl-sim-",
-		[CL_API_RESPONSES] = "resp-sim-",     [CL_API_EMBEDDINGS] = "embd-sim-",
-		[CL_API_TRANSCRIPTION] = "trsc-sim-",
+		[CL_API_CHAT] = "chatcmpl-sim-",  [CL_API_COMPLETIONS] = "cmpl-sim-",
+		[CL_API_RESPONSES] = "resp-sim-", [CL_API_EMBEDDINGS] = "embd-sim-",
+		[CL_API_MESSAGES] = "msg_sim_",   [CL_API_TRANSCRIPTION] = "trsc-sim-",
 	};
 	st->seq = ++s->next_seq;
 	st->api = cr->api;
@@ -162,8 +188,9 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 	st->stream = cr->stream;
 	/* A Responses stream always ends with its usage (response.completed); per-chunk usage
 	 * is vLLM's chat and completions option only. */
-	st->include_usage = cr->stream && (cr->include_usage || cr->api == CL_API_RESPONSES);
-	st->continuous_usage = cr->stream && cr->continuous_usage && cr->api != CL_API_RESPONSES;
+	bool own_usage = cr->api == CL_API_RESPONSES || cr->api == CL_API_MESSAGES;
+	st->include_usage = cr->stream && (cr->include_usage || own_usage);
+	st->continuous_usage = cr->stream && cr->continuous_usage && !own_usage;
 	/* llama.cpp's timings object rides on chat and completion chunks only. */
 	st->cache_timings =
 	    cfg->cache_timings && (cr->api == CL_API_CHAT || cr->api == CL_API_COMPLETIONS);
@@ -171,7 +198,8 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 	st->fault = cl_sim_fault_pick(cfg, st->seq, &st->rng);
 	/* The chat template wraps messages (chat, and responses' input items); a raw prompt
 	 * or an embeddings input is tokenized as it is. */
-	bool templated = cr->api == CL_API_CHAT || cr->api == CL_API_RESPONSES;
+	bool templated =
+	    cr->api == CL_API_CHAT || cr->api == CL_API_RESPONSES || cr->api == CL_API_MESSAGES;
 	/* Each image part is --image-tokens prompt tokens: usage, the truth log, prefill. */
 	uint64_t image_tokens = (uint64_t)cr->images * cfg->image_tokens;
 	uint64_t pt = (uint64_t)prompt_tokens(cfg, cr->prompt_chars, cr->prompt_words) +
@@ -181,13 +209,17 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 	st->cached_tokens = cl_sim_metrics_prefix(s, &cr->prefix, st->prompt_tokens);
 	st->requested_tokens = cr->max_tokens;
 	st->ignore_eos = cr->ignore_eos;
+	st->has_priority = cr->has_priority;
+	st->priority = cr->priority;
 	st->history_turns = cr->history_turns;
 	st->history_fnv = cr->history_fnv;
 	st->prompt_fnv = cr->prompt_fnv;
 	st->planned_tokens =
 	    pick_length(cfg, st, cr->max_tokens, cr->ignore_eos && !cfg->no_ignore_eos);
-	/* The legacy completions API has no reasoning field: all of it is text there. */
-	uint32_t reasoning = cr->api == CL_API_COMPLETIONS ? 0 : cfg->reasoning_tokens;
+	/* The legacy completions API has no reasoning field: all of it is text there; a messages
+	 * request may turn thinking off. */
+	uint32_t reasoning =
+	    cr->api == CL_API_COMPLETIONS || cr->no_thinking ? 0 : cfg->reasoning_tokens;
 	st->planned_reasoning = reasoning < st->planned_tokens ? reasoning : st->planned_tokens;
 	if (cr->api == CL_API_EMBEDDINGS) {
 		/* Nothing is generated: the answer's time is its input's (stream.c). */
@@ -225,9 +257,9 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 		hl = (size_t)snprintf(hdr, sizeof(hdr), "X-Request-Id: %s\r\n", st->request_id);
 	if (st->fault == CL_SIM_FAULT_500) {
 		cl_sim_stream_log_rejected(s, st, 500);
-		cl_sim_conn_error(c, 500, hdr,
-				  "simulated internal server error (chatload-sim fault 500)",
-				  "server_error", "internal_error");
+		refuse(c, st->api, 500, hdr,
+		       "simulated internal server error (chatload-sim fault 500)", "server_error",
+		       "internal_error");
 		return;
 	}
 	if (st->fault == CL_SIM_FAULT_429) {
@@ -245,8 +277,8 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 				 cfg->retry_after_s);
 		}
 		cl_sim_stream_log_rejected(s, st, 429);
-		cl_sim_conn_error(c, 429, hdr, "Rate limit reached (chatload-sim fault 429)",
-				  "rate_limit_error", "rate_limit_exceeded");
+		refuse(c, st->api, 429, hdr, "Rate limit reached (chatload-sim fault 429)",
+		       "rate_limit_error", "rate_limit_exceeded");
 		return;
 	}
 	if (st->fault == CL_SIM_FAULT_HANG) {
@@ -276,17 +308,16 @@ static void handle_chat(struct cl_sim *s, struct cl_sim_conn *c, enum cl_api api
 		      : cl_sim_api_parse(api, body, len, &cr, msg, sizeof(msg), &code);
 	if (bad != 0) {
 		cl_sim_stream_log_rejected(s, st, 400);
-		cl_sim_conn_error(c, 400, NULL, msg, "invalid_request_error", code);
+		refuse(c, api, 400, NULL, msg, "invalid_request_error", code);
 		return;
 	}
 	st->stream = cr.stream;
 	if (cr.n_tools && s->cfg->no_tools) {
 		/* A server without tool support (llama.cpp without --jinja refuses them). */
 		cl_sim_stream_log_rejected(s, st, 400);
-		cl_sim_conn_error(
-		    c, 400, NULL,
-		    "tools are not supported by this server (chatload-sim --no-tools)",
-		    "invalid_request_error", "unsupported_parameter");
+		refuse(c, api, 400, NULL,
+		       "tools are not supported by this server (chatload-sim --no-tools)",
+		       "invalid_request_error", "unsupported_parameter");
 		return;
 	}
 	if (!cr.stream && (api == CL_API_COMPLETIONS || api == CL_API_RESPONSES)) {
@@ -295,7 +326,7 @@ static void handle_chat(struct cl_sim *s, struct cl_sim_conn *c, enum cl_api api
 			 "chatload-sim answers %s only streamed: set 'stream': true",
 			 cl_api_path(api));
 		cl_sim_stream_log_rejected(s, st, 400);
-		cl_sim_conn_error(c, 400, NULL, msg, "invalid_request_error", "invalid_value");
+		refuse(c, api, 400, NULL, msg, "invalid_request_error", "invalid_value");
 		return;
 	}
 	if (cr.has_model) {
@@ -304,8 +335,7 @@ static void handle_chat(struct cl_sim *s, struct cl_sim_conn *c, enum cl_api api
 			snprintf(msg, sizeof(msg), "The model `%s%s` does not exist.", cr.model,
 				 cr.model_too_long ? "..." : "");
 			cl_sim_stream_log_rejected(s, st, 404);
-			cl_sim_conn_error(c, 404, NULL, msg, "invalid_request_error",
-					  "model_not_found");
+			refuse(c, api, 404, NULL, msg, "invalid_request_error", "model_not_found");
 			return;
 		}
 	}
@@ -373,6 +403,10 @@ void cl_sim_api_handle(struct cl_sim *s, struct cl_sim_conn *c, const struct cl_
 		st->has_request_id = true;
 		snprintf(st->request_id, sizeof(st->request_id), "%s", req->request_id);
 	}
+	if (req->has_class) {
+		st->has_class = true;
+		snprintf(st->cls, sizeof(st->cls), "%s", req->cls);
+	}
 	if (req->has_conversation) {
 		st->has_conversation = true;
 		snprintf(st->conversation, sizeof(st->conversation), "%s", req->conversation);
@@ -381,8 +415,8 @@ void cl_sim_api_handle(struct cl_sim *s, struct cl_sim_conn *c, const struct cl_
 	if (s->draining) {
 		if (is_chat)
 			cl_sim_stream_log_rejected(s, st, 503);
-		cl_sim_conn_error(c, 503, NULL, "server is shutting down", "unavailable_error",
-				  "unavailable");
+		refuse(c, api, 503, NULL, "server is shutting down", "unavailable_error",
+		       "unavailable");
 		return;
 	}
 	if (since < cfg->loading_for_us) {
@@ -423,9 +457,8 @@ void cl_sim_api_handle(struct cl_sim *s, struct cl_sim_conn *c, const struct cl_
 	if (strncmp(req->path, "/v1/", 4) == 0 && !authorized(cfg, req)) {
 		if (is_chat)
 			cl_sim_stream_log_rejected(s, st, 401);
-		cl_sim_conn_error(c, 401, "WWW-Authenticate: Bearer\r\n",
-				  "Incorrect API key provided", "invalid_request_error",
-				  "invalid_api_key");
+		refuse(c, api, 401, "WWW-Authenticate: Bearer\r\n", "Incorrect API key provided",
+		       "invalid_request_error", "invalid_api_key");
 		return;
 	}
 	if (strcmp(req->path, "/v1/models") == 0) {

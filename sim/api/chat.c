@@ -214,6 +214,23 @@ static int get_bool(json_t *obj, const char *key, bool *out, char *msg, size_t n
 	return 0;
 }
 
+/* vLLM's "priority": any integer, a lower one served first when the batch is full. */
+static int get_priority(json_t *root, struct cl_sim_chat_req *req, char *msg, size_t n,
+			const char **code)
+{
+	json_t *v = json_object_get(root, "priority");
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_integer(v)) {
+		snprintf(msg, n, "'priority' must be an integer");
+		*code = "invalid_type";
+		return CL_EINVAL;
+	}
+	req->has_priority = true;
+	req->priority = json_integer_value(v);
+	return 0;
+}
+
 static int get_max(json_t *root, const char *key, uint32_t *out, char *msg, size_t n,
 		   const char **code)
 {
@@ -348,6 +365,7 @@ static int read_tools(json_t *root, struct cl_sim_chat_req *req, char *msg, size
 	*code = "invalid_type";
 	if (tools && !json_is_null(tools)) {
 		if (req->api != CL_API_CHAT) {
+			/* Anthropic's tool definitions have their own shape: not served. */
 			snprintf(msg, n, "'tools' is supported on /v1/chat/completions only");
 			*code = "invalid_request";
 			return CL_EINVAL;
@@ -428,6 +446,53 @@ bad_choice:
 	return CL_EINVAL;
 }
 
+/* messages' (Anthropic's) "system": a string or an array of text blocks, read as chat's
+ * system message would be, ahead of the messages.  0, or CL_EINVAL. */
+static int read_system(json_t *root, struct cl_sim_chat_req *req, char *msg, size_t n,
+		       const char **code)
+{
+	json_t *system = json_object_get(root, "system");
+	if (!system || json_is_null(system))
+		return 0;
+	if ((!json_is_string(system) && !json_is_array(system)) ||
+	    content_chars(system, &req->prompt_chars, &req->prompt_words) != 0) {
+		snprintf(msg, n, "'system' must be a string or an array of text blocks");
+		*code = "invalid_type";
+		return CL_EINVAL;
+	}
+	json_t *role = json_string("system");
+	if (!role) {
+		snprintf(msg, n, "out of memory");
+		return CL_ENOMEM;
+	}
+	feed_prefix(&req->prefix, system);
+	req->prompt_fnv = fnv_message(req->prompt_fnv, role, system);
+	json_decref(role);
+	return 0;
+}
+
+/* messages' "thinking": absent, or {"type": "enabled" | "adaptive" | "disabled", ...};
+ * "disabled" asks for an answer without reasoning. */
+static int read_thinking(json_t *root, struct cl_sim_chat_req *req, char *msg, size_t n,
+			 const char **code)
+{
+	json_t *t = json_object_get(root, "thinking");
+	if (!t || json_is_null(t))
+		return 0;
+	const char *type = json_string_value(json_object_get(t, "type"));
+	if (!json_is_object(t) || !type ||
+	    (strcmp(type, "enabled") != 0 && strcmp(type, "adaptive") != 0 &&
+	     strcmp(type, "disabled") != 0)) {
+		snprintf(msg, n,
+			 "'thinking' must be an object whose type is \"enabled\", \"adaptive\" "
+			 "or \"disabled\"");
+		*code = "invalid_value";
+		return CL_EINVAL;
+	}
+	req->no_thinking = strcmp(type, "disabled") == 0;
+	return 0;
+}
+
 /* chat's "messages": text, prefix blocks, the history's turns.  0, or CL_EINVAL. */
 static int read_messages(json_t *root, struct cl_sim_chat_req *req, char *msg, size_t n,
 			 const char **code)
@@ -447,6 +512,9 @@ static int read_messages(json_t *root, struct cl_sim_chat_req *req, char *msg, s
 	size_t i;
 	json_t *m;
 	req->prompt_fnv = 0xcbf29ce484222325ULL;
+	if (req->api == CL_API_MESSAGES &&
+	    (read_system(root, req, msg, n, code) || read_thinking(root, req, msg, n, code)))
+		return CL_EINVAL;
 	json_array_foreach(messages, i, m)
 	{
 		if (!json_is_object(m) ||
@@ -570,7 +638,7 @@ int cl_sim_api_parse(enum cl_api api, const char *body, size_t len, struct cl_si
 	if (api == CL_API_COMPLETIONS) {
 		if (read_input(api, json_object_get(root, "prompt"), "prompt", req, msg, n, code))
 			goto out;
-	} else if (api != CL_API_CHAT) {
+	} else if (api != CL_API_CHAT && api != CL_API_MESSAGES) {
 		if (read_input(api, json_object_get(root, "input"), "input", req, msg, n, code))
 			goto out;
 	} else if (read_messages(root, req, msg, n, code)) {
@@ -589,6 +657,7 @@ int cl_sim_api_parse(enum cl_api api, const char *body, size_t len, struct cl_si
 	}
 	if (get_bool(root, "stream", &req->stream, msg, n, code) ||
 	    get_bool(root, "ignore_eos", &req->ignore_eos, msg, n, code) ||
+	    get_priority(root, req, msg, n, code) ||
 	    get_max(root, api == CL_API_RESPONSES ? "max_output_tokens" : "max_tokens", &max_tokens,
 		    msg, n, code) ||
 	    (api == CL_API_CHAT &&

@@ -37,6 +37,8 @@ struct cl_sim_chat_req {
 	bool continuous_usage; /* vLLM's stream_options.continuous_usage_stats */
 	uint32_t max_tokens;   /* max_completion_tokens, else max_tokens; 0: not given */
 	bool ignore_eos;       /* vLLM, SGLang, llama.cpp: generate until max_tokens */
+	bool has_priority;     /* vLLM's "priority": a lower value is scheduled first */
+	int64_t priority;
 	uint64_t prompt_chars; /* Unicode characters in every message's text content */
 	uint64_t prompt_words; /* ... their tokens by the text (cl_sim_text_tokens) */
 	uint32_t n_stop;       /* stop strings given ("stop": a string or up to 4) */
@@ -55,6 +57,7 @@ struct cl_sim_chat_req {
 	uint32_t tool_named; /* with a named tool_choice: the index of that tool */
 	bool tool_choice_named;
 	uint32_t tool_results;
+	bool no_thinking; /* messages: "thinking": {"type": "disabled"} */
 };
 
 /*
@@ -69,7 +72,9 @@ int cl_sim_chat_parse(const char *body, size_t len, struct cl_sim_chat_req *req,
  * The same for a body sent to api's endpoint (docs/simulator.md, "APIs"): chat reads
  * "messages"; completions "prompt" (a string or an array of strings) and "max_tokens";
  * responses "input" (a string, or an array of messages or items whose content is a string
- * or text parts) and "max_output_tokens"; embeddings "input" (a string or an array of
+ * or text parts) and "max_output_tokens"; messages (Anthropic) reads "messages" as chat
+ * does, "system" (a string or text blocks, ahead of them) and "thinking" (a "disabled" type
+ * asks for no reasoning); embeddings "input" (a string or an array of
  * strings, each one input) and refuses "stream": true.  Chat reads "tools" and
  * "tool_choice" (a malformed one is a 400 naming the field); the other APIs refuse tools.  stream,
  * stream_options, ignore_eos and stop are read as for chat where the API has them.

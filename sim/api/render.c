@@ -300,9 +300,8 @@ void cl_sim_render_wrong_type(struct cl_sim_w *w, const struct cl_sim_stream *st
 		CL_SIM_W_LIT(w, "data: [1,2,3]\n\n");
 }
 
-/* Appends tokens [first, first+n) to out, a batch at a time through a stack buffer. */
-static int append_tokens(struct cl_buf *out, uint64_t seq, uint32_t first, uint32_t n,
-			 bool reasoning)
+int cl_sim_render_append_tokens(struct cl_buf *out, uint64_t seq, uint32_t first, uint32_t n,
+				bool reasoning)
 {
 	char tmp[4096];
 	while (n > 0) {
@@ -352,7 +351,7 @@ void cl_sim_render_transcript_done(struct cl_sim_w *w, const struct cl_sim_strea
 int cl_sim_render_transcription(struct cl_buf *out, const struct cl_sim_stream *st, bool with_usage)
 {
 	int rc = cl_buf_puts(out, "{\"text\":\"");
-	rc = rc ? rc : append_tokens(out, st->seq, 0, st->planned_tokens, false);
+	rc = rc ? rc : cl_sim_render_append_tokens(out, st->seq, 0, st->planned_tokens, false);
 	rc = rc ? rc : cl_buf_puts(out, "\"");
 	/* vLLM's TranscriptionUsageAudio: the audio's whole seconds, rounded up. */
 	if (!rc && with_usage)
@@ -387,18 +386,19 @@ int cl_sim_render_completion(struct cl_buf *out, const struct cl_sim_config *cfg
 		    "\"function\",\"function\":{\"name\":\"%s\",\"arguments\":\"{\\\"q\\\":"
 		    "\\\"",
 		    (unsigned long long)st->seq, st->tool_name);
-		rc = rc ? rc : append_tokens(out, st->seq, 0, n - r, false);
+		rc = rc ? rc : cl_sim_render_append_tokens(out, st->seq, 0, n - r, false);
 		rc = rc ? rc : cl_buf_puts(out, "\\\"}\"}}]");
 	} else {
 		rc = cl_buf_puts(out, "\"content\":\"");
-		rc = rc ? rc : append_tokens(out, st->seq, r, n - r, false);
+		rc = rc ? rc : cl_sim_render_append_tokens(out, st->seq, r, n - r, false);
 		rc = rc ? rc : cl_buf_puts(out, "\"");
 	}
 	if (rc)
 		return rc;
 	if (r > 0) {
 		if ((rc = cl_buf_printf(out, ",\"%s\":\"", cfg->reasoning_field)) ||
-		    (rc = append_tokens(out, st->seq, 0, r, true)) || (rc = cl_buf_puts(out, "\"")))
+		    (rc = cl_sim_render_append_tokens(out, st->seq, 0, r, true)) ||
+		    (rc = cl_buf_puts(out, "\"")))
 			return rc;
 	}
 	cl_sim_w_init(&w, tmp, sizeof(tmp));

@@ -90,7 +90,11 @@ uint64_t cl_sim_render_content_fnv(uint64_t seq, uint32_t n);
 void cl_sim_render_tokens(struct cl_sim_w *w, uint64_t seq, uint32_t first, uint32_t n,
 			  bool reasoning);
 
-/* ---- the other APIs (render_api.c) ---- */
+/* The same appended to out, a batch at a time (not a hot path).  0, CL_ENOMEM, CL_ETOOBIG. */
+int cl_sim_render_append_tokens(struct cl_buf *out, uint64_t seq, uint32_t first, uint32_t n,
+				bool reasoning);
+
+/* ---- the other APIs (render_api.c, render_messages.c) ---- */
 
 /* Responses: appends `event: response.created` (the stream's opening, no tokens).  The
  * responses renderers number their events in st->events (sequence_number). */
@@ -109,6 +113,28 @@ void cl_sim_render_resp_end(struct cl_sim_w *w, struct cl_sim_stream *st, bool w
 
 /* Responses: an `event: error` saying message (a fault mid-stream). */
 void cl_sim_render_resp_error(struct cl_sim_w *w, struct cl_sim_stream *st, const char *message);
+
+/* Messages (Anthropic): `event: message_start`, the stream's opening (no tokens); its
+ * message.usage (input_tokens without the cached part, cache_read_input_tokens,
+ * cache_creation_input_tokens 0, output_tokens 0) unless !with_usage. */
+void cl_sim_render_msg_start(struct cl_sim_w *w, const struct cl_sim_stream *st, bool with_usage);
+
+/* Messages: the events of tokens [ch->first_token, + n_tokens): the thinking block (index
+ * 0) opened before the first reasoning token, its thinking_delta; at the first content
+ * token the thinking block's content_block_stop and the text block's content_block_start
+ * (index 1 after thinking, else 0); the text_delta.  Never allocates. */
+void cl_sim_render_msg_delta(struct cl_sim_w *w, const struct cl_sim_stream *st,
+			     const struct cl_sim_chunk *ch);
+
+/* Messages: the end of an answer of st->sent_tokens: the open block's content_block_stop,
+ * message_delta (stop_reason "max_tokens" when the request's max ended it, else
+ * "end_turn"; usage.output_tokens unless !with_usage), then message_stop unless !with_stop. */
+void cl_sim_render_msg_end(struct cl_sim_w *w, const struct cl_sim_stream *st, bool with_usage,
+			   bool with_stop);
+
+/* Messages: the whole non-streamed message for st's planned output (a thinking block, a text
+ * block, stop_reason, usage unless !with_usage).  Allocates; 0, CL_ENOMEM, CL_ETOOBIG. */
+int cl_sim_render_msg_whole(struct cl_buf *out, const struct cl_sim_stream *st, bool with_usage);
 
 /* Embeddings: the whole /v1/embeddings answer for st (st->inputs vectors of
  * cfg->embedding_dim numbers, deterministic from the request number), usage

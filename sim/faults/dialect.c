@@ -43,7 +43,7 @@ static const char *tgi_type(uint32_t code)
 }
 
 /* Anthropic's documented error types by status (529 is its "overloaded"). */
-static const char *anthropic_type(uint32_t code)
+const char *cl_sim_dialect_anthropic_type(uint32_t code)
 {
 	switch (code) {
 	case 400:
@@ -138,7 +138,7 @@ void cl_sim_dialect_body(struct cl_sim_w *w, const struct cl_sim_config *cfg)
 		break;
 	case CL_SIM_DIALECT_ANTHROPIC:
 		CL_SIM_W_LIT(w, "{\"type\":\"error\",\"error\":{\"type\":");
-		put_str(w, anthropic_type(code));
+		put_str(w, cl_sim_dialect_anthropic_type(code));
 		CL_SIM_W_LIT(w, ",\"message\":");
 		put_str(w, cfg->error_message);
 		CL_SIM_W_LIT(w, "}}");

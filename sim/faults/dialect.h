@@ -21,6 +21,10 @@ void cl_sim_dialect_event(struct cl_sim_w *w, const struct cl_sim_config *cfg);
  * (a non-streamed answer, or json-200's body instead of a stream).  Never allocates. */
 void cl_sim_dialect_body(struct cl_sim_w *w, const struct cl_sim_config *cfg);
 
+/* Anthropic's error type for an HTTP status (invalid_request_error for 400, ...,
+ * overloaded_error for 529 and the other 5xx but 500's api_error): static text. */
+const char *cl_sim_dialect_anthropic_type(uint32_t status);
+
 /* The HTTP status a body-borne failure goes with: 200 for json-200, else --error-code. */
 int cl_sim_dialect_status(const struct cl_sim_config *cfg);
 

@@ -193,13 +193,23 @@ void cl_sim_batch_admit(struct cl_sim *s, struct cl_sim_stream *st, int64_t now_
 		return;
 	}
 	st->phase = CL_SIM_PHASE_QUEUED;
-	st->qnext = NULL;
-	st->qprev = s->q_tail;
-	if (s->q_tail)
-		s->q_tail->qnext = st;
+	/* vLLM's priority scheduling (--scheduling-policy priority): the queue is kept in
+	 * (priority, arrival) order, a lower value first and first come first within one value
+	 * (a request without a priority is 0, as in vLLM).  Found from the tail, so FIFO
+	 * traffic inserts in O(1).  fcfs, vLLM's default, queues in arrival order. */
+	struct cl_sim_stream *after = s->q_tail;
+	while (s->cfg->priority_sched && after && after->priority > st->priority)
+		after = after->qprev;
+	st->qprev = after;
+	st->qnext = after ? after->qnext : s->q_head;
+	if (st->qnext)
+		st->qnext->qprev = st;
+	else
+		s->q_tail = st;
+	if (after)
+		after->qnext = st;
 	else
 		s->q_head = st;
-	s->q_tail = st;
 	s->queued++;
 }
 

@@ -29,7 +29,10 @@ static void log_stream(struct cl_sim *s, const struct cl_sim_stream *st, int htt
 		.seq = st->seq,
 		.request_id = st->has_request_id ? st->request_id : NULL,
 		.conversation = st->has_conversation ? st->conversation : NULL,
+		.cls = st->has_class ? st->cls : NULL,
 		.model = st->model,
+		.has_priority = st->has_priority,
+		.priority = st->priority,
 		.stream = st->stream,
 		.http_status = http_status,
 		.outcome = outcome,
@@ -260,6 +263,8 @@ static void fire_whole(struct cl_sim *s, struct cl_sim_stream *st, int64_t now_u
 			 ? cl_sim_render_embeddings(&body, s->cfg, st, usage)
 		     : st->api == CL_API_TRANSCRIPTION
 			 ? cl_sim_render_transcription(&body, st, usage)
+		     : st->api == CL_API_MESSAGES
+			 ? cl_sim_render_msg_whole(&body, st, usage)
 			 : cl_sim_render_completion(&body, s->cfg, st, usage);
 		if (st->fault == CL_SIM_FAULT_MALFORMED)
 			body.len /= 2; /* cut the JSON in half */
@@ -309,15 +314,19 @@ static struct fire_events compose_events(struct cl_sim *s, struct cl_sim_stream 
 	const struct cl_sim_config *cfg = s->cfg;
 	uint32_t b = a + n;
 	bool last = b >= st->planned_tokens;
-	bool resp = st->api == CL_API_RESPONSES;
+	bool resp = st->api == CL_API_RESPONSES, msgs = st->api == CL_API_MESSAGES;
 	/* OpenAI's transcription events: typed like Responses', no [DONE] either. */
 	bool oai = st->api == CL_API_TRANSCRIPTION && cfg->transcription_openai;
+	/* Responses, Messages and OpenAI's transcription streams end with their own event,
+	 * never [DONE]. */
+	bool own_end = resp || msgs || oai;
 	struct fire_events ev = { .end = false, .tokens = n > 0 };
 
 	if (st->fault == CL_SIM_FAULT_EMPTY) {
-		/* A stream that carries nothing: [DONE] alone (a Responses stream: nothing). */
+		/* A stream that carries nothing: [DONE] alone (a Responses or Messages stream:
+		 * nothing). */
 		st->failed = true;
-		if (!resp && !oai)
+		if (!own_end)
 			cl_sim_render_done(w);
 		return (struct fire_events){ .end = true, .tokens = false };
 	}
@@ -328,6 +337,9 @@ static struct fire_events compose_events(struct cl_sim *s, struct cl_sim_stream 
 		/* nothing before it */
 	} else if (st->chunks == 0 && resp) {
 		cl_sim_render_resp_created(w, st);
+	} else if (st->chunks == 0 && msgs) {
+		cl_sim_render_msg_start(w, st,
+					st->include_usage && st->fault != CL_SIM_FAULT_NO_USAGE);
 	} else if (st->chunks == 0 && st->api == CL_API_CHAT) {
 		/* The legacy completions API has no role: its first chunk carries text. */
 		struct cl_sim_chunk role = { .role = true };
@@ -340,7 +352,8 @@ static struct fire_events compose_events(struct cl_sim *s, struct cl_sim_stream 
 	if (fails_now) {
 		st->failed = true;
 		/* The dialect's failure (--error-dialect), then its [DONE] if it sends one; a
-		 * Responses stream's error event ends it. */
+		 * Responses stream's error event ends it.  A Messages stream fails in the
+		 * dialect asked (anthropic: its `event: error`). */
 		if (resp)
 			cl_sim_render_resp_error(w, st, cfg->error_message);
 		else
@@ -354,6 +367,8 @@ static struct fire_events compose_events(struct cl_sim *s, struct cl_sim_stream 
 	};
 	if (resp)
 		cl_sim_render_resp_delta(w, st, &ch);
+	else if (msgs)
+		cl_sim_render_msg_delta(w, st, &ch);
 	else if (oai && n)
 		cl_sim_render_transcript_delta(w, st, a, n);
 	else if (!oai)
@@ -371,9 +386,11 @@ static struct fire_events compose_events(struct cl_sim *s, struct cl_sim_stream 
 		 * fault leaves it out. */
 		if (resp && st->fault != CL_SIM_FAULT_NO_DONE)
 			cl_sim_render_resp_end(w, st, usage);
+		else if (msgs)
+			cl_sim_render_msg_end(w, st, usage, st->fault != CL_SIM_FAULT_NO_DONE);
 		else if (!resp && usage)
 			cl_sim_render_usage(w, st);
-		if (!resp && st->fault != CL_SIM_FAULT_NO_DONE)
+		if (!own_end && st->fault != CL_SIM_FAULT_NO_DONE)
 			cl_sim_render_done(w);
 		ev.end = true;
 	}

@@ -134,11 +134,19 @@ static int parse_header(const char *p, size_t n, struct cl_sim_http_req *req, bo
 		req->has_auth = true;
 		req->auth_too_long = vn > CL_SIM_AUTH_MAX;
 		copy_value(req->auth, sizeof(req->auth), v, vn);
+	} else if (IS("x-api-key")) {
+		/* Anthropic's header for the key, which its gateways accept too. */
+		req->has_xkey = true;
+		req->xkey_too_long = vn > CL_SIM_AUTH_MAX;
+		copy_value(req->xkey, sizeof(req->xkey), v, vn);
 	} else if (IS("x-request-id")) {
 		req->has_request_id = true;
 		copy_value(req->request_id, sizeof(req->request_id), v, vn);
 	} else if (IS("content-type")) {
 		copy_value(req->content_type, sizeof(req->content_type), v, vn);
+	} else if (IS("x-chatload-class")) {
+		req->has_class = true;
+		copy_value(req->cls, sizeof(req->cls), v, vn);
 	} else if (IS("x-chatload-conversation")) {
 		req->has_conversation = true;
 		copy_value(req->conversation, sizeof(req->conversation), v, vn);

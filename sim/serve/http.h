@@ -11,6 +11,7 @@
 
 #define CL_SIM_HTTP_MAX_HEAD  16384 /* request line + headers; 431 beyond */
 #define CL_SIM_REQUEST_ID_MAX 128   /* bytes of X-Request-Id kept (longer ones are cut) */
+#define CL_SIM_CLASS_MAX      64    /* bytes of X-Chatload-Class kept */
 #define CL_SIM_AUTH_MAX       512   /* bytes of Authorization kept (longer: never matches) */
 
 struct cl_sim_http_req {
@@ -26,11 +27,16 @@ struct cl_sim_http_req {
 	bool has_auth;
 	bool auth_too_long;
 	char auth[CL_SIM_AUTH_MAX + 1];
+	bool has_xkey; /* x-api-key (Anthropic's way to send the key) */
+	bool xkey_too_long;
+	char xkey[CL_SIM_AUTH_MAX + 1];
 	bool has_request_id;
 	char request_id[CL_SIM_REQUEST_ID_MAX + 1];
 	bool has_conversation;  /* X-Chatload-Conversation: a multi-turn client's conversation */
 	char content_type[256]; /* Content-Type ("" when absent; cut at 255 bytes) */
 	char conversation[CL_SIM_REQUEST_ID_MAX + 1];
+	bool has_class; /* X-Chatload-Class: the request class (workload.classes) it was sent as */
+	char cls[CL_SIM_CLASS_MAX + 1];
 	int error_status;      /* on failure: the HTTP status to answer (400, 431, 501, 505) */
 	const char *error_msg; /* on failure: why, static text */
 };

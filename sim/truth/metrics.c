@@ -6,6 +6,7 @@
 #include "chatload/err.h"
 #include "sim/sim.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* vLLM v0.11's buckets (vllm/v1/metrics/loggers.py), so a page reads like its pages. */
@@ -73,15 +74,26 @@ static void observe(uint64_t *buckets, const double *le, size_t n, double v)
 	buckets[i]++;
 }
 
+/* The index of the served name st asked for (--model's order; 0 when none matched). */
+static size_t model_index(const struct cl_sim *s, const struct cl_sim_stream *st)
+{
+	for (size_t i = 0; st->model && i < s->cfg->n_models && i < CL_SIM_METRICS_MODELS; i++)
+		if (st->model == s->cfg->models[i])
+			return i;
+	return 0;
+}
+
 void cl_sim_metrics_first(struct cl_sim *s, const struct cl_sim_stream *st, int64_t actual_us)
 {
 	struct cl_sim_metrics *m = &s->metrics;
 	double ttft_s = (actual_us - st->arrival_us) / 1e6;
 	double queue_s = (st->start_us - st->arrival_us) / 1e6;
-	observe(m->ttft, m->ttft_le, m->n_ttft_le, ttft_s);
-	observe(m->queue, queue_le, CL_SIM_QUEUE_BUCKETS, queue_s);
-	m->ttft_sum_s += ttft_s;
-	m->queue_sum_s += queue_s;
+	size_t k = model_index(s, st);
+	observe(m->ttft[k], m->ttft_le, m->n_ttft_le, ttft_s);
+	observe(m->queue[k], queue_le, CL_SIM_QUEUE_BUCKETS, queue_s);
+	m->ttft_sum_s[k] += ttft_s;
+	m->queue_sum_s[k] += queue_s;
+	m->model_seen[k] = true;
 	m->prompt_tokens += st->prompt_tokens;
 }
 
@@ -143,14 +155,16 @@ static int one(struct cl_buf *b, const char *name, const char *type, const char 
 			     name, name, type, name, *lab ? "{" : "", lab, *lab ? "}" : "", v);
 }
 
-static int hist(struct cl_buf *b, const char *name, const char *lab, const uint64_t *buckets,
-		const double *le, size_t n, double sum)
+/* One series of histogram `name` (after its HELP and TYPE lines when head). */
+static int hist(struct cl_buf *b, const char *name, bool head, const char *lab,
+		const uint64_t *buckets, const double *le, size_t n, double sum)
 {
 	if (!name)
 		return 0;
 	const char *sep = *lab ? "," : "";
-	int rc = cl_buf_printf(b, "# HELP %s chatload-sim's %s.\n# TYPE %s histogram\n", name, name,
-			       name);
+	int rc = head ? cl_buf_printf(b, "# HELP %s chatload-sim's %s.\n# TYPE %s histogram\n",
+				      name, name, name)
+		      : 0;
 	uint64_t cum = 0;
 	for (size_t i = 0; i <= n && !rc; i++) {
 		cum += buckets[i];
@@ -193,9 +207,30 @@ int cl_sim_metrics_render(struct cl_sim *s, struct cl_buf *b)
 	rc = rc ? rc : one(b, nm->preempt, "counter", lab, (double)m->preemptions);
 	rc = rc ? rc : one(b, nm->prompt, "counter", lab, (double)m->prompt_tokens);
 	rc = rc ? rc : one(b, nm->gen, "counter", lab, (double)m->generation_tokens);
-	rc = rc ? rc : hist(b, nm->ttft, lab, m->ttft, m->ttft_le, m->n_ttft_le, m->ttft_sum_s);
-	rc = rc ? rc
-		: hist(b, nm->queue, lab, m->queue, queue_le, CL_SIM_QUEUE_BUCKETS, m->queue_sum_s);
+	/* TTFT and queue time per served name, as several engines (or a router) behind one
+	 * page label theirs by model_name; the first name always (a page with no request yet
+	 * still offers the histograms), the others once they served a request.  (vLLM itself
+	 * labels a LoRA adapter's requests with its base model's name.) */
+	for (int fam = 0; fam < 2; fam++) /* each family's series together */
+		for (size_t k = 0; !rc && k < cfg->n_models && k < CL_SIM_METRICS_MODELS; k++) {
+			if (k && !m->model_seen[k])
+				continue;
+			snprintf(lab, sizeof(lab), nm->labels, cfg->models[k]);
+			rc = fam == 0 ? hist(b, nm->ttft, k == 0, lab, m->ttft[k], m->ttft_le,
+					     m->n_ttft_le, m->ttft_sum_s[k])
+				      : hist(b, nm->queue, k == 0, lab, m->queue[k], queue_le,
+					     CL_SIM_QUEUE_BUCKETS, m->queue_sum_s[k]);
+		}
+	snprintf(lab, sizeof(lab), nm->labels, cfg->models[0]);
+	/* Clients that went away mid-answer, as vLLM counts the requests it aborts for them
+	 * (vllm:request_success_total by finished_reason; only "abort" here, the one a test
+	 * compares with a client's cancelled requests).  The other engines' names: none. */
+	if (!rc && nm == &vllm) {
+		char alab[200];
+		snprintf(alab, sizeof(alab), "%s,finished_reason=\"abort\"", lab);
+		rc = one(b, "vllm:request_success_total", "counter", alab,
+			 (double)s->stats.client_gone);
+	}
 	/* Prometheus' Python client adds it to vLLM's and SGLang's pages; llama.cpp's has none.
 	 * A scraper tells a restart by it even before any counter went down. */
 	if (!rc && cfg->metrics_names != CL_SIM_NAMES_LLAMACPP)

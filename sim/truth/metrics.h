@@ -6,6 +6,7 @@
 #include "chatload/buf.h"
 #include "sim/sched/prefix.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct cl_sim;
@@ -15,16 +16,20 @@ struct cl_sim_stream;
 #define CL_SIM_MAX_BUCKETS   40 /* --ttft-buckets */
 #define CL_SIM_QUEUE_BUCKETS 20
 
+#define CL_SIM_METRICS_MODELS 8 /* = CL_SIM_MAX_MODELS: TTFT and queue time per served name */
+
 struct cl_sim_metrics {
 	struct cl_sim_prefix_cache prefix;
 	uint64_t kv_reserved; /* prompt + planned output tokens of running streams */
 	uint64_t preemptions; /* streams started while their whole answer did not fit */
 	uint64_t prompt_tokens, generation_tokens, finished;
-	uint64_t ttft[CL_SIM_MAX_BUCKETS + 1]; /* per bucket (not cumulative); last: +Inf */
-	const double *ttft_le;                 /* vLLM's, or --ttft-buckets */
+	/* per served model name (--model's order): per bucket (not cumulative); last: +Inf */
+	uint64_t ttft[CL_SIM_METRICS_MODELS][CL_SIM_MAX_BUCKETS + 1];
+	const double *ttft_le; /* vLLM's, or --ttft-buckets */
 	size_t n_ttft_le;
-	uint64_t queue[CL_SIM_QUEUE_BUCKETS + 1];
-	double ttft_sum_s, queue_sum_s;
+	uint64_t queue[CL_SIM_METRICS_MODELS][CL_SIM_QUEUE_BUCKETS + 1];
+	double ttft_sum_s[CL_SIM_METRICS_MODELS], queue_sum_s[CL_SIM_METRICS_MODELS];
+	bool model_seen[CL_SIM_METRICS_MODELS]; /* a first token of that model went out */
 	double start_time_s; /* process_start_time_seconds: when this process started serving */
 };
 

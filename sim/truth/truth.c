@@ -81,8 +81,15 @@ void cl_sim_truth_record(struct cl_sim_truth *t, const struct cl_sim_truth_rec *
 	put_str_or_null(&w, r->request_id);
 	CL_SIM_W_LIT(&w, ",\"conversation\":");
 	put_str_or_null(&w, r->conversation);
+	CL_SIM_W_LIT(&w, ",\"class\":");
+	put_str_or_null(&w, r->cls);
 	CL_SIM_W_LIT(&w, ",\"model\":");
 	put_str_or_null(&w, r->model);
+	CL_SIM_W_LIT(&w, ",\"priority\":");
+	if (r->has_priority)
+		cl_sim_w_i64(&w, r->priority);
+	else
+		CL_SIM_W_LIT(&w, "null");
 	CL_SIM_W_LIT(&w, ",\"api\":");
 	put_str_or_null(&w, r->api);
 	CL_SIM_W_LIT(&w, ",\"inputs\":");
@@ -101,6 +108,12 @@ void cl_sim_truth_record(struct cl_sim_truth *t, const struct cl_sim_truth_rec *
 		cl_sim_w_i64(&w, r->http_status);
 	CL_SIM_W_LIT(&w, ",\"http_status\":");
 	cl_sim_w_i64(&w, r->http_status);
+	/* The client went away before the answer ended (the status says so too; a field
+	 * of its own so a reader counts them without knowing every status). */
+	if (r->outcome && strcmp(r->outcome, "client_gone") == 0)
+		CL_SIM_W_LIT(&w, ",\"client_gone\":true");
+	else
+		CL_SIM_W_LIT(&w, ",\"client_gone\":false");
 	CL_SIM_W_LIT(&w, ",\"fault\":");
 	put_str_or_null(&w, r->fault);
 	if (r->failed)

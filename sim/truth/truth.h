@@ -25,7 +25,10 @@ struct cl_sim_truth_rec {
 	uint64_t seq;             /* 0 for rejected requests */
 	const char *request_id;   /* X-Request-Id, NULL when absent */
 	const char *conversation; /* X-Chatload-Conversation, NULL when absent */
+	const char *cls;          /* X-Chatload-Class, NULL when absent */
 	const char *model;        /* NULL for rejected requests */
+	bool has_priority;        /* the request's "priority" (vLLM's): null when not given */
+	int64_t priority;
 	bool stream;
 	int http_status;
 	const char *outcome; /* NULL: the status is http_status; else "client_gone" or "cut" */

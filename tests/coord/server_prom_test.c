@@ -139,7 +139,8 @@ static void test_llamacpp_as_served(void **state)
 }
 
 /* dcgm-exporter's page (rebuilt): utilisation averaged over GPUs (percent to 0..1), memory
- * summed (MiB to bytes), the fraction over used + free; its other series are not the
+ * summed (MiB to bytes), the fraction over used + free, energy (mJ to J) and power summed;
+ * its other series are not the
  * vocabulary's, so they are kept raw; an engine's page has no GPU figures. */
 static void test_dcgm(void **state)
 {
@@ -158,6 +159,10 @@ static void test_dcgm(void **state)
 	assert_true(fabs(sn.gpu_util - 0.65) < 1e-12);
 	assert_true(sn.gpu_mem_used == (61440.0 + 30720.0) * 1048576.0);
 	assert_true(fabs(sn.gpu_mem_fraction - 92160.0 / 163840.0) < 1e-12);
+	/* what the GPUs draw (issue 44): the energy counter summed, mJ to J; the power summed */
+	assert_true(fabs(sn.gpu_energy_j - (1234567890.0 + 987654321.0) / 1000) < 1e-6);
+	assert_true(fabs(sn.gpu_power_w - (412.5 + 288.25)) < 1e-9);
+	assert_int_equal(sn.gpu_count, 2);
 	assert_true(cl_srv_vocab_known("DCGM_FI_DEV_GPU_UTIL"));
 	assert_true(cl_srv_vocab_known("DCGM_FI_DEV_FB_FREE"));
 	assert_false(cl_srv_vocab_known("DCGM_FI_DEV_POWER_USAGE"));
@@ -173,6 +178,7 @@ static void test_dcgm(void **state)
 	const struct cl_prom_page *eng[] = { &vl };
 	cl_srv_vocab_gpu(eng, 1, &sn);
 	assert_true(isnan(sn.gpu_util) && isnan(sn.gpu_mem_used) && isnan(sn.gpu_mem_fraction));
+	assert_true(isnan(sn.gpu_energy_j) && isnan(sn.gpu_power_w) && sn.gpu_count == 0);
 	for (size_t i = 0; i < pg.n; i++)
 		if (strcmp(pg.s[i].name, "DCGM_FI_DEV_GPU_UTIL") == 0)
 			pg.s[i].name[0] = 'X';
@@ -210,6 +216,33 @@ static void test_sum_and_untyped(void **state)
 	cl_prom_page_free(&pg);
 }
 
+/* Histograms labelled model_name are also kept per name (request classes' server view), the
+ * label found wherever it stands and with escapes; the totals are still their sum. */
+static void test_models(void **state)
+{
+	(void)state;
+	const char *page =
+	    "vllm:time_to_first_token_seconds_bucket{engine=\"0\",model_name=\"base\",le=\"0.1\"} 1\n"
+	    "vllm:time_to_first_token_seconds_bucket{engine=\"0\",model_name=\"base\",le=\"+Inf\"} 2\n"
+	    "vllm:time_to_first_token_seconds_sum{engine=\"0\",model_name=\"base\"} 0.5\n"
+	    "vllm:time_to_first_token_seconds_bucket{model_name=\"lo\\\"ra\",engine=\"1\",le=\"0.1\"} 3\n"
+	    "vllm:time_to_first_token_seconds_bucket{model_name=\"lo\\\"ra\",engine=\"1\",le=\"+Inf\"} 7\n"
+	    "vllm:request_queue_time_seconds_bucket{x=\"a,model_name=\\\"no\",model_name=\"base\",le=\"+Inf\"} 2\n"
+	    "vllm:time_to_first_token_seconds_bucket{engine=\"2\",le=\"+Inf\"} 1\n";
+	struct cl_prom_page pg = { 0 };
+	assert_int_equal(cl_prom_parse(page, strlen(page), &pg, NULL), 0);
+	struct cl_srv_snap sn = { 0 };
+	cl_srv_vocab_read(&pg, &sn);
+	assert_int_equal(sn.n_models, 2);
+	assert_string_equal(sn.models[0].name, "base");
+	assert_string_equal(sn.models[1].name, "lo\\\"ra");
+	assert_true(sn.models[0].ttft.count[1] == 2 && sn.models[0].ttft.sum == 0.5);
+	assert_true(sn.models[1].ttft.count[0] == 3 && sn.models[1].ttft.count[1] == 7);
+	assert_int_equal(sn.models[0].queue.n, 1); /* a model_name inside a value is not one */
+	assert_true(sn.ttft.count[1] == 10);       /* the total: every series, labelled or not */
+	cl_prom_page_free(&pg);
+}
+
 static void test_caps(void **state)
 {
 	(void)state;
@@ -236,7 +269,7 @@ int main(void)
 		cmocka_unit_test(test_edge_cases), cmocka_unit_test(test_vllm),
 		cmocka_unit_test(test_sglang_tgi), cmocka_unit_test(test_sum_and_untyped),
 		cmocka_unit_test(test_caps),       cmocka_unit_test(test_llamacpp_as_served),
-		cmocka_unit_test(test_dcgm),
+		cmocka_unit_test(test_dcgm),       cmocka_unit_test(test_models),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,8 +12,8 @@
 - installed with dpkg --root into a scratch root (maintainer scripts run chrootless), the
   postinst creates the chatload system user there; an edited agent.env survives a reinstall
   and a remove, and purge removes it;
-- README "Running on several hosts", followed on one machine: make-certs.sh from the package,
-  agent.env edited as the README says, the agent started with exactly the command line the
+- docs/guides/hosts.md ("Running on several hosts"), followed on one machine: make-certs.sh from the package,
+  agent.env edited as the guide says, the agent started with exactly the command line the
   installed unit gives (ExecStart expanded from agent.env the way systemd does), and the
   installed coordinator with a TLS agents.listen: the agent joins, the run completes, the
   agent stays up for the next run.
@@ -85,7 +85,7 @@ def exec_start(unit_path, env):
 
 
 def set_env_line(path, key, value):
-    """Replaces KEY=... in an env file (the edit the README asks for)."""
+    """Replaces KEY=... in an env file (the edit the guide asks for)."""
     with open(path) as f:
         lines = f.read().splitlines()
     hits = [i for i, ln in enumerate(lines) if ln.startswith(key + "=")]
@@ -189,7 +189,8 @@ class Deb(unittest.TestCase):
             "/usr/lib/systemd/system/chatload-nightly.service",
             "/usr/lib/systemd/system/chatload-nightly.timer",
             "/usr/share/chatload/agent.env.example", "/usr/share/doc/chatload/README.md",
-            "/usr/share/doc/chatload/scenario.md", "/usr/share/chatload/k8s/kustomization.yaml",
+            "/usr/share/doc/chatload/scenario.md",
+            "/usr/share/doc/chatload/guides/hosts.md", "/usr/share/chatload/k8s/kustomization.yaml",
             "/usr/share/chatload/grafana/chatload-dashboard.json",
             "/usr/share/chatload/grafana/README.md"]
         want += ["/usr/share/man/man1/%s.1.gz" % p for p in PROGRAMS]
@@ -344,7 +345,7 @@ class Deb(unittest.TestCase):
             self.assertEqual(sum(ln.startswith("chatload:") for ln in f), 1,
                              "the user stays (Debian practice), once")
 
-    # ---- README "Running on several hosts", on one machine --------------------------------
+    # ---- docs/guides/hosts.md, on one machine --------------------------------------------
 
     def test_readme_hosts_steps_with_the_installed_files(self):
         d = self.scope.path("etc-chatload")
@@ -358,7 +359,7 @@ class Deb(unittest.TestCase):
         with open(token, "w") as f:
             f.write(dt.run(["openssl", "rand", "-hex", "32"]).stdout)
         os.chmod(token, 0o600)
-        # 3. agent.env from the package, edited as the README says
+        # 3. agent.env from the package, edited as the guide says
         port = tl.free_port()
         env_file = os.path.join(d, "agent.env")
         shutil.copy(self.installed("etc", "chatload", "agent.env"), env_file)

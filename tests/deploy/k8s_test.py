@@ -1,4 +1,4 @@
-"""deploy/k8s, without a cluster (none can be run here; see README "On Kubernetes"):
+"""deploy/k8s, without a cluster (none can be run here; see docs/guides/hosts.md, "On Kubernetes"):
 
 - Manifests: every file is valid YAML, and the fields that must agree across files do: the
   agents dial the coordinator Service's name and port, which reach the coordinator
@@ -8,7 +8,7 @@
   the ad-hoc Job run the same pod; pods run as the image's non-root uid with a read-only
   root; the agents' --allow-target admits the scenario's target; the scenario validates
   with the real chatload; a coordinator certificate made by make-certs.sh for the names the
-  README gives carries the name the agents dial.
+  guide (docs/guides/hosts.md) gives carries the name the agents dial.
 - CoordinatorRun: coordinator-run.sh, with the real chatload and agents on loopback, counts
   the addresses a name resolves to, waits for that many agents and the run completes; a
   fixed CHATLOAD_AGENTS is used as given; a bad one, or a name that never resolves, fails
@@ -250,11 +250,11 @@ class Manifests(unittest.TestCase):
                 self.assertIn("DNS:" + n, text)
         finally:
             scope.close()
-        with open(os.path.join(dt.SOURCE_DIR, "README.md")) as f:
+        with open(os.path.join(dt.SOURCE_DIR, "docs", "guides", "hosts.md")) as f:
             readme = f.read()
         step = "make-certs.sh -d certs %s %s.$NS.svc %s.$NS.svc.cluster.local" % (
             host, host, host)
-        self.assertTrue(step in readme, "README.md lacks the step '%s'" % step)
+        self.assertTrue(step in readme, "docs/guides/hosts.md lacks the step '%s'" % step)
 
 
 class CoordinatorRun(unittest.TestCase):

@@ -88,6 +88,17 @@ static void *serve(void *arg)
 	return NULL;
 }
 
+static void canned_listen(struct canned *s);
+
+/* Starts the server answering with response, a whole HTTP/1.1 response. */
+static void canned_start_text(struct canned *s, const char *response)
+{
+	s->response = strdup(response);
+	assert_non_null(s->response);
+	s->response_len = strlen(response);
+	canned_listen(s);
+}
+
 /* Starts the server on fixture `name` (an .http file: status line, headers, blank line,
  * body). */
 static void canned_start(struct canned *s, const char *name)
@@ -118,7 +129,11 @@ static void canned_start(struct canned *s, const char *name)
 	memcpy(s->response + n, body, body_len);
 	s->response_len = (size_t)n + body_len;
 	cl_buf_free(&b);
+	canned_listen(s);
+}
 
+static void canned_listen(struct canned *s)
+{
 	s->fd = socket(AF_INET, SOCK_STREAM, 0);
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	assert_int_equal(bind(s->fd, (struct sockaddr *)&a, sizeof(a)), 0);
@@ -287,12 +302,60 @@ static void test_what_counts(void **state)
 	cl_metrics_destroy(&m);
 }
 
+/* A body that sends n embeddings inputs wants n vectors: an answer with another count is
+ * malformed, saying both counts; with as many it is completed.  The count rides in the body
+ * the engine copies from the plan (cl_request_body.inputs), which a copy field by field once
+ * dropped, so this check never ran. */
+static void test_embeddings_vectors_for_inputs(void **state)
+{
+	static const char one_vector[] =
+	    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 139\r\n"
+	    "Connection: close\r\n\r\n"
+	    "{\"object\":\"list\",\"data\":[{\"object\":\"embedding\",\"index\":0,"
+	    "\"embedding\":[0.25,0.5]}],\"model\":\"m\",\"usage\":{\"prompt_tokens\":2,"
+	    "\"total_tokens\":2}}";
+	for (uint32_t inputs = 1; inputs <= 2; inputs++) {
+		struct canned srv;
+		canned_start_text(&srv, one_vector);
+		struct h_sim nosim = { .pid = -1 };
+		snprintf(nosim.dir, sizeof(nosim.dir), "/tmp/cl-engine-test-XXXXXX");
+		assert_non_null(mkdtemp(nosim.dir));
+		struct h_engine he;
+		struct h_engine_opts o = { .workers = 1,
+					   .port_override = srv.port,
+					   .api = CL_API_EMBEDDINGS,
+					   .inputs = inputs };
+		assert_int_equal(h_engine_create(&he, &nosim, &o), 0);
+		struct cl_stage_plan p = h_closed(1, 2, 0);
+		struct cl_metrics m;
+		assert_int_equal(h_run(&he, &p, 0, 20000000, &m), 0);
+		printf("  one vector for %u input(s): %llu completed, %llu malformed\n", inputs,
+		       (unsigned long long)m.ctr[CL_CTR_COMPLETED],
+		       (unsigned long long)m.ctr[CL_CTR_ERR_STREAM_MALFORMED]);
+		if (inputs == 1) {
+			assert_int_equal(m.ctr[CL_CTR_COMPLETED], 2);
+			assert_int_equal(errors(&m), 0);
+		} else {
+			assert_int_equal(m.ctr[CL_CTR_COMPLETED], 0);
+			assert_int_equal(m.ctr[CL_CTR_ERR_STREAM_MALFORMED], 2);
+			assert_true(m.n_err_samples > 0);
+			if (!strstr(m.err_samples[0].body, "1 vectors for 2 inputs"))
+				fail_msg("sample \"%s\" lacks the counts", m.err_samples[0].body);
+		}
+		cl_metrics_destroy(&m);
+		h_engine_destroy(&he);
+		h_sim_cleanup(&nosim);
+		canned_stop(&srv);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_each_dialect),
 		cmocka_unit_test(test_document_not_a_stream),
 		cmocka_unit_test(test_what_counts),
+		cmocka_unit_test(test_embeddings_vectors_for_inputs),
 	};
 	return cmocka_run_group_tests(tests, h_group_setup, h_group_teardown);
 }

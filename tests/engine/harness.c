@@ -238,6 +238,7 @@ int h_engine_create(struct h_engine *he, const struct h_sim *sim, const struct h
 	he->workload.bodies = calloc(1, sizeof(*he->workload.bodies));
 	he->workload.bodies[0].json = strdup(body);
 	he->workload.bodies[0].len = (size_t)n;
+	he->workload.bodies[0].inputs = o->inputs;
 	he->workload.n_bodies = 1;
 	he->workload.request_timeout_us = o->request_timeout_us ? o->request_timeout_us : 10000000;
 	he->workload.max_tokens = o->max_tokens ? o->max_tokens : 16;

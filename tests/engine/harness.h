@@ -77,6 +77,7 @@ struct h_engine_opts {
 	const char *api_key_env; /* target.api_key_env */
 	bool http2;              /* target.http2 (prior knowledge on http://) */
 	enum cl_api api;         /* target.api (default chat) */
+	uint32_t inputs;         /* the body's embeddings inputs (cl_request_body.inputs) */
 };
 
 /* cmocka group setup and teardown of every engine test program: libcurl initialised once

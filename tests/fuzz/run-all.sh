@@ -18,8 +18,8 @@ dir=${CHATLOAD_FUZZ_DIR:-$root/build-fuzz}
 fz=$root/tests/fuzz
 
 all=(fuzz_batch fuzz_chunk fuzz_completion fuzz_dataset fuzz_embedding fuzz_generate fuzz_hist
-     fuzz_probe_text fuzz_prom fuzz_responses fuzz_results fuzz_scenario fuzz_set fuzz_sim_request
-     fuzz_transcription
+     fuzz_messages fuzz_probe_text fuzz_prom fuzz_responses fuzz_results fuzz_scenario fuzz_set
+     fuzz_sim_request fuzz_transcription
      fuzz_sse fuzz_url fuzz_wire)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all[@]}")
@@ -40,7 +40,9 @@ dict_of() {
   fuzz_hist) echo "$fz/fuzz_hist.dict" ;;
   fuzz_results) echo "$fz/fuzz_results.dict" ;;
   fuzz_chunk) echo "$root/tests/stream/fuzz_chunk.dict" ;;
-  fuzz_completion | fuzz_responses | fuzz_embedding) echo "$root/tests/stream/fuzz_api.dict" ;;
+  fuzz_completion | fuzz_responses | fuzz_embedding | fuzz_messages)
+    echo "$root/tests/stream/fuzz_api.dict"
+    ;;
   fuzz_sse) echo "$root/tests/stream/fuzz_sse.dict" ;;
   esac
 }

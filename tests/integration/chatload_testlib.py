@@ -820,6 +820,7 @@ CI_MUST_RUN = {
     "report_view_test": "chromium",
     "soak_test": "python3-prometheus-client",
     "dashboard_test": "prometheus (and its promtool)",
+    "shipped_scenarios_test": "python3-yaml",
     "nightly_test": "systemd (systemd-analyze)",
     "leak_check_test": "asan",
     "systemd_test": "systemd (systemd-analyze --offline)",

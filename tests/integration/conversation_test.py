@@ -89,6 +89,65 @@ class Conversations(tl.FleetCase):
         for a, b in zip(means, means[1:]):
             self.assertGreater(b, a + 20, means)
 
+    def test_budget_keeps_conversations(self):
+        """A stage bounded by requests keeps, of its budget, the turns its conversations in
+        progress still owe.  A simulator serving one request at a time queues the four first
+        turns, so each conversation runs a turn's length behind the one before it; before,
+        the first conversation of the second wave ended while the last one still thought
+        before its 4th turn, and a 9th conversation (the first one's prompt again) took the
+        request that turn needed: turns [10, 8, 8, 6], two conversations cut short."""
+        sim = self.start_sim("--ttft", "3ms", "--itl", "1ms", "--max-batch", "1")
+        work = {"synthetic": {"input_tokens": 20, "output_tokens": 12, "count": 8},
+                "multi_turn": {"turns": 4, "think_time": "%dms" % (THINK_S * 1000)},
+                "drain_timeout": "5s", "request_timeout": "20s"}
+        doc = tl.scenario({"url": sim.url}, [{"concurrency": 4, "requests": 32}],
+                          {"local": 1, "workers": 1}, name="convbudget", workload=work,
+                          output={"formats": ["json"]})
+        res = self.run_doc(doc, "convbudget")
+        sim.stop()
+        recs = [r for r in sim.truth() if r.get("seq")]
+        self.assertEqual(len(recs), 32)
+        # The conversations did drift apart: the first turns ended a turn's length apart.
+        firsts = sorted(r["actual_last_us"] for r in recs if r["history_turns"] == 0)[:4]
+        self.assertGreater(firsts[-1] - firsts[0], 30000, firsts)
+        # Eight whole conversations, each of its four turns, every history real.
+        per_conv = {}
+        for r in recs:
+            per_conv.setdefault(r["conversation"], []).append(r["history_turns"])
+        self.assertEqual(sorted(sorted(t) for t in per_conv.values()), [[0, 1, 2, 3]] * 8,
+                         per_conv)
+        self.assertEqual(self.check_histories(recs, 4), 24)
+        st = res["stages"][0]
+        self.assertEqual(st["requests"]["completed"], 32)
+        self.assertEqual([t["requests"] for t in st["turns"]], [8, 8, 8, 8])
+        self.assertEqual(st["requests"].get("repeated", 0), 0)
+
+    def test_budget_open_loop(self):
+        """In rate mode a stage bounded by requests holds back an arrival that would begin a
+        conversation while the rest of the budget is owed to the conversations begun: 12
+        requests of 3-turn conversations arriving every 50 ms are 4 whole conversations
+        (before, the arrivals took the budget and every conversation lost turns)."""
+        sim = self.start_sim("--ttft", "3ms", "--itl", "1ms")
+        work = {"synthetic": {"input_tokens": 16, "output_tokens": 6, "count": 50},
+                "multi_turn": {"turns": 3, "think_time": "%dms" % (THINK_S * 1000)},
+                "drain_timeout": "5s", "request_timeout": "20s"}
+        doc = tl.scenario({"url": sim.url},
+                          [{"rate": "20/s", "arrival": "constant", "requests": 12}],
+                          {"local": 1, "workers": 1}, name="convbrate", workload=work,
+                          output={"formats": ["json"]})
+        res = self.run_doc(doc, "convbrate")
+        sim.stop()
+        recs = [r for r in sim.truth() if r.get("seq")]
+        per_conv = {}
+        for r in recs:
+            per_conv.setdefault(r["conversation"], []).append(r["history_turns"])
+        self.assertEqual(sorted(sorted(t) for t in per_conv.values()), [[0, 1, 2]] * 4,
+                         per_conv)
+        self.assertEqual(self.check_histories(recs, 3), 8)
+        st = res["stages"][0]
+        self.assertEqual(st["requests"]["completed"], 12)
+        self.assertEqual([t["requests"] for t in st["turns"]], [4, 4, 4])
+
     def run_api(self, api, name):
         sim = self.start_sim("--ttft", "3ms", "--itl", "1ms")
         work = {"api": api, "synthetic": {"input_tokens": 20, "output_tokens": 12, "count": 8},
@@ -117,6 +176,13 @@ class Conversations(tl.FleetCase):
     def test_responses(self):
         """Responses conversations: every history is an answer the simulator sent."""
         recs = self.run_api("responses", "convresp")
+        self.assertEqual(sorted(r["history_turns"] for r in recs), sorted([0, 1, 2, 3] * 8))
+        self.assertEqual(self.check_histories(recs, 4), 24)
+
+    def test_messages(self):
+        """Anthropic Messages conversations (issue 44): the history is the same messages as
+        chat's, the system prompt apart; every history is an answer the simulator sent."""
+        recs = self.run_api("messages", "convmsgs")
         self.assertEqual(sorted(r["history_turns"] for r in recs), sorted([0, 1, 2, 3] * 8))
         self.assertEqual(self.check_histories(recs, 4), 24)
 

@@ -93,6 +93,9 @@ class LivePrometheus(tl.FleetCase):
                           [{"name": "soak", "concurrency": 6, "duration": "20s"}],
                           {"local": 1, "workers": 1, "report_interval": "250ms"}, name="dash")
         doc["workload"]["max_tokens"] = 30
+        # Two request classes, so the classes' panels have series to show.
+        doc["workload"]["classes"] = [{"name": "chat", "weight": 1},
+                                      {"name": "batch", "weight": 1, "priority": 10}]
         run = self.start_run(self.write_scenario("dash", doc), self.scope.path("out"),
                              "--metrics-listen", "127.0.0.1:0")
         _, _, m = run.wait_line(r"metrics at (http://(127\.0\.0\.1:\d+)/metrics)", 20)

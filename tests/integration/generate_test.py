@@ -89,14 +89,16 @@ def count_lines(path):
 class Generate(tl.FleetCase):
     tag = "generate"
 
-    def job(self, sim, name, inp, out, **extra):
+    def job(self, sim, name, inp, out, cost=None, **extra):
         gen = {"input": inp, "output": out, "concurrency": CONC, "max_attempts": ATTEMPTS,
                "backoff_initial": "20ms", "backoff_max": "200ms"}
         gen.update(extra)
-        return self.write_scenario(name, {
-            "name": name, "target": {"url": sim.url, "model": "chatload-sim"},
-            "readiness": {"enabled": False}, "agents": {"local": 2, "workers": 1},
-            "workload": {"request_timeout": "20s"}, "generate": gen})
+        doc = {"name": name, "target": {"url": sim.url, "model": "chatload-sim"},
+               "readiness": {"enabled": False}, "agents": {"local": 2, "workers": 1},
+               "workload": {"request_timeout": "20s"}, "generate": gen}
+        if cost:
+            doc["cost"] = cost
+        return self.write_scenario(name, doc)
 
     def test_resumed_exactly_once_after_kills(self):
         sim = self.start_sim("--ttft", "3ms", "--itl", "1ms", "--output-tokens", "12",
@@ -521,10 +523,14 @@ class Generate(tl.FleetCase):
         sim = self.start_sim("--ttft", "5ms", "--itl", "2ms", "--output-tokens", "10")
         bench = self.write_scenario("bench", tl.scenario(
             {"url": sim.url}, [{"name": "c4", "concurrency": 4, "duration": "3s"}],
-            {"local": 2, "workers": 1}, estimate={"samples": [800]}))
+            {"local": 2, "workers": 1}, estimate={"samples": [800]},
+            cost={"per_hour": 2.5, "gpus": 8}))
         run = self.start_run(bench, self.scope.path("bench-res"), name="bench")
         self.assertExit(run, 0, 60)
-        rps = self.results(self.scope.path("bench-res"))["estimates"][0]["requests_per_s"]
+        est0 = self.results(self.scope.path("bench-res"))["estimates"][0]
+        rps = est0["requests_per_s"]
+        # with cost: (issue 44) the estimate's hours at 2.5 x 8 an hour
+        self.assertAlmostEqual(est0["cost"], est0["hours"] * 20, delta=1e-5 * est0["cost"])
         inp = self.scope.path("in.jsonl")
         with open(inp, "w") as f:
             for i in range(800):
@@ -532,7 +538,8 @@ class Generate(tl.FleetCase):
                     "model": "chatload-sim", "max_tokens": 32,
                     "messages": [{"role": "user", "content": "Say something."}]}) + "\n")
         scn = self.job(sim, "est", inp, self.scope.path("out.jsonl"), concurrency=4,
-                       estimate_from=self.scope.path("bench-res"))
+                       estimate_from=self.scope.path("bench-res"),
+                       cost={"per_hour": 2.5, "gpus": 8})
         run = self.start_run(scn, self.scope.path("res"), name="est")
         self.assertExit(run, 0, 60)
         run.wait_line(r"the benchmark .* stage 'c4' at [\d.]+ req/s\) planned \d+ s for 800 "
@@ -547,6 +554,8 @@ class Generate(tl.FleetCase):
                          bound)
         self.assertAlmostEqual(e["planned_s"], 800 / rps, places=3)
         self.assertAlmostEqual(e["actual_over_planned"], e["actual_s"] / e["planned_s"], places=3)
+        self.assertAlmostEqual(e["planned_cost"], e["planned_s"] / 3600 * 20, places=6)
+        self.assertAlmostEqual(e["actual_cost"], e["actual_s"] / 3600 * 20, places=6)
         sys.stderr.write("generate_test: estimate %.2f s planned, %.2f s taken (%.2fx)\n" % (
             e["planned_s"], e["actual_s"], e["actual_over_planned"]))
         # the same closed loop at the same concurrency: the job takes about what was planned

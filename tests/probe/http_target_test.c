@@ -432,6 +432,32 @@ static void test_headers_and_key(void **state)
 	lines_of(&t, CL_HTTP_MODELS, got, sizeof(got));
 	assert_string_equal(got, "X-Request-Id: a1-0-1|User-Agent: chatload/" CHATLOAD_VERSION "|");
 	cl_http_target_free(&t);
+
+	/* api messages (issue 44): the key as x-api-key too, Anthropic's version on the
+	 * generation endpoint only; a scenario's own version line replaces chatload's. */
+	char *version[] = { "anthropic-version: 2024-99-99" };
+	p.api = CL_API_MESSAGES;
+	p.api_key_env = "CL_HTTP_TEST_KEY";
+	setenv("CL_HTTP_TEST_KEY", "sk-9", 1);
+	assert_int_equal(cl_http_target_init(&t, &p, NULL, &err), 0);
+	lines_of(&t, CL_HTTP_CHAT, got, sizeof(got));
+	assert_string_equal(got, "X-Request-Id: a1-0-1|Content-Type: application/json|"
+				 "Accept: text/event-stream|Expect:|User-Agent: chatload/" CHATLOAD_VERSION
+				 "|Authorization: Bearer sk-9|x-api-key: sk-9|"
+				 "anthropic-version: 2023-06-01|");
+	lines_of(&t, CL_HTTP_MODELS, got, sizeof(got));
+	assert_string_equal(got, "X-Request-Id: a1-0-1|User-Agent: chatload/" CHATLOAD_VERSION
+				 "|Authorization: Bearer sk-9|x-api-key: sk-9|");
+	cl_http_target_free(&t);
+	assert_null(t.xkey);
+	p.headers = version;
+	p.n_headers = 1;
+	assert_int_equal(cl_http_target_init(&t, &p, NULL, &err), 0);
+	unsetenv("CL_HTTP_TEST_KEY");
+	lines_of(&t, CL_HTTP_CHAT, got, sizeof(got));
+	assert_non_null(strstr(got, "|anthropic-version: 2024-99-99|"));
+	assert_null(strstr(got, "2023-06-01"));
+	cl_http_target_free(&t);
 }
 
 /* One policy for a key the scenario names but the host lacks: refused, naming it. */

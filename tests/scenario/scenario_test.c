@@ -1019,6 +1019,37 @@ static void client_bound_policy(void **state)
 	load_bad(misplaced, strlen(misplaced), NULL, 2, 43, "unknown key 'client_bound'");
 }
 
+/* cost: (issue 44): what the target costs an hour; per_hour is required, and the unset
+ * scenario has none. */
+static void cost_key(void **state)
+{
+	struct cl_scenario s;
+	load_ok(minimal, NULL, &s);
+	assert_true(s.cost.per_hour == 0 && s.cost.gpus == 0 && !s.cost.currency);
+	cl_scenario_free(&s);
+	static const char text[] = "target: { url: http://127.0.0.1:8000/v1 }\n"
+				   "stages: [ { concurrency: 4, duration: 1m } ]\n"
+				   "cost: { per_hour: 2.50, gpus: 8, currency: USD }\n";
+	load_ok(text, NULL, &s);
+	assert_double_equal(s.cost.per_hour, 2.5);
+	assert_int_equal(s.cost.gpus, 8);
+	assert_int_equal(s.cost.servers, 0);
+	assert_string_equal(s.cost.currency, "USD");
+	cl_scenario_free(&s);
+	const char *const ov[] = { "cost.servers=3", NULL };
+	load_ok(text, ov, &s);
+	assert_int_equal(s.cost.servers, 3);
+	cl_scenario_free(&s);
+	static const char none[] = "target: { url: http://127.0.0.1:8000/v1 }\n"
+				   "stages: [ { concurrency: 4, duration: 1m } ]\n"
+				   "cost: { gpus: 8 }\n";
+	load_bad(none, strlen(none), NULL, 3, 7, "cost needs per_hour");
+	static const char neg[] = "target: { url: http://127.0.0.1:8000/v1 }\n"
+				  "stages: [ { concurrency: 4, duration: 1m } ]\n"
+				  "cost: { per_hour: -1 }\n";
+	load_bad(neg, strlen(neg), NULL, 3, 19, "per_hour");
+}
+
 /* A search stage, plan, abort window and drift limits as the run reads them; the top-level
  * SLOs judge a search without its own; probes are inserted and the entry removed. */
 static void search_and_soak_keys(void **state)
@@ -1159,6 +1190,7 @@ int main(void)
 		cmocka_unit_test(example_scenarios),
 		cmocka_unit_test(client_bound_policy),
 		cmocka_unit_test(search_and_soak_keys),
+		cmocka_unit_test(cost_key),
 		cmocka_unit_test(repeat_key),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,9 +1,11 @@
 /* Tests of request-body rendering: every workload source, the merge rules, bad datasets
  * (refused with their line numbers) and the caps. */
+#include "coordinator/workload/internal.h"
 #include "coordinator/workload/workload.h"
 
 #include <jansson.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -592,6 +594,26 @@ static void test_api_bodies(void **state)
 			    "\"max_output_tokens\":32,\"ignore_eos\":true,\"stream\":true}");
 	cl_workload_plan_free(&w);
 
+	/* messages (Anthropic): the system prompt apart, max_tokens, no stream_options */
+	s.workload.api = CL_API_MESSAGES;
+	s.workload.ignore_eos = -1;
+	assert_int_equal(cl_workload_render(&s, "m", &w, &err), 0);
+	assert_string_equal(w.bodies[2].json,
+			    "{\"model\":\"m\",\"system\":\"Be brief.\",\"messages\":[{\"role\":"
+			    "\"user\",\"content\":\"three\"}],\"max_tokens\":32,\"stream\":true}");
+	cl_workload_plan_free(&w);
+	/* without a system prompt there is no "system"; a probe with no length gets the
+	 * default Anthropic requires, and a target.body thinking goes as it is */
+	char *mjs = NULL;
+	assert_int_equal(cl_body_json_probe_api(CL_API_MESSAGES, "m", "hi", 0,
+						"{\"thinking\":{\"type\":\"disabled\"}}", &mjs,
+						&err),
+			 0);
+	assert_string_equal(mjs, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":"
+				 "\"hi\"}],\"max_tokens\":4096,\"stream\":true,\"thinking\":{"
+				 "\"type\":\"disabled\"}}");
+	free(mjs);
+
 	/* embeddings: batches of 2 in order, the last one short; no length, no stream */
 	s.workload.system_prompt = NULL;
 	s.workload.ignore_eos = -1;
@@ -782,6 +804,192 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* workload.classes: one prompt, weights 2:1:1 repeat the pool to 4 bodies tagged chat, batch,
+ * base, chat (the one furthest behind its share goes next); each body has its class's model,
+ * priority, length and keys; putting the gate's model in keeps a class's own; the plan
+ * carries each class's headers after X-Chatload-Class. */
+static void test_classes_bodies(void **state)
+{
+	(void)state;
+	char *prompts[] = { "Hello there." };
+	char *hdr[] = { "X-Tenant: acme" };
+	struct cl_scn_class classes[] = {
+		{ .name = "chat", .weight = 2, .model = "lora-a", .priority = 0,
+		  .priority_set = true, .output_tokens = 8, .headers = hdr, .n_headers = 1 },
+		{ .name = "batch", .weight = 1, .model = "lora-b", .priority = -3,
+		  .priority_set = true, .max_tokens = 99, .body_json = "{\"temperature\":0.5}" },
+		{ .name = "base", .weight = 1 },
+	};
+	struct cl_scenario s = base_scenario();
+	s.workload.kind = CL_WORKLOAD_PROMPTS;
+	s.workload.prompts = prompts;
+	s.workload.n_prompts = 1;
+	s.workload.classes = classes;
+	s.workload.n_classes = 3;
+	struct cl_workload_plan w;
+	struct cl_err err = { 0 };
+	assert_int_equal(cl_workload_render(&s, "base-model", &w, &err), 0);
+	assert_int_equal(w.n_bodies, 4);
+	static const uint32_t want[] = { 0, 1, 2, 0 };
+	for (size_t i = 0; i < 4; i++)
+		assert_int_equal(w.bodies[i].cls, want[i]);
+	json_t *b = parse(w.bodies[0].json);
+	assert_string_equal(str_at(b, "model"), "lora-a");
+	assert_int_equal(json_integer_value(json_object_get(b, "priority")), 0);
+	assert_int_equal(json_integer_value(json_object_get(b, "max_tokens")), 8);
+	assert_true(json_is_true(json_object_get(b, "ignore_eos")));
+	assert_null(json_object_get(b, "temperature"));
+	json_decref(b);
+	b = parse(w.bodies[1].json);
+	assert_string_equal(str_at(b, "model"), "lora-b");
+	assert_int_equal(json_integer_value(json_object_get(b, "priority")), -3);
+	assert_int_equal(json_integer_value(json_object_get(b, "max_tokens")), 99);
+	assert_null(json_object_get(b, "ignore_eos"));
+	assert_true(json_real_value(json_object_get(b, "temperature")) == 0.5);
+	json_decref(b);
+	assert_int_equal(w.bodies[1].max_tokens, 99);
+	b = parse(w.bodies[2].json);
+	assert_string_equal(str_at(b, "model"), "base-model");
+	assert_null(json_object_get(b, "priority"));
+	assert_int_equal(json_integer_value(json_object_get(b, "max_tokens")), 256);
+	json_decref(b);
+	/* the model the gate finds goes into the base class's bodies only */
+	assert_int_equal(cl_workload_plan_set_model(&w, "base-model", "found", &err), 0);
+	assert_contains(w.bodies[2].json, "{\"model\":\"found\",");
+	assert_contains(w.bodies[0].json, "{\"model\":\"lora-a\",");
+	assert_int_equal(w.n_classes, 3);
+	assert_string_equal(w.classes[0].name, "chat");
+	assert_int_equal(w.classes[0].n_headers, 2);
+	assert_string_equal(w.classes[0].headers[0], "X-Chatload-Class: chat");
+	assert_string_equal(w.classes[0].headers[1], "X-Tenant: acme");
+	assert_int_equal(w.classes[2].n_headers, 1);
+	cl_workload_plan_free(&w);
+
+	/* six prompts: copied twice (round 4 / gcd(6, 4)), 6, 3 and 3 of the 12 */
+	char *six[] = { "a", "b", "c", "d", "e", "f" };
+	s.workload.prompts = six;
+	s.workload.n_prompts = 6;
+	assert_int_equal(cl_workload_render(&s, "base-model", &w, &err), 0);
+	assert_int_equal(w.n_bodies, 12);
+	size_t per[3] = { 0 };
+	for (size_t i = 0; i < w.n_bodies; i++)
+		per[w.bodies[i].cls]++;
+	assert_int_equal(per[0], 6);
+	assert_int_equal(per[1], 3);
+	assert_int_equal(per[2], 3);
+	cl_workload_plan_free(&w);
+
+	/* synthetic prompts without a pool (every request distinct): weights 3:2 make 65
+	 * prompts of the 64, none copied, 39 and 26 */
+	classes[0].weight = 3;
+	classes[1].weight = 2;
+	s.workload.n_classes = 2;
+	s.workload.kind = CL_WORKLOAD_SYNTHETIC;
+	s.workload.synthetic_input = (struct cl_len_dist){ .mean = 20, .min = 10, .max = 30 };
+	s.workload.synthetic_count = 64;
+	assert_int_equal(cl_workload_render(&s, "base-model", &w, &err), 0);
+	assert_int_equal(w.n_bodies, 65);
+	per[0] = per[1] = 0;
+	for (size_t i = 0; i < w.n_bodies; i++) {
+		per[w.bodies[i].cls]++;
+		for (size_t j = 0; j < i; j++) /* the class's keys aside, no prompt twice */
+			assert_true(w.bodies[i].prompt_chars != w.bodies[j].prompt_chars ||
+				    strcmp(strstr(w.bodies[i].json, "\"messages\""),
+					   strstr(w.bodies[j].json, "\"messages\"")) != 0);
+	}
+	assert_int_equal(per[0], 39);
+	assert_int_equal(per[1], 26);
+	cl_workload_plan_free(&w);
+}
+
+/* Classes with prompts of their own: a class's inline prompts, another's synthetic prompts of
+ * its input_tokens, and a class on the workload's prompts; each body is its class's, every
+ * pool gone through, the counts exact by weight. */
+static void test_classes_own_prompts(void **state)
+{
+	(void)state;
+	char *base[] = { "b1", "b2", "b3" };
+	char *own[] = { "own prompt one", "own prompt two" };
+	struct cl_scn_class classes[] = {
+		{ .name = "inline", .weight = 1, .prompts = own, .n_prompts = 2 },
+		{ .name = "long", .weight = 1, .input_tokens = 100 },
+		{ .name = "shared", .weight = 2 },
+	};
+	struct cl_scenario s = base_scenario();
+	s.workload.kind = CL_WORKLOAD_PROMPTS;
+	s.workload.prompts = base;
+	s.workload.n_prompts = 3;
+	s.workload.classes = classes;
+	s.workload.n_classes = 3;
+	struct cl_workload_plan w;
+	struct cl_err err = { 0 };
+	assert_int_equal(cl_workload_render(&s, "m", &w, &err), 0);
+	/* the shared class needs its 3 prompts at half the bodies: 6, a whole number of rounds
+	 * (4): 8 */
+	assert_int_equal(w.n_bodies, 8);
+	size_t per[3] = { 0 };
+	bool seen_own[2] = { false, false }, seen_base[3] = { false, false, false };
+	for (size_t i = 0; i < w.n_bodies; i++) {
+		const struct cl_request_body *b = &w.bodies[i];
+		per[b->cls]++;
+		if (b->cls == 0) {
+			bool one = strstr(b->json, "own prompt one") != NULL;
+			assert_true(one || strstr(b->json, "own prompt two"));
+			seen_own[!one] = true;
+		} else if (b->cls == 1) {
+			/* 100 tokens of synthetic text: about 400 characters */
+			assert_true(b->prompt_chars >= 390 && b->prompt_chars <= 420);
+		} else {
+			for (size_t k = 0; k < 3; k++)
+				if (strstr(b->json, base[k]))
+					seen_base[k] = true;
+			assert_null(strstr(b->json, "own prompt"));
+		}
+	}
+	assert_int_equal(per[0], 2);
+	assert_int_equal(per[1], 2);
+	assert_int_equal(per[2], 4);
+	assert_true(seen_own[0] && seen_own[1]);
+	assert_true(seen_base[0] && seen_base[1] && seen_base[2]);
+	cl_workload_plan_free(&w);
+
+	/* a class's own dataset (format auto: text, one prompt a line), read whole */
+	classes[0].prompts = NULL;
+	classes[0].n_prompts = 0;
+	classes[0].dataset = (char *)dataset("prompts.txt");
+	assert_int_equal(cl_workload_render(&s, "m", &w, &err), 0);
+	size_t from_file = 0;
+	for (size_t i = 0; i < w.n_bodies; i++)
+		from_file += w.bodies[i].cls == 0;
+	/* 3 prompts (blank lines skipped) at a quarter of the bodies: 12 */
+	assert_int_equal(w.n_bodies, 12);
+	assert_int_equal(from_file, 3);
+	cl_workload_plan_free(&w);
+}
+
+/* The order alone: exact counts by largest remainder, and every prefix within one of its
+ * share. */
+static void test_class_order(void **state)
+{
+	(void)state;
+	const uint32_t weights[] = { 5, 3, 1, 0 };
+	uint32_t order[1000];
+	assert_int_equal(cli_workload_class_order(weights, 4, 1000, order), 0);
+	size_t taken[4] = { 0 };
+	for (size_t i = 0; i < 1000; i++) {
+		taken[order[i]]++;
+		for (size_t k = 0; k < 4; k++) {
+			double share = (double)weights[k] / 9.0 * (double)(i + 1);
+			assert_true(fabs((double)taken[k] - share) <= 1.0 + 1e-9);
+		}
+	}
+	assert_int_equal(taken[0], 556);
+	assert_int_equal(taken[1], 333);
+	assert_int_equal(taken[2], 111);
+	assert_int_equal(taken[3], 0);
+	assert_int_equal(cli_workload_class_order(weights, 0, 10, order), CL_EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -798,7 +1006,8 @@ int main(void)
 		cmocka_unit_test(test_synthetic_errors),
 		cmocka_unit_test(test_render_probe),
 		cmocka_unit_test(test_api_bodies), cmocka_unit_test(test_tools_bodies),
-		cmocka_unit_test(test_merge_json),
+		cmocka_unit_test(test_merge_json), cmocka_unit_test(test_classes_bodies),
+		cmocka_unit_test(test_class_order), cmocka_unit_test(test_classes_own_prompts),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

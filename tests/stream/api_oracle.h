@@ -1,6 +1,7 @@
 /* Oracles for the decoders of the other APIs (completions text chunks, Responses events,
- * embeddings answers): their JSON verdict against the chat chunk decoder's (the same scanner,
- * itself proven against jansson by chunk_oracle.h), their fields against jansson's tree. */
+ * Messages events, embeddings answers): their JSON verdict against the chat chunk decoder's
+ * (the same scanner, itself proven against jansson by chunk_oracle.h), their fields against
+ * jansson's tree. */
 #ifndef CHATLOAD_TEST_API_ORACLE_H
 #define CHATLOAD_TEST_API_ORACLE_H
 
@@ -8,14 +9,17 @@
 #include "client/stream/embedding.h"
 #include "client/stream/error.h"
 #include "client/stream/event.h"
+#include "client/stream/messages.h"
 #include "client/stream/responses.h"
+#include "messages_oracle.h"
 #include "client/stream/sse.h"
 
 #include <stdint.h>
 
-enum api_kind { API_TEXT, API_RESPONSES, API_EMBEDDINGS };
+enum api_kind { API_TEXT, API_RESPONSES, API_EMBEDDINGS, API_MESSAGES };
 
-/* Decodes data with the decoder of kind into *c (text, responses) or *e (embeddings). */
+/* Decodes data with the decoder of kind into *c (text, responses, messages) or *e
+ * (embeddings). */
 static inline int api_decode(enum api_kind k, const char *data, size_t len, struct cl_chunk *c,
 			     struct cl_embedding *e)
 {
@@ -26,6 +30,8 @@ static inline int api_decode(enum api_kind k, const char *data, size_t len, stru
 		return cl_chunk_decode_text(data, len, c);
 	case API_RESPONSES:
 		return cl_responses_decode(data, len, c);
+	case API_MESSAGES:
+		return cl_messages_decode(data, len, c);
 	default:
 		return cl_embedding_decode(data, len, e);
 	}
@@ -113,8 +119,8 @@ static inline const char *api_resp_usage(json_t *resp, struct api_resp_want *w)
 		return "count";
 	if (ORACLE_WRONG(ind, json_is_object(ind)) || ORACLE_WRONG(outd, json_is_object(outd)))
 		return "details";
-	json_t *c = json_object_get(ind, "cached_tokens"), *r = json_object_get(outd,
-										    "reasoning_tokens");
+	json_t *c = json_object_get(ind, "cached_tokens"),
+	       *r = json_object_get(outd, "reasoning_tokens");
 	if (ORACLE_WRONG(c, oracle_count_ok(c)) || ORACLE_WRONG(r, oracle_count_ok(r)))
 		return "detail count";
 	w->in = oracle_count(in);
@@ -155,10 +161,9 @@ static inline const char *api_resp_expect(json_t *root, struct api_resp_want *w)
 			return bad;
 		w->done = true;
 		json_t *det = json_object_get(resp, "incomplete_details");
-		w->finish = completed ? "stop"
-			    : api_is(json_object_get(det, "reason"), "max_output_tokens")
-				? "length"
-				: "other";
+		w->finish = completed                                                     ? "stop"
+			    : api_is(json_object_get(det, "reason"), "max_output_tokens") ? "length"
+											  : "other";
 		return NULL;
 	}
 	if (api_is(type, "response.failed")) {
@@ -284,7 +289,8 @@ static inline const char *api_oracle_check(enum api_kind k, const char *data, si
 		char fr[24];
 		why = api_text_expect(root, &content, fr);
 		if (!why && rc == 0) {
-			if (c->has_content != (content > 0) || (long long)c->content_bytes < content ||
+			if (c->has_content != (content > 0) ||
+			    (long long)c->content_bytes < content ||
 			    (no_esc && (long long)c->content_bytes != content))
 				bad = "text bytes";
 			else if (strcmp(c->finish_reason, fr) != 0)
@@ -314,6 +320,11 @@ static inline const char *api_oracle_check(enum api_kind k, const char *data, si
 			else if (c->error_code != w.code || (c->error_msg != NULL) != w.has_msg)
 				bad = "error code or message";
 		}
+	} else if (k == API_MESSAGES) {
+		struct api_msg_want w;
+		why = api_msg_expect(root, &w);
+		if (!why && rc == 0)
+			bad = api_msg_compare(c, &w, no_esc);
 	} else {
 		struct cl_embedding w;
 		why = api_emb_expect(root, &w);
@@ -476,7 +487,8 @@ static inline const char *api_event_check(enum cl_api api, const char *data, siz
 	if (rc == 0 && c->is_error) {
 		if (c->error_code != e.code && c->error_code == 0)
 			return "error code lost";
-		if (c->error_msg && (c->error_msg < data || c->error_msg + c->error_msg_len > data + len))
+		if (c->error_msg &&
+		    (c->error_msg < data || c->error_msg + c->error_msg_len > data + len))
 			return "error message outside the input";
 	}
 	if (flags & (CL_SSE_ERROR_FIELD | CL_SSE_ERROR_EVENT)) {
@@ -499,13 +511,13 @@ static inline const char *api_event_check(enum cl_api api, const char *data, siz
 	struct cl_chunk ref;
 	int ref_rc = api == CL_API_COMPLETIONS ? cl_chunk_decode_text(data, len, &ref)
 		     : api == CL_API_RESPONSES ? cl_responses_decode(data, len, &ref)
+		     : api == CL_API_MESSAGES  ? cl_messages_decode(data, len, &ref)
 					       : cl_chunk_decode(data, len, &ref);
 	bool nothing = ref_rc == 0 && !ref.n_choices && !ref.done && !ref.is_error &&
 		       !ref.has_usage && !ref.has_content && !ref.has_reasoning &&
 		       !ref.has_tool_call && !ref.finish_reason[0];
-	bool want_error = (ref_rc == 0 && ref.is_error) ||
-			  ((ref_rc == CL_EPROTO || nothing) &&
-			   e.is_error);
+	bool want_error =
+	    (ref_rc == 0 && ref.is_error) || ((ref_rc == CL_EPROTO || nothing) && e.is_error);
 	if (want_error)
 		return rc == 0 && c->is_error ? NULL : "an error the rule names missed";
 	if (rc != ref_rc)

@@ -16,7 +16,8 @@
 
 static const char *const want_lat[] = { "queue",      "ttfb",       "ttft",       "ttfc",
 					"itl",        "tpot",       "e2e",        "e2e_sched",
-					"loop_lag",   "ttft_turn1", "ttft_turn2", "ttft_turn3",
+					"loop_lag",   "dns", "connect", "tls", "send", "ttft_connection",
+					"ttft_server_wait", "ttft_after_first_byte", "ttft_turn1", "ttft_turn2", "ttft_turn3",
 					"ttft_turn4", "ttft_turn5", "ttft_turn6", "ttft_turn7",
 					"ttft_turn8" };
 static const char *const want_cnt[] = { "tokens_per_chunk", "output_tokens",    "reasoning_tokens",
@@ -77,6 +78,7 @@ static const char *const want_ctr[] = {
 	"cached_prompt_tokens",
 	"embedding_inputs",
 	"tool_calls",
+	"cancelled",
 	"audio_ms",
 };
 
@@ -134,10 +136,13 @@ static void test_init_destroy(void **state)
 	}
 	for (int i = 0; i < CL_CNT__COUNT; i++)
 		bytes += (size_t)m->cnt[i].counts_len * sizeof(uint64_t);
-	/* 9 * 23552 * 8 + 6 * 15360 * 8, and the 8 per-turn TTFT histograms at 2 digits:
-	 * 8 * 3328 * 8 */
-	assert_int_equal(bytes, 2310144 + 212992 + 122880);
+	/* 9 * 23552 * 8 + 5 * 15360 * 8, the 6th count histogram (rtf_milli) 15360 * 8, and the
+	 * 8 per-turn TTFT histograms and the 7 of a connection's stages at 2 digits:
+	 * 15 * 3328 * 8 */
+	assert_int_equal(bytes, 2310144 + 122880 + 399360);
 	for (int i = CL_LAT_TTFT_TURN1; i <= CL_LAT_TTFT_TURN_LAST; i++)
+		assert_int_equal(m->lat[i].cfg.sigfigs, 2);
+	for (int i = CL_LAT_DNS; i <= CL_LAT_TTFT_AFTER_FIRST_BYTE; i++)
 		assert_int_equal(m->lat[i].cfg.sigfigs, 2);
 	for (int i = 0; i < CL_CTR__COUNT; i++)
 		assert_int_equal(m->ctr[i], 0);
@@ -735,13 +740,93 @@ static void test_endpoints(void **state)
 	assert_null(a.eps);
 }
 
+/* Request classes: each class's whole record round-trips and merges as the record does, a
+ * decode into a record with none grows it, reset keeps them empty, and a class record with
+ * classes or endpoints of its own, or too many classes, is refused. */
+static void test_classes(void **state)
+{
+	(void)state;
+	struct cl_metrics a, b, d;
+	assert_int_equal(cl_metrics_init(&a), 0);
+	assert_int_equal(cl_metrics_init(&b), 0);
+	assert_int_equal(cl_metrics_init(&d), 0);
+	assert_int_equal(cl_metrics_cls_init(&a, 3), 0);
+	assert_int_equal(cl_metrics_cls_init(&a, CL_METRICS_CLASSES_MAX + 1), CL_EINVAL);
+	for (uint32_t k = 0; k < 3; k++) {
+		a.cls[k].ctr[CL_CTR_STARTED] = 10 + k;
+		a.cls[k].ctr[CL_CTR_COMPLETED] = 9 + k;
+		a.cls[k].ctr[CL_CTR_ERR_HTTP_4XX] = 1;
+		for (int i = 0; i < 40; i++) {
+			cl_hist_record(&a.cls[k].lat[CL_LAT_TTFT], 1000 * (k + 1) + i);
+			cl_hist_record(&a.cls[k].lat[CL_LAT_E2E], 5000 * (k + 1) + i);
+			cl_hist_record(&a.cls[k].cnt[CL_CNT_OUTPUT_TOKENS], 8 * (k + 1));
+		}
+		cl_metrics_add_err_sample(&a.cls[k], CL_CTR_ERR_HTTP_4XX, 404, "no model", 8);
+	}
+	msgpack_sbuffer sb;
+	msgpack_sbuffer_init(&sb);
+	pack_metrics(&sb, &a);
+	struct cl_err err = { 0 };
+	assert_int_equal(decode_into(&d, sb.data, sb.size, &err), 0);
+	assert_int_equal(d.n_cls, 3);
+	for (uint32_t k = 0; k < 3; k++) {
+		assert_memory_equal(d.cls[k].ctr, a.cls[k].ctr, sizeof(a.cls[k].ctr));
+		for (int i = 0; i < CL_LAT__COUNT; i++)
+			assert_true(cl_hist_equal(&d.cls[k].lat[i], &a.cls[k].lat[i]));
+		assert_true(cl_hist_equal(&d.cls[k].cnt[CL_CNT_OUTPUT_TOKENS],
+					  &a.cls[k].cnt[CL_CNT_OUTPUT_TOKENS]));
+		assert_int_equal(d.cls[k].n_err_samples, 1);
+		assert_int_equal(d.cls[k].err_samples[0].http_status, 404);
+		assert_int_equal(d.cls[k].n_cls, 0);
+	}
+	assert_int_equal(cl_metrics_merge(&b, &a), 0);
+	assert_int_equal(cl_metrics_merge(&b, &d), 0);
+	assert_int_equal(b.n_cls, 3);
+	assert_int_equal(b.cls[2].ctr[CL_CTR_STARTED], 24);
+	assert_int_equal(cl_hist_count(&b.cls[1].lat[CL_LAT_TTFT]), 80);
+	assert_int_equal(cl_hist_percentile(&b.cls[1].lat[CL_LAT_E2E], 50),
+			 cl_hist_percentile(&a.cls[1].lat[CL_LAT_E2E], 50));
+	cl_metrics_reset(&b);
+	assert_int_equal(b.n_cls, 3);
+	assert_int_equal(b.cls[2].ctr[CL_CTR_STARTED], 0);
+	assert_int_equal(cl_hist_count(&b.cls[0].lat[CL_LAT_TTFT]), 0);
+
+	/* hostile: a class record with classes of its own, and too many classes */
+	msgpack_packer pk;
+	msgpack_sbuffer_clear(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 1);
+	key(&pk, "cls");
+	msgpack_pack_array(&pk, 1);
+	msgpack_pack_map(&pk, 1);
+	key(&pk, "cls");
+	msgpack_pack_array(&pk, 0);
+	assert_int_not_equal(decode_into(&d, sb.data, sb.size, &err), 0);
+	assert_non_null(strstr(err.msg, "cls[0]"));
+	assert_int_equal(d.cls[0].ctr[CL_CTR_STARTED], 10);
+	msgpack_sbuffer_clear(&sb);
+	msgpack_pack_map(&pk, 1);
+	key(&pk, "cls");
+	msgpack_pack_array(&pk, CL_METRICS_CLASSES_MAX + 1);
+	for (int i = 0; i <= CL_METRICS_CLASSES_MAX; i++)
+		msgpack_pack_map(&pk, 0);
+	assert_int_not_equal(decode_into(&d, sb.data, sb.size, &err), 0);
+	assert_int_equal(d.n_cls, 3);
+
+	msgpack_sbuffer_destroy(&sb);
+	cl_metrics_destroy(&a);
+	cl_metrics_destroy(&b);
+	cl_metrics_destroy(&d);
+	assert_null(a.cls);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_names),       cmocka_unit_test(test_init_destroy),
 		cmocka_unit_test(test_roundtrip),   cmocka_unit_test(test_delta_equals_merge),
 		cmocka_unit_test(test_err_samples), cmocka_unit_test(test_hostile),
-		cmocka_unit_test(test_endpoints),
+		cmocka_unit_test(test_classes), cmocka_unit_test(test_endpoints),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

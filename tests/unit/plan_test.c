@@ -324,12 +324,76 @@ static void split_errors_and_free(void **state)
 	assert_string_equal(cl_arrival_name(CL_ARRIVAL_CONSTANT), "constant");
 }
 
+/* workload.cancel's pick: exact over any run of consecutive requests (floor or ceil of n x
+ * share), the same for a seed, another phase for another seed, and delays inside the range. */
+static void cancel_pick(void **state)
+{
+	(void)state;
+	struct cl_workload_plan w = { .cancel_ppm = 250000,
+				      .cancel_after_tokens = 5,
+				      .cancel_seed = 7 };
+	int64_t after = -1;
+	bool pick[4000];
+	for (uint64_t k = 0; k < 4000; k++) {
+		pick[k] = cl_cancel_pick(&w, k, &after);
+		assert_int_equal(after, 0); /* by tokens: no delay */
+	}
+	/* every window of n consecutive requests holds floor or ceil of n / 4 */
+	for (size_t n = 1; n <= 64; n++) {
+		for (size_t from = 0; from + n <= 4000; from += 37) {
+			size_t c = 0;
+			for (size_t k = from; k < from + n; k++)
+				c += pick[k];
+			assert_true(c == n / 4 || c == (n + 3) / 4);
+		}
+	}
+	/* the seed moves the phase (one of 1 / share patterns): the count stays, and among a
+	 * few seeds some pick other requests */
+	size_t c1 = 0, differ = 0;
+	for (uint64_t k = 0; k < 4000; k++)
+		c1 += pick[k];
+	assert_int_equal(c1, 1000);
+	for (uint64_t seed = 1; seed <= 8; seed++) {
+		struct cl_workload_plan w2 = w;
+		w2.cancel_seed = seed;
+		size_t c2 = 0, same = 0;
+		for (uint64_t k = 0; k < 4000; k++) {
+			bool p2 = cl_cancel_pick(&w2, k, &after);
+			same += p2 == pick[k];
+			c2 += p2;
+		}
+		assert_int_equal(c2, 1000);
+		differ += same < 4000;
+	}
+	assert_true(differ > 0);
+	/* a range: every delay inside it, and not all the same */
+	struct cl_workload_plan r = { .cancel_ppm = 1000000,
+				      .cancel_after_us = 500000,
+				      .cancel_after_max_us = 5000000,
+				      .cancel_seed = 3 };
+	int64_t lo = INT64_MAX, hi = 0;
+	for (uint64_t k = 0; k < 1000; k++) {
+		assert_true(cl_cancel_pick(&r, k, &after));
+		assert_true(after >= 500000 && after <= 5000000);
+		lo = after < lo ? after : lo;
+		hi = after > hi ? after : hi;
+	}
+	assert_true(lo < 1000000 && hi > 4500000);
+	/* a fixed delay, and none without a share */
+	r.cancel_after_max_us = 0;
+	assert_true(cl_cancel_pick(&r, 9, &after));
+	assert_int_equal(after, 500000);
+	r.cancel_ppm = 0;
+	assert_false(cl_cancel_pick(&r, 9, &after));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(apportion_random), cmocka_unit_test(apportion_known),
-		cmocka_unit_test(apportion_real),   cmocka_unit_test(split_concurrency),
-		cmocka_unit_test(split_rate),       cmocka_unit_test(split_errors_and_free),
+		cmocka_unit_test(cancel_pick),           cmocka_unit_test(apportion_random),
+		cmocka_unit_test(apportion_known),       cmocka_unit_test(apportion_real),
+		cmocka_unit_test(split_concurrency),     cmocka_unit_test(split_rate),
+		cmocka_unit_test(split_errors_and_free),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,6 +25,18 @@ static void test_new_tag(void **state)
 	assert_string_not_equal(a, b);
 }
 
+/* Every tag is written by cl_salt_from_u64: the low 32 bits, lowest nibble first. */
+static void test_from_u64(void **state)
+{
+	(void)state;
+	char t[CL_SALT_TAG_SIZE];
+	cl_salt_from_u64(0xffffffff12345678ull, t);
+	assert_string_equal(t, "87654321");
+	assert_true(cl_salt_valid(t));
+	cl_salt_from_u64(0, t);
+	assert_string_equal(t, "00000000");
+}
+
 static void test_prefix(void **state)
 {
 	(void)state;
@@ -55,6 +67,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_new_tag),
+		cmocka_unit_test(test_from_u64),
 		cmocka_unit_test(test_prefix),
 		cmocka_unit_test(test_not_a_tag),
 	};

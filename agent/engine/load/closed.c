@@ -27,8 +27,10 @@ static void closed_pump(struct cl_worker *w, int64_t now)
 	 * seen, so the dispatch delay shows as queue time. */
 	int64_t ended = w->last_end_us ? w->last_end_us : now;
 	cli_park_wake_due(w, now);
-	/* A user waiting out its backoff holds its place: it is not replaced. */
-	while (cl_inflight(w) + w->parked.n < st->users && cl_stage_may_start(st, ended)) {
+	/* A user waiting out its backoff holds its place: it is not replaced.  A replacement
+	 * begins a new conversation only while the budget has room for it (conv.c). */
+	while (cl_inflight(w) + w->parked.n < st->users && cl_stage_may_start(st, ended) &&
+	       cli_conv_may_begin(w, ended)) {
 		if (!cli_request_start(w, ended)) {
 			st->retry_us = now + CL_LOAD_START_RETRY_US;
 			return;
@@ -38,7 +40,7 @@ static void closed_pump(struct cl_worker *w, int64_t now)
 	while (st->users < target) {
 		int64_t due =
 		    cl_ramp_level_due(st->start_us, st->plan.ramp_us, from, c, st->users + 1);
-		if (!cl_stage_may_start(st, due))
+		if (!cl_stage_may_start(st, due) || !cli_conv_may_begin(w, due))
 			return;
 		if (!cli_request_start(w, due)) {
 			st->retry_us = now + CL_LOAD_START_RETRY_US;
@@ -57,11 +59,12 @@ static int64_t closed_next_due(const struct cl_worker *w)
 	int64_t lv = st->users < c ? cl_ramp_level_due(st->start_us, st->plan.ramp_us,
 						       ramp_from(st), c, st->users + 1)
 				   : INT64_MAX;
-	if (lv != INT64_MAX && cl_stage_may_start(st, lv) && w->nfree > 0)
+	if (lv != INT64_MAX && cl_stage_may_start(st, lv) && cli_conv_may_begin(w, lv) &&
+	    w->nfree > 0)
 		due = cl_earlier(due, cl_later(lv, st->retry_us));
 	/* Replacements the loop deferred (it starts a bounded number of rounds per turn). */
 	if (cl_inflight(w) + w->parked.n < st->users && cl_stage_may_start(st, w->last_end_us) &&
-	    w->nfree > 0)
+	    cli_conv_may_begin(w, w->last_end_us) && w->nfree > 0)
 		due = cl_earlier(due, cl_later(w->last_end_us, st->retry_us));
 	return due;
 }

@@ -26,6 +26,10 @@ void cli_open_pump(struct cl_worker *w, int64_t now, const struct cli_arrival_sr
 		 * (arrivals are generated lazily), so it costs no memory however long. */
 		if (cl_inflight(w) >= st->cap)
 			return;
+		/* So does an arrival that would begin a conversation the budget has no room
+		 * for beside the turns the conversations in progress owe (conv.c). */
+		if (!src->body && !cli_conv_may_begin(w, t))
+			return;
 		w->pick = src->body ? src->body(w) : NULL;
 		bool started = cli_request_start(w, t);
 		w->pick = NULL;
@@ -41,7 +45,8 @@ int64_t cli_open_next_due(const struct cl_worker *w, const struct cli_arrival_sr
 {
 	const struct cl_stage_run *st = &w->st;
 	int64_t due = cl_park_peek(&w->parked); /* a think time ends */
-	if (!st->arrivals_over && cl_inflight(w) < st->cap)
+	if (!st->arrivals_over && cl_inflight(w) < st->cap &&
+	    (src->body || cli_conv_may_begin(w, src->peek(w))))
 		due = cl_earlier(due, cl_later(src->peek(w), st->retry_us));
 	return due;
 }

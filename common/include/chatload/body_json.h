@@ -16,6 +16,10 @@
  * Reals are printed with 15 significant digits: every decimal a person writes in a scenario
  * ("temperature: 0.6") survives, where jansson's default of 17 would send 0.59999999999999998.
  */
+/* The max_tokens of a messages body whose workload leaves the length to the server:
+ * Anthropic's API refuses a body without one. */
+#define CL_BODY_JSON_MESSAGES_MAX_TOKENS 4096u
+
 #define CL_BODY_JSON_DUMP_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(15))
 
 /*
@@ -47,7 +51,11 @@ int cl_body_json_render(const char *model, json_t *messages, uint32_t max_tokens
  * - responses: "input" = the messages, "max_output_tokens", "ignore_eos" (a vLLM
  *   extension, sent only when asked), "stream": true, no stream_options;
  * - embeddings: "input" = one string per message (the batch), no length, no ignore_eos, and
- *   no "stream" at all (the key is removed even when extra sets it).
+ *   no "stream" at all (the key is removed even when extra sets it);
+ * - messages (Anthropic): "system" = the text of the role "system" messages (joined by a
+ *   blank line; absent without one), "messages" = the others, "max_tokens" (required by
+ *   Anthropic: CL_BODY_JSON_MESSAGES_MAX_TOKENS when max_tokens is 0), "ignore_eos" when
+ *   asked, "stream": true, no stream_options.
  * extra is merged last (chatload's "stream" wins).  Consumes messages.  CL_ENOMEM.
  */
 int cl_body_json_render_api(enum cl_api api, const char *model, json_t *messages,

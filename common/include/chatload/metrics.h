@@ -21,6 +21,19 @@ enum cl_lat {
 	CL_LAT_E2E,       /* sent -> last token chunk */
 	CL_LAT_E2E_SCHED, /* intended start -> last token chunk */
 	CL_LAT_LOOP_LAG,  /* event-loop lag: timer due -> timer handled (client health) */
+	/* Where the time to the first byte went, from libcurl's own timers (docs/engine.md,
+	 * "Where the time went"); a reused connection spends none on the first three. */
+	CL_LAT_DNS,     /* name lookup (CURLINFO_NAMELOOKUP_TIME_T) */
+	CL_LAT_CONNECT, /* lookup done -> TCP connected (CONNECT_TIME_T - NAMELOOKUP_TIME_T) */
+	CL_LAT_TLS,     /* connected -> TLS handshake done (APPCONNECT_TIME_T - CONNECT_TIME_T) */
+	CL_LAT_SEND,    /* connection ready -> request written (PRETRANSFER_TIME_T - the last) */
+	/* TTFT split in three on the engine's clock, adding up to it: the client's connection
+	 * time (handed to libcurl -> libcurl about to send the request: its start, lookup,
+	 * connect, TLS), the server's wait (-> the answer's status line) and first byte ->
+	 * first token */
+	CL_LAT_TTFT_CONNECTION,
+	CL_LAT_TTFT_SERVER_WAIT,
+	CL_LAT_TTFT_AFTER_FIRST_BYTE,
 	/* TTFT by a multi-turn conversation's turn index: turn 1 .. CL_TURNS_MAX, the last one
 	 * collecting every later turn too (2 significant digits: they are many) */
 	CL_LAT_TTFT_TURN1,
@@ -100,6 +113,8 @@ enum cl_ctr {
 				      * requests */
 	CL_CTR_TOOL_CALLS, /* completed requests whose answer was a tool call (a tool_calls delta)
 			    */
+	CL_CTR_CANCELLED,  /* abandoned by the client at the point workload.cancel chose (not
+			    * completed, not errors, not cut) */
 	CL_CTR_AUDIO_MS,   /* transcription: milliseconds of audio uploaded by completed requests */
 	CL_CTR__COUNT
 };
@@ -142,6 +157,8 @@ struct cl_ep_metrics {
 	uint64_t ctr[CL_CTR__COUNT];
 };
 
+#define CL_METRICS_CLASSES_MAX 16 /* request classes a record holds at most (CL_CLASSES_MAX) */
+
 struct cl_metrics {
 	struct cl_hist lat[CL_LAT__COUNT];
 	struct cl_hist cnt[CL_CNT__COUNT];
@@ -153,6 +170,12 @@ struct cl_metrics {
 	 * cl_metrics_eps_init, or grown by a merge or decode that brings more; kept by reset. */
 	struct cl_ep_metrics *eps;
 	uint32_t n_eps;
+	/* Per request class (workload.classes): none (NULL, 0) without classes.  Each is a whole
+	 * record of its own (with neither endpoints nor classes), so a class has every figure a
+	 * stage has, merged and carried the way the record is.  Allocated by
+	 * cl_metrics_cls_init, or grown by a merge or decode that brings more; kept by reset. */
+	struct cl_metrics *cls;
+	uint32_t n_cls;
 };
 
 /* Stable snake_case names used on the wire and in results ("ttft", "tokens_per_chunk",
@@ -184,6 +207,9 @@ CL_MUST_CHECK int cl_metrics_merge(struct cl_metrics *dst, const struct cl_metri
 /* Makes m hold at least n endpoint records (n <= CL_METRICS_EPS_MAX); those it had keep their
  * values.  0, CL_EINVAL (n too large), CL_ENOMEM (m unchanged). */
 CL_MUST_CHECK int cl_metrics_eps_init(struct cl_metrics *m, uint32_t n);
+/* Makes m hold at least n class records (n <= CL_METRICS_CLASSES_MAX); those it had keep their
+ * values.  0, CL_EINVAL (n too large, or m is itself a class record), CL_ENOMEM (m unchanged). */
+CL_MUST_CHECK int cl_metrics_cls_init(struct cl_metrics *m, uint32_t n);
 /* Name of an endpoint histogram: "ttft", "itl"; NULL out of range. */
 const char *cl_ep_lat_name(int i);
 /* Keeps an error sample if fewer than CL_ERR_SAMPLES_MAX are kept (truncates body). */

@@ -27,14 +27,15 @@ enum cl_api {
 	CL_API_COMPLETIONS = 1, /* POST {base}/completions, streamed choices[].text */
 	CL_API_RESPONSES = 2,   /* POST {base}/responses, streamed semantic events */
 	CL_API_EMBEDDINGS = 3,  /* POST {base}/embeddings, one JSON answer, not streamed */
-	/* 4, 5, 6: rerank, score, messages (issue 44, other branches); no name until merged */
+	CL_API_MESSAGES = 4,    /* POST {base}/messages (Anthropic), streamed events */
+	/* 5, 6: rerank, score (issue 44, another branch); no name until merged */
 	CL_API_TRANSCRIPTION = 7, /* POST {base}/audio/transcriptions, multipart upload; one JSON
 				   * answer or streamed text deltas (workload.audio.stream) */
 	CL_API__COUNT
 };
 
-/* "chat", "completions", "responses", "embeddings", "transcription"; NULL when out of range
- * or for a number no API has. */
+/* "chat", "completions", "responses", "embeddings", "messages", "transcription"; NULL when
+ * out of range or for a number no API has. */
 const char *cl_api_name(enum cl_api a);
 /* The endpoint after the base URL: "/chat/completions", "/completions", ...; NULL when out
  * of range. */
@@ -133,6 +134,22 @@ struct cl_request_body {
 	 * JSON document (stream false), not SSE. */
 	uint32_t audio_ms;
 	bool whole;
+	/* Request classes (workload.classes): the index of this body's class in
+	 * cl_workload_plan.classes (0 without classes).  Its model, priority, length and extra
+	 * keys are in json already; the agent adds the class's headers and counts it apart. */
+	uint32_t cls;
+	/* The coordinator's own, never sent: json names a model of its own (its class's), which
+	 * the model the readiness gate finds does not replace. */
+	bool own_model;
+};
+
+/* One request class as an agent needs it: its name (for messages) and the header lines its
+ * requests carry. */
+#define CL_CLASSES_MAX 16
+struct cl_class_plan {
+	char *name;
+	char **headers; /* "Name: value" */
+	size_t n_headers;
 };
 
 /*
@@ -173,7 +190,34 @@ struct cl_workload_plan {
 	 * times in a turn (at most CL_TOOL_MAX_ROUNDS). */
 	uint32_t tool_result_tokens;
 	uint32_t tool_max_rounds;
+	/* Abandoned requests (workload.cancel; docs/engine.md, "Abandoned requests"): the
+	 * share of requests, in parts per million (0: none), that the client closes at a point
+	 * of their own: cancel_after_tokens tokens received, or a delay after the request was
+	 * handed to libcurl, cancel_after_us or, when cancel_after_max_us is above it, drawn
+	 * uniformly from [cancel_after_us, cancel_after_max_us].  Which requests, and their
+	 * delays, follow from cancel_seed (chatload/cancel.h). */
+	uint32_t cancel_ppm;
+	uint32_t cancel_after_tokens;
+	int64_t cancel_after_us, cancel_after_max_us;
+	uint64_t cancel_seed;
+	/* Request classes (workload.classes): none (NULL, 0), or 1..CL_CLASSES_MAX; each body's
+	 * cls indexes them, and the agent's metrics get one record per class. */
+	struct cl_class_plan *classes;
+	size_t n_classes;
 };
+
+#define CL_CANCEL_PPM_MAX 1000000u
+
+/*
+ * Whether a party's k-th request (0-based, in the order it starts them) is one the client
+ * abandons (workload.cancel), and if so when: *after_us gets its delay after being handed to
+ * libcurl (0 when it is cancelled by tokens, cancel_after_tokens).  The choice apportions
+ * exactly: request k is picked when floor((k + 1) x ppm + phase) / 10^6 passes a whole number,
+ * the phase drawn from cancel_seed, so any n consecutive requests hold floor or ceil of
+ * n x share picked ones, and a run repeated with the seed picks the same ones.  A uniform
+ * delay is drawn from the seed and k.  Pure; false without cancel_ppm.
+ */
+bool cl_cancel_pick(const struct cl_workload_plan *w, uint64_t k, int64_t *after_us);
 
 #define CL_TOOL_MAX_ROUNDS        64
 #define CL_TOOL_MAX_RESULT_TOKENS 100000

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define CL_SALT_DIGITS     8                      /* hex digits of a tag */
 #define CL_SALT_TAG_SIZE   (CL_SALT_DIGITS + 1)   /* a tag and its NUL */
@@ -18,6 +19,11 @@
 /* A new tag: CL_SALT_DIGITS lowercase hex digits from getrandom, or from the clock and the
  * process id when there is no entropy (runs are still told apart). */
 void cl_salt_new(char tag[CL_SALT_TAG_SIZE]);
+
+/* The tag of the number x: its low 32 bits as CL_SALT_DIGITS lowercase hex digits, the
+ * lowest nibble first.  Every tag is written here: cl_salt_new's, and the one an agent puts
+ * in place of the run's (agent/engine/conv.c). */
+void cl_salt_from_u64(uint64_t x, char tag[CL_SALT_TAG_SIZE]);
 
 /* Whether tag is a tag: exactly CL_SALT_DIGITS hex digits.  NULL and "" are not. */
 bool cl_salt_valid(const char *tag);
