@@ -418,9 +418,18 @@ static inline uint32_t cl_slot_reconnects(const struct cl_slot *s)
 /* curl callbacks */
 size_t cli_on_header(char *p, size_t size, size_t n, void *ud);
 size_t cli_on_body(char *p, size_t size, size_t n, void *ud);
-/* Embeddings: decodes the whole answer of a transfer that ended well (2xx, CURLE_OK): sets
- * done_seen, the usage and embed_inputs, or err_ctr and the sample when it is not an
- * answer.  Called once, by cli_request_finish, before the request is classified. */
+/* An answer that is one JSON document (embeddings; a transcription not streamed) rather
+ * than an event stream. */
+static inline bool cli_slot_whole(const struct cl_slot *s)
+{
+	return s->w->e->http.api == CL_API_EMBEDDINGS ||
+	       (s->w->e->http.api == CL_API_TRANSCRIPTION && s->body && s->body->whole);
+}
+
+/* Embeddings, a transcription not streamed: decodes the whole answer of a transfer that
+ * ended well (2xx, CURLE_OK): sets done_seen, the usage and embed_inputs, or err_ctr and the
+ * sample when it is not an answer.  Called once, by cli_request_finish, before the request
+ * is classified. */
 void cli_request_whole_end(struct cl_slot *s);
 
 /*
@@ -464,6 +473,11 @@ void cli_reqlog_flush(struct cl_worker *w);
 void cli_reqlog_write(struct cl_worker *w, const struct cl_slot *s, const char *status,
 		      int64_t end_us, int64_t tokens, int64_t rtokens, bool from_usage,
 		      long connects, int http_major, const char *msg, size_t msg_len);
+
+/* audio.c */
+/* Transcription: replaces every body's description with the multipart form it asks for,
+ * setting its audio_ms and whole.  0, or an error naming the body (err filled). */
+int cli_audio_forms(struct cl_engine *e, struct cl_err *err);
 
 /* conv.c: which body a request sends (in order, a conversation's next turn, a trace's) */
 /* Fills e->conv_starts from the workload's bodies (none: no conversations).  0, CL_ENOMEM. */

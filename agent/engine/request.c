@@ -8,6 +8,7 @@
 #include "client/stream/embedding.h"
 #include "client/stream/error.h"
 #include "client/stream/event.h"
+#include "client/stream/transcription.h"
 
 #include "chatload/assert.h"
 #include "chatload/clock.h"
@@ -538,8 +539,49 @@ void cli_request_stream_end(struct cl_slot *s)
 	(void)cl_sse_finish(&s->sse, on_event, s);
 }
 
+/* A transcription's whole answer: {"text": ..., "usage"?}, or an error in any dialect. */
+static void transcription_end(struct cl_slot *s)
+{
+	struct cl_transcription t;
+	const char *body = s->whole.data ? s->whole.data : "";
+	int rc = cl_transcription_decode(body, s->whole.len, true, &t);
+	struct cl_stream_error se = { 0 };
+	if (rc == CL_EPROTO || (rc == 0 && t.is_error))
+		cl_stream_error_read(body, s->whole.len, &se);
+	if ((rc == 0 && t.is_error) || (rc == CL_EPROTO && se.is_error)) {
+		s->err_ctr = CL_CTR_ERR_STREAM_ERROR;
+		s->err_code = se.code ? se.code : t.error_code;
+		if (se.message)
+			keep_sample(s, se.message, se.message_len);
+		else if (t.error_msg)
+			keep_sample(s, t.error_msg, t.error_msg_len);
+		else
+			keep_sample(s, body, s->whole.len);
+		return;
+	}
+	if (rc != 0) {
+		s->err_ctr = CL_CTR_ERR_STREAM_MALFORMED;
+		if (rc == CL_EPROTO && t.malformed) {
+			keep_sample(s, t.malformed, strlen(t.malformed));
+			keep_sample(s, ": ", 2);
+		}
+		keep_sample(s, body, s->whole.len);
+		return;
+	}
+	s->done_seen = true;
+	if (t.output_tokens >= 0)
+		s->usage_ct = t.output_tokens;
+	if (t.input_tokens >= 0)
+		s->usage_pt = t.input_tokens;
+	s->usage_seen = t.has_usage;
+}
+
 void cli_request_whole_end(struct cl_slot *s)
 {
+	if (s->w->e->http.api == CL_API_TRANSCRIPTION) {
+		transcription_end(s);
+		return;
+	}
 	struct cl_embedding a;
 	const char *body = s->whole.data ? s->whole.data : "";
 	int rc = cl_embedding_decode(body, s->whole.len, &a);
@@ -606,7 +648,7 @@ size_t cli_on_body(char *p, size_t size, size_t n, void *ud)
 		keep_sample(s, p, len);
 		return len;
 	}
-	if (s->w->e->http.api == CL_API_EMBEDDINGS) {
+	if (cli_slot_whole(s)) {
 		/* One JSON document: kept whole, decoded when the transfer ends. */
 		s->last_us = now;
 		if (cl_buf_append(&s->whole, p, len) == 0)

@@ -87,8 +87,11 @@ int cl_apportion_real(double total, const uint32_t *weights, size_t n, double *o
 
 const char *cl_api_name(enum cl_api a)
 {
-	static const char *const names[CL_API__COUNT] = { "chat", "completions", "responses",
-							  "embeddings", "messages" };
+	static const char *const names[CL_API__COUNT] = {
+		[CL_API_CHAT] = "chat",           [CL_API_COMPLETIONS] = "completions",
+		[CL_API_RESPONSES] = "responses", [CL_API_EMBEDDINGS] = "embeddings",
+		[CL_API_MESSAGES] = "messages",   [CL_API_TRANSCRIPTION] = "transcription",
+	};
 	return (unsigned)a < CL_API__COUNT ? names[a] : NULL;
 }
 
@@ -101,15 +104,20 @@ const char *cl_route_name(enum cl_route r)
 
 const char *cl_api_path(enum cl_api a)
 {
-	static const char *const paths[CL_API__COUNT] = { "/chat/completions", "/completions",
-							  "/responses", "/embeddings",
-							  "/messages" };
+	static const char *const paths[CL_API__COUNT] = {
+		[CL_API_CHAT] = "/chat/completions",
+		[CL_API_COMPLETIONS] = "/completions",
+		[CL_API_RESPONSES] = "/responses",
+		[CL_API_EMBEDDINGS] = "/embeddings",
+		[CL_API_MESSAGES] = "/messages",
+		[CL_API_TRANSCRIPTION] = "/audio/transcriptions",
+	};
 	return (unsigned)a < CL_API__COUNT ? paths[a] : NULL;
 }
 
 bool cl_api_streams(enum cl_api a)
 {
-	return a != CL_API_EMBEDDINGS;
+	return a != CL_API_EMBEDDINGS && a != CL_API_TRANSCRIPTION;
 }
 
 const char *cl_load_mode_name(enum cl_load_mode m)

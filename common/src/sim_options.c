@@ -56,6 +56,12 @@ const struct cl_sim_option cl_sim_options[] = {
 	  "numbers in each vector of a /v1/embeddings answer (1..65536)", true },
 	{ "embedding-per-token", D, "DUR", "20us",
 	  "/v1/embeddings: time per input token, the whole answer's time (no decode)", true },
+	{ "audio-per-second", D, "DUR", "50ms",
+	  "/v1/audio/transcriptions: time to first text per second of audio uploaded", true },
+	{ "transcription-stream", S, "SHAPE", "vllm",
+	  "a streamed transcription's events: vllm (transcription.chunk, [DONE]) or openai "
+	  "(transcript.text.delta / .done)",
+	  true },
 	/* capacity */
 	{ "max-batch", I, "N", "0", "requests decoding at once, the rest queue (0: unlimited)",
 	  true },

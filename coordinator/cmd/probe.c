@@ -33,7 +33,8 @@ static void usage(FILE *out)
 	    "                      [--consecutive N] [--prompt TEXT] [--max-tokens N]\n"
 	    "                      [--body JSON] [--api-key-env VAR] [--header 'Name: value']...\n"
 	    "                      [--connect-timeout D] [--backoff-initial D] [--backoff-max D]\n"
-	    "                      [--api chat|completions|responses|embeddings|messages]\n"
+	    "                      [--api chat|completions|responses|embeddings|messages|\n"
+	    "                             transcription]\n"
 	    "                      [--insecure] [-q]\n"
 	    "\n"
 	    "Runs the readiness gate against URL from this machine and prints one verdict line\n"
@@ -65,7 +66,7 @@ static void usage(FILE *out)
 	    "  --backoff-max D       longest wait between attempts (default 30s)\n"
 	    "  --api A               the API probed, as workload.api: chat (default), "
 	    "completions,\n"
-	    "                        responses, embeddings or messages\n"
+	    "                        responses, embeddings, messages or transcription\n"
 	    "  --insecure            do not verify the server's TLS certificate\n"
 	    "  -q, --quiet           no progress lines on stderr, only the verdict\n"
 	    "  -h, --help            show this help\n"
@@ -260,16 +261,16 @@ static int apply_option(struct probe_args *a, int c, char **argv)
 	case OPT_API: {
 		bool found = false;
 		for (int i = 0; i < CL_API__COUNT && !found; i++) {
-			if (strcmp(optarg, cl_api_name((enum cl_api)i)) == 0) {
+			const char *name = cl_api_name((enum cl_api)i);
+			if (name && strcmp(optarg, name) == 0) {
 				a->target.api = (enum cl_api)i;
 				found = true;
 			}
 		}
 		if (!found)
-			return bad_usage(
-			    "--api must be chat, completions, responses, embeddings or "
-			    "messages, not '%s'",
-			    optarg);
+			return bad_usage("--api must be chat, completions, responses, embeddings, "
+					 "messages or transcription, not '%s'",
+					 optarg);
 		break;
 	}
 	case 'q':

@@ -71,6 +71,9 @@ static const struct {
 	 * above; their latency chatload_e2e_seconds); 0 for the generating APIs. */
 	{ "chatload_embedding_inputs_total",
 	  "Embedding inputs (vectors) answered by completed requests.", CL_CTR_EMBEDDING_INPUTS },
+	/* workload.api: transcription: the audio completed requests uploaded; 0 otherwise. */
+	{ "chatload_audio_seconds_total", "Seconds of audio transcribed by completed requests.",
+	  CL_CTR_AUDIO_MS },
 };
 
 static const char *const phase_names[CL_LIVE__PHASES] = { "starting", "readiness", "warmup",
@@ -420,7 +423,8 @@ static int render_stages(struct cl_live_metrics *lm, struct cl_buf *b)
 		rc |= family(b, counters[c].name, "counter", counters[c].help);
 		for (size_t i = 0; i < lm->n; i++)
 			rc |= stage_sample(b, counters[c].name, &lm->stages[i], NULL,
-					   (double)lm->stages[i].ctr[counters[c].ctr]);
+					   (double)lm->stages[i].ctr[counters[c].ctr] /
+					       (counters[c].ctr == CL_CTR_AUDIO_MS ? 1000.0 : 1.0));
 	}
 	rc |= family(b, "chatload_request_errors_total", "counter",
 		     "Failed requests by error class.");

@@ -80,6 +80,11 @@ static const struct column columns[] = {
 	{ "embedding_inputs", "embeddings.inputs", K_NUM },
 	{ "embedding_inputs_per_s", "embeddings.inputs_per_s", K_NUM },
 	{ "embedding_input_tokens_per_s", "embeddings.input_tokens_per_s", K_NUM },
+	/* transcription (workload.api); empty for the other APIs */
+	{ "audio_seconds", "audio.seconds", K_NUM },
+	{ "audio_seconds_per_s", "audio.seconds_per_s", K_NUM },
+	{ "rtf_p50", "audio.rtf.p50", K_NUM },
+	{ "rtf_p99", "audio.rtf.p99", K_NUM },
 	/* workload.classes: empty on a stage's row; a class's row has its name */
 	{ "class", NULL, K_STR },
 };

@@ -94,6 +94,8 @@ void cl_sim_truth_record(struct cl_sim_truth *t, const struct cl_sim_truth_rec *
 	put_str_or_null(&w, r->api);
 	CL_SIM_W_LIT(&w, ",\"inputs\":");
 	cl_sim_w_u64(&w, r->inputs);
+	CL_SIM_W_LIT(&w, ",\"audio_ms\":");
+	cl_sim_w_u64(&w, r->audio_ms);
 	CL_SIM_W_LIT(&w, ",\"stream\":");
 	if (r->stream)
 		CL_SIM_W_LIT(&w, "true");

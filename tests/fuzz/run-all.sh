@@ -18,7 +18,8 @@ dir=${CHATLOAD_FUZZ_DIR:-$root/build-fuzz}
 fz=$root/tests/fuzz
 
 all=(fuzz_batch fuzz_chunk fuzz_completion fuzz_dataset fuzz_embedding fuzz_generate fuzz_hist
-     fuzz_messages fuzz_probe_text fuzz_prom fuzz_responses fuzz_results fuzz_scenario fuzz_set fuzz_sim_request
+     fuzz_messages fuzz_probe_text fuzz_prom fuzz_responses fuzz_results fuzz_scenario fuzz_set
+     fuzz_sim_request fuzz_transcription
      fuzz_sse fuzz_url fuzz_wire)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all[@]}")

@@ -28,15 +28,20 @@ enum cl_api {
 	CL_API_RESPONSES = 2,   /* POST {base}/responses, streamed semantic events */
 	CL_API_EMBEDDINGS = 3,  /* POST {base}/embeddings, one JSON answer, not streamed */
 	CL_API_MESSAGES = 4,    /* POST {base}/messages (Anthropic), streamed events */
+	/* 5, 6: rerank, score (issue 44, another branch); no name until merged */
+	CL_API_TRANSCRIPTION = 7, /* POST {base}/audio/transcriptions, multipart upload; one JSON
+				   * answer or streamed text deltas (workload.audio.stream) */
 	CL_API__COUNT
 };
 
-/* "chat", "completions", "responses", "embeddings", "messages"; NULL when out of range. */
+/* "chat", "completions", "responses", "embeddings", "messages", "transcription"; NULL when
+ * out of range or for a number no API has. */
 const char *cl_api_name(enum cl_api a);
 /* The endpoint after the base URL: "/chat/completions", "/completions", ...; NULL when out
  * of range. */
 const char *cl_api_path(enum cl_api a);
-/* Whether the API streams its answer (every one but embeddings). */
+/* Whether the API streams its answer by default (every one but embeddings and
+ * transcription, whose body says: workload.audio.stream). */
 bool cl_api_streams(enum cl_api a);
 
 const char *cl_load_mode_name(enum cl_load_mode m);
@@ -123,6 +128,12 @@ struct cl_request_body {
 	int64_t at_us;
 	/* Embeddings: the inputs this body sends (workload.embedding_batch); 0 otherwise. */
 	uint32_t inputs;
+	/* Transcription, on the agent only (not on the wire): json travels as a description
+	 * (chatload/audio.h) and the engine replaces it with the multipart form it renders;
+	 * audio_ms is the length of the audio the form uploads, whole says the answer is one
+	 * JSON document (stream false), not SSE. */
+	uint32_t audio_ms;
+	bool whole;
 	/* Request classes (workload.classes): the index of this body's class in
 	 * cl_workload_plan.classes (0 without classes).  Its model, priority, length and extra
 	 * keys are in json already; the agent adds the class's headers and counts it apart. */
