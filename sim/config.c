@@ -439,6 +439,11 @@ static int parse_metrics_flags(struct cl_sim_config *cfg, const char *const *val
 			p += n + (p[n] == ',');
 		}
 	}
+	v = val(vals, "transcription-stream");
+	if (strcmp(v, "vllm") != 0 && strcmp(v, "openai") != 0)
+		return cl_err_set(err, CL_EINVAL,
+				  "--transcription-stream: '%s' is none of vllm, openai", v);
+	cfg->transcription_openai = strcmp(v, "openai") == 0;
 	v = val(vals, "metrics-names");
 	if (strcmp(v, "vllm") == 0)
 		cfg->metrics_names = CL_SIM_NAMES_VLLM;
@@ -512,6 +517,7 @@ static int parse_answers(struct cl_sim_config *cfg, const char *const *vals, str
 	    (rc = get_duration(vals, "prefill-per-token", &cfg->prefill_per_token_us, err)) ||
 	    (rc = get_duration(vals, "embedding-per-token", &cfg->embedding_per_token_us, err)) ||
 	    (rc = get_duration(vals, "rerank-per-token", &cfg->rerank_per_token_us, err)) ||
+	    (rc = get_duration(vals, "audio-per-second", &cfg->audio_per_second_us, err)) ||
 	    (rc = get_duration(vals, "itl-per-active", &cfg->itl_per_active_us, err)) ||
 	    (rc = get_duration(vals, "itl-growth", &cfg->itl_growth_us, err)) ||
 	    (rc = get_duration(vals, "loading-for", &cfg->loading_for_us, err)) ||

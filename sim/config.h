@@ -104,6 +104,8 @@ struct cl_sim_config {
 	uint32_t embedding_dim;         /* numbers per embeddings vector */
 	int64_t embedding_per_token_us; /* an embeddings answer's time per input token */
 	int64_t rerank_per_token_us;    /* a rerank or score answer's time per pair token */
+	int64_t audio_per_second_us;    /* a transcription's time to first text per audio second */
+	bool transcription_openai;      /* --transcription-stream openai: OpenAI's events */
 	enum cl_sim_len_kind len_kind;
 	uint32_t len_a, len_b; /* fixed: a; uniform: [a, b] */
 	double len_mean, len_sd;

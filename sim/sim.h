@@ -31,11 +31,12 @@ enum cl_sim_phase {
  */
 struct cl_sim_stream {
 	enum cl_sim_phase phase;
-	enum cl_api api; /* the endpoint: the shape of the answer (render.c) */
-	uint32_t inputs; /* embeddings: vectors to answer; rerank, score: documents to score */
-	uint32_t events; /* responses: events sent (their sequence_number) */
-	uint64_t seq;    /* 1-based number among accepted chat requests */
-	char id[40];     /* the response id, "chatcmpl-sim-<seq>" */
+	enum cl_api api;   /* the endpoint: the shape of the answer (render.c) */
+	uint32_t inputs;   /* embeddings: vectors to answer; rerank, score: documents to score */
+	uint32_t audio_ms; /* transcription: the audio uploaded (from its WAV header) */
+	uint32_t events;   /* responses: events sent (their sequence_number) */
+	uint64_t seq;      /* 1-based number among accepted chat requests */
+	char id[40];       /* the response id, "chatcmpl-sim-<seq>" */
 	const char *model;
 	int64_t created_s; /* wall-clock seconds for the "created" field */
 	bool stream;

@@ -305,6 +305,8 @@ int cl_engine_create(const struct cl_engine_cfg *cfg, struct cl_engine **out, st
 		cl_err_set(err, rc, "out of memory copying the plan");
 		goto fail;
 	}
+	if (e->target.api == CL_API_TRANSCRIPTION && (rc = cli_audio_forms(e, err)) != 0)
+		goto fail;
 	snprintf(e->prefix, sizeof(e->prefix), "%s",
 		 cfg->request_id_prefix ? cfg->request_id_prefix : "cl");
 	e->good_ttft_us = cfg->good_ttft_us;

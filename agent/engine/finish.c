@@ -59,8 +59,8 @@ static int classify(const struct cl_slot *s, CURLcode res)
 		 * nothing at all, no token of any kind, no finish_reason and no usage, is no
 		 * answer (docs/engine.md, "Errors").  Embeddings answer in one document. */
 		bool ended = s->done_seen || res == CURLE_OK;
-		if (ended && cl_api_streams(s->w->e->http.api) && !s->first_us &&
-		    s->finish == CLI_FINISH_NONE && !s->usage_seen)
+		if (ended && !cli_slot_whole(s) && !s->first_us && s->finish == CLI_FINISH_NONE &&
+		    !s->usage_seen)
 			return CL_CTR_ERR_EMPTY_ANSWER;
 		/* [DONE] ends the answer: what happens to the body after it (ended by us, a
 		 * reset, a timeout waiting for a close) does not change the answer. */
@@ -228,7 +228,7 @@ static bool record_latencies(const struct cl_engine *e, struct cl_metrics *m,
 	}
 	if (s->first_content_us) {
 		cl_hist_record(&m->lat[CL_LAT_TTFC], s->first_content_us - t0);
-	} else if (cl_api_streams(e->http.api)) {
+	} else if (!cli_slot_whole(s)) {
 		/* No answer reached the user: not good.  "No content" is the answer that carried
 		 * reasoning and no answer token (a thinking model cut inside its reasoning); one
 		 * that carried nothing at all is an error (empty_answer), and one with only a
@@ -271,6 +271,14 @@ static void record_tokens(struct cl_metrics *m, const struct cl_slot *s, const s
 		m->ctr[CL_CTR_CACHED_PROMPT_TOKENS] += (uint64_t)cached;
 	m->ctr[CL_CTR_EMBEDDING_INPUTS] += s->embed_inputs;
 	m->ctr[CL_CTR_DOCUMENTS] += s->documents;
+	/* Transcription: the audio sent, and how long the answer took for each second of it
+	 * (the real-time factor: below 1 is faster than the audio plays). */
+	if (s->body && s->body->audio_ms) {
+		m->ctr[CL_CTR_AUDIO_MS] += s->body->audio_ms;
+		if (s->last_us)
+			cl_hist_record(&m->cnt[CL_CNT_RTF_MILLI],
+				       (s->last_us - s->handed_us) / s->body->audio_ms);
+	}
 	m->ctr[CL_CTR_TOOL_CALLS] += s->tool_answer;
 	cli_conv_record(m, s, s->usage_pt);
 	/* Requested against received: a server that stops before max_tokens (an EOS honoured,
@@ -393,7 +401,7 @@ void cli_request_finish(struct cl_worker *w, struct cl_slot *s, CURLcode res, bo
 	 * is ended, which gives a body that was one JSON document (an error sent with 200). */
 	bool ended_well = !cut && !s->cancelled && !s->err_ctr && res == CURLE_OK &&
 			  s->http_status >= 200 && s->http_status <= 299;
-	if (ended_well && !cl_api_streams(w->e->http.api))
+	if (ended_well && cli_slot_whole(s))
 		cli_request_whole_end(s);
 	else if (ended_well)
 		cli_request_stream_end(s);

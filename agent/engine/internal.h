@@ -423,10 +423,19 @@ void cli_slot_keep_sample(struct cl_slot *s, const char *p, size_t n);
 /* curl callbacks */
 size_t cli_on_header(char *p, size_t size, size_t n, void *ud);
 size_t cli_on_body(char *p, size_t size, size_t n, void *ud);
-/* Embeddings, rerank and score (whole.c): decodes the whole answer of a transfer that ended
- * well (2xx, CURLE_OK): sets done_seen, the usage and embed_inputs (or documents), or err_ctr
- * and the sample when it is not an answer.  Called once, by cli_request_finish, before the
- * request is classified. */
+/* An answer that is one JSON document (embeddings, rerank, score; a transcription not
+ * streamed) rather than an event stream. */
+static inline bool cli_slot_whole(const struct cl_slot *s)
+{
+	enum cl_api api = s->w->e->http.api;
+	return api == CL_API_EMBEDDINGS || cl_api_scores(api) ||
+	       (api == CL_API_TRANSCRIPTION && s->body && s->body->whole);
+}
+
+/* Embeddings, rerank, score, a transcription not streamed (whole.c): decodes the whole
+ * answer of a transfer that ended well (2xx, CURLE_OK): sets done_seen, the usage and
+ * embed_inputs (or documents), or err_ctr and the sample when it is not an answer.  Called
+ * once, by cli_request_finish, before the request is classified. */
 void cli_request_whole_end(struct cl_slot *s);
 
 /*
@@ -470,6 +479,11 @@ void cli_reqlog_flush(struct cl_worker *w);
 void cli_reqlog_write(struct cl_worker *w, const struct cl_slot *s, const char *status,
 		      int64_t end_us, int64_t tokens, int64_t rtokens, bool from_usage,
 		      long connects, int http_major, const char *msg, size_t msg_len);
+
+/* audio.c */
+/* Transcription: replaces every body's description with the multipart form it asks for,
+ * setting its audio_ms and whole.  0, or an error naming the body (err filled). */
+int cli_audio_forms(struct cl_engine *e, struct cl_err *err);
 
 /* conv.c: which body a request sends (in order, a conversation's next turn, a trace's) */
 /* Fills e->conv_starts from the workload's bodies (none: no conversations).  0, CL_ENOMEM. */

@@ -7,6 +7,7 @@
 #include "client/stream/chunk.h"
 #include "client/stream/error.h"
 #include "client/stream/event.h"
+#include "client/stream/transcription.h"
 
 #include "chatload/assert.h"
 #include "chatload/clock.h"
@@ -551,7 +552,7 @@ size_t cli_on_body(char *p, size_t size, size_t n, void *ud)
 		cli_slot_keep_sample(s, p, len);
 		return len;
 	}
-	if (!cl_api_streams(s->w->e->http.api)) {
+	if (cli_slot_whole(s)) {
 		/* One JSON document: kept whole, decoded when the transfer ends. */
 		s->last_us = now;
 		if (cl_buf_append(&s->whole, p, len) == 0)

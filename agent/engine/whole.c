@@ -1,10 +1,12 @@
-/* An answer that is one JSON document (embeddings, rerank, score), judged whole when its
+/* An answer that is one JSON document (embeddings, rerank, score, a transcription not
+ * streamed), judged whole when its
  * transfer ended well: what it counts, or why it is no answer. */
 #include "internal.h"
 
 #include "client/stream/embedding.h"
 #include "client/stream/error.h"
 #include "client/stream/rerank.h"
+#include "client/stream/transcription.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -107,11 +109,32 @@ static void scored_end(struct cl_slot *s)
 	s->usage_pt = a.prompt_tokens >= 0 ? a.prompt_tokens : a.total_tokens;
 }
 
+/* A transcription's whole answer: {"text": ..., "usage"?}, or an error in any dialect. */
+static void transcription_end(struct cl_slot *s)
+{
+	struct cl_transcription t;
+	int rc =
+	    cl_transcription_decode(s->whole.data ? s->whole.data : "", s->whole.len, true, &t);
+	struct verdict v = {
+		rc, t.is_error, t.error_code, t.error_msg, t.error_msg_len, t.malformed
+	};
+	if (failed(s, &v))
+		return;
+	s->done_seen = true;
+	if (t.output_tokens >= 0)
+		s->usage_ct = t.output_tokens;
+	if (t.input_tokens >= 0)
+		s->usage_pt = t.input_tokens;
+	s->usage_seen = t.has_usage;
+}
+
 void cli_request_whole_end(struct cl_slot *s)
 {
 	enum cl_api api = s->w->e->http.api;
 	if (cl_api_scores(api))
 		scored_end(s);
+	else if (api == CL_API_TRANSCRIPTION)
+		transcription_end(s);
 	else
 		embeddings_end(s);
 }

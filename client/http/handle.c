@@ -3,6 +3,8 @@
  * handles by the engine and the readiness probe alike. */
 #include "client/http/handle.h"
 
+#include "chatload/audio.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +103,11 @@ static int build_lines(struct cl_http_target *t, struct cl_err *err)
 		"Accept: application/json",
 		"Expect:",
 	};
+	static const char *const transcription[] = {
+		"Content-Type: " CL_AUDIO_FORM_TYPE,
+		"Accept: application/json, text/event-stream",
+		"Expect:",
+	};
 	for (int ep = CL_HTTP_MODELS; ep < CL_HTTP__ENDPOINTS; ep++) {
 		size_t cap = 4 + 3 + t->n_extra;
 		const char **l = calloc(cap, sizeof(*l));
@@ -109,8 +116,11 @@ static int build_lines(struct cl_http_target *t, struct cl_err *err)
 		t->lines[ep] = l;
 		size_t n = 0;
 		/* The generation endpoint's lines: an embeddings, rerank or score answer is one
-		 * JSON document. */
-		const char *const *gen = cl_api_streams(t->api) ? chat : embeddings;
+		 * JSON document, a transcription's either, and its request a form
+		 * (chatload/audio.h). */
+		const char *const *gen = t->api == CL_API_TRANSCRIPTION ? transcription
+					 : cl_api_streams(t->api)       ? chat
+									: embeddings;
 		for (size_t i = 0; ep == CL_HTTP_CHAT && i < sizeof(chat) / sizeof(chat[0]); i++)
 			if (!overridden(t, gen[i]))
 				l[n++] = gen[i];

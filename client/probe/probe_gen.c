@@ -1,8 +1,8 @@
 /* The readiness gate's generation phase: one streamed request, its answer read as the engine
- * reads one (SSE events decoded in the target's API, or an embeddings, rerank or score
- * document whole) and judged: a token and the stream's end, or why not, fatal when waiting
- * cannot fix it.  The request's set-up and the classification of failed transfers are
- * probe_http.c's. */
+ * reads one (SSE events decoded in the target's API, or an embeddings, rerank, score or
+ * transcription document whole) and judged: a token and the stream's end, or why not, fatal
+ * when waiting cannot fix it.  The request's set-up and the classification of failed
+ * transfers are probe_http.c's. */
 #include "client/probe/probe_int.h"
 
 #include "client/stream/chunk.h"
@@ -10,7 +10,9 @@
 #include "client/stream/rerank.h"
 #include "client/stream/event.h"
 #include "client/stream/sse.h"
+#include "client/stream/transcription.h"
 
+#include "chatload/audio.h"
 #include "chatload/clock.h"
 
 #include <stdatomic.h>
@@ -28,6 +30,7 @@ struct gen {
 	struct cl_sse_parser sse;
 	struct cl_buf errbody; /* a non-200 answer's body, for its message */
 	struct cl_buf whole;   /* embeddings: the whole answer (one JSON document) */
+	struct cl_buf form;    /* transcription: the form rendered from the body's description */
 	long status;
 	bool status_known;
 	bool framed; /* the body can end by itself (chunked, Content-Length, HTTP/2) */
@@ -144,6 +147,13 @@ static int on_event(void *ctx, const char *data, size_t len, unsigned flags)
 	return 0;
 }
 
+/* Whether the probe's answer is one JSON document: embeddings, rerank, score, and a
+ * transcription (the probe's description asks for it unstreamed). */
+static bool whole_api(const struct cl_probe_http *h)
+{
+	return !cl_api_streams(h->http.api);
+}
+
 static size_t on_stream(char *p, size_t size, size_t nmemb, void *ctx)
 {
 	struct gen *g = ctx;
@@ -161,7 +171,7 @@ static size_t on_stream(char *p, size_t size, size_t nmemb, void *ctx)
 		CL_IGNORE(cl_buf_append(&g->errbody, p, n < room ? n : room));
 		return n;
 	}
-	if (!cl_api_streams(g->h->http.api)) {
+	if (whole_api(g->h)) {
 		if (cl_buf_append(&g->whole, p, n) == 0)
 			return n;
 		snprintf(g->problem, sizeof(g->problem), "%s answer larger than %u MiB",
@@ -195,10 +205,46 @@ static int on_gen_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl
 	return 0;
 }
 
+/* Transcription: judges the whole answer of a 200 (one JSON document with its text).  False
+ * with the error set when it is not one. */
+static bool transcription_answer(struct gen *g, struct cl_probe_attempt *a)
+{
+	struct cl_transcription t;
+	char snippet[64];
+	const char *data = g->whole.data ? g->whole.data : "";
+	int rc = cl_transcription_decode(data, g->whole.len, true, &t);
+	cli_probe_copy_line(data, g->whole.len < 48 ? g->whole.len : 48, snippet, sizeof(snippet));
+	struct cl_stream_error se;
+	cl_stream_error_read(data, g->whole.len, &se);
+	if ((rc == 0 && t.is_error) || (rc == CL_EPROTO && se.is_error)) {
+		char msg[PROBE_MESSAGE_MAX_BYTES + 8], code[24] = "";
+		if (!cli_probe_error_message(&se, msg, sizeof(msg)))
+			snprintf(msg, sizeof(msg), "%s", snippet);
+		if (se.code)
+			snprintf(code, sizeof(code), " (code %d)", se.code);
+		cli_probe_set_error(a,
+				    config_failure(se.code, se.type, se.type_len) ? CL_PROBE_FATAL
+										  : CL_PROBE_RETRY,
+				    "error in the transcription answer%s: \"%s\"", code, msg);
+		return false;
+	}
+	if (rc != 0) {
+		cli_probe_set_error(a, CL_PROBE_RETRY, "malformed transcription answer (%s): '%s'",
+				    rc == CL_EPROTO && t.malformed ? t.malformed : "not JSON",
+				    snippet);
+		return false;
+	}
+	g->token = true;
+	g->first_token_us = cl_mono_us();
+	return true;
+}
+
 /* Embeddings, rerank, score: judges the whole answer of a 200 (one JSON document, at least
  * one vector or score).  False with the error set when it is not one. */
 static bool whole_answer(struct gen *g, struct cl_probe_attempt *a)
 {
+	if (g->h->http.api == CL_API_TRANSCRIPTION)
+		return transcription_answer(g, a);
 	struct cl_embedding e;
 	struct cl_rerank r;
 	char snippet[64];
@@ -253,8 +299,22 @@ static int generate_opts(struct cl_probe_http *h, struct gen *g, const char *bod
 {
 	if (cli_probe_setup(h, h->easy, CL_HTTP_CHAT, timeout_us, h->chat_headers, a) != 0)
 		return -1;
-	PROBE_SETOPT(a, h->easy, CURLOPT_POSTFIELDS, body_json);
-	PROBE_SETOPT(a, h->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body_json));
+	const char *post = body_json;
+	size_t post_len = strlen(body_json);
+	if (h->http.api == CL_API_TRANSCRIPTION) {
+		/* The body is a description: the form it asks for is what goes out. */
+		uint32_t ms;
+		bool stream;
+		struct cl_err err = { 0 };
+		if (cl_audio_form_render(body_json, post_len, &g->form, &ms, &stream, &err) != 0) {
+			cli_probe_set_error(a, CL_PROBE_FATAL, "%s", err.msg);
+			return -1;
+		}
+		post = g->form.data;
+		post_len = g->form.len;
+	}
+	PROBE_SETOPT(a, h->easy, CURLOPT_POSTFIELDS, post);
+	PROBE_SETOPT(a, h->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)post_len);
 	PROBE_SETOPT(a, h->easy, CURLOPT_WRITEFUNCTION, on_stream);
 	PROBE_SETOPT(a, h->easy, CURLOPT_WRITEDATA, g);
 	/* after cli_probe_setup: replaces its cancel-only progress callback */
@@ -270,6 +330,7 @@ void cli_probe_http_generate(struct cl_probe_http *h, const char *body_json, int
 	struct gen g = { .h = h };
 	cl_buf_init(&g.errbody, CL_PROBE_ERRBODY_MAX_BYTES);
 	cl_buf_init(&g.whole, 64u << 20);
+	cl_buf_init(&g.form, CL_AUDIO_FORM_MAX);
 	if (cl_sse_init(&g.sse, CL_PROBE_EVENT_MAX_BYTES) != 0) {
 		cli_probe_set_error(a, CL_PROBE_RETRY, "out of memory");
 		goto out;
@@ -288,8 +349,8 @@ void cli_probe_http_generate(struct cl_probe_http *h, const char *body_json, int
 		t_end = g.done_us;
 	}
 	/* The end of the body: one that was a JSON document is judged now. */
-	if (rc == CURLE_OK && status == 200 && cl_api_streams(h->http.api) && !g.done &&
-	    !g.malformed && !g.stream_error)
+	if (rc == CURLE_OK && status == 200 && !whole_api(h) && !g.done && !g.malformed &&
+	    !g.stream_error)
 		(void)cl_sse_finish(&g.sse, on_event, &g);
 	if (g.stream_error) {
 		cli_probe_set_error(a, g.config_error ? CL_PROBE_FATAL : CL_PROBE_RETRY, "%s",
@@ -325,7 +386,7 @@ void cli_probe_http_generate(struct cl_probe_http *h, const char *body_json, int
 		cli_probe_http_failure(h, status, &g.errbody, hint, a);
 		goto out;
 	}
-	if (!cl_api_streams(h->http.api)) {
+	if (whole_api(h)) {
 		if (!whole_answer(&g, a))
 			goto out;
 	} else if (!g.token) {
@@ -341,7 +402,7 @@ void cli_probe_http_generate(struct cl_probe_http *h, const char *body_json, int
 			cli_probe_set_error(a, CL_PROBE_RETRY, "stream ended without tokens");
 		goto out;
 	}
-	if (cl_api_streams(h->http.api) && !g.done && !(g.finish && !cl_sse_pending(&g.sse))) {
+	if (!whole_api(h) && !g.done && !(g.finish && !cl_sse_pending(&g.sse))) {
 		cli_probe_set_error(a, CL_PROBE_RETRY, "stream ended without [DONE]");
 		goto out;
 	}
@@ -355,6 +416,7 @@ void cli_probe_http_generate(struct cl_probe_http *h, const char *body_json, int
 	a->outcome = CL_PROBE_OK;
 out:
 	cl_sse_destroy(&g.sse);
+	cl_buf_free(&g.form);
 	cl_buf_free(&g.errbody);
 	cl_buf_free(&g.whole);
 }

@@ -9,6 +9,7 @@
 #include "client/stream/messages.h"
 #include "client/stream/responses.h"
 #include "client/stream/sse.h"
+#include "client/stream/transcription.h"
 
 static void clear(struct cl_chunk *out)
 {
@@ -61,6 +62,8 @@ static int api_decode(enum cl_api api, const char *data, size_t len, struct cl_c
 		return cl_responses_decode(data, len, out);
 	case CL_API_MESSAGES:
 		return cl_messages_decode(data, len, out);
+	case CL_API_TRANSCRIPTION:
+		return cl_transcription_event_decode(data, len, out);
 	default:
 		return cl_chunk_decode(data, len, out);
 	}

@@ -285,6 +285,15 @@ int cl_body_json_probe_api(enum cl_api api, const char *model, const char *promp
 	*json_out = NULL;
 	if (!model || !*model || !prompt)
 		return cl_err_set(err, CL_EINVAL, "probe body needs a model and a prompt");
+	if (api == CL_API_TRANSCRIPTION) {
+		/* A transcription has no prompt: one second of synthetic audio, answered whole
+		 * (the description chatload/audio.h renders into the form sent). */
+		json_t *d = json_pack("{s:s,s:i,s:i,s:s,s:b}", "model", model, "audio_ms", 1000,
+				      "seed", 1, "response_format", "json", "stream", 0);
+		*json_out = d ? json_dumps(d, CL_BODY_JSON_DUMP_FLAGS) : NULL;
+		json_decref(d);
+		return *json_out ? 0 : cl_err_set(err, CL_ENOMEM, "out of memory");
+	}
 	if (extra_body_json &&
 	    (rc = cl_body_json_parse_object(extra_body_json, "probe body", &extra, err)))
 		return rc;

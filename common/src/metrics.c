@@ -38,7 +38,7 @@ static const char *const lat_names[CL_LAT__COUNT] = {
 static const char *const cnt_names[CL_CNT__COUNT] = {
 	[CL_CNT_TOKENS_PER_CHUNK] = "tokens_per_chunk", [CL_CNT_OUTPUT_TOKENS] = "output_tokens",
 	[CL_CNT_REASONING_TOKENS] = "reasoning_tokens", [CL_CNT_PROMPT_TOKENS] = "prompt_tokens",
-	[CL_CNT_REQUESTED_TOKENS] = "requested_tokens",
+	[CL_CNT_REQUESTED_TOKENS] = "requested_tokens", [CL_CNT_RTF_MILLI] = "rtf_milli",
 };
 
 static const char *const ctr_names[CL_CTR__COUNT] = {
@@ -99,6 +99,7 @@ static const char *const ctr_names[CL_CTR__COUNT] = {
 	[CL_CTR_TOOL_CALLS] = "tool_calls",
 	[CL_CTR_CANCELLED] = "cancelled",
 	[CL_CTR_DOCUMENTS] = "documents",
+	[CL_CTR_AUDIO_MS] = "audio_ms",
 };
 
 /* Latencies in µs: 1 µs .. 1 h at 3 digits (23552 buckets, 184 KiB). */

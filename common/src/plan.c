@@ -91,7 +91,7 @@ const char *cl_api_name(enum cl_api a)
 		[CL_API_CHAT] = "chat",           [CL_API_COMPLETIONS] = "completions",
 		[CL_API_RESPONSES] = "responses", [CL_API_EMBEDDINGS] = "embeddings",
 		[CL_API_MESSAGES] = "messages",   [CL_API_RERANK] = "rerank",
-		[CL_API_SCORE] = "score",
+		[CL_API_SCORE] = "score",         [CL_API_TRANSCRIPTION] = "transcription",
 	};
 	return (unsigned)a < CL_API__COUNT ? names[a] : NULL;
 }
@@ -106,17 +106,21 @@ const char *cl_route_name(enum cl_route r)
 const char *cl_api_path(enum cl_api a)
 {
 	static const char *const paths[CL_API__COUNT] = {
-		[CL_API_CHAT] = "/chat/completions", [CL_API_COMPLETIONS] = "/completions",
-		[CL_API_RESPONSES] = "/responses",   [CL_API_EMBEDDINGS] = "/embeddings",
-		[CL_API_MESSAGES] = "/messages",     [CL_API_RERANK] = "/rerank",
+		[CL_API_CHAT] = "/chat/completions",
+		[CL_API_COMPLETIONS] = "/completions",
+		[CL_API_RESPONSES] = "/responses",
+		[CL_API_EMBEDDINGS] = "/embeddings",
+		[CL_API_MESSAGES] = "/messages",
+		[CL_API_RERANK] = "/rerank",
 		[CL_API_SCORE] = "/score",
+		[CL_API_TRANSCRIPTION] = "/audio/transcriptions",
 	};
 	return (unsigned)a < CL_API__COUNT ? paths[a] : NULL;
 }
 
 bool cl_api_streams(enum cl_api a)
 {
-	return a != CL_API_EMBEDDINGS && !cl_api_scores(a);
+	return a != CL_API_EMBEDDINGS && a != CL_API_TRANSCRIPTION && !cl_api_scores(a);
 }
 
 bool cl_api_scores(enum cl_api a)

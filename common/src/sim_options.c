@@ -60,6 +60,12 @@ const struct cl_sim_option cl_sim_options[] = {
 	  "/v1/rerank, /v1/score: time per token of each query-document pair, the whole "
 	  "answer's time",
 	  true },
+	{ "audio-per-second", D, "DUR", "50ms",
+	  "/v1/audio/transcriptions: time to first text per second of audio uploaded", true },
+	{ "transcription-stream", S, "SHAPE", "vllm",
+	  "a streamed transcription's events: vllm (transcription.chunk, [DONE]) or openai "
+	  "(transcript.text.delta / .done)",
+	  true },
 	/* capacity */
 	{ "max-batch", I, "N", "0", "requests decoding at once, the rest queue (0: unlimited)",
 	  true },

@@ -34,7 +34,7 @@ static void usage(FILE *out)
 	    "                      [--body JSON] [--api-key-env VAR] [--header 'Name: value']...\n"
 	    "                      [--connect-timeout D] [--backoff-initial D] [--backoff-max D]\n"
 	    "                      [--api chat|completions|responses|embeddings|messages|\n"
-	    "                             rerank|score]\n"
+	    "                             rerank|score|transcription]\n"
 	    "                      [--insecure] [-q]\n"
 	    "\n"
 	    "Runs the readiness gate against URL from this machine and prints one verdict line\n"
@@ -66,7 +66,8 @@ static void usage(FILE *out)
 	    "  --backoff-max D       longest wait between attempts (default 30s)\n"
 	    "  --api A               the API probed, as workload.api: chat (default), "
 	    "completions,\n"
-	    "                        responses, embeddings, messages, rerank or score\n"
+	    "                        responses, embeddings, messages, rerank, score or\n"
+	    "                        transcription\n"
 	    "  --insecure            do not verify the server's TLS certificate\n"
 	    "  -q, --quiet           no progress lines on stderr, only the verdict\n"
 	    "  -h, --help            show this help\n"
@@ -269,7 +270,7 @@ static int apply_option(struct probe_args *a, int c, char **argv)
 		}
 		if (!found)
 			return bad_usage("--api must be chat, completions, responses, embeddings, "
-					 "messages, rerank or score, not '%s'",
+					 "messages, rerank, score or transcription, not '%s'",
 					 optarg);
 		break;
 	}

@@ -219,8 +219,9 @@ static void print_workload_read(const struct cl_scn_workload *w, const struct cl
 			printf(", %zu left out by the limit", st->limited);
 		printf("\n");
 	}
-	printf("  request bodies: %zu (prompts of %.1f tokens on average, estimated)\n", st->bodies,
-	       st->bodies ? (double)st->prompt_tokens_sum / st->bodies : 0.0);
+	if (w->api != CL_API_TRANSCRIPTION)
+		printf("  request bodies: %zu (prompts of %.1f tokens on average, estimated)\n",
+		       st->bodies, st->bodies ? (double)st->prompt_tokens_sum / st->bodies : 0.0);
 	if (st->images) {
 		static const char *const fmt[] = { "png", "jpeg" };
 		printf("  images: %u per request, %ux%u %s, made from the seed; bodies of %.0f "
@@ -228,6 +229,11 @@ static void print_workload_read(const struct cl_scn_workload *w, const struct cl
 		       st->images, w->images.width, w->images.height,
 		       fmt[w->images.format == CL_IMAGE_JPEG],
 		       st->bodies ? (double)st->body_bytes_sum / st->bodies : 0.0);
+	}
+	if (w->api == CL_API_TRANSCRIPTION) {
+		/* The bodies are descriptions of the clips; their audio is what counts. */
+		printf("  audio: %zu clips%s\n", st->bodies, w->audio.dir ? ", each checked" : "");
+		return;
 	}
 	if (w->api == CL_API_EMBEDDINGS) {
 		/* Nothing is generated: no lengths or ends of sequence to report. */
@@ -308,6 +314,25 @@ static void print_workload(const struct cl_scn_workload *w, const char *salt)
 	static const char *const formats[] = { "auto", "openai", "sharegpt", "text" };
 	char a[32];
 	printf("workload:\n");
+	if (w->api == CL_API_TRANSCRIPTION) {
+		const struct cl_scn_audio *au = &w->audio;
+		if (au->dir)
+			printf("  audio: the .wav files of %s, in name order\n", au->dir);
+		else
+			printf(
+			    "  audio: %u clips of %g s (stddev %g, %g..%g), 16 kHz mono WAV made "
+			    "from the seed\n",
+			    au->count, au->seconds_mean, au->seconds_stddev, au->seconds_min,
+			    au->seconds_max);
+		printf("  api: transcription (POST %s, multipart/form-data)\n",
+		       cl_api_path(w->api));
+		printf("  language: %s\n", au->language ? au->language : "none (the server's)");
+		printf("  answer: %s\n", au->stream ? "streamed text deltas" : "one JSON document");
+		printf("  request timeout: %s\n", dur(w->request_timeout_us, a, sizeof(a)));
+		printf("  drain timeout: %s\n", dur(w->drain_timeout_us, a, sizeof(a)));
+		printf("  seed: %llu\n", (unsigned long long)w->seed);
+		return;
+	}
 	switch (w->kind) {
 	case CL_WORKLOAD_PROMPTS:
 		printf("  prompts: %zu inline\n", w->n_prompts);

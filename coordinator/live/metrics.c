@@ -75,6 +75,9 @@ static const struct {
 	 * requests, their tokens the prompt tokens above); 0 for every other API. */
 	{ "chatload_documents_total", "Documents sent by completed rerank or score requests.",
 	  CL_CTR_DOCUMENTS },
+	/* workload.api: transcription: the audio completed requests uploaded; 0 otherwise. */
+	{ "chatload_audio_seconds_total", "Seconds of audio transcribed by completed requests.",
+	  CL_CTR_AUDIO_MS },
 };
 
 static const char *const phase_names[CL_LIVE__PHASES] = { "starting", "readiness", "warmup",
@@ -424,7 +427,8 @@ static int render_stages(struct cl_live_metrics *lm, struct cl_buf *b)
 		rc |= family(b, counters[c].name, "counter", counters[c].help);
 		for (size_t i = 0; i < lm->n; i++)
 			rc |= stage_sample(b, counters[c].name, &lm->stages[i], NULL,
-					   (double)lm->stages[i].ctr[counters[c].ctr]);
+					   (double)lm->stages[i].ctr[counters[c].ctr] /
+					       (counters[c].ctr == CL_CTR_AUDIO_MS ? 1000.0 : 1.0));
 	}
 	rc |= family(b, "chatload_request_errors_total", "counter",
 		     "Failed requests by error class.");

@@ -17,11 +17,12 @@ const char *const cli_rp_col_names[RP__COLS] = {
 	"TTFT p50 ms",   "TTFT p99 ms",   "ITL p50 ms", "ITL p99 ms",  "TPOT p50 ms",
 	"E2E p50 ms",    "errors",        "no content", "TTFC p50 ms", "TTFC p99 ms",
 	"content tok/s", "cached prompt", "inputs/s",   "input tok/s", "E2E p99 ms",
-	"tool calls",    "docs/s",        "cancelled",
+	"tool calls",    "docs/s",        "cancelled",  "audio s/s",   "RTF p50",
+	"RTF p99",
 };
-const bool cli_rp_col_numeric[RP__COLS] = { false, true, false, true, true, true, true, true,
-					    true,  true, true,  true, true, true, true, true,
-					    true,  true, true,  true, true, true, true };
+const bool cli_rp_col_numeric[RP__COLS] = { false, true, false, true, true, true, true, true, true,
+					    true,  true, true,  true, true, true, true, true, true,
+					    true,  true, true,  true, true, true, true, true };
 
 /* Display order: the thinking-model columns sit beside TTFT and the output rate they
  * qualify. */
@@ -40,6 +41,25 @@ static const int col_order_scoring[] = {
 	RP_STAGE,    RP_LOAD,  RP_STATUS, RP_RPS,    RP_DOCS_PS,
 	RP_INTOK_PS, RP_E2E50, RP_E2E99,  RP_ERRORS, RP_CANCELLED,
 };
+
+/* A transcription run: the audio's rate and real-time factor beside latency; TTFT (the first
+ * text) stays for a streamed one. */
+static const int col_order_audio[] = {
+	RP_STAGE,  RP_LOAD,   RP_STATUS, RP_RPS,   RP_AUDIO_PS, RP_RTF50,     RP_RTF99,
+	RP_TTFT50, RP_TTFT99, RP_E2E50,  RP_E2E99, RP_ERRORS,   RP_CANCELLED,
+};
+
+bool cli_rp_audio(const json_t *stages)
+{
+	size_t i;
+	const json_t *s;
+	bool audio = json_array_size(stages) > 0;
+	json_array_foreach(stages, i, s)
+	{
+		audio &= json_is_object(json_object_get(s, "audio"));
+	}
+	return audio;
+}
 
 bool cli_rp_thinking(const json_t *stages)
 {
@@ -100,6 +120,22 @@ size_t cli_rp_columns(const json_t *stages, int cols[RP__COLS])
 		for (size_t k = 0; k < sizeof(col_order_embeddings) / sizeof(int); k++) {
 			if (col_order_embeddings[k] != RP_CANCELLED || cancelled)
 				cols[n++] = col_order_embeddings[k];
+		}
+		return n;
+	}
+	if (cli_rp_audio(stages)) {
+		bool ttft = false;
+		json_array_foreach(stages, i, s)
+		{
+			ttft |= cl_results_num(s, "latency_ms.ttft.count") > 0;
+		}
+		for (size_t k = 0; k < sizeof(col_order_audio) / sizeof(int); k++) {
+			int c = col_order_audio[k];
+			if ((c == RP_TTFT50 || c == RP_TTFT99) && !ttft)
+				continue;
+			if (c == RP_CANCELLED && !cancelled)
+				continue;
+			cols[n++] = c;
 		}
 		return n;
 	}
@@ -284,6 +320,10 @@ void cli_rp_stage_row(const json_t *s, struct cli_rp_row *row)
 		cli_rp_fmt_count(row->cell[RP_NOCONTENT], RP_CELL_MAX, no_content);
 	cli_rp_fmt_count(row->cell[RP_TOOL_CALLS], RP_CELL_MAX,
 			 cl_results_num(s, "requests.tool_calls"));
+	cli_rp_fmt_rate(row->cell[RP_AUDIO_PS], RP_CELL_MAX,
+			cl_results_num(s, "audio.seconds_per_s"));
+	cli_rp_fmt(row->cell[RP_RTF50], RP_CELL_MAX, cl_results_num(s, "audio.rtf.p50"), 3);
+	cli_rp_fmt(row->cell[RP_RTF99], RP_CELL_MAX, cl_results_num(s, "audio.rtf.p99"), 3);
 	/* Abandoned requests, with their share of those started. */
 	double cancelled = cl_results_num(s, "requests.cancelled");
 	double started = cl_results_num(s, "requests.started");

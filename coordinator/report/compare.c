@@ -63,6 +63,22 @@ static const struct metric rerank_metrics[] = {
 };
 #define N_RERANK_METRICS (sizeof(rerank_metrics) / sizeof(rerank_metrics[0]))
 
+/* A transcription stage (`audio` in either run): the audio transcribed a second and the
+ * real-time factor before the request figures; TTFT (the first text) only means something
+ * streamed, and is n/a otherwise.  The audio's figures have no ci95: judged by the limit. */
+static const struct metric audio_metrics[] = {
+	{ "audio_seconds_per_s", "audio s/s", "audio.seconds_per_s", HIGHER },
+	{ "rtf_p50", "RTF p50", "audio.rtf.p50", LOWER },
+	{ "rtf_p99", "RTF p99", "audio.rtf.p99", LOWER },
+	{ "requests_per_s", "req/s", "throughput.requests_per_s", HIGHER },
+	{ "ttft_p50_ms", "TTFT p50 ms", "latency_ms.ttft.p50", LOWER },
+	{ "ttft_p99_ms", "TTFT p99 ms", "latency_ms.ttft.p99", LOWER },
+	{ "e2e_p50_ms", "E2E p50 ms", "latency_ms.e2e.p50", LOWER },
+	{ "e2e_p99_ms", "E2E p99 ms", "latency_ms.e2e.p99", LOWER },
+	{ "error_rate", "error rate", "requests.error_rate", LOWER_RATE },
+};
+#define N_AUDIO_METRICS (sizeof(audio_metrics) / sizeof(audio_metrics[0]))
+
 /* The server's own figures (stages[].server, when it was scraped in either run): they
  * explain a change in the client's figures, they do not decide one, so they never count as
  * regressions (a queue of 0 that became 1 is not a failed night) and are shown only when
@@ -393,8 +409,16 @@ json_t *cl_compare_build(const json_t *base, const json_t *cur, const char *base
 			   (ns && json_is_object(json_object_get(ns, "embeddings")));
 		bool rr = json_is_object(json_object_get(bs, "rerank")) ||
 			  (ns && json_is_object(json_object_get(ns, "rerank")));
-		const struct metric *list = rr ? rerank_metrics : emb ? emb_metrics : metrics;
-		size_t n_list = rr ? N_RERANK_METRICS : emb ? N_EMB_METRICS : N_METRICS;
+		bool audio = json_is_object(json_object_get(bs, "audio")) ||
+			     (ns && json_is_object(json_object_get(ns, "audio")));
+		const struct metric *list = rr      ? rerank_metrics
+					    : emb   ? emb_metrics
+					    : audio ? audio_metrics
+						    : metrics;
+		size_t n_list = rr      ? N_RERANK_METRICS
+				: emb   ? N_EMB_METRICS
+				: audio ? N_AUDIO_METRICS
+					: N_METRICS;
 		for (size_t m = 0; ns && m < n_list; m++) {
 			if (cli_rj_append(ms, metric_json(&list[m], bs, ns, opts, &reg))) {
 				json_decref(ms);

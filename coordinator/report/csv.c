@@ -86,6 +86,11 @@ static const struct column columns[] = {
 	{ "rerank_tokens", "rerank.tokens", K_NUM },
 	{ "rerank_documents_per_s", "rerank.documents_per_s", K_NUM },
 	{ "rerank_tokens_per_s", "rerank.tokens_per_s", K_NUM },
+	/* transcription (workload.api); empty for the other APIs */
+	{ "audio_seconds", "audio.seconds", K_NUM },
+	{ "audio_seconds_per_s", "audio.seconds_per_s", K_NUM },
+	{ "rtf_p50", "audio.rtf.p50", K_NUM },
+	{ "rtf_p99", "audio.rtf.p99", K_NUM },
 	/* workload.classes: empty on a stage's row; a class's row has its name */
 	{ "class", NULL, K_STR },
 };

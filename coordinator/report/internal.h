@@ -62,6 +62,9 @@ enum {
 	RP_TOOL_CALLS, /* answers that were tool calls: shown only when some stage had one */
 	RP_DOCS_PS,    /* rerank and score (every stage has "rerank"): documents per second */
 	RP_CANCELLED,  /* abandoned by the client (workload.cancel): shown only when some were */
+	RP_AUDIO_PS,   /* transcription: audio seconds transcribed per second */
+	RP_RTF50,      /* transcription: the real-time factor, p50 and p99 */
+	RP_RTF99,
 	RP__COLS
 };
 #define RP_CELL_MAX 96
@@ -84,6 +87,8 @@ bool cli_rp_thinking(const json_t *stages);
 /* Whether these stages are a run without output: every one has "embeddings", or every one
  * has "rerank" (rerank and score): no token columns or charts. */
 bool cli_rp_embeddings(const json_t *stages);
+/* Whether every stage is a transcription stage (has `audio`). */
+bool cli_rp_audio(const json_t *stages);
 /* Whether a stage's numbers are not a normal measurement: its status is not ok, or it was
  * client-bound.  Such stages are marked in every table and never drawn as normal points. */
 bool cli_rp_stage_marked(const json_t *stage);

@@ -458,6 +458,17 @@ json_t *cli_rs_stage_json(size_t index, const struct cl_scn_stage *st, const str
 		json_decref(o);
 		return NULL;
 	}
+	/* Transcription: the audio transcribed, per second of the window, and the real-time
+	 * factor of each request (its e2e over its audio's length). */
+	if (o && api == CL_API_TRANSCRIPTION &&
+	    cli_rj_set(o, "audio",
+		       json_pack("{s:o,s:o,s:o}", "seconds",
+				 cli_rj_real(cli_rj_sig(m->ctr[CL_CTR_AUDIO_MS] / 1000.0, 9)),
+				 "seconds_per_s", rate(m->ctr[CL_CTR_AUDIO_MS], window_s * 1000.0),
+				 "rtf", cnt_summary(&m->cnt[CL_CNT_RTF_MILLI], 1000.0)))) {
+		json_decref(o);
+		return NULL;
+	}
 	if (o && (cli_rj_set(o, "http", http_json(m)) ||
 		  cli_rj_set(o, "timing", cli_rs_timing_json(m)) ||
 		  cli_rj_set(o, "too_short", json_boolean(too_short(st, m, window_s))) ||

@@ -263,7 +263,9 @@ int cli_run_prepare(struct run *r)
 		const struct cl_scn_workload *sw = &r->s.workload;
 		bool unpooled = sw->kind == CL_WORKLOAD_PROMPTS ||
 				(sw->kind == CL_WORKLOAD_SYNTHETIC && !sw->synthetic_count_given);
-		if (unpooled && !sw->multi_turn && !sw->shared_prefix_groups && r->salt[0])
+		/* A transcription's clips carry no salt (the audio is the request). */
+		if (unpooled && !sw->multi_turn && !sw->shared_prefix_groups && r->salt[0] &&
+		    sw->api != CL_API_TRANSCRIPTION)
 			snprintf(c.prepare.workload.retag, sizeof(c.prepare.workload.retag), "%s",
 				 r->salt);
 		/* A trace is dealt out: agent i replays requests i, i + n, ... (each at its own

@@ -54,6 +54,12 @@ int cli_run_start_simulator(struct run *r, struct cl_err *err)
 		argv[n++] = flags[i];
 		argv[n++] = kv->value;
 	}
+	/* A transcription uploads its audio whole: room for the longest form chatload makes
+	 * (an hour of 16 kHz audio, 115 MB) rather than the simulator's 1 MiB default. */
+	if (r->s.workload.api == CL_API_TRANSCRIPTION && n + 3 < MAX_SIM_ARGS) {
+		argv[n++] = "--max-body";
+		argv[n++] = "128MiB";
+	}
 	argv[n] = NULL;
 
 	int log_fd = open(log_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

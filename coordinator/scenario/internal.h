@@ -248,7 +248,7 @@ struct scn_loader {
 	const struct ynode *target[TK__COUNT];
 	const struct ynode *agents[16];
 	const struct ynode *warmup[16];
-	const struct ynode *workload[27];
+	const struct ynode *workload[28];
 	/* workload.tools: the node of its max_rounds or result_tokens (the agentic loop's
 	 * keys, which need multi_turn), and that key's name */
 	const struct ynode *tools_loop;
@@ -278,6 +278,8 @@ void cli_scn_conv_agents(struct scn_ctx *c, const struct ynode *v, void *obj);
 void cli_scn_conv_readiness(struct scn_ctx *c, const struct ynode *v, void *obj);
 void cli_scn_conv_warmup(struct scn_ctx *c, const struct ynode *v, void *obj);
 void cli_scn_conv_workload(struct scn_ctx *c, const struct ynode *v, void *obj);
+/* workload.audio into a struct cl_scn_audio (audio.c). */
+void cli_scn_conv_audio(struct scn_ctx *c, const struct ynode *v, void *obj);
 /* scenario/workload.c: replay stages need workload.trace, and a trace needs replay stages. */
 void cli_scn_check_replay(struct scn_ctx *c);
 void cli_scn_conv_stages(struct scn_ctx *c, const struct ynode *v, void *obj);

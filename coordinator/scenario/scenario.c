@@ -68,6 +68,7 @@ void cl_scenario_defaults(struct cl_scenario *s)
 	s->workload.embedding_batch = 1;
 	s->workload.documents = CL_SCN_DEFAULT_DOCUMENTS;
 	s->workload.images.width = s->workload.images.height = 512;
+	s->workload.audio.count = 16;
 	s->workload.tools_result_tokens = 64;
 	s->workload.tools_max_rounds = 1;
 	s->workload.request_timeout_us = 10 * MIN;
@@ -257,6 +258,8 @@ void cl_scenario_free(struct cl_scenario *s)
 	free(w->system_prompt);
 	free(w->dataset);
 	free(w->trace);
+	free(w->audio.dir);
+	free(w->audio.language);
 	for (size_t i = 0; w->classes && i < w->n_classes; i++)
 		cli_scn_class_free(&w->classes[i]);
 	free(w->classes);

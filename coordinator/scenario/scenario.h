@@ -160,6 +160,18 @@ struct cl_scn_images {
 	enum cl_image_detail detail;
 };
 
+/* ---- workload.audio (docs/scenario.md, "Audio"): what transcription requests upload ---- */
+#define CL_SCN_MAX_AUDIO_CLIPS 4096 /* distinct clips made or read at most */
+struct cl_scn_audio {
+	/* synthetic clips: seconds each (mean, and a normal spread cut at min and max; stddev 0:
+	 * all mean), count distinct ones made from the seed */
+	double seconds_mean, seconds_stddev, seconds_min, seconds_max;
+	uint32_t count; /* default 16 */
+	char *dir;      /* else the .wav files of this folder (resolved like dataset) */
+	char *language; /* the form's language field; NULL: none sent */
+	bool stream;    /* the form's stream field (default false: one JSON answer) */
+};
+
 /* Dataset records kept by estimated length (tokens; 0: no bound). */
 struct cl_dataset_filter {
 	uint32_t min_input, max_input;   /* the prompt's estimated tokens, system included */
@@ -221,6 +233,7 @@ struct cl_scn_workload {
 	 * documents, all taken from the workload's prompts in turn (default 4) */
 	uint32_t documents;
 	struct cl_scn_images images; /* workload.images */
+	struct cl_scn_audio audio;   /* workload.audio (api transcription) */
 	/* workload.tools (docs/scenario.md, "Tool calls"): tools_count synthetic functions
 	 * offered with tool_choice; with multi_turn an answer that is a tool call is followed,
 	 * up to tools_max_rounds times, by a tool result of tools_result_tokens and the same

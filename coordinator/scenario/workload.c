@@ -276,12 +276,18 @@ static void conv_trace(struct scn_ctx *c, const struct ynode *v, void *obj)
 
 static void conv_api(struct scn_ctx *c, const struct ynode *v, void *obj)
 {
-	static const char *const names[] = { "chat",     "completions", "responses", "embeddings",
-					     "messages", "rerank",      "score" };
-	_Static_assert(N(names) == CL_API__COUNT, "one name per API");
+	/* Every API with a name (a number some branch has not brought yet has none). */
+	const char *names[CL_API__COUNT];
+	enum cl_api apis[CL_API__COUNT];
+	size_t n = 0;
+	for (int a = 0; a < CL_API__COUNT; a++)
+		if (cl_api_name((enum cl_api)a)) {
+			apis[n] = (enum cl_api)a;
+			names[n++] = cl_api_name((enum cl_api)a);
+		}
 	int x;
-	if (cli_scn_get_enum(c, v, names, N(names), &x) == 0)
-		((struct cl_scn_workload *)obj)->api = (enum cl_api)x;
+	if (cli_scn_get_enum(c, v, names, n, &x) == 0)
+		((struct cl_scn_workload *)obj)->api = apis[x];
 }
 
 /* ---- workload.images ---- */
@@ -425,6 +431,7 @@ enum workload_field {
 	WF_IMAGES,
 	WF_TOOLS,
 	WF_DOCUMENTS,
+	WF_AUDIO,
 	WF_CANCEL,
 	WF_CLASSES,
 	WF__COUNT
@@ -464,6 +471,7 @@ static const struct scn_field workload_fields[] = {
 	[WF_TOOLS] = SCN_CUSTOM("tools", conv_tools),
 	[WF_DOCUMENTS] = SCN_RANGE("documents", SCN_F_U32, struct cl_scn_workload, documents, 1,
 				   CL_SCN_MAX_DOCUMENTS),
+	[WF_AUDIO] = SCN_CUSTOM_AT("audio", struct cl_scn_workload, audio, cli_scn_conv_audio),
 	[WF_CANCEL] = SCN_CUSTOM("cancel", cli_scn_conv_cancel),
 	[WF_CLASSES] = SCN_CUSTOM("classes", cli_scn_conv_classes),
 };
@@ -492,7 +500,8 @@ static void check_api(struct scn_ctx *c, const struct cl_scn_workload *w,
 	 * one string, an embeddings input text, and a rerank's query and documents text.
 	 * Anthropic's image blocks have their own shape (a base64 source), not built. */
 	if (seen[WF_IMAGES] && (w->api == CL_API_COMPLETIONS || w->api == CL_API_MESSAGES ||
-				!cl_api_streams(w->api))) {
+				(!cl_api_streams(w->api) && w->api != CL_API_TRANSCRIPTION))) {
+		/* A transcription's refusal says why in its own words, below. */
 		cli_scn_error(c, seen[WF_IMAGES],
 			      "workload.images cannot be used with workload.api: %s (images are "
 			      "content parts of chat or responses messages; %s)",
@@ -506,6 +515,34 @@ static void check_api(struct scn_ctx *c, const struct cl_scn_workload *w,
 	if (seen[WF_DOCUMENTS] && !cl_api_scores(w->api)) {
 		cli_scn_error(c, seen[WF_DOCUMENTS],
 			      "workload.documents only applies with workload.api: rerank or score");
+		return;
+	}
+	if (seen[WF_AUDIO] && w->api != CL_API_TRANSCRIPTION) {
+		cli_scn_error(c, seen[WF_AUDIO],
+			      "workload.audio only applies with workload.api: transcription");
+		return;
+	}
+	if (w->api == CL_API_TRANSCRIPTION) {
+		/* The audio is the whole request: no prompt, no output length, no conversation. */
+		static const size_t no[] = { WF_PROMPTS,       WF_DATASET,       WF_SYNTHETIC,
+					     WF_TRACE,         WF_SYSTEM_PROMPT, WF_MULTI_TURN,
+					     WF_SHARED_PREFIX, WF_IMAGES,        WF_TOOLS,
+					     WF_MAX_TOKENS,    WF_IGNORE_EOS,    WF_CALIBRATE,
+					     WF_CLASSES };
+		for (size_t i = 0; i < N(no); i++) {
+			if (seen[no[i]]) {
+				cli_scn_error(c, seen[no[i]],
+					      "workload.%s cannot be used with workload.api: "
+					      "transcription (a request uploads workload.audio and "
+					      "nothing else)",
+					      workload_fields[no[i]].name);
+				return;
+			}
+		}
+		if (!seen[WF_AUDIO])
+			cli_scn_error(c, api,
+				      "workload.api: transcription needs workload.audio (e.g. { "
+				      "seconds: 5, count: 16 } or { dir: clips/ })");
 		return;
 	}
 	if (cl_api_scores(w->api) && seen[WF_TRACE]) {
@@ -590,16 +627,22 @@ void cli_scn_conv_workload(struct scn_ctx *c, const struct ynode *v, void *obj)
 	cli_scn_fields(c, v, workload_fields, N(workload_fields), w, seen, cli_scn_hint_for);
 	check_api(c, w, seen);
 	check_tools(c, w, seen[WF_TOOLS], seen[WF_MULTI_TURN]);
-	/* An answer sent whole (embeddings, rerank, score) has no tokens to count. */
+	/* An answer sent whole (embeddings, rerank, score) has no tokens to count; a
+	 * transcription is cancelled by time. */
 	if (seen[WF_CANCEL] && w->cancel_after_tokens && !cl_api_streams(w->api))
-		cli_scn_error(c, seen[WF_CANCEL],
-			      "workload.cancel.after_tokens cannot be used with workload.api: "
-			      "%s (a%s %s answer streams no tokens; use after: a delay)",
-			      cl_api_name(w->api), w->api == CL_API_EMBEDDINGS ? "n" : "",
-			      cl_api_name(w->api));
+		cli_scn_error(
+		    c, seen[WF_CANCEL],
+		    "workload.cancel.after_tokens cannot be used with workload.api: %s "
+		    "(%s; use after: a delay)",
+		    cl_api_name(w->api),
+		    w->api == CL_API_EMBEDDINGS ? "an embeddings answer streams no tokens"
+		    : w->api == CL_API_RERANK   ? "a rerank answer streams no tokens"
+		    : w->api == CL_API_SCORE
+			? "a score answer streams no tokens"
+			: "a transcription is cancelled by time, not by its text's tokens");
 	int sources =
 	    !!seen[WF_PROMPTS] + !!seen[WF_DATASET] + !!seen[WF_SYNTHETIC] + !!seen[WF_TRACE];
-	l->given.workload_source = sources > 0;
+	l->given.workload_source = sources > 0 || seen[WF_AUDIO];
 	if (sources > 1) {
 		cli_scn_error(
 		    c,

@@ -199,6 +199,43 @@ int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt
 	return 0;
 }
 
+int cli_workload_push_raw(struct render_ctx *c, char *json, uint32_t audio_ms, struct cl_err *err)
+{
+	size_t len = strlen(json);
+	if (c->n >= CL_WORKLOAD_MAX_BODIES) {
+		free(json);
+		return cl_err_set(err, CL_ETOOBIG, "workload has more than %u requests",
+				  CL_WORKLOAD_MAX_BODIES);
+	}
+	if (len > CL_WORKLOAD_MAX_TOTAL_BYTES - c->total_bytes) {
+		free(json);
+		return cl_err_set(err, CL_ETOOBIG, "rendered request bodies exceed %u MiB in total",
+				  CL_WORKLOAD_MAX_TOTAL_BYTES >> 20);
+	}
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 16;
+		struct cl_request_body *p = realloc(c->bodies, cap * sizeof(*p));
+		if (p)
+			c->bodies = p;
+		uint8_t *f = p ? realloc(c->flags, cap) : NULL;
+		if (!f) {
+			free(json);
+			return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
+		}
+		c->flags = f;
+		c->cap = cap;
+	}
+	struct cl_request_body *b = &c->bodies[c->n];
+	memset(b, 0, sizeof(*b));
+	b->json = json;
+	b->len = len;
+	b->audio_ms = audio_ms;
+	c->flags[c->n] = 0;
+	c->n++;
+	c->total_bytes += len;
+	return 0;
+}
+
 int cli_workload_flush_batch(struct render_ctx *c, struct cl_err *err)
 {
 	json_t *batch = c->pending;

@@ -103,6 +103,9 @@ enum { RENDER_OWN_LENGTH = 1, RENDER_IGNORE_EOS = 2, RENDER_STOP = 4 };
 int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt_chars,
 			   uint32_t out_tokens, struct cl_err *err);
 
+/* Appends json (a malloc'd, NUL-terminated body, taken: freed on failure) as it is, with the
+ * audio it uploads (transcription; 0 otherwise).  Errors as cli_workload_push_body. */
+int cli_workload_push_raw(struct render_ctx *c, char *json, uint32_t audio_ms, struct cl_err *err);
 /* Pushes [system?, user] for a plain prompt of len bytes.  CL_EINVAL when the prompt or the
  * system prompt is not valid UTF-8; otherwise as cli_workload_push_body. */
 int cli_workload_push_prompt(struct render_ctx *c, const char *system, const char *prompt,
@@ -179,6 +182,11 @@ int cli_workload_read_dataset(struct render_ctx *c, const struct cl_scn_workload
 int cli_workload_read_trace(struct render_ctx *c, const struct cl_scn_workload *w,
 			    struct cl_err *err);
 
+/* workload/audio.c: one transcription description per clip of w->audio (chatload/audio.h):
+ * synthetic clips of w->audio.seconds, count of them, deterministic for w->seed, or the .wav
+ * files of w->audio.dir in name order, each checked and carried in base64.  Errors name the
+ * file. */
+int cli_workload_audio(struct render_ctx *c, const struct cl_scn_workload *w, struct cl_err *err);
 /* Renders w->synthetic_count synthetic prompts, deterministic for w->seed. */
 int cli_workload_synthesize(struct render_ctx *c, const struct cl_scn_workload *w,
 			    struct cl_err *err);

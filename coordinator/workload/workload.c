@@ -128,7 +128,10 @@ static int render(const struct cl_scenario *s, const char *model, const char *sa
 		goto out;
 	if ((rc = cli_workload_make_prefixes(&c, w, err)) != 0)
 		goto out;
-	switch (w->kind) {
+	switch (w->api == CL_API_TRANSCRIPTION ? -1 : (int)w->kind) {
+	case -1: /* the audio is the workload */
+		rc = cli_workload_audio(&c, w, err);
+		break;
 	case CL_WORKLOAD_PROMPTS:
 		if (w->n_prompts == 0) {
 			rc = cl_err_set(err, CL_EINVAL, "workload.prompts is empty");

@@ -1,6 +1,7 @@
 /* Request routing and policy of chatload-sim (see api.h). */
 #include "api.h"
 
+#include "audio.h"
 #include "chat.h"
 #include "chatload/assert.h"
 #include "chatload/clock.h"
@@ -17,6 +18,9 @@
 #include <time.h>
 
 #define DEFAULT_OUTPUT_TOKENS 128
+/* A transcription's text: tokens per second of audio (speech runs near 150 words a
+ * minute, about 3 tokens a second). */
+#define CL_SIM_AUDIO_TOKENS_PER_S 3
 
 /* llama.cpp's answer while the model loads (tests/data/streams/README.md). */
 static bool answer_loading(struct cl_sim_conn *c)
@@ -167,12 +171,13 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 		[CL_API_CHAT] = "chatcmpl-sim-",  [CL_API_COMPLETIONS] = "cmpl-sim-",
 		[CL_API_RESPONSES] = "resp-sim-", [CL_API_EMBEDDINGS] = "embd-sim-",
 		[CL_API_MESSAGES] = "msg_sim_",   [CL_API_RERANK] = "rerank-sim-",
-		[CL_API_SCORE] = "score-sim-",
+		[CL_API_SCORE] = "score-sim-",    [CL_API_TRANSCRIPTION] = "trsc-sim-",
 	};
 	CL_ASSERT(id_prefix[cr->api]);
 	st->seq = ++s->next_seq;
 	st->api = cr->api;
 	st->inputs = cr->inputs;
+	st->audio_ms = cr->audio_ms;
 	/* With --processes each process numbers its own requests: its index keeps ids apart. */
 	if (cfg->processes > 1)
 		snprintf(st->id, sizeof(st->id), "%sp%u-%llu", id_prefix[cr->api],
@@ -218,10 +223,19 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 	uint32_t reasoning =
 	    cr->api == CL_API_COMPLETIONS || cr->no_thinking ? 0 : cfg->reasoning_tokens;
 	st->planned_reasoning = reasoning < st->planned_tokens ? reasoning : st->planned_tokens;
-	if (!cl_api_streams(cr->api)) {
+	if (!cl_api_streams(cr->api) && cr->api != CL_API_TRANSCRIPTION) {
 		/* Nothing is generated (embeddings, rerank, score): the answer's time is its
 		 * input's (stream.c). */
 		st->planned_tokens = st->planned_reasoning = 0;
+		st->finish_length = false;
+	}
+	if (cr->api == CL_API_TRANSCRIPTION) {
+		/* The text of the audio: CL_SIM_AUDIO_TOKENS_PER_S tokens a second of speech (at
+		 * least one), no reasoning, ended by its end ("stop"). */
+		uint64_t t = ((uint64_t)cr->audio_ms * CL_SIM_AUDIO_TOKENS_PER_S + 999) / 1000;
+		st->planned_tokens =
+		    t ? (t > CL_SIM_MAX_OUTPUT ? CL_SIM_MAX_OUTPUT : (uint32_t)t) : 1;
+		st->planned_reasoning = 0;
 		st->finish_length = false;
 	}
 	if (cr->n_stop) {
@@ -282,8 +296,8 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 	cl_sim_stream_begin(s, st, now);
 }
 
-static void handle_chat(struct cl_sim *s, struct cl_sim_conn *c, enum cl_api api, const char *body,
-			size_t len, int64_t now)
+static void handle_chat(struct cl_sim *s, struct cl_sim_conn *c, enum cl_api api,
+			const char *content_type, const char *body, size_t len, int64_t now)
 {
 	struct cl_sim_stream *st = &c->st;
 	struct cl_sim_chat_req cr;
@@ -292,7 +306,10 @@ static void handle_chat(struct cl_sim *s, struct cl_sim_conn *c, enum cl_api api
 	const char *model = s->cfg->models[0];
 
 	st->api = api;
-	if (cl_sim_api_parse(api, body, len, &cr, msg, sizeof(msg), &code) != 0) {
+	int bad = api == CL_API_TRANSCRIPTION
+		      ? cl_sim_audio_parse(content_type, body, len, &cr, msg, sizeof(msg), &code)
+		      : cl_sim_api_parse(api, body, len, &cr, msg, sizeof(msg), &code);
+	if (bad != 0) {
 		cl_sim_stream_log_rejected(s, st, 400);
 		refuse(c, api, 400, NULL, msg, "invalid_request_error", code);
 		return;
@@ -495,7 +512,7 @@ void cl_sim_api_handle(struct cl_sim *s, struct cl_sim_conn *c, const struct cl_
 		answer_loading(c);
 		return;
 	}
-	handle_chat(s, c, api, body, body_len, now);
+	handle_chat(s, c, api, req->content_type, body, body_len, now);
 out:
 	cl_buf_free(&b);
 }

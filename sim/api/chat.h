@@ -26,8 +26,9 @@ enum cl_sim_tool_choice {
 };
 
 struct cl_sim_chat_req {
-	enum cl_api api; /* which endpoint the body came to */
-	uint32_t inputs; /* embeddings: inputs ("input": a string is one) */
+	enum cl_api api;   /* which endpoint the body came to */
+	uint32_t inputs;   /* embeddings: inputs ("input": a string is one) */
+	uint32_t audio_ms; /* transcription: the uploaded audio's length (audio.c) */
 	bool has_model;
 	bool model_too_long;
 	char model[CL_SIM_MODEL_MAX];

@@ -118,6 +118,8 @@ static void render_head(struct cl_sim_w *w, const struct cl_sim_stream *st)
 	cl_sim_w_str(w, st->id);
 	if (st->api == CL_API_COMPLETIONS)
 		CL_SIM_W_LIT(w, "\",\"object\":\"text_completion\",\"created\":");
+	else if (st->api == CL_API_TRANSCRIPTION) /* vLLM's TranscriptionStreamResponse */
+		CL_SIM_W_LIT(w, "\",\"object\":\"transcription.chunk\",\"created\":");
 	else
 		CL_SIM_W_LIT(w, "\",\"object\":\"chat.completion.chunk\",\"created\":");
 	cl_sim_w_i64(w, st->created_s);
@@ -314,6 +316,48 @@ int cl_sim_render_append_tokens(struct cl_buf *out, uint64_t seq, uint32_t first
 		n -= batch;
 	}
 	return 0;
+}
+
+void cl_sim_render_transcript_delta(struct cl_sim_w *w, const struct cl_sim_stream *st,
+				    uint32_t first, uint32_t n)
+{
+	CL_SIM_W_LIT(w, "data: {\"type\":\"transcript.text.delta\",\"delta\":\"");
+	cl_sim_render_tokens(w, st->seq, first, n, false);
+	CL_SIM_W_LIT(w, "\",\"logprobs\":null}\n\n");
+}
+
+void cl_sim_render_transcript_done(struct cl_sim_w *w, const struct cl_sim_stream *st,
+				   bool with_usage)
+{
+	/* The whole text, up to CL_SIM_TRANSCRIPT_DONE_MAX tokens so the event fits the
+	 * scratch buffer (the deltas carried all of it). */
+	uint32_t n = st->sent_tokens < CL_SIM_TRANSCRIPT_DONE_MAX ? st->sent_tokens
+								  : CL_SIM_TRANSCRIPT_DONE_MAX;
+	CL_SIM_W_LIT(w, "data: {\"type\":\"transcript.text.done\",\"text\":\"");
+	cl_sim_render_tokens(w, st->seq, 0, n, false);
+	CL_SIM_W_LIT(w, "\"");
+	if (with_usage) {
+		CL_SIM_W_LIT(w, ",\"usage\":{\"type\":\"tokens\",\"input_tokens\":");
+		cl_sim_w_u64(w, st->prompt_tokens);
+		CL_SIM_W_LIT(w, ",\"output_tokens\":");
+		cl_sim_w_u64(w, st->sent_tokens);
+		CL_SIM_W_LIT(w, ",\"total_tokens\":");
+		cl_sim_w_u64(w, (uint64_t)st->prompt_tokens + st->sent_tokens);
+		CL_SIM_W_LIT(w, "}");
+	}
+	CL_SIM_W_LIT(w, "}\n\n");
+}
+
+int cl_sim_render_transcription(struct cl_buf *out, const struct cl_sim_stream *st, bool with_usage)
+{
+	int rc = cl_buf_puts(out, "{\"text\":\"");
+	rc = rc ? rc : cl_sim_render_append_tokens(out, st->seq, 0, st->planned_tokens, false);
+	rc = rc ? rc : cl_buf_puts(out, "\"");
+	/* vLLM's TranscriptionUsageAudio: the audio's whole seconds, rounded up. */
+	if (!rc && with_usage)
+		rc = cl_buf_printf(out, ",\"usage\":{\"type\":\"duration\",\"seconds\":%u}",
+				   (st->audio_ms + 999) / 1000);
+	return rc ? rc : cl_buf_puts(out, "}");
 }
 
 int cl_sim_render_completion(struct cl_buf *out, const struct cl_sim_config *cfg,

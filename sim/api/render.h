@@ -45,6 +45,22 @@ void cl_sim_render_malformed(struct cl_sim_w *w, const struct cl_sim_stream *st)
 void cl_sim_render_wrong_type(struct cl_sim_w *w, const struct cl_sim_stream *st,
 			      enum cl_sim_wrong_shape shape);
 
+/* OpenAI's streamed transcription events (--transcription-stream openai): a delta carrying
+ * tokens [first, first + n) of the text, and the done event with the text (its first
+ * CL_SIM_TRANSCRIPT_DONE_MAX tokens) and, with_usage, {"type": "tokens", input_tokens,
+ * output_tokens, total_tokens}. */
+#define CL_SIM_TRANSCRIPT_DONE_MAX 4096
+void cl_sim_render_transcript_delta(struct cl_sim_w *w, const struct cl_sim_stream *st,
+				    uint32_t first, uint32_t n);
+void cl_sim_render_transcript_done(struct cl_sim_w *w, const struct cl_sim_stream *st,
+				   bool with_usage);
+
+/* The answer of a transcription not streamed: {"text", "usage": {"type": "duration",
+ * "seconds"}} (vLLM's TranscriptionResponse), the text the planned tokens' words.  0 or out's
+ * error. */
+int cl_sim_render_transcription(struct cl_buf *out, const struct cl_sim_stream *st,
+				bool with_usage);
+
 /* Renders the whole non-streamed chat.completion for st's planned output into out
  * (allocates; not a hot path).  0 or CL_ENOMEM / CL_ETOOBIG. */
 int cl_sim_render_completion(struct cl_buf *out, const struct cl_sim_config *cfg,

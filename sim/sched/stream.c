@@ -25,6 +25,7 @@ static void log_stream(struct cl_sim *s, const struct cl_sim_stream *st, int htt
 		.api = cl_api_name(st->api),
 		.inputs = st->inputs,
 		.documents = cl_api_scores(st->api) ? st->inputs : 0,
+		.audio_ms = st->audio_ms,
 		.id = st->seq ? st->id : NULL,
 		.seq = st->seq,
 		.request_id = st->has_request_id ? st->request_id : NULL,
@@ -108,17 +109,19 @@ static void maybe_stall(struct cl_sim *s, struct cl_sim_stream *st, uint32_t fir
 void cl_sim_stream_start(struct cl_sim *s, struct cl_sim_stream *st, int64_t start_us)
 {
 	const struct cl_sim_config *cfg = s->cfg;
-	int64_t ttft =
-	    cl_sim_rng_jitter(&st->rng,
-			      cfg->ttft_us + cfg->prefill_per_token_us *
+	/* A transcription's first text waits for its audio: --audio-per-second per second. */
+	int64_t audio_us = cfg->audio_per_second_us * (int64_t)st->audio_ms / 1000;
+	int64_t ttft = cl_sim_rng_jitter(&st->rng,
+					 cfg->ttft_us + audio_us +
+					     cfg->prefill_per_token_us *
 						 (int64_t)(st->prompt_tokens - st->cached_tokens),
-			      cfg->jitter);
+					 cfg->jitter);
 	int64_t first_token_us = start_us + ttft;
 
 	st->phase = CL_SIM_PHASE_RUNNING;
 	st->start_us = start_us;
 	cl_sim_metrics_started(s, st);
-	if (!cl_api_streams(st->api)) {
+	if (!cl_api_streams(st->api) && st->api != CL_API_TRANSCRIPTION) {
 		/* No decode: the whole answer is due when its input is read, at a cost per
 		 * token (docs/simulator.md, "APIs"); a rerank's or score's tokens are its
 		 * documents' pairs with the query. */
@@ -262,6 +265,8 @@ static void fire_whole(struct cl_sim *s, struct cl_sim_stream *st, int64_t now_u
 		bool usage = st->fault != CL_SIM_FAULT_NO_USAGE;
 		rc = st->api == CL_API_EMBEDDINGS
 			 ? cl_sim_render_embeddings(&body, s->cfg, st, usage)
+		     : st->api == CL_API_TRANSCRIPTION
+			 ? cl_sim_render_transcription(&body, st, usage)
 		     : st->api == CL_API_MESSAGES ? cl_sim_render_msg_whole(&body, st, usage)
 		     : cl_api_scores(st->api)     ? cl_sim_render_scores(&body, st, usage)
 					      : cl_sim_render_completion(&body, s->cfg, st, usage);
@@ -314,8 +319,11 @@ static struct fire_events compose_events(struct cl_sim *s, struct cl_sim_stream 
 	uint32_t b = a + n;
 	bool last = b >= st->planned_tokens;
 	bool resp = st->api == CL_API_RESPONSES, msgs = st->api == CL_API_MESSAGES;
-	/* Responses and Messages streams end with their own event, never [DONE]. */
-	bool own_end = resp || msgs;
+	/* OpenAI's transcription events: typed like Responses', no [DONE] either. */
+	bool oai = st->api == CL_API_TRANSCRIPTION && cfg->transcription_openai;
+	/* Responses, Messages and OpenAI's transcription streams end with their own event,
+	 * never [DONE]. */
+	bool own_end = resp || msgs || oai;
 	struct fire_events ev = { .end = false, .tokens = n > 0 };
 
 	if (st->fault == CL_SIM_FAULT_EMPTY) {
@@ -365,9 +373,17 @@ static struct fire_events compose_events(struct cl_sim *s, struct cl_sim_stream 
 		cl_sim_render_resp_delta(w, st, &ch);
 	else if (msgs)
 		cl_sim_render_msg_delta(w, st, &ch);
-	else
+	else if (oai && n)
+		cl_sim_render_transcript_delta(w, st, a, n);
+	else if (!oai)
 		cl_sim_render_chunk(w, cfg, st, &ch);
-	if (last) {
+	if (last && oai) {
+		st->sent_tokens = b;
+		/* the done event is the end: no-done leaves it out, no-usage its usage */
+		if (st->fault != CL_SIM_FAULT_NO_DONE)
+			cl_sim_render_transcript_done(w, st, st->fault != CL_SIM_FAULT_NO_USAGE);
+		ev.end = true;
+	} else if (last) {
 		st->sent_tokens = b; /* the usage chunk counts this one */
 		bool usage = st->include_usage && st->fault != CL_SIM_FAULT_NO_USAGE;
 		/* A Responses stream ends with response.completed (no [DONE]): the no-done

@@ -142,6 +142,8 @@ static int parse_header(const char *p, size_t n, struct cl_sim_http_req *req, bo
 	} else if (IS("x-request-id")) {
 		req->has_request_id = true;
 		copy_value(req->request_id, sizeof(req->request_id), v, vn);
+	} else if (IS("content-type")) {
+		copy_value(req->content_type, sizeof(req->content_type), v, vn);
 	} else if (IS("x-chatload-class")) {
 		req->has_class = true;
 		copy_value(req->cls, sizeof(req->cls), v, vn);

@@ -32,7 +32,8 @@ struct cl_sim_http_req {
 	char xkey[CL_SIM_AUTH_MAX + 1];
 	bool has_request_id;
 	char request_id[CL_SIM_REQUEST_ID_MAX + 1];
-	bool has_conversation; /* X-Chatload-Conversation: a multi-turn client's conversation */
+	bool has_conversation;  /* X-Chatload-Conversation: a multi-turn client's conversation */
+	char content_type[256]; /* Content-Type ("" when absent; cut at 255 bytes) */
 	char conversation[CL_SIM_REQUEST_ID_MAX + 1];
 	bool has_class; /* X-Chatload-Class: the request class (workload.classes) it was sent as */
 	char cls[CL_SIM_CLASS_MAX + 1];

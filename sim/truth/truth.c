@@ -96,6 +96,8 @@ void cl_sim_truth_record(struct cl_sim_truth *t, const struct cl_sim_truth_rec *
 	cl_sim_w_u64(&w, r->inputs);
 	CL_SIM_W_LIT(&w, ",\"documents\":");
 	cl_sim_w_u64(&w, r->documents);
+	CL_SIM_W_LIT(&w, ",\"audio_ms\":");
+	cl_sim_w_u64(&w, r->audio_ms);
 	CL_SIM_W_LIT(&w, ",\"stream\":");
 	if (r->stream)
 		CL_SIM_W_LIT(&w, "true");

@@ -21,6 +21,7 @@ struct cl_sim_truth_rec {
 	const char *api;          /* "chat", "completions", "responses", "embeddings", ... */
 	uint32_t inputs;          /* embeddings: inputs answered; rerank, score: documents */
 	uint32_t documents;       /* rerank, score: documents scored (0 otherwise) */
+	uint32_t audio_ms;        /* transcription: milliseconds of audio uploaded (0 otherwise) */
 	const char *id;           /* response id, NULL for rejected requests */
 	uint64_t seq;             /* 0 for rejected requests */
 	const char *request_id;   /* X-Request-Id, NULL when absent */

@@ -1,5 +1,7 @@
 /* libFuzzer target: chatload-sim's decoding of untrusted request bytes (HTTP head, chunked
- * body, chat completions JSON, a /tokenize body).  Built with -DCHATLOAD_FUZZ=ON (clang). */
+ * body, chat completions JSON, a /tokenize body, a transcription's multipart form and its
+ * WAV header).  Built with -DCHATLOAD_FUZZ=ON (clang). */
+#include "sim/api/audio.h"
 #include "sim/api/chat.h"
 #include "sim/serve/http.h"
 
@@ -30,5 +32,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			cl_sim_api_parse((enum cl_api)api, p, size, &chat, msg, sizeof(msg), &code);
 	uint64_t chars, words;
 	cl_sim_tokenize_parse(p, size, &chars, &words, msg, sizeof(msg));
+	/* A transcription's form: under its own head's Content-Type when the bytes have one,
+	 * and as a body under the boundary chatload sends. */
+	if (cl_sim_http_parse(p, size, &req) == 1 && req.head_len <= size)
+		cl_sim_audio_parse(req.content_type, p + req.head_len, size - req.head_len, &chat,
+				   msg, sizeof(msg), &code);
+	cl_sim_audio_parse("multipart/form-data; boundary=chatload-form-7f3c9a1e5b2d4c68", p, size,
+			   &chat, msg, sizeof(msg), &code);
 	return 0;
 }

@@ -19,7 +19,8 @@ fz=$root/tests/fuzz
 
 all=(fuzz_batch fuzz_chunk fuzz_completion fuzz_dataset fuzz_embedding fuzz_generate fuzz_hist
      fuzz_messages fuzz_probe_text fuzz_prom fuzz_rerank fuzz_responses fuzz_results fuzz_scenario
-     fuzz_set fuzz_sim_request fuzz_sse fuzz_url fuzz_wire)
+     fuzz_set fuzz_sim_request fuzz_transcription
+     fuzz_sse fuzz_url fuzz_wire)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all[@]}")
 

@@ -26,6 +26,11 @@ NOT_ON_DASHBOARD = {
     "chatload_agents_lost_total": "the Agents missing / lost panel shows chatload_agents by state",
     "chatload_response_bytes_total": "bytes are no figure a user of an LLM server watches",
     "chatload_embedding_inputs_total": "embeddings runs only; their throughput is requests/s",
+    "chatload_documents_total": "rerank and score runs only; their throughput is requests/s "
+                                "(queries), documents per second is results.json's",
+    "chatload_audio_seconds_total": "transcription runs only; their throughput is requests/s, "
+                                    "audio seconds per second and the real-time factor are "
+                                    "results.json's",
 }
 
 

@@ -121,7 +121,11 @@ class ServerView(tl.FleetCase):
                 # The client's own share of TTFT is what differs; a sanitizer build makes
                 # the client (not the server's clock) tl.SLOW times slower.
                 self.assertLess(abs(client - server), 5 * tl.SLOW, (name, client, server))
-                self.assertLessEqual(server, client + 1, (name, client, server))
+                # The server's p99 is interpolated inside its bucket: past 0.12 s (a p99
+                # the client's own delays pushed there) a bucket is 30 ms wide, and the
+                # interpolation may land above the client's exact figure by up to that.
+                self.assertLessEqual(server, client + max(1.0, bucket_width_ms(client)),
+                                     (name, client, server))
                 self.assertLess(abs(cp50 - sp50), 3 * tl.SLOW, (name, cp50, sp50))
             else:
                 # Percentiles that spill into the coarse buckets beyond 0.12 s interpolate

@@ -20,8 +20,8 @@ static const char *const want_lat[] = { "queue",      "ttfb",       "ttft",     
 					"ttft_server_wait", "ttft_after_first_byte", "ttft_turn1", "ttft_turn2", "ttft_turn3",
 					"ttft_turn4", "ttft_turn5", "ttft_turn6", "ttft_turn7",
 					"ttft_turn8" };
-static const char *const want_cnt[] = { "tokens_per_chunk", "output_tokens", "reasoning_tokens",
-					"prompt_tokens", "requested_tokens" };
+static const char *const want_cnt[] = { "tokens_per_chunk", "output_tokens",    "reasoning_tokens",
+					"prompt_tokens",    "requested_tokens", "rtf_milli" };
 static const char *const want_ctr[] = {
 	"started",
 	"completed",
@@ -80,6 +80,7 @@ static const char *const want_ctr[] = {
 	"tool_calls",
 	"cancelled",
 	"documents",
+	"audio_ms",
 };
 
 static void test_names(void **state)
@@ -136,9 +137,10 @@ static void test_init_destroy(void **state)
 	}
 	for (int i = 0; i < CL_CNT__COUNT; i++)
 		bytes += (size_t)m->cnt[i].counts_len * sizeof(uint64_t);
-	/* 9 * 23552 * 8 + 5 * 15360 * 8, and the 8 per-turn TTFT histograms and the 7 of a
-	 * connection's stages at 2 digits: 15 * 3328 * 8 */
-	assert_int_equal(bytes, 2310144 + 399360);
+	/* 9 * 23552 * 8 + 5 * 15360 * 8, the 6th count histogram (rtf_milli) 15360 * 8, and the
+	 * 8 per-turn TTFT histograms and the 7 of a connection's stages at 2 digits:
+	 * 15 * 3328 * 8 */
+	assert_int_equal(bytes, 2310144 + 122880 + 399360);
 	for (int i = CL_LAT_TTFT_TURN1; i <= CL_LAT_TTFT_TURN_LAST; i++)
 		assert_int_equal(m->lat[i].cfg.sigfigs, 2);
 	for (int i = CL_LAT_DNS; i <= CL_LAT_TTFT_AFTER_FIRST_BYTE; i++)

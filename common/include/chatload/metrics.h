@@ -48,6 +48,8 @@ enum cl_cnt {
 	CL_CNT_REASONING_TOKENS, /* reasoning tokens per completed request */
 	CL_CNT_PROMPT_TOKENS,    /* prompt tokens per completed request (from usage) */
 	CL_CNT_REQUESTED_TOKENS, /* max_tokens each completed request asked for */
+	CL_CNT_RTF_MILLI,        /* transcription: each completed request's real-time factor,
+				  * its e2e over its audio's length, in thousandths */
 	CL_CNT__COUNT
 };
 
@@ -114,6 +116,7 @@ enum cl_ctr {
 	CL_CTR_CANCELLED,  /* abandoned by the client at the point workload.cancel chose (not
 			    * completed, not errors, not cut) */
 	CL_CTR_DOCUMENTS,  /* rerank, score: documents sent by completed requests (each scored) */
+	CL_CTR_AUDIO_MS,   /* transcription: milliseconds of audio uploaded by completed requests */
 	CL_CTR__COUNT
 };
 

@@ -30,16 +30,19 @@ enum cl_api {
 	CL_API_MESSAGES = 4,    /* POST {base}/messages (Anthropic), streamed events */
 	CL_API_RERANK = 5,      /* POST {base}/rerank: a query and N documents, one JSON answer */
 	CL_API_SCORE = 6,       /* POST {base}/score: text_1 against each text_2, one JSON answer */
+	CL_API_TRANSCRIPTION = 7, /* POST {base}/audio/transcriptions, multipart upload; one JSON
+				   * answer or streamed text deltas (workload.audio.stream) */
 	CL_API__COUNT
 };
 
-/* "chat", "completions", "responses", "embeddings", "messages", "rerank", "score"; NULL when
- * out of range. */
+/* "chat", "completions", "responses", "embeddings", "messages", "rerank", "score",
+ * "transcription"; NULL when out of range. */
 const char *cl_api_name(enum cl_api a);
 /* The endpoint after the base URL: "/chat/completions", "/completions", ...; NULL when out
  * of range. */
 const char *cl_api_path(enum cl_api a);
-/* Whether the API streams its answer (every one but embeddings, rerank and score). */
+/* Whether the API streams its answer by default (every one but embeddings, rerank, score and
+ * transcription, whose body says: workload.audio.stream). */
 bool cl_api_streams(enum cl_api a);
 /* Whether the API scores documents against a query (rerank, score): a request is a query
  * and N documents (workload.documents), its answer one relevance score per document. */
@@ -130,6 +133,12 @@ struct cl_request_body {
 	/* Embeddings: the inputs this body sends (workload.embedding_batch); rerank and score:
 	 * the documents it sends after its query; 0 otherwise. */
 	uint32_t inputs;
+	/* Transcription, on the agent only (not on the wire): json travels as a description
+	 * (chatload/audio.h) and the engine replaces it with the multipart form it renders;
+	 * audio_ms is the length of the audio the form uploads, whole says the answer is one
+	 * JSON document (stream false), not SSE. */
+	uint32_t audio_ms;
+	bool whole;
 	/* Request classes (workload.classes): the index of this body's class in
 	 * cl_workload_plan.classes (0 without classes).  Its model, priority, length and extra
 	 * keys are in json already; the agent adds the class's headers and counts it apart. */
