@@ -124,43 +124,8 @@ static int parse_usage(struct scan *sc, int depth, struct cl_embedding *out, con
 
 static int parse_error(struct scan *sc, int depth, struct cl_embedding *out)
 {
-	bool first = true;
-	struct str k, v;
-	int rc;
-
-	if (*sc->p == '"') {
-		if ((rc = parse_string(sc, &v)))
-			return rc;
-		out->is_error = true;
-		out->error_msg = v.s;
-		out->error_msg_len = v.len;
-		return 0;
-	}
-	if ((rc = obj_open(sc, depth)))
-		return rc;
-	out->is_error = true;
-	while ((rc = obj_next(sc, &first, &k)) == 1) {
-		if (KEY_IS(&k, "code")) {
-			int64_t code;
-			if ((rc = want_int(sc, depth + 1, &code)) < 0)
-				return rc;
-			out->error_code =
-			    rc == 1 && code >= INT32_MIN && code <= INT32_MAX ? (int)code : 0;
-			rc = 0;
-		} else if (KEY_IS(&k, "message")) {
-			const char *ignored;
-			if ((rc = want_string(sc, depth + 1, &v, &ignored, NULL)) < 0)
-				return rc;
-			out->error_msg = rc == 1 ? v.s : NULL;
-			out->error_msg_len = rc == 1 ? v.len : 0;
-			rc = 0;
-		} else {
-			rc = parse_value(sc, depth + 1);
-		}
-		if (rc)
-			return rc;
-	}
-	return rc;
+	return scan_error_value(sc, depth, &out->is_error, &out->error_code, &out->error_msg,
+				&out->error_msg_len);
 }
 
 static void clear_all(struct cl_embedding *out)

@@ -1,7 +1,8 @@
 /* The validating JSON scanner under the decoders of client/stream/ (chunk.c, responses.c,
- * embedding.c): strings with escapes and UTF-8 checked, numbers, literals, object and array
- * iteration, key matching, and the driver of one document (scan_document).  Internal to this
- * folder: the functions are static so that each decoder's hot path stays one translation unit
+ * messages.c, embedding.c, rerank.c, transcription.c): strings with escapes and UTF-8
+ * checked, numbers, literals, object and array iteration, key matching, a one-document
+ * answer's "error" (scan_error_value) and the driver of one document (scan_document).  Internal to
+ * this folder: the functions are static so that each decoder's hot path stays one translation unit
  * (inlined, as before the split); a decoder that does not use one of them is not warned about
  * it. */
 #ifndef CHATLOAD_JSON_SCAN_H
@@ -546,6 +547,53 @@ static __attribute__((unused)) int want_count(struct scan *sc, int depth, int64_
 	else if (!null)
 		*bad = why;
 	return 0;
+}
+
+/*
+ * A top-level "error" of a one-document answer (embeddings, rerank, score, transcription):
+ * a string (its text the message) or an object whose "code" (an integer that fits an int,
+ * else 0) and "message" (a string, else none) are read, any other key skipped.  Either way
+ * *is_error is set; the message points into the input, still escaped.  0 or CL_EPARSE.
+ */
+static __attribute__((unused)) int scan_error_value(struct scan *sc, int depth, bool *is_error,
+						    int *code, const char **msg, size_t *msg_len)
+{
+	bool first = true;
+	struct str k, v;
+	int rc;
+
+	if (*sc->p == '"') {
+		if ((rc = parse_string(sc, &v)))
+			return rc;
+		*is_error = true;
+		*msg = v.s;
+		*msg_len = v.len;
+		return 0;
+	}
+	if ((rc = obj_open(sc, depth)))
+		return rc;
+	*is_error = true;
+	while ((rc = obj_next(sc, &first, &k)) == 1) {
+		if (KEY_IS(&k, "code")) {
+			int64_t c;
+			if ((rc = want_int(sc, depth + 1, &c)) < 0)
+				return rc;
+			*code = rc == 1 && c >= INT32_MIN && c <= INT32_MAX ? (int)c : 0;
+			rc = 0;
+		} else if (KEY_IS(&k, "message")) {
+			const char *ignored;
+			if ((rc = want_string(sc, depth + 1, &v, &ignored, NULL)) < 0)
+				return rc;
+			*msg = rc == 1 ? v.s : NULL;
+			*msg_len = rc == 1 ? v.len : 0;
+			rc = 0;
+		} else {
+			rc = parse_value(sc, depth + 1);
+		}
+		if (rc)
+			return rc;
+	}
+	return rc;
 }
 
 /* ---- the document driver every decoder shares ---- */
