@@ -88,6 +88,38 @@ static int sink_body(struct render_ctx *c, struct cl_request_body *b, uint8_t fl
 	return rc;
 }
 
+/* A new body at the end of c's list (*out), holding json (len bytes; taken, freed on
+ * failure), its other fields zero: CL_ETOOBIG when the bodies' bytes would pass their cap,
+ * CL_ENOMEM when memory runs out. */
+static int append_body(struct render_ctx *c, char *json, size_t len, struct cl_request_body **out,
+		       struct cl_err *err)
+{
+	if (len > CL_WORKLOAD_MAX_TOTAL_BYTES - c->total_bytes) {
+		free(json);
+		return cl_err_set(err, CL_ETOOBIG, "rendered request bodies exceed %u MiB in total",
+				  CL_WORKLOAD_MAX_TOTAL_BYTES >> 20);
+	}
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 16;
+		struct cl_request_body *p = realloc(c->bodies, cap * sizeof(*p));
+		if (p)
+			c->bodies = p;
+		uint8_t *f = p ? realloc(c->flags, cap) : NULL;
+		if (!f) {
+			free(json);
+			return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
+		}
+		c->flags = f;
+		c->cap = cap;
+	}
+	struct cl_request_body *b = &c->bodies[c->n];
+	memset(b, 0, sizeof(*b));
+	b->json = json;
+	b->len = len;
+	*out = b;
+	return 0;
+}
+
 int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt_chars,
 			   uint32_t out_tokens, struct cl_err *err)
 {
@@ -168,28 +200,10 @@ int cli_workload_push_body(struct render_ctx *c, json_t *messages, size_t prompt
 										: (uint32_t)chars };
 		return sink_body(c, &b, flags, err);
 	}
-	if (len > CL_WORKLOAD_MAX_TOTAL_BYTES - c->total_bytes) {
-		free(json);
-		return cl_err_set(err, CL_ETOOBIG, "rendered request bodies exceed %u MiB in total",
-				  CL_WORKLOAD_MAX_TOTAL_BYTES >> 20);
-	}
-	if (c->n == c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 16;
-		struct cl_request_body *p = realloc(c->bodies, cap * sizeof(*p));
-		if (p)
-			c->bodies = p;
-		uint8_t *f = p ? realloc(c->flags, cap) : NULL;
-		if (!f) {
-			free(json);
-			return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
-		}
-		c->flags = f;
-		c->cap = cap;
-	}
-	struct cl_request_body *b = &c->bodies[c->n];
-	memset(b, 0, sizeof(*b));
-	b->json = json;
-	b->len = len;
+	struct cl_request_body *b;
+	int rc = append_body(c, json, len, &b, err);
+	if (rc)
+		return rc;
 	b->prompt_chars = chars > UINT32_MAX ? UINT32_MAX : (uint32_t)chars;
 	b->max_tokens = max_tokens;
 	b->inputs = inputs;
@@ -207,28 +221,10 @@ int cli_workload_push_raw(struct render_ctx *c, char *json, uint32_t audio_ms, s
 		return cl_err_set(err, CL_ETOOBIG, "workload has more than %u requests",
 				  CL_WORKLOAD_MAX_BODIES);
 	}
-	if (len > CL_WORKLOAD_MAX_TOTAL_BYTES - c->total_bytes) {
-		free(json);
-		return cl_err_set(err, CL_ETOOBIG, "rendered request bodies exceed %u MiB in total",
-				  CL_WORKLOAD_MAX_TOTAL_BYTES >> 20);
-	}
-	if (c->n == c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 16;
-		struct cl_request_body *p = realloc(c->bodies, cap * sizeof(*p));
-		if (p)
-			c->bodies = p;
-		uint8_t *f = p ? realloc(c->flags, cap) : NULL;
-		if (!f) {
-			free(json);
-			return cl_err_set(err, CL_ENOMEM, "out of memory rendering request bodies");
-		}
-		c->flags = f;
-		c->cap = cap;
-	}
-	struct cl_request_body *b = &c->bodies[c->n];
-	memset(b, 0, sizeof(*b));
-	b->json = json;
-	b->len = len;
+	struct cl_request_body *b;
+	int rc = append_body(c, json, len, &b, err);
+	if (rc)
+		return rc;
 	b->audio_ms = audio_ms;
 	c->flags[c->n] = 0;
 	c->n++;
