@@ -116,7 +116,8 @@ static const struct opt opts[] = {
 	{ O_API,
 	  { "--api", "--endpoint-type" },
 	  "API",
-	  "chat, completions, responses or embeddings (default chat)",
+	  "chat, completions, responses, messages, embeddings, rerank, score or transcription "
+	  "(default chat; transcription uploads 5 s synthetic clips)",
 	  "--endpoint/--backend",
 	  "-",
 	  "--endpoint-type" },

@@ -161,15 +161,33 @@ static int emit_path(struct bench_text *t, const struct bench_flags *f, enum ben
 	return 0;
 }
 
-/* The workload section: a dataset or synthetic lengths, the API, the seed, ignore_eos. */
+/* The API named (CL_API_CHAT without a name; CL_API__COUNT for a name the loader will refuse,
+ * naming --api). */
+static enum cl_api api_of(const char *name)
+{
+	if (!name)
+		return CL_API_CHAT;
+	for (int a = 0; a < CL_API__COUNT; a++)
+		if (cl_api_name((enum cl_api)a) && strcmp(cl_api_name((enum cl_api)a), name) == 0)
+			return (enum cl_api)a;
+	return CL_API__COUNT;
+}
+
+/* The workload section: a dataset or synthetic lengths (synthetic audio for a transcription),
+ * the API, the seed, ignore_eos.  An output length goes only to the APIs that generate one
+ * (chat, completions, responses, messages), unless asked for: the loader then names why. */
 static int emit_workload(struct bench_text *t, const struct bench_flags *f)
 {
 	uint64_t n;
 	emit(t, -1, "workload:", NULL);
 	if (f->val[O_API])
 		emit_kv(t, O_API, "  api: ", f->val[O_API], "the API every request uses");
-	bool embeddings = f->val[O_API] && strcmp(f->val[O_API], "embeddings") == 0;
-	if (f->val[O_DATASET]) {
+	enum cl_api api = api_of(f->val[O_API]);
+	bool generates = api == CL_API__COUNT || cl_api_streams(api);
+	if (api == CL_API_TRANSCRIPTION && !f->val[O_DATASET]) {
+		emit(t, -1, "  audio:", "synthetic speech-length clips, made on the agents");
+		emit(t, -1, "    seconds: 5", "each clip's length");
+	} else if (f->val[O_DATASET]) {
 		if (emit_path(t, f, O_DATASET, "  dataset: ", "prompts from this file") != 0)
 			return -1;
 		if (f->val[O_OUTPUT_TOKENS]) {
@@ -187,7 +205,7 @@ static int emit_workload(struct bench_text *t, const struct bench_flags *f)
 		if (f->val[O_INPUT_TOKENS] && count(f, O_INPUT_TOKENS, 10000000, false, &n) != 0)
 			return -1;
 		emit_kv(t, O_INPUT_TOKENS, "    input_tokens: ", in, "each prompt's length");
-		if (!embeddings || f->val[O_OUTPUT_TOKENS]) {
+		if (generates || f->val[O_OUTPUT_TOKENS]) {
 			const char *out = f->val[O_OUTPUT_TOKENS] ? f->val[O_OUTPUT_TOKENS]
 								  : DEFAULT_OUTPUT_TOKENS;
 			if (f->val[O_OUTPUT_TOKENS] &&

@@ -203,6 +203,34 @@ class BenchRuns(tl.FleetCase):
         self.assertEqual({(r["api"], r["max_tokens"]) for r in load}, {("completions", 8)})
 
 
+class EveryApi(tl.FleetCase):
+    """--api takes every API chatload speaks; the scenario bench writes gives each what it
+    needs (no output length where nothing is generated, synthetic audio for a transcription)
+    and the simulator serves it on that API's path."""
+
+    tag = "bench-apis"
+
+    def test_every_api(self):
+        sim = self.start_sim("--ttft", "2ms", "--itl", "1ms")
+        for api in ("messages", "embeddings", "rerank", "score", "transcription"):
+            with self.subTest(api=api):
+                out_dir = self.scope.path("api-" + api)
+                rc, out, err = chatload("bench", "--url", sim.url, "--api", api,
+                                        "--concurrency", "2", "--requests", "4", "--warmup",
+                                        "0", "--out", out_dir, "--client-bound", "warn",
+                                        cwd=self.scope.dir, timeout=120)
+                self.assertEqual(rc, 0, err)
+                st = self.results(out_dir)["stages"][0]
+                self.assertEqual(st["requests"]["completed"], 4, st["requests"])
+                self.assertEqual(st["requests"]["errors_total"], 0, st["requests"])
+        served = {}
+        for r in sim.truth():
+            if r.get("x_request_id"):
+                served[r["api"]] = served.get(r["api"], 0) + 1
+        for api in ("messages", "embeddings", "rerank", "score", "transcription"):
+            self.assertGreaterEqual(served.get(api, 0), 4, served)
+
+
 class BadFlags(unittest.TestCase):
     """Each bad flag exits 2 naming the flag as typed, and nothing starts: no results folder."""
 
