@@ -85,15 +85,10 @@ static int make_target(struct run *r, struct cl_err *err)
 	while (len && url[len - 1] == '/')
 		len--;
 	p->base_url = strndup(url, len);
-	if (t->model)
-		p->model = strdup(t->model);
-	else if (t->simulator) {
-		const char *m = "chatload-sim";
-		for (size_t i = 0; i < t->n_sim; i++)
-			if (strcmp(t->sim[i].key, "model") == 0)
-				m = t->sim[i].value;
-		p->model = strdup(m);
-	}
+	/* no model named and a server: the readiness gate finds it (the loader refuses a
+	 * scenario with neither) */
+	if (t->model || t->simulator)
+		p->model = strdup(cl_scenario_render_model(&r->s));
 	if (t->api_key_env)
 		p->api_key_env = strdup(t->api_key_env);
 	if (t->n_headers) {
@@ -121,12 +116,8 @@ static int make_target(struct run *r, struct cl_err *err)
 				return cl_err_set(err, CL_ENOMEM, "out of memory");
 		p->route = t->route;
 	}
-	if (!p->base_url)
+	if (!p->base_url || ((t->model || t->simulator) && !p->model))
 		return cl_err_set(err, CL_ENOMEM, "out of memory");
-	if (!p->model && !r->s.readiness.enabled)
-		return cl_err_set(err, CL_EINVAL,
-				  "target.model is required when readiness is disabled (the gate "
-				  "is what discovers the model)");
 	return 0;
 }
 

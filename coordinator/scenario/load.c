@@ -319,6 +319,20 @@ static void check_agents(struct scn_ctx *c)
 			      "agents.listen uses TLS: set agents.tls.cert and agents.tls.key");
 }
 
+/* A server's model is found by the readiness gate (the first /models lists) unless the
+ * scenario names it: without the gate, target.model is the only source.  The simulator
+ * serves a model of its own. */
+static void check_model_known(struct scn_ctx *c)
+{
+	struct scn_loader *l = L(c);
+	const struct cl_scenario *s = l->s;
+	if (l->top[T_TARGET] && !s->target.model && !s->target.simulator && !s->readiness.enabled)
+		cli_scn_error(c, l->top[T_READY],
+			      "target.model is required when readiness is disabled (the gate is "
+			      "what finds the model the server lists): name it, or enable "
+			      "readiness");
+}
+
 static void check_stages(struct scn_ctx *c)
 {
 	struct scn_loader *l = L(c);
@@ -377,6 +391,7 @@ static void convert(struct scn_loader *l)
 	}
 	cli_scn_fields(c, l->root, top_fields, T__COUNT, s, l->top, cli_scn_hint_for);
 	check_target(c);
+	check_model_known(c);
 	check_agents(c);
 	check_stages(c);
 	if (s->n_stages > SCN_MAX_STAGES)

@@ -631,7 +631,7 @@ static void derived_and_cross_checks(void **state)
 	assert_int_equal(s.warmup.request_timeout_us, 60 * SEC);
 	cl_scenario_free(&s);
 
-	load_ok("target: { url: 'http://h/v1' }\n"
+	load_ok("target: { url: 'http://h/v1', model: m }\n"
 		"readiness: false\n"
 		"workload: { synthetic: { input_tokens: { mean: 100, stddev: 10 }, count: 5 } }\n"
 		"stages: [ { rate: 5/s, duration: 1m } ]\n",
@@ -661,6 +661,19 @@ static void derived_and_cross_checks(void **state)
 			  "agents: { listen: 'tcp://127.0.0.1:7700' }\n"
 			  "stages: [ { concurrency: 1, requests: 1 } ]\n";
 	load_bad(bad, strlen(bad), NULL, 2, 11, "agents.expect is 0");
+	/* Without the gate nothing finds a server's model: the scenario must name it (a
+	 * simulator serves its own). */
+	bad = "target: { url: 'http://h/v1' }\n"
+	      "readiness: { enabled: false }\n"
+	      "stages: [ { concurrency: 1, requests: 1 } ]\n";
+	load_bad(bad, strlen(bad), NULL, 2, 1,
+		 "target.model is required when readiness is disabled");
+	load_ok("target: { simulator: { ttft: 1ms } }\n"
+		"readiness: false\n"
+		"stages: [ { concurrency: 1, requests: 1 } ]\n",
+		NULL, &s);
+	assert_null(s.target.model);
+	cl_scenario_free(&s);
 	/* One table of agents: local and remote together at most CL_SCN_MAX_AGENTS. */
 	bad = "target: { url: 'http://h/v1' }\n"
 	      "agents: { local: 2, listen: 'tcp://127.0.0.1:7700', expect: 1023 }\n"
