@@ -127,7 +127,6 @@ static int copy_workload(struct cl_workload_plan *d, const struct cl_workload_pl
 	d->n_classes = 0;
 	d->total_bodies = s->n_bodies;
 	d->first_body = s->first_body < s->n_bodies ? s->first_body : 0;
-	d->retag[sizeof(d->retag) - 1] = '\0';
 	d->bodies = calloc(s->n_bodies, sizeof(*d->bodies));
 	if (!d->bodies)
 		return CL_ENOMEM;

@@ -806,17 +806,14 @@ int cl_cmd_validate(int argc, char **argv)
 		struct cl_diags d = { 0 };
 		int lrc = cl_scenario_load_file(files[i], sets, &s, &d);
 		struct cl_workload_plan w = { 0 };
-		struct cl_workload_stats st;
+		/* zeroed: the rendering makes the salt a run would, so --dump-bodies shows what
+		 * is sent; a run makes a tag of its own (workload.salt) */
+		struct cl_workload_stats st = { 0 };
 		struct cl_err werr = { 0 }, first_bad = { 0 };
 		struct cl_gen_scan scan = { 0 };
 		char line[1024];
-		/* The salt the run would make, so --dump-bodies shows what is sent; a run makes
-		 * a tag of its own (workload.salt). */
-		char salt[CL_SALT_TAG_SIZE] = "";
-		if (lrc == 0)
-			cl_workload_new_salt(&s, salt);
-		if (lrc == 0 && cl_workload_render_stats(&s, cl_scenario_render_model(&s), salt, &w,
-							 &st, &werr) != 0) {
+		if (lrc == 0 && cl_workload_render_stats(&s, cl_scenario_render_model(&s), &w, &st,
+							 &werr) != 0) {
 			/* The scenario is sound but its workload is not: a dataset line, a
 			 * length out of range.  The message names the file, line and column. */
 			bad++;
@@ -835,7 +832,7 @@ int cl_cmd_validate(int argc, char **argv)
 			if (i)
 				printf("\n");
 			cl_workload_trace_fill_stages(&s, &st);
-			print_plan(&s, salt, &st, &scan, &first_bad);
+			print_plan(&s, st.salt, &st, &scan, &first_bad);
 			print_classes(&s.workload, &w);
 			if (dump && dump_bodies(dump, &w) != 0)
 				bad++;

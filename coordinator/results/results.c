@@ -383,7 +383,7 @@ static int set_calibration(json_t *v, const struct cl_scn_workload *w,
 }
 
 void cl_results_set_workload(struct cl_results *r, const struct cl_scn_workload *w,
-			     const char *salt, const struct cl_workload_stats *st)
+			     const struct cl_workload_stats *st)
 {
 	static const char *const kinds[] = { "prompts", "dataset", "synthetic", "trace" };
 	static const char *const formats[] = { "auto", "openai", "sharegpt", "text" };
@@ -410,10 +410,10 @@ void cl_results_set_workload(struct cl_results *r, const struct cl_scn_workload 
 		       : json_null(),
 	    "shared_prefix", prefix, "dataset", dataset);
 	/* The tag opening every first message (workload.salt), null when none was sent. */
-	bool salted = salt && salt[0];
+	bool salted = st->salt[0];
 	if (v && (cli_rj_set(v, "stop", cli_rj_uint(st->stop)) ||
 		  cli_rj_set(v, "order", json_string(w->order_per_stage ? "per_stage" : "run")) ||
-		  cli_rj_set(v, "salt", salted ? cli_rj_str(salt) : json_null()) ||
+		  cli_rj_set(v, "salt", salted ? cli_rj_str(st->salt) : json_null()) ||
 		  (w->calibrate && set_calibration(v, w, st)))) {
 		json_decref(v);
 		v = NULL;

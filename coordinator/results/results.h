@@ -112,9 +112,10 @@ void cl_results_set_target(struct cl_results *r, const char *url, const char *mo
 			   bool simulator);
 
 /* Records what the workload was (top-level field `workload`): its source, bodies, output
- * lengths asked for, ignore_eos, shared prefix groups, dataset figures (docs/results.md). */
+ * lengths asked for, ignore_eos, shared prefix groups, dataset figures, the run's salt
+ * (docs/results.md). */
 void cl_results_set_workload(struct cl_results *r, const struct cl_scn_workload *w,
-			     const char *salt, const struct cl_workload_stats *st);
+			     const struct cl_workload_stats *st);
 
 /* Records warmup totals (requests started, completed, errors) from the merged warmup
  * metrics; they are excluded from every stage. */

@@ -15,7 +15,6 @@
 
 #include "chatload/metrics.h"
 #include "chatload/plan.h"
-#include "chatload/salt.h"
 #include "chatload/readiness.h"
 #include "coordinator/scenario/scenario.h"
 #include "coordinator/workload/workload.h"
@@ -154,9 +153,6 @@ struct run {
 	struct cl_target_plan target;
 	struct cl_workload_plan workload;
 	struct cl_workload_stats workload_stats;
-	/* workload.salt: the run's tag ("" none), made once (cl_workload_new_salt) and handed to
-	 * every rendering, to results.json and to the agents (retag in PREPARE) */
-	char salt[CL_SALT_TAG_SIZE];
 	char *warmup_body;
 	char *probe_extra; /* readiness.body merged over target.body (over workload.tools) */
 	bool probe_tools;  /* the probe offers workload.tools (the gate says so when it fails) */

@@ -255,19 +255,6 @@ int cli_run_prepare(struct run *r)
 		 * twice in a run while any is unsent (docs/engine.md, "Which body"). */
 		c.prepare.workload.share = w->n_bodies * (i + 1) / n - w->n_bodies * i / n;
 		c.prepare.workload.per_stage = r->s.workload.order_per_stage;
-		/* Synthetic prompts without a pool, and a list of prompts: every request
-		 * distinct, past the bodies too (plan.h, retag); the salt is what makes a tag of
-		 * its own possible.  A dataset's records stay a pool (its re-sends counted), and
-		 * so do bodies behind a shared prefix: a tag of their own would put their shared
-		 * system prompt or prefix out of the cache the first requests filled. */
-		const struct cl_scn_workload *sw = &r->s.workload;
-		bool unpooled = sw->kind == CL_WORKLOAD_PROMPTS ||
-				(sw->kind == CL_WORKLOAD_SYNTHETIC && !sw->synthetic_count_given);
-		/* A transcription's clips carry no salt (the audio is the request). */
-		if (unpooled && !sw->multi_turn && !sw->shared_prefix_groups && r->salt[0] &&
-		    sw->api != CL_API_TRANSCRIPTION)
-			snprintf(c.prepare.workload.retag, sizeof(c.prepare.workload.retag), "%s",
-				 r->salt);
 		/* A trace is dealt out: agent i replays requests i, i + n, ... (each at its own
 		 * offset from START_AT), so together they replay it whole. */
 		if (w->trace_stride) {

@@ -125,9 +125,9 @@ static int make_target(struct run *r, struct cl_err *err)
  * reported at once with its file:line:column, not after the agents and the readiness gate. */
 static int load_workload(struct run *r, struct cl_err *err)
 {
-	struct cl_workload_stats st;
-	int rc = cl_workload_render_stats(&r->s, cl_scenario_render_model(&r->s), r->salt,
-					  &r->workload, &st, err);
+	struct cl_workload_stats st = r->workload_stats; /* a rendering again keeps its tag */
+	int rc = cl_workload_render_stats(&r->s, cl_scenario_render_model(&r->s), &r->workload,
+					  &st, err);
 	if (rc == 0) {
 		r->workload_stats = st;
 		cl_workload_trace_fill_stages(&r->s, &st);
@@ -442,8 +442,6 @@ int cl_run(const struct cl_run_opts *o)
 		free(r);
 		return CL_EXIT_USAGE;
 	}
-	/* One salt for the run, kept if calibration renders again (workload.salt). */
-	cl_workload_new_salt(&r->s, r->salt);
 	if (load_workload(r, &err) != 0) {
 		char msg[900];
 		fprintf(stderr, "%s\n", cl_err_format(&err, msg, sizeof(msg)));
@@ -521,7 +519,7 @@ int cl_run(const struct cl_run_opts *o)
 		code = fail_msg(r, CL_EXIT_USAGE, &err, "cannot render the workload");
 		goto finish;
 	}
-	cl_results_set_workload(r->res, &r->s.workload, r->salt, &r->workload_stats);
+	cl_results_set_workload(r->res, &r->s.workload, &r->workload_stats);
 	if (r->gen) {
 		cli_run_live_phase(r, CL_LIVE_STAGES, 0);
 		if (cli_run_generate(r) == 0)

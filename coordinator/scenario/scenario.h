@@ -205,7 +205,7 @@ struct cl_scn_workload {
 	bool order_per_stage;
 	/* workload.salt: false (run, the default): the run's tag opens every request's first
 	 * message; true (none): the text exactly as written.  The tag itself is the run's, not
-	 * the scenario's (cl_workload_new_salt, chatload/salt.h). */
+	 * the scenario's (cl_workload_render_stats, chatload/salt.h). */
 	bool salt_none;
 	struct cl_dataset_filter dataset_filter;
 	/* shared prefixes: request i starts with group (i mod groups)'s prefix of tokens */

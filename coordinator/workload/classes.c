@@ -4,7 +4,6 @@
 #include "coordinator/workload/internal.h"
 
 #include "chatload/plan.h"
-#include "chatload/salt.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -214,10 +213,7 @@ static int render_own(const struct render_ctx *c, const struct cl_scenario *s, s
 		w->synthetic_count_given = true;
 		w->seed = s->workload.seed + k + 1;
 	}
-	char tag[CL_SALT_TAG_SIZE] = "";
-	if (c->salt && strlen(c->salt) > CL_SALT_DIGITS) /* "[<tag>] " */
-		snprintf(tag, sizeof(tag), "%.*s", CL_SALT_DIGITS, c->salt + 1);
-	int rc = cl_workload_render_stats(&t, c->model, tag, pool, NULL, err);
+	int rc = cli_workload_render_like(c, &t, pool, err);
 	if (rc)
 		cl_err_prefix(err, "workload.classes[%zu]", k);
 	return rc;

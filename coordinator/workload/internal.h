@@ -30,6 +30,7 @@ struct render_ctx {
 	struct cl_workload_stats *stats; /* filled as records are read; never NULL */
 	bool no_prefix;                  /* the body being pushed gets no shared prefix */
 	const char *salt; /* "[<tag>] " (cl_salt_prefix) before the first message's text, or NULL */
+	const char *salt_tag; /* the tag itself (a class's own prompts get the same), or NULL */
 	bool no_salt;     /* the body being pushed gets no salt (a later turn: its history has) */
 	double token_scale; /* workload.chars_per_token / 4: built lengths in estimated tokens */
 	enum cl_api api;    /* workload.api: the shape each body is rendered in */
@@ -53,9 +54,16 @@ struct render_ctx {
 	uint64_t seed;
 };
 
-/* Adds body b (its flags RENDER_*) to the figures of st (workload.c). */
+/* ---- workload.c: the rendering --------------------------------------------------------- */
+
+/* Adds body b (its flags RENDER_*) to the figures of st. */
 void cli_workload_stats_add(struct cl_workload_stats *st, const struct cl_request_body *b,
 			    uint8_t flags);
+
+/* The workload of s rendered into out as c renders its own (c's model, c's salt), without
+ * stats: a class's own prompts. */
+int cli_workload_render_like(const struct render_ctx *c, const struct cl_scenario *s,
+			     struct cl_workload_plan *out, struct cl_err *err);
 
 /* ---- classes.c: workload.classes -------------------------------------------------------- */
 

@@ -54,18 +54,10 @@ static void finish_stats(const struct render_ctx *c, struct cl_workload_stats *s
 		st->requested_min = 0;
 }
 
-void cl_workload_new_salt(const struct cl_scenario *s, char tag[CL_SALT_TAG_SIZE])
-{
-	if (s->workload.salt_none || s->generate.set)
-		tag[0] = '\0';
-	else
-		cl_salt_new(tag);
-}
-
 int cl_workload_render(const struct cl_scenario *s, const char *model, struct cl_workload_plan *out,
 		       struct cl_err *err)
 {
-	return cl_workload_render_stats(s, model, NULL, out, NULL, err);
+	return cl_workload_render_stats(s, model, out, NULL, err);
 }
 
 /* *extra becomes workload.tools' keys with the old *extra (target.body, or NULL) merged over
@@ -105,8 +97,10 @@ static int render(const struct cl_scenario *s, const char *model, const char *sa
 	c.ignore_eos = w->ignore_eos;
 	c.system_prompt = w->system_prompt;
 	char salt[CL_SALT_PREFIX_LEN + 1];
-	if (salt_tag && cl_salt_prefix(salt_tag, salt, sizeof(salt)))
+	if (salt_tag && cl_salt_prefix(salt_tag, salt, sizeof(salt))) {
 		c.salt = salt;
+		c.salt_tag = salt_tag;
+	}
 	c.api = w->api;
 	c.images = &w->images;
 	c.seed = w->seed;
@@ -212,11 +206,43 @@ out:
 	return 0;
 }
 
-int cl_workload_render_stats(const struct cl_scenario *s, const char *model, const char *salt,
+int cli_workload_render_like(const struct render_ctx *c, const struct cl_scenario *s,
+			     struct cl_workload_plan *out, struct cl_err *err)
+{
+	return render(s, c->model, c->salt_tag, out, NULL, NULL, NULL, err);
+}
+
+/*
+ * Whether every request of the run should be distinct past the bodies too (plan.h, retag):
+ * synthetic prompts without a pool, and a list of prompts.  A dataset's records stay a pool
+ * (its re-sends counted), and so do bodies behind a shared prefix or a conversation's turns: a
+ * tag of their own would put their shared system prompt or prefix out of the cache the first
+ * requests filled.  A transcription's clips carry no salt (the audio is the request).
+ */
+static bool retagged(const struct cl_scn_workload *w)
+{
+	bool unpooled = w->kind == CL_WORKLOAD_PROMPTS ||
+			(w->kind == CL_WORKLOAD_SYNTHETIC && !w->synthetic_count_given);
+	return unpooled && !w->multi_turn && !w->shared_prefix_groups &&
+	       w->api != CL_API_TRANSCRIPTION;
+}
+
+int cl_workload_render_stats(const struct cl_scenario *s, const char *model,
 			     struct cl_workload_plan *out, struct cl_workload_stats *stats,
 			     struct cl_err *err)
 {
-	return render(s, model, salt, out, stats, NULL, NULL, err);
+	char tag[CL_SALT_TAG_SIZE] = "";
+	bool wanted = stats && s && !s->workload.salt_none && !s->generate.set;
+	if (wanted && stats->salt[0])
+		memcpy(tag, stats->salt, sizeof(tag)); /* a rendering again: the run's tag */
+	else if (wanted)
+		cl_salt_new(tag);
+	int rc = render(s, model, tag, out, stats, NULL, NULL, err);
+	if (rc == 0 && stats)
+		memcpy(stats->salt, tag, sizeof(tag));
+	if (rc == 0 && tag[0] && retagged(&s->workload))
+		snprintf(out->retag, sizeof(out->retag), "%s", tag);
+	return rc;
 }
 
 /* What a generate job's rendering hands each body through: the caller's callback, and

@@ -47,6 +47,7 @@ struct cl_workload_stats {
 	uint32_t images;         /* workload.images.count: images each request carries */
 	uint64_t body_bytes_sum; /* the bodies' bytes as rendered (images' data URLs included) */
 	int64_t trace_span_us;   /* trace replay: the last start's offset (speedup applied) */
+	char salt[CL_SALT_TAG_SIZE]; /* the run's tag the bodies open with ("" none) */
 	/* workload.calibrate, filled by the run (0 without it): the sample's characters per
 	 * token, and the target's count of some prompts as sent against what they were built
 	 * to (their characters over the final characters per token) */
@@ -103,21 +104,18 @@ int cl_workload_render(const struct cl_scenario *s, const char *model, struct cl
 		       struct cl_err *err);
 
 /*
- * workload.salt: the run's tag (chatload/salt.h) when s wants one, "" when it does not
- * (salt: none, or a generate job, which sends its inputs byte for byte as written).  The
- * tag is a value of the run, not of the scenario: the run makes it once and hands it to
- * every rendering (cl_workload_render_stats, so a rendering again for calibration keeps it),
- * to results.json and to the agents (plan.h's retag).  A rendering with a tag opens the text
- * of every body's first message (whatever its role; of a conversation, its first turn, which
- * the later turns carry in their history) with "[<tag>] ": 11 characters, 3 tokens by the
- * estimate, 9 to 11 in llama's SentencePiece tokenizer, which splits the digits
- * (docs/scenario.md).
+ * cl_workload_render that also fills stats (NULL: not wanted, and no salt) and salts the
+ * bodies with the run's tag (workload.salt), which stats->salt carries out.  The tag is a value
+ * of the run, not of the scenario: the first rendering makes it (chatload/salt.h), a rendering
+ * again with the same stats keeps the one stats->salt holds (calibration renders again), and
+ * it is "" when s wants none (salt: none, or a generate job, which sends its inputs byte for
+ * byte as written).  A tag opens the text of every body's first message (whatever its role;
+ * of a conversation, its first turn, which the later turns carry in their history) with
+ * "[<tag>] ": 11 characters, 3 tokens by the estimate, 9 to 11 in llama's SentencePiece
+ * tokenizer, which splits the digits (docs/scenario.md).  The rendering also decides out->retag
+ * (plan.h): the tag, when every request of the run should be distinct past the bodies too.
  */
-void cl_workload_new_salt(const struct cl_scenario *s, char tag[CL_SALT_TAG_SIZE]);
-
-/* cl_workload_render with the run's salt (cl_workload_new_salt; NULL or "": none) that also
- * fills stats (NULL: not wanted).  cl_workload_render renders without a salt. */
-int cl_workload_render_stats(const struct cl_scenario *s, const char *model, const char *salt,
+int cl_workload_render_stats(const struct cl_scenario *s, const char *model,
 			     struct cl_workload_plan *out, struct cl_workload_stats *stats,
 			     struct cl_err *err);
 

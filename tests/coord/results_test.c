@@ -533,7 +533,7 @@ static void test_warning_causes(void **state)
 	struct cl_err err = { 0 };
 	assert_int_equal(cl_results_create(&s, NULL, 0, NULL, dir, &r, &err), 0);
 	struct cl_workload_stats ws = { .bodies = 4, .ignore_eos = 4, .requested_max = 64 };
-	cl_results_set_workload(r, &s.workload, NULL, &ws);
+	cl_results_set_workload(r, &s.workload, &ws);
 	/* c2: streams that carried nothing (errors, not answers), short ones whose stream gave
 	 * no finish_reason, and prompts sent again. */
 	uint64_t c2[CL_CTR__COUNT] = { 0 };
@@ -589,7 +589,7 @@ static void test_warning_causes(void **state)
 	s.workload.api = CL_API_EMBEDDINGS;
 	s.workload.order_per_stage = true;
 	assert_int_equal(cl_results_create(&s, NULL, 0, NULL, dir, &r, &err), 0);
-	cl_results_set_workload(r, &s.workload, NULL, &ws);
+	cl_results_set_workload(r, &s.workload, &ws);
 	uint64_t none[CL_CTR__COUNT] = { 0 };
 	finish_with(r, &s, 0, 40, c2);
 	finish_with(r, &s, 1, 180, none);

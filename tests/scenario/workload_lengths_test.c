@@ -45,6 +45,7 @@ static struct cl_scenario base(void)
 	s.workload.synthetic_count = 64;
 	s.workload.ignore_eos = -1;
 	s.workload.dataset_output = CL_DATASET_OUTPUT_RECORD;
+	s.workload.salt_none = true; /* the lengths as built (workload_test's test_salt: the tag) */
 	return s;
 }
 
@@ -62,7 +63,7 @@ static struct cl_workload_plan render(const struct cl_scenario *s, struct cl_wor
 	struct cl_workload_plan w;
 	struct cl_err err = { 0 };
 	char msg[1024];
-	int rc = cl_workload_render_stats(s, "m", NULL, &w, st, &err);
+	int rc = cl_workload_render_stats(s, "m", &w, st, &err);
 	if (rc)
 		fail_msg("render failed: %d %s", rc, cl_err_format(&err, msg, sizeof(msg)));
 	return w;
@@ -432,7 +433,7 @@ static int render_trace(const char *text, double speedup, struct cl_workload_pla
 	s.workload.kind = CL_WORKLOAD_TRACE;
 	s.workload.trace = (char *)tmp_path("trace.jsonl");
 	s.workload.trace_speedup = speedup;
-	return cl_workload_render_stats(&s, "m", NULL, w, NULL, err);
+	return cl_workload_render_stats(&s, "m", w, NULL, err);
 }
 
 /* Traces: offsets from the first record over the speedup, lengths asked for, prompts built
