@@ -126,8 +126,8 @@ static int make_target(struct run *r, struct cl_err *err)
 static int load_workload(struct run *r, struct cl_err *err)
 {
 	struct cl_workload_stats st = r->workload_stats; /* a rendering again keeps its tag */
-	int rc = cl_workload_render_stats(&r->s, cl_scenario_render_model(&r->s), &r->workload,
-					  &st, err);
+	int rc = cl_workload_render_stats(&r->s, cl_scenario_render_model(&r->s), &r->workload, &st,
+					  err);
 	if (rc == 0) {
 		r->workload_stats = st;
 		cl_workload_trace_fill_stages(&r->s, &st);

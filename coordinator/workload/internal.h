@@ -31,7 +31,7 @@ struct render_ctx {
 	bool no_prefix;                  /* the body being pushed gets no shared prefix */
 	const char *salt; /* "[<tag>] " (cl_salt_prefix) before the first message's text, or NULL */
 	const char *salt_tag; /* the tag itself (a class's own prompts get the same), or NULL */
-	bool no_salt;     /* the body being pushed gets no salt (a later turn: its history has) */
+	bool no_salt;       /* the body being pushed gets no salt (a later turn: its history has) */
 	double token_scale; /* workload.chars_per_token / 4: built lengths in estimated tokens */
 	enum cl_api api;    /* workload.api: the shape each body is rendered in */
 	/* embeddings: inputs per body (workload.embedding_batch); rerank and score: texts per
