@@ -4,6 +4,7 @@
 #include "chatload/hist.h"
 #include "chatload/hist_wire.h"
 #include "chatload/metrics.h"
+#include "chatload/rng.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -11,17 +12,10 @@
 
 static uint64_t rng_state = 12345;
 
-static uint64_t rng_next(void)
-{
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
+/* Uniform in (0, 1], so log() of it is finite. */
 static double rng_unit(void)
 {
-	return ((double)(rng_next() >> 11) + 0.5) / 9007199254740992.0;
+	return cl_splitmix_unit(&rng_state);
 }
 
 /* Lognormal latency in µs around median_us with shape sigma. */
