@@ -3,11 +3,13 @@
 
 #include "audio.h"
 #include "chat.h"
+#include "content.h"
 #include "chatload/assert.h"
 #include "chatload/clock.h"
 #include "sim/faults/dialect.h"
 #include "sim/faults/faults.h"
 #include "render.h"
+#include "tokenize.h"
 #include "sim/rng.h"
 #include "sim/serve/conn.h"
 #include "sim/sched/stream.h"
