@@ -196,6 +196,14 @@ static int exchange(struct session *s, struct channel *c, struct cl_msg *m, stru
 	return rc;
 }
 
+/* Every load this agent runs stopped: a generate job, a stage or warmup (cut), a gate. */
+static void stop_load(struct session *s)
+{
+	cl_genjob_stop(s);
+	cl_activity_stop(s, true);
+	cl_probe_thread_stop(s);
+}
+
 /* Applies a new command (the next POLL, which goes at once, says it was). */
 static void apply_command(struct session *s, struct cl_msg *reply)
 {
@@ -224,9 +232,7 @@ static void apply_command(struct session *s, struct cl_msg *reply)
 			cl_engine_stop(s->act_engine, c->stop.cut);
 		break;
 	case CL_CMD_ABORT:
-		cl_genjob_stop(s);
-		cl_activity_stop(s, true);
-		cl_probe_thread_stop(s);
+		stop_load(s);
 		cl_session_set_state(s, CL_AGENT_IDLE);
 		break;
 	case CL_CMD_QUIT:
@@ -348,9 +354,11 @@ static int hello(struct session *s, struct cl_err *err)
  * Takes the reply to c's exchange once it came (*moved set): 0 with *reply filled (the caller
  * frees it, also on a failure), or the exchange's failure, logged for debugging (the caller
  * tries again) unless it was given up on (CL_ECLOSED).  CHANNEL_BUSY while it is under way.
+ * With refused (what the coordinator did, "ended the session"), a REFUSE is logged as that
+ * and freed here: CL_EREFUSED, the session is over; without, the caller reads it.
  */
 static int take_reply(struct session *s, struct channel *c, struct cl_msg *reply, int64_t *t_recv,
-		      bool *moved)
+		      bool *moved, const char *refused)
 {
 	struct cl_err err = { 0 };
 	char msg[700];
@@ -360,6 +368,11 @@ static int take_reply(struct session *s, struct channel *c, struct cl_msg *reply
 	*moved = true;
 	if (rc != 0 && rc != CL_ECLOSED)
 		CL_DEBUG("%s", cl_err_format(&err, msg, sizeof(msg)));
+	if (rc == 0 && refused && reply->type == CL_MSG_REFUSE) {
+		CL_ERROR("coordinator %s: %s", refused, reply->refuse.reason);
+		cl_msg_free(reply);
+		return CL_EREFUSED;
+	}
 	return rc;
 }
 
@@ -375,7 +388,8 @@ static int turn_reports(struct session *s, int64_t now, bool *moved)
 	if (c->phase != CHANNEL_IDLE) {
 		struct cl_msg reply = { 0 };
 		int64_t t_recv = 0;
-		int rc = take_reply(s, c, &reply, &t_recv, moved);
+		/* A refused report is the report queue's to say (which report). */
+		int rc = take_reply(s, c, &reply, &t_recv, moved, NULL);
 		if (rc == CHANNEL_BUSY)
 			return 0;
 		if (rc == 0) {
@@ -418,14 +432,11 @@ static int turn_answers(struct session *s, int64_t now, bool *moved)
 	if (c->phase != CHANNEL_IDLE) {
 		struct cl_msg reply = { 0 };
 		int64_t t_recv = 0;
-		int rc = take_reply(s, c, &reply, &t_recv, moved);
+		int rc = take_reply(s, c, &reply, &t_recv, moved, "refused our answers");
 		if (rc == CHANNEL_BUSY)
 			return 0;
-		if (rc == 0 && reply.type == CL_MSG_REFUSE) {
-			CL_ERROR("coordinator refused our answers: %s", reply.refuse.reason);
-			cl_msg_free(&reply);
-			return CL_EREFUSED;
-		}
+		if (rc == CL_EREFUSED)
+			return rc;
 		if (rc == 0 && reply.type == CL_MSG_ACK && s->ans_pending &&
 		    reply.seq == s->ans_seq)
 			cl_genjob_answered(s);
@@ -462,17 +473,14 @@ static int turn_polls(struct session *s, int64_t now, bool *moved)
 	if (c->phase != CHANNEL_IDLE) {
 		struct cl_msg reply = { 0 };
 		int64_t t_recv = 0;
-		int rc = take_reply(s, c, &reply, &t_recv, moved);
+		int rc = take_reply(s, c, &reply, &t_recv, moved, "ended the session");
 		if (rc == CHANNEL_BUSY) {
 			if (s->state != s->poll_state)
 				channel_cancel(c); /* news: ask again, with it */
 			return 0;
 		}
-		if (rc == 0 && reply.type == CL_MSG_REFUSE) {
-			CL_ERROR("coordinator ended the session: %s", reply.refuse.reason);
-			cl_msg_free(&reply);
-			return CL_EREFUSED;
-		}
+		if (rc == CL_EREFUSED)
+			return rc;
 		bool noop = true;
 		if (rc == 0 && reply.type == CL_MSG_CMD) {
 			cl_clock_est_add(&s->clock, c->t_send_us, reply.cmd.t_coord_recv_us,
@@ -665,9 +673,7 @@ int cl_session_run(struct session *s)
 		if (now - s->last_reply_us > CL_WIRE_AGENT_SILENCE_US) {
 			CL_ERROR("coordinator silent for %lld s: stopping all load",
 				 (long long)((now - s->last_reply_us) / 1000000));
-			cl_genjob_stop(s);
-			cl_activity_stop(s, true);
-			cl_probe_thread_stop(s);
+			stop_load(s);
 			return CL_ETIMEDOUT;
 		}
 		cl_probe_thread_pump(s, now);
@@ -688,8 +694,6 @@ int cl_session_run(struct session *s)
 	}
 	/* QUIT: end.  Closing the socket (cl_session_cleanup) is how the coordinator learns that
 	 * QUIT arrived (cl_fleet_departed). */
-	cl_genjob_stop(s);
-	cl_activity_stop(s, true);
-	cl_probe_thread_stop(s);
+	stop_load(s);
 	return 0;
 }

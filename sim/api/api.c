@@ -3,11 +3,13 @@
 
 #include "audio.h"
 #include "chat.h"
+#include "content.h"
 #include "chatload/assert.h"
 #include "chatload/clock.h"
 #include "sim/faults/dialect.h"
 #include "sim/faults/faults.h"
 #include "render.h"
+#include "tokenize.h"
 #include "sim/rng.h"
 #include "sim/serve/conn.h"
 #include "sim/sched/stream.h"
@@ -160,13 +162,11 @@ static void pick_tool_call(const struct cl_sim_config *cfg, struct cl_sim_stream
 	snprintf(st->tool_name, sizeof(st->tool_name), "%s", cr->tool_names[k]);
 }
 
-/* A request that passed every check: fault, length, then a stream or a fault answer. */
-static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl_sim_chat_req *cr,
-			const char *model, int64_t now)
+/* The request's number, its id in its API's shape and the model that answers it. */
+static void name_stream(struct cl_sim *s, struct cl_sim_stream *st,
+			const struct cl_sim_chat_req *cr, const char *model)
 {
 	const struct cl_sim_config *cfg = s->cfg;
-	struct cl_sim_stream *st = &c->st;
-
 	static const char *const id_prefix[CL_API__COUNT] = {
 		[CL_API_CHAT] = "chatcmpl-sim-",  [CL_API_COMPLETIONS] = "cmpl-sim-",
 		[CL_API_RESPONSES] = "resp-sim-", [CL_API_EMBEDDINGS] = "embd-sim-",
@@ -187,6 +187,12 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 			 (unsigned long long)st->seq);
 	st->model = model;
 	st->created_s = cl_wall_us() / 1000000;
+}
+
+/* Whether the answer streams, and the usage (and llama.cpp's timings) it carries. */
+static void plan_usage(const struct cl_sim_config *cfg, struct cl_sim_stream *st,
+		       const struct cl_sim_chat_req *cr)
+{
 	st->stream = cr->stream;
 	/* A Responses stream always ends with its usage (response.completed); per-chunk usage
 	 * is vLLM's chat and completions option only. */
@@ -196,8 +202,14 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 	/* llama.cpp's timings object rides on chat and completion chunks only. */
 	st->cache_timings =
 	    cfg->cache_timings && (cr->api == CL_API_CHAT || cr->api == CL_API_COMPLETIONS);
-	st->rng = cl_sim_rng_for(cfg->seed, st->seq);
-	st->fault = cl_sim_fault_pick(cfg, st->seq, &st->rng);
+}
+
+/* What the stream takes from the prompt: its tokens (and of them those the prefix cache
+ * holds), what the request asked of the output, and the names the truth log gives it. */
+static void plan_prompt(struct cl_sim *s, struct cl_sim_stream *st,
+			const struct cl_sim_chat_req *cr)
+{
+	const struct cl_sim_config *cfg = s->cfg;
 	/* The chat template wraps messages (chat, and responses' input items); a raw prompt
 	 * or an embeddings input is tokenized as it is. */
 	bool templated =
@@ -216,6 +228,14 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 	st->history_turns = cr->history_turns;
 	st->history_fnv = cr->history_fnv;
 	st->prompt_fnv = cr->prompt_fnv;
+}
+
+/* The output's length and its reasoning part, by the API: a generation's length drawn (or
+ * asked), nothing for the APIs that generate nothing, a transcription's by its audio; then
+ * cut where a stop string first appears. */
+static void plan_output(const struct cl_sim_config *cfg, struct cl_sim_stream *st,
+			const struct cl_sim_chat_req *cr)
+{
 	st->planned_tokens =
 	    pick_length(cfg, st, cr->max_tokens, cr->ignore_eos && !cfg->no_ignore_eos);
 	/* The legacy completions API has no reasoning field: all of it is text there; a messages
@@ -248,12 +268,32 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 			st->finish_length = false;
 		}
 	}
-	pick_tool_call(cfg, st, cr);
-	st->fault_tok = cl_sim_fault_token(cfg, st->planned_tokens);
-	st->stall_tok = cl_sim_fault_stall_token(cfg, st->planned_tokens);
-	/* Reasoning comes first within the output; the renderers count content from its end. */
-	CL_ASSERT(st->planned_reasoning <= st->planned_tokens);
+}
 
+/* The 429 fault's Retry-After header line into hdr (size n): seconds, or with
+ * --retry-after-date an HTTP date. */
+static void put_retry_after(const struct cl_sim_config *cfg, char *hdr, size_t n)
+{
+	if (cfg->retry_after_date) {
+		/* An HTTP date has whole seconds: the next second boundary plus the value, so a
+		 * client waits at least retry_after_s from now. */
+		time_t at = time(NULL) + 1 + (time_t)cfg->retry_after_s;
+		struct tm tm;
+		char date[64];
+		gmtime_r(&at, &tm);
+		strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+		snprintf(hdr, n, "Retry-After: %s\r\n", date);
+	} else {
+		snprintf(hdr, n, "Retry-After: %u\r\n", cfg->retry_after_s);
+	}
+}
+
+/* The planned request answered: a fault that answers before any stream (500, 429, the
+ * hang, json-200's error body), or its stream begun. */
+static void answer_planned(struct cl_sim *s, struct cl_sim_conn *c, int64_t now)
+{
+	const struct cl_sim_config *cfg = s->cfg;
+	struct cl_sim_stream *st = &c->st;
 	char hdr[256] = "";
 	size_t hl = 0;
 	if (st->has_request_id)
@@ -266,19 +306,7 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 		return;
 	}
 	if (st->fault == CL_SIM_FAULT_429) {
-		if (cfg->retry_after_date) {
-			/* An HTTP date has whole seconds: the next second boundary plus the
-			 * value, so a client waits at least retry_after_s from now. */
-			time_t at = time(NULL) + 1 + (time_t)cfg->retry_after_s;
-			struct tm tm;
-			char date[64];
-			gmtime_r(&at, &tm);
-			strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
-			snprintf(hdr + hl, sizeof(hdr) - hl, "Retry-After: %s\r\n", date);
-		} else {
-			snprintf(hdr + hl, sizeof(hdr) - hl, "Retry-After: %u\r\n",
-				 cfg->retry_after_s);
-		}
+		put_retry_after(cfg, hdr + hl, sizeof(hdr) - hl);
 		cl_sim_stream_log_rejected(s, st, 429);
 		refuse(c, st->api, 429, hdr, "Rate limit reached (chatload-sim fault 429)",
 		       "rate_limit_error", "rate_limit_exceeded");
@@ -294,6 +322,28 @@ static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl
 		return;
 	}
 	cl_sim_stream_begin(s, st, now);
+}
+
+/* A request that passed every check: its plan (the fault drawn first, then the prompt and
+ * the output, in the order the request's draws are made), then its answer. */
+static void accept_chat(struct cl_sim *s, struct cl_sim_conn *c, const struct cl_sim_chat_req *cr,
+			const char *model, int64_t now)
+{
+	const struct cl_sim_config *cfg = s->cfg;
+	struct cl_sim_stream *st = &c->st;
+
+	name_stream(s, st, cr, model);
+	plan_usage(cfg, st, cr);
+	st->rng = cl_sim_rng_for(cfg->seed, st->seq);
+	st->fault = cl_sim_fault_pick(cfg, st->seq, &st->rng);
+	plan_prompt(s, st, cr);
+	plan_output(cfg, st, cr);
+	pick_tool_call(cfg, st, cr);
+	st->fault_tok = cl_sim_fault_token(cfg, st->planned_tokens);
+	st->stall_tok = cl_sim_fault_stall_token(cfg, st->planned_tokens);
+	/* Reasoning comes first within the output; the renderers count content from its end. */
+	CL_ASSERT(st->planned_reasoning <= st->planned_tokens);
+	answer_planned(s, c, now);
 }
 
 static void handle_chat(struct cl_sim *s, struct cl_sim_conn *c, enum cl_api api,
@@ -380,34 +430,35 @@ static void answer_tokenize(struct cl_sim_conn *c, const struct cl_sim_config *c
 	answer_json(c, 200, b);
 }
 
-void cl_sim_api_handle(struct cl_sim *s, struct cl_sim_conn *c, const struct cl_sim_http_req *req,
-		       const char *body, size_t body_len)
+/* Which generation endpoint path is, one per API (what the truth log records); CL_API__COUNT
+ * for any other path. */
+static enum cl_api route_api(const char *path)
 {
-	const struct cl_sim_config *cfg = s->cfg;
-	struct cl_sim_stream *st = &c->st;
-	int64_t now = cl_mono_us();
-	int64_t since = now - s->start_us;
-	/* The generation endpoints, one per API: what the truth log records. */
 	enum cl_api api = CL_API__COUNT;
 	for (int a = 0; a < CL_API__COUNT; a++)
-		if (cl_api_path(a) && strncmp(req->path, "/v1", 3) == 0 &&
-		    strcmp(req->path + 3, cl_api_path(a)) == 0)
+		if (cl_api_path(a) && strncmp(path, "/v1", 3) == 0 &&
+		    strcmp(path + 3, cl_api_path(a)) == 0)
 			api = (enum cl_api)a;
 	/* vLLM serves rerank and score without /v1 too (and rerank as /v2/rerank), as
 	 * llama.cpp and TEI serve /rerank. */
-	if (strcmp(req->path, "/rerank") == 0 || strcmp(req->path, "/v2/rerank") == 0)
+	if (strcmp(path, "/rerank") == 0 || strcmp(path, "/v2/rerank") == 0)
 		api = CL_API_RERANK;
-	else if (strcmp(req->path, "/score") == 0)
+	else if (strcmp(path, "/score") == 0)
 		api = CL_API_SCORE;
-	bool is_chat = api != CL_API__COUNT;
-	bool get = strcmp(req->method, "GET") == 0;
-	struct cl_buf b = { .max = 1 << 20 };
+	return api;
+}
 
+/* The connection's stream made new for req, arrived at now: what the request's headers say
+ * of it (X-Request-Id, its class, its conversation) is all it carries yet. */
+static void reset_stream(struct cl_sim_conn *c, const struct cl_sim_http_req *req, enum cl_api api,
+			 int64_t now)
+{
+	struct cl_sim_stream *st = &c->st;
 	memset(st, 0, sizeof(*st));
 	st->conn = c;
 	st->heap_idx = SIZE_MAX;
 	st->arrival_us = now;
-	st->api = is_chat ? api : CL_API_CHAT;
+	st->api = api;
 	if (req->has_request_id) {
 		st->has_request_id = true;
 		snprintf(st->request_id, sizeof(st->request_id), "%s", req->request_id);
@@ -420,99 +471,141 @@ void cl_sim_api_handle(struct cl_sim *s, struct cl_sim_conn *c, const struct cl_
 		st->has_conversation = true;
 		snprintf(st->conversation, sizeof(st->conversation), "%s", req->conversation);
 	}
+}
 
+/* The readiness phases every endpoint sees, since the server started: 503 while it shuts
+ * down, "Loading model" during --loading-for (a generation request logged as refused).
+ * Whether it answered. */
+static bool answer_unready(struct cl_sim *s, struct cl_sim_conn *c, enum cl_api api, int64_t since)
+{
+	bool is_chat = api != CL_API__COUNT;
 	if (s->draining) {
 		if (is_chat)
-			cl_sim_stream_log_rejected(s, st, 503);
+			cl_sim_stream_log_rejected(s, &c->st, 503);
 		refuse(c, api, 503, NULL, "server is shutting down", "unavailable_error",
 		       "unavailable");
-		return;
+		return true;
 	}
-	if (since < cfg->loading_for_us) {
+	if (since < s->cfg->loading_for_us) {
 		if (is_chat)
-			cl_sim_stream_log_rejected(s, st, 503);
+			cl_sim_stream_log_rejected(s, &c->st, 503);
 		answer_loading(c);
+		return true;
+	}
+	return false;
+}
+
+/* Whether req's method is GET; if not, a 405 that says so is the answer. */
+static bool get_or_405(struct cl_sim_conn *c, const struct cl_sim_http_req *req)
+{
+	if (strcmp(req->method, "GET") == 0)
+		return true;
+	method_not_allowed(c, "GET");
+	return false;
+}
+
+/* GET /health: {"status":"ok"}. */
+static void answer_health(struct cl_sim_conn *c, const struct cl_sim_http_req *req)
+{
+	struct cl_buf b = { .max = 1 << 20 };
+	if (!get_or_405(c, req))
 		return;
-	}
-	if (strcmp(req->path, "/health") == 0) {
-		if (!get) {
-			method_not_allowed(c, "GET");
-			return;
-		}
-		if (cl_buf_puts(&b, "{\"status\":\"ok\"}") != 0) {
-			cl_sim_conn_error(c, 500, NULL, "out of memory", "server_error",
-					  "internal_error");
-			goto out;
-		}
+	if (cl_buf_puts(&b, "{\"status\":\"ok\"}") != 0)
+		cl_sim_conn_error(c, 500, NULL, "out of memory", "server_error", "internal_error");
+	else
 		answer_json(c, 200, &b);
-		goto out;
-	}
-	if (strcmp(req->path, "/metrics") == 0) {
-		if (!get) {
-			method_not_allowed(c, "GET");
-			return;
-		}
-		if (cl_sim_metrics_render(s, &b) != 0) {
-			cl_sim_conn_error(c, 500, NULL, "cannot render metrics", "server_error",
-					  "internal_error");
-			goto out;
-		}
+	cl_buf_free(&b);
+}
+
+/* GET /metrics: the Prometheus page (truth/metrics.c). */
+static void answer_metrics(struct cl_sim *s, struct cl_sim_conn *c,
+			   const struct cl_sim_http_req *req)
+{
+	struct cl_buf b = { .max = 1 << 20 };
+	if (!get_or_405(c, req))
+		return;
+	if (cl_sim_metrics_render(s, &b) != 0) {
+		cl_sim_conn_error(c, 500, NULL, "cannot render metrics", "server_error",
+				  "internal_error");
+	} else {
 		/* The exposition format's own type, as Prometheus' client libraries send it: a
 		 * scraper that goes by Content-Type must not take the page for JSON. */
 		cl_sim_conn_respond_typed(c, 200, "text/plain; version=0.0.4; charset=utf-8", NULL,
 					  b.data ? b.data : "", b.len);
-		goto out;
+	}
+	cl_buf_free(&b);
+}
+
+/* GET /v1/models, every model served, and GET /v1/models/<id>, one (404 for a model not
+ * served). */
+static void answer_models(struct cl_sim *s, struct cl_sim_conn *c,
+			  const struct cl_sim_http_req *req)
+{
+	bool one = strncmp(req->path, "/v1/models/", 11) == 0;
+	const char *m = one ? find_model(s->cfg, req->path + 11) : NULL;
+	struct cl_buf b = { .max = 1 << 20 };
+	if (!get_or_405(c, req))
+		return;
+	if (one && !m) {
+		cl_sim_conn_error(c, 404, NULL, "model not found", "invalid_request_error",
+				  "model_not_found");
+		return;
+	}
+	cl_sim_render_models(&b, s->cfg, m, s->start_wall_s);
+	answer_json(c, 200, &b);
+	cl_buf_free(&b);
+}
+
+void cl_sim_api_handle(struct cl_sim *s, struct cl_sim_conn *c, const struct cl_sim_http_req *req,
+		       const char *body, size_t body_len)
+{
+	const struct cl_sim_config *cfg = s->cfg;
+	int64_t now = cl_mono_us();
+	int64_t since = now - s->start_us;
+	enum cl_api api = route_api(req->path);
+	bool is_chat = api != CL_API__COUNT;
+
+	reset_stream(c, req, is_chat ? api : CL_API_CHAT, now);
+	if (answer_unready(s, c, api, since))
+		return;
+	if (strcmp(req->path, "/health") == 0) {
+		answer_health(c, req);
+		return;
+	}
+	if (strcmp(req->path, "/metrics") == 0) {
+		answer_metrics(s, c, req);
+		return;
 	}
 	if ((strncmp(req->path, "/v1/", 4) == 0 || is_chat) && !authorized(cfg, req)) {
 		if (is_chat)
-			cl_sim_stream_log_rejected(s, st, 401);
+			cl_sim_stream_log_rejected(s, &c->st, 401);
 		refuse(c, api, 401, "WWW-Authenticate: Bearer\r\n", "Incorrect API key provided",
 		       "invalid_request_error", "invalid_api_key");
 		return;
 	}
-	if (strcmp(req->path, "/v1/models") == 0) {
-		if (!get) {
-			method_not_allowed(c, "GET");
-			return;
-		}
-		cl_sim_render_models(&b, cfg, NULL, s->start_wall_s);
-		answer_json(c, 200, &b);
-		goto out;
-	}
-	if (strncmp(req->path, "/v1/models/", 11) == 0) {
-		const char *m = find_model(cfg, req->path + 11);
-		if (!get) {
-			method_not_allowed(c, "GET");
-			return;
-		}
-		if (!m) {
-			cl_sim_conn_error(c, 404, NULL, "model not found", "invalid_request_error",
-					  "model_not_found");
-			return;
-		}
-		cl_sim_render_models(&b, cfg, m, s->start_wall_s);
-		answer_json(c, 200, &b);
-		goto out;
+	if (strcmp(req->path, "/v1/models") == 0 || strncmp(req->path, "/v1/models/", 11) == 0) {
+		answer_models(s, c, req);
+		return;
 	}
 	if (strcmp(req->path, "/tokenize") == 0 && !cfg->no_tokenize) {
+		struct cl_buf b = { .max = 1 << 20 };
 		answer_tokenize(c, cfg, req, body, body_len, &b);
-		goto out;
+		cl_buf_free(&b);
+		return;
 	}
 	if (!is_chat) {
 		cl_sim_conn_error(c, 404, NULL, "not found", "invalid_request_error", "not_found");
 		return;
 	}
 	if (strcmp(req->method, "POST") != 0) {
-		cl_sim_stream_log_rejected(s, st, 405);
+		cl_sim_stream_log_rejected(s, &c->st, 405);
 		method_not_allowed(c, "POST");
 		return;
 	}
 	if (since < cfg->chat_ready_after_us) {
-		cl_sim_stream_log_rejected(s, st, 503);
+		cl_sim_stream_log_rejected(s, &c->st, 503);
 		answer_loading(c);
 		return;
 	}
 	handle_chat(s, c, api, req->content_type, body, body_len, now);
-out:
-	cl_buf_free(&b);
 }

@@ -1,5 +1,6 @@
-/* Decoding of a chat completions request body (untrusted JSON, via jansson): the one place
- * chatload-sim reads what a client sent in a body. */
+/* Decoding of a request body to chat, completions, responses, embeddings, messages, rerank
+ * or score (untrusted JSON, via jansson): the one place chatload-sim reads what a client sent
+ * in such a body (chat.c, with content.c and tools.c). */
 #ifndef CHATLOAD_SIM_CHAT_H
 #define CHATLOAD_SIM_CHAT_H
 
@@ -81,20 +82,5 @@ int cl_sim_chat_parse(const char *body, size_t len, struct cl_sim_chat_req *req,
  */
 int cl_sim_api_parse(enum cl_api api, const char *body, size_t len, struct cl_sim_chat_req *req,
 		     char *msg, size_t n, const char **code);
-
-/* ceil(chars / chars_per_token) (0: 4): the prompt token rule (docs/simulator.md). */
-uint32_t cl_sim_chat_prompt_tokens(uint64_t chars, uint32_t chars_per_token);
-
-/* The --word-tokens rule over s[0..n): a run of ASCII letters (or of non-ASCII characters)
- * is one token per 6 characters begun, every digit and other non-space character is one,
- * whitespace is none.  A tokenizer whose characters per token depend on the text. */
-uint64_t cl_sim_text_tokens(const char *s, size_t n);
-
-/* Decodes a POST /tokenize body: {"prompt": text} (vLLM, SGLang), {"content": text}
- * (llama.cpp) or {"messages": [...]} (vLLM's chat form); *chars gets the Unicode characters
- * of the text (of every message's content), *words its tokens by cl_sim_text_tokens.  0, or
- * CL_EPARSE / CL_EINVAL with msg filled. */
-int cl_sim_tokenize_parse(const char *body, size_t len, uint64_t *chars, uint64_t *words, char *msg,
-			  size_t n);
 
 #endif

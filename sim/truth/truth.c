@@ -47,6 +47,7 @@ int cl_sim_truth_flush(struct cl_sim_truth *t)
 	return 0;
 }
 
+/* One field of the line: its key (a literal with its comma and colon), then its value. */
 static void put_time(struct cl_sim_w *w, const char *key, size_t key_len, int64_t us)
 {
 	cl_sim_w_put(w, key, key_len);
@@ -64,7 +65,142 @@ static void put_str_or_null(struct cl_sim_w *w, const char *s)
 		CL_SIM_W_LIT(w, "null");
 }
 
-#define TIME(w, key, v) put_time((w), key, sizeof(key) - 1, (v))
+static void put_str(struct cl_sim_w *w, const char *key, size_t key_len, const char *s)
+{
+	cl_sim_w_put(w, key, key_len);
+	put_str_or_null(w, s);
+}
+
+static void put_u64(struct cl_sim_w *w, const char *key, size_t key_len, uint64_t v)
+{
+	cl_sim_w_put(w, key, key_len);
+	cl_sim_w_u64(w, v);
+}
+
+static void put_i64(struct cl_sim_w *w, const char *key, size_t key_len, int64_t v)
+{
+	cl_sim_w_put(w, key, key_len);
+	cl_sim_w_i64(w, v);
+}
+
+static void put_bool(struct cl_sim_w *w, const char *key, size_t key_len, bool v)
+{
+	cl_sim_w_put(w, key, key_len);
+	if (v)
+		CL_SIM_W_LIT(w, "true");
+	else
+		CL_SIM_W_LIT(w, "false");
+}
+
+/* A 64-bit hash as 16 hex digits in quotes, or null when it names nothing. */
+static void put_hash(struct cl_sim_w *w, const char *key, size_t key_len, uint64_t h, bool present)
+{
+	char hex[24];
+	cl_sim_w_put(w, key, key_len);
+	if (!present) {
+		CL_SIM_W_LIT(w, "null");
+		return;
+	}
+	snprintf(hex, sizeof(hex), "\"%016llx\"", (unsigned long long)h);
+	cl_sim_w_put(w, hex, strlen(hex));
+}
+
+#define TIME(w, key, v)    put_time((w), key, sizeof(key) - 1, (v))
+#define STR(w, key, v)     put_str((w), key, sizeof(key) - 1, (v))
+#define U64(w, key, v)     put_u64((w), key, sizeof(key) - 1, (v))
+#define I64(w, key, v)     put_i64((w), key, sizeof(key) - 1, (v))
+#define BOOL(w, key, v)    put_bool((w), key, sizeof(key) - 1, (v))
+#define HASH(w, key, v, p) put_hash((w), key, sizeof(key) - 1, (v), (p))
+
+/* Which request: its ids, headers, model, priority, API and what it sent. */
+static void put_request(struct cl_sim_w *w, const struct cl_sim_truth_rec *r)
+{
+	STR(w, "{\"id\":", r->id);
+	U64(w, ",\"seq\":", r->seq);
+	STR(w, ",\"x_request_id\":", r->request_id);
+	STR(w, ",\"conversation\":", r->conversation);
+	STR(w, ",\"class\":", r->cls);
+	STR(w, ",\"model\":", r->model);
+	CL_SIM_W_LIT(w, ",\"priority\":");
+	if (r->has_priority)
+		cl_sim_w_i64(w, r->priority);
+	else
+		CL_SIM_W_LIT(w, "null");
+	STR(w, ",\"api\":", r->api);
+	U64(w, ",\"inputs\":", r->inputs);
+	U64(w, ",\"documents\":", r->documents);
+	U64(w, ",\"audio_ms\":", r->audio_ms);
+	BOOL(w, ",\"stream\":", r->stream);
+}
+
+/* How it ended: its status, the fault it was given, whether it failed. */
+static void put_outcome(struct cl_sim_w *w, const struct cl_sim_truth_rec *r)
+{
+	CL_SIM_W_LIT(w, ",\"status\":");
+	if (r->outcome)
+		cl_sim_w_json(w, r->outcome, strlen(r->outcome));
+	else
+		cl_sim_w_i64(w, r->http_status);
+	I64(w, ",\"http_status\":", r->http_status);
+	/* The client went away before the answer ended (the status says so too; a field
+	 * of its own so a reader counts them without knowing every status). */
+	BOOL(w, ",\"client_gone\":", r->outcome && strcmp(r->outcome, "client_gone") == 0);
+	STR(w, ",\"fault\":", r->fault);
+	BOOL(w, ",\"failed\":", r->failed);
+}
+
+/* When: its arrival, its wait for a slot, its first and last chunks as scheduled and as
+ * sent, the worst lateness. */
+static void put_timing(struct cl_sim_w *w, const struct cl_sim_truth_rec *r)
+{
+	TIME(w, ",\"arrival_us\":", r->arrival_us);
+	I64(w, ",\"queued_us\":", r->queued_us);
+	TIME(w, ",\"scheduled_first_us\":", r->sched_first_us);
+	TIME(w, ",\"actual_first_us\":", r->act_first_us);
+	TIME(w, ",\"scheduled_last_us\":", r->sched_last_us);
+	TIME(w, ",\"actual_last_us\":", r->act_last_us);
+	I64(w, ",\"max_late_us\":", r->max_late_us);
+}
+
+/* How much: the prompt's tokens, the output's as planned and as sent, what was asked. */
+static void put_tokens(struct cl_sim_w *w, const struct cl_sim_truth_rec *r)
+{
+	U64(w, ",\"prompt_tokens\":", r->prompt_tokens);
+	U64(w, ",\"planned_tokens\":", r->planned_tokens);
+	U64(w, ",\"output_tokens\":", r->output_tokens);
+	U64(w, ",\"reasoning_tokens\":", r->reasoning_tokens);
+	U64(w, ",\"chunks\":", r->chunks);
+	CL_SIM_W_LIT(w, ",\"max_tokens\":");
+	if (r->max_tokens)
+		cl_sim_w_u64(w, r->max_tokens);
+	else
+		CL_SIM_W_LIT(w, "null");
+	BOOL(w, ",\"ignore_eos\":", r->ignore_eos);
+	U64(w, ",\"images\":", r->images);
+}
+
+/* The texts by their hashes: the history's last turn, the answer, the prompt. */
+static void put_hashes(struct cl_sim_w *w, const struct cl_sim_truth_rec *r)
+{
+	U64(w, ",\"history_turns\":", r->history_turns);
+	HASH(w, ",\"history_fnv\":", r->history_fnv, r->history_turns != 0);
+	HASH(w, ",\"answer_fnv\":", r->answer_fnv, true);
+	/* Rejected requests were never parsed: no prompt to name. */
+	HASH(w, ",\"prompt_fnv\":", r->prompt_fnv, r->prompt_fnv != 0);
+}
+
+/* Where it was served: the prefix cache's share, the client, the process; then its tool
+ * call (whether the answer was one, its tokens: the arguments sent) and the tool results the
+ * request carried since its last user message. */
+static void put_serving(struct cl_sim_w *w, const struct cl_sim_truth_rec *r)
+{
+	U64(w, ",\"cached_tokens\":", r->cached_tokens);
+	STR(w, ",\"peer\":", r->peer && r->peer[0] ? r->peer : NULL);
+	U64(w, ",\"process\":", r->process);
+	BOOL(w, ",\"tool_call\":", r->tool_call);
+	U64(w, ",\"tool_call_tokens\":", r->tool_call_tokens);
+	U64(w, ",\"tool_results\":", r->tool_results);
+}
 
 void cl_sim_truth_record(struct cl_sim_truth *t, const struct cl_sim_truth_rec *r)
 {
@@ -73,126 +209,18 @@ void cl_sim_truth_record(struct cl_sim_truth *t, const struct cl_sim_truth_rec *
 	if (!t->enabled)
 		return;
 	cl_sim_w_init(&w, line, sizeof(line));
-	CL_SIM_W_LIT(&w, "{\"id\":");
-	put_str_or_null(&w, r->id);
-	CL_SIM_W_LIT(&w, ",\"seq\":");
-	cl_sim_w_u64(&w, r->seq);
-	CL_SIM_W_LIT(&w, ",\"x_request_id\":");
-	put_str_or_null(&w, r->request_id);
-	CL_SIM_W_LIT(&w, ",\"conversation\":");
-	put_str_or_null(&w, r->conversation);
-	CL_SIM_W_LIT(&w, ",\"class\":");
-	put_str_or_null(&w, r->cls);
-	CL_SIM_W_LIT(&w, ",\"model\":");
-	put_str_or_null(&w, r->model);
-	CL_SIM_W_LIT(&w, ",\"priority\":");
-	if (r->has_priority)
-		cl_sim_w_i64(&w, r->priority);
-	else
-		CL_SIM_W_LIT(&w, "null");
-	CL_SIM_W_LIT(&w, ",\"api\":");
-	put_str_or_null(&w, r->api);
-	CL_SIM_W_LIT(&w, ",\"inputs\":");
-	cl_sim_w_u64(&w, r->inputs);
-	CL_SIM_W_LIT(&w, ",\"documents\":");
-	cl_sim_w_u64(&w, r->documents);
-	CL_SIM_W_LIT(&w, ",\"audio_ms\":");
-	cl_sim_w_u64(&w, r->audio_ms);
-	CL_SIM_W_LIT(&w, ",\"stream\":");
-	if (r->stream)
-		CL_SIM_W_LIT(&w, "true");
-	else
-		CL_SIM_W_LIT(&w, "false");
-	CL_SIM_W_LIT(&w, ",\"status\":");
-	if (r->outcome)
-		cl_sim_w_json(&w, r->outcome, strlen(r->outcome));
-	else
-		cl_sim_w_i64(&w, r->http_status);
-	CL_SIM_W_LIT(&w, ",\"http_status\":");
-	cl_sim_w_i64(&w, r->http_status);
-	/* The client went away before the answer ended (the status says so too; a field
-	 * of its own so a reader counts them without knowing every status). */
-	if (r->outcome && strcmp(r->outcome, "client_gone") == 0)
-		CL_SIM_W_LIT(&w, ",\"client_gone\":true");
-	else
-		CL_SIM_W_LIT(&w, ",\"client_gone\":false");
-	CL_SIM_W_LIT(&w, ",\"fault\":");
-	put_str_or_null(&w, r->fault);
-	if (r->failed)
-		CL_SIM_W_LIT(&w, ",\"failed\":true");
-	else
-		CL_SIM_W_LIT(&w, ",\"failed\":false");
-	TIME(&w, ",\"arrival_us\":", r->arrival_us);
-	CL_SIM_W_LIT(&w, ",\"queued_us\":");
-	cl_sim_w_i64(&w, r->queued_us);
-	TIME(&w, ",\"scheduled_first_us\":", r->sched_first_us);
-	TIME(&w, ",\"actual_first_us\":", r->act_first_us);
-	TIME(&w, ",\"scheduled_last_us\":", r->sched_last_us);
-	TIME(&w, ",\"actual_last_us\":", r->act_last_us);
-	CL_SIM_W_LIT(&w, ",\"max_late_us\":");
-	cl_sim_w_i64(&w, r->max_late_us);
-	CL_SIM_W_LIT(&w, ",\"prompt_tokens\":");
-	cl_sim_w_u64(&w, r->prompt_tokens);
-	CL_SIM_W_LIT(&w, ",\"planned_tokens\":");
-	cl_sim_w_u64(&w, r->planned_tokens);
-	CL_SIM_W_LIT(&w, ",\"output_tokens\":");
-	cl_sim_w_u64(&w, r->output_tokens);
-	CL_SIM_W_LIT(&w, ",\"reasoning_tokens\":");
-	cl_sim_w_u64(&w, r->reasoning_tokens);
-	CL_SIM_W_LIT(&w, ",\"chunks\":");
-	cl_sim_w_u64(&w, r->chunks);
-	CL_SIM_W_LIT(&w, ",\"max_tokens\":");
-	if (r->max_tokens)
-		cl_sim_w_u64(&w, r->max_tokens);
-	else
-		CL_SIM_W_LIT(&w, "null");
-	if (r->ignore_eos)
-		CL_SIM_W_LIT(&w, ",\"ignore_eos\":true");
-	else
-		CL_SIM_W_LIT(&w, ",\"ignore_eos\":false");
-	char hex[24];
-	CL_SIM_W_LIT(&w, ",\"images\":");
-	cl_sim_w_u64(&w, r->images);
-	CL_SIM_W_LIT(&w, ",\"history_turns\":");
-	cl_sim_w_u64(&w, r->history_turns);
-	CL_SIM_W_LIT(&w, ",\"history_fnv\":");
-	if (r->history_turns) {
-		snprintf(hex, sizeof(hex), "\"%016llx\"", (unsigned long long)r->history_fnv);
-		cl_sim_w_put(&w, hex, strlen(hex));
-	} else {
-		CL_SIM_W_LIT(&w, "null");
-	}
-	CL_SIM_W_LIT(&w, ",\"answer_fnv\":");
-	snprintf(hex, sizeof(hex), "\"%016llx\"", (unsigned long long)r->answer_fnv);
-	cl_sim_w_put(&w, hex, strlen(hex));
-	/* Rejected requests were never parsed: no prompt to name. */
-	CL_SIM_W_LIT(&w, ",\"prompt_fnv\":");
-	if (r->prompt_fnv) {
-		snprintf(hex, sizeof(hex), "\"%016llx\"", (unsigned long long)r->prompt_fnv);
-		cl_sim_w_put(&w, hex, strlen(hex));
-	} else {
-		CL_SIM_W_LIT(&w, "null");
-	}
-	CL_SIM_W_LIT(&w, ",\"cached_tokens\":");
-	cl_sim_w_u64(&w, r->cached_tokens);
-	CL_SIM_W_LIT(&w, ",\"peer\":");
-	put_str_or_null(&w, r->peer && r->peer[0] ? r->peer : NULL);
-	CL_SIM_W_LIT(&w, ",\"process\":");
-	cl_sim_w_u64(&w, r->process);
-	/* tool calls: whether the answer was one, its tokens (the arguments sent), and the
-	 * tool results the request carried since its last user message */
-	if (r->tool_call)
-		CL_SIM_W_LIT(&w, ",\"tool_call\":true,\"tool_call_tokens\":");
-	else
-		CL_SIM_W_LIT(&w, ",\"tool_call\":false,\"tool_call_tokens\":");
-	cl_sim_w_u64(&w, r->tool_call_tokens);
-	CL_SIM_W_LIT(&w, ",\"tool_results\":");
-	cl_sim_w_u64(&w, r->tool_results);
+	put_request(&w, r);
+	put_outcome(&w, r);
+	put_timing(&w, r);
+	put_tokens(&w, r);
+	put_hashes(&w, r);
+	put_serving(&w, r);
 	CL_SIM_W_LIT(&w, "}\n");
 	if (w.overflow)
 		return; /* cannot happen: every field is bounded well below the line size */
 	size_t n = cl_sim_w_len(&w, line);
 	if (cl_buf_append(&t->buf, line, n) != 0) {
+		/* The buffer is at its cap: written out now, then the line again. */
 		cl_sim_truth_flush(t);
 		if (cl_buf_append(&t->buf, line, n) != 0)
 			return;

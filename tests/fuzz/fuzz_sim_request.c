@@ -3,6 +3,7 @@
  * WAV header).  Built with -DCHATLOAD_FUZZ=ON (clang). */
 #include "sim/api/audio.h"
 #include "sim/api/chat.h"
+#include "sim/api/tokenize.h"
 #include "sim/serve/http.h"
 
 #include <stddef.h>

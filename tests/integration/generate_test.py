@@ -39,7 +39,7 @@ def fnv1a64(text):
 
 def prompt_fnv(messages):
     """The simulator's prompt_fnv of chat messages: each one's role, 0x1e, its text (text
-    parts joined), 0x1e (sim/api/chat.c)."""
+    parts joined), 0x1e (sim/api/content.c)."""
     data = b""
     for m in messages:
         c = m["content"]
