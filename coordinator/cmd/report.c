@@ -89,129 +89,149 @@ static int requests_path(const char *path, const json_t *doc, char **out)
 	return 0;
 }
 
-int cl_cmd_report(int argc, char **argv)
-{
-	const char *path = NULL, *out_path = NULL;
-	enum cl_report_format fmt = CL_REPORT_TABLE;
+/* What the command line asked for. */
+struct report_args {
+	const char *path, *out_path;
+	enum cl_report_format fmt;
+	bool check;
 	double pct[REPORT_PCT_MAX];
-	struct cl_report_vllm_opts vopt = { .percentiles = pct };
-	char *requests = NULL;
-	bool check = false;
+	struct cl_report_vllm_opts vopt; /* its percentiles point at pct */
+};
+
+/* The format called name into *fmt: 0, or -1 after saying which formats there are. */
+static int parse_format(const char *name, enum cl_report_format *fmt)
+{
+	if (cl_report_parse_format(name, fmt) == 0)
+		return 0;
+	fprintf(stderr,
+		"chatload report: unknown format '%s' (expected table, csv, md, html or vllm)\n",
+		name);
+	return -1;
+}
+
+/* The flags into a: -1 to go on, else the exit code to return at once (--help, or a usage
+ * error said on stderr). */
+static int parse_args(int argc, char **argv, struct report_args *a)
+{
 	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+		const char *arg = argv[i];
+		if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
 			usage(stdout);
 			return CL_EXIT_OK;
-		} else if (strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0) {
-			if (i + 1 >= argc || cl_report_parse_format(argv[i + 1], &fmt) != 0) {
-				fprintf(stderr,
-					"chatload report: unknown format '%s' (expected table, "
-					"csv, md, "
-					"html or vllm)\n",
-					i + 1 < argc ? argv[i + 1] : "");
+		} else if (strcmp(arg, "--format") == 0 || strcmp(arg, "-f") == 0) {
+			if (parse_format(i + 1 < argc ? argv[i + 1] : "", &a->fmt) != 0)
 				return CL_EXIT_USAGE;
-			}
 			i++;
-		} else if (strncmp(a, "--format=", 9) == 0) {
-			if (cl_report_parse_format(a + 9, &fmt) != 0) {
-				fprintf(stderr,
-					"chatload report: unknown format '%s' (expected table, "
-					"csv, md, "
-					"html or vllm)\n",
-					a + 9);
+		} else if (strncmp(arg, "--format=", 9) == 0) {
+			if (parse_format(arg + 9, &a->fmt) != 0)
 				return CL_EXIT_USAGE;
-			}
-		} else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
+		} else if (strcmp(arg, "-o") == 0 || strcmp(arg, "--output") == 0) {
 			if (i + 1 >= argc) {
-				fprintf(stderr, "chatload report: '%s' needs a file name\n", a);
+				fprintf(stderr, "chatload report: '%s' needs a file name\n", arg);
 				return CL_EXIT_USAGE;
 			}
-			out_path = argv[++i];
-		} else if (strcmp(a, "--stage") == 0) {
+			a->out_path = argv[++i];
+		} else if (strcmp(arg, "--stage") == 0) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "chatload report: '--stage' needs a stage name\n");
 				return CL_EXIT_USAGE;
 			}
-			vopt.stage = argv[++i];
-		} else if (strcmp(a, "--metric-percentiles") == 0) {
+			a->vopt.stage = argv[++i];
+		} else if (strcmp(arg, "--metric-percentiles") == 0) {
 			if (i + 1 >= argc ||
-			    parse_percentiles(argv[i + 1], pct, &vopt.n_percentiles) != 0)
+			    parse_percentiles(argv[i + 1], a->pct, &a->vopt.n_percentiles) != 0)
 				return CL_EXIT_USAGE;
 			i++;
-		} else if (strcmp(a, "--check") == 0) {
-			check = true;
-		} else if (a[0] == '-' && a[1] != '\0') {
-			fprintf(stderr, "chatload report: unknown option '%s'\n", a);
+		} else if (strcmp(arg, "--check") == 0) {
+			a->check = true;
+		} else if (arg[0] == '-' && arg[1] != '\0') {
+			fprintf(stderr, "chatload report: unknown option '%s'\n", arg);
 			usage(stderr);
 			return CL_EXIT_USAGE;
-		} else if (!path) {
-			path = a;
+		} else if (!a->path) {
+			a->path = arg;
 		} else {
-			fprintf(stderr, "chatload report: unexpected argument '%s'\n", a);
+			fprintf(stderr, "chatload report: unexpected argument '%s'\n", arg);
 			return CL_EXIT_USAGE;
 		}
 	}
-	if (!path) {
+	if (!a->path) {
 		usage(stderr);
 		return CL_EXIT_USAGE;
 	}
-	if (fmt != CL_REPORT_VLLM && (vopt.stage || vopt.n_percentiles)) {
+	if (a->fmt != CL_REPORT_VLLM && (a->vopt.stage || a->vopt.n_percentiles)) {
 		fprintf(stderr, "chatload report: '%s' is for --format vllm\n",
-			vopt.stage ? "--stage" : "--metric-percentiles");
+			a->vopt.stage ? "--stage" : "--metric-percentiles");
 		return CL_EXIT_USAGE;
 	}
+	return -1;
+}
+
+/* doc (read from a->path) rendered to out as a asks: 0, or an error; with vllm, one that err
+ * describes is the input's (a stage, requests.jsonl), one it does not is writing out. */
+static int render(const struct report_args *a, const json_t *doc, FILE *out, struct cl_err *err)
+{
+	if (a->fmt != CL_REPORT_VLLM)
+		return cl_report_render(doc, a->fmt, out);
+	struct cl_report_vllm_opts vopt = a->vopt;
+	char *requests = NULL;
+	int rc = requests_path(a->path, doc, &requests);
+	if (rc == 0) {
+		vopt.requests_path = requests;
+		rc = cl_report_vllm(doc, &vopt, out, err);
+	}
+	free(requests);
+	return rc;
+}
+
+int cl_cmd_report(int argc, char **argv)
+{
+	struct report_args a = { .fmt = CL_REPORT_TABLE };
+	a.vopt.percentiles = a.pct;
+	int code = parse_args(argc, argv, &a);
+	if (code >= 0)
+		return code;
 	struct cl_err err = { 0 };
+	char msg[1024];
 	json_t *doc = NULL;
-	if (cl_results_load(path, &doc, &err) != 0) {
-		char msg[1024];
+	if (cl_results_load(a.path, &doc, &err) != 0) {
 		fprintf(stderr, "chatload report: %s\n", cl_err_format(&err, msg, sizeof(msg)));
 		return CL_EXIT_USAGE;
 	}
-	int code = CL_EXIT_OK;
+	code = CL_EXIT_OK;
 	FILE *out = stdout;
-	if (out_path && !(out = fopen(out_path, "w"))) {
-		fprintf(stderr, "chatload report: cannot write '%s': %s\n", out_path,
+	if (a.out_path && !(out = fopen(a.out_path, "w"))) {
+		fprintf(stderr, "chatload report: cannot write '%s': %s\n", a.out_path,
 			strerror(errno));
 		code = CL_EXIT_FAILED;
 		goto out;
 	}
-	int rc;
-	if (fmt == CL_REPORT_VLLM) {
-		if ((rc = requests_path(path, doc, &requests)) == 0) {
-			vopt.requests_path = requests;
-			rc = cl_report_vllm(doc, &vopt, out, &err);
-		}
-		/* A failure that err describes is the input's (a stage, requests.jsonl); one it
-		 * does not is writing out, said below. */
-		if (rc != 0 && err.msg[0]) {
-			char msg[1024];
-			fprintf(stderr, "chatload report: %s\n",
-				cl_err_format(&err, msg, sizeof(msg)));
-			if (out != stdout)
-				fclose(out);
-			code = rc == CL_ENOTFOUND ? CL_EXIT_USAGE : CL_EXIT_FAILED;
-			goto out;
-		}
-	} else {
-		rc = cl_report_render(doc, fmt, out);
+	int rc = render(&a, doc, out, &err);
+	if (rc != 0 && a.fmt == CL_REPORT_VLLM && err.msg[0]) {
+		fprintf(stderr, "chatload report: %s\n", cl_err_format(&err, msg, sizeof(msg)));
+		if (out != stdout)
+			fclose(out);
+		code = rc == CL_ENOTFOUND ? CL_EXIT_USAGE : CL_EXIT_FAILED;
+		goto out;
 	}
-	if (out != stdout && fclose(out) != 0)
+	if (out != stdout) {
+		if (fclose(out) != 0)
+			rc = CL_EIO;
+	} else if (fflush(stdout) != 0) {
 		rc = CL_EIO;
-	else if (out == stdout && fflush(stdout) != 0)
-		rc = CL_EIO;
+	}
 	if (rc != 0) {
 		fprintf(stderr, "chatload report: cannot write '%s': %s\n",
-			out_path ? out_path : "standard output", cl_strerror(rc));
+			a.out_path ? a.out_path : "standard output", cl_strerror(rc));
 		code = CL_EXIT_FAILED;
 		goto out;
 	}
-	if (check) {
+	if (a.check) {
 		const json_t *ec = json_object_get(doc, "exit_code");
 		/* A run that never reached its end (killed) has no exit code: it failed. */
 		code = json_is_integer(ec) ? (int)json_integer_value(ec) : CL_EXIT_FAILED;
 	}
 out:
-	free(requests);
 	json_decref(doc);
 	return code;
 }

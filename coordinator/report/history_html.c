@@ -12,9 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BLUE "#2563eb"
-#define GREY "#6b7280"
-
 static const char css[] =
     "body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;color:#111827;"
     "margin:0;background:#f3f4f6}\n"
@@ -105,7 +102,7 @@ static void figure_chart(const json_t *fig, const char *stage, FILE *out)
 	struct cli_rp_series se[2] = {
 		{ .name = "night (\xc2\xb1"
 			  "ci95)",
-		  .color = BLUE,
+		  .color = CLI_RP_BLUE,
 		  .x = x,
 		  .y = y,
 		  .n = n,
@@ -113,7 +110,7 @@ static void figure_chart(const json_t *fig, const char *stage, FILE *out)
 		  .mark = mark,
 		  .err = err },
 		{ .name = "expected (band: normal range)",
-		  .color = GREY,
+		  .color = CLI_RP_GREY,
 		  .x = x,
 		  .y = mid,
 		  .n = n,

@@ -92,6 +92,8 @@ bool cli_rp_audio(const json_t *stages);
 /* Whether a stage's numbers are not a normal measurement: its status is not ok, or it was
  * client-bound.  Such stages are marked in every table and never drawn as normal points. */
 bool cli_rp_stage_marked(const json_t *stage);
+/* Why a stage is not a normal point ("failed", "client-bound"), or NULL when it is one. */
+const char *cli_rp_stage_mark(const json_t *stage);
 
 /* The detail tables every format shows (report/sections.c): each a heading, a sentence
  * saying how to read it, and rows of cells; rows of marked stages carry `marked`. */
@@ -196,14 +198,35 @@ struct cli_rp_chart {
 /* Writes one self-contained <svg> element (axes from 0, ticks, grid, legend, points with
  * <title> tooltips) to out. */
 void cli_rp_svg_chart(FILE *out, const struct cli_rp_chart *c);
+/* A series and a chart as full initialisers: the fields given, every optional one zero (the
+ * structs grow optional fields; report/svg.c). */
+struct cli_rp_series cli_rp_series_of(const char *name, const char *color, const double *x,
+				      const double *y, size_t n, bool dashed,
+				      const char *const *mark, const char *const *point_name);
+struct cli_rp_chart cli_rp_chart_of(const char *title, const char *xl, const char *yl,
+				    const char *pl, const struct cli_rp_series *se, size_t n, int w,
+				    int h, bool integer_y);
+/* The colours of report.html's charts (and of chatload history's page). */
+#define CLI_RP_BLUE   "#2563eb"
+#define CLI_RP_RED    "#dc2626"
+#define CLI_RP_GREEN  "#16a34a"
+#define CLI_RP_PURPLE "#7c3aed"
+#define CLI_RP_ORANGE "#ea580c"
+#define CLI_RP_GREY   "#6b7280"
+/* The colours of a chart's several lines (stages, agents, error classes), in order (svg.c). */
+#define CLI_RP_PALETTE_N 8
+extern const char *const cli_rp_palette[CLI_RP_PALETTE_N];
 
-/* report.html's chart sections (report/html_charts.c), each a <section> or nothing. */
-/* Throughput and latency against load for one mode's stages, and the trade-off chart. */
+/* report.html's chart sections, each a <section> or nothing. */
+/* Throughput and latency against load for one mode's stages, and the trade-off chart
+ * (report/html_charts_load.c). */
 void cli_rp_html_load_charts(const json_t *doc, bool rate_mode, FILE *out);
-/* Cumulative distributions from the stored histograms (latencies, tokens per request). */
+/* Cumulative distributions from the stored histograms (latencies, tokens per request;
+ * report/html_charts_dist.c). */
 void cli_rp_html_distributions(const json_t *doc, FILE *out);
 /* Every stage's intervals on one time axis, client health included, and under the client's
- * throughput and TTFT the server's own signals (stages[].server.timeline) with its restarts. */
+ * throughput and TTFT the server's own signals (stages[].server.timeline) with its restarts
+ * (report/html_charts_timeline.c). */
 void cli_rp_html_timeline(const json_t *doc, FILE *out);
 
 #endif

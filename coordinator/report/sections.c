@@ -21,6 +21,14 @@ bool cli_rp_stage_marked(const json_t *s)
 	       json_is_true(cl_results_get(s, "client.client_bound"));
 }
 
+const char *cli_rp_stage_mark(const json_t *s)
+{
+	if (!cli_rp_stage_marked(s))
+		return NULL;
+	const char *status = cl_results_str(s, "status", "ok");
+	return strcmp(status, "ok") != 0 ? status : "client-bound";
+}
+
 static void heading(struct cli_rp_table *t, const char *title, const char *note, size_t n, ...)
 {
 	va_list ap;

@@ -425,3 +425,35 @@ void cli_rp_svg_chart(FILE *out, const struct cli_rp_chart *c)
 	}
 	fputs("</svg>\n", out);
 }
+
+const char *const cli_rp_palette[CLI_RP_PALETTE_N] = { "#2563eb", "#16a34a", "#ea580c", "#7c3aed",
+						       "#0891b2", "#ca8a04", "#db2777", "#4b5563" };
+
+struct cli_rp_series cli_rp_series_of(const char *name, const char *color, const double *x,
+				      const double *y, size_t n, bool dashed,
+				      const char *const *mark, const char *const *point_name)
+{
+	return (struct cli_rp_series){ .name = name,
+				       .color = color,
+				       .x = x,
+				       .y = y,
+				       .n = n,
+				       .dashed = dashed,
+				       .mark = mark,
+				       .point_name = point_name };
+}
+
+struct cli_rp_chart cli_rp_chart_of(const char *title, const char *xl, const char *yl,
+				    const char *pl, const struct cli_rp_series *se, size_t n, int w,
+				    int h, bool integer_y)
+{
+	return (struct cli_rp_chart){ .title = title,
+				      .x_label = xl,
+				      .y_label = yl,
+				      .point_label = pl,
+				      .series = se,
+				      .n_series = n,
+				      .width = w,
+				      .height = h,
+				      .integer_y = integer_y };
+}

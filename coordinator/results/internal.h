@@ -38,8 +38,8 @@ struct cli_rs_client {
 	json_t *unaccounted; /* lost agents' blind windows, NULL none */
 };
 
-/* The stage object of the document, without intervals (results/results.c adds them).  NULL when
- * out of memory. */
+/* The stage object of the document, without intervals (results/stage_finish.c adds them).  NULL
+ * when out of memory. */
 json_t *cli_rs_stage_json(size_t index, const struct cl_scn_stage *st, const struct cl_metrics *m,
 			  double window_s, enum cl_stage_status status, const char *reason,
 			  const struct cli_rs_client *client, enum cl_api api);
@@ -214,6 +214,11 @@ double cli_rs_ci_half(const double *v, size_t n);
 void cli_rs_interval_breach(const struct cl_results *r, struct stage_state *ss, double t_s,
 			    const struct cl_metrics *m, double interval_s);
 
+/* results/run_info.c: the document's `scenario` object: what was asked (name, file and its
+ * digest read from path, target without credentials, SLOs, estimate, cost).  NULL when out
+ * of memory. */
+json_t *cli_rs_scenario_json(const struct cl_scenario *s, const char *path);
+
 /* results/results.c: rebuilds the summary and rewrites results.json atomically.  0, or the error
  * (remembered for cl_results_last_error). */
 CL_MUST_CHECK int cli_rs_write(struct cl_results *r);
@@ -229,7 +234,8 @@ void cli_rs_stage_state_free(struct stage_state *ss);
  * object: {search, level, pass, checks}.  NULL when out of memory. */
 json_t *cli_rs_probe_json(const struct stage_state *ss, const struct cl_metrics *m,
 			  double window_s);
-/* results/results.c: evaluates slos[0..n) that apply to the stage called name.  NULL: no memory. */
+/* results/stage_finish.c: evaluates slos[0..n) that apply to the stage called name.  NULL: no
+ * memory. */
 json_t *cli_rs_checks(const struct cl_scn_slo *slos, size_t n, const char *name,
 		      const struct cl_metrics *m, double window_s);
 

@@ -1,5 +1,6 @@
 /* Verdicts on merged metrics: SLO evaluation, goodput, client-bound detection, estimates
- * and the run's exit code.  Pure functions; results/results.c puts their answers in the document.
+ * and the run's exit code.  Pure functions; results/stage_finish.c and results/results.c put
+ * their answers in the document.
  */
 #ifndef CHATLOAD_VERDICT_H
 #define CHATLOAD_VERDICT_H

@@ -274,6 +274,52 @@ struct fields_arg {
 	const char *(*hint)(const char *key);
 };
 
+/* Where a key that is unknown in one section belongs, for "(it belongs under 'workload')". */
+static const struct {
+	const char *key;
+	const char *section;
+} misplaced[] = {
+	{ "max_tokens", "workload" },
+	{ "request_timeout", "workload" },
+	{ "prompts", "workload" },
+	{ "dataset", "workload" },
+	{ "synthetic", "workload" },
+	{ "system_prompt", "workload" },
+	{ "drain_timeout", "workload" },
+	{ "url", "target" },
+	{ "model", "target" },
+	{ "simulator", "target" },
+	{ "api_key_env", "target" },
+	{ "headers", "target" },
+	{ "body", "target" },
+	{ "local", "agents" },
+	{ "listen", "agents" },
+	{ "workers", "agents" },
+	{ "concurrency", "stages" },
+	{ "rate", "stages" },
+	{ "duration", "stages" },
+	{ "ramp", "stages" },
+	{ "abort_on_breach", "slo" },
+	{ "error_rate", "slo" },
+	{ "ttft_p99", "slo" },
+	{ "samples", "estimate" },
+	{ "formats", "output" },
+	{ "dir", "output" },
+	{ "ttft", "target.simulator" },
+	{ "itl", "target.simulator" },
+	{ "output_tokens", "target.simulator" },
+	{ "max_batch", "target.simulator" },
+};
+
+const char *cli_scn_hint_for(const char *key)
+{
+	for (size_t i = 0; i < sizeof(misplaced) / sizeof(misplaced[0]); i++) {
+		if (strcmp(misplaced[i].key, key) == 0)
+			return misplaced[i].section;
+	}
+	return NULL;
+}
+
 static void field_pair(struct scn_ctx *c, const struct ynode *k, const struct ynode *v, bool merged,
 		       void *argp)
 {

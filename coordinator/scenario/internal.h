@@ -179,7 +179,7 @@ int cli_scn_get_percent(struct scn_ctx *c, const struct ynode *v, double *out);
 int cli_scn_get_rate(struct scn_ctx *c, const struct ynode *v, double *out);
 int cli_scn_get_enum(struct scn_ctx *c, const struct ynode *v, const char *const *names, size_t n,
 		     int *out);
-/* scenario/sections.c: a mapping of HTTP header names to values appended to *headers as
+/* scenario/target.c: a mapping of HTTP header names to values appended to *headers as
  * "Name: value" lines (names checked, duplicates refused). */
 void cli_scn_read_headers(struct scn_ctx *c, const struct ynode *v, char ***headers, size_t *n);
 /* scenario/classes.c: workload.classes, a list of classes (docs/scenario.md). */
@@ -192,6 +192,9 @@ void cli_scn_class_free(struct cl_scn_class *k);
 /* scenario/json.c: a mapping as compact JSON object text (types kept: quoted scalars stay
  * strings); 1 when v is null. */
 int cli_scn_get_json(struct scn_ctx *c, const struct ynode *v, char **out);
+/* A request body's extra keys (target.body, readiness.body, warmup.body): cli_scn_get_json,
+ * after an error for each key chatload writes itself (model, messages, stream, ...). */
+int cli_scn_get_body(struct scn_ctx *c, const struct ynode *v, char **out);
 /* A scalar that is a string (any plain or quoted text) without NUL bytes. */
 bool cli_scn_scalar(struct scn_ctx *c, const struct ynode *v, const char *what);
 
@@ -212,7 +215,7 @@ struct scn_given {
 	bool turns_max;
 };
 
-/* target's keys, by their place in its field table (sections.c) */
+/* target's keys, by their place in its field table (target.c) */
 enum scn_target_key {
 	TK_URL,
 	TK_SIMULATOR,
@@ -255,7 +258,7 @@ struct scn_loader {
 	const char *tools_loop_key;
 };
 
-/* The keys of the agents section, in its field table's order (sections.c): l->agents[AGF_*]
+/* The keys of the agents section, in its field table's order (agents.c): l->agents[AGF_*]
  * is the key node of each one given. */
 enum scn_agents_field {
 	AGF_LOCAL,
@@ -272,30 +275,35 @@ enum scn_agents_field {
 	AGF__COUNT
 };
 
-/* scenario/sections.c: one section each; obj is unused (they write l->s). */
+/* One section each (target.c, agents.c, readiness.c: readiness and warmup); obj is unused
+ * (they write l->s). */
 void cli_scn_conv_target(struct scn_ctx *c, const struct ynode *v, void *obj);
 void cli_scn_conv_agents(struct scn_ctx *c, const struct ynode *v, void *obj);
 void cli_scn_conv_readiness(struct scn_ctx *c, const struct ynode *v, void *obj);
 void cli_scn_conv_warmup(struct scn_ctx *c, const struct ynode *v, void *obj);
+/* target.simulator (simulator.c) and target.server_metrics (server_metrics.c); obj: the
+ * struct cl_scn_target. */
+void cli_scn_conv_simulator(struct scn_ctx *c, const struct ynode *v, void *obj);
+void cli_scn_conv_server_metrics(struct scn_ctx *c, const struct ynode *v, void *obj);
 void cli_scn_conv_workload(struct scn_ctx *c, const struct ynode *v, void *obj);
 /* workload.audio into a struct cl_scn_audio (audio.c). */
 void cli_scn_conv_audio(struct scn_ctx *c, const struct ynode *v, void *obj);
 /* scenario/workload.c: replay stages need workload.trace, and a trace needs replay stages. */
 void cli_scn_check_replay(struct scn_ctx *c);
 void cli_scn_conv_stages(struct scn_ctx *c, const struct ynode *v, void *obj);
-/* Appends key = value to target.simulator's settings (copies of both); out of memory sets
- * c->oom. */
+/* simulator.c: appends key = value to target.simulator's settings (copies of both); out of
+ * memory sets c->oom. */
 void cli_scn_sim_append(struct scn_ctx *c, struct cl_scn_target *t, const char *key,
 			const char *value);
 /* An http:// or https:// URL with a host and no spaces, into *out (trailing '/' dropped).
- * 0, or -1 after an error naming the field (sections.c). */
+ * 0, or -1 after an error naming the field (target.c). */
 int cli_scn_get_http_url(struct scn_ctx *c, const struct ynode *v, char **out);
 /* scenario/urls.c: target.urls (several endpoints) and target.route (obj: the target) */
 void cli_scn_conv_urls(struct scn_ctx *c, const struct ynode *v, void *obj);
 void cli_scn_conv_route(struct scn_ctx *c, const struct ynode *v, void *obj);
-/* The key node of target.<key> when the scenario gave it, else NULL. */
+/* The key node of target.<key> when the scenario gave it, else NULL (target.c). */
 const struct ynode *cli_scn_target_key(const struct scn_loader *l, const char *key);
-/* The section a key belongs to when it is written in the wrong one, or NULL. */
+/* The section a key belongs to when it is written in the wrong one, or NULL (conv.c). */
 const char *cli_scn_hint_for(const char *key);
 
 /* scenario/generate.c: the top-level `generate:` job (obj is unused), and the checks across

@@ -231,3 +231,40 @@ int cli_scn_get_json(struct scn_ctx *c, const struct ynode *v, char **out)
 	*out = s;
 	return 0;
 }
+
+/* Request fields chatload writes itself; a body may not replace them. */
+static const struct {
+	const char *key;
+	const char *why;
+} reserved_fields[] = {
+	{ "model", "set target.model instead" },
+	{ "messages", "prompts come from the workload" },
+	{ "prompt", "prompts come from the workload" },
+	{ "input", "prompts come from the workload" },
+	{ "stream", "chat, completions and responses requests always stream, and rerank, score "
+		    "and embeddings never do" },
+	{ "query", "the query and documents come from the workload" },
+	{ "documents", "the query and documents come from the workload" },
+	{ "text_1", "the query and documents come from the workload" },
+	{ "text_2", "the query and documents come from the workload" },
+	{ "max_tokens", "set max_tokens in the section instead" },
+	{ "max_output_tokens", "set max_tokens in the section instead" },
+};
+
+static void reserved_pair(struct scn_ctx *c, const struct ynode *k, const struct ynode *v,
+			  bool merged, void *arg)
+{
+	for (size_t r = 0;
+	     k->kind == YN_SCALAR && r < sizeof(reserved_fields) / sizeof(reserved_fields[0]);
+	     r++) {
+		if (strcmp(k->str, reserved_fields[r].key) == 0)
+			cli_scn_error(c, k, "%s.%s is set by chatload (%s)", cli_scn_path(c),
+				      k->str, reserved_fields[r].why);
+	}
+}
+
+int cli_scn_get_body(struct scn_ctx *c, const struct ynode *v, char **out)
+{
+	cli_scn_map_each(c, v, reserved_pair, NULL);
+	return cli_scn_get_json(c, v, out);
+}

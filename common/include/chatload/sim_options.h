@@ -24,7 +24,7 @@ struct cl_sim_option {
 };
 
 /* Options the table holds at most: a scenario's check of repeated keys keeps one slot per
- * option (coordinator/scenario/sections.c), so the table is held under it at compile time. */
+ * option (coordinator/scenario/simulator.c), so the table is held under it at compile time. */
 #define CL_SIM_OPTIONS_MAX 128
 
 extern const struct cl_sim_option cl_sim_options[];
