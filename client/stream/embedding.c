@@ -49,32 +49,31 @@ static int parse_embedding(struct scan *sc, int depth, uint32_t *dim, const char
 	return rc;
 }
 
+/* What an element of data says: its embedding's length and why it is wrong. */
+struct item {
+	uint32_t dim;
+	const char *bad;
+};
+
+static int item_key(struct scan *sc, int depth, const struct str *k, void *ctx)
+{
+	struct item *it = ctx;
+	if (!KEY_IS(k, "embedding"))
+		return parse_value(sc, depth);
+	it->bad = NULL;
+	return parse_embedding(sc, depth, &it->dim, &it->bad);
+}
+
 static int parse_item(struct scan *sc, int depth, struct cl_embedding *out, const char **bad)
 {
-	bool first = true;
-	struct str k;
-	uint32_t dim = 0;
-	const char *b = NULL;
-	int rc;
-
-	if ((rc = obj_open(sc, depth)))
-		return rc;
-	while ((rc = obj_next(sc, &first, &k)) == 1) {
-		if (KEY_IS(&k, "embedding")) {
-			b = NULL;
-			rc = parse_embedding(sc, depth + 1, &dim, &b);
-		} else {
-			rc = parse_value(sc, depth + 1);
-		}
-		if (rc)
-			return rc;
-	}
+	struct item it = { 0, NULL };
+	int rc = scan_object(sc, depth, item_key, &it);
 	if (rc)
 		return rc;
 	if (!*bad)
-		*bad = b;
+		*bad = it.bad;
 	if (out->n_data == 1)
-		out->dim = dim;
+		out->dim = it.dim;
 	return 0;
 }
 
@@ -102,30 +101,20 @@ static int parse_data(struct scan *sc, int depth, struct cl_embedding *out, cons
 	return rc;
 }
 
-static int parse_usage(struct scan *sc, int depth, struct cl_embedding *out, const char **bad)
-{
-	bool first = true;
-	struct str k;
-	int rc;
+/* The answer as it is read: the fields, and each top-level key's reason (a repeated key
+ * replaces its reason, as in jansson). */
+struct doc {
+	struct cl_embedding *out;
+	bool has_data;
+	const char *bad_data, *bad_usage, *bad_error;
+};
 
-	if ((rc = obj_open(sc, depth)))
-		return rc;
-	out->has_usage = true;
-	while ((rc = obj_next(sc, &first, &k)) == 1) {
-		if (KEY_IS(&k, "prompt_tokens"))
-			rc = want_count(sc, depth + 1, &out->prompt_tokens, bad, R_PROMPT);
-		else
-			rc = parse_value(sc, depth + 1);
-		if (rc)
-			return rc;
-	}
-	return rc;
-}
-
-static int parse_error(struct scan *sc, int depth, struct cl_embedding *out)
+static int usage_key(struct scan *sc, int depth, const struct str *k, void *ctx)
 {
-	return scan_error_value(sc, depth, &out->is_error, &out->error_code, &out->error_msg,
-				&out->error_msg_len);
+	struct doc *d = ctx;
+	if (KEY_IS(k, "prompt_tokens"))
+		return want_count(sc, depth, &d->out->prompt_tokens, &d->bad_usage, R_PROMPT);
+	return parse_value(sc, depth);
 }
 
 static void clear_all(struct cl_embedding *out)
@@ -134,54 +123,52 @@ static void clear_all(struct cl_embedding *out)
 	out->prompt_tokens = -1;
 }
 
-static int parse_top(struct scan *sc, struct cl_embedding *out, const char **bad)
+static int top_key(struct scan *sc, int depth, const struct str *k, void *ctx)
 {
-	const char *bad_data = NULL, *bad_usage = NULL, *bad_error = NULL;
-	bool first = true, has_data = false;
-	struct str k;
-	int rc;
+	struct doc *d = ctx;
+	struct cl_embedding *out = d->out;
+	char c = (char)*sc->p;
 
-	if ((rc = obj_open(sc, 1)))
-		return rc;
-	while ((rc = obj_next(sc, &first, &k)) == 1) {
-		char c = (char)*sc->p;
-		if (KEY_IS(&k, "data")) {
-			out->n_data = out->dim = 0;
-			bad_data = NULL;
-			has_data = c == '[';
-			rc = c == '[' ? parse_data(sc, 2, out, &bad_data)
-				      : skip_other(sc, 2, &bad_data, R_DATA);
-		} else if (KEY_IS(&k, "usage")) {
-			out->has_usage = false;
-			out->prompt_tokens = -1;
-			bad_usage = NULL;
-			rc = c == '{' ? parse_usage(sc, 2, out, &bad_usage)
-				      : skip_other(sc, 2, &bad_usage, R_USAGE);
-		} else if (KEY_IS(&k, "error")) {
-			out->is_error = false;
-			out->error_code = 0;
-			out->error_msg = NULL;
-			out->error_msg_len = 0;
-			bad_error = NULL;
-			rc = c == '{' || c == '"' ? parse_error(sc, 2, out)
-						  : skip_other(sc, 2, &bad_error, R_ERROR);
-		} else {
-			rc = parse_value(sc, 2);
-		}
-		if (rc)
-			return rc;
+	if (KEY_IS(k, "data")) {
+		out->n_data = out->dim = 0;
+		d->bad_data = NULL;
+		d->has_data = c == '[';
+		return c == '[' ? parse_data(sc, depth, out, &d->bad_data)
+				: skip_other(sc, depth, &d->bad_data, R_DATA);
 	}
-	if (rc)
-		return rc;
-	*bad = FIRST_BAD(bad_data, bad_usage, bad_error);
-	if (!*bad && !has_data && !out->is_error)
-		*bad = R_NOTHING;
-	return 0;
+	if (KEY_IS(k, "usage")) {
+		out->has_usage = false;
+		out->prompt_tokens = -1;
+		d->bad_usage = NULL;
+		if (c != '{')
+			return skip_other(sc, depth, &d->bad_usage, R_USAGE);
+		out->has_usage = true;
+		return scan_object(sc, depth, usage_key, d);
+	}
+	if (KEY_IS(k, "error")) {
+		out->is_error = false;
+		out->error_code = 0;
+		out->error_msg = NULL;
+		out->error_msg_len = 0;
+		d->bad_error = NULL;
+		return c == '{' || c == '"'
+			   ? scan_error_value(sc, depth, &out->is_error, &out->error_code,
+					      &out->error_msg, &out->error_msg_len)
+			   : skip_other(sc, depth, &d->bad_error, R_ERROR);
+	}
+	return parse_value(sc, depth);
 }
 
-static int top(struct scan *sc, void *out, const char **bad)
+static int top(struct scan *sc, void *arg, const char **bad)
 {
-	return parse_top(sc, out, bad);
+	struct doc d = { arg, false, NULL, NULL, NULL };
+	int rc = scan_object(sc, 1, top_key, &d);
+	if (rc)
+		return rc;
+	*bad = FIRST_BAD(d.bad_data, d.bad_usage, d.bad_error);
+	if (!*bad && !d.has_data && !d.out->is_error)
+		*bad = R_NOTHING;
+	return 0;
 }
 
 int cl_embedding_decode(const char *data, size_t len, struct cl_embedding *out)
@@ -192,11 +179,7 @@ int cl_embedding_decode(const char *data, size_t len, struct cl_embedding *out)
 	int rc = scan_document(data, len, top, out, R_TOP, &bad);
 	if (rc) {
 		clear_all(out);
-		rc = CL_EPARSE;
-	} else if (bad) {
-		clear_all(out);
-		out->malformed = bad;
-		rc = CL_EPROTO;
+		out->malformed = rc == CL_EPROTO ? bad : NULL;
 	}
 	return rc;
 }

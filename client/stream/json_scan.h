@@ -1,10 +1,12 @@
 /* The validating JSON scanner under the decoders of client/stream/ (chunk.c, responses.c,
- * messages.c, embedding.c, rerank.c, transcription.c): strings with escapes and UTF-8
- * checked, numbers, literals, object and array iteration, key matching, a one-document
- * answer's "error" (scan_error_value) and the driver of one document (scan_document).  Internal to
- * this folder: the functions are static so that each decoder's hot path stays one translation unit
- * (inlined, as before the split); a decoder that does not use one of them is not warned about
- * it. */
+ * messages.c, embedding.c, rerank.c, transcription.c, error.c): strings with escapes and UTF-8
+ * checked, numbers, literals, array iteration, key matching; the one object walker every
+ * decoder reads its objects with (scan_object: the decoder gives a handler per object, the
+ * walker does the keys, the commas and the skipping); what several decoders read alike (an
+ * error's code and message, an "error" value, an object of one count); and the driver of one
+ * document with its three verdicts (scan_document).  Internal to this folder: the functions
+ * are static so that each decoder's hot path stays one translation unit (inlined, as before
+ * the split); a decoder that does not use one of them is not warned about it. */
 #ifndef CHATLOAD_JSON_SCAN_H
 #define CHATLOAD_JSON_SCAN_H
 
@@ -549,66 +551,157 @@ static __attribute__((unused)) int want_count(struct scan *sc, int depth, int64_
 	return 0;
 }
 
+/* ---- the object walker every decoder reads its objects with ---- */
+
 /*
- * A top-level "error" of a one-document answer (embeddings, rerank, score, transcription):
- * a string (its text the message) or an object whose "code" (an integer that fits an int,
- * else 0) and "message" (a string, else none) are read, any other key skipped.  Either way
- * *is_error is set; the message points into the input, still escaped.  0 or CL_EPARSE.
+ * A reader's handler of one key of an object: sc->p is at the key's value, depth is the
+ * value's depth, ctx the reader's own state.  It reads the value when the key is one it
+ * keeps, and validates and skips it (parse_value) when not, so every byte is checked once.
+ * Returns 0 or a negative CL_E* code, never a positive value.
+ */
+typedef int (*scan_key_fn)(struct scan *sc, int depth, const struct str *key, void *ctx);
+
+/*
+ * Walks the object at sc->p (its '{', at the given depth), handing each key and its value to
+ * on_key in document order: a repeated key is handed again, so its last value counts when
+ * on_key replaces what it kept.  0 after the closing '}', or a negative CL_E* code (the first
+ * one on_key returns stops the walk).  Inlined, so a constant on_key is a direct call the
+ * compiler can inline: the walker costs the per-chunk path nothing over a hand-written loop.
+ */
+static inline __attribute__((always_inline)) int scan_object(struct scan *sc, int depth,
+							     scan_key_fn on_key, void *ctx)
+{
+	bool first = true;
+	struct str k;
+	int rc;
+
+	if ((rc = obj_open(sc, depth)))
+		return rc;
+	while ((rc = obj_next(sc, &first, &k)) == 1)
+		if ((rc = on_key(sc, depth + 1, &k, ctx)))
+			return rc;
+	return rc;
+}
+
+/* ---- what several decoders read the same way ---- */
+
+/*
+ * Key k of an error object (or of an error event's top level) when it is "code" or
+ * "message": code an integer that fits an int, else 0 (*code); message a string, else none
+ * (*msg NULL, *msg_len 0), pointing into the input, still escaped.  Neither is judged: an
+ * error is an error whatever the shape of its details.  1 when k was one of them (its value
+ * read), 0 when not (nothing read), or CL_EPARSE.  Inlined: every unknown top-level key of a
+ * chunk is matched against these two.
+ */
+static inline __attribute__((always_inline)) int read_error_field(struct scan *sc, int depth,
+								  const struct str *k, int *code,
+								  const char **msg, size_t *msg_len)
+{
+	int rc;
+
+	if (KEY_IS(k, "code")) {
+		int64_t c;
+		if ((rc = want_int(sc, depth, &c)) < 0)
+			return rc;
+		*code = rc == 1 && c >= INT32_MIN && c <= INT32_MAX ? (int)c : 0;
+		return 1;
+	}
+	if (KEY_IS(k, "message")) {
+		const char *ignored;
+		struct str v;
+		if ((rc = want_string(sc, depth, &v, &ignored, NULL)) < 0)
+			return rc;
+		*msg = rc == 1 ? v.s : NULL;
+		*msg_len = rc == 1 ? v.len : 0;
+		return 1;
+	}
+	return 0;
+}
+
+/* Where scan_error_value puts what it reads. */
+struct scan_error_out {
+	bool *is_error;
+	int *code;
+	const char **msg;
+	size_t *msg_len;
+};
+
+static __attribute__((unused)) int error_value_key(struct scan *sc, int depth, const struct str *k,
+						   void *ctx)
+{
+	struct scan_error_out *o = ctx;
+	int rc = read_error_field(sc, depth, k, o->code, o->msg, o->msg_len);
+	return rc < 0 ? rc : rc ? 0 : parse_value(sc, depth);
+}
+
+/*
+ * An "error" value of a chunk or of a one-document answer (embeddings, rerank, score,
+ * transcription): a string (its text the message) or an object read by read_error_field,
+ * any other key skipped.  Either way *is_error is set; what the value does not say is left
+ * as it was.  0 or CL_EPARSE.
  */
 static __attribute__((unused)) int scan_error_value(struct scan *sc, int depth, bool *is_error,
 						    int *code, const char **msg, size_t *msg_len)
 {
-	bool first = true;
-	struct str k, v;
+	struct scan_error_out o = { is_error, code, msg, msg_len };
+	struct str v;
 	int rc;
 
-	if (*sc->p == '"') {
-		if ((rc = parse_string(sc, &v)))
-			return rc;
-		*is_error = true;
-		*msg = v.s;
-		*msg_len = v.len;
-		return 0;
-	}
-	if ((rc = obj_open(sc, depth)))
-		return rc;
 	*is_error = true;
-	while ((rc = obj_next(sc, &first, &k)) == 1) {
-		if (KEY_IS(&k, "code")) {
-			int64_t c;
-			if ((rc = want_int(sc, depth + 1, &c)) < 0)
-				return rc;
-			*code = rc == 1 && c >= INT32_MIN && c <= INT32_MAX ? (int)c : 0;
-			rc = 0;
-		} else if (KEY_IS(&k, "message")) {
-			const char *ignored;
-			if ((rc = want_string(sc, depth + 1, &v, &ignored, NULL)) < 0)
-				return rc;
-			*msg = rc == 1 ? v.s : NULL;
-			*msg_len = rc == 1 ? v.len : 0;
-			rc = 0;
-		} else {
-			rc = parse_value(sc, depth + 1);
-		}
-		if (rc)
-			return rc;
-	}
-	return rc;
+	if (*sc->p != '"')
+		return scan_object(sc, depth, error_value_key, &o);
+	if ((rc = parse_string(sc, &v)))
+		return rc;
+	*msg = v.s;
+	*msg_len = v.len;
+	return 0;
+}
+
+/* What scan_one_count reads: key name (name_len bytes), its count and its reason. */
+struct one_count {
+	const char *name;
+	size_t name_len;
+	int64_t *count;
+	const char **bad;
+	const char *why;
+};
+
+static __attribute__((unused)) int one_count_key(struct scan *sc, int depth, const struct str *k,
+						 void *ctx)
+{
+	struct one_count *c = ctx;
+	if (key_is(k, c->name, c->name_len))
+		return want_count(sc, depth, c->count, c->bad, c->why);
+	return parse_value(sc, depth);
+}
+
+/*
+ * An object holding one count of interest (a usage's token details): key name's value read
+ * by want_count into *count and its wrong type into *bad (a repeated key replaces both), any
+ * other key skipped.  Nothing is cleared first: the caller clears what a repeated object
+ * replaces.  0 or CL_EPARSE.
+ */
+static __attribute__((unused)) int scan_one_count(struct scan *sc, int depth, const char *name,
+						  int64_t *count, const char **bad, const char *why)
+{
+	struct one_count c = { name, strlen(name), count, bad, why };
+	return scan_object(sc, depth, one_count_key, &c);
 }
 
 /* ---- the document driver every decoder shares ---- */
 
-/* Reads one document's top-level object into the decoder's own state (arg); *bad set to why
- * the document is not what the decoder wants.  0 or CL_EPARSE. */
+/* Reads one document's top-level object into the decoder's own state (arg), and says in *bad
+ * why the document is not what the decoder wants (NULL when it is).  0 or CL_EPARSE. */
 typedef int (*scan_top_fn)(struct scan *sc, void *arg, const char **bad);
 
 /*
  * The one JSON document of data (len bytes), white space around it allowed: an object is
- * handed to top, any other valid value sets *bad = not_object.  Returns 0 when data is one
- * JSON value and nothing else (then *bad says whether it is the document wanted), or
- * CL_EPARSE when it is not JSON; the caller clears its output in both failing cases, so a
- * text that is both bad JSON and the wrong shape is reported as not JSON.  Inlined, so each
- * decoder calls its own top directly on its per-chunk path.
+ * handed to top, any other valid value is not_object.  Returns 0 when data is one JSON value
+ * and nothing else and top found it the document wanted; CL_EPROTO with *bad the reason
+ * when it is JSON of another shape; CL_EPARSE when it is not JSON, even when top found a
+ * wrong shape first (the shape is judged only once the whole text is known to be JSON).  On
+ * either failure the caller clears what top wrote, so nothing half-filled escapes.  Inlined,
+ * so each decoder calls its own top directly on its per-chunk path.
  */
 static inline __attribute__((always_inline)) int scan_document(const char *data, size_t len,
 							       scan_top_fn top, void *arg,
@@ -631,7 +724,9 @@ static inline __attribute__((always_inline)) int scan_document(const char *data,
 	if (rc)
 		return CL_EPARSE;
 	skip_ws(&sc);
-	return sc.p == sc.end ? 0 : CL_EPARSE;
+	if (sc.p != sc.end)
+		return CL_EPARSE;
+	return *bad ? CL_EPROTO : 0;
 }
 
 #endif
