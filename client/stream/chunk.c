@@ -28,7 +28,6 @@
 #define R_COMPLETION "usage.completion_tokens is not a non-negative integer"
 #define R_DETAILS    "usage.completion_tokens_details is not an object"
 #define R_RTOKENS    "usage.completion_tokens_details.reasoning_tokens is not a non-negative integer"
-#define R_ERROR      "error is neither an object nor a string"
 #define R_TOOLS      "choices[].delta.tool_calls is not an array"
 #define R_TOOL       "choices[].delta.tool_calls[] is not an object"
 #define R_TOOL_INDEX "choices[].delta.tool_calls[].index is not a non-negative integer"
@@ -128,37 +127,33 @@ static int parse_tool(struct scan *sc, int depth, struct cl_chunk_tool *t, const
 }
 
 /* delta.tool_calls: an array of elements; the first CL_CHUNK_TOOLS_MAX are kept in ch. */
-static int parse_tools(struct scan *sc, int depth, struct choice *ch)
+/* An element of delta.tool_calls: the first CL_CHUNK_TOOLS_MAX are kept in the choice. */
+static int tool_elem(struct scan *sc, int depth, void *ctx)
 {
-	bool first = true;
+	struct choice *ch = ctx;
+	struct cl_chunk_tool scratch,
+	    *t = ch->n_tools < CL_CHUNK_TOOLS_MAX ? &ch->tools[ch->n_tools] : &scratch;
+	const char *b = NULL;
 	int rc;
 
-	if (depth > CL_CHUNK_MAX_DEPTH)
-		return CL_EPARSE;
-	sc->p++;
-	while ((rc = arr_next(sc, &first)) == 1) {
-		struct cl_chunk_tool scratch,
-		    *t = ch->n_tools < CL_CHUNK_TOOLS_MAX ? &ch->tools[ch->n_tools] : &scratch;
-		const char *b = NULL;
-		memset(t, 0, sizeof(*t));
-		t->index = -1;
-		if (*sc->p == '{')
-			rc = parse_tool(sc, depth + 1, t, &b);
-		else
-			rc = skip_other(sc, depth + 1, &b, R_TOOL);
-		if (rc)
-			return rc;
-		if (b && !ch->bad_tools)
-			ch->bad_tools = b;
-		/* A null element is nothing; anything else is one more call's piece. */
-		if (b || !(t->id || t->name || t->args || t->index >= 0))
-			continue;
-		ch->tool_any |= t->id_len || t->name_len || t->args_len;
-		ch->tool_bytes += t->name_len + t->args_len;
-		if (ch->n_tools < UINT32_MAX)
-			ch->n_tools++;
-	}
-	return rc;
+	memset(t, 0, sizeof(*t));
+	t->index = -1;
+	if (*sc->p == '{')
+		rc = parse_tool(sc, depth, t, &b);
+	else
+		rc = skip_other(sc, depth, &b, R_TOOL);
+	if (rc)
+		return rc;
+	if (b && !ch->bad_tools)
+		ch->bad_tools = b;
+	/* A null element is nothing; anything else is one more call's piece. */
+	if (b || !(t->id || t->name || t->args || t->index >= 0))
+		return 0;
+	ch->tool_any |= t->id_len || t->name_len || t->args_len;
+	ch->tool_bytes += t->name_len + t->args_len;
+	if (ch->n_tools < UINT32_MAX)
+		ch->n_tools++;
+	return 0;
 }
 
 /* Which shape of choice is read: a chat chunk's choices[].delta, or a legacy completion's
@@ -198,7 +193,7 @@ static int delta_key(struct scan *sc, int depth, const struct str *k, void *ctx)
 		ch->tool_any = false;
 		ch->tool_bytes = 0;
 		ch->bad_tools = NULL;
-		return *sc->p == '[' ? parse_tools(sc, depth, ch)
+		return *sc->p == '[' ? scan_array(sc, depth, tool_elem, ch)
 				     : skip_other(sc, depth, &ch->bad_tools, R_TOOLS);
 	}
 	return parse_value(sc, depth);
@@ -302,29 +297,26 @@ static int parse_choice(struct scan *sc, int depth, struct cl_chunk *out, const 
 	return 0;
 }
 
-static int parse_choices(struct scan *sc, int depth, struct cl_chunk *out, const char **bad,
-			 enum shape shape)
+/* The choices being read, and where the first wrong element's reason goes. */
+struct choices_read {
+	struct cl_chunk *out;
+	const char **bad;
+	enum shape shape;
+};
+
+static int choice_elem(struct scan *sc, int depth, void *ctx)
 {
-	bool first = true;
+	struct choices_read *r = ctx;
+	const char *b = NULL;
 	int rc;
 
-	if (depth > CL_CHUNK_MAX_DEPTH)
-		return CL_EPARSE;
-	sc->p++;
-	while ((rc = arr_next(sc, &first)) == 1) {
-		if (out->n_choices < UINT32_MAX)
-			out->n_choices++;
-		if (*sc->p == '{') {
-			rc = parse_choice(sc, depth + 1, out, bad, shape);
-		} else {
-			const char *b = NULL;
-			rc = skip_other(sc, depth + 1, &b, R_CHOICE);
-			if (!*bad)
-				*bad = b;
-		}
-		if (rc)
-			return rc;
-	}
+	if (r->out->n_choices < UINT32_MAX)
+		r->out->n_choices++;
+	if (*sc->p == '{')
+		return parse_choice(sc, depth, r->out, r->bad, r->shape);
+	rc = skip_other(sc, depth, &b, R_CHOICE);
+	if (!*r->bad)
+		*r->bad = b;
 	return rc;
 }
 
@@ -423,14 +415,6 @@ static void clear_timings(struct cl_chunk *out)
 	out->timings_cache_n = out->timings_prompt_n = -1;
 }
 
-static void clear_error(struct cl_chunk *out)
-{
-	out->is_error = false;
-	out->error_code = 0;
-	out->error_msg = NULL;
-	out->error_msg_len = 0;
-}
-
 static void clear_all(struct cl_chunk *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -465,9 +449,10 @@ static int top_key(struct scan *sc, int depth, const struct str *k, void *ctx)
 	int rc;
 
 	if (KEY_IS(k, "choices")) {
+		struct choices_read cr = { out, &r->bad_choices, r->shape };
 		clear_choices(out);
 		r->bad_choices = NULL;
-		return c == '[' ? parse_choices(sc, depth, out, &r->bad_choices, r->shape)
+		return c == '[' ? scan_array(sc, depth, choice_elem, &cr)
 				: skip_other(sc, depth, &r->bad_choices, R_CHOICES);
 	}
 	if (KEY_IS(k, "usage")) {
@@ -480,14 +465,9 @@ static int top_key(struct scan *sc, int depth, const struct str *k, void *ctx)
 		clear_timings(out);
 		return c == '{' ? scan_object(sc, depth, timings_key, out) : parse_value(sc, depth);
 	}
-	if (KEY_IS(k, "error")) {
-		clear_error(out);
-		r->bad_error = NULL;
-		return c == '{' || c == '"'
-			   ? scan_error_value(sc, depth, &out->is_error, &out->error_code,
-					      &out->error_msg, &out->error_msg_len)
-			   : skip_other(sc, depth, &r->bad_error, R_ERROR);
-	}
+	if (KEY_IS(k, "error"))
+		return read_error_key(sc, depth, &out->is_error, &out->error_code, &out->error_msg,
+				      &out->error_msg_len, &r->bad_error);
 	if (KEY_IS(k, "object")) {
 		const char *ignored;
 		struct str v;

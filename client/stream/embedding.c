@@ -12,48 +12,48 @@
 #define R_EMBEDDING "data[].embedding is neither an array of numbers nor a string"
 #define R_USAGE     "usage is not an object"
 #define R_PROMPT    "usage.prompt_tokens is not a non-negative integer"
-#define R_ERROR     "error is neither an object nor a string"
 #define R_NOTHING   "the answer has neither data nor error"
 
-/* An embedding: an array of numbers (their count into *dim) or a base64 string. */
-static int parse_embedding(struct scan *sc, int depth, uint32_t *dim, const char **bad)
+/* An embedding being read: its length and why it is wrong. */
+struct item {
+	uint32_t dim;
+	const char *bad;
+};
+
+/* An element of an embedding array: a number counts, anything else is a reason. */
+static int number_elem(struct scan *sc, int depth, void *ctx)
 {
-	bool first = true;
+	struct item *it = ctx;
+	unsigned char c = *sc->p;
+	bool is_int;
+	int64_t v;
 	int rc;
 
-	*dim = 0;
+	if (c != '-' && !is_digit(c)) {
+		if ((rc = parse_value(sc, depth)))
+			return rc;
+		it->bad = R_EMBEDDING;
+		return 0;
+	}
+	if ((rc = parse_number(sc, &is_int, &v)))
+		return rc;
+	if (it->dim < UINT32_MAX)
+		it->dim++;
+	return 0;
+}
+
+/* An embedding: an array of numbers (their count into it->dim) or a base64 string. */
+static int parse_embedding(struct scan *sc, int depth, struct item *it)
+{
+	it->dim = 0;
 	if (*sc->p == '"') {
 		struct str s;
 		return parse_string(sc, &s);
 	}
 	if (*sc->p != '[')
-		return skip_other(sc, depth, bad, R_EMBEDDING);
-	if (depth > CL_CHUNK_MAX_DEPTH)
-		return CL_EPARSE;
-	sc->p++;
-	while ((rc = arr_next(sc, &first)) == 1) {
-		unsigned char c = *sc->p;
-		if (c != '-' && !is_digit(c)) {
-			if ((rc = parse_value(sc, depth + 1)))
-				return rc;
-			*bad = R_EMBEDDING;
-			continue;
-		}
-		bool is_int;
-		int64_t v;
-		if ((rc = parse_number(sc, &is_int, &v)))
-			return rc;
-		if (*dim < UINT32_MAX)
-			(*dim)++;
-	}
-	return rc;
+		return skip_other(sc, depth, &it->bad, R_EMBEDDING);
+	return scan_array(sc, depth, number_elem, it);
 }
-
-/* What an element of data says: its embedding's length and why it is wrong. */
-struct item {
-	uint32_t dim;
-	const char *bad;
-};
 
 static int item_key(struct scan *sc, int depth, const struct str *k, void *ctx)
 {
@@ -61,7 +61,7 @@ static int item_key(struct scan *sc, int depth, const struct str *k, void *ctx)
 	if (!KEY_IS(k, "embedding"))
 		return parse_value(sc, depth);
 	it->bad = NULL;
-	return parse_embedding(sc, depth, &it->dim, &it->bad);
+	return parse_embedding(sc, depth, it);
 }
 
 static int parse_item(struct scan *sc, int depth, struct cl_embedding *out, const char **bad)
@@ -77,30 +77,6 @@ static int parse_item(struct scan *sc, int depth, struct cl_embedding *out, cons
 	return 0;
 }
 
-static int parse_data(struct scan *sc, int depth, struct cl_embedding *out, const char **bad)
-{
-	bool first = true;
-	int rc;
-
-	if (depth > CL_CHUNK_MAX_DEPTH)
-		return CL_EPARSE;
-	sc->p++;
-	while ((rc = arr_next(sc, &first)) == 1) {
-		if (out->n_data < UINT32_MAX)
-			out->n_data++;
-		if (*sc->p == '{') {
-			rc = parse_item(sc, depth + 1, out, bad);
-		} else {
-			rc = parse_value(sc, depth + 1);
-			if (!*bad)
-				*bad = R_ITEM;
-		}
-		if (rc)
-			return rc;
-	}
-	return rc;
-}
-
 /* The answer as it is read: the fields, and each top-level key's reason (a repeated key
  * replaces its reason, as in jansson). */
 struct doc {
@@ -108,6 +84,23 @@ struct doc {
 	bool has_data;
 	const char *bad_data, *bad_usage, *bad_error;
 };
+
+/* An element of data: counted, an object read, anything else a reason (the first one). */
+static int data_elem(struct scan *sc, int depth, void *ctx)
+{
+	struct doc *d = ctx;
+	struct cl_embedding *out = d->out;
+	int rc;
+
+	if (out->n_data < UINT32_MAX)
+		out->n_data++;
+	if (*sc->p == '{')
+		return parse_item(sc, depth, out, &d->bad_data);
+	rc = parse_value(sc, depth);
+	if (!d->bad_data)
+		d->bad_data = R_ITEM;
+	return rc;
+}
 
 static int usage_key(struct scan *sc, int depth, const struct str *k, void *ctx)
 {
@@ -133,7 +126,7 @@ static int top_key(struct scan *sc, int depth, const struct str *k, void *ctx)
 		out->n_data = out->dim = 0;
 		d->bad_data = NULL;
 		d->has_data = c == '[';
-		return c == '[' ? parse_data(sc, depth, out, &d->bad_data)
+		return c == '[' ? scan_array(sc, depth, data_elem, d)
 				: skip_other(sc, depth, &d->bad_data, R_DATA);
 	}
 	if (KEY_IS(k, "usage")) {
@@ -145,17 +138,9 @@ static int top_key(struct scan *sc, int depth, const struct str *k, void *ctx)
 		out->has_usage = true;
 		return scan_object(sc, depth, usage_key, d);
 	}
-	if (KEY_IS(k, "error")) {
-		out->is_error = false;
-		out->error_code = 0;
-		out->error_msg = NULL;
-		out->error_msg_len = 0;
-		d->bad_error = NULL;
-		return c == '{' || c == '"'
-			   ? scan_error_value(sc, depth, &out->is_error, &out->error_code,
-					      &out->error_msg, &out->error_msg_len)
-			   : skip_other(sc, depth, &d->bad_error, R_ERROR);
-	}
+	if (KEY_IS(k, "error"))
+		return read_error_key(sc, depth, &out->is_error, &out->error_code, &out->error_msg,
+				      &out->error_msg_len, &d->bad_error);
 	return parse_value(sc, depth);
 }
 

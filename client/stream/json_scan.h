@@ -1,12 +1,13 @@
 /* The validating JSON scanner under the decoders of client/stream/ (chunk.c, responses.c,
  * messages.c, embedding.c, rerank.c, transcription.c, error.c): strings with escapes and UTF-8
- * checked, numbers, literals, array iteration, key matching; the one object walker every
- * decoder reads its objects with (scan_object: the decoder gives a handler per object, the
- * walker does the keys, the commas and the skipping); what several decoders read alike (an
- * error's code and message, an "error" value, an object of one count); and the driver of one
- * document with its three verdicts (scan_document).  Internal to this folder: the functions
- * are static so that each decoder's hot path stays one translation unit (inlined, as before
- * the split); a decoder that does not use one of them is not warned about it. */
+ * checked, numbers, literals, key matching; the one walker every decoder reads its objects
+ * and arrays with (scan_object, scan_array: the decoder gives a handler per object or array,
+ * the walker does the keys, the commas and the skipping); what several decoders read alike
+ * (an error's code and message, an "error" key or value, an object of one count); and the
+ * driver of one document with its three verdicts (scan_document).  Internal to this folder:
+ * the functions are static so that each decoder's hot path stays one translation unit
+ * (inlined, as before the split); a decoder that does not use one of them is not warned
+ * about it. */
 #ifndef CHATLOAD_JSON_SCAN_H
 #define CHATLOAD_JSON_SCAN_H
 
@@ -583,6 +584,28 @@ static inline __attribute__((always_inline)) int scan_object(struct scan *sc, in
 	return rc;
 }
 
+/* A reader's handler of one element of an array: sc->p is at the element, depth is its
+ * depth, ctx the reader's own state.  It reads or skips (parse_value) the element.  Returns 0
+ * or a negative CL_E* code, never a positive value. */
+typedef int (*scan_elem_fn)(struct scan *sc, int depth, void *ctx);
+
+/* Walks the array at sc->p (its '[', at the given depth), handing each element to on_elem in
+ * order.  0 after the closing ']', or a negative CL_E* code.  Inlined, as scan_object. */
+static inline __attribute__((always_inline)) int scan_array(struct scan *sc, int depth,
+							    scan_elem_fn on_elem, void *ctx)
+{
+	bool first = true;
+	int rc;
+
+	if (depth > CL_CHUNK_MAX_DEPTH)
+		return CL_EPARSE;
+	sc->p++;
+	while ((rc = arr_next(sc, &first)) == 1)
+		if ((rc = on_elem(sc, depth + 1, ctx)))
+			return rc;
+	return rc;
+}
+
 /* ---- what several decoders read the same way ---- */
 
 /*
@@ -655,6 +678,29 @@ static __attribute__((unused)) int scan_error_value(struct scan *sc, int depth, 
 	*msg = v.s;
 	*msg_len = v.len;
 	return 0;
+}
+
+/* Why an "error" value is wrong, in every decoder that reads one. */
+#define SCAN_R_ERROR "error is neither an object nor a string"
+
+/*
+ * The top-level "error" key of a chat chunk, an embeddings or a rerank answer: it replaces
+ * what an earlier "error" said (*is_error, *code, *msg, *msg_len cleared, *bad NULL), then
+ * an object or a string is read by scan_error_value, null is absent, and anything else sets
+ * *bad to SCAN_R_ERROR.  0 or CL_EPARSE.
+ */
+static __attribute__((unused)) int read_error_key(struct scan *sc, int depth, bool *is_error,
+						  int *code, const char **msg, size_t *msg_len,
+						  const char **bad)
+{
+	*is_error = false;
+	*code = 0;
+	*msg = NULL;
+	*msg_len = 0;
+	*bad = NULL;
+	if (*sc->p == '{' || *sc->p == '"')
+		return scan_error_value(sc, depth, is_error, code, msg, msg_len);
+	return skip_other(sc, depth, bad, SCAN_R_ERROR);
 }
 
 /* What scan_one_count reads: key name (name_len bytes), its count and its reason. */

@@ -12,30 +12,37 @@
 #define R_USAGE   "usage is not an object"
 #define R_PROMPT  "usage.prompt_tokens is not a non-negative integer"
 #define R_TOTAL   "usage.total_tokens is not a non-negative integer"
-#define R_ERROR   "error is neither an object nor a string"
 #define R_NOTHING "the answer has neither results, data nor error"
 
-/* An array of results (sc->p at '['): each element counted, each one not an object a
- * reason. */
-static int parse_results(struct scan *sc, int depth, struct cl_rerank *out, const char **bad)
+/* An array of results being read, and where its first reason goes. */
+struct results_read {
+	struct cl_rerank *out;
+	const char **bad;
+};
+
+/* An element of results: counted, and one that is not an object a reason (the first). */
+static int result_elem(struct scan *sc, int depth, void *ctx)
 {
-	bool first = true;
+	struct results_read *r = ctx;
+	bool obj = *sc->p == '{';
 	int rc;
 
-	if (depth > CL_CHUNK_MAX_DEPTH)
-		return CL_EPARSE;
-	sc->p++;
+	if (r->out->n_results < UINT32_MAX)
+		r->out->n_results++;
+	if ((rc = parse_value(sc, depth)))
+		return rc;
+	if (!obj && !*r->bad)
+		*r->bad = R_ITEM;
+	return 0;
+}
+
+/* An array of results (sc->p at '['), counted anew. */
+static int parse_results(struct scan *sc, int depth, struct cl_rerank *out, const char **bad)
+{
+	struct results_read r = { out, bad };
+
 	out->n_results = 0;
-	while ((rc = arr_next(sc, &first)) == 1) {
-		if (out->n_results < UINT32_MAX)
-			out->n_results++;
-		bool obj = *sc->p == '{';
-		if ((rc = parse_value(sc, depth + 1)))
-			return rc;
-		if (!obj && !*bad)
-			*bad = R_ITEM;
-	}
-	return rc;
+	return scan_array(sc, depth, result_elem, &r);
 }
 
 /* The answer as it is read: the fields, and each top-level key's reason (a repeated key
@@ -90,17 +97,9 @@ static int top_key(struct scan *sc, int depth, const struct str *k, void *ctx)
 		d->bad_usage = FIRST_BAD(d->bad_pt, d->bad_tt);
 		return rc;
 	}
-	if (KEY_IS(k, "error")) {
-		out->is_error = false;
-		out->error_code = 0;
-		out->error_msg = NULL;
-		out->error_msg_len = 0;
-		d->bad_error = NULL;
-		return c == '{' || c == '"'
-			   ? scan_error_value(sc, depth, &out->is_error, &out->error_code,
-					      &out->error_msg, &out->error_msg_len)
-			   : skip_other(sc, depth, &d->bad_error, R_ERROR);
-	}
+	if (KEY_IS(k, "error"))
+		return read_error_key(sc, depth, &out->is_error, &out->error_code, &out->error_msg,
+				      &out->error_msg_len, &d->bad_error);
 	return parse_value(sc, depth);
 }
 
@@ -117,7 +116,7 @@ static int top(struct scan *sc, void *arg, const char **bad)
 }
 
 /* TEI's answer, a bare array of results: scanned here, with scan_document's verdicts. */
-static int scan_array(const char *data, size_t len, struct cl_rerank *out, const char **bad)
+static int decode_bare_array(const char *data, size_t len, struct cl_rerank *out, const char **bad)
 {
 	struct scan sc = { (const unsigned char *)data, (const unsigned char *)data + len };
 
@@ -140,7 +139,7 @@ int cl_rerank_decode(const char *data, size_t len, struct cl_rerank *out)
 	while (at < len &&
 	       (data[at] == ' ' || data[at] == '\n' || data[at] == '\r' || data[at] == '\t'))
 		at++;
-	int rc = at < len && data[at] == '[' ? scan_array(data, len, out, &bad)
+	int rc = at < len && data[at] == '[' ? decode_bare_array(data, len, out, &bad)
 					     : scan_document(data, len, top, out, R_TOP, &bad);
 	if (rc) {
 		clear_all(out);

@@ -15,7 +15,6 @@
 #define R_IN      "usage.input_tokens is not a non-negative integer"
 #define R_OUT     "usage.output_tokens is not a non-negative integer"
 #define R_SECONDS "usage.seconds is not a non-negative number"
-#define R_ERROR   "error is neither an object nor a string"
 #define R_NODELTA "a transcript.text.delta event has no delta"
 #define R_NOTHING "the answer has neither text nor error"
 
@@ -141,7 +140,7 @@ static int top_key(struct scan *sc, int depth, const struct str *k, void *ctx)
 		return c == '{' || c == '"'
 			   ? scan_error_value(sc, depth, &out->is_error, &out->error_code,
 					      &out->error_msg, &out->error_msg_len)
-			   : skip_other(sc, depth, &d->bad, R_ERROR);
+			   : skip_other(sc, depth, &d->bad, SCAN_R_ERROR);
 	return parse_value(sc, depth);
 }
 
