@@ -126,7 +126,6 @@ static int parse_tool(struct scan *sc, int depth, struct cl_chunk_tool *t, const
 	return rc;
 }
 
-/* delta.tool_calls: an array of elements; the first CL_CHUNK_TOOLS_MAX are kept in ch. */
 /* An element of delta.tool_calls: the first CL_CHUNK_TOOLS_MAX are kept in the choice. */
 static int tool_elem(struct scan *sc, int depth, void *ctx)
 {

@@ -267,13 +267,16 @@ static int obj_open(struct scan *sc, int depth)
 	return 0;
 }
 
-static int obj_next(struct scan *sc, bool *first, struct str *key)
+/* The step every object and array takes to its next member: white space, then the closing
+ * byte close (0, consumed), or a ',' unless this is the first member (*first), then white
+ * space again: 1 with sc->p at the member, which is not checked here.  Or CL_EPARSE. */
+static inline __attribute__((always_inline)) int next_member(struct scan *sc, bool *first,
+							     unsigned char close)
 {
 	skip_ws(sc);
 	if (sc->p == sc->end)
 		return CL_EPARSE;
-	if (*sc->p == '}') {
-		/* A '}' right after a ',' never gets here: the ',' branch below wants a key. */
+	if (*sc->p == close) {
 		sc->p++;
 		return 0;
 	}
@@ -286,10 +289,18 @@ static int obj_next(struct scan *sc, bool *first, struct str *key)
 			return CL_EPARSE;
 	}
 	*first = false;
+	return 1;
+}
+
+static int obj_next(struct scan *sc, bool *first, struct str *key)
+{
+	int rc = next_member(sc, first, '}');
+	if (rc != 1)
+		return rc;
+	/* A '}' right after a ',' fails here: a member of an object starts with its key. */
 	if (*sc->p != '"')
 		return CL_EPARSE;
-	int rc = parse_string(sc, key);
-	if (rc)
+	if ((rc = parse_string(sc, key)))
 		return rc;
 	skip_ws(sc);
 	if (sc->p == sc->end || *sc->p != ':')
@@ -301,27 +312,11 @@ static int obj_next(struct scan *sc, bool *first, struct str *key)
 	return 1;
 }
 
-/* Array iteration, as for objects: 1 with sc->p at the next element, 0 after ']'. */
+/* Array iteration, as for objects: 1 with sc->p at the next element, 0 after ']'.  "[1,]"
+ * fails in the caller: ']' does not start a value. */
 static int arr_next(struct scan *sc, bool *first)
 {
-	skip_ws(sc);
-	if (sc->p == sc->end)
-		return CL_EPARSE;
-	if (*sc->p == ']') {
-		/* "[1,]" fails in the caller: ']' does not start a value. */
-		sc->p++;
-		return 0;
-	}
-	if (!*first) {
-		if (*sc->p != ',')
-			return CL_EPARSE;
-		sc->p++;
-		skip_ws(sc);
-		if (sc->p == sc->end)
-			return CL_EPARSE;
-	}
-	*first = false;
-	return 1;
+	return next_member(sc, first, ']');
 }
 
 /* Validates and skips any value at sc->p (sc->p < end) at the given depth. */
