@@ -467,6 +467,21 @@ static __attribute__((unused)) size_t unescape(const struct str *s, char *dst, s
 	return n;
 }
 
+/*
+ * The name a string value spells (an event's "type"), unescaped into buf (cap bytes, cap > 0)
+ * and NUL-terminated: buf, or NULL when it does not fit or holds a NUL, so an escaped
+ * "\u0000" makes another name, never a known one cut short.
+ */
+static __attribute__((unused)) const char *scan_name(const struct str *v, char *buf, size_t cap)
+{
+	bool cut;
+	size_t n = unescape(v, buf, cap - 1, &cut);
+	if (cut || memchr(buf, '\0', n))
+		return NULL;
+	buf[n] = '\0';
+	return buf;
+}
+
 /* key_is for a key with escapes: unescaped first ("\u0063ontent" is "content"). */
 static bool key_is_escaped(const struct str *s, const char *lit, size_t n)
 {

@@ -105,11 +105,8 @@ struct ev {
 static enum type classify(const struct str *v)
 {
 	char buf[32];
-	bool cut;
-	size_t n = unescape(v, buf, sizeof(buf) - 1, &cut);
-	if (cut || memchr(buf, '\0', n)) /* "message_stop\u0000" is another type */
+	if (!scan_name(v, buf, sizeof(buf))) /* "message_stop\u0000" is another type */
 		return T_OTHER;
-	buf[n] = '\0';
 	if (strcmp(buf, "message_start") == 0)
 		return T_START;
 	if (strcmp(buf, "content_block_start") == 0)

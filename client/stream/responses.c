@@ -53,11 +53,8 @@ struct ev {
 static enum type classify(const struct str *v)
 {
 	char buf[48];
-	bool cut;
-	size_t n = unescape(v, buf, sizeof(buf) - 1, &cut);
-	if (cut)
+	if (!scan_name(v, buf, sizeof(buf))) /* "response.failed\u0000" is another type */
 		return T_OTHER;
-	buf[n] = '\0';
 	if (strcmp(buf, "response.output_text.delta") == 0)
 		return T_TEXT;
 	if (strcmp(buf, "response.reasoning_text.delta") == 0 ||

@@ -21,11 +21,8 @@
 static enum cl_transcription_type classify(const struct str *v)
 {
 	char buf[32];
-	bool cut;
-	size_t n = unescape(v, buf, sizeof(buf) - 1, &cut);
-	if (cut)
+	if (!scan_name(v, buf, sizeof(buf))) /* "transcript.text.done\u0000" is another type */
 		return CL_TRANSCRIPTION_OTHER;
-	buf[n] = '\0';
 	if (strcmp(buf, "transcript.text.delta") == 0)
 		return CL_TRANSCRIPTION_DELTA;
 	if (strcmp(buf, "transcript.text.done") == 0)
