@@ -28,7 +28,6 @@
 #define R_COMPLETION "usage.completion_tokens is not a non-negative integer"
 #define R_DETAILS    "usage.completion_tokens_details is not an object"
 #define R_RTOKENS    "usage.completion_tokens_details.reasoning_tokens is not a non-negative integer"
-#define R_ERROR      "error is neither an object nor a string"
 #define R_TOOLS      "choices[].delta.tool_calls is not an array"
 #define R_TOOL       "choices[].delta.tool_calls[] is not an object"
 #define R_TOOL_INDEX "choices[].delta.tool_calls[].index is not a non-negative integer"
@@ -72,145 +71,131 @@ static int want_piece(struct scan *sc, int depth, const char **s, size_t *len, c
 	return 0;
 }
 
-/* tool_calls[].function: name and arguments (a repeated key replaces). */
-static int parse_tool_fn(struct scan *sc, int depth, struct cl_chunk_tool *t, const char **bad)
-{
-	const char *bad_name = NULL, *bad_args = NULL;
-	bool first = true;
-	struct str k;
-	int rc;
+/* A tool call being read: its pieces, and each key's reason (a repeated key replaces). */
+struct tool_read {
+	struct cl_chunk_tool *t;
+	const char *bad_index, *bad_id, *bad_fn;
+	const char *bad_name, *bad_args; /* function's own keys */
+};
 
-	if ((rc = obj_open(sc, depth)))
-		return rc;
-	while ((rc = obj_next(sc, &first, &k)) == 1) {
-		if (KEY_IS(&k, "name"))
-			rc = want_piece(sc, depth + 1, &t->name, &t->name_len, &bad_name,
-					R_TOOL_NAME);
-		else if (KEY_IS(&k, "arguments"))
-			rc = want_piece(sc, depth + 1, &t->args, &t->args_len, &bad_args,
-					R_TOOL_ARGS);
-		else
-			rc = parse_value(sc, depth + 1);
-		if (rc)
-			return rc;
-	}
-	if (!rc)
-		*bad = FIRST_BAD(bad_name, bad_args);
-	return rc;
+/* tool_calls[].function: name and arguments. */
+static int tool_fn_key(struct scan *sc, int depth, const struct str *k, void *ctx)
+{
+	struct tool_read *r = ctx;
+	struct cl_chunk_tool *t = r->t;
+
+	if (KEY_IS(k, "name"))
+		return want_piece(sc, depth, &t->name, &t->name_len, &r->bad_name, R_TOOL_NAME);
+	if (KEY_IS(k, "arguments"))
+		return want_piece(sc, depth, &t->args, &t->args_len, &r->bad_args, R_TOOL_ARGS);
+	return parse_value(sc, depth);
 }
 
 /* One element of tool_calls: index, id, function (type and anything else are skipped). */
-static int parse_tool(struct scan *sc, int depth, struct cl_chunk_tool *t, const char **bad)
+static int tool_key(struct scan *sc, int depth, const struct str *k, void *ctx)
 {
-	const char *bad_index = NULL, *bad_id = NULL, *bad_fn = NULL;
-	bool first = true;
-	struct str k;
+	struct tool_read *r = ctx;
+	struct cl_chunk_tool *t = r->t;
 	int rc;
 
-	if ((rc = obj_open(sc, depth)))
+	if (KEY_IS(k, "index"))
+		return want_count(sc, depth, &t->index, &r->bad_index, R_TOOL_INDEX);
+	if (KEY_IS(k, "id"))
+		return want_piece(sc, depth, &t->id, &t->id_len, &r->bad_id, R_TOOL_ID);
+	if (KEY_IS(k, "function")) {
+		t->name = t->args = NULL;
+		t->name_len = t->args_len = 0;
+		r->bad_fn = NULL;
+		if (*sc->p != '{')
+			return skip_other(sc, depth, &r->bad_fn, R_TOOL_FN);
+		r->bad_name = r->bad_args = NULL;
+		rc = scan_object(sc, depth, tool_fn_key, r);
+		if (!rc)
+			r->bad_fn = FIRST_BAD(r->bad_name, r->bad_args);
 		return rc;
-	while ((rc = obj_next(sc, &first, &k)) == 1) {
-		if (KEY_IS(&k, "index")) {
-			rc = want_count(sc, depth + 1, &t->index, &bad_index, R_TOOL_INDEX);
-		} else if (KEY_IS(&k, "id")) {
-			rc = want_piece(sc, depth + 1, &t->id, &t->id_len, &bad_id, R_TOOL_ID);
-		} else if (KEY_IS(&k, "function")) {
-			t->name = t->args = NULL;
-			t->name_len = t->args_len = 0;
-			bad_fn = NULL;
-			rc = *sc->p == '{' ? parse_tool_fn(sc, depth + 1, t, &bad_fn)
-					   : skip_other(sc, depth + 1, &bad_fn, R_TOOL_FN);
-		} else {
-			rc = parse_value(sc, depth + 1);
-		}
-		if (rc)
-			return rc;
 	}
+	return parse_value(sc, depth);
+}
+
+static int parse_tool(struct scan *sc, int depth, struct cl_chunk_tool *t, const char **bad)
+{
+	struct tool_read r = { .t = t };
+	int rc = scan_object(sc, depth, tool_key, &r);
 	if (!rc)
-		*bad = FIRST_BAD(bad_index, bad_id, bad_fn);
+		*bad = FIRST_BAD(r.bad_index, r.bad_id, r.bad_fn);
 	return rc;
 }
 
-/* delta.tool_calls: an array of elements; the first CL_CHUNK_TOOLS_MAX are kept in ch. */
-static int parse_tools(struct scan *sc, int depth, struct choice *ch)
+/* An element of delta.tool_calls: the first CL_CHUNK_TOOLS_MAX are kept in the choice. */
+static int tool_elem(struct scan *sc, int depth, void *ctx)
 {
-	bool first = true;
+	struct choice *ch = ctx;
+	struct cl_chunk_tool scratch,
+	    *t = ch->n_tools < CL_CHUNK_TOOLS_MAX ? &ch->tools[ch->n_tools] : &scratch;
+	const char *b = NULL;
 	int rc;
 
-	if (depth > CL_CHUNK_MAX_DEPTH)
-		return CL_EPARSE;
-	sc->p++;
-	while ((rc = arr_next(sc, &first)) == 1) {
-		struct cl_chunk_tool scratch,
-		    *t = ch->n_tools < CL_CHUNK_TOOLS_MAX ? &ch->tools[ch->n_tools] : &scratch;
-		const char *b = NULL;
-		memset(t, 0, sizeof(*t));
-		t->index = -1;
-		if (*sc->p == '{')
-			rc = parse_tool(sc, depth + 1, t, &b);
-		else
-			rc = skip_other(sc, depth + 1, &b, R_TOOL);
-		if (rc)
-			return rc;
-		if (b && !ch->bad_tools)
-			ch->bad_tools = b;
-		/* A null element is nothing; anything else is one more call's piece. */
-		if (b || !(t->id || t->name || t->args || t->index >= 0))
-			continue;
-		ch->tool_any |= t->id_len || t->name_len || t->args_len;
-		ch->tool_bytes += t->name_len + t->args_len;
-		if (ch->n_tools < UINT32_MAX)
-			ch->n_tools++;
-	}
-	return rc;
+	memset(t, 0, sizeof(*t));
+	t->index = -1;
+	if (*sc->p == '{')
+		rc = parse_tool(sc, depth, t, &b);
+	else
+		rc = skip_other(sc, depth, &b, R_TOOL);
+	if (rc)
+		return rc;
+	if (b && !ch->bad_tools)
+		ch->bad_tools = b;
+	/* A null element is nothing; anything else is one more call's piece. */
+	if (b || !(t->id || t->name || t->args || t->index >= 0))
+		return 0;
+	ch->tool_any |= t->id_len || t->name_len || t->args_len;
+	ch->tool_bytes += t->name_len + t->args_len;
+	if (ch->n_tools < UINT32_MAX)
+		ch->n_tools++;
+	return 0;
 }
 
 /* Which shape of choice is read: a chat chunk's choices[].delta, or a legacy completion's
  * choices[].text (POST /v1/completions).  Everything else is the same. */
 enum shape { SHAPE_CHAT, SHAPE_TEXT };
 
-static int parse_delta(struct scan *sc, int depth, struct choice *ch)
+static int delta_key(struct scan *sc, int depth, const struct str *k, void *ctx)
 {
-	bool first = true;
-	struct str k, v;
+	struct choice *ch = ctx;
+	long long *slot = NULL;
+	const char **bad = NULL, *why = NULL;
+	struct str v;
 	int rc;
 
-	if ((rc = obj_open(sc, depth)))
-		return rc;
-	while ((rc = obj_next(sc, &first, &k)) == 1) {
-		long long *slot = NULL;
-		const char **bad = NULL, *why = NULL;
-		if (KEY_IS(&k, "content"))
-			slot = &ch->content_len, bad = &ch->bad_content, why = R_CONTENT;
-		else if (KEY_IS(&k, "reasoning_content"))
-			slot = &ch->reasoning_content_len, bad = &ch->bad_rcontent,
-			why = R_RCONTENT;
-		else if (KEY_IS(&k, "reasoning"))
-			slot = &ch->reasoning_len, bad = &ch->bad_reasoning, why = R_REASONING;
-		if (slot) {
-			if ((rc = want_string(sc, depth + 1, &v, bad, why)) < 0)
-				return rc;
-			*slot = rc == 1 ? (long long)v.len : -1;
-			if (slot == &ch->content_len)
-				ch->content = rc == 1 ? v.s : NULL;
-		} else if (KEY_IS(&k, "role")) {
-			if ((rc = want_string(sc, depth + 1, &v, &ch->bad_role, R_ROLE)) < 0)
-				return rc;
-			ch->role = rc == 1;
-		} else if (KEY_IS(&k, "tool_calls")) {
-			ch->n_tools = 0;
-			ch->tool_any = false;
-			ch->tool_bytes = 0;
-			ch->bad_tools = NULL;
-			rc = *sc->p == '[' ? parse_tools(sc, depth + 1, ch)
-					   : skip_other(sc, depth + 1, &ch->bad_tools, R_TOOLS);
-			if (rc)
-				return rc;
-		} else if ((rc = parse_value(sc, depth + 1))) {
+	if (KEY_IS(k, "content"))
+		slot = &ch->content_len, bad = &ch->bad_content, why = R_CONTENT;
+	else if (KEY_IS(k, "reasoning_content"))
+		slot = &ch->reasoning_content_len, bad = &ch->bad_rcontent, why = R_RCONTENT;
+	else if (KEY_IS(k, "reasoning"))
+		slot = &ch->reasoning_len, bad = &ch->bad_reasoning, why = R_REASONING;
+	if (slot) {
+		if ((rc = want_string(sc, depth, &v, bad, why)) < 0)
 			return rc;
-		}
+		*slot = rc == 1 ? (long long)v.len : -1;
+		if (slot == &ch->content_len)
+			ch->content = rc == 1 ? v.s : NULL;
+		return 0;
 	}
-	return rc;
+	if (KEY_IS(k, "role")) {
+		if ((rc = want_string(sc, depth, &v, &ch->bad_role, R_ROLE)) < 0)
+			return rc;
+		ch->role = rc == 1;
+		return 0;
+	}
+	if (KEY_IS(k, "tool_calls")) {
+		ch->n_tools = 0;
+		ch->tool_any = false;
+		ch->tool_bytes = 0;
+		ch->bad_tools = NULL;
+		return *sc->p == '[' ? scan_array(sc, depth, tool_elem, ch)
+				     : skip_other(sc, depth, &ch->bad_tools, R_TOOLS);
+	}
+	return parse_value(sc, depth);
 }
 
 /* The choice's tool-call pieces into the chunk's facts. */
@@ -225,166 +210,127 @@ static void add_tools(struct cl_chunk *out, const struct choice *ch)
 	out->tool_bytes += ch->tool_bytes;
 }
 
+/* A choice being read, and which shape of choice it is. */
+struct choice_read {
+	struct choice ch;
+	enum shape shape;
+};
+
+static int choice_key(struct scan *sc, int depth, const struct str *k, void *ctx)
+{
+	struct choice_read *r = ctx;
+	struct choice *ch = &r->ch;
+	int rc;
+
+	if (r->shape == SHAPE_TEXT && KEY_IS(k, "text")) {
+		/* The legacy completion's text is its content; a repeated one replaces. */
+		struct str v;
+		if ((rc = want_string(sc, depth, &v, &ch->bad_content, R_TEXT)) < 0)
+			return rc;
+		ch->content_len = rc == 1 ? (long long)v.len : -1;
+		ch->content = rc == 1 ? v.s : NULL;
+		return 0;
+	}
+	if (r->shape == SHAPE_CHAT && KEY_IS(k, "delta")) {
+		ch->content_len = ch->reasoning_content_len = ch->reasoning_len = -1;
+		ch->role = false;
+		ch->n_tools = 0;
+		ch->tool_any = false;
+		ch->tool_bytes = 0;
+		ch->bad_delta = ch->bad_content = ch->bad_rcontent = NULL;
+		ch->bad_reasoning = ch->bad_role = ch->bad_tools = NULL;
+		return *sc->p == '{' ? scan_object(sc, depth, delta_key, ch)
+				     : skip_other(sc, depth, &ch->bad_delta, R_DELTA);
+	}
+	if (KEY_IS(k, "finish_reason")) {
+		if ((rc = want_string(sc, depth, &ch->fr, &ch->bad_fr, R_FINISH)) < 0)
+			return rc;
+		ch->has_fr = rc == 1;
+		return 0;
+	}
+	return parse_value(sc, depth);
+}
+
 /* One element of choices; *bad gets the element's wrong-type reason if it has one and *bad
  * has none yet (elements do not replace each other). */
 static int parse_choice(struct scan *sc, int depth, struct cl_chunk *out, const char **bad,
 			enum shape shape)
 {
-	struct choice ch = { .content_len = -1, .reasoning_content_len = -1, .reasoning_len = -1 };
-	bool first = true;
-	struct str k;
-	int rc;
+	struct choice_read r = {
+		.ch = { .content_len = -1, .reasoning_content_len = -1, .reasoning_len = -1 },
+		.shape = shape,
+	};
+	const struct choice *ch = &r.ch;
+	int rc = scan_object(sc, depth, choice_key, &r);
 
-	if ((rc = obj_open(sc, depth)))
-		return rc;
-	while ((rc = obj_next(sc, &first, &k)) == 1) {
-		if (shape == SHAPE_TEXT && KEY_IS(&k, "text")) {
-			/* The legacy completion's text is its content; a repeated one replaces. */
-			struct str v;
-			if ((rc = want_string(sc, depth + 1, &v, &ch.bad_content, R_TEXT)) < 0)
-				return rc;
-			ch.content_len = rc == 1 ? (long long)v.len : -1;
-			ch.content = rc == 1 ? v.s : NULL;
-		} else if (shape == SHAPE_CHAT && KEY_IS(&k, "delta")) {
-			ch.content_len = ch.reasoning_content_len = ch.reasoning_len = -1;
-			ch.role = false;
-			ch.n_tools = 0;
-			ch.tool_any = false;
-			ch.tool_bytes = 0;
-			ch.bad_delta = ch.bad_content = ch.bad_rcontent = NULL;
-			ch.bad_reasoning = ch.bad_role = ch.bad_tools = NULL;
-			rc = *sc->p == '{' ? parse_delta(sc, depth + 1, &ch)
-					   : skip_other(sc, depth + 1, &ch.bad_delta, R_DELTA);
-			if (rc)
-				return rc;
-		} else if (KEY_IS(&k, "finish_reason")) {
-			if ((rc = want_string(sc, depth + 1, &ch.fr, &ch.bad_fr, R_FINISH)) < 0)
-				return rc;
-			ch.has_fr = rc == 1;
-		} else if ((rc = parse_value(sc, depth + 1))) {
-			return rc;
-		}
-	}
 	if (rc)
 		return rc;
 	if (!*bad)
-		*bad = FIRST_BAD(ch.bad_delta, ch.bad_content, ch.bad_rcontent, ch.bad_reasoning,
-				 ch.bad_role, ch.bad_fr, ch.bad_tools);
-	add_tools(out, &ch);
+		*bad = FIRST_BAD(ch->bad_delta, ch->bad_content, ch->bad_rcontent,
+				 ch->bad_reasoning, ch->bad_role, ch->bad_fr, ch->bad_tools);
+	add_tools(out, ch);
 
-	if (ch.content_len > 0) {
+	if (ch->content_len > 0) {
 		if (!out->has_content) {
-			out->content = ch.content;
-			out->content_len = (size_t)ch.content_len;
+			out->content = ch->content;
+			out->content_len = (size_t)ch->content_len;
 		}
 		out->has_content = true;
-		out->content_bytes += (size_t)ch.content_len;
+		out->content_bytes += (size_t)ch->content_len;
 	}
 	/* Servers moving from reasoning_content to reasoning send both with the same text. */
-	long long r = ch.reasoning_content_len > ch.reasoning_len ? ch.reasoning_content_len
-								  : ch.reasoning_len;
-	if (r > 0) {
+	long long rlen = ch->reasoning_content_len > ch->reasoning_len ? ch->reasoning_content_len
+								       : ch->reasoning_len;
+	if (rlen > 0) {
 		out->has_reasoning = true;
-		out->reasoning_bytes += (size_t)r;
+		out->reasoning_bytes += (size_t)rlen;
 	}
-	out->has_role |= ch.role;
-	if (!out->finish_reason[0] && ch.has_fr && ch.fr.len) {
+	out->has_role |= ch->role;
+	if (!out->finish_reason[0] && ch->has_fr && ch->fr.len) {
 		bool cut;
 		size_t n =
-		    unescape(&ch.fr, out->finish_reason, sizeof(out->finish_reason) - 1, &cut);
+		    unescape(&ch->fr, out->finish_reason, sizeof(out->finish_reason) - 1, &cut);
 		CL_ASSERT(n < sizeof(out->finish_reason));
 		out->finish_reason[n] = '\0';
 	}
 	return 0;
 }
 
-static int parse_choices(struct scan *sc, int depth, struct cl_chunk *out, const char **bad,
-			 enum shape shape)
+/* The choices being read, and where the first wrong element's reason goes. */
+struct choices_read {
+	struct cl_chunk *out;
+	const char **bad;
+	enum shape shape;
+};
+
+static int choice_elem(struct scan *sc, int depth, void *ctx)
 {
-	bool first = true;
+	struct choices_read *r = ctx;
+	const char *b = NULL;
 	int rc;
 
-	if (depth > CL_CHUNK_MAX_DEPTH)
-		return CL_EPARSE;
-	sc->p++;
-	while ((rc = arr_next(sc, &first)) == 1) {
-		if (out->n_choices < UINT32_MAX)
-			out->n_choices++;
-		if (*sc->p == '{') {
-			rc = parse_choice(sc, depth + 1, out, bad, shape);
-		} else {
-			const char *b = NULL;
-			rc = skip_other(sc, depth + 1, &b, R_CHOICE);
-			if (!*bad)
-				*bad = b;
-		}
-		if (rc)
-			return rc;
-	}
-	return rc;
-}
-
-static int parse_details(struct scan *sc, int depth, struct cl_chunk *out, const char **bad)
-{
-	bool first = true;
-	struct str k;
-	int rc;
-
-	if ((rc = obj_open(sc, depth)))
-		return rc;
-	while ((rc = obj_next(sc, &first, &k)) == 1) {
-		if (KEY_IS(&k, "reasoning_tokens"))
-			rc = want_count(sc, depth + 1, &out->reasoning_tokens, bad, R_RTOKENS);
-		else
-			rc = parse_value(sc, depth + 1);
-		if (rc)
-			return rc;
-	}
-	return rc;
-}
-
-/* usage.prompt_tokens_details: cached_tokens is read; a bad one is reported (not fatal). */
-static int parse_prompt_details(struct scan *sc, int depth, struct cl_chunk *out, const char **bad)
-{
-	bool first = true;
-	struct str k;
-	int rc;
-
-	if ((rc = obj_open(sc, depth)))
-		return rc;
-	while ((rc = obj_next(sc, &first, &k)) == 1) {
-		if (KEY_IS(&k, "cached_tokens"))
-			rc = want_count(sc, depth + 1, &out->cached_tokens, bad, R_CACHED);
-		else
-			rc = parse_value(sc, depth + 1);
-		if (rc)
-			return rc;
-	}
+	if (r->out->n_choices < UINT32_MAX)
+		r->out->n_choices++;
+	if (*sc->p == '{')
+		return parse_choice(sc, depth, r->out, r->bad, r->shape);
+	rc = skip_other(sc, depth, &b, R_CHOICE);
+	if (!*r->bad)
+		*r->bad = b;
 	return rc;
 }
 
 /* llama.cpp's timings: cache_n and prompt_n read when they are counts; nothing in them is
  * judged, since they are a server's informational extra, not part of the chunk format. */
-static int parse_timings(struct scan *sc, int depth, struct cl_chunk *out)
+static int timings_key(struct scan *sc, int depth, const struct str *k, void *ctx)
 {
-	bool first = true;
+	struct cl_chunk *out = ctx;
 	const char *ignored;
-	struct str k;
-	int rc;
 
-	if ((rc = obj_open(sc, depth)))
-		return rc;
-	while ((rc = obj_next(sc, &first, &k)) == 1) {
-		if (KEY_IS(&k, "cache_n"))
-			rc = want_count(sc, depth + 1, &out->timings_cache_n, &ignored, NULL);
-		else if (KEY_IS(&k, "prompt_n"))
-			rc = want_count(sc, depth + 1, &out->timings_prompt_n, &ignored, NULL);
-		else
-			rc = parse_value(sc, depth + 1);
-		if (rc)
-			return rc;
-	}
-	return rc;
+	if (KEY_IS(k, "cache_n"))
+		return want_count(sc, depth, &out->timings_cache_n, &ignored, NULL);
+	if (KEY_IS(k, "prompt_n"))
+		return want_count(sc, depth, &out->timings_prompt_n, &ignored, NULL);
+	return parse_value(sc, depth);
 }
 
 int64_t cl_chunk_cached_prompt(int64_t usage_cached, int64_t usage_prompt, int64_t cache_n,
@@ -399,67 +345,46 @@ int64_t cl_chunk_cached_prompt(int64_t usage_cached, int64_t usage_prompt, int64
 	return -1;
 }
 
-static int parse_usage(struct scan *sc, int depth, struct cl_chunk *out, const char **bad)
-{
-	const char *bad_pt = NULL, *bad_ct = NULL, *bad_details = NULL, *bad_cached = NULL;
-	bool first = true;
-	struct str k;
-	int rc;
+/* A usage object being read, and each key's reason (a repeated key replaces). */
+struct usage_read {
+	struct cl_chunk *out;
+	const char *bad_pt, *bad_ct, *bad_details, *bad_cached;
+};
 
-	if ((rc = obj_open(sc, depth)))
-		return rc;
-	out->has_usage = true;
-	while ((rc = obj_next(sc, &first, &k)) == 1) {
-		if (KEY_IS(&k, "prompt_tokens")) {
-			rc = want_count(sc, depth + 1, &out->prompt_tokens, &bad_pt, R_PROMPT);
-		} else if (KEY_IS(&k, "completion_tokens")) {
-			rc = want_count(sc, depth + 1, &out->completion_tokens, &bad_ct,
-					R_COMPLETION);
-		} else if (KEY_IS(&k, "prompt_tokens_details") && *sc->p == '{') {
-			out->cached_tokens = -1;
-			rc = parse_prompt_details(sc, depth + 1, out, &bad_cached);
-		} else if (KEY_IS(&k, "completion_tokens_details")) {
-			out->reasoning_tokens = -1;
-			bad_details = NULL;
-			rc = *sc->p == '{' ? parse_details(sc, depth + 1, out, &bad_details)
-					   : skip_other(sc, depth + 1, &bad_details, R_DETAILS);
-		} else {
-			rc = parse_value(sc, depth + 1);
-		}
-		if (rc)
-			return rc;
+static int usage_key(struct scan *sc, int depth, const struct str *k, void *ctx)
+{
+	struct usage_read *r = ctx;
+	struct cl_chunk *out = r->out;
+
+	if (KEY_IS(k, "prompt_tokens"))
+		return want_count(sc, depth, &out->prompt_tokens, &r->bad_pt, R_PROMPT);
+	if (KEY_IS(k, "completion_tokens"))
+		return want_count(sc, depth, &out->completion_tokens, &r->bad_ct, R_COMPLETION);
+	if (KEY_IS(k, "prompt_tokens_details") && *sc->p == '{') {
+		/* A bad cached_tokens is reported (not fatal); it stays until a later
+		 * cached_tokens replaces it. */
+		out->cached_tokens = -1;
+		return scan_one_count(sc, depth, "cached_tokens", &out->cached_tokens,
+				      &r->bad_cached, R_CACHED);
 	}
-	*bad = FIRST_BAD(bad_pt, bad_ct, bad_details, bad_cached);
-	return rc;
+	if (KEY_IS(k, "completion_tokens_details")) {
+		out->reasoning_tokens = -1;
+		r->bad_details = NULL;
+		return *sc->p == '{'
+			   ? scan_one_count(sc, depth, "reasoning_tokens", &out->reasoning_tokens,
+					    &r->bad_details, R_RTOKENS)
+			   : skip_other(sc, depth, &r->bad_details, R_DETAILS);
+	}
+	return parse_value(sc, depth);
 }
 
-static int parse_error(struct scan *sc, int depth, struct cl_chunk *out)
+static int parse_usage(struct scan *sc, int depth, struct cl_chunk *out, const char **bad)
 {
-	bool first = true;
-	struct str k, v;
-	int rc;
+	struct usage_read r = { .out = out };
 
-	if ((rc = obj_open(sc, depth)))
-		return rc;
-	out->is_error = true;
-	while ((rc = obj_next(sc, &first, &k)) == 1) {
-		if (KEY_IS(&k, "code")) {
-			int64_t code;
-			if ((rc = want_int(sc, depth + 1, &code)) < 0)
-				return rc;
-			out->error_code =
-			    rc == 1 && code >= INT32_MIN && code <= INT32_MAX ? (int)code : 0;
-		} else if (KEY_IS(&k, "message")) {
-			/* An error is an error whatever its message's type: not judged. */
-			const char *ignored;
-			if ((rc = want_string(sc, depth + 1, &v, &ignored, NULL)) < 0)
-				return rc;
-			out->error_msg = rc == 1 ? v.s : NULL;
-			out->error_msg_len = rc == 1 ? v.len : 0;
-		} else if ((rc = parse_value(sc, depth + 1))) {
-			return rc;
-		}
-	}
+	out->has_usage = true;
+	int rc = scan_object(sc, depth, usage_key, &r);
+	*bad = FIRST_BAD(r.bad_pt, r.bad_ct, r.bad_details, r.bad_cached);
 	return rc;
 }
 
@@ -489,14 +414,6 @@ static void clear_timings(struct cl_chunk *out)
 	out->timings_cache_n = out->timings_prompt_n = -1;
 }
 
-static void clear_error(struct cl_chunk *out)
-{
-	out->is_error = false;
-	out->error_code = 0;
-	out->error_msg = NULL;
-	out->error_msg_len = 0;
-}
-
 static void clear_all(struct cl_chunk *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -504,117 +421,81 @@ static void clear_all(struct cl_chunk *out)
 	clear_timings(out);
 }
 
-/* A top-level "error" that is a string: an error all the same, its text the message. */
-static int parse_error_string(struct scan *sc, struct cl_chunk *out)
-{
-	struct str v;
-	int rc = parse_string(sc, &v);
-	if (rc)
-		return rc;
-	out->is_error = true;
-	out->error_msg = v.s;
-	out->error_msg_len = v.len;
-	return 0;
-}
-
-/* The top-level object: a repeated top-level key replaces what the earlier one said.  *bad
- * gets the reason the object is not a chunk, if it is not. */
 /* What the top level says besides the chunk's fields: vLLM's ErrorResponse sent as an event
  * on its own, {"object":"error","message":...,"type":...,"param":null,"code":400}, with no
  * "error" wrapper. */
 struct top_error {
 	bool object_error; /* "object" is the string "error" */
 	int code;          /* "code", an integer that fits an int, else 0 */
-	bool has_msg;      /* "message" a string */
-	struct str msg;
+	const char *msg;   /* "message" a string, still escaped; NULL when not */
+	size_t msg_len;
 };
 
-/* Reads one top-level key of that shape ("object", "message", "code"): 1 when k was one of
- * them (its value read), 0 when not (nothing read), or CL_EPARSE. */
-static int read_top_error(struct scan *sc, const struct str *k, struct top_error *te)
-{
-	const char *ignored;
-	struct str v;
-	int64_t code;
-	int rc;
-	if (KEY_IS(k, "object")) {
-		if ((rc = want_string(sc, 2, &v, &ignored, NULL)) < 0)
-			return rc;
-		te->object_error = rc == 1 && KEY_IS(&v, "error");
-	} else if (KEY_IS(k, "message")) {
-		if ((rc = want_string(sc, 2, &te->msg, &ignored, NULL)) < 0)
-			return rc;
-		te->has_msg = rc == 1;
-	} else if (KEY_IS(k, "code")) {
-		if ((rc = want_int(sc, 2, &code)) < 0)
-			return rc;
-		te->code = rc == 1 && code >= INT32_MIN && code <= INT32_MAX ? (int)code : 0;
-	} else {
-		return 0;
-	}
-	return 1;
-}
-
-static int parse_top(struct scan *sc, struct cl_chunk *out, const char **bad, enum shape shape)
-{
-	const char *bad_choices = NULL, *bad_usage = NULL, *bad_error = NULL;
-	struct top_error te = { 0 };
-	bool first = true;
-	struct str k;
-	int rc;
-
-	if ((rc = obj_open(sc, 1)))
-		return rc;
-	while ((rc = obj_next(sc, &first, &k)) == 1) {
-		char c = (char)*sc->p;
-		if (KEY_IS(&k, "choices")) {
-			clear_choices(out);
-			bad_choices = NULL;
-			rc = c == '[' ? parse_choices(sc, 2, out, &bad_choices, shape)
-				      : skip_other(sc, 2, &bad_choices, R_CHOICES);
-		} else if (KEY_IS(&k, "usage")) {
-			clear_usage(out);
-			bad_usage = NULL;
-			rc = c == '{' ? parse_usage(sc, 2, out, &bad_usage)
-				      : skip_other(sc, 2, &bad_usage, R_USAGE);
-		} else if (KEY_IS(&k, "timings")) {
-			clear_timings(out);
-			rc = c == '{' ? parse_timings(sc, 2, out) : parse_value(sc, 2);
-		} else if (KEY_IS(&k, "error")) {
-			clear_error(out);
-			bad_error = NULL;
-			rc = c == '{'   ? parse_error(sc, 2, out)
-			     : c == '"' ? parse_error_string(sc, out)
-					: skip_other(sc, 2, &bad_error, R_ERROR);
-		} else if ((rc = read_top_error(sc, &k, &te)) == 0) {
-			rc = parse_value(sc, 2);
-		} else if (rc == 1) {
-			rc = 0;
-		}
-		if (rc)
-			return rc;
-	}
-	/* An "error" key says more than "object":"error" and wins. */
-	if (!rc && te.object_error && !out->is_error) {
-		out->is_error = true;
-		out->error_code = te.code;
-		out->error_msg = te.has_msg ? te.msg.s : NULL;
-		out->error_msg_len = te.has_msg ? te.msg.len : 0;
-	}
-	*bad = FIRST_BAD(bad_choices, bad_usage, bad_error);
-	return rc;
-}
-
-/* What parse_top needs besides the scanner, for the shared driver (scan_document). */
-struct top_arg {
+/* The top-level object being read: a repeated top-level key replaces what the earlier one
+ * said, its reason included. */
+struct top_read {
 	struct cl_chunk *out;
 	enum shape shape;
+	struct top_error te;
+	const char *bad_choices, *bad_usage, *bad_error;
 };
+
+static int top_key(struct scan *sc, int depth, const struct str *k, void *ctx)
+{
+	struct top_read *r = ctx;
+	struct cl_chunk *out = r->out;
+	char c = (char)*sc->p;
+	int rc;
+
+	if (KEY_IS(k, "choices")) {
+		struct choices_read cr = { out, &r->bad_choices, r->shape };
+		clear_choices(out);
+		r->bad_choices = NULL;
+		return c == '[' ? scan_array(sc, depth, choice_elem, &cr)
+				: skip_other(sc, depth, &r->bad_choices, R_CHOICES);
+	}
+	if (KEY_IS(k, "usage")) {
+		clear_usage(out);
+		r->bad_usage = NULL;
+		return c == '{' ? parse_usage(sc, depth, out, &r->bad_usage)
+				: skip_other(sc, depth, &r->bad_usage, R_USAGE);
+	}
+	if (KEY_IS(k, "timings")) {
+		clear_timings(out);
+		return c == '{' ? scan_object(sc, depth, timings_key, out) : parse_value(sc, depth);
+	}
+	if (KEY_IS(k, "error"))
+		return read_error_key(sc, depth, &out->is_error, &out->error_code, &out->error_msg,
+				      &out->error_msg_len, &r->bad_error);
+	if (KEY_IS(k, "object")) {
+		const char *ignored;
+		struct str v;
+		if ((rc = want_string(sc, depth, &v, &ignored, NULL)) < 0)
+			return rc;
+		r->te.object_error = rc == 1 && KEY_IS(&v, "error");
+		return 0;
+	}
+	rc = read_error_field(sc, depth, k, &r->te.code, &r->te.msg, &r->te.msg_len);
+	return rc < 0 ? rc : rc ? 0 : parse_value(sc, depth);
+}
 
 static int top(struct scan *sc, void *arg, const char **bad)
 {
-	struct top_arg *t = arg;
-	return parse_top(sc, t->out, bad, t->shape);
+	struct top_read *r = arg;
+	struct cl_chunk *out = r->out;
+	int rc = scan_object(sc, 1, top_key, r);
+
+	if (rc)
+		return rc;
+	/* An "error" key says more than "object":"error" and wins. */
+	if (r->te.object_error && !out->is_error) {
+		out->is_error = true;
+		out->error_code = r->te.code;
+		out->error_msg = r->te.msg;
+		out->error_msg_len = r->te.msg_len;
+	}
+	*bad = FIRST_BAD(r->bad_choices, r->bad_usage, r->bad_error);
+	return 0;
 }
 
 static int decode(const char *data, size_t len, struct cl_chunk *out, enum shape shape)
@@ -625,17 +506,13 @@ static int decode(const char *data, size_t len, struct cl_chunk *out, enum shape
 		return 0;
 	}
 	const char *bad;
-	struct top_arg t = { out, shape };
-	int rc = scan_document(data, len, top, &t, R_TOP, &bad);
+	struct top_read r = { .out = out, .shape = shape };
+	int rc = scan_document(data, len, top, &r, R_TOP, &bad);
 	if (rc) {
+		/* Not JSON, or valid JSON but not a chunk (CL_EPROTO, judged only once the
+		 * whole text is known to be JSON): nothing half-filled escapes. */
 		clear_all(out);
-		rc = CL_EPARSE;
-	} else if (bad) {
-		/* Valid JSON, but not a chunk: judged only once the whole text is known to be
-		 * JSON, so a text that is both is reported as not JSON. */
-		clear_all(out);
-		out->malformed = bad;
-		rc = CL_EPROTO;
+		out->malformed = rc == CL_EPROTO ? bad : NULL;
 	}
 	return rc;
 }

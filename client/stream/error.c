@@ -79,46 +79,18 @@ static int read_field(struct scan *sc, int depth, const struct str *k, struct fi
 	return 0;
 }
 
+static int fields_key(struct scan *sc, int depth, const struct str *k, void *ctx)
+{
+	bool matched;
+	int rc = read_field(sc, depth, k, ctx, &matched);
+	return rc || matched ? rc : parse_value(sc, depth);
+}
+
 /* An object of error fields ("error", "response.error"): message, type, code. */
 static int parse_fields(struct scan *sc, int depth, struct fields *f)
 {
-	bool first = true, matched;
-	struct str k;
-	int rc;
-
 	memset(f, 0, sizeof(*f));
-	if ((rc = obj_open(sc, depth)))
-		return rc;
-	while ((rc = obj_next(sc, &first, &k)) == 1) {
-		if ((rc = read_field(sc, depth + 1, &k, f, &matched)))
-			return rc;
-		if (!matched && (rc = parse_value(sc, depth + 1)))
-			return rc;
-	}
-	return rc;
-}
-
-/* "response" of response.failed: its "error" object. */
-static int parse_response(struct scan *sc, int depth, struct fields *f, bool *has)
-{
-	bool first = true;
-	struct str k;
-	int rc;
-
-	if ((rc = obj_open(sc, depth)))
-		return rc;
-	while ((rc = obj_next(sc, &first, &k)) == 1) {
-		if (KEY_IS(&k, "error") && *sc->p == '{') {
-			*has = true;
-			rc = parse_fields(sc, depth + 1, f);
-		} else {
-			*has = KEY_IS(&k, "error") ? false : *has;
-			rc = parse_value(sc, depth + 1);
-		}
-		if (rc)
-			return rc;
-	}
-	return rc;
+	return scan_object(sc, depth, fields_key, f);
 }
 
 /* Everything the top level says. */
@@ -132,44 +104,50 @@ struct top {
 	bool object_error; /* "object": "error" */
 };
 
-static int parse_top(struct scan *sc, struct top *t)
+/* "response" of response.failed: its "error" object. */
+static int response_key(struct scan *sc, int depth, const struct str *k, void *ctx)
 {
-	bool first = true, matched;
-	struct str k, v;
+	struct top *t = ctx;
+
+	if (!KEY_IS(k, "error"))
+		return parse_value(sc, depth);
+	t->resp_err = *sc->p == '{';
+	return t->resp_err ? parse_fields(sc, depth, &t->resp) : parse_value(sc, depth);
+}
+
+static int top_key(struct scan *sc, int depth, const struct str *k, void *ctx)
+{
+	struct top *t = ctx;
+	char c = (char)*sc->p;
+	struct str v;
 	int rc;
 
-	if ((rc = obj_open(sc, 1)))
-		return rc;
-	while ((rc = obj_next(sc, &first, &k)) == 1) {
-		char c = (char)*sc->p;
-		if (KEY_IS(&k, "error")) {
-			t->err_obj = c == '{';
-			t->err_str = c == '"';
-			if (t->err_obj)
-				rc = parse_fields(sc, 2, &t->err);
-			else if (t->err_str)
-				rc = parse_string(sc, &t->err_text);
-			else
-				rc = parse_value(sc, 2);
-		} else if (KEY_IS(&k, "response")) {
-			t->resp_err = false;
-			rc = c == '{' ? parse_response(sc, 2, &t->resp, &t->resp_err)
-				      : parse_value(sc, 2);
-		} else if (KEY_IS(&k, "object")) {
-			t->object_error = false;
-			if (c == '"') {
-				if ((rc = parse_string(sc, &v)) == 0)
-					t->object_error = KEY_IS(&v, "error");
-			} else {
-				rc = parse_value(sc, 2);
-			}
-		} else if ((rc = read_field(sc, 2, &k, &t->own, &matched)) == 0 && !matched) {
-			rc = parse_value(sc, 2);
-		}
-		if (rc)
-			return rc;
+	if (KEY_IS(k, "error")) {
+		t->err_obj = c == '{';
+		t->err_str = c == '"';
+		return t->err_obj   ? parse_fields(sc, depth, &t->err)
+		       : t->err_str ? parse_string(sc, &t->err_text)
+				    : parse_value(sc, depth);
 	}
-	return rc;
+	if (KEY_IS(k, "response")) {
+		t->resp_err = false;
+		return c == '{' ? scan_object(sc, depth, response_key, t) : parse_value(sc, depth);
+	}
+	if (KEY_IS(k, "object")) {
+		t->object_error = false;
+		if (c != '"')
+			return parse_value(sc, depth);
+		if ((rc = parse_string(sc, &v)) == 0)
+			t->object_error = KEY_IS(&v, "error");
+		return rc;
+	}
+	return fields_key(sc, depth, k, &t->own);
+}
+
+static int top(struct scan *sc, void *arg, const char **bad)
+{
+	(void)bad; /* any object is read: what it means is apply's */
+	return scan_object(sc, 1, top_key, arg);
 }
 
 static void set_str(const char **s, size_t *len, const struct str *v)
@@ -229,29 +207,18 @@ static void raw(const char *data, size_t len, struct cl_stream_error *out)
 
 void cl_stream_error_read(const char *data, size_t len, struct cl_stream_error *out)
 {
-	struct scan sc = { (const unsigned char *)data, (const unsigned char *)data + len };
 	struct top t;
-	int rc;
+	const char *not_object;
 
 	memset(out, 0, sizeof(*out));
 	memset(&t, 0, sizeof(t));
-	skip_ws(&sc);
-	if (sc.p == sc.end) {
-		raw(data, len, out);
-		return;
-	}
-	bool obj = *sc.p == '{';
-	rc = obj ? parse_top(&sc, &t) : parse_value(&sc, 1);
-	if (!rc) {
-		skip_ws(&sc);
-		if (sc.p != sc.end)
-			rc = CL_EPARSE;
-	}
-	if (rc) {
+	/* A JSON value that is not an object is JSON all the same, with no error's shape. */
+	int rc = scan_document(data, len, top, &t, "", &not_object);
+	if (rc == CL_EPARSE) {
 		raw(data, len, out);
 		return;
 	}
 	out->is_json = true;
-	if (obj)
+	if (rc == 0)
 		apply(&t, out);
 }

@@ -1,10 +1,13 @@
 /* The validating JSON scanner under the decoders of client/stream/ (chunk.c, responses.c,
- * messages.c, embedding.c, rerank.c, transcription.c): strings with escapes and UTF-8
- * checked, numbers, literals, object and array iteration, key matching, a one-document
- * answer's "error" (scan_error_value) and the driver of one document (scan_document).  Internal to
- * this folder: the functions are static so that each decoder's hot path stays one translation unit
- * (inlined, as before the split); a decoder that does not use one of them is not warned about
- * it. */
+ * messages.c, embedding.c, rerank.c, transcription.c, error.c): strings with escapes and UTF-8
+ * checked, numbers, literals, key matching; the one walker every decoder reads its objects
+ * and arrays with (scan_object, scan_array: the decoder gives a handler per object or array,
+ * the walker does the keys, the commas and the skipping); what several decoders read alike
+ * (an error's code and message, an "error" key or value, an object of one count); and the
+ * driver of one document with its three verdicts (scan_document).  Internal to this folder:
+ * the functions are static so that each decoder's hot path stays one translation unit
+ * (inlined, as before the split); a decoder that does not use one of them is not warned
+ * about it. */
 #ifndef CHATLOAD_JSON_SCAN_H
 #define CHATLOAD_JSON_SCAN_H
 
@@ -264,13 +267,16 @@ static int obj_open(struct scan *sc, int depth)
 	return 0;
 }
 
-static int obj_next(struct scan *sc, bool *first, struct str *key)
+/* The step every object and array takes to its next member: white space, then the closing
+ * byte close (0, consumed), or a ',' unless this is the first member (*first), then white
+ * space again: 1 with sc->p at the member, which is not checked here.  Or CL_EPARSE. */
+static inline __attribute__((always_inline)) int next_member(struct scan *sc, bool *first,
+							     unsigned char close)
 {
 	skip_ws(sc);
 	if (sc->p == sc->end)
 		return CL_EPARSE;
-	if (*sc->p == '}') {
-		/* A '}' right after a ',' never gets here: the ',' branch below wants a key. */
+	if (*sc->p == close) {
 		sc->p++;
 		return 0;
 	}
@@ -283,10 +289,18 @@ static int obj_next(struct scan *sc, bool *first, struct str *key)
 			return CL_EPARSE;
 	}
 	*first = false;
+	return 1;
+}
+
+static int obj_next(struct scan *sc, bool *first, struct str *key)
+{
+	int rc = next_member(sc, first, '}');
+	if (rc != 1)
+		return rc;
+	/* A '}' right after a ',' fails here: a member of an object starts with its key. */
 	if (*sc->p != '"')
 		return CL_EPARSE;
-	int rc = parse_string(sc, key);
-	if (rc)
+	if ((rc = parse_string(sc, key)))
 		return rc;
 	skip_ws(sc);
 	if (sc->p == sc->end || *sc->p != ':')
@@ -298,27 +312,11 @@ static int obj_next(struct scan *sc, bool *first, struct str *key)
 	return 1;
 }
 
-/* Array iteration, as for objects: 1 with sc->p at the next element, 0 after ']'. */
+/* Array iteration, as for objects: 1 with sc->p at the next element, 0 after ']'.  "[1,]"
+ * fails in the caller: ']' does not start a value. */
 static int arr_next(struct scan *sc, bool *first)
 {
-	skip_ws(sc);
-	if (sc->p == sc->end)
-		return CL_EPARSE;
-	if (*sc->p == ']') {
-		/* "[1,]" fails in the caller: ']' does not start a value. */
-		sc->p++;
-		return 0;
-	}
-	if (!*first) {
-		if (*sc->p != ',')
-			return CL_EPARSE;
-		sc->p++;
-		skip_ws(sc);
-		if (sc->p == sc->end)
-			return CL_EPARSE;
-	}
-	*first = false;
-	return 1;
+	return next_member(sc, first, ']');
 }
 
 /* Validates and skips any value at sc->p (sc->p < end) at the given depth. */
@@ -469,6 +467,21 @@ static __attribute__((unused)) size_t unescape(const struct str *s, char *dst, s
 	return n;
 }
 
+/*
+ * The name a string value spells (an event's "type"), unescaped into buf (cap bytes, cap > 0)
+ * and NUL-terminated: buf, or NULL when it does not fit or holds a NUL, so an escaped
+ * "\u0000" makes another name, never a known one cut short.
+ */
+static __attribute__((unused)) const char *scan_name(const struct str *v, char *buf, size_t cap)
+{
+	bool cut;
+	size_t n = unescape(v, buf, cap - 1, &cut);
+	if (cut || memchr(buf, '\0', n))
+		return NULL;
+	buf[n] = '\0';
+	return buf;
+}
+
 /* key_is for a key with escapes: unescaped first ("\u0063ontent" is "content"). */
 static bool key_is_escaped(const struct str *s, const char *lit, size_t n)
 {
@@ -549,66 +562,202 @@ static __attribute__((unused)) int want_count(struct scan *sc, int depth, int64_
 	return 0;
 }
 
+/* ---- the object walker every decoder reads its objects with ---- */
+
 /*
- * A top-level "error" of a one-document answer (embeddings, rerank, score, transcription):
- * a string (its text the message) or an object whose "code" (an integer that fits an int,
- * else 0) and "message" (a string, else none) are read, any other key skipped.  Either way
- * *is_error is set; the message points into the input, still escaped.  0 or CL_EPARSE.
+ * A reader's handler of one key of an object: sc->p is at the key's value, depth is the
+ * value's depth, ctx the reader's own state.  It reads the value when the key is one it
+ * keeps, and validates and skips it (parse_value) when not, so every byte is checked once.
+ * Returns 0 or a negative CL_E* code, never a positive value.
+ */
+typedef int (*scan_key_fn)(struct scan *sc, int depth, const struct str *key, void *ctx);
+
+/*
+ * Walks the object at sc->p (its '{', at the given depth), handing each key and its value to
+ * on_key in document order: a repeated key is handed again, so its last value counts when
+ * on_key replaces what it kept.  0 after the closing '}', or a negative CL_E* code (the first
+ * one on_key returns stops the walk).  Inlined, so a constant on_key is a direct call the
+ * compiler can inline: the walker costs the per-chunk path nothing over a hand-written loop.
+ */
+static inline __attribute__((always_inline)) int scan_object(struct scan *sc, int depth,
+							     scan_key_fn on_key, void *ctx)
+{
+	bool first = true;
+	struct str k;
+	int rc;
+
+	if ((rc = obj_open(sc, depth)))
+		return rc;
+	while ((rc = obj_next(sc, &first, &k)) == 1)
+		if ((rc = on_key(sc, depth + 1, &k, ctx)))
+			return rc;
+	return rc;
+}
+
+/* A reader's handler of one element of an array: sc->p is at the element, depth is its
+ * depth, ctx the reader's own state.  It reads or skips (parse_value) the element.  Returns 0
+ * or a negative CL_E* code, never a positive value. */
+typedef int (*scan_elem_fn)(struct scan *sc, int depth, void *ctx);
+
+/* Walks the array at sc->p (its '[', at the given depth), handing each element to on_elem in
+ * order.  0 after the closing ']', or a negative CL_E* code.  Inlined, as scan_object. */
+static inline __attribute__((always_inline)) int scan_array(struct scan *sc, int depth,
+							    scan_elem_fn on_elem, void *ctx)
+{
+	bool first = true;
+	int rc;
+
+	if (depth > CL_CHUNK_MAX_DEPTH)
+		return CL_EPARSE;
+	sc->p++;
+	while ((rc = arr_next(sc, &first)) == 1)
+		if ((rc = on_elem(sc, depth + 1, ctx)))
+			return rc;
+	return rc;
+}
+
+/* ---- what several decoders read the same way ---- */
+
+/*
+ * Key k of an error object (or of an error event's top level) when it is "code" or
+ * "message": code an integer that fits an int, else 0 (*code); message a string, else none
+ * (*msg NULL, *msg_len 0), pointing into the input, still escaped.  Neither is judged: an
+ * error is an error whatever the shape of its details.  1 when k was one of them (its value
+ * read), 0 when not (nothing read), or CL_EPARSE.  Inlined: every unknown top-level key of a
+ * chunk is matched against these two.
+ */
+static inline __attribute__((always_inline)) int read_error_field(struct scan *sc, int depth,
+								  const struct str *k, int *code,
+								  const char **msg, size_t *msg_len)
+{
+	int rc;
+
+	if (KEY_IS(k, "code")) {
+		int64_t c;
+		if ((rc = want_int(sc, depth, &c)) < 0)
+			return rc;
+		*code = rc == 1 && c >= INT32_MIN && c <= INT32_MAX ? (int)c : 0;
+		return 1;
+	}
+	if (KEY_IS(k, "message")) {
+		const char *ignored;
+		struct str v;
+		if ((rc = want_string(sc, depth, &v, &ignored, NULL)) < 0)
+			return rc;
+		*msg = rc == 1 ? v.s : NULL;
+		*msg_len = rc == 1 ? v.len : 0;
+		return 1;
+	}
+	return 0;
+}
+
+/* Where scan_error_value puts what it reads. */
+struct scan_error_out {
+	bool *is_error;
+	int *code;
+	const char **msg;
+	size_t *msg_len;
+};
+
+static __attribute__((unused)) int error_value_key(struct scan *sc, int depth, const struct str *k,
+						   void *ctx)
+{
+	struct scan_error_out *o = ctx;
+	int rc = read_error_field(sc, depth, k, o->code, o->msg, o->msg_len);
+	return rc < 0 ? rc : rc ? 0 : parse_value(sc, depth);
+}
+
+/*
+ * An "error" value of a chunk or of a one-document answer (embeddings, rerank, score,
+ * transcription): a string (its text the message) or an object read by read_error_field,
+ * any other key skipped.  Either way *is_error is set; what the value does not say is left
+ * as it was.  0 or CL_EPARSE.
  */
 static __attribute__((unused)) int scan_error_value(struct scan *sc, int depth, bool *is_error,
 						    int *code, const char **msg, size_t *msg_len)
 {
-	bool first = true;
-	struct str k, v;
+	struct scan_error_out o = { is_error, code, msg, msg_len };
+	struct str v;
 	int rc;
 
-	if (*sc->p == '"') {
-		if ((rc = parse_string(sc, &v)))
-			return rc;
-		*is_error = true;
-		*msg = v.s;
-		*msg_len = v.len;
-		return 0;
-	}
-	if ((rc = obj_open(sc, depth)))
-		return rc;
 	*is_error = true;
-	while ((rc = obj_next(sc, &first, &k)) == 1) {
-		if (KEY_IS(&k, "code")) {
-			int64_t c;
-			if ((rc = want_int(sc, depth + 1, &c)) < 0)
-				return rc;
-			*code = rc == 1 && c >= INT32_MIN && c <= INT32_MAX ? (int)c : 0;
-			rc = 0;
-		} else if (KEY_IS(&k, "message")) {
-			const char *ignored;
-			if ((rc = want_string(sc, depth + 1, &v, &ignored, NULL)) < 0)
-				return rc;
-			*msg = rc == 1 ? v.s : NULL;
-			*msg_len = rc == 1 ? v.len : 0;
-			rc = 0;
-		} else {
-			rc = parse_value(sc, depth + 1);
-		}
-		if (rc)
-			return rc;
-	}
-	return rc;
+	if (*sc->p != '"')
+		return scan_object(sc, depth, error_value_key, &o);
+	if ((rc = parse_string(sc, &v)))
+		return rc;
+	*msg = v.s;
+	*msg_len = v.len;
+	return 0;
+}
+
+/* Why an "error" value is wrong, in every decoder that reads one. */
+#define SCAN_R_ERROR "error is neither an object nor a string"
+
+/*
+ * The top-level "error" key of a chat chunk, an embeddings or a rerank answer: it replaces
+ * what an earlier "error" said (*is_error, *code, *msg, *msg_len cleared, *bad NULL), then
+ * an object or a string is read by scan_error_value, null is absent, and anything else sets
+ * *bad to SCAN_R_ERROR.  0 or CL_EPARSE.
+ */
+static __attribute__((unused)) int read_error_key(struct scan *sc, int depth, bool *is_error,
+						  int *code, const char **msg, size_t *msg_len,
+						  const char **bad)
+{
+	*is_error = false;
+	*code = 0;
+	*msg = NULL;
+	*msg_len = 0;
+	*bad = NULL;
+	if (*sc->p == '{' || *sc->p == '"')
+		return scan_error_value(sc, depth, is_error, code, msg, msg_len);
+	return skip_other(sc, depth, bad, SCAN_R_ERROR);
+}
+
+/* What scan_one_count reads: key name (name_len bytes), its count and its reason. */
+struct one_count {
+	const char *name;
+	size_t name_len;
+	int64_t *count;
+	const char **bad;
+	const char *why;
+};
+
+static __attribute__((unused)) int one_count_key(struct scan *sc, int depth, const struct str *k,
+						 void *ctx)
+{
+	struct one_count *c = ctx;
+	if (key_is(k, c->name, c->name_len))
+		return want_count(sc, depth, c->count, c->bad, c->why);
+	return parse_value(sc, depth);
+}
+
+/*
+ * An object holding one count of interest (a usage's token details): key name's value read
+ * by want_count into *count and its wrong type into *bad (a repeated key replaces both), any
+ * other key skipped.  Nothing is cleared first: the caller clears what a repeated object
+ * replaces.  0 or CL_EPARSE.
+ */
+static __attribute__((unused)) int scan_one_count(struct scan *sc, int depth, const char *name,
+						  int64_t *count, const char **bad, const char *why)
+{
+	struct one_count c = { name, strlen(name), count, bad, why };
+	return scan_object(sc, depth, one_count_key, &c);
 }
 
 /* ---- the document driver every decoder shares ---- */
 
-/* Reads one document's top-level object into the decoder's own state (arg); *bad set to why
- * the document is not what the decoder wants.  0 or CL_EPARSE. */
+/* Reads one document's top-level object into the decoder's own state (arg), and says in *bad
+ * why the document is not what the decoder wants (NULL when it is).  0 or CL_EPARSE. */
 typedef int (*scan_top_fn)(struct scan *sc, void *arg, const char **bad);
 
 /*
  * The one JSON document of data (len bytes), white space around it allowed: an object is
- * handed to top, any other valid value sets *bad = not_object.  Returns 0 when data is one
- * JSON value and nothing else (then *bad says whether it is the document wanted), or
- * CL_EPARSE when it is not JSON; the caller clears its output in both failing cases, so a
- * text that is both bad JSON and the wrong shape is reported as not JSON.  Inlined, so each
- * decoder calls its own top directly on its per-chunk path.
+ * handed to top, any other valid value is not_object.  Returns 0 when data is one JSON value
+ * and nothing else and top found it the document wanted; CL_EPROTO with *bad the reason
+ * when it is JSON of another shape; CL_EPARSE when it is not JSON, even when top found a
+ * wrong shape first (the shape is judged only once the whole text is known to be JSON).  On
+ * either failure the caller clears what top wrote, so nothing half-filled escapes.  Inlined,
+ * so each decoder calls its own top directly on its per-chunk path.
  */
 static inline __attribute__((always_inline)) int scan_document(const char *data, size_t len,
 							       scan_top_fn top, void *arg,
@@ -631,7 +780,9 @@ static inline __attribute__((always_inline)) int scan_document(const char *data,
 	if (rc)
 		return CL_EPARSE;
 	skip_ws(&sc);
-	return sc.p == sc.end ? 0 : CL_EPARSE;
+	if (sc.p != sc.end)
+		return CL_EPARSE;
+	return *bad ? CL_EPROTO : 0;
 }
 
 #endif

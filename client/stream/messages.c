@@ -98,18 +98,15 @@ struct ev {
 	const char *bad_message;
 	struct usage musage, usage; /* message.usage, the top-level usage */
 	struct obj block, delta;
-	bool has_msg; /* error.message a string */
-	struct str msg;
+	const char *msg; /* error.message a string, still escaped; NULL when not */
+	size_t msg_len;
 };
 
 static enum type classify(const struct str *v)
 {
 	char buf[32];
-	bool cut;
-	size_t n = unescape(v, buf, sizeof(buf) - 1, &cut);
-	if (cut || memchr(buf, '\0', n)) /* "message_stop\u0000" is another type */
+	if (!scan_name(v, buf, sizeof(buf))) /* "message_stop\u0000" is another type */
 		return T_OTHER;
-	buf[n] = '\0';
 	if (strcmp(buf, "message_start") == 0)
 		return T_START;
 	if (strcmp(buf, "content_block_start") == 0)
@@ -137,158 +134,130 @@ static void usage_reset(struct usage *u)
 	u->in = u->out = u->cread = u->ccreate = -1;
 }
 
-static int parse_usage(struct scan *sc, int depth, struct usage *u, const struct usage_why *why)
-{
-	bool first = true;
-	struct str k;
-	int rc;
+/* A usage object being read, and the reasons of its place. */
+struct usage_read {
+	struct usage *u;
+	const struct usage_why *why;
+};
 
-	if ((rc = obj_open(sc, depth)))
-		return rc;
-	u->present = true;
-	while ((rc = obj_next(sc, &first, &k)) == 1) {
-		if (KEY_IS(&k, "input_tokens"))
-			rc = want_count(sc, depth + 1, &u->in, &u->bad_in, why->in);
-		else if (KEY_IS(&k, "output_tokens"))
-			rc = want_count(sc, depth + 1, &u->out, &u->bad_out, why->out);
-		else if (KEY_IS(&k, "cache_read_input_tokens"))
-			rc = want_count(sc, depth + 1, &u->cread, &u->bad_cread, why->cread);
-		else if (KEY_IS(&k, "cache_creation_input_tokens"))
-			rc = want_count(sc, depth + 1, &u->ccreate, &u->bad_ccreate, why->ccreate);
-		else
-			rc = parse_value(sc, depth + 1);
-		if (rc)
-			return rc;
-	}
-	return rc;
+static int usage_key(struct scan *sc, int depth, const struct str *k, void *ctx)
+{
+	struct usage_read *r = ctx;
+	struct usage *u = r->u;
+
+	if (KEY_IS(k, "input_tokens"))
+		return want_count(sc, depth, &u->in, &u->bad_in, r->why->in);
+	if (KEY_IS(k, "output_tokens"))
+		return want_count(sc, depth, &u->out, &u->bad_out, r->why->out);
+	if (KEY_IS(k, "cache_read_input_tokens"))
+		return want_count(sc, depth, &u->cread, &u->bad_cread, r->why->cread);
+	if (KEY_IS(k, "cache_creation_input_tokens"))
+		return want_count(sc, depth, &u->ccreate, &u->bad_ccreate, r->why->ccreate);
+	return parse_value(sc, depth);
 }
 
 /* A usage value at its key: an object, or a wrong type remembered (null: absent). */
 static int read_usage(struct scan *sc, int depth, struct usage *u, const struct usage_why *why)
 {
+	struct usage_read r = { u, why };
+
 	usage_reset(u); /* a repeated key replaces the first wholly */
-	if (*sc->p == '{')
-		return parse_usage(sc, depth, u, why);
-	return skip_other(sc, depth, &u->bad, why->obj);
+	if (*sc->p != '{')
+		return skip_other(sc, depth, &u->bad, why->obj);
+	u->present = true;
+	return scan_object(sc, depth, usage_key, &r);
+}
+
+/* A content_block or delta being read, and the reasons of its place. */
+struct obj_read {
+	struct obj *o;
+	const char *const *why;
+};
+
+static int obj_key(struct scan *sc, int depth, const struct str *k, void *ctx)
+{
+	struct obj_read *r = ctx;
+	int f = 0;
+
+	while (f < SF__COUNT && !key_is(k, sf_key[f], strlen(sf_key[f])))
+		f++;
+	if (f == SF__COUNT)
+		return parse_value(sc, depth);
+	struct sfield *s = &r->o->f[f];
+	int rc = want_string(sc, depth, &s->v, &s->bad, r->why[f]);
+	s->has = rc == 1;
+	return rc < 0 ? rc : 0;
 }
 
 /* A content_block or delta value at its key. */
 static int read_obj(struct scan *sc, int depth, struct obj *o, const char *not_obj,
 		    const char *const why[SF__COUNT])
 {
-	bool first = true;
-	struct str k;
-	int rc;
+	struct obj_read r = { o, why };
 
 	memset(o, 0, sizeof(*o));
 	if (*sc->p != '{')
 		return skip_other(sc, depth, &o->bad, not_obj);
-	if ((rc = obj_open(sc, depth)))
-		return rc;
 	o->present = true;
-	while ((rc = obj_next(sc, &first, &k)) == 1) {
-		int f = 0;
-		while (f < SF__COUNT && !key_is(&k, sf_key[f], strlen(sf_key[f])))
-			f++;
-		if (f == SF__COUNT) {
-			rc = parse_value(sc, depth + 1);
-		} else {
-			struct sfield *s = &o->f[f];
-			rc = want_string(sc, depth + 1, &s->v, &s->bad, why[f]);
-			s->has = rc == 1;
-			rc = rc < 0 ? rc : 0;
-		}
-		if (rc)
-			return rc;
-	}
-	return rc;
+	return scan_object(sc, depth, obj_key, &r);
 }
 
 /* message_start's "message": its usage. */
-static int parse_message(struct scan *sc, int depth, struct ev *e)
+static int message_key(struct scan *sc, int depth, const struct str *k, void *ctx)
 {
-	bool first = true;
-	struct str k;
-	int rc;
-
-	if ((rc = obj_open(sc, depth)))
-		return rc;
-	e->has_message = true;
-	while ((rc = obj_next(sc, &first, &k)) == 1) {
-		if (KEY_IS(&k, "usage"))
-			rc = read_usage(sc, depth + 1, &e->musage, &msg_usage_why);
-		else
-			rc = parse_value(sc, depth + 1);
-		if (rc)
-			return rc;
-	}
-	return rc;
+	struct ev *e = ctx;
+	if (KEY_IS(k, "usage"))
+		return read_usage(sc, depth, &e->musage, &msg_usage_why);
+	return parse_value(sc, depth);
 }
 
-/* The error event's "error": its message (never judged: an error is an error). */
-static int parse_error(struct scan *sc, int depth, struct ev *e)
+/* The error event's "error": its message (never judged: an error is an error; its code,
+ * when it has one, is the error reader's, error.c). */
+static int error_key(struct scan *sc, int depth, const struct str *k, void *ctx)
 {
-	bool first = true;
-	struct str k;
-	int rc;
-
-	if ((rc = obj_open(sc, depth)))
-		return rc;
-	e->has_msg = false;
-	while ((rc = obj_next(sc, &first, &k)) == 1) {
-		if (KEY_IS(&k, "message") && *sc->p == '"') {
-			rc = parse_string(sc, &e->msg);
-			e->has_msg = rc == 0;
-		} else if (KEY_IS(&k, "message")) {
-			e->has_msg = false; /* a repeated key: the last one counts */
-			rc = parse_value(sc, depth + 1);
-		} else {
-			rc = parse_value(sc, depth + 1);
-		}
-		if (rc)
-			return rc;
-	}
-	return rc;
+	struct ev *e = ctx;
+	int code;
+	int rc =
+	    KEY_IS(k, "message") ? read_error_field(sc, depth, k, &code, &e->msg, &e->msg_len) : 0;
+	return rc < 0 ? rc : rc ? 0 : parse_value(sc, depth);
 }
 
-static int parse_top(struct scan *sc, struct ev *e)
+static int top_key(struct scan *sc, int depth, const struct str *k, void *ctx)
 {
-	bool first = true;
-	struct str k, v;
+	struct ev *e = ctx;
+	struct str v;
 	int rc;
 
-	if ((rc = obj_open(sc, 1)))
-		return rc;
-	while ((rc = obj_next(sc, &first, &k)) == 1) {
-		if (KEY_IS(&k, "type")) {
-			if ((rc = want_string(sc, 2, &v, &e->bad_type, M_TYPE)) < 0)
-				return rc;
-			e->type = rc == 1 ? classify(&v) : T_NONE;
-			rc = 0;
-		} else if (KEY_IS(&k, "index")) {
-			rc = want_count(sc, 2, &e->index, &e->bad_index, M_INDEX);
-		} else if (KEY_IS(&k, "message")) {
-			e->has_message = false;
-			e->bad_message = NULL;
-			usage_reset(&e->musage);
-			rc = *sc->p == '{' ? parse_message(sc, 2, e)
-					   : skip_other(sc, 2, &e->bad_message, M_MESSAGE);
-		} else if (KEY_IS(&k, "usage")) {
-			rc = read_usage(sc, 2, &e->usage, &top_usage_why);
-		} else if (KEY_IS(&k, "content_block")) {
-			rc = read_obj(sc, 2, &e->block, M_BLOCK, block_why);
-		} else if (KEY_IS(&k, "delta")) {
-			rc = read_obj(sc, 2, &e->delta, M_DELTA, delta_why);
-		} else if (KEY_IS(&k, "error")) {
-			e->has_msg = false;
-			rc = *sc->p == '{' ? parse_error(sc, 2, e) : parse_value(sc, 2);
-		} else {
-			rc = parse_value(sc, 2);
-		}
-		if (rc)
+	if (KEY_IS(k, "type")) {
+		if ((rc = want_string(sc, depth, &v, &e->bad_type, M_TYPE)) < 0)
 			return rc;
+		e->type = rc == 1 ? classify(&v) : T_NONE;
+		return 0;
 	}
-	return rc;
+	if (KEY_IS(k, "index"))
+		return want_count(sc, depth, &e->index, &e->bad_index, M_INDEX);
+	if (KEY_IS(k, "message")) {
+		e->has_message = false;
+		e->bad_message = NULL;
+		usage_reset(&e->musage);
+		if (*sc->p != '{')
+			return skip_other(sc, depth, &e->bad_message, M_MESSAGE);
+		e->has_message = true;
+		return scan_object(sc, depth, message_key, e);
+	}
+	if (KEY_IS(k, "usage"))
+		return read_usage(sc, depth, &e->usage, &top_usage_why);
+	if (KEY_IS(k, "content_block"))
+		return read_obj(sc, depth, &e->block, M_BLOCK, block_why);
+	if (KEY_IS(k, "delta"))
+		return read_obj(sc, depth, &e->delta, M_DELTA, delta_why);
+	if (KEY_IS(k, "error")) {
+		e->msg = NULL;
+		e->msg_len = 0;
+		return *sc->p == '{' ? scan_object(sc, depth, error_key, e)
+				     : parse_value(sc, depth);
+	}
+	return parse_value(sc, depth);
 }
 
 static void clear_all(struct cl_chunk *out)
@@ -449,9 +418,9 @@ static const char *apply(const struct ev *e, struct cl_chunk *out)
 		return NULL;
 	case T_ERROR:
 		out->is_error = true;
-		if (e->has_msg) {
-			out->error_msg = e->msg.s;
-			out->error_msg_len = e->msg.len;
+		if (e->msg) {
+			out->error_msg = e->msg;
+			out->error_msg_len = e->msg_len;
 		}
 		return NULL;
 	default:
@@ -459,36 +428,43 @@ static const char *apply(const struct ev *e, struct cl_chunk *out)
 	}
 }
 
+/* What the decoder reads into: the event, and the chunk its meaning goes to. */
+struct doc {
+	struct ev e;
+	struct cl_chunk *out;
+};
+
+/* The event's top-level object, then its meaning (judged only once the whole object is
+ * read: its type may come last). */
 static int top(struct scan *sc, void *arg, const char **bad)
 {
-	(void)bad; /* an event's shape is judged after the whole text (apply) */
-	return parse_top(sc, arg);
+	struct doc *d = arg;
+	int rc = scan_object(sc, 1, top_key, &d->e);
+	if (rc)
+		return rc;
+	*bad = apply(&d->e, d->out);
+	return 0;
 }
 
 int cl_messages_decode(const char *data, size_t len, struct cl_chunk *out)
 {
-	struct ev e;
+	struct doc d;
 	const char *bad;
 
-	memset(&e, 0, sizeof(e));
-	e.index = -1;
-	usage_reset(&e.musage);
-	usage_reset(&e.usage);
+	memset(&d.e, 0, sizeof(d.e));
+	d.e.index = -1;
+	usage_reset(&d.e.musage);
+	usage_reset(&d.e.usage);
+	d.out = out;
 	clear_all(out);
 	if (len == 6 && memcmp(data, "[DONE]", 6) == 0) {
 		out->done = true;
 		return 0;
 	}
-	int rc = scan_document(data, len, top, &e, M_TOP, &bad);
-	if (!rc && !bad)
-		bad = apply(&e, out);
+	int rc = scan_document(data, len, top, &d, M_TOP, &bad);
 	if (rc) {
 		clear_all(out);
-		rc = CL_EPARSE;
-	} else if (bad) {
-		clear_all(out);
-		out->malformed = bad;
-		rc = CL_EPROTO;
+		out->malformed = rc == CL_EPROTO ? bad : NULL;
 	}
 	return rc;
 }

@@ -43,8 +43,8 @@ struct ev {
 	bool max_output; /* response.incomplete_details.reason == "max_output_tokens" */
 	bool has_err;    /* response.error an object */
 	int code;
-	bool has_msg;
-	struct str msg;
+	const char *msg; /* a string, still escaped; NULL when none */
+	size_t msg_len;
 	/* wrong-type reasons, NULL when fine */
 	const char *bad_type, *bad_delta, *bad_response, *bad_usage, *bad_in, *bad_out;
 	const char *bad_in_det, *bad_out_det, *bad_cached, *bad_rtokens;
@@ -53,11 +53,8 @@ struct ev {
 static enum type classify(const struct str *v)
 {
 	char buf[48];
-	bool cut;
-	size_t n = unescape(v, buf, sizeof(buf) - 1, &cut);
-	if (cut)
+	if (!scan_name(v, buf, sizeof(buf))) /* "response.failed\u0000" is another type */
 		return T_OTHER;
-	buf[n] = '\0';
 	if (strcmp(buf, "response.output_text.delta") == 0)
 		return T_TEXT;
 	if (strcmp(buf, "response.reasoning_text.delta") == 0 ||
@@ -74,202 +71,121 @@ static enum type classify(const struct str *v)
 	return T_OTHER;
 }
 
-/* An object of token details: the one count named `name` into *count. */
-static int parse_details(struct scan *sc, int depth, const char *name, int64_t *count,
-			 const char **bad, const char *why)
+static int usage_key(struct scan *sc, int depth, const struct str *k, void *ctx)
 {
-	bool first = true;
-	struct str k;
-	int rc;
+	struct ev *e = ctx;
+	char c = (char)*sc->p;
 
-	*count = -1;
-	*bad = NULL;
-	if ((rc = obj_open(sc, depth)))
-		return rc;
-	while ((rc = obj_next(sc, &first, &k)) == 1) {
-		if (key_is(&k, name, strlen(name)))
-			rc = want_count(sc, depth + 1, count, bad, why);
-		else
-			rc = parse_value(sc, depth + 1);
-		if (rc)
-			return rc;
+	if (KEY_IS(k, "input_tokens"))
+		return want_count(sc, depth, &e->in, &e->bad_in, R_IN);
+	if (KEY_IS(k, "output_tokens"))
+		return want_count(sc, depth, &e->out, &e->bad_out, R_OUT);
+	if (KEY_IS(k, "input_tokens_details")) {
+		e->cached = -1;
+		e->bad_cached = e->bad_in_det = NULL;
+		return c == '{' ? scan_one_count(sc, depth, "cached_tokens", &e->cached,
+						 &e->bad_cached, R_CACHED)
+				: skip_other(sc, depth, &e->bad_in_det, R_IN_DET);
 	}
-	return rc;
+	if (KEY_IS(k, "output_tokens_details")) {
+		e->rtokens = -1;
+		e->bad_rtokens = e->bad_out_det = NULL;
+		return c == '{' ? scan_one_count(sc, depth, "reasoning_tokens", &e->rtokens,
+						 &e->bad_rtokens, R_RTOKENS)
+				: skip_other(sc, depth, &e->bad_out_det, R_OUT_DET);
+	}
+	return parse_value(sc, depth);
 }
 
-static int parse_usage(struct scan *sc, int depth, struct ev *e)
+/* response.error or the "error" event's top level: code and message (read_error_field). */
+static int error_key(struct scan *sc, int depth, const struct str *k, void *ctx)
 {
-	bool first = true;
-	struct str k;
-	int rc;
-
-	if ((rc = obj_open(sc, depth)))
-		return rc;
-	e->has_usage = true;
-	while ((rc = obj_next(sc, &first, &k)) == 1) {
-		char c = (char)*sc->p;
-		if (KEY_IS(&k, "input_tokens")) {
-			rc = want_count(sc, depth + 1, &e->in, &e->bad_in, R_IN);
-		} else if (KEY_IS(&k, "output_tokens")) {
-			rc = want_count(sc, depth + 1, &e->out, &e->bad_out, R_OUT);
-		} else if (KEY_IS(&k, "input_tokens_details")) {
-			e->cached = -1;
-			e->bad_cached = e->bad_in_det = NULL;
-			rc = c == '{' ? parse_details(sc, depth + 1, "cached_tokens", &e->cached,
-						      &e->bad_cached, R_CACHED)
-				      : skip_other(sc, depth + 1, &e->bad_in_det, R_IN_DET);
-		} else if (KEY_IS(&k, "output_tokens_details")) {
-			e->rtokens = -1;
-			e->bad_rtokens = e->bad_out_det = NULL;
-			rc = c == '{' ? parse_details(sc, depth + 1, "reasoning_tokens",
-						      &e->rtokens, &e->bad_rtokens, R_RTOKENS)
-				      : skip_other(sc, depth + 1, &e->bad_out_det, R_OUT_DET);
-		} else {
-			rc = parse_value(sc, depth + 1);
-		}
-		if (rc)
-			return rc;
-	}
-	return rc;
+	struct ev *e = ctx;
+	int rc = read_error_field(sc, depth, k, &e->code, &e->msg, &e->msg_len);
+	return rc < 0 ? rc : rc ? 0 : parse_value(sc, depth);
 }
 
-/* response.error or the "error" event's own fields: code (an int, else 0), message (a
- * string, else absent).  Neither is judged: an error is an error whatever its details. */
-static int read_code_or_message(struct scan *sc, int depth, const struct str *k, struct ev *e,
-				bool *matched)
+static int incomplete_key(struct scan *sc, int depth, const struct str *k, void *ctx)
 {
+	struct ev *e = ctx;
+	struct str v;
 	int rc;
-	*matched = true;
-	if (KEY_IS(k, "code")) {
-		int64_t code;
-		if ((rc = want_int(sc, depth, &code)) < 0)
-			return rc;
-		e->code = rc == 1 && code >= INT32_MIN && code <= INT32_MAX ? (int)code : 0;
-		return 0;
-	}
-	if (KEY_IS(k, "message")) {
-		const char *ignored;
-		if ((rc = want_string(sc, depth, &e->msg, &ignored, NULL)) < 0)
-			return rc;
-		e->has_msg = rc == 1;
-		return 0;
-	}
-	*matched = false;
+
+	if (!KEY_IS(k, "reason") || *sc->p != '"')
+		return parse_value(sc, depth);
+	if ((rc = parse_string(sc, &v)))
+		return rc;
+	e->max_output = KEY_IS(&v, "max_output_tokens");
 	return 0;
 }
 
-static int parse_error_obj(struct scan *sc, int depth, struct ev *e)
-{
-	bool first = true, matched;
-	struct str k;
-	int rc;
-
-	if ((rc = obj_open(sc, depth)))
-		return rc;
-	e->has_err = true;
-	e->code = 0;
-	e->has_msg = false;
-	while ((rc = obj_next(sc, &first, &k)) == 1) {
-		if ((rc = read_code_or_message(sc, depth + 1, &k, e, &matched)))
-			return rc;
-		if (!matched && (rc = parse_value(sc, depth + 1)))
-			return rc;
-	}
-	return rc;
-}
-
-static int parse_incomplete(struct scan *sc, int depth, struct ev *e)
-{
-	bool first = true;
-	struct str k, v;
-	int rc;
-
-	if ((rc = obj_open(sc, depth)))
-		return rc;
-	while ((rc = obj_next(sc, &first, &k)) == 1) {
-		if (KEY_IS(&k, "reason") && *sc->p == '"') {
-			if ((rc = parse_string(sc, &v)))
-				return rc;
-			e->max_output = KEY_IS(&v, "max_output_tokens");
-		} else if ((rc = parse_value(sc, depth + 1))) {
-			return rc;
-		}
-	}
-	return rc;
-}
-
 /* The "response" object of response.* events: usage, error, incomplete_details. */
-static int parse_response(struct scan *sc, int depth, struct ev *e)
+static int response_key(struct scan *sc, int depth, const struct str *k, void *ctx)
 {
-	bool first = true;
-	struct str k;
-	int rc;
+	struct ev *e = ctx;
+	char c = (char)*sc->p;
 
-	if ((rc = obj_open(sc, depth)))
-		return rc;
-	while ((rc = obj_next(sc, &first, &k)) == 1) {
-		char c = (char)*sc->p;
-		if (KEY_IS(&k, "usage")) {
-			e->has_usage = false;
-			e->in = e->out = e->rtokens = e->cached = -1;
-			e->bad_usage = e->bad_in = e->bad_out = NULL;
-			e->bad_in_det = e->bad_out_det = e->bad_cached = e->bad_rtokens = NULL;
-			rc = c == '{' ? parse_usage(sc, depth + 1, e)
-				      : skip_other(sc, depth + 1, &e->bad_usage, R_USAGE);
-		} else if (KEY_IS(&k, "error") && c == '{') {
-			rc = parse_error_obj(sc, depth + 1, e);
-		} else if (KEY_IS(&k, "incomplete_details") && c == '{') {
-			e->max_output = false;
-			rc = parse_incomplete(sc, depth + 1, e);
-		} else {
-			rc = parse_value(sc, depth + 1);
-		}
-		if (rc)
-			return rc;
+	if (KEY_IS(k, "usage")) {
+		e->has_usage = false;
+		e->in = e->out = e->rtokens = e->cached = -1;
+		e->bad_usage = e->bad_in = e->bad_out = NULL;
+		e->bad_in_det = e->bad_out_det = e->bad_cached = e->bad_rtokens = NULL;
+		if (c != '{')
+			return skip_other(sc, depth, &e->bad_usage, R_USAGE);
+		e->has_usage = true;
+		return scan_object(sc, depth, usage_key, e);
 	}
-	return rc;
+	if (KEY_IS(k, "error") && c == '{') {
+		e->has_err = true;
+		e->code = 0;
+		e->msg = NULL;
+		e->msg_len = 0;
+		return scan_object(sc, depth, error_key, e);
+	}
+	if (KEY_IS(k, "incomplete_details") && c == '{') {
+		e->max_output = false;
+		return scan_object(sc, depth, incomplete_key, e);
+	}
+	return parse_value(sc, depth);
 }
 
-static int parse_top(struct scan *sc, struct ev *e, struct ev *top_err)
+/* The event as it is read: its fields, and the error event's own code and message beside
+ * them (they sit at the top level). */
+struct doc {
+	struct ev e, top_err;
+	struct cl_chunk *out;
+};
+
+static int top_key(struct scan *sc, int depth, const struct str *k, void *ctx)
 {
-	bool first = true, matched;
-	struct str k, v;
+	struct doc *d = ctx;
+	struct ev *e = &d->e;
+	struct str v;
 	int rc;
 
-	if ((rc = obj_open(sc, 1)))
-		return rc;
-	while ((rc = obj_next(sc, &first, &k)) == 1) {
-		char c = (char)*sc->p;
-		if (KEY_IS(&k, "type")) {
-			e->bad_type = NULL;
-			if ((rc = want_string(sc, 2, &v, &e->bad_type, R_TYPE)) < 0)
-				return rc;
-			e->type = rc == 1 ? classify(&v) : T_NONE;
-			rc = 0;
-		} else if (KEY_IS(&k, "delta")) {
-			if ((rc = want_string(sc, 2, &e->delta, &e->bad_delta, R_DELTA)) < 0)
-				return rc;
-			e->has_delta = rc == 1;
-			rc = 0;
-		} else if (KEY_IS(&k, "response")) {
-			/* A repeated "response" replaces the first wholly. */
-			e->has_usage = e->has_err = e->max_output = false;
-			e->in = e->out = e->rtokens = e->cached = -1;
-			e->bad_response = e->bad_usage = e->bad_in = e->bad_out = NULL;
-			e->bad_in_det = e->bad_out_det = e->bad_cached = e->bad_rtokens = NULL;
-			rc = c == '{' ? parse_response(sc, 2, e)
-				      : skip_other(sc, 2, &e->bad_response, R_RESPONSE);
-		} else {
-			/* The "error" event carries code and message at the top level. */
-			if ((rc = read_code_or_message(sc, 2, &k, top_err, &matched)))
-				return rc;
-			if (!matched)
-				rc = parse_value(sc, 2);
-		}
-		if (rc)
+	if (KEY_IS(k, "type")) {
+		e->bad_type = NULL;
+		if ((rc = want_string(sc, depth, &v, &e->bad_type, R_TYPE)) < 0)
 			return rc;
+		e->type = rc == 1 ? classify(&v) : T_NONE;
+		return 0;
 	}
-	return rc;
+	if (KEY_IS(k, "delta")) {
+		if ((rc = want_string(sc, depth, &e->delta, &e->bad_delta, R_DELTA)) < 0)
+			return rc;
+		e->has_delta = rc == 1;
+		return 0;
+	}
+	if (KEY_IS(k, "response")) {
+		/* A repeated "response" replaces the first wholly. */
+		e->has_usage = e->has_err = e->max_output = false;
+		e->in = e->out = e->rtokens = e->cached = -1;
+		e->bad_response = e->bad_usage = e->bad_in = e->bad_out = NULL;
+		e->bad_in_det = e->bad_out_det = e->bad_cached = e->bad_rtokens = NULL;
+		return *sc->p == '{' ? scan_object(sc, depth, response_key, e)
+				     : skip_other(sc, depth, &e->bad_response, R_RESPONSE);
+	}
+	return error_key(sc, depth, k, &d->top_err);
 }
 
 static void clear_all(struct cl_chunk *out)
@@ -327,17 +243,17 @@ static const char *apply(const struct ev *e, const struct ev *top_err, struct cl
 			return e->bad_response;
 		out->is_error = true;
 		out->error_code = e->has_err ? e->code : 0;
-		if (e->has_err && e->has_msg) {
-			out->error_msg = e->msg.s;
-			out->error_msg_len = e->msg.len;
+		if (e->has_err && e->msg) {
+			out->error_msg = e->msg;
+			out->error_msg_len = e->msg_len;
 		}
 		return NULL;
 	case T_ERROR:
 		out->is_error = true;
 		out->error_code = top_err->code;
-		if (top_err->has_msg) {
-			out->error_msg = top_err->msg.s;
-			out->error_msg_len = top_err->msg.len;
+		if (top_err->msg) {
+			out->error_msg = top_err->msg;
+			out->error_msg_len = top_err->msg_len;
 		}
 		return NULL;
 	default:
@@ -345,23 +261,21 @@ static const char *apply(const struct ev *e, const struct ev *top_err, struct cl
 	}
 }
 
-/* The events' top-level object and the error beside it, for the shared driver. */
-struct top_arg {
-	struct ev *e, *top_err;
-};
-
+/* The event's top-level object, then its meaning (an event's shape is judged only once the
+ * whole object is read: its type may come last). */
 static int top(struct scan *sc, void *arg, const char **bad)
 {
-	struct top_arg *t = arg;
-	(void)bad; /* an event's shape is judged after the whole text (apply) */
-	return parse_top(sc, t->e, t->top_err);
+	struct doc *d = arg;
+	int rc = scan_object(sc, 1, top_key, d);
+	if (rc)
+		return rc;
+	*bad = apply(&d->e, &d->top_err, d->out);
+	return 0;
 }
 
 int cl_responses_decode(const char *data, size_t len, struct cl_chunk *out)
 {
-	struct ev e = { .in = -1, .out = -1, .rtokens = -1, .cached = -1 };
-	struct ev top_err = { 0 };
-	struct top_arg t = { &e, &top_err };
+	struct doc d = { .e = { .in = -1, .out = -1, .rtokens = -1, .cached = -1 }, .out = out };
 	const char *bad;
 
 	clear_all(out);
@@ -369,16 +283,10 @@ int cl_responses_decode(const char *data, size_t len, struct cl_chunk *out)
 		out->done = true;
 		return 0;
 	}
-	int rc = scan_document(data, len, top, &t, R_TOP, &bad);
-	if (!rc && !bad)
-		bad = apply(&e, &top_err, out);
+	int rc = scan_document(data, len, top, &d, R_TOP, &bad);
 	if (rc) {
 		clear_all(out);
-		rc = CL_EPARSE;
-	} else if (bad) {
-		clear_all(out);
-		out->malformed = bad;
-		rc = CL_EPROTO;
+		out->malformed = rc == CL_EPROTO ? bad : NULL;
 	}
 	return rc;
 }

@@ -15,18 +15,14 @@
 #define R_IN      "usage.input_tokens is not a non-negative integer"
 #define R_OUT     "usage.output_tokens is not a non-negative integer"
 #define R_SECONDS "usage.seconds is not a non-negative number"
-#define R_ERROR   "error is neither an object nor a string"
 #define R_NODELTA "a transcript.text.delta event has no delta"
 #define R_NOTHING "the answer has neither text nor error"
 
 static enum cl_transcription_type classify(const struct str *v)
 {
 	char buf[32];
-	bool cut;
-	size_t n = unescape(v, buf, sizeof(buf) - 1, &cut);
-	if (cut)
+	if (!scan_name(v, buf, sizeof(buf))) /* "transcript.text.done\u0000" is another type */
 		return CL_TRANSCRIPTION_OTHER;
-	buf[n] = '\0';
 	if (strcmp(buf, "transcript.text.delta") == 0)
 		return CL_TRANSCRIPTION_DELTA;
 	if (strcmp(buf, "transcript.text.done") == 0)
@@ -59,54 +55,90 @@ static int want_seconds(struct scan *sc, int depth, double *v, const char **bad)
 	return 0;
 }
 
-static int parse_usage(struct scan *sc, int depth, struct cl_transcription *out, const char **bad)
+/* The answer as it is read.  Unlike the other one-document answers, a reason here is the
+ * first one met and stays, a repeated key's included. */
+struct doc {
+	struct cl_transcription *out;
+	const char *bad;
+};
+
+/* Keeps reason b unless an earlier one is kept. */
+static void keep_first(struct doc *d, const char *b)
 {
-	bool first = true;
-	struct str k;
+	if (b && !d->bad)
+		d->bad = b;
+}
+
+static int usage_key(struct scan *sc, int depth, const struct str *k, void *ctx)
+{
+	struct doc *d = ctx;
+	struct cl_transcription *out = d->out;
+	const char *b = NULL;
 	int rc;
 
-	if ((rc = obj_open(sc, depth)))
-		return rc;
-	out->has_usage = true;
-	while ((rc = obj_next(sc, &first, &k)) == 1) {
-		const char *b = NULL;
-		if (KEY_IS(&k, "input_tokens") || KEY_IS(&k, "prompt_tokens"))
-			rc = want_count(sc, depth + 1, &out->input_tokens, &b, R_IN);
-		else if (KEY_IS(&k, "output_tokens") || KEY_IS(&k, "completion_tokens"))
-			rc = want_count(sc, depth + 1, &out->output_tokens, &b, R_OUT);
-		else if (KEY_IS(&k, "seconds"))
-			rc = want_seconds(sc, depth + 1, &out->seconds, &b);
-		else
-			rc = parse_value(sc, depth + 1);
-		if (rc)
-			return rc;
-		if (b && !*bad)
-			*bad = b;
-	}
+	if (KEY_IS(k, "input_tokens") || KEY_IS(k, "prompt_tokens"))
+		rc = want_count(sc, depth, &out->input_tokens, &b, R_IN);
+	else if (KEY_IS(k, "output_tokens") || KEY_IS(k, "completion_tokens"))
+		rc = want_count(sc, depth, &out->output_tokens, &b, R_OUT);
+	else if (KEY_IS(k, "seconds"))
+		rc = want_seconds(sc, depth, &out->seconds, &b);
+	else
+		rc = parse_value(sc, depth);
+	if (!rc)
+		keep_first(d, b);
 	return rc;
 }
 
-static int parse_error(struct scan *sc, int depth, struct cl_transcription *out)
-{
-	return scan_error_value(sc, depth, &out->is_error, &out->error_code, &out->error_msg,
-				&out->error_msg_len);
-}
-
 /* A string field into (*s, *n), flagging *has; a wrong type is a reason. */
-static int read_str(struct scan *sc, bool *has, const char **s, size_t *n, const char **bad,
+static int read_str(struct scan *sc, int depth, struct doc *d, bool *has, const char **s, size_t *n,
 		    const char *why)
 {
 	struct str v;
 	const char *b = NULL;
-	int rc = want_string(sc, 2, &v, &b, why);
+	int rc = want_string(sc, depth, &v, &b, why);
 	if (rc < 0)
 		return rc;
 	*has = rc == 1;
 	*s = rc == 1 ? v.s : NULL;
 	*n = rc == 1 ? v.len : 0;
-	if (b && !*bad)
-		*bad = b;
+	keep_first(d, b);
 	return 0;
+}
+
+static int top_key(struct scan *sc, int depth, const struct str *k, void *ctx)
+{
+	struct doc *d = ctx;
+	struct cl_transcription *out = d->out;
+	char c = (char)*sc->p;
+
+	if (KEY_IS(k, "text"))
+		return read_str(sc, depth, d, &out->has_text, &out->text, &out->text_len, R_TEXT);
+	if (KEY_IS(k, "delta"))
+		return read_str(sc, depth, d, &out->has_delta, &out->delta, &out->delta_len,
+				R_DELTA);
+	if (KEY_IS(k, "type")) {
+		struct str v;
+		const char *tb = NULL;
+		int rc = want_string(sc, depth, &v, &tb, R_TYPE);
+		if (rc < 0)
+			return rc;
+		if (rc == 1)
+			out->type = classify(&v);
+		keep_first(d, tb);
+		return 0;
+	}
+	if (KEY_IS(k, "usage")) {
+		if (c != '{')
+			return skip_other(sc, depth, &d->bad, R_USAGE);
+		out->has_usage = true;
+		return scan_object(sc, depth, usage_key, d);
+	}
+	if (KEY_IS(k, "error"))
+		return c == '{' || c == '"'
+			   ? scan_error_value(sc, depth, &out->is_error, &out->error_code,
+					      &out->error_msg, &out->error_msg_len)
+			   : skip_other(sc, depth, &d->bad, SCAN_R_ERROR);
+	return parse_value(sc, depth);
 }
 
 struct top_arg {
@@ -118,48 +150,15 @@ static int parse_top(struct scan *sc, void *arg, const char **bad)
 {
 	struct top_arg *a = arg;
 	struct cl_transcription *out = a->out;
-	const char *b = NULL;
-	bool first = true;
-	struct str k;
-	int rc;
-
-	if ((rc = obj_open(sc, 1)))
-		return rc;
-	while ((rc = obj_next(sc, &first, &k)) == 1) {
-		char c = (char)*sc->p;
-		if (KEY_IS(&k, "text")) {
-			rc = read_str(sc, &out->has_text, &out->text, &out->text_len, &b, R_TEXT);
-		} else if (KEY_IS(&k, "delta")) {
-			rc = read_str(sc, &out->has_delta, &out->delta, &out->delta_len, &b,
-				      R_DELTA);
-		} else if (KEY_IS(&k, "type")) {
-			struct str v;
-			const char *tb = NULL;
-			rc = want_string(sc, 2, &v, &tb, R_TYPE);
-			if (rc == 1)
-				out->type = classify(&v);
-			if (tb && !b)
-				b = tb;
-			rc = rc < 0 ? rc : 0;
-		} else if (KEY_IS(&k, "usage")) {
-			rc =
-			    c == '{' ? parse_usage(sc, 2, out, &b) : skip_other(sc, 2, &b, R_USAGE);
-		} else if (KEY_IS(&k, "error")) {
-			rc = c == '{' || c == '"' ? parse_error(sc, 2, out)
-						  : skip_other(sc, 2, &b, R_ERROR);
-		} else {
-			rc = parse_value(sc, 2);
-		}
-		if (rc)
-			return rc;
-	}
+	struct doc d = { out, NULL };
+	int rc = scan_object(sc, 1, top_key, &d);
 	if (rc)
 		return rc;
-	if (!b && out->type == CL_TRANSCRIPTION_DELTA && !out->has_delta)
-		b = R_NODELTA;
-	if (!b && a->whole && !out->has_text && !out->is_error)
-		b = R_NOTHING;
-	*bad = b;
+	if (!d.bad && out->type == CL_TRANSCRIPTION_DELTA && !out->has_delta)
+		d.bad = R_NODELTA;
+	if (!d.bad && a->whole && !out->has_text && !out->is_error)
+		d.bad = R_NOTHING;
+	*bad = d.bad;
 	return 0;
 }
 
@@ -179,11 +178,7 @@ int cl_transcription_decode(const char *data, size_t len, bool whole, struct cl_
 	int rc = scan_document(data, len, parse_top, &a, R_TOP, &bad);
 	if (rc) {
 		clear_all(out);
-		rc = CL_EPARSE;
-	} else if (bad) {
-		clear_all(out);
-		out->malformed = bad;
-		rc = CL_EPROTO;
+		out->malformed = rc == CL_EPROTO ? bad : NULL;
 	}
 	return rc;
 }

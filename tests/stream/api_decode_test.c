@@ -243,6 +243,14 @@ static void test_responses_shapes(void **state)
 				 &c),
 			 0);
 	assert_false(c.has_usage);
+	/* a type with a NUL inside is another type, not one cut short (found by fuzz_responses:
+	 * jansson's tree says the type is not response.failed) */
+	assert_int_equal(dec_str(API_RESPONSES,
+				 "{\"type\":\"response.failed\\u0000\",\"response\":{\"error\":{"
+				 "\"message\":\"boom\"}}}",
+				 &c),
+			 0);
+	assert_false(c.is_error || c.done);
 	/* not events */
 	static const struct {
 		const char *text, *why;

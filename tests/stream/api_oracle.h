@@ -37,9 +37,12 @@ static inline int api_decode(enum api_kind k, const char *data, size_t len, stru
 	}
 }
 
+/* Whether v is the string s, every byte of it: a string with a NUL inside ("error\u0000x")
+ * is another string, as the decoders and the error reader read it, not s cut short. */
 static inline bool api_is(json_t *v, const char *s)
 {
-	return json_is_string(v) && strcmp(json_string_value(v), s) == 0;
+	return json_is_string(v) && json_string_length(v) == strlen(s) &&
+	       memcmp(json_string_value(v), s, strlen(s)) == 0;
 }
 
 /* What the text-completion chunk should say, from jansson's tree; NULL reason when it is one.

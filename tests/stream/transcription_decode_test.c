@@ -121,6 +121,9 @@ static void test_events(void **state)
 	/* a type it does not know carries nothing and is no error */
 	assert_int_equal(event("{\"type\":\"transcript.text.segment\",\"x\":1}", &c), 0);
 	assert_false(c.has_content || c.done || c.is_error);
+	/* a type with a NUL inside is another type, not one cut short */
+	assert_int_equal(event("{\"type\":\"transcript.text.done\\u0000\"}", &c), 0);
+	assert_false(c.has_content || c.done || c.is_error);
 	/* vLLM's */
 	assert_int_equal(event("{\"id\":\"trsc-1\",\"object\":\"transcription.chunk\",\"created\":1,"
 			       "\"model\":\"w\",\"choices\":[{\"delta\":{\"content\":\" fellow\"},"
