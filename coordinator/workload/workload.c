@@ -77,6 +77,44 @@ static int with_tools(const struct cl_scn_workload *w, json_t **extra, struct cl
 	return 0;
 }
 
+/* The bodies of the workload's source, pushed into c: its prompts, dataset, synthetic prompts,
+ * trace or (a transcription) audio.  0, or an error with err filled. */
+static int read_source(struct render_ctx *c, const struct cl_scn_workload *w, struct cl_err *err)
+{
+	switch (w->api == CL_API_TRANSCRIPTION ? -1 : (int)w->kind) {
+	case -1: /* the audio is the workload */
+		return cli_workload_audio(c, w, err);
+	case CL_WORKLOAD_PROMPTS:
+		if (w->n_prompts == 0)
+			return cl_err_set(err, CL_EINVAL, "workload.prompts is empty");
+		for (size_t i = 0; i < w->n_prompts; i++) {
+			c->stats->records++;
+			int rc = cli_workload_push_prompt(c, c->system_prompt, w->prompts[i],
+							  strlen(w->prompts[i]), 0, err);
+			if (rc) {
+				cl_err_prefix(err, "workload.prompts[%zu]", i);
+				return rc;
+			}
+		}
+		return 0;
+	case CL_WORKLOAD_DATASET:
+		return cli_workload_read_dataset(c, w, err);
+	case CL_WORKLOAD_SYNTHETIC: {
+		/* Without a pool every request is to be distinct (retag): with classes the
+		 * prompts made are a whole number of the classes' rounds, so each class has its
+		 * exact share without a prompt made twice (workload/classes.c). */
+		struct cl_scn_workload sw = *w;
+		if (!w->synthetic_count_given)
+			sw.synthetic_count = cli_workload_class_round(w, w->synthetic_count);
+		return cli_workload_synthesize(c, &sw, err);
+	}
+	case CL_WORKLOAD_TRACE:
+		return cli_workload_read_trace(c, w, err);
+	default:
+		return cl_err_set(err, CL_EINVAL, "unknown workload kind %d", (int)w->kind);
+	}
+}
+
 /* Renders s's workload into out; with sink, each body goes to sink instead and out gets
  * none (its other fields are set). */
 static int render(const struct cl_scenario *s, const char *model, const char *salt_tag,
@@ -122,42 +160,7 @@ static int render(const struct cl_scenario *s, const char *model, const char *sa
 		goto out;
 	if ((rc = cli_workload_make_prefixes(&c, w, err)) != 0)
 		goto out;
-	switch (w->api == CL_API_TRANSCRIPTION ? -1 : (int)w->kind) {
-	case -1: /* the audio is the workload */
-		rc = cli_workload_audio(&c, w, err);
-		break;
-	case CL_WORKLOAD_PROMPTS:
-		if (w->n_prompts == 0) {
-			rc = cl_err_set(err, CL_EINVAL, "workload.prompts is empty");
-			break;
-		}
-		for (size_t i = 0; i < w->n_prompts && !rc; i++) {
-			own.records++;
-			rc = cli_workload_push_prompt(&c, c.system_prompt, w->prompts[i],
-						      strlen(w->prompts[i]), 0, err);
-			if (rc)
-				cl_err_prefix(err, "workload.prompts[%zu]", i);
-		}
-		break;
-	case CL_WORKLOAD_DATASET:
-		rc = cli_workload_read_dataset(&c, w, err);
-		break;
-	case CL_WORKLOAD_SYNTHETIC: {
-		/* Without a pool every request is to be distinct (retag): with classes the
-		 * prompts made are a whole number of the classes' rounds, so each class has its
-		 * exact share without a prompt made twice (workload/classes.c). */
-		struct cl_scn_workload sw = *w;
-		if (!w->synthetic_count_given)
-			sw.synthetic_count = cli_workload_class_round(w, w->synthetic_count);
-		rc = cli_workload_synthesize(&c, &sw, err);
-		break;
-	}
-	case CL_WORKLOAD_TRACE:
-		rc = cli_workload_read_trace(&c, w, err);
-		break;
-	default:
-		rc = cl_err_set(err, CL_EINVAL, "unknown workload kind %d", (int)w->kind);
-	}
+	rc = read_source(&c, w, err);
 	if (!rc)
 		rc = cli_workload_flush_batch(&c, err); /* a last batch that is not full */
 	if (!rc && cl_api_scores(w->api) && c.n == 0 && !c.sink)
